@@ -1,0 +1,190 @@
+//! Per-section encodings of the stored bytes: raw or zstd.
+
+use std::borrow::Cow;
+use std::io::{self, Read, Write};
+
+use crate::error::ErrorKind;
+
+/// How a section's bytes are stored. The numeric ids are part of the file format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Codec {
+    /// Stored as given (id 0).
+    Raw,
+    /// One or more zstd frames (id 1); the table records the decoded length.
+    Zstd,
+}
+
+impl Codec {
+    /// The id stored in the section table.
+    pub fn id(self) -> u32 {
+        match self {
+            Codec::Raw => 0,
+            Codec::Zstd => 1,
+        }
+    }
+
+    /// The codec with the given table id, or `None` for an id this version does not know.
+    pub fn from_id(id: u32) -> Option<Codec> {
+        match id {
+            0 => Some(Codec::Raw),
+            1 => Some(Codec::Zstd),
+            _ => None,
+        }
+    }
+}
+
+/// A writer that counts and checksums what passes through it.
+struct Tally<W> {
+    inner: W,
+    len: u64,
+    crc: crc32fast::Hasher,
+}
+
+impl<W: Write> Write for Tally<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        let written = buf.get(..n).unwrap_or(buf);
+        self.crc.update(written);
+        self.len += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Encodes `data` with `codec` straight into `out`; returns `(stored length, CRC-32 of the
+/// stored bytes)`. Streaming keeps memory flat for large sections.
+pub(crate) fn encode_into<W: Write>(
+    codec: Codec,
+    data: &[u8],
+    zstd_level: i32,
+    out: W,
+) -> io::Result<(u64, u32)> {
+    let mut tally = Tally {
+        inner: out,
+        len: 0,
+        crc: crc32fast::Hasher::new(),
+    };
+    match codec {
+        Codec::Raw => tally.write_all(data)?,
+        Codec::Zstd => {
+            let mut enc = zstd::stream::write::Encoder::new(&mut tally, zstd_level)?;
+            // Records the decoded size in the frame header too, for standalone zstd tools.
+            enc.set_pledged_src_size(Some(data.len() as u64))?;
+            enc.include_contentsize(true)?;
+            enc.write_all(data)?;
+            enc.finish()?;
+        }
+    }
+    Ok((tally.len, tally.crc.finalize()))
+}
+
+/// Decodes checksummed stored bytes. The caller has checked `decoded_len` against its limit;
+/// output never grows past `decoded_len + 1` bytes whatever the stream says.
+pub(crate) fn decode<'a>(
+    codec: Codec,
+    stored: Cow<'a, [u8]>,
+    decoded_len: u64,
+) -> Result<Cow<'a, [u8]>, ErrorKind> {
+    match codec {
+        Codec::Raw => {
+            // The reader checked stored == decoded length when it opened the file.
+            Ok(stored)
+        }
+        Codec::Zstd => {
+            // Start small: a forged length must not reserve memory that the stream never fills.
+            let hint = (stored.len() as u64).saturating_mul(8).max(4096);
+            let capacity = usize::try_from(decoded_len.min(hint)).unwrap_or(0);
+            let mut out = Vec::with_capacity(capacity);
+            let bad = |e: io::Error| ErrorKind::BadCompressedData(e.to_string());
+            let decoder = zstd::stream::read::Decoder::with_buffer(&stored[..]).map_err(bad)?;
+            decoder
+                .take(decoded_len.saturating_add(1))
+                .read_to_end(&mut out)
+                .map_err(bad)?;
+            let actual = out.len() as u64;
+            if actual != decoded_len {
+                return Err(ErrorKind::DecodedLengthMismatch {
+                    declared: decoded_len,
+                    actual: (actual <= decoded_len).then_some(actual),
+                });
+            }
+            Ok(Cow::Owned(out))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn encoded(codec: Codec, data: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        let (len, crc) = encode_into(codec, data, 3, &mut out).expect("encode to Vec");
+        assert_eq!(len, out.len() as u64);
+        assert_eq!(crc, crc32fast::hash(&out));
+        out
+    }
+
+    #[test]
+    fn ids_are_stable() {
+        assert_eq!(Codec::Raw.id(), 0);
+        assert_eq!(Codec::Zstd.id(), 1);
+        assert_eq!(Codec::from_id(1), Some(Codec::Zstd));
+        assert_eq!(Codec::from_id(2), None);
+    }
+
+    #[test]
+    fn zstd_round_trips_including_empty() {
+        for data in [&b""[..], b"abc", &[7u8; 100_000]] {
+            let stored = encoded(Codec::Zstd, data);
+            let back = decode(Codec::Zstd, Cow::Owned(stored), data.len() as u64).expect("decode");
+            assert_eq!(&*back, data);
+        }
+    }
+
+    #[test]
+    fn zstd_longer_than_declared_is_rejected_without_decoding_everything() {
+        let stored = encoded(Codec::Zstd, &[1u8; 1 << 20]);
+        let err = decode(Codec::Zstd, Cow::Owned(stored), 10).expect_err("too long");
+        assert!(matches!(
+            err,
+            ErrorKind::DecodedLengthMismatch {
+                declared: 10,
+                actual: None
+            }
+        ));
+    }
+
+    #[test]
+    fn zstd_shorter_than_declared_is_rejected() {
+        let stored = encoded(Codec::Zstd, b"hello");
+        let err = decode(Codec::Zstd, Cow::Owned(stored), 6).expect_err("too short");
+        assert!(matches!(
+            err,
+            ErrorKind::DecodedLengthMismatch {
+                declared: 6,
+                actual: Some(5)
+            }
+        ));
+    }
+
+    #[test]
+    fn garbage_and_cut_streams_are_bad_zstd() {
+        let err = decode(Codec::Zstd, Cow::Borrowed(b"not zstd at all"), 5).expect_err("garbage");
+        assert!(matches!(err, ErrorKind::BadCompressedData(_)), "{err:?}");
+        let stored = encoded(Codec::Zstd, &[9u8; 5000]);
+        let cut = &stored[..stored.len() - 3];
+        let err = decode(Codec::Zstd, Cow::Borrowed(cut), 5000).expect_err("cut");
+        assert!(
+            matches!(
+                err,
+                ErrorKind::BadCompressedData(_) | ErrorKind::DecodedLengthMismatch { .. }
+            ),
+            "{err:?}"
+        );
+    }
+}

@@ -1,0 +1,308 @@
+//! Writing container files: sections stream to a temporary file that replaces the destination
+//! atomically when finished, so a reader never sees a half-written file under the final name.
+
+use std::collections::HashMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufWriter, Cursor, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::codec::{Codec, encode_into};
+use crate::error::{Error, ErrorKind, SectionRef};
+use crate::layout::{ENTRY_LEN, Entry, FORMAT_MAJOR, FORMAT_MINOR, HEADER_LEN, Header, align_up};
+
+/// zstd level used unless [`TraceWriter::set_zstd_level`] says otherwise.
+const DEFAULT_ZSTD_LEVEL: i32 = 3;
+
+/// One section to write with [`write_file`] or [`to_bytes`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NewSection<'a> {
+    /// Section kind (an open registry: see `docs/format.md`).
+    pub kind: u32,
+    /// Instance of that kind (rank, stream, ...); (kind, index) is unique in a file.
+    pub index: u32,
+    /// The decoded payload.
+    pub data: &'a [u8],
+    /// How to store it.
+    pub codec: Codec,
+}
+
+impl<'a> From<(u32, u32, &'a [u8], Codec)> for NewSection<'a> {
+    fn from((kind, index, data, codec): (u32, u32, &'a [u8], Codec)) -> Self {
+        NewSection {
+            kind,
+            index,
+            data,
+            codec,
+        }
+    }
+}
+
+/// Lays out header, payloads and table on any seekable sink; shared by the file writer and
+/// the in-memory encoder so there is one implementation of the layout.
+struct Assembler<W: Write + Seek> {
+    out: W,
+    name: String,
+    pos: u64,
+    file_kind: u32,
+    flags: u32,
+    zstd_level: i32,
+    entries: Vec<Entry>,
+    seen: HashMap<(u32, u32), usize>,
+    /// Set after an I/O error, when the sink's content is unknown.
+    broken: bool,
+}
+
+impl<W: Write + Seek> Assembler<W> {
+    fn start(mut out: W, name: String, file_kind: u32) -> Result<Self, Error> {
+        // Placeholder; the real header is written by `finish` once the table is known.
+        out.write_all(&[0u8; HEADER_LEN])
+            .map_err(|e| Error::new(&name, ErrorKind::Io(e)))?;
+        Ok(Assembler {
+            out,
+            name,
+            pos: HEADER_LEN as u64,
+            file_kind,
+            flags: 0,
+            zstd_level: DEFAULT_ZSTD_LEVEL,
+            entries: Vec::new(),
+            seen: HashMap::new(),
+            broken: false,
+        })
+    }
+
+    fn io_error(&mut self, e: io::Error) -> Error {
+        self.broken = true;
+        Error::new(&self.name, ErrorKind::Io(e))
+    }
+
+    fn check_usable(&self) -> Result<(), Error> {
+        if self.broken {
+            let e = io::Error::other("an earlier write failed; the file is abandoned");
+            return Err(Error::new(&self.name, ErrorKind::Io(e)));
+        }
+        Ok(())
+    }
+
+    fn pad(&mut self) -> Result<(), Error> {
+        let target = align_up(self.pos).unwrap_or(self.pos);
+        let zeros = [0u8; 8];
+        let n = (target - self.pos) as usize;
+        if let Err(e) = self.out.write_all(&zeros[..n.min(zeros.len())]) {
+            return Err(self.io_error(e));
+        }
+        self.pos = target;
+        Ok(())
+    }
+
+    fn add(&mut self, kind: u32, index: u32, data: &[u8], codec: Codec) -> Result<(), Error> {
+        self.check_usable()?;
+        let position = self.entries.len();
+        let here = SectionRef {
+            position,
+            kind,
+            index,
+        };
+        if let Some(&first) = self.seen.get(&(kind, index)) {
+            let kind = ErrorKind::DuplicateSection { first };
+            return Err(Error::new(&self.name, kind).in_section(here));
+        }
+        if u32::try_from(position).is_err() {
+            return Err(Error::new(&self.name, ErrorKind::TooManySections));
+        }
+        self.pad()?;
+        let offset = self.pos;
+        let (stored_len, checksum) = match encode_into(codec, data, self.zstd_level, &mut self.out)
+        {
+            Ok(r) => r,
+            Err(e) => return Err(self.io_error(e).in_section(here).at(offset)),
+        };
+        self.pos += stored_len;
+        self.entries.push(Entry {
+            kind,
+            index,
+            codec: codec.id(),
+            checksum,
+            offset,
+            stored_len,
+            decoded_len: data.len() as u64,
+        });
+        self.seen.insert((kind, index), position);
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<W, Error> {
+        self.check_usable()?;
+        self.pad()?;
+        let table_offset = self.pos;
+        let mut table = Vec::with_capacity(self.entries.len() * ENTRY_LEN);
+        for e in &self.entries {
+            e.write_to(&mut table);
+        }
+        let header = Header {
+            major: FORMAT_MAJOR,
+            minor: FORMAT_MINOR,
+            file_kind: self.file_kind,
+            flags: self.flags,
+            // `add` refuses the entry that would not fit in a u32.
+            count: u32::try_from(self.entries.len()).unwrap_or(u32::MAX),
+            table_offset,
+            entry_len: ENTRY_LEN as u32,
+            table_checksum: crc32fast::hash(&table),
+        };
+        let written = self
+            .out
+            .write_all(&table)
+            .and_then(|()| self.out.seek(SeekFrom::Start(0)))
+            .and_then(|_| self.out.write_all(&header.to_bytes()))
+            .and_then(|()| self.out.flush());
+        match written {
+            Ok(()) => Ok(self.out),
+            Err(e) => Err(self.io_error(e)),
+        }
+    }
+}
+
+/// Writes one container file. Sections are encoded and written as they are added (memory
+/// stays at one section), into a temporary file in the destination's directory;
+/// [`finish`](TraceWriter::finish) writes the table and header, syncs, and renames the
+/// temporary over the destination. Dropping an unfinished writer removes the temporary file.
+pub struct TraceWriter {
+    path: PathBuf,
+    tmp: PathBuf,
+    asm: Option<Assembler<BufWriter<File>>>,
+}
+
+impl TraceWriter {
+    /// Starts a file that will appear at `path` when finished; `file_kind` is carried in the
+    /// header (an open registry: see `docs/format.md`).
+    pub fn create(path: impl AsRef<Path>, file_kind: u32) -> Result<Self, Error> {
+        static NEXT_TMP: AtomicU64 = AtomicU64::new(0);
+        let path = path.as_ref().to_path_buf();
+        let name = path.display().to_string();
+        let Some(file_name) = path.file_name() else {
+            let e = io::Error::new(io::ErrorKind::InvalidInput, "path has no file name");
+            return Err(Error::new(&name, ErrorKind::Io(e)));
+        };
+        let tmp_name = format!(
+            ".{}.tmp-{}-{}",
+            file_name.to_string_lossy(),
+            std::process::id(),
+            NEXT_TMP.fetch_add(1, Ordering::Relaxed)
+        );
+        let tmp = path.with_file_name(tmp_name);
+        let file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .map_err(|e| Error::new(&name, ErrorKind::Io(e)))?;
+        let asm = match Assembler::start(BufWriter::new(file), name, file_kind) {
+            Ok(asm) => asm,
+            Err(e) => {
+                let _ = fs::remove_file(&tmp);
+                return Err(e);
+            }
+        };
+        Ok(TraceWriter {
+            path,
+            tmp,
+            asm: Some(asm),
+        })
+    }
+
+    /// The destination path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Sets the header flags written by `finish` (e.g. [`flags::PARTIAL`](crate::flags::PARTIAL)).
+    pub fn set_flags(&mut self, flags: u32) {
+        if let Some(asm) = &mut self.asm {
+            asm.flags = flags;
+        }
+    }
+
+    /// Sets the zstd compression level for sections added from now on (default 3).
+    pub fn set_zstd_level(&mut self, level: i32) {
+        if let Some(asm) = &mut self.asm {
+            asm.zstd_level = level;
+        }
+    }
+
+    /// Encodes `data` with `codec` and appends it as section (`kind`, `index`). Fails on a
+    /// duplicate (kind, index) (the writer stays usable) or an I/O error (it does not).
+    pub fn add(&mut self, kind: u32, index: u32, data: &[u8], codec: Codec) -> Result<(), Error> {
+        match &mut self.asm {
+            Some(asm) => asm.add(kind, index, data, codec),
+            None => unreachable!("the assembler is only taken by finish(self)"),
+        }
+    }
+
+    /// Writes the table and header, syncs the data to disk and atomically renames the file to
+    /// its destination (replacing any file there), then syncs the directory.
+    pub fn finish(mut self) -> Result<(), Error> {
+        let name = self.path.display().to_string();
+        let io = |e: io::Error| Error::new(&name, ErrorKind::Io(e));
+        let Some(asm) = self.asm.take() else {
+            unreachable!("finish consumes the writer")
+        };
+        let file = asm.finish()?.into_inner().map_err(|e| io(e.into_error()))?;
+        file.sync_all().map_err(io)?;
+        drop(file);
+        fs::rename(&self.tmp, &self.path).map_err(io)?;
+        // The rename is done: nothing left for Drop to clean up.
+        self.tmp = PathBuf::new();
+        sync_parent_dir(&self.path).map_err(io)
+    }
+}
+
+impl Drop for TraceWriter {
+    fn drop(&mut self) {
+        if !self.tmp.as_os_str().is_empty() {
+            self.asm = None; // close before removing
+            let _ = fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+/// Makes the rename durable: on POSIX systems a rename is persisted by syncing the directory.
+fn sync_parent_dir(path: &Path) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        let dir = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        File::open(dir)?.sync_all()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        Ok(())
+    }
+}
+
+/// Writes a complete file at `path` in one go (atomically, like [`TraceWriter`]).
+pub fn write_file(
+    path: impl AsRef<Path>,
+    file_kind: u32,
+    flags: u32,
+    sections: &[NewSection<'_>],
+) -> Result<(), Error> {
+    let mut w = TraceWriter::create(path, file_kind)?;
+    w.set_flags(flags);
+    for s in sections {
+        w.add(s.kind, s.index, s.data, s.codec)?;
+    }
+    w.finish()
+}
+
+/// Encodes a complete file in memory: the same bytes [`write_file`] would write.
+pub fn to_bytes(file_kind: u32, flags: u32, sections: &[NewSection<'_>]) -> Result<Vec<u8>, Error> {
+    let mut asm = Assembler::start(Cursor::new(Vec::new()), "<memory>".to_owned(), file_kind)?;
+    asm.flags = flags;
+    for s in sections {
+        asm.add(s.kind, s.index, s.data, s.codec)?;
+    }
+    Ok(asm.finish()?.into_inner())
+}
