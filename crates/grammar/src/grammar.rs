@@ -1,0 +1,294 @@
+//! The compact, immutable form of a grammar: what is stored, expanded,
+//! counted and merged.
+
+use crate::symbol::{MAX_TERMINAL, RuleId, Run, StreamId, Symbol};
+use rustc_hash::FxHashMap;
+use std::sync::OnceLock;
+
+/// Most streams one grammar may describe (protects readers from forged sizes).
+pub const MAX_STREAMS: usize = 1 << 24;
+
+/// A straight-line grammar with repetition counts, describing one or more
+/// streams of terminals. Rules are numbered so that a rule refers only to
+/// rules with smaller numbers; each stream has its own start rule, and
+/// streams with identical content share one.
+#[derive(Clone)]
+pub struct Grammar {
+    /// All rule bodies, concatenated in rule order.
+    runs: Vec<Run>,
+    /// Rule `r`'s body is `runs[bounds[r]..bounds[r + 1]]`.
+    bounds: Vec<u32>,
+    /// Expansion length of each rule.
+    lengths: Vec<u64>,
+    /// Start rule of each stream, sorted by stream.
+    streams: Vec<(StreamId, RuleId)>,
+    /// Expansion offset of each run within its rule, built on first seek.
+    offsets: OnceLock<Vec<u64>>,
+}
+
+/// Why a set of rules is not a valid grammar.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GrammarError {
+    #[error("rule {rule} refers to rule {target}, which is not numbered below it")]
+    ForwardReference { rule: RuleId, target: RuleId },
+    #[error("rule {rule} refers to rule {target}, which is empty")]
+    EmptyReference { rule: RuleId, target: RuleId },
+    #[error("rule {rule} has a run with count 0")]
+    ZeroCount { rule: RuleId },
+    #[error("rule {rule} holds terminal {terminal}, above the largest allowed ({MAX_TERMINAL})")]
+    TerminalRange { rule: RuleId, terminal: u32 },
+    #[error("rule {rule} expands to more than 2^64 terminals")]
+    LengthOverflow { rule: RuleId },
+    #[error("stream {stream} starts at rule {rule}, which does not exist")]
+    MissingStart { stream: StreamId, rule: RuleId },
+    #[error("stream {stream} is described twice")]
+    DuplicateStream { stream: StreamId },
+    #[error("more than {MAX_STREAMS} streams")]
+    TooManyStreams,
+    #[error("grammar exceeds the size limits (2^32 runs, 2^31 terminals)")]
+    TooLarge,
+}
+
+impl Grammar {
+    /// Builds a grammar from rule bodies (rule `i` may refer only to rules
+    /// `< i`, and only to non-empty ones) and the start rule of each stream.
+    pub fn new(rules: Vec<Vec<Run>>, streams: Vec<(StreamId, RuleId)>) -> Result<Grammar, GrammarError> {
+        let mut runs = Vec::with_capacity(rules.iter().map(Vec::len).sum());
+        let mut bounds = Vec::with_capacity(rules.len() + 1);
+        bounds.push(0);
+        for body in rules {
+            runs.extend(body);
+            bounds.push(u32::try_from(runs.len()).map_err(|_| GrammarError::TooLarge)?);
+        }
+        Grammar::from_parts(runs, bounds, streams)
+    }
+
+    /// Validates the parts and computes rule lengths. `bounds` must start at
+    /// 0, be non-decreasing and end at `runs.len()` (callers build it so).
+    pub(crate) fn from_parts(
+        runs: Vec<Run>,
+        bounds: Vec<u32>,
+        mut streams: Vec<(StreamId, RuleId)>,
+    ) -> Result<Grammar, GrammarError> {
+        debug_assert!(bounds.first() == Some(&0) && bounds.last() == Some(&(runs.len() as u32)));
+        let mut lengths = Vec::with_capacity(bounds.len() - 1);
+        for rule in 0..bounds.len() - 1 {
+            let rule_id = rule as RuleId;
+            let mut len = 0u64;
+            for run in &runs[bounds[rule] as usize..bounds[rule + 1] as usize] {
+                if run.count == 0 {
+                    return Err(GrammarError::ZeroCount { rule: rule_id });
+                }
+                let symbol_len: u64 = match run.symbol {
+                    Symbol::Terminal(terminal) if terminal > MAX_TERMINAL => {
+                        return Err(GrammarError::TerminalRange { rule: rule_id, terminal });
+                    }
+                    Symbol::Terminal(_) => 1,
+                    Symbol::Rule(target) if target >= rule_id => {
+                        return Err(GrammarError::ForwardReference { rule: rule_id, target });
+                    }
+                    Symbol::Rule(target) if lengths[target as usize] == 0 => {
+                        return Err(GrammarError::EmptyReference { rule: rule_id, target });
+                    }
+                    Symbol::Rule(target) => lengths[target as usize],
+                };
+                len = symbol_len
+                    .checked_mul(run.count)
+                    .and_then(|l| l.checked_add(len))
+                    .ok_or(GrammarError::LengthOverflow { rule: rule_id })?;
+            }
+            lengths.push(len);
+        }
+        if streams.len() > MAX_STREAMS {
+            return Err(GrammarError::TooManyStreams);
+        }
+        streams.sort_unstable();
+        for pair in streams.windows(2) {
+            if pair[0].0 == pair[1].0 {
+                return Err(GrammarError::DuplicateStream { stream: pair[0].0 });
+            }
+        }
+        if let Some(&(stream, rule)) = streams.iter().find(|&&(_, rule)| rule as usize >= lengths.len()) {
+            return Err(GrammarError::MissingStart { stream, rule });
+        }
+        Ok(Grammar { runs, bounds, lengths, streams, offsets: OnceLock::new() })
+    }
+
+    /// Number of rules.
+    pub fn num_rules(&self) -> usize {
+        self.lengths.len()
+    }
+
+    /// Number of runs (symbols with their counts) over all rule bodies.
+    pub fn num_runs(&self) -> usize {
+        self.runs.len()
+    }
+
+    /// The body of `rule`. Panics if the rule does not exist.
+    pub fn rule(&self, rule: RuleId) -> &[Run] {
+        let r = rule as usize;
+        &self.runs[self.bounds[r] as usize..self.bounds[r + 1] as usize]
+    }
+
+    /// All rule bodies in order.
+    pub fn rules(&self) -> impl ExactSizeIterator<Item = &[Run]> + '_ {
+        self.bounds.windows(2).map(|w| &self.runs[w[0] as usize..w[1] as usize])
+    }
+
+    /// Number of terminals `rule` expands to.
+    pub fn rule_len(&self, rule: RuleId) -> u64 {
+        self.lengths[rule as usize]
+    }
+
+    /// Streams and their start rules, in stream order.
+    pub fn streams(&self) -> &[(StreamId, RuleId)] {
+        &self.streams
+    }
+
+    /// The start rule of `stream`.
+    pub fn start(&self, stream: StreamId) -> Option<RuleId> {
+        let i = self.streams.binary_search_by_key(&stream, |&(s, _)| s).ok()?;
+        Some(self.streams[i].1)
+    }
+
+    /// Number of terminals in `stream`.
+    pub fn stream_len(&self, stream: StreamId) -> Option<u64> {
+        self.start(stream).map(|rule| self.rule_len(rule))
+    }
+
+    /// Total terminals over all streams (saturating at `u64::MAX`).
+    pub fn total_len(&self) -> u64 {
+        self.streams.iter().fold(0u64, |sum, &(_, rule)| sum.saturating_add(self.rule_len(rule)))
+    }
+
+    /// The same grammar with its streams renamed by `rename` (which must
+    /// keep them distinct).
+    pub fn with_streams(mut self, rename: impl Fn(StreamId) -> StreamId) -> Result<Grammar, GrammarError> {
+        let streams = self.streams.iter().map(|&(s, r)| (rename(s), r)).collect();
+        self.streams = Vec::new();
+        Grammar::from_parts(self.runs, self.bounds, streams)
+    }
+
+    /// How many times each rule is expanded in one expansion of `root`
+    /// (index = rule), from the grammar alone.
+    pub fn rule_uses(&self, root: RuleId) -> Vec<u64> {
+        let mut uses = vec![0u64; self.num_rules()];
+        uses[root as usize] = 1;
+        self.propagate_uses(&mut uses);
+        uses
+    }
+
+    /// Pushes use counts from each rule down to the rules it refers to.
+    /// Counts cannot overflow: each use yields at least one terminal and
+    /// lengths fit in u64; saturation only guards hand-made inputs.
+    fn propagate_uses(&self, uses: &mut [u64]) {
+        for rule in (0..self.num_rules()).rev() {
+            let n = uses[rule];
+            if n == 0 {
+                continue;
+            }
+            for run in self.rule(rule as RuleId) {
+                if let Symbol::Rule(child) = run.symbol {
+                    let c = &mut uses[child as usize];
+                    *c = c.saturating_add(n.saturating_mul(run.count));
+                }
+            }
+        }
+    }
+
+    /// Occurrences of each terminal in one expansion of `root`, sorted by
+    /// terminal, without expanding.
+    pub fn terminal_counts(&self, root: RuleId) -> Vec<(u32, u64)> {
+        self.count_terminals(self.rule_uses(root))
+    }
+
+    /// Occurrences of each terminal over all streams, sorted by terminal.
+    pub fn total_terminal_counts(&self) -> Vec<(u32, u64)> {
+        let mut uses = vec![0u64; self.num_rules()];
+        for &(_, rule) in &self.streams {
+            uses[rule as usize] += 1;
+        }
+        self.propagate_uses(&mut uses);
+        self.count_terminals(uses)
+    }
+
+    fn count_terminals(&self, uses: Vec<u64>) -> Vec<(u32, u64)> {
+        let mut counts: FxHashMap<u32, u64> = FxHashMap::default();
+        for (rule, &n) in uses.iter().enumerate() {
+            if n == 0 {
+                continue;
+            }
+            for run in self.rule(rule as RuleId) {
+                if let Symbol::Terminal(t) = run.symbol {
+                    let c = counts.entry(t).or_insert(0);
+                    *c = c.saturating_add(n.saturating_mul(run.count));
+                }
+            }
+        }
+        let mut counts: Vec<_> = counts.into_iter().collect();
+        counts.sort_unstable();
+        counts
+    }
+
+    /// Expansion offset of every run within its rule.
+    pub(crate) fn run_offsets(&self) -> &[u64] {
+        self.offsets.get_or_init(|| {
+            let mut offsets = Vec::with_capacity(self.runs.len());
+            for body in self.rules() {
+                let mut at = 0u64;
+                for run in body {
+                    offsets.push(at);
+                    at += self.symbol_len(run.symbol) * run.count;
+                }
+            }
+            offsets
+        })
+    }
+
+    pub(crate) fn rule_start_index(&self, rule: RuleId) -> usize {
+        self.bounds[rule as usize] as usize
+    }
+
+    /// Number of terminals one occurrence of `symbol` expands to.
+    pub fn symbol_len(&self, symbol: Symbol) -> u64 {
+        match symbol {
+            Symbol::Terminal(_) => 1,
+            Symbol::Rule(r) => self.lengths[r as usize],
+        }
+    }
+
+    pub(crate) fn raw(&self) -> (&[Run], &[u32]) {
+        (&self.runs, &self.bounds)
+    }
+}
+
+impl PartialEq for Grammar {
+    fn eq(&self, other: &Self) -> bool {
+        self.runs == other.runs && self.bounds == other.bounds && self.streams == other.streams
+    }
+}
+
+impl Eq for Grammar {}
+
+impl std::fmt::Debug for Grammar {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{self}")
+    }
+}
+
+/// One rule per line, `R3 -> 1 R2^4 7`, then the start rule of each stream.
+impl std::fmt::Display for Grammar {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (rule, body) in self.rules().enumerate() {
+            write!(f, "R{rule} ->")?;
+            for run in body {
+                write!(f, " {run}")?;
+            }
+            writeln!(f)?;
+        }
+        for &(stream, rule) in &self.streams {
+            writeln!(f, "stream {stream}: R{rule}")?;
+        }
+        Ok(())
+    }
+}

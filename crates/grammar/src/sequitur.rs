@@ -1,0 +1,592 @@
+//! Incremental Sequitur (Nevill-Manning & Witten) extended with repetition
+//! counts, as in Pilgrim: a rule body is a list of runs `X^k`, adjacent equal
+//! symbols are always folded (`X^i X^j` -> `X^(i+j)`), and a digram is a pair
+//! of adjacent runs *with* their counts.
+//!
+//! The two Sequitur invariants are kept after every push:
+//! - digram uniqueness: no digram occurs twice in the grammar;
+//! - rule utility: every rule is referenced twice, or once with a count >= 2
+//!   (`S -> A^5` needs `A`).
+//!
+//! Rules are circular doubly linked lists of nodes in one arena, each with a
+//! guard node, as in the original algorithm. The digram index maps a digram
+//! to the node where it starts. Pending digram checks go through a work list
+//! instead of recursion, so deep cascades cannot overflow the stack.
+//!
+//! A fast path handles a stream that keeps repeating the start rule's last
+//! symbol `X` (a loop body, however nested): while each new terminal equals
+//! the one `len(X)` positions back, the push only compares and counts; whole
+//! repetitions are added to the count of `X` when the repetition ends.
+
+use crate::grammar::Grammar;
+use crate::symbol::{MAX_TERMINAL, Run, StreamId, Symbol};
+use rustc_hash::FxHashMap;
+use std::collections::hash_map::Entry;
+
+/// Top bit of a node value: the node refers to a rule (or is a rule's guard).
+const RULE_BIT: u32 = 1 << 31;
+/// Marks a free node slot.
+const FREE: u32 = u32::MAX;
+const NIL: u32 = u32::MAX;
+/// Recent terminals kept for the repeat fast path (a power of two): loop
+/// bodies up to this length repeat at the cost of a compare.
+const HISTORY: usize = 1 << 16;
+const HISTORY_MASK: usize = HISTORY - 1;
+/// The start rule: the whole input.
+const START: u32 = 0;
+
+#[derive(Clone, Copy, Debug)]
+struct Node {
+    /// A terminal, `RULE_BIT | rule` for a reference, or (guard) its own rule.
+    value: u32,
+    prev: u32,
+    next: u32,
+    /// Repetition count, >= 1; 0 for a guard or a free slot.
+    exp: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct RuleSlot {
+    /// The rule's guard node, NIL when the slot is free.
+    guard: u32,
+    /// Number of nodes that refer to the rule.
+    uses: u32,
+    /// Length of the rule's expansion. A rule's expansion never changes while
+    /// it exists: every operation replaces symbols by equal expansions.
+    len: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct Digram {
+    a: u32,
+    b: u32,
+    ea: u64,
+    eb: u64,
+}
+
+/// Online grammar compressor: push terminals one at a time, take the grammar
+/// at any moment with [`Sequitur::grammar`].
+pub struct Sequitur {
+    nodes: Vec<Node>,
+    free_nodes: Vec<u32>,
+    rules: Vec<RuleSlot>,
+    free_rules: Vec<u32>,
+    index: FxHashMap<Digram, u32>,
+    /// Nodes whose digram (node, next) must be checked.
+    work: Vec<u32>,
+    /// Ring of the last HISTORY terminals pushed.
+    history: Box<[u32]>,
+    pushed: u64,
+    /// Expansion length of the start rule's last symbol when it is at most
+    /// HISTORY, else 0 (fast path off).
+    period: u64,
+    /// Terminals of the current repetition accepted by the fast path.
+    matched: u64,
+    /// Whole repetitions accepted by the fast path, not yet in the grammar.
+    pending: u64,
+}
+
+impl Default for Sequitur {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Sequitur {
+    pub fn new() -> Sequitur {
+        let mut s = Sequitur {
+            nodes: Vec::new(),
+            free_nodes: Vec::new(),
+            rules: Vec::new(),
+            free_rules: Vec::new(),
+            index: FxHashMap::default(),
+            work: Vec::new(),
+            history: vec![0; HISTORY].into_boxed_slice(),
+            pushed: 0,
+            period: 0,
+            matched: 0,
+            pending: 0,
+        };
+        let start = s.new_rule();
+        debug_assert_eq!(start, START);
+        s
+    }
+
+    /// Appends one terminal (at most [`MAX_TERMINAL`]). Amortised O(1); a
+    /// compare and an increment while the input repeats the last loop body.
+    #[inline]
+    pub fn push(&mut self, terminal: u32) {
+        assert!(terminal <= MAX_TERMINAL, "terminal {terminal} exceeds MAX_TERMINAL");
+        let pos = self.pushed as usize;
+        let period = self.period as usize;
+        let repeats = period != 0 && self.history[pos.wrapping_sub(period) & HISTORY_MASK] == terminal;
+        self.history[pos & HISTORY_MASK] = terminal;
+        self.pushed += 1;
+        if repeats {
+            self.matched += 1;
+            if self.matched == self.period {
+                self.matched = 0;
+                self.pending += 1;
+            }
+        } else {
+            self.push_slow(terminal);
+        }
+    }
+
+    /// Number of terminals pushed so far.
+    pub fn len(&self) -> u64 {
+        self.pushed
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.pushed == 0
+    }
+
+    /// The grammar of everything pushed so far, as the single stream `stream`.
+    /// The builder stays usable: pushing may continue afterwards.
+    pub fn grammar(&mut self, stream: StreamId) -> Grammar {
+        self.flush_repeat(self.pushed);
+        self.period = self.tail_period();
+        self.to_grammar(stream)
+    }
+
+    #[cold]
+    fn push_slow(&mut self, terminal: u32) {
+        // `terminal` is already in the history, after the matched ones.
+        self.flush_repeat(self.pushed - 1);
+        self.append(terminal);
+        self.period = self.tail_period();
+    }
+
+    /// Moves what the fast path accepted into the grammar. `end` is the
+    /// history position just after the last accepted terminal.
+    fn flush_repeat(&mut self, end: u64) {
+        if self.pending > 0 {
+            let tail = self.last(START);
+            let before = self.prev(tail);
+            self.unindex(before);
+            self.nodes[tail as usize].exp += std::mem::take(&mut self.pending);
+            self.work.push(before);
+            self.process();
+        }
+        let matched = std::mem::take(&mut self.matched);
+        for pos in end - matched..end {
+            self.append(self.history[pos as usize & HISTORY_MASK]);
+        }
+    }
+
+    fn tail_period(&self) -> u64 {
+        let tail = self.last(START);
+        if self.is_guard(tail) {
+            return 0;
+        }
+        let len = self.value_len(self.nodes[tail as usize].value);
+        if len <= HISTORY as u64 { len } else { 0 }
+    }
+
+    /// Appends a terminal to the start rule and restores the invariants.
+    fn append(&mut self, terminal: u32) {
+        let last = self.last(START);
+        if !self.is_guard(last) && self.nodes[last as usize].value == terminal {
+            let before = self.prev(last);
+            self.unindex(before);
+            self.nodes[last as usize].exp += 1;
+            self.work.push(before);
+        } else {
+            self.insert_after(last, terminal, 1);
+            self.work.push(last);
+        }
+        self.process();
+    }
+
+    fn process(&mut self) {
+        while let Some(n) = self.work.pop() {
+            self.check(n);
+        }
+    }
+
+    /// Enforces digram uniqueness for the digram starting at `n`.
+    fn check(&mut self, n: u32) {
+        let node = self.nodes[n as usize];
+        if node.value == FREE || node.exp == 0 || self.is_guard(node.next) {
+            return;
+        }
+        let digram = self.digram_at(n);
+        match self.index.entry(digram) {
+            Entry::Vacant(e) => {
+                e.insert(n);
+            }
+            Entry::Occupied(e) => {
+                let m = *e.get();
+                if m != n {
+                    self.match_digram(n, m);
+                }
+            }
+        }
+    }
+
+    /// The digram at `n` also occurs at `m`: replace both by one rule.
+    fn match_digram(&mut self, n: u32, m: u32) {
+        let rule = if let Some(rule) = self.whole_rule_at(m) {
+            self.substitute(n, rule);
+            rule
+        } else if let Some(rule) = self.whole_rule_at(n) {
+            self.substitute(m, rule);
+            rule
+        } else {
+            let rule = self.new_rule();
+            let guard = self.rules[rule as usize].guard;
+            let (a, b) = (self.nodes[m as usize], self.nodes[self.next(m) as usize]);
+            let first = self.insert_after(guard, a.value, a.exp);
+            self.insert_after(first, b.value, b.exp);
+            self.rules[rule as usize].len = self.value_len(a.value) * a.exp + self.value_len(b.value) * b.exp;
+            self.substitute(m, rule);
+            self.substitute(n, rule);
+            rule
+        };
+        self.work.push(self.first(rule));
+        // Only the symbols of this rule's body can have lost their last
+        // other use: the replaced occurrences referred to the same rules.
+        self.keep_useful(self.first(rule));
+        self.keep_useful(self.last(rule));
+    }
+
+    /// The rule whose whole body is the digram at `n`, if any (never the start rule).
+    fn whole_rule_at(&self, n: u32) -> Option<u32> {
+        let before = self.prev(n);
+        if self.is_guard(before) && self.is_guard(self.next(self.next(n))) {
+            let rule = self.nodes[before as usize].value & !RULE_BIT;
+            (rule != START).then_some(rule)
+        } else {
+            None
+        }
+    }
+
+    /// Replaces the digram at `n` by a reference to `rule`.
+    fn substitute(&mut self, n: u32, rule: u32) {
+        let second = self.next(n);
+        let before = self.prev(n);
+        self.unindex(before);
+        self.unindex(n);
+        self.unindex(second);
+        self.remove(n);
+        self.remove(second);
+        let r = self.insert_after(before, RULE_BIT | rule, 1);
+        self.settle(r);
+    }
+
+    /// Folds `n` into equal neighbours and queues its digrams for checking.
+    fn settle(&mut self, mut n: u32) {
+        let before = self.prev(n);
+        if !self.is_guard(before) && self.nodes[before as usize].value == self.nodes[n as usize].value {
+            self.merge_next(before);
+            n = before;
+        }
+        let after = self.next(n);
+        if !self.is_guard(after) && self.nodes[after as usize].value == self.nodes[n as usize].value {
+            self.merge_next(n);
+        }
+        self.work.push(self.prev(n));
+        self.work.push(n);
+    }
+
+    /// `X^i X^j` -> `X^(i+j)` for `a` and its successor.
+    fn merge_next(&mut self, a: u32) {
+        let b = self.next(a);
+        self.unindex(self.prev(a));
+        self.unindex(a);
+        self.unindex(b);
+        self.nodes[a as usize].exp += self.nodes[b as usize].exp;
+        self.remove(b);
+    }
+
+    /// Rule utility: a rule referenced only from `n`, once, is inlined there.
+    fn keep_useful(&mut self, n: u32) {
+        let node = self.nodes[n as usize];
+        if node.exp != 1 || node.value & RULE_BIT == 0 {
+            return;
+        }
+        let rule = node.value & !RULE_BIT;
+        if self.rules[rule as usize].uses == 1 {
+            self.inline(n);
+        }
+    }
+
+    /// Replaces the reference `n` by the body of its rule and frees the rule.
+    fn inline(&mut self, n: u32) {
+        let rule = self.nodes[n as usize].value & !RULE_BIT;
+        let guard = self.rules[rule as usize].guard;
+        let (first, last) = (self.next(guard), self.prev(guard));
+        let (before, after) = (self.prev(n), self.next(n));
+        self.unindex(before);
+        self.unindex(n);
+        self.link(before, first);
+        self.link(last, after);
+        self.free_node(n);
+        self.free_node(guard);
+        self.rules[rule as usize] = RuleSlot { guard: NIL, uses: 0, len: 0 };
+        self.free_rules.push(rule);
+        // The body's inner digrams stay indexed; only the seams are new.
+        if !self.is_guard(before) && self.nodes[before as usize].value == self.nodes[first as usize].value {
+            self.merge_next(before);
+        }
+        let seam = self.prev(after);
+        if !self.is_guard(after) && self.nodes[seam as usize].value == self.nodes[after as usize].value {
+            self.merge_next(seam);
+        }
+        self.work.push(before);
+        self.work.push(self.prev(after));
+    }
+
+    // --- arena ---
+
+    fn new_rule(&mut self) -> u32 {
+        let rule = match self.free_rules.pop() {
+            Some(r) => r,
+            None => {
+                let r = self.rules.len() as u32;
+                assert!(r < RULE_BIT - 1, "grammar exceeds 2^31 rules");
+                self.rules.push(RuleSlot { guard: NIL, uses: 0, len: 0 });
+                r
+            }
+        };
+        let guard = self.alloc_node(RULE_BIT | rule, 0);
+        self.link(guard, guard);
+        self.rules[rule as usize] = RuleSlot { guard, uses: 0, len: 0 };
+        rule
+    }
+
+    fn alloc_node(&mut self, value: u32, exp: u64) -> u32 {
+        let node = Node { value, prev: NIL, next: NIL, exp };
+        match self.free_nodes.pop() {
+            Some(n) => {
+                self.nodes[n as usize] = node;
+                n
+            }
+            None => {
+                let n = u32::try_from(self.nodes.len()).ok().filter(|&n| n != NIL).expect("grammar exceeds 2^32 nodes");
+                self.nodes.push(node);
+                n
+            }
+        }
+    }
+
+    fn free_node(&mut self, n: u32) {
+        self.nodes[n as usize] = Node { value: FREE, prev: NIL, next: NIL, exp: 0 };
+        self.free_nodes.push(n);
+    }
+
+    fn insert_after(&mut self, at: u32, value: u32, exp: u64) -> u32 {
+        let n = self.alloc_node(value, exp);
+        let after = self.next(at);
+        self.link(at, n);
+        self.link(n, after);
+        if value & RULE_BIT != 0 {
+            self.rules[(value & !RULE_BIT) as usize].uses += 1;
+        }
+        n
+    }
+
+    /// Unlinks and frees `n`; its digrams must already be unindexed.
+    fn remove(&mut self, n: u32) {
+        let Node { value, prev, next, .. } = self.nodes[n as usize];
+        self.link(prev, next);
+        if value & RULE_BIT != 0 {
+            self.rules[(value & !RULE_BIT) as usize].uses -= 1;
+        }
+        self.free_node(n);
+    }
+
+    fn link(&mut self, a: u32, b: u32) {
+        self.nodes[a as usize].next = b;
+        self.nodes[b as usize].prev = a;
+    }
+
+    /// Removes the digram at `n` from the index if the index points at `n`.
+    fn unindex(&mut self, n: u32) {
+        if self.is_guard(n) || self.is_guard(self.next(n)) {
+            return;
+        }
+        if let Entry::Occupied(e) = self.index.entry(self.digram_at(n)) {
+            if *e.get() == n {
+                e.remove();
+            }
+        }
+    }
+
+    fn digram_at(&self, n: u32) -> Digram {
+        let a = self.nodes[n as usize];
+        let b = self.nodes[a.next as usize];
+        Digram { a: a.value, b: b.value, ea: a.exp, eb: b.exp }
+    }
+
+    fn is_guard(&self, n: u32) -> bool {
+        self.nodes[n as usize].exp == 0
+    }
+
+    fn next(&self, n: u32) -> u32 {
+        self.nodes[n as usize].next
+    }
+
+    fn prev(&self, n: u32) -> u32 {
+        self.nodes[n as usize].prev
+    }
+
+    fn first(&self, rule: u32) -> u32 {
+        self.next(self.rules[rule as usize].guard)
+    }
+
+    fn last(&self, rule: u32) -> u32 {
+        self.prev(self.rules[rule as usize].guard)
+    }
+
+    fn value_len(&self, value: u32) -> u64 {
+        if value & RULE_BIT == 0 { 1 } else { self.rules[(value & !RULE_BIT) as usize].len }
+    }
+
+    fn symbol(value: u32) -> Symbol {
+        if value & RULE_BIT == 0 { Symbol::Terminal(value) } else { Symbol::Rule(value & !RULE_BIT) }
+    }
+
+    fn body(&self, rule: u32) -> impl Iterator<Item = Node> + '_ {
+        let guard = self.rules[rule as usize].guard;
+        let mut n = self.next(guard);
+        std::iter::from_fn(move || {
+            (n != guard).then(|| {
+                let node = self.nodes[n as usize];
+                n = node.next;
+                node
+            })
+        })
+    }
+
+    /// Compact copy, rules numbered in post order (children first) from the start rule.
+    fn to_grammar(&self, stream: StreamId) -> Grammar {
+        const UNSEEN: u32 = u32::MAX;
+        const OPEN: u32 = u32::MAX - 1;
+        let mut number = vec![UNSEEN; self.rules.len()];
+        let mut order = Vec::new();
+        // Iterative DFS: (rule, next body node to visit).
+        let mut stack = vec![(START, self.first(START))];
+        number[START as usize] = OPEN;
+        while let Some(top) = stack.last_mut() {
+            let (rule, cursor) = *top;
+            if cursor == self.rules[rule as usize].guard {
+                number[rule as usize] = order.len() as u32;
+                order.push(rule);
+                stack.pop();
+                continue;
+            }
+            let node = self.nodes[cursor as usize];
+            top.1 = node.next;
+            if node.value & RULE_BIT != 0 {
+                let child = node.value & !RULE_BIT;
+                if number[child as usize] == UNSEEN {
+                    number[child as usize] = OPEN;
+                    stack.push((child, self.first(child)));
+                }
+            }
+        }
+        let rules = order
+            .iter()
+            .map(|&rule| {
+                self.body(rule)
+                    .map(|node| {
+                        let symbol = match Self::symbol(node.value) {
+                            Symbol::Rule(r) => Symbol::Rule(number[r as usize]),
+                            terminal => terminal,
+                        };
+                        Run::new(symbol, node.exp)
+                    })
+                    .collect()
+            })
+            .collect();
+        let start = number[START as usize];
+        Grammar::new(rules, vec![(stream, start)]).expect("Sequitur builds a valid grammar")
+    }
+
+    /// Verifies every invariant of the builder; O(size). For tests.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        if !self.work.is_empty() {
+            return Err("work list not empty".into());
+        }
+        let live = |r: u32| (r as usize) < self.rules.len() && self.rules[r as usize].guard != NIL;
+        let mut uses = vec![0u32; self.rules.len()];
+        let mut max_use_exp = vec![0u64; self.rules.len()];
+        let mut digrams = 0usize;
+        for (id, slot) in self.rules.iter().enumerate() {
+            if slot.guard == NIL {
+                continue;
+            }
+            let id = id as u32;
+            let guard = self.nodes[slot.guard as usize];
+            if guard.exp != 0 || guard.value != RULE_BIT | id {
+                return Err(format!("rule {id}: bad guard"));
+            }
+            let (mut count, mut len, mut last_exp) = (0u64, 0u64, 0u64);
+            let mut n = guard.next;
+            while n != slot.guard {
+                let node = self.nodes[n as usize];
+                if node.value == FREE || node.exp == 0 {
+                    return Err(format!("rule {id}: free or guard node {n} in body"));
+                }
+                if self.nodes[node.next as usize].prev != n {
+                    return Err(format!("rule {id}: broken links at {n}"));
+                }
+                if node.value & RULE_BIT != 0 {
+                    let r = node.value & !RULE_BIT;
+                    if !live(r) || r == START {
+                        return Err(format!("rule {id}: refers to dead rule {r}"));
+                    }
+                    uses[r as usize] += 1;
+                    max_use_exp[r as usize] = max_use_exp[r as usize].max(node.exp);
+                }
+                len += self.value_len(node.value) * node.exp;
+                if !self.is_guard(node.next) {
+                    let next = self.nodes[node.next as usize];
+                    if next.value == node.value {
+                        return Err(format!("rule {id}: equal adjacent symbols at {n}"));
+                    }
+                    digrams += 1;
+                    if self.index.get(&self.digram_at(n)) != Some(&n) {
+                        return Err(format!("rule {id}: digram at {n} is repeated or not indexed"));
+                    }
+                }
+                count += 1;
+                last_exp = node.exp;
+                n = node.next;
+            }
+            if id == START {
+                let expected = self.pushed - self.pending * self.period - self.matched;
+                if len != expected {
+                    return Err(format!("start rule expands to {len} terminals, expected {expected}"));
+                }
+            } else {
+                if count == 0 || (count == 1 && last_exp < 2) {
+                    return Err(format!("rule {id}: body too short"));
+                }
+                if len != slot.len {
+                    return Err(format!("rule {id}: length {} but expands to {len}", slot.len));
+                }
+            }
+        }
+        if digrams != self.index.len() {
+            return Err(format!("{} digrams indexed, {digrams} in the grammar", self.index.len()));
+        }
+        for (id, slot) in self.rules.iter().enumerate() {
+            if slot.guard == NIL {
+                continue;
+            }
+            if slot.uses != uses[id] {
+                return Err(format!("rule {id}: {} uses recorded, {} found", slot.uses, uses[id]));
+            }
+            if id as u32 != START && uses[id] < 2 && max_use_exp[id] < 2 {
+                return Err(format!("rule {id}: used once (rule utility)"));
+            }
+        }
+        if self.period != self.tail_period() {
+            return Err("repeat period out of date".into());
+        }
+        Ok(())
+    }
+}
