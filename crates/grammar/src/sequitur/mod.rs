@@ -18,10 +18,12 @@
 //! the one `len(X)` positions back, the push only compares and counts; whole
 //! repetitions are added to the count of `X` when the repetition ends.
 
+mod check;
+mod index;
+
 use crate::grammar::Grammar;
 use crate::symbol::{MAX_TERMINAL, Run, StreamId, Symbol};
-use rustc_hash::FxHashMap;
-use std::collections::hash_map::Entry;
+use index::DigramIndex;
 
 /// Top bit of a node value: the node refers to a rule (or is a rule's guard).
 const RULE_BIT: u32 = 1 << 31;
@@ -56,14 +58,6 @@ struct RuleSlot {
     len: u64,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-struct Digram {
-    a: u32,
-    b: u32,
-    ea: u64,
-    eb: u64,
-}
-
 /// Online grammar compressor: push terminals one at a time, take the grammar
 /// at any moment with [`Sequitur::grammar`].
 pub struct Sequitur {
@@ -71,7 +65,7 @@ pub struct Sequitur {
     free_nodes: Vec<u32>,
     rules: Vec<RuleSlot>,
     free_rules: Vec<u32>,
-    index: FxHashMap<Digram, u32>,
+    index: DigramIndex,
     /// Nodes whose digram (node, next) must be checked.
     work: Vec<u32>,
     /// Ring of the last HISTORY terminals pushed.
@@ -99,7 +93,7 @@ impl Sequitur {
             free_nodes: Vec::new(),
             rules: Vec::new(),
             free_rules: Vec::new(),
-            index: FxHashMap::default(),
+            index: DigramIndex::default(),
             work: Vec::new(),
             history: vec![0; HISTORY].into_boxed_slice(),
             pushed: 0,
@@ -211,38 +205,34 @@ impl Sequitur {
         if node.value == FREE || node.exp == 0 || self.is_guard(node.next) {
             return;
         }
-        let digram = self.digram_at(n);
-        match self.index.entry(digram) {
-            Entry::Vacant(e) => {
-                e.insert(n);
-            }
-            Entry::Occupied(e) => {
-                let m = *e.get();
-                if m != n {
-                    self.match_digram(n, m);
-                }
-            }
+        if let Some(m) = self.index.find_or_insert(&self.nodes, n) {
+            self.match_digram(n, m);
         }
     }
 
-    /// The digram at `n` also occurs at `m`: replace both by one rule.
+    /// The digram at `n` also occurs at `m` (where the index points; `n` is
+    /// not indexed): replace both by one rule.
     fn match_digram(&mut self, n: u32, m: u32) {
         let rule = if let Some(rule) = self.whole_rule_at(m) {
             self.substitute(n, rule);
             rule
-        } else if let Some(rule) = self.whole_rule_at(n) {
-            self.substitute(m, rule);
-            rule
         } else {
-            let rule = self.new_rule();
-            let guard = self.rules[rule as usize].guard;
-            let (a, b) = (self.nodes[m as usize], self.nodes[self.next(m) as usize]);
-            let first = self.insert_after(guard, a.value, a.exp);
-            self.insert_after(first, b.value, b.exp);
-            self.rules[rule as usize].len = self.value_len(a.value) * a.exp + self.value_len(b.value) * b.exp;
-            self.substitute(m, rule);
-            self.substitute(n, rule);
-            rule
+            // The occurrence at `m` is replaced too: its index entry goes.
+            self.index.remove(&self.nodes, m);
+            if let Some(rule) = self.whole_rule_at(n) {
+                self.substitute(m, rule);
+                rule
+            } else {
+                let rule = self.new_rule();
+                let guard = self.rules[rule as usize].guard;
+                let (a, b) = (self.nodes[m as usize], self.nodes[self.next(m) as usize]);
+                let first = self.insert_after(guard, a.value, a.exp);
+                self.insert_after(first, b.value, b.exp);
+                self.rules[rule as usize].len = self.value_len(a.value) * a.exp + self.value_len(b.value) * b.exp;
+                self.substitute(m, rule);
+                self.substitute(n, rule);
+                rule
+            }
         };
         self.work.push(self.first(rule));
         // Only the symbols of this rule's body can have lost their last
@@ -262,12 +252,11 @@ impl Sequitur {
         }
     }
 
-    /// Replaces the digram at `n` by a reference to `rule`.
+    /// Replaces the digram at `n`, which is not indexed, by a reference to `rule`.
     fn substitute(&mut self, n: u32, rule: u32) {
         let second = self.next(n);
         let before = self.prev(n);
         self.unindex(before);
-        self.unindex(n);
         self.unindex(second);
         self.remove(n);
         self.remove(second);
@@ -407,17 +396,7 @@ impl Sequitur {
         if self.is_guard(n) || self.is_guard(self.next(n)) {
             return;
         }
-        if let Entry::Occupied(e) = self.index.entry(self.digram_at(n)) {
-            if *e.get() == n {
-                e.remove();
-            }
-        }
-    }
-
-    fn digram_at(&self, n: u32) -> Digram {
-        let a = self.nodes[n as usize];
-        let b = self.nodes[a.next as usize];
-        Digram { a: a.value, b: b.value, ea: a.exp, eb: b.exp }
+        self.index.remove(&self.nodes, n);
     }
 
     fn is_guard(&self, n: u32) -> bool {
@@ -487,106 +466,20 @@ impl Sequitur {
                 }
             }
         }
-        let rules = order
-            .iter()
-            .map(|&rule| {
-                self.body(rule)
-                    .map(|node| {
-                        let symbol = match Self::symbol(node.value) {
-                            Symbol::Rule(r) => Symbol::Rule(number[r as usize]),
-                            terminal => terminal,
-                        };
-                        Run::new(symbol, node.exp)
-                    })
-                    .collect()
-            })
-            .collect();
+        let mut runs = Vec::with_capacity(self.nodes.len() - self.free_nodes.len() - order.len());
+        let mut bounds = Vec::with_capacity(order.len() + 1);
+        bounds.push(0);
+        for &rule in &order {
+            runs.extend(self.body(rule).map(|node| {
+                let symbol = match Self::symbol(node.value) {
+                    Symbol::Rule(r) => Symbol::Rule(number[r as usize]),
+                    terminal => terminal,
+                };
+                Run::new(symbol, node.exp)
+            }));
+            bounds.push(runs.len() as u32);
+        }
         let start = number[START as usize];
-        Grammar::new(rules, vec![(stream, start)]).expect("Sequitur builds a valid grammar")
-    }
-
-    /// Verifies every invariant of the builder; O(size). For tests.
-    pub fn check_invariants(&self) -> Result<(), String> {
-        if !self.work.is_empty() {
-            return Err("work list not empty".into());
-        }
-        let live = |r: u32| (r as usize) < self.rules.len() && self.rules[r as usize].guard != NIL;
-        let mut uses = vec![0u32; self.rules.len()];
-        let mut max_use_exp = vec![0u64; self.rules.len()];
-        let mut digrams = 0usize;
-        for (id, slot) in self.rules.iter().enumerate() {
-            if slot.guard == NIL {
-                continue;
-            }
-            let id = id as u32;
-            let guard = self.nodes[slot.guard as usize];
-            if guard.exp != 0 || guard.value != RULE_BIT | id {
-                return Err(format!("rule {id}: bad guard"));
-            }
-            let (mut count, mut len, mut last_exp) = (0u64, 0u64, 0u64);
-            let mut n = guard.next;
-            while n != slot.guard {
-                let node = self.nodes[n as usize];
-                if node.value == FREE || node.exp == 0 {
-                    return Err(format!("rule {id}: free or guard node {n} in body"));
-                }
-                if self.nodes[node.next as usize].prev != n {
-                    return Err(format!("rule {id}: broken links at {n}"));
-                }
-                if node.value & RULE_BIT != 0 {
-                    let r = node.value & !RULE_BIT;
-                    if !live(r) || r == START {
-                        return Err(format!("rule {id}: refers to dead rule {r}"));
-                    }
-                    uses[r as usize] += 1;
-                    max_use_exp[r as usize] = max_use_exp[r as usize].max(node.exp);
-                }
-                len += self.value_len(node.value) * node.exp;
-                if !self.is_guard(node.next) {
-                    let next = self.nodes[node.next as usize];
-                    if next.value == node.value {
-                        return Err(format!("rule {id}: equal adjacent symbols at {n}"));
-                    }
-                    digrams += 1;
-                    if self.index.get(&self.digram_at(n)) != Some(&n) {
-                        return Err(format!("rule {id}: digram at {n} is repeated or not indexed"));
-                    }
-                }
-                count += 1;
-                last_exp = node.exp;
-                n = node.next;
-            }
-            if id == START {
-                let expected = self.pushed - self.pending * self.period - self.matched;
-                if len != expected {
-                    return Err(format!("start rule expands to {len} terminals, expected {expected}"));
-                }
-            } else {
-                if count == 0 || (count == 1 && last_exp < 2) {
-                    return Err(format!("rule {id}: body too short"));
-                }
-                if len != slot.len {
-                    return Err(format!("rule {id}: length {} but expands to {len}", slot.len));
-                }
-            }
-        }
-        if digrams != self.index.len() {
-            return Err(format!("{} digrams indexed, {digrams} in the grammar", self.index.len()));
-        }
-        for (id, slot) in self.rules.iter().enumerate() {
-            if slot.guard == NIL {
-                continue;
-            }
-            if slot.uses != uses[id] {
-                return Err(format!("rule {id}: {} uses recorded, {} found", slot.uses, uses[id]));
-            }
-            if id as u32 != START && uses[id] < 2 && max_use_exp[id] < 2 {
-                return Err(format!("rule {id}: used once (rule utility)"));
-            }
-        }
-        if self.period != self.tail_period() {
-            return Err("repeat period out of date".into());
-        }
-        Ok(())
+        Grammar::from_parts(runs, bounds, vec![(stream, start)]).expect("Sequitur builds a valid grammar")
     }
 }
