@@ -29,7 +29,7 @@ mod codec;
 mod error;
 mod layout;
 mod reader;
-pub mod varint;
+pub use mpigram_varint as varint;
 mod writer;
 
 pub use codec::Codec;

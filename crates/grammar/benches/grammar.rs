@@ -50,7 +50,9 @@ fn push(c: &mut Criterion) {
     for len in [100_000, 1_000_000] {
         let random = random_stream(len, 1000, 1);
         group.throughput(Throughput::Elements(random.len() as u64));
-        group.bench_function(format!("random_1000/{len}"), |b| b.iter(|| pushed(black_box(&random))));
+        group.bench_function(format!("random_1000/{len}"), |b| {
+            b.iter(|| pushed(black_box(&random)))
+        });
     }
     group.finish();
     // Taking the compact grammar out of the builder, per terminal pushed.
@@ -59,7 +61,11 @@ fn push(c: &mut Criterion) {
     let random = random_stream(1_000_000, 1000, 1);
     group.throughput(Throughput::Elements(random.len() as u64));
     group.bench_function("random_1000/1000000", |b| {
-        b.iter_batched(|| pushed(&random), |mut s| s.grammar(0), BatchSize::LargeInput)
+        b.iter_batched(
+            || pushed(&random),
+            |mut s| s.grammar(0),
+            BatchSize::LargeInput,
+        )
     });
     group.finish();
 }
@@ -70,11 +76,15 @@ fn expand(c: &mut Criterion) {
     let nest = loop_nest(25_000);
     let g = build(&nest);
     group.throughput(Throughput::Elements(nest.len() as u64));
-    group.bench_function("loop_nest", |b| b.iter(|| g.expand(0).unwrap().fold(0u64, |s, t| s + u64::from(t))));
+    group.bench_function("loop_nest", |b| {
+        b.iter(|| g.expand(0).unwrap().fold(0u64, |s, t| s + u64::from(t)))
+    });
     let random = random_stream(1_000_000, 1000, 2);
     let g = build(&random);
     group.throughput(Throughput::Elements(random.len() as u64));
-    group.bench_function("random_1000", |b| b.iter(|| g.expand(0).unwrap().fold(0u64, |s, t| s + u64::from(t))));
+    group.bench_function("random_1000", |b| {
+        b.iter(|| g.expand(0).unwrap().fold(0u64, |s, t| s + u64::from(t)))
+    });
     group.finish();
 }
 
@@ -89,12 +99,21 @@ fn merge_ranks(c: &mut Criterion) {
         })
         .collect();
     let parts: Vec<Grammar> = (0..1024u32)
-        .map(|rank| kinds[(rank % 8) as usize].clone().with_streams(|_| rank).unwrap())
+        .map(|rank| {
+            kinds[(rank % 8) as usize]
+                .clone()
+                .with_streams(|_| rank)
+                .unwrap()
+        })
         .collect();
     let mut group = c.benchmark_group("merge");
     group.sample_size(10);
     group.bench_function("1024_ranks_8_distinct", |b| {
-        b.iter_batched(|| parts.clone(), |parts| merge(&parts).unwrap(), BatchSize::LargeInput)
+        b.iter_batched(
+            || parts.clone(),
+            |parts| merge(&parts).unwrap(),
+            BatchSize::LargeInput,
+        )
     });
     group.finish();
 }

@@ -22,12 +22,12 @@ fn halo_rank(sigs: &mut Signatures, rank: u32, px: u32, py: u32, iterations: u32
     let (x, y) = (rank % px, rank / px);
     // Relative neighbours, or MPI_PROC_NULL at the boundary.
     let neighbours = [
-        (x > 0).then_some("me-1"),
-        (x + 1 < px).then_some("me+1"),
-        (y > 0).then(|| "me-4"),
-        (y + 1 < py).then(|| "me+4"),
+        (x > 0).then(|| "me-1".to_string()),
+        (x + 1 < px).then(|| "me+1".to_string()),
+        (y > 0).then(|| format!("me-{px}")),
+        (y + 1 < py).then(|| format!("me+{px}")),
     ]
-    .map(|n| n.unwrap_or("MPI_PROC_NULL"));
+    .map(|n| n.unwrap_or_else(|| "MPI_PROC_NULL".to_string()));
     let mut calls = vec![
         sigs.id("MPI_Init".into()),
         sigs.id("MPI_Comm_rank(MPI_COMM_WORLD, me)".into()),
@@ -35,14 +35,21 @@ fn halo_rank(sigs: &mut Signatures, rank: u32, px: u32, py: u32, iterations: u32
     ];
     for i in 0..iterations {
         for (k, n) in neighbours.iter().enumerate() {
-            calls.push(sigs.id(format!("MPI_Irecv(seg1+{k}, 64, MPI_DOUBLE, {n}, 0, MPI_COMM_WORLD, req{k})")));
+            calls.push(sigs.id(format!(
+                "MPI_Irecv(seg1+{k}, 64, MPI_DOUBLE, {n}, 0, MPI_COMM_WORLD, req{k})"
+            )));
         }
         for (k, n) in neighbours.iter().enumerate() {
-            calls.push(sigs.id(format!("MPI_Isend(seg2+{k}, 64, MPI_DOUBLE, {n}, 0, MPI_COMM_WORLD, req{})", k + 4)));
+            calls.push(sigs.id(format!(
+                "MPI_Isend(seg2+{k}, 64, MPI_DOUBLE, {n}, 0, MPI_COMM_WORLD, req{})",
+                k + 4
+            )));
         }
         calls.push(sigs.id("MPI_Waitall(8, [req0..req7], statuses)".into()));
         if i % 10 == 9 {
-            calls.push(sigs.id("MPI_Allreduce(seg3, seg4, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD)".into()));
+            calls.push(
+                sigs.id("MPI_Allreduce(seg3, seg4, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD)".into()),
+            );
         }
     }
     calls.push(sigs.id("MPI_Finalize".into()));
@@ -60,33 +67,58 @@ fn main() {
     println!("Rank 5 of a 4x4 halo exchange, 1,000 iterations:");
     let calls = halo_rank(&mut sigs, 5, 4, 4, 1000);
     let g = grammar_of(&calls, 5);
-    println!("  {} calls -> {} rules, {} symbols, {} bytes encoded\n", calls.len(), g.num_rules(), g.num_runs(), g.encode().len());
+    println!(
+        "  {} calls -> {} rules, {} symbols, {} bytes encoded\n",
+        calls.len(),
+        g.num_rules(),
+        g.num_runs(),
+        g.encode().len()
+    );
     print!("{g}");
-    assert!(g.expand(5).unwrap().eq(calls.iter().copied()), "expansion must give the calls back");
-    println!("  (expanding the grammar gives the {} calls back, in order)\n", calls.len());
+    assert!(
+        g.expand(5).unwrap().eq(calls.iter().copied()),
+        "expansion must give the calls back"
+    );
+    println!(
+        "  (expanding the grammar gives the {} calls back, in order)\n",
+        calls.len()
+    );
 
     println!("Size against iterations (one rank):");
     for iterations in [100, 1_000, 10_000, 100_000] {
         let calls = halo_rank(&mut sigs, 5, 4, 4, iterations);
         let g = grammar_of(&calls, 5);
-        println!("  {iterations:>7} iterations: {:>8} calls -> {:>3} bytes", calls.len(), g.encode().len());
+        println!(
+            "  {iterations:>7} iterations: {:>8} calls -> {:>3} bytes",
+            calls.len(),
+            g.encode().len()
+        );
     }
 
     println!("\nAll 16 ranks, 1,000 iterations, merged into one grammar:");
-    let parts: Vec<Grammar> = (0..16).map(|r| grammar_of(&halo_rank(&mut sigs, r, 4, 4, 1000), r)).collect();
+    let parts: Vec<Grammar> = (0..16)
+        .map(|r| grammar_of(&halo_rank(&mut sigs, r, 4, 4, 1000), r))
+        .collect();
     let separate: usize = parts.iter().map(|g| g.encode().len()).sum();
     let merged = merge(&parts).unwrap();
-    let distinct: std::collections::BTreeSet<_> = merged.streams().iter().map(|&(_, start)| start).collect();
+    let distinct: std::collections::BTreeSet<_> =
+        merged.streams().iter().map(|&(_, start)| start).collect();
     println!(
         "  {} calls, {} distinct call signatures, {} distinct rank behaviours (the 9 boundary classes)",
         merged.total_len(),
         sigs.0.len(),
         distinct.len()
     );
-    println!("  16 separate grammars: {separate} bytes; merged: {} bytes", merged.encode().len());
+    println!(
+        "  16 separate grammars: {separate} bytes; merged: {} bytes",
+        merged.encode().len()
+    );
     for (r, part) in parts.iter().enumerate() {
         let r = r as u32;
-        assert!(merged.expand(r).unwrap().eq(part.expand(r).unwrap()), "rank {r} must expand alone");
+        assert!(
+            merged.expand(r).unwrap().eq(part.expand(r).unwrap()),
+            "rank {r} must expand alone"
+        );
     }
     println!("  every rank expands alone from the merged grammar to exactly its calls");
 }

@@ -12,6 +12,7 @@
 
 use crate::grammar::{Grammar, GrammarError, MAX_STREAMS};
 use crate::symbol::{RuleId, Run, StreamId, Symbol};
+use mpigram_varint::{ByteReader, PutVarint};
 use rustc_hash::FxHashMap;
 
 const VERSION: u8 = 1;
@@ -19,16 +20,12 @@ const VERSION: u8 = 1;
 /// Why bytes are not an encoded grammar.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DecodeError {
-    #[error("grammar data ends early (at byte {offset})")]
-    Truncated { offset: usize },
-    #[error("grammar data has a malformed number at byte {offset}")]
-    BadVarint { offset: usize },
     #[error("grammar encoding version {found} is not supported (this reader knows {VERSION})")]
     Version { found: u8 },
-    #[error("grammar data has a bad {what} at byte {offset}")]
+    #[error("grammar data, {0}")]
+    Malformed(#[from] mpigram_varint::DecodeError),
+    #[error("grammar data, byte {offset}: bad {what}")]
     BadValue { what: &'static str, offset: usize },
-    #[error("grammar data has {extra} unexpected bytes at its end")]
-    Trailing { extra: usize },
     #[error("invalid grammar: {0}")]
     Invalid(#[from] GrammarError),
 }
@@ -39,31 +36,31 @@ impl Grammar {
         let (runs, bounds) = self.raw();
         let mut out = Vec::with_capacity(runs.len() * 2 + 16);
         out.push(VERSION);
-        put(&mut out, (bounds.len() - 1) as u64);
+        out.put_u64((bounds.len() - 1) as u64);
         for w in bounds.windows(2) {
-            put(&mut out, u64::from(w[1] - w[0]));
+            out.put_u64(u64::from(w[1] - w[0]));
             for run in &runs[w[0] as usize..w[1] as usize] {
                 let (value, is_rule) = match run.symbol {
                     Symbol::Terminal(t) => (t, 0),
                     Symbol::Rule(r) => (r, 1),
                 };
                 let repeated = u64::from(run.count > 1);
-                put(&mut out, (u64::from(value) << 2) | (is_rule << 1) | repeated);
+                out.put_u64((u64::from(value) << 2) | (is_rule << 1) | repeated);
                 if run.count > 1 {
-                    put(&mut out, run.count - 2);
+                    out.put_u64(run.count - 2);
                 }
             }
         }
         let groups = stream_groups(self.streams());
-        put(&mut out, groups.len() as u64);
+        out.put_u64(groups.len() as u64);
         for (rule, streams) in groups {
-            put(&mut out, u64::from(rule));
+            out.put_u64(u64::from(rule));
             let progressions = progressions(&streams);
-            put(&mut out, progressions.len() as u64);
+            out.put_u64(progressions.len() as u64);
             for (first, stride, len) in progressions {
-                put(&mut out, u64::from(first));
-                put(&mut out, u64::from(stride));
-                put(&mut out, u64::from(len));
+                out.put_u64(u64::from(first));
+                out.put_u64(u64::from(stride));
+                out.put_u64(u64::from(len));
             }
         }
         out
@@ -71,25 +68,34 @@ impl Grammar {
 
     /// Reads a grammar written by [`Grammar::encode`], checking every value.
     pub fn decode(bytes: &[u8]) -> Result<Grammar, DecodeError> {
-        let mut r = Reader { bytes, pos: 0 };
-        let version = r.byte()?;
+        let mut r = ByteReader::new(bytes);
+        let version = r.u8()?;
         if version != VERSION {
             return Err(DecodeError::Version { found: version });
         }
-        let num_rules = r.count("rule count")?;
+        let num_rules = r.count()?;
         let mut runs = Vec::new();
         let mut bounds = Vec::with_capacity(num_rules + 1);
         bounds.push(0u32);
         for _ in 0..num_rules {
-            let num_runs = r.count("rule length")?;
-            for _ in 0..num_runs {
-                let at = r.pos;
-                let head = r.varint()?;
-                let value = u32::try_from(head >> 2).map_err(|_| DecodeError::BadValue { what: "symbol", offset: at })?;
-                let symbol = if head & 2 != 0 { Symbol::Rule(value) } else { Symbol::Terminal(value) };
+            for _ in 0..r.count()? {
+                let at = r.position();
+                let head = r.u64()?;
+                let value = u32::try_from(head >> 2).map_err(|_| DecodeError::BadValue {
+                    what: "symbol",
+                    offset: at,
+                })?;
+                let symbol = if head & 2 != 0 {
+                    Symbol::Rule(value)
+                } else {
+                    Symbol::Terminal(value)
+                };
                 let count = if head & 1 != 0 {
-                    let at = r.pos;
-                    r.varint()?.checked_add(2).ok_or(DecodeError::BadValue { what: "count", offset: at })?
+                    let at = r.position();
+                    r.u64()?.checked_add(2).ok_or(DecodeError::BadValue {
+                        what: "count",
+                        offset: at,
+                    })?
                 } else {
                     1
                 };
@@ -97,16 +103,20 @@ impl Grammar {
             }
             bounds.push(u32::try_from(runs.len()).map_err(|_| GrammarError::TooLarge)?);
         }
-        let num_groups = r.count("group count")?;
         let mut streams: Vec<(StreamId, RuleId)> = Vec::new();
-        for _ in 0..num_groups {
-            let rule = r.u32("start rule")?;
-            let num_progressions = r.count("progression count")?;
-            for _ in 0..num_progressions {
-                let at = r.pos;
-                let (first, stride, len) = (r.u32("stream")?, r.u32("stride")?, r.u32("length")?);
-                let bad = DecodeError::BadValue { what: "stream progression", offset: at };
-                if len == 0 || (len > 1 && stride == 0) || streams.len() + len as usize > MAX_STREAMS {
+        for _ in 0..r.count()? {
+            let rule = r.u32()?;
+            for _ in 0..r.count()? {
+                let at = r.position();
+                let (first, stride, len) = (r.u32()?, r.u32()?, r.u32()?);
+                let bad = DecodeError::BadValue {
+                    what: "stream progression",
+                    offset: at,
+                };
+                if len == 0
+                    || (len > 1 && stride == 0)
+                    || streams.len() + len as usize > MAX_STREAMS
+                {
                     return Err(bad);
                 }
                 let last = u64::from(first) + u64::from(stride) * u64::from(len - 1);
@@ -116,9 +126,7 @@ impl Grammar {
                 streams.extend((0..len).map(|i| (first + stride * i, rule)));
             }
         }
-        if r.pos != bytes.len() {
-            return Err(DecodeError::Trailing { extra: bytes.len() - r.pos });
-        }
+        r.finish()?;
         Ok(Grammar::from_parts(runs, bounds, streams)?)
     }
 }
@@ -152,58 +160,4 @@ fn progressions(ids: &[StreamId]) -> Vec<(u32, u32, u32)> {
         i += len;
     }
     out
-}
-
-fn put(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push(v as u8 | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-struct Reader<'a> {
-    bytes: &'a [u8],
-    pos: usize,
-}
-
-impl Reader<'_> {
-    fn byte(&mut self) -> Result<u8, DecodeError> {
-        let b = *self.bytes.get(self.pos).ok_or(DecodeError::Truncated { offset: self.pos })?;
-        self.pos += 1;
-        Ok(b)
-    }
-
-    fn varint(&mut self) -> Result<u64, DecodeError> {
-        let start = self.pos;
-        let mut value = 0u64;
-        for shift in (0..64).step_by(7) {
-            let b = self.byte()?;
-            let bits = u64::from(b & 0x7f);
-            if shift == 63 && bits > 1 {
-                return Err(DecodeError::BadVarint { offset: start });
-            }
-            value |= bits << shift;
-            if b & 0x80 == 0 {
-                return Ok(value);
-            }
-        }
-        Err(DecodeError::BadVarint { offset: start })
-    }
-
-    fn u32(&mut self, what: &'static str) -> Result<u32, DecodeError> {
-        let at = self.pos;
-        u32::try_from(self.varint()?).map_err(|_| DecodeError::BadValue { what, offset: at })
-    }
-
-    /// A number of items that follow, each taking at least one byte: larger
-    /// than the bytes left means the data is corrupt, not a reason to allocate.
-    fn count(&mut self, what: &'static str) -> Result<usize, DecodeError> {
-        let at = self.pos;
-        let n = self.varint()?;
-        if n > (self.bytes.len() - self.pos) as u64 {
-            return Err(DecodeError::BadValue { what, offset: at });
-        }
-        Ok(n as usize)
-    }
 }

@@ -25,7 +25,11 @@ struct Frame<'g> {
 
 impl<'g> Frame<'g> {
     fn new(body: &'g [Run], pos: usize) -> Frame<'g> {
-        Frame { body, pos, left: body.get(pos).map_or(0, |run| run.count) }
+        Frame {
+            body,
+            pos,
+            left: body.get(pos).map_or(0, |run| run.count),
+        }
     }
 
     /// Finishes one repetition of the current run; false when the body is done.
@@ -53,7 +57,11 @@ impl<'g> Expansion<'g> {
     /// iterator is empty.
     pub fn at(grammar: &'g Grammar, rule: RuleId, skip: u64) -> Expansion<'g> {
         let total = grammar.rule_len(rule);
-        let mut it = Expansion { grammar, stack: Vec::new(), remaining: total.saturating_sub(skip) };
+        let mut it = Expansion {
+            grammar,
+            stack: Vec::new(),
+            remaining: total.saturating_sub(skip),
+        };
         if skip >= total {
             return it;
         }
@@ -139,7 +147,8 @@ impl Grammar {
 
     /// The terminals of `stream` from its `skip`-th one.
     pub fn expand_from(&self, stream: StreamId, skip: u64) -> Option<Expansion<'_>> {
-        self.start(stream).map(|rule| Expansion::at(self, rule, skip))
+        self.start(stream)
+            .map(|rule| Expansion::at(self, rule, skip))
     }
 
     /// The terminals of `rule`, lazily.

@@ -52,7 +52,10 @@ pub enum GrammarError {
 impl Grammar {
     /// Builds a grammar from rule bodies (rule `i` may refer only to rules
     /// `< i`, and only to non-empty ones) and the start rule of each stream.
-    pub fn new(rules: Vec<Vec<Run>>, streams: Vec<(StreamId, RuleId)>) -> Result<Grammar, GrammarError> {
+    pub fn new(
+        rules: Vec<Vec<Run>>,
+        streams: Vec<(StreamId, RuleId)>,
+    ) -> Result<Grammar, GrammarError> {
         let mut runs = Vec::with_capacity(rules.iter().map(Vec::len).sum());
         let mut bounds = Vec::with_capacity(rules.len() + 1);
         bounds.push(0);
@@ -81,14 +84,23 @@ impl Grammar {
                 }
                 let symbol_len: u64 = match run.symbol {
                     Symbol::Terminal(terminal) if terminal > MAX_TERMINAL => {
-                        return Err(GrammarError::TerminalRange { rule: rule_id, terminal });
+                        return Err(GrammarError::TerminalRange {
+                            rule: rule_id,
+                            terminal,
+                        });
                     }
                     Symbol::Terminal(_) => 1,
                     Symbol::Rule(target) if target >= rule_id => {
-                        return Err(GrammarError::ForwardReference { rule: rule_id, target });
+                        return Err(GrammarError::ForwardReference {
+                            rule: rule_id,
+                            target,
+                        });
                     }
                     Symbol::Rule(target) if lengths[target as usize] == 0 => {
-                        return Err(GrammarError::EmptyReference { rule: rule_id, target });
+                        return Err(GrammarError::EmptyReference {
+                            rule: rule_id,
+                            target,
+                        });
                     }
                     Symbol::Rule(target) => lengths[target as usize],
                 };
@@ -108,10 +120,19 @@ impl Grammar {
                 return Err(GrammarError::DuplicateStream { stream: pair[0].0 });
             }
         }
-        if let Some(&(stream, rule)) = streams.iter().find(|&&(_, rule)| rule as usize >= lengths.len()) {
+        if let Some(&(stream, rule)) = streams
+            .iter()
+            .find(|&&(_, rule)| rule as usize >= lengths.len())
+        {
             return Err(GrammarError::MissingStart { stream, rule });
         }
-        Ok(Grammar { runs, bounds, lengths, streams, offsets: OnceLock::new() })
+        Ok(Grammar {
+            runs,
+            bounds,
+            lengths,
+            streams,
+            offsets: OnceLock::new(),
+        })
     }
 
     /// Number of rules.
@@ -132,7 +153,9 @@ impl Grammar {
 
     /// All rule bodies in order.
     pub fn rules(&self) -> impl ExactSizeIterator<Item = &[Run]> + '_ {
-        self.bounds.windows(2).map(|w| &self.runs[w[0] as usize..w[1] as usize])
+        self.bounds
+            .windows(2)
+            .map(|w| &self.runs[w[0] as usize..w[1] as usize])
     }
 
     /// Number of terminals `rule` expands to.
@@ -147,7 +170,10 @@ impl Grammar {
 
     /// The start rule of `stream`.
     pub fn start(&self, stream: StreamId) -> Option<RuleId> {
-        let i = self.streams.binary_search_by_key(&stream, |&(s, _)| s).ok()?;
+        let i = self
+            .streams
+            .binary_search_by_key(&stream, |&(s, _)| s)
+            .ok()?;
         Some(self.streams[i].1)
     }
 
@@ -158,12 +184,17 @@ impl Grammar {
 
     /// Total terminals over all streams (saturating at `u64::MAX`).
     pub fn total_len(&self) -> u64 {
-        self.streams.iter().fold(0u64, |sum, &(_, rule)| sum.saturating_add(self.rule_len(rule)))
+        self.streams.iter().fold(0u64, |sum, &(_, rule)| {
+            sum.saturating_add(self.rule_len(rule))
+        })
     }
 
     /// The same grammar with its streams renamed by `rename` (which must
     /// keep them distinct).
-    pub fn with_streams(mut self, rename: impl Fn(StreamId) -> StreamId) -> Result<Grammar, GrammarError> {
+    pub fn with_streams(
+        mut self,
+        rename: impl Fn(StreamId) -> StreamId,
+    ) -> Result<Grammar, GrammarError> {
         let streams = self.streams.iter().map(|&(s, r)| (rename(s), r)).collect();
         self.streams = Vec::new();
         Grammar::from_parts(self.runs, self.bounds, streams)

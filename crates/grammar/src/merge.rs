@@ -38,7 +38,9 @@ pub fn union(parts: &[Grammar]) -> Result<Grammar, GrammarError> {
         runs.hash(&mut h);
         bounds.hash(&mut h);
         let same = distinct.entry(h.finish()).or_default();
-        let rep = same.iter().position(|&(j, _)| parts[j].raw() == (runs, bounds));
+        let rep = same
+            .iter()
+            .position(|&(j, _)| parts[j].raw() == (runs, bounds));
         let rep = match rep {
             Some(rep) => rep,
             None => {
@@ -48,7 +50,11 @@ pub fn union(parts: &[Grammar]) -> Result<Grammar, GrammarError> {
             }
         };
         let ids = &same[rep].1;
-        streams.extend(part.streams().iter().map(|&(stream, start)| (stream, ids[start as usize])));
+        streams.extend(
+            part.streams()
+                .iter()
+                .map(|&(stream, start)| (stream, ids[start as usize])),
+        );
     }
     Grammar::new(rules.bodies, streams)
 }
@@ -144,7 +150,12 @@ pub fn share_across_streams(grammar: Grammar) -> Result<Grammar, GrammarError> {
                 let start = starts[token as usize - tokens.len()];
                 let id = match segment.as_slice() {
                     // A stream that is exactly one shared rule starts there.
-                    [Run { symbol: Symbol::Rule(shared), count: 1 }] => *shared,
+                    [
+                        Run {
+                            symbol: Symbol::Rule(shared),
+                            count: 1,
+                        },
+                    ] => *shared,
                     _ => {
                         bodies.push(std::mem::take(&mut segment));
                         bodies.len() as RuleId - 1
@@ -156,7 +167,11 @@ pub fn share_across_streams(grammar: Grammar) -> Result<Grammar, GrammarError> {
             _ => segment.push(translate(run)),
         }
     }
-    let streams = grammar.streams().iter().map(|&(stream, start)| (stream, new_start[&start])).collect();
+    let streams = grammar
+        .streams()
+        .iter()
+        .map(|&(stream, start)| (stream, new_start[&start]))
+        .collect();
     prune(bodies, streams)
 }
 
@@ -183,6 +198,9 @@ fn prune(bodies: Vec<Vec<Run>>, streams: Vec<(StreamId, RuleId)>) -> Result<Gram
             kept.push(body.into_iter().map(|run| rename(run, &ids)).collect());
         }
     }
-    let streams = streams.into_iter().map(|(stream, start)| (stream, ids[start as usize])).collect();
+    let streams = streams
+        .into_iter()
+        .map(|(stream, start)| (stream, ids[start as usize]))
+        .collect();
     Grammar::new(kept, streams)
 }

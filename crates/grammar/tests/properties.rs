@@ -53,7 +53,8 @@ impl Shape {
 fn shape(alphabet: u32) -> impl Strategy<Value = Shape> {
     let leaf = (0..alphabet).prop_map(Shape::Call);
     leaf.prop_recursive(3, 24, 4, |inner| {
-        (prop::collection::vec(inner, 1..4), 1u32..6).prop_map(|(body, trips)| Shape::Loop(body, trips))
+        (prop::collection::vec(inner, 1..4), 1u32..6)
+            .prop_map(|(body, trips)| Shape::Loop(body, trips))
     })
 }
 
@@ -81,8 +82,13 @@ fn check_round_trip(input: &[u32], g: &Grammar) {
     assert_eq!(out, input);
     // Counting without expansion agrees with counting the input.
     let mut counts = std::collections::BTreeMap::new();
-    input.iter().for_each(|&t| *counts.entry(t).or_insert(0u64) += 1);
-    assert_eq!(g.terminal_counts(g.start(0).unwrap()), counts.into_iter().collect::<Vec<_>>());
+    input
+        .iter()
+        .for_each(|&t| *counts.entry(t).or_insert(0u64) += 1);
+    assert_eq!(
+        g.terminal_counts(g.start(0).unwrap()),
+        counts.into_iter().collect::<Vec<_>>()
+    );
     // Exact encoding round trip.
     let bytes = g.encode();
     assert_eq!(&Grammar::decode(&bytes).unwrap(), g);
@@ -210,7 +216,7 @@ proptest! {
 fn three_nested_loops(outer: u32, middle: u32, inner: u32) -> Vec<u32> {
     let mut out = vec![9];
     for _ in 0..outer {
-        out.push(1);
+        out.extend_from_slice(&[1]);
         for _ in 0..middle {
             out.extend([2, 3]);
             for _ in 0..inner {
@@ -230,8 +236,15 @@ fn three_nested_loops_cost_the_same_at_any_size() {
     let (gs, gl) = (build_checked(&small), build(&large));
     check_round_trip(&small, &gs);
     check_round_trip(&large, &gl);
-    assert_eq!(gl.total_terminal_counts().iter().find(|&&(t, _)| t == 4), Some(&(4, 1_000_000)));
-    assert_eq!((gs.num_rules(), gs.num_runs()), (gl.num_rules(), gl.num_runs()), "\n{gs}\n{gl}");
+    assert_eq!(
+        gl.total_terminal_counts().iter().find(|&&(t, _)| t == 4),
+        Some(&(4, 1_000_000))
+    );
+    assert_eq!(
+        (gs.num_rules(), gs.num_runs()),
+        (gl.num_rules(), gl.num_runs()),
+        "\n{gs}\n{gl}"
+    );
     // Only the varints of the three trip counts may grow.
     assert!(gl.encode().len() <= gs.encode().len() + 3);
 }
@@ -248,8 +261,14 @@ fn pilgrim_example_grammar() {
         Symbol::Terminal(_) => panic!("expected a rule in {g}"),
     };
     assert_eq!(body.len(), 2, "{g}");
-    assert_eq!((body[0].count, rule_body(&body[0])), (2, vec![Run::terminal(0), Run::terminal(1)]));
-    assert_eq!((body[1].count, rule_body(&body[1])), (2, vec![Run::terminal(2), Run::terminal(3)]));
+    assert_eq!(
+        (body[0].count, rule_body(&body[0])),
+        (2, vec![Run::terminal(0), Run::terminal(1)])
+    );
+    assert_eq!(
+        (body[1].count, rule_body(&body[1])),
+        (2, vec![Run::terminal(2), Run::terminal(3)])
+    );
     // With the leading "a" the grammar is as small: 7 runs either way.
     let g = build_checked(&[0, 0, 1, 0, 1, 2, 3, 2, 3]);
     assert_eq!(g.num_runs(), 7, "{g}");
@@ -262,7 +281,10 @@ fn a_million_repeats_of_one_terminal_is_one_run() {
         s.push(42);
     }
     let g = s.grammar(0);
-    assert_eq!(g.rule(g.start(0).unwrap()), &[Run::new(Symbol::Terminal(42), 1_000_000)]);
+    assert_eq!(
+        g.rule(g.start(0).unwrap()),
+        &[Run::new(Symbol::Terminal(42), 1_000_000)]
+    );
     assert!(g.encode().len() < 16);
 }
 
@@ -282,13 +304,21 @@ fn grammar_can_be_taken_while_pushing_continues() {
 
 #[test]
 fn counts_per_rule_and_total_across_streams() {
-    let a = build(&three_nested_loops(2, 3, 4)).with_streams(|_| 0).unwrap();
+    let a = build(&three_nested_loops(2, 3, 4))
+        .with_streams(|_| 0)
+        .unwrap();
     let b = build(&[1, 1, 1]).with_streams(|_| 1).unwrap();
-    let c = build(&three_nested_loops(2, 3, 4)).with_streams(|_| 2).unwrap();
+    let c = build(&three_nested_loops(2, 3, 4))
+        .with_streams(|_| 2)
+        .unwrap();
     let m = merge(&[a, b, c]).unwrap();
     assert_eq!(m.start(0), m.start(2));
-    assert_eq!(m.total_len(), 2 * (three_nested_loops(2, 3, 4).len() as u64) + 3);
-    let total: std::collections::BTreeMap<u32, u64> = m.total_terminal_counts().into_iter().collect();
+    assert_eq!(
+        m.total_len(),
+        2 * (three_nested_loops(2, 3, 4).len() as u64) + 3
+    );
+    let total: std::collections::BTreeMap<u32, u64> =
+        m.total_terminal_counts().into_iter().collect();
     assert_eq!(total[&4], 2 * 2 * 3 * 4);
     assert_eq!(total[&1], 2 * 2 + 3);
     let uses = m.rule_uses(m.start(0).unwrap());

@@ -47,7 +47,9 @@ impl Sequitur {
                     }
                     digrams += 1;
                     if self.index.get(&self.nodes, n) != Some(n) {
-                        return Err(format!("rule {id}: digram at {n} is repeated or not indexed"));
+                        return Err(format!(
+                            "rule {id}: digram at {n} is repeated or not indexed"
+                        ));
                     }
                 }
                 count += 1;
@@ -57,26 +59,37 @@ impl Sequitur {
             if id == START {
                 let expected = self.pushed - self.pending * self.period - self.matched;
                 if len != expected {
-                    return Err(format!("start rule expands to {len} terminals, expected {expected}"));
+                    return Err(format!(
+                        "start rule expands to {len} terminals, expected {expected}"
+                    ));
                 }
             } else {
                 if count == 0 || (count == 1 && last_exp < 2) {
                     return Err(format!("rule {id}: body too short"));
                 }
                 if len != slot.len {
-                    return Err(format!("rule {id}: length {} but expands to {len}", slot.len));
+                    return Err(format!(
+                        "rule {id}: length {} but expands to {len}",
+                        slot.len
+                    ));
                 }
             }
         }
         if digrams != self.index.len() {
-            return Err(format!("{} digrams indexed, {digrams} in the grammar", self.index.len()));
+            return Err(format!(
+                "{} digrams indexed, {digrams} in the grammar",
+                self.index.len()
+            ));
         }
         for (id, slot) in self.rules.iter().enumerate() {
             if slot.guard == NIL {
                 continue;
             }
             if slot.uses != uses[id] {
-                return Err(format!("rule {id}: {} uses recorded, {} found", slot.uses, uses[id]));
+                return Err(format!(
+                    "rule {id}: {} uses recorded, {} found",
+                    slot.uses, uses[id]
+                ));
             }
             if id as u32 != START && uses[id] < 2 && max_use_exp[id] < 2 {
                 return Err(format!("rule {id}: used once (rule utility)"));

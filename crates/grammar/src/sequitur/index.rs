@@ -30,7 +30,9 @@ fn digram(nodes: &[Node], n: u32) -> (u32, u32, u64, u64) {
 fn hash(nodes: &[Node], n: u32) -> u32 {
     let (a, b, ea, eb) = digram(nodes, n);
     // Two rounds of multiply-xorshift (as in splitmix64's finaliser).
-    let mut x = (u64::from(a) << 32 | u64::from(b)) ^ ea.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ eb.rotate_left(29);
+    let mut x = (u64::from(a) << 32 | u64::from(b))
+        ^ ea.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        ^ eb.rotate_left(29);
     x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     (x >> 32) as u32
@@ -62,7 +64,10 @@ impl DigramIndex {
     /// Removes `n`'s digram if the index points at `n`.
     #[inline]
     pub(super) fn remove(&mut self, nodes: &[Node], n: u32) {
-        if let Ok(e) = self.table.find_entry(spread(hash(nodes, n)), |&(m, _)| m == n) {
+        if let Ok(e) = self
+            .table
+            .find_entry(spread(hash(nodes, n)), |&(m, _)| m == n)
+        {
             e.remove();
         }
     }
@@ -71,7 +76,9 @@ impl DigramIndex {
     pub(super) fn get(&self, nodes: &[Node], n: u32) -> Option<u32> {
         let d = digram(nodes, n);
         let h = hash(nodes, n);
-        self.table.find(spread(h), |&(m, hm)| hm == h && digram(nodes, m) == d).map(|&(m, _)| m)
+        self.table
+            .find(spread(h), |&(m, hm)| hm == h && digram(nodes, m) == d)
+            .map(|&(m, _)| m)
     }
 
     pub(super) fn len(&self) -> usize {

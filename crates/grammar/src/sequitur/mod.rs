@@ -110,10 +110,14 @@ impl Sequitur {
     /// compare and an increment while the input repeats the last loop body.
     #[inline]
     pub fn push(&mut self, terminal: u32) {
-        assert!(terminal <= MAX_TERMINAL, "terminal {terminal} exceeds MAX_TERMINAL");
+        assert!(
+            terminal <= MAX_TERMINAL,
+            "terminal {terminal} exceeds MAX_TERMINAL"
+        );
         let pos = self.pushed as usize;
         let period = self.period as usize;
-        let repeats = period != 0 && self.history[pos.wrapping_sub(period) & HISTORY_MASK] == terminal;
+        let repeats =
+            period != 0 && self.history[pos.wrapping_sub(period) & HISTORY_MASK] == terminal;
         self.history[pos & HISTORY_MASK] = terminal;
         self.pushed += 1;
         if repeats {
@@ -228,7 +232,8 @@ impl Sequitur {
                 let (a, b) = (self.nodes[m as usize], self.nodes[self.next(m) as usize]);
                 let first = self.insert_after(guard, a.value, a.exp);
                 self.insert_after(first, b.value, b.exp);
-                self.rules[rule as usize].len = self.value_len(a.value) * a.exp + self.value_len(b.value) * b.exp;
+                self.rules[rule as usize].len =
+                    self.value_len(a.value) * a.exp + self.value_len(b.value) * b.exp;
                 self.substitute(m, rule);
                 self.substitute(n, rule);
                 rule
@@ -267,12 +272,15 @@ impl Sequitur {
     /// Folds `n` into equal neighbours and queues its digrams for checking.
     fn settle(&mut self, mut n: u32) {
         let before = self.prev(n);
-        if !self.is_guard(before) && self.nodes[before as usize].value == self.nodes[n as usize].value {
+        if !self.is_guard(before)
+            && self.nodes[before as usize].value == self.nodes[n as usize].value
+        {
             self.merge_next(before);
             n = before;
         }
         let after = self.next(n);
-        if !self.is_guard(after) && self.nodes[after as usize].value == self.nodes[n as usize].value {
+        if !self.is_guard(after) && self.nodes[after as usize].value == self.nodes[n as usize].value
+        {
             self.merge_next(n);
         }
         self.work.push(self.prev(n));
@@ -313,14 +321,22 @@ impl Sequitur {
         self.link(last, after);
         self.free_node(n);
         self.free_node(guard);
-        self.rules[rule as usize] = RuleSlot { guard: NIL, uses: 0, len: 0 };
+        self.rules[rule as usize] = RuleSlot {
+            guard: NIL,
+            uses: 0,
+            len: 0,
+        };
         self.free_rules.push(rule);
         // The body's inner digrams stay indexed; only the seams are new.
-        if !self.is_guard(before) && self.nodes[before as usize].value == self.nodes[first as usize].value {
+        if !self.is_guard(before)
+            && self.nodes[before as usize].value == self.nodes[first as usize].value
+        {
             self.merge_next(before);
         }
         let seam = self.prev(after);
-        if !self.is_guard(after) && self.nodes[seam as usize].value == self.nodes[after as usize].value {
+        if !self.is_guard(after)
+            && self.nodes[seam as usize].value == self.nodes[after as usize].value
+        {
             self.merge_next(seam);
         }
         self.work.push(before);
@@ -335,25 +351,41 @@ impl Sequitur {
             None => {
                 let r = self.rules.len() as u32;
                 assert!(r < RULE_BIT - 1, "grammar exceeds 2^31 rules");
-                self.rules.push(RuleSlot { guard: NIL, uses: 0, len: 0 });
+                self.rules.push(RuleSlot {
+                    guard: NIL,
+                    uses: 0,
+                    len: 0,
+                });
                 r
             }
         };
         let guard = self.alloc_node(RULE_BIT | rule, 0);
         self.link(guard, guard);
-        self.rules[rule as usize] = RuleSlot { guard, uses: 0, len: 0 };
+        self.rules[rule as usize] = RuleSlot {
+            guard,
+            uses: 0,
+            len: 0,
+        };
         rule
     }
 
     fn alloc_node(&mut self, value: u32, exp: u64) -> u32 {
-        let node = Node { value, prev: NIL, next: NIL, exp };
+        let node = Node {
+            value,
+            prev: NIL,
+            next: NIL,
+            exp,
+        };
         match self.free_nodes.pop() {
             Some(n) => {
                 self.nodes[n as usize] = node;
                 n
             }
             None => {
-                let n = u32::try_from(self.nodes.len()).ok().filter(|&n| n != NIL).expect("grammar exceeds 2^32 nodes");
+                let n = u32::try_from(self.nodes.len())
+                    .ok()
+                    .filter(|&n| n != NIL)
+                    .expect("grammar exceeds 2^32 nodes");
                 self.nodes.push(node);
                 n
             }
@@ -361,7 +393,12 @@ impl Sequitur {
     }
 
     fn free_node(&mut self, n: u32) {
-        self.nodes[n as usize] = Node { value: FREE, prev: NIL, next: NIL, exp: 0 };
+        self.nodes[n as usize] = Node {
+            value: FREE,
+            prev: NIL,
+            next: NIL,
+            exp: 0,
+        };
         self.free_nodes.push(n);
     }
 
@@ -378,7 +415,9 @@ impl Sequitur {
 
     /// Unlinks and frees `n`; its digrams must already be unindexed.
     fn remove(&mut self, n: u32) {
-        let Node { value, prev, next, .. } = self.nodes[n as usize];
+        let Node {
+            value, prev, next, ..
+        } = self.nodes[n as usize];
         self.link(prev, next);
         if value & RULE_BIT != 0 {
             self.rules[(value & !RULE_BIT) as usize].uses -= 1;
@@ -420,11 +459,19 @@ impl Sequitur {
     }
 
     fn value_len(&self, value: u32) -> u64 {
-        if value & RULE_BIT == 0 { 1 } else { self.rules[(value & !RULE_BIT) as usize].len }
+        if value & RULE_BIT == 0 {
+            1
+        } else {
+            self.rules[(value & !RULE_BIT) as usize].len
+        }
     }
 
     fn symbol(value: u32) -> Symbol {
-        if value & RULE_BIT == 0 { Symbol::Terminal(value) } else { Symbol::Rule(value & !RULE_BIT) }
+        if value & RULE_BIT == 0 {
+            Symbol::Terminal(value)
+        } else {
+            Symbol::Rule(value & !RULE_BIT)
+        }
     }
 
     fn body(&self, rule: u32) -> impl Iterator<Item = Node> + '_ {
@@ -480,6 +527,7 @@ impl Sequitur {
             bounds.push(runs.len() as u32);
         }
         let start = number[START as usize];
-        Grammar::from_parts(runs, bounds, vec![(stream, start)]).expect("Sequitur builds a valid grammar")
+        Grammar::from_parts(runs, bounds, vec![(stream, start)])
+            .expect("Sequitur builds a valid grammar")
     }
 }

@@ -1,4 +1,5 @@
-//! LEB128 varints and zigzag signed integers, for encoding section payloads.
+//! LEB128 varints and zigzag signed integers: the number encoding of every mpigram payload
+//! (grammars, signature tables, timing streams).
 //!
 //! Writing: [`PutVarint`] on `Vec<u8>`. Reading: [`ByteReader`], a cursor over `&[u8]` whose
 //! every method returns a [`DecodeError`] naming the byte offset and what is wrong. Encodings
@@ -6,7 +7,7 @@
 //! than 10-byte varints, values that overflow, and counts that cannot fit in the data left.
 //!
 //! ```
-//! use mpigram_format::varint::{ByteReader, PutVarint};
+//! use mpigram_varint::{ByteReader, PutVarint};
 //!
 //! let mut buf = Vec::new();
 //! buf.put_u64(300);
@@ -17,7 +18,7 @@
 //! assert_eq!(r.i64()?, -2);
 //! assert_eq!(r.str()?, "MPI_Send");
 //! r.finish()?;
-//! # Ok::<(), mpigram_format::varint::DecodeError>(())
+//! # Ok::<(), mpigram_varint::DecodeError>(())
 //! ```
 
 /// Longest encoding of a u64 (ceil(64 / 7) bytes).

@@ -1,6 +1,6 @@
 //! Varint encoding: round trips, canonical form, and rejection of bad input.
 
-use mpigram_format::varint::{
+use mpigram_varint::{
     ByteReader, DecodeErrorKind, MAX_VARINT_LEN, PutVarint, encoded_len, unzigzag, zigzag,
 };
 use proptest::prelude::*;
