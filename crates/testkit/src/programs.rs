@@ -1,0 +1,274 @@
+//! The catalogue of test programs in `tests/mpi`, read from their header
+//! comments: which rank counts each supports (`ranks: 2-4`) and, for the
+//! programs that are meant to crash, how they must fail (`expect: abort`,
+//! `expect: exit 3`, `expect: signal SIGSEGV`).
+
+use std::ffi::OsStr;
+use std::ops::RangeInclusive;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::paths::mpi_tests_dir;
+use crate::run::RunOutput;
+
+/// Header lines are looked for in this many first lines of a source.
+const HEADER_LINES: usize = 40;
+
+/// One test program of `tests/mpi`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Program {
+    /// File stem: `halo2d` for `tests/mpi/halo2d.c`.
+    pub name: String,
+    pub source: PathBuf,
+    /// The rank counts it supports.
+    pub ranks: RangeInclusive<u32>,
+    /// How a run ends when everything is right.
+    pub expect: Expect,
+}
+
+/// How a program's run must end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expect {
+    /// Exit status 0 (no `expect:` line).
+    Success,
+    /// A rank calls `MPI_Abort`: non-zero exit and MPICH's report of it.
+    Abort,
+    /// Every rank calls `exit(code)` without `MPI_Finalize`.
+    Exit(i32),
+    /// Ranks die of this signal; hydra exits with the signal number as its
+    /// status and says "(signal N)" on its stdout.
+    Signal(i32),
+}
+
+impl Program {
+    /// Reads the header of one source file.
+    pub fn from_source(path: &Path) -> Result<Program> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+        let header_error = |message: String| Error::Header {
+            path: path.to_path_buf(),
+            message,
+        };
+        let name = path
+            .file_stem()
+            .and_then(OsStr::to_str)
+            .ok_or_else(|| header_error("file name is not UTF-8".into()))?
+            .to_owned();
+        let mut ranks = None;
+        let mut expect = Expect::Success;
+        for line in text.lines().take(HEADER_LINES) {
+            if let Some(value) = header_value(line, "ranks:") {
+                ranks = Some(parse_ranks(value).map_err(header_error)?);
+            } else if let Some(value) = header_value(line, "expect:") {
+                expect = parse_expect(value).map_err(header_error)?;
+            }
+        }
+        let ranks = ranks.ok_or_else(|| {
+            header_error(format!(
+                "no `ranks: LO-HI` comment in the first {HEADER_LINES} lines"
+            ))
+        })?;
+        Ok(Program {
+            name,
+            source: path.to_path_buf(),
+            ranks,
+            expect,
+        })
+    }
+
+    /// The rank counts to test it with: those it supports, capped at `max`.
+    pub fn rank_counts(&self, max: u32) -> RangeInclusive<u32> {
+        *self.ranks.start()..=(*self.ranks.end()).min(max)
+    }
+
+    /// Builds it (see [`crate::compile`]).
+    pub fn compile(&self) -> Result<PathBuf> {
+        crate::compile(&self.name)
+    }
+}
+
+/// Every program of `tests/mpi` (`*.c` and `*.f90`), sorted by name.
+pub fn programs() -> Result<Vec<Program>> {
+    let dir = mpi_tests_dir();
+    let entries =
+        std::fs::read_dir(&dir).map_err(|e| Error::io(format!("listing {}", dir.display()), e))?;
+    let mut programs = Vec::new();
+    for entry in entries {
+        let path = entry
+            .map_err(|e| Error::io(format!("listing {}", dir.display()), e))?
+            .path();
+        let ext = path.extension().and_then(OsStr::to_str);
+        if matches!(ext, Some("c" | "f90")) && path.is_file() {
+            programs.push(Program::from_source(&path)?);
+        }
+    }
+    programs.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(programs)
+}
+
+/// One program by name.
+pub fn program(name: &str) -> Result<Program> {
+    let dir = mpi_tests_dir();
+    for ext in ["c", "f90"] {
+        let path = dir.join(format!("{name}.{ext}"));
+        if path.is_file() {
+            return Program::from_source(&path);
+        }
+    }
+    Err(Error::NoSuchProgram {
+        name: name.to_owned(),
+        dir,
+    })
+}
+
+/// The text after `key` on a comment line (`/* key value */` or `! key value`).
+fn header_value<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+    let trimmed = line.trim_start();
+    let body = trimmed
+        .strip_prefix("/*")
+        .or_else(|| trimmed.strip_prefix('!'))?;
+    let value = body.trim_start().strip_prefix(key)?;
+    Some(value.trim().trim_end_matches("*/").trim())
+}
+
+fn parse_ranks(value: &str) -> std::result::Result<RangeInclusive<u32>, String> {
+    let bad = || format!("bad `ranks:` value {value:?}: expected LO-HI or N");
+    let (lo, hi) = match value.split_once('-') {
+        Some((lo, hi)) => (lo.trim(), hi.trim()),
+        None => (value, value),
+    };
+    let lo: u32 = lo.parse().map_err(|_| bad())?;
+    let hi: u32 = hi.parse().map_err(|_| bad())?;
+    if lo == 0 || lo > hi {
+        return Err(bad());
+    }
+    Ok(lo..=hi)
+}
+
+fn parse_expect(value: &str) -> std::result::Result<Expect, String> {
+    let words: Vec<&str> = value.split_whitespace().collect();
+    match words.as_slice() {
+        ["abort"] => Ok(Expect::Abort),
+        ["exit", code] => code
+            .parse()
+            .map(Expect::Exit)
+            .map_err(|_| format!("bad exit code in `expect: {value}`")),
+        ["signal", name] => signal_number(name)
+            .map(Expect::Signal)
+            .ok_or_else(|| format!("unknown signal in `expect: {value}`")),
+        _ => Err(format!(
+            "bad `expect:` value {value:?}: expected abort, exit N or signal SIGNAME"
+        )),
+    }
+}
+
+fn signal_number(name: &str) -> Option<i32> {
+    Some(match name {
+        "SIGSEGV" => libc::SIGSEGV,
+        "SIGTERM" => libc::SIGTERM,
+        "SIGKILL" => libc::SIGKILL,
+        "SIGABRT" => libc::SIGABRT,
+        "SIGBUS" => libc::SIGBUS,
+        "SIGFPE" => libc::SIGFPE,
+        "SIGILL" => libc::SIGILL,
+        "SIGINT" => libc::SIGINT,
+        _ => return None,
+    })
+}
+
+impl Expect {
+    /// Whether a finished run ended as expected; the error says how it differs.
+    pub fn check(&self, run: &RunOutput) -> std::result::Result<(), String> {
+        let status = run.status;
+        // Hydra reports on stdout, the ranks' MPI library on stderr.
+        let reported = |text: &str| run.stdout.contains(text) || run.stderr.contains(text);
+        let ok = match *self {
+            Expect::Success => status.success(),
+            Expect::Abort => !status.success() && reported("MPI_Abort"),
+            Expect::Exit(code) => status.code() == Some(code),
+            Expect::Signal(sig) => {
+                status.signal() == Some(sig)
+                    || (status.code() == Some(sig) && reported(&format!("(signal {sig})")))
+            }
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(format!("expected {self}, got {status}"))
+        }
+    }
+}
+
+impl std::fmt::Display for Expect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Expect::Success => write!(f, "success"),
+            Expect::Abort => write!(f, "MPI_Abort"),
+            Expect::Exit(code) => write!(f, "exit status {code}"),
+            Expect::Signal(sig) => write!(f, "death by signal {sig}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Program> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("prog.c");
+        std::fs::write(&path, text).unwrap();
+        Program::from_source(&path)
+    }
+
+    #[test]
+    fn reads_ranks_and_expectation() {
+        let p = parse("/* ranks: 2-4 */\n/* expect: signal SIGSEGV */\nint main;\n").unwrap();
+        assert_eq!(p.name, "prog");
+        assert_eq!(p.ranks, 2..=4);
+        assert_eq!(p.expect, Expect::Signal(libc::SIGSEGV));
+        assert_eq!(p.rank_counts(3).collect::<Vec<_>>(), vec![2, 3]);
+
+        let p = parse("/* ranks: 1 */\n/* expect: exit 3 */\n").unwrap();
+        assert_eq!((p.ranks, p.expect), (1..=1, Expect::Exit(3)));
+        let p = parse("! ranks: 1-4\nprogram x\n").unwrap();
+        assert_eq!((p.ranks, p.expect), (1..=4, Expect::Success));
+        let p = parse("/* ranks: 2-3 */\n/* expect: abort */\n").unwrap();
+        assert_eq!(p.expect, Expect::Abort);
+    }
+
+    #[test]
+    fn rejects_missing_or_malformed_headers() {
+        for text in [
+            "int main;\n",
+            "/* ranks: 4-2 */\n",
+            "/* ranks: 0-2 */\n",
+            "/* ranks: two */\n",
+            "/* ranks: 1-2 */\n/* expect: explode */\n",
+            "/* ranks: 1-2 */\n/* expect: signal SIGWHAT */\n",
+            "/* ranks: 1-2 */\n/* expect: exit three */\n",
+        ] {
+            let err = parse(text).unwrap_err();
+            assert!(matches!(err, Error::Header { .. }), "{text:?}: {err}");
+            assert!(err.to_string().contains("prog.c"), "{err}");
+        }
+    }
+
+    #[test]
+    fn every_program_in_the_tree_has_a_header() {
+        let all = programs().unwrap();
+        assert!(all.len() >= 30, "only {} programs", all.len());
+        let names: Vec<&str> = all.iter().map(|p| p.name.as_str()).collect();
+        for needed in [
+            "halo2d",
+            "halo3d",
+            "microbench",
+            "fortran_basic",
+            "crash_abort",
+        ] {
+            assert!(names.contains(&needed), "{needed} missing from {names:?}");
+        }
+        assert_eq!(program("halo2d").unwrap().ranks, 1..=4);
+    }
+}

@@ -1,0 +1,87 @@
+/* ranks: 1-4 */
+/* Microbenchmarks for measuring tracer overhead. Rank 0 times, with
+ * MPI_Wtime, N iterations (after N/10 warm-up iterations) of:
+ *   comm_rank_ns                 one MPI_Comm_rank call
+ *   pingpong_half_rtt_ns         half a round trip of an 8-byte MPI_Send/MPI_Recv
+ *                                ping-pong between ranks 0 and 1
+ *   irecv_isend_waitall_ns       one Irecv + Isend + Waitall(2) exchange of 8 bytes
+ *                                between ranks 0 and 1
+ * and prints one machine-readable line per measurement, "name value". The
+ * two-rank measurements need at least 2 ranks and are left out with one;
+ * ranks above 1 wait in a barrier.
+ *
+ * Usage: microbench [N]   (default 10000) */
+#include "common.h"
+
+static void report(const char *name, double seconds, long iterations)
+{
+    printf("%s %.1f\n", name, seconds * 1e9 / (double)iterations);
+}
+
+static void pingpong(int rank, long iters)
+{
+    double buf = 0;
+    for (long i = 0; i < iters; i++) {
+        if (rank == 0) {
+            MPI_Send(&buf, 1, MPI_DOUBLE, 1, 0, MPI_COMM_WORLD);
+            MPI_Recv(&buf, 1, MPI_DOUBLE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else {
+            MPI_Recv(&buf, 1, MPI_DOUBLE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Send(&buf, 1, MPI_DOUBLE, 0, 0, MPI_COMM_WORLD);
+        }
+    }
+}
+
+static void exchange(int rank, long iters)
+{
+    double out = rank, in = -1;
+    int peer = 1 - rank;
+    for (long i = 0; i < iters; i++) {
+        MPI_Request reqs[2];
+        MPI_Irecv(&in, 1, MPI_DOUBLE, peer, 1, MPI_COMM_WORLD, &reqs[0]);
+        MPI_Isend(&out, 1, MPI_DOUBLE, peer, 1, MPI_COMM_WORLD, &reqs[1]);
+        MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE);
+    }
+    CHECK(in == peer);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    long iters = argc > 1 ? atol(argv[1]) : 10000;
+    CHECK_MSG(iters > 0, "N must be positive");
+    long warmup = iters / 10;
+    int rank = world_rank(), n = world_size();
+
+    if (rank == 0) {
+        int r = -1;
+        for (long i = 0; i < warmup; i++)
+            MPI_Comm_rank(MPI_COMM_WORLD, &r);
+        double t0 = MPI_Wtime();
+        for (long i = 0; i < iters; i++)
+            MPI_Comm_rank(MPI_COMM_WORLD, &r);
+        double t = MPI_Wtime() - t0;
+        CHECK_EQ(r, 0);
+        report("comm_rank_ns", t, iters);
+    }
+
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (n >= 2 && rank < 2) {
+        pingpong(rank, warmup);
+        double t0 = MPI_Wtime();
+        pingpong(rank, iters);
+        double t = MPI_Wtime() - t0;
+        if (rank == 0)
+            report("pingpong_half_rtt_ns", t, 2 * iters);
+
+        exchange(rank, warmup);
+        t0 = MPI_Wtime();
+        exchange(rank, iters);
+        t = MPI_Wtime() - t0;
+        if (rank == 0)
+            report("irecv_isend_waitall_ns", t, iters);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Finalize();
+    return 0;
+}
