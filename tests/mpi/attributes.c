@@ -100,8 +100,8 @@ static void predefined(void)
     CHECK(!flag || *wtime_global == 0 || *wtime_global == 1);
     /* The largest tag is usable. */
     int rank = world_rank(), value = 5, got = 0;
-    MPI_Sendrecv(&value, 1, MPI_INT, rank, *tag_ub, &got, 1, MPI_INT, rank, *tag_ub,
-                 MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Sendrecv(&value, 1, MPI_INT, rank, *tag_ub, &got, 1, MPI_INT, rank, *tag_ub, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE);
     CHECK_EQ(got, 5);
 }
 

@@ -33,8 +33,7 @@ int main(int argc, char **argv)
     MPI_Gather(c.send, 2, MPI_INT, c.recv, 2, MPI_INT, c.root, comm);
     check_gather(&c);
     setup_gather(&c, comm, 1);
-    MPI_Gather(c.r == c.root ? MPI_IN_PLACE : c.send, 2, MPI_INT, c.recv, 2, MPI_INT, c.root,
-               comm);
+    MPI_Gather(c.r == c.root ? MPI_IN_PLACE : c.send, 2, MPI_INT, c.recv, 2, MPI_INT, c.root, comm);
     check_gather(&c);
 
     setup_gatherv(&c, comm);

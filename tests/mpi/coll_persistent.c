@@ -19,8 +19,23 @@
 #define ITERS 3
 
 enum {
-    BARRIER, BCAST, GATHER, GATHERV, SCATTER, SCATTERV, ALLGATHER, ALLGATHERV, ALLTOALL,
-    ALLTOALLV, ALLTOALLW, REDUCE, ALLREDUCE, REDUCE_SCATTER, REDUCE_SCATTER_BLOCK, SCAN, EXSCAN,
+    BARRIER,
+    BCAST,
+    GATHER,
+    GATHERV,
+    SCATTER,
+    SCATTERV,
+    ALLGATHER,
+    ALLGATHERV,
+    ALLTOALL,
+    ALLTOALLV,
+    ALLTOALLW,
+    REDUCE,
+    ALLREDUCE,
+    REDUCE_SCATTER,
+    REDUCE_SCATTER_BLOCK,
+    SCAN,
+    EXSCAN,
     CASES
 };
 
@@ -87,13 +102,13 @@ int main(int argc, char **argv)
     MPI_Gather_init(r == root ? MPI_IN_PLACE : k->send, 2, MPI_INT, k->recv, 2, MPI_INT, root, comm,
                     info, &reqs[GATHER]);
     k = &c[GATHERV];
-    MPI_Gatherv_init(k->send, r + 1, MPI_INT, k->recv, k->rcounts, k->rdispls, MPI_INT, root,
-                     comm, info, &reqs[GATHERV]);
+    MPI_Gatherv_init(k->send, r + 1, MPI_INT, k->recv, k->rcounts, k->rdispls, MPI_INT, root, comm,
+                     info, &reqs[GATHERV]);
     k = &c[SCATTER];
     MPI_Scatter_init(k->send, 2, MPI_INT, k->recv, 2, MPI_INT, root, comm, info, &reqs[SCATTER]);
     k = &c[SCATTERV];
-    MPI_Scatterv_init(k->send, k->scounts, k->sdispls, MPI_INT, k->recv, r + 1, MPI_INT, root,
-                      comm, info, &reqs[SCATTERV]);
+    MPI_Scatterv_init(k->send, k->scounts, k->sdispls, MPI_INT, k->recv, r + 1, MPI_INT, root, comm,
+                      info, &reqs[SCATTERV]);
     k = &c[ALLGATHER];
     MPI_Allgather_init(k->send, 2, MPI_INT, k->recv, 2, MPI_INT, comm, info, &reqs[ALLGATHER]);
     k = &c[ALLGATHERV];
@@ -105,8 +120,8 @@ int main(int argc, char **argv)
     MPI_Alltoallv_init(k->send, k->scounts, k->sdispls, MPI_INT, k->recv, k->rcounts, k->rdispls,
                        MPI_INT, comm, info, &reqs[ALLTOALLV]);
     k = &c[ALLTOALLW];
-    MPI_Alltoallw_init(k->send, k->scounts, k->sdispls, k->types, k->recv, k->rcounts,
-                       k->rdispls, k->types, comm, info, &reqs[ALLTOALLW]);
+    MPI_Alltoallw_init(k->send, k->scounts, k->sdispls, k->types, k->recv, k->rcounts, k->rdispls,
+                       k->types, comm, info, &reqs[ALLTOALLW]);
     k = &c[REDUCE];
     MPI_Reduce_init(k->send, k->recv, 3, MPI_INT, MPI_SUM, root, comm, info, &reqs[REDUCE]);
     k = &c[ALLREDUCE];

@@ -7,7 +7,7 @@
  *
  * Header comments the test harness (crates/testkit) reads:
  *   ranks: LO-HI   the rank counts a program supports (or a single count)
- *   expect: ...    how a crash program fails: abort | exit N | signal SIGNAME
+ *   expect: ...    how a crash program fails: abort N | exit N | signal SIGNAME
  */
 #ifndef MPIGRAM_TEST_COMMON_H
 #define MPIGRAM_TEST_COMMON_H
@@ -46,34 +46,34 @@ test_fail(const char *file, int line, const char *fmt, ...)
 }
 
 /* CHECK(cond): cond must hold. */
-#define CHECK(cond)                                                                  \
-    do {                                                                             \
-        if (!(cond))                                                                 \
-            test_fail(__FILE__, __LINE__, "check failed: %s", #cond);                \
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            test_fail(__FILE__, __LINE__, "check failed: %s", #cond);                              \
     } while (0)
 
 /* CHECK_MSG(cond, fmt, ...): cond must hold; the reason is printf-formatted. */
-#define CHECK_MSG(cond, ...)                                                         \
-    do {                                                                             \
-        if (!(cond))                                                                 \
-            test_fail(__FILE__, __LINE__, __VA_ARGS__);                              \
+#define CHECK_MSG(cond, ...)                                                                       \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            test_fail(__FILE__, __LINE__, __VA_ARGS__);                                            \
     } while (0)
 
 /* CHECK_EQ(got, want): integer equality, both values printed on failure. */
-#define CHECK_EQ(got, want)                                                          \
-    do {                                                                             \
-        long long got_ = (long long)(got), want_ = (long long)(want);                \
-        if (got_ != want_)                                                           \
-            test_fail(__FILE__, __LINE__, "%s = %lld, expected %s = %lld", #got, got_, \
-                      #want, want_);                                                 \
+#define CHECK_EQ(got, want)                                                                        \
+    do {                                                                                           \
+        long long got_ = (long long)(got), want_ = (long long)(want);                              \
+        if (got_ != want_)                                                                         \
+            test_fail(__FILE__, __LINE__, "%s = %lld, expected %s = %lld", #got, got_, #want,      \
+                      want_);                                                                      \
     } while (0)
 
 /* MPI_OK(call): the call returns MPI_SUCCESS (meaningful where errors return). */
-#define MPI_OK(call)                                                                 \
-    do {                                                                             \
-        int rc_ = (call);                                                            \
-        if (rc_ != MPI_SUCCESS)                                                      \
-            test_fail(__FILE__, __LINE__, "%s returned %d", #call, rc_);             \
+#define MPI_OK(call)                                                                               \
+    do {                                                                                           \
+        int rc_ = (call);                                                                          \
+        if (rc_ != MPI_SUCCESS)                                                                    \
+            test_fail(__FILE__, __LINE__, "%s returned %d", #call, rc_);                           \
     } while (0)
 
 /* Rank and size in MPI_COMM_WORLD. */

@@ -1,5 +1,5 @@
 /* ranks: 2-4 */
-/* expect: abort */
+/* expect: abort 42 */
 /* Expected to fail: after some communication, rank 1 calls
  * MPI_Abort(MPI_COMM_WORLD, 42) while the other ranks wait in an MPI_Recv
  * that nobody will match; the launcher kills them and exits non-zero. For

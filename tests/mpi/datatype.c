@@ -33,7 +33,11 @@ static void expect_picked(const int *recv, const int *idx, int count)
                   1000 * left + idx[k]);
 }
 
-static void clear(int *buf) { for (int i = 0; i < LEN; i++) buf[i] = NONE; }
+static void clear(int *buf)
+{
+    for (int i = 0; i < LEN; i++)
+        buf[i] = NONE;
+}
 
 /* Commit, send one (or count) of type, expect the picked source elements. */
 static void transfer(MPI_Datatype *type, int count, const int *idx, int nidx)
@@ -78,8 +82,8 @@ static void layouts(void)
     CHECK(lb == 0 && extent == 2 * sizeof(int));
 
     /* 2x3 block at (1,1) of a 4x5 row-major matrix. */
-    MPI_Type_create_subarray(2, (int[]){4, 5}, (int[]){2, 3}, (int[]){1, 1}, MPI_ORDER_C,
-                             MPI_INT, &sub);
+    MPI_Type_create_subarray(2, (int[]){4, 5}, (int[]){2, 3}, (int[]){1, 1}, MPI_ORDER_C, MPI_INT,
+                             &sub);
     transfer(&sub, 1, (int[]){6, 7, 8, 11, 12, 13}, 6);
 
     /* Derived type on the receiving side: 6 ints land in a vector's holes. */

@@ -118,8 +118,8 @@ int main(int argc, char **argv)
                       *AT(u, i, j), serial);
         }
     if (rank == 0)
-        printf("halo2d: %dx%d ranks, %dx%d points, %d iterations, sum %.6f\n", dims[0], dims[1],
-               GX, GY, iters, interior_sum(g, GX, GY));
+        printf("halo2d: %dx%d ranks, %dx%d points, %d iterations, sum %.6f\n", dims[0], dims[1], GX,
+               GY, iters, interior_sum(g, GX, GY));
 
     free(u);
     free(v);

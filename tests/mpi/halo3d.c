@@ -41,7 +41,8 @@ static double *box(const int *e, const int *origin)
     for (int i = 1; i <= e[0]; i++)
         for (int j = 1; j <= e[1]; j++)
             for (int k = 1; k <= e[2]; k++)
-                u[at(e, i, j, k)] = initial(origin[0] + i - 1, origin[1] + j - 1, origin[2] + k - 1);
+                u[at(e, i, j, k)] =
+                    initial(origin[0] + i - 1, origin[1] + j - 1, origin[2] + k - 1);
     return u;
 }
 
@@ -64,8 +65,13 @@ static void wrap(double *g, const int *e)
                 int w[3] = {i, j, k};
                 int ghost = 0;
                 for (int d = 0; d < 3; d++) {
-                    if (w[d] == 0) { w[d] = e[d]; ghost = 1; }
-                    else if (w[d] == e[d] + 1) { w[d] = 1; ghost = 1; }
+                    if (w[d] == 0) {
+                        w[d] = e[d];
+                        ghost = 1;
+                    } else if (w[d] == e[d] + 1) {
+                        w[d] = 1;
+                        ghost = 1;
+                    }
                 }
                 if (ghost)
                     g[at(e, i, j, k)] = g[at(e, w[0], w[1], w[2])];

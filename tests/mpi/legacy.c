@@ -46,8 +46,7 @@ int main(int argc, char **argv)
         cells[i].id = payload(rank, 1, i);
         cells[i].weight = rank + 0.25 * i;
     }
-    MPI_Sendrecv(cells, 2, cell, right, 1, in, 2, cell, left, 1, MPI_COMM_WORLD,
-                 MPI_STATUS_IGNORE);
+    MPI_Sendrecv(cells, 2, cell, right, 1, in, 2, cell, left, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     for (int i = 0; i < 2; i++)
         CHECK(in[i].id == payload(left, 1, i) && in[i].weight == left + 0.25 * i);
 

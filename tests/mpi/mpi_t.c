@@ -64,9 +64,8 @@ static void performance_variables(void)
         int name_len = 0, desc_len = 0, verbosity, var_class, bind, readonly, continuous, atomic;
         MPI_Datatype datatype;
         MPI_T_enum enumtype;
-        MPI_OK(MPI_T_pvar_get_info(i, NULL, &name_len, &verbosity, &var_class, &datatype,
-                                   &enumtype, NULL, &desc_len, &bind, &readonly, &continuous,
-                                   &atomic));
+        MPI_OK(MPI_T_pvar_get_info(i, NULL, &name_len, &verbosity, &var_class, &datatype, &enumtype,
+                                   NULL, &desc_len, &bind, &readonly, &continuous, &atomic));
         CHECK(name_len > 1);
     }
     MPI_T_pvar_session session;
@@ -77,8 +76,8 @@ static void performance_variables(void)
     MPI_OK(MPI_T_category_get_num(&num));
     for (int i = 0; i < num; i++) {
         int name_len = 0, desc_len = 0, ncvars, npvars, ncats;
-        MPI_OK(MPI_T_category_get_info(i, NULL, &name_len, NULL, &desc_len, &ncvars, &npvars,
-                                       &ncats));
+        MPI_OK(
+            MPI_T_category_get_info(i, NULL, &name_len, NULL, &desc_len, &ncvars, &npvars, &ncats));
         CHECK(name_len > 1);
     }
 }

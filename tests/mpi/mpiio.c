@@ -9,8 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define BLOCK 4    /* ints per rank in the first section */
-#define ROUNDS 3   /* ints per rank in the interleaved section */
+#define BLOCK 4  /* ints per rank in the first section */
+#define ROUNDS 3 /* ints per rank in the interleaved section */
 
 int main(int argc, char **argv)
 {
@@ -43,8 +43,7 @@ int main(int argc, char **argv)
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_File_sync(fh);
     int right = ring_right(rank, n);
-    MPI_OK(MPI_File_read_at(fh, (MPI_Offset)right * BLOCK * sizeof(int), in, BLOCK, MPI_INT,
-                            &st));
+    MPI_OK(MPI_File_read_at(fh, (MPI_Offset)right * BLOCK * sizeof(int), in, BLOCK, MPI_INT, &st));
     for (int i = 0; i < BLOCK; i++)
         CHECK_EQ(in[i], payload(right, 1, i));
 

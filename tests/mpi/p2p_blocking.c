@@ -99,8 +99,7 @@ int main(int argc, char **argv)
 
     /* Sendrecv: shift right by one. */
     fill(out, rank, 6);
-    MPI_Sendrecv(out, COUNT, MPI_INT, right, 6, in, COUNT, MPI_INT, left, 6, MPI_COMM_WORLD,
-                 &st);
+    MPI_Sendrecv(out, COUNT, MPI_INT, right, 6, in, COUNT, MPI_INT, left, 6, MPI_COMM_WORLD, &st);
     check_message(in, &st, left, 6);
 
     /* Sendrecv_replace: shift left by one, in place. */

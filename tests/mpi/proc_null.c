@@ -50,8 +50,8 @@ int main(int argc, char **argv)
                  MPI_COMM_WORLD, &st);
     check_null_status(&st, in);
     int inplace[4] = {UNTOUCHED, 0, 0, 0};
-    MPI_Sendrecv_replace(inplace, 4, MPI_INT, MPI_PROC_NULL, 7, MPI_PROC_NULL, 7,
-                         MPI_COMM_WORLD, &st);
+    MPI_Sendrecv_replace(inplace, 4, MPI_INT, MPI_PROC_NULL, 7, MPI_PROC_NULL, 7, MPI_COMM_WORLD,
+                         &st);
     check_null_status(&st, inplace);
 
     /* Probing MPI_PROC_NULL finds an empty message at once. */

@@ -66,8 +66,8 @@ int main(int argc, char **argv)
 
     /* Get_accumulate and Fetch_and_op: each adds 1 and sees a distinct old value. */
     int one = 1, old_gacc = -1, old_fop = -1;
-    MPI_Get_accumulate(&one, 1, MPI_INT, &old_gacc, 1, MPI_INT, 0, GACC_SLOT, 1, MPI_INT,
-                       MPI_SUM, win);
+    MPI_Get_accumulate(&one, 1, MPI_INT, &old_gacc, 1, MPI_INT, 0, GACC_SLOT, 1, MPI_INT, MPI_SUM,
+                       win);
     MPI_Fetch_and_op(&one, &old_fop, MPI_INT, 0, FOP_SLOT, MPI_SUM, win);
 
     /* Compare_and_swap: exactly one rank replaces the initial -1. */

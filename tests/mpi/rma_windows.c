@@ -62,8 +62,7 @@ int main(int argc, char **argv)
 
     /* Win_allocate: MPI owns the memory; Get from the left neighbour. */
     int *amem;
-    MPI_Win_allocate(SLOTS * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &amem,
-                     &win);
+    MPI_Win_allocate(SLOTS * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &amem, &win);
     CHECK_EQ(flavor(win), MPI_WIN_FLAVOR_ALLOCATE);
     for (int i = 0; i < SLOTS; i++)
         amem[i] = payload(rank, 2, i);

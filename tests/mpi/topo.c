@@ -35,7 +35,7 @@ static void cartesian(int rank, int n)
     CHECK_EQ(ndims, 2);
     MPI_Cart_coords(cart, rank, 2, coords);
     MPI_Cart_rank(cart, coords, &r);
-    CHECK_EQ(r, rank); /* no reordering */
+    CHECK_EQ(r, rank);                               /* no reordering */
     CHECK_EQ(rank, coords[0] * dims[1] + coords[1]); /* row-major */
     int gdims[2], gperiods[2], gcoords[2];
     MPI_Cart_get(cart, 2, gdims, gperiods, gcoords);
@@ -109,8 +109,8 @@ static void dist_graph(int rank, int n)
     int left = ring_left(rank, n), right = ring_right(rank, n);
     int one = 1;
     MPI_Comm adj, built;
-    MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 1, &left, &one, 1, &right, &one,
-                                   MPI_INFO_NULL, 0, &adj);
+    MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 1, &left, &one, 1, &right, &one, MPI_INFO_NULL,
+                                   0, &adj);
     int kind, indeg, outdeg, weighted, src, srcw, dst, dstw;
     MPI_Topo_test(adj, &kind);
     CHECK_EQ(kind, MPI_DIST_GRAPH);
@@ -120,8 +120,8 @@ static void dist_graph(int rank, int n)
     CHECK(src == left && dst == right && srcw == 1 && dstw == 1);
 
     /* The same ring, each rank naming one of its outgoing edges. */
-    MPI_Dist_graph_create(MPI_COMM_WORLD, 1, &rank, &one, &right, MPI_UNWEIGHTED, MPI_INFO_NULL,
-                          0, &built);
+    MPI_Dist_graph_create(MPI_COMM_WORLD, 1, &rank, &one, &right, MPI_UNWEIGHTED, MPI_INFO_NULL, 0,
+                          &built);
     MPI_Dist_graph_neighbors_count(built, &indeg, &outdeg, &weighted);
     CHECK(indeg == 1 && outdeg == 1 && !weighted);
 

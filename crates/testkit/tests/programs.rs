@@ -98,7 +98,7 @@ fn every_program_ends_as_declared_at_every_supported_rank_count() {
 #[test]
 fn crash_programs_declare_how_they_fail() {
     let expected = [
-        ("crash_abort", Expect::Abort),
+        ("crash_abort", Expect::Abort(42)),
         ("crash_exit", Expect::Exit(3)),
         ("crash_segv", Expect::Signal(libc::SIGSEGV)),
         ("crash_sigterm", Expect::Signal(libc::SIGTERM)),
