@@ -4,12 +4,11 @@
 //! Preloads and environment variables go to the ranks only, through
 //! `-genv`: mpiexec and its proxies never load the libraries. A timed-out run
 //! is killed as a whole tree: hydra starts each rank in its own session and
-//! process group, so killing mpiexec's process group alone would leave the
-//! ranks spinning.
+//! process group, so killing mpiexec (or its process group) alone would leave
+//! the ranks spinning.
 
 use std::ffi::{OsStr, OsString};
 use std::io::Read;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::mpsc;
@@ -141,14 +140,6 @@ impl Mpiexec {
         Ok(cmd)
     }
 
-    /// The command line as it will run, for messages.
-    pub fn command_line(&self) -> String {
-        match self.command() {
-            Ok(cmd) => shell_words(&cmd),
-            Err(e) => format!("mpiexec -n {} {} ({e})", self.ranks, self.exe.display()),
-        }
-    }
-
     /// Runs it to the end or to the timeout. A failing program is not an
     /// error here (look at [`RunOutput::status`]); a timeout is
     /// [`Error::Timeout`]. Runs of one process share the machine's cores:
@@ -159,10 +150,9 @@ impl Mpiexec {
         let command = shell_words(&cmd);
         let _cores = CoreBudget::global().acquire(self.ranks);
 
-        // Own process group: a stray signal to ours does not reach it, and
-        // killing its group cannot kill us.
-        cmd.process_group(0)
-            .stdin(Stdio::null())
+        // mpiexec stays in our process group, so a Ctrl-C of the tests reaches
+        // it and hydra tears the ranks down; timeouts are handled by kill_tree.
+        cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let start = Instant::now();
@@ -287,6 +277,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// Kills `root` and every descendant, and every process group among them
 /// except our own. Repeated a few times in case something forked meanwhile.
 fn kill_tree(root: u32) {
+    // SAFETY: getpgrp(2) cannot fail and touches no memory of ours.
     let ours = unsafe { libc::getpgrp() };
     for _ in 0..3 {
         let tree = process_tree(root);
@@ -318,7 +309,7 @@ fn process_tree(root: u32) -> Vec<(i32, i32)> {
         .filter_map(|pid| {
             let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
             // After "pid (comm) ": state ppid pgrp ...; comm may hold spaces.
-            let rest = &stat[stat.rfind(')')? + 2..];
+            let rest = stat.get(stat.rfind(')')? + 2..)?;
             let mut fields = rest.split_whitespace();
             let state = fields.next()?;
             let ppid = fields.next()?.parse().ok()?;

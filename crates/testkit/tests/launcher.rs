@@ -70,6 +70,16 @@ fn ld_preload_given_as_env_is_merged_with_the_yield_preload() {
 }
 
 #[test]
+fn current_dir_is_where_the_ranks_start() {
+    require_mpi();
+    let dir = tempfile::tempdir().unwrap();
+    let out = sh("pwd").current_dir(dir.path()).run().unwrap();
+    out.assert_success();
+    let expected = dir.path().canonicalize().unwrap();
+    assert_eq!(Path::new(out.stdout.trim()), expected, "{out}");
+}
+
+#[test]
 fn exit_status_and_both_outputs_are_captured() {
     require_mpi();
     let out = sh("echo out; echo err >&2; exit 5").run().unwrap();
