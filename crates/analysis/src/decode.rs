@@ -1,0 +1,254 @@
+//! Decoding a rank's calls: signatures read back, relative ranks made
+//! absolute, handles named (`MPI_COMM_WORLD`, `comm1`, `type3`, `req5`),
+//! buffers shown as `seg2+0`.
+
+use mpigram_mpispec::{
+    BufferRef, FUNCS, HandleKind, HandleRef, Rank, RequestRef, Signature, Status, Value, decode_signature, predefined,
+};
+use mpigram_trace::RankTrace;
+use rustc_hash::FxHashMap;
+use serde_json::{Map, Value as Json, json};
+
+/// One call, ready to print.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DecodedCall {
+    pub rank: u32,
+    /// Index of the call in the rank's stream.
+    pub seq: u64,
+    pub func: &'static str,
+    /// Return code (0 is MPI_SUCCESS).
+    pub ret: i64,
+    /// Arguments keyed by the standard's parameter names, in C order.
+    pub args: Map<String, Json>,
+}
+
+impl DecodedCall {
+    /// The JSON line: `{"rank":0,"seq":12,"func":"MPI_Isend","args":{...}}`,
+    /// with `"ret"` after `func` when the call returned an error.
+    pub fn to_json(&self) -> Json {
+        let mut o = Map::new();
+        o.insert("rank".into(), json!(self.rank));
+        o.insert("seq".into(), json!(self.seq));
+        o.insert("func".into(), json!(self.func));
+        if self.ret != 0 {
+            o.insert("ret".into(), json!(self.ret));
+        }
+        o.insert("args".into(), Json::Object(self.args.clone()));
+        Json::Object(o)
+    }
+
+    /// `0 12 MPI_Isend(buf=seg2+0, count=8, ...)`, with ` -> ret` on errors.
+    pub fn to_text(&self) -> String {
+        let args: Vec<String> = self.args.iter().map(|(k, v)| format!("{k}={}", text(v))).collect();
+        let ret = if self.ret != 0 { format!(" -> {}", self.ret) } else { String::new() };
+        format!("{} {} {}({}){ret}", self.rank, self.seq, self.func, args.join(", "))
+    }
+}
+
+fn text(v: &Json) -> String {
+    match v {
+        Json::String(s) => s.clone(),
+        Json::Array(a) => format!("[{}]", a.iter().map(text).collect::<Vec<_>>().join(", ")),
+        Json::Object(o) => format!("{{{}}}", o.iter().map(|(k, v)| format!("{k}={}", text(v))).collect::<Vec<_>>().join(", ")),
+        other => other.to_string(),
+    }
+}
+
+/// Why a call cannot be decoded.
+#[derive(Debug, thiserror::Error)]
+#[error("rank {rank}, call {seq}: {message}")]
+pub struct DecodeError {
+    pub rank: u32,
+    pub seq: u64,
+    pub message: String,
+}
+
+/// The calls of one rank, decoded in order.
+pub struct RankDecoder<'t> {
+    trace: &'t RankTrace,
+    terminals: Box<dyn Iterator<Item = u32> + 't>,
+    /// Signatures decoded so far, by terminal.
+    signatures: Vec<Option<Signature>>,
+    seq: u64,
+    /// Next entry of the rank's communicator log to apply.
+    next_comm: usize,
+    /// Caller's rank in each user communicator (by id), as of `seq`.
+    comm_rank: FxHashMap<u64, u32>,
+    /// Display number of each (pool, index) request.
+    request_names: FxHashMap<(u64, u64), usize>,
+    /// Communicator of each live request's operation.
+    request_comm: FxHashMap<(u64, u64), Option<HandleRef>>,
+}
+
+impl<'t> RankDecoder<'t> {
+    pub fn new(trace: &'t RankTrace) -> RankDecoder<'t> {
+        let terminals = trace.grammar.expand(trace.meta.rank).into_iter().flatten();
+        RankDecoder {
+            trace,
+            terminals: Box::new(terminals),
+            signatures: vec![None; trace.signatures.len()],
+            seq: 0,
+            next_comm: 0,
+            comm_rank: FxHashMap::default(),
+            request_names: FxHashMap::default(),
+            request_comm: FxHashMap::default(),
+        }
+    }
+
+    fn signature(&mut self, terminal: u32) -> Result<Signature, String> {
+        let slot = &mut self.signatures[terminal as usize];
+        if slot.is_none() {
+            let bytes = &self.trace.signatures[terminal as usize];
+            *slot = Some(decode_signature(bytes).map_err(|e| format!("bad signature {terminal}: {e}"))?);
+        }
+        Ok(slot.clone().expect("decoded above"))
+    }
+
+    fn decode(&mut self, terminal: u32) -> Result<DecodedCall, String> {
+        let sig = self.signature(terminal)?;
+        // The rank's place in communicators learnt up to this call.
+        let comms = &self.trace.comms;
+        while self.next_comm < comms.len() && comms[self.next_comm].seq <= self.seq {
+            let c = comms[self.next_comm];
+            self.comm_rank.insert(c.comm, c.rank);
+            self.next_comm += 1;
+        }
+        let func = &FUNCS[sig.func as usize];
+        let call_comm = sig
+            .args
+            .iter()
+            .find_map(|v| match v {
+                Value::Handle(HandleKind::Comm, h) => Some(*h),
+                _ => None,
+            })
+            .or_else(|| self.requests_comm(&sig.args));
+        let mut args = Map::new();
+        for (param, value) in func.params.iter().zip(&sig.args) {
+            args.insert(param.name.to_owned(), self.render(value, call_comm));
+        }
+        Ok(DecodedCall { rank: self.trace.meta.rank, seq: self.seq, func: func.name, ret: sig.ret, args })
+    }
+
+    fn render(&mut self, v: &Value, comm: Option<HandleRef>) -> Json {
+        match v {
+            Value::Int(i) | Value::Address(i) => json!(i),
+            Value::Tag(t) if *t == -1 => json!("MPI_ANY_TAG"),
+            Value::Tag(t) => json!(t),
+            Value::Rank(r) => self.rank(*r, comm),
+            Value::Handle(kind, h) => json!(handle_name(*kind, *h)),
+            Value::Request(RequestRef::Null) => json!("MPI_REQUEST_NULL"),
+            Value::Request(RequestRef::Pooled { pool, index }) => {
+                let key = (*pool, *index);
+                let next = self.request_names.len();
+                let n = *self.request_names.entry(key).or_insert(next);
+                if comm.is_some() {
+                    self.request_comm.insert(key, comm);
+                }
+                json!(format!("req{n}"))
+            }
+            Value::Status(None) => json!("MPI_STATUS_IGNORE"),
+            Value::Status(Some(s)) => self.status(s, comm),
+            Value::Buffer(BufferRef::Null) => json!("NULL"),
+            Value::Buffer(BufferRef::InPlace) => json!("MPI_IN_PLACE"),
+            Value::Buffer(BufferRef::Segment { id, offset }) => json!(format!("seg{id}+{offset}")),
+            Value::Str(None) => Json::Null,
+            Value::Str(Some(s)) => json!(String::from_utf8_lossy(s)),
+            Value::Callback(None) => json!("NULL"),
+            Value::Callback(Some(id)) => json!(format!("fn{id}")),
+            Value::Array(None) => Json::Null,
+            Value::Array(Some(items)) => {
+                // A status in an array of a completion call belongs to the
+                // request at the same position: use that request's communicator.
+                Json::Array(items.iter().map(|item| self.render(item, comm)).collect())
+            }
+        }
+    }
+
+    /// For a call without a communicator argument (a completion call): the
+    /// one communicator of all its requests' operations, if they share one.
+    fn requests_comm(&self, args: &[Value]) -> Option<HandleRef> {
+        let mut requests = Vec::new();
+        for v in args {
+            match v {
+                Value::Request(RequestRef::Pooled { pool, index }) => requests.push((*pool, *index)),
+                Value::Array(Some(items)) => requests.extend(items.iter().filter_map(|i| match i {
+                    Value::Request(RequestRef::Pooled { pool, index }) => Some((*pool, *index)),
+                    _ => None,
+                })),
+                _ => {}
+            }
+        }
+        let mut comms = requests.iter().map(|key| self.request_comm.get(key).copied().flatten());
+        let first = comms.next()??;
+        comms.all(|c| c == Some(first)).then_some(first)
+    }
+
+    /// A rank made absolute against the caller's rank in `comm`.
+    fn rank(&self, r: Rank, comm: Option<HandleRef>) -> Json {
+        match r {
+            Rank::ProcNull => json!("MPI_PROC_NULL"),
+            Rank::AnySource => json!("MPI_ANY_SOURCE"),
+            Rank::Root => json!("MPI_ROOT"),
+            Rank::Absolute(a) => json!(a),
+            Rank::Relative(d) => match self.my_rank(comm) {
+                Some(me) => json!(i64::from(me) + d),
+                None if d >= 0 => json!(format!("me+{d}")),
+                None => json!(format!("me{d}")),
+            },
+        }
+    }
+
+    /// The caller's rank in `comm`, where the trace says it.
+    fn my_rank(&self, comm: Option<HandleRef>) -> Option<u32> {
+        match comm? {
+            HandleRef::Predefined(id) => match predefined(HandleKind::Comm).get(id as usize) {
+                Some(&"MPI_COMM_WORLD") => Some(self.trace.meta.rank),
+                Some(&"MPI_COMM_SELF") => Some(0),
+                _ => None,
+            },
+            HandleRef::User(id) => self.comm_rank.get(&id).copied(),
+            HandleRef::Null => None,
+        }
+    }
+
+    fn status(&self, s: &Status, comm: Option<HandleRef>) -> Json {
+        let mut o = Map::new();
+        o.insert("MPI_SOURCE".into(), self.rank(s.source, comm));
+        o.insert("MPI_TAG".into(), if s.tag == -1 { json!("MPI_ANY_TAG") } else { json!(s.tag) });
+        o.insert("count".into(), json!(s.count));
+        if s.cancelled {
+            o.insert("cancelled".into(), json!(true));
+        }
+        if s.error != 0 {
+            o.insert("MPI_ERROR".into(), json!(s.error));
+        }
+        Json::Object(o)
+    }
+}
+
+impl Iterator for RankDecoder<'_> {
+    type Item = Result<DecodedCall, DecodeError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let terminal = self.terminals.next()?;
+        let call = self.decode(terminal).map_err(|message| DecodeError {
+            rank: self.trace.meta.rank,
+            seq: self.seq,
+            message,
+        });
+        self.seq += 1;
+        Some(call)
+    }
+}
+
+/// `MPI_COMM_WORLD`, `MPI_DOUBLE`, `MPI_COMM_NULL`, or `comm3` for user objects.
+pub fn handle_name(kind: HandleKind, h: HandleRef) -> String {
+    match h {
+        HandleRef::Null => kind.null_name().to_owned(),
+        HandleRef::Predefined(id) => match predefined(kind).get(id as usize) {
+            Some(name) => (*name).to_owned(),
+            None => format!("{}?{id}", kind.prefix()),
+        },
+        HandleRef::User(id) => format!("{}{id}", kind.prefix()),
+    }
+}

@@ -1,0 +1,6 @@
+//! Reading mpigram traces: every call of every rank with its arguments
+//! restored to absolute values ([`decode`]), and summaries of a trace
+//! computed from its grammar ([`summary`]).
+
+pub mod decode;
+pub mod summary;

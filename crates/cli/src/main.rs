@@ -1,0 +1,178 @@
+//! `mpigram`: trace an MPI program, and read its trace. A thin layer:
+//! arguments in, library calls, text out.
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand, ValueEnum};
+use mpigram_analysis::decode::RankDecoder;
+use mpigram_analysis::summary::TraceSummary;
+use mpigram_trace::Trace;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+#[derive(Parser)]
+#[command(name = "mpigram", version, about = "Record every MPI call of every rank, compressed; read the traces.")]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run `mpiexec -n N PROG ARGS...` with the tracer preloaded into PROG.
+    Run {
+        /// Trace directory to write.
+        #[arg(short, long, default_value = "mpigram-trace")]
+        out: PathBuf,
+        /// Number of ranks.
+        #[arg(short, long, default_value_t = 1)]
+        n: u32,
+        /// The program and its arguments.
+        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+        program: Vec<String>,
+    },
+    /// Print the path of libmpigram.so, for LD_PRELOAD with any launcher.
+    Lib,
+    /// Print every call of every rank with every argument.
+    Decode {
+        trace: PathBuf,
+        /// Only this rank.
+        #[arg(long)]
+        rank: Option<u32>,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Summarise a trace: ranks, calls, signatures, grammar sizes, bytes.
+    Info { trace: PathBuf },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Format {
+    Text,
+    Jsonl,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Cmd::Run { out, n, program } => run(&out, n, &program),
+        Cmd::Lib => library().map(|lib| {
+            println!("{}", lib.display());
+            ExitCode::SUCCESS
+        }),
+        Cmd::Decode { trace, rank, format } => decode(&trace, rank, format).map(|()| ExitCode::SUCCESS),
+        Cmd::Info { trace } => info(&trace).map(|()| ExitCode::SUCCESS),
+    };
+    result.unwrap_or_else(|e| {
+        eprintln!("mpigram: {e:#}");
+        ExitCode::from(2)
+    })
+}
+
+/// libmpigram.so: next to this executable (as cargo builds them), or in
+/// `../lib` (as installed).
+fn library() -> Result<PathBuf> {
+    let exe = std::env::current_exe().context("cannot find the mpigram executable")?;
+    let dir = exe.parent().context("the mpigram executable has no directory")?;
+    [dir.join("libmpigram.so"), dir.join("../lib/libmpigram.so")]
+        .into_iter()
+        .find(|p| p.is_file())
+        .map(|p| p.canonicalize().unwrap_or(p))
+        .with_context(|| format!("libmpigram.so is not next to {} (build it with cargo build)", exe.display()))
+}
+
+fn run(out: &Path, n: u32, program: &[String]) -> Result<ExitCode> {
+    let lib = library()?;
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    clear_old_trace(out)?;
+    let out = out.canonicalize().with_context(|| format!("cannot resolve {}", out.display()))?;
+    let preload = match std::env::var("LD_PRELOAD") {
+        Ok(existing) if !existing.is_empty() => format!("{}:{existing}", lib.display()),
+        _ => lib.display().to_string(),
+    };
+    // -genv sets the variables in the launched processes only, not in mpiexec.
+    let status = Command::new("mpiexec")
+        .args(["-n", &n.to_string()])
+        .args(["-genv", "LD_PRELOAD", &preload])
+        .args(["-genv", "MPIGRAM_OUT", &out.display().to_string()])
+        .args(program)
+        .env_remove("LD_PRELOAD")
+        .status()
+        .context("cannot start mpiexec (is MPI installed? scripts/setup installs MPICH)")?;
+    Ok(match status.code() {
+        Some(code) => ExitCode::from(code.clamp(0, 255) as u8),
+        None => ExitCode::from(128 + signal_of(&status)),
+    })
+}
+
+#[cfg(unix)]
+fn signal_of(status: &std::process::ExitStatus) -> u8 {
+    use std::os::unix::process::ExitStatusExt;
+    status.signal().map_or(1, |s| s.clamp(1, 127) as u8)
+}
+
+/// Removes the rank files of an earlier trace in `dir`, so runs never mix.
+fn clear_old_trace(dir: &Path) -> Result<()> {
+    for entry in std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))? {
+        let path = entry?.path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if name.starts_with("rank") && (name.ends_with(".mgr") || name.ends_with(".verify")) {
+            std::fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?;
+        }
+    }
+    Ok(())
+}
+
+fn decode(dir: &Path, rank: Option<u32>, format: Format) -> Result<()> {
+    let trace = Trace::open(dir)?;
+    if let Some(r) = rank {
+        if !trace.ranks.iter().any(|t| t.meta.rank == r) {
+            bail!("{}: no rank {r} (the trace has ranks {})", dir.display(), rank_list(&trace));
+        }
+    }
+    warn_if_partial(&trace);
+    let stdout = std::io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    for rank_trace in trace.ranks.iter().filter(|t| rank.is_none_or(|r| t.meta.rank == r)) {
+        for call in RankDecoder::new(rank_trace) {
+            let call = call?;
+            let line = match format {
+                Format::Text => call.to_text(),
+                Format::Jsonl => call.to_json().to_string(),
+            };
+            if writeln!(out, "{line}").is_err() {
+                return Ok(()); // the reader went away (e.g. `| head`)
+            }
+        }
+    }
+    out.flush().ok();
+    Ok(())
+}
+
+fn info(dir: &Path) -> Result<()> {
+    let trace = Trace::open(dir)?;
+    let s = TraceSummary::of(&trace);
+    println!("trace:      {}", dir.display());
+    println!("ranks:      {}", s.ranks.len());
+    println!("calls:      {}", s.calls());
+    println!("bytes:      {}", s.bytes);
+    println!("timing:     {}", s.timing);
+    println!("MPI:        {}", s.mpi_library);
+    println!("complete:   {}", if s.is_complete() { "yes" } else { "no (partial trace)" });
+    println!();
+    println!("{:>6} {:>12} {:>10} {:>7} {:>8}  ending", "rank", "calls", "signatures", "rules", "symbols");
+    for r in &s.ranks {
+        println!("{:>6} {:>12} {:>10} {:>7} {:>8}  {}", r.rank, r.calls, r.signatures, r.rules, r.symbols, r.ending);
+    }
+    Ok(())
+}
+
+fn warn_if_partial(trace: &Trace) {
+    for r in trace.ranks.iter().filter(|r| !r.meta.ending.is_complete()) {
+        eprintln!("mpigram: partial trace: rank {} {}", r.meta.rank, r.meta.ending.describe());
+    }
+}
+
+fn rank_list(trace: &Trace) -> String {
+    trace.ranks.iter().map(|r| r.meta.rank.to_string()).collect::<Vec<_>>().join(", ")
+}

@@ -1,0 +1,110 @@
+//! The bytes of each encoded parameter value (writer side; [`crate::decode_args`]
+//! reads them back). Every number is a LEB128 varint, signed ones zigzagged.
+//!
+//! | encoding | bytes |
+//! |---|---|
+//! | Int, Tag, Address | zigzag(v) |
+//! | Rank | 0 MPI_PROC_NULL, 1 MPI_ANY_SOURCE, 2 MPI_ROOT, else 3 + (zigzag(v) << 1 \| absolute): v = rank − caller's rank, or the rank itself where no relative form applies (inter-communicators, unknown communicators) |
+//! | Handle | 0 the kind's null handle, else 1 + (id << 1 \| user): predefined handles have fixed ids ([`crate::predefined`]), user objects ids from a free-id pool |
+//! | Request | 0 MPI_REQUEST_NULL, else pool + 1, index |
+//! | Status | 0 MPI_STATUS_IGNORE, else flags (1 \| cancelled << 1 \| has error << 2), source (as Rank), zigzag(tag), count in bytes, [zigzag(MPI_ERROR)] |
+//! | Buffer | 0 NULL (also MPI_BOTTOM in MPICH), 1 MPI_IN_PLACE, else 2 + segment, offset |
+//! | Str | 0 NULL, else length + 1, bytes |
+//! | Callback | 0 NULL, else id + 1 (one id per distinct function, in order of first use) |
+//! | Array | 0 not recorded (NULL or not significant here), else length + 1, elements |
+
+use crate::value::{BufferRef, HandleRef, Rank, RequestRef, Status};
+use mpigram_varint::PutVarint;
+
+pub(crate) const RANK_PROC_NULL: u64 = 0;
+pub(crate) const RANK_ANY_SOURCE: u64 = 1;
+pub(crate) const RANK_ROOT: u64 = 2;
+pub(crate) const RANK_VALUE: u64 = 3;
+
+pub(crate) const STATUS_PRESENT: u64 = 1;
+pub(crate) const STATUS_CANCELLED: u64 = 2;
+pub(crate) const STATUS_ERROR: u64 = 4;
+
+pub(crate) const BUFFER_NULL: u64 = 0;
+pub(crate) const BUFFER_IN_PLACE: u64 = 1;
+pub(crate) const BUFFER_SEGMENT: u64 = 2;
+
+pub fn put_int(out: &mut Vec<u8>, v: i64) {
+    out.put_i64(v);
+}
+
+pub fn put_rank(out: &mut Vec<u8>, rank: Rank) {
+    out.put_u64(match rank {
+        Rank::ProcNull => RANK_PROC_NULL,
+        Rank::AnySource => RANK_ANY_SOURCE,
+        Rank::Root => RANK_ROOT,
+        Rank::Relative(d) => RANK_VALUE + (mpigram_varint::zigzag(d) << 1),
+        Rank::Absolute(r) => RANK_VALUE + (mpigram_varint::zigzag(r) << 1 | 1),
+    });
+}
+
+pub fn put_handle(out: &mut Vec<u8>, handle: HandleRef) {
+    out.put_u64(match handle {
+        HandleRef::Null => 0,
+        HandleRef::Predefined(id) => 1 + (u64::from(id) << 1),
+        HandleRef::User(id) => 1 + (id << 1 | 1),
+    });
+}
+
+pub fn put_request(out: &mut Vec<u8>, request: RequestRef) {
+    match request {
+        RequestRef::Null => out.put_u64(0),
+        RequestRef::Pooled { pool, index } => {
+            out.put_u64(pool + 1);
+            out.put_u64(index);
+        }
+    }
+}
+
+pub fn put_status(out: &mut Vec<u8>, status: Option<&Status>) {
+    let Some(s) = status else {
+        out.put_u64(0);
+        return;
+    };
+    let flags = STATUS_PRESENT
+        | if s.cancelled { STATUS_CANCELLED } else { 0 }
+        | if s.error != 0 { STATUS_ERROR } else { 0 };
+    out.put_u64(flags);
+    put_rank(out, s.source);
+    out.put_i64(s.tag);
+    out.put_u64(s.count);
+    if s.error != 0 {
+        out.put_i64(s.error);
+    }
+}
+
+pub fn put_buffer(out: &mut Vec<u8>, buffer: BufferRef) {
+    match buffer {
+        BufferRef::Null => out.put_u64(BUFFER_NULL),
+        BufferRef::InPlace => out.put_u64(BUFFER_IN_PLACE),
+        BufferRef::Segment { id, offset } => {
+            out.put_u64(BUFFER_SEGMENT + id);
+            out.put_u64(offset);
+        }
+    }
+}
+
+pub fn put_str(out: &mut Vec<u8>, s: Option<&[u8]>) {
+    match s {
+        None => out.put_u64(0),
+        Some(bytes) => {
+            out.put_u64(bytes.len() as u64 + 1);
+            out.extend_from_slice(bytes);
+        }
+    }
+}
+
+pub fn put_callback(out: &mut Vec<u8>, id: Option<u64>) {
+    out.put_u64(id.map_or(0, |id| id + 1));
+}
+
+/// Starts an array of `len` elements (`None`: not recorded); the caller
+/// then writes exactly `len` elements.
+pub fn put_array_len(out: &mut Vec<u8>, len: Option<usize>) {
+    out.put_u64(len.map_or(0, |n| n as u64 + 1));
+}

@@ -1,0 +1,302 @@
+//! Encoded parameter values, and reading a signature's arguments back.
+
+use crate::encoding::*;
+use crate::{Enc, Func, FuncId, HandleKind};
+use mpigram_varint::{ByteReader, DecodeError};
+
+/// A rank argument as encoded: constants stay constants, other ranks are
+/// relative to the caller where that makes ranks agree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Rank {
+    ProcNull,
+    AnySource,
+    Root,
+    /// `rank - caller's rank` in the call's communicator.
+    Relative(i64),
+    /// The rank itself.
+    Absolute(i64),
+}
+
+/// An MPI object by symbolic id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum HandleRef {
+    /// The kind's null handle (MPI_COMM_NULL, MPI_DATATYPE_NULL, ...).
+    Null,
+    /// A predefined handle by fixed id: see [`crate::predefined`].
+    Predefined(u32),
+    /// A user object, by id from the kind's free-id pool.
+    User(u64),
+}
+
+/// A request: MPI_REQUEST_NULL, or an index in the pool of the call
+/// signature that created it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RequestRef {
+    Null,
+    Pooled { pool: u64, index: u64 },
+}
+
+/// What a completed operation's status said.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Status {
+    pub source: Rank,
+    pub tag: i64,
+    /// Received (or, for MPI-IO, transferred) size in bytes.
+    pub count: u64,
+    pub cancelled: bool,
+    /// MPI_ERROR when it is not MPI_SUCCESS.
+    pub error: i64,
+}
+
+/// A buffer address as memory segment and offset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BufferRef {
+    /// NULL, which is also MPI_BOTTOM in MPICH.
+    Null,
+    InPlace,
+    Segment { id: u64, offset: u64 },
+}
+
+/// One decoded argument.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Value {
+    Int(i64),
+    Rank(Rank),
+    Tag(i64),
+    Address(i64),
+    Handle(HandleKind, HandleRef),
+    Request(RequestRef),
+    Status(Option<Status>),
+    Buffer(BufferRef),
+    Str(Option<Vec<u8>>),
+    Callback(Option<u64>),
+    /// `None`: not recorded (NULL, or not significant on this rank).
+    Array(Option<Vec<Value>>),
+}
+
+/// One call signature, decoded: the function, its return code and every
+/// argument.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Signature {
+    pub func: FuncId,
+    /// The call's return code (MPI_SUCCESS is 0).
+    pub ret: i64,
+    pub args: Vec<Value>,
+}
+
+/// Starts a signature: the function id and the return code; the arguments follow.
+pub fn put_signature_head(out: &mut Vec<u8>, func: FuncId, ret: i64) {
+    use mpigram_varint::PutVarint;
+    out.put_u64(u64::from(func));
+    out.put_i64(ret);
+}
+
+/// Reads a whole signature (function, return code, arguments) from `bytes`.
+pub fn decode_signature(bytes: &[u8]) -> Result<Signature, DecodeError> {
+    let mut r = ByteReader::new(bytes);
+    let at = r.position();
+    let id = r.u64()?;
+    let func = crate::FUNCS.get(id as usize).ok_or(DecodeError {
+        offset: at,
+        kind: mpigram_varint::DecodeErrorKind::OutOfRange { value: id, target: "function id" },
+    })?;
+    let ret = r.i64()?;
+    let args = decode_args(func, &mut r)?;
+    r.finish()?;
+    Ok(Signature { func: id as FuncId, ret, args })
+}
+
+/// Reads the arguments of one call of `func` from `r`.
+pub fn decode_args(func: &Func, r: &mut ByteReader<'_>) -> Result<Vec<Value>, DecodeError> {
+    func.params.iter().map(|p| decode(p.enc, r)).collect()
+}
+
+fn decode(enc: Enc, r: &mut ByteReader<'_>) -> Result<Value, DecodeError> {
+    Ok(match enc {
+        Enc::Int => Value::Int(r.i64()?),
+        Enc::Tag => Value::Tag(r.i64()?),
+        Enc::Address => Value::Address(r.i64()?),
+        Enc::Rank => Value::Rank(rank(r)?),
+        Enc::Handle(kind) => Value::Handle(kind, handle(r)?),
+        Enc::Request => Value::Request(match r.u64()? {
+            0 => RequestRef::Null,
+            pool => RequestRef::Pooled { pool: pool - 1, index: r.u64()? },
+        }),
+        Enc::Status => Value::Status(status(r)?),
+        Enc::Buffer => Value::Buffer(match r.u64()? {
+            BUFFER_NULL => BufferRef::Null,
+            BUFFER_IN_PLACE => BufferRef::InPlace,
+            code => BufferRef::Segment { id: code - BUFFER_SEGMENT, offset: r.u64()? },
+        }),
+        Enc::Str => Value::Str(match r.u64()? {
+            0 => None,
+            n => Some(r.bytes(usize::try_from(n - 1).unwrap_or(usize::MAX))?.to_vec()),
+        }),
+        Enc::Callback => Value::Callback(r.u64()?.checked_sub(1)),
+        Enc::Array(elem) => Value::Array(match r.count()? {
+            0 => None,
+            n => Some((1..n).map(|_| decode(*elem, r)).collect::<Result<_, _>>()?),
+        }),
+    })
+}
+
+fn rank(r: &mut ByteReader<'_>) -> Result<Rank, DecodeError> {
+    Ok(match r.u64()? {
+        RANK_PROC_NULL => Rank::ProcNull,
+        RANK_ANY_SOURCE => Rank::AnySource,
+        RANK_ROOT => Rank::Root,
+        code => {
+            let v = code - RANK_VALUE;
+            let n = mpigram_varint::unzigzag(v >> 1);
+            if v & 1 == 0 { Rank::Relative(n) } else { Rank::Absolute(n) }
+        }
+    })
+}
+
+fn handle(r: &mut ByteReader<'_>) -> Result<HandleRef, DecodeError> {
+    let at = r.position();
+    Ok(match r.u64()? {
+        0 => HandleRef::Null,
+        code if (code - 1) & 1 == 1 => HandleRef::User((code - 1) >> 1),
+        code => HandleRef::Predefined(u32::try_from((code - 1) >> 1).map_err(|_| DecodeError {
+            offset: at,
+            kind: mpigram_varint::DecodeErrorKind::OutOfRange { value: code, target: "predefined handle" },
+        })?),
+    })
+}
+
+fn status(r: &mut ByteReader<'_>) -> Result<Option<Status>, DecodeError> {
+    let flags = r.u64()?;
+    if flags & STATUS_PRESENT == 0 {
+        return Ok(None);
+    }
+    let source = rank(r)?;
+    let tag = r.i64()?;
+    let count = r.u64()?;
+    let error = if flags & STATUS_ERROR != 0 { r.i64()? } else { 0 };
+    Ok(Some(Status { source, tag, count, cancelled: flags & STATUS_CANCELLED != 0, error }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Param;
+
+    static EVERY_ENCODING: &[Param] = &[
+        Param { name: "i", enc: Enc::Int },
+        Param { name: "r", enc: Enc::Rank },
+        Param { name: "t", enc: Enc::Tag },
+        Param { name: "a", enc: Enc::Address },
+        Param { name: "h", enc: Enc::Handle(HandleKind::Datatype) },
+        Param { name: "q", enc: Enc::Request },
+        Param { name: "s", enc: Enc::Status },
+        Param { name: "b", enc: Enc::Buffer },
+        Param { name: "x", enc: Enc::Str },
+        Param { name: "c", enc: Enc::Callback },
+        Param { name: "v", enc: Enc::Array(&Enc::Rank) },
+        Param { name: "n", enc: Enc::Array(&Enc::Int) },
+    ];
+
+    #[test]
+    fn every_encoding_round_trips() {
+        let f = Func { name: "MPI_Test_all_encodings", params: EVERY_ENCODING };
+        let status = Status { source: Rank::Relative(-1), tag: 7, count: 64, cancelled: true, error: 13 };
+        let mut out = Vec::new();
+        put_int(&mut out, -5);
+        put_rank(&mut out, Rank::Absolute(3));
+        put_int(&mut out, -1);
+        put_int(&mut out, 1 << 40);
+        put_handle(&mut out, HandleRef::User(9));
+        put_request(&mut out, RequestRef::Pooled { pool: 2, index: 0 });
+        put_status(&mut out, Some(&status));
+        put_buffer(&mut out, BufferRef::Segment { id: 4, offset: 128 });
+        put_str(&mut out, Some(b"key"));
+        put_callback(&mut out, Some(0));
+        put_array_len(&mut out, Some(3));
+        for r in [Rank::ProcNull, Rank::AnySource, Rank::Root] {
+            put_rank(&mut out, r);
+        }
+        put_array_len(&mut out, None);
+        let mut r = ByteReader::new(&out);
+        let values = decode_args(&f, &mut r).unwrap();
+        r.finish().unwrap();
+        assert_eq!(
+            values,
+            vec![
+                Value::Int(-5),
+                Value::Rank(Rank::Absolute(3)),
+                Value::Tag(-1),
+                Value::Address(1 << 40),
+                Value::Handle(HandleKind::Datatype, HandleRef::User(9)),
+                Value::Request(RequestRef::Pooled { pool: 2, index: 0 }),
+                Value::Status(Some(status)),
+                Value::Buffer(BufferRef::Segment { id: 4, offset: 128 }),
+                Value::Str(Some(b"key".to_vec())),
+                Value::Callback(Some(0)),
+                Value::Array(Some(vec![
+                    Value::Rank(Rank::ProcNull),
+                    Value::Rank(Rank::AnySource),
+                    Value::Rank(Rank::Root)
+                ])),
+                Value::Array(None),
+            ]
+        );
+    }
+
+    #[test]
+    fn constants_and_nulls_round_trip() {
+        static P: &[Param] = &[
+            Param { name: "h", enc: Enc::Handle(HandleKind::Comm) },
+            Param { name: "h2", enc: Enc::Handle(HandleKind::Comm) },
+            Param { name: "q", enc: Enc::Request },
+            Param { name: "s", enc: Enc::Status },
+            Param { name: "b", enc: Enc::Buffer },
+            Param { name: "b2", enc: Enc::Buffer },
+            Param { name: "x", enc: Enc::Str },
+            Param { name: "c", enc: Enc::Callback },
+        ];
+        let f = Func { name: "MPI_Test_nulls", params: P };
+        let mut out = Vec::new();
+        put_handle(&mut out, HandleRef::Null);
+        put_handle(&mut out, HandleRef::Predefined(1));
+        put_request(&mut out, RequestRef::Null);
+        put_status(&mut out, None);
+        put_buffer(&mut out, BufferRef::Null);
+        put_buffer(&mut out, BufferRef::InPlace);
+        put_str(&mut out, None);
+        put_callback(&mut out, None);
+        let values = decode_args(&f, &mut ByteReader::new(&out)).unwrap();
+        assert_eq!(
+            values,
+            vec![
+                Value::Handle(HandleKind::Comm, HandleRef::Null),
+                Value::Handle(HandleKind::Comm, HandleRef::Predefined(1)),
+                Value::Request(RequestRef::Null),
+                Value::Status(None),
+                Value::Buffer(BufferRef::Null),
+                Value::Buffer(BufferRef::InPlace),
+                Value::Str(None),
+                Value::Callback(None),
+            ]
+        );
+    }
+
+    #[test]
+    fn truncated_or_random_bytes_give_errors_not_panics() {
+        let f = Func { name: "MPI_Test_all_encodings", params: EVERY_ENCODING };
+        let mut state = 0x1234_5678_9abc_def0u64;
+        for len in 0..64 {
+            for _ in 0..200 {
+                let bytes: Vec<u8> = (0..len)
+                    .map(|_| {
+                        state ^= state << 13;
+                        state ^= state >> 7;
+                        state ^= state << 17;
+                        state as u8
+                    })
+                    .collect();
+                let _ = decode_args(&f, &mut ByteReader::new(&bytes));
+            }
+        }
+    }
+}

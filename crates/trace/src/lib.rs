@@ -1,0 +1,44 @@
+//! The mpigram trace: which files a trace directory holds and what their
+//! sections mean. The tracer writes it through [`RankTrace::write`]; the
+//! tools read it with [`Trace::open`]. The container (header, section
+//! table, checksums) is `mpigram_format`'s; this crate owns the contents.
+//!
+//! A trace directory holds one file per rank, `rank<N>.mgr` (file kind
+//! [`FILE_KIND_RANK`]), with the sections listed in [`section`].
+
+mod error;
+mod meta;
+mod rank;
+
+pub use error::Error;
+pub use meta::{Ending, RankMeta, TimingMode};
+pub use rank::{CallStats, CommEntry, RankTrace, Trace};
+
+/// File kind of a per-rank trace file.
+pub const FILE_KIND_RANK: u32 = 1;
+
+/// Section kinds of a per-rank trace file.
+pub mod section {
+    /// [`RankMeta`](crate::RankMeta): who wrote the file, when, how it ended.
+    pub const META: u32 = 1;
+    /// Names of the MPI functions whose ids the signatures use.
+    pub const FUNCS: u32 = 2;
+    /// The call-signature table: terminal -> signature bytes.
+    pub const SIGNATURES: u32 = 3;
+    /// The grammar of the rank's stream of terminals.
+    pub const GRAMMAR: u32 = 4;
+    /// Aggregated timing: per terminal count, total, min, max duration.
+    pub const CALL_STATS: u32 = 5;
+    /// The rank's place in each user communicator, in call order.
+    pub const COMMS: u32 = 6;
+}
+
+/// File name of rank `rank`'s trace in a trace directory.
+pub fn rank_file_name(rank: u32) -> String {
+    format!("rank{rank}.mgr")
+}
+
+/// File name of rank `rank`'s uncompressed signature stream (verification mode).
+pub fn verify_file_name(rank: u32) -> String {
+    format!("rank{rank}.verify")
+}

@@ -1,0 +1,88 @@
+//! Entering and leaving a traced call: the on/off switch, the re-entrancy
+//! guard and the clock. This is the hot path of every wrapper.
+
+use crate::encoder::Encoder;
+use mpigram_mpispec::FuncId;
+use std::cell::Cell;
+use std::ffi::c_int;
+use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
+
+const UNSET: u8 = 0;
+const ON: u8 = 1;
+const PAUSED: u8 = 2;
+const OFF: u8 = 3;
+
+/// Recording state of the process: read by every wrapper.
+static STATE: AtomicU8 = AtomicU8::new(UNSET);
+
+thread_local! {
+    /// Set while this thread is inside a traced call: calls the MPI library
+    /// makes to itself (or user callbacks it runs) are not traced.
+    static INSIDE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// A traced call in progress.
+pub struct Call {
+    start: u64,
+}
+
+impl Call {
+    /// Starts recording a call; `None` when recording is off or paused, or
+    /// this thread is already inside a traced call.
+    #[inline]
+    pub fn begin() -> Option<Call> {
+        let state = STATE.load(Relaxed);
+        if state != ON && !(state == UNSET && first_use()) {
+            return None;
+        }
+        INSIDE.with(|inside| {
+            if inside.get() {
+                return None;
+            }
+            inside.set(true);
+            Some(Call { start: crate::clock::now() })
+        })
+    }
+
+    /// Ends the call: `encode` writes its arguments.
+    #[inline]
+    pub fn end(self, func: FuncId, ret: c_int, encode: impl FnOnce(&mut Encoder)) {
+        let end = crate::clock::now();
+        crate::tracer::record(func, ret, self.start, end, encode);
+    }
+}
+
+impl Drop for Call {
+    fn drop(&mut self) {
+        INSIDE.with(|inside| inside.set(false));
+    }
+}
+
+/// Reads `MPIGRAM_OFF` once: tracing is on unless it is set (and not "0").
+#[cold]
+fn first_use() -> bool {
+    let off = std::env::var_os("MPIGRAM_OFF").is_some_and(|v| !v.is_empty() && v != "0");
+    let _ = STATE.compare_exchange(UNSET, if off { OFF } else { ON }, Relaxed, Relaxed);
+    STATE.load(Relaxed) == ON
+}
+
+/// MPI_Pcontrol(0): stop recording until [`resume`].
+pub fn pause() {
+    let _ = STATE.compare_exchange(ON, PAUSED, Relaxed, Relaxed);
+}
+
+/// MPI_Pcontrol(1) (or any non-zero level): record again.
+pub fn resume() {
+    let _ = STATE.compare_exchange(PAUSED, ON, Relaxed, Relaxed);
+}
+
+/// Stops recording for good (after an internal error, or at the end).
+pub fn disable() {
+    STATE.store(OFF, Relaxed);
+}
+
+/// Whether `MPIGRAM_OFF` turned tracing off (as opposed to a pause).
+pub fn is_off() -> bool {
+    let state = STATE.load(Relaxed);
+    state == OFF || (state == UNSET && !first_use())
+}

@@ -1,0 +1,381 @@
+//! The encoder the wrappers call: turns the C arguments of one call into
+//! the bytes of its call signature (see `mpigram_mpispec::encoding`).
+//!
+//! Outputs are read through pointers only when the call succeeded and the
+//! pointer is not NULL: on failure MPI leaves them undefined, and the
+//! tracer must never crash the application by reading them.
+
+use crate::abi::{self, MPI_Aint, MPI_Comm, MPI_Count, MPI_Offset, MPI_Request, MPI_Status};
+use crate::objects::{CommInfo, Objects};
+use mpigram_mpispec::encoding::*;
+use mpigram_mpispec::{BufferRef, FUNCS, FuncId, HandleKind, HandleRef, Rank, Status};
+use std::ffi::{CStr, c_char, c_int, c_void};
+
+/// Handle values as the tracer stores them: int handles zero-extended,
+/// pointer handles by address.
+pub trait IntoHandle: Copy {
+    fn into_handle(self) -> u64;
+}
+
+impl IntoHandle for c_int {
+    fn into_handle(self) -> u64 {
+        u64::from(self as u32)
+    }
+}
+
+impl<T> IntoHandle for *mut T {
+    fn into_handle(self) -> u64 {
+        self as usize as u64
+    }
+}
+
+impl<T> IntoHandle for *const T {
+    fn into_handle(self) -> u64 {
+        self as usize as u64
+    }
+}
+
+/// Writes the arguments of one call.
+pub struct Encoder<'a> {
+    pub(crate) out: &'a mut Vec<u8>,
+    pub(crate) objects: &'a mut Objects,
+    /// The call returned MPI_SUCCESS: its outputs are defined.
+    pub(crate) ok: bool,
+    /// The first communicator argument of the call, remembered for the
+    /// requests the call creates.
+    pub(crate) comm: Option<MPI_Comm>,
+    /// The function being recorded.
+    pub(crate) func: FuncId,
+    /// Communicator of each request of a completion call's array, for
+    /// the statuses that follow it.
+    pub(crate) request_comms: &'a mut Vec<Option<MPI_Comm>>,
+}
+
+impl Encoder<'_> {
+    pub fn ok(&self) -> bool {
+        self.ok
+    }
+
+    pub fn int(&mut self, v: i64) {
+        put_int(self.out, v);
+    }
+
+    pub fn tag(&mut self, v: i64) {
+        put_int(self.out, v);
+    }
+
+    pub fn address(&mut self, v: i64) {
+        put_int(self.out, v);
+    }
+
+    /// A rank in `comm`: relative to the caller's rank where `comm` is an
+    /// intra-communicator the tracer knows, else absolute.
+    pub fn rank(&mut self, v: i64, comm: MPI_Comm) {
+        let rank = self.rank_value(v, comm);
+        put_rank(self.out, rank);
+    }
+
+    fn rank_value(&self, v: i64, comm: MPI_Comm) -> Rank {
+        match v {
+            v if v == i64::from(abi::MPI_PROC_NULL) => Rank::ProcNull,
+            v if v == i64::from(abi::MPI_ANY_SOURCE) => Rank::AnySource,
+            v if v == i64::from(abi::MPI_ROOT) => Rank::Root,
+            v => match self.objects.comm(comm) {
+                Some(CommInfo { inter: false, rank, .. }) => Rank::Relative(v - i64::from(rank)),
+                _ => Rank::Absolute(v),
+            },
+        }
+    }
+
+    pub fn buffer(&mut self, p: *const c_void) {
+        let b = if p.is_null() {
+            BufferRef::Null
+        } else if p == abi::MPI_IN_PLACE as *const c_void {
+            BufferRef::InPlace
+        } else {
+            BufferRef::Segment { id: self.objects.loose_buffer(p as usize), offset: 0 }
+        };
+        put_buffer(self.out, b);
+    }
+
+    /// A NUL-terminated string, or NULL.
+    ///
+    /// # Safety
+    /// `p` is NULL or points to a NUL-terminated string.
+    pub unsafe fn string(&mut self, p: *const c_char) {
+        let s = (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_bytes());
+        put_str(self.out, s);
+    }
+
+    /// At most `len` bytes of a string, up to its NUL.
+    ///
+    /// # Safety
+    /// `p` is NULL or points to `len` readable bytes.
+    pub unsafe fn string_n(&mut self, p: *const c_char, len: usize) {
+        let s = (!p.is_null()).then(|| {
+            let bytes = unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) };
+            &bytes[..bytes.iter().position(|&b| b == 0).unwrap_or(len)]
+        });
+        put_str(self.out, s);
+    }
+
+    pub fn callback(&mut self, f: *const c_void) {
+        let id = (!f.is_null()).then(|| self.objects.callback(f as usize));
+        put_callback(self.out, id);
+    }
+
+    /// An existing object.
+    pub fn handle(&mut self, kind: HandleKind, h: u64) {
+        if kind == HandleKind::Comm && self.comm.is_none() {
+            self.comm = Some(h as u32 as MPI_Comm);
+        }
+        let id = self.objects.handle(kind, h);
+        put_handle(self.out, id);
+    }
+
+    /// An object the call created (its handle after the call).
+    pub fn new_handle(&mut self, kind: HandleKind, h: u64) {
+        let id = if self.ok { self.objects.create(kind, h) } else { HandleRef::Null };
+        put_handle(self.out, id);
+    }
+
+    /// An object the call created, read through `p`.
+    ///
+    /// # Safety
+    /// `p` is NULL or valid for reads when the call succeeded.
+    pub unsafe fn new_handle_out<H: IntoHandle>(&mut self, kind: HandleKind, p: *const H) {
+        match unsafe { self.read(p) } {
+            Some(h) if kind == HandleKind::Comm => self.new_comm(h.into_handle() as u32 as MPI_Comm),
+            Some(h) => self.new_handle(kind, h.into_handle()),
+            None => put_handle(self.out, HandleRef::Null),
+        }
+    }
+
+    /// An object the call freed (its handle before the call).
+    pub fn free_handle(&mut self, kind: HandleKind, h_before: u64) {
+        let id = self.objects.free(kind, h_before);
+        put_handle(self.out, id);
+    }
+
+    /// A communicator the call created: also learns the caller's place in it.
+    pub fn new_comm(&mut self, comm: MPI_Comm) {
+        if !self.ok {
+            put_handle(self.out, HandleRef::Null);
+            return;
+        }
+        let h = comm.into_handle();
+        let id = self.objects.create(HandleKind::Comm, h);
+        if id != HandleRef::Null {
+            if let Some(info) = crate::pmpi_query::comm_info(comm) {
+                self.objects.set_comm(comm, info);
+            }
+        }
+        put_handle(self.out, id);
+    }
+
+    pub fn free_comm(&mut self, before: MPI_Comm) {
+        self.free_handle(HandleKind::Comm, before.into_handle());
+    }
+
+    /// A request the call created, pooled by the signature encoded so far.
+    /// Requests of the `*_init` functions (`MPI_Send_init`,
+    /// `MPI_Bcast_init`, `MPI_Psend_init`, ...) are persistent: completion
+    /// does not free them, MPI_Request_free does.
+    ///
+    /// # Safety
+    /// `p` is NULL or valid for reads when the call succeeded.
+    pub unsafe fn new_request(&mut self, p: *const MPI_Request) {
+        let persistent = FUNCS.get(self.func as usize).is_some_and(|f| f.name.contains("_init"));
+        let id = match unsafe { self.read(p) } {
+            Some(h) => self.objects.create_request(h.into_handle(), self.out, persistent, self.comm),
+            None => mpigram_mpispec::RequestRef::Null,
+        };
+        put_request(self.out, id);
+    }
+
+    /// An existing request that this call does not complete.
+    pub fn request(&mut self, h: MPI_Request) {
+        let id = self.objects.request(h.into_handle()).id;
+        put_request(self.out, id);
+    }
+
+    // --- completion calls (hand-written wrappers) ---
+
+    /// A request (its handle before the call) that the call completed if
+    /// `done`; returns the communicator of its operation.
+    pub fn completed_request(&mut self, h: MPI_Request, done: bool) -> Option<MPI_Comm> {
+        let info = if done && self.ok {
+            self.objects.complete_request(h.into_handle())
+        } else {
+            self.objects.request(h.into_handle())
+        };
+        put_request(self.out, info.id);
+        info.comm
+    }
+
+    /// A request freed by MPI_Request_free (its handle before the call).
+    pub fn freed_request(&mut self, h: MPI_Request) {
+        let info =
+            if self.ok { self.objects.free_request(h.into_handle()) } else { self.objects.request(h.into_handle()) };
+        put_request(self.out, info.id);
+    }
+
+    /// The array of requests of a completion call (handles before the
+    /// call); `done(i)` says whether the call completed the i-th.
+    pub fn completed_requests(&mut self, saved: Option<&[MPI_Request]>, done: impl Fn(usize) -> bool) {
+        self.request_comms.clear();
+        let Some(saved) = saved else {
+            self.array_len(None);
+            return;
+        };
+        self.array_len(Some(saved.len()));
+        for (i, &h) in saved.iter().enumerate() {
+            let comm = self.completed_request(h, done(i));
+            self.request_comms.push(comm);
+        }
+    }
+
+    /// The status of the `i`-th request of the array just encoded.
+    ///
+    /// # Safety
+    /// As for [`Encoder::status`].
+    pub unsafe fn request_status(&mut self, p: *const MPI_Status, i: Option<usize>) {
+        let comm = i.and_then(|i| self.request_comms.get(i).copied().flatten());
+        unsafe { self.status(p, comm) };
+    }
+
+    /// The statuses of the requests `which` of the array just encoded
+    /// (status k belongs to request `which[k]`), or MPI_STATUSES_IGNORE.
+    ///
+    /// # Safety
+    /// `p` is MPI_STATUSES_IGNORE, NULL, or valid for `which.len()` reads
+    /// when the call succeeded.
+    pub unsafe fn request_statuses(&mut self, p: *const MPI_Status, which: impl ExactSizeIterator<Item = usize>) {
+        if !self.ok || p.is_null() || p == abi::MPI_STATUSES_IGNORE as *const MPI_Status {
+            self.array_len(None);
+            return;
+        }
+        self.array_len(Some(which.len()));
+        for (k, i) in which.enumerate() {
+            // SAFETY: k < which.len(), within the caller's array.
+            let s = unsafe { p.add(k).read_unaligned() };
+            let comm = self.request_comms.get(i).copied().flatten();
+            let status = self.status_value(&s, comm);
+            put_status(self.out, Some(&status));
+        }
+    }
+
+    /// A status the call wrote (or MPI_STATUS_IGNORE), for an operation on `comm`.
+    ///
+    /// # Safety
+    /// `p` is NULL, MPI_STATUS_IGNORE, or valid for reads when the call succeeded.
+    pub unsafe fn status(&mut self, p: *const MPI_Status, comm: Option<MPI_Comm>) {
+        let status = if p == abi::MPI_STATUS_IGNORE as *const MPI_Status { None } else { unsafe { self.read(p) } };
+        let status = status.map(|s| self.status_value(&s, comm));
+        put_status(self.out, status.as_ref());
+    }
+
+    pub(crate) fn status_value(&self, s: &MPI_Status, comm: Option<MPI_Comm>) -> Status {
+        let count = u64::from(s.count_lo as u32) | (u64::from(s.count_hi_and_cancelled as u32) >> 1) << 32;
+        let source = match comm {
+            Some(c) => self.rank_value(i64::from(s.MPI_SOURCE), c),
+            None => Rank::Absolute(i64::from(s.MPI_SOURCE)),
+        };
+        Status {
+            source,
+            tag: i64::from(s.MPI_TAG),
+            count,
+            cancelled: s.count_hi_and_cancelled & 1 != 0,
+            error: i64::from(s.MPI_ERROR),
+        }
+    }
+
+    /// # Safety
+    /// `p` is NULL or valid for reads when the call succeeded.
+    pub unsafe fn int_out(&mut self, p: *const c_int) {
+        let v = unsafe { self.read(p) }.map_or(0, i64::from);
+        self.int(v);
+    }
+
+    /// # Safety
+    /// `p` is NULL or valid for reads when the call succeeded.
+    pub unsafe fn rank_out(&mut self, p: *const c_int, comm: MPI_Comm) {
+        match unsafe { self.read(p) } {
+            Some(v) => self.rank(i64::from(v), comm),
+            None => put_rank(self.out, Rank::ProcNull),
+        }
+    }
+
+    /// # Safety
+    /// `p` is NULL or valid for reads when the call succeeded.
+    pub unsafe fn address_out(&mut self, p: *const MPI_Aint) {
+        let v = unsafe { self.read(p) }.map_or(0, |v| v as i64);
+        self.address(v);
+    }
+
+    /// # Safety
+    /// `p` is NULL or valid for reads when the call succeeded.
+    pub unsafe fn offset_out(&mut self, p: *const MPI_Offset) {
+        let v = unsafe { self.read(p) }.map_or(0, |v| v as i64);
+        self.address(v);
+    }
+
+    /// # Safety
+    /// `p` is NULL or valid for reads when the call succeeded.
+    pub unsafe fn count_out(&mut self, p: *const MPI_Count) {
+        let v = unsafe { self.read(p) }.map_or(0, |v| v as i64);
+        self.address(v);
+    }
+
+    /// Starts an array of `len` elements; `None`: not recorded.
+    pub fn array_len(&mut self, len: Option<usize>) {
+        put_array_len(self.out, len);
+    }
+
+    /// Reads an output: `None` when the call failed or `p` is NULL.
+    ///
+    /// # Safety
+    /// `p` is NULL or valid for reads when the call succeeded.
+    pub unsafe fn read<T: Copy>(&self, p: *const T) -> Option<T> {
+        (self.ok && !p.is_null()).then(|| unsafe { p.read_unaligned() })
+    }
+
+    // --- lengths and significance, for the generated wrappers ---
+
+    pub fn comm_size(&mut self, comm: MPI_Comm) -> usize {
+        self.comm_info(comm).map_or(0, |c| c.size.max(0) as usize)
+    }
+
+    pub fn comm_remote_size(&mut self, comm: MPI_Comm) -> usize {
+        self.comm_info(comm).map_or(0, |c| c.remote_size.max(0) as usize)
+    }
+
+    pub fn is_inter(&mut self, comm: MPI_Comm) -> bool {
+        self.comm_info(comm).is_some_and(|c| c.inter)
+    }
+
+    /// Whether the caller is the root of a rooted collective on `comm`.
+    pub fn is_root(&mut self, root: c_int, comm: MPI_Comm) -> bool {
+        match self.comm_info(comm) {
+            Some(c) if c.inter => root == abi::MPI_ROOT,
+            Some(c) => root == c.rank,
+            None => false,
+        }
+    }
+
+    /// What the tracer knows of `comm`, asking MPI for communicators it
+    /// has not seen yet (created while recording was paused).
+    fn comm_info(&mut self, comm: MPI_Comm) -> Option<CommInfo> {
+        if let Some(info) = self.objects.comm(comm) {
+            return Some(info);
+        }
+        // Only a call that succeeded proves `comm` valid: asking MPI about
+        // an invalid handle could raise a fatal error in the application.
+        if !self.ok || comm.into_handle() == abi::null_handle(HandleKind::Comm) {
+            return None;
+        }
+        let info = crate::pmpi_query::comm_info(comm)?;
+        self.objects.set_comm(comm, info);
+        Some(info)
+    }
+}

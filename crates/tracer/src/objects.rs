@@ -1,0 +1,317 @@
+//! Symbolic ids for MPI objects: what makes equal calls on different ranks
+//! (and in different iterations) encode to equal bytes.
+//!
+//! - Handles of every kind get ids from a free-id pool (smallest free id
+//!   first), so ranks that create objects in the same order agree on ids;
+//!   predefined handles have fixed ids and null handles their own code.
+//! - Requests get ids from a pool per call signature (the creating call
+//!   without its request), so completion order does not change ids. The
+//!   live table is keyed by handle value *and* creation order: MPICH hands
+//!   out one shared built-in handle for every request that completed at
+//!   once, so several live requests may share a value; they are matched
+//!   first in, first out.
+
+use crate::abi::{self, MPI_Comm};
+use crate::encoder::IntoHandle;
+use mpigram_mpispec::{HandleKind, HandleRef, RequestRef};
+use rustc_hash::FxHashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+/// Ids handed out smallest-free-first.
+#[derive(Default)]
+pub struct IdPool {
+    free: BinaryHeap<Reverse<u64>>,
+    next: u64,
+}
+
+impl IdPool {
+    pub fn take(&mut self) -> u64 {
+        match self.free.pop() {
+            Some(Reverse(id)) => id,
+            None => {
+                self.next += 1;
+                self.next - 1
+            }
+        }
+    }
+
+    pub fn give_back(&mut self, id: u64) {
+        self.free.push(Reverse(id));
+    }
+}
+
+/// Live objects of one kind: handle value -> (id, references).
+#[derive(Default)]
+struct HandleTable {
+    live: FxHashMap<u64, (u64, u32)>,
+    pool: IdPool,
+}
+
+/// What the tracer knows of a communicator: the caller's place in it.
+#[derive(Clone, Copy, Debug)]
+pub struct CommInfo {
+    pub rank: i32,
+    pub size: i32,
+    pub remote_size: i32,
+    pub inter: bool,
+}
+
+#[derive(Clone, Copy)]
+struct LiveRequest {
+    pool: u64,
+    index: u64,
+    persistent: bool,
+    /// The communicator of the operation, for relative status sources.
+    comm: Option<MPI_Comm>,
+}
+
+/// A request as the completing call sees it.
+#[derive(Clone, Copy)]
+pub struct RequestInfo {
+    pub id: RequestRef,
+    pub comm: Option<MPI_Comm>,
+}
+
+/// Live requests and their pools.
+#[derive(Default)]
+struct RequestTable {
+    /// Handle value -> live requests with that value, oldest first. Entries
+    /// are kept when they empty, so steady state allocates nothing.
+    live: FxHashMap<u64, VecDeque<LiveRequest>>,
+    /// Creating signature (without the request) -> pool number.
+    pools: FxHashMap<Box<[u8]>, u64>,
+    ids: Vec<IdPool>,
+}
+
+/// A communicator's appearance in a rank's calls: the caller's place in it,
+/// which relative ranks are decoded against. Kept per rank, outside the
+/// signatures, so that the signatures stay equal across ranks.
+#[derive(Clone, Copy, Debug)]
+pub struct CommRecord {
+    /// Index of the call during which the communicator was created or first seen.
+    pub seq: u64,
+    pub id: HandleRef,
+    pub info: CommInfo,
+}
+
+/// Every table of symbolic ids of one process.
+#[derive(Default)]
+pub struct Objects {
+    /// Index of the call being recorded.
+    pub seq: u64,
+    /// Every communicator the caller's rank was learnt for, in call order.
+    pub comm_log: Vec<CommRecord>,
+    handles: FxHashMap<HandleKind, HandleTable>,
+    requests: RequestTable,
+    comms: FxHashMap<u64, CommInfo>,
+    callbacks: FxHashMap<usize, u64>,
+    buffers: FxHashMap<usize, u64>,
+}
+
+/// Pool of requests the tracer first sees at completion (created while
+/// recording was paused, or by an untraced path).
+const UNKNOWN_POOL: &[u8] = &[];
+
+impl Objects {
+    /// The id of an existing object; an object never seen before (created
+    /// while recording was paused) is adopted.
+    pub fn handle(&mut self, kind: HandleKind, h: u64) -> HandleRef {
+        if let Some(fixed) = Self::fixed(kind, h) {
+            return fixed;
+        }
+        let table = self.handles.entry(kind).or_default();
+        if let Some(&(id, _)) = table.live.get(&h) {
+            return HandleRef::User(id);
+        }
+        let id = table.pool.take();
+        table.live.insert(h, (id, 1));
+        HandleRef::User(id)
+    }
+
+    /// An object a call created. MPI may return a handle that is already
+    /// live (a reference-counted object handed out again): same id, one
+    /// more reference.
+    pub fn create(&mut self, kind: HandleKind, h: u64) -> HandleRef {
+        if let Some(fixed) = Self::fixed(kind, h) {
+            return fixed;
+        }
+        let table = self.handles.entry(kind).or_default();
+        if let Some((id, refs)) = table.live.get_mut(&h) {
+            *refs += 1;
+            return HandleRef::User(*id);
+        }
+        let id = table.pool.take();
+        table.live.insert(h, (id, 1));
+        HandleRef::User(id)
+    }
+
+    /// An object a call freed (its handle before the call).
+    pub fn free(&mut self, kind: HandleKind, h: u64) -> HandleRef {
+        if let Some(fixed) = Self::fixed(kind, h) {
+            return fixed;
+        }
+        if kind == HandleKind::Comm {
+            self.comms.remove(&h);
+        }
+        let table = self.handles.entry(kind).or_default();
+        match table.live.get_mut(&h) {
+            Some((id, refs)) => {
+                let id = *id;
+                *refs -= 1;
+                if *refs == 0 {
+                    table.live.remove(&h);
+                    table.pool.give_back(id);
+                }
+                HandleRef::User(id)
+            }
+            // Freed without ever being seen: give it an id that is free again at once.
+            None => {
+                let id = table.pool.take();
+                table.pool.give_back(id);
+                HandleRef::User(id)
+            }
+        }
+    }
+
+    fn fixed(kind: HandleKind, h: u64) -> Option<HandleRef> {
+        if h == abi::null_handle(kind) {
+            return Some(HandleRef::Null);
+        }
+        abi::predefined_id(kind, h).map(HandleRef::Predefined)
+    }
+
+    /// Learns the caller's place in `comm` (a user communicator gets its id
+    /// here if it has none yet) and logs it for the decoder.
+    pub fn set_comm(&mut self, comm: MPI_Comm, info: CommInfo) {
+        let h = comm.into_handle();
+        self.comms.insert(h, info);
+        let id = self.handle(HandleKind::Comm, h);
+        if matches!(id, HandleRef::User(_)) {
+            self.comm_log.push(CommRecord { seq: self.seq, id, info });
+        }
+    }
+
+    pub fn comm(&self, comm: MPI_Comm) -> Option<CommInfo> {
+        self.comms.get(&comm.into_handle()).copied()
+    }
+
+    /// A request a call created; `key` is the creating signature without
+    /// the request.
+    pub fn create_request(&mut self, h: u64, key: &[u8], persistent: bool, comm: Option<MPI_Comm>) -> RequestRef {
+        if h == abi::MPI_REQUEST_NULL as u64 {
+            return RequestRef::Null;
+        }
+        let t = &mut self.requests;
+        let pool = match t.pools.get(key) {
+            Some(&pool) => pool,
+            None => {
+                let pool = t.ids.len() as u64;
+                t.pools.insert(key.into(), pool);
+                t.ids.push(IdPool::default());
+                pool
+            }
+        };
+        let index = t.ids[pool as usize].take();
+        t.live.entry(h).or_default().push_back(LiveRequest { pool, index, persistent, comm });
+        RequestRef::Pooled { pool, index }
+    }
+
+    /// The oldest live request with handle `h` (adopted if unknown).
+    pub fn request(&mut self, h: u64) -> RequestInfo {
+        if h == abi::MPI_REQUEST_NULL as u64 {
+            return RequestInfo { id: RequestRef::Null, comm: None };
+        }
+        if let Some(r) = self.requests.live.get(&h).and_then(|q| q.front()) {
+            return RequestInfo { id: RequestRef::Pooled { pool: r.pool, index: r.index }, comm: r.comm };
+        }
+        let id = self.create_request(h, UNKNOWN_POOL, false, None);
+        RequestInfo { id, comm: None }
+    }
+
+    /// The request with handle `h` completed: non-persistent ones are freed.
+    pub fn complete_request(&mut self, h: u64) -> RequestInfo {
+        let info = self.request(h);
+        if let Some(q) = self.requests.live.get_mut(&h) {
+            if q.front().is_some_and(|r| !r.persistent) {
+                self.release_front(h);
+            }
+        }
+        info
+    }
+
+    /// The request with handle `h` was freed (MPI_Request_free).
+    pub fn free_request(&mut self, h: u64) -> RequestInfo {
+        let info = self.request(h);
+        self.release_front(h);
+        info
+    }
+
+    fn release_front(&mut self, h: u64) {
+        let t = &mut self.requests;
+        if let Some(r) = t.live.get_mut(&h).and_then(VecDeque::pop_front) {
+            t.ids[r.pool as usize].give_back(r.index);
+        }
+    }
+
+    /// Id of a callback function, by first use.
+    pub fn callback(&mut self, f: usize) -> u64 {
+        let next = self.callbacks.len() as u64;
+        *self.callbacks.entry(f).or_insert(next)
+    }
+
+    /// Id of a buffer address that is in no known memory segment, by first use.
+    pub fn loose_buffer(&mut self, addr: usize) -> u64 {
+        let next = self.buffers.len() as u64;
+        *self.buffers.entry(addr).or_insert(next)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SHARED: u64 = 0x2c00_0001;
+
+    #[test]
+    fn requests_sharing_a_handle_are_matched_in_creation_order() {
+        let mut o = Objects::default();
+        let a = o.create_request(SHARED, b"isend-to-null", false, None);
+        let b = o.create_request(SHARED, b"isend-to-null", false, None);
+        let c = o.create_request(SHARED, b"irecv", false, None);
+        assert_eq!(a, RequestRef::Pooled { pool: 0, index: 0 });
+        assert_eq!(b, RequestRef::Pooled { pool: 0, index: 1 });
+        assert_eq!(c, RequestRef::Pooled { pool: 1, index: 0 });
+        assert_eq!(o.complete_request(SHARED).id, a);
+        assert_eq!(o.complete_request(SHARED).id, b);
+        assert_eq!(o.complete_request(SHARED).id, c);
+        // Freed indices are reused smallest first.
+        assert_eq!(o.create_request(SHARED, b"isend-to-null", false, None), a);
+    }
+
+    #[test]
+    fn persistent_requests_survive_completion_until_freed() {
+        let mut o = Objects::default();
+        let r = o.create_request(7, b"send_init", true, None);
+        assert_eq!(o.complete_request(7).id, r);
+        assert_eq!(o.complete_request(7).id, r);
+        assert_eq!(o.free_request(7).id, r);
+        // Gone now: seeing it again adopts it into the unknown pool.
+        assert_eq!(o.request(7).id, RequestRef::Pooled { pool: 1, index: 0 });
+    }
+
+    #[test]
+    fn handle_ids_come_from_a_pool_and_reference_counts_are_kept() {
+        let mut o = Objects::default();
+        let k = HandleKind::Group;
+        assert_eq!(o.create(k, 100), HandleRef::User(0));
+        assert_eq!(o.create(k, 200), HandleRef::User(1));
+        assert_eq!(o.create(k, 100), HandleRef::User(0), "same live handle again");
+        assert_eq!(o.free(k, 100), HandleRef::User(0));
+        assert_eq!(o.handle(k, 100), HandleRef::User(0), "one reference left");
+        assert_eq!(o.free(k, 100), HandleRef::User(0));
+        assert_eq!(o.create(k, 300), HandleRef::User(0), "id 0 is free again");
+        assert_eq!(o.handle(k, 200), HandleRef::User(1));
+        assert_eq!(o.handle(k, abi::null_handle(k)), HandleRef::Null);
+    }
+}

@@ -1,0 +1,410 @@
+//! Hand-written wrappers: initialisation and finalisation (which start and
+//! end the tracer), MPI_Pcontrol (which switches recording), and the calls
+//! that complete, start or free requests (which must read the request
+//! handles before MPI overwrites them). Their parameters are encoded as
+//! the generated function table (`mpigram_mpispec::FUNCS`) describes.
+
+use crate::abi::*;
+use crate::call::Call;
+use crate::tracer;
+use mpigram_mpispec::func;
+use mpigram_trace::Ending;
+use std::cell::RefCell;
+use std::ffi::{c_char, c_int};
+
+thread_local! {
+    /// Request handles of the current completion call, copied before the call.
+    static SAVED: RefCell<Vec<MPI_Request>> = const { RefCell::new(Vec::new()) };
+    /// Which requests of the current call completed.
+    static DONE: RefCell<Vec<bool>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Copies `n` request handles from `p` (NULL gives none).
+///
+/// # Safety
+/// `p` is NULL or valid for `n` reads.
+unsafe fn save_requests(p: *const MPI_Request, n: c_int) {
+    SAVED.with_borrow_mut(|saved| {
+        saved.clear();
+        if !p.is_null() && n > 0 {
+            // SAFETY: per the caller.
+            saved.extend_from_slice(unsafe { std::slice::from_raw_parts(p, n as usize) });
+        }
+    });
+}
+
+/// `*p`, or `default` for NULL.
+///
+/// # Safety
+/// `p` is NULL or valid for reads.
+unsafe fn read_or<T: Copy>(p: *const T, default: T) -> T {
+    if p.is_null() { default } else { unsafe { p.read_unaligned() } }
+}
+
+/// Marks the requests listed in `indices[..count]` as completed, in DONE.
+///
+/// # Safety
+/// `indices` is NULL or valid for `count` reads.
+unsafe fn mark_done(n: usize, indices: *const c_int, count: usize) {
+    DONE.with_borrow_mut(|done| {
+        done.clear();
+        done.resize(n, false);
+        if !indices.is_null() {
+            for k in 0..count {
+                // SAFETY: k < count, per the caller.
+                let i = unsafe { indices.add(k).read_unaligned() };
+                if let Some(d) = usize::try_from(i).ok().and_then(|i| done.get_mut(i)) {
+                    *d = true;
+                }
+            }
+        }
+    });
+}
+
+fn is_done(i: usize) -> bool {
+    DONE.with_borrow(|done| done.get(i).copied().unwrap_or(false))
+}
+
+/// Count of a "some" call's completed requests (MPI_UNDEFINED: none active).
+fn completed_count(outcount: c_int) -> usize {
+    if outcount == MPI_UNDEFINED { 0 } else { outcount.max(0) as usize }
+}
+
+// --- start and end ---
+
+/// # Safety
+/// As `MPI_Init`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
+    let real = crate::pmpi::MPI_Init();
+    let call = Call::begin();
+    let ret = unsafe { real(argc, argv) };
+    if ret == MPI_SUCCESS {
+        tracer::with(|t| t.on_init());
+    }
+    if let Some(call) = call {
+        call.end(func::MPI_Init, ret, |e| {
+            e.buffer(argc.cast_const().cast());
+            e.buffer(argv.cast_const().cast());
+        });
+    }
+    ret
+}
+
+/// # Safety
+/// As `MPI_Init_thread`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Init_thread(
+    argc: *mut c_int,
+    argv: *mut *mut *mut c_char,
+    required: c_int,
+    provided: *mut c_int,
+) -> c_int {
+    let real = crate::pmpi::MPI_Init_thread();
+    let call = Call::begin();
+    let ret = unsafe { real(argc, argv, required, provided) };
+    if ret == MPI_SUCCESS {
+        tracer::with(|t| t.on_init());
+    }
+    if let Some(call) = call {
+        call.end(func::MPI_Init_thread, ret, |e| unsafe {
+            e.buffer(argc.cast_const().cast());
+            e.buffer(argv.cast_const().cast());
+            e.int(required.into());
+            e.int_out(provided);
+        });
+    }
+    ret
+}
+
+/// # Safety
+/// As `MPI_Finalize`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Finalize() -> c_int {
+    let real = crate::pmpi::MPI_Finalize();
+    let call = Call::begin();
+    let ret = unsafe { real() };
+    if let Some(call) = call {
+        call.end(func::MPI_Finalize, ret, |_| {});
+    }
+    if !crate::call::is_off() {
+        tracer::with(|t| {
+            t.on_finalize();
+            t.write(Ending::Finalized);
+        });
+    }
+    ret
+}
+
+/// `MPI_Pcontrol(level, ...)`: 0 pauses recording, any other level resumes
+/// it. The variadic arguments are not read (the standard gives them no
+/// meaning; on x86-64 a callee may ignore trailing variadic arguments).
+///
+/// # Safety
+/// As `MPI_Pcontrol`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Pcontrol(level: c_int) -> c_int {
+    let real = crate::pmpi::MPI_Pcontrol();
+    if level != 0 {
+        crate::call::resume();
+    }
+    let call = Call::begin();
+    let ret = unsafe { real(level) };
+    if let Some(call) = call {
+        call.end(func::MPI_Pcontrol, ret, |e| e.int(level.into()));
+    }
+    if level == 0 {
+        crate::call::pause();
+    }
+    ret
+}
+
+// --- completion ---
+
+/// # Safety
+/// As `MPI_Wait`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
+    let real = crate::pmpi::MPI_Wait();
+    let Some(call) = Call::begin() else { return unsafe { real(request, status) } };
+    let before = unsafe { read_or(request, MPI_REQUEST_NULL) };
+    let ret = unsafe { real(request, status) };
+    call.end(func::MPI_Wait, ret, |e| unsafe {
+        let comm = e.completed_request(before, true);
+        e.status(status, comm);
+    });
+    ret
+}
+
+/// # Safety
+/// As `MPI_Test`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Test(request: *mut MPI_Request, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
+    let real = crate::pmpi::MPI_Test();
+    let Some(call) = Call::begin() else { return unsafe { real(request, flag, status) } };
+    let before = unsafe { read_or(request, MPI_REQUEST_NULL) };
+    let ret = unsafe { real(request, flag, status) };
+    call.end(func::MPI_Test, ret, |e| unsafe {
+        let done = e.read(flag.cast_const()).is_some_and(|f| f != 0);
+        let comm = e.completed_request(before, done);
+        e.int_out(flag);
+        if done { e.status(status, comm) } else { e.status(MPI_STATUS_IGNORE.cast_const(), None) }
+    });
+    ret
+}
+
+/// # Safety
+/// As `MPI_Waitall`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Waitall(count: c_int, requests: *mut MPI_Request, statuses: *mut MPI_Status) -> c_int {
+    let real = crate::pmpi::MPI_Waitall();
+    let Some(call) = Call::begin() else { return unsafe { real(count, requests, statuses) } };
+    unsafe { save_requests(requests, count) };
+    let ret = unsafe { real(count, requests, statuses) };
+    call.end(func::MPI_Waitall, ret, |e| unsafe {
+        e.int(count.into());
+        SAVED.with_borrow(|saved| e.completed_requests((!requests.is_null()).then_some(saved), |_| true));
+        e.request_statuses(statuses, 0..count.max(0) as usize);
+    });
+    ret
+}
+
+/// # Safety
+/// As `MPI_Testall`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Testall(
+    count: c_int,
+    requests: *mut MPI_Request,
+    flag: *mut c_int,
+    statuses: *mut MPI_Status,
+) -> c_int {
+    let real = crate::pmpi::MPI_Testall();
+    let Some(call) = Call::begin() else { return unsafe { real(count, requests, flag, statuses) } };
+    unsafe { save_requests(requests, count) };
+    let ret = unsafe { real(count, requests, flag, statuses) };
+    call.end(func::MPI_Testall, ret, |e| unsafe {
+        let done = e.read(flag.cast_const()).is_some_and(|f| f != 0);
+        e.int(count.into());
+        SAVED.with_borrow(|saved| e.completed_requests((!requests.is_null()).then_some(saved), |_| done));
+        e.int_out(flag);
+        if done {
+            e.request_statuses(statuses, 0..count.max(0) as usize);
+        } else {
+            e.array_len(None);
+        }
+    });
+    ret
+}
+
+/// # Safety
+/// As `MPI_Waitany`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Waitany(
+    count: c_int,
+    requests: *mut MPI_Request,
+    index: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    let real = crate::pmpi::MPI_Waitany();
+    let Some(call) = Call::begin() else { return unsafe { real(count, requests, index, status) } };
+    unsafe { save_requests(requests, count) };
+    let ret = unsafe { real(count, requests, index, status) };
+    call.end(func::MPI_Waitany, ret, |e| unsafe {
+        let done = e.read(index.cast_const()).and_then(|i| usize::try_from(i).ok());
+        e.int(count.into());
+        SAVED.with_borrow(|saved| e.completed_requests((!requests.is_null()).then_some(saved), |i| Some(i) == done));
+        e.int_out(index);
+        e.request_status(status, done);
+    });
+    ret
+}
+
+/// # Safety
+/// As `MPI_Testany`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Testany(
+    count: c_int,
+    requests: *mut MPI_Request,
+    index: *mut c_int,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    let real = crate::pmpi::MPI_Testany();
+    let Some(call) = Call::begin() else { return unsafe { real(count, requests, index, flag, status) } };
+    unsafe { save_requests(requests, count) };
+    let ret = unsafe { real(count, requests, index, flag, status) };
+    call.end(func::MPI_Testany, ret, |e| unsafe {
+        let flagged = e.read(flag.cast_const()).is_some_and(|f| f != 0);
+        let done = e.read(index.cast_const()).and_then(|i| usize::try_from(i).ok()).filter(|_| flagged);
+        e.int(count.into());
+        SAVED.with_borrow(|saved| e.completed_requests((!requests.is_null()).then_some(saved), |i| Some(i) == done));
+        e.int_out(index);
+        e.int_out(flag);
+        if flagged { e.request_status(status, done) } else { e.status(MPI_STATUS_IGNORE.cast_const(), None) }
+    });
+    ret
+}
+
+/// # Safety
+/// As `MPI_Waitsome`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Waitsome(
+    incount: c_int,
+    requests: *mut MPI_Request,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut MPI_Status,
+) -> c_int {
+    let real = crate::pmpi::MPI_Waitsome();
+    let Some(call) = Call::begin() else { return unsafe { real(incount, requests, outcount, indices, statuses) } };
+    unsafe { save_requests(requests, incount) };
+    let ret = unsafe { real(incount, requests, outcount, indices, statuses) };
+    call.end(func::MPI_Waitsome, ret, |e| unsafe { some_completed(e, incount, requests, outcount, indices, statuses) });
+    ret
+}
+
+/// # Safety
+/// As `MPI_Testsome`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Testsome(
+    incount: c_int,
+    requests: *mut MPI_Request,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut MPI_Status,
+) -> c_int {
+    let real = crate::pmpi::MPI_Testsome();
+    let Some(call) = Call::begin() else { return unsafe { real(incount, requests, outcount, indices, statuses) } };
+    unsafe { save_requests(requests, incount) };
+    let ret = unsafe { real(incount, requests, outcount, indices, statuses) };
+    call.end(func::MPI_Testsome, ret, |e| unsafe { some_completed(e, incount, requests, outcount, indices, statuses) });
+    ret
+}
+
+/// The arguments of MPI_Waitsome and MPI_Testsome (same parameters).
+///
+/// # Safety
+/// The arguments of a call that has returned.
+unsafe fn some_completed(
+    e: &mut crate::encoder::Encoder,
+    incount: c_int,
+    requests: *const MPI_Request,
+    outcount: *const c_int,
+    indices: *const c_int,
+    statuses: *const MPI_Status,
+) {
+    let n = unsafe { e.read(outcount) }.map_or(0, completed_count);
+    unsafe { mark_done(incount.max(0) as usize, if e.ok() { indices } else { std::ptr::null() }, n) };
+    e.int(incount.into());
+    SAVED.with_borrow(|saved| e.completed_requests((!requests.is_null()).then_some(saved), is_done));
+    unsafe { e.int_out(outcount) };
+    if e.ok() && !indices.is_null() {
+        e.array_len(Some(n));
+        for k in 0..n {
+            e.int(i64::from(unsafe { indices.add(k).read_unaligned() }));
+        }
+    } else {
+        e.array_len(None);
+    }
+    let which = (0..n).map(|k| unsafe { indices.add(k).read_unaligned() }.max(0) as usize);
+    unsafe { e.request_statuses(statuses, which) };
+}
+
+/// # Safety
+/// As `MPI_Request_free`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Request_free(request: *mut MPI_Request) -> c_int {
+    let real = crate::pmpi::MPI_Request_free();
+    let Some(call) = Call::begin() else { return unsafe { real(request) } };
+    let before = unsafe { read_or(request, MPI_REQUEST_NULL) };
+    let ret = unsafe { real(request) };
+    call.end(func::MPI_Request_free, ret, |e| e.freed_request(before));
+    ret
+}
+
+/// # Safety
+/// As `MPI_Start`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Start(request: *mut MPI_Request) -> c_int {
+    let real = crate::pmpi::MPI_Start();
+    let Some(call) = Call::begin() else { return unsafe { real(request) } };
+    let before = unsafe { read_or(request, MPI_REQUEST_NULL) };
+    let ret = unsafe { real(request) };
+    call.end(func::MPI_Start, ret, |e| e.request(before));
+    ret
+}
+
+/// # Safety
+/// As `MPI_Startall`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Startall(count: c_int, requests: *mut MPI_Request) -> c_int {
+    let real = crate::pmpi::MPI_Startall();
+    let Some(call) = Call::begin() else { return unsafe { real(count, requests) } };
+    unsafe { save_requests(requests, count) };
+    let ret = unsafe { real(count, requests) };
+    call.end(func::MPI_Startall, ret, |e| {
+        e.int(count.into());
+        SAVED.with_borrow(|saved| e.completed_requests((!requests.is_null()).then_some(saved), |_| false));
+    });
+    ret
+}
+
+/// # Safety
+/// As `MPI_Request_get_status`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Request_get_status(
+    request: MPI_Request,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    let real = crate::pmpi::MPI_Request_get_status();
+    let Some(call) = Call::begin() else { return unsafe { real(request, flag, status) } };
+    let ret = unsafe { real(request, flag, status) };
+    call.end(func::MPI_Request_get_status, ret, |e| unsafe {
+        let comm = e.completed_request(request, false);
+        let flagged = e.read(flag.cast_const()).is_some_and(|f| f != 0);
+        e.int_out(flag);
+        if flagged { e.status(status, comm) } else { e.status(MPI_STATUS_IGNORE.cast_const(), None) }
+    });
+    ret
+}

@@ -1,0 +1,193 @@
+//! The process's tracer: one per process, behind one lock. It is created
+//! on the first traced call (MPI_Initialized may come before MPI_Init),
+//! learns its rank at MPI_Init, and writes the rank's trace at
+//! MPI_Finalize — or at exit, marked partial, if the program never
+//! finalizes.
+
+use crate::abi::{self, MPI_SUCCESS};
+use crate::clock::ClockPoint;
+use crate::encoder::{Encoder, IntoHandle};
+use crate::objects::{CommInfo, Objects};
+use crate::recorder::Recorder;
+use mpigram_mpispec::{FuncId, HandleRef, put_signature_head};
+use mpigram_trace::{CommEntry, Ending, RankMeta, RankTrace, TimingMode};
+use std::ffi::c_int;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::PathBuf;
+use std::sync::{Mutex, PoisonError};
+
+pub struct Tracer {
+    pub objects: Objects,
+    pub recorder: Recorder,
+    /// Rank and size of MPI_COMM_WORLD, once MPI is initialised.
+    world: Option<(u32, u32)>,
+    start: ClockPoint,
+    finalized: bool,
+    /// Calls recorded when the trace was last written.
+    written_calls: Option<u64>,
+}
+
+static TRACER: Mutex<Option<Box<Tracer>>> = Mutex::new(None);
+
+/// Runs `f` on the tracer, creating it on first use. A panic inside turns
+/// tracing off with one message; the application carries on.
+pub fn with<R>(f: impl FnOnce(&mut Tracer) -> R) -> Option<R> {
+    let mut guard = TRACER.lock().unwrap_or_else(PoisonError::into_inner);
+    let result = catch_unwind(AssertUnwindSafe(|| f(guard.get_or_insert_with(Tracer::new))));
+    match result {
+        Ok(r) => Some(r),
+        Err(_) => {
+            crate::call::disable();
+            eprintln!("mpigram: internal error, tracing is off for this process; the application continues");
+            None
+        }
+    }
+}
+
+/// Records one call: its signature (function, return code, arguments from
+/// `encode`) and its duration in ticks.
+pub fn record(func: FuncId, ret: c_int, start: u64, end: u64, encode: impl FnOnce(&mut Encoder)) {
+    with(|t| {
+        let Tracer { objects, recorder, .. } = t;
+        objects.seq = recorder.calls;
+        recorder.scratch.clear();
+        put_signature_head(&mut recorder.scratch, func, i64::from(ret));
+        let mut e = Encoder {
+            out: &mut recorder.scratch,
+            objects,
+            ok: ret == MPI_SUCCESS,
+            comm: None,
+            func,
+            request_comms: &mut recorder.request_comms,
+        };
+        encode(&mut e);
+        recorder.record(end.wrapping_sub(start));
+    });
+}
+
+impl Tracer {
+    fn new() -> Box<Tracer> {
+        // SAFETY: registering a plain extern "C" function.
+        unsafe { libc::atexit(at_exit) };
+        let mut recorder = Recorder::new();
+        if std::env::var_os("MPIGRAM_VERIFY").is_some_and(|v| !v.is_empty() && v != "0") {
+            recorder.verify = Some(Vec::new());
+        }
+        Box::new(Tracer {
+            objects: Objects::default(),
+            recorder,
+            world: None,
+            start: ClockPoint::now(),
+            finalized: false,
+            written_calls: None,
+        })
+    }
+
+    /// MPI is initialised: learn this process's place in the world.
+    pub fn on_init(&mut self) {
+        let world = abi::MPI_COMM_WORLD;
+        if let Some(info) = crate::pmpi_query::comm_info(world) {
+            self.objects.set_comm(world, info);
+            self.world = Some((info.rank as u32, info.size as u32));
+        }
+        let me = CommInfo { rank: 0, size: 1, remote_size: 0, inter: false };
+        self.objects.set_comm(abi::MPI_COMM_SELF, me);
+        debug_assert!(abi::MPI_COMM_SELF.into_handle() != abi::MPI_COMM_WORLD.into_handle());
+    }
+
+    pub fn on_finalize(&mut self) {
+        self.finalized = true;
+    }
+
+    /// Writes this rank's trace file (and verification stream).
+    pub fn write(&mut self, ending: Ending) {
+        let rank = self.rank();
+        let dir = output_dir();
+        if let Err(e) = std::fs::create_dir_all(&dir) {
+            eprintln!("mpigram: cannot create the trace directory {}: {e}", dir.display());
+            return;
+        }
+        let end = ClockPoint::now();
+        let ns_per_tick = (end.ns - self.start.ns) as f64 / end.ticks.wrapping_sub(self.start.ticks).max(1) as f64;
+        let trace = RankTrace {
+            meta: RankMeta {
+                rank,
+                world_size: self.world.map_or(0, |(_, size)| size),
+                pid: std::process::id(),
+                host: host_name(),
+                mpi_library: crate::pmpi_query::library_version(),
+                timing: TimingMode::Aggregated,
+                calls: self.recorder.calls,
+                start_ns: self.start.ns,
+                end_ns: end.ns,
+                ending,
+            },
+            signatures: self.recorder.signatures.iter().map(|s| s.to_vec()).collect(),
+            grammar: self.recorder.grammar.grammar(rank),
+            stats: self.recorder.call_stats(ns_per_tick),
+            comms: self.objects.comm_log.iter().filter_map(comm_entry).collect(),
+        };
+        if let Err(e) = trace.write(&dir) {
+            eprintln!("mpigram: cannot write the trace of rank {rank}: {e}");
+        }
+        if let Some(stream) = &self.recorder.verify {
+            let path = dir.join(mpigram_trace::verify_file_name(rank));
+            if let Err(e) = std::fs::write(&path, stream) {
+                eprintln!("mpigram: cannot write {}: {e}", path.display());
+            }
+        }
+        self.written_calls = Some(self.recorder.calls);
+    }
+
+    /// World rank; before MPI_Init (or with MPI sessions only) the
+    /// launcher's rank variable, else 0.
+    fn rank(&self) -> u32 {
+        if let Some((rank, _)) = self.world {
+            return rank;
+        }
+        ["PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"]
+            .iter()
+            .find_map(|v| std::env::var(v).ok()?.parse().ok())
+            .unwrap_or(0)
+    }
+}
+
+fn comm_entry(r: &crate::objects::CommRecord) -> Option<CommEntry> {
+    let HandleRef::User(comm) = r.id else { return None };
+    Some(CommEntry {
+        seq: r.seq,
+        comm,
+        rank: r.info.rank.max(0) as u32,
+        size: r.info.size.max(0) as u32,
+        remote_size: r.info.remote_size.max(0) as u32,
+        inter: r.info.inter,
+    })
+}
+
+/// `MPIGRAM_OUT`, else `mpigram-trace` in the working directory.
+fn output_dir() -> PathBuf {
+    std::env::var_os("MPIGRAM_OUT").filter(|v| !v.is_empty()).map_or_else(|| "mpigram-trace".into(), PathBuf::from)
+}
+
+fn host_name() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: buf is writable for its length.
+    if unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } != 0 {
+        return String::new();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+/// At exit: write what was recorded since the last write. A process that
+/// initialised MPI and never finalized leaves a partial trace.
+extern "C" fn at_exit() {
+    with(|t| {
+        if t.written_calls == Some(t.recorder.calls) {
+            return;
+        }
+        let ending = if t.finalized || t.world.is_none() { Ending::Finalized } else { Ending::ExitWithoutFinalize };
+        t.write(ending);
+    });
+    crate::call::disable();
+}
