@@ -59,9 +59,15 @@ impl Drop for Call {
 }
 
 /// Reads `MPIGRAM_OFF` once: tracing is on unless it is set (and not "0").
+/// Uses getenv, which does not allocate: the allocation hooks call this.
 #[cold]
 fn first_use() -> bool {
-    let off = std::env::var_os("MPIGRAM_OFF").is_some_and(|v| !v.is_empty() && v != "0");
+    // SAFETY: getenv with a NUL-terminated name; the result is read at once.
+    let value = unsafe { libc::getenv(c"MPIGRAM_OFF".as_ptr()) };
+    let off = !value.is_null() && {
+        let v = unsafe { std::ffi::CStr::from_ptr(value) }.to_bytes();
+        !v.is_empty() && v != b"0"
+    };
     let _ = STATE.compare_exchange(UNSET, if off { OFF } else { ON }, Relaxed, Relaxed);
     STATE.load(Relaxed) == ON
 }
@@ -79,6 +85,14 @@ pub fn resume() {
 /// Stops recording for good (after an internal error, or at the end).
 pub fn disable() {
     STATE.store(OFF, Relaxed);
+}
+
+/// Whether calls are being recorded now, and this thread is not inside
+/// one (the allocation hooks ask this).
+#[inline]
+pub fn recording_here() -> bool {
+    let state = STATE.load(Relaxed);
+    (state == ON || (state == UNSET && first_use())) && !INSIDE.with(Cell::get)
 }
 
 /// Whether `MPIGRAM_OFF` turned tracing off (as opposed to a pause).

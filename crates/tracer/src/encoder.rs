@@ -93,7 +93,8 @@ impl Encoder<'_> {
         } else if p == abi::MPI_IN_PLACE as *const c_void {
             BufferRef::InPlace
         } else {
-            BufferRef::Segment { id: self.objects.loose_buffer(p as usize), offset: 0 }
+            let (id, offset) = crate::segments::locate(p as usize);
+            BufferRef::Segment { id, offset }
         };
         put_buffer(self.out, b);
     }

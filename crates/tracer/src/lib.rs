@@ -20,6 +20,7 @@
 
 #[path = "generated/abi.rs"]
 mod abi;
+mod alloc;
 mod call;
 mod clock;
 mod encoder;
@@ -28,6 +29,7 @@ mod objects;
 mod pmpi;
 mod pmpi_query;
 mod recorder;
+mod segments;
 mod special;
 mod tracer;
 

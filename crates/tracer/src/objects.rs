@@ -106,7 +106,6 @@ pub struct Objects {
     requests: RequestTable,
     comms: FxHashMap<u64, CommInfo>,
     callbacks: FxHashMap<usize, u64>,
-    buffers: FxHashMap<usize, u64>,
 }
 
 /// Pool of requests the tracer first sees at completion (created while
@@ -258,12 +257,6 @@ impl Objects {
     pub fn callback(&mut self, f: usize) -> u64 {
         let next = self.callbacks.len() as u64;
         *self.callbacks.entry(f).or_insert(next)
-    }
-
-    /// Id of a buffer address that is in no known memory segment, by first use.
-    pub fn loose_buffer(&mut self, addr: usize) -> u64 {
-        let next = self.buffers.len() as u64;
-        *self.buffers.entry(addr).or_insert(next)
     }
 }
 

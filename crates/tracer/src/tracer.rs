@@ -85,6 +85,7 @@ impl Tracer {
 
     /// MPI is initialised: learn this process's place in the world.
     pub fn on_init(&mut self) {
+        crate::alloc::start_tracking();
         let world = abi::MPI_COMM_WORLD;
         if let Some(info) = crate::pmpi_query::comm_info(world) {
             self.objects.set_comm(world, info);

@@ -1,0 +1,83 @@
+//! Memory segments: buffers are recorded as (segment id, offset), never as
+//! addresses, so that equal behaviour on different ranks encodes equally.
+//! Heap blocks become segments through the allocation hooks (alloc.rs);
+//! any other address (stack, static data) gets an id of its own on first
+//! use. Ids come from one pool, smallest free first, so ranks that
+//! allocate in the same order agree.
+//!
+//! The table is shared by every thread. The hooks only ever *try* its lock:
+//! when it is busy (another thread, or an allocation made while the table
+//! itself is being updated) the block is simply not tracked, so a hook can
+//! never block or recurse.
+
+use crate::objects::IdPool;
+use rustc_hash::FxHashMap;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::{Mutex, TryLockError};
+
+#[derive(Default)]
+struct Segments {
+    /// Heap blocks: start -> (length, id).
+    blocks: BTreeMap<usize, (usize, u64)>,
+    /// Addresses outside any block: address -> id (never freed).
+    loose: FxHashMap<usize, u64>,
+    ids: IdPool,
+}
+
+static SEGMENTS: Mutex<Option<Segments>> = Mutex::new(None);
+/// Number of tracked blocks: lets `free` skip the table when it is empty.
+static TRACKED: AtomicUsize = AtomicUsize::new(0);
+
+/// A heap block was allocated (from a hook).
+pub fn allocated(start: usize, len: usize) {
+    if let Some(mut guard) = try_lock() {
+        let s = guard.get_or_insert_with(Segments::default);
+        let id = s.ids.take();
+        if let Some((_, old)) = s.blocks.insert(start, (len.max(1), id)) {
+            s.ids.give_back(old);
+        } else {
+            TRACKED.fetch_add(1, Relaxed);
+        }
+    }
+}
+
+/// A heap block was freed (from a hook).
+pub fn freed(start: usize) {
+    if TRACKED.load(Relaxed) == 0 {
+        return;
+    }
+    if let Some(mut guard) = try_lock() {
+        if let Some(s) = guard.as_mut() {
+            if let Some((_, id)) = s.blocks.remove(&start) {
+                s.ids.give_back(id);
+                TRACKED.fetch_sub(1, Relaxed);
+            }
+        }
+    }
+}
+
+/// The segment and offset of `addr`: its heap block, or an id of its own.
+pub fn locate(addr: usize) -> (u64, u64) {
+    let mut guard = SEGMENTS.lock().unwrap_or_else(|e| e.into_inner());
+    let s = guard.get_or_insert_with(Segments::default);
+    if let Some((&start, &(len, id))) = s.blocks.range(..=addr).next_back() {
+        if addr - start < len {
+            return (id, (addr - start) as u64);
+        }
+    }
+    if let Some(&id) = s.loose.get(&addr) {
+        return (id, 0);
+    }
+    let id = s.ids.take();
+    s.loose.insert(addr, id);
+    (id, 0)
+}
+
+fn try_lock() -> Option<std::sync::MutexGuard<'static, Option<Segments>>> {
+    match SEGMENTS.try_lock() {
+        Ok(g) => Some(g),
+        Err(TryLockError::Poisoned(e)) => Some(e.into_inner()),
+        Err(TryLockError::WouldBlock) => None,
+    }
+}
