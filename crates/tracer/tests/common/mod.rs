@@ -1,0 +1,81 @@
+//! Running MPI programs under the tracer and reading back what it wrote.
+
+#![allow(dead_code)]
+
+use mpigram_analysis::decode::{DecodedCall, RankDecoder};
+use mpigram_testkit::{RunOutput, compile, mpi_available, mpiexec};
+use mpigram_trace::{RankTrace, Trace, verify_file_name};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// libmpigram.so, built by cargo next to this test's directory.
+pub fn tracer() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    let lib = exe.parent().and_then(Path::parent).expect("target/<profile>/deps").join("libmpigram.so");
+    assert!(lib.is_file(), "{} is missing: cargo builds it with this crate", lib.display());
+    lib
+}
+
+/// A traced run of `program` on `ranks` ranks, in verification mode.
+pub struct TracedRun {
+    pub dir: tempfile::TempDir,
+    pub output: RunOutput,
+}
+
+impl TracedRun {
+    pub fn trace(&self) -> Trace {
+        Trace::open(self.dir.path()).unwrap_or_else(|e| panic!("{e}\n{}", self.output.stderr))
+    }
+}
+
+pub fn run_traced(program: &str, ranks: u32, args: &[&str], env: &[(&str, &str)]) -> TracedRun {
+    mpi_available().expect("MPICH is needed for the tracer's tests");
+    let exe = compile(program).unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = mpiexec(ranks, &exe, args.iter().copied());
+    cmd.preload(tracer()).env("MPIGRAM_OUT", dir.path()).env("MPIGRAM_VERIFY", "1").timeout(Duration::from_secs(120));
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let output = cmd.run().unwrap_or_else(|e| panic!("{program} on {ranks} ranks: {e}"));
+    TracedRun { dir, output }
+}
+
+/// The uncompressed signatures a rank wrote in verification mode.
+pub fn verify_stream(dir: &Path, rank: u32) -> Vec<Vec<u8>> {
+    let path = dir.join(verify_file_name(rank));
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        let len = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+        out.push(bytes[at + 4..at + 4 + len].to_vec());
+        at += 4 + len;
+    }
+    out
+}
+
+/// Asserts that every rank's trace expands to exactly its verification
+/// stream, call for call, and that every call decodes.
+pub fn assert_trace_is_exact(run: &TracedRun, ranks: u32) -> Trace {
+    let trace = run.trace();
+    let found: Vec<u32> = trace.ranks.iter().map(|r| r.meta.rank).collect();
+    assert_eq!(found, (0..ranks).collect::<Vec<_>>(), "one file per rank");
+    for rank in &trace.ranks {
+        let expected = verify_stream(run.dir.path(), rank.meta.rank);
+        let recorded: Vec<Vec<u8>> = rank.calls().map(<[u8]>::to_vec).collect();
+        assert_eq!(recorded.len(), expected.len(), "rank {}: number of calls", rank.meta.rank);
+        if let Some(i) = (0..expected.len()).find(|&i| recorded[i] != expected[i]) {
+            panic!("rank {}: call {i} differs from the verification stream", rank.meta.rank);
+        }
+        for call in RankDecoder::new(rank) {
+            call.unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+    trace
+}
+
+/// Every call of `rank`, decoded.
+pub fn decoded(rank: &RankTrace) -> Vec<DecodedCall> {
+    RankDecoder::new(rank).map(|c| c.unwrap()).collect()
+}
