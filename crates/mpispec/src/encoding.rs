@@ -29,10 +29,12 @@ pub(crate) const BUFFER_NULL: u64 = 0;
 pub(crate) const BUFFER_IN_PLACE: u64 = 1;
 pub(crate) const BUFFER_SEGMENT: u64 = 2;
 
+#[inline]
 pub fn put_int(out: &mut Vec<u8>, v: i64) {
     out.put_i64(v);
 }
 
+#[inline]
 pub fn put_rank(out: &mut Vec<u8>, rank: Rank) {
     out.put_u64(match rank {
         Rank::ProcNull => RANK_PROC_NULL,
@@ -43,6 +45,7 @@ pub fn put_rank(out: &mut Vec<u8>, rank: Rank) {
     });
 }
 
+#[inline]
 pub fn put_handle(out: &mut Vec<u8>, handle: HandleRef) {
     out.put_u64(match handle {
         HandleRef::Null => 0,
@@ -51,6 +54,7 @@ pub fn put_handle(out: &mut Vec<u8>, handle: HandleRef) {
     });
 }
 
+#[inline]
 pub fn put_request(out: &mut Vec<u8>, request: RequestRef) {
     match request {
         RequestRef::Null => out.put_u64(0),
@@ -61,6 +65,7 @@ pub fn put_request(out: &mut Vec<u8>, request: RequestRef) {
     }
 }
 
+#[inline]
 pub fn put_status(out: &mut Vec<u8>, status: Option<&Status>) {
     let Some(s) = status else {
         out.put_u64(0);
@@ -78,6 +83,7 @@ pub fn put_status(out: &mut Vec<u8>, status: Option<&Status>) {
     }
 }
 
+#[inline]
 pub fn put_buffer(out: &mut Vec<u8>, buffer: BufferRef) {
     match buffer {
         BufferRef::Null => out.put_u64(BUFFER_NULL),
@@ -89,6 +95,7 @@ pub fn put_buffer(out: &mut Vec<u8>, buffer: BufferRef) {
     }
 }
 
+#[inline]
 pub fn put_str(out: &mut Vec<u8>, s: Option<&[u8]>) {
     match s {
         None => out.put_u64(0),
@@ -99,12 +106,14 @@ pub fn put_str(out: &mut Vec<u8>, s: Option<&[u8]>) {
     }
 }
 
+#[inline]
 pub fn put_callback(out: &mut Vec<u8>, id: Option<u64>) {
     out.put_u64(id.map_or(0, |id| id + 1));
 }
 
 /// Starts an array of `len` elements (`None`: not recorded); the caller
 /// then writes exactly `len` elements.
+#[inline]
 pub fn put_array_len(out: &mut Vec<u8>, len: Option<usize>) {
     out.put_u64(len.map_or(0, |n| n as u64 + 1));
 }

@@ -85,6 +85,7 @@ pub struct Signature {
 }
 
 /// Starts a signature: the function id and the return code; the arguments follow.
+#[inline]
 pub fn put_signature_head(out: &mut Vec<u8>, func: FuncId, ret: i64) {
     use mpigram_varint::PutVarint;
     out.put_u64(u64::from(func));

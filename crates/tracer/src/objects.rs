@@ -102,6 +102,8 @@ pub struct Objects {
     pub seq: u64,
     /// Every communicator the caller's rank was learnt for, in call order.
     pub comm_log: Vec<CommRecord>,
+    /// MPI_COMM_WORLD's entry of `comms`, looked up first: most calls use it.
+    world: Option<(u64, CommInfo)>,
     handles: FxHashMap<HandleKind, HandleTable>,
     requests: RequestTable,
     comms: FxHashMap<u64, CommInfo>,
@@ -185,14 +187,22 @@ impl Objects {
     pub fn set_comm(&mut self, comm: MPI_Comm, info: CommInfo) {
         let h = comm.into_handle();
         self.comms.insert(h, info);
+        if comm == abi::MPI_COMM_WORLD {
+            self.world = Some((h, info));
+        }
         let id = self.handle(HandleKind::Comm, h);
         if matches!(id, HandleRef::User(_)) {
             self.comm_log.push(CommRecord { seq: self.seq, id, info });
         }
     }
 
+    #[inline]
     pub fn comm(&self, comm: MPI_Comm) -> Option<CommInfo> {
-        self.comms.get(&comm.into_handle()).copied()
+        let h = comm.into_handle();
+        match self.world {
+            Some((world, info)) if world == h => Some(info),
+            _ => self.comms.get(&h).copied(),
+        }
     }
 
     /// A request a call created; `key` is the creating signature without

@@ -4,6 +4,7 @@
 
 use hashbrown::HashTable;
 use mpigram_grammar::Sequitur;
+use mpigram_mpispec::FuncId;
 use mpigram_trace::CallStats;
 use rustc_hash::FxHasher;
 use std::hash::Hasher;
@@ -22,6 +23,9 @@ pub struct Recorder {
     pub scratch: Vec<u8>,
     /// Signature -> terminal, as indices into `signatures`.
     index: HashTable<u32>,
+    /// The last terminal of each function: a loop calls the same function
+    /// with the same arguments again, found with one comparison.
+    last: Vec<u32>,
     pub signatures: Vec<Box<[u8]>>,
     pub stats: Vec<TickStats>,
     pub grammar: Sequitur,
@@ -31,6 +35,22 @@ pub struct Recorder {
     pub calls: u64,
     /// Scratch for the encoder: communicators of a completion call's requests.
     pub request_comms: Vec<Option<crate::abi::MPI_Comm>>,
+}
+
+/// Byte-slice equality without a call to memcmp: signatures are a few
+/// bytes long, and this comparison runs on every traced call.
+#[inline]
+fn same(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let (mut a8, mut b8) = (a.chunks_exact(8), b.chunks_exact(8));
+    for (x, y) in a8.by_ref().zip(b8.by_ref()) {
+        if u64::from_ne_bytes(x.try_into().unwrap()) != u64::from_ne_bytes(y.try_into().unwrap()) {
+            return false;
+        }
+    }
+    a8.remainder().iter().zip(b8.remainder()).all(|(x, y)| x == y)
 }
 
 fn hash(bytes: &[u8]) -> u64 {
@@ -44,6 +64,7 @@ impl Recorder {
         Recorder {
             scratch: Vec::with_capacity(256),
             index: HashTable::new(),
+            last: Vec::new(),
             signatures: Vec::new(),
             stats: Vec::new(),
             grammar: Sequitur::new(),
@@ -53,9 +74,21 @@ impl Recorder {
         }
     }
 
-    /// Records the signature in `scratch` for a call that took `ticks`.
-    pub fn record(&mut self, ticks: u64) {
-        let terminal = self.intern();
+    /// Records the signature in `scratch` (a call of `func`) for a call
+    /// that took `ticks`.
+    pub fn record(&mut self, func: FuncId, ticks: u64) {
+        let f = func as usize;
+        let terminal = match self.last.get(f) {
+            Some(&t) if same(self.signatures.get(t as usize).map_or(&[], |s| s), &self.scratch) => t,
+            _ => {
+                let t = self.intern();
+                if f >= self.last.len() {
+                    self.last.resize(f + 1, u32::MAX);
+                }
+                self.last[f] = t;
+                t
+            }
+        };
         self.grammar.push(terminal);
         let s = &mut self.stats[terminal as usize];
         s.count += 1;
@@ -73,7 +106,7 @@ impl Recorder {
     fn intern(&mut self) -> u32 {
         let h = hash(&self.scratch);
         let (scratch, signatures) = (&self.scratch, &self.signatures);
-        if let Some(&t) = self.index.find(h, |&t| *signatures[t as usize] == **scratch) {
+        if let Some(&t) = self.index.find(h, |&t| same(&signatures[t as usize], scratch)) {
             return t;
         }
         let t = self.signatures.len() as u32;

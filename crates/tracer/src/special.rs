@@ -81,6 +81,7 @@ pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char)
     let ret = unsafe { real(argc, argv) };
     if ret == MPI_SUCCESS {
         tracer::with(|t| t.on_init());
+        tracer::set_thread_level(MPI_THREAD_SINGLE);
     }
     if let Some(call) = call {
         call.end(func::MPI_Init, ret, |e| {
@@ -105,6 +106,7 @@ pub unsafe extern "C" fn MPI_Init_thread(
     let ret = unsafe { real(argc, argv, required, provided) };
     if ret == MPI_SUCCESS {
         tracer::with(|t| t.on_init());
+        tracer::set_thread_level(unsafe { read_or(provided, MPI_THREAD_MULTIPLE) });
     }
     if let Some(call) = call {
         call.end(func::MPI_Init_thread, ret, |e| unsafe {

@@ -57,15 +57,13 @@ pub trait PutVarint {
 impl PutVarint for Vec<u8> {
     #[inline]
     fn put_u64(&mut self, mut v: u64) {
-        let mut buf = [0u8; MAX_VARINT_LEN];
-        let mut n = 0;
+        // Most values of a call signature fit in one byte: keep that path
+        // free of loops and copies (the tracer's hot path runs through it).
         while v >= 0x80 {
-            buf[n] = (v as u8) | 0x80;
+            self.push((v as u8) | 0x80);
             v >>= 7;
-            n += 1;
         }
-        buf[n] = v as u8;
-        self.extend_from_slice(&buf[..=n]);
+        self.push(v as u8);
     }
 
     #[inline]
