@@ -1,0 +1,163 @@
+//! `docs/coverage.md`: every function of the table, wrapped or not and why.
+
+use crate::model::FuncModel;
+use crate::mpich::Mpich;
+use crate::overrides::Overrides;
+use std::fmt::Write as _;
+
+/// Why a function has (or has no) wrapper.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Coverage {
+    Generated,
+    HandWritten,
+    /// Not wrapped by design (overrides' `not_wrapped`).
+    ByDesign,
+    /// A macro in mpi.h: there is no symbol to interpose.
+    Macro,
+    /// MPICH does not export it.
+    NotExported,
+}
+
+pub fn coverage(f: &FuncModel, m: &Mpich, o: &Overrides) -> Coverage {
+    if o.not_wrapped.contains_key(&f.name) {
+        Coverage::ByDesign
+    } else if !m.exports(&f.name) {
+        if m.macros.contains(&f.name) {
+            Coverage::Macro
+        } else {
+            Coverage::NotExported
+        }
+    } else if o.hand_written.contains(&f.name) {
+        Coverage::HandWritten
+    } else {
+        Coverage::Generated
+    }
+}
+
+pub struct NotInTable {
+    pub callbacks: usize,
+    pub predefined_functions: Vec<String>,
+}
+
+pub fn emit(
+    funcs: &[FuncModel],
+    m: &Mpich,
+    o: &Overrides,
+    skipped: &NotInTable,
+    header: &str,
+) -> String {
+    let cov: Vec<Coverage> = funcs.iter().map(|f| coverage(f, m, o)).collect();
+    let count = |c: Coverage| cov.iter().filter(|x| **x == c).count();
+    let legacy = funcs.iter().filter(|f| f.legacy).count();
+    let large = funcs
+        .iter()
+        .filter(|f| !f.legacy && f.name.ends_with("_c"))
+        .count();
+    let standard = funcs.len() - legacy;
+    let exported = funcs.iter().filter(|f| m.exports(&f.name)).count();
+    let v = &m.version;
+    let mut s = String::new();
+    let _ = writeln!(s, "<!-- {header} -->\n");
+    s.push_str("# MPI function coverage\n\n");
+    let _ = writeln!(
+        s,
+        "The function table (`mpigram_mpispec::FUNCS`) lists every C function of the MPI standard \
+         (MPI 5.0, from pympistandard 0.2.0's `apis.json`) and the ten MPI-1 functions that MPI 3.0 \
+         removed but MPICH still exports. The tracer wraps those that this platform's MPICH {v} \
+         exports (both `MPI_X` and `PMPI_X` in `libmpich`).\n"
+    );
+    s.push_str("| | functions |\n|---|---:|\n");
+    let _ = writeln!(s, "| in the table | {} |", funcs.len());
+    let _ = writeln!(
+        s,
+        "| of the standard (of which large-count `_c` variants) | {standard} ({large}) |"
+    );
+    let _ = writeln!(s, "| legacy MPI-1 (removed in MPI 3.0) | {legacy} |");
+    let _ = writeln!(s, "| exported by MPICH {v} | {exported} |");
+    let _ = writeln!(s, "| wrapped: generated | {} |", count(Coverage::Generated));
+    let _ = writeln!(
+        s,
+        "| wrapped: hand-written (`crates/tracer/src/special.rs`) | {} |",
+        count(Coverage::HandWritten)
+    );
+    let _ = writeln!(
+        s,
+        "| not wrapped, by design | {} |",
+        count(Coverage::ByDesign)
+    );
+    let _ = writeln!(
+        s,
+        "| not wrapped, a macro in MPICH's mpi.h (no symbol) | {} |",
+        count(Coverage::Macro)
+    );
+    let _ = writeln!(
+        s,
+        "| not wrapped, not in MPICH {v} | {} |",
+        count(Coverage::NotExported)
+    );
+    let _ = writeln!(
+        s,
+        "\nNot in the table at all: the {} callback prototypes of the standard \
+         (`MPI_User_function`, ...) and its {} predefined callback functions ({}): \
+         the application passes them to MPI, it does not call them as library functions.\n",
+        skipped.callbacks,
+        skipped.predefined_functions.len(),
+        skipped.predefined_functions.join(", ")
+    );
+    fortran(&mut s, m);
+    s.push_str("\n## Every function\n\n| function | wrapper | note |\n|---|---|---|\n");
+    for (f, c) in funcs.iter().zip(&cov) {
+        let (status, note) = match c {
+            Coverage::Generated => ("generated", String::new()),
+            Coverage::HandWritten => ("hand-written", String::new()),
+            Coverage::ByDesign => ("—", o.not_wrapped.get(&f.name).cloned().unwrap_or_default()),
+            Coverage::Macro => ("—", "a macro in MPICH's mpi.h".into()),
+            Coverage::NotExported => ("—", format!("not in MPICH {v}")),
+        };
+        let note = if f.legacy {
+            format!("legacy MPI-1. {note}")
+        } else {
+            note
+        };
+        let _ = writeln!(s, "| `{}` | {status} | {} |", f.name, note.trim());
+    }
+    s
+}
+
+fn fortran(s: &mut String, m: &Mpich) {
+    let f = &m.fortran;
+    s.push_str("## Fortran\n\n");
+    if f.library.is_empty() {
+        s.push_str("No Fortran library was found next to libmpich.\n");
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "Evidence from MPICH {}'s `{}` (its machine code: `objdump -d`, and `nm -D` for the entry \
+         points; see `crates/wrapgen/src/fortran.rs`): of its {} Fortran entry points, {} call the \
+         C `MPI_*` functions (through `PLT` entries, so they reach the tracer's wrappers: the \
+         `mpif.h`/`use mpi` bindings `mpi_x_`, `mpi_x__`, `MPI_X`, and the `use mpi_f08` bindings \
+         with choice buffers, `mpi_x_f08ts_`). No Fortran symbols are needed for those.\n",
+        m.version, f.library, f.entry_points, f.through_c
+    );
+    let _ = writeln!(
+        s,
+        "{} entry points call `PMPI_*` directly and **bypass the C wrappers**: the `use mpi_f08` \
+         bindings without choice buffers (`mpi_x_f08_`) and their large-count forms. Calls made \
+         through them are not traced; tracing them needs Fortran wrappers of these symbols:\n",
+        f.bypass.len()
+    );
+    let _ = writeln!(
+        s,
+        "<details><summary>{} entry points</summary>\n\n{}\n\n</details>\n",
+        f.bypass.len(),
+        f.bypass.join(", ")
+    );
+    let _ = writeln!(
+        s,
+        "{} entry points reach neither (they work on MPICH internals: attribute access for \
+         Fortran, predefined callbacks such as `MPI_COMM_DUP_FN`): {}.",
+        f.neither.len(),
+        f.neither.join(", ")
+    );
+}

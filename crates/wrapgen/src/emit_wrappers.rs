@@ -1,0 +1,496 @@
+//! `crates/tracer/src/generated/wrappers.rs`: one exported `MPI_X` per
+//! wrapped function. The file is `include!`d into the tracer's `wrappers`
+//! module, which imports `crate::abi::*`, `Call`, `Encoder`, `IntoHandle`,
+//! `HandleKind`, `func` and the C types; everything else is spelled in full.
+
+use crate::ctype::{CType, rust_base};
+use crate::lenexpr::{self, Scope};
+use crate::model::{Action, Elem, FuncModel, Out, ParamModel, Scalar};
+use anyhow::{Context, Result, bail};
+use std::fmt::Write as _;
+
+pub fn emit(funcs: &[&FuncModel], header: &str) -> Result<String> {
+    let mut s = String::new();
+    let _ = writeln!(s, "{header}");
+    s.push_str(HELPERS);
+    for f in funcs {
+        s.push_str(&wrapper(f).with_context(|| f.name.clone())?);
+    }
+    Ok(s)
+}
+
+/// What one wrapper's body is assembled from.
+struct Body<'a> {
+    f: &'a FuncModel,
+    /// `let x_before = ...;` statements, run before the real call.
+    before: Vec<String>,
+    /// Statements of the encoding closure.
+    encode: Vec<String>,
+    needs_unsafe: bool,
+}
+
+impl Scope for Body<'_> {
+    fn is_value(&self, name: &str) -> bool {
+        self.f.param(name).is_some_and(|p| p.ctype.depth() == 0)
+    }
+
+    fn is_param(&self, name: &str) -> bool {
+        self.f.param(name).is_some()
+    }
+
+    fn before(&mut self, name: &str) -> String {
+        self.bind_before(name, "0")
+    }
+
+    fn root(&self) -> Result<String> {
+        let comms = self.f.comms();
+        match (self.f.param("root"), comms.as_slice()) {
+            (Some(_), [comm]) => Ok(format!("e.is_root(root, {comm})")),
+            _ => bail!("`root` needs a root parameter and one communicator"),
+        }
+    }
+}
+
+impl Body<'_> {
+    /// Reads `*name` (or `default` for NULL) before the call, once.
+    fn bind_before(&mut self, name: &str, default: &str) -> String {
+        let var = format!("{name}_before");
+        let stmt = format!("let {var} = unsafe {{ read_or({name}, {default}) }};");
+        if !self
+            .before
+            .iter()
+            .any(|s| s.starts_with(&format!("let {var} ")))
+        {
+            self.before.push(stmt);
+        }
+        var
+    }
+}
+
+fn wrapper(f: &FuncModel) -> Result<String> {
+    let mut b = Body {
+        f,
+        before: Vec::new(),
+        encode: Vec::new(),
+        needs_unsafe: false,
+    };
+    for (i, p) in f.params.iter().enumerate() {
+        if p.action == Action::Out(Out::NewRequest) && i + 1 != f.params.len() {
+            bail!(
+                "{}: a created request must be the last parameter encoded (requests are pooled by the signature before them)",
+                p.name
+            );
+        }
+        encode(&mut b, p).with_context(|| p.name.clone())?;
+    }
+    let name = &f.name;
+    let args: Vec<&str> = f.params.iter().map(|p| p.name.as_str()).collect();
+    let args = args.join(", ");
+    let decl: Vec<String> = f
+        .params
+        .iter()
+        .map(|p| format!("{}: {}", p.name, p.ctype.rust()))
+        .collect();
+    let ret = rust_base(&f.ret);
+    let code = if f.ret == "int" { "ret" } else { "MPI_SUCCESS" };
+    let mut s = String::new();
+    let _ = writeln!(s, "\n/// Traces `{name}`.");
+    if f.params.len() > 7 {
+        s.push_str("#[allow(clippy::too_many_arguments)]\n");
+    }
+    let _ = writeln!(
+        s,
+        "#[unsafe(no_mangle)]\npub unsafe extern \"C\" fn {name}({}) -> {ret} {{",
+        decl.join(", ")
+    );
+    let _ = writeln!(s, "    let real = crate::pmpi::{name}();");
+    let _ = writeln!(
+        s,
+        "    let Some(call) = Call::begin() else {{ return unsafe {{ real({args}) }}; }};"
+    );
+    for stmt in &b.before {
+        let _ = writeln!(s, "    {stmt}");
+    }
+    let _ = writeln!(s, "    let ret = unsafe {{ real({args}) }};");
+    let closure_arg = if b.encode.is_empty() { "_" } else { "e" };
+    let unsafe_kw = if b.needs_unsafe { "unsafe " } else { "" };
+    let _ = writeln!(
+        s,
+        "    call.end(func::{name}, {code}, |{closure_arg}| {unsafe_kw}{{"
+    );
+    for stmt in &b.encode {
+        let _ = writeln!(s, "        {stmt}");
+    }
+    s.push_str("    });\n    ret\n}\n");
+    Ok(s)
+}
+
+/// Null value a handle read before the call defaults to (NULL pointer).
+fn null_value(kind: &str) -> Result<&'static str> {
+    crate::mpich::HANDLE_TYPES
+        .iter()
+        .find(|(_, k, _)| *k == Some(kind))
+        .map(|(t, _, null)| {
+            if t.starts_with("MPI_T_") || *t == "MPI_File" {
+                "std::ptr::null_mut()"
+            } else {
+                null
+            }
+        })
+        .context("unknown handle kind")
+}
+
+fn encode(b: &mut Body<'_>, p: &ParamModel) -> Result<()> {
+    let n = p.name.as_str();
+    let stmt = match &p.action {
+        Action::Value(s) => scalar(s, n, &p.ctype),
+        Action::Before(s) => {
+            let default = match s {
+                Scalar::Handle(k) => null_value(k)?,
+                Scalar::Request => "MPI_REQUEST_NULL",
+                _ => "0",
+            };
+            let var = b.bind_before(n, default);
+            scalar(s, &var, &p.ctype)
+        }
+        Action::Free(k) => {
+            b.bind_before(n, null_value(k)?);
+            if *k == "Comm" {
+                format!("e.free_comm({n}_before);")
+            } else {
+                format!("e.free_handle(HandleKind::{k}, {n}_before.into_handle());")
+            }
+        }
+        Action::Out(o) => {
+            b.needs_unsafe = true;
+            out(o, n, &p.ctype)
+        }
+        Action::Str { when: None } => {
+            b.needs_unsafe = true;
+            format!("e.string({n});")
+        }
+        Action::Str { when: Some(w) } => {
+            b.needs_unsafe = true;
+            let cond = lenexpr::when_rust(w, b)?;
+            b.encode.push(format!("let {n}_significant = {cond};"));
+            format!("e.string(if {n}_significant {{ {n} }} else {{ std::ptr::null() }});")
+        }
+        Action::StrOut { cap, when } => {
+            b.needs_unsafe = true;
+            let cap = cap
+                .as_ref()
+                .context("string output without a capacity (overrides: len)")?;
+            let cap = lenexpr::len_rust(cap, b)?;
+            let cond = match when {
+                Some(w) => lenexpr::when_rust(w, b)?,
+                None => "true".into(),
+            };
+            b.encode.push(format!("let {n}_cap = {cap};"));
+            b.encode.push(format!("let {n}_significant = {cond};"));
+            format!("string_out(e, {n}, {n}_cap, {n}_significant);")
+        }
+        Action::Array {
+            elem,
+            len,
+            when,
+            out,
+            weights,
+        } => {
+            b.needs_unsafe = true;
+            let len = len
+                .as_ref()
+                .context("array without a length (overrides: len)")?;
+            let mut len = lenexpr::len_rust(len, b)?;
+            if *weights {
+                len = format!("weights_len({n}, {len})");
+            }
+            let mut conds = Vec::new();
+            if *out {
+                conds.push("e.ok()".to_owned());
+            }
+            if let Some(w) = when {
+                conds.push(lenexpr::when_rust(w, b)?);
+            }
+            let len = if conds.is_empty() {
+                len
+            } else {
+                format!("if {} {{ {len} }} else {{ None }}", conds.join(" && "))
+            };
+            b.encode.push(format!("let {n}_len = {len};"));
+            format!(
+                "array(e, {n}, {n}_len, |e, v| {});",
+                element(elem, &p.ctype)?
+            )
+        }
+        Action::Varargs => bail!("varargs reached the encoder"),
+    };
+    b.encode.push(stmt);
+    Ok(())
+}
+
+/// Rust recording a value `x` in hand (of C type `ct`).
+fn scalar(s: &Scalar, x: &str, ct: &CType) -> String {
+    let int = if ct.is_wide() {
+        x.to_owned()
+    } else {
+        format!("i64::from({x})")
+    };
+    match s {
+        Scalar::Int => format!("e.int({int});"),
+        Scalar::Address => format!("e.address({x});"),
+        Scalar::Tag => format!("e.tag({int});"),
+        Scalar::Rank(c) => format!("e.rank({int}, {c});"),
+        Scalar::WinRank(w) => format!("win_rank(e, {int}, {w});"),
+        Scalar::Handle(k) => format!("e.handle(HandleKind::{k}, {x}.into_handle());"),
+        Scalar::Request => format!("e.request({x});"),
+        Scalar::Callback => format!("e.callback({x});"),
+        Scalar::Buffer => match ct.rust().as_str() {
+            "*const c_void" | "*mut c_void" => format!("e.buffer({x});"),
+            t if t.starts_with("*mut") && !t.ends_with("c_void") => {
+                format!("e.buffer({x}.cast_const().cast());")
+            }
+            _ => format!("e.buffer({x}.cast());"),
+        },
+    }
+}
+
+/// Rust recording an output behind pointer `p`.
+fn out(o: &Out, p: &str, ct: &CType) -> String {
+    match o {
+        Out::Int | Out::Tag if ct.base == "int" => format!("e.int_out({p});"),
+        Out::Int | Out::Tag => format!("e.int_out({p}.cast_const().cast());"),
+        Out::Wide(method) => format!("e.{method}({p});"),
+        Out::Rank(c) => format!("e.rank_out({p}, {c});"),
+        Out::NewHandle(k) => format!("e.new_handle_out(HandleKind::{k}, {p});"),
+        Out::Lookup(k) => format!("lookup_out(e, HandleKind::{k}, {p});"),
+        Out::NewRequest => format!("e.new_request({p});"),
+        Out::Status(Some(c)) => format!("e.status({p}, Some({c}));"),
+        Out::Status(None) => format!("e.status({p}, None);"),
+        Out::BufferOut => format!("buffer_out(e, {p}.cast_const().cast());"),
+        Out::PendingComm => format!("new_comm_pending(e, {p});"),
+    }
+}
+
+/// The closure body recording one array element `v`.
+fn element(elem: &Elem, ct: &CType) -> Result<String> {
+    let no_array = ct.array == crate::ctype::Array::No;
+    let stars = if no_array {
+        ct.stars.saturating_sub(1)
+    } else {
+        ct.stars
+    };
+    let elem_ct = CType {
+        stars,
+        array: crate::ctype::Array::No,
+        ..ct.clone()
+    };
+    Ok(match elem {
+        Elem::Scalar(s) => scalar(s, "v", &elem_ct).trim_end_matches(';').to_owned(),
+        Elem::NewHandle(k) => format!("e.new_handle(HandleKind::{k}, v.into_handle())"),
+        Elem::Lookup(k) => format!("e.handle(HandleKind::{k}, v.into_handle())"),
+        Elem::Str => "e.string(v)".into(),
+        Elem::StrList => "array(e, v, nul_terminated_len(v), |e, s| e.string(s))".into(),
+        Elem::Row(n) => {
+            format!("{{ e.array_len(Some({n})); for x in v {{ e.int(i64::from(x)); }} }}")
+        }
+        Elem::Status => bail!("arrays of statuses are recorded by hand-written wrappers"),
+    })
+}
+
+const HELPERS: &str = r#"// --- Helpers of the generated wrappers ---
+
+/// `*p`, or `default` for NULL.
+///
+/// # Safety
+/// `p` is NULL or valid for reads.
+unsafe fn read_or<T: Copy>(p: *const T, default: T) -> T {
+    if p.is_null() { default } else { unsafe { p.read_unaligned() } }
+}
+
+/// A C count as a length; `None` if negative.
+fn count_of<T: TryInto<usize>>(v: T) -> Option<usize> {
+    v.try_into().ok()
+}
+
+fn min_of(a: Option<usize>, b: Option<usize>) -> Option<usize> {
+    Some(a?.min(b?))
+}
+
+/// Records the `n` elements of the C array `p` with `each`; the array is
+/// "not recorded" when `n` is `None` or `p` is NULL.
+///
+/// # Safety
+/// `p` is NULL or valid for `n` reads.
+unsafe fn array<T: Copy>(
+    e: &mut Encoder<'_>,
+    p: *const T,
+    n: Option<usize>,
+    mut each: impl FnMut(&mut Encoder<'_>, T),
+) {
+    let n = n.filter(|_| !p.is_null());
+    e.array_len(n);
+    for i in 0..n.unwrap_or(0) {
+        // SAFETY: i < n, per the caller.
+        each(e, unsafe { p.add(i).read_unaligned() });
+    }
+}
+
+/// Entries of a NULL-terminated `char *[]` (argv); `None` for NULL (MPI_ARGV_NULL).
+///
+/// # Safety
+/// `argv` is NULL or a NULL-terminated array.
+unsafe fn nul_terminated_len(argv: *const *mut c_char) -> Option<usize> {
+    if argv.is_null() {
+        return None;
+    }
+    let mut n = 0;
+    // SAFETY: the array is NULL-terminated, per the caller.
+    while !unsafe { argv.add(n).read_unaligned() }.is_null() {
+        n += 1;
+    }
+    Some(n)
+}
+
+/// Sum of the first `n` elements of `p` (MPI_Dist_graph_create's degrees).
+///
+/// # Safety
+/// `p` is NULL or valid for `n` reads.
+unsafe fn sum_of(p: *const c_int, n: Option<usize>) -> Option<usize> {
+    if p.is_null() {
+        return None;
+    }
+    let mut total = 0usize;
+    for i in 0..n? {
+        // SAFETY: i < n, per the caller.
+        total = total.checked_add(count_of(unsafe { p.add(i).read_unaligned() })?)?;
+    }
+    Some(total)
+}
+
+/// `p[n - 1]` (0 when n is 0): MPI_Graph_create's edge count.
+///
+/// # Safety
+/// `p` is NULL or valid for `n` reads.
+unsafe fn last_of(p: *const c_int, n: Option<usize>) -> Option<usize> {
+    match n? {
+        0 => Some(0),
+        // SAFETY: n - 1 < n, per the caller.
+        n if !p.is_null() => count_of(unsafe { p.add(n - 1).read_unaligned() }),
+        _ => None,
+    }
+}
+
+fn is_in_place(p: *const c_void) -> bool {
+    p == MPI_IN_PLACE.cast_const()
+}
+
+/// Size of the group an array argument of a collective is indexed by:
+/// the communicator's, or the remote group's for an inter-communicator.
+fn group_peers(e: &mut Encoder<'_>, comm: MPI_Comm) -> usize {
+    if e.is_inter(comm) { e.comm_remote_size(comm) } else { e.comm_size(comm) }
+}
+
+/// Length of a weights array: `None` for MPI_UNWEIGHTED, 0 for MPI_WEIGHTS_EMPTY.
+fn weights_len<T>(p: *const T, n: Option<usize>) -> Option<usize> {
+    let p = p.cast::<c_int>();
+    if p == MPI_UNWEIGHTED().cast_const() {
+        None
+    } else if p == MPI_WEIGHTS_EMPTY().cast_const() {
+        Some(0)
+    } else {
+        n
+    }
+}
+
+/// In- and out-degree of `comm`'s process topology (for neighbourhood
+/// collectives), asked through PMPI once the call has proved `comm` valid.
+fn topo_degrees(e: &Encoder<'_>, comm: MPI_Comm) -> Option<(usize, usize)> {
+    if !e.ok() {
+        return None;
+    }
+    let (mut kind, mut a, mut b, mut c) = (0, 0, 0, 0);
+    // SAFETY: PMPI queries on a valid communicator, writing to locals.
+    unsafe {
+        if crate::pmpi::MPI_Topo_test()(comm, &mut kind) != MPI_SUCCESS {
+            return None;
+        }
+        let ok = match kind {
+            MPI_CART => {
+                let ok = crate::pmpi::MPI_Cartdim_get()(comm, &mut a) == MPI_SUCCESS;
+                a *= 2;
+                b = a;
+                ok
+            }
+            MPI_GRAPH => {
+                crate::pmpi::MPI_Comm_rank()(comm, &mut c) == MPI_SUCCESS
+                    && crate::pmpi::MPI_Graph_neighbors_count()(comm, c, &mut a) == MPI_SUCCESS
+                    && {
+                        b = a;
+                        true
+                    }
+            }
+            MPI_DIST_GRAPH => crate::pmpi::MPI_Dist_graph_neighbors_count()(comm, &mut a, &mut b, &mut c) == MPI_SUCCESS,
+            _ => false,
+        };
+        if ok { Some((count_of(a)?, count_of(b)?)) } else { None }
+    }
+}
+
+/// Dimensions of a Cartesian communicator, asked through PMPI once the
+/// call has proved `comm` valid.
+fn cart_ndims(e: &Encoder<'_>, comm: MPI_Comm) -> Option<usize> {
+    let mut n = 0;
+    // SAFETY: a PMPI query on a valid communicator, writing to a local.
+    let ok = e.ok() && unsafe { crate::pmpi::MPI_Cartdim_get()(comm, &mut n) } == MPI_SUCCESS;
+    if ok { count_of(n) } else { None }
+}
+
+/// An output handle that names an existing object (no new id).
+///
+/// # Safety
+/// `p` is NULL or valid for reads when the call succeeded.
+unsafe fn lookup_out<H: IntoHandle>(e: &mut Encoder<'_>, kind: HandleKind, p: *const H) {
+    let h = unsafe { e.read(p) }.map_or(null_handle(kind), IntoHandle::into_handle);
+    e.handle(kind, h);
+}
+
+/// The pointer a call wrote through a `void **` (MPI_Alloc_mem's baseptr).
+///
+/// # Safety
+/// `p` is NULL or valid for reads when the call succeeded.
+unsafe fn buffer_out(e: &mut Encoder<'_>, p: *const *mut c_void) {
+    let b = unsafe { e.read(p) }.unwrap_or(std::ptr::null_mut());
+    e.buffer(b);
+}
+
+/// A string the call wrote into a buffer of `cap` bytes (NULL if the call
+/// failed, the buffer is NULL, or the string is not significant).
+///
+/// # Safety
+/// `p` is NULL or valid for `cap` reads.
+unsafe fn string_out(e: &mut Encoder<'_>, p: *const c_char, cap: Option<usize>, significant: bool) {
+    match cap {
+        Some(cap) if e.ok() && significant && !p.is_null() => unsafe { e.string_n(p, cap) },
+        _ => unsafe { e.string(std::ptr::null()) },
+    }
+}
+
+/// A rank in `win`'s group. Absolute for now: relative ranks need the
+/// caller's rank in each window's group, which the encoder does not track.
+fn win_rank(e: &mut Encoder<'_>, rank: i64, _win: MPI_Win) {
+    e.rank(rank, MPI_COMM_NULL);
+}
+
+/// The communicator MPI_Comm_idup writes: MPICH assigns its handle at the
+/// call, but it is usable only once the request completes, so it is
+/// recorded as a new object without asking MPI about it.
+///
+/// # Safety
+/// `p` is NULL or valid for reads when the call succeeded.
+unsafe fn new_comm_pending(e: &mut Encoder<'_>, p: *const MPI_Comm) {
+    let h = unsafe { e.read(p) }.unwrap_or(MPI_COMM_NULL);
+    e.new_handle(HandleKind::Comm, h.into_handle());
+}
+
+// --- Wrappers ---
+"#;
