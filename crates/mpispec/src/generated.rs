@@ -145,7 +145,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "origin_count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "origin_datatype",
@@ -161,7 +161,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "target_count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "target_datatype",
@@ -219,7 +219,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "address",
-                enc: Enc::Address,
+                enc: Enc::Buffer,
             },
         ],
     },
@@ -228,7 +228,7 @@ pub static FUNCS: &[Func] = &[
         params: &[
             Param {
                 name: "base",
-                enc: Enc::Address,
+                enc: Enc::Buffer,
             },
             Param {
                 name: "disp",
@@ -241,11 +241,11 @@ pub static FUNCS: &[Func] = &[
         params: &[
             Param {
                 name: "addr1",
-                enc: Enc::Address,
+                enc: Enc::Buffer,
             },
             Param {
                 name: "addr2",
-                enc: Enc::Address,
+                enc: Enc::Buffer,
             },
         ],
     },
@@ -291,7 +291,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "sendcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "sendtype",
@@ -303,7 +303,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "recvcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "recvtype",
@@ -365,7 +365,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "sendcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "sendtype",
@@ -377,7 +377,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "recvcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "recvtype",
@@ -422,7 +422,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "displs",
-                enc: Enc::Array(&Enc::Int),
+                enc: Enc::Array(&Enc::Address),
             },
             Param {
                 name: "recvtype",
@@ -443,7 +443,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "sendcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "sendtype",
@@ -455,7 +455,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "recvcounts",
-                enc: Enc::Array(&Enc::Address),
+                enc: Enc::Array(&Enc::Int),
             },
             Param {
                 name: "displs",
@@ -496,7 +496,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "displs",
-                enc: Enc::Array(&Enc::Int),
+                enc: Enc::Array(&Enc::Address),
             },
             Param {
                 name: "recvtype",
@@ -525,7 +525,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "sendcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "sendtype",
@@ -537,7 +537,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "recvcounts",
-                enc: Enc::Array(&Enc::Address),
+                enc: Enc::Array(&Enc::Int),
             },
             Param {
                 name: "displs",
@@ -620,7 +620,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -686,7 +686,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -752,7 +752,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "sendcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "sendtype",
@@ -764,7 +764,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "recvcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "recvtype",
@@ -826,7 +826,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "sendcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "sendtype",
@@ -838,7 +838,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "recvcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "recvtype",
@@ -871,7 +871,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "sdispls",
-                enc: Enc::Array(&Enc::Int),
+                enc: Enc::Array(&Enc::Address),
             },
             Param {
                 name: "sendtype",
@@ -887,7 +887,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "rdispls",
-                enc: Enc::Array(&Enc::Int),
+                enc: Enc::Array(&Enc::Address),
             },
             Param {
                 name: "recvtype",
@@ -908,7 +908,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "sendcounts",
-                enc: Enc::Array(&Enc::Address),
+                enc: Enc::Array(&Enc::Int),
             },
             Param {
                 name: "sdispls",
@@ -924,7 +924,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "recvcounts",
-                enc: Enc::Array(&Enc::Address),
+                enc: Enc::Array(&Enc::Int),
             },
             Param {
                 name: "rdispls",
@@ -953,7 +953,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "sdispls",
-                enc: Enc::Array(&Enc::Int),
+                enc: Enc::Array(&Enc::Address),
             },
             Param {
                 name: "sendtype",
@@ -969,7 +969,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "rdispls",
-                enc: Enc::Array(&Enc::Int),
+                enc: Enc::Array(&Enc::Address),
             },
             Param {
                 name: "recvtype",
@@ -998,7 +998,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "sendcounts",
-                enc: Enc::Array(&Enc::Address),
+                enc: Enc::Array(&Enc::Int),
             },
             Param {
                 name: "sdispls",
@@ -1014,7 +1014,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "recvcounts",
-                enc: Enc::Array(&Enc::Address),
+                enc: Enc::Array(&Enc::Int),
             },
             Param {
                 name: "rdispls",
@@ -1051,7 +1051,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "sdispls",
-                enc: Enc::Array(&Enc::Int),
+                enc: Enc::Array(&Enc::Address),
             },
             Param {
                 name: "sendtypes",
@@ -1067,7 +1067,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "rdispls",
-                enc: Enc::Array(&Enc::Int),
+                enc: Enc::Array(&Enc::Address),
             },
             Param {
                 name: "recvtypes",
@@ -1088,7 +1088,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "sendcounts",
-                enc: Enc::Array(&Enc::Address),
+                enc: Enc::Array(&Enc::Int),
             },
             Param {
                 name: "sdispls",
@@ -1104,7 +1104,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "recvcounts",
-                enc: Enc::Array(&Enc::Address),
+                enc: Enc::Array(&Enc::Int),
             },
             Param {
                 name: "rdispls",
@@ -1133,7 +1133,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "sdispls",
-                enc: Enc::Array(&Enc::Int),
+                enc: Enc::Array(&Enc::Address),
             },
             Param {
                 name: "sendtypes",
@@ -1149,7 +1149,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "rdispls",
-                enc: Enc::Array(&Enc::Int),
+                enc: Enc::Array(&Enc::Address),
             },
             Param {
                 name: "recvtypes",
@@ -1178,7 +1178,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "sendcounts",
-                enc: Enc::Array(&Enc::Address),
+                enc: Enc::Array(&Enc::Int),
             },
             Param {
                 name: "sdispls",
@@ -1194,7 +1194,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "recvcounts",
-                enc: Enc::Array(&Enc::Address),
+                enc: Enc::Array(&Enc::Int),
             },
             Param {
                 name: "rdispls",
@@ -1327,7 +1327,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -1385,7 +1385,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -1447,7 +1447,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -1509,7 +1509,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -1542,7 +1542,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "size",
-                enc: Enc::Int,
+                enc: Enc::Address,
             },
         ],
     },
@@ -1568,7 +1568,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "size",
-                enc: Enc::Int,
+                enc: Enc::Address,
             },
         ],
     },
@@ -1820,7 +1820,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "size",
-                enc: Enc::Int,
+                enc: Enc::Address,
             },
         ],
     },
@@ -2026,7 +2026,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "size",
-                enc: Enc::Int,
+                enc: Enc::Address,
             },
         ],
     },
@@ -2855,7 +2855,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -2921,7 +2921,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -3288,7 +3288,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -3375,7 +3375,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -3404,7 +3404,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -3429,7 +3429,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -3479,7 +3479,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -3554,7 +3554,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -3641,7 +3641,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -3670,7 +3670,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -3695,7 +3695,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -3745,7 +3745,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -3879,7 +3879,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -3900,7 +3900,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -4029,7 +4029,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -4054,7 +4054,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -4100,7 +4100,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -4125,7 +4125,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -4196,7 +4196,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -4217,7 +4217,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -4284,7 +4284,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -4509,7 +4509,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -4530,7 +4530,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -4659,7 +4659,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -4684,7 +4684,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -4730,7 +4730,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -4755,7 +4755,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -4826,7 +4826,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -4847,7 +4847,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -4914,7 +4914,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -4990,7 +4990,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "sendcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "sendtype",
@@ -5002,7 +5002,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "recvcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "recvtype",
@@ -5072,7 +5072,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "sendcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "sendtype",
@@ -5084,7 +5084,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "recvcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "recvtype",
@@ -5133,7 +5133,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "displs",
-                enc: Enc::Array(&Enc::Int),
+                enc: Enc::Array(&Enc::Address),
             },
             Param {
                 name: "recvtype",
@@ -5158,7 +5158,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "sendcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "sendtype",
@@ -5170,7 +5170,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "recvcounts",
-                enc: Enc::Array(&Enc::Address),
+                enc: Enc::Array(&Enc::Int),
             },
             Param {
                 name: "displs",
@@ -5215,7 +5215,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "displs",
-                enc: Enc::Array(&Enc::Int),
+                enc: Enc::Array(&Enc::Address),
             },
             Param {
                 name: "recvtype",
@@ -5248,7 +5248,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "sendcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "sendtype",
@@ -5260,7 +5260,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "recvcounts",
-                enc: Enc::Array(&Enc::Address),
+                enc: Enc::Array(&Enc::Int),
             },
             Param {
                 name: "displs",
@@ -5387,7 +5387,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "origin_count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "origin_datatype",
@@ -5399,7 +5399,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "result_count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "result_datatype",
@@ -5415,7 +5415,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "target_count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "target_datatype",
@@ -5440,7 +5440,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "address",
-                enc: Enc::Address,
+                enc: Enc::Buffer,
             },
         ],
     },
@@ -5453,7 +5453,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "origin_count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "origin_datatype",
@@ -5469,7 +5469,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "target_count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "target_datatype",
@@ -5511,7 +5511,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
         ],
     },
@@ -5545,7 +5545,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
         ],
     },
@@ -6079,7 +6079,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "sendcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "sendtype",
@@ -6091,7 +6091,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "recvcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "recvtype",
@@ -6132,7 +6132,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "displs",
-                enc: Enc::Array(&Enc::Int),
+                enc: Enc::Array(&Enc::Address),
             },
             Param {
                 name: "recvtype",
@@ -6157,7 +6157,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "sendcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "sendtype",
@@ -6169,7 +6169,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "recvcounts",
-                enc: Enc::Array(&Enc::Address),
+                enc: Enc::Array(&Enc::Int),
             },
             Param {
                 name: "displs",
@@ -6235,7 +6235,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -6301,7 +6301,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "sendcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "sendtype",
@@ -6313,7 +6313,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "recvcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "recvtype",
@@ -6342,7 +6342,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "sdispls",
-                enc: Enc::Array(&Enc::Int),
+                enc: Enc::Array(&Enc::Address),
             },
             Param {
                 name: "sendtype",
@@ -6358,7 +6358,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "rdispls",
-                enc: Enc::Array(&Enc::Int),
+                enc: Enc::Array(&Enc::Address),
             },
             Param {
                 name: "recvtype",
@@ -6383,7 +6383,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "sendcounts",
-                enc: Enc::Array(&Enc::Address),
+                enc: Enc::Array(&Enc::Int),
             },
             Param {
                 name: "sdispls",
@@ -6399,7 +6399,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "recvcounts",
-                enc: Enc::Array(&Enc::Address),
+                enc: Enc::Array(&Enc::Int),
             },
             Param {
                 name: "rdispls",
@@ -6432,7 +6432,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "sdispls",
-                enc: Enc::Array(&Enc::Int),
+                enc: Enc::Array(&Enc::Address),
             },
             Param {
                 name: "sendtypes",
@@ -6448,7 +6448,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "rdispls",
-                enc: Enc::Array(&Enc::Int),
+                enc: Enc::Array(&Enc::Address),
             },
             Param {
                 name: "recvtypes",
@@ -6473,7 +6473,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "sendcounts",
-                enc: Enc::Array(&Enc::Address),
+                enc: Enc::Array(&Enc::Int),
             },
             Param {
                 name: "sdispls",
@@ -6489,7 +6489,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "recvcounts",
-                enc: Enc::Array(&Enc::Address),
+                enc: Enc::Array(&Enc::Int),
             },
             Param {
                 name: "rdispls",
@@ -6560,7 +6560,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -6622,7 +6622,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -6692,7 +6692,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -6762,7 +6762,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "sendcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "sendtype",
@@ -6774,7 +6774,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "recvcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "recvtype",
@@ -6819,7 +6819,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "displs",
-                enc: Enc::Array(&Enc::Int),
+                enc: Enc::Array(&Enc::Address),
             },
             Param {
                 name: "recvtype",
@@ -6848,7 +6848,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "sendcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "sendtype",
@@ -6860,7 +6860,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "recvcounts",
-                enc: Enc::Array(&Enc::Address),
+                enc: Enc::Array(&Enc::Int),
             },
             Param {
                 name: "displs",
@@ -6947,7 +6947,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -7009,7 +7009,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "sendcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "sendtype",
@@ -7021,7 +7021,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "recvcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "recvtype",
@@ -7062,7 +7062,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "displs",
-                enc: Enc::Array(&Enc::Int),
+                enc: Enc::Array(&Enc::Address),
             },
             Param {
                 name: "recvtype",
@@ -7087,7 +7087,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "sendcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "sendtype",
@@ -7099,7 +7099,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "recvcounts",
-                enc: Enc::Array(&Enc::Address),
+                enc: Enc::Array(&Enc::Int),
             },
             Param {
                 name: "displs",
@@ -7165,7 +7165,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "sendcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "sendtype",
@@ -7177,7 +7177,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "recvcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "recvtype",
@@ -7206,7 +7206,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "sdispls",
-                enc: Enc::Array(&Enc::Int),
+                enc: Enc::Array(&Enc::Address),
             },
             Param {
                 name: "sendtype",
@@ -7222,7 +7222,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "rdispls",
-                enc: Enc::Array(&Enc::Int),
+                enc: Enc::Array(&Enc::Address),
             },
             Param {
                 name: "recvtype",
@@ -7247,7 +7247,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "sendcounts",
-                enc: Enc::Array(&Enc::Address),
+                enc: Enc::Array(&Enc::Int),
             },
             Param {
                 name: "sdispls",
@@ -7263,7 +7263,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "recvcounts",
-                enc: Enc::Array(&Enc::Address),
+                enc: Enc::Array(&Enc::Int),
             },
             Param {
                 name: "rdispls",
@@ -7337,7 +7337,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "sendcounts",
-                enc: Enc::Array(&Enc::Address),
+                enc: Enc::Array(&Enc::Int),
             },
             Param {
                 name: "sdispls",
@@ -7353,7 +7353,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "recvcounts",
-                enc: Enc::Array(&Enc::Address),
+                enc: Enc::Array(&Enc::Int),
             },
             Param {
                 name: "rdispls",
@@ -7767,7 +7767,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -7841,7 +7841,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -7944,7 +7944,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "recvcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -7977,7 +7977,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "recvcounts",
-                enc: Enc::Array(&Enc::Address),
+                enc: Enc::Array(&Enc::Int),
             },
             Param {
                 name: "datatype",
@@ -8039,7 +8039,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -8116,7 +8116,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -8186,7 +8186,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "sendcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "sendtype",
@@ -8198,7 +8198,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "recvcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "recvtype",
@@ -8231,7 +8231,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "displs",
-                enc: Enc::Array(&Enc::Int),
+                enc: Enc::Array(&Enc::Address),
             },
             Param {
                 name: "sendtype",
@@ -8272,7 +8272,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "sendcounts",
-                enc: Enc::Array(&Enc::Address),
+                enc: Enc::Array(&Enc::Int),
             },
             Param {
                 name: "displs",
@@ -8288,7 +8288,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "recvcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "recvtype",
@@ -8350,7 +8350,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -8436,7 +8436,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "sendcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "sendtype",
@@ -8456,7 +8456,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "recvcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "recvtype",
@@ -8530,7 +8530,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -8604,7 +8604,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -8760,7 +8760,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -8818,7 +8818,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "sendcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "sendtype",
@@ -8830,7 +8830,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "recvcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "recvtype",
@@ -8892,7 +8892,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "sendcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "sendtype",
@@ -8904,7 +8904,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "recvcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "recvtype",
@@ -8949,7 +8949,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "displs",
-                enc: Enc::Array(&Enc::Int),
+                enc: Enc::Array(&Enc::Address),
             },
             Param {
                 name: "recvtype",
@@ -8970,7 +8970,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "sendcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "sendtype",
@@ -8982,7 +8982,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "recvcounts",
-                enc: Enc::Array(&Enc::Address),
+                enc: Enc::Array(&Enc::Int),
             },
             Param {
                 name: "displs",
@@ -9023,7 +9023,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "displs",
-                enc: Enc::Array(&Enc::Int),
+                enc: Enc::Array(&Enc::Address),
             },
             Param {
                 name: "recvtype",
@@ -9052,7 +9052,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "sendcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "sendtype",
@@ -9064,7 +9064,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "recvcounts",
-                enc: Enc::Array(&Enc::Address),
+                enc: Enc::Array(&Enc::Int),
             },
             Param {
                 name: "displs",
@@ -9130,7 +9130,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "sendcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "sendtype",
@@ -9142,7 +9142,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "recvcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "recvtype",
@@ -9204,7 +9204,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "sendcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "sendtype",
@@ -9216,7 +9216,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "recvcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "recvtype",
@@ -9249,7 +9249,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "sdispls",
-                enc: Enc::Array(&Enc::Int),
+                enc: Enc::Array(&Enc::Address),
             },
             Param {
                 name: "sendtype",
@@ -9265,7 +9265,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "rdispls",
-                enc: Enc::Array(&Enc::Int),
+                enc: Enc::Array(&Enc::Address),
             },
             Param {
                 name: "recvtype",
@@ -9286,7 +9286,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "sendcounts",
-                enc: Enc::Array(&Enc::Address),
+                enc: Enc::Array(&Enc::Int),
             },
             Param {
                 name: "sdispls",
@@ -9302,7 +9302,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "recvcounts",
-                enc: Enc::Array(&Enc::Address),
+                enc: Enc::Array(&Enc::Int),
             },
             Param {
                 name: "rdispls",
@@ -9331,7 +9331,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "sdispls",
-                enc: Enc::Array(&Enc::Int),
+                enc: Enc::Array(&Enc::Address),
             },
             Param {
                 name: "sendtype",
@@ -9347,7 +9347,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "rdispls",
-                enc: Enc::Array(&Enc::Int),
+                enc: Enc::Array(&Enc::Address),
             },
             Param {
                 name: "recvtype",
@@ -9376,7 +9376,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "sendcounts",
-                enc: Enc::Array(&Enc::Address),
+                enc: Enc::Array(&Enc::Int),
             },
             Param {
                 name: "sdispls",
@@ -9392,7 +9392,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "recvcounts",
-                enc: Enc::Array(&Enc::Address),
+                enc: Enc::Array(&Enc::Int),
             },
             Param {
                 name: "rdispls",
@@ -9466,7 +9466,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "sendcounts",
-                enc: Enc::Array(&Enc::Address),
+                enc: Enc::Array(&Enc::Int),
             },
             Param {
                 name: "sdispls",
@@ -9482,7 +9482,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "recvcounts",
-                enc: Enc::Array(&Enc::Address),
+                enc: Enc::Array(&Enc::Int),
             },
             Param {
                 name: "rdispls",
@@ -9556,7 +9556,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "sendcounts",
-                enc: Enc::Array(&Enc::Address),
+                enc: Enc::Array(&Enc::Int),
             },
             Param {
                 name: "sdispls",
@@ -9572,7 +9572,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "recvcounts",
-                enc: Enc::Array(&Enc::Address),
+                enc: Enc::Array(&Enc::Int),
             },
             Param {
                 name: "rdispls",
@@ -9712,11 +9712,11 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "outsize",
-                enc: Enc::Int,
+                enc: Enc::Address,
             },
             Param {
                 name: "position",
-                enc: Enc::Int,
+                enc: Enc::Address,
             },
             Param {
                 name: "comm",
@@ -9733,7 +9733,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "incount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -9803,7 +9803,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "incount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -9853,7 +9853,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "incount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -9882,7 +9882,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "size",
-                enc: Enc::Int,
+                enc: Enc::Address,
             },
         ],
     },
@@ -9891,7 +9891,7 @@ pub static FUNCS: &[Func] = &[
         params: &[
             Param {
                 name: "incount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -9991,7 +9991,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -10053,7 +10053,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -10144,7 +10144,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "origin_count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "origin_datatype",
@@ -10160,7 +10160,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "target_count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "target_datatype",
@@ -10233,7 +10233,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "origin_count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "origin_datatype",
@@ -10249,7 +10249,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "target_count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "target_datatype",
@@ -10311,7 +10311,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -10377,7 +10377,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -10447,7 +10447,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -10521,7 +10521,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -10587,7 +10587,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -10670,7 +10670,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "recvcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -10736,7 +10736,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "recvcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -10773,7 +10773,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "recvcounts",
-                enc: Enc::Array(&Enc::Address),
+                enc: Enc::Array(&Enc::Int),
             },
             Param {
                 name: "datatype",
@@ -10839,7 +10839,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "recvcounts",
-                enc: Enc::Array(&Enc::Address),
+                enc: Enc::Array(&Enc::Int),
             },
             Param {
                 name: "datatype",
@@ -11164,7 +11164,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "origin_count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "origin_datatype",
@@ -11176,7 +11176,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "result_count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "result_datatype",
@@ -11192,7 +11192,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "target_count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "target_datatype",
@@ -11221,7 +11221,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "origin_count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "origin_datatype",
@@ -11237,7 +11237,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "target_count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "target_datatype",
@@ -11303,7 +11303,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "origin_count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "origin_datatype",
@@ -11319,7 +11319,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "target_count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "target_datatype",
@@ -11373,7 +11373,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -11435,7 +11435,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -11501,7 +11501,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -11567,7 +11567,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -11637,7 +11637,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "sendcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "sendtype",
@@ -11649,7 +11649,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "recvcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "recvtype",
@@ -11719,7 +11719,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "sendcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "sendtype",
@@ -11731,7 +11731,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "recvcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "recvtype",
@@ -11768,7 +11768,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "displs",
-                enc: Enc::Array(&Enc::Int),
+                enc: Enc::Array(&Enc::Address),
             },
             Param {
                 name: "sendtype",
@@ -11805,7 +11805,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "sendcounts",
-                enc: Enc::Array(&Enc::Address),
+                enc: Enc::Array(&Enc::Int),
             },
             Param {
                 name: "displs",
@@ -11821,7 +11821,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "recvcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "recvtype",
@@ -11850,7 +11850,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "displs",
-                enc: Enc::Array(&Enc::Int),
+                enc: Enc::Array(&Enc::Address),
             },
             Param {
                 name: "sendtype",
@@ -11895,7 +11895,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "sendcounts",
-                enc: Enc::Array(&Enc::Address),
+                enc: Enc::Array(&Enc::Int),
             },
             Param {
                 name: "displs",
@@ -11911,7 +11911,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "recvcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "recvtype",
@@ -11973,7 +11973,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -12035,7 +12035,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -12121,7 +12121,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "sendcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "sendtype",
@@ -12141,7 +12141,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "recvcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "recvtype",
@@ -12215,7 +12215,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -12260,7 +12260,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "size",
-                enc: Enc::Int,
+                enc: Enc::Address,
             },
         ],
     },
@@ -12327,7 +12327,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "size",
-                enc: Enc::Int,
+                enc: Enc::Address,
             },
         ],
     },
@@ -12549,7 +12549,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -12611,7 +12611,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -12815,7 +12815,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
         ],
     },
@@ -12832,7 +12832,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
         ],
     },
@@ -13327,7 +13327,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "event_timestamp",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
         ],
     },
@@ -13719,11 +13719,11 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "ticks_per_second",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "max_ticks",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "info",
@@ -13747,7 +13747,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "timestamp",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
         ],
     },
@@ -13901,7 +13901,7 @@ pub static FUNCS: &[Func] = &[
         params: &[
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "oldtype",
@@ -13975,7 +13975,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "array_of_gsizes",
-                enc: Enc::Array(&Enc::Address),
+                enc: Enc::Array(&Enc::Int),
             },
             Param {
                 name: "array_of_distribs",
@@ -14105,11 +14105,11 @@ pub static FUNCS: &[Func] = &[
         params: &[
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "blocklength",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "array_of_displacements",
@@ -14130,11 +14130,11 @@ pub static FUNCS: &[Func] = &[
         params: &[
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "array_of_blocklengths",
-                enc: Enc::Array(&Enc::Address),
+                enc: Enc::Array(&Enc::Int),
             },
             Param {
                 name: "array_of_displacements",
@@ -14180,11 +14180,11 @@ pub static FUNCS: &[Func] = &[
         params: &[
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "blocklength",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "stride",
@@ -14213,7 +14213,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "array_of_displacements",
-                enc: Enc::Array(&Enc::Int),
+                enc: Enc::Array(&Enc::Address),
             },
             Param {
                 name: "oldtype",
@@ -14230,11 +14230,11 @@ pub static FUNCS: &[Func] = &[
         params: &[
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "blocklength",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "array_of_displacements",
@@ -14343,11 +14343,11 @@ pub static FUNCS: &[Func] = &[
         params: &[
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "array_of_blocklengths",
-                enc: Enc::Array(&Enc::Address),
+                enc: Enc::Array(&Enc::Int),
             },
             Param {
                 name: "array_of_displacements",
@@ -14405,15 +14405,15 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "array_of_sizes",
-                enc: Enc::Array(&Enc::Address),
+                enc: Enc::Array(&Enc::Int),
             },
             Param {
                 name: "array_of_subsizes",
-                enc: Enc::Array(&Enc::Address),
+                enc: Enc::Array(&Enc::Int),
             },
             Param {
                 name: "array_of_starts",
-                enc: Enc::Array(&Enc::Address),
+                enc: Enc::Array(&Enc::Int),
             },
             Param {
                 name: "order",
@@ -14559,19 +14559,19 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "max_integers",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "max_addresses",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "max_large_counts",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "max_datatypes",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "array_of_integers",
@@ -14583,7 +14583,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "array_of_large_counts",
-                enc: Enc::Array(&Enc::Address),
+                enc: Enc::Array(&Enc::Int),
             },
             Param {
                 name: "array_of_datatypes",
@@ -14625,19 +14625,19 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "num_integers",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "num_addresses",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "num_large_counts",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "num_datatypes",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "combiner",
@@ -14688,11 +14688,11 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "lb",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "extent",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
         ],
     },
@@ -14756,11 +14756,11 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "true_lb",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "true_extent",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
         ],
     },
@@ -14844,7 +14844,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "array_of_displacements",
-                enc: Enc::Array(&Enc::Int),
+                enc: Enc::Array(&Enc::Address),
             },
             Param {
                 name: "oldtype",
@@ -14861,11 +14861,11 @@ pub static FUNCS: &[Func] = &[
         params: &[
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "array_of_blocklengths",
-                enc: Enc::Array(&Enc::Address),
+                enc: Enc::Array(&Enc::Int),
             },
             Param {
                 name: "array_of_displacements",
@@ -14963,7 +14963,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "size",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
         ],
     },
@@ -14976,7 +14976,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "size",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
         ],
     },
@@ -15055,15 +15055,15 @@ pub static FUNCS: &[Func] = &[
         params: &[
             Param {
                 name: "count",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "blocklength",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "stride",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "oldtype",
@@ -15084,11 +15084,11 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "insize",
-                enc: Enc::Int,
+                enc: Enc::Address,
             },
             Param {
                 name: "position",
-                enc: Enc::Int,
+                enc: Enc::Address,
             },
             Param {
                 name: "outbuf",
@@ -15129,7 +15129,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "outcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -15199,7 +15199,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "outcount",
-                enc: Enc::Address,
+                enc: Enc::Int,
             },
             Param {
                 name: "datatype",
@@ -15309,7 +15309,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "disp_unit",
-                enc: Enc::Int,
+                enc: Enc::Address,
             },
             Param {
                 name: "info",
@@ -15367,7 +15367,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "disp_unit",
-                enc: Enc::Int,
+                enc: Enc::Address,
             },
             Param {
                 name: "info",
@@ -15473,7 +15473,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "disp_unit",
-                enc: Enc::Int,
+                enc: Enc::Address,
             },
             Param {
                 name: "info",
@@ -15877,7 +15877,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "disp_unit",
-                enc: Enc::Int,
+                enc: Enc::Address,
             },
             Param {
                 name: "baseptr",

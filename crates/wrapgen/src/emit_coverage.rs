@@ -64,7 +64,8 @@ pub fn emit(
         "The function table (`mpigram_mpispec::FUNCS`) lists every C function of the MPI standard \
          (MPI 5.0, from pympistandard 0.2.0's `apis.json`) and the ten MPI-1 functions that MPI 3.0 \
          removed but MPICH still exports. The tracer wraps those that this platform's MPICH {v} \
-         exports (both `MPI_X` and `PMPI_X` in `libmpich`).\n"
+         exports (both `MPI_X` and `PMPI_X` in `libmpich`, or in `libmpichfort` for the two C \
+         functions it defines, MPI_Status_c2f08 and MPI_Status_f082c).\n"
     );
     s.push_str("| | functions |\n|---|---:|\n");
     let _ = writeln!(s, "| in the table | {} |", funcs.len());
@@ -155,8 +156,10 @@ fn fortran(s: &mut String, m: &Mpich) {
     );
     let _ = writeln!(
         s,
-        "{} entry points reach neither (they work on MPICH internals: attribute access for \
-         Fortran, predefined callbacks such as `MPI_COMM_DUP_FN`): {}.",
+        "{} entry points reach neither `MPI_*` nor `PMPI_*`: the predefined callbacks \
+         (`MPI_COMM_DUP_FN`, ...), which are not MPI calls, and the attribute functions \
+         (`MPI_ATTR_GET`, `mpi_comm_get_attr_f08_`, ...), which call MPICH's internal `MPII_*` \
+         functions and so also bypass the C wrappers: {}.",
         f.neither.len(),
         f.neither.join(", ")
     );

@@ -181,13 +181,15 @@ fn encode(b: &mut Body<'_>, p: &ParamModel) -> Result<()> {
                 .as_ref()
                 .context("string output without a capacity (overrides: len)")?;
             let cap = lenexpr::len_rust(cap, b)?;
-            let cond = match when {
-                Some(w) => lenexpr::when_rust(w, b)?,
-                None => "true".into(),
-            };
             b.encode.push(format!("let {n}_cap = {cap};"));
-            b.encode.push(format!("let {n}_significant = {cond};"));
-            format!("string_out(e, {n}, {n}_cap, {n}_significant);")
+            match when {
+                Some(w) => {
+                    let cond = lenexpr::when_rust(w, b)?;
+                    b.encode.push(format!("let {n}_significant = {cond};"));
+                    format!("string_out(e, {n}, {n}_cap, {n}_significant);")
+                }
+                None => format!("string_out(e, {n}, {n}_cap, true);"),
+            }
         }
         Action::Array {
             elem,
@@ -237,13 +239,14 @@ fn scalar(s: &Scalar, x: &str, ct: &CType) -> String {
     };
     match s {
         Scalar::Int => format!("e.int({int});"),
-        Scalar::Address => format!("e.address({x});"),
+        Scalar::Address => format!("e.address({int});"),
         Scalar::Tag => format!("e.tag({int});"),
         Scalar::Rank(c) => format!("e.rank({int}, {c});"),
         Scalar::WinRank(w) => format!("win_rank(e, {int}, {w});"),
         Scalar::Handle(k) => format!("e.handle(HandleKind::{k}, {x}.into_handle());"),
         Scalar::Request => format!("e.request({x});"),
         Scalar::Callback => format!("e.callback({x});"),
+        Scalar::Location => format!("e.buffer(std::ptr::without_provenance({x} as usize));"),
         Scalar::Buffer => match ct.rust().as_str() {
             "*const c_void" | "*mut c_void" => format!("e.buffer({x});"),
             t if t.starts_with("*mut") && !t.ends_with("c_void") => {
@@ -257,9 +260,12 @@ fn scalar(s: &Scalar, x: &str, ct: &CType) -> String {
 /// Rust recording an output behind pointer `p`.
 fn out(o: &Out, p: &str, ct: &CType) -> String {
     match o {
-        Out::Int | Out::Tag if ct.base == "int" => format!("e.int_out({p});"),
-        Out::Int | Out::Tag => format!("e.int_out({p}.cast_const().cast());"),
-        Out::Wide(method) => format!("e.{method}({p});"),
+        Out::Number { method, .. } if *method != "int_out" || ct.base == "int" => {
+            format!("e.{method}({p});")
+        }
+        Out::Location => format!("location_out(e, {p});"),
+        Out::Tag if ct.base == "int" => format!("e.int_out({p});"),
+        Out::Number { .. } | Out::Tag => format!("e.int_out({p}.cast_const().cast());"),
         Out::Rank(c) => format!("e.rank_out({p}, {c});"),
         Out::NewHandle(k) => format!("e.new_handle_out(HandleKind::{k}, {p});"),
         Out::Lookup(k) => format!("lookup_out(e, HandleKind::{k}, {p});"),
@@ -473,6 +479,46 @@ unsafe fn string_out(e: &mut Encoder<'_>, p: *const c_char, cap: Option<usize>, 
         Some(cap) if e.ok() && significant && !p.is_null() => unsafe { e.string_n(p, cap) },
         _ => unsafe { e.string(std::ptr::null()) },
     }
+}
+
+/// A memory address the call wrote into an MPI_Aint (MPI_Get_address),
+/// recorded like a buffer.
+///
+/// # Safety
+/// `p` is NULL or valid for reads when the call succeeded.
+unsafe fn location_out(e: &mut Encoder<'_>, p: *const MPI_Aint) {
+    let a = unsafe { e.read(p) }.unwrap_or(0);
+    e.buffer(std::ptr::without_provenance(a as usize));
+}
+
+/// The MPICH topology queries the array lengths of topology calls need,
+/// asked through PMPI once the call has proved `comm` valid: the number
+/// of neighbours of `rank` in a graph topology.
+fn graph_neighbors(e: &Encoder<'_>, comm: MPI_Comm, rank: c_int) -> Option<usize> {
+    let mut n = 0;
+    // SAFETY: a PMPI query on a valid communicator, writing to a local.
+    let ok = e.ok() && unsafe { crate::pmpi::MPI_Graph_neighbors_count()(comm, rank, &mut n) } == MPI_SUCCESS;
+    if ok { count_of(n) } else { None }
+}
+
+/// Nodes and edges of a graph topology.
+fn graph_dims(e: &Encoder<'_>, comm: MPI_Comm) -> Option<(usize, usize)> {
+    let (mut nodes, mut edges) = (0, 0);
+    // SAFETY: a PMPI query on a valid communicator, writing to locals.
+    let ok = e.ok() && unsafe { crate::pmpi::MPI_Graphdims_get()(comm, &mut nodes, &mut edges) } == MPI_SUCCESS;
+    if ok { Some((count_of(nodes)?, count_of(edges)?)) } else { None }
+}
+
+/// How many integers, addresses, large counts and datatypes describe
+/// `datatype` (MPI_Type_get_envelope_c), once the call has proved it valid.
+fn type_envelope(e: &Encoder<'_>, datatype: MPI_Datatype) -> Option<[usize; 4]> {
+    let (mut i, mut a, mut c, mut d, mut combiner) = (0, 0, 0, 0, 0);
+    // SAFETY: a PMPI query on a valid datatype, writing to locals.
+    let ok = e.ok()
+        && unsafe {
+            crate::pmpi::MPI_Type_get_envelope_c()(datatype, &mut i, &mut a, &mut c, &mut d, &mut combiner)
+        } == MPI_SUCCESS;
+    if ok { Some([count_of(i)?, count_of(a)?, count_of(c)?, count_of(d)?]) } else { None }
 }
 
 /// A rank in `win`'s group. Absolute for now: relative ranks need the

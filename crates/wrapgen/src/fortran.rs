@@ -42,7 +42,9 @@ pub fn analyse(lib: &Path) -> Result<FortranLayer> {
     let mut names_at: BTreeMap<u64, Vec<String>> = BTreeMap::new();
     for line in run("nm", &["-D", "--defined-only"])?.lines() {
         if let [addr, "T" | "W", name] = line.split_whitespace().collect::<Vec<_>>().as_slice() {
-            if name.starts_with("mpi_") || name.starts_with("MPI_") {
+            // Fortran names are all lower or all upper case; MPI_Status_c2f08 is a C function.
+            let fortran = *name == name.to_lowercase() || *name == name.to_uppercase();
+            if fortran && (name.starts_with("mpi_") || name.starts_with("MPI_")) {
                 names_at
                     .entry(u64::from_str_radix(addr, 16)?)
                     .or_default()

@@ -5,8 +5,12 @@
 /// What a parameter of a kind is, as far as encoding is concerned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Class {
-    /// A number: count, size, index, flag, enum, displacement, offset.
+    /// A number: count, index, flag, enum, colour, key.
     Number,
+    /// A displacement, file offset or size in bytes.
+    Address,
+    /// An absolute memory address held in an MPI_Aint (MPI_Aint_add's base).
+    Location,
     /// A rank (relative where it is a rank in the call's communicator).
     Rank,
     /// A message tag.
@@ -49,11 +53,11 @@ const fn k(c_small: &'static str, class: Class) -> KindInfo {
     }
 }
 
-const fn poly(c_small: &'static str, c_large: &'static str) -> KindInfo {
+const fn poly(c_small: &'static str, c_large: &'static str, class: Class) -> KindInfo {
     KindInfo {
         c_small,
         c_large: Some(c_large),
-        class: Class::Number,
+        class,
     }
 }
 
@@ -128,42 +132,36 @@ pub fn kind(name: &str) -> Option<KindInfo> {
         "KEYVAL" => k("int", Handle("Keyval")),
         "RANK" | "RANK_NNI" => k("int", Rank),
         "TAG" => k("int", Tag),
-        "ALLOC_MEM_NUM_BYTES"
-        | "DISPLACEMENT"
-        | "DISPLACEMENT_NNI"
-        | "LOCATION_SMALL"
-        | "RMA_DISPLACEMENT_NNI"
-        | "WINDOW_SIZE"
-        | "WIN_ATTACH_SIZE" => k("MPI_Aint", Number),
-        "OFFSET" => k("MPI_Offset", Number),
-        "GENERIC_DTYPE_COUNT"
-        | "NUM_BYTES"
-        | "TOOLS_TICK_COUNT"
-        | "XFER_NUM_ELEM"
-        | "XFER_NUM_ELEM_NNI"
-        | "DROPPED_COUNT" => k("MPI_Count", Number),
+        // Displacements, addresses, file offsets and sizes in bytes.
+        "ALLOC_MEM_NUM_BYTES" | "DISPLACEMENT" | "DISPLACEMENT_NNI" => k("MPI_Aint", Address),
+        "LOCATION_SMALL" => k("MPI_Aint", Location),
+        "RMA_DISPLACEMENT_NNI" | "WINDOW_SIZE" | "WIN_ATTACH_SIZE" => k("MPI_Aint", Address),
+        "OFFSET" => k("MPI_Offset", Address),
+        "NUM_BYTES" => k("MPI_Count", Address),
+        "POLYDISPLACEMENT" | "POLYRMA_DISPLACEMENT" => poly("int", "MPI_Aint", Address),
+        "POLYDISPLACEMENT_COUNT" | "POLYNUM_BYTES" | "POLYNUM_BYTES_NNI" => {
+            poly("int", "MPI_Count", Address)
+        }
+        "POLYDISPLACEMENT_AINT_COUNT" | "POLYDISPOFFSET" | "POLYDTYPE_PACK_SIZE" => {
+            poly("MPI_Aint", "MPI_Count", Address)
+        }
+        "POLYDTYPE_STRIDE_BYTES" | "POLYLOCATION" => poly("MPI_Aint", "MPI_Count", Address),
+        // Counts of elements, whatever their C type.
+        "GENERIC_DTYPE_COUNT" | "TOOLS_TICK_COUNT" | "XFER_NUM_ELEM" => k("MPI_Count", Number),
+        "XFER_NUM_ELEM_NNI" | "DROPPED_COUNT" => k("MPI_Count", Number),
+        "POLYDTYPE_NUM_ELEM" | "POLYDTYPE_NUM_ELEM_NNI" | "POLYDTYPE_NUM_ELEM_PI" => {
+            poly("int", "MPI_Count", Number)
+        }
+        "POLYNUM_PARAM_VALUES"
+        | "POLYXFER_NUM_ELEM"
+        | "POLYXFER_NUM_ELEM_NNI"
+        | "POLYTOOLS_NUM_ELEM" => poly("int", "MPI_Count", Number),
         "CALLBACK_SAFETY" => k("MPI_T_cb_safety", Number),
         "SOURCE_ORDERING" => k("MPI_T_source_order", Number),
         "F90_COMM" | "F90_DATATYPE" | "F90_ERRHANDLER" | "F90_FILE" | "F90_GROUP" | "F90_INFO"
         | "F90_MESSAGE" | "F90_OP" | "F90_REQUEST" | "F90_SESSION" | "F90_WIN" => {
             k("MPI_Fint", Number)
         }
-        "POLYDISPLACEMENT" | "POLYRMA_DISPLACEMENT" => poly("int", "MPI_Aint"),
-        "POLYDISPLACEMENT_COUNT"
-        | "POLYDTYPE_NUM_ELEM"
-        | "POLYDTYPE_NUM_ELEM_NNI"
-        | "POLYDTYPE_NUM_ELEM_PI"
-        | "POLYNUM_BYTES"
-        | "POLYNUM_BYTES_NNI"
-        | "POLYNUM_PARAM_VALUES"
-        | "POLYXFER_NUM_ELEM"
-        | "POLYXFER_NUM_ELEM_NNI"
-        | "POLYTOOLS_NUM_ELEM" => poly("int", "MPI_Count"),
-        "POLYDISPLACEMENT_AINT_COUNT"
-        | "POLYDISPOFFSET"
-        | "POLYDTYPE_PACK_SIZE"
-        | "POLYDTYPE_STRIDE_BYTES"
-        | "POLYLOCATION" => poly("MPI_Aint", "MPI_Count"),
         "COMMUNICATOR" => k("MPI_Comm", Handle("Comm")),
         "GROUP" => k("MPI_Group", Handle("Group")),
         "DATATYPE" => k("MPI_Datatype", Handle("Datatype")),

@@ -10,6 +10,9 @@
 //!   size, its remote size for an inter-communicator
 //! - `size(comm)`: local group size; `indegree(comm)`, `outdegree(comm)`:
 //!   neighbour counts of the comm's topology; `cart_ndims(comm)`
+//! - `graph_neighbors(comm, rank)`, `graph_nnodes(comm)`, `graph_nedges(comm)`:
+//!   sizes of a graph topology; `envelope(datatype, k)`: the k-th count of
+//!   MPI_Type_get_envelope (0 integers, 1 addresses, 2 large counts, 3 datatypes)
 //! - `sum(a, n)`: sum of the first n elements of int array a;
 //!   `last(a, n)`: its n-th element (a[n-1])
 //! - `before(p)`, `after(p)`: value behind pointer p before/after the call
@@ -76,6 +79,19 @@ pub fn len_rust(e: &Expr, scope: &mut dyn Scope) -> Result<String> {
                 ("indegree", 1) => format!("topo_degrees(e, {}).map(|d| d.0)", param(0)?),
                 ("outdegree", 1) => format!("topo_degrees(e, {}).map(|d| d.1)", param(0)?),
                 ("cart_ndims", 1) => format!("cart_ndims(e, {})", param(0)?),
+                ("graph_neighbors", 2) => {
+                    format!("graph_neighbors(e, {}, {})", param(0)?, param(1)?)
+                }
+                ("graph_nnodes", 1) => format!("graph_dims(e, {}).map(|d| d.0)", param(0)?),
+                ("graph_nedges", 1) => format!("graph_dims(e, {}).map(|d| d.1)", param(0)?),
+                ("envelope", 2) => match &args[1] {
+                    Expr::Int(k @ 0..=3) => {
+                        format!("type_envelope(e, {}).map(|n| n[{k}])", param(0)?)
+                    }
+                    other => bail!(
+                        "envelope: the second argument is 0..=3 (integers, addresses, large counts, datatypes), not {other:?}"
+                    ),
+                },
                 ("sum", 2) => format!("sum_of({}, {})", param(0)?, len_rust(&args[1], scope)?),
                 ("last", 2) => format!("last_of({}, {})", param(0)?, len_rust(&args[1], scope)?),
                 ("before", 1) => format!("count_of({})", scope.before(param(0)?)),

@@ -99,7 +99,7 @@ pub fn generate(root: &Path) -> Result<(Vec<File>, bool)> {
     }
     let (m, probed) = match probe::toolchain()? {
         Some(tc) => {
-            let exports = probe::exports(&tc.libdir.join("libmpich.so"))?;
+            let exports = probe::exports(&tc.libdir)?;
             let exported: Vec<&FuncModel> =
                 funcs.iter().filter(|f| exports.contains(&f.name)).collect();
             let (types, fns) = c_types(&exported);

@@ -60,16 +60,23 @@ pub enum Scalar {
     Request,
     Callback,
     Buffer,
+    /// A memory address held in an MPI_Aint: recorded as a buffer.
+    Location,
 }
 
 /// An output the wrapper reads through a pointer after the call (when the
 /// call succeeded: the encoder checks).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Out {
-    Int,
+    /// Read with `int_out`, `address_out`, `offset_out` or `count_out`
+    /// (by C type); encoded as an address or as an integer (by meaning).
+    Number {
+        method: &'static str,
+        address: bool,
+    },
     Tag,
-    /// `address_out`, `offset_out` or `count_out`.
-    Wide(&'static str),
+    /// A memory address (MPI_Get_address's result): recorded as a buffer.
+    Location,
     Rank(String),
     NewHandle(&'static str),
     /// A handle naming an existing object.
@@ -136,7 +143,7 @@ impl Scalar {
             Scalar::Handle(k) => Enc::Handle(k),
             Scalar::Request => Enc::Request,
             Scalar::Callback => Enc::Callback,
-            Scalar::Buffer => Enc::Buffer,
+            Scalar::Buffer | Scalar::Location => Enc::Buffer,
         }
     }
 }
@@ -161,9 +168,10 @@ impl Action {
             Action::Value(s) | Action::Before(s) => s.enc(),
             Action::Free(k) => Enc::Handle(k),
             Action::Out(o) => match o {
-                Out::Int => Enc::Int,
+                Out::Number { address: false, .. } => Enc::Int,
+                Out::Number { address: true, .. } => Enc::Address,
                 Out::Tag => Enc::Tag,
-                Out::Wide(_) => Enc::Address,
+                Out::Location => Enc::Buffer,
                 Out::Rank(_) => Enc::Rank,
                 Out::NewHandle(k) | Out::Lookup(k) => Enc::Handle(k),
                 Out::NewRequest => Enc::Request,
@@ -285,7 +293,7 @@ fn action(f: &Function, p: &Param, ct: &CType, skel: &FuncModel, o: &Overrides) 
     let when = (!when.is_empty()).then(|| when.join(" && "));
     let is_array = ct.array != crate::ctype::Array::No
         || (p.length != Length::None && !matches!(info.class, Class::Str | Class::Buffer));
-    let number = if ct.is_wide() {
+    let number = if info.class == Class::Address {
         Scalar::Address
     } else {
         Scalar::Int
@@ -304,15 +312,16 @@ fn action(f: &Function, p: &Param, ct: &CType, skel: &FuncModel, o: &Overrides) 
         Class::Number if p.kind == "ARGUMENT_COUNT" && ct.depth() > 0 => {
             Action::Value(Scalar::Buffer)
         }
-        Class::Number | Class::Rank | Class::Tag if is_array => {
+        Class::Number | Class::Address | Class::Location | Class::Rank | Class::Tag if is_array => {
             let elem = match ct.array {
                 crate::ctype::Array::Rows(n) => Elem::Row(n),
                 _ => Elem::Scalar(number),
             };
             array(elem, p.dir == Dir::Out)?
         }
-        Class::Number | Class::Rank | Class::Tag => {
+        Class::Number | Class::Address | Class::Location | Class::Rank | Class::Tag => {
             let scalar = match info.class {
+                _ if ov.location || info.class == Class::Location => Scalar::Location,
                 Class::Tag => Scalar::Tag,
                 Class::Rank => rank_scalar(p, skel, ov.rank_in.as_deref())?.unwrap_or(Scalar::Int),
                 _ => number.clone(),
@@ -322,14 +331,18 @@ fn action(f: &Function, p: &Param, ct: &CType, skel: &FuncModel, o: &Overrides) 
                 (Dir::In | Dir::InOut, _) => Action::Before(scalar),
                 (Dir::Out, _) => Action::Out(match scalar {
                     Scalar::Tag => Out::Tag,
+                    Scalar::Location => Out::Location,
                     Scalar::Rank(c) => Out::Rank(c),
                     Scalar::WinRank(_) => bail!("window rank outputs are not supported"),
-                    _ if ct.is_wide() => Out::Wide(match ct.base.as_str() {
-                        "MPI_Aint" => "address_out",
-                        "MPI_Offset" => "offset_out",
-                        _ => "count_out",
-                    }),
-                    _ => Out::Int,
+                    s => Out::Number {
+                        method: match ct.base.as_str() {
+                            "MPI_Aint" => "address_out",
+                            "MPI_Offset" => "offset_out",
+                            "MPI_Count" => "count_out",
+                            _ => "int_out",
+                        },
+                        address: s == Scalar::Address,
+                    },
                 }),
             }
         }

@@ -47,6 +47,9 @@ pub struct ParamOverride {
     /// A `void *` output that is a buffer, not a `void **` to read back.
     #[serde(default)]
     pub address_only: bool,
+    /// An MPI_Aint that is a memory address (recorded like a buffer).
+    #[serde(default)]
+    pub location: bool,
 }
 
 #[derive(Deserialize)]
@@ -76,6 +79,7 @@ static EMPTY: ParamOverride = ParamOverride {
     lookup: false,
     keep: false,
     address_only: false,
+    location: false,
 };
 
 impl Overrides {

@@ -342,8 +342,21 @@ fn classify_unsupported(handles: &mut [HandleConst]) {
     }
 }
 
-/// `MPI_X` for which `lib` defines both `MPI_X` and `PMPI_X`.
-pub fn exports(lib: &Path) -> Result<Vec<String>> {
+/// `MPI_X` for which libmpich (or its Fortran library, which defines the
+/// C functions MPI_Status_c2f08 and MPI_Status_f082c) defines both `MPI_X`
+/// and `PMPI_X`.
+pub fn exports(libdir: &Path) -> Result<Vec<String>> {
+    let mut all = BTreeSet::new();
+    for lib in ["libmpich.so", "libmpichfort.so"] {
+        let path = libdir.join(lib);
+        if lib == "libmpich.so" || path.exists() {
+            all.extend(library_exports(&path)?);
+        }
+    }
+    Ok(all.into_iter().collect())
+}
+
+fn library_exports(lib: &Path) -> Result<Vec<String>> {
     let out = Command::new("nm")
         .args(["-D", "--defined-only"])
         .arg(lib)
@@ -362,7 +375,9 @@ pub fn exports(lib: &Path) -> Result<Vec<String>> {
         .collect();
     Ok(functions
         .iter()
-        .filter(|n| n.starts_with("MPI_") && functions.contains(format!("P{n}").as_str()))
+        // C names are mixed case (MPI_SEND is a Fortran binding).
+        .filter(|n| n.starts_with("MPI_") && n.chars().any(|c| c.is_ascii_lowercase()))
+        .filter(|n| functions.contains(format!("P{n}").as_str()))
         .map(|n| (*n).to_owned())
         .collect())
 }

@@ -34,6 +34,8 @@ pub type MPI_Datatype = c_int;
 /// A C function type: opaque, the tracer only passes callbacks through.
 pub type MPI_Delete_function = c_void;
 pub type MPI_Errhandler = c_int;
+/// A C struct the tracer only passes by pointer: opaque.
+pub type MPI_F08_status = c_void;
 pub type MPI_File = *mut c_void;
 /// A C function type: opaque, the tracer only passes callbacks through.
 pub type MPI_File_errhandler_function = c_void;

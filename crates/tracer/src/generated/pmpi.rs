@@ -12670,6 +12670,44 @@ pub fn MPI_Status_c2f() -> PMPI_Status_c2f_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Status_c2f_t>(f) }
 }
 
+pub type PMPI_Status_c2f08_t =
+    unsafe extern "C" fn(*const MPI_Status, *mut MPI_F08_status) -> c_int;
+
+/// The real `MPI_Status_c2f08`: `PMPI_Status_c2f08`.
+pub fn MPI_Status_c2f08() -> PMPI_Status_c2f08_t {
+    static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    unsafe extern "C" fn unresolved(_: *const MPI_Status, _: *mut MPI_F08_status) -> c_int {
+        MPI_ERR_INTERN
+    }
+    let f = resolve(
+        &SLOT,
+        c"PMPI_Status_c2f08",
+        c"MPI_Status_c2f08",
+        unresolved as *mut c_void,
+    );
+    // SAFETY: `f` is PMPI_Status_c2f08 or MPI_Status_c2f08, whose C type this is, or `unresolved`.
+    unsafe { std::mem::transmute::<*mut c_void, PMPI_Status_c2f08_t>(f) }
+}
+
+pub type PMPI_Status_f082c_t =
+    unsafe extern "C" fn(*const MPI_F08_status, *mut MPI_Status) -> c_int;
+
+/// The real `MPI_Status_f082c`: `PMPI_Status_f082c`.
+pub fn MPI_Status_f082c() -> PMPI_Status_f082c_t {
+    static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    unsafe extern "C" fn unresolved(_: *const MPI_F08_status, _: *mut MPI_Status) -> c_int {
+        MPI_ERR_INTERN
+    }
+    let f = resolve(
+        &SLOT,
+        c"PMPI_Status_f082c",
+        c"MPI_Status_f082c",
+        unresolved as *mut c_void,
+    );
+    // SAFETY: `f` is PMPI_Status_f082c or MPI_Status_f082c, whose C type this is, or `unresolved`.
+    unsafe { std::mem::transmute::<*mut c_void, PMPI_Status_f082c_t>(f) }
+}
+
 pub type PMPI_Status_f2c_t = unsafe extern "C" fn(*const MPI_Fint, *mut MPI_Status) -> c_int;
 
 /// The real `MPI_Status_f2c`: `PMPI_Status_f2c`.

@@ -192,6 +192,63 @@ unsafe fn string_out(e: &mut Encoder<'_>, p: *const c_char, cap: Option<usize>, 
     }
 }
 
+/// A memory address the call wrote into an MPI_Aint (MPI_Get_address),
+/// recorded like a buffer.
+///
+/// # Safety
+/// `p` is NULL or valid for reads when the call succeeded.
+unsafe fn location_out(e: &mut Encoder<'_>, p: *const MPI_Aint) {
+    let a = unsafe { e.read(p) }.unwrap_or(0);
+    e.buffer(std::ptr::without_provenance(a as usize));
+}
+
+/// The MPICH topology queries the array lengths of topology calls need,
+/// asked through PMPI once the call has proved `comm` valid: the number
+/// of neighbours of `rank` in a graph topology.
+fn graph_neighbors(e: &Encoder<'_>, comm: MPI_Comm, rank: c_int) -> Option<usize> {
+    let mut n = 0;
+    // SAFETY: a PMPI query on a valid communicator, writing to a local.
+    let ok = e.ok()
+        && unsafe { crate::pmpi::MPI_Graph_neighbors_count()(comm, rank, &mut n) } == MPI_SUCCESS;
+    if ok { count_of(n) } else { None }
+}
+
+/// Nodes and edges of a graph topology.
+fn graph_dims(e: &Encoder<'_>, comm: MPI_Comm) -> Option<(usize, usize)> {
+    let (mut nodes, mut edges) = (0, 0);
+    // SAFETY: a PMPI query on a valid communicator, writing to locals.
+    let ok = e.ok()
+        && unsafe { crate::pmpi::MPI_Graphdims_get()(comm, &mut nodes, &mut edges) } == MPI_SUCCESS;
+    if ok {
+        Some((count_of(nodes)?, count_of(edges)?))
+    } else {
+        None
+    }
+}
+
+/// How many integers, addresses, large counts and datatypes describe
+/// `datatype` (MPI_Type_get_envelope_c), once the call has proved it valid.
+fn type_envelope(e: &Encoder<'_>, datatype: MPI_Datatype) -> Option<[usize; 4]> {
+    let (mut i, mut a, mut c, mut d, mut combiner) = (0, 0, 0, 0, 0);
+    // SAFETY: a PMPI query on a valid datatype, writing to locals.
+    let ok = e.ok()
+        && unsafe {
+            crate::pmpi::MPI_Type_get_envelope_c()(
+                datatype,
+                &mut i,
+                &mut a,
+                &mut c,
+                &mut d,
+                &mut combiner,
+            )
+        } == MPI_SUCCESS;
+    if ok {
+        Some([count_of(i)?, count_of(a)?, count_of(c)?, count_of(d)?])
+    } else {
+        None
+    }
+}
+
 /// A rank in `win`'s group. Absolute for now: relative ranks need the
 /// caller's rank in each window's group, which the encoder does not track.
 fn win_rank(e: &mut Encoder<'_>, rank: i64, _win: MPI_Win) {
@@ -328,11 +385,11 @@ pub unsafe extern "C" fn MPI_Accumulate_c(
     };
     call.end(func::MPI_Accumulate_c, ret, |e| {
         e.buffer(origin_addr);
-        e.address(origin_count);
+        e.int(origin_count);
         e.handle(HandleKind::Datatype, origin_datatype.into_handle());
         win_rank(e, i64::from(target_rank), win);
         e.address(target_disp);
-        e.address(target_count);
+        e.int(target_count);
         e.handle(HandleKind::Datatype, target_datatype.into_handle());
         e.handle(HandleKind::Op, op.into_handle());
         e.handle(HandleKind::Win, win.into_handle());
@@ -394,7 +451,7 @@ pub unsafe extern "C" fn MPI_Address(location: *mut c_void, address: *mut MPI_Ai
     let ret = unsafe { real(location, address) };
     call.end(func::MPI_Address, ret, |e| unsafe {
         e.buffer(location);
-        e.address_out(address);
+        location_out(e, address);
     });
     ret
 }
@@ -408,7 +465,7 @@ pub unsafe extern "C" fn MPI_Aint_add(base: MPI_Aint, disp: MPI_Aint) -> MPI_Ain
     };
     let ret = unsafe { real(base, disp) };
     call.end(func::MPI_Aint_add, MPI_SUCCESS, |e| {
-        e.address(base);
+        e.buffer(std::ptr::without_provenance(base as usize));
         e.address(disp);
     });
     ret
@@ -423,8 +480,8 @@ pub unsafe extern "C" fn MPI_Aint_diff(addr1: MPI_Aint, addr2: MPI_Aint) -> MPI_
     };
     let ret = unsafe { real(addr1, addr2) };
     call.end(func::MPI_Aint_diff, MPI_SUCCESS, |e| {
-        e.address(addr1);
-        e.address(addr2);
+        e.buffer(std::ptr::without_provenance(addr1 as usize));
+        e.buffer(std::ptr::without_provenance(addr2 as usize));
     });
     ret
 }
@@ -491,10 +548,10 @@ pub unsafe extern "C" fn MPI_Allgather_c(
     };
     call.end(func::MPI_Allgather_c, ret, |e| {
         e.buffer(sendbuf);
-        e.address(sendcount);
+        e.int(sendcount);
         e.handle(HandleKind::Datatype, sendtype.into_handle());
         e.buffer(recvbuf);
-        e.address(recvcount);
+        e.int(recvcount);
         e.handle(HandleKind::Datatype, recvtype.into_handle());
         e.handle(HandleKind::Comm, comm.into_handle());
     });
@@ -571,10 +628,10 @@ pub unsafe extern "C" fn MPI_Allgather_init_c(
     };
     call.end(func::MPI_Allgather_init_c, ret, |e| unsafe {
         e.buffer(sendbuf);
-        e.address(sendcount);
+        e.int(sendcount);
         e.handle(HandleKind::Datatype, sendtype.into_handle());
         e.buffer(recvbuf);
-        e.address(recvcount);
+        e.int(recvcount);
         e.handle(HandleKind::Datatype, recvtype.into_handle());
         e.handle(HandleKind::Comm, comm.into_handle());
         e.handle(HandleKind::Info, info.into_handle());
@@ -617,7 +674,7 @@ pub unsafe extern "C" fn MPI_Allgatherv(
         let recvcounts_len = Some(group_peers(e, comm));
         array(e, recvcounts, recvcounts_len, |e, v| e.int(i64::from(v)));
         let displs_len = Some(group_peers(e, comm));
-        array(e, displs, displs_len, |e, v| e.int(i64::from(v)));
+        array(e, displs, displs_len, |e, v| e.address(i64::from(v)));
         e.handle(HandleKind::Datatype, recvtype.into_handle());
         e.handle(HandleKind::Comm, comm.into_handle());
     });
@@ -652,11 +709,11 @@ pub unsafe extern "C" fn MPI_Allgatherv_c(
     };
     call.end(func::MPI_Allgatherv_c, ret, |e| unsafe {
         e.buffer(sendbuf);
-        e.address(sendcount);
+        e.int(sendcount);
         e.handle(HandleKind::Datatype, sendtype.into_handle());
         e.buffer(recvbuf);
         let recvcounts_len = Some(group_peers(e, comm));
-        array(e, recvcounts, recvcounts_len, |e, v| e.address(v));
+        array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         let displs_len = Some(group_peers(e, comm));
         array(e, displs, displs_len, |e, v| e.address(v));
         e.handle(HandleKind::Datatype, recvtype.into_handle());
@@ -703,7 +760,7 @@ pub unsafe extern "C" fn MPI_Allgatherv_init(
         let recvcounts_len = Some(group_peers(e, comm));
         array(e, recvcounts, recvcounts_len, |e, v| e.int(i64::from(v)));
         let displs_len = Some(group_peers(e, comm));
-        array(e, displs, displs_len, |e, v| e.int(i64::from(v)));
+        array(e, displs, displs_len, |e, v| e.address(i64::from(v)));
         e.handle(HandleKind::Datatype, recvtype.into_handle());
         e.handle(HandleKind::Comm, comm.into_handle());
         e.handle(HandleKind::Info, info.into_handle());
@@ -744,11 +801,11 @@ pub unsafe extern "C" fn MPI_Allgatherv_init_c(
     };
     call.end(func::MPI_Allgatherv_init_c, ret, |e| unsafe {
         e.buffer(sendbuf);
-        e.address(sendcount);
+        e.int(sendcount);
         e.handle(HandleKind::Datatype, sendtype.into_handle());
         e.buffer(recvbuf);
         let recvcounts_len = Some(group_peers(e, comm));
-        array(e, recvcounts, recvcounts_len, |e, v| e.address(v));
+        array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         let displs_len = Some(group_peers(e, comm));
         array(e, displs, displs_len, |e, v| e.address(v));
         e.handle(HandleKind::Datatype, recvtype.into_handle());
@@ -823,7 +880,7 @@ pub unsafe extern "C" fn MPI_Allreduce_c(
     call.end(func::MPI_Allreduce_c, ret, |e| {
         e.buffer(sendbuf);
         e.buffer(recvbuf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.handle(HandleKind::Op, op.into_handle());
         e.handle(HandleKind::Comm, comm.into_handle());
@@ -883,7 +940,7 @@ pub unsafe extern "C" fn MPI_Allreduce_init_c(
     call.end(func::MPI_Allreduce_init_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.buffer(recvbuf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.handle(HandleKind::Op, op.into_handle());
         e.handle(HandleKind::Comm, comm.into_handle());
@@ -955,10 +1012,10 @@ pub unsafe extern "C" fn MPI_Alltoall_c(
     };
     call.end(func::MPI_Alltoall_c, ret, |e| {
         e.buffer(sendbuf);
-        e.address(sendcount);
+        e.int(sendcount);
         e.handle(HandleKind::Datatype, sendtype.into_handle());
         e.buffer(recvbuf);
-        e.address(recvcount);
+        e.int(recvcount);
         e.handle(HandleKind::Datatype, recvtype.into_handle());
         e.handle(HandleKind::Comm, comm.into_handle());
     });
@@ -1035,10 +1092,10 @@ pub unsafe extern "C" fn MPI_Alltoall_init_c(
     };
     call.end(func::MPI_Alltoall_init_c, ret, |e| unsafe {
         e.buffer(sendbuf);
-        e.address(sendcount);
+        e.int(sendcount);
         e.handle(HandleKind::Datatype, sendtype.into_handle());
         e.buffer(recvbuf);
-        e.address(recvcount);
+        e.int(recvcount);
         e.handle(HandleKind::Datatype, recvtype.into_handle());
         e.handle(HandleKind::Comm, comm.into_handle());
         e.handle(HandleKind::Info, info.into_handle());
@@ -1088,13 +1145,13 @@ pub unsafe extern "C" fn MPI_Alltoallv(
         } else {
             None
         };
-        array(e, sdispls, sdispls_len, |e, v| e.int(i64::from(v)));
+        array(e, sdispls, sdispls_len, |e, v| e.address(i64::from(v)));
         e.handle(HandleKind::Datatype, sendtype.into_handle());
         e.buffer(recvbuf);
         let recvcounts_len = Some(group_peers(e, comm));
         array(e, recvcounts, recvcounts_len, |e, v| e.int(i64::from(v)));
         let rdispls_len = Some(group_peers(e, comm));
-        array(e, rdispls, rdispls_len, |e, v| e.int(i64::from(v)));
+        array(e, rdispls, rdispls_len, |e, v| e.address(i64::from(v)));
         e.handle(HandleKind::Datatype, recvtype.into_handle());
         e.handle(HandleKind::Comm, comm.into_handle());
     });
@@ -1136,7 +1193,7 @@ pub unsafe extern "C" fn MPI_Alltoallv_c(
         } else {
             None
         };
-        array(e, sendcounts, sendcounts_len, |e, v| e.address(v));
+        array(e, sendcounts, sendcounts_len, |e, v| e.int(v));
         let sdispls_len = if !is_in_place(sendbuf.cast()) {
             Some(group_peers(e, comm))
         } else {
@@ -1146,7 +1203,7 @@ pub unsafe extern "C" fn MPI_Alltoallv_c(
         e.handle(HandleKind::Datatype, sendtype.into_handle());
         e.buffer(recvbuf);
         let recvcounts_len = Some(group_peers(e, comm));
-        array(e, recvcounts, recvcounts_len, |e, v| e.address(v));
+        array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         let rdispls_len = Some(group_peers(e, comm));
         array(e, rdispls, rdispls_len, |e, v| e.address(v));
         e.handle(HandleKind::Datatype, recvtype.into_handle());
@@ -1199,13 +1256,13 @@ pub unsafe extern "C" fn MPI_Alltoallv_init(
         } else {
             None
         };
-        array(e, sdispls, sdispls_len, |e, v| e.int(i64::from(v)));
+        array(e, sdispls, sdispls_len, |e, v| e.address(i64::from(v)));
         e.handle(HandleKind::Datatype, sendtype.into_handle());
         e.buffer(recvbuf);
         let recvcounts_len = Some(group_peers(e, comm));
         array(e, recvcounts, recvcounts_len, |e, v| e.int(i64::from(v)));
         let rdispls_len = Some(group_peers(e, comm));
-        array(e, rdispls, rdispls_len, |e, v| e.int(i64::from(v)));
+        array(e, rdispls, rdispls_len, |e, v| e.address(i64::from(v)));
         e.handle(HandleKind::Datatype, recvtype.into_handle());
         e.handle(HandleKind::Comm, comm.into_handle());
         e.handle(HandleKind::Info, info.into_handle());
@@ -1252,7 +1309,7 @@ pub unsafe extern "C" fn MPI_Alltoallv_init_c(
         } else {
             None
         };
-        array(e, sendcounts, sendcounts_len, |e, v| e.address(v));
+        array(e, sendcounts, sendcounts_len, |e, v| e.int(v));
         let sdispls_len = if !is_in_place(sendbuf.cast()) {
             Some(group_peers(e, comm))
         } else {
@@ -1262,7 +1319,7 @@ pub unsafe extern "C" fn MPI_Alltoallv_init_c(
         e.handle(HandleKind::Datatype, sendtype.into_handle());
         e.buffer(recvbuf);
         let recvcounts_len = Some(group_peers(e, comm));
-        array(e, recvcounts, recvcounts_len, |e, v| e.address(v));
+        array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         let rdispls_len = Some(group_peers(e, comm));
         array(e, rdispls, rdispls_len, |e, v| e.address(v));
         e.handle(HandleKind::Datatype, recvtype.into_handle());
@@ -1314,7 +1371,7 @@ pub unsafe extern "C" fn MPI_Alltoallw(
         } else {
             None
         };
-        array(e, sdispls, sdispls_len, |e, v| e.int(i64::from(v)));
+        array(e, sdispls, sdispls_len, |e, v| e.address(i64::from(v)));
         let sendtypes_len = if !is_in_place(sendbuf.cast()) {
             Some(group_peers(e, comm))
         } else {
@@ -1327,7 +1384,7 @@ pub unsafe extern "C" fn MPI_Alltoallw(
         let recvcounts_len = Some(group_peers(e, comm));
         array(e, recvcounts, recvcounts_len, |e, v| e.int(i64::from(v)));
         let rdispls_len = Some(group_peers(e, comm));
-        array(e, rdispls, rdispls_len, |e, v| e.int(i64::from(v)));
+        array(e, rdispls, rdispls_len, |e, v| e.address(i64::from(v)));
         let recvtypes_len = Some(group_peers(e, comm));
         array(e, recvtypes, recvtypes_len, |e, v| {
             e.handle(HandleKind::Datatype, v.into_handle())
@@ -1372,7 +1429,7 @@ pub unsafe extern "C" fn MPI_Alltoallw_c(
         } else {
             None
         };
-        array(e, sendcounts, sendcounts_len, |e, v| e.address(v));
+        array(e, sendcounts, sendcounts_len, |e, v| e.int(v));
         let sdispls_len = if !is_in_place(sendbuf.cast()) {
             Some(group_peers(e, comm))
         } else {
@@ -1389,7 +1446,7 @@ pub unsafe extern "C" fn MPI_Alltoallw_c(
         });
         e.buffer(recvbuf);
         let recvcounts_len = Some(group_peers(e, comm));
-        array(e, recvcounts, recvcounts_len, |e, v| e.address(v));
+        array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         let rdispls_len = Some(group_peers(e, comm));
         array(e, rdispls, rdispls_len, |e, v| e.address(v));
         let recvtypes_len = Some(group_peers(e, comm));
@@ -1445,7 +1502,7 @@ pub unsafe extern "C" fn MPI_Alltoallw_init(
         } else {
             None
         };
-        array(e, sdispls, sdispls_len, |e, v| e.int(i64::from(v)));
+        array(e, sdispls, sdispls_len, |e, v| e.address(i64::from(v)));
         let sendtypes_len = if !is_in_place(sendbuf.cast()) {
             Some(group_peers(e, comm))
         } else {
@@ -1458,7 +1515,7 @@ pub unsafe extern "C" fn MPI_Alltoallw_init(
         let recvcounts_len = Some(group_peers(e, comm));
         array(e, recvcounts, recvcounts_len, |e, v| e.int(i64::from(v)));
         let rdispls_len = Some(group_peers(e, comm));
-        array(e, rdispls, rdispls_len, |e, v| e.int(i64::from(v)));
+        array(e, rdispls, rdispls_len, |e, v| e.address(i64::from(v)));
         let recvtypes_len = Some(group_peers(e, comm));
         array(e, recvtypes, recvtypes_len, |e, v| {
             e.handle(HandleKind::Datatype, v.into_handle())
@@ -1508,7 +1565,7 @@ pub unsafe extern "C" fn MPI_Alltoallw_init_c(
         } else {
             None
         };
-        array(e, sendcounts, sendcounts_len, |e, v| e.address(v));
+        array(e, sendcounts, sendcounts_len, |e, v| e.int(v));
         let sdispls_len = if !is_in_place(sendbuf.cast()) {
             Some(group_peers(e, comm))
         } else {
@@ -1525,7 +1582,7 @@ pub unsafe extern "C" fn MPI_Alltoallw_init_c(
         });
         e.buffer(recvbuf);
         let recvcounts_len = Some(group_peers(e, comm));
-        array(e, recvcounts, recvcounts_len, |e, v| e.address(v));
+        array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         let rdispls_len = Some(group_peers(e, comm));
         array(e, rdispls, rdispls_len, |e, v| e.address(v));
         let recvtypes_len = Some(group_peers(e, comm));
@@ -1670,7 +1727,7 @@ pub unsafe extern "C" fn MPI_Bcast_c(
     let ret = unsafe { real(buffer, count, datatype, root, comm) };
     call.end(func::MPI_Bcast_c, ret, |e| {
         e.buffer(buffer);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.rank(i64::from(root), comm);
         e.handle(HandleKind::Comm, comm.into_handle());
@@ -1724,7 +1781,7 @@ pub unsafe extern "C" fn MPI_Bcast_init_c(
     let ret = unsafe { real(buffer, count, datatype, root, comm, info, request) };
     call.end(func::MPI_Bcast_init_c, ret, |e| unsafe {
         e.buffer(buffer);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.rank(i64::from(root), comm);
         e.handle(HandleKind::Comm, comm.into_handle());
@@ -1777,7 +1834,7 @@ pub unsafe extern "C" fn MPI_Bsend_c(
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm) };
     call.end(func::MPI_Bsend_c, ret, |e| {
         e.buffer(buf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
@@ -1832,7 +1889,7 @@ pub unsafe extern "C" fn MPI_Bsend_init_c(
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     call.end(func::MPI_Bsend_init_c, ret, |e| unsafe {
         e.buffer(buf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
@@ -1852,7 +1909,7 @@ pub unsafe extern "C" fn MPI_Buffer_attach(buffer: *mut c_void, size: c_int) -> 
     let ret = unsafe { real(buffer, size) };
     call.end(func::MPI_Buffer_attach, ret, |e| {
         e.buffer(buffer);
-        e.int(i64::from(size));
+        e.address(i64::from(size));
     });
     ret
 }
@@ -1937,7 +1994,11 @@ pub unsafe extern "C" fn MPI_Cart_coords(
         e.handle(HandleKind::Comm, comm.into_handle());
         e.rank(i64::from(rank), comm);
         e.int(i64::from(maxdims));
-        let coords_len = if e.ok() { count_of(maxdims) } else { None };
+        let coords_len = if e.ok() {
+            min_of(count_of(maxdims), cart_ndims(e, comm))
+        } else {
+            None
+        };
         array(e, coords, coords_len, |e, v| e.int(i64::from(v)));
     });
     ret
@@ -1988,11 +2049,23 @@ pub unsafe extern "C" fn MPI_Cart_get(
     call.end(func::MPI_Cart_get, ret, |e| unsafe {
         e.handle(HandleKind::Comm, comm.into_handle());
         e.int(i64::from(maxdims));
-        let dims_len = if e.ok() { count_of(maxdims) } else { None };
+        let dims_len = if e.ok() {
+            min_of(count_of(maxdims), cart_ndims(e, comm))
+        } else {
+            None
+        };
         array(e, dims, dims_len, |e, v| e.int(i64::from(v)));
-        let periods_len = if e.ok() { count_of(maxdims) } else { None };
+        let periods_len = if e.ok() {
+            min_of(count_of(maxdims), cart_ndims(e, comm))
+        } else {
+            None
+        };
         array(e, periods, periods_len, |e, v| e.int(i64::from(v)));
-        let coords_len = if e.ok() { count_of(maxdims) } else { None };
+        let coords_len = if e.ok() {
+            min_of(count_of(maxdims), cart_ndims(e, comm))
+        } else {
+            None
+        };
         array(e, coords, coords_len, |e, v| e.int(i64::from(v)));
     });
     ret
@@ -2497,8 +2570,7 @@ pub unsafe extern "C" fn MPI_Comm_get_name(
     call.end(func::MPI_Comm_get_name, ret, |e| unsafe {
         e.handle(HandleKind::Comm, comm.into_handle());
         let comm_name_cap = count_of(MPI_MAX_OBJECT_NAME);
-        let comm_name_significant = true;
-        string_out(e, comm_name, comm_name_cap, comm_name_significant);
+        string_out(e, comm_name, comm_name_cap, true);
         e.int_out(resultlen);
     });
     ret
@@ -3177,10 +3249,17 @@ pub unsafe extern "C" fn MPI_Dist_graph_neighbors(
     call.end(func::MPI_Dist_graph_neighbors, ret, |e| unsafe {
         e.handle(HandleKind::Comm, comm.into_handle());
         e.int(i64::from(maxindegree));
-        let sources_len = if e.ok() { count_of(maxindegree) } else { None };
+        let sources_len = if e.ok() {
+            min_of(count_of(maxindegree), topo_degrees(e, comm).map(|d| d.0))
+        } else {
+            None
+        };
         array(e, sources, sources_len, |e, v| e.int(i64::from(v)));
         let sourceweights_len = if e.ok() {
-            weights_len(sourceweights, count_of(maxindegree))
+            weights_len(
+                sourceweights,
+                min_of(count_of(maxindegree), topo_degrees(e, comm).map(|d| d.0)),
+            )
         } else {
             None
         };
@@ -3188,12 +3267,19 @@ pub unsafe extern "C" fn MPI_Dist_graph_neighbors(
             e.int(i64::from(v))
         });
         e.int(i64::from(maxoutdegree));
-        let destinations_len = if e.ok() { count_of(maxoutdegree) } else { None };
+        let destinations_len = if e.ok() {
+            min_of(count_of(maxoutdegree), topo_degrees(e, comm).map(|d| d.1))
+        } else {
+            None
+        };
         array(e, destinations, destinations_len, |e, v| {
             e.int(i64::from(v))
         });
         let destweights_len = if e.ok() {
-            weights_len(destweights, count_of(maxoutdegree))
+            weights_len(
+                destweights,
+                min_of(count_of(maxoutdegree), topo_degrees(e, comm).map(|d| d.1)),
+            )
         } else {
             None
         };
@@ -3320,8 +3406,7 @@ pub unsafe extern "C" fn MPI_Error_string(
     call.end(func::MPI_Error_string, ret, |e| unsafe {
         e.int(i64::from(errorcode));
         let string_cap = count_of(MPI_MAX_ERROR_STRING);
-        let string_significant = true;
-        string_out(e, string, string_cap, string_significant);
+        string_out(e, string, string_cap, true);
         e.int_out(resultlen);
     });
     ret
@@ -3371,7 +3456,7 @@ pub unsafe extern "C" fn MPI_Exscan_c(
     call.end(func::MPI_Exscan_c, ret, |e| {
         e.buffer(sendbuf);
         e.buffer(recvbuf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.handle(HandleKind::Op, op.into_handle());
         e.handle(HandleKind::Comm, comm.into_handle());
@@ -3431,7 +3516,7 @@ pub unsafe extern "C" fn MPI_Exscan_init_c(
     call.end(func::MPI_Exscan_init_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.buffer(recvbuf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.handle(HandleKind::Op, op.into_handle());
         e.handle(HandleKind::Comm, comm.into_handle());
@@ -3786,8 +3871,7 @@ pub unsafe extern "C" fn MPI_File_get_view(
         e.new_handle_out(HandleKind::Datatype, etype);
         e.new_handle_out(HandleKind::Datatype, filetype);
         let datarep_cap = count_of(MPI_MAX_DATAREP_STRING);
-        let datarep_significant = true;
-        string_out(e, datarep, datarep_cap, datarep_significant);
+        string_out(e, datarep, datarep_cap, true);
     });
     ret
 }
@@ -3857,7 +3941,7 @@ pub unsafe extern "C" fn MPI_File_iread_all_c(
     call.end(func::MPI_File_iread_all_c, ret, |e| unsafe {
         e.handle(HandleKind::File, fh.into_handle());
         e.buffer(buf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.new_request(request);
     });
@@ -3935,7 +4019,7 @@ pub unsafe extern "C" fn MPI_File_iread_at_all_c(
         e.handle(HandleKind::File, fh.into_handle());
         e.address(offset);
         e.buffer(buf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.new_request(request);
     });
@@ -3961,7 +4045,7 @@ pub unsafe extern "C" fn MPI_File_iread_at_c(
         e.handle(HandleKind::File, fh.into_handle());
         e.address(offset);
         e.buffer(buf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.new_request(request);
     });
@@ -3985,7 +4069,7 @@ pub unsafe extern "C" fn MPI_File_iread_c(
     call.end(func::MPI_File_iread_c, ret, |e| unsafe {
         e.handle(HandleKind::File, fh.into_handle());
         e.buffer(buf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.new_request(request);
     });
@@ -4033,7 +4117,7 @@ pub unsafe extern "C" fn MPI_File_iread_shared_c(
     call.end(func::MPI_File_iread_shared_c, ret, |e| unsafe {
         e.handle(HandleKind::File, fh.into_handle());
         e.buffer(buf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.new_request(request);
     });
@@ -4105,7 +4189,7 @@ pub unsafe extern "C" fn MPI_File_iwrite_all_c(
     call.end(func::MPI_File_iwrite_all_c, ret, |e| unsafe {
         e.handle(HandleKind::File, fh.into_handle());
         e.buffer(buf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.new_request(request);
     });
@@ -4183,7 +4267,7 @@ pub unsafe extern "C" fn MPI_File_iwrite_at_all_c(
         e.handle(HandleKind::File, fh.into_handle());
         e.address(offset);
         e.buffer(buf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.new_request(request);
     });
@@ -4209,7 +4293,7 @@ pub unsafe extern "C" fn MPI_File_iwrite_at_c(
         e.handle(HandleKind::File, fh.into_handle());
         e.address(offset);
         e.buffer(buf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.new_request(request);
     });
@@ -4233,7 +4317,7 @@ pub unsafe extern "C" fn MPI_File_iwrite_c(
     call.end(func::MPI_File_iwrite_c, ret, |e| unsafe {
         e.handle(HandleKind::File, fh.into_handle());
         e.buffer(buf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.new_request(request);
     });
@@ -4281,7 +4365,7 @@ pub unsafe extern "C" fn MPI_File_iwrite_shared_c(
     call.end(func::MPI_File_iwrite_shared_c, ret, |e| unsafe {
         e.handle(HandleKind::File, fh.into_handle());
         e.buffer(buf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.new_request(request);
     });
@@ -4413,7 +4497,7 @@ pub unsafe extern "C" fn MPI_File_read_all_begin_c(
     call.end(func::MPI_File_read_all_begin_c, ret, |e| {
         e.handle(HandleKind::File, fh.into_handle());
         e.buffer(buf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
     });
     ret
@@ -4436,7 +4520,7 @@ pub unsafe extern "C" fn MPI_File_read_all_c(
     call.end(func::MPI_File_read_all_c, ret, |e| unsafe {
         e.handle(HandleKind::File, fh.into_handle());
         e.buffer(buf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.status(status, None);
     });
@@ -4557,7 +4641,7 @@ pub unsafe extern "C" fn MPI_File_read_at_all_begin_c(
         e.handle(HandleKind::File, fh.into_handle());
         e.address(offset);
         e.buffer(buf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
     });
     ret
@@ -4582,7 +4666,7 @@ pub unsafe extern "C" fn MPI_File_read_at_all_c(
         e.handle(HandleKind::File, fh.into_handle());
         e.address(offset);
         e.buffer(buf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.status(status, None);
     });
@@ -4628,7 +4712,7 @@ pub unsafe extern "C" fn MPI_File_read_at_c(
         e.handle(HandleKind::File, fh.into_handle());
         e.address(offset);
         e.buffer(buf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.status(status, None);
     });
@@ -4652,7 +4736,7 @@ pub unsafe extern "C" fn MPI_File_read_c(
     call.end(func::MPI_File_read_c, ret, |e| unsafe {
         e.handle(HandleKind::File, fh.into_handle());
         e.buffer(buf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.status(status, None);
     });
@@ -4721,7 +4805,7 @@ pub unsafe extern "C" fn MPI_File_read_ordered_begin_c(
     call.end(func::MPI_File_read_ordered_begin_c, ret, |e| {
         e.handle(HandleKind::File, fh.into_handle());
         e.buffer(buf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
     });
     ret
@@ -4744,7 +4828,7 @@ pub unsafe extern "C" fn MPI_File_read_ordered_c(
     call.end(func::MPI_File_read_ordered_c, ret, |e| unsafe {
         e.handle(HandleKind::File, fh.into_handle());
         e.buffer(buf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.status(status, None);
     });
@@ -4812,7 +4896,7 @@ pub unsafe extern "C" fn MPI_File_read_shared_c(
     call.end(func::MPI_File_read_shared_c, ret, |e| unsafe {
         e.handle(HandleKind::File, fh.into_handle());
         e.buffer(buf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.status(status, None);
     });
@@ -5044,7 +5128,7 @@ pub unsafe extern "C" fn MPI_File_write_all_begin_c(
     call.end(func::MPI_File_write_all_begin_c, ret, |e| {
         e.handle(HandleKind::File, fh.into_handle());
         e.buffer(buf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
     });
     ret
@@ -5067,7 +5151,7 @@ pub unsafe extern "C" fn MPI_File_write_all_c(
     call.end(func::MPI_File_write_all_c, ret, |e| unsafe {
         e.handle(HandleKind::File, fh.into_handle());
         e.buffer(buf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.status(status, None);
     });
@@ -5188,7 +5272,7 @@ pub unsafe extern "C" fn MPI_File_write_at_all_begin_c(
         e.handle(HandleKind::File, fh.into_handle());
         e.address(offset);
         e.buffer(buf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
     });
     ret
@@ -5213,7 +5297,7 @@ pub unsafe extern "C" fn MPI_File_write_at_all_c(
         e.handle(HandleKind::File, fh.into_handle());
         e.address(offset);
         e.buffer(buf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.status(status, None);
     });
@@ -5259,7 +5343,7 @@ pub unsafe extern "C" fn MPI_File_write_at_c(
         e.handle(HandleKind::File, fh.into_handle());
         e.address(offset);
         e.buffer(buf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.status(status, None);
     });
@@ -5283,7 +5367,7 @@ pub unsafe extern "C" fn MPI_File_write_c(
     call.end(func::MPI_File_write_c, ret, |e| unsafe {
         e.handle(HandleKind::File, fh.into_handle());
         e.buffer(buf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.status(status, None);
     });
@@ -5352,7 +5436,7 @@ pub unsafe extern "C" fn MPI_File_write_ordered_begin_c(
     call.end(func::MPI_File_write_ordered_begin_c, ret, |e| {
         e.handle(HandleKind::File, fh.into_handle());
         e.buffer(buf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
     });
     ret
@@ -5375,7 +5459,7 @@ pub unsafe extern "C" fn MPI_File_write_ordered_c(
     call.end(func::MPI_File_write_ordered_c, ret, |e| unsafe {
         e.handle(HandleKind::File, fh.into_handle());
         e.buffer(buf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.status(status, None);
     });
@@ -5443,7 +5527,7 @@ pub unsafe extern "C" fn MPI_File_write_shared_c(
     call.end(func::MPI_File_write_shared_c, ret, |e| unsafe {
         e.handle(HandleKind::File, fh.into_handle());
         e.buffer(buf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.status(status, None);
     });
@@ -5545,10 +5629,10 @@ pub unsafe extern "C" fn MPI_Gather_c(
     };
     call.end(func::MPI_Gather_c, ret, |e| {
         e.buffer(sendbuf);
-        e.address(sendcount);
+        e.int(sendcount);
         e.handle(HandleKind::Datatype, sendtype.into_handle());
         e.buffer(recvbuf);
-        e.address(recvcount);
+        e.int(recvcount);
         e.handle(HandleKind::Datatype, recvtype.into_handle());
         e.rank(i64::from(root), comm);
         e.handle(HandleKind::Comm, comm.into_handle());
@@ -5631,10 +5715,10 @@ pub unsafe extern "C" fn MPI_Gather_init_c(
     };
     call.end(func::MPI_Gather_init_c, ret, |e| unsafe {
         e.buffer(sendbuf);
-        e.address(sendcount);
+        e.int(sendcount);
         e.handle(HandleKind::Datatype, sendtype.into_handle());
         e.buffer(recvbuf);
-        e.address(recvcount);
+        e.int(recvcount);
         e.handle(HandleKind::Datatype, recvtype.into_handle());
         e.rank(i64::from(root), comm);
         e.handle(HandleKind::Comm, comm.into_handle());
@@ -5687,7 +5771,7 @@ pub unsafe extern "C" fn MPI_Gatherv(
         } else {
             None
         };
-        array(e, displs, displs_len, |e, v| e.int(i64::from(v)));
+        array(e, displs, displs_len, |e, v| e.address(i64::from(v)));
         e.handle(HandleKind::Datatype, recvtype.into_handle());
         e.rank(i64::from(root), comm);
         e.handle(HandleKind::Comm, comm.into_handle());
@@ -5724,7 +5808,7 @@ pub unsafe extern "C" fn MPI_Gatherv_c(
     };
     call.end(func::MPI_Gatherv_c, ret, |e| unsafe {
         e.buffer(sendbuf);
-        e.address(sendcount);
+        e.int(sendcount);
         e.handle(HandleKind::Datatype, sendtype.into_handle());
         e.buffer(recvbuf);
         let recvcounts_len = if e.is_root(root, comm) {
@@ -5732,7 +5816,7 @@ pub unsafe extern "C" fn MPI_Gatherv_c(
         } else {
             None
         };
-        array(e, recvcounts, recvcounts_len, |e, v| e.address(v));
+        array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         let displs_len = if e.is_root(root, comm) {
             Some(group_peers(e, comm))
         } else {
@@ -5793,7 +5877,7 @@ pub unsafe extern "C" fn MPI_Gatherv_init(
         } else {
             None
         };
-        array(e, displs, displs_len, |e, v| e.int(i64::from(v)));
+        array(e, displs, displs_len, |e, v| e.address(i64::from(v)));
         e.handle(HandleKind::Datatype, recvtype.into_handle());
         e.rank(i64::from(root), comm);
         e.handle(HandleKind::Comm, comm.into_handle());
@@ -5836,7 +5920,7 @@ pub unsafe extern "C" fn MPI_Gatherv_init_c(
     };
     call.end(func::MPI_Gatherv_init_c, ret, |e| unsafe {
         e.buffer(sendbuf);
-        e.address(sendcount);
+        e.int(sendcount);
         e.handle(HandleKind::Datatype, sendtype.into_handle());
         e.buffer(recvbuf);
         let recvcounts_len = if e.is_root(root, comm) {
@@ -5844,7 +5928,7 @@ pub unsafe extern "C" fn MPI_Gatherv_init_c(
         } else {
             None
         };
-        array(e, recvcounts, recvcounts_len, |e, v| e.address(v));
+        array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         let displs_len = if e.is_root(root, comm) {
             Some(group_peers(e, comm))
         } else {
@@ -6036,14 +6120,14 @@ pub unsafe extern "C" fn MPI_Get_accumulate_c(
     };
     call.end(func::MPI_Get_accumulate_c, ret, |e| {
         e.buffer(origin_addr);
-        e.address(origin_count);
+        e.int(origin_count);
         e.handle(HandleKind::Datatype, origin_datatype.into_handle());
         e.buffer(result_addr);
-        e.address(result_count);
+        e.int(result_count);
         e.handle(HandleKind::Datatype, result_datatype.into_handle());
         win_rank(e, i64::from(target_rank), win);
         e.address(target_disp);
-        e.address(target_count);
+        e.int(target_count);
         e.handle(HandleKind::Datatype, target_datatype.into_handle());
         e.handle(HandleKind::Op, op.into_handle());
         e.handle(HandleKind::Win, win.into_handle());
@@ -6061,7 +6145,7 @@ pub unsafe extern "C" fn MPI_Get_address(location: *const c_void, address: *mut 
     let ret = unsafe { real(location, address) };
     call.end(func::MPI_Get_address, ret, |e| unsafe {
         e.buffer(location);
-        e.address_out(address);
+        location_out(e, address);
     });
     ret
 }
@@ -6108,11 +6192,11 @@ pub unsafe extern "C" fn MPI_Get_c(
     };
     call.end(func::MPI_Get_c, ret, |e| {
         e.buffer(origin_addr);
-        e.address(origin_count);
+        e.int(origin_count);
         e.handle(HandleKind::Datatype, origin_datatype.into_handle());
         win_rank(e, i64::from(target_rank), win);
         e.address(target_disp);
-        e.address(target_count);
+        e.int(target_count);
         e.handle(HandleKind::Datatype, target_datatype.into_handle());
         e.handle(HandleKind::Win, win.into_handle());
     });
@@ -6232,8 +6316,7 @@ pub unsafe extern "C" fn MPI_Get_library_version(
     let ret = unsafe { real(version, resultlen) };
     call.end(func::MPI_Get_library_version, ret, |e| unsafe {
         let version_cap = count_of(MPI_MAX_LIBRARY_VERSION_STRING);
-        let version_significant = true;
-        string_out(e, version, version_cap, version_significant);
+        string_out(e, version, version_cap, true);
         e.int_out(resultlen);
     });
     ret
@@ -6249,8 +6332,7 @@ pub unsafe extern "C" fn MPI_Get_processor_name(name: *mut c_char, resultlen: *m
     let ret = unsafe { real(name, resultlen) };
     call.end(func::MPI_Get_processor_name, ret, |e| unsafe {
         let name_cap = count_of(MPI_MAX_PROCESSOR_NAME);
-        let name_significant = true;
-        string_out(e, name, name_cap, name_significant);
+        string_out(e, name, name_cap, true);
         e.int_out(resultlen);
     });
     ret
@@ -6317,9 +6399,17 @@ pub unsafe extern "C" fn MPI_Graph_get(
         e.handle(HandleKind::Comm, comm.into_handle());
         e.int(i64::from(maxindex));
         e.int(i64::from(maxedges));
-        let index_len = if e.ok() { count_of(maxindex) } else { None };
+        let index_len = if e.ok() {
+            min_of(count_of(maxindex), graph_dims(e, comm).map(|d| d.0))
+        } else {
+            None
+        };
         array(e, index, index_len, |e, v| e.int(i64::from(v)));
-        let edges_len = if e.ok() { count_of(maxedges) } else { None };
+        let edges_len = if e.ok() {
+            min_of(count_of(maxedges), graph_dims(e, comm).map(|d| d.1))
+        } else {
+            None
+        };
         array(e, edges, edges_len, |e, v| e.int(i64::from(v)));
     });
     ret
@@ -6368,7 +6458,11 @@ pub unsafe extern "C" fn MPI_Graph_neighbors(
         e.handle(HandleKind::Comm, comm.into_handle());
         e.rank(i64::from(rank), comm);
         e.int(i64::from(maxneighbors));
-        let neighbors_len = if e.ok() { count_of(maxneighbors) } else { None };
+        let neighbors_len = if e.ok() {
+            min_of(count_of(maxneighbors), graph_neighbors(e, comm, rank))
+        } else {
+            None
+        };
         array(e, neighbors, neighbors_len, |e, v| e.int(i64::from(v)));
     });
     ret
@@ -6792,10 +6886,10 @@ pub unsafe extern "C" fn MPI_Iallgather_c(
     };
     call.end(func::MPI_Iallgather_c, ret, |e| unsafe {
         e.buffer(sendbuf);
-        e.address(sendcount);
+        e.int(sendcount);
         e.handle(HandleKind::Datatype, sendtype.into_handle());
         e.buffer(recvbuf);
-        e.address(recvcount);
+        e.int(recvcount);
         e.handle(HandleKind::Datatype, recvtype.into_handle());
         e.handle(HandleKind::Comm, comm.into_handle());
         e.new_request(request);
@@ -6838,7 +6932,7 @@ pub unsafe extern "C" fn MPI_Iallgatherv(
         let recvcounts_len = Some(group_peers(e, comm));
         array(e, recvcounts, recvcounts_len, |e, v| e.int(i64::from(v)));
         let displs_len = Some(group_peers(e, comm));
-        array(e, displs, displs_len, |e, v| e.int(i64::from(v)));
+        array(e, displs, displs_len, |e, v| e.address(i64::from(v)));
         e.handle(HandleKind::Datatype, recvtype.into_handle());
         e.handle(HandleKind::Comm, comm.into_handle());
         e.new_request(request);
@@ -6875,11 +6969,11 @@ pub unsafe extern "C" fn MPI_Iallgatherv_c(
     };
     call.end(func::MPI_Iallgatherv_c, ret, |e| unsafe {
         e.buffer(sendbuf);
-        e.address(sendcount);
+        e.int(sendcount);
         e.handle(HandleKind::Datatype, sendtype.into_handle());
         e.buffer(recvbuf);
         let recvcounts_len = Some(group_peers(e, comm));
-        array(e, recvcounts, recvcounts_len, |e, v| e.address(v));
+        array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         let displs_len = Some(group_peers(e, comm));
         array(e, displs, displs_len, |e, v| e.address(v));
         e.handle(HandleKind::Datatype, recvtype.into_handle());
@@ -6936,7 +7030,7 @@ pub unsafe extern "C" fn MPI_Iallreduce_c(
     call.end(func::MPI_Iallreduce_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.buffer(recvbuf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.handle(HandleKind::Op, op.into_handle());
         e.handle(HandleKind::Comm, comm.into_handle());
@@ -7012,10 +7106,10 @@ pub unsafe extern "C" fn MPI_Ialltoall_c(
     };
     call.end(func::MPI_Ialltoall_c, ret, |e| unsafe {
         e.buffer(sendbuf);
-        e.address(sendcount);
+        e.int(sendcount);
         e.handle(HandleKind::Datatype, sendtype.into_handle());
         e.buffer(recvbuf);
-        e.address(recvcount);
+        e.int(recvcount);
         e.handle(HandleKind::Datatype, recvtype.into_handle());
         e.handle(HandleKind::Comm, comm.into_handle());
         e.new_request(request);
@@ -7066,13 +7160,13 @@ pub unsafe extern "C" fn MPI_Ialltoallv(
         } else {
             None
         };
-        array(e, sdispls, sdispls_len, |e, v| e.int(i64::from(v)));
+        array(e, sdispls, sdispls_len, |e, v| e.address(i64::from(v)));
         e.handle(HandleKind::Datatype, sendtype.into_handle());
         e.buffer(recvbuf);
         let recvcounts_len = Some(group_peers(e, comm));
         array(e, recvcounts, recvcounts_len, |e, v| e.int(i64::from(v)));
         let rdispls_len = Some(group_peers(e, comm));
-        array(e, rdispls, rdispls_len, |e, v| e.int(i64::from(v)));
+        array(e, rdispls, rdispls_len, |e, v| e.address(i64::from(v)));
         e.handle(HandleKind::Datatype, recvtype.into_handle());
         e.handle(HandleKind::Comm, comm.into_handle());
         e.new_request(request);
@@ -7117,7 +7211,7 @@ pub unsafe extern "C" fn MPI_Ialltoallv_c(
         } else {
             None
         };
-        array(e, sendcounts, sendcounts_len, |e, v| e.address(v));
+        array(e, sendcounts, sendcounts_len, |e, v| e.int(v));
         let sdispls_len = if !is_in_place(sendbuf.cast()) {
             Some(group_peers(e, comm))
         } else {
@@ -7127,7 +7221,7 @@ pub unsafe extern "C" fn MPI_Ialltoallv_c(
         e.handle(HandleKind::Datatype, sendtype.into_handle());
         e.buffer(recvbuf);
         let recvcounts_len = Some(group_peers(e, comm));
-        array(e, recvcounts, recvcounts_len, |e, v| e.address(v));
+        array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         let rdispls_len = Some(group_peers(e, comm));
         array(e, rdispls, rdispls_len, |e, v| e.address(v));
         e.handle(HandleKind::Datatype, recvtype.into_handle());
@@ -7180,7 +7274,7 @@ pub unsafe extern "C" fn MPI_Ialltoallw(
         } else {
             None
         };
-        array(e, sdispls, sdispls_len, |e, v| e.int(i64::from(v)));
+        array(e, sdispls, sdispls_len, |e, v| e.address(i64::from(v)));
         let sendtypes_len = if !is_in_place(sendbuf.cast()) {
             Some(group_peers(e, comm))
         } else {
@@ -7193,7 +7287,7 @@ pub unsafe extern "C" fn MPI_Ialltoallw(
         let recvcounts_len = Some(group_peers(e, comm));
         array(e, recvcounts, recvcounts_len, |e, v| e.int(i64::from(v)));
         let rdispls_len = Some(group_peers(e, comm));
-        array(e, rdispls, rdispls_len, |e, v| e.int(i64::from(v)));
+        array(e, rdispls, rdispls_len, |e, v| e.address(i64::from(v)));
         let recvtypes_len = Some(group_peers(e, comm));
         array(e, recvtypes, recvtypes_len, |e, v| {
             e.handle(HandleKind::Datatype, v.into_handle())
@@ -7241,7 +7335,7 @@ pub unsafe extern "C" fn MPI_Ialltoallw_c(
         } else {
             None
         };
-        array(e, sendcounts, sendcounts_len, |e, v| e.address(v));
+        array(e, sendcounts, sendcounts_len, |e, v| e.int(v));
         let sdispls_len = if !is_in_place(sendbuf.cast()) {
             Some(group_peers(e, comm))
         } else {
@@ -7258,7 +7352,7 @@ pub unsafe extern "C" fn MPI_Ialltoallw_c(
         });
         e.buffer(recvbuf);
         let recvcounts_len = Some(group_peers(e, comm));
-        array(e, recvcounts, recvcounts_len, |e, v| e.address(v));
+        array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         let rdispls_len = Some(group_peers(e, comm));
         array(e, rdispls, rdispls_len, |e, v| e.address(v));
         let recvtypes_len = Some(group_peers(e, comm));
@@ -7329,7 +7423,7 @@ pub unsafe extern "C" fn MPI_Ibcast_c(
     let ret = unsafe { real(buffer, count, datatype, root, comm, request) };
     call.end(func::MPI_Ibcast_c, ret, |e| unsafe {
         e.buffer(buffer);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.rank(i64::from(root), comm);
         e.handle(HandleKind::Comm, comm.into_handle());
@@ -7384,7 +7478,7 @@ pub unsafe extern "C" fn MPI_Ibsend_c(
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     call.end(func::MPI_Ibsend_c, ret, |e| unsafe {
         e.buffer(buf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
@@ -7441,7 +7535,7 @@ pub unsafe extern "C" fn MPI_Iexscan_c(
     call.end(func::MPI_Iexscan_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.buffer(recvbuf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.handle(HandleKind::Op, op.into_handle());
         e.handle(HandleKind::Comm, comm.into_handle());
@@ -7520,10 +7614,10 @@ pub unsafe extern "C" fn MPI_Igather_c(
     };
     call.end(func::MPI_Igather_c, ret, |e| unsafe {
         e.buffer(sendbuf);
-        e.address(sendcount);
+        e.int(sendcount);
         e.handle(HandleKind::Datatype, sendtype.into_handle());
         e.buffer(recvbuf);
-        e.address(recvcount);
+        e.int(recvcount);
         e.handle(HandleKind::Datatype, recvtype.into_handle());
         e.rank(i64::from(root), comm);
         e.handle(HandleKind::Comm, comm.into_handle());
@@ -7578,7 +7672,7 @@ pub unsafe extern "C" fn MPI_Igatherv(
         } else {
             None
         };
-        array(e, displs, displs_len, |e, v| e.int(i64::from(v)));
+        array(e, displs, displs_len, |e, v| e.address(i64::from(v)));
         e.handle(HandleKind::Datatype, recvtype.into_handle());
         e.rank(i64::from(root), comm);
         e.handle(HandleKind::Comm, comm.into_handle());
@@ -7619,7 +7713,7 @@ pub unsafe extern "C" fn MPI_Igatherv_c(
     };
     call.end(func::MPI_Igatherv_c, ret, |e| unsafe {
         e.buffer(sendbuf);
-        e.address(sendcount);
+        e.int(sendcount);
         e.handle(HandleKind::Datatype, sendtype.into_handle());
         e.buffer(recvbuf);
         let recvcounts_len = if e.is_root(root, comm) {
@@ -7627,7 +7721,7 @@ pub unsafe extern "C" fn MPI_Igatherv_c(
         } else {
             None
         };
-        array(e, recvcounts, recvcounts_len, |e, v| e.address(v));
+        array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         let displs_len = if e.is_root(root, comm) {
             Some(group_peers(e, comm))
         } else {
@@ -7710,7 +7804,7 @@ pub unsafe extern "C" fn MPI_Imrecv_c(
     let ret = unsafe { real(buf, count, datatype, message, request) };
     call.end(func::MPI_Imrecv_c, ret, |e| unsafe {
         e.buffer(buf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.free_handle(HandleKind::Message, message_before.into_handle());
         e.new_request(request);
@@ -7785,10 +7879,10 @@ pub unsafe extern "C" fn MPI_Ineighbor_allgather_c(
     };
     call.end(func::MPI_Ineighbor_allgather_c, ret, |e| unsafe {
         e.buffer(sendbuf);
-        e.address(sendcount);
+        e.int(sendcount);
         e.handle(HandleKind::Datatype, sendtype.into_handle());
         e.buffer(recvbuf);
-        e.address(recvcount);
+        e.int(recvcount);
         e.handle(HandleKind::Datatype, recvtype.into_handle());
         e.handle(HandleKind::Comm, comm.into_handle());
         e.new_request(request);
@@ -7831,7 +7925,7 @@ pub unsafe extern "C" fn MPI_Ineighbor_allgatherv(
         let recvcounts_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, recvcounts, recvcounts_len, |e, v| e.int(i64::from(v)));
         let displs_len = topo_degrees(e, comm).map(|d| d.0);
-        array(e, displs, displs_len, |e, v| e.int(i64::from(v)));
+        array(e, displs, displs_len, |e, v| e.address(i64::from(v)));
         e.handle(HandleKind::Datatype, recvtype.into_handle());
         e.handle(HandleKind::Comm, comm.into_handle());
         e.new_request(request);
@@ -7868,11 +7962,11 @@ pub unsafe extern "C" fn MPI_Ineighbor_allgatherv_c(
     };
     call.end(func::MPI_Ineighbor_allgatherv_c, ret, |e| unsafe {
         e.buffer(sendbuf);
-        e.address(sendcount);
+        e.int(sendcount);
         e.handle(HandleKind::Datatype, sendtype.into_handle());
         e.buffer(recvbuf);
         let recvcounts_len = topo_degrees(e, comm).map(|d| d.0);
-        array(e, recvcounts, recvcounts_len, |e, v| e.address(v));
+        array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         let displs_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, displs, displs_len, |e, v| e.address(v));
         e.handle(HandleKind::Datatype, recvtype.into_handle());
@@ -7949,10 +8043,10 @@ pub unsafe extern "C" fn MPI_Ineighbor_alltoall_c(
     };
     call.end(func::MPI_Ineighbor_alltoall_c, ret, |e| unsafe {
         e.buffer(sendbuf);
-        e.address(sendcount);
+        e.int(sendcount);
         e.handle(HandleKind::Datatype, sendtype.into_handle());
         e.buffer(recvbuf);
-        e.address(recvcount);
+        e.int(recvcount);
         e.handle(HandleKind::Datatype, recvtype.into_handle());
         e.handle(HandleKind::Comm, comm.into_handle());
         e.new_request(request);
@@ -7995,13 +8089,13 @@ pub unsafe extern "C" fn MPI_Ineighbor_alltoallv(
         let sendcounts_len = topo_degrees(e, comm).map(|d| d.1);
         array(e, sendcounts, sendcounts_len, |e, v| e.int(i64::from(v)));
         let sdispls_len = topo_degrees(e, comm).map(|d| d.1);
-        array(e, sdispls, sdispls_len, |e, v| e.int(i64::from(v)));
+        array(e, sdispls, sdispls_len, |e, v| e.address(i64::from(v)));
         e.handle(HandleKind::Datatype, sendtype.into_handle());
         e.buffer(recvbuf);
         let recvcounts_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, recvcounts, recvcounts_len, |e, v| e.int(i64::from(v)));
         let rdispls_len = topo_degrees(e, comm).map(|d| d.0);
-        array(e, rdispls, rdispls_len, |e, v| e.int(i64::from(v)));
+        array(e, rdispls, rdispls_len, |e, v| e.address(i64::from(v)));
         e.handle(HandleKind::Datatype, recvtype.into_handle());
         e.handle(HandleKind::Comm, comm.into_handle());
         e.new_request(request);
@@ -8042,13 +8136,13 @@ pub unsafe extern "C" fn MPI_Ineighbor_alltoallv_c(
     call.end(func::MPI_Ineighbor_alltoallv_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         let sendcounts_len = topo_degrees(e, comm).map(|d| d.1);
-        array(e, sendcounts, sendcounts_len, |e, v| e.address(v));
+        array(e, sendcounts, sendcounts_len, |e, v| e.int(v));
         let sdispls_len = topo_degrees(e, comm).map(|d| d.1);
         array(e, sdispls, sdispls_len, |e, v| e.address(v));
         e.handle(HandleKind::Datatype, sendtype.into_handle());
         e.buffer(recvbuf);
         let recvcounts_len = topo_degrees(e, comm).map(|d| d.0);
-        array(e, recvcounts, recvcounts_len, |e, v| e.address(v));
+        array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         let rdispls_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, rdispls, rdispls_len, |e, v| e.address(v));
         e.handle(HandleKind::Datatype, recvtype.into_handle());
@@ -8146,7 +8240,7 @@ pub unsafe extern "C" fn MPI_Ineighbor_alltoallw_c(
     call.end(func::MPI_Ineighbor_alltoallw_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         let sendcounts_len = topo_degrees(e, comm).map(|d| d.1);
-        array(e, sendcounts, sendcounts_len, |e, v| e.address(v));
+        array(e, sendcounts, sendcounts_len, |e, v| e.int(v));
         let sdispls_len = topo_degrees(e, comm).map(|d| d.1);
         array(e, sdispls, sdispls_len, |e, v| e.address(v));
         let sendtypes_len = topo_degrees(e, comm).map(|d| d.1);
@@ -8155,7 +8249,7 @@ pub unsafe extern "C" fn MPI_Ineighbor_alltoallw_c(
         });
         e.buffer(recvbuf);
         let recvcounts_len = topo_degrees(e, comm).map(|d| d.0);
-        array(e, recvcounts, recvcounts_len, |e, v| e.address(v));
+        array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         let rdispls_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, rdispls, rdispls_len, |e, v| e.address(v));
         let recvtypes_len = topo_degrees(e, comm).map(|d| d.0);
@@ -8301,8 +8395,7 @@ pub unsafe extern "C" fn MPI_Info_get_nthkey(info: MPI_Info, n: c_int, key: *mut
         e.handle(HandleKind::Info, info.into_handle());
         e.int(i64::from(n));
         let key_cap = count_of(MPI_MAX_INFO_KEY);
-        let key_significant = true;
-        string_out(e, key, key_cap, key_significant);
+        string_out(e, key, key_cap, true);
     });
     ret
 }
@@ -8577,7 +8670,7 @@ pub unsafe extern "C" fn MPI_Irecv_c(
     let ret = unsafe { real(buf, count, datatype, source, tag, comm, request) };
     call.end(func::MPI_Irecv_c, ret, |e| unsafe {
         e.buffer(buf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.rank(i64::from(source), comm);
         e.tag(i64::from(tag));
@@ -8639,7 +8732,7 @@ pub unsafe extern "C" fn MPI_Ireduce_c(
     call.end(func::MPI_Ireduce_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.buffer(recvbuf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.handle(HandleKind::Op, op.into_handle());
         e.rank(i64::from(root), comm);
@@ -8725,7 +8818,7 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_block_c(
     call.end(func::MPI_Ireduce_scatter_block_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.buffer(recvbuf);
-        e.address(recvcount);
+        e.int(recvcount);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.handle(HandleKind::Op, op.into_handle());
         e.handle(HandleKind::Comm, comm.into_handle());
@@ -8754,7 +8847,7 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_c(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         let recvcounts_len = Some(e.comm_size(comm));
-        array(e, recvcounts, recvcounts_len, |e, v| e.address(v));
+        array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.handle(HandleKind::Op, op.into_handle());
         e.handle(HandleKind::Comm, comm.into_handle());
@@ -8809,7 +8902,7 @@ pub unsafe extern "C" fn MPI_Irsend_c(
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     call.end(func::MPI_Irsend_c, ret, |e| unsafe {
         e.buffer(buf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
@@ -8880,7 +8973,7 @@ pub unsafe extern "C" fn MPI_Iscan_c(
     call.end(func::MPI_Iscan_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.buffer(recvbuf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.handle(HandleKind::Op, op.into_handle());
         e.handle(HandleKind::Comm, comm.into_handle());
@@ -8959,10 +9052,10 @@ pub unsafe extern "C" fn MPI_Iscatter_c(
     };
     call.end(func::MPI_Iscatter_c, ret, |e| unsafe {
         e.buffer(sendbuf);
-        e.address(sendcount);
+        e.int(sendcount);
         e.handle(HandleKind::Datatype, sendtype.into_handle());
         e.buffer(recvbuf);
-        e.address(recvcount);
+        e.int(recvcount);
         e.handle(HandleKind::Datatype, recvtype.into_handle());
         e.rank(i64::from(root), comm);
         e.handle(HandleKind::Comm, comm.into_handle());
@@ -9014,7 +9107,7 @@ pub unsafe extern "C" fn MPI_Iscatterv(
         } else {
             None
         };
-        array(e, displs, displs_len, |e, v| e.int(i64::from(v)));
+        array(e, displs, displs_len, |e, v| e.address(i64::from(v)));
         e.handle(HandleKind::Datatype, sendtype.into_handle());
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
@@ -9063,7 +9156,7 @@ pub unsafe extern "C" fn MPI_Iscatterv_c(
         } else {
             None
         };
-        array(e, sendcounts, sendcounts_len, |e, v| e.address(v));
+        array(e, sendcounts, sendcounts_len, |e, v| e.int(v));
         let displs_len = if e.is_root(root, comm) {
             Some(group_peers(e, comm))
         } else {
@@ -9072,7 +9165,7 @@ pub unsafe extern "C" fn MPI_Iscatterv_c(
         array(e, displs, displs_len, |e, v| e.address(v));
         e.handle(HandleKind::Datatype, sendtype.into_handle());
         e.buffer(recvbuf);
-        e.address(recvcount);
+        e.int(recvcount);
         e.handle(HandleKind::Datatype, recvtype.into_handle());
         e.rank(i64::from(root), comm);
         e.handle(HandleKind::Comm, comm.into_handle());
@@ -9127,7 +9220,7 @@ pub unsafe extern "C" fn MPI_Isend_c(
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     call.end(func::MPI_Isend_c, ret, |e| unsafe {
         e.buffer(buf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
@@ -9220,12 +9313,12 @@ pub unsafe extern "C" fn MPI_Isendrecv_c(
     };
     call.end(func::MPI_Isendrecv_c, ret, |e| unsafe {
         e.buffer(sendbuf);
-        e.address(sendcount);
+        e.int(sendcount);
         e.handle(HandleKind::Datatype, sendtype.into_handle());
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(sendtag));
         e.buffer(recvbuf);
-        e.address(recvcount);
+        e.int(recvcount);
         e.handle(HandleKind::Datatype, recvtype.into_handle());
         e.rank(i64::from(source), comm);
         e.tag(i64::from(recvtag));
@@ -9305,7 +9398,7 @@ pub unsafe extern "C" fn MPI_Isendrecv_replace_c(
     };
     call.end(func::MPI_Isendrecv_replace_c, ret, |e| unsafe {
         e.buffer(buf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(sendtag));
@@ -9363,7 +9456,7 @@ pub unsafe extern "C" fn MPI_Issend_c(
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     call.end(func::MPI_Issend_c, ret, |e| unsafe {
         e.buffer(buf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
@@ -9426,8 +9519,7 @@ pub unsafe extern "C" fn MPI_Lookup_name(
         e.string(service_name);
         e.handle(HandleKind::Info, info.into_handle());
         let port_name_cap = count_of(MPI_MAX_PORT_NAME);
-        let port_name_significant = true;
-        string_out(e, port_name, port_name_cap, port_name_significant);
+        string_out(e, port_name, port_name_cap, true);
     });
     ret
 }
@@ -9498,7 +9590,7 @@ pub unsafe extern "C" fn MPI_Mrecv_c(
     let ret = unsafe { real(buf, count, datatype, message, status) };
     call.end(func::MPI_Mrecv_c, ret, |e| unsafe {
         e.buffer(buf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.free_handle(HandleKind::Message, message_before.into_handle());
         e.status(status, None);
@@ -9568,10 +9660,10 @@ pub unsafe extern "C" fn MPI_Neighbor_allgather_c(
     };
     call.end(func::MPI_Neighbor_allgather_c, ret, |e| {
         e.buffer(sendbuf);
-        e.address(sendcount);
+        e.int(sendcount);
         e.handle(HandleKind::Datatype, sendtype.into_handle());
         e.buffer(recvbuf);
-        e.address(recvcount);
+        e.int(recvcount);
         e.handle(HandleKind::Datatype, recvtype.into_handle());
         e.handle(HandleKind::Comm, comm.into_handle());
     });
@@ -9648,10 +9740,10 @@ pub unsafe extern "C" fn MPI_Neighbor_allgather_init_c(
     };
     call.end(func::MPI_Neighbor_allgather_init_c, ret, |e| unsafe {
         e.buffer(sendbuf);
-        e.address(sendcount);
+        e.int(sendcount);
         e.handle(HandleKind::Datatype, sendtype.into_handle());
         e.buffer(recvbuf);
-        e.address(recvcount);
+        e.int(recvcount);
         e.handle(HandleKind::Datatype, recvtype.into_handle());
         e.handle(HandleKind::Comm, comm.into_handle());
         e.handle(HandleKind::Info, info.into_handle());
@@ -9694,7 +9786,7 @@ pub unsafe extern "C" fn MPI_Neighbor_allgatherv(
         let recvcounts_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, recvcounts, recvcounts_len, |e, v| e.int(i64::from(v)));
         let displs_len = topo_degrees(e, comm).map(|d| d.0);
-        array(e, displs, displs_len, |e, v| e.int(i64::from(v)));
+        array(e, displs, displs_len, |e, v| e.address(i64::from(v)));
         e.handle(HandleKind::Datatype, recvtype.into_handle());
         e.handle(HandleKind::Comm, comm.into_handle());
     });
@@ -9729,11 +9821,11 @@ pub unsafe extern "C" fn MPI_Neighbor_allgatherv_c(
     };
     call.end(func::MPI_Neighbor_allgatherv_c, ret, |e| unsafe {
         e.buffer(sendbuf);
-        e.address(sendcount);
+        e.int(sendcount);
         e.handle(HandleKind::Datatype, sendtype.into_handle());
         e.buffer(recvbuf);
         let recvcounts_len = topo_degrees(e, comm).map(|d| d.0);
-        array(e, recvcounts, recvcounts_len, |e, v| e.address(v));
+        array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         let displs_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, displs, displs_len, |e, v| e.address(v));
         e.handle(HandleKind::Datatype, recvtype.into_handle());
@@ -9780,7 +9872,7 @@ pub unsafe extern "C" fn MPI_Neighbor_allgatherv_init(
         let recvcounts_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, recvcounts, recvcounts_len, |e, v| e.int(i64::from(v)));
         let displs_len = topo_degrees(e, comm).map(|d| d.0);
-        array(e, displs, displs_len, |e, v| e.int(i64::from(v)));
+        array(e, displs, displs_len, |e, v| e.address(i64::from(v)));
         e.handle(HandleKind::Datatype, recvtype.into_handle());
         e.handle(HandleKind::Comm, comm.into_handle());
         e.handle(HandleKind::Info, info.into_handle());
@@ -9821,11 +9913,11 @@ pub unsafe extern "C" fn MPI_Neighbor_allgatherv_init_c(
     };
     call.end(func::MPI_Neighbor_allgatherv_init_c, ret, |e| unsafe {
         e.buffer(sendbuf);
-        e.address(sendcount);
+        e.int(sendcount);
         e.handle(HandleKind::Datatype, sendtype.into_handle());
         e.buffer(recvbuf);
         let recvcounts_len = topo_degrees(e, comm).map(|d| d.0);
-        array(e, recvcounts, recvcounts_len, |e, v| e.address(v));
+        array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         let displs_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, displs, displs_len, |e, v| e.address(v));
         e.handle(HandleKind::Datatype, recvtype.into_handle());
@@ -9898,10 +9990,10 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoall_c(
     };
     call.end(func::MPI_Neighbor_alltoall_c, ret, |e| {
         e.buffer(sendbuf);
-        e.address(sendcount);
+        e.int(sendcount);
         e.handle(HandleKind::Datatype, sendtype.into_handle());
         e.buffer(recvbuf);
-        e.address(recvcount);
+        e.int(recvcount);
         e.handle(HandleKind::Datatype, recvtype.into_handle());
         e.handle(HandleKind::Comm, comm.into_handle());
     });
@@ -9978,10 +10070,10 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoall_init_c(
     };
     call.end(func::MPI_Neighbor_alltoall_init_c, ret, |e| unsafe {
         e.buffer(sendbuf);
-        e.address(sendcount);
+        e.int(sendcount);
         e.handle(HandleKind::Datatype, sendtype.into_handle());
         e.buffer(recvbuf);
-        e.address(recvcount);
+        e.int(recvcount);
         e.handle(HandleKind::Datatype, recvtype.into_handle());
         e.handle(HandleKind::Comm, comm.into_handle());
         e.handle(HandleKind::Info, info.into_handle());
@@ -10023,13 +10115,13 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoallv(
         let sendcounts_len = topo_degrees(e, comm).map(|d| d.1);
         array(e, sendcounts, sendcounts_len, |e, v| e.int(i64::from(v)));
         let sdispls_len = topo_degrees(e, comm).map(|d| d.1);
-        array(e, sdispls, sdispls_len, |e, v| e.int(i64::from(v)));
+        array(e, sdispls, sdispls_len, |e, v| e.address(i64::from(v)));
         e.handle(HandleKind::Datatype, sendtype.into_handle());
         e.buffer(recvbuf);
         let recvcounts_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, recvcounts, recvcounts_len, |e, v| e.int(i64::from(v)));
         let rdispls_len = topo_degrees(e, comm).map(|d| d.0);
-        array(e, rdispls, rdispls_len, |e, v| e.int(i64::from(v)));
+        array(e, rdispls, rdispls_len, |e, v| e.address(i64::from(v)));
         e.handle(HandleKind::Datatype, recvtype.into_handle());
         e.handle(HandleKind::Comm, comm.into_handle());
     });
@@ -10067,13 +10159,13 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoallv_c(
     call.end(func::MPI_Neighbor_alltoallv_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         let sendcounts_len = topo_degrees(e, comm).map(|d| d.1);
-        array(e, sendcounts, sendcounts_len, |e, v| e.address(v));
+        array(e, sendcounts, sendcounts_len, |e, v| e.int(v));
         let sdispls_len = topo_degrees(e, comm).map(|d| d.1);
         array(e, sdispls, sdispls_len, |e, v| e.address(v));
         e.handle(HandleKind::Datatype, sendtype.into_handle());
         e.buffer(recvbuf);
         let recvcounts_len = topo_degrees(e, comm).map(|d| d.0);
-        array(e, recvcounts, recvcounts_len, |e, v| e.address(v));
+        array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         let rdispls_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, rdispls, rdispls_len, |e, v| e.address(v));
         e.handle(HandleKind::Datatype, recvtype.into_handle());
@@ -10118,13 +10210,13 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoallv_init(
         let sendcounts_len = topo_degrees(e, comm).map(|d| d.1);
         array(e, sendcounts, sendcounts_len, |e, v| e.int(i64::from(v)));
         let sdispls_len = topo_degrees(e, comm).map(|d| d.1);
-        array(e, sdispls, sdispls_len, |e, v| e.int(i64::from(v)));
+        array(e, sdispls, sdispls_len, |e, v| e.address(i64::from(v)));
         e.handle(HandleKind::Datatype, sendtype.into_handle());
         e.buffer(recvbuf);
         let recvcounts_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, recvcounts, recvcounts_len, |e, v| e.int(i64::from(v)));
         let rdispls_len = topo_degrees(e, comm).map(|d| d.0);
-        array(e, rdispls, rdispls_len, |e, v| e.int(i64::from(v)));
+        array(e, rdispls, rdispls_len, |e, v| e.address(i64::from(v)));
         e.handle(HandleKind::Datatype, recvtype.into_handle());
         e.handle(HandleKind::Comm, comm.into_handle());
         e.handle(HandleKind::Info, info.into_handle());
@@ -10167,13 +10259,13 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoallv_init_c(
     call.end(func::MPI_Neighbor_alltoallv_init_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         let sendcounts_len = topo_degrees(e, comm).map(|d| d.1);
-        array(e, sendcounts, sendcounts_len, |e, v| e.address(v));
+        array(e, sendcounts, sendcounts_len, |e, v| e.int(v));
         let sdispls_len = topo_degrees(e, comm).map(|d| d.1);
         array(e, sdispls, sdispls_len, |e, v| e.address(v));
         e.handle(HandleKind::Datatype, sendtype.into_handle());
         e.buffer(recvbuf);
         let recvcounts_len = topo_degrees(e, comm).map(|d| d.0);
-        array(e, recvcounts, recvcounts_len, |e, v| e.address(v));
+        array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         let rdispls_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, rdispls, rdispls_len, |e, v| e.address(v));
         e.handle(HandleKind::Datatype, recvtype.into_handle());
@@ -10267,7 +10359,7 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoallw_c(
     call.end(func::MPI_Neighbor_alltoallw_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         let sendcounts_len = topo_degrees(e, comm).map(|d| d.1);
-        array(e, sendcounts, sendcounts_len, |e, v| e.address(v));
+        array(e, sendcounts, sendcounts_len, |e, v| e.int(v));
         let sdispls_len = topo_degrees(e, comm).map(|d| d.1);
         array(e, sdispls, sdispls_len, |e, v| e.address(v));
         let sendtypes_len = topo_degrees(e, comm).map(|d| d.1);
@@ -10276,7 +10368,7 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoallw_c(
         });
         e.buffer(recvbuf);
         let recvcounts_len = topo_degrees(e, comm).map(|d| d.0);
-        array(e, recvcounts, recvcounts_len, |e, v| e.address(v));
+        array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         let rdispls_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, rdispls, rdispls_len, |e, v| e.address(v));
         let recvtypes_len = topo_degrees(e, comm).map(|d| d.0);
@@ -10379,7 +10471,7 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoallw_init_c(
     call.end(func::MPI_Neighbor_alltoallw_init_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         let sendcounts_len = topo_degrees(e, comm).map(|d| d.1);
-        array(e, sendcounts, sendcounts_len, |e, v| e.address(v));
+        array(e, sendcounts, sendcounts_len, |e, v| e.int(v));
         let sdispls_len = topo_degrees(e, comm).map(|d| d.1);
         array(e, sdispls, sdispls_len, |e, v| e.address(v));
         let sendtypes_len = topo_degrees(e, comm).map(|d| d.1);
@@ -10388,7 +10480,7 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoallw_init_c(
         });
         e.buffer(recvbuf);
         let recvcounts_len = topo_degrees(e, comm).map(|d| d.0);
-        array(e, recvcounts, recvcounts_len, |e, v| e.address(v));
+        array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         let rdispls_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, rdispls, rdispls_len, |e, v| e.address(v));
         let recvtypes_len = topo_degrees(e, comm).map(|d| d.0);
@@ -10483,8 +10575,7 @@ pub unsafe extern "C" fn MPI_Open_port(info: MPI_Info, port_name: *mut c_char) -
     call.end(func::MPI_Open_port, ret, |e| unsafe {
         e.handle(HandleKind::Info, info.into_handle());
         let port_name_cap = count_of(MPI_MAX_PORT_NAME);
-        let port_name_significant = true;
-        string_out(e, port_name, port_name_cap, port_name_significant);
+        string_out(e, port_name, port_name_cap, true);
     });
     ret
 }
@@ -10511,8 +10602,8 @@ pub unsafe extern "C" fn MPI_Pack(
         e.int(i64::from(incount));
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.buffer(outbuf);
-        e.int(i64::from(outsize));
-        e.int(i64::from(position_before));
+        e.address(i64::from(outsize));
+        e.address(i64::from(position_before));
         e.handle(HandleKind::Comm, comm.into_handle());
     });
     ret
@@ -10537,7 +10628,7 @@ pub unsafe extern "C" fn MPI_Pack_c(
     let ret = unsafe { real(inbuf, incount, datatype, outbuf, outsize, position, comm) };
     call.end(func::MPI_Pack_c, ret, |e| {
         e.buffer(inbuf);
-        e.address(incount);
+        e.int(incount);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.buffer(outbuf);
         e.address(outsize);
@@ -10596,7 +10687,7 @@ pub unsafe extern "C" fn MPI_Pack_external_c(
     call.end(func::MPI_Pack_external_c, ret, |e| unsafe {
         e.string(datarep);
         e.buffer(inbuf);
-        e.address(incount);
+        e.int(incount);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.buffer(outbuf);
         e.address(outsize);
@@ -10642,7 +10733,7 @@ pub unsafe extern "C" fn MPI_Pack_external_size_c(
     let ret = unsafe { real(datarep, incount, datatype, size) };
     call.end(func::MPI_Pack_external_size_c, ret, |e| unsafe {
         e.string(datarep);
-        e.address(incount);
+        e.int(incount);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.count_out(size);
     });
@@ -10685,7 +10776,7 @@ pub unsafe extern "C" fn MPI_Pack_size_c(
     };
     let ret = unsafe { real(incount, datatype, comm, size) };
     call.end(func::MPI_Pack_size_c, ret, |e| unsafe {
-        e.address(incount);
+        e.int(incount);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.handle(HandleKind::Comm, comm.into_handle());
         e.count_out(size);
@@ -10801,7 +10892,7 @@ pub unsafe extern "C" fn MPI_Precv_init(
     call.end(func::MPI_Precv_init, ret, |e| unsafe {
         e.buffer(buf);
         e.int(i64::from(partitions));
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.rank(i64::from(source), comm);
         e.tag(i64::from(tag));
@@ -10864,7 +10955,7 @@ pub unsafe extern "C" fn MPI_Psend_init(
     call.end(func::MPI_Psend_init, ret, |e| unsafe {
         e.buffer(buf);
         e.int(i64::from(partitions));
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
@@ -10990,11 +11081,11 @@ pub unsafe extern "C" fn MPI_Put_c(
     };
     call.end(func::MPI_Put_c, ret, |e| {
         e.buffer(origin_addr);
-        e.address(origin_count);
+        e.int(origin_count);
         e.handle(HandleKind::Datatype, origin_datatype.into_handle());
         win_rank(e, i64::from(target_rank), win);
         e.address(target_disp);
-        e.address(target_count);
+        e.int(target_count);
         e.handle(HandleKind::Datatype, target_datatype.into_handle());
         e.handle(HandleKind::Win, win.into_handle());
     });
@@ -11124,11 +11215,11 @@ pub unsafe extern "C" fn MPI_Raccumulate_c(
     };
     call.end(func::MPI_Raccumulate_c, ret, |e| unsafe {
         e.buffer(origin_addr);
-        e.address(origin_count);
+        e.int(origin_count);
         e.handle(HandleKind::Datatype, origin_datatype.into_handle());
         win_rank(e, i64::from(target_rank), win);
         e.address(target_disp);
-        e.address(target_count);
+        e.int(target_count);
         e.handle(HandleKind::Datatype, target_datatype.into_handle());
         e.handle(HandleKind::Op, op.into_handle());
         e.handle(HandleKind::Win, win.into_handle());
@@ -11183,7 +11274,7 @@ pub unsafe extern "C" fn MPI_Recv_c(
     let ret = unsafe { real(buf, count, datatype, source, tag, comm, status) };
     call.end(func::MPI_Recv_c, ret, |e| unsafe {
         e.buffer(buf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.rank(i64::from(source), comm);
         e.tag(i64::from(tag));
@@ -11239,7 +11330,7 @@ pub unsafe extern "C" fn MPI_Recv_init_c(
     let ret = unsafe { real(buf, count, datatype, source, tag, comm, request) };
     call.end(func::MPI_Recv_init_c, ret, |e| unsafe {
         e.buffer(buf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.rank(i64::from(source), comm);
         e.tag(i64::from(tag));
@@ -11296,7 +11387,7 @@ pub unsafe extern "C" fn MPI_Reduce_c(
     call.end(func::MPI_Reduce_c, ret, |e| {
         e.buffer(sendbuf);
         e.buffer(recvbuf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.handle(HandleKind::Op, op.into_handle());
         e.rank(i64::from(root), comm);
@@ -11376,7 +11467,7 @@ pub unsafe extern "C" fn MPI_Reduce_init_c(
     call.end(func::MPI_Reduce_init_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.buffer(recvbuf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.handle(HandleKind::Op, op.into_handle());
         e.rank(i64::from(root), comm);
@@ -11428,7 +11519,7 @@ pub unsafe extern "C" fn MPI_Reduce_local_c(
     call.end(func::MPI_Reduce_local_c, ret, |e| {
         e.buffer(inbuf);
         e.buffer(inoutbuf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.handle(HandleKind::Op, op.into_handle());
     });
@@ -11506,7 +11597,7 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block_c(
     call.end(func::MPI_Reduce_scatter_block_c, ret, |e| {
         e.buffer(sendbuf);
         e.buffer(recvbuf);
-        e.address(recvcount);
+        e.int(recvcount);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.handle(HandleKind::Op, op.into_handle());
         e.handle(HandleKind::Comm, comm.into_handle());
@@ -11582,7 +11673,7 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block_init_c(
     call.end(func::MPI_Reduce_scatter_block_init_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.buffer(recvbuf);
-        e.address(recvcount);
+        e.int(recvcount);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.handle(HandleKind::Op, op.into_handle());
         e.handle(HandleKind::Comm, comm.into_handle());
@@ -11611,7 +11702,7 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_c(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         let recvcounts_len = Some(e.comm_size(comm));
-        array(e, recvcounts, recvcounts_len, |e, v| e.address(v));
+        array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.handle(HandleKind::Op, op.into_handle());
         e.handle(HandleKind::Comm, comm.into_handle());
@@ -11689,7 +11780,7 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_init_c(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         let recvcounts_len = Some(e.comm_size(comm));
-        array(e, recvcounts, recvcounts_len, |e, v| e.address(v));
+        array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.handle(HandleKind::Op, op.into_handle());
         e.handle(HandleKind::Comm, comm.into_handle());
@@ -11966,14 +12057,14 @@ pub unsafe extern "C" fn MPI_Rget_accumulate_c(
     };
     call.end(func::MPI_Rget_accumulate_c, ret, |e| unsafe {
         e.buffer(origin_addr);
-        e.address(origin_count);
+        e.int(origin_count);
         e.handle(HandleKind::Datatype, origin_datatype.into_handle());
         e.buffer(result_addr);
-        e.address(result_count);
+        e.int(result_count);
         e.handle(HandleKind::Datatype, result_datatype.into_handle());
         win_rank(e, i64::from(target_rank), win);
         e.address(target_disp);
-        e.address(target_count);
+        e.int(target_count);
         e.handle(HandleKind::Datatype, target_datatype.into_handle());
         e.handle(HandleKind::Op, op.into_handle());
         e.handle(HandleKind::Win, win.into_handle());
@@ -12027,11 +12118,11 @@ pub unsafe extern "C" fn MPI_Rget_c(
     };
     call.end(func::MPI_Rget_c, ret, |e| unsafe {
         e.buffer(origin_addr);
-        e.address(origin_count);
+        e.int(origin_count);
         e.handle(HandleKind::Datatype, origin_datatype.into_handle());
         win_rank(e, i64::from(target_rank), win);
         e.address(target_disp);
-        e.address(target_count);
+        e.int(target_count);
         e.handle(HandleKind::Datatype, target_datatype.into_handle());
         e.handle(HandleKind::Win, win.into_handle());
         e.new_request(request);
@@ -12141,11 +12232,11 @@ pub unsafe extern "C" fn MPI_Rput_c(
     };
     call.end(func::MPI_Rput_c, ret, |e| unsafe {
         e.buffer(origin_addr);
-        e.address(origin_count);
+        e.int(origin_count);
         e.handle(HandleKind::Datatype, origin_datatype.into_handle());
         win_rank(e, i64::from(target_rank), win);
         e.address(target_disp);
-        e.address(target_count);
+        e.int(target_count);
         e.handle(HandleKind::Datatype, target_datatype.into_handle());
         e.handle(HandleKind::Win, win.into_handle());
         e.new_request(request);
@@ -12196,7 +12287,7 @@ pub unsafe extern "C" fn MPI_Rsend_c(
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm) };
     call.end(func::MPI_Rsend_c, ret, |e| {
         e.buffer(buf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
@@ -12251,7 +12342,7 @@ pub unsafe extern "C" fn MPI_Rsend_init_c(
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     call.end(func::MPI_Rsend_init_c, ret, |e| unsafe {
         e.buffer(buf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
@@ -12305,7 +12396,7 @@ pub unsafe extern "C" fn MPI_Scan_c(
     call.end(func::MPI_Scan_c, ret, |e| {
         e.buffer(sendbuf);
         e.buffer(recvbuf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.handle(HandleKind::Op, op.into_handle());
         e.handle(HandleKind::Comm, comm.into_handle());
@@ -12365,7 +12456,7 @@ pub unsafe extern "C" fn MPI_Scan_init_c(
     call.end(func::MPI_Scan_init_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.buffer(recvbuf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.handle(HandleKind::Op, op.into_handle());
         e.handle(HandleKind::Comm, comm.into_handle());
@@ -12442,10 +12533,10 @@ pub unsafe extern "C" fn MPI_Scatter_c(
     };
     call.end(func::MPI_Scatter_c, ret, |e| {
         e.buffer(sendbuf);
-        e.address(sendcount);
+        e.int(sendcount);
         e.handle(HandleKind::Datatype, sendtype.into_handle());
         e.buffer(recvbuf);
-        e.address(recvcount);
+        e.int(recvcount);
         e.handle(HandleKind::Datatype, recvtype.into_handle());
         e.rank(i64::from(root), comm);
         e.handle(HandleKind::Comm, comm.into_handle());
@@ -12528,10 +12619,10 @@ pub unsafe extern "C" fn MPI_Scatter_init_c(
     };
     call.end(func::MPI_Scatter_init_c, ret, |e| unsafe {
         e.buffer(sendbuf);
-        e.address(sendcount);
+        e.int(sendcount);
         e.handle(HandleKind::Datatype, sendtype.into_handle());
         e.buffer(recvbuf);
-        e.address(recvcount);
+        e.int(recvcount);
         e.handle(HandleKind::Datatype, recvtype.into_handle());
         e.rank(i64::from(root), comm);
         e.handle(HandleKind::Comm, comm.into_handle());
@@ -12581,7 +12672,7 @@ pub unsafe extern "C" fn MPI_Scatterv(
         } else {
             None
         };
-        array(e, displs, displs_len, |e, v| e.int(i64::from(v)));
+        array(e, displs, displs_len, |e, v| e.address(i64::from(v)));
         e.handle(HandleKind::Datatype, sendtype.into_handle());
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
@@ -12626,7 +12717,7 @@ pub unsafe extern "C" fn MPI_Scatterv_c(
         } else {
             None
         };
-        array(e, sendcounts, sendcounts_len, |e, v| e.address(v));
+        array(e, sendcounts, sendcounts_len, |e, v| e.int(v));
         let displs_len = if e.is_root(root, comm) {
             Some(group_peers(e, comm))
         } else {
@@ -12635,7 +12726,7 @@ pub unsafe extern "C" fn MPI_Scatterv_c(
         array(e, displs, displs_len, |e, v| e.address(v));
         e.handle(HandleKind::Datatype, sendtype.into_handle());
         e.buffer(recvbuf);
-        e.address(recvcount);
+        e.int(recvcount);
         e.handle(HandleKind::Datatype, recvtype.into_handle());
         e.rank(i64::from(root), comm);
         e.handle(HandleKind::Comm, comm.into_handle());
@@ -12687,7 +12778,7 @@ pub unsafe extern "C" fn MPI_Scatterv_init(
         } else {
             None
         };
-        array(e, displs, displs_len, |e, v| e.int(i64::from(v)));
+        array(e, displs, displs_len, |e, v| e.address(i64::from(v)));
         e.handle(HandleKind::Datatype, sendtype.into_handle());
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
@@ -12738,7 +12829,7 @@ pub unsafe extern "C" fn MPI_Scatterv_init_c(
         } else {
             None
         };
-        array(e, sendcounts, sendcounts_len, |e, v| e.address(v));
+        array(e, sendcounts, sendcounts_len, |e, v| e.int(v));
         let displs_len = if e.is_root(root, comm) {
             Some(group_peers(e, comm))
         } else {
@@ -12747,7 +12838,7 @@ pub unsafe extern "C" fn MPI_Scatterv_init_c(
         array(e, displs, displs_len, |e, v| e.address(v));
         e.handle(HandleKind::Datatype, sendtype.into_handle());
         e.buffer(recvbuf);
-        e.address(recvcount);
+        e.int(recvcount);
         e.handle(HandleKind::Datatype, recvtype.into_handle());
         e.rank(i64::from(root), comm);
         e.handle(HandleKind::Comm, comm.into_handle());
@@ -12800,7 +12891,7 @@ pub unsafe extern "C" fn MPI_Send_c(
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm) };
     call.end(func::MPI_Send_c, ret, |e| {
         e.buffer(buf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
@@ -12855,7 +12946,7 @@ pub unsafe extern "C" fn MPI_Send_init_c(
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     call.end(func::MPI_Send_init_c, ret, |e| unsafe {
         e.buffer(buf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
@@ -12948,12 +13039,12 @@ pub unsafe extern "C" fn MPI_Sendrecv_c(
     };
     call.end(func::MPI_Sendrecv_c, ret, |e| unsafe {
         e.buffer(sendbuf);
-        e.address(sendcount);
+        e.int(sendcount);
         e.handle(HandleKind::Datatype, sendtype.into_handle());
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(sendtag));
         e.buffer(recvbuf);
-        e.address(recvcount);
+        e.int(recvcount);
         e.handle(HandleKind::Datatype, recvtype.into_handle());
         e.rank(i64::from(source), comm);
         e.tag(i64::from(recvtag));
@@ -13033,7 +13124,7 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace_c(
     };
     call.end(func::MPI_Sendrecv_replace_c, ret, |e| unsafe {
         e.buffer(buf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(sendtag));
@@ -13153,8 +13244,7 @@ pub unsafe extern "C" fn MPI_Session_get_nth_pset(
         e.int(i64::from(n));
         e.int(i64::from(pset_len_before));
         let pset_name_cap = count_of(pset_len_before);
-        let pset_name_significant = true;
-        string_out(e, pset_name, pset_name_cap, pset_name_significant);
+        string_out(e, pset_name, pset_name_cap, true);
     });
     ret
 }
@@ -13280,7 +13370,7 @@ pub unsafe extern "C" fn MPI_Ssend_c(
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm) };
     call.end(func::MPI_Ssend_c, ret, |e| {
         e.buffer(buf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
@@ -13335,7 +13425,7 @@ pub unsafe extern "C" fn MPI_Ssend_init_c(
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     call.end(func::MPI_Ssend_init_c, ret, |e| unsafe {
         e.buffer(buf);
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
@@ -13359,6 +13449,42 @@ pub unsafe extern "C" fn MPI_Status_c2f(
     call.end(func::MPI_Status_c2f, ret, |e| unsafe {
         e.status(c_status, None);
         e.buffer(f_status.cast_const().cast());
+    });
+    ret
+}
+
+/// Traces `MPI_Status_c2f08`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Status_c2f08(
+    c_status: *const MPI_Status,
+    f08_status: *mut MPI_F08_status,
+) -> c_int {
+    let real = crate::pmpi::MPI_Status_c2f08();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(c_status, f08_status) };
+    };
+    let ret = unsafe { real(c_status, f08_status) };
+    call.end(func::MPI_Status_c2f08, ret, |e| unsafe {
+        e.status(c_status, None);
+        e.buffer(f08_status.cast_const().cast());
+    });
+    ret
+}
+
+/// Traces `MPI_Status_f082c`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Status_f082c(
+    f08_status: *const MPI_F08_status,
+    c_status: *mut MPI_Status,
+) -> c_int {
+    let real = crate::pmpi::MPI_Status_f082c();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(f08_status, c_status) };
+    };
+    let ret = unsafe { real(f08_status, c_status) };
+    call.end(func::MPI_Status_f082c, ret, |e| unsafe {
+        e.buffer(f08_status.cast());
+        e.status(c_status, None);
     });
     ret
 }
@@ -13431,7 +13557,7 @@ pub unsafe extern "C" fn MPI_Status_set_elements_x(
     call.end(func::MPI_Status_set_elements_x, ret, |e| unsafe {
         e.status(status, None);
         e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.address(count);
+        e.int(count);
     });
     ret
 }
@@ -13576,12 +13702,10 @@ pub unsafe extern "C" fn MPI_T_category_get_info(
     call.end(func::MPI_T_category_get_info, ret, |e| unsafe {
         e.int(i64::from(cat_index));
         let name_cap = count_of(name_len_before);
-        let name_significant = true;
-        string_out(e, name, name_cap, name_significant);
+        string_out(e, name, name_cap, true);
         e.int(i64::from(name_len_before));
         let desc_cap = count_of(desc_len_before);
-        let desc_significant = true;
-        string_out(e, desc, desc_cap, desc_significant);
+        string_out(e, desc, desc_cap, true);
         e.int(i64::from(desc_len_before));
         e.int_out(num_cvars);
         e.int_out(num_pvars);
@@ -13695,15 +13819,13 @@ pub unsafe extern "C" fn MPI_T_cvar_get_info(
     call.end(func::MPI_T_cvar_get_info, ret, |e| unsafe {
         e.int(i64::from(cvar_index));
         let name_cap = count_of(name_len_before);
-        let name_significant = true;
-        string_out(e, name, name_cap, name_significant);
+        string_out(e, name, name_cap, true);
         e.int(i64::from(name_len_before));
         e.int_out(verbosity);
         lookup_out(e, HandleKind::Datatype, datatype);
         lookup_out(e, HandleKind::TEnum, enumtype);
         let desc_cap = count_of(desc_len_before);
-        let desc_significant = true;
-        string_out(e, desc, desc_cap, desc_significant);
+        string_out(e, desc, desc_cap, true);
         e.int(i64::from(desc_len_before));
         e.int_out(bind);
         e.int_out(scope);
@@ -13810,8 +13932,7 @@ pub unsafe extern "C" fn MPI_T_enum_get_info(
         e.handle(HandleKind::TEnum, enumtype.into_handle());
         e.int_out(num);
         let name_cap = count_of(name_len_before);
-        let name_significant = true;
-        string_out(e, name, name_cap, name_significant);
+        string_out(e, name, name_cap, true);
         e.int(i64::from(name_len_before));
     });
     ret
@@ -13837,8 +13958,7 @@ pub unsafe extern "C" fn MPI_T_enum_get_item(
         e.int(i64::from(index));
         e.int_out(value);
         let name_cap = count_of(name_len_before);
-        let name_significant = true;
-        string_out(e, name, name_cap, name_significant);
+        string_out(e, name, name_cap, true);
         e.int(i64::from(name_len_before));
     });
     ret
@@ -13984,8 +14104,7 @@ pub unsafe extern "C" fn MPI_T_event_get_info(
     call.end(func::MPI_T_event_get_info, ret, |e| unsafe {
         e.int(i64::from(event_index));
         let name_cap = count_of(name_len_before);
-        let name_significant = true;
-        string_out(e, name, name_cap, name_significant);
+        string_out(e, name, name_cap, true);
         e.int(i64::from(name_len_before));
         e.int_out(verbosity);
         let array_of_datatypes_len = if e.ok() {
@@ -14017,8 +14136,7 @@ pub unsafe extern "C" fn MPI_T_event_get_info(
         lookup_out(e, HandleKind::TEnum, enumtype);
         e.new_handle_out(HandleKind::Info, info);
         let desc_cap = count_of(desc_len_before);
-        let desc_significant = true;
-        string_out(e, desc, desc_cap, desc_significant);
+        string_out(e, desc, desc_cap, true);
         e.int(i64::from(desc_len_before));
         e.int_out(bind);
     });
@@ -14331,16 +14449,14 @@ pub unsafe extern "C" fn MPI_T_pvar_get_info(
     call.end(func::MPI_T_pvar_get_info, ret, |e| unsafe {
         e.int(i64::from(pvar_index));
         let name_cap = count_of(name_len_before);
-        let name_significant = true;
-        string_out(e, name, name_cap, name_significant);
+        string_out(e, name, name_cap, true);
         e.int(i64::from(name_len_before));
         e.int_out(verbosity);
         e.int_out(var_class);
         lookup_out(e, HandleKind::Datatype, datatype);
         lookup_out(e, HandleKind::TEnum, enumtype);
         let desc_cap = count_of(desc_len_before);
-        let desc_significant = true;
-        string_out(e, desc, desc_cap, desc_significant);
+        string_out(e, desc, desc_cap, true);
         e.int(i64::from(desc_len_before));
         e.int_out(bind);
         e.int_out(readonly);
@@ -14598,12 +14714,10 @@ pub unsafe extern "C" fn MPI_T_source_get_info(
     call.end(func::MPI_T_source_get_info, ret, |e| unsafe {
         e.int(i64::from(source_index));
         let name_cap = count_of(name_len_before);
-        let name_significant = true;
-        string_out(e, name, name_cap, name_significant);
+        string_out(e, name, name_cap, true);
         e.int(i64::from(name_len_before));
         let desc_cap = count_of(desc_len_before);
-        let desc_significant = true;
-        string_out(e, desc, desc_cap, desc_significant);
+        string_out(e, desc, desc_cap, true);
         e.int(i64::from(desc_len_before));
         e.int_out(ordering.cast_const().cast());
         e.count_out(ticks_per_second);
@@ -14723,7 +14837,7 @@ pub unsafe extern "C" fn MPI_Type_contiguous_c(
     };
     let ret = unsafe { real(count, oldtype, newtype) };
     call.end(func::MPI_Type_contiguous_c, ret, |e| unsafe {
-        e.address(count);
+        e.int(count);
         e.handle(HandleKind::Datatype, oldtype.into_handle());
         e.new_handle_out(HandleKind::Datatype, newtype);
     });
@@ -14854,7 +14968,7 @@ pub unsafe extern "C" fn MPI_Type_create_darray_c(
         e.int(i64::from(rank));
         e.int(i64::from(ndims));
         let array_of_gsizes_len = count_of(ndims);
-        array(e, array_of_gsizes, array_of_gsizes_len, |e, v| e.address(v));
+        array(e, array_of_gsizes, array_of_gsizes_len, |e, v| e.int(v));
         let array_of_distribs_len = count_of(ndims);
         array(e, array_of_distribs, array_of_distribs_len, |e, v| {
             e.int(i64::from(v))
@@ -15029,8 +15143,8 @@ pub unsafe extern "C" fn MPI_Type_create_hindexed_block_c(
     };
     let ret = unsafe { real(count, blocklength, array_of_displacements, oldtype, newtype) };
     call.end(func::MPI_Type_create_hindexed_block_c, ret, |e| unsafe {
-        e.address(count);
-        e.address(blocklength);
+        e.int(count);
+        e.int(blocklength);
         let array_of_displacements_len = count_of(count);
         array(
             e,
@@ -15075,13 +15189,13 @@ pub unsafe extern "C" fn MPI_Type_create_hindexed_c(
         )
     };
     call.end(func::MPI_Type_create_hindexed_c, ret, |e| unsafe {
-        e.address(count);
+        e.int(count);
         let array_of_blocklengths_len = count_of(count);
         array(
             e,
             array_of_blocklengths,
             array_of_blocklengths_len,
-            |e, v| e.address(v),
+            |e, v| e.int(v),
         );
         let array_of_displacements_len = count_of(count);
         array(
@@ -15135,8 +15249,8 @@ pub unsafe extern "C" fn MPI_Type_create_hvector_c(
     };
     let ret = unsafe { real(count, blocklength, stride, oldtype, newtype) };
     call.end(func::MPI_Type_create_hvector_c, ret, |e| unsafe {
-        e.address(count);
-        e.address(blocklength);
+        e.int(count);
+        e.int(blocklength);
         e.address(stride);
         e.handle(HandleKind::Datatype, oldtype.into_handle());
         e.new_handle_out(HandleKind::Datatype, newtype);
@@ -15166,7 +15280,7 @@ pub unsafe extern "C" fn MPI_Type_create_indexed_block(
             e,
             array_of_displacements,
             array_of_displacements_len,
-            |e, v| e.int(i64::from(v)),
+            |e, v| e.address(i64::from(v)),
         );
         e.handle(HandleKind::Datatype, oldtype.into_handle());
         e.new_handle_out(HandleKind::Datatype, newtype);
@@ -15189,8 +15303,8 @@ pub unsafe extern "C" fn MPI_Type_create_indexed_block_c(
     };
     let ret = unsafe { real(count, blocklength, array_of_displacements, oldtype, newtype) };
     call.end(func::MPI_Type_create_indexed_block_c, ret, |e| unsafe {
-        e.address(count);
-        e.address(blocklength);
+        e.int(count);
+        e.int(blocklength);
         let array_of_displacements_len = count_of(count);
         array(
             e,
@@ -15370,13 +15484,13 @@ pub unsafe extern "C" fn MPI_Type_create_struct_c(
         )
     };
     call.end(func::MPI_Type_create_struct_c, ret, |e| unsafe {
-        e.address(count);
+        e.int(count);
         let array_of_blocklengths_len = count_of(count);
         array(
             e,
             array_of_blocklengths,
             array_of_blocklengths_len,
-            |e, v| e.address(v),
+            |e, v| e.int(v),
         );
         let array_of_displacements_len = count_of(count);
         array(
@@ -15490,13 +15604,11 @@ pub unsafe extern "C" fn MPI_Type_create_subarray_c(
     call.end(func::MPI_Type_create_subarray_c, ret, |e| unsafe {
         e.int(i64::from(ndims));
         let array_of_sizes_len = count_of(ndims);
-        array(e, array_of_sizes, array_of_sizes_len, |e, v| e.address(v));
+        array(e, array_of_sizes, array_of_sizes_len, |e, v| e.int(v));
         let array_of_subsizes_len = count_of(ndims);
-        array(e, array_of_subsizes, array_of_subsizes_len, |e, v| {
-            e.address(v)
-        });
+        array(e, array_of_subsizes, array_of_subsizes_len, |e, v| e.int(v));
         let array_of_starts_len = count_of(ndims);
-        array(e, array_of_starts, array_of_starts_len, |e, v| e.address(v));
+        array(e, array_of_starts, array_of_starts_len, |e, v| e.int(v));
         e.int(i64::from(order));
         e.handle(HandleKind::Datatype, oldtype.into_handle());
         e.new_handle_out(HandleKind::Datatype, newtype);
@@ -15642,12 +15754,22 @@ pub unsafe extern "C" fn MPI_Type_get_contents(
         e.int(i64::from(max_integers));
         e.int(i64::from(max_addresses));
         e.int(i64::from(max_datatypes));
-        let array_of_integers_len = if e.ok() { count_of(max_integers) } else { None };
+        let array_of_integers_len = if e.ok() {
+            min_of(
+                count_of(max_integers),
+                type_envelope(e, datatype).map(|n| n[0]),
+            )
+        } else {
+            None
+        };
         array(e, array_of_integers, array_of_integers_len, |e, v| {
             e.int(i64::from(v))
         });
         let array_of_addresses_len = if e.ok() {
-            count_of(max_addresses)
+            min_of(
+                count_of(max_addresses),
+                type_envelope(e, datatype).map(|n| n[1]),
+            )
         } else {
             None
         };
@@ -15655,7 +15777,10 @@ pub unsafe extern "C" fn MPI_Type_get_contents(
             e.address(v)
         });
         let array_of_datatypes_len = if e.ok() {
-            count_of(max_datatypes)
+            min_of(
+                count_of(max_datatypes),
+                type_envelope(e, datatype).map(|n| n[3]),
+            )
         } else {
             None
         };
@@ -15711,16 +15836,26 @@ pub unsafe extern "C" fn MPI_Type_get_contents_c(
     };
     call.end(func::MPI_Type_get_contents_c, ret, |e| unsafe {
         e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.address(max_integers);
-        e.address(max_addresses);
-        e.address(max_large_counts);
-        e.address(max_datatypes);
-        let array_of_integers_len = if e.ok() { count_of(max_integers) } else { None };
+        e.int(max_integers);
+        e.int(max_addresses);
+        e.int(max_large_counts);
+        e.int(max_datatypes);
+        let array_of_integers_len = if e.ok() {
+            min_of(
+                count_of(max_integers),
+                type_envelope(e, datatype).map(|n| n[0]),
+            )
+        } else {
+            None
+        };
         array(e, array_of_integers, array_of_integers_len, |e, v| {
             e.int(i64::from(v))
         });
         let array_of_addresses_len = if e.ok() {
-            count_of(max_addresses)
+            min_of(
+                count_of(max_addresses),
+                type_envelope(e, datatype).map(|n| n[1]),
+            )
         } else {
             None
         };
@@ -15728,7 +15863,10 @@ pub unsafe extern "C" fn MPI_Type_get_contents_c(
             e.address(v)
         });
         let array_of_large_counts_len = if e.ok() {
-            count_of(max_large_counts)
+            min_of(
+                count_of(max_large_counts),
+                type_envelope(e, datatype).map(|n| n[2]),
+            )
         } else {
             None
         };
@@ -15736,10 +15874,13 @@ pub unsafe extern "C" fn MPI_Type_get_contents_c(
             e,
             array_of_large_counts,
             array_of_large_counts_len,
-            |e, v| e.address(v),
+            |e, v| e.int(v),
         );
         let array_of_datatypes_len = if e.ok() {
-            count_of(max_datatypes)
+            min_of(
+                count_of(max_datatypes),
+                type_envelope(e, datatype).map(|n| n[3]),
+            )
         } else {
             None
         };
@@ -15909,8 +16050,7 @@ pub unsafe extern "C" fn MPI_Type_get_name(
     call.end(func::MPI_Type_get_name, ret, |e| unsafe {
         e.handle(HandleKind::Datatype, datatype.into_handle());
         let type_name_cap = count_of(MPI_MAX_OBJECT_NAME);
-        let type_name_significant = true;
-        string_out(e, type_name, type_name_cap, type_name_significant);
+        string_out(e, type_name, type_name_cap, true);
         e.int_out(resultlen);
     });
     ret
@@ -16096,7 +16236,7 @@ pub unsafe extern "C" fn MPI_Type_indexed(
             e,
             array_of_displacements,
             array_of_displacements_len,
-            |e, v| e.int(i64::from(v)),
+            |e, v| e.address(i64::from(v)),
         );
         e.handle(HandleKind::Datatype, oldtype.into_handle());
         e.new_handle_out(HandleKind::Datatype, newtype);
@@ -16135,13 +16275,13 @@ pub unsafe extern "C" fn MPI_Type_indexed_c(
         )
     };
     call.end(func::MPI_Type_indexed_c, ret, |e| unsafe {
-        e.address(count);
+        e.int(count);
         let array_of_blocklengths_len = count_of(count);
         array(
             e,
             array_of_blocklengths,
             array_of_blocklengths_len,
-            |e, v| e.address(v),
+            |e, v| e.int(v),
         );
         let array_of_displacements_len = count_of(count);
         array(
@@ -16383,9 +16523,9 @@ pub unsafe extern "C" fn MPI_Type_vector_c(
     };
     let ret = unsafe { real(count, blocklength, stride, oldtype, newtype) };
     call.end(func::MPI_Type_vector_c, ret, |e| unsafe {
-        e.address(count);
-        e.address(blocklength);
-        e.address(stride);
+        e.int(count);
+        e.int(blocklength);
+        e.int(stride);
         e.handle(HandleKind::Datatype, oldtype.into_handle());
         e.new_handle_out(HandleKind::Datatype, newtype);
     });
@@ -16411,8 +16551,8 @@ pub unsafe extern "C" fn MPI_Unpack(
     let ret = unsafe { real(inbuf, insize, position, outbuf, outcount, datatype, comm) };
     call.end(func::MPI_Unpack, ret, |e| {
         e.buffer(inbuf);
-        e.int(i64::from(insize));
-        e.int(i64::from(position_before));
+        e.address(i64::from(insize));
+        e.address(i64::from(position_before));
         e.buffer(outbuf);
         e.int(i64::from(outcount));
         e.handle(HandleKind::Datatype, datatype.into_handle());
@@ -16443,7 +16583,7 @@ pub unsafe extern "C" fn MPI_Unpack_c(
         e.address(insize);
         e.address(position_before);
         e.buffer(outbuf);
-        e.address(outcount);
+        e.int(outcount);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.handle(HandleKind::Comm, comm.into_handle());
     });
@@ -16502,7 +16642,7 @@ pub unsafe extern "C" fn MPI_Unpack_external_c(
         e.address(insize);
         e.address(position_before);
         e.buffer(outbuf);
-        e.address(outcount);
+        e.int(outcount);
         e.handle(HandleKind::Datatype, datatype.into_handle());
     });
     ret
@@ -16545,7 +16685,7 @@ pub unsafe extern "C" fn MPI_Win_allocate(
     let ret = unsafe { real(size, disp_unit, info, comm, baseptr, win) };
     call.end(func::MPI_Win_allocate, ret, |e| unsafe {
         e.address(size);
-        e.int(i64::from(disp_unit));
+        e.address(i64::from(disp_unit));
         e.handle(HandleKind::Info, info.into_handle());
         e.handle(HandleKind::Comm, comm.into_handle());
         buffer_out(e, baseptr.cast_const().cast());
@@ -16597,7 +16737,7 @@ pub unsafe extern "C" fn MPI_Win_allocate_shared(
     let ret = unsafe { real(size, disp_unit, info, comm, baseptr, win) };
     call.end(func::MPI_Win_allocate_shared, ret, |e| unsafe {
         e.address(size);
-        e.int(i64::from(disp_unit));
+        e.address(i64::from(disp_unit));
         e.handle(HandleKind::Info, info.into_handle());
         e.handle(HandleKind::Comm, comm.into_handle());
         buffer_out(e, baseptr.cast_const().cast());
@@ -16695,7 +16835,7 @@ pub unsafe extern "C" fn MPI_Win_create(
     call.end(func::MPI_Win_create, ret, |e| unsafe {
         e.buffer(base);
         e.address(size);
-        e.int(i64::from(disp_unit));
+        e.address(i64::from(disp_unit));
         e.handle(HandleKind::Info, info.into_handle());
         e.handle(HandleKind::Comm, comm.into_handle());
         e.new_handle_out(HandleKind::Win, win);
@@ -17021,8 +17161,7 @@ pub unsafe extern "C" fn MPI_Win_get_name(
     call.end(func::MPI_Win_get_name, ret, |e| unsafe {
         e.handle(HandleKind::Win, win.into_handle());
         let win_name_cap = count_of(MPI_MAX_OBJECT_NAME);
-        let win_name_significant = true;
-        string_out(e, win_name, win_name_cap, win_name_significant);
+        string_out(e, win_name, win_name_cap, true);
         e.int_out(resultlen);
     });
     ret
