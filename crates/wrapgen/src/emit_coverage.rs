@@ -115,10 +115,10 @@ pub fn emit(
             Coverage::Macro => ("—", "a macro in MPICH's mpi.h".into()),
             Coverage::NotExported => ("—", format!("not in MPICH {v}")),
         };
-        let note = if f.legacy {
-            format!("legacy MPI-1. {note}")
-        } else {
-            note
+        let note = match (f.legacy, note.is_empty()) {
+            (true, true) => "legacy MPI-1 (removed in MPI 3.0)".to_owned(),
+            (true, false) => format!("legacy MPI-1 (removed in MPI 3.0); {note}"),
+            (false, _) => note,
         };
         let _ = writeln!(s, "| `{}` | {status} | {} |", f.name, note.trim());
     }
