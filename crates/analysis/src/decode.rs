@@ -3,7 +3,8 @@
 //! buffers shown as `seg2+0`.
 
 use mpigram_mpispec::{
-    BufferRef, FUNCS, HandleKind, HandleRef, Rank, RequestRef, Signature, Status, Value, decode_signature, predefined,
+    BufferRef, FUNCS, HandleKind, HandleRef, Rank, RequestRef, Signature, Status, Value,
+    decode_signature, predefined,
 };
 use mpigram_trace::RankTrace;
 use rustc_hash::FxHashMap;
@@ -39,9 +40,23 @@ impl DecodedCall {
 
     /// `0 12 MPI_Isend(buf=seg2+0, count=8, ...)`, with ` -> ret` on errors.
     pub fn to_text(&self) -> String {
-        let args: Vec<String> = self.args.iter().map(|(k, v)| format!("{k}={}", text(v))).collect();
-        let ret = if self.ret != 0 { format!(" -> {}", self.ret) } else { String::new() };
-        format!("{} {} {}({}){ret}", self.rank, self.seq, self.func, args.join(", "))
+        let args: Vec<String> = self
+            .args
+            .iter()
+            .map(|(k, v)| format!("{k}={}", text(v)))
+            .collect();
+        let ret = if self.ret != 0 {
+            format!(" -> {}", self.ret)
+        } else {
+            String::new()
+        };
+        format!(
+            "{} {} {}({}){ret}",
+            self.rank,
+            self.seq,
+            self.func,
+            args.join(", ")
+        )
     }
 }
 
@@ -49,7 +64,13 @@ fn text(v: &Json) -> String {
     match v {
         Json::String(s) => s.clone(),
         Json::Array(a) => format!("[{}]", a.iter().map(text).collect::<Vec<_>>().join(", ")),
-        Json::Object(o) => format!("{{{}}}", o.iter().map(|(k, v)| format!("{k}={}", text(v))).collect::<Vec<_>>().join(", ")),
+        Json::Object(o) => format!(
+            "{{{}}}",
+            o.iter()
+                .map(|(k, v)| format!("{k}={}", text(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
         other => other.to_string(),
     }
 }
@@ -99,7 +120,9 @@ impl<'t> RankDecoder<'t> {
         let slot = &mut self.signatures[terminal as usize];
         if slot.is_none() {
             let bytes = &self.trace.signatures[terminal as usize];
-            *slot = Some(decode_signature(bytes).map_err(|e| format!("bad signature {terminal}: {e}"))?);
+            *slot = Some(
+                decode_signature(bytes).map_err(|e| format!("bad signature {terminal}: {e}"))?,
+            );
         }
         Ok(slot.clone().expect("decoded above"))
     }
@@ -126,7 +149,13 @@ impl<'t> RankDecoder<'t> {
         for (param, value) in func.params.iter().zip(&sig.args) {
             args.insert(param.name.to_owned(), self.render(value, call_comm));
         }
-        Ok(DecodedCall { rank: self.trace.meta.rank, seq: self.seq, func: func.name, ret: sig.ret, args })
+        Ok(DecodedCall {
+            rank: self.trace.meta.rank,
+            seq: self.seq,
+            func: func.name,
+            ret: sig.ret,
+            args,
+        })
     }
 
     fn render(&mut self, v: &Value, comm: Option<HandleRef>) -> Json {
@@ -148,6 +177,7 @@ impl<'t> RankDecoder<'t> {
             }
             Value::Status(None) => json!("MPI_STATUS_IGNORE"),
             Value::Status(Some(s)) => self.status(s, comm),
+            Value::UndefinedStatus => json!("undefined"),
             Value::Buffer(BufferRef::Null) => json!("NULL"),
             Value::Buffer(BufferRef::InPlace) => json!("MPI_IN_PLACE"),
             Value::Buffer(BufferRef::Segment { id, offset }) => json!(format!("seg{id}+{offset}")),
@@ -170,15 +200,21 @@ impl<'t> RankDecoder<'t> {
         let mut requests = Vec::new();
         for v in args {
             match v {
-                Value::Request(RequestRef::Pooled { pool, index }) => requests.push((*pool, *index)),
-                Value::Array(Some(items)) => requests.extend(items.iter().filter_map(|i| match i {
-                    Value::Request(RequestRef::Pooled { pool, index }) => Some((*pool, *index)),
-                    _ => None,
-                })),
+                Value::Request(RequestRef::Pooled { pool, index }) => {
+                    requests.push((*pool, *index))
+                }
+                Value::Array(Some(items)) => {
+                    requests.extend(items.iter().filter_map(|i| match i {
+                        Value::Request(RequestRef::Pooled { pool, index }) => Some((*pool, *index)),
+                        _ => None,
+                    }))
+                }
                 _ => {}
             }
         }
-        let mut comms = requests.iter().map(|key| self.request_comm.get(key).copied().flatten());
+        let mut comms = requests
+            .iter()
+            .map(|key| self.request_comm.get(key).copied().flatten());
         let first = comms.next()??;
         comms.all(|c| c == Some(first)).then_some(first)
     }
@@ -214,7 +250,14 @@ impl<'t> RankDecoder<'t> {
     fn status(&self, s: &Status, comm: Option<HandleRef>) -> Json {
         let mut o = Map::new();
         o.insert("MPI_SOURCE".into(), self.rank(s.source, comm));
-        o.insert("MPI_TAG".into(), if s.tag == -1 { json!("MPI_ANY_TAG") } else { json!(s.tag) });
+        o.insert(
+            "MPI_TAG".into(),
+            if s.tag == -1 {
+                json!("MPI_ANY_TAG")
+            } else {
+                json!(s.tag)
+            },
+        );
         o.insert("count".into(), json!(s.count));
         if s.cancelled {
             o.insert("cancelled".into(), json!(true));

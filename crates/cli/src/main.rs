@@ -11,7 +11,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 #[derive(Parser)]
-#[command(name = "mpigram", version, about = "Record every MPI call of every rank, compressed; read the traces.")]
+#[command(
+    name = "mpigram",
+    version,
+    about = "Record every MPI call of every rank, compressed; read the traces."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Cmd,
@@ -60,7 +64,11 @@ fn main() -> ExitCode {
             println!("{}", lib.display());
             ExitCode::SUCCESS
         }),
-        Cmd::Decode { trace, rank, format } => decode(&trace, rank, format).map(|()| ExitCode::SUCCESS),
+        Cmd::Decode {
+            trace,
+            rank,
+            format,
+        } => decode(&trace, rank, format).map(|()| ExitCode::SUCCESS),
         Cmd::Info { trace } => info(&trace).map(|()| ExitCode::SUCCESS),
     };
     result.unwrap_or_else(|e| {
@@ -73,19 +81,28 @@ fn main() -> ExitCode {
 /// `../lib` (as installed).
 fn library() -> Result<PathBuf> {
     let exe = std::env::current_exe().context("cannot find the mpigram executable")?;
-    let dir = exe.parent().context("the mpigram executable has no directory")?;
+    let dir = exe
+        .parent()
+        .context("the mpigram executable has no directory")?;
     [dir.join("libmpigram.so"), dir.join("../lib/libmpigram.so")]
         .into_iter()
         .find(|p| p.is_file())
         .map(|p| p.canonicalize().unwrap_or(p))
-        .with_context(|| format!("libmpigram.so is not next to {} (build it with cargo build)", exe.display()))
+        .with_context(|| {
+            format!(
+                "libmpigram.so is not next to {} (build it with cargo build)",
+                exe.display()
+            )
+        })
 }
 
 fn run(out: &Path, n: u32, program: &[String]) -> Result<ExitCode> {
     let lib = library()?;
     std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
     clear_old_trace(out)?;
-    let out = out.canonicalize().with_context(|| format!("cannot resolve {}", out.display()))?;
+    let out = out
+        .canonicalize()
+        .with_context(|| format!("cannot resolve {}", out.display()))?;
     let preload = match std::env::var("LD_PRELOAD") {
         Ok(existing) if !existing.is_empty() => format!("{}:{existing}", lib.display()),
         _ => lib.display().to_string(),
@@ -117,7 +134,8 @@ fn clear_old_trace(dir: &Path) -> Result<()> {
         let path = entry?.path();
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
         if name.starts_with("rank") && (name.ends_with(".mgr") || name.ends_with(".verify")) {
-            std::fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?;
+            std::fs::remove_file(&path)
+                .with_context(|| format!("cannot remove {}", path.display()))?;
         }
     }
     Ok(())
@@ -127,13 +145,21 @@ fn decode(dir: &Path, rank: Option<u32>, format: Format) -> Result<()> {
     let trace = Trace::open(dir)?;
     if let Some(r) = rank {
         if !trace.ranks.iter().any(|t| t.meta.rank == r) {
-            bail!("{}: no rank {r} (the trace has ranks {})", dir.display(), rank_list(&trace));
+            bail!(
+                "{}: no rank {r} (the trace has ranks {})",
+                dir.display(),
+                rank_list(&trace)
+            );
         }
     }
     warn_if_partial(&trace);
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
-    for rank_trace in trace.ranks.iter().filter(|t| rank.is_none_or(|r| t.meta.rank == r)) {
+    for rank_trace in trace
+        .ranks
+        .iter()
+        .filter(|t| rank.is_none_or(|r| t.meta.rank == r))
+    {
         for call in RankDecoder::new(rank_trace) {
             let call = call?;
             let line = match format {
@@ -158,21 +184,43 @@ fn info(dir: &Path) -> Result<()> {
     println!("bytes:      {}", s.bytes);
     println!("timing:     {}", s.timing);
     println!("MPI:        {}", s.mpi_library);
-    println!("complete:   {}", if s.is_complete() { "yes" } else { "no (partial trace)" });
+    println!(
+        "complete:   {}",
+        if s.is_complete() {
+            "yes"
+        } else {
+            "no (partial trace)"
+        }
+    );
     println!();
-    println!("{:>6} {:>12} {:>10} {:>7} {:>8}  ending", "rank", "calls", "signatures", "rules", "symbols");
+    println!(
+        "{:>6} {:>12} {:>10} {:>7} {:>8}  ending",
+        "rank", "calls", "signatures", "rules", "symbols"
+    );
     for r in &s.ranks {
-        println!("{:>6} {:>12} {:>10} {:>7} {:>8}  {}", r.rank, r.calls, r.signatures, r.rules, r.symbols, r.ending);
+        println!(
+            "{:>6} {:>12} {:>10} {:>7} {:>8}  {}",
+            r.rank, r.calls, r.signatures, r.rules, r.symbols, r.ending
+        );
     }
     Ok(())
 }
 
 fn warn_if_partial(trace: &Trace) {
     for r in trace.ranks.iter().filter(|r| !r.meta.ending.is_complete()) {
-        eprintln!("mpigram: partial trace: rank {} {}", r.meta.rank, r.meta.ending.describe());
+        eprintln!(
+            "mpigram: partial trace: rank {} {}",
+            r.meta.rank,
+            r.meta.ending.describe()
+        );
     }
 }
 
 fn rank_list(trace: &Trace) -> String {
-    trace.ranks.iter().map(|r| r.meta.rank.to_string()).collect::<Vec<_>>().join(", ")
+    trace
+        .ranks
+        .iter()
+        .map(|r| r.meta.rank.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }

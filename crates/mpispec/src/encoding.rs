@@ -7,7 +7,7 @@
 //! | Rank | 0 MPI_PROC_NULL, 1 MPI_ANY_SOURCE, 2 MPI_ROOT, else 3 + (zigzag(v) << 1 \| absolute): v = rank − caller's rank, or the rank itself where no relative form applies (inter-communicators, unknown communicators) |
 //! | Handle | 0 the kind's null handle, else 1 + (id << 1 \| user): predefined handles have fixed ids ([`crate::predefined`]), user objects ids from a free-id pool |
 //! | Request | 0 MPI_REQUEST_NULL, else pool + 1, index |
-//! | Status | 0 MPI_STATUS_IGNORE, else flags (1 \| cancelled << 1 \| has error << 2), source (as Rank), zigzag(tag), count in bytes, [zigzag(MPI_ERROR)] |
+//! | Status | 0 MPI_STATUS_IGNORE, 2 a status whose fields MPI leaves undefined (a completed send, collective or RMA request), else flags (1 \| cancelled << 1 \| has error << 2), source (as Rank), zigzag(tag), count in bytes, [zigzag(MPI_ERROR)] |
 //! | Buffer | 0 NULL (also MPI_BOTTOM in MPICH), 1 MPI_IN_PLACE, else 2 + segment, offset |
 //! | Str | 0 NULL, else length + 1, bytes |
 //! | Callback | 0 NULL, else id + 1 (one id per distinct function, in order of first use) |
@@ -22,6 +22,7 @@ pub(crate) const RANK_ROOT: u64 = 2;
 pub(crate) const RANK_VALUE: u64 = 3;
 
 pub(crate) const STATUS_PRESENT: u64 = 1;
+pub(crate) const STATUS_UNDEFINED: u64 = 2;
 pub(crate) const STATUS_CANCELLED: u64 = 2;
 pub(crate) const STATUS_ERROR: u64 = 4;
 
@@ -81,6 +82,12 @@ pub fn put_status(out: &mut Vec<u8>, status: Option<&Status>) {
     if s.error != 0 {
         out.put_i64(s.error);
     }
+}
+
+/// A status argument whose fields MPI leaves undefined for this operation.
+#[inline]
+pub fn put_status_undefined(out: &mut Vec<u8>) {
+    out.put_u64(STATUS_UNDEFINED);
 }
 
 #[inline]

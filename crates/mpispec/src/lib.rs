@@ -19,8 +19,8 @@ mod value;
 
 pub use generated::{FUNCS, func, predefined};
 pub use value::{
-    BufferRef, HandleRef, Rank, RequestRef, Signature, Status, Value, decode_args, decode_signature,
-    put_signature_head,
+    BufferRef, HandleRef, Rank, RequestRef, Signature, Status, Value, decode_args,
+    decode_signature, put_signature_head,
 };
 
 /// Index of a function in [`FUNCS`].
@@ -172,5 +172,9 @@ impl HandleKind {
 
 /// The function named `name`, if mpigram knows it.
 pub fn func_by_name(name: &str) -> Option<(FuncId, &'static Func)> {
-    FUNCS.iter().enumerate().find(|(_, f)| f.name == name).map(|(i, f)| (i as FuncId, f))
+    FUNCS
+        .iter()
+        .enumerate()
+        .find(|(_, f)| f.name == name)
+        .map(|(i, f)| (i as FuncId, f))
 }

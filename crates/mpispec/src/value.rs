@@ -54,7 +54,10 @@ pub enum BufferRef {
     /// NULL, which is also MPI_BOTTOM in MPICH.
     Null,
     InPlace,
-    Segment { id: u64, offset: u64 },
+    Segment {
+        id: u64,
+        offset: u64,
+    },
 }
 
 /// One decoded argument.
@@ -67,6 +70,9 @@ pub enum Value {
     Handle(HandleKind, HandleRef),
     Request(RequestRef),
     Status(Option<Status>),
+    /// A status MPI leaves undefined (of a completed send, collective or
+    /// RMA operation).
+    UndefinedStatus,
     Buffer(BufferRef),
     Str(Option<Vec<u8>>),
     Callback(Option<u64>),
@@ -99,12 +105,19 @@ pub fn decode_signature(bytes: &[u8]) -> Result<Signature, DecodeError> {
     let id = r.u64()?;
     let func = crate::FUNCS.get(id as usize).ok_or(DecodeError {
         offset: at,
-        kind: mpigram_varint::DecodeErrorKind::OutOfRange { value: id, target: "function id" },
+        kind: mpigram_varint::DecodeErrorKind::OutOfRange {
+            value: id,
+            target: "function id",
+        },
     })?;
     let ret = r.i64()?;
     let args = decode_args(func, &mut r)?;
     r.finish()?;
-    Ok(Signature { func: id as FuncId, ret, args })
+    Ok(Signature {
+        func: id as FuncId,
+        ret,
+        args,
+    })
 }
 
 /// Reads the arguments of one call of `func` from `r`.
@@ -121,22 +134,48 @@ fn decode(enc: Enc, r: &mut ByteReader<'_>) -> Result<Value, DecodeError> {
         Enc::Handle(kind) => Value::Handle(kind, handle(r)?),
         Enc::Request => Value::Request(match r.u64()? {
             0 => RequestRef::Null,
-            pool => RequestRef::Pooled { pool: pool - 1, index: r.u64()? },
+            pool => RequestRef::Pooled {
+                pool: pool - 1,
+                index: r.u64()?,
+            },
         }),
-        Enc::Status => Value::Status(status(r)?),
+        Enc::Status => status(r)?,
         Enc::Buffer => Value::Buffer(match r.u64()? {
             BUFFER_NULL => BufferRef::Null,
             BUFFER_IN_PLACE => BufferRef::InPlace,
-            code => BufferRef::Segment { id: code - BUFFER_SEGMENT, offset: r.u64()? },
+            code => BufferRef::Segment {
+                id: code - BUFFER_SEGMENT,
+                offset: r.u64()?,
+            },
         }),
         Enc::Str => Value::Str(match r.u64()? {
             0 => None,
-            n => Some(r.bytes(usize::try_from(n - 1).unwrap_or(usize::MAX))?.to_vec()),
+            n => Some(
+                r.bytes(usize::try_from(n - 1).unwrap_or(usize::MAX))?
+                    .to_vec(),
+            ),
         }),
         Enc::Callback => Value::Callback(r.u64()?.checked_sub(1)),
-        Enc::Array(elem) => Value::Array(match r.count()? {
+        Enc::Array(elem) => Value::Array(match r.u64()? {
             0 => None,
-            n => Some((1..n).map(|_| decode(*elem, r)).collect::<Result<_, _>>()?),
+            n => {
+                // Every element takes at least one byte: a longer array is corrupt.
+                let len = n - 1;
+                if len > r.remaining() as u64 {
+                    return Err(DecodeError {
+                        offset: r.position(),
+                        kind: mpigram_varint::DecodeErrorKind::TooManyElements {
+                            count: len,
+                            left: r.remaining(),
+                        },
+                    });
+                }
+                Some(
+                    (0..len)
+                        .map(|_| decode(*elem, r))
+                        .collect::<Result<_, _>>()?,
+                )
+            }
         }),
     })
 }
@@ -149,7 +188,11 @@ fn rank(r: &mut ByteReader<'_>) -> Result<Rank, DecodeError> {
         code => {
             let v = code - RANK_VALUE;
             let n = mpigram_varint::unzigzag(v >> 1);
-            if v & 1 == 0 { Rank::Relative(n) } else { Rank::Absolute(n) }
+            if v & 1 == 0 {
+                Rank::Relative(n)
+            } else {
+                Rank::Absolute(n)
+            }
         }
     })
 }
@@ -161,21 +204,37 @@ fn handle(r: &mut ByteReader<'_>) -> Result<HandleRef, DecodeError> {
         code if (code - 1) & 1 == 1 => HandleRef::User((code - 1) >> 1),
         code => HandleRef::Predefined(u32::try_from((code - 1) >> 1).map_err(|_| DecodeError {
             offset: at,
-            kind: mpigram_varint::DecodeErrorKind::OutOfRange { value: code, target: "predefined handle" },
+            kind: mpigram_varint::DecodeErrorKind::OutOfRange {
+                value: code,
+                target: "predefined handle",
+            },
         })?),
     })
 }
 
-fn status(r: &mut ByteReader<'_>) -> Result<Option<Status>, DecodeError> {
+fn status(r: &mut ByteReader<'_>) -> Result<Value, DecodeError> {
     let flags = r.u64()?;
+    if flags == STATUS_UNDEFINED {
+        return Ok(Value::UndefinedStatus);
+    }
     if flags & STATUS_PRESENT == 0 {
-        return Ok(None);
+        return Ok(Value::Status(None));
     }
     let source = rank(r)?;
     let tag = r.i64()?;
     let count = r.u64()?;
-    let error = if flags & STATUS_ERROR != 0 { r.i64()? } else { 0 };
-    Ok(Some(Status { source, tag, count, cancelled: flags & STATUS_CANCELLED != 0, error }))
+    let error = if flags & STATUS_ERROR != 0 {
+        r.i64()?
+    } else {
+        0
+    };
+    Ok(Value::Status(Some(Status {
+        source,
+        tag,
+        count,
+        cancelled: flags & STATUS_CANCELLED != 0,
+        error,
+    })))
 }
 
 #[cfg(test)]
@@ -184,24 +243,73 @@ mod tests {
     use crate::Param;
 
     static EVERY_ENCODING: &[Param] = &[
-        Param { name: "i", enc: Enc::Int },
-        Param { name: "r", enc: Enc::Rank },
-        Param { name: "t", enc: Enc::Tag },
-        Param { name: "a", enc: Enc::Address },
-        Param { name: "h", enc: Enc::Handle(HandleKind::Datatype) },
-        Param { name: "q", enc: Enc::Request },
-        Param { name: "s", enc: Enc::Status },
-        Param { name: "b", enc: Enc::Buffer },
-        Param { name: "x", enc: Enc::Str },
-        Param { name: "c", enc: Enc::Callback },
-        Param { name: "v", enc: Enc::Array(&Enc::Rank) },
-        Param { name: "n", enc: Enc::Array(&Enc::Int) },
+        Param {
+            name: "i",
+            enc: Enc::Int,
+        },
+        Param {
+            name: "r",
+            enc: Enc::Rank,
+        },
+        Param {
+            name: "t",
+            enc: Enc::Tag,
+        },
+        Param {
+            name: "a",
+            enc: Enc::Address,
+        },
+        Param {
+            name: "h",
+            enc: Enc::Handle(HandleKind::Datatype),
+        },
+        Param {
+            name: "q",
+            enc: Enc::Request,
+        },
+        Param {
+            name: "s",
+            enc: Enc::Status,
+        },
+        Param {
+            name: "b",
+            enc: Enc::Buffer,
+        },
+        Param {
+            name: "x",
+            enc: Enc::Str,
+        },
+        Param {
+            name: "c",
+            enc: Enc::Callback,
+        },
+        Param {
+            name: "v",
+            enc: Enc::Array(&Enc::Rank),
+        },
+        Param {
+            name: "n",
+            enc: Enc::Array(&Enc::Int),
+        },
+        Param {
+            name: "e",
+            enc: Enc::Array(&Enc::Int),
+        },
     ];
 
     #[test]
     fn every_encoding_round_trips() {
-        let f = Func { name: "MPI_Test_all_encodings", params: EVERY_ENCODING };
-        let status = Status { source: Rank::Relative(-1), tag: 7, count: 64, cancelled: true, error: 13 };
+        let f = Func {
+            name: "MPI_Test_all_encodings",
+            params: EVERY_ENCODING,
+        };
+        let status = Status {
+            source: Rank::Relative(-1),
+            tag: 7,
+            count: 64,
+            cancelled: true,
+            error: 13,
+        };
         let mut out = Vec::new();
         put_int(&mut out, -5);
         put_rank(&mut out, Rank::Absolute(3));
@@ -218,6 +326,7 @@ mod tests {
             put_rank(&mut out, r);
         }
         put_array_len(&mut out, None);
+        put_array_len(&mut out, Some(0));
         let mut r = ByteReader::new(&out);
         let values = decode_args(&f, &mut r).unwrap();
         r.finish().unwrap();
@@ -240,6 +349,7 @@ mod tests {
                     Value::Rank(Rank::Root)
                 ])),
                 Value::Array(None),
+                Value::Array(Some(vec![])),
             ]
         );
     }
@@ -247,16 +357,47 @@ mod tests {
     #[test]
     fn constants_and_nulls_round_trip() {
         static P: &[Param] = &[
-            Param { name: "h", enc: Enc::Handle(HandleKind::Comm) },
-            Param { name: "h2", enc: Enc::Handle(HandleKind::Comm) },
-            Param { name: "q", enc: Enc::Request },
-            Param { name: "s", enc: Enc::Status },
-            Param { name: "b", enc: Enc::Buffer },
-            Param { name: "b2", enc: Enc::Buffer },
-            Param { name: "x", enc: Enc::Str },
-            Param { name: "c", enc: Enc::Callback },
+            Param {
+                name: "h",
+                enc: Enc::Handle(HandleKind::Comm),
+            },
+            Param {
+                name: "h2",
+                enc: Enc::Handle(HandleKind::Comm),
+            },
+            Param {
+                name: "q",
+                enc: Enc::Request,
+            },
+            Param {
+                name: "s",
+                enc: Enc::Status,
+            },
+            Param {
+                name: "b",
+                enc: Enc::Buffer,
+            },
+            Param {
+                name: "b2",
+                enc: Enc::Buffer,
+            },
+            Param {
+                name: "x",
+                enc: Enc::Str,
+            },
+            Param {
+                name: "c",
+                enc: Enc::Callback,
+            },
+            Param {
+                name: "u",
+                enc: Enc::Status,
+            },
         ];
-        let f = Func { name: "MPI_Test_nulls", params: P };
+        let f = Func {
+            name: "MPI_Test_nulls",
+            params: P,
+        };
         let mut out = Vec::new();
         put_handle(&mut out, HandleRef::Null);
         put_handle(&mut out, HandleRef::Predefined(1));
@@ -266,6 +407,7 @@ mod tests {
         put_buffer(&mut out, BufferRef::InPlace);
         put_str(&mut out, None);
         put_callback(&mut out, None);
+        put_status_undefined(&mut out);
         let values = decode_args(&f, &mut ByteReader::new(&out)).unwrap();
         assert_eq!(
             values,
@@ -278,13 +420,17 @@ mod tests {
                 Value::Buffer(BufferRef::InPlace),
                 Value::Str(None),
                 Value::Callback(None),
+                Value::UndefinedStatus,
             ]
         );
     }
 
     #[test]
     fn truncated_or_random_bytes_give_errors_not_panics() {
-        let f = Func { name: "MPI_Test_all_encodings", params: EVERY_ENCODING };
+        let f = Func {
+            name: "MPI_Test_all_encodings",
+            params: EVERY_ENCODING,
+        };
         let mut state = 0x1234_5678_9abc_def0u64;
         for len in 0..64 {
             for _ in 0..200 {

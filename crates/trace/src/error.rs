@@ -9,7 +9,11 @@ pub enum Error {
     Format(#[from] mpigram_format::Error),
     /// A section's contents do not decode.
     #[error("{file}: {section} section: {message}")]
-    Payload { file: String, section: &'static str, message: String },
+    Payload {
+        file: String,
+        section: &'static str,
+        message: String,
+    },
     /// The directory cannot be read or holds no trace.
     #[error("{path}: {message}")]
     Dir { path: String, message: String },
@@ -17,10 +21,17 @@ pub enum Error {
 
 impl Error {
     pub(crate) fn payload(file: &str, section: &'static str, message: impl ToString) -> Error {
-        Error::Payload { file: file.to_owned(), section, message: message.to_string() }
+        Error::Payload {
+            file: file.to_owned(),
+            section,
+            message: message.to_string(),
+        }
     }
 
     pub(crate) fn dir(path: &Path, message: impl ToString) -> Error {
-        Error::Dir { path: path.display().to_string(), message: message.to_string() }
+        Error::Dir {
+            path: path.display().to_string(),
+            message: message.to_string(),
+        }
     }
 }

@@ -63,6 +63,9 @@ pub struct RankMeta {
     pub start_ns: u64,
     pub end_ns: u64,
     pub ending: Ending,
+    /// Allocations the tracer made while recording calls (they stop once
+    /// the program's behaviour has been seen).
+    pub recorder_allocations: u64,
 }
 
 impl RankMeta {
@@ -88,6 +91,7 @@ impl RankMeta {
                 out.put_i64(i64::from(s));
             }
         }
+        out.put_u64(self.recorder_allocations);
         out
     }
 
@@ -114,11 +118,27 @@ impl RankMeta {
             3 => Ending::Signal(r.i64()?.clamp(0, 255) as i32),
             other => return Err(out_of_range(at, other.into(), "ending")),
         };
+        let recorder_allocations = r.u64()?;
         r.finish()?;
-        Ok(RankMeta { rank, world_size, pid, host, mpi_library, timing, calls, start_ns, end_ns, ending })
+        Ok(RankMeta {
+            rank,
+            world_size,
+            pid,
+            host,
+            mpi_library,
+            timing,
+            calls,
+            start_ns,
+            end_ns,
+            ending,
+            recorder_allocations,
+        })
     }
 }
 
 fn out_of_range(offset: usize, value: u64, target: &'static str) -> DecodeError {
-    DecodeError { offset, kind: mpigram_varint::DecodeErrorKind::OutOfRange { value, target } }
+    DecodeError {
+        offset,
+        kind: mpigram_varint::DecodeErrorKind::OutOfRange { value, target },
+    }
 }

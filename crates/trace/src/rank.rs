@@ -83,7 +83,11 @@ impl RankTrace {
             (section::CALL_STATS, 0, stats.as_slice(), Codec::Zstd).into(),
             (section::COMMS, 0, comms.as_slice(), Codec::Zstd).into(),
         ];
-        let file_flags = if self.meta.ending.is_complete() { 0 } else { flags::PARTIAL };
+        let file_flags = if self.meta.ending.is_complete() {
+            0
+        } else {
+            flags::PARTIAL
+        };
         write_file(&path, FILE_KIND_RANK, file_flags, &sections)?;
         Ok(path)
     }
@@ -91,8 +95,11 @@ impl RankTrace {
     /// Names of the functions the signatures use, by id: a reader built
     /// with another function table notices instead of misreading.
     fn encode_funcs(&self) -> Vec<u8> {
-        let mut ids: Vec<u64> =
-            self.signatures.iter().filter_map(|s| ByteReader::new(s).u64().ok()).collect();
+        let mut ids: Vec<u64> = self
+            .signatures
+            .iter()
+            .filter_map(|s| ByteReader::new(s).u64().ok())
+            .collect();
         ids.sort_unstable();
         ids.dedup();
         let mut out = Vec::new();
@@ -109,14 +116,19 @@ impl RankTrace {
         let file = TraceFile::open(path)?;
         let name = file.name().to_owned();
         if file.kind() != FILE_KIND_RANK {
-            return Err(Error::payload(&name, "header", format!("file kind {} is not a rank trace", file.kind())));
+            return Err(Error::payload(
+                &name,
+                "header",
+                format!("file kind {} is not a rank trace", file.kind()),
+            ));
         }
         let bad = |section: &'static str| {
             let name = name.clone();
             move |e: mpigram_varint::DecodeError| Error::payload(&name, section, e)
         };
         let meta = RankMeta::decode(&file.section(section::META, 0)?).map_err(bad("META"))?;
-        check_funcs(&file.section(section::FUNCS, 0)?).map_err(|m| Error::payload(&name, "FUNCS", m))?;
+        check_funcs(&file.section(section::FUNCS, 0)?)
+            .map_err(|m| Error::payload(&name, "FUNCS", m))?;
         let bytes = file.section(section::SIGNATURES, 0)?;
         let mut r = ByteReader::new(&bytes);
         let signatures = (0..r.count().map_err(bad("SIGNATURES"))?)
@@ -135,7 +147,12 @@ impl RankTrace {
             for x in &mut v {
                 *x = r.u64().map_err(bad("CALL_STATS"))?;
             }
-            stats.push(CallStats { count: v[0], total_ns: v[1], min_ns: v[2], max_ns: v[3] });
+            stats.push(CallStats {
+                count: v[0],
+                total_ns: v[1],
+                min_ns: v[2],
+                max_ns: v[3],
+            });
         }
         r.finish().map_err(bad("CALL_STATS"))?;
         let bytes = file.section(section::COMMS, 0)?;
@@ -156,8 +173,16 @@ impl RankTrace {
             comms.push(entry().map_err(bad("COMMS"))?);
         }
         r.finish().map_err(bad("COMMS"))?;
-        let trace = RankTrace { meta, signatures, grammar, stats, comms };
-        trace.check().map_err(|m| Error::payload(&name, "GRAMMAR", m))?;
+        let trace = RankTrace {
+            meta,
+            signatures,
+            grammar,
+            stats,
+            comms,
+        };
+        trace
+            .check()
+            .map_err(|m| Error::payload(&name, "GRAMMAR", m))?;
         Ok(trace)
     }
 
@@ -170,19 +195,32 @@ impl RankTrace {
         }
         let n = self.signatures.len();
         for body in self.grammar.rules() {
-            if let Some(run) = body.iter().find(|r| matches!(r.symbol, Symbol::Terminal(t) if t as usize >= n)) {
-                return Err(format!("call {:?} is not in the signature table ({n} entries)", run.symbol));
+            if let Some(run) = body
+                .iter()
+                .find(|r| matches!(r.symbol, Symbol::Terminal(t) if t as usize >= n))
+            {
+                return Err(format!(
+                    "call {:?} is not in the signature table ({n} entries)",
+                    run.symbol
+                ));
             }
         }
         if self.stats.len() != n {
-            return Err(format!("{} timing entries for {n} signatures", self.stats.len()));
+            return Err(format!(
+                "{} timing entries for {n} signatures",
+                self.stats.len()
+            ));
         }
         Ok(())
     }
 
     /// The rank's calls, as signature bytes, in order.
     pub fn calls(&self) -> impl Iterator<Item = &[u8]> + '_ {
-        self.grammar.expand(self.meta.rank).into_iter().flatten().map(|t| self.signatures[t as usize].as_slice())
+        self.grammar
+            .expand(self.meta.rank)
+            .into_iter()
+            .flatten()
+            .map(|t| self.signatures[t as usize].as_slice())
     }
 }
 
@@ -224,13 +262,22 @@ impl Trace {
             }
         }
         if ranks.is_empty() {
-            return Err(Error::dir(dir, "no mpigram trace here (no rank*.mgr files)"));
+            return Err(Error::dir(
+                dir,
+                "no mpigram trace here (no rank*.mgr files)",
+            ));
         }
         ranks.sort_by_key(|r| r.meta.rank);
         if let Some(w) = ranks.windows(2).find(|w| w[0].meta.rank == w[1].meta.rank) {
-            return Err(Error::dir(dir, format!("two files for rank {}", w[0].meta.rank)));
+            return Err(Error::dir(
+                dir,
+                format!("two files for rank {}", w[0].meta.rank),
+            ));
         }
-        Ok(Trace { dir: dir.to_owned(), ranks })
+        Ok(Trace {
+            dir: dir.to_owned(),
+            ranks,
+        })
     }
 
     /// Whether every rank ended with MPI_Finalize.

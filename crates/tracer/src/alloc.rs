@@ -8,7 +8,7 @@
 
 use crate::segments;
 use std::ffi::{c_int, c_void};
-use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering::Relaxed};
 
 const UNSET: u8 = 0;
 const CHECKING: u8 = 1;
@@ -31,7 +31,10 @@ fn heap_tracking() -> bool {
 
 #[cold]
 fn first_check() -> bool {
-    if HEAP.compare_exchange(UNSET, CHECKING, Relaxed, Relaxed).is_err() {
+    if HEAP
+        .compare_exchange(UNSET, CHECKING, Relaxed, Relaxed)
+        .is_err()
+    {
         return false; // another thread, or dlsym allocating: not tracked yet
     }
     // SAFETY: dlsym with a NUL-terminated name.
@@ -53,8 +56,18 @@ unsafe extern "C" {
     fn __libc_memalign(align: usize, size: usize) -> *mut c_void;
 }
 
+/// Allocations the tracer made while recording calls: after warm-up,
+/// recording allocates nothing, so this stops growing (a test checks it).
+static RECORDER_ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+pub fn recorder_allocations() -> u64 {
+    RECORDER_ALLOCATIONS.load(Relaxed)
+}
+
 fn track(p: *mut c_void, size: usize) -> *mut c_void {
-    if !p.is_null() && heap_tracking() && crate::call::recording_here() {
+    if crate::call::in_recorder() {
+        RECORDER_ALLOCATIONS.fetch_add(1, Relaxed);
+    } else if !p.is_null() && heap_tracking() && crate::call::recording_here() {
         segments::allocated(p as usize, size);
     }
     p

@@ -15,10 +15,16 @@ const OFF: u8 = 3;
 /// Recording state of the process: read by every wrapper.
 static STATE: AtomicU8 = AtomicU8::new(UNSET);
 
+/// Where this thread is: outside any traced call, inside the MPI part of
+/// one, or recording one.
+const OUTSIDE: u8 = 0;
+const IN_MPI: u8 = 1;
+const RECORDING: u8 = 2;
+
 thread_local! {
-    /// Set while this thread is inside a traced call: calls the MPI library
-    /// makes to itself (or user callbacks it runs) are not traced.
-    static INSIDE: Cell<bool> = const { Cell::new(false) };
+    /// Not OUTSIDE while this thread is inside a traced call: calls the MPI
+    /// library makes to itself (or user callbacks it runs) are not traced.
+    static INSIDE: Cell<u8> = const { Cell::new(OUTSIDE) };
 }
 
 /// A traced call in progress.
@@ -36,11 +42,13 @@ impl Call {
             return None;
         }
         INSIDE.with(|inside| {
-            if inside.get() {
+            if inside.get() != OUTSIDE {
                 return None;
             }
-            inside.set(true);
-            Some(Call { start: crate::clock::now() })
+            inside.set(IN_MPI);
+            Some(Call {
+                start: crate::clock::now(),
+            })
         })
     }
 
@@ -48,13 +56,14 @@ impl Call {
     #[inline]
     pub fn end(self, func: FuncId, ret: c_int, encode: impl FnOnce(&mut Encoder)) {
         let end = crate::clock::now();
+        INSIDE.with(|inside| inside.set(RECORDING));
         crate::tracer::record(func, ret, self.start, end, encode);
     }
 }
 
 impl Drop for Call {
     fn drop(&mut self) {
-        INSIDE.with(|inside| inside.set(false));
+        INSIDE.with(|inside| inside.set(OUTSIDE));
     }
 }
 
@@ -92,7 +101,14 @@ pub fn disable() {
 #[inline]
 pub fn recording_here() -> bool {
     let state = STATE.load(Relaxed);
-    (state == ON || (state == UNSET && first_use())) && !INSIDE.with(Cell::get)
+    (state == ON || (state == UNSET && first_use())) && INSIDE.with(Cell::get) == OUTSIDE
+}
+
+/// Whether this thread is recording a call now (the allocation hooks count
+/// the tracer's own allocations with this).
+#[inline]
+pub fn in_recorder() -> bool {
+    INSIDE.with(Cell::get) == RECORDING
 }
 
 /// Whether `MPIGRAM_OFF` turned tracing off (as opposed to a pause).

@@ -18,7 +18,10 @@ pub fn now() -> u64 {
 
 /// CLOCK_MONOTONIC in nanoseconds.
 pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: ts is a valid timespec to write.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
@@ -33,6 +36,9 @@ pub struct ClockPoint {
 
 impl ClockPoint {
     pub fn now() -> ClockPoint {
-        ClockPoint { ticks: now(), ns: monotonic_ns() }
+        ClockPoint {
+            ticks: now(),
+            ns: monotonic_ns(),
+        }
     }
 }

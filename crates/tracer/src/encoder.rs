@@ -6,7 +6,7 @@
 //! tracer must never crash the application by reading them.
 
 use crate::abi::{self, MPI_Aint, MPI_Comm, MPI_Count, MPI_Offset, MPI_Request, MPI_Status};
-use crate::objects::{CommInfo, Objects};
+use crate::objects::{CommInfo, Objects, RequestInfo, RequestKind};
 use mpigram_mpispec::encoding::*;
 use mpigram_mpispec::{BufferRef, FUNCS, FuncId, HandleKind, HandleRef, Rank, Status};
 use std::ffi::{CStr, c_char, c_int, c_void};
@@ -35,12 +35,29 @@ impl<T> IntoHandle for *const T {
     }
 }
 
+/// How requests of `func` behave: the `*_init` functions (`MPI_Send_init`,
+/// `MPI_Bcast_init`, `MPI_Psend_init`, ...) create persistent requests,
+/// which completion does not free; only receives, MPI-IO and generalized
+/// requests complete with a status MPI defines.
+fn request_kind(func: FuncId) -> RequestKind {
+    let name = FUNCS.get(func as usize).map_or("", |f| f.name);
+    RequestKind {
+        persistent: name.contains("_init"),
+        status_defined: name.contains("recv")
+            || name.starts_with("MPI_File_")
+            || name == "MPI_Grequest_start",
+    }
+}
+
 /// Writes the arguments of one call.
 pub struct Encoder<'a> {
     pub(crate) out: &'a mut Vec<u8>,
     pub(crate) objects: &'a mut Objects,
     /// The call returned MPI_SUCCESS: its outputs are defined.
     pub(crate) ok: bool,
+    /// The call returned MPI_ERR_IN_STATUS: only then do statuses carry
+    /// MPI_ERROR (otherwise the field is left undefined).
+    pub(crate) errors_in_statuses: bool,
     /// The first communicator argument of the call, remembered for the
     /// requests the call creates.
     pub(crate) comm: Option<MPI_Comm>,
@@ -48,7 +65,7 @@ pub struct Encoder<'a> {
     pub(crate) func: FuncId,
     /// Communicator of each request of a completion call's array, for
     /// the statuses that follow it.
-    pub(crate) request_comms: &'a mut Vec<Option<MPI_Comm>>,
+    pub(crate) request_comms: &'a mut Vec<RequestInfo>,
 }
 
 impl Encoder<'_> {
@@ -71,6 +88,7 @@ impl Encoder<'_> {
     /// A rank in `comm`: relative to the caller's rank where `comm` is an
     /// intra-communicator the tracer knows, else absolute.
     pub fn rank(&mut self, v: i64, comm: MPI_Comm) {
+        self.comm_info(comm);
         let rank = self.rank_value(v, comm);
         put_rank(self.out, rank);
     }
@@ -81,7 +99,9 @@ impl Encoder<'_> {
             v if v == i64::from(abi::MPI_ANY_SOURCE) => Rank::AnySource,
             v if v == i64::from(abi::MPI_ROOT) => Rank::Root,
             v => match self.objects.comm(comm) {
-                Some(CommInfo { inter: false, rank, .. }) => Rank::Relative(v - i64::from(rank)),
+                Some(CommInfo {
+                    inter: false, rank, ..
+                }) => Rank::Relative(v - i64::from(rank)),
                 _ => Rank::Absolute(v),
             },
         }
@@ -90,7 +110,7 @@ impl Encoder<'_> {
     pub fn buffer(&mut self, p: *const c_void) {
         let b = if p.is_null() {
             BufferRef::Null
-        } else if p == abi::MPI_IN_PLACE as *const c_void {
+        } else if std::ptr::eq(p, abi::MPI_IN_PLACE) {
             BufferRef::InPlace
         } else {
             let (id, offset) = crate::segments::locate(p as usize);
@@ -136,7 +156,11 @@ impl Encoder<'_> {
 
     /// An object the call created (its handle after the call).
     pub fn new_handle(&mut self, kind: HandleKind, h: u64) {
-        let id = if self.ok { self.objects.create(kind, h) } else { HandleRef::Null };
+        let id = if self.ok {
+            self.objects.create(kind, h)
+        } else {
+            HandleRef::Null
+        };
         put_handle(self.out, id);
     }
 
@@ -146,7 +170,9 @@ impl Encoder<'_> {
     /// `p` is NULL or valid for reads when the call succeeded.
     pub unsafe fn new_handle_out<H: IntoHandle>(&mut self, kind: HandleKind, p: *const H) {
         match unsafe { self.read(p) } {
-            Some(h) if kind == HandleKind::Comm => self.new_comm(h.into_handle() as u32 as MPI_Comm),
+            Some(h) if kind == HandleKind::Comm => {
+                self.new_comm(h.into_handle() as u32 as MPI_Comm)
+            }
             Some(h) => self.new_handle(kind, h.into_handle()),
             None => put_handle(self.out, HandleRef::Null),
         }
@@ -166,7 +192,12 @@ impl Encoder<'_> {
         }
         let h = comm.into_handle();
         let id = self.objects.create(HandleKind::Comm, h);
-        if id != HandleRef::Null {
+        // A communicator from MPI_Comm_idup may not be used before its
+        // request completes: its ranks are learnt at its first use.
+        let pending = FUNCS
+            .get(self.func as usize)
+            .is_some_and(|f| f.name.starts_with("MPI_Comm_idup"));
+        if id != HandleRef::Null && !pending {
             if let Some(info) = crate::pmpi_query::comm_info(comm) {
                 self.objects.set_comm(comm, info);
             }
@@ -186,9 +217,11 @@ impl Encoder<'_> {
     /// # Safety
     /// `p` is NULL or valid for reads when the call succeeded.
     pub unsafe fn new_request(&mut self, p: *const MPI_Request) {
-        let persistent = FUNCS.get(self.func as usize).is_some_and(|f| f.name.contains("_init"));
+        let kind = request_kind(self.func);
         let id = match unsafe { self.read(p) } {
-            Some(h) => self.objects.create_request(h.into_handle(), self.out, persistent, self.comm),
+            Some(h) => self
+                .objects
+                .create_request(h.into_handle(), self.out, kind, self.comm),
             None => mpigram_mpispec::RequestRef::Null,
         };
         put_request(self.out, id);
@@ -203,27 +236,34 @@ impl Encoder<'_> {
     // --- completion calls (hand-written wrappers) ---
 
     /// A request (its handle before the call) that the call completed if
-    /// `done`; returns the communicator of its operation.
-    pub fn completed_request(&mut self, h: MPI_Request, done: bool) -> Option<MPI_Comm> {
-        let info = if done && self.ok {
+    /// `done`; returns what the status of its completion refers to.
+    pub fn completed_request(&mut self, h: MPI_Request, done: bool) -> RequestInfo {
+        let info = if done {
             self.objects.complete_request(h.into_handle())
         } else {
             self.objects.request(h.into_handle())
         };
         put_request(self.out, info.id);
-        info.comm
+        info
     }
 
     /// A request freed by MPI_Request_free (its handle before the call).
     pub fn freed_request(&mut self, h: MPI_Request) {
-        let info =
-            if self.ok { self.objects.free_request(h.into_handle()) } else { self.objects.request(h.into_handle()) };
+        let info = if self.ok {
+            self.objects.free_request(h.into_handle())
+        } else {
+            self.objects.request(h.into_handle())
+        };
         put_request(self.out, info.id);
     }
 
     /// The array of requests of a completion call (handles before the
     /// call); `done(i)` says whether the call completed the i-th.
-    pub fn completed_requests(&mut self, saved: Option<&[MPI_Request]>, done: impl Fn(usize) -> bool) {
+    pub fn completed_requests(
+        &mut self,
+        saved: Option<&[MPI_Request]>,
+        done: impl Fn(usize) -> bool,
+    ) {
         self.request_comms.clear();
         let Some(saved) = saved else {
             self.array_len(None);
@@ -231,8 +271,23 @@ impl Encoder<'_> {
         };
         self.array_len(Some(saved.len()));
         for (i, &h) in saved.iter().enumerate() {
-            let comm = self.completed_request(h, done(i));
-            self.request_comms.push(comm);
+            let info = self.completed_request(h, done(i));
+            self.request_comms.push(info);
+        }
+    }
+
+    /// The status of the completion of `request` (or MPI_STATUS_IGNORE).
+    ///
+    /// # Safety
+    /// As for [`Encoder::status`].
+    pub unsafe fn completion_status(&mut self, p: *const MPI_Status, request: Option<RequestInfo>) {
+        let ignored = p.is_null() || std::ptr::eq(p, abi::MPI_STATUS_IGNORE);
+        match request {
+            Some(r) if !r.status_defined && !ignored && self.statuses_written() => {
+                put_status_undefined(self.out)
+            }
+            Some(r) => unsafe { self.status(p, r.comm) },
+            None => unsafe { self.status(p, None) },
         }
     }
 
@@ -241,8 +296,8 @@ impl Encoder<'_> {
     /// # Safety
     /// As for [`Encoder::status`].
     pub unsafe fn request_status(&mut self, p: *const MPI_Status, i: Option<usize>) {
-        let comm = i.and_then(|i| self.request_comms.get(i).copied().flatten());
-        unsafe { self.status(p, comm) };
+        let request = i.and_then(|i| self.request_comms.get(i).copied());
+        unsafe { self.completion_status(p, request) };
     }
 
     /// The statuses of the requests `which` of the array just encoded
@@ -251,18 +306,21 @@ impl Encoder<'_> {
     /// # Safety
     /// `p` is MPI_STATUSES_IGNORE, NULL, or valid for `which.len()` reads
     /// when the call succeeded.
-    pub unsafe fn request_statuses(&mut self, p: *const MPI_Status, which: impl ExactSizeIterator<Item = usize>) {
-        if !self.ok || p.is_null() || p == abi::MPI_STATUSES_IGNORE as *const MPI_Status {
+    pub unsafe fn request_statuses(
+        &mut self,
+        p: *const MPI_Status,
+        which: impl ExactSizeIterator<Item = usize>,
+    ) {
+        if !self.statuses_written() || p.is_null() || std::ptr::eq(p, abi::MPI_STATUSES_IGNORE) {
             self.array_len(None);
             return;
         }
         self.array_len(Some(which.len()));
         for (k, i) in which.enumerate() {
             // SAFETY: k < which.len(), within the caller's array.
-            let s = unsafe { p.add(k).read_unaligned() };
-            let comm = self.request_comms.get(i).copied().flatten();
-            let status = self.status_value(&s, comm);
-            put_status(self.out, Some(&status));
+            let status = unsafe { p.add(k) };
+            let request = self.request_comms.get(i).copied();
+            unsafe { self.completion_status(status, request) };
         }
     }
 
@@ -271,13 +329,21 @@ impl Encoder<'_> {
     /// # Safety
     /// `p` is NULL, MPI_STATUS_IGNORE, or valid for reads when the call succeeded.
     pub unsafe fn status(&mut self, p: *const MPI_Status, comm: Option<MPI_Comm>) {
-        let status = if p == abi::MPI_STATUS_IGNORE as *const MPI_Status { None } else { unsafe { self.read(p) } };
-        let status = status.map(|s| self.status_value(&s, comm));
+        let written =
+            self.statuses_written() && !p.is_null() && !std::ptr::eq(p, abi::MPI_STATUS_IGNORE);
+        let status = written.then(|| self.status_value(&unsafe { p.read_unaligned() }, comm));
         put_status(self.out, status.as_ref());
     }
 
+    /// Whether MPI wrote the call's statuses: on success, and on
+    /// MPI_ERR_IN_STATUS (where each status says how its request ended).
+    fn statuses_written(&self) -> bool {
+        self.ok || self.errors_in_statuses
+    }
+
     pub(crate) fn status_value(&self, s: &MPI_Status, comm: Option<MPI_Comm>) -> Status {
-        let count = u64::from(s.count_lo as u32) | (u64::from(s.count_hi_and_cancelled as u32) >> 1) << 32;
+        let count =
+            u64::from(s.count_lo as u32) | (u64::from(s.count_hi_and_cancelled as u32) >> 1) << 32;
         let source = match comm {
             Some(c) => self.rank_value(i64::from(s.MPI_SOURCE), c),
             None => Rank::Absolute(i64::from(s.MPI_SOURCE)),
@@ -287,7 +353,11 @@ impl Encoder<'_> {
             tag: i64::from(s.MPI_TAG),
             count,
             cancelled: s.count_hi_and_cancelled & 1 != 0,
-            error: i64::from(s.MPI_ERROR),
+            error: if self.errors_in_statuses {
+                i64::from(s.MPI_ERROR)
+            } else {
+                0
+            },
         }
     }
 
@@ -310,21 +380,21 @@ impl Encoder<'_> {
     /// # Safety
     /// `p` is NULL or valid for reads when the call succeeded.
     pub unsafe fn address_out(&mut self, p: *const MPI_Aint) {
-        let v = unsafe { self.read(p) }.map_or(0, |v| v as i64);
+        let v: i64 = unsafe { self.read(p) }.unwrap_or(0);
         self.address(v);
     }
 
     /// # Safety
     /// `p` is NULL or valid for reads when the call succeeded.
     pub unsafe fn offset_out(&mut self, p: *const MPI_Offset) {
-        let v = unsafe { self.read(p) }.map_or(0, |v| v as i64);
+        let v = unsafe { self.read(p) }.unwrap_or(0);
         self.address(v);
     }
 
     /// # Safety
     /// `p` is NULL or valid for reads when the call succeeded.
     pub unsafe fn count_out(&mut self, p: *const MPI_Count) {
-        let v = unsafe { self.read(p) }.map_or(0, |v| v as i64);
+        let v = unsafe { self.read(p) }.unwrap_or(0);
         self.address(v);
     }
 
@@ -348,7 +418,8 @@ impl Encoder<'_> {
     }
 
     pub fn comm_remote_size(&mut self, comm: MPI_Comm) -> usize {
-        self.comm_info(comm).map_or(0, |c| c.remote_size.max(0) as usize)
+        self.comm_info(comm)
+            .map_or(0, |c| c.remote_size.max(0) as usize)
     }
 
     pub fn is_inter(&mut self, comm: MPI_Comm) -> bool {

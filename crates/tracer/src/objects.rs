@@ -64,6 +64,10 @@ struct LiveRequest {
     persistent: bool,
     /// The communicator of the operation, for relative status sources.
     comm: Option<MPI_Comm>,
+    /// Whether MPI defines the status of its completion (receives, I/O,
+    /// generalized requests) or leaves its fields undefined (sends,
+    /// collectives, RMA).
+    status_defined: bool,
 }
 
 /// A request as the completing call sees it.
@@ -71,6 +75,14 @@ struct LiveRequest {
 pub struct RequestInfo {
     pub id: RequestRef,
     pub comm: Option<MPI_Comm>,
+    pub status_defined: bool,
+}
+
+/// How a request was created: what completing it means.
+#[derive(Clone, Copy)]
+pub struct RequestKind {
+    pub persistent: bool,
+    pub status_defined: bool,
 }
 
 /// Live requests and their pools.
@@ -192,7 +204,11 @@ impl Objects {
         }
         let id = self.handle(HandleKind::Comm, h);
         if matches!(id, HandleRef::User(_)) {
-            self.comm_log.push(CommRecord { seq: self.seq, id, info });
+            self.comm_log.push(CommRecord {
+                seq: self.seq,
+                id,
+                info,
+            });
         }
     }
 
@@ -207,8 +223,14 @@ impl Objects {
 
     /// A request a call created; `key` is the creating signature without
     /// the request.
-    pub fn create_request(&mut self, h: u64, key: &[u8], persistent: bool, comm: Option<MPI_Comm>) -> RequestRef {
-        if h == abi::MPI_REQUEST_NULL as u64 {
+    pub fn create_request(
+        &mut self,
+        h: u64,
+        key: &[u8],
+        kind: RequestKind,
+        comm: Option<MPI_Comm>,
+    ) -> RequestRef {
+        if h == abi::MPI_REQUEST_NULL.into_handle() {
             return RequestRef::Null;
         }
         let t = &mut self.requests;
@@ -222,20 +244,46 @@ impl Objects {
             }
         };
         let index = t.ids[pool as usize].take();
-        t.live.entry(h).or_default().push_back(LiveRequest { pool, index, persistent, comm });
+        t.live.entry(h).or_default().push_back(LiveRequest {
+            pool,
+            index,
+            persistent: kind.persistent,
+            comm,
+            status_defined: kind.status_defined,
+        });
         RequestRef::Pooled { pool, index }
     }
 
     /// The oldest live request with handle `h` (adopted if unknown).
     pub fn request(&mut self, h: u64) -> RequestInfo {
-        if h == abi::MPI_REQUEST_NULL as u64 {
-            return RequestInfo { id: RequestRef::Null, comm: None };
+        if h == abi::MPI_REQUEST_NULL.into_handle() {
+            return RequestInfo {
+                id: RequestRef::Null,
+                comm: None,
+                status_defined: false,
+            };
         }
         if let Some(r) = self.requests.live.get(&h).and_then(|q| q.front()) {
-            return RequestInfo { id: RequestRef::Pooled { pool: r.pool, index: r.index }, comm: r.comm };
+            let id = RequestRef::Pooled {
+                pool: r.pool,
+                index: r.index,
+            };
+            return RequestInfo {
+                id,
+                comm: r.comm,
+                status_defined: r.status_defined,
+            };
         }
-        let id = self.create_request(h, UNKNOWN_POOL, false, None);
-        RequestInfo { id, comm: None }
+        let unknown = RequestKind {
+            persistent: false,
+            status_defined: true,
+        };
+        let id = self.create_request(h, UNKNOWN_POOL, unknown, None);
+        RequestInfo {
+            id,
+            comm: None,
+            status_defined: true,
+        }
     }
 
     /// The request with handle `h` completed: non-persistent ones are freed.
@@ -275,13 +323,21 @@ mod tests {
     use super::*;
 
     const SHARED: u64 = 0x2c00_0001;
+    const ONCE: RequestKind = RequestKind {
+        persistent: false,
+        status_defined: true,
+    };
+    const PERSISTENT: RequestKind = RequestKind {
+        persistent: true,
+        status_defined: false,
+    };
 
     #[test]
     fn requests_sharing_a_handle_are_matched_in_creation_order() {
         let mut o = Objects::default();
-        let a = o.create_request(SHARED, b"isend-to-null", false, None);
-        let b = o.create_request(SHARED, b"isend-to-null", false, None);
-        let c = o.create_request(SHARED, b"irecv", false, None);
+        let a = o.create_request(SHARED, b"isend-to-null", ONCE, None);
+        let b = o.create_request(SHARED, b"isend-to-null", ONCE, None);
+        let c = o.create_request(SHARED, b"irecv", ONCE, None);
         assert_eq!(a, RequestRef::Pooled { pool: 0, index: 0 });
         assert_eq!(b, RequestRef::Pooled { pool: 0, index: 1 });
         assert_eq!(c, RequestRef::Pooled { pool: 1, index: 0 });
@@ -289,13 +345,13 @@ mod tests {
         assert_eq!(o.complete_request(SHARED).id, b);
         assert_eq!(o.complete_request(SHARED).id, c);
         // Freed indices are reused smallest first.
-        assert_eq!(o.create_request(SHARED, b"isend-to-null", false, None), a);
+        assert_eq!(o.create_request(SHARED, b"isend-to-null", ONCE, None), a);
     }
 
     #[test]
     fn persistent_requests_survive_completion_until_freed() {
         let mut o = Objects::default();
-        let r = o.create_request(7, b"send_init", true, None);
+        let r = o.create_request(7, b"send_init", PERSISTENT, None);
         assert_eq!(o.complete_request(7).id, r);
         assert_eq!(o.complete_request(7).id, r);
         assert_eq!(o.free_request(7).id, r);
@@ -309,7 +365,11 @@ mod tests {
         let k = HandleKind::Group;
         assert_eq!(o.create(k, 100), HandleRef::User(0));
         assert_eq!(o.create(k, 200), HandleRef::User(1));
-        assert_eq!(o.create(k, 100), HandleRef::User(0), "same live handle again");
+        assert_eq!(
+            o.create(k, 100),
+            HandleRef::User(0),
+            "same live handle again"
+        );
         assert_eq!(o.free(k, 100), HandleRef::User(0));
         assert_eq!(o.handle(k, 100), HandleRef::User(0), "one reference left");
         assert_eq!(o.free(k, 100), HandleRef::User(0));

@@ -17,11 +17,17 @@ pub fn comm_info(comm: MPI_Comm) -> Option<CommInfo> {
         {
             return None;
         }
-        if inter != 0 && crate::pmpi::MPI_Comm_remote_size()(comm, &mut remote_size) != MPI_SUCCESS {
+        if inter != 0 && crate::pmpi::MPI_Comm_remote_size()(comm, &mut remote_size) != MPI_SUCCESS
+        {
             return None;
         }
     }
-    Some(CommInfo { rank, size, remote_size, inter: inter != 0 })
+    Some(CommInfo {
+        rank,
+        size,
+        remote_size,
+        inter: inter != 0,
+    })
 }
 
 /// MPI_Get_library_version's text (legal at any time).
@@ -29,9 +35,18 @@ pub fn library_version() -> String {
     let mut buf = vec![0 as c_char; crate::abi::MPI_MAX_LIBRARY_VERSION_STRING as usize + 1];
     let mut len: c_int = 0;
     // SAFETY: buf holds MPI_MAX_LIBRARY_VERSION_STRING characters.
-    if unsafe { crate::pmpi::MPI_Get_library_version()(buf.as_mut_ptr(), &mut len) } != MPI_SUCCESS {
+    if unsafe { crate::pmpi::MPI_Get_library_version()(buf.as_mut_ptr(), &mut len) } != MPI_SUCCESS
+    {
         return String::new();
     }
-    let bytes: Vec<u8> = buf[..(len.max(0) as usize).min(buf.len())].iter().map(|&c| c as u8).collect();
-    String::from_utf8_lossy(&bytes).lines().next().unwrap_or("").trim().to_owned()
+    let bytes: Vec<u8> = buf[..(len.max(0) as usize).min(buf.len())]
+        .iter()
+        .map(|&c| c as u8)
+        .collect();
+    String::from_utf8_lossy(&bytes)
+        .lines()
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_owned()
 }

@@ -34,7 +34,7 @@ pub struct Recorder {
     pub verify: Option<Vec<u8>>,
     pub calls: u64,
     /// Scratch for the encoder: communicators of a completion call's requests.
-    pub request_comms: Vec<Option<crate::abi::MPI_Comm>>,
+    pub request_comms: Vec<crate::objects::RequestInfo>,
 }
 
 /// Byte-slice equality without a call to memcmp: signatures are a few
@@ -50,7 +50,10 @@ fn same(a: &[u8], b: &[u8]) -> bool {
             return false;
         }
     }
-    a8.remainder().iter().zip(b8.remainder()).all(|(x, y)| x == y)
+    a8.remainder()
+        .iter()
+        .zip(b8.remainder())
+        .all(|(x, y)| x == y)
 }
 
 fn hash(bytes: &[u8]) -> u64 {
@@ -79,7 +82,14 @@ impl Recorder {
     pub fn record(&mut self, func: FuncId, ticks: u64) {
         let f = func as usize;
         let terminal = match self.last.get(f) {
-            Some(&t) if same(self.signatures.get(t as usize).map_or(&[], |s| s), &self.scratch) => t,
+            Some(&t)
+                if same(
+                    self.signatures.get(t as usize).map_or(&[], |s| s),
+                    &self.scratch,
+                ) =>
+            {
+                t
+            }
             _ => {
                 let t = self.intern();
                 if f >= self.last.len() {
@@ -106,14 +116,23 @@ impl Recorder {
     fn intern(&mut self) -> u32 {
         let h = hash(&self.scratch);
         let (scratch, signatures) = (&self.scratch, &self.signatures);
-        if let Some(&t) = self.index.find(h, |&t| same(&signatures[t as usize], scratch)) {
+        if let Some(&t) = self
+            .index
+            .find(h, |&t| same(&signatures[t as usize], scratch))
+        {
             return t;
         }
         let t = self.signatures.len() as u32;
         self.signatures.push(self.scratch.as_slice().into());
-        self.stats.push(TickStats { count: 0, total: 0, min: u64::MAX, max: 0 });
+        self.stats.push(TickStats {
+            count: 0,
+            total: 0,
+            min: u64::MAX,
+            max: 0,
+        });
         let signatures = &self.signatures;
-        self.index.insert_unique(h, t, |&t| hash(&signatures[t as usize]));
+        self.index
+            .insert_unique(h, t, |&t| hash(&signatures[t as usize]));
         t
     }
 

@@ -6,6 +6,7 @@
 
 use crate::abi::*;
 use crate::call::Call;
+use crate::encoder::Encoder;
 use crate::tracer;
 use mpigram_mpispec::func;
 use mpigram_trace::Ending;
@@ -38,36 +39,45 @@ unsafe fn save_requests(p: *const MPI_Request, n: c_int) {
 /// # Safety
 /// `p` is NULL or valid for reads.
 unsafe fn read_or<T: Copy>(p: *const T, default: T) -> T {
-    if p.is_null() { default } else { unsafe { p.read_unaligned() } }
-}
-
-/// Marks the requests listed in `indices[..count]` as completed, in DONE.
-///
-/// # Safety
-/// `indices` is NULL or valid for `count` reads.
-unsafe fn mark_done(n: usize, indices: *const c_int, count: usize) {
-    DONE.with_borrow_mut(|done| {
-        done.clear();
-        done.resize(n, false);
-        if !indices.is_null() {
-            for k in 0..count {
-                // SAFETY: k < count, per the caller.
-                let i = unsafe { indices.add(k).read_unaligned() };
-                if let Some(d) = usize::try_from(i).ok().and_then(|i| done.get_mut(i)) {
-                    *d = true;
-                }
-            }
-        }
-    });
+    if p.is_null() {
+        default
+    } else {
+        unsafe { p.read_unaligned() }
+    }
 }
 
 fn is_done(i: usize) -> bool {
     DONE.with_borrow(|done| done.get(i).copied().unwrap_or(false))
 }
 
+/// Which requests a call completed, from the handles MPI left behind: a
+/// completed non-persistent request's handle becomes MPI_REQUEST_NULL. This
+/// holds on success and on MPI_ERR_IN_STATUS alike. (Persistent requests
+/// keep their handle; completing them frees nothing, so they need no mark.)
+///
+/// # Safety
+/// `after` is NULL or valid for `saved.len()` reads.
+unsafe fn mark_nulled(after: *const MPI_Request) {
+    SAVED.with_borrow(|saved| {
+        DONE.with_borrow_mut(|done| {
+            done.clear();
+            done.extend(saved.iter().enumerate().map(|(i, &h)| {
+                // SAFETY: i < saved.len(), per the caller.
+                !after.is_null()
+                    && h != MPI_REQUEST_NULL
+                    && unsafe { after.add(i).read_unaligned() } == MPI_REQUEST_NULL
+            }));
+        })
+    });
+}
+
 /// Count of a "some" call's completed requests (MPI_UNDEFINED: none active).
 fn completed_count(outcount: c_int) -> usize {
-    if outcount == MPI_UNDEFINED { 0 } else { outcount.max(0) as usize }
+    if outcount == MPI_UNDEFINED {
+        0
+    } else {
+        outcount.max(0) as usize
+    }
 }
 
 // --- start and end ---
@@ -162,18 +172,25 @@ pub unsafe extern "C" fn MPI_Pcontrol(level: c_int) -> c_int {
 }
 
 // --- completion ---
+//
+// A request counts as completed by a call when MPI says so (the call
+// succeeded and reported it: flag, index, indices), or when MPI set its
+// handle to MPI_REQUEST_NULL (which also covers MPI_ERR_IN_STATUS).
 
 /// # Safety
 /// As `MPI_Wait`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
     let real = crate::pmpi::MPI_Wait();
-    let Some(call) = Call::begin() else { return unsafe { real(request, status) } };
+    let Some(call) = Call::begin() else {
+        return unsafe { real(request, status) };
+    };
     let before = unsafe { read_or(request, MPI_REQUEST_NULL) };
     let ret = unsafe { real(request, status) };
     call.end(func::MPI_Wait, ret, |e| unsafe {
-        let comm = e.completed_request(before, true);
-        e.status(status, comm);
+        let done = e.ok() || read_or(request, before) == MPI_REQUEST_NULL;
+        let request = e.completed_request(before, done);
+        e.completion_status(status, Some(request));
     });
     ret
 }
@@ -181,31 +198,68 @@ pub unsafe extern "C" fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_St
 /// # Safety
 /// As `MPI_Test`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Test(request: *mut MPI_Request, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
+pub unsafe extern "C" fn MPI_Test(
+    request: *mut MPI_Request,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
     let real = crate::pmpi::MPI_Test();
-    let Some(call) = Call::begin() else { return unsafe { real(request, flag, status) } };
+    let Some(call) = Call::begin() else {
+        return unsafe { real(request, flag, status) };
+    };
     let before = unsafe { read_or(request, MPI_REQUEST_NULL) };
     let ret = unsafe { real(request, flag, status) };
     call.end(func::MPI_Test, ret, |e| unsafe {
-        let done = e.read(flag.cast_const()).is_some_and(|f| f != 0);
-        let comm = e.completed_request(before, done);
+        let flagged = e.read(flag.cast_const()).is_some_and(|f| f != 0);
+        let done =
+            flagged || (before != MPI_REQUEST_NULL && read_or(request, before) == MPI_REQUEST_NULL);
+        let request = e.completed_request(before, done);
         e.int_out(flag);
-        if done { e.status(status, comm) } else { e.status(MPI_STATUS_IGNORE.cast_const(), None) }
+        if flagged {
+            e.completion_status(status, Some(request))
+        } else {
+            e.status(MPI_STATUS_IGNORE.cast_const(), None)
+        }
     });
     ret
+}
+
+/// Encodes the request array of a multiple-completion call: `reported(i)`
+/// says whether a successful call reported the i-th as completed.
+///
+/// # Safety
+/// `requests` is NULL or the call's array, valid for the saved count.
+unsafe fn completed_array(
+    e: &mut Encoder,
+    requests: *const MPI_Request,
+    reported: impl Fn(usize) -> bool,
+) {
+    unsafe { mark_nulled(requests) };
+    let ok = e.ok();
+    SAVED.with_borrow(|saved| {
+        e.completed_requests((!requests.is_null()).then_some(saved), |i| {
+            is_done(i) || (ok && reported(i))
+        })
+    });
 }
 
 /// # Safety
 /// As `MPI_Waitall`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Waitall(count: c_int, requests: *mut MPI_Request, statuses: *mut MPI_Status) -> c_int {
+pub unsafe extern "C" fn MPI_Waitall(
+    count: c_int,
+    requests: *mut MPI_Request,
+    statuses: *mut MPI_Status,
+) -> c_int {
     let real = crate::pmpi::MPI_Waitall();
-    let Some(call) = Call::begin() else { return unsafe { real(count, requests, statuses) } };
+    let Some(call) = Call::begin() else {
+        return unsafe { real(count, requests, statuses) };
+    };
     unsafe { save_requests(requests, count) };
     let ret = unsafe { real(count, requests, statuses) };
     call.end(func::MPI_Waitall, ret, |e| unsafe {
         e.int(count.into());
-        SAVED.with_borrow(|saved| e.completed_requests((!requests.is_null()).then_some(saved), |_| true));
+        completed_array(e, requests, |_| true);
         e.request_statuses(statuses, 0..count.max(0) as usize);
     });
     ret
@@ -221,15 +275,17 @@ pub unsafe extern "C" fn MPI_Testall(
     statuses: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_Testall();
-    let Some(call) = Call::begin() else { return unsafe { real(count, requests, flag, statuses) } };
+    let Some(call) = Call::begin() else {
+        return unsafe { real(count, requests, flag, statuses) };
+    };
     unsafe { save_requests(requests, count) };
     let ret = unsafe { real(count, requests, flag, statuses) };
     call.end(func::MPI_Testall, ret, |e| unsafe {
-        let done = e.read(flag.cast_const()).is_some_and(|f| f != 0);
+        let flagged = e.read(flag.cast_const()).is_some_and(|f| f != 0);
         e.int(count.into());
-        SAVED.with_borrow(|saved| e.completed_requests((!requests.is_null()).then_some(saved), |_| done));
+        completed_array(e, requests, |_| flagged);
         e.int_out(flag);
-        if done {
+        if flagged {
             e.request_statuses(statuses, 0..count.max(0) as usize);
         } else {
             e.array_len(None);
@@ -248,13 +304,17 @@ pub unsafe extern "C" fn MPI_Waitany(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_Waitany();
-    let Some(call) = Call::begin() else { return unsafe { real(count, requests, index, status) } };
+    let Some(call) = Call::begin() else {
+        return unsafe { real(count, requests, index, status) };
+    };
     unsafe { save_requests(requests, count) };
     let ret = unsafe { real(count, requests, index, status) };
     call.end(func::MPI_Waitany, ret, |e| unsafe {
-        let done = e.read(index.cast_const()).and_then(|i| usize::try_from(i).ok());
+        let done = e
+            .read(index.cast_const())
+            .and_then(|i| usize::try_from(i).ok());
         e.int(count.into());
-        SAVED.with_borrow(|saved| e.completed_requests((!requests.is_null()).then_some(saved), |i| Some(i) == done));
+        completed_array(e, requests, |i| Some(i) == done);
         e.int_out(index);
         e.request_status(status, done);
     });
@@ -272,17 +332,26 @@ pub unsafe extern "C" fn MPI_Testany(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_Testany();
-    let Some(call) = Call::begin() else { return unsafe { real(count, requests, index, flag, status) } };
+    let Some(call) = Call::begin() else {
+        return unsafe { real(count, requests, index, flag, status) };
+    };
     unsafe { save_requests(requests, count) };
     let ret = unsafe { real(count, requests, index, flag, status) };
     call.end(func::MPI_Testany, ret, |e| unsafe {
         let flagged = e.read(flag.cast_const()).is_some_and(|f| f != 0);
-        let done = e.read(index.cast_const()).and_then(|i| usize::try_from(i).ok()).filter(|_| flagged);
+        let done = e
+            .read(index.cast_const())
+            .and_then(|i| usize::try_from(i).ok())
+            .filter(|_| flagged);
         e.int(count.into());
-        SAVED.with_borrow(|saved| e.completed_requests((!requests.is_null()).then_some(saved), |i| Some(i) == done));
+        completed_array(e, requests, |i| Some(i) == done);
         e.int_out(index);
         e.int_out(flag);
-        if flagged { e.request_status(status, done) } else { e.status(MPI_STATUS_IGNORE.cast_const(), None) }
+        if flagged {
+            e.request_status(status, done)
+        } else {
+            e.status(MPI_STATUS_IGNORE.cast_const(), None)
+        }
     });
     ret
 }
@@ -298,10 +367,14 @@ pub unsafe extern "C" fn MPI_Waitsome(
     statuses: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_Waitsome();
-    let Some(call) = Call::begin() else { return unsafe { real(incount, requests, outcount, indices, statuses) } };
+    let Some(call) = Call::begin() else {
+        return unsafe { real(incount, requests, outcount, indices, statuses) };
+    };
     unsafe { save_requests(requests, incount) };
     let ret = unsafe { real(incount, requests, outcount, indices, statuses) };
-    call.end(func::MPI_Waitsome, ret, |e| unsafe { some_completed(e, incount, requests, outcount, indices, statuses) });
+    call.end(func::MPI_Waitsome, ret, |e| unsafe {
+        some_completed(e, incount, requests, outcount, indices, statuses)
+    });
     ret
 }
 
@@ -316,10 +389,14 @@ pub unsafe extern "C" fn MPI_Testsome(
     statuses: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_Testsome();
-    let Some(call) = Call::begin() else { return unsafe { real(incount, requests, outcount, indices, statuses) } };
+    let Some(call) = Call::begin() else {
+        return unsafe { real(incount, requests, outcount, indices, statuses) };
+    };
     unsafe { save_requests(requests, incount) };
     let ret = unsafe { real(incount, requests, outcount, indices, statuses) };
-    call.end(func::MPI_Testsome, ret, |e| unsafe { some_completed(e, incount, requests, outcount, indices, statuses) });
+    call.end(func::MPI_Testsome, ret, |e| unsafe {
+        some_completed(e, incount, requests, outcount, indices, statuses)
+    });
     ret
 }
 
@@ -328,7 +405,7 @@ pub unsafe extern "C" fn MPI_Testsome(
 /// # Safety
 /// The arguments of a call that has returned.
 unsafe fn some_completed(
-    e: &mut crate::encoder::Encoder,
+    e: &mut Encoder,
     incount: c_int,
     requests: *const MPI_Request,
     outcount: *const c_int,
@@ -336,20 +413,24 @@ unsafe fn some_completed(
     statuses: *const MPI_Status,
 ) {
     let n = unsafe { e.read(outcount) }.map_or(0, completed_count);
-    unsafe { mark_done(incount.max(0) as usize, if e.ok() { indices } else { std::ptr::null() }, n) };
+    let index = |k: usize| unsafe { indices.add(k).read_unaligned() }.max(0) as usize;
+    let reported: Vec<usize> = if indices.is_null() {
+        Vec::new()
+    } else {
+        (0..n).map(index).collect()
+    };
     e.int(incount.into());
-    SAVED.with_borrow(|saved| e.completed_requests((!requests.is_null()).then_some(saved), is_done));
+    unsafe { completed_array(e, requests, |i| reported.contains(&i)) };
     unsafe { e.int_out(outcount) };
     if e.ok() && !indices.is_null() {
         e.array_len(Some(n));
-        for k in 0..n {
-            e.int(i64::from(unsafe { indices.add(k).read_unaligned() }));
+        for &i in &reported {
+            e.int(i as i64);
         }
     } else {
         e.array_len(None);
     }
-    let which = (0..n).map(|k| unsafe { indices.add(k).read_unaligned() }.max(0) as usize);
-    unsafe { e.request_statuses(statuses, which) };
+    unsafe { e.request_statuses(statuses, reported.iter().copied()) };
 }
 
 /// # Safety
@@ -357,7 +438,9 @@ unsafe fn some_completed(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Request_free(request: *mut MPI_Request) -> c_int {
     let real = crate::pmpi::MPI_Request_free();
-    let Some(call) = Call::begin() else { return unsafe { real(request) } };
+    let Some(call) = Call::begin() else {
+        return unsafe { real(request) };
+    };
     let before = unsafe { read_or(request, MPI_REQUEST_NULL) };
     let ret = unsafe { real(request) };
     call.end(func::MPI_Request_free, ret, |e| e.freed_request(before));
@@ -369,7 +452,9 @@ pub unsafe extern "C" fn MPI_Request_free(request: *mut MPI_Request) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Start(request: *mut MPI_Request) -> c_int {
     let real = crate::pmpi::MPI_Start();
-    let Some(call) = Call::begin() else { return unsafe { real(request) } };
+    let Some(call) = Call::begin() else {
+        return unsafe { real(request) };
+    };
     let before = unsafe { read_or(request, MPI_REQUEST_NULL) };
     let ret = unsafe { real(request) };
     call.end(func::MPI_Start, ret, |e| e.request(before));
@@ -381,12 +466,16 @@ pub unsafe extern "C" fn MPI_Start(request: *mut MPI_Request) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Startall(count: c_int, requests: *mut MPI_Request) -> c_int {
     let real = crate::pmpi::MPI_Startall();
-    let Some(call) = Call::begin() else { return unsafe { real(count, requests) } };
+    let Some(call) = Call::begin() else {
+        return unsafe { real(count, requests) };
+    };
     unsafe { save_requests(requests, count) };
     let ret = unsafe { real(count, requests) };
     call.end(func::MPI_Startall, ret, |e| {
         e.int(count.into());
-        SAVED.with_borrow(|saved| e.completed_requests((!requests.is_null()).then_some(saved), |_| false));
+        SAVED.with_borrow(|saved| {
+            e.completed_requests((!requests.is_null()).then_some(saved), |_| false)
+        });
     });
     ret
 }
@@ -400,13 +489,19 @@ pub unsafe extern "C" fn MPI_Request_get_status(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_Request_get_status();
-    let Some(call) = Call::begin() else { return unsafe { real(request, flag, status) } };
+    let Some(call) = Call::begin() else {
+        return unsafe { real(request, flag, status) };
+    };
     let ret = unsafe { real(request, flag, status) };
     call.end(func::MPI_Request_get_status, ret, |e| unsafe {
-        let comm = e.completed_request(request, false);
+        let info = e.completed_request(request, false);
         let flagged = e.read(flag.cast_const()).is_some_and(|f| f != 0);
         e.int_out(flag);
-        if flagged { e.status(status, comm) } else { e.status(MPI_STATUS_IGNORE.cast_const(), None) }
+        if flagged {
+            e.completion_status(status, Some(info))
+        } else {
+            e.status(MPI_STATUS_IGNORE.cast_const(), None)
+        }
     });
     ret
 }

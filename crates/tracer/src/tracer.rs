@@ -11,10 +11,10 @@ use crate::objects::{CommInfo, Objects};
 use crate::recorder::Recorder;
 use mpigram_mpispec::{FuncId, HandleRef, put_signature_head};
 use mpigram_trace::{CommEntry, Ending, RankMeta, RankTrace, TimingMode};
+use std::cell::UnsafeCell;
 use std::ffi::c_int;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
-use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Mutex, PoisonError};
 
@@ -40,7 +40,10 @@ struct Global {
 // unless MPI promised that no two calls run at once (see CONCURRENT).
 unsafe impl Sync for Global {}
 
-static TRACER: Global = Global { lock: Mutex::new(()), tracer: UnsafeCell::new(None) };
+static TRACER: Global = Global {
+    lock: Mutex::new(()),
+    tracer: UnsafeCell::new(None),
+};
 
 /// Whether MPI calls may run concurrently: true until MPI_Init or
 /// MPI_Init_thread settles on a thread level below MPI_THREAD_MULTIPLE,
@@ -57,7 +60,12 @@ pub fn set_thread_level(provided: c_int) {
 /// Runs `f` on the tracer, creating it on first use. A panic inside turns
 /// tracing off with one message; the application carries on.
 pub fn with<R>(f: impl FnOnce(&mut Tracer) -> R) -> Option<R> {
-    let _guard = CONCURRENT.load(Relaxed).then(|| TRACER.lock.lock().unwrap_or_else(PoisonError::into_inner));
+    if crate::call::is_off() {
+        return None;
+    }
+    let _guard = CONCURRENT
+        .load(Relaxed)
+        .then(|| TRACER.lock.lock().unwrap_or_else(PoisonError::into_inner));
     let run = || {
         // SAFETY: exclusive access, by the lock or by MPI's thread level.
         let tracer = unsafe { &mut *TRACER.tracer.get() };
@@ -67,7 +75,9 @@ pub fn with<R>(f: impl FnOnce(&mut Tracer) -> R) -> Option<R> {
         Ok(r) => Some(r),
         Err(_) => {
             crate::call::disable();
-            eprintln!("mpigram: internal error, tracing is off for this process; the application continues");
+            eprintln!(
+                "mpigram: internal error, tracing is off for this process; the application continues"
+            );
             None
         }
     }
@@ -77,7 +87,9 @@ pub fn with<R>(f: impl FnOnce(&mut Tracer) -> R) -> Option<R> {
 /// `encode`) and its duration in ticks.
 pub fn record(func: FuncId, ret: c_int, start: u64, end: u64, encode: impl FnOnce(&mut Encoder)) {
     with(|t| {
-        let Tracer { objects, recorder, .. } = t;
+        let Tracer {
+            objects, recorder, ..
+        } = t;
         objects.seq = recorder.calls;
         recorder.scratch.clear();
         put_signature_head(&mut recorder.scratch, func, i64::from(ret));
@@ -85,6 +97,7 @@ pub fn record(func: FuncId, ret: c_int, start: u64, end: u64, encode: impl FnOnc
             out: &mut recorder.scratch,
             objects,
             ok: ret == MPI_SUCCESS,
+            errors_in_statuses: ret == abi::MPI_ERR_IN_STATUS,
             comm: None,
             func,
             request_comms: &mut recorder.request_comms,
@@ -120,7 +133,12 @@ impl Tracer {
             self.objects.set_comm(world, info);
             self.world = Some((info.rank as u32, info.size as u32));
         }
-        let me = CommInfo { rank: 0, size: 1, remote_size: 0, inter: false };
+        let me = CommInfo {
+            rank: 0,
+            size: 1,
+            remote_size: 0,
+            inter: false,
+        };
         self.objects.set_comm(abi::MPI_COMM_SELF, me);
         debug_assert!(abi::MPI_COMM_SELF.into_handle() != abi::MPI_COMM_WORLD.into_handle());
     }
@@ -134,11 +152,15 @@ impl Tracer {
         let rank = self.rank();
         let dir = output_dir();
         if let Err(e) = std::fs::create_dir_all(&dir) {
-            eprintln!("mpigram: cannot create the trace directory {}: {e}", dir.display());
+            eprintln!(
+                "mpigram: cannot create the trace directory {}: {e}",
+                dir.display()
+            );
             return;
         }
         let end = ClockPoint::now();
-        let ns_per_tick = (end.ns - self.start.ns) as f64 / end.ticks.wrapping_sub(self.start.ticks).max(1) as f64;
+        let ns_per_tick = (end.ns - self.start.ns) as f64
+            / end.ticks.wrapping_sub(self.start.ticks).max(1) as f64;
         let trace = RankTrace {
             meta: RankMeta {
                 rank,
@@ -151,11 +173,22 @@ impl Tracer {
                 start_ns: self.start.ns,
                 end_ns: end.ns,
                 ending,
+                recorder_allocations: crate::alloc::recorder_allocations(),
             },
-            signatures: self.recorder.signatures.iter().map(|s| s.to_vec()).collect(),
+            signatures: self
+                .recorder
+                .signatures
+                .iter()
+                .map(|s| s.to_vec())
+                .collect(),
             grammar: self.recorder.grammar.grammar(rank),
             stats: self.recorder.call_stats(ns_per_tick),
-            comms: self.objects.comm_log.iter().filter_map(comm_entry).collect(),
+            comms: self
+                .objects
+                .comm_log
+                .iter()
+                .filter_map(comm_entry)
+                .collect(),
         };
         if let Err(e) = trace.write(&dir) {
             eprintln!("mpigram: cannot write the trace of rank {rank}: {e}");
@@ -175,15 +208,22 @@ impl Tracer {
         if let Some((rank, _)) = self.world {
             return rank;
         }
-        ["PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"]
-            .iter()
-            .find_map(|v| std::env::var(v).ok()?.parse().ok())
-            .unwrap_or(0)
+        [
+            "PMI_RANK",
+            "PMIX_RANK",
+            "OMPI_COMM_WORLD_RANK",
+            "SLURM_PROCID",
+        ]
+        .iter()
+        .find_map(|v| std::env::var(v).ok()?.parse().ok())
+        .unwrap_or(0)
     }
 }
 
 fn comm_entry(r: &crate::objects::CommRecord) -> Option<CommEntry> {
-    let HandleRef::User(comm) = r.id else { return None };
+    let HandleRef::User(comm) = r.id else {
+        return None;
+    };
     Some(CommEntry {
         seq: r.seq,
         comm,
@@ -196,7 +236,9 @@ fn comm_entry(r: &crate::objects::CommRecord) -> Option<CommEntry> {
 
 /// `MPIGRAM_OUT`, else `mpigram-trace` in the working directory.
 fn output_dir() -> PathBuf {
-    std::env::var_os("MPIGRAM_OUT").filter(|v| !v.is_empty()).map_or_else(|| "mpigram-trace".into(), PathBuf::from)
+    std::env::var_os("MPIGRAM_OUT")
+        .filter(|v| !v.is_empty())
+        .map_or_else(|| "mpigram-trace".into(), PathBuf::from)
 }
 
 fn host_name() -> String {
@@ -213,10 +255,17 @@ fn host_name() -> String {
 /// initialised MPI and never finalized leaves a partial trace.
 extern "C" fn at_exit() {
     with(|t| {
+        if t.recorder.calls == 0 {
+            return;
+        }
         if t.written_calls == Some(t.recorder.calls) {
             return;
         }
-        let ending = if t.finalized || t.world.is_none() { Ending::Finalized } else { Ending::ExitWithoutFinalize };
+        let ending = if t.finalized || t.world.is_none() {
+            Ending::Finalized
+        } else {
+            Ending::ExitWithoutFinalize
+        };
         t.write(ending);
     });
     crate::call::disable();

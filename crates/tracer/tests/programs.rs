@@ -14,10 +14,17 @@ fn every_program_is_traced_exactly_on_every_rank() {
             continue; // the crash programs have tests of their own
         }
         let (low, high) = (*p.rank_counts(4).start(), *p.rank_counts(4).end());
-        for ranks in if low == high { vec![low] } else { vec![low, high] } {
+        for ranks in if low == high {
+            vec![low]
+        } else {
+            vec![low, high]
+        } {
             let run = run_traced(&p.name, ranks, &[], &[]);
             if let Err(e) = p.expect.check(&run.output) {
-                failures.push(format!("{} on {ranks} ranks: {e}\n{}", p.name, run.output.stderr));
+                failures.push(format!(
+                    "{} on {ranks} ranks: {e}\n{}",
+                    p.name, run.output.stderr
+                ));
                 continue;
             }
             let result = std::panic::catch_unwind(|| assert_trace_is_exact(&run, ranks));
@@ -27,5 +34,10 @@ fn every_program_is_traced_exactly_on_every_rank() {
             }
         }
     }
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }

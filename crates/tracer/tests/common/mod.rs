@@ -11,12 +11,21 @@ use std::time::Duration;
 /// libmpigram.so, built by cargo next to this test's directory.
 pub fn tracer() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
-    let lib = exe.parent().and_then(Path::parent).expect("target/<profile>/deps").join("libmpigram.so");
-    assert!(lib.is_file(), "{} is missing: cargo builds it with this crate", lib.display());
+    let lib = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps")
+        .join("libmpigram.so");
+    assert!(
+        lib.is_file(),
+        "{} is missing: cargo builds it with this crate",
+        lib.display()
+    );
     lib
 }
 
-/// A traced run of `program` on `ranks` ranks, in verification mode.
+/// A traced run of `program` on `ranks` ranks, in verification mode unless
+/// `env` sets MPIGRAM_VERIFY.
 pub struct TracedRun {
     pub dir: tempfile::TempDir,
     pub output: RunOutput,
@@ -33,11 +42,18 @@ pub fn run_traced(program: &str, ranks: u32, args: &[&str], env: &[(&str, &str)]
     let exe = compile(program).unwrap_or_else(|e| panic!("{e}"));
     let dir = tempfile::tempdir().unwrap();
     let mut cmd = mpiexec(ranks, &exe, args.iter().copied());
-    cmd.preload(tracer()).env("MPIGRAM_OUT", dir.path()).env("MPIGRAM_VERIFY", "1").timeout(Duration::from_secs(120));
+    cmd.preload(tracer())
+        .env("MPIGRAM_OUT", dir.path())
+        .timeout(Duration::from_secs(120));
+    if !env.iter().any(|(k, _)| *k == "MPIGRAM_VERIFY") {
+        cmd.env("MPIGRAM_VERIFY", "1");
+    }
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let output = cmd.run().unwrap_or_else(|e| panic!("{program} on {ranks} ranks: {e}"));
+    let output = cmd
+        .run()
+        .unwrap_or_else(|e| panic!("{program} on {ranks} ranks: {e}"));
     TracedRun { dir, output }
 }
 
@@ -64,9 +80,17 @@ pub fn assert_trace_is_exact(run: &TracedRun, ranks: u32) -> Trace {
     for rank in &trace.ranks {
         let expected = verify_stream(run.dir.path(), rank.meta.rank);
         let recorded: Vec<Vec<u8>> = rank.calls().map(<[u8]>::to_vec).collect();
-        assert_eq!(recorded.len(), expected.len(), "rank {}: number of calls", rank.meta.rank);
+        assert_eq!(
+            recorded.len(),
+            expected.len(),
+            "rank {}: number of calls",
+            rank.meta.rank
+        );
         if let Some(i) = (0..expected.len()).find(|&i| recorded[i] != expected[i]) {
-            panic!("rank {}: call {i} differs from the verification stream", rank.meta.rank);
+            panic!(
+                "rank {}: call {i} differs from the verification stream",
+                rank.meta.rank
+            );
         }
         for call in RankDecoder::new(rank) {
             call.unwrap_or_else(|e| panic!("{e}"));

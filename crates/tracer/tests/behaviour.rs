@@ -1,0 +1,234 @@
+//! What the tracer promises, one behaviour at a time, on real MPI runs.
+
+mod common;
+
+use common::*;
+use mpigram_analysis::decode::DecodedCall;
+use mpigram_testkit::{compile, mpiexec};
+use serde_json::{Value, json};
+use std::process::Command;
+
+fn calls_of<'a>(calls: &'a [DecodedCall], func: &str) -> Vec<&'a DecodedCall> {
+    calls.iter().filter(|c| c.func == func).collect()
+}
+
+#[test]
+fn preloading_into_processes_without_mpi_is_harmless() {
+    let dir = tempfile::tempdir().unwrap();
+    for cmd in [
+        vec!["/bin/true"],
+        vec!["sh", "-c", "echo traced-shell; ls / >/dev/null"],
+    ] {
+        let out = Command::new(cmd[0])
+            .args(&cmd[1..])
+            .env("LD_PRELOAD", tracer())
+            .env("MPIGRAM_OUT", dir.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{cmd:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            out.stderr.is_empty(),
+            "{cmd:?} printed {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "no trace from non-MPI processes"
+    );
+}
+
+#[test]
+fn mpigram_off_records_nothing_and_the_program_still_works() {
+    let run = run_traced("pcontrol", 2, &[], &[("MPIGRAM_OFF", "1")]);
+    run.output.assert_success();
+    assert_eq!(std::fs::read_dir(run.dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn pcontrol_pauses_and_resumes_recording() {
+    let run = run_traced("pcontrol", 2, &[], &[]);
+    run.output.assert_success();
+    let trace = assert_trace_is_exact(&run, 2);
+    for rank in &trace.ranks {
+        let calls = decoded(rank);
+        let r = i64::from(rank.meta.rank);
+        assert!(
+            calls_of(&calls, "MPI_Comm_size").is_empty(),
+            "calls while paused are not recorded"
+        );
+        assert!(calls_of(&calls, "MPI_Comm_dup").is_empty());
+        let ranks = calls_of(&calls, "MPI_Comm_rank");
+        assert_eq!(ranks.len(), 5);
+        // Before the pause on MPI_COMM_WORLD, after it on the duplicate the
+        // tracer never saw created: adopted, and its ranks still absolute.
+        for c in &ranks[..3] {
+            assert_eq!(c.args["comm"], json!("MPI_COMM_WORLD"));
+            assert_eq!(c.args["rank"], json!(r));
+        }
+        for c in &ranks[3..] {
+            assert_eq!(c.args["comm"], json!("comm0"));
+            assert_eq!(c.args["rank"], json!(r));
+        }
+        let levels: Vec<&Value> = calls_of(&calls, "MPI_Pcontrol")
+            .iter()
+            .map(|c| &c.args["level"])
+            .collect();
+        assert_eq!(levels, [&json!(0), &json!(1)]);
+    }
+}
+
+#[test]
+fn a_million_comm_rank_calls_fit_in_a_kilobyte() {
+    let exe = compile("microbench").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = mpiexec(1, &exe, ["1000000"])
+        .preload(tracer())
+        .env("MPIGRAM_OUT", dir.path())
+        .run()
+        .unwrap();
+    out.assert_success();
+    let trace = mpigram_trace::Trace::open(dir.path()).unwrap();
+    let comm_ranks: u64 = trace.ranks[0]
+        .stats
+        .iter()
+        .zip(&trace.ranks[0].signatures)
+        .filter(|(_, sig)| {
+            mpigram_mpispec::decode_signature(sig).unwrap().func
+                == mpigram_mpispec::func::MPI_Comm_rank
+        })
+        .map(|(s, _)| s.count)
+        .sum();
+    assert!(
+        comm_ranks >= 1_000_000,
+        "{comm_ranks} MPI_Comm_rank calls recorded"
+    );
+    let bytes = trace.bytes();
+    assert!(bytes <= 1024, "{bytes} bytes");
+}
+
+#[test]
+fn requests_sharing_mpichs_builtin_handle_stay_distinct() {
+    let run = run_traced("builtin_request", 2, &[], &[]);
+    run.output.assert_success();
+    let trace = assert_trace_is_exact(&run, 2);
+    for rank in &trace.ranks {
+        let calls = decoded(rank);
+        let waitall = calls_of(&calls, "MPI_Waitall");
+        assert!(!waitall.is_empty());
+        for w in waitall {
+            let names: Vec<&Value> = w.args["array_of_requests"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .collect();
+            let mut distinct = names.clone();
+            distinct.sort_by_key(|v| v.to_string());
+            distinct.dedup();
+            assert_eq!(
+                distinct.len(),
+                names.len(),
+                "requests in one Waitall are distinct: {names:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn wildcard_receives_record_the_real_source() {
+    let run = run_traced("wildcard", 3, &[], &[]);
+    run.output.assert_success();
+    let trace = assert_trace_is_exact(&run, 3);
+    let calls = decoded(&trace.ranks[0]);
+    let mut sources: Vec<i64> = calls_of(&calls, "MPI_Recv")
+        .iter()
+        .filter(|c| c.args["source"] == json!("MPI_ANY_SOURCE"))
+        .map(|c| {
+            c.args["status"]["MPI_SOURCE"]
+                .as_i64()
+                .expect("absolute source")
+        })
+        .collect();
+    sources.sort();
+    assert_eq!(sources, [1, 1, 2, 2], "two messages from each other rank");
+    // Equal behaviour, equal signatures: rank r sends tags 10r and 10r+1 to
+    // rank 0 with a relative destination, which decodes to 0 on every rank.
+    for r in 1..3 {
+        let calls = decoded(&trace.ranks[r]);
+        let to_zero: Vec<&Value> = calls_of(&calls, "MPI_Send")
+            .iter()
+            .filter(|c| c.args["tag"] == json!(10 * r) || c.args["tag"] == json!(10 * r + 1))
+            .map(|c| &c.args["dest"])
+            .collect();
+        assert_eq!(to_zero, [&json!(0), &json!(0)], "rank {r}");
+    }
+}
+
+#[test]
+fn halo_trace_size_does_not_depend_on_iterations() {
+    let short = run_traced("halo2d", 4, &["100"], &[("MPIGRAM_VERIFY", "0")]);
+    let long = run_traced("halo2d", 4, &["10000"], &[("MPIGRAM_VERIFY", "0")]);
+    short.output.assert_success();
+    long.output.assert_success();
+    let (a, b) = (short.trace(), long.trace());
+    for (x, y) in a.ranks.iter().zip(&b.ranks) {
+        assert_eq!(
+            x.signatures, y.signatures,
+            "rank {}: same call signatures",
+            x.meta.rank
+        );
+        assert_eq!(x.grammar.num_rules(), y.grammar.num_rules());
+        assert_eq!(x.grammar.num_runs(), y.grammar.num_runs());
+        // 9,900 more iterations of 4 Irecv + 4 Isend + Waitall, and 990 more Allreduce.
+        assert_eq!(
+            y.grammar.total_len(),
+            x.grammar.total_len() + 9900 * 9 + 990
+        );
+    }
+    // Only the numbers grow: trip counts, and the counts and total times of
+    // the aggregated timing, a few varint bytes each.
+    let (sa, sb) = (a.bytes(), b.bytes());
+    assert!(
+        sb <= sa + 4 * 64,
+        "{sa} bytes for 100 iterations, {sb} for 10,000"
+    );
+    eprintln!("halo2d on 4 ranks: {sa} bytes for 100 iterations, {sb} bytes for 10,000");
+}
+
+#[test]
+fn recording_allocates_nothing_once_the_loop_repeats() {
+    let short = run_traced("halo2d", 2, &["100"], &[("MPIGRAM_VERIFY", "0")]);
+    let long = run_traced("halo2d", 2, &["2000"], &[("MPIGRAM_VERIFY", "0")]);
+    let (a, b) = (short.trace(), long.trace());
+    for (x, y) in a.ranks.iter().zip(&b.ranks) {
+        assert!(x.meta.recorder_allocations > 0, "the counter counts");
+        assert_eq!(
+            x.meta.recorder_allocations, y.meta.recorder_allocations,
+            "rank {}: 1,900 more iterations, no more allocations",
+            x.meta.rank
+        );
+    }
+}
+
+#[test]
+fn fortran_calls_are_traced_through_the_c_layer() {
+    let run = run_traced("fortran_basic", 2, &[], &[]);
+    run.output.assert_success();
+    let trace = assert_trace_is_exact(&run, 2);
+    let funcs: Vec<&str> = decoded(&trace.ranks[0]).iter().map(|c| c.func).collect();
+    for f in [
+        "MPI_Init",
+        "MPI_Comm_rank",
+        "MPI_Comm_size",
+        "MPI_Allreduce",
+        "MPI_Barrier",
+        "MPI_Finalize",
+    ] {
+        assert!(funcs.contains(&f), "{f} missing from {funcs:?}");
+    }
+}
