@@ -3,7 +3,7 @@
 //! buffers shown as `seg2+0`.
 
 use mpigram_mpispec::{
-    BufferRef, FUNCS, HandleKind, HandleRef, Rank, RequestRef, Signature, Status, Value,
+    BufferRef, Enc, FUNCS, HandleKind, HandleRef, Rank, RequestRef, Signature, Status, Value,
     decode_signature, predefined,
 };
 use mpigram_trace::RankTrace;
@@ -147,7 +147,11 @@ impl<'t> RankDecoder<'t> {
             .or_else(|| self.requests_comm(&sig.args));
         let mut args = Map::new();
         for (param, value) in func.params.iter().zip(&sig.args) {
-            args.insert(param.name.to_owned(), self.render(value, call_comm));
+            let rendered = match (param.enc, value) {
+                (Enc::Array(Enc::Status), Value::Array(None)) => json!("MPI_STATUSES_IGNORE"),
+                _ => self.render(value, call_comm),
+            };
+            args.insert(param.name.to_owned(), rendered);
         }
         Ok(DecodedCall {
             rank: self.trace.meta.rank,
