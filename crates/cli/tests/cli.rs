@@ -1,0 +1,122 @@
+//! The `mpigram` command as a user runs it.
+
+use mpigram_testkit::{compile, mpi_available};
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn mpigram(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mpigram"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn lib_prints_the_tracer_library() {
+    let out = mpigram(&["lib"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let path = PathBuf::from(text(&out.stdout).trim());
+    assert!(
+        path.ends_with("libmpigram.so") && path.is_file(),
+        "{}",
+        path.display()
+    );
+}
+
+#[test]
+fn run_traces_every_rank_and_decode_prints_every_call() {
+    mpi_available().unwrap();
+    let exe = compile("p2p_blocking").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t");
+    let out = mpigram(&[
+        "run",
+        "-o",
+        trace.to_str().unwrap(),
+        "-n",
+        "2",
+        "--",
+        exe.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+
+    let info = mpigram(&["info", trace.to_str().unwrap()]);
+    let info = text(&info.stdout);
+    assert!(
+        info.contains("ranks:      2") && info.contains("complete:   yes"),
+        "{info}"
+    );
+
+    let lines = mpigram(&["decode", trace.to_str().unwrap(), "--format", "jsonl"]);
+    assert!(lines.status.success(), "{}", text(&lines.stderr));
+    let calls: Vec<serde_json::Value> = text(&lines.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for rank in 0..2 {
+        let mine: Vec<&serde_json::Value> = calls.iter().filter(|c| c["rank"] == rank).collect();
+        assert_eq!(mine.first().unwrap()["func"], "MPI_Init");
+        assert_eq!(mine.last().unwrap()["func"], "MPI_Finalize");
+        for (i, c) in mine.iter().enumerate() {
+            assert_eq!(c["seq"], i as u64, "calls of rank {rank} in order");
+        }
+    }
+    let send = calls
+        .iter()
+        .find(|c| c["func"] == "MPI_Send" && c["rank"] == 0)
+        .expect("rank 0 sends");
+    assert_eq!(send["args"]["dest"], 1);
+    assert_eq!(send["args"]["comm"], "MPI_COMM_WORLD");
+    assert!(send["args"]["buf"].as_str().unwrap().starts_with("seg"));
+
+    let one = mpigram(&["decode", trace.to_str().unwrap(), "--rank", "1"]);
+    let one = text(&one.stdout);
+    assert!(one.lines().all(|l| l.starts_with("1 ")), "only rank 1");
+    assert!(one.lines().count() > 2);
+}
+
+#[test]
+fn run_passes_on_the_programs_failure() {
+    mpi_available().unwrap();
+    let exe = compile("crash_abort").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = mpigram(&[
+        "run",
+        "-o",
+        dir.path().to_str().unwrap(),
+        "-n",
+        "2",
+        "--",
+        exe.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(42), "MPI_Abort's error code");
+}
+
+#[test]
+fn bad_input_gives_one_line_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().to_str().unwrap();
+    let out = mpigram(&["info", empty]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("no mpigram trace here"), "{err}");
+
+    std::fs::write(dir.path().join("rank0.mgr"), b"not a trace at all").unwrap();
+    let out = mpigram(&["decode", empty]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("rank0.mgr") && err.contains("not an mpigram file"),
+        "{err}"
+    );
+
+    let out = mpigram(&["decode", "/nonexistent/trace"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(text(&out.stderr).lines().count(), 1);
+}
