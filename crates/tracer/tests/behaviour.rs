@@ -177,27 +177,30 @@ fn halo_trace_size_does_not_depend_on_iterations() {
     long.output.assert_success();
     let (a, b) = (short.trace(), long.trace());
     for (x, y) in a.ranks.iter().zip(&b.ranks) {
+        let r = x.meta.rank;
         assert_eq!(
             x.signatures, y.signatures,
-            "rank {}: same call signatures",
-            x.meta.rank
+            "rank {r}: byte-identical call signatures"
         );
         assert_eq!(x.grammar.num_rules(), y.grammar.num_rules());
         assert_eq!(x.grammar.num_runs(), y.grammar.num_runs());
+        // The grammars differ only in their trip counts (100 -> 10,000).
+        let (ga, gb) = (x.grammar.encode().len(), y.grammar.encode().len());
+        assert!(gb <= ga + 4, "rank {r}: grammar of {ga} bytes, then {gb}");
         // 9,900 more iterations of 4 Irecv + 4 Isend + Waitall, and 990 more Allreduce.
         assert_eq!(
             y.grammar.total_len(),
             x.grammar.total_len() + 9900 * 9 + 990
         );
     }
-    // Only the numbers grow: trip counts, and the counts and total times of
-    // the aggregated timing, a few varint bytes each.
+    // Besides the trip counts only the aggregated timing grows: per
+    // signature a call count and a total time, a few varint bytes each.
     let (sa, sb) = (a.bytes(), b.bytes());
+    eprintln!("halo2d on 4 ranks: {sa} bytes for 100 iterations, {sb} bytes for 10,000");
     assert!(
-        sb <= sa + 4 * 64,
+        sb <= sa + 4 * 128,
         "{sa} bytes for 100 iterations, {sb} for 10,000"
     );
-    eprintln!("halo2d on 4 ranks: {sa} bytes for 100 iterations, {sb} bytes for 10,000");
 }
 
 #[test]
