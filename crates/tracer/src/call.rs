@@ -30,6 +30,10 @@ thread_local! {
 /// A traced call in progress.
 pub struct Call {
     start: u64,
+    /// This thread's INSIDE flag, looked up once per call (a thread-local
+    /// lookup is a library call in a shared object). A `Call` never leaves
+    /// its thread: the raw pointer makes it neither Send nor Sync.
+    inside: *const Cell<u8>,
 }
 
 impl Call {
@@ -48,6 +52,7 @@ impl Call {
             inside.set(IN_MPI);
             Some(Call {
                 start: crate::clock::now(),
+                inside,
             })
         })
     }
@@ -56,14 +61,21 @@ impl Call {
     #[inline]
     pub fn end(self, func: FuncId, ret: c_int, encode: impl FnOnce(&mut Encoder)) {
         let end = crate::clock::now();
-        INSIDE.with(|inside| inside.set(RECORDING));
+        self.flag().set(RECORDING);
         crate::tracer::record(func, ret, self.start, end, encode);
+    }
+}
+
+impl Call {
+    fn flag(&self) -> &Cell<u8> {
+        // SAFETY: points to this thread's INSIDE, which outlives the call.
+        unsafe { &*self.inside }
     }
 }
 
 impl Drop for Call {
     fn drop(&mut self) {
-        INSIDE.with(|inside| inside.set(OUTSIDE));
+        self.flag().set(OUTSIDE);
     }
 }
 

@@ -10,6 +10,7 @@ use crate::objects::{CommInfo, Objects, RequestInfo, RequestKind};
 use mpigram_mpispec::encoding::*;
 use mpigram_mpispec::{BufferRef, FUNCS, FuncId, HandleKind, HandleRef, Rank, Status};
 use std::ffi::{CStr, c_char, c_int, c_void};
+use std::sync::OnceLock;
 
 /// Handle values as the tracer stores them: int handles zero-extended,
 /// pointer handles by address.
@@ -40,13 +41,23 @@ impl<T> IntoHandle for *const T {
 /// which completion does not free; only receives, MPI-IO and generalized
 /// requests complete with a status MPI defines.
 fn request_kind(func: FuncId) -> RequestKind {
-    let name = FUNCS.get(func as usize).map_or("", |f| f.name);
-    RequestKind {
-        persistent: name.contains("_init"),
-        status_defined: name.contains("recv")
-            || name.starts_with("MPI_File_")
-            || name == "MPI_Grequest_start",
-    }
+    static KINDS: OnceLock<Vec<RequestKind>> = OnceLock::new();
+    let kinds = KINDS.get_or_init(|| {
+        FUNCS
+            .iter()
+            .map(|f| RequestKind {
+                persistent: f.name.contains("_init"),
+                status_defined: f.name.contains("recv")
+                    || f.name.starts_with("MPI_File_")
+                    || f.name == "MPI_Grequest_start",
+            })
+            .collect()
+    });
+    let unknown = RequestKind {
+        persistent: false,
+        status_defined: true,
+    };
+    kinds.get(func as usize).copied().unwrap_or(unknown)
 }
 
 /// Writes the arguments of one call.
@@ -88,17 +99,17 @@ impl Encoder<'_> {
     /// A rank in `comm`: relative to the caller's rank where `comm` is an
     /// intra-communicator the tracer knows, else absolute.
     pub fn rank(&mut self, v: i64, comm: MPI_Comm) {
-        self.comm_info(comm);
-        let rank = self.rank_value(v, comm);
-        put_rank(self.out, rank);
+        let info = self.comm_info(comm);
+        put_rank(self.out, Self::rank_value(v, info));
     }
 
-    fn rank_value(&self, v: i64, comm: MPI_Comm) -> Rank {
+    /// `v` as encoded, given what is known of the caller's place in its communicator.
+    fn rank_value(v: i64, comm: Option<CommInfo>) -> Rank {
         match v {
             v if v == i64::from(abi::MPI_PROC_NULL) => Rank::ProcNull,
             v if v == i64::from(abi::MPI_ANY_SOURCE) => Rank::AnySource,
             v if v == i64::from(abi::MPI_ROOT) => Rank::Root,
-            v => match self.objects.comm(comm) {
+            v => match comm {
                 Some(CommInfo {
                     inter: false, rank, ..
                 }) => Rank::Relative(v - i64::from(rank)),
@@ -113,7 +124,7 @@ impl Encoder<'_> {
         } else if std::ptr::eq(p, abi::MPI_IN_PLACE) {
             BufferRef::InPlace
         } else {
-            let (id, offset) = crate::segments::locate(p as usize);
+            let (id, offset) = self.objects.segments.locate(p as usize);
             BufferRef::Segment { id, offset }
         };
         put_buffer(self.out, b);
@@ -345,7 +356,7 @@ impl Encoder<'_> {
         let count =
             u64::from(s.count_lo as u32) | (u64::from(s.count_hi_and_cancelled as u32) >> 1) << 32;
         let source = match comm {
-            Some(c) => self.rank_value(i64::from(s.MPI_SOURCE), c),
+            Some(c) => Self::rank_value(i64::from(s.MPI_SOURCE), self.objects.comm(c)),
             None => Rank::Absolute(i64::from(s.MPI_SOURCE)),
         };
         Status {

@@ -24,6 +24,7 @@ mod alloc;
 mod call;
 mod clock;
 mod encoder;
+mod intern;
 mod objects;
 #[path = "generated/pmpi.rs"]
 mod pmpi;

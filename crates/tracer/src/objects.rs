@@ -13,6 +13,7 @@
 
 use crate::abi::{self, MPI_Comm};
 use crate::encoder::IntoHandle;
+use crate::intern::Interner;
 use mpigram_mpispec::{HandleKind, HandleRef, RequestRef};
 use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
@@ -46,6 +47,10 @@ impl IdPool {
 struct HandleTable {
     live: FxHashMap<u64, (u64, u32)>,
     pool: IdPool,
+    /// The last handle looked up and its id (most calls repeat the last
+    /// call's objects); forgotten when an object of the kind is created
+    /// or freed.
+    last: Option<(u64, HandleRef)>,
 }
 
 /// What the tracer knows of a communicator: the caller's place in it.
@@ -91,8 +96,8 @@ struct RequestTable {
     /// Handle value -> live requests with that value, oldest first. Entries
     /// are kept when they empty, so steady state allocates nothing.
     live: FxHashMap<u64, VecDeque<LiveRequest>>,
-    /// Creating signature (without the request) -> pool number.
-    pools: FxHashMap<Box<[u8]>, u64>,
+    /// Creating signature (without the request) <-> pool number.
+    pools: Interner,
     ids: Vec<IdPool>,
 }
 
@@ -114,9 +119,12 @@ pub struct Objects {
     pub seq: u64,
     /// Every communicator the caller's rank was learnt for, in call order.
     pub comm_log: Vec<CommRecord>,
+    /// Recent buffer lookups.
+    pub segments: crate::segments::SegmentCache,
     /// MPI_COMM_WORLD's entry of `comms`, looked up first: most calls use it.
     world: Option<(u64, CommInfo)>,
-    handles: FxHashMap<HandleKind, HandleTable>,
+    /// One table per kind, indexed by `HandleKind as usize`.
+    handles: [HandleTable; HandleKind::ALL.len()],
     requests: RequestTable,
     comms: FxHashMap<u64, CommInfo>,
     callbacks: FxHashMap<usize, u64>,
@@ -129,11 +137,24 @@ const UNKNOWN_POOL: &[u8] = &[];
 impl Objects {
     /// The id of an existing object; an object never seen before (created
     /// while recording was paused) is adopted.
+    #[inline]
     pub fn handle(&mut self, kind: HandleKind, h: u64) -> HandleRef {
+        let table = &mut self.handles[kind as usize];
+        if let Some((last, id)) = table.last {
+            if last == h {
+                return id;
+            }
+        }
+        let id = self.lookup(kind, h);
+        self.handles[kind as usize].last = Some((h, id));
+        id
+    }
+
+    fn lookup(&mut self, kind: HandleKind, h: u64) -> HandleRef {
         if let Some(fixed) = Self::fixed(kind, h) {
             return fixed;
         }
-        let table = self.handles.entry(kind).or_default();
+        let table = &mut self.handles[kind as usize];
         if let Some(&(id, _)) = table.live.get(&h) {
             return HandleRef::User(id);
         }
@@ -146,10 +167,11 @@ impl Objects {
     /// live (a reference-counted object handed out again): same id, one
     /// more reference.
     pub fn create(&mut self, kind: HandleKind, h: u64) -> HandleRef {
+        self.handles[kind as usize].last = None;
         if let Some(fixed) = Self::fixed(kind, h) {
             return fixed;
         }
-        let table = self.handles.entry(kind).or_default();
+        let table = &mut self.handles[kind as usize];
         if let Some((id, refs)) = table.live.get_mut(&h) {
             *refs += 1;
             return HandleRef::User(*id);
@@ -161,13 +183,14 @@ impl Objects {
 
     /// An object a call freed (its handle before the call).
     pub fn free(&mut self, kind: HandleKind, h: u64) -> HandleRef {
+        self.handles[kind as usize].last = None;
         if let Some(fixed) = Self::fixed(kind, h) {
             return fixed;
         }
         if kind == HandleKind::Comm {
             self.comms.remove(&h);
         }
-        let table = self.handles.entry(kind).or_default();
+        let table = &mut self.handles[kind as usize];
         match table.live.get_mut(&h) {
             Some((id, refs)) => {
                 let id = *id;
@@ -234,15 +257,11 @@ impl Objects {
             return RequestRef::Null;
         }
         let t = &mut self.requests;
-        let pool = match t.pools.get(key) {
-            Some(&pool) => pool,
-            None => {
-                let pool = t.ids.len() as u64;
-                t.pools.insert(key.into(), pool);
-                t.ids.push(IdPool::default());
-                pool
-            }
-        };
+        let (pool, new) = t.pools.intern(key);
+        if new {
+            t.ids.push(IdPool::default());
+        }
+        let pool = u64::from(pool);
         let index = t.ids[pool as usize].take();
         t.live.entry(h).or_default().push_back(LiveRequest {
             pool,
@@ -288,13 +307,25 @@ impl Objects {
 
     /// The request with handle `h` completed: non-persistent ones are freed.
     pub fn complete_request(&mut self, h: u64) -> RequestInfo {
-        let info = self.request(h);
-        if let Some(q) = self.requests.live.get_mut(&h) {
-            if q.front().is_some_and(|r| !r.persistent) {
-                self.release_front(h);
+        let t = &mut self.requests;
+        if let Some(q) = t.live.get_mut(&h) {
+            if let Some(&r) = q.front() {
+                if !r.persistent {
+                    q.pop_front();
+                    t.ids[r.pool as usize].give_back(r.index);
+                }
+                let id = RequestRef::Pooled {
+                    pool: r.pool,
+                    index: r.index,
+                };
+                return RequestInfo {
+                    id,
+                    comm: r.comm,
+                    status_defined: r.status_defined,
+                };
             }
         }
-        info
+        self.request(h)
     }
 
     /// The request with handle `h` was freed (MPI_Request_free).

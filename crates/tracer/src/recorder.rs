@@ -2,12 +2,10 @@
 //! stream of signatures, and the aggregated timing of each signature.
 //! Nothing here allocates once the program's behaviour has been seen.
 
-use hashbrown::HashTable;
+use crate::intern::{Interner, same};
 use mpigram_grammar::Sequitur;
 use mpigram_mpispec::FuncId;
 use mpigram_trace::CallStats;
-use rustc_hash::FxHasher;
-use std::hash::Hasher;
 
 /// Timing of one signature, in clock ticks.
 #[derive(Clone, Copy)]
@@ -21,12 +19,11 @@ pub struct TickStats {
 pub struct Recorder {
     /// The signature being encoded.
     pub scratch: Vec<u8>,
-    /// Signature -> terminal, as indices into `signatures`.
-    index: HashTable<u32>,
+    /// The call-signature table: signature <-> terminal.
+    pub signatures: Interner,
     /// The last terminal of each function: a loop calls the same function
     /// with the same arguments again, found with one comparison.
     last: Vec<u32>,
-    pub signatures: Vec<Box<[u8]>>,
     pub stats: Vec<TickStats>,
     pub grammar: Sequitur,
     /// MPIGRAM_VERIFY: every signature, uncompressed, in call order, each
@@ -37,38 +34,12 @@ pub struct Recorder {
     pub request_comms: Vec<crate::objects::RequestInfo>,
 }
 
-/// Byte-slice equality without a call to memcmp: signatures are a few
-/// bytes long, and this comparison runs on every traced call.
-#[inline]
-fn same(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    let (mut a8, mut b8) = (a.chunks_exact(8), b.chunks_exact(8));
-    for (x, y) in a8.by_ref().zip(b8.by_ref()) {
-        if u64::from_ne_bytes(x.try_into().unwrap()) != u64::from_ne_bytes(y.try_into().unwrap()) {
-            return false;
-        }
-    }
-    a8.remainder()
-        .iter()
-        .zip(b8.remainder())
-        .all(|(x, y)| x == y)
-}
-
-fn hash(bytes: &[u8]) -> u64 {
-    let mut h = FxHasher::default();
-    h.write(bytes);
-    h.finish()
-}
-
 impl Recorder {
     pub fn new() -> Recorder {
         Recorder {
             scratch: Vec::with_capacity(256),
-            index: HashTable::new(),
+            signatures: Interner::default(),
             last: Vec::new(),
-            signatures: Vec::new(),
             stats: Vec::new(),
             grammar: Sequitur::new(),
             verify: None,
@@ -83,10 +54,10 @@ impl Recorder {
         let f = func as usize;
         let terminal = match self.last.get(f) {
             Some(&t)
-                if same(
-                    self.signatures.get(t as usize).map_or(&[], |s| s),
-                    &self.scratch,
-                ) =>
+                if self
+                    .signatures
+                    .get(t)
+                    .is_some_and(|s| same(s, &self.scratch)) =>
             {
                 t
             }
@@ -114,25 +85,15 @@ impl Recorder {
 
     /// The terminal of the signature in `scratch`, added to the table if new.
     fn intern(&mut self) -> u32 {
-        let h = hash(&self.scratch);
-        let (scratch, signatures) = (&self.scratch, &self.signatures);
-        if let Some(&t) = self
-            .index
-            .find(h, |&t| same(&signatures[t as usize], scratch))
-        {
-            return t;
+        let (t, new) = self.signatures.intern(&self.scratch);
+        if new {
+            self.stats.push(TickStats {
+                count: 0,
+                total: 0,
+                min: u64::MAX,
+                max: 0,
+            });
         }
-        let t = self.signatures.len() as u32;
-        self.signatures.push(self.scratch.as_slice().into());
-        self.stats.push(TickStats {
-            count: 0,
-            total: 0,
-            min: u64::MAX,
-            max: 0,
-        });
-        let signatures = &self.signatures;
-        self.index
-            .insert_unique(h, t, |&t| hash(&signatures[t as usize]));
         t
     }
 

@@ -13,7 +13,7 @@
 use crate::objects::IdPool;
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Mutex, TryLockError};
 
 #[derive(Default)]
@@ -28,6 +28,9 @@ struct Segments {
 static SEGMENTS: Mutex<Option<Segments>> = Mutex::new(None);
 /// Number of tracked blocks: lets `free` skip the table when it is empty.
 static TRACKED: AtomicUsize = AtomicUsize::new(0);
+/// Bumped whenever a tracked block is freed: cached lookups older than
+/// that may name a block that no longer exists.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
 
 /// A heap block was allocated (from a hook).
 pub fn allocated(start: usize, len: usize) {
@@ -52,26 +55,73 @@ pub fn freed(start: usize) {
             if let Some((_, id)) = s.blocks.remove(&start) {
                 s.ids.give_back(id);
                 TRACKED.fetch_sub(1, Relaxed);
+                GENERATION.fetch_add(1, Relaxed);
             }
         }
     }
 }
 
-/// The segment and offset of `addr`: its heap block, or an id of its own.
-pub fn locate(addr: usize) -> (u64, u64) {
+/// A segment: `len` bytes from `start` (a loose address is 1 byte long).
+#[derive(Clone, Copy, Default)]
+struct Segment {
+    start: usize,
+    len: usize,
+    id: u64,
+    generation: u64,
+}
+
+/// The last few segments looked up: buffers are reused call after call,
+/// and a hit costs neither the lock nor the tree.
+#[derive(Default)]
+pub struct SegmentCache {
+    recent: [Segment; 4],
+    next: usize,
+}
+
+impl SegmentCache {
+    /// The segment and offset of `addr`: its heap block, or an id of its own.
+    #[inline]
+    pub fn locate(&mut self, addr: usize) -> (u64, u64) {
+        let generation = GENERATION.load(Relaxed);
+        for s in &self.recent {
+            if s.generation == generation && s.len > 0 && addr.wrapping_sub(s.start) < s.len {
+                return (s.id, (addr - s.start) as u64);
+            }
+        }
+        let s = locate(addr, generation);
+        self.recent[self.next] = s;
+        self.next = (self.next + 1) % self.recent.len();
+        (s.id, (addr - s.start) as u64)
+    }
+}
+
+fn locate(addr: usize, generation: u64) -> Segment {
     let mut guard = SEGMENTS.lock().unwrap_or_else(|e| e.into_inner());
     let s = guard.get_or_insert_with(Segments::default);
     if let Some((&start, &(len, id))) = s.blocks.range(..=addr).next_back() {
         if addr - start < len {
-            return (id, (addr - start) as u64);
+            return Segment {
+                start,
+                len,
+                id,
+                generation,
+            };
         }
     }
-    if let Some(&id) = s.loose.get(&addr) {
-        return (id, 0);
+    let id = match s.loose.get(&addr) {
+        Some(&id) => id,
+        None => {
+            let id = s.ids.take();
+            s.loose.insert(addr, id);
+            id
+        }
+    };
+    Segment {
+        start: addr,
+        len: 1,
+        id,
+        generation,
     }
-    let id = s.ids.take();
-    s.loose.insert(addr, id);
-    (id, 0)
 }
 
 fn try_lock() -> Option<std::sync::MutexGuard<'static, Option<Segments>>> {

@@ -178,6 +178,7 @@ impl Tracer {
             signatures: self
                 .recorder
                 .signatures
+                .strings()
                 .iter()
                 .map(|s| s.to_vec())
                 .collect(),
