@@ -235,3 +235,31 @@ fn fortran_calls_are_traced_through_the_c_layer() {
         assert!(funcs.contains(&f), "{f} missing from {funcs:?}");
     }
 }
+
+#[test]
+fn fortran_2008_bindings_that_call_pmpi_directly_are_traced() {
+    let run = run_traced("fortran_f08", 2, &[], &[]);
+    run.output.assert_success();
+    let trace = assert_trace_is_exact(&run, 2);
+    for rank in &trace.ranks {
+        let funcs: Vec<&str> = decoded(rank).iter().map(|c| c.func).collect();
+        assert_eq!(
+            funcs,
+            [
+                "MPI_Init",
+                "MPI_Comm_rank",
+                "MPI_Comm_size",
+                "MPI_Comm_dup",
+                "MPI_Irecv",
+                "MPI_Isend",
+                "MPI_Waitall",
+                "MPI_Allreduce",
+                "MPI_Barrier",
+                "MPI_Comm_free",
+                "MPI_Finalize"
+            ],
+            "rank {}",
+            rank.meta.rank
+        );
+    }
+}

@@ -143,10 +143,16 @@ fn fortran(s: &mut String, m: &Mpich) {
     );
     let _ = writeln!(
         s,
-        "{} entry points call `PMPI_*` directly and **bypass the C wrappers**: the `use mpi_f08` \
-         bindings without choice buffers (`mpi_x_f08_`) and their large-count forms. Calls made \
-         through them are not traced; tracing them needs Fortran wrappers of these symbols:\n",
-        f.bypass.len()
+        "{} entry points call `PMPI_*` directly and so bypass the `MPI_*` wrappers: the `use \
+         mpi_f08` bindings without choice buffers (`mpi_x_f08_`) and their large-count forms. \
+         The library imports {} `PMPI_*` functions; the tracer exports each of them that it wraps \
+         ({} here) as well, recording the call as the `MPI_*` wrapper does and then calling the \
+         real one, so calls through these bindings are traced too. (MPICH's C library calls no \
+         `PMPI_*` through the dynamic linker, so nothing else reaches those exports, short of a \
+         program calling PMPI itself.)\n",
+        f.bypass.len(),
+        f.pmpi_imports.len(),
+        f.pmpi_imports.iter().filter(|n| m.exports(n)).count()
     );
     let _ = writeln!(
         s,
@@ -159,7 +165,7 @@ fn fortran(s: &mut String, m: &Mpich) {
         "{} entry points reach neither `MPI_*` nor `PMPI_*`: the predefined callbacks \
          (`MPI_COMM_DUP_FN`, ...), which are not MPI calls, and the attribute functions \
          (`MPI_ATTR_GET`, `mpi_comm_get_attr_f08_`, ...), which call MPICH's internal `MPII_*` \
-         functions and so also bypass the C wrappers: {}.",
+         functions and so are not traced: {}.",
         f.neither.len(),
         f.neither.join(", ")
     );

@@ -9,14 +9,68 @@ use crate::model::{Action, Elem, FuncModel, Out, ParamModel, Scalar};
 use anyhow::{Context, Result, bail};
 use std::fmt::Write as _;
 
-pub fn emit(funcs: &[&FuncModel], header: &str) -> Result<String> {
+/// `funcs`: the generated wrappers. `pmpi_aliases`: functions whose
+/// `PMPI_X` the MPI library's own Fortran bindings call, with whether
+/// their `MPI_X` is hand-written (in `crate::special`).
+pub fn emit(
+    funcs: &[&FuncModel],
+    pmpi_aliases: &[(&FuncModel, bool)],
+    header: &str,
+) -> Result<String> {
     let mut s = String::new();
     let _ = writeln!(s, "{header}");
     s.push_str(HELPERS);
     for f in funcs {
         s.push_str(&wrapper(f).with_context(|| f.name.clone())?);
     }
+    if !pmpi_aliases.is_empty() {
+        s.push_str(PMPI_ALIASES);
+    }
+    for &(f, hand_written) in pmpi_aliases {
+        s.push_str(&pmpi_alias(f, hand_written));
+    }
     Ok(s)
+}
+
+const PMPI_ALIASES: &str = "
+// MPICH's Fortran 2008 bindings without choice buffers (`mpi_x_f08_`) call
+// `PMPI_X` directly, bypassing the `MPI_X` wrappers. The tracer exports
+// those `PMPI_X` too, each recording the call as `MPI_X` does and then
+// calling the real `PMPI_X` (resolved with dlsym(RTLD_NEXT), never this
+// one). MPICH's C library calls no `PMPI_X` through the dynamic linker, so
+// only those bindings (and a program that calls PMPI itself) reach them.
+";
+
+/// `PMPI_X`, traced as `MPI_X`.
+fn pmpi_alias(f: &FuncModel, hand_written: bool) -> String {
+    let name = &f.name;
+    let decl: Vec<String> = f
+        .params
+        .iter()
+        .map(|p| format!("{}: {}", p.name, p.ctype.rust()))
+        .collect();
+    let args: Vec<&str> = f.params.iter().map(|p| p.name.as_str()).collect();
+    let target = if hand_written {
+        format!("crate::special::{name}")
+    } else {
+        name.clone()
+    };
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "\n/// `P{name}`, as MPICH's Fortran bindings call it: traced as `{name}`."
+    );
+    if f.params.len() > 7 {
+        s.push_str("#[allow(clippy::too_many_arguments)]\n");
+    }
+    let _ = writeln!(
+        s,
+        "#[unsafe(no_mangle)]\npub unsafe extern \"C\" fn P{name}({}) -> {} {{ unsafe {{ {target}({}) }} }}",
+        decl.join(", "),
+        rust_base(&f.ret),
+        args.join(", ")
+    );
+    s
 }
 
 /// What one wrapper's body is assembled from.

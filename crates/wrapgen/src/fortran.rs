@@ -22,6 +22,11 @@ pub struct FortranLayer {
     pub bypass: Vec<String>,
     /// Entry points that reach neither (attribute helpers, predefined callbacks).
     pub neither: Vec<String>,
+    /// `MPI_X` for every `PMPI_X` the library calls (an undefined dynamic
+    /// symbol of it): the tracer exports those `PMPI_X` too, so the calls
+    /// of the bindings that bypass the C layer are traced.
+    #[serde(default)]
+    pub pmpi_imports: Vec<String>,
 }
 
 /// Analyses `lib` (absent: an empty answer).
@@ -77,6 +82,13 @@ pub fn analyse(lib: &Path) -> Result<FortranLayer> {
     }
     layer.bypass.sort();
     layer.neither.sort();
+    layer.pmpi_imports = run("nm", &["-D", "--undefined-only"])?
+        .lines()
+        .filter_map(|l| l.split_whitespace().last()?.strip_prefix("PMPI_"))
+        .map(|name| format!("MPI_{name}"))
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
     Ok(layer)
 }
 

@@ -126,6 +126,15 @@ pub fn generate(root: &Path) -> Result<(Vec<File>, bool)> {
         .iter()
         .filter(|f| emit_coverage::coverage(f, &m, &o) == Coverage::Generated)
         .collect();
+    let pmpi_aliases: Vec<(&FuncModel, bool)> = funcs
+        .iter()
+        .filter(|f| m.fortran.pmpi_imports.contains(&f.name))
+        .filter_map(|f| match emit_coverage::coverage(f, &m, &o) {
+            Coverage::Generated => Some((f, false)),
+            Coverage::HandWritten => Some((f, true)),
+            _ => None,
+        })
+        .collect();
     let (callbacks, predefined_functions) = standard::not_procedures(&apis)?;
     let skipped = emit_coverage::NotInTable {
         callbacks: callbacks.len(),
@@ -146,7 +155,10 @@ pub fn generate(root: &Path) -> Result<(Vec<File>, bool)> {
         },
         File {
             path: WRAPPERS,
-            contents: rustfmt(root, &emit_wrappers::emit(&wrapped, &rs_header)?)?,
+            contents: rustfmt(
+                root,
+                &emit_wrappers::emit(&wrapped, &pmpi_aliases, &rs_header)?,
+            )?,
         },
         File {
             path: COVERAGE,

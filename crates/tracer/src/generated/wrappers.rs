@@ -17420,3 +17420,2716 @@ pub unsafe extern "C" fn MPI_Win_wait(win: MPI_Win) -> c_int {
     });
     ret
 }
+
+// MPICH's Fortran 2008 bindings without choice buffers (`mpi_x_f08_`) call
+// `PMPI_X` directly, bypassing the `MPI_X` wrappers. The tracer exports
+// those `PMPI_X` too, each recording the call as `MPI_X` does and then
+// calling the real `PMPI_X` (resolved with dlsym(RTLD_NEXT), never this
+// one). MPICH's C library calls no `PMPI_X` through the dynamic linker, so
+// only those bindings (and a program that calls PMPI itself) reach them.
+
+/// `PMPI_Abort`, as MPICH's Fortran bindings call it: traced as `MPI_Abort`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Abort(comm: MPI_Comm, errorcode: c_int) -> c_int {
+    unsafe { MPI_Abort(comm, errorcode) }
+}
+
+/// `PMPI_Add_error_class`, as MPICH's Fortran bindings call it: traced as `MPI_Add_error_class`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Add_error_class(errorclass: *mut c_int) -> c_int {
+    unsafe { MPI_Add_error_class(errorclass) }
+}
+
+/// `PMPI_Add_error_code`, as MPICH's Fortran bindings call it: traced as `MPI_Add_error_code`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Add_error_code(errorclass: c_int, errorcode: *mut c_int) -> c_int {
+    unsafe { MPI_Add_error_code(errorclass, errorcode) }
+}
+
+/// `PMPI_Add_error_string`, as MPICH's Fortran bindings call it: traced as `MPI_Add_error_string`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Add_error_string(errorcode: c_int, string: *const c_char) -> c_int {
+    unsafe { MPI_Add_error_string(errorcode, string) }
+}
+
+/// `PMPI_Aint_add`, as MPICH's Fortran bindings call it: traced as `MPI_Aint_add`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Aint_add(base: MPI_Aint, disp: MPI_Aint) -> MPI_Aint {
+    unsafe { MPI_Aint_add(base, disp) }
+}
+
+/// `PMPI_Aint_diff`, as MPICH's Fortran bindings call it: traced as `MPI_Aint_diff`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Aint_diff(addr1: MPI_Aint, addr2: MPI_Aint) -> MPI_Aint {
+    unsafe { MPI_Aint_diff(addr1, addr2) }
+}
+
+/// `PMPI_Alloc_mem`, as MPICH's Fortran bindings call it: traced as `MPI_Alloc_mem`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Alloc_mem(
+    size: MPI_Aint,
+    info: MPI_Info,
+    baseptr: *mut c_void,
+) -> c_int {
+    unsafe { MPI_Alloc_mem(size, info, baseptr) }
+}
+
+/// `PMPI_Barrier`, as MPICH's Fortran bindings call it: traced as `MPI_Barrier`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Barrier(comm: MPI_Comm) -> c_int {
+    unsafe { MPI_Barrier(comm) }
+}
+
+/// `PMPI_Barrier_init`, as MPICH's Fortran bindings call it: traced as `MPI_Barrier_init`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Barrier_init(
+    comm: MPI_Comm,
+    info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    unsafe { MPI_Barrier_init(comm, info, request) }
+}
+
+/// `PMPI_Buffer_detach`, as MPICH's Fortran bindings call it: traced as `MPI_Buffer_detach`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Buffer_detach(buffer_addr: *mut c_void, size: *mut c_int) -> c_int {
+    unsafe { MPI_Buffer_detach(buffer_addr, size) }
+}
+
+/// `PMPI_Buffer_detach_c`, as MPICH's Fortran bindings call it: traced as `MPI_Buffer_detach_c`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Buffer_detach_c(
+    buffer_addr: *mut c_void,
+    size: *mut MPI_Count,
+) -> c_int {
+    unsafe { MPI_Buffer_detach_c(buffer_addr, size) }
+}
+
+/// `PMPI_Cancel`, as MPICH's Fortran bindings call it: traced as `MPI_Cancel`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Cancel(request: *mut MPI_Request) -> c_int {
+    unsafe { MPI_Cancel(request) }
+}
+
+/// `PMPI_Cart_coords`, as MPICH's Fortran bindings call it: traced as `MPI_Cart_coords`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Cart_coords(
+    comm: MPI_Comm,
+    rank: c_int,
+    maxdims: c_int,
+    coords: *mut c_int,
+) -> c_int {
+    unsafe { MPI_Cart_coords(comm, rank, maxdims, coords) }
+}
+
+/// `PMPI_Cart_create`, as MPICH's Fortran bindings call it: traced as `MPI_Cart_create`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Cart_create(
+    comm_old: MPI_Comm,
+    ndims: c_int,
+    dims: *const c_int,
+    periods: *const c_int,
+    reorder: c_int,
+    comm_cart: *mut MPI_Comm,
+) -> c_int {
+    unsafe { MPI_Cart_create(comm_old, ndims, dims, periods, reorder, comm_cart) }
+}
+
+/// `PMPI_Cart_get`, as MPICH's Fortran bindings call it: traced as `MPI_Cart_get`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Cart_get(
+    comm: MPI_Comm,
+    maxdims: c_int,
+    dims: *mut c_int,
+    periods: *mut c_int,
+    coords: *mut c_int,
+) -> c_int {
+    unsafe { MPI_Cart_get(comm, maxdims, dims, periods, coords) }
+}
+
+/// `PMPI_Cart_map`, as MPICH's Fortran bindings call it: traced as `MPI_Cart_map`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Cart_map(
+    comm: MPI_Comm,
+    ndims: c_int,
+    dims: *const c_int,
+    periods: *const c_int,
+    newrank: *mut c_int,
+) -> c_int {
+    unsafe { MPI_Cart_map(comm, ndims, dims, periods, newrank) }
+}
+
+/// `PMPI_Cart_rank`, as MPICH's Fortran bindings call it: traced as `MPI_Cart_rank`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Cart_rank(
+    comm: MPI_Comm,
+    coords: *const c_int,
+    rank: *mut c_int,
+) -> c_int {
+    unsafe { MPI_Cart_rank(comm, coords, rank) }
+}
+
+/// `PMPI_Cart_shift`, as MPICH's Fortran bindings call it: traced as `MPI_Cart_shift`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Cart_shift(
+    comm: MPI_Comm,
+    direction: c_int,
+    disp: c_int,
+    rank_source: *mut c_int,
+    rank_dest: *mut c_int,
+) -> c_int {
+    unsafe { MPI_Cart_shift(comm, direction, disp, rank_source, rank_dest) }
+}
+
+/// `PMPI_Cart_sub`, as MPICH's Fortran bindings call it: traced as `MPI_Cart_sub`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Cart_sub(
+    comm: MPI_Comm,
+    remain_dims: *const c_int,
+    newcomm: *mut MPI_Comm,
+) -> c_int {
+    unsafe { MPI_Cart_sub(comm, remain_dims, newcomm) }
+}
+
+/// `PMPI_Cartdim_get`, as MPICH's Fortran bindings call it: traced as `MPI_Cartdim_get`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Cartdim_get(comm: MPI_Comm, ndims: *mut c_int) -> c_int {
+    unsafe { MPI_Cartdim_get(comm, ndims) }
+}
+
+/// `PMPI_Close_port`, as MPICH's Fortran bindings call it: traced as `MPI_Close_port`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Close_port(port_name: *const c_char) -> c_int {
+    unsafe { MPI_Close_port(port_name) }
+}
+
+/// `PMPI_Comm_accept`, as MPICH's Fortran bindings call it: traced as `MPI_Comm_accept`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Comm_accept(
+    port_name: *const c_char,
+    info: MPI_Info,
+    root: c_int,
+    comm: MPI_Comm,
+    newcomm: *mut MPI_Comm,
+) -> c_int {
+    unsafe { MPI_Comm_accept(port_name, info, root, comm, newcomm) }
+}
+
+/// `PMPI_Comm_call_errhandler`, as MPICH's Fortran bindings call it: traced as `MPI_Comm_call_errhandler`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Comm_call_errhandler(comm: MPI_Comm, errorcode: c_int) -> c_int {
+    unsafe { MPI_Comm_call_errhandler(comm, errorcode) }
+}
+
+/// `PMPI_Comm_compare`, as MPICH's Fortran bindings call it: traced as `MPI_Comm_compare`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Comm_compare(
+    comm1: MPI_Comm,
+    comm2: MPI_Comm,
+    result: *mut c_int,
+) -> c_int {
+    unsafe { MPI_Comm_compare(comm1, comm2, result) }
+}
+
+/// `PMPI_Comm_connect`, as MPICH's Fortran bindings call it: traced as `MPI_Comm_connect`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Comm_connect(
+    port_name: *const c_char,
+    info: MPI_Info,
+    root: c_int,
+    comm: MPI_Comm,
+    newcomm: *mut MPI_Comm,
+) -> c_int {
+    unsafe { MPI_Comm_connect(port_name, info, root, comm, newcomm) }
+}
+
+/// `PMPI_Comm_create`, as MPICH's Fortran bindings call it: traced as `MPI_Comm_create`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Comm_create(
+    comm: MPI_Comm,
+    group: MPI_Group,
+    newcomm: *mut MPI_Comm,
+) -> c_int {
+    unsafe { MPI_Comm_create(comm, group, newcomm) }
+}
+
+/// `PMPI_Comm_create_errhandler`, as MPICH's Fortran bindings call it: traced as `MPI_Comm_create_errhandler`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Comm_create_errhandler(
+    comm_errhandler_fn: *mut MPI_Comm_errhandler_function,
+    errhandler: *mut MPI_Errhandler,
+) -> c_int {
+    unsafe { MPI_Comm_create_errhandler(comm_errhandler_fn, errhandler) }
+}
+
+/// `PMPI_Comm_create_from_group`, as MPICH's Fortran bindings call it: traced as `MPI_Comm_create_from_group`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Comm_create_from_group(
+    group: MPI_Group,
+    stringtag: *const c_char,
+    info: MPI_Info,
+    errhandler: MPI_Errhandler,
+    newcomm: *mut MPI_Comm,
+) -> c_int {
+    unsafe { MPI_Comm_create_from_group(group, stringtag, info, errhandler, newcomm) }
+}
+
+/// `PMPI_Comm_create_group`, as MPICH's Fortran bindings call it: traced as `MPI_Comm_create_group`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Comm_create_group(
+    comm: MPI_Comm,
+    group: MPI_Group,
+    tag: c_int,
+    newcomm: *mut MPI_Comm,
+) -> c_int {
+    unsafe { MPI_Comm_create_group(comm, group, tag, newcomm) }
+}
+
+/// `PMPI_Comm_create_keyval`, as MPICH's Fortran bindings call it: traced as `MPI_Comm_create_keyval`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Comm_create_keyval(
+    comm_copy_attr_fn: *mut MPI_Comm_copy_attr_function,
+    comm_delete_attr_fn: *mut MPI_Comm_delete_attr_function,
+    comm_keyval: *mut c_int,
+    extra_state: *mut c_void,
+) -> c_int {
+    unsafe {
+        MPI_Comm_create_keyval(
+            comm_copy_attr_fn,
+            comm_delete_attr_fn,
+            comm_keyval,
+            extra_state,
+        )
+    }
+}
+
+/// `PMPI_Comm_delete_attr`, as MPICH's Fortran bindings call it: traced as `MPI_Comm_delete_attr`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Comm_delete_attr(comm: MPI_Comm, comm_keyval: c_int) -> c_int {
+    unsafe { MPI_Comm_delete_attr(comm, comm_keyval) }
+}
+
+/// `PMPI_Comm_disconnect`, as MPICH's Fortran bindings call it: traced as `MPI_Comm_disconnect`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Comm_disconnect(comm: *mut MPI_Comm) -> c_int {
+    unsafe { MPI_Comm_disconnect(comm) }
+}
+
+/// `PMPI_Comm_dup`, as MPICH's Fortran bindings call it: traced as `MPI_Comm_dup`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Comm_dup(comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
+    unsafe { MPI_Comm_dup(comm, newcomm) }
+}
+
+/// `PMPI_Comm_dup_with_info`, as MPICH's Fortran bindings call it: traced as `MPI_Comm_dup_with_info`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Comm_dup_with_info(
+    comm: MPI_Comm,
+    info: MPI_Info,
+    newcomm: *mut MPI_Comm,
+) -> c_int {
+    unsafe { MPI_Comm_dup_with_info(comm, info, newcomm) }
+}
+
+/// `PMPI_Comm_free`, as MPICH's Fortran bindings call it: traced as `MPI_Comm_free`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
+    unsafe { MPI_Comm_free(comm) }
+}
+
+/// `PMPI_Comm_free_keyval`, as MPICH's Fortran bindings call it: traced as `MPI_Comm_free_keyval`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Comm_free_keyval(comm_keyval: *mut c_int) -> c_int {
+    unsafe { MPI_Comm_free_keyval(comm_keyval) }
+}
+
+/// `PMPI_Comm_get_errhandler`, as MPICH's Fortran bindings call it: traced as `MPI_Comm_get_errhandler`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Comm_get_errhandler(
+    comm: MPI_Comm,
+    errhandler: *mut MPI_Errhandler,
+) -> c_int {
+    unsafe { MPI_Comm_get_errhandler(comm, errhandler) }
+}
+
+/// `PMPI_Comm_get_info`, as MPICH's Fortran bindings call it: traced as `MPI_Comm_get_info`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Comm_get_info(comm: MPI_Comm, info_used: *mut MPI_Info) -> c_int {
+    unsafe { MPI_Comm_get_info(comm, info_used) }
+}
+
+/// `PMPI_Comm_get_name`, as MPICH's Fortran bindings call it: traced as `MPI_Comm_get_name`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Comm_get_name(
+    comm: MPI_Comm,
+    comm_name: *mut c_char,
+    resultlen: *mut c_int,
+) -> c_int {
+    unsafe { MPI_Comm_get_name(comm, comm_name, resultlen) }
+}
+
+/// `PMPI_Comm_get_parent`, as MPICH's Fortran bindings call it: traced as `MPI_Comm_get_parent`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Comm_get_parent(parent: *mut MPI_Comm) -> c_int {
+    unsafe { MPI_Comm_get_parent(parent) }
+}
+
+/// `PMPI_Comm_group`, as MPICH's Fortran bindings call it: traced as `MPI_Comm_group`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Comm_group(comm: MPI_Comm, group: *mut MPI_Group) -> c_int {
+    unsafe { MPI_Comm_group(comm, group) }
+}
+
+/// `PMPI_Comm_idup`, as MPICH's Fortran bindings call it: traced as `MPI_Comm_idup`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Comm_idup(
+    comm: MPI_Comm,
+    newcomm: *mut MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    unsafe { MPI_Comm_idup(comm, newcomm, request) }
+}
+
+/// `PMPI_Comm_idup_with_info`, as MPICH's Fortran bindings call it: traced as `MPI_Comm_idup_with_info`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Comm_idup_with_info(
+    comm: MPI_Comm,
+    info: MPI_Info,
+    newcomm: *mut MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    unsafe { MPI_Comm_idup_with_info(comm, info, newcomm, request) }
+}
+
+/// `PMPI_Comm_join`, as MPICH's Fortran bindings call it: traced as `MPI_Comm_join`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Comm_join(fd: c_int, intercomm: *mut MPI_Comm) -> c_int {
+    unsafe { MPI_Comm_join(fd, intercomm) }
+}
+
+/// `PMPI_Comm_rank`, as MPICH's Fortran bindings call it: traced as `MPI_Comm_rank`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Comm_rank(comm: MPI_Comm, rank: *mut c_int) -> c_int {
+    unsafe { MPI_Comm_rank(comm, rank) }
+}
+
+/// `PMPI_Comm_remote_group`, as MPICH's Fortran bindings call it: traced as `MPI_Comm_remote_group`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Comm_remote_group(comm: MPI_Comm, group: *mut MPI_Group) -> c_int {
+    unsafe { MPI_Comm_remote_group(comm, group) }
+}
+
+/// `PMPI_Comm_remote_size`, as MPICH's Fortran bindings call it: traced as `MPI_Comm_remote_size`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Comm_remote_size(comm: MPI_Comm, size: *mut c_int) -> c_int {
+    unsafe { MPI_Comm_remote_size(comm, size) }
+}
+
+/// `PMPI_Comm_set_errhandler`, as MPICH's Fortran bindings call it: traced as `MPI_Comm_set_errhandler`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Comm_set_errhandler(
+    comm: MPI_Comm,
+    errhandler: MPI_Errhandler,
+) -> c_int {
+    unsafe { MPI_Comm_set_errhandler(comm, errhandler) }
+}
+
+/// `PMPI_Comm_set_info`, as MPICH's Fortran bindings call it: traced as `MPI_Comm_set_info`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Comm_set_info(comm: MPI_Comm, info: MPI_Info) -> c_int {
+    unsafe { MPI_Comm_set_info(comm, info) }
+}
+
+/// `PMPI_Comm_set_name`, as MPICH's Fortran bindings call it: traced as `MPI_Comm_set_name`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Comm_set_name(comm: MPI_Comm, comm_name: *const c_char) -> c_int {
+    unsafe { MPI_Comm_set_name(comm, comm_name) }
+}
+
+/// `PMPI_Comm_size`, as MPICH's Fortran bindings call it: traced as `MPI_Comm_size`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Comm_size(comm: MPI_Comm, size: *mut c_int) -> c_int {
+    unsafe { MPI_Comm_size(comm, size) }
+}
+
+/// `PMPI_Comm_spawn`, as MPICH's Fortran bindings call it: traced as `MPI_Comm_spawn`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Comm_spawn(
+    command: *const c_char,
+    argv: *mut *mut c_char,
+    maxprocs: c_int,
+    info: MPI_Info,
+    root: c_int,
+    comm: MPI_Comm,
+    intercomm: *mut MPI_Comm,
+    array_of_errcodes: *mut c_int,
+) -> c_int {
+    unsafe {
+        MPI_Comm_spawn(
+            command,
+            argv,
+            maxprocs,
+            info,
+            root,
+            comm,
+            intercomm,
+            array_of_errcodes,
+        )
+    }
+}
+
+/// `PMPI_Comm_spawn_multiple`, as MPICH's Fortran bindings call it: traced as `MPI_Comm_spawn_multiple`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Comm_spawn_multiple(
+    count: c_int,
+    array_of_commands: *mut *mut c_char,
+    array_of_argv: *mut *mut *mut c_char,
+    array_of_maxprocs: *const c_int,
+    array_of_info: *const MPI_Info,
+    root: c_int,
+    comm: MPI_Comm,
+    intercomm: *mut MPI_Comm,
+    array_of_errcodes: *mut c_int,
+) -> c_int {
+    unsafe {
+        MPI_Comm_spawn_multiple(
+            count,
+            array_of_commands,
+            array_of_argv,
+            array_of_maxprocs,
+            array_of_info,
+            root,
+            comm,
+            intercomm,
+            array_of_errcodes,
+        )
+    }
+}
+
+/// `PMPI_Comm_split`, as MPICH's Fortran bindings call it: traced as `MPI_Comm_split`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Comm_split(
+    comm: MPI_Comm,
+    color: c_int,
+    key: c_int,
+    newcomm: *mut MPI_Comm,
+) -> c_int {
+    unsafe { MPI_Comm_split(comm, color, key, newcomm) }
+}
+
+/// `PMPI_Comm_split_type`, as MPICH's Fortran bindings call it: traced as `MPI_Comm_split_type`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Comm_split_type(
+    comm: MPI_Comm,
+    split_type: c_int,
+    key: c_int,
+    info: MPI_Info,
+    newcomm: *mut MPI_Comm,
+) -> c_int {
+    unsafe { MPI_Comm_split_type(comm, split_type, key, info, newcomm) }
+}
+
+/// `PMPI_Comm_test_inter`, as MPICH's Fortran bindings call it: traced as `MPI_Comm_test_inter`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Comm_test_inter(comm: MPI_Comm, flag: *mut c_int) -> c_int {
+    unsafe { MPI_Comm_test_inter(comm, flag) }
+}
+
+/// `PMPI_Dims_create`, as MPICH's Fortran bindings call it: traced as `MPI_Dims_create`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Dims_create(nnodes: c_int, ndims: c_int, dims: *mut c_int) -> c_int {
+    unsafe { MPI_Dims_create(nnodes, ndims, dims) }
+}
+
+/// `PMPI_Dist_graph_create`, as MPICH's Fortran bindings call it: traced as `MPI_Dist_graph_create`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Dist_graph_create(
+    comm_old: MPI_Comm,
+    n: c_int,
+    sources: *const c_int,
+    degrees: *const c_int,
+    destinations: *const c_int,
+    weights: *const c_int,
+    info: MPI_Info,
+    reorder: c_int,
+    comm_dist_graph: *mut MPI_Comm,
+) -> c_int {
+    unsafe {
+        MPI_Dist_graph_create(
+            comm_old,
+            n,
+            sources,
+            degrees,
+            destinations,
+            weights,
+            info,
+            reorder,
+            comm_dist_graph,
+        )
+    }
+}
+
+/// `PMPI_Dist_graph_create_adjacent`, as MPICH's Fortran bindings call it: traced as `MPI_Dist_graph_create_adjacent`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Dist_graph_create_adjacent(
+    comm_old: MPI_Comm,
+    indegree: c_int,
+    sources: *const c_int,
+    sourceweights: *const c_int,
+    outdegree: c_int,
+    destinations: *const c_int,
+    destweights: *const c_int,
+    info: MPI_Info,
+    reorder: c_int,
+    comm_dist_graph: *mut MPI_Comm,
+) -> c_int {
+    unsafe {
+        MPI_Dist_graph_create_adjacent(
+            comm_old,
+            indegree,
+            sources,
+            sourceweights,
+            outdegree,
+            destinations,
+            destweights,
+            info,
+            reorder,
+            comm_dist_graph,
+        )
+    }
+}
+
+/// `PMPI_Dist_graph_neighbors`, as MPICH's Fortran bindings call it: traced as `MPI_Dist_graph_neighbors`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Dist_graph_neighbors(
+    comm: MPI_Comm,
+    maxindegree: c_int,
+    sources: *mut c_int,
+    sourceweights: *mut c_int,
+    maxoutdegree: c_int,
+    destinations: *mut c_int,
+    destweights: *mut c_int,
+) -> c_int {
+    unsafe {
+        MPI_Dist_graph_neighbors(
+            comm,
+            maxindegree,
+            sources,
+            sourceweights,
+            maxoutdegree,
+            destinations,
+            destweights,
+        )
+    }
+}
+
+/// `PMPI_Dist_graph_neighbors_count`, as MPICH's Fortran bindings call it: traced as `MPI_Dist_graph_neighbors_count`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Dist_graph_neighbors_count(
+    comm: MPI_Comm,
+    indegree: *mut c_int,
+    outdegree: *mut c_int,
+    weighted: *mut c_int,
+) -> c_int {
+    unsafe { MPI_Dist_graph_neighbors_count(comm, indegree, outdegree, weighted) }
+}
+
+/// `PMPI_Errhandler_free`, as MPICH's Fortran bindings call it: traced as `MPI_Errhandler_free`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Errhandler_free(errhandler: *mut MPI_Errhandler) -> c_int {
+    unsafe { MPI_Errhandler_free(errhandler) }
+}
+
+/// `PMPI_Error_class`, as MPICH's Fortran bindings call it: traced as `MPI_Error_class`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Error_class(errorcode: c_int, errorclass: *mut c_int) -> c_int {
+    unsafe { MPI_Error_class(errorcode, errorclass) }
+}
+
+/// `PMPI_Error_string`, as MPICH's Fortran bindings call it: traced as `MPI_Error_string`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Error_string(
+    errorcode: c_int,
+    string: *mut c_char,
+    resultlen: *mut c_int,
+) -> c_int {
+    unsafe { MPI_Error_string(errorcode, string, resultlen) }
+}
+
+/// `PMPI_File_call_errhandler`, as MPICH's Fortran bindings call it: traced as `MPI_File_call_errhandler`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_call_errhandler(fh: MPI_File, errorcode: c_int) -> c_int {
+    unsafe { MPI_File_call_errhandler(fh, errorcode) }
+}
+
+/// `PMPI_File_close`, as MPICH's Fortran bindings call it: traced as `MPI_File_close`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_close(fh: *mut MPI_File) -> c_int {
+    unsafe { MPI_File_close(fh) }
+}
+
+/// `PMPI_File_create_errhandler`, as MPICH's Fortran bindings call it: traced as `MPI_File_create_errhandler`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_create_errhandler(
+    file_errhandler_fn: *mut MPI_File_errhandler_function,
+    errhandler: *mut MPI_Errhandler,
+) -> c_int {
+    unsafe { MPI_File_create_errhandler(file_errhandler_fn, errhandler) }
+}
+
+/// `PMPI_File_delete`, as MPICH's Fortran bindings call it: traced as `MPI_File_delete`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_delete(filename: *const c_char, info: MPI_Info) -> c_int {
+    unsafe { MPI_File_delete(filename, info) }
+}
+
+/// `PMPI_File_get_amode`, as MPICH's Fortran bindings call it: traced as `MPI_File_get_amode`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_get_amode(fh: MPI_File, amode: *mut c_int) -> c_int {
+    unsafe { MPI_File_get_amode(fh, amode) }
+}
+
+/// `PMPI_File_get_atomicity`, as MPICH's Fortran bindings call it: traced as `MPI_File_get_atomicity`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_get_atomicity(fh: MPI_File, flag: *mut c_int) -> c_int {
+    unsafe { MPI_File_get_atomicity(fh, flag) }
+}
+
+/// `PMPI_File_get_byte_offset`, as MPICH's Fortran bindings call it: traced as `MPI_File_get_byte_offset`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_get_byte_offset(
+    fh: MPI_File,
+    offset: MPI_Offset,
+    disp: *mut MPI_Offset,
+) -> c_int {
+    unsafe { MPI_File_get_byte_offset(fh, offset, disp) }
+}
+
+/// `PMPI_File_get_errhandler`, as MPICH's Fortran bindings call it: traced as `MPI_File_get_errhandler`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_get_errhandler(
+    file: MPI_File,
+    errhandler: *mut MPI_Errhandler,
+) -> c_int {
+    unsafe { MPI_File_get_errhandler(file, errhandler) }
+}
+
+/// `PMPI_File_get_group`, as MPICH's Fortran bindings call it: traced as `MPI_File_get_group`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_get_group(fh: MPI_File, group: *mut MPI_Group) -> c_int {
+    unsafe { MPI_File_get_group(fh, group) }
+}
+
+/// `PMPI_File_get_info`, as MPICH's Fortran bindings call it: traced as `MPI_File_get_info`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_get_info(fh: MPI_File, info_used: *mut MPI_Info) -> c_int {
+    unsafe { MPI_File_get_info(fh, info_used) }
+}
+
+/// `PMPI_File_get_position`, as MPICH's Fortran bindings call it: traced as `MPI_File_get_position`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_get_position(fh: MPI_File, offset: *mut MPI_Offset) -> c_int {
+    unsafe { MPI_File_get_position(fh, offset) }
+}
+
+/// `PMPI_File_get_position_shared`, as MPICH's Fortran bindings call it: traced as `MPI_File_get_position_shared`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_get_position_shared(
+    fh: MPI_File,
+    offset: *mut MPI_Offset,
+) -> c_int {
+    unsafe { MPI_File_get_position_shared(fh, offset) }
+}
+
+/// `PMPI_File_get_size`, as MPICH's Fortran bindings call it: traced as `MPI_File_get_size`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_get_size(fh: MPI_File, size: *mut MPI_Offset) -> c_int {
+    unsafe { MPI_File_get_size(fh, size) }
+}
+
+/// `PMPI_File_get_type_extent`, as MPICH's Fortran bindings call it: traced as `MPI_File_get_type_extent`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_get_type_extent(
+    fh: MPI_File,
+    datatype: MPI_Datatype,
+    extent: *mut MPI_Aint,
+) -> c_int {
+    unsafe { MPI_File_get_type_extent(fh, datatype, extent) }
+}
+
+/// `PMPI_File_get_view`, as MPICH's Fortran bindings call it: traced as `MPI_File_get_view`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_get_view(
+    fh: MPI_File,
+    disp: *mut MPI_Offset,
+    etype: *mut MPI_Datatype,
+    filetype: *mut MPI_Datatype,
+    datarep: *mut c_char,
+) -> c_int {
+    unsafe { MPI_File_get_view(fh, disp, etype, filetype, datarep) }
+}
+
+/// `PMPI_File_open`, as MPICH's Fortran bindings call it: traced as `MPI_File_open`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_open(
+    comm: MPI_Comm,
+    filename: *const c_char,
+    amode: c_int,
+    info: MPI_Info,
+    fh: *mut MPI_File,
+) -> c_int {
+    unsafe { MPI_File_open(comm, filename, amode, info, fh) }
+}
+
+/// `PMPI_File_preallocate`, as MPICH's Fortran bindings call it: traced as `MPI_File_preallocate`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_preallocate(fh: MPI_File, size: MPI_Offset) -> c_int {
+    unsafe { MPI_File_preallocate(fh, size) }
+}
+
+/// `PMPI_File_seek`, as MPICH's Fortran bindings call it: traced as `MPI_File_seek`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_seek(fh: MPI_File, offset: MPI_Offset, whence: c_int) -> c_int {
+    unsafe { MPI_File_seek(fh, offset, whence) }
+}
+
+/// `PMPI_File_seek_shared`, as MPICH's Fortran bindings call it: traced as `MPI_File_seek_shared`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_seek_shared(
+    fh: MPI_File,
+    offset: MPI_Offset,
+    whence: c_int,
+) -> c_int {
+    unsafe { MPI_File_seek_shared(fh, offset, whence) }
+}
+
+/// `PMPI_File_set_atomicity`, as MPICH's Fortran bindings call it: traced as `MPI_File_set_atomicity`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_set_atomicity(fh: MPI_File, flag: c_int) -> c_int {
+    unsafe { MPI_File_set_atomicity(fh, flag) }
+}
+
+/// `PMPI_File_set_errhandler`, as MPICH's Fortran bindings call it: traced as `MPI_File_set_errhandler`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_set_errhandler(
+    file: MPI_File,
+    errhandler: MPI_Errhandler,
+) -> c_int {
+    unsafe { MPI_File_set_errhandler(file, errhandler) }
+}
+
+/// `PMPI_File_set_info`, as MPICH's Fortran bindings call it: traced as `MPI_File_set_info`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_set_info(fh: MPI_File, info: MPI_Info) -> c_int {
+    unsafe { MPI_File_set_info(fh, info) }
+}
+
+/// `PMPI_File_set_size`, as MPICH's Fortran bindings call it: traced as `MPI_File_set_size`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_set_size(fh: MPI_File, size: MPI_Offset) -> c_int {
+    unsafe { MPI_File_set_size(fh, size) }
+}
+
+/// `PMPI_File_set_view`, as MPICH's Fortran bindings call it: traced as `MPI_File_set_view`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_set_view(
+    fh: MPI_File,
+    disp: MPI_Offset,
+    etype: MPI_Datatype,
+    filetype: MPI_Datatype,
+    datarep: *const c_char,
+    info: MPI_Info,
+) -> c_int {
+    unsafe { MPI_File_set_view(fh, disp, etype, filetype, datarep, info) }
+}
+
+/// `PMPI_File_sync`, as MPICH's Fortran bindings call it: traced as `MPI_File_sync`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_sync(fh: MPI_File) -> c_int {
+    unsafe { MPI_File_sync(fh) }
+}
+
+/// `PMPI_Finalize`, as MPICH's Fortran bindings call it: traced as `MPI_Finalize`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Finalize() -> c_int {
+    unsafe { crate::special::MPI_Finalize() }
+}
+
+/// `PMPI_Finalized`, as MPICH's Fortran bindings call it: traced as `MPI_Finalized`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Finalized(flag: *mut c_int) -> c_int {
+    unsafe { MPI_Finalized(flag) }
+}
+
+/// `PMPI_Get_count`, as MPICH's Fortran bindings call it: traced as `MPI_Get_count`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Get_count(
+    status: *const MPI_Status,
+    datatype: MPI_Datatype,
+    count: *mut c_int,
+) -> c_int {
+    unsafe { MPI_Get_count(status, datatype, count) }
+}
+
+/// `PMPI_Get_count_c`, as MPICH's Fortran bindings call it: traced as `MPI_Get_count_c`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Get_count_c(
+    status: *const MPI_Status,
+    datatype: MPI_Datatype,
+    count: *mut MPI_Count,
+) -> c_int {
+    unsafe { MPI_Get_count_c(status, datatype, count) }
+}
+
+/// `PMPI_Get_elements`, as MPICH's Fortran bindings call it: traced as `MPI_Get_elements`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Get_elements(
+    status: *const MPI_Status,
+    datatype: MPI_Datatype,
+    count: *mut c_int,
+) -> c_int {
+    unsafe { MPI_Get_elements(status, datatype, count) }
+}
+
+/// `PMPI_Get_elements_c`, as MPICH's Fortran bindings call it: traced as `MPI_Get_elements_c`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Get_elements_c(
+    status: *const MPI_Status,
+    datatype: MPI_Datatype,
+    count: *mut MPI_Count,
+) -> c_int {
+    unsafe { MPI_Get_elements_c(status, datatype, count) }
+}
+
+/// `PMPI_Get_elements_x`, as MPICH's Fortran bindings call it: traced as `MPI_Get_elements_x`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Get_elements_x(
+    status: *const MPI_Status,
+    datatype: MPI_Datatype,
+    count: *mut MPI_Count,
+) -> c_int {
+    unsafe { MPI_Get_elements_x(status, datatype, count) }
+}
+
+/// `PMPI_Get_library_version`, as MPICH's Fortran bindings call it: traced as `MPI_Get_library_version`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Get_library_version(
+    version: *mut c_char,
+    resultlen: *mut c_int,
+) -> c_int {
+    unsafe { MPI_Get_library_version(version, resultlen) }
+}
+
+/// `PMPI_Get_processor_name`, as MPICH's Fortran bindings call it: traced as `MPI_Get_processor_name`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Get_processor_name(
+    name: *mut c_char,
+    resultlen: *mut c_int,
+) -> c_int {
+    unsafe { MPI_Get_processor_name(name, resultlen) }
+}
+
+/// `PMPI_Get_version`, as MPICH's Fortran bindings call it: traced as `MPI_Get_version`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Get_version(version: *mut c_int, subversion: *mut c_int) -> c_int {
+    unsafe { MPI_Get_version(version, subversion) }
+}
+
+/// `PMPI_Graph_create`, as MPICH's Fortran bindings call it: traced as `MPI_Graph_create`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Graph_create(
+    comm_old: MPI_Comm,
+    nnodes: c_int,
+    index: *const c_int,
+    edges: *const c_int,
+    reorder: c_int,
+    comm_graph: *mut MPI_Comm,
+) -> c_int {
+    unsafe { MPI_Graph_create(comm_old, nnodes, index, edges, reorder, comm_graph) }
+}
+
+/// `PMPI_Graph_get`, as MPICH's Fortran bindings call it: traced as `MPI_Graph_get`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Graph_get(
+    comm: MPI_Comm,
+    maxindex: c_int,
+    maxedges: c_int,
+    index: *mut c_int,
+    edges: *mut c_int,
+) -> c_int {
+    unsafe { MPI_Graph_get(comm, maxindex, maxedges, index, edges) }
+}
+
+/// `PMPI_Graph_map`, as MPICH's Fortran bindings call it: traced as `MPI_Graph_map`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Graph_map(
+    comm: MPI_Comm,
+    nnodes: c_int,
+    index: *const c_int,
+    edges: *const c_int,
+    newrank: *mut c_int,
+) -> c_int {
+    unsafe { MPI_Graph_map(comm, nnodes, index, edges, newrank) }
+}
+
+/// `PMPI_Graph_neighbors`, as MPICH's Fortran bindings call it: traced as `MPI_Graph_neighbors`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Graph_neighbors(
+    comm: MPI_Comm,
+    rank: c_int,
+    maxneighbors: c_int,
+    neighbors: *mut c_int,
+) -> c_int {
+    unsafe { MPI_Graph_neighbors(comm, rank, maxneighbors, neighbors) }
+}
+
+/// `PMPI_Graph_neighbors_count`, as MPICH's Fortran bindings call it: traced as `MPI_Graph_neighbors_count`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Graph_neighbors_count(
+    comm: MPI_Comm,
+    rank: c_int,
+    nneighbors: *mut c_int,
+) -> c_int {
+    unsafe { MPI_Graph_neighbors_count(comm, rank, nneighbors) }
+}
+
+/// `PMPI_Graphdims_get`, as MPICH's Fortran bindings call it: traced as `MPI_Graphdims_get`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Graphdims_get(
+    comm: MPI_Comm,
+    nnodes: *mut c_int,
+    nedges: *mut c_int,
+) -> c_int {
+    unsafe { MPI_Graphdims_get(comm, nnodes, nedges) }
+}
+
+/// `PMPI_Grequest_complete`, as MPICH's Fortran bindings call it: traced as `MPI_Grequest_complete`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Grequest_complete(request: MPI_Request) -> c_int {
+    unsafe { MPI_Grequest_complete(request) }
+}
+
+/// `PMPI_Grequest_start`, as MPICH's Fortran bindings call it: traced as `MPI_Grequest_start`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Grequest_start(
+    query_fn: *mut MPI_Grequest_query_function,
+    free_fn: *mut MPI_Grequest_free_function,
+    cancel_fn: *mut MPI_Grequest_cancel_function,
+    extra_state: *mut c_void,
+    request: *mut MPI_Request,
+) -> c_int {
+    unsafe { MPI_Grequest_start(query_fn, free_fn, cancel_fn, extra_state, request) }
+}
+
+/// `PMPI_Group_compare`, as MPICH's Fortran bindings call it: traced as `MPI_Group_compare`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Group_compare(
+    group1: MPI_Group,
+    group2: MPI_Group,
+    result: *mut c_int,
+) -> c_int {
+    unsafe { MPI_Group_compare(group1, group2, result) }
+}
+
+/// `PMPI_Group_difference`, as MPICH's Fortran bindings call it: traced as `MPI_Group_difference`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Group_difference(
+    group1: MPI_Group,
+    group2: MPI_Group,
+    newgroup: *mut MPI_Group,
+) -> c_int {
+    unsafe { MPI_Group_difference(group1, group2, newgroup) }
+}
+
+/// `PMPI_Group_excl`, as MPICH's Fortran bindings call it: traced as `MPI_Group_excl`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Group_excl(
+    group: MPI_Group,
+    n: c_int,
+    ranks: *const c_int,
+    newgroup: *mut MPI_Group,
+) -> c_int {
+    unsafe { MPI_Group_excl(group, n, ranks, newgroup) }
+}
+
+/// `PMPI_Group_free`, as MPICH's Fortran bindings call it: traced as `MPI_Group_free`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Group_free(group: *mut MPI_Group) -> c_int {
+    unsafe { MPI_Group_free(group) }
+}
+
+/// `PMPI_Group_from_session_pset`, as MPICH's Fortran bindings call it: traced as `MPI_Group_from_session_pset`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Group_from_session_pset(
+    session: MPI_Session,
+    pset_name: *const c_char,
+    newgroup: *mut MPI_Group,
+) -> c_int {
+    unsafe { MPI_Group_from_session_pset(session, pset_name, newgroup) }
+}
+
+/// `PMPI_Group_incl`, as MPICH's Fortran bindings call it: traced as `MPI_Group_incl`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Group_incl(
+    group: MPI_Group,
+    n: c_int,
+    ranks: *const c_int,
+    newgroup: *mut MPI_Group,
+) -> c_int {
+    unsafe { MPI_Group_incl(group, n, ranks, newgroup) }
+}
+
+/// `PMPI_Group_intersection`, as MPICH's Fortran bindings call it: traced as `MPI_Group_intersection`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Group_intersection(
+    group1: MPI_Group,
+    group2: MPI_Group,
+    newgroup: *mut MPI_Group,
+) -> c_int {
+    unsafe { MPI_Group_intersection(group1, group2, newgroup) }
+}
+
+/// `PMPI_Group_range_excl`, as MPICH's Fortran bindings call it: traced as `MPI_Group_range_excl`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Group_range_excl(
+    group: MPI_Group,
+    n: c_int,
+    ranges: *mut [c_int; 3],
+    newgroup: *mut MPI_Group,
+) -> c_int {
+    unsafe { MPI_Group_range_excl(group, n, ranges, newgroup) }
+}
+
+/// `PMPI_Group_range_incl`, as MPICH's Fortran bindings call it: traced as `MPI_Group_range_incl`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Group_range_incl(
+    group: MPI_Group,
+    n: c_int,
+    ranges: *mut [c_int; 3],
+    newgroup: *mut MPI_Group,
+) -> c_int {
+    unsafe { MPI_Group_range_incl(group, n, ranges, newgroup) }
+}
+
+/// `PMPI_Group_rank`, as MPICH's Fortran bindings call it: traced as `MPI_Group_rank`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Group_rank(group: MPI_Group, rank: *mut c_int) -> c_int {
+    unsafe { MPI_Group_rank(group, rank) }
+}
+
+/// `PMPI_Group_size`, as MPICH's Fortran bindings call it: traced as `MPI_Group_size`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Group_size(group: MPI_Group, size: *mut c_int) -> c_int {
+    unsafe { MPI_Group_size(group, size) }
+}
+
+/// `PMPI_Group_translate_ranks`, as MPICH's Fortran bindings call it: traced as `MPI_Group_translate_ranks`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Group_translate_ranks(
+    group1: MPI_Group,
+    n: c_int,
+    ranks1: *const c_int,
+    group2: MPI_Group,
+    ranks2: *mut c_int,
+) -> c_int {
+    unsafe { MPI_Group_translate_ranks(group1, n, ranks1, group2, ranks2) }
+}
+
+/// `PMPI_Group_union`, as MPICH's Fortran bindings call it: traced as `MPI_Group_union`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Group_union(
+    group1: MPI_Group,
+    group2: MPI_Group,
+    newgroup: *mut MPI_Group,
+) -> c_int {
+    unsafe { MPI_Group_union(group1, group2, newgroup) }
+}
+
+/// `PMPI_Ibarrier`, as MPICH's Fortran bindings call it: traced as `MPI_Ibarrier`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Ibarrier(comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    unsafe { MPI_Ibarrier(comm, request) }
+}
+
+/// `PMPI_Improbe`, as MPICH's Fortran bindings call it: traced as `MPI_Improbe`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Improbe(
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    flag: *mut c_int,
+    message: *mut MPI_Message,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe { MPI_Improbe(source, tag, comm, flag, message, status) }
+}
+
+/// `PMPI_Info_create`, as MPICH's Fortran bindings call it: traced as `MPI_Info_create`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Info_create(info: *mut MPI_Info) -> c_int {
+    unsafe { MPI_Info_create(info) }
+}
+
+/// `PMPI_Info_create_env`, as MPICH's Fortran bindings call it: traced as `MPI_Info_create_env`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Info_create_env(
+    argc: c_int,
+    argv: *mut *mut c_char,
+    info: *mut MPI_Info,
+) -> c_int {
+    unsafe { MPI_Info_create_env(argc, argv, info) }
+}
+
+/// `PMPI_Info_delete`, as MPICH's Fortran bindings call it: traced as `MPI_Info_delete`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Info_delete(info: MPI_Info, key: *const c_char) -> c_int {
+    unsafe { MPI_Info_delete(info, key) }
+}
+
+/// `PMPI_Info_dup`, as MPICH's Fortran bindings call it: traced as `MPI_Info_dup`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Info_dup(info: MPI_Info, newinfo: *mut MPI_Info) -> c_int {
+    unsafe { MPI_Info_dup(info, newinfo) }
+}
+
+/// `PMPI_Info_free`, as MPICH's Fortran bindings call it: traced as `MPI_Info_free`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Info_free(info: *mut MPI_Info) -> c_int {
+    unsafe { MPI_Info_free(info) }
+}
+
+/// `PMPI_Info_get`, as MPICH's Fortran bindings call it: traced as `MPI_Info_get`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Info_get(
+    info: MPI_Info,
+    key: *const c_char,
+    valuelen: c_int,
+    value: *mut c_char,
+    flag: *mut c_int,
+) -> c_int {
+    unsafe { MPI_Info_get(info, key, valuelen, value, flag) }
+}
+
+/// `PMPI_Info_get_nkeys`, as MPICH's Fortran bindings call it: traced as `MPI_Info_get_nkeys`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Info_get_nkeys(info: MPI_Info, nkeys: *mut c_int) -> c_int {
+    unsafe { MPI_Info_get_nkeys(info, nkeys) }
+}
+
+/// `PMPI_Info_get_nthkey`, as MPICH's Fortran bindings call it: traced as `MPI_Info_get_nthkey`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Info_get_nthkey(info: MPI_Info, n: c_int, key: *mut c_char) -> c_int {
+    unsafe { MPI_Info_get_nthkey(info, n, key) }
+}
+
+/// `PMPI_Info_get_string`, as MPICH's Fortran bindings call it: traced as `MPI_Info_get_string`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Info_get_string(
+    info: MPI_Info,
+    key: *const c_char,
+    buflen: *mut c_int,
+    value: *mut c_char,
+    flag: *mut c_int,
+) -> c_int {
+    unsafe { MPI_Info_get_string(info, key, buflen, value, flag) }
+}
+
+/// `PMPI_Info_get_valuelen`, as MPICH's Fortran bindings call it: traced as `MPI_Info_get_valuelen`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Info_get_valuelen(
+    info: MPI_Info,
+    key: *const c_char,
+    valuelen: *mut c_int,
+    flag: *mut c_int,
+) -> c_int {
+    unsafe { MPI_Info_get_valuelen(info, key, valuelen, flag) }
+}
+
+/// `PMPI_Info_set`, as MPICH's Fortran bindings call it: traced as `MPI_Info_set`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Info_set(
+    info: MPI_Info,
+    key: *const c_char,
+    value: *const c_char,
+) -> c_int {
+    unsafe { MPI_Info_set(info, key, value) }
+}
+
+/// `PMPI_Init`, as MPICH's Fortran bindings call it: traced as `MPI_Init`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
+    unsafe { crate::special::MPI_Init(argc, argv) }
+}
+
+/// `PMPI_Init_thread`, as MPICH's Fortran bindings call it: traced as `MPI_Init_thread`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Init_thread(
+    argc: *mut c_int,
+    argv: *mut *mut *mut c_char,
+    required: c_int,
+    provided: *mut c_int,
+) -> c_int {
+    unsafe { crate::special::MPI_Init_thread(argc, argv, required, provided) }
+}
+
+/// `PMPI_Initialized`, as MPICH's Fortran bindings call it: traced as `MPI_Initialized`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Initialized(flag: *mut c_int) -> c_int {
+    unsafe { MPI_Initialized(flag) }
+}
+
+/// `PMPI_Intercomm_create`, as MPICH's Fortran bindings call it: traced as `MPI_Intercomm_create`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Intercomm_create(
+    local_comm: MPI_Comm,
+    local_leader: c_int,
+    peer_comm: MPI_Comm,
+    remote_leader: c_int,
+    tag: c_int,
+    newintercomm: *mut MPI_Comm,
+) -> c_int {
+    unsafe {
+        MPI_Intercomm_create(
+            local_comm,
+            local_leader,
+            peer_comm,
+            remote_leader,
+            tag,
+            newintercomm,
+        )
+    }
+}
+
+/// `PMPI_Intercomm_create_from_groups`, as MPICH's Fortran bindings call it: traced as `MPI_Intercomm_create_from_groups`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Intercomm_create_from_groups(
+    local_group: MPI_Group,
+    local_leader: c_int,
+    remote_group: MPI_Group,
+    remote_leader: c_int,
+    stringtag: *const c_char,
+    info: MPI_Info,
+    errhandler: MPI_Errhandler,
+    newintercomm: *mut MPI_Comm,
+) -> c_int {
+    unsafe {
+        MPI_Intercomm_create_from_groups(
+            local_group,
+            local_leader,
+            remote_group,
+            remote_leader,
+            stringtag,
+            info,
+            errhandler,
+            newintercomm,
+        )
+    }
+}
+
+/// `PMPI_Intercomm_merge`, as MPICH's Fortran bindings call it: traced as `MPI_Intercomm_merge`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Intercomm_merge(
+    intercomm: MPI_Comm,
+    high: c_int,
+    newintracomm: *mut MPI_Comm,
+) -> c_int {
+    unsafe { MPI_Intercomm_merge(intercomm, high, newintracomm) }
+}
+
+/// `PMPI_Iprobe`, as MPICH's Fortran bindings call it: traced as `MPI_Iprobe`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Iprobe(
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe { MPI_Iprobe(source, tag, comm, flag, status) }
+}
+
+/// `PMPI_Is_thread_main`, as MPICH's Fortran bindings call it: traced as `MPI_Is_thread_main`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Is_thread_main(flag: *mut c_int) -> c_int {
+    unsafe { MPI_Is_thread_main(flag) }
+}
+
+/// `PMPI_Lookup_name`, as MPICH's Fortran bindings call it: traced as `MPI_Lookup_name`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Lookup_name(
+    service_name: *const c_char,
+    info: MPI_Info,
+    port_name: *mut c_char,
+) -> c_int {
+    unsafe { MPI_Lookup_name(service_name, info, port_name) }
+}
+
+/// `PMPI_Mprobe`, as MPICH's Fortran bindings call it: traced as `MPI_Mprobe`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Mprobe(
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    message: *mut MPI_Message,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe { MPI_Mprobe(source, tag, comm, message, status) }
+}
+
+/// `PMPI_Op_commutative`, as MPICH's Fortran bindings call it: traced as `MPI_Op_commutative`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Op_commutative(op: MPI_Op, commute: *mut c_int) -> c_int {
+    unsafe { MPI_Op_commutative(op, commute) }
+}
+
+/// `PMPI_Op_create`, as MPICH's Fortran bindings call it: traced as `MPI_Op_create`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Op_create(
+    user_fn: *mut MPI_User_function,
+    commute: c_int,
+    op: *mut MPI_Op,
+) -> c_int {
+    unsafe { MPI_Op_create(user_fn, commute, op) }
+}
+
+/// `PMPI_Op_free`, as MPICH's Fortran bindings call it: traced as `MPI_Op_free`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Op_free(op: *mut MPI_Op) -> c_int {
+    unsafe { MPI_Op_free(op) }
+}
+
+/// `PMPI_Open_port`, as MPICH's Fortran bindings call it: traced as `MPI_Open_port`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Open_port(info: MPI_Info, port_name: *mut c_char) -> c_int {
+    unsafe { MPI_Open_port(info, port_name) }
+}
+
+/// `PMPI_Pack_external_size`, as MPICH's Fortran bindings call it: traced as `MPI_Pack_external_size`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Pack_external_size(
+    datarep: *const c_char,
+    incount: c_int,
+    datatype: MPI_Datatype,
+    size: *mut MPI_Aint,
+) -> c_int {
+    unsafe { MPI_Pack_external_size(datarep, incount, datatype, size) }
+}
+
+/// `PMPI_Pack_external_size_c`, as MPICH's Fortran bindings call it: traced as `MPI_Pack_external_size_c`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Pack_external_size_c(
+    datarep: *const c_char,
+    incount: MPI_Count,
+    datatype: MPI_Datatype,
+    size: *mut MPI_Count,
+) -> c_int {
+    unsafe { MPI_Pack_external_size_c(datarep, incount, datatype, size) }
+}
+
+/// `PMPI_Pack_size`, as MPICH's Fortran bindings call it: traced as `MPI_Pack_size`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Pack_size(
+    incount: c_int,
+    datatype: MPI_Datatype,
+    comm: MPI_Comm,
+    size: *mut c_int,
+) -> c_int {
+    unsafe { MPI_Pack_size(incount, datatype, comm, size) }
+}
+
+/// `PMPI_Pack_size_c`, as MPICH's Fortran bindings call it: traced as `MPI_Pack_size_c`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Pack_size_c(
+    incount: MPI_Count,
+    datatype: MPI_Datatype,
+    comm: MPI_Comm,
+    size: *mut MPI_Count,
+) -> c_int {
+    unsafe { MPI_Pack_size_c(incount, datatype, comm, size) }
+}
+
+/// `PMPI_Parrived`, as MPICH's Fortran bindings call it: traced as `MPI_Parrived`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Parrived(
+    request: MPI_Request,
+    partition: c_int,
+    flag: *mut c_int,
+) -> c_int {
+    unsafe { MPI_Parrived(request, partition, flag) }
+}
+
+/// `PMPI_Pcontrol`, as MPICH's Fortran bindings call it: traced as `MPI_Pcontrol`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Pcontrol(level: c_int) -> c_int {
+    unsafe { crate::special::MPI_Pcontrol(level) }
+}
+
+/// `PMPI_Pready`, as MPICH's Fortran bindings call it: traced as `MPI_Pready`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Pready(partition: c_int, request: MPI_Request) -> c_int {
+    unsafe { MPI_Pready(partition, request) }
+}
+
+/// `PMPI_Pready_list`, as MPICH's Fortran bindings call it: traced as `MPI_Pready_list`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Pready_list(
+    length: c_int,
+    array_of_partitions: *mut c_int,
+    request: MPI_Request,
+) -> c_int {
+    unsafe { MPI_Pready_list(length, array_of_partitions, request) }
+}
+
+/// `PMPI_Pready_range`, as MPICH's Fortran bindings call it: traced as `MPI_Pready_range`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Pready_range(
+    partition_low: c_int,
+    partition_high: c_int,
+    request: MPI_Request,
+) -> c_int {
+    unsafe { MPI_Pready_range(partition_low, partition_high, request) }
+}
+
+/// `PMPI_Probe`, as MPICH's Fortran bindings call it: traced as `MPI_Probe`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Probe(
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe { MPI_Probe(source, tag, comm, status) }
+}
+
+/// `PMPI_Publish_name`, as MPICH's Fortran bindings call it: traced as `MPI_Publish_name`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Publish_name(
+    service_name: *const c_char,
+    info: MPI_Info,
+    port_name: *const c_char,
+) -> c_int {
+    unsafe { MPI_Publish_name(service_name, info, port_name) }
+}
+
+/// `PMPI_Query_thread`, as MPICH's Fortran bindings call it: traced as `MPI_Query_thread`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Query_thread(provided: *mut c_int) -> c_int {
+    unsafe { MPI_Query_thread(provided) }
+}
+
+/// `PMPI_Register_datarep`, as MPICH's Fortran bindings call it: traced as `MPI_Register_datarep`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Register_datarep(
+    datarep: *const c_char,
+    read_conversion_fn: *mut MPI_Datarep_conversion_function,
+    write_conversion_fn: *mut MPI_Datarep_conversion_function,
+    dtype_file_extent_fn: *mut MPI_Datarep_extent_function,
+    extra_state: *mut c_void,
+) -> c_int {
+    unsafe {
+        MPI_Register_datarep(
+            datarep,
+            read_conversion_fn,
+            write_conversion_fn,
+            dtype_file_extent_fn,
+            extra_state,
+        )
+    }
+}
+
+/// `PMPI_Request_free`, as MPICH's Fortran bindings call it: traced as `MPI_Request_free`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Request_free(request: *mut MPI_Request) -> c_int {
+    unsafe { crate::special::MPI_Request_free(request) }
+}
+
+/// `PMPI_Request_get_status`, as MPICH's Fortran bindings call it: traced as `MPI_Request_get_status`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Request_get_status(
+    request: MPI_Request,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe { crate::special::MPI_Request_get_status(request, flag, status) }
+}
+
+/// `PMPI_Session_call_errhandler`, as MPICH's Fortran bindings call it: traced as `MPI_Session_call_errhandler`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Session_call_errhandler(
+    session: MPI_Session,
+    errorcode: c_int,
+) -> c_int {
+    unsafe { MPI_Session_call_errhandler(session, errorcode) }
+}
+
+/// `PMPI_Session_create_errhandler`, as MPICH's Fortran bindings call it: traced as `MPI_Session_create_errhandler`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Session_create_errhandler(
+    session_errhandler_fn: *mut MPI_Session_errhandler_function,
+    errhandler: *mut MPI_Errhandler,
+) -> c_int {
+    unsafe { MPI_Session_create_errhandler(session_errhandler_fn, errhandler) }
+}
+
+/// `PMPI_Session_finalize`, as MPICH's Fortran bindings call it: traced as `MPI_Session_finalize`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Session_finalize(session: *mut MPI_Session) -> c_int {
+    unsafe { MPI_Session_finalize(session) }
+}
+
+/// `PMPI_Session_get_errhandler`, as MPICH's Fortran bindings call it: traced as `MPI_Session_get_errhandler`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Session_get_errhandler(
+    session: MPI_Session,
+    errhandler: *mut MPI_Errhandler,
+) -> c_int {
+    unsafe { MPI_Session_get_errhandler(session, errhandler) }
+}
+
+/// `PMPI_Session_get_info`, as MPICH's Fortran bindings call it: traced as `MPI_Session_get_info`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Session_get_info(
+    session: MPI_Session,
+    info_used: *mut MPI_Info,
+) -> c_int {
+    unsafe { MPI_Session_get_info(session, info_used) }
+}
+
+/// `PMPI_Session_get_nth_pset`, as MPICH's Fortran bindings call it: traced as `MPI_Session_get_nth_pset`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Session_get_nth_pset(
+    session: MPI_Session,
+    info: MPI_Info,
+    n: c_int,
+    pset_len: *mut c_int,
+    pset_name: *mut c_char,
+) -> c_int {
+    unsafe { MPI_Session_get_nth_pset(session, info, n, pset_len, pset_name) }
+}
+
+/// `PMPI_Session_get_num_psets`, as MPICH's Fortran bindings call it: traced as `MPI_Session_get_num_psets`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Session_get_num_psets(
+    session: MPI_Session,
+    info: MPI_Info,
+    npset_names: *mut c_int,
+) -> c_int {
+    unsafe { MPI_Session_get_num_psets(session, info, npset_names) }
+}
+
+/// `PMPI_Session_get_pset_info`, as MPICH's Fortran bindings call it: traced as `MPI_Session_get_pset_info`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Session_get_pset_info(
+    session: MPI_Session,
+    pset_name: *const c_char,
+    info: *mut MPI_Info,
+) -> c_int {
+    unsafe { MPI_Session_get_pset_info(session, pset_name, info) }
+}
+
+/// `PMPI_Session_init`, as MPICH's Fortran bindings call it: traced as `MPI_Session_init`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Session_init(
+    info: MPI_Info,
+    errhandler: MPI_Errhandler,
+    session: *mut MPI_Session,
+) -> c_int {
+    unsafe { MPI_Session_init(info, errhandler, session) }
+}
+
+/// `PMPI_Session_set_errhandler`, as MPICH's Fortran bindings call it: traced as `MPI_Session_set_errhandler`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Session_set_errhandler(
+    session: MPI_Session,
+    errhandler: MPI_Errhandler,
+) -> c_int {
+    unsafe { MPI_Session_set_errhandler(session, errhandler) }
+}
+
+/// `PMPI_Start`, as MPICH's Fortran bindings call it: traced as `MPI_Start`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Start(request: *mut MPI_Request) -> c_int {
+    unsafe { crate::special::MPI_Start(request) }
+}
+
+/// `PMPI_Startall`, as MPICH's Fortran bindings call it: traced as `MPI_Startall`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Startall(count: c_int, array_of_requests: *mut MPI_Request) -> c_int {
+    unsafe { crate::special::MPI_Startall(count, array_of_requests) }
+}
+
+/// `PMPI_Status_set_cancelled`, as MPICH's Fortran bindings call it: traced as `MPI_Status_set_cancelled`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Status_set_cancelled(status: *mut MPI_Status, flag: c_int) -> c_int {
+    unsafe { MPI_Status_set_cancelled(status, flag) }
+}
+
+/// `PMPI_Status_set_elements`, as MPICH's Fortran bindings call it: traced as `MPI_Status_set_elements`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Status_set_elements(
+    status: *mut MPI_Status,
+    datatype: MPI_Datatype,
+    count: c_int,
+) -> c_int {
+    unsafe { MPI_Status_set_elements(status, datatype, count) }
+}
+
+/// `PMPI_Status_set_elements_x`, as MPICH's Fortran bindings call it: traced as `MPI_Status_set_elements_x`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Status_set_elements_x(
+    status: *mut MPI_Status,
+    datatype: MPI_Datatype,
+    count: MPI_Count,
+) -> c_int {
+    unsafe { MPI_Status_set_elements_x(status, datatype, count) }
+}
+
+/// `PMPI_Test`, as MPICH's Fortran bindings call it: traced as `MPI_Test`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Test(
+    request: *mut MPI_Request,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe { crate::special::MPI_Test(request, flag, status) }
+}
+
+/// `PMPI_Test_cancelled`, as MPICH's Fortran bindings call it: traced as `MPI_Test_cancelled`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Test_cancelled(status: *const MPI_Status, flag: *mut c_int) -> c_int {
+    unsafe { MPI_Test_cancelled(status, flag) }
+}
+
+/// `PMPI_Testall`, as MPICH's Fortran bindings call it: traced as `MPI_Testall`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Testall(
+    count: c_int,
+    array_of_requests: *mut MPI_Request,
+    flag: *mut c_int,
+    array_of_statuses: *mut MPI_Status,
+) -> c_int {
+    unsafe { crate::special::MPI_Testall(count, array_of_requests, flag, array_of_statuses) }
+}
+
+/// `PMPI_Testany`, as MPICH's Fortran bindings call it: traced as `MPI_Testany`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Testany(
+    count: c_int,
+    array_of_requests: *mut MPI_Request,
+    index: *mut c_int,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe { crate::special::MPI_Testany(count, array_of_requests, index, flag, status) }
+}
+
+/// `PMPI_Testsome`, as MPICH's Fortran bindings call it: traced as `MPI_Testsome`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Testsome(
+    incount: c_int,
+    array_of_requests: *mut MPI_Request,
+    outcount: *mut c_int,
+    array_of_indices: *mut c_int,
+    array_of_statuses: *mut MPI_Status,
+) -> c_int {
+    unsafe {
+        crate::special::MPI_Testsome(
+            incount,
+            array_of_requests,
+            outcount,
+            array_of_indices,
+            array_of_statuses,
+        )
+    }
+}
+
+/// `PMPI_Topo_test`, as MPICH's Fortran bindings call it: traced as `MPI_Topo_test`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Topo_test(comm: MPI_Comm, status: *mut c_int) -> c_int {
+    unsafe { MPI_Topo_test(comm, status) }
+}
+
+/// `PMPI_Type_commit`, as MPICH's Fortran bindings call it: traced as `MPI_Type_commit`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_commit(datatype: *mut MPI_Datatype) -> c_int {
+    unsafe { MPI_Type_commit(datatype) }
+}
+
+/// `PMPI_Type_contiguous`, as MPICH's Fortran bindings call it: traced as `MPI_Type_contiguous`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_contiguous(
+    count: c_int,
+    oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    unsafe { MPI_Type_contiguous(count, oldtype, newtype) }
+}
+
+/// `PMPI_Type_contiguous_c`, as MPICH's Fortran bindings call it: traced as `MPI_Type_contiguous_c`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_contiguous_c(
+    count: MPI_Count,
+    oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    unsafe { MPI_Type_contiguous_c(count, oldtype, newtype) }
+}
+
+/// `PMPI_Type_create_darray`, as MPICH's Fortran bindings call it: traced as `MPI_Type_create_darray`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_create_darray(
+    size: c_int,
+    rank: c_int,
+    ndims: c_int,
+    array_of_gsizes: *const c_int,
+    array_of_distribs: *const c_int,
+    array_of_dargs: *const c_int,
+    array_of_psizes: *const c_int,
+    order: c_int,
+    oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    unsafe {
+        MPI_Type_create_darray(
+            size,
+            rank,
+            ndims,
+            array_of_gsizes,
+            array_of_distribs,
+            array_of_dargs,
+            array_of_psizes,
+            order,
+            oldtype,
+            newtype,
+        )
+    }
+}
+
+/// `PMPI_Type_create_darray_c`, as MPICH's Fortran bindings call it: traced as `MPI_Type_create_darray_c`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_create_darray_c(
+    size: c_int,
+    rank: c_int,
+    ndims: c_int,
+    array_of_gsizes: *const MPI_Count,
+    array_of_distribs: *const c_int,
+    array_of_dargs: *const c_int,
+    array_of_psizes: *const c_int,
+    order: c_int,
+    oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    unsafe {
+        MPI_Type_create_darray_c(
+            size,
+            rank,
+            ndims,
+            array_of_gsizes,
+            array_of_distribs,
+            array_of_dargs,
+            array_of_psizes,
+            order,
+            oldtype,
+            newtype,
+        )
+    }
+}
+
+/// `PMPI_Type_create_f90_complex`, as MPICH's Fortran bindings call it: traced as `MPI_Type_create_f90_complex`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_create_f90_complex(
+    p: c_int,
+    r: c_int,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    unsafe { MPI_Type_create_f90_complex(p, r, newtype) }
+}
+
+/// `PMPI_Type_create_f90_integer`, as MPICH's Fortran bindings call it: traced as `MPI_Type_create_f90_integer`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_create_f90_integer(
+    r: c_int,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    unsafe { MPI_Type_create_f90_integer(r, newtype) }
+}
+
+/// `PMPI_Type_create_f90_real`, as MPICH's Fortran bindings call it: traced as `MPI_Type_create_f90_real`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_create_f90_real(
+    p: c_int,
+    r: c_int,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    unsafe { MPI_Type_create_f90_real(p, r, newtype) }
+}
+
+/// `PMPI_Type_create_hindexed`, as MPICH's Fortran bindings call it: traced as `MPI_Type_create_hindexed`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_create_hindexed(
+    count: c_int,
+    array_of_blocklengths: *const c_int,
+    array_of_displacements: *const MPI_Aint,
+    oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    unsafe {
+        MPI_Type_create_hindexed(
+            count,
+            array_of_blocklengths,
+            array_of_displacements,
+            oldtype,
+            newtype,
+        )
+    }
+}
+
+/// `PMPI_Type_create_hindexed_block`, as MPICH's Fortran bindings call it: traced as `MPI_Type_create_hindexed_block`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_create_hindexed_block(
+    count: c_int,
+    blocklength: c_int,
+    array_of_displacements: *const MPI_Aint,
+    oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    unsafe {
+        MPI_Type_create_hindexed_block(count, blocklength, array_of_displacements, oldtype, newtype)
+    }
+}
+
+/// `PMPI_Type_create_hindexed_block_c`, as MPICH's Fortran bindings call it: traced as `MPI_Type_create_hindexed_block_c`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_create_hindexed_block_c(
+    count: MPI_Count,
+    blocklength: MPI_Count,
+    array_of_displacements: *const MPI_Count,
+    oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    unsafe {
+        MPI_Type_create_hindexed_block_c(
+            count,
+            blocklength,
+            array_of_displacements,
+            oldtype,
+            newtype,
+        )
+    }
+}
+
+/// `PMPI_Type_create_hindexed_c`, as MPICH's Fortran bindings call it: traced as `MPI_Type_create_hindexed_c`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_create_hindexed_c(
+    count: MPI_Count,
+    array_of_blocklengths: *const MPI_Count,
+    array_of_displacements: *const MPI_Count,
+    oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    unsafe {
+        MPI_Type_create_hindexed_c(
+            count,
+            array_of_blocklengths,
+            array_of_displacements,
+            oldtype,
+            newtype,
+        )
+    }
+}
+
+/// `PMPI_Type_create_hvector`, as MPICH's Fortran bindings call it: traced as `MPI_Type_create_hvector`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_create_hvector(
+    count: c_int,
+    blocklength: c_int,
+    stride: MPI_Aint,
+    oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    unsafe { MPI_Type_create_hvector(count, blocklength, stride, oldtype, newtype) }
+}
+
+/// `PMPI_Type_create_hvector_c`, as MPICH's Fortran bindings call it: traced as `MPI_Type_create_hvector_c`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_create_hvector_c(
+    count: MPI_Count,
+    blocklength: MPI_Count,
+    stride: MPI_Count,
+    oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    unsafe { MPI_Type_create_hvector_c(count, blocklength, stride, oldtype, newtype) }
+}
+
+/// `PMPI_Type_create_indexed_block`, as MPICH's Fortran bindings call it: traced as `MPI_Type_create_indexed_block`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_create_indexed_block(
+    count: c_int,
+    blocklength: c_int,
+    array_of_displacements: *const c_int,
+    oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    unsafe {
+        MPI_Type_create_indexed_block(count, blocklength, array_of_displacements, oldtype, newtype)
+    }
+}
+
+/// `PMPI_Type_create_indexed_block_c`, as MPICH's Fortran bindings call it: traced as `MPI_Type_create_indexed_block_c`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_create_indexed_block_c(
+    count: MPI_Count,
+    blocklength: MPI_Count,
+    array_of_displacements: *const MPI_Count,
+    oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    unsafe {
+        MPI_Type_create_indexed_block_c(
+            count,
+            blocklength,
+            array_of_displacements,
+            oldtype,
+            newtype,
+        )
+    }
+}
+
+/// `PMPI_Type_create_keyval`, as MPICH's Fortran bindings call it: traced as `MPI_Type_create_keyval`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_create_keyval(
+    type_copy_attr_fn: *mut MPI_Type_copy_attr_function,
+    type_delete_attr_fn: *mut MPI_Type_delete_attr_function,
+    type_keyval: *mut c_int,
+    extra_state: *mut c_void,
+) -> c_int {
+    unsafe {
+        MPI_Type_create_keyval(
+            type_copy_attr_fn,
+            type_delete_attr_fn,
+            type_keyval,
+            extra_state,
+        )
+    }
+}
+
+/// `PMPI_Type_create_resized`, as MPICH's Fortran bindings call it: traced as `MPI_Type_create_resized`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_create_resized(
+    oldtype: MPI_Datatype,
+    lb: MPI_Aint,
+    extent: MPI_Aint,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    unsafe { MPI_Type_create_resized(oldtype, lb, extent, newtype) }
+}
+
+/// `PMPI_Type_create_struct`, as MPICH's Fortran bindings call it: traced as `MPI_Type_create_struct`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_create_struct(
+    count: c_int,
+    array_of_blocklengths: *const c_int,
+    array_of_displacements: *const MPI_Aint,
+    array_of_types: *const MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    unsafe {
+        MPI_Type_create_struct(
+            count,
+            array_of_blocklengths,
+            array_of_displacements,
+            array_of_types,
+            newtype,
+        )
+    }
+}
+
+/// `PMPI_Type_create_struct_c`, as MPICH's Fortran bindings call it: traced as `MPI_Type_create_struct_c`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_create_struct_c(
+    count: MPI_Count,
+    array_of_blocklengths: *const MPI_Count,
+    array_of_displacements: *const MPI_Count,
+    array_of_types: *const MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    unsafe {
+        MPI_Type_create_struct_c(
+            count,
+            array_of_blocklengths,
+            array_of_displacements,
+            array_of_types,
+            newtype,
+        )
+    }
+}
+
+/// `PMPI_Type_create_subarray`, as MPICH's Fortran bindings call it: traced as `MPI_Type_create_subarray`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_create_subarray(
+    ndims: c_int,
+    array_of_sizes: *const c_int,
+    array_of_subsizes: *const c_int,
+    array_of_starts: *const c_int,
+    order: c_int,
+    oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    unsafe {
+        MPI_Type_create_subarray(
+            ndims,
+            array_of_sizes,
+            array_of_subsizes,
+            array_of_starts,
+            order,
+            oldtype,
+            newtype,
+        )
+    }
+}
+
+/// `PMPI_Type_create_subarray_c`, as MPICH's Fortran bindings call it: traced as `MPI_Type_create_subarray_c`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_create_subarray_c(
+    ndims: c_int,
+    array_of_sizes: *const MPI_Count,
+    array_of_subsizes: *const MPI_Count,
+    array_of_starts: *const MPI_Count,
+    order: c_int,
+    oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    unsafe {
+        MPI_Type_create_subarray_c(
+            ndims,
+            array_of_sizes,
+            array_of_subsizes,
+            array_of_starts,
+            order,
+            oldtype,
+            newtype,
+        )
+    }
+}
+
+/// `PMPI_Type_delete_attr`, as MPICH's Fortran bindings call it: traced as `MPI_Type_delete_attr`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_delete_attr(
+    datatype: MPI_Datatype,
+    type_keyval: c_int,
+) -> c_int {
+    unsafe { MPI_Type_delete_attr(datatype, type_keyval) }
+}
+
+/// `PMPI_Type_dup`, as MPICH's Fortran bindings call it: traced as `MPI_Type_dup`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_dup(oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+    unsafe { MPI_Type_dup(oldtype, newtype) }
+}
+
+/// `PMPI_Type_free`, as MPICH's Fortran bindings call it: traced as `MPI_Type_free`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_free(datatype: *mut MPI_Datatype) -> c_int {
+    unsafe { MPI_Type_free(datatype) }
+}
+
+/// `PMPI_Type_free_keyval`, as MPICH's Fortran bindings call it: traced as `MPI_Type_free_keyval`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_free_keyval(type_keyval: *mut c_int) -> c_int {
+    unsafe { MPI_Type_free_keyval(type_keyval) }
+}
+
+/// `PMPI_Type_get_contents`, as MPICH's Fortran bindings call it: traced as `MPI_Type_get_contents`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_get_contents(
+    datatype: MPI_Datatype,
+    max_integers: c_int,
+    max_addresses: c_int,
+    max_datatypes: c_int,
+    array_of_integers: *mut c_int,
+    array_of_addresses: *mut MPI_Aint,
+    array_of_datatypes: *mut MPI_Datatype,
+) -> c_int {
+    unsafe {
+        MPI_Type_get_contents(
+            datatype,
+            max_integers,
+            max_addresses,
+            max_datatypes,
+            array_of_integers,
+            array_of_addresses,
+            array_of_datatypes,
+        )
+    }
+}
+
+/// `PMPI_Type_get_contents_c`, as MPICH's Fortran bindings call it: traced as `MPI_Type_get_contents_c`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_get_contents_c(
+    datatype: MPI_Datatype,
+    max_integers: MPI_Count,
+    max_addresses: MPI_Count,
+    max_large_counts: MPI_Count,
+    max_datatypes: MPI_Count,
+    array_of_integers: *mut c_int,
+    array_of_addresses: *mut MPI_Aint,
+    array_of_large_counts: *mut MPI_Count,
+    array_of_datatypes: *mut MPI_Datatype,
+) -> c_int {
+    unsafe {
+        MPI_Type_get_contents_c(
+            datatype,
+            max_integers,
+            max_addresses,
+            max_large_counts,
+            max_datatypes,
+            array_of_integers,
+            array_of_addresses,
+            array_of_large_counts,
+            array_of_datatypes,
+        )
+    }
+}
+
+/// `PMPI_Type_get_envelope`, as MPICH's Fortran bindings call it: traced as `MPI_Type_get_envelope`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_get_envelope(
+    datatype: MPI_Datatype,
+    num_integers: *mut c_int,
+    num_addresses: *mut c_int,
+    num_datatypes: *mut c_int,
+    combiner: *mut c_int,
+) -> c_int {
+    unsafe {
+        MPI_Type_get_envelope(
+            datatype,
+            num_integers,
+            num_addresses,
+            num_datatypes,
+            combiner,
+        )
+    }
+}
+
+/// `PMPI_Type_get_envelope_c`, as MPICH's Fortran bindings call it: traced as `MPI_Type_get_envelope_c`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_get_envelope_c(
+    datatype: MPI_Datatype,
+    num_integers: *mut MPI_Count,
+    num_addresses: *mut MPI_Count,
+    num_large_counts: *mut MPI_Count,
+    num_datatypes: *mut MPI_Count,
+    combiner: *mut c_int,
+) -> c_int {
+    unsafe {
+        MPI_Type_get_envelope_c(
+            datatype,
+            num_integers,
+            num_addresses,
+            num_large_counts,
+            num_datatypes,
+            combiner,
+        )
+    }
+}
+
+/// `PMPI_Type_get_extent`, as MPICH's Fortran bindings call it: traced as `MPI_Type_get_extent`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_get_extent(
+    datatype: MPI_Datatype,
+    lb: *mut MPI_Aint,
+    extent: *mut MPI_Aint,
+) -> c_int {
+    unsafe { MPI_Type_get_extent(datatype, lb, extent) }
+}
+
+/// `PMPI_Type_get_extent_x`, as MPICH's Fortran bindings call it: traced as `MPI_Type_get_extent_x`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_get_extent_x(
+    datatype: MPI_Datatype,
+    lb: *mut MPI_Count,
+    extent: *mut MPI_Count,
+) -> c_int {
+    unsafe { MPI_Type_get_extent_x(datatype, lb, extent) }
+}
+
+/// `PMPI_Type_get_name`, as MPICH's Fortran bindings call it: traced as `MPI_Type_get_name`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_get_name(
+    datatype: MPI_Datatype,
+    type_name: *mut c_char,
+    resultlen: *mut c_int,
+) -> c_int {
+    unsafe { MPI_Type_get_name(datatype, type_name, resultlen) }
+}
+
+/// `PMPI_Type_get_true_extent`, as MPICH's Fortran bindings call it: traced as `MPI_Type_get_true_extent`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_get_true_extent(
+    datatype: MPI_Datatype,
+    true_lb: *mut MPI_Aint,
+    true_extent: *mut MPI_Aint,
+) -> c_int {
+    unsafe { MPI_Type_get_true_extent(datatype, true_lb, true_extent) }
+}
+
+/// `PMPI_Type_get_true_extent_x`, as MPICH's Fortran bindings call it: traced as `MPI_Type_get_true_extent_x`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_get_true_extent_x(
+    datatype: MPI_Datatype,
+    true_lb: *mut MPI_Count,
+    true_extent: *mut MPI_Count,
+) -> c_int {
+    unsafe { MPI_Type_get_true_extent_x(datatype, true_lb, true_extent) }
+}
+
+/// `PMPI_Type_indexed`, as MPICH's Fortran bindings call it: traced as `MPI_Type_indexed`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_indexed(
+    count: c_int,
+    array_of_blocklengths: *const c_int,
+    array_of_displacements: *const c_int,
+    oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    unsafe {
+        MPI_Type_indexed(
+            count,
+            array_of_blocklengths,
+            array_of_displacements,
+            oldtype,
+            newtype,
+        )
+    }
+}
+
+/// `PMPI_Type_indexed_c`, as MPICH's Fortran bindings call it: traced as `MPI_Type_indexed_c`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_indexed_c(
+    count: MPI_Count,
+    array_of_blocklengths: *const MPI_Count,
+    array_of_displacements: *const MPI_Count,
+    oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    unsafe {
+        MPI_Type_indexed_c(
+            count,
+            array_of_blocklengths,
+            array_of_displacements,
+            oldtype,
+            newtype,
+        )
+    }
+}
+
+/// `PMPI_Type_match_size`, as MPICH's Fortran bindings call it: traced as `MPI_Type_match_size`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_match_size(
+    typeclass: c_int,
+    size: c_int,
+    datatype: *mut MPI_Datatype,
+) -> c_int {
+    unsafe { MPI_Type_match_size(typeclass, size, datatype) }
+}
+
+/// `PMPI_Type_set_name`, as MPICH's Fortran bindings call it: traced as `MPI_Type_set_name`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_set_name(
+    datatype: MPI_Datatype,
+    type_name: *const c_char,
+) -> c_int {
+    unsafe { MPI_Type_set_name(datatype, type_name) }
+}
+
+/// `PMPI_Type_size`, as MPICH's Fortran bindings call it: traced as `MPI_Type_size`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_size(datatype: MPI_Datatype, size: *mut c_int) -> c_int {
+    unsafe { MPI_Type_size(datatype, size) }
+}
+
+/// `PMPI_Type_size_c`, as MPICH's Fortran bindings call it: traced as `MPI_Type_size_c`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_size_c(datatype: MPI_Datatype, size: *mut MPI_Count) -> c_int {
+    unsafe { MPI_Type_size_c(datatype, size) }
+}
+
+/// `PMPI_Type_size_x`, as MPICH's Fortran bindings call it: traced as `MPI_Type_size_x`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_size_x(datatype: MPI_Datatype, size: *mut MPI_Count) -> c_int {
+    unsafe { MPI_Type_size_x(datatype, size) }
+}
+
+/// `PMPI_Type_vector`, as MPICH's Fortran bindings call it: traced as `MPI_Type_vector`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_vector(
+    count: c_int,
+    blocklength: c_int,
+    stride: c_int,
+    oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    unsafe { MPI_Type_vector(count, blocklength, stride, oldtype, newtype) }
+}
+
+/// `PMPI_Type_vector_c`, as MPICH's Fortran bindings call it: traced as `MPI_Type_vector_c`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_vector_c(
+    count: MPI_Count,
+    blocklength: MPI_Count,
+    stride: MPI_Count,
+    oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    unsafe { MPI_Type_vector_c(count, blocklength, stride, oldtype, newtype) }
+}
+
+/// `PMPI_Unpublish_name`, as MPICH's Fortran bindings call it: traced as `MPI_Unpublish_name`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Unpublish_name(
+    service_name: *const c_char,
+    info: MPI_Info,
+    port_name: *const c_char,
+) -> c_int {
+    unsafe { MPI_Unpublish_name(service_name, info, port_name) }
+}
+
+/// `PMPI_Wait`, as MPICH's Fortran bindings call it: traced as `MPI_Wait`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
+    unsafe { crate::special::MPI_Wait(request, status) }
+}
+
+/// `PMPI_Waitall`, as MPICH's Fortran bindings call it: traced as `MPI_Waitall`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Waitall(
+    count: c_int,
+    array_of_requests: *mut MPI_Request,
+    array_of_statuses: *mut MPI_Status,
+) -> c_int {
+    unsafe { crate::special::MPI_Waitall(count, array_of_requests, array_of_statuses) }
+}
+
+/// `PMPI_Waitany`, as MPICH's Fortran bindings call it: traced as `MPI_Waitany`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Waitany(
+    count: c_int,
+    array_of_requests: *mut MPI_Request,
+    index: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe { crate::special::MPI_Waitany(count, array_of_requests, index, status) }
+}
+
+/// `PMPI_Waitsome`, as MPICH's Fortran bindings call it: traced as `MPI_Waitsome`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Waitsome(
+    incount: c_int,
+    array_of_requests: *mut MPI_Request,
+    outcount: *mut c_int,
+    array_of_indices: *mut c_int,
+    array_of_statuses: *mut MPI_Status,
+) -> c_int {
+    unsafe {
+        crate::special::MPI_Waitsome(
+            incount,
+            array_of_requests,
+            outcount,
+            array_of_indices,
+            array_of_statuses,
+        )
+    }
+}
+
+/// `PMPI_Win_allocate`, as MPICH's Fortran bindings call it: traced as `MPI_Win_allocate`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Win_allocate(
+    size: MPI_Aint,
+    disp_unit: c_int,
+    info: MPI_Info,
+    comm: MPI_Comm,
+    baseptr: *mut c_void,
+    win: *mut MPI_Win,
+) -> c_int {
+    unsafe { MPI_Win_allocate(size, disp_unit, info, comm, baseptr, win) }
+}
+
+/// `PMPI_Win_allocate_c`, as MPICH's Fortran bindings call it: traced as `MPI_Win_allocate_c`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Win_allocate_c(
+    size: MPI_Aint,
+    disp_unit: MPI_Aint,
+    info: MPI_Info,
+    comm: MPI_Comm,
+    baseptr: *mut c_void,
+    win: *mut MPI_Win,
+) -> c_int {
+    unsafe { MPI_Win_allocate_c(size, disp_unit, info, comm, baseptr, win) }
+}
+
+/// `PMPI_Win_allocate_shared`, as MPICH's Fortran bindings call it: traced as `MPI_Win_allocate_shared`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Win_allocate_shared(
+    size: MPI_Aint,
+    disp_unit: c_int,
+    info: MPI_Info,
+    comm: MPI_Comm,
+    baseptr: *mut c_void,
+    win: *mut MPI_Win,
+) -> c_int {
+    unsafe { MPI_Win_allocate_shared(size, disp_unit, info, comm, baseptr, win) }
+}
+
+/// `PMPI_Win_allocate_shared_c`, as MPICH's Fortran bindings call it: traced as `MPI_Win_allocate_shared_c`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Win_allocate_shared_c(
+    size: MPI_Aint,
+    disp_unit: MPI_Aint,
+    info: MPI_Info,
+    comm: MPI_Comm,
+    baseptr: *mut c_void,
+    win: *mut MPI_Win,
+) -> c_int {
+    unsafe { MPI_Win_allocate_shared_c(size, disp_unit, info, comm, baseptr, win) }
+}
+
+/// `PMPI_Win_call_errhandler`, as MPICH's Fortran bindings call it: traced as `MPI_Win_call_errhandler`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Win_call_errhandler(win: MPI_Win, errorcode: c_int) -> c_int {
+    unsafe { MPI_Win_call_errhandler(win, errorcode) }
+}
+
+/// `PMPI_Win_complete`, as MPICH's Fortran bindings call it: traced as `MPI_Win_complete`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Win_complete(win: MPI_Win) -> c_int {
+    unsafe { MPI_Win_complete(win) }
+}
+
+/// `PMPI_Win_create_dynamic`, as MPICH's Fortran bindings call it: traced as `MPI_Win_create_dynamic`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Win_create_dynamic(
+    info: MPI_Info,
+    comm: MPI_Comm,
+    win: *mut MPI_Win,
+) -> c_int {
+    unsafe { MPI_Win_create_dynamic(info, comm, win) }
+}
+
+/// `PMPI_Win_create_errhandler`, as MPICH's Fortran bindings call it: traced as `MPI_Win_create_errhandler`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Win_create_errhandler(
+    win_errhandler_fn: *mut MPI_Win_errhandler_function,
+    errhandler: *mut MPI_Errhandler,
+) -> c_int {
+    unsafe { MPI_Win_create_errhandler(win_errhandler_fn, errhandler) }
+}
+
+/// `PMPI_Win_create_keyval`, as MPICH's Fortran bindings call it: traced as `MPI_Win_create_keyval`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Win_create_keyval(
+    win_copy_attr_fn: *mut MPI_Win_copy_attr_function,
+    win_delete_attr_fn: *mut MPI_Win_delete_attr_function,
+    win_keyval: *mut c_int,
+    extra_state: *mut c_void,
+) -> c_int {
+    unsafe {
+        MPI_Win_create_keyval(
+            win_copy_attr_fn,
+            win_delete_attr_fn,
+            win_keyval,
+            extra_state,
+        )
+    }
+}
+
+/// `PMPI_Win_delete_attr`, as MPICH's Fortran bindings call it: traced as `MPI_Win_delete_attr`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Win_delete_attr(win: MPI_Win, win_keyval: c_int) -> c_int {
+    unsafe { MPI_Win_delete_attr(win, win_keyval) }
+}
+
+/// `PMPI_Win_fence`, as MPICH's Fortran bindings call it: traced as `MPI_Win_fence`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Win_fence(assert: c_int, win: MPI_Win) -> c_int {
+    unsafe { MPI_Win_fence(assert, win) }
+}
+
+/// `PMPI_Win_flush`, as MPICH's Fortran bindings call it: traced as `MPI_Win_flush`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Win_flush(rank: c_int, win: MPI_Win) -> c_int {
+    unsafe { MPI_Win_flush(rank, win) }
+}
+
+/// `PMPI_Win_flush_all`, as MPICH's Fortran bindings call it: traced as `MPI_Win_flush_all`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Win_flush_all(win: MPI_Win) -> c_int {
+    unsafe { MPI_Win_flush_all(win) }
+}
+
+/// `PMPI_Win_flush_local`, as MPICH's Fortran bindings call it: traced as `MPI_Win_flush_local`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Win_flush_local(rank: c_int, win: MPI_Win) -> c_int {
+    unsafe { MPI_Win_flush_local(rank, win) }
+}
+
+/// `PMPI_Win_flush_local_all`, as MPICH's Fortran bindings call it: traced as `MPI_Win_flush_local_all`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Win_flush_local_all(win: MPI_Win) -> c_int {
+    unsafe { MPI_Win_flush_local_all(win) }
+}
+
+/// `PMPI_Win_free`, as MPICH's Fortran bindings call it: traced as `MPI_Win_free`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Win_free(win: *mut MPI_Win) -> c_int {
+    unsafe { MPI_Win_free(win) }
+}
+
+/// `PMPI_Win_free_keyval`, as MPICH's Fortran bindings call it: traced as `MPI_Win_free_keyval`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Win_free_keyval(win_keyval: *mut c_int) -> c_int {
+    unsafe { MPI_Win_free_keyval(win_keyval) }
+}
+
+/// `PMPI_Win_get_errhandler`, as MPICH's Fortran bindings call it: traced as `MPI_Win_get_errhandler`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Win_get_errhandler(
+    win: MPI_Win,
+    errhandler: *mut MPI_Errhandler,
+) -> c_int {
+    unsafe { MPI_Win_get_errhandler(win, errhandler) }
+}
+
+/// `PMPI_Win_get_group`, as MPICH's Fortran bindings call it: traced as `MPI_Win_get_group`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Win_get_group(win: MPI_Win, group: *mut MPI_Group) -> c_int {
+    unsafe { MPI_Win_get_group(win, group) }
+}
+
+/// `PMPI_Win_get_info`, as MPICH's Fortran bindings call it: traced as `MPI_Win_get_info`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Win_get_info(win: MPI_Win, info_used: *mut MPI_Info) -> c_int {
+    unsafe { MPI_Win_get_info(win, info_used) }
+}
+
+/// `PMPI_Win_get_name`, as MPICH's Fortran bindings call it: traced as `MPI_Win_get_name`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Win_get_name(
+    win: MPI_Win,
+    win_name: *mut c_char,
+    resultlen: *mut c_int,
+) -> c_int {
+    unsafe { MPI_Win_get_name(win, win_name, resultlen) }
+}
+
+/// `PMPI_Win_lock`, as MPICH's Fortran bindings call it: traced as `MPI_Win_lock`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Win_lock(
+    lock_type: c_int,
+    rank: c_int,
+    assert: c_int,
+    win: MPI_Win,
+) -> c_int {
+    unsafe { MPI_Win_lock(lock_type, rank, assert, win) }
+}
+
+/// `PMPI_Win_lock_all`, as MPICH's Fortran bindings call it: traced as `MPI_Win_lock_all`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Win_lock_all(assert: c_int, win: MPI_Win) -> c_int {
+    unsafe { MPI_Win_lock_all(assert, win) }
+}
+
+/// `PMPI_Win_post`, as MPICH's Fortran bindings call it: traced as `MPI_Win_post`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Win_post(group: MPI_Group, assert: c_int, win: MPI_Win) -> c_int {
+    unsafe { MPI_Win_post(group, assert, win) }
+}
+
+/// `PMPI_Win_set_errhandler`, as MPICH's Fortran bindings call it: traced as `MPI_Win_set_errhandler`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Win_set_errhandler(
+    win: MPI_Win,
+    errhandler: MPI_Errhandler,
+) -> c_int {
+    unsafe { MPI_Win_set_errhandler(win, errhandler) }
+}
+
+/// `PMPI_Win_set_info`, as MPICH's Fortran bindings call it: traced as `MPI_Win_set_info`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Win_set_info(win: MPI_Win, info: MPI_Info) -> c_int {
+    unsafe { MPI_Win_set_info(win, info) }
+}
+
+/// `PMPI_Win_set_name`, as MPICH's Fortran bindings call it: traced as `MPI_Win_set_name`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Win_set_name(win: MPI_Win, win_name: *const c_char) -> c_int {
+    unsafe { MPI_Win_set_name(win, win_name) }
+}
+
+/// `PMPI_Win_shared_query`, as MPICH's Fortran bindings call it: traced as `MPI_Win_shared_query`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Win_shared_query(
+    win: MPI_Win,
+    rank: c_int,
+    size: *mut MPI_Aint,
+    disp_unit: *mut c_int,
+    baseptr: *mut c_void,
+) -> c_int {
+    unsafe { MPI_Win_shared_query(win, rank, size, disp_unit, baseptr) }
+}
+
+/// `PMPI_Win_shared_query_c`, as MPICH's Fortran bindings call it: traced as `MPI_Win_shared_query_c`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Win_shared_query_c(
+    win: MPI_Win,
+    rank: c_int,
+    size: *mut MPI_Aint,
+    disp_unit: *mut MPI_Aint,
+    baseptr: *mut c_void,
+) -> c_int {
+    unsafe { MPI_Win_shared_query_c(win, rank, size, disp_unit, baseptr) }
+}
+
+/// `PMPI_Win_start`, as MPICH's Fortran bindings call it: traced as `MPI_Win_start`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Win_start(group: MPI_Group, assert: c_int, win: MPI_Win) -> c_int {
+    unsafe { MPI_Win_start(group, assert, win) }
+}
+
+/// `PMPI_Win_sync`, as MPICH's Fortran bindings call it: traced as `MPI_Win_sync`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Win_sync(win: MPI_Win) -> c_int {
+    unsafe { MPI_Win_sync(win) }
+}
+
+/// `PMPI_Win_test`, as MPICH's Fortran bindings call it: traced as `MPI_Win_test`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Win_test(win: MPI_Win, flag: *mut c_int) -> c_int {
+    unsafe { MPI_Win_test(win, flag) }
+}
+
+/// `PMPI_Win_unlock`, as MPICH's Fortran bindings call it: traced as `MPI_Win_unlock`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Win_unlock(rank: c_int, win: MPI_Win) -> c_int {
+    unsafe { MPI_Win_unlock(rank, win) }
+}
+
+/// `PMPI_Win_unlock_all`, as MPICH's Fortran bindings call it: traced as `MPI_Win_unlock_all`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Win_unlock_all(win: MPI_Win) -> c_int {
+    unsafe { MPI_Win_unlock_all(win) }
+}
+
+/// `PMPI_Win_wait`, as MPICH's Fortran bindings call it: traced as `MPI_Win_wait`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Win_wait(win: MPI_Win) -> c_int {
+    unsafe { MPI_Win_wait(win) }
+}
