@@ -151,16 +151,7 @@ impl Objects {
     }
 
     fn lookup(&mut self, kind: HandleKind, h: u64) -> HandleRef {
-        if let Some(fixed) = Self::fixed(kind, h) {
-            return fixed;
-        }
-        let table = &mut self.handles[kind as usize];
-        if let Some(&(id, _)) = table.live.get(&h) {
-            return HandleRef::User(id);
-        }
-        let id = table.pool.take();
-        table.live.insert(h, (id, 1));
-        HandleRef::User(id)
+        self.id_of(kind, h, 0)
     }
 
     /// An object a call created. MPI may return a handle that is already
@@ -168,12 +159,18 @@ impl Objects {
     /// more reference.
     pub fn create(&mut self, kind: HandleKind, h: u64) -> HandleRef {
         self.handles[kind as usize].last = None;
+        self.id_of(kind, h, 1)
+    }
+
+    /// The id of `h`, adding `more` references to a live object; an object
+    /// not seen before gets the smallest free id and one reference.
+    fn id_of(&mut self, kind: HandleKind, h: u64, more: u32) -> HandleRef {
         if let Some(fixed) = Self::fixed(kind, h) {
             return fixed;
         }
         let table = &mut self.handles[kind as usize];
         if let Some((id, refs)) = table.live.get_mut(&h) {
-            *refs += 1;
+            *refs += more;
             return HandleRef::User(*id);
         }
         let id = table.pool.take();

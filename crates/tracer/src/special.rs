@@ -8,7 +8,7 @@ use crate::abi::*;
 use crate::call::Call;
 use crate::encoder::Encoder;
 use crate::tracer;
-use mpigram_mpispec::func;
+use mpigram_mpispec::{FuncId, func};
 use mpigram_trace::Ending;
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int};
@@ -367,15 +367,17 @@ pub unsafe extern "C" fn MPI_Waitsome(
     statuses: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_Waitsome();
-    let Some(call) = Call::begin() else {
-        return unsafe { real(incount, requests, outcount, indices, statuses) };
-    };
-    unsafe { save_requests(requests, incount) };
-    let ret = unsafe { real(incount, requests, outcount, indices, statuses) };
-    call.end(func::MPI_Waitsome, ret, |e| unsafe {
-        some_completed(e, incount, requests, outcount, indices, statuses)
-    });
-    ret
+    unsafe {
+        some_call(
+            real,
+            func::MPI_Waitsome,
+            incount,
+            requests,
+            outcount,
+            indices,
+            statuses,
+        )
+    }
 }
 
 /// # Safety
@@ -389,12 +391,41 @@ pub unsafe extern "C" fn MPI_Testsome(
     statuses: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_Testsome();
+    unsafe {
+        some_call(
+            real,
+            func::MPI_Testsome,
+            incount,
+            requests,
+            outcount,
+            indices,
+            statuses,
+        )
+    }
+}
+
+type SomeFn =
+    unsafe extern "C" fn(c_int, *mut MPI_Request, *mut c_int, *mut c_int, *mut MPI_Status) -> c_int;
+
+/// MPI_Waitsome and MPI_Testsome: same parameters, same recording.
+///
+/// # Safety
+/// As `MPI_Waitsome`.
+unsafe fn some_call(
+    real: SomeFn,
+    func: FuncId,
+    incount: c_int,
+    requests: *mut MPI_Request,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut MPI_Status,
+) -> c_int {
     let Some(call) = Call::begin() else {
         return unsafe { real(incount, requests, outcount, indices, statuses) };
     };
     unsafe { save_requests(requests, incount) };
     let ret = unsafe { real(incount, requests, outcount, indices, statuses) };
-    call.end(func::MPI_Testsome, ret, |e| unsafe {
+    call.end(func, ret, |e| unsafe {
         some_completed(e, incount, requests, outcount, indices, statuses)
     });
     ret
