@@ -99,6 +99,8 @@ pub struct RankDecoder<'t> {
     request_names: FxHashMap<(u64, u64), usize>,
     /// Communicator of each live request's operation.
     request_comm: FxHashMap<(u64, u64), Option<HandleRef>>,
+    /// Communicator each window was created over (its group's ranks).
+    win_comm: FxHashMap<HandleRef, HandleRef>,
 }
 
 impl<'t> RankDecoder<'t> {
@@ -113,6 +115,7 @@ impl<'t> RankDecoder<'t> {
             comm_rank: FxHashMap::default(),
             request_names: FxHashMap::default(),
             request_comm: FxHashMap::default(),
+            win_comm: FxHashMap::default(),
         }
     }
 
@@ -137,13 +140,18 @@ impl<'t> RankDecoder<'t> {
             self.next_comm += 1;
         }
         let func = &FUNCS[sig.func as usize];
-        let call_comm = sig
-            .args
-            .iter()
-            .find_map(|v| match v {
-                Value::Handle(HandleKind::Comm, h) => Some(*h),
+        let handle = |kind: HandleKind| {
+            sig.args.iter().find_map(|v| match v {
+                Value::Handle(k, h) if *k == kind => Some(*h),
                 _ => None,
             })
+        };
+        let (comm, win) = (handle(HandleKind::Comm), handle(HandleKind::Win));
+        if let (Some(c), Some(w @ HandleRef::User(_))) = (comm, win) {
+            self.win_comm.insert(w, c); // a window is created over a communicator
+        }
+        let call_comm = comm
+            .or_else(|| win.and_then(|w| self.win_comm.get(&w).copied()))
             .or_else(|| self.requests_comm(&sig.args));
         let mut args = Map::new();
         for (param, value) in func.params.iter().zip(&sig.args) {

@@ -172,7 +172,19 @@ impl Encoder<'_> {
         } else {
             HandleRef::Null
         };
+        if let (HandleKind::Win, HandleRef::User(_), Some(comm)) = (kind, id, self.comm) {
+            // A window's group is its communicator's: ranks in it are encoded against the comm.
+            self.objects.set_win_comm(h, comm);
+        }
         put_handle(self.out, id);
+    }
+
+    /// A rank in `win`'s group: relative to the caller's rank where the
+    /// tracer saw the window created, else absolute.
+    pub fn win_rank(&mut self, v: i64, win: crate::abi::MPI_Win) {
+        let comm = self.objects.win_comm(win.into_handle());
+        let info = comm.and_then(|comm| self.comm_info(comm));
+        put_rank(self.out, Self::rank_value(v, info));
     }
 
     /// An object the call created, read through `p`.

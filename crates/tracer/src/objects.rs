@@ -119,6 +119,8 @@ pub struct Objects {
     pub seq: u64,
     /// Every communicator the caller's rank was learnt for, in call order.
     pub comm_log: Vec<CommRecord>,
+    /// The communicator each window was created over.
+    win_comms: FxHashMap<u64, MPI_Comm>,
     /// Recent buffer lookups.
     pub segments: crate::segments::SegmentCache,
     /// MPI_COMM_WORLD's entry of `comms`, looked up first: most calls use it.
@@ -230,6 +232,14 @@ impl Objects {
                 info,
             });
         }
+    }
+
+    pub fn set_win_comm(&mut self, win: u64, comm: MPI_Comm) {
+        self.win_comms.insert(win, comm);
+    }
+
+    pub fn win_comm(&self, win: u64) -> Option<MPI_Comm> {
+        self.win_comms.get(&win).copied()
     }
 
     #[inline]

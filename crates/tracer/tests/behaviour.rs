@@ -263,3 +263,26 @@ fn fortran_2008_bindings_that_call_pmpi_directly_are_traced() {
         );
     }
 }
+
+#[test]
+fn one_sided_target_ranks_are_relative_to_the_caller() {
+    let run = run_traced("rma_ops", 3, &[], &[]);
+    run.output.assert_success();
+    let trace = assert_trace_is_exact(&run, 3);
+    let put = |r: usize| -> (Vec<u8>, Value) {
+        let rank = &trace.ranks[r];
+        let (seq, call) = decoded(rank)
+            .into_iter()
+            .enumerate()
+            .find(|(_, c)| c.func == "MPI_Put")
+            .unwrap();
+        let bytes = rank.calls().nth(seq).unwrap().to_vec();
+        (bytes, call.args["target_rank"].clone())
+    };
+    let (p0, p1, p2) = (put(0), put(1), put(2));
+    // Each rank puts to its right neighbour: decoded absolute...
+    assert_eq!((p0.1, p1.1, p2.1), (json!(1), json!(2), json!(0)));
+    // ...and recorded relative, so ranks 0 and 1 (both "me+1") have one signature.
+    assert_eq!(p0.0, p1.0);
+    assert_ne!(p1.0, p2.0, "rank 2's right neighbour wraps around: me-2");
+}

@@ -575,10 +575,9 @@ fn type_envelope(e: &Encoder<'_>, datatype: MPI_Datatype) -> Option<[usize; 4]> 
     if ok { Some([count_of(i)?, count_of(a)?, count_of(c)?, count_of(d)?]) } else { None }
 }
 
-/// A rank in `win`'s group. Absolute for now: relative ranks need the
-/// caller's rank in each window's group, which the encoder does not track.
-fn win_rank(e: &mut Encoder<'_>, rank: i64, _win: MPI_Win) {
-    e.rank(rank, MPI_COMM_NULL);
+/// A rank in `win`'s group, relative to the caller's rank in it.
+fn win_rank(e: &mut Encoder<'_>, rank: i64, win: MPI_Win) {
+    e.win_rank(rank, win);
 }
 
 /// The communicator MPI_Comm_idup writes: MPICH assigns its handle at the
