@@ -52,7 +52,7 @@ fn without_yield_leaves_ld_preload_unset_and_env_reaches_ranks() {
         .run()
         .unwrap();
     out.assert_success();
-    assert_eq!(out.stdout, "[unset] [two words]\n");
+    assert_eq!(out.stdout, "[unset] [two words]\n", "{out}");
 }
 
 #[test]
@@ -65,7 +65,8 @@ fn ld_preload_given_as_env_is_merged_with_the_yield_preload() {
         .unwrap();
     assert_eq!(
         out.stdout.trim(),
-        format!("{}:{}", lib.display(), lib.display())
+        format!("{}:{}", lib.display(), lib.display()),
+        "{out}"
     );
 }
 
