@@ -6,7 +6,7 @@
 
 use crate::abi::*;
 use crate::call::Call;
-use crate::encoder::Encoder;
+use crate::encoder::{Encoder, IntoHandle};
 use crate::tracer;
 use mpigram_mpispec::{FuncId, func};
 use mpigram_trace::Ending;
@@ -146,6 +146,26 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
         });
     }
     ret
+}
+
+/// MPI_Abort does not return, and the launcher kills the other ranks: the
+/// call is recorded and this rank's trace written (marked partial) first.
+///
+/// # Safety
+/// As `MPI_Abort`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Abort(comm: MPI_Comm, errorcode: c_int) -> c_int {
+    let real = crate::pmpi::MPI_Abort();
+    if let Some(call) = Call::begin() {
+        call.end(func::MPI_Abort, MPI_SUCCESS, |e| {
+            e.handle(mpigram_mpispec::HandleKind::Comm, comm.into_handle());
+            e.int(errorcode.into());
+        });
+    }
+    if !crate::call::is_off() {
+        tracer::with(|t| t.write(Ending::Abort));
+    }
+    unsafe { real(comm, errorcode) }
 }
 
 /// `MPI_Pcontrol(level, ...)`: 0 pauses recording, any other level resumes

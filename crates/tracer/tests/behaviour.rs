@@ -286,3 +286,30 @@ fn one_sided_target_ranks_are_relative_to_the_caller() {
     assert_eq!(p0.0, p1.0);
     assert_ne!(p1.0, p2.0, "rank 2's right neighbour wraps around: me-2");
 }
+
+#[test]
+fn a_rank_that_calls_mpi_abort_leaves_its_trace_marked_partial() {
+    let run = run_traced("crash_abort", 2, &[], &[]);
+    assert_eq!(run.output.status.code(), Some(42), "{}", run.output);
+    let trace = run.trace();
+    assert!(!trace.is_complete());
+    let aborted = trace
+        .ranks
+        .iter()
+        .find(|r| r.meta.rank == 1)
+        .expect("rank 1's trace is on disk");
+    assert_eq!(aborted.meta.ending, mpigram_trace::Ending::Abort);
+    let calls = decoded(aborted);
+    let last = calls.last().unwrap();
+    assert_eq!(
+        (last.func, &last.args["errorcode"]),
+        ("MPI_Abort", &json!(42))
+    );
+    assert_eq!(
+        calls_of(&calls, "MPI_Barrier").len(),
+        1,
+        "the calls before the abort are all there"
+    );
+    let expected = verify_stream(run.dir.path(), 1);
+    assert_eq!(aborted.calls().count(), expected.len());
+}

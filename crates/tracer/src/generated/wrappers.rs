@@ -267,21 +267,6 @@ unsafe fn new_comm_pending(e: &mut Encoder<'_>, p: *const MPI_Comm) {
 
 // --- Wrappers ---
 
-/// Traces `MPI_Abort`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Abort(comm: MPI_Comm, errorcode: c_int) -> c_int {
-    let real = crate::pmpi::MPI_Abort();
-    let Some(call) = Call::begin() else {
-        return unsafe { real(comm, errorcode) };
-    };
-    let ret = unsafe { real(comm, errorcode) };
-    call.end(func::MPI_Abort, ret, |e| {
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.int(i64::from(errorcode));
-    });
-    ret
-}
-
 /// Traces `MPI_Accumulate`.
 #[allow(clippy::too_many_arguments)]
 #[unsafe(no_mangle)]
@@ -17430,7 +17415,7 @@ pub unsafe extern "C" fn MPI_Win_wait(win: MPI_Win) -> c_int {
 /// `PMPI_Abort`, as MPICH's Fortran bindings call it: traced as `MPI_Abort`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Abort(comm: MPI_Comm, errorcode: c_int) -> c_int {
-    unsafe { MPI_Abort(comm, errorcode) }
+    unsafe { crate::special::MPI_Abort(comm, errorcode) }
 }
 
 /// `PMPI_Add_error_class`, as MPICH's Fortran bindings call it: traced as `MPI_Add_error_class`.
