@@ -75,6 +75,20 @@ struct LiveRequest {
     status_defined: bool,
 }
 
+impl LiveRequest {
+    /// What a call that uses or completes this request sees of it.
+    fn info(&self) -> RequestInfo {
+        RequestInfo {
+            id: RequestRef::Pooled {
+                pool: self.pool,
+                index: self.index,
+            },
+            comm: self.comm,
+            status_defined: self.status_defined,
+        }
+    }
+}
+
 /// A request as the completing call sees it.
 #[derive(Clone, Copy)]
 pub struct RequestInfo {
@@ -290,15 +304,7 @@ impl Objects {
             };
         }
         if let Some(r) = self.requests.live.get(&h).and_then(|q| q.front()) {
-            let id = RequestRef::Pooled {
-                pool: r.pool,
-                index: r.index,
-            };
-            return RequestInfo {
-                id,
-                comm: r.comm,
-                status_defined: r.status_defined,
-            };
+            return r.info();
         }
         let unknown = RequestKind {
             persistent: false,
@@ -321,15 +327,7 @@ impl Objects {
                     q.pop_front();
                     t.ids[r.pool as usize].give_back(r.index);
                 }
-                let id = RequestRef::Pooled {
-                    pool: r.pool,
-                    index: r.index,
-                };
-                return RequestInfo {
-                    id,
-                    comm: r.comm,
-                    status_defined: r.status_defined,
-                };
+                return r.info();
             }
         }
         self.request(h)
