@@ -60,7 +60,12 @@ impl Call {
     /// Ends the call: `encode` writes its arguments.
     #[inline]
     pub fn end(self, func: FuncId, ret: c_int, encode: impl FnOnce(&mut Encoder)) {
-        let end = crate::clock::now();
+        self.end_at(crate::clock::now(), func, ret, encode);
+    }
+
+    /// Ends a call whose MPI part ended at `end` (the tracer did work of
+    /// its own since, which is not the call's time).
+    pub fn end_at(self, end: u64, func: FuncId, ret: c_int, encode: impl FnOnce(&mut Encoder)) {
         self.flag().set(RECORDING);
         crate::tracer::record(func, ret, self.start, end, encode);
     }
@@ -80,17 +85,31 @@ impl Drop for Call {
 }
 
 /// Reads `MPIGRAM_OFF` once: tracing is on unless it is set (and not "0").
-/// Uses getenv, which does not allocate: the allocation hooks call this.
 #[cold]
 fn first_use() -> bool {
-    // SAFETY: getenv with a NUL-terminated name; the result is read at once.
-    let value = unsafe { libc::getenv(c"MPIGRAM_OFF".as_ptr()) };
-    let off = !value.is_null() && {
-        let v = unsafe { std::ffi::CStr::from_ptr(value) }.to_bytes();
-        !v.is_empty() && v != b"0"
-    };
+    let off = env_says_off();
     let _ = STATE.compare_exchange(UNSET, if off { OFF } else { ON }, Relaxed, Relaxed);
     STATE.load(Relaxed) == ON
+}
+
+/// Whether `MPIGRAM_OFF` is set (and not "0"). Uses getenv, which does not
+/// allocate: the allocation hooks reach this.
+fn env_says_off() -> bool {
+    // SAFETY: getenv with a NUL-terminated name; the result is read at once.
+    let value = unsafe { libc::getenv(c"MPIGRAM_OFF".as_ptr()) };
+    !value.is_null() && {
+        let v = unsafe { std::ffi::CStr::from_ptr(value) }.to_bytes();
+        !v.is_empty() && v != b"0"
+    }
+}
+
+/// Whether this process must take part in agreeing on a new
+/// communicator's id although the call is not recorded: yes when recording
+/// is merely paused or was turned off by an error (the other members do
+/// not know), no under `MPIGRAM_OFF` or inside another traced call (a
+/// call the MPI library makes to itself, on every member alike).
+pub fn may_agree() -> bool {
+    INSIDE.with(Cell::get) == OUTSIDE && !env_says_off()
 }
 
 /// MPI_Pcontrol(0): stop recording until [`resume`].

@@ -77,6 +77,8 @@ pub struct Encoder<'a> {
     /// Communicator of each request of a completion call's array, for
     /// the statuses that follow it.
     pub(crate) request_comms: &'a mut Vec<RequestInfo>,
+    /// The communicator MPI_Comm_idup wrote, for the request that follows.
+    pub(crate) idup_comm: Option<MPI_Comm>,
 }
 
 impl Encoder<'_> {
@@ -194,7 +196,7 @@ impl Encoder<'_> {
     pub unsafe fn new_handle_out<H: IntoHandle>(&mut self, kind: HandleKind, p: *const H) {
         match unsafe { self.read(p) } {
             Some(h) if kind == HandleKind::Comm => {
-                self.new_comm(h.into_handle() as u32 as MPI_Comm)
+                self.new_comm(h.into_handle() as u32 as MPI_Comm, None)
             }
             Some(h) => self.new_handle(kind, h.into_handle()),
             None => put_handle(self.out, HandleRef::Null),
@@ -207,24 +209,48 @@ impl Encoder<'_> {
         put_handle(self.out, id);
     }
 
-    /// A communicator the call created: also learns the caller's place in it.
-    pub fn new_comm(&mut self, comm: MPI_Comm) {
+    /// A communicator the call created, named by the id its members agreed
+    /// on (see `crate::agree`); also learns the caller's place in it.
+    pub fn new_comm(&mut self, comm: MPI_Comm, agreed: Option<u64>) {
         if !self.ok {
             put_handle(self.out, HandleRef::Null);
             return;
         }
-        let h = comm.into_handle();
-        let id = self.objects.create(HandleKind::Comm, h);
-        // A communicator from MPI_Comm_idup may not be used before its
-        // request completes: its ranks are learnt at its first use.
-        let pending = FUNCS
-            .get(self.func as usize)
-            .is_some_and(|f| f.name.starts_with("MPI_Comm_idup"));
-        if id != HandleRef::Null && !pending {
+        let id = self.objects.create_comm(comm, agreed);
+        if id != HandleRef::Null {
             if let Some(info) = crate::pmpi_query::comm_info(comm) {
                 self.objects.set_comm(comm, info);
             }
         }
+        put_handle(self.out, id);
+    }
+
+    /// A communicator the call wrote through `p`, with its agreed id.
+    ///
+    /// # Safety
+    /// `p` is NULL or valid for reads when the call succeeded.
+    pub unsafe fn new_comm_out(&mut self, p: *const MPI_Comm, agreed: Option<u64>) {
+        match unsafe { self.read(p) } {
+            Some(comm) => self.new_comm(comm, agreed),
+            None => put_handle(self.out, HandleRef::Null),
+        }
+    }
+
+    /// The communicator MPI_Comm_idup writes: MPICH assigns its handle at
+    /// the call, but it is usable (and its id agreed) only once the request
+    /// completes; until then it has its local id, and its ranks are learnt
+    /// at its first use.
+    ///
+    /// # Safety
+    /// `p` is NULL or valid for reads when the call succeeded.
+    pub unsafe fn new_comm_pending(&mut self, p: *const MPI_Comm) {
+        let id = match unsafe { self.read(p) } {
+            Some(comm) if comm != crate::abi::MPI_COMM_NULL => {
+                self.idup_comm = Some(comm);
+                self.objects.create_comm(comm, None)
+            }
+            _ => HandleRef::Null,
+        };
         put_handle(self.out, id);
     }
 
@@ -242,9 +268,13 @@ impl Encoder<'_> {
     pub unsafe fn new_request(&mut self, p: *const MPI_Request) {
         let kind = request_kind(self.func);
         let id = match unsafe { self.read(p) } {
-            Some(h) => self
-                .objects
-                .create_request(h.into_handle(), self.out, kind, self.comm),
+            Some(h) => self.objects.create_request(
+                h.into_handle(),
+                self.out,
+                kind,
+                self.comm,
+                self.idup_comm.take(),
+            ),
             None => mpigram_mpispec::RequestRef::Null,
         };
         put_request(self.out, id);
@@ -262,7 +292,13 @@ impl Encoder<'_> {
     /// `done`; returns what the status of its completion refers to.
     pub fn completed_request(&mut self, h: MPI_Request, done: bool) -> RequestInfo {
         let info = if done {
-            self.objects.complete_request(h.into_handle())
+            let info = self.objects.complete_request(h.into_handle());
+            if let Some(comm) = info.idup_comm {
+                if let Some(id) = crate::agree::finish(comm) {
+                    self.objects.rebind_comm(comm, id);
+                }
+            }
+            info
         } else {
             self.objects.request(h.into_handle())
         };

@@ -20,6 +20,7 @@
 
 #[path = "generated/abi.rs"]
 mod abi;
+mod agree;
 mod alloc;
 mod call;
 mod clock;

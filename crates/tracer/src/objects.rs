@@ -16,29 +16,63 @@ use crate::encoder::IntoHandle;
 use crate::intern::Interner;
 use mpigram_mpispec::{HandleKind, HandleRef, RequestRef};
 use rustc_hash::FxHashMap;
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 
-/// Ids handed out smallest-free-first.
+/// Ids handed out smallest-free-first, kept as a bitmap of the ids in use
+/// (which is also what ranks exchange to agree on a communicator id).
 #[derive(Default)]
 pub struct IdPool {
-    free: BinaryHeap<Reverse<u64>>,
-    next: u64,
+    used: Vec<u64>,
+    /// No word before this one has a free bit.
+    first_open: usize,
 }
 
 impl IdPool {
     pub fn take(&mut self) -> u64 {
-        match self.free.pop() {
-            Some(Reverse(id)) => id,
-            None => {
-                self.next += 1;
-                self.next - 1
-            }
+        let w = (self.first_open..self.used.len())
+            .find(|&w| self.used[w] != u64::MAX)
+            .unwrap_or(self.used.len());
+        self.first_open = w;
+        let bits = self.used.get(w).copied().unwrap_or(0);
+        let id = w as u64 * 64 + u64::from((!bits).trailing_zeros());
+        self.mark(id);
+        id
+    }
+
+    /// Takes `id` if it is free.
+    pub fn take_id(&mut self, id: u64) -> bool {
+        if self.in_use(id) {
+            return false;
         }
+        self.mark(id);
+        true
     }
 
     pub fn give_back(&mut self, id: u64) {
-        self.free.push(Reverse(id));
+        let w = (id / 64) as usize;
+        if let Some(bits) = self.used.get_mut(w) {
+            *bits &= !(1 << (id % 64));
+            self.first_open = self.first_open.min(w);
+        }
+    }
+
+    pub fn in_use(&self, id: u64) -> bool {
+        self.used
+            .get((id / 64) as usize)
+            .is_some_and(|bits| bits & (1 << (id % 64)) != 0)
+    }
+
+    /// The ids in use, 64 to a word, lowest first.
+    pub fn bitmap(&self) -> &[u64] {
+        &self.used
+    }
+
+    fn mark(&mut self, id: u64) {
+        let w = (id / 64) as usize;
+        if w >= self.used.len() {
+            self.used.resize(w + 1, 0);
+        }
+        self.used[w] |= 1 << (id % 64);
     }
 }
 
@@ -73,6 +107,8 @@ struct LiveRequest {
     /// generalized requests) or leaves its fields undefined (sends,
     /// collectives, RMA).
     status_defined: bool,
+    /// The communicator of MPI_Comm_idup whose id is agreed at completion.
+    idup_comm: Option<MPI_Comm>,
 }
 
 impl LiveRequest {
@@ -85,6 +121,7 @@ impl LiveRequest {
             },
             comm: self.comm,
             status_defined: self.status_defined,
+            idup_comm: self.idup_comm,
         }
     }
 }
@@ -95,6 +132,7 @@ pub struct RequestInfo {
     pub id: RequestRef,
     pub comm: Option<MPI_Comm>,
     pub status_defined: bool,
+    pub idup_comm: Option<MPI_Comm>,
 }
 
 /// How a request was created: what completing it means.
@@ -194,6 +232,42 @@ impl Objects {
         HandleRef::User(id)
     }
 
+    /// A communicator a call created, named by the id its members agreed
+    /// on if there is one and it is free here, else by the smallest free id.
+    pub fn create_comm(&mut self, comm: MPI_Comm, agreed: Option<u64>) -> HandleRef {
+        let (kind, h) = (HandleKind::Comm, comm.into_handle());
+        let table = &mut self.handles[kind as usize];
+        if let Some(id) = agreed {
+            if Self::fixed(kind, h).is_none()
+                && !table.live.contains_key(&h)
+                && table.pool.take_id(id)
+            {
+                table.last = None;
+                table.live.insert(h, (id, 1));
+                return HandleRef::User(id);
+            }
+        }
+        self.create(kind, h)
+    }
+
+    /// The communicator ids in use, 64 to a word (see `crate::agree`).
+    pub fn comm_ids_in_use(&self) -> &[u64] {
+        self.handles[HandleKind::Comm as usize].pool.bitmap()
+    }
+
+    /// The members of `comm` (from MPI_Comm_idup) agreed on `id` when its
+    /// request completed: it is named so from now on, if `id` is free here.
+    pub fn rebind_comm(&mut self, comm: MPI_Comm, id: u64) {
+        let table = &mut self.handles[HandleKind::Comm as usize];
+        if let Some((old, _)) = table.live.get_mut(&comm.into_handle()) {
+            if *old != id && table.pool.take_id(id) {
+                table.pool.give_back(*old);
+                *old = id;
+                table.last = None;
+            }
+        }
+    }
+
     /// An object a call freed (its handle before the call).
     pub fn free(&mut self, kind: HandleKind, h: u64) -> HandleRef {
         self.handles[kind as usize].last = None;
@@ -273,6 +347,7 @@ impl Objects {
         key: &[u8],
         kind: RequestKind,
         comm: Option<MPI_Comm>,
+        idup_comm: Option<MPI_Comm>,
     ) -> RequestRef {
         if h == abi::MPI_REQUEST_NULL.into_handle() {
             return RequestRef::Null;
@@ -290,6 +365,7 @@ impl Objects {
             persistent: kind.persistent,
             comm,
             status_defined: kind.status_defined,
+            idup_comm,
         });
         RequestRef::Pooled { pool, index }
     }
@@ -301,6 +377,7 @@ impl Objects {
                 id: RequestRef::Null,
                 comm: None,
                 status_defined: false,
+                idup_comm: None,
             };
         }
         if let Some(r) = self.requests.live.get(&h).and_then(|q| q.front()) {
@@ -310,11 +387,12 @@ impl Objects {
             persistent: false,
             status_defined: true,
         };
-        let id = self.create_request(h, UNKNOWN_POOL, unknown, None);
+        let id = self.create_request(h, UNKNOWN_POOL, unknown, None, None);
         RequestInfo {
             id,
             comm: None,
             status_defined: true,
+            idup_comm: None,
         }
     }
 
@@ -371,9 +449,9 @@ mod tests {
     #[test]
     fn requests_sharing_a_handle_are_matched_in_creation_order() {
         let mut o = Objects::default();
-        let a = o.create_request(SHARED, b"isend-to-null", ONCE, None);
-        let b = o.create_request(SHARED, b"isend-to-null", ONCE, None);
-        let c = o.create_request(SHARED, b"irecv", ONCE, None);
+        let a = o.create_request(SHARED, b"isend-to-null", ONCE, None, None);
+        let b = o.create_request(SHARED, b"isend-to-null", ONCE, None, None);
+        let c = o.create_request(SHARED, b"irecv", ONCE, None, None);
         assert_eq!(a, RequestRef::Pooled { pool: 0, index: 0 });
         assert_eq!(b, RequestRef::Pooled { pool: 0, index: 1 });
         assert_eq!(c, RequestRef::Pooled { pool: 1, index: 0 });
@@ -381,13 +459,13 @@ mod tests {
         assert_eq!(o.complete_request(SHARED).id, b);
         assert_eq!(o.complete_request(SHARED).id, c);
         // Freed indices are reused smallest first.
-        assert_eq!(o.create_request(SHARED, b"isend-to-null", ONCE, None), a);
+        assert_eq!(o.create_request(SHARED, b"isend-to-null", ONCE, None, None), a);
     }
 
     #[test]
     fn persistent_requests_survive_completion_until_freed() {
         let mut o = Objects::default();
-        let r = o.create_request(7, b"send_init", PERSISTENT, None);
+        let r = o.create_request(7, b"send_init", PERSISTENT, None, None);
         assert_eq!(o.complete_request(7).id, r);
         assert_eq!(o.complete_request(7).id, r);
         assert_eq!(o.free_request(7).id, r);

@@ -135,6 +135,7 @@ pub unsafe extern "C" fn MPI_Init_thread(
 pub unsafe extern "C" fn MPI_Finalize() -> c_int {
     let real = crate::pmpi::MPI_Finalize();
     let call = Call::begin();
+    crate::agree::finish_all();
     let ret = unsafe { real() };
     if let Some(call) = call {
         call.end(func::MPI_Finalize, ret, |_| {});

@@ -101,6 +101,7 @@ pub fn record(func: FuncId, ret: c_int, start: u64, end: u64, encode: impl FnOnc
             comm: None,
             func,
             request_comms: &mut recorder.request_comms,
+            idup_comm: None,
         };
         encode(&mut e);
         recorder.record(func, end.wrapping_sub(start));

@@ -313,3 +313,38 @@ fn a_rank_that_calls_mpi_abort_leaves_its_trace_marked_partial() {
     let expected = verify_stream(run.dir.path(), 1);
     assert_eq!(aborted.calls().count(), expected.len());
 }
+
+/// The halves of a split hold different numbers of communicators, yet every
+/// communicator created afterwards, by every kind of creating call, gets
+/// one id on all its members: the Barrier on it records the same signature
+/// on every rank. A communicator created and freed in a loop keeps its id.
+#[test]
+fn new_communicators_have_one_id_on_every_member() {
+    let run = run_traced("comm_ids", 4, &[], &[]);
+    run.output.assert_success();
+    let trace = assert_trace_is_exact(&run, 4);
+    let barriers: Vec<Vec<DecodedCall>> = trace
+        .ranks
+        .iter()
+        .map(|r| {
+            decoded(r)
+                .into_iter()
+                .filter(|c| c.func == "MPI_Barrier")
+                .collect()
+        })
+        .collect();
+    // dup, split, split_type, create, create_group, idup, Cart_sub, cart,
+    // graph, dist graph, merged, inter, then the loop's ten.
+    assert_eq!(barriers[0].len(), 12 + 10);
+    let comms = |calls: &[DecodedCall]| -> Vec<Value> {
+        calls.iter().map(|c| c.args["comm"].clone()).collect()
+    };
+    let first = comms(&barriers[0]);
+    for (rank, b) in barriers.iter().enumerate() {
+        assert_eq!(comms(b), first, "rank {rank}: communicator ids");
+    }
+    // Odd ranks hold three communicators, even ranks one: the agreed ids
+    // skip the ids the odd ranks use.
+    assert_eq!(first[0], json!("comm3"), "{first:?}");
+    assert!(first[12..].iter().all(|c| *c == first[12]), "{first:?}");
+}

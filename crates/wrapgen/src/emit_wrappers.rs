@@ -158,25 +158,103 @@ fn wrapper(f: &FuncModel) -> Result<String> {
         decl.join(", ")
     );
     let _ = writeln!(s, "    let real = crate::pmpi::{name}();");
-    let _ = writeln!(
-        s,
-        "    let Some(call) = Call::begin() else {{ return unsafe {{ real({args}) }}; }};"
-    );
+    let agreement = agreement(f);
+    match &agreement {
+        None => {
+            let _ = writeln!(
+                s,
+                "    let Some(call) = Call::begin() else {{ return unsafe {{ real({args}) }}; }};"
+            );
+        }
+        Some(a) => {
+            let _ = writeln!(
+                s,
+                "    let Some(call) = Call::begin() else {{\n        let ret = unsafe {{ real({args}) }};\n        unsafe {{ {} }};\n        return ret;\n    }};",
+                a.unrecorded()
+            );
+        }
+    }
     for stmt in &b.before {
         let _ = writeln!(s, "    {stmt}");
     }
     let _ = writeln!(s, "    let ret = unsafe {{ real({args}) }};");
     let closure_arg = if b.encode.is_empty() { "_" } else { "e" };
     let unsafe_kw = if b.needs_unsafe { "unsafe " } else { "" };
+    let end = match &agreement {
+        None => "end(".to_owned(),
+        Some(a) => {
+            let _ = writeln!(s, "    let end = crate::clock::now();");
+            let _ = writeln!(s, "    {}", a.recorded());
+            "end_at(end, ".to_owned()
+        }
+    };
     let _ = writeln!(
         s,
-        "    call.end(func::{name}, {code}, |{closure_arg}| {unsafe_kw}{{"
+        "    call.{end}func::{name}, {code}, |{closure_arg}| {unsafe_kw}{{"
     );
     for stmt in &b.encode {
         let _ = writeln!(s, "        {stmt}");
     }
     s.push_str("    });\n    ret\n}\n");
     Ok(s)
+}
+
+/// How the members of a communicator a function creates agree on its id
+/// (`crate::agree` in the tracer).
+enum Agreement {
+    /// A blocking call: over the new communicator, before recording.
+    Blocking { newcomm: String },
+    /// MPI_Comm_idup: started over the parent, finished at completion.
+    Idup { parent: String, newcomm: String },
+}
+
+/// Communicators whose other side may be a process without the tracer:
+/// not agreed (it would never join the exchange).
+const NOT_AGREED: &[&str] = &[
+    "MPI_Comm_accept",
+    "MPI_Comm_connect",
+    "MPI_Comm_join",
+    "MPI_Comm_spawn",
+    "MPI_Comm_spawn_multiple",
+];
+
+fn agreement(f: &FuncModel) -> Option<Agreement> {
+    if NOT_AGREED.contains(&f.name.as_str()) {
+        return None;
+    }
+    let name = |a: &Action| f.params.iter().find(|p| p.action == *a).map(|p| p.name.clone());
+    if let Some(newcomm) = name(&Action::Out(Out::NewHandle("Comm"))) {
+        return Some(Agreement::Blocking { newcomm });
+    }
+    let newcomm = name(&Action::Out(Out::PendingComm))?;
+    let parent = name(&Action::Value(Scalar::Handle("Comm")))?;
+    Some(Agreement::Idup { parent, newcomm })
+}
+
+impl Agreement {
+    /// Statement run when the call is not recorded.
+    fn unrecorded(&self) -> String {
+        match self {
+            Agreement::Blocking { newcomm } => {
+                format!("crate::agree::unrecorded(ret, {newcomm})")
+            }
+            Agreement::Idup { parent, newcomm } => {
+                format!("crate::agree::start_unrecorded(ret, {parent}, {newcomm})")
+            }
+        }
+    }
+
+    /// Statement run after the call, before recording it.
+    fn recorded(&self) -> String {
+        match self {
+            Agreement::Blocking { newcomm } => {
+                format!("let agreed = unsafe {{ crate::agree::created(ret, {newcomm}) }};")
+            }
+            Agreement::Idup { parent, newcomm } => {
+                format!("unsafe {{ crate::agree::start(ret, {parent}, {newcomm}) }};")
+            }
+        }
+    }
 }
 
 /// Null value a handle read before the call defaults to (NULL pointer).
@@ -214,6 +292,10 @@ fn encode(b: &mut Body<'_>, p: &ParamModel) -> Result<()> {
             } else {
                 format!("e.free_handle(HandleKind::{k}, {n}_before.into_handle());")
             }
+        }
+        Action::Out(Out::NewHandle("Comm")) if agreement(b.f).is_some() => {
+            b.needs_unsafe = true;
+            format!("e.new_comm_out({n}, agreed);")
         }
         Action::Out(o) => {
             b.needs_unsafe = true;
@@ -327,7 +409,7 @@ fn out(o: &Out, p: &str, ct: &CType) -> String {
         Out::Status(Some(c)) => format!("e.status({p}, Some({c}));"),
         Out::Status(None) => format!("e.status({p}, None);"),
         Out::BufferOut => format!("buffer_out(e, {p}.cast_const().cast());"),
-        Out::PendingComm => format!("new_comm_pending(e, {p});"),
+        Out::PendingComm => format!("e.new_comm_pending({p});"),
     }
 }
 
@@ -578,17 +660,6 @@ fn type_envelope(e: &Encoder<'_>, datatype: MPI_Datatype) -> Option<[usize; 4]> 
 /// A rank in `win`'s group, relative to the caller's rank in it.
 fn win_rank(e: &mut Encoder<'_>, rank: i64, win: MPI_Win) {
     e.win_rank(rank, win);
-}
-
-/// The communicator MPI_Comm_idup writes: MPICH assigns its handle at the
-/// call, but it is usable only once the request completes, so it is
-/// recorded as a new object without asking MPI about it.
-///
-/// # Safety
-/// `p` is NULL or valid for reads when the call succeeded.
-unsafe fn new_comm_pending(e: &mut Encoder<'_>, p: *const MPI_Comm) {
-    let h = unsafe { e.read(p) }.unwrap_or(MPI_COMM_NULL);
-    e.new_handle(HandleKind::Comm, h.into_handle());
 }
 
 // --- Wrappers ---

@@ -254,17 +254,6 @@ fn win_rank(e: &mut Encoder<'_>, rank: i64, win: MPI_Win) {
     e.win_rank(rank, win);
 }
 
-/// The communicator MPI_Comm_idup writes: MPICH assigns its handle at the
-/// call, but it is usable only once the request completes, so it is
-/// recorded as a new object without asking MPI about it.
-///
-/// # Safety
-/// `p` is NULL or valid for reads when the call succeeded.
-unsafe fn new_comm_pending(e: &mut Encoder<'_>, p: *const MPI_Comm) {
-    let h = unsafe { e.read(p) }.unwrap_or(MPI_COMM_NULL);
-    e.new_handle(HandleKind::Comm, h.into_handle());
-}
-
 // --- Wrappers ---
 
 /// Traces `MPI_Accumulate`.
@@ -2000,10 +1989,14 @@ pub unsafe extern "C" fn MPI_Cart_create(
 ) -> c_int {
     let real = crate::pmpi::MPI_Cart_create();
     let Some(call) = Call::begin() else {
-        return unsafe { real(comm_old, ndims, dims, periods, reorder, comm_cart) };
+        let ret = unsafe { real(comm_old, ndims, dims, periods, reorder, comm_cart) };
+        unsafe { crate::agree::unrecorded(ret, comm_cart) };
+        return ret;
     };
     let ret = unsafe { real(comm_old, ndims, dims, periods, reorder, comm_cart) };
-    call.end(func::MPI_Cart_create, ret, |e| unsafe {
+    let end = crate::clock::now();
+    let agreed = unsafe { crate::agree::created(ret, comm_cart) };
+    call.end_at(end, func::MPI_Cart_create, ret, |e| unsafe {
         e.handle(HandleKind::Comm, comm_old.into_handle());
         e.int(i64::from(ndims));
         let dims_len = count_of(ndims);
@@ -2011,7 +2004,7 @@ pub unsafe extern "C" fn MPI_Cart_create(
         let periods_len = count_of(ndims);
         array(e, periods, periods_len, |e, v| e.int(i64::from(v)));
         e.int(i64::from(reorder));
-        e.new_handle_out(HandleKind::Comm, comm_cart);
+        e.new_comm_out(comm_cart, agreed);
     });
     ret
 }
@@ -2135,14 +2128,18 @@ pub unsafe extern "C" fn MPI_Cart_sub(
 ) -> c_int {
     let real = crate::pmpi::MPI_Cart_sub();
     let Some(call) = Call::begin() else {
-        return unsafe { real(comm, remain_dims, newcomm) };
+        let ret = unsafe { real(comm, remain_dims, newcomm) };
+        unsafe { crate::agree::unrecorded(ret, newcomm) };
+        return ret;
     };
     let ret = unsafe { real(comm, remain_dims, newcomm) };
-    call.end(func::MPI_Cart_sub, ret, |e| unsafe {
+    let end = crate::clock::now();
+    let agreed = unsafe { crate::agree::created(ret, newcomm) };
+    call.end_at(end, func::MPI_Cart_sub, ret, |e| unsafe {
         e.handle(HandleKind::Comm, comm.into_handle());
         let remain_dims_len = cart_ndims(e, comm);
         array(e, remain_dims, remain_dims_len, |e, v| e.int(i64::from(v)));
-        e.new_handle_out(HandleKind::Comm, newcomm);
+        e.new_comm_out(newcomm, agreed);
     });
     ret
 }
@@ -2278,13 +2275,17 @@ pub unsafe extern "C" fn MPI_Comm_create(
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_create();
     let Some(call) = Call::begin() else {
-        return unsafe { real(comm, group, newcomm) };
+        let ret = unsafe { real(comm, group, newcomm) };
+        unsafe { crate::agree::unrecorded(ret, newcomm) };
+        return ret;
     };
     let ret = unsafe { real(comm, group, newcomm) };
-    call.end(func::MPI_Comm_create, ret, |e| unsafe {
+    let end = crate::clock::now();
+    let agreed = unsafe { crate::agree::created(ret, newcomm) };
+    call.end_at(end, func::MPI_Comm_create, ret, |e| unsafe {
         e.handle(HandleKind::Comm, comm.into_handle());
         e.handle(HandleKind::Group, group.into_handle());
-        e.new_handle_out(HandleKind::Comm, newcomm);
+        e.new_comm_out(newcomm, agreed);
     });
     ret
 }
@@ -2318,15 +2319,19 @@ pub unsafe extern "C" fn MPI_Comm_create_from_group(
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_create_from_group();
     let Some(call) = Call::begin() else {
-        return unsafe { real(group, stringtag, info, errhandler, newcomm) };
+        let ret = unsafe { real(group, stringtag, info, errhandler, newcomm) };
+        unsafe { crate::agree::unrecorded(ret, newcomm) };
+        return ret;
     };
     let ret = unsafe { real(group, stringtag, info, errhandler, newcomm) };
-    call.end(func::MPI_Comm_create_from_group, ret, |e| unsafe {
+    let end = crate::clock::now();
+    let agreed = unsafe { crate::agree::created(ret, newcomm) };
+    call.end_at(end, func::MPI_Comm_create_from_group, ret, |e| unsafe {
         e.handle(HandleKind::Group, group.into_handle());
         e.string(stringtag);
         e.handle(HandleKind::Info, info.into_handle());
         e.handle(HandleKind::Errhandler, errhandler.into_handle());
-        e.new_handle_out(HandleKind::Comm, newcomm);
+        e.new_comm_out(newcomm, agreed);
     });
     ret
 }
@@ -2341,14 +2346,18 @@ pub unsafe extern "C" fn MPI_Comm_create_group(
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_create_group();
     let Some(call) = Call::begin() else {
-        return unsafe { real(comm, group, tag, newcomm) };
+        let ret = unsafe { real(comm, group, tag, newcomm) };
+        unsafe { crate::agree::unrecorded(ret, newcomm) };
+        return ret;
     };
     let ret = unsafe { real(comm, group, tag, newcomm) };
-    call.end(func::MPI_Comm_create_group, ret, |e| unsafe {
+    let end = crate::clock::now();
+    let agreed = unsafe { crate::agree::created(ret, newcomm) };
+    call.end_at(end, func::MPI_Comm_create_group, ret, |e| unsafe {
         e.handle(HandleKind::Comm, comm.into_handle());
         e.handle(HandleKind::Group, group.into_handle());
         e.tag(i64::from(tag));
-        e.new_handle_out(HandleKind::Comm, newcomm);
+        e.new_comm_out(newcomm, agreed);
     });
     ret
 }
@@ -2424,12 +2433,16 @@ pub unsafe extern "C" fn MPI_Comm_disconnect(comm: *mut MPI_Comm) -> c_int {
 pub unsafe extern "C" fn MPI_Comm_dup(comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
     let real = crate::pmpi::MPI_Comm_dup();
     let Some(call) = Call::begin() else {
-        return unsafe { real(comm, newcomm) };
+        let ret = unsafe { real(comm, newcomm) };
+        unsafe { crate::agree::unrecorded(ret, newcomm) };
+        return ret;
     };
     let ret = unsafe { real(comm, newcomm) };
-    call.end(func::MPI_Comm_dup, ret, |e| unsafe {
+    let end = crate::clock::now();
+    let agreed = unsafe { crate::agree::created(ret, newcomm) };
+    call.end_at(end, func::MPI_Comm_dup, ret, |e| unsafe {
         e.handle(HandleKind::Comm, comm.into_handle());
-        e.new_handle_out(HandleKind::Comm, newcomm);
+        e.new_comm_out(newcomm, agreed);
     });
     ret
 }
@@ -2443,13 +2456,17 @@ pub unsafe extern "C" fn MPI_Comm_dup_with_info(
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_dup_with_info();
     let Some(call) = Call::begin() else {
-        return unsafe { real(comm, info, newcomm) };
+        let ret = unsafe { real(comm, info, newcomm) };
+        unsafe { crate::agree::unrecorded(ret, newcomm) };
+        return ret;
     };
     let ret = unsafe { real(comm, info, newcomm) };
-    call.end(func::MPI_Comm_dup_with_info, ret, |e| unsafe {
+    let end = crate::clock::now();
+    let agreed = unsafe { crate::agree::created(ret, newcomm) };
+    call.end_at(end, func::MPI_Comm_dup_with_info, ret, |e| unsafe {
         e.handle(HandleKind::Comm, comm.into_handle());
         e.handle(HandleKind::Info, info.into_handle());
-        e.new_handle_out(HandleKind::Comm, newcomm);
+        e.new_comm_out(newcomm, agreed);
     });
     ret
 }
@@ -2598,12 +2615,16 @@ pub unsafe extern "C" fn MPI_Comm_idup(
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_idup();
     let Some(call) = Call::begin() else {
-        return unsafe { real(comm, newcomm, request) };
+        let ret = unsafe { real(comm, newcomm, request) };
+        unsafe { crate::agree::start_unrecorded(ret, comm, newcomm) };
+        return ret;
     };
     let ret = unsafe { real(comm, newcomm, request) };
-    call.end(func::MPI_Comm_idup, ret, |e| unsafe {
+    let end = crate::clock::now();
+    unsafe { crate::agree::start(ret, comm, newcomm) };
+    call.end_at(end, func::MPI_Comm_idup, ret, |e| unsafe {
         e.handle(HandleKind::Comm, comm.into_handle());
-        new_comm_pending(e, newcomm);
+        e.new_comm_pending(newcomm);
         e.new_request(request);
     });
     ret
@@ -2619,13 +2640,17 @@ pub unsafe extern "C" fn MPI_Comm_idup_with_info(
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_idup_with_info();
     let Some(call) = Call::begin() else {
-        return unsafe { real(comm, info, newcomm, request) };
+        let ret = unsafe { real(comm, info, newcomm, request) };
+        unsafe { crate::agree::start_unrecorded(ret, comm, newcomm) };
+        return ret;
     };
     let ret = unsafe { real(comm, info, newcomm, request) };
-    call.end(func::MPI_Comm_idup_with_info, ret, |e| unsafe {
+    let end = crate::clock::now();
+    unsafe { crate::agree::start(ret, comm, newcomm) };
+    call.end_at(end, func::MPI_Comm_idup_with_info, ret, |e| unsafe {
         e.handle(HandleKind::Comm, comm.into_handle());
         e.handle(HandleKind::Info, info.into_handle());
-        new_comm_pending(e, newcomm);
+        e.new_comm_pending(newcomm);
         e.new_request(request);
     });
     ret
@@ -2946,14 +2971,18 @@ pub unsafe extern "C" fn MPI_Comm_split(
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_split();
     let Some(call) = Call::begin() else {
-        return unsafe { real(comm, color, key, newcomm) };
+        let ret = unsafe { real(comm, color, key, newcomm) };
+        unsafe { crate::agree::unrecorded(ret, newcomm) };
+        return ret;
     };
     let ret = unsafe { real(comm, color, key, newcomm) };
-    call.end(func::MPI_Comm_split, ret, |e| unsafe {
+    let end = crate::clock::now();
+    let agreed = unsafe { crate::agree::created(ret, newcomm) };
+    call.end_at(end, func::MPI_Comm_split, ret, |e| unsafe {
         e.handle(HandleKind::Comm, comm.into_handle());
         e.int(i64::from(color));
         e.int(i64::from(key));
-        e.new_handle_out(HandleKind::Comm, newcomm);
+        e.new_comm_out(newcomm, agreed);
     });
     ret
 }
@@ -2969,15 +2998,19 @@ pub unsafe extern "C" fn MPI_Comm_split_type(
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_split_type();
     let Some(call) = Call::begin() else {
-        return unsafe { real(comm, split_type, key, info, newcomm) };
+        let ret = unsafe { real(comm, split_type, key, info, newcomm) };
+        unsafe { crate::agree::unrecorded(ret, newcomm) };
+        return ret;
     };
     let ret = unsafe { real(comm, split_type, key, info, newcomm) };
-    call.end(func::MPI_Comm_split_type, ret, |e| unsafe {
+    let end = crate::clock::now();
+    let agreed = unsafe { crate::agree::created(ret, newcomm) };
+    call.end_at(end, func::MPI_Comm_split_type, ret, |e| unsafe {
         e.handle(HandleKind::Comm, comm.into_handle());
         e.int(i64::from(split_type));
         e.int(i64::from(key));
         e.handle(HandleKind::Info, info.into_handle());
-        e.new_handle_out(HandleKind::Comm, newcomm);
+        e.new_comm_out(newcomm, agreed);
     });
     ret
 }
@@ -3078,7 +3111,7 @@ pub unsafe extern "C" fn MPI_Dist_graph_create(
 ) -> c_int {
     let real = crate::pmpi::MPI_Dist_graph_create();
     let Some(call) = Call::begin() else {
-        return unsafe {
+        let ret = unsafe {
             real(
                 comm_old,
                 n,
@@ -3091,6 +3124,8 @@ pub unsafe extern "C" fn MPI_Dist_graph_create(
                 comm_dist_graph,
             )
         };
+        unsafe { crate::agree::unrecorded(ret, comm_dist_graph) };
+        return ret;
     };
     let ret = unsafe {
         real(
@@ -3105,7 +3140,9 @@ pub unsafe extern "C" fn MPI_Dist_graph_create(
             comm_dist_graph,
         )
     };
-    call.end(func::MPI_Dist_graph_create, ret, |e| unsafe {
+    let end = crate::clock::now();
+    let agreed = unsafe { crate::agree::created(ret, comm_dist_graph) };
+    call.end_at(end, func::MPI_Dist_graph_create, ret, |e| unsafe {
         e.handle(HandleKind::Comm, comm_old.into_handle());
         e.int(i64::from(n));
         let sources_len = count_of(n);
@@ -3120,7 +3157,7 @@ pub unsafe extern "C" fn MPI_Dist_graph_create(
         array(e, weights, weights_len, |e, v| e.int(i64::from(v)));
         e.handle(HandleKind::Info, info.into_handle());
         e.int(i64::from(reorder));
-        e.new_handle_out(HandleKind::Comm, comm_dist_graph);
+        e.new_comm_out(comm_dist_graph, agreed);
     });
     ret
 }
@@ -3142,7 +3179,7 @@ pub unsafe extern "C" fn MPI_Dist_graph_create_adjacent(
 ) -> c_int {
     let real = crate::pmpi::MPI_Dist_graph_create_adjacent();
     let Some(call) = Call::begin() else {
-        return unsafe {
+        let ret = unsafe {
             real(
                 comm_old,
                 indegree,
@@ -3156,6 +3193,8 @@ pub unsafe extern "C" fn MPI_Dist_graph_create_adjacent(
                 comm_dist_graph,
             )
         };
+        unsafe { crate::agree::unrecorded(ret, comm_dist_graph) };
+        return ret;
     };
     let ret = unsafe {
         real(
@@ -3171,7 +3210,9 @@ pub unsafe extern "C" fn MPI_Dist_graph_create_adjacent(
             comm_dist_graph,
         )
     };
-    call.end(func::MPI_Dist_graph_create_adjacent, ret, |e| unsafe {
+    let end = crate::clock::now();
+    let agreed = unsafe { crate::agree::created(ret, comm_dist_graph) };
+    call.end_at(end, func::MPI_Dist_graph_create_adjacent, ret, |e| unsafe {
         e.handle(HandleKind::Comm, comm_old.into_handle());
         e.int(i64::from(indegree));
         let sources_len = count_of(indegree);
@@ -3189,7 +3230,7 @@ pub unsafe extern "C" fn MPI_Dist_graph_create_adjacent(
         array(e, destweights, destweights_len, |e, v| e.int(i64::from(v)));
         e.handle(HandleKind::Info, info.into_handle());
         e.int(i64::from(reorder));
-        e.new_handle_out(HandleKind::Comm, comm_dist_graph);
+        e.new_comm_out(comm_dist_graph, agreed);
     });
     ret
 }
@@ -6349,10 +6390,14 @@ pub unsafe extern "C" fn MPI_Graph_create(
 ) -> c_int {
     let real = crate::pmpi::MPI_Graph_create();
     let Some(call) = Call::begin() else {
-        return unsafe { real(comm_old, nnodes, index, edges, reorder, comm_graph) };
+        let ret = unsafe { real(comm_old, nnodes, index, edges, reorder, comm_graph) };
+        unsafe { crate::agree::unrecorded(ret, comm_graph) };
+        return ret;
     };
     let ret = unsafe { real(comm_old, nnodes, index, edges, reorder, comm_graph) };
-    call.end(func::MPI_Graph_create, ret, |e| unsafe {
+    let end = crate::clock::now();
+    let agreed = unsafe { crate::agree::created(ret, comm_graph) };
+    call.end_at(end, func::MPI_Graph_create, ret, |e| unsafe {
         e.handle(HandleKind::Comm, comm_old.into_handle());
         e.int(i64::from(nnodes));
         let index_len = count_of(nnodes);
@@ -6360,7 +6405,7 @@ pub unsafe extern "C" fn MPI_Graph_create(
         let edges_len = last_of(index, count_of(nnodes));
         array(e, edges, edges_len, |e, v| e.int(i64::from(v)));
         e.int(i64::from(reorder));
-        e.new_handle_out(HandleKind::Comm, comm_graph);
+        e.new_comm_out(comm_graph, agreed);
     });
     ret
 }
@@ -8479,7 +8524,7 @@ pub unsafe extern "C" fn MPI_Intercomm_create(
 ) -> c_int {
     let real = crate::pmpi::MPI_Intercomm_create();
     let Some(call) = Call::begin() else {
-        return unsafe {
+        let ret = unsafe {
             real(
                 local_comm,
                 local_leader,
@@ -8489,6 +8534,8 @@ pub unsafe extern "C" fn MPI_Intercomm_create(
                 newintercomm,
             )
         };
+        unsafe { crate::agree::unrecorded(ret, newintercomm) };
+        return ret;
     };
     let ret = unsafe {
         real(
@@ -8500,13 +8547,15 @@ pub unsafe extern "C" fn MPI_Intercomm_create(
             newintercomm,
         )
     };
-    call.end(func::MPI_Intercomm_create, ret, |e| unsafe {
+    let end = crate::clock::now();
+    let agreed = unsafe { crate::agree::created(ret, newintercomm) };
+    call.end_at(end, func::MPI_Intercomm_create, ret, |e| unsafe {
         e.handle(HandleKind::Comm, local_comm.into_handle());
         e.rank(i64::from(local_leader), local_comm);
         e.handle(HandleKind::Comm, peer_comm.into_handle());
         e.rank(i64::from(remote_leader), peer_comm);
         e.tag(i64::from(tag));
-        e.new_handle_out(HandleKind::Comm, newintercomm);
+        e.new_comm_out(newintercomm, agreed);
     });
     ret
 }
@@ -8526,7 +8575,7 @@ pub unsafe extern "C" fn MPI_Intercomm_create_from_groups(
 ) -> c_int {
     let real = crate::pmpi::MPI_Intercomm_create_from_groups();
     let Some(call) = Call::begin() else {
-        return unsafe {
+        let ret = unsafe {
             real(
                 local_group,
                 local_leader,
@@ -8538,6 +8587,8 @@ pub unsafe extern "C" fn MPI_Intercomm_create_from_groups(
                 newintercomm,
             )
         };
+        unsafe { crate::agree::unrecorded(ret, newintercomm) };
+        return ret;
     };
     let ret = unsafe {
         real(
@@ -8551,16 +8602,23 @@ pub unsafe extern "C" fn MPI_Intercomm_create_from_groups(
             newintercomm,
         )
     };
-    call.end(func::MPI_Intercomm_create_from_groups, ret, |e| unsafe {
-        e.handle(HandleKind::Group, local_group.into_handle());
-        e.int(i64::from(local_leader));
-        e.handle(HandleKind::Group, remote_group.into_handle());
-        e.int(i64::from(remote_leader));
-        e.string(stringtag);
-        e.handle(HandleKind::Info, info.into_handle());
-        e.handle(HandleKind::Errhandler, errhandler.into_handle());
-        e.new_handle_out(HandleKind::Comm, newintercomm);
-    });
+    let end = crate::clock::now();
+    let agreed = unsafe { crate::agree::created(ret, newintercomm) };
+    call.end_at(
+        end,
+        func::MPI_Intercomm_create_from_groups,
+        ret,
+        |e| unsafe {
+            e.handle(HandleKind::Group, local_group.into_handle());
+            e.int(i64::from(local_leader));
+            e.handle(HandleKind::Group, remote_group.into_handle());
+            e.int(i64::from(remote_leader));
+            e.string(stringtag);
+            e.handle(HandleKind::Info, info.into_handle());
+            e.handle(HandleKind::Errhandler, errhandler.into_handle());
+            e.new_comm_out(newintercomm, agreed);
+        },
+    );
     ret
 }
 
@@ -8573,13 +8631,17 @@ pub unsafe extern "C" fn MPI_Intercomm_merge(
 ) -> c_int {
     let real = crate::pmpi::MPI_Intercomm_merge();
     let Some(call) = Call::begin() else {
-        return unsafe { real(intercomm, high, newintracomm) };
+        let ret = unsafe { real(intercomm, high, newintracomm) };
+        unsafe { crate::agree::unrecorded(ret, newintracomm) };
+        return ret;
     };
     let ret = unsafe { real(intercomm, high, newintracomm) };
-    call.end(func::MPI_Intercomm_merge, ret, |e| unsafe {
+    let end = crate::clock::now();
+    let agreed = unsafe { crate::agree::created(ret, newintracomm) };
+    call.end_at(end, func::MPI_Intercomm_merge, ret, |e| unsafe {
         e.handle(HandleKind::Comm, intercomm.into_handle());
         e.int(i64::from(high));
-        e.new_handle_out(HandleKind::Comm, newintracomm);
+        e.new_comm_out(newintracomm, agreed);
     });
     ret
 }

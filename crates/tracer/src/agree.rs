@@ -1,0 +1,258 @@
+//! Communicator ids agreed by the members of each new communicator, so
+//! that equal calls on different ranks encode to equal bytes even when the
+//! ranks hold different sets of communicators (a split whose halves then
+//! create different numbers of sub-communicators, say).
+//!
+//! When a call creates a communicator, every member contributes the bitmap
+//! of communicator ids it has in use; a bitwise-OR all-reduce over the new
+//! communicator gives the ids in use anywhere among the members, and each
+//! member names the communicator by the smallest id free everywhere. Ids
+//! are reused once freed, so a loop that creates and frees a communicator
+//! records the same id every iteration.
+//!
+//! - An inter-communicator is agreed over the intra-communicator of both
+//!   groups (MPI_Intercomm_merge), freed at once.
+//! - MPI_Comm_idup's communicator may not be used before its request
+//!   completes, and blocking in the call could deadlock a valid program.
+//!   So the idup call starts a non-blocking all-reduce over the *parent*
+//!   (which every member of the new communicator belongs to) and names the
+//!   communicator by its local id; when the request completes, the
+//!   communicator takes the agreed id (the same one unless the members'
+//!   id use differed).
+//! - Communicators from MPI_Comm_spawn, connect/accept and join are not
+//!   agreed: their other side may be a process without the tracer, which
+//!   would never join the all-reduce.
+//!
+//! Every member must take part, or the others wait forever: agreement runs
+//! whether or not recording is paused (MPI_Pcontrol) or was turned off by
+//! an internal error; only `MPIGRAM_OFF` (set for the whole job) and calls
+//! the MPI library makes to itself skip it. The messages use the new
+//! communicator's (or parent's) collective context, which the application
+//! cannot have used yet for this operation, and every one is completed
+//! ([`finish_all`] at MPI_Finalize).
+
+use crate::abi::{
+    MPI_BOR, MPI_COMM_NULL, MPI_Comm, MPI_REQUEST_NULL, MPI_Request, MPI_STATUS_IGNORE,
+    MPI_SUCCESS, MPI_UINT64_T,
+};
+use std::ffi::c_int;
+use std::sync::Mutex;
+
+/// Words of the exchanged bitmap: ids 0..=510; the last bit says that some
+/// member has an id above that in use (then the local id is kept).
+const WORDS: usize = 8;
+const OVERFLOW: u64 = 1 << 63;
+
+type Bits = [u64; WORDS];
+
+/// The communicator ids this process has in use.
+fn local_bits() -> Bits {
+    let mut bits = [0; WORDS];
+    crate::tracer::with(|t| {
+        for (w, &used) in t.objects.comm_ids_in_use().iter().enumerate() {
+            match bits.get_mut(w) {
+                Some(b) => *b = used,
+                None if used != 0 => bits[WORDS - 1] |= OVERFLOW,
+                None => {}
+            }
+        }
+    });
+    bits
+}
+
+/// The smallest id free on every member, unless some member overflows
+/// the bitmap.
+fn smallest_free(all: &Bits) -> Option<u64> {
+    if all[WORDS - 1] & OVERFLOW != 0 {
+        return None;
+    }
+    all.iter()
+        .enumerate()
+        .find(|(_, w)| **w != u64::MAX)
+        .map(|(w, bits)| w as u64 * 64 + u64::from((!bits).trailing_zeros()))
+}
+
+/// Agrees on the id of the communicator a blocking call wrote to
+/// `newcomm`; `None` if the call failed, gave MPI_COMM_NULL or the
+/// exchange failed.
+///
+/// # Safety
+/// `newcomm` is NULL or valid for reads when `ret` is MPI_SUCCESS.
+pub unsafe fn created(ret: c_int, newcomm: *const MPI_Comm) -> Option<u64> {
+    let comm = unsafe { new_comm(ret, newcomm) }?;
+    let mine = local_bits();
+    let mut all: Bits = [0; WORDS];
+    let mut inter: c_int = 0;
+    // SAFETY: PMPI calls on a valid communicator with local buffers of
+    // WORDS elements.
+    let rc = unsafe {
+        if crate::pmpi::MPI_Comm_test_inter()(comm, &mut inter) != MPI_SUCCESS {
+            return None;
+        }
+        if inter == 0 {
+            bor(&mine, &mut all, comm)
+        } else {
+            let mut merged = MPI_COMM_NULL;
+            if crate::pmpi::MPI_Intercomm_merge()(comm, 0, &mut merged) != MPI_SUCCESS {
+                return None;
+            }
+            let rc = bor(&mine, &mut all, merged);
+            crate::pmpi::MPI_Comm_free()(&mut merged);
+            rc
+        }
+    };
+    (rc == MPI_SUCCESS).then(|| smallest_free(&all)).flatten()
+}
+
+/// # Safety
+/// As for [`created`].
+unsafe fn new_comm(ret: c_int, newcomm: *const MPI_Comm) -> Option<MPI_Comm> {
+    if ret != MPI_SUCCESS || newcomm.is_null() {
+        return None;
+    }
+    let comm = unsafe { *newcomm };
+    (comm != MPI_COMM_NULL).then_some(comm)
+}
+
+/// # Safety
+/// `comm` is a valid intra-communicator.
+unsafe fn bor(mine: &Bits, all: &mut Bits, comm: MPI_Comm) -> c_int {
+    unsafe {
+        crate::pmpi::MPI_Allreduce()(
+            mine.as_ptr().cast(),
+            all.as_mut_ptr().cast(),
+            WORDS as c_int,
+            MPI_UINT64_T,
+            MPI_BOR,
+            comm,
+        )
+    }
+}
+
+/// A created communicator that was not recorded (recording paused or off):
+/// its members still agree, and the tracer remembers the id for later use.
+///
+/// # Safety
+/// As for [`created`].
+pub unsafe fn unrecorded(ret: c_int, newcomm: *const MPI_Comm) {
+    if !crate::call::may_agree() {
+        return;
+    }
+    if let Some(id) = unsafe { created(ret, newcomm) } {
+        let comm = unsafe { *newcomm };
+        crate::tracer::with(|t| t.objects.create_comm(comm, Some(id)));
+    }
+}
+
+/// An agreement in flight for a communicator from MPI_Comm_idup.
+struct Pending {
+    comm: MPI_Comm,
+    request: MPI_Request,
+    /// Buffers of the non-blocking all-reduce, boxed: they must not move.
+    mine: Box<Bits>,
+    all: Box<Bits>,
+}
+
+// SAFETY: the raw handles are plain integers in MPICH's ABI; the buffers
+// are owned.
+unsafe impl Send for Pending {}
+
+static PENDING: Mutex<Vec<Pending>> = Mutex::new(Vec::new());
+
+/// MPI_Comm_idup over `parent` wrote `newcomm`: starts the agreement.
+///
+/// # Safety
+/// As for [`created`].
+pub unsafe fn start(ret: c_int, parent: MPI_Comm, newcomm: *const MPI_Comm) {
+    let Some(comm) = (unsafe { new_comm(ret, newcomm) }) else {
+        return;
+    };
+    let mut inter: c_int = 0;
+    // SAFETY: the parent is valid (the call succeeded).
+    if unsafe { crate::pmpi::MPI_Comm_test_inter()(parent, &mut inter) } != MPI_SUCCESS
+        || inter != 0
+    {
+        // An all-reduce over an inter-communicator gives each group the
+        // other's bits only: the local id is kept.
+        return;
+    }
+    let mut p = Pending {
+        comm,
+        request: MPI_REQUEST_NULL,
+        mine: Box::new(local_bits()),
+        all: Box::new([0; WORDS]),
+    };
+    // SAFETY: the boxed buffers live in PENDING until the request completes.
+    let rc = unsafe {
+        crate::pmpi::MPI_Iallreduce()(
+            p.mine.as_ptr().cast(),
+            p.all.as_mut_ptr().cast(),
+            WORDS as c_int,
+            MPI_UINT64_T,
+            MPI_BOR,
+            parent,
+            &mut p.request,
+        )
+    };
+    if rc == MPI_SUCCESS {
+        lock().push(p);
+    }
+}
+
+/// MPI_Comm_idup in a call that is not recorded: members still agree.
+///
+/// # Safety
+/// As for [`created`].
+pub unsafe fn start_unrecorded(ret: c_int, parent: MPI_Comm, newcomm: *const MPI_Comm) {
+    if crate::call::may_agree() {
+        unsafe { start(ret, parent, newcomm) };
+    }
+}
+
+/// The request of MPI_Comm_idup for `comm` completed: the agreed id, if
+/// the agreement was started.
+pub fn finish(comm: MPI_Comm) -> Option<u64> {
+    let mut pending = lock();
+    let i = pending.iter().position(|p| p.comm == comm)?;
+    let mut p = pending.swap_remove(i);
+    drop(pending);
+    complete(&mut p).then(|| smallest_free(&p.all)).flatten()
+}
+
+/// Completes every agreement still in flight (MPI_Finalize): the tracer
+/// leaves no message behind.
+pub fn finish_all() {
+    let pending = std::mem::take(&mut *lock());
+    for mut p in pending {
+        complete(&mut p);
+    }
+}
+
+fn complete(p: &mut Pending) -> bool {
+    // SAFETY: a request the tracer started, with buffers still alive.
+    unsafe { crate::pmpi::MPI_Wait()(&mut p.request, MPI_STATUS_IGNORE) == MPI_SUCCESS }
+}
+
+fn lock() -> std::sync::MutexGuard<'static, Vec<Pending>> {
+    PENDING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_smallest_id_free_on_every_member_is_chosen() {
+        let mut all = [0; WORDS];
+        assert_eq!(smallest_free(&all), Some(0));
+        all[0] = 0b1011;
+        assert_eq!(smallest_free(&all), Some(2));
+        all[0] = u64::MAX;
+        all[1] = 1;
+        assert_eq!(smallest_free(&all), Some(65));
+        all[WORDS - 1] = OVERFLOW;
+        assert_eq!(smallest_free(&all), None, "a member has ids beyond the bitmap");
+    }
+}
