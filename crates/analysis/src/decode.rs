@@ -6,7 +6,7 @@ use mpigram_mpispec::{
     BufferRef, Enc, FUNCS, HandleKind, HandleRef, Rank, RequestRef, Signature, Status, Value,
     decode_signature, predefined,
 };
-use mpigram_trace::RankTrace;
+use mpigram_trace::{RankPart, Trace};
 use rustc_hash::FxHashMap;
 use serde_json::{Map, Value as Json, json};
 
@@ -86,7 +86,8 @@ pub struct DecodeError {
 
 /// The calls of one rank, decoded in order.
 pub struct RankDecoder<'t> {
-    trace: &'t RankTrace,
+    trace: &'t Trace,
+    part: &'t RankPart,
     terminals: Box<dyn Iterator<Item = u32> + 't>,
     /// Signatures decoded so far, by terminal.
     signatures: Vec<Option<Signature>>,
@@ -104,10 +105,11 @@ pub struct RankDecoder<'t> {
 }
 
 impl<'t> RankDecoder<'t> {
-    pub fn new(trace: &'t RankTrace) -> RankDecoder<'t> {
-        let terminals = trace.grammar.expand(trace.meta.rank).into_iter().flatten();
+    pub fn new(trace: &'t Trace, part: &'t RankPart) -> RankDecoder<'t> {
+        let terminals = trace.grammar.expand(part.meta.rank).into_iter().flatten();
         RankDecoder {
             trace,
+            part,
             terminals: Box::new(terminals),
             signatures: vec![None; trace.signatures.len()],
             seq: 0,
@@ -133,7 +135,7 @@ impl<'t> RankDecoder<'t> {
     fn decode(&mut self, terminal: u32) -> Result<DecodedCall, String> {
         let sig = self.signature(terminal)?;
         // The rank's place in communicators learnt up to this call.
-        let comms = &self.trace.comms;
+        let comms = &self.part.comms;
         while self.next_comm < comms.len() && comms[self.next_comm].seq <= self.seq {
             let c = comms[self.next_comm];
             self.comm_rank.insert(c.comm, c.rank);
@@ -162,7 +164,7 @@ impl<'t> RankDecoder<'t> {
             args.insert(param.name.to_owned(), rendered);
         }
         Ok(DecodedCall {
-            rank: self.trace.meta.rank,
+            rank: self.part.meta.rank,
             seq: self.seq,
             func: func.name,
             ret: sig.ret,
@@ -250,7 +252,7 @@ impl<'t> RankDecoder<'t> {
     fn my_rank(&self, comm: Option<HandleRef>) -> Option<u32> {
         match comm? {
             HandleRef::Predefined(id) => match predefined(HandleKind::Comm).get(id as usize) {
-                Some(&"MPI_COMM_WORLD") => Some(self.trace.meta.rank),
+                Some(&"MPI_COMM_WORLD") => Some(self.part.meta.rank),
                 Some(&"MPI_COMM_SELF") => Some(0),
                 _ => None,
             },
@@ -287,7 +289,7 @@ impl Iterator for RankDecoder<'_> {
     fn next(&mut self) -> Option<Self::Item> {
         let terminal = self.terminals.next()?;
         let call = self.decode(terminal).map_err(|message| DecodeError {
-            rank: self.trace.meta.rank,
+            rank: self.part.meta.rank,
             seq: self.seq,
             message,
         });

@@ -1,4 +1,4 @@
-//! What a trace holds, from its grammars alone (no expansion).
+//! What a trace holds, from its grammar alone (no expansion).
 
 use mpigram_trace::Trace;
 
@@ -7,9 +7,8 @@ use mpigram_trace::Trace;
 pub struct RankSummary {
     pub rank: u32,
     pub calls: u64,
+    /// Distinct call signatures the rank recorded.
     pub signatures: usize,
-    pub rules: usize,
-    pub symbols: usize,
     pub ending: String,
     pub complete: bool,
 }
@@ -18,6 +17,13 @@ pub struct RankSummary {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TraceSummary {
     pub ranks: Vec<RankSummary>,
+    /// Distinct call signatures of all ranks.
+    pub signatures: usize,
+    /// Rules and symbols (runs) of the one grammar of all ranks.
+    pub rules: usize,
+    pub symbols: usize,
+    /// Ranks with distinct streams of calls (equal streams are stored once).
+    pub distinct_streams: usize,
     pub bytes: u64,
     pub timing: &'static str,
     pub mpi_library: String,
@@ -30,19 +36,25 @@ impl TraceSummary {
             .iter()
             .map(|r| RankSummary {
                 rank: r.meta.rank,
-                calls: r.grammar.total_len(),
-                signatures: r.signatures.len(),
-                rules: r.grammar.num_rules(),
-                symbols: r.grammar.num_runs(),
+                calls: trace.grammar.stream_len(r.meta.rank).unwrap_or(0),
+                signatures: r.stats.len(),
                 ending: r.meta.ending.describe(),
                 complete: r.meta.ending.is_complete(),
             })
             .collect();
+        let mut starts: Vec<u32> = trace.grammar.streams().iter().map(|&(_, s)| s).collect();
+        starts.sort_unstable();
+        starts.dedup();
+        let first = trace.ranks.first().map(|r| &r.meta);
         TraceSummary {
             ranks,
+            signatures: trace.signatures.len(),
+            rules: trace.grammar.num_rules(),
+            symbols: trace.grammar.num_runs(),
+            distinct_streams: starts.len(),
             bytes: trace.bytes(),
-            timing: trace.ranks[0].meta.timing.name(),
-            mpi_library: trace.ranks[0].meta.mpi_library.clone(),
+            timing: first.map_or("", |m| m.timing.name()),
+            mpi_library: first.map_or_else(String::new, |m| m.mpi_library.clone()),
         }
     }
 

@@ -133,7 +133,9 @@ fn clear_old_trace(dir: &Path) -> Result<()> {
     for entry in std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))? {
         let path = entry?.path();
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        if name.starts_with("rank") && (name.ends_with(".mgr") || name.ends_with(".verify")) {
+        let ours = name == mpigram_trace::RUN_FILE_NAME
+            || (name.starts_with("rank") && (name.ends_with(".mgr") || name.ends_with(".verify")));
+        if ours {
             std::fs::remove_file(&path)
                 .with_context(|| format!("cannot remove {}", path.display()))?;
         }
@@ -155,12 +157,12 @@ fn decode(dir: &Path, rank: Option<u32>, format: Format) -> Result<()> {
     warn_if_partial(&trace);
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
-    for rank_trace in trace
+    for part in trace
         .ranks
         .iter()
         .filter(|t| rank.is_none_or(|r| t.meta.rank == r))
     {
-        for call in RankDecoder::new(rank_trace) {
+        for call in RankDecoder::new(&trace, part) {
             let call = call?;
             let line = match format {
                 Format::Text => call.to_text(),
@@ -181,6 +183,10 @@ fn info(dir: &Path) -> Result<()> {
     println!("trace:      {}", dir.display());
     println!("ranks:      {}", s.ranks.len());
     println!("calls:      {}", s.calls());
+    println!(
+        "grammar:    {} signatures, {} rules, {} symbols; {} distinct rank streams",
+        s.signatures, s.rules, s.symbols, s.distinct_streams
+    );
     println!("bytes:      {}", s.bytes);
     println!("timing:     {}", s.timing);
     println!("MPI:        {}", s.mpi_library);
@@ -193,14 +199,11 @@ fn info(dir: &Path) -> Result<()> {
         }
     );
     println!();
-    println!(
-        "{:>6} {:>12} {:>10} {:>7} {:>8}  ending",
-        "rank", "calls", "signatures", "rules", "symbols"
-    );
+    println!("{:>6} {:>12} {:>10}  ending", "rank", "calls", "signatures");
     for r in &s.ranks {
         println!(
-            "{:>6} {:>12} {:>10} {:>7} {:>8}  {}",
-            r.rank, r.calls, r.signatures, r.rules, r.symbols, r.ending
+            "{:>6} {:>12} {:>10}  {}",
+            r.rank, r.calls, r.signatures, r.ending
         );
     }
     Ok(())

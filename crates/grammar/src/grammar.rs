@@ -200,6 +200,34 @@ impl Grammar {
         Grammar::from_parts(self.runs, self.bounds, streams)
     }
 
+    /// The same grammar without the streams `drop` selects (their rules
+    /// stay; [`crate::merge`] prunes unreached rules).
+    pub fn without_streams(
+        mut self,
+        drop: impl Fn(StreamId) -> bool,
+    ) -> Result<Grammar, GrammarError> {
+        let mut streams = std::mem::take(&mut self.streams);
+        streams.retain(|&(s, _)| !drop(s));
+        Grammar::from_parts(self.runs, self.bounds, streams)
+    }
+
+    /// The same grammar with every terminal renamed by `rename` (merging
+    /// call-signature tables renumbers terminals).
+    pub fn with_terminals(mut self, rename: impl Fn(u32) -> u32) -> Result<Grammar, GrammarError> {
+        for run in &mut self.runs {
+            if let Symbol::Terminal(t) = run.symbol {
+                run.symbol = Symbol::Terminal(rename(t));
+            }
+        }
+        let streams = std::mem::take(&mut self.streams);
+        Grammar::from_parts(self.runs, self.bounds, streams)
+    }
+
+    /// A grammar of no streams.
+    pub fn empty() -> Grammar {
+        Grammar::new(Vec::new(), Vec::new()).expect("the empty grammar is valid")
+    }
+
     /// How many times each rule is expanded in one expansion of `root`
     /// (index = rule), from the grammar alone.
     pub fn rule_uses(&self, root: RuleId) -> Vec<u64> {

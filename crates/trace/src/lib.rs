@@ -3,16 +3,22 @@
 //! tools read it with [`Trace::open`]. The container (header, section
 //! table, checksums) is `mpigram_format`'s; this crate owns the contents.
 //!
-//! A trace directory holds one file per rank, `rank<N>.mgr` (file kind
-//! [`FILE_KIND_RANK`]), with the sections listed in [`section`].
+//! A trace directory holds the whole run's trace, `trace.mgr` (file kind
+//! [`FILE_KIND_RUN`], merged at MPI_Finalize), and a per-rank file,
+//! `rank<N>.mgr` (file kind [`FILE_KIND_RANK`]), for each rank that did not
+//! take part in the merge (it crashed, aborted or exited early). Both kinds
+//! have the sections listed in [`section`]; in a whole-run file each holds
+//! every rank's part.
 
 mod error;
 mod meta;
 mod rank;
+mod run;
 
 pub use error::Error;
 pub use meta::{Ending, RankMeta, TimingMode};
-pub use rank::{CallStats, CommEntry, RankTrace, Trace};
+pub use rank::{CallStats, CommEntry, RankTrace};
+pub use run::{FILE_KIND_RUN, RUN_FILE_NAME, RankPart, Trace};
 
 /// File kind of a per-rank trace file.
 pub const FILE_KIND_RANK: u32 = 1;

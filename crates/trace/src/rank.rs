@@ -1,10 +1,11 @@
-//! One rank's trace file, and a trace directory of them.
+//! One rank's trace file: what the tracer writes when a rank cannot take
+//! part in the merge at MPI_Finalize, and what the merge starts from.
 
 use crate::{Error, FILE_KIND_RANK, RankMeta, rank_file_name, section};
 use mpigram_format::{Codec, NewSection, TraceFile, flags, write_file};
 use mpigram_grammar::{Grammar, Symbol};
 use mpigram_mpispec::FUNCS;
-use mpigram_varint::{ByteReader, PutVarint};
+use mpigram_varint::{ByteReader, DecodeError, PutVarint};
 use std::path::{Path, PathBuf};
 
 /// Aggregated timing of one call signature.
@@ -53,28 +54,16 @@ impl RankTrace {
     pub fn write(&self, dir: &Path) -> Result<PathBuf, mpigram_format::Error> {
         let path = dir.join(rank_file_name(self.meta.rank));
         let meta = self.meta.encode();
-        let funcs = self.encode_funcs();
+        let funcs = encode_funcs(&self.signatures);
         let mut signatures = Vec::new();
         signatures.put_u64(self.signatures.len() as u64);
         self.signatures.iter().for_each(|s| signatures.put_blob(s));
         let grammar = self.grammar.encode();
         let mut stats = Vec::new();
         stats.put_u64(self.stats.len() as u64);
-        for s in &self.stats {
-            for v in [s.count, s.total_ns, s.min_ns, s.max_ns] {
-                stats.put_u64(v);
-            }
-        }
+        self.stats.iter().for_each(|s| encode_stats(&mut stats, s));
         let mut comms = Vec::new();
-        comms.put_u64(self.comms.len() as u64);
-        for c in &self.comms {
-            comms.put_u64(c.seq);
-            comms.put_u64(c.comm);
-            comms.put_u32(c.rank);
-            comms.put_u32(c.size);
-            comms.put_u32(c.remote_size);
-            comms.put_u32(u32::from(c.inter));
-        }
+        encode_comms(&mut comms, &self.comms);
         let sections = [
             NewSection::from((section::META, 0, meta.as_slice(), Codec::Raw)),
             (section::FUNCS, 0, funcs.as_slice(), Codec::Raw).into(),
@@ -90,25 +79,6 @@ impl RankTrace {
         };
         write_file(&path, FILE_KIND_RANK, file_flags, &sections)?;
         Ok(path)
-    }
-
-    /// Names of the functions the signatures use, by id: a reader built
-    /// with another function table notices instead of misreading.
-    fn encode_funcs(&self) -> Vec<u8> {
-        let mut ids: Vec<u64> = self
-            .signatures
-            .iter()
-            .filter_map(|s| ByteReader::new(s).u64().ok())
-            .collect();
-        ids.sort_unstable();
-        ids.dedup();
-        let mut out = Vec::new();
-        out.put_u64(ids.len() as u64);
-        for id in ids {
-            out.put_u64(id);
-            out.put_str(FUNCS.get(id as usize).map_or("", |f| f.name));
-        }
-        out
     }
 
     /// Reads and checks one rank's file.
@@ -129,49 +99,21 @@ impl RankTrace {
         let meta = RankMeta::decode(&file.section(section::META, 0)?).map_err(bad("META"))?;
         check_funcs(&file.section(section::FUNCS, 0)?)
             .map_err(|m| Error::payload(&name, "FUNCS", m))?;
-        let bytes = file.section(section::SIGNATURES, 0)?;
-        let mut r = ByteReader::new(&bytes);
-        let signatures = (0..r.count().map_err(bad("SIGNATURES"))?)
-            .map(|_| r.blob().map(<[u8]>::to_vec))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(bad("SIGNATURES"))?;
-        r.finish().map_err(bad("SIGNATURES"))?;
+        let signatures =
+            decode_signatures(&file.section(section::SIGNATURES, 0)?).map_err(bad("SIGNATURES"))?;
         let grammar = Grammar::decode(&file.section(section::GRAMMAR, 0)?)
             .map_err(|e| Error::payload(&name, "GRAMMAR", e))?;
         let bytes = file.section(section::CALL_STATS, 0)?;
         let mut r = ByteReader::new(&bytes);
         let n = r.count().map_err(bad("CALL_STATS"))?;
-        let mut stats = Vec::with_capacity(n);
-        for _ in 0..n {
-            let mut v = [0u64; 4];
-            for x in &mut v {
-                *x = r.u64().map_err(bad("CALL_STATS"))?;
-            }
-            stats.push(CallStats {
-                count: v[0],
-                total_ns: v[1],
-                min_ns: v[2],
-                max_ns: v[3],
-            });
-        }
+        let stats = (0..n)
+            .map(|_| decode_stats(&mut r))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(bad("CALL_STATS"))?;
         r.finish().map_err(bad("CALL_STATS"))?;
         let bytes = file.section(section::COMMS, 0)?;
         let mut r = ByteReader::new(&bytes);
-        let n = r.count().map_err(bad("COMMS"))?;
-        let mut comms = Vec::with_capacity(n);
-        for _ in 0..n {
-            let mut entry = || -> Result<CommEntry, mpigram_varint::DecodeError> {
-                Ok(CommEntry {
-                    seq: r.u64()?,
-                    comm: r.u64()?,
-                    rank: r.u32()?,
-                    size: r.u32()?,
-                    remote_size: r.u32()?,
-                    inter: r.u32()? != 0,
-                })
-            };
-            comms.push(entry().map_err(bad("COMMS"))?);
-        }
+        let comms = decode_comms(&mut r).map_err(bad("COMMS"))?;
         r.finish().map_err(bad("COMMS"))?;
         let trace = RankTrace {
             meta,
@@ -224,7 +166,25 @@ impl RankTrace {
     }
 }
 
-fn check_funcs(bytes: &[u8]) -> Result<(), String> {
+/// Names of the functions the signatures use, by id: a reader built with
+/// another function table notices instead of misreading.
+pub(crate) fn encode_funcs(signatures: &[Vec<u8>]) -> Vec<u8> {
+    let mut ids: Vec<u64> = signatures
+        .iter()
+        .filter_map(|s| ByteReader::new(s).u64().ok())
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut out = Vec::new();
+    out.put_u64(ids.len() as u64);
+    for id in ids {
+        out.put_u64(id);
+        out.put_str(FUNCS.get(id as usize).map_or("", |f| f.name));
+    }
+    out
+}
+
+pub(crate) fn check_funcs(bytes: &[u8]) -> Result<(), String> {
     let mut r = ByteReader::new(bytes);
     let n = r.count().map_err(|e| e.to_string())?;
     for _ in 0..n {
@@ -239,61 +199,62 @@ fn check_funcs(bytes: &[u8]) -> Result<(), String> {
     r.finish().map_err(|e| e.to_string())
 }
 
-/// A trace directory: every rank's file.
-pub struct Trace {
-    pub dir: PathBuf,
-    /// Ranks in rank order.
-    pub ranks: Vec<RankTrace>,
+pub(crate) fn decode_signatures(bytes: &[u8]) -> Result<Vec<Vec<u8>>, DecodeError> {
+    let mut r = ByteReader::new(bytes);
+    let signatures = (0..r.count()?)
+        .map(|_| r.blob().map(<[u8]>::to_vec))
+        .collect::<Result<Vec<_>, _>>()?;
+    r.finish()?;
+    Ok(signatures)
 }
 
-impl Trace {
-    pub fn open(dir: &Path) -> Result<Trace, Error> {
-        let entries = std::fs::read_dir(dir).map_err(|e| Error::dir(dir, e))?;
-        let mut ranks = Vec::new();
-        for entry in entries {
-            let path = entry.map_err(|e| Error::dir(dir, e))?.path();
-            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            let is_rank_file = name
-                .strip_prefix("rank")
-                .and_then(|n| n.strip_suffix(".mgr"))
-                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
-            if is_rank_file {
-                ranks.push(RankTrace::read(&path)?);
-            }
-        }
-        if ranks.is_empty() {
-            return Err(Error::dir(
-                dir,
-                "no mpigram trace here (no rank*.mgr files)",
-            ));
-        }
-        ranks.sort_by_key(|r| r.meta.rank);
-        if let Some(w) = ranks.windows(2).find(|w| w[0].meta.rank == w[1].meta.rank) {
-            return Err(Error::dir(
-                dir,
-                format!("two files for rank {}", w[0].meta.rank),
-            ));
-        }
-        Ok(Trace {
-            dir: dir.to_owned(),
-            ranks,
-        })
+pub(crate) fn encode_stats(out: &mut Vec<u8>, s: &CallStats) {
+    for v in [s.count, s.total_ns, s.min_ns, s.max_ns] {
+        out.put_u64(v);
     }
+}
 
-    /// Whether every rank ended with MPI_Finalize.
-    pub fn is_complete(&self) -> bool {
-        self.ranks.iter().all(|r| r.meta.ending.is_complete())
-    }
+pub(crate) fn decode_stats(r: &mut ByteReader<'_>) -> Result<CallStats, DecodeError> {
+    Ok(CallStats {
+        count: r.u64()?,
+        total_ns: r.u64()?,
+        min_ns: r.u64()?,
+        max_ns: r.u64()?,
+    })
+}
 
-    /// Total bytes of the files in the trace directory.
-    pub fn bytes(&self) -> u64 {
-        std::fs::read_dir(&self.dir)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter_map(|e| e.metadata().ok())
-            .filter(|m| m.is_file())
-            .map(|m| m.len())
-            .sum()
+/// A communicator log: its length, then each entry.
+pub(crate) fn encode_comms(out: &mut Vec<u8>, comms: &[CommEntry]) {
+    out.put_u64(comms.len() as u64);
+    for c in comms {
+        out.put_u64(c.seq);
+        out.put_u64(c.comm);
+        out.put_u32(c.rank);
+        out.put_u32(c.size);
+        out.put_u32(c.remote_size);
+        out.put_u32(u32::from(c.inter));
     }
+}
+
+pub(crate) fn decode_comms(r: &mut ByteReader<'_>) -> Result<Vec<CommEntry>, DecodeError> {
+    let n = r.count()?;
+    let mut comms = Vec::with_capacity(n);
+    for _ in 0..n {
+        comms.push(CommEntry {
+            seq: r.u64()?,
+            comm: r.u64()?,
+            rank: r.u32()?,
+            size: r.u32()?,
+            remote_size: r.u32()?,
+            inter: r.u32()? != 0,
+        });
+    }
+    Ok(comms)
+}
+
+/// Whether `name` is a per-rank file's name, `rank<N>.mgr`.
+pub(crate) fn is_rank_file_name(name: &str) -> bool {
+    name.strip_prefix("rank")
+        .and_then(|n| n.strip_suffix(".mgr"))
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }

@@ -253,6 +253,10 @@ mod tests {
         all[1] = 1;
         assert_eq!(smallest_free(&all), Some(65));
         all[WORDS - 1] = OVERFLOW;
-        assert_eq!(smallest_free(&all), None, "a member has ids beyond the bitmap");
+        assert_eq!(
+            smallest_free(&all),
+            None,
+            "a member has ids beyond the bitmap"
+        );
     }
 }

@@ -57,6 +57,11 @@ impl Call {
         })
     }
 
+    /// When the call began, in clock ticks.
+    pub fn start(&self) -> u64 {
+        self.start
+    }
+
     /// Ends the call: `encode` writes its arguments.
     #[inline]
     pub fn end(self, func: FuncId, ret: c_int, encode: impl FnOnce(&mut Encoder)) {
@@ -94,7 +99,7 @@ fn first_use() -> bool {
 
 /// Whether `MPIGRAM_OFF` is set (and not "0"). Uses getenv, which does not
 /// allocate: the allocation hooks reach this.
-fn env_says_off() -> bool {
+pub fn env_says_off() -> bool {
     // SAFETY: getenv with a NUL-terminated name; the result is read at once.
     let value = unsafe { libc::getenv(c"MPIGRAM_OFF".as_ptr()) };
     !value.is_null() && {

@@ -26,6 +26,7 @@ mod call;
 mod clock;
 mod encoder;
 mod intern;
+mod merge;
 mod objects;
 #[path = "generated/pmpi.rs"]
 mod pmpi;

@@ -459,7 +459,10 @@ mod tests {
         assert_eq!(o.complete_request(SHARED).id, b);
         assert_eq!(o.complete_request(SHARED).id, c);
         // Freed indices are reused smallest first.
-        assert_eq!(o.create_request(SHARED, b"isend-to-null", ONCE, None, None), a);
+        assert_eq!(
+            o.create_request(SHARED, b"isend-to-null", ONCE, None, None),
+            a
+        );
     }
 
     #[test]

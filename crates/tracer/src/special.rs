@@ -134,19 +134,15 @@ pub unsafe extern "C" fn MPI_Init_thread(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Finalize() -> c_int {
     let real = crate::pmpi::MPI_Finalize();
-    let call = Call::begin();
+    // The trace is merged across ranks before MPI is finalized, so the
+    // call is recorded first: as returning MPI_SUCCESS, with no duration.
+    if let Some(call) = Call::begin() {
+        let start = call.start();
+        call.end_at(start, func::MPI_Finalize, MPI_SUCCESS, |_| {});
+    }
     crate::agree::finish_all();
-    let ret = unsafe { real() };
-    if let Some(call) = call {
-        call.end(func::MPI_Finalize, ret, |_| {});
-    }
-    if !crate::call::is_off() {
-        tracer::with(|t| {
-            t.on_finalize();
-            t.write(Ending::Finalized);
-        });
-    }
-    ret
+    crate::merge::at_finalize();
+    unsafe { real() }
 }
 
 /// MPI_Abort does not return, and the launcher kills the other ranks: the

@@ -14,7 +14,7 @@ use mpigram_trace::{CommEntry, Ending, RankMeta, RankTrace, TimingMode};
 use std::cell::UnsafeCell;
 use std::ffi::c_int;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Mutex, PoisonError};
 
@@ -144,25 +144,13 @@ impl Tracer {
         debug_assert!(abi::MPI_COMM_SELF.into_handle() != abi::MPI_COMM_WORLD.into_handle());
     }
 
-    pub fn on_finalize(&mut self) {
-        self.finalized = true;
-    }
-
-    /// Writes this rank's trace file (and verification stream).
-    pub fn write(&mut self, ending: Ending) {
+    /// This rank's trace as recorded so far, ending with `ending`.
+    pub fn rank_trace(&mut self, ending: Ending) -> RankTrace {
         let rank = self.rank();
-        let dir = output_dir();
-        if let Err(e) = std::fs::create_dir_all(&dir) {
-            eprintln!(
-                "mpigram: cannot create the trace directory {}: {e}",
-                dir.display()
-            );
-            return;
-        }
         let end = ClockPoint::now();
         let ns_per_tick = (end.ns - self.start.ns) as f64
             / end.ticks.wrapping_sub(self.start.ticks).max(1) as f64;
-        let trace = RankTrace {
+        RankTrace {
             meta: RankMeta {
                 rank,
                 world_size: self.world.map_or(0, |(_, size)| size),
@@ -191,17 +179,46 @@ impl Tracer {
                 .iter()
                 .filter_map(comm_entry)
                 .collect(),
-        };
-        if let Err(e) = trace.write(&dir) {
-            eprintln!("mpigram: cannot write the trace of rank {rank}: {e}");
         }
+    }
+
+    /// The rank's trace at MPI_Finalize, for the merge; the verification
+    /// stream is written now.
+    pub fn finish(&mut self) -> RankTrace {
+        self.finalized = true;
+        let trace = self.rank_trace(Ending::Finalized);
+        if let Some(dir) = create_output_dir() {
+            self.write_verify(&dir);
+        }
+        self.written_calls = Some(self.recorder.calls);
+        trace
+    }
+
+    /// Writes this rank's own trace file (and verification stream): when
+    /// it cannot take part in the merge (MPI_Abort, exit without
+    /// MPI_Finalize).
+    pub fn write(&mut self, ending: Ending) {
+        let Some(dir) = create_output_dir() else {
+            return;
+        };
+        let trace = self.rank_trace(ending);
+        if let Err(e) = trace.write(&dir) {
+            eprintln!(
+                "mpigram: cannot write the trace of rank {}: {e}",
+                trace.meta.rank
+            );
+        }
+        self.write_verify(&dir);
+        self.written_calls = Some(self.recorder.calls);
+    }
+
+    fn write_verify(&self, dir: &Path) {
         if let Some(stream) = &self.recorder.verify {
-            let path = dir.join(mpigram_trace::verify_file_name(rank));
+            let path = dir.join(mpigram_trace::verify_file_name(self.rank()));
             if let Err(e) = std::fs::write(&path, stream) {
                 eprintln!("mpigram: cannot write {}: {e}", path.display());
             }
         }
-        self.written_calls = Some(self.recorder.calls);
     }
 
     /// World rank; before MPI_Init (or with MPI sessions only) the
@@ -241,6 +258,22 @@ fn output_dir() -> PathBuf {
     std::env::var_os("MPIGRAM_OUT")
         .filter(|v| !v.is_empty())
         .map_or_else(|| "mpigram-trace".into(), PathBuf::from)
+}
+
+/// The trace directory, created if needed; `None` (with one message) if it
+/// cannot be.
+pub fn create_output_dir() -> Option<PathBuf> {
+    let dir = output_dir();
+    match std::fs::create_dir_all(&dir) {
+        Ok(()) => Some(dir),
+        Err(e) => {
+            eprintln!(
+                "mpigram: cannot create the trace directory {}: {e}",
+                dir.display()
+            );
+            None
+        }
+    }
 }
 
 fn host_name() -> String {

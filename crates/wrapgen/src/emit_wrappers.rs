@@ -222,7 +222,12 @@ fn agreement(f: &FuncModel) -> Option<Agreement> {
     if NOT_AGREED.contains(&f.name.as_str()) {
         return None;
     }
-    let name = |a: &Action| f.params.iter().find(|p| p.action == *a).map(|p| p.name.clone());
+    let name = |a: &Action| {
+        f.params
+            .iter()
+            .find(|p| p.action == *a)
+            .map(|p| p.name.clone())
+    };
     if let Some(newcomm) = name(&Action::Out(Out::NewHandle("Comm"))) {
         return Some(Agreement::Blocking { newcomm });
     }

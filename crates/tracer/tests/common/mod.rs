@@ -4,7 +4,7 @@
 
 use mpigram_analysis::decode::{DecodedCall, RankDecoder};
 use mpigram_testkit::{RunOutput, compile, mpi_available, mpiexec};
-use mpigram_trace::{RankTrace, Trace, verify_file_name};
+use mpigram_trace::{Trace, verify_file_name};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -79,7 +79,7 @@ pub fn assert_trace_is_exact(run: &TracedRun, ranks: u32) -> Trace {
     assert_eq!(found, (0..ranks).collect::<Vec<_>>(), "one file per rank");
     for rank in &trace.ranks {
         let expected = verify_stream(run.dir.path(), rank.meta.rank);
-        let recorded: Vec<Vec<u8>> = rank.calls().map(<[u8]>::to_vec).collect();
+        let recorded: Vec<Vec<u8>> = trace.calls(rank.meta.rank).map(<[u8]>::to_vec).collect();
         assert_eq!(
             recorded.len(),
             expected.len(),
@@ -92,7 +92,7 @@ pub fn assert_trace_is_exact(run: &TracedRun, ranks: u32) -> Trace {
                 rank.meta.rank
             );
         }
-        for call in RankDecoder::new(rank) {
+        for call in RankDecoder::new(&trace, rank) {
             call.unwrap_or_else(|e| panic!("{e}"));
         }
     }
@@ -100,6 +100,7 @@ pub fn assert_trace_is_exact(run: &TracedRun, ranks: u32) -> Trace {
 }
 
 /// Every call of `rank`, decoded.
-pub fn decoded(rank: &RankTrace) -> Vec<DecodedCall> {
-    RankDecoder::new(rank).map(|c| c.unwrap()).collect()
+pub fn decoded(trace: &Trace, rank: u32) -> Vec<DecodedCall> {
+    let part = trace.rank(rank).expect("the rank is in the trace");
+    RankDecoder::new(trace, part).map(|c| c.unwrap()).collect()
 }

@@ -1,0 +1,230 @@
+//! The merge at MPI_Finalize: every rank's trace becomes one file.
+//!
+//! In round k (k = 0, 1, ...) a rank whose number is an odd multiple of
+//! 2^k sends everything it holds to the rank 2^k below it and is done; the
+//! others receive from the rank 2^k above (if there is one) and absorb it
+//! (`mpigram_trace::Trace::absorb`: signature tables united, terminals
+//! renumbered, identical grammars stored once). After log2(P) rounds rank
+//! 0 holds the whole run; it runs the cross-rank grammar pass and writes
+//! `trace.mgr`. Each rank's work grows with the distinct behaviour it
+//! receives, not with P.
+//!
+//! Every rank takes part, even one whose recording was turned off by an
+//! internal error (it sends an empty part and forwards what it receives),
+//! or the ranks below it would wait forever. The messages run on the
+//! tracer's own duplicate of MPI_COMM_WORLD, all completed before
+//! PMPI_Finalize. If anything fails — a part that does not decode, a merge
+//! error, rank 0 unable to write — every rank writes its own `rank<N>.mgr`
+//! instead, so nothing is lost; the tools read either.
+//!
+//! `MPIGRAM_MERGE=0` keeps one file per rank.
+
+use crate::abi::{
+    MPI_BYTE, MPI_COMM_NULL, MPI_COMM_WORLD, MPI_Comm, MPI_INT, MPI_MIN, MPI_STATUS_IGNORE,
+    MPI_SUCCESS, MPI_UINT64_T,
+};
+use mpigram_format::Codec;
+use mpigram_trace::{RankTrace, Trace};
+use std::ffi::{c_int, c_void};
+
+/// Largest message of one MPI_Send (an int count of bytes).
+const CHUNK: usize = 1 << 30;
+
+/// Merges all ranks' traces into one file; called by every rank in
+/// MPI_Finalize before PMPI_Finalize.
+pub fn at_finalize() {
+    if crate::call::env_says_off() {
+        return;
+    }
+    let own = crate::tracer::with(|t| t.finish());
+    let merge = std::env::var_os("MPIGRAM_MERGE").is_none_or(|v| v != "0");
+    let comm = if merge { dup_world() } else { None };
+    let Some(comm) = comm else {
+        write_own(own);
+        return;
+    };
+    let written = merge_over(comm, own.clone());
+    if !written {
+        write_own(own);
+    }
+    let mut comm = comm;
+    // SAFETY: the tracer's own communicator, freed once.
+    unsafe { crate::pmpi::MPI_Comm_free()(&mut comm) };
+}
+
+fn write_own(own: Option<RankTrace>) {
+    let Some(own) = own else { return };
+    if let Some(dir) = crate::tracer::create_output_dir() {
+        if let Err(e) = own.write(&dir) {
+            eprintln!(
+                "mpigram: cannot write the trace of rank {}: {e}",
+                own.meta.rank
+            );
+        }
+    }
+}
+
+fn dup_world() -> Option<MPI_Comm> {
+    let mut comm = MPI_COMM_NULL;
+    // SAFETY: MPI is initialised (MPI_Finalize has not run yet).
+    let rc = unsafe { crate::pmpi::MPI_Comm_dup()(MPI_COMM_WORLD, &mut comm) };
+    (rc == MPI_SUCCESS).then_some(comm)
+}
+
+/// The merge rounds over `comm`; whether `trace.mgr` was written (the same
+/// answer on every rank).
+fn merge_over(comm: MPI_Comm, own: Option<RankTrace>) -> bool {
+    let (mut rank, mut size) = (0, 0);
+    // SAFETY: a valid communicator, local outputs.
+    unsafe {
+        crate::pmpi::MPI_Comm_rank()(comm, &mut rank);
+        crate::pmpi::MPI_Comm_size()(comm, &mut size);
+    }
+    let mut part = own.map(Trace::from_rank);
+    let mut ok = true;
+    let mut step = 1;
+    while step < size {
+        if rank % (2 * step) != 0 {
+            let bytes = match part.take().map(|p| p.to_bytes(Codec::Raw)) {
+                Some(Ok(bytes)) => bytes,
+                Some(Err(e)) => {
+                    eprintln!("mpigram: cannot encode the trace of rank {rank}'s group: {e}");
+                    ok = false;
+                    Vec::new()
+                }
+                None => Vec::new(),
+            };
+            ok &= send(&bytes, rank - step, comm);
+            break;
+        }
+        if rank + step < size {
+            match recv(rank + step, comm) {
+                Some(bytes) if bytes.is_empty() => {}
+                Some(bytes) => {
+                    let name = format!("the traces of ranks {}..", rank + step);
+                    let result = Trace::from_bytes(bytes, &name)
+                        .map_err(|e| e.to_string())
+                        .and_then(|t| match &mut part {
+                            Some(p) => p.absorb(t),
+                            None => {
+                                part = Some(t);
+                                Ok(())
+                            }
+                        });
+                    if let Err(e) = result {
+                        eprintln!("mpigram: merging {name} failed: {e}");
+                        ok = false;
+                    }
+                }
+                None => ok = false,
+            }
+        }
+        step *= 2;
+    }
+    // Every rank learns whether the merge held everything ...
+    let all_ok = all(ok, comm);
+    // ... and rank 0 writes it.
+    let mut written = c_int::from(false);
+    if rank == 0 && all_ok {
+        written = c_int::from(part.is_some_and(write_run));
+    }
+    // SAFETY: an int broadcast on the tracer's communicator.
+    let rc = unsafe { crate::pmpi::MPI_Bcast()((&raw mut written).cast(), 1, MPI_INT, 0, comm) };
+    rc == MPI_SUCCESS && written != 0
+}
+
+/// Rank 0: the final grammar pass, then `trace.mgr`.
+fn write_run(mut trace: Trace) -> bool {
+    if let Err(e) = trace.share() {
+        eprintln!("mpigram: the final merge pass failed: {e}");
+        return false;
+    }
+    let Some(dir) = crate::tracer::create_output_dir() else {
+        return false;
+    };
+    match trace.write(&dir) {
+        Ok(_) => true,
+        Err(e) => {
+            eprintln!("mpigram: cannot write the trace: {e}");
+            false
+        }
+    }
+}
+
+/// Whether `ok` holds on every rank.
+fn all(ok: bool, comm: MPI_Comm) -> bool {
+    let mine = c_int::from(ok);
+    let mut min: c_int = 0;
+    // SAFETY: one int each way.
+    let rc = unsafe {
+        crate::pmpi::MPI_Allreduce()(
+            (&raw const mine).cast(),
+            (&raw mut min).cast(),
+            1,
+            MPI_INT,
+            MPI_MIN,
+            comm,
+        )
+    };
+    rc == MPI_SUCCESS && min != 0
+}
+
+/// Sends `bytes` (its length first, then chunks).
+fn send(bytes: &[u8], to: c_int, comm: MPI_Comm) -> bool {
+    let len = bytes.len() as u64;
+    // SAFETY: sends from live buffers of the given sizes.
+    unsafe {
+        let send = crate::pmpi::MPI_Send();
+        if send((&raw const len).cast(), 1, MPI_UINT64_T, to, 0, comm) != MPI_SUCCESS {
+            return false;
+        }
+        bytes.chunks(CHUNK).all(|chunk| {
+            send(
+                chunk.as_ptr().cast::<c_void>(),
+                chunk.len() as c_int,
+                MPI_BYTE,
+                to,
+                0,
+                comm,
+            ) == MPI_SUCCESS
+        })
+    }
+}
+
+/// Receives what [`send`] sent.
+fn recv(from: c_int, comm: MPI_Comm) -> Option<Vec<u8>> {
+    let mut len = 0u64;
+    // SAFETY: receives into live buffers of the given sizes.
+    unsafe {
+        let recv = crate::pmpi::MPI_Recv();
+        let status = MPI_STATUS_IGNORE;
+        if recv(
+            (&raw mut len).cast(),
+            1,
+            MPI_UINT64_T,
+            from,
+            0,
+            comm,
+            status,
+        ) != MPI_SUCCESS
+        {
+            return None;
+        }
+        let mut bytes = vec![0u8; usize::try_from(len).ok()?];
+        for chunk in bytes.chunks_mut(CHUNK) {
+            let rc = recv(
+                chunk.as_mut_ptr().cast(),
+                chunk.len() as c_int,
+                MPI_BYTE,
+                from,
+                0,
+                comm,
+                status,
+            );
+            if rc != MPI_SUCCESS {
+                return None;
+            }
+        }
+        Some(bytes)
+    }
+}
