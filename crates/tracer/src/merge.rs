@@ -17,7 +17,8 @@
 //! error, rank 0 unable to write — every rank writes its own `rank<N>.mgr`
 //! instead, so nothing is lost; the tools read either.
 //!
-//! `MPIGRAM_MERGE=0` keeps one file per rank.
+//! `MPIGRAM_MERGE=0` keeps one file per rank; `MPIGRAM_VERBOSE=1` prints
+//! how long each rank's part of finalize took.
 
 use crate::abi::{
     MPI_BYTE, MPI_COMM_NULL, MPI_COMM_WORLD, MPI_Comm, MPI_INT, MPI_MIN, MPI_STATUS_IGNORE,
@@ -36,13 +37,16 @@ pub fn at_finalize() {
     if crate::call::env_says_off() {
         return;
     }
+    let started = std::time::Instant::now();
     let own = crate::tracer::with(|t| t.finish());
+    let rank = own.as_ref().map_or(0, |t| t.meta.rank);
     let merge = std::env::var_os("MPIGRAM_MERGE").is_none_or(|v| v != "0");
     let comm = if merge { dup_world() } else { None };
     let Some(comm) = comm else {
         write_own(own);
         return;
     };
+    let synced = started.elapsed();
     let written = merge_over(comm, own.clone());
     if !written {
         write_own(own);
@@ -50,6 +54,13 @@ pub fn at_finalize() {
     let mut comm = comm;
     // SAFETY: the tracer's own communicator, freed once.
     unsafe { crate::pmpi::MPI_Comm_free()(&mut comm) };
+    if std::env::var_os("MPIGRAM_VERBOSE").is_some_and(|v| v != "0") {
+        eprintln!(
+            "mpigram: rank {rank}: finalize took {:.1} ms ({:.1} ms until every rank arrived)",
+            started.elapsed().as_secs_f64() * 1e3,
+            synced.as_secs_f64() * 1e3
+        );
+    }
 }
 
 fn write_own(own: Option<RankTrace>) {
