@@ -348,3 +348,58 @@ fn new_communicators_have_one_id_on_every_member() {
     assert_eq!(first[0], json!("comm3"), "{first:?}");
     assert!(first[12..].iter().all(|c| *c == first[12]), "{first:?}");
 }
+
+/// At MPI_Finalize the ranks merge their traces into one file: one
+/// signature table for all ranks, so a collective that every rank calls
+/// alike is stored once; with `MPIGRAM_MERGE=0` each rank keeps its own
+/// file, and both read back to the same calls.
+#[test]
+fn the_ranks_traces_are_merged_into_one_file() {
+    let merged = run_traced("halo2d", 4, &["30"], &[]);
+    merged.output.assert_success();
+    let files: Vec<String> = std::fs::read_dir(merged.dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".mgr"))
+        .collect();
+    assert_eq!(files, ["trace.mgr"]);
+    let trace = assert_trace_is_exact(&merged, 4);
+    let allreduces = trace
+        .signatures
+        .iter()
+        .filter(|s| {
+            mpigram_mpispec::decode_signature(s).unwrap().func == mpigram_mpispec::func::MPI_Allreduce
+        })
+        .count();
+    assert_eq!(allreduces, 1, "the Allreduce of all four ranks, once");
+    for rank in &trace.ranks {
+        assert!(
+            rank.stats.iter().any(|(t, s)| {
+                mpigram_mpispec::decode_signature(&trace.signatures[*t as usize])
+                    .unwrap()
+                    .func
+                    == mpigram_mpispec::func::MPI_Allreduce
+                    && s.count == 3
+            }),
+            "rank {}: its own timing of the 3 Allreduce calls",
+            rank.meta.rank
+        );
+    }
+
+    let separate = run_traced("halo2d", 4, &["30"], &[("MPIGRAM_MERGE", "0")]);
+    separate.output.assert_success();
+    assert!(!separate.dir.path().join("trace.mgr").exists());
+    let apart = assert_trace_is_exact(&separate, 4);
+    for rank in 0..4 {
+        assert_eq!(
+            decoded(&trace, rank)
+                .iter()
+                .map(DecodedCall::to_text)
+                .collect::<Vec<_>>(),
+            decoded(&apart, rank)
+                .iter()
+                .map(DecodedCall::to_text)
+                .collect::<Vec<_>>()
+        );
+    }
+}
