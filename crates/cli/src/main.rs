@@ -188,6 +188,14 @@ fn info(dir: &Path) -> Result<()> {
         s.signatures, s.rules, s.symbols, s.distinct_streams
     );
     println!("bytes:      {}", s.bytes);
+    let sections = trace.section_sizes()?;
+    if !sections.is_empty() {
+        let parts: Vec<String> = sections
+            .iter()
+            .map(|(name, bytes)| format!("{name} {bytes}"))
+            .collect();
+        println!("trace.mgr:  {}", parts.join(", "));
+    }
     println!("timing:     {}", s.timing);
     println!("MPI:        {}", s.mpi_library);
     println!(

@@ -37,6 +37,19 @@ pub mod section {
     pub const CALL_STATS: u32 = 5;
     /// The rank's place in each user communicator, in call order.
     pub const COMMS: u32 = 6;
+
+    /// A section kind's name, for people.
+    pub fn name(kind: u32) -> &'static str {
+        match kind {
+            META => "META",
+            FUNCS => "FUNCS",
+            SIGNATURES => "SIGNATURES",
+            GRAMMAR => "GRAMMAR",
+            CALL_STATS => "CALL_STATS",
+            COMMS => "COMMS",
+            _ => "unknown",
+        }
+    }
 }
 
 /// File name of rank `rank`'s trace in a trace directory.

@@ -383,6 +383,21 @@ impl Trace {
         Ok(trace)
     }
 
+    /// Stored bytes of each section of the directory's whole-run file, by
+    /// section name (what the size of a trace is made of).
+    pub fn section_sizes(&self) -> Result<Vec<(&'static str, u64)>, Error> {
+        let path = self.dir.join(RUN_FILE_NAME);
+        if !path.exists() {
+            return Ok(Vec::new());
+        }
+        let file = TraceFile::open(&path)?;
+        Ok(file
+            .sections()
+            .iter()
+            .map(|s| (section::name(s.kind), s.stored_len))
+            .collect())
+    }
+
     /// Total bytes of the files in the trace directory.
     pub fn bytes(&self) -> u64 {
         std::fs::read_dir(&self.dir)

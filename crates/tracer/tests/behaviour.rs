@@ -368,7 +368,8 @@ fn the_ranks_traces_are_merged_into_one_file() {
         .signatures
         .iter()
         .filter(|s| {
-            mpigram_mpispec::decode_signature(s).unwrap().func == mpigram_mpispec::func::MPI_Allreduce
+            mpigram_mpispec::decode_signature(s).unwrap().func
+                == mpigram_mpispec::func::MPI_Allreduce
         })
         .count();
     assert_eq!(allreduces, 1, "the Allreduce of all four ranks, once");
