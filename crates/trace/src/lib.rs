@@ -4,13 +4,18 @@
 //! table, checksums) is `mpigram_format`'s; this crate owns the contents.
 //!
 //! A trace directory holds one file per rank, `rank<N>.mgr` (file kind
-//! [`FILE_KIND_RANK`]), with the sections listed in [`section`].
+//! [`FILE_KIND_RANK`]), with the sections listed in [`section`]. While a
+//! rank runs, its crash journal (`rank<N>.journal`, `rank<N>.checkpoint`,
+//! see [`journal`]) sits beside them; a rank that was killed before it
+//! wrote its file is read from its journal ([`recover_rank`]).
 
 mod error;
+pub mod journal;
 mod meta;
 mod rank;
 
 pub use error::Error;
+pub use journal::{recover_rank, recoverable_ranks};
 pub use meta::{Ending, RankMeta, TimingMode};
 pub use rank::{CallStats, CommEntry, RankTrace, Trace};
 
@@ -33,9 +38,31 @@ pub mod section {
     pub const COMMS: u32 = 6;
 }
 
+/// Ending of a rank's trace file name.
+const RANK_FILE_SUFFIX: &str = ".mgr";
+
 /// File name of rank `rank`'s trace in a trace directory.
 pub fn rank_file_name(rank: u32) -> String {
-    format!("rank{rank}.mgr")
+    format!("rank{rank}{RANK_FILE_SUFFIX}")
+}
+
+/// File name of rank `rank`'s crash journal (see [`journal`]).
+pub fn journal_file_name(rank: u32) -> String {
+    format!("rank{rank}{}", journal::JOURNAL_SUFFIX)
+}
+
+/// File name of the checkpoint that rank `rank`'s crash journal continues.
+pub fn checkpoint_file_name(rank: u32) -> String {
+    format!("rank{rank}{}", journal::CHECKPOINT_SUFFIX)
+}
+
+/// The rank of a file named `rank<N><suffix>`.
+fn rank_in_file_name(name: &str, suffix: &str) -> Option<u32> {
+    let digits = name.strip_prefix("rank")?.strip_suffix(suffix)?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
 }
 
 /// File name of rank `rank`'s uncompressed signature stream (verification mode).

@@ -1,6 +1,8 @@
 //! One rank's trace file, and a trace directory of them.
 
-use crate::{Error, FILE_KIND_RANK, RankMeta, rank_file_name, section};
+use crate::{
+    Error, FILE_KIND_RANK, RANK_FILE_SUFFIX, RankMeta, rank_file_name, rank_in_file_name, section,
+};
 use mpigram_format::{Codec, NewSection, TraceFile, flags, write_file};
 use mpigram_grammar::{Grammar, Symbol};
 use mpigram_mpispec::FUNCS;
@@ -32,6 +34,29 @@ pub struct CommEntry {
     pub inter: bool,
 }
 
+impl CommEntry {
+    /// Appends the entry as the COMMS section (and a crash journal) hold it.
+    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
+        out.put_u64(self.seq);
+        out.put_u64(self.comm);
+        out.put_u32(self.rank);
+        out.put_u32(self.size);
+        out.put_u32(self.remote_size);
+        out.put_u32(u32::from(self.inter));
+    }
+
+    pub(crate) fn decode(r: &mut ByteReader<'_>) -> Result<CommEntry, mpigram_varint::DecodeError> {
+        Ok(CommEntry {
+            seq: r.u64()?,
+            comm: r.u64()?,
+            rank: r.u32()?,
+            size: r.u32()?,
+            remote_size: r.u32()?,
+            inter: r.u32()? != 0,
+        })
+    }
+}
+
 /// Everything one rank recorded.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RankTrace {
@@ -52,6 +77,13 @@ impl RankTrace {
     /// MPI_Finalize is marked partial.
     pub fn write(&self, dir: &Path) -> Result<PathBuf, mpigram_format::Error> {
         let path = dir.join(rank_file_name(self.meta.rank));
+        self.write_to(&path)?;
+        Ok(path)
+    }
+
+    /// Writes the rank file to `path` atomically (a crash journal's
+    /// checkpoint is a rank file under another name).
+    pub fn write_to(&self, path: &Path) -> Result<(), mpigram_format::Error> {
         let meta = self.meta.encode();
         let funcs = self.encode_funcs();
         let mut signatures = Vec::new();
@@ -67,14 +99,7 @@ impl RankTrace {
         }
         let mut comms = Vec::new();
         comms.put_u64(self.comms.len() as u64);
-        for c in &self.comms {
-            comms.put_u64(c.seq);
-            comms.put_u64(c.comm);
-            comms.put_u32(c.rank);
-            comms.put_u32(c.size);
-            comms.put_u32(c.remote_size);
-            comms.put_u32(u32::from(c.inter));
-        }
+        self.comms.iter().for_each(|c| c.encode(&mut comms));
         let sections = [
             NewSection::from((section::META, 0, meta.as_slice(), Codec::Raw)),
             (section::FUNCS, 0, funcs.as_slice(), Codec::Raw).into(),
@@ -88,8 +113,7 @@ impl RankTrace {
         } else {
             flags::PARTIAL
         };
-        write_file(&path, FILE_KIND_RANK, file_flags, &sections)?;
-        Ok(path)
+        write_file(path, FILE_KIND_RANK, file_flags, &sections)
     }
 
     /// Names of the functions the signatures use, by id: a reader built
@@ -160,17 +184,7 @@ impl RankTrace {
         let n = r.count().map_err(bad("COMMS"))?;
         let mut comms = Vec::with_capacity(n);
         for _ in 0..n {
-            let mut entry = || -> Result<CommEntry, mpigram_varint::DecodeError> {
-                Ok(CommEntry {
-                    seq: r.u64()?,
-                    comm: r.u64()?,
-                    rank: r.u32()?,
-                    size: r.u32()?,
-                    remote_size: r.u32()?,
-                    inter: r.u32()? != 0,
-                })
-            };
-            comms.push(entry().map_err(bad("COMMS"))?);
+            comms.push(CommEntry::decode(&mut r).map_err(bad("COMMS"))?);
         }
         r.finish().map_err(bad("COMMS"))?;
         let trace = RankTrace {
@@ -188,7 +202,7 @@ impl RankTrace {
 
     /// The parts must agree: one stream (this rank), terminals within the
     /// signature table, one timing entry per signature.
-    fn check(&self) -> Result<(), String> {
+    pub(crate) fn check(&self) -> Result<(), String> {
         let streams = self.grammar.streams();
         if streams.len() != 1 || streams[0].0 != self.meta.rank {
             return Err(format!("expected one stream for rank {}", self.meta.rank));
@@ -253,13 +267,13 @@ impl Trace {
         for entry in entries {
             let path = entry.map_err(|e| Error::dir(dir, e))?.path();
             let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            let is_rank_file = name
-                .strip_prefix("rank")
-                .and_then(|n| n.strip_suffix(".mgr"))
-                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
-            if is_rank_file {
+            if rank_in_file_name(name, RANK_FILE_SUFFIX).is_some() {
                 ranks.push(RankTrace::read(&path)?);
             }
+        }
+        // Ranks killed before they could write their file: from their journals.
+        for rank in crate::recoverable_ranks(dir)? {
+            ranks.push(crate::recover_rank(dir, rank)?);
         }
         if ranks.is_empty() {
             return Err(Error::dir(

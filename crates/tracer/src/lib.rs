@@ -25,12 +25,14 @@ mod call;
 mod clock;
 mod encoder;
 mod intern;
+mod journal;
 mod objects;
 #[path = "generated/pmpi.rs"]
 mod pmpi;
 mod pmpi_query;
 mod recorder;
 mod segments;
+mod signals;
 mod special;
 mod tracer;
 
