@@ -202,11 +202,11 @@ impl Tracer {
     /// and are not counted as such.
     #[cold]
     fn checkpoint(&mut self) {
-        let Some(path) = self.journal.as_ref().map(Journal::checkpoint_path) else {
-            return;
-        };
         crate::call::uncounted(|| {
-            let written = self.snapshot(Ending::Killed).write_to(&path);
+            let Some(path) = self.journal.as_ref().map(Journal::checkpoint_path) else {
+                return;
+            };
+            let written = self.snapshot(None).write_to(&path);
             let (calls, comms) = (self.recorder.calls, self.objects.comm_log.len());
             let Some(journal) = &mut self.journal else {
                 return;
@@ -251,7 +251,7 @@ impl Tracer {
             );
             return;
         }
-        match self.snapshot(ending).write(&dir) {
+        match self.snapshot(Some(ending)).write(&dir) {
             Ok(_) => self.discard_journal(),
             Err(e) => eprintln!("mpigram: cannot write the trace of rank {rank}: {e}"),
         }
@@ -264,8 +264,11 @@ impl Tracer {
         self.written_calls = Some(self.recorder.calls);
     }
 
-    /// Everything recorded so far, as the rank's trace ending with `ending`.
-    fn snapshot(&mut self, ending: Ending) -> RankTrace {
+    /// Everything recorded so far, as the rank's trace ending with
+    /// `ending`; `None` while the rank runs (a checkpoint: the trace says
+    /// nothing of an ending, and the grammar is taken without disturbing a
+    /// loop in progress, so recording goes on allocation-free).
+    fn snapshot(&mut self, ending: Option<Ending>) -> RankTrace {
         let rank = self.rank();
         let end = ClockPoint::now();
         let ns_per_tick = (end.ns - self.start.ns) as f64
@@ -281,7 +284,7 @@ impl Tracer {
                 calls: self.recorder.calls,
                 start_ns: self.start.ns,
                 end_ns: end.ns,
-                ending,
+                ending: ending.unwrap_or(Ending::Killed),
                 recorder_allocations: crate::alloc::recorder_allocations(),
             },
             signatures: self
@@ -291,7 +294,10 @@ impl Tracer {
                 .iter()
                 .map(|s| s.to_vec())
                 .collect(),
-            grammar: self.recorder.grammar.grammar(rank),
+            grammar: match ending {
+                Some(_) => self.recorder.grammar.grammar(rank),
+                None => self.recorder.grammar.snapshot(rank),
+            },
             stats: self.recorder.call_stats(ns_per_tick),
             comms: self
                 .objects
