@@ -97,6 +97,52 @@ fn run_passes_on_the_programs_failure() {
 }
 
 #[test]
+fn a_crash_is_passed_on_and_info_and_decode_say_how_each_rank_ended() {
+    mpi_available().unwrap();
+    let exe = compile("crash_segv").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t");
+    // A journal of an earlier run in the directory is cleared, not read.
+    std::fs::create_dir_all(&trace).unwrap();
+    std::fs::write(trace.join("rank7.journal"), b"old").unwrap();
+    let out = mpigram(&[
+        "run",
+        "-o",
+        trace.to_str().unwrap(),
+        "-n",
+        "2",
+        "--",
+        exe.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(11), "hydra's status for a SIGSEGV");
+
+    let info = mpigram(&["info", trace.to_str().unwrap()]);
+    assert!(info.status.success(), "{}", text(&info.stderr));
+    let info = text(&info.stdout);
+    assert!(info.contains("ranks:      2"), "{info}");
+    assert!(info.contains("complete:   no (partial trace)"), "{info}");
+    assert!(info.contains("killed by signal 11 (SIGSEGV)"), "{info}");
+
+    let decode = mpigram(&["decode", trace.to_str().unwrap()]);
+    assert!(decode.status.success(), "{}", text(&decode.stderr));
+    let warnings = text(&decode.stderr);
+    assert!(
+        warnings.contains("mpigram: partial trace: rank 0 ")
+            && warnings.contains("mpigram: partial trace: rank 1 "),
+        "{warnings}"
+    );
+    let lines = text(&decode.stdout);
+    assert!(
+        lines.lines().any(|l| l.starts_with("0 0 MPI_Init")),
+        "{lines}"
+    );
+    assert!(
+        lines.lines().any(|l| l.starts_with("1 4 MPI_Allreduce")),
+        "{lines}"
+    );
+}
+
+#[test]
 fn bad_input_gives_one_line_errors() {
     let dir = tempfile::tempdir().unwrap();
     let empty = dir.path().to_str().unwrap();
