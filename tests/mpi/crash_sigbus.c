@@ -1,6 +1,6 @@
 /* ranks: 1-4 */
 /* expect: signal SIGBUS */
-/* Expected to fail: after some communication every rank reads a shared
+/* Expected to fail: after some communication every rank writes to a shared
  * mapping past the end of its (empty) file, a real SIGBUS (not raise()). The
  * launcher reports the signal. For tests of the tracer's fatal-signal path. */
 #include "common.h"
@@ -10,12 +10,7 @@
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
-    int rank = world_rank(), n = world_size();
-    int out = rank, in = -1, sum = -1;
-    MPI_Sendrecv(&out, 1, MPI_INT, ring_right(rank, n), 0, &in, 1, MPI_INT, ring_left(rank, n), 0,
-                 MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    MPI_Allreduce(&out, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    MPI_Barrier(MPI_COMM_WORLD);
+    int sum = communicate_before_crashing();
     FILE *empty = tmpfile();
     CHECK(empty != NULL);
     volatile int *past_the_end =

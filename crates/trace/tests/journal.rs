@@ -3,6 +3,9 @@
 //! way a journal can be wrong gives a one-line error naming the file,
 //! never a panic.
 
+mod common;
+
+use common::one_line_naming;
 use mpigram_grammar::Sequitur;
 use mpigram_mpispec::encoding::{put_handle, put_rank};
 use mpigram_mpispec::{HandleRef, Rank, func, put_signature_head};
@@ -143,13 +146,6 @@ fn write_checkpoint(dir: &Path, trace: &RankTrace) -> PathBuf {
     let path = dir.join(checkpoint_file_name(trace.meta.rank));
     trace.write_to(&path).unwrap();
     path
-}
-
-fn one_line_naming(e: &impl std::fmt::Display, file: &Path) {
-    let text = e.to_string();
-    assert_eq!(text.lines().count(), 1, "{text}");
-    let name = file.file_name().unwrap().to_str().unwrap();
-    assert!(text.contains(name), "{text} does not name {name}");
 }
 
 fn calls(t: &RankTrace) -> Vec<Vec<u8>> {
