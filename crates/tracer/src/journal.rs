@@ -61,10 +61,6 @@ pub struct Journal {
     pid: u32,
 }
 
-// SAFETY: the mapping is owned by the journal; the tracer's lock (or MPI's
-// thread level) serialises every use.
-unsafe impl Send for Journal {}
-
 /// `MPIGRAM_JOURNAL_BYTES`: the tail's size; 0 turns the journal off.
 pub fn tail_bytes() -> Option<u32> {
     let Some(value) = std::env::var_os("MPIGRAM_JOURNAL_BYTES").filter(|v| !v.is_empty()) else {
