@@ -101,6 +101,20 @@ static inline void need_ranks(int min)
 static inline int ring_right(int rank, int n) { return (rank + 1) % n; }
 static inline int ring_left(int rank, int n) { return (rank + n - 1) % n; }
 
+/* What the crash programs do before they crash, so a trace has something to
+ * show: MPI_Comm_rank, MPI_Comm_size, a ring MPI_Sendrecv, an MPI_Allreduce
+ * sum of the ranks (returned) and an MPI_Barrier, all on MPI_COMM_WORLD. */
+static inline int communicate_before_crashing(void)
+{
+    int rank = world_rank(), n = world_size();
+    int out = rank, in = -1, sum = -1;
+    MPI_Sendrecv(&out, 1, MPI_INT, ring_right(rank, n), 0, &in, 1, MPI_INT, ring_left(rank, n), 0,
+                 MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Allreduce(&out, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Barrier(MPI_COMM_WORLD);
+    return sum;
+}
+
 /* Payload value that names its sender and position: lets a receiver check both. */
 static inline int payload(int sender, int tag, int i) { return sender * 10000 + tag * 100 + i; }
 

@@ -128,13 +128,15 @@ fn signal_of(status: &std::process::ExitStatus) -> u8 {
     status.signal().map_or(1, |s| s.clamp(1, 127) as u8)
 }
 
-/// Removes the rank files of an earlier trace in `dir`, so runs never mix.
+/// Removes the rank files (and crash journals) of an earlier trace in
+/// `dir`, so runs never mix.
 fn clear_old_trace(dir: &Path) -> Result<()> {
     for entry in std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))? {
         let path = entry?.path();
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let suffixes = [".mgr", ".verify", ".journal", ".checkpoint"];
         let ours = name == mpigram_trace::RUN_FILE_NAME
-            || (name.starts_with("rank") && (name.ends_with(".mgr") || name.ends_with(".verify")));
+            || (name.starts_with("rank") && suffixes.iter().any(|suffix| name.ends_with(suffix)));
         if ours {
             std::fs::remove_file(&path)
                 .with_context(|| format!("cannot remove {}", path.display()))?;

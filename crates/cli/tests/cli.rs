@@ -1,7 +1,7 @@
 //! The `mpigram` command as a user runs it.
 
 use mpigram_testkit::{compile, mpi_available};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn mpigram(args: &[&str]) -> Output {
@@ -13,6 +13,19 @@ fn mpigram(args: &[&str]) -> Output {
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// `mpigram run -o OUT -n RANKS -- EXE`.
+fn run(out: &Path, ranks: u32, exe: &Path) -> Output {
+    mpigram(&[
+        "run",
+        "-o",
+        out.to_str().unwrap(),
+        "-n",
+        &ranks.to_string(),
+        "--",
+        exe.to_str().unwrap(),
+    ])
 }
 
 #[test]
@@ -33,15 +46,7 @@ fn run_traces_every_rank_and_decode_prints_every_call() {
     let exe = compile("p2p_blocking").unwrap();
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("t");
-    let out = mpigram(&[
-        "run",
-        "-o",
-        trace.to_str().unwrap(),
-        "-n",
-        "2",
-        "--",
-        exe.to_str().unwrap(),
-    ]);
+    let out = run(&trace, 2, &exe);
     assert!(out.status.success(), "{}", text(&out.stderr));
 
     let info = mpigram(&["info", trace.to_str().unwrap()]);
@@ -84,16 +89,46 @@ fn run_passes_on_the_programs_failure() {
     mpi_available().unwrap();
     let exe = compile("crash_abort").unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let out = mpigram(&[
-        "run",
-        "-o",
-        dir.path().to_str().unwrap(),
-        "-n",
-        "2",
-        "--",
-        exe.to_str().unwrap(),
-    ]);
+    let out = run(dir.path(), 2, &exe);
     assert_eq!(out.status.code(), Some(42), "MPI_Abort's error code");
+}
+
+#[test]
+fn a_crash_is_passed_on_and_info_and_decode_say_how_each_rank_ended() {
+    mpi_available().unwrap();
+    let exe = compile("crash_segv").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t");
+    // A journal of an earlier run in the directory is cleared, not read.
+    std::fs::create_dir_all(&trace).unwrap();
+    std::fs::write(trace.join("rank7.journal"), b"old").unwrap();
+    let out = run(&trace, 2, &exe);
+    assert_eq!(out.status.code(), Some(11), "hydra's status for a SIGSEGV");
+
+    let info = mpigram(&["info", trace.to_str().unwrap()]);
+    assert!(info.status.success(), "{}", text(&info.stderr));
+    let info = text(&info.stdout);
+    assert!(info.contains("ranks:      2"), "{info}");
+    assert!(info.contains("complete:   no (partial trace)"), "{info}");
+    assert!(info.contains("killed by signal 11 (SIGSEGV)"), "{info}");
+
+    let decode = mpigram(&["decode", trace.to_str().unwrap()]);
+    assert!(decode.status.success(), "{}", text(&decode.stderr));
+    let warnings = text(&decode.stderr);
+    assert!(
+        warnings.contains("mpigram: partial trace: rank 0 ")
+            && warnings.contains("mpigram: partial trace: rank 1 "),
+        "{warnings}"
+    );
+    let lines = text(&decode.stdout);
+    assert!(
+        lines.lines().any(|l| l.starts_with("0 0 MPI_Init")),
+        "{lines}"
+    );
+    assert!(
+        lines.lines().any(|l| l.starts_with("1 4 MPI_Allreduce")),
+        "{lines}"
+    );
 }
 
 #[test]

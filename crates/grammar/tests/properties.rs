@@ -303,6 +303,31 @@ fn grammar_can_be_taken_while_pushing_continues() {
 }
 
 #[test]
+fn snapshots_leave_the_builder_as_it_was() {
+    let input: Vec<u32> = three_nested_loops(3, 4, 5)
+        .into_iter()
+        .chain([7, 7, 8])
+        .collect();
+    let mut s = Sequitur::new();
+    for (i, &t) in input.iter().enumerate() {
+        s.push(t);
+        if i % 7 == 0 {
+            let g = s.snapshot(0);
+            assert!(
+                g.expand(0).unwrap().eq(input[..=i].iter().copied()),
+                "after push {i}"
+            );
+        }
+    }
+    s.check_invariants().unwrap();
+    assert_eq!(
+        s.grammar(0),
+        build(&input),
+        "pushing went on as without snapshots"
+    );
+}
+
+#[test]
 fn counts_per_rule_and_total_across_streams() {
     let a = build(&three_nested_loops(2, 3, 4))
         .with_streams(|_| 0)

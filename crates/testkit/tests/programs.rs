@@ -99,8 +99,11 @@ fn every_program_ends_as_declared_at_every_supported_rank_count() {
 fn crash_programs_declare_how_they_fail() {
     let expected = [
         ("crash_abort", Expect::Abort(42)),
+        ("crash_abort_loop", Expect::Abort(42)),
         ("crash_exit", Expect::Exit(3)),
         ("crash_segv", Expect::Signal(libc::SIGSEGV)),
+        ("crash_sigbus", Expect::Signal(libc::SIGBUS)),
+        ("crash_sigint", Expect::Signal(libc::SIGINT)),
         ("crash_sigterm", Expect::Signal(libc::SIGTERM)),
     ];
     for (name, expect) in expected {

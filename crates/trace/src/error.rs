@@ -14,6 +14,9 @@ pub enum Error {
         section: &'static str,
         message: String,
     },
+    /// A crash journal is damaged, foreign, or does not fit its checkpoint.
+    #[error("{file}: {message}")]
+    Journal { file: String, message: String },
     /// The directory cannot be read or holds no trace.
     #[error("{path}: {message}")]
     Dir { path: String, message: String },
@@ -24,6 +27,13 @@ impl Error {
         Error::Payload {
             file: file.to_owned(),
             section,
+            message: message.to_string(),
+        }
+    }
+
+    pub(crate) fn journal(file: &Path, message: impl ToString) -> Error {
+        Error::Journal {
+            file: file.display().to_string(),
             message: message.to_string(),
         }
     }

@@ -6,16 +6,21 @@
 //! A trace directory holds the whole run's trace, `trace.mgr` (file kind
 //! [`FILE_KIND_RUN`], merged at MPI_Finalize), and a per-rank file,
 //! `rank<N>.mgr` (file kind [`FILE_KIND_RANK`]), for each rank that did not
-//! take part in the merge (it crashed, aborted or exited early). Both kinds
-//! have the sections listed in [`section`]; in a whole-run file each holds
-//! every rank's part.
+//! take part in the merge (it aborted or exited early). Both kinds have the
+//! sections listed in [`section`]; in a whole-run file each holds every
+//! rank's part. While a rank runs, its crash journal (`rank<N>.journal`,
+//! `rank<N>.checkpoint`, see [`journal`]) sits beside them; a rank that was
+//! killed before its calls reached a trace file is read from its journal
+//! ([`recover_rank`]).
 
 mod error;
+pub mod journal;
 mod meta;
 mod rank;
 mod run;
 
 pub use error::Error;
+pub use journal::{recover_rank, recoverable_ranks};
 pub use meta::{Ending, RankMeta, TimingMode};
 pub use rank::{CallStats, CommEntry, RankTrace};
 pub use run::{FILE_KIND_RUN, RUN_FILE_NAME, RankPart, Trace};
@@ -52,9 +57,31 @@ pub mod section {
     }
 }
 
+/// Ending of a rank's trace file name.
+const RANK_FILE_SUFFIX: &str = ".mgr";
+
 /// File name of rank `rank`'s trace in a trace directory.
 pub fn rank_file_name(rank: u32) -> String {
-    format!("rank{rank}.mgr")
+    format!("rank{rank}{RANK_FILE_SUFFIX}")
+}
+
+/// File name of rank `rank`'s crash journal (see [`journal`]).
+pub fn journal_file_name(rank: u32) -> String {
+    format!("rank{rank}{}", journal::JOURNAL_SUFFIX)
+}
+
+/// File name of the checkpoint that rank `rank`'s crash journal continues.
+pub fn checkpoint_file_name(rank: u32) -> String {
+    format!("rank{rank}{}", journal::CHECKPOINT_SUFFIX)
+}
+
+/// The rank of a file named `rank<N><suffix>`.
+fn rank_in_file_name(name: &str, suffix: &str) -> Option<u32> {
+    let digits = name.strip_prefix("rank")?.strip_suffix(suffix)?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
 }
 
 /// File name of rank `rank`'s uncompressed signature stream (verification mode).

@@ -26,8 +26,13 @@ pub enum Ending {
     ExitWithoutFinalize,
     /// The rank called MPI_Abort.
     Abort,
-    /// The rank died of a signal.
+    /// The rank died of a signal its handler saw (SIGSEGV, SIGTERM, ...).
     Signal(i32),
+    /// The rank left no word of how it ended: it was killed without a
+    /// chance to react (SIGKILL, as the launcher does to the other ranks
+    /// after one calls MPI_Abort or dies; or the node went down). Its
+    /// calls come from its crash journal.
+    Killed,
 }
 
 impl Ending {
@@ -40,9 +45,28 @@ impl Ending {
             Ending::Finalized => "finalized".into(),
             Ending::ExitWithoutFinalize => "exited without MPI_Finalize".into(),
             Ending::Abort => "called MPI_Abort".into(),
-            Ending::Signal(s) => format!("killed by signal {s}"),
+            Ending::Signal(s) => match signal_name(s) {
+                Some(name) => format!("killed by signal {s} ({name})"),
+                None => format!("killed by signal {s}"),
+            },
+            Ending::Killed => "was killed without a word (SIGKILL, e.g. by the launcher after another rank's MPI_Abort or death)".into(),
         }
     }
+}
+
+/// Names of the signals the tracer notes (Linux numbers).
+fn signal_name(signal: i32) -> Option<&'static str> {
+    Some(match signal {
+        2 => "SIGINT",
+        4 => "SIGILL",
+        6 => "SIGABRT",
+        7 => "SIGBUS",
+        8 => "SIGFPE",
+        9 => "SIGKILL",
+        11 => "SIGSEGV",
+        15 => "SIGTERM",
+        _ => return None,
+    })
 }
 
 /// What a rank's file says about the rank and its recording.
@@ -90,6 +114,7 @@ impl RankMeta {
                 out.put_u32(3);
                 out.put_i64(i64::from(s));
             }
+            Ending::Killed => out.put_u32(4),
         }
         out.put_u64(self.recorder_allocations);
         out
@@ -116,6 +141,7 @@ impl RankMeta {
             1 => Ending::ExitWithoutFinalize,
             2 => Ending::Abort,
             3 => Ending::Signal(r.i64()?.clamp(0, 255) as i32),
+            4 => Ending::Killed,
             other => return Err(out_of_range(at, other.into(), "ending")),
         };
         let recorder_allocations = r.u64()?;

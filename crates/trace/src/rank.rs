@@ -1,7 +1,9 @@
 //! One rank's trace file: what the tracer writes when a rank cannot take
 //! part in the merge at MPI_Finalize, and what the merge starts from.
 
-use crate::{Error, FILE_KIND_RANK, RankMeta, rank_file_name, section};
+use crate::{
+    Error, FILE_KIND_RANK, RANK_FILE_SUFFIX, RankMeta, rank_file_name, rank_in_file_name, section,
+};
 use mpigram_format::{Codec, NewSection, TraceFile, flags, write_file};
 use mpigram_grammar::{Grammar, Symbol};
 use mpigram_mpispec::FUNCS;
@@ -33,6 +35,29 @@ pub struct CommEntry {
     pub inter: bool,
 }
 
+impl CommEntry {
+    /// Appends the entry as the COMMS section (and a crash journal) hold it.
+    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
+        out.put_u64(self.seq);
+        out.put_u64(self.comm);
+        out.put_u32(self.rank);
+        out.put_u32(self.size);
+        out.put_u32(self.remote_size);
+        out.put_u32(u32::from(self.inter));
+    }
+
+    pub(crate) fn decode(r: &mut ByteReader<'_>) -> Result<CommEntry, mpigram_varint::DecodeError> {
+        Ok(CommEntry {
+            seq: r.u64()?,
+            comm: r.u64()?,
+            rank: r.u32()?,
+            size: r.u32()?,
+            remote_size: r.u32()?,
+            inter: r.u32()? != 0,
+        })
+    }
+}
+
 /// Everything one rank recorded.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RankTrace {
@@ -53,6 +78,13 @@ impl RankTrace {
     /// MPI_Finalize is marked partial.
     pub fn write(&self, dir: &Path) -> Result<PathBuf, mpigram_format::Error> {
         let path = dir.join(rank_file_name(self.meta.rank));
+        self.write_to(&path)?;
+        Ok(path)
+    }
+
+    /// Writes the rank file to `path` atomically (a crash journal's
+    /// checkpoint is a rank file under another name).
+    pub fn write_to(&self, path: &Path) -> Result<(), mpigram_format::Error> {
         let meta = self.meta.encode();
         let funcs = encode_funcs(&self.signatures);
         let mut signatures = Vec::new();
@@ -77,8 +109,7 @@ impl RankTrace {
         } else {
             flags::PARTIAL
         };
-        write_file(&path, FILE_KIND_RANK, file_flags, &sections)?;
-        Ok(path)
+        write_file(path, FILE_KIND_RANK, file_flags, &sections)
     }
 
     /// Reads and checks one rank's file.
@@ -130,7 +161,7 @@ impl RankTrace {
 
     /// The parts must agree: one stream (this rank), terminals within the
     /// signature table, one timing entry per signature.
-    fn check(&self) -> Result<(), String> {
+    pub(crate) fn check(&self) -> Result<(), String> {
         let streams = self.grammar.streams();
         if streams.len() != 1 || streams[0].0 != self.meta.rank {
             return Err(format!("expected one stream for rank {}", self.meta.rank));
@@ -226,35 +257,19 @@ pub(crate) fn decode_stats(r: &mut ByteReader<'_>) -> Result<CallStats, DecodeEr
 /// A communicator log: its length, then each entry.
 pub(crate) fn encode_comms(out: &mut Vec<u8>, comms: &[CommEntry]) {
     out.put_u64(comms.len() as u64);
-    for c in comms {
-        out.put_u64(c.seq);
-        out.put_u64(c.comm);
-        out.put_u32(c.rank);
-        out.put_u32(c.size);
-        out.put_u32(c.remote_size);
-        out.put_u32(u32::from(c.inter));
-    }
+    comms.iter().for_each(|c| c.encode(out));
 }
 
 pub(crate) fn decode_comms(r: &mut ByteReader<'_>) -> Result<Vec<CommEntry>, DecodeError> {
     let n = r.count()?;
     let mut comms = Vec::with_capacity(n);
     for _ in 0..n {
-        comms.push(CommEntry {
-            seq: r.u64()?,
-            comm: r.u64()?,
-            rank: r.u32()?,
-            size: r.u32()?,
-            remote_size: r.u32()?,
-            inter: r.u32()? != 0,
-        });
+        comms.push(CommEntry::decode(r)?);
     }
     Ok(comms)
 }
 
 /// Whether `name` is a per-rank file's name, `rank<N>.mgr`.
 pub(crate) fn is_rank_file_name(name: &str) -> bool {
-    name.strip_prefix("rank")
-        .and_then(|n| n.strip_suffix(".mgr"))
-        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    rank_in_file_name(name, RANK_FILE_SUFFIX).is_some()
 }

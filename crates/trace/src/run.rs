@@ -359,18 +359,29 @@ impl Trace {
             }
         }
         rank_files.sort();
+        let mut ranks = rank_files
+            .iter()
+            .map(|path| Ok((path.clone(), RankTrace::read(path)?)))
+            .collect::<Result<Vec<_>, Error>>()?;
+        // Ranks killed before their calls reached a trace file: from their
+        // crash journals.
+        for rank in crate::recoverable_ranks(dir)? {
+            if run.as_ref().is_none_or(|t| t.rank(rank).is_none()) {
+                let path = dir.join(crate::journal_file_name(rank));
+                ranks.push((path, crate::recover_rank(dir, rank)?));
+            }
+        }
         let mut trace = match run {
             Some(t) => t,
-            None if rank_files.is_empty() => {
+            None if ranks.is_empty() => {
                 return Err(Error::dir(
                     dir,
                     "no mpigram trace here (no trace.mgr or rank*.mgr files)",
                 ));
             }
-            None => Trace::from_rank(RankTrace::read(&rank_files.remove(0))?),
+            None => Trace::from_rank(ranks.remove(0).1),
         };
-        for path in rank_files {
-            let rank = RankTrace::read(&path)?;
+        for (path, rank) in ranks {
             // A rank that called MPI after MPI_Finalize (MPI_Finalized, say)
             // wrote its whole trace again at exit: that file replaces its
             // part of the merged trace.

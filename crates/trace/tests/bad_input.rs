@@ -2,6 +2,9 @@
 //! file, never a panic: truncated, bit-flipped, empty, foreign, and files
 //! whose container is sound but whose sections lie.
 
+mod common;
+
+use common::one_line_naming;
 use mpigram_format::{Codec, NewSection, write_file};
 use mpigram_grammar::Sequitur;
 use mpigram_mpispec::encoding::{put_handle, put_rank};
@@ -10,7 +13,6 @@ use mpigram_trace::{
     CallStats, CommEntry, Ending, FILE_KIND_RANK, RankMeta, RankTrace, TimingMode, Trace, section,
 };
 use proptest::prelude::*;
-use std::path::Path;
 
 /// A small but complete rank trace: two signatures, a loop.
 fn sample(rank: u32) -> RankTrace {
@@ -62,13 +64,6 @@ fn sample(rank: u32) -> RankTrace {
             inter: false,
         }],
     }
-}
-
-fn one_line_naming(e: &impl std::fmt::Display, file: &Path) {
-    let text = e.to_string();
-    assert_eq!(text.lines().count(), 1, "{text}");
-    let name = file.file_name().unwrap().to_str().unwrap();
-    assert!(text.contains(name), "{text} does not name {name}");
 }
 
 #[test]

@@ -147,6 +147,16 @@ pub fn in_recorder() -> bool {
     INSIDE.with(Cell::get) == RECORDING
 }
 
+/// Runs `f`, which the tracer does for itself while recording a call
+/// (a journal checkpoint), with its allocations neither counted as the
+/// recorder's nor tracked as the application's.
+pub fn uncounted<R>(f: impl FnOnce() -> R) -> R {
+    let was = INSIDE.with(|inside| inside.replace(IN_MPI));
+    let r = f();
+    INSIDE.with(|inside| inside.set(was));
+    r
+}
+
 /// Whether `MPIGRAM_OFF` turned tracing off (as opposed to a pause).
 pub fn is_off() -> bool {
     let state = STATE.load(Relaxed);

@@ -26,6 +26,7 @@ mod call;
 mod clock;
 mod encoder;
 mod intern;
+mod journal;
 mod merge;
 mod objects;
 #[path = "generated/pmpi.rs"]
@@ -33,6 +34,7 @@ mod pmpi;
 mod pmpi_query;
 mod recorder;
 mod segments;
+mod signals;
 mod special;
 mod tracer;
 

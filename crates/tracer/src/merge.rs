@@ -25,7 +25,7 @@ use crate::abi::{
     MPI_SUCCESS, MPI_UINT64_T,
 };
 use mpigram_format::Codec;
-use mpigram_trace::{RankTrace, Trace};
+use mpigram_trace::{Ending, RankTrace, Trace};
 use std::ffi::{c_int, c_void};
 
 /// Largest message of one MPI_Send (an int count of bytes).
@@ -43,13 +43,15 @@ pub fn at_finalize() {
     let merge = std::env::var_os("MPIGRAM_MERGE").is_none_or(|v| v != "0");
     let comm = if merge { dup_world() } else { None };
     let Some(comm) = comm else {
-        write_own(own);
+        write_own();
         return;
     };
     let synced = started.elapsed();
-    let written = merge_over(comm, own.clone());
-    if !written {
-        write_own(own);
+    // The crash journal stays until the calls are in a trace file.
+    if merge_over(comm, own) {
+        crate::tracer::with(|t| t.discard_journal());
+    } else {
+        write_own();
     }
     let mut comm = comm;
     // SAFETY: the tracer's own communicator, freed once.
@@ -63,16 +65,9 @@ pub fn at_finalize() {
     }
 }
 
-fn write_own(own: Option<RankTrace>) {
-    let Some(own) = own else { return };
-    if let Some(dir) = crate::tracer::create_output_dir() {
-        if let Err(e) = own.write(&dir) {
-            eprintln!(
-                "mpigram: cannot write the trace of rank {}: {e}",
-                own.meta.rank
-            );
-        }
-    }
+/// This rank's own `rank<N>.mgr`, when there is no merged file.
+fn write_own() {
+    crate::tracer::with(|t| t.write(Ending::Finalized));
 }
 
 fn dup_world() -> Option<MPI_Comm> {

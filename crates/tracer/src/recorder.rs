@@ -49,25 +49,27 @@ impl Recorder {
     }
 
     /// Records the signature in `scratch` (a call of `func`) for a call
-    /// that took `ticks`.
-    pub fn record(&mut self, func: FuncId, ticks: u64) {
+    /// that took `ticks`. Returns its terminal, and whether the signature
+    /// is new.
+    #[inline]
+    pub fn record(&mut self, func: FuncId, ticks: u64) -> (u32, bool) {
         let f = func as usize;
-        let terminal = match self.last.get(f) {
+        let (terminal, new) = match self.last.get(f) {
             Some(&t)
                 if self
                     .signatures
                     .get(t)
                     .is_some_and(|s| same(s, &self.scratch)) =>
             {
-                t
+                (t, false)
             }
             _ => {
-                let t = self.intern();
+                let (t, new) = self.intern();
                 if f >= self.last.len() {
                     self.last.resize(f + 1, u32::MAX);
                 }
                 self.last[f] = t;
-                t
+                (t, new)
             }
         };
         self.grammar.push(terminal);
@@ -81,10 +83,12 @@ impl Recorder {
             out.extend_from_slice(&(self.scratch.len() as u32).to_le_bytes());
             out.extend_from_slice(&self.scratch);
         }
+        (terminal, new)
     }
 
-    /// The terminal of the signature in `scratch`, added to the table if new.
-    fn intern(&mut self) -> u32 {
+    /// The terminal of the signature in `scratch`, added to the table if
+    /// new (and whether it was).
+    fn intern(&mut self) -> (u32, bool) {
         let (t, new) = self.signatures.intern(&self.scratch);
         if new {
             self.stats.push(TickStats {
@@ -94,7 +98,7 @@ impl Recorder {
                 max: 0,
             });
         }
-        t
+        (t, new)
     }
 
     /// Timing in nanoseconds, given the clock's nanoseconds per tick.

@@ -2,14 +2,18 @@
 //! on the first traced call (MPI_Initialized may come before MPI_Init),
 //! learns its rank at MPI_Init, and writes the rank's trace at
 //! MPI_Finalize — or at exit, marked partial, if the program never
-//! finalizes.
+//! finalizes. From MPI_Init until the trace is written, every call also
+//! goes to the rank's crash journal (journal.rs), which survives the
+//! process being killed.
 
 use crate::abi::{self, MPI_SUCCESS};
 use crate::clock::ClockPoint;
 use crate::encoder::{Encoder, IntoHandle};
+use crate::journal::Journal;
 use crate::objects::{CommInfo, Objects};
 use crate::recorder::Recorder;
 use mpigram_mpispec::{FuncId, HandleRef, put_signature_head};
+use mpigram_trace::journal::JournalHeader;
 use mpigram_trace::{CommEntry, Ending, RankMeta, RankTrace, TimingMode};
 use std::cell::UnsafeCell;
 use std::ffi::c_int;
@@ -27,6 +31,8 @@ pub struct Tracer {
     finalized: bool,
     /// Calls recorded when the trace was last written.
     written_calls: Option<u64>,
+    /// The crash journal, from MPI_Init until the trace is written.
+    journal: Option<Journal>,
 }
 
 /// The tracer, and the lock that guards it while calls may run
@@ -88,7 +94,10 @@ pub fn with<R>(f: impl FnOnce(&mut Tracer) -> R) -> Option<R> {
 pub fn record(func: FuncId, ret: c_int, start: u64, end: u64, encode: impl FnOnce(&mut Encoder)) {
     with(|t| {
         let Tracer {
-            objects, recorder, ..
+            objects,
+            recorder,
+            journal,
+            ..
         } = t;
         objects.seq = recorder.calls;
         recorder.scratch.clear();
@@ -104,7 +113,13 @@ pub fn record(func: FuncId, ret: c_int, start: u64, end: u64, encode: impl FnOnc
             idup_comm: None,
         };
         encode(&mut e);
-        recorder.record(func, end.wrapping_sub(start));
+        let (terminal, new) = recorder.record(func, end.wrapping_sub(start));
+        if let Some(journal) = journal {
+            let signature = new.then_some(&recorder.scratch[..]);
+            if !journal.record(terminal, signature, &objects.comm_log) {
+                t.checkpoint();
+            }
+        }
     });
 }
 
@@ -123,6 +138,7 @@ impl Tracer {
             start: ClockPoint::now(),
             finalized: false,
             written_calls: None,
+            journal: None,
         })
     }
 
@@ -142,10 +158,86 @@ impl Tracer {
         };
         self.objects.set_comm(abi::MPI_COMM_SELF, me);
         debug_assert!(abi::MPI_COMM_SELF.into_handle() != abi::MPI_COMM_WORLD.into_handle());
+        self.open_journal();
     }
 
-    /// This rank's trace as recorded so far, ending with `ending`.
-    pub fn rank_trace(&mut self, ending: Ending) -> RankTrace {
+    /// Opens the rank's crash journal and installs the fatal-signal
+    /// handlers that note in it how the rank died. Without a journal
+    /// (MPIGRAM_JOURNAL_BYTES=0, or no room for it) tracing goes on.
+    fn open_journal(&mut self) {
+        let (Some((rank, world_size)), Some(capacity)) = (self.world, crate::journal::tail_bytes())
+        else {
+            return;
+        };
+        let header = JournalHeader {
+            rank,
+            world_size,
+            pid: std::process::id(),
+            start_ns: self.start.ns,
+            host: host_name(),
+            mpi_library: crate::pmpi_query::library_version(),
+            capacity,
+        };
+        let dir = output_dir();
+        match Journal::open(&dir, &header) {
+            Ok(journal) => self.journal = Some(journal),
+            Err(e) => {
+                eprintln!(
+                    "mpigram: no crash journal for rank {rank} in {} ({e}): tracing goes on, but if this rank is killed its calls are lost",
+                    dir.display()
+                );
+                return;
+            }
+        }
+        crate::signals::install();
+        if self.recorder.calls > 0 {
+            // Calls before MPI_Init (MPI_Initialized, MPI_T_*): into a
+            // checkpoint, which the tail then continues.
+            self.checkpoint();
+        }
+    }
+
+    /// The journal's tail is full: writes everything recorded so far as
+    /// the journal's checkpoint, and starts the tail again. Every few
+    /// million calls; its allocations are not the recorder's per-call ones,
+    /// and are not counted as such.
+    #[cold]
+    fn checkpoint(&mut self) {
+        crate::call::uncounted(|| {
+            let Some(path) = self.journal.as_ref().map(Journal::checkpoint_path) else {
+                return;
+            };
+            let written = self.snapshot(None).write_to(&path);
+            let (calls, comms) = (self.recorder.calls, self.objects.comm_log.len());
+            let Some(journal) = &mut self.journal else {
+                return;
+            };
+            match written {
+                Ok(()) => journal.reset(calls, comms),
+                Err(e) => {
+                    eprintln!(
+                        "mpigram: cannot write the checkpoint {}: {e}; the crash journal keeps only the calls until now",
+                        path.display()
+                    );
+                    journal.stop();
+                }
+            }
+        });
+    }
+
+    /// The rank's trace is written: removes its crash journal (and
+    /// checkpoint). Once, after the write that makes them redundant.
+    pub fn discard_journal(&mut self) {
+        if let Some(journal) = self.journal.take() {
+            journal.discard();
+        }
+    }
+
+    /// Everything recorded so far, as the rank's trace ending with
+    /// `ending`; `None` while the rank runs (a checkpoint: the trace says
+    /// nothing of an ending, and the grammar is taken without disturbing a
+    /// loop in progress, so recording goes on allocation-free).
+    fn snapshot(&mut self, ending: Option<Ending>) -> RankTrace {
         let rank = self.rank();
         let end = ClockPoint::now();
         let ns_per_tick = (end.ns - self.start.ns) as f64
@@ -161,7 +253,7 @@ impl Tracer {
                 calls: self.recorder.calls,
                 start_ns: self.start.ns,
                 end_ns: end.ns,
-                ending,
+                ending: ending.unwrap_or(Ending::Killed),
                 recorder_allocations: crate::alloc::recorder_allocations(),
             },
             signatures: self
@@ -171,7 +263,10 @@ impl Tracer {
                 .iter()
                 .map(|s| s.to_vec())
                 .collect(),
-            grammar: self.recorder.grammar.grammar(rank),
+            grammar: match ending {
+                Some(_) => self.recorder.grammar.grammar(rank),
+                None => self.recorder.grammar.snapshot(rank),
+            },
             stats: self.recorder.call_stats(ns_per_tick),
             comms: self
                 .objects
@@ -186,7 +281,7 @@ impl Tracer {
     /// stream is written now.
     pub fn finish(&mut self) -> RankTrace {
         self.finalized = true;
-        let trace = self.rank_trace(Ending::Finalized);
+        let trace = self.snapshot(Some(Ending::Finalized));
         if let Some(dir) = create_output_dir() {
             self.write_verify(&dir);
         }
@@ -201,14 +296,20 @@ impl Tracer {
         let Some(dir) = create_output_dir() else {
             return;
         };
-        let trace = self.rank_trace(ending);
-        if let Err(e) = trace.write(&dir) {
-            eprintln!(
+        if let Some(journal) = &self.journal {
+            journal.set_ending(ending);
+        }
+        // The verification stream first: a rank killed in between (hydra
+        // kills the others once one exits) leaves no trace without it.
+        self.write_verify(&dir);
+        let trace = self.snapshot(Some(ending));
+        match trace.write(&dir) {
+            Ok(_) => self.discard_journal(),
+            Err(e) => eprintln!(
                 "mpigram: cannot write the trace of rank {}: {e}",
                 trace.meta.rank
-            );
+            ),
         }
-        self.write_verify(&dir);
         self.written_calls = Some(self.recorder.calls);
     }
 
@@ -239,7 +340,7 @@ impl Tracer {
     }
 }
 
-fn comm_entry(r: &crate::objects::CommRecord) -> Option<CommEntry> {
+pub fn comm_entry(r: &crate::objects::CommRecord) -> Option<CommEntry> {
     let HandleRef::User(comm) = r.id else {
         return None;
     };

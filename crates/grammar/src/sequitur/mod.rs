@@ -145,7 +145,21 @@ impl Sequitur {
     pub fn grammar(&mut self, stream: StreamId) -> Grammar {
         self.flush_repeat(self.pushed);
         self.period = self.tail_period();
-        self.to_grammar(stream)
+        self.to_grammar(stream, &[])
+    }
+
+    /// The grammar of everything pushed so far, leaving the builder as it
+    /// is: a loop in progress stays on the fast path, and what later pushes
+    /// cost (and allocate) is what it would have been. For periodic
+    /// snapshots of a running stream. The repetitions the fast path has
+    /// accepted are counted in; a partly repeated loop body ends the start
+    /// rule as plain terminals, so the result may be a little larger than
+    /// [`grammar`](Sequitur::grammar)'s.
+    pub fn snapshot(&self, stream: StreamId) -> Grammar {
+        let matched: Vec<u32> = (self.pushed - self.matched..self.pushed)
+            .map(|pos| self.history[pos as usize & HISTORY_MASK])
+            .collect();
+        self.to_grammar(stream, &matched)
     }
 
     #[cold]
@@ -487,7 +501,9 @@ impl Sequitur {
     }
 
     /// Compact copy, rules numbered in post order (children first) from the start rule.
-    fn to_grammar(&self, stream: StreamId) -> Grammar {
+    /// The grammar, with the fast path's pending repetitions added to the
+    /// start rule's last run and `matched` appended to the start rule.
+    fn to_grammar(&self, stream: StreamId, matched: &[u32]) -> Grammar {
         const UNSEEN: u32 = u32::MAX;
         const OPEN: u32 = u32::MAX - 1;
         let mut number = vec![UNSEEN; self.rules.len()];
@@ -526,6 +542,20 @@ impl Sequitur {
             }));
             bounds.push(runs.len() as u32);
         }
+        // The start rule is numbered last (post-order): its runs end `runs`.
+        if let Some(last) = runs.last_mut().filter(|_| self.pending > 0) {
+            last.count += self.pending;
+        }
+        let start_begin = bounds[bounds.len() - 2] as usize;
+        for &t in matched {
+            let folds = runs.len() > start_begin
+                && runs.last().is_some_and(|r| r.symbol == Symbol::Terminal(t));
+            match runs.last_mut() {
+                Some(last) if folds => last.count += 1,
+                _ => runs.push(Run::new(Symbol::Terminal(t), 1)),
+            }
+        }
+        *bounds.last_mut().expect("the start rule's bound") = runs.len() as u32;
         let start = number[START as usize];
         Grammar::from_parts(runs, bounds, vec![(stream, start)])
             .expect("Sequitur builds a valid grammar")

@@ -1,0 +1,602 @@
+//! A rank's crash journal: what the tracer has recorded, kept where the
+//! kernel holds it, so that a rank killed without warning (SIGKILL from
+//! the launcher after another rank's MPI_Abort) still leaves every call
+//! it recorded behind.
+//!
+//! Two files beside the rank's (future) `rank<N>.mgr`:
+//! - `rank<N>.journal`: a header and a *tail*. The tracer maps the file
+//!   shared and appends a record for every call (its terminal, one byte
+//!   for the first 64 signatures), every new signature and every new
+//!   communicator-log entry, then publishes the tail's length and checksum
+//!   with one 8-byte store. Stores to a shared file mapping are in the page
+//!   cache at once: they survive the death of the process.
+//! - `rank<N>.checkpoint`: when the tail is full, the tracer writes the
+//!   whole record so far as a rank file (the `rank<N>.mgr` format, partial)
+//!   and starts the tail again. So the journal stays small however long
+//!   the run (the checkpoint is the compressed trace).
+//!
+//! The tracer removes both once `rank<N>.mgr` is written. [`recover_rank`]
+//! rebuilds a rank's trace from them; [`crate::Trace::open`] does so for
+//! every rank that has a journal and no rank file.
+//!
+//! # Layout of `rank<N>.journal` (little-endian)
+//! | offset | size | field |
+//! |---|---|---|
+//! | 0 | 8 | magic `MPIGRJNL` |
+//! | 8 | 4 | journal version ([`VERSION`]) |
+//! | 12 | 4 | offset of the tail (a multiple of 64) |
+//! | 16 | 4 | rank in MPI_COMM_WORLD |
+//! | 20 | 4 | size of MPI_COMM_WORLD |
+//! | 24 | 4 | process id |
+//! | 28 | 4 | length of the identity |
+//! | 32 | 8 | CLOCK_MONOTONIC ns when recording started |
+//! | 40 | 4 | capacity of the tail in bytes |
+//! | 44 | 4 | [`hash`] of bytes 0..44 and the identity |
+//! | 48 | 4 | ending: a code in the low half, its complement in the high half ([`ending_word`]) |
+//! | 52 | 4 | zero |
+//! | 56 | 8 | generation: calls held by the checkpoint the tail continues (0: none) |
+//! | 64 | 8 | the tail's published length (low half) and [`hash`] (high half) ([`tail_word`]) |
+//! | 72 | | identity: host name and MPI library version, varint-length-prefixed |
+//! | tail offset | up to capacity | records; bytes past the published length are ignored (the file grows with the tail) |
+//!
+//! A record starts with a varint `v`: even, a call of terminal `v / 2`
+//! ([`call_record`]); 1, a new signature (a varint length and its bytes),
+//! whose terminal is the next after the checkpoint's and the tail's
+//! earlier ones; 3, a communicator-log entry (as in the COMMS section).
+//!
+//! # Which checkpoint a tail continues
+//! The generation names the checkpoint by the number of calls it holds,
+//! which grows with every checkpoint. A checkpoint is written to a
+//! temporary file and renamed; then the tail is emptied (one store) and
+//! the generation set (one store). So a rank killed while checkpointing
+//! leaves either the old checkpoint with its full tail, or the new
+//! checkpoint, which holds every call, with a tail that it already holds
+//! or an empty one. The reader tells these apart by the call counts
+//! ([`recover_rank`]); the process id and start time tie the checkpoint
+//! to the journal.
+
+use crate::{
+    CallStats, CommEntry, Ending, Error, RankMeta, RankTrace, TimingMode, checkpoint_file_name,
+    journal_file_name, rank_file_name, rank_in_file_name,
+};
+use mpigram_grammar::Sequitur;
+use mpigram_varint::{ByteReader, PutVarint};
+use std::path::Path;
+
+/// Ending of a journal's file name.
+pub const JOURNAL_SUFFIX: &str = ".journal";
+/// Ending of a checkpoint's file name.
+pub const CHECKPOINT_SUFFIX: &str = ".checkpoint";
+
+pub const MAGIC: [u8; 8] = *b"MPIGRJNL";
+pub const VERSION: u32 = 1;
+/// Offset of the ending word.
+pub const ENDING_AT: usize = 48;
+/// Offset of the generation word.
+pub const GENERATION_AT: usize = 56;
+/// Offset of the tail word.
+pub const TAIL_WORD_AT: usize = 64;
+/// Bytes before the identity.
+const FIXED_LEN: usize = 72;
+/// Bytes covered by the header checksum before the identity.
+const CHECKED_LEN: usize = 44;
+
+/// First value of [`hash`]: the hash of nothing (FNV-1a's offset basis).
+pub const HASH_SEED: u32 = 0x811c_9dc5;
+
+/// FNV-1a (32 bits) of `bytes`, continuing from `h`. One multiply per
+/// byte: the tracer hashes each record as it appends it. Every step is a
+/// bijection of the state, so a change in any single byte changes the hash.
+#[inline]
+pub fn hash(mut h: u32, bytes: &[u8]) -> u32 {
+    for &b in bytes {
+        h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
+    }
+    h
+}
+
+/// The tail word: published length and hash, stored at once so that a
+/// reader never sees one without the other.
+#[inline]
+pub const fn tail_word(len: u32, hash: u32) -> u64 {
+    len as u64 | (hash as u64) << 32
+}
+
+/// Ending codes of the ending word; 0: none yet.
+const NO_ENDING: u16 = 0;
+/// Added to the signal number of [`Ending::Signal`].
+pub const SIGNAL_ENDING: u16 = 0x100;
+
+/// The ending word of an ending code: a single flipped bit is noticed.
+/// A `const fn` of plain arithmetic: signal handlers compute it.
+#[inline]
+pub const fn ending_word(code: u16) -> u32 {
+    code as u32 | ((!code) as u32) << 16
+}
+
+/// The ending word that says the rank ended as `ending` (0 for
+/// [`Ending::Killed`]: the journal says nothing).
+pub fn ending_word_of(ending: Ending) -> u32 {
+    ending_word(match ending {
+        Ending::Killed => NO_ENDING,
+        Ending::Finalized => 1,
+        Ending::ExitWithoutFinalize => 2,
+        Ending::Abort => 3,
+        Ending::Signal(s) => SIGNAL_ENDING | (s.clamp(0, 255) as u16),
+    })
+}
+
+fn ending_of_word(word: u32) -> Result<Ending, String> {
+    let (code, check) = (word as u16, (word >> 16) as u16);
+    if check != !code {
+        return Err(format!("ending word {word:#010x} is damaged"));
+    }
+    Ok(match code {
+        NO_ENDING => Ending::Killed,
+        1 => Ending::Finalized,
+        2 => Ending::ExitWithoutFinalize,
+        3 => Ending::Abort,
+        c if c > SIGNAL_ENDING && c <= SIGNAL_ENDING | 0xff => {
+            Ending::Signal(i32::from(c - SIGNAL_ENDING))
+        }
+        c => return Err(format!("unknown ending code {c}")),
+    })
+}
+
+/// The first varint of a call's record.
+#[inline]
+pub const fn call_record(terminal: u32) -> u64 {
+    (terminal as u64) << 1
+}
+const SIGNATURE_RECORD: u64 = 1;
+const COMM_RECORD: u64 = 3;
+
+/// Appends the record of a call of `terminal`.
+pub fn put_call(out: &mut Vec<u8>, terminal: u32) {
+    out.put_u64(call_record(terminal));
+}
+
+/// Appends the record of a new signature (it gets the next terminal).
+pub fn put_signature(out: &mut Vec<u8>, signature: &[u8]) {
+    out.put_u64(SIGNATURE_RECORD);
+    out.put_blob(signature);
+}
+
+/// Appends the record of a new communicator-log entry.
+pub fn put_comm(out: &mut Vec<u8>, entry: &CommEntry) {
+    out.put_u64(COMM_RECORD);
+    entry.encode(out);
+}
+
+/// What a journal's header says about its rank.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JournalHeader {
+    pub rank: u32,
+    pub world_size: u32,
+    pub pid: u32,
+    pub start_ns: u64,
+    pub host: String,
+    pub mpi_library: String,
+    /// Bytes of the tail.
+    pub capacity: u32,
+}
+
+impl JournalHeader {
+    /// The header of a new journal, up to the tail: no ending, generation
+    /// 0, an empty tail.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut identity = Vec::new();
+        identity.put_str(&self.host);
+        identity.put_str(&self.mpi_library);
+        let tail_at = (FIXED_LEN + identity.len()).next_multiple_of(64);
+        let mut out = Vec::with_capacity(tail_at);
+        out.extend_from_slice(&MAGIC);
+        for v in [
+            VERSION,
+            tail_at as u32,
+            self.rank,
+            self.world_size,
+            self.pid,
+            identity.len() as u32,
+        ] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        out.extend_from_slice(&self.start_ns.to_le_bytes());
+        out.extend_from_slice(&self.capacity.to_le_bytes());
+        let checksum = hash(hash(HASH_SEED, &out), &identity);
+        out.extend_from_slice(&checksum.to_le_bytes());
+        out.extend_from_slice(&ending_word(NO_ENDING).to_le_bytes());
+        out.extend_from_slice(&0u32.to_le_bytes());
+        out.extend_from_slice(&0u64.to_le_bytes());
+        out.extend_from_slice(&tail_word(0, HASH_SEED).to_le_bytes());
+        out.extend_from_slice(&identity);
+        out.resize(tail_at, 0);
+        out
+    }
+}
+
+/// A journal as read back.
+struct Journal {
+    header: JournalHeader,
+    ending: Ending,
+    generation: u64,
+    /// Signatures first recorded in the tail, in terminal order.
+    signatures: Vec<Vec<u8>>,
+    /// Terminals of the tail's calls.
+    calls: Vec<u32>,
+    comms: Vec<CommEntry>,
+}
+
+fn u32_at(bytes: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"))
+}
+
+fn u64_at(bytes: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"))
+}
+
+impl Journal {
+    fn read(path: &Path) -> Result<Journal, Error> {
+        let bytes = std::fs::read(path).map_err(|e| Error::journal(path, e))?;
+        Journal::parse(&bytes).map_err(|m| Error::journal(path, m))
+    }
+
+    fn parse(bytes: &[u8]) -> Result<Journal, String> {
+        if bytes.len() < FIXED_LEN || bytes[..8] != MAGIC {
+            return Err(if bytes.starts_with(&MAGIC) || bytes.is_empty() {
+                format!(
+                    "truncated: {} bytes, less than a journal header",
+                    bytes.len()
+                )
+            } else {
+                "not an mpigram crash journal".into()
+            });
+        }
+        let version = u32_at(bytes, 8);
+        if version != VERSION {
+            return Err(format!(
+                "journal version {version}, this mpigram reads version {VERSION}"
+            ));
+        }
+        let tail_at = u32_at(bytes, 12) as usize;
+        let identity_len = u32_at(bytes, 28) as usize;
+        let capacity = u32_at(bytes, 40);
+        let identity_end = FIXED_LEN.saturating_add(identity_len);
+        if tail_at != identity_end.next_multiple_of(64) {
+            return Err(format!("damaged header: tail at {tail_at}"));
+        }
+        if bytes.len() < tail_at {
+            return Err(format!(
+                "truncated: {} bytes, the header says {tail_at}",
+                bytes.len()
+            ));
+        }
+        let identity = &bytes[FIXED_LEN..identity_end];
+        if hash(hash(HASH_SEED, &bytes[..CHECKED_LEN]), identity) != u32_at(bytes, CHECKED_LEN)
+            || u32_at(bytes, ENDING_AT + 4) != 0
+        {
+            return Err("damaged header (checksum)".into());
+        }
+        let mut r = ByteReader::new(identity);
+        let host = r.str().map_err(|e| format!("identity: {e}"))?.to_owned();
+        let mpi_library = r.str().map_err(|e| format!("identity: {e}"))?.to_owned();
+        r.finish().map_err(|e| format!("identity: {e}"))?;
+        let header = JournalHeader {
+            rank: u32_at(bytes, 16),
+            world_size: u32_at(bytes, 20),
+            pid: u32_at(bytes, 24),
+            start_ns: u64_at(bytes, 32),
+            host,
+            mpi_library,
+            capacity,
+        };
+        let ending = ending_of_word(u32_at(bytes, ENDING_AT))?;
+        let generation = u64_at(bytes, GENERATION_AT);
+        let word = u64_at(bytes, TAIL_WORD_AT);
+        let (len, checksum) = (word as u32, (word >> 32) as u32);
+        if len > capacity {
+            return Err(format!(
+                "damaged header: a tail of {len} bytes in {capacity}"
+            ));
+        }
+        let end = tail_at + len as usize;
+        if bytes.len() < end {
+            return Err(format!(
+                "truncated: {} bytes, the tail ends at {end}",
+                bytes.len()
+            ));
+        }
+        let tail = &bytes[tail_at..tail_at + len as usize];
+        if hash(HASH_SEED, tail) != checksum {
+            return Err(format!("the tail's {len} bytes are damaged (checksum)"));
+        }
+        let mut journal = Journal {
+            header,
+            ending,
+            generation,
+            signatures: Vec::new(),
+            calls: Vec::new(),
+            comms: Vec::new(),
+        };
+        journal
+            .read_records(tail)
+            .map_err(|e| format!("tail: {e}"))?;
+        Ok(journal)
+    }
+
+    fn read_records(&mut self, tail: &[u8]) -> Result<(), mpigram_varint::DecodeError> {
+        let mut r = ByteReader::new(tail);
+        while !r.is_empty() {
+            let at = r.position();
+            match r.u64()? {
+                SIGNATURE_RECORD => self.signatures.push(r.blob()?.to_vec()),
+                COMM_RECORD => self.comms.push(CommEntry::decode(&mut r)?),
+                v if v & 1 == 0 => {
+                    let terminal = u32::try_from(v >> 1).map_err(|_| out_of_range(at, v))?;
+                    self.calls.push(terminal);
+                }
+                v => return Err(out_of_range(at, v)),
+            }
+        }
+        Ok(())
+    }
+}
+
+fn out_of_range(offset: usize, value: u64) -> mpigram_varint::DecodeError {
+    mpigram_varint::DecodeError {
+        offset,
+        kind: mpigram_varint::DecodeErrorKind::OutOfRange {
+            value,
+            target: "journal record",
+        },
+    }
+}
+
+/// Ranks of `dir` that have a crash journal (or checkpoint) but no
+/// `rank<N>.mgr`: ranks that were killed before they wrote their trace.
+/// A rank that wrote its file is read from it, whatever else is there.
+pub fn recoverable_ranks(dir: &Path) -> Result<Vec<u32>, Error> {
+    let entries = std::fs::read_dir(dir).map_err(|e| Error::dir(dir, e))?;
+    let mut ranks = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::dir(dir, e))?;
+        let name = entry.file_name();
+        let name = name.to_str().unwrap_or("");
+        let rank = rank_in_file_name(name, JOURNAL_SUFFIX)
+            .or_else(|| rank_in_file_name(name, CHECKPOINT_SUFFIX));
+        if let Some(rank) = rank.filter(|&r| !dir.join(rank_file_name(r)).exists()) {
+            ranks.push(rank);
+        }
+    }
+    ranks.sort_unstable();
+    ranks.dedup();
+    Ok(ranks)
+}
+
+/// Rebuilds rank `rank`'s trace from its crash journal in `dir`: the
+/// checkpoint's calls, then the tail's. Its ending is what the journal
+/// noted (a fatal signal, or an ending whose rank file could not be
+/// written), else [`Ending::Killed`].
+///
+/// The journal does not time calls: a call from the tail is counted in
+/// its signature's [`CallStats::count`] but adds nothing to its durations
+/// (a signature first seen in the tail has total, min and max 0), and
+/// `end_ns` is the last checkpoint's (else the start).
+///
+/// Every part is checked: a damaged, truncated or foreign journal, or a
+/// checkpoint of another process or generation, is an error naming the
+/// file. A record the rank was killed in the middle of writing was never
+/// published, and is not read.
+pub fn recover_rank(dir: &Path, rank: u32) -> Result<RankTrace, Error> {
+    let journal_path = dir.join(journal_file_name(rank));
+    let checkpoint_path = dir.join(checkpoint_file_name(rank));
+    let checkpoint = if checkpoint_path.exists() {
+        let c = RankTrace::read(&checkpoint_path)?;
+        if c.meta.rank != rank {
+            return Err(Error::journal(
+                &checkpoint_path,
+                format!("holds rank {}", c.meta.rank),
+            ));
+        }
+        Some(c)
+    } else {
+        None
+    };
+    if !journal_path.exists() {
+        // Only if the journal was removed by hand: the tracer creates it
+        // before the first checkpoint.
+        return checkpoint.ok_or_else(|| {
+            Error::journal(&journal_path, "no journal and no checkpoint for this rank")
+        });
+    }
+    let journal = Journal::read(&journal_path)?;
+    let h = &journal.header;
+    if h.rank != rank {
+        return Err(Error::journal(
+            &journal_path,
+            format!("holds rank {}", h.rank),
+        ));
+    }
+    let tail_calls = journal.calls.len() as u64;
+    let base = match checkpoint {
+        None if journal.generation == 0 => None,
+        None => {
+            return Err(Error::journal(
+                &journal_path,
+                format!(
+                    "continues a checkpoint of {} calls, but {} is missing",
+                    journal.generation,
+                    checkpoint_file_name(rank)
+                ),
+            ));
+        }
+        Some(c) if c.meta.pid != h.pid || c.meta.start_ns != h.start_ns => {
+            return Err(Error::journal(
+                &checkpoint_path,
+                format!(
+                    "belongs to another run (process {}, the journal's is {})",
+                    c.meta.pid, h.pid
+                ),
+            ));
+        }
+        Some(c) if c.meta.calls == journal.generation => Some((c, true)),
+        // Killed while checkpointing: after the rename, before (or
+        // while) the tail was emptied. The checkpoint holds every call.
+        Some(c)
+            if c.meta.calls > journal.generation
+                && (tail_calls == 0 || c.meta.calls == journal.generation + tail_calls) =>
+        {
+            Some((c, false))
+        }
+        Some(c) => {
+            return Err(Error::journal(
+                &checkpoint_path,
+                format!(
+                    "holds {} calls, but the journal continues a checkpoint of {}",
+                    c.meta.calls, journal.generation
+                ),
+            ));
+        }
+    };
+    let (base, with_tail) = match base {
+        Some((c, with_tail)) => (Some(c), with_tail),
+        None => (None, true),
+    };
+    if with_tail {
+        let known = base.as_ref().map_or(0, |c| c.signatures.len()) + journal.signatures.len();
+        if let Some(t) = journal.calls.iter().find(|&&t| t as usize >= known) {
+            return Err(Error::journal(
+                &journal_path,
+                format!("a call of signature {t}, but {known} are known"),
+            ));
+        }
+    }
+    let trace = rebuild(base, &journal, with_tail);
+    trace
+        .check()
+        .map_err(|m| Error::journal(&journal_path, m))?;
+    Ok(trace)
+}
+
+/// The checkpoint's record followed by the tail's (if `with_tail`; its
+/// terminals are known to be in the table).
+fn rebuild(base: Option<RankTrace>, journal: &Journal, with_tail: bool) -> RankTrace {
+    let h = &journal.header;
+    let mut grammar = Sequitur::new();
+    let mut base_calls = 0;
+    let (mut signatures, mut stats, mut comms, end_ns, allocations) = match base {
+        Some(c) => {
+            c.grammar
+                .expand(c.meta.rank)
+                .into_iter()
+                .flatten()
+                .for_each(|t| grammar.push(t));
+            base_calls = c.meta.calls;
+            let m = c.meta;
+            (
+                c.signatures,
+                c.stats,
+                c.comms,
+                m.end_ns,
+                m.recorder_allocations,
+            )
+        }
+        None => (Vec::new(), Vec::new(), Vec::new(), h.start_ns, 0),
+    };
+    let mut calls = base_calls;
+    if with_tail {
+        signatures.extend(journal.signatures.iter().cloned());
+        stats.resize(signatures.len(), CallStats::default());
+        comms.extend_from_slice(&journal.comms);
+        for &t in &journal.calls {
+            stats[t as usize].count += 1;
+            grammar.push(t);
+        }
+        calls += journal.calls.len() as u64;
+    }
+    RankTrace {
+        meta: RankMeta {
+            rank: h.rank,
+            world_size: h.world_size,
+            pid: h.pid,
+            host: h.host.clone(),
+            mpi_library: h.mpi_library.clone(),
+            timing: TimingMode::Aggregated,
+            calls,
+            start_ns: h.start_ns,
+            end_ns,
+            ending: journal.ending,
+            recorder_allocations: allocations,
+        },
+        signatures,
+        grammar: grammar.grammar(h.rank),
+        stats,
+        comms,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ending_words_round_trip_and_catch_flips() {
+        for e in [
+            Ending::Killed,
+            Ending::Finalized,
+            Ending::ExitWithoutFinalize,
+            Ending::Abort,
+            Ending::Signal(11),
+            Ending::Signal(2),
+        ] {
+            let word = ending_word_of(e);
+            assert_eq!(ending_of_word(word), Ok(e));
+            for bit in 0..32 {
+                assert!(ending_of_word(word ^ 1 << bit).is_err(), "{e:?} bit {bit}");
+            }
+        }
+        assert_eq!(
+            ending_word(SIGNAL_ENDING | 15),
+            ending_word_of(Ending::Signal(15))
+        );
+    }
+
+    #[test]
+    fn records_read_back() {
+        let mut tail = Vec::new();
+        put_signature(&mut tail, b"sig");
+        put_call(&mut tail, 0);
+        put_call(&mut tail, 300);
+        let entry = CommEntry {
+            seq: 7,
+            comm: 1,
+            rank: 2,
+            size: 4,
+            remote_size: 0,
+            inter: false,
+        };
+        put_comm(&mut tail, &entry);
+        assert_eq!(tail[5], 0, "a call of terminal 0 is one byte");
+        let mut j = Journal {
+            header: JournalHeader {
+                rank: 0,
+                world_size: 1,
+                pid: 1,
+                start_ns: 0,
+                host: String::new(),
+                mpi_library: String::new(),
+                capacity: 0,
+            },
+            ending: Ending::Killed,
+            generation: 0,
+            signatures: Vec::new(),
+            calls: Vec::new(),
+            comms: Vec::new(),
+        };
+        j.read_records(&tail).unwrap();
+        assert_eq!(j.signatures, [b"sig".to_vec()]);
+        assert_eq!(j.calls, [0, 300]);
+        assert_eq!(j.comms, [entry]);
+        assert!(j.read_records(&[5]).is_err(), "record kind 5 is unknown");
+    }
+}

@@ -1,0 +1,375 @@
+//! Reading a killed rank back from its crash journal: the tail alone, a
+//! checkpoint and its tail, a rank killed while checkpointing; and every
+//! way a journal can be wrong gives a one-line error naming the file,
+//! never a panic.
+
+mod common;
+
+use common::one_line_naming;
+use mpigram_grammar::Sequitur;
+use mpigram_mpispec::encoding::{put_handle, put_rank};
+use mpigram_mpispec::{HandleRef, Rank, func, put_signature_head};
+use mpigram_trace::journal::{
+    ENDING_AT, GENERATION_AT, HASH_SEED, JournalHeader, TAIL_WORD_AT, ending_word_of, hash,
+    put_call, put_comm, put_signature, tail_word,
+};
+use mpigram_trace::{
+    CallStats, CommEntry, Ending, RankMeta, RankTrace, TimingMode, Trace, checkpoint_file_name,
+    journal_file_name, recover_rank, recoverable_ranks,
+};
+use proptest::prelude::*;
+
+/// `trace` is exactly the one rank `rank`.
+fn assert_same(trace: &Trace, rank: &RankTrace) {
+    let one = Trace::from_rank(rank.clone());
+    assert_eq!(trace.ranks, one.ranks);
+    assert_eq!(trace.signatures, one.signatures);
+    assert!(trace.calls(rank.meta.rank).eq(rank.calls()));
+}
+use std::path::{Path, PathBuf};
+
+const PID: u32 = 4242;
+const START_NS: u64 = 1_000;
+
+/// MPI_Comm_rank(comm, rank): a real signature.
+fn signature(comm: u32) -> Vec<u8> {
+    let mut b = Vec::new();
+    put_signature_head(&mut b, func::MPI_Comm_rank, 0);
+    put_handle(&mut b, HandleRef::Predefined(comm));
+    put_rank(&mut b, Rank::Relative(0));
+    b
+}
+
+fn entry(seq: u64) -> CommEntry {
+    CommEntry {
+        seq,
+        comm: 0,
+        rank: 1,
+        size: 2,
+        remote_size: 0,
+        inter: false,
+    }
+}
+
+fn header(rank: u32) -> JournalHeader {
+    JournalHeader {
+        rank,
+        world_size: 2,
+        pid: PID,
+        start_ns: START_NS,
+        host: "node".into(),
+        mpi_library: "MPICH".into(),
+        capacity: 4096,
+    }
+}
+
+/// A journal file as the tracer leaves it: `tail` published, `unpublished`
+/// after it (a record it was killed writing).
+struct Image {
+    bytes: Vec<u8>,
+    tail_at: usize,
+    identity_end: usize,
+    published: usize,
+}
+
+impl Image {
+    fn new(rank: u32, generation: u64, ending: Ending, tail: &[u8], unpublished: &[u8]) -> Image {
+        let h = header(rank);
+        let mut bytes = h.encode();
+        let tail_at = bytes.len();
+        let identity_end = 72 + 2 + h.host.len() + h.mpi_library.len();
+        bytes[ENDING_AT..ENDING_AT + 4].copy_from_slice(&ending_word_of(ending).to_le_bytes());
+        bytes[GENERATION_AT..GENERATION_AT + 8].copy_from_slice(&generation.to_le_bytes());
+        let word = tail_word(tail.len() as u32, hash(HASH_SEED, tail));
+        bytes[TAIL_WORD_AT..TAIL_WORD_AT + 8].copy_from_slice(&word.to_le_bytes());
+        bytes.extend_from_slice(tail);
+        bytes.extend_from_slice(unpublished);
+        bytes.resize(tail_at + 4096.max(tail.len() + unpublished.len()), 0);
+        Image {
+            bytes,
+            tail_at,
+            identity_end,
+            published: tail_at + tail.len(),
+        }
+    }
+
+    fn write(&self, dir: &Path, rank: u32) -> PathBuf {
+        let path = dir.join(journal_file_name(rank));
+        std::fs::write(&path, &self.bytes).unwrap();
+        path
+    }
+}
+
+/// A tail: two new signatures, calls 0 1 0 0 1, a communicator entry.
+fn small_tail() -> Vec<u8> {
+    let mut t = Vec::new();
+    put_signature(&mut t, &signature(0));
+    put_call(&mut t, 0);
+    put_signature(&mut t, &signature(1));
+    put_comm(&mut t, &entry(1));
+    put_call(&mut t, 1);
+    for c in [0, 0, 1] {
+        put_call(&mut t, c);
+    }
+    t
+}
+
+/// A checkpoint of rank `rank`: 100 calls alternating two signatures.
+fn checkpoint(rank: u32, pid: u32) -> RankTrace {
+    let mut s = Sequitur::new();
+    for _ in 0..50 {
+        s.push(0);
+        s.push(1);
+    }
+    RankTrace {
+        meta: RankMeta {
+            rank,
+            world_size: 2,
+            pid,
+            host: "node".into(),
+            mpi_library: "MPICH".into(),
+            timing: TimingMode::Aggregated,
+            calls: 100,
+            start_ns: START_NS,
+            end_ns: 5_000,
+            ending: Ending::Killed,
+            recorder_allocations: 7,
+        },
+        signatures: vec![signature(0), signature(1)],
+        grammar: s.grammar(rank),
+        stats: vec![
+            CallStats {
+                count: 50,
+                total_ns: 500,
+                min_ns: 9,
+                max_ns: 11
+            };
+            2
+        ],
+        comms: vec![entry(0)],
+    }
+}
+
+fn write_checkpoint(dir: &Path, trace: &RankTrace) -> PathBuf {
+    let path = dir.join(checkpoint_file_name(trace.meta.rank));
+    trace.write_to(&path).unwrap();
+    path
+}
+
+fn calls(t: &RankTrace) -> Vec<Vec<u8>> {
+    t.calls().map(<[u8]>::to_vec).collect()
+}
+
+#[test]
+fn a_journal_alone_holds_the_rank() {
+    let dir = tempfile::tempdir().unwrap();
+    Image::new(1, 0, Ending::Killed, &small_tail(), &[]).write(dir.path(), 1);
+    assert_eq!(recoverable_ranks(dir.path()).unwrap(), [1]);
+    let t = recover_rank(dir.path(), 1).unwrap();
+    let (a, b) = (signature(0), signature(1));
+    assert_eq!(calls(&t), [&a, &b, &a, &a, &b].map(|s| s.clone()).to_vec());
+    assert_eq!(t.meta.ending, Ending::Killed);
+    assert_eq!(
+        (t.meta.rank, t.meta.world_size, t.meta.pid, t.meta.calls),
+        (1, 2, PID, 5)
+    );
+    assert_eq!(
+        (t.meta.host.as_str(), t.meta.mpi_library.as_str()),
+        ("node", "MPICH")
+    );
+    assert_eq!(t.stats.iter().map(|s| s.count).collect::<Vec<_>>(), [3, 2]);
+    assert_eq!(t.stats[0].total_ns, 0, "the journal does not time calls");
+    assert_eq!(t.comms, [entry(1)]);
+    let trace = Trace::open(dir.path()).unwrap();
+    assert_same(&trace, &t);
+    assert!(!trace.is_complete());
+}
+
+#[test]
+fn a_checkpoint_and_its_tail_are_joined() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = checkpoint(0, PID);
+    write_checkpoint(dir.path(), &base);
+    let mut tail = Vec::new();
+    put_signature(&mut tail, &signature(2));
+    put_call(&mut tail, 2);
+    put_comm(&mut tail, &entry(101));
+    put_call(&mut tail, 0);
+    Image::new(0, 100, Ending::Signal(11), &tail, &[]).write(dir.path(), 0);
+    let t = recover_rank(dir.path(), 0).unwrap();
+    let mut expected = calls(&base);
+    expected.extend([signature(2), signature(0)]);
+    assert_eq!(calls(&t), expected);
+    assert_eq!(t.meta.calls, 102);
+    assert_eq!(t.meta.ending, Ending::Signal(11));
+    assert_eq!(t.meta.end_ns, 5_000, "the checkpoint's");
+    assert_eq!(t.meta.recorder_allocations, 7);
+    let counts: Vec<u64> = t.stats.iter().map(|s| s.count).collect();
+    assert_eq!(counts, [51, 50, 1]);
+    assert_eq!(t.stats[0].total_ns, 500, "the checkpoint's timing stays");
+    assert_eq!(t.comms, [entry(0), entry(101)]);
+}
+
+#[test]
+fn a_rank_killed_while_checkpointing_is_read_from_the_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = checkpoint(0, PID);
+    write_checkpoint(dir.path(), &base);
+    let mut two = Vec::new();
+    put_call(&mut two, 0);
+    put_call(&mut two, 1);
+    // Renamed, tail not yet emptied: the checkpoint holds the tail's calls.
+    Image::new(0, 98, Ending::Killed, &two, &[]).write(dir.path(), 0);
+    assert_eq!(calls(&recover_rank(dir.path(), 0).unwrap()), calls(&base));
+    // Tail emptied, generation not yet stored.
+    Image::new(0, 60, Ending::Killed, &[], &[]).write(dir.path(), 0);
+    assert_eq!(calls(&recover_rank(dir.path(), 0).unwrap()), calls(&base));
+    // A tail that neither continues nor is held by the checkpoint.
+    let path = Image::new(0, 60, Ending::Killed, &two, &[]).write(dir.path(), 0);
+    let e = recover_rank(dir.path(), 0).unwrap_err();
+    one_line_naming(&e, &dir.path().join(checkpoint_file_name(0)));
+    assert!(
+        e.to_string().contains("continues a checkpoint of 60"),
+        "{e}"
+    );
+    // A journal that continues a checkpoint that is not there.
+    std::fs::remove_file(dir.path().join(checkpoint_file_name(0))).unwrap();
+    one_line_naming(&recover_rank(dir.path(), 0).unwrap_err(), &path);
+}
+
+#[test]
+fn a_checkpoint_of_another_run_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_checkpoint(dir.path(), &checkpoint(0, PID + 1));
+    Image::new(0, 100, Ending::Killed, &[], &[]).write(dir.path(), 0);
+    let e = Trace::open(dir.path()).err().unwrap();
+    one_line_naming(&e, &path);
+    assert!(e.to_string().contains("another run"), "{e}");
+}
+
+#[test]
+fn a_record_the_rank_was_killed_writing_is_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut half = Vec::new();
+    put_signature(&mut half, &signature(3));
+    half.truncate(4);
+    Image::new(1, 0, Ending::Killed, &small_tail(), &half).write(dir.path(), 1);
+    assert_eq!(recover_rank(dir.path(), 1).unwrap().meta.calls, 5);
+}
+
+#[test]
+fn a_rank_file_wins_over_its_journal() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut finished = checkpoint(0, PID);
+    finished.meta.ending = Ending::Finalized;
+    finished.write(dir.path()).unwrap();
+    Image::new(0, 0, Ending::Killed, &small_tail(), &[]).write(dir.path(), 0);
+    assert!(recoverable_ranks(dir.path()).unwrap().is_empty());
+    let trace = Trace::open(dir.path()).unwrap();
+    assert_same(&trace, &finished);
+}
+
+#[test]
+fn empty_foreign_and_newer_journals_are_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(journal_file_name(0));
+    let mut newer = Image::new(0, 0, Ending::Killed, &[], &[]).bytes;
+    newer[8] = 2;
+    for (bytes, says) in [
+        (Vec::new(), "truncated"),
+        (
+            b"#!/bin/sh\necho not a journal\n".repeat(4),
+            "not an mpigram crash journal",
+        ),
+        (newer, "journal version 2"),
+    ] {
+        std::fs::write(&path, &bytes).unwrap();
+        let e = Trace::open(dir.path()).err().unwrap();
+        one_line_naming(&e, &path);
+        assert!(e.to_string().contains(says), "{e}");
+    }
+}
+
+#[test]
+fn a_tail_naming_an_unknown_signature_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut tail = small_tail();
+    put_call(&mut tail, 2);
+    let path = Image::new(0, 0, Ending::Killed, &tail, &[]).write(dir.path(), 0);
+    let e = recover_rank(dir.path(), 0).unwrap_err();
+    one_line_naming(&e, &path);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    /// One damaged byte, or a truncation, anywhere: an error naming the
+    /// file if it is in what the journal holds (header, identity,
+    /// published tail), else the same rank; never a panic.
+    #[test]
+    fn damaged_journals_are_refused(at in any::<prop::sample::Index>(), mask in 1u8.., cut in any::<prop::sample::Index>(), truncate in any::<bool>()) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut half = Vec::new();
+        put_call(&mut half, 1);
+        let image = Image::new(1, 0, Ending::Killed, &small_tail(), &half);
+        let good = {
+            let path = image.write(dir.path(), 1);
+            let t = recover_rank(dir.path(), 1).unwrap();
+            std::fs::remove_file(path).unwrap();
+            t
+        };
+        let mut bytes = image.bytes.clone();
+        let i = at.index(bytes.len());
+        let damaged = if truncate {
+            bytes.truncate(cut.index(bytes.len()));
+            bytes.len() < image.published
+        } else {
+            bytes[i] ^= mask;
+            i < image.identity_end || (image.tail_at..image.published).contains(&i)
+        };
+        let path = dir.path().join(journal_file_name(1));
+        std::fs::write(&path, &bytes).unwrap();
+        match Trace::open(dir.path()) {
+            Ok(trace) => {
+                prop_assert!(!damaged, "damage at {} accepted", i);
+                let one = Trace::from_rank(good.clone());
+                prop_assert_eq!(&trace.ranks, &one.ranks);
+                prop_assert_eq!(&trace.signatures, &one.signatures);
+                prop_assert!(trace.calls(1).eq(good.calls()));
+            }
+            Err(e) => {
+                prop_assert!(damaged, "undamaged journal refused: {}", e);
+                one_line_naming(&e, &path);
+            }
+        }
+    }
+
+    /// Damage to a checkpoint and its journal together: an error naming
+    /// one of them, or a rank that reads back whole; never a panic.
+    #[test]
+    fn damaged_checkpoints_never_panic(flips in prop::collection::vec((any::<bool>(), any::<prop::sample::Index>(), 1u8..), 1..4)) {
+        let dir = tempfile::tempdir().unwrap();
+        let checkpoint_path = write_checkpoint(dir.path(), &checkpoint(0, PID));
+        let mut tail = Vec::new();
+        put_call(&mut tail, 1);
+        let journal_path = Image::new(0, 100, Ending::Killed, &tail, &[]).write(dir.path(), 0);
+        for (in_checkpoint, at, mask) in flips {
+            let path = if in_checkpoint { &checkpoint_path } else { &journal_path };
+            let mut bytes = std::fs::read(path).unwrap();
+            let i = at.index(bytes.len());
+            bytes[i] ^= mask;
+            std::fs::write(path, bytes).unwrap();
+        }
+        match Trace::open(dir.path()) {
+            Ok(trace) => {
+                let t = &trace.ranks[0];
+                prop_assert_eq!(trace.calls(t.meta.rank).count() as u64, t.meta.calls);
+            }
+            Err(e) => {
+                let text = e.to_string();
+                prop_assert_eq!(text.lines().count(), 1);
+                prop_assert!(text.contains("rank0.journal") || text.contains("rank0.checkpoint"), "{}", text);
+            }
+        }
+    }
+}

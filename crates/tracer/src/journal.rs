@@ -1,0 +1,337 @@
+//! The rank's crash journal (layout and reader in
+//! `mpigram_trace::journal`): every recorded call is appended to a shared
+//! file mapping, so that what the rank recorded survives its death by any
+//! signal, SIGKILL included. Appending a call is a byte store, a hash step
+//! and one 8-byte store of the tail's length and checksum: a few
+//! nanoseconds, and no allocation once the scratch buffer has grown.
+//! When the tail is full the tracer writes a checkpoint and the journal
+//! starts its tail again ([`Journal::reset`]).
+//!
+//! The file grows with the tail, by doubling from [`FIRST_TAIL_BYTES`]: a
+//! short run leaves a small journal, a long one at most the tail's size.
+//!
+//! The mapping lives as long as the process: a fatal-signal handler may
+//! store the ending into its header at any moment ([`note_signal`]), so it
+//! is never unmapped.
+
+use crate::objects::CommRecord;
+use mpigram_trace::journal::{
+    self, ENDING_AT, GENERATION_AT, HASH_SEED, JournalHeader, SIGNAL_ENDING, TAIL_WORD_AT,
+};
+use mpigram_trace::{Ending, checkpoint_file_name, journal_file_name};
+use std::ffi::c_int;
+use std::fs::OpenOptions;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
+
+/// Tail bytes unless `MPIGRAM_JOURNAL_BYTES` says otherwise: 4 MiB hold
+/// about four million calls of a program with under 64 distinct
+/// signatures between checkpoints.
+pub const DEFAULT_TAIL_BYTES: u32 = 4 << 20;
+/// Smallest tail: room for a few records.
+const MIN_TAIL_BYTES: u32 = 256;
+/// Tail bytes the file first holds.
+const FIRST_TAIL_BYTES: usize = 64 << 10;
+
+/// The ending word of the open journal, for the signal handlers.
+static ENDING: AtomicPtr<AtomicU32> = AtomicPtr::new(std::ptr::null_mut());
+
+pub struct Journal {
+    /// The mapped file: header, then the tail at `tail_at`.
+    map: *mut u8,
+    tail_at: usize,
+    capacity: usize,
+    /// Tail bytes the file holds now (blocks allocated): the mapping
+    /// covers `capacity`, but only these may be touched.
+    allocated: usize,
+    fd: std::fs::File,
+    /// Published length and hash of the tail.
+    len: usize,
+    hash: u32,
+    /// Entries of the communicator log the journal holds.
+    comms: usize,
+    /// Records of the call being appended (when not a single byte).
+    scratch: Vec<u8>,
+    /// A checkpoint failed: the journal holds what it held then.
+    stopped: bool,
+    dir: PathBuf,
+    rank: u32,
+    /// The process that opened it (a forked child must not remove it).
+    pid: u32,
+}
+
+/// `MPIGRAM_JOURNAL_BYTES`: the tail's size; 0 turns the journal off.
+pub fn tail_bytes() -> Option<u32> {
+    let Some(value) = std::env::var_os("MPIGRAM_JOURNAL_BYTES").filter(|v| !v.is_empty()) else {
+        return Some(DEFAULT_TAIL_BYTES);
+    };
+    match value.to_str().and_then(|v| v.parse::<u64>().ok()) {
+        Some(0) => None,
+        Some(n) => Some(n.clamp(u64::from(MIN_TAIL_BYTES), u64::from(u32::MAX)) as u32),
+        None => {
+            eprintln!(
+                "mpigram: MPIGRAM_JOURNAL_BYTES={} is not a number of bytes; using {DEFAULT_TAIL_BYTES}",
+                value.to_string_lossy()
+            );
+            Some(DEFAULT_TAIL_BYTES)
+        }
+    }
+}
+
+impl Journal {
+    /// Creates `dir/rank<N>.journal` for `header`'s rank, removing an older
+    /// run's checkpoint first. The file is filled in under a temporary name
+    /// and renamed, so a journal is never seen half made; its blocks are
+    /// allocated up front, so a full disk is an error here and never a
+    /// SIGBUS in the middle of a call.
+    pub fn open(dir: &Path, header: &JournalHeader) -> std::io::Result<Journal> {
+        std::fs::create_dir_all(dir)?;
+        let rank = header.rank;
+        remove_if_there(&dir.join(checkpoint_file_name(rank)))?;
+        let path = dir.join(journal_file_name(rank));
+        let tmp = dir.join(format!(".{}.tmp-{}", journal_file_name(rank), header.pid));
+        let head = header.encode();
+        let capacity = header.capacity as usize;
+        let allocated = capacity.min(FIRST_TAIL_BYTES);
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&tmp)?;
+        let map = (|| {
+            allocate(&file, head.len() + allocated)?;
+            // SAFETY: plain system call on a file we own.
+            let map = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    head.len() + capacity,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_SHARED,
+                    file.as_raw_fd(),
+                    0,
+                )
+            };
+            if map == libc::MAP_FAILED {
+                return Err(std::io::Error::last_os_error());
+            }
+            let map = map.cast::<u8>();
+            // SAFETY: the file and the mapping hold the header.
+            unsafe { std::ptr::copy_nonoverlapping(head.as_ptr(), map, head.len()) };
+            std::fs::rename(&tmp, &path)?;
+            Ok(map)
+        })();
+        let map = map.inspect_err(|_| {
+            let _ = std::fs::remove_file(&tmp);
+        })?;
+        let journal = Journal {
+            map,
+            tail_at: head.len(),
+            capacity,
+            allocated,
+            fd: file,
+            len: 0,
+            hash: HASH_SEED,
+            comms: 0,
+            scratch: Vec::new(),
+            stopped: false,
+            dir: dir.to_owned(),
+            rank,
+            pid: header.pid,
+        };
+        ENDING.store(journal.word::<AtomicU32>(ENDING_AT), Ordering::Release);
+        Ok(journal)
+    }
+
+    /// The header word at `at` (aligned: the header is at the start of a page).
+    fn word<T>(&self, at: usize) -> *mut T {
+        // SAFETY: `at` is within the header.
+        unsafe { self.map.add(at).cast() }
+    }
+
+    fn tail_word(&self) -> &AtomicU64 {
+        // SAFETY: an aligned u64 of the mapping, which is never unmapped.
+        unsafe { &*self.word(TAIL_WORD_AT) }
+    }
+
+    /// Appends a call of `terminal`, with its signature if it is new and
+    /// the communicator-log entries the call added. False if the records do
+    /// not fit: the caller writes a checkpoint (which holds this call).
+    #[inline]
+    pub fn record(
+        &mut self,
+        terminal: u32,
+        new_signature: Option<&[u8]>,
+        comm_log: &[CommRecord],
+    ) -> bool {
+        let call = journal::call_record(terminal);
+        if new_signature.is_none()
+            && comm_log.len() == self.comms
+            && call < 0x80
+            && self.len < self.allocated
+        {
+            // The common case: a known signature, a one-byte record.
+            let byte = call as u8;
+            // SAFETY: len < allocated: inside the file's part of the tail.
+            unsafe { self.map.add(self.tail_at + self.len).write(byte) };
+            self.publish(1, journal::hash(self.hash, &[byte]));
+            return true;
+        }
+        self.record_slow(terminal, new_signature, comm_log)
+    }
+
+    #[cold]
+    fn record_slow(
+        &mut self,
+        terminal: u32,
+        new_signature: Option<&[u8]>,
+        comm_log: &[CommRecord],
+    ) -> bool {
+        if self.stopped {
+            return true;
+        }
+        self.scratch.clear();
+        if let Some(s) = new_signature {
+            journal::put_signature(&mut self.scratch, s);
+        }
+        for entry in comm_log[self.comms.min(comm_log.len())..]
+            .iter()
+            .filter_map(crate::tracer::comm_entry)
+        {
+            journal::put_comm(&mut self.scratch, &entry);
+        }
+        journal::put_call(&mut self.scratch, terminal);
+        let n = self.scratch.len();
+        if n > self.capacity - self.len || !self.grow_to(self.len + n) {
+            return false;
+        }
+        // SAFETY: len + n <= allocated: inside the file's part of the tail.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                self.scratch.as_ptr(),
+                self.map.add(self.tail_at + self.len),
+                n,
+            )
+        };
+        self.comms = comm_log.len();
+        self.publish(n, journal::hash(self.hash, &self.scratch));
+        true
+    }
+
+    /// Makes the file hold at least `len` tail bytes (at most `capacity`),
+    /// doubling; false if the disk has no room.
+    fn grow_to(&mut self, len: usize) -> bool {
+        if len <= self.allocated {
+            return true;
+        }
+        let want = len.max(self.allocated * 2).min(self.capacity);
+        if allocate(&self.fd, self.tail_at + want).is_err() {
+            return false;
+        }
+        self.allocated = want;
+        true
+    }
+
+    /// The tail grew by `n` bytes, now hashing to `hash`: one store makes
+    /// both visible (the bytes were stored before it).
+    #[inline]
+    fn publish(&mut self, n: usize, hash: u32) {
+        self.len += n;
+        self.hash = hash;
+        self.tail_word()
+            .store(journal::tail_word(self.len as u32, hash), Ordering::Release);
+    }
+
+    /// A checkpoint holding `calls` calls and `comms` communicator-log
+    /// entries is on disk: empty the tail, then name the checkpoint (in
+    /// this order, see `mpigram_trace::journal`).
+    pub fn reset(&mut self, calls: u64, comms: usize) {
+        self.len = 0;
+        self.hash = HASH_SEED;
+        self.comms = comms;
+        self.tail_word()
+            .store(journal::tail_word(0, HASH_SEED), Ordering::Release);
+        // SAFETY: an aligned u64 of the mapping.
+        unsafe { &*self.word::<AtomicU64>(GENERATION_AT) }.store(calls, Ordering::Release);
+    }
+
+    /// A checkpoint could not be written: keep the journal as it is (it
+    /// holds every call up to now) and append nothing more.
+    pub fn stop(&mut self) {
+        self.stopped = true;
+        self.allocated = self.len; // keeps `record` off its fast path
+    }
+
+    /// Notes how the rank ended, before its trace is written: if the
+    /// write fails, the journal still says it.
+    pub fn set_ending(&self, ending: Ending) {
+        if self.pid == std::process::id() {
+            // SAFETY: an aligned u32 of the mapping.
+            unsafe { &*self.word::<AtomicU32>(ENDING_AT) }
+                .store(journal::ending_word_of(ending), Ordering::Release);
+        }
+    }
+
+    /// Path of the checkpoint this journal continues.
+    pub fn checkpoint_path(&self) -> PathBuf {
+        self.dir.join(checkpoint_file_name(self.rank))
+    }
+
+    /// The rank's trace file is written: the journal and its checkpoint
+    /// are no longer needed. The one place that removes them.
+    pub fn discard(self) {
+        if self.pid != std::process::id() {
+            return;
+        }
+        ENDING.store(std::ptr::null_mut(), Ordering::Release);
+        for path in [
+            self.dir.join(journal_file_name(self.rank)),
+            self.checkpoint_path(),
+        ] {
+            if let Err(e) = remove_if_there(&path) {
+                eprintln!("mpigram: cannot remove {}: {e}", path.display());
+            }
+        }
+    }
+}
+
+/// Makes `file` at least `len` bytes long, with its blocks allocated: a
+/// store to the mapping never meets a full disk.
+fn allocate(file: &std::fs::File, len: usize) -> std::io::Result<()> {
+    // SAFETY: a plain system call on an open file.
+    match unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, len as libc::off_t) } {
+        0 => Ok(()),
+        err => Err(std::io::Error::from_raw_os_error(err)),
+    }
+}
+
+fn remove_if_there(path: &Path) -> std::io::Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// In a fatal-signal handler: notes `signal` as the rank's ending and
+/// returns the ending word it replaced (0 if no journal is open).
+/// Async-signal-safe: one atomic swap.
+pub fn note_signal(signal: c_int) -> u32 {
+    let ending = ENDING.load(Ordering::Acquire);
+    if ending.is_null() {
+        return 0;
+    }
+    let word = journal::ending_word(SIGNAL_ENDING | (signal & 0xff) as u16);
+    // SAFETY: points into the journal's mapping, which is never unmapped.
+    unsafe { &*ending }.swap(word, Ordering::AcqRel)
+}
+
+/// In a fatal-signal handler whose chained handler returned (the process
+/// lives on): puts back the ending word [`note_signal`] replaced.
+pub fn unnote_signal(previous: u32) {
+    let ending = ENDING.load(Ordering::Acquire);
+    if !ending.is_null() && previous != 0 {
+        // SAFETY: as in note_signal.
+        unsafe { &*ending }.store(previous, Ordering::Release);
+    }
+}

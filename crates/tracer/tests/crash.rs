@@ -1,0 +1,284 @@
+//! No recorded call is lost when a rank dies: MPI_Abort (and the SIGKILL
+//! the launcher sends the other ranks), fatal signals, exit without
+//! MPI_Finalize. Each test runs a crash program of `tests/mpi` and reads
+//! every rank back, from its trace file or from its crash journal.
+
+mod common;
+
+use common::*;
+use mpigram_testkit::{mpiexec, program};
+use mpigram_trace::{Ending, RankPart, Trace};
+use serde_json::json;
+use std::collections::BTreeSet;
+use std::path::Path;
+
+/// The calls of the crash programs before they crash (`world_rank`,
+/// `world_size`, a ring exchange, a sum, a barrier).
+const BEFORE_THE_CRASH: [&str; 6] = [
+    "MPI_Init",
+    "MPI_Comm_rank",
+    "MPI_Comm_size",
+    "MPI_Sendrecv",
+    "MPI_Allreduce",
+    "MPI_Barrier",
+];
+
+fn funcs(trace: &Trace, rank: &RankPart) -> Vec<&'static str> {
+    decoded(trace, rank.meta.rank)
+        .iter()
+        .map(|c| c.func)
+        .collect()
+}
+
+/// Names of the files in `dir`.
+fn files(dir: &Path) -> BTreeSet<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect()
+}
+
+/// A rank killed by the launcher recorded `expected` up to where it was
+/// killed: at least the calls before `complete_until`, which its peers
+/// could not pass before it had recorded them.
+fn assert_prefix(trace: &Trace, rank: &RankPart, expected: &[&str], complete_until: usize) {
+    let got = funcs(trace, rank);
+    assert!(
+        got.len() >= complete_until && expected.starts_with(&got),
+        "rank {}: {got:?} is not at least {complete_until} calls of {expected:?}",
+        rank.meta.rank
+    );
+    assert_eq!(rank.meta.calls, got.len() as u64);
+}
+
+/// Runs a crash program on which every rank dies of `signal`; each rank
+/// must say so (or, if the launcher killed it first, that it was killed)
+/// and hold the calls before the crash.
+fn assert_dies_of_signal(name: &str, ranks: u32, signal: i32) {
+    let run = run_traced(name, ranks, &[], &[]);
+    program(name).unwrap().expect.check(&run.output).unwrap();
+    let trace = run.trace();
+    assert_eq!(
+        trace.ranks.len(),
+        ranks as usize,
+        "every rank, from its journal"
+    );
+    assert!(!trace.is_complete());
+    let mut noted = 0;
+    for rank in &trace.ranks {
+        match rank.meta.ending {
+            Ending::Signal(s) => {
+                assert_eq!(s, signal, "rank {}", rank.meta.rank);
+                assert_eq!(
+                    funcs(&trace, rank),
+                    BEFORE_THE_CRASH,
+                    "rank {}",
+                    rank.meta.rank
+                );
+                noted += 1;
+            }
+            Ending::Killed if ranks > 1 => assert_prefix(&trace, rank, &BEFORE_THE_CRASH, 5),
+            other => panic!("rank {}: {other:?}\n{}", rank.meta.rank, run.output),
+        }
+        assert_eq!(rank.meta.world_size, ranks);
+    }
+    assert!(noted >= 1, "no rank noted signal {signal}\n{}", run.output);
+    let calls = decoded(&trace, 0);
+    let sendrecv = calls.iter().find(|c| c.func == "MPI_Sendrecv").unwrap();
+    assert_eq!(sendrecv.args["dest"], json!(1 % ranks), "decoded absolute");
+}
+
+#[test]
+fn mpi_abort_leaves_every_ranks_calls_readable() {
+    let run = run_traced("crash_abort", 3, &[], &[]);
+    assert_eq!(run.output.status.code(), Some(42), "{}", run.output);
+    let trace = run.trace();
+    assert!(!trace.is_complete());
+    assert_eq!(
+        files(run.dir.path()),
+        [
+            "rank0.journal",
+            "rank1.mgr",
+            "rank1.verify",
+            "rank2.journal"
+        ]
+        .map(String::from)
+        .into(),
+        "the aborting rank's journal is gone, its trace written"
+    );
+    let [r0, r1, r2] = &trace.ranks[..] else {
+        panic!("three ranks");
+    };
+
+    // The aborting rank wrote its own trace: every call, MPI_Abort last.
+    assert_eq!(r1.meta.ending, Ending::Abort);
+    let expected = verify_stream(run.dir.path(), 1);
+    assert_eq!(
+        trace.calls(1).map(<[u8]>::to_vec).collect::<Vec<_>>(),
+        expected
+    );
+    let calls = decoded(&trace, 1);
+    let last = calls.last().unwrap();
+    assert_eq!(
+        (last.func, &last.args["errorcode"]),
+        ("MPI_Abort", &json!(42))
+    );
+
+    // The others were killed in MPI_Recv: their journals hold the rest.
+    let before_abort = [
+        "MPI_Init",
+        "MPI_Comm_size", // need_ranks
+        "MPI_Comm_rank",
+        "MPI_Comm_size",
+        "MPI_Sendrecv",
+        "MPI_Allreduce",
+        "MPI_Barrier",
+        "MPI_Comm_rank",
+    ];
+    for (r, rank) in [(0, r0), (2, r2)] {
+        assert_eq!(rank.meta.ending, Ending::Killed, "rank {r}");
+        assert_eq!((rank.meta.rank, rank.meta.world_size), (r, 3));
+        assert_prefix(&trace, rank, &before_abort, 6);
+        let calls = decoded(&trace, r);
+        let sendrecv = &calls[4];
+        assert_eq!(sendrecv.args["dest"], json!((r + 1) % 3));
+        assert_eq!(sendrecv.args["source"], json!((r + 2) % 3));
+        assert_eq!(calls[2].args["rank"], json!(r));
+    }
+}
+
+#[test]
+fn a_long_run_killed_across_checkpoints_loses_no_call() {
+    let iterations = 3000;
+    let run = run_traced(
+        "crash_abort_loop",
+        3,
+        &[&iterations.to_string()],
+        &[("MPIGRAM_JOURNAL_BYTES", "512")],
+    );
+    assert_eq!(run.output.status.code(), Some(42), "{}", run.output);
+    let dir = run.dir.path();
+    let trace = run.trace();
+    // Rank 1 aborted and wrote its trace; every call before its MPI_Abort
+    // has the same signature on every rank.
+    let aborted = verify_stream(dir, 1);
+    assert_eq!(aborted.len(), 4 + iterations + iterations / 10 + 1);
+    let before_abort = &aborted[..aborted.len() - 1];
+    for r in [0, 2] {
+        let rank = &trace.ranks[r];
+        assert_eq!(rank.meta.ending, Ending::Killed);
+        let calls: Vec<Vec<u8>> = trace.calls(r as u32).map(<[u8]>::to_vec).collect();
+        // Killed after its last Allreduce at the latest (rank 1 could not
+        // leave the final barrier before this rank entered it).
+        assert!(
+            calls.len() + 1 >= before_abort.len() && before_abort.starts_with(&calls),
+            "rank {r}: {} calls, not a prefix of rank 1's {}",
+            calls.len(),
+            before_abort.len()
+        );
+        let counted: u64 = rank.stats.iter().map(|(_, s)| s.count).sum();
+        assert_eq!(counted, calls.len() as u64, "every call counted once");
+        let counts: Vec<i64> = decoded(&trace, r as u32)
+            .iter()
+            .filter(|c| c.func == "MPI_Allreduce")
+            .map(|c| c.args["count"].as_i64().unwrap())
+            .collect();
+        assert_eq!(counts.len(), iterations);
+        assert!(
+            counts
+                .iter()
+                .enumerate()
+                .all(|(i, &c)| c == (i % 3) as i64 + 1)
+        );
+        // Checkpoints kept the journal at its 512-byte tail, and the
+        // checkpoint is the compressed trace.
+        let journal = std::fs::metadata(dir.join(format!("rank{r}.journal"))).unwrap();
+        let checkpoint = std::fs::metadata(dir.join(format!("rank{r}.checkpoint"))).unwrap();
+        assert!(journal.len() <= 1024, "journal of {} bytes", journal.len());
+        assert!(
+            checkpoint.len() <= 2048,
+            "checkpoint of {} bytes",
+            checkpoint.len()
+        );
+    }
+}
+
+#[test]
+fn sigsegv_is_noted_with_the_calls_before_it() {
+    assert_dies_of_signal("crash_segv", 1, libc::SIGSEGV);
+    assert_dies_of_signal("crash_segv", 2, libc::SIGSEGV);
+}
+
+#[test]
+fn sigbus_is_noted_with_the_calls_before_it() {
+    assert_dies_of_signal("crash_sigbus", 2, libc::SIGBUS);
+}
+
+#[test]
+fn sigterm_is_noted_with_the_calls_before_it() {
+    assert_dies_of_signal("crash_sigterm", 2, libc::SIGTERM);
+}
+
+#[test]
+fn sigint_is_noted_with_the_calls_before_it() {
+    assert_dies_of_signal("crash_sigint", 2, libc::SIGINT);
+}
+
+#[test]
+fn exit_without_finalize_writes_the_trace_and_removes_the_journal() {
+    let run = run_traced("crash_exit", 2, &[], &[]);
+    program("crash_exit")
+        .unwrap()
+        .expect
+        .check(&run.output)
+        .unwrap();
+    let trace = run.trace();
+    let mut exited = 0;
+    for rank in &trace.ranks {
+        let r = rank.meta.rank;
+        match rank.meta.ending {
+            Ending::ExitWithoutFinalize => {
+                exited += 1;
+                let calls: Vec<Vec<u8>> = trace.calls(r).map(<[u8]>::to_vec).collect();
+                assert_eq!(calls, verify_stream(run.dir.path(), r));
+                assert_eq!(funcs(&trace, rank), BEFORE_THE_CRASH);
+                assert!(!run.dir.path().join(format!("rank{r}.journal")).exists());
+            }
+            // hydra may kill a rank before it reaches exit() (tests/mpi/README.md).
+            Ending::Killed => assert_prefix(&trace, rank, &BEFORE_THE_CRASH, 5),
+            other => panic!("rank {r}: {other:?}"),
+        }
+    }
+    assert!(exited >= 1, "{}", run.output);
+}
+
+#[test]
+fn a_finalized_run_leaves_no_journal() {
+    let run = run_traced("p2p_blocking", 2, &[], &[("MPIGRAM_JOURNAL_BYTES", "256")]);
+    run.output.assert_success();
+    assert_trace_is_exact(&run, 2);
+    assert_eq!(
+        files(run.dir.path()),
+        ["rank0.verify", "rank1.verify", "trace.mgr"]
+            .map(String::from)
+            .into()
+    );
+}
+
+#[test]
+fn without_room_for_a_journal_the_program_runs_as_before() {
+    // A trace "directory" under a regular file cannot be created.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, b"").unwrap();
+    let exe = mpigram_testkit::compile("coll_blocking").unwrap();
+    let out = mpiexec(1, &exe, [] as [&str; 0])
+        .preload(tracer())
+        .env("MPIGRAM_OUT", file.join("trace"))
+        .run()
+        .unwrap();
+    out.assert_success();
+    let said = "mpigram: no crash journal for rank 0 ";
+    assert_eq!(out.stderr.matches(said).count(), 1, "{}", out.stderr);
+    assert!(Trace::open(dir.path()).is_err(), "nothing written");
+}

@@ -1,0 +1,31 @@
+/* ranks: 2-4 */
+/* expect: abort 42 */
+/* Expected to fail: every rank runs N iterations (argv[1], default 1000) of
+ * collectives whose arguments change with the iteration, then rank 1 calls
+ * MPI_Abort(MPI_COMM_WORLD, 42) while the other ranks wait in an MPI_Recv that
+ * nobody will match; the launcher kills them (SIGKILL). Every call before the
+ * abort has the same arguments on every rank (no ranks among them), so each
+ * killed rank's calls are rank 1's without its MPI_Abort. For tests that a
+ * long run's crash journal, across checkpoints, loses nothing. */
+#include "common.h"
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    need_ranks(2);
+    long iterations = argc > 1 ? atol(argv[1]) : 1000;
+    int rank = world_rank(), n = world_size();
+    int in[3] = {1, 2, 3}, sum[3] = {0, 0, 0};
+    for (long i = 0; i < iterations; i++) {
+        int count = (int)(i % 3) + 1;
+        MPI_Allreduce(in, sum, count, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+        CHECK_EQ(sum[count - 1], count * n);
+        if (i % 10 == 9)
+            MPI_Barrier(MPI_COMM_WORLD);
+    }
+    if (rank == 1)
+        MPI_Abort(MPI_COMM_WORLD, 42);
+    MPI_Recv(in, 1, MPI_INT, 1, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Finalize();
+    return 0; /* not reached */
+}
