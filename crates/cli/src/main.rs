@@ -57,6 +57,10 @@ enum Format {
 }
 
 fn main() -> ExitCode {
+    // Output cut short by its reader (`mpigram info trace | head`) ends the
+    // program quietly, as for other Unix tools, instead of a panic.
+    // SAFETY: setting a signal's disposition to the default action.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let cli = Cli::parse();
     let result = match cli.command {
         Cmd::Run { out, n, program } => run(&out, n, &program),
