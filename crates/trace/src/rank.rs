@@ -136,12 +136,15 @@ impl RankTrace {
             .collect::<Result<Vec<_>, _>>()
             .map_err(bad("SIGNATURES"))?;
         r.finish().map_err(bad("SIGNATURES"))?;
-        let grammar = Grammar::decode(&file.section(section::GRAMMAR, 0)?)
+        // One stream, the rank's: more is refused before it takes memory.
+        let grammar = Grammar::decode_streams(&file.section(section::GRAMMAR, 0)?, 1)
             .map_err(|e| Error::payload(&name, "GRAMMAR", e))?;
         let bytes = file.section(section::CALL_STATS, 0)?;
         let mut r = ByteReader::new(&bytes);
         let n = r.count().map_err(bad("CALL_STATS"))?;
-        let mut stats = Vec::with_capacity(n);
+        // `count` only promises a byte per element; an entry is 4 varints
+        // read into 32 bytes, so a forged count must not size the vector.
+        let mut stats = Vec::with_capacity(n.min(r.remaining() / 4));
         for _ in 0..n {
             let mut v = [0u64; 4];
             for x in &mut v {
@@ -158,7 +161,7 @@ impl RankTrace {
         let bytes = file.section(section::COMMS, 0)?;
         let mut r = ByteReader::new(&bytes);
         let n = r.count().map_err(bad("COMMS"))?;
-        let mut comms = Vec::with_capacity(n);
+        let mut comms = Vec::with_capacity(n.min(r.remaining() / 6)); // 6 varints each
         for _ in 0..n {
             let mut entry = || -> Result<CommEntry, mpigram_varint::DecodeError> {
                 Ok(CommEntry {

@@ -1,0 +1,194 @@
+//! Rank files and trace directories, damaged: `RankTrace::read` and
+//! `Trace::open` give a one-line error naming the file, or a trace that the
+//! tools can use (expand, decode every signature, decode calls) without a
+//! panic, a hang or an allocation out of proportion to the file.
+//!
+//! `crates/trace/tests/bad_input.rs` has the hand-made cases and flips and
+//! truncations of whole files; here most edits are made to the sections'
+//! decoded payloads and the file is written again with valid checksums, so
+//! that they reach the section decoders.
+
+use mpigram_analysis::decode::RankDecoder;
+use mpigram_analysis::summary::TraceSummary;
+use mpigram_fuzz::*;
+use mpigram_mpispec::decode_signature;
+use mpigram_trace::{RankTrace, Trace, rank_file_name, section};
+use proptest::prelude::*;
+use std::path::Path;
+use std::sync::OnceLock;
+
+/// Rank `rank`'s sample file, as the tracer's writer makes it.
+fn sample_file(rank: u32) -> &'static [u8] {
+    static FILES: OnceLock<[Vec<u8>; 2]> = OnceLock::new();
+    let files = FILES.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        [0, 1].map(|r| std::fs::read(sample_rank_trace(r).write(dir.path()).unwrap()).unwrap())
+    });
+    &files[rank as usize]
+}
+
+/// What the tools do with a trace they could open, bounded: expand it,
+/// decode its signatures and its first calls.
+fn use_as_the_tools_do(t: &RankTrace) {
+    let n = t.calls().take(CALL_LIMIT).count() as u64;
+    assert_eq!(n, t.grammar.total_len().min(CALL_LIMIT as u64));
+    for bytes in &t.signatures {
+        // Accepted signatures are exactly what a writer makes of them.
+        if let Ok(sig) = decode_signature(bytes) {
+            assert_eq!(&sig.encode(), bytes, "{sig:?}");
+        }
+    }
+    for call in RankDecoder::new(t).take(CALL_LIMIT) {
+        let line = match call {
+            Ok(call) => call.to_text(),
+            Err(e) => e.to_string(),
+        };
+        assert!(!line.contains('\n'), "{line:?}");
+    }
+}
+
+/// Writes `files` (rank, bytes) into a fresh directory and opens it the
+/// ways the tools do, under [`bounded`]. Returns whether it was accepted.
+fn check_directory(files: Vec<(u32, Vec<u8>)>, damaged: u32) -> bool {
+    let input_len: usize = files.iter().map(|(_, b)| b.len()).sum();
+    let run = bounded(move || {
+        let dir = tempfile::tempdir().unwrap();
+        for (rank, bytes) in &files {
+            std::fs::write(dir.path().join(rank_file_name(*rank)), bytes).unwrap();
+        }
+        let damaged_path = dir.path().join(rank_file_name(damaged));
+        let one = RankTrace::read(&damaged_path);
+        let all = Trace::open(dir.path());
+        match (&one, &all) {
+            (Ok(t), Ok(trace)) => {
+                use_as_the_tools_do(t);
+                let summary = TraceSummary::of(trace);
+                assert_eq!(summary.ranks.len(), files.len());
+                assert!(trace.ranks.iter().any(|r| r == t));
+            }
+            (Err(e), Err(all)) => {
+                let name = rank_file_name(damaged);
+                assert_one_line_naming(e, &name);
+                assert_one_line_naming(all, &name);
+            }
+            // A file RankTrace::read accepts may still clash with another
+            // (two files for one rank): the other way round is a bug.
+            (Ok(_), Err(all)) => assert!(all.to_string().contains("two files for rank")),
+            (Err(e), Ok(_)) => panic!("read refuses ({e}) what open accepts"),
+        }
+        one.is_ok()
+    });
+    assert!(
+        run.largest_allocation <= allocation_budget(input_len),
+        "{} bytes allocated at once for {input_len} bytes of files",
+        run.largest_allocation
+    );
+    run.value
+}
+
+proptest! {
+    #![proptest_config(config(400))]
+
+    /// Payload and section-table edits behind valid checksums.
+    #[test]
+    fn edited_sections_with_valid_checksums(edit in file_edit()) {
+        let bytes = apply_file_edit(sample_file(0), &edit);
+        check_directory(vec![(0, bytes)], 0);
+    }
+}
+
+proptest! {
+    #![proptest_config(config(100))]
+
+    /// Edits of the file's bytes, checksums left as they were: the
+    /// checksums catch them, wherever they are.
+    #[test]
+    fn edited_bytes_under_stale_checksums(edits in edits()) {
+        let mut bytes = sample_file(0).to_vec();
+        apply(&mut bytes, &edits);
+        let accepted = check_directory(vec![(0, bytes.clone())], 0);
+        prop_assert!(!accepted || bytes == sample_file(0) || padding_only(&bytes));
+    }
+
+    /// A damaged file among good ones: the error names that file.
+    #[test]
+    fn a_damaged_rank_among_good_ones_is_named(edit in file_edit()) {
+        let damaged = apply_file_edit(sample_file(1), &edit);
+        check_directory(vec![(0, sample_file(0).to_vec()), (1, damaged)], 1);
+    }
+}
+
+/// Whether a file that differs from the sample reads as the same trace
+/// (edits that only touched the padding between sections).
+fn padding_only(bytes: &[u8]) -> bool {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(rank_file_name(0));
+    std::fs::write(&path, bytes).unwrap();
+    RankTrace::read(&path).ok() == Some(sample_rank_trace(0))
+}
+
+/// Found by this harness: the CALL_STATS and COMMS decoders sized their
+/// tables by the declared count, which `ByteReader::count` only checks
+/// against the bytes left (one byte per entry) while an entry takes 32
+/// bytes in memory: 32 times the section's size at once. Now the capacity
+/// follows what the bytes can hold.
+#[test]
+fn a_forged_count_does_not_size_a_table() {
+    const N: u64 = 1 << 20;
+    for kind in [section::CALL_STATS, section::COMMS] {
+        let (file_kind, flags, mut sections) = read_sections(sample_file(0));
+        let s = sections.iter_mut().find(|s| s.kind == kind).unwrap();
+        // A count of N and N zero bytes: room for N/4 stats entries at most.
+        s.payload = vec![0x80, 0x80, 0x40];
+        s.payload.resize(3 + N as usize, 0);
+        let bytes = write_sections(file_kind, flags, &sections);
+        let file_len = bytes.len();
+        let run = bounded(move || {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join(rank_file_name(0));
+            std::fs::write(&path, &bytes).unwrap();
+            RankTrace::read(Path::new(&path))
+                .err()
+                .map(|e| e.to_string())
+        });
+        let e = run.value.expect("entries missing");
+        assert!(e.contains("rank0.mgr"), "{e}");
+        // The decoded section itself is N bytes; its entries may take 8 N.
+        assert!(
+            run.largest_allocation <= 8 * N as usize + (1 << 20),
+            "kind {kind}: {} bytes allocated at once for a file of {file_len} bytes",
+            run.largest_allocation
+        );
+    }
+}
+
+/// Found by this harness: a grammar section of a few bytes may declare 2^24
+/// streams, which the grammar decoder listed (128 MiB) before the rank
+/// reader found that a rank file has one. It now tells the decoder so.
+#[test]
+fn a_forged_stream_count_is_refused_before_it_takes_memory() {
+    let (file_kind, flags, mut sections) = read_sections(sample_file(0));
+    let s = sections
+        .iter_mut()
+        .find(|s| s.kind == section::GRAMMAR)
+        .unwrap();
+    // One rule of one run (terminal 0); one group: rule 0, 0..2^24.
+    s.payload = vec![1, 1, 1, 0, 1, 0, 1, 0, 1, 0x80, 0x80, 0x80, 0x08];
+    let bytes = write_sections(file_kind, flags, &sections);
+    let run = bounded(move || {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(rank_file_name(0));
+        std::fs::write(&path, &bytes).unwrap();
+        RankTrace::read(&path).err().map(|e| e.to_string())
+    });
+    let e = run.value.expect("refused");
+    assert!(
+        e.ends_with("GRAMMAR section: grammar data, byte 7: bad stream progression"),
+        "{e}"
+    );
+    assert!(
+        run.largest_allocation < 1 << 20,
+        "{}",
+        run.largest_allocation
+    );
+}
