@@ -192,3 +192,27 @@ fn a_forged_stream_count_is_refused_before_it_takes_memory() {
         run.largest_allocation
     );
 }
+
+/// Found by this harness: a function name from the file was put in the
+/// error as it was, so a damaged one with a newline made it two lines.
+#[test]
+fn a_foreign_function_name_is_quoted_in_the_error() {
+    let (file_kind, flags, mut sections) = read_sections(sample_file(0));
+    let s = sections
+        .iter_mut()
+        .find(|s| s.kind == section::FUNCS)
+        .unwrap();
+    // One function: id 0, named "MPI_\nX".
+    s.payload = vec![1, 0, 6, b'M', b'P', b'I', b'_', b'\n', b'X'];
+    let bytes = write_sections(file_kind, flags, &sections);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(rank_file_name(0));
+    std::fs::write(&path, bytes).unwrap();
+    let e = RankTrace::read(&path).unwrap_err();
+    assert_one_line_naming(&e, "rank0.mgr");
+    assert!(
+        e.to_string()
+            .contains(r#"function 0 is "MPI_\nX" in this trace"#),
+        "{e}"
+    );
+}

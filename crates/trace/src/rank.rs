@@ -235,7 +235,8 @@ fn check_funcs(bytes: &[u8]) -> Result<(), String> {
         let name = r.str().map_err(|e| e.to_string())?;
         if FUNCS.get(id as usize).map(|f| f.name) != Some(name) {
             return Err(format!(
-                "function {id} is {name} in this trace but not in this mpigram: written by another version"
+                // Quoted: a damaged name may hold a newline.
+                "function {id} is {name:?} in this trace but not in this mpigram: written by another version"
             ));
         }
     }
