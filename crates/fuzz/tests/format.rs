@@ -58,7 +58,7 @@ fn check(bytes: Vec<u8>) {
 }
 
 proptest! {
-    #![proptest_config(config(200))]
+    #![proptest_config(config(1000))]
 
     #[test]
     fn edited_bytes(edits in edits()) {

@@ -114,7 +114,7 @@ fn check(bytes: Vec<u8>) {
 }
 
 proptest! {
-    #![proptest_config(config(600))]
+    #![proptest_config(config(3000))]
 
     #[test]
     fn edited_encodings(which in any::<prop::sample::Index>(), edits in edits()) {

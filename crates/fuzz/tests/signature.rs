@@ -28,7 +28,7 @@ fn check(bytes: Vec<u8>) -> bool {
 }
 
 proptest! {
-    #![proptest_config(config(600))]
+    #![proptest_config(config(3000))]
 
     #[test]
     fn every_signature_a_writer_makes_reads_back(sig in arb_signature()) {

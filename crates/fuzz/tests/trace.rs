@@ -87,7 +87,7 @@ fn check_directory(files: Vec<(u32, Vec<u8>)>, damaged: u32) -> bool {
 }
 
 proptest! {
-    #![proptest_config(config(400))]
+    #![proptest_config(config(2000))]
 
     /// Payload and section-table edits behind valid checksums.
     #[test]
@@ -98,7 +98,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(config(100))]
+    #![proptest_config(config(500))]
 
     /// Edits of the file's bytes, checksums left as they were: the
     /// checksums catch them, wherever they are.

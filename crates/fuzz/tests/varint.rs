@@ -31,7 +31,7 @@ fn encoded(v: u64) -> Vec<u8> {
 }
 
 proptest! {
-    #![proptest_config(config(600))]
+    #![proptest_config(config(3000))]
 
     #[test]
     fn every_read_moves_past_one_value_or_not_at_all(
