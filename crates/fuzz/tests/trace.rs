@@ -14,7 +14,6 @@ use mpigram_fuzz::*;
 use mpigram_mpispec::decode_signature;
 use mpigram_trace::{RankTrace, Trace, rank_file_name, section};
 use proptest::prelude::*;
-use std::path::Path;
 use std::sync::OnceLock;
 
 /// Rank `rank`'s sample file, as the tracer's writer makes it.
@@ -127,6 +126,30 @@ fn padding_only(bytes: &[u8]) -> bool {
     RankTrace::read(&path).ok() == Some(sample_rank_trace(0))
 }
 
+/// The sample rank file with section `kind`'s payload replaced.
+fn sample_with(kind: u32, payload: Vec<u8>) -> Vec<u8> {
+    let (file_kind, flags, mut sections) = read_sections(sample_file(0));
+    sections
+        .iter_mut()
+        .find(|s| s.kind == kind)
+        .unwrap()
+        .payload = payload;
+    write_sections(file_kind, flags, &sections)
+}
+
+/// `RankTrace::read` of `bytes` as `rank0.mgr`, under [`bounded`]: its
+/// error, which must be one line naming the file.
+fn read_error(bytes: Vec<u8>) -> Bounded<String> {
+    bounded(move || {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(rank_file_name(0));
+        std::fs::write(&path, &bytes).unwrap();
+        let e = RankTrace::read(&path).expect_err("a damaged file");
+        assert_one_line_naming(&e, "rank0.mgr");
+        e.to_string()
+    })
+}
+
 /// Found by this harness: the CALL_STATS and COMMS decoders sized their
 /// tables by the declared count, which `ByteReader::count` only checks
 /// against the bytes left (one byte per entry) while an entry takes 32
@@ -134,28 +157,17 @@ fn padding_only(bytes: &[u8]) -> bool {
 /// follows what the bytes can hold.
 #[test]
 fn a_forged_count_does_not_size_a_table() {
-    const N: u64 = 1 << 20;
+    const N: usize = 1 << 20;
     for kind in [section::CALL_STATS, section::COMMS] {
-        let (file_kind, flags, mut sections) = read_sections(sample_file(0));
-        let s = sections.iter_mut().find(|s| s.kind == kind).unwrap();
         // A count of N and N zero bytes: room for N/4 stats entries at most.
-        s.payload = vec![0x80, 0x80, 0x40];
-        s.payload.resize(3 + N as usize, 0);
-        let bytes = write_sections(file_kind, flags, &sections);
+        let mut payload = vec![0x80, 0x80, 0x40];
+        payload.resize(3 + N, 0);
+        let bytes = sample_with(kind, payload);
         let file_len = bytes.len();
-        let run = bounded(move || {
-            let dir = tempfile::tempdir().unwrap();
-            let path = dir.path().join(rank_file_name(0));
-            std::fs::write(&path, &bytes).unwrap();
-            RankTrace::read(Path::new(&path))
-                .err()
-                .map(|e| e.to_string())
-        });
-        let e = run.value.expect("entries missing");
-        assert!(e.contains("rank0.mgr"), "{e}");
+        let run = read_error(bytes);
         // The decoded section itself is N bytes; its entries may take 8 N.
         assert!(
-            run.largest_allocation <= 8 * N as usize + (1 << 20),
+            run.largest_allocation <= 8 * N + (1 << 20),
             "kind {kind}: {} bytes allocated at once for a file of {file_len} bytes",
             run.largest_allocation
         );
@@ -167,21 +179,10 @@ fn a_forged_count_does_not_size_a_table() {
 /// reader found that a rank file has one. It now tells the decoder so.
 #[test]
 fn a_forged_stream_count_is_refused_before_it_takes_memory() {
-    let (file_kind, flags, mut sections) = read_sections(sample_file(0));
-    let s = sections
-        .iter_mut()
-        .find(|s| s.kind == section::GRAMMAR)
-        .unwrap();
     // One rule of one run (terminal 0); one group: rule 0, 0..2^24.
-    s.payload = vec![1, 1, 1, 0, 1, 0, 1, 0, 1, 0x80, 0x80, 0x80, 0x08];
-    let bytes = write_sections(file_kind, flags, &sections);
-    let run = bounded(move || {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(rank_file_name(0));
-        std::fs::write(&path, &bytes).unwrap();
-        RankTrace::read(&path).err().map(|e| e.to_string())
-    });
-    let e = run.value.expect("refused");
+    let grammar = vec![1, 1, 1, 0, 1, 0, 1, 0, 1, 0x80, 0x80, 0x80, 0x08];
+    let run = read_error(sample_with(section::GRAMMAR, grammar));
+    let e = run.value;
     assert!(
         e.ends_with("GRAMMAR section: grammar data, byte 7: bad stream progression"),
         "{e}"
@@ -197,22 +198,11 @@ fn a_forged_stream_count_is_refused_before_it_takes_memory() {
 /// error as it was, so a damaged one with a newline made it two lines.
 #[test]
 fn a_foreign_function_name_is_quoted_in_the_error() {
-    let (file_kind, flags, mut sections) = read_sections(sample_file(0));
-    let s = sections
-        .iter_mut()
-        .find(|s| s.kind == section::FUNCS)
-        .unwrap();
     // One function: id 0, named "MPI_\nX".
-    s.payload = vec![1, 0, 6, b'M', b'P', b'I', b'_', b'\n', b'X'];
-    let bytes = write_sections(file_kind, flags, &sections);
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join(rank_file_name(0));
-    std::fs::write(&path, bytes).unwrap();
-    let e = RankTrace::read(&path).unwrap_err();
-    assert_one_line_naming(&e, "rank0.mgr");
+    let funcs = vec![1, 0, 6, b'M', b'P', b'I', b'_', b'\n', b'X'];
+    let e = read_error(sample_with(section::FUNCS, funcs)).value;
     assert!(
-        e.to_string()
-            .contains(r#"function 0 is "MPI_\nX" in this trace"#),
+        e.contains(r#"function 0 is "MPI_\nX" in this trace"#),
         "{e}"
     );
 }
