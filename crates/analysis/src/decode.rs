@@ -62,6 +62,9 @@ impl DecodedCall {
 
 fn text(v: &Json) -> String {
     match v {
+        // A recorded string (an info key, an object's name) may hold a
+        // newline or other control characters: escaped, a call stays one line.
+        Json::String(s) if s.chars().any(char::is_control) => s.escape_debug().to_string(),
         Json::String(s) => s.clone(),
         Json::Array(a) => format!("[{}]", a.iter().map(text).collect::<Vec<_>>().join(", ")),
         Json::Object(o) => format!(
@@ -307,5 +310,31 @@ pub fn handle_name(kind: HandleKind, h: HandleRef) -> String {
             None => format!("{}?{id}", kind.prefix()),
         },
         HandleRef::User(id) => format!("{}{id}", kind.prefix()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Found by fuzzing: a recorded string with a newline split a call's
+    /// text over two lines.
+    #[test]
+    fn a_call_is_one_line_whatever_its_strings_hold() {
+        let mut args = Map::new();
+        args.insert("info".into(), json!("info1"));
+        args.insert("key".into(), json!("a\nb\u{3}"));
+        args.insert("value".into(), json!("plain text"));
+        let call = DecodedCall {
+            rank: 1,
+            seq: 7,
+            func: "MPI_Info_set",
+            ret: 0,
+            args,
+        };
+        assert_eq!(
+            call.to_text(),
+            r"1 7 MPI_Info_set(info=info1, key=a\nb\u{3}, value=plain text)"
+        );
     }
 }

@@ -47,6 +47,13 @@ fn push(c: &mut Criterion) {
     let nest = loop_nest(25_000);
     group.throughput(Throughput::Elements(nest.len() as u64));
     group.bench_function("loop_nest", |b| b.iter(|| pushed(black_box(&nest))));
+    // A stream that never repeats (every MPI call with a new tag): each push
+    // is a new terminal and a new digram, the grammar's worst case.
+    let distinct: Vec<u32> = (0..1_000_000).collect();
+    group.throughput(Throughput::Elements(distinct.len() as u64));
+    group.bench_function("distinct/1000000", |b| {
+        b.iter(|| pushed(black_box(&distinct)))
+    });
     for len in [100_000, 1_000_000] {
         let random = random_stream(len, 1000, 1);
         group.throughput(Throughput::Elements(random.len() as u64));

@@ -67,7 +67,19 @@ impl Grammar {
     }
 
     /// Reads a grammar written by [`Grammar::encode`], checking every value.
+    /// It may describe up to [`MAX_STREAMS`] streams: a few bytes of stream
+    /// progressions can declare that many, which costs 8 bytes each in
+    /// memory (128 MiB); a reader that knows how many streams to expect
+    /// says so with [`Grammar::decode_streams`].
     pub fn decode(bytes: &[u8]) -> Result<Grammar, DecodeError> {
+        Grammar::decode_streams(bytes, MAX_STREAMS)
+    }
+
+    /// [`Grammar::decode`] of a grammar that describes at most
+    /// `max_streams` streams (one rank's file: one), which is refused
+    /// before they are listed in memory.
+    pub fn decode_streams(bytes: &[u8], max_streams: usize) -> Result<Grammar, DecodeError> {
+        let max_streams = max_streams.min(MAX_STREAMS);
         let mut r = ByteReader::new(bytes);
         let version = r.u8()?;
         if version != VERSION {
@@ -115,7 +127,7 @@ impl Grammar {
                 };
                 if len == 0
                     || (len > 1 && stride == 0)
-                    || streams.len() + len as usize > MAX_STREAMS
+                    || streams.len() + len as usize > max_streams
                 {
                     return Err(bad);
                 }

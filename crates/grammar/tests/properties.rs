@@ -349,3 +349,29 @@ fn counts_per_rule_and_total_across_streams() {
     let uses = m.rule_uses(m.start(0).unwrap());
     assert_eq!(uses[m.start(0).unwrap() as usize], 1);
 }
+
+/// Found by fuzzing: a few bytes of stream progression declare up to 2^24
+/// streams, listed in memory at 8 bytes each before anything else is
+/// checked. A reader that knows how many streams to expect refuses more
+/// before listing them.
+#[test]
+fn a_stream_limit_refuses_progressions_before_listing_them() {
+    // Version 1; one rule of one run (terminal 0); one group: rule 0, one
+    // progression (first 0, stride 1, len).
+    let with_len = |len: &[u8]| {
+        let mut b = vec![1u8, 1, 1, 0, 1, 0, 1, 0, 1];
+        b.extend(len);
+        b
+    };
+    let three = Grammar::decode_streams(&with_len(&[3]), 3).unwrap();
+    assert_eq!(three.streams(), &[(0, 0), (1, 0), (2, 0)]);
+    assert_eq!(Grammar::decode(&with_len(&[3])).unwrap(), three);
+    assert!(Grammar::decode_streams(&with_len(&[3]), 2).is_err());
+    // 2^24 streams from 13 bytes.
+    let huge = with_len(&[0x80, 0x80, 0x80, 0x08]);
+    let e = Grammar::decode_streams(&huge, 1).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "grammar data, byte 7: bad stream progression"
+    );
+}

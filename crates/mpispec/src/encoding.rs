@@ -13,7 +13,7 @@
 //! | Callback | 0 NULL, else id + 1 (one id per distinct function, in order of first use) |
 //! | Array | 0 not recorded (NULL or not significant here), else length + 1, elements |
 
-use crate::value::{BufferRef, HandleRef, Rank, RequestRef, Status};
+use crate::value::{BufferRef, HandleRef, Rank, RequestRef, Status, Value};
 use mpigram_varint::PutVarint;
 
 pub(crate) const RANK_PROC_NULL: u64 = 0;
@@ -123,4 +123,27 @@ pub fn put_callback(out: &mut Vec<u8>, id: Option<u64>) {
 #[inline]
 pub fn put_array_len(out: &mut Vec<u8>, len: Option<usize>) {
     out.put_u64(len.map_or(0, |n| n as u64 + 1));
+}
+
+/// Writes a decoded value back in the bytes it was read from. The tracer
+/// encodes straight from C arguments with the functions above; this is for
+/// code that holds [`Value`]s (re-encoding what was decoded, tests).
+pub fn put_value(out: &mut Vec<u8>, value: &Value) {
+    match value {
+        Value::Int(v) | Value::Tag(v) | Value::Address(v) => put_int(out, *v),
+        Value::Rank(r) => put_rank(out, *r),
+        Value::Handle(_, h) => put_handle(out, *h),
+        Value::Request(q) => put_request(out, *q),
+        Value::Status(s) => put_status(out, s.as_ref()),
+        Value::UndefinedStatus => put_status_undefined(out),
+        Value::Buffer(b) => put_buffer(out, *b),
+        Value::Str(s) => put_str(out, s.as_deref()),
+        Value::Callback(c) => put_callback(out, *c),
+        Value::Array(items) => {
+            put_array_len(out, items.as_ref().map(Vec::len));
+            for item in items.iter().flatten() {
+                put_value(out, item);
+            }
+        }
+    }
 }

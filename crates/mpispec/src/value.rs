@@ -103,13 +103,9 @@ pub fn decode_signature(bytes: &[u8]) -> Result<Signature, DecodeError> {
     let mut r = ByteReader::new(bytes);
     let at = r.position();
     let id = r.u64()?;
-    let func = crate::FUNCS.get(id as usize).ok_or(DecodeError {
-        offset: at,
-        kind: mpigram_varint::DecodeErrorKind::OutOfRange {
-            value: id,
-            target: "function id",
-        },
-    })?;
+    let func = crate::FUNCS
+        .get(id as usize)
+        .ok_or(out_of_range(at, id, "function id"))?;
     let ret = r.i64()?;
     let args = decode_args(func, &mut r)?;
     r.finish()?;
@@ -118,6 +114,19 @@ pub fn decode_signature(bytes: &[u8]) -> Result<Signature, DecodeError> {
         ret,
         args,
     })
+}
+
+impl Signature {
+    /// The signature's bytes, as the tracer writes them: the inverse of
+    /// [`decode_signature`], which accepts only bytes this gives back.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        put_signature_head(&mut out, self.func, self.ret);
+        for v in &self.args {
+            put_value(&mut out, v);
+        }
+        out
+    }
 }
 
 /// Reads the arguments of one call of `func` from `r`.
@@ -202,29 +211,37 @@ fn handle(r: &mut ByteReader<'_>) -> Result<HandleRef, DecodeError> {
     Ok(match r.u64()? {
         0 => HandleRef::Null,
         code if (code - 1) & 1 == 1 => HandleRef::User((code - 1) >> 1),
-        code => HandleRef::Predefined(u32::try_from((code - 1) >> 1).map_err(|_| DecodeError {
-            offset: at,
-            kind: mpigram_varint::DecodeErrorKind::OutOfRange {
-                value: code,
-                target: "predefined handle",
-            },
-        })?),
+        code => HandleRef::Predefined(
+            u32::try_from((code - 1) >> 1)
+                .map_err(|_| out_of_range(at, code, "predefined handle"))?,
+        ),
     })
 }
 
 fn status(r: &mut ByteReader<'_>) -> Result<Value, DecodeError> {
+    let at = r.position();
     let flags = r.u64()?;
-    if flags == STATUS_UNDEFINED {
-        return Ok(Value::UndefinedStatus);
-    }
-    if flags & STATUS_PRESENT == 0 {
-        return Ok(Value::Status(None));
+    match flags {
+        0 => return Ok(Value::Status(None)),
+        STATUS_UNDEFINED => return Ok(Value::UndefinedStatus),
+        // Flags no writer sets are refused, not guessed at.
+        f if f & STATUS_PRESENT == 0
+            || f & !(STATUS_PRESENT | STATUS_CANCELLED | STATUS_ERROR) != 0 =>
+        {
+            return Err(out_of_range(at, f, "status flags"));
+        }
+        _ => {}
     }
     let source = rank(r)?;
     let tag = r.i64()?;
     let count = r.u64()?;
     let error = if flags & STATUS_ERROR != 0 {
-        r.i64()?
+        let at = r.position();
+        // Written only when it is not MPI_SUCCESS.
+        match r.i64()? {
+            0 => return Err(out_of_range(at, 0, "status MPI_ERROR flagged as set")),
+            e => e,
+        }
     } else {
         0
     };
@@ -235,6 +252,13 @@ fn status(r: &mut ByteReader<'_>) -> Result<Value, DecodeError> {
         cancelled: flags & STATUS_CANCELLED != 0,
         error,
     })))
+}
+
+fn out_of_range(offset: usize, value: u64, target: &'static str) -> DecodeError {
+    DecodeError {
+        offset,
+        kind: mpigram_varint::DecodeErrorKind::OutOfRange { value, target },
+    }
 }
 
 #[cfg(test)]
@@ -422,6 +446,42 @@ mod tests {
                 Value::Callback(None),
                 Value::UndefinedStatus,
             ]
+        );
+    }
+
+    /// Found by fuzzing: flags without the "present" bit, unknown flag bits
+    /// and an MPI_ERROR flagged but 0 used to be read as something else
+    /// (MPI_STATUS_IGNORE, dropped bits, no error), so garbage passed as a
+    /// status. Every accepted status must be one that `put_status` writes.
+    #[test]
+    fn status_flags_no_writer_sets_are_refused() {
+        static P: &[Param] = &[Param {
+            name: "s",
+            enc: Enc::Status,
+        }];
+        let f = Func {
+            name: "MPI_Test_status",
+            params: P,
+        };
+        let decode = |bytes: &[u8]| decode_args(&f, &mut ByteReader::new(bytes));
+        // flags, source (relative 0), tag 0, count 0, [error]
+        for flags in [4u8, 6, 8, 9, 0x41] {
+            let e = decode(&[flags, 3, 0, 0, 2]).expect_err("unknown flags");
+            assert_eq!(e.offset, 0);
+            assert!(e.to_string().contains("status flags"), "{e}");
+        }
+        let e = decode(&[1 | 4, 3, 0, 0, 0]).expect_err("error flagged but 0");
+        assert_eq!(e.offset, 4);
+        let ok = decode(&[1 | 2 | 4, 3, 0, 0, 2]).expect("cancelled, error 1");
+        assert_eq!(
+            ok,
+            vec![Value::Status(Some(Status {
+                source: Rank::Relative(0),
+                tag: 0,
+                count: 0,
+                cancelled: true,
+                error: 1,
+            }))]
         );
     }
 

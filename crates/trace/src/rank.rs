@@ -132,15 +132,18 @@ impl RankTrace {
             .map_err(|m| Error::payload(&name, "FUNCS", m))?;
         let signatures =
             decode_signatures(&file.section(section::SIGNATURES, 0)?).map_err(bad("SIGNATURES"))?;
-        let grammar = Grammar::decode(&file.section(section::GRAMMAR, 0)?)
+        // One stream, the rank's: more is refused before it takes memory.
+        let grammar = Grammar::decode_streams(&file.section(section::GRAMMAR, 0)?, 1)
             .map_err(|e| Error::payload(&name, "GRAMMAR", e))?;
         let bytes = file.section(section::CALL_STATS, 0)?;
         let mut r = ByteReader::new(&bytes);
         let n = r.count().map_err(bad("CALL_STATS"))?;
-        let stats = (0..n)
-            .map(|_| decode_stats(&mut r))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(bad("CALL_STATS"))?;
+        // `count` only promises a byte per element; an entry is 4 varints
+        // read into 32 bytes, so a forged count must not size the vector.
+        let mut stats = Vec::with_capacity(n.min(r.remaining() / 4));
+        for _ in 0..n {
+            stats.push(decode_stats(&mut r).map_err(bad("CALL_STATS"))?);
+        }
         r.finish().map_err(bad("CALL_STATS"))?;
         let bytes = file.section(section::COMMS, 0)?;
         let mut r = ByteReader::new(&bytes);
@@ -223,7 +226,8 @@ pub(crate) fn check_funcs(bytes: &[u8]) -> Result<(), String> {
         let name = r.str().map_err(|e| e.to_string())?;
         if FUNCS.get(id as usize).map(|f| f.name) != Some(name) {
             return Err(format!(
-                "function {id} is {name} in this trace but not in this mpigram: written by another version"
+                // Quoted: a damaged name may hold a newline.
+                "function {id} is {name:?} in this trace but not in this mpigram: written by another version"
             ));
         }
     }
@@ -262,7 +266,7 @@ pub(crate) fn encode_comms(out: &mut Vec<u8>, comms: &[CommEntry]) {
 
 pub(crate) fn decode_comms(r: &mut ByteReader<'_>) -> Result<Vec<CommEntry>, DecodeError> {
     let n = r.count()?;
-    let mut comms = Vec::with_capacity(n);
+    let mut comms = Vec::with_capacity(n.min(r.remaining() / 6)); // 6 varints each
     for _ in 0..n {
         comms.push(CommEntry::decode(r)?);
     }

@@ -252,7 +252,8 @@ impl Trace {
             .map_err(|m| Error::payload(&name, "FUNCS", m))?;
         let signatures = crate::rank::decode_signatures(&file.section(section::SIGNATURES, 0)?)
             .map_err(bad("SIGNATURES"))?;
-        let grammar = Grammar::decode(&file.section(section::GRAMMAR, 0)?)
+        // One stream per rank: more is refused before it takes memory.
+        let grammar = Grammar::decode_streams(&file.section(section::GRAMMAR, 0)?, metas.len())
             .map_err(|e| Error::payload(&name, "GRAMMAR", e))?;
         let stats_bytes = file.section(section::CALL_STATS, 0)?;
         let mut stats = ByteReader::new(&stats_bytes);
@@ -261,7 +262,8 @@ impl Trace {
         let mut ranks = Vec::with_capacity(metas.len());
         for meta in metas {
             let n = stats.count().map_err(bad("CALL_STATS"))?;
-            let mut rank_stats = Vec::with_capacity(n);
+            // 5 varints an entry: a forged count must not size the vector.
+            let mut rank_stats = Vec::with_capacity(n.min(stats.remaining() / 5));
             let mut t = 0u32;
             for _ in 0..n {
                 let at = stats.position();

@@ -9,8 +9,9 @@ use std::hash::Hasher;
 
 #[derive(Default)]
 pub struct Interner {
-    /// Numbers of the strings, by hash.
-    index: HashTable<u32>,
+    /// Numbers of the strings and their hashes, by hash: growing the table
+    /// re-hashes from the stored hash, without reading every string.
+    index: HashTable<(u64, u32)>,
     strings: Vec<Box<[u8]>>,
 }
 
@@ -20,14 +21,15 @@ impl Interner {
     pub fn intern(&mut self, bytes: &[u8]) -> (u32, bool) {
         let h = hash(bytes);
         let strings = &self.strings;
-        if let Some(&n) = self.index.find(h, |&n| same(&strings[n as usize], bytes)) {
+        let found = self
+            .index
+            .find(h, |&(eh, n)| eh == h && same(&strings[n as usize], bytes));
+        if let Some(&(_, n)) = found {
             return (n, false);
         }
         let n = self.strings.len() as u32;
         self.strings.push(bytes.into());
-        let strings = &self.strings;
-        self.index
-            .insert_unique(h, n, |&n| hash(&strings[n as usize]));
+        self.index.insert_unique(h, (h, n), |&(eh, _)| eh);
         (n, true)
     }
 

@@ -33,6 +33,9 @@ pub const DEFAULT_TAIL_BYTES: u32 = 4 << 20;
 const MIN_TAIL_BYTES: u32 = 256;
 /// Tail bytes the file first holds.
 const FIRST_TAIL_BYTES: usize = 64 << 10;
+/// Address space reserved for the tail: it may outgrow the configured size
+/// when the trace itself is large (see [`Journal::raise_limit`]).
+const MAPPED_TAIL_BYTES: u32 = 1 << 30;
 
 /// The ending word of the open journal, for the signal handlers.
 static ENDING: AtomicPtr<AtomicU32> = AtomicPtr::new(std::ptr::null_mut());
@@ -41,7 +44,11 @@ pub struct Journal {
     /// The mapped file: header, then the tail at `tail_at`.
     map: *mut u8,
     tail_at: usize,
+    /// Tail bytes mapped (and written in the header as its capacity).
     capacity: usize,
+    /// Tail bytes to fill before the next checkpoint: the configured size,
+    /// raised to the size of the trace's signatures.
+    limit: usize,
     /// Tail bytes the file holds now (blocks allocated): the mapping
     /// covers `capacity`, but only these may be touched.
     allocated: usize,
@@ -92,8 +99,13 @@ impl Journal {
         let path = dir.join(journal_file_name(rank));
         let tmp = dir.join(format!(".{}.tmp-{}", journal_file_name(rank), header.pid));
         let head = header.encode();
+        let limit = header.capacity as usize;
+        let header = JournalHeader {
+            capacity: header.capacity.max(MAPPED_TAIL_BYTES),
+            ..header.clone()
+        };
         let capacity = header.capacity as usize;
-        let allocated = capacity.min(FIRST_TAIL_BYTES);
+        let allocated = limit.min(FIRST_TAIL_BYTES);
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -129,6 +141,7 @@ impl Journal {
             map,
             tail_at: head.len(),
             capacity,
+            limit,
             allocated,
             fd: file,
             len: 0,
@@ -203,7 +216,7 @@ impl Journal {
         }
         journal::put_call(&mut self.scratch, terminal);
         let n = self.scratch.len();
-        if n > self.capacity - self.len || !self.grow_to(self.len + n) {
+        if n > self.limit - self.len.min(self.limit) || !self.grow_to(self.len + n) {
             return false;
         }
         // SAFETY: len + n <= allocated: inside the file's part of the tail.
@@ -219,13 +232,13 @@ impl Journal {
         true
     }
 
-    /// Makes the file hold at least `len` tail bytes (at most `capacity`),
+    /// Makes the file hold at least `len` tail bytes (at most `limit`),
     /// doubling; false if the disk has no room.
     fn grow_to(&mut self, len: usize) -> bool {
         if len <= self.allocated {
             return true;
         }
-        let want = len.max(self.allocated * 2).min(self.capacity);
+        let want = len.max(self.allocated * 2).min(self.limit);
         if allocate(&self.fd, self.tail_at + want).is_err() {
             return false;
         }
@@ -254,6 +267,16 @@ impl Journal {
             .store(journal::tail_word(0, HASH_SEED), Ordering::Release);
         // SAFETY: an aligned u64 of the mapping.
         unsafe { &*self.word::<AtomicU64>(GENERATION_AT) }.store(calls, Ordering::Release);
+    }
+
+    /// The tail may take `bytes` before the next checkpoint (the tracer
+    /// passes twice the bytes of the trace's signatures). A checkpoint costs time in proportion to
+    /// the trace, so on a program whose calls rarely repeat (every call a
+    /// new signature) fixed-size tails would make the checkpoints' total
+    /// cost grow with the square of the calls; tails that grow with the
+    /// trace keep it linear.
+    pub fn raise_limit(&mut self, bytes: usize) {
+        self.limit = self.limit.max(bytes.min(self.capacity));
     }
 
     /// A checkpoint could not be written: keep the journal as it is (it

@@ -209,11 +209,21 @@ impl Tracer {
             };
             let written = self.snapshot(None).write_to(&path);
             let (calls, comms) = (self.recorder.calls, self.objects.comm_log.len());
+            let signature_bytes: usize = self
+                .recorder
+                .signatures
+                .strings()
+                .iter()
+                .map(|s| s.len())
+                .sum();
             let Some(journal) = &mut self.journal else {
                 return;
             };
             match written {
-                Ok(()) => journal.reset(calls, comms),
+                Ok(()) => {
+                    journal.reset(calls, comms);
+                    journal.raise_limit(2 * signature_bytes);
+                }
                 Err(e) => {
                     eprintln!(
                         "mpigram: cannot write the checkpoint {}: {e}; the crash journal keeps only the calls until now",

@@ -1,0 +1,271 @@
+//! Valid inputs to start from: call signatures of real MPI functions with
+//! every kind of parameter value, and a rank trace built from them.
+
+use mpigram_grammar::Sequitur;
+use mpigram_mpispec::{
+    BufferRef, Enc, FUNCS, FuncId, HandleRef, Rank, RequestRef, Signature, Status, Value,
+    func_by_name,
+};
+use mpigram_trace::{CallStats, CommEntry, Ending, RankMeta, RankTrace, TimingMode};
+use proptest::prelude::*;
+
+/// Any value a writer may produce for a parameter encoded as `enc`. Ids
+/// stay below 2^40 and ranks within C ints, as the tracer's do (the
+/// encodings add tag bits above them).
+pub fn arb_value(enc: Enc) -> BoxedStrategy<Value> {
+    let id = || 0u64..1 << 40;
+    let int = || any::<i32>().prop_map(i64::from);
+    let rank = || {
+        prop_oneof![
+            Just(Rank::ProcNull),
+            Just(Rank::AnySource),
+            Just(Rank::Root),
+            any::<i32>().prop_map(|r| Rank::Relative(r.into())),
+            any::<i32>().prop_map(|r| Rank::Absolute(r.into())),
+        ]
+    };
+    match enc {
+        Enc::Int => any::<i64>().prop_map(Value::Int).boxed(),
+        Enc::Tag => int().prop_map(Value::Tag).boxed(),
+        Enc::Address => any::<i64>().prop_map(Value::Address).boxed(),
+        Enc::Rank => rank().prop_map(Value::Rank).boxed(),
+        Enc::Handle(kind) => prop_oneof![
+            Just(HandleRef::Null),
+            any::<u32>().prop_map(HandleRef::Predefined),
+            id().prop_map(HandleRef::User),
+        ]
+        .prop_map(move |h| Value::Handle(kind, h))
+        .boxed(),
+        Enc::Request => prop_oneof![
+            Just(RequestRef::Null),
+            (id(), any::<u64>()).prop_map(|(pool, index)| RequestRef::Pooled { pool, index }),
+        ]
+        .prop_map(Value::Request)
+        .boxed(),
+        Enc::Status => prop_oneof![
+            Just(Value::Status(None)),
+            Just(Value::UndefinedStatus),
+            (rank(), int(), any::<u64>(), any::<bool>(), int()).prop_map(
+                |(source, tag, count, cancelled, error)| {
+                    Value::Status(Some(Status {
+                        source,
+                        tag,
+                        count,
+                        cancelled,
+                        error,
+                    }))
+                }
+            ),
+        ]
+        .boxed(),
+        Enc::Buffer => prop_oneof![
+            Just(BufferRef::Null),
+            Just(BufferRef::InPlace),
+            (id(), any::<u64>()).prop_map(|(id, offset)| BufferRef::Segment { id, offset }),
+        ]
+        .prop_map(Value::Buffer)
+        .boxed(),
+        Enc::Str => prop::option::of(prop::collection::vec(any::<u8>(), 0..12))
+            .prop_map(Value::Str)
+            .boxed(),
+        Enc::Callback => prop::option::of(id()).prop_map(Value::Callback).boxed(),
+        Enc::Array(elem) => prop::option::of(prop::collection::vec(arb_value(*elem), 0..5))
+            .prop_map(Value::Array)
+            .boxed(),
+    }
+}
+
+/// A valid signature of any MPI function mpigram knows.
+pub fn arb_signature() -> impl Strategy<Value = Signature> {
+    (0..FUNCS.len()).prop_flat_map(|f| {
+        let args: Vec<_> = FUNCS[f].params.iter().map(|p| arb_value(p.enc)).collect();
+        (any::<i32>(), args).prop_map(move |(ret, args)| Signature {
+            func: f as FuncId,
+            ret: ret.into(),
+            args,
+        })
+    })
+}
+
+/// A fixed value for a parameter, varied by `seed` so that the samples
+/// hold every kind of value (nulls, constants, user objects, arrays).
+fn example_value(enc: Enc, seed: u64) -> Value {
+    let pick = seed % 3;
+    match enc {
+        Enc::Int => Value::Int(seed as i64 * 7 - 3),
+        Enc::Tag => Value::Tag(if pick == 0 { -1 } else { seed as i64 }),
+        Enc::Address => Value::Address(1 << (seed % 40)),
+        Enc::Rank => Value::Rank(match pick {
+            0 => Rank::Relative(1),
+            1 => Rank::ProcNull,
+            _ => Rank::Absolute(seed as i64),
+        }),
+        Enc::Handle(kind) => Value::Handle(
+            kind,
+            match pick {
+                0 => HandleRef::Predefined(seed as u32 % 4),
+                1 => HandleRef::User(seed),
+                _ => HandleRef::Null,
+            },
+        ),
+        Enc::Request => Value::Request(match pick {
+            0 => RequestRef::Null,
+            _ => RequestRef::Pooled {
+                pool: seed,
+                index: pick,
+            },
+        }),
+        Enc::Status => match pick {
+            0 => Value::Status(None),
+            1 => Value::UndefinedStatus,
+            _ => Value::Status(Some(Status {
+                source: Rank::Relative(-1),
+                tag: seed as i64,
+                count: 8 * seed,
+                cancelled: seed % 2 == 0,
+                error: (seed % 2) as i64,
+            })),
+        },
+        Enc::Buffer => Value::Buffer(match pick {
+            0 => BufferRef::InPlace,
+            _ => BufferRef::Segment {
+                id: seed,
+                offset: 64 * pick,
+            },
+        }),
+        Enc::Str => Value::Str((pick != 1).then(|| format!("key{seed}").into_bytes())),
+        Enc::Callback => Value::Callback((pick != 1).then_some(seed)),
+        Enc::Array(elem) => Value::Array((pick != 1).then(|| {
+            (0..pick + 1)
+                .map(|i| example_value(*elem, seed + i))
+                .collect()
+        })),
+    }
+}
+
+/// Functions of the sample trace: point-to-point, completion of arrays of
+/// requests and statuses, collectives with arrays, communicator and
+/// topology creation, strings and callbacks.
+const SAMPLE_FUNCS: &[&str] = &[
+    "MPI_Comm_rank",
+    "MPI_Isend",
+    "MPI_Irecv",
+    "MPI_Waitall",
+    "MPI_Recv",
+    "MPI_Allreduce",
+    "MPI_Alltoallv",
+    "MPI_Comm_split",
+    "MPI_Cart_create",
+    "MPI_Testsome",
+    "MPI_Info_set",
+    "MPI_Comm_create_keyval",
+];
+
+/// Signatures of [`SAMPLE_FUNCS`], each with two sets of arguments.
+pub fn sample_signatures() -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for (i, name) in SAMPLE_FUNCS.iter().enumerate() {
+        let (id, f) = func_by_name(name).expect("a function of the MPI standard");
+        for variant in 0..2u64 {
+            let seed = i as u64 * 2 + variant;
+            let args = f
+                .params
+                .iter()
+                .enumerate()
+                .map(|(p, param)| example_value(param.enc, seed + p as u64))
+                .collect();
+            out.push(
+                Signature {
+                    func: id,
+                    ret: variant as i64 * 15,
+                    args,
+                }
+                .encode(),
+            );
+        }
+    }
+    out
+}
+
+/// A complete rank trace over [`sample_signatures`]: a prologue, a nested
+/// loop, an epilogue, timing for every signature, two communicators.
+pub fn sample_rank_trace(rank: u32) -> RankTrace {
+    let signatures = sample_signatures();
+    let n = signatures.len() as u32;
+    let mut s = Sequitur::new();
+    let mut calls = 0u64;
+    let mut push = |t: u32| {
+        s.push(t);
+        calls += 1;
+    };
+    (0..4).for_each(&mut push);
+    for step in 0..30 {
+        for _ in 0..4 {
+            (4..10).for_each(&mut push);
+        }
+        push(10 + step % 3);
+    }
+    (13..n).for_each(&mut push);
+    let stats = (0..u64::from(n))
+        .map(|t| CallStats {
+            count: t + 1,
+            total_ns: 1000 * t,
+            min_ns: t,
+            max_ns: 10 * t,
+        })
+        .collect();
+    let comm = |seq, comm, size| CommEntry {
+        seq,
+        comm,
+        rank,
+        size,
+        remote_size: 0,
+        inter: false,
+    };
+    RankTrace {
+        meta: RankMeta {
+            rank,
+            world_size: 2,
+            pid: 4242,
+            host: "node7".into(),
+            mpi_library: "MPICH Version: 4.0.2".into(),
+            timing: TimingMode::Aggregated,
+            calls,
+            start_ns: 1_000,
+            end_ns: 9_000_000,
+            ending: Ending::Finalized,
+            recorder_allocations: 17,
+        },
+        signatures,
+        grammar: s.grammar(rank),
+        stats,
+        comms: vec![comm(7, 0, 2), comm(9, 1, 1)],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mpigram_mpispec::decode_signature;
+
+    #[test]
+    fn samples_decode_and_cover_every_kind_of_value() {
+        let mut kinds = std::collections::HashSet::new();
+        for bytes in sample_signatures() {
+            let sig = decode_signature(&bytes).expect("a sample decodes");
+            assert_eq!(sig.encode(), bytes);
+            for v in &sig.args {
+                kinds.insert(std::mem::discriminant(v));
+                if let Value::Array(Some(items)) = v {
+                    kinds.extend(items.iter().map(std::mem::discriminant));
+                }
+            }
+        }
+        // Int, Rank, Tag, Address, Handle, Request, Status, UndefinedStatus,
+        // Buffer, Str, Callback, Array.
+        assert_eq!(kinds.len(), 12);
+        let t = sample_rank_trace(0);
+        assert_eq!(t.grammar.total_len(), t.meta.calls);
+        assert!(t.grammar.num_rules() > 1, "the sample has loops");
+    }
+}
