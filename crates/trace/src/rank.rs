@@ -115,18 +115,8 @@ impl RankTrace {
     /// Reads and checks one rank's file.
     pub fn read(path: &Path) -> Result<RankTrace, Error> {
         let file = TraceFile::open(path)?;
-        let name = file.name().to_owned();
-        if file.kind() != FILE_KIND_RANK {
-            return Err(Error::payload(
-                &name,
-                "header",
-                format!("file kind {} is not a rank trace", file.kind()),
-            ));
-        }
-        let bad = |section: &'static str| {
-            let name = name.clone();
-            move |e: mpigram_varint::DecodeError| Error::payload(&name, section, e)
-        };
+        let name = checked_name(&file, FILE_KIND_RANK, "a rank trace")?;
+        let bad = |section| bad_section(&name, section);
         let meta = RankMeta::decode(&file.section(section::META, 0)?).map_err(bad("META"))?;
         check_funcs(&file.section(section::FUNCS, 0)?)
             .map_err(|m| Error::payload(&name, "FUNCS", m))?;
@@ -198,6 +188,23 @@ impl RankTrace {
             .flatten()
             .map(|t| self.signatures[t as usize].as_slice())
     }
+}
+
+/// The file's name, if it is of kind `kind` (`what` names the kind in the
+/// error).
+pub(crate) fn checked_name(file: &TraceFile, kind: u32, what: &str) -> Result<String, Error> {
+    let name = file.name().to_owned();
+    if file.kind() != kind {
+        let message = format!("file kind {} is not {what}", file.kind());
+        return Err(Error::payload(&name, "header", message));
+    }
+    Ok(name)
+}
+
+/// Turns a payload decoding error of `section` into one naming the file.
+pub(crate) fn bad_section(name: &str, section: &'static str) -> impl Fn(DecodeError) -> Error {
+    let name = name.to_owned();
+    move |e| Error::payload(&name, section, e)
 }
 
 /// Names of the functions the signatures use, by id: a reader built with

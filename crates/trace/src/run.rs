@@ -227,18 +227,8 @@ impl Trace {
     }
 
     fn read_file(file: TraceFile) -> Result<Trace, Error> {
-        let name = file.name().to_owned();
-        if file.kind() != FILE_KIND_RUN {
-            return Err(Error::payload(
-                &name,
-                "header",
-                format!("file kind {} is not a whole-run trace", file.kind()),
-            ));
-        }
-        let bad = |section: &'static str| {
-            let name = name.clone();
-            move |e: mpigram_varint::DecodeError| Error::payload(&name, section, e)
-        };
+        let name = crate::rank::checked_name(&file, FILE_KIND_RUN, "a whole-run trace")?;
+        let bad = |section| crate::rank::bad_section(&name, section);
         let bytes = file.section(section::META, 0)?;
         let mut r = ByteReader::new(&bytes);
         let n = r.count().map_err(bad("META"))?;
