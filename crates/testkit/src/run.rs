@@ -9,6 +9,7 @@
 
 use std::ffi::{OsStr, OsString};
 use std::io::Read;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::mpsc;
@@ -136,6 +137,17 @@ impl Mpiexec {
         cmd.arg(&self.exe).args(&self.args);
         if let Some(dir) = &self.current_dir {
             cmd.current_dir(dir);
+        }
+        // Hydra's mpiexec now and then writes to a forwarding pipe that a
+        // rank which exited within milliseconds has closed, and dies of
+        // SIGPIPE with no output. With SIGPIPE ignored (for mpiexec and, by
+        // inheritance, the ranks) the write fails with EPIPE instead.
+        // SAFETY: only async-signal-safe work between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+                Ok(())
+            });
         }
         Ok(cmd)
     }
