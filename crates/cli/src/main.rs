@@ -150,7 +150,10 @@ fn clear_old_trace(dir: &Path) -> Result<()> {
 }
 
 fn decode(dir: &Path, rank: Option<u32>, format: Format) -> Result<()> {
-    let trace = Trace::open(dir)?;
+    let trace = match rank {
+        Some(r) => Trace::open_rank(dir, r)?,
+        None => Trace::open(dir)?,
+    };
     if let Some(r) = rank {
         if !trace.ranks.iter().any(|t| t.meta.rank == r) {
             bail!(

@@ -79,7 +79,27 @@ impl Grammar {
     /// `max_streams` streams (one rank's file: one), which is refused
     /// before they are listed in memory.
     pub fn decode_streams(bytes: &[u8], max_streams: usize) -> Result<Grammar, DecodeError> {
+        Grammar::decode_with(bytes, max_streams, None)
+    }
+
+    /// [`Grammar::decode_streams`] keeping only stream `stream` (the other
+    /// streams are checked but not listed): one rank of a whole-run trace,
+    /// in time that does not grow with the number of streams.
+    pub fn decode_stream(
+        bytes: &[u8],
+        max_streams: usize,
+        stream: StreamId,
+    ) -> Result<Grammar, DecodeError> {
+        Grammar::decode_with(bytes, max_streams, Some(stream))
+    }
+
+    fn decode_with(
+        bytes: &[u8],
+        max_streams: usize,
+        only: Option<StreamId>,
+    ) -> Result<Grammar, DecodeError> {
         let max_streams = max_streams.min(MAX_STREAMS);
+        let mut declared = 0usize;
         let mut r = ByteReader::new(bytes);
         let version = r.u8()?;
         if version != VERSION {
@@ -125,17 +145,25 @@ impl Grammar {
                     what: "stream progression",
                     offset: at,
                 };
-                if len == 0
-                    || (len > 1 && stride == 0)
-                    || streams.len() + len as usize > max_streams
-                {
+                declared += len as usize;
+                if len == 0 || (len > 1 && stride == 0) || declared > max_streams {
                     return Err(bad);
                 }
                 let last = u64::from(first) + u64::from(stride) * u64::from(len - 1);
                 if last > u64::from(u32::MAX) {
                     return Err(bad);
                 }
-                streams.extend((0..len).map(|i| (first + stride * i, rule)));
+                match only {
+                    None => streams.extend((0..len).map(|i| (first + stride * i, rule))),
+                    Some(s) => {
+                        let member = s >= first
+                            && u64::from(s) <= last
+                            && (s - first).checked_rem(stride).unwrap_or(0) == 0;
+                        if member {
+                            streams.push((s, rule));
+                        }
+                    }
+                }
             }
         }
         r.finish()?;
@@ -158,7 +186,7 @@ fn stream_groups(streams: &[(StreamId, RuleId)]) -> Vec<(RuleId, Vec<StreamId>)>
 }
 
 /// Sorted, distinct ids as greedy arithmetic progressions (first, stride, len).
-fn progressions(ids: &[StreamId]) -> Vec<(u32, u32, u32)> {
+pub fn progressions(ids: &[StreamId]) -> Vec<(u32, u32, u32)> {
     let mut out = Vec::new();
     let mut i = 0;
     while i < ids.len() {

@@ -9,6 +9,7 @@
 //! - `... with the wire encoding`: the same, with each part encoded to
 //!   the bytes a rank sends and decoded (validated) by the receiver, as at
 //!   finalize.
+//! - Opening the written `trace.mgr`: every rank, or one rank alone.
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use mpigram_format::Codec;
@@ -163,6 +164,19 @@ fn bench(c: &mut Criterion) {
             )
         });
     }
+    g.finish();
+
+    // Reading it back: every rank, or one rank alone (its chunk of
+    // per-rank data, the signatures and the grammar).
+    let dir = tempfile::tempdir().unwrap();
+    whole.write(dir.path()).unwrap();
+    let mut g = c.benchmark_group("open trace.mgr of 4096 ranks");
+    g.bench_function("every rank", |b| {
+        b.iter(|| Trace::open(dir.path()).unwrap())
+    });
+    g.bench_function("one rank", |b| {
+        b.iter(|| Trace::open_rank(dir.path(), 2049).unwrap())
+    });
     g.finish();
 }
 

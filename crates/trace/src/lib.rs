@@ -23,7 +23,7 @@ pub use error::Error;
 pub use journal::{recover_rank, recoverable_ranks};
 pub use meta::{Ending, RankMeta, TimingMode};
 pub use rank::{CallStats, CommEntry, RankTrace};
-pub use run::{FILE_KIND_RUN, RUN_FILE_NAME, RankPart, Trace};
+pub use run::{FILE_KIND_RUN, RANKS_PER_CHUNK, RUN_FILE_NAME, RankPart, Trace};
 
 /// File kind of a per-rank trace file.
 pub const FILE_KIND_RANK: u32 = 1;
@@ -42,6 +42,8 @@ pub mod section {
     pub const CALL_STATS: u32 = 5;
     /// The rank's place in each user communicator, in call order.
     pub const COMMS: u32 = 6;
+    /// Whole-run file: the ranks it holds, as arithmetic progressions.
+    pub const RANKS: u32 = 7;
 
     /// A section kind's name, for people.
     pub fn name(kind: u32) -> &'static str {
@@ -52,6 +54,7 @@ pub mod section {
             GRAMMAR => "GRAMMAR",
             CALL_STATS => "CALL_STATS",
             COMMS => "COMMS",
+            RANKS => "RANKS",
             _ => "unknown",
         }
     }

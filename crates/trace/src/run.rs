@@ -25,6 +25,9 @@ pub const FILE_KIND_RUN: u32 = 2;
 /// File name of the whole-run trace in a trace directory.
 pub const RUN_FILE_NAME: &str = "trace.mgr";
 
+/// Ranks per chunk of per-rank sections in a whole-run file.
+pub const RANKS_PER_CHUNK: usize = 64;
+
 /// What is particular to one rank.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RankPart {
@@ -165,7 +168,7 @@ impl Trace {
         let sections = self.sections();
         let sections: Vec<NewSection<'_>> = sections
             .iter()
-            .map(|(kind, data)| NewSection::from((*kind, 0, data.as_slice(), codec)))
+            .map(|(kind, index, data)| NewSection::from((*kind, *index, data.as_slice(), codec)))
             .collect();
         mpigram_format::to_bytes(FILE_KIND_RUN, self.file_flags(), &sections)
     }
@@ -176,7 +179,9 @@ impl Trace {
         let sections = self.sections();
         let sections: Vec<NewSection<'_>> = sections
             .iter()
-            .map(|(kind, data)| NewSection::from((*kind, 0, data.as_slice(), Codec::Zstd)))
+            .map(|(kind, index, data)| {
+                NewSection::from((*kind, *index, data.as_slice(), Codec::Zstd))
+            })
             .collect();
         mpigram_format::write_file(&path, FILE_KIND_RUN, self.file_flags(), &sections)?;
         Ok(path)
@@ -190,107 +195,151 @@ impl Trace {
         }
     }
 
-    fn sections(&self) -> [(u32, Vec<u8>); 6] {
-        let mut ranks = Vec::new();
-        ranks.put_u64(self.ranks.len() as u64);
-        for r in &self.ranks {
-            ranks.put_blob(&r.meta.encode());
+    /// The sections: (kind, index, payload). What is particular to each
+    /// rank goes in chunks of [`RANKS_PER_CHUNK`] ranks (index = chunk), so
+    /// that reading one rank reads one chunk.
+    fn sections(&self) -> Vec<(u32, u32, Vec<u8>)> {
+        let ranks: Vec<u32> = self.ranks.iter().map(|r| r.meta.rank).collect();
+        let mut list = Vec::new();
+        let progressions = mpigram_grammar::progressions(&ranks);
+        list.put_u64(progressions.len() as u64);
+        for (first, stride, len) in progressions {
+            list.put_u32(first);
+            list.put_u32(stride);
+            list.put_u32(len);
         }
         let mut signatures = Vec::new();
         signatures.put_u64(self.signatures.len() as u64);
         self.signatures.iter().for_each(|s| signatures.put_blob(s));
-        let mut stats = Vec::new();
-        let mut comms = Vec::new();
-        for r in &self.ranks {
-            let mut last = 0;
-            stats.put_u64(r.stats.len() as u64);
-            for &(t, s) in &r.stats {
-                stats.put_u32(t - last);
-                last = t;
-                encode_stats(&mut stats, &s);
+        let mut out = vec![
+            (section::RANKS, 0, list),
+            (
+                section::FUNCS,
+                0,
+                crate::rank::encode_funcs(&self.signatures),
+            ),
+            (section::SIGNATURES, 0, signatures),
+            (section::GRAMMAR, 0, self.grammar.encode()),
+        ];
+        for (chunk, parts) in self.ranks.chunks(RANKS_PER_CHUNK).enumerate() {
+            let (mut metas, mut stats, mut comms) = (Vec::new(), Vec::new(), Vec::new());
+            for r in parts {
+                metas.put_blob(&r.meta.encode());
+                let mut last = 0;
+                stats.put_u64(r.stats.len() as u64);
+                for &(t, s) in &r.stats {
+                    stats.put_u32(t - last);
+                    last = t;
+                    encode_stats(&mut stats, &s);
+                }
+                encode_comms(&mut comms, &r.comms);
             }
-            encode_comms(&mut comms, &r.comms);
+            let chunk = chunk as u32;
+            out.push((section::META, chunk, metas));
+            out.push((section::CALL_STATS, chunk, stats));
+            out.push((section::COMMS, chunk, comms));
         }
-        [
-            (section::META, ranks),
-            (section::FUNCS, crate::rank::encode_funcs(&self.signatures)),
-            (section::SIGNATURES, signatures),
-            (section::GRAMMAR, self.grammar.encode()),
-            (section::CALL_STATS, stats),
-            (section::COMMS, comms),
-        ]
+        out
     }
 
     /// Reads a whole-run file from its bytes; `name` names it in errors.
     pub fn from_bytes(bytes: Vec<u8>, name: &str) -> Result<Trace, Error> {
-        Trace::read_file(TraceFile::from_bytes(name, bytes)?)
+        let file = TraceFile::from_bytes(name, bytes)?;
+        Ok(Trace::read_file(&file, None)?.expect("every rank was asked for"))
     }
 
-    fn read_file(file: TraceFile) -> Result<Trace, Error> {
-        let name = crate::rank::checked_name(&file, FILE_KIND_RUN, "a whole-run trace")?;
+    /// Reads a whole-run file: every rank, or only rank `only` (then
+    /// `None` if the file does not hold it). One rank costs its chunk of
+    /// per-rank data, the signature table and the grammar's rules, not the
+    /// other ranks' data.
+    fn read_file(file: &TraceFile, only: Option<u32>) -> Result<Option<Trace>, Error> {
+        let name = crate::rank::checked_name(file, FILE_KIND_RUN, "a whole-run trace")?;
         let bad = |section| crate::rank::bad_section(&name, section);
-        let bytes = file.section(section::META, 0)?;
+        let bytes = file.section(section::RANKS, 0)?;
         let mut r = ByteReader::new(&bytes);
-        let n = r.count().map_err(bad("META"))?;
-        let mut metas = Vec::with_capacity(n);
-        for _ in 0..n {
-            let blob = r.blob().map_err(bad("META"))?;
-            metas.push(RankMeta::decode(blob).map_err(bad("META"))?);
+        let mut progressions = Vec::new();
+        let (mut total, mut position) = (0usize, None);
+        for _ in 0..r.count().map_err(bad("RANKS"))? {
+            let at = r.position();
+            let (first, stride, len) = (
+                r.u32().map_err(bad("RANKS"))?,
+                r.u32().map_err(bad("RANKS"))?,
+                r.u32().map_err(bad("RANKS"))?,
+            );
+            let last = u64::from(first) + u64::from(stride) * u64::from(len.max(1) - 1);
+            if len == 0 || (len > 1 && stride == 0) || last > u64::from(u32::MAX) {
+                let message = format!("byte {at}: bad rank progression");
+                return Err(Error::payload(&name, "RANKS", message));
+            }
+            if let Some(rank) = only {
+                let member = rank >= first
+                    && u64::from(rank) <= last
+                    && (rank - first).checked_rem(stride).unwrap_or(0) == 0;
+                if member {
+                    position = Some(total + ((rank - first) / stride.max(1)) as usize);
+                }
+            }
+            total = total.saturating_add(len as usize);
+            progressions.push((first, stride, len));
         }
-        r.finish().map_err(bad("META"))?;
+        r.finish().map_err(bad("RANKS"))?;
+        let max_streams = total.min(mpigram_grammar::MAX_STREAMS);
+        let chunks = match (only, position) {
+            (Some(_), None) => return Ok(None),
+            (Some(_), Some(p)) => p / RANKS_PER_CHUNK..p / RANKS_PER_CHUNK + 1,
+            (None, _) => 0..total.div_ceil(RANKS_PER_CHUNK),
+        };
         crate::rank::check_funcs(&file.section(section::FUNCS, 0)?)
             .map_err(|m| Error::payload(&name, "FUNCS", m))?;
         let signatures = crate::rank::decode_signatures(&file.section(section::SIGNATURES, 0)?)
             .map_err(bad("SIGNATURES"))?;
-        // One stream per rank: more is refused before it takes memory.
-        let grammar = Grammar::decode_streams(&file.section(section::GRAMMAR, 0)?, metas.len())
-            .map_err(|e| Error::payload(&name, "GRAMMAR", e))?;
-        let stats_bytes = file.section(section::CALL_STATS, 0)?;
-        let mut stats = ByteReader::new(&stats_bytes);
-        let comms_bytes = file.section(section::COMMS, 0)?;
-        let mut comms = ByteReader::new(&comms_bytes);
-        let mut ranks = Vec::with_capacity(metas.len());
-        for meta in metas {
-            let n = stats.count().map_err(bad("CALL_STATS"))?;
-            // 5 varints an entry: a forged count must not size the vector.
-            let mut rank_stats = Vec::with_capacity(n.min(stats.remaining() / 5));
-            let mut t = 0u32;
-            for _ in 0..n {
-                let at = stats.position();
-                t = t
-                    .checked_add(stats.u32().map_err(bad("CALL_STATS"))?)
-                    .ok_or_else(|| {
-                        Error::payload(
-                            &name,
-                            "CALL_STATS",
-                            format!("byte {at}: terminal out of range"),
-                        )
-                    })?;
-                rank_stats.push((t, decode_stats(&mut stats).map_err(bad("CALL_STATS"))?));
-            }
-            ranks.push(RankPart {
-                meta,
-                stats: rank_stats,
-                comms: decode_comms(&mut comms).map_err(bad("COMMS"))?,
-            });
+        let grammar_bytes = file.section(section::GRAMMAR, 0)?;
+        let grammar = match only {
+            Some(rank) => Grammar::decode_stream(&grammar_bytes, max_streams, rank),
+            None => Grammar::decode_streams(&grammar_bytes, max_streams),
         }
-        stats.finish().map_err(bad("CALL_STATS"))?;
-        comms.finish().map_err(bad("COMMS"))?;
+        .map_err(|e| Error::payload(&name, "GRAMMAR", e))?;
+        let mut ranks = Vec::new();
+        for chunk in chunks {
+            let index = u32::try_from(chunk)
+                .map_err(|_| Error::payload(&name, "RANKS", "too many ranks"))?;
+            let in_chunk = (total - chunk * RANKS_PER_CHUNK).min(RANKS_PER_CHUNK);
+            let parts = read_chunk(file, index, in_chunk, &name)?;
+            match position {
+                Some(p) => ranks.extend(parts.into_iter().nth(p % RANKS_PER_CHUNK)),
+                None => ranks.extend(parts),
+            }
+        }
         let trace = Trace {
             dir: PathBuf::new(),
             signatures,
             grammar,
             ranks,
         };
+        let expected: Vec<u32> = match only {
+            Some(rank) => vec![rank],
+            None => progressions
+                .iter()
+                .flat_map(|&(first, stride, len)| (0..len).map(move |i| first + stride * i))
+                .collect(),
+        };
         trace
-            .check()
+            .check(&expected)
             .map_err(|m| Error::payload(&name, "GRAMMAR", m))?;
-        Ok(trace)
+        Ok(Some(trace))
     }
 
     /// The parts must agree: one stream per rank, ranks distinct and in
     /// order, terminals within the signature table.
-    fn check(&self) -> Result<(), String> {
+    fn check(&self, ranks: &[u32]) -> Result<(), String> {
+        let found: Vec<u32> = self.ranks.iter().map(|r| r.meta.rank).collect();
+        if found != ranks {
+            return Err(format!(
+                "the ranks' metadata does not match the rank list ({} of {})",
+                found.len(),
+                ranks.len()
+            ));
+        }
         if let Some(w) = self
             .ranks
             .windows(2)
@@ -345,7 +394,7 @@ impl Trace {
             let path = entry.map_err(|e| Error::dir(dir, e))?.path();
             let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
             if name == RUN_FILE_NAME {
-                run = Some(Trace::read_file(TraceFile::open(&path)?)?);
+                run = Trace::read_file(&TraceFile::open(&path)?, None)?;
             } else if crate::rank::is_rank_file_name(name) {
                 rank_files.push(path);
             }
@@ -386,19 +435,43 @@ impl Trace {
         Ok(trace)
     }
 
-    /// Stored bytes of each section of the directory's whole-run file, by
-    /// section name (what the size of a trace is made of).
+    /// Stored bytes of each kind of section of the directory's whole-run
+    /// file, by name (what the size of a trace is made of).
     pub fn section_sizes(&self) -> Result<Vec<(&'static str, u64)>, Error> {
         let path = self.dir.join(RUN_FILE_NAME);
         if !path.exists() {
             return Ok(Vec::new());
         }
         let file = TraceFile::open(&path)?;
-        Ok(file
-            .sections()
-            .iter()
-            .map(|s| (section::name(s.kind), s.stored_len))
-            .collect())
+        let mut sizes: Vec<(&'static str, u64)> = Vec::new();
+        for s in file.sections() {
+            let name = section::name(s.kind);
+            match sizes.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, bytes)) => *bytes += s.stored_len,
+                None => sizes.push((name, s.stored_len)),
+            }
+        }
+        Ok(sizes)
+    }
+
+    /// Opens only what rank `rank`'s calls need: from a whole-run file, the
+    /// rank's chunk of per-rank data, the signature table and the grammar
+    /// (its time does not grow with the other ranks' metadata and timing).
+    /// Ranks with files of their own, or recovered from crash journals,
+    /// are read as [`Trace::open`] reads them. The trace may hold other
+    /// ranks too.
+    pub fn open_rank(dir: &Path, rank: u32) -> Result<Trace, Error> {
+        let run = dir.join(RUN_FILE_NAME);
+        let own_file = dir.join(crate::rank_file_name(rank)).exists()
+            || dir.join(crate::journal_file_name(rank)).exists()
+            || dir.join(crate::checkpoint_file_name(rank)).exists();
+        if run.is_file() && !own_file {
+            if let Some(mut trace) = Trace::read_file(&TraceFile::open(&run)?, Some(rank))? {
+                trace.dir = dir.to_owned();
+                return Ok(trace);
+            }
+        }
+        Trace::open(dir)
     }
 
     /// Total bytes of the files in the trace directory.
@@ -412,4 +485,47 @@ impl Trace {
             .map(|m| m.len())
             .sum()
     }
+}
+
+/// The parts of the `n` ranks of chunk `index`: META, CALL_STATS and COMMS.
+fn read_chunk(file: &TraceFile, index: u32, n: usize, name: &str) -> Result<Vec<RankPart>, Error> {
+    let bad = |section| crate::rank::bad_section(name, section);
+    let metas_bytes = file.section(section::META, index)?;
+    let stats_bytes = file.section(section::CALL_STATS, index)?;
+    let comms_bytes = file.section(section::COMMS, index)?;
+    let (mut metas, mut stats, mut comms) = (
+        ByteReader::new(&metas_bytes),
+        ByteReader::new(&stats_bytes),
+        ByteReader::new(&comms_bytes),
+    );
+    let mut parts = Vec::with_capacity(n);
+    for _ in 0..n {
+        let meta = RankMeta::decode(metas.blob().map_err(bad("META"))?).map_err(bad("META"))?;
+        let count = stats.count().map_err(bad("CALL_STATS"))?;
+        // 5 varints an entry: a forged count must not size the vector.
+        let mut rank_stats = Vec::with_capacity(count.min(stats.remaining() / 5));
+        let mut t = 0u32;
+        for _ in 0..count {
+            let at = stats.position();
+            t = t
+                .checked_add(stats.u32().map_err(bad("CALL_STATS"))?)
+                .ok_or_else(|| {
+                    Error::payload(
+                        name,
+                        "CALL_STATS",
+                        format!("byte {at}: terminal out of range"),
+                    )
+                })?;
+            rank_stats.push((t, decode_stats(&mut stats).map_err(bad("CALL_STATS"))?));
+        }
+        parts.push(RankPart {
+            meta,
+            stats: rank_stats,
+            comms: decode_comms(&mut comms).map_err(bad("COMMS"))?,
+        });
+    }
+    metas.finish().map_err(bad("META"))?;
+    stats.finish().map_err(bad("CALL_STATS"))?;
+    comms.finish().map_err(bad("COMMS"))?;
+    Ok(parts)
 }

@@ -4,67 +4,11 @@
 
 mod common;
 
-use common::one_line_naming;
+use common::{one_line_naming, sample};
 use mpigram_format::{Codec, NewSection, write_file};
 use mpigram_grammar::Sequitur;
-use mpigram_mpispec::encoding::{put_handle, put_rank};
-use mpigram_mpispec::{HandleRef, Rank, func, put_signature_head};
-use mpigram_trace::{
-    CallStats, CommEntry, Ending, FILE_KIND_RANK, RankMeta, RankTrace, TimingMode, Trace, section,
-};
+use mpigram_trace::{FILE_KIND_RANK, RankTrace, Trace, section};
 use proptest::prelude::*;
-
-/// A small but complete rank trace: two signatures, a loop.
-fn sample(rank: u32) -> RankTrace {
-    let mut s = Sequitur::new();
-    for _ in 0..50 {
-        s.push(0);
-        s.push(1);
-    }
-    // MPI_Comm_rank(MPI_COMM_WORLD, rank) and MPI_Comm_rank(MPI_COMM_SELF, rank).
-    let signature = |comm: u32| {
-        let mut b = Vec::new();
-        put_signature_head(&mut b, func::MPI_Comm_rank, 0);
-        put_handle(&mut b, HandleRef::Predefined(comm));
-        put_rank(&mut b, Rank::Relative(0));
-        b
-    };
-    let signatures = vec![signature(0), signature(1)];
-    RankTrace {
-        meta: RankMeta {
-            rank,
-            world_size: 2,
-            pid: 42,
-            host: "node".into(),
-            mpi_library: "MPICH".into(),
-            timing: TimingMode::Aggregated,
-            calls: 100,
-            start_ns: 1,
-            end_ns: 2,
-            ending: Ending::Finalized,
-            recorder_allocations: 3,
-        },
-        signatures,
-        grammar: s.grammar(rank),
-        stats: vec![
-            CallStats {
-                count: 50,
-                total_ns: 500,
-                min_ns: 9,
-                max_ns: 11
-            };
-            2
-        ],
-        comms: vec![CommEntry {
-            seq: 3,
-            comm: 0,
-            rank,
-            size: 2,
-            remote_size: 0,
-            inter: false,
-        }],
-    }
-}
 
 #[test]
 fn a_written_trace_reads_back_exactly() {

@@ -1,0 +1,76 @@
+//! The whole-run trace: ranks merged as at MPI_Finalize read back exactly,
+//! whole or one rank at a time.
+
+mod common;
+
+use common::sample;
+use mpigram_grammar::Sequitur;
+use mpigram_trace::{RANKS_PER_CHUNK, RankTrace, Trace};
+
+/// Rank `rank` of `n`: the sample, every third rank with a longer loop.
+fn rank(rank: u32, n: u32) -> RankTrace {
+    let mut t = sample(rank);
+    t.meta.world_size = n;
+    t.meta.pid = 1000 + rank;
+    if rank % 3 == 0 {
+        let mut s = Sequitur::new();
+        for _ in 0..70 {
+            s.push(0);
+            s.push(1);
+        }
+        t.grammar = s.grammar(rank);
+        t.stats.iter_mut().for_each(|s| s.count = 70);
+        t.meta.calls = 140;
+    }
+    t
+}
+
+fn merged(n: u32) -> Trace {
+    let mut whole = Trace::from_rank(rank(0, n));
+    for r in 1..n {
+        whole.absorb(Trace::from_rank(rank(r, n))).unwrap();
+    }
+    whole.share().unwrap();
+    whole
+}
+
+#[test]
+fn a_merged_trace_reads_back_whole_and_one_rank_at_a_time() {
+    let n = 3 * RANKS_PER_CHUNK as u32 + 5;
+    let dir = tempfile::tempdir().unwrap();
+    merged(n).write(dir.path()).unwrap();
+
+    let whole = Trace::open(dir.path()).unwrap();
+    assert_eq!(whole.ranks.len(), n as usize);
+    assert_eq!(whole.signatures.len(), 2, "one table for all ranks");
+    let mut starts: Vec<u32> = whole.grammar.streams().iter().map(|&(_, s)| s).collect();
+    starts.sort_unstable();
+    starts.dedup();
+    assert_eq!(starts.len(), 2, "two behaviours, each stored once");
+    for r in 0..n {
+        let original = rank(r, n);
+        assert!(whole.calls(r).eq(original.calls()), "rank {r}");
+        assert_eq!(whole.rank(r).unwrap().meta, original.meta);
+    }
+
+    // One rank alone: its chunk of per-rank data, one stream.
+    let last = n - 1;
+    for r in [
+        0,
+        1,
+        RANKS_PER_CHUNK as u32 - 1,
+        RANKS_PER_CHUNK as u32,
+        150,
+        last,
+    ] {
+        let one = Trace::open_rank(dir.path(), r).unwrap();
+        assert_eq!(one.ranks.len(), 1, "rank {r}");
+        assert_eq!(&one.ranks[0], whole.rank(r).unwrap());
+        assert_eq!(one.grammar.streams().len(), 1);
+        assert!(one.calls(r).eq(whole.calls(r)), "rank {r}");
+    }
+    // A rank the file does not hold: the whole directory, without it.
+    let other = Trace::open_rank(dir.path(), n + 7).unwrap();
+    assert!(other.rank(n + 7).is_none());
+    assert_eq!(other.ranks.len(), n as usize);
+}
