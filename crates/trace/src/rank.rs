@@ -160,17 +160,7 @@ impl RankTrace {
             return Err(format!("expected one stream for rank {}", self.meta.rank));
         }
         let n = self.signatures.len();
-        for body in self.grammar.rules() {
-            if let Some(run) = body
-                .iter()
-                .find(|r| matches!(r.symbol, Symbol::Terminal(t) if t as usize >= n))
-            {
-                return Err(format!(
-                    "call {:?} is not in the signature table ({n} entries)",
-                    run.symbol
-                ));
-            }
-        }
+        check_terminals(&self.grammar, n)?;
         if self.stats.len() != n {
             return Err(format!(
                 "{} timing entries for {n} signatures",
@@ -205,6 +195,22 @@ pub(crate) fn checked_name(file: &TraceFile, kind: u32, what: &str) -> Result<St
 pub(crate) fn bad_section(name: &str, section: &'static str) -> impl Fn(DecodeError) -> Error {
     let name = name.to_owned();
     move |e| Error::payload(&name, section, e)
+}
+
+/// Every terminal of `grammar` names one of the `n` signatures.
+pub(crate) fn check_terminals(grammar: &Grammar, n: usize) -> Result<(), String> {
+    for body in grammar.rules() {
+        if let Some(run) = body
+            .iter()
+            .find(|r| matches!(r.symbol, Symbol::Terminal(t) if t as usize >= n))
+        {
+            return Err(format!(
+                "call {:?} is not in the signature table ({n} entries)",
+                run.symbol
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Names of the functions the signatures use, by id: a reader built with

@@ -14,7 +14,7 @@
 use crate::rank::{decode_comms, decode_stats, encode_comms, encode_stats};
 use crate::{CallStats, CommEntry, Error, RankMeta, RankTrace, section};
 use mpigram_format::{Codec, NewSection, TraceFile, flags};
-use mpigram_grammar::{Grammar, StreamId, Symbol, share_across_streams, union};
+use mpigram_grammar::{Grammar, StreamId, share_across_streams, union};
 use mpigram_varint::{ByteReader, PutVarint};
 use rustc_hash::FxHashMap;
 use std::path::{Path, PathBuf};
@@ -360,17 +360,7 @@ impl Trace {
             ));
         }
         let n = self.signatures.len();
-        for body in self.grammar.rules() {
-            if let Some(run) = body
-                .iter()
-                .find(|r| matches!(r.symbol, Symbol::Terminal(t) if t as usize >= n))
-            {
-                return Err(format!(
-                    "call {:?} is not in the signature table ({n} entries)",
-                    run.symbol
-                ));
-            }
-        }
+        crate::rank::check_terminals(&self.grammar, n)?;
         if let Some(r) = self
             .ranks
             .iter()
