@@ -43,7 +43,7 @@ pub fn at_finalize() {
     let merge = std::env::var_os("MPIGRAM_MERGE").is_none_or(|v| v != "0");
     let comm = if merge { dup_world() } else { None };
     let Some(comm) = comm else {
-        write_own();
+        write_own(own.as_ref());
         return;
     };
     let synced = started.elapsed();
@@ -51,7 +51,8 @@ pub fn at_finalize() {
     if merge_over(comm, own) {
         crate::tracer::with(|t| t.discard_journal());
     } else {
-        write_own();
+        // The trace went into the merge: taken again, as it is now.
+        crate::tracer::with(|t| t.write(Ending::Finalized));
     }
     let mut comm = comm;
     // SAFETY: the tracer's own communicator, freed once.
@@ -65,9 +66,13 @@ pub fn at_finalize() {
     }
 }
 
-/// This rank's own `rank<N>.mgr`, when there is no merged file.
-fn write_own() {
-    crate::tracer::with(|t| t.write(Ending::Finalized));
+/// This rank's own `rank<N>.mgr` when there is no merge: the trace taken
+/// at finalize (none if recording was turned off).
+fn write_own(own: Option<&RankTrace>) {
+    let (Some(own), Some(dir)) = (own, crate::tracer::create_output_dir()) else {
+        return;
+    };
+    crate::tracer::with(|t| t.save(&dir, own));
 }
 
 fn dup_world() -> Option<MPI_Comm> {

@@ -306,14 +306,20 @@ impl Tracer {
         let Some(dir) = create_output_dir() else {
             return;
         };
-        if let Some(journal) = &self.journal {
-            journal.set_ending(ending);
-        }
         // The verification stream first: a rank killed in between (hydra
         // kills the others once one exits) leaves no trace without it.
         self.write_verify(&dir);
         let trace = self.snapshot(Some(ending));
-        match trace.write(&dir) {
+        self.save(&dir, &trace);
+    }
+
+    /// Writes `trace` (this rank's, up to now) as the rank's own file;
+    /// then the crash journal is no longer needed.
+    pub fn save(&mut self, dir: &Path, trace: &RankTrace) {
+        if let Some(journal) = &self.journal {
+            journal.set_ending(trace.meta.ending);
+        }
+        match trace.write(dir) {
             Ok(_) => self.discard_journal(),
             Err(e) => eprintln!(
                 "mpigram: cannot write the trace of rank {}: {e}",
