@@ -195,9 +195,6 @@ impl Encoder<'_> {
     /// `p` is NULL or valid for reads when the call succeeded.
     pub unsafe fn new_handle_out<H: IntoHandle>(&mut self, kind: HandleKind, p: *const H) {
         match unsafe { self.read(p) } {
-            Some(h) if kind == HandleKind::Comm => {
-                self.new_comm(h.into_handle() as u32 as MPI_Comm, None)
-            }
             Some(h) => self.new_handle(kind, h.into_handle()),
             None => put_handle(self.out, HandleRef::Null),
         }

@@ -298,9 +298,14 @@ fn encode(b: &mut Body<'_>, p: &ParamModel) -> Result<()> {
                 format!("e.free_handle(HandleKind::{k}, {n}_before.into_handle());")
             }
         }
-        Action::Out(Out::NewHandle("Comm")) if agreement(b.f).is_some() => {
+        Action::Out(Out::NewHandle("Comm")) => {
             b.needs_unsafe = true;
-            format!("e.new_comm_out({n}, agreed);")
+            let agreed = if agreement(b.f).is_some() {
+                "agreed"
+            } else {
+                "None"
+            };
+            format!("e.new_comm_out({n}, {agreed});")
         }
         Action::Out(o) => {
             b.needs_unsafe = true;

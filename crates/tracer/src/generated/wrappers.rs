@@ -2197,7 +2197,7 @@ pub unsafe extern "C" fn MPI_Comm_accept(
         e.handle(HandleKind::Info, info.into_handle());
         e.rank(i64::from(root), comm);
         e.handle(HandleKind::Comm, comm.into_handle());
-        e.new_handle_out(HandleKind::Comm, newcomm);
+        e.new_comm_out(newcomm, None);
     });
     ret
 }
@@ -2261,7 +2261,7 @@ pub unsafe extern "C" fn MPI_Comm_connect(
         e.handle(HandleKind::Info, info.into_handle());
         e.rank(i64::from(root), comm);
         e.handle(HandleKind::Comm, comm.into_handle());
-        e.new_handle_out(HandleKind::Comm, newcomm);
+        e.new_comm_out(newcomm, None);
     });
     ret
 }
@@ -2666,7 +2666,7 @@ pub unsafe extern "C" fn MPI_Comm_join(fd: c_int, intercomm: *mut MPI_Comm) -> c
     let ret = unsafe { real(fd, intercomm) };
     call.end(func::MPI_Comm_join, ret, |e| unsafe {
         e.int(i64::from(fd));
-        e.new_handle_out(HandleKind::Comm, intercomm);
+        e.new_comm_out(intercomm, None);
     });
     ret
 }
@@ -2856,7 +2856,7 @@ pub unsafe extern "C" fn MPI_Comm_spawn(
         e.handle(HandleKind::Info, info.into_handle());
         e.rank(i64::from(root), comm);
         e.handle(HandleKind::Comm, comm.into_handle());
-        e.new_handle_out(HandleKind::Comm, intercomm);
+        e.new_comm_out(intercomm, None);
         let array_of_errcodes_len = if e.ok() && e.is_root(root, comm) {
             count_of(maxprocs)
         } else {
@@ -2948,7 +2948,7 @@ pub unsafe extern "C" fn MPI_Comm_spawn_multiple(
         });
         e.rank(i64::from(root), comm);
         e.handle(HandleKind::Comm, comm.into_handle());
-        e.new_handle_out(HandleKind::Comm, intercomm);
+        e.new_comm_out(intercomm, None);
         let array_of_errcodes_len = if e.ok() && e.is_root(root, comm) {
             sum_of(array_of_maxprocs, count_of(count))
         } else {
