@@ -165,26 +165,28 @@ impl Trace {
 
     /// The trace as the bytes of a whole-run file.
     pub fn to_bytes(&self, codec: Codec) -> Result<Vec<u8>, mpigram_format::Error> {
-        let sections = self.sections();
-        let sections: Vec<NewSection<'_>> = sections
-            .iter()
-            .map(|(kind, index, data)| NewSection::from((*kind, *index, data.as_slice(), codec)))
-            .collect();
-        mpigram_format::to_bytes(FILE_KIND_RUN, self.file_flags(), &sections)
+        self.encoded(codec, |flags, sections| {
+            mpigram_format::to_bytes(FILE_KIND_RUN, flags, sections)
+        })
     }
 
     /// Writes `dir/trace.mgr` atomically.
     pub fn write(&self, dir: &Path) -> Result<PathBuf, mpigram_format::Error> {
         let path = dir.join(RUN_FILE_NAME);
+        self.encoded(Codec::Zstd, |flags, sections| {
+            mpigram_format::write_file(&path, FILE_KIND_RUN, flags, sections)
+        })?;
+        Ok(path)
+    }
+
+    /// Hands the file's flags and sections, each stored with `codec`, to `out`.
+    fn encoded<R>(&self, codec: Codec, out: impl FnOnce(u32, &[NewSection<'_>]) -> R) -> R {
         let sections = self.sections();
         let sections: Vec<NewSection<'_>> = sections
             .iter()
-            .map(|(kind, index, data)| {
-                NewSection::from((*kind, *index, data.as_slice(), Codec::Zstd))
-            })
+            .map(|(kind, index, data)| NewSection::from((*kind, *index, data.as_slice(), codec)))
             .collect();
-        mpigram_format::write_file(&path, FILE_KIND_RUN, self.file_flags(), &sections)?;
-        Ok(path)
+        out(self.file_flags(), &sections)
     }
 
     fn file_flags(&self) -> u32 {
