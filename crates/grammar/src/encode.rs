@@ -146,20 +146,14 @@ impl Grammar {
                     offset: at,
                 };
                 declared += len as usize;
-                if len == 0 || (len > 1 && stride == 0) || declared > max_streams {
-                    return Err(bad);
-                }
-                let last = u64::from(first) + u64::from(stride) * u64::from(len - 1);
-                if last > u64::from(u32::MAX) {
+                let progression = Progression { first, stride, len };
+                if !progression.is_valid() || declared > max_streams {
                     return Err(bad);
                 }
                 match only {
                     None => streams.extend((0..len).map(|i| (first + stride * i, rule))),
                     Some(s) => {
-                        let member = s >= first
-                            && u64::from(s) <= last
-                            && (s - first).checked_rem(stride).unwrap_or(0) == 0;
-                        if member {
+                        if progression.position(s).is_some() {
                             streams.push((s, rule));
                         }
                     }
@@ -183,6 +177,33 @@ fn stream_groups(streams: &[(StreamId, RuleId)]) -> Vec<(RuleId, Vec<StreamId>)>
         groups[i].1.push(stream);
     }
     groups
+}
+
+/// An arithmetic progression of ids: `first`, `first + stride`, ... (`len` ids).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Progression {
+    pub first: u32,
+    pub stride: u32,
+    pub len: u32,
+}
+
+impl Progression {
+    /// Not empty, a stride unless it is one id, and every id within u32.
+    pub fn is_valid(&self) -> bool {
+        let last = u64::from(self.first) + u64::from(self.stride) * u64::from(self.len.max(1) - 1);
+        self.len > 0 && (self.len == 1 || self.stride > 0) && last <= u64::from(u32::MAX)
+    }
+
+    /// Where `id` stands in a valid progression, if it is one of its ids.
+    pub fn position(&self, id: u32) -> Option<u32> {
+        let offset = id.checked_sub(self.first)?;
+        let i = match offset.checked_rem(self.stride) {
+            Some(0) => offset / self.stride,
+            None if offset == 0 => 0,
+            _ => return None,
+        };
+        (i < self.len).then_some(i)
+    }
 }
 
 /// Sorted, distinct ids as greedy arithmetic progressions (first, stride, len).

@@ -36,7 +36,7 @@ mod merge;
 mod sequitur;
 mod symbol;
 
-pub use encode::{DecodeError, progressions};
+pub use encode::{DecodeError, Progression, progressions};
 pub use expand::Expansion;
 pub use grammar::{Grammar, GrammarError, MAX_STREAMS};
 pub use merge::{merge, share_across_streams, union};

@@ -14,7 +14,7 @@
 use crate::rank::{decode_comms, decode_stats, encode_comms, encode_stats};
 use crate::{CallStats, CommEntry, Error, RankMeta, RankTrace, section};
 use mpigram_format::{Codec, NewSection, TraceFile, flags};
-use mpigram_grammar::{Grammar, StreamId, share_across_streams, union};
+use mpigram_grammar::{Grammar, Progression, StreamId, share_across_streams, union};
 use mpigram_varint::{ByteReader, PutVarint};
 use rustc_hash::FxHashMap;
 use std::path::{Path, PathBuf};
@@ -268,18 +268,13 @@ impl Trace {
                 r.u32().map_err(bad("RANKS"))?,
                 r.u32().map_err(bad("RANKS"))?,
             );
-            let last = u64::from(first) + u64::from(stride) * u64::from(len.max(1) - 1);
-            if len == 0 || (len > 1 && stride == 0) || last > u64::from(u32::MAX) {
+            let progression = Progression { first, stride, len };
+            if !progression.is_valid() {
                 let message = format!("byte {at}: bad rank progression");
                 return Err(Error::payload(&name, "RANKS", message));
             }
-            if let Some(rank) = only {
-                let member = rank >= first
-                    && u64::from(rank) <= last
-                    && (rank - first).checked_rem(stride).unwrap_or(0) == 0;
-                if member {
-                    position = Some(total + ((rank - first) / stride.max(1)) as usize);
-                }
+            if let Some(i) = only.and_then(|rank| progression.position(rank)) {
+                position = Some(total + i as usize);
             }
             total = total.saturating_add(len as usize);
             progressions.push((first, stride, len));
