@@ -3,4 +3,5 @@
 //! computed from its grammar ([`summary`]).
 
 pub mod decode;
+pub mod members;
 pub mod summary;

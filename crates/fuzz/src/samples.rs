@@ -221,6 +221,8 @@ pub fn sample_rank_trace(rank: u32) -> RankTrace {
         size,
         remote_size: 0,
         inter: false,
+        leader: 0,
+        instance: 0,
     };
     RankTrace {
         meta: RankMeta {

@@ -101,6 +101,8 @@ fn rank_trace(rank: u32, class: u32) -> RankTrace {
             size: RANKS,
             remote_size: 0,
             inter: false,
+            leader: 0,
+            instance: 0,
         }],
     }
 }

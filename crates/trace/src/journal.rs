@@ -574,6 +574,8 @@ mod tests {
             size: 4,
             remote_size: 0,
             inter: false,
+            leader: 0,
+            instance: 0,
         };
         put_comm(&mut tail, &entry);
         assert_eq!(tail[5], 0, "a call of terminal 0 is one byte");

@@ -22,7 +22,7 @@ mod run;
 pub use error::Error;
 pub use journal::{recover_rank, recoverable_ranks};
 pub use meta::{Ending, RankMeta, TimingMode};
-pub use rank::{CallStats, CommEntry, RankTrace};
+pub use rank::{CallStats, CommEntry, NO_RANK, RankTrace};
 pub use run::{FILE_KIND_RUN, RANKS_PER_CHUNK, RUN_FILE_NAME, RankPart, Trace};
 
 /// File kind of a per-rank trace file.

@@ -33,7 +33,19 @@ pub struct CommEntry {
     /// Size of the remote group of an inter-communicator, else 0.
     pub remote_size: u32,
     pub inter: bool,
+    /// MPI_COMM_WORLD rank of the first member of the caller's group
+    /// ([`NO_RANK`] if unknown or not in the world).
+    pub leader: u32,
+    /// Which creation made the communicator: equal on every member (of
+    /// both groups of an inter-communicator) and different for every
+    /// creation; 0 if its members did not agree on it (MPI_Comm_spawn,
+    /// connect/accept, or communicators the tracer first saw in use). With
+    /// `leader`, it tells which ranks are the communicator's members.
+    pub instance: u64,
 }
+
+/// A world rank that is not known (see [`CommEntry::leader`]).
+pub const NO_RANK: u32 = u32::MAX;
 
 impl CommEntry {
     /// Appends the entry as the COMMS section (and a crash journal) hold it.
@@ -44,6 +56,8 @@ impl CommEntry {
         out.put_u32(self.size);
         out.put_u32(self.remote_size);
         out.put_u32(u32::from(self.inter));
+        out.put_u32(self.leader);
+        out.put_u64(self.instance);
     }
 
     pub(crate) fn decode(r: &mut ByteReader<'_>) -> Result<CommEntry, mpigram_varint::DecodeError> {
@@ -54,6 +68,8 @@ impl CommEntry {
             size: r.u32()?,
             remote_size: r.u32()?,
             inter: r.u32()? != 0,
+            leader: r.u32()?,
+            instance: r.u64()?,
         })
     }
 }

@@ -48,6 +48,8 @@ fn entry(seq: u64) -> CommEntry {
         size: 2,
         remote_size: 0,
         inter: false,
+        leader: 0,
+        instance: 0,
     }
 }
 

@@ -23,6 +23,12 @@
 //!   agreed: their other side may be a process without the tracer, which
 //!   would never join the all-reduce.
 //!
+//! The same all-reduce names the communicator's instance for the trace's
+//! readers: the first member contributes its world rank and a serial
+//! number, so every member logs the same `instance`, different from every
+//! other creation's, and the readers translate ranks in the communicator
+//! to world ranks from the members' logs.
+//!
 //! Every member must take part, or the others wait forever: agreement runs
 //! whether or not recording is paused (MPI_Pcontrol) or was turned off by
 //! an internal error; only `MPIGRAM_OFF` (set for the whole job) and calls
@@ -37,27 +43,60 @@ use crate::abi::{
 };
 use std::ffi::c_int;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 /// Words of the exchanged bitmap: ids 0..=510; the last bit says that some
 /// member has an id above that in use (then the local id is kept).
 const WORDS: usize = 8;
 const OVERFLOW: u64 = 1 << 63;
 
-type Bits = [u64; WORDS];
+/// The exchanged words: the bitmap, then the instance word.
+type Bits = [u64; WORDS + 1];
 
-/// The communicator ids this process has in use.
-fn local_bits() -> Bits {
-    let mut bits = [0; WORDS];
+/// What the members of a new communicator agreed on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Agreed {
+    /// The communicator's id; `None` if some member's ids overflow the bitmap.
+    pub id: Option<u64>,
+    /// `(world rank + 1) << 32 | serial` of the first member: the same on
+    /// every member and unique to this creation; 0 if unknown.
+    pub instance: u64,
+}
+
+/// Serial numbers of the creations this process was first member of.
+static SERIAL: AtomicU32 = AtomicU32::new(0);
+
+/// This process's contribution: the communicator ids it has in use, and
+/// the instance word if it is the first member of the reducing
+/// communicator `comm`.
+fn local_bits(comm: MPI_Comm) -> Bits {
+    let mut bits = [0; WORDS + 1];
+    let mut rank: c_int = -1;
+    // SAFETY: PMPI_Comm_rank on a valid communicator, into a local.
+    let first =
+        unsafe { crate::pmpi::MPI_Comm_rank()(comm, &mut rank) } == MPI_SUCCESS && rank == 0;
     crate::tracer::with(|t| {
         for (w, &used) in t.objects.comm_ids_in_use().iter().enumerate() {
-            match bits.get_mut(w) {
+            match bits[..WORDS].get_mut(w) {
                 Some(b) => *b = used,
                 None if used != 0 => bits[WORDS - 1] |= OVERFLOW,
                 None => {}
             }
         }
+        if let (true, Some(me)) = (first, t.world_rank()) {
+            let serial = SERIAL.fetch_add(1, Relaxed);
+            bits[WORDS] = (u64::from(me) + 1) << 32 | u64::from(serial);
+        }
     });
     bits
+}
+
+/// What the all-reduced words say.
+fn agreed(all: &Bits) -> Agreed {
+    Agreed {
+        id: smallest_free(all),
+        instance: all[WORDS],
+    }
 }
 
 /// The smallest id free on every member, unless some member overflows
@@ -66,7 +105,8 @@ fn smallest_free(all: &Bits) -> Option<u64> {
     if all[WORDS - 1] & OVERFLOW != 0 {
         return None;
     }
-    all.iter()
+    all[..WORDS]
+        .iter()
         .enumerate()
         .find(|(_, w)| **w != u64::MAX)
         .map(|(w, bits)| w as u64 * 64 + u64::from((!bits).trailing_zeros()))
@@ -78,10 +118,9 @@ fn smallest_free(all: &Bits) -> Option<u64> {
 ///
 /// # Safety
 /// `newcomm` is NULL or valid for reads when `ret` is MPI_SUCCESS.
-pub unsafe fn created(ret: c_int, newcomm: *const MPI_Comm) -> Option<u64> {
+pub unsafe fn created(ret: c_int, newcomm: *const MPI_Comm) -> Option<Agreed> {
     let comm = unsafe { new_comm(ret, newcomm) }?;
-    let mine = local_bits();
-    let mut all: Bits = [0; WORDS];
+    let mut all: Bits = [0; WORDS + 1];
     let mut inter: c_int = 0;
     // SAFETY: PMPI calls on a valid communicator with local buffers of
     // WORDS elements.
@@ -90,18 +129,18 @@ pub unsafe fn created(ret: c_int, newcomm: *const MPI_Comm) -> Option<u64> {
             return None;
         }
         if inter == 0 {
-            bor(&mine, &mut all, comm)
+            bor(&local_bits(comm), &mut all, comm)
         } else {
             let mut merged = MPI_COMM_NULL;
             if crate::pmpi::MPI_Intercomm_merge()(comm, 0, &mut merged) != MPI_SUCCESS {
                 return None;
             }
-            let rc = bor(&mine, &mut all, merged);
+            let rc = bor(&local_bits(merged), &mut all, merged);
             crate::pmpi::MPI_Comm_free()(&mut merged);
             rc
         }
     };
-    (rc == MPI_SUCCESS).then(|| smallest_free(&all)).flatten()
+    (rc == MPI_SUCCESS).then(|| agreed(&all))
 }
 
 /// # Safety
@@ -121,7 +160,7 @@ unsafe fn bor(mine: &Bits, all: &mut Bits, comm: MPI_Comm) -> c_int {
         crate::pmpi::MPI_Allreduce()(
             mine.as_ptr().cast(),
             all.as_mut_ptr().cast(),
-            WORDS as c_int,
+            (WORDS + 1) as c_int,
             MPI_UINT64_T,
             MPI_BOR,
             comm,
@@ -138,9 +177,9 @@ pub unsafe fn unrecorded(ret: c_int, newcomm: *const MPI_Comm) {
     if !crate::call::may_agree() {
         return;
     }
-    if let Some(id) = unsafe { created(ret, newcomm) } {
+    if let Some(agreed) = unsafe { created(ret, newcomm) } {
         let comm = unsafe { *newcomm };
-        crate::tracer::with(|t| t.objects.create_comm(comm, Some(id)));
+        crate::tracer::with(|t| t.objects.create_comm(comm, Some(agreed)));
     }
 }
 
@@ -179,15 +218,15 @@ pub unsafe fn start(ret: c_int, parent: MPI_Comm, newcomm: *const MPI_Comm) {
     let mut p = Pending {
         comm,
         request: MPI_REQUEST_NULL,
-        mine: Box::new(local_bits()),
-        all: Box::new([0; WORDS]),
+        mine: Box::new(local_bits(parent)),
+        all: Box::new([0; WORDS + 1]),
     };
     // SAFETY: the boxed buffers live in PENDING until the request completes.
     let rc = unsafe {
         crate::pmpi::MPI_Iallreduce()(
             p.mine.as_ptr().cast(),
             p.all.as_mut_ptr().cast(),
-            WORDS as c_int,
+            (WORDS + 1) as c_int,
             MPI_UINT64_T,
             MPI_BOR,
             parent,
@@ -209,14 +248,14 @@ pub unsafe fn start_unrecorded(ret: c_int, parent: MPI_Comm, newcomm: *const MPI
     }
 }
 
-/// The request of MPI_Comm_idup for `comm` completed: the agreed id, if
+/// The request of MPI_Comm_idup for `comm` completed: what was agreed, if
 /// the agreement was started.
-pub fn finish(comm: MPI_Comm) -> Option<u64> {
+pub fn finish(comm: MPI_Comm) -> Option<Agreed> {
     let mut pending = lock();
     let i = pending.iter().position(|p| p.comm == comm)?;
     let mut p = pending.swap_remove(i);
     drop(pending);
-    complete(&mut p).then(|| smallest_free(&p.all)).flatten()
+    complete(&mut p).then(|| agreed(&p.all))
 }
 
 /// Completes every agreement still in flight (MPI_Finalize): the tracer
@@ -245,7 +284,7 @@ mod tests {
 
     #[test]
     fn the_smallest_id_free_on_every_member_is_chosen() {
-        let mut all = [0; WORDS];
+        let mut all = [0; WORDS + 1];
         assert_eq!(smallest_free(&all), Some(0));
         all[0] = 0b1011;
         assert_eq!(smallest_free(&all), Some(2));

@@ -6,6 +6,7 @@
 //! tracer must never crash the application by reading them.
 
 use crate::abi::{self, MPI_Aint, MPI_Comm, MPI_Count, MPI_Offset, MPI_Request, MPI_Status};
+use crate::agree::Agreed;
 use crate::objects::{CommInfo, Objects, RequestInfo, RequestKind};
 use mpigram_mpispec::encoding::*;
 use mpigram_mpispec::{BufferRef, FUNCS, FuncId, HandleKind, HandleRef, Rank, Status};
@@ -208,17 +209,12 @@ impl Encoder<'_> {
 
     /// A communicator the call created, named by the id its members agreed
     /// on (see `crate::agree`); also learns the caller's place in it.
-    pub fn new_comm(&mut self, comm: MPI_Comm, agreed: Option<u64>) {
+    pub fn new_comm(&mut self, comm: MPI_Comm, agreed: Option<Agreed>) {
         if !self.ok {
             put_handle(self.out, HandleRef::Null);
             return;
         }
         let id = self.objects.create_comm(comm, agreed);
-        if id != HandleRef::Null {
-            if let Some(info) = crate::pmpi_query::comm_info(comm) {
-                self.objects.set_comm(comm, info);
-            }
-        }
         put_handle(self.out, id);
     }
 
@@ -226,7 +222,7 @@ impl Encoder<'_> {
     ///
     /// # Safety
     /// `p` is NULL or valid for reads when the call succeeded.
-    pub unsafe fn new_comm_out(&mut self, p: *const MPI_Comm, agreed: Option<u64>) {
+    pub unsafe fn new_comm_out(&mut self, p: *const MPI_Comm, agreed: Option<Agreed>) {
         match unsafe { self.read(p) } {
             Some(comm) => self.new_comm(comm, agreed),
             None => put_handle(self.out, HandleRef::Null),
@@ -244,7 +240,7 @@ impl Encoder<'_> {
         let id = match unsafe { self.read(p) } {
             Some(comm) if comm != crate::abi::MPI_COMM_NULL => {
                 self.idup_comm = Some(comm);
-                self.objects.create_comm(comm, None)
+                self.objects.create_comm_id(comm, None)
             }
             _ => HandleRef::Null,
         };
@@ -291,8 +287,8 @@ impl Encoder<'_> {
         let info = if done {
             let info = self.objects.complete_request(h.into_handle());
             if let Some(comm) = info.idup_comm {
-                if let Some(id) = crate::agree::finish(comm) {
-                    self.objects.rebind_comm(comm, id);
+                if let Some(agreed) = crate::agree::finish(comm) {
+                    self.objects.rebind_comm(comm, agreed);
                 }
             }
             info

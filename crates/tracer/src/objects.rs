@@ -12,6 +12,7 @@
 //!   first in, first out.
 
 use crate::abi::{self, MPI_Comm};
+use crate::agree::Agreed;
 use crate::encoder::IntoHandle;
 use crate::intern::Interner;
 use mpigram_mpispec::{HandleKind, HandleRef, RequestRef};
@@ -94,6 +95,12 @@ pub struct CommInfo {
     pub size: i32,
     pub remote_size: i32,
     pub inter: bool,
+    /// MPI_COMM_WORLD rank of the first member of the (local) group; -1 if
+    /// unknown or outside the world.
+    pub leader: i32,
+    /// Which creation made the communicator (see `crate::agree::Agreed`);
+    /// 0 if not agreed.
+    pub instance: u64,
 }
 
 #[derive(Clone, Copy)]
@@ -234,7 +241,25 @@ impl Objects {
 
     /// A communicator a call created, named by the id its members agreed
     /// on if there is one and it is free here, else by the smallest free id.
-    pub fn create_comm(&mut self, comm: MPI_Comm, agreed: Option<u64>) -> HandleRef {
+    pub fn create_comm(&mut self, comm: MPI_Comm, agreed: Option<Agreed>) -> HandleRef {
+        let id = self.create_comm_id(comm, agreed.and_then(|a| a.id));
+        if id != HandleRef::Null {
+            self.learn_comm(comm, agreed);
+        }
+        id
+    }
+
+    /// Asks MPI for the caller's place in the new `comm` and logs it.
+    fn learn_comm(&mut self, comm: MPI_Comm, agreed: Option<Agreed>) {
+        if let Some(mut info) = crate::pmpi_query::comm_info(comm) {
+            info.instance = agreed.map_or(0, |a| a.instance);
+            self.set_comm(comm, info);
+        }
+    }
+
+    /// The id of a new communicator, without asking MPI about it (it may
+    /// not be usable yet: MPI_Comm_idup).
+    pub fn create_comm_id(&mut self, comm: MPI_Comm, agreed: Option<u64>) -> HandleRef {
         let (kind, h) = (HandleKind::Comm, comm.into_handle());
         let table = &mut self.handles[kind as usize];
         if let Some(id) = agreed {
@@ -255,17 +280,22 @@ impl Objects {
         self.handles[HandleKind::Comm as usize].pool.bitmap()
     }
 
-    /// The members of `comm` (from MPI_Comm_idup) agreed on `id` when its
-    /// request completed: it is named so from now on, if `id` is free here.
-    pub fn rebind_comm(&mut self, comm: MPI_Comm, id: u64) {
+    /// The members of `comm` (from MPI_Comm_idup) agreed when its request
+    /// completed: it is named by the agreed id from now on, if that is
+    /// free here, and its place is logged under that id.
+    pub fn rebind_comm(&mut self, comm: MPI_Comm, agreed: Agreed) {
         let table = &mut self.handles[HandleKind::Comm as usize];
-        if let Some((old, _)) = table.live.get_mut(&comm.into_handle()) {
+        let Some((old, _)) = table.live.get_mut(&comm.into_handle()) else {
+            return;
+        };
+        if let Some(id) = agreed.id {
             if *old != id && table.pool.take_id(id) {
                 table.pool.give_back(*old);
                 *old = id;
                 table.last = None;
             }
         }
+        self.learn_comm(comm, Some(agreed));
     }
 
     /// An object a call freed (its handle before the call).

@@ -14,7 +14,7 @@ use crate::objects::{CommInfo, Objects};
 use crate::recorder::Recorder;
 use mpigram_mpispec::{FuncId, HandleRef, put_signature_head};
 use mpigram_trace::journal::JournalHeader;
-use mpigram_trace::{CommEntry, Ending, RankMeta, RankTrace, TimingMode};
+use mpigram_trace::{CommEntry, Ending, NO_RANK, RankMeta, RankTrace, TimingMode};
 use std::cell::UnsafeCell;
 use std::ffi::c_int;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -146,6 +146,7 @@ impl Tracer {
     pub fn on_init(&mut self) {
         crate::alloc::start_tracking();
         let world = abi::MPI_COMM_WORLD;
+        crate::pmpi_query::world_ready();
         if let Some(info) = crate::pmpi_query::comm_info(world) {
             self.objects.set_comm(world, info);
             self.world = Some((info.rank as u32, info.size as u32));
@@ -155,6 +156,8 @@ impl Tracer {
             size: 1,
             remote_size: 0,
             inter: false,
+            leader: self.world.map_or(-1, |(rank, _)| rank as i32),
+            instance: 0,
         };
         self.objects.set_comm(abi::MPI_COMM_SELF, me);
         debug_assert!(abi::MPI_COMM_SELF.into_handle() != abi::MPI_COMM_WORLD.into_handle());
@@ -340,6 +343,11 @@ impl Tracer {
 
     /// World rank; before MPI_Init (or with MPI sessions only) the
     /// launcher's rank variable, else 0.
+    /// Rank in MPI_COMM_WORLD, once MPI is initialised.
+    pub fn world_rank(&self) -> Option<u32> {
+        self.world.map(|(rank, _)| rank)
+    }
+
     fn rank(&self) -> u32 {
         if let Some((rank, _)) = self.world {
             return rank;
@@ -367,6 +375,8 @@ pub fn comm_entry(r: &crate::objects::CommRecord) -> Option<CommEntry> {
         size: r.info.size.max(0) as u32,
         remote_size: r.info.remote_size.max(0) as u32,
         inter: r.info.inter,
+        leader: u32::try_from(r.info.leader).unwrap_or(NO_RANK),
+        instance: r.info.instance,
     })
 }
 

@@ -4,6 +4,7 @@ mod common;
 
 use common::*;
 use mpigram_analysis::decode::DecodedCall;
+use mpigram_analysis::members::Members;
 use mpigram_testkit::{compile, mpiexec};
 use serde_json::{Value, json};
 use std::process::Command;
@@ -325,6 +326,28 @@ fn new_communicators_have_one_id_on_every_member() {
     // skip the ids the odd ranks use.
     assert_eq!(first[0], json!("comm3"), "{first:?}");
     assert!(first[12..].iter().all(|c| *c == first[12]), "{first:?}");
+
+    // Every member logged the same instance of each communicator: its
+    // ranks translate to world ranks, whatever call created it.
+    let members = Members::of(&trace);
+    for (rank, calls) in barriers.iter().enumerate() {
+        for (i, b) in calls.iter().enumerate() {
+            let comm = b.args["comm"].as_str().unwrap();
+            let size = if i == 11 { 2 } else { 4 };
+            let world: Vec<Option<u32>> = (0..size)
+                .map(|k| members.world_rank(rank as u32, b.seq, comm, k))
+                .collect();
+            let expected: Vec<u32> = match i {
+                1 => vec![3, 2, 1, 0],             // split with key n - rank
+                10 => vec![0, 2, 1, 3],            // merged with the odd group high
+                11 if rank % 2 == 0 => vec![1, 3], // the remote group
+                11 => vec![0, 2],
+                _ => vec![0, 1, 2, 3],
+            };
+            let expected: Vec<Option<u32>> = expected.into_iter().map(Some).collect();
+            assert_eq!(world, expected, "rank {rank}, barrier {i} on {comm}");
+        }
+    }
 }
 
 /// At MPI_Finalize the ranks merge their traces into one file: one

@@ -64,6 +64,8 @@ pub fn sample(rank: u32) -> RankTrace {
             size: 2,
             remote_size: 0,
             inter: false,
+            leader: 0,
+            instance: 0,
         }],
     }
 }
