@@ -5,3 +5,4 @@
 pub mod decode;
 pub mod members;
 pub mod summary;
+pub mod timeline;

@@ -125,7 +125,7 @@ impl Members {
 mod tests {
     use super::*;
     use mpigram_grammar::Grammar;
-    use mpigram_trace::{Ending, RankMeta, RankPart, TimingMode};
+    use mpigram_trace::{Ending, RankMeta, RankPart, Timing};
 
     fn part(rank: u32, comms: Vec<CommEntry>) -> RankPart {
         RankPart {
@@ -135,15 +135,18 @@ mod tests {
                 pid: 1,
                 host: String::new(),
                 mpi_library: String::new(),
-                timing: TimingMode::Aggregated,
+                timing: Timing::default(),
                 calls: 0,
                 start_ns: 0,
                 end_ns: 0,
                 ending: Ending::Finalized,
                 recorder_allocations: 0,
+                ns_per_tick: 1.0,
+                clock_sync: Vec::new(),
             },
             stats: Vec::new(),
             comms,
+            exact: Vec::new(),
         }
     }
 
@@ -166,6 +169,8 @@ mod tests {
             signatures: Vec::new(),
             grammar: Grammar::empty(),
             ranks,
+            intervals: Grammar::empty(),
+            durations: Grammar::empty(),
         }
     }
 

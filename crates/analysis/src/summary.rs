@@ -25,7 +25,7 @@ pub struct TraceSummary {
     /// Ranks with distinct streams of calls (equal streams are stored once).
     pub distinct_streams: usize,
     pub bytes: u64,
-    pub timing: &'static str,
+    pub timing: String,
     pub mpi_library: String,
 }
 
@@ -53,7 +53,7 @@ impl TraceSummary {
             symbols: trace.grammar.num_runs(),
             distinct_streams: starts.len(),
             bytes: trace.bytes(),
-            timing: first.map_or("", |m| m.timing.name()),
+            timing: first.map_or_else(String::new, |m| m.timing.describe()),
             mpi_library: first.map_or_else(String::new, |m| m.mpi_library.clone()),
         }
     }

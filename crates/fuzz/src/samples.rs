@@ -6,7 +6,10 @@ use mpigram_mpispec::{
     BufferRef, Enc, FUNCS, FuncId, HandleRef, Rank, RequestRef, Signature, Status, Value,
     func_by_name,
 };
-use mpigram_trace::{CallStats, CommEntry, Ending, RankMeta, RankTrace, TimingMode};
+use mpigram_trace::timing::{Bins, DEFAULT_BASE, ExactWriter, LossyClock};
+use mpigram_trace::{
+    Bases, CallStats, CallTimes, ClockSync, CommEntry, Ending, RankMeta, RankTrace, Timing,
+};
 use proptest::prelude::*;
 
 /// Any value a writer may produce for a parameter encoded as `enc`. Ids
@@ -188,7 +191,8 @@ pub fn sample_signatures() -> Vec<Vec<u8>> {
 }
 
 /// A complete rank trace over [`sample_signatures`]: a prologue, a nested
-/// loop, an epilogue, timing for every signature, two communicators.
+/// loop, an epilogue, aggregated timing for every signature, lossy and
+/// lossless per-call timing, two communicators.
 pub fn sample_rank_trace(rank: u32) -> RankTrace {
     let signatures = sample_signatures();
     let n = signatures.len() as u32;
@@ -231,17 +235,59 @@ pub fn sample_rank_trace(rank: u32) -> RankTrace {
             pid: 4242,
             host: "node7".into(),
             mpi_library: "MPICH Version: 4.0.2".into(),
-            timing: TimingMode::Aggregated,
+            timing: Timing {
+                lossy: Some(Bases {
+                    default: DEFAULT_BASE,
+                    by_func: vec![("MPI_Barrier".into(), 1.5)],
+                }),
+                lossless: true,
+            },
             calls,
             start_ns: 1_000,
             end_ns: 9_000_000,
             ending: Ending::Finalized,
             recorder_allocations: 17,
+            ns_per_tick: 0.4,
+            clock_sync: vec![
+                ClockSync {
+                    at_ns: 2_000,
+                    offset_ns: -300,
+                    error_ns: 40,
+                },
+                ClockSync {
+                    at_ns: 8_000_000,
+                    offset_ns: -350,
+                    error_ns: 45,
+                },
+            ],
         },
         signatures,
         grammar: s.grammar(rank),
         stats,
         comms: vec![comm(7, 0, 2), comm(9, 1, 1)],
+        times: sample_times(rank, calls),
+    }
+}
+
+/// Per-call timing of `calls` calls: regular with some jitter, coded lossy
+/// (base [`DEFAULT_BASE`]) and exactly.
+fn sample_times(rank: u32, calls: u64) -> CallTimes {
+    let bins = Bins::new(DEFAULT_BASE).expect("the default base is valid");
+    let (mut clock, mut exact) = (LossyClock::default(), ExactWriter::default());
+    let (mut intervals, mut durations) = (Sequitur::new(), Sequitur::new());
+    let mut now = 0;
+    for k in 0..calls {
+        let start = now + 100 + k % 7;
+        now = start + 2_000 + (k * k) % 300;
+        let (i, d) = clock.encode(&bins, start, now);
+        intervals.push(i);
+        durations.push(d);
+        exact.push(start, now);
+    }
+    CallTimes {
+        intervals: intervals.grammar(rank),
+        durations: durations.grammar(rank),
+        exact: exact.bytes(),
     }
 }
 

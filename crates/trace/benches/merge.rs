@@ -16,7 +16,7 @@ use mpigram_format::Codec;
 use mpigram_grammar::Sequitur;
 use mpigram_mpispec::encoding::{put_handle, put_int, put_rank};
 use mpigram_mpispec::{HandleRef, Rank, func, put_signature_head};
-use mpigram_trace::{CallStats, CommEntry, Ending, RankMeta, RankTrace, TimingMode, Trace};
+use mpigram_trace::{CallStats, CommEntry, Ending, RankMeta, RankTrace, Timing, Trace};
 
 const RANKS: u32 = 4096;
 const CLASSES: u32 = 8;
@@ -84,12 +84,14 @@ fn rank_trace(rank: u32, class: u32) -> RankTrace {
             pid: 10_000 + rank,
             host: format!("node{}", rank / 64),
             mpi_library: "MPICH Version: 4.0.2".into(),
-            timing: TimingMode::Aggregated,
+            timing: Timing::default(),
             calls: s.len(),
             start_ns: 1_000_000,
             end_ns: 2_000_000 + u64::from(rank),
             ending: Ending::Finalized,
             recorder_allocations: 100,
+            ns_per_tick: 1.0,
+            clock_sync: Vec::new(),
         },
         signatures,
         grammar: s.grammar(rank),
@@ -104,6 +106,7 @@ fn rank_trace(rank: u32, class: u32) -> RankTrace {
             leader: 0,
             instance: 0,
         }],
+        times: Default::default(),
     }
 }
 

@@ -56,8 +56,8 @@
 //! to the journal.
 
 use crate::{
-    CallStats, CommEntry, Ending, Error, RankMeta, RankTrace, TimingMode, checkpoint_file_name,
-    journal_file_name, rank_file_name, rank_in_file_name,
+    CallStats, CallTimes, CommEntry, Ending, Error, RankMeta, RankTrace, Timing,
+    checkpoint_file_name, journal_file_name, rank_file_name, rank_in_file_name,
 };
 use mpigram_grammar::Sequitur;
 use mpigram_varint::{ByteReader, PutVarint};
@@ -484,6 +484,9 @@ fn rebuild(base: Option<RankTrace>, journal: &Journal, with_tail: bool) -> RankT
     let h = &journal.header;
     let mut grammar = Sequitur::new();
     let mut base_calls = 0;
+    // Per-call times, and the clock they need, are the checkpoint's: the
+    // tail's calls have none.
+    let mut timing = (Timing::default(), CallTimes::default(), 1.0, Vec::new());
     let (mut signatures, mut stats, mut comms, end_ns, allocations) = match base {
         Some(c) => {
             c.grammar
@@ -493,6 +496,7 @@ fn rebuild(base: Option<RankTrace>, journal: &Journal, with_tail: bool) -> RankT
                 .for_each(|t| grammar.push(t));
             base_calls = c.meta.calls;
             let m = c.meta;
+            timing = (m.timing, c.times, m.ns_per_tick, m.clock_sync);
             (
                 c.signatures,
                 c.stats,
@@ -521,17 +525,20 @@ fn rebuild(base: Option<RankTrace>, journal: &Journal, with_tail: bool) -> RankT
             pid: h.pid,
             host: h.host.clone(),
             mpi_library: h.mpi_library.clone(),
-            timing: TimingMode::Aggregated,
+            timing: timing.0,
             calls,
             start_ns: h.start_ns,
             end_ns,
             ending: journal.ending,
             recorder_allocations: allocations,
+            ns_per_tick: timing.2,
+            clock_sync: timing.3,
         },
         signatures,
         grammar: grammar.grammar(h.rank),
         stats,
         comms,
+        times: timing.1,
     }
 }
 

@@ -18,11 +18,12 @@ pub mod journal;
 mod meta;
 mod rank;
 mod run;
+pub mod timing;
 
 pub use error::Error;
 pub use journal::{recover_rank, recoverable_ranks};
-pub use meta::{Ending, RankMeta, TimingMode};
-pub use rank::{CallStats, CommEntry, NO_RANK, RankTrace};
+pub use meta::{Bases, ClockSync, Ending, RankMeta, Timing};
+pub use rank::{CallStats, CallTimes, CommEntry, NO_RANK, RankTrace};
 pub use run::{FILE_KIND_RUN, RANKS_PER_CHUNK, RUN_FILE_NAME, RankPart, Trace};
 
 /// File kind of a per-rank trace file.
@@ -44,6 +45,12 @@ pub mod section {
     pub const COMMS: u32 = 6;
     /// Whole-run file: the ranks it holds, as arithmetic progressions.
     pub const RANKS: u32 = 7;
+    /// Lossy timing: grammar of the interval codes (see `timing`).
+    pub const LOSSY_INTERVALS: u32 = 8;
+    /// Lossy timing: grammar of the duration codes.
+    pub const LOSSY_DURATIONS: u32 = 9;
+    /// Lossless timing: the blocks of exact times.
+    pub const EXACT_TIMES: u32 = 10;
 
     /// A section kind's name, for people.
     pub fn name(kind: u32) -> &'static str {
@@ -55,6 +62,9 @@ pub mod section {
             CALL_STATS => "CALL_STATS",
             COMMS => "COMMS",
             RANKS => "RANKS",
+            LOSSY_INTERVALS => "LOSSY_INTERVALS",
+            LOSSY_DURATIONS => "LOSSY_DURATIONS",
+            EXACT_TIMES => "EXACT_TIMES",
             _ => "unknown",
         }
     }

@@ -2,19 +2,126 @@
 
 use mpigram_varint::{ByteReader, DecodeError, PutVarint};
 
-/// How call durations were recorded.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TimingMode {
-    /// Per call signature: count, total, min and max duration.
-    Aggregated,
+/// How call times were recorded. Aggregated timing (per call signature:
+/// count, total, min and max duration) is always kept; per-call times are
+/// kept as lossy codes, exactly, or both (to compare them).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Timing {
+    /// Lossy codes of every call's interval and duration, with these bases.
+    pub lossy: Option<Bases>,
+    /// Exact times of every call.
+    pub lossless: bool,
 }
 
-impl TimingMode {
-    pub fn name(self) -> &'static str {
-        match self {
-            TimingMode::Aggregated => "aggregated",
+/// The bases of lossy timing: one for all functions but those named.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bases {
+    pub default: f64,
+    /// (MPI function name, base) overrides.
+    pub by_func: Vec<(String, f64)>,
+}
+
+impl Bases {
+    /// Reads `MPIGRAM_TIMING_BASE`: a base for all functions, then
+    /// optional `MPI_Name=base` overrides, comma-separated
+    /// (`1.1,MPI_Wait=1.5`); or only overrides, with the default base for
+    /// the rest. Names must be MPI functions this mpigram knows.
+    pub fn parse(spec: &str) -> Result<Bases, String> {
+        let mut bases = Bases {
+            default: crate::timing::DEFAULT_BASE,
+            by_func: Vec::new(),
+        };
+        let number = |s: &str| -> Result<f64, String> {
+            let b: f64 = s
+                .trim()
+                .parse()
+                .map_err(|_| format!("{s:?} is not a number"))?;
+            crate::timing::check_base(b).map(|()| b)
+        };
+        let items = spec.split(',').map(str::trim).filter(|s| !s.is_empty());
+        for (i, item) in items.enumerate() {
+            match item.split_once('=') {
+                None if i == 0 => bases.default = number(item)?,
+                None => return Err(format!("{item:?}: expected MPI_Name=base")),
+                Some((name, b)) => {
+                    let name = name.trim();
+                    if !mpigram_mpispec::FUNCS.iter().any(|f| f.name == name) {
+                        return Err(format!("{name:?} is not an MPI function"));
+                    }
+                    bases.by_func.push((name.to_owned(), number(b)?));
+                }
+            }
+        }
+        Ok(bases)
+    }
+
+    /// The base of calls of `func`.
+    pub fn of(&self, func: &str) -> f64 {
+        self.by_func
+            .iter()
+            .find(|(f, _)| f == func)
+            .map_or(self.default, |&(_, b)| b)
+    }
+}
+
+impl Timing {
+    /// Reads `MPIGRAM_TIMING` (`aggregated`, `lossy`, `lossless`, or
+    /// `lossy,lossless` to record both) and, for lossy, the bases.
+    pub fn parse(mode: &str, bases: Option<&str>) -> Result<Timing, String> {
+        let mut timing = Timing::default();
+        for m in mode.split(',').map(str::trim) {
+            match m {
+                "aggregated" | "" => {}
+                "lossy" => {
+                    timing.lossy = Some(match bases {
+                        Some(spec) => Bases::parse(spec)?,
+                        None => Bases::parse("")?,
+                    })
+                }
+                "lossless" => timing.lossless = true,
+                other => {
+                    return Err(format!(
+                        "timing mode {other:?} is not aggregated, lossy or lossless"
+                    ));
+                }
+            }
+        }
+        Ok(timing)
+    }
+
+    /// `aggregated`, `lossy (base 1.1)`, `lossless`, `lossy (base 1.1) and lossless`.
+    pub fn describe(&self) -> String {
+        let lossy = self.lossy.as_ref().map(|b| {
+            let mut s = format!("lossy (base {}", b.default);
+            for (f, base) in &b.by_func {
+                s += &format!(", {f} {base}");
+            }
+            s + ")"
+        });
+        match (lossy, self.lossless) {
+            (None, false) => "aggregated".into(),
+            (None, true) => "lossless".into(),
+            (Some(l), false) => l,
+            (Some(l), true) => format!("{l} and lossless"),
         }
     }
+
+    /// Whether every call's start and end were recorded.
+    pub fn per_call(&self) -> bool {
+        self.lossy.is_some() || self.lossless
+    }
+}
+
+/// The rank's clock against rank 0's, measured by message round trips.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ClockSync {
+    /// When it was measured: CLOCK_MONOTONIC nanoseconds of this rank.
+    pub at_ns: u64,
+    /// This rank's clock minus rank 0's, in nanoseconds.
+    pub offset_ns: i64,
+    /// How far the true offset may be from `offset_ns` (half the best
+    /// round trip, summed along the tree of measurements).
+    pub error_ns: u64,
 }
 
 /// How the rank's recording ended.
@@ -70,7 +177,7 @@ fn signal_name(signal: i32) -> Option<&'static str> {
 }
 
 /// What a rank's file says about the rank and its recording.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct RankMeta {
     /// Rank in MPI_COMM_WORLD.
     pub rank: u32,
@@ -80,7 +187,7 @@ pub struct RankMeta {
     pub host: String,
     /// MPI_Get_library_version's text.
     pub mpi_library: String,
-    pub timing: TimingMode,
+    pub timing: Timing,
     /// Calls recorded.
     pub calls: u64,
     /// CLOCK_MONOTONIC nanoseconds when recording started and ended.
@@ -90,6 +197,12 @@ pub struct RankMeta {
     /// Allocations the tracer made while recording calls (they stop once
     /// the program's behaviour has been seen).
     pub recorder_allocations: u64,
+    /// Nanoseconds per clock tick: per-call times are ticks since
+    /// `start_ns`.
+    pub ns_per_tick: f64,
+    /// Offsets to rank 0's clock, measured at MPI_Init and MPI_Finalize
+    /// (empty if they could not be measured).
+    pub clock_sync: Vec<ClockSync>,
 }
 
 impl RankMeta {
@@ -100,9 +213,19 @@ impl RankMeta {
         out.put_u32(self.pid);
         out.put_str(&self.host);
         out.put_str(&self.mpi_library);
-        out.put_u32(match self.timing {
-            TimingMode::Aggregated => 0,
-        });
+        match &self.timing.lossy {
+            None => out.put_u32(0),
+            Some(b) => {
+                out.put_u32(1);
+                out.put_u64(b.default.to_bits());
+                out.put_u64(b.by_func.len() as u64);
+                for (f, base) in &b.by_func {
+                    out.put_str(f);
+                    out.put_u64(base.to_bits());
+                }
+            }
+        }
+        out.put_u32(u32::from(self.timing.lossless));
         out.put_u64(self.calls);
         out.put_u64(self.start_ns);
         out.put_u64(self.end_ns);
@@ -117,6 +240,13 @@ impl RankMeta {
             Ending::Killed => out.put_u32(4),
         }
         out.put_u64(self.recorder_allocations);
+        out.put_u64(self.ns_per_tick.to_bits());
+        out.put_u64(self.clock_sync.len() as u64);
+        for s in &self.clock_sync {
+            out.put_u64(s.at_ns);
+            out.put_i64(s.offset_ns);
+            out.put_u64(s.error_ns);
+        }
         out
     }
 
@@ -128,10 +258,27 @@ impl RankMeta {
         let host = r.str()?.to_owned();
         let mpi_library = r.str()?.to_owned();
         let at = r.position();
-        let timing = match r.u32()? {
-            0 => TimingMode::Aggregated,
-            other => return Err(out_of_range(at, other.into(), "timing mode")),
+        let lossy = match r.u32()? {
+            0 => None,
+            1 => {
+                let default = base(&mut r)?;
+                let n = r.count()?;
+                let mut by_func = Vec::with_capacity(n.min(1024));
+                for _ in 0..n {
+                    let f = r.str()?.to_owned();
+                    by_func.push((f, base(&mut r)?));
+                }
+                Some(Bases { default, by_func })
+            }
+            other => return Err(out_of_range(at, other.into(), "lossy timing flag")),
         };
+        let at = r.position();
+        let lossless = match r.u32()? {
+            0 => false,
+            1 => true,
+            other => return Err(out_of_range(at, other.into(), "lossless timing flag")),
+        };
+        let timing = Timing { lossy, lossless };
         let calls = r.u64()?;
         let start_ns = r.u64()?;
         let end_ns = r.u64()?;
@@ -145,6 +292,24 @@ impl RankMeta {
             other => return Err(out_of_range(at, other.into(), "ending")),
         };
         let recorder_allocations = r.u64()?;
+        let at = r.position();
+        let ns_per_tick = f64::from_bits(r.u64()?);
+        if !(ns_per_tick.is_finite() && ns_per_tick > 0.0) {
+            return Err(out_of_range(
+                at,
+                ns_per_tick.to_bits(),
+                "nanoseconds per tick",
+            ));
+        }
+        let n = r.count()?;
+        let mut clock_sync = Vec::with_capacity(n.min(16));
+        for _ in 0..n {
+            clock_sync.push(ClockSync {
+                at_ns: r.u64()?,
+                offset_ns: r.i64()?,
+                error_ns: r.u64()?,
+            });
+        }
         r.finish()?;
         Ok(RankMeta {
             rank,
@@ -158,13 +323,66 @@ impl RankMeta {
             end_ns,
             ending,
             recorder_allocations,
+            ns_per_tick,
+            clock_sync,
         })
     }
+}
+
+/// A lossy base, refused unless the bins can be built from it.
+fn base(r: &mut ByteReader<'_>) -> Result<f64, DecodeError> {
+    let at = r.position();
+    let b = f64::from_bits(r.u64()?);
+    if crate::timing::check_base(b).is_err() {
+        return Err(out_of_range(at, b.to_bits(), "lossy timing base"));
+    }
+    Ok(b)
 }
 
 fn out_of_range(offset: usize, value: u64, target: &'static str) -> DecodeError {
     DecodeError {
         offset,
         kind: mpigram_varint::DecodeErrorKind::OutOfRange { value, target },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timing_modes_and_bases_parse() {
+        let t = Timing::parse("lossy", Some("1.2,MPI_Wait=1.5, MPI_Allreduce = 2")).unwrap();
+        let b = t.lossy.as_ref().unwrap();
+        assert_eq!(
+            (b.of("MPI_Send"), b.of("MPI_Wait"), b.of("MPI_Allreduce")),
+            (1.2, 1.5, 2.0)
+        );
+        assert!(!t.lossless);
+        let t = Timing::parse("lossless,lossy", Some("MPI_Wait=3")).unwrap();
+        assert!(t.lossless);
+        let b = t.lossy.unwrap();
+        assert_eq!(
+            (b.default, b.of("MPI_Wait")),
+            (crate::timing::DEFAULT_BASE, 3.0)
+        );
+        assert_eq!(
+            Timing::parse("aggregated", None).unwrap(),
+            Timing::default()
+        );
+        assert_eq!(
+            Timing::parse("lossy", None).unwrap().lossy.unwrap().default,
+            crate::timing::DEFAULT_BASE
+        );
+        for (mode, base) in [
+            ("exact", None),
+            ("lossy", Some("1")),
+            ("lossy", Some("x")),
+            ("lossy", Some("1.1,MPI_Nope=2")),
+            ("lossy", Some("1.1,2")),
+            ("lossy", Some("MPI_Wait=99")),
+        ] {
+            assert!(Timing::parse(mode, base).is_err(), "{mode} {base:?}");
+        }
     }
 }

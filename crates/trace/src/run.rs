@@ -29,7 +29,7 @@ pub const RUN_FILE_NAME: &str = "trace.mgr";
 pub const RANKS_PER_CHUNK: usize = 64;
 
 /// What is particular to one rank.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct RankPart {
     pub meta: RankMeta,
     /// Timing of each signature the rank called: (terminal, stats), by
@@ -37,6 +37,8 @@ pub struct RankPart {
     pub stats: Vec<(u32, CallStats)>,
     /// The rank's place in its communicators, in call order.
     pub comms: Vec<CommEntry>,
+    /// Stored exact times of its calls (lossless timing), else empty.
+    pub exact: Vec<u8>,
 }
 
 /// The trace of a run (or of the ranks merged so far).
@@ -50,6 +52,10 @@ pub struct Trace {
     pub grammar: Grammar,
     /// Ranks in rank order.
     pub ranks: Vec<RankPart>,
+    /// Lossy timing: every rank's interval and duration codes (stream `r`
+    /// is rank `r`; ranks without lossy timing have none).
+    pub intervals: Grammar,
+    pub durations: Grammar,
 }
 
 impl Trace {
@@ -70,7 +76,10 @@ impl Trace {
                 meta: rank.meta,
                 stats,
                 comms: rank.comms,
+                exact: rank.times.exact,
             }],
+            intervals: rank.times.intervals,
+            durations: rank.times.durations,
         }
     }
 
@@ -108,8 +117,9 @@ impl Trace {
             .grammar
             .with_terminals(|t| renumber[t as usize])
             .map_err(|e| e.to_string())?;
-        let ours = std::mem::replace(&mut self.grammar, Grammar::empty());
-        self.grammar = union(&[ours, theirs]).map_err(|e| e.to_string())?;
+        unite(&mut self.grammar, theirs)?;
+        unite(&mut self.intervals, other.intervals)?;
+        unite(&mut self.durations, other.durations)?;
         for mut part in other.ranks {
             for (t, _) in &mut part.stats {
                 *t = renumber[*t as usize];
@@ -127,10 +137,12 @@ impl Trace {
             return Ok(());
         };
         self.ranks.remove(i);
-        let grammar = std::mem::replace(&mut self.grammar, Grammar::empty());
-        self.grammar = grammar
-            .without_streams(|s| s == rank)
-            .map_err(|e| e.to_string())?;
+        for g in [&mut self.grammar, &mut self.intervals, &mut self.durations] {
+            let all = std::mem::replace(g, Grammar::empty());
+            *g = all
+                .without_streams(|s| s == rank)
+                .map_err(|e| e.to_string())?;
+        }
         Ok(())
     }
 
@@ -223,9 +235,16 @@ impl Trace {
             (section::SIGNATURES, 0, signatures),
             (section::GRAMMAR, 0, self.grammar.encode()),
         ];
+        if self.ranks.iter().any(|r| r.meta.timing.lossy.is_some()) {
+            out.push((section::LOSSY_INTERVALS, 0, self.intervals.encode()));
+            out.push((section::LOSSY_DURATIONS, 0, self.durations.encode()));
+        }
+        let lossless = self.ranks.iter().any(|r| r.meta.timing.lossless);
         for (chunk, parts) in self.ranks.chunks(RANKS_PER_CHUNK).enumerate() {
             let (mut metas, mut stats, mut comms) = (Vec::new(), Vec::new(), Vec::new());
+            let mut exact = Vec::new();
             for r in parts {
+                exact.put_blob(&r.exact);
                 metas.put_blob(&r.meta.encode());
                 let mut last = 0;
                 stats.put_u64(r.stats.len() as u64);
@@ -240,6 +259,9 @@ impl Trace {
             out.push((section::META, chunk, metas));
             out.push((section::CALL_STATS, chunk, stats));
             out.push((section::COMMS, chunk, comms));
+            if lossless {
+                out.push((section::EXACT_TIMES, chunk, exact));
+            }
         }
         out
     }
@@ -296,6 +318,19 @@ impl Trace {
             None => Grammar::decode_streams(&grammar_bytes, max_streams),
         }
         .map_err(|e| Error::payload(&name, "GRAMMAR", e))?;
+        let codes = |kind, what| -> Result<Grammar, Error> {
+            if file.find(kind, 0).is_none() {
+                return Ok(Grammar::empty());
+            }
+            let bytes = file.section(kind, 0)?;
+            match only {
+                Some(rank) => Grammar::decode_stream(&bytes, max_streams, rank),
+                None => Grammar::decode_streams(&bytes, max_streams),
+            }
+            .map_err(|e| Error::payload(&name, what, e))
+        };
+        let intervals = codes(section::LOSSY_INTERVALS, "LOSSY_INTERVALS")?;
+        let durations = codes(section::LOSSY_DURATIONS, "LOSSY_DURATIONS")?;
         let mut ranks = Vec::new();
         for chunk in chunks {
             let index = u32::try_from(chunk)
@@ -312,6 +347,8 @@ impl Trace {
             signatures,
             grammar,
             ranks,
+            intervals,
+            durations,
         };
         let expected: Vec<u32> = match only {
             Some(rank) => vec![rank],
@@ -358,6 +395,12 @@ impl Trace {
         }
         let n = self.signatures.len();
         crate::rank::check_terminals(&self.grammar, n)?;
+        crate::rank::check_codes(&self.intervals)?;
+        crate::rank::check_codes(&self.durations)?;
+        for r in self.ranks.iter().filter(|r| r.meta.timing.lossy.is_some()) {
+            let calls = self.grammar.stream_len(r.meta.rank).unwrap_or(0);
+            crate::rank::check_code_streams(&self.intervals, &self.durations, r.meta.rank, calls)?;
+        }
         if let Some(r) = self
             .ranks
             .iter()
@@ -474,12 +517,24 @@ impl Trace {
     }
 }
 
+/// Unites `theirs` into `ours` (see [`union`]).
+fn unite(ours: &mut Grammar, theirs: Grammar) -> Result<(), String> {
+    let mine = std::mem::replace(ours, Grammar::empty());
+    *ours = union(&[mine, theirs]).map_err(|e| e.to_string())?;
+    Ok(())
+}
+
 /// The parts of the `n` ranks of chunk `index`: META, CALL_STATS and COMMS.
 fn read_chunk(file: &TraceFile, index: u32, n: usize, name: &str) -> Result<Vec<RankPart>, Error> {
     let bad = |section| crate::rank::bad_section(name, section);
     let metas_bytes = file.section(section::META, index)?;
     let stats_bytes = file.section(section::CALL_STATS, index)?;
     let comms_bytes = file.section(section::COMMS, index)?;
+    let exact_bytes = match file.find(section::EXACT_TIMES, index) {
+        Some(_) => file.section(section::EXACT_TIMES, index)?,
+        None => Default::default(),
+    };
+    let mut exacts = ByteReader::new(&exact_bytes);
     let (mut metas, mut stats, mut comms) = (
         ByteReader::new(&metas_bytes),
         ByteReader::new(&stats_bytes),
@@ -505,12 +560,32 @@ fn read_chunk(file: &TraceFile, index: u32, n: usize, name: &str) -> Result<Vec<
                 })?;
             rank_stats.push((t, decode_stats(&mut stats).map_err(bad("CALL_STATS"))?));
         }
+        let exact = if exact_bytes.is_empty() {
+            Vec::new()
+        } else {
+            exacts.blob().map_err(bad("EXACT_TIMES"))?.to_vec()
+        };
+        if meta.timing.lossless == exact.is_empty() && meta.calls > 0 {
+            let message = format!(
+                "rank {}: lossless timing {} but {} bytes of exact times",
+                meta.rank,
+                if meta.timing.lossless {
+                    "recorded"
+                } else {
+                    "not recorded"
+                },
+                exact.len()
+            );
+            return Err(Error::payload(name, "EXACT_TIMES", message));
+        }
         parts.push(RankPart {
             meta,
             stats: rank_stats,
             comms: decode_comms(&mut comms).map_err(bad("COMMS"))?,
+            exact,
         });
     }
+    exacts.finish().map_err(bad("EXACT_TIMES"))?;
     metas.finish().map_err(bad("META"))?;
     stats.finish().map_err(bad("CALL_STATS"))?;
     comms.finish().map_err(bad("COMMS"))?;

@@ -14,7 +14,7 @@ use mpigram_trace::journal::{
     put_call, put_comm, put_signature, tail_word,
 };
 use mpigram_trace::{
-    CallStats, CommEntry, Ending, RankMeta, RankTrace, TimingMode, Trace, checkpoint_file_name,
+    CallStats, CommEntry, Ending, RankMeta, RankTrace, Timing, Trace, checkpoint_file_name,
     journal_file_name, recover_rank, recoverable_ranks,
 };
 use proptest::prelude::*;
@@ -130,12 +130,14 @@ fn checkpoint(rank: u32, pid: u32) -> RankTrace {
             pid,
             host: "node".into(),
             mpi_library: "MPICH".into(),
-            timing: TimingMode::Aggregated,
+            timing: Timing::default(),
             calls: 100,
             start_ns: START_NS,
             end_ns: 5_000,
             ending: Ending::Killed,
             recorder_allocations: 7,
+            ns_per_tick: 1.0,
+            clock_sync: Vec::new(),
         },
         signatures: vec![signature(0), signature(1)],
         grammar: s.grammar(rank),
@@ -149,6 +151,7 @@ fn checkpoint(rank: u32, pid: u32) -> RankTrace {
             2
         ],
         comms: vec![entry(0)],
+        times: Default::default(),
     }
 }
 

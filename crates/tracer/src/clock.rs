@@ -2,6 +2,8 @@
 //! (about 11 ns to read here, against 28 ns for clock_gettime), converted
 //! to nanoseconds from two (ticks, CLOCK_MONOTONIC) reference points.
 
+use std::sync::OnceLock;
+
 /// Current time in clock ticks.
 #[inline]
 pub fn now() -> u64 {
@@ -16,7 +18,8 @@ pub fn now() -> u64 {
     }
 }
 
-/// CLOCK_MONOTONIC in nanoseconds.
+/// CLOCK_MONOTONIC in nanoseconds (shifted as `MPIGRAM_TEST_CLOCK_SHIFT`
+/// says).
 pub fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
@@ -24,7 +27,27 @@ pub fn monotonic_ns() -> u64 {
     };
     // SAFETY: ts is a valid timespec to write.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    let ns = ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64;
+    ns.wrapping_add_signed(*SHIFT.get_or_init(test_shift))
+}
+
+static SHIFT: OnceLock<i64> = OnceLock::new();
+
+/// For testing clock alignment on one machine, where all ranks share a
+/// clock: `MPIGRAM_TEST_CLOCK_SHIFT=R=NS` moves the clock of world rank R
+/// (as the launcher's `PMI_RANK` gives it, before MPI_Init) by NS
+/// nanoseconds, as if it ran on a node whose clock differs.
+fn test_shift() -> i64 {
+    let (Ok(spec), Ok(me)) = (
+        std::env::var("MPIGRAM_TEST_CLOCK_SHIFT"),
+        std::env::var("PMI_RANK"),
+    ) else {
+        return 0;
+    };
+    spec.split_once('=')
+        .filter(|(rank, _)| rank.trim() == me.trim())
+        .and_then(|(_, ns)| ns.trim().parse().ok())
+        .unwrap_or(0)
 }
 
 /// A (ticks, nanoseconds) pair read back to back.
@@ -40,5 +63,18 @@ impl ClockPoint {
             ticks: now(),
             ns: monotonic_ns(),
         }
+    }
+
+    /// Nanoseconds per tick from this point to `later`; 1 if they are too
+    /// close to tell.
+    pub fn ns_per_tick(self, later: ClockPoint) -> f64 {
+        let (ns, ticks) = (
+            later.ns.saturating_sub(self.ns),
+            later.ticks.saturating_sub(self.ticks),
+        );
+        if ns == 0 || ticks == 0 {
+            return 1.0;
+        }
+        ns as f64 / ticks as f64
     }
 }

@@ -24,6 +24,7 @@ mod agree;
 mod alloc;
 mod call;
 mod clock;
+mod clocksync;
 mod encoder;
 mod intern;
 mod journal;

@@ -1,11 +1,111 @@
 //! One process's record: the call-signature table, the grammar of the
-//! stream of signatures, and the aggregated timing of each signature.
-//! Nothing here allocates once the program's behaviour has been seen.
+//! stream of signatures, the aggregated timing of each signature, and
+//! per-call times when `MPIGRAM_TIMING` asks for them. Nothing here
+//! allocates once the program's behaviour has been seen (but for the
+//! per-call times, which grow with the calls unless they repeat).
 
 use crate::intern::{Interner, same};
-use mpigram_grammar::Sequitur;
-use mpigram_mpispec::FuncId;
-use mpigram_trace::CallStats;
+use mpigram_grammar::{Grammar, Sequitur};
+use mpigram_mpispec::{FUNCS, FuncId};
+use mpigram_trace::timing::{Bins, ExactWriter, LossyClock};
+use mpigram_trace::{CallStats, CallTimes, Timing};
+
+/// Lossy per-call timing being recorded.
+pub struct Lossy {
+    /// The bins of each base in use.
+    bins: Vec<Bins>,
+    /// Index in `bins` of each function's base.
+    base_of: Vec<u8>,
+    clock: LossyClock,
+    intervals: Sequitur,
+    durations: Sequitur,
+}
+
+/// Per-call timing being recorded.
+pub struct PerCall {
+    pub timing: Timing,
+    /// Clock ticks at the rank's origin: times are ticks since.
+    origin: u64,
+    lossy: Option<Lossy>,
+    exact: Option<ExactWriter>,
+}
+
+impl PerCall {
+    /// Per-call timing as `timing` says (which must hold valid bases),
+    /// with times counted from `origin` ticks.
+    pub fn new(timing: Timing, origin: u64) -> PerCall {
+        let lossy = timing.lossy.as_ref().map(|bases| {
+            let mut distinct = vec![bases.default];
+            for &(_, b) in &bases.by_func {
+                if !distinct.contains(&b) {
+                    distinct.push(b);
+                }
+            }
+            let base_of = FUNCS
+                .iter()
+                .map(|f| {
+                    let b = bases.of(f.name);
+                    distinct.iter().position(|&d| d == b).unwrap_or(0) as u8
+                })
+                .collect();
+            Lossy {
+                bins: distinct
+                    .iter()
+                    .map(|&b| Bins::new(b).expect("bases were checked"))
+                    .collect(),
+                base_of,
+                clock: LossyClock::default(),
+                intervals: Sequitur::new(),
+                durations: Sequitur::new(),
+            }
+        });
+        let exact = timing.lossless.then(ExactWriter::default);
+        PerCall {
+            timing,
+            origin,
+            lossy,
+            exact,
+        }
+    }
+
+    #[inline]
+    fn record(&mut self, func: FuncId, start: u64, end: u64) {
+        let (start, end) = (
+            start.saturating_sub(self.origin),
+            end.saturating_sub(self.origin),
+        );
+        if let Some(l) = &mut self.lossy {
+            let bins = &l.bins[l.base_of.get(func as usize).copied().unwrap_or(0) as usize];
+            let (i, d) = l.clock.encode(bins, start, end);
+            l.intervals.push(i);
+            l.durations.push(d);
+        }
+        if let Some(e) = &mut self.exact {
+            e.push(start, end);
+        }
+    }
+
+    /// What was recorded, as stored; `snapshot` leaves the grammars
+    /// undisturbed (recording goes on).
+    pub fn times(&mut self, rank: u32, snapshot: bool) -> CallTimes {
+        let grammar = |s: &mut Sequitur| match snapshot {
+            true => s.snapshot(rank),
+            false => s.grammar(rank),
+        };
+        let (intervals, durations) = match &mut self.lossy {
+            Some(l) => (grammar(&mut l.intervals), grammar(&mut l.durations)),
+            None => (Grammar::empty(), Grammar::empty()),
+        };
+        CallTimes {
+            intervals,
+            durations,
+            exact: self
+                .exact
+                .as_ref()
+                .map_or_else(Vec::new, ExactWriter::bytes),
+        }
+    }
+}
 
 /// Timing of one signature, in clock ticks.
 #[derive(Clone, Copy)]
@@ -32,6 +132,8 @@ pub struct Recorder {
     pub calls: u64,
     /// Scratch for the encoder: communicators of a completion call's requests.
     pub request_comms: Vec<crate::objects::RequestInfo>,
+    /// Per-call times, if recorded.
+    pub per_call: Option<PerCall>,
 }
 
 impl Recorder {
@@ -45,14 +147,16 @@ impl Recorder {
             verify: None,
             calls: 0,
             request_comms: Vec::new(),
+            per_call: None,
         }
     }
 
     /// Records the signature in `scratch` (a call of `func`) for a call
-    /// that took `ticks`. Returns its terminal, and whether the signature
-    /// is new.
+    /// from `start` to `end` ticks. Returns its terminal, and whether the
+    /// signature is new.
     #[inline]
-    pub fn record(&mut self, func: FuncId, ticks: u64) -> (u32, bool) {
+    pub fn record(&mut self, func: FuncId, start: u64, end: u64) -> (u32, bool) {
+        let ticks = end.wrapping_sub(start);
         let f = func as usize;
         let (terminal, new) = match self.last.get(f) {
             Some(&t)
@@ -78,6 +182,9 @@ impl Recorder {
         s.total += ticks;
         s.min = s.min.min(ticks);
         s.max = s.max.max(ticks);
+        if let Some(p) = &mut self.per_call {
+            p.record(func, start, end);
+        }
         self.calls += 1;
         if let Some(out) = &mut self.verify {
             out.extend_from_slice(&(self.scratch.len() as u32).to_le_bytes());

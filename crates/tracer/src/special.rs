@@ -89,12 +89,14 @@ pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char)
     let real = crate::pmpi::MPI_Init();
     let call = Call::begin();
     let ret = unsafe { real(argc, argv) };
+    let end = crate::clock::now();
     if ret == MPI_SUCCESS {
         tracer::with(|t| t.on_init());
         tracer::set_thread_level(MPI_THREAD_SINGLE);
+        crate::clocksync::at_init();
     }
     if let Some(call) = call {
-        call.end(func::MPI_Init, ret, |e| {
+        call.end_at(end, func::MPI_Init, ret, |e| {
             e.buffer(argc.cast_const().cast());
             e.buffer(argv.cast_const().cast());
         });
@@ -114,12 +116,14 @@ pub unsafe extern "C" fn MPI_Init_thread(
     let real = crate::pmpi::MPI_Init_thread();
     let call = Call::begin();
     let ret = unsafe { real(argc, argv, required, provided) };
+    let end = crate::clock::now();
     if ret == MPI_SUCCESS {
         tracer::with(|t| t.on_init());
         tracer::set_thread_level(unsafe { read_or(provided, MPI_THREAD_MULTIPLE) });
+        crate::clocksync::at_init();
     }
     if let Some(call) = call {
-        call.end(func::MPI_Init_thread, ret, |e| unsafe {
+        call.end_at(end, func::MPI_Init_thread, ret, |e| unsafe {
             e.buffer(argc.cast_const().cast());
             e.buffer(argv.cast_const().cast());
             e.int(required.into());
@@ -141,6 +145,7 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
         call.end_at(start, func::MPI_Finalize, MPI_SUCCESS, |_| {});
     }
     crate::agree::finish_all();
+    crate::clocksync::at_finalize();
     crate::merge::at_finalize();
     unsafe { real() }
 }

@@ -11,10 +11,10 @@ use crate::clock::ClockPoint;
 use crate::encoder::{Encoder, IntoHandle};
 use crate::journal::Journal;
 use crate::objects::{CommInfo, Objects};
-use crate::recorder::Recorder;
+use crate::recorder::{PerCall, Recorder};
 use mpigram_mpispec::{FuncId, HandleRef, put_signature_head};
 use mpigram_trace::journal::JournalHeader;
-use mpigram_trace::{CommEntry, Ending, NO_RANK, RankMeta, RankTrace, TimingMode};
+use mpigram_trace::{ClockSync, CommEntry, Ending, NO_RANK, RankMeta, RankTrace, Timing};
 use std::cell::UnsafeCell;
 use std::ffi::c_int;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -33,6 +33,8 @@ pub struct Tracer {
     written_calls: Option<u64>,
     /// The crash journal, from MPI_Init until the trace is written.
     journal: Option<Journal>,
+    /// This rank's clock against rank 0's, at MPI_Init and MPI_Finalize.
+    pub clock_sync: Vec<ClockSync>,
 }
 
 /// The tracer, and the lock that guards it while calls may run
@@ -113,7 +115,7 @@ pub fn record(func: FuncId, ret: c_int, start: u64, end: u64, encode: impl FnOnc
             idup_comm: None,
         };
         encode(&mut e);
-        let (terminal, new) = recorder.record(func, end.wrapping_sub(start));
+        let (terminal, new) = recorder.record(func, start, end);
         if let Some(journal) = journal {
             let signature = new.then_some(&recorder.scratch[..]);
             if !journal.record(terminal, signature, &objects.comm_log) {
@@ -131,14 +133,20 @@ impl Tracer {
         if std::env::var_os("MPIGRAM_VERIFY").is_some_and(|v| !v.is_empty() && v != "0") {
             recorder.verify = Some(Vec::new());
         }
+        let start = ClockPoint::now();
+        let timing = timing_from_env();
+        if timing.per_call() {
+            recorder.per_call = Some(PerCall::new(timing, start.ticks));
+        }
         Box::new(Tracer {
             objects: Objects::default(),
             recorder,
             world: None,
-            start: ClockPoint::now(),
+            start,
             finalized: false,
             written_calls: None,
             journal: None,
+            clock_sync: Vec::new(),
         })
     }
 
@@ -253,8 +261,16 @@ impl Tracer {
     fn snapshot(&mut self, ending: Option<Ending>) -> RankTrace {
         let rank = self.rank();
         let end = ClockPoint::now();
-        let ns_per_tick = (end.ns - self.start.ns) as f64
-            / end.ticks.wrapping_sub(self.start.ticks).max(1) as f64;
+        let ns_per_tick = self.start.ns_per_tick(end);
+        let timing = self
+            .recorder
+            .per_call
+            .as_ref()
+            .map_or_else(Timing::default, |p| p.timing.clone());
+        let times = match &mut self.recorder.per_call {
+            Some(p) => p.times(rank, ending.is_none()),
+            None => Default::default(),
+        };
         RankTrace {
             meta: RankMeta {
                 rank,
@@ -262,12 +278,14 @@ impl Tracer {
                 pid: std::process::id(),
                 host: host_name(),
                 mpi_library: crate::pmpi_query::library_version(),
-                timing: TimingMode::Aggregated,
+                timing,
                 calls: self.recorder.calls,
                 start_ns: self.start.ns,
                 end_ns: end.ns,
                 ending: ending.unwrap_or(Ending::Killed),
                 recorder_allocations: crate::alloc::recorder_allocations(),
+                ns_per_tick,
+                clock_sync: self.clock_sync.clone(),
             },
             signatures: self
                 .recorder
@@ -287,6 +305,7 @@ impl Tracer {
                 .iter()
                 .filter_map(comm_entry)
                 .collect(),
+            times,
         }
     }
 
@@ -377,6 +396,19 @@ pub fn comm_entry(r: &crate::objects::CommRecord) -> Option<CommEntry> {
         inter: r.info.inter,
         leader: u32::try_from(r.info.leader).unwrap_or(NO_RANK),
         instance: r.info.instance,
+    })
+}
+
+/// `MPIGRAM_TIMING` and `MPIGRAM_TIMING_BASE`; aggregated timing, with one
+/// message, if they make no sense.
+fn timing_from_env() -> Timing {
+    let var = |name| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    let Some(mode) = var("MPIGRAM_TIMING") else {
+        return Timing::default();
+    };
+    Timing::parse(&mode, var("MPIGRAM_TIMING_BASE").as_deref()).unwrap_or_else(|e| {
+        eprintln!("mpigram: MPIGRAM_TIMING={mode}: {e}; recording aggregated timing only");
+        Timing::default()
     })
 }
 

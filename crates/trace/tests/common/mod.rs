@@ -5,7 +5,7 @@
 use mpigram_grammar::Sequitur;
 use mpigram_mpispec::encoding::{put_handle, put_rank};
 use mpigram_mpispec::{HandleRef, Rank, func, put_signature_head};
-use mpigram_trace::{CallStats, CommEntry, Ending, RankMeta, RankTrace, TimingMode};
+use mpigram_trace::{CallStats, CommEntry, Ending, RankMeta, RankTrace, Timing};
 use std::path::Path;
 
 /// `e` is one line that names `file`.
@@ -39,12 +39,14 @@ pub fn sample(rank: u32) -> RankTrace {
             pid: 42,
             host: "node".into(),
             mpi_library: "MPICH".into(),
-            timing: TimingMode::Aggregated,
+            timing: Timing::default(),
             calls: 100,
             start_ns: 1,
             end_ns: 2,
             ending: Ending::Finalized,
             recorder_allocations: 3,
+            ns_per_tick: 1.0,
+            clock_sync: Vec::new(),
         },
         signatures,
         grammar: s.grammar(rank),
@@ -67,5 +69,6 @@ pub fn sample(rank: u32) -> RankTrace {
             leader: 0,
             instance: 0,
         }],
+        times: Default::default(),
     }
 }

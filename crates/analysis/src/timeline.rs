@@ -1,0 +1,228 @@
+//! When each call ran: per-call times rebuilt from lossy codes or exact
+//! times, on one clock for all ranks.
+//!
+//! Each rank's times are ticks since its origin; the rank's clock maps
+//! them to its CLOCK_MONOTONIC nanoseconds, and its offsets to rank 0's
+//! clock (measured at MPI_Init and MPI_Finalize, linear in between:
+//! offset and drift) map those to rank 0's. Times are then given from the
+//! run's start, the earliest origin of any rank.
+
+use mpigram_mpispec::{FUNCS, decode_signature};
+use mpigram_trace::timing::{Bins, LossyClock, decode_exact};
+use mpigram_trace::{ClockSync, RankMeta, RankPart, Trace};
+
+/// When a call ran, in nanoseconds from the run's start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Span {
+    pub start_ns: i64,
+    pub end_ns: i64,
+}
+
+/// Which recorded times to use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// Exact times where recorded, else lossy ones.
+    Best,
+    Lossy,
+    Lossless,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TimelineError {
+    #[error(
+        "rank {rank} has aggregated timing only (per signature, not per call); record with MPIGRAM_TIMING=lossy or MPIGRAM_TIMING=lossless"
+    )]
+    Aggregated { rank: u32 },
+    #[error("rank {rank} has no {which} timing (it has {has})")]
+    Missing {
+        rank: u32,
+        which: &'static str,
+        has: String,
+    },
+    #[error("rank {rank}: {message}")]
+    Bad { rank: u32, message: String },
+}
+
+/// A rank's clock: its ticks to rank 0's nanoseconds.
+#[derive(Clone, Debug)]
+pub struct RankClock {
+    start_ns: f64,
+    ns_per_tick: f64,
+    sync: Vec<ClockSync>,
+}
+
+impl RankClock {
+    pub fn of(meta: &RankMeta) -> RankClock {
+        RankClock {
+            start_ns: meta.start_ns as f64,
+            ns_per_tick: meta.ns_per_tick,
+            sync: meta.clock_sync.clone(),
+        }
+    }
+
+    /// Rank 0's clock at `ticks` after this rank's origin, in nanoseconds.
+    pub fn global_ns(&self, ticks: u64) -> f64 {
+        let local = self.start_ns + ticks as f64 * self.ns_per_tick;
+        local - self.offset_at(local)
+    }
+
+    /// This clock minus rank 0's at local time `local`: the measured
+    /// offset, interpolated (and extrapolated) linearly between the first
+    /// and last measurement.
+    fn offset_at(&self, local: f64) -> f64 {
+        match (self.sync.first(), self.sync.last()) {
+            (Some(a), Some(b)) if b.at_ns > a.at_ns => {
+                let drift = (b.offset_ns - a.offset_ns) as f64 / (b.at_ns - a.at_ns) as f64;
+                a.offset_ns as f64 + (local - a.at_ns as f64) * drift
+            }
+            (Some(a), _) => a.offset_ns as f64,
+            _ => 0.0,
+        }
+    }
+
+    /// How far the offsets may be off, in nanoseconds.
+    pub fn uncertainty_ns(&self) -> u64 {
+        self.sync.iter().map(|s| s.error_ns).max().unwrap_or(0)
+    }
+}
+
+/// The run's start on rank 0's clock: the earliest origin of any rank.
+pub fn run_start_ns(trace: &Trace) -> f64 {
+    trace
+        .ranks
+        .iter()
+        .map(|r| RankClock::of(&r.meta).global_ns(0))
+        .fold(f64::INFINITY, f64::min)
+}
+
+/// When each call of `part` ran, from `source`: one span per call, in
+/// call order (fewer than its calls only if the rank was killed after its
+/// last checkpoint), in nanoseconds from the run's start `run_start_ns`.
+pub fn rank_times(
+    trace: &Trace,
+    part: &RankPart,
+    source: Source,
+    run_start_ns: f64,
+) -> Result<Vec<Span>, TimelineError> {
+    let meta = &part.meta;
+    let rank = meta.rank;
+    let use_exact = match source {
+        Source::Best => meta.timing.lossless,
+        Source::Lossless => true,
+        Source::Lossy => false,
+    };
+    if !meta.timing.per_call() {
+        return Err(TimelineError::Aggregated { rank });
+    }
+    let ticks = if use_exact {
+        if !meta.timing.lossless {
+            return Err(missing(meta, "lossless"));
+        }
+        decode_exact(&part.exact).map_err(|e| TimelineError::Bad {
+            rank,
+            message: e.to_string(),
+        })?
+    } else {
+        lossy_ticks(trace, meta).map_err(|message| match message {
+            None => missing(meta, "lossy"),
+            Some(message) => TimelineError::Bad { rank, message },
+        })?
+    };
+    let clock = RankClock::of(meta);
+    let at = |t: u64| (clock.global_ns(t) - run_start_ns).round() as i64;
+    Ok(ticks
+        .into_iter()
+        .map(|(s, e)| Span {
+            start_ns: at(s),
+            end_ns: at(e),
+        })
+        .collect())
+}
+
+fn missing(meta: &RankMeta, which: &'static str) -> TimelineError {
+    TimelineError::Missing {
+        rank: meta.rank,
+        which,
+        has: meta.timing.describe(),
+    }
+}
+
+/// The rank's lossy times in ticks; `Err(None)` if it has none.
+fn lossy_ticks(trace: &Trace, meta: &RankMeta) -> Result<Vec<(u64, u64)>, Option<String>> {
+    let bases = meta.timing.lossy.as_ref().ok_or(None)?;
+    // The bins of each signature's function.
+    let mut bins: Vec<Bins> = Vec::new();
+    let mut bins_of: Vec<Option<usize>> = vec![None; trace.signatures.len()];
+    let rank = meta.rank;
+    let calls = trace.grammar.expand(rank).into_iter().flatten();
+    let intervals = trace.intervals.expand(rank).into_iter().flatten();
+    let durations = trace.durations.expand(rank).into_iter().flatten();
+    let mut clock = LossyClock::default();
+    let mut out = Vec::new();
+    for ((terminal, i), d) in calls.zip(intervals).zip(durations) {
+        let slot = bins_of
+            .get_mut(terminal as usize)
+            .ok_or_else(|| Some(format!("call {terminal} is not a signature")))?;
+        let b = match *slot {
+            Some(b) => b,
+            None => {
+                let sig = decode_signature(&trace.signatures[terminal as usize])
+                    .map_err(|e| Some(format!("bad signature {terminal}: {e}")))?;
+                let base = bases.of(FUNCS[sig.func as usize].name);
+                let b = match bins.iter().position(|b| b.base() == base) {
+                    Some(b) => b,
+                    None => {
+                        bins.push(Bins::new(base).map_err(Some)?);
+                        bins.len() - 1
+                    }
+                };
+                *slot = Some(b);
+                b
+            }
+        };
+        let (start, end) = clock
+            .decode(&bins[b], i, d)
+            .ok_or_else(|| Some(format!("lossy codes {i}, {d} are no bins")))?;
+        out.push((start, end));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets_and_drift_map_a_clock_to_rank_0s() {
+        let meta = |sync| RankClock {
+            start_ns: 1_000.0,
+            ns_per_tick: 0.5,
+            sync,
+        };
+        let none = meta(vec![]);
+        assert_eq!(none.global_ns(2_000), 2_000.0);
+        let fixed = meta(vec![ClockSync {
+            at_ns: 0,
+            offset_ns: 300,
+            error_ns: 5,
+        }]);
+        assert_eq!(fixed.global_ns(2_000), 1_700.0);
+        assert_eq!(fixed.uncertainty_ns(), 5);
+        // 100 ns of drift over 10 µs.
+        let drifting = meta(vec![
+            ClockSync {
+                at_ns: 0,
+                offset_ns: 300,
+                error_ns: 5,
+            },
+            ClockSync {
+                at_ns: 10_000,
+                offset_ns: 400,
+                error_ns: 9,
+            },
+        ]);
+        assert_eq!(drifting.global_ns(18_000), 10_000.0 - 400.0);
+        assert_eq!(drifting.global_ns(8_000), 5_000.0 - 350.0);
+        assert_eq!(drifting.uncertainty_ns(), 9);
+    }
+}

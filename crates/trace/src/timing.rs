@@ -1,0 +1,332 @@
+//! Per-call timing: what the lossy and lossless modes store, and how times
+//! are rebuilt from it. The tracer encodes with these types and the
+//! readers decode with them, so both sides agree by construction.
+//!
+//! Times are clock ticks since the rank's origin (when its tracer
+//! started); [`RankMeta::ns_per_tick`](crate::RankMeta) converts them.
+//! Each call has an *interval* (from the end of the previous call to its
+//! start) and a *duration*.
+//!
+//! **Lossy.** Each value is replaced by the code of its bin: bin `c`
+//! holds the values from `lower[c]` up to the next bin's lower edge, and
+//! decodes to `lower[c]`. The edges are 0, 1, 2, ... while they are closer
+//! than the base `b` allows, then grow by `b` each (`floor(lower · b)`,
+//! in IEEE arithmetic, the same on every machine), so a decoded value `v`
+//! of a true `x` has `x / b < v <= x`: codes are `ceil(log_b x)` up to the
+//! one-off of which edge a bin is named by. Durations are coded as they
+//! are; an interval is measured from the *decoded* end of the previous
+//! call, so that decoding never runs behind by more than the error of the
+//! last few values — there is no drift however many calls there are. Every
+//! decoded time `t'` of a true time `t` then has `t - (b - 1) · M <= t' <=
+//! t`, where `M` is the longest time from one call's end to the next's
+//! end (by induction: an end's error `e` feeds the next interval, and the
+//! next end's error is below `(1 - 1/b) (M + e)`, whose fixed point is
+//! `(b - 1) M`).
+//! Both code streams are grammar-compressed like the calls.
+//!
+//! **Lossless.** Intervals and durations as zig-zag varints, in blocks of
+//! [`EXACT_BLOCK_CALLS`] calls, each block's two columns zstd-compressed.
+
+use mpigram_varint::{ByteReader, DecodeError, PutVarint};
+
+/// The base of the lossy bins unless `MPIGRAM_TIMING_BASE` says otherwise.
+pub const DEFAULT_BASE: f64 = 1.1;
+
+/// Largest base accepted: coarser bins than that say nothing.
+pub const MAX_BASE: f64 = 16.0;
+
+/// Smallest base accepted: finer bins cost more codes than exact times.
+pub const MIN_BASE: f64 = 1.0001;
+
+/// No base has this many codes (the smallest has about 450,000).
+pub const MAX_CODES: u32 = 1 << 20;
+
+/// The bins of one base.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bins {
+    base: f64,
+    /// Lower edge of each bin; strictly increasing from 0.
+    lower: Vec<u64>,
+}
+
+/// Whether `base` is a base lossy timing accepts.
+pub fn check_base(base: f64) -> Result<(), String> {
+    if (MIN_BASE..=MAX_BASE).contains(&base) {
+        Ok(())
+    } else {
+        Err(format!(
+            "timing base {base} is outside {MIN_BASE}..={MAX_BASE}"
+        ))
+    }
+}
+
+impl Bins {
+    pub fn new(base: f64) -> Result<Bins, String> {
+        check_base(base)?;
+        let mut lower = vec![0, 1];
+        loop {
+            let last = *lower.last().expect("starts with two edges");
+            let next = (last as f64 * base).floor();
+            if next >= 2f64.powi(64) {
+                break;
+            }
+            lower.push((next as u64).max(last + 1));
+        }
+        Ok(Bins { base, lower })
+    }
+
+    pub fn base(&self) -> f64 {
+        self.base
+    }
+
+    /// Number of codes.
+    pub fn len(&self) -> usize {
+        self.lower.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.lower.is_empty()
+    }
+
+    /// The code of `x`: its bin.
+    #[inline]
+    pub fn code(&self, x: u64) -> u32 {
+        (self.lower.partition_point(|&v| v <= x) - 1) as u32
+    }
+
+    /// The value code `code` decodes to; `None` if it is no code.
+    #[inline]
+    pub fn value(&self, code: u32) -> Option<u64> {
+        self.lower.get(code as usize).copied()
+    }
+}
+
+/// Where lossy coding stands on one rank: the decoded end of the last
+/// call. The tracer and the readers step it alike.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LossyClock {
+    end: u64,
+}
+
+impl LossyClock {
+    /// Codes (interval, duration) of a call from `start` to `end`.
+    #[inline]
+    pub fn encode(&mut self, bins: &Bins, start: u64, end: u64) -> (u32, u32) {
+        let interval = bins.code(start.saturating_sub(self.end));
+        let duration = bins.code(end.saturating_sub(start));
+        self.end += bins.lower[interval as usize] + bins.lower[duration as usize];
+        (interval, duration)
+    }
+
+    /// The decoded (start, end) of a call with codes (interval, duration);
+    /// `None` if a code is no code of `bins`.
+    pub fn decode(&mut self, bins: &Bins, interval: u32, duration: u32) -> Option<(u64, u64)> {
+        let start = self.end.checked_add(bins.value(interval)?)?;
+        let end = start.checked_add(bins.value(duration)?)?;
+        self.end = end;
+        Some((start, end))
+    }
+}
+
+/// Calls per block of lossless timing.
+pub const EXACT_BLOCK_CALLS: u32 = 1 << 16;
+
+/// zstd level of lossless blocks: fast, for the tracer compresses them
+/// while the application runs.
+const EXACT_ZSTD_LEVEL: i32 = 1;
+
+/// Lossless timing of one rank, as it is recorded.
+#[derive(Clone, Debug, Default)]
+pub struct ExactWriter {
+    /// Finished blocks, as stored.
+    blocks: Vec<u8>,
+    /// The block being filled: its two columns.
+    intervals: Vec<u8>,
+    durations: Vec<u8>,
+    in_block: u32,
+    last_end: u64,
+}
+
+impl ExactWriter {
+    /// Records a call from `start` to `end`.
+    #[inline]
+    pub fn push(&mut self, start: u64, end: u64) {
+        self.intervals
+            .put_i64(start.wrapping_sub(self.last_end) as i64);
+        self.durations.put_i64(end.wrapping_sub(start) as i64);
+        self.last_end = end;
+        self.in_block += 1;
+        if self.in_block == EXACT_BLOCK_CALLS {
+            let block = compress_block(self.in_block, &self.intervals, &self.durations);
+            self.blocks.extend_from_slice(&block);
+            self.intervals.clear();
+            self.durations.clear();
+            self.in_block = 0;
+        }
+    }
+
+    /// Everything recorded so far, as stored (the writer goes on).
+    pub fn bytes(&self) -> Vec<u8> {
+        let mut out = self.blocks.clone();
+        if self.in_block > 0 {
+            out.extend_from_slice(&compress_block(
+                self.in_block,
+                &self.intervals,
+                &self.durations,
+            ));
+        }
+        out
+    }
+}
+
+/// A block: its number of calls, then its compressed columns (the
+/// intervals' length, the intervals, the durations).
+fn compress_block(calls: u32, intervals: &[u8], durations: &[u8]) -> Vec<u8> {
+    let mut raw = Vec::with_capacity(intervals.len() + durations.len() + 10);
+    raw.put_u64(intervals.len() as u64);
+    raw.extend_from_slice(intervals);
+    raw.extend_from_slice(durations);
+    let packed = zstd::bulk::compress(&raw, EXACT_ZSTD_LEVEL).unwrap_or_default();
+    let mut out = Vec::with_capacity(packed.len() + 16);
+    out.put_u32(calls);
+    out.put_u64(raw.len() as u64);
+    out.put_blob(&packed);
+    out
+}
+
+/// Why stored lossless timing cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ExactError {
+    #[error(transparent)]
+    Bytes(#[from] DecodeError),
+    #[error("a block of exact times does not decompress: {0}")]
+    Zstd(String),
+    #[error("a block of exact times holds {found} calls, not {expected}")]
+    Count { expected: u32, found: u64 },
+}
+
+/// Largest decompressed block: a block's varints are at most 10 bytes a
+/// value, so a larger claim is damage, refused before it takes memory.
+const MAX_BLOCK_BYTES: u64 = 20 * EXACT_BLOCK_CALLS as u64 + 16;
+
+/// Decodes stored lossless timing: (start, end) of every call, in ticks
+/// since the origin.
+pub fn decode_exact(bytes: &[u8]) -> Result<Vec<(u64, u64)>, ExactError> {
+    let mut r = ByteReader::new(bytes);
+    let mut times = Vec::new();
+    let mut last_end = 0u64;
+    while r.remaining() > 0 {
+        let calls = r.u32()?;
+        let raw_len = r.u64()?;
+        let packed = r.blob()?;
+        if raw_len > MAX_BLOCK_BYTES || calls > EXACT_BLOCK_CALLS {
+            return Err(ExactError::Zstd(format!(
+                "a block claims {calls} calls in {raw_len} bytes"
+            )));
+        }
+        let raw = zstd::bulk::decompress(packed, raw_len as usize)
+            .map_err(|e| ExactError::Zstd(e.to_string()))?;
+        let mut b = ByteReader::new(&raw);
+        let split = b.u64()? as usize;
+        let rest = &raw[b.position()..];
+        let (Some(intervals), Some(durations)) = (rest.get(..split), rest.get(split..)) else {
+            return Err(ExactError::Zstd(
+                "the interval column overruns the block".into(),
+            ));
+        };
+        let (mut i, mut d) = (ByteReader::new(intervals), ByteReader::new(durations));
+        for n in 0..calls {
+            if i.remaining() == 0 || d.remaining() == 0 {
+                return Err(ExactError::Count {
+                    expected: calls,
+                    found: n.into(),
+                });
+            }
+            let start = last_end.wrapping_add(i.i64()? as u64);
+            let end = start.wrapping_add(d.i64()? as u64);
+            times.push((start, end));
+            last_end = end;
+        }
+        i.finish()?;
+        d.finish()?;
+    }
+    Ok(times)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn small_values_are_exact_and_large_ones_within_the_base() {
+        let bins = Bins::new(1.1).unwrap();
+        for x in 0..=10 {
+            assert_eq!(bins.value(bins.code(x)), Some(x), "{x}");
+        }
+        for x in [11u64, 99, 1_000, 123_456_789, 1 << 40, u64::MAX] {
+            let v = bins.value(bins.code(x)).unwrap();
+            assert!(v <= x && (x as f64) < v as f64 * 1.1 + 1.0, "{x} -> {v}");
+        }
+        assert!(bins.len() < 500, "{} codes", bins.len());
+        assert!(Bins::new(1.0).is_err() && Bins::new(f64::NAN).is_err());
+        assert!(Bins::new(17.0).is_err());
+    }
+
+    proptest! {
+        /// The bound of the module's doc, on random call sequences: every
+        /// decoded time is early by at most (b - 1) times the longest
+        /// end-to-end time so far, and never late.
+        #[test]
+        fn lossy_times_never_drift(
+            base in 1.01f64..3.0,
+            calls in prop::collection::vec((0u64..5_000_000, 0u64..5_000_000), 1..2_000),
+        ) {
+            let bins = Bins::new(base).unwrap();
+            let (mut enc, mut dec) = (LossyClock::default(), LossyClock::default());
+            let (mut now, mut longest) = (0u64, 0u64);
+            for (gap, len) in calls {
+                let start = now + gap;
+                let end = start + len;
+                longest = longest.max(end - now);
+                now = end;
+                let (i, d) = enc.encode(&bins, start, end);
+                let (s, e) = dec.decode(&bins, i, d).unwrap();
+                let slack = (base - 1.0) * longest as f64 + 1.0;
+                prop_assert!(s <= start && (start - s) as f64 <= slack, "start {start} -> {s}");
+                prop_assert!(e <= end && (end - e) as f64 <= slack, "end {end} -> {e}");
+                prop_assert!((e - s) as f64 * base + 1.0 >= len as f64, "duration {len} -> {}", e - s);
+            }
+        }
+
+        #[test]
+        fn exact_times_read_back(
+            calls in prop::collection::vec((0u64..1 << 40, 0u64..1 << 40), 0..3_000),
+        ) {
+            let mut w = ExactWriter::default();
+            let mut expected = Vec::new();
+            let mut now = 0u64;
+            for (gap, len) in calls {
+                let start = now + gap;
+                now = start + len;
+                w.push(start, now);
+                expected.push((start, now));
+            }
+            prop_assert_eq!(decode_exact(&w.bytes()).unwrap(), expected);
+        }
+    }
+
+    #[test]
+    fn exact_blocks_fill_and_continue() {
+        let mut w = ExactWriter::default();
+        let n = EXACT_BLOCK_CALLS as u64 * 2 + 7;
+        for k in 0..n {
+            w.push(10 * k + 3, 10 * k + 8);
+        }
+        let times = decode_exact(&w.bytes()).unwrap();
+        assert_eq!(times.len() as u64, n);
+        assert_eq!(times[70_000], (700_003, 700_008));
+        let bytes = w.bytes();
+        assert!(decode_exact(&bytes[..bytes.len() - 1]).is_err());
+    }
+}

@@ -1,0 +1,167 @@
+//! Each rank's clock against rank 0's, measured at MPI_Init and again at
+//! MPI_Finalize, so that readers put all ranks on one clock (offset and
+//! drift) and a message never seems to arrive before it was sent.
+//!
+//! The ranks form a binomial tree: in step k (bit = 2^k), each rank below
+//! `bit` measures the rank `bit` above it. A measurement is a few ping-pong
+//! round trips: the parent notes its clock before sending and after the
+//! reply, the child puts its clock in the reply, and the round trip with
+//! the shortest time gives the estimate (the child's clock read at the
+//! middle of it) and its error (half that round trip). The parent then
+//! sends the child its offset to rank 0 (the parent's own plus the
+//! measured one) and the sum of the errors along the way. log2(P) steps,
+//! each a few microseconds on a fast network.
+//!
+//! Every rank takes part (the job-wide `MPIGRAM_OFF` skips it on every
+//! rank alike), on the tracer's own duplicate of MPI_COMM_WORLD, with
+//! every message completed.
+
+use crate::abi::{
+    MPI_COMM_NULL, MPI_COMM_WORLD, MPI_Comm, MPI_INT64_T, MPI_STATUS_IGNORE, MPI_SUCCESS,
+};
+use crate::clock::monotonic_ns;
+use mpigram_trace::ClockSync;
+use std::ffi::{c_int, c_void};
+use std::sync::Mutex;
+
+/// Round trips per measurement: the shortest is kept.
+const ROUNDS: usize = 12;
+
+const TAG: c_int = 0x6d67;
+
+/// The tracer's duplicate of MPI_COMM_WORLD, from MPI_Init to MPI_Finalize.
+static COMM: Mutex<Option<MPI_Comm>> = Mutex::new(None);
+
+/// At MPI_Init (which succeeded): duplicates MPI_COMM_WORLD for the
+/// tracer and measures this rank's clock.
+pub fn at_init() {
+    if crate::call::env_says_off() {
+        return;
+    }
+    let mut comm = MPI_COMM_NULL;
+    // SAFETY: MPI is initialised; the new handle goes to a local.
+    if unsafe { crate::pmpi::MPI_Comm_dup()(MPI_COMM_WORLD, &mut comm) } != MPI_SUCCESS {
+        return;
+    }
+    *lock() = Some(comm);
+    measure_and_keep(comm);
+}
+
+/// At MPI_Finalize, before the merge: measures again, and frees the
+/// tracer's communicator.
+pub fn at_finalize() {
+    let Some(mut comm) = lock().take() else {
+        return;
+    };
+    measure_and_keep(comm);
+    // SAFETY: the tracer's own communicator, freed once.
+    unsafe { crate::pmpi::MPI_Comm_free()(&mut comm) };
+}
+
+fn measure_and_keep(comm: MPI_Comm) {
+    if let Some(sync) = measure(comm) {
+        crate::tracer::with(|t| t.clock_sync.push(sync));
+    }
+}
+
+fn lock() -> std::sync::MutexGuard<'static, Option<MPI_Comm>> {
+    COMM.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// This rank's clock against rank 0's over `comm`; `None` if MPI failed.
+fn measure(comm: MPI_Comm) -> Option<ClockSync> {
+    let (mut rank, mut size) = (0, 0);
+    // SAFETY: PMPI queries on a valid communicator, into locals.
+    unsafe {
+        if crate::pmpi::MPI_Comm_rank()(comm, &mut rank) != MPI_SUCCESS
+            || crate::pmpi::MPI_Comm_size()(comm, &mut size) != MPI_SUCCESS
+        {
+            return None;
+        }
+    }
+    // Rank 0 is the reference: offset 0, no error. An error of
+    // UNKNOWN says a measurement on the way failed; the rank still serves
+    // its children, who would otherwise wait forever.
+    let mut mine = [0i64, 0i64];
+    let mut bit = 1;
+    while bit < size {
+        if rank < bit && rank + bit < size {
+            let [offset, error] = mine;
+            let result = match (ping(comm, rank + bit), error) {
+                (Some([est, half_rtt]), 0..) => [offset + est, error + half_rtt],
+                _ => [0, UNKNOWN],
+            };
+            send(comm, rank + bit, result);
+        } else if rank >= bit && rank < 2 * bit {
+            pong(comm, rank - bit);
+            mine = recv(comm, rank - bit).unwrap_or([0, UNKNOWN]);
+        }
+        bit *= 2;
+    }
+    let [offset_ns, error_ns] = mine;
+    (error_ns >= 0).then(|| ClockSync {
+        at_ns: monotonic_ns(),
+        offset_ns,
+        error_ns: error_ns as u64,
+    })
+}
+
+/// The error of an offset that could not be measured.
+const UNKNOWN: i64 = -1;
+
+/// The parent's side: (child's clock minus ours, half the best round trip).
+fn ping(comm: MPI_Comm, child: c_int) -> Option<[i64; 2]> {
+    let mut best = [0, i64::MAX];
+    for _ in 0..ROUNDS {
+        let t1 = monotonic_ns() as i64;
+        send(comm, child, [t1, 0]);
+        let [theirs, _] = recv(comm, child)?;
+        let t2 = monotonic_ns() as i64;
+        let half = (t2 - t1) / 2;
+        if half < best[1] {
+            best = [theirs - (t1 + half), half];
+        }
+    }
+    Some(best)
+}
+
+/// The child's side: answers each ping with its clock.
+fn pong(comm: MPI_Comm, parent: c_int) {
+    for _ in 0..ROUNDS {
+        let _ = recv(comm, parent);
+        send(comm, parent, [monotonic_ns() as i64, 0]);
+    }
+}
+
+fn send(comm: MPI_Comm, to: c_int, words: [i64; 2]) {
+    // SAFETY: a two-element buffer, alive during the blocking send. A
+    // failure shows at the receiver.
+    unsafe {
+        crate::pmpi::MPI_Send()(
+            words.as_ptr().cast::<c_void>(),
+            2,
+            MPI_INT64_T,
+            to,
+            TAG,
+            comm,
+        );
+    }
+}
+
+fn recv(comm: MPI_Comm, from: c_int) -> Option<[i64; 2]> {
+    let mut words = [0i64; 2];
+    // SAFETY: a two-element buffer, alive during the blocking receive.
+    let rc = unsafe {
+        crate::pmpi::MPI_Recv()(
+            words.as_mut_ptr().cast::<c_void>(),
+            2,
+            MPI_INT64_T,
+            from,
+            TAG,
+            comm,
+            MPI_STATUS_IGNORE,
+        )
+    };
+    (rc == MPI_SUCCESS).then_some(words)
+}
