@@ -1,14 +1,15 @@
 //! `mpigram`: trace an MPI program, and read its trace. A thin layer:
 //! arguments in, library calls, text out.
 
-use anyhow::{Context, Result, bail};
-use clap::{Parser, Subcommand, ValueEnum};
-use mpigram_analysis::decode::RankDecoder;
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
 use mpigram_analysis::summary::TraceSummary;
 use mpigram_trace::Trace;
-use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
+
+mod decode;
+mod progress;
 
 #[derive(Parser)]
 #[command(
@@ -31,29 +32,25 @@ enum Cmd {
         /// Number of ranks.
         #[arg(short, long, default_value_t = 1)]
         n: u32,
+        /// Per-call timing: aggregated (per signature only), lossy,
+        /// lossless, or lossy,lossless (sets MPIGRAM_TIMING).
+        #[arg(long)]
+        timing: Option<String>,
+        /// Lossy timing's base, with per-function overrides:
+        /// `1.1,MPI_Wait=1.5` (sets MPIGRAM_TIMING_BASE).
+        #[arg(long)]
+        timing_base: Option<String>,
         /// The program and its arguments.
         #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
         program: Vec<String>,
     },
     /// Print the path of libmpigram.so, for LD_PRELOAD with any launcher.
     Lib,
-    /// Print every call of every rank with every argument.
-    Decode {
-        trace: PathBuf,
-        /// Only this rank.
-        #[arg(long)]
-        rank: Option<u32>,
-        #[arg(long, value_enum, default_value_t = Format::Text)]
-        format: Format,
-    },
+    /// Print every call of every rank with every argument (and its
+    /// times, with per-call timing).
+    Decode(decode::Args),
     /// Summarise a trace: ranks, calls, signatures, grammar sizes, bytes.
     Info { trace: PathBuf },
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum Format {
-    Text,
-    Jsonl,
 }
 
 fn main() -> ExitCode {
@@ -63,16 +60,24 @@ fn main() -> ExitCode {
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let cli = Cli::parse();
     let result = match cli.command {
-        Cmd::Run { out, n, program } => run(&out, n, &program),
+        Cmd::Run {
+            out,
+            n,
+            timing,
+            timing_base,
+            program,
+        } => {
+            let settings = [
+                ("MPIGRAM_TIMING", timing),
+                ("MPIGRAM_TIMING_BASE", timing_base),
+            ];
+            run(&out, n, &settings, &program)
+        }
         Cmd::Lib => library().map(|lib| {
             println!("{}", lib.display());
             ExitCode::SUCCESS
         }),
-        Cmd::Decode {
-            trace,
-            rank,
-            format,
-        } => decode(&trace, rank, format).map(|()| ExitCode::SUCCESS),
+        Cmd::Decode(args) => decode::run(&args).map(|()| ExitCode::SUCCESS),
         Cmd::Info { trace } => info(&trace).map(|()| ExitCode::SUCCESS),
     };
     result.unwrap_or_else(|e| {
@@ -100,7 +105,14 @@ fn library() -> Result<PathBuf> {
         })
 }
 
-fn run(out: &Path, n: u32, program: &[String]) -> Result<ExitCode> {
+/// Runs `program` on `n` ranks under the tracer, writing to `out`, with
+/// the tracer's `settings` (variable, value if set).
+fn run(
+    out: &Path,
+    n: u32,
+    settings: &[(&str, Option<String>)],
+    program: &[String],
+) -> Result<ExitCode> {
     let lib = library()?;
     std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
     clear_old_trace(out)?;
@@ -116,6 +128,12 @@ fn run(out: &Path, n: u32, program: &[String]) -> Result<ExitCode> {
         .args(["-n", &n.to_string()])
         .args(["-genv", "LD_PRELOAD", &preload])
         .args(["-genv", "MPIGRAM_OUT", &out.display().to_string()])
+        .args(
+            settings
+                .iter()
+                .filter_map(|(var, value)| Some(["-genv", var, value.as_deref()?]))
+                .flatten(),
+        )
         .args(program)
         .env_remove("LD_PRELOAD")
         .status()
@@ -146,43 +164,6 @@ fn clear_old_trace(dir: &Path) -> Result<()> {
                 .with_context(|| format!("cannot remove {}", path.display()))?;
         }
     }
-    Ok(())
-}
-
-fn decode(dir: &Path, rank: Option<u32>, format: Format) -> Result<()> {
-    let trace = match rank {
-        Some(r) => Trace::open_rank(dir, r)?,
-        None => Trace::open(dir)?,
-    };
-    if let Some(r) = rank {
-        if !trace.ranks.iter().any(|t| t.meta.rank == r) {
-            bail!(
-                "{}: no rank {r} (the trace has ranks {})",
-                dir.display(),
-                rank_list(&trace)
-            );
-        }
-    }
-    warn_if_partial(&trace);
-    let stdout = std::io::stdout();
-    let mut out = BufWriter::new(stdout.lock());
-    for part in trace
-        .ranks
-        .iter()
-        .filter(|t| rank.is_none_or(|r| t.meta.rank == r))
-    {
-        for call in RankDecoder::new(&trace, part) {
-            let call = call?;
-            let line = match format {
-                Format::Text => call.to_text(),
-                Format::Jsonl => call.to_json().to_string(),
-            };
-            if writeln!(out, "{line}").is_err() {
-                return Ok(()); // the reader went away (e.g. `| head`)
-            }
-        }
-    }
-    out.flush().ok();
     Ok(())
 }
 
@@ -226,7 +207,7 @@ fn info(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-fn warn_if_partial(trace: &Trace) {
+pub(crate) fn warn_if_partial(trace: &Trace) {
     for r in trace.ranks.iter().filter(|r| !r.meta.ending.is_complete()) {
         eprintln!(
             "mpigram: partial trace: rank {} {}",
@@ -236,7 +217,7 @@ fn warn_if_partial(trace: &Trace) {
     }
 }
 
-fn rank_list(trace: &Trace) -> String {
+pub(crate) fn rank_list(trace: &Trace) -> String {
     trace
         .ranks
         .iter()

@@ -84,6 +84,60 @@ fn run_traces_every_rank_and_decode_prints_every_call() {
     assert!(one.lines().count() > 2);
 }
 
+/// `--timing lossless` records every call's times; `decode -o FILE`
+/// writes them with each call, in order, each call after the last ended.
+#[test]
+fn decode_writes_each_calls_times_to_a_file() {
+    mpi_available().unwrap();
+    let exe = compile("timing").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("trace");
+    let traced = mpigram(&[
+        "run",
+        "-o",
+        out.to_str().unwrap(),
+        "-n",
+        "2",
+        "--timing",
+        "lossless",
+        "--",
+        exe.to_str().unwrap(),
+        "20",
+    ]);
+    assert!(traced.status.success(), "{}", text(&traced.stderr));
+    let file = dir.path().join("calls.jsonl");
+    let decoded = mpigram(&[
+        "decode",
+        out.to_str().unwrap(),
+        "--format",
+        "jsonl",
+        "-o",
+        file.to_str().unwrap(),
+    ]);
+    assert!(decoded.status.success(), "{}", text(&decoded.stderr));
+    assert!(decoded.stdout.is_empty() && decoded.stderr.is_empty());
+    let calls: Vec<serde_json::Value> = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut last_end = [i64::MIN; 2];
+    for c in &calls {
+        let rank = c["rank"].as_u64().unwrap() as usize;
+        let (start, end) = (
+            c["start_ns"].as_i64().unwrap(),
+            c["end_ns"].as_i64().unwrap(),
+        );
+        assert!(last_end[rank] <= start && start <= end, "{c}");
+        last_end[rank] = end;
+    }
+    // Rank 0 sends rank 1 twenty messages: a ring Sendrecv and an
+    // Allreduce on both, around MPI_Init, the queries and MPI_Finalize.
+    let sends = calls.iter().filter(|c| c["func"] == "MPI_Send").count();
+    assert_eq!(sends, 20);
+    assert!(calls.len() > 2 * 40, "{} calls", calls.len());
+}
+
 #[test]
 fn run_passes_on_the_programs_failure() {
     mpi_available().unwrap();
