@@ -5,9 +5,11 @@ mod common;
 
 use common::sample;
 use mpigram_grammar::Sequitur;
-use mpigram_trace::{RANKS_PER_CHUNK, RankTrace, Trace};
+use mpigram_trace::timing::{Bins, DEFAULT_BASE, ExactWriter, LossyClock, decode_exact};
+use mpigram_trace::{Bases, CallTimes, RANKS_PER_CHUNK, RankTrace, Timing, Trace};
 
-/// Rank `rank` of `n`: the sample, every third rank with a longer loop.
+/// Rank `rank` of `n`: the sample, every third rank with a longer loop;
+/// every other rank with per-call times, lossy and exact.
 fn rank(rank: u32, n: u32) -> RankTrace {
     let mut t = sample(rank);
     t.meta.world_size = n;
@@ -22,7 +24,39 @@ fn rank(rank: u32, n: u32) -> RankTrace {
         t.stats.iter_mut().for_each(|s| s.count = 70);
         t.meta.calls = 140;
     }
+    if rank % 2 == 1 {
+        let calls = t.grammar.stream_len(rank).unwrap();
+        let bins = Bins::new(DEFAULT_BASE).unwrap();
+        let (mut clock, mut exact) = (LossyClock::default(), ExactWriter::default());
+        let (mut intervals, mut durations) = (Sequitur::new(), Sequitur::new());
+        for k in 0..calls {
+            let start = 1_000 * k + u64::from(rank);
+            let (i, d) = clock.encode(&bins, start, start + 300 + k % 11);
+            intervals.push(i);
+            durations.push(d);
+            exact.push(start, start + 300 + k % 11);
+        }
+        t.meta.timing = Timing {
+            lossy: Some(Bases::parse("").unwrap()),
+            lossless: true,
+        };
+        t.times = CallTimes {
+            intervals: intervals.grammar(rank),
+            durations: durations.grammar(rank),
+            exact: exact.bytes(),
+        };
+    }
     t
+}
+
+/// Rank `r`'s per-call times as a trace holds them.
+fn times(t: &Trace, r: u32) -> (Vec<u32>, Vec<u32>, Vec<(u64, u64)>) {
+    let codes = |g: &mpigram_grammar::Grammar| g.expand(r).into_iter().flatten().collect();
+    (
+        codes(&t.intervals),
+        codes(&t.durations),
+        decode_exact(&t.rank(r).unwrap().exact).unwrap(),
+    )
 }
 
 fn merged(n: u32) -> Trace {
@@ -51,6 +85,17 @@ fn a_merged_trace_reads_back_whole_and_one_rank_at_a_time() {
         let original = rank(r, n);
         assert!(whole.calls(r).eq(original.calls()), "rank {r}");
         assert_eq!(whole.rank(r).unwrap().meta, original.meta);
+        let (i, d, e) = times(&whole, r);
+        let codes = |g: &mpigram_grammar::Grammar| -> Vec<u32> {
+            g.expand(r).into_iter().flatten().collect()
+        };
+        assert_eq!(i, codes(&original.times.intervals), "rank {r}");
+        assert_eq!(d, codes(&original.times.durations), "rank {r}");
+        assert_eq!(e, decode_exact(&original.times.exact).unwrap(), "rank {r}");
+        assert_eq!(
+            e.len() as u64,
+            if r % 2 == 1 { original.meta.calls } else { 0 }
+        );
     }
 
     // One rank alone: its chunk of per-rank data, one stream.
@@ -68,6 +113,7 @@ fn a_merged_trace_reads_back_whole_and_one_rank_at_a_time() {
         assert_eq!(&one.ranks[0], whole.rank(r).unwrap());
         assert_eq!(one.grammar.streams().len(), 1);
         assert!(one.calls(r).eq(whole.calls(r)), "rank {r}");
+        assert_eq!(times(&one, r), times(&whole, r), "rank {r}");
     }
     // A rank the file does not hold: the whole directory, without it.
     let other = Trace::open_rank(dir.path(), n + 7).unwrap();
