@@ -146,7 +146,7 @@ mod tests {
             },
             stats: Vec::new(),
             comms,
-            exact: Vec::new(),
+            times: Default::default(),
         }
     }
 
@@ -169,8 +169,6 @@ mod tests {
             signatures: Vec::new(),
             grammar: Grammar::empty(),
             ranks,
-            intervals: Grammar::empty(),
-            durations: Grammar::empty(),
         }
     }
 

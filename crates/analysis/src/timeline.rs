@@ -8,7 +8,7 @@
 //! run's start, the earliest origin of any rank.
 
 use mpigram_mpispec::{FUNCS, decode_signature};
-use mpigram_trace::timing::{Bins, LossyClock, decode_exact};
+use mpigram_trace::timing::{Bins, LossyClock, decode_columns, decode_exact};
 use mpigram_trace::{ClockSync, RankMeta, RankPart, Trace};
 
 /// When a call ran, in nanoseconds from the run's start.
@@ -118,12 +118,12 @@ pub fn rank_times(
         if !meta.timing.lossless {
             return Err(missing(meta, "lossless"));
         }
-        decode_exact(&part.exact).map_err(|e| TimelineError::Bad {
+        decode_exact(&part.times.exact).map_err(|e| TimelineError::Bad {
             rank,
             message: e.to_string(),
         })?
     } else {
-        lossy_ticks(trace, meta).map_err(|message| match message {
+        lossy_ticks(trace, part).map_err(|message| match message {
             None => missing(meta, "lossy"),
             Some(message) => TimelineError::Bad { rank, message },
         })?
@@ -148,18 +148,18 @@ fn missing(meta: &RankMeta, which: &'static str) -> TimelineError {
 }
 
 /// The rank's lossy times in ticks; `Err(None)` if it has none.
-fn lossy_ticks(trace: &Trace, meta: &RankMeta) -> Result<Vec<(u64, u64)>, Option<String>> {
+fn lossy_ticks(trace: &Trace, part: &RankPart) -> Result<Vec<(u64, u64)>, Option<String>> {
+    let meta = &part.meta;
     let bases = meta.timing.lossy.as_ref().ok_or(None)?;
+    let codes = decode_columns(&part.times.lossy).map_err(|e| Some(e.to_string()))?;
     // The bins of each signature's function.
     let mut bins: Vec<Bins> = Vec::new();
     let mut bins_of: Vec<Option<usize>> = vec![None; trace.signatures.len()];
     let rank = meta.rank;
     let calls = trace.grammar.expand(rank).into_iter().flatten();
-    let intervals = trace.intervals.expand(rank).into_iter().flatten();
-    let durations = trace.durations.expand(rank).into_iter().flatten();
     let mut clock = LossyClock::default();
-    let mut out = Vec::new();
-    for ((terminal, i), d) in calls.zip(intervals).zip(durations) {
+    let mut out = Vec::with_capacity(codes.len());
+    for (terminal, (i, d)) in calls.zip(codes) {
         let slot = bins_of
             .get_mut(terminal as usize)
             .ok_or_else(|| Some(format!("call {terminal} is not a signature")))?;
@@ -180,9 +180,12 @@ fn lossy_ticks(trace: &Trace, meta: &RankMeta) -> Result<Vec<(u64, u64)>, Option
                 b
             }
         };
-        let (start, end) = clock
-            .decode(&bins[b], i, d)
-            .ok_or_else(|| Some(format!("lossy codes {i}, {d} are no bins")))?;
+        let no_bin = || Some(format!("lossy codes {i}, {d} are no bins"));
+        let (i, d) = (
+            u32::try_from(i).map_err(|_| no_bin())?,
+            u32::try_from(d).map_err(|_| no_bin())?,
+        );
+        let (start, end) = clock.decode(&bins[b], i, d).ok_or_else(no_bin)?;
         out.push((start, end));
     }
     Ok(out)

@@ -6,7 +6,7 @@ use mpigram_mpispec::{
     BufferRef, Enc, FUNCS, FuncId, HandleRef, Rank, RequestRef, Signature, Status, Value,
     func_by_name,
 };
-use mpigram_trace::timing::{Bins, DEFAULT_BASE, ExactWriter, LossyClock};
+use mpigram_trace::timing::{Bins, ColumnWriter, DEFAULT_BASE, ExactWriter, LossyClock};
 use mpigram_trace::{
     Bases, CallStats, CallTimes, ClockSync, CommEntry, Ending, RankMeta, RankTrace, Timing,
 };
@@ -273,20 +273,21 @@ pub fn sample_rank_trace(rank: u32) -> RankTrace {
 /// (base [`DEFAULT_BASE`]) and exactly.
 fn sample_times(rank: u32, calls: u64) -> CallTimes {
     let bins = Bins::new(DEFAULT_BASE).expect("the default base is valid");
-    let (mut clock, mut exact) = (LossyClock::default(), ExactWriter::default());
-    let (mut intervals, mut durations) = (Sequitur::new(), Sequitur::new());
-    let mut now = 0;
+    let (mut clock, mut codes, mut exact) = (
+        LossyClock::default(),
+        ColumnWriter::default(),
+        ExactWriter::default(),
+    );
+    let mut now = u64::from(rank);
     for k in 0..calls {
         let start = now + 100 + k % 7;
         now = start + 2_000 + (k * k) % 300;
         let (i, d) = clock.encode(&bins, start, now);
-        intervals.push(i);
-        durations.push(d);
+        codes.push(i.into(), d.into());
         exact.push(start, now);
     }
     CallTimes {
-        intervals: intervals.grammar(rank),
-        durations: durations.grammar(rank),
+        lossy: codes.bytes(),
         exact: exact.bytes(),
     }
 }

@@ -45,11 +45,9 @@ pub mod section {
     pub const COMMS: u32 = 6;
     /// Whole-run file: the ranks it holds, as arithmetic progressions.
     pub const RANKS: u32 = 7;
-    /// Lossy timing: grammar of the interval codes (see `timing`).
-    pub const LOSSY_INTERVALS: u32 = 8;
-    /// Lossy timing: grammar of the duration codes.
-    pub const LOSSY_DURATIONS: u32 = 9;
-    /// Lossless timing: the blocks of exact times.
+    /// Lossy timing: blocks of interval and duration codes (see `timing`).
+    pub const LOSSY_TIMES: u32 = 8;
+    /// Lossless timing: blocks of exact intervals and durations.
     pub const EXACT_TIMES: u32 = 10;
 
     /// A section kind's name, for people.
@@ -62,8 +60,7 @@ pub mod section {
             CALL_STATS => "CALL_STATS",
             COMMS => "COMMS",
             RANKS => "RANKS",
-            LOSSY_INTERVALS => "LOSSY_INTERVALS",
-            LOSSY_DURATIONS => "LOSSY_DURATIONS",
+            LOSSY_TIMES => "LOSSY_TIMES",
             EXACT_TIMES => "EXACT_TIMES",
             _ => "unknown",
         }

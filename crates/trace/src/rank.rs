@@ -92,25 +92,14 @@ pub struct RankTrace {
     pub times: CallTimes,
 }
 
-/// Per-call timing of one rank (see [`crate::timing`]): grammars of the
-/// lossy codes, whose one stream is the rank, and the stored exact times.
+/// Per-call timing of one rank, as stored (see [`crate::timing`]): the
+/// blocks of lossy codes and of exact times, each empty if not recorded.
 /// Each covers the first calls of the rank (all of them, unless the rank
 /// was killed after its last checkpoint).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CallTimes {
-    pub intervals: Grammar,
-    pub durations: Grammar,
+    pub lossy: Vec<u8>,
     pub exact: Vec<u8>,
-}
-
-impl Default for CallTimes {
-    fn default() -> CallTimes {
-        CallTimes {
-            intervals: Grammar::empty(),
-            durations: Grammar::empty(),
-            exact: Vec::new(),
-        }
-    }
 }
 
 impl RankTrace {
@@ -144,37 +133,18 @@ impl RankTrace {
             (section::CALL_STATS, 0, stats.as_slice(), Codec::Zstd).into(),
             (section::COMMS, 0, comms.as_slice(), Codec::Zstd).into(),
         ];
-        let (intervals, durations) = (self.times.intervals.encode(), self.times.durations.encode());
-        if self.meta.timing.lossy.is_some() {
-            sections.push(
-                (
-                    section::LOSSY_INTERVALS,
-                    0,
-                    intervals.as_slice(),
-                    Codec::Zstd,
-                )
-                    .into(),
-            );
-            sections.push(
-                (
-                    section::LOSSY_DURATIONS,
-                    0,
-                    durations.as_slice(),
-                    Codec::Zstd,
-                )
-                    .into(),
-            );
-        }
-        if self.meta.timing.lossless {
-            sections.push(
-                (
-                    section::EXACT_TIMES,
-                    0,
-                    self.times.exact.as_slice(),
-                    Codec::Raw,
-                )
-                    .into(),
-            );
+        let timing = &self.meta.timing;
+        for (recorded, kind, bytes) in [
+            (
+                timing.lossy.is_some(),
+                section::LOSSY_TIMES,
+                &self.times.lossy,
+            ),
+            (timing.lossless, section::EXACT_TIMES, &self.times.exact),
+        ] {
+            if recorded {
+                sections.push((kind, 0, bytes.as_slice(), Codec::Raw).into());
+            }
         }
         let file_flags = if self.meta.ending.is_complete() {
             0
@@ -211,7 +181,7 @@ impl RankTrace {
         let mut r = ByteReader::new(&bytes);
         let comms = decode_comms(&mut r).map_err(bad("COMMS"))?;
         r.finish().map_err(bad("COMMS"))?;
-        let times = read_times(&file, &meta.timing, &name, 1)?;
+        let times = read_times(&file, &meta.timing)?;
         let trace = RankTrace {
             meta,
             signatures,
@@ -241,8 +211,7 @@ impl RankTrace {
                 self.stats.len()
             ));
         }
-        let calls = self.grammar.stream_len(self.meta.rank).unwrap_or(0);
-        check_times(&self.times, self.meta.rank, calls, &self.meta.timing)
+        Ok(())
     }
 
     /// The rank's calls, as signature bytes, in order.
@@ -256,70 +225,16 @@ impl RankTrace {
 }
 
 /// Reads the per-call timing sections that `timing` says the file has
-/// (index 0; code grammars of up to `max_streams` streams).
-pub(crate) fn read_times(
-    file: &TraceFile,
-    timing: &Timing,
-    name: &str,
-    max_streams: usize,
-) -> Result<CallTimes, Error> {
+/// (index 0).
+pub(crate) fn read_times(file: &TraceFile, timing: &Timing) -> Result<CallTimes, Error> {
     let mut times = CallTimes::default();
     if timing.lossy.is_some() {
-        let grammar = |kind, what| {
-            Grammar::decode_streams(&file.section(kind, 0)?, max_streams)
-                .map_err(|e| Error::payload(name, what, e))
-        };
-        times.intervals = grammar(section::LOSSY_INTERVALS, "LOSSY_INTERVALS")?;
-        times.durations = grammar(section::LOSSY_DURATIONS, "LOSSY_DURATIONS")?;
+        times.lossy = file.section(section::LOSSY_TIMES, 0)?.into_owned();
     }
     if timing.lossless {
         times.exact = file.section(section::EXACT_TIMES, 0)?.into_owned();
     }
     Ok(times)
-}
-
-/// A rank's lossy timing must fit its calls: as many intervals as
-/// durations, at most one of each per call, and codes a bin can have.
-fn check_times(times: &CallTimes, rank: u32, calls: u64, timing: &Timing) -> Result<(), String> {
-    if timing.lossy.is_none() {
-        return Ok(());
-    }
-    check_codes(&times.intervals)?;
-    check_codes(&times.durations)?;
-    check_code_streams(&times.intervals, &times.durations, rank, calls)
-}
-
-/// Rank `rank` has equally many interval and duration codes, at most its
-/// `calls`.
-pub(crate) fn check_code_streams(
-    intervals: &Grammar,
-    durations: &Grammar,
-    rank: u32,
-    calls: u64,
-) -> Result<(), String> {
-    let (i, d) = (
-        intervals.stream_len(rank).unwrap_or(0),
-        durations.stream_len(rank).unwrap_or(0),
-    );
-    if i != d || i > calls {
-        return Err(format!(
-            "rank {rank}: {i} lossy intervals and {d} durations for {calls} calls"
-        ));
-    }
-    Ok(())
-}
-
-/// Every terminal of a grammar of lossy codes is a code some base has.
-pub(crate) fn check_codes(codes: &Grammar) -> Result<(), String> {
-    for body in codes.rules() {
-        if let Some(run) = body
-            .iter()
-            .find(|r| matches!(r.symbol, Symbol::Terminal(t) if t >= crate::timing::MAX_CODES))
-        {
-            return Err(format!("lossy code {:?} is no bin", run.symbol));
-        }
-    }
-    Ok(())
 }
 
 /// The file's name, if it is of kind `kind` (`what` names the kind in the

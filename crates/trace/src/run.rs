@@ -12,7 +12,7 @@
 //! reach MPI_Finalize, or runs with the merge turned off).
 
 use crate::rank::{decode_comms, decode_stats, encode_comms, encode_stats};
-use crate::{CallStats, CommEntry, Error, RankMeta, RankTrace, section};
+use crate::{CallStats, CallTimes, CommEntry, Error, RankMeta, RankTrace, section};
 use mpigram_format::{Codec, NewSection, TraceFile, flags};
 use mpigram_grammar::{Grammar, Progression, StreamId, share_across_streams, union};
 use mpigram_varint::{ByteReader, PutVarint};
@@ -37,8 +37,8 @@ pub struct RankPart {
     pub stats: Vec<(u32, CallStats)>,
     /// The rank's place in its communicators, in call order.
     pub comms: Vec<CommEntry>,
-    /// Stored exact times of its calls (lossless timing), else empty.
-    pub exact: Vec<u8>,
+    /// Its per-call times, as stored (empty where not recorded).
+    pub times: CallTimes,
 }
 
 /// The trace of a run (or of the ranks merged so far).
@@ -52,10 +52,6 @@ pub struct Trace {
     pub grammar: Grammar,
     /// Ranks in rank order.
     pub ranks: Vec<RankPart>,
-    /// Lossy timing: every rank's interval and duration codes (stream `r`
-    /// is rank `r`; ranks without lossy timing have none).
-    pub intervals: Grammar,
-    pub durations: Grammar,
 }
 
 impl Trace {
@@ -76,10 +72,8 @@ impl Trace {
                 meta: rank.meta,
                 stats,
                 comms: rank.comms,
-                exact: rank.times.exact,
+                times: rank.times,
             }],
-            intervals: rank.times.intervals,
-            durations: rank.times.durations,
         }
     }
 
@@ -117,9 +111,8 @@ impl Trace {
             .grammar
             .with_terminals(|t| renumber[t as usize])
             .map_err(|e| e.to_string())?;
-        unite(&mut self.grammar, theirs)?;
-        unite(&mut self.intervals, other.intervals)?;
-        unite(&mut self.durations, other.durations)?;
+        let ours = std::mem::replace(&mut self.grammar, Grammar::empty());
+        self.grammar = union(&[ours, theirs]).map_err(|e| e.to_string())?;
         for mut part in other.ranks {
             for (t, _) in &mut part.stats {
                 *t = renumber[*t as usize];
@@ -137,12 +130,10 @@ impl Trace {
             return Ok(());
         };
         self.ranks.remove(i);
-        for g in [&mut self.grammar, &mut self.intervals, &mut self.durations] {
-            let all = std::mem::replace(g, Grammar::empty());
-            *g = all
-                .without_streams(|s| s == rank)
-                .map_err(|e| e.to_string())?;
-        }
+        let grammar = std::mem::replace(&mut self.grammar, Grammar::empty());
+        self.grammar = grammar
+            .without_streams(|s| s == rank)
+            .map_err(|e| e.to_string())?;
         Ok(())
     }
 
@@ -235,16 +226,14 @@ impl Trace {
             (section::SIGNATURES, 0, signatures),
             (section::GRAMMAR, 0, self.grammar.encode()),
         ];
-        if self.ranks.iter().any(|r| r.meta.timing.lossy.is_some()) {
-            out.push((section::LOSSY_INTERVALS, 0, self.intervals.encode()));
-            out.push((section::LOSSY_DURATIONS, 0, self.durations.encode()));
-        }
+        let lossy = self.ranks.iter().any(|r| r.meta.timing.lossy.is_some());
         let lossless = self.ranks.iter().any(|r| r.meta.timing.lossless);
         for (chunk, parts) in self.ranks.chunks(RANKS_PER_CHUNK).enumerate() {
             let (mut metas, mut stats, mut comms) = (Vec::new(), Vec::new(), Vec::new());
-            let mut exact = Vec::new();
+            let (mut lossy_times, mut exact_times) = (Vec::new(), Vec::new());
             for r in parts {
-                exact.put_blob(&r.exact);
+                lossy_times.put_blob(&r.times.lossy);
+                exact_times.put_blob(&r.times.exact);
                 metas.put_blob(&r.meta.encode());
                 let mut last = 0;
                 stats.put_u64(r.stats.len() as u64);
@@ -259,8 +248,11 @@ impl Trace {
             out.push((section::META, chunk, metas));
             out.push((section::CALL_STATS, chunk, stats));
             out.push((section::COMMS, chunk, comms));
+            if lossy {
+                out.push((section::LOSSY_TIMES, chunk, lossy_times));
+            }
             if lossless {
-                out.push((section::EXACT_TIMES, chunk, exact));
+                out.push((section::EXACT_TIMES, chunk, exact_times));
             }
         }
         out
@@ -318,19 +310,6 @@ impl Trace {
             None => Grammar::decode_streams(&grammar_bytes, max_streams),
         }
         .map_err(|e| Error::payload(&name, "GRAMMAR", e))?;
-        let codes = |kind, what| -> Result<Grammar, Error> {
-            if file.find(kind, 0).is_none() {
-                return Ok(Grammar::empty());
-            }
-            let bytes = file.section(kind, 0)?;
-            match only {
-                Some(rank) => Grammar::decode_stream(&bytes, max_streams, rank),
-                None => Grammar::decode_streams(&bytes, max_streams),
-            }
-            .map_err(|e| Error::payload(&name, what, e))
-        };
-        let intervals = codes(section::LOSSY_INTERVALS, "LOSSY_INTERVALS")?;
-        let durations = codes(section::LOSSY_DURATIONS, "LOSSY_DURATIONS")?;
         let mut ranks = Vec::new();
         for chunk in chunks {
             let index = u32::try_from(chunk)
@@ -347,8 +326,6 @@ impl Trace {
             signatures,
             grammar,
             ranks,
-            intervals,
-            durations,
         };
         let expected: Vec<u32> = match only {
             Some(rank) => vec![rank],
@@ -395,12 +372,6 @@ impl Trace {
         }
         let n = self.signatures.len();
         crate::rank::check_terminals(&self.grammar, n)?;
-        crate::rank::check_codes(&self.intervals)?;
-        crate::rank::check_codes(&self.durations)?;
-        for r in self.ranks.iter().filter(|r| r.meta.timing.lossy.is_some()) {
-            let calls = self.grammar.stream_len(r.meta.rank).unwrap_or(0);
-            crate::rank::check_code_streams(&self.intervals, &self.durations, r.meta.rank, calls)?;
-        }
         if let Some(r) = self
             .ranks
             .iter()
@@ -517,24 +488,20 @@ impl Trace {
     }
 }
 
-/// Unites `theirs` into `ours` (see [`union`]).
-fn unite(ours: &mut Grammar, theirs: Grammar) -> Result<(), String> {
-    let mine = std::mem::replace(ours, Grammar::empty());
-    *ours = union(&[mine, theirs]).map_err(|e| e.to_string())?;
-    Ok(())
-}
-
 /// The parts of the `n` ranks of chunk `index`: META, CALL_STATS and COMMS.
 fn read_chunk(file: &TraceFile, index: u32, n: usize, name: &str) -> Result<Vec<RankPart>, Error> {
     let bad = |section| crate::rank::bad_section(name, section);
     let metas_bytes = file.section(section::META, index)?;
     let stats_bytes = file.section(section::CALL_STATS, index)?;
     let comms_bytes = file.section(section::COMMS, index)?;
-    let exact_bytes = match file.find(section::EXACT_TIMES, index) {
-        Some(_) => file.section(section::EXACT_TIMES, index)?,
-        None => Default::default(),
+    let timing_bytes = |kind| match file.find(kind, index) {
+        Some(_) => file.section(kind, index),
+        None => Ok(Default::default()),
     };
-    let mut exacts = ByteReader::new(&exact_bytes);
+    let lossy_bytes = timing_bytes(section::LOSSY_TIMES)?;
+    let exact_bytes = timing_bytes(section::EXACT_TIMES)?;
+    let mut lossy = ByteReader::new(&lossy_bytes);
+    let mut exact = ByteReader::new(&exact_bytes);
     let (mut metas, mut stats, mut comms) = (
         ByteReader::new(&metas_bytes),
         ByteReader::new(&stats_bytes),
@@ -560,32 +527,38 @@ fn read_chunk(file: &TraceFile, index: u32, n: usize, name: &str) -> Result<Vec<
                 })?;
             rank_stats.push((t, decode_stats(&mut stats).map_err(bad("CALL_STATS"))?));
         }
-        let exact = if exact_bytes.is_empty() {
-            Vec::new()
-        } else {
-            exacts.blob().map_err(bad("EXACT_TIMES"))?.to_vec()
-        };
-        if meta.timing.lossless == exact.is_empty() && meta.calls > 0 {
-            let message = format!(
-                "rank {}: lossless timing {} but {} bytes of exact times",
-                meta.rank,
-                if meta.timing.lossless {
-                    "recorded"
-                } else {
-                    "not recorded"
-                },
-                exact.len()
-            );
-            return Err(Error::payload(name, "EXACT_TIMES", message));
+        let mut times = CallTimes::default();
+        for (recorded, reader, stored, what) in [
+            (
+                meta.timing.lossy.is_some(),
+                &mut lossy,
+                &mut times.lossy,
+                "LOSSY_TIMES",
+            ),
+            (
+                meta.timing.lossless,
+                &mut exact,
+                &mut times.exact,
+                "EXACT_TIMES",
+            ),
+        ] {
+            if reader.remaining() > 0 || recorded {
+                *stored = reader.blob().map_err(bad(what))?.to_vec();
+            }
+            if !recorded && !stored.is_empty() {
+                let message = format!("rank {}: times it did not record", meta.rank);
+                return Err(Error::payload(name, what, message));
+            }
         }
         parts.push(RankPart {
             meta,
             stats: rank_stats,
             comms: decode_comms(&mut comms).map_err(bad("COMMS"))?,
-            exact,
+            times,
         });
     }
-    exacts.finish().map_err(bad("EXACT_TIMES"))?;
+    lossy.finish().map_err(bad("LOSSY_TIMES"))?;
+    exact.finish().map_err(bad("EXACT_TIMES"))?;
     metas.finish().map_err(bad("META"))?;
     stats.finish().map_err(bad("CALL_STATS"))?;
     comms.finish().map_err(bad("COMMS"))?;

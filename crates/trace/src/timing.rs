@@ -22,10 +22,15 @@
 //! end (by induction: an end's error `e` feeds the next interval, and the
 //! next end's error is below `(1 - 1/b) (M + e)`, whose fixed point is
 //! `(b - 1) M`).
-//! Both code streams are grammar-compressed like the calls.
 //!
-//! **Lossless.** Intervals and durations as zig-zag varints, in blocks of
-//! [`EXACT_BLOCK_CALLS`] calls, each block's two columns zstd-compressed.
+//! **Lossless.** Intervals and durations in ticks.
+//!
+//! **Storage.** Both modes store two columns of numbers per call (the
+//! codes, or the ticks) as zig-zag varints, in blocks of [`BLOCK_CALLS`]
+//! calls, each block's columns zstd-compressed: recording costs a few
+//! nanoseconds a call. (Sequitur grammars of the codes, as Pilgrim keeps
+//! them, cost 200-300 ns a code here, because jitter makes the codes of
+//! a regular loop irregular, and came out larger than these blocks.)
 
 use mpigram_varint::{ByteReader, DecodeError, PutVarint};
 
@@ -37,9 +42,6 @@ pub const MAX_BASE: f64 = 16.0;
 
 /// Smallest base accepted: finer bins cost more codes than exact times.
 pub const MIN_BASE: f64 = 1.0001;
-
-/// No base has this many codes (the smallest has about 450,000).
-pub const MAX_CODES: u32 = 1 << 20;
 
 /// The bins of one base.
 #[derive(Clone, Debug, PartialEq)]
@@ -128,39 +130,38 @@ impl LossyClock {
     }
 }
 
-/// Calls per block of lossless timing.
-pub const EXACT_BLOCK_CALLS: u32 = 1 << 16;
+/// Calls per block of stored per-call timing.
+pub const BLOCK_CALLS: u32 = 1 << 16;
 
-/// zstd level of lossless blocks: fast, for the tracer compresses them
-/// while the application runs.
-const EXACT_ZSTD_LEVEL: i32 = 1;
+/// zstd level of the blocks: fast, for the tracer compresses them while
+/// the application runs.
+const ZSTD_LEVEL: i32 = 1;
 
-/// Lossless timing of one rank, as it is recorded.
+/// Two columns of numbers per call, stored in compressed blocks as they
+/// are recorded: the interval and duration codes of lossy timing, or the
+/// intervals and durations in ticks of lossless timing.
 #[derive(Clone, Debug, Default)]
-pub struct ExactWriter {
+pub struct ColumnWriter {
     /// Finished blocks, as stored.
     blocks: Vec<u8>,
     /// The block being filled: its two columns.
-    intervals: Vec<u8>,
-    durations: Vec<u8>,
+    first: Vec<u8>,
+    second: Vec<u8>,
     in_block: u32,
-    last_end: u64,
 }
 
-impl ExactWriter {
-    /// Records a call from `start` to `end`.
+impl ColumnWriter {
+    /// Appends one call's two numbers.
     #[inline]
-    pub fn push(&mut self, start: u64, end: u64) {
-        self.intervals
-            .put_i64(start.wrapping_sub(self.last_end) as i64);
-        self.durations.put_i64(end.wrapping_sub(start) as i64);
-        self.last_end = end;
+    pub fn push(&mut self, a: u64, b: u64) {
+        self.first.put_i64(a as i64);
+        self.second.put_i64(b as i64);
         self.in_block += 1;
-        if self.in_block == EXACT_BLOCK_CALLS {
-            let block = compress_block(self.in_block, &self.intervals, &self.durations);
+        if self.in_block == BLOCK_CALLS {
+            let block = compress_block(self.in_block, &self.first, &self.second);
             self.blocks.extend_from_slice(&block);
-            self.intervals.clear();
-            self.durations.clear();
+            self.first.clear();
+            self.second.clear();
             self.in_block = 0;
         }
     }
@@ -169,24 +170,43 @@ impl ExactWriter {
     pub fn bytes(&self) -> Vec<u8> {
         let mut out = self.blocks.clone();
         if self.in_block > 0 {
-            out.extend_from_slice(&compress_block(
-                self.in_block,
-                &self.intervals,
-                &self.durations,
-            ));
+            out.extend_from_slice(&compress_block(self.in_block, &self.first, &self.second));
         }
         out
     }
 }
 
-/// A block: its number of calls, then its compressed columns (the
-/// intervals' length, the intervals, the durations).
-fn compress_block(calls: u32, intervals: &[u8], durations: &[u8]) -> Vec<u8> {
-    let mut raw = Vec::with_capacity(intervals.len() + durations.len() + 10);
-    raw.put_u64(intervals.len() as u64);
-    raw.extend_from_slice(intervals);
-    raw.extend_from_slice(durations);
-    let packed = zstd::bulk::compress(&raw, EXACT_ZSTD_LEVEL).unwrap_or_default();
+/// Lossless timing of one rank, as it is recorded: each call's interval
+/// since the previous call's end and its duration, in ticks.
+#[derive(Clone, Debug, Default)]
+pub struct ExactWriter {
+    columns: ColumnWriter,
+    last_end: u64,
+}
+
+impl ExactWriter {
+    /// Records a call from `start` to `end`.
+    #[inline]
+    pub fn push(&mut self, start: u64, end: u64) {
+        self.columns
+            .push(start.wrapping_sub(self.last_end), end.wrapping_sub(start));
+        self.last_end = end;
+    }
+
+    /// Everything recorded so far, as stored.
+    pub fn bytes(&self) -> Vec<u8> {
+        self.columns.bytes()
+    }
+}
+
+/// A block: its number of calls, its raw length, then its compressed
+/// columns (the first column's length, the first, the second).
+fn compress_block(calls: u32, first: &[u8], second: &[u8]) -> Vec<u8> {
+    let mut raw = Vec::with_capacity(first.len() + second.len() + 10);
+    raw.put_u64(first.len() as u64);
+    raw.extend_from_slice(first);
+    raw.extend_from_slice(second);
+    let packed = zstd::bulk::compress(&raw, ZSTD_LEVEL).unwrap_or_default();
     let mut out = Vec::with_capacity(packed.len() + 16);
     out.put_u32(calls);
     out.put_u64(raw.len() as u64);
@@ -194,63 +214,72 @@ fn compress_block(calls: u32, intervals: &[u8], durations: &[u8]) -> Vec<u8> {
     out
 }
 
-/// Why stored lossless timing cannot be read.
+/// Why stored per-call timing cannot be read.
 #[derive(Debug, thiserror::Error)]
-pub enum ExactError {
+pub enum BlockError {
     #[error(transparent)]
     Bytes(#[from] DecodeError),
-    #[error("a block of exact times does not decompress: {0}")]
+    #[error("a block of per-call times does not decompress: {0}")]
     Zstd(String),
-    #[error("a block of exact times holds {found} calls, not {expected}")]
+    #[error("a block of per-call times holds {found} calls, not {expected}")]
     Count { expected: u32, found: u64 },
 }
 
 /// Largest decompressed block: a block's varints are at most 10 bytes a
 /// value, so a larger claim is damage, refused before it takes memory.
-const MAX_BLOCK_BYTES: u64 = 20 * EXACT_BLOCK_CALLS as u64 + 16;
+const MAX_BLOCK_BYTES: u64 = 20 * BLOCK_CALLS as u64 + 16;
 
-/// Decodes stored lossless timing: (start, end) of every call, in ticks
-/// since the origin.
-pub fn decode_exact(bytes: &[u8]) -> Result<Vec<(u64, u64)>, ExactError> {
+/// Decodes stored columns: each call's two numbers.
+pub fn decode_columns(bytes: &[u8]) -> Result<Vec<(u64, u64)>, BlockError> {
     let mut r = ByteReader::new(bytes);
-    let mut times = Vec::new();
-    let mut last_end = 0u64;
+    let mut out = Vec::new();
     while r.remaining() > 0 {
         let calls = r.u32()?;
         let raw_len = r.u64()?;
         let packed = r.blob()?;
-        if raw_len > MAX_BLOCK_BYTES || calls > EXACT_BLOCK_CALLS {
-            return Err(ExactError::Zstd(format!(
+        if raw_len > MAX_BLOCK_BYTES || calls > BLOCK_CALLS {
+            return Err(BlockError::Zstd(format!(
                 "a block claims {calls} calls in {raw_len} bytes"
             )));
         }
         let raw = zstd::bulk::decompress(packed, raw_len as usize)
-            .map_err(|e| ExactError::Zstd(e.to_string()))?;
+            .map_err(|e| BlockError::Zstd(e.to_string()))?;
         let mut b = ByteReader::new(&raw);
         let split = b.u64()? as usize;
         let rest = &raw[b.position()..];
-        let (Some(intervals), Some(durations)) = (rest.get(..split), rest.get(split..)) else {
-            return Err(ExactError::Zstd(
-                "the interval column overruns the block".into(),
+        let (Some(first), Some(second)) = (rest.get(..split), rest.get(split..)) else {
+            return Err(BlockError::Zstd(
+                "the first column overruns the block".into(),
             ));
         };
-        let (mut i, mut d) = (ByteReader::new(intervals), ByteReader::new(durations));
+        let (mut a, mut b) = (ByteReader::new(first), ByteReader::new(second));
         for n in 0..calls {
-            if i.remaining() == 0 || d.remaining() == 0 {
-                return Err(ExactError::Count {
+            if a.remaining() == 0 || b.remaining() == 0 {
+                return Err(BlockError::Count {
                     expected: calls,
                     found: n.into(),
                 });
             }
-            let start = last_end.wrapping_add(i.i64()? as u64);
-            let end = start.wrapping_add(d.i64()? as u64);
-            times.push((start, end));
-            last_end = end;
+            out.push((a.i64()? as u64, b.i64()? as u64));
         }
-        i.finish()?;
-        d.finish()?;
+        a.finish()?;
+        b.finish()?;
     }
-    Ok(times)
+    Ok(out)
+}
+
+/// Decodes stored lossless timing: (start, end) of every call, in ticks
+/// since the origin.
+pub fn decode_exact(bytes: &[u8]) -> Result<Vec<(u64, u64)>, BlockError> {
+    let mut last_end = 0u64;
+    Ok(decode_columns(bytes)?
+        .into_iter()
+        .map(|(interval, duration)| {
+            let start = last_end.wrapping_add(interval);
+            last_end = start.wrapping_add(duration);
+            (start, last_end)
+        })
+        .collect())
 }
 
 #[cfg(test)]
@@ -319,7 +348,7 @@ mod tests {
     #[test]
     fn exact_blocks_fill_and_continue() {
         let mut w = ExactWriter::default();
-        let n = EXACT_BLOCK_CALLS as u64 * 2 + 7;
+        let n = BLOCK_CALLS as u64 * 2 + 7;
         for k in 0..n {
             w.push(10 * k + 3, 10 * k + 8);
         }

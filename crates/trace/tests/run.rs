@@ -5,7 +5,9 @@ mod common;
 
 use common::sample;
 use mpigram_grammar::Sequitur;
-use mpigram_trace::timing::{Bins, DEFAULT_BASE, ExactWriter, LossyClock, decode_exact};
+use mpigram_trace::timing::{
+    Bins, ColumnWriter, DEFAULT_BASE, ExactWriter, LossyClock, decode_columns, decode_exact,
+};
 use mpigram_trace::{Bases, CallTimes, RANKS_PER_CHUNK, RankTrace, Timing, Trace};
 
 /// Rank `rank` of `n`: the sample, every third rank with a longer loop;
@@ -27,13 +29,15 @@ fn rank(rank: u32, n: u32) -> RankTrace {
     if rank % 2 == 1 {
         let calls = t.grammar.stream_len(rank).unwrap();
         let bins = Bins::new(DEFAULT_BASE).unwrap();
-        let (mut clock, mut exact) = (LossyClock::default(), ExactWriter::default());
-        let (mut intervals, mut durations) = (Sequitur::new(), Sequitur::new());
+        let (mut clock, mut codes, mut exact) = (
+            LossyClock::default(),
+            ColumnWriter::default(),
+            ExactWriter::default(),
+        );
         for k in 0..calls {
             let start = 1_000 * k + u64::from(rank);
             let (i, d) = clock.encode(&bins, start, start + 300 + k % 11);
-            intervals.push(i);
-            durations.push(d);
+            codes.push(i.into(), d.into());
             exact.push(start, start + 300 + k % 11);
         }
         t.meta.timing = Timing {
@@ -41,8 +45,7 @@ fn rank(rank: u32, n: u32) -> RankTrace {
             lossless: true,
         };
         t.times = CallTimes {
-            intervals: intervals.grammar(rank),
-            durations: durations.grammar(rank),
+            lossy: codes.bytes(),
             exact: exact.bytes(),
         };
     }
@@ -50,12 +53,14 @@ fn rank(rank: u32, n: u32) -> RankTrace {
 }
 
 /// Rank `r`'s per-call times as a trace holds them.
-fn times(t: &Trace, r: u32) -> (Vec<u32>, Vec<u32>, Vec<(u64, u64)>) {
-    let codes = |g: &mpigram_grammar::Grammar| g.expand(r).into_iter().flatten().collect();
+/// (lossy codes, exact times) of each call.
+type Times = (Vec<(u64, u64)>, Vec<(u64, u64)>);
+
+fn times(t: &Trace, r: u32) -> Times {
+    let stored = &t.rank(r).unwrap().times;
     (
-        codes(&t.intervals),
-        codes(&t.durations),
-        decode_exact(&t.rank(r).unwrap().exact).unwrap(),
+        decode_columns(&stored.lossy).unwrap(),
+        decode_exact(&stored.exact).unwrap(),
     )
 }
 
@@ -85,17 +90,10 @@ fn a_merged_trace_reads_back_whole_and_one_rank_at_a_time() {
         let original = rank(r, n);
         assert!(whole.calls(r).eq(original.calls()), "rank {r}");
         assert_eq!(whole.rank(r).unwrap().meta, original.meta);
-        let (i, d, e) = times(&whole, r);
-        let codes = |g: &mpigram_grammar::Grammar| -> Vec<u32> {
-            g.expand(r).into_iter().flatten().collect()
-        };
-        assert_eq!(i, codes(&original.times.intervals), "rank {r}");
-        assert_eq!(d, codes(&original.times.durations), "rank {r}");
-        assert_eq!(e, decode_exact(&original.times.exact).unwrap(), "rank {r}");
-        assert_eq!(
-            e.len() as u64,
-            if r % 2 == 1 { original.meta.calls } else { 0 }
-        );
+        let (lossy, exact) = times(&whole, r);
+        assert_eq!(whole.rank(r).unwrap().times, original.times, "rank {r}");
+        let timed = if r % 2 == 1 { original.meta.calls } else { 0 };
+        assert_eq!((lossy.len() as u64, exact.len() as u64), (timed, timed));
     }
 
     // One rank alone: its chunk of per-rank data, one stream.

@@ -1,13 +1,13 @@
 //! One process's record: the call-signature table, the grammar of the
 //! stream of signatures, the aggregated timing of each signature, and
 //! per-call times when `MPIGRAM_TIMING` asks for them. Nothing here
-//! allocates once the program's behaviour has been seen (but for the
-//! per-call times, which grow with the calls unless they repeat).
+//! allocates once the program's behaviour has been seen, but for the
+//! per-call times, which grow with the calls.
 
 use crate::intern::{Interner, same};
-use mpigram_grammar::{Grammar, Sequitur};
+use mpigram_grammar::Sequitur;
 use mpigram_mpispec::{FUNCS, FuncId};
-use mpigram_trace::timing::{Bins, ExactWriter, LossyClock};
+use mpigram_trace::timing::{Bins, ColumnWriter, ExactWriter, LossyClock};
 use mpigram_trace::{CallStats, CallTimes, Timing};
 
 /// Lossy per-call timing being recorded.
@@ -17,8 +17,8 @@ pub struct Lossy {
     /// Index in `bins` of each function's base.
     base_of: Vec<u8>,
     clock: LossyClock,
-    intervals: Sequitur,
-    durations: Sequitur,
+    /// Interval and duration codes.
+    codes: ColumnWriter,
 }
 
 /// Per-call timing being recorded.
@@ -55,8 +55,7 @@ impl PerCall {
                     .collect(),
                 base_of,
                 clock: LossyClock::default(),
-                intervals: Sequitur::new(),
-                durations: Sequitur::new(),
+                codes: ColumnWriter::default(),
             }
         });
         let exact = timing.lossless.then(ExactWriter::default);
@@ -77,28 +76,20 @@ impl PerCall {
         if let Some(l) = &mut self.lossy {
             let bins = &l.bins[l.base_of.get(func as usize).copied().unwrap_or(0) as usize];
             let (i, d) = l.clock.encode(bins, start, end);
-            l.intervals.push(i);
-            l.durations.push(d);
+            l.codes.push(i.into(), d.into());
         }
         if let Some(e) = &mut self.exact {
             e.push(start, end);
         }
     }
 
-    /// What was recorded, as stored; `snapshot` leaves the grammars
-    /// undisturbed (recording goes on).
-    pub fn times(&mut self, rank: u32, snapshot: bool) -> CallTimes {
-        let grammar = |s: &mut Sequitur| match snapshot {
-            true => s.snapshot(rank),
-            false => s.grammar(rank),
-        };
-        let (intervals, durations) = match &mut self.lossy {
-            Some(l) => (grammar(&mut l.intervals), grammar(&mut l.durations)),
-            None => (Grammar::empty(), Grammar::empty()),
-        };
+    /// What was recorded so far, as stored (recording goes on).
+    pub fn times(&self) -> CallTimes {
         CallTimes {
-            intervals,
-            durations,
+            lossy: self
+                .lossy
+                .as_ref()
+                .map_or_else(Vec::new, |l| l.codes.bytes()),
             exact: self
                 .exact
                 .as_ref()

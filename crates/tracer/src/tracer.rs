@@ -267,10 +267,11 @@ impl Tracer {
             .per_call
             .as_ref()
             .map_or_else(Timing::default, |p| p.timing.clone());
-        let times = match &mut self.recorder.per_call {
-            Some(p) => p.times(rank, ending.is_none()),
-            None => Default::default(),
-        };
+        let times = self
+            .recorder
+            .per_call
+            .as_ref()
+            .map_or_else(Default::default, PerCall::times);
         RankTrace {
             meta: RankMeta {
                 rank,
