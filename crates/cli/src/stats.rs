@@ -38,11 +38,19 @@ pub fn run(args: &Args) -> Result<()> {
     let text = if args.json {
         format!("{:#}\n", stats.to_json())
     } else {
-        report(&stats, &args.trace.display().to_string(), args.heatmap.is_some())
+        report(
+            &stats,
+            &args.trace.display().to_string(),
+            args.heatmap.is_some(),
+        )
     };
     let mut out = std::io::stdout().lock();
     // A reader that went away (`| head`) is not an error.
-    if out.write_all(text.as_bytes()).and_then(|()| out.flush()).is_err() {
+    if out
+        .write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .is_err()
+    {
         return Ok(());
     }
     Ok(())
@@ -57,8 +65,10 @@ fn with_progress_bar<T>(work: impl FnOnce(&mut dyn FnMut(u64, u64)) -> T) -> T {
         ProgressBar::hidden()
     };
     bar.set_style(
-        ProgressStyle::with_template("walking calls in order {bar:40} {human_pos}/{human_len} {eta}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        ProgressStyle::with_template(
+            "walking calls in order {bar:40} {human_pos}/{human_len} {eta}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     let result = work(&mut |done, total| {
         bar.set_length(total);
@@ -110,7 +120,10 @@ fn report(stats: &Stats, name: &str, has_heatmap: bool) -> String {
         let widest = rows.iter().map(|r| r.1 + r.2).max().unwrap_or(0).max(1);
         for (i, p2p, coll) in rows {
             let bar = "#".repeat(((p2p + coll) * 30).div_ceil(widest) as usize);
-            line(format!("{:<24} {p2p:>14} {coll:>14}  {bar}", bucket_label(i)));
+            line(format!(
+                "{:<24} {p2p:>14} {coll:>14}  {bar}",
+                bucket_label(i)
+            ));
         }
         if h.p2p_unknown + h.collective_unknown > 0 {
             line(format!(

@@ -60,7 +60,10 @@ enum Shape {
 
 /// Writes the heat map to `path`, as SVG or PNG by its extension.
 pub fn write(matrix: &CommMatrix, path: &Path) -> Result<()> {
-    let ext = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
     let bytes = match ext.as_deref() {
         Some("svg") => {
             let (w, h, shapes) = layout(matrix)?;
@@ -70,7 +73,10 @@ pub fn write(matrix: &CommMatrix, path: &Path) -> Result<()> {
             let (w, h, shapes) = layout(matrix)?;
             png(w, h, &shapes)?
         }
-        _ => bail!("--heatmap {}: the file name must end in .svg or .png", path.display()),
+        _ => bail!(
+            "--heatmap {}: the file name must end in .svg or .png",
+            path.display()
+        ),
     };
     std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))
 }
@@ -137,7 +143,12 @@ fn layout(matrix: &CommMatrix) -> Result<(usize, usize, Vec<Shape>)> {
         Anchor::Start,
     ));
 
-    let bytes: Vec<u64> = matrix.pairs.values().map(|t| t.bytes).filter(|&b| b > 0).collect();
+    let bytes: Vec<u64> = matrix
+        .pairs
+        .values()
+        .map(|t| t.bytes)
+        .filter(|&b| b > 0)
+        .collect();
     let (min, max) = (
         bytes.iter().copied().min().unwrap_or(0),
         bytes.iter().copied().max().unwrap_or(0),
@@ -166,8 +177,18 @@ fn layout(matrix: &CommMatrix) -> Result<(usize, usize, Vec<Shape>)> {
     let step = tick_step(n);
     for r in (0..n).step_by(step as usize) {
         let centre = cell * (f64::from(r) + 0.5);
-        shapes.push(text(left + centre, top + grid + 4.0 + TEXT, r.to_string(), Anchor::Middle));
-        shapes.push(text(left - 6.0, top + centre + TEXT / 2.0, r.to_string(), Anchor::End));
+        shapes.push(text(
+            left + centre,
+            top + grid + 4.0 + TEXT,
+            r.to_string(),
+            Anchor::Middle,
+        ));
+        shapes.push(text(
+            left - 6.0,
+            top + centre + TEXT / 2.0,
+            r.to_string(),
+            Anchor::End,
+        ));
     }
     shapes.push(text(
         left + grid / 2.0,
@@ -186,7 +207,12 @@ fn layout(matrix: &CommMatrix) -> Result<(usize, usize, Vec<Shape>)> {
     // Legend: the colour bar, most bytes at the top, and an empty swatch.
     let bar_h = 180.0;
     let steps = 60;
-    shapes.push(text(legend_x, top - 8.0, "bytes (log)".into(), Anchor::Start));
+    shapes.push(text(
+        legend_x,
+        top - 8.0,
+        "bytes (log)".into(),
+        Anchor::Start,
+    ));
     for i in 0..steps {
         let t = 1.0 - (f64::from(i) + 0.5) / f64::from(steps);
         let b = if max > min {
@@ -204,12 +230,22 @@ fn layout(matrix: &CommMatrix) -> Result<(usize, usize, Vec<Shape>)> {
     }
     let label_x = legend_x + 26.0;
     if bytes.is_empty() {
-        shapes.push(text(label_x, top + TEXT, "no messages".into(), Anchor::Start));
+        shapes.push(text(
+            label_x,
+            top + TEXT,
+            "no messages".into(),
+            Anchor::Start,
+        ));
     } else {
         shapes.push(text(label_x, top + TEXT, human_bytes(max), Anchor::Start));
         if max > min {
             let mid = ((min as f64) * (max as f64)).sqrt() as u64;
-            shapes.push(text(label_x, top + bar_h / 2.0 + TEXT / 2.0, human_bytes(mid), Anchor::Start));
+            shapes.push(text(
+                label_x,
+                top + bar_h / 2.0 + TEXT / 2.0,
+                human_bytes(mid),
+                Anchor::Start,
+            ));
             shapes.push(text(label_x, top + bar_h, human_bytes(min), Anchor::Start));
         }
     }
@@ -220,7 +256,12 @@ fn layout(matrix: &CommMatrix) -> Result<(usize, usize, Vec<Shape>)> {
         h: 14.0,
         fill: EMPTY,
     });
-    shapes.push(text(label_x, top + bar_h + 30.0, "none".into(), Anchor::Start));
+    shapes.push(text(
+        label_x,
+        top + bar_h + 30.0,
+        "none".into(),
+        Anchor::Start,
+    ));
     Ok((width, height, shapes))
 }
 
@@ -274,7 +315,9 @@ fn svg(width: usize, height: usize, shapes: &[Shape]) -> String {
 }
 
 fn escape(text: &str) -> String {
-    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 /// An RGB image being drawn.
@@ -389,7 +432,11 @@ mod tests {
     fn the_scale_runs_from_light_to_dark_over_the_bytes_seen() {
         assert_eq!(colour(10, 10, 1000), SCALE[0]);
         assert_eq!(colour(1000, 10, 1000), SCALE[4]);
-        assert_eq!(colour(100, 10, 1000), SCALE[2], "log scale: 100 is half way");
+        assert_eq!(
+            colour(100, 10, 1000),
+            SCALE[2],
+            "log scale: 100 is half way"
+        );
         assert_eq!(colour(5, 5, 5), SCALE[4], "one value: the darkest");
         let lightness = |c: Rgb| c.iter().map(|&v| u32::from(v)).sum::<u32>();
         let mut last = u32::MAX;
@@ -422,7 +469,10 @@ mod tests {
             .collect();
         assert_eq!(
             cells,
-            [(80.0 + 160.0, 60.0, SCALE[0]), (80.0 + 320.0, 60.0 + 480.0, SCALE[4])]
+            [
+                (80.0 + 160.0, 60.0, SCALE[0]),
+                (80.0 + 320.0, 60.0 + 480.0, SCALE[4])
+            ]
         );
         let labels: Vec<&str> = shapes
             .iter()
@@ -447,7 +497,10 @@ mod tests {
         ));
         let reader = decoder.read_info().unwrap();
         let (w, h, _) = layout(&m).unwrap();
-        assert_eq!((reader.info().width, reader.info().height), (w as u32, h as u32));
+        assert_eq!(
+            (reader.info().width, reader.info().height),
+            (w as u32, h as u32)
+        );
         let svg_path = dir.path().join("m.svg");
         write(&m, &svg_path).unwrap();
         let text = std::fs::read_to_string(&svg_path).unwrap();
@@ -457,7 +510,10 @@ mod tests {
             60.0 + 2.0 * 213.0,
             hex(SCALE[4])
         );
-        assert!(text.contains(&cell), "the 800 B cell from rank 2 to 0: {cell}");
+        assert!(
+            text.contains(&cell),
+            "the 800 B cell from rank 2 to 0: {cell}"
+        );
         let err = write(&m, &dir.path().join("m.jpg")).unwrap_err();
         assert!(err.to_string().contains(".svg or .png"), "{err}");
     }
