@@ -85,20 +85,20 @@ fn type_free(id: u64) -> Signature {
 }
 
 /// One rank's calls and communicator log.
-struct Rank_ {
+struct RankCalls {
     calls: Vec<Signature>,
     comms: Vec<CommEntry>,
 }
 
-fn rank(calls: Vec<Signature>) -> Rank_ {
-    Rank_ {
+fn rank(calls: Vec<Signature>) -> RankCalls {
+    RankCalls {
         calls,
         comms: Vec::new(),
     }
 }
 
 /// A trace of `ranks` (rank i is world rank i), each call timed 1 µs.
-fn trace(ranks: Vec<Rank_>) -> Trace {
+fn trace(ranks: Vec<RankCalls>) -> Trace {
     let world_size = ranks.len() as u32;
     let mut parts = ranks.into_iter().enumerate().map(|(r, rank)| {
         let mut signatures: Vec<Vec<u8>> = Vec::new();
@@ -259,7 +259,7 @@ fn a_reused_communicator_id_is_read_as_of_each_call() {
     );
     let free = sig("MPI_Comm_free", vec![user(HandleKind::Comm, 0)]);
     let mut calls = vec![split.clone()];
-    calls.extend(repeat(5, &[allgather.clone()]));
+    calls.extend(repeat(5, std::slice::from_ref(&allgather)));
     calls.push(free.clone());
     calls.push(split);
     calls.extend(repeat(3, &[allgather]));
@@ -350,7 +350,7 @@ fn counting_on_the_grammar_agrees_with_walking_in_order() {
             // A ring: rank 2's right neighbour is 0.
             let (right, left) = (if r == 2 { -2 } else { 1 }, if r == 0 { 2 } else { -1 });
             let mut step = vec![isend(right, 0), irecv(left, 1), waitall.clone()];
-            step.extend(repeat(3, &[allreduce.clone()]));
+            step.extend(repeat(3, std::slice::from_ref(&allreduce)));
             for _ in 0..7 {
                 calls.extend(repeat(4, &step));
                 calls.push(bcast(-r));

@@ -175,7 +175,7 @@ fn collective(op: &str) -> Option<&'static str> {
 
 /// The operations that move data, by what their arguments mean.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Op {
+enum Transfer {
     Send,
     /// A partitioned send: `partitions × count` elements.
     Psend,
@@ -193,20 +193,22 @@ enum Op {
 }
 
 /// The data-moving operation an operation name (see [`operation`]) names.
-fn op(name: &str) -> Option<Op> {
+fn op(name: &str) -> Option<Transfer> {
     Some(match name {
-        "Send" | "Bsend" | "Ssend" | "Rsend" | "Isend" | "Ibsend" | "Issend" | "Irsend" => Op::Send,
-        "Psend" => Op::Psend,
-        "Recv" | "Irecv" | "Mrecv" | "Imrecv" => Op::Recv,
-        "Precv" => Op::Precv,
-        "Sendrecv" | "Isendrecv" => Op::Sendrecv,
-        "Sendrecv_replace" | "Isendrecv_replace" => Op::SendrecvReplace,
-        "Put" | "Rput" | "Accumulate" | "Raccumulate" => Op::Put,
-        "Get" | "Rget" => Op::Get,
-        "Get_accumulate" | "Rget_accumulate" => Op::GetAccumulate,
-        "Fetch_and_op" => Op::FetchAndOp,
-        "Compare_and_swap" => Op::CompareAndSwap,
-        _ => Op::Collective(collective(name)?),
+        "Send" | "Bsend" | "Ssend" | "Rsend" | "Isend" | "Ibsend" | "Issend" | "Irsend" => {
+            Transfer::Send
+        }
+        "Psend" => Transfer::Psend,
+        "Recv" | "Irecv" | "Mrecv" | "Imrecv" => Transfer::Recv,
+        "Precv" => Transfer::Precv,
+        "Sendrecv" | "Isendrecv" => Transfer::Sendrecv,
+        "Sendrecv_replace" | "Isendrecv_replace" => Transfer::SendrecvReplace,
+        "Put" | "Rput" | "Accumulate" | "Raccumulate" => Transfer::Put,
+        "Get" | "Rget" => Transfer::Get,
+        "Get_accumulate" | "Rget_accumulate" => Transfer::GetAccumulate,
+        "Fetch_and_op" => Transfer::FetchAndOp,
+        "Compare_and_swap" => Transfer::CompareAndSwap,
+        _ => Transfer::Collective(collective(name)?),
     })
 }
 
@@ -269,42 +271,48 @@ impl RankContext {
     }
 
     /// What operation `op` of the call moves.
-    fn op_traffic(&self, call: &Call<'_>, op: Op) -> Traffic {
+    fn op_traffic(&self, call: &Call<'_>, op: Transfer) -> Traffic {
         let size = |name: &str| call.handle(name).and_then(|h| self.types.size(h));
         let count = |name: &str| call.int(name).and_then(|c| u64::try_from(c).ok());
         let elements = |c: &str, t: &str| mul(count(c), size(t));
         let partitioned = || mul(count("partitions"), elements("count", "datatype"));
         match op {
-            Op::Send => self.send(call, elements("count", "datatype")),
-            Op::Psend => self.send(call, partitioned()),
-            Op::Recv => Traffic::bytes(
+            Transfer::Send => self.send(call, elements("count", "datatype")),
+            Transfer::Psend => self.send(call, partitioned()),
+            Transfer::Recv => Traffic::bytes(
                 Some(0),
                 self.received(call, "source", elements("count", "datatype")),
             ),
-            Op::Precv => Traffic::bytes(Some(0), self.received(call, "source", partitioned())),
-            Op::Sendrecv => {
+            Transfer::Precv => {
+                Traffic::bytes(Some(0), self.received(call, "source", partitioned()))
+            }
+            Transfer::Sendrecv => {
                 let mut t = self.send(call, elements("sendcount", "sendtype"));
                 t.received = self.received(call, "source", elements("recvcount", "recvtype"));
                 t
             }
-            Op::SendrecvReplace => {
+            Transfer::SendrecvReplace => {
                 let mut t = self.send(call, elements("count", "datatype"));
                 t.received = self.received(call, "source", elements("count", "datatype"));
                 t
             }
-            Op::Put => self.one_sided(call, elements("origin_count", "origin_datatype"), Some(0)),
-            Op::Get => self.one_sided(call, Some(0), elements("origin_count", "origin_datatype")),
-            Op::GetAccumulate => self.one_sided(
+            Transfer::Put => {
+                self.one_sided(call, elements("origin_count", "origin_datatype"), Some(0))
+            }
+            Transfer::Get => {
+                self.one_sided(call, Some(0), elements("origin_count", "origin_datatype"))
+            }
+            Transfer::GetAccumulate => self.one_sided(
                 call,
                 elements("origin_count", "origin_datatype"),
                 elements("result_count", "result_datatype"),
             ),
-            Op::FetchAndOp => self.one_sided(call, size("datatype"), size("datatype")),
+            Transfer::FetchAndOp => self.one_sided(call, size("datatype"), size("datatype")),
             // The origin and the compare value go, the old value comes back.
-            Op::CompareAndSwap => {
+            Transfer::CompareAndSwap => {
                 self.one_sided(call, mul(Some(2), size("datatype")), size("datatype"))
             }
-            Op::Collective(c) => self.collective(call, c),
+            Transfer::Collective(c) => self.collective(call, c),
         }
     }
 
