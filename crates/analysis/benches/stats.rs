@@ -9,7 +9,7 @@ use mpigram_grammar::{Grammar, Run, Symbol};
 use mpigram_mpispec::{
     BufferRef, HandleKind, HandleRef, Rank, RequestRef, Signature, Value, func_by_name, predefined,
 };
-use mpigram_trace::{CallStats, Ending, RankMeta, RankPart, TimingMode, Trace};
+use mpigram_trace::{CallStats, Ending, RankMeta, RankPart, Timing, Trace};
 use std::hint::black_box;
 use std::path::PathBuf;
 
@@ -54,12 +54,14 @@ fn trace(ranks: u32, signatures: Vec<Vec<u8>>, rules: Vec<Vec<Run>>) -> Trace {
                 pid: 1,
                 host: "bench".into(),
                 mpi_library: "MPICH".into(),
-                timing: TimingMode::Aggregated,
+                timing: Timing::default(),
                 calls,
                 start_ns: 0,
                 end_ns: 1,
                 ending: Ending::Finalized,
                 recorder_allocations: 0,
+                ns_per_tick: 1.0,
+                clock_sync: Vec::new(),
             },
             stats: counts
                 .iter()
@@ -74,6 +76,7 @@ fn trace(ranks: u32, signatures: Vec<Vec<u8>>, rules: Vec<Vec<Run>>) -> Trace {
                 })
                 .collect(),
             comms: Vec::new(),
+            exact: Vec::new(),
         })
         .collect();
     Trace {
@@ -81,6 +84,8 @@ fn trace(ranks: u32, signatures: Vec<Vec<u8>>, rules: Vec<Vec<Run>>) -> Trace {
         signatures,
         grammar,
         ranks: parts,
+        intervals: Grammar::empty(),
+        durations: Grammar::empty(),
     }
 }
 

@@ -29,6 +29,7 @@ pub use datatype::{DatatypeSizes, predefined_size};
 pub use histogram::{BUCKETS, Histogram, bucket, bucket_range};
 pub use matrix::{CommMatrix, Traffic as PairTraffic};
 
+use crate::members::Members;
 use call::Call;
 use mpigram_grammar::{Grammar, RuleId};
 use mpigram_mpispec::{FUNCS, FuncId, HandleKind, Signature, decode_signature};
@@ -178,6 +179,7 @@ impl Stats {
         walk_all: bool,
     ) -> Result<Stats, StatsError> {
         let signatures = Signatures::decode(trace)?;
+        let members = Members::of(trace);
         let world_size = trace
             .ranks
             .iter()
@@ -220,7 +222,7 @@ impl Stats {
                 f.total_ns = f.total_ns.saturating_add(s.total_ns);
                 f.max_ns = f.max_ns.max(s.max_ns);
             }
-            match stable_context(part, counts, &signatures).filter(|_| !walk_all) {
+            match stable_context(part, counts, &signatures, &members).filter(|_| !walk_all) {
                 Some(ctx) => {
                     for &(t, n) in counts
                         .iter()
@@ -237,7 +239,7 @@ impl Stats {
             .iter()
             .filter_map(|p| trace.grammar.stream_len(p.meta.rank))
             .sum();
-        let mut walker = walk::Walker::new(&trace.grammar, &signatures, total, progress);
+        let mut walker = walk::Walker::new(&trace.grammar, &signatures, &members, total, progress);
         for part in &walks {
             walker.walk_rank(part, &mut tally);
         }
@@ -324,16 +326,13 @@ impl Stats {
 /// run: every datatype its data-moving calls (and persistent requests)
 /// name has one size, every user communicator one entry in its log.
 /// `None` if not: the rank must be walked in order.
-fn stable_context(
+fn stable_context<'m>(
     part: &RankPart,
     counts: &[(u32, u64)],
     signatures: &Signatures,
-) -> Option<RankContext> {
-    let mut ctx = RankContext {
-        rank: part.meta.rank,
-        world_size: part.meta.world_size,
-        ..RankContext::default()
-    };
+    members: &'m Members,
+) -> Option<RankContext<'m>> {
+    let mut ctx = RankContext::new(members, part.meta.rank, part.meta.world_size);
     let mut logged: FxHashMap<u64, Vec<CommEntry>> = FxHashMap::default();
     for e in &part.comms {
         logged.entry(e.comm).or_default().push(*e);

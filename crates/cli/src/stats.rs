@@ -210,7 +210,7 @@ fn matrix_report(stats: &Stats, has_heatmap: bool) -> String {
     }
     if m.unattributed.messages > 0 {
         s.push_str(&format!(
-            "unattributed: {} in {} messages on communicators whose members the trace does not resolve\n",
+            "unattributed: {} in {} messages whose receiver the trace cannot place\n",
             human_bytes(m.unattributed.bytes),
             m.unattributed.messages
         ));

@@ -6,7 +6,7 @@ use mpigram_grammar::Sequitur;
 use mpigram_mpispec::{
     BufferRef, HandleKind, HandleRef, Rank, RequestRef, Value, func_by_name, predefined,
 };
-use mpigram_trace::{CallStats, Ending, RankMeta, RankTrace, TimingMode};
+use mpigram_trace::{CallStats, CallTimes, Ending, NO_RANK, RankMeta, RankTrace, Timing};
 
 fn sig(func: &str, args: Vec<Value>) -> Signature {
     let (id, f) = func_by_name(func).unwrap();
@@ -128,17 +128,20 @@ fn trace(ranks: Vec<RankCalls>) -> Trace {
                 pid: 1,
                 host: "test".into(),
                 mpi_library: "MPICH".into(),
-                timing: TimingMode::Aggregated,
+                timing: Timing::default(),
                 calls: rank.calls.len() as u64,
                 start_ns: 0,
                 end_ns: 1,
                 ending: Ending::Finalized,
                 recorder_allocations: 0,
+                ns_per_tick: 1.0,
+                clock_sync: Vec::new(),
             },
             signatures,
             grammar: s.grammar(r as u32),
             stats,
             comms: rank.comms,
+            times: CallTimes::default(),
         })
     });
     let mut all = parts.next().unwrap();
@@ -271,6 +274,8 @@ fn a_reused_communicator_id_is_read_as_of_each_call() {
         size,
         remote_size: 0,
         inter: false,
+        leader: NO_RANK,
+        instance: 0,
     };
     let mut r0 = rank(calls);
     r0.comms = vec![entry(0, 2), entry(7, 4)];
@@ -357,6 +362,11 @@ fn counting_on_the_grammar_agrees_with_walking_in_order() {
                 calls.push(gather(r));
             }
             calls.push(send(3, int(), right));
+            // On the duplicate: placed through its members.
+            calls.push(sig(
+                "MPI_Send",
+                vec![buf(), n(5), int(), rel(right), Value::Tag(0), sub.clone()],
+            ));
             let mut rank = rank(calls);
             rank.comms = vec![CommEntry {
                 seq: 0,
@@ -365,6 +375,8 @@ fn counting_on_the_grammar_agrees_with_walking_in_order() {
                 size: 3,
                 remote_size: 0,
                 inter: false,
+                leader: 0,
+                instance: 7,
             }];
             rank
         })
@@ -372,11 +384,11 @@ fn counting_on_the_grammar_agrees_with_walking_in_order() {
     let t = trace(ranks);
     let stats = Stats::of(&t).unwrap();
     assert!(stats.expanded_ranks.is_empty());
-    assert_eq!(stats.calls, 3 * (1 + 7 * (4 * 6 + 2) + 1));
+    assert_eq!(stats.calls, 3 * (1 + 7 * (4 * 6 + 2) + 2));
     let isend = stats.function("MPI_Isend").unwrap();
     assert_eq!((isend.calls, isend.bytes_sent), (3 * 28, 3 * 28 * 64));
-    assert_eq!(pair(&stats, 0, 1), (28 * 64 + 12, 29));
-    assert_eq!(pair(&stats, 2, 0), (28 * 64 + 12, 29));
+    assert_eq!(pair(&stats, 0, 1), (28 * 64 + 12 + 20, 30));
+    assert_eq!(pair(&stats, 2, 0), (28 * 64 + 12 + 20, 30));
     assert_eq!(stats.matrix.pairs.len(), 3);
     assert_eq!(stats.matrix.unattributed, PairTraffic::default());
     let b = stats.function("MPI_Bcast").unwrap();

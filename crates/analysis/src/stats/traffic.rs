@@ -13,6 +13,8 @@
 
 use super::call::Call;
 use super::datatype::DatatypeSizes;
+use crate::decode::handle_name;
+use crate::members::Members;
 use mpigram_mpispec::{HandleKind, HandleRef, Rank, RequestRef, Value, predefined};
 use mpigram_trace::CommEntry;
 use rustc_hash::FxHashMap;
@@ -122,8 +124,10 @@ enum Role {
 
 /// What a rank's calls refer to at some point of its run: the sizes of its
 /// datatypes, its place in its communicators, its persistent requests.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct RankContext {
+#[derive(Clone, Debug)]
+pub(crate) struct RankContext<'m> {
+    /// Who is in which communicator, over the whole trace.
+    members: &'m Members,
     pub rank: u32,
     pub world_size: u32,
     pub types: DatatypeSizes,
@@ -221,7 +225,18 @@ pub(crate) fn moves_data(call: &Call<'_>) -> bool {
     }
 }
 
-impl RankContext {
+impl<'m> RankContext<'m> {
+    pub fn new(members: &'m Members, rank: u32, world_size: u32) -> RankContext<'m> {
+        RankContext {
+            members,
+            rank,
+            world_size,
+            types: DatatypeSizes::default(),
+            comms: FxHashMap::default(),
+            requests: FxHashMap::default(),
+        }
+    }
+
     /// What the call moves when it is made.
     pub fn traffic(&self, call: &Call<'_>) -> Traffic {
         match call.base_name() {
@@ -565,33 +580,30 @@ impl RankContext {
     }
 
     /// The world rank a message to `dest` in `comm` goes to, if it can be
-    /// told.
+    /// told (in an inter-communicator, `dest` is in the remote group).
     fn destination(&self, comm: Option<HandleRef>, dest: Rank) -> Option<u32> {
         let comm = comm?;
         let place = self.place(Some(comm))?;
-        if place.inter {
-            return None; // a rank of the remote group
-        }
         let rank = match dest {
-            Rank::Relative(d) => i64::from(place.rank).checked_add(d)?,
+            Rank::Relative(d) if !place.inter => i64::from(place.rank).checked_add(d)?,
             Rank::Absolute(r) => r,
-            Rank::ProcNull | Rank::AnySource | Rank::Root => return None,
+            _ => return None,
         };
-        let rank = u32::try_from(rank).ok().filter(|&r| r < place.size)?;
+        let rank = u32::try_from(rank)
+            .ok()
+            .filter(|&r| u64::from(r) < place.peers())?;
         self.world_rank(comm, rank)
     }
 
-    /// Rank `rank` of intra-communicator `comm` in MPI_COMM_WORLD. The one
-    /// place that translates ranks: MPI_COMM_WORLD and MPI_COMM_SELF only,
-    /// until the trace's communicator membership is read.
+    /// Rank `rank` of `comm` in MPI_COMM_WORLD: the one place that
+    /// translates ranks, through the trace's communicator membership as of
+    /// the communicator's log entry in force.
     fn world_rank(&self, comm: HandleRef, rank: u32) -> Option<u32> {
-        match comm {
-            HandleRef::Predefined(id) => match *predefined(HandleKind::Comm).get(id as usize)? {
-                "MPI_COMM_WORLD" => Some(rank).filter(|&r| r < self.world_size),
-                "MPI_COMM_SELF" => Some(self.rank).filter(|_| rank == 0),
-                _ => None,
-            },
-            HandleRef::User(_) | HandleRef::Null => None,
-        }
+        let seq = match comm {
+            HandleRef::User(id) => self.comms.get(&id)?.seq,
+            _ => 0,
+        };
+        let name = handle_name(HandleKind::Comm, comm);
+        self.members.world_rank(self.rank, seq, &name, rank)
     }
 }

@@ -8,6 +8,7 @@
 
 use super::traffic::RankContext;
 use super::{Signatures, Tally, rules_with};
+use crate::members::Members;
 use mpigram_grammar::{Grammar, Symbol};
 use mpigram_trace::{CommEntry, RankPart};
 
@@ -17,6 +18,7 @@ const PROGRESS_STEP: u64 = 1 << 20;
 pub(crate) struct Walker<'a> {
     grammar: &'a Grammar,
     signatures: &'a Signatures,
+    members: &'a Members,
     /// Rules that contain an event terminal, by rule.
     rule_has_event: Vec<bool>,
     /// Calls of each data-moving signature since the last event.
@@ -31,7 +33,7 @@ pub(crate) struct Walker<'a> {
 
 /// One rank's walk.
 struct RankWalk<'r> {
-    ctx: RankContext,
+    ctx: RankContext<'r>,
     comms: &'r [CommEntry],
     /// Next entry of the communicator log to apply.
     next_comm: usize,
@@ -43,12 +45,14 @@ impl<'a> Walker<'a> {
     pub fn new(
         grammar: &'a Grammar,
         signatures: &'a Signatures,
+        members: &'a Members,
         total: u64,
         progress: &'a mut dyn FnMut(u64, u64),
     ) -> Walker<'a> {
         Walker {
             grammar,
             signatures,
+            members,
             rule_has_event: if total > 0 {
                 rules_with(grammar, &signatures.event)
             } else {
@@ -68,11 +72,7 @@ impl<'a> Walker<'a> {
             return;
         };
         let mut rank = RankWalk {
-            ctx: RankContext {
-                rank: part.meta.rank,
-                world_size: part.meta.world_size,
-                ..RankContext::default()
-            },
+            ctx: RankContext::new(self.members, part.meta.rank, part.meta.world_size),
             comms: &part.comms,
             next_comm: 0,
             pos: 0,
