@@ -17,6 +17,7 @@
 //! in which nothing is (re)defined without expanding them.
 
 mod call;
+mod collective;
 mod datatype;
 mod histogram;
 mod matrix;
