@@ -85,6 +85,9 @@ impl<'a> Walker<'a> {
     /// `count` copies of `symbol`, in order.
     fn symbol(&mut self, rank: &mut RankWalk<'_>, tally: &mut Tally, symbol: Symbol, count: u64) {
         let len = self.grammar.symbol_len(symbol);
+        if len == 0 {
+            return; // an empty stream
+        }
         let has_event = match symbol {
             Symbol::Terminal(t) => self.signatures.event[t as usize],
             Symbol::Rule(r) => self.rule_has_event[r as usize],
