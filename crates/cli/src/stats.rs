@@ -6,10 +6,9 @@ mod font;
 mod heatmap;
 
 use anyhow::Result;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use mpigram_analysis::stats::{FunctionStats, Stats, bucket_range};
 use mpigram_trace::Trace;
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::PathBuf;
 
 /// Largest world size whose matrix is printed as a table.
@@ -56,25 +55,17 @@ pub fn run(args: &Args) -> Result<()> {
     Ok(())
 }
 
-/// Runs `work` with a progress bar on stderr when it is a terminal (and
-/// the work reports calls to walk); quiet otherwise.
+/// Runs `work` with a progress bar of the calls it walks in order (on a
+/// terminal, once it reports any).
 fn with_progress_bar<T>(work: impl FnOnce(&mut dyn FnMut(u64, u64)) -> T) -> T {
-    let bar = if std::io::stderr().is_terminal() {
-        ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr())
-    } else {
-        ProgressBar::hidden()
-    };
-    bar.set_style(
-        ProgressStyle::with_template(
-            "walking calls in order {bar:40} {human_pos}/{human_len} {eta}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
+    let mut bar: Option<indicatif::ProgressBar> = None;
     let result = work(&mut |done, total| {
-        bar.set_length(total);
-        bar.set_position(done);
+        bar.get_or_insert_with(|| crate::progress::calls(total))
+            .set_position(done);
     });
-    bar.finish_and_clear();
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
     result
 }
 
