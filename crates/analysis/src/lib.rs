@@ -4,5 +4,6 @@
 
 pub mod decode;
 pub mod members;
+pub mod stats;
 pub mod summary;
 pub mod timeline;

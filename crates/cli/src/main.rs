@@ -10,6 +10,7 @@ use std::process::{Command, ExitCode};
 
 mod decode;
 mod progress;
+mod stats;
 
 #[derive(Parser)]
 #[command(
@@ -51,6 +52,8 @@ enum Cmd {
     Decode(decode::Args),
     /// Summarise a trace: ranks, calls, signatures, grammar sizes, bytes.
     Info { trace: PathBuf },
+    /// Per-function calls, time and bytes; message sizes; communication matrix.
+    Stats(stats::Args),
 }
 
 fn main() -> ExitCode {
@@ -79,6 +82,7 @@ fn main() -> ExitCode {
         }),
         Cmd::Decode(args) => decode::run(&args).map(|()| ExitCode::SUCCESS),
         Cmd::Info { trace } => info(&trace).map(|()| ExitCode::SUCCESS),
+        Cmd::Stats(args) => stats::run(&args).map(|()| ExitCode::SUCCESS),
     };
     result.unwrap_or_else(|e| {
         eprintln!("mpigram: {e:#}");
