@@ -1,19 +1,11 @@
 //! The `mpigram` command as a user runs it.
 
+mod common;
+
+use common::{mpigram, text};
 use mpigram_testkit::{compile, mpi_available};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn mpigram(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mpigram"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+use std::process::Output;
 
 /// `mpigram run -o OUT -n RANKS -- EXE`.
 fn run(out: &Path, ranks: u32, exe: &Path) -> Output {

@@ -1,22 +1,13 @@
 //! `mpigram stats` on traces of real MPI runs, checked against what the
 //! programs are known to send (tests/mpi/traffic.c and datatype.c).
 
+mod common;
+
+use common::{mpigram, text};
 use mpigram_testkit::{compile, mpi_available};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn mpigram(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mpigram"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
 
 /// Traces `program` on `ranks` ranks into `dir` and returns its stats JSON.
 fn traced_stats(program: &str, ranks: u32, dir: &Path) -> Value {
