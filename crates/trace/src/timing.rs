@@ -26,7 +26,7 @@
 //! **Lossless.** Intervals and durations in ticks.
 //!
 //! **Storage.** Both modes store two columns of numbers per call (the
-//! codes, or the ticks) as zig-zag varints, in blocks of [`BLOCK_CALLS`]
+//! codes, or the ticks zig-zagged) as varints, in blocks of [`BLOCK_CALLS`]
 //! calls, each block's columns zstd-compressed: recording costs a few
 //! nanoseconds a call. (Sequitur grammars of the codes, as Pilgrim keeps
 //! them, cost 200-300 ns a code here, because jitter makes the codes of
@@ -154,8 +154,8 @@ impl ColumnWriter {
     /// Appends one call's two numbers.
     #[inline]
     pub fn push(&mut self, a: u64, b: u64) {
-        self.first.put_i64(a as i64);
-        self.second.put_i64(b as i64);
+        self.first.put_u64(a);
+        self.second.put_u64(b);
         self.in_block += 1;
         if self.in_block == BLOCK_CALLS {
             let block = compress_block(self.in_block, &self.first, &self.second);
@@ -188,8 +188,12 @@ impl ExactWriter {
     /// Records a call from `start` to `end`.
     #[inline]
     pub fn push(&mut self, start: u64, end: u64) {
-        self.columns
-            .push(start.wrapping_sub(self.last_end), end.wrapping_sub(start));
+        // Zig-zag: with threads, a call may start before the last one ended.
+        let zigzag = |v: u64| (v << 1) ^ ((v as i64 >> 63) as u64);
+        self.columns.push(
+            zigzag(start.wrapping_sub(self.last_end)),
+            zigzag(end.wrapping_sub(start)),
+        );
         self.last_end = end;
     }
 
@@ -260,7 +264,7 @@ pub fn decode_columns(bytes: &[u8]) -> Result<Vec<(u64, u64)>, BlockError> {
                     found: n.into(),
                 });
             }
-            out.push((a.i64()? as u64, b.i64()? as u64));
+            out.push((a.u64()?, b.u64()?));
         }
         a.finish()?;
         b.finish()?;
@@ -275,8 +279,9 @@ pub fn decode_exact(bytes: &[u8]) -> Result<Vec<(u64, u64)>, BlockError> {
     Ok(decode_columns(bytes)?
         .into_iter()
         .map(|(interval, duration)| {
-            let start = last_end.wrapping_add(interval);
-            last_end = start.wrapping_add(duration);
+            let unzigzag = |v: u64| (v >> 1) ^ (v & 1).wrapping_neg();
+            let start = last_end.wrapping_add(unzigzag(interval));
+            last_end = start.wrapping_add(unzigzag(duration));
             (start, last_end)
         })
         .collect())
