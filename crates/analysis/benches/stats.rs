@@ -76,7 +76,7 @@ fn trace(ranks: u32, signatures: Vec<Vec<u8>>, rules: Vec<Vec<Run>>) -> Trace {
                 })
                 .collect(),
             comms: Vec::new(),
-            exact: Vec::new(),
+            times: Default::default(),
         })
         .collect();
     Trace {
@@ -84,8 +84,6 @@ fn trace(ranks: u32, signatures: Vec<Vec<u8>>, rules: Vec<Vec<Run>>) -> Trace {
         signatures,
         grammar,
         ranks: parts,
-        intervals: Grammar::empty(),
-        durations: Grammar::empty(),
     }
 }
 
