@@ -172,7 +172,10 @@ pub enum Reason {
     /// The communicator's name is not one the matcher knows.
     UnknownComm(Comm),
     /// A rank of a communicator whose world rank is not known.
-    UnknownRank { comm: Comm, rank: u32 },
+    UnknownRank {
+        comm: Comm,
+        rank: u32,
+    },
     /// A peer the decoder could not make absolute.
     UnknownPeer(String),
     /// MPI_ANY_SOURCE without a recorded status, and several senders could match.
@@ -210,7 +213,10 @@ pub struct Matching {
 
 /// Matches the operations of `calls`: every rank's calls, each rank's in
 /// order (ranks may be interleaved).
-pub fn match_calls(calls: impl IntoIterator<Item = DecodedCall>, ranks: &dyn WorldRanks) -> Matching {
+pub fn match_calls(
+    calls: impl IntoIterator<Item = DecodedCall>,
+    ranks: &dyn WorldRanks,
+) -> Matching {
     let mut logs: FxHashMap<u32, OperationLog> = FxHashMap::default();
     for call in calls {
         logs.entry(call.rank)
@@ -252,7 +258,10 @@ impl Channel {
     fn push(&mut self, send: usize, tag: Option<i64>) {
         // A send always has a tag; a missing one matches MPI_ANY_TAG only.
         let tag = tag.unwrap_or(i64::MIN);
-        self.by_tag.entry(tag).or_default().push_back(self.sends.len());
+        self.by_tag
+            .entry(tag)
+            .or_default()
+            .push_back(self.sends.len());
         self.sends.push(send);
         self.taken.push(false);
     }
@@ -311,7 +320,10 @@ fn match_operations(operations: Vec<Operation>, ranks: &dyn WorldRanks) -> Match
                 Ok(Some(dest)) => {
                     let key = (comm.clone(), op.rank, dest);
                     if !channels.contains_key(&key) {
-                        senders.entry((comm.clone(), dest)).or_default().push(op.rank);
+                        senders
+                            .entry((comm.clone(), dest))
+                            .or_default()
+                            .push(op.rank);
                     }
                     channels.entry(key).or_default().push(i, op.tag);
                 }

@@ -153,13 +153,23 @@ impl OperationLog {
         }
     }
 
-    fn send(&self, call: &DecodedCall, dest: &str, tag: &str, count: &str, datatype: &str) -> Operation {
+    fn send(
+        &self,
+        call: &DecodedCall,
+        dest: &str,
+        tag: &str,
+        count: &str,
+        datatype: &str,
+    ) -> Operation {
         let a = &call.args;
         let mut op = self.operation(call, Direction::Send);
         op.peer = peer(a.get(dest));
         op.tag = a.get(tag).and_then(Json::as_i64);
         let count = a.get(count).and_then(Json::as_u64);
-        let size = a.get(datatype).and_then(Json::as_str).and_then(predefined_size);
+        let size = a
+            .get(datatype)
+            .and_then(Json::as_str)
+            .and_then(predefined_size);
         op.bytes = count.zip(size).map(|(n, size)| n * size);
         op
     }
@@ -378,16 +388,35 @@ fn predefined_size(datatype: &str) -> Option<u64> {
         | "MPI_UINT8_T" | "MPI_C_BOOL" | "MPI_CXX_BOOL" | "MPI_CHARACTER" | "MPI_INTEGER1" => 1,
         "MPI_SHORT" | "MPI_UNSIGNED_SHORT" | "MPI_INT16_T" | "MPI_UINT16_T" | "MPI_INTEGER2"
         | "MPIX_C_FLOAT16" => 2,
-        "MPI_INT" | "MPI_UNSIGNED" | "MPI_FLOAT" | "MPI_INT32_T" | "MPI_UINT32_T"
-        | "MPI_WCHAR" | "MPI_INTEGER" | "MPI_INTEGER4" | "MPI_REAL" | "MPI_REAL4"
-        | "MPI_LOGICAL" => 4,
-        "MPI_LONG" | "MPI_UNSIGNED_LONG" | "MPI_LONG_LONG_INT" | "MPI_UNSIGNED_LONG_LONG"
-        | "MPI_DOUBLE" | "MPI_INT64_T" | "MPI_UINT64_T" | "MPI_AINT" | "MPI_OFFSET"
-        | "MPI_COUNT" | "MPI_INTEGER8" | "MPI_REAL8" | "MPI_DOUBLE_PRECISION" | "MPI_2INT"
-        | "MPI_C_FLOAT_COMPLEX" | "MPI_CXX_FLOAT_COMPLEX" | "MPI_COMPLEX" | "MPI_COMPLEX8"
-        | "MPI_2REAL" | "MPI_2INTEGER" => 8,
-        "MPI_LONG_DOUBLE" | "MPI_C_DOUBLE_COMPLEX" | "MPI_DOUBLE_COMPLEX" | "MPI_COMPLEX16"
-        | "MPI_REAL16" | "MPI_2DOUBLE_PRECISION" | "MPI_CXX_DOUBLE_COMPLEX" => 16,
+        "MPI_INT" | "MPI_UNSIGNED" | "MPI_FLOAT" | "MPI_INT32_T" | "MPI_UINT32_T" | "MPI_WCHAR"
+        | "MPI_INTEGER" | "MPI_INTEGER4" | "MPI_REAL" | "MPI_REAL4" | "MPI_LOGICAL" => 4,
+        "MPI_LONG"
+        | "MPI_UNSIGNED_LONG"
+        | "MPI_LONG_LONG_INT"
+        | "MPI_UNSIGNED_LONG_LONG"
+        | "MPI_DOUBLE"
+        | "MPI_INT64_T"
+        | "MPI_UINT64_T"
+        | "MPI_AINT"
+        | "MPI_OFFSET"
+        | "MPI_COUNT"
+        | "MPI_INTEGER8"
+        | "MPI_REAL8"
+        | "MPI_DOUBLE_PRECISION"
+        | "MPI_2INT"
+        | "MPI_C_FLOAT_COMPLEX"
+        | "MPI_CXX_FLOAT_COMPLEX"
+        | "MPI_COMPLEX"
+        | "MPI_COMPLEX8"
+        | "MPI_2REAL"
+        | "MPI_2INTEGER" => 8,
+        "MPI_LONG_DOUBLE"
+        | "MPI_C_DOUBLE_COMPLEX"
+        | "MPI_DOUBLE_COMPLEX"
+        | "MPI_COMPLEX16"
+        | "MPI_REAL16"
+        | "MPI_2DOUBLE_PRECISION"
+        | "MPI_CXX_DOUBLE_COMPLEX" => 16,
         "MPI_C_LONG_DOUBLE_COMPLEX" | "MPI_COMPLEX32" | "MPI_CXX_LONG_DOUBLE_COMPLEX" => 32,
         _ => return None,
     })

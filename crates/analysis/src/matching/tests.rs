@@ -54,11 +54,20 @@ fn status(source: u32, tag: i64, count: u64) -> Json {
 }
 
 fn wait(rank: u32, seq: u64, request: &str, status: Json) -> DecodedCall {
-    call(rank, seq, "MPI_Wait", json!({"request": request, "status": status}))
+    call(
+        rank,
+        seq,
+        "MPI_Wait",
+        json!({"request": request, "status": status}),
+    )
 }
 
 /// Each match as ((send rank, post, completion), (recv rank, post, completion), bytes).
-type Pair = ((u32, u64, Option<u64>), (u32, u64, Option<u64>), Option<u64>);
+type Pair = (
+    (u32, u64, Option<u64>),
+    (u32, u64, Option<u64>),
+    Option<u64>,
+);
 
 fn pairs(m: &Matching) -> Vec<Pair> {
     let end = |i: usize| {
@@ -114,7 +123,13 @@ fn receives_by_tag_take_the_first_send_of_their_tag() {
         send(0, 2, json!(1), 2),
         recv(1, 1, json!(0), json!(2), json!("MPI_STATUS_IGNORE")),
         // MPI_ANY_TAG without a status: the first pending send of the channel.
-        recv(1, 2, json!(0), json!("MPI_ANY_TAG"), json!("MPI_STATUS_IGNORE")),
+        recv(
+            1,
+            2,
+            json!(0),
+            json!("MPI_ANY_TAG"),
+            json!("MPI_STATUS_IGNORE"),
+        ),
     ]);
     let posts: Vec<(u64, u64)> = pairs(&m).iter().map(|(s, r, _)| (s.1, r.1)).collect();
     assert_eq!(posts, vec![(2, 1), (1, 2)]);
@@ -125,7 +140,13 @@ fn wildcard_receives_follow_their_status() {
     let m = run(vec![
         send(0, 1, json!(1), 5),
         send(2, 1, json!(1), 9),
-        recv(1, 1, json!("MPI_ANY_SOURCE"), json!("MPI_ANY_TAG"), status(2, 9, 16)),
+        recv(
+            1,
+            1,
+            json!("MPI_ANY_SOURCE"),
+            json!("MPI_ANY_TAG"),
+            status(2, 9, 16),
+        ),
         recv(1, 2, json!("MPI_ANY_SOURCE"), json!(5), status(0, 5, 16)),
     ]);
     let ranks: Vec<(u32, u64)> = pairs(&m).iter().map(|(s, r, _)| (s.0, r.1)).collect();
@@ -231,8 +252,18 @@ fn waitany_and_waitsome_complete_the_request_at_their_index() {
 fn tests_complete_only_when_their_flag_is_set() {
     let m = run(vec![
         isend(0, 1, 1, 4, "req0"),
-        call(0, 2, "MPI_Test", json!({"request": "req0", "flag": 0, "status": "MPI_STATUS_IGNORE"})),
-        call(0, 3, "MPI_Test", json!({"request": "req0", "flag": 1, "status": "undefined"})),
+        call(
+            0,
+            2,
+            "MPI_Test",
+            json!({"request": "req0", "flag": 0, "status": "MPI_STATUS_IGNORE"}),
+        ),
+        call(
+            0,
+            3,
+            "MPI_Test",
+            json!({"request": "req0", "flag": 1, "status": "undefined"}),
+        ),
         irecv(1, 1, json!(0), json!(4), "req3"),
         call(
             1,
@@ -288,7 +319,12 @@ fn persistent_requests_post_at_each_start() {
         ),
         call(0, 2, "MPI_Start", json!({"request": "req0"})),
         wait(0, 3, "req0", json!("MPI_STATUS_IGNORE")),
-        call(0, 4, "MPI_Startall", json!({"count": 1, "array_of_requests": ["req0"]})),
+        call(
+            0,
+            4,
+            "MPI_Startall",
+            json!({"count": 1, "array_of_requests": ["req0"]}),
+        ),
         wait(0, 5, "req0", json!("MPI_STATUS_IGNORE")),
         call(0, 6, "MPI_Request_free", json!({"request": "req0"})),
         recv(1, 1, json!(0), json!(0), json!("MPI_STATUS_IGNORE")),
@@ -328,7 +364,12 @@ fn a_matched_probe_is_received_by_mrecv() {
             "MPI_Mprobe",
             json!({"source": "MPI_ANY_SOURCE", "tag": 3, "comm": "MPI_COMM_WORLD", "message": "msg0", "status": status(0, 3, 16)}),
         ),
-        call(1, 2, "MPI_Get_count", json!({"status": status(0, 3, 16), "datatype": "MPI_INT", "count": 4})),
+        call(
+            1,
+            2,
+            "MPI_Get_count",
+            json!({"status": status(0, 3, 16), "datatype": "MPI_INT", "count": 4}),
+        ),
         call(
             1,
             3,
@@ -369,7 +410,12 @@ fn what_matches_nothing_is_reported_with_its_reason() {
         recv(1, 1, json!(0), json!(2), json!("MPI_STATUS_IGNORE")),
         irecv(1, 2, json!(0), json!(9), "req0"),
         call(1, 3, "MPI_Cancel", json!({"request": "req0"})),
-        wait(1, 4, "req0", json!({"MPI_SOURCE": 0, "MPI_TAG": 9, "count": 0, "cancelled": true})),
+        wait(
+            1,
+            4,
+            "req0",
+            json!({"MPI_SOURCE": 0, "MPI_TAG": 9, "count": 0, "cancelled": true}),
+        ),
         call(
             1,
             5,
@@ -431,7 +477,7 @@ fn ranks_of_other_communicators_are_translated_to_world_ranks() {
         )
     };
     let calls = vec![
-        on_comm1(2, "MPI_Send", "dest", 1),   // world 2 = comm1 rank 0, to comm1 rank 1 = world 0
+        on_comm1(2, "MPI_Send", "dest", 1), // world 2 = comm1 rank 0, to comm1 rank 1 = world 0
         on_comm1(0, "MPI_Recv", "source", 0), // world 0 receives from comm1 rank 0 = world 2
     ];
     let m = match_calls(calls.clone(), &Reversed);
