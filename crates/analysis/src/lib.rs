@@ -3,6 +3,7 @@
 //! computed from its grammar ([`summary`]).
 
 pub mod decode;
+pub mod export;
 pub mod matching;
 pub mod members;
 pub mod stats;
