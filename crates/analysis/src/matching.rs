@@ -19,15 +19,16 @@
 //! with MPI_PROC_NULL match nothing and are not reported as unmatched.
 //!
 //! Ranks in a call are ranks in its communicator; a [`WorldRanks`] turns
-//! them into world ranks. [`PredefinedComms`] knows MPI_COMM_WORLD and
-//! MPI_COMM_SELF only: operations on other communicators are reported
-//! unmatched, with the reason.
+//! them into world ranks: [`world_ranks`] from the trace's communicator
+//! membership ([`Members`]). Operations on a communicator whose members
+//! are not known are reported unmatched, with the reason.
 
 mod operations;
 #[cfg(test)]
 mod tests;
 
 use crate::decode::{DecodeError, DecodedCall, RankDecoder};
+use crate::members::Members;
 use mpigram_trace::Trace;
 use operations::OperationLog;
 use rustc_hash::FxHashMap;
@@ -76,7 +77,8 @@ pub trait WorldRanks {
     fn world_rank(&self, rank: u32, seq: u64, comm: &Comm, rank_in_comm: u32) -> Option<u32>;
 }
 
-/// Knows MPI_COMM_WORLD and MPI_COMM_SELF, no other communicator.
+/// Knows MPI_COMM_WORLD and MPI_COMM_SELF, no other communicator (for
+/// calls without a trace).
 pub struct PredefinedComms;
 
 impl WorldRanks for PredefinedComms {
@@ -91,8 +93,14 @@ impl WorldRanks for PredefinedComms {
 
 /// The world ranks of the communicators of `trace`: the one place the
 /// matcher learns communicator membership.
-pub fn world_ranks(_trace: &Trace) -> PredefinedComms {
-    PredefinedComms
+pub fn world_ranks(trace: &Trace) -> Members {
+    Members::of(trace)
+}
+
+impl WorldRanks for Members {
+    fn world_rank(&self, rank: u32, seq: u64, comm: &Comm, rank_in_comm: u32) -> Option<u32> {
+        Members::world_rank(self, rank, seq, &comm.to_string(), rank_in_comm)
+    }
 }
 
 /// The peer of an operation, as the call gave it (a rank in its communicator).
