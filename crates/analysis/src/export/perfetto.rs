@@ -84,6 +84,13 @@ pub struct TrackEvent {
     pub track_uuid: Option<u64>,
     #[prost(string, repeated, tag = "22")]
     pub categories: Vec<String>,
+    /// The same ids as `flow_ids`, in the field viewers read before it
+    /// existed (Perfetto v20, the UI build on npm); newer ones prefer
+    /// `flow_ids`.
+    #[prost(uint64, repeated, packed = "false", tag = "36")]
+    pub flow_ids_old: Vec<u64>,
+    #[prost(uint64, repeated, packed = "false", tag = "42")]
+    pub terminating_flow_ids_old: Vec<u64>,
     #[prost(string, optional, tag = "23")]
     pub name: Option<String>,
     /// Not packed: the proto2 field is a plain repeated fixed64.
@@ -190,6 +197,7 @@ impl<'w> PerfettoWriter<'w> {
         let event = TrackEvent {
             debug_annotations: args,
             terminating_flow_ids: vec![a.id],
+            terminating_flow_ids_old: vec![a.id],
             ..TrackEvent::default()
         };
         self.begin(a.at_ns, track, "message", event)?;
@@ -251,6 +259,7 @@ impl TimelineWriter for PerfettoWriter<'_> {
         let event = TrackEvent {
             debug_annotations: annotations(s.args),
             flow_ids: s.flows_out.to_vec(),
+            flow_ids_old: s.flows_out.to_vec(),
             ..TrackEvent::default()
         };
         self.begin(s.start_ns, track, s.name, event)?;
