@@ -19,7 +19,7 @@ impl<'w> ChromeWriter<'w> {
     /// Thread ids above the processes of ranks up to `max_rank` are free
     /// for request lanes.
     pub(super) fn new(out: &'w mut dyn Write, max_rank: u32) -> io::Result<ChromeWriter<'w>> {
-        out.write_all(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n")?;
+        out.write_all(b"{\"traceEvents\":[\n")?;
         Ok(ChromeWriter {
             out,
             first: true,
