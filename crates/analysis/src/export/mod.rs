@@ -86,7 +86,7 @@ pub fn export(
     let send_starts = send_starts(&matching, |rank| {
         let part = trace
             .rank(rank)
-            .expect("matched operations are of traced ranks");
+            .ok_or_else(|| ExportError::Times(format!("rank {rank} is not in the trace")))?;
         times(part).map_err(ExportError::Times)
     })?;
     let max_rank = trace.ranks.iter().map(|r| r.meta.rank).max().unwrap_or(0);
