@@ -45,6 +45,19 @@ async function main() {
     page_errors: errors,
   };
 
+  // Zoom on the calls the arrows join.
+  const [window_] = await query(`select min(s1.ts) as start, max(s2.ts + s2.dur) as end
+      from flow f join slice s1 on f.slice_out = s1.id join slice s2 on f.slice_in = s2.id`);
+  if (window_ && window_.start !== null && window_.end > window_.start) {
+    await page.evaluate(([start, end]) => {
+      const pad = (end - start) * 0.05;
+      const span = globals.frontendLocalState.visibleWindowTime.clone();
+      span.start = (start - pad) / 1e9;
+      span.end = (end + pad) / 1e9;
+      globals.frontendLocalState.updateVisibleTime(span);
+    }, [window_.start, window_.end]);
+  }
+
   // Select a call where an arrow ends, to show its arguments.
   const [call] = await query(`select coalesce(p.id, s.id) as id, coalesce(p.track_id, s.track_id) as track_id
       from flow f join slice s on f.slice_in = s.id left join slice p on s.parent_id = p.id

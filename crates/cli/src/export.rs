@@ -2,7 +2,8 @@
 
 use anyhow::{Context, Result};
 use clap::ValueEnum;
-use mpigram_analysis::export::{self, RankTimes, Span};
+use mpigram_analysis::export::{self, RankTimes};
+use mpigram_analysis::timeline::{self, Source};
 use mpigram_trace::{RankPart, Trace};
 use std::fs::File;
 use std::io::BufWriter;
@@ -30,7 +31,10 @@ pub fn run(args: &Args) -> Result<()> {
     let (dir, out) = (&args.trace, &args.output);
     let trace = Trace::open(dir)?;
     crate::warn_if_partial(&trace);
-    let times = |part: &RankPart| rank_times(&trace, part);
+    let run_start = timeline::run_start_ns(&trace);
+    let times = |part: &RankPart| {
+        timeline::rank_times(&trace, part, Source::Best, run_start).map_err(|e| e.to_string())
+    };
     let file = File::create(out).with_context(|| format!("cannot create {}", out.display()))?;
     let mut writer = BufWriter::new(file);
     let bar = crate::progress::calls(trace.ranks.iter().map(|r| r.meta.calls).sum());
@@ -66,6 +70,12 @@ pub fn run(args: &Args) -> Result<()> {
         summary.messages,
         summary.requests
     );
+    if summary.untimed > 0 {
+        eprintln!(
+            "mpigram: {} calls of killed ranks have no times and are not shown",
+            summary.untimed
+        );
+    }
     if summary.unmatched > 0 {
         eprintln!(
             "mpigram: {} point-to-point operations matched nothing (no arrow)",
@@ -73,12 +83,4 @@ pub fn run(args: &Args) -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// Per-call times of one rank.
-fn rank_times(_trace: &Trace, part: &RankPart) -> Result<Vec<Span>, String> {
-    Err(format!(
-        "rank {}: per-call times cannot be read by this build yet",
-        part.meta.rank
-    ))
 }

@@ -18,21 +18,18 @@ mod tests;
 
 use crate::decode::{DecodeError, DecodedCall, RankDecoder};
 use crate::matching::{self, Direction, Matching, Operation, Peer};
+pub use crate::timeline::Span;
 use mpigram_trace::{RankPart, Trace};
 use rustc_hash::FxHashMap;
 use serde_json::{Map, Value as Json, json};
 use std::io::{self, Write};
 
-/// When one call ran: nanoseconds since the run's start, on a clock common
-/// to all ranks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Span {
-    pub start_ns: i64,
-    pub end_ns: i64,
-}
-
-/// The times of every call of one rank, in call order, or why the trace
-/// has none (aggregated timing).
+/// The times of the calls of one rank, in call order ([`timeline::rank_times`]),
+/// or why the trace has none (aggregated timing). A rank killed after its
+/// last checkpoint has times for its first calls only: the timeline shows
+/// those.
+///
+/// [`timeline::rank_times`]: crate::timeline::rank_times
 pub type RankTimes<'a> = dyn Fn(&RankPart) -> Result<Vec<Span>, String> + 'a;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,12 +58,14 @@ pub enum ExportError {
 pub struct ExportSummary {
     pub ranks: usize,
     pub calls: u64,
-    /// Arrows from sends to receives.
+    /// Arrows from sends to receives (matched messages whose calls have times).
     pub messages: usize,
     /// Slices of non-blocking operations.
     pub requests: usize,
     /// Point-to-point operations that matched nothing.
     pub unmatched: usize,
+    /// Calls not shown: the last calls of killed ranks, which have no times.
+    pub untimed: u64,
 }
 
 /// Writes the timeline of `trace` to `out`. `times` gives each rank's call
@@ -157,32 +156,46 @@ trait TimelineWriter {
 }
 
 /// The start of each match's send call (by match), from the times of the
-/// sending ranks, read one rank at a time.
+/// ranks, read one rank at a time; None when the send or the call that
+/// completed the receive has no time (a killed rank's last calls): no
+/// arrow is drawn for it.
 fn send_starts(
     matching: &Matching,
     mut times_of: impl FnMut(u32) -> Result<Vec<Span>, ExportError>,
-) -> Result<Vec<u64>, ExportError> {
-    let mut by_sender: FxHashMap<u32, Vec<usize>> = FxHashMap::default();
+) -> Result<Vec<Option<u64>>, ExportError> {
+    // The calls each arrow needs a time for: (match, is the send, call).
+    let mut by_rank: FxHashMap<u32, Vec<(usize, bool, u64)>> = FxHashMap::default();
     for (k, m) in matching.matches.iter().enumerate() {
-        let rank = matching.operations[m.send].rank;
-        by_sender.entry(rank).or_default().push(k);
+        let (send, recv) = (&matching.operations[m.send], &matching.operations[m.recv]);
+        by_rank
+            .entry(send.rank)
+            .or_default()
+            .push((k, true, send.post));
+        let arrival = recv.completion.unwrap_or(recv.post);
+        by_rank
+            .entry(recv.rank)
+            .or_default()
+            .push((k, false, arrival));
     }
-    let mut senders: Vec<u32> = by_sender.keys().copied().collect();
-    senders.sort_unstable();
-    let mut starts = vec![0; matching.matches.len()];
-    for rank in senders {
+    let mut ranks: Vec<u32> = by_rank.keys().copied().collect();
+    ranks.sort_unstable();
+    let mut starts = vec![None; matching.matches.len()];
+    let mut timed = vec![true; matching.matches.len()];
+    for rank in ranks {
         let spans = times_of(rank)?;
-        for &k in &by_sender[&rank] {
-            let post = matching.operations[matching.matches[k].send].post;
-            let span = spans.get(post as usize).ok_or(ExportError::TimesMismatch {
-                rank,
-                calls: post + 1,
-                times: spans.len(),
-            })?;
-            starts[k] = clamp(span).0;
+        for &(k, is_send, call) in &by_rank[&rank] {
+            let span = spans.get(call as usize);
+            timed[k] &= span.is_some();
+            if is_send {
+                starts[k] = span.map(|span| clamp(span).0);
+            }
         }
     }
-    Ok(starts)
+    Ok(starts
+        .into_iter()
+        .zip(timed)
+        .map(|(start, timed)| start.filter(|_| timed))
+        .collect())
 }
 
 /// Arrows leaving and ending at one call: match indices.
@@ -195,8 +208,8 @@ struct Flows {
 /// What the timeline shows besides the calls.
 struct Timeline<'m> {
     matching: &'m Matching,
-    /// By match.
-    send_starts: &'m [u64],
+    /// By match; None: the send has no time, and no arrow is drawn.
+    send_starts: &'m [Option<u64>],
     max_rank: u32,
 }
 
@@ -215,14 +228,19 @@ impl Timeline<'_> {
         };
         // Arrow k+1 goes from match k's send to the call that completed its receive.
         let mut flows: FxHashMap<(u32, u64), Flows> = FxHashMap::default();
+        let mut messages = 0;
         for (k, m) in matching.matches.iter().enumerate() {
+            if self.send_starts[k].is_none() {
+                continue; // a call without a time
+            }
+            messages += 1;
             let (send, recv) = (&matching.operations[m.send], &matching.operations[m.recv]);
             flows.entry((send.rank, send.post)).or_default().out.push(k);
             let arrival = recv.completion.unwrap_or(recv.post);
             flows.entry((recv.rank, arrival)).or_default().r#in.push(k);
         }
         let mut summary = ExportSummary {
-            messages: matching.matches.len(),
+            messages,
             unmatched: matching.unmatched.len(),
             ..ExportSummary::default()
         };
@@ -233,15 +251,13 @@ impl Timeline<'_> {
             writer.rank(rank, requests.lanes)?;
             let mut next_request = 0;
             let mut written = 0u64;
-            for call in calls {
+            let mut calls = calls;
+            for call in calls.by_ref() {
                 let call = call?;
-                let span = spans
-                    .get(call.seq as usize)
-                    .ok_or(ExportError::TimesMismatch {
-                        rank,
-                        calls: call.seq + 1,
-                        times: spans.len(),
-                    })?;
+                let Some(span) = spans.get(call.seq as usize) else {
+                    summary.untimed += 1; // a killed rank's last calls
+                    break;
+                };
                 let (start_ns, end_ns) = clamp(span);
                 let flows = flows.get(&(rank, call.seq)).unwrap_or(&no_flows);
                 let flows_out: Vec<u64> = flows.out.iter().map(|&k| k as u64 + 1).collect();
@@ -280,6 +296,10 @@ impl Timeline<'_> {
                 written += 1;
                 progress(summary.calls + written);
             }
+            for call in calls {
+                call?;
+                summary.untimed += 1;
+            }
             if written as usize != spans.len() {
                 return Err(ExportError::TimesMismatch {
                     rank,
@@ -298,7 +318,7 @@ impl Timeline<'_> {
     /// Where match `k`'s arrow ends in its receiving call [start, end].
     fn arrival(&self, k: usize, start_ns: u64, end_ns: u64) -> Arrival {
         let m = &self.matching.matches[k];
-        let after_send = self.send_starts[k] + 1;
+        let after_send = self.send_starts[k].map_or(start_ns, |s| s + 1);
         // Short of the end, so that the arrow ends inside the call.
         let last = if end_ns > start_ns {
             end_ns - 1

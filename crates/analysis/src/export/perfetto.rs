@@ -150,8 +150,13 @@ impl<'w> PerfettoWriter<'w> {
         self.out.write_all(&self.buf)
     }
 
+    /// A track's descriptor, at time 0: trace processors read packets in
+    /// time order (one without a time takes the last one seen), and create
+    /// processes in the order they read their descriptors, which viewers
+    /// keep: so ranks come in rank order, not in the order they first ran.
     fn descriptor(&mut self, descriptor: TrackDescriptor) -> io::Result<()> {
         self.packet(TracePacket {
+            timestamp: Some(0),
             track_descriptor: Some(descriptor),
             ..TracePacket::default()
         })

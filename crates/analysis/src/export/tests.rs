@@ -182,6 +182,7 @@ fn the_summary_counts_what_was_written() {
             messages: 3,
             requests: 4,
             unmatched: 0,
+            untimed: 0,
         }
     );
 }
@@ -428,15 +429,17 @@ fn perfetto_protobuf_decodes_with_nested_slices_per_track_and_paired_flows() {
     }
 }
 
-#[test]
-fn call_times_that_do_not_fit_the_calls_are_an_error() {
-    let mut ranks = run();
-    ranks[1].1.pop(); // one time short
+/// Exports `ranks` with times computed as `export` does.
+fn write(
+    ranks: Vec<(Vec<DecodedCall>, Vec<Span>)>,
+    format: Format,
+) -> Result<(Vec<u8>, ExportSummary), ExportError> {
     let all_calls = ranks.iter().flat_map(|(calls, _)| calls.clone());
     let matching = match_calls(all_calls, &PredefinedComms);
+    let send_starts = send_starts(&matching, |rank| Ok(ranks[rank as usize].1.clone()))?;
     let timeline = Timeline {
         matching: &matching,
-        send_starts: &vec![0; matching.matches.len()],
+        send_starts: &send_starts,
         max_rank: 1,
     };
     let inputs = ranks.into_iter().enumerate().map(|(rank, (calls, spans))| {
@@ -446,8 +449,36 @@ fn call_times_that_do_not_fit_the_calls_are_an_error() {
             spans,
         })
     });
-    let err = timeline
-        .write(inputs, Format::Perfetto, &mut Vec::new(), &mut |_| {})
-        .unwrap_err();
-    assert_eq!(err.to_string(), "rank 1: 7 calls but 6 call times");
+    let mut out = Vec::new();
+    let summary = timeline.write(inputs, format, &mut out, &mut |_| {})?;
+    Ok((out, summary))
+}
+
+#[test]
+fn a_killed_ranks_calls_without_times_are_left_out_with_their_arrows() {
+    let mut ranks = run();
+    ranks[1].1.truncate(3); // rank 1 killed: no times from its first Wait on
+    let (bytes, summary) = write(ranks, Format::Chrome).unwrap();
+    assert_eq!((summary.calls, summary.untimed), (9, 4));
+    let trace: Json = serde_json::from_slice(&bytes).unwrap();
+    let events = trace["traceEvents"].as_array().unwrap();
+    // Rank 0's Isend into rank 1's Wait has no arrow; rank 1's Isend into
+    // rank 0's Waitall keeps its own; rank 0's Send into rank 1's Recv none.
+    let starts: Vec<&Json> = phase(events, "s");
+    let ends: Vec<&Json> = phase(events, "f");
+    assert_eq!((starts.len(), ends.len()), (1, 1));
+    assert_eq!(starts[0]["id"], ends[0]["id"]);
+    assert_eq!(starts[0]["pid"], 2);
+    assert_eq!(ends[0]["pid"], 1);
+}
+
+#[test]
+fn more_call_times_than_calls_are_an_error() {
+    let mut ranks = run();
+    ranks[1].1.push(Span {
+        start_ns: 300,
+        end_ns: 301,
+    });
+    let err = write(ranks, Format::Perfetto).unwrap_err();
+    assert_eq!(err.to_string(), "rank 1: 7 calls but 8 call times");
 }
