@@ -76,6 +76,12 @@ pub fn run(args: &Args) -> Result<()> {
             summary.untimed
         );
     }
+    if summary.backwards > 0 {
+        eprintln!(
+            "mpigram: {} arrows go back in time (the receive ended before the send began, by the clocks); Perfetto does not draw them",
+            summary.backwards
+        );
+    }
     if summary.unmatched > 0 {
         eprintln!(
             "mpigram: {} point-to-point operations matched nothing (no arrow)",

@@ -66,6 +66,10 @@ pub struct ExportSummary {
     pub unmatched: usize,
     /// Calls not shown: the last calls of killed ranks, which have no times.
     pub untimed: u64,
+    /// Arrows into a call that ended before the send started, by the call
+    /// times: clock offsets or lossy timing errors larger than the message's
+    /// latency.
+    pub backwards: usize,
 }
 
 /// Writes the timeline of `trace` to `out`. `times` gives each rank's call
@@ -143,6 +147,10 @@ struct Arrival {
     /// the clocks allow, so that viewers (which read events in time order)
     /// meet the arrow's start first.
     at_ns: u64,
+    /// The receiving call ended before the send started, by the call
+    /// times (clock offset or lossy timing error): the arrow goes back in
+    /// time, and Perfetto does not draw it.
+    backwards: bool,
     from_rank: u32,
     bytes: Option<u64>,
 }
@@ -266,6 +274,7 @@ impl Timeline<'_> {
                     .iter()
                     .map(|&k| self.arrival(k, start_ns, end_ns))
                     .collect();
+                summary.backwards += flows_in.iter().filter(|a| a.backwards).count();
                 let mut args = call.args;
                 args.insert("seq".into(), json!(call.seq));
                 writer.slice(&Slice {
@@ -328,6 +337,7 @@ impl Timeline<'_> {
         Arrival {
             id: k as u64 + 1,
             at_ns: after_send.clamp(start_ns, last),
+            backwards: after_send > last,
             from_rank: self.matching.operations[m.send].rank,
             bytes: m.bytes,
         }

@@ -183,6 +183,7 @@ fn the_summary_counts_what_was_written() {
             requests: 4,
             unmatched: 0,
             untimed: 0,
+            backwards: 0,
         }
     );
 }
@@ -470,6 +471,26 @@ fn a_killed_ranks_calls_without_times_are_left_out_with_their_arrows() {
     assert_eq!(starts[0]["id"], ends[0]["id"]);
     assert_eq!(starts[0]["pid"], 2);
     assert_eq!(ends[0]["pid"], 1);
+}
+
+#[test]
+fn an_arrow_into_a_call_that_ended_before_the_send_started_is_counted() {
+    let mut ranks = run();
+    // Rank 1's clock ahead: its Wait [23, 60] now ends before rank 0's
+    // Isend at 20 + 50 starts.
+    ranks[0].1[1] = Span {
+        start_ns: 70,
+        end_ns: 75,
+    };
+    let (bytes, summary) = write(ranks, Format::Chrome).unwrap();
+    assert_eq!(summary.backwards, 1);
+    let trace: Json = serde_json::from_slice(&bytes).unwrap();
+    let events = trace["traceEvents"].as_array().unwrap();
+    let end = phase(events, "f")
+        .into_iter()
+        .find(|f| f["pid"] == 2 && f["ts"].as_f64().unwrap() < 0.061)
+        .expect("the arrow still ends in rank 1's Wait");
+    assert_eq!(end["ts"], json!(0.059), "at the Wait's last nanosecond");
 }
 
 #[test]
