@@ -1,57 +1,50 @@
 //! `mpigram export` on traces of real MPI programs.
 
+mod common;
+
+use common::{mpigram, text};
 use mpigram_analysis::export::perfetto::{TYPE_SLICE_BEGIN, TYPE_SLICE_END, Trace as Timeline};
 use mpigram_testkit::{compile, mpi_available};
 use prost::Message;
 use serde_json::Value as Json;
 use std::collections::HashMap;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn mpigram(args: &[&str], env: &[(&str, &str)]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mpigram"))
-        .args(args)
-        .envs(env.iter().copied())
-        .output()
-        .unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-/// Traces `program ARGS` on `ranks` ranks into `out`, with `MPIGRAM_TIMING=timing`.
+/// Traces `program ARGS` on `ranks` ranks into `out`, with `--timing timing`.
 fn trace(out: &Path, program: &str, ranks: u32, args: &[&str], timing: &str) {
     mpi_available().unwrap();
     let exe = compile(program).unwrap();
-    let mut run = vec!["run", "-o", out.to_str().unwrap(), "-n"];
     let n = ranks.to_string();
-    run.extend([n.as_str(), "--", exe.to_str().unwrap()]);
+    let mut run = vec![
+        "run",
+        "-o",
+        out.to_str().unwrap(),
+        "-n",
+        &n,
+        "--timing",
+        timing,
+    ];
+    run.extend(["--", exe.to_str().unwrap()]);
     run.extend(args);
-    let done = mpigram(&run, &[("MPIGRAM_TIMING", timing)]);
+    let done = mpigram(&run);
     assert!(done.status.success(), "{}", text(&done.stderr));
 }
 
 fn export(trace: &Path, format: &str, file: &Path) -> Output {
-    mpigram(
-        &[
-            "export",
-            trace.to_str().unwrap(),
-            "--format",
-            format,
-            "-o",
-            file.to_str().unwrap(),
-        ],
-        &[],
-    )
+    mpigram(&[
+        "export",
+        trace.to_str().unwrap(),
+        "--format",
+        format,
+        "-o",
+        file.to_str().unwrap(),
+    ])
 }
 
 /// The calls `mpigram decode` prints, per rank: (rank, func) in order.
 fn decoded_calls(trace: &Path) -> Vec<(u64, String)> {
-    let out = mpigram(
-        &["decode", trace.to_str().unwrap(), "--format", "jsonl"],
-        &[],
-    );
+    let out = mpigram(&["decode", trace.to_str().unwrap(), "--format", "jsonl"]);
     text(&out.stdout)
         .lines()
         .map(|l| {

@@ -1,31 +1,26 @@
 //! Message matching on traces of real MPI programs.
 
+mod common;
+
+use common::{mpigram, text};
 use mpigram_analysis::matching::{
     Comm, Direction, Matching, Operation, Peer, PredefinedComms, Reason, WorldRanks, match_trace,
     world_ranks,
 };
 use mpigram_testkit::{compile, mpi_available};
 use mpigram_trace::Trace;
-use std::process::Command;
 
 /// Traces `program ARGS` on `ranks` ranks with `mpigram run`.
 fn traced(program: &str, ranks: u32, args: &[&str]) -> (tempfile::TempDir, Trace) {
     mpi_available().unwrap();
     let exe = compile(program).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_mpigram"))
-        .args(["run", "-o"])
-        .arg(dir.path())
-        .args(["-n", &ranks.to_string(), "--"])
-        .arg(&exe)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{program}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let n = ranks.to_string();
+    let mut run = vec!["run", "-o", dir.path().to_str().unwrap(), "-n", &n, "--"];
+    run.push(exe.to_str().unwrap());
+    run.extend(args);
+    let out = mpigram(&run);
+    assert!(out.status.success(), "{program}: {}", text(&out.stderr));
     let trace = Trace::open(dir.path()).unwrap();
     (dir, trace)
 }
