@@ -60,7 +60,8 @@ impl DecodedCall {
     }
 }
 
-fn text(v: &Json) -> String {
+/// A value as the text form shows it: `[req0, req1]`, `{MPI_SOURCE=1, ...}`.
+pub(crate) fn text(v: &Json) -> String {
     match v {
         // A recorded string (an info key, an object's name) may hold a
         // newline or other control characters: escaped, a call stays one line.

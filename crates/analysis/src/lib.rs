@@ -3,6 +3,8 @@
 //! computed from its grammar ([`summary`]).
 
 pub mod decode;
+pub mod export;
+pub mod matching;
 pub mod members;
 pub mod stats;
 pub mod summary;

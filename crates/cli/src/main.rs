@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 mod decode;
+mod export;
 mod progress;
 mod stats;
 
@@ -54,6 +55,9 @@ enum Cmd {
     Info { trace: PathBuf },
     /// Per-function calls, time and bytes; message sizes; communication matrix.
     Stats(stats::Args),
+    /// Write the timeline for ui.perfetto.dev: a track per rank, a slice per
+    /// call, arrows from sends to receives (needs per-call timing).
+    Export(export::Args),
 }
 
 fn main() -> ExitCode {
@@ -83,6 +87,7 @@ fn main() -> ExitCode {
         Cmd::Decode(args) => decode::run(&args).map(|()| ExitCode::SUCCESS),
         Cmd::Info { trace } => info(&trace).map(|()| ExitCode::SUCCESS),
         Cmd::Stats(args) => stats::run(&args).map(|()| ExitCode::SUCCESS),
+        Cmd::Export(args) => export::run(&args).map(|()| ExitCode::SUCCESS),
     };
     result.unwrap_or_else(|e| {
         eprintln!("mpigram: {e:#}");

@@ -1,0 +1,505 @@
+//! Timelines of a hand-built two-rank run with synthetic call times.
+
+use super::perfetto::{TYPE_SLICE_BEGIN, TYPE_SLICE_END, Trace as PerfettoTrace};
+use super::*;
+use crate::matching::{PredefinedComms, match_calls};
+use prost::Message;
+use serde_json::Value as Json;
+
+fn call(rank: u32, seq: u64, func: &'static str, args: Json) -> DecodedCall {
+    DecodedCall {
+        rank,
+        seq,
+        func,
+        ret: 0,
+        args: args.as_object().expect("an object").clone(),
+    }
+}
+
+fn p2p(
+    rank: u32,
+    seq: u64,
+    func: &'static str,
+    peer: (&str, u32),
+    tag: i64,
+    more: Json,
+) -> DecodedCall {
+    let mut args = json!({"buf": "seg1+0", "count": 4, "datatype": "MPI_INT", peer.0: peer.1, "tag": tag, "comm": "MPI_COMM_WORLD"});
+    for (k, v) in more.as_object().unwrap() {
+        args[k] = v.clone();
+    }
+    call(rank, seq, func, args)
+}
+
+fn status(source: u32, tag: i64) -> Json {
+    json!({"MPI_SOURCE": source, "MPI_TAG": tag, "count": 16})
+}
+
+/// Rank 0 and rank 1 exchange one message each way with Isend/Irecv, then
+/// rank 0 sends one with MPI_Send that rank 1's MPI_Recv takes.
+fn run() -> Vec<(Vec<DecodedCall>, Vec<Span>)> {
+    let none = json!({});
+    let rank0 = vec![
+        call(
+            0,
+            0,
+            "MPI_Init",
+            json!({"argc": "seg1+0", "argv": "seg2+0"}),
+        ),
+        p2p(
+            0,
+            1,
+            "MPI_Isend",
+            ("dest", 1),
+            0,
+            json!({"request": "req0"}),
+        ),
+        p2p(
+            0,
+            2,
+            "MPI_Irecv",
+            ("source", 1),
+            0,
+            json!({"request": "req1"}),
+        ),
+        call(
+            0,
+            3,
+            "MPI_Waitall",
+            json!({"count": 2, "array_of_requests": ["req0", "req1"], "array_of_statuses": ["undefined", status(1, 0)]}),
+        ),
+        p2p(0, 4, "MPI_Send", ("dest", 1), 5, none.clone()),
+        call(0, 5, "MPI_Finalize", json!({})),
+    ];
+    let times0 = [
+        (0, 10),
+        (20, 25),
+        (26, 30),
+        (40, 100),
+        (110, 120),
+        (200, 210),
+    ];
+    let rank1 = vec![
+        call(
+            1,
+            0,
+            "MPI_Init",
+            json!({"argc": "seg1+0", "argv": "seg2+0"}),
+        ),
+        p2p(
+            1,
+            1,
+            "MPI_Irecv",
+            ("source", 0),
+            0,
+            json!({"request": "req0"}),
+        ),
+        p2p(
+            1,
+            2,
+            "MPI_Isend",
+            ("dest", 0),
+            0,
+            json!({"request": "req1"}),
+        ),
+        call(
+            1,
+            3,
+            "MPI_Wait",
+            json!({"request": "req0", "status": status(0, 0)}),
+        ),
+        call(
+            1,
+            4,
+            "MPI_Wait",
+            json!({"request": "req1", "status": "MPI_STATUS_IGNORE"}),
+        ),
+        p2p(
+            1,
+            5,
+            "MPI_Recv",
+            ("source", 0),
+            5,
+            json!({"status": status(0, 5)}),
+        ),
+        call(1, 6, "MPI_Finalize", json!({})),
+    ];
+    let times1 = [
+        (0, 12),
+        (15, 18),
+        (19, 22),
+        (23, 60),
+        (61, 62),
+        (70, 115),
+        (190, 220),
+    ];
+    let spans = |t: &[(i64, i64)]| {
+        t.iter()
+            .map(|&(start_ns, end_ns)| Span { start_ns, end_ns })
+            .collect()
+    };
+    vec![(rank0, spans(&times0)), (rank1, spans(&times1))]
+}
+
+fn export_run(format: Format) -> (Vec<u8>, ExportSummary) {
+    let ranks = run();
+    let all_calls = ranks.iter().flat_map(|(calls, _)| calls.clone());
+    let matching = match_calls(all_calls, &PredefinedComms);
+    let send_starts = send_starts(&matching, |rank| Ok(ranks[rank as usize].1.clone())).unwrap();
+    let timeline = Timeline {
+        matching: &matching,
+        send_starts: &send_starts,
+        max_rank: 1,
+    };
+    let inputs = ranks.into_iter().enumerate().map(|(rank, (calls, spans))| {
+        Ok(RankInput {
+            rank: rank as u32,
+            calls: Box::new(calls.into_iter().map(Ok)),
+            spans,
+        })
+    });
+    let mut out = Vec::new();
+    let mut seen = Vec::new();
+    let summary = timeline
+        .write(inputs, format, &mut out, &mut |n| seen.push(n))
+        .unwrap();
+    assert_eq!(
+        seen,
+        (1..=13).collect::<Vec<u64>>(),
+        "progress after each call"
+    );
+    (out, summary)
+}
+
+#[test]
+fn the_summary_counts_what_was_written() {
+    let (_, summary) = export_run(Format::Chrome);
+    assert_eq!(
+        summary,
+        ExportSummary {
+            ranks: 2,
+            calls: 13,
+            messages: 3,
+            requests: 4,
+            unmatched: 0,
+            untimed: 0,
+            backwards: 0,
+        }
+    );
+}
+
+/// Chrome events of phase `ph`.
+fn phase<'a>(events: &'a [Json], ph: &str) -> Vec<&'a Json> {
+    events.iter().filter(|e| e["ph"] == ph).collect()
+}
+
+/// The X event on (pid, tid) around `ts`.
+fn slice_at<'a>(events: &'a [Json], pid: &Json, tid: &Json, ts: f64) -> Option<&'a Json> {
+    phase(events, "X").into_iter().find(|e| {
+        let start = e["ts"].as_f64().unwrap();
+        &e["pid"] == pid
+            && &e["tid"] == tid
+            && start <= ts
+            && ts <= start + e["dur"].as_f64().unwrap()
+    })
+}
+
+#[test]
+fn chrome_json_has_a_slice_per_call_a_track_per_rank_and_paired_flows() {
+    let (bytes, _) = export_run(Format::Chrome);
+    let trace: Json = serde_json::from_slice(&bytes).expect("valid JSON");
+    let events = trace["traceEvents"].as_array().expect("traceEvents");
+
+    let calls: Vec<&Json> = phase(events, "X")
+        .into_iter()
+        .filter(|e| e["pid"] == e["tid"])
+        .collect();
+    assert_eq!(calls.len(), 13);
+    for e in phase(events, "X") {
+        for key in ["ts", "dur", "pid", "tid"] {
+            assert!(e[key].is_number(), "{key} in {e}");
+        }
+    }
+    let waitall = calls.iter().find(|e| e["name"] == "MPI_Waitall").unwrap();
+    assert_eq!(
+        (
+            waitall["pid"].clone(),
+            waitall["ts"].clone(),
+            waitall["dur"].clone()
+        ),
+        (json!(1), json!(0.04), json!(0.06))
+    );
+    assert_eq!(
+        waitall["args"]["array_of_requests"],
+        json!(["req0", "req1"])
+    );
+    assert_eq!(waitall["args"]["seq"], 3);
+
+    let names: Vec<(&Json, &Json)> = phase(events, "M")
+        .into_iter()
+        .filter(|e| e["name"] == "process_name")
+        .map(|e| (&e["pid"], &e["args"]["name"]))
+        .collect();
+    assert_eq!(
+        names,
+        vec![(&json!(1), &json!("rank 0")), (&json!(2), &json!("rank 1"))]
+    );
+
+    // Each arrow starts in a send and ends inside the receiving call.
+    let starts = phase(events, "s");
+    let ends = phase(events, "f");
+    assert_eq!(starts.len(), 3);
+    let mut arrows = Vec::new();
+    for s in &starts {
+        let f: Vec<&&Json> = ends.iter().filter(|f| f["id"] == s["id"]).collect();
+        assert_eq!(f.len(), 1, "one end for {s}");
+        let f = f[0];
+        assert_eq!(f["bp"], "e");
+        let from = slice_at(events, &s["pid"], &s["tid"], s["ts"].as_f64().unwrap()).unwrap();
+        let to = slice_at(events, &f["pid"], &f["tid"], f["ts"].as_f64().unwrap()).unwrap();
+        arrows.push((from["name"].clone(), to["name"].clone(), f["ts"].clone()));
+    }
+    arrows.sort_by(|a, b| a.2.as_f64().partial_cmp(&b.2.as_f64()).unwrap());
+    assert_eq!(
+        arrows,
+        vec![
+            // rank 0's Isend (starts at 20) into rank 1's Wait [23, 60]: at its start.
+            (json!("MPI_Isend"), json!("MPI_Wait"), json!(0.023)),
+            // rank 1's Isend (19) into rank 0's Waitall [40, 100].
+            (json!("MPI_Isend"), json!("MPI_Waitall"), json!(0.04)),
+            // rank 0's Send (110) into rank 1's Recv [70, 115]: after the send's start.
+            (json!("MPI_Send"), json!("MPI_Recv"), json!(0.111)),
+        ]
+    );
+}
+
+#[test]
+fn chrome_json_shows_each_request_from_post_to_completion_without_overlap() {
+    let (bytes, _) = export_run(Format::Chrome);
+    let trace: Json = serde_json::from_slice(&bytes).unwrap();
+    let events = trace["traceEvents"].as_array().unwrap();
+    let mut requests: Vec<(u64, String, f64, f64, u64)> = phase(events, "X")
+        .into_iter()
+        .filter(|e| e["pid"] != e["tid"])
+        .map(|e| {
+            let ts = e["ts"].as_f64().unwrap();
+            (
+                e["pid"].as_u64().unwrap(),
+                e["name"].as_str().unwrap().to_owned(),
+                ts,
+                ts + e["dur"].as_f64().unwrap(),
+                e["tid"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    requests.sort_by(|a, b| (a.0, a.2).partial_cmp(&(b.0, b.2)).unwrap());
+    let shape: Vec<(u64, &str, i64, i64)> = requests
+        .iter()
+        .map(|r| {
+            (
+                r.0,
+                r.1.as_str(),
+                (r.2 * 1000.0).round() as i64,
+                (r.3 * 1000.0).round() as i64,
+            )
+        })
+        .collect();
+    assert_eq!(
+        shape,
+        vec![
+            (1, "MPI_Isend", 20, 100),
+            (1, "MPI_Irecv", 26, 100),
+            (2, "MPI_Irecv", 15, 60),
+            (2, "MPI_Isend", 19, 62),
+        ]
+    );
+    // Overlapping requests of a rank are on different threads, named "requests".
+    assert_ne!(requests[0].4, requests[1].4);
+    assert_ne!(requests[2].4, requests[3].4);
+    let tids: Vec<u64> = requests.iter().map(|r| r.4).collect();
+    for e in phase(events, "M")
+        .into_iter()
+        .filter(|e| e["name"] == "thread_name")
+    {
+        if tids.contains(&e["tid"].as_u64().unwrap()) {
+            assert_eq!(e["args"]["name"], "requests");
+        }
+    }
+    // Thread ids are unique across ranks.
+    let mut unique = tids.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(unique.len(), 4);
+}
+
+#[test]
+fn perfetto_protobuf_decodes_with_nested_slices_per_track_and_paired_flows() {
+    let (bytes, _) = export_run(Format::Perfetto);
+    let trace = PerfettoTrace::decode(bytes.as_slice()).expect("a Trace message");
+    assert!(
+        trace
+            .packet
+            .iter()
+            .all(|p| p.trusted_packet_sequence_id == Some(1))
+    );
+
+    let processes: Vec<(i32, String)> = trace
+        .packet
+        .iter()
+        .filter_map(|p| p.track_descriptor.as_ref()?.process.as_ref())
+        .map(|p| (p.pid.unwrap(), p.process_name.clone().unwrap()))
+        .collect();
+    assert_eq!(processes, vec![(1, "rank 0".into()), (2, "rank 1".into())]);
+    let tracks: Vec<u64> = trace
+        .packet
+        .iter()
+        .filter_map(|p| p.track_descriptor.as_ref()?.uuid)
+        .collect();
+
+    // Per track, BEGIN/END pair up in time order: (track, name, start, end).
+    let mut open: FxHashMap<u64, Vec<(String, u64)>> = FxHashMap::default();
+    let mut slices = Vec::new();
+    let mut flow_starts = FxHashMap::default();
+    let mut flow_ends = FxHashMap::default();
+    for p in &trace.packet {
+        let Some(e) = &p.track_event else { continue };
+        let ts = p.timestamp.expect("events have timestamps");
+        let track = e.track_uuid.unwrap();
+        assert!(tracks.contains(&track), "described track {track}");
+        match e.r#type {
+            Some(TYPE_SLICE_BEGIN) => {
+                let stack = open.entry(track).or_default();
+                if let Some((_, parent_start)) = stack.last() {
+                    assert!(*parent_start <= ts);
+                }
+                stack.push((e.name.clone().unwrap(), ts));
+                for &id in &e.flow_ids {
+                    assert!(
+                        flow_starts
+                            .insert(id, (ts, e.name.clone().unwrap()))
+                            .is_none()
+                    );
+                }
+                for &id in &e.terminating_flow_ids {
+                    assert!(flow_ends.insert(id, ts).is_none());
+                }
+            }
+            Some(TYPE_SLICE_END) => {
+                let (name, start) = open.get_mut(&track).unwrap().pop().expect("an open slice");
+                assert!(start <= ts);
+                slices.push((track, name, start, ts));
+            }
+            other => panic!("unexpected event type {other:?}"),
+        }
+    }
+    assert!(open.values().all(Vec::is_empty), "every slice ends");
+    let calls = slices
+        .iter()
+        .filter(|s| s.1.starts_with("MPI_") && s.0 & 0xffff_ffff == 1)
+        .count();
+    assert_eq!(calls, 13);
+    // Each arrow ends after it starts, in a "message" slice inside the
+    // receiving call.
+    assert_eq!(flow_starts.len(), 3);
+    let mut arrows: Vec<(String, u64, u64)> = flow_starts
+        .iter()
+        .map(|(id, (start, name))| (name.clone(), *start, flow_ends[id]))
+        .collect();
+    arrows.sort_by_key(|a| a.2);
+    assert_eq!(
+        arrows,
+        vec![
+            ("MPI_Isend".into(), 20, 23),
+            ("MPI_Isend".into(), 19, 40),
+            ("MPI_Send".into(), 110, 111),
+        ]
+    );
+    let messages = slices.iter().filter(|s| s.1 == "message").count();
+    assert_eq!(messages, 3);
+    // Request lanes: children of their rank's process track.
+    let lanes: Vec<(u64, Option<u64>)> = trace
+        .packet
+        .iter()
+        .filter_map(|p| p.track_descriptor.as_ref())
+        .filter(|d| d.name.as_deref() == Some("requests"))
+        .map(|d| (d.uuid.unwrap(), d.parent_uuid))
+        .collect();
+    assert_eq!(lanes.len(), 4);
+    for (uuid, parent) in lanes {
+        assert_eq!(parent, Some(uuid & !0xffff_ffff));
+    }
+}
+
+/// Exports `ranks` with times computed as `export` does.
+fn write(
+    ranks: Vec<(Vec<DecodedCall>, Vec<Span>)>,
+    format: Format,
+) -> Result<(Vec<u8>, ExportSummary), ExportError> {
+    let all_calls = ranks.iter().flat_map(|(calls, _)| calls.clone());
+    let matching = match_calls(all_calls, &PredefinedComms);
+    let send_starts = send_starts(&matching, |rank| Ok(ranks[rank as usize].1.clone()))?;
+    let timeline = Timeline {
+        matching: &matching,
+        send_starts: &send_starts,
+        max_rank: 1,
+    };
+    let inputs = ranks.into_iter().enumerate().map(|(rank, (calls, spans))| {
+        Ok(RankInput {
+            rank: rank as u32,
+            calls: Box::new(calls.into_iter().map(Ok)),
+            spans,
+        })
+    });
+    let mut out = Vec::new();
+    let summary = timeline.write(inputs, format, &mut out, &mut |_| {})?;
+    Ok((out, summary))
+}
+
+#[test]
+fn a_killed_ranks_calls_without_times_are_left_out_with_their_arrows() {
+    let mut ranks = run();
+    ranks[1].1.truncate(3); // rank 1 killed: no times from its first Wait on
+    let (bytes, summary) = write(ranks, Format::Chrome).unwrap();
+    assert_eq!((summary.calls, summary.untimed), (9, 4));
+    let trace: Json = serde_json::from_slice(&bytes).unwrap();
+    let events = trace["traceEvents"].as_array().unwrap();
+    // Rank 0's Isend into rank 1's Wait has no arrow; rank 1's Isend into
+    // rank 0's Waitall keeps its own; rank 0's Send into rank 1's Recv none.
+    let starts: Vec<&Json> = phase(events, "s");
+    let ends: Vec<&Json> = phase(events, "f");
+    assert_eq!((starts.len(), ends.len()), (1, 1));
+    assert_eq!(starts[0]["id"], ends[0]["id"]);
+    assert_eq!(starts[0]["pid"], 2);
+    assert_eq!(ends[0]["pid"], 1);
+}
+
+#[test]
+fn an_arrow_into_a_call_that_ended_before_the_send_started_is_counted() {
+    let mut ranks = run();
+    // Rank 1's clock ahead: its Wait [23, 60] now ends before rank 0's
+    // Isend at 20 + 50 starts.
+    ranks[0].1[1] = Span {
+        start_ns: 70,
+        end_ns: 75,
+    };
+    let (bytes, summary) = write(ranks, Format::Chrome).unwrap();
+    assert_eq!(summary.backwards, 1);
+    let trace: Json = serde_json::from_slice(&bytes).unwrap();
+    let events = trace["traceEvents"].as_array().unwrap();
+    let end = phase(events, "f")
+        .into_iter()
+        .find(|f| f["pid"] == 2 && f["ts"].as_f64().unwrap() < 0.061)
+        .expect("the arrow still ends in rank 1's Wait");
+    assert_eq!(end["ts"], json!(0.059), "at the Wait's last nanosecond");
+}
+
+#[test]
+fn more_call_times_than_calls_are_an_error() {
+    let mut ranks = run();
+    ranks[1].1.push(Span {
+        start_ns: 300,
+        end_ns: 301,
+    });
+    let err = write(ranks, Format::Perfetto).unwrap_err();
+    assert_eq!(err.to_string(), "rank 1: 7 calls but 8 call times");
+}

@@ -1,0 +1,92 @@
+//! `mpigram export TRACE --format perfetto|chrome -o FILE`.
+
+use anyhow::{Context, Result};
+use clap::ValueEnum;
+use mpigram_analysis::export::{self, RankTimes};
+use mpigram_analysis::timeline::{self, Source};
+use mpigram_trace::{RankPart, Trace};
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::PathBuf;
+
+#[derive(clap::Args)]
+pub struct Args {
+    trace: PathBuf,
+    #[arg(long, value_enum, default_value_t = TimelineFormat::Perfetto)]
+    format: TimelineFormat,
+    /// The file to write.
+    #[arg(short, long)]
+    output: PathBuf,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum TimelineFormat {
+    /// Perfetto's protobuf trace, for ui.perfetto.dev.
+    Perfetto,
+    /// Chrome's JSON trace-event format (chrome://tracing, Perfetto).
+    Chrome,
+}
+
+pub fn run(args: &Args) -> Result<()> {
+    let (dir, out) = (&args.trace, &args.output);
+    let trace = Trace::open(dir)?;
+    crate::warn_if_partial(&trace);
+    let run_start = timeline::run_start_ns(&trace);
+    let times = |part: &RankPart| {
+        timeline::rank_times(&trace, part, Source::Best, run_start).map_err(|e| e.to_string())
+    };
+    let file = File::create(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let mut writer = BufWriter::new(file);
+    let bar = crate::progress::calls(trace.ranks.iter().map(|r| r.meta.calls).sum());
+    let format = match args.format {
+        TimelineFormat::Perfetto => export::Format::Perfetto,
+        TimelineFormat::Chrome => export::Format::Chrome,
+    };
+    let summary = export::export(
+        &trace,
+        &times as &RankTimes,
+        format,
+        &mut writer,
+        &mut |done| {
+            if done % 4096 == 0 {
+                bar.set_position(done);
+            }
+        },
+    );
+    bar.finish_and_clear();
+    drop(writer);
+    let summary = match summary {
+        Ok(summary) => summary,
+        Err(e) => {
+            std::fs::remove_file(out).ok(); // no half-written timeline
+            return Err(e).with_context(|| format!("cannot export {}", dir.display()));
+        }
+    };
+    eprintln!(
+        "mpigram: {}: {} ranks, {} calls, {} messages, {} requests",
+        out.display(),
+        summary.ranks,
+        summary.calls,
+        summary.messages,
+        summary.requests
+    );
+    if summary.untimed > 0 {
+        eprintln!(
+            "mpigram: {} calls of killed ranks have no times and are not shown",
+            summary.untimed
+        );
+    }
+    if summary.backwards > 0 {
+        eprintln!(
+            "mpigram: {} arrows go back in time (the receive ended before the send began, by the clocks); Perfetto does not draw them",
+            summary.backwards
+        );
+    }
+    if summary.unmatched > 0 {
+        eprintln!(
+            "mpigram: {} point-to-point operations matched nothing (no arrow)",
+            summary.unmatched
+        );
+    }
+    Ok(())
+}
