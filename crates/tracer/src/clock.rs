@@ -37,7 +37,7 @@ static SHIFT: OnceLock<i64> = OnceLock::new();
 /// clock: `MPIGRAM_TEST_CLOCK_SHIFT=R=NS` moves the clock of world rank R
 /// (as the launcher's `PMI_RANK` gives it, before MPI_Init) by NS
 /// nanoseconds, as if it ran on a node whose clock differs.
-fn test_shift() -> i64 {
+pub fn test_shift() -> i64 {
     let (Ok(spec), Ok(me)) = (
         std::env::var("MPIGRAM_TEST_CLOCK_SHIFT"),
         std::env::var("PMI_RANK"),

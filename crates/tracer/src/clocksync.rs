@@ -10,7 +10,12 @@
 //! middle of it) and its error (half that round trip). The parent then
 //! sends the child its offset to rank 0 (the parent's own plus the
 //! measured one) and the sum of the errors along the way. log2(P) steps,
-//! each a few microseconds on a fast network.
+//! each a few microseconds on a fast network. A child on the parent's
+//! host (same host name and boot) shares its clock (CLOCK_MONOTONIC is
+//! one clock per machine): its offset is the parent's, with no error
+//! added, and nothing is measured. That matters most where ranks
+//! outnumber cores, when a round trip waits for the scheduler and its
+//! half would be milliseconds of error.
 //!
 //! Every rank takes part (the job-wide `MPIGRAM_OFF` skips it on every
 //! rank alike), on the tracer's own duplicate of MPI_COMM_WORLD, with
@@ -80,6 +85,7 @@ fn measure(comm: MPI_Comm) -> Option<ClockSync> {
             return None;
         }
     }
+    let host = host_clock();
     // Rank 0 is the reference: offset 0, no error. An error of
     // UNKNOWN says a measurement on the way failed; the rank still serves
     // its children, who would otherwise wait forever.
@@ -87,15 +93,26 @@ fn measure(comm: MPI_Comm) -> Option<ClockSync> {
     let mut bit = 1;
     while bit < size {
         if rank < bit && rank + bit < size {
+            let child = rank + bit;
             let [offset, error] = mine;
-            let result = match (ping(comm, rank + bit), error) {
-                (Some([est, half_rtt]), 0..) => [offset + est, error + half_rtt],
-                _ => [0, UNKNOWN],
+            let same_clock = recv(comm, child).is_some_and(|[theirs, _]| theirs == host);
+            send(comm, child, [i64::from(!same_clock), 0]);
+            let result = if same_clock {
+                mine
+            } else {
+                match (ping(comm, child), error) {
+                    (Some([est, half_rtt]), 0..) => [offset + est, error + half_rtt],
+                    _ => [0, UNKNOWN],
+                }
             };
-            send(comm, rank + bit, result);
+            send(comm, child, result);
         } else if rank >= bit && rank < 2 * bit {
-            pong(comm, rank - bit);
-            mine = recv(comm, rank - bit).unwrap_or([0, UNKNOWN]);
+            let parent = rank - bit;
+            send(comm, parent, [host, 0]);
+            if recv(comm, parent).is_none_or(|[measure, _]| measure != 0) {
+                pong(comm, parent);
+            }
+            mine = recv(comm, parent).unwrap_or([0, UNKNOWN]);
         }
         bit *= 2;
     }
@@ -109,6 +126,20 @@ fn measure(comm: MPI_Comm) -> Option<ClockSync> {
 
 /// The error of an offset that could not be measured.
 const UNKNOWN: i64 = -1;
+
+/// Names this machine's clock: a hash of the host name and the kernel's
+/// boot id (and of the test shift, see `crate::clock`, which makes a rank
+/// a machine of its own).
+fn host_clock() -> i64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    crate::tracer::host_name().hash(&mut h);
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .unwrap_or_default()
+        .hash(&mut h);
+    crate::clock::test_shift().hash(&mut h);
+    h.finish() as i64
+}
 
 /// The parent's side: (child's clock minus ours, half the best round trip).
 fn ping(comm: MPI_Comm, child: c_int) -> Option<[i64; 2]> {

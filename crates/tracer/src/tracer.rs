@@ -436,7 +436,7 @@ pub fn create_output_dir() -> Option<PathBuf> {
     }
 }
 
-fn host_name() -> String {
+pub(crate) fn host_name() -> String {
     let mut buf = [0u8; 256];
     // SAFETY: buf is writable for its length.
     if unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } != 0 {

@@ -48,6 +48,16 @@ fn lossy_times_stay_within_their_bound_of_the_exact_ones() {
     );
     run.output.assert_success();
     let trace = assert_trace_is_exact(&run, 3);
+    // One machine, one clock: nothing to measure, nothing to correct.
+    for r in &trace.ranks {
+        let sync: Vec<(i64, u64)> = r
+            .meta
+            .clock_sync
+            .iter()
+            .map(|s| (s.offset_ns, s.error_ns))
+            .collect();
+        assert_eq!(sync, [(0, 0), (0, 0)], "rank {}", r.meta.rank);
+    }
     let mut coarse_allreduce = 0;
     for (rank, (funcs, exact, lossy)) in times(&trace).into_iter().enumerate() {
         assert_eq!(exact.len(), funcs.len(), "rank {rank}: a time per call");
