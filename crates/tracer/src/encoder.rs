@@ -48,7 +48,7 @@ fn request_kind(func: FuncId) -> RequestKind {
             .iter()
             .map(|f| RequestKind {
                 persistent: f.name.contains("_init"),
-                status_defined: f.name.contains("recv")
+                status_defined: f.name.to_ascii_lowercase().contains("recv")
                     || f.name.starts_with("MPI_File_")
                     || f.name == "MPI_Grequest_start",
             })

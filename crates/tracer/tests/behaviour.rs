@@ -405,3 +405,21 @@ fn the_ranks_traces_are_merged_into_one_file() {
         );
     }
 }
+
+/// A persistent receive (MPI_Recv_init, started and waited for) completes
+/// with a status MPI defines: the Wait records its source, tag and count.
+#[test]
+fn persistent_receives_complete_with_their_status() {
+    let run = run_traced("persistent", 2, &[], &[]);
+    run.output.assert_success();
+    let trace = assert_trace_is_exact(&run, 2);
+    let waits: Vec<Value> = decoded(&trace, 1)
+        .into_iter()
+        .filter(|c| c.func == "MPI_Wait")
+        .map(|c| c.args["status"].clone())
+        .collect();
+    assert!(
+        waits.contains(&json!({"MPI_SOURCE": 0, "MPI_TAG": 3, "count": 16})),
+        "{waits:?}"
+    );
+}
