@@ -350,6 +350,40 @@ mod tests {
         }
     }
 
+    /// Three million calls of jittery lengths: the error at the end is
+    /// no larger than the bound of the module's doc, as at the start.
+    #[test]
+    fn lossy_times_do_not_drift_over_millions_of_calls() {
+        let bins = Bins::new(DEFAULT_BASE).unwrap();
+        let (mut enc, mut dec) = (LossyClock::default(), LossyClock::default());
+        let (mut now, mut x) = (0u64, 0x2545_f491_4f6c_dd1du64);
+        let (mut longest, mut worst_early, mut worst_late) = (0u64, 0u64, 0u64);
+        let n = 3_000_000;
+        for k in 0..n {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let start = now + 50 + x % 400;
+            let end = start + 100 + (x >> 20) % 3_000;
+            longest = longest.max(end - now);
+            now = end;
+            let (i, d) = enc.encode(&bins, start, end);
+            let (_, e) = dec.decode(&bins, i, d).unwrap();
+            let error = end - e;
+            if k < n / 10 {
+                worst_early = worst_early.max(error);
+            } else if k >= n - n / 10 {
+                worst_late = worst_late.max(error);
+            }
+        }
+        let bound = ((DEFAULT_BASE - 1.0) * longest as f64) as u64 + 1;
+        assert!(worst_late <= bound, "{worst_late} ticks late in the run, bound {bound}");
+        assert!(
+            worst_late <= worst_early + worst_early / 2,
+            "error grew from {worst_early} to {worst_late} ticks"
+        );
+    }
+
     #[test]
     fn exact_blocks_fill_and_continue() {
         let mut w = ExactWriter::default();
