@@ -84,6 +84,7 @@ fn trace(ranks: u32, signatures: Vec<Vec<u8>>, rules: Vec<Vec<Run>>) -> Trace {
         signatures,
         grammar,
         ranks: parts,
+        run_start_ns: None,
     }
 }
 

@@ -169,6 +169,7 @@ mod tests {
             signatures: Vec::new(),
             grammar: Grammar::empty(),
             ranks,
+            run_start_ns: None,
         }
     }
 

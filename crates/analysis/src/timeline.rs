@@ -8,8 +8,9 @@
 //! run's start, the earliest origin of any rank.
 
 use mpigram_mpispec::{FUNCS, decode_signature};
+pub use mpigram_trace::RankClock;
 use mpigram_trace::timing::{Bins, LossyClock, decode_columns, decode_exact};
-use mpigram_trace::{ClockSync, RankMeta, RankPart, Trace};
+use mpigram_trace::{RankMeta, RankPart, Trace};
 
 /// When a call ran, in nanoseconds from the run's start.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,56 +44,9 @@ pub enum TimelineError {
     Bad { rank: u32, message: String },
 }
 
-/// A rank's clock: its ticks to rank 0's nanoseconds.
-#[derive(Clone, Debug)]
-pub struct RankClock {
-    start_ns: f64,
-    ns_per_tick: f64,
-    sync: Vec<ClockSync>,
-}
-
-impl RankClock {
-    pub fn of(meta: &RankMeta) -> RankClock {
-        RankClock {
-            start_ns: meta.start_ns as f64,
-            ns_per_tick: meta.ns_per_tick,
-            sync: meta.clock_sync.clone(),
-        }
-    }
-
-    /// Rank 0's clock at `ticks` after this rank's origin, in nanoseconds.
-    pub fn global_ns(&self, ticks: u64) -> f64 {
-        let local = self.start_ns + ticks as f64 * self.ns_per_tick;
-        local - self.offset_at(local)
-    }
-
-    /// This clock minus rank 0's at local time `local`: the measured
-    /// offset, interpolated (and extrapolated) linearly between the first
-    /// and last measurement.
-    fn offset_at(&self, local: f64) -> f64 {
-        match (self.sync.first(), self.sync.last()) {
-            (Some(a), Some(b)) if b.at_ns > a.at_ns => {
-                let drift = (b.offset_ns - a.offset_ns) as f64 / (b.at_ns - a.at_ns) as f64;
-                a.offset_ns as f64 + (local - a.at_ns as f64) * drift
-            }
-            (Some(a), _) => a.offset_ns as f64,
-            _ => 0.0,
-        }
-    }
-
-    /// How far the offsets may be off, in nanoseconds.
-    pub fn uncertainty_ns(&self) -> u64 {
-        self.sync.iter().map(|s| s.error_ns).max().unwrap_or(0)
-    }
-}
-
 /// The run's start on rank 0's clock: the earliest origin of any rank.
 pub fn run_start_ns(trace: &Trace) -> f64 {
-    trace
-        .ranks
-        .iter()
-        .map(|r| RankClock::of(&r.meta).global_ns(0))
-        .fold(f64::INFINITY, f64::min)
+    trace.run_start_ns()
 }
 
 /// When each call of `part` ran, from `source`: one span per call, in
@@ -189,43 +143,4 @@ fn lossy_ticks(trace: &Trace, part: &RankPart) -> Result<Vec<(u64, u64)>, Option
         out.push((start, end));
     }
     Ok(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn offsets_and_drift_map_a_clock_to_rank_0s() {
-        let meta = |sync| RankClock {
-            start_ns: 1_000.0,
-            ns_per_tick: 0.5,
-            sync,
-        };
-        let none = meta(vec![]);
-        assert_eq!(none.global_ns(2_000), 2_000.0);
-        let fixed = meta(vec![ClockSync {
-            at_ns: 0,
-            offset_ns: 300,
-            error_ns: 5,
-        }]);
-        assert_eq!(fixed.global_ns(2_000), 1_700.0);
-        assert_eq!(fixed.uncertainty_ns(), 5);
-        // 100 ns of drift over 10 µs.
-        let drifting = meta(vec![
-            ClockSync {
-                at_ns: 0,
-                offset_ns: 300,
-                error_ns: 5,
-            },
-            ClockSync {
-                at_ns: 10_000,
-                offset_ns: 400,
-                error_ns: 9,
-            },
-        ]);
-        assert_eq!(drifting.global_ns(18_000), 10_000.0 - 400.0);
-        assert_eq!(drifting.global_ns(8_000), 5_000.0 - 350.0);
-        assert_eq!(drifting.uncertainty_ns(), 9);
-    }
 }

@@ -12,7 +12,7 @@
 //! reach MPI_Finalize, or runs with the merge turned off).
 
 use crate::rank::{decode_comms, decode_stats, encode_comms, encode_stats};
-use crate::{CallStats, CallTimes, CommEntry, Error, RankMeta, RankTrace, section};
+use crate::{CallStats, CallTimes, CommEntry, Error, RankClock, RankMeta, RankTrace, section};
 use mpigram_format::{Codec, NewSection, TraceFile, flags};
 use mpigram_grammar::{Grammar, Progression, StreamId, share_across_streams, union};
 use mpigram_varint::{ByteReader, PutVarint};
@@ -52,6 +52,9 @@ pub struct Trace {
     pub grammar: Grammar,
     /// Ranks in rank order.
     pub ranks: Vec<RankPart>,
+    /// The run's start, when the ranks here do not tell it: one rank read
+    /// from a whole-run file (see [`Trace::run_start_ns`]).
+    pub run_start_ns: Option<f64>,
 }
 
 impl Trace {
@@ -74,6 +77,7 @@ impl Trace {
                 comms: rank.comms,
                 times: rank.times,
             }],
+            run_start_ns: None,
         }
     }
 
@@ -161,6 +165,22 @@ impl Trace {
             .map(|t| self.signatures[t as usize].as_slice())
     }
 
+    /// The run's start on rank 0's clock (nanoseconds of its
+    /// CLOCK_MONOTONIC): the earliest origin of any rank, what per-call
+    /// times are counted from. A whole-run file stores it, so that one rank
+    /// read alone has the same times as in the whole run.
+    pub fn run_start_ns(&self) -> f64 {
+        let here = self
+            .ranks
+            .iter()
+            .map(|r| RankClock::of(&r.meta).global_ns(0))
+            .fold(f64::INFINITY, f64::min);
+        match self.run_start_ns {
+            Some(stored) => stored.min(here),
+            None => here,
+        }
+    }
+
     /// Whether every rank ended with MPI_Finalize.
     pub fn is_complete(&self) -> bool {
         self.ranks.iter().all(|r| r.meta.ending.is_complete())
@@ -213,6 +233,7 @@ impl Trace {
             list.put_u32(stride);
             list.put_u32(len);
         }
+        list.put_u64(self.run_start_ns().to_bits());
         let mut signatures = Vec::new();
         signatures.put_u64(self.signatures.len() as u64);
         self.signatures.iter().for_each(|s| signatures.put_blob(s));
@@ -293,6 +314,7 @@ impl Trace {
             total = total.saturating_add(len as usize);
             progressions.push((first, stride, len));
         }
+        let run_start = f64::from_bits(r.u64().map_err(bad("RANKS"))?);
         r.finish().map_err(bad("RANKS"))?;
         let max_streams = total.min(mpigram_grammar::MAX_STREAMS);
         let chunks = match (only, position) {
@@ -326,6 +348,7 @@ impl Trace {
             signatures,
             grammar,
             ranks,
+            run_start_ns: only.map(|_| run_start),
         };
         let expected: Vec<u32> = match only {
             Some(rank) => vec![rank],

@@ -16,6 +16,8 @@ fn rank(rank: u32, n: u32) -> RankTrace {
     let mut t = sample(rank);
     t.meta.world_size = n;
     t.meta.pid = 1000 + rank;
+    // Each rank starts at another time: the last rank first.
+    t.meta.start_ns = 5_000 - u64::from(rank);
     if rank % 3 == 0 {
         let mut s = Sequitur::new();
         for _ in 0..70 {
@@ -112,6 +114,11 @@ fn a_merged_trace_reads_back_whole_and_one_rank_at_a_time() {
         assert_eq!(one.grammar.streams().len(), 1);
         assert!(one.calls(r).eq(whole.calls(r)), "rank {r}");
         assert_eq!(times(&one, r), times(&whole, r), "rank {r}");
+        assert_eq!(
+            one.run_start_ns(),
+            whole.run_start_ns(),
+            "rank {r}: times from the run's start"
+        );
     }
     // A rank the file does not hold: the whole directory, without it.
     let other = Trace::open_rank(dir.path(), n + 7).unwrap();
