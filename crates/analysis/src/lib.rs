@@ -2,6 +2,7 @@
 //! restored to absolute values ([`decode`]), and summaries of a trace
 //! computed from its grammar ([`summary`]).
 
+pub mod critical_path;
 pub mod decode;
 pub mod export;
 pub mod matching;

@@ -1,4 +1,7 @@
-//! Point-to-point message matching: which receive got each send's message.
+//! Matching over a trace: which receive got each send's message
+//! (point-to-point), which calls of the member ranks make up each
+//! collective operation ([`collectives`]), and how one-sided
+//! synchronisation epochs pair up ([`one_sided`]).
 //!
 //! MPI matches a message to a receive by communicator, source, destination
 //! and tag, and never lets messages between two ranks on one communicator
@@ -23,14 +26,20 @@
 //! membership ([`Members`]). Operations on a communicator whose members
 //! are not known are reported unmatched, with the reason.
 
+#[cfg(test)]
+mod collective_tests;
+pub mod collectives;
+pub mod one_sided;
 mod operations;
 #[cfg(test)]
 mod tests;
 
 use crate::decode::{DecodeError, DecodedCall, RankDecoder};
-use crate::members::Members;
+use crate::members::{CommInstance, Members};
+use collectives::{CollectiveCall, Collectives};
 use mpigram_trace::Trace;
-use operations::OperationLog;
+use one_sided::{OneSided, OneSidedLog};
+use operations::{OperationLog, RankOperations};
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 use std::fmt;
@@ -75,6 +84,12 @@ pub trait WorldRanks {
     /// The world rank of `rank_in_comm` in `comm`, as world rank `rank` saw
     /// the communicator at its call `seq`; None if not known.
     fn world_rank(&self, rank: u32, seq: u64, comm: &Comm, rank_in_comm: u32) -> Option<u32>;
+
+    /// The communicator instance `comm` names at call `seq` of world rank
+    /// `rank`, for counting collectives; None if not known.
+    fn comm_instance(&self, _rank: u32, _seq: u64, _comm: &Comm) -> Option<CommInstance> {
+        None
+    }
 }
 
 /// Knows MPI_COMM_WORLD and MPI_COMM_SELF, no other communicator (for
@@ -100,6 +115,10 @@ pub fn world_ranks(trace: &Trace) -> Members {
 impl WorldRanks for Members {
     fn world_rank(&self, rank: u32, seq: u64, comm: &Comm, rank_in_comm: u32) -> Option<u32> {
         Members::world_rank(self, rank, seq, &comm.to_string(), rank_in_comm)
+    }
+
+    fn comm_instance(&self, rank: u32, seq: u64, comm: &Comm) -> Option<CommInstance> {
+        Members::instance(self, rank, seq, &comm.to_string())
     }
 }
 
@@ -214,7 +233,8 @@ impl fmt::Display for Reason {
     }
 }
 
-/// Every point-to-point operation of a run, the matches, and what matched nothing.
+/// Every point-to-point operation of a run, the matches, and what matched
+/// nothing; the collective operations and one-sided epochs.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Matching {
     /// By rank, each rank's in posting order.
@@ -223,6 +243,8 @@ pub struct Matching {
     pub matches: Vec<Match>,
     /// In the order of `operations`.
     pub unmatched: Vec<Unmatched>,
+    pub collectives: Collectives,
+    pub one_sided: OneSided,
 }
 
 /// Matches the operations of `calls`: every rank's calls, each rank's in
@@ -239,21 +261,55 @@ pub fn match_calls(
     }
     let mut logs: Vec<(u32, OperationLog)> = logs.into_iter().collect();
     logs.sort_by_key(|(rank, _)| *rank);
-    let operations = logs.into_iter().flat_map(|(_, log)| log.finish()).collect();
-    match_operations(operations, ranks)
+    match_ranks(
+        logs.into_iter()
+            .map(|(rank, log)| (rank, log.finish()))
+            .collect(),
+        ranks,
+    )
 }
 
 /// Decodes every rank of `trace` and matches its operations.
 pub fn match_trace(trace: &Trace, ranks: &dyn WorldRanks) -> Result<Matching, DecodeError> {
-    let mut operations = Vec::new();
+    let mut logs = Vec::new();
     for part in &trace.ranks {
-        let mut log = OperationLog::new(part.meta.rank);
-        for call in RankDecoder::new(trace, part) {
-            log.record(&call?);
-        }
-        operations.extend(log.finish());
+        logs.push((part.meta.rank, rank_operations(trace, part)?));
     }
-    Ok(match_operations(operations, ranks))
+    logs.sort_by_key(|(rank, _)| *rank);
+    Ok(match_ranks(logs, ranks))
+}
+
+/// The operations of one rank of `trace`, read from its calls (ranks can
+/// be read in parallel, then matched by [`match_ranks`]).
+pub fn rank_operations(
+    trace: &Trace,
+    part: &mpigram_trace::RankPart,
+) -> Result<RankOperations, DecodeError> {
+    let mut log = OperationLog::new(part.meta.rank);
+    for call in RankDecoder::new(trace, part) {
+        log.record(&call?);
+    }
+    Ok(log.finish())
+}
+
+/// Matches the operations of every rank (in rank order).
+pub fn match_ranks(logs: Vec<(u32, RankOperations)>, ranks: &dyn WorldRanks) -> Matching {
+    let mut operations = Vec::new();
+    let mut collective_calls: Vec<Vec<CollectiveCall>> = Vec::with_capacity(logs.len());
+    let mut one_sided_logs: Vec<(u32, OneSidedLog)> = Vec::with_capacity(logs.len());
+    for (rank, log) in logs {
+        operations.extend(log.point_to_point);
+        collective_calls.push(log.collectives);
+        one_sided_logs.push((rank, log.one_sided));
+    }
+    let (collectives, instance_of) = collectives::match_collectives(&collective_calls, ranks);
+    let one_sided =
+        one_sided::match_epochs(&one_sided_logs, &collective_calls, &instance_of, ranks);
+    Matching {
+        collectives,
+        one_sided,
+        ..match_operations(operations, ranks)
+    }
 }
 
 /// Messages from one rank to another on one communicator, in posting order.
@@ -384,6 +440,7 @@ fn match_operations(operations: Vec<Operation>, ranks: &dyn WorldRanks) -> Match
         operations,
         matches,
         unmatched,
+        ..Matching::default()
     }
 }
 

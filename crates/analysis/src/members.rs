@@ -19,6 +19,38 @@ struct Group {
     conflict: bool,
 }
 
+/// Which communicator a call's communicator is, across ranks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum CommId {
+    World,
+    /// MPI_COMM_SELF of a world rank.
+    SelfOf(u32),
+    /// A created communicator: its instance, and the world rank of the first
+    /// member of its group ([`NO_RANK`] for an inter-communicator, whose two
+    /// groups are one instance).
+    Created {
+        instance: u64,
+        leader: u32,
+    },
+}
+
+/// A communicator instance as one member sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CommInstance {
+    pub id: CommId,
+    /// Size of the caller's group.
+    pub size: u32,
+    /// Size of the remote group of an inter-communicator, else 0.
+    pub remote_size: u32,
+}
+
+impl CommInstance {
+    /// How many processes take part in a collective on it.
+    pub fn processes(&self) -> u32 {
+        self.size + self.remote_size
+    }
+}
+
 /// Communicator membership of a whole trace.
 #[derive(Debug, Default)]
 pub struct Members {
@@ -92,11 +124,49 @@ impl Members {
         }
     }
 
-    fn user_world_rank(&self, rank: u32, seq: u64, comm: u64, rank_in_comm: u32) -> Option<u32> {
+    /// The communicator instance that `comm` names at call `seq` of world
+    /// rank `rank`: two communicators with one id at different times are
+    /// different instances. `None` when the trace cannot say.
+    pub fn instance(&self, rank: u32, seq: u64, comm: &str) -> Option<CommInstance> {
+        match comm {
+            "MPI_COMM_WORLD" => Some(CommInstance {
+                id: CommId::World,
+                size: self.world_size,
+                remote_size: 0,
+            }),
+            "MPI_COMM_SELF" => Some(CommInstance {
+                id: CommId::SelfOf(rank),
+                size: 1,
+                remote_size: 0,
+            }),
+            name => {
+                let id: u64 = name.strip_prefix("comm")?.parse().ok()?;
+                let entry = self.entry(rank, seq, id)?;
+                if entry.instance == 0 || entry.leader == NO_RANK {
+                    return None;
+                }
+                Some(CommInstance {
+                    // Both groups of an inter-communicator share its instance.
+                    id: CommId::Created {
+                        instance: entry.instance,
+                        leader: if entry.inter { NO_RANK } else { entry.leader },
+                    },
+                    size: entry.size,
+                    remote_size: if entry.inter { entry.remote_size } else { 0 },
+                })
+            }
+        }
+    }
+
+    /// The latest entry of `rank`'s log for communicator `comm` at or before call `seq`.
+    fn entry(&self, rank: u32, seq: u64, comm: u64) -> Option<&CommEntry> {
         let entries = self.logs.get(&rank)?.get(&comm)?;
-        // The latest entry logged at or before the call.
         let after = entries.partition_point(|e| e.seq <= seq);
-        let entry = entries[..after].last()?;
+        entries[..after].last()
+    }
+
+    fn user_world_rank(&self, rank: u32, seq: u64, comm: u64, rank_in_comm: u32) -> Option<u32> {
+        let entry = self.entry(rank, seq, comm)?;
         if entry.instance == 0 || entry.leader == NO_RANK {
             return None;
         }

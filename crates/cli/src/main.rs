@@ -8,6 +8,7 @@ use mpigram_trace::Trace;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
+mod critical_path;
 mod decode;
 mod export;
 mod progress;
@@ -58,6 +59,9 @@ enum Cmd {
     /// Write the timeline for ui.perfetto.dev: a track per rank, a slice per
     /// call, arrows from sends to receives (needs per-call timing).
     Export(export::Args),
+    /// The critical path (the longest chain of computation and
+    /// communication), waiting and imbalance at collectives (needs per-call timing).
+    CriticalPath(critical_path::Args),
 }
 
 fn main() -> ExitCode {
@@ -88,6 +92,7 @@ fn main() -> ExitCode {
         Cmd::Info { trace } => info(&trace).map(|()| ExitCode::SUCCESS),
         Cmd::Stats(args) => stats::run(&args).map(|()| ExitCode::SUCCESS),
         Cmd::Export(args) => export::run(&args).map(|()| ExitCode::SUCCESS),
+        Cmd::CriticalPath(args) => critical_path::run(&args).map(|()| ExitCode::SUCCESS),
     };
     result.unwrap_or_else(|e| {
         eprintln!("mpigram: {e:#}");

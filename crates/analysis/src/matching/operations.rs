@@ -3,6 +3,8 @@
 //! completed it, followed through requests (Wait/Test families),
 //! persistent requests (Start/Startall) and matched probes (Mprobe/Mrecv).
 
+use super::collectives::{self, CollectiveCall, CollectiveKind, Context};
+use super::one_sided::OneSidedLog;
 use super::{Comm, Direction, Envelope, Operation, Peer};
 use crate::decode::DecodedCall;
 use rustc_hash::FxHashMap;
@@ -22,15 +24,42 @@ pub(super) struct OperationLog {
     /// Messages taken by MPI_Mprobe/MPI_Improbe, by handle name (`msg0`),
     /// waiting for their MPI_Mrecv/MPI_Imrecv: the receive operation.
     messages: FxHashMap<String, usize>,
+    /// Collective calls (blocking, non-blocking, persistent starts), in posting order.
+    collectives: Vec<CollectiveCall>,
+    /// Windows by name: the collective call that created each live one.
+    windows: FxHashMap<String, usize>,
+    one_sided: OneSidedLog,
+}
+
+/// What a request's completion completes.
+#[derive(Clone, Copy, Debug)]
+enum Pending {
+    /// An index into `operations`.
+    Operation(usize),
+    /// An index into `collectives`.
+    Collective(usize),
 }
 
 #[derive(Default)]
 struct Request {
-    /// The operations the request's completion completes (two for
-    /// MPI_Isendrecv), indices into `operations`.
-    active: Vec<usize>,
+    /// What the request's completion completes (two operations for
+    /// MPI_Isendrecv).
+    active: Vec<Pending>,
     /// For a persistent request: what each MPI_Start posts.
-    persistent: Option<Operation>,
+    persistent: Option<Persistent>,
+}
+
+enum Persistent {
+    Operation(Operation),
+    /// The index in `collectives` of the MPI_*_init call, and what each start runs.
+    Collective(usize, CollectiveKind),
+}
+
+/// One rank's operations, read from its calls.
+pub struct RankOperations {
+    pub(super) point_to_point: Vec<Operation>,
+    pub(super) collectives: Vec<CollectiveCall>,
+    pub(super) one_sided: OneSidedLog,
 }
 
 impl OperationLog {
@@ -40,12 +69,19 @@ impl OperationLog {
             operations: Vec::new(),
             requests: FxHashMap::default(),
             messages: FxHashMap::default(),
+            collectives: Vec::new(),
+            windows: FxHashMap::default(),
+            one_sided: OneSidedLog::default(),
         }
     }
 
     /// The operations in posting order (a call's send before its receive).
-    pub(super) fn finish(self) -> Vec<Operation> {
-        self.operations
+    pub(super) fn finish(self) -> RankOperations {
+        RankOperations {
+            point_to_point: self.operations,
+            collectives: self.collectives,
+            one_sided: self.one_sided,
+        }
     }
 
     pub(super) fn record(&mut self, call: &DecodedCall) {
@@ -61,7 +97,7 @@ impl OperationLog {
             "MPI_Isend" | "MPI_Ibsend" | "MPI_Issend" | "MPI_Irsend" => {
                 let op = self.send(call, "dest", "tag", "count", "datatype");
                 let i = self.post(op, None);
-                self.start_request(a.get("request"), vec![i]);
+                self.start_request(a.get("request"), vec![Pending::Operation(i)]);
             }
             "MPI_Recv" => {
                 let mut op = self.recv(call, "source", "tag");
@@ -71,7 +107,7 @@ impl OperationLog {
             "MPI_Irecv" => {
                 let op = self.recv(call, "source", "tag");
                 let i = self.post(op, None);
-                self.start_request(a.get("request"), vec![i]);
+                self.start_request(a.get("request"), vec![Pending::Operation(i)]);
             }
             "MPI_Sendrecv" | "MPI_Sendrecv_replace" => {
                 let (count, datatype) = send_count_keys(func);
@@ -87,15 +123,16 @@ impl OperationLog {
                 let recv = self.recv(call, "source", "recvtag");
                 let i = self.post(send, None);
                 let j = self.post(recv, None);
-                self.start_request(a.get("request"), vec![i, j]);
+                let both = vec![Pending::Operation(i), Pending::Operation(j)];
+                self.start_request(a.get("request"), both);
             }
             "MPI_Send_init" | "MPI_Bsend_init" | "MPI_Ssend_init" | "MPI_Rsend_init" => {
                 let op = self.send(call, "dest", "tag", "count", "datatype");
-                self.persistent_request(a.get("request"), op);
+                self.persistent_request(a.get("request"), Persistent::Operation(op));
             }
             "MPI_Recv_init" => {
                 let op = self.recv(call, "source", "tag");
-                self.persistent_request(a.get("request"), op);
+                self.persistent_request(a.get("request"), Persistent::Operation(op));
             }
             "MPI_Start" => self.start(a.get("request"), call),
             "MPI_Startall" => {
@@ -112,7 +149,7 @@ impl OperationLog {
             }
             "MPI_Imrecv" => {
                 if let Some(i) = name(a.get("message")).and_then(|m| self.messages.remove(m)) {
-                    self.start_request(a.get("request"), vec![i]);
+                    self.start_request(a.get("request"), vec![Pending::Operation(i)]);
                 }
             }
             "MPI_Wait" => self.complete(a.get("request"), seq, a.get("status"), true),
@@ -129,7 +166,64 @@ impl OperationLog {
             "MPI_Testany" if flag(a.get("flag")) => self.complete_any(call),
             "MPI_Waitsome" | "MPI_Testsome" => self.complete_some(call),
             "MPI_Request_free" => self.free(a.get("request")),
-            _ => {}
+            _ => {
+                self.record_collective(call, func);
+                self.one_sided.record(call, func, &self.windows);
+            }
+        }
+    }
+
+    /// A collective call: blocking ones complete at once, non-blocking
+    /// ones at their request's completion, persistent ones (`MPI_*_init`)
+    /// are posted by each MPI_Start.
+    fn record_collective(&mut self, call: &DecodedCall, func: &str) {
+        let Some(op) = collectives::classify(func) else {
+            return;
+        };
+        let a = &call.args;
+        let context = match name(a.get("win")) {
+            Some(win) if !collectives::creates_window(func) => match self.windows.get(win) {
+                Some(&created) => Context::Window { created },
+                None => Context::UnknownWindow(win.to_owned()),
+            },
+            _ => Context::Comm {
+                comm: Comm::from_name(a.get("comm").and_then(Json::as_str).unwrap_or("none")),
+                seq: call.seq,
+            },
+        };
+        let i = self.collectives.len();
+        self.collectives.push(CollectiveCall {
+            rank: self.rank,
+            func: call.func,
+            kind: match op.start {
+                collectives::Start::Persistent => CollectiveKind::Setup,
+                _ => op.kind,
+            },
+            post: call.seq,
+            // An MPI_*_init call returns set up; each start completes at its Wait.
+            completion: (op.start != collectives::Start::Request).then_some(call.seq),
+            context,
+            root: collectives::root_arg(a.get("root")),
+        });
+        if let Some(win) = name(a.get("win")) {
+            match func {
+                "MPI_Win_free" => {
+                    self.windows.remove(win);
+                }
+                _ if collectives::creates_window(func) => {
+                    self.windows.insert(win.to_owned(), i);
+                }
+                _ => {}
+            }
+        }
+        match op.start {
+            collectives::Start::Blocking => {}
+            collectives::Start::Request => {
+                self.start_request(a.get("request"), vec![Pending::Collective(i)])
+            }
+            collectives::Start::Persistent => {
+                self.persistent_request(a.get("request"), Persistent::Collective(i, op.kind))
+            }
         }
     }
 
@@ -189,7 +283,7 @@ impl OperationLog {
     }
 
     /// A new request now stands for `active`.
-    fn start_request(&mut self, request: Option<&Json>, active: Vec<usize>) {
+    fn start_request(&mut self, request: Option<&Json>, active: Vec<Pending>) {
         let Some(name) = name(request) else { return };
         // A live name again means its last completion was not traced (or
         // not understood): that operation's completion stays unknown.
@@ -202,7 +296,7 @@ impl OperationLog {
         );
     }
 
-    fn persistent_request(&mut self, request: Option<&Json>, op: Operation) {
+    fn persistent_request(&mut self, request: Option<&Json>, op: Persistent) {
         let Some(name) = name(request) else { return };
         self.requests.insert(
             name.to_owned(),
@@ -215,22 +309,35 @@ impl OperationLog {
 
     /// MPI_Start: a persistent request posts its operation again.
     fn start(&mut self, request: Option<&Json>, call: &DecodedCall) {
-        let Some(template) = name(request)
-            .and_then(|n| self.requests.get(n))
-            .and_then(|r| r.persistent.clone())
-        else {
+        let Some(r) = name(request).and_then(|n| self.requests.get(n)) else {
             return;
         };
-        let i = self.post(
-            Operation {
-                func: call.func,
-                post: call.seq,
-                ..template
-            },
-            None,
-        );
+        let pending = match &r.persistent {
+            Some(Persistent::Operation(template)) => {
+                let op = Operation {
+                    func: call.func,
+                    post: call.seq,
+                    ..template.clone()
+                };
+                Pending::Operation(self.post(op, None))
+            }
+            Some(Persistent::Collective(init, kind)) => {
+                let (init, kind) = (*init, *kind);
+                let started = CollectiveCall {
+                    func: call.func,
+                    kind,
+                    post: call.seq,
+                    completion: None,
+                    context: Context::Persistent { init },
+                    ..self.collectives[init].clone()
+                };
+                self.collectives.push(started);
+                Pending::Collective(self.collectives.len() - 1)
+            }
+            None => return,
+        };
         if let Some(r) = name(request).and_then(|n| self.requests.get_mut(n)) {
-            r.active = vec![i];
+            r.active = vec![pending];
         }
     }
 
@@ -261,8 +368,14 @@ impl OperationLog {
         if free && r.persistent.is_none() {
             self.requests.remove(name);
         }
-        for i in active {
-            self.complete_operation(i, seq, status);
+        for pending in active {
+            match pending {
+                Pending::Operation(i) => self.complete_operation(i, seq, status),
+                Pending::Collective(i) => {
+                    let c = &mut self.collectives[i];
+                    c.completion = c.completion.or(Some(seq));
+                }
+            }
         }
     }
 
@@ -345,15 +458,15 @@ fn send_count_keys(func: &str) -> (&'static str, &'static str) {
 
 /// A handle's name, or None for a null handle (`MPI_REQUEST_NULL`,
 /// `MPI_MESSAGE_NULL`, `MPI_MESSAGE_NO_PROC`).
-fn name(v: Option<&Json>) -> Option<&str> {
+pub(super) fn name(v: Option<&Json>) -> Option<&str> {
     v.and_then(Json::as_str).filter(|s| !s.starts_with("MPI_"))
 }
 
-fn items(v: Option<&Json>) -> &[Json] {
+pub(super) fn items(v: Option<&Json>) -> &[Json] {
     v.and_then(Json::as_array).map_or(&[], Vec::as_slice)
 }
 
-fn flag(v: Option<&Json>) -> bool {
+pub(super) fn flag(v: Option<&Json>) -> bool {
     v.and_then(Json::as_i64).is_some_and(|f| f != 0)
 }
 

@@ -1,0 +1,216 @@
+//! Waiting at collectives, as the critical-path paper defines it. For
+//! process i of one collective instance:
+//!
+//! - wait-before `wb = t_start_max - t_start[i]`: waiting for the last to arrive;
+//! - wait-after `wa = t_end[i] - t_end_min`: still inside after the first left;
+//! - execution `exec = t_end_min - t_start_max`: the operation itself;
+//! - imbalance `(wb + wa) / exec`.
+//!
+//! Per rank and for the whole run the sums are divided: Σ(wb + wa) / Σ exec
+//! (the paper's table), and also with the rank's computation added to the
+//! divisor (the paper's formula). A non-blocking collective starts at its
+//! post and ends at its completion; neighbourhood collectives and
+//! persistent setups have no common start and end and are left out.
+
+use super::RankCalls;
+use crate::matching::Matching;
+use crate::matching::collectives::CollectiveKind;
+use rustc_hash::FxHashMap;
+
+/// Sums of one rank's (or the run's) waits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RankWaits {
+    pub wait_before_ns: i64,
+    pub wait_after_ns: i64,
+    pub exec_ns: i64,
+    /// Time between calls (computation), for the paper's per-process divisor.
+    pub compute_ns: i64,
+    pub calls: u64,
+}
+
+impl RankWaits {
+    pub fn wait_ns(&self) -> i64 {
+        self.wait_before_ns + self.wait_after_ns
+    }
+
+    /// Σ(wb + wa) / Σ exec; None without execution time.
+    pub fn imbalance(&self) -> Option<f64> {
+        (self.exec_ns > 0).then(|| self.wait_ns() as f64 / self.exec_ns as f64)
+    }
+
+    /// Σ(wb + wa) / (Σ exec + computation).
+    pub fn imbalance_with_compute(&self) -> Option<f64> {
+        let d = self.exec_ns + self.compute_ns;
+        (d > 0).then(|| self.wait_ns() as f64 / d as f64)
+    }
+
+    fn add(&mut self, wb: i64, wa: i64, exec: i64) {
+        self.wait_before_ns += wb;
+        self.wait_after_ns += wa;
+        self.exec_ns += exec;
+        self.calls += 1;
+    }
+}
+
+/// The waits of one call site (a signature) over all its instances.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CallSiteWaits {
+    pub site: u32,
+    pub waits: RankWaits,
+    /// The rank that arrived last most often, and how often.
+    pub last_rank: u32,
+    pub last_count: u64,
+    pub instances: u64,
+}
+
+/// One process of one collective instance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CallWaits {
+    pub rank: u32,
+    /// The call that posted it.
+    pub seq: u64,
+    pub wait_before_ns: i64,
+    pub wait_after_ns: i64,
+}
+
+/// One collective instance.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InstanceWaits {
+    /// Index in [`crate::matching::Collectives::instances`].
+    pub instance: usize,
+    pub exec_ns: i64,
+    pub calls: Vec<CallWaits>,
+}
+
+impl InstanceWaits {
+    pub fn imbalance(&self) -> Option<f64> {
+        let wait: i64 = self
+            .calls
+            .iter()
+            .map(|c| c.wait_before_ns + c.wait_after_ns)
+            .sum();
+        (self.exec_ns > 0).then(|| wait as f64 / self.exec_ns as f64)
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct WaitStats {
+    /// Every rank, by world rank.
+    pub by_rank: Vec<(u32, RankWaits)>,
+    pub total: RankWaits,
+    /// Most waiting first.
+    pub by_site: Vec<CallSiteWaits>,
+    pub instances: Vec<InstanceWaits>,
+    /// Instances left out: a participant without time or completion.
+    pub untimed: usize,
+}
+
+pub fn wait_stats(ranks: &[RankCalls], matching: &Matching) -> WaitStats {
+    let index: FxHashMap<u32, usize> = ranks.iter().enumerate().map(|(i, r)| (r.rank, i)).collect();
+    let mut by_rank: Vec<RankWaits> = ranks
+        .iter()
+        .map(|r| RankWaits {
+            compute_ns: r
+                .spans
+                .windows(2)
+                .map(|w| (w[1].start_ns - w[0].end_ns).max(0))
+                .sum(),
+            ..RankWaits::default()
+        })
+        .collect();
+    let mut sites: FxHashMap<u32, (CallSiteWaits, FxHashMap<u32, u64>)> = FxHashMap::default();
+    let mut stats = WaitStats::default();
+    'instances: for (n, inst) in matching.collectives.instances.iter().enumerate() {
+        if matches!(
+            inst.kind,
+            CollectiveKind::Neighborhood | CollectiveKind::Setup
+        ) {
+            continue;
+        }
+        let mut times = Vec::with_capacity(inst.participants.len());
+        for p in &inst.participants {
+            let Some(&r) = index.get(&p.rank) else {
+                stats.untimed += 1;
+                continue 'instances;
+            };
+            let spans = &ranks[r].spans;
+            let start = spans.get(p.post as usize);
+            let end = p.completion.and_then(|c| spans.get(c as usize));
+            let (Some(start), Some(end)) = (start, end) else {
+                stats.untimed += 1;
+                continue 'instances;
+            };
+            times.push((r, p, start.start_ns, end.end_ns));
+        }
+        let Some(start_max) = times.iter().map(|t| t.2).max() else {
+            continue;
+        };
+        let end_min = times.iter().map(|t| t.3).min().unwrap_or(start_max);
+        let exec = end_min - start_max;
+        let last = times.iter().max_by_key(|t| t.2).map(|t| t.1.rank);
+        let mut calls = Vec::with_capacity(times.len());
+        for &(r, p, start, end) in &times {
+            let (wb, wa) = (start_max - start, end - end_min);
+            by_rank[r].add(wb, wa, exec);
+            stats.total.add(wb, wa, exec);
+            let site = ranks[r]
+                .sites
+                .get(p.post as usize)
+                .copied()
+                .unwrap_or(u32::MAX);
+            let entry = sites.entry(site).or_insert_with(|| {
+                (
+                    CallSiteWaits {
+                        site,
+                        ..CallSiteWaits::default()
+                    },
+                    FxHashMap::default(),
+                )
+            });
+            entry.0.waits.add(wb, wa, exec);
+            calls.push(CallWaits {
+                rank: p.rank,
+                seq: p.post,
+                wait_before_ns: wb,
+                wait_after_ns: wa,
+            });
+        }
+        // The instance counts once for the site of its last arriver.
+        if let Some(last) = last {
+            let r = index[&last];
+            let p = inst.participants.iter().find(|p| p.rank == last);
+            let site = p
+                .and_then(|p| ranks[r].sites.get(p.post as usize))
+                .copied()
+                .unwrap_or(u32::MAX);
+            if let Some(entry) = sites.get_mut(&site) {
+                entry.0.instances += 1;
+                *entry.1.entry(last).or_default() += 1;
+            }
+        }
+        stats.instances.push(InstanceWaits {
+            instance: n,
+            exec_ns: exec,
+            calls,
+        });
+    }
+    stats.total.compute_ns = by_rank.iter().map(|w| w.compute_ns).sum();
+    stats.by_rank = ranks.iter().map(|r| r.rank).zip(by_rank).collect();
+    stats.by_site = sites
+        .into_values()
+        .map(|(mut s, last)| {
+            if let Some((&rank, &count)) = last
+                .iter()
+                .max_by_key(|(r, c)| (**c, std::cmp::Reverse(**r)))
+            {
+                s.last_rank = rank;
+                s.last_count = count;
+            }
+            s
+        })
+        .collect();
+    stats
+        .by_site
+        .sort_by_key(|s| (std::cmp::Reverse(s.waits.wait_ns()), s.site));
+    stats
+}

@@ -1,0 +1,455 @@
+//! Collective matching: which calls of the member ranks make up each
+//! collective operation.
+//!
+//! MPI has every member of a communicator call its collectives in one
+//! order, so the k-th collective call on a communicator instance on each
+//! member is one operation (an instance). Blocking calls complete where
+//! they are posted; non-blocking ones (`MPI_Iallreduce`) at the Wait/Test
+//! that completed their request; a persistent collective (`MPI_Bcast_init`,
+//! itself a collective call) makes one instance per MPI_Start, the j-th
+//! start on each member being one. Window synchronisation is collective
+//! over the window: its creation on the communicator, then each
+//! MPI_Win_fence and MPI_Win_free in order. Calls that creates
+//! communicators (dup, split, create) are collectives on the parent.
+
+use super::{Comm, WorldRanks};
+use crate::members::CommId;
+use rustc_hash::FxHashMap;
+use serde_json::Value as Json;
+use std::fmt;
+
+/// How the processes of a collective depend on each other.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CollectiveKind {
+    /// N×N: every process ends after every process started (Barrier,
+    /// Allreduce, Allgather, Alltoall, Reduce_scatter, communicator and
+    /// window creation, fence).
+    AllToAll,
+    /// 1→N: every process ends after the root started (Bcast, Scatter).
+    RootToAll,
+    /// N→1: the root ends after every process started (Reduce, Gather).
+    AllToRoot,
+    /// Process i ends after processes 0..=i started (Scan).
+    Scan,
+    /// Process i ends after processes 0..i started (Exscan).
+    ExclusiveScan,
+    /// Neighbourhood collectives: each process depends on its topology
+    /// neighbours only, which the trace does not give.
+    Neighborhood,
+    /// A persistent collective's initialisation (`MPI_*_init`): no data
+    /// moves; each MPI_Start of it makes an instance.
+    Setup,
+}
+
+/// How a collective call is posted and completed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Start {
+    Blocking,
+    /// Completes at its request's Wait/Test.
+    Request,
+    /// `MPI_*_init`: each MPI_Start posts it.
+    Persistent,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Classified {
+    pub(super) kind: CollectiveKind,
+    pub(super) start: Start,
+}
+
+/// The root argument of a rooted collective.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum RootArg {
+    None,
+    /// A rank in the communicator (for an inter-communicator: in the remote group).
+    Rank(u32),
+    /// MPI_ROOT: the caller is the root (inter-communicators).
+    Root,
+    /// MPI_PROC_NULL: the caller's group has the root, the caller is not it.
+    ProcNull,
+    Unknown(String),
+}
+
+pub(super) fn root_arg(v: Option<&Json>) -> RootArg {
+    match v {
+        None => RootArg::None,
+        Some(Json::Number(n)) => match n.as_u64().and_then(|r| u32::try_from(r).ok()) {
+            Some(r) => RootArg::Rank(r),
+            None => RootArg::Unknown(n.to_string()),
+        },
+        Some(Json::String(s)) if s == "MPI_ROOT" => RootArg::Root,
+        Some(Json::String(s)) if s == "MPI_PROC_NULL" => RootArg::ProcNull,
+        Some(other) => RootArg::Unknown(other.to_string()),
+    }
+}
+
+/// Where a collective call's instance is counted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Context {
+    /// A communicator as named at call `seq`.
+    Comm { comm: Comm, seq: u64 },
+    /// A window: the index (in the rank's collective calls) of the call that created it.
+    Window { created: usize },
+    /// A window the rank's calls never showed created.
+    UnknownWindow(String),
+    /// An MPI_Start of the persistent collective initialised by call `init`.
+    Persistent { init: usize },
+}
+
+/// One rank's collective call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CollectiveCall {
+    pub(super) rank: u32,
+    pub(super) func: &'static str,
+    pub(super) kind: CollectiveKind,
+    pub(super) post: u64,
+    pub(super) completion: Option<u64>,
+    pub(super) context: Context,
+    pub(super) root: RootArg,
+}
+
+/// Does `func` create a window (a collective over its communicator)?
+pub(super) fn creates_window(func: &str) -> bool {
+    func.starts_with("MPI_Win_create") || func.starts_with("MPI_Win_allocate")
+}
+
+/// The kind of collective `func` is (a large-count `_c` suffix removed),
+/// and how it completes; None for other calls.
+pub(super) fn classify(func: &str) -> Option<Classified> {
+    use CollectiveKind::*;
+    let blocking = |kind| {
+        Some(Classified {
+            kind,
+            start: Start::Blocking,
+        })
+    };
+    match func {
+        "MPI_Comm_dup"
+        | "MPI_Comm_dup_with_info"
+        | "MPI_Comm_split"
+        | "MPI_Comm_split_type"
+        | "MPI_Comm_create" => return blocking(AllToAll),
+        "MPI_Comm_idup" | "MPI_Comm_idup_with_info" => {
+            return Some(Classified {
+                kind: AllToAll,
+                start: Start::Request,
+            });
+        }
+        f if creates_window(f) => return blocking(AllToAll),
+        "MPI_Win_fence" | "MPI_Win_free" => return blocking(AllToAll),
+        _ => {}
+    }
+    let (op, start) = if let Some(op) = func.strip_suffix("_init") {
+        (op.strip_prefix("MPI_")?.to_owned(), Start::Persistent)
+    } else if let Some(op) = func.strip_prefix("MPI_I") {
+        // MPI_Ibarrier → Barrier
+        let mut chars = op.chars();
+        let first = chars.next()?.to_ascii_uppercase();
+        (format!("{first}{}", chars.as_str()), Start::Request)
+    } else {
+        (func.strip_prefix("MPI_")?.to_owned(), Start::Blocking)
+    };
+    let kind = match op.as_str() {
+        "Barrier"
+        | "Allgather"
+        | "Allgatherv"
+        | "Alltoall"
+        | "Alltoallv"
+        | "Alltoallw"
+        | "Allreduce"
+        | "Reduce_scatter"
+        | "Reduce_scatter_block" => AllToAll,
+        "Bcast" | "Scatter" | "Scatterv" => RootToAll,
+        "Reduce" | "Gather" | "Gatherv" => AllToRoot,
+        "Scan" => Scan,
+        "Exscan" => ExclusiveScan,
+        "Neighbor_allgather"
+        | "Neighbor_allgatherv"
+        | "Neighbor_alltoall"
+        | "Neighbor_alltoallv"
+        | "Neighbor_alltoallw" => Neighborhood,
+        _ => return None,
+    };
+    Some(Classified { kind, start })
+}
+
+/// One process's part in a collective instance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Participant {
+    /// World rank.
+    pub rank: u32,
+    /// The call that posted it (the collective, or MPI_Start).
+    pub post: u64,
+    /// The call that completed it: `post` for blocking calls, a Wait or
+    /// Test for requests; None when no traced call shows it.
+    pub completion: Option<u64>,
+}
+
+/// One collective operation: the k-th collective call of each member.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CollectiveInstance {
+    /// The communicator (for window calls: the window's).
+    pub comm: CommId,
+    /// The function the first participant called (`MPI_Allreduce`,
+    /// `MPI_Start` for a started persistent collective).
+    pub func: &'static str,
+    /// For a started persistent collective, what the start runs.
+    pub kind: CollectiveKind,
+    /// World rank of the root of a rooted collective.
+    pub root: Option<u32>,
+    /// By world rank.
+    pub participants: Vec<Participant>,
+}
+
+/// A collective call that is in no instance, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnmatchedCollective {
+    /// World rank of the caller.
+    pub rank: u32,
+    pub func: &'static str,
+    pub post: u64,
+    pub reason: CollectiveReason,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CollectiveReason {
+    /// The communicator's instance is not known (not created in the trace).
+    UnknownComm(Comm),
+    /// The window was not created by a matched collective.
+    UnknownWindow(String),
+    /// Not every member made this collective call (a killed rank, or ranks
+    /// that were not traced).
+    MissingMembers { expected: u32, found: u32 },
+    /// Members named different roots, or a root no member could place.
+    Root,
+    /// Members made different collective calls.
+    Mismatch,
+}
+
+impl fmt::Display for CollectiveReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CollectiveReason::UnknownComm(c) => write!(f, "communicator {c} is not known"),
+            CollectiveReason::UnknownWindow(w) => write!(f, "window {w} is not known"),
+            CollectiveReason::MissingMembers { expected, found } => {
+                write!(f, "{found} of {expected} members made this call")
+            }
+            CollectiveReason::Root => f.write_str("the members do not agree on the root"),
+            CollectiveReason::Mismatch => {
+                f.write_str("the members made different collective calls")
+            }
+        }
+    }
+}
+
+/// The collective operations of a run.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Collectives {
+    /// In the order their first participant (lowest rank) posted them.
+    pub instances: Vec<CollectiveInstance>,
+    /// By rank, each rank's in posting order.
+    pub unmatched: Vec<UnmatchedCollective>,
+}
+
+/// What the k-th call is counted in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Parent {
+    Comm(CommId),
+    /// Calls on the window made by instance `.0`.
+    Window(usize),
+    /// Starts of the persistent collective set up by instance `.0`.
+    Started(usize),
+}
+
+struct Slot {
+    expected: u32,
+    comm: CommId,
+    /// (rank index, call index) of each participant.
+    calls: Vec<(usize, usize)>,
+    roots: Vec<Option<u32>>,
+}
+
+/// Matches every rank's collective calls (`ranks[i]`: one rank's, in
+/// order) into instances. Also returns each call's slot (None: unmatched).
+pub(super) fn match_collectives(
+    calls: &[Vec<CollectiveCall>],
+    ranks: &dyn WorldRanks,
+) -> (Collectives, Vec<Vec<Option<usize>>>) {
+    let mut slots: Vec<Slot> = Vec::new();
+    let mut index: FxHashMap<(Parent, u64), usize> = FxHashMap::default();
+    let mut counters: FxHashMap<(u32, Parent), u64> = FxHashMap::default();
+    let mut slot_of: Vec<Vec<Option<usize>>> = Vec::with_capacity(calls.len());
+    let mut unmatched = Vec::new();
+    for (r, rank_calls) in calls.iter().enumerate() {
+        let mut mine: Vec<Option<usize>> = Vec::with_capacity(rank_calls.len());
+        let mut roots: Vec<Option<u32>> = Vec::with_capacity(rank_calls.len());
+        for call in rank_calls {
+            let (parent, expected, comm, root) = match &call.context {
+                Context::Comm { comm, seq } => match ranks.comm_instance(call.rank, *seq, comm) {
+                    Some(c) => {
+                        let root = world_root(ranks, call, comm, *seq);
+                        (Ok(Parent::Comm(c.id)), c.processes(), c.id, root)
+                    }
+                    None => (
+                        Err(CollectiveReason::UnknownComm(comm.clone())),
+                        0,
+                        CommId::World,
+                        None,
+                    ),
+                },
+                Context::Window { created } => match mine[*created] {
+                    Some(s) => (
+                        Ok(Parent::Window(s)),
+                        slots[s].expected,
+                        slots[s].comm,
+                        None,
+                    ),
+                    None => (
+                        Err(CollectiveReason::UnknownWindow(format!(
+                            "of call {}",
+                            rank_calls[*created].post
+                        ))),
+                        0,
+                        CommId::World,
+                        None,
+                    ),
+                },
+                Context::UnknownWindow(w) => (
+                    Err(CollectiveReason::UnknownWindow(w.clone())),
+                    0,
+                    CommId::World,
+                    None,
+                ),
+                Context::Persistent { init } => match mine[*init] {
+                    Some(s) => (
+                        Ok(Parent::Started(s)),
+                        slots[s].expected,
+                        slots[s].comm,
+                        roots[*init],
+                    ),
+                    None => (
+                        Err(CollectiveReason::UnknownComm(Comm::Other(format!(
+                            "of call {}",
+                            rank_calls[*init].post
+                        )))),
+                        0,
+                        CommId::World,
+                        None,
+                    ),
+                },
+            };
+            roots.push(root);
+            let parent = match parent {
+                Ok(p) => p,
+                Err(reason) => {
+                    unmatched.push(unmatched_call(call, reason));
+                    mine.push(None);
+                    continue;
+                }
+            };
+            let k = counters.entry((call.rank, parent)).or_default();
+            let key = (parent, *k);
+            *k += 1;
+            let s = *index.entry(key).or_insert_with(|| {
+                slots.push(Slot {
+                    expected,
+                    comm,
+                    calls: Vec::new(),
+                    roots: Vec::new(),
+                });
+                slots.len() - 1
+            });
+            slots[s].calls.push((r, mine.len()));
+            slots[s].roots.push(root);
+            mine.push(Some(s));
+        }
+        slot_of.push(mine);
+    }
+
+    let mut instances = Vec::with_capacity(slots.len());
+    let mut instance_of_slot = vec![None; slots.len()];
+    for (s, slot) in slots.iter().enumerate() {
+        let call = |&(r, i): &(usize, usize)| &calls[r][i];
+        let first = call(&slot.calls[0]);
+        let found = slot.calls.len() as u32;
+        let mut roots = slot.roots.iter().flatten();
+        let root = roots.next().copied();
+        let rooted = matches!(
+            first.kind,
+            CollectiveKind::RootToAll | CollectiveKind::AllToRoot
+        );
+        let reason = if found != slot.expected {
+            Some(CollectiveReason::MissingMembers {
+                expected: slot.expected,
+                found,
+            })
+        } else if slot.calls.iter().map(call).any(|c| {
+            c.kind != first.kind || (c.func != first.func && !c.func.starts_with("MPI_Start"))
+        }) {
+            Some(CollectiveReason::Mismatch)
+        } else if roots.any(|&r| Some(r) != root) || (rooted && root.is_none()) {
+            Some(CollectiveReason::Root)
+        } else {
+            None
+        };
+        if let Some(reason) = reason {
+            for c in &slot.calls {
+                unmatched.push(unmatched_call(call(c), reason.clone()));
+            }
+            continue;
+        }
+        instance_of_slot[s] = Some(instances.len());
+        instances.push(CollectiveInstance {
+            comm: slot.comm,
+            func: first.func,
+            kind: first.kind,
+            root: if rooted { root } else { None },
+            participants: slot
+                .calls
+                .iter()
+                .map(|c| {
+                    let c = call(c);
+                    Participant {
+                        rank: c.rank,
+                        post: c.post,
+                        completion: c.completion,
+                    }
+                })
+                .collect(),
+        });
+    }
+    unmatched.sort_by_key(|u| (u.rank, u.post));
+    let instance_of = slot_of
+        .into_iter()
+        .map(|mine| {
+            mine.into_iter()
+                .map(|s| s.and_then(|s| instance_of_slot[s]))
+                .collect()
+        })
+        .collect();
+    (
+        Collectives {
+            instances,
+            unmatched,
+        },
+        instance_of,
+    )
+}
+
+fn unmatched_call(call: &CollectiveCall, reason: CollectiveReason) -> UnmatchedCollective {
+    UnmatchedCollective {
+        rank: call.rank,
+        func: call.func,
+        post: call.post,
+        reason,
+    }
+}
+
+/// The world rank of the root `call` names, if it names one.
+fn world_root(ranks: &dyn WorldRanks, call: &CollectiveCall, comm: &Comm, seq: u64) -> Option<u32> {
+    match call.root {
+        RootArg::Rank(r) => ranks.world_rank(call.rank, seq, comm, r),
+        RootArg::Root => Some(call.rank),
+        RootArg::None | RootArg::ProcNull | RootArg::Unknown(_) => None,
+    }
+}
