@@ -377,7 +377,10 @@ mod tests {
             }
         }
         let bound = ((DEFAULT_BASE - 1.0) * longest as f64) as u64 + 1;
-        assert!(worst_late <= bound, "{worst_late} ticks late in the run, bound {bound}");
+        assert!(
+            worst_late <= bound,
+            "{worst_late} ticks late in the run, bound {bound}"
+        );
         assert!(
             worst_late <= worst_early + worst_early / 2,
             "error grew from {worst_early} to {worst_late} ticks"
