@@ -10,6 +10,7 @@ use std::process::{Command, ExitCode};
 
 mod decode;
 mod export;
+mod profile;
 mod progress;
 mod stats;
 
@@ -58,6 +59,10 @@ enum Cmd {
     /// Write the timeline for ui.perfetto.dev: a track per rank, a slice per
     /// call, arrows from sends to receives (needs per-call timing).
     Export(export::Args),
+    /// The trace profile: findings first (who waits for whom, where), then
+    /// behaviour classes of loop iterations and rank groups (needs
+    /// per-call timing).
+    Profile(profile::Args),
 }
 
 fn main() -> ExitCode {
@@ -88,6 +93,7 @@ fn main() -> ExitCode {
         Cmd::Info { trace } => info(&trace).map(|()| ExitCode::SUCCESS),
         Cmd::Stats(args) => stats::run(&args).map(|()| ExitCode::SUCCESS),
         Cmd::Export(args) => export::run(&args).map(|()| ExitCode::SUCCESS),
+        Cmd::Profile(args) => profile::run(&args).map(|()| ExitCode::SUCCESS),
     };
     result.unwrap_or_else(|e| {
         eprintln!("mpigram: {e:#}");

@@ -121,6 +121,7 @@ fn pattern(func: &str) -> Option<Pattern> {
 fn point_to_point(func: &str) -> bool {
     let f = func.strip_suffix("_c").unwrap_or(func);
     f.contains("send")
+        || f.contains("Send")
         || f.contains("recv")
         || f.contains("Recv")
         || f.starts_with("MPI_Wait")
