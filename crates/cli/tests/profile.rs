@@ -162,10 +162,12 @@ fn the_peers_of_a_slow_rank_wait_at_the_barrier_and_the_allreduce() {
     }
 }
 
-/// The wait states of a profile: (kind, rank, seq) -> (peer, func, call site, severity).
-fn wait_states(
-    p: &Json,
-) -> std::collections::BTreeMap<(String, u64, u64), (Json, Json, Json, f64)> {
+/// A wait state's (kind, rank, seq) and (peer, func, call site, severity).
+type WaitKey = (String, u64, u64);
+type WaitValue = (Json, Json, Json, f64);
+
+/// The wait states of a profile.
+fn wait_states(p: &Json) -> std::collections::BTreeMap<WaitKey, WaitValue> {
     p["wait_states"]
         .as_array()
         .unwrap()

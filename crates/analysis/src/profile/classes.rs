@@ -269,7 +269,7 @@ pub fn merge_ranks(
                     }
                 })
                 .collect();
-            classes.sort_by(|a, b| b.executions.cmp(&a.executions));
+            classes.sort_by_key(|c| std::cmp::Reverse(c.executions));
             ContextClasses {
                 path: b.path,
                 executions,

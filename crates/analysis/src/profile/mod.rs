@@ -190,7 +190,7 @@ pub fn profile(trace: &Trace, options: &Options) -> Result<Profile, ProfileError
     let info = CallInfo::new(trace, &sites, &spans);
     let (mut wait_states, late) = waits::collective_waits(&read.instances, &info);
     wait_states.extend(waits::point_to_point_waits(&read.matching, &info));
-    wait_states.sort_by(|a, b| (a.rank, a.seq, a.kind).cmp(&(b.rank, b.seq, b.kind)));
+    wait_states.sort_by_key(|w| (w.rank, w.seq, w.kind));
 
     let uses: FxHashMap<u32, Vec<u64>> = ranks
         .iter()
@@ -268,8 +268,9 @@ fn wait_totals(
     waits: &[WaitState],
     executions: &dyn Fn(u32, Option<CallSite>) -> u64,
 ) -> Vec<WaitTotal> {
-    let mut by: FxHashMap<(WaitKind, Option<CallSite>, u32), (WaitTotal, FxHashMap<u32, f64>)> =
-        FxHashMap::default();
+    // (kind, site, rank) -> total, and seconds waited for each peer.
+    type Key = (WaitKind, Option<CallSite>, u32);
+    let mut by: FxHashMap<Key, (WaitTotal, FxHashMap<u32, f64>)> = FxHashMap::default();
     for w in waits {
         let (t, peers) = by.entry((w.kind, w.site, w.rank)).or_insert_with(|| {
             (
