@@ -15,6 +15,7 @@
 //! classes; messages are matched over all ranks at once.
 
 pub mod classes;
+mod reading;
 pub mod report;
 pub mod segments;
 pub mod similarity;
@@ -185,11 +186,12 @@ pub fn profile(trace: &Trace, options: &Options) -> Result<Profile, ProfileError
     let spans: FxHashMap<u32, Vec<Span>> = work.into_iter().map(|w| (w.rank, w.spans)).collect();
 
     let members = Members::of(trace);
-    let read = waits::read_calls(trace, &members)?;
+    let instances = reading::collective_instances(trace, &members);
+    let matching = reading::match_point_to_point(trace, &members)?;
     let sites = Sites::new(&trace.grammar);
     let info = CallInfo::new(trace, &sites, &spans);
-    let (mut wait_states, late) = waits::collective_waits(&read.instances, &info);
-    wait_states.extend(waits::point_to_point_waits(&read.matching, &info));
+    let (mut wait_states, late) = waits::collective_waits(&instances, &info);
+    wait_states.extend(waits::point_to_point_waits(&matching, &info));
     wait_states.sort_by_key(|w| (w.rank, w.seq, w.kind));
 
     let uses: FxHashMap<u32, Vec<u64>> = ranks
@@ -214,7 +216,7 @@ pub fn profile(trace: &Trace, options: &Options) -> Result<Profile, ProfileError
         wait_states,
         wait_totals,
         late_totals,
-        unmatched: read.matching.unmatched.len(),
+        unmatched: matching.unmatched.len(),
     })
 }
 

@@ -11,14 +11,11 @@
 //!   completion*, *wait at N×N*, *early reduce*, *late broadcast*.
 
 use super::sites::{CallSite, Sites};
-use crate::decode::{DecodeError, DecodedCall, RankDecoder};
-use crate::matching::{Matching, Operation, match_calls};
-use crate::members::Members;
+use crate::matching::{Matching, Operation};
 use crate::timeline::Span;
 use mpigram_mpispec::{FUNCS, decode_signature};
 use mpigram_trace::Trace;
 use rustc_hash::FxHashMap;
-use std::cell::RefCell;
 
 /// The kinds of wait states.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -90,7 +87,7 @@ pub struct LateArrival {
 
 /// How the ranks of a collective depend on each other.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Pattern {
+pub(crate) enum Pattern {
     Barrier,
     AllToAll,
     /// All to the root.
@@ -99,7 +96,7 @@ enum Pattern {
     FromRoot,
 }
 
-fn pattern(func: &str) -> Option<Pattern> {
+pub(crate) fn pattern(func: &str) -> Option<Pattern> {
     let func = func.strip_suffix("_c").unwrap_or(func);
     Some(match func {
         "MPI_Barrier" => Pattern::Barrier,
@@ -118,7 +115,7 @@ fn pattern(func: &str) -> Option<Pattern> {
 }
 
 /// The calls point-to-point matching reads (others are not passed on).
-fn point_to_point(func: &str) -> bool {
+pub(crate) fn point_to_point(func: &str) -> bool {
     let f = func.strip_suffix("_c").unwrap_or(func);
     f.contains("send")
         || f.contains("Send")
@@ -135,83 +132,12 @@ fn point_to_point(func: &str) -> bool {
 /// One blocking collective call.
 #[derive(Clone, Debug)]
 pub(crate) struct CollectiveCall {
-    rank: u32,
-    seq: u64,
-    func: &'static str,
-    pattern: Pattern,
+    pub rank: u32,
+    pub seq: u64,
+    pub func: &'static str,
+    pub pattern: Pattern,
     /// The root's world rank, for rooted collectives.
-    root: Option<u32>,
-}
-
-/// What the wait-state analysis reads from the calls.
-pub(crate) struct Calls {
-    pub matching: Matching,
-    /// Instances of blocking collectives: the calls of each, one per rank.
-    pub instances: Vec<Vec<CollectiveCall>>,
-}
-
-/// Decodes every rank once: point-to-point calls to the matcher,
-/// blocking collectives into instances.
-pub(crate) fn read_calls(trace: &Trace, members: &Members) -> Result<Calls, DecodeError> {
-    let collectives: RefCell<Vec<(String, CollectiveCall)>> = RefCell::new(Vec::new());
-    let error: RefCell<Option<DecodeError>> = RefCell::new(None);
-    let calls = trace
-        .ranks
-        .iter()
-        .flat_map(|part| RankDecoder::new(trace, part))
-        .map_while(|call| match call {
-            Ok(call) => Some(call),
-            Err(e) => {
-                *error.borrow_mut() = Some(e);
-                None
-            }
-        })
-        .filter(|call: &DecodedCall| {
-            if let Some(p) = pattern(call.func) {
-                if let Some(comm) = call.args.get("comm").and_then(|c| c.as_str()) {
-                    let root = call
-                        .args
-                        .get("root")
-                        .and_then(|r| r.as_u64())
-                        .and_then(|r| u32::try_from(r).ok())
-                        .and_then(|r| members.world_rank(call.rank, call.seq, comm, r));
-                    collectives.borrow_mut().push((
-                        comm.to_owned(),
-                        CollectiveCall {
-                            rank: call.rank,
-                            seq: call.seq,
-                            func: call.func,
-                            pattern: p,
-                            root,
-                        },
-                    ));
-                }
-                return false;
-            }
-            point_to_point(call.func)
-        });
-    let matching = match_calls(calls, members);
-    if let Some(e) = error.into_inner() {
-        return Err(e);
-    }
-    // The k-th collective on a communicator on each rank is one instance.
-    let mut index: FxHashMap<(String, u64), usize> = FxHashMap::default();
-    let mut count: FxHashMap<(u32, String), u64> = FxHashMap::default();
-    let mut instances: Vec<Vec<CollectiveCall>> = Vec::new();
-    for (comm, call) in collectives.into_inner() {
-        let k = count.entry((call.rank, comm.clone())).or_insert(0);
-        let key = (comm, *k);
-        *k += 1;
-        let i = *index.entry(key).or_insert_with(|| {
-            instances.push(Vec::new());
-            instances.len() - 1
-        });
-        instances[i].push(call);
-    }
-    Ok(Calls {
-        matching,
-        instances,
-    })
+    pub root: Option<u32>,
 }
 
 /// Per-call facts the analysis looks up: times, function, call site.
