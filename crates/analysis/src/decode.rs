@@ -106,6 +106,10 @@ pub struct RankDecoder<'t> {
     request_comm: FxHashMap<(u64, u64), Option<HandleRef>>,
     /// Communicator each window was created over (its group's ranks).
     win_comm: FxHashMap<HandleRef, HandleRef>,
+    /// Only calls of functions this accepts are decoded (see [`RankDecoder::only`]).
+    keep: Option<fn(&str) -> bool>,
+    /// Whether each terminal's function is kept, once known.
+    kept: Vec<Option<bool>>,
 }
 
 impl<'t> RankDecoder<'t> {
@@ -122,7 +126,38 @@ impl<'t> RankDecoder<'t> {
             request_names: FxHashMap::default(),
             request_comm: FxHashMap::default(),
             win_comm: FxHashMap::default(),
+            keep: None,
+            kept: Vec::new(),
         }
+    }
+
+    /// Decodes only the calls of functions `keep` accepts, skipping the
+    /// others (their `seq` still counts). Handles named in skipped calls
+    /// are not learnt, so a skipped call must not be one that kept calls
+    /// depend on (window creation for RMA calls).
+    pub fn only(mut self, keep: fn(&str) -> bool) -> RankDecoder<'t> {
+        self.keep = Some(keep);
+        self.kept = vec![None; self.trace.signatures.len()];
+        self
+    }
+
+    /// Whether the call of `terminal` is to be decoded.
+    fn wanted(&mut self, terminal: u32) -> bool {
+        let Some(keep) = self.keep else {
+            return true;
+        };
+        let Some(slot) = self.kept.get(terminal as usize).copied() else {
+            return true; // decoding reports the bad terminal
+        };
+        if let Some(k) = slot {
+            return k;
+        }
+        let k = match self.signature(terminal) {
+            Ok(sig) => FUNCS.get(sig.func as usize).is_none_or(|f| keep(f.name)),
+            Err(_) => true,
+        };
+        self.kept[terminal as usize] = Some(k);
+        k
     }
 
     fn signature(&mut self, terminal: u32) -> Result<Signature, String> {
@@ -291,7 +326,11 @@ impl Iterator for RankDecoder<'_> {
     type Item = Result<DecodedCall, DecodeError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let terminal = self.terminals.next()?;
+        let mut terminal = self.terminals.next()?;
+        while !self.wanted(terminal) {
+            self.seq += 1;
+            terminal = self.terminals.next()?;
+        }
         let call = self.decode(terminal).map_err(|message| DecodeError {
             rank: self.part.meta.rank,
             seq: self.seq,

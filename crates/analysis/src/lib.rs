@@ -7,6 +7,7 @@ pub mod decode;
 pub mod export;
 pub mod matching;
 pub mod members;
+pub mod profile;
 pub mod stats;
 pub mod summary;
 pub mod timeline;

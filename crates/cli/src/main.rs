@@ -11,6 +11,7 @@ use std::process::{Command, ExitCode};
 mod critical_path;
 mod decode;
 mod export;
+mod profile;
 mod progress;
 mod stats;
 
@@ -62,6 +63,10 @@ enum Cmd {
     /// The critical path (the longest chain of computation and
     /// communication), waiting and imbalance at collectives (needs per-call timing).
     CriticalPath(critical_path::Args),
+    /// The trace profile: findings first (who waits for whom, where), then
+    /// behaviour classes of loop iterations and rank groups (needs
+    /// per-call timing).
+    Profile(profile::Args),
 }
 
 fn main() -> ExitCode {
@@ -93,6 +98,7 @@ fn main() -> ExitCode {
         Cmd::Stats(args) => stats::run(&args).map(|()| ExitCode::SUCCESS),
         Cmd::Export(args) => export::run(&args).map(|()| ExitCode::SUCCESS),
         Cmd::CriticalPath(args) => critical_path::run(&args).map(|()| ExitCode::SUCCESS),
+        Cmd::Profile(args) => profile::run(&args).map(|()| ExitCode::SUCCESS),
     };
     result.unwrap_or_else(|e| {
         eprintln!("mpigram: {e:#}");

@@ -1,0 +1,77 @@
+//! `mpigram profile TRACE [--json]`: behaviour classes, rank groups and
+//! wait states, findings first.
+
+use anyhow::{Context, Result};
+use clap::ValueEnum;
+use mpigram_analysis::profile::{self, Options, similarity::Method};
+use mpigram_analysis::timeline::Source;
+use mpigram_trace::Trace;
+use std::path::PathBuf;
+
+#[derive(clap::Args)]
+pub struct Args {
+    trace: PathBuf,
+    /// Print JSON instead of the report.
+    #[arg(long)]
+    json: bool,
+    /// Similarity method: avg-wave, haar-wave, euclidean, manhattan,
+    /// chebyshev, rel-diff, abs-diff (threshold in seconds).
+    #[arg(long, default_value = "avg-wave")]
+    method: String,
+    /// Threshold within a rank.
+    #[arg(long, default_value_t = 0.2)]
+    within: f64,
+    /// Threshold across ranks.
+    #[arg(long, default_value_t = 0.4)]
+    across: f64,
+    /// Which recorded times to use (a trace recorded with
+    /// MPIGRAM_TIMING=lossy,lossless has both).
+    #[arg(long, value_enum, default_value_t = Times::Best)]
+    times: Times,
+    /// Findings cost at least this share of the run (0-1).
+    #[arg(long, default_value_t = 0.01)]
+    min_share: f64,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Times {
+    /// Exact times where recorded, else lossy ones.
+    Best,
+    Lossy,
+    Lossless,
+}
+
+pub fn run(args: &Args) -> Result<()> {
+    let method: Method = args.method.parse().map_err(anyhow::Error::msg)?;
+    for (name, t) in [("--within", args.within), ("--across", args.across)] {
+        anyhow::ensure!(
+            t.is_finite() && t >= 0.0,
+            "{name} must be a threshold of 0 or more, not {t}"
+        );
+    }
+    anyhow::ensure!(
+        (0.0..=1.0).contains(&args.min_share),
+        "--min-share must be between 0 and 1"
+    );
+    let trace = Trace::open(&args.trace)?;
+    crate::warn_if_partial(&trace);
+    let options = Options {
+        method,
+        within: args.within,
+        across: args.across,
+        source: match args.times {
+            Times::Best => Source::Best,
+            Times::Lossy => Source::Lossy,
+            Times::Lossless => Source::Lossless,
+        },
+        min_share: args.min_share,
+    };
+    let p = profile::profile(&trace, &options)
+        .with_context(|| format!("cannot profile {}", args.trace.display()))?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&p.to_json())?);
+    } else {
+        print!("{}", p.to_text());
+    }
+    Ok(())
+}

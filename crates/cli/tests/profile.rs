@@ -1,0 +1,302 @@
+//! `mpigram profile` on traces with wait states of known size: one rank
+//! is made late by a busy-wait of DELAY per iteration (tests/mpi/wait_states.c).
+
+mod common;
+
+use common::{mpigram, text};
+use mpigram_testkit::{compile, mpi_available, yield_preload};
+use serde_json::Value as Json;
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Command;
+use std::sync::Mutex;
+
+const DELAY_S: f64 = 0.02;
+const ITERATIONS: u32 = 10;
+
+/// One test at a time: busy-waiting ranks of parallel runs (or a profile
+/// computed meanwhile) on two cores would delay each other and blur the
+/// injected delays.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Traces `wait_states MODE` on `ranks` ranks with both lossy and lossless
+/// timing (the yield preload keeps waiting ranks off the cores).
+fn trace(out: &Path, mode: &str, ranks: u32, timing: &str) {
+    mpi_available().unwrap();
+    let exe = compile("wait_states").unwrap();
+    let done = Command::new(env!("CARGO_BIN_EXE_mpigram"))
+        .args(["run", "-o", out.to_str().unwrap(), "-n", &ranks.to_string()])
+        .args(["--timing", timing, "--", exe.to_str().unwrap(), mode])
+        .args([(DELAY_S * 1e3).to_string(), ITERATIONS.to_string()])
+        .env("LD_PRELOAD", yield_preload().unwrap())
+        .output()
+        .unwrap();
+    assert!(done.status.success(), "{mode}: {}", text(&done.stderr));
+}
+
+fn profile(trace: &Path, times: &str) -> Json {
+    let out = mpigram(&[
+        "profile",
+        trace.to_str().unwrap(),
+        "--json",
+        "--times",
+        times,
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Total severity of the wait states of `kind` on `rank` (with their peers).
+fn waited(p: &Json, kind: &str, rank: u64) -> (f64, BTreeSet<u64>, BTreeSet<String>) {
+    let mut total = 0.0;
+    let (mut peers, mut funcs) = (BTreeSet::new(), BTreeSet::new());
+    for w in p["wait_states"].as_array().unwrap() {
+        if w["kind"] == kind && w["rank"] == rank {
+            total += w["severity_s"].as_f64().unwrap();
+            peers.insert(w["peer"].as_u64().unwrap());
+            funcs.insert(w["func"].as_str().unwrap().to_owned());
+        }
+    }
+    (total, peers, funcs)
+}
+
+fn assert_near(got: f64, want: f64, what: &str) {
+    assert!(
+        (got - want).abs() <= 0.2 * want,
+        "{what}: {got} s, injected {want} s"
+    );
+}
+
+fn injected() -> f64 {
+    DELAY_S * ITERATIONS as f64
+}
+
+#[test]
+fn a_late_sender_is_diagnosed_on_the_receiver_with_the_injected_delay() {
+    let _one = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().join("t");
+    trace(&t, "late_sender", 2, "lossless");
+    let p = profile(&t, "best");
+    let (total, peers, funcs) = waited(&p, "late_sender", 0);
+    assert_near(total, injected(), "rank 0's late-sender wait");
+    assert_eq!(peers, BTreeSet::from([1]));
+    assert_eq!(funcs, BTreeSet::from(["MPI_Recv".to_owned()]));
+    let count = p["wait_states"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w["kind"] == "late_sender")
+        .count();
+    assert_eq!(count, ITERATIONS as usize, "one per receive, all on rank 0");
+    assert_eq!(waited(&p, "late_sender", 1).0, 0.0);
+    // The top finding says so.
+    let top = &p["findings"][0];
+    assert_eq!(top["kind"], "late_sender");
+    assert_eq!(top["rank"], 0);
+    assert_eq!(top["count"], ITERATIONS);
+    assert_eq!(top["executions"], ITERATIONS);
+    let out = mpigram(&["profile", t.to_str().unwrap()]);
+    let report = text(&out.stdout);
+    let first = report
+        .lines()
+        .find(|l| l.trim_start().starts_with("1."))
+        .unwrap();
+    assert!(
+        first.contains("rank 0 waits")
+            && first.contains("MPI_Recv")
+            && first.contains("for rank 1")
+            && first.contains("late sender"),
+        "{report}"
+    );
+}
+
+#[test]
+fn a_late_receiver_of_a_synchronous_send_is_diagnosed_on_the_sender() {
+    let _one = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().join("t");
+    trace(&t, "late_receiver", 2, "lossless");
+    let p = profile(&t, "best");
+    let (total, peers, funcs) = waited(&p, "late_receiver", 0);
+    assert_near(total, injected(), "rank 0's late-receiver wait");
+    assert_eq!(peers, BTreeSet::from([1]));
+    assert_eq!(funcs, BTreeSet::from(["MPI_Ssend".to_owned()]));
+    assert_eq!(waited(&p, "late_receiver", 1).0, 0.0);
+    assert_eq!(waited(&p, "late_sender", 1).0, 0.0, "rank 1 never waits");
+    assert_eq!(p["findings"][0]["kind"], "late_receiver");
+}
+
+#[test]
+fn the_peers_of_a_slow_rank_wait_at_the_barrier_and_the_allreduce() {
+    let _one = one_at_a_time();
+    for (mode, kind, func) in [
+        ("barrier", "wait_at_barrier", "MPI_Barrier"),
+        ("allreduce", "wait_at_nxn", "MPI_Allreduce"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let t = dir.path().join("t");
+        trace(&t, mode, 3, "lossless");
+        let p = profile(&t, "best");
+        for rank in [0, 1] {
+            let (total, peers, funcs) = waited(&p, kind, rank);
+            assert_near(total, injected(), &format!("{mode}: rank {rank}"));
+            assert_eq!(peers, BTreeSet::from([2]), "{mode}");
+            assert_eq!(funcs, BTreeSet::from([func.to_owned()]), "{mode}");
+        }
+        assert_eq!(
+            waited(&p, kind, 2).0,
+            0.0,
+            "{mode}: the slow rank never waits"
+        );
+        // Rank 2 arrives last every time, and costs both others the delay.
+        let top = &p["findings"][0];
+        assert_eq!(top["kind"], "late_arrival", "{mode}");
+        assert_eq!(top["rank"], 2, "{mode}");
+        assert_eq!(top["func"], func, "{mode}");
+        assert_eq!(top["count"], ITERATIONS, "{mode}");
+        assert_near(top["cost_s"].as_f64().unwrap(), 2.0 * injected(), mode);
+        let report = text(&mpigram(&["profile", t.to_str().unwrap()]).stdout);
+        assert!(
+            report.contains(&format!("rank 2 arrives last at the {func}"))
+                && report.contains("in 100% of its executions"),
+            "{report}"
+        );
+    }
+}
+
+/// A wait state's (kind, rank, seq) and (peer, func, call site, severity).
+type WaitKey = (String, u64, u64);
+type WaitValue = (Json, Json, Json, f64);
+
+/// The wait states of a profile.
+fn wait_states(p: &Json) -> std::collections::BTreeMap<WaitKey, WaitValue> {
+    p["wait_states"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| {
+            (
+                (
+                    w["kind"].as_str().unwrap().to_owned(),
+                    w["rank"].as_u64().unwrap(),
+                    w["seq"].as_u64().unwrap(),
+                ),
+                (
+                    w["peer"].clone(),
+                    w["func"].clone(),
+                    w["call_site"].clone(),
+                    w["severity_s"].as_f64().unwrap(),
+                ),
+            )
+        })
+        .collect()
+}
+
+/// (kind, rank, call site) of each finding whose cost is further from the
+/// findings' floor (1% of the run) than the timing error of its wait
+/// states (`error_s` each): those may fall on either side of it.
+fn findings(p: &Json, error_s: f64) -> BTreeSet<String> {
+    let floor = 0.01 * p["run_s"].as_f64().unwrap();
+    p["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| {
+            let margin = f["count"].as_f64().unwrap() * error_s;
+            (f["cost_s"].as_f64().unwrap() - floor).abs() > margin
+        })
+        .map(|f| format!("{} {} {}", f["kind"], f["rank"], f["call_site"]))
+        .collect()
+}
+
+#[test]
+fn lossy_times_give_the_findings_of_lossless_ones_within_the_timing_bound() {
+    let _one = one_at_a_time();
+    for (mode, ranks) in [
+        ("late_sender", 2),
+        ("late_receiver", 2),
+        ("barrier", 3),
+        ("allreduce", 3),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let t = dir.path().join("t");
+        trace(&t, mode, ranks, "lossy,lossless");
+        let (exact, lossy) = (profile(&t, "lossless"), profile(&t, "lossy"));
+        assert_eq!(exact["times"], "lossless");
+        assert_eq!(lossy["times"], "lossy");
+        let bound: Vec<f64> = lossy["timing_bound_s"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b["bound_s"].as_f64().unwrap())
+            .collect();
+        assert!(bound.iter().all(|&b| b > 0.0), "{mode}: {bound:?}");
+        // A wait's severity is off by at most its two ranks' bounds.
+        let error_s = 2.0 * bound.iter().copied().fold(0.0, f64::max);
+        let robust = findings(&exact, error_s);
+        let first = format!(
+            "{} {} {}",
+            exact["findings"][0]["kind"],
+            exact["findings"][0]["rank"],
+            exact["findings"][0]["call_site"]
+        );
+        assert!(robust.contains(&first), "{mode}: the top finding is robust");
+        assert_eq!(
+            findings(&lossy, error_s),
+            robust,
+            "{mode}: bound {bound:?}, lossy {}, lossless {}",
+            lossy["findings"],
+            exact["findings"]
+        );
+        let tolerance = |rank: u64, peer: &Json| {
+            bound[rank as usize]
+                + peer
+                    .as_u64()
+                    .map_or(bound.iter().copied().fold(0.0, f64::max), |p| {
+                        bound[p as usize]
+                    })
+        };
+        let (a, b) = (wait_states(&exact), wait_states(&lossy));
+        for (key, (peer, func, site, severity)) in &a {
+            match b.get(key) {
+                Some((peer2, func2, site2, severity2)) => {
+                    assert_eq!((peer, func, site), (peer2, func2, site2), "{mode}: {key:?}");
+                    assert!(
+                        (severity - severity2).abs() <= tolerance(key.1, peer),
+                        "{mode}: {key:?}: {severity} lossless, {severity2} lossy"
+                    );
+                }
+                // Only a wait within the timing error may vanish.
+                None => assert!(*severity <= tolerance(key.1, peer), "{mode}: {key:?} lost"),
+            }
+        }
+        for (key, (peer, _, _, severity)) in &b {
+            if !a.contains_key(key) {
+                assert!(
+                    *severity <= tolerance(key.1, peer),
+                    "{mode}: {key:?} only in lossy"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn aggregated_timing_stops_with_one_line_naming_the_timing_to_record() {
+    let _one = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().join("t");
+    trace(&t, "late_sender", 2, "aggregated");
+    let out = mpigram(&["profile", t.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    let err = text(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("MPIGRAM_TIMING=lossless"), "{err}");
+    assert!(err.contains("aggregated"), "{err}");
+}

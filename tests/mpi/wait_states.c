@@ -1,0 +1,89 @@
+/* ranks: 2-4 */
+/* Wait states of known size for `mpigram profile`: one rank is made late
+ * by a busy-wait of DELAY_MS milliseconds (on the clock, without MPI calls)
+ * before its part of each of ITERATIONS iterations.
+ *
+ *   wait_states MODE [DELAY_MS=20] [ITERATIONS=10]
+ *
+ *   late_sender    rank 1 waits, then MPI_Send to rank 0, which is already
+ *                  in MPI_Recv: rank 0 waits DELAY_MS per iteration.
+ *   late_receiver  rank 0 MPI_Ssend to rank 1, which waits before its
+ *                  MPI_Recv: rank 0 waits DELAY_MS per iteration.
+ *   barrier        the last rank waits before MPI_Barrier: every other rank
+ *                  waits DELAY_MS per iteration.
+ *   allreduce      the same before an MPI_Allreduce (sum checked).
+ *
+ * Ranks other than 0 and 1 take no part in the point-to-point modes. */
+#include "common.h"
+#include <time.h>
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static void busy_wait(double seconds)
+{
+    double until = now() + seconds;
+    while (now() < until) {
+    }
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    need_ranks(2);
+    CHECK_MSG(argc >= 2, "usage: wait_states late_sender|late_receiver|barrier|allreduce "
+                         "[DELAY_MS] [ITERATIONS]");
+    const char *mode = argv[1];
+    double delay = (argc > 2 ? atof(argv[2]) : 20.0) * 1e-3;
+    int iterations = argc > 3 ? atoi(argv[3]) : 10;
+    CHECK(delay >= 0 && iterations > 0);
+    int rank = world_rank(), n = world_size();
+
+    if (strcmp(mode, "late_sender") == 0) {
+        for (int i = 0; i < iterations; i++) {
+            int v = -1;
+            if (rank == 1) {
+                busy_wait(delay);
+                v = payload(1, 0, i);
+                MPI_Send(&v, 1, MPI_INT, 0, 0, MPI_COMM_WORLD);
+            } else if (rank == 0) {
+                MPI_Recv(&v, 1, MPI_INT, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                CHECK_EQ(v, payload(1, 0, i));
+            }
+        }
+    } else if (strcmp(mode, "late_receiver") == 0) {
+        for (int i = 0; i < iterations; i++) {
+            int v = -1;
+            if (rank == 0) {
+                v = payload(0, 0, i);
+                MPI_Ssend(&v, 1, MPI_INT, 1, 0, MPI_COMM_WORLD);
+            } else if (rank == 1) {
+                busy_wait(delay);
+                MPI_Recv(&v, 1, MPI_INT, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                CHECK_EQ(v, payload(0, 0, i));
+            }
+        }
+    } else if (strcmp(mode, "barrier") == 0) {
+        for (int i = 0; i < iterations; i++) {
+            if (rank == n - 1)
+                busy_wait(delay);
+            MPI_Barrier(MPI_COMM_WORLD);
+        }
+    } else if (strcmp(mode, "allreduce") == 0) {
+        for (int i = 0; i < iterations; i++) {
+            if (rank == n - 1)
+                busy_wait(delay);
+            int v = rank + i, sum = -1;
+            MPI_Allreduce(&v, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+            CHECK_EQ(sum, n * (n - 1) / 2 + n * i);
+        }
+    } else {
+        CHECK_MSG(0, "unknown mode %s", mode);
+    }
+    MPI_Finalize();
+    return 0;
+}
