@@ -3,8 +3,9 @@
  * by a busy-wait of DELAY_MS milliseconds (on the clock, without MPI calls)
  * before its part of each of ITERATIONS iterations.
  *
- *   wait_states MODE [DELAY_MS=20] [ITERATIONS=10]
+ *   wait_states [MODE [DELAY_MS=20] [ITERATIONS=10]]
  *
+ * Without arguments, every mode in turn, with DELAY_MS 1 and 3 iterations.
  *   late_sender    rank 1 waits, then MPI_Send to rank 0, which is already
  *                  in MPI_Recv: rank 0 waits DELAY_MS per iteration.
  *   late_receiver  rank 0 MPI_Ssend to rank 1, which waits before its
@@ -31,18 +32,9 @@ static void busy_wait(double seconds)
     }
 }
 
-int main(int argc, char **argv)
+static void run(const char *mode, double delay, int iterations)
 {
-    MPI_Init(&argc, &argv);
-    need_ranks(2);
-    CHECK_MSG(argc >= 2, "usage: wait_states late_sender|late_receiver|barrier|allreduce "
-                         "[DELAY_MS] [ITERATIONS]");
-    const char *mode = argv[1];
-    double delay = (argc > 2 ? atof(argv[2]) : 20.0) * 1e-3;
-    int iterations = argc > 3 ? atoi(argv[3]) : 10;
-    CHECK(delay >= 0 && iterations > 0);
     int rank = world_rank(), n = world_size();
-
     if (strcmp(mode, "late_sender") == 0) {
         for (int i = 0; i < iterations; i++) {
             int v = -1;
@@ -82,7 +74,23 @@ int main(int argc, char **argv)
             CHECK_EQ(sum, n * (n - 1) / 2 + n * i);
         }
     } else {
-        CHECK_MSG(0, "unknown mode %s", mode);
+        CHECK_MSG(0, "unknown mode %s (late_sender, late_receiver, barrier, allreduce)", mode);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    need_ranks(2);
+    if (argc < 2) {
+        const char *modes[] = {"late_sender", "late_receiver", "barrier", "allreduce"};
+        for (int m = 0; m < 4; m++)
+            run(modes[m], 1e-3, 3);
+    } else {
+        double delay = (argc > 2 ? atof(argv[2]) : 20.0) * 1e-3;
+        int iterations = argc > 3 ? atoi(argv[3]) : 10;
+        CHECK(delay >= 0 && iterations > 0);
+        run(argv[1], delay, iterations);
     }
     MPI_Finalize();
     return 0;
