@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static inline int test_mpi_active(void)
 {
@@ -95,6 +96,19 @@ static inline int world_size(void)
 static inline void need_ranks(int min)
 {
     CHECK_MSG(world_size() >= min, "needs at least %d ranks, got %d", min, world_size());
+}
+
+/* busy_wait(seconds): computes for that long, spinning on the clock
+ * without calling MPI: a known length of computation between calls. */
+static inline void busy_wait(double seconds)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    double until = (double)t.tv_sec + 1e-9 * (double)t.tv_nsec + seconds, now;
+    do {
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        now = (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+    } while (now < until);
 }
 
 /* Neighbours on a ring of n ranks (oneself when n == 1). */

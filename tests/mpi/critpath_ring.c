@@ -7,13 +7,6 @@
 #include "common.h"
 #include <stdlib.h>
 
-static void busy_wait(double seconds)
-{
-    double until = MPI_Wtime() + seconds;
-    while (MPI_Wtime() < until)
-        ;
-}
-
 int main(int argc, char **argv)
 {
     MPI_OK(MPI_Init(&argc, &argv));

@@ -16,22 +16,6 @@
  *
  * Ranks other than 0 and 1 take no part in the point-to-point modes. */
 #include "common.h"
-#include <time.h>
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-static void busy_wait(double seconds)
-{
-    double until = now() + seconds;
-    while (now() < until) {
-    }
-}
-
 static void run(const char *mode, double delay, int iterations)
 {
     int rank = world_rank(), n = world_size();
