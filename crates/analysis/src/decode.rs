@@ -8,6 +8,7 @@ use mpigram_mpispec::{
 };
 use mpigram_trace::{RankPart, Trace};
 use rustc_hash::FxHashMap;
+use std::rc::Rc;
 use serde_json::{Map, Value as Json, json};
 
 /// One call, ready to print.
@@ -94,7 +95,7 @@ pub struct RankDecoder<'t> {
     part: &'t RankPart,
     terminals: Box<dyn Iterator<Item = u32> + 't>,
     /// Signatures decoded so far, by terminal.
-    signatures: Vec<Option<Signature>>,
+    signatures: Vec<Option<Rc<Signature>>>,
     seq: u64,
     /// Next entry of the rank's communicator log to apply.
     next_comm: usize,
@@ -160,15 +161,17 @@ impl<'t> RankDecoder<'t> {
         k
     }
 
-    fn signature(&mut self, terminal: u32) -> Result<Signature, String> {
+    /// The signature of `terminal`, decoded once (shared, not copied, by
+    /// every call of it).
+    fn signature(&mut self, terminal: u32) -> Result<Rc<Signature>, String> {
         let slot = &mut self.signatures[terminal as usize];
         if slot.is_none() {
             let bytes = &self.trace.signatures[terminal as usize];
-            *slot = Some(
+            *slot = Some(Rc::new(
                 decode_signature(bytes).map_err(|e| format!("bad signature {terminal}: {e}"))?,
-            );
+            ));
         }
-        Ok(slot.clone().expect("decoded above"))
+        Ok(Rc::clone(slot.as_ref().expect("decoded above")))
     }
 
     fn decode(&mut self, terminal: u32) -> Result<DecodedCall, String> {
@@ -194,7 +197,7 @@ impl<'t> RankDecoder<'t> {
         let call_comm = comm
             .or_else(|| win.and_then(|w| self.win_comm.get(&w).copied()))
             .or_else(|| self.requests_comm(&sig.args));
-        let mut args = Map::new();
+        let mut args = Map::with_capacity(func.params.len());
         for (param, value) in func.params.iter().zip(&sig.args) {
             let rendered = match (param.enc, value) {
                 (Enc::Array(Enc::Status), Value::Array(None)) => json!("MPI_STATUSES_IGNORE"),
