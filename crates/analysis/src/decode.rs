@@ -8,8 +8,8 @@ use mpigram_mpispec::{
 };
 use mpigram_trace::{RankPart, Trace};
 use rustc_hash::FxHashMap;
-use std::rc::Rc;
 use serde_json::{Map, Value as Json, json};
+use std::rc::Rc;
 
 /// One call, ready to print.
 #[derive(Clone, Debug, PartialEq)]
