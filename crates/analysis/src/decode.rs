@@ -356,6 +356,19 @@ pub fn handle_name(kind: HandleKind, h: HandleRef) -> String {
     }
 }
 
+/// A successful call of `func` with `args` (a JSON object), for tests that
+/// build calls by hand.
+#[cfg(test)]
+pub(crate) fn test_call(rank: u32, seq: u64, func: &'static str, args: Json) -> DecodedCall {
+    DecodedCall {
+        rank,
+        seq,
+        func,
+        ret: 0,
+        args: args.as_object().expect("args are an object").clone(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,15 +6,7 @@ use crate::matching::{PredefinedComms, match_calls};
 use prost::Message;
 use serde_json::Value as Json;
 
-fn call(rank: u32, seq: u64, func: &'static str, args: Json) -> DecodedCall {
-    DecodedCall {
-        rank,
-        seq,
-        func,
-        ret: 0,
-        args: args.as_object().expect("an object").clone(),
-    }
-}
+use crate::decode::test_call as call;
 
 fn p2p(
     rank: u32,

@@ -3,17 +3,9 @@
 use super::collectives::{CollectiveKind, CollectiveReason, Participant};
 use super::*;
 use crate::members::CommId;
-use serde_json::{Value as Json, json};
+use serde_json::json;
 
-fn call(rank: u32, seq: u64, func: &'static str, args: Json) -> DecodedCall {
-    DecodedCall {
-        rank,
-        seq,
-        func,
-        ret: 0,
-        args: args.as_object().expect("args are an object").clone(),
-    }
-}
+use crate::decode::test_call as call;
 
 /// A world of three ranks. comm1 is {0, 1, 2} (instance 7) until call 10,
 /// then, on ranks 0 and 1 only, a new comm1 {1, 0} (instance 8).

@@ -3,15 +3,7 @@
 use super::*;
 use serde_json::{Value as Json, json};
 
-fn call(rank: u32, seq: u64, func: &'static str, args: Json) -> DecodedCall {
-    DecodedCall {
-        rank,
-        seq,
-        func,
-        ret: 0,
-        args: args.as_object().expect("args are an object").clone(),
-    }
-}
+use crate::decode::test_call as call;
 
 fn send(rank: u32, seq: u64, dest: Json, tag: i64) -> DecodedCall {
     call(
