@@ -240,8 +240,9 @@ impl DatatypeSizes {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::{int, sig};
     use super::*;
-    use mpigram_mpispec::{Value, func_by_name};
+    use mpigram_mpispec::Value;
 
     fn dtype(name: &str) -> HandleRef {
         let id = predefined(HandleKind::Datatype)
@@ -257,20 +258,6 @@ mod tests {
 
     fn ints(v: &[i64]) -> Value {
         Value::Array(Some(v.iter().map(|&i| Value::Int(i)).collect()))
-    }
-
-    fn sig(func: &str, args: Vec<Value>) -> Signature {
-        let (id, f) = func_by_name(func).unwrap();
-        assert_eq!(f.params.len(), args.len(), "{func}'s arguments");
-        Signature {
-            func: id,
-            ret: 0,
-            args,
-        }
-    }
-
-    fn int() -> Value {
-        Value::Handle(HandleKind::Datatype, dtype("MPI_INT"))
     }
 
     #[test]

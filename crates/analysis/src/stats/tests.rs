@@ -8,7 +8,7 @@ use mpigram_mpispec::{
 };
 use mpigram_trace::{CallStats, CallTimes, Ending, NO_RANK, RankMeta, RankTrace, Timing};
 
-fn sig(func: &str, args: Vec<Value>) -> Signature {
+pub(super) fn sig(func: &str, args: Vec<Value>) -> Signature {
     let (id, f) = func_by_name(func).unwrap();
     assert_eq!(f.params.len(), args.len(), "{func}'s arguments");
     Signature {
@@ -23,7 +23,7 @@ fn predefined_handle(kind: HandleKind, name: &str) -> Value {
     Value::Handle(kind, HandleRef::Predefined(id as u32))
 }
 
-fn int() -> Value {
+pub(super) fn int() -> Value {
     predefined_handle(HandleKind::Datatype, "MPI_INT")
 }
 
