@@ -44,14 +44,10 @@ pub enum TimelineError {
     Bad { rank: u32, message: String },
 }
 
-/// The run's start on rank 0's clock: the earliest origin of any rank.
-pub fn run_start_ns(trace: &Trace) -> f64 {
-    trace.run_start_ns()
-}
-
 /// When each call of `part` ran, from `source`: one span per call, in
 /// call order (fewer than its calls only if the rank was killed after its
-/// last checkpoint), in nanoseconds from the run's start `run_start_ns`.
+/// last checkpoint), in nanoseconds from `run_start_ns`, the run's start
+/// ([`Trace::run_start_ns`]).
 pub fn rank_times(
     trace: &Trace,
     part: &RankPart,

@@ -4,7 +4,7 @@
 use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
 use mpigram_analysis::decode::RankDecoder;
-use mpigram_analysis::timeline::{Source, Span, rank_times, run_start_ns};
+use mpigram_analysis::timeline::{Source, Span, rank_times};
 use mpigram_trace::Trace;
 use serde_json::json;
 use std::io::{BufWriter, Write};
@@ -63,7 +63,7 @@ pub fn run(args: &Args) -> Result<()> {
         Some(_) => crate::progress::calls(parts.iter().map(|p| p.meta.calls).sum()),
         None => indicatif::ProgressBar::hidden(),
     };
-    let start = run_start_ns(&trace);
+    let start = trace.run_start_ns();
     for part in parts {
         let times: Vec<Span> = match part.meta.timing.per_call() {
             true => rank_times(&trace, part, Source::Best, start)?,

@@ -31,7 +31,7 @@ pub fn run(args: &Args) -> Result<()> {
     let (dir, out) = (&args.trace, &args.output);
     let trace = Trace::open(dir)?;
     crate::warn_if_partial(&trace);
-    let run_start = timeline::run_start_ns(&trace);
+    let run_start = trace.run_start_ns();
     let times = |part: &RankPart| {
         timeline::rank_times(&trace, part, Source::Best, run_start).map_err(|e| e.to_string())
     };

@@ -161,13 +161,7 @@ fn the_slow_rank_of_a_bulk_synchronous_loop_dominates_the_path() {
     assert_eq!(top_rank(&j), slow);
     // The slow rank arrives last at every Allreduce; the others wait
     // there about (20 - 2) ms per iteration each.
-    let site = j["waits"]["by_call_site"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["func"] == "MPI_Allreduce")
-        .cloned()
-        .unwrap();
+    let site = allreduce_site(&j);
     assert_eq!(site["last_rank"], slow);
     assert_eq!(site["last_count"], iterations);
     let expected = 2.0 * iterations as f64 * (slow_s - others_s);
@@ -203,13 +197,7 @@ fn the_papers_four_rank_collective_example() {
             .any(|&(after, d)| after == 4 && d >= share * delay)
     };
     assert!(delay_on_path(&j, 0.95), "{j}");
-    let site = j["waits"]["by_call_site"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["func"] == "MPI_Allreduce")
-        .cloned()
-        .unwrap();
+    let site = allreduce_site(&j);
     assert_eq!(site["last_rank"], 0);
     let waited = site["wait_before_s"].as_f64().unwrap();
     assert!(
@@ -234,4 +222,15 @@ fn an_aggregated_timing_trace_fails_in_one_line_naming_mpigram_timing() {
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     assert!(err.contains("MPIGRAM_TIMING"), "{err}");
     assert!(out.stdout.is_empty());
+}
+
+/// The MPI_Allreduce's entry of the waits by call site.
+fn allreduce_site(j: &Json) -> Json {
+    j["waits"]["by_call_site"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["func"] == "MPI_Allreduce")
+        .cloned()
+        .unwrap()
 }

@@ -5,13 +5,13 @@ mod common;
 
 use common::*;
 use mpigram_analysis::decode::RankDecoder;
-use mpigram_analysis::timeline::{RankClock, Source, Span, rank_times, run_start_ns};
+use mpigram_analysis::timeline::{RankClock, Source, Span, rank_times};
 use mpigram_trace::Trace;
 
 /// Exact and lossy per-call times of every rank (lossy if recorded), with
 /// each call's function.
 fn times(trace: &Trace) -> Vec<(Vec<&'static str>, Vec<Span>, Vec<Span>)> {
-    let start = run_start_ns(trace);
+    let start = trace.run_start_ns();
     trace
         .ranks
         .iter()
@@ -63,7 +63,7 @@ fn lossy_times_stay_within_their_bound_of_the_exact_ones() {
         assert_eq!(exact.len(), funcs.len(), "rank {rank}: a time per call");
         assert_eq!(lossy.len(), funcs.len(), "rank {rank}: a time per call");
         assert!(funcs.len() > 600, "rank {rank}: {} calls", funcs.len());
-        let origin = RankClock::of(&trace.ranks[rank].meta).global_ns(0) - run_start_ns(&trace);
+        let origin = RankClock::of(&trace.ranks[rank].meta).global_ns(0) - trace.run_start_ns();
         let (mut longest, mut last_end) = (0i64, origin as i64);
         for (k, ((f, e), l)) in funcs.iter().zip(&exact).zip(&lossy).enumerate() {
             let b = if *f == "MPI_Allreduce" { 1.4 } else { 1.1 };

@@ -14,7 +14,7 @@ pub mod waits;
 
 use crate::decode::DecodeError;
 use crate::matching::{Matching, match_ranks, rank_operations, world_ranks};
-use crate::timeline::{Source, Span, TimelineError, rank_times, run_start_ns};
+use crate::timeline::{Source, Span, TimelineError, rank_times};
 use mpigram_mpispec::{FUNCS, decode_signature};
 use mpigram_trace::Trace;
 use rayon::prelude::*;
@@ -154,7 +154,7 @@ pub fn analyse(
             })
             .collect::<Result<_, _>>()?,
     };
-    let origin = run_start_ns(trace);
+    let origin = trace.run_start_ns();
     let loaded: Vec<_> = trace
         .ranks
         .par_iter()

@@ -136,7 +136,7 @@ pub fn profile(trace: &Trace, options: &Options) -> Result<Profile, ProfileError
     if trace.ranks.is_empty() {
         return Err(ProfileError::Empty);
     }
-    let run_start = timeline::run_start_ns(trace);
+    let run_start = trace.run_start_ns();
     let within = options.method.with_threshold(options.within);
     let across = options.method.with_threshold(options.across);
     let work: Vec<RankWork> = trace
