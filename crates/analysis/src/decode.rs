@@ -10,6 +10,10 @@ use mpigram_trace::{RankPart, Trace};
 use rustc_hash::FxHashMap;
 use serde_json::{Map, Value as Json, json};
 use std::rc::Rc;
+use std::sync::Arc;
+
+/// A call's arguments keyed by the standard's parameter names, in C order.
+pub type Args = Arc<Map<String, Json>>;
 
 /// One call, ready to print.
 #[derive(Clone, Debug, PartialEq)]
@@ -20,8 +24,9 @@ pub struct DecodedCall {
     pub func: &'static str,
     /// Return code (0 is MPI_SUCCESS).
     pub ret: i64,
-    /// Arguments keyed by the standard's parameter names, in C order.
-    pub args: Map<String, Json>,
+    /// Arguments keyed by the standard's parameter names, in C order;
+    /// shared by the calls of one signature that decode alike.
+    pub args: Args,
 }
 
 impl DecodedCall {
@@ -35,7 +40,7 @@ impl DecodedCall {
         if self.ret != 0 {
             o.insert("ret".into(), json!(self.ret));
         }
-        o.insert("args".into(), Json::Object(self.args.clone()));
+        o.insert("args".into(), Json::Object((*self.args).clone()));
         Json::Object(o)
     }
 
@@ -111,6 +116,12 @@ pub struct RankDecoder<'t> {
     keep: Option<fn(&str) -> bool>,
     /// Whether each terminal's function is kept, once known.
     kept: Vec<Option<bool>>,
+    /// Changes whenever what a call decodes to can change: the caller's
+    /// rank in a communicator, a request's name or communicator, a
+    /// window's communicator.
+    state: u64,
+    /// Each terminal's last decoded arguments and the `state` they hold for.
+    decoded: Vec<Option<(u64, Args)>>,
 }
 
 impl<'t> RankDecoder<'t> {
@@ -129,6 +140,8 @@ impl<'t> RankDecoder<'t> {
             win_comm: FxHashMap::default(),
             keep: None,
             kept: Vec::new(),
+            state: 0,
+            decoded: vec![None; trace.signatures.len()],
         }
     }
 
@@ -180,9 +193,32 @@ impl<'t> RankDecoder<'t> {
         let comms = &self.part.comms;
         while self.next_comm < comms.len() && comms[self.next_comm].seq <= self.seq {
             let c = comms[self.next_comm];
-            self.comm_rank.insert(c.comm, c.rank);
+            if self.comm_rank.insert(c.comm, c.rank) != Some(c.rank) {
+                self.state += 1;
+            }
             self.next_comm += 1;
         }
+        let args = match &self.decoded[terminal as usize] {
+            Some((state, args)) if *state == self.state => Arc::clone(args),
+            _ => {
+                // Decoding again in the state it leaves gives the same
+                // arguments, so they hold for that state.
+                let args = Arc::new(self.arguments(&sig));
+                self.decoded[terminal as usize] = Some((self.state, Arc::clone(&args)));
+                args
+            }
+        };
+        Ok(DecodedCall {
+            rank: self.part.meta.rank,
+            seq: self.seq,
+            func: FUNCS[sig.func as usize].name,
+            ret: sig.ret,
+            args,
+        })
+    }
+
+    /// The arguments of `sig`, rendered in the decoder's present state.
+    fn arguments(&mut self, sig: &Signature) -> Map<String, Json> {
         let func = &FUNCS[sig.func as usize];
         let handle = |kind: HandleKind| {
             sig.args.iter().find_map(|v| match v {
@@ -192,7 +228,10 @@ impl<'t> RankDecoder<'t> {
         };
         let (comm, win) = (handle(HandleKind::Comm), handle(HandleKind::Win));
         if let (Some(c), Some(w @ HandleRef::User(_))) = (comm, win) {
-            self.win_comm.insert(w, c); // a window is created over a communicator
+            // A window is created over a communicator.
+            if self.win_comm.insert(w, c) != Some(c) {
+                self.state += 1;
+            }
         }
         let call_comm = comm
             .or_else(|| win.and_then(|w| self.win_comm.get(&w).copied()))
@@ -205,13 +244,7 @@ impl<'t> RankDecoder<'t> {
             };
             args.insert(param.name.to_owned(), rendered);
         }
-        Ok(DecodedCall {
-            rank: self.part.meta.rank,
-            seq: self.seq,
-            func: func.name,
-            ret: sig.ret,
-            args,
-        })
+        args
     }
 
     fn render(&mut self, v: &Value, comm: Option<HandleRef>) -> Json {
@@ -225,9 +258,12 @@ impl<'t> RankDecoder<'t> {
             Value::Request(RequestRef::Pooled { pool, index }) => {
                 let key = (*pool, *index);
                 let next = self.request_names.len();
-                let n = *self.request_names.entry(key).or_insert(next);
-                if comm.is_some() {
-                    self.request_comm.insert(key, comm);
+                let n = *self.request_names.entry(key).or_insert_with(|| {
+                    self.state += 1;
+                    next
+                });
+                if comm.is_some() && self.request_comm.insert(key, comm) != Some(comm) {
+                    self.state += 1;
                 }
                 json!(format!("req{n}"))
             }
@@ -365,7 +401,7 @@ pub(crate) fn test_call(rank: u32, seq: u64, func: &'static str, args: Json) -> 
         seq,
         func,
         ret: 0,
-        args: args.as_object().expect("args are an object").clone(),
+        args: Arc::new(args.as_object().expect("args are an object").clone()),
     }
 }
 
@@ -386,7 +422,7 @@ mod tests {
             seq: 7,
             func: "MPI_Info_set",
             ret: 0,
-            args,
+            args: Arc::new(args),
         };
         assert_eq!(
             call.to_text(),

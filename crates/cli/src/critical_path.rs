@@ -5,6 +5,7 @@ use clap::ValueEnum;
 use mpigram_analysis::critical_path;
 use mpigram_analysis::timeline::Source;
 use mpigram_trace::Trace;
+use std::io::Write;
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
@@ -41,7 +42,9 @@ pub fn run(args: &Args) -> Result<()> {
     };
     let analysis = critical_path::analyse(&trace, source, args.heuristic)?;
     if args.json {
-        println!("{}", analysis.to_json());
+        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+        analysis.write_json(&mut out)?;
+        out.flush()?;
     } else {
         print!("{}", analysis.to_text());
     }

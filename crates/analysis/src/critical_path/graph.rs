@@ -15,20 +15,28 @@
 //! path, found by one pass in topological order (O(V+E)), is the chain of
 //! computation and communication that the run's length is made of. Of
 //! equally long predecessors the latest one is on the path.
+//!
+//! Program order is implicit, and the pass walks each rank's calls in
+//! order, so it keeps state only for the vertices that explicit edges
+//! reach: memory grows with the messages and collectives, not with the
+//! calls (a trace of 10^7 calls is two vectors of spans and little more).
 
 use super::{RankCalls, VertexKind};
 use crate::matching::Matching;
 use crate::matching::collectives::CollectiveKind;
+use crate::timeline::Span;
 
 /// A vertex: a call's start or end, or a hub.
 pub(super) type Vertex = u32;
 
-pub(super) struct Graph {
-    /// First vertex of each rank (index in `ranks`); hubs come after all ranks.
-    pub(super) first: Vec<u32>,
-    /// Number of timed calls of each rank.
-    pub(super) calls: Vec<u32>,
-    pub(super) time: Vec<i64>,
+pub(super) struct Graph<'r> {
+    /// Each rank's calls (index in `ranks`).
+    spans: Vec<&'r [Span]>,
+    /// First vertex of each rank; hubs come after all ranks.
+    first: Vec<u32>,
+    /// Time of each hub (vertex `hubs_from + i`).
+    hub_time: Vec<i64>,
+    hubs_from: Vertex,
     /// Edges between ranks (and through hubs), as (from, to); program
     /// order is implicit.
     pub(super) edges: Vec<(Vertex, Vertex)>,
@@ -37,18 +45,18 @@ pub(super) struct Graph {
     pub(super) untimed: u64,
 }
 
-impl Graph {
+impl Graph<'_> {
     pub(super) fn vertices(&self) -> usize {
-        self.time.len()
+        self.hubs_from as usize + self.hub_time.len()
     }
 
     /// Which rank (index in `ranks`), call and side `v` is; None for a hub.
     pub(super) fn locate(&self, v: Vertex) -> Option<(usize, u32, VertexKind)> {
-        let r = self.first.partition_point(|&f| f <= v).checked_sub(1)?;
-        let k = v - self.first[r];
-        if k >= 2 * self.calls[r] {
+        if v >= self.hubs_from {
             return None;
         }
+        let r = self.first.partition_point(|&f| f <= v).checked_sub(1)?;
+        let k = v - self.first[r];
         let side = if k % 2 == 0 {
             VertexKind::Start
         } else {
@@ -57,31 +65,44 @@ impl Graph {
         Some((r, k / 2, side))
     }
 
-    /// The implicit program-order predecessor of `v`.
-    fn program_pred(&self, v: Vertex) -> Option<Vertex> {
-        let (r, _, _) = self.locate(v)?;
-        (v > self.first[r]).then(|| v - 1)
+    /// The time of `v`.
+    pub(super) fn time(&self, v: Vertex) -> i64 {
+        match self.locate(v) {
+            Some((r, k, side)) => self.rank_time(r, 2 * k + u32::from(side == VertexKind::End)),
+            None => self.hub_time[(v - self.hubs_from) as usize],
+        }
+    }
+
+    /// The time of the `k`-th vertex of rank `r`.
+    fn rank_time(&self, r: usize, k: u32) -> i64 {
+        let span = &self.spans[r][(k / 2) as usize];
+        if k % 2 == 0 {
+            span.start_ns
+        } else {
+            span.end_ns
+        }
+    }
+
+    /// Number of vertices of rank `r`.
+    fn rank_len(&self, r: usize) -> u32 {
+        2 * self.spans[r].len() as u32
     }
 }
 
 /// Builds the graph of `ranks` (ordered by world rank, `rank_index` maps a
 /// world rank to its index) from the matched operations.
-pub(super) fn build(ranks: &[RankCalls], matching: &Matching) -> Graph {
+pub(super) fn build<'r>(ranks: &'r [RankCalls], matching: &Matching) -> Graph<'r> {
     let mut first = Vec::with_capacity(ranks.len());
-    let mut calls = Vec::with_capacity(ranks.len());
-    let mut time = Vec::new();
+    let mut vertices = 0u32;
     for r in ranks {
-        first.push(time.len() as u32);
-        calls.push(r.spans.len() as u32);
-        for s in &r.spans {
-            time.push(s.start_ns);
-            time.push(s.end_ns);
-        }
+        first.push(vertices);
+        vertices += 2 * r.spans.len() as u32;
     }
     let mut g = Graph {
+        spans: ranks.iter().map(|r| r.spans.as_slice()).collect(),
         first,
-        calls,
-        time,
+        hub_time: Vec::new(),
+        hubs_from: vertices,
         edges: Vec::new(),
         untimed: 0,
     };
@@ -100,7 +121,7 @@ pub(super) fn build(ranks: &[RankCalls], matching: &Matching) -> Graph {
             return None;
         }
         let seq = u32::try_from(seq?).ok()?;
-        (seq < g.calls[r]).then(|| g.first[r] + 2 * seq + u32::from(end))
+        (2 * seq < g.rank_len(r)).then(|| g.first[r] + 2 * seq + u32::from(end))
     };
 
     for m in &matching.matches {
@@ -182,10 +203,11 @@ pub(super) fn build(ranks: &[RankCalls], matching: &Matching) -> Graph {
         let wait_end = vertex(&g, e.target, e.wait, true);
         g.add(complete_start, wait_end);
     }
+    g.edges.sort_unstable();
     g
 }
 
-impl Graph {
+impl Graph<'_> {
     fn add(&mut self, from: Option<Vertex>, to: Option<Vertex>) {
         match (from, to) {
             (Some(f), Some(t)) if f != t => self.edges.push((f, t)),
@@ -200,9 +222,9 @@ impl Graph {
         if known.len() < preds.len() {
             self.untimed += (preds.len() - known.len()) as u64;
         }
-        let t = known.iter().map(|&v| self.time[v as usize]).max()?;
-        let hub = self.time.len() as Vertex;
-        self.time.push(t);
+        let t = known.iter().map(|&v| self.time(v)).max()?;
+        let hub = self.vertices() as Vertex;
+        self.hub_time.push(t);
         for v in known {
             self.edges.push((v, hub));
         }
@@ -227,113 +249,331 @@ pub struct CycleError {
     pub seq: u32,
 }
 
-/// The longest path of `g` (see the module's documentation), in O(V+E).
-pub(super) fn longest_path(g: &Graph, ranks: &[RankCalls]) -> Result<LongestPath, CycleError> {
-    let n = g.vertices();
-    // Successors of the explicit edges, as a compressed list.
-    let mut out_start = vec![0u32; n + 1];
-    let mut indegree = vec![0u32; n];
-    for &(f, t) in &g.edges {
-        out_start[f as usize + 1] += 1;
-        indegree[t as usize] += 1;
-    }
-    for i in 0..n {
-        out_start[i + 1] += out_start[i];
-    }
-    let mut fill = out_start.clone();
-    let mut out = vec![0 as Vertex; g.edges.len()];
-    for &(f, t) in &g.edges {
-        out[fill[f as usize] as usize] = t;
-        fill[f as usize] += 1;
-    }
-    let rank_vertices = g.first.last().map_or(0, |&f| {
-        f as usize + 2 * *g.calls.last().unwrap_or(&0) as usize
-    });
-    for (v, d) in indegree.iter_mut().enumerate().take(rank_vertices) {
-        if g.program_pred(v as Vertex).is_some() {
-            *d += 1;
-        }
-    }
+/// What the pass keeps of a vertex that explicit edges reach.
+#[derive(Clone, Copy)]
+struct Join {
+    vertex: Vertex,
+    /// Explicit predecessors not passed yet.
+    waiting: u32,
+    /// Time of the latest predecessor passed.
+    release: i64,
+    /// Longest distance into the vertex so far, and the predecessor giving it.
+    best: i64,
+    pred: Vertex,
+}
 
-    // Best distance into each vertex so far, the time of its latest
-    // predecessor, and the predecessor giving the distance.
-    let mut dist = vec![i64::MIN; n];
-    let mut release = vec![i64::MIN; n];
-    let mut pred = vec![Vertex::MAX; n];
-    let mut best = vec![i64::MIN; n];
-    let mut ready: Vec<Vertex> = (0..n as Vertex)
-        .filter(|&v| indegree[v as usize] == 0)
-        .collect();
-    let mut done = 0usize;
-    let relax = |u: Vertex,
-                 v: Vertex,
-                 dist: &[i64],
-                 best: &mut [i64],
-                 release: &mut [i64],
-                 pred: &mut [Vertex]| {
-        let (u, vi) = (u as usize, v as usize);
-        let t = g.time[u];
-        release[vi] = release[vi].max(t);
+impl Join {
+    /// Predecessor `u`, at distance `dist` and time `t`, is passed.
+    fn offer(&mut self, g: &Graph, u: Vertex, dist: i64, t: i64) {
+        self.release = self.release.max(t);
         // Of equal distances, the latest predecessor.
-        if dist[u] > best[vi] || (dist[u] == best[vi] && t >= g.time[pred[vi] as usize]) {
-            best[vi] = dist[u];
-            pred[vi] = u as Vertex;
+        if dist > self.best || (dist == self.best && t >= g.time(self.pred)) {
+            self.best = dist;
+            self.pred = u;
         }
-    };
-    while let Some(u) = ready.pop() {
-        let ui = u as usize;
-        dist[ui] = if pred[ui] == Vertex::MAX {
-            0
-        } else {
-            best[ui] + (g.time[ui] - release[ui]).max(0)
-        };
-        done += 1;
-        let next = g
-            .locate(u)
-            .filter(|&(r, k, side)| side == VertexKind::Start || k + 1 < g.calls[r])
-            .map(|_| u + 1);
-        for v in next.into_iter().chain(
-            out[out_start[ui] as usize..out_start[ui + 1] as usize]
-                .iter()
-                .copied(),
-        ) {
-            relax(u, v, &dist, &mut best, &mut release, &mut pred);
-            indegree[v as usize] -= 1;
-            if indegree[v as usize] == 0 {
-                ready.push(v);
+    }
+}
+
+/// The joins of `g`: one per vertex that explicit edges reach, by vertex.
+fn joins(g: &Graph) -> Vec<Join> {
+    let mut targets: Vec<Vertex> = g.edges.iter().map(|&(_, t)| t).collect();
+    targets.sort_unstable();
+    let mut joins: Vec<Join> = Vec::new();
+    for t in targets {
+        match joins.last_mut() {
+            Some(j) if j.vertex == t => j.waiting += 1,
+            _ => joins.push(Join {
+                vertex: t,
+                waiting: 1,
+                release: i64::MIN,
+                best: i64::MIN,
+                pred: Vertex::MAX,
+            }),
+        }
+    }
+    joins
+}
+
+fn find(joins: &[Join], v: Vertex) -> Option<usize> {
+    joins.binary_search_by_key(&v, |j| j.vertex).ok()
+}
+
+/// The walk of [`longest_path`] through the graph, in topological order.
+struct Pass<'g, 'r> {
+    g: &'g Graph<'r>,
+    joins: Vec<Join>,
+    /// Each rank's next vertex (index within the rank).
+    next: Vec<u32>,
+    /// Whether each rank waits at its next vertex for explicit predecessors.
+    parked: Vec<bool>,
+    ready_ranks: Vec<usize>,
+    ready_hubs: Vec<Vertex>,
+    /// The farthest vertex so far (of equal ones, the latest): distance, time, vertex.
+    last: (i64, i64, Vertex),
+    passed: usize,
+}
+
+impl Pass<'_, '_> {
+    /// Passes `u` at distance `dist`: the explicit edges out of it, from
+    /// `edge` on, offer it to their targets; targets with nothing left to
+    /// wait for become ready.
+    fn leave(&mut self, edge: &mut usize, u: Vertex, dist: i64, t: i64) {
+        let g = self.g;
+        self.last = self.last.max((dist, t, u));
+        self.passed += 1;
+        while let Some(&(_, w)) = g.edges.get(*edge).filter(|e| e.0 == u) {
+            *edge += 1;
+            let i = find(&self.joins, w).expect("every target has a join");
+            let j = &mut self.joins[i];
+            j.offer(g, u, dist, t);
+            j.waiting -= 1;
+            if j.waiting > 0 {
+                continue;
+            }
+            match g.locate(w) {
+                None => self.ready_hubs.push(w),
+                Some((r, _, _)) if self.parked[r] && g.first[r] + self.next[r] == w => {
+                    self.parked[r] = false;
+                    self.ready_ranks.push(r);
+                }
+                Some(_) => {}
             }
         }
     }
-    if done < n {
-        let stuck = (0..n).find(|&v| indegree[v] > 0).unwrap_or(0) as Vertex;
-        let (r, seq, _) = g.locate(stuck).unwrap_or((0, 0, VertexKind::Start));
+
+    /// Walks rank `r` from its next vertex until it ends or must wait.
+    fn walk(
+        &mut self,
+        r: usize,
+        next_join: &mut usize,
+        next_edge: &mut usize,
+        prev_dist: &mut i64,
+    ) {
+        let g = self.g;
+        while self.next[r] < g.rank_len(r) {
+            let k = self.next[r];
+            let v = g.first[r] + k;
+            let t = g.rank_time(r, k);
+            let mut from = (k > 0).then(|| (*prev_dist, g.rank_time(r, k - 1), v - 1));
+            if let Some(j) = self.joins.get_mut(*next_join).filter(|j| j.vertex == v) {
+                if j.waiting > 0 {
+                    self.parked[r] = true;
+                    return;
+                }
+                if let Some((dist, t_prev, u)) = from {
+                    j.offer(g, u, dist, t_prev);
+                }
+                from = Some((j.best, j.release, j.pred));
+                *next_join += 1;
+            }
+            let dist = from.map_or(0, |(best, release, _)| best + (t - release).max(0));
+            self.leave(next_edge, v, dist, t);
+            *prev_dist = dist;
+            self.next[r] += 1;
+        }
+    }
+}
+
+/// The longest path of `g` (see the module's documentation), in O(V+E)
+/// (and O(log E) per explicit edge). `g.edges` must be sorted.
+pub(super) fn longest_path(g: &Graph, ranks: &[RankCalls]) -> Result<LongestPath, CycleError> {
+    debug_assert!(g.edges.is_sorted());
+    let n = g.spans.len();
+    let joins = joins(g);
+    // Where each rank's joins and outgoing edges start, and the distance
+    // into the vertex before its next one.
+    let mut next_join: Vec<usize> = (0..n)
+        .map(|r| joins.partition_point(|j| j.vertex < g.first[r]))
+        .collect();
+    let mut next_edge: Vec<usize> = (0..n)
+        .map(|r| g.edges.partition_point(|e| e.0 < g.first[r]))
+        .collect();
+    let mut prev_dist = vec![0i64; n];
+    let mut pass = Pass {
+        g,
+        joins,
+        next: vec![0; n],
+        parked: vec![false; n],
+        ready_ranks: (0..n).rev().collect(),
+        ready_hubs: Vec::new(),
+        last: (i64::MIN, i64::MIN, Vertex::MAX),
+        passed: 0,
+    };
+    loop {
+        if let Some(h) = pass.ready_hubs.pop() {
+            // A hub has predecessors, all passed.
+            let j = pass.joins[find(&pass.joins, h).expect("a hub has a join")];
+            let t = g.time(h);
+            let mut edge = g.edges.partition_point(|e| e.0 < h);
+            pass.leave(&mut edge, h, j.best + (t - j.release).max(0), t);
+        } else if let Some(r) = pass.ready_ranks.pop() {
+            pass.walk(r, &mut next_join[r], &mut next_edge[r], &mut prev_dist[r]);
+        } else {
+            break;
+        }
+    }
+    if pass.passed < g.vertices() {
+        let stuck = (0..n).find(|&r| pass.parked[r]).unwrap_or(0);
         return Err(CycleError {
-            rank: ranks.get(r).map_or(0, |r| r.rank),
-            seq,
+            rank: ranks.get(stuck).map_or(0, |r| r.rank),
+            seq: pass.next.get(stuck).map_or(0, |k| k / 2),
         });
     }
-    // The path ends at the farthest vertex (of equal ones, the latest).
-    let Some(last) = (0..n).max_by_key(|&v| (dist[v], g.time[v])) else {
+    let Pass { joins, last, .. } = pass;
+    let (length_ns, _, end) = last;
+    if end == Vertex::MAX {
         return Ok(LongestPath {
             vertices: Vec::new(),
             length_ns: 0,
             weights: Vec::new(),
         });
-    };
-    let mut vertices = vec![last as Vertex];
+    }
+    // Back from the end: a join names its predecessor; any other vertex
+    // follows its program predecessor. `at` counts the joins up to `v`.
+    let mut vertices = vec![end];
     let mut weights = Vec::new();
-    let mut v = last;
-    while pred[v] != Vertex::MAX {
-        weights.push(dist[v] - best[v]);
-        v = pred[v] as usize;
-        vertices.push(v as Vertex);
+    let mut v = end;
+    let mut at = joins.partition_point(|j| j.vertex <= v);
+    loop {
+        let (pred, release) = match at.checked_sub(1).map(|i| joins[i]) {
+            Some(j) if j.vertex == v => (j.pred, j.release),
+            _ => match g.locate(v) {
+                Some((_, k, side)) if k > 0 || side == VertexKind::End => (v - 1, g.time(v - 1)),
+                _ => break,
+            },
+        };
+        weights.push((g.time(v) - release).max(0));
+        if v.checked_sub(1) == Some(pred) {
+            while at > 0 && joins[at - 1].vertex >= v {
+                at -= 1;
+            }
+        } else {
+            at = joins.partition_point(|j| j.vertex <= pred);
+        }
+        v = pred;
+        vertices.push(v);
     }
     weights.push(0);
     vertices.reverse();
     weights.reverse();
     Ok(LongestPath {
         vertices,
-        length_ns: dist[last],
+        length_ns,
         weights,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The longest path by the definition, over every vertex with dense
+    /// arrays: the distance into each vertex, in a topological order.
+    fn reference_length(g: &Graph) -> i64 {
+        let n = g.vertices();
+        let mut preds: Vec<Vec<Vertex>> = vec![Vec::new(); n];
+        for v in 0..n as Vertex {
+            if let Some((_, k, side)) = g.locate(v)
+                && (k > 0 || side == VertexKind::End)
+            {
+                preds[v as usize].push(v - 1);
+            }
+        }
+        for &(f, t) in &g.edges {
+            preds[t as usize].push(f);
+        }
+        let mut dist: Vec<Option<i64>> = vec![None; n];
+        let mut left = n;
+        while left > 0 {
+            for v in 0..n {
+                if dist[v].is_some() || preds[v].iter().any(|&u| dist[u as usize].is_none()) {
+                    continue;
+                }
+                let t = g.time(v as Vertex);
+                dist[v] = Some(
+                    match preds[v]
+                        .iter()
+                        .map(|&u| u as usize)
+                        .max_by_key(|&u| dist[u])
+                    {
+                        None => 0,
+                        Some(best) => {
+                            let release = preds[v].iter().map(|&u| g.time(u)).max().unwrap();
+                            dist[best].unwrap() + (t - release).max(0)
+                        }
+                    },
+                );
+                left -= 1;
+            }
+        }
+        dist.into_iter().flatten().max().unwrap_or(0)
+    }
+
+    /// A random graph: ranks of calls with increasing times, edges only
+    /// forward in time (so no cycles), some through hubs.
+    fn graph(
+        calls: Vec<Vec<(i64, i64)>>,
+        picks: Vec<(usize, usize, bool)>,
+    ) -> (Vec<RankCalls>, Vec<(usize, usize, bool)>) {
+        let ranks = calls
+            .into_iter()
+            .enumerate()
+            .map(|(r, gaps)| {
+                let mut t = 0;
+                let spans = gaps
+                    .into_iter()
+                    .map(|(gap, len)| {
+                        let start = t + gap;
+                        t = start + len;
+                        Span {
+                            start_ns: start,
+                            end_ns: t,
+                        }
+                    })
+                    .collect();
+                RankCalls {
+                    rank: r as u32,
+                    spans,
+                    sites: Vec::new(),
+                }
+            })
+            .collect();
+        (ranks, picks)
+    }
+
+    proptest! {
+        #[test]
+        fn the_walk_finds_the_longest_path_of_the_definition(
+            calls in prop::collection::vec(prop::collection::vec((0i64..20, 0i64..20), 1..12), 1..5),
+            picks in prop::collection::vec((0usize..1000, 0usize..1000, any::<bool>()), 0..40),
+        ) {
+            let (ranks, picks) = graph(calls, picks);
+            let mut g = build(&ranks, &Matching::default());
+            let rank_vertices = g.vertices();
+            for (a, b, through_hub) in picks {
+                let (u, w) = ((a % rank_vertices) as Vertex, (b % rank_vertices) as Vertex);
+                if g.time(u) >= g.time(w) {
+                    continue;
+                }
+                if through_hub {
+                    let hub = g.hub(&[Some(u)]);
+                    g.add(hub, Some(w));
+                } else {
+                    g.add(Some(u), Some(w));
+                }
+            }
+            g.edges.sort_unstable();
+            let path = longest_path(&g, &ranks).unwrap();
+            prop_assert_eq!(path.length_ns, reference_length(&g));
+            // The path is a chain of edges whose weights add up to its length.
+            prop_assert_eq!(path.weights.iter().sum::<i64>(), path.length_ns);
+            prop_assert_eq!(path.weights.first().copied(), Some(0));
+            for pair in path.vertices.windows(2) {
+                let (u, v) = (pair[0], pair[1]);
+                let program = g.locate(v).is_some() && u + 1 == v && g.locate(u).map(|l| l.0) == g.locate(v).map(|l| l.0);
+                prop_assert!(program || g.edges.contains(&(u, v)), "{u} -> {v} is no edge");
+            }
+        }
+    }
 }

@@ -227,7 +227,7 @@ pub fn critical_path(ranks: &[RankCalls], matching: &Matching) -> Result<Critica
         let Some((r, k, side)) = g.locate(v) else {
             continue; // a hub: weight 0
         };
-        let end = g.time[v as usize];
+        let end = g.time(v);
         let activity = match side {
             VertexKind::Start => Activity::Computation { after: k - 1 },
             VertexKind::End => Activity::Call {

@@ -1,8 +1,27 @@
 //! The analysis as JSON and as text for a person: findings first, then detail.
 
 use super::{Activity, Analysis, SiteTime};
+use serde::Serialize;
 use serde_json::{Map, Value as Json, json};
 use std::fmt::Write;
+use std::io;
+
+/// One segment of the path in the JSON output.
+#[derive(Serialize)]
+struct SegmentJson {
+    rank: u32,
+    kind: &'static str,
+    start_s: f64,
+    end_s: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    func: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    site: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    seq: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    after_seq: Option<u32>,
+}
 
 fn s(ns: i64) -> f64 {
     ns as f64 * 1e-9
@@ -18,7 +37,39 @@ impl Analysis {
         format!("{}#{site}", self.sites.func(site))
     }
 
-    pub fn to_json(&self) -> Json {
+    /// The analysis as one JSON object, written to `out`. The path's
+    /// segments (millions on a long run) are written one at a time, not
+    /// built as a JSON tree first.
+    pub fn write_json(&self, out: &mut impl io::Write) -> io::Result<()> {
+        let head = self.summary_json().to_string();
+        let head = head.strip_suffix('}').expect("a JSON object");
+        write!(out, "{head},\"segments\":[")?;
+        for (i, seg) in self.path.segments.iter().enumerate() {
+            if i > 0 {
+                out.write_all(b",")?;
+            }
+            let (kind, seq, site) = match seg.activity {
+                Activity::Computation { after } => ("compute", after, None),
+                Activity::Call { seq, site } => ("mpi", seq, Some(site)),
+            };
+            let computation = site.is_none();
+            let segment = SegmentJson {
+                rank: seg.rank,
+                kind,
+                start_s: s(seg.start_ns),
+                end_s: s(seg.end_ns),
+                func: site.map(|site| self.sites.func(site)),
+                site,
+                seq: (!computation).then_some(seq),
+                after_seq: computation.then_some(seq),
+            };
+            serde_json::to_writer(&mut *out, &segment)?;
+        }
+        out.write_all(b"]}\n")
+    }
+
+    /// Everything but the path's segments.
+    fn summary_json(&self) -> Json {
         let p = &self.path;
         let by_rank = |v: &[(u32, i64)]| {
             let mut m = Map::new();
@@ -27,30 +78,6 @@ impl Analysis {
             }
             Json::Object(m)
         };
-        let segments: Vec<Json> = p
-            .segments
-            .iter()
-            .map(|seg| {
-                let (kind, seq, site) = match seg.activity {
-                    Activity::Computation { after } => ("compute", after, None),
-                    Activity::Call { seq, site } => ("mpi", seq, Some(site)),
-                };
-                let mut o = json!({
-                    "rank": seg.rank,
-                    "kind": kind,
-                    "start_s": s(seg.start_ns),
-                    "end_s": s(seg.end_ns),
-                });
-                if let Some(site) = site {
-                    o["func"] = json!(self.sites.func(site));
-                    o["site"] = json!(site);
-                    o["seq"] = json!(seq);
-                } else {
-                    o["after_seq"] = json!(seq);
-                }
-                o
-            })
-            .collect();
         let sites: Vec<Json> = p.sites.iter().map(|t| self.site_json(t)).collect();
         let w = &self.waits;
         let waits_json = |x: &super::RankWaits| {
@@ -72,7 +99,6 @@ impl Analysis {
             "by_rank_compute_s": by_rank(&p.by_rank_compute_ns),
             "by_rank_mpi_s": by_rank(&p.by_rank_mpi_ns),
             "call_sites": sites,
-            "segments": segments,
             "waits": {
                 "total": waits_json(&w.total),
                 "by_rank": w.by_rank.iter().map(|(r, x)| {

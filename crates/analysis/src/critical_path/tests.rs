@@ -58,7 +58,7 @@ fn run(ranks: Vec<Vec<Call>>) -> (Vec<RankCalls>, Matching, CallSites) {
                 seq: seq as u64,
                 func,
                 ret: 0,
-                args: args.as_object().expect("object").clone(),
+                args: std::sync::Arc::new(args.as_object().expect("object").clone()),
             });
         }
         timed.push(rc);

@@ -275,7 +275,7 @@ impl Timeline<'_> {
                     .map(|&k| self.arrival(k, start_ns, end_ns))
                     .collect();
                 summary.backwards += flows_in.iter().filter(|a| a.backwards).count();
-                let mut args = call.args;
+                let mut args = std::sync::Arc::unwrap_or_clone(call.args);
                 args.insert("seq".into(), json!(call.seq));
                 writer.slice(&Slice {
                     track: Track::Calls { rank },
