@@ -3,11 +3,13 @@
 //! ([`graph`]), where it runs (ranks, call sites), and how long ranks wait
 //! at each collective ([`waits`]: wait-before, wait-after, imbalance). The
 //! interval-grouping heuristic of the critical-path paper is in
-//! [`heuristic`], for comparison.
+//! [`heuristic`], for comparison. [`svg`] draws the path over the
+//! timeline.
 
 mod graph;
 pub mod heuristic;
 mod report;
+pub mod svg;
 #[cfg(test)]
 mod tests;
 pub mod waits;
