@@ -236,7 +236,7 @@ pub fn write_svg(
     let axis_y = lanes_bottom + 6.0;
     let legend_y = axis_y + 40.0;
     let total_width = LEFT + width + RIGHT;
-    let total_height = legend_y + 50.0;
+    let total_height = legend_y + 24.0;
     let mut summary = SvgSummary::default();
     let mut s = String::new();
 
