@@ -13,6 +13,11 @@
  *   barrier        the last rank waits before MPI_Barrier: every other rank
  *                  waits DELAY_MS per iteration.
  *   allreduce      the same before an MPI_Allreduce (sum checked).
+ *   nxn            the same before an MPI_Alltoall (data checked).
+ *   early_reduce   every rank but the root (0) waits before MPI_Reduce: the
+ *                  root, in MPI_Reduce already, waits DELAY_MS per iteration.
+ *   late_broadcast the root (0) waits before MPI_Bcast: every other rank,
+ *                  in MPI_Bcast already, waits DELAY_MS per iteration.
  *
  * Ranks other than 0 and 1 take no part in the point-to-point modes. */
 #include "common.h"
@@ -57,8 +62,42 @@ static void run(const char *mode, double delay, int iterations)
             MPI_Allreduce(&v, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
             CHECK_EQ(sum, n * (n - 1) / 2 + n * i);
         }
+    } else if (strcmp(mode, "nxn") == 0) {
+        int send[4], recv[4];
+        CHECK(n <= 4);
+        for (int i = 0; i < iterations; i++) {
+            if (rank == n - 1)
+                busy_wait(delay);
+            for (int to = 0; to < n; to++)
+                send[to] = payload(rank, to, i);
+            MPI_Alltoall(send, 1, MPI_INT, recv, 1, MPI_INT, MPI_COMM_WORLD);
+            for (int from = 0; from < n; from++)
+                CHECK_EQ(recv[from], payload(from, rank, i));
+        }
+    } else if (strcmp(mode, "early_reduce") == 0) {
+        for (int i = 0; i < iterations; i++) {
+            if (rank != 0)
+                busy_wait(delay);
+            int v = rank + i, sum = -1;
+            MPI_Reduce(&v, &sum, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+            if (rank == 0)
+                CHECK_EQ(sum, n * (n - 1) / 2 + n * i);
+        }
+    } else if (strcmp(mode, "late_broadcast") == 0) {
+        for (int i = 0; i < iterations; i++) {
+            int v = -1;
+            if (rank == 0) {
+                busy_wait(delay);
+                v = payload(0, 0, i);
+            }
+            MPI_Bcast(&v, 1, MPI_INT, 0, MPI_COMM_WORLD);
+            CHECK_EQ(v, payload(0, 0, i));
+        }
     } else {
-        CHECK_MSG(0, "unknown mode %s (late_sender, late_receiver, barrier, allreduce)", mode);
+        CHECK_MSG(0,
+                  "unknown mode %s (late_sender, late_receiver, barrier, allreduce, nxn, "
+                  "early_reduce, late_broadcast)",
+                  mode);
     }
 }
 
@@ -67,8 +106,9 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     need_ranks(2);
     if (argc < 2) {
-        const char *modes[] = {"late_sender", "late_receiver", "barrier", "allreduce"};
-        for (int m = 0; m < 4; m++)
+        const char *modes[] = {"late_sender", "late_receiver", "barrier", "allreduce",
+                               "nxn", "early_reduce", "late_broadcast"};
+        for (int m = 0; m < (int)(sizeof modes / sizeof *modes); m++)
             run(modes[m], 1e-3, 3);
     } else {
         double delay = (argc > 2 ? atof(argv[2]) : 20.0) * 1e-3;

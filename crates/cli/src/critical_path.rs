@@ -1,11 +1,12 @@
-//! `mpigram critical-path DIR [--json] [--heuristic]`.
+//! `mpigram critical-path DIR [--json] [--heuristic] [--svg FILE]`.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::ValueEnum;
 use mpigram_analysis::critical_path;
 use mpigram_analysis::timeline::Source;
 use mpigram_trace::Trace;
-use std::io::Write;
+use std::fs::File;
+use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
@@ -22,6 +23,12 @@ pub struct Args {
     /// MPIGRAM_TIMING=lossy,lossless has both).
     #[arg(long, value_enum, default_value_t = Times::Best)]
     times: Times,
+    /// Also draw the path over the timeline, as SVG, into this file.
+    #[arg(long, value_name = "FILE")]
+    svg: Option<PathBuf>,
+    /// Width of the picture's time axis in pixels.
+    #[arg(long, value_name = "PX", default_value_t = 1200, requires = "svg")]
+    svg_width: u32,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -41,6 +48,25 @@ pub fn run(args: &Args) -> Result<()> {
         Times::Lossless => Source::Lossless,
     };
     let analysis = critical_path::analyse(&trace, source, args.heuristic)?;
+    if let Some(file) = &args.svg {
+        let options = critical_path::svg::SvgOptions {
+            plot_width: args.svg_width,
+        };
+        let out =
+            File::create(file).with_context(|| format!("cannot create {}", file.display()))?;
+        let mut out = BufWriter::new(out);
+        let drawn = critical_path::svg::write_svg(&analysis, &options, &mut out)
+            .and_then(|drawn| out.flush().map(|()| drawn))
+            .with_context(|| format!("cannot write {}", file.display()))?;
+        eprintln!(
+            "mpigram: {}: {} ranks, {} call boxes, {} path boxes, {} jumps between ranks",
+            file.display(),
+            analysis.ranks,
+            drawn.call_boxes,
+            drawn.path_boxes,
+            drawn.jumps
+        );
+    }
     if args.json {
         let mut out = std::io::BufWriter::new(std::io::stdout().lock());
         analysis.write_json(&mut out)?;

@@ -1,8 +1,9 @@
-//! `mpigram export TRACE --format perfetto|chrome -o FILE`.
+//! `mpigram export TRACE --format perfetto|chrome -o FILE [--critical-path]`.
 
 use anyhow::{Context, Result};
 use clap::ValueEnum;
-use mpigram_analysis::export::{self, RankTimes};
+use mpigram_analysis::critical_path;
+use mpigram_analysis::export::{self, PathMarks, RankTimes};
 use mpigram_analysis::timeline::{self, Source};
 use mpigram_trace::{RankPart, Trace};
 use std::fs::File;
@@ -17,6 +18,10 @@ pub struct Args {
     /// The file to write.
     #[arg(short, long)]
     output: PathBuf,
+    /// Mark the critical path: a `critical path` track with one slice per
+    /// segment, and arrows along its jumps between ranks.
+    #[arg(long)]
+    critical_path: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -35,6 +40,15 @@ pub fn run(args: &Args) -> Result<()> {
     let times = |part: &RankPart| {
         timeline::rank_times(&trace, part, Source::Best, run_start).map_err(|e| e.to_string())
     };
+    let analysis = if args.critical_path {
+        Some(critical_path::analyse(&trace, Source::Best, false)?)
+    } else {
+        None
+    };
+    let marks = analysis.as_ref().map(|a| PathMarks {
+        path: &a.path,
+        sites: &a.sites,
+    });
     let file = File::create(out).with_context(|| format!("cannot create {}", out.display()))?;
     let mut writer = BufWriter::new(file);
     let bar = crate::progress::calls(trace.ranks.iter().map(|r| r.meta.calls).sum());
@@ -46,6 +60,7 @@ pub fn run(args: &Args) -> Result<()> {
         &trace,
         &times as &RankTimes,
         format,
+        marks,
         &mut writer,
         &mut |done| {
             if done % 4096 == 0 {
@@ -70,6 +85,12 @@ pub fn run(args: &Args) -> Result<()> {
         summary.messages,
         summary.requests
     );
+    if args.critical_path {
+        eprintln!(
+            "mpigram: the critical path: {} segments, {} jumps between ranks",
+            summary.path_segments, summary.path_jumps
+        );
+    }
     if summary.untimed > 0 {
         eprintln!(
             "mpigram: {} calls of killed ranks have no times and are not shown",

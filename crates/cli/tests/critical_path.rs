@@ -234,3 +234,171 @@ fn allreduce_site(j: &Json) -> Json {
         .cloned()
         .unwrap()
 }
+
+/// The picture's time scale, in pixels per second, from its axis: the
+/// positions of the first and last tick and their labels.
+fn pixels_per_second(svg: &roxmltree::Document) -> f64 {
+    let axis = svg
+        .descendants()
+        .find(|n| n.attribute("class") == Some("axis"))
+        .unwrap();
+    let ticks: Vec<(f64, f64)> = axis
+        .children()
+        .filter(|n| n.has_tag_name("text") && n.attribute("text-anchor") == Some("middle"))
+        .map(|n| {
+            let label = n.text().unwrap();
+            let (value, unit) = label.split_once(' ').unwrap();
+            let scale = match unit {
+                "s" => 1.0,
+                "ms" => 1e-3,
+                "µs" => 1e-6,
+                "ns" => 1e-9,
+                other => panic!("unit {other}"),
+            };
+            let x: f64 = n.attribute("x").unwrap().parse().unwrap();
+            (x, value.parse::<f64>().unwrap() * scale)
+        })
+        .collect();
+    assert!(ticks.len() >= 3, "{ticks:?}");
+    let ((x0, t0), (x1, t1)) = (ticks[0], ticks[ticks.len() - 1]);
+    (x1 - x0) / (t1 - t0)
+}
+
+/// `class` attribute of `n` starts with `prefix`.
+fn classed(n: &roxmltree::Node, prefix: &str) -> bool {
+    n.attribute("class").is_some_and(|c| c.starts_with(prefix))
+}
+
+fn width(n: &roxmltree::Node) -> f64 {
+    n.attribute("width").unwrap().parse().unwrap()
+}
+
+#[test]
+fn the_picture_of_the_ring_shows_each_rank_and_the_delayed_ranks_computation_on_the_path() {
+    let (delayed, delay, rounds) = (1u32, 0.04, 3);
+    let dir = traced("critpath_ring", 3, &["1", "40", "3"], "lossless");
+    let file = dir.path().join("path.svg");
+    let out = mpigram(&[
+        "critical-path",
+        dir.path().to_str().unwrap(),
+        "--json",
+        "--svg",
+        file.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let j: Json = serde_json::from_slice(&out.stdout).unwrap();
+    let svg = std::fs::read_to_string(&file).unwrap();
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    assert!(doc.descendants().all(|n| !n.has_tag_name("script")));
+
+    // One lane per rank, labelled, each with its calls.
+    let lanes: Vec<_> = doc
+        .descendants()
+        .filter(|n| n.attribute("class") == Some("lane"))
+        .collect();
+    let ranks: Vec<&str> = lanes
+        .iter()
+        .map(|l| l.attribute("data-rank").unwrap())
+        .collect();
+    assert_eq!(ranks, ["0", "1", "2"]);
+    for (lane, rank) in lanes.iter().zip(&ranks) {
+        let label = lane.children().find(|n| n.has_tag_name("text")).unwrap();
+        assert_eq!(label.text(), Some(format!("rank {rank}").as_str()));
+        let p2p = lane.children().filter(|n| classed(n, "call p2p")).count();
+        // Each rank sends and receives once per round.
+        assert!(p2p >= 2 * rounds, "rank {rank}: {p2p} point-to-point boxes");
+    }
+
+    // The path's boxes together are as wide as the path is long, to a
+    // pixel per box.
+    let px_per_s = pixels_per_second(&doc);
+    let path: Vec<_> = doc.descendants().filter(|n| classed(n, "path")).collect();
+    assert!(!path.is_empty());
+    let drawn: f64 = path.iter().map(width).sum();
+    let length = j["length_s"].as_f64().unwrap();
+    assert!(
+        (drawn - length * px_per_s).abs() <= path.len() as f64 + 1.0,
+        "{drawn} px drawn for {length} s at {px_per_s} px/s, {} boxes",
+        path.len()
+    );
+    // The title says how long the path is.
+    let title = doc
+        .descendants()
+        .find(|n| n.attribute("class") == Some("title"))
+        .unwrap();
+    assert!(
+        title
+            .text()
+            .unwrap()
+            .starts_with(&format!("critical path: {:.0} ms", length * 1e3)),
+        "{:?}",
+        title.text()
+    );
+
+    // The delayed rank's computation of every round is on the path: after
+    // its receives (calls 5, 7, 9, after a barrier at 4), as the title
+    // of each box says.
+    let mut delays: Vec<u64> = path
+        .iter()
+        .filter(|n| {
+            n.attribute("class") == Some("path compute")
+                && n.attribute("data-rank") == Some(&delayed.to_string())
+                && width(n) >= 0.9 * delay * px_per_s
+        })
+        .map(|n| {
+            let title = n.children().find(|c| c.has_tag_name("title")).unwrap();
+            let title = title.text().unwrap();
+            let after = title.split("computation after call ").nth(1).unwrap();
+            after.split(',').next().unwrap().parse().unwrap()
+        })
+        .filter(|&after| after > 4)
+        .collect();
+    delays.sort_unstable();
+    assert_eq!(delays, [5, 7, 9], "{svg}");
+    assert_eq!(delays.len(), rounds);
+    // And the path comes to it from rank 0 and goes on to rank 2.
+    let jumps: Vec<(&str, &str)> = doc
+        .descendants()
+        .filter(|n| n.attribute("class") == Some("jump"))
+        .map(|n| {
+            (
+                n.attribute("data-from").unwrap(),
+                n.attribute("data-to").unwrap(),
+            )
+        })
+        .collect();
+    assert!(jumps.contains(&("0", "1")), "{jumps:?}");
+    assert!(jumps.contains(&("1", "2")), "{jumps:?}");
+}
+
+#[test]
+fn the_picture_of_a_long_trace_stays_small() {
+    // 2 x 100,000 Allreduce calls, each far narrower than a pixel.
+    let dir = traced("wait_states", 2, &["allreduce", "0", "100000"], "lossless");
+    let file = dir.path().join("path.svg");
+    let out = mpigram(&[
+        "critical-path",
+        dir.path().to_str().unwrap(),
+        "--svg",
+        file.to_str().unwrap(),
+        "--svg-width",
+        "600",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let svg = std::fs::read_to_string(&file).unwrap();
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    let boxes = |prefix| doc.descendants().filter(|n| classed(n, prefix)).count();
+    // At most about two boxes per lane and pixel column.
+    assert!(
+        boxes("call ") <= 2 * 2 * 602,
+        "{} call boxes",
+        boxes("call ")
+    );
+    assert!(boxes("path") <= 2 * 2 * 602, "{} path boxes", boxes("path"));
+    assert!(
+        boxes("call ") >= 600,
+        "the lanes are drawn: {}",
+        boxes("call ")
+    );
+    assert!(svg.len() < 1_000_000, "{} bytes", svg.len());
+}

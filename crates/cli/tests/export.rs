@@ -184,3 +184,148 @@ fn a_trace_without_per_call_times_fails_in_one_line_and_writes_nothing() {
     assert_eq!(text(&missing.stderr).lines().count(), 1);
     assert!(!file.exists());
 }
+
+/// The critical path as `mpigram critical-path --json` reports it: the
+/// number of segments and their total duration in seconds.
+fn reported_path(trace: &Path) -> (usize, f64) {
+    let out = mpigram(&["critical-path", trace.to_str().unwrap(), "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let j: Json = serde_json::from_slice(&out.stdout).unwrap();
+    let segments = j["segments"].as_array().unwrap();
+    let total: f64 = segments
+        .iter()
+        .map(|s| s["end_s"].as_f64().unwrap() - s["start_s"].as_f64().unwrap())
+        .sum();
+    let length = j["length_s"].as_f64().unwrap();
+    assert!(
+        (total - length).abs() < 1e-6,
+        "{total} s in segments, {length} s long"
+    );
+    (segments.len(), total)
+}
+
+fn export_path(trace: &Path, format: &str, file: &Path) {
+    let out = mpigram(&[
+        "export",
+        trace.to_str().unwrap(),
+        "--format",
+        format,
+        "--critical-path",
+        "-o",
+        file.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
+#[test]
+fn the_critical_path_is_a_track_of_its_segments_with_arrows_along_its_jumps() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().join("t");
+    trace(&t, "critpath_ring", 3, &["1", "40", "3"], "lossless");
+    let (segments, total_s) = reported_path(&t);
+    assert!(segments > 3, "{segments}");
+
+    // Chrome: a `critical path` process with one slice per segment.
+    let file = dir.path().join("t.json");
+    export_path(&t, "chrome", &file);
+    let json: Json = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    let events = json["traceEvents"].as_array().unwrap();
+    let pid = events
+        .iter()
+        .find(|e| e["ph"] == "M" && e["args"]["name"] == "critical path")
+        .map(|e| e["pid"].clone())
+        .unwrap();
+    let slices: Vec<&Json> = events
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["pid"] == pid)
+        .collect();
+    assert_eq!(slices.len(), segments);
+    let drawn: f64 = slices.iter().map(|e| e["dur"].as_f64().unwrap()).sum();
+    assert!(
+        (drawn * 1e-6 - total_s).abs() < 1e-6 * segments as f64,
+        "{drawn} µs, {total_s} s"
+    );
+    let delayed = slices
+        .iter()
+        .filter(|e| e["name"] == "rank 1: computation" && e["dur"].as_f64().unwrap() >= 36e3)
+        .count();
+    assert!(delayed >= 3, "the delayed rank's computation of each round");
+    // Each jump's arrow starts on one rank and ends on another.
+    let starts: HashMap<u64, &Json> = events
+        .iter()
+        .filter(|e| e["ph"] == "s" && e["cat"] == "critical_path")
+        .map(|e| (e["id"].as_u64().unwrap(), e))
+        .collect();
+    let ends: HashMap<u64, &Json> = events
+        .iter()
+        .filter(|e| e["ph"] == "f" && e["cat"] == "critical_path")
+        .map(|e| (e["id"].as_u64().unwrap(), e))
+        .collect();
+    assert!(!starts.is_empty());
+    let mut ids: Vec<_> = starts.keys().collect();
+    let mut end_ids: Vec<_> = ends.keys().collect();
+    ids.sort();
+    end_ids.sort();
+    assert_eq!(ids, end_ids);
+    for (id, s) in &starts {
+        assert_ne!(s["pid"], ends[id]["pid"], "a jump goes to another rank");
+        assert!(s["ts"].as_f64().unwrap() <= ends[id]["ts"].as_f64().unwrap());
+    }
+
+    // Perfetto: the same slices on the `critical path` track.
+    let file = dir.path().join("t.pftrace");
+    export_path(&t, "perfetto", &file);
+    let timeline = Timeline::decode(std::fs::read(&file).unwrap().as_slice()).unwrap();
+    let track = timeline
+        .packet
+        .iter()
+        .filter_map(|p| p.track_descriptor.as_ref())
+        .find(|d| {
+            d.thread
+                .as_ref()
+                .is_some_and(|t| t.thread_name.as_deref() == Some("critical path"))
+        })
+        .and_then(|d| d.uuid)
+        .unwrap();
+    let (mut begins, mut open, mut total_ns) = (0, None, 0u64);
+    for p in &timeline.packet {
+        let Some(e) = &p.track_event else { continue };
+        if e.track_uuid != Some(track) {
+            continue;
+        }
+        let at = p.timestamp.unwrap();
+        match e.r#type {
+            Some(TYPE_SLICE_BEGIN) => {
+                assert!(open.is_none(), "path slices do not nest");
+                begins += 1;
+                open = Some(at);
+            }
+            Some(TYPE_SLICE_END) => total_ns += at - open.take().unwrap(),
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(begins, segments);
+    assert!(
+        (total_ns as f64 * 1e-9 - total_s).abs() < 1e-6,
+        "{total_ns} ns, {total_s} s"
+    );
+    // The arrows of the jumps: each id starts once and ends once.
+    let path_ids: Vec<u64> = starts.keys().copied().collect();
+    let (mut out, mut into): (Vec<u64>, Vec<u64>) = (Vec::new(), Vec::new());
+    for e in timeline
+        .packet
+        .iter()
+        .filter_map(|p| p.track_event.as_ref())
+    {
+        out.extend(e.flow_ids.iter().filter(|id| path_ids.contains(id)));
+        into.extend(
+            e.terminating_flow_ids
+                .iter()
+                .filter(|id| path_ids.contains(id)),
+        );
+    }
+    out.sort_unstable();
+    into.sort_unstable();
+    assert_eq!(out.len(), path_ids.len());
+    assert_eq!(out, into);
+}

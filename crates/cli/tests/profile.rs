@@ -132,11 +132,12 @@ fn a_late_receiver_of_a_synchronous_send_is_diagnosed_on_the_sender() {
 }
 
 #[test]
-fn the_peers_of_a_slow_rank_wait_at_the_barrier_and_the_allreduce() {
+fn the_peers_of_a_slow_rank_wait_at_the_barrier_the_allreduce_and_the_alltoall() {
     let _one = one_at_a_time();
     for (mode, kind, func) in [
         ("barrier", "wait_at_barrier", "MPI_Barrier"),
         ("allreduce", "wait_at_nxn", "MPI_Allreduce"),
+        ("nxn", "wait_at_nxn", "MPI_Alltoall"),
     ] {
         let dir = tempfile::tempdir().unwrap();
         let t = dir.path().join("t");
@@ -167,6 +168,85 @@ fn the_peers_of_a_slow_rank_wait_at_the_barrier_and_the_allreduce() {
             "{report}"
         );
     }
+}
+
+/// The kinds of wait state found on `rank`.
+fn kinds_on(p: &Json, rank: u64) -> BTreeSet<String> {
+    p["wait_states"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w["rank"] == rank)
+        .map(|w| w["kind"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn the_root_of_a_reduce_entered_early_waits_for_the_others() {
+    let _one = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().join("t");
+    trace(&t, "early_reduce", 3, "lossless");
+    let p = profile(&t, "best");
+    let (total, peers, funcs) = waited(&p, "early_reduce", 0);
+    assert_near(total, injected(), "the root's early-reduce wait");
+    // Both others are delayed alike: either may be the one waited for.
+    assert!(
+        !peers.is_empty() && peers.is_subset(&BTreeSet::from([1, 2])),
+        "{peers:?}"
+    );
+    assert_eq!(funcs, BTreeSet::from(["MPI_Reduce".to_owned()]));
+    let count = p["wait_states"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w["kind"] == "early_reduce")
+        .count();
+    assert_eq!(
+        count, ITERATIONS as usize,
+        "one per MPI_Reduce, on the root"
+    );
+    for rank in [1, 2] {
+        let kinds = kinds_on(&p, rank);
+        assert!(
+            !kinds.contains("early_reduce") && !kinds.contains("late_broadcast"),
+            "rank {rank} never waits: {kinds:?}"
+        );
+    }
+}
+
+#[test]
+fn the_others_wait_for_the_late_root_of_a_broadcast() {
+    let _one = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().join("t");
+    trace(&t, "late_broadcast", 3, "lossless");
+    let p = profile(&t, "best");
+    for rank in [1, 2] {
+        let (total, peers, funcs) = waited(&p, "late_broadcast", rank);
+        assert_near(
+            total,
+            injected(),
+            &format!("rank {rank}'s late-broadcast wait"),
+        );
+        assert_eq!(peers, BTreeSet::from([0]), "rank {rank} waits for the root");
+        assert_eq!(funcs, BTreeSet::from(["MPI_Bcast".to_owned()]));
+    }
+    assert_eq!(
+        waited(&p, "late_broadcast", 0).0,
+        0.0,
+        "the root never waits"
+    );
+    assert!(kinds_on(&p, 0).is_empty(), "{}", p["wait_states"]);
+    // The root is the late arrival, costing both others the delay.
+    let late: Vec<&Json> = p["late_arrivals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["func"] == "MPI_Bcast")
+        .collect();
+    assert!(!late.is_empty(), "{}", p["late_arrivals"]);
+    assert!(late.iter().all(|l| l["rank"] == 0), "{late:?}");
 }
 
 /// A wait state's (kind, rank, seq) and (peer, func, call site, severity).
@@ -222,6 +302,9 @@ fn lossy_times_give_the_findings_of_lossless_ones_within_the_timing_bound() {
         ("late_receiver", 2),
         ("barrier", 3),
         ("allreduce", 3),
+        ("nxn", 3),
+        ("early_reduce", 3),
+        ("late_broadcast", 3),
     ] {
         let dir = tempfile::tempdir().unwrap();
         let t = dir.path().join("t");

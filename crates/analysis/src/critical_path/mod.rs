@@ -3,11 +3,13 @@
 //! ([`graph`]), where it runs (ranks, call sites), and how long ranks wait
 //! at each collective ([`waits`]: wait-before, wait-after, imbalance). The
 //! interval-grouping heuristic of the critical-path paper is in
-//! [`heuristic`], for comparison.
+//! [`heuristic`], for comparison. [`svg`] draws the path over the
+//! timeline.
 
 mod graph;
 pub mod heuristic;
 mod report;
+pub mod svg;
 #[cfg(test)]
 mod tests;
 pub mod waits;
@@ -120,6 +122,8 @@ pub struct Analysis {
     pub unmatched: [usize; 3],
     pub ranks: usize,
     pub calls: u64,
+    /// Each rank's timed calls, by world rank (for pictures of the path).
+    pub timelines: Vec<RankCalls>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -182,22 +186,22 @@ pub fn analyse(
     let (ranks, ops): (Vec<RankCalls>, Vec<_>) = loaded.into_iter().unzip();
     let logs = ranks.iter().map(|r| r.rank).zip(ops).collect();
     let matching = match_ranks(logs, &world_ranks(trace));
-    analyse_calls(&ranks, &matching, sites, heuristic)
+    analyse_calls(ranks, &matching, sites, heuristic)
 }
 
 /// The analysis of ranks whose calls are already timed and matched.
 pub fn analyse_calls(
-    ranks: &[RankCalls],
+    ranks: Vec<RankCalls>,
     matching: &Matching,
     sites: CallSites,
     heuristic: bool,
 ) -> Result<Analysis, CriticalPathError> {
     let (path, waits) = rayon::join(
-        || critical_path(ranks, matching),
-        || waits::wait_stats(ranks, matching),
+        || critical_path(&ranks, matching),
+        || waits::wait_stats(&ranks, matching),
     );
     let path = path?;
-    let heuristic = heuristic.then(|| heuristic::interval_grouping(ranks, &path));
+    let heuristic = heuristic.then(|| heuristic::interval_grouping(&ranks, &path));
     Ok(Analysis {
         path,
         waits,
@@ -210,6 +214,7 @@ pub fn analyse_calls(
         ],
         ranks: ranks.len(),
         calls: ranks.iter().map(|r| r.spans.len() as u64).sum(),
+        timelines: ranks,
     })
 }
 

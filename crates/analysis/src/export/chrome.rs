@@ -13,6 +13,8 @@ pub(super) struct ChromeWriter<'w> {
     lanes_tid: u64,
     /// The next unused thread id.
     next_tid: u64,
+    /// The critical path's process (and thread) id, after the ranks'.
+    path_pid: u64,
 }
 
 impl<'w> ChromeWriter<'w> {
@@ -24,14 +26,17 @@ impl<'w> ChromeWriter<'w> {
             out,
             first: true,
             lanes_tid: 0,
-            next_tid: pid(max_rank) + 1,
+            next_tid: pid(max_rank) + 2,
+            path_pid: pid(max_rank) + 1,
         })
     }
 
     /// Thread ids: the calls on the rank's main thread (tid = pid), each
-    /// request lane on a thread of its own, unique in the whole trace.
+    /// request lane on a thread of its own, unique in the whole trace; the
+    /// critical path on its process's main thread.
     fn tid(&self, track: Track) -> u64 {
         match track {
+            Track::CriticalPath => self.path_pid,
             Track::Calls { rank } => pid(rank),
             Track::Requests { lane, .. } => self.lanes_tid + lane as u64,
         }
@@ -59,17 +64,23 @@ fn pid(rank: u32) -> u64 {
     u64::from(rank) + 1
 }
 
-fn rank_of(track: Track) -> u32 {
-    match track {
-        Track::Calls { rank } | Track::Requests { rank, .. } => rank,
-    }
-}
-
 fn micros(ns: u64) -> f64 {
     ns as f64 / 1000.0
 }
 
 impl TimelineWriter for ChromeWriter<'_> {
+    fn critical_path(&mut self) -> io::Result<()> {
+        let pid = self.path_pid;
+        self.metadata("process_name", pid, None, json!({"name": "critical path"}))?;
+        self.metadata("process_sort_index", pid, None, json!({"sort_index": -1}))?;
+        self.metadata(
+            "thread_name",
+            pid,
+            Some(pid),
+            json!({"name": "critical path"}),
+        )
+    }
+
     fn rank(&mut self, rank: u32, lanes: usize) -> io::Result<()> {
         let pid = pid(rank);
         self.lanes_tid = self.next_tid;
@@ -108,7 +119,11 @@ impl TimelineWriter for ChromeWriter<'_> {
     }
 
     fn slice(&mut self, s: &Slice) -> io::Result<()> {
-        let (pid, tid) = (pid(rank_of(s.track)), self.tid(s.track));
+        let pid = match s.track {
+            Track::Calls { rank } | Track::Requests { rank, .. } => pid(rank),
+            Track::CriticalPath => self.path_pid,
+        };
+        let tid = self.tid(s.track);
         let ts = micros(s.start_ns);
         self.event(&json!({
             "name": s.name,
@@ -126,10 +141,21 @@ impl TimelineWriter for ChromeWriter<'_> {
                 "ts": ts, "pid": pid, "tid": tid,
             }))?;
         }
+        for id in s.path_out {
+            self.event(&json!({
+                "name": "critical path", "cat": "critical_path", "ph": "s", "id": id,
+                "ts": ts, "pid": pid, "tid": tid,
+            }))?;
+        }
         for a in s.flows_in {
             // "bp":"e": bound to the slice around ts, the receiving call.
+            let (name, cat) = if a.path {
+                ("critical path", "critical_path")
+            } else {
+                ("message", "p2p")
+            };
             self.event(&json!({
-                "name": "message", "cat": "p2p", "ph": "f", "bp": "e", "id": a.id,
+                "name": name, "cat": cat, "ph": "f", "bp": "e", "id": a.id,
                 "ts": micros(a.at_ns), "pid": pid, "tid": tid,
                 "args": {"from rank": a.from_rank, "bytes": a.bytes},
             }))?;

@@ -4,7 +4,11 @@
 //! arguments; an arrow from each send to the call that completed its
 //! matching receive; and each non-blocking operation (and each message
 //! taken by MPI_Mprobe) a slice from its post to its completion on the
-//! rank's `requests` tracks.
+//! rank's `requests` tracks. With the run's critical path, a `critical
+//! path` process comes first, with one slice per segment of the path
+//! (named by its rank and activity), and arrows follow the path's jumps
+//! between ranks, from the call on the rank it leaves to the call on the
+//! rank it reaches.
 //!
 //! Output is streamed, rank by rank: memory grows with the messages of the
 //! run (for the arrows) and with one rank's calls (their times), never with
@@ -16,6 +20,7 @@ pub mod perfetto;
 #[cfg(test)]
 mod tests;
 
+use crate::critical_path::{Activity, CallSites, CriticalPath};
 use crate::decode::{DecodeError, DecodedCall, RankDecoder};
 use crate::matching::{self, Direction, Matching, Operation, Peer};
 pub use crate::timeline::Span;
@@ -70,14 +75,28 @@ pub struct ExportSummary {
     /// times: clock offsets or lossy timing errors larger than the message's
     /// latency.
     pub backwards: usize,
+    /// Slices of the critical path's track.
+    pub path_segments: usize,
+    /// Arrows along the critical path's jumps between ranks.
+    pub path_jumps: usize,
+}
+
+/// The critical path to mark on the timeline, with the call sites its
+/// segments name.
+#[derive(Clone, Copy)]
+pub struct PathMarks<'a> {
+    pub path: &'a CriticalPath,
+    pub sites: &'a CallSites,
 }
 
 /// Writes the timeline of `trace` to `out`. `times` gives each rank's call
-/// times; `progress` is told the number of calls written so far.
+/// times; `path`, if given, is marked on it; `progress` is told the number
+/// of calls written so far.
 pub fn export(
     trace: &Trace,
     times: &RankTimes,
     format: Format,
+    path: Option<PathMarks>,
     out: &mut dyn Write,
     progress: &mut dyn FnMut(u64),
 ) -> Result<ExportSummary, ExportError> {
@@ -106,6 +125,7 @@ pub fn export(
         matching: &matching,
         send_starts: &send_starts,
         max_rank,
+        path,
     };
     timeline.write(ranks, format, out, progress)
 }
@@ -124,6 +144,8 @@ enum Track {
     Calls { rank: u32 },
     /// One lane of the rank's operations in flight.
     Requests { rank: u32, lane: usize },
+    /// The critical path, across ranks.
+    CriticalPath,
 }
 
 /// A slice on a track, with the arrows that leave and end at it.
@@ -135,6 +157,8 @@ struct Slice<'a> {
     args: &'a Map<String, Json>,
     /// Arrows leaving the slice, by id.
     flows_out: &'a [u64],
+    /// Arrows of the critical path leaving the slice, by id.
+    path_out: &'a [u64],
     /// Arrows ending in the slice.
     flows_in: &'a [Arrival],
 }
@@ -153,10 +177,14 @@ struct Arrival {
     backwards: bool,
     from_rank: u32,
     bytes: Option<u64>,
+    /// A jump of the critical path, not a message.
+    path: bool,
 }
 
 /// The two formats, written rank by rank.
 trait TimelineWriter {
+    /// The critical path's process and track.
+    fn critical_path(&mut self) -> io::Result<()>;
     /// A rank's process and its tracks (`lanes` request lanes).
     fn rank(&mut self, rank: u32, lanes: usize) -> io::Result<()>;
     fn slice(&mut self, slice: &Slice) -> io::Result<()>;
@@ -206,11 +234,14 @@ fn send_starts(
         .collect())
 }
 
-/// Arrows leaving and ending at one call: match indices.
+/// Arrows leaving and ending at one call: match indices, and the ids of
+/// the critical path's arrows.
 #[derive(Default)]
 struct Flows {
     out: Vec<usize>,
     r#in: Vec<usize>,
+    path_out: Vec<u64>,
+    path_in: Vec<Arrival>,
 }
 
 /// What the timeline shows besides the calls.
@@ -219,6 +250,7 @@ struct Timeline<'m> {
     /// By match; None: the send has no time, and no arrow is drawn.
     send_starts: &'m [Option<u64>],
     max_rank: u32,
+    path: Option<PathMarks<'m>>,
 }
 
 impl Timeline<'_> {
@@ -252,6 +284,11 @@ impl Timeline<'_> {
             unmatched: matching.unmatched.len(),
             ..ExportSummary::default()
         };
+        if let Some(path) = self.path {
+            writer.critical_path()?;
+            summary.path_segments = write_path(path, &mut *writer)?;
+            summary.path_jumps = path_jumps(path.path, matching.matches.len() as u64, &mut flows);
+        }
         let no_flows = Flows::default();
         for input in ranks {
             let RankInput { rank, calls, spans } = input?;
@@ -269,11 +306,20 @@ impl Timeline<'_> {
                 let (start_ns, end_ns) = clamp(span);
                 let flows = flows.get(&(rank, call.seq)).unwrap_or(&no_flows);
                 let flows_out: Vec<u64> = flows.out.iter().map(|&k| k as u64 + 1).collect();
-                let flows_in: Vec<Arrival> = flows
+                let last_ns = if end_ns > start_ns {
+                    end_ns - 1
+                } else {
+                    end_ns
+                };
+                let mut flows_in: Vec<Arrival> = flows
                     .r#in
                     .iter()
                     .map(|&k| self.arrival(k, start_ns, end_ns))
                     .collect();
+                flows_in.extend(flows.path_in.iter().map(|a| Arrival {
+                    at_ns: a.at_ns.clamp(start_ns, last_ns),
+                    ..*a
+                }));
                 summary.backwards += flows_in.iter().filter(|a| a.backwards).count();
                 let mut args = std::sync::Arc::unwrap_or_clone(call.args);
                 args.insert("seq".into(), json!(call.seq));
@@ -284,6 +330,7 @@ impl Timeline<'_> {
                     end_ns,
                     args: &args,
                     flows_out: &flows_out,
+                    path_out: &flows.path_out,
                     flows_in: &flows_in,
                 })?;
                 // Operations posted by this call, from post to completion.
@@ -298,6 +345,7 @@ impl Timeline<'_> {
                         end_ns: r.end_ns,
                         args: &r.args,
                         flows_out: &[],
+                        path_out: &[],
                         flows_in: &[],
                     })?;
                     next_request += 1;
@@ -340,8 +388,95 @@ impl Timeline<'_> {
             backwards: after_send > last,
             from_rank: self.matching.operations[m.send].rank,
             bytes: m.bytes,
+            path: false,
         }
     }
+}
+
+/// The critical path's track: one slice per segment, in time order (a
+/// segment that starts before the previous one ended, by clocks that
+/// disagree, is shown from that end). Returns the number of slices.
+fn write_path(marks: PathMarks, writer: &mut dyn TimelineWriter) -> io::Result<usize> {
+    let mut shown_until = 0u64;
+    for s in &marks.path.segments {
+        let (start_ns, end_ns) = clamp(&Span {
+            start_ns: s.start_ns,
+            end_ns: s.end_ns,
+        });
+        let start_ns = start_ns.max(shown_until);
+        let end_ns = end_ns.max(start_ns);
+        shown_until = end_ns;
+        let mut args = Map::new();
+        args.insert("rank".into(), json!(s.rank));
+        let name = match s.activity {
+            Activity::Computation { after } => {
+                args.insert("activity".into(), json!("computation"));
+                args.insert("after call".into(), json!(after));
+                format!("rank {}: computation", s.rank)
+            }
+            Activity::Call { seq, site } => {
+                let func = marks.sites.func(site);
+                args.insert("activity".into(), json!(func));
+                args.insert("call".into(), json!(seq));
+                format!("rank {}: {func}", s.rank)
+            }
+        };
+        args.insert("duration_ns".into(), json!(s.duration_ns()));
+        writer.slice(&Slice {
+            track: Track::CriticalPath,
+            name: &name,
+            start_ns,
+            end_ns,
+            args: &args,
+            flows_out: &[],
+            path_out: &[],
+            flows_in: &[],
+        })?;
+    }
+    Ok(marks.path.segments.len())
+}
+
+/// Arrows along the path's jumps between ranks, numbered after the
+/// `messages` arrows: from the call on the rank the path leaves (the call
+/// its segment is in, or the one that ends its computation) to the call on
+/// the rank it reaches (the call its segment is in, or the one its
+/// computation follows). Returns the number of arrows.
+fn path_jumps(
+    path: &CriticalPath,
+    messages: u64,
+    flows: &mut FxHashMap<(u32, u64), Flows>,
+) -> usize {
+    let mut jumps = 0;
+    for pair in path.segments.windows(2) {
+        let (a, b) = (&pair[0], &pair[1]);
+        if a.rank == b.rank {
+            continue;
+        }
+        let from = match a.activity {
+            Activity::Computation { after } => u64::from(after) + 1,
+            Activity::Call { seq, .. } => u64::from(seq),
+        };
+        let to = match b.activity {
+            Activity::Computation { after } => u64::from(after),
+            Activity::Call { seq, .. } => u64::from(seq),
+        };
+        jumps += 1;
+        let id = messages + jumps as u64;
+        flows.entry((a.rank, from)).or_default().path_out.push(id);
+        flows
+            .entry((b.rank, to))
+            .or_default()
+            .path_in
+            .push(Arrival {
+                id,
+                at_ns: b.start_ns.max(a.end_ns).max(0) as u64,
+                backwards: false,
+                from_rank: a.rank,
+                bytes: None,
+                path: true,
+            });
+    }
+    jumps
 }
 
 /// Nanoseconds from the run's start; a time before it (a clock offset's

@@ -192,9 +192,10 @@ impl<'w> PerfettoWriter<'w> {
         )
     }
 
-    /// The end of an arrow: a zero-length slice `message` inside the
-    /// receiving call, at the time the arrow ends.
+    /// The end of an arrow: a zero-length slice `message` (or `critical
+    /// path`) inside the receiving call, at the time the arrow ends.
     fn arrival(&mut self, track: u64, a: &Arrival) -> io::Result<()> {
+        let name = if a.path { "critical path" } else { "message" };
         let mut args = vec![annotation("from rank", &Json::from(a.from_rank))];
         if let Some(bytes) = a.bytes {
             args.push(annotation("bytes", &Json::from(bytes)));
@@ -205,7 +206,7 @@ impl<'w> PerfettoWriter<'w> {
             terminating_flow_ids_old: vec![a.id],
             ..TrackEvent::default()
         };
-        self.begin(a.at_ns, track, "message", event)?;
+        self.begin(a.at_ns, track, name, event)?;
         self.end(a.at_ns, track)
     }
 }
@@ -215,19 +216,47 @@ fn pid(rank: u32) -> i32 {
     i32::try_from(rank).map_or(i32::MAX, |r| r.saturating_add(1))
 }
 
-/// Track uuids: per rank, its process, its calls thread, its request lanes.
+/// Track uuids: per rank, its process, its calls thread, its request
+/// lanes; the critical path's process and track below every rank's.
 fn process_uuid(rank: u32) -> u64 {
     (u64::from(rank) + 1) << 32
 }
 
+const PATH_PROCESS_UUID: u64 = 1;
+
+/// The critical path's process: a pid no rank has below 2^31 - 1 ranks.
+const PATH_PID: i32 = i32::MAX;
+
 fn uuid(track: Track) -> u64 {
     match track {
+        Track::CriticalPath => PATH_PROCESS_UUID + 1,
         Track::Calls { rank } => process_uuid(rank) + 1,
         Track::Requests { rank, lane } => process_uuid(rank) + 2 + lane as u64,
     }
 }
 
 impl TimelineWriter for PerfettoWriter<'_> {
+    fn critical_path(&mut self) -> io::Result<()> {
+        self.descriptor(TrackDescriptor {
+            uuid: Some(PATH_PROCESS_UUID),
+            process: Some(ProcessDescriptor {
+                pid: Some(PATH_PID),
+                legacy_sort_index: Some(-1),
+                process_name: Some("critical path".into()),
+            }),
+            ..TrackDescriptor::default()
+        })?;
+        self.descriptor(TrackDescriptor {
+            uuid: Some(uuid(Track::CriticalPath)),
+            thread: Some(ThreadDescriptor {
+                pid: Some(PATH_PID),
+                tid: Some(PATH_PID),
+                thread_name: Some("critical path".into()),
+            }),
+            ..TrackDescriptor::default()
+        })
+    }
+
     fn rank(&mut self, rank: u32, lanes: usize) -> io::Result<()> {
         let pid = pid(rank);
         self.descriptor(TrackDescriptor {
@@ -261,10 +290,11 @@ impl TimelineWriter for PerfettoWriter<'_> {
 
     fn slice(&mut self, s: &Slice) -> io::Result<()> {
         let track = uuid(s.track);
+        let flows: Vec<u64> = s.flows_out.iter().chain(s.path_out).copied().collect();
         let event = TrackEvent {
             debug_annotations: annotations(s.args),
-            flow_ids: s.flows_out.to_vec(),
-            flow_ids_old: s.flows_out.to_vec(),
+            flow_ids: flows.clone(),
+            flow_ids_old: flows,
             ..TrackEvent::default()
         };
         self.begin(s.start_ns, track, s.name, event)?;

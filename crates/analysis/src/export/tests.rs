@@ -142,6 +142,7 @@ fn export_run(format: Format) -> (Vec<u8>, ExportSummary) {
         matching: &matching,
         send_starts: &send_starts,
         max_rank: 1,
+        path: None,
     };
     let inputs = ranks.into_iter().enumerate().map(|(rank, (calls, spans))| {
         Ok(RankInput {
@@ -176,7 +177,46 @@ fn the_summary_counts_what_was_written() {
             unmatched: 0,
             untimed: 0,
             backwards: 0,
+            path_segments: 0,
+            path_jumps: 0,
         }
+    );
+}
+
+#[test]
+fn the_paths_jumps_go_from_the_call_it_leaves_to_the_call_it_reaches() {
+    use crate::critical_path::{Activity, CriticalPath, Segment};
+    let segment = |rank, activity, start_ns, end_ns| Segment {
+        rank,
+        activity,
+        start_ns,
+        end_ns,
+    };
+    let path = CriticalPath {
+        segments: vec![
+            // Rank 0 computes after call 2, then sends (call 3) to rank 1,
+            // whose receive (call 5) ends, then rank 1 computes and its
+            // call 7 completes rank 0's call 9.
+            segment(0, Activity::Computation { after: 2 }, 0, 10),
+            segment(1, Activity::Call { seq: 5, site: 0 }, 12, 13),
+            segment(1, Activity::Computation { after: 5 }, 13, 20),
+            segment(1, Activity::Call { seq: 6, site: 0 }, 20, 21),
+            segment(0, Activity::Computation { after: 9 }, 22, 30),
+        ],
+        ..CriticalPath::default()
+    };
+    let mut flows = FxHashMap::default();
+    assert_eq!(path_jumps(&path, 100, &mut flows), 2);
+    assert_eq!(flows[&(0, 3)].path_out, [101]);
+    assert_eq!(flows[&(1, 5)].path_in[0].id, 101);
+    assert_eq!(flows[&(1, 5)].path_in[0].from_rank, 0);
+    assert_eq!(flows[&(1, 6)].path_out, [102]);
+    assert_eq!(flows[&(0, 9)].path_in[0].id, 102);
+    assert_eq!(flows[&(0, 9)].path_in[0].at_ns, 22);
+    assert!(
+        flows
+            .values()
+            .all(|f| f.out.is_empty() && f.r#in.is_empty())
     );
 }
 
@@ -434,6 +474,7 @@ fn write(
         matching: &matching,
         send_starts: &send_starts,
         max_rank: 1,
+        path: None,
     };
     let inputs = ranks.into_iter().enumerate().map(|(rank, (calls, spans))| {
         Ok(RankInput {
