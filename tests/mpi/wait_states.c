@@ -14,10 +14,18 @@
  *                  waits DELAY_MS per iteration.
  *   allreduce      the same before an MPI_Allreduce (sum checked).
  *   nxn            the same before an MPI_Alltoall (data checked).
- *   early_reduce   every rank but the root (0) waits before MPI_Reduce: the
- *                  root, in MPI_Reduce already, waits DELAY_MS per iteration.
+ *   iallreduce     the same before an MPI_Iallreduce, completed by MPI_Wait:
+ *                  the others wait in MPI_Wait.
+ *   persistent     the same before the MPI_Start of a persistent
+ *                  MPI_Allreduce_init, completed by MPI_Wait.
+ *   early_reduce   every rank r but the root (0) waits r x DELAY_MS before
+ *                  MPI_Reduce: the root, in MPI_Reduce already, waits
+ *                  DELAY_MS per iteration for rank 1, the first to send.
  *   late_broadcast the root (0) waits before MPI_Bcast: every other rank,
  *                  in MPI_Bcast already, waits DELAY_MS per iteration.
+ *                  (Both start each iteration with an MPI_Barrier: a rooted
+ *                  collective returns on its ranks at different times, and
+ *                  the delay must start together on all.)
  *
  * Ranks other than 0 and 1 take no part in the point-to-point modes. */
 #include "common.h"
@@ -62,6 +70,25 @@ static void run(const char *mode, double delay, int iterations)
             MPI_Allreduce(&v, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
             CHECK_EQ(sum, n * (n - 1) / 2 + n * i);
         }
+    } else if (strcmp(mode, "iallreduce") == 0 || strcmp(mode, "persistent") == 0) {
+        int persistent = strcmp(mode, "persistent") == 0, v = 0, sum = -1;
+        MPI_Request req;
+        if (persistent)
+            MPI_Allreduce_init(&v, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL,
+                               &req);
+        for (int i = 0; i < iterations; i++) {
+            if (rank == n - 1)
+                busy_wait(delay);
+            v = rank + i;
+            if (persistent)
+                MPI_Start(&req);
+            else
+                MPI_Iallreduce(&v, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &req);
+            MPI_Wait(&req, MPI_STATUS_IGNORE);
+            CHECK_EQ(sum, n * (n - 1) / 2 + n * i);
+        }
+        if (persistent)
+            MPI_Request_free(&req);
     } else if (strcmp(mode, "nxn") == 0) {
         int send[4], recv[4];
         CHECK(n <= 4);
@@ -76,8 +103,8 @@ static void run(const char *mode, double delay, int iterations)
         }
     } else if (strcmp(mode, "early_reduce") == 0) {
         for (int i = 0; i < iterations; i++) {
-            if (rank != 0)
-                busy_wait(delay);
+            MPI_Barrier(MPI_COMM_WORLD);
+            busy_wait(delay * rank);
             int v = rank + i, sum = -1;
             MPI_Reduce(&v, &sum, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
             if (rank == 0)
@@ -86,6 +113,7 @@ static void run(const char *mode, double delay, int iterations)
     } else if (strcmp(mode, "late_broadcast") == 0) {
         for (int i = 0; i < iterations; i++) {
             int v = -1;
+            MPI_Barrier(MPI_COMM_WORLD);
             if (rank == 0) {
                 busy_wait(delay);
                 v = payload(0, 0, i);
@@ -96,7 +124,7 @@ static void run(const char *mode, double delay, int iterations)
     } else {
         CHECK_MSG(0,
                   "unknown mode %s (late_sender, late_receiver, barrier, allreduce, nxn, "
-                  "early_reduce, late_broadcast)",
+                  "iallreduce, persistent, early_reduce, late_broadcast)",
                   mode);
     }
 }
@@ -106,8 +134,9 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     need_ranks(2);
     if (argc < 2) {
-        const char *modes[] = {"late_sender", "late_receiver", "barrier", "allreduce",
-                               "nxn", "early_reduce", "late_broadcast"};
+        const char *modes[] = {"late_sender", "late_receiver", "barrier",
+                               "allreduce",   "nxn",           "iallreduce",
+                               "persistent",  "early_reduce",  "late_broadcast"};
         for (int m = 0; m < (int)(sizeof modes / sizeof *modes); m++)
             run(modes[m], 1e-3, 3);
     } else {

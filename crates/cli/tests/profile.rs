@@ -132,12 +132,15 @@ fn a_late_receiver_of_a_synchronous_send_is_diagnosed_on_the_sender() {
 }
 
 #[test]
-fn the_peers_of_a_slow_rank_wait_at_the_barrier_the_allreduce_and_the_alltoall() {
+fn the_peers_of_a_slow_rank_wait_at_barrier_and_nxn_collectives_blocking_or_not() {
     let _one = one_at_a_time();
-    for (mode, kind, func) in [
-        ("barrier", "wait_at_barrier", "MPI_Barrier"),
-        ("allreduce", "wait_at_nxn", "MPI_Allreduce"),
-        ("nxn", "wait_at_nxn", "MPI_Alltoall"),
+    // Mode, wait state, the call the others wait in, the slow rank's call.
+    for (mode, kind, func, late) in [
+        ("barrier", "wait_at_barrier", "MPI_Barrier", "MPI_Barrier"),
+        ("allreduce", "wait_at_nxn", "MPI_Allreduce", "MPI_Allreduce"),
+        ("nxn", "wait_at_nxn", "MPI_Alltoall", "MPI_Alltoall"),
+        ("iallreduce", "wait_at_nxn", "MPI_Wait", "MPI_Iallreduce"),
+        ("persistent", "wait_at_nxn", "MPI_Wait", "MPI_Start"),
     ] {
         let dir = tempfile::tempdir().unwrap();
         let t = dir.path().join("t");
@@ -158,25 +161,25 @@ fn the_peers_of_a_slow_rank_wait_at_the_barrier_the_allreduce_and_the_alltoall()
         let top = &p["findings"][0];
         assert_eq!(top["kind"], "late_arrival", "{mode}");
         assert_eq!(top["rank"], 2, "{mode}");
-        assert_eq!(top["func"], func, "{mode}");
+        assert_eq!(top["func"], late, "{mode}");
         assert_eq!(top["count"], ITERATIONS, "{mode}");
         assert_near(top["cost_s"].as_f64().unwrap(), 2.0 * injected(), mode);
         let report = text(&mpigram(&["profile", t.to_str().unwrap()]).stdout);
         assert!(
-            report.contains(&format!("rank 2 arrives last at the {func}"))
+            report.contains(&format!("rank 2 arrives last at the {late}"))
                 && report.contains("in 100% of its executions"),
             "{report}"
         );
     }
 }
 
-/// The kinds of wait state found on `rank`.
-fn kinds_on(p: &Json, rank: u64) -> BTreeSet<String> {
+/// The kinds of wait states of `rank` in calls of `func`.
+fn kinds_on(p: &Json, rank: u64, func: &str) -> BTreeSet<String> {
     p["wait_states"]
         .as_array()
         .unwrap()
         .iter()
-        .filter(|w| w["rank"] == rank)
+        .filter(|w| w["rank"] == rank && w["func"] == func)
         .map(|w| w["kind"].as_str().unwrap().to_owned())
         .collect()
 }
@@ -186,15 +189,13 @@ fn the_root_of_a_reduce_entered_early_waits_for_the_others() {
     let _one = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let t = dir.path().join("t");
-    trace(&t, "early_reduce", 3, "lossless");
+    // Two ranks: with three on this machine's two cores, the delayed
+    // ranks' busy-waits compete for a core and the delay stretches.
+    trace(&t, "early_reduce", 2, "lossless");
     let p = profile(&t, "best");
     let (total, peers, funcs) = waited(&p, "early_reduce", 0);
     assert_near(total, injected(), "the root's early-reduce wait");
-    // Both others are delayed alike: either may be the one waited for.
-    assert!(
-        !peers.is_empty() && peers.is_subset(&BTreeSet::from([1, 2])),
-        "{peers:?}"
-    );
+    assert_eq!(peers, BTreeSet::from([1]));
     assert_eq!(funcs, BTreeSet::from(["MPI_Reduce".to_owned()]));
     let count = p["wait_states"]
         .as_array()
@@ -206,13 +207,11 @@ fn the_root_of_a_reduce_entered_early_waits_for_the_others() {
         count, ITERATIONS as usize,
         "one per MPI_Reduce, on the root"
     );
-    for rank in [1, 2] {
-        let kinds = kinds_on(&p, rank);
-        assert!(
-            !kinds.contains("early_reduce") && !kinds.contains("late_broadcast"),
-            "rank {rank} never waits: {kinds:?}"
-        );
-    }
+    let kinds = kinds_on(&p, 1, "MPI_Reduce");
+    assert!(
+        kinds.is_empty(),
+        "rank 1 never waits in MPI_Reduce: {kinds:?}"
+    );
 }
 
 #[test]
@@ -237,7 +236,11 @@ fn the_others_wait_for_the_late_root_of_a_broadcast() {
         0.0,
         "the root never waits"
     );
-    assert!(kinds_on(&p, 0).is_empty(), "{}", p["wait_states"]);
+    assert!(
+        kinds_on(&p, 0, "MPI_Bcast").is_empty(),
+        "{}",
+        p["wait_states"]
+    );
     // The root is the late arrival, costing both others the delay.
     let late: Vec<&Json> = p["late_arrivals"]
         .as_array()
@@ -303,7 +306,9 @@ fn lossy_times_give_the_findings_of_lossless_ones_within_the_timing_bound() {
         ("barrier", 3),
         ("allreduce", 3),
         ("nxn", 3),
-        ("early_reduce", 3),
+        ("iallreduce", 3),
+        ("persistent", 3),
+        ("early_reduce", 2),
         ("late_broadcast", 3),
     ] {
         let dir = tempfile::tempdir().unwrap();
@@ -348,7 +353,18 @@ fn lossy_times_give_the_findings_of_lossless_ones_within_the_timing_bound() {
         for (key, (peer, func, site, severity)) in &a {
             match b.get(key) {
                 Some((peer2, func2, site2, severity2)) => {
-                    assert_eq!((peer, func, site), (peer2, func2, site2), "{mode}: {key:?}");
+                    assert_eq!((func, site), (func2, site2), "{mode}: {key:?}");
+                    // The peer of a wait at a barrier or N×N collective
+                    // is whoever arrived last. The rooted modes start each
+                    // iteration with a barrier only to align the ranks, and
+                    // who reaches it last is a matter of microseconds
+                    // there; elsewhere the fixture makes it one rank by the
+                    // whole delay.
+                    let aligning = key.0.starts_with("wait_at_")
+                        && matches!(mode, "early_reduce" | "late_broadcast");
+                    if !aligning {
+                        assert_eq!(peer, peer2, "{mode}: {key:?}");
+                    }
                     assert!(
                         (severity - severity2).abs() <= tolerance(key.1, peer),
                         "{mode}: {key:?}: {severity} lossless, {severity2} lossy"

@@ -101,6 +101,9 @@ pub(super) enum Context {
 pub struct CollectiveCall {
     pub(super) rank: u32,
     pub(super) func: &'static str,
+    /// The collective operation: `func`, or for an MPI_Start the
+    /// function that set the persistent collective up.
+    pub(super) operation: &'static str,
     pub(super) kind: CollectiveKind,
     pub(super) post: u64,
     pub(super) completion: Option<u64>,
@@ -193,6 +196,9 @@ pub struct CollectiveInstance {
     /// The function the first participant called (`MPI_Allreduce`,
     /// `MPI_Start` for a started persistent collective).
     pub func: &'static str,
+    /// The operation as the first participant posted it: `func`, or for a
+    /// started persistent collective its `MPI_*_init` function.
+    pub operation: &'static str,
     /// For a started persistent collective, what the start runs.
     pub kind: CollectiveKind,
     /// World rank of the root of a rooted collective.
@@ -402,6 +408,7 @@ pub(super) fn match_collectives(
         instances.push(CollectiveInstance {
             comm: slot.comm,
             func: first.func,
+            operation: first.operation,
             kind: first.kind,
             root: if rooted { root } else { None },
             participants: slot

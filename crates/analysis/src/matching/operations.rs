@@ -195,6 +195,7 @@ impl OperationLog {
         self.collectives.push(CollectiveCall {
             rank: self.rank,
             func: call.func,
+            operation: call.func,
             kind: match op.start {
                 collectives::Start::Persistent => CollectiveKind::Setup,
                 _ => op.kind,

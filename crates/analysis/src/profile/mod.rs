@@ -11,17 +11,18 @@
 //!   rank, peer, call, call site and severity;
 //! - [`report`]: findings first, for people, and JSON.
 //!
-//! Ranks are worked on in parallel (rayon): their times, segments and
-//! classes; messages are matched over all ranks at once.
+//! Ranks are worked on in parallel (rayon): their times, segments,
+//! classes and operations; messages and collectives are then matched over
+//! all ranks at once ([`crate::matching`]).
 
 pub mod classes;
-mod reading;
 pub mod report;
 pub mod segments;
 pub mod similarity;
 pub mod sites;
 pub mod waits;
 
+use crate::matching::{RankOperations, match_ranks, rank_operations};
 use crate::members::Members;
 use crate::timeline::{self, Source, Span, TimelineError};
 use classes::{ContextClasses, RankClasses, classify_rank, merge_ranks, rank_groups};
@@ -126,6 +127,7 @@ pub struct Profile {
 struct RankWork {
     rank: u32,
     spans: Vec<Span>,
+    operations: RankOperations,
     segments: RankSegments,
     classes: RankClasses,
     bound_s: f64,
@@ -139,23 +141,26 @@ pub fn profile(trace: &Trace, options: &Options) -> Result<Profile, ProfileError
     let run_start = trace.run_start_ns();
     let within = options.method.with_threshold(options.within);
     let across = options.method.with_threshold(options.across);
-    let work: Vec<RankWork> = trace
+    let mut work: Vec<RankWork> = trace
         .ranks
         .par_iter()
-        .map(|part| {
+        .map(|part| -> Result<RankWork, ProfileError> {
             let spans = timeline::rank_times(trace, part, options.source, run_start)?;
+            let operations = rank_operations(trace, part)?;
             let segments = rank_segments(&trace.grammar, part.meta.rank);
             let classes = classify_rank(&segments, &spans, within.as_ref());
             let bound_s = timing_bound(part, options.source, &spans);
             Ok(RankWork {
                 rank: part.meta.rank,
                 spans,
+                operations,
                 segments,
                 classes,
                 bound_s,
             })
         })
-        .collect::<Result<_, TimelineError>>()?;
+        .collect::<Result<_, _>>()?;
+    work.sort_by_key(|w| w.rank);
 
     let input: Vec<_> = work
         .iter()
@@ -183,14 +188,17 @@ pub fn profile(trace: &Trace, options: &Options) -> Result<Profile, ProfileError
         0.0
     };
     let calls = work.iter().map(|w| w.spans.len() as u64).sum();
-    let spans: FxHashMap<u32, Vec<Span>> = work.into_iter().map(|w| (w.rank, w.spans)).collect();
+    let mut spans: FxHashMap<u32, Vec<Span>> = FxHashMap::default();
+    let mut logs = Vec::with_capacity(work.len());
+    for w in work {
+        spans.insert(w.rank, w.spans);
+        logs.push((w.rank, w.operations));
+    }
 
-    let members = Members::of(trace);
-    let instances = reading::collective_instances(trace, &members);
-    let matching = reading::match_point_to_point(trace, &members)?;
+    let matching = match_ranks(logs, &Members::of(trace));
     let sites = Sites::new(&trace.grammar);
     let info = CallInfo::new(trace, &sites, &spans);
-    let (mut wait_states, late) = waits::collective_waits(&instances, &info);
+    let (mut wait_states, late) = waits::collective_waits(&matching.collectives.instances, &info);
     wait_states.extend(waits::point_to_point_waits(&matching, &info));
     wait_states.sort_by_key(|w| (w.rank, w.seq, w.kind));
 

@@ -6,11 +6,15 @@
 //!   waits for a send that started after it), *late receiver* (a
 //!   synchronous send — MPI_Ssend, MPI_Issend's wait — or a standard send
 //!   that was still blocked when the receive was posted waits for it);
-//! - collectives, from their instances (the k-th blocking collective on a
-//!   communicator of each member): *wait at barrier*, *barrier
-//!   completion*, *wait at N×N*, *early reduce*, *late broadcast*.
+//! - collectives, from their instances as [`crate::matching::collectives`]
+//!   finds them — blocking, non-blocking and persistent: *wait at
+//!   barrier*, *barrier completion*, *wait at N×N*, *early reduce*, *late
+//!   broadcast*. A process enters an instance when it posts it (the
+//!   collective call, MPI_Ixxx or MPI_Start) and waits in the call that
+//!   completes it (the same call, or the Wait/Test of its request).
 
 use super::sites::{CallSite, Sites};
+use crate::matching::collectives::CollectiveInstance;
 use crate::matching::{Matching, Operation};
 use crate::timeline::Span;
 use mpigram_mpispec::{FUNCS, decode_signature};
@@ -87,7 +91,7 @@ pub struct LateArrival {
 
 /// How the ranks of a collective depend on each other.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Pattern {
+enum Pattern {
     Barrier,
     AllToAll,
     /// All to the root.
@@ -96,48 +100,39 @@ pub(crate) enum Pattern {
     FromRoot,
 }
 
-pub(crate) fn pattern(func: &str) -> Option<Pattern> {
-    let func = func.strip_suffix("_c").unwrap_or(func);
-    Some(match func {
-        "MPI_Barrier" => Pattern::Barrier,
-        "MPI_Allreduce"
-        | "MPI_Allgather"
-        | "MPI_Allgatherv"
-        | "MPI_Alltoall"
-        | "MPI_Alltoallv"
-        | "MPI_Alltoallw"
-        | "MPI_Reduce_scatter"
-        | "MPI_Reduce_scatter_block" => Pattern::AllToAll,
-        "MPI_Reduce" | "MPI_Gather" | "MPI_Gatherv" => Pattern::ToRoot,
-        "MPI_Bcast" | "MPI_Scatter" | "MPI_Scatterv" => Pattern::FromRoot,
-        _ => return None,
+/// The pattern of a collective operation, blocking (`MPI_Allreduce`),
+/// non-blocking (`MPI_Iallreduce`) or persistent (`MPI_Allreduce_init`);
+/// None for collectives without one (scans, neighbourhood collectives,
+/// communicator and window creation).
+fn pattern(operation: &str) -> Option<Pattern> {
+    let op = operation.strip_suffix("_c").unwrap_or(operation);
+    let op = op
+        .strip_suffix("_init")
+        .unwrap_or(op)
+        .strip_prefix("MPI_")?;
+    let blocking = |op: &str| {
+        Some(match op {
+            "Barrier" => Pattern::Barrier,
+            "Allreduce"
+            | "Allgather"
+            | "Allgatherv"
+            | "Alltoall"
+            | "Alltoallv"
+            | "Alltoallw"
+            | "Reduce_scatter"
+            | "Reduce_scatter_block" => Pattern::AllToAll,
+            "Reduce" | "Gather" | "Gatherv" => Pattern::ToRoot,
+            "Bcast" | "Scatter" | "Scatterv" => Pattern::FromRoot,
+            _ => return None,
+        })
+    };
+    blocking(op).or_else(|| {
+        // MPI_Iallreduce: the same operation, non-blocking.
+        let rest = op.strip_prefix('I')?;
+        let mut chars = rest.chars();
+        let first = chars.next()?.to_ascii_uppercase();
+        blocking(&format!("{first}{}", chars.as_str()))
     })
-}
-
-/// The calls point-to-point matching reads (others are not passed on).
-pub(crate) fn point_to_point(func: &str) -> bool {
-    let f = func.strip_suffix("_c").unwrap_or(func);
-    f.contains("send")
-        || f.contains("Send")
-        || f.contains("recv")
-        || f.contains("Recv")
-        || f.starts_with("MPI_Wait")
-        || f.starts_with("MPI_Test")
-        || f.starts_with("MPI_Start")
-        || f.ends_with("probe")
-        || f == "MPI_Request_free"
-        || f == "MPI_Request_get_status"
-}
-
-/// One blocking collective call.
-#[derive(Clone, Debug)]
-pub(crate) struct CollectiveCall {
-    pub rank: u32,
-    pub seq: u64,
-    pub func: &'static str,
-    pub pattern: Pattern,
-    /// The root's world rank, for rooted collectives.
-    pub root: Option<u32>,
 }
 
 /// Per-call facts the analysis looks up: times, function, call site.
@@ -297,124 +292,138 @@ fn late_receiver(send: &Operation, recv: &Operation, info: &CallInfo) -> Option<
     })
 }
 
+/// One process in a collective instance, timed: when it entered (its
+/// post's start) and the call it waited in (the completing call).
+struct Entered {
+    rank: u32,
+    /// The posting call.
+    post: u64,
+    enter_ns: i64,
+    /// The completing call and its span.
+    seq: u64,
+    wait: Span,
+}
+
 /// The collective wait states, and who arrived last at each instance of
-/// a barrier or N×N collective.
+/// a barrier, N×N or one-to-all collective.
 pub(crate) fn collective_waits(
-    instances: &[Vec<CollectiveCall>],
+    instances: &[CollectiveInstance],
     info: &CallInfo,
 ) -> (Vec<WaitState>, Vec<LateArrival>) {
     let mut waits = Vec::new();
     let mut late = Vec::new();
-    for calls in instances {
-        let timed: Vec<(&CollectiveCall, Span)> = calls
-            .iter()
-            .filter_map(|c| Some((c, info.span(c.rank, c.seq)?)))
-            .collect();
-        // An instance whose ranks disagree on the operation is no instance.
-        let Some((first, _)) = timed.first() else {
+    for inst in instances {
+        let Some(pattern) = pattern(inst.operation) else {
             continue;
         };
-        if timed.len() < 2 || timed.iter().any(|(c, _)| c.func != first.func) {
+        let timed: Vec<Entered> = inst
+            .participants
+            .iter()
+            .filter_map(|p| {
+                let seq = p.completion?;
+                Some(Entered {
+                    rank: p.rank,
+                    post: p.post,
+                    enter_ns: info.span(p.rank, p.post)?.start_ns,
+                    seq,
+                    wait: info.span(p.rank, seq)?,
+                })
+            })
+            .collect();
+        if timed.len() < 2 {
             continue;
         }
-        let wait = |kind, c: &CollectiveCall, span: Span, peer, severity: i64| WaitState {
-            kind,
-            rank: c.rank,
-            peer,
-            seq: c.seq,
-            func: c.func,
-            site: info.sites.of(c.rank, c.seq),
-            start_s: seconds(span.start_ns),
-            severity_s: seconds(severity),
+        let wait = |kind, e: &Entered, peer, severity: i64| {
+            let (func, site) = info.call(e.rank, e.seq);
+            WaitState {
+                kind,
+                rank: e.rank,
+                peer,
+                seq: e.seq,
+                func: func.unwrap_or(inst.func),
+                site,
+                start_s: seconds(e.wait.start_ns),
+                severity_s: seconds(severity),
+            }
         };
-        match first.pattern {
+        let arrival = |e: &Entered, cost: i64| {
+            let (func, site) = info.call(e.rank, e.post);
+            LateArrival {
+                rank: e.rank,
+                seq: e.post,
+                func: func.unwrap_or(inst.func),
+                site,
+                cost_s: seconds(cost),
+            }
+        };
+        // Time `e` waited in its completing call for something that
+        // happened at `at`.
+        let waited = |e: &Entered, at: i64| at.min(e.wait.end_ns) - e.wait.start_ns;
+        let root = timed.iter().find(|e| Some(e.rank) == inst.root);
+        match pattern {
             Pattern::Barrier | Pattern::AllToAll => {
-                let kind = if first.pattern == Pattern::Barrier {
+                let kind = if pattern == Pattern::Barrier {
                     WaitKind::WaitAtBarrier
                 } else {
                     WaitKind::WaitAtNxN
                 };
-                let (last, last_span) = *timed
+                let last = timed
                     .iter()
-                    .max_by_key(|(c, s)| (s.start_ns, std::cmp::Reverse(c.rank)))
-                    .expect("two calls or more");
+                    .max_by_key(|e| (e.enter_ns, std::cmp::Reverse(e.rank)))
+                    .expect("two processes or more");
                 let mut cost = 0;
-                for &(c, span) in &timed {
-                    let severity = last_span.start_ns.min(span.end_ns) - span.start_ns;
-                    if severity > 0 && c.rank != last.rank {
+                for e in timed.iter().filter(|e| e.rank != last.rank) {
+                    let severity = waited(e, last.enter_ns);
+                    if severity > 0 {
                         cost += severity;
-                        waits.push(wait(kind, c, span, Some(last.rank), severity));
+                        waits.push(wait(kind, e, Some(last.rank), severity));
                     }
                 }
                 if cost > 0 {
-                    late.push(LateArrival {
-                        rank: last.rank,
-                        seq: last.seq,
-                        func: last.func,
-                        site: info.sites.of(last.rank, last.seq),
-                        cost_s: seconds(cost),
-                    });
+                    late.push(arrival(last, cost));
                 }
-                if first.pattern == Pattern::Barrier {
-                    let first_out = timed.iter().map(|(_, s)| s.end_ns).min().unwrap_or(0);
-                    for &(c, span) in &timed {
-                        let severity = span.end_ns - first_out.max(span.start_ns);
+                if pattern == Pattern::Barrier {
+                    let first_out = timed.iter().map(|e| e.wait.end_ns).min().unwrap_or(0);
+                    for e in &timed {
+                        let severity = e.wait.end_ns - first_out.max(e.wait.start_ns);
                         if severity > 0 {
-                            waits.push(wait(WaitKind::BarrierCompletion, c, span, None, severity));
+                            waits.push(wait(WaitKind::BarrierCompletion, e, None, severity));
                         }
                     }
                 }
             }
             Pattern::ToRoot => {
-                let Some(&(root, root_span)) = timed.iter().find(|(c, _)| Some(c.rank) == c.root)
-                else {
-                    continue;
-                };
-                let Some(&(earliest, earliest_span)) = timed
+                // The root waits until the first other process sends.
+                let Some(root) = root else { continue };
+                let Some(earliest) = timed
                     .iter()
-                    .filter(|(c, _)| c.rank != root.rank)
-                    .min_by_key(|(_, s)| s.start_ns)
+                    .filter(|e| e.rank != root.rank)
+                    .min_by_key(|e| e.enter_ns)
                 else {
                     continue;
                 };
-                let severity = earliest_span.start_ns.min(root_span.end_ns) - root_span.start_ns;
+                let severity = waited(root, earliest.enter_ns);
                 if severity > 0 {
                     waits.push(wait(
                         WaitKind::EarlyReduce,
                         root,
-                        root_span,
                         Some(earliest.rank),
                         severity,
                     ));
                 }
             }
             Pattern::FromRoot => {
-                let Some(&(root, root_span)) = timed.iter().find(|(c, _)| Some(c.rank) == c.root)
-                else {
-                    continue;
-                };
+                let Some(root) = root else { continue };
                 let mut cost = 0;
-                for &(c, span) in timed.iter().filter(|(c, _)| c.rank != root.rank) {
-                    let severity = root_span.start_ns.min(span.end_ns) - span.start_ns;
+                for e in timed.iter().filter(|e| e.rank != root.rank) {
+                    let severity = waited(e, root.enter_ns);
                     if severity > 0 {
                         cost += severity;
-                        waits.push(wait(
-                            WaitKind::LateBroadcast,
-                            c,
-                            span,
-                            Some(root.rank),
-                            severity,
-                        ));
+                        waits.push(wait(WaitKind::LateBroadcast, e, Some(root.rank), severity));
                     }
                 }
                 if cost > 0 {
-                    late.push(LateArrival {
-                        rank: root.rank,
-                        seq: root.seq,
-                        func: root.func,
-                        site: info.sites.of(root.rank, root.seq),
-                        cost_s: seconds(cost),
-                    });
+                    late.push(arrival(root, cost));
                 }
             }
         }
