@@ -5,6 +5,7 @@
 pub mod critical_path;
 pub mod decode;
 pub mod export;
+mod json;
 pub mod matching;
 pub mod members;
 pub mod profile;

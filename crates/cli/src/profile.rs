@@ -69,7 +69,9 @@ pub fn run(args: &Args) -> Result<()> {
     let p = profile::profile(&trace, &options)
         .with_context(|| format!("cannot profile {}", args.trace.display()))?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&p.to_json())?);
+        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+        p.write_json(&mut out)?;
+        std::io::Write::flush(&mut out)?;
     } else {
         print!("{}", p.to_text());
     }

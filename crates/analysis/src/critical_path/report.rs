@@ -41,19 +41,13 @@ impl Analysis {
     /// segments (millions on a long run) are written one at a time, not
     /// built as a JSON tree first.
     pub fn write_json(&self, out: &mut impl io::Write) -> io::Result<()> {
-        let head = self.summary_json().to_string();
-        let head = head.strip_suffix('}').expect("a JSON object");
-        write!(out, "{head},\"segments\":[")?;
-        for (i, seg) in self.path.segments.iter().enumerate() {
-            if i > 0 {
-                out.write_all(b",")?;
-            }
+        let segments = self.path.segments.iter().map(|seg| {
             let (kind, seq, site) = match seg.activity {
                 Activity::Computation { after } => ("compute", after, None),
                 Activity::Call { seq, site } => ("mpi", seq, Some(site)),
             };
             let computation = site.is_none();
-            let segment = SegmentJson {
+            SegmentJson {
                 rank: seg.rank,
                 kind,
                 start_s: s(seg.start_ns),
@@ -62,10 +56,9 @@ impl Analysis {
                 site,
                 seq: (!computation).then_some(seq),
                 after_seq: computation.then_some(seq),
-            };
-            serde_json::to_writer(&mut *out, &segment)?;
-        }
-        out.write_all(b"]}\n")
+            }
+        });
+        crate::json::write_with_array(out, &self.summary_json(), "segments", segments)
     }
 
     /// Everything but the path's segments.

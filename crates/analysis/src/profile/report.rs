@@ -5,8 +5,41 @@ use super::waits::WaitKind;
 use super::{LateTotal, Profile, WaitTotal};
 use crate::timeline::Source;
 use mpigram_grammar::Symbol;
+use serde::Serialize;
 use serde_json::{Value as Json, json};
 use std::fmt::Write;
+use std::io;
+
+/// A call site in the JSON output.
+#[derive(Serialize)]
+struct SiteJson {
+    rule: u32,
+    position: u32,
+    name: String,
+}
+
+impl SiteJson {
+    fn of(site: CallSite) -> SiteJson {
+        SiteJson {
+            rule: site.rule,
+            position: site.position,
+            name: site.to_string(),
+        }
+    }
+}
+
+/// One wait state in the JSON output.
+#[derive(Serialize)]
+struct WaitStateJson {
+    kind: &'static str,
+    rank: u32,
+    peer: Option<u32>,
+    func: &'static str,
+    call_site: Option<SiteJson>,
+    seq: u64,
+    start_s: f64,
+    severity_s: f64,
+}
 
 /// A finding: a cause of waiting worth a look.
 #[derive(Clone, Debug, PartialEq)]
@@ -243,12 +276,27 @@ impl Profile {
     }
 
     /// The profile as JSON.
-    pub fn to_json(&self) -> Json {
+    /// The profile as one JSON object, written to `out`; the wait states
+    /// (one per waiting call, millions on a long run) are written one at
+    /// a time, last.
+    pub fn write_json(&self, out: &mut impl io::Write) -> io::Result<()> {
+        let wait_states = self.wait_states.iter().map(|w| WaitStateJson {
+            kind: w.kind.name(),
+            rank: w.rank,
+            peer: w.peer,
+            func: w.func,
+            call_site: w.site.map(SiteJson::of),
+            seq: w.seq,
+            start_s: w.start_s,
+            severity_s: w.severity_s,
+        });
+        crate::json::write_with_array(out, &self.summary_json(), "wait_states", wait_states)
+    }
+
+    /// Everything but the wait states.
+    fn summary_json(&self) -> Json {
         let o = &self.options;
-        let site_json = |s: Option<CallSite>| match s {
-            Some(s) => json!({"rule": s.rule, "position": s.position, "name": s.to_string()}),
-            None => Json::Null,
-        };
+        let site_json = |s: Option<CallSite>| json!(s.map(SiteJson::of));
         json!({
             "ranks": self.ranks,
             "calls": self.calls,
@@ -276,16 +324,6 @@ impl Profile {
                 v["text"] = json!(f.sentence());
                 v
             }).collect::<Vec<_>>(),
-            "wait_states": self.wait_states.iter().map(|w| json!({
-                "kind": w.kind.name(),
-                "rank": w.rank,
-                "peer": w.peer,
-                "func": w.func,
-                "call_site": site_json(w.site),
-                "seq": w.seq,
-                "start_s": w.start_s,
-                "severity_s": w.severity_s,
-            })).collect::<Vec<_>>(),
             "wait_totals": self.wait_totals.iter().map(|w| json!({
                 "kind": w.kind.name(),
                 "rank": w.rank,

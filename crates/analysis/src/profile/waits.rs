@@ -14,7 +14,7 @@
 //!   completes it (the same call, or the Wait/Test of its request).
 
 use super::sites::{CallSite, Sites};
-use crate::matching::collectives::CollectiveInstance;
+use crate::matching::collectives::{CollectiveInstance, CollectiveKind};
 use crate::matching::{Matching, Operation};
 use crate::timeline::Span;
 use mpigram_mpispec::{FUNCS, decode_signature};
@@ -217,29 +217,20 @@ fn synchronous(func: &str) -> bool {
 /// The point-to-point wait states: per waiting call the longest wait.
 pub(crate) fn point_to_point_waits(matching: &Matching, info: &CallInfo) -> Vec<WaitState> {
     let ops = &matching.operations;
-    // (kind, rank, waiting call) -> wait state.
-    let mut worst: FxHashMap<(WaitKind, u32, u64), WaitState> = FxHashMap::default();
-    let mut keep = |w: WaitState| {
-        let key = (w.kind, w.rank, w.seq);
-        match worst.get(&key) {
-            Some(old) if old.severity_s >= w.severity_s => {}
-            _ => {
-                worst.insert(key, w);
-            }
-        }
-    };
+    let mut all: Vec<WaitState> = Vec::new();
     for m in &matching.matches {
         let (send, recv) = (&ops[m.send], &ops[m.recv]);
-        if let Some(w) = late_sender(send, recv, info) {
-            keep(w);
-        }
-        if let Some(w) = late_receiver(send, recv, info) {
-            keep(w);
-        }
+        all.extend(late_sender(send, recv, info));
+        all.extend(late_receiver(send, recv, info));
     }
-    let mut out: Vec<WaitState> = worst.into_values().collect();
-    out.sort_by_key(|w| (w.rank, w.seq, w.kind));
-    out
+    // One per (rank, waiting call, kind): the longest.
+    all.sort_unstable_by(|a, b| {
+        (a.rank, a.seq, a.kind)
+            .cmp(&(b.rank, b.seq, b.kind))
+            .then(b.severity_s.total_cmp(&a.severity_s))
+    });
+    all.dedup_by_key(|w| (w.rank, w.seq, w.kind));
+    all
 }
 
 fn late_sender(send: &Operation, recv: &Operation, info: &CallInfo) -> Option<WaitState> {
@@ -313,6 +304,10 @@ pub(crate) fn collective_waits(
     let mut waits = Vec::new();
     let mut late = Vec::new();
     for inst in instances {
+        // A persistent collective's MPI_*_init moves no data: only its starts wait.
+        if inst.kind == CollectiveKind::Setup {
+            continue;
+        }
         let Some(pattern) = pattern(inst.operation) else {
             continue;
         };
