@@ -295,11 +295,18 @@ pub fn rank_operations(
 
 /// Matches the operations of every rank (in rank order).
 pub fn match_ranks(logs: Vec<(u32, RankOperations)>, ranks: &dyn WorldRanks) -> Matching {
+    // The first rank's operations grow, in one reallocation, into all of them.
+    let total: usize = logs.iter().map(|(_, l)| l.point_to_point.len()).sum();
     let mut operations = Vec::new();
     let mut collective_calls: Vec<Vec<CollectiveCall>> = Vec::with_capacity(logs.len());
     let mut one_sided_logs: Vec<(u32, OneSidedLog)> = Vec::with_capacity(logs.len());
     for (rank, log) in logs {
-        operations.extend(log.point_to_point);
+        if operations.is_empty() {
+            operations = log.point_to_point;
+            operations.reserve_exact(total - operations.len());
+        } else {
+            operations.extend(log.point_to_point);
+        }
         collective_calls.push(log.collectives);
         one_sided_logs.push((rank, log.one_sided));
     }
