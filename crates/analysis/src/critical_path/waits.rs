@@ -52,9 +52,11 @@ impl RankWaits {
     }
 }
 
-/// The waits of one call site (a signature) over all its instances.
+/// The waits at one call site (a place in the grammar) over all its
+/// instances.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CallSiteWaits {
+    /// A number in [`super::CallSites`].
     pub site: u32,
     pub waits: RankWaits,
     /// The rank that arrived last most often, and how often.

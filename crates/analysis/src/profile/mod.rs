@@ -19,7 +19,7 @@ mod reading;
 pub mod report;
 pub mod segments;
 pub mod similarity;
-pub mod sites;
+pub use crate::sites;
 pub mod waits;
 
 use crate::members::Members;
