@@ -235,6 +235,59 @@ fn the_last_to_arrive_at_an_allreduce_is_on_the_path_with_its_waits() {
 }
 
 #[test]
+fn ranks_meeting_at_a_collective_from_different_call_sites_count_it_at_each() {
+    // Ranks 0 and 1 share a rule (R0), rank 2 has its own (R1): one
+    // Allreduce instance at two call sites. Times as above: rank 1 last.
+    let grammar = Grammar::new(
+        vec![
+            vec![Run::terminal(0), Run::terminal(1)],
+            vec![Run::terminal(0), Run::terminal(1)],
+        ],
+        vec![(0, 0), (1, 0), (2, 1)],
+    )
+    .unwrap();
+    let (ranks, m, sites) = run_in(
+        &grammar,
+        &["MPI_Init", "MPI_Allreduce"],
+        vec![
+            vec![
+                coll("MPI_Init", None, 0, 1),
+                coll("MPI_Allreduce", None, 3, 12),
+            ],
+            vec![
+                coll("MPI_Init", None, 0, 1),
+                coll("MPI_Allreduce", None, 10, 11),
+            ],
+            vec![
+                coll("MPI_Init", None, 0, 1),
+                coll("MPI_Allreduce", None, 6, 11),
+            ],
+        ],
+    );
+    let w = waits::wait_stats(&ranks, &m);
+    let by_site: Vec<_> = w
+        .by_site
+        .iter()
+        .map(|c| {
+            (
+                sites.name(c.site),
+                c.waits.wait_ns() / MS,
+                c.instances,
+                c.last_rank,
+                c.last_count,
+            )
+        })
+        .collect();
+    assert_eq!(
+        by_site,
+        [
+            ("MPI_Allreduce R0:1".to_owned(), 8, 1, 1, 1),
+            ("MPI_Allreduce R1:1".to_owned(), 4, 1, 1, 1)
+        ]
+    );
+}
+
+#[test]
 fn rooted_collectives_depend_on_the_root_only_or_make_the_root_wait() {
     // Bcast from rank 2 (late): ranks 0 and 1 wait for it. Then a Reduce to
     // rank 0, which waits for rank 1's late arrival; rank 2 leaves early.
