@@ -1,6 +1,7 @@
 //! Reading mpigram traces: every call of every rank with its arguments
 //! restored to absolute values ([`decode`]), and summaries of a trace
-//! computed from its grammar ([`summary`]).
+//! computed from its grammar ([`summary`]); call sites as places in the
+//! grammar ([`sites`]), shared by the [`profile`] and the [`critical_path`].
 
 pub mod critical_path;
 pub mod decode;
@@ -9,6 +10,7 @@ mod json;
 pub mod matching;
 pub mod members;
 pub mod profile;
+pub mod sites;
 pub mod stats;
 pub mod summary;
 pub mod timeline;

@@ -57,8 +57,9 @@ fn top_rank(j: &Json) -> u32 {
     rank.parse().unwrap()
 }
 
-/// Durations of `rank`'s computation segments on the path, by the call they follow.
-fn computations(j: &Json, rank: u32) -> Vec<(u64, f64)> {
+/// Durations of `rank`'s computation segments on the path, by the call
+/// they follow (its number and call site).
+fn computations(j: &Json, rank: u32) -> Vec<(u64, String, f64)> {
     j["segments"]
         .as_array()
         .unwrap()
@@ -66,13 +67,26 @@ fn computations(j: &Json, rank: u32) -> Vec<(u64, f64)> {
         .filter(|s| s["rank"] == rank && s["kind"] == "compute")
         .map(|s| {
             let d = s["end_s"].as_f64().unwrap() - s["start_s"].as_f64().unwrap();
-            (s["after_seq"].as_u64().unwrap(), d)
+            let site = s["after_site"].as_str().unwrap().to_owned();
+            (s["after_seq"].as_u64().unwrap(), site, d)
         })
         .collect()
 }
 
+/// `site` names a grammar call site: `R<rule>:<position>`, and the JSON's
+/// `rule` and `position` say the same.
+fn assert_grammar_site(entry: &Json) {
+    let site = entry["site"].as_str().unwrap();
+    let (rule, position) = site
+        .strip_prefix('R')
+        .and_then(|s| s.split_once(':'))
+        .unwrap_or_else(|| panic!("{site}"));
+    assert_eq!(entry["rule"].as_u64(), rule.parse().ok(), "{entry}");
+    assert_eq!(entry["position"].as_u64(), position.parse().ok(), "{entry}");
+}
+
 /// Share of the path of each call site (and kind) above `min` of it.
-fn main_sites(j: &Json, min: f64) -> Vec<(String, u64)> {
+fn main_sites(j: &Json, min: f64) -> Vec<(String, String)> {
     let length = j["length_s"].as_f64().unwrap();
     let mut v: Vec<_> = j["call_sites"]
         .as_array()
@@ -82,7 +96,7 @@ fn main_sites(j: &Json, min: f64) -> Vec<(String, u64)> {
         .map(|s| {
             (
                 s["kind"].as_str().unwrap().to_owned(),
-                s["site"].as_u64().unwrap(),
+                s["site"].as_str().unwrap().to_owned(),
             )
         })
         .collect();
@@ -117,13 +131,38 @@ fn the_delay_of_one_rank_in_a_ring_is_on_the_path() {
     let j = analyse(&dir, "lossless");
     // Every round's delay, whole, on the delayed rank: after its receives
     // (calls 5, 7, 9, after a barrier at 4).
-    let delays: Vec<u64> = computations(&j, delayed)
+    let (delays, mut sites): (Vec<u64>, Vec<String>) = computations(&j, delayed)
         .into_iter()
-        .filter(|&(_, d)| d >= 0.9 * delay)
-        .map(|(after, _)| after)
-        .filter(|after| *after > 4)
-        .collect();
+        .filter(|&(after, _, d)| after > 4 && d >= 0.9 * delay)
+        .map(|(after, site, _)| (after, site))
+        .unzip();
     assert_eq!(delays, vec![5, 7, 9], "{j}");
+    // Each after a receive's call site. Three sites, not one: the
+    // receive's tag is the round, so the rounds are different calls and the
+    // grammar has no loop over them.
+    for site in &sites {
+        let entry = j["call_sites"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["kind"] == "compute_after" && s["site"] == site.as_str())
+            .unwrap();
+        assert_grammar_site(entry);
+        assert_eq!(entry["func"], "MPI_Recv", "{entry}");
+    }
+    sites.sort();
+    sites.dedup();
+    assert_eq!(sites.len(), rounds as usize, "{sites:?}");
+    // The findings name the longest of them.
+    let out = mpigram(&["critical-path", dir.path().to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let findings = text(&out.stdout);
+    assert!(
+        sites.iter().any(|site| findings.contains(&format!(
+            "of the path is computation after MPI_Recv {site}\n"
+        ))),
+        "{findings}"
+    );
     assert!(compute(&j, delayed) >= 0.95 * delay * rounds as f64, "{j}");
     assert_eq!(top_rank(&j), delayed);
     let length = j["length_s"].as_f64().unwrap();
@@ -140,21 +179,39 @@ fn the_slow_rank_of_a_bulk_synchronous_loop_dominates_the_path() {
     let j = analyse(&dir, "lossless");
     // The loop's computations follow calls 4 (the barrier) to 8 (the
     // fourth Allreduce): the slow rank's are all on the path, the others' none.
-    let loop_part = |rank| -> Vec<(u64, f64)> {
+    let loop_part = |rank| -> Vec<(u64, String, f64)> {
         computations(&j, rank)
             .into_iter()
-            .filter(|&(after, _)| (4..4 + iterations).contains(&after))
+            .filter(|&(after, _, _)| (4..4 + iterations).contains(&after))
             .collect()
     };
     let slow_loop = loop_part(slow);
     assert_eq!(slow_loop.len() as u64, iterations, "{slow_loop:?}");
+    // The computations after the loop's Allreduce (calls 5 to 8) follow
+    // one call site, shared by every iteration and rank.
+    let mut loop_sites: Vec<String> = slow_loop
+        .iter()
+        .filter(|(after, _, _)| *after > 4)
+        .map(|(_, site, _)| site.clone())
+        .collect();
+    assert_eq!(loop_sites.len() as u64, iterations - 1, "{loop_sites:?}");
+    loop_sites.dedup();
+    assert_eq!(loop_sites.len(), 1, "{loop_sites:?}");
+    let after_allreduce = j["call_sites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["kind"] == "compute_after" && s["site"] == loop_sites[0].as_str())
+        .unwrap();
+    assert_eq!(after_allreduce["func"], "MPI_Allreduce");
+    assert!(after_allreduce["segments"].as_u64().unwrap() >= iterations - 1);
     assert!(
-        slow_loop.iter().all(|&(_, d)| d >= 0.9 * slow_s),
+        slow_loop.iter().all(|&(_, _, d)| d >= 0.9 * slow_s),
         "{slow_loop:?}"
     );
     for other in [1, 2] {
         assert!(
-            loop_part(other).iter().all(|&(_, d)| d < 0.5 * others_s),
+            loop_part(other).iter().all(|&(_, _, d)| d < 0.5 * others_s),
             "{j}"
         );
     }
@@ -162,6 +219,9 @@ fn the_slow_rank_of_a_bulk_synchronous_loop_dominates_the_path() {
     // The slow rank arrives last at every Allreduce; the others wait
     // there about (20 - 2) ms per iteration each.
     let site = allreduce_site(&j);
+    assert_grammar_site(&site);
+    assert_eq!(site["site"], loop_sites[0].as_str());
+    assert_eq!(site["instances"], iterations);
     assert_eq!(site["last_rank"], slow);
     assert_eq!(site["last_count"], iterations);
     let expected = 2.0 * iterations as f64 * (slow_s - others_s);
@@ -194,7 +254,7 @@ fn the_papers_four_rank_collective_example() {
     let delay_on_path = |j: &Json, share: f64| {
         computations(j, 0)
             .iter()
-            .any(|&(after, d)| after == 4 && d >= share * delay)
+            .any(|&(after, _, d)| after == 4 && d >= share * delay)
     };
     assert!(delay_on_path(&j, 0.95), "{j}");
     let site = allreduce_site(&j);
@@ -224,15 +284,16 @@ fn an_aggregated_timing_trace_fails_in_one_line_naming_mpigram_timing() {
     assert!(out.stdout.is_empty());
 }
 
-/// The MPI_Allreduce's entry of the waits by call site.
+/// The entry of the waits by call site of the program's one MPI_Allreduce.
 fn allreduce_site(j: &Json) -> Json {
-    j["waits"]["by_call_site"]
+    let allreduce: Vec<&Json> = j["waits"]["by_call_site"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|s| s["func"] == "MPI_Allreduce")
-        .cloned()
-        .unwrap()
+        .filter(|s| s["func"] == "MPI_Allreduce")
+        .collect();
+    assert_eq!(allreduce.len(), 1, "{allreduce:?}");
+    allreduce[0].clone()
 }
 
 /// The picture's time scale, in pixels per second, from its axis: the
@@ -349,7 +410,17 @@ fn the_picture_of_the_ring_shows_each_rank_and_the_delayed_ranks_computation_on_
             let title = n.children().find(|c| c.has_tag_name("title")).unwrap();
             let title = title.text().unwrap();
             let after = title.split("computation after call ").nth(1).unwrap();
-            after.split(',').next().unwrap().parse().unwrap()
+            // "5 (MPI_Recv R2:0), 40.0 ms"
+            let (seq, site) = after.split_once(" (MPI_Recv ").unwrap();
+            let site = site.split_once(')').unwrap().0;
+            let in_json = j["segments"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|s| s["rank"] == delayed && s["after_seq"] == seq.parse::<u64>().unwrap())
+                .unwrap();
+            assert_eq!(in_json["after_site"], site, "{title}");
+            seq.parse().unwrap()
         })
         .filter(|&after| after > 4)
         .collect();

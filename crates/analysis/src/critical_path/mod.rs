@@ -1,6 +1,7 @@
 //! The critical path of a run: the longest chain of computation and
 //! communication through the happened-before graph of its calls
-//! ([`graph`]), where it runs (ranks, call sites), and how long ranks wait
+//! ([`graph`]), where it runs (ranks, call sites: places in the grammar,
+//! [`crate::sites`]), and how long ranks wait
 //! at each collective ([`waits`]: wait-before, wait-after, imbalance). The
 //! interval-grouping heuristic of the critical-path paper is in
 //! [`heuristic`], for comparison. [`svg`] draws the path over the
@@ -16,6 +17,7 @@ pub mod waits;
 
 use crate::decode::DecodeError;
 use crate::matching::{Matching, match_ranks, rank_operations, world_ranks};
+use crate::sites::{CallSite, Sites};
 use crate::timeline::{Source, Span, TimelineError, rank_times};
 use mpigram_mpispec::{FUNCS, decode_signature};
 use mpigram_trace::Trace;
@@ -33,19 +35,55 @@ pub struct RankCalls {
     pub rank: u32,
     /// When each call ran (a killed rank's last calls may have none).
     pub spans: Vec<Span>,
-    /// The call site of each call: its signature (an index in [`CallSites`]).
+    /// The call site of each call: its number in [`CallSites`].
     pub sites: Vec<u32>,
 }
 
-/// What the call sites are: the function of each signature.
+/// What the call sites are, by number ([`Sites::number`]): each one's
+/// place in the grammar and the function called there.
 #[derive(Clone, Debug, Default)]
 pub struct CallSites {
-    pub funcs: Vec<&'static str>,
+    /// None for numbers that are not call sites (runs of rules).
+    pub sites: Vec<Option<(CallSite, &'static str)>>,
 }
 
 impl CallSites {
+    /// Every call site of `grammar`; `funcs` names each signature's function.
+    pub fn new(sites: &Sites, funcs: &[&'static str]) -> CallSites {
+        CallSites {
+            sites: (0..sites.count())
+                .map(|n| {
+                    let site = sites.numbered(n)?;
+                    let func = sites
+                        .signature(site)
+                        .and_then(|t| funcs.get(t as usize).copied())
+                        .unwrap_or("?");
+                    Some((site, func))
+                })
+                .collect(),
+        }
+    }
+
     pub fn func(&self, site: u32) -> &'static str {
-        self.funcs.get(site as usize).copied().unwrap_or("?")
+        self.get(site).map_or("?", |s| s.1)
+    }
+
+    /// The place in the grammar of call site `site`.
+    pub fn site(&self, site: u32) -> Option<CallSite> {
+        self.get(site).map(|s| s.0)
+    }
+
+    /// A call site as people read it: `MPI_Recv R2:0` (function, grammar
+    /// rule and position).
+    pub fn name(&self, site: u32) -> String {
+        match self.get(site) {
+            Some((at, func)) => format!("{func} {at}"),
+            None => "?".into(),
+        }
+    }
+
+    fn get(&self, site: u32) -> Option<(CallSite, &'static str)> {
+        self.sites.get(site as usize).copied().flatten()
     }
 }
 
@@ -60,7 +98,8 @@ pub(crate) enum VertexKind {
 pub enum Activity {
     /// Computation between call `after` and the next call.
     Computation { after: u32 },
-    /// Inside call `seq` (the part after its last dependency happened).
+    /// Inside call `seq` at call site `site` (the part after its last
+    /// dependency happened).
     Call { seq: u32, site: u32 },
 }
 
@@ -82,6 +121,7 @@ impl Segment {
 /// Time on the path of one call site.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SiteTime {
+    /// A number in [`CallSites`].
     pub site: u32,
     /// Inside the call, or in the computation that follows it.
     pub computation: bool,
@@ -146,30 +186,25 @@ pub fn analyse(
     source: Source,
     heuristic: bool,
 ) -> Result<Analysis, CriticalPathError> {
-    let sites = CallSites {
-        funcs: trace
-            .signatures
-            .iter()
-            .enumerate()
-            .map(|(i, bytes)| {
-                decode_signature(bytes)
-                    .map(|s| FUNCS[s.func as usize].name)
-                    .map_err(|e| CriticalPathError::Signature(i, e.to_string()))
-            })
-            .collect::<Result<_, _>>()?,
-    };
+    let funcs: Vec<&'static str> = trace
+        .signatures
+        .iter()
+        .enumerate()
+        .map(|(i, bytes)| {
+            decode_signature(bytes)
+                .map(|s| FUNCS[s.func as usize].name)
+                .map_err(|e| CriticalPathError::Signature(i, e.to_string()))
+        })
+        .collect::<Result<_, _>>()?;
+    let grammar_sites = Sites::new(&trace.grammar);
+    let sites = CallSites::new(&grammar_sites, &funcs);
     let origin = trace.run_start_ns();
     let loaded: Vec<_> = trace
         .ranks
         .par_iter()
         .map(|part| -> Result<_, CriticalPathError> {
             let spans = rank_times(trace, part, source, origin)?;
-            let sites: Vec<u32> = trace
-                .grammar
-                .expand(part.meta.rank)
-                .into_iter()
-                .flatten()
-                .collect();
+            let sites = grammar_sites.calls(part.meta.rank).unwrap_or_default();
             let ops = rank_operations(trace, part)?;
             Ok((
                 RankCalls {
@@ -256,11 +291,11 @@ pub fn critical_path(ranks: &[RankCalls], matching: &Matching) -> Result<Critica
     let mut compute: FxHashMap<u32, i64> = ranks.iter().map(|r| (r.rank, 0)).collect();
     let mut mpi = compute.clone();
     let mut sites: FxHashMap<(u32, bool), (i64, u64)> = FxHashMap::default();
+    let index: FxHashMap<u32, usize> = ranks.iter().enumerate().map(|(i, r)| (r.rank, i)).collect();
     let site_of = |rank: u32, seq: u32| {
-        ranks
-            .iter()
-            .find(|r| r.rank == rank)
-            .and_then(|r| r.sites.get(seq as usize))
+        index
+            .get(&rank)
+            .and_then(|&i| ranks[i].sites.get(seq as usize))
             .copied()
             .unwrap_or(u32::MAX)
     };

@@ -1,6 +1,7 @@
 //! The analysis as JSON and as text for a person: findings first, then detail.
 
-use super::{Activity, Analysis, SiteTime};
+use super::{Activity, Analysis, Segment, SiteTime};
+use crate::sites::CallSite;
 use serde::Serialize;
 use serde_json::{Map, Value as Json, json};
 use std::fmt::Write;
@@ -15,12 +16,47 @@ struct SegmentJson {
     end_s: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     func: Option<&'static str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    site: Option<u32>,
+    /// The call site of an MPI segment's call (`R2:0`).
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "grammar_site"
+    )]
+    site: Option<CallSite>,
     #[serde(skip_serializing_if = "Option::is_none")]
     seq: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     after_seq: Option<u32>,
+    /// The call site of the call a computation segment follows.
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "grammar_site"
+    )]
+    after_site: Option<CallSite>,
+}
+
+/// A call site as its name (`"R2:0"`), written without building a string
+/// (a path has millions of segments).
+fn grammar_site<S: serde::Serializer>(site: &Option<CallSite>, out: S) -> Result<S::Ok, S::Error> {
+    match site {
+        Some(site) => out.collect_str(site),
+        None => out.serialize_none(),
+    }
+}
+
+impl SegmentJson {
+    fn new(rank: u32, start_ns: i64, end_ns: i64) -> SegmentJson {
+        SegmentJson {
+            rank,
+            kind: "",
+            start_s: s(start_ns),
+            end_s: s(end_ns),
+            func: None,
+            site: None,
+            seq: None,
+            after_seq: None,
+            after_site: None,
+        }
+    }
 }
 
 fn s(ns: i64) -> f64 {
@@ -32,31 +68,64 @@ fn ratio(v: Option<f64>) -> Json {
 }
 
 impl Analysis {
-    /// A call site as people read it: `MPI_Allreduce#5` (function and signature).
+    /// A call site as people read it: `MPI_Allreduce R5:2` (function,
+    /// grammar rule and position).
     pub fn site_name(&self, site: u32) -> String {
-        format!("{}#{site}", self.sites.func(site))
+        self.sites.name(site)
+    }
+
+    /// The call site of call `seq` of `rank`.
+    pub fn call_site(&self, rank: u32, seq: u32) -> Option<u32> {
+        let i = self
+            .timelines
+            .binary_search_by_key(&rank, |r| r.rank)
+            .ok()?;
+        self.timelines[i].sites.get(seq as usize).copied()
+    }
+
+    /// What a segment of the path does, as people read it:
+    /// `MPI_Recv R2:0 (call 5)`, `computation after call 5 (MPI_Recv R2:0)`.
+    pub fn activity_name(&self, seg: &Segment) -> String {
+        match seg.activity {
+            Activity::Computation { after } => match self.call_site(seg.rank, after) {
+                Some(site) => format!("computation after call {after} ({})", self.site_name(site)),
+                None => format!("computation after call {after}"),
+            },
+            Activity::Call { seq, site } => format!("{} (call {seq})", self.site_name(site)),
+        }
+    }
+
+    /// `func`, `site` (`"R2:0"`), `rule` and `position` of a call site.
+    fn site_fields(&self, site: u32) -> Map<String, Json> {
+        let at = self.sites.site(site);
+        let mut o = Map::new();
+        o.insert("func".into(), json!(self.sites.func(site)));
+        o.insert("site".into(), json!(at.map(|s| s.to_string())));
+        o.insert("rule".into(), json!(at.map(|s| s.rule)));
+        o.insert("position".into(), json!(at.map(|s| s.position)));
+        o
     }
 
     /// The analysis as one JSON object, written to `out`. The path's
     /// segments (millions on a long run) are written one at a time, not
     /// built as a JSON tree first.
     pub fn write_json(&self, out: &mut impl io::Write) -> io::Result<()> {
-        let segments = self.path.segments.iter().map(|seg| {
-            let (kind, seq, site) = match seg.activity {
-                Activity::Computation { after } => ("compute", after, None),
-                Activity::Call { seq, site } => ("mpi", seq, Some(site)),
-            };
-            let computation = site.is_none();
-            SegmentJson {
-                rank: seg.rank,
-                kind,
-                start_s: s(seg.start_ns),
-                end_s: s(seg.end_ns),
-                func: site.map(|site| self.sites.func(site)),
-                site,
-                seq: (!computation).then_some(seq),
-                after_seq: computation.then_some(seq),
-            }
+        let segments = self.path.segments.iter().map(|seg| match seg.activity {
+            Activity::Computation { after } => SegmentJson {
+                kind: "compute",
+                after_seq: Some(after),
+                after_site: self
+                    .call_site(seg.rank, after)
+                    .and_then(|site| self.sites.site(site)),
+                ..SegmentJson::new(seg.rank, seg.start_ns, seg.end_ns)
+            },
+            Activity::Call { seq, site } => SegmentJson {
+                kind: "mpi",
+                func: Some(self.sites.func(site)),
+                site: self.sites.site(site),
+                seq: Some(seq),
+                ..SegmentJson::new(seg.rank, seg.start_ns, seg.end_ns)
+            },
         });
         crate::json::write_with_array(out, &self.summary_json(), "segments", segments)
     }
@@ -101,8 +170,9 @@ impl Analysis {
                 }).collect::<Vec<_>>(),
                 "by_call_site": w.by_site.iter().map(|c| {
                     let mut o = waits_json(&c.waits);
-                    o["func"] = json!(self.sites.func(c.site));
-                    o["site"] = json!(c.site);
+                    if let Json::Object(o) = &mut o {
+                        o.extend(self.site_fields(c.site));
+                    }
                     o["instances"] = json!(c.instances);
                     o["last_rank"] = json!(c.last_rank);
                     o["last_count"] = json!(c.last_count);
@@ -137,13 +207,18 @@ impl Analysis {
     }
 
     fn site_json(&self, t: &SiteTime) -> Json {
-        json!({
-            "func": self.sites.func(t.site),
-            "site": t.site,
-            "kind": if t.computation { "compute_after" } else { "mpi" },
-            "time_s": s(t.ns),
-            "segments": t.count,
-        })
+        let mut o = self.site_fields(t.site);
+        o.insert(
+            "kind".into(),
+            json!(if t.computation {
+                "compute_after"
+            } else {
+                "mpi"
+            }),
+        );
+        o.insert("time_s".into(), json!(s(t.ns)));
+        o.insert("segments".into(), json!(t.count));
+        Json::Object(o)
     }
 
     /// Findings first, then per-rank and per-site detail.
@@ -281,10 +356,7 @@ impl Analysis {
             p.segments.len()
         );
         for seg in p.segments.iter().take(20) {
-            let what = match seg.activity {
-                Activity::Computation { after } => format!("computation after call {after}"),
-                Activity::Call { seq, site } => format!("{} (call {seq})", self.site_name(site)),
-            };
+            let what = self.activity_name(seg);
             let _ = writeln!(
                 o,
                 "  rank {:>3} {:>12.6} .. {:>12.6}  {what}",

@@ -513,7 +513,10 @@ fn call_boxes(r: &RankCalls, analysis: &Analysis, scale: &Scale) -> Vec<CallBox>
                 calls: 1,
                 opacity: 1.0,
                 title: format!(
-                    "{func} (call {seq}), {}",
+                    "{} (call {seq}), {}",
+                    r.sites
+                        .get(seq)
+                        .map_or("?".into(), |&site| analysis.site_name(site)),
                     duration(span.end_ns - span.start_ns)
                 ),
             });
@@ -592,12 +595,7 @@ fn path_boxes(
         let compute = matches!(seg.activity, Activity::Computation { .. });
         if x1 - x0 >= 1.0 {
             out.extend(open[lane].take().map(|c| c.into_box(lane)));
-            let what = match seg.activity {
-                Activity::Computation { after } => format!("computation after call {after}"),
-                Activity::Call { seq, site } => {
-                    format!("{} (call {seq})", analysis.sites.func(site))
-                }
-            };
+            let what = analysis.activity_name(seg);
             out.push(PathBox {
                 lane,
                 x: x0,
@@ -717,6 +715,7 @@ fn escape(text: &str) -> String {
 mod tests {
     use super::*;
     use crate::critical_path::{CallSites, CriticalPath, WaitStats};
+    use crate::sites::CallSite;
     use crate::timeline::Span;
 
     #[test]
@@ -781,8 +780,13 @@ mod tests {
             },
             waits: WaitStats::default(),
             heuristic: None,
+            // Call sites 0 to 3 at R0:0 to R0:3.
             sites: CallSites {
-                funcs: vec!["MPI_Send", "MPI_Recv", "MPI_Allreduce", "MPI_Waitall"],
+                sites: ["MPI_Send", "MPI_Recv", "MPI_Allreduce", "MPI_Waitall"]
+                    .into_iter()
+                    .zip(0..)
+                    .map(|(func, position)| Some((CallSite { rule: 0, position }, func)))
+                    .collect(),
             },
             unmatched: [0; 3],
             ranks: timelines.len(),
@@ -895,7 +899,10 @@ mod tests {
                 ("path call".into(), 100.0)
             ]
         );
-        assert!(text.contains("<title>MPI_Allreduce (call 1), 1.00 µs</title>"));
+        assert!(text.contains("<title>MPI_Allreduce R0:2 (call 1), 1.00 µs</title>"));
+        assert!(text.contains(
+            "<title>critical path on rank 0: computation after call 0 (MPI_Send R0:0), 8.00 µs</title>"
+        ));
         assert!(text.contains("critical path: 9.00 µs"));
     }
 }

@@ -4,6 +4,7 @@ use super::*;
 use crate::decode::DecodedCall;
 use crate::matching::{Comm, PredefinedComms, WorldRanks, match_calls};
 use crate::members::{CommId, CommInstance};
+use mpigram_grammar::{Grammar, Run, Symbol};
 use serde_json::{Value as Json, json};
 
 /// MPI_COMM_WORLD of `n` ranks.
@@ -30,9 +31,52 @@ type Call = (&'static str, Json, i64, i64);
 
 const MS: i64 = 1_000_000;
 
-/// One call site per function.
+/// As if each function were called from one place of the program (call
+/// site `R0:i` for the i-th function seen).
 fn run(ranks: Vec<Vec<Call>>) -> (Vec<RankCalls>, Matching, CallSites) {
     let mut funcs: Vec<&'static str> = Vec::new();
+    let (timed, m) = timed(&ranks, |_, _, func| {
+        let site = funcs.iter().position(|f| *f == func).unwrap_or_else(|| {
+            funcs.push(func);
+            funcs.len() - 1
+        });
+        site as u32
+    });
+    let sites = funcs
+        .into_iter()
+        .zip(0..)
+        .map(|(func, position)| Some((CallSite { rule: 0, position }, func)))
+        .collect();
+    (timed, m, CallSites { sites })
+}
+
+/// The calls of each rank (stream) of `grammar`, whose terminals are
+/// signatures of `funcs`, with their grammar call sites.
+fn run_in(
+    grammar: &Grammar,
+    funcs: &[&'static str],
+    ranks: Vec<Vec<Call>>,
+) -> (Vec<RankCalls>, Matching, CallSites) {
+    let sites = Sites::new(grammar);
+    let calls: Vec<Vec<u32>> = (0..ranks.len() as u32)
+        .map(|r| sites.calls(r).unwrap())
+        .collect();
+    let (timed, m) = timed(&ranks, |rank, seq, func| {
+        let site = calls[rank as usize][seq];
+        assert_eq!(
+            func,
+            funcs[sites.signature(sites.numbered(site).unwrap()).unwrap() as usize]
+        );
+        site
+    });
+    (timed, m, CallSites::new(&sites, funcs))
+}
+
+/// Each rank's calls timed (with `site` of rank, call, function) and matched.
+fn timed(
+    ranks: &[Vec<Call>],
+    mut site: impl FnMut(u32, usize, &'static str) -> u32,
+) -> (Vec<RankCalls>, Matching) {
     let mut decoded = Vec::new();
     let mut timed = Vec::new();
     for (r, calls) in ranks.iter().enumerate() {
@@ -41,14 +85,7 @@ fn run(ranks: Vec<Vec<Call>>) -> (Vec<RankCalls>, Matching, CallSites) {
             ..RankCalls::default()
         };
         for (seq, (func, args, start, end)) in calls.iter().enumerate() {
-            let site = match funcs.iter().position(|f| f == func) {
-                Some(i) => i,
-                None => {
-                    funcs.push(func);
-                    funcs.len() - 1
-                }
-            };
-            rc.sites.push(site as u32);
+            rc.sites.push(site(r as u32, seq, func));
             rc.spans.push(Span {
                 start_ns: start * MS,
                 end_ns: end * MS,
@@ -64,7 +101,7 @@ fn run(ranks: Vec<Vec<Call>>) -> (Vec<RankCalls>, Matching, CallSites) {
         timed.push(rc);
     }
     let m = match_calls(decoded, &World(ranks.len() as u32));
-    (timed, m, CallSites { funcs })
+    (timed, m)
 }
 
 fn send(dest: u32, start: i64, end: i64) -> Call {
@@ -155,7 +192,7 @@ fn a_receive_whose_message_was_already_there_stays_on_its_rank() {
 fn the_last_to_arrive_at_an_allreduce_is_on_the_path_with_its_waits() {
     // Three ranks compute 2, 9 and 5 ms, then an Allreduce that ends 1 ms
     // after the last arrival (rank 0 leaves 1 ms later still).
-    let (ranks, m, _) = run(vec![
+    let (ranks, m, sites) = run(vec![
         vec![
             coll("MPI_Init", None, 0, 1),
             coll("MPI_Allreduce", None, 3, 12),
@@ -190,9 +227,64 @@ fn the_last_to_arrive_at_an_allreduce_is_on_the_path_with_its_waits() {
     assert_eq!(w.total.wait_ns(), 12 * MS);
     assert_eq!(w.total.exec_ns, 3 * MS);
     assert_eq!(w.by_rank[0].1.imbalance(), Some(8.0));
-    // Rank 1 arrived last.
+    // Rank 1 arrived last at the one Allreduce call site.
+    assert_eq!(w.by_site.len(), 1);
+    assert_eq!(sites.name(w.by_site[0].site), "MPI_Allreduce R0:1");
     assert_eq!(w.by_site[0].last_rank, 1);
     assert_eq!(w.by_site[0].instances, 1);
+}
+
+#[test]
+fn ranks_meeting_at_a_collective_from_different_call_sites_count_it_at_each() {
+    // Ranks 0 and 1 share a rule (R0), rank 2 has its own (R1): one
+    // Allreduce instance at two call sites. Times as above: rank 1 last.
+    let grammar = Grammar::new(
+        vec![
+            vec![Run::terminal(0), Run::terminal(1)],
+            vec![Run::terminal(0), Run::terminal(1)],
+        ],
+        vec![(0, 0), (1, 0), (2, 1)],
+    )
+    .unwrap();
+    let (ranks, m, sites) = run_in(
+        &grammar,
+        &["MPI_Init", "MPI_Allreduce"],
+        vec![
+            vec![
+                coll("MPI_Init", None, 0, 1),
+                coll("MPI_Allreduce", None, 3, 12),
+            ],
+            vec![
+                coll("MPI_Init", None, 0, 1),
+                coll("MPI_Allreduce", None, 10, 11),
+            ],
+            vec![
+                coll("MPI_Init", None, 0, 1),
+                coll("MPI_Allreduce", None, 6, 11),
+            ],
+        ],
+    );
+    let w = waits::wait_stats(&ranks, &m);
+    let by_site: Vec<_> = w
+        .by_site
+        .iter()
+        .map(|c| {
+            (
+                sites.name(c.site),
+                c.waits.wait_ns() / MS,
+                c.instances,
+                c.last_rank,
+                c.last_count,
+            )
+        })
+        .collect();
+    assert_eq!(
+        by_site,
+        [
+            ("MPI_Allreduce R0:1".to_owned(), 8, 1, 1, 1),
+            ("MPI_Allreduce R1:1".to_owned(), 4, 1, 1, 1)
+        ]
+    );
 }
 
 #[test]
@@ -286,4 +378,128 @@ fn contradicting_dependencies_are_a_cycle_error_not_a_panic() {
     ]);
     let e = critical_path(&ranks, &m).unwrap_err();
     assert!(e.to_string().contains("cycle"), "{e}");
+}
+
+#[test]
+fn one_function_called_in_two_places_of_the_program_is_two_call_sites() {
+    // Ping-pong: rank 0 sends once before its loop and once in each of
+    // two iterations (receive, send), computing after every send; rank 1
+    // receives, then loops (send, receive).
+    //   signatures: 0 Init, 1 Send to 1, 2 Recv from 1, 3 Finalize,
+    //               4 Recv from 0, 5 Send to 0
+    //   R0 = 2 1; R1 = 0 1 R0^2 3 (rank 0); R2 = 5 4; R3 = 0 4 R2^2 3 (rank 1)
+    let funcs = [
+        "MPI_Init",
+        "MPI_Send",
+        "MPI_Recv",
+        "MPI_Finalize",
+        "MPI_Recv",
+        "MPI_Send",
+    ];
+    let rule = |r| Run::new(Symbol::Rule(r), 2);
+    let t = Run::terminal;
+    let grammar = Grammar::new(
+        vec![
+            vec![t(2), t(1)],
+            vec![t(0), t(1), rule(0), t(3)],
+            vec![t(5), t(4)],
+            vec![t(0), t(4), rule(2), t(3)],
+        ],
+        vec![(0, 1), (1, 3)],
+    )
+    .unwrap();
+    let init = || coll("MPI_Init", None, 0, 1);
+    let fin = |start| coll("MPI_Finalize", None, start, start + 1);
+    let (ranks, m, sites) = run_in(
+        &grammar,
+        &funcs,
+        vec![
+            vec![
+                init(),
+                send(1, 1, 2),
+                recv(1, 10, 11),
+                send(1, 11, 12),
+                recv(1, 20, 21),
+                send(1, 21, 22),
+                fin(25),
+            ],
+            vec![
+                init(),
+                recv(0, 1, 3),
+                send(0, 4, 5),
+                recv(0, 5, 13),
+                send(0, 13, 14),
+                recv(0, 14, 23),
+                fin(23),
+            ],
+        ],
+    );
+    assert!(m.unmatched.is_empty());
+    let p = critical_path(&ranks, &m).unwrap();
+    assert_eq!(p.length_ns, 26 * MS);
+    assert_eq!(p.by_rank_compute_ns, vec![(0, 19 * MS), (1, 0)]);
+    // Rank 0's computation after its sends: 8 ms after the one before the
+    // loop (R1:1), 8 + 3 ms after the loop's (R0:1, both iterations).
+    let after: Vec<(String, i64, u64)> = p
+        .sites
+        .iter()
+        .filter(|t| t.computation)
+        .map(|t| (sites.name(t.site), t.ns / MS, t.count))
+        .collect();
+    assert_eq!(
+        after,
+        [
+            ("MPI_Send R0:1".to_owned(), 11, 2),
+            ("MPI_Send R1:1".to_owned(), 8, 1)
+        ]
+    );
+    // Ranks sharing no rule share no call site: rank 1's sends are elsewhere.
+    assert_eq!(sites.name(ranks[1].sites[2]), "MPI_Send R2:0");
+    assert_eq!(sites.site(ranks[1].sites[4]), sites.site(ranks[1].sites[2]));
+
+    // The report names them so.
+    let a = analyse_calls(ranks, &m, sites, false).unwrap();
+    let mut out = Vec::new();
+    a.write_json(&mut out).unwrap();
+    let j: Json = serde_json::from_slice(&out).unwrap();
+    let before_loop = j["call_sites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["kind"] == "compute_after" && s["site"] == "R1:1")
+        .unwrap();
+    assert_eq!(before_loop["func"], "MPI_Send");
+    assert_eq!(
+        (&before_loop["rule"], &before_loop["position"]),
+        (&json!(1), &json!(1))
+    );
+    assert_eq!(before_loop["time_s"], json!(0.008));
+    let segments = j["segments"].as_array().unwrap();
+    let after: Vec<(&Json, &Json)> = segments
+        .iter()
+        .filter(|s| s["kind"] == "compute")
+        .map(|s| (&s["after_seq"], &s["after_site"]))
+        .collect();
+    assert_eq!(
+        after,
+        [
+            (&json!(1), &json!("R1:1")),
+            (&json!(3), &json!("R0:1")),
+            (&json!(5), &json!("R0:1"))
+        ]
+    );
+    let first_send = segments.iter().find(|s| s["seq"] == 1).unwrap();
+    assert_eq!(
+        (&first_send["func"], &first_send["site"]),
+        (&json!("MPI_Send"), &json!("R1:1"))
+    );
+    let text = a.to_text();
+    assert!(
+        text.contains("of the path is computation after MPI_Send R0:1\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("computation after call 1 (MPI_Send R1:1)"),
+        "{text}"
+    );
 }

@@ -52,14 +52,19 @@ impl RankWaits {
     }
 }
 
-/// The waits of one call site (a signature) over all its instances.
+/// The waits at one call site (a place in the grammar) over all its
+/// instances.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CallSiteWaits {
+    /// A number in [`super::CallSites`].
     pub site: u32,
     pub waits: RankWaits,
-    /// The rank that arrived last most often, and how often.
+    /// Of the instances this site's calls took part in, the rank that
+    /// arrived last most often, and how often.
     pub last_rank: u32,
     pub last_count: u64,
+    /// Instances this site's calls took part in (ranks that do not share
+    /// the grammar rule of a collective call meet at different sites).
     pub instances: u64,
 }
 
@@ -149,6 +154,7 @@ pub fn wait_stats(ranks: &[RankCalls], matching: &Matching) -> WaitStats {
         let exec = end_min - start_max;
         let last = times.iter().max_by_key(|t| t.2).map(|t| t.1.rank);
         let mut calls = Vec::with_capacity(times.len());
+        let mut at_sites: Vec<u32> = Vec::new();
         for &(r, p, start, end) in &times {
             let (wb, wa) = (start_max - start, end - end_min);
             by_rank[r].add(wb, wa, exec);
@@ -168,6 +174,7 @@ pub fn wait_stats(ranks: &[RankCalls], matching: &Matching) -> WaitStats {
                 )
             });
             entry.0.waits.add(wb, wa, exec);
+            at_sites.push(site);
             calls.push(CallWaits {
                 rank: p.rank,
                 seq: p.post,
@@ -175,17 +182,15 @@ pub fn wait_stats(ranks: &[RankCalls], matching: &Matching) -> WaitStats {
                 wait_after_ns: wa,
             });
         }
-        // The instance counts once for the site of its last arriver.
-        if let Some(last) = last {
-            let r = index[&last];
-            let p = inst.participants.iter().find(|p| p.rank == last);
-            let site = p
-                .and_then(|p| ranks[r].sites.get(p.post as usize))
-                .copied()
-                .unwrap_or(u32::MAX);
+        // The instance counts once for each call site taking part.
+        at_sites.sort_unstable();
+        at_sites.dedup();
+        for site in at_sites {
             if let Some(entry) = sites.get_mut(&site) {
                 entry.0.instances += 1;
-                *entry.1.entry(last).or_default() += 1;
+                if let Some(last) = last {
+                    *entry.1.entry(last).or_default() += 1;
+                }
             }
         }
         stats.instances.push(InstanceWaits {

@@ -19,7 +19,7 @@ pub mod classes;
 pub mod report;
 pub mod segments;
 pub mod similarity;
-pub mod sites;
+pub use crate::sites;
 pub mod waits;
 
 use crate::matching::{RankOperations, match_ranks, rank_operations};
