@@ -71,6 +71,16 @@ fn assert_near(got: f64, want: f64, what: &str) {
     );
 }
 
+/// How many wait states of `kind` the profile lists.
+fn count_of(p: &Json, kind: &str) -> usize {
+    p["wait_states"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w["kind"] == kind)
+        .count()
+}
+
 fn injected() -> f64 {
     DELAY_S * ITERATIONS as f64
 }
@@ -86,12 +96,7 @@ fn a_late_sender_is_diagnosed_on_the_receiver_with_the_injected_delay() {
     assert_near(total, injected(), "rank 0's late-sender wait");
     assert_eq!(peers, BTreeSet::from([1]));
     assert_eq!(funcs, BTreeSet::from(["MPI_Recv".to_owned()]));
-    let count = p["wait_states"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|w| w["kind"] == "late_sender")
-        .count();
+    let count = count_of(&p, "late_sender");
     assert_eq!(count, ITERATIONS as usize, "one per receive, all on rank 0");
     assert_eq!(waited(&p, "late_sender", 1).0, 0.0);
     // The top finding says so.
@@ -197,12 +202,7 @@ fn the_root_of_a_reduce_entered_early_waits_for_the_others() {
     assert_near(total, injected(), "the root's early-reduce wait");
     assert_eq!(peers, BTreeSet::from([1]));
     assert_eq!(funcs, BTreeSet::from(["MPI_Reduce".to_owned()]));
-    let count = p["wait_states"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|w| w["kind"] == "early_reduce")
-        .count();
+    let count = count_of(&p, "early_reduce");
     assert_eq!(
         count, ITERATIONS as usize,
         "one per MPI_Reduce, on the root"

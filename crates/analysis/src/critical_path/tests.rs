@@ -188,11 +188,10 @@ fn a_receive_whose_message_was_already_there_stays_on_its_rank() {
     );
 }
 
-#[test]
-fn the_last_to_arrive_at_an_allreduce_is_on_the_path_with_its_waits() {
-    // Three ranks compute 2, 9 and 5 ms, then an Allreduce that ends 1 ms
-    // after the last arrival (rank 0 leaves 1 ms later still).
-    let (ranks, m, sites) = run(vec![
+/// Three ranks compute 2, 9 and 5 ms, then an Allreduce that ends 1 ms
+/// after the last arrival (rank 0 leaves 1 ms later still).
+fn three_ranks_at_an_allreduce() -> Vec<Vec<Call>> {
+    vec![
         vec![
             coll("MPI_Init", None, 0, 1),
             coll("MPI_Allreduce", None, 3, 12),
@@ -205,7 +204,12 @@ fn the_last_to_arrive_at_an_allreduce_is_on_the_path_with_its_waits() {
             coll("MPI_Init", None, 0, 1),
             coll("MPI_Allreduce", None, 6, 11),
         ],
-    ]);
+    ]
+}
+
+#[test]
+fn the_last_to_arrive_at_an_allreduce_is_on_the_path_with_its_waits() {
+    let (ranks, m, sites) = run(three_ranks_at_an_allreduce());
     let p = critical_path(&ranks, &m).unwrap();
     assert_eq!(p.length_ns, 12 * MS);
     assert_eq!(
@@ -249,20 +253,7 @@ fn ranks_meeting_at_a_collective_from_different_call_sites_count_it_at_each() {
     let (ranks, m, sites) = run_in(
         &grammar,
         &["MPI_Init", "MPI_Allreduce"],
-        vec![
-            vec![
-                coll("MPI_Init", None, 0, 1),
-                coll("MPI_Allreduce", None, 3, 12),
-            ],
-            vec![
-                coll("MPI_Init", None, 0, 1),
-                coll("MPI_Allreduce", None, 10, 11),
-            ],
-            vec![
-                coll("MPI_Init", None, 0, 1),
-                coll("MPI_Allreduce", None, 6, 11),
-            ],
-        ],
+        three_ranks_at_an_allreduce(),
     );
     let w = waits::wait_stats(&ranks, &m);
     let by_site: Vec<_> = w
