@@ -1,0 +1,211 @@
+//! Benchmark generation: an mpigram trace becomes a readable C/MPI program
+//! that makes the same MPI calls with the same arguments, on the same
+//! number of ranks, with the recorded computation between them as
+//! busy-waits (ScalaTrace's benchmark generation, on mpigram's grammar).
+//!
+//! The grammar gives the program its shape: one C function per rule the
+//! ranks reach, a `for` loop for each run repeated more than once, so the
+//! source grows with the trace's distinct behaviour, not with its calls.
+//! Signatures are rank-independent (ranks relative to the caller, objects
+//! by symbolic id, buffers as memory segments), so one signature is one
+//! piece of C that is right on every rank that makes it, and rules shared
+//! by ranks are shared C; `main` picks each rank's start rule by rank
+//! conditions. See `docs/gen-bench.md`.
+
+mod args;
+pub mod buffers;
+pub mod emit;
+pub mod protos;
+pub mod render;
+pub mod timing;
+pub mod wildcard;
+
+pub use timing::Compute;
+
+use mpigram_grammar::RuleId;
+use mpigram_mpispec::{FUNCS, Signature, Value, decode_signature};
+use mpigram_trace::Trace;
+use render::{Context, Rendered};
+use rustc_hash::FxHashMap;
+use std::collections::BTreeMap;
+
+/// What to generate.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub compute: Compute,
+    /// Multiplies every computation time.
+    pub scale: f64,
+    /// The trace's name, for the header comment.
+    pub trace_name: String,
+}
+
+/// A generated benchmark.
+#[derive(Debug)]
+pub struct Benchmark {
+    /// The C source.
+    pub source: String,
+    pub ranks: u32,
+    /// Calls in the trace, all ranks.
+    pub calls: u64,
+    /// Grammar rules that became C functions.
+    pub functions: usize,
+    /// Calls not reproduced, by reason: (reason, calls in the trace).
+    pub skipped: Vec<(String, u64)>,
+    /// Things the user should know (timing fallbacks).
+    pub notes: Vec<String>,
+}
+
+/// Why no benchmark can be generated.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("the trace has no ranks")]
+    Empty,
+    #[error("the trace lacks rank {0} of {1}: the benchmark must run every rank of the traced run")]
+    MissingRank(u32, u32),
+    #[error("bad signature {terminal}: {message}")]
+    BadSignature { terminal: u32, message: String },
+    #[error(
+        "rank 0's first call is {0}, not MPI_Init or MPI_Init_thread: traces of programs that never call either are not supported"
+    )]
+    NoInit(String),
+    #[error("{0}")]
+    Model(String),
+}
+
+/// Generates the benchmark of `trace`.
+pub fn generate(trace: &Trace, options: &Options) -> Result<Benchmark, Error> {
+    protos::prototypes().map_err(Error::Model)?;
+    let first = trace.ranks.first().ok_or(Error::Empty)?;
+    let world_size = first.meta.world_size.max(trace.ranks.len() as u32);
+    let mut starts: Vec<RuleId> = Vec::with_capacity(world_size as usize);
+    for rank in 0..world_size {
+        match (trace.rank(rank), trace.grammar.start(rank)) {
+            (Some(_), Some(start)) => starts.push(start),
+            _ => return Err(Error::MissingRank(rank, world_size)),
+        }
+    }
+    let sigs: Vec<Signature> = trace
+        .signatures
+        .iter()
+        .enumerate()
+        .map(|(t, bytes)| {
+            decode_signature(bytes).map_err(|e| Error::BadSignature {
+                terminal: t as u32,
+                message: e.to_string(),
+            })
+        })
+        .collect::<Result<_, _>>()?;
+
+    let init = init_call(trace, &sigs)?;
+    let mut ctx = Context::default();
+    ctx.learn(&sigs);
+    ctx.bindings = wildcard::bind(trace, &sigs);
+    let refs: Vec<&Signature> = sigs.iter().collect();
+    let extents = buffers::Extents::of(&refs);
+    let segment_bytes = buffers::segment_sizes(&refs, &extents, u64::from(world_size));
+    let delays = timing::delays(trace, options.compute, options.scale);
+
+    // Render every terminal the ranks reach, and count what is skipped.
+    let mut calls: FxHashMap<u32, Rendered> = FxHashMap::default();
+    let mut total = 0u64;
+    let mut skipped: BTreeMap<String, u64> = BTreeMap::new();
+    let mut counts: FxHashMap<u32, u64> = FxHashMap::default();
+    for &start in &starts {
+        for (t, n) in trace.grammar.terminal_counts(start) {
+            *counts.entry(t).or_insert(0) += n;
+            total += n;
+        }
+    }
+    let mut terminals: Vec<u32> = counts.keys().copied().collect();
+    terminals.sort_unstable();
+    for t in terminals {
+        let sig = sigs.get(t as usize).ok_or(Error::BadSignature {
+            terminal: t,
+            message: "not in the signature table".into(),
+        })?;
+        let rendered = ctx.render(t, sig);
+        if let Rendered::Skip(why) = &rendered {
+            let reported = !why.ends_with("called by main") && !render::is_empty_poll(sig);
+            if reported {
+                *skipped.entry(why.clone()).or_insert(0) += counts[&t];
+            }
+        }
+        calls.insert(t, rendered);
+    }
+
+    let distinct: std::collections::BTreeSet<RuleId> = starts.iter().copied().collect();
+    let header = vec![
+        format!(
+            "Generated by `mpigram gen-bench` from the trace {}.",
+            options.trace_name
+        ),
+        format!(
+            "{world_size} ranks ({} distinct behaviours), {total} MPI calls, {} call signatures, {} grammar rules.",
+            distinct.len(),
+            sigs.len(),
+            trace.grammar.num_rules()
+        ),
+        format!("Build: mpicc -O1 -o bench bench.c     Run: mpiexec -n {world_size} ./bench"),
+        format!("Computation between calls: {}.", delays.description),
+        "Each rule_N function is grammar rule N; loops are its repetition counts.".into(),
+    ];
+    let program = emit::Program {
+        grammar: &trace.grammar,
+        starts,
+        world_size,
+        calls: &calls,
+        ctx: &ctx,
+        delays: &delays,
+        segment_bytes: &segment_bytes,
+        init,
+        header,
+    };
+    let source = program.text();
+    let functions = source.matches("static void rule_").count();
+    Ok(Benchmark {
+        source,
+        ranks: world_size,
+        calls: total,
+        functions,
+        skipped: skipped.into_iter().collect(),
+        notes: delays.note.into_iter().collect(),
+    })
+}
+
+/// The C of rank 0's first call, which `main` makes for every rank.
+fn init_call(trace: &Trace, sigs: &[Signature]) -> Result<String, Error> {
+    let first = trace
+        .grammar
+        .expand(0)
+        .and_then(|mut e| e.next())
+        .and_then(|t| sigs.get(t as usize));
+    let Some(sig) = first else {
+        return Err(Error::NoInit("nothing".into()));
+    };
+    let name = FUNCS[sig.func as usize].name;
+    match name {
+        "MPI_Init" => Ok("MPI_Init(&argc, &argv)".into()),
+        "MPI_Init_thread" => {
+            let required = sig
+                .args
+                .iter()
+                .zip(FUNCS[sig.func as usize].params)
+                .find_map(|(v, p)| match (p.name, v) {
+                    ("required", Value::Int(r)) => Some(*r),
+                    _ => None,
+                })
+                .unwrap_or(0);
+            let level = match required {
+                0 => "MPI_THREAD_SINGLE".to_owned(),
+                1 => "MPI_THREAD_FUNNELED".to_owned(),
+                2 => "MPI_THREAD_SERIALIZED".to_owned(),
+                3 => "MPI_THREAD_MULTIPLE".to_owned(),
+                other => other.to_string(),
+            };
+            Ok(format!(
+                "int provided;\n    MPI_Init_thread(&argc, &argv, {level}, &provided)"
+            ))
+        }
+        other => Err(Error::NoInit(other.into())),
+    }
+}

@@ -1,0 +1,587 @@
+//! One call signature as C: each recorded argument becomes the expression
+//! that passes the same value on every rank that makes the call.
+//!
+//! - ranks relative to the caller become `world_rank + d` (or the caller's
+//!   rank in the call's communicator or window, asked of MPI through PMPI,
+//!   which the tracer does not record);
+//! - user objects are slots of per-kind tables (`comms[3]`, `types[1]`),
+//!   filled by the calls that create them (`&types[1]` as the output);
+//! - requests are slots of one table, one per (pool, index) of the trace;
+//! - buffers are `segs[id] + offset`, one allocation per memory segment;
+//! - outputs nobody reads go to scratch space; statuses passed in
+//!   (MPI_Get_count) are rebuilt from the recorded fields.
+
+use crate::args::Args;
+use crate::protos::prototype;
+use crate::wildcard::{self, Bindings};
+use mpigram_mpispec::{
+    BufferRef, HandleKind, HandleRef, Rank, RequestRef, Signature, Status, Value, predefined,
+};
+use mpigram_wrapgen::ctype::Array as CArray;
+use mpigram_wrapgen::model::{Action, Elem, Out, ParamModel, Scalar};
+use rustc_hash::FxHashMap;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// Bytes of each scratch slot for outputs (strings up to
+/// MPI_MAX_LIBRARY_VERSION_STRING, arrays of statuses).
+pub const SCRATCH_MIN: usize = 16384;
+
+/// The C of one call: statements before it, the call, statements after.
+#[derive(Debug, Default, Clone)]
+pub struct CallCode {
+    pub pre: Vec<String>,
+    pub call: String,
+    pub post: Vec<String>,
+    /// A polling call (MPI_Test, MPI_Iprobe, ...) that found what it polled
+    /// for: the benchmark repeats it until it does, in variable `flag`.
+    pub poll: bool,
+}
+
+/// What a signature becomes.
+#[derive(Debug, Clone)]
+pub enum Rendered {
+    Call(CallCode),
+    /// Not reproduced, with the reason (a comment in the C).
+    Skip(String),
+}
+
+/// The C table of user objects of `kind`, and the C type of its slots.
+pub fn table(kind: HandleKind) -> Option<(&'static str, &'static str)> {
+    Some(match kind {
+        HandleKind::Comm => ("comms", "MPI_Comm"),
+        HandleKind::Group => ("groups", "MPI_Group"),
+        HandleKind::Datatype => ("types", "MPI_Datatype"),
+        HandleKind::Op => ("ops", "MPI_Op"),
+        HandleKind::Info => ("infos", "MPI_Info"),
+        HandleKind::Errhandler => ("errhandlers", "MPI_Errhandler"),
+        HandleKind::Win => ("wins", "MPI_Win"),
+        HandleKind::File => ("files", "MPI_File"),
+        HandleKind::Message => ("messages", "MPI_Message"),
+        HandleKind::Session => ("sessions", "MPI_Session"),
+        HandleKind::Keyval => ("keyvals", "int"),
+        _ => return None,
+    })
+}
+
+/// Functions the benchmark does not call, with the reason.
+pub fn not_reproduced(name: &str) -> Option<&'static str> {
+    if name.starts_with("MPI_T_") {
+        return Some(
+            "MPI tool interface: describes the MPI library, not the application's communication",
+        );
+    }
+    match name {
+        "MPI_Comm_spawn"
+        | "MPI_Comm_spawn_multiple"
+        | "MPI_Comm_connect"
+        | "MPI_Comm_accept"
+        | "MPI_Comm_join"
+        | "MPI_Open_port"
+        | "MPI_Close_port"
+        | "MPI_Publish_name"
+        | "MPI_Unpublish_name"
+        | "MPI_Lookup_name" => {
+            Some("dynamic processes: the other side is not part of the benchmark")
+        }
+        _ => None,
+    }
+}
+
+/// Polling functions: the flag (or count) parameter that says whether
+/// they found what they poll for.
+fn poll_flag(name: &str) -> Option<&'static str> {
+    match name {
+        "MPI_Test"
+        | "MPI_Testall"
+        | "MPI_Testany"
+        | "MPI_Iprobe"
+        | "MPI_Improbe"
+        | "MPI_Request_get_status"
+        | "MPI_Win_test"
+        | "MPI_Parrived" => Some("flag"),
+        "MPI_Testsome" => Some("outcount"),
+        _ => None,
+    }
+}
+
+/// Whether a signature is a polling call that found nothing: the number
+/// of those depends on timing, so the benchmark does not repeat them (it
+/// polls until the recorded success instead).
+pub fn is_empty_poll(sig: &Signature) -> bool {
+    let a = Args::new(sig);
+    poll_flag(a.func.name).is_some_and(|flag| a.int(flag) == Some(0))
+}
+
+/// State shared by all calls: tables and the things calls refer to.
+#[derive(Default)]
+pub struct Context {
+    /// Table size (largest id + 1) of each kind used.
+    pub handles: BTreeMap<HandleKind, u64>,
+    /// Slot of each (pool, index) request.
+    pub requests: FxHashMap<(u64, u64), usize>,
+    /// Callbacks to define: (C function type, id).
+    pub callbacks: BTreeMap<(String, u64), ()>,
+    /// Scratch slots needed and bytes each.
+    pub scratch_slots: usize,
+    pub scratch_bytes: usize,
+    /// Segments each window's memory came from (MPI_Win_allocate), by window id.
+    pub window_segments: FxHashMap<u64, Vec<u64>>,
+    pub bindings: Bindings,
+}
+
+impl Context {
+    /// Learns the tables `sigs` need.
+    pub fn learn(&mut self, sigs: &[Signature]) {
+        self.scratch_bytes = SCRATCH_MIN;
+        for sig in sigs {
+            self.scratch_slots = self.scratch_slots.max(sig.args.len());
+            self.learn_values(&sig.args);
+            let a = Args::new(sig);
+            if let (Some(Value::Buffer(BufferRef::Segment { id, .. })), Some(HandleRef::User(w))) =
+                (a.value("baseptr"), a.handle("win"))
+            {
+                self.window_segments.entry(w).or_default().push(*id);
+            }
+        }
+    }
+
+    fn learn_values(&mut self, values: &[Value]) {
+        for v in values {
+            match v {
+                Value::Handle(k, HandleRef::User(id)) => {
+                    let n = self.handles.entry(*k).or_insert(0);
+                    *n = (*n).max(id + 1);
+                }
+                Value::Request(RequestRef::Pooled { pool, index }) => {
+                    let next = self.requests.len();
+                    self.requests.entry((*pool, *index)).or_insert(next);
+                }
+                Value::Array(Some(items)) => {
+                    self.scratch_bytes = self.scratch_bytes.max(items.len() * 64);
+                    self.learn_values(items);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// The C of terminal `terminal`'s signature.
+    pub fn render(&mut self, terminal: u32, sig: &Signature) -> Rendered {
+        let a = Args::new(sig);
+        let name = a.func.name;
+        if let Some(why) = not_reproduced(name) {
+            return Rendered::Skip(format!("{name}: {why}"));
+        }
+        if matches!(name, "MPI_Init" | "MPI_Init_thread") {
+            return Rendered::Skip(format!("{name}: called by main"));
+        }
+        if is_empty_poll(sig) {
+            return Rendered::Skip(format!(
+                "{name} that found nothing: the benchmark polls until the recorded success instead"
+            ));
+        }
+        let Some(model) = prototype(name) else {
+            return Rendered::Skip(format!("{name}: no C binding known"));
+        };
+        let bound = if wildcard::is_wildcard(&a) {
+            wildcard::own_sender(&a).or_else(|| self.bindings.get(&terminal).copied())
+        } else {
+            None
+        };
+        let flag = poll_flag(name);
+        let mut code = CallCode {
+            poll: flag.is_some(),
+            ..CallCode::default()
+        };
+        let mut c_args = Vec::with_capacity(model.params.len());
+        for (pos, (p, v)) in model.params.iter().zip(&sig.args).enumerate() {
+            let v = match (p.name.as_str(), bound) {
+                ("source", Some(r)) => &Value::Rank(r),
+                _ => v,
+            };
+            if flag == Some(p.name.as_str()) {
+                c_args.push("&flag".to_owned());
+                continue;
+            }
+            match self.argument(&a, pos, p, v, &mut code) {
+                Ok(s) => c_args.push(s),
+                Err(why) => return Rendered::Skip(format!("{name}: {why}")),
+            }
+        }
+        code.call = format!("{name}({})", c_args.join(", "));
+        match name {
+            "MPI_Free_mem" => {
+                if let Some(Value::Buffer(BufferRef::Segment { id, .. })) = a.value("base") {
+                    code.post.push(format!("segs[{id}] = seg_home[{id}];"));
+                }
+            }
+            "MPI_Win_free" => {
+                if let Some(Value::Handle(_, HandleRef::User(w))) = a.value("win") {
+                    for id in self.window_segments.get(w).into_iter().flatten() {
+                        code.post.push(format!("segs[{id}] = seg_home[{id}];"));
+                    }
+                }
+            }
+            _ => {}
+        }
+        Rendered::Call(code)
+    }
+
+    fn argument(
+        &mut self,
+        a: &Args,
+        pos: usize,
+        p: &ParamModel,
+        v: &Value,
+        code: &mut CallCode,
+    ) -> Result<String, String> {
+        let base = p.ctype.base.as_str();
+        Ok(match &p.action {
+            Action::Value(s) => self.scalar(a, s, v, base)?,
+            Action::Before(s) => match (s, v) {
+                (Scalar::Request, Value::Request(RequestRef::Pooled { pool, index })) => {
+                    format!("&reqs[{}]", self.requests[&(*pool, *index)])
+                }
+                (_, Value::Handle(k, HandleRef::User(id))) => {
+                    format!("&{}[{id}]", table(*k).ok_or("an MPI tool object")?.0)
+                }
+                _ => format!("({base}[]){{{}}}", self.scalar(a, s, v, base)?),
+            },
+            Action::Free(_) => match v {
+                Value::Handle(k, HandleRef::User(id)) => {
+                    format!("&{}[{id}]", table(*k).ok_or("an MPI tool object")?.0)
+                }
+                Value::Handle(k, h) => format!("({base}[]){{{}}}", handle_expr(*k, *h)?),
+                _ => return Err(format!("{} is not a handle", p.name)),
+            },
+            Action::Out(o) => match (o, v) {
+                (Out::NewHandle(_) | Out::PendingComm, Value::Handle(k, HandleRef::User(id))) => {
+                    format!("&{}[{id}]", table(*k).ok_or("an MPI tool object")?.0)
+                }
+                (Out::NewRequest, Value::Request(RequestRef::Pooled { pool, index })) => {
+                    format!("&reqs[{}]", self.requests[&(*pool, *index)])
+                }
+                (Out::Status(_), Value::Status(None)) => "MPI_STATUS_IGNORE".into(),
+                (Out::Status(_), Value::Status(Some(s))) if p.ctype.konst => status_expr(pos, s),
+                (Out::BufferOut, Value::Buffer(BufferRef::Segment { id, .. }))
+                    if is_allocation(a.func.name) =>
+                {
+                    format!("(void *)&segs[{id}]")
+                }
+                _ => scratch(pos),
+            },
+            Action::Str { .. } => match v {
+                Value::Str(Some(s)) => c_string(s),
+                _ => "NULL".into(),
+            },
+            Action::StrOut { .. } => scratch(pos),
+            Action::Array { elem, out, .. } => match v {
+                Value::Array(None) => match elem {
+                    Elem::Status => "MPI_STATUSES_IGNORE".into(),
+                    _ => "NULL".into(),
+                },
+                Value::Array(Some(items)) => self.array(a, pos, p, elem, *out, items, code)?,
+                _ => return Err(format!("{} is not an array", p.name)),
+            },
+            Action::Varargs => return Err("variadic arguments".into()),
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn array(
+        &mut self,
+        a: &Args,
+        pos: usize,
+        p: &ParamModel,
+        elem: &Elem,
+        out: bool,
+        items: &[Value],
+        code: &mut CallCode,
+    ) -> Result<String, String> {
+        let base = p.ctype.base.as_str();
+        let temp = format!("a{pos}");
+        // Requests are read and written (completed, freed): a copy, then written back.
+        if matches!(elem, Elem::Scalar(Scalar::Request))
+            || (out && matches!(elem, Elem::NewHandle(_)))
+        {
+            let mut init = Vec::new();
+            for (i, v) in items.iter().enumerate() {
+                match v {
+                    Value::Request(RequestRef::Pooled { pool, index }) => {
+                        let slot = self.requests[&(*pool, *index)];
+                        init.push(format!("reqs[{slot}]"));
+                        code.post.push(format!("reqs[{slot}] = {temp}[{i}];"));
+                    }
+                    Value::Request(RequestRef::Null) => init.push("MPI_REQUEST_NULL".into()),
+                    Value::Handle(k, HandleRef::User(id)) => {
+                        let t = table(*k).ok_or("an MPI tool object")?.0;
+                        init.push(k.null_name().into());
+                        code.post.push(format!("{t}[{id}] = {temp}[{i}];"));
+                    }
+                    Value::Handle(k, _) => init.push(k.null_name().into()),
+                    _ => return Err(format!("{} holds a non-request", p.name)),
+                }
+            }
+            if init.is_empty() {
+                init.push("0".into());
+            }
+            code.pre.push(format!(
+                "{base} {temp}[{}] = {{{}}};",
+                init.len(),
+                init.join(", ")
+            ));
+            return Ok(temp);
+        }
+        if out {
+            return Ok(scratch(pos));
+        }
+        let mut elems = Vec::with_capacity(items.len());
+        for v in items {
+            elems.push(match (elem, v) {
+                (Elem::Scalar(s), v) => self.scalar(a, s, v, base)?,
+                (Elem::NewHandle(_) | Elem::Lookup(_), Value::Handle(k, h)) => handle_expr(*k, *h)?,
+                (Elem::Str, Value::Str(Some(s))) => c_string(s),
+                (Elem::Str, _) => "NULL".into(),
+                (Elem::Row(_), Value::Array(Some(row))) => {
+                    let row: Vec<String> = row
+                        .iter()
+                        .map(|x| match x {
+                            Value::Int(i) => int_lit(*i),
+                            _ => "0".into(),
+                        })
+                        .collect();
+                    format!("{{{}}}", row.join(", "))
+                }
+                (Elem::Status, _) => return Ok(scratch(pos)),
+                _ => {
+                    return Err(format!(
+                        "{}: an array element mpigram cannot rebuild",
+                        p.name
+                    ));
+                }
+            });
+        }
+        let konst = if p.ctype.konst { "const " } else { "" };
+        let stars = "*".repeat(usize::from(p.ctype.stars));
+        let shape = match p.ctype.array {
+            CArray::Rows(n) => format!("[][{n}]"),
+            _ => "[]".into(),
+        };
+        if elems.is_empty() {
+            return Ok(format!("({konst}{base} {stars}[1]){{0}}"));
+        }
+        Ok(format!(
+            "({konst}{base} {stars}{shape}){{{}}}",
+            elems.join(", ")
+        ))
+    }
+
+    /// A value passed as is.
+    fn scalar(&mut self, a: &Args, s: &Scalar, v: &Value, base: &str) -> Result<String, String> {
+        Ok(match (s, v) {
+            (Scalar::Int | Scalar::Address, Value::Int(i) | Value::Address(i)) => int_lit(*i),
+            (Scalar::Tag, Value::Tag(-1)) => "MPI_ANY_TAG".into(),
+            (Scalar::Tag, Value::Tag(t) | Value::Int(t)) => int_lit(*t),
+            (Scalar::Rank(comm), Value::Rank(r)) => rank_expr(*r, &comm_rank(a.handle(comm))),
+            (Scalar::WinRank(win), Value::Rank(r)) => {
+                let me = match a.handle(win) {
+                    Some(HandleRef::User(id)) => format!("rank_in_win(wins[{id}])"),
+                    _ => "world_rank".into(),
+                };
+                rank_expr(*r, &me)
+            }
+            (Scalar::Handle(_), Value::Handle(k, h)) => handle_expr(*k, *h)?,
+            (Scalar::Request, Value::Request(RequestRef::Pooled { pool, index })) => {
+                format!("reqs[{}]", self.requests[&(*pool, *index)])
+            }
+            (Scalar::Request, Value::Request(RequestRef::Null)) => "MPI_REQUEST_NULL".into(),
+            (Scalar::Callback, Value::Callback(None)) => "NULL".into(),
+            (Scalar::Callback, Value::Callback(Some(id))) => {
+                if callback_stub(base, "x").is_none() {
+                    return Err(format!(
+                        "a user function of type {base}, which mpigram cannot stand in for"
+                    ));
+                }
+                self.callbacks.insert((base.to_owned(), *id), ());
+                callback_name(base, *id)
+            }
+            (Scalar::Buffer, Value::Buffer(b)) => match b {
+                BufferRef::Null => "NULL".into(),
+                BufferRef::InPlace => "MPI_IN_PLACE".into(),
+                BufferRef::Segment { id, offset: 0 } => format!("(void *)segs[{id}]"),
+                BufferRef::Segment { id, offset } => format!("(void *)(segs[{id}] + {offset})"),
+            },
+            (Scalar::Location, Value::Buffer(b)) => match b {
+                BufferRef::Null | BufferRef::InPlace => "0".into(),
+                BufferRef::Segment { id, offset } => format!("(MPI_Aint)(segs[{id}] + {offset})"),
+            },
+            (_, Value::Int(i) | Value::Address(i)) => int_lit(*i),
+            _ => return Err(format!("a recorded value {v:?} where {s:?} was expected")),
+        })
+    }
+}
+
+/// Functions whose `void *` output is memory MPI allocated for the caller.
+fn is_allocation(name: &str) -> bool {
+    matches!(
+        name,
+        "MPI_Alloc_mem"
+            | "MPI_Alloc_mem_c"
+            | "MPI_Win_allocate"
+            | "MPI_Win_allocate_c"
+            | "MPI_Win_allocate_shared"
+            | "MPI_Win_allocate_shared_c"
+    )
+}
+
+/// Scratch space for output number `pos` of a call.
+fn scratch(pos: usize) -> String {
+    format!("(void *)scratch[{pos}]")
+}
+
+/// The caller's rank in a communicator, as C.
+fn comm_rank(comm: Option<HandleRef>) -> String {
+    match comm {
+        Some(HandleRef::Predefined(id)) => match predefined(HandleKind::Comm).get(id as usize) {
+            Some(&"MPI_COMM_SELF") => "0".into(),
+            _ => "world_rank".into(),
+        },
+        Some(HandleRef::User(id)) => format!("rank_in(comms[{id}])"),
+        _ => "world_rank".into(),
+    }
+}
+
+/// A rank argument: constants by name, relative ranks against `me`.
+pub fn rank_expr(r: Rank, me: &str) -> String {
+    match r {
+        Rank::ProcNull => "MPI_PROC_NULL".into(),
+        Rank::AnySource => "MPI_ANY_SOURCE".into(),
+        Rank::Root => "MPI_ROOT".into(),
+        Rank::Absolute(a) => int_lit(a),
+        Rank::Relative(0) => me.into(),
+        Rank::Relative(d) if d > 0 => format!("{me} + {d}"),
+        Rank::Relative(d) => format!("{me} - {}", d.unsigned_abs()),
+    }
+}
+
+/// A handle: predefined ones by name, user objects by table slot.
+pub fn handle_expr(kind: HandleKind, h: HandleRef) -> Result<String, String> {
+    Ok(match h {
+        HandleRef::Null => kind.null_name().into(),
+        HandleRef::Predefined(id) => predefined(kind)
+            .get(id as usize)
+            .map(|s| (*s).to_owned())
+            .ok_or_else(|| format!("predefined {} {id} is unknown", kind.prefix()))?,
+        HandleRef::User(id) => format!("{}[{id}]", table(kind).ok_or("an MPI tool object")?.0),
+    })
+}
+
+/// An input status rebuilt from its recorded fields.
+fn status_expr(pos: usize, s: &Status) -> String {
+    let source = rank_expr(s.source, "world_rank");
+    format!(
+        "make_status({pos}, {source}, {}, {}, {}, {})",
+        if s.tag == -1 {
+            "MPI_ANY_TAG".into()
+        } else {
+            int_lit(s.tag)
+        },
+        s.count,
+        i32::from(s.cancelled),
+        int_lit(s.error)
+    )
+}
+
+/// An integer literal of the right width.
+pub fn int_lit(v: i64) -> String {
+    if v == i64::from(i32::MIN) {
+        "(-2147483647 - 1)".into()
+    } else if i32::try_from(v).is_ok() {
+        v.to_string()
+    } else if v == i64::MIN {
+        "(-9223372036854775807LL - 1)".into()
+    } else {
+        format!("{v}LL")
+    }
+}
+
+/// A C string literal holding exactly `bytes`.
+pub fn c_string(bytes: &[u8]) -> String {
+    let mut s = String::with_capacity(bytes.len() + 2);
+    s.push('"');
+    for &b in bytes {
+        match b {
+            b'"' => s.push_str("\\\""),
+            b'\\' => s.push_str("\\\\"),
+            b'?' => s.push_str("\\?"),
+            0x20..=0x7e => s.push(b as char),
+            _ => {
+                let _ = write!(s, "\\{b:03o}");
+            }
+        }
+    }
+    s.push('"');
+    s
+}
+
+/// The name of the stand-in for user function `id` of C type `ty`.
+pub fn callback_name(ty: &str, id: u64) -> String {
+    let short = ty.trim_start_matches("MPI_").to_ascii_lowercase();
+    format!("{short}_{id}")
+}
+
+/// The definition of a stand-in of C function type `ty` named `name`: it
+/// does nothing and reports success (a reduction leaves its output as
+/// is; an attribute copy does not copy).
+pub fn callback_stub(ty: &str, name: &str) -> Option<String> {
+    let body = match ty {
+        "MPI_User_function" => {
+            "void {N}(void *in, void *inout, int *len, MPI_Datatype *type)\n{\n    (void)in; (void)inout; (void)len; (void)type;\n}"
+        }
+        "MPI_User_function_c" => {
+            "void {N}(void *in, void *inout, MPI_Count *len, MPI_Datatype *type)\n{\n    (void)in; (void)inout; (void)len; (void)type;\n}"
+        }
+        "MPI_Comm_copy_attr_function" | "MPI_Copy_function" => {
+            "int {N}(MPI_Comm o, int k, void *extra, void *in, void *out, int *flag)\n{\n    (void)o; (void)k; (void)extra; (void)in; (void)out;\n    *flag = 0;\n    return MPI_SUCCESS;\n}"
+        }
+        "MPI_Type_copy_attr_function" => {
+            "int {N}(MPI_Datatype o, int k, void *extra, void *in, void *out, int *flag)\n{\n    (void)o; (void)k; (void)extra; (void)in; (void)out;\n    *flag = 0;\n    return MPI_SUCCESS;\n}"
+        }
+        "MPI_Win_copy_attr_function" => {
+            "int {N}(MPI_Win o, int k, void *extra, void *in, void *out, int *flag)\n{\n    (void)o; (void)k; (void)extra; (void)in; (void)out;\n    *flag = 0;\n    return MPI_SUCCESS;\n}"
+        }
+        "MPI_Comm_delete_attr_function" | "MPI_Delete_function" => {
+            "int {N}(MPI_Comm o, int k, void *value, void *extra)\n{\n    (void)o; (void)k; (void)value; (void)extra;\n    return MPI_SUCCESS;\n}"
+        }
+        "MPI_Type_delete_attr_function" => {
+            "int {N}(MPI_Datatype o, int k, void *value, void *extra)\n{\n    (void)o; (void)k; (void)value; (void)extra;\n    return MPI_SUCCESS;\n}"
+        }
+        "MPI_Win_delete_attr_function" => {
+            "int {N}(MPI_Win o, int k, void *value, void *extra)\n{\n    (void)o; (void)k; (void)value; (void)extra;\n    return MPI_SUCCESS;\n}"
+        }
+        "MPI_Comm_errhandler_function" | "MPI_Handler_function" => {
+            "void {N}(MPI_Comm *o, int *code, ...)\n{\n    (void)o; (void)code;\n}"
+        }
+        "MPI_Win_errhandler_function" => {
+            "void {N}(MPI_Win *o, int *code, ...)\n{\n    (void)o; (void)code;\n}"
+        }
+        "MPI_File_errhandler_function" => {
+            "void {N}(MPI_File *o, int *code, ...)\n{\n    (void)o; (void)code;\n}"
+        }
+        "MPI_Session_errhandler_function" => {
+            "void {N}(MPI_Session *o, int *code, ...)\n{\n    (void)o; (void)code;\n}"
+        }
+        "MPI_Grequest_query_function" => {
+            "int {N}(void *extra, MPI_Status *status)\n{\n    (void)extra;\n    PMPI_Status_set_elements(status, MPI_BYTE, 0);\n    PMPI_Status_set_cancelled(status, 0);\n    status->MPI_SOURCE = MPI_UNDEFINED;\n    status->MPI_TAG = MPI_UNDEFINED;\n    return MPI_SUCCESS;\n}"
+        }
+        "MPI_Grequest_free_function" => {
+            "int {N}(void *extra)\n{\n    (void)extra;\n    return MPI_SUCCESS;\n}"
+        }
+        "MPI_Grequest_cancel_function" => {
+            "int {N}(void *extra, int complete)\n{\n    (void)extra; (void)complete;\n    return MPI_SUCCESS;\n}"
+        }
+        _ => return None,
+    };
+    Some(format!("static {}", body.replace("{N}", name)))
+}
