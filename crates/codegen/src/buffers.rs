@@ -184,7 +184,9 @@ pub fn buffer_bytes(a: &Args, param: &str, extents: &Extents, world_size: u64) -
         "origin_addr" => (&["origin_count"], &["origin_datatype"], &[]),
         "result_addr" => (&["result_count"], &["result_datatype"], &[]),
         "compare_addr" => (&[], &["origin_datatype", "datatype"], &[]),
-        "base" | "buffer" => return a.int("size").unwrap_or(0).unsigned_abs().min(MAX_BYTES),
+        "base" | "buffer" if a.int("size").is_some() => {
+            return a.int("size").unwrap_or(0).unsigned_abs().min(MAX_BYTES);
+        }
         "outbuf" if a.int("outsize").is_some() => {
             return a.int("outsize").unwrap_or(0).unsigned_abs().min(MAX_BYTES);
         }

@@ -158,6 +158,9 @@ impl Program<'_> {
                 );
             }
         }
+        for table in &self.ctx.sender_tables {
+            let _ = writeln!(out, "{table}");
+        }
         out.push_str(&delay_tables);
         if !delay_tables.is_empty() {
             out.push('\n');

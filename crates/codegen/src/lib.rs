@@ -26,7 +26,7 @@ use mpigram_grammar::RuleId;
 use mpigram_mpispec::{FUNCS, Signature, Value, decode_signature};
 use mpigram_trace::Trace;
 use render::{Context, Rendered};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::BTreeMap;
 
 /// What to generate.
@@ -100,6 +100,7 @@ pub fn generate(trace: &Trace, options: &Options) -> Result<Benchmark, Error> {
     let mut ctx = Context::default();
     ctx.learn(&sigs);
     ctx.bindings = wildcard::bind(trace, &sigs);
+    ctx.after_finalize = after_finalize(trace, &starts, &sigs);
     let refs: Vec<&Signature> = sigs.iter().collect();
     let extents = buffers::Extents::of(&refs);
     let segment_bytes = buffers::segment_sizes(&refs, &extents, u64::from(world_size));
@@ -125,7 +126,9 @@ pub fn generate(trace: &Trace, options: &Options) -> Result<Benchmark, Error> {
         })?;
         let rendered = ctx.render(t, sig);
         if let Rendered::Skip(why) = &rendered {
-            let reported = !why.ends_with("called by main") && !render::is_empty_poll(sig);
+            let reported = !why.ends_with("called by main")
+                && !render::is_empty_poll(sig)
+                && !ctx.after_finalize.contains(&t);
             if reported {
                 *skipped.entry(why.clone()).or_insert(0) += counts[&t];
             }
@@ -208,4 +211,27 @@ fn init_call(trace: &Trace, sigs: &[Signature]) -> Result<String, Error> {
         }
         other => Err(Error::NoInit(other.into())),
     }
+}
+
+/// Terminals that every rank calls only after its MPI_Finalize: the MPI
+/// library's own clean-up (ROMIO frees its keyvals and ops there), which
+/// the benchmark's MPI_Finalize makes again.
+fn after_finalize(trace: &Trace, starts: &[RuleId], sigs: &[Signature]) -> FxHashSet<u32> {
+    let finalize = mpigram_mpispec::func_by_name("MPI_Finalize").map(|(id, _)| id);
+    let mut before: FxHashSet<u32> = FxHashSet::default();
+    let mut after: FxHashSet<u32> = FxHashSet::default();
+    let distinct: std::collections::BTreeSet<RuleId> = starts.iter().copied().collect();
+    for start in distinct {
+        let mut finalized = false;
+        for t in trace.grammar.expand_rule(start) {
+            if finalized {
+                after.insert(t);
+            } else {
+                before.insert(t);
+                finalized = sigs.get(t as usize).map(|s| Some(s.func)) == Some(finalize);
+            }
+        }
+    }
+    after.retain(|t| !before.contains(t));
+    after
 }

@@ -13,7 +13,7 @@
 
 use crate::args::Args;
 use crate::protos::prototype;
-use crate::wildcard::{self, Bindings};
+use crate::wildcard::{self, Binding, Bindings};
 use mpigram_mpispec::{
     BufferRef, HandleKind, HandleRef, Rank, RequestRef, Signature, Status, Value, predefined,
 };
@@ -128,6 +128,10 @@ pub struct Context {
     /// Segments each window's memory came from (MPI_Win_allocate), by window id.
     pub window_segments: FxHashMap<u64, Vec<u64>>,
     pub bindings: Bindings,
+    /// Tables of wildcard senders by rank, to define before the rules.
+    pub sender_tables: Vec<String>,
+    /// Terminals called only after MPI_Finalize (by the MPI library itself).
+    pub after_finalize: rustc_hash::FxHashSet<u32>,
 }
 
 impl Context {
@@ -176,6 +180,11 @@ impl Context {
         if matches!(name, "MPI_Init" | "MPI_Init_thread") {
             return Rendered::Skip(format!("{name}: called by main"));
         }
+        if self.after_finalize.contains(&terminal) {
+            return Rendered::Skip(format!(
+                "{name} after MPI_Finalize: the MPI library's own clean-up, which it repeats"
+            ));
+        }
         if is_empty_poll(sig) {
             return Rendered::Skip(format!(
                 "{name} that found nothing: the benchmark polls until the recorded success instead"
@@ -185,7 +194,9 @@ impl Context {
             return Rendered::Skip(format!("{name}: no C binding known"));
         };
         let bound = if wildcard::is_wildcard(&a) {
-            wildcard::own_sender(&a).or_else(|| self.bindings.get(&terminal).copied())
+            wildcard::own_sender(&a)
+                .map(Binding::All)
+                .or_else(|| self.bindings.get(&terminal).cloned())
         } else {
             None
         };
@@ -196,8 +207,12 @@ impl Context {
         };
         let mut c_args = Vec::with_capacity(model.params.len());
         for (pos, (p, v)) in model.params.iter().zip(&sig.args).enumerate() {
-            let v = match (p.name.as_str(), bound) {
-                ("source", Some(r)) => &Value::Rank(r),
+            let v = match (p.name.as_str(), &bound) {
+                ("source", Some(Binding::All(r))) => &Value::Rank(*r),
+                ("source", Some(Binding::PerRank(senders))) => {
+                    c_args.push(self.sender_table(terminal, senders, &comm_rank(a.handle("comm"))));
+                    continue;
+                }
                 _ => v,
             };
             if flag == Some(p.name.as_str()) {
@@ -228,6 +243,34 @@ impl Context {
         Rendered::Call(code)
     }
 
+    /// The source of a wildcard receive bound per rank: a table by world
+    /// rank of relative (or absolute) senders.
+    fn sender_table(&mut self, terminal: u32, senders: &[Option<Rank>], me: &str) -> String {
+        let name = format!("sender_{terminal}");
+        let relative = senders
+            .iter()
+            .flatten()
+            .any(|r| matches!(r, Rank::Relative(_)));
+        let values: Vec<String> = senders
+            .iter()
+            .map(|r| match r {
+                Some(Rank::Relative(d) | Rank::Absolute(d)) => int_lit(*d),
+                _ => "0".into(),
+            })
+            .collect();
+        self.sender_tables.push(format!(
+            "/* the recorded sender of a wildcard receive, by rank{} */\nstatic const int {name}[{}] = {{{}}};",
+            if relative { ", relative to the receiver" } else { "" },
+            values.len(),
+            values.join(", ")
+        ));
+        if relative {
+            format!("{me} + {name}[world_rank]")
+        } else {
+            format!("{name}[world_rank]")
+        }
+    }
+
     fn argument(
         &mut self,
         a: &Args,
@@ -248,9 +291,14 @@ impl Context {
                 }
                 _ => format!("({base}[]){{{}}}", self.scalar(a, s, v, base)?),
             },
+            // Freed through a copy: two of the application's variables may
+            // have held the same object (MPI_Type_get_contents returns the
+            // handle it was given), and freeing one left the other as it was.
             Action::Free(_) => match v {
                 Value::Handle(k, HandleRef::User(id)) => {
-                    format!("&{}[{id}]", table(*k).ok_or("an MPI tool object")?.0)
+                    let t = table(*k).ok_or("an MPI tool object")?.0;
+                    code.pre.push(format!("{base} h{pos} = {t}[{id}];"));
+                    format!("&h{pos}")
                 }
                 Value::Handle(k, h) => format!("({base}[]){{{}}}", handle_expr(*k, *h)?),
                 _ => return Err(format!("{} is not a handle", p.name)),

@@ -5,15 +5,28 @@
 //! signature is bound only if every completion of every occurrence, on
 //! every rank, reports the same sender (as the tracer encodes it: relative
 //! to the receiver where that applies, so "my left neighbour" binds on
-//! every rank). A signature whose sender varied keeps MPI_ANY_SOURCE.
+//! every rank), or, failing that, if each rank's completions agree among
+//! themselves: then the sender comes from a table by rank (a ring's rank 0
+//! has its left neighbour at +N-1, the others at -1). A signature whose
+//! sender varied on one rank keeps MPI_ANY_SOURCE.
 
 use crate::args::Args;
 use mpigram_mpispec::{Rank, RequestRef, Signature, Status, Value};
 use mpigram_trace::Trace;
 use rustc_hash::FxHashMap;
 
-/// The sender a wildcard receive's signature is bound to, by terminal.
-pub type Bindings = FxHashMap<u32, Rank>;
+/// The sender a wildcard receive's signature is bound to.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Binding {
+    /// The same on every rank.
+    All(Rank),
+    /// By world rank (`None`: the rank never makes the call); all
+    /// relative, or all absolute.
+    PerRank(Vec<Option<Rank>>),
+}
+
+/// Bindings by terminal.
+pub type Bindings = FxHashMap<u32, Binding>;
 
 /// Whether `a` is a receive (or probe) posted with MPI_ANY_SOURCE.
 pub fn is_wildcard(a: &Args) -> bool {
@@ -48,9 +61,16 @@ pub fn bind(trace: &Trace, sigs: &[Signature]) -> Bindings {
     if !posts.iter().any(|p| *p) {
         return Bindings::default();
     }
-    // None: completions disagreed.
-    let mut seen: FxHashMap<u32, Option<Rank>> = FxHashMap::default();
+    // Per terminal, per rank: the sender (None: completions disagreed).
+    let world = trace
+        .ranks
+        .iter()
+        .map(|r| r.meta.rank as usize + 1)
+        .max()
+        .unwrap_or(0);
+    let mut seen: FxHashMap<u32, Vec<Option<Option<Rank>>>> = FxHashMap::default();
     for part in &trace.ranks {
+        let me = part.meta.rank as usize;
         let Some(calls) = trace.grammar.expand(part.meta.rank) else {
             continue;
         };
@@ -72,16 +92,40 @@ pub fn bind(trace: &Trace, sigs: &[Signature]) -> Bindings {
                     continue;
                 };
                 let sender = concrete(&status);
-                let slot = seen.entry(post).or_insert(sender);
-                if *slot != sender {
-                    *slot = None;
+                let slot = &mut seen.entry(post).or_insert_with(|| vec![None; world])[me];
+                match slot {
+                    None => *slot = Some(sender),
+                    Some(s) if *s != sender => *s = None,
+                    Some(_) => {}
                 }
             }
         }
     }
     seen.into_iter()
-        .filter_map(|(t, r)| Some((t, r?)))
+        .filter_map(|(t, by_rank)| Some((t, binding(&by_rank)?)))
         .collect()
+}
+
+/// One binding from each rank's sender, if every rank that completed the
+/// receive saw one sender.
+fn binding(by_rank: &[Option<Option<Rank>>]) -> Option<Binding> {
+    let mut senders: Vec<Option<Rank>> = Vec::with_capacity(by_rank.len());
+    for s in by_rank {
+        match s {
+            None => senders.push(None),
+            Some(None) => return None,
+            Some(Some(r)) => senders.push(Some(*r)),
+        }
+    }
+    let mut distinct = senders.iter().flatten();
+    let first = *distinct.next()?;
+    if distinct.clone().all(|r| *r == first) {
+        return Some(Binding::All(first));
+    }
+    let relative = |r: &Rank| matches!(r, Rank::Relative(_));
+    let all_alike =
+        senders.iter().flatten().all(relative) || !senders.iter().flatten().any(relative);
+    all_alike.then_some(Binding::PerRank(senders))
 }
 
 /// The (request, status) pairs a completion call reports.

@@ -1,0 +1,283 @@
+//! `mpigram gen-bench` round trips: trace a test program, generate its
+//! benchmark, build it with mpicc, trace the benchmark, and check that
+//! every rank made the same calls with the same arguments.
+//!
+//! What may differ, and why:
+//! - memory segment ids (`seg7+16` vs `seg3+16`: the benchmark allocates
+//!   differently); offsets must agree;
+//! - call numbers, and polling calls that found nothing (MPI_Test with
+//!   flag 0, ...): how often a program polls depends on timing;
+//! - a wildcard receive's source: the benchmark binds it to the recorded
+//!   sender, so the original's MPI_ANY_SOURCE may be that rank (its
+//!   status, compared, still says who sent);
+//! - MPI-IO statuses other than their count (MPI leaves them undefined);
+//! - error codes beyond their class (MPICH numbers each error instance).
+
+mod common;
+
+use common::{mpigram, text};
+use mpigram_testkit::{compile, mpi_available, mpiexec};
+use serde_json::Value as Json;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// MPI runs one at a time: the machine has few cores and MPICH busy-polls.
+static MPI: Mutex<()> = Mutex::new(());
+
+/// A traced run of `exe ARGS` on `ranks` ranks with `timing`; returns the
+/// trace directory and the run's wall time.
+fn trace(exe: &Path, ranks: u32, args: &[&str], timing: &str, dir: &Path) -> Duration {
+    let lib = text(&mpigram(&["lib"]).stdout).trim().to_owned();
+    let run = mpiexec(ranks, exe, args)
+        .preload(&lib)
+        .env("MPIGRAM_OUT", dir)
+        .env("MPIGRAM_TIMING", timing)
+        .timeout(Duration::from_secs(120))
+        .run()
+        .unwrap();
+    assert!(
+        run.success(),
+        "{}: {}\n{}",
+        run.command,
+        run.stdout,
+        run.stderr
+    );
+    run.elapsed
+}
+
+/// The generated source of the trace in `dir`.
+fn gen_bench(dir: &Path, extra: &[&str]) -> (PathBuf, String) {
+    let c = dir.join("bench.c");
+    let mut args = vec![
+        "gen-bench",
+        dir.to_str().unwrap(),
+        "-o",
+        c.to_str().unwrap(),
+    ];
+    args.extend(extra);
+    let out = mpigram(&args);
+    assert!(out.status.success(), "gen-bench: {}", text(&out.stderr));
+    let source = std::fs::read_to_string(&c).unwrap();
+    (c, source)
+}
+
+/// Builds a generated benchmark with mpicc, as a user would.
+fn build(c: &Path) -> PathBuf {
+    let exe = c.with_extension("");
+    let out = Command::new("mpicc")
+        .args(["-O1", "-Wall", "-o"])
+        .arg(&exe)
+        .arg(c)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "mpicc: {}", text(&out.stderr));
+    exe
+}
+
+/// Every call of every rank, as `mpigram decode --format jsonl` prints them.
+fn decode(dir: &Path) -> Vec<Json> {
+    let out = mpigram(&["decode", dir.to_str().unwrap(), "--format", "jsonl"]);
+    assert!(out.status.success(), "decode: {}", text(&out.stderr));
+    text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+const POLLS: &[&str] = &[
+    "MPI_Test",
+    "MPI_Testall",
+    "MPI_Testany",
+    "MPI_Iprobe",
+    "MPI_Improbe",
+    "MPI_Request_get_status",
+    "MPI_Win_test",
+    "MPI_Parrived",
+];
+
+/// A call as compared: see the module's comment for what is left out.
+fn comparable(call: &Json) -> Option<Json> {
+    let func = call["func"].as_str().unwrap();
+    let args = &call["args"];
+    let found_nothing = (POLLS.contains(&func) && args["flag"] == 0)
+        || (func == "MPI_Testsome" && args["outcount"] == 0);
+    if found_nothing {
+        return None;
+    }
+    let mut c = call.clone();
+    let o = c.as_object_mut().unwrap();
+    o.remove("seq");
+    if let Some(ret) = o.get("ret").and_then(Json::as_i64) {
+        o.insert("ret".into(), Json::from(ret & 0x7f));
+    }
+    let args = o.get_mut("args").unwrap().as_object_mut().unwrap();
+    for v in args.values_mut() {
+        mask_segments(v);
+        if func.starts_with("MPI_File_") && v.get("count").is_some() {
+            *v = serde_json::json!({ "count": v["count"] });
+        }
+    }
+    Some(c)
+}
+
+fn mask_segments(v: &mut Json) {
+    match v {
+        Json::String(s) if s.starts_with("seg") && s.contains('+') => {
+            let offset = s.split('+').nth(1).unwrap_or("").to_owned();
+            *s = format!("seg+{offset}");
+        }
+        Json::Array(items) => items.iter_mut().for_each(mask_segments),
+        Json::Object(o) => o.values_mut().for_each(mask_segments),
+        _ => {}
+    }
+}
+
+/// Whether `regen` is `orig` with its wildcard source bound to a rank.
+fn bound_wildcard(orig: &Json, regen: &Json) -> bool {
+    let (o, r) = (&orig["args"], &regen["args"]);
+    if o["source"] != "MPI_ANY_SOURCE" || !r["source"].is_i64() {
+        return false;
+    }
+    if r["status"]["MPI_SOURCE"].is_i64() && r["status"]["MPI_SOURCE"] != r["source"] {
+        return false;
+    }
+    let mut r = regen.clone();
+    r["args"]["source"] = "MPI_ANY_SOURCE".into();
+    &r == orig
+}
+
+/// Asserts that both runs made the same calls, rank by rank.
+fn assert_same_calls(orig: &[Json], regen: &[Json]) -> usize {
+    let ranks = orig
+        .iter()
+        .map(|c| c["rank"].as_u64().unwrap())
+        .max()
+        .unwrap();
+    let mut compared = 0;
+    for rank in 0..=ranks {
+        let of = |calls: &[Json]| -> Vec<Json> {
+            calls
+                .iter()
+                .filter(|c| c["rank"] == rank)
+                .filter_map(comparable)
+                .collect()
+        };
+        let (a, b) = (of(orig), of(regen));
+        for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+            assert!(
+                x == y || bound_wildcard(x, y),
+                "rank {rank}, call {i}:\n original:  {x}\n benchmark: {y}"
+            );
+        }
+        assert_eq!(
+            a.len(),
+            b.len(),
+            "rank {rank}: {} calls in the original, {} in the benchmark; first extra: {:?}",
+            a.len(),
+            b.len(),
+            a.get(b.len()).or(b.get(a.len()))
+        );
+        compared += a.len();
+    }
+    compared
+}
+
+/// Traces `program`, generates, builds and traces its benchmark, compares.
+/// Returns the benchmark's source.
+fn round_trip(program: &str, ranks: u32, args: &[&str]) -> String {
+    mpi_available().unwrap();
+    let _mpi = MPI.lock().unwrap_or_else(|e| e.into_inner());
+    let exe = compile(program).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (orig_dir, regen_dir) = (dir.path().join("orig"), dir.path().join("regen"));
+    trace(&exe, ranks, args, "aggregated", &orig_dir);
+    let (c, source) = gen_bench(&orig_dir, &["--compute", "none"]);
+    let bench = build(&c);
+    trace(&bench, ranks, &[], "aggregated", &regen_dir);
+    let compared = assert_same_calls(&decode(&orig_dir), &decode(&regen_dir));
+    assert!(compared > 0, "{program}: no calls compared");
+    source
+}
+
+#[test]
+fn point_to_point_blocking_round_trips() {
+    round_trip("p2p_blocking", 2, &[]);
+    round_trip("p2p_blocking", 4, &[]);
+}
+
+#[test]
+fn point_to_point_nonblocking_round_trips() {
+    round_trip("p2p_nonblocking", 3, &[]);
+}
+
+#[test]
+fn persistent_requests_round_trip() {
+    round_trip("persistent", 2, &[]);
+}
+
+#[test]
+fn wildcard_receives_are_bound_to_their_recorded_senders() {
+    let source = round_trip("wildcard", 3, &[]);
+    // Rank 0's receives from MPI_ANY_SOURCE name their recorded senders.
+    assert!(!source.contains("MPI_ANY_SOURCE"), "{source}");
+}
+
+#[test]
+fn probes_round_trip() {
+    round_trip("probe", 2, &[]);
+}
+
+#[test]
+fn blocking_collectives_round_trip() {
+    round_trip("coll_blocking", 4, &[]);
+}
+
+#[test]
+fn nonblocking_collectives_round_trip() {
+    round_trip("coll_nonblocking", 2, &[]);
+}
+
+#[test]
+fn persistent_collectives_round_trip() {
+    round_trip("coll_persistent", 2, &[]);
+}
+
+#[test]
+fn derived_datatypes_round_trip() {
+    round_trip("datatype", 2, &[]);
+}
+
+#[test]
+fn communicators_groups_and_intercommunicators_round_trip() {
+    round_trip("comm", 4, &[]);
+    round_trip("group", 2, &[]);
+    round_trip("intercomm", 2, &[]);
+}
+
+#[test]
+fn one_sided_windows_and_epochs_round_trip() {
+    round_trip("rma_sync", 2, &[]);
+    round_trip("rma_ops", 2, &[]);
+}
+
+#[test]
+fn mpi_io_round_trips() {
+    round_trip("mpiio", 2, &[]);
+}
+
+#[test]
+fn completion_cancel_and_proc_null_round_trip() {
+    round_trip("completion", 2, &[]);
+    round_trip("free_cancel", 2, &[]);
+    round_trip("proc_null", 2, &[]);
+    round_trip("builtin_request", 2, &[]);
+}
+
+#[test]
+fn halo_exchanges_round_trip() {
+    round_trip("halo2d", 4, &[]);
+    round_trip("halo3d", 2, &[]);
+    round_trip("traffic", 3, &[]);
+}
