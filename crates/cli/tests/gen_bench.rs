@@ -281,3 +281,94 @@ fn halo_exchanges_round_trip() {
     round_trip("halo3d", 2, &[]);
     round_trip("traffic", 3, &[]);
 }
+
+/// The benchmark's source grows with the trace's distinct behaviour, not
+/// with its calls: ten times the iterations is the same program with
+/// other loop counts.
+#[test]
+fn source_size_does_not_grow_with_iterations() {
+    mpi_available().unwrap();
+    let _mpi = MPI.lock().unwrap_or_else(|e| e.into_inner());
+    let exe = compile("halo2d").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut sizes = Vec::new();
+    // halo2d sums the field every 10 iterations: an outer loop of
+    // iterations / 10 around the exchange.
+    for (iterations, outer) in [("100", "10"), ("1000", "100")] {
+        let trace_dir = dir.path().join(iterations);
+        trace(&exe, 4, &[iterations], "aggregated", &trace_dir);
+        let (_, source) = gen_bench(&trace_dir, &["--compute", "none"]);
+        let decoded = decode(&trace_dir).len();
+        assert!(
+            source.contains(&format!("i < {outer}L;")),
+            "no loop of {outer} iterations"
+        );
+        sizes.push((source.len(), decoded, source.matches("for (long").count()));
+    }
+    assert_eq!(sizes[0].2, sizes[1].2, "the same loops");
+    let ((small, calls_small, _), (large, calls_large, _)) = (sizes[0], sizes[1]);
+    assert!(
+        calls_large > 9 * calls_small,
+        "{calls_small} vs {calls_large} calls"
+    );
+    assert!(
+        large.abs_diff(small) <= 64,
+        "source {small} bytes for {calls_small} calls, {large} bytes for {calls_large}"
+    );
+}
+
+/// The busy-waits reproduce the recorded computation: the benchmark of a
+/// bulk-synchronous loop with one slow rank (100 ms per iteration) runs as
+/// long as the original, from MPI_Init to MPI_Finalize.
+#[test]
+fn recorded_computation_keeps_the_wall_time() {
+    mpi_available().unwrap();
+    let _mpi = MPI.lock().unwrap_or_else(|e| e.into_inner());
+    let exe = compile("critpath_bsp").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let orig_dir = dir.path().join("orig");
+    trace(&exe, 2, &["1", "100", "10"], "lossless", &orig_dir);
+    let original = wall_time(&decode(&orig_dir));
+    assert!(
+        original > 1.0,
+        "the original computes 10 x 100 ms: {original} s"
+    );
+    let (c, source) = gen_bench(&orig_dir, &["--compute", "recorded"]);
+    assert!(source.contains("spin("), "no computation in the benchmark");
+    let bench = build(&c);
+    let mut ratios: Vec<f64> = (0..3)
+        .map(|i| {
+            let regen_dir = dir.path().join(format!("regen{i}"));
+            trace(&bench, 2, &[], "lossless", &regen_dir);
+            wall_time(&decode(&regen_dir)) / original
+        })
+        .collect();
+    ratios.sort_by(f64::total_cmp);
+    let median = ratios[1];
+    assert!(
+        (0.9..=1.1).contains(&median),
+        "benchmark / original wall time: {ratios:?} (original {original:.3} s)"
+    );
+
+    // --scale 0.5 halves the computation.
+    let (c, _) = gen_bench(&orig_dir, &["--compute", "recorded", "--scale", "0.5"]);
+    let half = build(&c);
+    let half_dir = dir.path().join("half");
+    trace(&half, 2, &[], "lossless", &half_dir);
+    let ratio = wall_time(&decode(&half_dir)) / original;
+    assert!((0.4..=0.6).contains(&ratio), "scale 0.5: {ratio}");
+}
+
+/// Seconds from the last rank's end of MPI_Init to the last rank's start
+/// of MPI_Finalize.
+fn wall_time(calls: &[Json]) -> f64 {
+    let at = |func: &str, key: &str| {
+        calls
+            .iter()
+            .filter(|c| c["func"] == func)
+            .map(|c| c[key].as_i64().expect("per-call times"))
+            .max()
+            .unwrap_or_else(|| panic!("no {func}"))
+    };
+    (at("MPI_Finalize", "start_ns") - at("MPI_Init", "end_ns")) as f64 * 1e-9
+}

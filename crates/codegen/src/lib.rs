@@ -104,7 +104,13 @@ pub fn generate(trace: &Trace, options: &Options) -> Result<Benchmark, Error> {
     let refs: Vec<&Signature> = sigs.iter().collect();
     let extents = buffers::Extents::of(&refs);
     let segment_bytes = buffers::segment_sizes(&refs, &extents, u64::from(world_size));
-    let delays = timing::delays(trace, options.compute, options.scale);
+    let inits: FxHashSet<u32> = sigs
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| matches!(FUNCS[s.func as usize].name, "MPI_Init" | "MPI_Init_thread"))
+        .map(|(t, _)| t as u32)
+        .collect();
+    let delays = timing::delays(trace, options.compute, options.scale, &inits);
 
     // Render every terminal the ranks reach, and count what is skipped.
     let mut calls: FxHashMap<u32, Rendered> = FxHashMap::default();

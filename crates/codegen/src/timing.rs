@@ -13,11 +13,14 @@
 //!   durations only, the rank's time outside MPI (its recording time minus
 //!   its time in calls) spread evenly over its calls.
 //! - [`Compute::None`]: no computation.
+//!
+//! The gap after MPI_Init is left out: it holds the tracer's own start-up
+//! (clock alignment between ranks), which a traced benchmark run repeats.
 
 use mpigram_analysis::timeline::{Source, rank_times};
 use mpigram_grammar::{Grammar, RuleId, Symbol};
 use mpigram_trace::Trace;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// How computation between calls is reproduced.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,7 +74,8 @@ pub fn walk_sites(g: &Grammar, start: RuleId, mut f: impl FnMut(Site, u32)) {
 }
 
 /// Works out the delays for `trace`, multiplied by `scale`.
-pub fn delays(trace: &Trace, compute: Compute, scale: f64) -> Delays {
+/// `inits` are the terminals of MPI_Init and MPI_Init_thread.
+pub fn delays(trace: &Trace, compute: Compute, scale: f64, inits: &FxHashSet<u32>) -> Delays {
     let mut d = Delays::default();
     if compute == Compute::None {
         d.description = "none (calls back to back)".into();
@@ -123,13 +127,18 @@ pub fn delays(trace: &Trace, compute: Compute, scale: f64) -> Delays {
                 }
             };
             let mut k = 0usize;
+            let mut previous: Option<u32> = None;
             let mut gaps: Vec<(Site, u32, f64)> = Vec::with_capacity(spans.len());
             walk_sites(&trace.grammar, start, |site, t| {
+                let after_init = previous.is_some_and(|p| inits.contains(&p));
                 let gap = match (k.checked_sub(1).and_then(|p| spans.get(p)), spans.get(k)) {
-                    (Some(prev), Some(this)) => (this.start_ns - prev.end_ns).max(0) as f64 * 1e-9,
+                    (Some(prev), Some(this)) if !after_init => {
+                        (this.start_ns - prev.end_ns).max(0) as f64 * 1e-9
+                    }
                     _ => 0.0,
                 };
                 gaps.push((site, t, gap));
+                previous = Some(t);
                 k += 1;
             });
             if mode == Compute::Mean {
