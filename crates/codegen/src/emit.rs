@@ -25,8 +25,6 @@ pub struct Program<'a> {
     pub ctx: &'a Context,
     pub delays: &'a Delays,
     pub segment_bytes: &'a [u64],
-    /// The C of the first call (MPI_Init or MPI_Init_thread), made by main.
-    pub init: String,
     /// Lines of the header comment.
     pub header: Vec<String>,
 }
@@ -150,8 +148,8 @@ impl Program<'_> {
         out.push_str(PRELUDE);
         self.tables(&mut out);
         out.push_str(HELPERS);
-        for (ty, id) in self.ctx.callbacks.keys() {
-            if let Some(stub) = callback_stub(ty, &callback_name(ty, *id)) {
+        for (id, ty) in &self.ctx.callbacks {
+            if let Some(stub) = callback_stub(ty, &callback_name(*id)) {
                 let _ = writeln!(
                     out,
                     "/* stands in for the application's {ty} number {id} */\n{stub}\n"
@@ -172,7 +170,11 @@ impl Program<'_> {
 
     fn tables(&self, out: &mut String) {
         let ctx = self.ctx;
-        out.push_str("static int world_rank, world_size;\n\n/* User objects by the ids the trace gives them. */\n");
+        let _ = writeln!(
+            out,
+            "/* The traced run's size; this rank; the program's arguments for MPI_Init. */\nstatic const int ranks = {};\nstatic int world_rank, world_size;\nstatic int program_argc;\nstatic char **program_argv;\n\n/* User objects by the ids the trace gives them. */",
+            self.world_size
+        );
         for (kind, n) in &ctx.handles {
             if let Some((name, ty)) = crate::render::table(*kind) {
                 let _ = writeln!(out, "static {ty} {name}[{n}];");
@@ -206,11 +208,9 @@ impl Program<'_> {
     }
 
     fn main(&self, groups: &BTreeMap<RuleId, Vec<u32>>, out: &mut String) {
-        let n = self.world_size;
-        let _ = write!(
+        let _ = writeln!(
             out,
-            "int main(int argc, char **argv)\n{{\n    {};\n    setup({n});\n",
-            self.init
+            "int main(int argc, char **argv)\n{{\n    program_argc = argc;\n    program_argv = argv;\n    world_rank = launcher_rank();"
         );
         let mut first = true;
         for (start, ranks) in groups {
@@ -331,6 +331,7 @@ static struct {
     int (*group_free)(MPI_Group *);
     int (*status_set_elements_x)(MPI_Status *, MPI_Datatype, MPI_Count);
     int (*status_set_cancelled)(MPI_Status *, int);
+    int (*request_get_status)(MPI_Request, int *, MPI_Status *);
     int (*abort)(MPI_Comm, int);
     int (*finalized)(int *);
     int (*finalize)(void);
@@ -380,6 +381,7 @@ static void find_mpi(void)
     *(void **)&real.group_free = mpi_function("PMPI_Group_free");
     *(void **)&real.status_set_elements_x = mpi_function("PMPI_Status_set_elements_x");
     *(void **)&real.status_set_cancelled = mpi_function("PMPI_Status_set_cancelled");
+    *(void **)&real.request_get_status = mpi_function("PMPI_Request_get_status");
     *(void **)&real.abort = mpi_function("PMPI_Abort");
     *(void **)&real.finalized = mpi_function("PMPI_Finalized");
     *(void **)&real.finalize = mpi_function("PMPI_Finalize");
@@ -417,6 +419,18 @@ static inline MPI_Status *make_status(int slot, int source, int tag, MPI_Count b
     return status;
 }
 
+/* Waits until requests[indices[0..n]] are complete, without completing
+ * them: a Waitany, Waitsome, Testany or Testsome then finds the requests
+ * the trace says it found. */
+static inline void await_requests(MPI_Request *requests, const int *indices, int n)
+{
+    for (int i = 0; i < n; i++) {
+        int done = 0;
+        while (!done)
+            real.request_get_status(requests[indices[i]], &done, MPI_STATUS_IGNORE);
+    }
+}
+
 /* Computation: busy-waits for `seconds` on the monotonic clock (a spin
  * keeps the core busy as the application did; sleeping would not). */
 static inline void spin(double seconds)
@@ -430,15 +444,32 @@ static inline void spin(double seconds)
     } while (now < until);
 }
 
-/* After MPI_Init: the rank, every memory segment, an empty request table. */
-static void setup(int ranks)
+/* The rank the launcher gave this process, before MPI_Init (calls made
+ * before it are per rank too); checked against MPI by setup(). */
+static int launcher_rank(void)
 {
+    const char *vars[] = {"PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "MV2_COMM_WORLD_RANK",
+                          "SLURM_PROCID"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *value = getenv(vars[i]);
+        if (value != NULL)
+            return atoi(value);
+    }
+    return 0;
+}
+
+/* Right after MPI_Init: checks the rank and size, allocates every memory
+ * segment, empties the request table. */
+static void setup(void)
+{
+    int rank;
     find_mpi();
-    real.comm_rank(MPI_COMM_WORLD, &world_rank);
+    real.comm_rank(MPI_COMM_WORLD, &rank);
     real.comm_size(MPI_COMM_WORLD, &world_size);
-    if (world_size != ranks) {
-        if (world_rank == 0)
-            fprintf(stderr, "this benchmark runs on %d ranks, not %d\n", ranks, world_size);
+    if (world_size != ranks || rank != world_rank) {
+        if (rank == 0)
+            fprintf(stderr, "this benchmark runs on %d ranks, not %d (or the launcher's rank %d is not MPI's %d)\n",
+                    ranks, world_size, world_rank, rank);
         real.abort(MPI_COMM_WORLD, 2);
     }
     for (size_t i = 0; i < sizeof seg_bytes / sizeof seg_bytes[0]; i++) {
@@ -459,6 +490,8 @@ static void setup(int ranks)
 static void finish(void)
 {
     int finalized = 0;
+    if (real.finalized == NULL)
+        return; /* MPI was never initialised */
     real.finalized(&finalized);
     if (!finalized)
         real.finalize();

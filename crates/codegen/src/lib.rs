@@ -23,7 +23,7 @@ pub mod wildcard;
 pub use timing::Compute;
 
 use mpigram_grammar::RuleId;
-use mpigram_mpispec::{FUNCS, Signature, Value, decode_signature};
+use mpigram_mpispec::{FUNCS, Signature, decode_signature};
 use mpigram_trace::Trace;
 use render::{Context, Rendered};
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -65,9 +65,9 @@ pub enum Error {
     #[error("bad signature {terminal}: {message}")]
     BadSignature { terminal: u32, message: String },
     #[error(
-        "rank 0's first call is {0}, not MPI_Init or MPI_Init_thread: traces of programs that never call either are not supported"
+        "no rank calls MPI_Init or MPI_Init_thread: traces of programs that use only sessions are not supported"
     )]
-    NoInit(String),
+    NoInit,
     #[error("{0}")]
     Model(String),
 }
@@ -96,7 +96,9 @@ pub fn generate(trace: &Trace, options: &Options) -> Result<Benchmark, Error> {
         })
         .collect::<Result<_, _>>()?;
 
-    let init = init_call(trace, &sigs)?;
+    if !has_init(&sigs) {
+        return Err(Error::NoInit);
+    }
     let mut ctx = Context::default();
     ctx.learn(&sigs);
     ctx.bindings = wildcard::bind(trace, &sigs);
@@ -132,9 +134,7 @@ pub fn generate(trace: &Trace, options: &Options) -> Result<Benchmark, Error> {
         })?;
         let rendered = ctx.render(t, sig);
         if let Rendered::Skip(why) = &rendered {
-            let reported = !why.ends_with("called by main")
-                && !render::is_empty_poll(sig)
-                && !ctx.after_finalize.contains(&t);
+            let reported = !render::is_empty_poll(sig) && !ctx.after_finalize.contains(&t);
             if reported {
                 *skipped.entry(why.clone()).or_insert(0) += counts[&t];
             }
@@ -166,7 +166,6 @@ pub fn generate(trace: &Trace, options: &Options) -> Result<Benchmark, Error> {
         ctx: &ctx,
         delays: &delays,
         segment_bytes: &segment_bytes,
-        init,
         header,
     };
     let source = program.text();
@@ -181,42 +180,11 @@ pub fn generate(trace: &Trace, options: &Options) -> Result<Benchmark, Error> {
     })
 }
 
-/// The C of rank 0's first call, which `main` makes for every rank.
-fn init_call(trace: &Trace, sigs: &[Signature]) -> Result<String, Error> {
-    let first = trace
-        .grammar
-        .expand(0)
-        .and_then(|mut e| e.next())
-        .and_then(|t| sigs.get(t as usize));
-    let Some(sig) = first else {
-        return Err(Error::NoInit("nothing".into()));
-    };
-    let name = FUNCS[sig.func as usize].name;
-    match name {
-        "MPI_Init" => Ok("MPI_Init(&argc, &argv)".into()),
-        "MPI_Init_thread" => {
-            let required = sig
-                .args
-                .iter()
-                .zip(FUNCS[sig.func as usize].params)
-                .find_map(|(v, p)| match (p.name, v) {
-                    ("required", Value::Int(r)) => Some(*r),
-                    _ => None,
-                })
-                .unwrap_or(0);
-            let level = match required {
-                0 => "MPI_THREAD_SINGLE".to_owned(),
-                1 => "MPI_THREAD_FUNNELED".to_owned(),
-                2 => "MPI_THREAD_SERIALIZED".to_owned(),
-                3 => "MPI_THREAD_MULTIPLE".to_owned(),
-                other => other.to_string(),
-            };
-            Ok(format!(
-                "int provided;\n    MPI_Init_thread(&argc, &argv, {level}, &provided)"
-            ))
-        }
-        other => Err(Error::NoInit(other.into())),
-    }
+/// Whether some rank calls MPI_Init or MPI_Init_thread (where the
+/// benchmark sets itself up).
+fn has_init(sigs: &[Signature]) -> bool {
+    sigs.iter()
+        .any(|s| matches!(FUNCS[s.func as usize].name, "MPI_Init" | "MPI_Init_thread"))
 }
 
 /// Terminals that every rank calls only after its MPI_Finalize: the MPI
@@ -238,6 +206,18 @@ fn after_finalize(trace: &Trace, starts: &[RuleId], sigs: &[Signature]) -> FxHas
             }
         }
     }
-    after.retain(|t| !before.contains(t));
+    // What an application may call after MPI_Finalize is its own call.
+    let allowed = [
+        "MPI_Finalized",
+        "MPI_Initialized",
+        "MPI_Get_version",
+        "MPI_Get_library_version",
+    ];
+    after.retain(|t| {
+        !before.contains(t)
+            && !sigs
+                .get(*t as usize)
+                .is_some_and(|s| allowed.contains(&FUNCS[s.func as usize].name))
+    });
     after
 }

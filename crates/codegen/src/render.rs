@@ -120,14 +120,16 @@ pub struct Context {
     pub handles: BTreeMap<HandleKind, u64>,
     /// Slot of each (pool, index) request.
     pub requests: FxHashMap<(u64, u64), usize>,
-    /// Callbacks to define: (C function type, id).
-    pub callbacks: BTreeMap<(String, u64), ()>,
+    /// User functions to stand in for: id -> C function type of its first use.
+    pub callbacks: BTreeMap<u64, String>,
     /// Scratch slots needed and bytes each.
     pub scratch_slots: usize,
     pub scratch_bytes: usize,
     /// Segments each window's memory came from (MPI_Win_allocate), by window id.
     pub window_segments: FxHashMap<u64, Vec<u64>>,
     pub bindings: Bindings,
+    /// Windows (by id) some call creates with MPI_Win_create_dynamic.
+    pub dynamic_windows: rustc_hash::FxHashSet<u64>,
     /// Tables of wildcard senders by rank, to define before the rules.
     pub sender_tables: Vec<String>,
     /// Terminals called only after MPI_Finalize (by the MPI library itself).
@@ -145,7 +147,17 @@ impl Context {
             if let (Some(Value::Buffer(BufferRef::Segment { id, .. })), Some(HandleRef::User(w))) =
                 (a.value("baseptr"), a.handle("win"))
             {
-                self.window_segments.entry(w).or_default().push(*id);
+                if is_allocation(a.func.name) {
+                    let segments = self.window_segments.entry(w).or_default();
+                    if !segments.contains(id) {
+                        segments.push(*id);
+                    }
+                }
+            }
+            if let ("MPI_Win_create_dynamic", Some(HandleRef::User(w))) =
+                (a.func.name, a.handle("win"))
+            {
+                self.dynamic_windows.insert(w);
             }
         }
     }
@@ -177,8 +189,13 @@ impl Context {
         if let Some(why) = not_reproduced(name) {
             return Rendered::Skip(format!("{name}: {why}"));
         }
-        if matches!(name, "MPI_Init" | "MPI_Init_thread") {
-            return Rendered::Skip(format!("{name}: called by main"));
+        if let Some(code) = init(&a) {
+            return Rendered::Call(code);
+        }
+        if self.dynamic_access(&a) {
+            return Rendered::Skip(format!(
+                "{name} on a dynamic window: its displacement is an address in the target's memory in the traced run"
+            ));
         }
         if self.after_finalize.contains(&terminal) {
             return Rendered::Skip(format!(
@@ -225,6 +242,25 @@ impl Context {
             }
         }
         code.call = format!("{name}({})", c_args.join(", "));
+        // Which of several requests completes depends on timing: wait
+        // (without a call a tracer sees) for the ones that had completed.
+        if let Some(done) = completed_indices(&a) {
+            if let Some(pos) = a
+                .func
+                .params
+                .iter()
+                .position(|p| p.name == "array_of_requests")
+            {
+                if !done.is_empty() {
+                    let list: Vec<String> = done.iter().map(|i| i.to_string()).collect();
+                    code.pre.push(format!(
+                        "await_requests(a{pos}, (const int[]){{{}}}, {});",
+                        list.join(", "),
+                        list.len()
+                    ));
+                }
+            }
+        }
         match name {
             "MPI_Free_mem" => {
                 if let Some(Value::Buffer(BufferRef::Segment { id, .. })) = a.value("base") {
@@ -241,6 +277,13 @@ impl Context {
             _ => {}
         }
         Rendered::Call(code)
+    }
+
+    /// Whether `a` accesses a window created dynamic (its target
+    /// displacement is an address of the traced run).
+    fn dynamic_access(&self, a: &Args) -> bool {
+        a.value("target_disp").is_some()
+            && matches!(a.handle("win"), Some(HandleRef::User(w)) if self.dynamic_windows.contains(&w))
     }
 
     /// The source of a wildcard receive bound per rank: a table by world
@@ -325,10 +368,17 @@ impl Context {
             },
             Action::StrOut { .. } => scratch(pos),
             Action::Array { elem, out, .. } => match v {
-                Value::Array(None) => match elem {
-                    Elem::Status => "MPI_STATUSES_IGNORE".into(),
+                Value::Array(None) => match (elem, p.action.clone()) {
+                    (Elem::Status, _) => "MPI_STATUSES_IGNORE".into(),
+                    (_, Action::Array { weights: true, .. }) => "MPI_UNWEIGHTED".into(),
                     _ => "NULL".into(),
                 },
+                Value::Array(Some(items))
+                    if items.is_empty()
+                        && matches!(p.action, Action::Array { weights: true, .. }) =>
+                {
+                    "MPI_WEIGHTS_EMPTY".into()
+                }
                 Value::Array(Some(items)) => self.array(a, pos, p, elem, *out, items, code)?,
                 _ => return Err(format!("{} is not an array", p.name)),
             },
@@ -451,8 +501,14 @@ impl Context {
                         "a user function of type {base}, which mpigram cannot stand in for"
                     ));
                 }
-                self.callbacks.insert((base.to_owned(), *id), ());
-                callback_name(base, *id)
+                // One function per recorded id (the tracer numbers distinct
+                // functions), defined with the type of its first use.
+                let first = self.callbacks.entry(*id).or_insert_with(|| base.to_owned());
+                if first == base {
+                    callback_name(*id)
+                } else {
+                    format!("({base} *){}", callback_name(*id))
+                }
             }
             (Scalar::Buffer, Value::Buffer(b)) => match b {
                 BufferRef::Null => "NULL".into(),
@@ -468,6 +524,42 @@ impl Context {
             _ => return Err(format!("a recorded value {v:?} where {s:?} was expected")),
         })
     }
+}
+
+/// The requests a Waitany, Testany, Waitsome or Testsome found complete.
+fn completed_indices(a: &Args) -> Option<Vec<i64>> {
+    match a.func.name {
+        "MPI_Waitany" | "MPI_Testany" => {
+            let i = a.int("index")?;
+            Some(if i >= 0 { vec![i] } else { Vec::new() })
+        }
+        "MPI_Waitsome" | "MPI_Testsome" => a.ints("array_of_indices"),
+        _ => None,
+    }
+}
+
+/// MPI_Init and MPI_Init_thread: with the program's arguments, then the
+/// benchmark's setup (its rank, the memory segments).
+fn init(a: &Args) -> Option<CallCode> {
+    let call = match a.func.name {
+        "MPI_Init" => "MPI_Init(&program_argc, &program_argv)".to_owned(),
+        "MPI_Init_thread" => {
+            let level = match a.int("required").unwrap_or(0) {
+                0 => "MPI_THREAD_SINGLE".to_owned(),
+                1 => "MPI_THREAD_FUNNELED".to_owned(),
+                2 => "MPI_THREAD_SERIALIZED".to_owned(),
+                3 => "MPI_THREAD_MULTIPLE".to_owned(),
+                other => int_lit(other),
+            };
+            format!("MPI_Init_thread(&program_argc, &program_argv, {level}, (void *)scratch[3])")
+        }
+        _ => return None,
+    };
+    Some(CallCode {
+        call,
+        post: vec!["setup();".into()],
+        ..CallCode::default()
+    })
 }
 
 /// Functions whose `void *` output is memory MPI allocated for the caller.
@@ -573,15 +665,15 @@ pub fn c_string(bytes: &[u8]) -> String {
     s
 }
 
-/// The name of the stand-in for user function `id` of C type `ty`.
-pub fn callback_name(ty: &str, id: u64) -> String {
-    let short = ty.trim_start_matches("MPI_").to_ascii_lowercase();
-    format!("{short}_{id}")
+/// The name of the stand-in for the application's function number `id`.
+pub fn callback_name(id: u64) -> String {
+    format!("user_function_{id}")
 }
 
 /// The definition of a stand-in of C function type `ty` named `name`: it
-/// does nothing and reports success (a reduction leaves its output as
-/// is; an attribute copy does not copy).
+/// reports success and does the least its type implies (a reduction leaves
+/// its output as is; an attribute copy copies the value, as MPI_COMM_DUP_FN
+/// does, so that attributes reach duplicates as they did).
 pub fn callback_stub(ty: &str, name: &str) -> Option<String> {
     let body = match ty {
         "MPI_User_function" => {
@@ -591,13 +683,13 @@ pub fn callback_stub(ty: &str, name: &str) -> Option<String> {
             "void {N}(void *in, void *inout, MPI_Count *len, MPI_Datatype *type)\n{\n    (void)in; (void)inout; (void)len; (void)type;\n}"
         }
         "MPI_Comm_copy_attr_function" | "MPI_Copy_function" => {
-            "int {N}(MPI_Comm o, int k, void *extra, void *in, void *out, int *flag)\n{\n    (void)o; (void)k; (void)extra; (void)in; (void)out;\n    *flag = 0;\n    return MPI_SUCCESS;\n}"
+            "int {N}(MPI_Comm o, int k, void *extra, void *in, void *out, int *flag)\n{\n    (void)o; (void)k; (void)extra;\n    *(void **)out = in;\n    *flag = 1;\n    return MPI_SUCCESS;\n}"
         }
         "MPI_Type_copy_attr_function" => {
-            "int {N}(MPI_Datatype o, int k, void *extra, void *in, void *out, int *flag)\n{\n    (void)o; (void)k; (void)extra; (void)in; (void)out;\n    *flag = 0;\n    return MPI_SUCCESS;\n}"
+            "int {N}(MPI_Datatype o, int k, void *extra, void *in, void *out, int *flag)\n{\n    (void)o; (void)k; (void)extra;\n    *(void **)out = in;\n    *flag = 1;\n    return MPI_SUCCESS;\n}"
         }
         "MPI_Win_copy_attr_function" => {
-            "int {N}(MPI_Win o, int k, void *extra, void *in, void *out, int *flag)\n{\n    (void)o; (void)k; (void)extra; (void)in; (void)out;\n    *flag = 0;\n    return MPI_SUCCESS;\n}"
+            "int {N}(MPI_Win o, int k, void *extra, void *in, void *out, int *flag)\n{\n    (void)o; (void)k; (void)extra;\n    *(void **)out = in;\n    *flag = 1;\n    return MPI_SUCCESS;\n}"
         }
         "MPI_Comm_delete_attr_function" | "MPI_Delete_function" => {
             "int {N}(MPI_Comm o, int k, void *value, void *extra)\n{\n    (void)o; (void)k; (void)value; (void)extra;\n    return MPI_SUCCESS;\n}"
