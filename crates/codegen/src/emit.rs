@@ -44,6 +44,14 @@ pub fn rank_list(ranks: &[u32]) -> String {
         .join(", ")
 }
 
+/// `rank 3` or `ranks 0-3, 5`.
+pub fn ranks_phrase(ranks: &[u32]) -> String {
+    match ranks {
+        [one] => format!("rank {one}"),
+        _ => format!("ranks {}", rank_list(ranks)),
+    }
+}
+
 /// Ranks as a C condition on `world_rank`.
 pub fn rank_condition(ranks: &[u32]) -> String {
     let parts: Vec<String> = ranges(ranks)
@@ -101,9 +109,9 @@ impl Program<'_> {
             let r = rule as RuleId;
             let _ = writeln!(
                 rules,
-                "/* rule {r}: {} calls; ranks {}; {} calls in the trace */\nstatic void rule_{r}(void)\n{{",
+                "/* rule {r}: {} calls; {}; {} calls in the trace */\nstatic void rule_{r}(void)\n{{",
                 g.rule_len(r),
-                rank_list(&users[rule]),
+                ranks_phrase(&users[rule]),
                 calls_in_trace[rule]
             );
             for (idx, run) in g.rule(r).iter().enumerate() {
@@ -217,9 +225,9 @@ impl Program<'_> {
             let cond = rank_condition(ranks);
             let _ = writeln!(
                 out,
-                "    {}if ({cond}) /* ranks {}: {} calls each */\n        rule_{start}();",
+                "    {}if ({cond}) /* {}: {} calls each */\n        rule_{start}();",
                 if first { "" } else { "else " },
-                rank_list(ranks),
+                ranks_phrase(ranks),
                 self.grammar.rule_len(*start)
             );
             first = false;

@@ -254,7 +254,8 @@ impl Context {
                 if !done.is_empty() {
                     let list: Vec<String> = done.iter().map(|i| i.to_string()).collect();
                     code.pre.push(format!(
-                        "await_requests(a{pos}, (const int[]){{{}}}, {});",
+                        "await_requests({}, (const int[]){{{}}}, {});",
+                        c_args[pos],
                         list.join(", "),
                         list.len()
                     ));
@@ -399,7 +400,23 @@ impl Context {
     ) -> Result<String, String> {
         let base = p.ctype.base.as_str();
         let temp = format!("a{pos}");
-        // Requests are read and written (completed, freed): a copy, then written back.
+        // Requests are read and written (completed, freed): consecutive
+        // slots of the table are passed as they are, others through a
+        // copy that is written back.
+        let slots: Option<Vec<usize>> = items
+            .iter()
+            .map(|v| match v {
+                Value::Request(RequestRef::Pooled { pool, index }) => {
+                    Some(self.requests[&(*pool, *index)])
+                }
+                _ => None,
+            })
+            .collect();
+        if let Some(slots) = slots.filter(|s| !s.is_empty()) {
+            if slots.windows(2).all(|w| w[1] == w[0] + 1) {
+                return Ok(format!("&reqs[{}]", slots[0]));
+            }
+        }
         if matches!(elem, Elem::Scalar(Scalar::Request))
             || (out && matches!(elem, Elem::NewHandle(_)))
         {
