@@ -133,7 +133,7 @@ fn comparable(call: &Json) -> Option<Json> {
         if func.starts_with("MPI_File_") && v.get("count").is_some() {
             *v = serde_json::json!({ "count": v["count"] });
         }
-        if func.contains("probe") {
+        if func.to_ascii_lowercase().contains("probe") {
             if let Some(status) = v.as_object_mut() {
                 status.remove("cancelled");
             }
