@@ -400,3 +400,37 @@ fn wall_time(calls: &[Json]) -> f64 {
     };
     (at("MPI_Finalize", "start_ns") - at("MPI_Init", "end_ns")) as f64 * 1e-9
 }
+
+/// A missing or corrupt trace is one line on stderr, not a panic.
+#[test]
+fn bad_input_is_a_one_line_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_c = dir.path().join("bench.c");
+    let missing = dir.path().join("missing");
+    let corrupt = dir.path().join("corrupt");
+    std::fs::create_dir(&corrupt).unwrap();
+    std::fs::write(corrupt.join("trace.mgr"), b"MGRX not a trace at all").unwrap();
+    for trace in [&missing, &corrupt] {
+        let out = mpigram(&[
+            "gen-bench",
+            trace.to_str().unwrap(),
+            "-o",
+            out_c.to_str().unwrap(),
+        ]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.starts_with("mpigram: "), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    assert!(!out_c.exists());
+    let out = mpigram(&[
+        "gen-bench",
+        "x",
+        "-o",
+        out_c.to_str().unwrap(),
+        "--scale=-1",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--scale"));
+}

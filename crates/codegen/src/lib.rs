@@ -221,3 +221,6 @@ fn after_finalize(trace: &Trace, starts: &[RuleId], sigs: &[Signature]) -> FxHas
     });
     after
 }
+
+#[cfg(test)]
+mod tests;
