@@ -225,10 +225,11 @@ impl Program<'_> {
             let cond = rank_condition(ranks);
             let _ = writeln!(
                 out,
-                "    {}if ({cond}) /* {}: {} calls each */\n        rule_{start}();",
+                "    {}if ({cond}) /* {}: {} calls{} */\n        rule_{start}();",
                 if first { "" } else { "else " },
                 ranks_phrase(ranks),
-                self.grammar.rule_len(*start)
+                self.grammar.rule_len(*start),
+                if ranks.len() > 1 { " each" } else { "" }
             );
             first = false;
         }
