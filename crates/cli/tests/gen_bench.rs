@@ -304,10 +304,26 @@ fn attributes_topologies_and_calls_around_init_round_trip() {
 }
 
 #[test]
+fn single_rank_runs_round_trip() {
+    round_trip("coll_blocking", 1, &[]);
+    round_trip("datatype", 1, &[]);
+    round_trip("mpiio", 1, &[]);
+}
+
+/// Fortran's calls reach the C functions the tracer records; the benchmark is C.
+#[test]
+fn fortran_programs_round_trip() {
+    round_trip("fortran_basic", 2, &[]);
+    round_trip("fortran_f08", 2, &[]);
+}
+
+#[test]
 fn halo_exchanges_round_trip() {
     round_trip("halo2d", 4, &[]);
     round_trip("halo3d", 2, &[]);
     round_trip("traffic", 3, &[]);
+    round_trip("wait_states", 2, &[]);
+    round_trip("critpath_ring", 2, &[]);
 }
 
 /// The benchmark's source grows with the trace's distinct behaviour, not

@@ -558,8 +558,13 @@ fn completed_indices(a: &Args) -> Option<Vec<i64>> {
 /// MPI_Init and MPI_Init_thread: with the program's arguments, then the
 /// benchmark's setup (its rank, the memory segments).
 fn init(a: &Args) -> Option<CallCode> {
+    // Fortran's MPI_INIT passes no arguments to the C one.
+    let args = match a.value("argc") {
+        Some(Value::Buffer(BufferRef::Null)) => "NULL, NULL",
+        _ => "&program_argc, &program_argv",
+    };
     let call = match a.func.name {
-        "MPI_Init" => "MPI_Init(&program_argc, &program_argv)".to_owned(),
+        "MPI_Init" => format!("MPI_Init({args})"),
         "MPI_Init_thread" => {
             let level = match a.int("required").unwrap_or(0) {
                 0 => "MPI_THREAD_SINGLE".to_owned(),
@@ -568,7 +573,7 @@ fn init(a: &Args) -> Option<CallCode> {
                 3 => "MPI_THREAD_MULTIPLE".to_owned(),
                 other => int_lit(other),
             };
-            format!("MPI_Init_thread(&program_argc, &program_argv, {level}, (void *)scratch[3])")
+            format!("MPI_Init_thread({args}, {level}, (void *)scratch[3])")
         }
         _ => return None,
     };
