@@ -126,9 +126,12 @@ pub fn delays(trace: &Trace, compute: Compute, scale: f64, inits: &FxHashSet<u32
                     continue;
                 }
             };
+            // One pass, nothing stored per call: sums per site and per
+            // terminal (a site always calls the same terminal).
             let mut k = 0usize;
             let mut previous: Option<u32> = None;
-            let mut gaps: Vec<(Site, u32, f64)> = Vec::with_capacity(spans.len());
+            let mut by_terminal: FxHashMap<u32, (f64, u64)> = FxHashMap::default();
+            let mut site_terminal: FxHashMap<Site, u32> = FxHashMap::default();
             walk_sites(&trace.grammar, start, |site, t| {
                 let after_init = previous.is_some_and(|p| inits.contains(&p));
                 let gap = match (k.checked_sub(1).and_then(|p| spans.get(p)), spans.get(k)) {
@@ -137,28 +140,22 @@ pub fn delays(trace: &Trace, compute: Compute, scale: f64, inits: &FxHashSet<u32
                     }
                     _ => 0.0,
                 };
-                gaps.push((site, t, gap));
+                let e = sums.entry(site).or_insert((0.0, 0));
+                e.0 += gap;
+                e.1 += 1;
+                if mode == Compute::Mean {
+                    let e = by_terminal.entry(t).or_insert((0.0, 0));
+                    e.0 += gap;
+                    e.1 += 1;
+                    site_terminal.insert(site, t);
+                }
                 previous = Some(t);
                 k += 1;
             });
             if mode == Compute::Mean {
-                let mut by_terminal: FxHashMap<u32, (f64, u64)> = FxHashMap::default();
-                for (_, t, g) in &gaps {
-                    let e = by_terminal.entry(*t).or_insert((0.0, 0));
-                    e.0 += g;
-                    e.1 += 1;
-                }
-                for (site, t, _) in &gaps {
-                    let (s, c) = by_terminal[t];
-                    let e = sums.entry(*site).or_insert((0.0, 0));
-                    e.0 += s / c as f64;
-                    e.1 += 1;
-                }
-            } else {
-                for (site, _, g) in gaps {
-                    let e = sums.entry(site).or_insert((0.0, 0));
-                    e.0 += g;
-                    e.1 += 1;
+                for (site, (sum, calls)) in sums.iter_mut() {
+                    let (s, c) = by_terminal[&site_terminal[site]];
+                    *sum = s / c.max(1) as f64 * *calls as f64;
                 }
             }
         }
