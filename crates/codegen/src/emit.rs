@@ -3,7 +3,8 @@
 //! above one are `for` loops), and `main`, which selects each rank's start
 //! rule by rank conditions.
 
-use crate::render::{CallCode, Context, Rendered, callback_name, callback_stub};
+use crate::callbacks::{callback_name, callback_stub};
+use crate::render::{CallCode, Context, Rendered};
 use crate::timing::{Delays, Site};
 use mpigram_grammar::{Grammar, RuleId, Symbol};
 use rustc_hash::FxHashMap;

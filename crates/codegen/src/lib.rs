@@ -14,6 +14,8 @@
 
 mod args;
 pub mod buffers;
+pub mod callbacks;
+pub mod calls;
 pub mod emit;
 pub mod protos;
 pub mod render;
@@ -134,7 +136,7 @@ pub fn generate(trace: &Trace, options: &Options) -> Result<Benchmark, Error> {
         })?;
         let rendered = ctx.render(t, sig);
         if let Rendered::Skip(why) = &rendered {
-            let reported = !render::is_empty_poll(sig) && !ctx.after_finalize.contains(&t);
+            let reported = !calls::is_empty_poll(sig) && !ctx.after_finalize.contains(&t);
             if reported {
                 *skipped.entry(why.clone()).or_insert(0) += counts[&t];
             }

@@ -12,6 +12,10 @@
 //!   (MPI_Get_count) are rebuilt from the recorded fields.
 
 use crate::args::Args;
+use crate::callbacks::{callback_name, callback_stub};
+use crate::calls::{
+    completed_indices, init, is_allocation, is_empty_poll, not_reproduced, poll_flag,
+};
 use crate::protos::prototype;
 use crate::wildcard::{self, Binding, Bindings};
 use mpigram_mpispec::{
@@ -62,55 +66,6 @@ pub fn table(kind: HandleKind) -> Option<(&'static str, &'static str)> {
         HandleKind::Keyval => ("keyvals", "int"),
         _ => return None,
     })
-}
-
-/// Functions the benchmark does not call, with the reason.
-pub fn not_reproduced(name: &str) -> Option<&'static str> {
-    if name.starts_with("MPI_T_") {
-        return Some(
-            "MPI tool interface: describes the MPI library, not the application's communication",
-        );
-    }
-    match name {
-        "MPI_Comm_spawn"
-        | "MPI_Comm_spawn_multiple"
-        | "MPI_Comm_connect"
-        | "MPI_Comm_accept"
-        | "MPI_Comm_join"
-        | "MPI_Open_port"
-        | "MPI_Close_port"
-        | "MPI_Publish_name"
-        | "MPI_Unpublish_name"
-        | "MPI_Lookup_name" => {
-            Some("dynamic processes: the other side is not part of the benchmark")
-        }
-        _ => None,
-    }
-}
-
-/// Polling functions: the flag (or count) parameter that says whether
-/// they found what they poll for.
-fn poll_flag(name: &str) -> Option<&'static str> {
-    match name {
-        "MPI_Test"
-        | "MPI_Testall"
-        | "MPI_Testany"
-        | "MPI_Iprobe"
-        | "MPI_Improbe"
-        | "MPI_Request_get_status"
-        | "MPI_Win_test"
-        | "MPI_Parrived" => Some("flag"),
-        "MPI_Testsome" => Some("outcount"),
-        _ => None,
-    }
-}
-
-/// Whether a signature is a polling call that found nothing: the number
-/// of those depends on timing, so the benchmark does not repeat them (it
-/// polls until the recorded success instead).
-pub fn is_empty_poll(sig: &Signature) -> bool {
-    let a = Args::new(sig);
-    poll_flag(a.func.name).is_some_and(|flag| a.int(flag) == Some(0))
 }
 
 /// State shared by all calls: tables and the things calls refer to.
@@ -543,60 +498,6 @@ impl Context {
     }
 }
 
-/// The requests a Waitany, Testany, Waitsome or Testsome found complete.
-fn completed_indices(a: &Args) -> Option<Vec<i64>> {
-    match a.func.name {
-        "MPI_Waitany" | "MPI_Testany" => {
-            let i = a.int("index")?;
-            Some(if i >= 0 { vec![i] } else { Vec::new() })
-        }
-        "MPI_Waitsome" | "MPI_Testsome" => a.ints("array_of_indices"),
-        _ => None,
-    }
-}
-
-/// MPI_Init and MPI_Init_thread: with the program's arguments, then the
-/// benchmark's setup (its rank, the memory segments).
-fn init(a: &Args) -> Option<CallCode> {
-    // Fortran's MPI_INIT passes no arguments to the C one.
-    let args = match a.value("argc") {
-        Some(Value::Buffer(BufferRef::Null)) => "NULL, NULL",
-        _ => "&program_argc, &program_argv",
-    };
-    let call = match a.func.name {
-        "MPI_Init" => format!("MPI_Init({args})"),
-        "MPI_Init_thread" => {
-            let level = match a.int("required").unwrap_or(0) {
-                0 => "MPI_THREAD_SINGLE".to_owned(),
-                1 => "MPI_THREAD_FUNNELED".to_owned(),
-                2 => "MPI_THREAD_SERIALIZED".to_owned(),
-                3 => "MPI_THREAD_MULTIPLE".to_owned(),
-                other => int_lit(other),
-            };
-            format!("MPI_Init_thread({args}, {level}, (void *)scratch[3])")
-        }
-        _ => return None,
-    };
-    Some(CallCode {
-        call,
-        post: vec!["setup();".into()],
-        ..CallCode::default()
-    })
-}
-
-/// Functions whose `void *` output is memory MPI allocated for the caller.
-fn is_allocation(name: &str) -> bool {
-    matches!(
-        name,
-        "MPI_Alloc_mem"
-            | "MPI_Alloc_mem_c"
-            | "MPI_Win_allocate"
-            | "MPI_Win_allocate_c"
-            | "MPI_Win_allocate_shared"
-            | "MPI_Win_allocate_shared_c"
-    )
-}
-
 /// Scratch space for output number `pos` of a call.
 fn scratch(pos: usize) -> String {
     format!("(void *)scratch[{pos}]")
@@ -685,65 +586,4 @@ pub fn c_string(bytes: &[u8]) -> String {
     }
     s.push('"');
     s
-}
-
-/// The name of the stand-in for the application's function number `id`.
-pub fn callback_name(id: u64) -> String {
-    format!("user_function_{id}")
-}
-
-/// The definition of a stand-in of C function type `ty` named `name`: it
-/// reports success and does the least its type implies (a reduction leaves
-/// its output as is; an attribute copy copies the value, as MPI_COMM_DUP_FN
-/// does, so that attributes reach duplicates as they did).
-pub fn callback_stub(ty: &str, name: &str) -> Option<String> {
-    let body = match ty {
-        "MPI_User_function" => {
-            "void {N}(void *in, void *inout, int *len, MPI_Datatype *type)\n{\n    (void)in; (void)inout; (void)len; (void)type;\n}"
-        }
-        "MPI_User_function_c" => {
-            "void {N}(void *in, void *inout, MPI_Count *len, MPI_Datatype *type)\n{\n    (void)in; (void)inout; (void)len; (void)type;\n}"
-        }
-        "MPI_Comm_copy_attr_function" | "MPI_Copy_function" => {
-            "int {N}(MPI_Comm o, int k, void *extra, void *in, void *out, int *flag)\n{\n    (void)o; (void)k; (void)extra;\n    *(void **)out = in;\n    *flag = 1;\n    return MPI_SUCCESS;\n}"
-        }
-        "MPI_Type_copy_attr_function" => {
-            "int {N}(MPI_Datatype o, int k, void *extra, void *in, void *out, int *flag)\n{\n    (void)o; (void)k; (void)extra;\n    *(void **)out = in;\n    *flag = 1;\n    return MPI_SUCCESS;\n}"
-        }
-        "MPI_Win_copy_attr_function" => {
-            "int {N}(MPI_Win o, int k, void *extra, void *in, void *out, int *flag)\n{\n    (void)o; (void)k; (void)extra;\n    *(void **)out = in;\n    *flag = 1;\n    return MPI_SUCCESS;\n}"
-        }
-        "MPI_Comm_delete_attr_function" | "MPI_Delete_function" => {
-            "int {N}(MPI_Comm o, int k, void *value, void *extra)\n{\n    (void)o; (void)k; (void)value; (void)extra;\n    return MPI_SUCCESS;\n}"
-        }
-        "MPI_Type_delete_attr_function" => {
-            "int {N}(MPI_Datatype o, int k, void *value, void *extra)\n{\n    (void)o; (void)k; (void)value; (void)extra;\n    return MPI_SUCCESS;\n}"
-        }
-        "MPI_Win_delete_attr_function" => {
-            "int {N}(MPI_Win o, int k, void *value, void *extra)\n{\n    (void)o; (void)k; (void)value; (void)extra;\n    return MPI_SUCCESS;\n}"
-        }
-        "MPI_Comm_errhandler_function" | "MPI_Handler_function" => {
-            "void {N}(MPI_Comm *o, int *code, ...)\n{\n    (void)o; (void)code;\n}"
-        }
-        "MPI_Win_errhandler_function" => {
-            "void {N}(MPI_Win *o, int *code, ...)\n{\n    (void)o; (void)code;\n}"
-        }
-        "MPI_File_errhandler_function" => {
-            "void {N}(MPI_File *o, int *code, ...)\n{\n    (void)o; (void)code;\n}"
-        }
-        "MPI_Session_errhandler_function" => {
-            "void {N}(MPI_Session *o, int *code, ...)\n{\n    (void)o; (void)code;\n}"
-        }
-        "MPI_Grequest_query_function" => {
-            "int {N}(void *extra, MPI_Status *status)\n{\n    (void)extra;\n    PMPI_Status_set_elements(status, MPI_BYTE, 0);\n    PMPI_Status_set_cancelled(status, 0);\n    status->MPI_SOURCE = MPI_UNDEFINED;\n    status->MPI_TAG = MPI_UNDEFINED;\n    return MPI_SUCCESS;\n}"
-        }
-        "MPI_Grequest_free_function" => {
-            "int {N}(void *extra)\n{\n    (void)extra;\n    return MPI_SUCCESS;\n}"
-        }
-        "MPI_Grequest_cancel_function" => {
-            "int {N}(void *extra, int complete)\n{\n    (void)extra; (void)complete;\n    return MPI_SUCCESS;\n}"
-        }
-        _ => return None,
-    };
-    Some(format!("static {}", body.replace("{N}", name)))
 }
