@@ -184,9 +184,22 @@ impl Program<'_> {
             "/* The traced run's size; this rank; the program's arguments for MPI_Init. */\nstatic const int ranks = {};\nstatic int world_rank, world_size;\nstatic int program_argc;\nstatic char **program_argv;\n\n/* User objects by the ids the trace gives them. */",
             self.world_size
         );
+        // Only tables some call uses (calls left as comments use none).
+        let used = |name: &str| {
+            let slot = format!("{name}[");
+            self.calls.values().any(|c| match c {
+                Rendered::Call(code) => {
+                    code.call.contains(&slot)
+                        || code.pre.iter().chain(&code.post).any(|l| l.contains(&slot))
+                }
+                Rendered::Skip(_) => false,
+            })
+        };
         for (kind, n) in &ctx.handles {
             if let Some((name, ty)) = crate::render::table(*kind) {
-                let _ = writeln!(out, "static {ty} {name}[{n}];");
+                if used(name) {
+                    let _ = writeln!(out, "static {ty} {name}[{n}];");
+                }
             }
         }
         let _ = writeln!(
