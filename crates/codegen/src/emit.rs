@@ -338,6 +338,12 @@ const PRELUDE: &str = r#"#define _GNU_SOURCE
 #include <string.h>
 #include <time.h>
 
+/* MPICH's MPI_STATUSES_IGNORE is a null pointer cast to MPI_Status *, which
+ * GCC's -Wstringop-overflow takes for an array of size 0. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wstringop-overflow"
+#endif
+
 "#;
 
 const HELPERS: &str = r#"
