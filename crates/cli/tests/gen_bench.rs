@@ -69,7 +69,7 @@ fn gen_bench(dir: &Path, extra: &[&str]) -> (PathBuf, String) {
     (c, source)
 }
 
-/// Builds a generated benchmark with mpicc, as a user would.
+/// Builds a generated benchmark with mpicc, as a user would: without a warning.
 fn build(c: &Path) -> PathBuf {
     let exe = c.with_extension("");
     let out = Command::new("mpicc")
@@ -79,6 +79,12 @@ fn build(c: &Path) -> PathBuf {
         .output()
         .unwrap();
     assert!(out.status.success(), "mpicc: {}", text(&out.stderr));
+    assert!(
+        !text(&out.stderr).contains("warning"),
+        "mpicc -Wall warns about {}:\n{}",
+        c.display(),
+        text(&out.stderr)
+    );
     exe
 }
 
