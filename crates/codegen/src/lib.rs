@@ -72,6 +72,8 @@ pub enum Error {
     NoInit,
     #[error("{0}")]
     Model(String),
+    #[error("{0} is beyond what a generated program holds in a table (a corrupt trace?)")]
+    TooLarge(String),
 }
 
 /// Generates the benchmark of `trace`.
@@ -103,6 +105,15 @@ pub fn generate(trace: &Trace, options: &Options) -> Result<Benchmark, Error> {
     }
     let mut ctx = Context::default();
     ctx.learn(&sigs);
+    if let Some((kind, n)) = ctx.handles.iter().find(|(_, n)| **n > MAX_TABLE) {
+        return Err(Error::TooLarge(format!("{} id {}", kind.prefix(), n - 1)));
+    }
+    if ctx.requests.len() as u64 > MAX_TABLE {
+        return Err(Error::TooLarge(format!("{} requests", ctx.requests.len())));
+    }
+    if let Some(id) = max_segment(&sigs).filter(|id| *id >= MAX_TABLE) {
+        return Err(Error::TooLarge(format!("memory segment id {id}")));
+    }
     ctx.bindings = wildcard::bind(trace, &sigs);
     ctx.after_finalize = after_finalize(trace, &starts, &sigs);
     let refs: Vec<&Signature> = sigs.iter().collect();
@@ -180,6 +191,22 @@ pub fn generate(trace: &Trace, options: &Options) -> Result<Benchmark, Error> {
         skipped: skipped.into_iter().collect(),
         notes: delays.note.into_iter().collect(),
     })
+}
+
+/// Largest object id, request count or segment id a benchmark's tables hold.
+const MAX_TABLE: u64 = 1 << 24;
+
+/// The largest memory segment id any call names.
+fn max_segment(sigs: &[Signature]) -> Option<u64> {
+    fn of(v: &mpigram_mpispec::Value) -> Option<u64> {
+        use mpigram_mpispec::{BufferRef, Value};
+        match v {
+            Value::Buffer(BufferRef::Segment { id, .. }) => Some(*id),
+            Value::Array(Some(items)) => items.iter().filter_map(of).max(),
+            _ => None,
+        }
+    }
+    sigs.iter().flat_map(|s| s.args.iter().filter_map(of)).max()
 }
 
 /// Whether some rank calls MPI_Init or MPI_Init_thread (where the

@@ -371,3 +371,25 @@ fn the_tool_interface_is_not_reproduced_and_is_reported() {
             .contains("/* not reproduced: MPI_T_init_thread")
     );
 }
+
+#[test]
+fn an_absurd_segment_id_is_an_error_not_an_allocation() {
+    let send = sig(
+        "MPI_Send",
+        vec![
+            seg(1 << 40, 0),
+            Value::Int(1),
+            int(),
+            Value::Rank(Rank::Relative(0)),
+            Value::Tag(0),
+            world(),
+        ],
+    );
+    let t = trace_of(vec![vec![init(), send, finalize()]], 10);
+    let err = generate(&t, &options(Compute::None)).unwrap_err();
+    assert!(matches!(err, Error::TooLarge(_)), "{err}");
+    assert!(
+        err.to_string().contains("segment id 1099511627776"),
+        "{err}"
+    );
+}
