@@ -303,7 +303,10 @@ impl Context {
                 _ => return Err(format!("{} is not a handle", p.name)),
             },
             Action::Out(o) => match (o, v) {
-                (Out::NewHandle(_) | Out::PendingComm, Value::Handle(k, HandleRef::User(id))) => {
+                (
+                    Out::NewHandle(_) | Out::Lookup(_) | Out::PendingComm,
+                    Value::Handle(k, HandleRef::User(id)),
+                ) => {
                     format!("&{}[{id}]", table(*k).ok_or("an MPI tool object")?.0)
                 }
                 (Out::NewRequest, Value::Request(RequestRef::Pooled { pool, index })) => {
@@ -373,7 +376,7 @@ impl Context {
             }
         }
         if matches!(elem, Elem::Scalar(Scalar::Request))
-            || (out && matches!(elem, Elem::NewHandle(_)))
+            || (out && matches!(elem, Elem::NewHandle(_) | Elem::Lookup(_)))
         {
             let mut init = Vec::new();
             for (i, v) in items.iter().enumerate() {

@@ -159,9 +159,20 @@ pub fn delays(trace: &Trace, compute: Compute, scale: f64, inits: &FxHashSet<u32
                 }
             }
         }
+        // The shortest mean gap of the rank is what a call costs the tracer
+        // between two calls (the application cannot do less than nothing):
+        // a traced benchmark pays it again, so it is not reproduced.
+        let floor = if per_call {
+            sums.values()
+                .map(|(sum, calls)| sum / (*calls).max(1) as f64)
+                .fold(f64::INFINITY, f64::min)
+        } else {
+            0.0
+        };
         for (site, (sum, calls)) in sums {
             let v = d.by_site.entry(site).or_insert_with(|| vec![None; n]);
-            v[i] = Some(scale * sum / calls.max(1) as f64);
+            let mean = sum / calls.max(1) as f64;
+            v[i] = Some(scale * (mean - floor).max(0.0));
         }
     }
     let source = if !per_call {
