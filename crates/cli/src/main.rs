@@ -11,6 +11,7 @@ use std::process::{Command, ExitCode};
 mod critical_path;
 mod decode;
 mod export;
+mod gen_bench;
 mod profile;
 mod progress;
 mod stats;
@@ -67,6 +68,10 @@ enum Cmd {
     /// behaviour classes of loop iterations and rank groups (needs
     /// per-call timing).
     Profile(profile::Args),
+    /// Write a C/MPI benchmark that makes the trace's calls with the same
+    /// arguments, with loops from the grammar and the recorded computation
+    /// as busy-waits (docs/gen-bench.md).
+    GenBench(gen_bench::Args),
 }
 
 fn main() -> ExitCode {
@@ -99,6 +104,7 @@ fn main() -> ExitCode {
         Cmd::Export(args) => export::run(&args).map(|()| ExitCode::SUCCESS),
         Cmd::CriticalPath(args) => critical_path::run(&args).map(|()| ExitCode::SUCCESS),
         Cmd::Profile(args) => profile::run(&args).map(|()| ExitCode::SUCCESS),
+        Cmd::GenBench(args) => gen_bench::run(&args).map(|()| ExitCode::SUCCESS),
     };
     result.unwrap_or_else(|e| {
         eprintln!("mpigram: {e:#}");

@@ -1,0 +1,65 @@
+//! `mpigram gen-bench DIR -o bench.c [--compute none|mean|recorded] [--scale S]`.
+
+use anyhow::{Context, Result, bail};
+use clap::ValueEnum;
+use mpigram_codegen::{Compute, Options, generate};
+use mpigram_trace::Trace;
+use std::path::PathBuf;
+
+#[derive(clap::Args)]
+pub struct Args {
+    trace: PathBuf,
+    /// The C file to write.
+    #[arg(short, long)]
+    out: PathBuf,
+    /// Computation between calls: none, the mean gap before each call
+    /// signature, or the recorded gaps per call site (needs per-call timing;
+    /// falls back to mean with aggregated timing).
+    #[arg(long, value_enum, default_value_t = ComputeArg::Recorded)]
+    compute: ComputeArg,
+    /// Multiplies every computation time.
+    #[arg(long, default_value_t = 1.0)]
+    scale: f64,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ComputeArg {
+    None,
+    Mean,
+    Recorded,
+}
+
+pub fn run(args: &Args) -> Result<()> {
+    if !(args.scale.is_finite() && args.scale >= 0.0) {
+        bail!("--scale must be a number >= 0, not {}", args.scale);
+    }
+    let trace = Trace::open(&args.trace)?;
+    crate::warn_if_partial(&trace);
+    let options = Options {
+        compute: match args.compute {
+            ComputeArg::None => Compute::None,
+            ComputeArg::Mean => Compute::Mean,
+            ComputeArg::Recorded => Compute::Recorded,
+        },
+        scale: args.scale,
+        trace_name: args.trace.display().to_string(),
+    };
+    let bench = generate(&trace, &options)?;
+    std::fs::write(&args.out, &bench.source)
+        .with_context(|| format!("cannot write {}", args.out.display()))?;
+    eprintln!(
+        "{}: {} bytes of C, {} functions, for {} ranks and {} calls",
+        args.out.display(),
+        bench.source.len(),
+        bench.functions,
+        bench.ranks,
+        bench.calls
+    );
+    for note in &bench.notes {
+        eprintln!("note: {note}");
+    }
+    for (why, calls) in &bench.skipped {
+        eprintln!("not reproduced ({calls} calls): {why}");
+    }
+    Ok(())
+}

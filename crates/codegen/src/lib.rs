@@ -1,0 +1,255 @@
+//! Benchmark generation: an mpigram trace becomes a readable C/MPI program
+//! that makes the same MPI calls with the same arguments, on the same
+//! number of ranks, with the recorded computation between them as
+//! busy-waits (ScalaTrace's benchmark generation, on mpigram's grammar).
+//!
+//! The grammar gives the program its shape: one C function per rule the
+//! ranks reach, a `for` loop for each run repeated more than once, so the
+//! source grows with the trace's distinct behaviour, not with its calls.
+//! Signatures are rank-independent (ranks relative to the caller, objects
+//! by symbolic id, buffers as memory segments), so one signature is one
+//! piece of C that is right on every rank that makes it, and rules shared
+//! by ranks are shared C; `main` picks each rank's start rule by rank
+//! conditions. See `docs/gen-bench.md`.
+
+mod args;
+pub mod buffers;
+pub mod callbacks;
+pub mod calls;
+pub mod emit;
+pub mod protos;
+pub mod render;
+pub mod timing;
+pub mod wildcard;
+
+pub use timing::Compute;
+
+use mpigram_grammar::RuleId;
+use mpigram_mpispec::{FUNCS, Signature, decode_signature};
+use mpigram_trace::Trace;
+use render::{Context, Rendered};
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::collections::BTreeMap;
+
+/// What to generate.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub compute: Compute,
+    /// Multiplies every computation time.
+    pub scale: f64,
+    /// The trace's name, for the header comment.
+    pub trace_name: String,
+}
+
+/// A generated benchmark.
+#[derive(Debug)]
+pub struct Benchmark {
+    /// The C source.
+    pub source: String,
+    pub ranks: u32,
+    /// Calls in the trace, all ranks.
+    pub calls: u64,
+    /// Grammar rules that became C functions.
+    pub functions: usize,
+    /// Calls not reproduced, by reason: (reason, calls in the trace).
+    pub skipped: Vec<(String, u64)>,
+    /// Things the user should know (timing fallbacks).
+    pub notes: Vec<String>,
+}
+
+/// Why no benchmark can be generated.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("the trace has no ranks")]
+    Empty,
+    #[error("the trace lacks rank {0} of {1}: the benchmark must run every rank of the traced run")]
+    MissingRank(u32, u32),
+    #[error("bad signature {terminal}: {message}")]
+    BadSignature { terminal: u32, message: String },
+    #[error(
+        "no rank calls MPI_Init or MPI_Init_thread: traces of programs that use only sessions are not supported"
+    )]
+    NoInit,
+    #[error("{0}")]
+    Model(String),
+    #[error("{0} is beyond what a generated program holds in a table (a corrupt trace?)")]
+    TooLarge(String),
+}
+
+/// Generates the benchmark of `trace`.
+pub fn generate(trace: &Trace, options: &Options) -> Result<Benchmark, Error> {
+    protos::prototypes().map_err(Error::Model)?;
+    let first = trace.ranks.first().ok_or(Error::Empty)?;
+    let world_size = first.meta.world_size.max(trace.ranks.len() as u32);
+    let mut starts: Vec<RuleId> = Vec::with_capacity(world_size as usize);
+    for rank in 0..world_size {
+        match (trace.rank(rank), trace.grammar.start(rank)) {
+            (Some(_), Some(start)) => starts.push(start),
+            _ => return Err(Error::MissingRank(rank, world_size)),
+        }
+    }
+    let sigs: Vec<Signature> = trace
+        .signatures
+        .iter()
+        .enumerate()
+        .map(|(t, bytes)| {
+            decode_signature(bytes).map_err(|e| Error::BadSignature {
+                terminal: t as u32,
+                message: e.to_string(),
+            })
+        })
+        .collect::<Result<_, _>>()?;
+
+    if !has_init(&sigs) {
+        return Err(Error::NoInit);
+    }
+    let mut ctx = Context::default();
+    ctx.learn(&sigs);
+    if let Some((kind, n)) = ctx.handles.iter().find(|(_, n)| **n > MAX_TABLE) {
+        return Err(Error::TooLarge(format!("{} id {}", kind.prefix(), n - 1)));
+    }
+    if ctx.requests.len() as u64 > MAX_TABLE {
+        return Err(Error::TooLarge(format!("{} requests", ctx.requests.len())));
+    }
+    if let Some(id) = max_segment(&sigs).filter(|id| *id >= MAX_TABLE) {
+        return Err(Error::TooLarge(format!("memory segment id {id}")));
+    }
+    ctx.bindings = wildcard::bind(trace, &sigs);
+    ctx.after_finalize = after_finalize(trace, &starts, &sigs);
+    let refs: Vec<&Signature> = sigs.iter().collect();
+    let extents = buffers::Extents::of(&refs);
+    let segment_bytes = buffers::segment_sizes(&refs, &extents, u64::from(world_size));
+    let inits: FxHashSet<u32> = sigs
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| matches!(FUNCS[s.func as usize].name, "MPI_Init" | "MPI_Init_thread"))
+        .map(|(t, _)| t as u32)
+        .collect();
+    let delays = timing::delays(trace, options.compute, options.scale, &inits);
+
+    // Render every terminal the ranks reach, and count what is skipped.
+    let mut calls: FxHashMap<u32, Rendered> = FxHashMap::default();
+    let mut total = 0u64;
+    let mut skipped: BTreeMap<String, u64> = BTreeMap::new();
+    let mut counts: FxHashMap<u32, u64> = FxHashMap::default();
+    for &start in &starts {
+        for (t, n) in trace.grammar.terminal_counts(start) {
+            *counts.entry(t).or_insert(0) += n;
+            total += n;
+        }
+    }
+    let mut terminals: Vec<u32> = counts.keys().copied().collect();
+    terminals.sort_unstable();
+    for t in terminals {
+        let sig = sigs.get(t as usize).ok_or(Error::BadSignature {
+            terminal: t,
+            message: "not in the signature table".into(),
+        })?;
+        let rendered = ctx.render(t, sig);
+        if let Rendered::Skip(why) = &rendered {
+            let reported = !calls::is_empty_poll(sig) && !ctx.after_finalize.contains(&t);
+            if reported {
+                *skipped.entry(why.clone()).or_insert(0) += counts[&t];
+            }
+        }
+        calls.insert(t, rendered);
+    }
+
+    let distinct: std::collections::BTreeSet<RuleId> = starts.iter().copied().collect();
+    let header = vec![
+        format!(
+            "Generated by `mpigram gen-bench` from the trace {}.",
+            options.trace_name
+        ),
+        format!(
+            "{world_size} ranks ({} distinct behaviours), {total} MPI calls, {} call signatures, {} grammar rules.",
+            distinct.len(),
+            sigs.len(),
+            trace.grammar.num_rules()
+        ),
+        format!("Build: mpicc -O1 -o bench bench.c     Run: mpiexec -n {world_size} ./bench"),
+        format!("Computation between calls: {}.", delays.description),
+        "Each rule_N function is grammar rule N; loops are its repetition counts.".into(),
+    ];
+    let program = emit::Program {
+        grammar: &trace.grammar,
+        starts,
+        world_size,
+        calls: &calls,
+        ctx: &ctx,
+        delays: &delays,
+        segment_bytes: &segment_bytes,
+        header,
+    };
+    let source = program.text();
+    let functions = source.matches("static void rule_").count();
+    Ok(Benchmark {
+        source,
+        ranks: world_size,
+        calls: total,
+        functions,
+        skipped: skipped.into_iter().collect(),
+        notes: delays.note.into_iter().collect(),
+    })
+}
+
+/// Largest object id, request count or segment id a benchmark's tables hold.
+const MAX_TABLE: u64 = 1 << 24;
+
+/// The largest memory segment id any call names.
+fn max_segment(sigs: &[Signature]) -> Option<u64> {
+    fn of(v: &mpigram_mpispec::Value) -> Option<u64> {
+        use mpigram_mpispec::{BufferRef, Value};
+        match v {
+            Value::Buffer(BufferRef::Segment { id, .. }) => Some(*id),
+            Value::Array(Some(items)) => items.iter().filter_map(of).max(),
+            _ => None,
+        }
+    }
+    sigs.iter().flat_map(|s| s.args.iter().filter_map(of)).max()
+}
+
+/// Whether some rank calls MPI_Init or MPI_Init_thread (where the
+/// benchmark sets itself up).
+fn has_init(sigs: &[Signature]) -> bool {
+    sigs.iter()
+        .any(|s| matches!(FUNCS[s.func as usize].name, "MPI_Init" | "MPI_Init_thread"))
+}
+
+/// Terminals that every rank calls only after its MPI_Finalize: the MPI
+/// library's own clean-up (ROMIO frees its keyvals and ops there), which
+/// the benchmark's MPI_Finalize makes again.
+fn after_finalize(trace: &Trace, starts: &[RuleId], sigs: &[Signature]) -> FxHashSet<u32> {
+    let finalize = mpigram_mpispec::func_by_name("MPI_Finalize").map(|(id, _)| id);
+    let mut before: FxHashSet<u32> = FxHashSet::default();
+    let mut after: FxHashSet<u32> = FxHashSet::default();
+    let distinct: std::collections::BTreeSet<RuleId> = starts.iter().copied().collect();
+    for start in distinct {
+        let mut finalized = false;
+        for t in trace.grammar.expand_rule(start) {
+            if finalized {
+                after.insert(t);
+            } else {
+                before.insert(t);
+                finalized = sigs.get(t as usize).map(|s| Some(s.func)) == Some(finalize);
+            }
+        }
+    }
+    // What an application may call after MPI_Finalize is its own call.
+    let allowed = [
+        "MPI_Finalized",
+        "MPI_Initialized",
+        "MPI_Get_version",
+        "MPI_Get_library_version",
+    ];
+    after.retain(|t| {
+        !before.contains(t)
+            && !sigs
+                .get(*t as usize)
+                .is_some_and(|s| allowed.contains(&FUNCS[s.func as usize].name))
+    });
+    after
+}
+
+#[cfg(test)]
+mod tests;

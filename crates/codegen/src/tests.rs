@@ -1,0 +1,395 @@
+//! Generation from small hand-built traces: loops, rank groups, arguments,
+//! buffers, wildcards, polling, timing and bad input.
+
+use crate::render::{Context, Rendered, c_string, int_lit};
+use crate::{Compute, Error, Options, emit, generate};
+use mpigram_grammar::Sequitur;
+use mpigram_mpispec::{
+    BufferRef, HandleKind, HandleRef, Rank, RequestRef, Signature, Status, Value, func_by_name,
+    predefined,
+};
+use mpigram_trace::{CallStats, CallTimes, Ending, RankMeta, RankTrace, Timing, Trace};
+
+fn sig(name: &str, args: Vec<Value>) -> Signature {
+    let (func, f) = func_by_name(name).unwrap_or_else(|| panic!("no {name}"));
+    assert_eq!(
+        f.params.len(),
+        args.len(),
+        "{name} takes {} arguments",
+        f.params.len()
+    );
+    Signature { func, ret: 0, args }
+}
+
+fn predef(kind: HandleKind, name: &str) -> Value {
+    let id = predefined(kind).iter().position(|n| *n == name).unwrap();
+    Value::Handle(kind, HandleRef::Predefined(id as u32))
+}
+
+fn world() -> Value {
+    predef(HandleKind::Comm, "MPI_COMM_WORLD")
+}
+
+fn int() -> Value {
+    predef(HandleKind::Datatype, "MPI_INT")
+}
+
+fn seg(id: u64, offset: u64) -> Value {
+    Value::Buffer(BufferRef::Segment { id, offset })
+}
+
+fn init() -> Signature {
+    sig("MPI_Init", vec![seg(0, 0), seg(1, 0)])
+}
+
+fn finalize() -> Signature {
+    sig("MPI_Finalize", vec![])
+}
+
+fn barrier() -> Signature {
+    sig("MPI_Barrier", vec![world()])
+}
+
+fn comm_rank(rank: i64) -> Signature {
+    sig("MPI_Comm_rank", vec![world(), Value::Int(rank)])
+}
+
+/// A trace of one stream of calls per rank (rank i is world rank i), each
+/// call 1 µs long, recorded over `wall_ns`.
+fn trace_of(ranks: Vec<Vec<Signature>>, wall_ns: u64) -> Trace {
+    let world_size = ranks.len() as u32;
+    let mut parts = ranks.into_iter().enumerate().map(|(r, calls)| {
+        let mut signatures: Vec<Vec<u8>> = Vec::new();
+        let mut stats: Vec<CallStats> = Vec::new();
+        let mut s = Sequitur::new();
+        for call in &calls {
+            let bytes = call.encode();
+            let t = signatures
+                .iter()
+                .position(|b| *b == bytes)
+                .unwrap_or_else(|| {
+                    signatures.push(bytes);
+                    stats.push(CallStats::default());
+                    signatures.len() - 1
+                });
+            let st = &mut stats[t];
+            st.count += 1;
+            st.total_ns += 1000;
+            st.min_ns = 1000;
+            st.max_ns = 1000;
+            s.push(t as u32);
+        }
+        Trace::from_rank(RankTrace {
+            meta: RankMeta {
+                rank: r as u32,
+                world_size,
+                pid: 1,
+                host: "test".into(),
+                mpi_library: "MPICH".into(),
+                timing: Timing::default(),
+                calls: calls.len() as u64,
+                start_ns: 0,
+                end_ns: wall_ns,
+                ending: Ending::Finalized,
+                recorder_allocations: 0,
+                ns_per_tick: 1.0,
+                clock_sync: Vec::new(),
+            },
+            signatures,
+            grammar: s.grammar(r as u32),
+            stats,
+            comms: Vec::new(),
+            times: CallTimes::default(),
+        })
+    });
+    let mut all = parts.next().unwrap();
+    for part in parts {
+        all.absorb(part).unwrap();
+    }
+    all.share().unwrap(); // the tracer's final cross-rank pass
+    all
+}
+
+fn options(compute: Compute) -> Options {
+    Options {
+        compute,
+        scale: 1.0,
+        trace_name: "test".into(),
+    }
+}
+
+/// Renders one signature as terminal 0 of a fresh context.
+fn render(s: &Signature) -> Rendered {
+    let mut ctx = Context::default();
+    ctx.learn(std::slice::from_ref(s));
+    ctx.render(0, s)
+}
+
+fn call_text(s: &Signature) -> String {
+    match render(s) {
+        Rendered::Call(code) => emit::call_statement(&code),
+        Rendered::Skip(why) => panic!("skipped: {why}"),
+    }
+}
+
+#[test]
+fn a_million_iterations_are_one_loop() {
+    let mut calls = vec![init()];
+    calls.extend(std::iter::repeat_n(comm_rank(0), 1_000_000));
+    calls.push(finalize());
+    let bench = generate(&trace_of(vec![calls], 1000), &options(Compute::None)).unwrap();
+    let src = &bench.source;
+    assert!(
+        src.contains("i < 1000000L; i++) { /* 1000000 calls */"),
+        "{src}"
+    );
+    assert_eq!(src.matches("MPI_Comm_rank(MPI_COMM_WORLD").count(), 1);
+    assert!(src.len() < 12_000, "{} bytes", src.len());
+    assert_eq!(bench.calls, 1_000_002);
+}
+
+#[test]
+fn ranks_that_behave_alike_share_their_code() {
+    // Rank 0 broadcasts from itself; ranks 1-3 receive it; all then synchronise 10 times.
+    let bcast = sig(
+        "MPI_Bcast",
+        vec![
+            seg(2, 0),
+            Value::Int(1),
+            int(),
+            Value::Rank(Rank::Absolute(0)),
+            world(),
+        ],
+    );
+    let stream = |rank: i64| {
+        let mut c = vec![init(), comm_rank(rank), bcast.clone()];
+        c.extend(std::iter::repeat_n(barrier(), 10));
+        c.push(finalize());
+        c
+    };
+    let bench = generate(
+        &trace_of((0..4).map(stream).collect(), 1000),
+        &options(Compute::None),
+    )
+    .unwrap();
+    let src = &bench.source;
+    // Ranks differ only in what MPI_Comm_rank returned: 4 start rules...
+    assert!(src.contains("if (world_rank == 0) /* rank 0:"), "{src}");
+    assert!(
+        src.contains("else if (world_rank == 3) /* rank 3:"),
+        "{src}"
+    );
+    // ...which share one function for the broadcast and the loop.
+    assert_eq!(src.matches("MPI_Bcast(").count(), 1, "{src}");
+    assert_eq!(src.matches("MPI_Barrier(").count(), 1, "{src}");
+    assert!(src.contains("; ranks 0-3; "), "{src}");
+}
+
+#[test]
+fn rank_conditions_use_ranges() {
+    assert_eq!(
+        emit::rank_condition(&[7, 0, 1, 2, 5, 8]),
+        "(world_rank >= 0 && world_rank <= 2) || world_rank == 5 || (world_rank >= 7 && world_rank <= 8)"
+    );
+    assert_eq!(emit::rank_list(&[3, 1, 2, 9]), "1-3, 9");
+    assert_eq!(emit::ranks_phrase(&[4]), "rank 4");
+}
+
+#[test]
+fn arguments_are_rank_independent_c() {
+    let isend = sig(
+        "MPI_Isend",
+        vec![
+            seg(3, 16),
+            Value::Int(4),
+            Value::Handle(HandleKind::Datatype, HandleRef::User(2)),
+            Value::Rank(Rank::Relative(1)),
+            Value::Tag(7),
+            world(),
+            Value::Request(RequestRef::Pooled { pool: 5, index: 0 }),
+        ],
+    );
+    assert_eq!(
+        call_text(&isend),
+        "MPI_Isend((void *)(segs[3] + 16), 4, types[2], world_rank + 1, 7, MPI_COMM_WORLD, &reqs[0]);"
+    );
+    // A rank in a user communicator is relative to the caller's rank in it.
+    let send = sig(
+        "MPI_Send",
+        vec![
+            Value::Buffer(BufferRef::InPlace),
+            Value::Int(1),
+            int(),
+            Value::Rank(Rank::Relative(-2)),
+            Value::Tag(-1),
+            Value::Handle(HandleKind::Comm, HandleRef::User(1)),
+        ],
+    );
+    assert_eq!(
+        call_text(&send),
+        "MPI_Send(MPI_IN_PLACE, 1, MPI_INT, rank_in(comms[1]) - 2, MPI_ANY_TAG, comms[1]);"
+    );
+}
+
+#[test]
+fn a_wildcard_receive_is_bound_to_the_recorded_sender() {
+    let status = Status {
+        source: Rank::Relative(-1),
+        tag: 3,
+        count: 4,
+        cancelled: false,
+        error: 0,
+    };
+    let recv = sig(
+        "MPI_Recv",
+        vec![
+            seg(2, 0),
+            Value::Int(1),
+            int(),
+            Value::Rank(Rank::AnySource),
+            Value::Tag(-1),
+            world(),
+            Value::Status(Some(status)),
+        ],
+    );
+    let text = call_text(&recv);
+    assert!(
+        text.contains("MPI_INT, world_rank - 1, MPI_ANY_TAG,"),
+        "{text}"
+    );
+}
+
+#[test]
+fn polling_repeats_until_the_recorded_success_and_empty_polls_are_dropped() {
+    let test = |flag: i64| {
+        sig(
+            "MPI_Test",
+            vec![
+                Value::Request(RequestRef::Pooled { pool: 0, index: 0 }),
+                Value::Int(flag),
+                Value::Status(None),
+            ],
+        )
+    };
+    assert_eq!(
+        call_text(&test(1)),
+        "{\n    int flag = 0;\n    do\n        MPI_Test(&reqs[0], &flag, MPI_STATUS_IGNORE);\n    while (!flag);\n}"
+    );
+    assert!(matches!(render(&test(0)), Rendered::Skip(_)));
+}
+
+#[test]
+fn segments_hold_the_largest_offset_plus_extent() {
+    // vector(3, 2, 4, MPI_INT): extent (2 * 4 + 2) * 4 = 40 bytes.
+    let vector = sig(
+        "MPI_Type_vector",
+        vec![
+            Value::Int(3),
+            Value::Int(2),
+            Value::Int(4),
+            int(),
+            Value::Handle(HandleKind::Datatype, HandleRef::User(0)),
+        ],
+    );
+    let send = sig(
+        "MPI_Send",
+        vec![
+            seg(5, 1000),
+            Value::Int(2),
+            Value::Handle(HandleKind::Datatype, HandleRef::User(0)),
+            Value::Rank(Rank::Relative(1)),
+            Value::Tag(0),
+            world(),
+        ],
+    );
+    let sigs = [&vector, &send];
+    let extents = crate::buffers::Extents::of(&sigs);
+    assert_eq!(
+        extents.extent(Some(HandleRef::User(0))),
+        40,
+        "vector extent"
+    );
+    let sizes = crate::buffers::segment_sizes(&sigs, &extents, 2);
+    assert_eq!(sizes[5], 1080);
+}
+
+#[test]
+fn c_literals_are_exact() {
+    assert_eq!(c_string(b"a\"b\\c?\n\xff"), r#""a\"b\\c\?\012\377""#);
+    assert_eq!(int_lit(-5), "-5");
+    assert_eq!(int_lit(1 << 40), "1099511627776LL");
+    assert_eq!(int_lit(i64::from(i32::MIN)), "(-2147483647 - 1)");
+}
+
+#[test]
+fn aggregated_timing_spreads_each_ranks_computation_over_its_calls() {
+    // 4 calls of 1 µs in 1 ms: 996 µs outside MPI, 249 µs before each call.
+    let calls = vec![init(), barrier(), barrier(), finalize()];
+    let bench = generate(
+        &trace_of(vec![calls], 1_000_000),
+        &options(Compute::Recorded),
+    )
+    .unwrap();
+    assert!(bench.source.contains("spin(2.490e-4);"), "{}", bench.source);
+    assert_eq!(bench.notes.len(), 1, "recorded falls back to mean");
+    let none = generate(
+        &trace_of(vec![vec![init(), barrier(), finalize()]], 1_000_000),
+        &options(Compute::None),
+    )
+    .unwrap();
+    assert!(!none.source.contains("spin(2"), "{}", none.source);
+}
+
+#[test]
+fn a_trace_without_every_rank_or_without_mpi_init_is_refused() {
+    let mut t = trace_of(vec![vec![init(), finalize()], vec![init(), finalize()]], 10);
+    t.ranks.pop();
+    assert!(matches!(
+        generate(&t, &options(Compute::None)),
+        Err(Error::MissingRank(1, 2))
+    ));
+    let t = trace_of(vec![vec![barrier()]], 10);
+    assert!(matches!(
+        generate(&t, &options(Compute::None)),
+        Err(Error::NoInit)
+    ));
+}
+
+#[test]
+fn the_tool_interface_is_not_reproduced_and_is_reported() {
+    let calls = vec![
+        init(),
+        sig("MPI_T_init_thread", vec![Value::Int(0), Value::Int(0)]),
+        finalize(),
+    ];
+    let bench = generate(&trace_of(vec![calls], 10), &options(Compute::None)).unwrap();
+    assert_eq!(bench.skipped.len(), 1, "{:?}", bench.skipped);
+    assert!(bench.skipped[0].0.starts_with("MPI_T_init_thread"));
+    assert!(
+        bench
+            .source
+            .contains("/* not reproduced: MPI_T_init_thread")
+    );
+}
+
+#[test]
+fn an_absurd_segment_id_is_an_error_not_an_allocation() {
+    let send = sig(
+        "MPI_Send",
+        vec![
+            seg(1 << 40, 0),
+            Value::Int(1),
+            int(),
+            Value::Rank(Rank::Relative(0)),
+            Value::Tag(0),
+            world(),
+        ],
+    );
+    let t = trace_of(vec![vec![init(), send, finalize()]], 10);
+    let err = generate(&t, &options(Compute::None)).unwrap_err();
+    assert!(matches!(err, Error::TooLarge(_)), "{err}");
+    assert!(
+        err.to_string().contains("segment id 1099511627776"),
+        "{err}"
+    );
+}
