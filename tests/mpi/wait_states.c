@@ -10,6 +10,10 @@
  *                  in MPI_Recv: rank 0 waits DELAY_MS per iteration.
  *   late_receiver  rank 0 MPI_Ssend to rank 1, which waits before its
  *                  MPI_Recv: rank 0 waits DELAY_MS per iteration.
+ *   exchange       ranks 0 and 1 swap a message with MPI_Irecv, MPI_Isend and
+ *                  MPI_Waitall; rank 1 waits DELAY_MS first: rank 0's
+ *                  Waitall waits for a late sender (and its own standard
+ *                  send is no late receiver).
  *   barrier        the last rank waits before MPI_Barrier: every other rank
  *                  waits DELAY_MS per iteration.
  *   allreduce      the same before an MPI_Allreduce (sum checked).
@@ -55,6 +59,19 @@ static void run(const char *mode, double delay, int iterations)
                 MPI_Recv(&v, 1, MPI_INT, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
                 CHECK_EQ(v, payload(0, 0, i));
             }
+        }
+    } else if (strcmp(mode, "exchange") == 0) {
+        for (int i = 0; i < iterations; i++) {
+            if (rank > 1)
+                continue;
+            int peer = 1 - rank, in = -1, out = payload(rank, peer, i);
+            MPI_Request reqs[2];
+            if (rank == 1)
+                busy_wait(delay);
+            MPI_Irecv(&in, 1, MPI_INT, peer, 0, MPI_COMM_WORLD, &reqs[0]);
+            MPI_Isend(&out, 1, MPI_INT, peer, 0, MPI_COMM_WORLD, &reqs[1]);
+            MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE);
+            CHECK_EQ(in, payload(peer, rank, i));
         }
     } else if (strcmp(mode, "barrier") == 0) {
         for (int i = 0; i < iterations; i++) {
@@ -123,7 +140,7 @@ static void run(const char *mode, double delay, int iterations)
         }
     } else {
         CHECK_MSG(0,
-                  "unknown mode %s (late_sender, late_receiver, barrier, allreduce, nxn, "
+                  "unknown mode %s (late_sender, late_receiver, exchange, barrier, allreduce, nxn, "
                   "iallreduce, persistent, early_reduce, late_broadcast)",
                   mode);
     }
@@ -134,7 +151,7 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     need_ranks(2);
     if (argc < 2) {
-        const char *modes[] = {"late_sender", "late_receiver", "barrier",
+        const char *modes[] = {"late_sender", "late_receiver", "exchange", "barrier",
                                "allreduce",   "nxn",           "iallreduce",
                                "persistent",  "early_reduce",  "late_broadcast"};
         for (int m = 0; m < (int)(sizeof modes / sizeof *modes); m++)

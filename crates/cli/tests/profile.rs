@@ -137,6 +137,23 @@ fn a_late_receiver_of_a_synchronous_send_is_diagnosed_on_the_sender() {
 }
 
 #[test]
+fn a_waitall_for_a_late_message_is_a_late_sender_not_also_a_late_receiver() {
+    let _one = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().join("t");
+    trace(&t, "exchange", 2, "lossless");
+    let p = profile(&t, "best");
+    let (total, peers, funcs) = waited(&p, "late_sender", 0);
+    assert_near(total, injected(), "rank 0's late-sender wait");
+    assert_eq!(peers, BTreeSet::from([1]));
+    assert_eq!(funcs, BTreeSet::from(["MPI_Waitall".to_owned()]));
+    // Rank 0's own standard-mode send did not make it wait: the message
+    // it waited for explains the Waitall's blocking.
+    assert_eq!(count_of(&p, "late_receiver"), 0, "{}", p["wait_states"]);
+    assert_eq!(waited(&p, "late_sender", 1).0, 0.0, "rank 1 never waits");
+}
+
+#[test]
 fn the_peers_of_a_slow_rank_wait_at_barrier_and_nxn_collectives_blocking_or_not() {
     let _one = one_at_a_time();
     // Mode, wait state, the call the others wait in, the slow rank's call.
@@ -318,6 +335,7 @@ fn lossy_times_give_the_findings_of_lossless_ones_within_the_timing_bound() {
     for (mode, ranks) in [
         ("late_sender", 2),
         ("late_receiver", 2),
+        ("exchange", 2),
         ("barrier", 3),
         ("allreduce", 3),
         ("nxn", 3),

@@ -19,7 +19,7 @@ use crate::matching::{Matching, Operation};
 use crate::timeline::Span;
 use mpigram_mpispec::{FUNCS, decode_signature};
 use mpigram_trace::Trace;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// The kinds of wait states.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -214,23 +214,36 @@ fn synchronous(func: &str) -> bool {
     )
 }
 
-/// The point-to-point wait states: per waiting call the longest wait.
+/// The point-to-point wait states: per waiting call the longest wait of
+/// each kind. A standard-mode send's late receiver is an inference (the
+/// send may have returned at once, eagerly): it is dropped where the same
+/// call also waited for a late sender, which explains its blocking.
 pub(crate) fn point_to_point_waits(matching: &Matching, info: &CallInfo) -> Vec<WaitState> {
     let ops = &matching.operations;
-    let mut all: Vec<WaitState> = Vec::new();
+    // Each wait state, and whether it is a standard send's late receiver.
+    let mut all: Vec<(WaitState, bool)> = Vec::new();
     for m in &matching.matches {
         let (send, recv) = (&ops[m.send], &ops[m.recv]);
-        all.extend(late_sender(send, recv, info));
-        all.extend(late_receiver(send, recv, info));
+        all.extend(late_sender(send, recv, info).map(|w| (w, false)));
+        let standard = !synchronous(send.func);
+        all.extend(late_receiver(send, recv, info).map(|w| (w, standard)));
     }
     // One per (rank, waiting call, kind): the longest.
-    all.sort_unstable_by(|a, b| {
+    all.sort_unstable_by(|(a, _), (b, _)| {
         (a.rank, a.seq, a.kind)
             .cmp(&(b.rank, b.seq, b.kind))
             .then(b.severity_s.total_cmp(&a.severity_s))
     });
-    all.dedup_by_key(|w| (w.rank, w.seq, w.kind));
-    all
+    all.dedup_by_key(|(w, _)| (w.rank, w.seq, w.kind));
+    let late_sender: FxHashSet<(u32, u64)> = all
+        .iter()
+        .filter(|(w, _)| w.kind == WaitKind::LateSender)
+        .map(|(w, _)| (w.rank, w.seq))
+        .collect();
+    all.into_iter()
+        .filter(|(w, standard)| !(*standard && late_sender.contains(&(w.rank, w.seq))))
+        .map(|(w, _)| w)
+        .collect()
 }
 
 fn late_sender(send: &Operation, recv: &Operation, info: &CallInfo) -> Option<WaitState> {
