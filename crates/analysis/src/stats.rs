@@ -16,7 +16,6 @@
 //! order instead ([`walk`]), still counting the stretches of the grammar
 //! in which nothing is (re)defined without expanding them.
 
-mod call;
 mod collective;
 mod datatype;
 mod histogram;
@@ -31,8 +30,8 @@ pub use histogram::{BUCKETS, Histogram, bucket, bucket_range};
 pub use matrix::{CommMatrix, Traffic as PairTraffic};
 
 use crate::members::Members;
-use call::Call;
 use mpigram_grammar::{Grammar, RuleId};
+use mpigram_mpispec::Args as Call;
 use mpigram_mpispec::{FUNCS, FuncId, HandleKind, Signature, decode_signature};
 use mpigram_trace::{CommEntry, RankPart, Trace};
 use rustc_hash::{FxHashMap, FxHashSet};

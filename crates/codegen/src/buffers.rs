@@ -5,8 +5,8 @@
 //! calls that built them, counts of gathering collectives times the world's
 //! size. What cannot be worked out gets [`UNKNOWN_BYTES`].
 
-use crate::args::Args;
 use mpigram_analysis::stats::predefined_size;
+use mpigram_mpispec::Args;
 use mpigram_mpispec::{BufferRef, Enc, HandleKind, HandleRef, Signature, Value, predefined};
 use rustc_hash::FxHashMap;
 

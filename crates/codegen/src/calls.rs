@@ -2,8 +2,8 @@
 //! polling calls, MPI_Init, completion calls whose outcome is timing, and
 //! calls that hand out memory.
 
-use crate::args::Args;
 use crate::render::{CallCode, int_lit};
+use mpigram_mpispec::Args;
 use mpigram_mpispec::{BufferRef, Signature, Value};
 
 /// Functions the benchmark does not call, with the reason.

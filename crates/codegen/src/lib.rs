@@ -12,7 +12,6 @@
 //! by ranks are shared C; `main` picks each rank's start rule by rank
 //! conditions. See `docs/gen-bench.md`.
 
-mod args;
 pub mod buffers;
 pub mod callbacks;
 pub mod calls;

@@ -11,13 +11,13 @@
 //! - outputs nobody reads go to scratch space; statuses passed in
 //!   (MPI_Get_count) are rebuilt from the recorded fields.
 
-use crate::args::Args;
 use crate::callbacks::{callback_name, callback_stub};
 use crate::calls::{
     completed_indices, init, is_allocation, is_empty_poll, not_reproduced, poll_flag,
 };
 use crate::protos::prototype;
 use crate::wildcard::{self, Binding, Bindings};
+use mpigram_mpispec::Args;
 use mpigram_mpispec::{
     BufferRef, HandleKind, HandleRef, Rank, RequestRef, Signature, Status, Value, predefined,
 };

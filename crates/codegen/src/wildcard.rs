@@ -10,7 +10,7 @@
 //! has its left neighbour at +N-1, the others at -1). A signature whose
 //! sender varied on one rank keeps MPI_ANY_SOURCE.
 
-use crate::args::Args;
+use mpigram_mpispec::Args;
 use mpigram_mpispec::{Rank, RequestRef, Signature, Status, Value};
 use mpigram_trace::Trace;
 use rustc_hash::FxHashMap;

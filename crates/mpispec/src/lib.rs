@@ -13,10 +13,12 @@
 //! rank: ranks are relative to the caller, handles are symbolic ids,
 //! buffers are (memory segment, offset) — see [`encoding`].
 
+mod args;
 pub mod encoding;
 mod generated;
 mod value;
 
+pub use args::Args;
 pub use generated::{FUNCS, func, predefined};
 pub use value::{
     BufferRef, HandleRef, Rank, RequestRef, Signature, Status, Value, decode_args,

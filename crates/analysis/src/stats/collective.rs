@@ -3,8 +3,8 @@
 //! buffers as the call's counts and datatypes describe them, by the
 //! caller's part (root or not) and the communicator's size.
 
-use super::call::Call;
 use super::traffic::{Place, RankContext, Traffic, mul};
+use mpigram_mpispec::Args as Call;
 use mpigram_mpispec::Rank;
 
 /// A rooted collective's part for the caller.

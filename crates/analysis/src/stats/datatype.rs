@@ -4,7 +4,7 @@
 //! mpigram cannot size, or from such a type) has an unknown size, never a
 //! guessed one.
 
-use super::call::Call;
+use mpigram_mpispec::Args as Call;
 use mpigram_mpispec::{HandleKind, HandleRef, Signature, predefined};
 use rustc_hash::FxHashMap;
 
@@ -69,7 +69,7 @@ pub(crate) fn defined_types(call: &Call<'_>) -> Vec<u64> {
         Some(HandleRef::User(id)) => Some(id),
         _ => None,
     };
-    match call.base_name() {
+    match call.operation() {
         // A new handle for an existing view's types (MPICH duplicates them).
         "File_get_view" => [call.handle("etype"), call.handle("filetype")]
             .into_iter()
@@ -100,7 +100,7 @@ pub(crate) fn defined_size(call: &Call<'_>, user_size: &dyn Fn(u64) -> Option<u6
             .iter()
             .try_fold(1u64, |acc, v| acc.checked_mul((*v)?))
     };
-    match call.base_name() {
+    match call.operation() {
         "Type_contiguous" => product(&[int("count"), size("oldtype")]),
         "Type_vector"
         | "Type_hvector"

@@ -11,10 +11,10 @@
 //! datatype, a neighbourhood collective's degree, an unknown communicator)
 //! are `None`, never guessed.
 
-use super::call::Call;
 use super::datatype::DatatypeSizes;
 use crate::decode::handle_name;
 use crate::members::Members;
+use mpigram_mpispec::Args as Call;
 use mpigram_mpispec::{HandleKind, HandleRef, Rank, RequestRef, Value, predefined};
 use mpigram_trace::CommEntry;
 use rustc_hash::FxHashMap;
@@ -131,7 +131,7 @@ pub(crate) struct RankContext<'m> {
 /// Base name of an operation and whether the call only creates a
 /// persistent request for it (`Send_init` -> (`Send`, true)).
 pub(crate) fn operation(call: &Call<'_>) -> (&'static str, bool) {
-    let base = call.base_name();
+    let base = call.operation();
     match base.strip_suffix("_init") {
         Some(op) => (op, true),
         None => (base, false),
@@ -210,7 +210,7 @@ fn op(name: &str) -> Option<Transfer> {
 /// Whether the call may move data when it is made (a data-moving
 /// operation, or the start of persistent requests).
 pub(crate) fn moves_data(call: &Call<'_>) -> bool {
-    match call.base_name() {
+    match call.operation() {
         "Start" | "Startall" => true,
         _ => matches!(operation(call), (name, false) if op(name).is_some()),
     }
@@ -230,7 +230,7 @@ impl<'m> RankContext<'m> {
 
     /// What the call moves when it is made.
     pub fn traffic(&self, call: &Call<'_>) -> Traffic {
-        match call.base_name() {
+        match call.operation() {
             "Start" => self.started(call.value("request")),
             "Startall" => match call.value("array_of_requests") {
                 Some(Value::Array(Some(requests))) => {
