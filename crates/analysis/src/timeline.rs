@@ -34,6 +34,10 @@ pub enum TimelineError {
         "rank {rank} has aggregated timing only (per signature, not per call); record with MPIGRAM_TIMING=lossy or MPIGRAM_TIMING=lossless"
     )]
     Aggregated { rank: u32 },
+    #[error(
+        "rank {rank} has no per-call times: it ended before the tracer's first checkpoint ({ending}), and a killed rank's calls after its last checkpoint are not timed"
+    )]
+    Untimed { rank: u32, ending: String },
     #[error("rank {rank} has no {which} timing (it has {has})")]
     Missing {
         rank: u32,
@@ -62,7 +66,20 @@ pub fn rank_times(
         Source::Lossy => false,
     };
     if !meta.timing.per_call() {
-        return Err(TimelineError::Aggregated { rank });
+        if meta.ending.is_complete() {
+            return Err(TimelineError::Aggregated { rank });
+        }
+        // A rank killed before its first checkpoint: none of its calls has
+        // a time, which the analyses take as they take a killed rank's
+        // last calls, if other ranks have times.
+        let timed = |p: &RankPart| p.meta.timing.per_call();
+        if trace.ranks.iter().any(timed) {
+            return Ok(Vec::new());
+        }
+        return Err(TimelineError::Untimed {
+            rank,
+            ending: meta.ending.describe(),
+        });
     }
     let ticks = if use_exact {
         if !meta.timing.lossless {

@@ -473,3 +473,41 @@ fn the_picture_of_a_long_trace_stays_small() {
     );
     assert!(svg.len() < 1_000_000, "{} bytes", svg.len());
 }
+
+/// A run that crashed: rank 1 calls MPI_Abort in a loop of collectives and
+/// the launcher kills rank 0. The killed rank's calls after its last
+/// checkpoint (all of them, if it had none) have no times; the analyses
+/// take them as untimed dependencies instead of refusing the trace.
+#[test]
+fn a_crashed_run_is_analysed_with_its_untimed_calls_counted() {
+    mpi_available().unwrap();
+    let exe = compile("crash_abort_loop").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().to_str().unwrap();
+    let run = mpigram(&[
+        "run",
+        "-o",
+        trace,
+        "-n",
+        "2",
+        "--timing",
+        "lossless",
+        "--",
+        exe.to_str().unwrap(),
+        "300",
+    ]);
+    assert!(!run.status.success(), "the program aborts");
+    let out = mpigram(&["critical-path", trace, "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("partial trace"));
+    let j: Json = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["ranks"], 2);
+    assert!(j["length_s"].as_f64().unwrap() > 0.0, "{}", j["length_s"]);
+    assert!(
+        j["graph"]["untimed_dependencies"].as_u64().unwrap() > 0,
+        "{}",
+        j["graph"]
+    );
+    let out = mpigram(&["profile", trace]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
