@@ -22,6 +22,14 @@
  *                  the others wait in MPI_Wait.
  *   persistent     the same before the MPI_Start of a persistent
  *                  MPI_Allreduce_init, completed by MPI_Wait.
+ *   fence          the last rank waits before an MPI_Win_fence: the others, in
+ *                  the fence already, wait DELAY_MS per iteration.
+ *   late_post      rank 1 (the target) waits before MPI_Win_post: rank 0
+ *                  (the origin), in MPI_Win_start or MPI_Win_complete,
+ *                  waits DELAY_MS per iteration.
+ *   early_wait     rank 0 (the origin) waits between MPI_Win_start and its
+ *                  MPI_Put: rank 1 (the target), in MPI_Win_wait, waits
+ *                  DELAY_MS per iteration.
  *   early_reduce   every rank r but the root (0) waits r x DELAY_MS before
  *                  MPI_Reduce: the root, in MPI_Reduce already, waits
  *                  DELAY_MS per iteration for rank 1, the first to send.
@@ -118,6 +126,51 @@ static void run(const char *mode, double delay, int iterations)
             for (int from = 0; from < n; from++)
                 CHECK_EQ(recv[from], payload(from, rank, i));
         }
+    } else if (strcmp(mode, "fence") == 0) {
+        /* Iterations alternate between two cells: the next iteration's
+         * put may land before this one's value is read. */
+        int cell[2] = {-1, -1};
+        MPI_Win win;
+        MPI_Win_create(cell, sizeof cell, sizeof cell[0], MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+        MPI_Win_fence(0, win);
+        for (int i = 0; i < iterations; i++) {
+            if (rank == n - 1)
+                busy_wait(delay);
+            int v = payload(rank, (rank + 1) % n, i);
+            MPI_Put(&v, 1, MPI_INT, (rank + 1) % n, i % 2, 1, MPI_INT, win);
+            MPI_Win_fence(0, win);
+            CHECK_EQ(cell[i % 2], payload((rank + n - 1) % n, rank, i));
+        }
+        MPI_Win_free(&win);
+    } else if (strcmp(mode, "late_post") == 0 || strcmp(mode, "early_wait") == 0) {
+        int late_post = strcmp(mode, "late_post") == 0, cell = -1;
+        MPI_Win win;
+        MPI_Group world, peer;
+        MPI_Win_create(&cell, sizeof cell, sizeof cell, MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+        MPI_Comm_group(MPI_COMM_WORLD, &world);
+        int other = 1 - rank;
+        if (rank <= 1)
+            MPI_Group_incl(world, 1, &other, &peer);
+        for (int i = 0; i < iterations && rank <= 1; i++) {
+            if (rank == 1) { /* the target */
+                if (late_post)
+                    busy_wait(delay);
+                MPI_Win_post(peer, 0, win);
+                MPI_Win_wait(win);
+                CHECK_EQ(cell, payload(0, 1, i));
+            } else { /* the origin */
+                int v = payload(0, 1, i);
+                MPI_Win_start(peer, 0, win);
+                if (!late_post)
+                    busy_wait(delay);
+                MPI_Put(&v, 1, MPI_INT, 1, 0, 1, MPI_INT, win);
+                MPI_Win_complete(win);
+            }
+        }
+        if (rank <= 1)
+            MPI_Group_free(&peer);
+        MPI_Group_free(&world);
+        MPI_Win_free(&win);
     } else if (strcmp(mode, "early_reduce") == 0) {
         for (int i = 0; i < iterations; i++) {
             MPI_Barrier(MPI_COMM_WORLD);
@@ -141,7 +194,8 @@ static void run(const char *mode, double delay, int iterations)
     } else {
         CHECK_MSG(0,
                   "unknown mode %s (late_sender, late_receiver, exchange, barrier, allreduce, nxn, "
-                  "iallreduce, persistent, early_reduce, late_broadcast)",
+                  "iallreduce, persistent, fence, late_post, early_wait, early_reduce, "
+                  "late_broadcast)",
                   mode);
     }
 }
@@ -153,7 +207,8 @@ int main(int argc, char **argv)
     if (argc < 2) {
         const char *modes[] = {"late_sender", "late_receiver", "exchange", "barrier",
                                "allreduce",   "nxn",           "iallreduce",
-                               "persistent",  "early_reduce",  "late_broadcast"};
+                               "persistent",  "fence",         "late_post",
+                               "early_wait",  "early_reduce",  "late_broadcast"};
         for (int m = 0; m < (int)(sizeof modes / sizeof *modes); m++)
             run(modes[m], 1e-3, 3);
     } else {

@@ -210,6 +210,49 @@ fn the_peers_of_a_slow_rank_wait_at_barrier_and_nxn_collectives_blocking_or_not(
     }
 }
 
+#[test]
+fn one_sided_synchronisation_waits_are_diagnosed_on_the_waiting_rank() {
+    let _one = one_at_a_time();
+    // Mode, wait state, the waiting rank and call, the rank it waits for.
+    for (mode, kind, rank, funcs, peer) in [
+        ("fence", "wait_at_fence", 0, &["MPI_Win_fence"][..], 1),
+        // MPICH blocks in MPI_Win_start; others may in MPI_Win_complete.
+        (
+            "late_post",
+            "late_post",
+            0,
+            &["MPI_Win_start", "MPI_Win_complete"][..],
+            1,
+        ),
+        ("early_wait", "early_wait", 1, &["MPI_Win_wait"][..], 0),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let t = dir.path().join("t");
+        trace(&t, mode, 2, "lossless");
+        let p = profile(&t, "best");
+        let (total, peers, waiting_in) = waited(&p, kind, rank);
+        assert_near(total, injected(), &format!("{mode}: rank {rank}"));
+        assert_eq!(peers, BTreeSet::from([peer]), "{mode}");
+        assert!(
+            waiting_in.len() == 1 && funcs.contains(&waiting_in.first().unwrap().as_str()),
+            "{mode}: {waiting_in:?}"
+        );
+        assert_eq!(
+            waited(&p, kind, peer).0,
+            0.0,
+            "{mode}: the late rank never waits"
+        );
+        // The top finding: the wait, or (fence) the late rank's arrival.
+        let top = &p["findings"][0];
+        assert!(
+            (top["kind"] == kind && top["rank"] == rank)
+                || (top["kind"] == "late_arrival" && top["rank"] == peer),
+            "{mode}: {}",
+            p["findings"]
+        );
+    }
+}
+
 /// The kinds of wait states of `rank` in calls of `func`.
 fn kinds_on(p: &Json, rank: u64, func: &str) -> BTreeSet<String> {
     p["wait_states"]
@@ -341,6 +384,9 @@ fn lossy_times_give_the_findings_of_lossless_ones_within_the_timing_bound() {
         ("nxn", 3),
         ("iallreduce", 3),
         ("persistent", 3),
+        ("fence", 3),
+        ("late_post", 2),
+        ("early_wait", 2),
         ("early_reduce", 2),
         ("late_broadcast", 3),
     ] {

@@ -200,6 +200,7 @@ pub fn profile(trace: &Trace, options: &Options) -> Result<Profile, ProfileError
     let info = CallInfo::new(trace, &sites, &spans);
     let (mut wait_states, late) = waits::collective_waits(&matching.collectives.instances, &info);
     wait_states.extend(waits::point_to_point_waits(&matching, &info));
+    wait_states.extend(waits::one_sided_waits(&matching.one_sided, &info));
     wait_states.sort_by_key(|w| (w.rank, w.seq, w.kind));
 
     let uses: FxHashMap<u32, Vec<u64>> = ranks

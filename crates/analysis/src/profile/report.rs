@@ -89,8 +89,12 @@ impl Finding {
                     WaitKind::LateReceiver => "its receive is posted late",
                     WaitKind::EarlyReduce => "the root enters before the others send",
                     WaitKind::BarrierCompletion => "the barrier completes late on it",
-                    WaitKind::WaitAtBarrier | WaitKind::WaitAtNxN => "it arrives before the others",
+                    WaitKind::WaitAtBarrier | WaitKind::WaitAtNxN | WaitKind::WaitAtFence => {
+                        "it arrives before the others"
+                    }
                     WaitKind::LateBroadcast => "the root arrives late",
+                    WaitKind::LatePost => "the target exposes its window late",
+                    WaitKind::EarlyWait => "the origin completes its accesses late",
                 };
                 format!(
                     "rank {} waits {} in {} ({}){whom} in {} of its executions ({}/{}): {} ({why})",

@@ -6,6 +6,10 @@
 //!   waits for a send that started after it), *late receiver* (a
 //!   synchronous send — MPI_Ssend, MPI_Issend's wait — or a standard send
 //!   that was still blocked when the receive was posted waits for it);
+//! - one-sided general active target synchronisation, from the matched
+//!   epochs: *late post* (an origin's MPI_Win_start or MPI_Win_complete
+//!   waits for the target's MPI_Win_post) and *early wait* (a target's
+//!   MPI_Win_wait waits for the origins' MPI_Win_complete);
 //! - collectives, from their instances as [`crate::matching::collectives`]
 //!   finds them — blocking, non-blocking and persistent: *wait at
 //!   barrier*, *barrier completion*, *wait at N×N*, *early reduce*, *late
@@ -15,6 +19,7 @@
 
 use super::sites::{CallSite, Sites};
 use crate::matching::collectives::{CollectiveInstance, CollectiveKind};
+use crate::matching::one_sided::OneSided;
 use crate::matching::{Matching, Operation};
 use crate::timeline::Span;
 use mpigram_mpispec::{FUNCS, decode_signature};
@@ -31,6 +36,9 @@ pub enum WaitKind {
     WaitAtNxN,
     EarlyReduce,
     LateBroadcast,
+    WaitAtFence,
+    LatePost,
+    EarlyWait,
 }
 
 impl WaitKind {
@@ -44,6 +52,9 @@ impl WaitKind {
             WaitKind::WaitAtNxN => "wait_at_nxn",
             WaitKind::EarlyReduce => "early_reduce",
             WaitKind::LateBroadcast => "late_broadcast",
+            WaitKind::WaitAtFence => "wait_at_fence",
+            WaitKind::LatePost => "late_post",
+            WaitKind::EarlyWait => "early_wait",
         }
     }
 
@@ -57,6 +68,9 @@ impl WaitKind {
             WaitKind::WaitAtNxN => "wait at N×N",
             WaitKind::EarlyReduce => "early reduce",
             WaitKind::LateBroadcast => "late broadcast",
+            WaitKind::WaitAtFence => "wait at fence",
+            WaitKind::LatePost => "late post",
+            WaitKind::EarlyWait => "early wait",
         }
     }
 }
@@ -93,6 +107,8 @@ pub struct LateArrival {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Pattern {
     Barrier,
+    /// MPI_Win_fence: N×N over the window's group.
+    Fence,
     AllToAll,
     /// All to the root.
     ToRoot,
@@ -113,6 +129,7 @@ fn pattern(operation: &str) -> Option<Pattern> {
     let blocking = |op: &str| {
         Some(match op {
             "Barrier" => Pattern::Barrier,
+            "Win_fence" => Pattern::Fence,
             "Allreduce"
             | "Allgather"
             | "Allgatherv"
@@ -296,6 +313,73 @@ fn late_receiver(send: &Operation, recv: &Operation, info: &CallInfo) -> Option<
     })
 }
 
+/// The one-sided wait states of general active target synchronisation:
+/// per waiting call the longest wait.
+pub(crate) fn one_sided_waits(epochs: &OneSided, info: &CallInfo) -> Vec<WaitState> {
+    let mut all = Vec::new();
+    for e in &epochs.exposures {
+        let Some(post) = info.span(e.target, e.post) else {
+            continue;
+        };
+        // The origin waits for the post in MPI_Win_start or in
+        // MPI_Win_complete, as the MPI library chooses.
+        for seq in std::iter::once(e.start).chain(e.complete) {
+            all.extend(waited_for(
+                info,
+                WaitKind::LatePost,
+                e.origin,
+                seq,
+                e.target,
+                post.start_ns,
+            ));
+        }
+        // The target's MPI_Win_wait waits for the origin's MPI_Win_complete.
+        if let (Some(wait), Some(complete)) = (e.wait, e.complete)
+            && let Some(complete) = info.span(e.origin, complete)
+        {
+            all.extend(waited_for(
+                info,
+                WaitKind::EarlyWait,
+                e.target,
+                wait,
+                e.origin,
+                complete.start_ns,
+            ));
+        }
+    }
+    all.sort_unstable_by(|a, b| {
+        (a.rank, a.seq, a.kind)
+            .cmp(&(b.rank, b.seq, b.kind))
+            .then(b.severity_s.total_cmp(&a.severity_s))
+    });
+    all.dedup_by_key(|w| (w.rank, w.seq, w.kind));
+    all
+}
+
+/// Call `seq` of `rank` waiting for `peer`'s event at `at_ns`, if it did.
+fn waited_for(
+    info: &CallInfo,
+    kind: WaitKind,
+    rank: u32,
+    seq: u64,
+    peer: u32,
+    at_ns: i64,
+) -> Option<WaitState> {
+    let span = info.span(rank, seq)?;
+    let severity = at_ns.min(span.end_ns) - span.start_ns;
+    let (func, site) = info.call(rank, seq);
+    (severity > 0).then_some(WaitState {
+        kind,
+        rank,
+        peer: Some(peer),
+        seq,
+        func: func?,
+        site,
+        start_s: seconds(span.start_ns),
+        severity_s: seconds(severity),
+    })
+}
+
 /// One process in a collective instance, timed: when it entered (its
 /// post's start) and the call it waited in (the completing call).
 struct Entered {
@@ -369,11 +453,11 @@ pub(crate) fn collective_waits(
         let waited = |e: &Entered, at: i64| at.min(e.wait.end_ns) - e.wait.start_ns;
         let root = timed.iter().find(|e| Some(e.rank) == inst.root);
         match pattern {
-            Pattern::Barrier | Pattern::AllToAll => {
-                let kind = if pattern == Pattern::Barrier {
-                    WaitKind::WaitAtBarrier
-                } else {
-                    WaitKind::WaitAtNxN
+            Pattern::Barrier | Pattern::Fence | Pattern::AllToAll => {
+                let kind = match pattern {
+                    Pattern::Barrier => WaitKind::WaitAtBarrier,
+                    Pattern::Fence => WaitKind::WaitAtFence,
+                    _ => WaitKind::WaitAtNxN,
                 };
                 let last = timed
                     .iter()
