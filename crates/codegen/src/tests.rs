@@ -3,12 +3,11 @@
 
 use crate::render::{Context, Rendered, c_string, int_lit};
 use crate::{Compute, Error, Options, emit, generate};
-use mpigram_grammar::Sequitur;
 use mpigram_mpispec::{
     BufferRef, HandleKind, HandleRef, Rank, RequestRef, Signature, Status, Value, func_by_name,
     predefined,
 };
-use mpigram_trace::{CallStats, CallTimes, Ending, RankMeta, RankTrace, Timing, Trace};
+use mpigram_trace::Trace;
 
 fn sig(name: &str, args: Vec<Value>) -> Signature {
     let (func, f) = func_by_name(name).unwrap_or_else(|| panic!("no {name}"));
@@ -57,57 +56,11 @@ fn comm_rank(rank: i64) -> Signature {
 /// A trace of one stream of calls per rank (rank i is world rank i), each
 /// call 1 µs long, recorded over `wall_ns`.
 fn trace_of(ranks: Vec<Vec<Signature>>, wall_ns: u64) -> Trace {
-    let world_size = ranks.len() as u32;
-    let mut parts = ranks.into_iter().enumerate().map(|(r, calls)| {
-        let mut signatures: Vec<Vec<u8>> = Vec::new();
-        let mut stats: Vec<CallStats> = Vec::new();
-        let mut s = Sequitur::new();
-        for call in &calls {
-            let bytes = call.encode();
-            let t = signatures
-                .iter()
-                .position(|b| *b == bytes)
-                .unwrap_or_else(|| {
-                    signatures.push(bytes);
-                    stats.push(CallStats::default());
-                    signatures.len() - 1
-                });
-            let st = &mut stats[t];
-            st.count += 1;
-            st.total_ns += 1000;
-            st.min_ns = 1000;
-            st.max_ns = 1000;
-            s.push(t as u32);
-        }
-        Trace::from_rank(RankTrace {
-            meta: RankMeta {
-                rank: r as u32,
-                world_size,
-                pid: 1,
-                host: "test".into(),
-                mpi_library: "MPICH".into(),
-                timing: Timing::default(),
-                calls: calls.len() as u64,
-                start_ns: 0,
-                end_ns: wall_ns,
-                ending: Ending::Finalized,
-                recorder_allocations: 0,
-                ns_per_tick: 1.0,
-                clock_sync: Vec::new(),
-            },
-            signatures,
-            grammar: s.grammar(r as u32),
-            stats,
-            comms: Vec::new(),
-            times: CallTimes::default(),
-        })
-    });
-    let mut all = parts.next().unwrap();
-    for part in parts {
-        all.absorb(part).unwrap();
-    }
-    all.share().unwrap(); // the tracer's final cross-rank pass
-    all
+    let calls = ranks
+        .iter()
+        .map(|calls| (calls.iter().map(Signature::encode).collect(), Vec::new()))
+        .collect();
+    Trace::of_calls(calls, wall_ns)
 }
 
 fn options(compute: Compute) -> Options {

@@ -81,6 +81,65 @@ impl Trace {
         }
     }
 
+    /// A whole-run trace built from calls, for tests and tools that make
+    /// traces without a run: rank i (world rank i) made the calls of
+    /// `ranks[i].0`, each a signature's bytes, with communicator log
+    /// `ranks[i].1`. Each call counts 1 µs in the aggregated timing; the
+    /// run lasts `wall_ns`. The grammar is built and shared across ranks as
+    /// the tracer does. Panics on no ranks.
+    pub fn of_calls(ranks: Vec<(Vec<Vec<u8>>, Vec<CommEntry>)>, wall_ns: u64) -> Trace {
+        let world_size = ranks.len() as u32;
+        let mut parts = ranks.into_iter().enumerate().map(|(r, (calls, comms))| {
+            let mut signatures: Vec<Vec<u8>> = Vec::new();
+            let mut stats: Vec<CallStats> = Vec::new();
+            let mut grammar = mpigram_grammar::Sequitur::new();
+            for bytes in &calls {
+                let t = match signatures.iter().position(|b| b == bytes) {
+                    Some(t) => t,
+                    None => {
+                        signatures.push(bytes.clone());
+                        stats.push(CallStats::default());
+                        signatures.len() - 1
+                    }
+                };
+                let st = &mut stats[t];
+                st.count += 1;
+                st.total_ns += 1000;
+                st.min_ns = 1000;
+                st.max_ns = 1000;
+                grammar.push(t as u32);
+            }
+            Trace::from_rank(RankTrace {
+                meta: RankMeta {
+                    rank: r as u32,
+                    world_size,
+                    pid: 1,
+                    host: "test".into(),
+                    mpi_library: "MPICH".into(),
+                    timing: crate::Timing::default(),
+                    calls: calls.len() as u64,
+                    start_ns: 0,
+                    end_ns: wall_ns,
+                    ending: crate::Ending::Finalized,
+                    recorder_allocations: 0,
+                    ns_per_tick: 1.0,
+                    clock_sync: Vec::new(),
+                },
+                signatures,
+                grammar: grammar.grammar(r as u32),
+                stats,
+                comms,
+                times: CallTimes::default(),
+            })
+        });
+        let mut all = parts.next().expect("a trace of calls has ranks");
+        for part in parts {
+            all.absorb(part).expect("ranks of distinct numbers");
+        }
+        all.share().expect("a valid grammar");
+        all
+    }
+
     /// Takes in `other`'s ranks (none of which may be here already): its
     /// signatures are added to the table, its terminals renumbered, its
     /// grammar united with this one (identical rank grammars stored once).

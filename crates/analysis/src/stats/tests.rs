@@ -2,11 +2,10 @@
 //! against counting on the grammar.
 
 use super::*;
-use mpigram_grammar::Sequitur;
 use mpigram_mpispec::{
     BufferRef, HandleKind, HandleRef, Rank, RequestRef, Value, func_by_name, predefined,
 };
-use mpigram_trace::{CallStats, CallTimes, Ending, NO_RANK, RankMeta, RankTrace, Timing};
+use mpigram_trace::NO_RANK;
 
 pub(super) fn sig(func: &str, args: Vec<Value>) -> Signature {
     let (id, f) = func_by_name(func).unwrap();
@@ -99,56 +98,13 @@ fn rank(calls: Vec<Signature>) -> RankCalls {
 
 /// A trace of `ranks` (rank i is world rank i), each call timed 1 µs.
 fn trace(ranks: Vec<RankCalls>) -> Trace {
-    let world_size = ranks.len() as u32;
-    let mut parts = ranks.into_iter().enumerate().map(|(r, rank)| {
-        let mut signatures: Vec<Vec<u8>> = Vec::new();
-        let mut stats: Vec<CallStats> = Vec::new();
-        let mut s = Sequitur::new();
-        for call in &rank.calls {
-            let bytes = call.encode();
-            let t = match signatures.iter().position(|b| *b == bytes) {
-                Some(t) => t,
-                None => {
-                    signatures.push(bytes);
-                    stats.push(CallStats::default());
-                    signatures.len() - 1
-                }
-            };
-            let st = &mut stats[t];
-            st.count += 1;
-            st.total_ns += 1000;
-            st.min_ns = 1000;
-            st.max_ns = 1000;
-            s.push(t as u32);
-        }
-        Trace::from_rank(RankTrace {
-            meta: RankMeta {
-                rank: r as u32,
-                world_size,
-                pid: 1,
-                host: "test".into(),
-                mpi_library: "MPICH".into(),
-                timing: Timing::default(),
-                calls: rank.calls.len() as u64,
-                start_ns: 0,
-                end_ns: 1,
-                ending: Ending::Finalized,
-                recorder_allocations: 0,
-                ns_per_tick: 1.0,
-                clock_sync: Vec::new(),
-            },
-            signatures,
-            grammar: s.grammar(r as u32),
-            stats,
-            comms: rank.comms,
-            times: CallTimes::default(),
-        })
-    });
-    let mut all = parts.next().unwrap();
-    for part in parts {
-        all.absorb(part).unwrap();
-    }
-    all
+    Trace::of_calls(
+        ranks
+            .into_iter()
+            .map(|r| (r.calls.iter().map(Signature::encode).collect(), r.comms))
+            .collect(),
+        1,
+    )
 }
 
 fn repeat(times: usize, body: &[Signature]) -> Vec<Signature> {
