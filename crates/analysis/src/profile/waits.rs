@@ -245,13 +245,7 @@ pub(crate) fn point_to_point_waits(matching: &Matching, info: &CallInfo) -> Vec<
         let standard = !synchronous(send.func);
         all.extend(late_receiver(send, recv, info).map(|w| (w, standard)));
     }
-    // One per (rank, waiting call, kind): the longest.
-    all.sort_unstable_by(|(a, _), (b, _)| {
-        (a.rank, a.seq, a.kind)
-            .cmp(&(b.rank, b.seq, b.kind))
-            .then(b.severity_s.total_cmp(&a.severity_s))
-    });
-    all.dedup_by_key(|(w, _)| (w.rank, w.seq, w.kind));
+    keep_longest(&mut all, |(w, _)| w);
     let late_sender: FxHashSet<(u32, u64)> = all
         .iter()
         .filter(|(w, _)| w.kind == WaitKind::LateSender)
@@ -265,27 +259,16 @@ pub(crate) fn point_to_point_waits(matching: &Matching, info: &CallInfo) -> Vec<
 
 fn late_sender(send: &Operation, recv: &Operation, info: &CallInfo) -> Option<WaitState> {
     let seq = recv.completion?;
-    let (func, site) = info.call(recv.rank, seq);
-    let func = func.filter(|f| waits_for_message(f))?;
-    let wait = info.span(recv.rank, seq)?;
+    info.call(recv.rank, seq)
+        .0
+        .filter(|f| waits_for_message(f))?;
     let sent = info.span(send.rank, send.post)?.start_ns;
-    let severity = sent.min(wait.end_ns) - wait.start_ns;
-    (severity > 0).then(|| WaitState {
-        kind: WaitKind::LateSender,
-        rank: recv.rank,
-        peer: Some(send.rank),
-        seq,
-        func,
-        site,
-        start_s: seconds(wait.start_ns),
-        severity_s: seconds(severity),
-    })
+    waited_for(info, WaitKind::LateSender, recv.rank, seq, send.rank, sent)
 }
 
 fn late_receiver(send: &Operation, recv: &Operation, info: &CallInfo) -> Option<WaitState> {
     let seq = send.completion?;
-    let (func, site) = info.call(send.rank, seq);
-    let func = func?;
+    let func = info.call(send.rank, seq).0?;
     let plain = func.strip_suffix("_c").unwrap_or(func);
     let blocking = synchronous(send.func) && (synchronous(plain) || plain.starts_with("MPI_Wait"))
         || plain == "MPI_Send"
@@ -300,17 +283,14 @@ fn late_receiver(send: &Operation, recv: &Operation, info: &CallInfo) -> Option<
     if !synchronous(send.func) && wait.end_ns < posted {
         return None;
     }
-    let severity = posted.min(wait.end_ns) - wait.start_ns;
-    (severity > 0).then(|| WaitState {
-        kind: WaitKind::LateReceiver,
-        rank: send.rank,
-        peer: Some(recv.rank),
+    waited_for(
+        info,
+        WaitKind::LateReceiver,
+        send.rank,
         seq,
-        func,
-        site,
-        start_s: seconds(wait.start_ns),
-        severity_s: seconds(severity),
-    })
+        recv.rank,
+        posted,
+    )
 }
 
 /// The one-sided wait states of general active target synchronisation:
@@ -347,13 +327,21 @@ pub(crate) fn one_sided_waits(epochs: &OneSided, info: &CallInfo) -> Vec<WaitSta
             ));
         }
     }
+    keep_longest(&mut all, |w| w);
+    all
+}
+
+/// Keeps one wait state per (rank, waiting call, kind), the longest, in
+/// that order; `state` finds each item's wait state.
+fn keep_longest<T>(all: &mut Vec<T>, state: impl Fn(&T) -> &WaitState) {
+    let key = |w: &WaitState| (w.rank, w.seq, w.kind);
     all.sort_unstable_by(|a, b| {
-        (a.rank, a.seq, a.kind)
-            .cmp(&(b.rank, b.seq, b.kind))
+        let (a, b) = (state(a), state(b));
+        key(a)
+            .cmp(&key(b))
             .then(b.severity_s.total_cmp(&a.severity_s))
     });
-    all.dedup_by_key(|w| (w.rank, w.seq, w.kind));
-    all
+    all.dedup_by(|a, b| key(state(a)) == key(state(b)));
 }
 
 /// Call `seq` of `rank` waiting for `peer`'s event at `at_ns`, if it did.
