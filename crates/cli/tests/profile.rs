@@ -237,10 +237,12 @@ fn one_sided_synchronisation_waits_are_diagnosed_on_the_waiting_rank() {
             waiting_in.len() == 1 && funcs.contains(&waiting_in.first().unwrap().as_str()),
             "{mode}: {waiting_in:?}"
         );
-        assert_eq!(
-            waited(&p, kind, peer).0,
-            0.0,
-            "{mode}: the late rank never waits"
+        // The late rank never waits in the loop. (The fence that opens
+        // the window's first epoch, before the loop, may keep it a few µs.)
+        let late_waits = waited(&p, kind, peer).0;
+        assert!(
+            late_waits < 1e-3,
+            "{mode}: the late rank waits {late_waits} s"
         );
         // The top finding: the wait, or (fence) the late rank's arrival.
         let top = &p["findings"][0];
