@@ -93,12 +93,7 @@ pub fn delays(trace: &Trace, compute: Compute, scale: f64, inits: &FxHashSet<u32
         }
         mode = Compute::Mean;
     }
-    let n = trace
-        .ranks
-        .iter()
-        .map(|r| r.meta.rank as usize + 1)
-        .max()
-        .unwrap_or(0);
+    let n = trace.rank_slots();
     let run_start = trace.run_start_ns();
     for part in &trace.ranks {
         let rank = part.meta.rank;

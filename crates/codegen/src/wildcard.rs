@@ -62,12 +62,7 @@ pub fn bind(trace: &Trace, sigs: &[Signature]) -> Bindings {
         return Bindings::default();
     }
     // Per terminal, per rank: the sender (None: completions disagreed).
-    let world = trace
-        .ranks
-        .iter()
-        .map(|r| r.meta.rank as usize + 1)
-        .max()
-        .unwrap_or(0);
+    let world = trace.rank_slots();
     let mut seen: FxHashMap<u32, Vec<Option<Option<Rank>>>> = FxHashMap::default();
     for part in &trace.ranks {
         let me = part.meta.rank as usize;

@@ -140,6 +140,15 @@ impl Trace {
         all
     }
 
+    /// One past the highest rank here: the length of a table by rank.
+    pub fn rank_slots(&self) -> usize {
+        self.ranks
+            .iter()
+            .map(|r| r.meta.rank as usize + 1)
+            .max()
+            .unwrap_or(0)
+    }
+
     /// Takes in `other`'s ranks (none of which may be here already): its
     /// signatures are added to the table, its terminals renumbered, its
     /// grammar united with this one (identical rank grammars stored once).
