@@ -23,12 +23,14 @@ mod abi;
 mod agree;
 mod alloc;
 mod call;
+mod census;
 mod clock;
 mod clocksync;
 mod encoder;
 mod intern;
 mod journal;
 mod merge;
+mod message;
 mod objects;
 #[path = "generated/pmpi.rs"]
 mod pmpi;

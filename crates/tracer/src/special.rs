@@ -6,6 +6,7 @@
 
 use crate::abi::*;
 use crate::call::Call;
+use crate::census;
 use crate::encoder::{Encoder, IntoHandle};
 use crate::tracer;
 use mpigram_mpispec::{FuncId, func};
@@ -82,20 +83,41 @@ fn completed_count(outcount: c_int) -> usize {
 
 // --- start and end ---
 
+/// Before PMPI_Init(_thread): the tracer's clock starts (the call is
+/// timed), and a traced rank announces itself for the census.
+fn before_init() -> Option<census::Announced> {
+    tracer::with(|_| ());
+    (!crate::call::is_off()).then(|| crate::call::uncounted(census::announce))
+}
+
+/// PMPI_Init(_thread) succeeded at `thread_level`: the tracer learns its
+/// place, counts the traced ranks and, if they are all there, measures
+/// the clocks. The census is taken on a rank whose recording an internal
+/// error turned off, too: the others count on it.
+fn initialised(announced: Option<census::Announced>, thread_level: c_int) {
+    let world_size = tracer::with(|t| {
+        t.on_init();
+        t.world_size()
+    })
+    .flatten();
+    if let Some(announced) = announced {
+        crate::call::uncounted(|| census::count(announced, world_size));
+    }
+    tracer::set_thread_level(thread_level);
+    crate::clocksync::at_init();
+}
+
 /// # Safety
 /// As `MPI_Init`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
     let real = crate::pmpi::MPI_Init();
-    // The tracer's clock starts before the call, which it times.
-    tracer::with(|_| ());
+    let announced = before_init();
     let call = Call::begin();
     let ret = unsafe { real(argc, argv) };
     let end = crate::clock::now();
     if ret == MPI_SUCCESS {
-        tracer::with(|t| t.on_init());
-        tracer::set_thread_level(MPI_THREAD_SINGLE);
-        crate::clocksync::at_init();
+        initialised(announced, MPI_THREAD_SINGLE);
     }
     if let Some(call) = call {
         call.end_at(end, func::MPI_Init, ret, |e| {
@@ -116,15 +138,12 @@ pub unsafe extern "C" fn MPI_Init_thread(
     provided: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Init_thread();
-    // The tracer's clock starts before the call, which it times.
-    tracer::with(|_| ());
+    let announced = before_init();
     let call = Call::begin();
     let ret = unsafe { real(argc, argv, required, provided) };
     let end = crate::clock::now();
     if ret == MPI_SUCCESS {
-        tracer::with(|t| t.on_init());
-        tracer::set_thread_level(unsafe { read_or(provided, MPI_THREAD_MULTIPLE) });
-        crate::clocksync::at_init();
+        initialised(announced, unsafe { read_or(provided, MPI_THREAD_MULTIPLE) });
     }
     if let Some(call) = call {
         call.end_at(end, func::MPI_Init_thread, ret, |e| unsafe {
