@@ -5,7 +5,7 @@ use crate::encoder::Encoder;
 use mpigram_mpispec::FuncId;
 use std::cell::Cell;
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering::Relaxed};
 
 const UNSET: u8 = 0;
 const ON: u8 = 1;
@@ -193,6 +193,30 @@ pub fn uncounted<R>(f: impl FnOnce() -> R) -> R {
     let r = f();
     INSIDE.with(|inside| inside.set(was));
     r
+}
+
+/// Set in a child forked from the rank (without exec): it is not the
+/// rank, and the tracer does nothing in it — records nothing, writes
+/// nothing at its exit, notes no signal in the rank's crash journal,
+/// tracks no allocation.
+static FORKED: AtomicBool = AtomicBool::new(false);
+
+/// Whether this process is a child forked from a traced rank.
+#[inline]
+pub fn in_forked_child() -> bool {
+    FORKED.load(Relaxed)
+}
+
+extern "C" fn at_fork_child() {
+    FORKED.store(true, Relaxed);
+    STATE.store(OFF, Relaxed);
+}
+
+/// Makes every later fork() turn the tracer off in the child. Once per
+/// process, when the tracer is made.
+pub fn watch_forks() {
+    // SAFETY: registers a handler that only stores two atomics.
+    unsafe { libc::pthread_atfork(None, None, Some(at_fork_child)) };
 }
 
 /// Whether `MPIGRAM_OFF` turned tracing off (as opposed to a pause).

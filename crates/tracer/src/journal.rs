@@ -341,7 +341,8 @@ fn remove_if_there(path: &Path) -> std::io::Result<()> {
 /// Async-signal-safe: one atomic swap.
 pub fn note_signal(signal: c_int) -> u32 {
     let ending = ENDING.load(Ordering::Acquire);
-    if ending.is_null() {
+    // A forked child shares the mapping, but its death is not the rank's.
+    if ending.is_null() || crate::call::in_forked_child() {
         return 0;
     }
     let word = journal::ending_word(SIGNAL_ENDING | (signal & 0xff) as u16);

@@ -129,6 +129,7 @@ impl Tracer {
     fn new() -> Box<Tracer> {
         // SAFETY: registering a plain extern "C" function.
         unsafe { libc::atexit(at_exit) };
+        crate::call::watch_forks();
         let mut recorder = Recorder::new();
         if std::env::var_os("MPIGRAM_VERIFY").is_some_and(|v| !v.is_empty() && v != "0") {
             recorder.verify = Some(Vec::new());
@@ -363,6 +364,11 @@ impl Tracer {
 
     /// World rank; before MPI_Init (or with MPI sessions only) the
     /// launcher's rank variable, else 0.
+    /// Size of MPI_COMM_WORLD, once MPI is initialised.
+    pub fn world_size(&self) -> Option<u32> {
+        self.world.map(|(_, size)| size)
+    }
+
     /// Rank in MPI_COMM_WORLD, once MPI is initialised.
     pub fn world_rank(&self) -> Option<u32> {
         self.world.map(|(rank, _)| rank)
