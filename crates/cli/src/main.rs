@@ -140,7 +140,10 @@ fn run(
     program: &[String],
 ) -> Result<ExitCode> {
     let lib = library()?;
-    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    // Created as the tracer creates it: the user's alone.
+    std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
+        .create(out)
+        .with_context(|| format!("cannot create {}", out.display()))?;
     clear_old_trace(out)?;
     let out = out
         .canonicalize()

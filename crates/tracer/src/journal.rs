@@ -20,7 +20,6 @@ use mpigram_trace::journal::{
 };
 use mpigram_trace::{Ending, checkpoint_file_name, journal_file_name};
 use std::ffi::c_int;
-use std::fs::OpenOptions;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
@@ -89,15 +88,14 @@ pub fn tail_bytes() -> Option<u32> {
 impl Journal {
     /// Creates `dir/rank<N>.journal` for `header`'s rank, removing an older
     /// run's checkpoint first. The file is filled in under a temporary name
-    /// and renamed, so a journal is never seen half made; its blocks are
-    /// allocated up front, so a full disk is an error here and never a
-    /// SIGBUS in the middle of a call.
+    /// (created exclusively, see `mpigram_format::create_temp`) and renamed,
+    /// so a journal is never seen half made; its blocks are allocated up
+    /// front, so a full disk is an error here and never a SIGBUS in the
+    /// middle of a call.
     pub fn open(dir: &Path, header: &JournalHeader) -> std::io::Result<Journal> {
-        std::fs::create_dir_all(dir)?;
         let rank = header.rank;
         remove_if_there(&dir.join(checkpoint_file_name(rank)))?;
         let path = dir.join(journal_file_name(rank));
-        let tmp = dir.join(format!(".{}.tmp-{}", journal_file_name(rank), header.pid));
         let head = header.encode();
         let limit = header.capacity as usize;
         let header = JournalHeader {
@@ -106,12 +104,7 @@ impl Journal {
         };
         let capacity = header.capacity as usize;
         let allocated = limit.min(FIRST_TAIL_BYTES);
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&tmp)?;
+        let (file, tmp) = mpigram_format::create_temp(&path)?;
         let map = (|| {
             allocate(&file, head.len() + allocated)?;
             // SAFETY: plain system call on a file we own.

@@ -190,7 +190,9 @@ impl Tracer {
             mpi_library: crate::pmpi_query::library_version(),
             capacity,
         };
-        let dir = output_dir();
+        let Some(dir) = create_output_dir() else {
+            return;
+        };
         match Journal::open(&dir, &header) {
             Ok(journal) => self.journal = Some(journal),
             Err(e) => {
@@ -356,7 +358,7 @@ impl Tracer {
     fn write_verify(&self, dir: &Path) {
         if let Some(stream) = &self.recorder.verify {
             let path = dir.join(mpigram_trace::verify_file_name(self.rank()));
-            if let Err(e) = std::fs::write(&path, stream) {
+            if let Err(e) = mpigram_format::replace_with(&path, stream) {
                 eprintln!("mpigram: cannot write {}: {e}", path.display());
             }
         }
@@ -426,11 +428,17 @@ fn output_dir() -> PathBuf {
         .map_or_else(|| "mpigram-trace".into(), PathBuf::from)
 }
 
-/// The trace directory, created if needed; `None` (with one message) if it
-/// cannot be.
+/// The trace directory, created if needed (readable by the user alone:
+/// a trace records the program's arguments and host); `None` (with one
+/// message) if it cannot be.
 pub fn create_output_dir() -> Option<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
     let dir = output_dir();
-    match std::fs::create_dir_all(&dir) {
+    match std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)
+    {
         Ok(()) => Some(dir),
         Err(e) => {
             eprintln!(
