@@ -213,6 +213,7 @@ mod tests {
                 recorder_allocations: 0,
                 ns_per_tick: 1.0,
                 clock_sync: Vec::new(),
+                run: 0,
             },
             stats: Vec::new(),
             comms,

@@ -144,7 +144,6 @@ fn run(
     std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
         .create(out)
         .with_context(|| format!("cannot create {}", out.display()))?;
-    clear_old_trace(out)?;
     let out = out
         .canonicalize()
         .with_context(|| format!("cannot resolve {}", out.display()))?;
@@ -177,23 +176,6 @@ fn run(
 fn signal_of(status: &std::process::ExitStatus) -> u8 {
     use std::os::unix::process::ExitStatusExt;
     status.signal().map_or(1, |s| s.clamp(1, 127) as u8)
-}
-
-/// Removes the rank files (and crash journals) of an earlier trace in
-/// `dir`, so runs never mix.
-fn clear_old_trace(dir: &Path) -> Result<()> {
-    for entry in std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))? {
-        let path = entry?.path();
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        let suffixes = [".mgr", ".verify", ".journal", ".checkpoint"];
-        let ours = name == mpigram_trace::RUN_FILE_NAME
-            || (name.starts_with("rank") && suffixes.iter().any(|suffix| name.ends_with(suffix)));
-        if ours {
-            std::fs::remove_file(&path)
-                .with_context(|| format!("cannot remove {}", path.display()))?;
-        }
-    }
-    Ok(())
 }
 
 fn info(dir: &Path) -> Result<()> {

@@ -260,6 +260,7 @@ pub fn sample_rank_trace(rank: u32) -> RankTrace {
                     error_ns: 45,
                 },
             ],
+            run: 0,
         },
         signatures,
         grammar: s.grammar(rank),

@@ -92,6 +92,7 @@ fn rank_trace(rank: u32, class: u32) -> RankTrace {
             recorder_allocations: 100,
             ns_per_tick: 1.0,
             clock_sync: Vec::new(),
+            run: 0,
         },
         signatures,
         grammar: s.grammar(rank),

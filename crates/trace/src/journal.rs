@@ -36,7 +36,7 @@
 //! | 52 | 4 | zero |
 //! | 56 | 8 | generation: calls held by the checkpoint the tail continues (0: none) |
 //! | 64 | 8 | the tail's published length (low half) and [`hash`] (high half) ([`tail_word`]) |
-//! | 72 | | identity: host name and MPI library version, varint-length-prefixed |
+//! | 72 | | identity: host name and MPI library version, varint-length-prefixed; the run id, a varint (absent in journals of older versions: 0) |
 //! | tail offset | up to capacity | records; bytes past the published length are ignored (the file grows with the tail) |
 //!
 //! A record starts with a varint `v`: even, a call of terminal `v / 2`
@@ -179,6 +179,8 @@ pub struct JournalHeader {
     pub mpi_library: String,
     /// Bytes of the tail.
     pub capacity: u32,
+    /// The run (see [`RankMeta::run`]).
+    pub run: u64,
 }
 
 impl JournalHeader {
@@ -188,6 +190,7 @@ impl JournalHeader {
         let mut identity = Vec::new();
         identity.put_str(&self.host);
         identity.put_str(&self.mpi_library);
+        identity.put_u64(self.run);
         let tail_at = (FIXED_LEN + identity.len()).next_multiple_of(64);
         let mut out = Vec::with_capacity(tail_at);
         out.extend_from_slice(&MAGIC);
@@ -280,6 +283,11 @@ impl Journal {
         let mut r = ByteReader::new(identity);
         let host = r.str().map_err(|e| format!("identity: {e}"))?.to_owned();
         let mpi_library = r.str().map_err(|e| format!("identity: {e}"))?.to_owned();
+        let run = if r.is_empty() {
+            0
+        } else {
+            r.u64().map_err(|e| format!("identity: {e}"))?
+        };
         r.finish().map_err(|e| format!("identity: {e}"))?;
         let header = JournalHeader {
             rank: u32_at(bytes, 16),
@@ -289,6 +297,7 @@ impl Journal {
             host,
             mpi_library,
             capacity,
+            run,
         };
         let ending = ending_of_word(u32_at(bytes, ENDING_AT))?;
         let generation = u64_at(bytes, GENERATION_AT);
@@ -533,6 +542,7 @@ fn rebuild(base: Option<RankTrace>, journal: &Journal, with_tail: bool) -> RankT
             recorder_allocations: allocations,
             ns_per_tick: timing.2,
             clock_sync: timing.3,
+            run: h.run,
         },
         signatures,
         grammar: grammar.grammar(h.rank),
@@ -595,6 +605,7 @@ mod tests {
                 host: String::new(),
                 mpi_library: String::new(),
                 capacity: 0,
+                run: 0,
             },
             ending: Ending::Killed,
             generation: 0,

@@ -16,6 +16,7 @@
 mod error;
 pub mod journal;
 mod meta;
+mod one_run;
 mod rank;
 mod run;
 pub mod timing;

@@ -203,6 +203,9 @@ pub struct RankMeta {
     /// Offsets to rank 0's clock, measured at MPI_Init and MPI_Finalize
     /// (empty if they could not be measured).
     pub clock_sync: Vec<ClockSync>,
+    /// The run: the same number on every rank of one run, another on every
+    /// other run (0: not known, as in files of older mpigram versions).
+    pub run: u64,
 }
 
 impl RankMeta {
@@ -247,6 +250,7 @@ impl RankMeta {
             out.put_i64(s.offset_ns);
             out.put_u64(s.error_ns);
         }
+        out.put_u64(self.run);
         out
     }
 
@@ -310,6 +314,8 @@ impl RankMeta {
                 error_ns: r.u64()?,
             });
         }
+        // Added in a later minor version: absent from older files.
+        let run = if r.is_empty() { 0 } else { r.u64()? };
         r.finish()?;
         Ok(RankMeta {
             rank,
@@ -325,6 +331,7 @@ impl RankMeta {
             recorder_allocations,
             ns_per_tick,
             clock_sync,
+            run,
         })
     }
 }

@@ -17,7 +17,12 @@
 //! whose process manager offers no PMI-1 space (the tracer cannot tell),
 //! unless `MPIGRAM_ALL_RANKS=1` promises that every rank runs the tracer.
 //! The reading costs one local round trip per rank of the job.
+//!
+//! The same keys carry the run id (the lowest traced rank's proposal) and
+//! whether a rank found the trace directory locked by another live run
+//! (ownership.rs): then no rank of this run traces.
 
+use crate::ownership::Claim;
 use std::ffi::c_int;
 use std::io::{Read, Write};
 use std::os::fd::{FromRawFd, RawFd};
@@ -45,41 +50,88 @@ pub struct Announced {
     pmi: Option<Pmi>,
     rank: u32,
     size: u32,
+    /// This rank's proposal for the run id: the lowest traced rank's wins.
+    candidate: u64,
+    claim: Claim,
 }
 
-/// Before PMPI_Init: announces this rank in the job's key-value space.
-pub fn announce() -> Announced {
-    fn var<T: std::str::FromStr>(name: &str) -> Option<T> {
-        std::env::var(name).ok()?.trim().parse().ok()
-    }
-    let (rank, size) = (var("PMI_RANK").unwrap_or(0), var("PMI_SIZE").unwrap_or(1));
+/// What the census found.
+pub struct Outcome {
+    /// The run id every traced rank of the run agrees on (0: not known).
+    pub run: u64,
+    /// Another run is alive in the trace directory: this run is not traced.
+    pub refused: bool,
+    /// Whether this is the lowest traced rank (which speaks for the run
+    /// and sweeps the directory).
+    pub lowest: bool,
+    /// The ranks known to run the tracer (only this one if not known).
+    pub traced: Vec<u32>,
+}
+
+/// The launcher's rank and size of this process, before MPI_Init.
+pub fn launcher_rank_and_size() -> (u32, u32) {
+    (var("PMI_RANK").unwrap_or(0), var("PMI_SIZE").unwrap_or(1))
+}
+
+fn var<T: std::str::FromStr>(name: &str) -> Option<T> {
+    std::env::var(name).ok()?.trim().parse().ok()
+}
+
+/// Before PMPI_Init: announces this rank, and how it found the trace
+/// directory (`claim`), in the job's key-value space.
+pub fn announce(claim: Claim) -> Announced {
+    let (rank, size) = launcher_rank_and_size();
+    let candidate = run_candidate();
+    let value = match claim {
+        Claim::Busy(pid) => format!("busy-{pid}"),
+        Claim::Held | Claim::Unavailable => format!("run-{candidate:x}"),
+    };
     let pmi = (size > 1)
         .then(|| var::<RawFd>("PMI_FD"))
         .flatten()
-        .and_then(|fd| Pmi::connect(fd, rank).ok());
-    Announced { pmi, rank, size }
+        .and_then(|fd| Pmi::connect(fd, rank, &value).ok());
+    Announced {
+        pmi,
+        rank,
+        size,
+        candidate,
+        claim,
+    }
 }
 
 /// After PMPI_Init succeeded: reads every rank's key and settles whether
-/// the tracer may communicate. `world_size` is MPI_COMM_WORLD's.
-pub fn count(announced: Announced, world_size: Option<u32>) {
-    let size = world_size.unwrap_or(announced.size);
-    let state = if size <= 1 || promised_whole() {
-        WHOLE
+/// the tracer may communicate, and the run id. `world_size` is
+/// MPI_COMM_WORLD's.
+pub fn count(announced: Announced, world_size: Option<u32>) -> Outcome {
+    let Announced {
+        pmi,
+        rank,
+        size,
+        candidate,
+        claim,
+    } = announced;
+    let size = world_size.unwrap_or(size);
+    let busy_here = match claim {
+        Claim::Busy(pid) => Some(pid),
+        _ => None,
+    };
+    let alone = Outcome {
+        run: candidate,
+        refused: busy_here.is_some(),
+        lowest: rank == 0,
+        traced: vec![rank],
+    };
+    let (state, outcome) = if size <= 1 {
+        if let Some(pid) = busy_here {
+            say_refused(rank, pid);
+        }
+        (WHOLE, alone)
     } else {
-        match announced.pmi.map(|mut pmi| pmi.traced_ranks(size)) {
-            Some(Ok(traced)) if traced.len() == size as usize => WHOLE,
-            Some(Ok(traced)) => {
-                if traced.first() == Some(&announced.rank) {
-                    crate::message::say(&format!(
-                        "not every rank of MPI_COMM_WORLD runs mpigram ({} of {size} do): each of them writes its own rank<N>.mgr, without clock synchronisation, communicator agreement or merge",
-                        traced.len()
-                    ));
-                }
-                PARTIAL
-            }
+        match pmi.map(|mut pmi| pmi.values(size)) {
+            Some(Ok(values)) => settle(rank, size, &values),
             failed => {
-                if announced.rank == 0 {
+                let whole = promised_whole();
+                if rank == 0 && !whole {
                     let why = match failed {
                         Some(Err(e)) => {
                             format!("the process manager's key-value space failed: {e}")
@@ -90,11 +142,98 @@ pub fn count(announced: Announced, world_size: Option<u32>) {
                         "cannot tell whether every rank runs mpigram ({why}): each rank writes its own rank<N>.mgr, without clock synchronisation or merge; set MPIGRAM_ALL_RANKS=1 if every rank does"
                     ));
                 }
-                PARTIAL
+                if let Some(pid) = busy_here {
+                    say_refused(rank, pid);
+                }
+                let outcome = Outcome {
+                    run: launcher_run_id(),
+                    ..alone
+                };
+                (if whole { WHOLE } else { PARTIAL }, outcome)
             }
         }
     };
-    STATE.store(state, Relaxed);
+    STATE.store(if outcome.refused { PARTIAL } else { state }, Relaxed);
+    outcome
+}
+
+/// The census from every rank's value (`None`: no key, not traced).
+fn settle(rank: u32, size: u32, values: &[Option<String>]) -> (u8, Outcome) {
+    let traced: Vec<u32> = (0..size)
+        .filter(|&r| values[r as usize].is_some())
+        .collect();
+    let busy: Vec<(u32, &str)> = values
+        .iter()
+        .enumerate()
+        .filter_map(|(r, v)| Some((r as u32, v.as_deref()?.strip_prefix("busy-")?)))
+        .collect();
+    let lowest = traced.first() == Some(&rank);
+    let run = traced
+        .first()
+        .and_then(|&r| values[r as usize].as_deref()?.strip_prefix("run-"))
+        .and_then(|hex| u64::from_str_radix(hex, 16).ok())
+        .unwrap_or(0);
+    if let Some(&(_, pid)) = busy.first().filter(|(r, _)| *r == rank) {
+        say_refused(rank, pid.parse().unwrap_or(0));
+    }
+    let whole = traced.len() == size as usize;
+    if !whole && lowest && busy.is_empty() {
+        crate::message::say(&format!(
+            "not every rank of MPI_COMM_WORLD runs mpigram ({} of {size} do): each of them writes its own rank<N>.mgr, without clock synchronisation, communicator agreement or merge",
+            traced.len()
+        ));
+    }
+    let outcome = Outcome {
+        run,
+        refused: !busy.is_empty(),
+        lowest,
+        traced,
+    };
+    (if whole { WHOLE } else { PARTIAL }, outcome)
+}
+
+fn say_refused(rank: u32, pid: u32) {
+    crate::message::say(&format!(
+        "the trace directory {} is in use by another run (process {pid} holds rank {rank}'s lock): this run is not traced",
+        crate::tracer::output_dir().display()
+    ));
+}
+
+/// This rank's proposal for the run id: never 0, and different for every
+/// process (host, process id, wall clock).
+fn run_candidate() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write(crate::tracer::host_name().as_bytes());
+    h.write_u32(std::process::id());
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    h.finish().max(1)
+}
+
+/// Without a key-value space: a run id from what the launcher tells every
+/// rank alike (Slurm's job and step, a PMIx namespace), else 0.
+fn launcher_run_id() -> u64 {
+    use std::hash::{Hash, Hasher};
+    let parts: Vec<String> = [
+        "SLURM_JOB_ID",
+        "SLURM_STEP_ID",
+        "PMIX_NAMESPACE",
+        "PMI_JOBID",
+    ]
+    .iter()
+    .filter_map(|v| std::env::var(v).ok())
+    .collect();
+    if parts.is_empty() {
+        return 0;
+    }
+    // A fixed hasher: every rank must compute the same number.
+    let mut h = std::hash::DefaultHasher::new();
+    parts.hash(&mut h);
+    h.finish().max(1)
 }
 
 /// `MPIGRAM_ALL_RANKS=1`: the user promises that every rank is traced.
@@ -117,7 +256,7 @@ fn key(rank: u32) -> String {
 
 impl Pmi {
     /// Says hello and puts this rank's key.
-    fn connect(fd: RawFd, rank: u32) -> Result<Pmi, String> {
+    fn connect(fd: RawFd, rank: u32, value: &str) -> Result<Pmi, String> {
         // SAFETY: the descriptor the process manager gave this process;
         // never closed by us (ManuallyDrop), MPICH goes on using it.
         let socket = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(fd) });
@@ -137,7 +276,7 @@ impl Pmi {
             .ok_or("no key-value space name")?
             .to_owned();
         let put = pmi.ask(&format!(
-            "cmd=put kvsname={} key={} value=1",
+            "cmd=put kvsname={} key={} value={value}",
             pmi.kvs,
             key(rank)
         ))?;
@@ -147,16 +286,15 @@ impl Pmi {
         Ok(pmi)
     }
 
-    /// The ranks whose key is there, in order.
-    fn traced_ranks(&mut self, size: u32) -> Result<Vec<u32>, String> {
-        let mut traced = Vec::new();
-        for rank in 0..size {
-            let got = self.ask(&format!("cmd=get kvsname={} key={}", self.kvs, key(rank)))?;
-            if field(&got, "rc") == Some("0") {
-                traced.push(rank);
-            }
-        }
-        Ok(traced)
+    /// Every rank's value, `None` where its key is not there.
+    fn values(&mut self, size: u32) -> Result<Vec<Option<String>>, String> {
+        (0..size)
+            .map(|rank| {
+                let got = self.ask(&format!("cmd=get kvsname={} key={}", self.kvs, key(rank)))?;
+                Ok((field(&got, "rc") == Some("0"))
+                    .then(|| field(&got, "value").unwrap_or("").to_owned()))
+            })
+            .collect()
     }
 
     /// Sends one request and reads its one-line answer, within

@@ -32,6 +32,7 @@ mod journal;
 mod merge;
 mod message;
 mod objects;
+mod ownership;
 #[path = "generated/pmpi.rs"]
 mod pmpi;
 mod pmpi_query;

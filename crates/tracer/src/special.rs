@@ -8,6 +8,7 @@ use crate::abi::*;
 use crate::call::Call;
 use crate::census;
 use crate::encoder::{Encoder, IntoHandle};
+use crate::ownership::{self, Claim};
 use crate::tracer;
 use mpigram_mpispec::{FuncId, func};
 use mpigram_trace::Ending;
@@ -84,16 +85,26 @@ fn completed_count(outcount: c_int) -> usize {
 // --- start and end ---
 
 /// Before PMPI_Init(_thread): the tracer's clock starts (the call is
-/// timed), and a traced rank announces itself for the census.
+/// timed), and a traced rank claims its place in the trace directory and
+/// announces itself for the census.
 fn before_init() -> Option<census::Announced> {
     tracer::with(|_| ());
-    (!crate::call::is_off()).then(|| crate::call::uncounted(census::announce))
+    if crate::call::is_off() {
+        return None;
+    }
+    Some(crate::call::uncounted(|| {
+        let (rank, _) = census::launcher_rank_and_size();
+        let claim = tracer::create_output_dir()
+            .map_or(Claim::Unavailable, |dir| ownership::claim(&dir, rank));
+        census::announce(claim)
+    }))
 }
 
 /// PMPI_Init(_thread) succeeded at `thread_level`: the tracer learns its
-/// place, counts the traced ranks and, if they are all there, measures
-/// the clocks. The census is taken on a rank whose recording an internal
-/// error turned off, too: the others count on it.
+/// place, counts the traced ranks, takes the trace directory for the run
+/// (or, if another run is alive in it, stops tracing) and, if every rank
+/// is traced, measures the clocks. The census is taken on a rank whose
+/// recording an internal error turned off, too: the others count on it.
 fn initialised(announced: Option<census::Announced>, thread_level: c_int) {
     let world_size = tracer::with(|t| {
         t.on_init();
@@ -101,7 +112,12 @@ fn initialised(announced: Option<census::Announced>, thread_level: c_int) {
     })
     .flatten();
     if let Some(announced) = announced {
-        crate::call::uncounted(|| census::count(announced, world_size));
+        let outcome = crate::call::uncounted(|| census::count(announced, world_size));
+        if outcome.refused {
+            crate::call::disable();
+        } else {
+            tracer::with(|t| t.take_directory(&outcome));
+        }
     }
     tracer::set_thread_level(thread_level);
     crate::clocksync::at_init();

@@ -35,6 +35,8 @@ pub struct Tracer {
     journal: Option<Journal>,
     /// This rank's clock against rank 0's, at MPI_Init and MPI_Finalize.
     pub clock_sync: Vec<ClockSync>,
+    /// The run's id, agreed at MPI_Init (0 until then).
+    run: u64,
 }
 
 /// The tracer, and the lock that guards it while calls may run
@@ -148,6 +150,7 @@ impl Tracer {
             written_calls: None,
             journal: None,
             clock_sync: Vec::new(),
+            run: 0,
         })
     }
 
@@ -170,6 +173,18 @@ impl Tracer {
         };
         self.objects.set_comm(abi::MPI_COMM_SELF, me);
         debug_assert!(abi::MPI_COMM_SELF.into_handle() != abi::MPI_COMM_WORLD.into_handle());
+    }
+
+    /// The census found the run (`outcome`): the trace directory is this
+    /// run's. What earlier runs left there goes, and the crash journal
+    /// starts.
+    pub fn take_directory(&mut self, outcome: &crate::census::Outcome) {
+        self.run = outcome.run;
+        if let (Some((rank, _)), Some(dir)) = (self.world, create_output_dir()) {
+            crate::ownership::clear_earlier_runs(&dir, rank, outcome.lowest, &|r| {
+                outcome.traced.contains(&r)
+            });
+        }
         self.open_journal();
     }
 
@@ -189,6 +204,7 @@ impl Tracer {
             host: host_name(),
             mpi_library: crate::pmpi_query::library_version(),
             capacity,
+            run: self.run,
         };
         let Some(dir) = create_output_dir() else {
             return;
@@ -290,6 +306,7 @@ impl Tracer {
                 recorder_allocations: crate::alloc::recorder_allocations(),
                 ns_per_tick,
                 clock_sync: self.clock_sync.clone(),
+                run: self.run,
             },
             signatures: self
                 .recorder
@@ -422,17 +439,18 @@ fn timing_from_env() -> Timing {
 }
 
 /// `MPIGRAM_OUT`, else `mpigram-trace` in the working directory.
-fn output_dir() -> PathBuf {
+pub fn output_dir() -> PathBuf {
     std::env::var_os("MPIGRAM_OUT")
         .filter(|v| !v.is_empty())
         .map_or_else(|| "mpigram-trace".into(), PathBuf::from)
 }
 
 /// The trace directory, created if needed (readable by the user alone:
-/// a trace records the program's arguments and host); `None` (with one
-/// message) if it cannot be.
+/// a trace records the program's arguments and host); `None` if it cannot
+/// be, said once per process.
 pub fn create_output_dir() -> Option<PathBuf> {
     use std::os::unix::fs::DirBuilderExt;
+    static SAID: AtomicBool = AtomicBool::new(false);
     let dir = output_dir();
     match std::fs::DirBuilder::new()
         .recursive(true)
@@ -441,10 +459,12 @@ pub fn create_output_dir() -> Option<PathBuf> {
     {
         Ok(()) => Some(dir),
         Err(e) => {
-            eprintln!(
-                "mpigram: cannot create the trace directory {}: {e}",
-                dir.display()
-            );
+            if !SAID.swap(true, Relaxed) {
+                crate::message::say(&format!(
+                    "cannot create the trace directory {}: {e}; this rank is not traced",
+                    dir.display()
+                ));
+            }
             None
         }
     }

@@ -23,7 +23,10 @@ fn a_forked_child_that_exits_leaves_the_ranks_trace_alone() {
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
     files.sort();
-    assert_eq!(files, ["rank0.verify", "rank1.verify", "trace.mgr"]);
+    assert_eq!(
+        files,
+        [".lock", "rank0.verify", "rank1.verify", "trace.mgr"]
+    );
     for rank in &trace.ranks {
         assert_eq!(rank.meta.ending, Ending::Finalized);
         assert_eq!(rank.meta.calls as usize, BEFORE_FINALIZE + 1);

@@ -67,9 +67,15 @@ fn mpigram_off_on_one_rank_changes_nothing_for_the_others() {
     assert_traced_exactly(dir.path(), &[1, 2], &out.stderr);
     assert_eq!(
         files(dir.path()),
-        ["rank1.mgr", "rank1.verify", "rank2.mgr", "rank2.verify"]
-            .map(String::from)
-            .into()
+        [
+            ".lock",
+            "rank1.mgr",
+            "rank1.verify",
+            "rank2.mgr",
+            "rank2.verify"
+        ]
+        .map(String::from)
+        .into()
     );
     assert_eq!(warnings(&out.stderr), 1, "{out}");
 }

@@ -31,8 +31,10 @@ fn plant(dir: &Path, victim: &Path, pids: u32) {
         names.push(format!("rank{rank}.verify"));
         names.push(format!("rank{rank}.journal"));
         names.push(format!("rank{rank}.checkpoint"));
+        names.push(format!("rank{rank}.mgr"));
     }
     names.push("trace.mgr".into());
+    names.push(".lock".into());
     for pid in first..first + pids {
         for rank in 0..2 {
             names.push(format!(".rank{rank}.journal.tmp-{pid}"));

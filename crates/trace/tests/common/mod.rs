@@ -47,6 +47,7 @@ pub fn sample(rank: u32) -> RankTrace {
             recorder_allocations: 3,
             ns_per_tick: 1.0,
             clock_sync: Vec::new(),
+            run: 0,
         },
         signatures,
         grammar: s.grammar(rank),
