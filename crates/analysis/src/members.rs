@@ -214,6 +214,7 @@ mod tests {
                 ns_per_tick: 1.0,
                 clock_sync: Vec::new(),
                 run: 0,
+                lost: mpigram_trace::Lost::None,
             },
             stats: Vec::new(),
             comms,

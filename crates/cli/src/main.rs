@@ -207,6 +207,13 @@ fn info(dir: &Path) -> Result<()> {
             "no (partial trace)"
         }
     );
+    if !s.missing.is_empty() {
+        let ranks: Vec<String> = s.missing.iter().map(u32::to_string).collect();
+        println!(
+            "missing:    rank {} (not traced, or its files were lost)",
+            ranks.join(", ")
+        );
+    }
     println!();
     println!("{:>6} {:>12} {:>10}  ending", "rank", "calls", "signatures");
     for r in &s.ranks {
@@ -219,11 +226,11 @@ fn info(dir: &Path) -> Result<()> {
 }
 
 pub(crate) fn warn_if_partial(trace: &Trace) {
-    for r in trace.ranks.iter().filter(|r| !r.meta.ending.is_complete()) {
+    for r in trace.ranks.iter().filter(|r| !r.meta.is_complete()) {
         eprintln!(
             "mpigram: partial trace: rank {} {}",
             r.meta.rank,
-            r.meta.ending.describe()
+            r.meta.describe_end()
         );
     }
 }

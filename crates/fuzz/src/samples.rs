@@ -261,6 +261,7 @@ pub fn sample_rank_trace(rank: u32) -> RankTrace {
                 },
             ],
             run: 0,
+            lost: mpigram_trace::Lost::None,
         },
         signatures,
         grammar: s.grammar(rank),

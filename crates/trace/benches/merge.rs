@@ -93,6 +93,7 @@ fn rank_trace(rank: u32, class: u32) -> RankTrace {
             ns_per_tick: 1.0,
             clock_sync: Vec::new(),
             run: 0,
+            lost: mpigram_trace::Lost::None,
         },
         signatures,
         grammar: s.grammar(rank),

@@ -146,7 +146,7 @@ impl RankTrace {
                 sections.push((kind, 0, bytes.as_slice(), Codec::Raw).into());
             }
         }
-        let file_flags = if self.meta.ending.is_complete() {
+        let file_flags = if self.meta.is_complete() {
             0
         } else {
             flags::PARTIAL

@@ -125,6 +125,7 @@ impl Trace {
                     ns_per_tick: 1.0,
                     clock_sync: Vec::new(),
                     run: 0,
+                    lost: crate::Lost::None,
                 },
                 signatures,
                 grammar: grammar.grammar(r as u32),
@@ -250,9 +251,9 @@ impl Trace {
         }
     }
 
-    /// Whether every rank ended with MPI_Finalize.
+    /// Whether every rank here holds every call up to MPI_Finalize.
     pub fn is_complete(&self) -> bool {
-        self.ranks.iter().all(|r| r.meta.ending.is_complete())
+        self.ranks.iter().all(|r| r.meta.is_complete())
     }
 
     /// The trace as the bytes of a whole-run file.

@@ -140,6 +140,7 @@ fn checkpoint(rank: u32, pid: u32) -> RankTrace {
             ns_per_tick: 1.0,
             clock_sync: Vec::new(),
             run: 0,
+            lost: mpigram_trace::Lost::None,
         },
         signatures: vec![signature(0), signature(1)],
         grammar: s.grammar(rank),

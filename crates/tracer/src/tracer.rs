@@ -121,7 +121,9 @@ pub fn record(func: FuncId, ret: c_int, start: u64, end: u64, encode: impl FnOnc
         if let Some(journal) = journal {
             let signature = new.then_some(&recorder.scratch[..]);
             if !journal.record(terminal, signature, &objects.comm_log) {
-                t.checkpoint();
+                // The journal holds every call before this one.
+                let journaled = recorder.calls - 1;
+                t.checkpoint(journaled);
             }
         }
     });
@@ -223,16 +225,17 @@ impl Tracer {
         if self.recorder.calls > 0 {
             // Calls before MPI_Init (MPI_Initialized, MPI_T_*): into a
             // checkpoint, which the tail then continues.
-            self.checkpoint();
+            self.checkpoint(0);
         }
     }
 
     /// The journal's tail is full: writes everything recorded so far as
     /// the journal's checkpoint, and starts the tail again. Every few
     /// million calls; its allocations are not the recorder's per-call ones,
-    /// and are not counted as such.
+    /// and are not counted as such. If the checkpoint cannot be written,
+    /// the journal stops, holding its first `journaled` calls.
     #[cold]
-    fn checkpoint(&mut self) {
+    fn checkpoint(&mut self, journaled: u64) {
         crate::call::uncounted(|| {
             let Some(path) = self.journal.as_ref().map(Journal::checkpoint_path) else {
                 return;
@@ -255,11 +258,10 @@ impl Tracer {
                     journal.raise_limit(2 * signature_bytes);
                 }
                 Err(e) => {
-                    eprintln!(
-                        "mpigram: cannot write the checkpoint {}: {e}; the crash journal keeps only the calls until now",
-                        path.display()
-                    );
-                    journal.stop();
+                    crate::message::say(&format!(
+                        "cannot write the crash journal's checkpoint ({e}); the journal keeps the calls until now, and says that later ones are missing"
+                    ));
+                    journal.stop(journaled);
                 }
             }
         });
@@ -307,6 +309,7 @@ impl Tracer {
                 ns_per_tick,
                 clock_sync: self.clock_sync.clone(),
                 run: self.run,
+                lost: mpigram_trace::Lost::None,
             },
             signatures: self
                 .recorder
@@ -360,7 +363,7 @@ impl Tracer {
     /// then the crash journal is no longer needed.
     pub fn save(&mut self, dir: &Path, trace: &RankTrace) {
         if let Some(journal) = &self.journal {
-            journal.set_ending(trace.meta.ending);
+            journal.set_ending(trace.meta.ending, self.recorder.calls);
         }
         match trace.write(dir) {
             Ok(_) => self.discard_journal(),
