@@ -149,6 +149,20 @@ pub enum ErrorKind {
         /// The reader's limit.
         limit: u64,
     },
+    /// A compressed section declares more decoded bytes than any section
+    /// of a trace compresses to (more than [`MAX_RATIO`](crate::MAX_RATIO)
+    /// times its stored bytes, beyond [`RATIO_FREE_LEN`](crate::RATIO_FREE_LEN)):
+    /// refused before decoding, as a decompression bomb would be.
+    #[error(
+        "declares {declared} decoded bytes from {stored} stored, more than {} times: damaged, or a decompression bomb",
+        crate::MAX_RATIO
+    )]
+    Implausible {
+        /// Decoded length declared in the table.
+        declared: u64,
+        /// Stored length.
+        stored: u64,
+    },
     /// The file has no section with the requested (kind, index).
     #[error("no section with kind {kind:#x} and index {index}")]
     NoSuchSection {

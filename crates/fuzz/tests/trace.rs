@@ -250,3 +250,33 @@ fn a_foreign_function_name_is_quoted_in_the_error() {
         "{e}"
     );
 }
+
+/// A whole-run file whose per-rank chunk sections (META, CALL_STATS,
+/// COMMS) are each zstd frames of 48 MiB of zeros (within what a section
+/// may decode to): the reader decodes and checks them one at a time, so
+/// it never holds more than one of them, and refuses the file at the first.
+#[test]
+fn inflated_sections_are_decoded_and_refused_one_at_a_time() {
+    const INFLATED: usize = 48 << 20;
+    let (kind, flags, mut sections) = read_sections(sample_run_file());
+    for s in &mut sections {
+        if [section::META, section::CALL_STATS, section::COMMS].contains(&s.kind) {
+            s.codec = mpigram_format::Codec::Zstd;
+            s.payload = vec![0; INFLATED];
+        }
+    }
+    let bytes = write_sections(kind, flags, &sections);
+    drop(sections);
+    let run = bounded(move || {
+        Trace::from_bytes(bytes, RUN_FILE_NAME)
+            .err()
+            .map(|e| e.to_string())
+    });
+    let e = run.value.expect("refused");
+    assert!(e.contains("META"), "{e}");
+    assert!(
+        run.most_held < 2 * INFLATED,
+        "held {} MiB at once",
+        run.most_held >> 20
+    );
+}
