@@ -151,8 +151,13 @@ fn run(
         Ok(existing) if !existing.is_empty() => format!("{}:{existing}", lib.display()),
         _ => lib.display().to_string(),
     };
+    // Signals that stop `mpigram run` stop the launcher (which stops the
+    // ranks): caught from before it starts, passed on once it runs.
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP])
+        .context("cannot catch signals")?;
     // -genv sets the variables in the launched processes only, not in mpiexec.
-    let status = Command::new("mpiexec")
+    let mut launcher = Command::new("mpiexec")
         .args(["-n", &n.to_string()])
         .args(["-genv", "LD_PRELOAD", &preload])
         .args(["-genv", "MPIGRAM_OUT", &out.display().to_string()])
@@ -164,8 +169,27 @@ fn run(
         )
         .args(program)
         .env_remove("LD_PRELOAD")
-        .status()
+        .spawn()
         .context("cannot start mpiexec (is MPI installed? scripts/setup installs MPICH)")?;
+    let pid = launcher.id() as libc::pid_t;
+    let caught = signals.handle();
+    let forwarding = std::thread::spawn(move || {
+        let mut first = None;
+        for signal in signals.forever() {
+            // SAFETY: kill(2) has no memory-safety preconditions.
+            unsafe { libc::kill(pid, signal) };
+            first = first.or(Some(signal));
+        }
+        first
+    });
+    let status = launcher.wait().context("waiting for mpiexec");
+    caught.close();
+    // Stopped by a signal: say so as a shell would (hydra itself may exit
+    // with 0 after stopping the ranks).
+    if let Ok(Some(signal)) = forwarding.join() {
+        return Ok(ExitCode::from(128 + signal.clamp(1, 127) as u8));
+    }
+    let status = status?;
     Ok(match status.code() {
         Some(code) => ExitCode::from(code.clamp(0, 255) as u8),
         None => ExitCode::from(128 + signal_of(&status)),
