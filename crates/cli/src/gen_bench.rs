@@ -33,6 +33,7 @@ pub fn run(args: &Args) -> Result<()> {
     if !(args.scale.is_finite() && args.scale >= 0.0) {
         bail!("--scale must be a number >= 0, not {}", args.scale);
     }
+    crate::refuse_inside(&args.trace, &args.out)?;
     let trace = Trace::open(&args.trace)?;
     crate::warn_if_partial(&trace);
     let options = Options {

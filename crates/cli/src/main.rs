@@ -35,7 +35,7 @@ enum Cmd {
         #[arg(short, long, default_value = "mpigram-trace")]
         out: PathBuf,
         /// Number of ranks.
-        #[arg(short, long, default_value_t = 1)]
+        #[arg(short, long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
         n: u32,
         /// Per-call timing: aggregated (per signature only), lossy,
         /// lossless, or lossy,lossless (sets MPIGRAM_TIMING).
@@ -87,13 +87,13 @@ fn main() -> ExitCode {
             timing,
             timing_base,
             program,
-        } => {
+        } => check_run(timing.as_deref(), timing_base.as_deref(), &program).and_then(|()| {
             let settings = [
                 ("MPIGRAM_TIMING", timing),
                 ("MPIGRAM_TIMING_BASE", timing_base),
             ];
             run(&out, n, &settings, &program)
-        }
+        }),
         Cmd::Lib => library().map(|lib| {
             println!("{}", lib.display());
             ExitCode::SUCCESS
@@ -129,6 +129,48 @@ fn library() -> Result<PathBuf> {
                 exe.display()
             )
         })
+}
+
+/// The options of `mpigram run` that the tracer would otherwise only
+/// complain about in every rank: the timing mode and its bases, checked as
+/// the tracer reads them; and a program name that is an option mistyped.
+fn check_run(timing: Option<&str>, base: Option<&str>, program: &[String]) -> Result<()> {
+    if let Some(first) = program.first().filter(|p| p.starts_with('-')) {
+        anyhow::bail!(
+            "the program to run, {first:?}, starts with '-': mpigram run's options go before the program (`mpigram run -n 4 -- ./app`)"
+        );
+    }
+    if timing.is_some() || base.is_some() {
+        let t = mpigram_trace::Timing::parse(timing.unwrap_or("aggregated"), base)
+            .map_err(|e| anyhow::anyhow!("--timing/--timing-base: {e}"))?;
+        if base.is_some() && t.lossy.is_none() {
+            anyhow::bail!("--timing-base needs lossy timing (--timing lossy)");
+        }
+    }
+    Ok(())
+}
+
+/// Refuses to write `out` inside the trace directory `trace`: the file
+/// would become part of the trace (and a later run would remove it).
+pub(crate) fn refuse_inside(trace: &Path, out: &Path) -> Result<()> {
+    let dir = |p: &Path| {
+        let parent = match p.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        parent.canonicalize().ok()
+    };
+    let (Ok(trace), Some(out_dir)) = (trace.canonicalize(), dir(out)) else {
+        return Ok(());
+    };
+    if out_dir.starts_with(&trace) {
+        anyhow::bail!(
+            "{} is inside the trace directory {}: write it elsewhere",
+            out.display(),
+            trace.display()
+        );
+    }
+    Ok(())
 }
 
 /// Runs `program` on `n` ranks under the tracer, writing to `out`, with

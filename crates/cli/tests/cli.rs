@@ -201,3 +201,80 @@ fn bad_input_gives_one_line_errors() {
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(text(&out.stderr).lines().count(), 1);
 }
+
+/// `mpigram` refuses, in one line and before doing anything, what would
+/// otherwise fail late, in every rank, or harm a trace.
+#[test]
+fn mistaken_options_are_refused_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t");
+    std::fs::create_dir(&trace).unwrap();
+    mpigram_trace::Trace::of_calls(vec![(Vec::new(), Vec::new())], 1000)
+        .write(&trace)
+        .unwrap();
+    let t = trace.to_str().unwrap();
+    let inside = trace.join("calls.txt");
+    let inside = inside.to_str().unwrap();
+    let file = trace.join("trace.mgr");
+    let file = file.to_str().unwrap();
+    for (args, says) in [
+        (vec!["run", "-n", "0", "--", "/bin/true"], "-n"),
+        (vec!["run", "--timing", "exact", "--", "/bin/true"], "exact"),
+        (
+            vec![
+                "run",
+                "--timing",
+                "lossy",
+                "--timing-base",
+                "1",
+                "--",
+                "/bin/true",
+            ],
+            "base",
+        ),
+        (
+            vec![
+                "run",
+                "--timing",
+                "lossy",
+                "--timing-base",
+                "MPI_Wait=2,MPI_Wait=3",
+                "--",
+                "/bin/true",
+            ],
+            "two bases",
+        ),
+        (
+            vec!["run", "--timing-base", "1.5", "--", "/bin/true"],
+            "needs lossy",
+        ),
+        (vec!["run", "--", "-n", "/bin/true"], "starts with '-'"),
+        (vec!["info", file], "is a file, not a trace directory"),
+        (
+            vec!["decode", t, "-o", inside],
+            "inside the trace directory",
+        ),
+        (
+            vec!["gen-bench", t, "-o", inside],
+            "inside the trace directory",
+        ),
+        (
+            vec![
+                "critical-path",
+                t,
+                "--svg",
+                "/tmp/x.svg",
+                "--svg-width",
+                "10000000",
+            ],
+            "10000000",
+        ),
+    ] {
+        let out = mpigram(&args);
+        let err = text(&out.stderr);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(err.trim_end().lines().count() <= 3, "{args:?}: {err}");
+    }
+    assert!(!Path::new(inside).exists());
+}

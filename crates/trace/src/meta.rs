@@ -48,6 +48,9 @@ impl Bases {
                     if !mpigram_mpispec::FUNCS.iter().any(|f| f.name == name) {
                         return Err(format!("{name:?} is not an MPI function"));
                     }
+                    if bases.by_func.iter().any(|(f, _)| f == name) {
+                        return Err(format!("{name} is given two bases"));
+                    }
                     bases.by_func.push((name.to_owned(), number(b)?));
                 }
             }
@@ -515,6 +518,8 @@ mod tests {
             ("lossy", Some("1.1,MPI_Nope=2")),
             ("lossy", Some("1.1,2")),
             ("lossy", Some("MPI_Wait=99")),
+            ("lossy", Some("1.1,MPI_Wait=1.5,MPI_Wait=2")),
+            ("lossy", Some("MPI_Wait=1.5, MPI_Wait =1.5")),
         ] {
             assert!(Timing::parse(mode, base).is_err(), "{mode} {base:?}");
         }

@@ -481,6 +481,12 @@ impl Trace {
     /// Opens a trace directory: the whole-run file if there is one, and
     /// every per-rank file (ranks that did not take part in the merge).
     pub fn open(dir: &Path) -> Result<Trace, Error> {
+        if dir.is_file() {
+            return Err(Error::dir(
+                dir,
+                "is a file, not a trace directory: give the directory that holds trace.mgr",
+            ));
+        }
         let entries = std::fs::read_dir(dir).map_err(|e| Error::dir(dir, e))?;
         let mut run = None;
         let mut rank_files = Vec::new();
