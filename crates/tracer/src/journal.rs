@@ -77,10 +77,10 @@ pub fn tail_bytes() -> Option<u32> {
         Some(0) => None,
         Some(n) => Some(n.clamp(u64::from(MIN_TAIL_BYTES), u64::from(u32::MAX)) as u32),
         None => {
-            eprintln!(
-                "mpigram: MPIGRAM_JOURNAL_BYTES={} is not a number of bytes; using {DEFAULT_TAIL_BYTES}",
+            crate::message::say_for_job(&format!(
+                "MPIGRAM_JOURNAL_BYTES={} is not a number of bytes; using {DEFAULT_TAIL_BYTES}",
                 value.to_string_lossy()
-            );
+            ));
             Some(DEFAULT_TAIL_BYTES)
         }
     }
@@ -318,7 +318,7 @@ impl Journal {
             self.checkpoint_path(),
         ] {
             if let Err(e) = remove_if_there(&path) {
-                eprintln!("mpigram: cannot remove {}: {e}", path.display());
+                crate::message::say(&format!("cannot remove {}: {e}", path.display()));
             }
         }
     }
