@@ -85,9 +85,9 @@ pub fn with<R>(f: impl FnOnce(&mut Tracer) -> R) -> Option<R> {
         Ok(r) => Some(r),
         Err(_) => {
             crate::call::disable();
-            crate::message::say(&format!(
-                "internal error, tracing is off for this process; the application continues"
-            ));
+            crate::message::say(
+                "internal error, tracing is off for this process; the application continues",
+            );
             None
         }
     }
