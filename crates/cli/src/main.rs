@@ -265,9 +265,19 @@ fn info(dir: &Path) -> Result<()> {
     }
     println!("timing:     {}", s.timing);
     println!("MPI:        {}", s.mpi_library);
+    // A rank read from its crash journal whose process still runs here is
+    // not dead: the run is going on.
+    let running: Vec<u32> = trace
+        .ranks
+        .iter()
+        .filter(|r| still_running(&r.meta))
+        .map(|r| r.meta.rank)
+        .collect();
     println!(
         "complete:   {}",
-        if s.is_complete() {
+        if !running.is_empty() {
+            "no (the run is still going)"
+        } else if s.is_complete() {
             "yes"
         } else {
             "no (partial trace)"
@@ -283,12 +293,28 @@ fn info(dir: &Path) -> Result<()> {
     println!();
     println!("{:>6} {:>12} {:>10}  ending", "rank", "calls", "signatures");
     for r in &s.ranks {
+        let ending = match trace.rank(r.rank) {
+            Some(part) if running.contains(&r.rank) => {
+                format!("running (process {} on this host)", part.meta.pid)
+            }
+            _ => r.ending.clone(),
+        };
         println!(
-            "{:>6} {:>12} {:>10}  {}",
-            r.rank, r.calls, r.signatures, r.ending
+            "{:>6} {:>12} {:>10}  {ending}",
+            r.rank, r.calls, r.signatures
         );
     }
     Ok(())
+}
+
+/// Whether a rank with no word of its end (read from its crash journal)
+/// is a process still running on this host with the tracer loaded.
+fn still_running(meta: &mpigram_trace::RankMeta) -> bool {
+    if meta.ending != mpigram_trace::Ending::Killed || meta.host != mpigram_trace::host_name() {
+        return false;
+    }
+    std::fs::read_to_string(format!("/proc/{}/maps", meta.pid))
+        .is_ok_and(|maps| maps.contains("libmpigram"))
 }
 
 pub(crate) fn warn_if_partial(trace: &Trace) {

@@ -278,3 +278,43 @@ fn mistaken_options_are_refused_in_one_line() {
     }
     assert!(!Path::new(inside).exists());
 }
+
+/// `info` on a run that is still going says so (its ranks are read from
+/// their crash journals, with no word of an end yet), not that they were
+/// killed; once the run has ended, its trace is complete.
+#[test]
+fn info_on_a_live_run_says_it_is_running() {
+    mpi_available().unwrap();
+    let exe = compile("linger").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t");
+    let go = dir.path().join("go");
+    let mut run = std::process::Command::new(env!("CARGO_BIN_EXE_mpigram"))
+        .args(["run", "-o"])
+        .arg(&trace)
+        .arg("--")
+        .arg(&exe)
+        .arg(&go)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let journal = trace.join("rank0.journal");
+    for _ in 0..3000 {
+        if journal.exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let live = text(&mpigram(&["info", trace.to_str().unwrap()]).stdout);
+    std::fs::write(&go, "").unwrap();
+    assert!(run.wait().unwrap().success());
+    assert!(
+        live.contains("complete:   no (the run is still going)"),
+        "{live}"
+    );
+    let line = live.lines().last().unwrap();
+    assert!(line.contains("running (process"), "{live}");
+    assert!(!line.contains("killed"), "{live}");
+    let done = text(&mpigram(&["info", trace.to_str().unwrap()]).stdout);
+    assert!(done.contains("complete:   yes"), "{done}");
+}

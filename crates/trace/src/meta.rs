@@ -194,6 +194,15 @@ pub enum Lost {
     Unknown,
 }
 
+/// This machine's host name, as a rank's metadata records it (Linux's
+/// `/proc/sys/kernel/hostname`, what gethostname(2) gives; empty if
+/// unknown).
+pub fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim_end_matches('\n').to_owned())
+        .unwrap_or_default()
+}
+
 /// What a rank's file says about the rank and its recording.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RankMeta {

@@ -468,13 +468,7 @@ pub fn create_output_dir() -> Option<PathBuf> {
 }
 
 pub(crate) fn host_name() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: buf is writable for its length.
-    if unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } != 0 {
-        return String::new();
-    }
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    String::from_utf8_lossy(&buf[..end]).into_owned()
+    mpigram_trace::host_name()
 }
 
 /// At exit: write what was recorded since the last write. A process that
