@@ -283,6 +283,9 @@ fn info(dir: &Path) -> Result<()> {
             "no (partial trace)"
         }
     );
+    for e in &trace.skipped {
+        println!("left out:   {e}");
+    }
     if !s.missing.is_empty() {
         let ranks: Vec<String> = s.missing.iter().map(u32::to_string).collect();
         println!(
@@ -318,6 +321,9 @@ fn still_running(meta: &mpigram_trace::RankMeta) -> bool {
 }
 
 pub(crate) fn warn_if_partial(trace: &Trace) {
+    for e in &trace.skipped {
+        eprintln!("mpigram: rank left out: {e}");
+    }
     for r in trace.ranks.iter().filter(|r| !r.meta.is_complete()) {
         eprintln!(
             "mpigram: partial trace: rank {} {}",

@@ -55,6 +55,9 @@ pub struct Trace {
     /// The run's start, when the ranks here do not tell it: one rank read
     /// from a whole-run file (see [`Trace::run_start_ns`]).
     pub run_start_ns: Option<f64>,
+    /// Ranks left out because their crash journals could not be read: one
+    /// line each, naming the file and what is wrong.
+    pub skipped: Vec<String>,
 }
 
 impl Trace {
@@ -78,6 +81,7 @@ impl Trace {
                 times: rank.times,
             }],
             run_start_ns: None,
+            skipped: Vec::new(),
         }
     }
 
@@ -419,6 +423,7 @@ impl Trace {
             grammar,
             ranks,
             run_start_ns: only.map(|_| run_start),
+            skipped: Vec::new(),
         };
         let expected: Vec<u32> = match only {
             Some(rank) => vec![rank],
@@ -505,11 +510,16 @@ impl Trace {
             .map(|path| Ok((path.clone(), RankTrace::read(path)?)))
             .collect::<Result<Vec<_>, Error>>()?;
         // Ranks killed before their calls reached a trace file: from their
-        // crash journals.
+        // crash journals. One that cannot be read is left out (and said),
+        // not a reason to read none.
+        let mut skipped = Vec::new();
         for rank in crate::recoverable_ranks(dir)? {
             if run.as_ref().is_none_or(|t| t.rank(rank).is_none()) {
                 let path = dir.join(crate::journal_file_name(rank));
-                ranks.push((path, crate::recover_rank(dir, rank)?));
+                match crate::recover_rank(dir, rank) {
+                    Ok(trace) => ranks.push((path, trace)),
+                    Err(e) => skipped.push(e),
+                }
             }
         }
         let run_file = dir.join(RUN_FILE_NAME);
@@ -537,10 +547,12 @@ impl Trace {
         let mut trace = match run {
             Some(t) => t,
             None if ranks.is_empty() => {
-                return Err(Error::dir(
-                    dir,
-                    "no mpigram trace here (no trace.mgr or rank*.mgr files)",
-                ));
+                return Err(skipped.into_iter().next().unwrap_or_else(|| {
+                    Error::dir(
+                        dir,
+                        "no mpigram trace here (no trace.mgr or rank*.mgr files)",
+                    )
+                }));
             }
             None => Trace::from_rank(ranks.remove(0).1),
         };
@@ -554,6 +566,7 @@ impl Trace {
                 .map_err(|m| Error::dir(&path, m))?;
         }
         trace.dir = dir.to_owned();
+        trace.skipped = skipped.iter().map(Error::to_string).collect();
         Ok(trace)
     }
 
