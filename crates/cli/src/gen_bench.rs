@@ -20,6 +20,11 @@ pub struct Args {
     /// Multiplies every computation time.
     #[arg(long, default_value_t = 1.0)]
     scale: f64,
+    /// Open and delete the trace's files in this directory (each by its file
+    /// name): without it, a trace of files named by absolute paths is
+    /// refused, so the benchmark never writes over them.
+    #[arg(long, value_name = "DIR")]
+    io_dir: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -44,6 +49,7 @@ pub fn run(args: &Args) -> Result<()> {
         },
         scale: args.scale,
         trace_name: args.trace.display().to_string(),
+        io_dir: args.io_dir.clone(),
     };
     let bench = generate(&trace, &options)?;
     std::fs::write(&args.out, &bench.source)
