@@ -10,6 +10,7 @@ use std::process::{Command, ExitCode};
 
 mod critical_path;
 mod decode;
+mod diff;
 mod export;
 mod gen_bench;
 mod profile;
@@ -54,6 +55,11 @@ enum Cmd {
     /// Print every call of every rank with every argument (and its
     /// times, with per-call timing).
     Decode(decode::Args),
+    /// Compare two traces call by call on every rank: the first
+    /// difference of each rank, with context, and the calls per function
+    /// that differ. Exit status 0 if the calls are the same, 1 if they
+    /// differ, 2 on error.
+    Diff(diff::Args),
     /// Summarise a trace: ranks, calls, signatures, grammar sizes, bytes.
     Info { trace: PathBuf },
     /// Per-function calls, time and bytes; message sizes; communication matrix.
@@ -99,6 +105,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }),
         Cmd::Decode(args) => decode::run(&args).map(|()| ExitCode::SUCCESS),
+        Cmd::Diff(args) => diff::run(&args),
         Cmd::Info { trace } => info(&trace).map(|()| ExitCode::SUCCESS),
         Cmd::Stats(args) => stats::run(&args).map(|()| ExitCode::SUCCESS),
         Cmd::Export(args) => export::run(&args).map(|()| ExitCode::SUCCESS),
