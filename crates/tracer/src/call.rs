@@ -89,24 +89,36 @@ impl Drop for Call {
     }
 }
 
-/// Reads `MPIGRAM_OFF` once: tracing is on unless it is set (and not "0").
+/// Reads `MPIGRAM_OFF` once: tracing is on unless it is set (and not "0")
+/// or the process's MPI is not one mpigram records (`crate::front`).
 #[cold]
 fn first_use() -> bool {
-    let off = env_says_off();
-    let _ = STATE.compare_exchange(UNSET, if off { OFF } else { ON }, Relaxed, Relaxed);
+    let on = !env_says_off() && crate::front::bind();
+    let _ = STATE.compare_exchange(UNSET, if on { ON } else { OFF }, Relaxed, Relaxed);
     STATE.load(Relaxed) == ON
 }
 
-/// Whether `MPIGRAM_OFF` is set (and not "0"). Uses getenv, which does not
-/// allocate: the allocation hooks reach this.
+/// Whether `MPIGRAM_OFF` is set (and not "0"), read once. Uses getenv,
+/// which does not allocate: the allocation hooks reach this (once: getenv
+/// while the program changes its environment, from inside setenv's
+/// realloc, would read a half-built table).
 pub fn env_says_off() -> bool {
+    static OFF_ENV: AtomicU8 = AtomicU8::new(UNSET);
+    match OFF_ENV.load(Relaxed) {
+        UNSET => {}
+        v => return v == OFF,
+    }
     // SAFETY: getenv with a NUL-terminated name; the result is read at once.
     let value = unsafe { libc::getenv(c"MPIGRAM_OFF".as_ptr()) };
-    !value.is_null() && {
+    let off = !value.is_null() && {
         let v = unsafe { std::ffi::CStr::from_ptr(value) }.to_bytes();
         !v.is_empty() && v != b"0"
-    }
+    };
+    OFF_ENV.store(if off { OFF } else { ON }, Relaxed);
+    off
 }
+
+
 
 /// Whether this process must take part in agreeing on a new
 /// communicator's id although the call is not recorded: yes when recording
@@ -114,7 +126,14 @@ pub fn env_says_off() -> bool {
 /// not know), no under `MPIGRAM_OFF` or inside another traced call (a
 /// call the MPI library makes to itself, on every member alike).
 pub fn may_agree() -> bool {
-    INSIDE.with(Cell::get) == OUTSIDE && !env_says_off()
+    INSIDE.with(Cell::get) == OUTSIDE && !sits_out()
+}
+
+/// Whether this process takes no part in the tracer's own communication
+/// (clock synchronisation, the merge): under `MPIGRAM_OFF`, or under an MPI
+/// mpigram does not record. Either holds on every rank alike.
+pub fn sits_out() -> bool {
+    env_says_off() || !crate::front::is_bound()
 }
 
 /// MPI_Pcontrol(0): stop recording until [`resume`].
@@ -132,12 +151,13 @@ pub fn disable() {
     STATE.store(OFF, Relaxed);
 }
 
-/// Whether calls are being recorded now, and this thread is not inside
-/// one (the allocation hooks ask this).
+/// Whether calls are being recorded now (or may be: no MPI call came
+/// yet), and this thread is not inside one (the allocation hooks ask this;
+/// they never decide whether to record, which needs the MPI library).
 #[inline]
 pub fn recording_here() -> bool {
     let state = STATE.load(Relaxed);
-    (state == ON || (state == UNSET && first_use())) && INSIDE.with(Cell::get) == OUTSIDE
+    (state == ON || (state == UNSET && !env_says_off())) && INSIDE.with(Cell::get) == OUTSIDE
 }
 
 /// Whether this thread is recording a call now (the allocation hooks count

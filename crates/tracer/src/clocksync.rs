@@ -40,7 +40,7 @@ static COMM: Mutex<Option<MPI_Comm>> = Mutex::new(None);
 /// At MPI_Init (which succeeded): duplicates MPI_COMM_WORLD for the
 /// tracer and measures this rank's clock.
 pub fn at_init() {
-    if crate::call::env_says_off() {
+    if crate::call::sits_out() {
         return;
     }
     let mut comm = MPI_COMM_NULL;

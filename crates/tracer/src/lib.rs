@@ -26,6 +26,7 @@ mod call;
 mod clock;
 mod clocksync;
 mod encoder;
+mod front;
 mod intern;
 mod journal;
 mod merge;

@@ -34,7 +34,7 @@ const CHUNK: usize = 1 << 30;
 /// Merges all ranks' traces into one file; called by every rank in
 /// MPI_Finalize before PMPI_Finalize.
 pub fn at_finalize() {
-    if crate::call::env_says_off() {
+    if crate::call::sits_out() {
         return;
     }
     let started = std::time::Instant::now();

@@ -2,7 +2,7 @@
 
 use crate::abi::{MPI_Comm, MPI_SUCCESS};
 use crate::objects::CommInfo;
-use std::ffi::{c_char, c_int};
+
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 /// The caller's rank in `comm`, its size, whether it is an
@@ -77,25 +77,4 @@ fn leader(comm: MPI_Comm) -> i32 {
         crate::pmpi::MPI_Group_free()(&mut group);
     }
     in_world
-}
-
-/// MPI_Get_library_version's text (legal at any time).
-pub fn library_version() -> String {
-    let mut buf = vec![0 as c_char; crate::abi::MPI_MAX_LIBRARY_VERSION_STRING as usize + 1];
-    let mut len: c_int = 0;
-    // SAFETY: buf holds MPI_MAX_LIBRARY_VERSION_STRING characters.
-    if unsafe { crate::pmpi::MPI_Get_library_version()(buf.as_mut_ptr(), &mut len) } != MPI_SUCCESS
-    {
-        return String::new();
-    }
-    let bytes: Vec<u8> = buf[..(len.max(0) as usize).min(buf.len())]
-        .iter()
-        .map(|&c| c as u8)
-        .collect();
-    String::from_utf8_lossy(&bytes)
-        .lines()
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_owned()
 }

@@ -186,7 +186,7 @@ impl Tracer {
             pid: std::process::id(),
             start_ns: self.start.ns,
             host: host_name(),
-            mpi_library: crate::pmpi_query::library_version(),
+            mpi_library: crate::front::library().map_or_else(String::new, |l| l.describe()),
             capacity,
         };
         let dir = output_dir();
@@ -278,7 +278,7 @@ impl Tracer {
                 world_size: self.world.map_or(0, |(_, size)| size),
                 pid: std::process::id(),
                 host: host_name(),
-                mpi_library: crate::pmpi_query::library_version(),
+                mpi_library: crate::front::library().map_or_else(String::new, |l| l.describe()),
                 timing,
                 calls: self.recorder.calls,
                 start_ns: self.start.ns,
