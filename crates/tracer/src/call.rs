@@ -118,8 +118,6 @@ pub fn env_says_off() -> bool {
     off
 }
 
-
-
 /// Whether this process must take part in agreeing on a new
 /// communicator's id although the call is not recorded: yes when recording
 /// is merely paused or was turned off by an error (the other members do

@@ -90,7 +90,11 @@ pub fn bind() -> bool {
     let ok = library.family.is_some_and(supported);
     if !ok && !library.version.is_empty() {
         let what = match library.family {
-            Some(f) => format!("{} ({}) is not supported by this build", library.version, f.name()),
+            Some(f) => format!(
+                "{} ({}) is not supported by this build",
+                library.version,
+                f.name()
+            ),
             None => format!("unknown MPI library \"{}\"", library.version),
         };
         eprintln!("mpigram: {what}: not tracing; every MPI call passes through untouched");
