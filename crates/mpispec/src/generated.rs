@@ -16698,12 +16698,12 @@ pub mod func {
     pub const MPI_Wtime: FuncId = 699;
 }
 
-/// The names of the predefined handles of `kind`, sorted by name: the
-/// fixed id of a predefined handle is its index here
-/// ([`crate::HandleRef::Predefined`]). Null handles are not listed
-/// ([`crate::HandleRef::Null`]), nor aliases (MPI_LONG_LONG is
-/// MPI_LONG_LONG_INT), nor names the MPI defines as null (MPI_INTEGER16).
-/// Taken from MPICH MPICH Version: 4.0.2's mpi.h and mpio.h.
+/// The names of the predefined handles of `kind` of every MPI mpigram knows:
+/// the fixed id of a predefined handle is its index here
+/// ([`crate::HandleRef::Predefined`]), the same whichever MPI a trace was
+/// taken under (wrapgen's `data/predefined.txt`, which only grows). Null
+/// handles are not listed ([`crate::HandleRef::Null`]), nor aliases
+/// (MPI_LONG_LONG is MPI_LONG_LONG_INT).
 pub fn predefined(kind: HandleKind) -> &'static [&'static str] {
     match kind {
         HandleKind::Comm => &["MPI_COMM_SELF", "MPI_COMM_WORLD"],
@@ -16774,6 +16774,16 @@ pub fn predefined(kind: HandleKind) -> &'static [&'static str] {
             "MPI_UNSIGNED_LONG_LONG",
             "MPI_UNSIGNED_SHORT",
             "MPI_WCHAR",
+            "MPI_2COMPLEX",
+            "MPI_2DOUBLE_COMPLEX",
+            "MPI_COMPLEX4",
+            "MPI_INTEGER16",
+            "MPI_LOGICAL1",
+            "MPI_LOGICAL16",
+            "MPI_LOGICAL2",
+            "MPI_LOGICAL4",
+            "MPI_LOGICAL8",
+            "MPI_REAL2",
         ],
         HandleKind::Op => &[
             "MPI_BAND",
@@ -16816,7 +16826,7 @@ pub fn predefined(kind: HandleKind) -> &'static [&'static str] {
             "MPI_WTIME_IS_GLOBAL",
         ],
         HandleKind::CvarHandle => &[],
-        HandleKind::PvarHandle => &[],
+        HandleKind::PvarHandle => &["MPI_T_PVAR_ALL_HANDLES"],
         HandleKind::PvarSession => &[],
         HandleKind::TEnum => &[],
         HandleKind::EventRegistration => &[],

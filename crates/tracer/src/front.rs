@@ -11,9 +11,14 @@
 //! - MPICH's ABI (MPICH, Intel MPI, MVAPICH, Cray MPICH): the name
 //!   `MPI_Get_library_version` gives.
 
+use crate::abi::{Handle, HandleSlot, MPI_Status};
+use mpigram_mpispec::{HandleKind, predefined};
+use rustc_hash::FxHashMap;
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
+
+pub use crate::fronts::Ints;
 
 /// The ABI families mpigram knows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,9 +60,297 @@ impl Library {
     }
 }
 
-/// Families this build records through.
-fn supported(family: Family) -> bool {
-    family == Family::Mpich
+/// The data of each family's front end, from its probe (`generated/fronts.rs`).
+fn data(family: Family) -> &'static FamilyData {
+    match family {
+        Family::Mpich => &crate::fronts::MPICH,
+        Family::OpenMpi => &crate::fronts::OPENMPI,
+        Family::Standard => &crate::fronts::STANDARD,
+    }
+}
+
+/// A value an MPI gives a constant: a number, or the address of a
+/// variable of the library (Open MPI's predefined objects; MPICH's
+/// MPI_UNWEIGHTED holds its value).
+#[derive(Clone, Copy, Debug)]
+pub enum Value {
+    Int(i64),
+    /// The address of this variable.
+    Address(&'static CStr),
+    /// The pointer this variable holds.
+    Held(&'static CStr),
+    /// The MPI does not define it.
+    Absent,
+}
+
+impl Value {
+    fn resolve(self) -> Option<u64> {
+        match self {
+            Value::Int(v) => Some(v as u64),
+            Value::Address(name) => {
+                let p = symbol(name);
+                (!p.is_null()).then_some(p as u64)
+            }
+            Value::Held(name) => {
+                let p = symbol(name);
+                // SAFETY: the variable is a pointer of the MPI library
+                // (`extern T * const NAME`), readable for the process's life.
+                (!p.is_null()).then(|| unsafe { p.cast::<usize>().read() } as u64)
+            }
+            Value::Absent => None,
+        }
+    }
+}
+
+/// Where an MPI_Status keeps what the trace records.
+#[derive(Clone, Copy, Debug)]
+pub struct StatusLayout {
+    pub size: usize,
+    pub source: usize,
+    pub tag: usize,
+    pub error: usize,
+    pub count: Count,
+}
+
+/// How a status holds the received size.
+#[derive(Clone, Copy, Debug)]
+pub enum Count {
+    /// MPICH: the low 32 bits, then the high bits shifted left by one
+    /// above the cancelled bit.
+    LowHighCancelled { low: usize, high: usize },
+    /// Open MPI: a size_t of bytes and an int flag.
+    BytesAndFlag { bytes: usize, cancelled: usize },
+    /// The standard ABI keeps them in its internal fields: asked with
+    /// MPI_Get_count_c(MPI_BYTE) and MPI_Test_cancelled.
+    Query,
+}
+
+/// Generated per family from its probe: everything its front end needs.
+pub struct FamilyData {
+    pub family: Family,
+    /// The MPI probed.
+    pub probed: &'static str,
+    /// Bytes of a handle of each kind (then of a request) in memory.
+    pub widths: [u8; SLOTS],
+    pub status: StatusLayout,
+    pub ints: Ints,
+    /// The null handle of each kind (then MPI_REQUEST_NULL).
+    pub nulls: [Value; SLOTS],
+    /// (kind, fixed id, value) of each predefined handle it has.
+    pub predefined: &'static [(HandleKind, u32, Value)],
+    pub in_place: Value,
+    pub bottom: Value,
+    pub status_ignore: Value,
+    pub statuses_ignore: Value,
+    pub unweighted: Value,
+    pub weights_empty: Value,
+}
+
+/// Handle types: the kinds, then requests.
+pub const SLOTS: usize = HandleKind::ALL.len() + 1;
+pub const REQUEST: usize = HandleKind::ALL.len();
+
+/// The bound front end: how this process's MPI represents handles,
+/// statuses and constants, resolved once.
+#[allow(non_snake_case)]
+pub struct Front {
+    pub family: Family,
+    widths: [u8; SLOTS],
+    masks: [u64; SLOTS],
+    nulls: [u64; SLOTS],
+    predefined: Vec<FxHashMap<u64, u32>>,
+    status: StatusLayout,
+    pub ints: Ints,
+    pub in_place: usize,
+    pub bottom: usize,
+    pub status_ignore: usize,
+    pub statuses_ignore: usize,
+    pub unweighted: usize,
+    pub weights_empty: usize,
+    // The predefined handles the tracer itself uses.
+    pub MPI_COMM_WORLD: Handle,
+    pub MPI_COMM_SELF: Handle,
+    pub MPI_COMM_NULL: Handle,
+    pub MPI_REQUEST_NULL: Handle,
+    pub MPI_INT: Handle,
+    pub MPI_BYTE: Handle,
+    pub MPI_UINT64_T: Handle,
+    pub MPI_INT64_T: Handle,
+    pub MPI_BOR: Handle,
+    pub MPI_MIN: Handle,
+    pub MPI_MAX: Handle,
+}
+
+impl Front {
+    fn new(d: &FamilyData) -> Option<Front> {
+        let masks = d.widths.map(|w| if w >= 8 { u64::MAX } else { (1u64 << (8 * w)) - 1 });
+        let nulls = std::array::from_fn(|i| d.nulls[i].resolve().map_or(u64::MAX, |v| v & masks[i]));
+        let mut predefined = vec![FxHashMap::default(); HandleKind::ALL.len()];
+        for &(kind, id, value) in d.predefined {
+            if let Some(v) = value.resolve() {
+                predefined[kind as usize].insert(v & masks[kind as usize], id);
+            }
+        }
+        let named = |kind: HandleKind, name: &str| -> Option<Handle> {
+            let id = predefined_id_of(kind, name)?;
+            let (_, _, value) = d.predefined.iter().find(|(k, i, _)| *k == kind && *i == id)?;
+            value.resolve().map(|v| Handle(v as usize))
+        };
+        let null = |slot: usize| Handle(nulls[slot] as usize);
+        let pointer = |v: Value| v.resolve().map_or(0, |v| v as usize);
+        Some(Front {
+            family: d.family,
+            widths: d.widths,
+            masks,
+            nulls,
+            predefined,
+            status: d.status,
+            ints: d.ints,
+            in_place: pointer(d.in_place),
+            bottom: pointer(d.bottom),
+            status_ignore: pointer(d.status_ignore),
+            statuses_ignore: pointer(d.statuses_ignore),
+            unweighted: pointer(d.unweighted),
+            weights_empty: pointer(d.weights_empty),
+            MPI_COMM_WORLD: named(HandleKind::Comm, "MPI_COMM_WORLD")?,
+            MPI_COMM_SELF: named(HandleKind::Comm, "MPI_COMM_SELF")?,
+            MPI_COMM_NULL: null(HandleKind::Comm as usize),
+            MPI_REQUEST_NULL: null(REQUEST),
+            MPI_INT: named(HandleKind::Datatype, "MPI_INT")?,
+            MPI_BYTE: named(HandleKind::Datatype, "MPI_BYTE")?,
+            MPI_UINT64_T: named(HandleKind::Datatype, "MPI_UINT64_T")?,
+            MPI_INT64_T: named(HandleKind::Datatype, "MPI_INT64_T")?,
+            MPI_BOR: named(HandleKind::Op, "MPI_BOR")?,
+            MPI_MIN: named(HandleKind::Op, "MPI_MIN")?,
+            MPI_MAX: named(HandleKind::Op, "MPI_MAX")?,
+        })
+    }
+
+    /// The value of a handle of `kind` passed by value (`word`): the bits
+    /// of the register that hold it.
+    #[inline]
+    pub fn value(&self, kind: HandleKind, word: Handle) -> u64 {
+        word.0 as u64 & self.masks[kind as usize]
+    }
+
+    /// The value of a request passed by value.
+    #[inline]
+    pub fn request(&self, word: Handle) -> u64 {
+        word.0 as u64 & self.masks[REQUEST]
+    }
+
+    /// The handle of type `slot` (a kind, or [`REQUEST`]) at `p[i]`.
+    ///
+    /// # Safety
+    /// `p` is valid for `i + 1` handles of this MPI's type.
+    #[inline]
+    pub unsafe fn read(&self, slot: usize, p: *const HandleSlot, i: usize) -> u64 {
+        let w = usize::from(self.widths[slot]);
+        let at = unsafe { p.cast::<u8>().add(i * w) };
+        if w == 4 {
+            u64::from(unsafe { at.cast::<u32>().read_unaligned() })
+        } else {
+            unsafe { at.cast::<u64>().read_unaligned() }
+        }
+    }
+
+    /// The null handle of `kind` (u64::MAX if this MPI has none).
+    #[inline]
+    pub fn null(&self, kind: HandleKind) -> u64 {
+        self.nulls[kind as usize]
+    }
+
+    /// MPI_REQUEST_NULL's value.
+    #[inline]
+    pub fn request_null(&self) -> u64 {
+        self.nulls[REQUEST]
+    }
+
+    /// The fixed id of a predefined handle.
+    #[inline]
+    pub fn predefined_id(&self, kind: HandleKind, value: u64) -> Option<u32> {
+        self.predefined[kind as usize].get(&value).copied()
+    }
+
+    /// Bytes of one MPI_Status.
+    pub fn status_size(&self) -> usize {
+        self.status.size
+    }
+
+    /// The fields of the status at `p[i]`.
+    ///
+    /// # Safety
+    /// `p` is valid for `i + 1` statuses MPI wrote.
+    pub unsafe fn status(&self, p: *const MPI_Status, i: usize) -> StatusFields {
+        let base = unsafe { p.cast::<u8>().add(i * self.status.size) };
+        let int = |off: usize| unsafe { base.add(off).cast::<c_int>().read_unaligned() };
+        let (count, cancelled) = match self.status.count {
+            Count::LowHighCancelled { low, high } => {
+                let hi = int(high) as u32;
+                (
+                    u64::from(int(low) as u32) | u64::from(hi >> 1) << 32,
+                    hi & 1 != 0,
+                )
+            }
+            Count::BytesAndFlag { bytes, cancelled } => (
+                unsafe { base.add(bytes).cast::<u64>().read_unaligned() },
+                int(cancelled) != 0,
+            ),
+            Count::Query => {
+                let status = base.cast::<MPI_Status>();
+                let (mut count, mut flag) = (0i64, 0);
+                // SAFETY: local queries on a status MPI wrote.
+                unsafe {
+                    crate::pmpi::MPI_Get_count_c()(status, self.MPI_BYTE, &mut count);
+                    crate::pmpi::MPI_Test_cancelled()(status, &mut flag);
+                }
+                (count.max(0) as u64, flag != 0)
+            }
+        };
+        StatusFields {
+            source: int(self.status.source),
+            tag: int(self.status.tag),
+            error: int(self.status.error),
+            count,
+            cancelled,
+        }
+    }
+}
+
+/// What a status says.
+pub struct StatusFields {
+    pub source: c_int,
+    pub tag: c_int,
+    pub error: c_int,
+    /// Received bytes.
+    pub count: u64,
+    pub cancelled: bool,
+}
+
+/// The fixed id of the predefined handle `name` of `kind`.
+fn predefined_id_of(kind: HandleKind, name: &str) -> Option<u32> {
+    predefined(kind).iter().position(|n| *n == name).map(|i| i as u32)
+}
+
+static FRONT: OnceLock<Front> = OnceLock::new();
+
+/// The bound front end. Only reached once [`bind`] succeeded (every
+/// recorded call, the tracer's own communication); before, the MPICH one.
+#[inline]
+pub fn front() -> &'static Front {
+    match FRONT.get() {
+        Some(f) => f,
+        None => unbound(),
+    }
+}
+
+#[cold]
+fn unbound() -> &'static Front {
+    static FALLBACK: OnceLock<Option<Front>> = OnceLock::new();
+    FALLBACK
+        .get_or_init(|| Front::new(&crate::fronts::MPICH))
+        .as_ref()
+        .expect("MPICH's front end needs no library variable")
 }
 
 const UNBOUND: u8 = 0;
@@ -87,7 +380,11 @@ pub fn bind() -> bool {
         _ => {}
     }
     let library = identify();
-    let ok = library.family.is_some_and(supported);
+    let front = library.family.and_then(|f| Front::new(data(f)));
+    let ok = front.is_some();
+    if let Some(front) = front {
+        let _ = FRONT.set(front);
+    }
     if !ok && !library.version.is_empty() {
         let what = match library.family {
             Some(f) => format!(

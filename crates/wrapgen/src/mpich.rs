@@ -223,12 +223,8 @@ pub fn enumerators(header: &str) -> Vec<String> {
         if open > close || rest[..open].contains(';') {
             continue;
         }
-        for item in rest[open + 1..close].split(',') {
-            let item = item
-                .lines()
-                .filter(|l| !l.trim_start().starts_with("/*"))
-                .collect::<Vec<_>>()
-                .join(" ");
+        for item in without_comments(&rest[open + 1..close]).split(',') {
+            let item = item.lines().collect::<Vec<_>>().join(" ");
             let name = item.split('=').next().unwrap_or("").trim();
             if name.starts_with("MPI_")
                 && name
@@ -240,6 +236,18 @@ pub fn enumerators(header: &str) -> Vec<String> {
         }
         rest = &rest[close..];
     }
+    out
+}
+
+/// `text` without its `/* ... */` comments.
+fn without_comments(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("/*") {
+        out.push_str(&rest[..at]);
+        rest = rest[at..].find("*/").map_or("", |end| &rest[at + end + 2..]);
+    }
+    out.push_str(rest);
     out
 }
 

@@ -62,7 +62,7 @@ pub type PMPI_Abort_t = unsafe extern "C" fn(MPI_Comm, c_int) -> c_int;
 pub fn MPI_Abort() -> PMPI_Abort_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Comm, _: c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -100,7 +100,7 @@ pub fn MPI_Accumulate() -> PMPI_Accumulate_t {
         _: MPI_Op,
         _: MPI_Win,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -138,7 +138,7 @@ pub fn MPI_Accumulate_c() -> PMPI_Accumulate_c_t {
         _: MPI_Op,
         _: MPI_Win,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -156,7 +156,7 @@ pub type PMPI_Add_error_class_t = unsafe extern "C" fn(*mut c_int) -> c_int;
 pub fn MPI_Add_error_class() -> PMPI_Add_error_class_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -174,7 +174,7 @@ pub type PMPI_Add_error_code_t = unsafe extern "C" fn(c_int, *mut c_int) -> c_in
 pub fn MPI_Add_error_code() -> PMPI_Add_error_code_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: c_int, _: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -192,7 +192,7 @@ pub type PMPI_Add_error_string_t = unsafe extern "C" fn(c_int, *const c_char) ->
 pub fn MPI_Add_error_string() -> PMPI_Add_error_string_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: c_int, _: *const c_char) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -210,7 +210,7 @@ pub type PMPI_Address_t = unsafe extern "C" fn(*mut c_void, *mut MPI_Aint) -> c_
 pub fn MPI_Address() -> PMPI_Address_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: *mut c_void, _: *mut MPI_Aint) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -280,7 +280,7 @@ pub fn MPI_Allgather() -> PMPI_Allgather_t {
         _: MPI_Datatype,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -314,7 +314,7 @@ pub fn MPI_Allgather_c() -> PMPI_Allgather_c_t {
         _: MPI_Datatype,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -335,7 +335,7 @@ pub type PMPI_Allgather_init_t = unsafe extern "C" fn(
     MPI_Datatype,
     MPI_Comm,
     MPI_Info,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Allgather_init`: `PMPI_Allgather_init`.
@@ -350,9 +350,9 @@ pub fn MPI_Allgather_init() -> PMPI_Allgather_init_t {
         _: MPI_Datatype,
         _: MPI_Comm,
         _: MPI_Info,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -373,7 +373,7 @@ pub type PMPI_Allgather_init_c_t = unsafe extern "C" fn(
     MPI_Datatype,
     MPI_Comm,
     MPI_Info,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Allgather_init_c`: `PMPI_Allgather_init_c`.
@@ -388,9 +388,9 @@ pub fn MPI_Allgather_init_c() -> PMPI_Allgather_init_c_t {
         _: MPI_Datatype,
         _: MPI_Comm,
         _: MPI_Info,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -426,7 +426,7 @@ pub fn MPI_Allgatherv() -> PMPI_Allgatherv_t {
         _: MPI_Datatype,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -462,7 +462,7 @@ pub fn MPI_Allgatherv_c() -> PMPI_Allgatherv_c_t {
         _: MPI_Datatype,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -484,7 +484,7 @@ pub type PMPI_Allgatherv_init_t = unsafe extern "C" fn(
     MPI_Datatype,
     MPI_Comm,
     MPI_Info,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Allgatherv_init`: `PMPI_Allgatherv_init`.
@@ -500,9 +500,9 @@ pub fn MPI_Allgatherv_init() -> PMPI_Allgatherv_init_t {
         _: MPI_Datatype,
         _: MPI_Comm,
         _: MPI_Info,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -524,7 +524,7 @@ pub type PMPI_Allgatherv_init_c_t = unsafe extern "C" fn(
     MPI_Datatype,
     MPI_Comm,
     MPI_Info,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Allgatherv_init_c`: `PMPI_Allgatherv_init_c`.
@@ -540,9 +540,9 @@ pub fn MPI_Allgatherv_init_c() -> PMPI_Allgatherv_init_c_t {
         _: MPI_Datatype,
         _: MPI_Comm,
         _: MPI_Info,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -560,7 +560,7 @@ pub type PMPI_Alloc_mem_t = unsafe extern "C" fn(MPI_Aint, MPI_Info, *mut c_void
 pub fn MPI_Alloc_mem() -> PMPI_Alloc_mem_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Aint, _: MPI_Info, _: *mut c_void) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -592,7 +592,7 @@ pub fn MPI_Allreduce() -> PMPI_Allreduce_t {
         _: MPI_Op,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -624,7 +624,7 @@ pub fn MPI_Allreduce_c() -> PMPI_Allreduce_c_t {
         _: MPI_Op,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -644,7 +644,7 @@ pub type PMPI_Allreduce_init_t = unsafe extern "C" fn(
     MPI_Op,
     MPI_Comm,
     MPI_Info,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Allreduce_init`: `PMPI_Allreduce_init`.
@@ -658,9 +658,9 @@ pub fn MPI_Allreduce_init() -> PMPI_Allreduce_init_t {
         _: MPI_Op,
         _: MPI_Comm,
         _: MPI_Info,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -680,7 +680,7 @@ pub type PMPI_Allreduce_init_c_t = unsafe extern "C" fn(
     MPI_Op,
     MPI_Comm,
     MPI_Info,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Allreduce_init_c`: `PMPI_Allreduce_init_c`.
@@ -694,9 +694,9 @@ pub fn MPI_Allreduce_init_c() -> PMPI_Allreduce_init_c_t {
         _: MPI_Op,
         _: MPI_Comm,
         _: MPI_Info,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -730,7 +730,7 @@ pub fn MPI_Alltoall() -> PMPI_Alltoall_t {
         _: MPI_Datatype,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -764,7 +764,7 @@ pub fn MPI_Alltoall_c() -> PMPI_Alltoall_c_t {
         _: MPI_Datatype,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -785,7 +785,7 @@ pub type PMPI_Alltoall_init_t = unsafe extern "C" fn(
     MPI_Datatype,
     MPI_Comm,
     MPI_Info,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Alltoall_init`: `PMPI_Alltoall_init`.
@@ -800,9 +800,9 @@ pub fn MPI_Alltoall_init() -> PMPI_Alltoall_init_t {
         _: MPI_Datatype,
         _: MPI_Comm,
         _: MPI_Info,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -823,7 +823,7 @@ pub type PMPI_Alltoall_init_c_t = unsafe extern "C" fn(
     MPI_Datatype,
     MPI_Comm,
     MPI_Info,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Alltoall_init_c`: `PMPI_Alltoall_init_c`.
@@ -838,9 +838,9 @@ pub fn MPI_Alltoall_init_c() -> PMPI_Alltoall_init_c_t {
         _: MPI_Datatype,
         _: MPI_Comm,
         _: MPI_Info,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -878,7 +878,7 @@ pub fn MPI_Alltoallv() -> PMPI_Alltoallv_t {
         _: MPI_Datatype,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -916,7 +916,7 @@ pub fn MPI_Alltoallv_c() -> PMPI_Alltoallv_c_t {
         _: MPI_Datatype,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -939,7 +939,7 @@ pub type PMPI_Alltoallv_init_t = unsafe extern "C" fn(
     MPI_Datatype,
     MPI_Comm,
     MPI_Info,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Alltoallv_init`: `PMPI_Alltoallv_init`.
@@ -956,9 +956,9 @@ pub fn MPI_Alltoallv_init() -> PMPI_Alltoallv_init_t {
         _: MPI_Datatype,
         _: MPI_Comm,
         _: MPI_Info,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -981,7 +981,7 @@ pub type PMPI_Alltoallv_init_c_t = unsafe extern "C" fn(
     MPI_Datatype,
     MPI_Comm,
     MPI_Info,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Alltoallv_init_c`: `PMPI_Alltoallv_init_c`.
@@ -998,9 +998,9 @@ pub fn MPI_Alltoallv_init_c() -> PMPI_Alltoallv_init_c_t {
         _: MPI_Datatype,
         _: MPI_Comm,
         _: MPI_Info,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -1016,11 +1016,11 @@ pub type PMPI_Alltoallw_t = unsafe extern "C" fn(
     *const c_void,
     *const c_int,
     *const c_int,
-    *const MPI_Datatype,
+    *const HandleSlot,
     *mut c_void,
     *const c_int,
     *const c_int,
-    *const MPI_Datatype,
+    *const HandleSlot,
     MPI_Comm,
 ) -> c_int;
 
@@ -1031,14 +1031,14 @@ pub fn MPI_Alltoallw() -> PMPI_Alltoallw_t {
         _: *const c_void,
         _: *const c_int,
         _: *const c_int,
-        _: *const MPI_Datatype,
+        _: *const HandleSlot,
         _: *mut c_void,
         _: *const c_int,
         _: *const c_int,
-        _: *const MPI_Datatype,
+        _: *const HandleSlot,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -1054,11 +1054,11 @@ pub type PMPI_Alltoallw_c_t = unsafe extern "C" fn(
     *const c_void,
     *const MPI_Count,
     *const MPI_Aint,
-    *const MPI_Datatype,
+    *const HandleSlot,
     *mut c_void,
     *const MPI_Count,
     *const MPI_Aint,
-    *const MPI_Datatype,
+    *const HandleSlot,
     MPI_Comm,
 ) -> c_int;
 
@@ -1069,14 +1069,14 @@ pub fn MPI_Alltoallw_c() -> PMPI_Alltoallw_c_t {
         _: *const c_void,
         _: *const MPI_Count,
         _: *const MPI_Aint,
-        _: *const MPI_Datatype,
+        _: *const HandleSlot,
         _: *mut c_void,
         _: *const MPI_Count,
         _: *const MPI_Aint,
-        _: *const MPI_Datatype,
+        _: *const HandleSlot,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -1092,14 +1092,14 @@ pub type PMPI_Alltoallw_init_t = unsafe extern "C" fn(
     *const c_void,
     *const c_int,
     *const c_int,
-    *const MPI_Datatype,
+    *const HandleSlot,
     *mut c_void,
     *const c_int,
     *const c_int,
-    *const MPI_Datatype,
+    *const HandleSlot,
     MPI_Comm,
     MPI_Info,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Alltoallw_init`: `PMPI_Alltoallw_init`.
@@ -1109,16 +1109,16 @@ pub fn MPI_Alltoallw_init() -> PMPI_Alltoallw_init_t {
         _: *const c_void,
         _: *const c_int,
         _: *const c_int,
-        _: *const MPI_Datatype,
+        _: *const HandleSlot,
         _: *mut c_void,
         _: *const c_int,
         _: *const c_int,
-        _: *const MPI_Datatype,
+        _: *const HandleSlot,
         _: MPI_Comm,
         _: MPI_Info,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -1134,14 +1134,14 @@ pub type PMPI_Alltoallw_init_c_t = unsafe extern "C" fn(
     *const c_void,
     *const MPI_Count,
     *const MPI_Aint,
-    *const MPI_Datatype,
+    *const HandleSlot,
     *mut c_void,
     *const MPI_Count,
     *const MPI_Aint,
-    *const MPI_Datatype,
+    *const HandleSlot,
     MPI_Comm,
     MPI_Info,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Alltoallw_init_c`: `PMPI_Alltoallw_init_c`.
@@ -1151,16 +1151,16 @@ pub fn MPI_Alltoallw_init_c() -> PMPI_Alltoallw_init_c_t {
         _: *const c_void,
         _: *const MPI_Count,
         _: *const MPI_Aint,
-        _: *const MPI_Datatype,
+        _: *const HandleSlot,
         _: *mut c_void,
         _: *const MPI_Count,
         _: *const MPI_Aint,
-        _: *const MPI_Datatype,
+        _: *const HandleSlot,
         _: MPI_Comm,
         _: MPI_Info,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -1178,7 +1178,7 @@ pub type PMPI_Attr_delete_t = unsafe extern "C" fn(MPI_Comm, c_int) -> c_int;
 pub fn MPI_Attr_delete() -> PMPI_Attr_delete_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Comm, _: c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -1196,7 +1196,7 @@ pub type PMPI_Attr_get_t = unsafe extern "C" fn(MPI_Comm, c_int, *mut c_void, *m
 pub fn MPI_Attr_get() -> PMPI_Attr_get_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Comm, _: c_int, _: *mut c_void, _: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -1214,7 +1214,7 @@ pub type PMPI_Attr_put_t = unsafe extern "C" fn(MPI_Comm, c_int, *mut c_void) ->
 pub fn MPI_Attr_put() -> PMPI_Attr_put_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Comm, _: c_int, _: *mut c_void) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -1232,7 +1232,7 @@ pub type PMPI_Barrier_t = unsafe extern "C" fn(MPI_Comm) -> c_int;
 pub fn MPI_Barrier() -> PMPI_Barrier_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Comm) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -1244,13 +1244,13 @@ pub fn MPI_Barrier() -> PMPI_Barrier_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Barrier_t>(f) }
 }
 
-pub type PMPI_Barrier_init_t = unsafe extern "C" fn(MPI_Comm, MPI_Info, *mut MPI_Request) -> c_int;
+pub type PMPI_Barrier_init_t = unsafe extern "C" fn(MPI_Comm, MPI_Info, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Barrier_init`: `PMPI_Barrier_init`.
 pub fn MPI_Barrier_init() -> PMPI_Barrier_init_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: MPI_Comm, _: MPI_Info, _: *mut MPI_Request) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: MPI_Comm, _: MPI_Info, _: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -1275,7 +1275,7 @@ pub fn MPI_Bcast() -> PMPI_Bcast_t {
         _: c_int,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -1300,7 +1300,7 @@ pub fn MPI_Bcast_c() -> PMPI_Bcast_c_t {
         _: c_int,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -1319,7 +1319,7 @@ pub type PMPI_Bcast_init_t = unsafe extern "C" fn(
     c_int,
     MPI_Comm,
     MPI_Info,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Bcast_init`: `PMPI_Bcast_init`.
@@ -1332,9 +1332,9 @@ pub fn MPI_Bcast_init() -> PMPI_Bcast_init_t {
         _: c_int,
         _: MPI_Comm,
         _: MPI_Info,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -1353,7 +1353,7 @@ pub type PMPI_Bcast_init_c_t = unsafe extern "C" fn(
     c_int,
     MPI_Comm,
     MPI_Info,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Bcast_init_c`: `PMPI_Bcast_init_c`.
@@ -1366,9 +1366,9 @@ pub fn MPI_Bcast_init_c() -> PMPI_Bcast_init_c_t {
         _: c_int,
         _: MPI_Comm,
         _: MPI_Info,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -1394,7 +1394,7 @@ pub fn MPI_Bsend() -> PMPI_Bsend_t {
         _: c_int,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -1420,7 +1420,7 @@ pub fn MPI_Bsend_c() -> PMPI_Bsend_c_t {
         _: c_int,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -1439,7 +1439,7 @@ pub type PMPI_Bsend_init_t = unsafe extern "C" fn(
     c_int,
     c_int,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Bsend_init`: `PMPI_Bsend_init`.
@@ -1452,9 +1452,9 @@ pub fn MPI_Bsend_init() -> PMPI_Bsend_init_t {
         _: c_int,
         _: c_int,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -1473,7 +1473,7 @@ pub type PMPI_Bsend_init_c_t = unsafe extern "C" fn(
     c_int,
     c_int,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Bsend_init_c`: `PMPI_Bsend_init_c`.
@@ -1486,9 +1486,9 @@ pub fn MPI_Bsend_init_c() -> PMPI_Bsend_init_c_t {
         _: c_int,
         _: c_int,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -1506,7 +1506,7 @@ pub type PMPI_Buffer_attach_t = unsafe extern "C" fn(*mut c_void, c_int) -> c_in
 pub fn MPI_Buffer_attach() -> PMPI_Buffer_attach_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: *mut c_void, _: c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -1524,7 +1524,7 @@ pub type PMPI_Buffer_attach_c_t = unsafe extern "C" fn(*mut c_void, MPI_Count) -
 pub fn MPI_Buffer_attach_c() -> PMPI_Buffer_attach_c_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: *mut c_void, _: MPI_Count) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -1542,7 +1542,7 @@ pub type PMPI_Buffer_detach_t = unsafe extern "C" fn(*mut c_void, *mut c_int) ->
 pub fn MPI_Buffer_detach() -> PMPI_Buffer_detach_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: *mut c_void, _: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -1560,7 +1560,7 @@ pub type PMPI_Buffer_detach_c_t = unsafe extern "C" fn(*mut c_void, *mut MPI_Cou
 pub fn MPI_Buffer_detach_c() -> PMPI_Buffer_detach_c_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: *mut c_void, _: *mut MPI_Count) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -1572,13 +1572,13 @@ pub fn MPI_Buffer_detach_c() -> PMPI_Buffer_detach_c_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Buffer_detach_c_t>(f) }
 }
 
-pub type PMPI_Cancel_t = unsafe extern "C" fn(*mut MPI_Request) -> c_int;
+pub type PMPI_Cancel_t = unsafe extern "C" fn(*mut HandleSlot) -> c_int;
 
 /// The real `MPI_Cancel`: `PMPI_Cancel`.
 pub fn MPI_Cancel() -> PMPI_Cancel_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: *mut MPI_Request) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -1596,7 +1596,7 @@ pub type PMPI_Cart_coords_t = unsafe extern "C" fn(MPI_Comm, c_int, c_int, *mut 
 pub fn MPI_Cart_coords() -> PMPI_Cart_coords_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Comm, _: c_int, _: c_int, _: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -1614,7 +1614,7 @@ pub type PMPI_Cart_create_t = unsafe extern "C" fn(
     *const c_int,
     *const c_int,
     c_int,
-    *mut MPI_Comm,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Cart_create`: `PMPI_Cart_create`.
@@ -1626,9 +1626,9 @@ pub fn MPI_Cart_create() -> PMPI_Cart_create_t {
         _: *const c_int,
         _: *const c_int,
         _: c_int,
-        _: *mut MPI_Comm,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -1653,7 +1653,7 @@ pub fn MPI_Cart_get() -> PMPI_Cart_get_t {
         _: *mut c_int,
         _: *mut c_int,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -1678,7 +1678,7 @@ pub fn MPI_Cart_map() -> PMPI_Cart_map_t {
         _: *const c_int,
         _: *mut c_int,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -1696,7 +1696,7 @@ pub type PMPI_Cart_rank_t = unsafe extern "C" fn(MPI_Comm, *const c_int, *mut c_
 pub fn MPI_Cart_rank() -> PMPI_Cart_rank_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Comm, _: *const c_int, _: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -1721,7 +1721,7 @@ pub fn MPI_Cart_shift() -> PMPI_Cart_shift_t {
         _: *mut c_int,
         _: *mut c_int,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -1733,13 +1733,13 @@ pub fn MPI_Cart_shift() -> PMPI_Cart_shift_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Cart_shift_t>(f) }
 }
 
-pub type PMPI_Cart_sub_t = unsafe extern "C" fn(MPI_Comm, *const c_int, *mut MPI_Comm) -> c_int;
+pub type PMPI_Cart_sub_t = unsafe extern "C" fn(MPI_Comm, *const c_int, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Cart_sub`: `PMPI_Cart_sub`.
 pub fn MPI_Cart_sub() -> PMPI_Cart_sub_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: MPI_Comm, _: *const c_int, _: *mut MPI_Comm) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: MPI_Comm, _: *const c_int, _: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -1757,7 +1757,7 @@ pub type PMPI_Cartdim_get_t = unsafe extern "C" fn(MPI_Comm, *mut c_int) -> c_in
 pub fn MPI_Cartdim_get() -> PMPI_Cartdim_get_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Comm, _: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -1775,7 +1775,7 @@ pub type PMPI_Close_port_t = unsafe extern "C" fn(*const c_char) -> c_int;
 pub fn MPI_Close_port() -> PMPI_Close_port_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: *const c_char) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -1788,7 +1788,7 @@ pub fn MPI_Close_port() -> PMPI_Close_port_t {
 }
 
 pub type PMPI_Comm_accept_t =
-    unsafe extern "C" fn(*const c_char, MPI_Info, c_int, MPI_Comm, *mut MPI_Comm) -> c_int;
+    unsafe extern "C" fn(*const c_char, MPI_Info, c_int, MPI_Comm, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Comm_accept`: `PMPI_Comm_accept`.
 pub fn MPI_Comm_accept() -> PMPI_Comm_accept_t {
@@ -1798,9 +1798,9 @@ pub fn MPI_Comm_accept() -> PMPI_Comm_accept_t {
         _: MPI_Info,
         _: c_int,
         _: MPI_Comm,
-        _: *mut MPI_Comm,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -1818,7 +1818,7 @@ pub type PMPI_Comm_call_errhandler_t = unsafe extern "C" fn(MPI_Comm, c_int) -> 
 pub fn MPI_Comm_call_errhandler() -> PMPI_Comm_call_errhandler_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Comm, _: c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -1836,7 +1836,7 @@ pub type PMPI_Comm_compare_t = unsafe extern "C" fn(MPI_Comm, MPI_Comm, *mut c_i
 pub fn MPI_Comm_compare() -> PMPI_Comm_compare_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Comm, _: MPI_Comm, _: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -1849,7 +1849,7 @@ pub fn MPI_Comm_compare() -> PMPI_Comm_compare_t {
 }
 
 pub type PMPI_Comm_connect_t =
-    unsafe extern "C" fn(*const c_char, MPI_Info, c_int, MPI_Comm, *mut MPI_Comm) -> c_int;
+    unsafe extern "C" fn(*const c_char, MPI_Info, c_int, MPI_Comm, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Comm_connect`: `PMPI_Comm_connect`.
 pub fn MPI_Comm_connect() -> PMPI_Comm_connect_t {
@@ -1859,9 +1859,9 @@ pub fn MPI_Comm_connect() -> PMPI_Comm_connect_t {
         _: MPI_Info,
         _: c_int,
         _: MPI_Comm,
-        _: *mut MPI_Comm,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -1873,13 +1873,13 @@ pub fn MPI_Comm_connect() -> PMPI_Comm_connect_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Comm_connect_t>(f) }
 }
 
-pub type PMPI_Comm_create_t = unsafe extern "C" fn(MPI_Comm, MPI_Group, *mut MPI_Comm) -> c_int;
+pub type PMPI_Comm_create_t = unsafe extern "C" fn(MPI_Comm, MPI_Group, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Comm_create`: `PMPI_Comm_create`.
 pub fn MPI_Comm_create() -> PMPI_Comm_create_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: MPI_Comm, _: MPI_Group, _: *mut MPI_Comm) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: MPI_Comm, _: MPI_Group, _: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -1892,16 +1892,16 @@ pub fn MPI_Comm_create() -> PMPI_Comm_create_t {
 }
 
 pub type PMPI_Comm_create_errhandler_t =
-    unsafe extern "C" fn(*mut MPI_Comm_errhandler_function, *mut MPI_Errhandler) -> c_int;
+    unsafe extern "C" fn(*mut MPI_Comm_errhandler_function, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Comm_create_errhandler`: `PMPI_Comm_create_errhandler`.
 pub fn MPI_Comm_create_errhandler() -> PMPI_Comm_create_errhandler_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(
         _: *mut MPI_Comm_errhandler_function,
-        _: *mut MPI_Errhandler,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -1918,7 +1918,7 @@ pub type PMPI_Comm_create_from_group_t = unsafe extern "C" fn(
     *const c_char,
     MPI_Info,
     MPI_Errhandler,
-    *mut MPI_Comm,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Comm_create_from_group`: `PMPI_Comm_create_from_group`.
@@ -1929,9 +1929,9 @@ pub fn MPI_Comm_create_from_group() -> PMPI_Comm_create_from_group_t {
         _: *const c_char,
         _: MPI_Info,
         _: MPI_Errhandler,
-        _: *mut MPI_Comm,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -1944,7 +1944,7 @@ pub fn MPI_Comm_create_from_group() -> PMPI_Comm_create_from_group_t {
 }
 
 pub type PMPI_Comm_create_group_t =
-    unsafe extern "C" fn(MPI_Comm, MPI_Group, c_int, *mut MPI_Comm) -> c_int;
+    unsafe extern "C" fn(MPI_Comm, MPI_Group, c_int, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Comm_create_group`: `PMPI_Comm_create_group`.
 pub fn MPI_Comm_create_group() -> PMPI_Comm_create_group_t {
@@ -1953,9 +1953,9 @@ pub fn MPI_Comm_create_group() -> PMPI_Comm_create_group_t {
         _: MPI_Comm,
         _: MPI_Group,
         _: c_int,
-        _: *mut MPI_Comm,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -1983,7 +1983,7 @@ pub fn MPI_Comm_create_keyval() -> PMPI_Comm_create_keyval_t {
         _: *mut c_int,
         _: *mut c_void,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -2001,7 +2001,7 @@ pub type PMPI_Comm_delete_attr_t = unsafe extern "C" fn(MPI_Comm, c_int) -> c_in
 pub fn MPI_Comm_delete_attr() -> PMPI_Comm_delete_attr_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Comm, _: c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -2013,13 +2013,13 @@ pub fn MPI_Comm_delete_attr() -> PMPI_Comm_delete_attr_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Comm_delete_attr_t>(f) }
 }
 
-pub type PMPI_Comm_disconnect_t = unsafe extern "C" fn(*mut MPI_Comm) -> c_int;
+pub type PMPI_Comm_disconnect_t = unsafe extern "C" fn(*mut HandleSlot) -> c_int;
 
 /// The real `MPI_Comm_disconnect`: `PMPI_Comm_disconnect`.
 pub fn MPI_Comm_disconnect() -> PMPI_Comm_disconnect_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: *mut MPI_Comm) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -2031,13 +2031,13 @@ pub fn MPI_Comm_disconnect() -> PMPI_Comm_disconnect_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Comm_disconnect_t>(f) }
 }
 
-pub type PMPI_Comm_dup_t = unsafe extern "C" fn(MPI_Comm, *mut MPI_Comm) -> c_int;
+pub type PMPI_Comm_dup_t = unsafe extern "C" fn(MPI_Comm, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Comm_dup`: `PMPI_Comm_dup`.
 pub fn MPI_Comm_dup() -> PMPI_Comm_dup_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: MPI_Comm, _: *mut MPI_Comm) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: MPI_Comm, _: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -2050,13 +2050,13 @@ pub fn MPI_Comm_dup() -> PMPI_Comm_dup_t {
 }
 
 pub type PMPI_Comm_dup_with_info_t =
-    unsafe extern "C" fn(MPI_Comm, MPI_Info, *mut MPI_Comm) -> c_int;
+    unsafe extern "C" fn(MPI_Comm, MPI_Info, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Comm_dup_with_info`: `PMPI_Comm_dup_with_info`.
 pub fn MPI_Comm_dup_with_info() -> PMPI_Comm_dup_with_info_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: MPI_Comm, _: MPI_Info, _: *mut MPI_Comm) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: MPI_Comm, _: MPI_Info, _: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -2068,13 +2068,13 @@ pub fn MPI_Comm_dup_with_info() -> PMPI_Comm_dup_with_info_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Comm_dup_with_info_t>(f) }
 }
 
-pub type PMPI_Comm_free_t = unsafe extern "C" fn(*mut MPI_Comm) -> c_int;
+pub type PMPI_Comm_free_t = unsafe extern "C" fn(*mut HandleSlot) -> c_int;
 
 /// The real `MPI_Comm_free`: `PMPI_Comm_free`.
 pub fn MPI_Comm_free() -> PMPI_Comm_free_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: *mut MPI_Comm) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -2092,7 +2092,7 @@ pub type PMPI_Comm_free_keyval_t = unsafe extern "C" fn(*mut c_int) -> c_int;
 pub fn MPI_Comm_free_keyval() -> PMPI_Comm_free_keyval_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -2111,7 +2111,7 @@ pub type PMPI_Comm_get_attr_t =
 pub fn MPI_Comm_get_attr() -> PMPI_Comm_get_attr_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Comm, _: c_int, _: *mut c_void, _: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -2123,13 +2123,13 @@ pub fn MPI_Comm_get_attr() -> PMPI_Comm_get_attr_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Comm_get_attr_t>(f) }
 }
 
-pub type PMPI_Comm_get_errhandler_t = unsafe extern "C" fn(MPI_Comm, *mut MPI_Errhandler) -> c_int;
+pub type PMPI_Comm_get_errhandler_t = unsafe extern "C" fn(MPI_Comm, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Comm_get_errhandler`: `PMPI_Comm_get_errhandler`.
 pub fn MPI_Comm_get_errhandler() -> PMPI_Comm_get_errhandler_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: MPI_Comm, _: *mut MPI_Errhandler) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: MPI_Comm, _: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -2141,13 +2141,13 @@ pub fn MPI_Comm_get_errhandler() -> PMPI_Comm_get_errhandler_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Comm_get_errhandler_t>(f) }
 }
 
-pub type PMPI_Comm_get_info_t = unsafe extern "C" fn(MPI_Comm, *mut MPI_Info) -> c_int;
+pub type PMPI_Comm_get_info_t = unsafe extern "C" fn(MPI_Comm, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Comm_get_info`: `PMPI_Comm_get_info`.
 pub fn MPI_Comm_get_info() -> PMPI_Comm_get_info_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: MPI_Comm, _: *mut MPI_Info) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: MPI_Comm, _: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -2165,7 +2165,7 @@ pub type PMPI_Comm_get_name_t = unsafe extern "C" fn(MPI_Comm, *mut c_char, *mut
 pub fn MPI_Comm_get_name() -> PMPI_Comm_get_name_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Comm, _: *mut c_char, _: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -2177,13 +2177,13 @@ pub fn MPI_Comm_get_name() -> PMPI_Comm_get_name_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Comm_get_name_t>(f) }
 }
 
-pub type PMPI_Comm_get_parent_t = unsafe extern "C" fn(*mut MPI_Comm) -> c_int;
+pub type PMPI_Comm_get_parent_t = unsafe extern "C" fn(*mut HandleSlot) -> c_int;
 
 /// The real `MPI_Comm_get_parent`: `PMPI_Comm_get_parent`.
 pub fn MPI_Comm_get_parent() -> PMPI_Comm_get_parent_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: *mut MPI_Comm) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -2195,13 +2195,13 @@ pub fn MPI_Comm_get_parent() -> PMPI_Comm_get_parent_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Comm_get_parent_t>(f) }
 }
 
-pub type PMPI_Comm_group_t = unsafe extern "C" fn(MPI_Comm, *mut MPI_Group) -> c_int;
+pub type PMPI_Comm_group_t = unsafe extern "C" fn(MPI_Comm, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Comm_group`: `PMPI_Comm_group`.
 pub fn MPI_Comm_group() -> PMPI_Comm_group_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: MPI_Comm, _: *mut MPI_Group) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: MPI_Comm, _: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -2214,13 +2214,13 @@ pub fn MPI_Comm_group() -> PMPI_Comm_group_t {
 }
 
 pub type PMPI_Comm_idup_t =
-    unsafe extern "C" fn(MPI_Comm, *mut MPI_Comm, *mut MPI_Request) -> c_int;
+    unsafe extern "C" fn(MPI_Comm, *mut HandleSlot, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Comm_idup`: `PMPI_Comm_idup`.
 pub fn MPI_Comm_idup() -> PMPI_Comm_idup_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: MPI_Comm, _: *mut MPI_Comm, _: *mut MPI_Request) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: MPI_Comm, _: *mut HandleSlot, _: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -2233,7 +2233,7 @@ pub fn MPI_Comm_idup() -> PMPI_Comm_idup_t {
 }
 
 pub type PMPI_Comm_idup_with_info_t =
-    unsafe extern "C" fn(MPI_Comm, MPI_Info, *mut MPI_Comm, *mut MPI_Request) -> c_int;
+    unsafe extern "C" fn(MPI_Comm, MPI_Info, *mut HandleSlot, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Comm_idup_with_info`: `PMPI_Comm_idup_with_info`.
 pub fn MPI_Comm_idup_with_info() -> PMPI_Comm_idup_with_info_t {
@@ -2241,10 +2241,10 @@ pub fn MPI_Comm_idup_with_info() -> PMPI_Comm_idup_with_info_t {
     unsafe extern "C" fn unresolved(
         _: MPI_Comm,
         _: MPI_Info,
-        _: *mut MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -2256,13 +2256,13 @@ pub fn MPI_Comm_idup_with_info() -> PMPI_Comm_idup_with_info_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Comm_idup_with_info_t>(f) }
 }
 
-pub type PMPI_Comm_join_t = unsafe extern "C" fn(c_int, *mut MPI_Comm) -> c_int;
+pub type PMPI_Comm_join_t = unsafe extern "C" fn(c_int, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Comm_join`: `PMPI_Comm_join`.
 pub fn MPI_Comm_join() -> PMPI_Comm_join_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: c_int, _: *mut MPI_Comm) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: c_int, _: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -2280,7 +2280,7 @@ pub type PMPI_Comm_rank_t = unsafe extern "C" fn(MPI_Comm, *mut c_int) -> c_int;
 pub fn MPI_Comm_rank() -> PMPI_Comm_rank_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Comm, _: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -2292,13 +2292,13 @@ pub fn MPI_Comm_rank() -> PMPI_Comm_rank_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Comm_rank_t>(f) }
 }
 
-pub type PMPI_Comm_remote_group_t = unsafe extern "C" fn(MPI_Comm, *mut MPI_Group) -> c_int;
+pub type PMPI_Comm_remote_group_t = unsafe extern "C" fn(MPI_Comm, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Comm_remote_group`: `PMPI_Comm_remote_group`.
 pub fn MPI_Comm_remote_group() -> PMPI_Comm_remote_group_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: MPI_Comm, _: *mut MPI_Group) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: MPI_Comm, _: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -2316,7 +2316,7 @@ pub type PMPI_Comm_remote_size_t = unsafe extern "C" fn(MPI_Comm, *mut c_int) ->
 pub fn MPI_Comm_remote_size() -> PMPI_Comm_remote_size_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Comm, _: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -2334,7 +2334,7 @@ pub type PMPI_Comm_set_attr_t = unsafe extern "C" fn(MPI_Comm, c_int, *mut c_voi
 pub fn MPI_Comm_set_attr() -> PMPI_Comm_set_attr_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Comm, _: c_int, _: *mut c_void) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -2352,7 +2352,7 @@ pub type PMPI_Comm_set_errhandler_t = unsafe extern "C" fn(MPI_Comm, MPI_Errhand
 pub fn MPI_Comm_set_errhandler() -> PMPI_Comm_set_errhandler_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Comm, _: MPI_Errhandler) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -2370,7 +2370,7 @@ pub type PMPI_Comm_set_info_t = unsafe extern "C" fn(MPI_Comm, MPI_Info) -> c_in
 pub fn MPI_Comm_set_info() -> PMPI_Comm_set_info_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Comm, _: MPI_Info) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -2388,7 +2388,7 @@ pub type PMPI_Comm_set_name_t = unsafe extern "C" fn(MPI_Comm, *const c_char) ->
 pub fn MPI_Comm_set_name() -> PMPI_Comm_set_name_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Comm, _: *const c_char) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -2406,7 +2406,7 @@ pub type PMPI_Comm_size_t = unsafe extern "C" fn(MPI_Comm, *mut c_int) -> c_int;
 pub fn MPI_Comm_size() -> PMPI_Comm_size_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Comm, _: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -2425,7 +2425,7 @@ pub type PMPI_Comm_spawn_t = unsafe extern "C" fn(
     MPI_Info,
     c_int,
     MPI_Comm,
-    *mut MPI_Comm,
+    *mut HandleSlot,
     *mut c_int,
 ) -> c_int;
 
@@ -2439,10 +2439,10 @@ pub fn MPI_Comm_spawn() -> PMPI_Comm_spawn_t {
         _: MPI_Info,
         _: c_int,
         _: MPI_Comm,
-        _: *mut MPI_Comm,
+        _: *mut HandleSlot,
         _: *mut c_int,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -2459,10 +2459,10 @@ pub type PMPI_Comm_spawn_multiple_t = unsafe extern "C" fn(
     *mut *mut c_char,
     *mut *mut *mut c_char,
     *const c_int,
-    *const MPI_Info,
+    *const HandleSlot,
     c_int,
     MPI_Comm,
-    *mut MPI_Comm,
+    *mut HandleSlot,
     *mut c_int,
 ) -> c_int;
 
@@ -2474,13 +2474,13 @@ pub fn MPI_Comm_spawn_multiple() -> PMPI_Comm_spawn_multiple_t {
         _: *mut *mut c_char,
         _: *mut *mut *mut c_char,
         _: *const c_int,
-        _: *const MPI_Info,
+        _: *const HandleSlot,
         _: c_int,
         _: MPI_Comm,
-        _: *mut MPI_Comm,
+        _: *mut HandleSlot,
         _: *mut c_int,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -2492,13 +2492,13 @@ pub fn MPI_Comm_spawn_multiple() -> PMPI_Comm_spawn_multiple_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Comm_spawn_multiple_t>(f) }
 }
 
-pub type PMPI_Comm_split_t = unsafe extern "C" fn(MPI_Comm, c_int, c_int, *mut MPI_Comm) -> c_int;
+pub type PMPI_Comm_split_t = unsafe extern "C" fn(MPI_Comm, c_int, c_int, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Comm_split`: `PMPI_Comm_split`.
 pub fn MPI_Comm_split() -> PMPI_Comm_split_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: MPI_Comm, _: c_int, _: c_int, _: *mut MPI_Comm) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: MPI_Comm, _: c_int, _: c_int, _: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -2511,7 +2511,7 @@ pub fn MPI_Comm_split() -> PMPI_Comm_split_t {
 }
 
 pub type PMPI_Comm_split_type_t =
-    unsafe extern "C" fn(MPI_Comm, c_int, c_int, MPI_Info, *mut MPI_Comm) -> c_int;
+    unsafe extern "C" fn(MPI_Comm, c_int, c_int, MPI_Info, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Comm_split_type`: `PMPI_Comm_split_type`.
 pub fn MPI_Comm_split_type() -> PMPI_Comm_split_type_t {
@@ -2521,9 +2521,9 @@ pub fn MPI_Comm_split_type() -> PMPI_Comm_split_type_t {
         _: c_int,
         _: c_int,
         _: MPI_Info,
-        _: *mut MPI_Comm,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -2541,7 +2541,7 @@ pub type PMPI_Comm_test_inter_t = unsafe extern "C" fn(MPI_Comm, *mut c_int) -> 
 pub fn MPI_Comm_test_inter() -> PMPI_Comm_test_inter_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Comm, _: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -2575,7 +2575,7 @@ pub fn MPI_Compare_and_swap() -> PMPI_Compare_and_swap_t {
         _: MPI_Aint,
         _: MPI_Win,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -2593,7 +2593,7 @@ pub type PMPI_Dims_create_t = unsafe extern "C" fn(c_int, c_int, *mut c_int) -> 
 pub fn MPI_Dims_create() -> PMPI_Dims_create_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: c_int, _: c_int, _: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -2614,7 +2614,7 @@ pub type PMPI_Dist_graph_create_t = unsafe extern "C" fn(
     *const c_int,
     MPI_Info,
     c_int,
-    *mut MPI_Comm,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Dist_graph_create`: `PMPI_Dist_graph_create`.
@@ -2629,9 +2629,9 @@ pub fn MPI_Dist_graph_create() -> PMPI_Dist_graph_create_t {
         _: *const c_int,
         _: MPI_Info,
         _: c_int,
-        _: *mut MPI_Comm,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -2653,7 +2653,7 @@ pub type PMPI_Dist_graph_create_adjacent_t = unsafe extern "C" fn(
     *const c_int,
     MPI_Info,
     c_int,
-    *mut MPI_Comm,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Dist_graph_create_adjacent`: `PMPI_Dist_graph_create_adjacent`.
@@ -2669,9 +2669,9 @@ pub fn MPI_Dist_graph_create_adjacent() -> PMPI_Dist_graph_create_adjacent_t {
         _: *const c_int,
         _: MPI_Info,
         _: c_int,
-        _: *mut MPI_Comm,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -2705,7 +2705,7 @@ pub fn MPI_Dist_graph_neighbors() -> PMPI_Dist_graph_neighbors_t {
         _: *mut c_int,
         _: *mut c_int,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -2729,7 +2729,7 @@ pub fn MPI_Dist_graph_neighbors_count() -> PMPI_Dist_graph_neighbors_count_t {
         _: *mut c_int,
         _: *mut c_int,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -2742,16 +2742,16 @@ pub fn MPI_Dist_graph_neighbors_count() -> PMPI_Dist_graph_neighbors_count_t {
 }
 
 pub type PMPI_Errhandler_create_t =
-    unsafe extern "C" fn(*mut MPI_Comm_errhandler_function, *mut MPI_Errhandler) -> c_int;
+    unsafe extern "C" fn(*mut MPI_Comm_errhandler_function, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Errhandler_create`: `PMPI_Errhandler_create`.
 pub fn MPI_Errhandler_create() -> PMPI_Errhandler_create_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(
         _: *mut MPI_Comm_errhandler_function,
-        _: *mut MPI_Errhandler,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -2763,13 +2763,13 @@ pub fn MPI_Errhandler_create() -> PMPI_Errhandler_create_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Errhandler_create_t>(f) }
 }
 
-pub type PMPI_Errhandler_free_t = unsafe extern "C" fn(*mut MPI_Errhandler) -> c_int;
+pub type PMPI_Errhandler_free_t = unsafe extern "C" fn(*mut HandleSlot) -> c_int;
 
 /// The real `MPI_Errhandler_free`: `PMPI_Errhandler_free`.
 pub fn MPI_Errhandler_free() -> PMPI_Errhandler_free_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: *mut MPI_Errhandler) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -2781,13 +2781,13 @@ pub fn MPI_Errhandler_free() -> PMPI_Errhandler_free_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Errhandler_free_t>(f) }
 }
 
-pub type PMPI_Errhandler_get_t = unsafe extern "C" fn(MPI_Comm, *mut MPI_Errhandler) -> c_int;
+pub type PMPI_Errhandler_get_t = unsafe extern "C" fn(MPI_Comm, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Errhandler_get`: `PMPI_Errhandler_get`.
 pub fn MPI_Errhandler_get() -> PMPI_Errhandler_get_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: MPI_Comm, _: *mut MPI_Errhandler) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: MPI_Comm, _: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -2805,7 +2805,7 @@ pub type PMPI_Errhandler_set_t = unsafe extern "C" fn(MPI_Comm, MPI_Errhandler) 
 pub fn MPI_Errhandler_set() -> PMPI_Errhandler_set_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Comm, _: MPI_Errhandler) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -2823,7 +2823,7 @@ pub type PMPI_Error_class_t = unsafe extern "C" fn(c_int, *mut c_int) -> c_int;
 pub fn MPI_Error_class() -> PMPI_Error_class_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: c_int, _: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -2841,7 +2841,7 @@ pub type PMPI_Error_string_t = unsafe extern "C" fn(c_int, *mut c_char, *mut c_i
 pub fn MPI_Error_string() -> PMPI_Error_string_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: c_int, _: *mut c_char, _: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -2873,7 +2873,7 @@ pub fn MPI_Exscan() -> PMPI_Exscan_t {
         _: MPI_Op,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -2905,7 +2905,7 @@ pub fn MPI_Exscan_c() -> PMPI_Exscan_c_t {
         _: MPI_Op,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -2925,7 +2925,7 @@ pub type PMPI_Exscan_init_t = unsafe extern "C" fn(
     MPI_Op,
     MPI_Comm,
     MPI_Info,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Exscan_init`: `PMPI_Exscan_init`.
@@ -2939,9 +2939,9 @@ pub fn MPI_Exscan_init() -> PMPI_Exscan_init_t {
         _: MPI_Op,
         _: MPI_Comm,
         _: MPI_Info,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -2961,7 +2961,7 @@ pub type PMPI_Exscan_init_c_t = unsafe extern "C" fn(
     MPI_Op,
     MPI_Comm,
     MPI_Info,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Exscan_init_c`: `PMPI_Exscan_init_c`.
@@ -2975,9 +2975,9 @@ pub fn MPI_Exscan_init_c() -> PMPI_Exscan_init_c_t {
         _: MPI_Op,
         _: MPI_Comm,
         _: MPI_Info,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -3011,7 +3011,7 @@ pub fn MPI_Fetch_and_op() -> PMPI_Fetch_and_op_t {
         _: MPI_Op,
         _: MPI_Win,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -3047,7 +3047,7 @@ pub type PMPI_File_call_errhandler_t = unsafe extern "C" fn(MPI_File, c_int) -> 
 pub fn MPI_File_call_errhandler() -> PMPI_File_call_errhandler_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_File, _: c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -3059,13 +3059,13 @@ pub fn MPI_File_call_errhandler() -> PMPI_File_call_errhandler_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_File_call_errhandler_t>(f) }
 }
 
-pub type PMPI_File_close_t = unsafe extern "C" fn(*mut MPI_File) -> c_int;
+pub type PMPI_File_close_t = unsafe extern "C" fn(*mut HandleSlot) -> c_int;
 
 /// The real `MPI_File_close`: `PMPI_File_close`.
 pub fn MPI_File_close() -> PMPI_File_close_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: *mut MPI_File) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -3078,16 +3078,16 @@ pub fn MPI_File_close() -> PMPI_File_close_t {
 }
 
 pub type PMPI_File_create_errhandler_t =
-    unsafe extern "C" fn(*mut MPI_File_errhandler_function, *mut MPI_Errhandler) -> c_int;
+    unsafe extern "C" fn(*mut MPI_File_errhandler_function, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_File_create_errhandler`: `PMPI_File_create_errhandler`.
 pub fn MPI_File_create_errhandler() -> PMPI_File_create_errhandler_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(
         _: *mut MPI_File_errhandler_function,
-        _: *mut MPI_Errhandler,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -3105,7 +3105,7 @@ pub type PMPI_File_delete_t = unsafe extern "C" fn(*const c_char, MPI_Info) -> c
 pub fn MPI_File_delete() -> PMPI_File_delete_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: *const c_char, _: MPI_Info) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -3123,7 +3123,7 @@ pub type PMPI_File_f2c_t = unsafe extern "C" fn(MPI_Fint) -> MPI_File;
 pub fn MPI_File_f2c() -> PMPI_File_f2c_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Fint) -> MPI_File {
-        std::ptr::null_mut()
+        Handle(0)
     }
     let f = resolve(
         &SLOT,
@@ -3141,7 +3141,7 @@ pub type PMPI_File_get_amode_t = unsafe extern "C" fn(MPI_File, *mut c_int) -> c
 pub fn MPI_File_get_amode() -> PMPI_File_get_amode_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_File, _: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -3159,7 +3159,7 @@ pub type PMPI_File_get_atomicity_t = unsafe extern "C" fn(MPI_File, *mut c_int) 
 pub fn MPI_File_get_atomicity() -> PMPI_File_get_atomicity_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_File, _: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -3178,7 +3178,7 @@ pub type PMPI_File_get_byte_offset_t =
 pub fn MPI_File_get_byte_offset() -> PMPI_File_get_byte_offset_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_File, _: MPI_Offset, _: *mut MPI_Offset) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -3190,13 +3190,13 @@ pub fn MPI_File_get_byte_offset() -> PMPI_File_get_byte_offset_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_File_get_byte_offset_t>(f) }
 }
 
-pub type PMPI_File_get_errhandler_t = unsafe extern "C" fn(MPI_File, *mut MPI_Errhandler) -> c_int;
+pub type PMPI_File_get_errhandler_t = unsafe extern "C" fn(MPI_File, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_File_get_errhandler`: `PMPI_File_get_errhandler`.
 pub fn MPI_File_get_errhandler() -> PMPI_File_get_errhandler_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: MPI_File, _: *mut MPI_Errhandler) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: MPI_File, _: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -3208,13 +3208,13 @@ pub fn MPI_File_get_errhandler() -> PMPI_File_get_errhandler_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_File_get_errhandler_t>(f) }
 }
 
-pub type PMPI_File_get_group_t = unsafe extern "C" fn(MPI_File, *mut MPI_Group) -> c_int;
+pub type PMPI_File_get_group_t = unsafe extern "C" fn(MPI_File, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_File_get_group`: `PMPI_File_get_group`.
 pub fn MPI_File_get_group() -> PMPI_File_get_group_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: MPI_File, _: *mut MPI_Group) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: MPI_File, _: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -3226,13 +3226,13 @@ pub fn MPI_File_get_group() -> PMPI_File_get_group_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_File_get_group_t>(f) }
 }
 
-pub type PMPI_File_get_info_t = unsafe extern "C" fn(MPI_File, *mut MPI_Info) -> c_int;
+pub type PMPI_File_get_info_t = unsafe extern "C" fn(MPI_File, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_File_get_info`: `PMPI_File_get_info`.
 pub fn MPI_File_get_info() -> PMPI_File_get_info_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: MPI_File, _: *mut MPI_Info) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: MPI_File, _: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -3250,7 +3250,7 @@ pub type PMPI_File_get_position_t = unsafe extern "C" fn(MPI_File, *mut MPI_Offs
 pub fn MPI_File_get_position() -> PMPI_File_get_position_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_File, _: *mut MPI_Offset) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -3268,7 +3268,7 @@ pub type PMPI_File_get_position_shared_t = unsafe extern "C" fn(MPI_File, *mut M
 pub fn MPI_File_get_position_shared() -> PMPI_File_get_position_shared_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_File, _: *mut MPI_Offset) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -3286,7 +3286,7 @@ pub type PMPI_File_get_size_t = unsafe extern "C" fn(MPI_File, *mut MPI_Offset) 
 pub fn MPI_File_get_size() -> PMPI_File_get_size_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_File, _: *mut MPI_Offset) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -3305,7 +3305,7 @@ pub type PMPI_File_get_type_extent_t =
 pub fn MPI_File_get_type_extent() -> PMPI_File_get_type_extent_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_File, _: MPI_Datatype, _: *mut MPI_Aint) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -3324,7 +3324,7 @@ pub type PMPI_File_get_type_extent_c_t =
 pub fn MPI_File_get_type_extent_c() -> PMPI_File_get_type_extent_c_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_File, _: MPI_Datatype, _: *mut MPI_Count) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -3339,8 +3339,8 @@ pub fn MPI_File_get_type_extent_c() -> PMPI_File_get_type_extent_c_t {
 pub type PMPI_File_get_view_t = unsafe extern "C" fn(
     MPI_File,
     *mut MPI_Offset,
-    *mut MPI_Datatype,
-    *mut MPI_Datatype,
+    *mut HandleSlot,
+    *mut HandleSlot,
     *mut c_char,
 ) -> c_int;
 
@@ -3350,11 +3350,11 @@ pub fn MPI_File_get_view() -> PMPI_File_get_view_t {
     unsafe extern "C" fn unresolved(
         _: MPI_File,
         _: *mut MPI_Offset,
-        _: *mut MPI_Datatype,
-        _: *mut MPI_Datatype,
+        _: *mut HandleSlot,
+        _: *mut HandleSlot,
         _: *mut c_char,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -3367,7 +3367,7 @@ pub fn MPI_File_get_view() -> PMPI_File_get_view_t {
 }
 
 pub type PMPI_File_iread_t =
-    unsafe extern "C" fn(MPI_File, *mut c_void, c_int, MPI_Datatype, *mut MPI_Request) -> c_int;
+    unsafe extern "C" fn(MPI_File, *mut c_void, c_int, MPI_Datatype, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_File_iread`: `PMPI_File_iread`.
 pub fn MPI_File_iread() -> PMPI_File_iread_t {
@@ -3377,9 +3377,9 @@ pub fn MPI_File_iread() -> PMPI_File_iread_t {
         _: *mut c_void,
         _: c_int,
         _: MPI_Datatype,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -3392,7 +3392,7 @@ pub fn MPI_File_iread() -> PMPI_File_iread_t {
 }
 
 pub type PMPI_File_iread_all_t =
-    unsafe extern "C" fn(MPI_File, *mut c_void, c_int, MPI_Datatype, *mut MPI_Request) -> c_int;
+    unsafe extern "C" fn(MPI_File, *mut c_void, c_int, MPI_Datatype, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_File_iread_all`: `PMPI_File_iread_all`.
 pub fn MPI_File_iread_all() -> PMPI_File_iread_all_t {
@@ -3402,9 +3402,9 @@ pub fn MPI_File_iread_all() -> PMPI_File_iread_all_t {
         _: *mut c_void,
         _: c_int,
         _: MPI_Datatype,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -3417,7 +3417,7 @@ pub fn MPI_File_iread_all() -> PMPI_File_iread_all_t {
 }
 
 pub type PMPI_File_iread_all_c_t =
-    unsafe extern "C" fn(MPI_File, *mut c_void, MPI_Count, MPI_Datatype, *mut MPI_Request) -> c_int;
+    unsafe extern "C" fn(MPI_File, *mut c_void, MPI_Count, MPI_Datatype, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_File_iread_all_c`: `PMPI_File_iread_all_c`.
 pub fn MPI_File_iread_all_c() -> PMPI_File_iread_all_c_t {
@@ -3427,9 +3427,9 @@ pub fn MPI_File_iread_all_c() -> PMPI_File_iread_all_c_t {
         _: *mut c_void,
         _: MPI_Count,
         _: MPI_Datatype,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -3447,7 +3447,7 @@ pub type PMPI_File_iread_at_t = unsafe extern "C" fn(
     *mut c_void,
     c_int,
     MPI_Datatype,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_File_iread_at`: `PMPI_File_iread_at`.
@@ -3459,9 +3459,9 @@ pub fn MPI_File_iread_at() -> PMPI_File_iread_at_t {
         _: *mut c_void,
         _: c_int,
         _: MPI_Datatype,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -3479,7 +3479,7 @@ pub type PMPI_File_iread_at_all_t = unsafe extern "C" fn(
     *mut c_void,
     c_int,
     MPI_Datatype,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_File_iread_at_all`: `PMPI_File_iread_at_all`.
@@ -3491,9 +3491,9 @@ pub fn MPI_File_iread_at_all() -> PMPI_File_iread_at_all_t {
         _: *mut c_void,
         _: c_int,
         _: MPI_Datatype,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -3511,7 +3511,7 @@ pub type PMPI_File_iread_at_all_c_t = unsafe extern "C" fn(
     *mut c_void,
     MPI_Count,
     MPI_Datatype,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_File_iread_at_all_c`: `PMPI_File_iread_at_all_c`.
@@ -3523,9 +3523,9 @@ pub fn MPI_File_iread_at_all_c() -> PMPI_File_iread_at_all_c_t {
         _: *mut c_void,
         _: MPI_Count,
         _: MPI_Datatype,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -3543,7 +3543,7 @@ pub type PMPI_File_iread_at_c_t = unsafe extern "C" fn(
     *mut c_void,
     MPI_Count,
     MPI_Datatype,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_File_iread_at_c`: `PMPI_File_iread_at_c`.
@@ -3555,9 +3555,9 @@ pub fn MPI_File_iread_at_c() -> PMPI_File_iread_at_c_t {
         _: *mut c_void,
         _: MPI_Count,
         _: MPI_Datatype,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -3570,7 +3570,7 @@ pub fn MPI_File_iread_at_c() -> PMPI_File_iread_at_c_t {
 }
 
 pub type PMPI_File_iread_c_t =
-    unsafe extern "C" fn(MPI_File, *mut c_void, MPI_Count, MPI_Datatype, *mut MPI_Request) -> c_int;
+    unsafe extern "C" fn(MPI_File, *mut c_void, MPI_Count, MPI_Datatype, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_File_iread_c`: `PMPI_File_iread_c`.
 pub fn MPI_File_iread_c() -> PMPI_File_iread_c_t {
@@ -3580,9 +3580,9 @@ pub fn MPI_File_iread_c() -> PMPI_File_iread_c_t {
         _: *mut c_void,
         _: MPI_Count,
         _: MPI_Datatype,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -3595,7 +3595,7 @@ pub fn MPI_File_iread_c() -> PMPI_File_iread_c_t {
 }
 
 pub type PMPI_File_iread_shared_t =
-    unsafe extern "C" fn(MPI_File, *mut c_void, c_int, MPI_Datatype, *mut MPI_Request) -> c_int;
+    unsafe extern "C" fn(MPI_File, *mut c_void, c_int, MPI_Datatype, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_File_iread_shared`: `PMPI_File_iread_shared`.
 pub fn MPI_File_iread_shared() -> PMPI_File_iread_shared_t {
@@ -3605,9 +3605,9 @@ pub fn MPI_File_iread_shared() -> PMPI_File_iread_shared_t {
         _: *mut c_void,
         _: c_int,
         _: MPI_Datatype,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -3620,7 +3620,7 @@ pub fn MPI_File_iread_shared() -> PMPI_File_iread_shared_t {
 }
 
 pub type PMPI_File_iread_shared_c_t =
-    unsafe extern "C" fn(MPI_File, *mut c_void, MPI_Count, MPI_Datatype, *mut MPI_Request) -> c_int;
+    unsafe extern "C" fn(MPI_File, *mut c_void, MPI_Count, MPI_Datatype, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_File_iread_shared_c`: `PMPI_File_iread_shared_c`.
 pub fn MPI_File_iread_shared_c() -> PMPI_File_iread_shared_c_t {
@@ -3630,9 +3630,9 @@ pub fn MPI_File_iread_shared_c() -> PMPI_File_iread_shared_c_t {
         _: *mut c_void,
         _: MPI_Count,
         _: MPI_Datatype,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -3645,7 +3645,7 @@ pub fn MPI_File_iread_shared_c() -> PMPI_File_iread_shared_c_t {
 }
 
 pub type PMPI_File_iwrite_t =
-    unsafe extern "C" fn(MPI_File, *const c_void, c_int, MPI_Datatype, *mut MPI_Request) -> c_int;
+    unsafe extern "C" fn(MPI_File, *const c_void, c_int, MPI_Datatype, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_File_iwrite`: `PMPI_File_iwrite`.
 pub fn MPI_File_iwrite() -> PMPI_File_iwrite_t {
@@ -3655,9 +3655,9 @@ pub fn MPI_File_iwrite() -> PMPI_File_iwrite_t {
         _: *const c_void,
         _: c_int,
         _: MPI_Datatype,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -3670,7 +3670,7 @@ pub fn MPI_File_iwrite() -> PMPI_File_iwrite_t {
 }
 
 pub type PMPI_File_iwrite_all_t =
-    unsafe extern "C" fn(MPI_File, *const c_void, c_int, MPI_Datatype, *mut MPI_Request) -> c_int;
+    unsafe extern "C" fn(MPI_File, *const c_void, c_int, MPI_Datatype, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_File_iwrite_all`: `PMPI_File_iwrite_all`.
 pub fn MPI_File_iwrite_all() -> PMPI_File_iwrite_all_t {
@@ -3680,9 +3680,9 @@ pub fn MPI_File_iwrite_all() -> PMPI_File_iwrite_all_t {
         _: *const c_void,
         _: c_int,
         _: MPI_Datatype,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -3699,7 +3699,7 @@ pub type PMPI_File_iwrite_all_c_t = unsafe extern "C" fn(
     *const c_void,
     MPI_Count,
     MPI_Datatype,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_File_iwrite_all_c`: `PMPI_File_iwrite_all_c`.
@@ -3710,9 +3710,9 @@ pub fn MPI_File_iwrite_all_c() -> PMPI_File_iwrite_all_c_t {
         _: *const c_void,
         _: MPI_Count,
         _: MPI_Datatype,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -3730,7 +3730,7 @@ pub type PMPI_File_iwrite_at_t = unsafe extern "C" fn(
     *const c_void,
     c_int,
     MPI_Datatype,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_File_iwrite_at`: `PMPI_File_iwrite_at`.
@@ -3742,9 +3742,9 @@ pub fn MPI_File_iwrite_at() -> PMPI_File_iwrite_at_t {
         _: *const c_void,
         _: c_int,
         _: MPI_Datatype,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -3762,7 +3762,7 @@ pub type PMPI_File_iwrite_at_all_t = unsafe extern "C" fn(
     *const c_void,
     c_int,
     MPI_Datatype,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_File_iwrite_at_all`: `PMPI_File_iwrite_at_all`.
@@ -3774,9 +3774,9 @@ pub fn MPI_File_iwrite_at_all() -> PMPI_File_iwrite_at_all_t {
         _: *const c_void,
         _: c_int,
         _: MPI_Datatype,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -3794,7 +3794,7 @@ pub type PMPI_File_iwrite_at_all_c_t = unsafe extern "C" fn(
     *const c_void,
     MPI_Count,
     MPI_Datatype,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_File_iwrite_at_all_c`: `PMPI_File_iwrite_at_all_c`.
@@ -3806,9 +3806,9 @@ pub fn MPI_File_iwrite_at_all_c() -> PMPI_File_iwrite_at_all_c_t {
         _: *const c_void,
         _: MPI_Count,
         _: MPI_Datatype,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -3826,7 +3826,7 @@ pub type PMPI_File_iwrite_at_c_t = unsafe extern "C" fn(
     *const c_void,
     MPI_Count,
     MPI_Datatype,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_File_iwrite_at_c`: `PMPI_File_iwrite_at_c`.
@@ -3838,9 +3838,9 @@ pub fn MPI_File_iwrite_at_c() -> PMPI_File_iwrite_at_c_t {
         _: *const c_void,
         _: MPI_Count,
         _: MPI_Datatype,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -3857,7 +3857,7 @@ pub type PMPI_File_iwrite_c_t = unsafe extern "C" fn(
     *const c_void,
     MPI_Count,
     MPI_Datatype,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_File_iwrite_c`: `PMPI_File_iwrite_c`.
@@ -3868,9 +3868,9 @@ pub fn MPI_File_iwrite_c() -> PMPI_File_iwrite_c_t {
         _: *const c_void,
         _: MPI_Count,
         _: MPI_Datatype,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -3883,7 +3883,7 @@ pub fn MPI_File_iwrite_c() -> PMPI_File_iwrite_c_t {
 }
 
 pub type PMPI_File_iwrite_shared_t =
-    unsafe extern "C" fn(MPI_File, *const c_void, c_int, MPI_Datatype, *mut MPI_Request) -> c_int;
+    unsafe extern "C" fn(MPI_File, *const c_void, c_int, MPI_Datatype, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_File_iwrite_shared`: `PMPI_File_iwrite_shared`.
 pub fn MPI_File_iwrite_shared() -> PMPI_File_iwrite_shared_t {
@@ -3893,9 +3893,9 @@ pub fn MPI_File_iwrite_shared() -> PMPI_File_iwrite_shared_t {
         _: *const c_void,
         _: c_int,
         _: MPI_Datatype,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -3912,7 +3912,7 @@ pub type PMPI_File_iwrite_shared_c_t = unsafe extern "C" fn(
     *const c_void,
     MPI_Count,
     MPI_Datatype,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_File_iwrite_shared_c`: `PMPI_File_iwrite_shared_c`.
@@ -3923,9 +3923,9 @@ pub fn MPI_File_iwrite_shared_c() -> PMPI_File_iwrite_shared_c_t {
         _: *const c_void,
         _: MPI_Count,
         _: MPI_Datatype,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -3938,7 +3938,7 @@ pub fn MPI_File_iwrite_shared_c() -> PMPI_File_iwrite_shared_c_t {
 }
 
 pub type PMPI_File_open_t =
-    unsafe extern "C" fn(MPI_Comm, *const c_char, c_int, MPI_Info, *mut MPI_File) -> c_int;
+    unsafe extern "C" fn(MPI_Comm, *const c_char, c_int, MPI_Info, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_File_open`: `PMPI_File_open`.
 pub fn MPI_File_open() -> PMPI_File_open_t {
@@ -3948,9 +3948,9 @@ pub fn MPI_File_open() -> PMPI_File_open_t {
         _: *const c_char,
         _: c_int,
         _: MPI_Info,
-        _: *mut MPI_File,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -3968,7 +3968,7 @@ pub type PMPI_File_preallocate_t = unsafe extern "C" fn(MPI_File, MPI_Offset) ->
 pub fn MPI_File_preallocate() -> PMPI_File_preallocate_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_File, _: MPI_Offset) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -3993,7 +3993,7 @@ pub fn MPI_File_read() -> PMPI_File_read_t {
         _: MPI_Datatype,
         _: *mut MPI_Status,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -4018,7 +4018,7 @@ pub fn MPI_File_read_all() -> PMPI_File_read_all_t {
         _: MPI_Datatype,
         _: *mut MPI_Status,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -4042,7 +4042,7 @@ pub fn MPI_File_read_all_begin() -> PMPI_File_read_all_begin_t {
         _: c_int,
         _: MPI_Datatype,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -4066,7 +4066,7 @@ pub fn MPI_File_read_all_begin_c() -> PMPI_File_read_all_begin_c_t {
         _: MPI_Count,
         _: MPI_Datatype,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -4091,7 +4091,7 @@ pub fn MPI_File_read_all_c() -> PMPI_File_read_all_c_t {
         _: MPI_Datatype,
         _: *mut MPI_Status,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -4110,7 +4110,7 @@ pub type PMPI_File_read_all_end_t =
 pub fn MPI_File_read_all_end() -> PMPI_File_read_all_end_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_File, _: *mut c_void, _: *mut MPI_Status) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -4142,7 +4142,7 @@ pub fn MPI_File_read_at() -> PMPI_File_read_at_t {
         _: MPI_Datatype,
         _: *mut MPI_Status,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -4174,7 +4174,7 @@ pub fn MPI_File_read_at_all() -> PMPI_File_read_at_all_t {
         _: MPI_Datatype,
         _: *mut MPI_Status,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -4199,7 +4199,7 @@ pub fn MPI_File_read_at_all_begin() -> PMPI_File_read_at_all_begin_t {
         _: c_int,
         _: MPI_Datatype,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -4224,7 +4224,7 @@ pub fn MPI_File_read_at_all_begin_c() -> PMPI_File_read_at_all_begin_c_t {
         _: MPI_Count,
         _: MPI_Datatype,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -4256,7 +4256,7 @@ pub fn MPI_File_read_at_all_c() -> PMPI_File_read_at_all_c_t {
         _: MPI_Datatype,
         _: *mut MPI_Status,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -4275,7 +4275,7 @@ pub type PMPI_File_read_at_all_end_t =
 pub fn MPI_File_read_at_all_end() -> PMPI_File_read_at_all_end_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_File, _: *mut c_void, _: *mut MPI_Status) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -4307,7 +4307,7 @@ pub fn MPI_File_read_at_c() -> PMPI_File_read_at_c_t {
         _: MPI_Datatype,
         _: *mut MPI_Status,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -4332,7 +4332,7 @@ pub fn MPI_File_read_c() -> PMPI_File_read_c_t {
         _: MPI_Datatype,
         _: *mut MPI_Status,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -4357,7 +4357,7 @@ pub fn MPI_File_read_ordered() -> PMPI_File_read_ordered_t {
         _: MPI_Datatype,
         _: *mut MPI_Status,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -4381,7 +4381,7 @@ pub fn MPI_File_read_ordered_begin() -> PMPI_File_read_ordered_begin_t {
         _: c_int,
         _: MPI_Datatype,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -4405,7 +4405,7 @@ pub fn MPI_File_read_ordered_begin_c() -> PMPI_File_read_ordered_begin_c_t {
         _: MPI_Count,
         _: MPI_Datatype,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -4430,7 +4430,7 @@ pub fn MPI_File_read_ordered_c() -> PMPI_File_read_ordered_c_t {
         _: MPI_Datatype,
         _: *mut MPI_Status,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -4449,7 +4449,7 @@ pub type PMPI_File_read_ordered_end_t =
 pub fn MPI_File_read_ordered_end() -> PMPI_File_read_ordered_end_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_File, _: *mut c_void, _: *mut MPI_Status) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -4474,7 +4474,7 @@ pub fn MPI_File_read_shared() -> PMPI_File_read_shared_t {
         _: MPI_Datatype,
         _: *mut MPI_Status,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -4499,7 +4499,7 @@ pub fn MPI_File_read_shared_c() -> PMPI_File_read_shared_c_t {
         _: MPI_Datatype,
         _: *mut MPI_Status,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -4517,7 +4517,7 @@ pub type PMPI_File_seek_t = unsafe extern "C" fn(MPI_File, MPI_Offset, c_int) ->
 pub fn MPI_File_seek() -> PMPI_File_seek_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_File, _: MPI_Offset, _: c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -4535,7 +4535,7 @@ pub type PMPI_File_seek_shared_t = unsafe extern "C" fn(MPI_File, MPI_Offset, c_
 pub fn MPI_File_seek_shared() -> PMPI_File_seek_shared_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_File, _: MPI_Offset, _: c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -4553,7 +4553,7 @@ pub type PMPI_File_set_atomicity_t = unsafe extern "C" fn(MPI_File, c_int) -> c_
 pub fn MPI_File_set_atomicity() -> PMPI_File_set_atomicity_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_File, _: c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -4571,7 +4571,7 @@ pub type PMPI_File_set_errhandler_t = unsafe extern "C" fn(MPI_File, MPI_Errhand
 pub fn MPI_File_set_errhandler() -> PMPI_File_set_errhandler_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_File, _: MPI_Errhandler) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -4589,7 +4589,7 @@ pub type PMPI_File_set_info_t = unsafe extern "C" fn(MPI_File, MPI_Info) -> c_in
 pub fn MPI_File_set_info() -> PMPI_File_set_info_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_File, _: MPI_Info) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -4607,7 +4607,7 @@ pub type PMPI_File_set_size_t = unsafe extern "C" fn(MPI_File, MPI_Offset) -> c_
 pub fn MPI_File_set_size() -> PMPI_File_set_size_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_File, _: MPI_Offset) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -4639,7 +4639,7 @@ pub fn MPI_File_set_view() -> PMPI_File_set_view_t {
         _: *const c_char,
         _: MPI_Info,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -4657,7 +4657,7 @@ pub type PMPI_File_sync_t = unsafe extern "C" fn(MPI_File) -> c_int;
 pub fn MPI_File_sync() -> PMPI_File_sync_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_File) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -4682,7 +4682,7 @@ pub fn MPI_File_write() -> PMPI_File_write_t {
         _: MPI_Datatype,
         _: *mut MPI_Status,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -4707,7 +4707,7 @@ pub fn MPI_File_write_all() -> PMPI_File_write_all_t {
         _: MPI_Datatype,
         _: *mut MPI_Status,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -4731,7 +4731,7 @@ pub fn MPI_File_write_all_begin() -> PMPI_File_write_all_begin_t {
         _: c_int,
         _: MPI_Datatype,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -4755,7 +4755,7 @@ pub fn MPI_File_write_all_begin_c() -> PMPI_File_write_all_begin_c_t {
         _: MPI_Count,
         _: MPI_Datatype,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -4785,7 +4785,7 @@ pub fn MPI_File_write_all_c() -> PMPI_File_write_all_c_t {
         _: MPI_Datatype,
         _: *mut MPI_Status,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -4804,7 +4804,7 @@ pub type PMPI_File_write_all_end_t =
 pub fn MPI_File_write_all_end() -> PMPI_File_write_all_end_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_File, _: *const c_void, _: *mut MPI_Status) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -4836,7 +4836,7 @@ pub fn MPI_File_write_at() -> PMPI_File_write_at_t {
         _: MPI_Datatype,
         _: *mut MPI_Status,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -4868,7 +4868,7 @@ pub fn MPI_File_write_at_all() -> PMPI_File_write_at_all_t {
         _: MPI_Datatype,
         _: *mut MPI_Status,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -4893,7 +4893,7 @@ pub fn MPI_File_write_at_all_begin() -> PMPI_File_write_at_all_begin_t {
         _: c_int,
         _: MPI_Datatype,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -4918,7 +4918,7 @@ pub fn MPI_File_write_at_all_begin_c() -> PMPI_File_write_at_all_begin_c_t {
         _: MPI_Count,
         _: MPI_Datatype,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -4950,7 +4950,7 @@ pub fn MPI_File_write_at_all_c() -> PMPI_File_write_at_all_c_t {
         _: MPI_Datatype,
         _: *mut MPI_Status,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -4969,7 +4969,7 @@ pub type PMPI_File_write_at_all_end_t =
 pub fn MPI_File_write_at_all_end() -> PMPI_File_write_at_all_end_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_File, _: *const c_void, _: *mut MPI_Status) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -5001,7 +5001,7 @@ pub fn MPI_File_write_at_c() -> PMPI_File_write_at_c_t {
         _: MPI_Datatype,
         _: *mut MPI_Status,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -5031,7 +5031,7 @@ pub fn MPI_File_write_c() -> PMPI_File_write_c_t {
         _: MPI_Datatype,
         _: *mut MPI_Status,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -5056,7 +5056,7 @@ pub fn MPI_File_write_ordered() -> PMPI_File_write_ordered_t {
         _: MPI_Datatype,
         _: *mut MPI_Status,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -5080,7 +5080,7 @@ pub fn MPI_File_write_ordered_begin() -> PMPI_File_write_ordered_begin_t {
         _: c_int,
         _: MPI_Datatype,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -5104,7 +5104,7 @@ pub fn MPI_File_write_ordered_begin_c() -> PMPI_File_write_ordered_begin_c_t {
         _: MPI_Count,
         _: MPI_Datatype,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -5134,7 +5134,7 @@ pub fn MPI_File_write_ordered_c() -> PMPI_File_write_ordered_c_t {
         _: MPI_Datatype,
         _: *mut MPI_Status,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -5153,7 +5153,7 @@ pub type PMPI_File_write_ordered_end_t =
 pub fn MPI_File_write_ordered_end() -> PMPI_File_write_ordered_end_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_File, _: *const c_void, _: *mut MPI_Status) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -5178,7 +5178,7 @@ pub fn MPI_File_write_shared() -> PMPI_File_write_shared_t {
         _: MPI_Datatype,
         _: *mut MPI_Status,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -5208,7 +5208,7 @@ pub fn MPI_File_write_shared_c() -> PMPI_File_write_shared_c_t {
         _: MPI_Datatype,
         _: *mut MPI_Status,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -5226,7 +5226,7 @@ pub type PMPI_Finalize_t = unsafe extern "C" fn() -> c_int;
 pub fn MPI_Finalize() -> PMPI_Finalize_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved() -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -5244,7 +5244,7 @@ pub type PMPI_Finalized_t = unsafe extern "C" fn(*mut c_int) -> c_int;
 pub fn MPI_Finalized() -> PMPI_Finalized_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -5262,7 +5262,7 @@ pub type PMPI_Free_mem_t = unsafe extern "C" fn(*mut c_void) -> c_int;
 pub fn MPI_Free_mem() -> PMPI_Free_mem_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: *mut c_void) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -5298,7 +5298,7 @@ pub fn MPI_Gather() -> PMPI_Gather_t {
         _: c_int,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -5334,7 +5334,7 @@ pub fn MPI_Gather_c() -> PMPI_Gather_c_t {
         _: c_int,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -5356,7 +5356,7 @@ pub type PMPI_Gather_init_t = unsafe extern "C" fn(
     c_int,
     MPI_Comm,
     MPI_Info,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Gather_init`: `PMPI_Gather_init`.
@@ -5372,9 +5372,9 @@ pub fn MPI_Gather_init() -> PMPI_Gather_init_t {
         _: c_int,
         _: MPI_Comm,
         _: MPI_Info,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -5396,7 +5396,7 @@ pub type PMPI_Gather_init_c_t = unsafe extern "C" fn(
     c_int,
     MPI_Comm,
     MPI_Info,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Gather_init_c`: `PMPI_Gather_init_c`.
@@ -5412,9 +5412,9 @@ pub fn MPI_Gather_init_c() -> PMPI_Gather_init_c_t {
         _: c_int,
         _: MPI_Comm,
         _: MPI_Info,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -5452,7 +5452,7 @@ pub fn MPI_Gatherv() -> PMPI_Gatherv_t {
         _: c_int,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -5490,7 +5490,7 @@ pub fn MPI_Gatherv_c() -> PMPI_Gatherv_c_t {
         _: c_int,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -5513,7 +5513,7 @@ pub type PMPI_Gatherv_init_t = unsafe extern "C" fn(
     c_int,
     MPI_Comm,
     MPI_Info,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Gatherv_init`: `PMPI_Gatherv_init`.
@@ -5530,9 +5530,9 @@ pub fn MPI_Gatherv_init() -> PMPI_Gatherv_init_t {
         _: c_int,
         _: MPI_Comm,
         _: MPI_Info,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -5555,7 +5555,7 @@ pub type PMPI_Gatherv_init_c_t = unsafe extern "C" fn(
     c_int,
     MPI_Comm,
     MPI_Info,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Gatherv_init_c`: `PMPI_Gatherv_init_c`.
@@ -5572,9 +5572,9 @@ pub fn MPI_Gatherv_init_c() -> PMPI_Gatherv_init_c_t {
         _: c_int,
         _: MPI_Comm,
         _: MPI_Info,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -5610,7 +5610,7 @@ pub fn MPI_Get() -> PMPI_Get_t {
         _: MPI_Datatype,
         _: MPI_Win,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(&SLOT, c"PMPI_Get", c"MPI_Get", unresolved as *mut c_void);
     // SAFETY: `f` is PMPI_Get or MPI_Get, whose C type this is, or `unresolved`.
@@ -5649,7 +5649,7 @@ pub fn MPI_Get_accumulate() -> PMPI_Get_accumulate_t {
         _: MPI_Op,
         _: MPI_Win,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -5693,7 +5693,7 @@ pub fn MPI_Get_accumulate_c() -> PMPI_Get_accumulate_c_t {
         _: MPI_Op,
         _: MPI_Win,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -5711,7 +5711,7 @@ pub type PMPI_Get_address_t = unsafe extern "C" fn(*const c_void, *mut MPI_Aint)
 pub fn MPI_Get_address() -> PMPI_Get_address_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: *const c_void, _: *mut MPI_Aint) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -5747,7 +5747,7 @@ pub fn MPI_Get_c() -> PMPI_Get_c_t {
         _: MPI_Datatype,
         _: MPI_Win,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -5766,7 +5766,7 @@ pub type PMPI_Get_count_t =
 pub fn MPI_Get_count() -> PMPI_Get_count_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: *const MPI_Status, _: MPI_Datatype, _: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -5789,7 +5789,7 @@ pub fn MPI_Get_count_c() -> PMPI_Get_count_c_t {
         _: MPI_Datatype,
         _: *mut MPI_Count,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -5808,7 +5808,7 @@ pub type PMPI_Get_elements_t =
 pub fn MPI_Get_elements() -> PMPI_Get_elements_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: *const MPI_Status, _: MPI_Datatype, _: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -5831,7 +5831,7 @@ pub fn MPI_Get_elements_c() -> PMPI_Get_elements_c_t {
         _: MPI_Datatype,
         _: *mut MPI_Count,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -5854,7 +5854,7 @@ pub fn MPI_Get_elements_x() -> PMPI_Get_elements_x_t {
         _: MPI_Datatype,
         _: *mut MPI_Count,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -5872,7 +5872,7 @@ pub type PMPI_Get_library_version_t = unsafe extern "C" fn(*mut c_char, *mut c_i
 pub fn MPI_Get_library_version() -> PMPI_Get_library_version_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: *mut c_char, _: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -5890,7 +5890,7 @@ pub type PMPI_Get_processor_name_t = unsafe extern "C" fn(*mut c_char, *mut c_in
 pub fn MPI_Get_processor_name() -> PMPI_Get_processor_name_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: *mut c_char, _: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -5908,7 +5908,7 @@ pub type PMPI_Get_version_t = unsafe extern "C" fn(*mut c_int, *mut c_int) -> c_
 pub fn MPI_Get_version() -> PMPI_Get_version_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: *mut c_int, _: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -5926,7 +5926,7 @@ pub type PMPI_Graph_create_t = unsafe extern "C" fn(
     *const c_int,
     *const c_int,
     c_int,
-    *mut MPI_Comm,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Graph_create`: `PMPI_Graph_create`.
@@ -5938,9 +5938,9 @@ pub fn MPI_Graph_create() -> PMPI_Graph_create_t {
         _: *const c_int,
         _: *const c_int,
         _: c_int,
-        _: *mut MPI_Comm,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -5965,7 +5965,7 @@ pub fn MPI_Graph_get() -> PMPI_Graph_get_t {
         _: *mut c_int,
         _: *mut c_int,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -5990,7 +5990,7 @@ pub fn MPI_Graph_map() -> PMPI_Graph_map_t {
         _: *const c_int,
         _: *mut c_int,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -6008,7 +6008,7 @@ pub type PMPI_Graph_neighbors_t = unsafe extern "C" fn(MPI_Comm, c_int, c_int, *
 pub fn MPI_Graph_neighbors() -> PMPI_Graph_neighbors_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Comm, _: c_int, _: c_int, _: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -6026,7 +6026,7 @@ pub type PMPI_Graph_neighbors_count_t = unsafe extern "C" fn(MPI_Comm, c_int, *m
 pub fn MPI_Graph_neighbors_count() -> PMPI_Graph_neighbors_count_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Comm, _: c_int, _: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -6044,7 +6044,7 @@ pub type PMPI_Graphdims_get_t = unsafe extern "C" fn(MPI_Comm, *mut c_int, *mut 
 pub fn MPI_Graphdims_get() -> PMPI_Graphdims_get_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Comm, _: *mut c_int, _: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -6062,7 +6062,7 @@ pub type PMPI_Grequest_complete_t = unsafe extern "C" fn(MPI_Request) -> c_int;
 pub fn MPI_Grequest_complete() -> PMPI_Grequest_complete_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Request) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -6079,7 +6079,7 @@ pub type PMPI_Grequest_start_t = unsafe extern "C" fn(
     *mut MPI_Grequest_free_function,
     *mut MPI_Grequest_cancel_function,
     *mut c_void,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Grequest_start`: `PMPI_Grequest_start`.
@@ -6090,9 +6090,9 @@ pub fn MPI_Grequest_start() -> PMPI_Grequest_start_t {
         _: *mut MPI_Grequest_free_function,
         _: *mut MPI_Grequest_cancel_function,
         _: *mut c_void,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -6110,7 +6110,7 @@ pub type PMPI_Group_compare_t = unsafe extern "C" fn(MPI_Group, MPI_Group, *mut 
 pub fn MPI_Group_compare() -> PMPI_Group_compare_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Group, _: MPI_Group, _: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -6123,13 +6123,13 @@ pub fn MPI_Group_compare() -> PMPI_Group_compare_t {
 }
 
 pub type PMPI_Group_difference_t =
-    unsafe extern "C" fn(MPI_Group, MPI_Group, *mut MPI_Group) -> c_int;
+    unsafe extern "C" fn(MPI_Group, MPI_Group, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Group_difference`: `PMPI_Group_difference`.
 pub fn MPI_Group_difference() -> PMPI_Group_difference_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: MPI_Group, _: MPI_Group, _: *mut MPI_Group) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: MPI_Group, _: MPI_Group, _: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -6142,7 +6142,7 @@ pub fn MPI_Group_difference() -> PMPI_Group_difference_t {
 }
 
 pub type PMPI_Group_excl_t =
-    unsafe extern "C" fn(MPI_Group, c_int, *const c_int, *mut MPI_Group) -> c_int;
+    unsafe extern "C" fn(MPI_Group, c_int, *const c_int, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Group_excl`: `PMPI_Group_excl`.
 pub fn MPI_Group_excl() -> PMPI_Group_excl_t {
@@ -6151,9 +6151,9 @@ pub fn MPI_Group_excl() -> PMPI_Group_excl_t {
         _: MPI_Group,
         _: c_int,
         _: *const c_int,
-        _: *mut MPI_Group,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -6165,13 +6165,13 @@ pub fn MPI_Group_excl() -> PMPI_Group_excl_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Group_excl_t>(f) }
 }
 
-pub type PMPI_Group_free_t = unsafe extern "C" fn(*mut MPI_Group) -> c_int;
+pub type PMPI_Group_free_t = unsafe extern "C" fn(*mut HandleSlot) -> c_int;
 
 /// The real `MPI_Group_free`: `PMPI_Group_free`.
 pub fn MPI_Group_free() -> PMPI_Group_free_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: *mut MPI_Group) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -6184,13 +6184,13 @@ pub fn MPI_Group_free() -> PMPI_Group_free_t {
 }
 
 pub type PMPI_Group_from_session_pset_t =
-    unsafe extern "C" fn(MPI_Session, *const c_char, *mut MPI_Group) -> c_int;
+    unsafe extern "C" fn(MPI_Session, *const c_char, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Group_from_session_pset`: `PMPI_Group_from_session_pset`.
 pub fn MPI_Group_from_session_pset() -> PMPI_Group_from_session_pset_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: MPI_Session, _: *const c_char, _: *mut MPI_Group) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: MPI_Session, _: *const c_char, _: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -6203,7 +6203,7 @@ pub fn MPI_Group_from_session_pset() -> PMPI_Group_from_session_pset_t {
 }
 
 pub type PMPI_Group_incl_t =
-    unsafe extern "C" fn(MPI_Group, c_int, *const c_int, *mut MPI_Group) -> c_int;
+    unsafe extern "C" fn(MPI_Group, c_int, *const c_int, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Group_incl`: `PMPI_Group_incl`.
 pub fn MPI_Group_incl() -> PMPI_Group_incl_t {
@@ -6212,9 +6212,9 @@ pub fn MPI_Group_incl() -> PMPI_Group_incl_t {
         _: MPI_Group,
         _: c_int,
         _: *const c_int,
-        _: *mut MPI_Group,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -6227,13 +6227,13 @@ pub fn MPI_Group_incl() -> PMPI_Group_incl_t {
 }
 
 pub type PMPI_Group_intersection_t =
-    unsafe extern "C" fn(MPI_Group, MPI_Group, *mut MPI_Group) -> c_int;
+    unsafe extern "C" fn(MPI_Group, MPI_Group, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Group_intersection`: `PMPI_Group_intersection`.
 pub fn MPI_Group_intersection() -> PMPI_Group_intersection_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: MPI_Group, _: MPI_Group, _: *mut MPI_Group) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: MPI_Group, _: MPI_Group, _: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -6246,7 +6246,7 @@ pub fn MPI_Group_intersection() -> PMPI_Group_intersection_t {
 }
 
 pub type PMPI_Group_range_excl_t =
-    unsafe extern "C" fn(MPI_Group, c_int, *mut [c_int; 3], *mut MPI_Group) -> c_int;
+    unsafe extern "C" fn(MPI_Group, c_int, *mut [c_int; 3], *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Group_range_excl`: `PMPI_Group_range_excl`.
 pub fn MPI_Group_range_excl() -> PMPI_Group_range_excl_t {
@@ -6255,9 +6255,9 @@ pub fn MPI_Group_range_excl() -> PMPI_Group_range_excl_t {
         _: MPI_Group,
         _: c_int,
         _: *mut [c_int; 3],
-        _: *mut MPI_Group,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -6270,7 +6270,7 @@ pub fn MPI_Group_range_excl() -> PMPI_Group_range_excl_t {
 }
 
 pub type PMPI_Group_range_incl_t =
-    unsafe extern "C" fn(MPI_Group, c_int, *mut [c_int; 3], *mut MPI_Group) -> c_int;
+    unsafe extern "C" fn(MPI_Group, c_int, *mut [c_int; 3], *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Group_range_incl`: `PMPI_Group_range_incl`.
 pub fn MPI_Group_range_incl() -> PMPI_Group_range_incl_t {
@@ -6279,9 +6279,9 @@ pub fn MPI_Group_range_incl() -> PMPI_Group_range_incl_t {
         _: MPI_Group,
         _: c_int,
         _: *mut [c_int; 3],
-        _: *mut MPI_Group,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -6299,7 +6299,7 @@ pub type PMPI_Group_rank_t = unsafe extern "C" fn(MPI_Group, *mut c_int) -> c_in
 pub fn MPI_Group_rank() -> PMPI_Group_rank_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Group, _: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -6317,7 +6317,7 @@ pub type PMPI_Group_size_t = unsafe extern "C" fn(MPI_Group, *mut c_int) -> c_in
 pub fn MPI_Group_size() -> PMPI_Group_size_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Group, _: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -6342,7 +6342,7 @@ pub fn MPI_Group_translate_ranks() -> PMPI_Group_translate_ranks_t {
         _: MPI_Group,
         _: *mut c_int,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -6354,13 +6354,13 @@ pub fn MPI_Group_translate_ranks() -> PMPI_Group_translate_ranks_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Group_translate_ranks_t>(f) }
 }
 
-pub type PMPI_Group_union_t = unsafe extern "C" fn(MPI_Group, MPI_Group, *mut MPI_Group) -> c_int;
+pub type PMPI_Group_union_t = unsafe extern "C" fn(MPI_Group, MPI_Group, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Group_union`: `PMPI_Group_union`.
 pub fn MPI_Group_union() -> PMPI_Group_union_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: MPI_Group, _: MPI_Group, _: *mut MPI_Group) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: MPI_Group, _: MPI_Group, _: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -6380,7 +6380,7 @@ pub type PMPI_Iallgather_t = unsafe extern "C" fn(
     c_int,
     MPI_Datatype,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Iallgather`: `PMPI_Iallgather`.
@@ -6394,9 +6394,9 @@ pub fn MPI_Iallgather() -> PMPI_Iallgather_t {
         _: c_int,
         _: MPI_Datatype,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -6416,7 +6416,7 @@ pub type PMPI_Iallgather_c_t = unsafe extern "C" fn(
     MPI_Count,
     MPI_Datatype,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Iallgather_c`: `PMPI_Iallgather_c`.
@@ -6430,9 +6430,9 @@ pub fn MPI_Iallgather_c() -> PMPI_Iallgather_c_t {
         _: MPI_Count,
         _: MPI_Datatype,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -6453,7 +6453,7 @@ pub type PMPI_Iallgatherv_t = unsafe extern "C" fn(
     *const c_int,
     MPI_Datatype,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Iallgatherv`: `PMPI_Iallgatherv`.
@@ -6468,9 +6468,9 @@ pub fn MPI_Iallgatherv() -> PMPI_Iallgatherv_t {
         _: *const c_int,
         _: MPI_Datatype,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -6491,7 +6491,7 @@ pub type PMPI_Iallgatherv_c_t = unsafe extern "C" fn(
     *const MPI_Aint,
     MPI_Datatype,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Iallgatherv_c`: `PMPI_Iallgatherv_c`.
@@ -6506,9 +6506,9 @@ pub fn MPI_Iallgatherv_c() -> PMPI_Iallgatherv_c_t {
         _: *const MPI_Aint,
         _: MPI_Datatype,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -6527,7 +6527,7 @@ pub type PMPI_Iallreduce_t = unsafe extern "C" fn(
     MPI_Datatype,
     MPI_Op,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Iallreduce`: `PMPI_Iallreduce`.
@@ -6540,9 +6540,9 @@ pub fn MPI_Iallreduce() -> PMPI_Iallreduce_t {
         _: MPI_Datatype,
         _: MPI_Op,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -6561,7 +6561,7 @@ pub type PMPI_Iallreduce_c_t = unsafe extern "C" fn(
     MPI_Datatype,
     MPI_Op,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Iallreduce_c`: `PMPI_Iallreduce_c`.
@@ -6574,9 +6574,9 @@ pub fn MPI_Iallreduce_c() -> PMPI_Iallreduce_c_t {
         _: MPI_Datatype,
         _: MPI_Op,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -6596,7 +6596,7 @@ pub type PMPI_Ialltoall_t = unsafe extern "C" fn(
     c_int,
     MPI_Datatype,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Ialltoall`: `PMPI_Ialltoall`.
@@ -6610,9 +6610,9 @@ pub fn MPI_Ialltoall() -> PMPI_Ialltoall_t {
         _: c_int,
         _: MPI_Datatype,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -6632,7 +6632,7 @@ pub type PMPI_Ialltoall_c_t = unsafe extern "C" fn(
     MPI_Count,
     MPI_Datatype,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Ialltoall_c`: `PMPI_Ialltoall_c`.
@@ -6646,9 +6646,9 @@ pub fn MPI_Ialltoall_c() -> PMPI_Ialltoall_c_t {
         _: MPI_Count,
         _: MPI_Datatype,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -6670,7 +6670,7 @@ pub type PMPI_Ialltoallv_t = unsafe extern "C" fn(
     *const c_int,
     MPI_Datatype,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Ialltoallv`: `PMPI_Ialltoallv`.
@@ -6686,9 +6686,9 @@ pub fn MPI_Ialltoallv() -> PMPI_Ialltoallv_t {
         _: *const c_int,
         _: MPI_Datatype,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -6710,7 +6710,7 @@ pub type PMPI_Ialltoallv_c_t = unsafe extern "C" fn(
     *const MPI_Aint,
     MPI_Datatype,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Ialltoallv_c`: `PMPI_Ialltoallv_c`.
@@ -6726,9 +6726,9 @@ pub fn MPI_Ialltoallv_c() -> PMPI_Ialltoallv_c_t {
         _: *const MPI_Aint,
         _: MPI_Datatype,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -6744,13 +6744,13 @@ pub type PMPI_Ialltoallw_t = unsafe extern "C" fn(
     *const c_void,
     *const c_int,
     *const c_int,
-    *const MPI_Datatype,
+    *const HandleSlot,
     *mut c_void,
     *const c_int,
     *const c_int,
-    *const MPI_Datatype,
+    *const HandleSlot,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Ialltoallw`: `PMPI_Ialltoallw`.
@@ -6760,15 +6760,15 @@ pub fn MPI_Ialltoallw() -> PMPI_Ialltoallw_t {
         _: *const c_void,
         _: *const c_int,
         _: *const c_int,
-        _: *const MPI_Datatype,
+        _: *const HandleSlot,
         _: *mut c_void,
         _: *const c_int,
         _: *const c_int,
-        _: *const MPI_Datatype,
+        _: *const HandleSlot,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -6784,13 +6784,13 @@ pub type PMPI_Ialltoallw_c_t = unsafe extern "C" fn(
     *const c_void,
     *const MPI_Count,
     *const MPI_Aint,
-    *const MPI_Datatype,
+    *const HandleSlot,
     *mut c_void,
     *const MPI_Count,
     *const MPI_Aint,
-    *const MPI_Datatype,
+    *const HandleSlot,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Ialltoallw_c`: `PMPI_Ialltoallw_c`.
@@ -6800,15 +6800,15 @@ pub fn MPI_Ialltoallw_c() -> PMPI_Ialltoallw_c_t {
         _: *const c_void,
         _: *const MPI_Count,
         _: *const MPI_Aint,
-        _: *const MPI_Datatype,
+        _: *const HandleSlot,
         _: *mut c_void,
         _: *const MPI_Count,
         _: *const MPI_Aint,
-        _: *const MPI_Datatype,
+        _: *const HandleSlot,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -6820,13 +6820,13 @@ pub fn MPI_Ialltoallw_c() -> PMPI_Ialltoallw_c_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Ialltoallw_c_t>(f) }
 }
 
-pub type PMPI_Ibarrier_t = unsafe extern "C" fn(MPI_Comm, *mut MPI_Request) -> c_int;
+pub type PMPI_Ibarrier_t = unsafe extern "C" fn(MPI_Comm, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Ibarrier`: `PMPI_Ibarrier`.
 pub fn MPI_Ibarrier() -> PMPI_Ibarrier_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: MPI_Comm, _: *mut MPI_Request) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: MPI_Comm, _: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -6844,7 +6844,7 @@ pub type PMPI_Ibcast_t = unsafe extern "C" fn(
     MPI_Datatype,
     c_int,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Ibcast`: `PMPI_Ibcast`.
@@ -6856,9 +6856,9 @@ pub fn MPI_Ibcast() -> PMPI_Ibcast_t {
         _: MPI_Datatype,
         _: c_int,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -6876,7 +6876,7 @@ pub type PMPI_Ibcast_c_t = unsafe extern "C" fn(
     MPI_Datatype,
     c_int,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Ibcast_c`: `PMPI_Ibcast_c`.
@@ -6888,9 +6888,9 @@ pub fn MPI_Ibcast_c() -> PMPI_Ibcast_c_t {
         _: MPI_Datatype,
         _: c_int,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -6909,7 +6909,7 @@ pub type PMPI_Ibsend_t = unsafe extern "C" fn(
     c_int,
     c_int,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Ibsend`: `PMPI_Ibsend`.
@@ -6922,9 +6922,9 @@ pub fn MPI_Ibsend() -> PMPI_Ibsend_t {
         _: c_int,
         _: c_int,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -6943,7 +6943,7 @@ pub type PMPI_Ibsend_c_t = unsafe extern "C" fn(
     c_int,
     c_int,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Ibsend_c`: `PMPI_Ibsend_c`.
@@ -6956,9 +6956,9 @@ pub fn MPI_Ibsend_c() -> PMPI_Ibsend_c_t {
         _: c_int,
         _: c_int,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -6977,7 +6977,7 @@ pub type PMPI_Iexscan_t = unsafe extern "C" fn(
     MPI_Datatype,
     MPI_Op,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Iexscan`: `PMPI_Iexscan`.
@@ -6990,9 +6990,9 @@ pub fn MPI_Iexscan() -> PMPI_Iexscan_t {
         _: MPI_Datatype,
         _: MPI_Op,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -7011,7 +7011,7 @@ pub type PMPI_Iexscan_c_t = unsafe extern "C" fn(
     MPI_Datatype,
     MPI_Op,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Iexscan_c`: `PMPI_Iexscan_c`.
@@ -7024,9 +7024,9 @@ pub fn MPI_Iexscan_c() -> PMPI_Iexscan_c_t {
         _: MPI_Datatype,
         _: MPI_Op,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -7047,7 +7047,7 @@ pub type PMPI_Igather_t = unsafe extern "C" fn(
     MPI_Datatype,
     c_int,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Igather`: `PMPI_Igather`.
@@ -7062,9 +7062,9 @@ pub fn MPI_Igather() -> PMPI_Igather_t {
         _: MPI_Datatype,
         _: c_int,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -7085,7 +7085,7 @@ pub type PMPI_Igather_c_t = unsafe extern "C" fn(
     MPI_Datatype,
     c_int,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Igather_c`: `PMPI_Igather_c`.
@@ -7100,9 +7100,9 @@ pub fn MPI_Igather_c() -> PMPI_Igather_c_t {
         _: MPI_Datatype,
         _: c_int,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -7124,7 +7124,7 @@ pub type PMPI_Igatherv_t = unsafe extern "C" fn(
     MPI_Datatype,
     c_int,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Igatherv`: `PMPI_Igatherv`.
@@ -7140,9 +7140,9 @@ pub fn MPI_Igatherv() -> PMPI_Igatherv_t {
         _: MPI_Datatype,
         _: c_int,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -7164,7 +7164,7 @@ pub type PMPI_Igatherv_c_t = unsafe extern "C" fn(
     MPI_Datatype,
     c_int,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Igatherv_c`: `PMPI_Igatherv_c`.
@@ -7180,9 +7180,9 @@ pub fn MPI_Igatherv_c() -> PMPI_Igatherv_c_t {
         _: MPI_Datatype,
         _: c_int,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -7199,7 +7199,7 @@ pub type PMPI_Improbe_t = unsafe extern "C" fn(
     c_int,
     MPI_Comm,
     *mut c_int,
-    *mut MPI_Message,
+    *mut HandleSlot,
     *mut MPI_Status,
 ) -> c_int;
 
@@ -7211,10 +7211,10 @@ pub fn MPI_Improbe() -> PMPI_Improbe_t {
         _: c_int,
         _: MPI_Comm,
         _: *mut c_int,
-        _: *mut MPI_Message,
+        _: *mut HandleSlot,
         _: *mut MPI_Status,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -7230,8 +7230,8 @@ pub type PMPI_Imrecv_t = unsafe extern "C" fn(
     *mut c_void,
     c_int,
     MPI_Datatype,
-    *mut MPI_Message,
-    *mut MPI_Request,
+    *mut HandleSlot,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Imrecv`: `PMPI_Imrecv`.
@@ -7241,10 +7241,10 @@ pub fn MPI_Imrecv() -> PMPI_Imrecv_t {
         _: *mut c_void,
         _: c_int,
         _: MPI_Datatype,
-        _: *mut MPI_Message,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -7260,8 +7260,8 @@ pub type PMPI_Imrecv_c_t = unsafe extern "C" fn(
     *mut c_void,
     MPI_Count,
     MPI_Datatype,
-    *mut MPI_Message,
-    *mut MPI_Request,
+    *mut HandleSlot,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Imrecv_c`: `PMPI_Imrecv_c`.
@@ -7271,10 +7271,10 @@ pub fn MPI_Imrecv_c() -> PMPI_Imrecv_c_t {
         _: *mut c_void,
         _: MPI_Count,
         _: MPI_Datatype,
-        _: *mut MPI_Message,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -7294,7 +7294,7 @@ pub type PMPI_Ineighbor_allgather_t = unsafe extern "C" fn(
     c_int,
     MPI_Datatype,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Ineighbor_allgather`: `PMPI_Ineighbor_allgather`.
@@ -7308,9 +7308,9 @@ pub fn MPI_Ineighbor_allgather() -> PMPI_Ineighbor_allgather_t {
         _: c_int,
         _: MPI_Datatype,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -7330,7 +7330,7 @@ pub type PMPI_Ineighbor_allgather_c_t = unsafe extern "C" fn(
     MPI_Count,
     MPI_Datatype,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Ineighbor_allgather_c`: `PMPI_Ineighbor_allgather_c`.
@@ -7344,9 +7344,9 @@ pub fn MPI_Ineighbor_allgather_c() -> PMPI_Ineighbor_allgather_c_t {
         _: MPI_Count,
         _: MPI_Datatype,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -7367,7 +7367,7 @@ pub type PMPI_Ineighbor_allgatherv_t = unsafe extern "C" fn(
     *const c_int,
     MPI_Datatype,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Ineighbor_allgatherv`: `PMPI_Ineighbor_allgatherv`.
@@ -7382,9 +7382,9 @@ pub fn MPI_Ineighbor_allgatherv() -> PMPI_Ineighbor_allgatherv_t {
         _: *const c_int,
         _: MPI_Datatype,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -7405,7 +7405,7 @@ pub type PMPI_Ineighbor_allgatherv_c_t = unsafe extern "C" fn(
     *const MPI_Aint,
     MPI_Datatype,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Ineighbor_allgatherv_c`: `PMPI_Ineighbor_allgatherv_c`.
@@ -7420,9 +7420,9 @@ pub fn MPI_Ineighbor_allgatherv_c() -> PMPI_Ineighbor_allgatherv_c_t {
         _: *const MPI_Aint,
         _: MPI_Datatype,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -7442,7 +7442,7 @@ pub type PMPI_Ineighbor_alltoall_t = unsafe extern "C" fn(
     c_int,
     MPI_Datatype,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Ineighbor_alltoall`: `PMPI_Ineighbor_alltoall`.
@@ -7456,9 +7456,9 @@ pub fn MPI_Ineighbor_alltoall() -> PMPI_Ineighbor_alltoall_t {
         _: c_int,
         _: MPI_Datatype,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -7478,7 +7478,7 @@ pub type PMPI_Ineighbor_alltoall_c_t = unsafe extern "C" fn(
     MPI_Count,
     MPI_Datatype,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Ineighbor_alltoall_c`: `PMPI_Ineighbor_alltoall_c`.
@@ -7492,9 +7492,9 @@ pub fn MPI_Ineighbor_alltoall_c() -> PMPI_Ineighbor_alltoall_c_t {
         _: MPI_Count,
         _: MPI_Datatype,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -7516,7 +7516,7 @@ pub type PMPI_Ineighbor_alltoallv_t = unsafe extern "C" fn(
     *const c_int,
     MPI_Datatype,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Ineighbor_alltoallv`: `PMPI_Ineighbor_alltoallv`.
@@ -7532,9 +7532,9 @@ pub fn MPI_Ineighbor_alltoallv() -> PMPI_Ineighbor_alltoallv_t {
         _: *const c_int,
         _: MPI_Datatype,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -7556,7 +7556,7 @@ pub type PMPI_Ineighbor_alltoallv_c_t = unsafe extern "C" fn(
     *const MPI_Aint,
     MPI_Datatype,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Ineighbor_alltoallv_c`: `PMPI_Ineighbor_alltoallv_c`.
@@ -7572,9 +7572,9 @@ pub fn MPI_Ineighbor_alltoallv_c() -> PMPI_Ineighbor_alltoallv_c_t {
         _: *const MPI_Aint,
         _: MPI_Datatype,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -7590,13 +7590,13 @@ pub type PMPI_Ineighbor_alltoallw_t = unsafe extern "C" fn(
     *const c_void,
     *const c_int,
     *const MPI_Aint,
-    *const MPI_Datatype,
+    *const HandleSlot,
     *mut c_void,
     *const c_int,
     *const MPI_Aint,
-    *const MPI_Datatype,
+    *const HandleSlot,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Ineighbor_alltoallw`: `PMPI_Ineighbor_alltoallw`.
@@ -7606,15 +7606,15 @@ pub fn MPI_Ineighbor_alltoallw() -> PMPI_Ineighbor_alltoallw_t {
         _: *const c_void,
         _: *const c_int,
         _: *const MPI_Aint,
-        _: *const MPI_Datatype,
+        _: *const HandleSlot,
         _: *mut c_void,
         _: *const c_int,
         _: *const MPI_Aint,
-        _: *const MPI_Datatype,
+        _: *const HandleSlot,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -7630,13 +7630,13 @@ pub type PMPI_Ineighbor_alltoallw_c_t = unsafe extern "C" fn(
     *const c_void,
     *const MPI_Count,
     *const MPI_Aint,
-    *const MPI_Datatype,
+    *const HandleSlot,
     *mut c_void,
     *const MPI_Count,
     *const MPI_Aint,
-    *const MPI_Datatype,
+    *const HandleSlot,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Ineighbor_alltoallw_c`: `PMPI_Ineighbor_alltoallw_c`.
@@ -7646,15 +7646,15 @@ pub fn MPI_Ineighbor_alltoallw_c() -> PMPI_Ineighbor_alltoallw_c_t {
         _: *const c_void,
         _: *const MPI_Count,
         _: *const MPI_Aint,
-        _: *const MPI_Datatype,
+        _: *const HandleSlot,
         _: *mut c_void,
         _: *const MPI_Count,
         _: *const MPI_Aint,
-        _: *const MPI_Datatype,
+        _: *const HandleSlot,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -7666,13 +7666,13 @@ pub fn MPI_Ineighbor_alltoallw_c() -> PMPI_Ineighbor_alltoallw_c_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Ineighbor_alltoallw_c_t>(f) }
 }
 
-pub type PMPI_Info_create_t = unsafe extern "C" fn(*mut MPI_Info) -> c_int;
+pub type PMPI_Info_create_t = unsafe extern "C" fn(*mut HandleSlot) -> c_int;
 
 /// The real `MPI_Info_create`: `PMPI_Info_create`.
 pub fn MPI_Info_create() -> PMPI_Info_create_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: *mut MPI_Info) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -7685,13 +7685,13 @@ pub fn MPI_Info_create() -> PMPI_Info_create_t {
 }
 
 pub type PMPI_Info_create_env_t =
-    unsafe extern "C" fn(c_int, *mut *mut c_char, *mut MPI_Info) -> c_int;
+    unsafe extern "C" fn(c_int, *mut *mut c_char, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Info_create_env`: `PMPI_Info_create_env`.
 pub fn MPI_Info_create_env() -> PMPI_Info_create_env_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: c_int, _: *mut *mut c_char, _: *mut MPI_Info) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: c_int, _: *mut *mut c_char, _: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -7709,7 +7709,7 @@ pub type PMPI_Info_delete_t = unsafe extern "C" fn(MPI_Info, *const c_char) -> c
 pub fn MPI_Info_delete() -> PMPI_Info_delete_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Info, _: *const c_char) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -7721,13 +7721,13 @@ pub fn MPI_Info_delete() -> PMPI_Info_delete_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Info_delete_t>(f) }
 }
 
-pub type PMPI_Info_dup_t = unsafe extern "C" fn(MPI_Info, *mut MPI_Info) -> c_int;
+pub type PMPI_Info_dup_t = unsafe extern "C" fn(MPI_Info, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Info_dup`: `PMPI_Info_dup`.
 pub fn MPI_Info_dup() -> PMPI_Info_dup_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: MPI_Info, _: *mut MPI_Info) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: MPI_Info, _: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -7739,13 +7739,13 @@ pub fn MPI_Info_dup() -> PMPI_Info_dup_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Info_dup_t>(f) }
 }
 
-pub type PMPI_Info_free_t = unsafe extern "C" fn(*mut MPI_Info) -> c_int;
+pub type PMPI_Info_free_t = unsafe extern "C" fn(*mut HandleSlot) -> c_int;
 
 /// The real `MPI_Info_free`: `PMPI_Info_free`.
 pub fn MPI_Info_free() -> PMPI_Info_free_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: *mut MPI_Info) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -7770,7 +7770,7 @@ pub fn MPI_Info_get() -> PMPI_Info_get_t {
         _: *mut c_char,
         _: *mut c_int,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -7788,7 +7788,7 @@ pub type PMPI_Info_get_nkeys_t = unsafe extern "C" fn(MPI_Info, *mut c_int) -> c
 pub fn MPI_Info_get_nkeys() -> PMPI_Info_get_nkeys_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Info, _: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -7806,7 +7806,7 @@ pub type PMPI_Info_get_nthkey_t = unsafe extern "C" fn(MPI_Info, c_int, *mut c_c
 pub fn MPI_Info_get_nthkey() -> PMPI_Info_get_nthkey_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Info, _: c_int, _: *mut c_char) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -7831,7 +7831,7 @@ pub fn MPI_Info_get_string() -> PMPI_Info_get_string_t {
         _: *mut c_char,
         _: *mut c_int,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -7855,7 +7855,7 @@ pub fn MPI_Info_get_valuelen() -> PMPI_Info_get_valuelen_t {
         _: *mut c_int,
         _: *mut c_int,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -7873,7 +7873,7 @@ pub type PMPI_Info_set_t = unsafe extern "C" fn(MPI_Info, *const c_char, *const 
 pub fn MPI_Info_set() -> PMPI_Info_set_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Info, _: *const c_char, _: *const c_char) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -7891,7 +7891,7 @@ pub type PMPI_Init_t = unsafe extern "C" fn(*mut c_int, *mut *mut *mut c_char) -
 pub fn MPI_Init() -> PMPI_Init_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: *mut c_int, _: *mut *mut *mut c_char) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(&SLOT, c"PMPI_Init", c"MPI_Init", unresolved as *mut c_void);
     // SAFETY: `f` is PMPI_Init or MPI_Init, whose C type this is, or `unresolved`.
@@ -7910,7 +7910,7 @@ pub fn MPI_Init_thread() -> PMPI_Init_thread_t {
         _: c_int,
         _: *mut c_int,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -7928,7 +7928,7 @@ pub type PMPI_Initialized_t = unsafe extern "C" fn(*mut c_int) -> c_int;
 pub fn MPI_Initialized() -> PMPI_Initialized_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -7941,7 +7941,7 @@ pub fn MPI_Initialized() -> PMPI_Initialized_t {
 }
 
 pub type PMPI_Intercomm_create_t =
-    unsafe extern "C" fn(MPI_Comm, c_int, MPI_Comm, c_int, c_int, *mut MPI_Comm) -> c_int;
+    unsafe extern "C" fn(MPI_Comm, c_int, MPI_Comm, c_int, c_int, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Intercomm_create`: `PMPI_Intercomm_create`.
 pub fn MPI_Intercomm_create() -> PMPI_Intercomm_create_t {
@@ -7952,9 +7952,9 @@ pub fn MPI_Intercomm_create() -> PMPI_Intercomm_create_t {
         _: MPI_Comm,
         _: c_int,
         _: c_int,
-        _: *mut MPI_Comm,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -7974,7 +7974,7 @@ pub type PMPI_Intercomm_create_from_groups_t = unsafe extern "C" fn(
     *const c_char,
     MPI_Info,
     MPI_Errhandler,
-    *mut MPI_Comm,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Intercomm_create_from_groups`: `PMPI_Intercomm_create_from_groups`.
@@ -7988,9 +7988,9 @@ pub fn MPI_Intercomm_create_from_groups() -> PMPI_Intercomm_create_from_groups_t
         _: *const c_char,
         _: MPI_Info,
         _: MPI_Errhandler,
-        _: *mut MPI_Comm,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -8002,13 +8002,13 @@ pub fn MPI_Intercomm_create_from_groups() -> PMPI_Intercomm_create_from_groups_t
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Intercomm_create_from_groups_t>(f) }
 }
 
-pub type PMPI_Intercomm_merge_t = unsafe extern "C" fn(MPI_Comm, c_int, *mut MPI_Comm) -> c_int;
+pub type PMPI_Intercomm_merge_t = unsafe extern "C" fn(MPI_Comm, c_int, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Intercomm_merge`: `PMPI_Intercomm_merge`.
 pub fn MPI_Intercomm_merge() -> PMPI_Intercomm_merge_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: MPI_Comm, _: c_int, _: *mut MPI_Comm) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: MPI_Comm, _: c_int, _: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -8033,7 +8033,7 @@ pub fn MPI_Iprobe() -> PMPI_Iprobe_t {
         _: *mut c_int,
         _: *mut MPI_Status,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -8052,7 +8052,7 @@ pub type PMPI_Irecv_t = unsafe extern "C" fn(
     c_int,
     c_int,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Irecv`: `PMPI_Irecv`.
@@ -8065,9 +8065,9 @@ pub fn MPI_Irecv() -> PMPI_Irecv_t {
         _: c_int,
         _: c_int,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -8086,7 +8086,7 @@ pub type PMPI_Irecv_c_t = unsafe extern "C" fn(
     c_int,
     c_int,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Irecv_c`: `PMPI_Irecv_c`.
@@ -8099,9 +8099,9 @@ pub fn MPI_Irecv_c() -> PMPI_Irecv_c_t {
         _: c_int,
         _: c_int,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -8121,7 +8121,7 @@ pub type PMPI_Ireduce_t = unsafe extern "C" fn(
     MPI_Op,
     c_int,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Ireduce`: `PMPI_Ireduce`.
@@ -8135,9 +8135,9 @@ pub fn MPI_Ireduce() -> PMPI_Ireduce_t {
         _: MPI_Op,
         _: c_int,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -8157,7 +8157,7 @@ pub type PMPI_Ireduce_c_t = unsafe extern "C" fn(
     MPI_Op,
     c_int,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Ireduce_c`: `PMPI_Ireduce_c`.
@@ -8171,9 +8171,9 @@ pub fn MPI_Ireduce_c() -> PMPI_Ireduce_c_t {
         _: MPI_Op,
         _: c_int,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -8192,7 +8192,7 @@ pub type PMPI_Ireduce_scatter_t = unsafe extern "C" fn(
     MPI_Datatype,
     MPI_Op,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Ireduce_scatter`: `PMPI_Ireduce_scatter`.
@@ -8205,9 +8205,9 @@ pub fn MPI_Ireduce_scatter() -> PMPI_Ireduce_scatter_t {
         _: MPI_Datatype,
         _: MPI_Op,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -8226,7 +8226,7 @@ pub type PMPI_Ireduce_scatter_block_t = unsafe extern "C" fn(
     MPI_Datatype,
     MPI_Op,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Ireduce_scatter_block`: `PMPI_Ireduce_scatter_block`.
@@ -8239,9 +8239,9 @@ pub fn MPI_Ireduce_scatter_block() -> PMPI_Ireduce_scatter_block_t {
         _: MPI_Datatype,
         _: MPI_Op,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -8260,7 +8260,7 @@ pub type PMPI_Ireduce_scatter_block_c_t = unsafe extern "C" fn(
     MPI_Datatype,
     MPI_Op,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Ireduce_scatter_block_c`: `PMPI_Ireduce_scatter_block_c`.
@@ -8273,9 +8273,9 @@ pub fn MPI_Ireduce_scatter_block_c() -> PMPI_Ireduce_scatter_block_c_t {
         _: MPI_Datatype,
         _: MPI_Op,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -8294,7 +8294,7 @@ pub type PMPI_Ireduce_scatter_c_t = unsafe extern "C" fn(
     MPI_Datatype,
     MPI_Op,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Ireduce_scatter_c`: `PMPI_Ireduce_scatter_c`.
@@ -8307,9 +8307,9 @@ pub fn MPI_Ireduce_scatter_c() -> PMPI_Ireduce_scatter_c_t {
         _: MPI_Datatype,
         _: MPI_Op,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -8328,7 +8328,7 @@ pub type PMPI_Irsend_t = unsafe extern "C" fn(
     c_int,
     c_int,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Irsend`: `PMPI_Irsend`.
@@ -8341,9 +8341,9 @@ pub fn MPI_Irsend() -> PMPI_Irsend_t {
         _: c_int,
         _: c_int,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -8362,7 +8362,7 @@ pub type PMPI_Irsend_c_t = unsafe extern "C" fn(
     c_int,
     c_int,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Irsend_c`: `PMPI_Irsend_c`.
@@ -8375,9 +8375,9 @@ pub fn MPI_Irsend_c() -> PMPI_Irsend_c_t {
         _: c_int,
         _: c_int,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -8395,7 +8395,7 @@ pub type PMPI_Is_thread_main_t = unsafe extern "C" fn(*mut c_int) -> c_int;
 pub fn MPI_Is_thread_main() -> PMPI_Is_thread_main_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -8414,7 +8414,7 @@ pub type PMPI_Iscan_t = unsafe extern "C" fn(
     MPI_Datatype,
     MPI_Op,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Iscan`: `PMPI_Iscan`.
@@ -8427,9 +8427,9 @@ pub fn MPI_Iscan() -> PMPI_Iscan_t {
         _: MPI_Datatype,
         _: MPI_Op,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -8448,7 +8448,7 @@ pub type PMPI_Iscan_c_t = unsafe extern "C" fn(
     MPI_Datatype,
     MPI_Op,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Iscan_c`: `PMPI_Iscan_c`.
@@ -8461,9 +8461,9 @@ pub fn MPI_Iscan_c() -> PMPI_Iscan_c_t {
         _: MPI_Datatype,
         _: MPI_Op,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -8484,7 +8484,7 @@ pub type PMPI_Iscatter_t = unsafe extern "C" fn(
     MPI_Datatype,
     c_int,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Iscatter`: `PMPI_Iscatter`.
@@ -8499,9 +8499,9 @@ pub fn MPI_Iscatter() -> PMPI_Iscatter_t {
         _: MPI_Datatype,
         _: c_int,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -8522,7 +8522,7 @@ pub type PMPI_Iscatter_c_t = unsafe extern "C" fn(
     MPI_Datatype,
     c_int,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Iscatter_c`: `PMPI_Iscatter_c`.
@@ -8537,9 +8537,9 @@ pub fn MPI_Iscatter_c() -> PMPI_Iscatter_c_t {
         _: MPI_Datatype,
         _: c_int,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -8561,7 +8561,7 @@ pub type PMPI_Iscatterv_t = unsafe extern "C" fn(
     MPI_Datatype,
     c_int,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Iscatterv`: `PMPI_Iscatterv`.
@@ -8577,9 +8577,9 @@ pub fn MPI_Iscatterv() -> PMPI_Iscatterv_t {
         _: MPI_Datatype,
         _: c_int,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -8601,7 +8601,7 @@ pub type PMPI_Iscatterv_c_t = unsafe extern "C" fn(
     MPI_Datatype,
     c_int,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Iscatterv_c`: `PMPI_Iscatterv_c`.
@@ -8617,9 +8617,9 @@ pub fn MPI_Iscatterv_c() -> PMPI_Iscatterv_c_t {
         _: MPI_Datatype,
         _: c_int,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -8638,7 +8638,7 @@ pub type PMPI_Isend_t = unsafe extern "C" fn(
     c_int,
     c_int,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Isend`: `PMPI_Isend`.
@@ -8651,9 +8651,9 @@ pub fn MPI_Isend() -> PMPI_Isend_t {
         _: c_int,
         _: c_int,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -8672,7 +8672,7 @@ pub type PMPI_Isend_c_t = unsafe extern "C" fn(
     c_int,
     c_int,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Isend_c`: `PMPI_Isend_c`.
@@ -8685,9 +8685,9 @@ pub fn MPI_Isend_c() -> PMPI_Isend_c_t {
         _: c_int,
         _: c_int,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -8711,7 +8711,7 @@ pub type PMPI_Isendrecv_t = unsafe extern "C" fn(
     c_int,
     c_int,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Isendrecv`: `PMPI_Isendrecv`.
@@ -8729,9 +8729,9 @@ pub fn MPI_Isendrecv() -> PMPI_Isendrecv_t {
         _: c_int,
         _: c_int,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -8755,7 +8755,7 @@ pub type PMPI_Isendrecv_c_t = unsafe extern "C" fn(
     c_int,
     c_int,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Isendrecv_c`: `PMPI_Isendrecv_c`.
@@ -8773,9 +8773,9 @@ pub fn MPI_Isendrecv_c() -> PMPI_Isendrecv_c_t {
         _: c_int,
         _: c_int,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -8796,7 +8796,7 @@ pub type PMPI_Isendrecv_replace_t = unsafe extern "C" fn(
     c_int,
     c_int,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Isendrecv_replace`: `PMPI_Isendrecv_replace`.
@@ -8811,9 +8811,9 @@ pub fn MPI_Isendrecv_replace() -> PMPI_Isendrecv_replace_t {
         _: c_int,
         _: c_int,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -8834,7 +8834,7 @@ pub type PMPI_Isendrecv_replace_c_t = unsafe extern "C" fn(
     c_int,
     c_int,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Isendrecv_replace_c`: `PMPI_Isendrecv_replace_c`.
@@ -8849,9 +8849,9 @@ pub fn MPI_Isendrecv_replace_c() -> PMPI_Isendrecv_replace_c_t {
         _: c_int,
         _: c_int,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -8870,7 +8870,7 @@ pub type PMPI_Issend_t = unsafe extern "C" fn(
     c_int,
     c_int,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Issend`: `PMPI_Issend`.
@@ -8883,9 +8883,9 @@ pub fn MPI_Issend() -> PMPI_Issend_t {
         _: c_int,
         _: c_int,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -8904,7 +8904,7 @@ pub type PMPI_Issend_c_t = unsafe extern "C" fn(
     c_int,
     c_int,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Issend_c`: `PMPI_Issend_c`.
@@ -8917,9 +8917,9 @@ pub fn MPI_Issend_c() -> PMPI_Issend_c_t {
         _: c_int,
         _: c_int,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -8947,7 +8947,7 @@ pub fn MPI_Keyval_create() -> PMPI_Keyval_create_t {
         _: *mut c_int,
         _: *mut c_void,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -8965,7 +8965,7 @@ pub type PMPI_Keyval_free_t = unsafe extern "C" fn(*mut c_int) -> c_int;
 pub fn MPI_Keyval_free() -> PMPI_Keyval_free_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -8983,7 +8983,7 @@ pub type PMPI_Lookup_name_t = unsafe extern "C" fn(*const c_char, MPI_Info, *mut
 pub fn MPI_Lookup_name() -> PMPI_Lookup_name_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: *const c_char, _: MPI_Info, _: *mut c_char) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -8996,7 +8996,7 @@ pub fn MPI_Lookup_name() -> PMPI_Lookup_name_t {
 }
 
 pub type PMPI_Mprobe_t =
-    unsafe extern "C" fn(c_int, c_int, MPI_Comm, *mut MPI_Message, *mut MPI_Status) -> c_int;
+    unsafe extern "C" fn(c_int, c_int, MPI_Comm, *mut HandleSlot, *mut MPI_Status) -> c_int;
 
 /// The real `MPI_Mprobe`: `PMPI_Mprobe`.
 pub fn MPI_Mprobe() -> PMPI_Mprobe_t {
@@ -9005,10 +9005,10 @@ pub fn MPI_Mprobe() -> PMPI_Mprobe_t {
         _: c_int,
         _: c_int,
         _: MPI_Comm,
-        _: *mut MPI_Message,
+        _: *mut HandleSlot,
         _: *mut MPI_Status,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -9024,7 +9024,7 @@ pub type PMPI_Mrecv_t = unsafe extern "C" fn(
     *mut c_void,
     c_int,
     MPI_Datatype,
-    *mut MPI_Message,
+    *mut HandleSlot,
     *mut MPI_Status,
 ) -> c_int;
 
@@ -9035,10 +9035,10 @@ pub fn MPI_Mrecv() -> PMPI_Mrecv_t {
         _: *mut c_void,
         _: c_int,
         _: MPI_Datatype,
-        _: *mut MPI_Message,
+        _: *mut HandleSlot,
         _: *mut MPI_Status,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -9054,7 +9054,7 @@ pub type PMPI_Mrecv_c_t = unsafe extern "C" fn(
     *mut c_void,
     MPI_Count,
     MPI_Datatype,
-    *mut MPI_Message,
+    *mut HandleSlot,
     *mut MPI_Status,
 ) -> c_int;
 
@@ -9065,10 +9065,10 @@ pub fn MPI_Mrecv_c() -> PMPI_Mrecv_c_t {
         _: *mut c_void,
         _: MPI_Count,
         _: MPI_Datatype,
-        _: *mut MPI_Message,
+        _: *mut HandleSlot,
         _: *mut MPI_Status,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -9102,7 +9102,7 @@ pub fn MPI_Neighbor_allgather() -> PMPI_Neighbor_allgather_t {
         _: MPI_Datatype,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -9136,7 +9136,7 @@ pub fn MPI_Neighbor_allgather_c() -> PMPI_Neighbor_allgather_c_t {
         _: MPI_Datatype,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -9157,7 +9157,7 @@ pub type PMPI_Neighbor_allgather_init_t = unsafe extern "C" fn(
     MPI_Datatype,
     MPI_Comm,
     MPI_Info,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Neighbor_allgather_init`: `PMPI_Neighbor_allgather_init`.
@@ -9172,9 +9172,9 @@ pub fn MPI_Neighbor_allgather_init() -> PMPI_Neighbor_allgather_init_t {
         _: MPI_Datatype,
         _: MPI_Comm,
         _: MPI_Info,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -9195,7 +9195,7 @@ pub type PMPI_Neighbor_allgather_init_c_t = unsafe extern "C" fn(
     MPI_Datatype,
     MPI_Comm,
     MPI_Info,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Neighbor_allgather_init_c`: `PMPI_Neighbor_allgather_init_c`.
@@ -9210,9 +9210,9 @@ pub fn MPI_Neighbor_allgather_init_c() -> PMPI_Neighbor_allgather_init_c_t {
         _: MPI_Datatype,
         _: MPI_Comm,
         _: MPI_Info,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -9248,7 +9248,7 @@ pub fn MPI_Neighbor_allgatherv() -> PMPI_Neighbor_allgatherv_t {
         _: MPI_Datatype,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -9284,7 +9284,7 @@ pub fn MPI_Neighbor_allgatherv_c() -> PMPI_Neighbor_allgatherv_c_t {
         _: MPI_Datatype,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -9306,7 +9306,7 @@ pub type PMPI_Neighbor_allgatherv_init_t = unsafe extern "C" fn(
     MPI_Datatype,
     MPI_Comm,
     MPI_Info,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Neighbor_allgatherv_init`: `PMPI_Neighbor_allgatherv_init`.
@@ -9322,9 +9322,9 @@ pub fn MPI_Neighbor_allgatherv_init() -> PMPI_Neighbor_allgatherv_init_t {
         _: MPI_Datatype,
         _: MPI_Comm,
         _: MPI_Info,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -9346,7 +9346,7 @@ pub type PMPI_Neighbor_allgatherv_init_c_t = unsafe extern "C" fn(
     MPI_Datatype,
     MPI_Comm,
     MPI_Info,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Neighbor_allgatherv_init_c`: `PMPI_Neighbor_allgatherv_init_c`.
@@ -9362,9 +9362,9 @@ pub fn MPI_Neighbor_allgatherv_init_c() -> PMPI_Neighbor_allgatherv_init_c_t {
         _: MPI_Datatype,
         _: MPI_Comm,
         _: MPI_Info,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -9398,7 +9398,7 @@ pub fn MPI_Neighbor_alltoall() -> PMPI_Neighbor_alltoall_t {
         _: MPI_Datatype,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -9432,7 +9432,7 @@ pub fn MPI_Neighbor_alltoall_c() -> PMPI_Neighbor_alltoall_c_t {
         _: MPI_Datatype,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -9453,7 +9453,7 @@ pub type PMPI_Neighbor_alltoall_init_t = unsafe extern "C" fn(
     MPI_Datatype,
     MPI_Comm,
     MPI_Info,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Neighbor_alltoall_init`: `PMPI_Neighbor_alltoall_init`.
@@ -9468,9 +9468,9 @@ pub fn MPI_Neighbor_alltoall_init() -> PMPI_Neighbor_alltoall_init_t {
         _: MPI_Datatype,
         _: MPI_Comm,
         _: MPI_Info,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -9491,7 +9491,7 @@ pub type PMPI_Neighbor_alltoall_init_c_t = unsafe extern "C" fn(
     MPI_Datatype,
     MPI_Comm,
     MPI_Info,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Neighbor_alltoall_init_c`: `PMPI_Neighbor_alltoall_init_c`.
@@ -9506,9 +9506,9 @@ pub fn MPI_Neighbor_alltoall_init_c() -> PMPI_Neighbor_alltoall_init_c_t {
         _: MPI_Datatype,
         _: MPI_Comm,
         _: MPI_Info,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -9546,7 +9546,7 @@ pub fn MPI_Neighbor_alltoallv() -> PMPI_Neighbor_alltoallv_t {
         _: MPI_Datatype,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -9584,7 +9584,7 @@ pub fn MPI_Neighbor_alltoallv_c() -> PMPI_Neighbor_alltoallv_c_t {
         _: MPI_Datatype,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -9607,7 +9607,7 @@ pub type PMPI_Neighbor_alltoallv_init_t = unsafe extern "C" fn(
     MPI_Datatype,
     MPI_Comm,
     MPI_Info,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Neighbor_alltoallv_init`: `PMPI_Neighbor_alltoallv_init`.
@@ -9624,9 +9624,9 @@ pub fn MPI_Neighbor_alltoallv_init() -> PMPI_Neighbor_alltoallv_init_t {
         _: MPI_Datatype,
         _: MPI_Comm,
         _: MPI_Info,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -9649,7 +9649,7 @@ pub type PMPI_Neighbor_alltoallv_init_c_t = unsafe extern "C" fn(
     MPI_Datatype,
     MPI_Comm,
     MPI_Info,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Neighbor_alltoallv_init_c`: `PMPI_Neighbor_alltoallv_init_c`.
@@ -9666,9 +9666,9 @@ pub fn MPI_Neighbor_alltoallv_init_c() -> PMPI_Neighbor_alltoallv_init_c_t {
         _: MPI_Datatype,
         _: MPI_Comm,
         _: MPI_Info,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -9684,11 +9684,11 @@ pub type PMPI_Neighbor_alltoallw_t = unsafe extern "C" fn(
     *const c_void,
     *const c_int,
     *const MPI_Aint,
-    *const MPI_Datatype,
+    *const HandleSlot,
     *mut c_void,
     *const c_int,
     *const MPI_Aint,
-    *const MPI_Datatype,
+    *const HandleSlot,
     MPI_Comm,
 ) -> c_int;
 
@@ -9699,14 +9699,14 @@ pub fn MPI_Neighbor_alltoallw() -> PMPI_Neighbor_alltoallw_t {
         _: *const c_void,
         _: *const c_int,
         _: *const MPI_Aint,
-        _: *const MPI_Datatype,
+        _: *const HandleSlot,
         _: *mut c_void,
         _: *const c_int,
         _: *const MPI_Aint,
-        _: *const MPI_Datatype,
+        _: *const HandleSlot,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -9722,11 +9722,11 @@ pub type PMPI_Neighbor_alltoallw_c_t = unsafe extern "C" fn(
     *const c_void,
     *const MPI_Count,
     *const MPI_Aint,
-    *const MPI_Datatype,
+    *const HandleSlot,
     *mut c_void,
     *const MPI_Count,
     *const MPI_Aint,
-    *const MPI_Datatype,
+    *const HandleSlot,
     MPI_Comm,
 ) -> c_int;
 
@@ -9737,14 +9737,14 @@ pub fn MPI_Neighbor_alltoallw_c() -> PMPI_Neighbor_alltoallw_c_t {
         _: *const c_void,
         _: *const MPI_Count,
         _: *const MPI_Aint,
-        _: *const MPI_Datatype,
+        _: *const HandleSlot,
         _: *mut c_void,
         _: *const MPI_Count,
         _: *const MPI_Aint,
-        _: *const MPI_Datatype,
+        _: *const HandleSlot,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -9760,14 +9760,14 @@ pub type PMPI_Neighbor_alltoallw_init_t = unsafe extern "C" fn(
     *const c_void,
     *const c_int,
     *const MPI_Aint,
-    *const MPI_Datatype,
+    *const HandleSlot,
     *mut c_void,
     *const c_int,
     *const MPI_Aint,
-    *const MPI_Datatype,
+    *const HandleSlot,
     MPI_Comm,
     MPI_Info,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Neighbor_alltoallw_init`: `PMPI_Neighbor_alltoallw_init`.
@@ -9777,16 +9777,16 @@ pub fn MPI_Neighbor_alltoallw_init() -> PMPI_Neighbor_alltoallw_init_t {
         _: *const c_void,
         _: *const c_int,
         _: *const MPI_Aint,
-        _: *const MPI_Datatype,
+        _: *const HandleSlot,
         _: *mut c_void,
         _: *const c_int,
         _: *const MPI_Aint,
-        _: *const MPI_Datatype,
+        _: *const HandleSlot,
         _: MPI_Comm,
         _: MPI_Info,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -9802,14 +9802,14 @@ pub type PMPI_Neighbor_alltoallw_init_c_t = unsafe extern "C" fn(
     *const c_void,
     *const MPI_Count,
     *const MPI_Aint,
-    *const MPI_Datatype,
+    *const HandleSlot,
     *mut c_void,
     *const MPI_Count,
     *const MPI_Aint,
-    *const MPI_Datatype,
+    *const HandleSlot,
     MPI_Comm,
     MPI_Info,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Neighbor_alltoallw_init_c`: `PMPI_Neighbor_alltoallw_init_c`.
@@ -9819,16 +9819,16 @@ pub fn MPI_Neighbor_alltoallw_init_c() -> PMPI_Neighbor_alltoallw_init_c_t {
         _: *const c_void,
         _: *const MPI_Count,
         _: *const MPI_Aint,
-        _: *const MPI_Datatype,
+        _: *const HandleSlot,
         _: *mut c_void,
         _: *const MPI_Count,
         _: *const MPI_Aint,
-        _: *const MPI_Datatype,
+        _: *const HandleSlot,
         _: MPI_Comm,
         _: MPI_Info,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -9846,7 +9846,7 @@ pub type PMPI_Op_commutative_t = unsafe extern "C" fn(MPI_Op, *mut c_int) -> c_i
 pub fn MPI_Op_commutative() -> PMPI_Op_commutative_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Op, _: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -9859,13 +9859,17 @@ pub fn MPI_Op_commutative() -> PMPI_Op_commutative_t {
 }
 
 pub type PMPI_Op_create_t =
-    unsafe extern "C" fn(*mut MPI_User_function, c_int, *mut MPI_Op) -> c_int;
+    unsafe extern "C" fn(*mut MPI_User_function, c_int, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Op_create`: `PMPI_Op_create`.
 pub fn MPI_Op_create() -> PMPI_Op_create_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: *mut MPI_User_function, _: c_int, _: *mut MPI_Op) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(
+        _: *mut MPI_User_function,
+        _: c_int,
+        _: *mut HandleSlot,
+    ) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -9878,7 +9882,7 @@ pub fn MPI_Op_create() -> PMPI_Op_create_t {
 }
 
 pub type PMPI_Op_create_c_t =
-    unsafe extern "C" fn(*mut MPI_User_function_c, c_int, *mut MPI_Op) -> c_int;
+    unsafe extern "C" fn(*mut MPI_User_function_c, c_int, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Op_create_c`: `PMPI_Op_create_c`.
 pub fn MPI_Op_create_c() -> PMPI_Op_create_c_t {
@@ -9886,9 +9890,9 @@ pub fn MPI_Op_create_c() -> PMPI_Op_create_c_t {
     unsafe extern "C" fn unresolved(
         _: *mut MPI_User_function_c,
         _: c_int,
-        _: *mut MPI_Op,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -9900,13 +9904,13 @@ pub fn MPI_Op_create_c() -> PMPI_Op_create_c_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Op_create_c_t>(f) }
 }
 
-pub type PMPI_Op_free_t = unsafe extern "C" fn(*mut MPI_Op) -> c_int;
+pub type PMPI_Op_free_t = unsafe extern "C" fn(*mut HandleSlot) -> c_int;
 
 /// The real `MPI_Op_free`: `PMPI_Op_free`.
 pub fn MPI_Op_free() -> PMPI_Op_free_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: *mut MPI_Op) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -9924,7 +9928,7 @@ pub type PMPI_Open_port_t = unsafe extern "C" fn(MPI_Info, *mut c_char) -> c_int
 pub fn MPI_Open_port() -> PMPI_Open_port_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Info, _: *mut c_char) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -9958,7 +9962,7 @@ pub fn MPI_Pack() -> PMPI_Pack_t {
         _: *mut c_int,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(&SLOT, c"PMPI_Pack", c"MPI_Pack", unresolved as *mut c_void);
     // SAFETY: `f` is PMPI_Pack or MPI_Pack, whose C type this is, or `unresolved`.
@@ -9987,7 +9991,7 @@ pub fn MPI_Pack_c() -> PMPI_Pack_c_t {
         _: *mut MPI_Count,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -10021,7 +10025,7 @@ pub fn MPI_Pack_external() -> PMPI_Pack_external_t {
         _: MPI_Aint,
         _: *mut MPI_Aint,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -10055,7 +10059,7 @@ pub fn MPI_Pack_external_c() -> PMPI_Pack_external_c_t {
         _: MPI_Count,
         _: *mut MPI_Count,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -10079,7 +10083,7 @@ pub fn MPI_Pack_external_size() -> PMPI_Pack_external_size_t {
         _: MPI_Datatype,
         _: *mut MPI_Aint,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -10103,7 +10107,7 @@ pub fn MPI_Pack_external_size_c() -> PMPI_Pack_external_size_c_t {
         _: MPI_Datatype,
         _: *mut MPI_Count,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -10127,7 +10131,7 @@ pub fn MPI_Pack_size() -> PMPI_Pack_size_t {
         _: MPI_Comm,
         _: *mut c_int,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -10151,7 +10155,7 @@ pub fn MPI_Pack_size_c() -> PMPI_Pack_size_c_t {
         _: MPI_Comm,
         _: *mut MPI_Count,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -10169,7 +10173,7 @@ pub type PMPI_Parrived_t = unsafe extern "C" fn(MPI_Request, c_int, *mut c_int) 
 pub fn MPI_Parrived() -> PMPI_Parrived_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Request, _: c_int, _: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -10187,7 +10191,7 @@ pub type PMPI_Pcontrol_t = unsafe extern "C" fn(c_int, ...) -> c_int;
 pub fn MPI_Pcontrol() -> PMPI_Pcontrol_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -10205,7 +10209,7 @@ pub type PMPI_Pready_t = unsafe extern "C" fn(c_int, MPI_Request) -> c_int;
 pub fn MPI_Pready() -> PMPI_Pready_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: c_int, _: MPI_Request) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -10223,7 +10227,7 @@ pub type PMPI_Pready_list_t = unsafe extern "C" fn(c_int, *mut c_int, MPI_Reques
 pub fn MPI_Pready_list() -> PMPI_Pready_list_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: c_int, _: *mut c_int, _: MPI_Request) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -10241,7 +10245,7 @@ pub type PMPI_Pready_range_t = unsafe extern "C" fn(c_int, c_int, MPI_Request) -
 pub fn MPI_Pready_range() -> PMPI_Pready_range_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: c_int, _: c_int, _: MPI_Request) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -10262,7 +10266,7 @@ pub type PMPI_Precv_init_t = unsafe extern "C" fn(
     c_int,
     MPI_Comm,
     MPI_Info,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Precv_init`: `PMPI_Precv_init`.
@@ -10277,9 +10281,9 @@ pub fn MPI_Precv_init() -> PMPI_Precv_init_t {
         _: c_int,
         _: MPI_Comm,
         _: MPI_Info,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -10297,7 +10301,7 @@ pub type PMPI_Probe_t = unsafe extern "C" fn(c_int, c_int, MPI_Comm, *mut MPI_St
 pub fn MPI_Probe() -> PMPI_Probe_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: c_int, _: c_int, _: MPI_Comm, _: *mut MPI_Status) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -10318,7 +10322,7 @@ pub type PMPI_Psend_init_t = unsafe extern "C" fn(
     c_int,
     MPI_Comm,
     MPI_Info,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Psend_init`: `PMPI_Psend_init`.
@@ -10333,9 +10337,9 @@ pub fn MPI_Psend_init() -> PMPI_Psend_init_t {
         _: c_int,
         _: MPI_Comm,
         _: MPI_Info,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -10354,7 +10358,7 @@ pub type PMPI_Publish_name_t =
 pub fn MPI_Publish_name() -> PMPI_Publish_name_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: *const c_char, _: MPI_Info, _: *const c_char) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -10390,7 +10394,7 @@ pub fn MPI_Put() -> PMPI_Put_t {
         _: MPI_Datatype,
         _: MPI_Win,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(&SLOT, c"PMPI_Put", c"MPI_Put", unresolved as *mut c_void);
     // SAFETY: `f` is PMPI_Put or MPI_Put, whose C type this is, or `unresolved`.
@@ -10421,7 +10425,7 @@ pub fn MPI_Put_c() -> PMPI_Put_c_t {
         _: MPI_Datatype,
         _: MPI_Win,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -10439,7 +10443,7 @@ pub type PMPI_Query_thread_t = unsafe extern "C" fn(*mut c_int) -> c_int;
 pub fn MPI_Query_thread() -> PMPI_Query_thread_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -10461,7 +10465,7 @@ pub type PMPI_Raccumulate_t = unsafe extern "C" fn(
     MPI_Datatype,
     MPI_Op,
     MPI_Win,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Raccumulate`: `PMPI_Raccumulate`.
@@ -10477,9 +10481,9 @@ pub fn MPI_Raccumulate() -> PMPI_Raccumulate_t {
         _: MPI_Datatype,
         _: MPI_Op,
         _: MPI_Win,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -10501,7 +10505,7 @@ pub type PMPI_Raccumulate_c_t = unsafe extern "C" fn(
     MPI_Datatype,
     MPI_Op,
     MPI_Win,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Raccumulate_c`: `PMPI_Raccumulate_c`.
@@ -10517,9 +10521,9 @@ pub fn MPI_Raccumulate_c() -> PMPI_Raccumulate_c_t {
         _: MPI_Datatype,
         _: MPI_Op,
         _: MPI_Win,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -10553,7 +10557,7 @@ pub fn MPI_Recv() -> PMPI_Recv_t {
         _: MPI_Comm,
         _: *mut MPI_Status,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(&SLOT, c"PMPI_Recv", c"MPI_Recv", unresolved as *mut c_void);
     // SAFETY: `f` is PMPI_Recv or MPI_Recv, whose C type this is, or `unresolved`.
@@ -10582,7 +10586,7 @@ pub fn MPI_Recv_c() -> PMPI_Recv_c_t {
         _: MPI_Comm,
         _: *mut MPI_Status,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -10601,7 +10605,7 @@ pub type PMPI_Recv_init_t = unsafe extern "C" fn(
     c_int,
     c_int,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Recv_init`: `PMPI_Recv_init`.
@@ -10614,9 +10618,9 @@ pub fn MPI_Recv_init() -> PMPI_Recv_init_t {
         _: c_int,
         _: c_int,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -10635,7 +10639,7 @@ pub type PMPI_Recv_init_c_t = unsafe extern "C" fn(
     c_int,
     c_int,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Recv_init_c`: `PMPI_Recv_init_c`.
@@ -10648,9 +10652,9 @@ pub fn MPI_Recv_init_c() -> PMPI_Recv_init_c_t {
         _: c_int,
         _: c_int,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -10684,7 +10688,7 @@ pub fn MPI_Reduce() -> PMPI_Reduce_t {
         _: c_int,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -10718,7 +10722,7 @@ pub fn MPI_Reduce_c() -> PMPI_Reduce_c_t {
         _: c_int,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -10739,7 +10743,7 @@ pub type PMPI_Reduce_init_t = unsafe extern "C" fn(
     c_int,
     MPI_Comm,
     MPI_Info,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Reduce_init`: `PMPI_Reduce_init`.
@@ -10754,9 +10758,9 @@ pub fn MPI_Reduce_init() -> PMPI_Reduce_init_t {
         _: c_int,
         _: MPI_Comm,
         _: MPI_Info,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -10777,7 +10781,7 @@ pub type PMPI_Reduce_init_c_t = unsafe extern "C" fn(
     c_int,
     MPI_Comm,
     MPI_Info,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Reduce_init_c`: `PMPI_Reduce_init_c`.
@@ -10792,9 +10796,9 @@ pub fn MPI_Reduce_init_c() -> PMPI_Reduce_init_c_t {
         _: c_int,
         _: MPI_Comm,
         _: MPI_Info,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -10819,7 +10823,7 @@ pub fn MPI_Reduce_local() -> PMPI_Reduce_local_t {
         _: MPI_Datatype,
         _: MPI_Op,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -10844,7 +10848,7 @@ pub fn MPI_Reduce_local_c() -> PMPI_Reduce_local_c_t {
         _: MPI_Datatype,
         _: MPI_Op,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -10876,7 +10880,7 @@ pub fn MPI_Reduce_scatter() -> PMPI_Reduce_scatter_t {
         _: MPI_Op,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -10908,7 +10912,7 @@ pub fn MPI_Reduce_scatter_block() -> PMPI_Reduce_scatter_block_t {
         _: MPI_Op,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -10940,7 +10944,7 @@ pub fn MPI_Reduce_scatter_block_c() -> PMPI_Reduce_scatter_block_c_t {
         _: MPI_Op,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -10960,7 +10964,7 @@ pub type PMPI_Reduce_scatter_block_init_t = unsafe extern "C" fn(
     MPI_Op,
     MPI_Comm,
     MPI_Info,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Reduce_scatter_block_init`: `PMPI_Reduce_scatter_block_init`.
@@ -10974,9 +10978,9 @@ pub fn MPI_Reduce_scatter_block_init() -> PMPI_Reduce_scatter_block_init_t {
         _: MPI_Op,
         _: MPI_Comm,
         _: MPI_Info,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -10996,7 +11000,7 @@ pub type PMPI_Reduce_scatter_block_init_c_t = unsafe extern "C" fn(
     MPI_Op,
     MPI_Comm,
     MPI_Info,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Reduce_scatter_block_init_c`: `PMPI_Reduce_scatter_block_init_c`.
@@ -11010,9 +11014,9 @@ pub fn MPI_Reduce_scatter_block_init_c() -> PMPI_Reduce_scatter_block_init_c_t {
         _: MPI_Op,
         _: MPI_Comm,
         _: MPI_Info,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -11044,7 +11048,7 @@ pub fn MPI_Reduce_scatter_c() -> PMPI_Reduce_scatter_c_t {
         _: MPI_Op,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -11064,7 +11068,7 @@ pub type PMPI_Reduce_scatter_init_t = unsafe extern "C" fn(
     MPI_Op,
     MPI_Comm,
     MPI_Info,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Reduce_scatter_init`: `PMPI_Reduce_scatter_init`.
@@ -11078,9 +11082,9 @@ pub fn MPI_Reduce_scatter_init() -> PMPI_Reduce_scatter_init_t {
         _: MPI_Op,
         _: MPI_Comm,
         _: MPI_Info,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -11100,7 +11104,7 @@ pub type PMPI_Reduce_scatter_init_c_t = unsafe extern "C" fn(
     MPI_Op,
     MPI_Comm,
     MPI_Info,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Reduce_scatter_init_c`: `PMPI_Reduce_scatter_init_c`.
@@ -11114,9 +11118,9 @@ pub fn MPI_Reduce_scatter_init_c() -> PMPI_Reduce_scatter_init_c_t {
         _: MPI_Op,
         _: MPI_Comm,
         _: MPI_Info,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -11146,7 +11150,7 @@ pub fn MPI_Register_datarep() -> PMPI_Register_datarep_t {
         _: *mut MPI_Datarep_extent_function,
         _: *mut c_void,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -11176,7 +11180,7 @@ pub fn MPI_Register_datarep_c() -> PMPI_Register_datarep_c_t {
         _: *mut MPI_Datarep_extent_function,
         _: *mut c_void,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -11188,13 +11192,13 @@ pub fn MPI_Register_datarep_c() -> PMPI_Register_datarep_c_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Register_datarep_c_t>(f) }
 }
 
-pub type PMPI_Request_free_t = unsafe extern "C" fn(*mut MPI_Request) -> c_int;
+pub type PMPI_Request_free_t = unsafe extern "C" fn(*mut HandleSlot) -> c_int;
 
 /// The real `MPI_Request_free`: `PMPI_Request_free`.
 pub fn MPI_Request_free() -> PMPI_Request_free_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: *mut MPI_Request) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -11213,7 +11217,7 @@ pub type PMPI_Request_get_status_t =
 pub fn MPI_Request_get_status() -> PMPI_Request_get_status_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Request, _: *mut c_int, _: *mut MPI_Status) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -11234,7 +11238,7 @@ pub type PMPI_Rget_t = unsafe extern "C" fn(
     c_int,
     MPI_Datatype,
     MPI_Win,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Rget`: `PMPI_Rget`.
@@ -11249,9 +11253,9 @@ pub fn MPI_Rget() -> PMPI_Rget_t {
         _: c_int,
         _: MPI_Datatype,
         _: MPI_Win,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(&SLOT, c"PMPI_Rget", c"MPI_Rget", unresolved as *mut c_void);
     // SAFETY: `f` is PMPI_Rget or MPI_Rget, whose C type this is, or `unresolved`.
@@ -11271,7 +11275,7 @@ pub type PMPI_Rget_accumulate_t = unsafe extern "C" fn(
     MPI_Datatype,
     MPI_Op,
     MPI_Win,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Rget_accumulate`: `PMPI_Rget_accumulate`.
@@ -11290,9 +11294,9 @@ pub fn MPI_Rget_accumulate() -> PMPI_Rget_accumulate_t {
         _: MPI_Datatype,
         _: MPI_Op,
         _: MPI_Win,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -11317,7 +11321,7 @@ pub type PMPI_Rget_accumulate_c_t = unsafe extern "C" fn(
     MPI_Datatype,
     MPI_Op,
     MPI_Win,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Rget_accumulate_c`: `PMPI_Rget_accumulate_c`.
@@ -11336,9 +11340,9 @@ pub fn MPI_Rget_accumulate_c() -> PMPI_Rget_accumulate_c_t {
         _: MPI_Datatype,
         _: MPI_Op,
         _: MPI_Win,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -11359,7 +11363,7 @@ pub type PMPI_Rget_c_t = unsafe extern "C" fn(
     MPI_Count,
     MPI_Datatype,
     MPI_Win,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Rget_c`: `PMPI_Rget_c`.
@@ -11374,9 +11378,9 @@ pub fn MPI_Rget_c() -> PMPI_Rget_c_t {
         _: MPI_Count,
         _: MPI_Datatype,
         _: MPI_Win,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -11397,7 +11401,7 @@ pub type PMPI_Rput_t = unsafe extern "C" fn(
     c_int,
     MPI_Datatype,
     MPI_Win,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Rput`: `PMPI_Rput`.
@@ -11412,9 +11416,9 @@ pub fn MPI_Rput() -> PMPI_Rput_t {
         _: c_int,
         _: MPI_Datatype,
         _: MPI_Win,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(&SLOT, c"PMPI_Rput", c"MPI_Rput", unresolved as *mut c_void);
     // SAFETY: `f` is PMPI_Rput or MPI_Rput, whose C type this is, or `unresolved`.
@@ -11430,7 +11434,7 @@ pub type PMPI_Rput_c_t = unsafe extern "C" fn(
     MPI_Count,
     MPI_Datatype,
     MPI_Win,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Rput_c`: `PMPI_Rput_c`.
@@ -11445,9 +11449,9 @@ pub fn MPI_Rput_c() -> PMPI_Rput_c_t {
         _: MPI_Count,
         _: MPI_Datatype,
         _: MPI_Win,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -11473,7 +11477,7 @@ pub fn MPI_Rsend() -> PMPI_Rsend_t {
         _: c_int,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -11499,7 +11503,7 @@ pub fn MPI_Rsend_c() -> PMPI_Rsend_c_t {
         _: c_int,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -11518,7 +11522,7 @@ pub type PMPI_Rsend_init_t = unsafe extern "C" fn(
     c_int,
     c_int,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Rsend_init`: `PMPI_Rsend_init`.
@@ -11531,9 +11535,9 @@ pub fn MPI_Rsend_init() -> PMPI_Rsend_init_t {
         _: c_int,
         _: c_int,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -11552,7 +11556,7 @@ pub type PMPI_Rsend_init_c_t = unsafe extern "C" fn(
     c_int,
     c_int,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Rsend_init_c`: `PMPI_Rsend_init_c`.
@@ -11565,9 +11569,9 @@ pub fn MPI_Rsend_init_c() -> PMPI_Rsend_init_c_t {
         _: c_int,
         _: c_int,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -11599,7 +11603,7 @@ pub fn MPI_Scan() -> PMPI_Scan_t {
         _: MPI_Op,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(&SLOT, c"PMPI_Scan", c"MPI_Scan", unresolved as *mut c_void);
     // SAFETY: `f` is PMPI_Scan or MPI_Scan, whose C type this is, or `unresolved`.
@@ -11626,7 +11630,7 @@ pub fn MPI_Scan_c() -> PMPI_Scan_c_t {
         _: MPI_Op,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -11646,7 +11650,7 @@ pub type PMPI_Scan_init_t = unsafe extern "C" fn(
     MPI_Op,
     MPI_Comm,
     MPI_Info,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Scan_init`: `PMPI_Scan_init`.
@@ -11660,9 +11664,9 @@ pub fn MPI_Scan_init() -> PMPI_Scan_init_t {
         _: MPI_Op,
         _: MPI_Comm,
         _: MPI_Info,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -11682,7 +11686,7 @@ pub type PMPI_Scan_init_c_t = unsafe extern "C" fn(
     MPI_Op,
     MPI_Comm,
     MPI_Info,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Scan_init_c`: `PMPI_Scan_init_c`.
@@ -11696,9 +11700,9 @@ pub fn MPI_Scan_init_c() -> PMPI_Scan_init_c_t {
         _: MPI_Op,
         _: MPI_Comm,
         _: MPI_Info,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -11734,7 +11738,7 @@ pub fn MPI_Scatter() -> PMPI_Scatter_t {
         _: c_int,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -11770,7 +11774,7 @@ pub fn MPI_Scatter_c() -> PMPI_Scatter_c_t {
         _: c_int,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -11792,7 +11796,7 @@ pub type PMPI_Scatter_init_t = unsafe extern "C" fn(
     c_int,
     MPI_Comm,
     MPI_Info,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Scatter_init`: `PMPI_Scatter_init`.
@@ -11808,9 +11812,9 @@ pub fn MPI_Scatter_init() -> PMPI_Scatter_init_t {
         _: c_int,
         _: MPI_Comm,
         _: MPI_Info,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -11832,7 +11836,7 @@ pub type PMPI_Scatter_init_c_t = unsafe extern "C" fn(
     c_int,
     MPI_Comm,
     MPI_Info,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Scatter_init_c`: `PMPI_Scatter_init_c`.
@@ -11848,9 +11852,9 @@ pub fn MPI_Scatter_init_c() -> PMPI_Scatter_init_c_t {
         _: c_int,
         _: MPI_Comm,
         _: MPI_Info,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -11888,7 +11892,7 @@ pub fn MPI_Scatterv() -> PMPI_Scatterv_t {
         _: c_int,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -11926,7 +11930,7 @@ pub fn MPI_Scatterv_c() -> PMPI_Scatterv_c_t {
         _: c_int,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -11949,7 +11953,7 @@ pub type PMPI_Scatterv_init_t = unsafe extern "C" fn(
     c_int,
     MPI_Comm,
     MPI_Info,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Scatterv_init`: `PMPI_Scatterv_init`.
@@ -11966,9 +11970,9 @@ pub fn MPI_Scatterv_init() -> PMPI_Scatterv_init_t {
         _: c_int,
         _: MPI_Comm,
         _: MPI_Info,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -11991,7 +11995,7 @@ pub type PMPI_Scatterv_init_c_t = unsafe extern "C" fn(
     c_int,
     MPI_Comm,
     MPI_Info,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Scatterv_init_c`: `PMPI_Scatterv_init_c`.
@@ -12008,9 +12012,9 @@ pub fn MPI_Scatterv_init_c() -> PMPI_Scatterv_init_c_t {
         _: c_int,
         _: MPI_Comm,
         _: MPI_Info,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -12036,7 +12040,7 @@ pub fn MPI_Send() -> PMPI_Send_t {
         _: c_int,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(&SLOT, c"PMPI_Send", c"MPI_Send", unresolved as *mut c_void);
     // SAFETY: `f` is PMPI_Send or MPI_Send, whose C type this is, or `unresolved`.
@@ -12057,7 +12061,7 @@ pub fn MPI_Send_c() -> PMPI_Send_c_t {
         _: c_int,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -12076,7 +12080,7 @@ pub type PMPI_Send_init_t = unsafe extern "C" fn(
     c_int,
     c_int,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Send_init`: `PMPI_Send_init`.
@@ -12089,9 +12093,9 @@ pub fn MPI_Send_init() -> PMPI_Send_init_t {
         _: c_int,
         _: c_int,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -12110,7 +12114,7 @@ pub type PMPI_Send_init_c_t = unsafe extern "C" fn(
     c_int,
     c_int,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Send_init_c`: `PMPI_Send_init_c`.
@@ -12123,9 +12127,9 @@ pub fn MPI_Send_init_c() -> PMPI_Send_init_c_t {
         _: c_int,
         _: c_int,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -12169,7 +12173,7 @@ pub fn MPI_Sendrecv() -> PMPI_Sendrecv_t {
         _: MPI_Comm,
         _: *mut MPI_Status,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -12213,7 +12217,7 @@ pub fn MPI_Sendrecv_c() -> PMPI_Sendrecv_c_t {
         _: MPI_Comm,
         _: *mut MPI_Status,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -12251,7 +12255,7 @@ pub fn MPI_Sendrecv_replace() -> PMPI_Sendrecv_replace_t {
         _: MPI_Comm,
         _: *mut MPI_Status,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -12289,7 +12293,7 @@ pub fn MPI_Sendrecv_replace_c() -> PMPI_Sendrecv_replace_c_t {
         _: MPI_Comm,
         _: *mut MPI_Status,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -12307,7 +12311,7 @@ pub type PMPI_Session_call_errhandler_t = unsafe extern "C" fn(MPI_Session, c_in
 pub fn MPI_Session_call_errhandler() -> PMPI_Session_call_errhandler_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Session, _: c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -12320,16 +12324,16 @@ pub fn MPI_Session_call_errhandler() -> PMPI_Session_call_errhandler_t {
 }
 
 pub type PMPI_Session_create_errhandler_t =
-    unsafe extern "C" fn(*mut MPI_Session_errhandler_function, *mut MPI_Errhandler) -> c_int;
+    unsafe extern "C" fn(*mut MPI_Session_errhandler_function, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Session_create_errhandler`: `PMPI_Session_create_errhandler`.
 pub fn MPI_Session_create_errhandler() -> PMPI_Session_create_errhandler_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(
         _: *mut MPI_Session_errhandler_function,
-        _: *mut MPI_Errhandler,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -12341,13 +12345,13 @@ pub fn MPI_Session_create_errhandler() -> PMPI_Session_create_errhandler_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Session_create_errhandler_t>(f) }
 }
 
-pub type PMPI_Session_finalize_t = unsafe extern "C" fn(*mut MPI_Session) -> c_int;
+pub type PMPI_Session_finalize_t = unsafe extern "C" fn(*mut HandleSlot) -> c_int;
 
 /// The real `MPI_Session_finalize`: `PMPI_Session_finalize`.
 pub fn MPI_Session_finalize() -> PMPI_Session_finalize_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: *mut MPI_Session) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -12360,13 +12364,13 @@ pub fn MPI_Session_finalize() -> PMPI_Session_finalize_t {
 }
 
 pub type PMPI_Session_get_errhandler_t =
-    unsafe extern "C" fn(MPI_Session, *mut MPI_Errhandler) -> c_int;
+    unsafe extern "C" fn(MPI_Session, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Session_get_errhandler`: `PMPI_Session_get_errhandler`.
 pub fn MPI_Session_get_errhandler() -> PMPI_Session_get_errhandler_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: MPI_Session, _: *mut MPI_Errhandler) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: MPI_Session, _: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -12378,13 +12382,13 @@ pub fn MPI_Session_get_errhandler() -> PMPI_Session_get_errhandler_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Session_get_errhandler_t>(f) }
 }
 
-pub type PMPI_Session_get_info_t = unsafe extern "C" fn(MPI_Session, *mut MPI_Info) -> c_int;
+pub type PMPI_Session_get_info_t = unsafe extern "C" fn(MPI_Session, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Session_get_info`: `PMPI_Session_get_info`.
 pub fn MPI_Session_get_info() -> PMPI_Session_get_info_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: MPI_Session, _: *mut MPI_Info) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: MPI_Session, _: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -12409,7 +12413,7 @@ pub fn MPI_Session_get_nth_pset() -> PMPI_Session_get_nth_pset_t {
         _: *mut c_int,
         _: *mut c_char,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -12428,7 +12432,7 @@ pub type PMPI_Session_get_num_psets_t =
 pub fn MPI_Session_get_num_psets() -> PMPI_Session_get_num_psets_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Session, _: MPI_Info, _: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -12441,13 +12445,13 @@ pub fn MPI_Session_get_num_psets() -> PMPI_Session_get_num_psets_t {
 }
 
 pub type PMPI_Session_get_pset_info_t =
-    unsafe extern "C" fn(MPI_Session, *const c_char, *mut MPI_Info) -> c_int;
+    unsafe extern "C" fn(MPI_Session, *const c_char, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Session_get_pset_info`: `PMPI_Session_get_pset_info`.
 pub fn MPI_Session_get_pset_info() -> PMPI_Session_get_pset_info_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: MPI_Session, _: *const c_char, _: *mut MPI_Info) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: MPI_Session, _: *const c_char, _: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -12460,13 +12464,13 @@ pub fn MPI_Session_get_pset_info() -> PMPI_Session_get_pset_info_t {
 }
 
 pub type PMPI_Session_init_t =
-    unsafe extern "C" fn(MPI_Info, MPI_Errhandler, *mut MPI_Session) -> c_int;
+    unsafe extern "C" fn(MPI_Info, MPI_Errhandler, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Session_init`: `PMPI_Session_init`.
 pub fn MPI_Session_init() -> PMPI_Session_init_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: MPI_Info, _: MPI_Errhandler, _: *mut MPI_Session) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: MPI_Info, _: MPI_Errhandler, _: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -12484,7 +12488,7 @@ pub type PMPI_Session_set_errhandler_t = unsafe extern "C" fn(MPI_Session, MPI_E
 pub fn MPI_Session_set_errhandler() -> PMPI_Session_set_errhandler_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Session, _: MPI_Errhandler) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -12510,7 +12514,7 @@ pub fn MPI_Ssend() -> PMPI_Ssend_t {
         _: c_int,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -12536,7 +12540,7 @@ pub fn MPI_Ssend_c() -> PMPI_Ssend_c_t {
         _: c_int,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -12555,7 +12559,7 @@ pub type PMPI_Ssend_init_t = unsafe extern "C" fn(
     c_int,
     c_int,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Ssend_init`: `PMPI_Ssend_init`.
@@ -12568,9 +12572,9 @@ pub fn MPI_Ssend_init() -> PMPI_Ssend_init_t {
         _: c_int,
         _: c_int,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -12589,7 +12593,7 @@ pub type PMPI_Ssend_init_c_t = unsafe extern "C" fn(
     c_int,
     c_int,
     MPI_Comm,
-    *mut MPI_Request,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Ssend_init_c`: `PMPI_Ssend_init_c`.
@@ -12602,9 +12606,9 @@ pub fn MPI_Ssend_init_c() -> PMPI_Ssend_init_c_t {
         _: c_int,
         _: c_int,
         _: MPI_Comm,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -12616,13 +12620,13 @@ pub fn MPI_Ssend_init_c() -> PMPI_Ssend_init_c_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Ssend_init_c_t>(f) }
 }
 
-pub type PMPI_Start_t = unsafe extern "C" fn(*mut MPI_Request) -> c_int;
+pub type PMPI_Start_t = unsafe extern "C" fn(*mut HandleSlot) -> c_int;
 
 /// The real `MPI_Start`: `PMPI_Start`.
 pub fn MPI_Start() -> PMPI_Start_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: *mut MPI_Request) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -12634,13 +12638,13 @@ pub fn MPI_Start() -> PMPI_Start_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Start_t>(f) }
 }
 
-pub type PMPI_Startall_t = unsafe extern "C" fn(c_int, *mut MPI_Request) -> c_int;
+pub type PMPI_Startall_t = unsafe extern "C" fn(c_int, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Startall`: `PMPI_Startall`.
 pub fn MPI_Startall() -> PMPI_Startall_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: c_int, _: *mut MPI_Request) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: c_int, _: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -12658,7 +12662,7 @@ pub type PMPI_Status_c2f_t = unsafe extern "C" fn(*const MPI_Status, *mut MPI_Fi
 pub fn MPI_Status_c2f() -> PMPI_Status_c2f_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: *const MPI_Status, _: *mut MPI_Fint) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -12677,7 +12681,7 @@ pub type PMPI_Status_c2f08_t =
 pub fn MPI_Status_c2f08() -> PMPI_Status_c2f08_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: *const MPI_Status, _: *mut MPI_F08_status) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -12696,7 +12700,7 @@ pub type PMPI_Status_f082c_t =
 pub fn MPI_Status_f082c() -> PMPI_Status_f082c_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: *const MPI_F08_status, _: *mut MPI_Status) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -12714,7 +12718,7 @@ pub type PMPI_Status_f2c_t = unsafe extern "C" fn(*const MPI_Fint, *mut MPI_Stat
 pub fn MPI_Status_f2c() -> PMPI_Status_f2c_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: *const MPI_Fint, _: *mut MPI_Status) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -12732,7 +12736,7 @@ pub type PMPI_Status_set_cancelled_t = unsafe extern "C" fn(*mut MPI_Status, c_i
 pub fn MPI_Status_set_cancelled() -> PMPI_Status_set_cancelled_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: *mut MPI_Status, _: c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -12751,7 +12755,7 @@ pub type PMPI_Status_set_elements_t =
 pub fn MPI_Status_set_elements() -> PMPI_Status_set_elements_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: *mut MPI_Status, _: MPI_Datatype, _: c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -12770,7 +12774,7 @@ pub type PMPI_Status_set_elements_x_t =
 pub fn MPI_Status_set_elements_x() -> PMPI_Status_set_elements_x_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: *mut MPI_Status, _: MPI_Datatype, _: MPI_Count) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -12788,7 +12792,7 @@ pub type PMPI_T_category_changed_t = unsafe extern "C" fn(*mut c_int) -> c_int;
 pub fn MPI_T_category_changed() -> PMPI_T_category_changed_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -12806,7 +12810,7 @@ pub type PMPI_T_category_get_categories_t = unsafe extern "C" fn(c_int, c_int, *
 pub fn MPI_T_category_get_categories() -> PMPI_T_category_get_categories_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: c_int, _: c_int, _: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -12824,7 +12828,7 @@ pub type PMPI_T_category_get_cvars_t = unsafe extern "C" fn(c_int, c_int, *mut c
 pub fn MPI_T_category_get_cvars() -> PMPI_T_category_get_cvars_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: c_int, _: c_int, _: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -12842,7 +12846,7 @@ pub type PMPI_T_category_get_events_t = unsafe extern "C" fn(c_int, c_int, *mut 
 pub fn MPI_T_category_get_events() -> PMPI_T_category_get_events_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: c_int, _: c_int, _: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -12860,7 +12864,7 @@ pub type PMPI_T_category_get_index_t = unsafe extern "C" fn(*const c_char, *mut 
 pub fn MPI_T_category_get_index() -> PMPI_T_category_get_index_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: *const c_char, _: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -12896,7 +12900,7 @@ pub fn MPI_T_category_get_info() -> PMPI_T_category_get_info_t {
         _: *mut c_int,
         _: *mut c_int,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -12914,7 +12918,7 @@ pub type PMPI_T_category_get_num_t = unsafe extern "C" fn(*mut c_int) -> c_int;
 pub fn MPI_T_category_get_num() -> PMPI_T_category_get_num_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -12932,7 +12936,7 @@ pub type PMPI_T_category_get_num_events_t = unsafe extern "C" fn(c_int, *mut c_i
 pub fn MPI_T_category_get_num_events() -> PMPI_T_category_get_num_events_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: c_int, _: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -12950,7 +12954,7 @@ pub type PMPI_T_category_get_pvars_t = unsafe extern "C" fn(c_int, c_int, *mut c
 pub fn MPI_T_category_get_pvars() -> PMPI_T_category_get_pvars_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: c_int, _: c_int, _: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -12968,7 +12972,7 @@ pub type PMPI_T_cvar_get_index_t = unsafe extern "C" fn(*const c_char, *mut c_in
 pub fn MPI_T_cvar_get_index() -> PMPI_T_cvar_get_index_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: *const c_char, _: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -12985,8 +12989,8 @@ pub type PMPI_T_cvar_get_info_t = unsafe extern "C" fn(
     *mut c_char,
     *mut c_int,
     *mut c_int,
-    *mut MPI_Datatype,
-    *mut MPI_T_enum,
+    *mut HandleSlot,
+    *mut HandleSlot,
     *mut c_char,
     *mut c_int,
     *mut c_int,
@@ -13001,14 +13005,14 @@ pub fn MPI_T_cvar_get_info() -> PMPI_T_cvar_get_info_t {
         _: *mut c_char,
         _: *mut c_int,
         _: *mut c_int,
-        _: *mut MPI_Datatype,
-        _: *mut MPI_T_enum,
+        _: *mut HandleSlot,
+        _: *mut HandleSlot,
         _: *mut c_char,
         _: *mut c_int,
         _: *mut c_int,
         _: *mut c_int,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -13026,7 +13030,7 @@ pub type PMPI_T_cvar_get_num_t = unsafe extern "C" fn(*mut c_int) -> c_int;
 pub fn MPI_T_cvar_get_num() -> PMPI_T_cvar_get_num_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -13039,7 +13043,7 @@ pub fn MPI_T_cvar_get_num() -> PMPI_T_cvar_get_num_t {
 }
 
 pub type PMPI_T_cvar_handle_alloc_t =
-    unsafe extern "C" fn(c_int, *mut c_void, *mut MPI_T_cvar_handle, *mut c_int) -> c_int;
+    unsafe extern "C" fn(c_int, *mut c_void, *mut HandleSlot, *mut c_int) -> c_int;
 
 /// The real `MPI_T_cvar_handle_alloc`: `PMPI_T_cvar_handle_alloc`.
 pub fn MPI_T_cvar_handle_alloc() -> PMPI_T_cvar_handle_alloc_t {
@@ -13047,10 +13051,10 @@ pub fn MPI_T_cvar_handle_alloc() -> PMPI_T_cvar_handle_alloc_t {
     unsafe extern "C" fn unresolved(
         _: c_int,
         _: *mut c_void,
-        _: *mut MPI_T_cvar_handle,
+        _: *mut HandleSlot,
         _: *mut c_int,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -13062,13 +13066,13 @@ pub fn MPI_T_cvar_handle_alloc() -> PMPI_T_cvar_handle_alloc_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_T_cvar_handle_alloc_t>(f) }
 }
 
-pub type PMPI_T_cvar_handle_free_t = unsafe extern "C" fn(*mut MPI_T_cvar_handle) -> c_int;
+pub type PMPI_T_cvar_handle_free_t = unsafe extern "C" fn(*mut HandleSlot) -> c_int;
 
 /// The real `MPI_T_cvar_handle_free`: `PMPI_T_cvar_handle_free`.
 pub fn MPI_T_cvar_handle_free() -> PMPI_T_cvar_handle_free_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: *mut MPI_T_cvar_handle) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -13086,7 +13090,7 @@ pub type PMPI_T_cvar_read_t = unsafe extern "C" fn(MPI_T_cvar_handle, *mut c_voi
 pub fn MPI_T_cvar_read() -> PMPI_T_cvar_read_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_T_cvar_handle, _: *mut c_void) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -13104,7 +13108,7 @@ pub type PMPI_T_cvar_write_t = unsafe extern "C" fn(MPI_T_cvar_handle, *const c_
 pub fn MPI_T_cvar_write() -> PMPI_T_cvar_write_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_T_cvar_handle, _: *const c_void) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -13128,7 +13132,7 @@ pub fn MPI_T_enum_get_info() -> PMPI_T_enum_get_info_t {
         _: *mut c_char,
         _: *mut c_int,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -13153,7 +13157,7 @@ pub fn MPI_T_enum_get_item() -> PMPI_T_enum_get_item_t {
         _: *mut c_char,
         _: *mut c_int,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -13166,7 +13170,7 @@ pub fn MPI_T_enum_get_item() -> PMPI_T_enum_get_item_t {
 }
 
 pub type PMPI_T_event_callback_get_info_t =
-    unsafe extern "C" fn(MPI_T_event_registration, MPI_T_cb_safety, *mut MPI_Info) -> c_int;
+    unsafe extern "C" fn(MPI_T_event_registration, MPI_T_cb_safety, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_T_event_callback_get_info`: `PMPI_T_event_callback_get_info`.
 pub fn MPI_T_event_callback_get_info() -> PMPI_T_event_callback_get_info_t {
@@ -13174,9 +13178,9 @@ pub fn MPI_T_event_callback_get_info() -> PMPI_T_event_callback_get_info_t {
     unsafe extern "C" fn unresolved(
         _: MPI_T_event_registration,
         _: MPI_T_cb_safety,
-        _: *mut MPI_Info,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -13199,7 +13203,7 @@ pub fn MPI_T_event_callback_set_info() -> PMPI_T_event_callback_set_info_t {
         _: MPI_T_cb_safety,
         _: MPI_Info,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -13217,7 +13221,7 @@ pub type PMPI_T_event_copy_t = unsafe extern "C" fn(MPI_T_event_instance, *mut c
 pub fn MPI_T_event_copy() -> PMPI_T_event_copy_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_T_event_instance, _: *mut c_void) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -13235,7 +13239,7 @@ pub type PMPI_T_event_get_index_t = unsafe extern "C" fn(*const c_char, *mut c_i
 pub fn MPI_T_event_get_index() -> PMPI_T_event_get_index_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: *const c_char, _: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -13252,11 +13256,11 @@ pub type PMPI_T_event_get_info_t = unsafe extern "C" fn(
     *mut c_char,
     *mut c_int,
     *mut c_int,
-    *mut MPI_Datatype,
+    *mut HandleSlot,
     *mut MPI_Aint,
     *mut c_int,
-    *mut MPI_T_enum,
-    *mut MPI_Info,
+    *mut HandleSlot,
+    *mut HandleSlot,
     *mut c_char,
     *mut c_int,
     *mut c_int,
@@ -13270,16 +13274,16 @@ pub fn MPI_T_event_get_info() -> PMPI_T_event_get_info_t {
         _: *mut c_char,
         _: *mut c_int,
         _: *mut c_int,
-        _: *mut MPI_Datatype,
+        _: *mut HandleSlot,
         _: *mut MPI_Aint,
         _: *mut c_int,
-        _: *mut MPI_T_enum,
-        _: *mut MPI_Info,
+        _: *mut HandleSlot,
+        _: *mut HandleSlot,
         _: *mut c_char,
         _: *mut c_int,
         _: *mut c_int,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -13297,7 +13301,7 @@ pub type PMPI_T_event_get_num_t = unsafe extern "C" fn(*mut c_int) -> c_int;
 pub fn MPI_T_event_get_num() -> PMPI_T_event_get_num_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -13316,7 +13320,7 @@ pub type PMPI_T_event_get_source_t =
 pub fn MPI_T_event_get_source() -> PMPI_T_event_get_source_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_T_event_instance, _: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -13335,7 +13339,7 @@ pub type PMPI_T_event_get_timestamp_t =
 pub fn MPI_T_event_get_timestamp() -> PMPI_T_event_get_timestamp_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_T_event_instance, _: *mut MPI_Count) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -13348,7 +13352,7 @@ pub fn MPI_T_event_get_timestamp() -> PMPI_T_event_get_timestamp_t {
 }
 
 pub type PMPI_T_event_handle_alloc_t =
-    unsafe extern "C" fn(c_int, *mut c_void, MPI_Info, *mut MPI_T_event_registration) -> c_int;
+    unsafe extern "C" fn(c_int, *mut c_void, MPI_Info, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_T_event_handle_alloc`: `PMPI_T_event_handle_alloc`.
 pub fn MPI_T_event_handle_alloc() -> PMPI_T_event_handle_alloc_t {
@@ -13357,9 +13361,9 @@ pub fn MPI_T_event_handle_alloc() -> PMPI_T_event_handle_alloc_t {
         _: c_int,
         _: *mut c_void,
         _: MPI_Info,
-        _: *mut MPI_T_event_registration,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -13385,7 +13389,7 @@ pub fn MPI_T_event_handle_free() -> PMPI_T_event_handle_free_t {
         _: *mut c_void,
         _: *mut MPI_T_event_free_cb_function,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -13398,13 +13402,13 @@ pub fn MPI_T_event_handle_free() -> PMPI_T_event_handle_free_t {
 }
 
 pub type PMPI_T_event_handle_get_info_t =
-    unsafe extern "C" fn(MPI_T_event_registration, *mut MPI_Info) -> c_int;
+    unsafe extern "C" fn(MPI_T_event_registration, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_T_event_handle_get_info`: `PMPI_T_event_handle_get_info`.
 pub fn MPI_T_event_handle_get_info() -> PMPI_T_event_handle_get_info_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: MPI_T_event_registration, _: *mut MPI_Info) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: MPI_T_event_registration, _: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -13423,7 +13427,7 @@ pub type PMPI_T_event_handle_set_info_t =
 pub fn MPI_T_event_handle_set_info() -> PMPI_T_event_handle_set_info_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_T_event_registration, _: MPI_Info) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -13442,7 +13446,7 @@ pub type PMPI_T_event_read_t =
 pub fn MPI_T_event_read() -> PMPI_T_event_read_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_T_event_instance, _: c_int, _: *mut c_void) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -13472,7 +13476,7 @@ pub fn MPI_T_event_register_callback() -> PMPI_T_event_register_callback_t {
         _: *mut c_void,
         _: *mut MPI_T_event_cb_function,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -13494,7 +13498,7 @@ pub fn MPI_T_event_set_dropped_handler() -> PMPI_T_event_set_dropped_handler_t {
         _: MPI_T_event_registration,
         _: *mut MPI_T_event_dropped_cb_function,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -13512,7 +13516,7 @@ pub type PMPI_T_finalize_t = unsafe extern "C" fn() -> c_int;
 pub fn MPI_T_finalize() -> PMPI_T_finalize_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved() -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -13530,7 +13534,7 @@ pub type PMPI_T_init_thread_t = unsafe extern "C" fn(c_int, *mut c_int) -> c_int
 pub fn MPI_T_init_thread() -> PMPI_T_init_thread_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: c_int, _: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -13548,7 +13552,7 @@ pub type PMPI_T_pvar_get_index_t = unsafe extern "C" fn(*const c_char, c_int, *m
 pub fn MPI_T_pvar_get_index() -> PMPI_T_pvar_get_index_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: *const c_char, _: c_int, _: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -13566,8 +13570,8 @@ pub type PMPI_T_pvar_get_info_t = unsafe extern "C" fn(
     *mut c_int,
     *mut c_int,
     *mut c_int,
-    *mut MPI_Datatype,
-    *mut MPI_T_enum,
+    *mut HandleSlot,
+    *mut HandleSlot,
     *mut c_char,
     *mut c_int,
     *mut c_int,
@@ -13585,8 +13589,8 @@ pub fn MPI_T_pvar_get_info() -> PMPI_T_pvar_get_info_t {
         _: *mut c_int,
         _: *mut c_int,
         _: *mut c_int,
-        _: *mut MPI_Datatype,
-        _: *mut MPI_T_enum,
+        _: *mut HandleSlot,
+        _: *mut HandleSlot,
         _: *mut c_char,
         _: *mut c_int,
         _: *mut c_int,
@@ -13594,7 +13598,7 @@ pub fn MPI_T_pvar_get_info() -> PMPI_T_pvar_get_info_t {
         _: *mut c_int,
         _: *mut c_int,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -13612,7 +13616,7 @@ pub type PMPI_T_pvar_get_num_t = unsafe extern "C" fn(*mut c_int) -> c_int;
 pub fn MPI_T_pvar_get_num() -> PMPI_T_pvar_get_num_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -13628,7 +13632,7 @@ pub type PMPI_T_pvar_handle_alloc_t = unsafe extern "C" fn(
     MPI_T_pvar_session,
     c_int,
     *mut c_void,
-    *mut MPI_T_pvar_handle,
+    *mut HandleSlot,
     *mut c_int,
 ) -> c_int;
 
@@ -13639,10 +13643,10 @@ pub fn MPI_T_pvar_handle_alloc() -> PMPI_T_pvar_handle_alloc_t {
         _: MPI_T_pvar_session,
         _: c_int,
         _: *mut c_void,
-        _: *mut MPI_T_pvar_handle,
+        _: *mut HandleSlot,
         _: *mut c_int,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -13655,13 +13659,13 @@ pub fn MPI_T_pvar_handle_alloc() -> PMPI_T_pvar_handle_alloc_t {
 }
 
 pub type PMPI_T_pvar_handle_free_t =
-    unsafe extern "C" fn(MPI_T_pvar_session, *mut MPI_T_pvar_handle) -> c_int;
+    unsafe extern "C" fn(MPI_T_pvar_session, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_T_pvar_handle_free`: `PMPI_T_pvar_handle_free`.
 pub fn MPI_T_pvar_handle_free() -> PMPI_T_pvar_handle_free_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: MPI_T_pvar_session, _: *mut MPI_T_pvar_handle) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: MPI_T_pvar_session, _: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -13684,7 +13688,7 @@ pub fn MPI_T_pvar_read() -> PMPI_T_pvar_read_t {
         _: MPI_T_pvar_handle,
         _: *mut c_void,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -13707,7 +13711,7 @@ pub fn MPI_T_pvar_readreset() -> PMPI_T_pvar_readreset_t {
         _: MPI_T_pvar_handle,
         _: *mut c_void,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -13725,7 +13729,7 @@ pub type PMPI_T_pvar_reset_t = unsafe extern "C" fn(MPI_T_pvar_session, MPI_T_pv
 pub fn MPI_T_pvar_reset() -> PMPI_T_pvar_reset_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_T_pvar_session, _: MPI_T_pvar_handle) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -13737,13 +13741,13 @@ pub fn MPI_T_pvar_reset() -> PMPI_T_pvar_reset_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_T_pvar_reset_t>(f) }
 }
 
-pub type PMPI_T_pvar_session_create_t = unsafe extern "C" fn(*mut MPI_T_pvar_session) -> c_int;
+pub type PMPI_T_pvar_session_create_t = unsafe extern "C" fn(*mut HandleSlot) -> c_int;
 
 /// The real `MPI_T_pvar_session_create`: `PMPI_T_pvar_session_create`.
 pub fn MPI_T_pvar_session_create() -> PMPI_T_pvar_session_create_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: *mut MPI_T_pvar_session) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -13755,13 +13759,13 @@ pub fn MPI_T_pvar_session_create() -> PMPI_T_pvar_session_create_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_T_pvar_session_create_t>(f) }
 }
 
-pub type PMPI_T_pvar_session_free_t = unsafe extern "C" fn(*mut MPI_T_pvar_session) -> c_int;
+pub type PMPI_T_pvar_session_free_t = unsafe extern "C" fn(*mut HandleSlot) -> c_int;
 
 /// The real `MPI_T_pvar_session_free`: `PMPI_T_pvar_session_free`.
 pub fn MPI_T_pvar_session_free() -> PMPI_T_pvar_session_free_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: *mut MPI_T_pvar_session) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -13779,7 +13783,7 @@ pub type PMPI_T_pvar_start_t = unsafe extern "C" fn(MPI_T_pvar_session, MPI_T_pv
 pub fn MPI_T_pvar_start() -> PMPI_T_pvar_start_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_T_pvar_session, _: MPI_T_pvar_handle) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -13797,7 +13801,7 @@ pub type PMPI_T_pvar_stop_t = unsafe extern "C" fn(MPI_T_pvar_session, MPI_T_pva
 pub fn MPI_T_pvar_stop() -> PMPI_T_pvar_stop_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_T_pvar_session, _: MPI_T_pvar_handle) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -13820,7 +13824,7 @@ pub fn MPI_T_pvar_write() -> PMPI_T_pvar_write_t {
         _: MPI_T_pvar_handle,
         _: *const c_void,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -13841,7 +13845,7 @@ pub type PMPI_T_source_get_info_t = unsafe extern "C" fn(
     *mut MPI_T_source_order,
     *mut MPI_Count,
     *mut MPI_Count,
-    *mut MPI_Info,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_T_source_get_info`: `PMPI_T_source_get_info`.
@@ -13856,9 +13860,9 @@ pub fn MPI_T_source_get_info() -> PMPI_T_source_get_info_t {
         _: *mut MPI_T_source_order,
         _: *mut MPI_Count,
         _: *mut MPI_Count,
-        _: *mut MPI_Info,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -13876,7 +13880,7 @@ pub type PMPI_T_source_get_num_t = unsafe extern "C" fn(*mut c_int) -> c_int;
 pub fn MPI_T_source_get_num() -> PMPI_T_source_get_num_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -13894,7 +13898,7 @@ pub type PMPI_T_source_get_timestamp_t = unsafe extern "C" fn(c_int, *mut MPI_Co
 pub fn MPI_T_source_get_timestamp() -> PMPI_T_source_get_timestamp_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: c_int, _: *mut MPI_Count) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -13906,17 +13910,17 @@ pub fn MPI_T_source_get_timestamp() -> PMPI_T_source_get_timestamp_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_T_source_get_timestamp_t>(f) }
 }
 
-pub type PMPI_Test_t = unsafe extern "C" fn(*mut MPI_Request, *mut c_int, *mut MPI_Status) -> c_int;
+pub type PMPI_Test_t = unsafe extern "C" fn(*mut HandleSlot, *mut c_int, *mut MPI_Status) -> c_int;
 
 /// The real `MPI_Test`: `PMPI_Test`.
 pub fn MPI_Test() -> PMPI_Test_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
         _: *mut c_int,
         _: *mut MPI_Status,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(&SLOT, c"PMPI_Test", c"MPI_Test", unresolved as *mut c_void);
     // SAFETY: `f` is PMPI_Test or MPI_Test, whose C type this is, or `unresolved`.
@@ -13929,7 +13933,7 @@ pub type PMPI_Test_cancelled_t = unsafe extern "C" fn(*const MPI_Status, *mut c_
 pub fn MPI_Test_cancelled() -> PMPI_Test_cancelled_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: *const MPI_Status, _: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -13942,18 +13946,18 @@ pub fn MPI_Test_cancelled() -> PMPI_Test_cancelled_t {
 }
 
 pub type PMPI_Testall_t =
-    unsafe extern "C" fn(c_int, *mut MPI_Request, *mut c_int, *mut MPI_Status) -> c_int;
+    unsafe extern "C" fn(c_int, *mut HandleSlot, *mut c_int, *mut MPI_Status) -> c_int;
 
 /// The real `MPI_Testall`: `PMPI_Testall`.
 pub fn MPI_Testall() -> PMPI_Testall_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(
         _: c_int,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
         _: *mut c_int,
         _: *mut MPI_Status,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -13966,19 +13970,19 @@ pub fn MPI_Testall() -> PMPI_Testall_t {
 }
 
 pub type PMPI_Testany_t =
-    unsafe extern "C" fn(c_int, *mut MPI_Request, *mut c_int, *mut c_int, *mut MPI_Status) -> c_int;
+    unsafe extern "C" fn(c_int, *mut HandleSlot, *mut c_int, *mut c_int, *mut MPI_Status) -> c_int;
 
 /// The real `MPI_Testany`: `PMPI_Testany`.
 pub fn MPI_Testany() -> PMPI_Testany_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(
         _: c_int,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
         _: *mut c_int,
         _: *mut c_int,
         _: *mut MPI_Status,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -13991,19 +13995,19 @@ pub fn MPI_Testany() -> PMPI_Testany_t {
 }
 
 pub type PMPI_Testsome_t =
-    unsafe extern "C" fn(c_int, *mut MPI_Request, *mut c_int, *mut c_int, *mut MPI_Status) -> c_int;
+    unsafe extern "C" fn(c_int, *mut HandleSlot, *mut c_int, *mut c_int, *mut MPI_Status) -> c_int;
 
 /// The real `MPI_Testsome`: `PMPI_Testsome`.
 pub fn MPI_Testsome() -> PMPI_Testsome_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(
         _: c_int,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
         _: *mut c_int,
         _: *mut c_int,
         _: *mut MPI_Status,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -14021,7 +14025,7 @@ pub type PMPI_Topo_test_t = unsafe extern "C" fn(MPI_Comm, *mut c_int) -> c_int;
 pub fn MPI_Topo_test() -> PMPI_Topo_test_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Comm, _: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -14033,13 +14037,13 @@ pub fn MPI_Topo_test() -> PMPI_Topo_test_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Topo_test_t>(f) }
 }
 
-pub type PMPI_Type_commit_t = unsafe extern "C" fn(*mut MPI_Datatype) -> c_int;
+pub type PMPI_Type_commit_t = unsafe extern "C" fn(*mut HandleSlot) -> c_int;
 
 /// The real `MPI_Type_commit`: `PMPI_Type_commit`.
 pub fn MPI_Type_commit() -> PMPI_Type_commit_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: *mut MPI_Datatype) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -14052,13 +14056,13 @@ pub fn MPI_Type_commit() -> PMPI_Type_commit_t {
 }
 
 pub type PMPI_Type_contiguous_t =
-    unsafe extern "C" fn(c_int, MPI_Datatype, *mut MPI_Datatype) -> c_int;
+    unsafe extern "C" fn(c_int, MPI_Datatype, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Type_contiguous`: `PMPI_Type_contiguous`.
 pub fn MPI_Type_contiguous() -> PMPI_Type_contiguous_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: c_int, _: MPI_Datatype, _: *mut MPI_Datatype) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: c_int, _: MPI_Datatype, _: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -14071,13 +14075,13 @@ pub fn MPI_Type_contiguous() -> PMPI_Type_contiguous_t {
 }
 
 pub type PMPI_Type_contiguous_c_t =
-    unsafe extern "C" fn(MPI_Count, MPI_Datatype, *mut MPI_Datatype) -> c_int;
+    unsafe extern "C" fn(MPI_Count, MPI_Datatype, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Type_contiguous_c`: `PMPI_Type_contiguous_c`.
 pub fn MPI_Type_contiguous_c() -> PMPI_Type_contiguous_c_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: MPI_Count, _: MPI_Datatype, _: *mut MPI_Datatype) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: MPI_Count, _: MPI_Datatype, _: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -14099,7 +14103,7 @@ pub type PMPI_Type_create_darray_t = unsafe extern "C" fn(
     *const c_int,
     c_int,
     MPI_Datatype,
-    *mut MPI_Datatype,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Type_create_darray`: `PMPI_Type_create_darray`.
@@ -14115,9 +14119,9 @@ pub fn MPI_Type_create_darray() -> PMPI_Type_create_darray_t {
         _: *const c_int,
         _: c_int,
         _: MPI_Datatype,
-        _: *mut MPI_Datatype,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -14139,7 +14143,7 @@ pub type PMPI_Type_create_darray_c_t = unsafe extern "C" fn(
     *const c_int,
     c_int,
     MPI_Datatype,
-    *mut MPI_Datatype,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Type_create_darray_c`: `PMPI_Type_create_darray_c`.
@@ -14155,9 +14159,9 @@ pub fn MPI_Type_create_darray_c() -> PMPI_Type_create_darray_c_t {
         _: *const c_int,
         _: c_int,
         _: MPI_Datatype,
-        _: *mut MPI_Datatype,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -14170,13 +14174,13 @@ pub fn MPI_Type_create_darray_c() -> PMPI_Type_create_darray_c_t {
 }
 
 pub type PMPI_Type_create_f90_complex_t =
-    unsafe extern "C" fn(c_int, c_int, *mut MPI_Datatype) -> c_int;
+    unsafe extern "C" fn(c_int, c_int, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Type_create_f90_complex`: `PMPI_Type_create_f90_complex`.
 pub fn MPI_Type_create_f90_complex() -> PMPI_Type_create_f90_complex_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: c_int, _: c_int, _: *mut MPI_Datatype) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: c_int, _: c_int, _: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -14188,13 +14192,13 @@ pub fn MPI_Type_create_f90_complex() -> PMPI_Type_create_f90_complex_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Type_create_f90_complex_t>(f) }
 }
 
-pub type PMPI_Type_create_f90_integer_t = unsafe extern "C" fn(c_int, *mut MPI_Datatype) -> c_int;
+pub type PMPI_Type_create_f90_integer_t = unsafe extern "C" fn(c_int, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Type_create_f90_integer`: `PMPI_Type_create_f90_integer`.
 pub fn MPI_Type_create_f90_integer() -> PMPI_Type_create_f90_integer_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: c_int, _: *mut MPI_Datatype) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: c_int, _: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -14206,14 +14210,13 @@ pub fn MPI_Type_create_f90_integer() -> PMPI_Type_create_f90_integer_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Type_create_f90_integer_t>(f) }
 }
 
-pub type PMPI_Type_create_f90_real_t =
-    unsafe extern "C" fn(c_int, c_int, *mut MPI_Datatype) -> c_int;
+pub type PMPI_Type_create_f90_real_t = unsafe extern "C" fn(c_int, c_int, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Type_create_f90_real`: `PMPI_Type_create_f90_real`.
 pub fn MPI_Type_create_f90_real() -> PMPI_Type_create_f90_real_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: c_int, _: c_int, _: *mut MPI_Datatype) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: c_int, _: c_int, _: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -14230,7 +14233,7 @@ pub type PMPI_Type_create_hindexed_t = unsafe extern "C" fn(
     *const c_int,
     *const MPI_Aint,
     MPI_Datatype,
-    *mut MPI_Datatype,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Type_create_hindexed`: `PMPI_Type_create_hindexed`.
@@ -14241,9 +14244,9 @@ pub fn MPI_Type_create_hindexed() -> PMPI_Type_create_hindexed_t {
         _: *const c_int,
         _: *const MPI_Aint,
         _: MPI_Datatype,
-        _: *mut MPI_Datatype,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -14256,7 +14259,7 @@ pub fn MPI_Type_create_hindexed() -> PMPI_Type_create_hindexed_t {
 }
 
 pub type PMPI_Type_create_hindexed_block_t =
-    unsafe extern "C" fn(c_int, c_int, *const MPI_Aint, MPI_Datatype, *mut MPI_Datatype) -> c_int;
+    unsafe extern "C" fn(c_int, c_int, *const MPI_Aint, MPI_Datatype, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Type_create_hindexed_block`: `PMPI_Type_create_hindexed_block`.
 pub fn MPI_Type_create_hindexed_block() -> PMPI_Type_create_hindexed_block_t {
@@ -14266,9 +14269,9 @@ pub fn MPI_Type_create_hindexed_block() -> PMPI_Type_create_hindexed_block_t {
         _: c_int,
         _: *const MPI_Aint,
         _: MPI_Datatype,
-        _: *mut MPI_Datatype,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -14285,7 +14288,7 @@ pub type PMPI_Type_create_hindexed_block_c_t = unsafe extern "C" fn(
     MPI_Count,
     *const MPI_Count,
     MPI_Datatype,
-    *mut MPI_Datatype,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Type_create_hindexed_block_c`: `PMPI_Type_create_hindexed_block_c`.
@@ -14296,9 +14299,9 @@ pub fn MPI_Type_create_hindexed_block_c() -> PMPI_Type_create_hindexed_block_c_t
         _: MPI_Count,
         _: *const MPI_Count,
         _: MPI_Datatype,
-        _: *mut MPI_Datatype,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -14315,7 +14318,7 @@ pub type PMPI_Type_create_hindexed_c_t = unsafe extern "C" fn(
     *const MPI_Count,
     *const MPI_Count,
     MPI_Datatype,
-    *mut MPI_Datatype,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Type_create_hindexed_c`: `PMPI_Type_create_hindexed_c`.
@@ -14326,9 +14329,9 @@ pub fn MPI_Type_create_hindexed_c() -> PMPI_Type_create_hindexed_c_t {
         _: *const MPI_Count,
         _: *const MPI_Count,
         _: MPI_Datatype,
-        _: *mut MPI_Datatype,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -14341,7 +14344,7 @@ pub fn MPI_Type_create_hindexed_c() -> PMPI_Type_create_hindexed_c_t {
 }
 
 pub type PMPI_Type_create_hvector_t =
-    unsafe extern "C" fn(c_int, c_int, MPI_Aint, MPI_Datatype, *mut MPI_Datatype) -> c_int;
+    unsafe extern "C" fn(c_int, c_int, MPI_Aint, MPI_Datatype, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Type_create_hvector`: `PMPI_Type_create_hvector`.
 pub fn MPI_Type_create_hvector() -> PMPI_Type_create_hvector_t {
@@ -14351,9 +14354,9 @@ pub fn MPI_Type_create_hvector() -> PMPI_Type_create_hvector_t {
         _: c_int,
         _: MPI_Aint,
         _: MPI_Datatype,
-        _: *mut MPI_Datatype,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -14366,7 +14369,7 @@ pub fn MPI_Type_create_hvector() -> PMPI_Type_create_hvector_t {
 }
 
 pub type PMPI_Type_create_hvector_c_t =
-    unsafe extern "C" fn(MPI_Count, MPI_Count, MPI_Count, MPI_Datatype, *mut MPI_Datatype) -> c_int;
+    unsafe extern "C" fn(MPI_Count, MPI_Count, MPI_Count, MPI_Datatype, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Type_create_hvector_c`: `PMPI_Type_create_hvector_c`.
 pub fn MPI_Type_create_hvector_c() -> PMPI_Type_create_hvector_c_t {
@@ -14376,9 +14379,9 @@ pub fn MPI_Type_create_hvector_c() -> PMPI_Type_create_hvector_c_t {
         _: MPI_Count,
         _: MPI_Count,
         _: MPI_Datatype,
-        _: *mut MPI_Datatype,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -14391,7 +14394,7 @@ pub fn MPI_Type_create_hvector_c() -> PMPI_Type_create_hvector_c_t {
 }
 
 pub type PMPI_Type_create_indexed_block_t =
-    unsafe extern "C" fn(c_int, c_int, *const c_int, MPI_Datatype, *mut MPI_Datatype) -> c_int;
+    unsafe extern "C" fn(c_int, c_int, *const c_int, MPI_Datatype, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Type_create_indexed_block`: `PMPI_Type_create_indexed_block`.
 pub fn MPI_Type_create_indexed_block() -> PMPI_Type_create_indexed_block_t {
@@ -14401,9 +14404,9 @@ pub fn MPI_Type_create_indexed_block() -> PMPI_Type_create_indexed_block_t {
         _: c_int,
         _: *const c_int,
         _: MPI_Datatype,
-        _: *mut MPI_Datatype,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -14420,7 +14423,7 @@ pub type PMPI_Type_create_indexed_block_c_t = unsafe extern "C" fn(
     MPI_Count,
     *const MPI_Count,
     MPI_Datatype,
-    *mut MPI_Datatype,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Type_create_indexed_block_c`: `PMPI_Type_create_indexed_block_c`.
@@ -14431,9 +14434,9 @@ pub fn MPI_Type_create_indexed_block_c() -> PMPI_Type_create_indexed_block_c_t {
         _: MPI_Count,
         _: *const MPI_Count,
         _: MPI_Datatype,
-        _: *mut MPI_Datatype,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -14461,7 +14464,7 @@ pub fn MPI_Type_create_keyval() -> PMPI_Type_create_keyval_t {
         _: *mut c_int,
         _: *mut c_void,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -14474,7 +14477,7 @@ pub fn MPI_Type_create_keyval() -> PMPI_Type_create_keyval_t {
 }
 
 pub type PMPI_Type_create_resized_t =
-    unsafe extern "C" fn(MPI_Datatype, MPI_Aint, MPI_Aint, *mut MPI_Datatype) -> c_int;
+    unsafe extern "C" fn(MPI_Datatype, MPI_Aint, MPI_Aint, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Type_create_resized`: `PMPI_Type_create_resized`.
 pub fn MPI_Type_create_resized() -> PMPI_Type_create_resized_t {
@@ -14483,9 +14486,9 @@ pub fn MPI_Type_create_resized() -> PMPI_Type_create_resized_t {
         _: MPI_Datatype,
         _: MPI_Aint,
         _: MPI_Aint,
-        _: *mut MPI_Datatype,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -14498,7 +14501,7 @@ pub fn MPI_Type_create_resized() -> PMPI_Type_create_resized_t {
 }
 
 pub type PMPI_Type_create_resized_c_t =
-    unsafe extern "C" fn(MPI_Datatype, MPI_Count, MPI_Count, *mut MPI_Datatype) -> c_int;
+    unsafe extern "C" fn(MPI_Datatype, MPI_Count, MPI_Count, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Type_create_resized_c`: `PMPI_Type_create_resized_c`.
 pub fn MPI_Type_create_resized_c() -> PMPI_Type_create_resized_c_t {
@@ -14507,9 +14510,9 @@ pub fn MPI_Type_create_resized_c() -> PMPI_Type_create_resized_c_t {
         _: MPI_Datatype,
         _: MPI_Count,
         _: MPI_Count,
-        _: *mut MPI_Datatype,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -14525,8 +14528,8 @@ pub type PMPI_Type_create_struct_t = unsafe extern "C" fn(
     c_int,
     *const c_int,
     *const MPI_Aint,
-    *const MPI_Datatype,
-    *mut MPI_Datatype,
+    *const HandleSlot,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Type_create_struct`: `PMPI_Type_create_struct`.
@@ -14536,10 +14539,10 @@ pub fn MPI_Type_create_struct() -> PMPI_Type_create_struct_t {
         _: c_int,
         _: *const c_int,
         _: *const MPI_Aint,
-        _: *const MPI_Datatype,
-        _: *mut MPI_Datatype,
+        _: *const HandleSlot,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -14555,8 +14558,8 @@ pub type PMPI_Type_create_struct_c_t = unsafe extern "C" fn(
     MPI_Count,
     *const MPI_Count,
     *const MPI_Count,
-    *const MPI_Datatype,
-    *mut MPI_Datatype,
+    *const HandleSlot,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Type_create_struct_c`: `PMPI_Type_create_struct_c`.
@@ -14566,10 +14569,10 @@ pub fn MPI_Type_create_struct_c() -> PMPI_Type_create_struct_c_t {
         _: MPI_Count,
         _: *const MPI_Count,
         _: *const MPI_Count,
-        _: *const MPI_Datatype,
-        _: *mut MPI_Datatype,
+        _: *const HandleSlot,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -14588,7 +14591,7 @@ pub type PMPI_Type_create_subarray_t = unsafe extern "C" fn(
     *const c_int,
     c_int,
     MPI_Datatype,
-    *mut MPI_Datatype,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Type_create_subarray`: `PMPI_Type_create_subarray`.
@@ -14601,9 +14604,9 @@ pub fn MPI_Type_create_subarray() -> PMPI_Type_create_subarray_t {
         _: *const c_int,
         _: c_int,
         _: MPI_Datatype,
-        _: *mut MPI_Datatype,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -14622,7 +14625,7 @@ pub type PMPI_Type_create_subarray_c_t = unsafe extern "C" fn(
     *const MPI_Count,
     c_int,
     MPI_Datatype,
-    *mut MPI_Datatype,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Type_create_subarray_c`: `PMPI_Type_create_subarray_c`.
@@ -14635,9 +14638,9 @@ pub fn MPI_Type_create_subarray_c() -> PMPI_Type_create_subarray_c_t {
         _: *const MPI_Count,
         _: c_int,
         _: MPI_Datatype,
-        _: *mut MPI_Datatype,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -14655,7 +14658,7 @@ pub type PMPI_Type_delete_attr_t = unsafe extern "C" fn(MPI_Datatype, c_int) -> 
 pub fn MPI_Type_delete_attr() -> PMPI_Type_delete_attr_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Datatype, _: c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -14667,13 +14670,13 @@ pub fn MPI_Type_delete_attr() -> PMPI_Type_delete_attr_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Type_delete_attr_t>(f) }
 }
 
-pub type PMPI_Type_dup_t = unsafe extern "C" fn(MPI_Datatype, *mut MPI_Datatype) -> c_int;
+pub type PMPI_Type_dup_t = unsafe extern "C" fn(MPI_Datatype, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Type_dup`: `PMPI_Type_dup`.
 pub fn MPI_Type_dup() -> PMPI_Type_dup_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: MPI_Datatype, _: *mut MPI_Datatype) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: MPI_Datatype, _: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -14691,7 +14694,7 @@ pub type PMPI_Type_extent_t = unsafe extern "C" fn(MPI_Datatype, *mut MPI_Aint) 
 pub fn MPI_Type_extent() -> PMPI_Type_extent_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Datatype, _: *mut MPI_Aint) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -14703,13 +14706,13 @@ pub fn MPI_Type_extent() -> PMPI_Type_extent_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Type_extent_t>(f) }
 }
 
-pub type PMPI_Type_free_t = unsafe extern "C" fn(*mut MPI_Datatype) -> c_int;
+pub type PMPI_Type_free_t = unsafe extern "C" fn(*mut HandleSlot) -> c_int;
 
 /// The real `MPI_Type_free`: `PMPI_Type_free`.
 pub fn MPI_Type_free() -> PMPI_Type_free_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: *mut MPI_Datatype) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -14727,7 +14730,7 @@ pub type PMPI_Type_free_keyval_t = unsafe extern "C" fn(*mut c_int) -> c_int;
 pub fn MPI_Type_free_keyval() -> PMPI_Type_free_keyval_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -14751,7 +14754,7 @@ pub fn MPI_Type_get_attr() -> PMPI_Type_get_attr_t {
         _: *mut c_void,
         _: *mut c_int,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -14770,7 +14773,7 @@ pub type PMPI_Type_get_contents_t = unsafe extern "C" fn(
     c_int,
     *mut c_int,
     *mut MPI_Aint,
-    *mut MPI_Datatype,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Type_get_contents`: `PMPI_Type_get_contents`.
@@ -14783,9 +14786,9 @@ pub fn MPI_Type_get_contents() -> PMPI_Type_get_contents_t {
         _: c_int,
         _: *mut c_int,
         _: *mut MPI_Aint,
-        _: *mut MPI_Datatype,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -14806,7 +14809,7 @@ pub type PMPI_Type_get_contents_c_t = unsafe extern "C" fn(
     *mut c_int,
     *mut MPI_Aint,
     *mut MPI_Count,
-    *mut MPI_Datatype,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Type_get_contents_c`: `PMPI_Type_get_contents_c`.
@@ -14821,9 +14824,9 @@ pub fn MPI_Type_get_contents_c() -> PMPI_Type_get_contents_c_t {
         _: *mut c_int,
         _: *mut MPI_Aint,
         _: *mut MPI_Count,
-        _: *mut MPI_Datatype,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -14848,7 +14851,7 @@ pub fn MPI_Type_get_envelope() -> PMPI_Type_get_envelope_t {
         _: *mut c_int,
         _: *mut c_int,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -14880,7 +14883,7 @@ pub fn MPI_Type_get_envelope_c() -> PMPI_Type_get_envelope_c_t {
         _: *mut MPI_Count,
         _: *mut c_int,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -14899,7 +14902,7 @@ pub type PMPI_Type_get_extent_t =
 pub fn MPI_Type_get_extent() -> PMPI_Type_get_extent_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Datatype, _: *mut MPI_Aint, _: *mut MPI_Aint) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -14922,7 +14925,7 @@ pub fn MPI_Type_get_extent_c() -> PMPI_Type_get_extent_c_t {
         _: *mut MPI_Count,
         _: *mut MPI_Count,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -14945,7 +14948,7 @@ pub fn MPI_Type_get_extent_x() -> PMPI_Type_get_extent_x_t {
         _: *mut MPI_Count,
         _: *mut MPI_Count,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -14964,7 +14967,7 @@ pub type PMPI_Type_get_name_t =
 pub fn MPI_Type_get_name() -> PMPI_Type_get_name_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Datatype, _: *mut c_char, _: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -14983,7 +14986,7 @@ pub type PMPI_Type_get_true_extent_t =
 pub fn MPI_Type_get_true_extent() -> PMPI_Type_get_true_extent_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Datatype, _: *mut MPI_Aint, _: *mut MPI_Aint) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -15006,7 +15009,7 @@ pub fn MPI_Type_get_true_extent_c() -> PMPI_Type_get_true_extent_c_t {
         _: *mut MPI_Count,
         _: *mut MPI_Count,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -15029,7 +15032,7 @@ pub fn MPI_Type_get_true_extent_x() -> PMPI_Type_get_true_extent_x_t {
         _: *mut MPI_Count,
         _: *mut MPI_Count,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -15041,13 +15044,8 @@ pub fn MPI_Type_get_true_extent_x() -> PMPI_Type_get_true_extent_x_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Type_get_true_extent_x_t>(f) }
 }
 
-pub type PMPI_Type_hindexed_t = unsafe extern "C" fn(
-    c_int,
-    *mut c_int,
-    *mut MPI_Aint,
-    MPI_Datatype,
-    *mut MPI_Datatype,
-) -> c_int;
+pub type PMPI_Type_hindexed_t =
+    unsafe extern "C" fn(c_int, *mut c_int, *mut MPI_Aint, MPI_Datatype, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Type_hindexed`: `PMPI_Type_hindexed`.
 pub fn MPI_Type_hindexed() -> PMPI_Type_hindexed_t {
@@ -15057,9 +15055,9 @@ pub fn MPI_Type_hindexed() -> PMPI_Type_hindexed_t {
         _: *mut c_int,
         _: *mut MPI_Aint,
         _: MPI_Datatype,
-        _: *mut MPI_Datatype,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -15072,7 +15070,7 @@ pub fn MPI_Type_hindexed() -> PMPI_Type_hindexed_t {
 }
 
 pub type PMPI_Type_hvector_t =
-    unsafe extern "C" fn(c_int, c_int, MPI_Aint, MPI_Datatype, *mut MPI_Datatype) -> c_int;
+    unsafe extern "C" fn(c_int, c_int, MPI_Aint, MPI_Datatype, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Type_hvector`: `PMPI_Type_hvector`.
 pub fn MPI_Type_hvector() -> PMPI_Type_hvector_t {
@@ -15082,9 +15080,9 @@ pub fn MPI_Type_hvector() -> PMPI_Type_hvector_t {
         _: c_int,
         _: MPI_Aint,
         _: MPI_Datatype,
-        _: *mut MPI_Datatype,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -15096,13 +15094,8 @@ pub fn MPI_Type_hvector() -> PMPI_Type_hvector_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Type_hvector_t>(f) }
 }
 
-pub type PMPI_Type_indexed_t = unsafe extern "C" fn(
-    c_int,
-    *const c_int,
-    *const c_int,
-    MPI_Datatype,
-    *mut MPI_Datatype,
-) -> c_int;
+pub type PMPI_Type_indexed_t =
+    unsafe extern "C" fn(c_int, *const c_int, *const c_int, MPI_Datatype, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Type_indexed`: `PMPI_Type_indexed`.
 pub fn MPI_Type_indexed() -> PMPI_Type_indexed_t {
@@ -15112,9 +15105,9 @@ pub fn MPI_Type_indexed() -> PMPI_Type_indexed_t {
         _: *const c_int,
         _: *const c_int,
         _: MPI_Datatype,
-        _: *mut MPI_Datatype,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -15131,7 +15124,7 @@ pub type PMPI_Type_indexed_c_t = unsafe extern "C" fn(
     *const MPI_Count,
     *const MPI_Count,
     MPI_Datatype,
-    *mut MPI_Datatype,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Type_indexed_c`: `PMPI_Type_indexed_c`.
@@ -15142,9 +15135,9 @@ pub fn MPI_Type_indexed_c() -> PMPI_Type_indexed_c_t {
         _: *const MPI_Count,
         _: *const MPI_Count,
         _: MPI_Datatype,
-        _: *mut MPI_Datatype,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -15162,7 +15155,7 @@ pub type PMPI_Type_lb_t = unsafe extern "C" fn(MPI_Datatype, *mut MPI_Aint) -> c
 pub fn MPI_Type_lb() -> PMPI_Type_lb_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Datatype, _: *mut MPI_Aint) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -15174,13 +15167,13 @@ pub fn MPI_Type_lb() -> PMPI_Type_lb_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Type_lb_t>(f) }
 }
 
-pub type PMPI_Type_match_size_t = unsafe extern "C" fn(c_int, c_int, *mut MPI_Datatype) -> c_int;
+pub type PMPI_Type_match_size_t = unsafe extern "C" fn(c_int, c_int, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Type_match_size`: `PMPI_Type_match_size`.
 pub fn MPI_Type_match_size() -> PMPI_Type_match_size_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: c_int, _: c_int, _: *mut MPI_Datatype) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: c_int, _: c_int, _: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -15198,7 +15191,7 @@ pub type PMPI_Type_set_attr_t = unsafe extern "C" fn(MPI_Datatype, c_int, *mut c
 pub fn MPI_Type_set_attr() -> PMPI_Type_set_attr_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Datatype, _: c_int, _: *mut c_void) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -15216,7 +15209,7 @@ pub type PMPI_Type_set_name_t = unsafe extern "C" fn(MPI_Datatype, *const c_char
 pub fn MPI_Type_set_name() -> PMPI_Type_set_name_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Datatype, _: *const c_char) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -15234,7 +15227,7 @@ pub type PMPI_Type_size_t = unsafe extern "C" fn(MPI_Datatype, *mut c_int) -> c_
 pub fn MPI_Type_size() -> PMPI_Type_size_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Datatype, _: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -15252,7 +15245,7 @@ pub type PMPI_Type_size_c_t = unsafe extern "C" fn(MPI_Datatype, *mut MPI_Count)
 pub fn MPI_Type_size_c() -> PMPI_Type_size_c_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Datatype, _: *mut MPI_Count) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -15270,7 +15263,7 @@ pub type PMPI_Type_size_x_t = unsafe extern "C" fn(MPI_Datatype, *mut MPI_Count)
 pub fn MPI_Type_size_x() -> PMPI_Type_size_x_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Datatype, _: *mut MPI_Count) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -15286,8 +15279,8 @@ pub type PMPI_Type_struct_t = unsafe extern "C" fn(
     c_int,
     *mut c_int,
     *mut MPI_Aint,
-    *mut MPI_Datatype,
-    *mut MPI_Datatype,
+    *mut HandleSlot,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Type_struct`: `PMPI_Type_struct`.
@@ -15297,10 +15290,10 @@ pub fn MPI_Type_struct() -> PMPI_Type_struct_t {
         _: c_int,
         _: *mut c_int,
         _: *mut MPI_Aint,
-        _: *mut MPI_Datatype,
-        _: *mut MPI_Datatype,
+        _: *mut HandleSlot,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -15318,7 +15311,7 @@ pub type PMPI_Type_ub_t = unsafe extern "C" fn(MPI_Datatype, *mut MPI_Aint) -> c
 pub fn MPI_Type_ub() -> PMPI_Type_ub_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Datatype, _: *mut MPI_Aint) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -15331,7 +15324,7 @@ pub fn MPI_Type_ub() -> PMPI_Type_ub_t {
 }
 
 pub type PMPI_Type_vector_t =
-    unsafe extern "C" fn(c_int, c_int, c_int, MPI_Datatype, *mut MPI_Datatype) -> c_int;
+    unsafe extern "C" fn(c_int, c_int, c_int, MPI_Datatype, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Type_vector`: `PMPI_Type_vector`.
 pub fn MPI_Type_vector() -> PMPI_Type_vector_t {
@@ -15341,9 +15334,9 @@ pub fn MPI_Type_vector() -> PMPI_Type_vector_t {
         _: c_int,
         _: c_int,
         _: MPI_Datatype,
-        _: *mut MPI_Datatype,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -15356,7 +15349,7 @@ pub fn MPI_Type_vector() -> PMPI_Type_vector_t {
 }
 
 pub type PMPI_Type_vector_c_t =
-    unsafe extern "C" fn(MPI_Count, MPI_Count, MPI_Count, MPI_Datatype, *mut MPI_Datatype) -> c_int;
+    unsafe extern "C" fn(MPI_Count, MPI_Count, MPI_Count, MPI_Datatype, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Type_vector_c`: `PMPI_Type_vector_c`.
 pub fn MPI_Type_vector_c() -> PMPI_Type_vector_c_t {
@@ -15366,9 +15359,9 @@ pub fn MPI_Type_vector_c() -> PMPI_Type_vector_c_t {
         _: MPI_Count,
         _: MPI_Count,
         _: MPI_Datatype,
-        _: *mut MPI_Datatype,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -15402,7 +15395,7 @@ pub fn MPI_Unpack() -> PMPI_Unpack_t {
         _: MPI_Datatype,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -15436,7 +15429,7 @@ pub fn MPI_Unpack_c() -> PMPI_Unpack_c_t {
         _: MPI_Datatype,
         _: MPI_Comm,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -15470,7 +15463,7 @@ pub fn MPI_Unpack_external() -> PMPI_Unpack_external_t {
         _: c_int,
         _: MPI_Datatype,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -15504,7 +15497,7 @@ pub fn MPI_Unpack_external_c() -> PMPI_Unpack_external_c_t {
         _: MPI_Count,
         _: MPI_Datatype,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -15523,7 +15516,7 @@ pub type PMPI_Unpublish_name_t =
 pub fn MPI_Unpublish_name() -> PMPI_Unpublish_name_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: *const c_char, _: MPI_Info, _: *const c_char) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -15535,26 +15528,26 @@ pub fn MPI_Unpublish_name() -> PMPI_Unpublish_name_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Unpublish_name_t>(f) }
 }
 
-pub type PMPI_Wait_t = unsafe extern "C" fn(*mut MPI_Request, *mut MPI_Status) -> c_int;
+pub type PMPI_Wait_t = unsafe extern "C" fn(*mut HandleSlot, *mut MPI_Status) -> c_int;
 
 /// The real `MPI_Wait`: `PMPI_Wait`.
 pub fn MPI_Wait() -> PMPI_Wait_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: *mut MPI_Request, _: *mut MPI_Status) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: *mut HandleSlot, _: *mut MPI_Status) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(&SLOT, c"PMPI_Wait", c"MPI_Wait", unresolved as *mut c_void);
     // SAFETY: `f` is PMPI_Wait or MPI_Wait, whose C type this is, or `unresolved`.
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Wait_t>(f) }
 }
 
-pub type PMPI_Waitall_t = unsafe extern "C" fn(c_int, *mut MPI_Request, *mut MPI_Status) -> c_int;
+pub type PMPI_Waitall_t = unsafe extern "C" fn(c_int, *mut HandleSlot, *mut MPI_Status) -> c_int;
 
 /// The real `MPI_Waitall`: `PMPI_Waitall`.
 pub fn MPI_Waitall() -> PMPI_Waitall_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: c_int, _: *mut MPI_Request, _: *mut MPI_Status) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: c_int, _: *mut HandleSlot, _: *mut MPI_Status) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -15567,18 +15560,18 @@ pub fn MPI_Waitall() -> PMPI_Waitall_t {
 }
 
 pub type PMPI_Waitany_t =
-    unsafe extern "C" fn(c_int, *mut MPI_Request, *mut c_int, *mut MPI_Status) -> c_int;
+    unsafe extern "C" fn(c_int, *mut HandleSlot, *mut c_int, *mut MPI_Status) -> c_int;
 
 /// The real `MPI_Waitany`: `PMPI_Waitany`.
 pub fn MPI_Waitany() -> PMPI_Waitany_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(
         _: c_int,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
         _: *mut c_int,
         _: *mut MPI_Status,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -15591,19 +15584,19 @@ pub fn MPI_Waitany() -> PMPI_Waitany_t {
 }
 
 pub type PMPI_Waitsome_t =
-    unsafe extern "C" fn(c_int, *mut MPI_Request, *mut c_int, *mut c_int, *mut MPI_Status) -> c_int;
+    unsafe extern "C" fn(c_int, *mut HandleSlot, *mut c_int, *mut c_int, *mut MPI_Status) -> c_int;
 
 /// The real `MPI_Waitsome`: `PMPI_Waitsome`.
 pub fn MPI_Waitsome() -> PMPI_Waitsome_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(
         _: c_int,
-        _: *mut MPI_Request,
+        _: *mut HandleSlot,
         _: *mut c_int,
         _: *mut c_int,
         _: *mut MPI_Status,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -15615,8 +15608,14 @@ pub fn MPI_Waitsome() -> PMPI_Waitsome_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Waitsome_t>(f) }
 }
 
-pub type PMPI_Win_allocate_t =
-    unsafe extern "C" fn(MPI_Aint, c_int, MPI_Info, MPI_Comm, *mut c_void, *mut MPI_Win) -> c_int;
+pub type PMPI_Win_allocate_t = unsafe extern "C" fn(
+    MPI_Aint,
+    c_int,
+    MPI_Info,
+    MPI_Comm,
+    *mut c_void,
+    *mut HandleSlot,
+) -> c_int;
 
 /// The real `MPI_Win_allocate`: `PMPI_Win_allocate`.
 pub fn MPI_Win_allocate() -> PMPI_Win_allocate_t {
@@ -15627,9 +15626,9 @@ pub fn MPI_Win_allocate() -> PMPI_Win_allocate_t {
         _: MPI_Info,
         _: MPI_Comm,
         _: *mut c_void,
-        _: *mut MPI_Win,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -15647,7 +15646,7 @@ pub type PMPI_Win_allocate_c_t = unsafe extern "C" fn(
     MPI_Info,
     MPI_Comm,
     *mut c_void,
-    *mut MPI_Win,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Win_allocate_c`: `PMPI_Win_allocate_c`.
@@ -15659,9 +15658,9 @@ pub fn MPI_Win_allocate_c() -> PMPI_Win_allocate_c_t {
         _: MPI_Info,
         _: MPI_Comm,
         _: *mut c_void,
-        _: *mut MPI_Win,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -15673,8 +15672,14 @@ pub fn MPI_Win_allocate_c() -> PMPI_Win_allocate_c_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Win_allocate_c_t>(f) }
 }
 
-pub type PMPI_Win_allocate_shared_t =
-    unsafe extern "C" fn(MPI_Aint, c_int, MPI_Info, MPI_Comm, *mut c_void, *mut MPI_Win) -> c_int;
+pub type PMPI_Win_allocate_shared_t = unsafe extern "C" fn(
+    MPI_Aint,
+    c_int,
+    MPI_Info,
+    MPI_Comm,
+    *mut c_void,
+    *mut HandleSlot,
+) -> c_int;
 
 /// The real `MPI_Win_allocate_shared`: `PMPI_Win_allocate_shared`.
 pub fn MPI_Win_allocate_shared() -> PMPI_Win_allocate_shared_t {
@@ -15685,9 +15690,9 @@ pub fn MPI_Win_allocate_shared() -> PMPI_Win_allocate_shared_t {
         _: MPI_Info,
         _: MPI_Comm,
         _: *mut c_void,
-        _: *mut MPI_Win,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -15705,7 +15710,7 @@ pub type PMPI_Win_allocate_shared_c_t = unsafe extern "C" fn(
     MPI_Info,
     MPI_Comm,
     *mut c_void,
-    *mut MPI_Win,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Win_allocate_shared_c`: `PMPI_Win_allocate_shared_c`.
@@ -15717,9 +15722,9 @@ pub fn MPI_Win_allocate_shared_c() -> PMPI_Win_allocate_shared_c_t {
         _: MPI_Info,
         _: MPI_Comm,
         _: *mut c_void,
-        _: *mut MPI_Win,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -15737,7 +15742,7 @@ pub type PMPI_Win_attach_t = unsafe extern "C" fn(MPI_Win, *mut c_void, MPI_Aint
 pub fn MPI_Win_attach() -> PMPI_Win_attach_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Win, _: *mut c_void, _: MPI_Aint) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -15755,7 +15760,7 @@ pub type PMPI_Win_call_errhandler_t = unsafe extern "C" fn(MPI_Win, c_int) -> c_
 pub fn MPI_Win_call_errhandler() -> PMPI_Win_call_errhandler_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Win, _: c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -15773,7 +15778,7 @@ pub type PMPI_Win_complete_t = unsafe extern "C" fn(MPI_Win) -> c_int;
 pub fn MPI_Win_complete() -> PMPI_Win_complete_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Win) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -15785,8 +15790,14 @@ pub fn MPI_Win_complete() -> PMPI_Win_complete_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Win_complete_t>(f) }
 }
 
-pub type PMPI_Win_create_t =
-    unsafe extern "C" fn(*mut c_void, MPI_Aint, c_int, MPI_Info, MPI_Comm, *mut MPI_Win) -> c_int;
+pub type PMPI_Win_create_t = unsafe extern "C" fn(
+    *mut c_void,
+    MPI_Aint,
+    c_int,
+    MPI_Info,
+    MPI_Comm,
+    *mut HandleSlot,
+) -> c_int;
 
 /// The real `MPI_Win_create`: `PMPI_Win_create`.
 pub fn MPI_Win_create() -> PMPI_Win_create_t {
@@ -15797,9 +15808,9 @@ pub fn MPI_Win_create() -> PMPI_Win_create_t {
         _: c_int,
         _: MPI_Info,
         _: MPI_Comm,
-        _: *mut MPI_Win,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -15817,7 +15828,7 @@ pub type PMPI_Win_create_c_t = unsafe extern "C" fn(
     MPI_Aint,
     MPI_Info,
     MPI_Comm,
-    *mut MPI_Win,
+    *mut HandleSlot,
 ) -> c_int;
 
 /// The real `MPI_Win_create_c`: `PMPI_Win_create_c`.
@@ -15829,9 +15840,9 @@ pub fn MPI_Win_create_c() -> PMPI_Win_create_c_t {
         _: MPI_Aint,
         _: MPI_Info,
         _: MPI_Comm,
-        _: *mut MPI_Win,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -15844,13 +15855,13 @@ pub fn MPI_Win_create_c() -> PMPI_Win_create_c_t {
 }
 
 pub type PMPI_Win_create_dynamic_t =
-    unsafe extern "C" fn(MPI_Info, MPI_Comm, *mut MPI_Win) -> c_int;
+    unsafe extern "C" fn(MPI_Info, MPI_Comm, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Win_create_dynamic`: `PMPI_Win_create_dynamic`.
 pub fn MPI_Win_create_dynamic() -> PMPI_Win_create_dynamic_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: MPI_Info, _: MPI_Comm, _: *mut MPI_Win) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: MPI_Info, _: MPI_Comm, _: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -15863,16 +15874,16 @@ pub fn MPI_Win_create_dynamic() -> PMPI_Win_create_dynamic_t {
 }
 
 pub type PMPI_Win_create_errhandler_t =
-    unsafe extern "C" fn(*mut MPI_Win_errhandler_function, *mut MPI_Errhandler) -> c_int;
+    unsafe extern "C" fn(*mut MPI_Win_errhandler_function, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Win_create_errhandler`: `PMPI_Win_create_errhandler`.
 pub fn MPI_Win_create_errhandler() -> PMPI_Win_create_errhandler_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(
         _: *mut MPI_Win_errhandler_function,
-        _: *mut MPI_Errhandler,
+        _: *mut HandleSlot,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -15900,7 +15911,7 @@ pub fn MPI_Win_create_keyval() -> PMPI_Win_create_keyval_t {
         _: *mut c_int,
         _: *mut c_void,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -15918,7 +15929,7 @@ pub type PMPI_Win_delete_attr_t = unsafe extern "C" fn(MPI_Win, c_int) -> c_int;
 pub fn MPI_Win_delete_attr() -> PMPI_Win_delete_attr_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Win, _: c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -15936,7 +15947,7 @@ pub type PMPI_Win_detach_t = unsafe extern "C" fn(MPI_Win, *const c_void) -> c_i
 pub fn MPI_Win_detach() -> PMPI_Win_detach_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Win, _: *const c_void) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -15954,7 +15965,7 @@ pub type PMPI_Win_fence_t = unsafe extern "C" fn(c_int, MPI_Win) -> c_int;
 pub fn MPI_Win_fence() -> PMPI_Win_fence_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: c_int, _: MPI_Win) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -15972,7 +15983,7 @@ pub type PMPI_Win_flush_t = unsafe extern "C" fn(c_int, MPI_Win) -> c_int;
 pub fn MPI_Win_flush() -> PMPI_Win_flush_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: c_int, _: MPI_Win) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -15990,7 +16001,7 @@ pub type PMPI_Win_flush_all_t = unsafe extern "C" fn(MPI_Win) -> c_int;
 pub fn MPI_Win_flush_all() -> PMPI_Win_flush_all_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Win) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -16008,7 +16019,7 @@ pub type PMPI_Win_flush_local_t = unsafe extern "C" fn(c_int, MPI_Win) -> c_int;
 pub fn MPI_Win_flush_local() -> PMPI_Win_flush_local_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: c_int, _: MPI_Win) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -16026,7 +16037,7 @@ pub type PMPI_Win_flush_local_all_t = unsafe extern "C" fn(MPI_Win) -> c_int;
 pub fn MPI_Win_flush_local_all() -> PMPI_Win_flush_local_all_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Win) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -16038,13 +16049,13 @@ pub fn MPI_Win_flush_local_all() -> PMPI_Win_flush_local_all_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Win_flush_local_all_t>(f) }
 }
 
-pub type PMPI_Win_free_t = unsafe extern "C" fn(*mut MPI_Win) -> c_int;
+pub type PMPI_Win_free_t = unsafe extern "C" fn(*mut HandleSlot) -> c_int;
 
 /// The real `MPI_Win_free`: `PMPI_Win_free`.
 pub fn MPI_Win_free() -> PMPI_Win_free_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: *mut MPI_Win) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -16062,7 +16073,7 @@ pub type PMPI_Win_free_keyval_t = unsafe extern "C" fn(*mut c_int) -> c_int;
 pub fn MPI_Win_free_keyval() -> PMPI_Win_free_keyval_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -16081,7 +16092,7 @@ pub type PMPI_Win_get_attr_t =
 pub fn MPI_Win_get_attr() -> PMPI_Win_get_attr_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Win, _: c_int, _: *mut c_void, _: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -16093,13 +16104,13 @@ pub fn MPI_Win_get_attr() -> PMPI_Win_get_attr_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Win_get_attr_t>(f) }
 }
 
-pub type PMPI_Win_get_errhandler_t = unsafe extern "C" fn(MPI_Win, *mut MPI_Errhandler) -> c_int;
+pub type PMPI_Win_get_errhandler_t = unsafe extern "C" fn(MPI_Win, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Win_get_errhandler`: `PMPI_Win_get_errhandler`.
 pub fn MPI_Win_get_errhandler() -> PMPI_Win_get_errhandler_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: MPI_Win, _: *mut MPI_Errhandler) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: MPI_Win, _: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -16111,13 +16122,13 @@ pub fn MPI_Win_get_errhandler() -> PMPI_Win_get_errhandler_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Win_get_errhandler_t>(f) }
 }
 
-pub type PMPI_Win_get_group_t = unsafe extern "C" fn(MPI_Win, *mut MPI_Group) -> c_int;
+pub type PMPI_Win_get_group_t = unsafe extern "C" fn(MPI_Win, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Win_get_group`: `PMPI_Win_get_group`.
 pub fn MPI_Win_get_group() -> PMPI_Win_get_group_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: MPI_Win, _: *mut MPI_Group) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: MPI_Win, _: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -16129,13 +16140,13 @@ pub fn MPI_Win_get_group() -> PMPI_Win_get_group_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Win_get_group_t>(f) }
 }
 
-pub type PMPI_Win_get_info_t = unsafe extern "C" fn(MPI_Win, *mut MPI_Info) -> c_int;
+pub type PMPI_Win_get_info_t = unsafe extern "C" fn(MPI_Win, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Win_get_info`: `PMPI_Win_get_info`.
 pub fn MPI_Win_get_info() -> PMPI_Win_get_info_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-    unsafe extern "C" fn unresolved(_: MPI_Win, _: *mut MPI_Info) -> c_int {
-        MPI_ERR_INTERN
+    unsafe extern "C" fn unresolved(_: MPI_Win, _: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -16153,7 +16164,7 @@ pub type PMPI_Win_get_name_t = unsafe extern "C" fn(MPI_Win, *mut c_char, *mut c
 pub fn MPI_Win_get_name() -> PMPI_Win_get_name_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Win, _: *mut c_char, _: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -16171,7 +16182,7 @@ pub type PMPI_Win_lock_t = unsafe extern "C" fn(c_int, c_int, c_int, MPI_Win) ->
 pub fn MPI_Win_lock() -> PMPI_Win_lock_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: c_int, _: c_int, _: c_int, _: MPI_Win) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -16189,7 +16200,7 @@ pub type PMPI_Win_lock_all_t = unsafe extern "C" fn(c_int, MPI_Win) -> c_int;
 pub fn MPI_Win_lock_all() -> PMPI_Win_lock_all_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: c_int, _: MPI_Win) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -16207,7 +16218,7 @@ pub type PMPI_Win_post_t = unsafe extern "C" fn(MPI_Group, c_int, MPI_Win) -> c_
 pub fn MPI_Win_post() -> PMPI_Win_post_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Group, _: c_int, _: MPI_Win) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -16225,7 +16236,7 @@ pub type PMPI_Win_set_attr_t = unsafe extern "C" fn(MPI_Win, c_int, *mut c_void)
 pub fn MPI_Win_set_attr() -> PMPI_Win_set_attr_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Win, _: c_int, _: *mut c_void) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -16243,7 +16254,7 @@ pub type PMPI_Win_set_errhandler_t = unsafe extern "C" fn(MPI_Win, MPI_Errhandle
 pub fn MPI_Win_set_errhandler() -> PMPI_Win_set_errhandler_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Win, _: MPI_Errhandler) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -16261,7 +16272,7 @@ pub type PMPI_Win_set_info_t = unsafe extern "C" fn(MPI_Win, MPI_Info) -> c_int;
 pub fn MPI_Win_set_info() -> PMPI_Win_set_info_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Win, _: MPI_Info) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -16279,7 +16290,7 @@ pub type PMPI_Win_set_name_t = unsafe extern "C" fn(MPI_Win, *const c_char) -> c
 pub fn MPI_Win_set_name() -> PMPI_Win_set_name_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Win, _: *const c_char) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -16304,7 +16315,7 @@ pub fn MPI_Win_shared_query() -> PMPI_Win_shared_query_t {
         _: *mut c_int,
         _: *mut c_void,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -16329,7 +16340,7 @@ pub fn MPI_Win_shared_query_c() -> PMPI_Win_shared_query_c_t {
         _: *mut MPI_Aint,
         _: *mut c_void,
     ) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -16347,7 +16358,7 @@ pub type PMPI_Win_start_t = unsafe extern "C" fn(MPI_Group, c_int, MPI_Win) -> c
 pub fn MPI_Win_start() -> PMPI_Win_start_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Group, _: c_int, _: MPI_Win) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -16365,7 +16376,7 @@ pub type PMPI_Win_sync_t = unsafe extern "C" fn(MPI_Win) -> c_int;
 pub fn MPI_Win_sync() -> PMPI_Win_sync_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Win) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -16383,7 +16394,7 @@ pub type PMPI_Win_test_t = unsafe extern "C" fn(MPI_Win, *mut c_int) -> c_int;
 pub fn MPI_Win_test() -> PMPI_Win_test_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Win, _: *mut c_int) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -16401,7 +16412,7 @@ pub type PMPI_Win_unlock_t = unsafe extern "C" fn(c_int, MPI_Win) -> c_int;
 pub fn MPI_Win_unlock() -> PMPI_Win_unlock_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: c_int, _: MPI_Win) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -16419,7 +16430,7 @@ pub type PMPI_Win_unlock_all_t = unsafe extern "C" fn(MPI_Win) -> c_int;
 pub fn MPI_Win_unlock_all() -> PMPI_Win_unlock_all_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Win) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,
@@ -16437,7 +16448,7 @@ pub type PMPI_Win_wait_t = unsafe extern "C" fn(MPI_Win) -> c_int;
 pub fn MPI_Win_wait() -> PMPI_Win_wait_t {
     static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
     unsafe extern "C" fn unresolved(_: MPI_Win) -> c_int {
-        MPI_ERR_INTERN
+        crate::front::front().ints.MPI_ERR_INTERN
     }
     let f = resolve(
         &SLOT,

@@ -87,7 +87,49 @@ unsafe fn last_of(p: *const c_int, n: Option<usize>) -> Option<usize> {
 }
 
 fn is_in_place(p: *const c_void) -> bool {
-    p == MPI_IN_PLACE.cast_const()
+    p as usize == front().in_place
+}
+
+/// Records the `n` handles of type `slot` of the C array `p` with `each`;
+/// not recorded when `n` is `None` or `p` is NULL.
+///
+/// # Safety
+/// `p` is NULL or valid for `n` handles.
+unsafe fn handles(
+    e: &mut Encoder<'_>,
+    slot: usize,
+    p: *const impl Sized,
+    n: Option<usize>,
+    mut each: impl FnMut(&mut Encoder<'_>, Handle),
+) {
+    let n = n.filter(|_| !p.is_null());
+    e.array_len(n);
+    for i in 0..n.unwrap_or(0) {
+        // SAFETY: i < n, per the caller.
+        each(
+            e,
+            Handle(unsafe { front().read(slot, p.cast(), i) } as usize),
+        );
+    }
+}
+
+/// The handle of type `slot` at `p` (before the call), or the null
+/// handle of its type for NULL.
+///
+/// # Safety
+/// `p` is NULL or valid for reads.
+unsafe fn handle_or_null(slot: usize, p: *const HandleSlot) -> Handle {
+    let f = front();
+    let v = if p.is_null() {
+        if slot == REQUEST {
+            f.request_null()
+        } else {
+            f.null(HandleKind::ALL[slot])
+        }
+    } else {
+        unsafe { f.read(slot, p, 0) }
+    };
+    Handle(v as usize)
 }
 
 /// Size of the group an array argument of a collective is indexed by:
@@ -103,9 +145,9 @@ fn group_peers(e: &mut Encoder<'_>, comm: MPI_Comm) -> usize {
 /// Length of a weights array: `None` for MPI_UNWEIGHTED, 0 for MPI_WEIGHTS_EMPTY.
 fn weights_len<T>(p: *const T, n: Option<usize>) -> Option<usize> {
     let p = p.cast::<c_int>();
-    if p == MPI_UNWEIGHTED().cast_const() {
+    if p as usize == front().unweighted {
         None
-    } else if p == MPI_WEIGHTS_EMPTY().cast_const() {
+    } else if p as usize == front().weights_empty {
         Some(0)
     } else {
         n
@@ -125,13 +167,13 @@ fn topo_degrees(e: &Encoder<'_>, comm: MPI_Comm) -> Option<(usize, usize)> {
             return None;
         }
         let ok = match kind {
-            MPI_CART => {
+            k if k == front().ints.MPI_CART => {
                 let ok = crate::pmpi::MPI_Cartdim_get()(comm, &mut a) == MPI_SUCCESS;
                 a *= 2;
                 b = a;
                 ok
             }
-            MPI_GRAPH => {
+            k if k == front().ints.MPI_GRAPH => {
                 crate::pmpi::MPI_Comm_rank()(comm, &mut c) == MPI_SUCCESS
                     && crate::pmpi::MPI_Graph_neighbors_count()(comm, c, &mut a) == MPI_SUCCESS
                     && {
@@ -139,7 +181,7 @@ fn topo_degrees(e: &Encoder<'_>, comm: MPI_Comm) -> Option<(usize, usize)> {
                         true
                     }
             }
-            MPI_DIST_GRAPH => {
+            k if k == front().ints.MPI_DIST_GRAPH => {
                 crate::pmpi::MPI_Dist_graph_neighbors_count()(comm, &mut a, &mut b, &mut c)
                     == MPI_SUCCESS
             }
@@ -166,9 +208,13 @@ fn cart_ndims(e: &Encoder<'_>, comm: MPI_Comm) -> Option<usize> {
 ///
 /// # Safety
 /// `p` is NULL or valid for reads when the call succeeded.
-unsafe fn lookup_out<H: IntoHandle>(e: &mut Encoder<'_>, kind: HandleKind, p: *const H) {
-    let h = unsafe { e.read(p) }.map_or(null_handle(kind), IntoHandle::into_handle);
-    e.handle(kind, h);
+unsafe fn lookup_out(e: &mut Encoder<'_>, kind: HandleKind, p: *const HandleSlot) {
+    let h = if e.ok() && !p.is_null() {
+        unsafe { front().read(kind as usize, p, 0) }
+    } else {
+        front().null(kind)
+    };
+    e.handle_value(kind, h);
 }
 
 /// The pointer a call wrote through a `void **` (MPI_Alloc_mem's baseptr).
@@ -302,13 +348,13 @@ pub unsafe extern "C" fn MPI_Accumulate(
     call.end(func::MPI_Accumulate, ret, |e| {
         e.buffer(origin_addr);
         e.int(i64::from(origin_count));
-        e.handle(HandleKind::Datatype, origin_datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(origin_datatype));
         win_rank(e, i64::from(target_rank), win);
         e.address(target_disp);
         e.int(i64::from(target_count));
-        e.handle(HandleKind::Datatype, target_datatype.into_handle());
-        e.handle(HandleKind::Op, op.into_handle());
-        e.handle(HandleKind::Win, win.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(target_datatype));
+        e.handle(HandleKind::Op, Handle::from(op));
+        e.handle(HandleKind::Win, Handle::from(win));
     });
     ret
 }
@@ -359,13 +405,13 @@ pub unsafe extern "C" fn MPI_Accumulate_c(
     call.end(func::MPI_Accumulate_c, ret, |e| {
         e.buffer(origin_addr);
         e.int(origin_count);
-        e.handle(HandleKind::Datatype, origin_datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(origin_datatype));
         win_rank(e, i64::from(target_rank), win);
         e.address(target_disp);
         e.int(target_count);
-        e.handle(HandleKind::Datatype, target_datatype.into_handle());
-        e.handle(HandleKind::Op, op.into_handle());
-        e.handle(HandleKind::Win, win.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(target_datatype));
+        e.handle(HandleKind::Op, Handle::from(op));
+        e.handle(HandleKind::Win, Handle::from(win));
     });
     ret
 }
@@ -486,11 +532,11 @@ pub unsafe extern "C" fn MPI_Allgather(
     call.end(func::MPI_Allgather, ret, |e| {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -522,11 +568,11 @@ pub unsafe extern "C" fn MPI_Allgather_c(
     call.end(func::MPI_Allgather_c, ret, |e| {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -543,7 +589,7 @@ pub unsafe extern "C" fn MPI_Allgather_init(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
     info: MPI_Info,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Allgather_init();
     let Some(call) = Call::begin() else {
@@ -561,12 +607,12 @@ pub unsafe extern "C" fn MPI_Allgather_init(
     call.end(func::MPI_Allgather_init, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, Handle::from(info));
         e.new_request(request);
     });
     ret
@@ -584,7 +630,7 @@ pub unsafe extern "C" fn MPI_Allgather_init_c(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
     info: MPI_Info,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Allgather_init_c();
     let Some(call) = Call::begin() else {
@@ -602,12 +648,12 @@ pub unsafe extern "C" fn MPI_Allgather_init_c(
     call.end(func::MPI_Allgather_init_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, Handle::from(info));
         e.new_request(request);
     });
     ret
@@ -642,14 +688,14 @@ pub unsafe extern "C" fn MPI_Allgatherv(
     call.end(func::MPI_Allgatherv, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         let recvcounts_len = Some(group_peers(e, comm));
         array(e, recvcounts, recvcounts_len, |e, v| e.int(i64::from(v)));
         let displs_len = Some(group_peers(e, comm));
         array(e, displs, displs_len, |e, v| e.address(i64::from(v)));
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -683,14 +729,14 @@ pub unsafe extern "C" fn MPI_Allgatherv_c(
     call.end(func::MPI_Allgatherv_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         let recvcounts_len = Some(group_peers(e, comm));
         array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         let displs_len = Some(group_peers(e, comm));
         array(e, displs, displs_len, |e, v| e.address(v));
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -708,7 +754,7 @@ pub unsafe extern "C" fn MPI_Allgatherv_init(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
     info: MPI_Info,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Allgatherv_init();
     let Some(call) = Call::begin() else {
@@ -728,15 +774,15 @@ pub unsafe extern "C" fn MPI_Allgatherv_init(
     call.end(func::MPI_Allgatherv_init, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         let recvcounts_len = Some(group_peers(e, comm));
         array(e, recvcounts, recvcounts_len, |e, v| e.int(i64::from(v)));
         let displs_len = Some(group_peers(e, comm));
         array(e, displs, displs_len, |e, v| e.address(i64::from(v)));
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, Handle::from(info));
         e.new_request(request);
     });
     ret
@@ -755,7 +801,7 @@ pub unsafe extern "C" fn MPI_Allgatherv_init_c(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
     info: MPI_Info,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Allgatherv_init_c();
     let Some(call) = Call::begin() else {
@@ -775,15 +821,15 @@ pub unsafe extern "C" fn MPI_Allgatherv_init_c(
     call.end(func::MPI_Allgatherv_init_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         let recvcounts_len = Some(group_peers(e, comm));
         array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         let displs_len = Some(group_peers(e, comm));
         array(e, displs, displs_len, |e, v| e.address(v));
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, Handle::from(info));
         e.new_request(request);
     });
     ret
@@ -803,7 +849,7 @@ pub unsafe extern "C" fn MPI_Alloc_mem(
     let ret = unsafe { real(size, info, baseptr) };
     call.end(func::MPI_Alloc_mem, ret, |e| unsafe {
         e.address(size);
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Info, Handle::from(info));
         buffer_out(e, baseptr.cast_const().cast());
     });
     ret
@@ -828,9 +874,9 @@ pub unsafe extern "C" fn MPI_Allreduce(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.handle(HandleKind::Op, op.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Op, Handle::from(op));
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -854,9 +900,9 @@ pub unsafe extern "C" fn MPI_Allreduce_c(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.handle(HandleKind::Op, op.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Op, Handle::from(op));
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -872,7 +918,7 @@ pub unsafe extern "C" fn MPI_Allreduce_init(
     op: MPI_Op,
     comm: MPI_Comm,
     info: MPI_Info,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Allreduce_init();
     let Some(call) = Call::begin() else {
@@ -883,10 +929,10 @@ pub unsafe extern "C" fn MPI_Allreduce_init(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.handle(HandleKind::Op, op.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Op, Handle::from(op));
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, Handle::from(info));
         e.new_request(request);
     });
     ret
@@ -903,7 +949,7 @@ pub unsafe extern "C" fn MPI_Allreduce_init_c(
     op: MPI_Op,
     comm: MPI_Comm,
     info: MPI_Info,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Allreduce_init_c();
     let Some(call) = Call::begin() else {
@@ -914,10 +960,10 @@ pub unsafe extern "C" fn MPI_Allreduce_init_c(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.handle(HandleKind::Op, op.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Op, Handle::from(op));
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, Handle::from(info));
         e.new_request(request);
     });
     ret
@@ -950,11 +996,11 @@ pub unsafe extern "C" fn MPI_Alltoall(
     call.end(func::MPI_Alltoall, ret, |e| {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -986,11 +1032,11 @@ pub unsafe extern "C" fn MPI_Alltoall_c(
     call.end(func::MPI_Alltoall_c, ret, |e| {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -1007,7 +1053,7 @@ pub unsafe extern "C" fn MPI_Alltoall_init(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
     info: MPI_Info,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Alltoall_init();
     let Some(call) = Call::begin() else {
@@ -1025,12 +1071,12 @@ pub unsafe extern "C" fn MPI_Alltoall_init(
     call.end(func::MPI_Alltoall_init, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, Handle::from(info));
         e.new_request(request);
     });
     ret
@@ -1048,7 +1094,7 @@ pub unsafe extern "C" fn MPI_Alltoall_init_c(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
     info: MPI_Info,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Alltoall_init_c();
     let Some(call) = Call::begin() else {
@@ -1066,12 +1112,12 @@ pub unsafe extern "C" fn MPI_Alltoall_init_c(
     call.end(func::MPI_Alltoall_init_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, Handle::from(info));
         e.new_request(request);
     });
     ret
@@ -1119,14 +1165,14 @@ pub unsafe extern "C" fn MPI_Alltoallv(
             None
         };
         array(e, sdispls, sdispls_len, |e, v| e.address(i64::from(v)));
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         let recvcounts_len = Some(group_peers(e, comm));
         array(e, recvcounts, recvcounts_len, |e, v| e.int(i64::from(v)));
         let rdispls_len = Some(group_peers(e, comm));
         array(e, rdispls, rdispls_len, |e, v| e.address(i64::from(v)));
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -1173,14 +1219,14 @@ pub unsafe extern "C" fn MPI_Alltoallv_c(
             None
         };
         array(e, sdispls, sdispls_len, |e, v| e.address(v));
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         let recvcounts_len = Some(group_peers(e, comm));
         array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         let rdispls_len = Some(group_peers(e, comm));
         array(e, rdispls, rdispls_len, |e, v| e.address(v));
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -1199,7 +1245,7 @@ pub unsafe extern "C" fn MPI_Alltoallv_init(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
     info: MPI_Info,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Alltoallv_init();
     let Some(call) = Call::begin() else {
@@ -1230,15 +1276,15 @@ pub unsafe extern "C" fn MPI_Alltoallv_init(
             None
         };
         array(e, sdispls, sdispls_len, |e, v| e.address(i64::from(v)));
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         let recvcounts_len = Some(group_peers(e, comm));
         array(e, recvcounts, recvcounts_len, |e, v| e.int(i64::from(v)));
         let rdispls_len = Some(group_peers(e, comm));
         array(e, rdispls, rdispls_len, |e, v| e.address(i64::from(v)));
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, Handle::from(info));
         e.new_request(request);
     });
     ret
@@ -1258,7 +1304,7 @@ pub unsafe extern "C" fn MPI_Alltoallv_init_c(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
     info: MPI_Info,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Alltoallv_init_c();
     let Some(call) = Call::begin() else {
@@ -1289,15 +1335,15 @@ pub unsafe extern "C" fn MPI_Alltoallv_init_c(
             None
         };
         array(e, sdispls, sdispls_len, |e, v| e.address(v));
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         let recvcounts_len = Some(group_peers(e, comm));
         array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         let rdispls_len = Some(group_peers(e, comm));
         array(e, rdispls, rdispls_len, |e, v| e.address(v));
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, Handle::from(info));
         e.new_request(request);
     });
     ret
@@ -1310,11 +1356,11 @@ pub unsafe extern "C" fn MPI_Alltoallw(
     sendbuf: *const c_void,
     sendcounts: *const c_int,
     sdispls: *const c_int,
-    sendtypes: *const MPI_Datatype,
+    sendtypes: *const HandleSlot,
     recvbuf: *mut c_void,
     recvcounts: *const c_int,
     rdispls: *const c_int,
-    recvtypes: *const MPI_Datatype,
+    recvtypes: *const HandleSlot,
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Alltoallw();
@@ -1350,19 +1396,27 @@ pub unsafe extern "C" fn MPI_Alltoallw(
         } else {
             None
         };
-        array(e, sendtypes, sendtypes_len, |e, v| {
-            e.handle(HandleKind::Datatype, v.into_handle())
-        });
+        handles(
+            e,
+            HandleKind::Datatype as usize,
+            sendtypes,
+            sendtypes_len,
+            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+        );
         e.buffer(recvbuf);
         let recvcounts_len = Some(group_peers(e, comm));
         array(e, recvcounts, recvcounts_len, |e, v| e.int(i64::from(v)));
         let rdispls_len = Some(group_peers(e, comm));
         array(e, rdispls, rdispls_len, |e, v| e.address(i64::from(v)));
         let recvtypes_len = Some(group_peers(e, comm));
-        array(e, recvtypes, recvtypes_len, |e, v| {
-            e.handle(HandleKind::Datatype, v.into_handle())
-        });
-        e.handle(HandleKind::Comm, comm.into_handle());
+        handles(
+            e,
+            HandleKind::Datatype as usize,
+            recvtypes,
+            recvtypes_len,
+            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+        );
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -1374,11 +1428,11 @@ pub unsafe extern "C" fn MPI_Alltoallw_c(
     sendbuf: *const c_void,
     sendcounts: *const MPI_Count,
     sdispls: *const MPI_Aint,
-    sendtypes: *const MPI_Datatype,
+    sendtypes: *const HandleSlot,
     recvbuf: *mut c_void,
     recvcounts: *const MPI_Count,
     rdispls: *const MPI_Aint,
-    recvtypes: *const MPI_Datatype,
+    recvtypes: *const HandleSlot,
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Alltoallw_c();
@@ -1414,19 +1468,27 @@ pub unsafe extern "C" fn MPI_Alltoallw_c(
         } else {
             None
         };
-        array(e, sendtypes, sendtypes_len, |e, v| {
-            e.handle(HandleKind::Datatype, v.into_handle())
-        });
+        handles(
+            e,
+            HandleKind::Datatype as usize,
+            sendtypes,
+            sendtypes_len,
+            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+        );
         e.buffer(recvbuf);
         let recvcounts_len = Some(group_peers(e, comm));
         array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         let rdispls_len = Some(group_peers(e, comm));
         array(e, rdispls, rdispls_len, |e, v| e.address(v));
         let recvtypes_len = Some(group_peers(e, comm));
-        array(e, recvtypes, recvtypes_len, |e, v| {
-            e.handle(HandleKind::Datatype, v.into_handle())
-        });
-        e.handle(HandleKind::Comm, comm.into_handle());
+        handles(
+            e,
+            HandleKind::Datatype as usize,
+            recvtypes,
+            recvtypes_len,
+            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+        );
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -1438,14 +1500,14 @@ pub unsafe extern "C" fn MPI_Alltoallw_init(
     sendbuf: *const c_void,
     sendcounts: *const c_int,
     sdispls: *const c_int,
-    sendtypes: *const MPI_Datatype,
+    sendtypes: *const HandleSlot,
     recvbuf: *mut c_void,
     recvcounts: *const c_int,
     rdispls: *const c_int,
-    recvtypes: *const MPI_Datatype,
+    recvtypes: *const HandleSlot,
     comm: MPI_Comm,
     info: MPI_Info,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Alltoallw_init();
     let Some(call) = Call::begin() else {
@@ -1481,20 +1543,28 @@ pub unsafe extern "C" fn MPI_Alltoallw_init(
         } else {
             None
         };
-        array(e, sendtypes, sendtypes_len, |e, v| {
-            e.handle(HandleKind::Datatype, v.into_handle())
-        });
+        handles(
+            e,
+            HandleKind::Datatype as usize,
+            sendtypes,
+            sendtypes_len,
+            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+        );
         e.buffer(recvbuf);
         let recvcounts_len = Some(group_peers(e, comm));
         array(e, recvcounts, recvcounts_len, |e, v| e.int(i64::from(v)));
         let rdispls_len = Some(group_peers(e, comm));
         array(e, rdispls, rdispls_len, |e, v| e.address(i64::from(v)));
         let recvtypes_len = Some(group_peers(e, comm));
-        array(e, recvtypes, recvtypes_len, |e, v| {
-            e.handle(HandleKind::Datatype, v.into_handle())
-        });
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Info, info.into_handle());
+        handles(
+            e,
+            HandleKind::Datatype as usize,
+            recvtypes,
+            recvtypes_len,
+            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+        );
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, Handle::from(info));
         e.new_request(request);
     });
     ret
@@ -1507,14 +1577,14 @@ pub unsafe extern "C" fn MPI_Alltoallw_init_c(
     sendbuf: *const c_void,
     sendcounts: *const MPI_Count,
     sdispls: *const MPI_Aint,
-    sendtypes: *const MPI_Datatype,
+    sendtypes: *const HandleSlot,
     recvbuf: *mut c_void,
     recvcounts: *const MPI_Count,
     rdispls: *const MPI_Aint,
-    recvtypes: *const MPI_Datatype,
+    recvtypes: *const HandleSlot,
     comm: MPI_Comm,
     info: MPI_Info,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Alltoallw_init_c();
     let Some(call) = Call::begin() else {
@@ -1550,20 +1620,28 @@ pub unsafe extern "C" fn MPI_Alltoallw_init_c(
         } else {
             None
         };
-        array(e, sendtypes, sendtypes_len, |e, v| {
-            e.handle(HandleKind::Datatype, v.into_handle())
-        });
+        handles(
+            e,
+            HandleKind::Datatype as usize,
+            sendtypes,
+            sendtypes_len,
+            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+        );
         e.buffer(recvbuf);
         let recvcounts_len = Some(group_peers(e, comm));
         array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         let rdispls_len = Some(group_peers(e, comm));
         array(e, rdispls, rdispls_len, |e, v| e.address(v));
         let recvtypes_len = Some(group_peers(e, comm));
-        array(e, recvtypes, recvtypes_len, |e, v| {
-            e.handle(HandleKind::Datatype, v.into_handle())
-        });
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Info, info.into_handle());
+        handles(
+            e,
+            HandleKind::Datatype as usize,
+            recvtypes,
+            recvtypes_len,
+            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+        );
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, Handle::from(info));
         e.new_request(request);
     });
     ret
@@ -1578,8 +1656,8 @@ pub unsafe extern "C" fn MPI_Attr_delete(comm: MPI_Comm, keyval: c_int) -> c_int
     };
     let ret = unsafe { real(comm, keyval) };
     call.end(func::MPI_Attr_delete, ret, |e| {
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Keyval, keyval.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Keyval, Handle::from(keyval));
     });
     ret
 }
@@ -1598,8 +1676,8 @@ pub unsafe extern "C" fn MPI_Attr_get(
     };
     let ret = unsafe { real(comm, keyval, attribute_val, flag) };
     call.end(func::MPI_Attr_get, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Keyval, keyval.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Keyval, Handle::from(keyval));
         e.buffer(attribute_val);
         e.int_out(flag);
     });
@@ -1619,8 +1697,8 @@ pub unsafe extern "C" fn MPI_Attr_put(
     };
     let ret = unsafe { real(comm, keyval, attribute_val) };
     call.end(func::MPI_Attr_put, ret, |e| {
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Keyval, keyval.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Keyval, Handle::from(keyval));
         e.buffer(attribute_val);
     });
     ret
@@ -1635,7 +1713,7 @@ pub unsafe extern "C" fn MPI_Barrier(comm: MPI_Comm) -> c_int {
     };
     let ret = unsafe { real(comm) };
     call.end(func::MPI_Barrier, ret, |e| {
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -1645,7 +1723,7 @@ pub unsafe extern "C" fn MPI_Barrier(comm: MPI_Comm) -> c_int {
 pub unsafe extern "C" fn MPI_Barrier_init(
     comm: MPI_Comm,
     info: MPI_Info,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Barrier_init();
     let Some(call) = Call::begin() else {
@@ -1653,8 +1731,8 @@ pub unsafe extern "C" fn MPI_Barrier_init(
     };
     let ret = unsafe { real(comm, info, request) };
     call.end(func::MPI_Barrier_init, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, Handle::from(info));
         e.new_request(request);
     });
     ret
@@ -1677,9 +1755,9 @@ pub unsafe extern "C" fn MPI_Bcast(
     call.end(func::MPI_Bcast, ret, |e| {
         e.buffer(buffer);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -1701,9 +1779,9 @@ pub unsafe extern "C" fn MPI_Bcast_c(
     call.end(func::MPI_Bcast_c, ret, |e| {
         e.buffer(buffer);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -1717,7 +1795,7 @@ pub unsafe extern "C" fn MPI_Bcast_init(
     root: c_int,
     comm: MPI_Comm,
     info: MPI_Info,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Bcast_init();
     let Some(call) = Call::begin() else {
@@ -1727,10 +1805,10 @@ pub unsafe extern "C" fn MPI_Bcast_init(
     call.end(func::MPI_Bcast_init, ret, |e| unsafe {
         e.buffer(buffer);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, Handle::from(info));
         e.new_request(request);
     });
     ret
@@ -1745,7 +1823,7 @@ pub unsafe extern "C" fn MPI_Bcast_init_c(
     root: c_int,
     comm: MPI_Comm,
     info: MPI_Info,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Bcast_init_c();
     let Some(call) = Call::begin() else {
@@ -1755,10 +1833,10 @@ pub unsafe extern "C" fn MPI_Bcast_init_c(
     call.end(func::MPI_Bcast_init_c, ret, |e| unsafe {
         e.buffer(buffer);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, Handle::from(info));
         e.new_request(request);
     });
     ret
@@ -1782,10 +1860,10 @@ pub unsafe extern "C" fn MPI_Bsend(
     call.end(func::MPI_Bsend, ret, |e| {
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -1808,10 +1886,10 @@ pub unsafe extern "C" fn MPI_Bsend_c(
     call.end(func::MPI_Bsend_c, ret, |e| {
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -1825,7 +1903,7 @@ pub unsafe extern "C" fn MPI_Bsend_init(
     dest: c_int,
     tag: c_int,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Bsend_init();
     let Some(call) = Call::begin() else {
@@ -1835,10 +1913,10 @@ pub unsafe extern "C" fn MPI_Bsend_init(
     call.end(func::MPI_Bsend_init, ret, |e| unsafe {
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -1853,7 +1931,7 @@ pub unsafe extern "C" fn MPI_Bsend_init_c(
     dest: c_int,
     tag: c_int,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Bsend_init_c();
     let Some(call) = Call::begin() else {
@@ -1863,10 +1941,10 @@ pub unsafe extern "C" fn MPI_Bsend_init_c(
     call.end(func::MPI_Bsend_init_c, ret, |e| unsafe {
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -1937,12 +2015,12 @@ pub unsafe extern "C" fn MPI_Buffer_detach_c(
 
 /// Traces `MPI_Cancel`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Cancel(request: *mut MPI_Request) -> c_int {
+pub unsafe extern "C" fn MPI_Cancel(request: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Cancel();
     let Some(call) = Call::begin() else {
         return unsafe { real(request) };
     };
-    let request_before = unsafe { read_or(request, MPI_REQUEST_NULL) };
+    let request_before = unsafe { handle_or_null(REQUEST, request.cast()) };
     let ret = unsafe { real(request) };
     call.end(func::MPI_Cancel, ret, |e| {
         e.request(request_before);
@@ -1964,7 +2042,7 @@ pub unsafe extern "C" fn MPI_Cart_coords(
     };
     let ret = unsafe { real(comm, rank, maxdims, coords) };
     call.end(func::MPI_Cart_coords, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.rank(i64::from(rank), comm);
         e.int(i64::from(maxdims));
         let coords_len = if e.ok() {
@@ -1985,7 +2063,7 @@ pub unsafe extern "C" fn MPI_Cart_create(
     dims: *const c_int,
     periods: *const c_int,
     reorder: c_int,
-    comm_cart: *mut MPI_Comm,
+    comm_cart: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Cart_create();
     let Some(call) = Call::begin() else {
@@ -1997,7 +2075,7 @@ pub unsafe extern "C" fn MPI_Cart_create(
     let end = crate::clock::now();
     let agreed = unsafe { crate::agree::created(ret, comm_cart) };
     call.end_at(end, func::MPI_Cart_create, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm_old.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm_old));
         e.int(i64::from(ndims));
         let dims_len = count_of(ndims);
         array(e, dims, dims_len, |e, v| e.int(i64::from(v)));
@@ -2024,7 +2102,7 @@ pub unsafe extern "C" fn MPI_Cart_get(
     };
     let ret = unsafe { real(comm, maxdims, dims, periods, coords) };
     call.end(func::MPI_Cart_get, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.int(i64::from(maxdims));
         let dims_len = if e.ok() {
             min_of(count_of(maxdims), cart_ndims(e, comm))
@@ -2063,7 +2141,7 @@ pub unsafe extern "C" fn MPI_Cart_map(
     };
     let ret = unsafe { real(comm, ndims, dims, periods, newrank) };
     call.end(func::MPI_Cart_map, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.int(i64::from(ndims));
         let dims_len = count_of(ndims);
         array(e, dims, dims_len, |e, v| e.int(i64::from(v)));
@@ -2087,7 +2165,7 @@ pub unsafe extern "C" fn MPI_Cart_rank(
     };
     let ret = unsafe { real(comm, coords, rank) };
     call.end(func::MPI_Cart_rank, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         let coords_len = cart_ndims(e, comm);
         array(e, coords, coords_len, |e, v| e.int(i64::from(v)));
         e.rank_out(rank, comm);
@@ -2110,7 +2188,7 @@ pub unsafe extern "C" fn MPI_Cart_shift(
     };
     let ret = unsafe { real(comm, direction, disp, rank_source, rank_dest) };
     call.end(func::MPI_Cart_shift, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.int(i64::from(direction));
         e.int(i64::from(disp));
         e.rank_out(rank_source, comm);
@@ -2124,7 +2202,7 @@ pub unsafe extern "C" fn MPI_Cart_shift(
 pub unsafe extern "C" fn MPI_Cart_sub(
     comm: MPI_Comm,
     remain_dims: *const c_int,
-    newcomm: *mut MPI_Comm,
+    newcomm: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Cart_sub();
     let Some(call) = Call::begin() else {
@@ -2136,7 +2214,7 @@ pub unsafe extern "C" fn MPI_Cart_sub(
     let end = crate::clock::now();
     let agreed = unsafe { crate::agree::created(ret, newcomm) };
     call.end_at(end, func::MPI_Cart_sub, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         let remain_dims_len = cart_ndims(e, comm);
         array(e, remain_dims, remain_dims_len, |e, v| e.int(i64::from(v)));
         e.new_comm_out(newcomm, agreed);
@@ -2153,7 +2231,7 @@ pub unsafe extern "C" fn MPI_Cartdim_get(comm: MPI_Comm, ndims: *mut c_int) -> c
     };
     let ret = unsafe { real(comm, ndims) };
     call.end(func::MPI_Cartdim_get, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.int_out(ndims);
     });
     ret
@@ -2180,7 +2258,7 @@ pub unsafe extern "C" fn MPI_Comm_accept(
     info: MPI_Info,
     root: c_int,
     comm: MPI_Comm,
-    newcomm: *mut MPI_Comm,
+    newcomm: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_accept();
     let Some(call) = Call::begin() else {
@@ -2194,9 +2272,9 @@ pub unsafe extern "C" fn MPI_Comm_accept(
         } else {
             std::ptr::null()
         });
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Info, Handle::from(info));
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_comm_out(newcomm, None);
     });
     ret
@@ -2211,7 +2289,7 @@ pub unsafe extern "C" fn MPI_Comm_call_errhandler(comm: MPI_Comm, errorcode: c_i
     };
     let ret = unsafe { real(comm, errorcode) };
     call.end(func::MPI_Comm_call_errhandler, ret, |e| {
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.int(i64::from(errorcode));
     });
     ret
@@ -2230,8 +2308,8 @@ pub unsafe extern "C" fn MPI_Comm_compare(
     };
     let ret = unsafe { real(comm1, comm2, result) };
     call.end(func::MPI_Comm_compare, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm1.into_handle());
-        e.handle(HandleKind::Comm, comm2.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm1));
+        e.handle(HandleKind::Comm, Handle::from(comm2));
         e.int_out(result);
     });
     ret
@@ -2244,7 +2322,7 @@ pub unsafe extern "C" fn MPI_Comm_connect(
     info: MPI_Info,
     root: c_int,
     comm: MPI_Comm,
-    newcomm: *mut MPI_Comm,
+    newcomm: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_connect();
     let Some(call) = Call::begin() else {
@@ -2258,9 +2336,9 @@ pub unsafe extern "C" fn MPI_Comm_connect(
         } else {
             std::ptr::null()
         });
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Info, Handle::from(info));
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_comm_out(newcomm, None);
     });
     ret
@@ -2271,7 +2349,7 @@ pub unsafe extern "C" fn MPI_Comm_connect(
 pub unsafe extern "C" fn MPI_Comm_create(
     comm: MPI_Comm,
     group: MPI_Group,
-    newcomm: *mut MPI_Comm,
+    newcomm: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_create();
     let Some(call) = Call::begin() else {
@@ -2283,8 +2361,8 @@ pub unsafe extern "C" fn MPI_Comm_create(
     let end = crate::clock::now();
     let agreed = unsafe { crate::agree::created(ret, newcomm) };
     call.end_at(end, func::MPI_Comm_create, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Group, group.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Group, Handle::from(group));
         e.new_comm_out(newcomm, agreed);
     });
     ret
@@ -2294,7 +2372,7 @@ pub unsafe extern "C" fn MPI_Comm_create(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Comm_create_errhandler(
     comm_errhandler_fn: *mut MPI_Comm_errhandler_function,
-    errhandler: *mut MPI_Errhandler,
+    errhandler: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_create_errhandler();
     let Some(call) = Call::begin() else {
@@ -2303,7 +2381,7 @@ pub unsafe extern "C" fn MPI_Comm_create_errhandler(
     let ret = unsafe { real(comm_errhandler_fn, errhandler) };
     call.end(func::MPI_Comm_create_errhandler, ret, |e| unsafe {
         e.callback(comm_errhandler_fn);
-        e.new_handle_out(HandleKind::Errhandler, errhandler);
+        e.new_handle_out(HandleKind::Errhandler, errhandler.cast());
     });
     ret
 }
@@ -2315,7 +2393,7 @@ pub unsafe extern "C" fn MPI_Comm_create_from_group(
     stringtag: *const c_char,
     info: MPI_Info,
     errhandler: MPI_Errhandler,
-    newcomm: *mut MPI_Comm,
+    newcomm: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_create_from_group();
     let Some(call) = Call::begin() else {
@@ -2327,10 +2405,10 @@ pub unsafe extern "C" fn MPI_Comm_create_from_group(
     let end = crate::clock::now();
     let agreed = unsafe { crate::agree::created(ret, newcomm) };
     call.end_at(end, func::MPI_Comm_create_from_group, ret, |e| unsafe {
-        e.handle(HandleKind::Group, group.into_handle());
+        e.handle(HandleKind::Group, Handle::from(group));
         e.string(stringtag);
-        e.handle(HandleKind::Info, info.into_handle());
-        e.handle(HandleKind::Errhandler, errhandler.into_handle());
+        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Errhandler, Handle::from(errhandler));
         e.new_comm_out(newcomm, agreed);
     });
     ret
@@ -2342,7 +2420,7 @@ pub unsafe extern "C" fn MPI_Comm_create_group(
     comm: MPI_Comm,
     group: MPI_Group,
     tag: c_int,
-    newcomm: *mut MPI_Comm,
+    newcomm: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_create_group();
     let Some(call) = Call::begin() else {
@@ -2354,8 +2432,8 @@ pub unsafe extern "C" fn MPI_Comm_create_group(
     let end = crate::clock::now();
     let agreed = unsafe { crate::agree::created(ret, newcomm) };
     call.end_at(end, func::MPI_Comm_create_group, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Group, group.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Group, Handle::from(group));
         e.tag(i64::from(tag));
         e.new_comm_out(newcomm, agreed);
     });
@@ -2392,7 +2470,7 @@ pub unsafe extern "C" fn MPI_Comm_create_keyval(
     call.end(func::MPI_Comm_create_keyval, ret, |e| unsafe {
         e.callback(comm_copy_attr_fn);
         e.callback(comm_delete_attr_fn);
-        e.new_handle_out(HandleKind::Keyval, comm_keyval);
+        e.new_handle_out(HandleKind::Keyval, comm_keyval.cast());
         e.buffer(extra_state);
     });
     ret
@@ -2407,20 +2485,20 @@ pub unsafe extern "C" fn MPI_Comm_delete_attr(comm: MPI_Comm, comm_keyval: c_int
     };
     let ret = unsafe { real(comm, comm_keyval) };
     call.end(func::MPI_Comm_delete_attr, ret, |e| {
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Keyval, comm_keyval.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Keyval, Handle::from(comm_keyval));
     });
     ret
 }
 
 /// Traces `MPI_Comm_disconnect`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Comm_disconnect(comm: *mut MPI_Comm) -> c_int {
+pub unsafe extern "C" fn MPI_Comm_disconnect(comm: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Comm_disconnect();
     let Some(call) = Call::begin() else {
         return unsafe { real(comm) };
     };
-    let comm_before = unsafe { read_or(comm, MPI_COMM_NULL) };
+    let comm_before = unsafe { handle_or_null(HandleKind::Comm as usize, comm.cast()) };
     let ret = unsafe { real(comm) };
     call.end(func::MPI_Comm_disconnect, ret, |e| {
         e.free_comm(comm_before);
@@ -2430,7 +2508,7 @@ pub unsafe extern "C" fn MPI_Comm_disconnect(comm: *mut MPI_Comm) -> c_int {
 
 /// Traces `MPI_Comm_dup`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Comm_dup(comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
+pub unsafe extern "C" fn MPI_Comm_dup(comm: MPI_Comm, newcomm: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Comm_dup();
     let Some(call) = Call::begin() else {
         let ret = unsafe { real(comm, newcomm) };
@@ -2441,7 +2519,7 @@ pub unsafe extern "C" fn MPI_Comm_dup(comm: MPI_Comm, newcomm: *mut MPI_Comm) ->
     let end = crate::clock::now();
     let agreed = unsafe { crate::agree::created(ret, newcomm) };
     call.end_at(end, func::MPI_Comm_dup, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_comm_out(newcomm, agreed);
     });
     ret
@@ -2452,7 +2530,7 @@ pub unsafe extern "C" fn MPI_Comm_dup(comm: MPI_Comm, newcomm: *mut MPI_Comm) ->
 pub unsafe extern "C" fn MPI_Comm_dup_with_info(
     comm: MPI_Comm,
     info: MPI_Info,
-    newcomm: *mut MPI_Comm,
+    newcomm: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_dup_with_info();
     let Some(call) = Call::begin() else {
@@ -2464,8 +2542,8 @@ pub unsafe extern "C" fn MPI_Comm_dup_with_info(
     let end = crate::clock::now();
     let agreed = unsafe { crate::agree::created(ret, newcomm) };
     call.end_at(end, func::MPI_Comm_dup_with_info, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, Handle::from(info));
         e.new_comm_out(newcomm, agreed);
     });
     ret
@@ -2473,12 +2551,12 @@ pub unsafe extern "C" fn MPI_Comm_dup_with_info(
 
 /// Traces `MPI_Comm_free`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
+pub unsafe extern "C" fn MPI_Comm_free(comm: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Comm_free();
     let Some(call) = Call::begin() else {
         return unsafe { real(comm) };
     };
-    let comm_before = unsafe { read_or(comm, MPI_COMM_NULL) };
+    let comm_before = unsafe { handle_or_null(HandleKind::Comm as usize, comm.cast()) };
     let ret = unsafe { real(comm) };
     call.end(func::MPI_Comm_free, ret, |e| {
         e.free_comm(comm_before);
@@ -2493,10 +2571,11 @@ pub unsafe extern "C" fn MPI_Comm_free_keyval(comm_keyval: *mut c_int) -> c_int 
     let Some(call) = Call::begin() else {
         return unsafe { real(comm_keyval) };
     };
-    let comm_keyval_before = unsafe { read_or(comm_keyval, MPI_KEYVAL_INVALID) };
+    let comm_keyval_before =
+        unsafe { handle_or_null(HandleKind::Keyval as usize, comm_keyval.cast()) };
     let ret = unsafe { real(comm_keyval) };
     call.end(func::MPI_Comm_free_keyval, ret, |e| {
-        e.free_handle(HandleKind::Keyval, comm_keyval_before.into_handle());
+        e.free_handle(HandleKind::Keyval, comm_keyval_before);
     });
     ret
 }
@@ -2515,8 +2594,8 @@ pub unsafe extern "C" fn MPI_Comm_get_attr(
     };
     let ret = unsafe { real(comm, comm_keyval, attribute_val, flag) };
     call.end(func::MPI_Comm_get_attr, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Keyval, comm_keyval.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Keyval, Handle::from(comm_keyval));
         e.buffer(attribute_val);
         e.int_out(flag);
     });
@@ -2527,7 +2606,7 @@ pub unsafe extern "C" fn MPI_Comm_get_attr(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Comm_get_errhandler(
     comm: MPI_Comm,
-    errhandler: *mut MPI_Errhandler,
+    errhandler: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_get_errhandler();
     let Some(call) = Call::begin() else {
@@ -2535,23 +2614,23 @@ pub unsafe extern "C" fn MPI_Comm_get_errhandler(
     };
     let ret = unsafe { real(comm, errhandler) };
     call.end(func::MPI_Comm_get_errhandler, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.new_handle_out(HandleKind::Errhandler, errhandler);
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.new_handle_out(HandleKind::Errhandler, errhandler.cast());
     });
     ret
 }
 
 /// Traces `MPI_Comm_get_info`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Comm_get_info(comm: MPI_Comm, info_used: *mut MPI_Info) -> c_int {
+pub unsafe extern "C" fn MPI_Comm_get_info(comm: MPI_Comm, info_used: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Comm_get_info();
     let Some(call) = Call::begin() else {
         return unsafe { real(comm, info_used) };
     };
     let ret = unsafe { real(comm, info_used) };
     call.end(func::MPI_Comm_get_info, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.new_handle_out(HandleKind::Info, info_used);
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.new_handle_out(HandleKind::Info, info_used.cast());
     });
     ret
 }
@@ -2569,8 +2648,8 @@ pub unsafe extern "C" fn MPI_Comm_get_name(
     };
     let ret = unsafe { real(comm, comm_name, resultlen) };
     call.end(func::MPI_Comm_get_name, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm.into_handle());
-        let comm_name_cap = count_of(MPI_MAX_OBJECT_NAME);
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        let comm_name_cap = count_of(front().ints.MPI_MAX_OBJECT_NAME);
         string_out(e, comm_name, comm_name_cap, true);
         e.int_out(resultlen);
     });
@@ -2579,29 +2658,29 @@ pub unsafe extern "C" fn MPI_Comm_get_name(
 
 /// Traces `MPI_Comm_get_parent`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Comm_get_parent(parent: *mut MPI_Comm) -> c_int {
+pub unsafe extern "C" fn MPI_Comm_get_parent(parent: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Comm_get_parent();
     let Some(call) = Call::begin() else {
         return unsafe { real(parent) };
     };
     let ret = unsafe { real(parent) };
     call.end(func::MPI_Comm_get_parent, ret, |e| unsafe {
-        lookup_out(e, HandleKind::Comm, parent);
+        lookup_out(e, HandleKind::Comm, parent.cast());
     });
     ret
 }
 
 /// Traces `MPI_Comm_group`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Comm_group(comm: MPI_Comm, group: *mut MPI_Group) -> c_int {
+pub unsafe extern "C" fn MPI_Comm_group(comm: MPI_Comm, group: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Comm_group();
     let Some(call) = Call::begin() else {
         return unsafe { real(comm, group) };
     };
     let ret = unsafe { real(comm, group) };
     call.end(func::MPI_Comm_group, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.new_handle_out(HandleKind::Group, group);
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.new_handle_out(HandleKind::Group, group.cast());
     });
     ret
 }
@@ -2610,8 +2689,8 @@ pub unsafe extern "C" fn MPI_Comm_group(comm: MPI_Comm, group: *mut MPI_Group) -
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Comm_idup(
     comm: MPI_Comm,
-    newcomm: *mut MPI_Comm,
-    request: *mut MPI_Request,
+    newcomm: *mut HandleSlot,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_idup();
     let Some(call) = Call::begin() else {
@@ -2623,7 +2702,7 @@ pub unsafe extern "C" fn MPI_Comm_idup(
     let end = crate::clock::now();
     unsafe { crate::agree::start(ret, comm, newcomm) };
     call.end_at(end, func::MPI_Comm_idup, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_comm_pending(newcomm);
         e.new_request(request);
     });
@@ -2635,8 +2714,8 @@ pub unsafe extern "C" fn MPI_Comm_idup(
 pub unsafe extern "C" fn MPI_Comm_idup_with_info(
     comm: MPI_Comm,
     info: MPI_Info,
-    newcomm: *mut MPI_Comm,
-    request: *mut MPI_Request,
+    newcomm: *mut HandleSlot,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_idup_with_info();
     let Some(call) = Call::begin() else {
@@ -2648,8 +2727,8 @@ pub unsafe extern "C" fn MPI_Comm_idup_with_info(
     let end = crate::clock::now();
     unsafe { crate::agree::start(ret, comm, newcomm) };
     call.end_at(end, func::MPI_Comm_idup_with_info, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, Handle::from(info));
         e.new_comm_pending(newcomm);
         e.new_request(request);
     });
@@ -2658,7 +2737,7 @@ pub unsafe extern "C" fn MPI_Comm_idup_with_info(
 
 /// Traces `MPI_Comm_join`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Comm_join(fd: c_int, intercomm: *mut MPI_Comm) -> c_int {
+pub unsafe extern "C" fn MPI_Comm_join(fd: c_int, intercomm: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Comm_join();
     let Some(call) = Call::begin() else {
         return unsafe { real(fd, intercomm) };
@@ -2680,7 +2759,7 @@ pub unsafe extern "C" fn MPI_Comm_rank(comm: MPI_Comm, rank: *mut c_int) -> c_in
     };
     let ret = unsafe { real(comm, rank) };
     call.end(func::MPI_Comm_rank, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.rank_out(rank, comm);
     });
     ret
@@ -2688,15 +2767,15 @@ pub unsafe extern "C" fn MPI_Comm_rank(comm: MPI_Comm, rank: *mut c_int) -> c_in
 
 /// Traces `MPI_Comm_remote_group`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Comm_remote_group(comm: MPI_Comm, group: *mut MPI_Group) -> c_int {
+pub unsafe extern "C" fn MPI_Comm_remote_group(comm: MPI_Comm, group: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Comm_remote_group();
     let Some(call) = Call::begin() else {
         return unsafe { real(comm, group) };
     };
     let ret = unsafe { real(comm, group) };
     call.end(func::MPI_Comm_remote_group, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.new_handle_out(HandleKind::Group, group);
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.new_handle_out(HandleKind::Group, group.cast());
     });
     ret
 }
@@ -2710,7 +2789,7 @@ pub unsafe extern "C" fn MPI_Comm_remote_size(comm: MPI_Comm, size: *mut c_int) 
     };
     let ret = unsafe { real(comm, size) };
     call.end(func::MPI_Comm_remote_size, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.int_out(size);
     });
     ret
@@ -2729,8 +2808,8 @@ pub unsafe extern "C" fn MPI_Comm_set_attr(
     };
     let ret = unsafe { real(comm, comm_keyval, attribute_val) };
     call.end(func::MPI_Comm_set_attr, ret, |e| {
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Keyval, comm_keyval.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Keyval, Handle::from(comm_keyval));
         e.buffer(attribute_val);
     });
     ret
@@ -2748,8 +2827,8 @@ pub unsafe extern "C" fn MPI_Comm_set_errhandler(
     };
     let ret = unsafe { real(comm, errhandler) };
     call.end(func::MPI_Comm_set_errhandler, ret, |e| {
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Errhandler, errhandler.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Errhandler, Handle::from(errhandler));
     });
     ret
 }
@@ -2763,8 +2842,8 @@ pub unsafe extern "C" fn MPI_Comm_set_info(comm: MPI_Comm, info: MPI_Info) -> c_
     };
     let ret = unsafe { real(comm, info) };
     call.end(func::MPI_Comm_set_info, ret, |e| {
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, Handle::from(info));
     });
     ret
 }
@@ -2778,7 +2857,7 @@ pub unsafe extern "C" fn MPI_Comm_set_name(comm: MPI_Comm, comm_name: *const c_c
     };
     let ret = unsafe { real(comm, comm_name) };
     call.end(func::MPI_Comm_set_name, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.string(comm_name);
     });
     ret
@@ -2793,7 +2872,7 @@ pub unsafe extern "C" fn MPI_Comm_size(comm: MPI_Comm, size: *mut c_int) -> c_in
     };
     let ret = unsafe { real(comm, size) };
     call.end(func::MPI_Comm_size, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.int_out(size);
     });
     ret
@@ -2809,7 +2888,7 @@ pub unsafe extern "C" fn MPI_Comm_spawn(
     info: MPI_Info,
     root: c_int,
     comm: MPI_Comm,
-    intercomm: *mut MPI_Comm,
+    intercomm: *mut HandleSlot,
     array_of_errcodes: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_spawn();
@@ -2853,9 +2932,9 @@ pub unsafe extern "C" fn MPI_Comm_spawn(
         };
         array(e, argv, argv_len, |e, v| e.string(v));
         e.int(i64::from(maxprocs));
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Info, Handle::from(info));
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_comm_out(intercomm, None);
         let array_of_errcodes_len = if e.ok() && e.is_root(root, comm) {
             count_of(maxprocs)
@@ -2877,10 +2956,10 @@ pub unsafe extern "C" fn MPI_Comm_spawn_multiple(
     array_of_commands: *mut *mut c_char,
     array_of_argv: *mut *mut *mut c_char,
     array_of_maxprocs: *const c_int,
-    array_of_info: *const MPI_Info,
+    array_of_info: *const HandleSlot,
     root: c_int,
     comm: MPI_Comm,
-    intercomm: *mut MPI_Comm,
+    intercomm: *mut HandleSlot,
     array_of_errcodes: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_spawn_multiple();
@@ -2943,11 +3022,15 @@ pub unsafe extern "C" fn MPI_Comm_spawn_multiple(
         } else {
             None
         };
-        array(e, array_of_info, array_of_info_len, |e, v| {
-            e.handle(HandleKind::Info, v.into_handle())
-        });
+        handles(
+            e,
+            HandleKind::Info as usize,
+            array_of_info,
+            array_of_info_len,
+            |e, v| e.handle(HandleKind::Info, Handle::from(v)),
+        );
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_comm_out(intercomm, None);
         let array_of_errcodes_len = if e.ok() && e.is_root(root, comm) {
             sum_of(array_of_maxprocs, count_of(count))
@@ -2967,7 +3050,7 @@ pub unsafe extern "C" fn MPI_Comm_split(
     comm: MPI_Comm,
     color: c_int,
     key: c_int,
-    newcomm: *mut MPI_Comm,
+    newcomm: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_split();
     let Some(call) = Call::begin() else {
@@ -2979,7 +3062,7 @@ pub unsafe extern "C" fn MPI_Comm_split(
     let end = crate::clock::now();
     let agreed = unsafe { crate::agree::created(ret, newcomm) };
     call.end_at(end, func::MPI_Comm_split, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.int(i64::from(color));
         e.int(i64::from(key));
         e.new_comm_out(newcomm, agreed);
@@ -2994,7 +3077,7 @@ pub unsafe extern "C" fn MPI_Comm_split_type(
     split_type: c_int,
     key: c_int,
     info: MPI_Info,
-    newcomm: *mut MPI_Comm,
+    newcomm: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_split_type();
     let Some(call) = Call::begin() else {
@@ -3006,10 +3089,10 @@ pub unsafe extern "C" fn MPI_Comm_split_type(
     let end = crate::clock::now();
     let agreed = unsafe { crate::agree::created(ret, newcomm) };
     call.end_at(end, func::MPI_Comm_split_type, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.int(i64::from(split_type));
         e.int(i64::from(key));
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Info, Handle::from(info));
         e.new_comm_out(newcomm, agreed);
     });
     ret
@@ -3024,7 +3107,7 @@ pub unsafe extern "C" fn MPI_Comm_test_inter(comm: MPI_Comm, flag: *mut c_int) -
     };
     let ret = unsafe { real(comm, flag) };
     call.end(func::MPI_Comm_test_inter, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.int_out(flag);
     });
     ret
@@ -3070,10 +3153,10 @@ pub unsafe extern "C" fn MPI_Compare_and_swap(
         e.buffer(origin_addr);
         e.buffer(compare_addr);
         e.buffer(result_addr);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         win_rank(e, i64::from(target_rank), win);
         e.address(target_disp);
-        e.handle(HandleKind::Win, win.into_handle());
+        e.handle(HandleKind::Win, Handle::from(win));
     });
     ret
 }
@@ -3107,7 +3190,7 @@ pub unsafe extern "C" fn MPI_Dist_graph_create(
     weights: *const c_int,
     info: MPI_Info,
     reorder: c_int,
-    comm_dist_graph: *mut MPI_Comm,
+    comm_dist_graph: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Dist_graph_create();
     let Some(call) = Call::begin() else {
@@ -3143,7 +3226,7 @@ pub unsafe extern "C" fn MPI_Dist_graph_create(
     let end = crate::clock::now();
     let agreed = unsafe { crate::agree::created(ret, comm_dist_graph) };
     call.end_at(end, func::MPI_Dist_graph_create, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm_old.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm_old));
         e.int(i64::from(n));
         let sources_len = count_of(n);
         array(e, sources, sources_len, |e, v| e.int(i64::from(v)));
@@ -3155,7 +3238,7 @@ pub unsafe extern "C" fn MPI_Dist_graph_create(
         });
         let weights_len = weights_len(weights, sum_of(degrees, count_of(n)));
         array(e, weights, weights_len, |e, v| e.int(i64::from(v)));
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Info, Handle::from(info));
         e.int(i64::from(reorder));
         e.new_comm_out(comm_dist_graph, agreed);
     });
@@ -3175,7 +3258,7 @@ pub unsafe extern "C" fn MPI_Dist_graph_create_adjacent(
     destweights: *const c_int,
     info: MPI_Info,
     reorder: c_int,
-    comm_dist_graph: *mut MPI_Comm,
+    comm_dist_graph: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Dist_graph_create_adjacent();
     let Some(call) = Call::begin() else {
@@ -3213,7 +3296,7 @@ pub unsafe extern "C" fn MPI_Dist_graph_create_adjacent(
     let end = crate::clock::now();
     let agreed = unsafe { crate::agree::created(ret, comm_dist_graph) };
     call.end_at(end, func::MPI_Dist_graph_create_adjacent, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm_old.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm_old));
         e.int(i64::from(indegree));
         let sources_len = count_of(indegree);
         array(e, sources, sources_len, |e, v| e.int(i64::from(v)));
@@ -3228,7 +3311,7 @@ pub unsafe extern "C" fn MPI_Dist_graph_create_adjacent(
         });
         let destweights_len = weights_len(destweights, count_of(outdegree));
         array(e, destweights, destweights_len, |e, v| e.int(i64::from(v)));
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Info, Handle::from(info));
         e.int(i64::from(reorder));
         e.new_comm_out(comm_dist_graph, agreed);
     });
@@ -3272,7 +3355,7 @@ pub unsafe extern "C" fn MPI_Dist_graph_neighbors(
         )
     };
     call.end(func::MPI_Dist_graph_neighbors, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.int(i64::from(maxindegree));
         let sources_len = if e.ok() {
             min_of(count_of(maxindegree), topo_degrees(e, comm).map(|d| d.0))
@@ -3327,7 +3410,7 @@ pub unsafe extern "C" fn MPI_Dist_graph_neighbors_count(
     };
     let ret = unsafe { real(comm, indegree, outdegree, weighted) };
     call.end(func::MPI_Dist_graph_neighbors_count, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.int_out(indegree);
         e.int_out(outdegree);
         e.int_out(weighted);
@@ -3339,7 +3422,7 @@ pub unsafe extern "C" fn MPI_Dist_graph_neighbors_count(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Errhandler_create(
     function: *mut MPI_Comm_errhandler_function,
-    errhandler: *mut MPI_Errhandler,
+    errhandler: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Errhandler_create();
     let Some(call) = Call::begin() else {
@@ -3348,40 +3431,38 @@ pub unsafe extern "C" fn MPI_Errhandler_create(
     let ret = unsafe { real(function, errhandler) };
     call.end(func::MPI_Errhandler_create, ret, |e| unsafe {
         e.callback(function);
-        e.new_handle_out(HandleKind::Errhandler, errhandler);
+        e.new_handle_out(HandleKind::Errhandler, errhandler.cast());
     });
     ret
 }
 
 /// Traces `MPI_Errhandler_free`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Errhandler_free(errhandler: *mut MPI_Errhandler) -> c_int {
+pub unsafe extern "C" fn MPI_Errhandler_free(errhandler: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Errhandler_free();
     let Some(call) = Call::begin() else {
         return unsafe { real(errhandler) };
     };
-    let errhandler_before = unsafe { read_or(errhandler, MPI_ERRHANDLER_NULL) };
+    let errhandler_before =
+        unsafe { handle_or_null(HandleKind::Errhandler as usize, errhandler.cast()) };
     let ret = unsafe { real(errhandler) };
     call.end(func::MPI_Errhandler_free, ret, |e| {
-        e.free_handle(HandleKind::Errhandler, errhandler_before.into_handle());
+        e.free_handle(HandleKind::Errhandler, errhandler_before);
     });
     ret
 }
 
 /// Traces `MPI_Errhandler_get`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Errhandler_get(
-    comm: MPI_Comm,
-    errhandler: *mut MPI_Errhandler,
-) -> c_int {
+pub unsafe extern "C" fn MPI_Errhandler_get(comm: MPI_Comm, errhandler: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Errhandler_get();
     let Some(call) = Call::begin() else {
         return unsafe { real(comm, errhandler) };
     };
     let ret = unsafe { real(comm, errhandler) };
     call.end(func::MPI_Errhandler_get, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.new_handle_out(HandleKind::Errhandler, errhandler);
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.new_handle_out(HandleKind::Errhandler, errhandler.cast());
     });
     ret
 }
@@ -3395,8 +3476,8 @@ pub unsafe extern "C" fn MPI_Errhandler_set(comm: MPI_Comm, errhandler: MPI_Errh
     };
     let ret = unsafe { real(comm, errhandler) };
     call.end(func::MPI_Errhandler_set, ret, |e| {
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Errhandler, errhandler.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Errhandler, Handle::from(errhandler));
     });
     ret
 }
@@ -3430,7 +3511,7 @@ pub unsafe extern "C" fn MPI_Error_string(
     let ret = unsafe { real(errorcode, string, resultlen) };
     call.end(func::MPI_Error_string, ret, |e| unsafe {
         e.int(i64::from(errorcode));
-        let string_cap = count_of(MPI_MAX_ERROR_STRING);
+        let string_cap = count_of(front().ints.MPI_MAX_ERROR_STRING);
         string_out(e, string, string_cap, true);
         e.int_out(resultlen);
     });
@@ -3456,9 +3537,9 @@ pub unsafe extern "C" fn MPI_Exscan(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.handle(HandleKind::Op, op.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Op, Handle::from(op));
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -3482,9 +3563,9 @@ pub unsafe extern "C" fn MPI_Exscan_c(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.handle(HandleKind::Op, op.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Op, Handle::from(op));
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -3500,7 +3581,7 @@ pub unsafe extern "C" fn MPI_Exscan_init(
     op: MPI_Op,
     comm: MPI_Comm,
     info: MPI_Info,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Exscan_init();
     let Some(call) = Call::begin() else {
@@ -3511,10 +3592,10 @@ pub unsafe extern "C" fn MPI_Exscan_init(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.handle(HandleKind::Op, op.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Op, Handle::from(op));
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, Handle::from(info));
         e.new_request(request);
     });
     ret
@@ -3531,7 +3612,7 @@ pub unsafe extern "C" fn MPI_Exscan_init_c(
     op: MPI_Op,
     comm: MPI_Comm,
     info: MPI_Info,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Exscan_init_c();
     let Some(call) = Call::begin() else {
@@ -3542,10 +3623,10 @@ pub unsafe extern "C" fn MPI_Exscan_init_c(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.handle(HandleKind::Op, op.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Op, Handle::from(op));
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, Handle::from(info));
         e.new_request(request);
     });
     ret
@@ -3590,11 +3671,11 @@ pub unsafe extern "C" fn MPI_Fetch_and_op(
     call.end(func::MPI_Fetch_and_op, ret, |e| {
         e.buffer(origin_addr);
         e.buffer(result_addr);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         win_rank(e, i64::from(target_rank), win);
         e.address(target_disp);
-        e.handle(HandleKind::Op, op.into_handle());
-        e.handle(HandleKind::Win, win.into_handle());
+        e.handle(HandleKind::Op, Handle::from(op));
+        e.handle(HandleKind::Win, Handle::from(win));
     });
     ret
 }
@@ -3608,7 +3689,7 @@ pub unsafe extern "C" fn MPI_File_c2f(file: MPI_File) -> MPI_Fint {
     };
     let ret = unsafe { real(file) };
     call.end(func::MPI_File_c2f, MPI_SUCCESS, |e| {
-        e.handle(HandleKind::File, file.into_handle());
+        e.handle(HandleKind::File, Handle::from(file));
     });
     ret
 }
@@ -3622,7 +3703,7 @@ pub unsafe extern "C" fn MPI_File_call_errhandler(fh: MPI_File, errorcode: c_int
     };
     let ret = unsafe { real(fh, errorcode) };
     call.end(func::MPI_File_call_errhandler, ret, |e| {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.int(i64::from(errorcode));
     });
     ret
@@ -3630,15 +3711,15 @@ pub unsafe extern "C" fn MPI_File_call_errhandler(fh: MPI_File, errorcode: c_int
 
 /// Traces `MPI_File_close`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_File_close(fh: *mut MPI_File) -> c_int {
+pub unsafe extern "C" fn MPI_File_close(fh: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_File_close();
     let Some(call) = Call::begin() else {
         return unsafe { real(fh) };
     };
-    let fh_before = unsafe { read_or(fh, std::ptr::null_mut()) };
+    let fh_before = unsafe { handle_or_null(HandleKind::File as usize, fh.cast()) };
     let ret = unsafe { real(fh) };
     call.end(func::MPI_File_close, ret, |e| {
-        e.free_handle(HandleKind::File, fh_before.into_handle());
+        e.free_handle(HandleKind::File, fh_before);
     });
     ret
 }
@@ -3647,7 +3728,7 @@ pub unsafe extern "C" fn MPI_File_close(fh: *mut MPI_File) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_File_create_errhandler(
     file_errhandler_fn: *mut MPI_File_errhandler_function,
-    errhandler: *mut MPI_Errhandler,
+    errhandler: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_create_errhandler();
     let Some(call) = Call::begin() else {
@@ -3656,7 +3737,7 @@ pub unsafe extern "C" fn MPI_File_create_errhandler(
     let ret = unsafe { real(file_errhandler_fn, errhandler) };
     call.end(func::MPI_File_create_errhandler, ret, |e| unsafe {
         e.callback(file_errhandler_fn);
-        e.new_handle_out(HandleKind::Errhandler, errhandler);
+        e.new_handle_out(HandleKind::Errhandler, errhandler.cast());
     });
     ret
 }
@@ -3671,7 +3752,7 @@ pub unsafe extern "C" fn MPI_File_delete(filename: *const c_char, info: MPI_Info
     let ret = unsafe { real(filename, info) };
     call.end(func::MPI_File_delete, ret, |e| unsafe {
         e.string(filename);
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Info, Handle::from(info));
     });
     ret
 }
@@ -3699,7 +3780,7 @@ pub unsafe extern "C" fn MPI_File_get_amode(fh: MPI_File, amode: *mut c_int) -> 
     };
     let ret = unsafe { real(fh, amode) };
     call.end(func::MPI_File_get_amode, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.int_out(amode);
     });
     ret
@@ -3714,7 +3795,7 @@ pub unsafe extern "C" fn MPI_File_get_atomicity(fh: MPI_File, flag: *mut c_int) 
     };
     let ret = unsafe { real(fh, flag) };
     call.end(func::MPI_File_get_atomicity, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.int_out(flag);
     });
     ret
@@ -3733,7 +3814,7 @@ pub unsafe extern "C" fn MPI_File_get_byte_offset(
     };
     let ret = unsafe { real(fh, offset, disp) };
     call.end(func::MPI_File_get_byte_offset, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.address(offset);
         e.offset_out(disp);
     });
@@ -3744,7 +3825,7 @@ pub unsafe extern "C" fn MPI_File_get_byte_offset(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_File_get_errhandler(
     file: MPI_File,
-    errhandler: *mut MPI_Errhandler,
+    errhandler: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_get_errhandler();
     let Some(call) = Call::begin() else {
@@ -3752,38 +3833,38 @@ pub unsafe extern "C" fn MPI_File_get_errhandler(
     };
     let ret = unsafe { real(file, errhandler) };
     call.end(func::MPI_File_get_errhandler, ret, |e| unsafe {
-        e.handle(HandleKind::File, file.into_handle());
-        e.new_handle_out(HandleKind::Errhandler, errhandler);
+        e.handle(HandleKind::File, Handle::from(file));
+        e.new_handle_out(HandleKind::Errhandler, errhandler.cast());
     });
     ret
 }
 
 /// Traces `MPI_File_get_group`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_File_get_group(fh: MPI_File, group: *mut MPI_Group) -> c_int {
+pub unsafe extern "C" fn MPI_File_get_group(fh: MPI_File, group: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_File_get_group();
     let Some(call) = Call::begin() else {
         return unsafe { real(fh, group) };
     };
     let ret = unsafe { real(fh, group) };
     call.end(func::MPI_File_get_group, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
-        e.new_handle_out(HandleKind::Group, group);
+        e.handle(HandleKind::File, Handle::from(fh));
+        e.new_handle_out(HandleKind::Group, group.cast());
     });
     ret
 }
 
 /// Traces `MPI_File_get_info`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_File_get_info(fh: MPI_File, info_used: *mut MPI_Info) -> c_int {
+pub unsafe extern "C" fn MPI_File_get_info(fh: MPI_File, info_used: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_File_get_info();
     let Some(call) = Call::begin() else {
         return unsafe { real(fh, info_used) };
     };
     let ret = unsafe { real(fh, info_used) };
     call.end(func::MPI_File_get_info, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
-        e.new_handle_out(HandleKind::Info, info_used);
+        e.handle(HandleKind::File, Handle::from(fh));
+        e.new_handle_out(HandleKind::Info, info_used.cast());
     });
     ret
 }
@@ -3797,7 +3878,7 @@ pub unsafe extern "C" fn MPI_File_get_position(fh: MPI_File, offset: *mut MPI_Of
     };
     let ret = unsafe { real(fh, offset) };
     call.end(func::MPI_File_get_position, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.offset_out(offset);
     });
     ret
@@ -3815,7 +3896,7 @@ pub unsafe extern "C" fn MPI_File_get_position_shared(
     };
     let ret = unsafe { real(fh, offset) };
     call.end(func::MPI_File_get_position_shared, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.offset_out(offset);
     });
     ret
@@ -3830,7 +3911,7 @@ pub unsafe extern "C" fn MPI_File_get_size(fh: MPI_File, size: *mut MPI_Offset) 
     };
     let ret = unsafe { real(fh, size) };
     call.end(func::MPI_File_get_size, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.offset_out(size);
     });
     ret
@@ -3849,8 +3930,8 @@ pub unsafe extern "C" fn MPI_File_get_type_extent(
     };
     let ret = unsafe { real(fh, datatype, extent) };
     call.end(func::MPI_File_get_type_extent, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.address_out(extent);
     });
     ret
@@ -3869,8 +3950,8 @@ pub unsafe extern "C" fn MPI_File_get_type_extent_c(
     };
     let ret = unsafe { real(fh, datatype, extent) };
     call.end(func::MPI_File_get_type_extent_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.count_out(extent);
     });
     ret
@@ -3881,8 +3962,8 @@ pub unsafe extern "C" fn MPI_File_get_type_extent_c(
 pub unsafe extern "C" fn MPI_File_get_view(
     fh: MPI_File,
     disp: *mut MPI_Offset,
-    etype: *mut MPI_Datatype,
-    filetype: *mut MPI_Datatype,
+    etype: *mut HandleSlot,
+    filetype: *mut HandleSlot,
     datarep: *mut c_char,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_get_view();
@@ -3891,11 +3972,11 @@ pub unsafe extern "C" fn MPI_File_get_view(
     };
     let ret = unsafe { real(fh, disp, etype, filetype, datarep) };
     call.end(func::MPI_File_get_view, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.offset_out(disp);
-        e.new_handle_out(HandleKind::Datatype, etype);
-        e.new_handle_out(HandleKind::Datatype, filetype);
-        let datarep_cap = count_of(MPI_MAX_DATAREP_STRING);
+        e.new_handle_out(HandleKind::Datatype, etype.cast());
+        e.new_handle_out(HandleKind::Datatype, filetype.cast());
+        let datarep_cap = count_of(front().ints.MPI_MAX_DATAREP_STRING);
         string_out(e, datarep, datarep_cap, true);
     });
     ret
@@ -3908,7 +3989,7 @@ pub unsafe extern "C" fn MPI_File_iread(
     buf: *mut c_void,
     count: c_int,
     datatype: MPI_Datatype,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iread();
     let Some(call) = Call::begin() else {
@@ -3916,10 +3997,10 @@ pub unsafe extern "C" fn MPI_File_iread(
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
     call.end(func::MPI_File_iread, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.new_request(request);
     });
     ret
@@ -3932,7 +4013,7 @@ pub unsafe extern "C" fn MPI_File_iread_all(
     buf: *mut c_void,
     count: c_int,
     datatype: MPI_Datatype,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iread_all();
     let Some(call) = Call::begin() else {
@@ -3940,10 +4021,10 @@ pub unsafe extern "C" fn MPI_File_iread_all(
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
     call.end(func::MPI_File_iread_all, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.new_request(request);
     });
     ret
@@ -3956,7 +4037,7 @@ pub unsafe extern "C" fn MPI_File_iread_all_c(
     buf: *mut c_void,
     count: MPI_Count,
     datatype: MPI_Datatype,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iread_all_c();
     let Some(call) = Call::begin() else {
@@ -3964,10 +4045,10 @@ pub unsafe extern "C" fn MPI_File_iread_all_c(
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
     call.end(func::MPI_File_iread_all_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.new_request(request);
     });
     ret
@@ -3981,7 +4062,7 @@ pub unsafe extern "C" fn MPI_File_iread_at(
     buf: *mut c_void,
     count: c_int,
     datatype: MPI_Datatype,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iread_at();
     let Some(call) = Call::begin() else {
@@ -3989,11 +4070,11 @@ pub unsafe extern "C" fn MPI_File_iread_at(
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, request) };
     call.end(func::MPI_File_iread_at, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.address(offset);
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.new_request(request);
     });
     ret
@@ -4007,7 +4088,7 @@ pub unsafe extern "C" fn MPI_File_iread_at_all(
     buf: *mut c_void,
     count: c_int,
     datatype: MPI_Datatype,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iread_at_all();
     let Some(call) = Call::begin() else {
@@ -4015,11 +4096,11 @@ pub unsafe extern "C" fn MPI_File_iread_at_all(
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, request) };
     call.end(func::MPI_File_iread_at_all, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.address(offset);
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.new_request(request);
     });
     ret
@@ -4033,7 +4114,7 @@ pub unsafe extern "C" fn MPI_File_iread_at_all_c(
     buf: *mut c_void,
     count: MPI_Count,
     datatype: MPI_Datatype,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iread_at_all_c();
     let Some(call) = Call::begin() else {
@@ -4041,11 +4122,11 @@ pub unsafe extern "C" fn MPI_File_iread_at_all_c(
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, request) };
     call.end(func::MPI_File_iread_at_all_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.address(offset);
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.new_request(request);
     });
     ret
@@ -4059,7 +4140,7 @@ pub unsafe extern "C" fn MPI_File_iread_at_c(
     buf: *mut c_void,
     count: MPI_Count,
     datatype: MPI_Datatype,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iread_at_c();
     let Some(call) = Call::begin() else {
@@ -4067,11 +4148,11 @@ pub unsafe extern "C" fn MPI_File_iread_at_c(
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, request) };
     call.end(func::MPI_File_iread_at_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.address(offset);
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.new_request(request);
     });
     ret
@@ -4084,7 +4165,7 @@ pub unsafe extern "C" fn MPI_File_iread_c(
     buf: *mut c_void,
     count: MPI_Count,
     datatype: MPI_Datatype,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iread_c();
     let Some(call) = Call::begin() else {
@@ -4092,10 +4173,10 @@ pub unsafe extern "C" fn MPI_File_iread_c(
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
     call.end(func::MPI_File_iread_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.new_request(request);
     });
     ret
@@ -4108,7 +4189,7 @@ pub unsafe extern "C" fn MPI_File_iread_shared(
     buf: *mut c_void,
     count: c_int,
     datatype: MPI_Datatype,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iread_shared();
     let Some(call) = Call::begin() else {
@@ -4116,10 +4197,10 @@ pub unsafe extern "C" fn MPI_File_iread_shared(
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
     call.end(func::MPI_File_iread_shared, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.new_request(request);
     });
     ret
@@ -4132,7 +4213,7 @@ pub unsafe extern "C" fn MPI_File_iread_shared_c(
     buf: *mut c_void,
     count: MPI_Count,
     datatype: MPI_Datatype,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iread_shared_c();
     let Some(call) = Call::begin() else {
@@ -4140,10 +4221,10 @@ pub unsafe extern "C" fn MPI_File_iread_shared_c(
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
     call.end(func::MPI_File_iread_shared_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.new_request(request);
     });
     ret
@@ -4156,7 +4237,7 @@ pub unsafe extern "C" fn MPI_File_iwrite(
     buf: *const c_void,
     count: c_int,
     datatype: MPI_Datatype,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iwrite();
     let Some(call) = Call::begin() else {
@@ -4164,10 +4245,10 @@ pub unsafe extern "C" fn MPI_File_iwrite(
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
     call.end(func::MPI_File_iwrite, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.new_request(request);
     });
     ret
@@ -4180,7 +4261,7 @@ pub unsafe extern "C" fn MPI_File_iwrite_all(
     buf: *const c_void,
     count: c_int,
     datatype: MPI_Datatype,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iwrite_all();
     let Some(call) = Call::begin() else {
@@ -4188,10 +4269,10 @@ pub unsafe extern "C" fn MPI_File_iwrite_all(
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
     call.end(func::MPI_File_iwrite_all, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.new_request(request);
     });
     ret
@@ -4204,7 +4285,7 @@ pub unsafe extern "C" fn MPI_File_iwrite_all_c(
     buf: *const c_void,
     count: MPI_Count,
     datatype: MPI_Datatype,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iwrite_all_c();
     let Some(call) = Call::begin() else {
@@ -4212,10 +4293,10 @@ pub unsafe extern "C" fn MPI_File_iwrite_all_c(
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
     call.end(func::MPI_File_iwrite_all_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.new_request(request);
     });
     ret
@@ -4229,7 +4310,7 @@ pub unsafe extern "C" fn MPI_File_iwrite_at(
     buf: *const c_void,
     count: c_int,
     datatype: MPI_Datatype,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iwrite_at();
     let Some(call) = Call::begin() else {
@@ -4237,11 +4318,11 @@ pub unsafe extern "C" fn MPI_File_iwrite_at(
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, request) };
     call.end(func::MPI_File_iwrite_at, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.address(offset);
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.new_request(request);
     });
     ret
@@ -4255,7 +4336,7 @@ pub unsafe extern "C" fn MPI_File_iwrite_at_all(
     buf: *const c_void,
     count: c_int,
     datatype: MPI_Datatype,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iwrite_at_all();
     let Some(call) = Call::begin() else {
@@ -4263,11 +4344,11 @@ pub unsafe extern "C" fn MPI_File_iwrite_at_all(
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, request) };
     call.end(func::MPI_File_iwrite_at_all, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.address(offset);
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.new_request(request);
     });
     ret
@@ -4281,7 +4362,7 @@ pub unsafe extern "C" fn MPI_File_iwrite_at_all_c(
     buf: *const c_void,
     count: MPI_Count,
     datatype: MPI_Datatype,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iwrite_at_all_c();
     let Some(call) = Call::begin() else {
@@ -4289,11 +4370,11 @@ pub unsafe extern "C" fn MPI_File_iwrite_at_all_c(
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, request) };
     call.end(func::MPI_File_iwrite_at_all_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.address(offset);
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.new_request(request);
     });
     ret
@@ -4307,7 +4388,7 @@ pub unsafe extern "C" fn MPI_File_iwrite_at_c(
     buf: *const c_void,
     count: MPI_Count,
     datatype: MPI_Datatype,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iwrite_at_c();
     let Some(call) = Call::begin() else {
@@ -4315,11 +4396,11 @@ pub unsafe extern "C" fn MPI_File_iwrite_at_c(
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, request) };
     call.end(func::MPI_File_iwrite_at_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.address(offset);
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.new_request(request);
     });
     ret
@@ -4332,7 +4413,7 @@ pub unsafe extern "C" fn MPI_File_iwrite_c(
     buf: *const c_void,
     count: MPI_Count,
     datatype: MPI_Datatype,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iwrite_c();
     let Some(call) = Call::begin() else {
@@ -4340,10 +4421,10 @@ pub unsafe extern "C" fn MPI_File_iwrite_c(
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
     call.end(func::MPI_File_iwrite_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.new_request(request);
     });
     ret
@@ -4356,7 +4437,7 @@ pub unsafe extern "C" fn MPI_File_iwrite_shared(
     buf: *const c_void,
     count: c_int,
     datatype: MPI_Datatype,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iwrite_shared();
     let Some(call) = Call::begin() else {
@@ -4364,10 +4445,10 @@ pub unsafe extern "C" fn MPI_File_iwrite_shared(
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
     call.end(func::MPI_File_iwrite_shared, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.new_request(request);
     });
     ret
@@ -4380,7 +4461,7 @@ pub unsafe extern "C" fn MPI_File_iwrite_shared_c(
     buf: *const c_void,
     count: MPI_Count,
     datatype: MPI_Datatype,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iwrite_shared_c();
     let Some(call) = Call::begin() else {
@@ -4388,10 +4469,10 @@ pub unsafe extern "C" fn MPI_File_iwrite_shared_c(
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
     call.end(func::MPI_File_iwrite_shared_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.new_request(request);
     });
     ret
@@ -4404,7 +4485,7 @@ pub unsafe extern "C" fn MPI_File_open(
     filename: *const c_char,
     amode: c_int,
     info: MPI_Info,
-    fh: *mut MPI_File,
+    fh: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_open();
     let Some(call) = Call::begin() else {
@@ -4412,11 +4493,11 @@ pub unsafe extern "C" fn MPI_File_open(
     };
     let ret = unsafe { real(comm, filename, amode, info, fh) };
     call.end(func::MPI_File_open, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.string(filename);
         e.int(i64::from(amode));
-        e.handle(HandleKind::Info, info.into_handle());
-        e.new_handle_out(HandleKind::File, fh);
+        e.handle(HandleKind::Info, Handle::from(info));
+        e.new_handle_out(HandleKind::File, fh.cast());
     });
     ret
 }
@@ -4430,7 +4511,7 @@ pub unsafe extern "C" fn MPI_File_preallocate(fh: MPI_File, size: MPI_Offset) ->
     };
     let ret = unsafe { real(fh, size) };
     call.end(func::MPI_File_preallocate, ret, |e| {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.address(size);
     });
     ret
@@ -4451,10 +4532,10 @@ pub unsafe extern "C" fn MPI_File_read(
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
     call.end(func::MPI_File_read, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.status(status, None);
     });
     ret
@@ -4475,10 +4556,10 @@ pub unsafe extern "C" fn MPI_File_read_all(
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
     call.end(func::MPI_File_read_all, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.status(status, None);
     });
     ret
@@ -4498,10 +4579,10 @@ pub unsafe extern "C" fn MPI_File_read_all_begin(
     };
     let ret = unsafe { real(fh, buf, count, datatype) };
     call.end(func::MPI_File_read_all_begin, ret, |e| {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
     });
     ret
 }
@@ -4520,10 +4601,10 @@ pub unsafe extern "C" fn MPI_File_read_all_begin_c(
     };
     let ret = unsafe { real(fh, buf, count, datatype) };
     call.end(func::MPI_File_read_all_begin_c, ret, |e| {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
     });
     ret
 }
@@ -4543,10 +4624,10 @@ pub unsafe extern "C" fn MPI_File_read_all_c(
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
     call.end(func::MPI_File_read_all_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.status(status, None);
     });
     ret
@@ -4565,7 +4646,7 @@ pub unsafe extern "C" fn MPI_File_read_all_end(
     };
     let ret = unsafe { real(fh, buf, status) };
     call.end(func::MPI_File_read_all_end, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.buffer(buf);
         e.status(status, None);
     });
@@ -4588,11 +4669,11 @@ pub unsafe extern "C" fn MPI_File_read_at(
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, status) };
     call.end(func::MPI_File_read_at, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.address(offset);
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.status(status, None);
     });
     ret
@@ -4614,11 +4695,11 @@ pub unsafe extern "C" fn MPI_File_read_at_all(
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, status) };
     call.end(func::MPI_File_read_at_all, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.address(offset);
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.status(status, None);
     });
     ret
@@ -4639,11 +4720,11 @@ pub unsafe extern "C" fn MPI_File_read_at_all_begin(
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype) };
     call.end(func::MPI_File_read_at_all_begin, ret, |e| {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.address(offset);
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
     });
     ret
 }
@@ -4663,11 +4744,11 @@ pub unsafe extern "C" fn MPI_File_read_at_all_begin_c(
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype) };
     call.end(func::MPI_File_read_at_all_begin_c, ret, |e| {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.address(offset);
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
     });
     ret
 }
@@ -4688,11 +4769,11 @@ pub unsafe extern "C" fn MPI_File_read_at_all_c(
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, status) };
     call.end(func::MPI_File_read_at_all_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.address(offset);
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.status(status, None);
     });
     ret
@@ -4711,7 +4792,7 @@ pub unsafe extern "C" fn MPI_File_read_at_all_end(
     };
     let ret = unsafe { real(fh, buf, status) };
     call.end(func::MPI_File_read_at_all_end, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.buffer(buf);
         e.status(status, None);
     });
@@ -4734,11 +4815,11 @@ pub unsafe extern "C" fn MPI_File_read_at_c(
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, status) };
     call.end(func::MPI_File_read_at_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.address(offset);
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.status(status, None);
     });
     ret
@@ -4759,10 +4840,10 @@ pub unsafe extern "C" fn MPI_File_read_c(
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
     call.end(func::MPI_File_read_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.status(status, None);
     });
     ret
@@ -4783,10 +4864,10 @@ pub unsafe extern "C" fn MPI_File_read_ordered(
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
     call.end(func::MPI_File_read_ordered, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.status(status, None);
     });
     ret
@@ -4806,10 +4887,10 @@ pub unsafe extern "C" fn MPI_File_read_ordered_begin(
     };
     let ret = unsafe { real(fh, buf, count, datatype) };
     call.end(func::MPI_File_read_ordered_begin, ret, |e| {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
     });
     ret
 }
@@ -4828,10 +4909,10 @@ pub unsafe extern "C" fn MPI_File_read_ordered_begin_c(
     };
     let ret = unsafe { real(fh, buf, count, datatype) };
     call.end(func::MPI_File_read_ordered_begin_c, ret, |e| {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
     });
     ret
 }
@@ -4851,10 +4932,10 @@ pub unsafe extern "C" fn MPI_File_read_ordered_c(
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
     call.end(func::MPI_File_read_ordered_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.status(status, None);
     });
     ret
@@ -4873,7 +4954,7 @@ pub unsafe extern "C" fn MPI_File_read_ordered_end(
     };
     let ret = unsafe { real(fh, buf, status) };
     call.end(func::MPI_File_read_ordered_end, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.buffer(buf);
         e.status(status, None);
     });
@@ -4895,10 +4976,10 @@ pub unsafe extern "C" fn MPI_File_read_shared(
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
     call.end(func::MPI_File_read_shared, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.status(status, None);
     });
     ret
@@ -4919,10 +5000,10 @@ pub unsafe extern "C" fn MPI_File_read_shared_c(
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
     call.end(func::MPI_File_read_shared_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.status(status, None);
     });
     ret
@@ -4937,7 +5018,7 @@ pub unsafe extern "C" fn MPI_File_seek(fh: MPI_File, offset: MPI_Offset, whence:
     };
     let ret = unsafe { real(fh, offset, whence) };
     call.end(func::MPI_File_seek, ret, |e| {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.address(offset);
         e.int(i64::from(whence));
     });
@@ -4957,7 +5038,7 @@ pub unsafe extern "C" fn MPI_File_seek_shared(
     };
     let ret = unsafe { real(fh, offset, whence) };
     call.end(func::MPI_File_seek_shared, ret, |e| {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.address(offset);
         e.int(i64::from(whence));
     });
@@ -4973,7 +5054,7 @@ pub unsafe extern "C" fn MPI_File_set_atomicity(fh: MPI_File, flag: c_int) -> c_
     };
     let ret = unsafe { real(fh, flag) };
     call.end(func::MPI_File_set_atomicity, ret, |e| {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.int(i64::from(flag));
     });
     ret
@@ -4991,8 +5072,8 @@ pub unsafe extern "C" fn MPI_File_set_errhandler(
     };
     let ret = unsafe { real(file, errhandler) };
     call.end(func::MPI_File_set_errhandler, ret, |e| {
-        e.handle(HandleKind::File, file.into_handle());
-        e.handle(HandleKind::Errhandler, errhandler.into_handle());
+        e.handle(HandleKind::File, Handle::from(file));
+        e.handle(HandleKind::Errhandler, Handle::from(errhandler));
     });
     ret
 }
@@ -5006,8 +5087,8 @@ pub unsafe extern "C" fn MPI_File_set_info(fh: MPI_File, info: MPI_Info) -> c_in
     };
     let ret = unsafe { real(fh, info) };
     call.end(func::MPI_File_set_info, ret, |e| {
-        e.handle(HandleKind::File, fh.into_handle());
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::Info, Handle::from(info));
     });
     ret
 }
@@ -5021,7 +5102,7 @@ pub unsafe extern "C" fn MPI_File_set_size(fh: MPI_File, size: MPI_Offset) -> c_
     };
     let ret = unsafe { real(fh, size) };
     call.end(func::MPI_File_set_size, ret, |e| {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.address(size);
     });
     ret
@@ -5043,12 +5124,12 @@ pub unsafe extern "C" fn MPI_File_set_view(
     };
     let ret = unsafe { real(fh, disp, etype, filetype, datarep, info) };
     call.end(func::MPI_File_set_view, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.address(disp);
-        e.handle(HandleKind::Datatype, etype.into_handle());
-        e.handle(HandleKind::Datatype, filetype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(etype));
+        e.handle(HandleKind::Datatype, Handle::from(filetype));
         e.string(datarep);
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Info, Handle::from(info));
     });
     ret
 }
@@ -5062,7 +5143,7 @@ pub unsafe extern "C" fn MPI_File_sync(fh: MPI_File) -> c_int {
     };
     let ret = unsafe { real(fh) };
     call.end(func::MPI_File_sync, ret, |e| {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
     });
     ret
 }
@@ -5082,10 +5163,10 @@ pub unsafe extern "C" fn MPI_File_write(
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
     call.end(func::MPI_File_write, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.status(status, None);
     });
     ret
@@ -5106,10 +5187,10 @@ pub unsafe extern "C" fn MPI_File_write_all(
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
     call.end(func::MPI_File_write_all, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.status(status, None);
     });
     ret
@@ -5129,10 +5210,10 @@ pub unsafe extern "C" fn MPI_File_write_all_begin(
     };
     let ret = unsafe { real(fh, buf, count, datatype) };
     call.end(func::MPI_File_write_all_begin, ret, |e| {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
     });
     ret
 }
@@ -5151,10 +5232,10 @@ pub unsafe extern "C" fn MPI_File_write_all_begin_c(
     };
     let ret = unsafe { real(fh, buf, count, datatype) };
     call.end(func::MPI_File_write_all_begin_c, ret, |e| {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
     });
     ret
 }
@@ -5174,10 +5255,10 @@ pub unsafe extern "C" fn MPI_File_write_all_c(
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
     call.end(func::MPI_File_write_all_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.status(status, None);
     });
     ret
@@ -5196,7 +5277,7 @@ pub unsafe extern "C" fn MPI_File_write_all_end(
     };
     let ret = unsafe { real(fh, buf, status) };
     call.end(func::MPI_File_write_all_end, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.buffer(buf);
         e.status(status, None);
     });
@@ -5219,11 +5300,11 @@ pub unsafe extern "C" fn MPI_File_write_at(
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, status) };
     call.end(func::MPI_File_write_at, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.address(offset);
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.status(status, None);
     });
     ret
@@ -5245,11 +5326,11 @@ pub unsafe extern "C" fn MPI_File_write_at_all(
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, status) };
     call.end(func::MPI_File_write_at_all, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.address(offset);
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.status(status, None);
     });
     ret
@@ -5270,11 +5351,11 @@ pub unsafe extern "C" fn MPI_File_write_at_all_begin(
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype) };
     call.end(func::MPI_File_write_at_all_begin, ret, |e| {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.address(offset);
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
     });
     ret
 }
@@ -5294,11 +5375,11 @@ pub unsafe extern "C" fn MPI_File_write_at_all_begin_c(
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype) };
     call.end(func::MPI_File_write_at_all_begin_c, ret, |e| {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.address(offset);
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
     });
     ret
 }
@@ -5319,11 +5400,11 @@ pub unsafe extern "C" fn MPI_File_write_at_all_c(
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, status) };
     call.end(func::MPI_File_write_at_all_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.address(offset);
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.status(status, None);
     });
     ret
@@ -5342,7 +5423,7 @@ pub unsafe extern "C" fn MPI_File_write_at_all_end(
     };
     let ret = unsafe { real(fh, buf, status) };
     call.end(func::MPI_File_write_at_all_end, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.buffer(buf);
         e.status(status, None);
     });
@@ -5365,11 +5446,11 @@ pub unsafe extern "C" fn MPI_File_write_at_c(
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, status) };
     call.end(func::MPI_File_write_at_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.address(offset);
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.status(status, None);
     });
     ret
@@ -5390,10 +5471,10 @@ pub unsafe extern "C" fn MPI_File_write_c(
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
     call.end(func::MPI_File_write_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.status(status, None);
     });
     ret
@@ -5414,10 +5495,10 @@ pub unsafe extern "C" fn MPI_File_write_ordered(
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
     call.end(func::MPI_File_write_ordered, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.status(status, None);
     });
     ret
@@ -5437,10 +5518,10 @@ pub unsafe extern "C" fn MPI_File_write_ordered_begin(
     };
     let ret = unsafe { real(fh, buf, count, datatype) };
     call.end(func::MPI_File_write_ordered_begin, ret, |e| {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
     });
     ret
 }
@@ -5459,10 +5540,10 @@ pub unsafe extern "C" fn MPI_File_write_ordered_begin_c(
     };
     let ret = unsafe { real(fh, buf, count, datatype) };
     call.end(func::MPI_File_write_ordered_begin_c, ret, |e| {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
     });
     ret
 }
@@ -5482,10 +5563,10 @@ pub unsafe extern "C" fn MPI_File_write_ordered_c(
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
     call.end(func::MPI_File_write_ordered_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.status(status, None);
     });
     ret
@@ -5504,7 +5585,7 @@ pub unsafe extern "C" fn MPI_File_write_ordered_end(
     };
     let ret = unsafe { real(fh, buf, status) };
     call.end(func::MPI_File_write_ordered_end, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.buffer(buf);
         e.status(status, None);
     });
@@ -5526,10 +5607,10 @@ pub unsafe extern "C" fn MPI_File_write_shared(
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
     call.end(func::MPI_File_write_shared, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.status(status, None);
     });
     ret
@@ -5550,10 +5631,10 @@ pub unsafe extern "C" fn MPI_File_write_shared_c(
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
     call.end(func::MPI_File_write_shared_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh.into_handle());
+        e.handle(HandleKind::File, Handle::from(fh));
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.status(status, None);
     });
     ret
@@ -5616,12 +5697,12 @@ pub unsafe extern "C" fn MPI_Gather(
     call.end(func::MPI_Gather, ret, |e| {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -5655,12 +5736,12 @@ pub unsafe extern "C" fn MPI_Gather_c(
     call.end(func::MPI_Gather_c, ret, |e| {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -5678,7 +5759,7 @@ pub unsafe extern "C" fn MPI_Gather_init(
     root: c_int,
     comm: MPI_Comm,
     info: MPI_Info,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Gather_init();
     let Some(call) = Call::begin() else {
@@ -5697,13 +5778,13 @@ pub unsafe extern "C" fn MPI_Gather_init(
     call.end(func::MPI_Gather_init, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, Handle::from(info));
         e.new_request(request);
     });
     ret
@@ -5722,7 +5803,7 @@ pub unsafe extern "C" fn MPI_Gather_init_c(
     root: c_int,
     comm: MPI_Comm,
     info: MPI_Info,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Gather_init_c();
     let Some(call) = Call::begin() else {
@@ -5741,13 +5822,13 @@ pub unsafe extern "C" fn MPI_Gather_init_c(
     call.end(func::MPI_Gather_init_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, Handle::from(info));
         e.new_request(request);
     });
     ret
@@ -5783,7 +5864,7 @@ pub unsafe extern "C" fn MPI_Gatherv(
     call.end(func::MPI_Gatherv, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         let recvcounts_len = if e.is_root(root, comm) {
             Some(group_peers(e, comm))
@@ -5797,9 +5878,9 @@ pub unsafe extern "C" fn MPI_Gatherv(
             None
         };
         array(e, displs, displs_len, |e, v| e.address(i64::from(v)));
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -5834,7 +5915,7 @@ pub unsafe extern "C" fn MPI_Gatherv_c(
     call.end(func::MPI_Gatherv_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         let recvcounts_len = if e.is_root(root, comm) {
             Some(group_peers(e, comm))
@@ -5848,9 +5929,9 @@ pub unsafe extern "C" fn MPI_Gatherv_c(
             None
         };
         array(e, displs, displs_len, |e, v| e.address(v));
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -5869,7 +5950,7 @@ pub unsafe extern "C" fn MPI_Gatherv_init(
     root: c_int,
     comm: MPI_Comm,
     info: MPI_Info,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Gatherv_init();
     let Some(call) = Call::begin() else {
@@ -5889,7 +5970,7 @@ pub unsafe extern "C" fn MPI_Gatherv_init(
     call.end(func::MPI_Gatherv_init, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         let recvcounts_len = if e.is_root(root, comm) {
             Some(group_peers(e, comm))
@@ -5903,10 +5984,10 @@ pub unsafe extern "C" fn MPI_Gatherv_init(
             None
         };
         array(e, displs, displs_len, |e, v| e.address(i64::from(v)));
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, Handle::from(info));
         e.new_request(request);
     });
     ret
@@ -5926,7 +6007,7 @@ pub unsafe extern "C" fn MPI_Gatherv_init_c(
     root: c_int,
     comm: MPI_Comm,
     info: MPI_Info,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Gatherv_init_c();
     let Some(call) = Call::begin() else {
@@ -5946,7 +6027,7 @@ pub unsafe extern "C" fn MPI_Gatherv_init_c(
     call.end(func::MPI_Gatherv_init_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         let recvcounts_len = if e.is_root(root, comm) {
             Some(group_peers(e, comm))
@@ -5960,10 +6041,10 @@ pub unsafe extern "C" fn MPI_Gatherv_init_c(
             None
         };
         array(e, displs, displs_len, |e, v| e.address(v));
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, Handle::from(info));
         e.new_request(request);
     });
     ret
@@ -6012,12 +6093,12 @@ pub unsafe extern "C" fn MPI_Get(
     call.end(func::MPI_Get, ret, |e| {
         e.buffer(origin_addr);
         e.int(i64::from(origin_count));
-        e.handle(HandleKind::Datatype, origin_datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(origin_datatype));
         win_rank(e, i64::from(target_rank), win);
         e.address(target_disp);
         e.int(i64::from(target_count));
-        e.handle(HandleKind::Datatype, target_datatype.into_handle());
-        e.handle(HandleKind::Win, win.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(target_datatype));
+        e.handle(HandleKind::Win, Handle::from(win));
     });
     ret
 }
@@ -6077,16 +6158,16 @@ pub unsafe extern "C" fn MPI_Get_accumulate(
     call.end(func::MPI_Get_accumulate, ret, |e| {
         e.buffer(origin_addr);
         e.int(i64::from(origin_count));
-        e.handle(HandleKind::Datatype, origin_datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(origin_datatype));
         e.buffer(result_addr);
         e.int(i64::from(result_count));
-        e.handle(HandleKind::Datatype, result_datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(result_datatype));
         win_rank(e, i64::from(target_rank), win);
         e.address(target_disp);
         e.int(i64::from(target_count));
-        e.handle(HandleKind::Datatype, target_datatype.into_handle());
-        e.handle(HandleKind::Op, op.into_handle());
-        e.handle(HandleKind::Win, win.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(target_datatype));
+        e.handle(HandleKind::Op, Handle::from(op));
+        e.handle(HandleKind::Win, Handle::from(win));
     });
     ret
 }
@@ -6146,16 +6227,16 @@ pub unsafe extern "C" fn MPI_Get_accumulate_c(
     call.end(func::MPI_Get_accumulate_c, ret, |e| {
         e.buffer(origin_addr);
         e.int(origin_count);
-        e.handle(HandleKind::Datatype, origin_datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(origin_datatype));
         e.buffer(result_addr);
         e.int(result_count);
-        e.handle(HandleKind::Datatype, result_datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(result_datatype));
         win_rank(e, i64::from(target_rank), win);
         e.address(target_disp);
         e.int(target_count);
-        e.handle(HandleKind::Datatype, target_datatype.into_handle());
-        e.handle(HandleKind::Op, op.into_handle());
-        e.handle(HandleKind::Win, win.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(target_datatype));
+        e.handle(HandleKind::Op, Handle::from(op));
+        e.handle(HandleKind::Win, Handle::from(win));
     });
     ret
 }
@@ -6218,12 +6299,12 @@ pub unsafe extern "C" fn MPI_Get_c(
     call.end(func::MPI_Get_c, ret, |e| {
         e.buffer(origin_addr);
         e.int(origin_count);
-        e.handle(HandleKind::Datatype, origin_datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(origin_datatype));
         win_rank(e, i64::from(target_rank), win);
         e.address(target_disp);
         e.int(target_count);
-        e.handle(HandleKind::Datatype, target_datatype.into_handle());
-        e.handle(HandleKind::Win, win.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(target_datatype));
+        e.handle(HandleKind::Win, Handle::from(win));
     });
     ret
 }
@@ -6242,7 +6323,7 @@ pub unsafe extern "C" fn MPI_Get_count(
     let ret = unsafe { real(status, datatype, count) };
     call.end(func::MPI_Get_count, ret, |e| unsafe {
         e.status(status, None);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.int_out(count);
     });
     ret
@@ -6262,7 +6343,7 @@ pub unsafe extern "C" fn MPI_Get_count_c(
     let ret = unsafe { real(status, datatype, count) };
     call.end(func::MPI_Get_count_c, ret, |e| unsafe {
         e.status(status, None);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.count_out(count);
     });
     ret
@@ -6282,7 +6363,7 @@ pub unsafe extern "C" fn MPI_Get_elements(
     let ret = unsafe { real(status, datatype, count) };
     call.end(func::MPI_Get_elements, ret, |e| unsafe {
         e.status(status, None);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.int_out(count);
     });
     ret
@@ -6302,7 +6383,7 @@ pub unsafe extern "C" fn MPI_Get_elements_c(
     let ret = unsafe { real(status, datatype, count) };
     call.end(func::MPI_Get_elements_c, ret, |e| unsafe {
         e.status(status, None);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.count_out(count);
     });
     ret
@@ -6322,7 +6403,7 @@ pub unsafe extern "C" fn MPI_Get_elements_x(
     let ret = unsafe { real(status, datatype, count) };
     call.end(func::MPI_Get_elements_x, ret, |e| unsafe {
         e.status(status, None);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.count_out(count);
     });
     ret
@@ -6340,7 +6421,7 @@ pub unsafe extern "C" fn MPI_Get_library_version(
     };
     let ret = unsafe { real(version, resultlen) };
     call.end(func::MPI_Get_library_version, ret, |e| unsafe {
-        let version_cap = count_of(MPI_MAX_LIBRARY_VERSION_STRING);
+        let version_cap = count_of(front().ints.MPI_MAX_LIBRARY_VERSION_STRING);
         string_out(e, version, version_cap, true);
         e.int_out(resultlen);
     });
@@ -6356,7 +6437,7 @@ pub unsafe extern "C" fn MPI_Get_processor_name(name: *mut c_char, resultlen: *m
     };
     let ret = unsafe { real(name, resultlen) };
     call.end(func::MPI_Get_processor_name, ret, |e| unsafe {
-        let name_cap = count_of(MPI_MAX_PROCESSOR_NAME);
+        let name_cap = count_of(front().ints.MPI_MAX_PROCESSOR_NAME);
         string_out(e, name, name_cap, true);
         e.int_out(resultlen);
     });
@@ -6386,7 +6467,7 @@ pub unsafe extern "C" fn MPI_Graph_create(
     index: *const c_int,
     edges: *const c_int,
     reorder: c_int,
-    comm_graph: *mut MPI_Comm,
+    comm_graph: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Graph_create();
     let Some(call) = Call::begin() else {
@@ -6398,7 +6479,7 @@ pub unsafe extern "C" fn MPI_Graph_create(
     let end = crate::clock::now();
     let agreed = unsafe { crate::agree::created(ret, comm_graph) };
     call.end_at(end, func::MPI_Graph_create, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm_old.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm_old));
         e.int(i64::from(nnodes));
         let index_len = count_of(nnodes);
         array(e, index, index_len, |e, v| e.int(i64::from(v)));
@@ -6425,7 +6506,7 @@ pub unsafe extern "C" fn MPI_Graph_get(
     };
     let ret = unsafe { real(comm, maxindex, maxedges, index, edges) };
     call.end(func::MPI_Graph_get, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.int(i64::from(maxindex));
         e.int(i64::from(maxedges));
         let index_len = if e.ok() {
@@ -6459,7 +6540,7 @@ pub unsafe extern "C" fn MPI_Graph_map(
     };
     let ret = unsafe { real(comm, nnodes, index, edges, newrank) };
     call.end(func::MPI_Graph_map, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.int(i64::from(nnodes));
         let index_len = count_of(nnodes);
         array(e, index, index_len, |e, v| e.int(i64::from(v)));
@@ -6484,7 +6565,7 @@ pub unsafe extern "C" fn MPI_Graph_neighbors(
     };
     let ret = unsafe { real(comm, rank, maxneighbors, neighbors) };
     call.end(func::MPI_Graph_neighbors, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.rank(i64::from(rank), comm);
         e.int(i64::from(maxneighbors));
         let neighbors_len = if e.ok() {
@@ -6510,7 +6591,7 @@ pub unsafe extern "C" fn MPI_Graph_neighbors_count(
     };
     let ret = unsafe { real(comm, rank, nneighbors) };
     call.end(func::MPI_Graph_neighbors_count, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.rank(i64::from(rank), comm);
         e.int_out(nneighbors);
     });
@@ -6530,7 +6611,7 @@ pub unsafe extern "C" fn MPI_Graphdims_get(
     };
     let ret = unsafe { real(comm, nnodes, nedges) };
     call.end(func::MPI_Graphdims_get, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.int_out(nnodes);
         e.int_out(nedges);
     });
@@ -6558,7 +6639,7 @@ pub unsafe extern "C" fn MPI_Grequest_start(
     free_fn: *mut MPI_Grequest_free_function,
     cancel_fn: *mut MPI_Grequest_cancel_function,
     extra_state: *mut c_void,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Grequest_start();
     let Some(call) = Call::begin() else {
@@ -6588,8 +6669,8 @@ pub unsafe extern "C" fn MPI_Group_compare(
     };
     let ret = unsafe { real(group1, group2, result) };
     call.end(func::MPI_Group_compare, ret, |e| unsafe {
-        e.handle(HandleKind::Group, group1.into_handle());
-        e.handle(HandleKind::Group, group2.into_handle());
+        e.handle(HandleKind::Group, Handle::from(group1));
+        e.handle(HandleKind::Group, Handle::from(group2));
         e.int_out(result);
     });
     ret
@@ -6600,7 +6681,7 @@ pub unsafe extern "C" fn MPI_Group_compare(
 pub unsafe extern "C" fn MPI_Group_difference(
     group1: MPI_Group,
     group2: MPI_Group,
-    newgroup: *mut MPI_Group,
+    newgroup: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Group_difference();
     let Some(call) = Call::begin() else {
@@ -6608,9 +6689,9 @@ pub unsafe extern "C" fn MPI_Group_difference(
     };
     let ret = unsafe { real(group1, group2, newgroup) };
     call.end(func::MPI_Group_difference, ret, |e| unsafe {
-        e.handle(HandleKind::Group, group1.into_handle());
-        e.handle(HandleKind::Group, group2.into_handle());
-        e.new_handle_out(HandleKind::Group, newgroup);
+        e.handle(HandleKind::Group, Handle::from(group1));
+        e.handle(HandleKind::Group, Handle::from(group2));
+        e.new_handle_out(HandleKind::Group, newgroup.cast());
     });
     ret
 }
@@ -6621,7 +6702,7 @@ pub unsafe extern "C" fn MPI_Group_excl(
     group: MPI_Group,
     n: c_int,
     ranks: *const c_int,
-    newgroup: *mut MPI_Group,
+    newgroup: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Group_excl();
     let Some(call) = Call::begin() else {
@@ -6629,26 +6710,26 @@ pub unsafe extern "C" fn MPI_Group_excl(
     };
     let ret = unsafe { real(group, n, ranks, newgroup) };
     call.end(func::MPI_Group_excl, ret, |e| unsafe {
-        e.handle(HandleKind::Group, group.into_handle());
+        e.handle(HandleKind::Group, Handle::from(group));
         e.int(i64::from(n));
         let ranks_len = count_of(n);
         array(e, ranks, ranks_len, |e, v| e.int(i64::from(v)));
-        e.new_handle_out(HandleKind::Group, newgroup);
+        e.new_handle_out(HandleKind::Group, newgroup.cast());
     });
     ret
 }
 
 /// Traces `MPI_Group_free`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Group_free(group: *mut MPI_Group) -> c_int {
+pub unsafe extern "C" fn MPI_Group_free(group: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Group_free();
     let Some(call) = Call::begin() else {
         return unsafe { real(group) };
     };
-    let group_before = unsafe { read_or(group, MPI_GROUP_NULL) };
+    let group_before = unsafe { handle_or_null(HandleKind::Group as usize, group.cast()) };
     let ret = unsafe { real(group) };
     call.end(func::MPI_Group_free, ret, |e| {
-        e.free_handle(HandleKind::Group, group_before.into_handle());
+        e.free_handle(HandleKind::Group, group_before);
     });
     ret
 }
@@ -6658,7 +6739,7 @@ pub unsafe extern "C" fn MPI_Group_free(group: *mut MPI_Group) -> c_int {
 pub unsafe extern "C" fn MPI_Group_from_session_pset(
     session: MPI_Session,
     pset_name: *const c_char,
-    newgroup: *mut MPI_Group,
+    newgroup: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Group_from_session_pset();
     let Some(call) = Call::begin() else {
@@ -6666,9 +6747,9 @@ pub unsafe extern "C" fn MPI_Group_from_session_pset(
     };
     let ret = unsafe { real(session, pset_name, newgroup) };
     call.end(func::MPI_Group_from_session_pset, ret, |e| unsafe {
-        e.handle(HandleKind::Session, session.into_handle());
+        e.handle(HandleKind::Session, Handle::from(session));
         e.string(pset_name);
-        e.new_handle_out(HandleKind::Group, newgroup);
+        e.new_handle_out(HandleKind::Group, newgroup.cast());
     });
     ret
 }
@@ -6679,7 +6760,7 @@ pub unsafe extern "C" fn MPI_Group_incl(
     group: MPI_Group,
     n: c_int,
     ranks: *const c_int,
-    newgroup: *mut MPI_Group,
+    newgroup: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Group_incl();
     let Some(call) = Call::begin() else {
@@ -6687,11 +6768,11 @@ pub unsafe extern "C" fn MPI_Group_incl(
     };
     let ret = unsafe { real(group, n, ranks, newgroup) };
     call.end(func::MPI_Group_incl, ret, |e| unsafe {
-        e.handle(HandleKind::Group, group.into_handle());
+        e.handle(HandleKind::Group, Handle::from(group));
         e.int(i64::from(n));
         let ranks_len = count_of(n);
         array(e, ranks, ranks_len, |e, v| e.int(i64::from(v)));
-        e.new_handle_out(HandleKind::Group, newgroup);
+        e.new_handle_out(HandleKind::Group, newgroup.cast());
     });
     ret
 }
@@ -6701,7 +6782,7 @@ pub unsafe extern "C" fn MPI_Group_incl(
 pub unsafe extern "C" fn MPI_Group_intersection(
     group1: MPI_Group,
     group2: MPI_Group,
-    newgroup: *mut MPI_Group,
+    newgroup: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Group_intersection();
     let Some(call) = Call::begin() else {
@@ -6709,9 +6790,9 @@ pub unsafe extern "C" fn MPI_Group_intersection(
     };
     let ret = unsafe { real(group1, group2, newgroup) };
     call.end(func::MPI_Group_intersection, ret, |e| unsafe {
-        e.handle(HandleKind::Group, group1.into_handle());
-        e.handle(HandleKind::Group, group2.into_handle());
-        e.new_handle_out(HandleKind::Group, newgroup);
+        e.handle(HandleKind::Group, Handle::from(group1));
+        e.handle(HandleKind::Group, Handle::from(group2));
+        e.new_handle_out(HandleKind::Group, newgroup.cast());
     });
     ret
 }
@@ -6722,7 +6803,7 @@ pub unsafe extern "C" fn MPI_Group_range_excl(
     group: MPI_Group,
     n: c_int,
     ranges: *mut [c_int; 3],
-    newgroup: *mut MPI_Group,
+    newgroup: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Group_range_excl();
     let Some(call) = Call::begin() else {
@@ -6730,7 +6811,7 @@ pub unsafe extern "C" fn MPI_Group_range_excl(
     };
     let ret = unsafe { real(group, n, ranges, newgroup) };
     call.end(func::MPI_Group_range_excl, ret, |e| unsafe {
-        e.handle(HandleKind::Group, group.into_handle());
+        e.handle(HandleKind::Group, Handle::from(group));
         e.int(i64::from(n));
         let ranges_len = count_of(n);
         array(e, ranges, ranges_len, |e, v| {
@@ -6739,7 +6820,7 @@ pub unsafe extern "C" fn MPI_Group_range_excl(
                 e.int(i64::from(x));
             }
         });
-        e.new_handle_out(HandleKind::Group, newgroup);
+        e.new_handle_out(HandleKind::Group, newgroup.cast());
     });
     ret
 }
@@ -6750,7 +6831,7 @@ pub unsafe extern "C" fn MPI_Group_range_incl(
     group: MPI_Group,
     n: c_int,
     ranges: *mut [c_int; 3],
-    newgroup: *mut MPI_Group,
+    newgroup: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Group_range_incl();
     let Some(call) = Call::begin() else {
@@ -6758,7 +6839,7 @@ pub unsafe extern "C" fn MPI_Group_range_incl(
     };
     let ret = unsafe { real(group, n, ranges, newgroup) };
     call.end(func::MPI_Group_range_incl, ret, |e| unsafe {
-        e.handle(HandleKind::Group, group.into_handle());
+        e.handle(HandleKind::Group, Handle::from(group));
         e.int(i64::from(n));
         let ranges_len = count_of(n);
         array(e, ranges, ranges_len, |e, v| {
@@ -6767,7 +6848,7 @@ pub unsafe extern "C" fn MPI_Group_range_incl(
                 e.int(i64::from(x));
             }
         });
-        e.new_handle_out(HandleKind::Group, newgroup);
+        e.new_handle_out(HandleKind::Group, newgroup.cast());
     });
     ret
 }
@@ -6781,7 +6862,7 @@ pub unsafe extern "C" fn MPI_Group_rank(group: MPI_Group, rank: *mut c_int) -> c
     };
     let ret = unsafe { real(group, rank) };
     call.end(func::MPI_Group_rank, ret, |e| unsafe {
-        e.handle(HandleKind::Group, group.into_handle());
+        e.handle(HandleKind::Group, Handle::from(group));
         e.int_out(rank);
     });
     ret
@@ -6796,7 +6877,7 @@ pub unsafe extern "C" fn MPI_Group_size(group: MPI_Group, size: *mut c_int) -> c
     };
     let ret = unsafe { real(group, size) };
     call.end(func::MPI_Group_size, ret, |e| unsafe {
-        e.handle(HandleKind::Group, group.into_handle());
+        e.handle(HandleKind::Group, Handle::from(group));
         e.int_out(size);
     });
     ret
@@ -6817,11 +6898,11 @@ pub unsafe extern "C" fn MPI_Group_translate_ranks(
     };
     let ret = unsafe { real(group1, n, ranks1, group2, ranks2) };
     call.end(func::MPI_Group_translate_ranks, ret, |e| unsafe {
-        e.handle(HandleKind::Group, group1.into_handle());
+        e.handle(HandleKind::Group, Handle::from(group1));
         e.int(i64::from(n));
         let ranks1_len = count_of(n);
         array(e, ranks1, ranks1_len, |e, v| e.int(i64::from(v)));
-        e.handle(HandleKind::Group, group2.into_handle());
+        e.handle(HandleKind::Group, Handle::from(group2));
         let ranks2_len = if e.ok() { count_of(n) } else { None };
         array(e, ranks2, ranks2_len, |e, v| e.int(i64::from(v)));
     });
@@ -6833,7 +6914,7 @@ pub unsafe extern "C" fn MPI_Group_translate_ranks(
 pub unsafe extern "C" fn MPI_Group_union(
     group1: MPI_Group,
     group2: MPI_Group,
-    newgroup: *mut MPI_Group,
+    newgroup: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Group_union();
     let Some(call) = Call::begin() else {
@@ -6841,9 +6922,9 @@ pub unsafe extern "C" fn MPI_Group_union(
     };
     let ret = unsafe { real(group1, group2, newgroup) };
     call.end(func::MPI_Group_union, ret, |e| unsafe {
-        e.handle(HandleKind::Group, group1.into_handle());
-        e.handle(HandleKind::Group, group2.into_handle());
-        e.new_handle_out(HandleKind::Group, newgroup);
+        e.handle(HandleKind::Group, Handle::from(group1));
+        e.handle(HandleKind::Group, Handle::from(group2));
+        e.new_handle_out(HandleKind::Group, newgroup.cast());
     });
     ret
 }
@@ -6859,7 +6940,7 @@ pub unsafe extern "C" fn MPI_Iallgather(
     recvcount: c_int,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Iallgather();
     let Some(call) = Call::begin() else {
@@ -6877,11 +6958,11 @@ pub unsafe extern "C" fn MPI_Iallgather(
     call.end(func::MPI_Iallgather, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -6898,7 +6979,7 @@ pub unsafe extern "C" fn MPI_Iallgather_c(
     recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Iallgather_c();
     let Some(call) = Call::begin() else {
@@ -6916,11 +6997,11 @@ pub unsafe extern "C" fn MPI_Iallgather_c(
     call.end(func::MPI_Iallgather_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -6938,7 +7019,7 @@ pub unsafe extern "C" fn MPI_Iallgatherv(
     displs: *const c_int,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Iallgatherv();
     let Some(call) = Call::begin() else {
@@ -6956,14 +7037,14 @@ pub unsafe extern "C" fn MPI_Iallgatherv(
     call.end(func::MPI_Iallgatherv, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         let recvcounts_len = Some(group_peers(e, comm));
         array(e, recvcounts, recvcounts_len, |e, v| e.int(i64::from(v)));
         let displs_len = Some(group_peers(e, comm));
         array(e, displs, displs_len, |e, v| e.address(i64::from(v)));
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -6981,7 +7062,7 @@ pub unsafe extern "C" fn MPI_Iallgatherv_c(
     displs: *const MPI_Aint,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Iallgatherv_c();
     let Some(call) = Call::begin() else {
@@ -6999,14 +7080,14 @@ pub unsafe extern "C" fn MPI_Iallgatherv_c(
     call.end(func::MPI_Iallgatherv_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         let recvcounts_len = Some(group_peers(e, comm));
         array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         let displs_len = Some(group_peers(e, comm));
         array(e, displs, displs_len, |e, v| e.address(v));
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -7021,7 +7102,7 @@ pub unsafe extern "C" fn MPI_Iallreduce(
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Iallreduce();
     let Some(call) = Call::begin() else {
@@ -7032,9 +7113,9 @@ pub unsafe extern "C" fn MPI_Iallreduce(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.handle(HandleKind::Op, op.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Op, Handle::from(op));
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -7049,7 +7130,7 @@ pub unsafe extern "C" fn MPI_Iallreduce_c(
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Iallreduce_c();
     let Some(call) = Call::begin() else {
@@ -7060,9 +7141,9 @@ pub unsafe extern "C" fn MPI_Iallreduce_c(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.handle(HandleKind::Op, op.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Op, Handle::from(op));
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -7079,7 +7160,7 @@ pub unsafe extern "C" fn MPI_Ialltoall(
     recvcount: c_int,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ialltoall();
     let Some(call) = Call::begin() else {
@@ -7097,11 +7178,11 @@ pub unsafe extern "C" fn MPI_Ialltoall(
     call.end(func::MPI_Ialltoall, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -7118,7 +7199,7 @@ pub unsafe extern "C" fn MPI_Ialltoall_c(
     recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ialltoall_c();
     let Some(call) = Call::begin() else {
@@ -7136,11 +7217,11 @@ pub unsafe extern "C" fn MPI_Ialltoall_c(
     call.end(func::MPI_Ialltoall_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -7159,7 +7240,7 @@ pub unsafe extern "C" fn MPI_Ialltoallv(
     rdispls: *const c_int,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ialltoallv();
     let Some(call) = Call::begin() else {
@@ -7190,14 +7271,14 @@ pub unsafe extern "C" fn MPI_Ialltoallv(
             None
         };
         array(e, sdispls, sdispls_len, |e, v| e.address(i64::from(v)));
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         let recvcounts_len = Some(group_peers(e, comm));
         array(e, recvcounts, recvcounts_len, |e, v| e.int(i64::from(v)));
         let rdispls_len = Some(group_peers(e, comm));
         array(e, rdispls, rdispls_len, |e, v| e.address(i64::from(v)));
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -7216,7 +7297,7 @@ pub unsafe extern "C" fn MPI_Ialltoallv_c(
     rdispls: *const MPI_Aint,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ialltoallv_c();
     let Some(call) = Call::begin() else {
@@ -7247,14 +7328,14 @@ pub unsafe extern "C" fn MPI_Ialltoallv_c(
             None
         };
         array(e, sdispls, sdispls_len, |e, v| e.address(v));
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         let recvcounts_len = Some(group_peers(e, comm));
         array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         let rdispls_len = Some(group_peers(e, comm));
         array(e, rdispls, rdispls_len, |e, v| e.address(v));
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -7267,13 +7348,13 @@ pub unsafe extern "C" fn MPI_Ialltoallw(
     sendbuf: *const c_void,
     sendcounts: *const c_int,
     sdispls: *const c_int,
-    sendtypes: *const MPI_Datatype,
+    sendtypes: *const HandleSlot,
     recvbuf: *mut c_void,
     recvcounts: *const c_int,
     rdispls: *const c_int,
-    recvtypes: *const MPI_Datatype,
+    recvtypes: *const HandleSlot,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ialltoallw();
     let Some(call) = Call::begin() else {
@@ -7309,19 +7390,27 @@ pub unsafe extern "C" fn MPI_Ialltoallw(
         } else {
             None
         };
-        array(e, sendtypes, sendtypes_len, |e, v| {
-            e.handle(HandleKind::Datatype, v.into_handle())
-        });
+        handles(
+            e,
+            HandleKind::Datatype as usize,
+            sendtypes,
+            sendtypes_len,
+            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+        );
         e.buffer(recvbuf);
         let recvcounts_len = Some(group_peers(e, comm));
         array(e, recvcounts, recvcounts_len, |e, v| e.int(i64::from(v)));
         let rdispls_len = Some(group_peers(e, comm));
         array(e, rdispls, rdispls_len, |e, v| e.address(i64::from(v)));
         let recvtypes_len = Some(group_peers(e, comm));
-        array(e, recvtypes, recvtypes_len, |e, v| {
-            e.handle(HandleKind::Datatype, v.into_handle())
-        });
-        e.handle(HandleKind::Comm, comm.into_handle());
+        handles(
+            e,
+            HandleKind::Datatype as usize,
+            recvtypes,
+            recvtypes_len,
+            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+        );
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -7334,13 +7423,13 @@ pub unsafe extern "C" fn MPI_Ialltoallw_c(
     sendbuf: *const c_void,
     sendcounts: *const MPI_Count,
     sdispls: *const MPI_Aint,
-    sendtypes: *const MPI_Datatype,
+    sendtypes: *const HandleSlot,
     recvbuf: *mut c_void,
     recvcounts: *const MPI_Count,
     rdispls: *const MPI_Aint,
-    recvtypes: *const MPI_Datatype,
+    recvtypes: *const HandleSlot,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ialltoallw_c();
     let Some(call) = Call::begin() else {
@@ -7376,19 +7465,27 @@ pub unsafe extern "C" fn MPI_Ialltoallw_c(
         } else {
             None
         };
-        array(e, sendtypes, sendtypes_len, |e, v| {
-            e.handle(HandleKind::Datatype, v.into_handle())
-        });
+        handles(
+            e,
+            HandleKind::Datatype as usize,
+            sendtypes,
+            sendtypes_len,
+            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+        );
         e.buffer(recvbuf);
         let recvcounts_len = Some(group_peers(e, comm));
         array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         let rdispls_len = Some(group_peers(e, comm));
         array(e, rdispls, rdispls_len, |e, v| e.address(v));
         let recvtypes_len = Some(group_peers(e, comm));
-        array(e, recvtypes, recvtypes_len, |e, v| {
-            e.handle(HandleKind::Datatype, v.into_handle())
-        });
-        e.handle(HandleKind::Comm, comm.into_handle());
+        handles(
+            e,
+            HandleKind::Datatype as usize,
+            recvtypes,
+            recvtypes_len,
+            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+        );
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -7396,14 +7493,14 @@ pub unsafe extern "C" fn MPI_Ialltoallw_c(
 
 /// Traces `MPI_Ibarrier`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Ibarrier(comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+pub unsafe extern "C" fn MPI_Ibarrier(comm: MPI_Comm, request: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Ibarrier();
     let Some(call) = Call::begin() else {
         return unsafe { real(comm, request) };
     };
     let ret = unsafe { real(comm, request) };
     call.end(func::MPI_Ibarrier, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -7417,7 +7514,7 @@ pub unsafe extern "C" fn MPI_Ibcast(
     datatype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ibcast();
     let Some(call) = Call::begin() else {
@@ -7427,9 +7524,9 @@ pub unsafe extern "C" fn MPI_Ibcast(
     call.end(func::MPI_Ibcast, ret, |e| unsafe {
         e.buffer(buffer);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -7443,7 +7540,7 @@ pub unsafe extern "C" fn MPI_Ibcast_c(
     datatype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ibcast_c();
     let Some(call) = Call::begin() else {
@@ -7453,9 +7550,9 @@ pub unsafe extern "C" fn MPI_Ibcast_c(
     call.end(func::MPI_Ibcast_c, ret, |e| unsafe {
         e.buffer(buffer);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -7470,7 +7567,7 @@ pub unsafe extern "C" fn MPI_Ibsend(
     dest: c_int,
     tag: c_int,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ibsend();
     let Some(call) = Call::begin() else {
@@ -7480,10 +7577,10 @@ pub unsafe extern "C" fn MPI_Ibsend(
     call.end(func::MPI_Ibsend, ret, |e| unsafe {
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -7498,7 +7595,7 @@ pub unsafe extern "C" fn MPI_Ibsend_c(
     dest: c_int,
     tag: c_int,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ibsend_c();
     let Some(call) = Call::begin() else {
@@ -7508,10 +7605,10 @@ pub unsafe extern "C" fn MPI_Ibsend_c(
     call.end(func::MPI_Ibsend_c, ret, |e| unsafe {
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -7526,7 +7623,7 @@ pub unsafe extern "C" fn MPI_Iexscan(
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Iexscan();
     let Some(call) = Call::begin() else {
@@ -7537,9 +7634,9 @@ pub unsafe extern "C" fn MPI_Iexscan(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.handle(HandleKind::Op, op.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Op, Handle::from(op));
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -7554,7 +7651,7 @@ pub unsafe extern "C" fn MPI_Iexscan_c(
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Iexscan_c();
     let Some(call) = Call::begin() else {
@@ -7565,9 +7662,9 @@ pub unsafe extern "C" fn MPI_Iexscan_c(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.handle(HandleKind::Op, op.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Op, Handle::from(op));
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -7585,7 +7682,7 @@ pub unsafe extern "C" fn MPI_Igather(
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Igather();
     let Some(call) = Call::begin() else {
@@ -7603,12 +7700,12 @@ pub unsafe extern "C" fn MPI_Igather(
     call.end(func::MPI_Igather, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -7626,7 +7723,7 @@ pub unsafe extern "C" fn MPI_Igather_c(
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Igather_c();
     let Some(call) = Call::begin() else {
@@ -7644,12 +7741,12 @@ pub unsafe extern "C" fn MPI_Igather_c(
     call.end(func::MPI_Igather_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -7668,7 +7765,7 @@ pub unsafe extern "C" fn MPI_Igatherv(
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Igatherv();
     let Some(call) = Call::begin() else {
@@ -7688,7 +7785,7 @@ pub unsafe extern "C" fn MPI_Igatherv(
     call.end(func::MPI_Igatherv, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         let recvcounts_len = if e.is_root(root, comm) {
             Some(group_peers(e, comm))
@@ -7702,9 +7799,9 @@ pub unsafe extern "C" fn MPI_Igatherv(
             None
         };
         array(e, displs, displs_len, |e, v| e.address(i64::from(v)));
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -7723,7 +7820,7 @@ pub unsafe extern "C" fn MPI_Igatherv_c(
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Igatherv_c();
     let Some(call) = Call::begin() else {
@@ -7743,7 +7840,7 @@ pub unsafe extern "C" fn MPI_Igatherv_c(
     call.end(func::MPI_Igatherv_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         let recvcounts_len = if e.is_root(root, comm) {
             Some(group_peers(e, comm))
@@ -7757,9 +7854,9 @@ pub unsafe extern "C" fn MPI_Igatherv_c(
             None
         };
         array(e, displs, displs_len, |e, v| e.address(v));
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -7772,7 +7869,7 @@ pub unsafe extern "C" fn MPI_Improbe(
     tag: c_int,
     comm: MPI_Comm,
     flag: *mut c_int,
-    message: *mut MPI_Message,
+    message: *mut HandleSlot,
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_Improbe();
@@ -7783,9 +7880,9 @@ pub unsafe extern "C" fn MPI_Improbe(
     call.end(func::MPI_Improbe, ret, |e| unsafe {
         e.rank(i64::from(source), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.int_out(flag);
-        e.new_handle_out(HandleKind::Message, message);
+        e.new_handle_out(HandleKind::Message, message.cast());
         e.status(status, Some(comm));
     });
     ret
@@ -7797,20 +7894,20 @@ pub unsafe extern "C" fn MPI_Imrecv(
     buf: *mut c_void,
     count: c_int,
     datatype: MPI_Datatype,
-    message: *mut MPI_Message,
-    request: *mut MPI_Request,
+    message: *mut HandleSlot,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Imrecv();
     let Some(call) = Call::begin() else {
         return unsafe { real(buf, count, datatype, message, request) };
     };
-    let message_before = unsafe { read_or(message, MPI_MESSAGE_NULL) };
+    let message_before = unsafe { handle_or_null(HandleKind::Message as usize, message.cast()) };
     let ret = unsafe { real(buf, count, datatype, message, request) };
     call.end(func::MPI_Imrecv, ret, |e| unsafe {
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.free_handle(HandleKind::Message, message_before.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.free_handle(HandleKind::Message, message_before);
         e.new_request(request);
     });
     ret
@@ -7822,20 +7919,20 @@ pub unsafe extern "C" fn MPI_Imrecv_c(
     buf: *mut c_void,
     count: MPI_Count,
     datatype: MPI_Datatype,
-    message: *mut MPI_Message,
-    request: *mut MPI_Request,
+    message: *mut HandleSlot,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Imrecv_c();
     let Some(call) = Call::begin() else {
         return unsafe { real(buf, count, datatype, message, request) };
     };
-    let message_before = unsafe { read_or(message, MPI_MESSAGE_NULL) };
+    let message_before = unsafe { handle_or_null(HandleKind::Message as usize, message.cast()) };
     let ret = unsafe { real(buf, count, datatype, message, request) };
     call.end(func::MPI_Imrecv_c, ret, |e| unsafe {
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.free_handle(HandleKind::Message, message_before.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.free_handle(HandleKind::Message, message_before);
         e.new_request(request);
     });
     ret
@@ -7852,7 +7949,7 @@ pub unsafe extern "C" fn MPI_Ineighbor_allgather(
     recvcount: c_int,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ineighbor_allgather();
     let Some(call) = Call::begin() else {
@@ -7870,11 +7967,11 @@ pub unsafe extern "C" fn MPI_Ineighbor_allgather(
     call.end(func::MPI_Ineighbor_allgather, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -7891,7 +7988,7 @@ pub unsafe extern "C" fn MPI_Ineighbor_allgather_c(
     recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ineighbor_allgather_c();
     let Some(call) = Call::begin() else {
@@ -7909,11 +8006,11 @@ pub unsafe extern "C" fn MPI_Ineighbor_allgather_c(
     call.end(func::MPI_Ineighbor_allgather_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -7931,7 +8028,7 @@ pub unsafe extern "C" fn MPI_Ineighbor_allgatherv(
     displs: *const c_int,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ineighbor_allgatherv();
     let Some(call) = Call::begin() else {
@@ -7949,14 +8046,14 @@ pub unsafe extern "C" fn MPI_Ineighbor_allgatherv(
     call.end(func::MPI_Ineighbor_allgatherv, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         let recvcounts_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, recvcounts, recvcounts_len, |e, v| e.int(i64::from(v)));
         let displs_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, displs, displs_len, |e, v| e.address(i64::from(v)));
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -7974,7 +8071,7 @@ pub unsafe extern "C" fn MPI_Ineighbor_allgatherv_c(
     displs: *const MPI_Aint,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ineighbor_allgatherv_c();
     let Some(call) = Call::begin() else {
@@ -7992,14 +8089,14 @@ pub unsafe extern "C" fn MPI_Ineighbor_allgatherv_c(
     call.end(func::MPI_Ineighbor_allgatherv_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         let recvcounts_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         let displs_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, displs, displs_len, |e, v| e.address(v));
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -8016,7 +8113,7 @@ pub unsafe extern "C" fn MPI_Ineighbor_alltoall(
     recvcount: c_int,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ineighbor_alltoall();
     let Some(call) = Call::begin() else {
@@ -8034,11 +8131,11 @@ pub unsafe extern "C" fn MPI_Ineighbor_alltoall(
     call.end(func::MPI_Ineighbor_alltoall, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -8055,7 +8152,7 @@ pub unsafe extern "C" fn MPI_Ineighbor_alltoall_c(
     recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ineighbor_alltoall_c();
     let Some(call) = Call::begin() else {
@@ -8073,11 +8170,11 @@ pub unsafe extern "C" fn MPI_Ineighbor_alltoall_c(
     call.end(func::MPI_Ineighbor_alltoall_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -8096,7 +8193,7 @@ pub unsafe extern "C" fn MPI_Ineighbor_alltoallv(
     rdispls: *const c_int,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ineighbor_alltoallv();
     let Some(call) = Call::begin() else {
@@ -8119,14 +8216,14 @@ pub unsafe extern "C" fn MPI_Ineighbor_alltoallv(
         array(e, sendcounts, sendcounts_len, |e, v| e.int(i64::from(v)));
         let sdispls_len = topo_degrees(e, comm).map(|d| d.1);
         array(e, sdispls, sdispls_len, |e, v| e.address(i64::from(v)));
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         let recvcounts_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, recvcounts, recvcounts_len, |e, v| e.int(i64::from(v)));
         let rdispls_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, rdispls, rdispls_len, |e, v| e.address(i64::from(v)));
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -8145,7 +8242,7 @@ pub unsafe extern "C" fn MPI_Ineighbor_alltoallv_c(
     rdispls: *const MPI_Aint,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ineighbor_alltoallv_c();
     let Some(call) = Call::begin() else {
@@ -8168,14 +8265,14 @@ pub unsafe extern "C" fn MPI_Ineighbor_alltoallv_c(
         array(e, sendcounts, sendcounts_len, |e, v| e.int(v));
         let sdispls_len = topo_degrees(e, comm).map(|d| d.1);
         array(e, sdispls, sdispls_len, |e, v| e.address(v));
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         let recvcounts_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         let rdispls_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, rdispls, rdispls_len, |e, v| e.address(v));
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -8188,13 +8285,13 @@ pub unsafe extern "C" fn MPI_Ineighbor_alltoallw(
     sendbuf: *const c_void,
     sendcounts: *const c_int,
     sdispls: *const MPI_Aint,
-    sendtypes: *const MPI_Datatype,
+    sendtypes: *const HandleSlot,
     recvbuf: *mut c_void,
     recvcounts: *const c_int,
     rdispls: *const MPI_Aint,
-    recvtypes: *const MPI_Datatype,
+    recvtypes: *const HandleSlot,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ineighbor_alltoallw();
     let Some(call) = Call::begin() else {
@@ -8218,19 +8315,27 @@ pub unsafe extern "C" fn MPI_Ineighbor_alltoallw(
         let sdispls_len = topo_degrees(e, comm).map(|d| d.1);
         array(e, sdispls, sdispls_len, |e, v| e.address(v));
         let sendtypes_len = topo_degrees(e, comm).map(|d| d.1);
-        array(e, sendtypes, sendtypes_len, |e, v| {
-            e.handle(HandleKind::Datatype, v.into_handle())
-        });
+        handles(
+            e,
+            HandleKind::Datatype as usize,
+            sendtypes,
+            sendtypes_len,
+            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+        );
         e.buffer(recvbuf);
         let recvcounts_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, recvcounts, recvcounts_len, |e, v| e.int(i64::from(v)));
         let rdispls_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, rdispls, rdispls_len, |e, v| e.address(v));
         let recvtypes_len = topo_degrees(e, comm).map(|d| d.0);
-        array(e, recvtypes, recvtypes_len, |e, v| {
-            e.handle(HandleKind::Datatype, v.into_handle())
-        });
-        e.handle(HandleKind::Comm, comm.into_handle());
+        handles(
+            e,
+            HandleKind::Datatype as usize,
+            recvtypes,
+            recvtypes_len,
+            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+        );
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -8243,13 +8348,13 @@ pub unsafe extern "C" fn MPI_Ineighbor_alltoallw_c(
     sendbuf: *const c_void,
     sendcounts: *const MPI_Count,
     sdispls: *const MPI_Aint,
-    sendtypes: *const MPI_Datatype,
+    sendtypes: *const HandleSlot,
     recvbuf: *mut c_void,
     recvcounts: *const MPI_Count,
     rdispls: *const MPI_Aint,
-    recvtypes: *const MPI_Datatype,
+    recvtypes: *const HandleSlot,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ineighbor_alltoallw_c();
     let Some(call) = Call::begin() else {
@@ -8273,19 +8378,27 @@ pub unsafe extern "C" fn MPI_Ineighbor_alltoallw_c(
         let sdispls_len = topo_degrees(e, comm).map(|d| d.1);
         array(e, sdispls, sdispls_len, |e, v| e.address(v));
         let sendtypes_len = topo_degrees(e, comm).map(|d| d.1);
-        array(e, sendtypes, sendtypes_len, |e, v| {
-            e.handle(HandleKind::Datatype, v.into_handle())
-        });
+        handles(
+            e,
+            HandleKind::Datatype as usize,
+            sendtypes,
+            sendtypes_len,
+            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+        );
         e.buffer(recvbuf);
         let recvcounts_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         let rdispls_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, rdispls, rdispls_len, |e, v| e.address(v));
         let recvtypes_len = topo_degrees(e, comm).map(|d| d.0);
-        array(e, recvtypes, recvtypes_len, |e, v| {
-            e.handle(HandleKind::Datatype, v.into_handle())
-        });
-        e.handle(HandleKind::Comm, comm.into_handle());
+        handles(
+            e,
+            HandleKind::Datatype as usize,
+            recvtypes,
+            recvtypes_len,
+            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+        );
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -8293,14 +8406,14 @@ pub unsafe extern "C" fn MPI_Ineighbor_alltoallw_c(
 
 /// Traces `MPI_Info_create`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Info_create(info: *mut MPI_Info) -> c_int {
+pub unsafe extern "C" fn MPI_Info_create(info: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Info_create();
     let Some(call) = Call::begin() else {
         return unsafe { real(info) };
     };
     let ret = unsafe { real(info) };
     call.end(func::MPI_Info_create, ret, |e| unsafe {
-        e.new_handle_out(HandleKind::Info, info);
+        e.new_handle_out(HandleKind::Info, info.cast());
     });
     ret
 }
@@ -8310,7 +8423,7 @@ pub unsafe extern "C" fn MPI_Info_create(info: *mut MPI_Info) -> c_int {
 pub unsafe extern "C" fn MPI_Info_create_env(
     argc: c_int,
     argv: *mut *mut c_char,
-    info: *mut MPI_Info,
+    info: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Info_create_env();
     let Some(call) = Call::begin() else {
@@ -8321,7 +8434,7 @@ pub unsafe extern "C" fn MPI_Info_create_env(
         e.int(i64::from(argc));
         let argv_len = count_of(argc);
         array(e, argv, argv_len, |e, v| e.string(v));
-        e.new_handle_out(HandleKind::Info, info);
+        e.new_handle_out(HandleKind::Info, info.cast());
     });
     ret
 }
@@ -8335,7 +8448,7 @@ pub unsafe extern "C" fn MPI_Info_delete(info: MPI_Info, key: *const c_char) -> 
     };
     let ret = unsafe { real(info, key) };
     call.end(func::MPI_Info_delete, ret, |e| unsafe {
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Info, Handle::from(info));
         e.string(key);
     });
     ret
@@ -8343,30 +8456,30 @@ pub unsafe extern "C" fn MPI_Info_delete(info: MPI_Info, key: *const c_char) -> 
 
 /// Traces `MPI_Info_dup`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Info_dup(info: MPI_Info, newinfo: *mut MPI_Info) -> c_int {
+pub unsafe extern "C" fn MPI_Info_dup(info: MPI_Info, newinfo: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Info_dup();
     let Some(call) = Call::begin() else {
         return unsafe { real(info, newinfo) };
     };
     let ret = unsafe { real(info, newinfo) };
     call.end(func::MPI_Info_dup, ret, |e| unsafe {
-        e.handle(HandleKind::Info, info.into_handle());
-        e.new_handle_out(HandleKind::Info, newinfo);
+        e.handle(HandleKind::Info, Handle::from(info));
+        e.new_handle_out(HandleKind::Info, newinfo.cast());
     });
     ret
 }
 
 /// Traces `MPI_Info_free`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Info_free(info: *mut MPI_Info) -> c_int {
+pub unsafe extern "C" fn MPI_Info_free(info: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Info_free();
     let Some(call) = Call::begin() else {
         return unsafe { real(info) };
     };
-    let info_before = unsafe { read_or(info, MPI_INFO_NULL) };
+    let info_before = unsafe { handle_or_null(HandleKind::Info as usize, info.cast()) };
     let ret = unsafe { real(info) };
     call.end(func::MPI_Info_free, ret, |e| {
-        e.free_handle(HandleKind::Info, info_before.into_handle());
+        e.free_handle(HandleKind::Info, info_before);
     });
     ret
 }
@@ -8386,7 +8499,7 @@ pub unsafe extern "C" fn MPI_Info_get(
     };
     let ret = unsafe { real(info, key, valuelen, value, flag) };
     call.end(func::MPI_Info_get, ret, |e| unsafe {
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Info, Handle::from(info));
         e.string(key);
         e.int(i64::from(valuelen));
         let value_cap = count_of(valuelen);
@@ -8406,7 +8519,7 @@ pub unsafe extern "C" fn MPI_Info_get_nkeys(info: MPI_Info, nkeys: *mut c_int) -
     };
     let ret = unsafe { real(info, nkeys) };
     call.end(func::MPI_Info_get_nkeys, ret, |e| unsafe {
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Info, Handle::from(info));
         e.int_out(nkeys);
     });
     ret
@@ -8421,9 +8534,9 @@ pub unsafe extern "C" fn MPI_Info_get_nthkey(info: MPI_Info, n: c_int, key: *mut
     };
     let ret = unsafe { real(info, n, key) };
     call.end(func::MPI_Info_get_nthkey, ret, |e| unsafe {
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Info, Handle::from(info));
         e.int(i64::from(n));
-        let key_cap = count_of(MPI_MAX_INFO_KEY);
+        let key_cap = count_of(front().ints.MPI_MAX_INFO_KEY);
         string_out(e, key, key_cap, true);
     });
     ret
@@ -8445,7 +8558,7 @@ pub unsafe extern "C" fn MPI_Info_get_string(
     let buflen_before = unsafe { read_or(buflen, 0) };
     let ret = unsafe { real(info, key, buflen, value, flag) };
     call.end(func::MPI_Info_get_string, ret, |e| unsafe {
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Info, Handle::from(info));
         e.string(key);
         e.int(i64::from(buflen_before));
         let value_cap = count_of(buflen_before);
@@ -8470,7 +8583,7 @@ pub unsafe extern "C" fn MPI_Info_get_valuelen(
     };
     let ret = unsafe { real(info, key, valuelen, flag) };
     call.end(func::MPI_Info_get_valuelen, ret, |e| unsafe {
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Info, Handle::from(info));
         e.string(key);
         e.int_out(valuelen);
         e.int_out(flag);
@@ -8491,7 +8604,7 @@ pub unsafe extern "C" fn MPI_Info_set(
     };
     let ret = unsafe { real(info, key, value) };
     call.end(func::MPI_Info_set, ret, |e| unsafe {
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Info, Handle::from(info));
         e.string(key);
         e.string(value);
     });
@@ -8520,7 +8633,7 @@ pub unsafe extern "C" fn MPI_Intercomm_create(
     peer_comm: MPI_Comm,
     remote_leader: c_int,
     tag: c_int,
-    newintercomm: *mut MPI_Comm,
+    newintercomm: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Intercomm_create();
     let Some(call) = Call::begin() else {
@@ -8550,9 +8663,9 @@ pub unsafe extern "C" fn MPI_Intercomm_create(
     let end = crate::clock::now();
     let agreed = unsafe { crate::agree::created(ret, newintercomm) };
     call.end_at(end, func::MPI_Intercomm_create, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, local_comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(local_comm));
         e.rank(i64::from(local_leader), local_comm);
-        e.handle(HandleKind::Comm, peer_comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(peer_comm));
         e.rank(i64::from(remote_leader), peer_comm);
         e.tag(i64::from(tag));
         e.new_comm_out(newintercomm, agreed);
@@ -8571,7 +8684,7 @@ pub unsafe extern "C" fn MPI_Intercomm_create_from_groups(
     stringtag: *const c_char,
     info: MPI_Info,
     errhandler: MPI_Errhandler,
-    newintercomm: *mut MPI_Comm,
+    newintercomm: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Intercomm_create_from_groups();
     let Some(call) = Call::begin() else {
@@ -8609,13 +8722,13 @@ pub unsafe extern "C" fn MPI_Intercomm_create_from_groups(
         func::MPI_Intercomm_create_from_groups,
         ret,
         |e| unsafe {
-            e.handle(HandleKind::Group, local_group.into_handle());
+            e.handle(HandleKind::Group, Handle::from(local_group));
             e.int(i64::from(local_leader));
-            e.handle(HandleKind::Group, remote_group.into_handle());
+            e.handle(HandleKind::Group, Handle::from(remote_group));
             e.int(i64::from(remote_leader));
             e.string(stringtag);
-            e.handle(HandleKind::Info, info.into_handle());
-            e.handle(HandleKind::Errhandler, errhandler.into_handle());
+            e.handle(HandleKind::Info, Handle::from(info));
+            e.handle(HandleKind::Errhandler, Handle::from(errhandler));
             e.new_comm_out(newintercomm, agreed);
         },
     );
@@ -8627,7 +8740,7 @@ pub unsafe extern "C" fn MPI_Intercomm_create_from_groups(
 pub unsafe extern "C" fn MPI_Intercomm_merge(
     intercomm: MPI_Comm,
     high: c_int,
-    newintracomm: *mut MPI_Comm,
+    newintracomm: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Intercomm_merge();
     let Some(call) = Call::begin() else {
@@ -8639,7 +8752,7 @@ pub unsafe extern "C" fn MPI_Intercomm_merge(
     let end = crate::clock::now();
     let agreed = unsafe { crate::agree::created(ret, newintracomm) };
     call.end_at(end, func::MPI_Intercomm_merge, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, intercomm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(intercomm));
         e.int(i64::from(high));
         e.new_comm_out(newintracomm, agreed);
     });
@@ -8663,7 +8776,7 @@ pub unsafe extern "C" fn MPI_Iprobe(
     call.end(func::MPI_Iprobe, ret, |e| unsafe {
         e.rank(i64::from(source), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.int_out(flag);
         e.status(status, Some(comm));
     });
@@ -8679,7 +8792,7 @@ pub unsafe extern "C" fn MPI_Irecv(
     source: c_int,
     tag: c_int,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Irecv();
     let Some(call) = Call::begin() else {
@@ -8689,10 +8802,10 @@ pub unsafe extern "C" fn MPI_Irecv(
     call.end(func::MPI_Irecv, ret, |e| unsafe {
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.rank(i64::from(source), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -8707,7 +8820,7 @@ pub unsafe extern "C" fn MPI_Irecv_c(
     source: c_int,
     tag: c_int,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Irecv_c();
     let Some(call) = Call::begin() else {
@@ -8717,10 +8830,10 @@ pub unsafe extern "C" fn MPI_Irecv_c(
     call.end(func::MPI_Irecv_c, ret, |e| unsafe {
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.rank(i64::from(source), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -8737,7 +8850,7 @@ pub unsafe extern "C" fn MPI_Ireduce(
     op: MPI_Op,
     root: c_int,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ireduce();
     let Some(call) = Call::begin() else {
@@ -8748,10 +8861,10 @@ pub unsafe extern "C" fn MPI_Ireduce(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.handle(HandleKind::Op, op.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Op, Handle::from(op));
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -8768,7 +8881,7 @@ pub unsafe extern "C" fn MPI_Ireduce_c(
     op: MPI_Op,
     root: c_int,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ireduce_c();
     let Some(call) = Call::begin() else {
@@ -8779,10 +8892,10 @@ pub unsafe extern "C" fn MPI_Ireduce_c(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.handle(HandleKind::Op, op.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Op, Handle::from(op));
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -8797,7 +8910,7 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter(
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ireduce_scatter();
     let Some(call) = Call::begin() else {
@@ -8809,9 +8922,9 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter(
         e.buffer(recvbuf);
         let recvcounts_len = Some(e.comm_size(comm));
         array(e, recvcounts, recvcounts_len, |e, v| e.int(i64::from(v)));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.handle(HandleKind::Op, op.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Op, Handle::from(op));
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -8826,7 +8939,7 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_block(
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ireduce_scatter_block();
     let Some(call) = Call::begin() else {
@@ -8837,9 +8950,9 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_block(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.handle(HandleKind::Op, op.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Op, Handle::from(op));
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -8854,7 +8967,7 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_block_c(
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ireduce_scatter_block_c();
     let Some(call) = Call::begin() else {
@@ -8865,9 +8978,9 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_block_c(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(recvcount);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.handle(HandleKind::Op, op.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Op, Handle::from(op));
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -8882,7 +8995,7 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_c(
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ireduce_scatter_c();
     let Some(call) = Call::begin() else {
@@ -8894,9 +9007,9 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_c(
         e.buffer(recvbuf);
         let recvcounts_len = Some(e.comm_size(comm));
         array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.handle(HandleKind::Op, op.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Op, Handle::from(op));
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -8911,7 +9024,7 @@ pub unsafe extern "C" fn MPI_Irsend(
     dest: c_int,
     tag: c_int,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Irsend();
     let Some(call) = Call::begin() else {
@@ -8921,10 +9034,10 @@ pub unsafe extern "C" fn MPI_Irsend(
     call.end(func::MPI_Irsend, ret, |e| unsafe {
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -8939,7 +9052,7 @@ pub unsafe extern "C" fn MPI_Irsend_c(
     dest: c_int,
     tag: c_int,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Irsend_c();
     let Some(call) = Call::begin() else {
@@ -8949,10 +9062,10 @@ pub unsafe extern "C" fn MPI_Irsend_c(
     call.end(func::MPI_Irsend_c, ret, |e| unsafe {
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -8981,7 +9094,7 @@ pub unsafe extern "C" fn MPI_Iscan(
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Iscan();
     let Some(call) = Call::begin() else {
@@ -8992,9 +9105,9 @@ pub unsafe extern "C" fn MPI_Iscan(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.handle(HandleKind::Op, op.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Op, Handle::from(op));
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -9009,7 +9122,7 @@ pub unsafe extern "C" fn MPI_Iscan_c(
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Iscan_c();
     let Some(call) = Call::begin() else {
@@ -9020,9 +9133,9 @@ pub unsafe extern "C" fn MPI_Iscan_c(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.handle(HandleKind::Op, op.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Op, Handle::from(op));
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -9040,7 +9153,7 @@ pub unsafe extern "C" fn MPI_Iscatter(
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Iscatter();
     let Some(call) = Call::begin() else {
@@ -9058,12 +9171,12 @@ pub unsafe extern "C" fn MPI_Iscatter(
     call.end(func::MPI_Iscatter, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -9081,7 +9194,7 @@ pub unsafe extern "C" fn MPI_Iscatter_c(
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Iscatter_c();
     let Some(call) = Call::begin() else {
@@ -9099,12 +9212,12 @@ pub unsafe extern "C" fn MPI_Iscatter_c(
     call.end(func::MPI_Iscatter_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -9123,7 +9236,7 @@ pub unsafe extern "C" fn MPI_Iscatterv(
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Iscatterv();
     let Some(call) = Call::begin() else {
@@ -9154,12 +9267,12 @@ pub unsafe extern "C" fn MPI_Iscatterv(
             None
         };
         array(e, displs, displs_len, |e, v| e.address(i64::from(v)));
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -9178,7 +9291,7 @@ pub unsafe extern "C" fn MPI_Iscatterv_c(
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Iscatterv_c();
     let Some(call) = Call::begin() else {
@@ -9209,12 +9322,12 @@ pub unsafe extern "C" fn MPI_Iscatterv_c(
             None
         };
         array(e, displs, displs_len, |e, v| e.address(v));
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -9229,7 +9342,7 @@ pub unsafe extern "C" fn MPI_Isend(
     dest: c_int,
     tag: c_int,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Isend();
     let Some(call) = Call::begin() else {
@@ -9239,10 +9352,10 @@ pub unsafe extern "C" fn MPI_Isend(
     call.end(func::MPI_Isend, ret, |e| unsafe {
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -9257,7 +9370,7 @@ pub unsafe extern "C" fn MPI_Isend_c(
     dest: c_int,
     tag: c_int,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Isend_c();
     let Some(call) = Call::begin() else {
@@ -9267,10 +9380,10 @@ pub unsafe extern "C" fn MPI_Isend_c(
     call.end(func::MPI_Isend_c, ret, |e| unsafe {
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -9291,7 +9404,7 @@ pub unsafe extern "C" fn MPI_Isendrecv(
     source: c_int,
     recvtag: c_int,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Isendrecv();
     let Some(call) = Call::begin() else {
@@ -9311,15 +9424,15 @@ pub unsafe extern "C" fn MPI_Isendrecv(
     call.end(func::MPI_Isendrecv, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(sendtag));
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
         e.rank(i64::from(source), comm);
         e.tag(i64::from(recvtag));
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -9340,7 +9453,7 @@ pub unsafe extern "C" fn MPI_Isendrecv_c(
     source: c_int,
     recvtag: c_int,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Isendrecv_c();
     let Some(call) = Call::begin() else {
@@ -9360,15 +9473,15 @@ pub unsafe extern "C" fn MPI_Isendrecv_c(
     call.end(func::MPI_Isendrecv_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(sendtag));
         e.buffer(recvbuf);
         e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
         e.rank(i64::from(source), comm);
         e.tag(i64::from(recvtag));
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -9386,7 +9499,7 @@ pub unsafe extern "C" fn MPI_Isendrecv_replace(
     source: c_int,
     recvtag: c_int,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Isendrecv_replace();
     let Some(call) = Call::begin() else {
@@ -9404,12 +9517,12 @@ pub unsafe extern "C" fn MPI_Isendrecv_replace(
     call.end(func::MPI_Isendrecv_replace, ret, |e| unsafe {
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(sendtag));
         e.rank(i64::from(source), comm);
         e.tag(i64::from(recvtag));
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -9427,7 +9540,7 @@ pub unsafe extern "C" fn MPI_Isendrecv_replace_c(
     source: c_int,
     recvtag: c_int,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Isendrecv_replace_c();
     let Some(call) = Call::begin() else {
@@ -9445,12 +9558,12 @@ pub unsafe extern "C" fn MPI_Isendrecv_replace_c(
     call.end(func::MPI_Isendrecv_replace_c, ret, |e| unsafe {
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(sendtag));
         e.rank(i64::from(source), comm);
         e.tag(i64::from(recvtag));
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -9465,7 +9578,7 @@ pub unsafe extern "C" fn MPI_Issend(
     dest: c_int,
     tag: c_int,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Issend();
     let Some(call) = Call::begin() else {
@@ -9475,10 +9588,10 @@ pub unsafe extern "C" fn MPI_Issend(
     call.end(func::MPI_Issend, ret, |e| unsafe {
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -9493,7 +9606,7 @@ pub unsafe extern "C" fn MPI_Issend_c(
     dest: c_int,
     tag: c_int,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Issend_c();
     let Some(call) = Call::begin() else {
@@ -9503,10 +9616,10 @@ pub unsafe extern "C" fn MPI_Issend_c(
     call.end(func::MPI_Issend_c, ret, |e| unsafe {
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -9528,7 +9641,7 @@ pub unsafe extern "C" fn MPI_Keyval_create(
     call.end(func::MPI_Keyval_create, ret, |e| unsafe {
         e.callback(copy_fn);
         e.callback(delete_fn);
-        e.new_handle_out(HandleKind::Keyval, keyval);
+        e.new_handle_out(HandleKind::Keyval, keyval.cast());
         e.buffer(extra_state);
     });
     ret
@@ -9541,10 +9654,10 @@ pub unsafe extern "C" fn MPI_Keyval_free(keyval: *mut c_int) -> c_int {
     let Some(call) = Call::begin() else {
         return unsafe { real(keyval) };
     };
-    let keyval_before = unsafe { read_or(keyval, MPI_KEYVAL_INVALID) };
+    let keyval_before = unsafe { handle_or_null(HandleKind::Keyval as usize, keyval.cast()) };
     let ret = unsafe { real(keyval) };
     call.end(func::MPI_Keyval_free, ret, |e| {
-        e.free_handle(HandleKind::Keyval, keyval_before.into_handle());
+        e.free_handle(HandleKind::Keyval, keyval_before);
     });
     ret
 }
@@ -9563,8 +9676,8 @@ pub unsafe extern "C" fn MPI_Lookup_name(
     let ret = unsafe { real(service_name, info, port_name) };
     call.end(func::MPI_Lookup_name, ret, |e| unsafe {
         e.string(service_name);
-        e.handle(HandleKind::Info, info.into_handle());
-        let port_name_cap = count_of(MPI_MAX_PORT_NAME);
+        e.handle(HandleKind::Info, Handle::from(info));
+        let port_name_cap = count_of(front().ints.MPI_MAX_PORT_NAME);
         string_out(e, port_name, port_name_cap, true);
     });
     ret
@@ -9576,7 +9689,7 @@ pub unsafe extern "C" fn MPI_Mprobe(
     source: c_int,
     tag: c_int,
     comm: MPI_Comm,
-    message: *mut MPI_Message,
+    message: *mut HandleSlot,
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_Mprobe();
@@ -9587,8 +9700,8 @@ pub unsafe extern "C" fn MPI_Mprobe(
     call.end(func::MPI_Mprobe, ret, |e| unsafe {
         e.rank(i64::from(source), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.new_handle_out(HandleKind::Message, message);
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.new_handle_out(HandleKind::Message, message.cast());
         e.status(status, Some(comm));
     });
     ret
@@ -9600,20 +9713,20 @@ pub unsafe extern "C" fn MPI_Mrecv(
     buf: *mut c_void,
     count: c_int,
     datatype: MPI_Datatype,
-    message: *mut MPI_Message,
+    message: *mut HandleSlot,
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_Mrecv();
     let Some(call) = Call::begin() else {
         return unsafe { real(buf, count, datatype, message, status) };
     };
-    let message_before = unsafe { read_or(message, MPI_MESSAGE_NULL) };
+    let message_before = unsafe { handle_or_null(HandleKind::Message as usize, message.cast()) };
     let ret = unsafe { real(buf, count, datatype, message, status) };
     call.end(func::MPI_Mrecv, ret, |e| unsafe {
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.free_handle(HandleKind::Message, message_before.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.free_handle(HandleKind::Message, message_before);
         e.status(status, None);
     });
     ret
@@ -9625,20 +9738,20 @@ pub unsafe extern "C" fn MPI_Mrecv_c(
     buf: *mut c_void,
     count: MPI_Count,
     datatype: MPI_Datatype,
-    message: *mut MPI_Message,
+    message: *mut HandleSlot,
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_Mrecv_c();
     let Some(call) = Call::begin() else {
         return unsafe { real(buf, count, datatype, message, status) };
     };
-    let message_before = unsafe { read_or(message, MPI_MESSAGE_NULL) };
+    let message_before = unsafe { handle_or_null(HandleKind::Message as usize, message.cast()) };
     let ret = unsafe { real(buf, count, datatype, message, status) };
     call.end(func::MPI_Mrecv_c, ret, |e| unsafe {
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.free_handle(HandleKind::Message, message_before.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.free_handle(HandleKind::Message, message_before);
         e.status(status, None);
     });
     ret
@@ -9671,11 +9784,11 @@ pub unsafe extern "C" fn MPI_Neighbor_allgather(
     call.end(func::MPI_Neighbor_allgather, ret, |e| {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -9707,11 +9820,11 @@ pub unsafe extern "C" fn MPI_Neighbor_allgather_c(
     call.end(func::MPI_Neighbor_allgather_c, ret, |e| {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -9728,7 +9841,7 @@ pub unsafe extern "C" fn MPI_Neighbor_allgather_init(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
     info: MPI_Info,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Neighbor_allgather_init();
     let Some(call) = Call::begin() else {
@@ -9746,12 +9859,12 @@ pub unsafe extern "C" fn MPI_Neighbor_allgather_init(
     call.end(func::MPI_Neighbor_allgather_init, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, Handle::from(info));
         e.new_request(request);
     });
     ret
@@ -9769,7 +9882,7 @@ pub unsafe extern "C" fn MPI_Neighbor_allgather_init_c(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
     info: MPI_Info,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Neighbor_allgather_init_c();
     let Some(call) = Call::begin() else {
@@ -9787,12 +9900,12 @@ pub unsafe extern "C" fn MPI_Neighbor_allgather_init_c(
     call.end(func::MPI_Neighbor_allgather_init_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, Handle::from(info));
         e.new_request(request);
     });
     ret
@@ -9827,14 +9940,14 @@ pub unsafe extern "C" fn MPI_Neighbor_allgatherv(
     call.end(func::MPI_Neighbor_allgatherv, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         let recvcounts_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, recvcounts, recvcounts_len, |e, v| e.int(i64::from(v)));
         let displs_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, displs, displs_len, |e, v| e.address(i64::from(v)));
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -9868,14 +9981,14 @@ pub unsafe extern "C" fn MPI_Neighbor_allgatherv_c(
     call.end(func::MPI_Neighbor_allgatherv_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         let recvcounts_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         let displs_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, displs, displs_len, |e, v| e.address(v));
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -9893,7 +10006,7 @@ pub unsafe extern "C" fn MPI_Neighbor_allgatherv_init(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
     info: MPI_Info,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Neighbor_allgatherv_init();
     let Some(call) = Call::begin() else {
@@ -9913,15 +10026,15 @@ pub unsafe extern "C" fn MPI_Neighbor_allgatherv_init(
     call.end(func::MPI_Neighbor_allgatherv_init, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         let recvcounts_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, recvcounts, recvcounts_len, |e, v| e.int(i64::from(v)));
         let displs_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, displs, displs_len, |e, v| e.address(i64::from(v)));
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, Handle::from(info));
         e.new_request(request);
     });
     ret
@@ -9940,7 +10053,7 @@ pub unsafe extern "C" fn MPI_Neighbor_allgatherv_init_c(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
     info: MPI_Info,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Neighbor_allgatherv_init_c();
     let Some(call) = Call::begin() else {
@@ -9960,15 +10073,15 @@ pub unsafe extern "C" fn MPI_Neighbor_allgatherv_init_c(
     call.end(func::MPI_Neighbor_allgatherv_init_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         let recvcounts_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         let displs_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, displs, displs_len, |e, v| e.address(v));
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, Handle::from(info));
         e.new_request(request);
     });
     ret
@@ -10001,11 +10114,11 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoall(
     call.end(func::MPI_Neighbor_alltoall, ret, |e| {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -10037,11 +10150,11 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoall_c(
     call.end(func::MPI_Neighbor_alltoall_c, ret, |e| {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -10058,7 +10171,7 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoall_init(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
     info: MPI_Info,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Neighbor_alltoall_init();
     let Some(call) = Call::begin() else {
@@ -10076,12 +10189,12 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoall_init(
     call.end(func::MPI_Neighbor_alltoall_init, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, Handle::from(info));
         e.new_request(request);
     });
     ret
@@ -10099,7 +10212,7 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoall_init_c(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
     info: MPI_Info,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Neighbor_alltoall_init_c();
     let Some(call) = Call::begin() else {
@@ -10117,12 +10230,12 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoall_init_c(
     call.end(func::MPI_Neighbor_alltoall_init_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, Handle::from(info));
         e.new_request(request);
     });
     ret
@@ -10162,14 +10275,14 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoallv(
         array(e, sendcounts, sendcounts_len, |e, v| e.int(i64::from(v)));
         let sdispls_len = topo_degrees(e, comm).map(|d| d.1);
         array(e, sdispls, sdispls_len, |e, v| e.address(i64::from(v)));
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         let recvcounts_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, recvcounts, recvcounts_len, |e, v| e.int(i64::from(v)));
         let rdispls_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, rdispls, rdispls_len, |e, v| e.address(i64::from(v)));
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -10208,14 +10321,14 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoallv_c(
         array(e, sendcounts, sendcounts_len, |e, v| e.int(v));
         let sdispls_len = topo_degrees(e, comm).map(|d| d.1);
         array(e, sdispls, sdispls_len, |e, v| e.address(v));
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         let recvcounts_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         let rdispls_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, rdispls, rdispls_len, |e, v| e.address(v));
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -10234,7 +10347,7 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoallv_init(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
     info: MPI_Info,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Neighbor_alltoallv_init();
     let Some(call) = Call::begin() else {
@@ -10257,15 +10370,15 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoallv_init(
         array(e, sendcounts, sendcounts_len, |e, v| e.int(i64::from(v)));
         let sdispls_len = topo_degrees(e, comm).map(|d| d.1);
         array(e, sdispls, sdispls_len, |e, v| e.address(i64::from(v)));
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         let recvcounts_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, recvcounts, recvcounts_len, |e, v| e.int(i64::from(v)));
         let rdispls_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, rdispls, rdispls_len, |e, v| e.address(i64::from(v)));
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, Handle::from(info));
         e.new_request(request);
     });
     ret
@@ -10285,7 +10398,7 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoallv_init_c(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
     info: MPI_Info,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Neighbor_alltoallv_init_c();
     let Some(call) = Call::begin() else {
@@ -10308,15 +10421,15 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoallv_init_c(
         array(e, sendcounts, sendcounts_len, |e, v| e.int(v));
         let sdispls_len = topo_degrees(e, comm).map(|d| d.1);
         array(e, sdispls, sdispls_len, |e, v| e.address(v));
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         let recvcounts_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         let rdispls_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, rdispls, rdispls_len, |e, v| e.address(v));
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, Handle::from(info));
         e.new_request(request);
     });
     ret
@@ -10329,11 +10442,11 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoallw(
     sendbuf: *const c_void,
     sendcounts: *const c_int,
     sdispls: *const MPI_Aint,
-    sendtypes: *const MPI_Datatype,
+    sendtypes: *const HandleSlot,
     recvbuf: *mut c_void,
     recvcounts: *const c_int,
     rdispls: *const MPI_Aint,
-    recvtypes: *const MPI_Datatype,
+    recvtypes: *const HandleSlot,
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Neighbor_alltoallw();
@@ -10357,19 +10470,27 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoallw(
         let sdispls_len = topo_degrees(e, comm).map(|d| d.1);
         array(e, sdispls, sdispls_len, |e, v| e.address(v));
         let sendtypes_len = topo_degrees(e, comm).map(|d| d.1);
-        array(e, sendtypes, sendtypes_len, |e, v| {
-            e.handle(HandleKind::Datatype, v.into_handle())
-        });
+        handles(
+            e,
+            HandleKind::Datatype as usize,
+            sendtypes,
+            sendtypes_len,
+            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+        );
         e.buffer(recvbuf);
         let recvcounts_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, recvcounts, recvcounts_len, |e, v| e.int(i64::from(v)));
         let rdispls_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, rdispls, rdispls_len, |e, v| e.address(v));
         let recvtypes_len = topo_degrees(e, comm).map(|d| d.0);
-        array(e, recvtypes, recvtypes_len, |e, v| {
-            e.handle(HandleKind::Datatype, v.into_handle())
-        });
-        e.handle(HandleKind::Comm, comm.into_handle());
+        handles(
+            e,
+            HandleKind::Datatype as usize,
+            recvtypes,
+            recvtypes_len,
+            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+        );
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -10381,11 +10502,11 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoallw_c(
     sendbuf: *const c_void,
     sendcounts: *const MPI_Count,
     sdispls: *const MPI_Aint,
-    sendtypes: *const MPI_Datatype,
+    sendtypes: *const HandleSlot,
     recvbuf: *mut c_void,
     recvcounts: *const MPI_Count,
     rdispls: *const MPI_Aint,
-    recvtypes: *const MPI_Datatype,
+    recvtypes: *const HandleSlot,
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Neighbor_alltoallw_c();
@@ -10409,19 +10530,27 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoallw_c(
         let sdispls_len = topo_degrees(e, comm).map(|d| d.1);
         array(e, sdispls, sdispls_len, |e, v| e.address(v));
         let sendtypes_len = topo_degrees(e, comm).map(|d| d.1);
-        array(e, sendtypes, sendtypes_len, |e, v| {
-            e.handle(HandleKind::Datatype, v.into_handle())
-        });
+        handles(
+            e,
+            HandleKind::Datatype as usize,
+            sendtypes,
+            sendtypes_len,
+            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+        );
         e.buffer(recvbuf);
         let recvcounts_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         let rdispls_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, rdispls, rdispls_len, |e, v| e.address(v));
         let recvtypes_len = topo_degrees(e, comm).map(|d| d.0);
-        array(e, recvtypes, recvtypes_len, |e, v| {
-            e.handle(HandleKind::Datatype, v.into_handle())
-        });
-        e.handle(HandleKind::Comm, comm.into_handle());
+        handles(
+            e,
+            HandleKind::Datatype as usize,
+            recvtypes,
+            recvtypes_len,
+            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+        );
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -10433,14 +10562,14 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoallw_init(
     sendbuf: *const c_void,
     sendcounts: *const c_int,
     sdispls: *const MPI_Aint,
-    sendtypes: *const MPI_Datatype,
+    sendtypes: *const HandleSlot,
     recvbuf: *mut c_void,
     recvcounts: *const c_int,
     rdispls: *const MPI_Aint,
-    recvtypes: *const MPI_Datatype,
+    recvtypes: *const HandleSlot,
     comm: MPI_Comm,
     info: MPI_Info,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Neighbor_alltoallw_init();
     let Some(call) = Call::begin() else {
@@ -10464,20 +10593,28 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoallw_init(
         let sdispls_len = topo_degrees(e, comm).map(|d| d.1);
         array(e, sdispls, sdispls_len, |e, v| e.address(v));
         let sendtypes_len = topo_degrees(e, comm).map(|d| d.1);
-        array(e, sendtypes, sendtypes_len, |e, v| {
-            e.handle(HandleKind::Datatype, v.into_handle())
-        });
+        handles(
+            e,
+            HandleKind::Datatype as usize,
+            sendtypes,
+            sendtypes_len,
+            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+        );
         e.buffer(recvbuf);
         let recvcounts_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, recvcounts, recvcounts_len, |e, v| e.int(i64::from(v)));
         let rdispls_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, rdispls, rdispls_len, |e, v| e.address(v));
         let recvtypes_len = topo_degrees(e, comm).map(|d| d.0);
-        array(e, recvtypes, recvtypes_len, |e, v| {
-            e.handle(HandleKind::Datatype, v.into_handle())
-        });
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Info, info.into_handle());
+        handles(
+            e,
+            HandleKind::Datatype as usize,
+            recvtypes,
+            recvtypes_len,
+            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+        );
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, Handle::from(info));
         e.new_request(request);
     });
     ret
@@ -10490,14 +10627,14 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoallw_init_c(
     sendbuf: *const c_void,
     sendcounts: *const MPI_Count,
     sdispls: *const MPI_Aint,
-    sendtypes: *const MPI_Datatype,
+    sendtypes: *const HandleSlot,
     recvbuf: *mut c_void,
     recvcounts: *const MPI_Count,
     rdispls: *const MPI_Aint,
-    recvtypes: *const MPI_Datatype,
+    recvtypes: *const HandleSlot,
     comm: MPI_Comm,
     info: MPI_Info,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Neighbor_alltoallw_init_c();
     let Some(call) = Call::begin() else {
@@ -10521,20 +10658,28 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoallw_init_c(
         let sdispls_len = topo_degrees(e, comm).map(|d| d.1);
         array(e, sdispls, sdispls_len, |e, v| e.address(v));
         let sendtypes_len = topo_degrees(e, comm).map(|d| d.1);
-        array(e, sendtypes, sendtypes_len, |e, v| {
-            e.handle(HandleKind::Datatype, v.into_handle())
-        });
+        handles(
+            e,
+            HandleKind::Datatype as usize,
+            sendtypes,
+            sendtypes_len,
+            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+        );
         e.buffer(recvbuf);
         let recvcounts_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         let rdispls_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, rdispls, rdispls_len, |e, v| e.address(v));
         let recvtypes_len = topo_degrees(e, comm).map(|d| d.0);
-        array(e, recvtypes, recvtypes_len, |e, v| {
-            e.handle(HandleKind::Datatype, v.into_handle())
-        });
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Info, info.into_handle());
+        handles(
+            e,
+            HandleKind::Datatype as usize,
+            recvtypes,
+            recvtypes_len,
+            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+        );
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, Handle::from(info));
         e.new_request(request);
     });
     ret
@@ -10549,7 +10694,7 @@ pub unsafe extern "C" fn MPI_Op_commutative(op: MPI_Op, commute: *mut c_int) -> 
     };
     let ret = unsafe { real(op, commute) };
     call.end(func::MPI_Op_commutative, ret, |e| unsafe {
-        e.handle(HandleKind::Op, op.into_handle());
+        e.handle(HandleKind::Op, Handle::from(op));
         e.int_out(commute);
     });
     ret
@@ -10560,7 +10705,7 @@ pub unsafe extern "C" fn MPI_Op_commutative(op: MPI_Op, commute: *mut c_int) -> 
 pub unsafe extern "C" fn MPI_Op_create(
     user_fn: *mut MPI_User_function,
     commute: c_int,
-    op: *mut MPI_Op,
+    op: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Op_create();
     let Some(call) = Call::begin() else {
@@ -10570,7 +10715,7 @@ pub unsafe extern "C" fn MPI_Op_create(
     call.end(func::MPI_Op_create, ret, |e| unsafe {
         e.callback(user_fn);
         e.int(i64::from(commute));
-        e.new_handle_out(HandleKind::Op, op);
+        e.new_handle_out(HandleKind::Op, op.cast());
     });
     ret
 }
@@ -10580,7 +10725,7 @@ pub unsafe extern "C" fn MPI_Op_create(
 pub unsafe extern "C" fn MPI_Op_create_c(
     user_fn: *mut MPI_User_function_c,
     commute: c_int,
-    op: *mut MPI_Op,
+    op: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Op_create_c();
     let Some(call) = Call::begin() else {
@@ -10590,22 +10735,22 @@ pub unsafe extern "C" fn MPI_Op_create_c(
     call.end(func::MPI_Op_create_c, ret, |e| unsafe {
         e.callback(user_fn);
         e.int(i64::from(commute));
-        e.new_handle_out(HandleKind::Op, op);
+        e.new_handle_out(HandleKind::Op, op.cast());
     });
     ret
 }
 
 /// Traces `MPI_Op_free`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Op_free(op: *mut MPI_Op) -> c_int {
+pub unsafe extern "C" fn MPI_Op_free(op: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Op_free();
     let Some(call) = Call::begin() else {
         return unsafe { real(op) };
     };
-    let op_before = unsafe { read_or(op, MPI_OP_NULL) };
+    let op_before = unsafe { handle_or_null(HandleKind::Op as usize, op.cast()) };
     let ret = unsafe { real(op) };
     call.end(func::MPI_Op_free, ret, |e| {
-        e.free_handle(HandleKind::Op, op_before.into_handle());
+        e.free_handle(HandleKind::Op, op_before);
     });
     ret
 }
@@ -10619,8 +10764,8 @@ pub unsafe extern "C" fn MPI_Open_port(info: MPI_Info, port_name: *mut c_char) -
     };
     let ret = unsafe { real(info, port_name) };
     call.end(func::MPI_Open_port, ret, |e| unsafe {
-        e.handle(HandleKind::Info, info.into_handle());
-        let port_name_cap = count_of(MPI_MAX_PORT_NAME);
+        e.handle(HandleKind::Info, Handle::from(info));
+        let port_name_cap = count_of(front().ints.MPI_MAX_PORT_NAME);
         string_out(e, port_name, port_name_cap, true);
     });
     ret
@@ -10646,11 +10791,11 @@ pub unsafe extern "C" fn MPI_Pack(
     call.end(func::MPI_Pack, ret, |e| {
         e.buffer(inbuf);
         e.int(i64::from(incount));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.buffer(outbuf);
         e.address(i64::from(outsize));
         e.address(i64::from(position_before));
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -10675,11 +10820,11 @@ pub unsafe extern "C" fn MPI_Pack_c(
     call.end(func::MPI_Pack_c, ret, |e| {
         e.buffer(inbuf);
         e.int(incount);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.buffer(outbuf);
         e.address(outsize);
         e.address(position_before);
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -10705,7 +10850,7 @@ pub unsafe extern "C" fn MPI_Pack_external(
         e.string(datarep);
         e.buffer(inbuf);
         e.int(i64::from(incount));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.buffer(outbuf);
         e.address(outsize);
         e.address(position_before);
@@ -10734,7 +10879,7 @@ pub unsafe extern "C" fn MPI_Pack_external_c(
         e.string(datarep);
         e.buffer(inbuf);
         e.int(incount);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.buffer(outbuf);
         e.address(outsize);
         e.address(position_before);
@@ -10758,7 +10903,7 @@ pub unsafe extern "C" fn MPI_Pack_external_size(
     call.end(func::MPI_Pack_external_size, ret, |e| unsafe {
         e.string(datarep);
         e.int(i64::from(incount));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.address_out(size);
     });
     ret
@@ -10780,7 +10925,7 @@ pub unsafe extern "C" fn MPI_Pack_external_size_c(
     call.end(func::MPI_Pack_external_size_c, ret, |e| unsafe {
         e.string(datarep);
         e.int(incount);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.count_out(size);
     });
     ret
@@ -10801,8 +10946,8 @@ pub unsafe extern "C" fn MPI_Pack_size(
     let ret = unsafe { real(incount, datatype, comm, size) };
     call.end(func::MPI_Pack_size, ret, |e| unsafe {
         e.int(i64::from(incount));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.int_out(size);
     });
     ret
@@ -10823,8 +10968,8 @@ pub unsafe extern "C" fn MPI_Pack_size_c(
     let ret = unsafe { real(incount, datatype, comm, size) };
     call.end(func::MPI_Pack_size_c, ret, |e| unsafe {
         e.int(incount);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.count_out(size);
     });
     ret
@@ -10920,7 +11065,7 @@ pub unsafe extern "C" fn MPI_Precv_init(
     tag: c_int,
     comm: MPI_Comm,
     info: MPI_Info,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Precv_init();
     let Some(call) = Call::begin() else {
@@ -10939,11 +11084,11 @@ pub unsafe extern "C" fn MPI_Precv_init(
         e.buffer(buf);
         e.int(i64::from(partitions));
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.rank(i64::from(source), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, Handle::from(info));
         e.new_request(request);
     });
     ret
@@ -10965,7 +11110,7 @@ pub unsafe extern "C" fn MPI_Probe(
     call.end(func::MPI_Probe, ret, |e| unsafe {
         e.rank(i64::from(source), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.status(status, Some(comm));
     });
     ret
@@ -10983,7 +11128,7 @@ pub unsafe extern "C" fn MPI_Psend_init(
     tag: c_int,
     comm: MPI_Comm,
     info: MPI_Info,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Psend_init();
     let Some(call) = Call::begin() else {
@@ -11002,11 +11147,11 @@ pub unsafe extern "C" fn MPI_Psend_init(
         e.buffer(buf);
         e.int(i64::from(partitions));
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, Handle::from(info));
         e.new_request(request);
     });
     ret
@@ -11026,7 +11171,7 @@ pub unsafe extern "C" fn MPI_Publish_name(
     let ret = unsafe { real(service_name, info, port_name) };
     call.end(func::MPI_Publish_name, ret, |e| unsafe {
         e.string(service_name);
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Info, Handle::from(info));
         e.string(port_name);
     });
     ret
@@ -11075,12 +11220,12 @@ pub unsafe extern "C" fn MPI_Put(
     call.end(func::MPI_Put, ret, |e| {
         e.buffer(origin_addr);
         e.int(i64::from(origin_count));
-        e.handle(HandleKind::Datatype, origin_datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(origin_datatype));
         win_rank(e, i64::from(target_rank), win);
         e.address(target_disp);
         e.int(i64::from(target_count));
-        e.handle(HandleKind::Datatype, target_datatype.into_handle());
-        e.handle(HandleKind::Win, win.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(target_datatype));
+        e.handle(HandleKind::Win, Handle::from(win));
     });
     ret
 }
@@ -11128,12 +11273,12 @@ pub unsafe extern "C" fn MPI_Put_c(
     call.end(func::MPI_Put_c, ret, |e| {
         e.buffer(origin_addr);
         e.int(origin_count);
-        e.handle(HandleKind::Datatype, origin_datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(origin_datatype));
         win_rank(e, i64::from(target_rank), win);
         e.address(target_disp);
         e.int(target_count);
-        e.handle(HandleKind::Datatype, target_datatype.into_handle());
-        e.handle(HandleKind::Win, win.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(target_datatype));
+        e.handle(HandleKind::Win, Handle::from(win));
     });
     ret
 }
@@ -11165,7 +11310,7 @@ pub unsafe extern "C" fn MPI_Raccumulate(
     target_datatype: MPI_Datatype,
     op: MPI_Op,
     win: MPI_Win,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Raccumulate();
     let Some(call) = Call::begin() else {
@@ -11201,13 +11346,13 @@ pub unsafe extern "C" fn MPI_Raccumulate(
     call.end(func::MPI_Raccumulate, ret, |e| unsafe {
         e.buffer(origin_addr);
         e.int(i64::from(origin_count));
-        e.handle(HandleKind::Datatype, origin_datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(origin_datatype));
         win_rank(e, i64::from(target_rank), win);
         e.address(target_disp);
         e.int(i64::from(target_count));
-        e.handle(HandleKind::Datatype, target_datatype.into_handle());
-        e.handle(HandleKind::Op, op.into_handle());
-        e.handle(HandleKind::Win, win.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(target_datatype));
+        e.handle(HandleKind::Op, Handle::from(op));
+        e.handle(HandleKind::Win, Handle::from(win));
         e.new_request(request);
     });
     ret
@@ -11226,7 +11371,7 @@ pub unsafe extern "C" fn MPI_Raccumulate_c(
     target_datatype: MPI_Datatype,
     op: MPI_Op,
     win: MPI_Win,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Raccumulate_c();
     let Some(call) = Call::begin() else {
@@ -11262,13 +11407,13 @@ pub unsafe extern "C" fn MPI_Raccumulate_c(
     call.end(func::MPI_Raccumulate_c, ret, |e| unsafe {
         e.buffer(origin_addr);
         e.int(origin_count);
-        e.handle(HandleKind::Datatype, origin_datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(origin_datatype));
         win_rank(e, i64::from(target_rank), win);
         e.address(target_disp);
         e.int(target_count);
-        e.handle(HandleKind::Datatype, target_datatype.into_handle());
-        e.handle(HandleKind::Op, op.into_handle());
-        e.handle(HandleKind::Win, win.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(target_datatype));
+        e.handle(HandleKind::Op, Handle::from(op));
+        e.handle(HandleKind::Win, Handle::from(win));
         e.new_request(request);
     });
     ret
@@ -11293,10 +11438,10 @@ pub unsafe extern "C" fn MPI_Recv(
     call.end(func::MPI_Recv, ret, |e| unsafe {
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.rank(i64::from(source), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.status(status, Some(comm));
     });
     ret
@@ -11321,10 +11466,10 @@ pub unsafe extern "C" fn MPI_Recv_c(
     call.end(func::MPI_Recv_c, ret, |e| unsafe {
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.rank(i64::from(source), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.status(status, Some(comm));
     });
     ret
@@ -11339,7 +11484,7 @@ pub unsafe extern "C" fn MPI_Recv_init(
     source: c_int,
     tag: c_int,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Recv_init();
     let Some(call) = Call::begin() else {
@@ -11349,10 +11494,10 @@ pub unsafe extern "C" fn MPI_Recv_init(
     call.end(func::MPI_Recv_init, ret, |e| unsafe {
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.rank(i64::from(source), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -11367,7 +11512,7 @@ pub unsafe extern "C" fn MPI_Recv_init_c(
     source: c_int,
     tag: c_int,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Recv_init_c();
     let Some(call) = Call::begin() else {
@@ -11377,10 +11522,10 @@ pub unsafe extern "C" fn MPI_Recv_init_c(
     call.end(func::MPI_Recv_init_c, ret, |e| unsafe {
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.rank(i64::from(source), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -11406,10 +11551,10 @@ pub unsafe extern "C" fn MPI_Reduce(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.handle(HandleKind::Op, op.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Op, Handle::from(op));
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -11434,10 +11579,10 @@ pub unsafe extern "C" fn MPI_Reduce_c(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.handle(HandleKind::Op, op.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Op, Handle::from(op));
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -11454,7 +11599,7 @@ pub unsafe extern "C" fn MPI_Reduce_init(
     root: c_int,
     comm: MPI_Comm,
     info: MPI_Info,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Reduce_init();
     let Some(call) = Call::begin() else {
@@ -11473,11 +11618,11 @@ pub unsafe extern "C" fn MPI_Reduce_init(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.handle(HandleKind::Op, op.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Op, Handle::from(op));
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, Handle::from(info));
         e.new_request(request);
     });
     ret
@@ -11495,7 +11640,7 @@ pub unsafe extern "C" fn MPI_Reduce_init_c(
     root: c_int,
     comm: MPI_Comm,
     info: MPI_Info,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Reduce_init_c();
     let Some(call) = Call::begin() else {
@@ -11514,11 +11659,11 @@ pub unsafe extern "C" fn MPI_Reduce_init_c(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.handle(HandleKind::Op, op.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Op, Handle::from(op));
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, Handle::from(info));
         e.new_request(request);
     });
     ret
@@ -11542,8 +11687,8 @@ pub unsafe extern "C" fn MPI_Reduce_local(
         e.buffer(inbuf);
         e.buffer(inoutbuf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.handle(HandleKind::Op, op.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Op, Handle::from(op));
     });
     ret
 }
@@ -11566,8 +11711,8 @@ pub unsafe extern "C" fn MPI_Reduce_local_c(
         e.buffer(inbuf);
         e.buffer(inoutbuf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.handle(HandleKind::Op, op.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Op, Handle::from(op));
     });
     ret
 }
@@ -11592,9 +11737,9 @@ pub unsafe extern "C" fn MPI_Reduce_scatter(
         e.buffer(recvbuf);
         let recvcounts_len = Some(e.comm_size(comm));
         array(e, recvcounts, recvcounts_len, |e, v| e.int(i64::from(v)));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.handle(HandleKind::Op, op.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Op, Handle::from(op));
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -11618,9 +11763,9 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.handle(HandleKind::Op, op.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Op, Handle::from(op));
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -11644,9 +11789,9 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block_c(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(recvcount);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.handle(HandleKind::Op, op.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Op, Handle::from(op));
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -11662,7 +11807,7 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block_init(
     op: MPI_Op,
     comm: MPI_Comm,
     info: MPI_Info,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Reduce_scatter_block_init();
     let Some(call) = Call::begin() else {
@@ -11681,10 +11826,10 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block_init(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.handle(HandleKind::Op, op.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Op, Handle::from(op));
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, Handle::from(info));
         e.new_request(request);
     });
     ret
@@ -11701,7 +11846,7 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block_init_c(
     op: MPI_Op,
     comm: MPI_Comm,
     info: MPI_Info,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Reduce_scatter_block_init_c();
     let Some(call) = Call::begin() else {
@@ -11720,10 +11865,10 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block_init_c(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(recvcount);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.handle(HandleKind::Op, op.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Op, Handle::from(op));
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, Handle::from(info));
         e.new_request(request);
     });
     ret
@@ -11749,9 +11894,9 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_c(
         e.buffer(recvbuf);
         let recvcounts_len = Some(e.comm_size(comm));
         array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.handle(HandleKind::Op, op.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Op, Handle::from(op));
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -11767,7 +11912,7 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_init(
     op: MPI_Op,
     comm: MPI_Comm,
     info: MPI_Info,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Reduce_scatter_init();
     let Some(call) = Call::begin() else {
@@ -11787,10 +11932,10 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_init(
         e.buffer(recvbuf);
         let recvcounts_len = Some(e.comm_size(comm));
         array(e, recvcounts, recvcounts_len, |e, v| e.int(i64::from(v)));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.handle(HandleKind::Op, op.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Op, Handle::from(op));
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, Handle::from(info));
         e.new_request(request);
     });
     ret
@@ -11807,7 +11952,7 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_init_c(
     op: MPI_Op,
     comm: MPI_Comm,
     info: MPI_Info,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Reduce_scatter_init_c();
     let Some(call) = Call::begin() else {
@@ -11827,10 +11972,10 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_init_c(
         e.buffer(recvbuf);
         let recvcounts_len = Some(e.comm_size(comm));
         array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.handle(HandleKind::Op, op.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Op, Handle::from(op));
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, Handle::from(info));
         e.new_request(request);
     });
     ret
@@ -11928,7 +12073,7 @@ pub unsafe extern "C" fn MPI_Rget(
     target_count: c_int,
     target_datatype: MPI_Datatype,
     win: MPI_Win,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Rget();
     let Some(call) = Call::begin() else {
@@ -11962,12 +12107,12 @@ pub unsafe extern "C" fn MPI_Rget(
     call.end(func::MPI_Rget, ret, |e| unsafe {
         e.buffer(origin_addr);
         e.int(i64::from(origin_count));
-        e.handle(HandleKind::Datatype, origin_datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(origin_datatype));
         win_rank(e, i64::from(target_rank), win);
         e.address(target_disp);
         e.int(i64::from(target_count));
-        e.handle(HandleKind::Datatype, target_datatype.into_handle());
-        e.handle(HandleKind::Win, win.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(target_datatype));
+        e.handle(HandleKind::Win, Handle::from(win));
         e.new_request(request);
     });
     ret
@@ -11989,7 +12134,7 @@ pub unsafe extern "C" fn MPI_Rget_accumulate(
     target_datatype: MPI_Datatype,
     op: MPI_Op,
     win: MPI_Win,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Rget_accumulate();
     let Some(call) = Call::begin() else {
@@ -12031,16 +12176,16 @@ pub unsafe extern "C" fn MPI_Rget_accumulate(
     call.end(func::MPI_Rget_accumulate, ret, |e| unsafe {
         e.buffer(origin_addr);
         e.int(i64::from(origin_count));
-        e.handle(HandleKind::Datatype, origin_datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(origin_datatype));
         e.buffer(result_addr);
         e.int(i64::from(result_count));
-        e.handle(HandleKind::Datatype, result_datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(result_datatype));
         win_rank(e, i64::from(target_rank), win);
         e.address(target_disp);
         e.int(i64::from(target_count));
-        e.handle(HandleKind::Datatype, target_datatype.into_handle());
-        e.handle(HandleKind::Op, op.into_handle());
-        e.handle(HandleKind::Win, win.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(target_datatype));
+        e.handle(HandleKind::Op, Handle::from(op));
+        e.handle(HandleKind::Win, Handle::from(win));
         e.new_request(request);
     });
     ret
@@ -12062,7 +12207,7 @@ pub unsafe extern "C" fn MPI_Rget_accumulate_c(
     target_datatype: MPI_Datatype,
     op: MPI_Op,
     win: MPI_Win,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Rget_accumulate_c();
     let Some(call) = Call::begin() else {
@@ -12104,16 +12249,16 @@ pub unsafe extern "C" fn MPI_Rget_accumulate_c(
     call.end(func::MPI_Rget_accumulate_c, ret, |e| unsafe {
         e.buffer(origin_addr);
         e.int(origin_count);
-        e.handle(HandleKind::Datatype, origin_datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(origin_datatype));
         e.buffer(result_addr);
         e.int(result_count);
-        e.handle(HandleKind::Datatype, result_datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(result_datatype));
         win_rank(e, i64::from(target_rank), win);
         e.address(target_disp);
         e.int(target_count);
-        e.handle(HandleKind::Datatype, target_datatype.into_handle());
-        e.handle(HandleKind::Op, op.into_handle());
-        e.handle(HandleKind::Win, win.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(target_datatype));
+        e.handle(HandleKind::Op, Handle::from(op));
+        e.handle(HandleKind::Win, Handle::from(win));
         e.new_request(request);
     });
     ret
@@ -12131,7 +12276,7 @@ pub unsafe extern "C" fn MPI_Rget_c(
     target_count: MPI_Count,
     target_datatype: MPI_Datatype,
     win: MPI_Win,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Rget_c();
     let Some(call) = Call::begin() else {
@@ -12165,12 +12310,12 @@ pub unsafe extern "C" fn MPI_Rget_c(
     call.end(func::MPI_Rget_c, ret, |e| unsafe {
         e.buffer(origin_addr);
         e.int(origin_count);
-        e.handle(HandleKind::Datatype, origin_datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(origin_datatype));
         win_rank(e, i64::from(target_rank), win);
         e.address(target_disp);
         e.int(target_count);
-        e.handle(HandleKind::Datatype, target_datatype.into_handle());
-        e.handle(HandleKind::Win, win.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(target_datatype));
+        e.handle(HandleKind::Win, Handle::from(win));
         e.new_request(request);
     });
     ret
@@ -12188,7 +12333,7 @@ pub unsafe extern "C" fn MPI_Rput(
     target_count: c_int,
     target_datatype: MPI_Datatype,
     win: MPI_Win,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Rput();
     let Some(call) = Call::begin() else {
@@ -12222,12 +12367,12 @@ pub unsafe extern "C" fn MPI_Rput(
     call.end(func::MPI_Rput, ret, |e| unsafe {
         e.buffer(origin_addr);
         e.int(i64::from(origin_count));
-        e.handle(HandleKind::Datatype, origin_datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(origin_datatype));
         win_rank(e, i64::from(target_rank), win);
         e.address(target_disp);
         e.int(i64::from(target_count));
-        e.handle(HandleKind::Datatype, target_datatype.into_handle());
-        e.handle(HandleKind::Win, win.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(target_datatype));
+        e.handle(HandleKind::Win, Handle::from(win));
         e.new_request(request);
     });
     ret
@@ -12245,7 +12390,7 @@ pub unsafe extern "C" fn MPI_Rput_c(
     target_count: MPI_Count,
     target_datatype: MPI_Datatype,
     win: MPI_Win,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Rput_c();
     let Some(call) = Call::begin() else {
@@ -12279,12 +12424,12 @@ pub unsafe extern "C" fn MPI_Rput_c(
     call.end(func::MPI_Rput_c, ret, |e| unsafe {
         e.buffer(origin_addr);
         e.int(origin_count);
-        e.handle(HandleKind::Datatype, origin_datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(origin_datatype));
         win_rank(e, i64::from(target_rank), win);
         e.address(target_disp);
         e.int(target_count);
-        e.handle(HandleKind::Datatype, target_datatype.into_handle());
-        e.handle(HandleKind::Win, win.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(target_datatype));
+        e.handle(HandleKind::Win, Handle::from(win));
         e.new_request(request);
     });
     ret
@@ -12308,10 +12453,10 @@ pub unsafe extern "C" fn MPI_Rsend(
     call.end(func::MPI_Rsend, ret, |e| {
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -12334,10 +12479,10 @@ pub unsafe extern "C" fn MPI_Rsend_c(
     call.end(func::MPI_Rsend_c, ret, |e| {
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -12351,7 +12496,7 @@ pub unsafe extern "C" fn MPI_Rsend_init(
     dest: c_int,
     tag: c_int,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Rsend_init();
     let Some(call) = Call::begin() else {
@@ -12361,10 +12506,10 @@ pub unsafe extern "C" fn MPI_Rsend_init(
     call.end(func::MPI_Rsend_init, ret, |e| unsafe {
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -12379,7 +12524,7 @@ pub unsafe extern "C" fn MPI_Rsend_init_c(
     dest: c_int,
     tag: c_int,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Rsend_init_c();
     let Some(call) = Call::begin() else {
@@ -12389,10 +12534,10 @@ pub unsafe extern "C" fn MPI_Rsend_init_c(
     call.end(func::MPI_Rsend_init_c, ret, |e| unsafe {
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -12417,9 +12562,9 @@ pub unsafe extern "C" fn MPI_Scan(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.handle(HandleKind::Op, op.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Op, Handle::from(op));
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -12443,9 +12588,9 @@ pub unsafe extern "C" fn MPI_Scan_c(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.handle(HandleKind::Op, op.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Op, Handle::from(op));
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -12461,7 +12606,7 @@ pub unsafe extern "C" fn MPI_Scan_init(
     op: MPI_Op,
     comm: MPI_Comm,
     info: MPI_Info,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Scan_init();
     let Some(call) = Call::begin() else {
@@ -12472,10 +12617,10 @@ pub unsafe extern "C" fn MPI_Scan_init(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.handle(HandleKind::Op, op.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Op, Handle::from(op));
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, Handle::from(info));
         e.new_request(request);
     });
     ret
@@ -12492,7 +12637,7 @@ pub unsafe extern "C" fn MPI_Scan_init_c(
     op: MPI_Op,
     comm: MPI_Comm,
     info: MPI_Info,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Scan_init_c();
     let Some(call) = Call::begin() else {
@@ -12503,10 +12648,10 @@ pub unsafe extern "C" fn MPI_Scan_init_c(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.handle(HandleKind::Op, op.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Op, Handle::from(op));
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, Handle::from(info));
         e.new_request(request);
     });
     ret
@@ -12541,12 +12686,12 @@ pub unsafe extern "C" fn MPI_Scatter(
     call.end(func::MPI_Scatter, ret, |e| {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -12580,12 +12725,12 @@ pub unsafe extern "C" fn MPI_Scatter_c(
     call.end(func::MPI_Scatter_c, ret, |e| {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -12603,7 +12748,7 @@ pub unsafe extern "C" fn MPI_Scatter_init(
     root: c_int,
     comm: MPI_Comm,
     info: MPI_Info,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Scatter_init();
     let Some(call) = Call::begin() else {
@@ -12622,13 +12767,13 @@ pub unsafe extern "C" fn MPI_Scatter_init(
     call.end(func::MPI_Scatter_init, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, Handle::from(info));
         e.new_request(request);
     });
     ret
@@ -12647,7 +12792,7 @@ pub unsafe extern "C" fn MPI_Scatter_init_c(
     root: c_int,
     comm: MPI_Comm,
     info: MPI_Info,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Scatter_init_c();
     let Some(call) = Call::begin() else {
@@ -12666,13 +12811,13 @@ pub unsafe extern "C" fn MPI_Scatter_init_c(
     call.end(func::MPI_Scatter_init_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, Handle::from(info));
         e.new_request(request);
     });
     ret
@@ -12719,12 +12864,12 @@ pub unsafe extern "C" fn MPI_Scatterv(
             None
         };
         array(e, displs, displs_len, |e, v| e.address(i64::from(v)));
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -12770,12 +12915,12 @@ pub unsafe extern "C" fn MPI_Scatterv_c(
             None
         };
         array(e, displs, displs_len, |e, v| e.address(v));
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -12794,7 +12939,7 @@ pub unsafe extern "C" fn MPI_Scatterv_init(
     root: c_int,
     comm: MPI_Comm,
     info: MPI_Info,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Scatterv_init();
     let Some(call) = Call::begin() else {
@@ -12825,13 +12970,13 @@ pub unsafe extern "C" fn MPI_Scatterv_init(
             None
         };
         array(e, displs, displs_len, |e, v| e.address(i64::from(v)));
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, Handle::from(info));
         e.new_request(request);
     });
     ret
@@ -12851,7 +12996,7 @@ pub unsafe extern "C" fn MPI_Scatterv_init_c(
     root: c_int,
     comm: MPI_Comm,
     info: MPI_Info,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Scatterv_init_c();
     let Some(call) = Call::begin() else {
@@ -12882,13 +13027,13 @@ pub unsafe extern "C" fn MPI_Scatterv_init_c(
             None
         };
         array(e, displs, displs_len, |e, v| e.address(v));
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.buffer(recvbuf);
         e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, Handle::from(info));
         e.new_request(request);
     });
     ret
@@ -12912,10 +13057,10 @@ pub unsafe extern "C" fn MPI_Send(
     call.end(func::MPI_Send, ret, |e| {
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -12938,10 +13083,10 @@ pub unsafe extern "C" fn MPI_Send_c(
     call.end(func::MPI_Send_c, ret, |e| {
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -12955,7 +13100,7 @@ pub unsafe extern "C" fn MPI_Send_init(
     dest: c_int,
     tag: c_int,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Send_init();
     let Some(call) = Call::begin() else {
@@ -12965,10 +13110,10 @@ pub unsafe extern "C" fn MPI_Send_init(
     call.end(func::MPI_Send_init, ret, |e| unsafe {
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -12983,7 +13128,7 @@ pub unsafe extern "C" fn MPI_Send_init_c(
     dest: c_int,
     tag: c_int,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Send_init_c();
     let Some(call) = Call::begin() else {
@@ -12993,10 +13138,10 @@ pub unsafe extern "C" fn MPI_Send_init_c(
     call.end(func::MPI_Send_init_c, ret, |e| unsafe {
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -13037,15 +13182,15 @@ pub unsafe extern "C" fn MPI_Sendrecv(
     call.end(func::MPI_Sendrecv, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(sendtag));
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
         e.rank(i64::from(source), comm);
         e.tag(i64::from(recvtag));
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.status(status, Some(comm));
     });
     ret
@@ -13086,15 +13231,15 @@ pub unsafe extern "C" fn MPI_Sendrecv_c(
     call.end(func::MPI_Sendrecv_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(sendtype));
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(sendtag));
         e.buffer(recvbuf);
         e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(recvtype));
         e.rank(i64::from(source), comm);
         e.tag(i64::from(recvtag));
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.status(status, Some(comm));
     });
     ret
@@ -13130,12 +13275,12 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
     call.end(func::MPI_Sendrecv_replace, ret, |e| unsafe {
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(sendtag));
         e.rank(i64::from(source), comm);
         e.tag(i64::from(recvtag));
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.status(status, Some(comm));
     });
     ret
@@ -13171,12 +13316,12 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace_c(
     call.end(func::MPI_Sendrecv_replace_c, ret, |e| unsafe {
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(sendtag));
         e.rank(i64::from(source), comm);
         e.tag(i64::from(recvtag));
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.status(status, Some(comm));
     });
     ret
@@ -13194,7 +13339,7 @@ pub unsafe extern "C" fn MPI_Session_call_errhandler(
     };
     let ret = unsafe { real(session, errorcode) };
     call.end(func::MPI_Session_call_errhandler, ret, |e| {
-        e.handle(HandleKind::Session, session.into_handle());
+        e.handle(HandleKind::Session, Handle::from(session));
         e.int(i64::from(errorcode));
     });
     ret
@@ -13204,7 +13349,7 @@ pub unsafe extern "C" fn MPI_Session_call_errhandler(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Session_create_errhandler(
     session_errhandler_fn: *mut MPI_Session_errhandler_function,
-    errhandler: *mut MPI_Errhandler,
+    errhandler: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Session_create_errhandler();
     let Some(call) = Call::begin() else {
@@ -13213,22 +13358,22 @@ pub unsafe extern "C" fn MPI_Session_create_errhandler(
     let ret = unsafe { real(session_errhandler_fn, errhandler) };
     call.end(func::MPI_Session_create_errhandler, ret, |e| unsafe {
         e.callback(session_errhandler_fn);
-        e.new_handle_out(HandleKind::Errhandler, errhandler);
+        e.new_handle_out(HandleKind::Errhandler, errhandler.cast());
     });
     ret
 }
 
 /// Traces `MPI_Session_finalize`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Session_finalize(session: *mut MPI_Session) -> c_int {
+pub unsafe extern "C" fn MPI_Session_finalize(session: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Session_finalize();
     let Some(call) = Call::begin() else {
         return unsafe { real(session) };
     };
-    let session_before = unsafe { read_or(session, MPI_SESSION_NULL) };
+    let session_before = unsafe { handle_or_null(HandleKind::Session as usize, session.cast()) };
     let ret = unsafe { real(session) };
     call.end(func::MPI_Session_finalize, ret, |e| {
-        e.free_handle(HandleKind::Session, session_before.into_handle());
+        e.free_handle(HandleKind::Session, session_before);
     });
     ret
 }
@@ -13237,7 +13382,7 @@ pub unsafe extern "C" fn MPI_Session_finalize(session: *mut MPI_Session) -> c_in
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Session_get_errhandler(
     session: MPI_Session,
-    errhandler: *mut MPI_Errhandler,
+    errhandler: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Session_get_errhandler();
     let Some(call) = Call::begin() else {
@@ -13245,8 +13390,8 @@ pub unsafe extern "C" fn MPI_Session_get_errhandler(
     };
     let ret = unsafe { real(session, errhandler) };
     call.end(func::MPI_Session_get_errhandler, ret, |e| unsafe {
-        e.handle(HandleKind::Session, session.into_handle());
-        e.new_handle_out(HandleKind::Errhandler, errhandler);
+        e.handle(HandleKind::Session, Handle::from(session));
+        e.new_handle_out(HandleKind::Errhandler, errhandler.cast());
     });
     ret
 }
@@ -13255,7 +13400,7 @@ pub unsafe extern "C" fn MPI_Session_get_errhandler(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Session_get_info(
     session: MPI_Session,
-    info_used: *mut MPI_Info,
+    info_used: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Session_get_info();
     let Some(call) = Call::begin() else {
@@ -13263,8 +13408,8 @@ pub unsafe extern "C" fn MPI_Session_get_info(
     };
     let ret = unsafe { real(session, info_used) };
     call.end(func::MPI_Session_get_info, ret, |e| unsafe {
-        e.handle(HandleKind::Session, session.into_handle());
-        e.new_handle_out(HandleKind::Info, info_used);
+        e.handle(HandleKind::Session, Handle::from(session));
+        e.new_handle_out(HandleKind::Info, info_used.cast());
     });
     ret
 }
@@ -13285,8 +13430,8 @@ pub unsafe extern "C" fn MPI_Session_get_nth_pset(
     let pset_len_before = unsafe { read_or(pset_len, 0) };
     let ret = unsafe { real(session, info, n, pset_len, pset_name) };
     call.end(func::MPI_Session_get_nth_pset, ret, |e| unsafe {
-        e.handle(HandleKind::Session, session.into_handle());
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Session, Handle::from(session));
+        e.handle(HandleKind::Info, Handle::from(info));
         e.int(i64::from(n));
         e.int(i64::from(pset_len_before));
         let pset_name_cap = count_of(pset_len_before);
@@ -13308,8 +13453,8 @@ pub unsafe extern "C" fn MPI_Session_get_num_psets(
     };
     let ret = unsafe { real(session, info, npset_names) };
     call.end(func::MPI_Session_get_num_psets, ret, |e| unsafe {
-        e.handle(HandleKind::Session, session.into_handle());
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Session, Handle::from(session));
+        e.handle(HandleKind::Info, Handle::from(info));
         e.int_out(npset_names);
     });
     ret
@@ -13320,7 +13465,7 @@ pub unsafe extern "C" fn MPI_Session_get_num_psets(
 pub unsafe extern "C" fn MPI_Session_get_pset_info(
     session: MPI_Session,
     pset_name: *const c_char,
-    info: *mut MPI_Info,
+    info: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Session_get_pset_info();
     let Some(call) = Call::begin() else {
@@ -13328,9 +13473,9 @@ pub unsafe extern "C" fn MPI_Session_get_pset_info(
     };
     let ret = unsafe { real(session, pset_name, info) };
     call.end(func::MPI_Session_get_pset_info, ret, |e| unsafe {
-        e.handle(HandleKind::Session, session.into_handle());
+        e.handle(HandleKind::Session, Handle::from(session));
         e.string(pset_name);
-        e.new_handle_out(HandleKind::Info, info);
+        e.new_handle_out(HandleKind::Info, info.cast());
     });
     ret
 }
@@ -13340,7 +13485,7 @@ pub unsafe extern "C" fn MPI_Session_get_pset_info(
 pub unsafe extern "C" fn MPI_Session_init(
     info: MPI_Info,
     errhandler: MPI_Errhandler,
-    session: *mut MPI_Session,
+    session: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Session_init();
     let Some(call) = Call::begin() else {
@@ -13348,9 +13493,9 @@ pub unsafe extern "C" fn MPI_Session_init(
     };
     let ret = unsafe { real(info, errhandler, session) };
     call.end(func::MPI_Session_init, ret, |e| unsafe {
-        e.handle(HandleKind::Info, info.into_handle());
-        e.handle(HandleKind::Errhandler, errhandler.into_handle());
-        e.new_handle_out(HandleKind::Session, session);
+        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Errhandler, Handle::from(errhandler));
+        e.new_handle_out(HandleKind::Session, session.cast());
     });
     ret
 }
@@ -13367,8 +13512,8 @@ pub unsafe extern "C" fn MPI_Session_set_errhandler(
     };
     let ret = unsafe { real(session, errhandler) };
     call.end(func::MPI_Session_set_errhandler, ret, |e| {
-        e.handle(HandleKind::Session, session.into_handle());
-        e.handle(HandleKind::Errhandler, errhandler.into_handle());
+        e.handle(HandleKind::Session, Handle::from(session));
+        e.handle(HandleKind::Errhandler, Handle::from(errhandler));
     });
     ret
 }
@@ -13391,10 +13536,10 @@ pub unsafe extern "C" fn MPI_Ssend(
     call.end(func::MPI_Ssend, ret, |e| {
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -13417,10 +13562,10 @@ pub unsafe extern "C" fn MPI_Ssend_c(
     call.end(func::MPI_Ssend_c, ret, |e| {
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -13434,7 +13579,7 @@ pub unsafe extern "C" fn MPI_Ssend_init(
     dest: c_int,
     tag: c_int,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ssend_init();
     let Some(call) = Call::begin() else {
@@ -13444,10 +13589,10 @@ pub unsafe extern "C" fn MPI_Ssend_init(
     call.end(func::MPI_Ssend_init, ret, |e| unsafe {
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -13462,7 +13607,7 @@ pub unsafe extern "C" fn MPI_Ssend_init_c(
     dest: c_int,
     tag: c_int,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ssend_init_c();
     let Some(call) = Call::begin() else {
@@ -13472,10 +13617,10 @@ pub unsafe extern "C" fn MPI_Ssend_init_c(
     call.end(func::MPI_Ssend_init_c, ret, |e| unsafe {
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.new_request(request);
     });
     ret
@@ -13582,7 +13727,7 @@ pub unsafe extern "C" fn MPI_Status_set_elements(
     let ret = unsafe { real(status, datatype, count) };
     call.end(func::MPI_Status_set_elements, ret, |e| unsafe {
         e.status(status, None);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.int(i64::from(count));
     });
     ret
@@ -13602,7 +13747,7 @@ pub unsafe extern "C" fn MPI_Status_set_elements_x(
     let ret = unsafe { real(status, datatype, count) };
     call.end(func::MPI_Status_set_elements_x, ret, |e| unsafe {
         e.status(status, None);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.int(count);
     });
     ret
@@ -13839,8 +13984,8 @@ pub unsafe extern "C" fn MPI_T_cvar_get_info(
     name: *mut c_char,
     name_len: *mut c_int,
     verbosity: *mut c_int,
-    datatype: *mut MPI_Datatype,
-    enumtype: *mut MPI_T_enum,
+    datatype: *mut HandleSlot,
+    enumtype: *mut HandleSlot,
     desc: *mut c_char,
     desc_len: *mut c_int,
     bind: *mut c_int,
@@ -13868,8 +14013,8 @@ pub unsafe extern "C" fn MPI_T_cvar_get_info(
         string_out(e, name, name_cap, true);
         e.int(i64::from(name_len_before));
         e.int_out(verbosity);
-        lookup_out(e, HandleKind::Datatype, datatype);
-        lookup_out(e, HandleKind::TEnum, enumtype);
+        lookup_out(e, HandleKind::Datatype, datatype.cast());
+        lookup_out(e, HandleKind::TEnum, enumtype.cast());
         let desc_cap = count_of(desc_len_before);
         string_out(e, desc, desc_cap, true);
         e.int(i64::from(desc_len_before));
@@ -13898,7 +14043,7 @@ pub unsafe extern "C" fn MPI_T_cvar_get_num(num_cvar: *mut c_int) -> c_int {
 pub unsafe extern "C" fn MPI_T_cvar_handle_alloc(
     cvar_index: c_int,
     obj_handle: *mut c_void,
-    handle: *mut MPI_T_cvar_handle,
+    handle: *mut HandleSlot,
     count: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_cvar_handle_alloc();
@@ -13909,7 +14054,7 @@ pub unsafe extern "C" fn MPI_T_cvar_handle_alloc(
     call.end(func::MPI_T_cvar_handle_alloc, ret, |e| unsafe {
         e.int(i64::from(cvar_index));
         e.buffer(obj_handle);
-        e.new_handle_out(HandleKind::CvarHandle, handle);
+        e.new_handle_out(HandleKind::CvarHandle, handle.cast());
         e.int_out(count);
     });
     ret
@@ -13917,15 +14062,15 @@ pub unsafe extern "C" fn MPI_T_cvar_handle_alloc(
 
 /// Traces `MPI_T_cvar_handle_free`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_T_cvar_handle_free(handle: *mut MPI_T_cvar_handle) -> c_int {
+pub unsafe extern "C" fn MPI_T_cvar_handle_free(handle: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_T_cvar_handle_free();
     let Some(call) = Call::begin() else {
         return unsafe { real(handle) };
     };
-    let handle_before = unsafe { read_or(handle, std::ptr::null_mut()) };
+    let handle_before = unsafe { handle_or_null(HandleKind::CvarHandle as usize, handle.cast()) };
     let ret = unsafe { real(handle) };
     call.end(func::MPI_T_cvar_handle_free, ret, |e| {
-        e.free_handle(HandleKind::CvarHandle, handle_before.into_handle());
+        e.free_handle(HandleKind::CvarHandle, handle_before);
     });
     ret
 }
@@ -13939,7 +14084,7 @@ pub unsafe extern "C" fn MPI_T_cvar_read(handle: MPI_T_cvar_handle, buf: *mut c_
     };
     let ret = unsafe { real(handle, buf) };
     call.end(func::MPI_T_cvar_read, ret, |e| {
-        e.handle(HandleKind::CvarHandle, handle.into_handle());
+        e.handle(HandleKind::CvarHandle, Handle::from(handle));
         e.buffer(buf);
     });
     ret
@@ -13954,7 +14099,7 @@ pub unsafe extern "C" fn MPI_T_cvar_write(handle: MPI_T_cvar_handle, buf: *const
     };
     let ret = unsafe { real(handle, buf) };
     call.end(func::MPI_T_cvar_write, ret, |e| {
-        e.handle(HandleKind::CvarHandle, handle.into_handle());
+        e.handle(HandleKind::CvarHandle, Handle::from(handle));
         e.buffer(buf);
     });
     ret
@@ -13975,7 +14120,7 @@ pub unsafe extern "C" fn MPI_T_enum_get_info(
     let name_len_before = unsafe { read_or(name_len, 0) };
     let ret = unsafe { real(enumtype, num, name, name_len) };
     call.end(func::MPI_T_enum_get_info, ret, |e| unsafe {
-        e.handle(HandleKind::TEnum, enumtype.into_handle());
+        e.handle(HandleKind::TEnum, Handle::from(enumtype));
         e.int_out(num);
         let name_cap = count_of(name_len_before);
         string_out(e, name, name_cap, true);
@@ -14000,7 +14145,7 @@ pub unsafe extern "C" fn MPI_T_enum_get_item(
     let name_len_before = unsafe { read_or(name_len, 0) };
     let ret = unsafe { real(enumtype, index, value, name, name_len) };
     call.end(func::MPI_T_enum_get_item, ret, |e| unsafe {
-        e.handle(HandleKind::TEnum, enumtype.into_handle());
+        e.handle(HandleKind::TEnum, Handle::from(enumtype));
         e.int(i64::from(index));
         e.int_out(value);
         let name_cap = count_of(name_len_before);
@@ -14015,7 +14160,7 @@ pub unsafe extern "C" fn MPI_T_enum_get_item(
 pub unsafe extern "C" fn MPI_T_event_callback_get_info(
     event_registration: MPI_T_event_registration,
     cb_safety: MPI_T_cb_safety,
-    info_used: *mut MPI_Info,
+    info_used: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_event_callback_get_info();
     let Some(call) = Call::begin() else {
@@ -14025,10 +14170,10 @@ pub unsafe extern "C" fn MPI_T_event_callback_get_info(
     call.end(func::MPI_T_event_callback_get_info, ret, |e| unsafe {
         e.handle(
             HandleKind::EventRegistration,
-            event_registration.into_handle(),
+            Handle::from(event_registration),
         );
         e.int(i64::from(cb_safety));
-        e.new_handle_out(HandleKind::Info, info_used);
+        e.new_handle_out(HandleKind::Info, info_used.cast());
     });
     ret
 }
@@ -14048,10 +14193,10 @@ pub unsafe extern "C" fn MPI_T_event_callback_set_info(
     call.end(func::MPI_T_event_callback_set_info, ret, |e| {
         e.handle(
             HandleKind::EventRegistration,
-            event_registration.into_handle(),
+            Handle::from(event_registration),
         );
         e.int(i64::from(cb_safety));
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Info, Handle::from(info));
     });
     ret
 }
@@ -14068,7 +14213,7 @@ pub unsafe extern "C" fn MPI_T_event_copy(
     };
     let ret = unsafe { real(event_instance, buffer) };
     call.end(func::MPI_T_event_copy, ret, |e| {
-        e.handle(HandleKind::EventInstance, event_instance.into_handle());
+        e.handle(HandleKind::EventInstance, Handle::from(event_instance));
         e.buffer(buffer);
     });
     ret
@@ -14100,11 +14245,11 @@ pub unsafe extern "C" fn MPI_T_event_get_info(
     name: *mut c_char,
     name_len: *mut c_int,
     verbosity: *mut c_int,
-    array_of_datatypes: *mut MPI_Datatype,
+    array_of_datatypes: *mut HandleSlot,
     array_of_displacements: *mut MPI_Aint,
     num_elements: *mut c_int,
-    enumtype: *mut MPI_T_enum,
-    info: *mut MPI_Info,
+    enumtype: *mut HandleSlot,
+    info: *mut HandleSlot,
     desc: *mut c_char,
     desc_len: *mut c_int,
     bind: *mut c_int,
@@ -14161,9 +14306,13 @@ pub unsafe extern "C" fn MPI_T_event_get_info(
         } else {
             None
         };
-        array(e, array_of_datatypes, array_of_datatypes_len, |e, v| {
-            e.handle(HandleKind::Datatype, v.into_handle())
-        });
+        handles(
+            e,
+            HandleKind::Datatype as usize,
+            array_of_datatypes,
+            array_of_datatypes_len,
+            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+        );
         let array_of_displacements_len = if e.ok() {
             min_of(
                 count_of(num_elements_before),
@@ -14179,8 +14328,8 @@ pub unsafe extern "C" fn MPI_T_event_get_info(
             |e, v| e.address(v),
         );
         e.int(i64::from(num_elements_before));
-        lookup_out(e, HandleKind::TEnum, enumtype);
-        e.new_handle_out(HandleKind::Info, info);
+        lookup_out(e, HandleKind::TEnum, enumtype.cast());
+        e.new_handle_out(HandleKind::Info, info.cast());
         let desc_cap = count_of(desc_len_before);
         string_out(e, desc, desc_cap, true);
         e.int(i64::from(desc_len_before));
@@ -14215,7 +14364,7 @@ pub unsafe extern "C" fn MPI_T_event_get_source(
     };
     let ret = unsafe { real(event_instance, source_index) };
     call.end(func::MPI_T_event_get_source, ret, |e| unsafe {
-        e.handle(HandleKind::EventInstance, event_instance.into_handle());
+        e.handle(HandleKind::EventInstance, Handle::from(event_instance));
         e.int_out(source_index);
     });
     ret
@@ -14233,7 +14382,7 @@ pub unsafe extern "C" fn MPI_T_event_get_timestamp(
     };
     let ret = unsafe { real(event_instance, event_timestamp) };
     call.end(func::MPI_T_event_get_timestamp, ret, |e| unsafe {
-        e.handle(HandleKind::EventInstance, event_instance.into_handle());
+        e.handle(HandleKind::EventInstance, Handle::from(event_instance));
         e.count_out(event_timestamp);
     });
     ret
@@ -14245,7 +14394,7 @@ pub unsafe extern "C" fn MPI_T_event_handle_alloc(
     event_index: c_int,
     obj_handle: *mut c_void,
     info: MPI_Info,
-    event_registration: *mut MPI_T_event_registration,
+    event_registration: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_event_handle_alloc();
     let Some(call) = Call::begin() else {
@@ -14255,8 +14404,8 @@ pub unsafe extern "C" fn MPI_T_event_handle_alloc(
     call.end(func::MPI_T_event_handle_alloc, ret, |e| unsafe {
         e.int(i64::from(event_index));
         e.buffer(obj_handle);
-        e.handle(HandleKind::Info, info.into_handle());
-        e.new_handle_out(HandleKind::EventRegistration, event_registration);
+        e.handle(HandleKind::Info, Handle::from(info));
+        e.new_handle_out(HandleKind::EventRegistration, event_registration.cast());
     });
     ret
 }
@@ -14276,7 +14425,7 @@ pub unsafe extern "C" fn MPI_T_event_handle_free(
     call.end(func::MPI_T_event_handle_free, ret, |e| {
         e.handle(
             HandleKind::EventRegistration,
-            event_registration.into_handle(),
+            Handle::from(event_registration),
         );
         e.buffer(user_data);
         e.callback(free_cb_function);
@@ -14288,7 +14437,7 @@ pub unsafe extern "C" fn MPI_T_event_handle_free(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_T_event_handle_get_info(
     event_registration: MPI_T_event_registration,
-    info_used: *mut MPI_Info,
+    info_used: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_event_handle_get_info();
     let Some(call) = Call::begin() else {
@@ -14298,9 +14447,9 @@ pub unsafe extern "C" fn MPI_T_event_handle_get_info(
     call.end(func::MPI_T_event_handle_get_info, ret, |e| unsafe {
         e.handle(
             HandleKind::EventRegistration,
-            event_registration.into_handle(),
+            Handle::from(event_registration),
         );
-        e.new_handle_out(HandleKind::Info, info_used);
+        e.new_handle_out(HandleKind::Info, info_used.cast());
     });
     ret
 }
@@ -14319,9 +14468,9 @@ pub unsafe extern "C" fn MPI_T_event_handle_set_info(
     call.end(func::MPI_T_event_handle_set_info, ret, |e| {
         e.handle(
             HandleKind::EventRegistration,
-            event_registration.into_handle(),
+            Handle::from(event_registration),
         );
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Info, Handle::from(info));
     });
     ret
 }
@@ -14339,7 +14488,7 @@ pub unsafe extern "C" fn MPI_T_event_read(
     };
     let ret = unsafe { real(event_instance, element_index, buffer) };
     call.end(func::MPI_T_event_read, ret, |e| {
-        e.handle(HandleKind::EventInstance, event_instance.into_handle());
+        e.handle(HandleKind::EventInstance, Handle::from(event_instance));
         e.int(i64::from(element_index));
         e.buffer(buffer);
     });
@@ -14379,10 +14528,10 @@ pub unsafe extern "C" fn MPI_T_event_register_callback(
     call.end(func::MPI_T_event_register_callback, ret, |e| {
         e.handle(
             HandleKind::EventRegistration,
-            event_registration.into_handle(),
+            Handle::from(event_registration),
         );
         e.int(i64::from(cb_safety));
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Info, Handle::from(info));
         e.buffer(user_data);
         e.callback(event_cb_function);
     });
@@ -14403,7 +14552,7 @@ pub unsafe extern "C" fn MPI_T_event_set_dropped_handler(
     call.end(func::MPI_T_event_set_dropped_handler, ret, |e| {
         e.handle(
             HandleKind::EventRegistration,
-            event_registration.into_handle(),
+            Handle::from(event_registration),
         );
         e.callback(dropped_cb_function);
     });
@@ -14466,8 +14615,8 @@ pub unsafe extern "C" fn MPI_T_pvar_get_info(
     name_len: *mut c_int,
     verbosity: *mut c_int,
     var_class: *mut c_int,
-    datatype: *mut MPI_Datatype,
-    enumtype: *mut MPI_T_enum,
+    datatype: *mut HandleSlot,
+    enumtype: *mut HandleSlot,
     desc: *mut c_char,
     desc_len: *mut c_int,
     bind: *mut c_int,
@@ -14499,8 +14648,8 @@ pub unsafe extern "C" fn MPI_T_pvar_get_info(
         e.int(i64::from(name_len_before));
         e.int_out(verbosity);
         e.int_out(var_class);
-        lookup_out(e, HandleKind::Datatype, datatype);
-        lookup_out(e, HandleKind::TEnum, enumtype);
+        lookup_out(e, HandleKind::Datatype, datatype.cast());
+        lookup_out(e, HandleKind::TEnum, enumtype.cast());
         let desc_cap = count_of(desc_len_before);
         string_out(e, desc, desc_cap, true);
         e.int(i64::from(desc_len_before));
@@ -14532,7 +14681,7 @@ pub unsafe extern "C" fn MPI_T_pvar_handle_alloc(
     pe_session: MPI_T_pvar_session,
     pvar_index: c_int,
     obj_handle: *mut c_void,
-    handle: *mut MPI_T_pvar_handle,
+    handle: *mut HandleSlot,
     count: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_pvar_handle_alloc();
@@ -14541,10 +14690,10 @@ pub unsafe extern "C" fn MPI_T_pvar_handle_alloc(
     };
     let ret = unsafe { real(pe_session, pvar_index, obj_handle, handle, count) };
     call.end(func::MPI_T_pvar_handle_alloc, ret, |e| unsafe {
-        e.handle(HandleKind::PvarSession, pe_session.into_handle());
+        e.handle(HandleKind::PvarSession, Handle::from(pe_session));
         e.int(i64::from(pvar_index));
         e.buffer(obj_handle);
-        e.new_handle_out(HandleKind::PvarHandle, handle);
+        e.new_handle_out(HandleKind::PvarHandle, handle.cast());
         e.int_out(count);
     });
     ret
@@ -14554,17 +14703,17 @@ pub unsafe extern "C" fn MPI_T_pvar_handle_alloc(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_T_pvar_handle_free(
     pe_session: MPI_T_pvar_session,
-    handle: *mut MPI_T_pvar_handle,
+    handle: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_pvar_handle_free();
     let Some(call) = Call::begin() else {
         return unsafe { real(pe_session, handle) };
     };
-    let handle_before = unsafe { read_or(handle, std::ptr::null_mut()) };
+    let handle_before = unsafe { handle_or_null(HandleKind::PvarHandle as usize, handle.cast()) };
     let ret = unsafe { real(pe_session, handle) };
     call.end(func::MPI_T_pvar_handle_free, ret, |e| {
-        e.handle(HandleKind::PvarSession, pe_session.into_handle());
-        e.free_handle(HandleKind::PvarHandle, handle_before.into_handle());
+        e.handle(HandleKind::PvarSession, Handle::from(pe_session));
+        e.free_handle(HandleKind::PvarHandle, handle_before);
     });
     ret
 }
@@ -14582,8 +14731,8 @@ pub unsafe extern "C" fn MPI_T_pvar_read(
     };
     let ret = unsafe { real(pe_session, handle, buf) };
     call.end(func::MPI_T_pvar_read, ret, |e| {
-        e.handle(HandleKind::PvarSession, pe_session.into_handle());
-        e.handle(HandleKind::PvarHandle, handle.into_handle());
+        e.handle(HandleKind::PvarSession, Handle::from(pe_session));
+        e.handle(HandleKind::PvarHandle, Handle::from(handle));
         e.buffer(buf);
     });
     ret
@@ -14602,8 +14751,8 @@ pub unsafe extern "C" fn MPI_T_pvar_readreset(
     };
     let ret = unsafe { real(pe_session, handle, buf) };
     call.end(func::MPI_T_pvar_readreset, ret, |e| {
-        e.handle(HandleKind::PvarSession, pe_session.into_handle());
-        e.handle(HandleKind::PvarHandle, handle.into_handle());
+        e.handle(HandleKind::PvarSession, Handle::from(pe_session));
+        e.handle(HandleKind::PvarHandle, Handle::from(handle));
         e.buffer(buf);
     });
     ret
@@ -14621,37 +14770,38 @@ pub unsafe extern "C" fn MPI_T_pvar_reset(
     };
     let ret = unsafe { real(pe_session, handle) };
     call.end(func::MPI_T_pvar_reset, ret, |e| {
-        e.handle(HandleKind::PvarSession, pe_session.into_handle());
-        e.handle(HandleKind::PvarHandle, handle.into_handle());
+        e.handle(HandleKind::PvarSession, Handle::from(pe_session));
+        e.handle(HandleKind::PvarHandle, Handle::from(handle));
     });
     ret
 }
 
 /// Traces `MPI_T_pvar_session_create`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_T_pvar_session_create(pe_session: *mut MPI_T_pvar_session) -> c_int {
+pub unsafe extern "C" fn MPI_T_pvar_session_create(pe_session: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_T_pvar_session_create();
     let Some(call) = Call::begin() else {
         return unsafe { real(pe_session) };
     };
     let ret = unsafe { real(pe_session) };
     call.end(func::MPI_T_pvar_session_create, ret, |e| unsafe {
-        e.new_handle_out(HandleKind::PvarSession, pe_session);
+        e.new_handle_out(HandleKind::PvarSession, pe_session.cast());
     });
     ret
 }
 
 /// Traces `MPI_T_pvar_session_free`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_T_pvar_session_free(pe_session: *mut MPI_T_pvar_session) -> c_int {
+pub unsafe extern "C" fn MPI_T_pvar_session_free(pe_session: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_T_pvar_session_free();
     let Some(call) = Call::begin() else {
         return unsafe { real(pe_session) };
     };
-    let pe_session_before = unsafe { read_or(pe_session, std::ptr::null_mut()) };
+    let pe_session_before =
+        unsafe { handle_or_null(HandleKind::PvarSession as usize, pe_session.cast()) };
     let ret = unsafe { real(pe_session) };
     call.end(func::MPI_T_pvar_session_free, ret, |e| {
-        e.free_handle(HandleKind::PvarSession, pe_session_before.into_handle());
+        e.free_handle(HandleKind::PvarSession, pe_session_before);
     });
     ret
 }
@@ -14668,8 +14818,8 @@ pub unsafe extern "C" fn MPI_T_pvar_start(
     };
     let ret = unsafe { real(pe_session, handle) };
     call.end(func::MPI_T_pvar_start, ret, |e| {
-        e.handle(HandleKind::PvarSession, pe_session.into_handle());
-        e.handle(HandleKind::PvarHandle, handle.into_handle());
+        e.handle(HandleKind::PvarSession, Handle::from(pe_session));
+        e.handle(HandleKind::PvarHandle, Handle::from(handle));
     });
     ret
 }
@@ -14686,8 +14836,8 @@ pub unsafe extern "C" fn MPI_T_pvar_stop(
     };
     let ret = unsafe { real(pe_session, handle) };
     call.end(func::MPI_T_pvar_stop, ret, |e| {
-        e.handle(HandleKind::PvarSession, pe_session.into_handle());
-        e.handle(HandleKind::PvarHandle, handle.into_handle());
+        e.handle(HandleKind::PvarSession, Handle::from(pe_session));
+        e.handle(HandleKind::PvarHandle, Handle::from(handle));
     });
     ret
 }
@@ -14705,8 +14855,8 @@ pub unsafe extern "C" fn MPI_T_pvar_write(
     };
     let ret = unsafe { real(pe_session, handle, buf) };
     call.end(func::MPI_T_pvar_write, ret, |e| {
-        e.handle(HandleKind::PvarSession, pe_session.into_handle());
-        e.handle(HandleKind::PvarHandle, handle.into_handle());
+        e.handle(HandleKind::PvarSession, Handle::from(pe_session));
+        e.handle(HandleKind::PvarHandle, Handle::from(handle));
         e.buffer(buf);
     });
     ret
@@ -14724,7 +14874,7 @@ pub unsafe extern "C" fn MPI_T_source_get_info(
     ordering: *mut MPI_T_source_order,
     ticks_per_second: *mut MPI_Count,
     max_ticks: *mut MPI_Count,
-    info: *mut MPI_Info,
+    info: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_source_get_info();
     let Some(call) = Call::begin() else {
@@ -14768,7 +14918,7 @@ pub unsafe extern "C" fn MPI_T_source_get_info(
         e.int_out(ordering.cast_const().cast());
         e.count_out(ticks_per_second);
         e.count_out(max_ticks);
-        e.new_handle_out(HandleKind::Info, info);
+        e.new_handle_out(HandleKind::Info, info.cast());
     });
     ret
 }
@@ -14829,7 +14979,7 @@ pub unsafe extern "C" fn MPI_Topo_test(comm: MPI_Comm, status: *mut c_int) -> c_
     };
     let ret = unsafe { real(comm, status) };
     call.end(func::MPI_Topo_test, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Comm, Handle::from(comm));
         e.int_out(status);
     });
     ret
@@ -14837,15 +14987,15 @@ pub unsafe extern "C" fn MPI_Topo_test(comm: MPI_Comm, status: *mut c_int) -> c_
 
 /// Traces `MPI_Type_commit`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Type_commit(datatype: *mut MPI_Datatype) -> c_int {
+pub unsafe extern "C" fn MPI_Type_commit(datatype: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Type_commit();
     let Some(call) = Call::begin() else {
         return unsafe { real(datatype) };
     };
-    let datatype_before = unsafe { read_or(datatype, MPI_DATATYPE_NULL) };
+    let datatype_before = unsafe { handle_or_null(HandleKind::Datatype as usize, datatype.cast()) };
     let ret = unsafe { real(datatype) };
     call.end(func::MPI_Type_commit, ret, |e| {
-        e.handle(HandleKind::Datatype, datatype_before.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype_before));
     });
     ret
 }
@@ -14855,7 +15005,7 @@ pub unsafe extern "C" fn MPI_Type_commit(datatype: *mut MPI_Datatype) -> c_int {
 pub unsafe extern "C" fn MPI_Type_contiguous(
     count: c_int,
     oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
+    newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_contiguous();
     let Some(call) = Call::begin() else {
@@ -14864,8 +15014,8 @@ pub unsafe extern "C" fn MPI_Type_contiguous(
     let ret = unsafe { real(count, oldtype, newtype) };
     call.end(func::MPI_Type_contiguous, ret, |e| unsafe {
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, oldtype.into_handle());
-        e.new_handle_out(HandleKind::Datatype, newtype);
+        e.handle(HandleKind::Datatype, Handle::from(oldtype));
+        e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
     ret
 }
@@ -14875,7 +15025,7 @@ pub unsafe extern "C" fn MPI_Type_contiguous(
 pub unsafe extern "C" fn MPI_Type_contiguous_c(
     count: MPI_Count,
     oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
+    newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_contiguous_c();
     let Some(call) = Call::begin() else {
@@ -14884,8 +15034,8 @@ pub unsafe extern "C" fn MPI_Type_contiguous_c(
     let ret = unsafe { real(count, oldtype, newtype) };
     call.end(func::MPI_Type_contiguous_c, ret, |e| unsafe {
         e.int(count);
-        e.handle(HandleKind::Datatype, oldtype.into_handle());
-        e.new_handle_out(HandleKind::Datatype, newtype);
+        e.handle(HandleKind::Datatype, Handle::from(oldtype));
+        e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
     ret
 }
@@ -14903,7 +15053,7 @@ pub unsafe extern "C" fn MPI_Type_create_darray(
     array_of_psizes: *const c_int,
     order: c_int,
     oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
+    newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_create_darray();
     let Some(call) = Call::begin() else {
@@ -14957,8 +15107,8 @@ pub unsafe extern "C" fn MPI_Type_create_darray(
             e.int(i64::from(v))
         });
         e.int(i64::from(order));
-        e.handle(HandleKind::Datatype, oldtype.into_handle());
-        e.new_handle_out(HandleKind::Datatype, newtype);
+        e.handle(HandleKind::Datatype, Handle::from(oldtype));
+        e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
     ret
 }
@@ -14976,7 +15126,7 @@ pub unsafe extern "C" fn MPI_Type_create_darray_c(
     array_of_psizes: *const c_int,
     order: c_int,
     oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
+    newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_create_darray_c();
     let Some(call) = Call::begin() else {
@@ -15028,8 +15178,8 @@ pub unsafe extern "C" fn MPI_Type_create_darray_c(
             e.int(i64::from(v))
         });
         e.int(i64::from(order));
-        e.handle(HandleKind::Datatype, oldtype.into_handle());
-        e.new_handle_out(HandleKind::Datatype, newtype);
+        e.handle(HandleKind::Datatype, Handle::from(oldtype));
+        e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
     ret
 }
@@ -15039,7 +15189,7 @@ pub unsafe extern "C" fn MPI_Type_create_darray_c(
 pub unsafe extern "C" fn MPI_Type_create_f90_complex(
     p: c_int,
     r: c_int,
-    newtype: *mut MPI_Datatype,
+    newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_create_f90_complex();
     let Some(call) = Call::begin() else {
@@ -15049,17 +15199,14 @@ pub unsafe extern "C" fn MPI_Type_create_f90_complex(
     call.end(func::MPI_Type_create_f90_complex, ret, |e| unsafe {
         e.int(i64::from(p));
         e.int(i64::from(r));
-        e.new_handle_out(HandleKind::Datatype, newtype);
+        e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
     ret
 }
 
 /// Traces `MPI_Type_create_f90_integer`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Type_create_f90_integer(
-    r: c_int,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
+pub unsafe extern "C" fn MPI_Type_create_f90_integer(r: c_int, newtype: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Type_create_f90_integer();
     let Some(call) = Call::begin() else {
         return unsafe { real(r, newtype) };
@@ -15067,7 +15214,7 @@ pub unsafe extern "C" fn MPI_Type_create_f90_integer(
     let ret = unsafe { real(r, newtype) };
     call.end(func::MPI_Type_create_f90_integer, ret, |e| unsafe {
         e.int(i64::from(r));
-        e.new_handle_out(HandleKind::Datatype, newtype);
+        e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
     ret
 }
@@ -15077,7 +15224,7 @@ pub unsafe extern "C" fn MPI_Type_create_f90_integer(
 pub unsafe extern "C" fn MPI_Type_create_f90_real(
     p: c_int,
     r: c_int,
-    newtype: *mut MPI_Datatype,
+    newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_create_f90_real();
     let Some(call) = Call::begin() else {
@@ -15087,7 +15234,7 @@ pub unsafe extern "C" fn MPI_Type_create_f90_real(
     call.end(func::MPI_Type_create_f90_real, ret, |e| unsafe {
         e.int(i64::from(p));
         e.int(i64::from(r));
-        e.new_handle_out(HandleKind::Datatype, newtype);
+        e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
     ret
 }
@@ -15099,7 +15246,7 @@ pub unsafe extern "C" fn MPI_Type_create_hindexed(
     array_of_blocklengths: *const c_int,
     array_of_displacements: *const MPI_Aint,
     oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
+    newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_create_hindexed();
     let Some(call) = Call::begin() else {
@@ -15138,8 +15285,8 @@ pub unsafe extern "C" fn MPI_Type_create_hindexed(
             array_of_displacements_len,
             |e, v| e.address(v),
         );
-        e.handle(HandleKind::Datatype, oldtype.into_handle());
-        e.new_handle_out(HandleKind::Datatype, newtype);
+        e.handle(HandleKind::Datatype, Handle::from(oldtype));
+        e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
     ret
 }
@@ -15151,7 +15298,7 @@ pub unsafe extern "C" fn MPI_Type_create_hindexed_block(
     blocklength: c_int,
     array_of_displacements: *const MPI_Aint,
     oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
+    newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_create_hindexed_block();
     let Some(call) = Call::begin() else {
@@ -15168,8 +15315,8 @@ pub unsafe extern "C" fn MPI_Type_create_hindexed_block(
             array_of_displacements_len,
             |e, v| e.address(v),
         );
-        e.handle(HandleKind::Datatype, oldtype.into_handle());
-        e.new_handle_out(HandleKind::Datatype, newtype);
+        e.handle(HandleKind::Datatype, Handle::from(oldtype));
+        e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
     ret
 }
@@ -15181,7 +15328,7 @@ pub unsafe extern "C" fn MPI_Type_create_hindexed_block_c(
     blocklength: MPI_Count,
     array_of_displacements: *const MPI_Count,
     oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
+    newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_create_hindexed_block_c();
     let Some(call) = Call::begin() else {
@@ -15198,8 +15345,8 @@ pub unsafe extern "C" fn MPI_Type_create_hindexed_block_c(
             array_of_displacements_len,
             |e, v| e.address(v),
         );
-        e.handle(HandleKind::Datatype, oldtype.into_handle());
-        e.new_handle_out(HandleKind::Datatype, newtype);
+        e.handle(HandleKind::Datatype, Handle::from(oldtype));
+        e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
     ret
 }
@@ -15211,7 +15358,7 @@ pub unsafe extern "C" fn MPI_Type_create_hindexed_c(
     array_of_blocklengths: *const MPI_Count,
     array_of_displacements: *const MPI_Count,
     oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
+    newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_create_hindexed_c();
     let Some(call) = Call::begin() else {
@@ -15250,8 +15397,8 @@ pub unsafe extern "C" fn MPI_Type_create_hindexed_c(
             array_of_displacements_len,
             |e, v| e.address(v),
         );
-        e.handle(HandleKind::Datatype, oldtype.into_handle());
-        e.new_handle_out(HandleKind::Datatype, newtype);
+        e.handle(HandleKind::Datatype, Handle::from(oldtype));
+        e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
     ret
 }
@@ -15263,7 +15410,7 @@ pub unsafe extern "C" fn MPI_Type_create_hvector(
     blocklength: c_int,
     stride: MPI_Aint,
     oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
+    newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_create_hvector();
     let Some(call) = Call::begin() else {
@@ -15274,8 +15421,8 @@ pub unsafe extern "C" fn MPI_Type_create_hvector(
         e.int(i64::from(count));
         e.int(i64::from(blocklength));
         e.address(stride);
-        e.handle(HandleKind::Datatype, oldtype.into_handle());
-        e.new_handle_out(HandleKind::Datatype, newtype);
+        e.handle(HandleKind::Datatype, Handle::from(oldtype));
+        e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
     ret
 }
@@ -15287,7 +15434,7 @@ pub unsafe extern "C" fn MPI_Type_create_hvector_c(
     blocklength: MPI_Count,
     stride: MPI_Count,
     oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
+    newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_create_hvector_c();
     let Some(call) = Call::begin() else {
@@ -15298,8 +15445,8 @@ pub unsafe extern "C" fn MPI_Type_create_hvector_c(
         e.int(count);
         e.int(blocklength);
         e.address(stride);
-        e.handle(HandleKind::Datatype, oldtype.into_handle());
-        e.new_handle_out(HandleKind::Datatype, newtype);
+        e.handle(HandleKind::Datatype, Handle::from(oldtype));
+        e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
     ret
 }
@@ -15311,7 +15458,7 @@ pub unsafe extern "C" fn MPI_Type_create_indexed_block(
     blocklength: c_int,
     array_of_displacements: *const c_int,
     oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
+    newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_create_indexed_block();
     let Some(call) = Call::begin() else {
@@ -15328,8 +15475,8 @@ pub unsafe extern "C" fn MPI_Type_create_indexed_block(
             array_of_displacements_len,
             |e, v| e.address(i64::from(v)),
         );
-        e.handle(HandleKind::Datatype, oldtype.into_handle());
-        e.new_handle_out(HandleKind::Datatype, newtype);
+        e.handle(HandleKind::Datatype, Handle::from(oldtype));
+        e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
     ret
 }
@@ -15341,7 +15488,7 @@ pub unsafe extern "C" fn MPI_Type_create_indexed_block_c(
     blocklength: MPI_Count,
     array_of_displacements: *const MPI_Count,
     oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
+    newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_create_indexed_block_c();
     let Some(call) = Call::begin() else {
@@ -15358,8 +15505,8 @@ pub unsafe extern "C" fn MPI_Type_create_indexed_block_c(
             array_of_displacements_len,
             |e, v| e.address(v),
         );
-        e.handle(HandleKind::Datatype, oldtype.into_handle());
-        e.new_handle_out(HandleKind::Datatype, newtype);
+        e.handle(HandleKind::Datatype, Handle::from(oldtype));
+        e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
     ret
 }
@@ -15394,7 +15541,7 @@ pub unsafe extern "C" fn MPI_Type_create_keyval(
     call.end(func::MPI_Type_create_keyval, ret, |e| unsafe {
         e.callback(type_copy_attr_fn);
         e.callback(type_delete_attr_fn);
-        e.new_handle_out(HandleKind::Keyval, type_keyval);
+        e.new_handle_out(HandleKind::Keyval, type_keyval.cast());
         e.buffer(extra_state);
     });
     ret
@@ -15406,7 +15553,7 @@ pub unsafe extern "C" fn MPI_Type_create_resized(
     oldtype: MPI_Datatype,
     lb: MPI_Aint,
     extent: MPI_Aint,
-    newtype: *mut MPI_Datatype,
+    newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_create_resized();
     let Some(call) = Call::begin() else {
@@ -15414,10 +15561,10 @@ pub unsafe extern "C" fn MPI_Type_create_resized(
     };
     let ret = unsafe { real(oldtype, lb, extent, newtype) };
     call.end(func::MPI_Type_create_resized, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, oldtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(oldtype));
         e.address(lb);
         e.address(extent);
-        e.new_handle_out(HandleKind::Datatype, newtype);
+        e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
     ret
 }
@@ -15428,7 +15575,7 @@ pub unsafe extern "C" fn MPI_Type_create_resized_c(
     oldtype: MPI_Datatype,
     lb: MPI_Count,
     extent: MPI_Count,
-    newtype: *mut MPI_Datatype,
+    newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_create_resized_c();
     let Some(call) = Call::begin() else {
@@ -15436,10 +15583,10 @@ pub unsafe extern "C" fn MPI_Type_create_resized_c(
     };
     let ret = unsafe { real(oldtype, lb, extent, newtype) };
     call.end(func::MPI_Type_create_resized_c, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, oldtype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(oldtype));
         e.address(lb);
         e.address(extent);
-        e.new_handle_out(HandleKind::Datatype, newtype);
+        e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
     ret
 }
@@ -15450,8 +15597,8 @@ pub unsafe extern "C" fn MPI_Type_create_struct(
     count: c_int,
     array_of_blocklengths: *const c_int,
     array_of_displacements: *const MPI_Aint,
-    array_of_types: *const MPI_Datatype,
-    newtype: *mut MPI_Datatype,
+    array_of_types: *const HandleSlot,
+    newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_create_struct();
     let Some(call) = Call::begin() else {
@@ -15491,10 +15638,14 @@ pub unsafe extern "C" fn MPI_Type_create_struct(
             |e, v| e.address(v),
         );
         let array_of_types_len = count_of(count);
-        array(e, array_of_types, array_of_types_len, |e, v| {
-            e.handle(HandleKind::Datatype, v.into_handle())
-        });
-        e.new_handle_out(HandleKind::Datatype, newtype);
+        handles(
+            e,
+            HandleKind::Datatype as usize,
+            array_of_types,
+            array_of_types_len,
+            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+        );
+        e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
     ret
 }
@@ -15505,8 +15656,8 @@ pub unsafe extern "C" fn MPI_Type_create_struct_c(
     count: MPI_Count,
     array_of_blocklengths: *const MPI_Count,
     array_of_displacements: *const MPI_Count,
-    array_of_types: *const MPI_Datatype,
-    newtype: *mut MPI_Datatype,
+    array_of_types: *const HandleSlot,
+    newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_create_struct_c();
     let Some(call) = Call::begin() else {
@@ -15546,10 +15697,14 @@ pub unsafe extern "C" fn MPI_Type_create_struct_c(
             |e, v| e.address(v),
         );
         let array_of_types_len = count_of(count);
-        array(e, array_of_types, array_of_types_len, |e, v| {
-            e.handle(HandleKind::Datatype, v.into_handle())
-        });
-        e.new_handle_out(HandleKind::Datatype, newtype);
+        handles(
+            e,
+            HandleKind::Datatype as usize,
+            array_of_types,
+            array_of_types_len,
+            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+        );
+        e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
     ret
 }
@@ -15563,7 +15718,7 @@ pub unsafe extern "C" fn MPI_Type_create_subarray(
     array_of_starts: *const c_int,
     order: c_int,
     oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
+    newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_create_subarray();
     let Some(call) = Call::begin() else {
@@ -15605,8 +15760,8 @@ pub unsafe extern "C" fn MPI_Type_create_subarray(
             e.int(i64::from(v))
         });
         e.int(i64::from(order));
-        e.handle(HandleKind::Datatype, oldtype.into_handle());
-        e.new_handle_out(HandleKind::Datatype, newtype);
+        e.handle(HandleKind::Datatype, Handle::from(oldtype));
+        e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
     ret
 }
@@ -15620,7 +15775,7 @@ pub unsafe extern "C" fn MPI_Type_create_subarray_c(
     array_of_starts: *const MPI_Count,
     order: c_int,
     oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
+    newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_create_subarray_c();
     let Some(call) = Call::begin() else {
@@ -15656,8 +15811,8 @@ pub unsafe extern "C" fn MPI_Type_create_subarray_c(
         let array_of_starts_len = count_of(ndims);
         array(e, array_of_starts, array_of_starts_len, |e, v| e.int(v));
         e.int(i64::from(order));
-        e.handle(HandleKind::Datatype, oldtype.into_handle());
-        e.new_handle_out(HandleKind::Datatype, newtype);
+        e.handle(HandleKind::Datatype, Handle::from(oldtype));
+        e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
     ret
 }
@@ -15671,23 +15826,23 @@ pub unsafe extern "C" fn MPI_Type_delete_attr(datatype: MPI_Datatype, type_keyva
     };
     let ret = unsafe { real(datatype, type_keyval) };
     call.end(func::MPI_Type_delete_attr, ret, |e| {
-        e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.handle(HandleKind::Keyval, type_keyval.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Keyval, Handle::from(type_keyval));
     });
     ret
 }
 
 /// Traces `MPI_Type_dup`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Type_dup(oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+pub unsafe extern "C" fn MPI_Type_dup(oldtype: MPI_Datatype, newtype: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Type_dup();
     let Some(call) = Call::begin() else {
         return unsafe { real(oldtype, newtype) };
     };
     let ret = unsafe { real(oldtype, newtype) };
     call.end(func::MPI_Type_dup, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, oldtype.into_handle());
-        e.new_handle_out(HandleKind::Datatype, newtype);
+        e.handle(HandleKind::Datatype, Handle::from(oldtype));
+        e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
     ret
 }
@@ -15701,7 +15856,7 @@ pub unsafe extern "C" fn MPI_Type_extent(datatype: MPI_Datatype, extent: *mut MP
     };
     let ret = unsafe { real(datatype, extent) };
     call.end(func::MPI_Type_extent, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.address_out(extent);
     });
     ret
@@ -15709,15 +15864,15 @@ pub unsafe extern "C" fn MPI_Type_extent(datatype: MPI_Datatype, extent: *mut MP
 
 /// Traces `MPI_Type_free`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Type_free(datatype: *mut MPI_Datatype) -> c_int {
+pub unsafe extern "C" fn MPI_Type_free(datatype: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Type_free();
     let Some(call) = Call::begin() else {
         return unsafe { real(datatype) };
     };
-    let datatype_before = unsafe { read_or(datatype, MPI_DATATYPE_NULL) };
+    let datatype_before = unsafe { handle_or_null(HandleKind::Datatype as usize, datatype.cast()) };
     let ret = unsafe { real(datatype) };
     call.end(func::MPI_Type_free, ret, |e| {
-        e.free_handle(HandleKind::Datatype, datatype_before.into_handle());
+        e.free_handle(HandleKind::Datatype, datatype_before);
     });
     ret
 }
@@ -15729,10 +15884,11 @@ pub unsafe extern "C" fn MPI_Type_free_keyval(type_keyval: *mut c_int) -> c_int 
     let Some(call) = Call::begin() else {
         return unsafe { real(type_keyval) };
     };
-    let type_keyval_before = unsafe { read_or(type_keyval, MPI_KEYVAL_INVALID) };
+    let type_keyval_before =
+        unsafe { handle_or_null(HandleKind::Keyval as usize, type_keyval.cast()) };
     let ret = unsafe { real(type_keyval) };
     call.end(func::MPI_Type_free_keyval, ret, |e| {
-        e.free_handle(HandleKind::Keyval, type_keyval_before.into_handle());
+        e.free_handle(HandleKind::Keyval, type_keyval_before);
     });
     ret
 }
@@ -15751,8 +15907,8 @@ pub unsafe extern "C" fn MPI_Type_get_attr(
     };
     let ret = unsafe { real(datatype, type_keyval, attribute_val, flag) };
     call.end(func::MPI_Type_get_attr, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.handle(HandleKind::Keyval, type_keyval.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Keyval, Handle::from(type_keyval));
         e.buffer(attribute_val);
         e.int_out(flag);
     });
@@ -15768,7 +15924,7 @@ pub unsafe extern "C" fn MPI_Type_get_contents(
     max_datatypes: c_int,
     array_of_integers: *mut c_int,
     array_of_addresses: *mut MPI_Aint,
-    array_of_datatypes: *mut MPI_Datatype,
+    array_of_datatypes: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_get_contents();
     let Some(call) = Call::begin() else {
@@ -15796,7 +15952,7 @@ pub unsafe extern "C" fn MPI_Type_get_contents(
         )
     };
     call.end(func::MPI_Type_get_contents, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.int(i64::from(max_integers));
         e.int(i64::from(max_addresses));
         e.int(i64::from(max_datatypes));
@@ -15830,9 +15986,13 @@ pub unsafe extern "C" fn MPI_Type_get_contents(
         } else {
             None
         };
-        array(e, array_of_datatypes, array_of_datatypes_len, |e, v| {
-            e.new_handle(HandleKind::Datatype, v.into_handle())
-        });
+        handles(
+            e,
+            HandleKind::Datatype as usize,
+            array_of_datatypes,
+            array_of_datatypes_len,
+            |e, v| e.new_handle(HandleKind::Datatype, Handle::from(v)),
+        );
     });
     ret
 }
@@ -15849,7 +16009,7 @@ pub unsafe extern "C" fn MPI_Type_get_contents_c(
     array_of_integers: *mut c_int,
     array_of_addresses: *mut MPI_Aint,
     array_of_large_counts: *mut MPI_Count,
-    array_of_datatypes: *mut MPI_Datatype,
+    array_of_datatypes: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_get_contents_c();
     let Some(call) = Call::begin() else {
@@ -15881,7 +16041,7 @@ pub unsafe extern "C" fn MPI_Type_get_contents_c(
         )
     };
     call.end(func::MPI_Type_get_contents_c, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.int(max_integers);
         e.int(max_addresses);
         e.int(max_large_counts);
@@ -15930,9 +16090,13 @@ pub unsafe extern "C" fn MPI_Type_get_contents_c(
         } else {
             None
         };
-        array(e, array_of_datatypes, array_of_datatypes_len, |e, v| {
-            e.new_handle(HandleKind::Datatype, v.into_handle())
-        });
+        handles(
+            e,
+            HandleKind::Datatype as usize,
+            array_of_datatypes,
+            array_of_datatypes_len,
+            |e, v| e.new_handle(HandleKind::Datatype, Handle::from(v)),
+        );
     });
     ret
 }
@@ -15968,7 +16132,7 @@ pub unsafe extern "C" fn MPI_Type_get_envelope(
         )
     };
     call.end(func::MPI_Type_get_envelope, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.int_out(num_integers);
         e.int_out(num_addresses);
         e.int_out(num_datatypes);
@@ -16011,7 +16175,7 @@ pub unsafe extern "C" fn MPI_Type_get_envelope_c(
         )
     };
     call.end(func::MPI_Type_get_envelope_c, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.count_out(num_integers);
         e.count_out(num_addresses);
         e.count_out(num_large_counts);
@@ -16034,7 +16198,7 @@ pub unsafe extern "C" fn MPI_Type_get_extent(
     };
     let ret = unsafe { real(datatype, lb, extent) };
     call.end(func::MPI_Type_get_extent, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.address_out(lb);
         e.address_out(extent);
     });
@@ -16054,7 +16218,7 @@ pub unsafe extern "C" fn MPI_Type_get_extent_c(
     };
     let ret = unsafe { real(datatype, lb, extent) };
     call.end(func::MPI_Type_get_extent_c, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.count_out(lb);
         e.count_out(extent);
     });
@@ -16074,7 +16238,7 @@ pub unsafe extern "C" fn MPI_Type_get_extent_x(
     };
     let ret = unsafe { real(datatype, lb, extent) };
     call.end(func::MPI_Type_get_extent_x, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.count_out(lb);
         e.count_out(extent);
     });
@@ -16094,8 +16258,8 @@ pub unsafe extern "C" fn MPI_Type_get_name(
     };
     let ret = unsafe { real(datatype, type_name, resultlen) };
     call.end(func::MPI_Type_get_name, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, datatype.into_handle());
-        let type_name_cap = count_of(MPI_MAX_OBJECT_NAME);
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        let type_name_cap = count_of(front().ints.MPI_MAX_OBJECT_NAME);
         string_out(e, type_name, type_name_cap, true);
         e.int_out(resultlen);
     });
@@ -16115,7 +16279,7 @@ pub unsafe extern "C" fn MPI_Type_get_true_extent(
     };
     let ret = unsafe { real(datatype, true_lb, true_extent) };
     call.end(func::MPI_Type_get_true_extent, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.address_out(true_lb);
         e.address_out(true_extent);
     });
@@ -16135,7 +16299,7 @@ pub unsafe extern "C" fn MPI_Type_get_true_extent_c(
     };
     let ret = unsafe { real(datatype, true_lb, true_extent) };
     call.end(func::MPI_Type_get_true_extent_c, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.count_out(true_lb);
         e.count_out(true_extent);
     });
@@ -16155,7 +16319,7 @@ pub unsafe extern "C" fn MPI_Type_get_true_extent_x(
     };
     let ret = unsafe { real(datatype, true_lb, true_extent) };
     call.end(func::MPI_Type_get_true_extent_x, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.count_out(true_lb);
         e.count_out(true_extent);
     });
@@ -16169,7 +16333,7 @@ pub unsafe extern "C" fn MPI_Type_hindexed(
     array_of_blocklengths: *mut c_int,
     array_of_displacements: *mut MPI_Aint,
     oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
+    newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_hindexed();
     let Some(call) = Call::begin() else {
@@ -16208,8 +16372,8 @@ pub unsafe extern "C" fn MPI_Type_hindexed(
             array_of_displacements_len,
             |e, v| e.address(v),
         );
-        e.handle(HandleKind::Datatype, oldtype.into_handle());
-        e.new_handle_out(HandleKind::Datatype, newtype);
+        e.handle(HandleKind::Datatype, Handle::from(oldtype));
+        e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
     ret
 }
@@ -16221,7 +16385,7 @@ pub unsafe extern "C" fn MPI_Type_hvector(
     blocklength: c_int,
     stride: MPI_Aint,
     oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
+    newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_hvector();
     let Some(call) = Call::begin() else {
@@ -16232,8 +16396,8 @@ pub unsafe extern "C" fn MPI_Type_hvector(
         e.int(i64::from(count));
         e.int(i64::from(blocklength));
         e.address(stride);
-        e.handle(HandleKind::Datatype, oldtype.into_handle());
-        e.new_handle_out(HandleKind::Datatype, newtype);
+        e.handle(HandleKind::Datatype, Handle::from(oldtype));
+        e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
     ret
 }
@@ -16245,7 +16409,7 @@ pub unsafe extern "C" fn MPI_Type_indexed(
     array_of_blocklengths: *const c_int,
     array_of_displacements: *const c_int,
     oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
+    newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_indexed();
     let Some(call) = Call::begin() else {
@@ -16284,8 +16448,8 @@ pub unsafe extern "C" fn MPI_Type_indexed(
             array_of_displacements_len,
             |e, v| e.address(i64::from(v)),
         );
-        e.handle(HandleKind::Datatype, oldtype.into_handle());
-        e.new_handle_out(HandleKind::Datatype, newtype);
+        e.handle(HandleKind::Datatype, Handle::from(oldtype));
+        e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
     ret
 }
@@ -16297,7 +16461,7 @@ pub unsafe extern "C" fn MPI_Type_indexed_c(
     array_of_blocklengths: *const MPI_Count,
     array_of_displacements: *const MPI_Count,
     oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
+    newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_indexed_c();
     let Some(call) = Call::begin() else {
@@ -16336,8 +16500,8 @@ pub unsafe extern "C" fn MPI_Type_indexed_c(
             array_of_displacements_len,
             |e, v| e.address(v),
         );
-        e.handle(HandleKind::Datatype, oldtype.into_handle());
-        e.new_handle_out(HandleKind::Datatype, newtype);
+        e.handle(HandleKind::Datatype, Handle::from(oldtype));
+        e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
     ret
 }
@@ -16351,7 +16515,7 @@ pub unsafe extern "C" fn MPI_Type_lb(datatype: MPI_Datatype, displacement: *mut 
     };
     let ret = unsafe { real(datatype, displacement) };
     call.end(func::MPI_Type_lb, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.address_out(displacement);
     });
     ret
@@ -16362,7 +16526,7 @@ pub unsafe extern "C" fn MPI_Type_lb(datatype: MPI_Datatype, displacement: *mut 
 pub unsafe extern "C" fn MPI_Type_match_size(
     typeclass: c_int,
     size: c_int,
-    datatype: *mut MPI_Datatype,
+    datatype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_match_size();
     let Some(call) = Call::begin() else {
@@ -16372,7 +16536,7 @@ pub unsafe extern "C" fn MPI_Type_match_size(
     call.end(func::MPI_Type_match_size, ret, |e| unsafe {
         e.int(i64::from(typeclass));
         e.int(i64::from(size));
-        lookup_out(e, HandleKind::Datatype, datatype);
+        lookup_out(e, HandleKind::Datatype, datatype.cast());
     });
     ret
 }
@@ -16390,8 +16554,8 @@ pub unsafe extern "C" fn MPI_Type_set_attr(
     };
     let ret = unsafe { real(datatype, type_keyval, attribute_val) };
     call.end(func::MPI_Type_set_attr, ret, |e| {
-        e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.handle(HandleKind::Keyval, type_keyval.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Keyval, Handle::from(type_keyval));
         e.buffer(attribute_val);
     });
     ret
@@ -16409,7 +16573,7 @@ pub unsafe extern "C" fn MPI_Type_set_name(
     };
     let ret = unsafe { real(datatype, type_name) };
     call.end(func::MPI_Type_set_name, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.string(type_name);
     });
     ret
@@ -16424,7 +16588,7 @@ pub unsafe extern "C" fn MPI_Type_size(datatype: MPI_Datatype, size: *mut c_int)
     };
     let ret = unsafe { real(datatype, size) };
     call.end(func::MPI_Type_size, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.int_out(size);
     });
     ret
@@ -16439,7 +16603,7 @@ pub unsafe extern "C" fn MPI_Type_size_c(datatype: MPI_Datatype, size: *mut MPI_
     };
     let ret = unsafe { real(datatype, size) };
     call.end(func::MPI_Type_size_c, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.count_out(size);
     });
     ret
@@ -16454,7 +16618,7 @@ pub unsafe extern "C" fn MPI_Type_size_x(datatype: MPI_Datatype, size: *mut MPI_
     };
     let ret = unsafe { real(datatype, size) };
     call.end(func::MPI_Type_size_x, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.count_out(size);
     });
     ret
@@ -16466,8 +16630,8 @@ pub unsafe extern "C" fn MPI_Type_struct(
     count: c_int,
     array_of_blocklengths: *mut c_int,
     array_of_displacements: *mut MPI_Aint,
-    array_of_types: *mut MPI_Datatype,
-    newtype: *mut MPI_Datatype,
+    array_of_types: *mut HandleSlot,
+    newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_struct();
     let Some(call) = Call::begin() else {
@@ -16507,10 +16671,14 @@ pub unsafe extern "C" fn MPI_Type_struct(
             |e, v| e.address(v),
         );
         let array_of_types_len = count_of(count);
-        array(e, array_of_types, array_of_types_len, |e, v| {
-            e.handle(HandleKind::Datatype, v.into_handle())
-        });
-        e.new_handle_out(HandleKind::Datatype, newtype);
+        handles(
+            e,
+            HandleKind::Datatype as usize,
+            array_of_types,
+            array_of_types_len,
+            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+        );
+        e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
     ret
 }
@@ -16524,7 +16692,7 @@ pub unsafe extern "C" fn MPI_Type_ub(datatype: MPI_Datatype, displacement: *mut 
     };
     let ret = unsafe { real(datatype, displacement) };
     call.end(func::MPI_Type_ub, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
         e.address_out(displacement);
     });
     ret
@@ -16537,7 +16705,7 @@ pub unsafe extern "C" fn MPI_Type_vector(
     blocklength: c_int,
     stride: c_int,
     oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
+    newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_vector();
     let Some(call) = Call::begin() else {
@@ -16548,8 +16716,8 @@ pub unsafe extern "C" fn MPI_Type_vector(
         e.int(i64::from(count));
         e.int(i64::from(blocklength));
         e.int(i64::from(stride));
-        e.handle(HandleKind::Datatype, oldtype.into_handle());
-        e.new_handle_out(HandleKind::Datatype, newtype);
+        e.handle(HandleKind::Datatype, Handle::from(oldtype));
+        e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
     ret
 }
@@ -16561,7 +16729,7 @@ pub unsafe extern "C" fn MPI_Type_vector_c(
     blocklength: MPI_Count,
     stride: MPI_Count,
     oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
+    newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_vector_c();
     let Some(call) = Call::begin() else {
@@ -16572,8 +16740,8 @@ pub unsafe extern "C" fn MPI_Type_vector_c(
         e.int(count);
         e.int(blocklength);
         e.int(stride);
-        e.handle(HandleKind::Datatype, oldtype.into_handle());
-        e.new_handle_out(HandleKind::Datatype, newtype);
+        e.handle(HandleKind::Datatype, Handle::from(oldtype));
+        e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
     ret
 }
@@ -16601,8 +16769,8 @@ pub unsafe extern "C" fn MPI_Unpack(
         e.address(i64::from(position_before));
         e.buffer(outbuf);
         e.int(i64::from(outcount));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -16630,8 +16798,8 @@ pub unsafe extern "C" fn MPI_Unpack_c(
         e.address(position_before);
         e.buffer(outbuf);
         e.int(outcount);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Comm, Handle::from(comm));
     });
     ret
 }
@@ -16660,7 +16828,7 @@ pub unsafe extern "C" fn MPI_Unpack_external(
         e.address(position_before);
         e.buffer(outbuf);
         e.int(i64::from(outcount));
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
     });
     ret
 }
@@ -16689,7 +16857,7 @@ pub unsafe extern "C" fn MPI_Unpack_external_c(
         e.address(position_before);
         e.buffer(outbuf);
         e.int(outcount);
-        e.handle(HandleKind::Datatype, datatype.into_handle());
+        e.handle(HandleKind::Datatype, Handle::from(datatype));
     });
     ret
 }
@@ -16708,7 +16876,7 @@ pub unsafe extern "C" fn MPI_Unpublish_name(
     let ret = unsafe { real(service_name, info, port_name) };
     call.end(func::MPI_Unpublish_name, ret, |e| unsafe {
         e.string(service_name);
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Info, Handle::from(info));
         e.string(port_name);
     });
     ret
@@ -16722,7 +16890,7 @@ pub unsafe extern "C" fn MPI_Win_allocate(
     info: MPI_Info,
     comm: MPI_Comm,
     baseptr: *mut c_void,
-    win: *mut MPI_Win,
+    win: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Win_allocate();
     let Some(call) = Call::begin() else {
@@ -16732,10 +16900,10 @@ pub unsafe extern "C" fn MPI_Win_allocate(
     call.end(func::MPI_Win_allocate, ret, |e| unsafe {
         e.address(size);
         e.address(i64::from(disp_unit));
-        e.handle(HandleKind::Info, info.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Comm, Handle::from(comm));
         buffer_out(e, baseptr.cast_const().cast());
-        e.new_handle_out(HandleKind::Win, win);
+        e.new_handle_out(HandleKind::Win, win.cast());
     });
     ret
 }
@@ -16748,7 +16916,7 @@ pub unsafe extern "C" fn MPI_Win_allocate_c(
     info: MPI_Info,
     comm: MPI_Comm,
     baseptr: *mut c_void,
-    win: *mut MPI_Win,
+    win: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Win_allocate_c();
     let Some(call) = Call::begin() else {
@@ -16758,10 +16926,10 @@ pub unsafe extern "C" fn MPI_Win_allocate_c(
     call.end(func::MPI_Win_allocate_c, ret, |e| unsafe {
         e.address(size);
         e.address(disp_unit);
-        e.handle(HandleKind::Info, info.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Comm, Handle::from(comm));
         buffer_out(e, baseptr.cast_const().cast());
-        e.new_handle_out(HandleKind::Win, win);
+        e.new_handle_out(HandleKind::Win, win.cast());
     });
     ret
 }
@@ -16774,7 +16942,7 @@ pub unsafe extern "C" fn MPI_Win_allocate_shared(
     info: MPI_Info,
     comm: MPI_Comm,
     baseptr: *mut c_void,
-    win: *mut MPI_Win,
+    win: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Win_allocate_shared();
     let Some(call) = Call::begin() else {
@@ -16784,10 +16952,10 @@ pub unsafe extern "C" fn MPI_Win_allocate_shared(
     call.end(func::MPI_Win_allocate_shared, ret, |e| unsafe {
         e.address(size);
         e.address(i64::from(disp_unit));
-        e.handle(HandleKind::Info, info.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Comm, Handle::from(comm));
         buffer_out(e, baseptr.cast_const().cast());
-        e.new_handle_out(HandleKind::Win, win);
+        e.new_handle_out(HandleKind::Win, win.cast());
     });
     ret
 }
@@ -16800,7 +16968,7 @@ pub unsafe extern "C" fn MPI_Win_allocate_shared_c(
     info: MPI_Info,
     comm: MPI_Comm,
     baseptr: *mut c_void,
-    win: *mut MPI_Win,
+    win: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Win_allocate_shared_c();
     let Some(call) = Call::begin() else {
@@ -16810,10 +16978,10 @@ pub unsafe extern "C" fn MPI_Win_allocate_shared_c(
     call.end(func::MPI_Win_allocate_shared_c, ret, |e| unsafe {
         e.address(size);
         e.address(disp_unit);
-        e.handle(HandleKind::Info, info.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
+        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Comm, Handle::from(comm));
         buffer_out(e, baseptr.cast_const().cast());
-        e.new_handle_out(HandleKind::Win, win);
+        e.new_handle_out(HandleKind::Win, win.cast());
     });
     ret
 }
@@ -16827,7 +16995,7 @@ pub unsafe extern "C" fn MPI_Win_attach(win: MPI_Win, base: *mut c_void, size: M
     };
     let ret = unsafe { real(win, base, size) };
     call.end(func::MPI_Win_attach, ret, |e| {
-        e.handle(HandleKind::Win, win.into_handle());
+        e.handle(HandleKind::Win, Handle::from(win));
         e.buffer(base);
         e.address(size);
     });
@@ -16843,7 +17011,7 @@ pub unsafe extern "C" fn MPI_Win_call_errhandler(win: MPI_Win, errorcode: c_int)
     };
     let ret = unsafe { real(win, errorcode) };
     call.end(func::MPI_Win_call_errhandler, ret, |e| {
-        e.handle(HandleKind::Win, win.into_handle());
+        e.handle(HandleKind::Win, Handle::from(win));
         e.int(i64::from(errorcode));
     });
     ret
@@ -16858,7 +17026,7 @@ pub unsafe extern "C" fn MPI_Win_complete(win: MPI_Win) -> c_int {
     };
     let ret = unsafe { real(win) };
     call.end(func::MPI_Win_complete, ret, |e| {
-        e.handle(HandleKind::Win, win.into_handle());
+        e.handle(HandleKind::Win, Handle::from(win));
     });
     ret
 }
@@ -16871,7 +17039,7 @@ pub unsafe extern "C" fn MPI_Win_create(
     disp_unit: c_int,
     info: MPI_Info,
     comm: MPI_Comm,
-    win: *mut MPI_Win,
+    win: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Win_create();
     let Some(call) = Call::begin() else {
@@ -16882,9 +17050,9 @@ pub unsafe extern "C" fn MPI_Win_create(
         e.buffer(base);
         e.address(size);
         e.address(i64::from(disp_unit));
-        e.handle(HandleKind::Info, info.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.new_handle_out(HandleKind::Win, win);
+        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.new_handle_out(HandleKind::Win, win.cast());
     });
     ret
 }
@@ -16897,7 +17065,7 @@ pub unsafe extern "C" fn MPI_Win_create_c(
     disp_unit: MPI_Aint,
     info: MPI_Info,
     comm: MPI_Comm,
-    win: *mut MPI_Win,
+    win: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Win_create_c();
     let Some(call) = Call::begin() else {
@@ -16908,9 +17076,9 @@ pub unsafe extern "C" fn MPI_Win_create_c(
         e.buffer(base);
         e.address(size);
         e.address(disp_unit);
-        e.handle(HandleKind::Info, info.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.new_handle_out(HandleKind::Win, win);
+        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.new_handle_out(HandleKind::Win, win.cast());
     });
     ret
 }
@@ -16920,7 +17088,7 @@ pub unsafe extern "C" fn MPI_Win_create_c(
 pub unsafe extern "C" fn MPI_Win_create_dynamic(
     info: MPI_Info,
     comm: MPI_Comm,
-    win: *mut MPI_Win,
+    win: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Win_create_dynamic();
     let Some(call) = Call::begin() else {
@@ -16928,9 +17096,9 @@ pub unsafe extern "C" fn MPI_Win_create_dynamic(
     };
     let ret = unsafe { real(info, comm, win) };
     call.end(func::MPI_Win_create_dynamic, ret, |e| unsafe {
-        e.handle(HandleKind::Info, info.into_handle());
-        e.handle(HandleKind::Comm, comm.into_handle());
-        e.new_handle_out(HandleKind::Win, win);
+        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.new_handle_out(HandleKind::Win, win.cast());
     });
     ret
 }
@@ -16939,7 +17107,7 @@ pub unsafe extern "C" fn MPI_Win_create_dynamic(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_create_errhandler(
     win_errhandler_fn: *mut MPI_Win_errhandler_function,
-    errhandler: *mut MPI_Errhandler,
+    errhandler: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Win_create_errhandler();
     let Some(call) = Call::begin() else {
@@ -16948,7 +17116,7 @@ pub unsafe extern "C" fn MPI_Win_create_errhandler(
     let ret = unsafe { real(win_errhandler_fn, errhandler) };
     call.end(func::MPI_Win_create_errhandler, ret, |e| unsafe {
         e.callback(win_errhandler_fn);
-        e.new_handle_out(HandleKind::Errhandler, errhandler);
+        e.new_handle_out(HandleKind::Errhandler, errhandler.cast());
     });
     ret
 }
@@ -16983,7 +17151,7 @@ pub unsafe extern "C" fn MPI_Win_create_keyval(
     call.end(func::MPI_Win_create_keyval, ret, |e| unsafe {
         e.callback(win_copy_attr_fn);
         e.callback(win_delete_attr_fn);
-        e.new_handle_out(HandleKind::Keyval, win_keyval);
+        e.new_handle_out(HandleKind::Keyval, win_keyval.cast());
         e.buffer(extra_state);
     });
     ret
@@ -16998,8 +17166,8 @@ pub unsafe extern "C" fn MPI_Win_delete_attr(win: MPI_Win, win_keyval: c_int) ->
     };
     let ret = unsafe { real(win, win_keyval) };
     call.end(func::MPI_Win_delete_attr, ret, |e| {
-        e.handle(HandleKind::Win, win.into_handle());
-        e.handle(HandleKind::Keyval, win_keyval.into_handle());
+        e.handle(HandleKind::Win, Handle::from(win));
+        e.handle(HandleKind::Keyval, Handle::from(win_keyval));
     });
     ret
 }
@@ -17013,7 +17181,7 @@ pub unsafe extern "C" fn MPI_Win_detach(win: MPI_Win, base: *const c_void) -> c_
     };
     let ret = unsafe { real(win, base) };
     call.end(func::MPI_Win_detach, ret, |e| {
-        e.handle(HandleKind::Win, win.into_handle());
+        e.handle(HandleKind::Win, Handle::from(win));
         e.buffer(base);
     });
     ret
@@ -17029,7 +17197,7 @@ pub unsafe extern "C" fn MPI_Win_fence(assert: c_int, win: MPI_Win) -> c_int {
     let ret = unsafe { real(assert, win) };
     call.end(func::MPI_Win_fence, ret, |e| {
         e.int(i64::from(assert));
-        e.handle(HandleKind::Win, win.into_handle());
+        e.handle(HandleKind::Win, Handle::from(win));
     });
     ret
 }
@@ -17044,7 +17212,7 @@ pub unsafe extern "C" fn MPI_Win_flush(rank: c_int, win: MPI_Win) -> c_int {
     let ret = unsafe { real(rank, win) };
     call.end(func::MPI_Win_flush, ret, |e| {
         win_rank(e, i64::from(rank), win);
-        e.handle(HandleKind::Win, win.into_handle());
+        e.handle(HandleKind::Win, Handle::from(win));
     });
     ret
 }
@@ -17058,7 +17226,7 @@ pub unsafe extern "C" fn MPI_Win_flush_all(win: MPI_Win) -> c_int {
     };
     let ret = unsafe { real(win) };
     call.end(func::MPI_Win_flush_all, ret, |e| {
-        e.handle(HandleKind::Win, win.into_handle());
+        e.handle(HandleKind::Win, Handle::from(win));
     });
     ret
 }
@@ -17073,7 +17241,7 @@ pub unsafe extern "C" fn MPI_Win_flush_local(rank: c_int, win: MPI_Win) -> c_int
     let ret = unsafe { real(rank, win) };
     call.end(func::MPI_Win_flush_local, ret, |e| {
         win_rank(e, i64::from(rank), win);
-        e.handle(HandleKind::Win, win.into_handle());
+        e.handle(HandleKind::Win, Handle::from(win));
     });
     ret
 }
@@ -17087,22 +17255,22 @@ pub unsafe extern "C" fn MPI_Win_flush_local_all(win: MPI_Win) -> c_int {
     };
     let ret = unsafe { real(win) };
     call.end(func::MPI_Win_flush_local_all, ret, |e| {
-        e.handle(HandleKind::Win, win.into_handle());
+        e.handle(HandleKind::Win, Handle::from(win));
     });
     ret
 }
 
 /// Traces `MPI_Win_free`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Win_free(win: *mut MPI_Win) -> c_int {
+pub unsafe extern "C" fn MPI_Win_free(win: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Win_free();
     let Some(call) = Call::begin() else {
         return unsafe { real(win) };
     };
-    let win_before = unsafe { read_or(win, MPI_WIN_NULL) };
+    let win_before = unsafe { handle_or_null(HandleKind::Win as usize, win.cast()) };
     let ret = unsafe { real(win) };
     call.end(func::MPI_Win_free, ret, |e| {
-        e.free_handle(HandleKind::Win, win_before.into_handle());
+        e.free_handle(HandleKind::Win, win_before);
     });
     ret
 }
@@ -17114,10 +17282,11 @@ pub unsafe extern "C" fn MPI_Win_free_keyval(win_keyval: *mut c_int) -> c_int {
     let Some(call) = Call::begin() else {
         return unsafe { real(win_keyval) };
     };
-    let win_keyval_before = unsafe { read_or(win_keyval, MPI_KEYVAL_INVALID) };
+    let win_keyval_before =
+        unsafe { handle_or_null(HandleKind::Keyval as usize, win_keyval.cast()) };
     let ret = unsafe { real(win_keyval) };
     call.end(func::MPI_Win_free_keyval, ret, |e| {
-        e.free_handle(HandleKind::Keyval, win_keyval_before.into_handle());
+        e.free_handle(HandleKind::Keyval, win_keyval_before);
     });
     ret
 }
@@ -17136,8 +17305,8 @@ pub unsafe extern "C" fn MPI_Win_get_attr(
     };
     let ret = unsafe { real(win, win_keyval, attribute_val, flag) };
     call.end(func::MPI_Win_get_attr, ret, |e| unsafe {
-        e.handle(HandleKind::Win, win.into_handle());
-        e.handle(HandleKind::Keyval, win_keyval.into_handle());
+        e.handle(HandleKind::Win, Handle::from(win));
+        e.handle(HandleKind::Keyval, Handle::from(win_keyval));
         e.buffer(attribute_val);
         e.int_out(flag);
     });
@@ -17148,7 +17317,7 @@ pub unsafe extern "C" fn MPI_Win_get_attr(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_get_errhandler(
     win: MPI_Win,
-    errhandler: *mut MPI_Errhandler,
+    errhandler: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Win_get_errhandler();
     let Some(call) = Call::begin() else {
@@ -17156,38 +17325,38 @@ pub unsafe extern "C" fn MPI_Win_get_errhandler(
     };
     let ret = unsafe { real(win, errhandler) };
     call.end(func::MPI_Win_get_errhandler, ret, |e| unsafe {
-        e.handle(HandleKind::Win, win.into_handle());
-        e.new_handle_out(HandleKind::Errhandler, errhandler);
+        e.handle(HandleKind::Win, Handle::from(win));
+        e.new_handle_out(HandleKind::Errhandler, errhandler.cast());
     });
     ret
 }
 
 /// Traces `MPI_Win_get_group`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Win_get_group(win: MPI_Win, group: *mut MPI_Group) -> c_int {
+pub unsafe extern "C" fn MPI_Win_get_group(win: MPI_Win, group: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Win_get_group();
     let Some(call) = Call::begin() else {
         return unsafe { real(win, group) };
     };
     let ret = unsafe { real(win, group) };
     call.end(func::MPI_Win_get_group, ret, |e| unsafe {
-        e.handle(HandleKind::Win, win.into_handle());
-        e.new_handle_out(HandleKind::Group, group);
+        e.handle(HandleKind::Win, Handle::from(win));
+        e.new_handle_out(HandleKind::Group, group.cast());
     });
     ret
 }
 
 /// Traces `MPI_Win_get_info`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Win_get_info(win: MPI_Win, info_used: *mut MPI_Info) -> c_int {
+pub unsafe extern "C" fn MPI_Win_get_info(win: MPI_Win, info_used: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Win_get_info();
     let Some(call) = Call::begin() else {
         return unsafe { real(win, info_used) };
     };
     let ret = unsafe { real(win, info_used) };
     call.end(func::MPI_Win_get_info, ret, |e| unsafe {
-        e.handle(HandleKind::Win, win.into_handle());
-        e.new_handle_out(HandleKind::Info, info_used);
+        e.handle(HandleKind::Win, Handle::from(win));
+        e.new_handle_out(HandleKind::Info, info_used.cast());
     });
     ret
 }
@@ -17205,8 +17374,8 @@ pub unsafe extern "C" fn MPI_Win_get_name(
     };
     let ret = unsafe { real(win, win_name, resultlen) };
     call.end(func::MPI_Win_get_name, ret, |e| unsafe {
-        e.handle(HandleKind::Win, win.into_handle());
-        let win_name_cap = count_of(MPI_MAX_OBJECT_NAME);
+        e.handle(HandleKind::Win, Handle::from(win));
+        let win_name_cap = count_of(front().ints.MPI_MAX_OBJECT_NAME);
         string_out(e, win_name, win_name_cap, true);
         e.int_out(resultlen);
     });
@@ -17230,7 +17399,7 @@ pub unsafe extern "C" fn MPI_Win_lock(
         e.int(i64::from(lock_type));
         win_rank(e, i64::from(rank), win);
         e.int(i64::from(assert));
-        e.handle(HandleKind::Win, win.into_handle());
+        e.handle(HandleKind::Win, Handle::from(win));
     });
     ret
 }
@@ -17245,7 +17414,7 @@ pub unsafe extern "C" fn MPI_Win_lock_all(assert: c_int, win: MPI_Win) -> c_int 
     let ret = unsafe { real(assert, win) };
     call.end(func::MPI_Win_lock_all, ret, |e| {
         e.int(i64::from(assert));
-        e.handle(HandleKind::Win, win.into_handle());
+        e.handle(HandleKind::Win, Handle::from(win));
     });
     ret
 }
@@ -17259,9 +17428,9 @@ pub unsafe extern "C" fn MPI_Win_post(group: MPI_Group, assert: c_int, win: MPI_
     };
     let ret = unsafe { real(group, assert, win) };
     call.end(func::MPI_Win_post, ret, |e| {
-        e.handle(HandleKind::Group, group.into_handle());
+        e.handle(HandleKind::Group, Handle::from(group));
         e.int(i64::from(assert));
-        e.handle(HandleKind::Win, win.into_handle());
+        e.handle(HandleKind::Win, Handle::from(win));
     });
     ret
 }
@@ -17279,8 +17448,8 @@ pub unsafe extern "C" fn MPI_Win_set_attr(
     };
     let ret = unsafe { real(win, win_keyval, attribute_val) };
     call.end(func::MPI_Win_set_attr, ret, |e| {
-        e.handle(HandleKind::Win, win.into_handle());
-        e.handle(HandleKind::Keyval, win_keyval.into_handle());
+        e.handle(HandleKind::Win, Handle::from(win));
+        e.handle(HandleKind::Keyval, Handle::from(win_keyval));
         e.buffer(attribute_val);
     });
     ret
@@ -17295,8 +17464,8 @@ pub unsafe extern "C" fn MPI_Win_set_errhandler(win: MPI_Win, errhandler: MPI_Er
     };
     let ret = unsafe { real(win, errhandler) };
     call.end(func::MPI_Win_set_errhandler, ret, |e| {
-        e.handle(HandleKind::Win, win.into_handle());
-        e.handle(HandleKind::Errhandler, errhandler.into_handle());
+        e.handle(HandleKind::Win, Handle::from(win));
+        e.handle(HandleKind::Errhandler, Handle::from(errhandler));
     });
     ret
 }
@@ -17310,8 +17479,8 @@ pub unsafe extern "C" fn MPI_Win_set_info(win: MPI_Win, info: MPI_Info) -> c_int
     };
     let ret = unsafe { real(win, info) };
     call.end(func::MPI_Win_set_info, ret, |e| {
-        e.handle(HandleKind::Win, win.into_handle());
-        e.handle(HandleKind::Info, info.into_handle());
+        e.handle(HandleKind::Win, Handle::from(win));
+        e.handle(HandleKind::Info, Handle::from(info));
     });
     ret
 }
@@ -17325,7 +17494,7 @@ pub unsafe extern "C" fn MPI_Win_set_name(win: MPI_Win, win_name: *const c_char)
     };
     let ret = unsafe { real(win, win_name) };
     call.end(func::MPI_Win_set_name, ret, |e| unsafe {
-        e.handle(HandleKind::Win, win.into_handle());
+        e.handle(HandleKind::Win, Handle::from(win));
         e.string(win_name);
     });
     ret
@@ -17346,7 +17515,7 @@ pub unsafe extern "C" fn MPI_Win_shared_query(
     };
     let ret = unsafe { real(win, rank, size, disp_unit, baseptr) };
     call.end(func::MPI_Win_shared_query, ret, |e| unsafe {
-        e.handle(HandleKind::Win, win.into_handle());
+        e.handle(HandleKind::Win, Handle::from(win));
         win_rank(e, i64::from(rank), win);
         e.address_out(size);
         e.int_out(disp_unit);
@@ -17370,7 +17539,7 @@ pub unsafe extern "C" fn MPI_Win_shared_query_c(
     };
     let ret = unsafe { real(win, rank, size, disp_unit, baseptr) };
     call.end(func::MPI_Win_shared_query_c, ret, |e| unsafe {
-        e.handle(HandleKind::Win, win.into_handle());
+        e.handle(HandleKind::Win, Handle::from(win));
         win_rank(e, i64::from(rank), win);
         e.address_out(size);
         e.address_out(disp_unit);
@@ -17388,9 +17557,9 @@ pub unsafe extern "C" fn MPI_Win_start(group: MPI_Group, assert: c_int, win: MPI
     };
     let ret = unsafe { real(group, assert, win) };
     call.end(func::MPI_Win_start, ret, |e| {
-        e.handle(HandleKind::Group, group.into_handle());
+        e.handle(HandleKind::Group, Handle::from(group));
         e.int(i64::from(assert));
-        e.handle(HandleKind::Win, win.into_handle());
+        e.handle(HandleKind::Win, Handle::from(win));
     });
     ret
 }
@@ -17404,7 +17573,7 @@ pub unsafe extern "C" fn MPI_Win_sync(win: MPI_Win) -> c_int {
     };
     let ret = unsafe { real(win) };
     call.end(func::MPI_Win_sync, ret, |e| {
-        e.handle(HandleKind::Win, win.into_handle());
+        e.handle(HandleKind::Win, Handle::from(win));
     });
     ret
 }
@@ -17418,7 +17587,7 @@ pub unsafe extern "C" fn MPI_Win_test(win: MPI_Win, flag: *mut c_int) -> c_int {
     };
     let ret = unsafe { real(win, flag) };
     call.end(func::MPI_Win_test, ret, |e| unsafe {
-        e.handle(HandleKind::Win, win.into_handle());
+        e.handle(HandleKind::Win, Handle::from(win));
         e.int_out(flag);
     });
     ret
@@ -17434,7 +17603,7 @@ pub unsafe extern "C" fn MPI_Win_unlock(rank: c_int, win: MPI_Win) -> c_int {
     let ret = unsafe { real(rank, win) };
     call.end(func::MPI_Win_unlock, ret, |e| {
         win_rank(e, i64::from(rank), win);
-        e.handle(HandleKind::Win, win.into_handle());
+        e.handle(HandleKind::Win, Handle::from(win));
     });
     ret
 }
@@ -17448,7 +17617,7 @@ pub unsafe extern "C" fn MPI_Win_unlock_all(win: MPI_Win) -> c_int {
     };
     let ret = unsafe { real(win) };
     call.end(func::MPI_Win_unlock_all, ret, |e| {
-        e.handle(HandleKind::Win, win.into_handle());
+        e.handle(HandleKind::Win, Handle::from(win));
     });
     ret
 }
@@ -17462,7 +17631,7 @@ pub unsafe extern "C" fn MPI_Win_wait(win: MPI_Win) -> c_int {
     };
     let ret = unsafe { real(win) };
     call.end(func::MPI_Win_wait, ret, |e| {
-        e.handle(HandleKind::Win, win.into_handle());
+        e.handle(HandleKind::Win, Handle::from(win));
     });
     ret
 }
@@ -17531,7 +17700,7 @@ pub unsafe extern "C" fn PMPI_Barrier(comm: MPI_Comm) -> c_int {
 pub unsafe extern "C" fn PMPI_Barrier_init(
     comm: MPI_Comm,
     info: MPI_Info,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Barrier_init(comm, info, request) }
 }
@@ -17553,7 +17722,7 @@ pub unsafe extern "C" fn PMPI_Buffer_detach_c(
 
 /// `PMPI_Cancel`, as MPICH's Fortran bindings call it: traced as `MPI_Cancel`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Cancel(request: *mut MPI_Request) -> c_int {
+pub unsafe extern "C" fn PMPI_Cancel(request: *mut HandleSlot) -> c_int {
     unsafe { MPI_Cancel(request) }
 }
 
@@ -17576,7 +17745,7 @@ pub unsafe extern "C" fn PMPI_Cart_create(
     dims: *const c_int,
     periods: *const c_int,
     reorder: c_int,
-    comm_cart: *mut MPI_Comm,
+    comm_cart: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Cart_create(comm_old, ndims, dims, periods, reorder, comm_cart) }
 }
@@ -17632,7 +17801,7 @@ pub unsafe extern "C" fn PMPI_Cart_shift(
 pub unsafe extern "C" fn PMPI_Cart_sub(
     comm: MPI_Comm,
     remain_dims: *const c_int,
-    newcomm: *mut MPI_Comm,
+    newcomm: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Cart_sub(comm, remain_dims, newcomm) }
 }
@@ -17656,7 +17825,7 @@ pub unsafe extern "C" fn PMPI_Comm_accept(
     info: MPI_Info,
     root: c_int,
     comm: MPI_Comm,
-    newcomm: *mut MPI_Comm,
+    newcomm: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Comm_accept(port_name, info, root, comm, newcomm) }
 }
@@ -17684,7 +17853,7 @@ pub unsafe extern "C" fn PMPI_Comm_connect(
     info: MPI_Info,
     root: c_int,
     comm: MPI_Comm,
-    newcomm: *mut MPI_Comm,
+    newcomm: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Comm_connect(port_name, info, root, comm, newcomm) }
 }
@@ -17694,7 +17863,7 @@ pub unsafe extern "C" fn PMPI_Comm_connect(
 pub unsafe extern "C" fn PMPI_Comm_create(
     comm: MPI_Comm,
     group: MPI_Group,
-    newcomm: *mut MPI_Comm,
+    newcomm: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Comm_create(comm, group, newcomm) }
 }
@@ -17703,7 +17872,7 @@ pub unsafe extern "C" fn PMPI_Comm_create(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Comm_create_errhandler(
     comm_errhandler_fn: *mut MPI_Comm_errhandler_function,
-    errhandler: *mut MPI_Errhandler,
+    errhandler: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Comm_create_errhandler(comm_errhandler_fn, errhandler) }
 }
@@ -17715,7 +17884,7 @@ pub unsafe extern "C" fn PMPI_Comm_create_from_group(
     stringtag: *const c_char,
     info: MPI_Info,
     errhandler: MPI_Errhandler,
-    newcomm: *mut MPI_Comm,
+    newcomm: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Comm_create_from_group(group, stringtag, info, errhandler, newcomm) }
 }
@@ -17726,7 +17895,7 @@ pub unsafe extern "C" fn PMPI_Comm_create_group(
     comm: MPI_Comm,
     group: MPI_Group,
     tag: c_int,
-    newcomm: *mut MPI_Comm,
+    newcomm: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Comm_create_group(comm, group, tag, newcomm) }
 }
@@ -17757,13 +17926,13 @@ pub unsafe extern "C" fn PMPI_Comm_delete_attr(comm: MPI_Comm, comm_keyval: c_in
 
 /// `PMPI_Comm_disconnect`, as MPICH's Fortran bindings call it: traced as `MPI_Comm_disconnect`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Comm_disconnect(comm: *mut MPI_Comm) -> c_int {
+pub unsafe extern "C" fn PMPI_Comm_disconnect(comm: *mut HandleSlot) -> c_int {
     unsafe { MPI_Comm_disconnect(comm) }
 }
 
 /// `PMPI_Comm_dup`, as MPICH's Fortran bindings call it: traced as `MPI_Comm_dup`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Comm_dup(comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
+pub unsafe extern "C" fn PMPI_Comm_dup(comm: MPI_Comm, newcomm: *mut HandleSlot) -> c_int {
     unsafe { MPI_Comm_dup(comm, newcomm) }
 }
 
@@ -17772,14 +17941,14 @@ pub unsafe extern "C" fn PMPI_Comm_dup(comm: MPI_Comm, newcomm: *mut MPI_Comm) -
 pub unsafe extern "C" fn PMPI_Comm_dup_with_info(
     comm: MPI_Comm,
     info: MPI_Info,
-    newcomm: *mut MPI_Comm,
+    newcomm: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Comm_dup_with_info(comm, info, newcomm) }
 }
 
 /// `PMPI_Comm_free`, as MPICH's Fortran bindings call it: traced as `MPI_Comm_free`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
+pub unsafe extern "C" fn PMPI_Comm_free(comm: *mut HandleSlot) -> c_int {
     unsafe { MPI_Comm_free(comm) }
 }
 
@@ -17793,14 +17962,14 @@ pub unsafe extern "C" fn PMPI_Comm_free_keyval(comm_keyval: *mut c_int) -> c_int
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Comm_get_errhandler(
     comm: MPI_Comm,
-    errhandler: *mut MPI_Errhandler,
+    errhandler: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Comm_get_errhandler(comm, errhandler) }
 }
 
 /// `PMPI_Comm_get_info`, as MPICH's Fortran bindings call it: traced as `MPI_Comm_get_info`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Comm_get_info(comm: MPI_Comm, info_used: *mut MPI_Info) -> c_int {
+pub unsafe extern "C" fn PMPI_Comm_get_info(comm: MPI_Comm, info_used: *mut HandleSlot) -> c_int {
     unsafe { MPI_Comm_get_info(comm, info_used) }
 }
 
@@ -17816,13 +17985,13 @@ pub unsafe extern "C" fn PMPI_Comm_get_name(
 
 /// `PMPI_Comm_get_parent`, as MPICH's Fortran bindings call it: traced as `MPI_Comm_get_parent`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Comm_get_parent(parent: *mut MPI_Comm) -> c_int {
+pub unsafe extern "C" fn PMPI_Comm_get_parent(parent: *mut HandleSlot) -> c_int {
     unsafe { MPI_Comm_get_parent(parent) }
 }
 
 /// `PMPI_Comm_group`, as MPICH's Fortran bindings call it: traced as `MPI_Comm_group`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Comm_group(comm: MPI_Comm, group: *mut MPI_Group) -> c_int {
+pub unsafe extern "C" fn PMPI_Comm_group(comm: MPI_Comm, group: *mut HandleSlot) -> c_int {
     unsafe { MPI_Comm_group(comm, group) }
 }
 
@@ -17830,8 +17999,8 @@ pub unsafe extern "C" fn PMPI_Comm_group(comm: MPI_Comm, group: *mut MPI_Group) 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Comm_idup(
     comm: MPI_Comm,
-    newcomm: *mut MPI_Comm,
-    request: *mut MPI_Request,
+    newcomm: *mut HandleSlot,
+    request: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Comm_idup(comm, newcomm, request) }
 }
@@ -17841,15 +18010,15 @@ pub unsafe extern "C" fn PMPI_Comm_idup(
 pub unsafe extern "C" fn PMPI_Comm_idup_with_info(
     comm: MPI_Comm,
     info: MPI_Info,
-    newcomm: *mut MPI_Comm,
-    request: *mut MPI_Request,
+    newcomm: *mut HandleSlot,
+    request: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Comm_idup_with_info(comm, info, newcomm, request) }
 }
 
 /// `PMPI_Comm_join`, as MPICH's Fortran bindings call it: traced as `MPI_Comm_join`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Comm_join(fd: c_int, intercomm: *mut MPI_Comm) -> c_int {
+pub unsafe extern "C" fn PMPI_Comm_join(fd: c_int, intercomm: *mut HandleSlot) -> c_int {
     unsafe { MPI_Comm_join(fd, intercomm) }
 }
 
@@ -17861,7 +18030,7 @@ pub unsafe extern "C" fn PMPI_Comm_rank(comm: MPI_Comm, rank: *mut c_int) -> c_i
 
 /// `PMPI_Comm_remote_group`, as MPICH's Fortran bindings call it: traced as `MPI_Comm_remote_group`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Comm_remote_group(comm: MPI_Comm, group: *mut MPI_Group) -> c_int {
+pub unsafe extern "C" fn PMPI_Comm_remote_group(comm: MPI_Comm, group: *mut HandleSlot) -> c_int {
     unsafe { MPI_Comm_remote_group(comm, group) }
 }
 
@@ -17908,7 +18077,7 @@ pub unsafe extern "C" fn PMPI_Comm_spawn(
     info: MPI_Info,
     root: c_int,
     comm: MPI_Comm,
-    intercomm: *mut MPI_Comm,
+    intercomm: *mut HandleSlot,
     array_of_errcodes: *mut c_int,
 ) -> c_int {
     unsafe {
@@ -17933,10 +18102,10 @@ pub unsafe extern "C" fn PMPI_Comm_spawn_multiple(
     array_of_commands: *mut *mut c_char,
     array_of_argv: *mut *mut *mut c_char,
     array_of_maxprocs: *const c_int,
-    array_of_info: *const MPI_Info,
+    array_of_info: *const HandleSlot,
     root: c_int,
     comm: MPI_Comm,
-    intercomm: *mut MPI_Comm,
+    intercomm: *mut HandleSlot,
     array_of_errcodes: *mut c_int,
 ) -> c_int {
     unsafe {
@@ -17960,7 +18129,7 @@ pub unsafe extern "C" fn PMPI_Comm_split(
     comm: MPI_Comm,
     color: c_int,
     key: c_int,
-    newcomm: *mut MPI_Comm,
+    newcomm: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Comm_split(comm, color, key, newcomm) }
 }
@@ -17972,7 +18141,7 @@ pub unsafe extern "C" fn PMPI_Comm_split_type(
     split_type: c_int,
     key: c_int,
     info: MPI_Info,
-    newcomm: *mut MPI_Comm,
+    newcomm: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Comm_split_type(comm, split_type, key, info, newcomm) }
 }
@@ -18001,7 +18170,7 @@ pub unsafe extern "C" fn PMPI_Dist_graph_create(
     weights: *const c_int,
     info: MPI_Info,
     reorder: c_int,
-    comm_dist_graph: *mut MPI_Comm,
+    comm_dist_graph: *mut HandleSlot,
 ) -> c_int {
     unsafe {
         MPI_Dist_graph_create(
@@ -18031,7 +18200,7 @@ pub unsafe extern "C" fn PMPI_Dist_graph_create_adjacent(
     destweights: *const c_int,
     info: MPI_Info,
     reorder: c_int,
-    comm_dist_graph: *mut MPI_Comm,
+    comm_dist_graph: *mut HandleSlot,
 ) -> c_int {
     unsafe {
         MPI_Dist_graph_create_adjacent(
@@ -18086,7 +18255,7 @@ pub unsafe extern "C" fn PMPI_Dist_graph_neighbors_count(
 
 /// `PMPI_Errhandler_free`, as MPICH's Fortran bindings call it: traced as `MPI_Errhandler_free`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Errhandler_free(errhandler: *mut MPI_Errhandler) -> c_int {
+pub unsafe extern "C" fn PMPI_Errhandler_free(errhandler: *mut HandleSlot) -> c_int {
     unsafe { MPI_Errhandler_free(errhandler) }
 }
 
@@ -18114,7 +18283,7 @@ pub unsafe extern "C" fn PMPI_File_call_errhandler(fh: MPI_File, errorcode: c_in
 
 /// `PMPI_File_close`, as MPICH's Fortran bindings call it: traced as `MPI_File_close`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_File_close(fh: *mut MPI_File) -> c_int {
+pub unsafe extern "C" fn PMPI_File_close(fh: *mut HandleSlot) -> c_int {
     unsafe { MPI_File_close(fh) }
 }
 
@@ -18122,7 +18291,7 @@ pub unsafe extern "C" fn PMPI_File_close(fh: *mut MPI_File) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_File_create_errhandler(
     file_errhandler_fn: *mut MPI_File_errhandler_function,
-    errhandler: *mut MPI_Errhandler,
+    errhandler: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_File_create_errhandler(file_errhandler_fn, errhandler) }
 }
@@ -18159,20 +18328,20 @@ pub unsafe extern "C" fn PMPI_File_get_byte_offset(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_File_get_errhandler(
     file: MPI_File,
-    errhandler: *mut MPI_Errhandler,
+    errhandler: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_File_get_errhandler(file, errhandler) }
 }
 
 /// `PMPI_File_get_group`, as MPICH's Fortran bindings call it: traced as `MPI_File_get_group`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_File_get_group(fh: MPI_File, group: *mut MPI_Group) -> c_int {
+pub unsafe extern "C" fn PMPI_File_get_group(fh: MPI_File, group: *mut HandleSlot) -> c_int {
     unsafe { MPI_File_get_group(fh, group) }
 }
 
 /// `PMPI_File_get_info`, as MPICH's Fortran bindings call it: traced as `MPI_File_get_info`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_File_get_info(fh: MPI_File, info_used: *mut MPI_Info) -> c_int {
+pub unsafe extern "C" fn PMPI_File_get_info(fh: MPI_File, info_used: *mut HandleSlot) -> c_int {
     unsafe { MPI_File_get_info(fh, info_used) }
 }
 
@@ -18212,8 +18381,8 @@ pub unsafe extern "C" fn PMPI_File_get_type_extent(
 pub unsafe extern "C" fn PMPI_File_get_view(
     fh: MPI_File,
     disp: *mut MPI_Offset,
-    etype: *mut MPI_Datatype,
-    filetype: *mut MPI_Datatype,
+    etype: *mut HandleSlot,
+    filetype: *mut HandleSlot,
     datarep: *mut c_char,
 ) -> c_int {
     unsafe { MPI_File_get_view(fh, disp, etype, filetype, datarep) }
@@ -18226,7 +18395,7 @@ pub unsafe extern "C" fn PMPI_File_open(
     filename: *const c_char,
     amode: c_int,
     info: MPI_Info,
-    fh: *mut MPI_File,
+    fh: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_File_open(comm, filename, amode, info, fh) }
 }
@@ -18393,7 +18562,7 @@ pub unsafe extern "C" fn PMPI_Graph_create(
     index: *const c_int,
     edges: *const c_int,
     reorder: c_int,
-    comm_graph: *mut MPI_Comm,
+    comm_graph: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Graph_create(comm_old, nnodes, index, edges, reorder, comm_graph) }
 }
@@ -18466,7 +18635,7 @@ pub unsafe extern "C" fn PMPI_Grequest_start(
     free_fn: *mut MPI_Grequest_free_function,
     cancel_fn: *mut MPI_Grequest_cancel_function,
     extra_state: *mut c_void,
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Grequest_start(query_fn, free_fn, cancel_fn, extra_state, request) }
 }
@@ -18486,7 +18655,7 @@ pub unsafe extern "C" fn PMPI_Group_compare(
 pub unsafe extern "C" fn PMPI_Group_difference(
     group1: MPI_Group,
     group2: MPI_Group,
-    newgroup: *mut MPI_Group,
+    newgroup: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Group_difference(group1, group2, newgroup) }
 }
@@ -18497,14 +18666,14 @@ pub unsafe extern "C" fn PMPI_Group_excl(
     group: MPI_Group,
     n: c_int,
     ranks: *const c_int,
-    newgroup: *mut MPI_Group,
+    newgroup: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Group_excl(group, n, ranks, newgroup) }
 }
 
 /// `PMPI_Group_free`, as MPICH's Fortran bindings call it: traced as `MPI_Group_free`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Group_free(group: *mut MPI_Group) -> c_int {
+pub unsafe extern "C" fn PMPI_Group_free(group: *mut HandleSlot) -> c_int {
     unsafe { MPI_Group_free(group) }
 }
 
@@ -18513,7 +18682,7 @@ pub unsafe extern "C" fn PMPI_Group_free(group: *mut MPI_Group) -> c_int {
 pub unsafe extern "C" fn PMPI_Group_from_session_pset(
     session: MPI_Session,
     pset_name: *const c_char,
-    newgroup: *mut MPI_Group,
+    newgroup: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Group_from_session_pset(session, pset_name, newgroup) }
 }
@@ -18524,7 +18693,7 @@ pub unsafe extern "C" fn PMPI_Group_incl(
     group: MPI_Group,
     n: c_int,
     ranks: *const c_int,
-    newgroup: *mut MPI_Group,
+    newgroup: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Group_incl(group, n, ranks, newgroup) }
 }
@@ -18534,7 +18703,7 @@ pub unsafe extern "C" fn PMPI_Group_incl(
 pub unsafe extern "C" fn PMPI_Group_intersection(
     group1: MPI_Group,
     group2: MPI_Group,
-    newgroup: *mut MPI_Group,
+    newgroup: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Group_intersection(group1, group2, newgroup) }
 }
@@ -18545,7 +18714,7 @@ pub unsafe extern "C" fn PMPI_Group_range_excl(
     group: MPI_Group,
     n: c_int,
     ranges: *mut [c_int; 3],
-    newgroup: *mut MPI_Group,
+    newgroup: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Group_range_excl(group, n, ranges, newgroup) }
 }
@@ -18556,7 +18725,7 @@ pub unsafe extern "C" fn PMPI_Group_range_incl(
     group: MPI_Group,
     n: c_int,
     ranges: *mut [c_int; 3],
-    newgroup: *mut MPI_Group,
+    newgroup: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Group_range_incl(group, n, ranges, newgroup) }
 }
@@ -18590,14 +18759,14 @@ pub unsafe extern "C" fn PMPI_Group_translate_ranks(
 pub unsafe extern "C" fn PMPI_Group_union(
     group1: MPI_Group,
     group2: MPI_Group,
-    newgroup: *mut MPI_Group,
+    newgroup: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Group_union(group1, group2, newgroup) }
 }
 
 /// `PMPI_Ibarrier`, as MPICH's Fortran bindings call it: traced as `MPI_Ibarrier`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Ibarrier(comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+pub unsafe extern "C" fn PMPI_Ibarrier(comm: MPI_Comm, request: *mut HandleSlot) -> c_int {
     unsafe { MPI_Ibarrier(comm, request) }
 }
 
@@ -18608,7 +18777,7 @@ pub unsafe extern "C" fn PMPI_Improbe(
     tag: c_int,
     comm: MPI_Comm,
     flag: *mut c_int,
-    message: *mut MPI_Message,
+    message: *mut HandleSlot,
     status: *mut MPI_Status,
 ) -> c_int {
     unsafe { MPI_Improbe(source, tag, comm, flag, message, status) }
@@ -18616,7 +18785,7 @@ pub unsafe extern "C" fn PMPI_Improbe(
 
 /// `PMPI_Info_create`, as MPICH's Fortran bindings call it: traced as `MPI_Info_create`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Info_create(info: *mut MPI_Info) -> c_int {
+pub unsafe extern "C" fn PMPI_Info_create(info: *mut HandleSlot) -> c_int {
     unsafe { MPI_Info_create(info) }
 }
 
@@ -18625,7 +18794,7 @@ pub unsafe extern "C" fn PMPI_Info_create(info: *mut MPI_Info) -> c_int {
 pub unsafe extern "C" fn PMPI_Info_create_env(
     argc: c_int,
     argv: *mut *mut c_char,
-    info: *mut MPI_Info,
+    info: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Info_create_env(argc, argv, info) }
 }
@@ -18638,13 +18807,13 @@ pub unsafe extern "C" fn PMPI_Info_delete(info: MPI_Info, key: *const c_char) ->
 
 /// `PMPI_Info_dup`, as MPICH's Fortran bindings call it: traced as `MPI_Info_dup`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Info_dup(info: MPI_Info, newinfo: *mut MPI_Info) -> c_int {
+pub unsafe extern "C" fn PMPI_Info_dup(info: MPI_Info, newinfo: *mut HandleSlot) -> c_int {
     unsafe { MPI_Info_dup(info, newinfo) }
 }
 
 /// `PMPI_Info_free`, as MPICH's Fortran bindings call it: traced as `MPI_Info_free`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Info_free(info: *mut MPI_Info) -> c_int {
+pub unsafe extern "C" fn PMPI_Info_free(info: *mut HandleSlot) -> c_int {
     unsafe { MPI_Info_free(info) }
 }
 
@@ -18736,7 +18905,7 @@ pub unsafe extern "C" fn PMPI_Intercomm_create(
     peer_comm: MPI_Comm,
     remote_leader: c_int,
     tag: c_int,
-    newintercomm: *mut MPI_Comm,
+    newintercomm: *mut HandleSlot,
 ) -> c_int {
     unsafe {
         MPI_Intercomm_create(
@@ -18761,7 +18930,7 @@ pub unsafe extern "C" fn PMPI_Intercomm_create_from_groups(
     stringtag: *const c_char,
     info: MPI_Info,
     errhandler: MPI_Errhandler,
-    newintercomm: *mut MPI_Comm,
+    newintercomm: *mut HandleSlot,
 ) -> c_int {
     unsafe {
         MPI_Intercomm_create_from_groups(
@@ -18782,7 +18951,7 @@ pub unsafe extern "C" fn PMPI_Intercomm_create_from_groups(
 pub unsafe extern "C" fn PMPI_Intercomm_merge(
     intercomm: MPI_Comm,
     high: c_int,
-    newintracomm: *mut MPI_Comm,
+    newintracomm: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Intercomm_merge(intercomm, high, newintracomm) }
 }
@@ -18821,7 +18990,7 @@ pub unsafe extern "C" fn PMPI_Mprobe(
     source: c_int,
     tag: c_int,
     comm: MPI_Comm,
-    message: *mut MPI_Message,
+    message: *mut HandleSlot,
     status: *mut MPI_Status,
 ) -> c_int {
     unsafe { MPI_Mprobe(source, tag, comm, message, status) }
@@ -18838,14 +19007,14 @@ pub unsafe extern "C" fn PMPI_Op_commutative(op: MPI_Op, commute: *mut c_int) ->
 pub unsafe extern "C" fn PMPI_Op_create(
     user_fn: *mut MPI_User_function,
     commute: c_int,
-    op: *mut MPI_Op,
+    op: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Op_create(user_fn, commute, op) }
 }
 
 /// `PMPI_Op_free`, as MPICH's Fortran bindings call it: traced as `MPI_Op_free`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Op_free(op: *mut MPI_Op) -> c_int {
+pub unsafe extern "C" fn PMPI_Op_free(op: *mut HandleSlot) -> c_int {
     unsafe { MPI_Op_free(op) }
 }
 
@@ -18990,7 +19159,7 @@ pub unsafe extern "C" fn PMPI_Register_datarep(
 
 /// `PMPI_Request_free`, as MPICH's Fortran bindings call it: traced as `MPI_Request_free`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Request_free(request: *mut MPI_Request) -> c_int {
+pub unsafe extern "C" fn PMPI_Request_free(request: *mut HandleSlot) -> c_int {
     unsafe { crate::special::MPI_Request_free(request) }
 }
 
@@ -19017,14 +19186,14 @@ pub unsafe extern "C" fn PMPI_Session_call_errhandler(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Session_create_errhandler(
     session_errhandler_fn: *mut MPI_Session_errhandler_function,
-    errhandler: *mut MPI_Errhandler,
+    errhandler: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Session_create_errhandler(session_errhandler_fn, errhandler) }
 }
 
 /// `PMPI_Session_finalize`, as MPICH's Fortran bindings call it: traced as `MPI_Session_finalize`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Session_finalize(session: *mut MPI_Session) -> c_int {
+pub unsafe extern "C" fn PMPI_Session_finalize(session: *mut HandleSlot) -> c_int {
     unsafe { MPI_Session_finalize(session) }
 }
 
@@ -19032,7 +19201,7 @@ pub unsafe extern "C" fn PMPI_Session_finalize(session: *mut MPI_Session) -> c_i
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Session_get_errhandler(
     session: MPI_Session,
-    errhandler: *mut MPI_Errhandler,
+    errhandler: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Session_get_errhandler(session, errhandler) }
 }
@@ -19041,7 +19210,7 @@ pub unsafe extern "C" fn PMPI_Session_get_errhandler(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Session_get_info(
     session: MPI_Session,
-    info_used: *mut MPI_Info,
+    info_used: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Session_get_info(session, info_used) }
 }
@@ -19073,7 +19242,7 @@ pub unsafe extern "C" fn PMPI_Session_get_num_psets(
 pub unsafe extern "C" fn PMPI_Session_get_pset_info(
     session: MPI_Session,
     pset_name: *const c_char,
-    info: *mut MPI_Info,
+    info: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Session_get_pset_info(session, pset_name, info) }
 }
@@ -19083,7 +19252,7 @@ pub unsafe extern "C" fn PMPI_Session_get_pset_info(
 pub unsafe extern "C" fn PMPI_Session_init(
     info: MPI_Info,
     errhandler: MPI_Errhandler,
-    session: *mut MPI_Session,
+    session: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Session_init(info, errhandler, session) }
 }
@@ -19099,13 +19268,13 @@ pub unsafe extern "C" fn PMPI_Session_set_errhandler(
 
 /// `PMPI_Start`, as MPICH's Fortran bindings call it: traced as `MPI_Start`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Start(request: *mut MPI_Request) -> c_int {
+pub unsafe extern "C" fn PMPI_Start(request: *mut HandleSlot) -> c_int {
     unsafe { crate::special::MPI_Start(request) }
 }
 
 /// `PMPI_Startall`, as MPICH's Fortran bindings call it: traced as `MPI_Startall`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Startall(count: c_int, array_of_requests: *mut MPI_Request) -> c_int {
+pub unsafe extern "C" fn PMPI_Startall(count: c_int, array_of_requests: *mut HandleSlot) -> c_int {
     unsafe { crate::special::MPI_Startall(count, array_of_requests) }
 }
 
@@ -19138,7 +19307,7 @@ pub unsafe extern "C" fn PMPI_Status_set_elements_x(
 /// `PMPI_Test`, as MPICH's Fortran bindings call it: traced as `MPI_Test`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Test(
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
     flag: *mut c_int,
     status: *mut MPI_Status,
 ) -> c_int {
@@ -19155,7 +19324,7 @@ pub unsafe extern "C" fn PMPI_Test_cancelled(status: *const MPI_Status, flag: *m
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Testall(
     count: c_int,
-    array_of_requests: *mut MPI_Request,
+    array_of_requests: *mut HandleSlot,
     flag: *mut c_int,
     array_of_statuses: *mut MPI_Status,
 ) -> c_int {
@@ -19166,7 +19335,7 @@ pub unsafe extern "C" fn PMPI_Testall(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Testany(
     count: c_int,
-    array_of_requests: *mut MPI_Request,
+    array_of_requests: *mut HandleSlot,
     index: *mut c_int,
     flag: *mut c_int,
     status: *mut MPI_Status,
@@ -19178,7 +19347,7 @@ pub unsafe extern "C" fn PMPI_Testany(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Testsome(
     incount: c_int,
-    array_of_requests: *mut MPI_Request,
+    array_of_requests: *mut HandleSlot,
     outcount: *mut c_int,
     array_of_indices: *mut c_int,
     array_of_statuses: *mut MPI_Status,
@@ -19202,7 +19371,7 @@ pub unsafe extern "C" fn PMPI_Topo_test(comm: MPI_Comm, status: *mut c_int) -> c
 
 /// `PMPI_Type_commit`, as MPICH's Fortran bindings call it: traced as `MPI_Type_commit`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Type_commit(datatype: *mut MPI_Datatype) -> c_int {
+pub unsafe extern "C" fn PMPI_Type_commit(datatype: *mut HandleSlot) -> c_int {
     unsafe { MPI_Type_commit(datatype) }
 }
 
@@ -19211,7 +19380,7 @@ pub unsafe extern "C" fn PMPI_Type_commit(datatype: *mut MPI_Datatype) -> c_int 
 pub unsafe extern "C" fn PMPI_Type_contiguous(
     count: c_int,
     oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
+    newtype: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Type_contiguous(count, oldtype, newtype) }
 }
@@ -19221,7 +19390,7 @@ pub unsafe extern "C" fn PMPI_Type_contiguous(
 pub unsafe extern "C" fn PMPI_Type_contiguous_c(
     count: MPI_Count,
     oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
+    newtype: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Type_contiguous_c(count, oldtype, newtype) }
 }
@@ -19239,7 +19408,7 @@ pub unsafe extern "C" fn PMPI_Type_create_darray(
     array_of_psizes: *const c_int,
     order: c_int,
     oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
+    newtype: *mut HandleSlot,
 ) -> c_int {
     unsafe {
         MPI_Type_create_darray(
@@ -19270,7 +19439,7 @@ pub unsafe extern "C" fn PMPI_Type_create_darray_c(
     array_of_psizes: *const c_int,
     order: c_int,
     oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
+    newtype: *mut HandleSlot,
 ) -> c_int {
     unsafe {
         MPI_Type_create_darray_c(
@@ -19293,17 +19462,14 @@ pub unsafe extern "C" fn PMPI_Type_create_darray_c(
 pub unsafe extern "C" fn PMPI_Type_create_f90_complex(
     p: c_int,
     r: c_int,
-    newtype: *mut MPI_Datatype,
+    newtype: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Type_create_f90_complex(p, r, newtype) }
 }
 
 /// `PMPI_Type_create_f90_integer`, as MPICH's Fortran bindings call it: traced as `MPI_Type_create_f90_integer`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Type_create_f90_integer(
-    r: c_int,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
+pub unsafe extern "C" fn PMPI_Type_create_f90_integer(r: c_int, newtype: *mut HandleSlot) -> c_int {
     unsafe { MPI_Type_create_f90_integer(r, newtype) }
 }
 
@@ -19312,7 +19478,7 @@ pub unsafe extern "C" fn PMPI_Type_create_f90_integer(
 pub unsafe extern "C" fn PMPI_Type_create_f90_real(
     p: c_int,
     r: c_int,
-    newtype: *mut MPI_Datatype,
+    newtype: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Type_create_f90_real(p, r, newtype) }
 }
@@ -19324,7 +19490,7 @@ pub unsafe extern "C" fn PMPI_Type_create_hindexed(
     array_of_blocklengths: *const c_int,
     array_of_displacements: *const MPI_Aint,
     oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
+    newtype: *mut HandleSlot,
 ) -> c_int {
     unsafe {
         MPI_Type_create_hindexed(
@@ -19344,7 +19510,7 @@ pub unsafe extern "C" fn PMPI_Type_create_hindexed_block(
     blocklength: c_int,
     array_of_displacements: *const MPI_Aint,
     oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
+    newtype: *mut HandleSlot,
 ) -> c_int {
     unsafe {
         MPI_Type_create_hindexed_block(count, blocklength, array_of_displacements, oldtype, newtype)
@@ -19358,7 +19524,7 @@ pub unsafe extern "C" fn PMPI_Type_create_hindexed_block_c(
     blocklength: MPI_Count,
     array_of_displacements: *const MPI_Count,
     oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
+    newtype: *mut HandleSlot,
 ) -> c_int {
     unsafe {
         MPI_Type_create_hindexed_block_c(
@@ -19378,7 +19544,7 @@ pub unsafe extern "C" fn PMPI_Type_create_hindexed_c(
     array_of_blocklengths: *const MPI_Count,
     array_of_displacements: *const MPI_Count,
     oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
+    newtype: *mut HandleSlot,
 ) -> c_int {
     unsafe {
         MPI_Type_create_hindexed_c(
@@ -19398,7 +19564,7 @@ pub unsafe extern "C" fn PMPI_Type_create_hvector(
     blocklength: c_int,
     stride: MPI_Aint,
     oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
+    newtype: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Type_create_hvector(count, blocklength, stride, oldtype, newtype) }
 }
@@ -19410,7 +19576,7 @@ pub unsafe extern "C" fn PMPI_Type_create_hvector_c(
     blocklength: MPI_Count,
     stride: MPI_Count,
     oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
+    newtype: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Type_create_hvector_c(count, blocklength, stride, oldtype, newtype) }
 }
@@ -19422,7 +19588,7 @@ pub unsafe extern "C" fn PMPI_Type_create_indexed_block(
     blocklength: c_int,
     array_of_displacements: *const c_int,
     oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
+    newtype: *mut HandleSlot,
 ) -> c_int {
     unsafe {
         MPI_Type_create_indexed_block(count, blocklength, array_of_displacements, oldtype, newtype)
@@ -19436,7 +19602,7 @@ pub unsafe extern "C" fn PMPI_Type_create_indexed_block_c(
     blocklength: MPI_Count,
     array_of_displacements: *const MPI_Count,
     oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
+    newtype: *mut HandleSlot,
 ) -> c_int {
     unsafe {
         MPI_Type_create_indexed_block_c(
@@ -19473,7 +19639,7 @@ pub unsafe extern "C" fn PMPI_Type_create_resized(
     oldtype: MPI_Datatype,
     lb: MPI_Aint,
     extent: MPI_Aint,
-    newtype: *mut MPI_Datatype,
+    newtype: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Type_create_resized(oldtype, lb, extent, newtype) }
 }
@@ -19484,8 +19650,8 @@ pub unsafe extern "C" fn PMPI_Type_create_struct(
     count: c_int,
     array_of_blocklengths: *const c_int,
     array_of_displacements: *const MPI_Aint,
-    array_of_types: *const MPI_Datatype,
-    newtype: *mut MPI_Datatype,
+    array_of_types: *const HandleSlot,
+    newtype: *mut HandleSlot,
 ) -> c_int {
     unsafe {
         MPI_Type_create_struct(
@@ -19504,8 +19670,8 @@ pub unsafe extern "C" fn PMPI_Type_create_struct_c(
     count: MPI_Count,
     array_of_blocklengths: *const MPI_Count,
     array_of_displacements: *const MPI_Count,
-    array_of_types: *const MPI_Datatype,
-    newtype: *mut MPI_Datatype,
+    array_of_types: *const HandleSlot,
+    newtype: *mut HandleSlot,
 ) -> c_int {
     unsafe {
         MPI_Type_create_struct_c(
@@ -19527,7 +19693,7 @@ pub unsafe extern "C" fn PMPI_Type_create_subarray(
     array_of_starts: *const c_int,
     order: c_int,
     oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
+    newtype: *mut HandleSlot,
 ) -> c_int {
     unsafe {
         MPI_Type_create_subarray(
@@ -19551,7 +19717,7 @@ pub unsafe extern "C" fn PMPI_Type_create_subarray_c(
     array_of_starts: *const MPI_Count,
     order: c_int,
     oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
+    newtype: *mut HandleSlot,
 ) -> c_int {
     unsafe {
         MPI_Type_create_subarray_c(
@@ -19577,13 +19743,13 @@ pub unsafe extern "C" fn PMPI_Type_delete_attr(
 
 /// `PMPI_Type_dup`, as MPICH's Fortran bindings call it: traced as `MPI_Type_dup`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Type_dup(oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+pub unsafe extern "C" fn PMPI_Type_dup(oldtype: MPI_Datatype, newtype: *mut HandleSlot) -> c_int {
     unsafe { MPI_Type_dup(oldtype, newtype) }
 }
 
 /// `PMPI_Type_free`, as MPICH's Fortran bindings call it: traced as `MPI_Type_free`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Type_free(datatype: *mut MPI_Datatype) -> c_int {
+pub unsafe extern "C" fn PMPI_Type_free(datatype: *mut HandleSlot) -> c_int {
     unsafe { MPI_Type_free(datatype) }
 }
 
@@ -19602,7 +19768,7 @@ pub unsafe extern "C" fn PMPI_Type_get_contents(
     max_datatypes: c_int,
     array_of_integers: *mut c_int,
     array_of_addresses: *mut MPI_Aint,
-    array_of_datatypes: *mut MPI_Datatype,
+    array_of_datatypes: *mut HandleSlot,
 ) -> c_int {
     unsafe {
         MPI_Type_get_contents(
@@ -19629,7 +19795,7 @@ pub unsafe extern "C" fn PMPI_Type_get_contents_c(
     array_of_integers: *mut c_int,
     array_of_addresses: *mut MPI_Aint,
     array_of_large_counts: *mut MPI_Count,
-    array_of_datatypes: *mut MPI_Datatype,
+    array_of_datatypes: *mut HandleSlot,
 ) -> c_int {
     unsafe {
         MPI_Type_get_contents_c(
@@ -19745,7 +19911,7 @@ pub unsafe extern "C" fn PMPI_Type_indexed(
     array_of_blocklengths: *const c_int,
     array_of_displacements: *const c_int,
     oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
+    newtype: *mut HandleSlot,
 ) -> c_int {
     unsafe {
         MPI_Type_indexed(
@@ -19765,7 +19931,7 @@ pub unsafe extern "C" fn PMPI_Type_indexed_c(
     array_of_blocklengths: *const MPI_Count,
     array_of_displacements: *const MPI_Count,
     oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
+    newtype: *mut HandleSlot,
 ) -> c_int {
     unsafe {
         MPI_Type_indexed_c(
@@ -19783,7 +19949,7 @@ pub unsafe extern "C" fn PMPI_Type_indexed_c(
 pub unsafe extern "C" fn PMPI_Type_match_size(
     typeclass: c_int,
     size: c_int,
-    datatype: *mut MPI_Datatype,
+    datatype: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Type_match_size(typeclass, size, datatype) }
 }
@@ -19822,7 +19988,7 @@ pub unsafe extern "C" fn PMPI_Type_vector(
     blocklength: c_int,
     stride: c_int,
     oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
+    newtype: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Type_vector(count, blocklength, stride, oldtype, newtype) }
 }
@@ -19834,7 +20000,7 @@ pub unsafe extern "C" fn PMPI_Type_vector_c(
     blocklength: MPI_Count,
     stride: MPI_Count,
     oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
+    newtype: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Type_vector_c(count, blocklength, stride, oldtype, newtype) }
 }
@@ -19851,7 +20017,7 @@ pub unsafe extern "C" fn PMPI_Unpublish_name(
 
 /// `PMPI_Wait`, as MPICH's Fortran bindings call it: traced as `MPI_Wait`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
+pub unsafe extern "C" fn PMPI_Wait(request: *mut HandleSlot, status: *mut MPI_Status) -> c_int {
     unsafe { crate::special::MPI_Wait(request, status) }
 }
 
@@ -19859,7 +20025,7 @@ pub unsafe extern "C" fn PMPI_Wait(request: *mut MPI_Request, status: *mut MPI_S
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Waitall(
     count: c_int,
-    array_of_requests: *mut MPI_Request,
+    array_of_requests: *mut HandleSlot,
     array_of_statuses: *mut MPI_Status,
 ) -> c_int {
     unsafe { crate::special::MPI_Waitall(count, array_of_requests, array_of_statuses) }
@@ -19869,7 +20035,7 @@ pub unsafe extern "C" fn PMPI_Waitall(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Waitany(
     count: c_int,
-    array_of_requests: *mut MPI_Request,
+    array_of_requests: *mut HandleSlot,
     index: *mut c_int,
     status: *mut MPI_Status,
 ) -> c_int {
@@ -19880,7 +20046,7 @@ pub unsafe extern "C" fn PMPI_Waitany(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Waitsome(
     incount: c_int,
-    array_of_requests: *mut MPI_Request,
+    array_of_requests: *mut HandleSlot,
     outcount: *mut c_int,
     array_of_indices: *mut c_int,
     array_of_statuses: *mut MPI_Status,
@@ -19904,7 +20070,7 @@ pub unsafe extern "C" fn PMPI_Win_allocate(
     info: MPI_Info,
     comm: MPI_Comm,
     baseptr: *mut c_void,
-    win: *mut MPI_Win,
+    win: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Win_allocate(size, disp_unit, info, comm, baseptr, win) }
 }
@@ -19917,7 +20083,7 @@ pub unsafe extern "C" fn PMPI_Win_allocate_c(
     info: MPI_Info,
     comm: MPI_Comm,
     baseptr: *mut c_void,
-    win: *mut MPI_Win,
+    win: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Win_allocate_c(size, disp_unit, info, comm, baseptr, win) }
 }
@@ -19930,7 +20096,7 @@ pub unsafe extern "C" fn PMPI_Win_allocate_shared(
     info: MPI_Info,
     comm: MPI_Comm,
     baseptr: *mut c_void,
-    win: *mut MPI_Win,
+    win: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Win_allocate_shared(size, disp_unit, info, comm, baseptr, win) }
 }
@@ -19943,7 +20109,7 @@ pub unsafe extern "C" fn PMPI_Win_allocate_shared_c(
     info: MPI_Info,
     comm: MPI_Comm,
     baseptr: *mut c_void,
-    win: *mut MPI_Win,
+    win: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Win_allocate_shared_c(size, disp_unit, info, comm, baseptr, win) }
 }
@@ -19965,7 +20131,7 @@ pub unsafe extern "C" fn PMPI_Win_complete(win: MPI_Win) -> c_int {
 pub unsafe extern "C" fn PMPI_Win_create_dynamic(
     info: MPI_Info,
     comm: MPI_Comm,
-    win: *mut MPI_Win,
+    win: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Win_create_dynamic(info, comm, win) }
 }
@@ -19974,7 +20140,7 @@ pub unsafe extern "C" fn PMPI_Win_create_dynamic(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Win_create_errhandler(
     win_errhandler_fn: *mut MPI_Win_errhandler_function,
-    errhandler: *mut MPI_Errhandler,
+    errhandler: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Win_create_errhandler(win_errhandler_fn, errhandler) }
 }
@@ -20035,7 +20201,7 @@ pub unsafe extern "C" fn PMPI_Win_flush_local_all(win: MPI_Win) -> c_int {
 
 /// `PMPI_Win_free`, as MPICH's Fortran bindings call it: traced as `MPI_Win_free`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Win_free(win: *mut MPI_Win) -> c_int {
+pub unsafe extern "C" fn PMPI_Win_free(win: *mut HandleSlot) -> c_int {
     unsafe { MPI_Win_free(win) }
 }
 
@@ -20049,20 +20215,20 @@ pub unsafe extern "C" fn PMPI_Win_free_keyval(win_keyval: *mut c_int) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Win_get_errhandler(
     win: MPI_Win,
-    errhandler: *mut MPI_Errhandler,
+    errhandler: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Win_get_errhandler(win, errhandler) }
 }
 
 /// `PMPI_Win_get_group`, as MPICH's Fortran bindings call it: traced as `MPI_Win_get_group`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Win_get_group(win: MPI_Win, group: *mut MPI_Group) -> c_int {
+pub unsafe extern "C" fn PMPI_Win_get_group(win: MPI_Win, group: *mut HandleSlot) -> c_int {
     unsafe { MPI_Win_get_group(win, group) }
 }
 
 /// `PMPI_Win_get_info`, as MPICH's Fortran bindings call it: traced as `MPI_Win_get_info`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Win_get_info(win: MPI_Win, info_used: *mut MPI_Info) -> c_int {
+pub unsafe extern "C" fn PMPI_Win_get_info(win: MPI_Win, info_used: *mut HandleSlot) -> c_int {
     unsafe { MPI_Win_get_info(win, info_used) }
 }
 
