@@ -6,13 +6,14 @@ use clap::{Parser, Subcommand};
 use mpigram_analysis::summary::TraceSummary;
 use mpigram_trace::Trace;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 
 mod critical_path;
 mod decode;
 mod diff;
 mod export;
 mod gen_bench;
+mod launch;
 mod profile;
 mod progress;
 mod stats;
@@ -30,7 +31,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Run `mpiexec -n N PROG ARGS...` with the tracer preloaded into PROG.
+    /// Run `mpiexec -n N PROG ARGS...` with the tracer preloaded into PROG
+    /// (only), with MPICH's, Intel MPI's or Open MPI's launcher, or srun.
     Run {
         /// Trace directory to write.
         #[arg(short, long, default_value = "mpigram-trace")]
@@ -46,6 +48,11 @@ enum Cmd {
         /// `1.1,MPI_Wait=1.5` (sets MPIGRAM_TIMING_BASE).
         #[arg(long)]
         timing_base: Option<String>,
+        /// The launcher, with options of its own: `mpirun.openmpi
+        /// --oversubscribe`, `srun -p debug` (default: MPIGRAM_LAUNCHER,
+        /// else mpiexec).
+        #[arg(long)]
+        launcher: Option<String>,
         /// The program and its arguments.
         #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
         program: Vec<String>,
@@ -92,13 +99,14 @@ fn main() -> ExitCode {
             n,
             timing,
             timing_base,
+            launcher,
             program,
         } => {
             let settings = [
                 ("MPIGRAM_TIMING", timing),
                 ("MPIGRAM_TIMING_BASE", timing_base),
             ];
-            run(&out, n, &settings, &program)
+            run(&out, n, &settings, launcher.as_deref(), &program)
         }
         Cmd::Lib => library().map(|lib| {
             println!("{}", lib.display());
@@ -139,13 +147,15 @@ fn library() -> Result<PathBuf> {
 }
 
 /// Runs `program` on `n` ranks under the tracer, writing to `out`, with
-/// the tracer's `settings` (variable, value if set).
+/// the tracer's `settings` (variable, value if set), through `launcher`.
 fn run(
     out: &Path,
     n: u32,
     settings: &[(&str, Option<String>)],
+    launcher: Option<&str>,
     program: &[String],
 ) -> Result<ExitCode> {
+    let launcher = launch::Launcher::find(launcher)?;
     let lib = library()?;
     std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
     clear_old_trace(out)?;
@@ -156,21 +166,21 @@ fn run(
         Ok(existing) if !existing.is_empty() => format!("{}:{existing}", lib.display()),
         _ => lib.display().to_string(),
     };
-    // -genv sets the variables in the launched processes only, not in mpiexec.
-    let status = Command::new("mpiexec")
-        .args(["-n", &n.to_string()])
-        .args(["-genv", "LD_PRELOAD", &preload])
-        .args(["-genv", "MPIGRAM_OUT", &out.display().to_string()])
-        .args(
-            settings
-                .iter()
-                .filter_map(|(var, value)| Some(["-genv", var, value.as_deref()?]))
-                .flatten(),
-        )
-        .args(program)
+    let mut env = vec![
+        ("LD_PRELOAD", preload),
+        ("MPIGRAM_OUT", out.display().to_string()),
+    ];
+    env.extend(
+        settings
+            .iter()
+            .filter_map(|(var, value)| Some((*var, value.clone()?))),
+    );
+    // The variables go to the launched processes only, not the launcher.
+    let status = launcher
+        .command(n, &env, program)
         .env_remove("LD_PRELOAD")
         .status()
-        .context("cannot start mpiexec (is MPI installed? scripts/setup installs MPICH)")?;
+        .with_context(|| format!("cannot start {}", launcher.command[0]))?;
     Ok(match status.code() {
         Some(code) => ExitCode::from(code.clamp(0, 255) as u8),
         None => ExitCode::from(128 + signal_of(&status)),

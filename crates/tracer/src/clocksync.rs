@@ -22,8 +22,8 @@
 //! every message completed.
 
 use crate::abi::{Handle, MPI_Comm, MPI_SUCCESS};
-use crate::front::front;
 use crate::clock::monotonic_ns;
+use crate::front::front;
 use mpigram_trace::ClockSync;
 use std::ffi::{c_int, c_void};
 use std::sync::Mutex;

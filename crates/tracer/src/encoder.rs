@@ -6,19 +6,22 @@
 //! tracer must never crash the application by reading them.
 
 use crate::abi::{Handle, HandleSlot, MPI_Aint, MPI_Comm, MPI_Count, MPI_Offset, MPI_Status};
-use crate::front::{REQUEST, StatusFields, front};
 use crate::agree::Agreed;
+use crate::front::{REQUEST, StatusFields, front};
 use crate::objects::{CommInfo, Objects, RequestInfo, RequestKind};
 use mpigram_mpispec::encoding::*;
 use mpigram_mpispec::{BufferRef, FUNCS, FuncId, HandleKind, HandleRef, Rank, Status};
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::sync::OnceLock;
 
-
 /// A tag as stored: MPI_ANY_TAG is -1 (its value in MPICH and Open MPI;
 /// the standard ABI's is -2), so traces of any MPI agree.
 fn canonical_tag(v: i64) -> i64 {
-    if v == i64::from(front().ints.MPI_ANY_TAG) { -1 } else { v }
+    if v == i64::from(front().ints.MPI_ANY_TAG) {
+        -1
+    } else {
+        v
+    }
 }
 
 /// How requests of `func` behave: the `*_init` functions (`MPI_Send_init`,
@@ -256,13 +259,10 @@ impl Encoder<'_> {
     pub unsafe fn new_request(&mut self, p: *const HandleSlot) {
         let kind = request_kind(self.func);
         let id = match unsafe { self.read_handle(REQUEST, p) } {
-            Some(h) => self.objects.create_request(
-                h,
-                self.out,
-                kind,
-                self.comm,
-                self.idup_comm.take(),
-            ),
+            Some(h) => {
+                self.objects
+                    .create_request(h, self.out, kind, self.comm, self.idup_comm.take())
+            }
             None => mpigram_mpispec::RequestRef::Null,
         };
         put_request(self.out, id);
@@ -306,11 +306,7 @@ impl Encoder<'_> {
 
     /// The array of requests of a completion call (handles before the
     /// call); `done(i)` says whether the call completed the i-th.
-    pub fn completed_requests(
-        &mut self,
-        saved: Option<&[u64]>,
-        done: impl Fn(usize) -> bool,
-    ) {
+    pub fn completed_requests(&mut self, saved: Option<&[u64]>, done: impl Fn(usize) -> bool) {
         self.request_comms.clear();
         let Some(saved) = saved else {
             self.array_len(None);

@@ -127,9 +127,6 @@ pub enum Count {
 
 /// Generated per family from its probe: everything its front end needs.
 pub struct FamilyData {
-    pub family: Family,
-    /// The MPI probed.
-    pub probed: &'static str,
     /// Bytes of a handle of each kind (then of a request) in memory.
     pub widths: [u8; SLOTS],
     pub status: StatusLayout,
@@ -139,7 +136,6 @@ pub struct FamilyData {
     /// (kind, fixed id, value) of each predefined handle it has.
     pub predefined: &'static [(HandleKind, u32, Value)],
     pub in_place: Value,
-    pub bottom: Value,
     pub status_ignore: Value,
     pub statuses_ignore: Value,
     pub unweighted: Value,
@@ -154,7 +150,6 @@ pub const REQUEST: usize = HandleKind::ALL.len();
 /// statuses and constants, resolved once.
 #[allow(non_snake_case)]
 pub struct Front {
-    pub family: Family,
     widths: [u8; SLOTS],
     masks: [u64; SLOTS],
     nulls: [u64; SLOTS],
@@ -162,7 +157,6 @@ pub struct Front {
     status: StatusLayout,
     pub ints: Ints,
     pub in_place: usize,
-    pub bottom: usize,
     pub status_ignore: usize,
     pub statuses_ignore: usize,
     pub unweighted: usize,
@@ -170,7 +164,6 @@ pub struct Front {
     // The predefined handles the tracer itself uses.
     pub MPI_COMM_WORLD: Handle,
     pub MPI_COMM_SELF: Handle,
-    pub MPI_COMM_NULL: Handle,
     pub MPI_REQUEST_NULL: Handle,
     pub MPI_INT: Handle,
     pub MPI_BYTE: Handle,
@@ -178,13 +171,19 @@ pub struct Front {
     pub MPI_INT64_T: Handle,
     pub MPI_BOR: Handle,
     pub MPI_MIN: Handle,
-    pub MPI_MAX: Handle,
 }
 
 impl Front {
     fn new(d: &FamilyData) -> Option<Front> {
-        let masks = d.widths.map(|w| if w >= 8 { u64::MAX } else { (1u64 << (8 * w)) - 1 });
-        let nulls = std::array::from_fn(|i| d.nulls[i].resolve().map_or(u64::MAX, |v| v & masks[i]));
+        let masks = d.widths.map(|w| {
+            if w >= 8 {
+                u64::MAX
+            } else {
+                (1u64 << (8 * w)) - 1
+            }
+        });
+        let nulls =
+            std::array::from_fn(|i| d.nulls[i].resolve().map_or(u64::MAX, |v| v & masks[i]));
         let mut predefined = vec![FxHashMap::default(); HandleKind::ALL.len()];
         for &(kind, id, value) in d.predefined {
             if let Some(v) = value.resolve() {
@@ -193,13 +192,15 @@ impl Front {
         }
         let named = |kind: HandleKind, name: &str| -> Option<Handle> {
             let id = predefined_id_of(kind, name)?;
-            let (_, _, value) = d.predefined.iter().find(|(k, i, _)| *k == kind && *i == id)?;
+            let (_, _, value) = d
+                .predefined
+                .iter()
+                .find(|(k, i, _)| *k == kind && *i == id)?;
             value.resolve().map(|v| Handle(v as usize))
         };
         let null = |slot: usize| Handle(nulls[slot] as usize);
         let pointer = |v: Value| v.resolve().map_or(0, |v| v as usize);
         Some(Front {
-            family: d.family,
             widths: d.widths,
             masks,
             nulls,
@@ -207,14 +208,12 @@ impl Front {
             status: d.status,
             ints: d.ints,
             in_place: pointer(d.in_place),
-            bottom: pointer(d.bottom),
             status_ignore: pointer(d.status_ignore),
             statuses_ignore: pointer(d.statuses_ignore),
             unweighted: pointer(d.unweighted),
             weights_empty: pointer(d.weights_empty),
             MPI_COMM_WORLD: named(HandleKind::Comm, "MPI_COMM_WORLD")?,
             MPI_COMM_SELF: named(HandleKind::Comm, "MPI_COMM_SELF")?,
-            MPI_COMM_NULL: null(HandleKind::Comm as usize),
             MPI_REQUEST_NULL: null(REQUEST),
             MPI_INT: named(HandleKind::Datatype, "MPI_INT")?,
             MPI_BYTE: named(HandleKind::Datatype, "MPI_BYTE")?,
@@ -222,7 +221,6 @@ impl Front {
             MPI_INT64_T: named(HandleKind::Datatype, "MPI_INT64_T")?,
             MPI_BOR: named(HandleKind::Op, "MPI_BOR")?,
             MPI_MIN: named(HandleKind::Op, "MPI_MIN")?,
-            MPI_MAX: named(HandleKind::Op, "MPI_MAX")?,
         })
     }
 
@@ -329,7 +327,10 @@ pub struct StatusFields {
 
 /// The fixed id of the predefined handle `name` of `kind`.
 fn predefined_id_of(kind: HandleKind, name: &str) -> Option<u32> {
-    predefined(kind).iter().position(|n| *n == name).map(|i| i as u32)
+    predefined(kind)
+        .iter()
+        .position(|n| *n == name)
+        .map(|i| i as u32)
 }
 
 static FRONT: OnceLock<Front> = OnceLock::new();
@@ -380,7 +381,10 @@ pub fn bind() -> bool {
         _ => {}
     }
     let library = identify();
-    let front = library.family.and_then(|f| Front::new(data(f)));
+    let front = library
+        .family
+        .filter(|&f| supported_version(f, &library.version))
+        .and_then(|f| Front::new(data(f)));
     let ok = front.is_some();
     if let Some(front) = front {
         let _ = FRONT.set(front);
@@ -388,7 +392,7 @@ pub fn bind() -> bool {
     if !ok && !library.version.is_empty() {
         let what = match library.family {
             Some(f) => format!(
-                "{} ({}) is not supported by this build",
+                "{} ({}): a version this mpigram does not record",
                 library.version,
                 f.name()
             ),
@@ -406,16 +410,24 @@ pub fn is_bound() -> bool {
     STATE.load(Relaxed) == BOUND
 }
 
+/// Whether mpigram records this version of a family: Open MPI's
+/// predefined objects changed layout before 4.0 (tested: 4.1, 5.0).
+fn supported_version(family: Family, version: &str) -> bool {
+    match family {
+        Family::OpenMpi => ["Open MPI v4.", "Open MPI v5."]
+            .iter()
+            .any(|v| version.starts_with(v)),
+        Family::Mpich | Family::Standard => true,
+    }
+}
+
 /// The MPI library of this process and its ABI family.
 pub fn identify() -> Library {
     let version = library_version();
     let family = if standard_abi() {
         Some(Family::Standard)
     } else if !symbol(c"ompi_mpi_comm_world").is_null() {
-        ["Open MPI v4.", "Open MPI v5."]
-            .iter()
-            .any(|v| version.starts_with(v))
-            .then_some(Family::OpenMpi)
+        Some(Family::OpenMpi)
     } else {
         let mpich_family = ["MPICH", "Intel(R) MPI", "MVAPICH", "CRAY MPICH"];
         mpich_family

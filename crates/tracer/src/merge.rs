@@ -138,7 +138,8 @@ fn merge_over(comm: MPI_Comm, own: Option<RankTrace>) -> bool {
         written = c_int::from(part.is_some_and(write_run));
     }
     // SAFETY: an int broadcast on the tracer's communicator.
-    let rc = unsafe { crate::pmpi::MPI_Bcast()((&raw mut written).cast(), 1, front().MPI_INT, 0, comm) };
+    let rc =
+        unsafe { crate::pmpi::MPI_Bcast()((&raw mut written).cast(), 1, front().MPI_INT, 0, comm) };
     rc == MPI_SUCCESS && written != 0
 }
 
@@ -184,7 +185,15 @@ fn send(bytes: &[u8], to: c_int, comm: MPI_Comm) -> bool {
     // SAFETY: sends from live buffers of the given sizes.
     unsafe {
         let send = crate::pmpi::MPI_Send();
-        if send((&raw const len).cast(), 1, front().MPI_UINT64_T, to, 0, comm) != MPI_SUCCESS {
+        if send(
+            (&raw const len).cast(),
+            1,
+            front().MPI_UINT64_T,
+            to,
+            0,
+            comm,
+        ) != MPI_SUCCESS
+        {
             return false;
         }
         bytes.chunks(CHUNK).all(|chunk| {

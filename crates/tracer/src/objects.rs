@@ -11,8 +11,8 @@
 //!   once, so several live requests may share a value; they are matched
 //!   first in, first out.
 
-use crate::front::front;
 use crate::agree::Agreed;
+use crate::front::front;
 use crate::intern::Interner;
 use mpigram_mpispec::{HandleKind, HandleRef, RequestRef};
 use rustc_hash::FxHashMap;

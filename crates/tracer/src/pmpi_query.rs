@@ -60,9 +60,7 @@ fn leader(comm: MPI_Comm) -> i32 {
         if crate::pmpi::MPI_Comm_group()(comm, group.out()) != MPI_SUCCESS {
             return -1;
         }
-        if crate::pmpi::MPI_Comm_group()(front().MPI_COMM_WORLD, world_group.out())
-            == MPI_SUCCESS
-        {
+        if crate::pmpi::MPI_Comm_group()(front().MPI_COMM_WORLD, world_group.out()) == MPI_SUCCESS {
             let ok = crate::pmpi::MPI_Group_translate_ranks()(
                 group,
                 1,

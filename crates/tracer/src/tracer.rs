@@ -7,9 +7,9 @@
 //! process being killed.
 
 use crate::abi::MPI_SUCCESS;
-use crate::front::front;
 use crate::clock::ClockPoint;
 use crate::encoder::Encoder;
+use crate::front::front;
 use crate::journal::Journal;
 use crate::objects::{CommInfo, Objects};
 use crate::recorder::{PerCall, Recorder};

@@ -22,12 +22,20 @@ pub fn rust_type(shape: &TypeShape) -> Result<&'static str> {
 /// gives them (the other MPIs' probes must agree), handles as machine
 /// words, statuses opaque (read through the bound front end).
 pub fn emit(m: &Mpich, others: &[&Mpich], header: &str) -> Result<String> {
-    let handle_types: Vec<&str> = HANDLE_TYPES.iter().map(|(t, _, _)| *t).filter(|t| *t != "int").collect();
+    let handle_types: Vec<&str> = HANDLE_TYPES
+        .iter()
+        .map(|(t, _, _)| *t)
+        .filter(|t| *t != "int")
+        .collect();
     let mut s = String::new();
     let _ = writeln!(s, "{header}");
     s.push_str("//! The C types of the MPI functions as every ABI front end shares them (see\n");
-    s.push_str("//! `crate::front`): scalar types as the probed MPIs define them alike, each handle a\n");
-    s.push_str("//! [`Handle`] word, handles in memory and statuses opaque, read through the bound\n");
+    s.push_str(
+        "//! `crate::front`): scalar types as the probed MPIs define them alike, each handle a\n",
+    );
+    s.push_str(
+        "//! [`Handle`] word, handles in memory and statuses opaque, read through the bound\n",
+    );
     s.push_str("//! front end. The tracer builds without MPI.\n\n#![allow(dead_code)]\n\n");
     s.push_str("use std::ffi::{c_int, c_void};\n\n");
     s.push_str(HANDLE);
@@ -43,7 +51,11 @@ pub fn emit(m: &Mpich, others: &[&Mpich], header: &str) -> Result<String> {
         for other in others {
             if let Some(o) = other.types.get(name) {
                 if o != shape {
-                    bail!("{name} is {shape:?} in {} but {o:?} in {}", m.version, other.version);
+                    bail!(
+                        "{name} is {shape:?} in {} but {o:?} in {}",
+                        m.version,
+                        other.version
+                    );
                 }
             }
         }
@@ -58,7 +70,9 @@ pub fn emit(m: &Mpich, others: &[&Mpich], header: &str) -> Result<String> {
     }
     s.push_str("\n/// A status: its layout is the bound front end's.\n#[repr(C)]\npub struct MPI_Status {\n    _opaque: [u8; 0],\n}\n\n");
     for (name, shape) in &m.types {
-        if matches!(shape.class.as_str(), "int" | "enum" | "pointer") && !handle_types.contains(&name.as_str()) {
+        if matches!(shape.class.as_str(), "int" | "enum" | "pointer")
+            && !handle_types.contains(&name.as_str())
+        {
             let _ = writeln!(
                 s,
                 "const _: () = assert!(std::mem::size_of::<{name}>() == {});",

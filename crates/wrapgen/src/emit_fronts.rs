@@ -55,7 +55,9 @@ pub fn parse_registry(text: &str) -> Result<Registry> {
         let (kind, name) = line
             .split_once(' ')
             .with_context(|| format!("predefined.txt line {}: `Kind NAME`", i + 1))?;
-        r.entry(kind.to_owned()).or_default().push(name.trim().to_owned());
+        r.entry(kind.to_owned())
+            .or_default()
+            .push(name.trim().to_owned());
     }
     Ok(r)
 }
@@ -125,9 +127,9 @@ fn canonical<'r>(
 ) -> Option<&'r String> {
     let names = registry.get(kind)?;
     let group = synonyms.get(&h.name);
-    names.iter().find(|n| {
-        **n == h.name || group.is_some_and(|g| g.contains(n.as_str()))
-    })
+    names
+        .iter()
+        .find(|n| **n == h.name || group.is_some_and(|g| g.contains(n.as_str())))
 }
 
 /// Adds to `registry` every predefined handle of the probes it lacks: one
@@ -167,20 +169,22 @@ fn value(v: Option<i64>, symbol: Option<&str>) -> String {
     }
 }
 
-pub fn emit(
-    families: &[(&str, &Mpich)],
-    registry: &Registry,
-    header: &str,
-) -> Result<String> {
+pub fn emit(families: &[(&str, &Mpich)], registry: &Registry, header: &str) -> Result<String> {
     let probes: Vec<&Mpich> = families.iter().map(|(_, m)| *m).collect();
     let syn = synonyms(&probes);
     let mut s = String::new();
     let _ = writeln!(s, "{header}");
-    s.push_str("//! The data of each ABI family's front end (see `crate::front`), from the probe of\n");
-    s.push_str("//! one MPI of the family: handle widths, status layout, the constants the tracer\n");
-    s.push_str("//! uses, null and predefined handles (by value, or by the library variable whose\n");
+    s.push_str(
+        "//! The data of each ABI family's front end (see `crate::front`), from the probe of\n",
+    );
+    s.push_str(
+        "//! one MPI of the family: handle widths, status layout, the constants the tracer\n",
+    );
+    s.push_str(
+        "//! uses, null and predefined handles (by value, or by the library variable whose\n",
+    );
     s.push_str("//! address they are). Predefined ids index `mpigram_mpispec::predefined`.\n\n");
-    s.push_str("use crate::front::{Count, Family, FamilyData, StatusLayout, Value};\n");
+    s.push_str("use crate::front::{Count, FamilyData, StatusLayout, Value};\n");
     s.push_str("use mpigram_mpispec::HandleKind;\nuse std::ffi::c_int;\n\n");
     s.push_str("/// The integer constants the tracer uses, as one MPI defines them.\n");
     s.push_str("#[allow(non_snake_case)]\n#[derive(Clone, Copy, Debug)]\npub struct Ints {\n");
@@ -189,16 +193,14 @@ pub fn emit(
     }
     s.push_str("}\n");
     for (family, m) in families {
-        let (konst, variant) = match *family {
-            "mpich" => ("MPICH", "Mpich"),
-            "openmpi" => ("OPENMPI", "OpenMpi"),
-            "standard" => ("STANDARD", "Standard"),
+        let konst = match *family {
+            "mpich" => "MPICH",
+            "openmpi" => "OPENMPI",
+            "standard" => "STANDARD",
             other => bail!("unknown family {other}"),
         };
         let _ = writeln!(s, "\n/// Probed from {}.", m.version);
         let _ = writeln!(s, "pub static {konst}: FamilyData = FamilyData {{");
-        let _ = writeln!(s, "    family: Family::{variant},");
-        let _ = writeln!(s, "    probed: {:?},", m.version);
         let width = |t: &str| -> u64 {
             if t == "int" {
                 4
@@ -206,7 +208,10 @@ pub fn emit(
                 m.types.get(t).map_or(8, |shape| shape.size)
             }
         };
-        let mut widths: Vec<String> = kinds().iter().map(|(t, _, _)| width(t).to_string()).collect();
+        let mut widths: Vec<String> = kinds()
+            .iter()
+            .map(|(t, _, _)| width(t).to_string())
+            .collect();
         widths.push(width("MPI_Request").to_string());
         let _ = writeln!(s, "    widths: [{}],", widths.join(", "));
         let field = |name: &str| m.status_fields.iter().find(|f| f.name == name);
@@ -215,13 +220,20 @@ pub fn emit(
                 .with_context(|| format!("{}: MPI_Status has no {name}", m.version))?
                 .offset)
         };
-        let count = if let (Some(lo), Some(hi)) = (field("count_lo"), field("count_hi_and_cancelled")) {
-            format!("Count::LowHighCancelled {{ low: {}, high: {} }}", lo.offset, hi.offset)
-        } else if let (Some(b), Some(c)) = (field("_ucount"), field("_cancelled")) {
-            format!("Count::BytesAndFlag {{ bytes: {}, cancelled: {} }}", b.offset, c.offset)
-        } else {
-            "Count::Query".into()
-        };
+        let count =
+            if let (Some(lo), Some(hi)) = (field("count_lo"), field("count_hi_and_cancelled")) {
+                format!(
+                    "Count::LowHighCancelled {{ low: {}, high: {} }}",
+                    lo.offset, hi.offset
+                )
+            } else if let (Some(b), Some(c)) = (field("_ucount"), field("_cancelled")) {
+                format!(
+                    "Count::BytesAndFlag {{ bytes: {}, cancelled: {} }}",
+                    b.offset, c.offset
+                )
+            } else {
+                "Count::Query".into()
+            };
         let _ = writeln!(
             s,
             "    status: StatusLayout {{ size: {}, source: {}, tag: {}, error: {}, count: {count} }},",
@@ -246,7 +258,9 @@ pub fn emit(
             .collect::<Vec<_>>();
         for null in nulls {
             let h = m.handles.iter().find(|h| h.name == null);
-            let v = h.map_or("Value::Absent".into(), |h| value(h.value, h.symbol.as_deref()));
+            let v = h.map_or("Value::Absent".into(), |h| {
+                value(h.value, h.symbol.as_deref())
+            });
             let _ = writeln!(s, "        {v}, // {null}");
         }
         s.push_str("    ],\n    predefined: &[\n");
@@ -257,7 +271,10 @@ pub fn emit(
                 }
                 let name = canonical(h, kind, registry, &syn)
                     .with_context(|| format!("{} is not in the registry", h.name))?;
-                let id = registry[kind].iter().position(|n| n == name).context("id")?;
+                let id = registry[kind]
+                    .iter()
+                    .position(|n| n == name)
+                    .context("id")?;
                 let _ = writeln!(
                     s,
                     "        (HandleKind::{kind}, {id}, {}), // {}",
@@ -269,7 +286,6 @@ pub fn emit(
         s.push_str("    ],\n");
         for (field, name) in [
             ("in_place", "MPI_IN_PLACE"),
-            ("bottom", "MPI_BOTTOM"),
             ("status_ignore", "MPI_STATUS_IGNORE"),
             ("statuses_ignore", "MPI_STATUSES_IGNORE"),
             ("unweighted", "MPI_UNWEIGHTED"),

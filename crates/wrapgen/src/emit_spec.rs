@@ -1,8 +1,8 @@
 //! `crates/mpispec/src/generated.rs`: the function table and the names of
 //! the predefined handles.
 
-use crate::model::FuncModel;
 use crate::emit_fronts::Registry;
+use crate::model::FuncModel;
 use crate::mpich::HANDLE_TYPES;
 use anyhow::{Context, Result, ensure};
 use std::fmt::Write as _;

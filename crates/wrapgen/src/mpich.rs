@@ -245,7 +245,9 @@ fn without_comments(text: &str) -> String {
     let mut rest = text;
     while let Some(at) = rest.find("/*") {
         out.push_str(&rest[..at]);
-        rest = rest[at..].find("*/").map_or("", |end| &rest[at + end + 2..]);
+        rest = rest[at..]
+            .find("*/")
+            .map_or("", |end| &rest[at + end + 2..]);
     }
     out.push_str(rest);
     out

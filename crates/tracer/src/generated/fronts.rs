@@ -4,7 +4,7 @@
 //! uses, null and predefined handles (by value, or by the library variable whose
 //! address they are). Predefined ids index `mpigram_mpispec::predefined`.
 
-use crate::front::{Count, Family, FamilyData, StatusLayout, Value};
+use crate::front::{Count, FamilyData, StatusLayout, Value};
 use mpigram_mpispec::HandleKind;
 use std::ffi::c_int;
 
@@ -35,8 +35,6 @@ pub struct Ints {
 
 /// Probed from MPICH Version: 4.0.2.
 pub static MPICH: FamilyData = FamilyData {
-    family: Family::Mpich,
-    probed: "MPICH Version: 4.0.2",
     widths: [4, 4, 4, 4, 4, 4, 4, 8, 4, 4, 4, 8, 8, 8, 8, 8, 8, 4],
     status: StatusLayout {
         size: 20,
@@ -188,7 +186,6 @@ pub static MPICH: FamilyData = FamilyData {
         (HandleKind::Keyval, 11, Value::Int(1681915911)), // MPI_WTIME_IS_GLOBAL
     ],
     in_place: Value::Int(-1),
-    bottom: Value::Int(0),
     status_ignore: Value::Int(1),
     statuses_ignore: Value::Int(1),
     unweighted: Value::Held(c"MPI_UNWEIGHTED"),
@@ -197,8 +194,6 @@ pub static MPICH: FamilyData = FamilyData {
 
 /// Probed from Open MPI v4.1.4, package: Debian OpenMPI, ident: 4.1.4, repo rev: v4.1.4, May 26, 2022.
 pub static OPENMPI: FamilyData = FamilyData {
-    family: Family::OpenMpi,
-    probed: "Open MPI v4.1.4, package: Debian OpenMPI, ident: 4.1.4, repo rev: v4.1.4, May 26, 2022",
     widths: [8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 4, 8, 8, 8, 8, 8, 8, 8],
     status: StatusLayout {
         size: 24,
@@ -561,7 +556,6 @@ pub static OPENMPI: FamilyData = FamilyData {
         (HandleKind::PvarHandle, 0, Value::Int(-1)),                  // MPI_T_PVAR_ALL_HANDLES
     ],
     in_place: Value::Int(1),
-    bottom: Value::Int(0),
     status_ignore: Value::Int(0),
     statuses_ignore: Value::Int(0),
     unweighted: Value::Int(2),
@@ -570,8 +564,6 @@ pub static OPENMPI: FamilyData = FamilyData {
 
 /// Probed from MPICH Version: 5.0.2.
 pub static STANDARD: FamilyData = FamilyData {
-    family: Family::Standard,
-    probed: "MPICH Version: 5.0.2",
     widths: [8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 4, 8, 8, 8, 8, 8, 8, 8],
     status: StatusLayout {
         size: 32,
@@ -729,7 +721,6 @@ pub static STANDARD: FamilyData = FamilyData {
         (HandleKind::PvarHandle, 0, Value::Int(1)),   // MPI_T_PVAR_ALL_HANDLES
     ],
     in_place: Value::Int(1),
-    bottom: Value::Int(0),
     status_ignore: Value::Int(0),
     statuses_ignore: Value::Int(0),
     unweighted: Value::Int(10),
