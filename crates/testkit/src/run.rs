@@ -18,6 +18,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
+use crate::mpis::{Launch, Mpi};
 
 /// Default limit for one run.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -36,6 +37,7 @@ pub struct Mpiexec {
     with_yield: bool,
     timeout: Duration,
     current_dir: Option<PathBuf>,
+    mpi: Mpi,
 }
 
 /// Starts describing a run of `exe` with `ranks` ranks. Defaults: the yield
@@ -54,6 +56,7 @@ where
         with_yield: true,
         timeout: DEFAULT_TIMEOUT,
         current_dir: None,
+        mpi: Mpi::selected().clone(),
     }
 }
 
@@ -107,6 +110,12 @@ impl Mpiexec {
         self
     }
 
+    /// Runs under `mpi`'s launcher (default: [`Mpi::selected`]).
+    pub fn mpi(&mut self, mpi: &Mpi) -> &mut Self {
+        self.mpi = mpi.clone();
+        self
+    }
+
     /// Working directory of mpiexec and the ranks.
     pub fn current_dir(&mut self, dir: impl AsRef<Path>) -> &mut Self {
         self.current_dir = Some(dir.as_ref().to_path_buf());
@@ -123,16 +132,29 @@ impl Mpiexec {
     }
 
     fn command(&self) -> Result<Command> {
-        let mut cmd = Command::new("mpiexec");
-        cmd.arg("-n").arg(self.ranks.to_string());
-        for (key, value) in &self.env {
-            cmd.arg("-genv").arg(key).arg(value);
-        }
+        let mpi = &self.mpi;
+        let mut cmd = Command::new(&mpi.launcher[0]);
+        cmd.args(&mpi.launcher[1..])
+            .envs(mpi.env.iter().cloned())
+            .arg("-n")
+            .arg(self.ranks.to_string());
         let libs = self.preload_list()?;
+        let mut env = self.env.clone();
         if !libs.is_empty() {
             let joined = std::env::join_paths(&libs)
                 .map_err(|e| Error::io("joining LD_PRELOAD", std::io::Error::other(e)))?;
-            cmd.arg("-genv").arg("LD_PRELOAD").arg(joined);
+            env.push(("LD_PRELOAD".into(), joined));
+        }
+        for (key, value) in &env {
+            match mpi.launch {
+                Launch::Hydra => cmd.arg("-genv").arg(key).arg(value),
+                Launch::OpenMpi => {
+                    let mut pair = key.clone();
+                    pair.push("=");
+                    pair.push(value);
+                    cmd.arg("-x").arg(pair)
+                }
+            };
         }
         cmd.arg(&self.exe).args(&self.args);
         if let Some(dir) = &self.current_dir {

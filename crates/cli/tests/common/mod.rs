@@ -4,9 +4,13 @@
 
 use std::process::{Command, Output};
 
+/// Runs `mpigram ARGS`; `mpigram run` uses the test run's MPI's launcher.
 pub fn mpigram(args: &[&str]) -> Output {
+    let mpi = mpigram_testkit::Mpi::selected();
     Command::new(env!("CARGO_BIN_EXE_mpigram"))
         .args(args)
+        .env("MPIGRAM_LAUNCHER", mpi.launcher.join(" "))
+        .envs(mpi.env.iter().cloned())
         .output()
         .unwrap()
 }
