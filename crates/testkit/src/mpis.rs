@@ -36,6 +36,9 @@ pub struct Mpi {
     pub launch: Launch,
     /// Variables compilers and launcher need (a wheel's prefix).
     pub env: Vec<(String, String)>,
+    /// What test programs may need of it: `mpi4` (MPI 4.0 functions),
+    /// `removed` (the MPI-1 functions MPI 3.0 removed), `fortran`.
+    pub features: Vec<&'static str>,
 }
 
 /// The names [`Mpi::named`] knows.
@@ -95,6 +98,7 @@ impl Mpi {
                 launcher: vec!["mpiexec.mpich".into()],
                 launch: Launch::Hydra,
                 env: Vec::new(),
+                features: vec!["mpi4", "removed", "fortran"],
             },
             "openmpi" => Mpi {
                 name: "openmpi",
@@ -103,6 +107,8 @@ impl Mpi {
                 launcher: openmpi_launcher("mpirun.openmpi".into()),
                 launch: Launch::OpenMpi,
                 env: all_ranks(),
+                // Open MPI 4.1 is MPI 3.1, built without the removed functions.
+                features: vec!["fortran"],
             },
             "mpich-abi" | "mpich5" => Mpi {
                 name: if name == "mpich5" {
@@ -122,6 +128,7 @@ impl Mpi {
                 launcher: vec![wheel("mpich5", "mpiexec")],
                 launch: Launch::Hydra,
                 env: Vec::new(),
+                features: vec!["mpi4", "removed"],
             },
             "openmpi5" => Mpi {
                 name: "openmpi5",
@@ -137,6 +144,7 @@ impl Mpi {
                     all_ranks(),
                 ]
                 .concat(),
+                features: vec![],
             },
             "impi" => Mpi {
                 name: "impi",
@@ -151,6 +159,7 @@ impl Mpi {
                     ),
                     ("I_MPI_CC".into(), "gcc".into()),
                 ],
+                features: vec!["mpi4", "removed"],
             },
             _ => return None,
         })
