@@ -107,8 +107,11 @@ impl Mpi {
                 launcher: openmpi_launcher("mpirun.openmpi".into()),
                 launch: Launch::OpenMpi,
                 env: all_ranks(),
-                // Open MPI 4.1 is MPI 3.1, built without the removed functions.
-                features: vec!["fortran"],
+                // Open MPI 4.1 is MPI 3.1, built without the removed
+                // functions. Fortran is left out: Debian's mpif90.openmpi
+                // links `-lmpi` from the default path, MPICH's library when
+                // MPICH owns the MPI alternatives.
+                features: vec![],
             },
             "mpich-abi" | "mpich5" => Mpi {
                 name: if name == "mpich5" {
