@@ -242,7 +242,7 @@ pub fn generate(root: &Path) -> Result<(Vec<File>, bool)> {
         },
         File {
             path: COVERAGE,
-            contents: emit_coverage::emit(&funcs, &m, &o, &skipped, &header),
+            contents: emit_coverage::emit(&funcs, m, &all[1..], &o, &skipped, &header),
         },
     ];
     files.extend(MPIS.iter().zip(&probes).map(|(mpi, (m, _))| File {
