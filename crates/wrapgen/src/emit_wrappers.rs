@@ -406,7 +406,10 @@ fn scalar(s: &Scalar, x: &str, ct: &CType) -> String {
         Scalar::Tag => format!("e.tag({int});"),
         Scalar::Rank(c) => format!("e.rank({int}, {c});"),
         Scalar::WinRank(w) => format!("win_rank(e, {int}, {w});"),
-        Scalar::Handle(k) => format!("e.handle(HandleKind::{k}, Handle::from({x}));"),
+        Scalar::Handle(k) if ct.base == "int" => {
+            format!("e.handle(HandleKind::{k}, Handle::from({x}));")
+        }
+        Scalar::Handle(k) => format!("e.handle(HandleKind::{k}, {x});"),
         Scalar::Request => format!("e.request({x});"),
         Scalar::Callback => format!("e.callback({x});"),
         Scalar::Location => format!("e.buffer(std::ptr::without_provenance({x} as usize));"),
@@ -455,8 +458,8 @@ fn element(elem: &Elem, ct: &CType) -> Result<String> {
     };
     Ok(match elem {
         Elem::Scalar(s) => scalar(s, "v", &elem_ct).trim_end_matches(';').to_owned(),
-        Elem::NewHandle(k) => format!("e.new_handle(HandleKind::{k}, Handle::from(v))"),
-        Elem::Lookup(k) => format!("e.handle(HandleKind::{k}, Handle::from(v))"),
+        Elem::NewHandle(k) => format!("e.new_handle(HandleKind::{k}, v)"),
+        Elem::Lookup(k) => format!("e.handle(HandleKind::{k}, v)"),
         Elem::Str => "e.string(v)".into(),
         Elem::StrList => "array(e, v, nul_terminated_len(v), |e, s| e.string(s))".into(),
         Elem::Row(n) => {

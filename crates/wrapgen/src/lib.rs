@@ -196,12 +196,12 @@ pub fn generate(root: &Path) -> Result<(Vec<File>, bool)> {
     let exported: Vec<&FuncModel> = funcs.iter().filter(|f| m.exports(&f.name)).collect();
     let wrapped: Vec<&FuncModel> = funcs
         .iter()
-        .filter(|f| emit_coverage::coverage(f, &m, &o) == Coverage::Generated)
+        .filter(|f| emit_coverage::coverage(f, m, &o) == Coverage::Generated)
         .collect();
     let pmpi_aliases: Vec<(&FuncModel, bool)> = funcs
         .iter()
         .filter(|f| m.fortran.pmpi_imports.contains(&f.name))
-        .filter_map(|f| match emit_coverage::coverage(f, &m, &o) {
+        .filter_map(|f| match emit_coverage::coverage(f, m, &o) {
             Coverage::Generated => Some((f, false)),
             Coverage::HandWritten => Some((f, true)),
             _ => None,
@@ -231,7 +231,7 @@ pub fn generate(root: &Path) -> Result<(Vec<File>, bool)> {
         },
         File {
             path: PMPI,
-            contents: rustfmt(root, &emit_pmpi::emit(&exported, &m, &rs_header))?,
+            contents: rustfmt(root, &emit_pmpi::emit(&exported, m, &rs_header))?,
         },
         File {
             path: WRAPPERS,

@@ -348,13 +348,13 @@ pub unsafe extern "C" fn MPI_Accumulate(
     call.end(func::MPI_Accumulate, ret, |e| {
         e.buffer(origin_addr);
         e.int(i64::from(origin_count));
-        e.handle(HandleKind::Datatype, Handle::from(origin_datatype));
+        e.handle(HandleKind::Datatype, origin_datatype);
         win_rank(e, i64::from(target_rank), win);
         e.address(target_disp);
         e.int(i64::from(target_count));
-        e.handle(HandleKind::Datatype, Handle::from(target_datatype));
-        e.handle(HandleKind::Op, Handle::from(op));
-        e.handle(HandleKind::Win, Handle::from(win));
+        e.handle(HandleKind::Datatype, target_datatype);
+        e.handle(HandleKind::Op, op);
+        e.handle(HandleKind::Win, win);
     });
     ret
 }
@@ -405,13 +405,13 @@ pub unsafe extern "C" fn MPI_Accumulate_c(
     call.end(func::MPI_Accumulate_c, ret, |e| {
         e.buffer(origin_addr);
         e.int(origin_count);
-        e.handle(HandleKind::Datatype, Handle::from(origin_datatype));
+        e.handle(HandleKind::Datatype, origin_datatype);
         win_rank(e, i64::from(target_rank), win);
         e.address(target_disp);
         e.int(target_count);
-        e.handle(HandleKind::Datatype, Handle::from(target_datatype));
-        e.handle(HandleKind::Op, Handle::from(op));
-        e.handle(HandleKind::Win, Handle::from(win));
+        e.handle(HandleKind::Datatype, target_datatype);
+        e.handle(HandleKind::Op, op);
+        e.handle(HandleKind::Win, win);
     });
     ret
 }
@@ -532,11 +532,11 @@ pub unsafe extern "C" fn MPI_Allgather(
     call.end(func::MPI_Allgather, ret, |e| {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, recvtype);
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -568,11 +568,11 @@ pub unsafe extern "C" fn MPI_Allgather_c(
     call.end(func::MPI_Allgather_c, ret, |e| {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         e.int(recvcount);
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, recvtype);
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -607,12 +607,12 @@ pub unsafe extern "C" fn MPI_Allgather_init(
     call.end(func::MPI_Allgather_init, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
-        e.handle(HandleKind::Comm, Handle::from(comm));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Datatype, recvtype);
+        e.handle(HandleKind::Comm, comm);
+        e.handle(HandleKind::Info, info);
         e.new_request(request);
     });
     ret
@@ -648,12 +648,12 @@ pub unsafe extern "C" fn MPI_Allgather_init_c(
     call.end(func::MPI_Allgather_init_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         e.int(recvcount);
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
-        e.handle(HandleKind::Comm, Handle::from(comm));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Datatype, recvtype);
+        e.handle(HandleKind::Comm, comm);
+        e.handle(HandleKind::Info, info);
         e.new_request(request);
     });
     ret
@@ -688,14 +688,14 @@ pub unsafe extern "C" fn MPI_Allgatherv(
     call.end(func::MPI_Allgatherv, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         let recvcounts_len = Some(group_peers(e, comm));
         array(e, recvcounts, recvcounts_len, |e, v| e.int(i64::from(v)));
         let displs_len = Some(group_peers(e, comm));
         array(e, displs, displs_len, |e, v| e.address(i64::from(v)));
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, recvtype);
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -729,14 +729,14 @@ pub unsafe extern "C" fn MPI_Allgatherv_c(
     call.end(func::MPI_Allgatherv_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         let recvcounts_len = Some(group_peers(e, comm));
         array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         let displs_len = Some(group_peers(e, comm));
         array(e, displs, displs_len, |e, v| e.address(v));
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, recvtype);
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -774,15 +774,15 @@ pub unsafe extern "C" fn MPI_Allgatherv_init(
     call.end(func::MPI_Allgatherv_init, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         let recvcounts_len = Some(group_peers(e, comm));
         array(e, recvcounts, recvcounts_len, |e, v| e.int(i64::from(v)));
         let displs_len = Some(group_peers(e, comm));
         array(e, displs, displs_len, |e, v| e.address(i64::from(v)));
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
-        e.handle(HandleKind::Comm, Handle::from(comm));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Datatype, recvtype);
+        e.handle(HandleKind::Comm, comm);
+        e.handle(HandleKind::Info, info);
         e.new_request(request);
     });
     ret
@@ -821,15 +821,15 @@ pub unsafe extern "C" fn MPI_Allgatherv_init_c(
     call.end(func::MPI_Allgatherv_init_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         let recvcounts_len = Some(group_peers(e, comm));
         array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         let displs_len = Some(group_peers(e, comm));
         array(e, displs, displs_len, |e, v| e.address(v));
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
-        e.handle(HandleKind::Comm, Handle::from(comm));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Datatype, recvtype);
+        e.handle(HandleKind::Comm, comm);
+        e.handle(HandleKind::Info, info);
         e.new_request(request);
     });
     ret
@@ -849,7 +849,7 @@ pub unsafe extern "C" fn MPI_Alloc_mem(
     let ret = unsafe { real(size, info, baseptr) };
     call.end(func::MPI_Alloc_mem, ret, |e| unsafe {
         e.address(size);
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Info, info);
         buffer_out(e, baseptr.cast_const().cast());
     });
     ret
@@ -874,9 +874,9 @@ pub unsafe extern "C" fn MPI_Allreduce(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
-        e.handle(HandleKind::Op, Handle::from(op));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, datatype);
+        e.handle(HandleKind::Op, op);
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -900,9 +900,9 @@ pub unsafe extern "C" fn MPI_Allreduce_c(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
-        e.handle(HandleKind::Op, Handle::from(op));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, datatype);
+        e.handle(HandleKind::Op, op);
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -929,10 +929,10 @@ pub unsafe extern "C" fn MPI_Allreduce_init(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
-        e.handle(HandleKind::Op, Handle::from(op));
-        e.handle(HandleKind::Comm, Handle::from(comm));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Datatype, datatype);
+        e.handle(HandleKind::Op, op);
+        e.handle(HandleKind::Comm, comm);
+        e.handle(HandleKind::Info, info);
         e.new_request(request);
     });
     ret
@@ -960,10 +960,10 @@ pub unsafe extern "C" fn MPI_Allreduce_init_c(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
-        e.handle(HandleKind::Op, Handle::from(op));
-        e.handle(HandleKind::Comm, Handle::from(comm));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Datatype, datatype);
+        e.handle(HandleKind::Op, op);
+        e.handle(HandleKind::Comm, comm);
+        e.handle(HandleKind::Info, info);
         e.new_request(request);
     });
     ret
@@ -996,11 +996,11 @@ pub unsafe extern "C" fn MPI_Alltoall(
     call.end(func::MPI_Alltoall, ret, |e| {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, recvtype);
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -1032,11 +1032,11 @@ pub unsafe extern "C" fn MPI_Alltoall_c(
     call.end(func::MPI_Alltoall_c, ret, |e| {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         e.int(recvcount);
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, recvtype);
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -1071,12 +1071,12 @@ pub unsafe extern "C" fn MPI_Alltoall_init(
     call.end(func::MPI_Alltoall_init, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
-        e.handle(HandleKind::Comm, Handle::from(comm));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Datatype, recvtype);
+        e.handle(HandleKind::Comm, comm);
+        e.handle(HandleKind::Info, info);
         e.new_request(request);
     });
     ret
@@ -1112,12 +1112,12 @@ pub unsafe extern "C" fn MPI_Alltoall_init_c(
     call.end(func::MPI_Alltoall_init_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         e.int(recvcount);
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
-        e.handle(HandleKind::Comm, Handle::from(comm));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Datatype, recvtype);
+        e.handle(HandleKind::Comm, comm);
+        e.handle(HandleKind::Info, info);
         e.new_request(request);
     });
     ret
@@ -1165,14 +1165,14 @@ pub unsafe extern "C" fn MPI_Alltoallv(
             None
         };
         array(e, sdispls, sdispls_len, |e, v| e.address(i64::from(v)));
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         let recvcounts_len = Some(group_peers(e, comm));
         array(e, recvcounts, recvcounts_len, |e, v| e.int(i64::from(v)));
         let rdispls_len = Some(group_peers(e, comm));
         array(e, rdispls, rdispls_len, |e, v| e.address(i64::from(v)));
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, recvtype);
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -1219,14 +1219,14 @@ pub unsafe extern "C" fn MPI_Alltoallv_c(
             None
         };
         array(e, sdispls, sdispls_len, |e, v| e.address(v));
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         let recvcounts_len = Some(group_peers(e, comm));
         array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         let rdispls_len = Some(group_peers(e, comm));
         array(e, rdispls, rdispls_len, |e, v| e.address(v));
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, recvtype);
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -1276,15 +1276,15 @@ pub unsafe extern "C" fn MPI_Alltoallv_init(
             None
         };
         array(e, sdispls, sdispls_len, |e, v| e.address(i64::from(v)));
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         let recvcounts_len = Some(group_peers(e, comm));
         array(e, recvcounts, recvcounts_len, |e, v| e.int(i64::from(v)));
         let rdispls_len = Some(group_peers(e, comm));
         array(e, rdispls, rdispls_len, |e, v| e.address(i64::from(v)));
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
-        e.handle(HandleKind::Comm, Handle::from(comm));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Datatype, recvtype);
+        e.handle(HandleKind::Comm, comm);
+        e.handle(HandleKind::Info, info);
         e.new_request(request);
     });
     ret
@@ -1335,15 +1335,15 @@ pub unsafe extern "C" fn MPI_Alltoallv_init_c(
             None
         };
         array(e, sdispls, sdispls_len, |e, v| e.address(v));
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         let recvcounts_len = Some(group_peers(e, comm));
         array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         let rdispls_len = Some(group_peers(e, comm));
         array(e, rdispls, rdispls_len, |e, v| e.address(v));
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
-        e.handle(HandleKind::Comm, Handle::from(comm));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Datatype, recvtype);
+        e.handle(HandleKind::Comm, comm);
+        e.handle(HandleKind::Info, info);
         e.new_request(request);
     });
     ret
@@ -1401,7 +1401,7 @@ pub unsafe extern "C" fn MPI_Alltoallw(
             HandleKind::Datatype as usize,
             sendtypes,
             sendtypes_len,
-            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+            |e, v| e.handle(HandleKind::Datatype, v),
         );
         e.buffer(recvbuf);
         let recvcounts_len = Some(group_peers(e, comm));
@@ -1414,9 +1414,9 @@ pub unsafe extern "C" fn MPI_Alltoallw(
             HandleKind::Datatype as usize,
             recvtypes,
             recvtypes_len,
-            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+            |e, v| e.handle(HandleKind::Datatype, v),
         );
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -1473,7 +1473,7 @@ pub unsafe extern "C" fn MPI_Alltoallw_c(
             HandleKind::Datatype as usize,
             sendtypes,
             sendtypes_len,
-            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+            |e, v| e.handle(HandleKind::Datatype, v),
         );
         e.buffer(recvbuf);
         let recvcounts_len = Some(group_peers(e, comm));
@@ -1486,9 +1486,9 @@ pub unsafe extern "C" fn MPI_Alltoallw_c(
             HandleKind::Datatype as usize,
             recvtypes,
             recvtypes_len,
-            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+            |e, v| e.handle(HandleKind::Datatype, v),
         );
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -1548,7 +1548,7 @@ pub unsafe extern "C" fn MPI_Alltoallw_init(
             HandleKind::Datatype as usize,
             sendtypes,
             sendtypes_len,
-            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+            |e, v| e.handle(HandleKind::Datatype, v),
         );
         e.buffer(recvbuf);
         let recvcounts_len = Some(group_peers(e, comm));
@@ -1561,10 +1561,10 @@ pub unsafe extern "C" fn MPI_Alltoallw_init(
             HandleKind::Datatype as usize,
             recvtypes,
             recvtypes_len,
-            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+            |e, v| e.handle(HandleKind::Datatype, v),
         );
-        e.handle(HandleKind::Comm, Handle::from(comm));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Comm, comm);
+        e.handle(HandleKind::Info, info);
         e.new_request(request);
     });
     ret
@@ -1625,7 +1625,7 @@ pub unsafe extern "C" fn MPI_Alltoallw_init_c(
             HandleKind::Datatype as usize,
             sendtypes,
             sendtypes_len,
-            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+            |e, v| e.handle(HandleKind::Datatype, v),
         );
         e.buffer(recvbuf);
         let recvcounts_len = Some(group_peers(e, comm));
@@ -1638,10 +1638,10 @@ pub unsafe extern "C" fn MPI_Alltoallw_init_c(
             HandleKind::Datatype as usize,
             recvtypes,
             recvtypes_len,
-            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+            |e, v| e.handle(HandleKind::Datatype, v),
         );
-        e.handle(HandleKind::Comm, Handle::from(comm));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Comm, comm);
+        e.handle(HandleKind::Info, info);
         e.new_request(request);
     });
     ret
@@ -1656,7 +1656,7 @@ pub unsafe extern "C" fn MPI_Attr_delete(comm: MPI_Comm, keyval: c_int) -> c_int
     };
     let ret = unsafe { real(comm, keyval) };
     call.end(func::MPI_Attr_delete, ret, |e| {
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.handle(HandleKind::Keyval, Handle::from(keyval));
     });
     ret
@@ -1676,7 +1676,7 @@ pub unsafe extern "C" fn MPI_Attr_get(
     };
     let ret = unsafe { real(comm, keyval, attribute_val, flag) };
     call.end(func::MPI_Attr_get, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.handle(HandleKind::Keyval, Handle::from(keyval));
         e.buffer(attribute_val);
         e.int_out(flag);
@@ -1697,7 +1697,7 @@ pub unsafe extern "C" fn MPI_Attr_put(
     };
     let ret = unsafe { real(comm, keyval, attribute_val) };
     call.end(func::MPI_Attr_put, ret, |e| {
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.handle(HandleKind::Keyval, Handle::from(keyval));
         e.buffer(attribute_val);
     });
@@ -1713,7 +1713,7 @@ pub unsafe extern "C" fn MPI_Barrier(comm: MPI_Comm) -> c_int {
     };
     let ret = unsafe { real(comm) };
     call.end(func::MPI_Barrier, ret, |e| {
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -1731,8 +1731,8 @@ pub unsafe extern "C" fn MPI_Barrier_init(
     };
     let ret = unsafe { real(comm, info, request) };
     call.end(func::MPI_Barrier_init, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, Handle::from(comm));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Comm, comm);
+        e.handle(HandleKind::Info, info);
         e.new_request(request);
     });
     ret
@@ -1755,9 +1755,9 @@ pub unsafe extern "C" fn MPI_Bcast(
     call.end(func::MPI_Bcast, ret, |e| {
         e.buffer(buffer);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -1779,9 +1779,9 @@ pub unsafe extern "C" fn MPI_Bcast_c(
     call.end(func::MPI_Bcast_c, ret, |e| {
         e.buffer(buffer);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -1805,10 +1805,10 @@ pub unsafe extern "C" fn MPI_Bcast_init(
     call.end(func::MPI_Bcast_init, ret, |e| unsafe {
         e.buffer(buffer);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, Handle::from(comm));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Comm, comm);
+        e.handle(HandleKind::Info, info);
         e.new_request(request);
     });
     ret
@@ -1833,10 +1833,10 @@ pub unsafe extern "C" fn MPI_Bcast_init_c(
     call.end(func::MPI_Bcast_init_c, ret, |e| unsafe {
         e.buffer(buffer);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, Handle::from(comm));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Comm, comm);
+        e.handle(HandleKind::Info, info);
         e.new_request(request);
     });
     ret
@@ -1860,10 +1860,10 @@ pub unsafe extern "C" fn MPI_Bsend(
     call.end(func::MPI_Bsend, ret, |e| {
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -1886,10 +1886,10 @@ pub unsafe extern "C" fn MPI_Bsend_c(
     call.end(func::MPI_Bsend_c, ret, |e| {
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -1913,10 +1913,10 @@ pub unsafe extern "C" fn MPI_Bsend_init(
     call.end(func::MPI_Bsend_init, ret, |e| unsafe {
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -1941,10 +1941,10 @@ pub unsafe extern "C" fn MPI_Bsend_init_c(
     call.end(func::MPI_Bsend_init_c, ret, |e| unsafe {
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -2042,7 +2042,7 @@ pub unsafe extern "C" fn MPI_Cart_coords(
     };
     let ret = unsafe { real(comm, rank, maxdims, coords) };
     call.end(func::MPI_Cart_coords, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.rank(i64::from(rank), comm);
         e.int(i64::from(maxdims));
         let coords_len = if e.ok() {
@@ -2075,7 +2075,7 @@ pub unsafe extern "C" fn MPI_Cart_create(
     let end = crate::clock::now();
     let agreed = unsafe { crate::agree::created(ret, comm_cart) };
     call.end_at(end, func::MPI_Cart_create, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, Handle::from(comm_old));
+        e.handle(HandleKind::Comm, comm_old);
         e.int(i64::from(ndims));
         let dims_len = count_of(ndims);
         array(e, dims, dims_len, |e, v| e.int(i64::from(v)));
@@ -2102,7 +2102,7 @@ pub unsafe extern "C" fn MPI_Cart_get(
     };
     let ret = unsafe { real(comm, maxdims, dims, periods, coords) };
     call.end(func::MPI_Cart_get, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.int(i64::from(maxdims));
         let dims_len = if e.ok() {
             min_of(count_of(maxdims), cart_ndims(e, comm))
@@ -2141,7 +2141,7 @@ pub unsafe extern "C" fn MPI_Cart_map(
     };
     let ret = unsafe { real(comm, ndims, dims, periods, newrank) };
     call.end(func::MPI_Cart_map, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.int(i64::from(ndims));
         let dims_len = count_of(ndims);
         array(e, dims, dims_len, |e, v| e.int(i64::from(v)));
@@ -2165,7 +2165,7 @@ pub unsafe extern "C" fn MPI_Cart_rank(
     };
     let ret = unsafe { real(comm, coords, rank) };
     call.end(func::MPI_Cart_rank, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         let coords_len = cart_ndims(e, comm);
         array(e, coords, coords_len, |e, v| e.int(i64::from(v)));
         e.rank_out(rank, comm);
@@ -2188,7 +2188,7 @@ pub unsafe extern "C" fn MPI_Cart_shift(
     };
     let ret = unsafe { real(comm, direction, disp, rank_source, rank_dest) };
     call.end(func::MPI_Cart_shift, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.int(i64::from(direction));
         e.int(i64::from(disp));
         e.rank_out(rank_source, comm);
@@ -2214,7 +2214,7 @@ pub unsafe extern "C" fn MPI_Cart_sub(
     let end = crate::clock::now();
     let agreed = unsafe { crate::agree::created(ret, newcomm) };
     call.end_at(end, func::MPI_Cart_sub, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         let remain_dims_len = cart_ndims(e, comm);
         array(e, remain_dims, remain_dims_len, |e, v| e.int(i64::from(v)));
         e.new_comm_out(newcomm, agreed);
@@ -2231,7 +2231,7 @@ pub unsafe extern "C" fn MPI_Cartdim_get(comm: MPI_Comm, ndims: *mut c_int) -> c
     };
     let ret = unsafe { real(comm, ndims) };
     call.end(func::MPI_Cartdim_get, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.int_out(ndims);
     });
     ret
@@ -2272,9 +2272,9 @@ pub unsafe extern "C" fn MPI_Comm_accept(
         } else {
             std::ptr::null()
         });
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Info, info);
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.new_comm_out(newcomm, None);
     });
     ret
@@ -2289,7 +2289,7 @@ pub unsafe extern "C" fn MPI_Comm_call_errhandler(comm: MPI_Comm, errorcode: c_i
     };
     let ret = unsafe { real(comm, errorcode) };
     call.end(func::MPI_Comm_call_errhandler, ret, |e| {
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.int(i64::from(errorcode));
     });
     ret
@@ -2308,8 +2308,8 @@ pub unsafe extern "C" fn MPI_Comm_compare(
     };
     let ret = unsafe { real(comm1, comm2, result) };
     call.end(func::MPI_Comm_compare, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, Handle::from(comm1));
-        e.handle(HandleKind::Comm, Handle::from(comm2));
+        e.handle(HandleKind::Comm, comm1);
+        e.handle(HandleKind::Comm, comm2);
         e.int_out(result);
     });
     ret
@@ -2336,9 +2336,9 @@ pub unsafe extern "C" fn MPI_Comm_connect(
         } else {
             std::ptr::null()
         });
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Info, info);
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.new_comm_out(newcomm, None);
     });
     ret
@@ -2361,8 +2361,8 @@ pub unsafe extern "C" fn MPI_Comm_create(
     let end = crate::clock::now();
     let agreed = unsafe { crate::agree::created(ret, newcomm) };
     call.end_at(end, func::MPI_Comm_create, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, Handle::from(comm));
-        e.handle(HandleKind::Group, Handle::from(group));
+        e.handle(HandleKind::Comm, comm);
+        e.handle(HandleKind::Group, group);
         e.new_comm_out(newcomm, agreed);
     });
     ret
@@ -2405,10 +2405,10 @@ pub unsafe extern "C" fn MPI_Comm_create_from_group(
     let end = crate::clock::now();
     let agreed = unsafe { crate::agree::created(ret, newcomm) };
     call.end_at(end, func::MPI_Comm_create_from_group, ret, |e| unsafe {
-        e.handle(HandleKind::Group, Handle::from(group));
+        e.handle(HandleKind::Group, group);
         e.string(stringtag);
-        e.handle(HandleKind::Info, Handle::from(info));
-        e.handle(HandleKind::Errhandler, Handle::from(errhandler));
+        e.handle(HandleKind::Info, info);
+        e.handle(HandleKind::Errhandler, errhandler);
         e.new_comm_out(newcomm, agreed);
     });
     ret
@@ -2432,8 +2432,8 @@ pub unsafe extern "C" fn MPI_Comm_create_group(
     let end = crate::clock::now();
     let agreed = unsafe { crate::agree::created(ret, newcomm) };
     call.end_at(end, func::MPI_Comm_create_group, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, Handle::from(comm));
-        e.handle(HandleKind::Group, Handle::from(group));
+        e.handle(HandleKind::Comm, comm);
+        e.handle(HandleKind::Group, group);
         e.tag(i64::from(tag));
         e.new_comm_out(newcomm, agreed);
     });
@@ -2485,7 +2485,7 @@ pub unsafe extern "C" fn MPI_Comm_delete_attr(comm: MPI_Comm, comm_keyval: c_int
     };
     let ret = unsafe { real(comm, comm_keyval) };
     call.end(func::MPI_Comm_delete_attr, ret, |e| {
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.handle(HandleKind::Keyval, Handle::from(comm_keyval));
     });
     ret
@@ -2519,7 +2519,7 @@ pub unsafe extern "C" fn MPI_Comm_dup(comm: MPI_Comm, newcomm: *mut HandleSlot) 
     let end = crate::clock::now();
     let agreed = unsafe { crate::agree::created(ret, newcomm) };
     call.end_at(end, func::MPI_Comm_dup, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.new_comm_out(newcomm, agreed);
     });
     ret
@@ -2542,8 +2542,8 @@ pub unsafe extern "C" fn MPI_Comm_dup_with_info(
     let end = crate::clock::now();
     let agreed = unsafe { crate::agree::created(ret, newcomm) };
     call.end_at(end, func::MPI_Comm_dup_with_info, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, Handle::from(comm));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Comm, comm);
+        e.handle(HandleKind::Info, info);
         e.new_comm_out(newcomm, agreed);
     });
     ret
@@ -2594,7 +2594,7 @@ pub unsafe extern "C" fn MPI_Comm_get_attr(
     };
     let ret = unsafe { real(comm, comm_keyval, attribute_val, flag) };
     call.end(func::MPI_Comm_get_attr, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.handle(HandleKind::Keyval, Handle::from(comm_keyval));
         e.buffer(attribute_val);
         e.int_out(flag);
@@ -2614,7 +2614,7 @@ pub unsafe extern "C" fn MPI_Comm_get_errhandler(
     };
     let ret = unsafe { real(comm, errhandler) };
     call.end(func::MPI_Comm_get_errhandler, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.new_handle_out(HandleKind::Errhandler, errhandler.cast());
     });
     ret
@@ -2629,7 +2629,7 @@ pub unsafe extern "C" fn MPI_Comm_get_info(comm: MPI_Comm, info_used: *mut Handl
     };
     let ret = unsafe { real(comm, info_used) };
     call.end(func::MPI_Comm_get_info, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.new_handle_out(HandleKind::Info, info_used.cast());
     });
     ret
@@ -2648,7 +2648,7 @@ pub unsafe extern "C" fn MPI_Comm_get_name(
     };
     let ret = unsafe { real(comm, comm_name, resultlen) };
     call.end(func::MPI_Comm_get_name, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         let comm_name_cap = count_of(front().ints.MPI_MAX_OBJECT_NAME);
         string_out(e, comm_name, comm_name_cap, true);
         e.int_out(resultlen);
@@ -2679,7 +2679,7 @@ pub unsafe extern "C" fn MPI_Comm_group(comm: MPI_Comm, group: *mut HandleSlot) 
     };
     let ret = unsafe { real(comm, group) };
     call.end(func::MPI_Comm_group, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.new_handle_out(HandleKind::Group, group.cast());
     });
     ret
@@ -2702,7 +2702,7 @@ pub unsafe extern "C" fn MPI_Comm_idup(
     let end = crate::clock::now();
     unsafe { crate::agree::start(ret, comm, newcomm) };
     call.end_at(end, func::MPI_Comm_idup, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.new_comm_pending(newcomm);
         e.new_request(request);
     });
@@ -2727,8 +2727,8 @@ pub unsafe extern "C" fn MPI_Comm_idup_with_info(
     let end = crate::clock::now();
     unsafe { crate::agree::start(ret, comm, newcomm) };
     call.end_at(end, func::MPI_Comm_idup_with_info, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, Handle::from(comm));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Comm, comm);
+        e.handle(HandleKind::Info, info);
         e.new_comm_pending(newcomm);
         e.new_request(request);
     });
@@ -2759,7 +2759,7 @@ pub unsafe extern "C" fn MPI_Comm_rank(comm: MPI_Comm, rank: *mut c_int) -> c_in
     };
     let ret = unsafe { real(comm, rank) };
     call.end(func::MPI_Comm_rank, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.rank_out(rank, comm);
     });
     ret
@@ -2774,7 +2774,7 @@ pub unsafe extern "C" fn MPI_Comm_remote_group(comm: MPI_Comm, group: *mut Handl
     };
     let ret = unsafe { real(comm, group) };
     call.end(func::MPI_Comm_remote_group, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.new_handle_out(HandleKind::Group, group.cast());
     });
     ret
@@ -2789,7 +2789,7 @@ pub unsafe extern "C" fn MPI_Comm_remote_size(comm: MPI_Comm, size: *mut c_int) 
     };
     let ret = unsafe { real(comm, size) };
     call.end(func::MPI_Comm_remote_size, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.int_out(size);
     });
     ret
@@ -2808,7 +2808,7 @@ pub unsafe extern "C" fn MPI_Comm_set_attr(
     };
     let ret = unsafe { real(comm, comm_keyval, attribute_val) };
     call.end(func::MPI_Comm_set_attr, ret, |e| {
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.handle(HandleKind::Keyval, Handle::from(comm_keyval));
         e.buffer(attribute_val);
     });
@@ -2827,8 +2827,8 @@ pub unsafe extern "C" fn MPI_Comm_set_errhandler(
     };
     let ret = unsafe { real(comm, errhandler) };
     call.end(func::MPI_Comm_set_errhandler, ret, |e| {
-        e.handle(HandleKind::Comm, Handle::from(comm));
-        e.handle(HandleKind::Errhandler, Handle::from(errhandler));
+        e.handle(HandleKind::Comm, comm);
+        e.handle(HandleKind::Errhandler, errhandler);
     });
     ret
 }
@@ -2842,8 +2842,8 @@ pub unsafe extern "C" fn MPI_Comm_set_info(comm: MPI_Comm, info: MPI_Info) -> c_
     };
     let ret = unsafe { real(comm, info) };
     call.end(func::MPI_Comm_set_info, ret, |e| {
-        e.handle(HandleKind::Comm, Handle::from(comm));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Comm, comm);
+        e.handle(HandleKind::Info, info);
     });
     ret
 }
@@ -2857,7 +2857,7 @@ pub unsafe extern "C" fn MPI_Comm_set_name(comm: MPI_Comm, comm_name: *const c_c
     };
     let ret = unsafe { real(comm, comm_name) };
     call.end(func::MPI_Comm_set_name, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.string(comm_name);
     });
     ret
@@ -2872,7 +2872,7 @@ pub unsafe extern "C" fn MPI_Comm_size(comm: MPI_Comm, size: *mut c_int) -> c_in
     };
     let ret = unsafe { real(comm, size) };
     call.end(func::MPI_Comm_size, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.int_out(size);
     });
     ret
@@ -2932,9 +2932,9 @@ pub unsafe extern "C" fn MPI_Comm_spawn(
         };
         array(e, argv, argv_len, |e, v| e.string(v));
         e.int(i64::from(maxprocs));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Info, info);
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.new_comm_out(intercomm, None);
         let array_of_errcodes_len = if e.ok() && e.is_root(root, comm) {
             count_of(maxprocs)
@@ -3027,10 +3027,10 @@ pub unsafe extern "C" fn MPI_Comm_spawn_multiple(
             HandleKind::Info as usize,
             array_of_info,
             array_of_info_len,
-            |e, v| e.handle(HandleKind::Info, Handle::from(v)),
+            |e, v| e.handle(HandleKind::Info, v),
         );
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.new_comm_out(intercomm, None);
         let array_of_errcodes_len = if e.ok() && e.is_root(root, comm) {
             sum_of(array_of_maxprocs, count_of(count))
@@ -3062,7 +3062,7 @@ pub unsafe extern "C" fn MPI_Comm_split(
     let end = crate::clock::now();
     let agreed = unsafe { crate::agree::created(ret, newcomm) };
     call.end_at(end, func::MPI_Comm_split, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.int(i64::from(color));
         e.int(i64::from(key));
         e.new_comm_out(newcomm, agreed);
@@ -3089,10 +3089,10 @@ pub unsafe extern "C" fn MPI_Comm_split_type(
     let end = crate::clock::now();
     let agreed = unsafe { crate::agree::created(ret, newcomm) };
     call.end_at(end, func::MPI_Comm_split_type, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.int(i64::from(split_type));
         e.int(i64::from(key));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Info, info);
         e.new_comm_out(newcomm, agreed);
     });
     ret
@@ -3107,7 +3107,7 @@ pub unsafe extern "C" fn MPI_Comm_test_inter(comm: MPI_Comm, flag: *mut c_int) -
     };
     let ret = unsafe { real(comm, flag) };
     call.end(func::MPI_Comm_test_inter, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.int_out(flag);
     });
     ret
@@ -3153,10 +3153,10 @@ pub unsafe extern "C" fn MPI_Compare_and_swap(
         e.buffer(origin_addr);
         e.buffer(compare_addr);
         e.buffer(result_addr);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         win_rank(e, i64::from(target_rank), win);
         e.address(target_disp);
-        e.handle(HandleKind::Win, Handle::from(win));
+        e.handle(HandleKind::Win, win);
     });
     ret
 }
@@ -3226,7 +3226,7 @@ pub unsafe extern "C" fn MPI_Dist_graph_create(
     let end = crate::clock::now();
     let agreed = unsafe { crate::agree::created(ret, comm_dist_graph) };
     call.end_at(end, func::MPI_Dist_graph_create, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, Handle::from(comm_old));
+        e.handle(HandleKind::Comm, comm_old);
         e.int(i64::from(n));
         let sources_len = count_of(n);
         array(e, sources, sources_len, |e, v| e.int(i64::from(v)));
@@ -3238,7 +3238,7 @@ pub unsafe extern "C" fn MPI_Dist_graph_create(
         });
         let weights_len = weights_len(weights, sum_of(degrees, count_of(n)));
         array(e, weights, weights_len, |e, v| e.int(i64::from(v)));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Info, info);
         e.int(i64::from(reorder));
         e.new_comm_out(comm_dist_graph, agreed);
     });
@@ -3296,7 +3296,7 @@ pub unsafe extern "C" fn MPI_Dist_graph_create_adjacent(
     let end = crate::clock::now();
     let agreed = unsafe { crate::agree::created(ret, comm_dist_graph) };
     call.end_at(end, func::MPI_Dist_graph_create_adjacent, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, Handle::from(comm_old));
+        e.handle(HandleKind::Comm, comm_old);
         e.int(i64::from(indegree));
         let sources_len = count_of(indegree);
         array(e, sources, sources_len, |e, v| e.int(i64::from(v)));
@@ -3311,7 +3311,7 @@ pub unsafe extern "C" fn MPI_Dist_graph_create_adjacent(
         });
         let destweights_len = weights_len(destweights, count_of(outdegree));
         array(e, destweights, destweights_len, |e, v| e.int(i64::from(v)));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Info, info);
         e.int(i64::from(reorder));
         e.new_comm_out(comm_dist_graph, agreed);
     });
@@ -3355,7 +3355,7 @@ pub unsafe extern "C" fn MPI_Dist_graph_neighbors(
         )
     };
     call.end(func::MPI_Dist_graph_neighbors, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.int(i64::from(maxindegree));
         let sources_len = if e.ok() {
             min_of(count_of(maxindegree), topo_degrees(e, comm).map(|d| d.0))
@@ -3410,7 +3410,7 @@ pub unsafe extern "C" fn MPI_Dist_graph_neighbors_count(
     };
     let ret = unsafe { real(comm, indegree, outdegree, weighted) };
     call.end(func::MPI_Dist_graph_neighbors_count, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.int_out(indegree);
         e.int_out(outdegree);
         e.int_out(weighted);
@@ -3461,7 +3461,7 @@ pub unsafe extern "C" fn MPI_Errhandler_get(comm: MPI_Comm, errhandler: *mut Han
     };
     let ret = unsafe { real(comm, errhandler) };
     call.end(func::MPI_Errhandler_get, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.new_handle_out(HandleKind::Errhandler, errhandler.cast());
     });
     ret
@@ -3476,8 +3476,8 @@ pub unsafe extern "C" fn MPI_Errhandler_set(comm: MPI_Comm, errhandler: MPI_Errh
     };
     let ret = unsafe { real(comm, errhandler) };
     call.end(func::MPI_Errhandler_set, ret, |e| {
-        e.handle(HandleKind::Comm, Handle::from(comm));
-        e.handle(HandleKind::Errhandler, Handle::from(errhandler));
+        e.handle(HandleKind::Comm, comm);
+        e.handle(HandleKind::Errhandler, errhandler);
     });
     ret
 }
@@ -3537,9 +3537,9 @@ pub unsafe extern "C" fn MPI_Exscan(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
-        e.handle(HandleKind::Op, Handle::from(op));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, datatype);
+        e.handle(HandleKind::Op, op);
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -3563,9 +3563,9 @@ pub unsafe extern "C" fn MPI_Exscan_c(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
-        e.handle(HandleKind::Op, Handle::from(op));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, datatype);
+        e.handle(HandleKind::Op, op);
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -3592,10 +3592,10 @@ pub unsafe extern "C" fn MPI_Exscan_init(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
-        e.handle(HandleKind::Op, Handle::from(op));
-        e.handle(HandleKind::Comm, Handle::from(comm));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Datatype, datatype);
+        e.handle(HandleKind::Op, op);
+        e.handle(HandleKind::Comm, comm);
+        e.handle(HandleKind::Info, info);
         e.new_request(request);
     });
     ret
@@ -3623,10 +3623,10 @@ pub unsafe extern "C" fn MPI_Exscan_init_c(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
-        e.handle(HandleKind::Op, Handle::from(op));
-        e.handle(HandleKind::Comm, Handle::from(comm));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Datatype, datatype);
+        e.handle(HandleKind::Op, op);
+        e.handle(HandleKind::Comm, comm);
+        e.handle(HandleKind::Info, info);
         e.new_request(request);
     });
     ret
@@ -3671,11 +3671,11 @@ pub unsafe extern "C" fn MPI_Fetch_and_op(
     call.end(func::MPI_Fetch_and_op, ret, |e| {
         e.buffer(origin_addr);
         e.buffer(result_addr);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         win_rank(e, i64::from(target_rank), win);
         e.address(target_disp);
-        e.handle(HandleKind::Op, Handle::from(op));
-        e.handle(HandleKind::Win, Handle::from(win));
+        e.handle(HandleKind::Op, op);
+        e.handle(HandleKind::Win, win);
     });
     ret
 }
@@ -3689,7 +3689,7 @@ pub unsafe extern "C" fn MPI_File_c2f(file: MPI_File) -> MPI_Fint {
     };
     let ret = unsafe { real(file) };
     call.end(func::MPI_File_c2f, MPI_SUCCESS, |e| {
-        e.handle(HandleKind::File, Handle::from(file));
+        e.handle(HandleKind::File, file);
     });
     ret
 }
@@ -3703,7 +3703,7 @@ pub unsafe extern "C" fn MPI_File_call_errhandler(fh: MPI_File, errorcode: c_int
     };
     let ret = unsafe { real(fh, errorcode) };
     call.end(func::MPI_File_call_errhandler, ret, |e| {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.int(i64::from(errorcode));
     });
     ret
@@ -3752,7 +3752,7 @@ pub unsafe extern "C" fn MPI_File_delete(filename: *const c_char, info: MPI_Info
     let ret = unsafe { real(filename, info) };
     call.end(func::MPI_File_delete, ret, |e| unsafe {
         e.string(filename);
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Info, info);
     });
     ret
 }
@@ -3780,7 +3780,7 @@ pub unsafe extern "C" fn MPI_File_get_amode(fh: MPI_File, amode: *mut c_int) -> 
     };
     let ret = unsafe { real(fh, amode) };
     call.end(func::MPI_File_get_amode, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.int_out(amode);
     });
     ret
@@ -3795,7 +3795,7 @@ pub unsafe extern "C" fn MPI_File_get_atomicity(fh: MPI_File, flag: *mut c_int) 
     };
     let ret = unsafe { real(fh, flag) };
     call.end(func::MPI_File_get_atomicity, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.int_out(flag);
     });
     ret
@@ -3814,7 +3814,7 @@ pub unsafe extern "C" fn MPI_File_get_byte_offset(
     };
     let ret = unsafe { real(fh, offset, disp) };
     call.end(func::MPI_File_get_byte_offset, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.address(offset);
         e.offset_out(disp);
     });
@@ -3833,7 +3833,7 @@ pub unsafe extern "C" fn MPI_File_get_errhandler(
     };
     let ret = unsafe { real(file, errhandler) };
     call.end(func::MPI_File_get_errhandler, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(file));
+        e.handle(HandleKind::File, file);
         e.new_handle_out(HandleKind::Errhandler, errhandler.cast());
     });
     ret
@@ -3848,7 +3848,7 @@ pub unsafe extern "C" fn MPI_File_get_group(fh: MPI_File, group: *mut HandleSlot
     };
     let ret = unsafe { real(fh, group) };
     call.end(func::MPI_File_get_group, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.new_handle_out(HandleKind::Group, group.cast());
     });
     ret
@@ -3863,7 +3863,7 @@ pub unsafe extern "C" fn MPI_File_get_info(fh: MPI_File, info_used: *mut HandleS
     };
     let ret = unsafe { real(fh, info_used) };
     call.end(func::MPI_File_get_info, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.new_handle_out(HandleKind::Info, info_used.cast());
     });
     ret
@@ -3878,7 +3878,7 @@ pub unsafe extern "C" fn MPI_File_get_position(fh: MPI_File, offset: *mut MPI_Of
     };
     let ret = unsafe { real(fh, offset) };
     call.end(func::MPI_File_get_position, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.offset_out(offset);
     });
     ret
@@ -3896,7 +3896,7 @@ pub unsafe extern "C" fn MPI_File_get_position_shared(
     };
     let ret = unsafe { real(fh, offset) };
     call.end(func::MPI_File_get_position_shared, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.offset_out(offset);
     });
     ret
@@ -3911,7 +3911,7 @@ pub unsafe extern "C" fn MPI_File_get_size(fh: MPI_File, size: *mut MPI_Offset) 
     };
     let ret = unsafe { real(fh, size) };
     call.end(func::MPI_File_get_size, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.offset_out(size);
     });
     ret
@@ -3930,8 +3930,8 @@ pub unsafe extern "C" fn MPI_File_get_type_extent(
     };
     let ret = unsafe { real(fh, datatype, extent) };
     call.end(func::MPI_File_get_type_extent, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::File, fh);
+        e.handle(HandleKind::Datatype, datatype);
         e.address_out(extent);
     });
     ret
@@ -3950,8 +3950,8 @@ pub unsafe extern "C" fn MPI_File_get_type_extent_c(
     };
     let ret = unsafe { real(fh, datatype, extent) };
     call.end(func::MPI_File_get_type_extent_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::File, fh);
+        e.handle(HandleKind::Datatype, datatype);
         e.count_out(extent);
     });
     ret
@@ -3972,7 +3972,7 @@ pub unsafe extern "C" fn MPI_File_get_view(
     };
     let ret = unsafe { real(fh, disp, etype, filetype, datarep) };
     call.end(func::MPI_File_get_view, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.offset_out(disp);
         e.new_handle_out(HandleKind::Datatype, etype.cast());
         e.new_handle_out(HandleKind::Datatype, filetype.cast());
@@ -3997,10 +3997,10 @@ pub unsafe extern "C" fn MPI_File_iread(
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
     call.end(func::MPI_File_iread, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.new_request(request);
     });
     ret
@@ -4021,10 +4021,10 @@ pub unsafe extern "C" fn MPI_File_iread_all(
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
     call.end(func::MPI_File_iread_all, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.new_request(request);
     });
     ret
@@ -4045,10 +4045,10 @@ pub unsafe extern "C" fn MPI_File_iread_all_c(
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
     call.end(func::MPI_File_iread_all_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.new_request(request);
     });
     ret
@@ -4070,11 +4070,11 @@ pub unsafe extern "C" fn MPI_File_iread_at(
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, request) };
     call.end(func::MPI_File_iread_at, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.address(offset);
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.new_request(request);
     });
     ret
@@ -4096,11 +4096,11 @@ pub unsafe extern "C" fn MPI_File_iread_at_all(
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, request) };
     call.end(func::MPI_File_iread_at_all, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.address(offset);
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.new_request(request);
     });
     ret
@@ -4122,11 +4122,11 @@ pub unsafe extern "C" fn MPI_File_iread_at_all_c(
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, request) };
     call.end(func::MPI_File_iread_at_all_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.address(offset);
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.new_request(request);
     });
     ret
@@ -4148,11 +4148,11 @@ pub unsafe extern "C" fn MPI_File_iread_at_c(
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, request) };
     call.end(func::MPI_File_iread_at_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.address(offset);
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.new_request(request);
     });
     ret
@@ -4173,10 +4173,10 @@ pub unsafe extern "C" fn MPI_File_iread_c(
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
     call.end(func::MPI_File_iread_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.new_request(request);
     });
     ret
@@ -4197,10 +4197,10 @@ pub unsafe extern "C" fn MPI_File_iread_shared(
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
     call.end(func::MPI_File_iread_shared, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.new_request(request);
     });
     ret
@@ -4221,10 +4221,10 @@ pub unsafe extern "C" fn MPI_File_iread_shared_c(
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
     call.end(func::MPI_File_iread_shared_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.new_request(request);
     });
     ret
@@ -4245,10 +4245,10 @@ pub unsafe extern "C" fn MPI_File_iwrite(
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
     call.end(func::MPI_File_iwrite, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.new_request(request);
     });
     ret
@@ -4269,10 +4269,10 @@ pub unsafe extern "C" fn MPI_File_iwrite_all(
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
     call.end(func::MPI_File_iwrite_all, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.new_request(request);
     });
     ret
@@ -4293,10 +4293,10 @@ pub unsafe extern "C" fn MPI_File_iwrite_all_c(
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
     call.end(func::MPI_File_iwrite_all_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.new_request(request);
     });
     ret
@@ -4318,11 +4318,11 @@ pub unsafe extern "C" fn MPI_File_iwrite_at(
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, request) };
     call.end(func::MPI_File_iwrite_at, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.address(offset);
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.new_request(request);
     });
     ret
@@ -4344,11 +4344,11 @@ pub unsafe extern "C" fn MPI_File_iwrite_at_all(
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, request) };
     call.end(func::MPI_File_iwrite_at_all, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.address(offset);
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.new_request(request);
     });
     ret
@@ -4370,11 +4370,11 @@ pub unsafe extern "C" fn MPI_File_iwrite_at_all_c(
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, request) };
     call.end(func::MPI_File_iwrite_at_all_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.address(offset);
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.new_request(request);
     });
     ret
@@ -4396,11 +4396,11 @@ pub unsafe extern "C" fn MPI_File_iwrite_at_c(
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, request) };
     call.end(func::MPI_File_iwrite_at_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.address(offset);
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.new_request(request);
     });
     ret
@@ -4421,10 +4421,10 @@ pub unsafe extern "C" fn MPI_File_iwrite_c(
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
     call.end(func::MPI_File_iwrite_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.new_request(request);
     });
     ret
@@ -4445,10 +4445,10 @@ pub unsafe extern "C" fn MPI_File_iwrite_shared(
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
     call.end(func::MPI_File_iwrite_shared, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.new_request(request);
     });
     ret
@@ -4469,10 +4469,10 @@ pub unsafe extern "C" fn MPI_File_iwrite_shared_c(
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
     call.end(func::MPI_File_iwrite_shared_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.new_request(request);
     });
     ret
@@ -4493,10 +4493,10 @@ pub unsafe extern "C" fn MPI_File_open(
     };
     let ret = unsafe { real(comm, filename, amode, info, fh) };
     call.end(func::MPI_File_open, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.string(filename);
         e.int(i64::from(amode));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Info, info);
         e.new_handle_out(HandleKind::File, fh.cast());
     });
     ret
@@ -4511,7 +4511,7 @@ pub unsafe extern "C" fn MPI_File_preallocate(fh: MPI_File, size: MPI_Offset) ->
     };
     let ret = unsafe { real(fh, size) };
     call.end(func::MPI_File_preallocate, ret, |e| {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.address(size);
     });
     ret
@@ -4532,10 +4532,10 @@ pub unsafe extern "C" fn MPI_File_read(
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
     call.end(func::MPI_File_read, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.status(status, None);
     });
     ret
@@ -4556,10 +4556,10 @@ pub unsafe extern "C" fn MPI_File_read_all(
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
     call.end(func::MPI_File_read_all, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.status(status, None);
     });
     ret
@@ -4579,10 +4579,10 @@ pub unsafe extern "C" fn MPI_File_read_all_begin(
     };
     let ret = unsafe { real(fh, buf, count, datatype) };
     call.end(func::MPI_File_read_all_begin, ret, |e| {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
     });
     ret
 }
@@ -4601,10 +4601,10 @@ pub unsafe extern "C" fn MPI_File_read_all_begin_c(
     };
     let ret = unsafe { real(fh, buf, count, datatype) };
     call.end(func::MPI_File_read_all_begin_c, ret, |e| {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
     });
     ret
 }
@@ -4624,10 +4624,10 @@ pub unsafe extern "C" fn MPI_File_read_all_c(
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
     call.end(func::MPI_File_read_all_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.status(status, None);
     });
     ret
@@ -4646,7 +4646,7 @@ pub unsafe extern "C" fn MPI_File_read_all_end(
     };
     let ret = unsafe { real(fh, buf, status) };
     call.end(func::MPI_File_read_all_end, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.buffer(buf);
         e.status(status, None);
     });
@@ -4669,11 +4669,11 @@ pub unsafe extern "C" fn MPI_File_read_at(
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, status) };
     call.end(func::MPI_File_read_at, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.address(offset);
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.status(status, None);
     });
     ret
@@ -4695,11 +4695,11 @@ pub unsafe extern "C" fn MPI_File_read_at_all(
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, status) };
     call.end(func::MPI_File_read_at_all, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.address(offset);
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.status(status, None);
     });
     ret
@@ -4720,11 +4720,11 @@ pub unsafe extern "C" fn MPI_File_read_at_all_begin(
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype) };
     call.end(func::MPI_File_read_at_all_begin, ret, |e| {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.address(offset);
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
     });
     ret
 }
@@ -4744,11 +4744,11 @@ pub unsafe extern "C" fn MPI_File_read_at_all_begin_c(
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype) };
     call.end(func::MPI_File_read_at_all_begin_c, ret, |e| {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.address(offset);
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
     });
     ret
 }
@@ -4769,11 +4769,11 @@ pub unsafe extern "C" fn MPI_File_read_at_all_c(
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, status) };
     call.end(func::MPI_File_read_at_all_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.address(offset);
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.status(status, None);
     });
     ret
@@ -4792,7 +4792,7 @@ pub unsafe extern "C" fn MPI_File_read_at_all_end(
     };
     let ret = unsafe { real(fh, buf, status) };
     call.end(func::MPI_File_read_at_all_end, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.buffer(buf);
         e.status(status, None);
     });
@@ -4815,11 +4815,11 @@ pub unsafe extern "C" fn MPI_File_read_at_c(
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, status) };
     call.end(func::MPI_File_read_at_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.address(offset);
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.status(status, None);
     });
     ret
@@ -4840,10 +4840,10 @@ pub unsafe extern "C" fn MPI_File_read_c(
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
     call.end(func::MPI_File_read_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.status(status, None);
     });
     ret
@@ -4864,10 +4864,10 @@ pub unsafe extern "C" fn MPI_File_read_ordered(
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
     call.end(func::MPI_File_read_ordered, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.status(status, None);
     });
     ret
@@ -4887,10 +4887,10 @@ pub unsafe extern "C" fn MPI_File_read_ordered_begin(
     };
     let ret = unsafe { real(fh, buf, count, datatype) };
     call.end(func::MPI_File_read_ordered_begin, ret, |e| {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
     });
     ret
 }
@@ -4909,10 +4909,10 @@ pub unsafe extern "C" fn MPI_File_read_ordered_begin_c(
     };
     let ret = unsafe { real(fh, buf, count, datatype) };
     call.end(func::MPI_File_read_ordered_begin_c, ret, |e| {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
     });
     ret
 }
@@ -4932,10 +4932,10 @@ pub unsafe extern "C" fn MPI_File_read_ordered_c(
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
     call.end(func::MPI_File_read_ordered_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.status(status, None);
     });
     ret
@@ -4954,7 +4954,7 @@ pub unsafe extern "C" fn MPI_File_read_ordered_end(
     };
     let ret = unsafe { real(fh, buf, status) };
     call.end(func::MPI_File_read_ordered_end, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.buffer(buf);
         e.status(status, None);
     });
@@ -4976,10 +4976,10 @@ pub unsafe extern "C" fn MPI_File_read_shared(
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
     call.end(func::MPI_File_read_shared, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.status(status, None);
     });
     ret
@@ -5000,10 +5000,10 @@ pub unsafe extern "C" fn MPI_File_read_shared_c(
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
     call.end(func::MPI_File_read_shared_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.status(status, None);
     });
     ret
@@ -5018,7 +5018,7 @@ pub unsafe extern "C" fn MPI_File_seek(fh: MPI_File, offset: MPI_Offset, whence:
     };
     let ret = unsafe { real(fh, offset, whence) };
     call.end(func::MPI_File_seek, ret, |e| {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.address(offset);
         e.int(i64::from(whence));
     });
@@ -5038,7 +5038,7 @@ pub unsafe extern "C" fn MPI_File_seek_shared(
     };
     let ret = unsafe { real(fh, offset, whence) };
     call.end(func::MPI_File_seek_shared, ret, |e| {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.address(offset);
         e.int(i64::from(whence));
     });
@@ -5054,7 +5054,7 @@ pub unsafe extern "C" fn MPI_File_set_atomicity(fh: MPI_File, flag: c_int) -> c_
     };
     let ret = unsafe { real(fh, flag) };
     call.end(func::MPI_File_set_atomicity, ret, |e| {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.int(i64::from(flag));
     });
     ret
@@ -5072,8 +5072,8 @@ pub unsafe extern "C" fn MPI_File_set_errhandler(
     };
     let ret = unsafe { real(file, errhandler) };
     call.end(func::MPI_File_set_errhandler, ret, |e| {
-        e.handle(HandleKind::File, Handle::from(file));
-        e.handle(HandleKind::Errhandler, Handle::from(errhandler));
+        e.handle(HandleKind::File, file);
+        e.handle(HandleKind::Errhandler, errhandler);
     });
     ret
 }
@@ -5087,8 +5087,8 @@ pub unsafe extern "C" fn MPI_File_set_info(fh: MPI_File, info: MPI_Info) -> c_in
     };
     let ret = unsafe { real(fh, info) };
     call.end(func::MPI_File_set_info, ret, |e| {
-        e.handle(HandleKind::File, Handle::from(fh));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::File, fh);
+        e.handle(HandleKind::Info, info);
     });
     ret
 }
@@ -5102,7 +5102,7 @@ pub unsafe extern "C" fn MPI_File_set_size(fh: MPI_File, size: MPI_Offset) -> c_
     };
     let ret = unsafe { real(fh, size) };
     call.end(func::MPI_File_set_size, ret, |e| {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.address(size);
     });
     ret
@@ -5124,12 +5124,12 @@ pub unsafe extern "C" fn MPI_File_set_view(
     };
     let ret = unsafe { real(fh, disp, etype, filetype, datarep, info) };
     call.end(func::MPI_File_set_view, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.address(disp);
-        e.handle(HandleKind::Datatype, Handle::from(etype));
-        e.handle(HandleKind::Datatype, Handle::from(filetype));
+        e.handle(HandleKind::Datatype, etype);
+        e.handle(HandleKind::Datatype, filetype);
         e.string(datarep);
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Info, info);
     });
     ret
 }
@@ -5143,7 +5143,7 @@ pub unsafe extern "C" fn MPI_File_sync(fh: MPI_File) -> c_int {
     };
     let ret = unsafe { real(fh) };
     call.end(func::MPI_File_sync, ret, |e| {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
     });
     ret
 }
@@ -5163,10 +5163,10 @@ pub unsafe extern "C" fn MPI_File_write(
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
     call.end(func::MPI_File_write, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.status(status, None);
     });
     ret
@@ -5187,10 +5187,10 @@ pub unsafe extern "C" fn MPI_File_write_all(
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
     call.end(func::MPI_File_write_all, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.status(status, None);
     });
     ret
@@ -5210,10 +5210,10 @@ pub unsafe extern "C" fn MPI_File_write_all_begin(
     };
     let ret = unsafe { real(fh, buf, count, datatype) };
     call.end(func::MPI_File_write_all_begin, ret, |e| {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
     });
     ret
 }
@@ -5232,10 +5232,10 @@ pub unsafe extern "C" fn MPI_File_write_all_begin_c(
     };
     let ret = unsafe { real(fh, buf, count, datatype) };
     call.end(func::MPI_File_write_all_begin_c, ret, |e| {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
     });
     ret
 }
@@ -5255,10 +5255,10 @@ pub unsafe extern "C" fn MPI_File_write_all_c(
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
     call.end(func::MPI_File_write_all_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.status(status, None);
     });
     ret
@@ -5277,7 +5277,7 @@ pub unsafe extern "C" fn MPI_File_write_all_end(
     };
     let ret = unsafe { real(fh, buf, status) };
     call.end(func::MPI_File_write_all_end, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.buffer(buf);
         e.status(status, None);
     });
@@ -5300,11 +5300,11 @@ pub unsafe extern "C" fn MPI_File_write_at(
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, status) };
     call.end(func::MPI_File_write_at, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.address(offset);
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.status(status, None);
     });
     ret
@@ -5326,11 +5326,11 @@ pub unsafe extern "C" fn MPI_File_write_at_all(
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, status) };
     call.end(func::MPI_File_write_at_all, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.address(offset);
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.status(status, None);
     });
     ret
@@ -5351,11 +5351,11 @@ pub unsafe extern "C" fn MPI_File_write_at_all_begin(
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype) };
     call.end(func::MPI_File_write_at_all_begin, ret, |e| {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.address(offset);
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
     });
     ret
 }
@@ -5375,11 +5375,11 @@ pub unsafe extern "C" fn MPI_File_write_at_all_begin_c(
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype) };
     call.end(func::MPI_File_write_at_all_begin_c, ret, |e| {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.address(offset);
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
     });
     ret
 }
@@ -5400,11 +5400,11 @@ pub unsafe extern "C" fn MPI_File_write_at_all_c(
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, status) };
     call.end(func::MPI_File_write_at_all_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.address(offset);
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.status(status, None);
     });
     ret
@@ -5423,7 +5423,7 @@ pub unsafe extern "C" fn MPI_File_write_at_all_end(
     };
     let ret = unsafe { real(fh, buf, status) };
     call.end(func::MPI_File_write_at_all_end, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.buffer(buf);
         e.status(status, None);
     });
@@ -5446,11 +5446,11 @@ pub unsafe extern "C" fn MPI_File_write_at_c(
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, status) };
     call.end(func::MPI_File_write_at_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.address(offset);
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.status(status, None);
     });
     ret
@@ -5471,10 +5471,10 @@ pub unsafe extern "C" fn MPI_File_write_c(
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
     call.end(func::MPI_File_write_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.status(status, None);
     });
     ret
@@ -5495,10 +5495,10 @@ pub unsafe extern "C" fn MPI_File_write_ordered(
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
     call.end(func::MPI_File_write_ordered, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.status(status, None);
     });
     ret
@@ -5518,10 +5518,10 @@ pub unsafe extern "C" fn MPI_File_write_ordered_begin(
     };
     let ret = unsafe { real(fh, buf, count, datatype) };
     call.end(func::MPI_File_write_ordered_begin, ret, |e| {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
     });
     ret
 }
@@ -5540,10 +5540,10 @@ pub unsafe extern "C" fn MPI_File_write_ordered_begin_c(
     };
     let ret = unsafe { real(fh, buf, count, datatype) };
     call.end(func::MPI_File_write_ordered_begin_c, ret, |e| {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
     });
     ret
 }
@@ -5563,10 +5563,10 @@ pub unsafe extern "C" fn MPI_File_write_ordered_c(
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
     call.end(func::MPI_File_write_ordered_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.status(status, None);
     });
     ret
@@ -5585,7 +5585,7 @@ pub unsafe extern "C" fn MPI_File_write_ordered_end(
     };
     let ret = unsafe { real(fh, buf, status) };
     call.end(func::MPI_File_write_ordered_end, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.buffer(buf);
         e.status(status, None);
     });
@@ -5607,10 +5607,10 @@ pub unsafe extern "C" fn MPI_File_write_shared(
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
     call.end(func::MPI_File_write_shared, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.status(status, None);
     });
     ret
@@ -5631,10 +5631,10 @@ pub unsafe extern "C" fn MPI_File_write_shared_c(
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
     call.end(func::MPI_File_write_shared_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, Handle::from(fh));
+        e.handle(HandleKind::File, fh);
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.status(status, None);
     });
     ret
@@ -5697,12 +5697,12 @@ pub unsafe extern "C" fn MPI_Gather(
     call.end(func::MPI_Gather, ret, |e| {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Datatype, recvtype);
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -5736,12 +5736,12 @@ pub unsafe extern "C" fn MPI_Gather_c(
     call.end(func::MPI_Gather_c, ret, |e| {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         e.int(recvcount);
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Datatype, recvtype);
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -5778,13 +5778,13 @@ pub unsafe extern "C" fn MPI_Gather_init(
     call.end(func::MPI_Gather_init, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Datatype, recvtype);
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, Handle::from(comm));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Comm, comm);
+        e.handle(HandleKind::Info, info);
         e.new_request(request);
     });
     ret
@@ -5822,13 +5822,13 @@ pub unsafe extern "C" fn MPI_Gather_init_c(
     call.end(func::MPI_Gather_init_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         e.int(recvcount);
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Datatype, recvtype);
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, Handle::from(comm));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Comm, comm);
+        e.handle(HandleKind::Info, info);
         e.new_request(request);
     });
     ret
@@ -5864,7 +5864,7 @@ pub unsafe extern "C" fn MPI_Gatherv(
     call.end(func::MPI_Gatherv, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         let recvcounts_len = if e.is_root(root, comm) {
             Some(group_peers(e, comm))
@@ -5878,9 +5878,9 @@ pub unsafe extern "C" fn MPI_Gatherv(
             None
         };
         array(e, displs, displs_len, |e, v| e.address(i64::from(v)));
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Datatype, recvtype);
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -5915,7 +5915,7 @@ pub unsafe extern "C" fn MPI_Gatherv_c(
     call.end(func::MPI_Gatherv_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         let recvcounts_len = if e.is_root(root, comm) {
             Some(group_peers(e, comm))
@@ -5929,9 +5929,9 @@ pub unsafe extern "C" fn MPI_Gatherv_c(
             None
         };
         array(e, displs, displs_len, |e, v| e.address(v));
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Datatype, recvtype);
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -5970,7 +5970,7 @@ pub unsafe extern "C" fn MPI_Gatherv_init(
     call.end(func::MPI_Gatherv_init, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         let recvcounts_len = if e.is_root(root, comm) {
             Some(group_peers(e, comm))
@@ -5984,10 +5984,10 @@ pub unsafe extern "C" fn MPI_Gatherv_init(
             None
         };
         array(e, displs, displs_len, |e, v| e.address(i64::from(v)));
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Datatype, recvtype);
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, Handle::from(comm));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Comm, comm);
+        e.handle(HandleKind::Info, info);
         e.new_request(request);
     });
     ret
@@ -6027,7 +6027,7 @@ pub unsafe extern "C" fn MPI_Gatherv_init_c(
     call.end(func::MPI_Gatherv_init_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         let recvcounts_len = if e.is_root(root, comm) {
             Some(group_peers(e, comm))
@@ -6041,10 +6041,10 @@ pub unsafe extern "C" fn MPI_Gatherv_init_c(
             None
         };
         array(e, displs, displs_len, |e, v| e.address(v));
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Datatype, recvtype);
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, Handle::from(comm));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Comm, comm);
+        e.handle(HandleKind::Info, info);
         e.new_request(request);
     });
     ret
@@ -6093,12 +6093,12 @@ pub unsafe extern "C" fn MPI_Get(
     call.end(func::MPI_Get, ret, |e| {
         e.buffer(origin_addr);
         e.int(i64::from(origin_count));
-        e.handle(HandleKind::Datatype, Handle::from(origin_datatype));
+        e.handle(HandleKind::Datatype, origin_datatype);
         win_rank(e, i64::from(target_rank), win);
         e.address(target_disp);
         e.int(i64::from(target_count));
-        e.handle(HandleKind::Datatype, Handle::from(target_datatype));
-        e.handle(HandleKind::Win, Handle::from(win));
+        e.handle(HandleKind::Datatype, target_datatype);
+        e.handle(HandleKind::Win, win);
     });
     ret
 }
@@ -6158,16 +6158,16 @@ pub unsafe extern "C" fn MPI_Get_accumulate(
     call.end(func::MPI_Get_accumulate, ret, |e| {
         e.buffer(origin_addr);
         e.int(i64::from(origin_count));
-        e.handle(HandleKind::Datatype, Handle::from(origin_datatype));
+        e.handle(HandleKind::Datatype, origin_datatype);
         e.buffer(result_addr);
         e.int(i64::from(result_count));
-        e.handle(HandleKind::Datatype, Handle::from(result_datatype));
+        e.handle(HandleKind::Datatype, result_datatype);
         win_rank(e, i64::from(target_rank), win);
         e.address(target_disp);
         e.int(i64::from(target_count));
-        e.handle(HandleKind::Datatype, Handle::from(target_datatype));
-        e.handle(HandleKind::Op, Handle::from(op));
-        e.handle(HandleKind::Win, Handle::from(win));
+        e.handle(HandleKind::Datatype, target_datatype);
+        e.handle(HandleKind::Op, op);
+        e.handle(HandleKind::Win, win);
     });
     ret
 }
@@ -6227,16 +6227,16 @@ pub unsafe extern "C" fn MPI_Get_accumulate_c(
     call.end(func::MPI_Get_accumulate_c, ret, |e| {
         e.buffer(origin_addr);
         e.int(origin_count);
-        e.handle(HandleKind::Datatype, Handle::from(origin_datatype));
+        e.handle(HandleKind::Datatype, origin_datatype);
         e.buffer(result_addr);
         e.int(result_count);
-        e.handle(HandleKind::Datatype, Handle::from(result_datatype));
+        e.handle(HandleKind::Datatype, result_datatype);
         win_rank(e, i64::from(target_rank), win);
         e.address(target_disp);
         e.int(target_count);
-        e.handle(HandleKind::Datatype, Handle::from(target_datatype));
-        e.handle(HandleKind::Op, Handle::from(op));
-        e.handle(HandleKind::Win, Handle::from(win));
+        e.handle(HandleKind::Datatype, target_datatype);
+        e.handle(HandleKind::Op, op);
+        e.handle(HandleKind::Win, win);
     });
     ret
 }
@@ -6299,12 +6299,12 @@ pub unsafe extern "C" fn MPI_Get_c(
     call.end(func::MPI_Get_c, ret, |e| {
         e.buffer(origin_addr);
         e.int(origin_count);
-        e.handle(HandleKind::Datatype, Handle::from(origin_datatype));
+        e.handle(HandleKind::Datatype, origin_datatype);
         win_rank(e, i64::from(target_rank), win);
         e.address(target_disp);
         e.int(target_count);
-        e.handle(HandleKind::Datatype, Handle::from(target_datatype));
-        e.handle(HandleKind::Win, Handle::from(win));
+        e.handle(HandleKind::Datatype, target_datatype);
+        e.handle(HandleKind::Win, win);
     });
     ret
 }
@@ -6323,7 +6323,7 @@ pub unsafe extern "C" fn MPI_Get_count(
     let ret = unsafe { real(status, datatype, count) };
     call.end(func::MPI_Get_count, ret, |e| unsafe {
         e.status(status, None);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.int_out(count);
     });
     ret
@@ -6343,7 +6343,7 @@ pub unsafe extern "C" fn MPI_Get_count_c(
     let ret = unsafe { real(status, datatype, count) };
     call.end(func::MPI_Get_count_c, ret, |e| unsafe {
         e.status(status, None);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.count_out(count);
     });
     ret
@@ -6363,7 +6363,7 @@ pub unsafe extern "C" fn MPI_Get_elements(
     let ret = unsafe { real(status, datatype, count) };
     call.end(func::MPI_Get_elements, ret, |e| unsafe {
         e.status(status, None);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.int_out(count);
     });
     ret
@@ -6383,7 +6383,7 @@ pub unsafe extern "C" fn MPI_Get_elements_c(
     let ret = unsafe { real(status, datatype, count) };
     call.end(func::MPI_Get_elements_c, ret, |e| unsafe {
         e.status(status, None);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.count_out(count);
     });
     ret
@@ -6403,7 +6403,7 @@ pub unsafe extern "C" fn MPI_Get_elements_x(
     let ret = unsafe { real(status, datatype, count) };
     call.end(func::MPI_Get_elements_x, ret, |e| unsafe {
         e.status(status, None);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.count_out(count);
     });
     ret
@@ -6479,7 +6479,7 @@ pub unsafe extern "C" fn MPI_Graph_create(
     let end = crate::clock::now();
     let agreed = unsafe { crate::agree::created(ret, comm_graph) };
     call.end_at(end, func::MPI_Graph_create, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, Handle::from(comm_old));
+        e.handle(HandleKind::Comm, comm_old);
         e.int(i64::from(nnodes));
         let index_len = count_of(nnodes);
         array(e, index, index_len, |e, v| e.int(i64::from(v)));
@@ -6506,7 +6506,7 @@ pub unsafe extern "C" fn MPI_Graph_get(
     };
     let ret = unsafe { real(comm, maxindex, maxedges, index, edges) };
     call.end(func::MPI_Graph_get, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.int(i64::from(maxindex));
         e.int(i64::from(maxedges));
         let index_len = if e.ok() {
@@ -6540,7 +6540,7 @@ pub unsafe extern "C" fn MPI_Graph_map(
     };
     let ret = unsafe { real(comm, nnodes, index, edges, newrank) };
     call.end(func::MPI_Graph_map, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.int(i64::from(nnodes));
         let index_len = count_of(nnodes);
         array(e, index, index_len, |e, v| e.int(i64::from(v)));
@@ -6565,7 +6565,7 @@ pub unsafe extern "C" fn MPI_Graph_neighbors(
     };
     let ret = unsafe { real(comm, rank, maxneighbors, neighbors) };
     call.end(func::MPI_Graph_neighbors, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.rank(i64::from(rank), comm);
         e.int(i64::from(maxneighbors));
         let neighbors_len = if e.ok() {
@@ -6591,7 +6591,7 @@ pub unsafe extern "C" fn MPI_Graph_neighbors_count(
     };
     let ret = unsafe { real(comm, rank, nneighbors) };
     call.end(func::MPI_Graph_neighbors_count, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.rank(i64::from(rank), comm);
         e.int_out(nneighbors);
     });
@@ -6611,7 +6611,7 @@ pub unsafe extern "C" fn MPI_Graphdims_get(
     };
     let ret = unsafe { real(comm, nnodes, nedges) };
     call.end(func::MPI_Graphdims_get, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.int_out(nnodes);
         e.int_out(nedges);
     });
@@ -6669,8 +6669,8 @@ pub unsafe extern "C" fn MPI_Group_compare(
     };
     let ret = unsafe { real(group1, group2, result) };
     call.end(func::MPI_Group_compare, ret, |e| unsafe {
-        e.handle(HandleKind::Group, Handle::from(group1));
-        e.handle(HandleKind::Group, Handle::from(group2));
+        e.handle(HandleKind::Group, group1);
+        e.handle(HandleKind::Group, group2);
         e.int_out(result);
     });
     ret
@@ -6689,8 +6689,8 @@ pub unsafe extern "C" fn MPI_Group_difference(
     };
     let ret = unsafe { real(group1, group2, newgroup) };
     call.end(func::MPI_Group_difference, ret, |e| unsafe {
-        e.handle(HandleKind::Group, Handle::from(group1));
-        e.handle(HandleKind::Group, Handle::from(group2));
+        e.handle(HandleKind::Group, group1);
+        e.handle(HandleKind::Group, group2);
         e.new_handle_out(HandleKind::Group, newgroup.cast());
     });
     ret
@@ -6710,7 +6710,7 @@ pub unsafe extern "C" fn MPI_Group_excl(
     };
     let ret = unsafe { real(group, n, ranks, newgroup) };
     call.end(func::MPI_Group_excl, ret, |e| unsafe {
-        e.handle(HandleKind::Group, Handle::from(group));
+        e.handle(HandleKind::Group, group);
         e.int(i64::from(n));
         let ranks_len = count_of(n);
         array(e, ranks, ranks_len, |e, v| e.int(i64::from(v)));
@@ -6747,7 +6747,7 @@ pub unsafe extern "C" fn MPI_Group_from_session_pset(
     };
     let ret = unsafe { real(session, pset_name, newgroup) };
     call.end(func::MPI_Group_from_session_pset, ret, |e| unsafe {
-        e.handle(HandleKind::Session, Handle::from(session));
+        e.handle(HandleKind::Session, session);
         e.string(pset_name);
         e.new_handle_out(HandleKind::Group, newgroup.cast());
     });
@@ -6768,7 +6768,7 @@ pub unsafe extern "C" fn MPI_Group_incl(
     };
     let ret = unsafe { real(group, n, ranks, newgroup) };
     call.end(func::MPI_Group_incl, ret, |e| unsafe {
-        e.handle(HandleKind::Group, Handle::from(group));
+        e.handle(HandleKind::Group, group);
         e.int(i64::from(n));
         let ranks_len = count_of(n);
         array(e, ranks, ranks_len, |e, v| e.int(i64::from(v)));
@@ -6790,8 +6790,8 @@ pub unsafe extern "C" fn MPI_Group_intersection(
     };
     let ret = unsafe { real(group1, group2, newgroup) };
     call.end(func::MPI_Group_intersection, ret, |e| unsafe {
-        e.handle(HandleKind::Group, Handle::from(group1));
-        e.handle(HandleKind::Group, Handle::from(group2));
+        e.handle(HandleKind::Group, group1);
+        e.handle(HandleKind::Group, group2);
         e.new_handle_out(HandleKind::Group, newgroup.cast());
     });
     ret
@@ -6811,7 +6811,7 @@ pub unsafe extern "C" fn MPI_Group_range_excl(
     };
     let ret = unsafe { real(group, n, ranges, newgroup) };
     call.end(func::MPI_Group_range_excl, ret, |e| unsafe {
-        e.handle(HandleKind::Group, Handle::from(group));
+        e.handle(HandleKind::Group, group);
         e.int(i64::from(n));
         let ranges_len = count_of(n);
         array(e, ranges, ranges_len, |e, v| {
@@ -6839,7 +6839,7 @@ pub unsafe extern "C" fn MPI_Group_range_incl(
     };
     let ret = unsafe { real(group, n, ranges, newgroup) };
     call.end(func::MPI_Group_range_incl, ret, |e| unsafe {
-        e.handle(HandleKind::Group, Handle::from(group));
+        e.handle(HandleKind::Group, group);
         e.int(i64::from(n));
         let ranges_len = count_of(n);
         array(e, ranges, ranges_len, |e, v| {
@@ -6862,7 +6862,7 @@ pub unsafe extern "C" fn MPI_Group_rank(group: MPI_Group, rank: *mut c_int) -> c
     };
     let ret = unsafe { real(group, rank) };
     call.end(func::MPI_Group_rank, ret, |e| unsafe {
-        e.handle(HandleKind::Group, Handle::from(group));
+        e.handle(HandleKind::Group, group);
         e.int_out(rank);
     });
     ret
@@ -6877,7 +6877,7 @@ pub unsafe extern "C" fn MPI_Group_size(group: MPI_Group, size: *mut c_int) -> c
     };
     let ret = unsafe { real(group, size) };
     call.end(func::MPI_Group_size, ret, |e| unsafe {
-        e.handle(HandleKind::Group, Handle::from(group));
+        e.handle(HandleKind::Group, group);
         e.int_out(size);
     });
     ret
@@ -6898,11 +6898,11 @@ pub unsafe extern "C" fn MPI_Group_translate_ranks(
     };
     let ret = unsafe { real(group1, n, ranks1, group2, ranks2) };
     call.end(func::MPI_Group_translate_ranks, ret, |e| unsafe {
-        e.handle(HandleKind::Group, Handle::from(group1));
+        e.handle(HandleKind::Group, group1);
         e.int(i64::from(n));
         let ranks1_len = count_of(n);
         array(e, ranks1, ranks1_len, |e, v| e.int(i64::from(v)));
-        e.handle(HandleKind::Group, Handle::from(group2));
+        e.handle(HandleKind::Group, group2);
         let ranks2_len = if e.ok() { count_of(n) } else { None };
         array(e, ranks2, ranks2_len, |e, v| e.int(i64::from(v)));
     });
@@ -6922,8 +6922,8 @@ pub unsafe extern "C" fn MPI_Group_union(
     };
     let ret = unsafe { real(group1, group2, newgroup) };
     call.end(func::MPI_Group_union, ret, |e| unsafe {
-        e.handle(HandleKind::Group, Handle::from(group1));
-        e.handle(HandleKind::Group, Handle::from(group2));
+        e.handle(HandleKind::Group, group1);
+        e.handle(HandleKind::Group, group2);
         e.new_handle_out(HandleKind::Group, newgroup.cast());
     });
     ret
@@ -6958,11 +6958,11 @@ pub unsafe extern "C" fn MPI_Iallgather(
     call.end(func::MPI_Iallgather, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, recvtype);
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -6997,11 +6997,11 @@ pub unsafe extern "C" fn MPI_Iallgather_c(
     call.end(func::MPI_Iallgather_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         e.int(recvcount);
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, recvtype);
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -7037,14 +7037,14 @@ pub unsafe extern "C" fn MPI_Iallgatherv(
     call.end(func::MPI_Iallgatherv, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         let recvcounts_len = Some(group_peers(e, comm));
         array(e, recvcounts, recvcounts_len, |e, v| e.int(i64::from(v)));
         let displs_len = Some(group_peers(e, comm));
         array(e, displs, displs_len, |e, v| e.address(i64::from(v)));
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, recvtype);
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -7080,14 +7080,14 @@ pub unsafe extern "C" fn MPI_Iallgatherv_c(
     call.end(func::MPI_Iallgatherv_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         let recvcounts_len = Some(group_peers(e, comm));
         array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         let displs_len = Some(group_peers(e, comm));
         array(e, displs, displs_len, |e, v| e.address(v));
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, recvtype);
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -7113,9 +7113,9 @@ pub unsafe extern "C" fn MPI_Iallreduce(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
-        e.handle(HandleKind::Op, Handle::from(op));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, datatype);
+        e.handle(HandleKind::Op, op);
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -7141,9 +7141,9 @@ pub unsafe extern "C" fn MPI_Iallreduce_c(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
-        e.handle(HandleKind::Op, Handle::from(op));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, datatype);
+        e.handle(HandleKind::Op, op);
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -7178,11 +7178,11 @@ pub unsafe extern "C" fn MPI_Ialltoall(
     call.end(func::MPI_Ialltoall, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, recvtype);
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -7217,11 +7217,11 @@ pub unsafe extern "C" fn MPI_Ialltoall_c(
     call.end(func::MPI_Ialltoall_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         e.int(recvcount);
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, recvtype);
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -7271,14 +7271,14 @@ pub unsafe extern "C" fn MPI_Ialltoallv(
             None
         };
         array(e, sdispls, sdispls_len, |e, v| e.address(i64::from(v)));
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         let recvcounts_len = Some(group_peers(e, comm));
         array(e, recvcounts, recvcounts_len, |e, v| e.int(i64::from(v)));
         let rdispls_len = Some(group_peers(e, comm));
         array(e, rdispls, rdispls_len, |e, v| e.address(i64::from(v)));
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, recvtype);
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -7328,14 +7328,14 @@ pub unsafe extern "C" fn MPI_Ialltoallv_c(
             None
         };
         array(e, sdispls, sdispls_len, |e, v| e.address(v));
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         let recvcounts_len = Some(group_peers(e, comm));
         array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         let rdispls_len = Some(group_peers(e, comm));
         array(e, rdispls, rdispls_len, |e, v| e.address(v));
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, recvtype);
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -7395,7 +7395,7 @@ pub unsafe extern "C" fn MPI_Ialltoallw(
             HandleKind::Datatype as usize,
             sendtypes,
             sendtypes_len,
-            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+            |e, v| e.handle(HandleKind::Datatype, v),
         );
         e.buffer(recvbuf);
         let recvcounts_len = Some(group_peers(e, comm));
@@ -7408,9 +7408,9 @@ pub unsafe extern "C" fn MPI_Ialltoallw(
             HandleKind::Datatype as usize,
             recvtypes,
             recvtypes_len,
-            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+            |e, v| e.handle(HandleKind::Datatype, v),
         );
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -7470,7 +7470,7 @@ pub unsafe extern "C" fn MPI_Ialltoallw_c(
             HandleKind::Datatype as usize,
             sendtypes,
             sendtypes_len,
-            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+            |e, v| e.handle(HandleKind::Datatype, v),
         );
         e.buffer(recvbuf);
         let recvcounts_len = Some(group_peers(e, comm));
@@ -7483,9 +7483,9 @@ pub unsafe extern "C" fn MPI_Ialltoallw_c(
             HandleKind::Datatype as usize,
             recvtypes,
             recvtypes_len,
-            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+            |e, v| e.handle(HandleKind::Datatype, v),
         );
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -7500,7 +7500,7 @@ pub unsafe extern "C" fn MPI_Ibarrier(comm: MPI_Comm, request: *mut HandleSlot) 
     };
     let ret = unsafe { real(comm, request) };
     call.end(func::MPI_Ibarrier, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -7524,9 +7524,9 @@ pub unsafe extern "C" fn MPI_Ibcast(
     call.end(func::MPI_Ibcast, ret, |e| unsafe {
         e.buffer(buffer);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -7550,9 +7550,9 @@ pub unsafe extern "C" fn MPI_Ibcast_c(
     call.end(func::MPI_Ibcast_c, ret, |e| unsafe {
         e.buffer(buffer);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -7577,10 +7577,10 @@ pub unsafe extern "C" fn MPI_Ibsend(
     call.end(func::MPI_Ibsend, ret, |e| unsafe {
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -7605,10 +7605,10 @@ pub unsafe extern "C" fn MPI_Ibsend_c(
     call.end(func::MPI_Ibsend_c, ret, |e| unsafe {
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -7634,9 +7634,9 @@ pub unsafe extern "C" fn MPI_Iexscan(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
-        e.handle(HandleKind::Op, Handle::from(op));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, datatype);
+        e.handle(HandleKind::Op, op);
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -7662,9 +7662,9 @@ pub unsafe extern "C" fn MPI_Iexscan_c(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
-        e.handle(HandleKind::Op, Handle::from(op));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, datatype);
+        e.handle(HandleKind::Op, op);
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -7700,12 +7700,12 @@ pub unsafe extern "C" fn MPI_Igather(
     call.end(func::MPI_Igather, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Datatype, recvtype);
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -7741,12 +7741,12 @@ pub unsafe extern "C" fn MPI_Igather_c(
     call.end(func::MPI_Igather_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         e.int(recvcount);
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Datatype, recvtype);
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -7785,7 +7785,7 @@ pub unsafe extern "C" fn MPI_Igatherv(
     call.end(func::MPI_Igatherv, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         let recvcounts_len = if e.is_root(root, comm) {
             Some(group_peers(e, comm))
@@ -7799,9 +7799,9 @@ pub unsafe extern "C" fn MPI_Igatherv(
             None
         };
         array(e, displs, displs_len, |e, v| e.address(i64::from(v)));
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Datatype, recvtype);
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -7840,7 +7840,7 @@ pub unsafe extern "C" fn MPI_Igatherv_c(
     call.end(func::MPI_Igatherv_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         let recvcounts_len = if e.is_root(root, comm) {
             Some(group_peers(e, comm))
@@ -7854,9 +7854,9 @@ pub unsafe extern "C" fn MPI_Igatherv_c(
             None
         };
         array(e, displs, displs_len, |e, v| e.address(v));
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Datatype, recvtype);
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -7880,7 +7880,7 @@ pub unsafe extern "C" fn MPI_Improbe(
     call.end(func::MPI_Improbe, ret, |e| unsafe {
         e.rank(i64::from(source), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.int_out(flag);
         e.new_handle_out(HandleKind::Message, message.cast());
         e.status(status, Some(comm));
@@ -7906,7 +7906,7 @@ pub unsafe extern "C" fn MPI_Imrecv(
     call.end(func::MPI_Imrecv, ret, |e| unsafe {
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.free_handle(HandleKind::Message, message_before);
         e.new_request(request);
     });
@@ -7931,7 +7931,7 @@ pub unsafe extern "C" fn MPI_Imrecv_c(
     call.end(func::MPI_Imrecv_c, ret, |e| unsafe {
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.free_handle(HandleKind::Message, message_before);
         e.new_request(request);
     });
@@ -7967,11 +7967,11 @@ pub unsafe extern "C" fn MPI_Ineighbor_allgather(
     call.end(func::MPI_Ineighbor_allgather, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, recvtype);
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -8006,11 +8006,11 @@ pub unsafe extern "C" fn MPI_Ineighbor_allgather_c(
     call.end(func::MPI_Ineighbor_allgather_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         e.int(recvcount);
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, recvtype);
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -8046,14 +8046,14 @@ pub unsafe extern "C" fn MPI_Ineighbor_allgatherv(
     call.end(func::MPI_Ineighbor_allgatherv, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         let recvcounts_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, recvcounts, recvcounts_len, |e, v| e.int(i64::from(v)));
         let displs_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, displs, displs_len, |e, v| e.address(i64::from(v)));
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, recvtype);
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -8089,14 +8089,14 @@ pub unsafe extern "C" fn MPI_Ineighbor_allgatherv_c(
     call.end(func::MPI_Ineighbor_allgatherv_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         let recvcounts_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         let displs_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, displs, displs_len, |e, v| e.address(v));
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, recvtype);
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -8131,11 +8131,11 @@ pub unsafe extern "C" fn MPI_Ineighbor_alltoall(
     call.end(func::MPI_Ineighbor_alltoall, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, recvtype);
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -8170,11 +8170,11 @@ pub unsafe extern "C" fn MPI_Ineighbor_alltoall_c(
     call.end(func::MPI_Ineighbor_alltoall_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         e.int(recvcount);
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, recvtype);
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -8216,14 +8216,14 @@ pub unsafe extern "C" fn MPI_Ineighbor_alltoallv(
         array(e, sendcounts, sendcounts_len, |e, v| e.int(i64::from(v)));
         let sdispls_len = topo_degrees(e, comm).map(|d| d.1);
         array(e, sdispls, sdispls_len, |e, v| e.address(i64::from(v)));
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         let recvcounts_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, recvcounts, recvcounts_len, |e, v| e.int(i64::from(v)));
         let rdispls_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, rdispls, rdispls_len, |e, v| e.address(i64::from(v)));
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, recvtype);
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -8265,14 +8265,14 @@ pub unsafe extern "C" fn MPI_Ineighbor_alltoallv_c(
         array(e, sendcounts, sendcounts_len, |e, v| e.int(v));
         let sdispls_len = topo_degrees(e, comm).map(|d| d.1);
         array(e, sdispls, sdispls_len, |e, v| e.address(v));
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         let recvcounts_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         let rdispls_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, rdispls, rdispls_len, |e, v| e.address(v));
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, recvtype);
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -8320,7 +8320,7 @@ pub unsafe extern "C" fn MPI_Ineighbor_alltoallw(
             HandleKind::Datatype as usize,
             sendtypes,
             sendtypes_len,
-            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+            |e, v| e.handle(HandleKind::Datatype, v),
         );
         e.buffer(recvbuf);
         let recvcounts_len = topo_degrees(e, comm).map(|d| d.0);
@@ -8333,9 +8333,9 @@ pub unsafe extern "C" fn MPI_Ineighbor_alltoallw(
             HandleKind::Datatype as usize,
             recvtypes,
             recvtypes_len,
-            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+            |e, v| e.handle(HandleKind::Datatype, v),
         );
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -8383,7 +8383,7 @@ pub unsafe extern "C" fn MPI_Ineighbor_alltoallw_c(
             HandleKind::Datatype as usize,
             sendtypes,
             sendtypes_len,
-            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+            |e, v| e.handle(HandleKind::Datatype, v),
         );
         e.buffer(recvbuf);
         let recvcounts_len = topo_degrees(e, comm).map(|d| d.0);
@@ -8396,9 +8396,9 @@ pub unsafe extern "C" fn MPI_Ineighbor_alltoallw_c(
             HandleKind::Datatype as usize,
             recvtypes,
             recvtypes_len,
-            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+            |e, v| e.handle(HandleKind::Datatype, v),
         );
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -8448,7 +8448,7 @@ pub unsafe extern "C" fn MPI_Info_delete(info: MPI_Info, key: *const c_char) -> 
     };
     let ret = unsafe { real(info, key) };
     call.end(func::MPI_Info_delete, ret, |e| unsafe {
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Info, info);
         e.string(key);
     });
     ret
@@ -8463,7 +8463,7 @@ pub unsafe extern "C" fn MPI_Info_dup(info: MPI_Info, newinfo: *mut HandleSlot) 
     };
     let ret = unsafe { real(info, newinfo) };
     call.end(func::MPI_Info_dup, ret, |e| unsafe {
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Info, info);
         e.new_handle_out(HandleKind::Info, newinfo.cast());
     });
     ret
@@ -8499,7 +8499,7 @@ pub unsafe extern "C" fn MPI_Info_get(
     };
     let ret = unsafe { real(info, key, valuelen, value, flag) };
     call.end(func::MPI_Info_get, ret, |e| unsafe {
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Info, info);
         e.string(key);
         e.int(i64::from(valuelen));
         let value_cap = count_of(valuelen);
@@ -8519,7 +8519,7 @@ pub unsafe extern "C" fn MPI_Info_get_nkeys(info: MPI_Info, nkeys: *mut c_int) -
     };
     let ret = unsafe { real(info, nkeys) };
     call.end(func::MPI_Info_get_nkeys, ret, |e| unsafe {
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Info, info);
         e.int_out(nkeys);
     });
     ret
@@ -8534,7 +8534,7 @@ pub unsafe extern "C" fn MPI_Info_get_nthkey(info: MPI_Info, n: c_int, key: *mut
     };
     let ret = unsafe { real(info, n, key) };
     call.end(func::MPI_Info_get_nthkey, ret, |e| unsafe {
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Info, info);
         e.int(i64::from(n));
         let key_cap = count_of(front().ints.MPI_MAX_INFO_KEY);
         string_out(e, key, key_cap, true);
@@ -8558,7 +8558,7 @@ pub unsafe extern "C" fn MPI_Info_get_string(
     let buflen_before = unsafe { read_or(buflen, 0) };
     let ret = unsafe { real(info, key, buflen, value, flag) };
     call.end(func::MPI_Info_get_string, ret, |e| unsafe {
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Info, info);
         e.string(key);
         e.int(i64::from(buflen_before));
         let value_cap = count_of(buflen_before);
@@ -8583,7 +8583,7 @@ pub unsafe extern "C" fn MPI_Info_get_valuelen(
     };
     let ret = unsafe { real(info, key, valuelen, flag) };
     call.end(func::MPI_Info_get_valuelen, ret, |e| unsafe {
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Info, info);
         e.string(key);
         e.int_out(valuelen);
         e.int_out(flag);
@@ -8604,7 +8604,7 @@ pub unsafe extern "C" fn MPI_Info_set(
     };
     let ret = unsafe { real(info, key, value) };
     call.end(func::MPI_Info_set, ret, |e| unsafe {
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Info, info);
         e.string(key);
         e.string(value);
     });
@@ -8663,9 +8663,9 @@ pub unsafe extern "C" fn MPI_Intercomm_create(
     let end = crate::clock::now();
     let agreed = unsafe { crate::agree::created(ret, newintercomm) };
     call.end_at(end, func::MPI_Intercomm_create, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, Handle::from(local_comm));
+        e.handle(HandleKind::Comm, local_comm);
         e.rank(i64::from(local_leader), local_comm);
-        e.handle(HandleKind::Comm, Handle::from(peer_comm));
+        e.handle(HandleKind::Comm, peer_comm);
         e.rank(i64::from(remote_leader), peer_comm);
         e.tag(i64::from(tag));
         e.new_comm_out(newintercomm, agreed);
@@ -8722,13 +8722,13 @@ pub unsafe extern "C" fn MPI_Intercomm_create_from_groups(
         func::MPI_Intercomm_create_from_groups,
         ret,
         |e| unsafe {
-            e.handle(HandleKind::Group, Handle::from(local_group));
+            e.handle(HandleKind::Group, local_group);
             e.int(i64::from(local_leader));
-            e.handle(HandleKind::Group, Handle::from(remote_group));
+            e.handle(HandleKind::Group, remote_group);
             e.int(i64::from(remote_leader));
             e.string(stringtag);
-            e.handle(HandleKind::Info, Handle::from(info));
-            e.handle(HandleKind::Errhandler, Handle::from(errhandler));
+            e.handle(HandleKind::Info, info);
+            e.handle(HandleKind::Errhandler, errhandler);
             e.new_comm_out(newintercomm, agreed);
         },
     );
@@ -8752,7 +8752,7 @@ pub unsafe extern "C" fn MPI_Intercomm_merge(
     let end = crate::clock::now();
     let agreed = unsafe { crate::agree::created(ret, newintracomm) };
     call.end_at(end, func::MPI_Intercomm_merge, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, Handle::from(intercomm));
+        e.handle(HandleKind::Comm, intercomm);
         e.int(i64::from(high));
         e.new_comm_out(newintracomm, agreed);
     });
@@ -8776,7 +8776,7 @@ pub unsafe extern "C" fn MPI_Iprobe(
     call.end(func::MPI_Iprobe, ret, |e| unsafe {
         e.rank(i64::from(source), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.int_out(flag);
         e.status(status, Some(comm));
     });
@@ -8802,10 +8802,10 @@ pub unsafe extern "C" fn MPI_Irecv(
     call.end(func::MPI_Irecv, ret, |e| unsafe {
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.rank(i64::from(source), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -8830,10 +8830,10 @@ pub unsafe extern "C" fn MPI_Irecv_c(
     call.end(func::MPI_Irecv_c, ret, |e| unsafe {
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.rank(i64::from(source), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -8861,10 +8861,10 @@ pub unsafe extern "C" fn MPI_Ireduce(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
-        e.handle(HandleKind::Op, Handle::from(op));
+        e.handle(HandleKind::Datatype, datatype);
+        e.handle(HandleKind::Op, op);
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -8892,10 +8892,10 @@ pub unsafe extern "C" fn MPI_Ireduce_c(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
-        e.handle(HandleKind::Op, Handle::from(op));
+        e.handle(HandleKind::Datatype, datatype);
+        e.handle(HandleKind::Op, op);
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -8922,9 +8922,9 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter(
         e.buffer(recvbuf);
         let recvcounts_len = Some(e.comm_size(comm));
         array(e, recvcounts, recvcounts_len, |e, v| e.int(i64::from(v)));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
-        e.handle(HandleKind::Op, Handle::from(op));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, datatype);
+        e.handle(HandleKind::Op, op);
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -8950,9 +8950,9 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_block(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
-        e.handle(HandleKind::Op, Handle::from(op));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, datatype);
+        e.handle(HandleKind::Op, op);
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -8978,9 +8978,9 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_block_c(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(recvcount);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
-        e.handle(HandleKind::Op, Handle::from(op));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, datatype);
+        e.handle(HandleKind::Op, op);
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -9007,9 +9007,9 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_c(
         e.buffer(recvbuf);
         let recvcounts_len = Some(e.comm_size(comm));
         array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
-        e.handle(HandleKind::Op, Handle::from(op));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, datatype);
+        e.handle(HandleKind::Op, op);
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -9034,10 +9034,10 @@ pub unsafe extern "C" fn MPI_Irsend(
     call.end(func::MPI_Irsend, ret, |e| unsafe {
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -9062,10 +9062,10 @@ pub unsafe extern "C" fn MPI_Irsend_c(
     call.end(func::MPI_Irsend_c, ret, |e| unsafe {
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -9105,9 +9105,9 @@ pub unsafe extern "C" fn MPI_Iscan(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
-        e.handle(HandleKind::Op, Handle::from(op));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, datatype);
+        e.handle(HandleKind::Op, op);
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -9133,9 +9133,9 @@ pub unsafe extern "C" fn MPI_Iscan_c(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
-        e.handle(HandleKind::Op, Handle::from(op));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, datatype);
+        e.handle(HandleKind::Op, op);
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -9171,12 +9171,12 @@ pub unsafe extern "C" fn MPI_Iscatter(
     call.end(func::MPI_Iscatter, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Datatype, recvtype);
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -9212,12 +9212,12 @@ pub unsafe extern "C" fn MPI_Iscatter_c(
     call.end(func::MPI_Iscatter_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         e.int(recvcount);
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Datatype, recvtype);
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -9267,12 +9267,12 @@ pub unsafe extern "C" fn MPI_Iscatterv(
             None
         };
         array(e, displs, displs_len, |e, v| e.address(i64::from(v)));
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Datatype, recvtype);
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -9322,12 +9322,12 @@ pub unsafe extern "C" fn MPI_Iscatterv_c(
             None
         };
         array(e, displs, displs_len, |e, v| e.address(v));
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         e.int(recvcount);
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Datatype, recvtype);
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -9352,10 +9352,10 @@ pub unsafe extern "C" fn MPI_Isend(
     call.end(func::MPI_Isend, ret, |e| unsafe {
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -9380,10 +9380,10 @@ pub unsafe extern "C" fn MPI_Isend_c(
     call.end(func::MPI_Isend_c, ret, |e| unsafe {
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -9424,15 +9424,15 @@ pub unsafe extern "C" fn MPI_Isendrecv(
     call.end(func::MPI_Isendrecv, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(sendtag));
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Datatype, recvtype);
         e.rank(i64::from(source), comm);
         e.tag(i64::from(recvtag));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -9473,15 +9473,15 @@ pub unsafe extern "C" fn MPI_Isendrecv_c(
     call.end(func::MPI_Isendrecv_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(sendtag));
         e.buffer(recvbuf);
         e.int(recvcount);
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Datatype, recvtype);
         e.rank(i64::from(source), comm);
         e.tag(i64::from(recvtag));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -9517,12 +9517,12 @@ pub unsafe extern "C" fn MPI_Isendrecv_replace(
     call.end(func::MPI_Isendrecv_replace, ret, |e| unsafe {
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(sendtag));
         e.rank(i64::from(source), comm);
         e.tag(i64::from(recvtag));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -9558,12 +9558,12 @@ pub unsafe extern "C" fn MPI_Isendrecv_replace_c(
     call.end(func::MPI_Isendrecv_replace_c, ret, |e| unsafe {
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(sendtag));
         e.rank(i64::from(source), comm);
         e.tag(i64::from(recvtag));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -9588,10 +9588,10 @@ pub unsafe extern "C" fn MPI_Issend(
     call.end(func::MPI_Issend, ret, |e| unsafe {
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -9616,10 +9616,10 @@ pub unsafe extern "C" fn MPI_Issend_c(
     call.end(func::MPI_Issend_c, ret, |e| unsafe {
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -9676,7 +9676,7 @@ pub unsafe extern "C" fn MPI_Lookup_name(
     let ret = unsafe { real(service_name, info, port_name) };
     call.end(func::MPI_Lookup_name, ret, |e| unsafe {
         e.string(service_name);
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Info, info);
         let port_name_cap = count_of(front().ints.MPI_MAX_PORT_NAME);
         string_out(e, port_name, port_name_cap, true);
     });
@@ -9700,7 +9700,7 @@ pub unsafe extern "C" fn MPI_Mprobe(
     call.end(func::MPI_Mprobe, ret, |e| unsafe {
         e.rank(i64::from(source), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.new_handle_out(HandleKind::Message, message.cast());
         e.status(status, Some(comm));
     });
@@ -9725,7 +9725,7 @@ pub unsafe extern "C" fn MPI_Mrecv(
     call.end(func::MPI_Mrecv, ret, |e| unsafe {
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.free_handle(HandleKind::Message, message_before);
         e.status(status, None);
     });
@@ -9750,7 +9750,7 @@ pub unsafe extern "C" fn MPI_Mrecv_c(
     call.end(func::MPI_Mrecv_c, ret, |e| unsafe {
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.free_handle(HandleKind::Message, message_before);
         e.status(status, None);
     });
@@ -9784,11 +9784,11 @@ pub unsafe extern "C" fn MPI_Neighbor_allgather(
     call.end(func::MPI_Neighbor_allgather, ret, |e| {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, recvtype);
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -9820,11 +9820,11 @@ pub unsafe extern "C" fn MPI_Neighbor_allgather_c(
     call.end(func::MPI_Neighbor_allgather_c, ret, |e| {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         e.int(recvcount);
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, recvtype);
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -9859,12 +9859,12 @@ pub unsafe extern "C" fn MPI_Neighbor_allgather_init(
     call.end(func::MPI_Neighbor_allgather_init, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
-        e.handle(HandleKind::Comm, Handle::from(comm));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Datatype, recvtype);
+        e.handle(HandleKind::Comm, comm);
+        e.handle(HandleKind::Info, info);
         e.new_request(request);
     });
     ret
@@ -9900,12 +9900,12 @@ pub unsafe extern "C" fn MPI_Neighbor_allgather_init_c(
     call.end(func::MPI_Neighbor_allgather_init_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         e.int(recvcount);
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
-        e.handle(HandleKind::Comm, Handle::from(comm));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Datatype, recvtype);
+        e.handle(HandleKind::Comm, comm);
+        e.handle(HandleKind::Info, info);
         e.new_request(request);
     });
     ret
@@ -9940,14 +9940,14 @@ pub unsafe extern "C" fn MPI_Neighbor_allgatherv(
     call.end(func::MPI_Neighbor_allgatherv, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         let recvcounts_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, recvcounts, recvcounts_len, |e, v| e.int(i64::from(v)));
         let displs_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, displs, displs_len, |e, v| e.address(i64::from(v)));
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, recvtype);
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -9981,14 +9981,14 @@ pub unsafe extern "C" fn MPI_Neighbor_allgatherv_c(
     call.end(func::MPI_Neighbor_allgatherv_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         let recvcounts_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         let displs_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, displs, displs_len, |e, v| e.address(v));
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, recvtype);
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -10026,15 +10026,15 @@ pub unsafe extern "C" fn MPI_Neighbor_allgatherv_init(
     call.end(func::MPI_Neighbor_allgatherv_init, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         let recvcounts_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, recvcounts, recvcounts_len, |e, v| e.int(i64::from(v)));
         let displs_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, displs, displs_len, |e, v| e.address(i64::from(v)));
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
-        e.handle(HandleKind::Comm, Handle::from(comm));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Datatype, recvtype);
+        e.handle(HandleKind::Comm, comm);
+        e.handle(HandleKind::Info, info);
         e.new_request(request);
     });
     ret
@@ -10073,15 +10073,15 @@ pub unsafe extern "C" fn MPI_Neighbor_allgatherv_init_c(
     call.end(func::MPI_Neighbor_allgatherv_init_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         let recvcounts_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         let displs_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, displs, displs_len, |e, v| e.address(v));
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
-        e.handle(HandleKind::Comm, Handle::from(comm));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Datatype, recvtype);
+        e.handle(HandleKind::Comm, comm);
+        e.handle(HandleKind::Info, info);
         e.new_request(request);
     });
     ret
@@ -10114,11 +10114,11 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoall(
     call.end(func::MPI_Neighbor_alltoall, ret, |e| {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, recvtype);
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -10150,11 +10150,11 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoall_c(
     call.end(func::MPI_Neighbor_alltoall_c, ret, |e| {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         e.int(recvcount);
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, recvtype);
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -10189,12 +10189,12 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoall_init(
     call.end(func::MPI_Neighbor_alltoall_init, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
-        e.handle(HandleKind::Comm, Handle::from(comm));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Datatype, recvtype);
+        e.handle(HandleKind::Comm, comm);
+        e.handle(HandleKind::Info, info);
         e.new_request(request);
     });
     ret
@@ -10230,12 +10230,12 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoall_init_c(
     call.end(func::MPI_Neighbor_alltoall_init_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         e.int(recvcount);
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
-        e.handle(HandleKind::Comm, Handle::from(comm));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Datatype, recvtype);
+        e.handle(HandleKind::Comm, comm);
+        e.handle(HandleKind::Info, info);
         e.new_request(request);
     });
     ret
@@ -10275,14 +10275,14 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoallv(
         array(e, sendcounts, sendcounts_len, |e, v| e.int(i64::from(v)));
         let sdispls_len = topo_degrees(e, comm).map(|d| d.1);
         array(e, sdispls, sdispls_len, |e, v| e.address(i64::from(v)));
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         let recvcounts_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, recvcounts, recvcounts_len, |e, v| e.int(i64::from(v)));
         let rdispls_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, rdispls, rdispls_len, |e, v| e.address(i64::from(v)));
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, recvtype);
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -10321,14 +10321,14 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoallv_c(
         array(e, sendcounts, sendcounts_len, |e, v| e.int(v));
         let sdispls_len = topo_degrees(e, comm).map(|d| d.1);
         array(e, sdispls, sdispls_len, |e, v| e.address(v));
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         let recvcounts_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         let rdispls_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, rdispls, rdispls_len, |e, v| e.address(v));
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, recvtype);
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -10370,15 +10370,15 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoallv_init(
         array(e, sendcounts, sendcounts_len, |e, v| e.int(i64::from(v)));
         let sdispls_len = topo_degrees(e, comm).map(|d| d.1);
         array(e, sdispls, sdispls_len, |e, v| e.address(i64::from(v)));
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         let recvcounts_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, recvcounts, recvcounts_len, |e, v| e.int(i64::from(v)));
         let rdispls_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, rdispls, rdispls_len, |e, v| e.address(i64::from(v)));
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
-        e.handle(HandleKind::Comm, Handle::from(comm));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Datatype, recvtype);
+        e.handle(HandleKind::Comm, comm);
+        e.handle(HandleKind::Info, info);
         e.new_request(request);
     });
     ret
@@ -10421,15 +10421,15 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoallv_init_c(
         array(e, sendcounts, sendcounts_len, |e, v| e.int(v));
         let sdispls_len = topo_degrees(e, comm).map(|d| d.1);
         array(e, sdispls, sdispls_len, |e, v| e.address(v));
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         let recvcounts_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
         let rdispls_len = topo_degrees(e, comm).map(|d| d.0);
         array(e, rdispls, rdispls_len, |e, v| e.address(v));
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
-        e.handle(HandleKind::Comm, Handle::from(comm));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Datatype, recvtype);
+        e.handle(HandleKind::Comm, comm);
+        e.handle(HandleKind::Info, info);
         e.new_request(request);
     });
     ret
@@ -10475,7 +10475,7 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoallw(
             HandleKind::Datatype as usize,
             sendtypes,
             sendtypes_len,
-            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+            |e, v| e.handle(HandleKind::Datatype, v),
         );
         e.buffer(recvbuf);
         let recvcounts_len = topo_degrees(e, comm).map(|d| d.0);
@@ -10488,9 +10488,9 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoallw(
             HandleKind::Datatype as usize,
             recvtypes,
             recvtypes_len,
-            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+            |e, v| e.handle(HandleKind::Datatype, v),
         );
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -10535,7 +10535,7 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoallw_c(
             HandleKind::Datatype as usize,
             sendtypes,
             sendtypes_len,
-            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+            |e, v| e.handle(HandleKind::Datatype, v),
         );
         e.buffer(recvbuf);
         let recvcounts_len = topo_degrees(e, comm).map(|d| d.0);
@@ -10548,9 +10548,9 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoallw_c(
             HandleKind::Datatype as usize,
             recvtypes,
             recvtypes_len,
-            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+            |e, v| e.handle(HandleKind::Datatype, v),
         );
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -10598,7 +10598,7 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoallw_init(
             HandleKind::Datatype as usize,
             sendtypes,
             sendtypes_len,
-            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+            |e, v| e.handle(HandleKind::Datatype, v),
         );
         e.buffer(recvbuf);
         let recvcounts_len = topo_degrees(e, comm).map(|d| d.0);
@@ -10611,10 +10611,10 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoallw_init(
             HandleKind::Datatype as usize,
             recvtypes,
             recvtypes_len,
-            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+            |e, v| e.handle(HandleKind::Datatype, v),
         );
-        e.handle(HandleKind::Comm, Handle::from(comm));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Comm, comm);
+        e.handle(HandleKind::Info, info);
         e.new_request(request);
     });
     ret
@@ -10663,7 +10663,7 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoallw_init_c(
             HandleKind::Datatype as usize,
             sendtypes,
             sendtypes_len,
-            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+            |e, v| e.handle(HandleKind::Datatype, v),
         );
         e.buffer(recvbuf);
         let recvcounts_len = topo_degrees(e, comm).map(|d| d.0);
@@ -10676,10 +10676,10 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoallw_init_c(
             HandleKind::Datatype as usize,
             recvtypes,
             recvtypes_len,
-            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+            |e, v| e.handle(HandleKind::Datatype, v),
         );
-        e.handle(HandleKind::Comm, Handle::from(comm));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Comm, comm);
+        e.handle(HandleKind::Info, info);
         e.new_request(request);
     });
     ret
@@ -10694,7 +10694,7 @@ pub unsafe extern "C" fn MPI_Op_commutative(op: MPI_Op, commute: *mut c_int) -> 
     };
     let ret = unsafe { real(op, commute) };
     call.end(func::MPI_Op_commutative, ret, |e| unsafe {
-        e.handle(HandleKind::Op, Handle::from(op));
+        e.handle(HandleKind::Op, op);
         e.int_out(commute);
     });
     ret
@@ -10764,7 +10764,7 @@ pub unsafe extern "C" fn MPI_Open_port(info: MPI_Info, port_name: *mut c_char) -
     };
     let ret = unsafe { real(info, port_name) };
     call.end(func::MPI_Open_port, ret, |e| unsafe {
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Info, info);
         let port_name_cap = count_of(front().ints.MPI_MAX_PORT_NAME);
         string_out(e, port_name, port_name_cap, true);
     });
@@ -10791,11 +10791,11 @@ pub unsafe extern "C" fn MPI_Pack(
     call.end(func::MPI_Pack, ret, |e| {
         e.buffer(inbuf);
         e.int(i64::from(incount));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.buffer(outbuf);
         e.address(i64::from(outsize));
         e.address(i64::from(position_before));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -10820,11 +10820,11 @@ pub unsafe extern "C" fn MPI_Pack_c(
     call.end(func::MPI_Pack_c, ret, |e| {
         e.buffer(inbuf);
         e.int(incount);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.buffer(outbuf);
         e.address(outsize);
         e.address(position_before);
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -10850,7 +10850,7 @@ pub unsafe extern "C" fn MPI_Pack_external(
         e.string(datarep);
         e.buffer(inbuf);
         e.int(i64::from(incount));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.buffer(outbuf);
         e.address(outsize);
         e.address(position_before);
@@ -10879,7 +10879,7 @@ pub unsafe extern "C" fn MPI_Pack_external_c(
         e.string(datarep);
         e.buffer(inbuf);
         e.int(incount);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.buffer(outbuf);
         e.address(outsize);
         e.address(position_before);
@@ -10903,7 +10903,7 @@ pub unsafe extern "C" fn MPI_Pack_external_size(
     call.end(func::MPI_Pack_external_size, ret, |e| unsafe {
         e.string(datarep);
         e.int(i64::from(incount));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.address_out(size);
     });
     ret
@@ -10925,7 +10925,7 @@ pub unsafe extern "C" fn MPI_Pack_external_size_c(
     call.end(func::MPI_Pack_external_size_c, ret, |e| unsafe {
         e.string(datarep);
         e.int(incount);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.count_out(size);
     });
     ret
@@ -10946,8 +10946,8 @@ pub unsafe extern "C" fn MPI_Pack_size(
     let ret = unsafe { real(incount, datatype, comm, size) };
     call.end(func::MPI_Pack_size, ret, |e| unsafe {
         e.int(i64::from(incount));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, datatype);
+        e.handle(HandleKind::Comm, comm);
         e.int_out(size);
     });
     ret
@@ -10968,8 +10968,8 @@ pub unsafe extern "C" fn MPI_Pack_size_c(
     let ret = unsafe { real(incount, datatype, comm, size) };
     call.end(func::MPI_Pack_size_c, ret, |e| unsafe {
         e.int(incount);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, datatype);
+        e.handle(HandleKind::Comm, comm);
         e.count_out(size);
     });
     ret
@@ -11084,11 +11084,11 @@ pub unsafe extern "C" fn MPI_Precv_init(
         e.buffer(buf);
         e.int(i64::from(partitions));
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.rank(i64::from(source), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, Handle::from(comm));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Comm, comm);
+        e.handle(HandleKind::Info, info);
         e.new_request(request);
     });
     ret
@@ -11110,7 +11110,7 @@ pub unsafe extern "C" fn MPI_Probe(
     call.end(func::MPI_Probe, ret, |e| unsafe {
         e.rank(i64::from(source), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.status(status, Some(comm));
     });
     ret
@@ -11147,11 +11147,11 @@ pub unsafe extern "C" fn MPI_Psend_init(
         e.buffer(buf);
         e.int(i64::from(partitions));
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, Handle::from(comm));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Comm, comm);
+        e.handle(HandleKind::Info, info);
         e.new_request(request);
     });
     ret
@@ -11171,7 +11171,7 @@ pub unsafe extern "C" fn MPI_Publish_name(
     let ret = unsafe { real(service_name, info, port_name) };
     call.end(func::MPI_Publish_name, ret, |e| unsafe {
         e.string(service_name);
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Info, info);
         e.string(port_name);
     });
     ret
@@ -11220,12 +11220,12 @@ pub unsafe extern "C" fn MPI_Put(
     call.end(func::MPI_Put, ret, |e| {
         e.buffer(origin_addr);
         e.int(i64::from(origin_count));
-        e.handle(HandleKind::Datatype, Handle::from(origin_datatype));
+        e.handle(HandleKind::Datatype, origin_datatype);
         win_rank(e, i64::from(target_rank), win);
         e.address(target_disp);
         e.int(i64::from(target_count));
-        e.handle(HandleKind::Datatype, Handle::from(target_datatype));
-        e.handle(HandleKind::Win, Handle::from(win));
+        e.handle(HandleKind::Datatype, target_datatype);
+        e.handle(HandleKind::Win, win);
     });
     ret
 }
@@ -11273,12 +11273,12 @@ pub unsafe extern "C" fn MPI_Put_c(
     call.end(func::MPI_Put_c, ret, |e| {
         e.buffer(origin_addr);
         e.int(origin_count);
-        e.handle(HandleKind::Datatype, Handle::from(origin_datatype));
+        e.handle(HandleKind::Datatype, origin_datatype);
         win_rank(e, i64::from(target_rank), win);
         e.address(target_disp);
         e.int(target_count);
-        e.handle(HandleKind::Datatype, Handle::from(target_datatype));
-        e.handle(HandleKind::Win, Handle::from(win));
+        e.handle(HandleKind::Datatype, target_datatype);
+        e.handle(HandleKind::Win, win);
     });
     ret
 }
@@ -11346,13 +11346,13 @@ pub unsafe extern "C" fn MPI_Raccumulate(
     call.end(func::MPI_Raccumulate, ret, |e| unsafe {
         e.buffer(origin_addr);
         e.int(i64::from(origin_count));
-        e.handle(HandleKind::Datatype, Handle::from(origin_datatype));
+        e.handle(HandleKind::Datatype, origin_datatype);
         win_rank(e, i64::from(target_rank), win);
         e.address(target_disp);
         e.int(i64::from(target_count));
-        e.handle(HandleKind::Datatype, Handle::from(target_datatype));
-        e.handle(HandleKind::Op, Handle::from(op));
-        e.handle(HandleKind::Win, Handle::from(win));
+        e.handle(HandleKind::Datatype, target_datatype);
+        e.handle(HandleKind::Op, op);
+        e.handle(HandleKind::Win, win);
         e.new_request(request);
     });
     ret
@@ -11407,13 +11407,13 @@ pub unsafe extern "C" fn MPI_Raccumulate_c(
     call.end(func::MPI_Raccumulate_c, ret, |e| unsafe {
         e.buffer(origin_addr);
         e.int(origin_count);
-        e.handle(HandleKind::Datatype, Handle::from(origin_datatype));
+        e.handle(HandleKind::Datatype, origin_datatype);
         win_rank(e, i64::from(target_rank), win);
         e.address(target_disp);
         e.int(target_count);
-        e.handle(HandleKind::Datatype, Handle::from(target_datatype));
-        e.handle(HandleKind::Op, Handle::from(op));
-        e.handle(HandleKind::Win, Handle::from(win));
+        e.handle(HandleKind::Datatype, target_datatype);
+        e.handle(HandleKind::Op, op);
+        e.handle(HandleKind::Win, win);
         e.new_request(request);
     });
     ret
@@ -11438,10 +11438,10 @@ pub unsafe extern "C" fn MPI_Recv(
     call.end(func::MPI_Recv, ret, |e| unsafe {
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.rank(i64::from(source), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.status(status, Some(comm));
     });
     ret
@@ -11466,10 +11466,10 @@ pub unsafe extern "C" fn MPI_Recv_c(
     call.end(func::MPI_Recv_c, ret, |e| unsafe {
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.rank(i64::from(source), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.status(status, Some(comm));
     });
     ret
@@ -11494,10 +11494,10 @@ pub unsafe extern "C" fn MPI_Recv_init(
     call.end(func::MPI_Recv_init, ret, |e| unsafe {
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.rank(i64::from(source), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -11522,10 +11522,10 @@ pub unsafe extern "C" fn MPI_Recv_init_c(
     call.end(func::MPI_Recv_init_c, ret, |e| unsafe {
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.rank(i64::from(source), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -11551,10 +11551,10 @@ pub unsafe extern "C" fn MPI_Reduce(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
-        e.handle(HandleKind::Op, Handle::from(op));
+        e.handle(HandleKind::Datatype, datatype);
+        e.handle(HandleKind::Op, op);
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -11579,10 +11579,10 @@ pub unsafe extern "C" fn MPI_Reduce_c(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
-        e.handle(HandleKind::Op, Handle::from(op));
+        e.handle(HandleKind::Datatype, datatype);
+        e.handle(HandleKind::Op, op);
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -11618,11 +11618,11 @@ pub unsafe extern "C" fn MPI_Reduce_init(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
-        e.handle(HandleKind::Op, Handle::from(op));
+        e.handle(HandleKind::Datatype, datatype);
+        e.handle(HandleKind::Op, op);
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, Handle::from(comm));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Comm, comm);
+        e.handle(HandleKind::Info, info);
         e.new_request(request);
     });
     ret
@@ -11659,11 +11659,11 @@ pub unsafe extern "C" fn MPI_Reduce_init_c(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
-        e.handle(HandleKind::Op, Handle::from(op));
+        e.handle(HandleKind::Datatype, datatype);
+        e.handle(HandleKind::Op, op);
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, Handle::from(comm));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Comm, comm);
+        e.handle(HandleKind::Info, info);
         e.new_request(request);
     });
     ret
@@ -11687,8 +11687,8 @@ pub unsafe extern "C" fn MPI_Reduce_local(
         e.buffer(inbuf);
         e.buffer(inoutbuf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
-        e.handle(HandleKind::Op, Handle::from(op));
+        e.handle(HandleKind::Datatype, datatype);
+        e.handle(HandleKind::Op, op);
     });
     ret
 }
@@ -11711,8 +11711,8 @@ pub unsafe extern "C" fn MPI_Reduce_local_c(
         e.buffer(inbuf);
         e.buffer(inoutbuf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
-        e.handle(HandleKind::Op, Handle::from(op));
+        e.handle(HandleKind::Datatype, datatype);
+        e.handle(HandleKind::Op, op);
     });
     ret
 }
@@ -11737,9 +11737,9 @@ pub unsafe extern "C" fn MPI_Reduce_scatter(
         e.buffer(recvbuf);
         let recvcounts_len = Some(e.comm_size(comm));
         array(e, recvcounts, recvcounts_len, |e, v| e.int(i64::from(v)));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
-        e.handle(HandleKind::Op, Handle::from(op));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, datatype);
+        e.handle(HandleKind::Op, op);
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -11763,9 +11763,9 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
-        e.handle(HandleKind::Op, Handle::from(op));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, datatype);
+        e.handle(HandleKind::Op, op);
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -11789,9 +11789,9 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block_c(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(recvcount);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
-        e.handle(HandleKind::Op, Handle::from(op));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, datatype);
+        e.handle(HandleKind::Op, op);
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -11826,10 +11826,10 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block_init(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
-        e.handle(HandleKind::Op, Handle::from(op));
-        e.handle(HandleKind::Comm, Handle::from(comm));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Datatype, datatype);
+        e.handle(HandleKind::Op, op);
+        e.handle(HandleKind::Comm, comm);
+        e.handle(HandleKind::Info, info);
         e.new_request(request);
     });
     ret
@@ -11865,10 +11865,10 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block_init_c(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(recvcount);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
-        e.handle(HandleKind::Op, Handle::from(op));
-        e.handle(HandleKind::Comm, Handle::from(comm));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Datatype, datatype);
+        e.handle(HandleKind::Op, op);
+        e.handle(HandleKind::Comm, comm);
+        e.handle(HandleKind::Info, info);
         e.new_request(request);
     });
     ret
@@ -11894,9 +11894,9 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_c(
         e.buffer(recvbuf);
         let recvcounts_len = Some(e.comm_size(comm));
         array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
-        e.handle(HandleKind::Op, Handle::from(op));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, datatype);
+        e.handle(HandleKind::Op, op);
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -11932,10 +11932,10 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_init(
         e.buffer(recvbuf);
         let recvcounts_len = Some(e.comm_size(comm));
         array(e, recvcounts, recvcounts_len, |e, v| e.int(i64::from(v)));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
-        e.handle(HandleKind::Op, Handle::from(op));
-        e.handle(HandleKind::Comm, Handle::from(comm));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Datatype, datatype);
+        e.handle(HandleKind::Op, op);
+        e.handle(HandleKind::Comm, comm);
+        e.handle(HandleKind::Info, info);
         e.new_request(request);
     });
     ret
@@ -11972,10 +11972,10 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_init_c(
         e.buffer(recvbuf);
         let recvcounts_len = Some(e.comm_size(comm));
         array(e, recvcounts, recvcounts_len, |e, v| e.int(v));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
-        e.handle(HandleKind::Op, Handle::from(op));
-        e.handle(HandleKind::Comm, Handle::from(comm));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Datatype, datatype);
+        e.handle(HandleKind::Op, op);
+        e.handle(HandleKind::Comm, comm);
+        e.handle(HandleKind::Info, info);
         e.new_request(request);
     });
     ret
@@ -12107,12 +12107,12 @@ pub unsafe extern "C" fn MPI_Rget(
     call.end(func::MPI_Rget, ret, |e| unsafe {
         e.buffer(origin_addr);
         e.int(i64::from(origin_count));
-        e.handle(HandleKind::Datatype, Handle::from(origin_datatype));
+        e.handle(HandleKind::Datatype, origin_datatype);
         win_rank(e, i64::from(target_rank), win);
         e.address(target_disp);
         e.int(i64::from(target_count));
-        e.handle(HandleKind::Datatype, Handle::from(target_datatype));
-        e.handle(HandleKind::Win, Handle::from(win));
+        e.handle(HandleKind::Datatype, target_datatype);
+        e.handle(HandleKind::Win, win);
         e.new_request(request);
     });
     ret
@@ -12176,16 +12176,16 @@ pub unsafe extern "C" fn MPI_Rget_accumulate(
     call.end(func::MPI_Rget_accumulate, ret, |e| unsafe {
         e.buffer(origin_addr);
         e.int(i64::from(origin_count));
-        e.handle(HandleKind::Datatype, Handle::from(origin_datatype));
+        e.handle(HandleKind::Datatype, origin_datatype);
         e.buffer(result_addr);
         e.int(i64::from(result_count));
-        e.handle(HandleKind::Datatype, Handle::from(result_datatype));
+        e.handle(HandleKind::Datatype, result_datatype);
         win_rank(e, i64::from(target_rank), win);
         e.address(target_disp);
         e.int(i64::from(target_count));
-        e.handle(HandleKind::Datatype, Handle::from(target_datatype));
-        e.handle(HandleKind::Op, Handle::from(op));
-        e.handle(HandleKind::Win, Handle::from(win));
+        e.handle(HandleKind::Datatype, target_datatype);
+        e.handle(HandleKind::Op, op);
+        e.handle(HandleKind::Win, win);
         e.new_request(request);
     });
     ret
@@ -12249,16 +12249,16 @@ pub unsafe extern "C" fn MPI_Rget_accumulate_c(
     call.end(func::MPI_Rget_accumulate_c, ret, |e| unsafe {
         e.buffer(origin_addr);
         e.int(origin_count);
-        e.handle(HandleKind::Datatype, Handle::from(origin_datatype));
+        e.handle(HandleKind::Datatype, origin_datatype);
         e.buffer(result_addr);
         e.int(result_count);
-        e.handle(HandleKind::Datatype, Handle::from(result_datatype));
+        e.handle(HandleKind::Datatype, result_datatype);
         win_rank(e, i64::from(target_rank), win);
         e.address(target_disp);
         e.int(target_count);
-        e.handle(HandleKind::Datatype, Handle::from(target_datatype));
-        e.handle(HandleKind::Op, Handle::from(op));
-        e.handle(HandleKind::Win, Handle::from(win));
+        e.handle(HandleKind::Datatype, target_datatype);
+        e.handle(HandleKind::Op, op);
+        e.handle(HandleKind::Win, win);
         e.new_request(request);
     });
     ret
@@ -12310,12 +12310,12 @@ pub unsafe extern "C" fn MPI_Rget_c(
     call.end(func::MPI_Rget_c, ret, |e| unsafe {
         e.buffer(origin_addr);
         e.int(origin_count);
-        e.handle(HandleKind::Datatype, Handle::from(origin_datatype));
+        e.handle(HandleKind::Datatype, origin_datatype);
         win_rank(e, i64::from(target_rank), win);
         e.address(target_disp);
         e.int(target_count);
-        e.handle(HandleKind::Datatype, Handle::from(target_datatype));
-        e.handle(HandleKind::Win, Handle::from(win));
+        e.handle(HandleKind::Datatype, target_datatype);
+        e.handle(HandleKind::Win, win);
         e.new_request(request);
     });
     ret
@@ -12367,12 +12367,12 @@ pub unsafe extern "C" fn MPI_Rput(
     call.end(func::MPI_Rput, ret, |e| unsafe {
         e.buffer(origin_addr);
         e.int(i64::from(origin_count));
-        e.handle(HandleKind::Datatype, Handle::from(origin_datatype));
+        e.handle(HandleKind::Datatype, origin_datatype);
         win_rank(e, i64::from(target_rank), win);
         e.address(target_disp);
         e.int(i64::from(target_count));
-        e.handle(HandleKind::Datatype, Handle::from(target_datatype));
-        e.handle(HandleKind::Win, Handle::from(win));
+        e.handle(HandleKind::Datatype, target_datatype);
+        e.handle(HandleKind::Win, win);
         e.new_request(request);
     });
     ret
@@ -12424,12 +12424,12 @@ pub unsafe extern "C" fn MPI_Rput_c(
     call.end(func::MPI_Rput_c, ret, |e| unsafe {
         e.buffer(origin_addr);
         e.int(origin_count);
-        e.handle(HandleKind::Datatype, Handle::from(origin_datatype));
+        e.handle(HandleKind::Datatype, origin_datatype);
         win_rank(e, i64::from(target_rank), win);
         e.address(target_disp);
         e.int(target_count);
-        e.handle(HandleKind::Datatype, Handle::from(target_datatype));
-        e.handle(HandleKind::Win, Handle::from(win));
+        e.handle(HandleKind::Datatype, target_datatype);
+        e.handle(HandleKind::Win, win);
         e.new_request(request);
     });
     ret
@@ -12453,10 +12453,10 @@ pub unsafe extern "C" fn MPI_Rsend(
     call.end(func::MPI_Rsend, ret, |e| {
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -12479,10 +12479,10 @@ pub unsafe extern "C" fn MPI_Rsend_c(
     call.end(func::MPI_Rsend_c, ret, |e| {
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -12506,10 +12506,10 @@ pub unsafe extern "C" fn MPI_Rsend_init(
     call.end(func::MPI_Rsend_init, ret, |e| unsafe {
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -12534,10 +12534,10 @@ pub unsafe extern "C" fn MPI_Rsend_init_c(
     call.end(func::MPI_Rsend_init_c, ret, |e| unsafe {
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -12562,9 +12562,9 @@ pub unsafe extern "C" fn MPI_Scan(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
-        e.handle(HandleKind::Op, Handle::from(op));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, datatype);
+        e.handle(HandleKind::Op, op);
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -12588,9 +12588,9 @@ pub unsafe extern "C" fn MPI_Scan_c(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
-        e.handle(HandleKind::Op, Handle::from(op));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, datatype);
+        e.handle(HandleKind::Op, op);
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -12617,10 +12617,10 @@ pub unsafe extern "C" fn MPI_Scan_init(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
-        e.handle(HandleKind::Op, Handle::from(op));
-        e.handle(HandleKind::Comm, Handle::from(comm));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Datatype, datatype);
+        e.handle(HandleKind::Op, op);
+        e.handle(HandleKind::Comm, comm);
+        e.handle(HandleKind::Info, info);
         e.new_request(request);
     });
     ret
@@ -12648,10 +12648,10 @@ pub unsafe extern "C" fn MPI_Scan_init_c(
         e.buffer(sendbuf);
         e.buffer(recvbuf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
-        e.handle(HandleKind::Op, Handle::from(op));
-        e.handle(HandleKind::Comm, Handle::from(comm));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Datatype, datatype);
+        e.handle(HandleKind::Op, op);
+        e.handle(HandleKind::Comm, comm);
+        e.handle(HandleKind::Info, info);
         e.new_request(request);
     });
     ret
@@ -12686,12 +12686,12 @@ pub unsafe extern "C" fn MPI_Scatter(
     call.end(func::MPI_Scatter, ret, |e| {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Datatype, recvtype);
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -12725,12 +12725,12 @@ pub unsafe extern "C" fn MPI_Scatter_c(
     call.end(func::MPI_Scatter_c, ret, |e| {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         e.int(recvcount);
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Datatype, recvtype);
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -12767,13 +12767,13 @@ pub unsafe extern "C" fn MPI_Scatter_init(
     call.end(func::MPI_Scatter_init, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Datatype, recvtype);
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, Handle::from(comm));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Comm, comm);
+        e.handle(HandleKind::Info, info);
         e.new_request(request);
     });
     ret
@@ -12811,13 +12811,13 @@ pub unsafe extern "C" fn MPI_Scatter_init_c(
     call.end(func::MPI_Scatter_init_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         e.int(recvcount);
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Datatype, recvtype);
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, Handle::from(comm));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Comm, comm);
+        e.handle(HandleKind::Info, info);
         e.new_request(request);
     });
     ret
@@ -12864,12 +12864,12 @@ pub unsafe extern "C" fn MPI_Scatterv(
             None
         };
         array(e, displs, displs_len, |e, v| e.address(i64::from(v)));
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Datatype, recvtype);
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -12915,12 +12915,12 @@ pub unsafe extern "C" fn MPI_Scatterv_c(
             None
         };
         array(e, displs, displs_len, |e, v| e.address(v));
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         e.int(recvcount);
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Datatype, recvtype);
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -12970,13 +12970,13 @@ pub unsafe extern "C" fn MPI_Scatterv_init(
             None
         };
         array(e, displs, displs_len, |e, v| e.address(i64::from(v)));
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Datatype, recvtype);
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, Handle::from(comm));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Comm, comm);
+        e.handle(HandleKind::Info, info);
         e.new_request(request);
     });
     ret
@@ -13027,13 +13027,13 @@ pub unsafe extern "C" fn MPI_Scatterv_init_c(
             None
         };
         array(e, displs, displs_len, |e, v| e.address(v));
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.buffer(recvbuf);
         e.int(recvcount);
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Datatype, recvtype);
         e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, Handle::from(comm));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Comm, comm);
+        e.handle(HandleKind::Info, info);
         e.new_request(request);
     });
     ret
@@ -13057,10 +13057,10 @@ pub unsafe extern "C" fn MPI_Send(
     call.end(func::MPI_Send, ret, |e| {
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -13083,10 +13083,10 @@ pub unsafe extern "C" fn MPI_Send_c(
     call.end(func::MPI_Send_c, ret, |e| {
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -13110,10 +13110,10 @@ pub unsafe extern "C" fn MPI_Send_init(
     call.end(func::MPI_Send_init, ret, |e| unsafe {
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -13138,10 +13138,10 @@ pub unsafe extern "C" fn MPI_Send_init_c(
     call.end(func::MPI_Send_init_c, ret, |e| unsafe {
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -13182,15 +13182,15 @@ pub unsafe extern "C" fn MPI_Sendrecv(
     call.end(func::MPI_Sendrecv, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(sendtag));
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Datatype, recvtype);
         e.rank(i64::from(source), comm);
         e.tag(i64::from(recvtag));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.status(status, Some(comm));
     });
     ret
@@ -13231,15 +13231,15 @@ pub unsafe extern "C" fn MPI_Sendrecv_c(
     call.end(func::MPI_Sendrecv_c, ret, |e| unsafe {
         e.buffer(sendbuf);
         e.int(sendcount);
-        e.handle(HandleKind::Datatype, Handle::from(sendtype));
+        e.handle(HandleKind::Datatype, sendtype);
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(sendtag));
         e.buffer(recvbuf);
         e.int(recvcount);
-        e.handle(HandleKind::Datatype, Handle::from(recvtype));
+        e.handle(HandleKind::Datatype, recvtype);
         e.rank(i64::from(source), comm);
         e.tag(i64::from(recvtag));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.status(status, Some(comm));
     });
     ret
@@ -13275,12 +13275,12 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
     call.end(func::MPI_Sendrecv_replace, ret, |e| unsafe {
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(sendtag));
         e.rank(i64::from(source), comm);
         e.tag(i64::from(recvtag));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.status(status, Some(comm));
     });
     ret
@@ -13316,12 +13316,12 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace_c(
     call.end(func::MPI_Sendrecv_replace_c, ret, |e| unsafe {
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(sendtag));
         e.rank(i64::from(source), comm);
         e.tag(i64::from(recvtag));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.status(status, Some(comm));
     });
     ret
@@ -13339,7 +13339,7 @@ pub unsafe extern "C" fn MPI_Session_call_errhandler(
     };
     let ret = unsafe { real(session, errorcode) };
     call.end(func::MPI_Session_call_errhandler, ret, |e| {
-        e.handle(HandleKind::Session, Handle::from(session));
+        e.handle(HandleKind::Session, session);
         e.int(i64::from(errorcode));
     });
     ret
@@ -13390,7 +13390,7 @@ pub unsafe extern "C" fn MPI_Session_get_errhandler(
     };
     let ret = unsafe { real(session, errhandler) };
     call.end(func::MPI_Session_get_errhandler, ret, |e| unsafe {
-        e.handle(HandleKind::Session, Handle::from(session));
+        e.handle(HandleKind::Session, session);
         e.new_handle_out(HandleKind::Errhandler, errhandler.cast());
     });
     ret
@@ -13408,7 +13408,7 @@ pub unsafe extern "C" fn MPI_Session_get_info(
     };
     let ret = unsafe { real(session, info_used) };
     call.end(func::MPI_Session_get_info, ret, |e| unsafe {
-        e.handle(HandleKind::Session, Handle::from(session));
+        e.handle(HandleKind::Session, session);
         e.new_handle_out(HandleKind::Info, info_used.cast());
     });
     ret
@@ -13430,8 +13430,8 @@ pub unsafe extern "C" fn MPI_Session_get_nth_pset(
     let pset_len_before = unsafe { read_or(pset_len, 0) };
     let ret = unsafe { real(session, info, n, pset_len, pset_name) };
     call.end(func::MPI_Session_get_nth_pset, ret, |e| unsafe {
-        e.handle(HandleKind::Session, Handle::from(session));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Session, session);
+        e.handle(HandleKind::Info, info);
         e.int(i64::from(n));
         e.int(i64::from(pset_len_before));
         let pset_name_cap = count_of(pset_len_before);
@@ -13453,8 +13453,8 @@ pub unsafe extern "C" fn MPI_Session_get_num_psets(
     };
     let ret = unsafe { real(session, info, npset_names) };
     call.end(func::MPI_Session_get_num_psets, ret, |e| unsafe {
-        e.handle(HandleKind::Session, Handle::from(session));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Session, session);
+        e.handle(HandleKind::Info, info);
         e.int_out(npset_names);
     });
     ret
@@ -13473,7 +13473,7 @@ pub unsafe extern "C" fn MPI_Session_get_pset_info(
     };
     let ret = unsafe { real(session, pset_name, info) };
     call.end(func::MPI_Session_get_pset_info, ret, |e| unsafe {
-        e.handle(HandleKind::Session, Handle::from(session));
+        e.handle(HandleKind::Session, session);
         e.string(pset_name);
         e.new_handle_out(HandleKind::Info, info.cast());
     });
@@ -13493,8 +13493,8 @@ pub unsafe extern "C" fn MPI_Session_init(
     };
     let ret = unsafe { real(info, errhandler, session) };
     call.end(func::MPI_Session_init, ret, |e| unsafe {
-        e.handle(HandleKind::Info, Handle::from(info));
-        e.handle(HandleKind::Errhandler, Handle::from(errhandler));
+        e.handle(HandleKind::Info, info);
+        e.handle(HandleKind::Errhandler, errhandler);
         e.new_handle_out(HandleKind::Session, session.cast());
     });
     ret
@@ -13512,8 +13512,8 @@ pub unsafe extern "C" fn MPI_Session_set_errhandler(
     };
     let ret = unsafe { real(session, errhandler) };
     call.end(func::MPI_Session_set_errhandler, ret, |e| {
-        e.handle(HandleKind::Session, Handle::from(session));
-        e.handle(HandleKind::Errhandler, Handle::from(errhandler));
+        e.handle(HandleKind::Session, session);
+        e.handle(HandleKind::Errhandler, errhandler);
     });
     ret
 }
@@ -13536,10 +13536,10 @@ pub unsafe extern "C" fn MPI_Ssend(
     call.end(func::MPI_Ssend, ret, |e| {
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -13562,10 +13562,10 @@ pub unsafe extern "C" fn MPI_Ssend_c(
     call.end(func::MPI_Ssend_c, ret, |e| {
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -13589,10 +13589,10 @@ pub unsafe extern "C" fn MPI_Ssend_init(
     call.end(func::MPI_Ssend_init, ret, |e| unsafe {
         e.buffer(buf);
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -13617,10 +13617,10 @@ pub unsafe extern "C" fn MPI_Ssend_init_c(
     call.end(func::MPI_Ssend_init_c, ret, |e| unsafe {
         e.buffer(buf);
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.rank(i64::from(dest), comm);
         e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -13727,7 +13727,7 @@ pub unsafe extern "C" fn MPI_Status_set_elements(
     let ret = unsafe { real(status, datatype, count) };
     call.end(func::MPI_Status_set_elements, ret, |e| unsafe {
         e.status(status, None);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.int(i64::from(count));
     });
     ret
@@ -13747,7 +13747,7 @@ pub unsafe extern "C" fn MPI_Status_set_elements_x(
     let ret = unsafe { real(status, datatype, count) };
     call.end(func::MPI_Status_set_elements_x, ret, |e| unsafe {
         e.status(status, None);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.int(count);
     });
     ret
@@ -14084,7 +14084,7 @@ pub unsafe extern "C" fn MPI_T_cvar_read(handle: MPI_T_cvar_handle, buf: *mut c_
     };
     let ret = unsafe { real(handle, buf) };
     call.end(func::MPI_T_cvar_read, ret, |e| {
-        e.handle(HandleKind::CvarHandle, Handle::from(handle));
+        e.handle(HandleKind::CvarHandle, handle);
         e.buffer(buf);
     });
     ret
@@ -14099,7 +14099,7 @@ pub unsafe extern "C" fn MPI_T_cvar_write(handle: MPI_T_cvar_handle, buf: *const
     };
     let ret = unsafe { real(handle, buf) };
     call.end(func::MPI_T_cvar_write, ret, |e| {
-        e.handle(HandleKind::CvarHandle, Handle::from(handle));
+        e.handle(HandleKind::CvarHandle, handle);
         e.buffer(buf);
     });
     ret
@@ -14120,7 +14120,7 @@ pub unsafe extern "C" fn MPI_T_enum_get_info(
     let name_len_before = unsafe { read_or(name_len, 0) };
     let ret = unsafe { real(enumtype, num, name, name_len) };
     call.end(func::MPI_T_enum_get_info, ret, |e| unsafe {
-        e.handle(HandleKind::TEnum, Handle::from(enumtype));
+        e.handle(HandleKind::TEnum, enumtype);
         e.int_out(num);
         let name_cap = count_of(name_len_before);
         string_out(e, name, name_cap, true);
@@ -14145,7 +14145,7 @@ pub unsafe extern "C" fn MPI_T_enum_get_item(
     let name_len_before = unsafe { read_or(name_len, 0) };
     let ret = unsafe { real(enumtype, index, value, name, name_len) };
     call.end(func::MPI_T_enum_get_item, ret, |e| unsafe {
-        e.handle(HandleKind::TEnum, Handle::from(enumtype));
+        e.handle(HandleKind::TEnum, enumtype);
         e.int(i64::from(index));
         e.int_out(value);
         let name_cap = count_of(name_len_before);
@@ -14168,10 +14168,7 @@ pub unsafe extern "C" fn MPI_T_event_callback_get_info(
     };
     let ret = unsafe { real(event_registration, cb_safety, info_used) };
     call.end(func::MPI_T_event_callback_get_info, ret, |e| unsafe {
-        e.handle(
-            HandleKind::EventRegistration,
-            Handle::from(event_registration),
-        );
+        e.handle(HandleKind::EventRegistration, event_registration);
         e.int(i64::from(cb_safety));
         e.new_handle_out(HandleKind::Info, info_used.cast());
     });
@@ -14191,12 +14188,9 @@ pub unsafe extern "C" fn MPI_T_event_callback_set_info(
     };
     let ret = unsafe { real(event_registration, cb_safety, info) };
     call.end(func::MPI_T_event_callback_set_info, ret, |e| {
-        e.handle(
-            HandleKind::EventRegistration,
-            Handle::from(event_registration),
-        );
+        e.handle(HandleKind::EventRegistration, event_registration);
         e.int(i64::from(cb_safety));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Info, info);
     });
     ret
 }
@@ -14213,7 +14207,7 @@ pub unsafe extern "C" fn MPI_T_event_copy(
     };
     let ret = unsafe { real(event_instance, buffer) };
     call.end(func::MPI_T_event_copy, ret, |e| {
-        e.handle(HandleKind::EventInstance, Handle::from(event_instance));
+        e.handle(HandleKind::EventInstance, event_instance);
         e.buffer(buffer);
     });
     ret
@@ -14311,7 +14305,7 @@ pub unsafe extern "C" fn MPI_T_event_get_info(
             HandleKind::Datatype as usize,
             array_of_datatypes,
             array_of_datatypes_len,
-            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+            |e, v| e.handle(HandleKind::Datatype, v),
         );
         let array_of_displacements_len = if e.ok() {
             min_of(
@@ -14364,7 +14358,7 @@ pub unsafe extern "C" fn MPI_T_event_get_source(
     };
     let ret = unsafe { real(event_instance, source_index) };
     call.end(func::MPI_T_event_get_source, ret, |e| unsafe {
-        e.handle(HandleKind::EventInstance, Handle::from(event_instance));
+        e.handle(HandleKind::EventInstance, event_instance);
         e.int_out(source_index);
     });
     ret
@@ -14382,7 +14376,7 @@ pub unsafe extern "C" fn MPI_T_event_get_timestamp(
     };
     let ret = unsafe { real(event_instance, event_timestamp) };
     call.end(func::MPI_T_event_get_timestamp, ret, |e| unsafe {
-        e.handle(HandleKind::EventInstance, Handle::from(event_instance));
+        e.handle(HandleKind::EventInstance, event_instance);
         e.count_out(event_timestamp);
     });
     ret
@@ -14404,7 +14398,7 @@ pub unsafe extern "C" fn MPI_T_event_handle_alloc(
     call.end(func::MPI_T_event_handle_alloc, ret, |e| unsafe {
         e.int(i64::from(event_index));
         e.buffer(obj_handle);
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Info, info);
         e.new_handle_out(HandleKind::EventRegistration, event_registration.cast());
     });
     ret
@@ -14423,10 +14417,7 @@ pub unsafe extern "C" fn MPI_T_event_handle_free(
     };
     let ret = unsafe { real(event_registration, user_data, free_cb_function) };
     call.end(func::MPI_T_event_handle_free, ret, |e| {
-        e.handle(
-            HandleKind::EventRegistration,
-            Handle::from(event_registration),
-        );
+        e.handle(HandleKind::EventRegistration, event_registration);
         e.buffer(user_data);
         e.callback(free_cb_function);
     });
@@ -14445,10 +14436,7 @@ pub unsafe extern "C" fn MPI_T_event_handle_get_info(
     };
     let ret = unsafe { real(event_registration, info_used) };
     call.end(func::MPI_T_event_handle_get_info, ret, |e| unsafe {
-        e.handle(
-            HandleKind::EventRegistration,
-            Handle::from(event_registration),
-        );
+        e.handle(HandleKind::EventRegistration, event_registration);
         e.new_handle_out(HandleKind::Info, info_used.cast());
     });
     ret
@@ -14466,11 +14454,8 @@ pub unsafe extern "C" fn MPI_T_event_handle_set_info(
     };
     let ret = unsafe { real(event_registration, info) };
     call.end(func::MPI_T_event_handle_set_info, ret, |e| {
-        e.handle(
-            HandleKind::EventRegistration,
-            Handle::from(event_registration),
-        );
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::EventRegistration, event_registration);
+        e.handle(HandleKind::Info, info);
     });
     ret
 }
@@ -14488,7 +14473,7 @@ pub unsafe extern "C" fn MPI_T_event_read(
     };
     let ret = unsafe { real(event_instance, element_index, buffer) };
     call.end(func::MPI_T_event_read, ret, |e| {
-        e.handle(HandleKind::EventInstance, Handle::from(event_instance));
+        e.handle(HandleKind::EventInstance, event_instance);
         e.int(i64::from(element_index));
         e.buffer(buffer);
     });
@@ -14526,12 +14511,9 @@ pub unsafe extern "C" fn MPI_T_event_register_callback(
         )
     };
     call.end(func::MPI_T_event_register_callback, ret, |e| {
-        e.handle(
-            HandleKind::EventRegistration,
-            Handle::from(event_registration),
-        );
+        e.handle(HandleKind::EventRegistration, event_registration);
         e.int(i64::from(cb_safety));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Info, info);
         e.buffer(user_data);
         e.callback(event_cb_function);
     });
@@ -14550,10 +14532,7 @@ pub unsafe extern "C" fn MPI_T_event_set_dropped_handler(
     };
     let ret = unsafe { real(event_registration, dropped_cb_function) };
     call.end(func::MPI_T_event_set_dropped_handler, ret, |e| {
-        e.handle(
-            HandleKind::EventRegistration,
-            Handle::from(event_registration),
-        );
+        e.handle(HandleKind::EventRegistration, event_registration);
         e.callback(dropped_cb_function);
     });
     ret
@@ -14690,7 +14669,7 @@ pub unsafe extern "C" fn MPI_T_pvar_handle_alloc(
     };
     let ret = unsafe { real(pe_session, pvar_index, obj_handle, handle, count) };
     call.end(func::MPI_T_pvar_handle_alloc, ret, |e| unsafe {
-        e.handle(HandleKind::PvarSession, Handle::from(pe_session));
+        e.handle(HandleKind::PvarSession, pe_session);
         e.int(i64::from(pvar_index));
         e.buffer(obj_handle);
         e.new_handle_out(HandleKind::PvarHandle, handle.cast());
@@ -14712,7 +14691,7 @@ pub unsafe extern "C" fn MPI_T_pvar_handle_free(
     let handle_before = unsafe { handle_or_null(HandleKind::PvarHandle as usize, handle.cast()) };
     let ret = unsafe { real(pe_session, handle) };
     call.end(func::MPI_T_pvar_handle_free, ret, |e| {
-        e.handle(HandleKind::PvarSession, Handle::from(pe_session));
+        e.handle(HandleKind::PvarSession, pe_session);
         e.free_handle(HandleKind::PvarHandle, handle_before);
     });
     ret
@@ -14731,8 +14710,8 @@ pub unsafe extern "C" fn MPI_T_pvar_read(
     };
     let ret = unsafe { real(pe_session, handle, buf) };
     call.end(func::MPI_T_pvar_read, ret, |e| {
-        e.handle(HandleKind::PvarSession, Handle::from(pe_session));
-        e.handle(HandleKind::PvarHandle, Handle::from(handle));
+        e.handle(HandleKind::PvarSession, pe_session);
+        e.handle(HandleKind::PvarHandle, handle);
         e.buffer(buf);
     });
     ret
@@ -14751,8 +14730,8 @@ pub unsafe extern "C" fn MPI_T_pvar_readreset(
     };
     let ret = unsafe { real(pe_session, handle, buf) };
     call.end(func::MPI_T_pvar_readreset, ret, |e| {
-        e.handle(HandleKind::PvarSession, Handle::from(pe_session));
-        e.handle(HandleKind::PvarHandle, Handle::from(handle));
+        e.handle(HandleKind::PvarSession, pe_session);
+        e.handle(HandleKind::PvarHandle, handle);
         e.buffer(buf);
     });
     ret
@@ -14770,8 +14749,8 @@ pub unsafe extern "C" fn MPI_T_pvar_reset(
     };
     let ret = unsafe { real(pe_session, handle) };
     call.end(func::MPI_T_pvar_reset, ret, |e| {
-        e.handle(HandleKind::PvarSession, Handle::from(pe_session));
-        e.handle(HandleKind::PvarHandle, Handle::from(handle));
+        e.handle(HandleKind::PvarSession, pe_session);
+        e.handle(HandleKind::PvarHandle, handle);
     });
     ret
 }
@@ -14818,8 +14797,8 @@ pub unsafe extern "C" fn MPI_T_pvar_start(
     };
     let ret = unsafe { real(pe_session, handle) };
     call.end(func::MPI_T_pvar_start, ret, |e| {
-        e.handle(HandleKind::PvarSession, Handle::from(pe_session));
-        e.handle(HandleKind::PvarHandle, Handle::from(handle));
+        e.handle(HandleKind::PvarSession, pe_session);
+        e.handle(HandleKind::PvarHandle, handle);
     });
     ret
 }
@@ -14836,8 +14815,8 @@ pub unsafe extern "C" fn MPI_T_pvar_stop(
     };
     let ret = unsafe { real(pe_session, handle) };
     call.end(func::MPI_T_pvar_stop, ret, |e| {
-        e.handle(HandleKind::PvarSession, Handle::from(pe_session));
-        e.handle(HandleKind::PvarHandle, Handle::from(handle));
+        e.handle(HandleKind::PvarSession, pe_session);
+        e.handle(HandleKind::PvarHandle, handle);
     });
     ret
 }
@@ -14855,8 +14834,8 @@ pub unsafe extern "C" fn MPI_T_pvar_write(
     };
     let ret = unsafe { real(pe_session, handle, buf) };
     call.end(func::MPI_T_pvar_write, ret, |e| {
-        e.handle(HandleKind::PvarSession, Handle::from(pe_session));
-        e.handle(HandleKind::PvarHandle, Handle::from(handle));
+        e.handle(HandleKind::PvarSession, pe_session);
+        e.handle(HandleKind::PvarHandle, handle);
         e.buffer(buf);
     });
     ret
@@ -14979,7 +14958,7 @@ pub unsafe extern "C" fn MPI_Topo_test(comm: MPI_Comm, status: *mut c_int) -> c_
     };
     let ret = unsafe { real(comm, status) };
     call.end(func::MPI_Topo_test, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Comm, comm);
         e.int_out(status);
     });
     ret
@@ -14995,7 +14974,7 @@ pub unsafe extern "C" fn MPI_Type_commit(datatype: *mut HandleSlot) -> c_int {
     let datatype_before = unsafe { handle_or_null(HandleKind::Datatype as usize, datatype.cast()) };
     let ret = unsafe { real(datatype) };
     call.end(func::MPI_Type_commit, ret, |e| {
-        e.handle(HandleKind::Datatype, Handle::from(datatype_before));
+        e.handle(HandleKind::Datatype, datatype_before);
     });
     ret
 }
@@ -15014,7 +14993,7 @@ pub unsafe extern "C" fn MPI_Type_contiguous(
     let ret = unsafe { real(count, oldtype, newtype) };
     call.end(func::MPI_Type_contiguous, ret, |e| unsafe {
         e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, Handle::from(oldtype));
+        e.handle(HandleKind::Datatype, oldtype);
         e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
     ret
@@ -15034,7 +15013,7 @@ pub unsafe extern "C" fn MPI_Type_contiguous_c(
     let ret = unsafe { real(count, oldtype, newtype) };
     call.end(func::MPI_Type_contiguous_c, ret, |e| unsafe {
         e.int(count);
-        e.handle(HandleKind::Datatype, Handle::from(oldtype));
+        e.handle(HandleKind::Datatype, oldtype);
         e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
     ret
@@ -15107,7 +15086,7 @@ pub unsafe extern "C" fn MPI_Type_create_darray(
             e.int(i64::from(v))
         });
         e.int(i64::from(order));
-        e.handle(HandleKind::Datatype, Handle::from(oldtype));
+        e.handle(HandleKind::Datatype, oldtype);
         e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
     ret
@@ -15178,7 +15157,7 @@ pub unsafe extern "C" fn MPI_Type_create_darray_c(
             e.int(i64::from(v))
         });
         e.int(i64::from(order));
-        e.handle(HandleKind::Datatype, Handle::from(oldtype));
+        e.handle(HandleKind::Datatype, oldtype);
         e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
     ret
@@ -15285,7 +15264,7 @@ pub unsafe extern "C" fn MPI_Type_create_hindexed(
             array_of_displacements_len,
             |e, v| e.address(v),
         );
-        e.handle(HandleKind::Datatype, Handle::from(oldtype));
+        e.handle(HandleKind::Datatype, oldtype);
         e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
     ret
@@ -15315,7 +15294,7 @@ pub unsafe extern "C" fn MPI_Type_create_hindexed_block(
             array_of_displacements_len,
             |e, v| e.address(v),
         );
-        e.handle(HandleKind::Datatype, Handle::from(oldtype));
+        e.handle(HandleKind::Datatype, oldtype);
         e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
     ret
@@ -15345,7 +15324,7 @@ pub unsafe extern "C" fn MPI_Type_create_hindexed_block_c(
             array_of_displacements_len,
             |e, v| e.address(v),
         );
-        e.handle(HandleKind::Datatype, Handle::from(oldtype));
+        e.handle(HandleKind::Datatype, oldtype);
         e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
     ret
@@ -15397,7 +15376,7 @@ pub unsafe extern "C" fn MPI_Type_create_hindexed_c(
             array_of_displacements_len,
             |e, v| e.address(v),
         );
-        e.handle(HandleKind::Datatype, Handle::from(oldtype));
+        e.handle(HandleKind::Datatype, oldtype);
         e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
     ret
@@ -15421,7 +15400,7 @@ pub unsafe extern "C" fn MPI_Type_create_hvector(
         e.int(i64::from(count));
         e.int(i64::from(blocklength));
         e.address(stride);
-        e.handle(HandleKind::Datatype, Handle::from(oldtype));
+        e.handle(HandleKind::Datatype, oldtype);
         e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
     ret
@@ -15445,7 +15424,7 @@ pub unsafe extern "C" fn MPI_Type_create_hvector_c(
         e.int(count);
         e.int(blocklength);
         e.address(stride);
-        e.handle(HandleKind::Datatype, Handle::from(oldtype));
+        e.handle(HandleKind::Datatype, oldtype);
         e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
     ret
@@ -15475,7 +15454,7 @@ pub unsafe extern "C" fn MPI_Type_create_indexed_block(
             array_of_displacements_len,
             |e, v| e.address(i64::from(v)),
         );
-        e.handle(HandleKind::Datatype, Handle::from(oldtype));
+        e.handle(HandleKind::Datatype, oldtype);
         e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
     ret
@@ -15505,7 +15484,7 @@ pub unsafe extern "C" fn MPI_Type_create_indexed_block_c(
             array_of_displacements_len,
             |e, v| e.address(v),
         );
-        e.handle(HandleKind::Datatype, Handle::from(oldtype));
+        e.handle(HandleKind::Datatype, oldtype);
         e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
     ret
@@ -15561,7 +15540,7 @@ pub unsafe extern "C" fn MPI_Type_create_resized(
     };
     let ret = unsafe { real(oldtype, lb, extent, newtype) };
     call.end(func::MPI_Type_create_resized, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, Handle::from(oldtype));
+        e.handle(HandleKind::Datatype, oldtype);
         e.address(lb);
         e.address(extent);
         e.new_handle_out(HandleKind::Datatype, newtype.cast());
@@ -15583,7 +15562,7 @@ pub unsafe extern "C" fn MPI_Type_create_resized_c(
     };
     let ret = unsafe { real(oldtype, lb, extent, newtype) };
     call.end(func::MPI_Type_create_resized_c, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, Handle::from(oldtype));
+        e.handle(HandleKind::Datatype, oldtype);
         e.address(lb);
         e.address(extent);
         e.new_handle_out(HandleKind::Datatype, newtype.cast());
@@ -15643,7 +15622,7 @@ pub unsafe extern "C" fn MPI_Type_create_struct(
             HandleKind::Datatype as usize,
             array_of_types,
             array_of_types_len,
-            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+            |e, v| e.handle(HandleKind::Datatype, v),
         );
         e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
@@ -15702,7 +15681,7 @@ pub unsafe extern "C" fn MPI_Type_create_struct_c(
             HandleKind::Datatype as usize,
             array_of_types,
             array_of_types_len,
-            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+            |e, v| e.handle(HandleKind::Datatype, v),
         );
         e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
@@ -15760,7 +15739,7 @@ pub unsafe extern "C" fn MPI_Type_create_subarray(
             e.int(i64::from(v))
         });
         e.int(i64::from(order));
-        e.handle(HandleKind::Datatype, Handle::from(oldtype));
+        e.handle(HandleKind::Datatype, oldtype);
         e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
     ret
@@ -15811,7 +15790,7 @@ pub unsafe extern "C" fn MPI_Type_create_subarray_c(
         let array_of_starts_len = count_of(ndims);
         array(e, array_of_starts, array_of_starts_len, |e, v| e.int(v));
         e.int(i64::from(order));
-        e.handle(HandleKind::Datatype, Handle::from(oldtype));
+        e.handle(HandleKind::Datatype, oldtype);
         e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
     ret
@@ -15826,7 +15805,7 @@ pub unsafe extern "C" fn MPI_Type_delete_attr(datatype: MPI_Datatype, type_keyva
     };
     let ret = unsafe { real(datatype, type_keyval) };
     call.end(func::MPI_Type_delete_attr, ret, |e| {
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.handle(HandleKind::Keyval, Handle::from(type_keyval));
     });
     ret
@@ -15841,7 +15820,7 @@ pub unsafe extern "C" fn MPI_Type_dup(oldtype: MPI_Datatype, newtype: *mut Handl
     };
     let ret = unsafe { real(oldtype, newtype) };
     call.end(func::MPI_Type_dup, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, Handle::from(oldtype));
+        e.handle(HandleKind::Datatype, oldtype);
         e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
     ret
@@ -15856,7 +15835,7 @@ pub unsafe extern "C" fn MPI_Type_extent(datatype: MPI_Datatype, extent: *mut MP
     };
     let ret = unsafe { real(datatype, extent) };
     call.end(func::MPI_Type_extent, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.address_out(extent);
     });
     ret
@@ -15907,7 +15886,7 @@ pub unsafe extern "C" fn MPI_Type_get_attr(
     };
     let ret = unsafe { real(datatype, type_keyval, attribute_val, flag) };
     call.end(func::MPI_Type_get_attr, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.handle(HandleKind::Keyval, Handle::from(type_keyval));
         e.buffer(attribute_val);
         e.int_out(flag);
@@ -15952,7 +15931,7 @@ pub unsafe extern "C" fn MPI_Type_get_contents(
         )
     };
     call.end(func::MPI_Type_get_contents, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.int(i64::from(max_integers));
         e.int(i64::from(max_addresses));
         e.int(i64::from(max_datatypes));
@@ -15991,7 +15970,7 @@ pub unsafe extern "C" fn MPI_Type_get_contents(
             HandleKind::Datatype as usize,
             array_of_datatypes,
             array_of_datatypes_len,
-            |e, v| e.new_handle(HandleKind::Datatype, Handle::from(v)),
+            |e, v| e.new_handle(HandleKind::Datatype, v),
         );
     });
     ret
@@ -16041,7 +16020,7 @@ pub unsafe extern "C" fn MPI_Type_get_contents_c(
         )
     };
     call.end(func::MPI_Type_get_contents_c, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.int(max_integers);
         e.int(max_addresses);
         e.int(max_large_counts);
@@ -16095,7 +16074,7 @@ pub unsafe extern "C" fn MPI_Type_get_contents_c(
             HandleKind::Datatype as usize,
             array_of_datatypes,
             array_of_datatypes_len,
-            |e, v| e.new_handle(HandleKind::Datatype, Handle::from(v)),
+            |e, v| e.new_handle(HandleKind::Datatype, v),
         );
     });
     ret
@@ -16132,7 +16111,7 @@ pub unsafe extern "C" fn MPI_Type_get_envelope(
         )
     };
     call.end(func::MPI_Type_get_envelope, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.int_out(num_integers);
         e.int_out(num_addresses);
         e.int_out(num_datatypes);
@@ -16175,7 +16154,7 @@ pub unsafe extern "C" fn MPI_Type_get_envelope_c(
         )
     };
     call.end(func::MPI_Type_get_envelope_c, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.count_out(num_integers);
         e.count_out(num_addresses);
         e.count_out(num_large_counts);
@@ -16198,7 +16177,7 @@ pub unsafe extern "C" fn MPI_Type_get_extent(
     };
     let ret = unsafe { real(datatype, lb, extent) };
     call.end(func::MPI_Type_get_extent, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.address_out(lb);
         e.address_out(extent);
     });
@@ -16218,7 +16197,7 @@ pub unsafe extern "C" fn MPI_Type_get_extent_c(
     };
     let ret = unsafe { real(datatype, lb, extent) };
     call.end(func::MPI_Type_get_extent_c, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.count_out(lb);
         e.count_out(extent);
     });
@@ -16238,7 +16217,7 @@ pub unsafe extern "C" fn MPI_Type_get_extent_x(
     };
     let ret = unsafe { real(datatype, lb, extent) };
     call.end(func::MPI_Type_get_extent_x, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.count_out(lb);
         e.count_out(extent);
     });
@@ -16258,7 +16237,7 @@ pub unsafe extern "C" fn MPI_Type_get_name(
     };
     let ret = unsafe { real(datatype, type_name, resultlen) };
     call.end(func::MPI_Type_get_name, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         let type_name_cap = count_of(front().ints.MPI_MAX_OBJECT_NAME);
         string_out(e, type_name, type_name_cap, true);
         e.int_out(resultlen);
@@ -16279,7 +16258,7 @@ pub unsafe extern "C" fn MPI_Type_get_true_extent(
     };
     let ret = unsafe { real(datatype, true_lb, true_extent) };
     call.end(func::MPI_Type_get_true_extent, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.address_out(true_lb);
         e.address_out(true_extent);
     });
@@ -16299,7 +16278,7 @@ pub unsafe extern "C" fn MPI_Type_get_true_extent_c(
     };
     let ret = unsafe { real(datatype, true_lb, true_extent) };
     call.end(func::MPI_Type_get_true_extent_c, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.count_out(true_lb);
         e.count_out(true_extent);
     });
@@ -16319,7 +16298,7 @@ pub unsafe extern "C" fn MPI_Type_get_true_extent_x(
     };
     let ret = unsafe { real(datatype, true_lb, true_extent) };
     call.end(func::MPI_Type_get_true_extent_x, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.count_out(true_lb);
         e.count_out(true_extent);
     });
@@ -16372,7 +16351,7 @@ pub unsafe extern "C" fn MPI_Type_hindexed(
             array_of_displacements_len,
             |e, v| e.address(v),
         );
-        e.handle(HandleKind::Datatype, Handle::from(oldtype));
+        e.handle(HandleKind::Datatype, oldtype);
         e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
     ret
@@ -16396,7 +16375,7 @@ pub unsafe extern "C" fn MPI_Type_hvector(
         e.int(i64::from(count));
         e.int(i64::from(blocklength));
         e.address(stride);
-        e.handle(HandleKind::Datatype, Handle::from(oldtype));
+        e.handle(HandleKind::Datatype, oldtype);
         e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
     ret
@@ -16448,7 +16427,7 @@ pub unsafe extern "C" fn MPI_Type_indexed(
             array_of_displacements_len,
             |e, v| e.address(i64::from(v)),
         );
-        e.handle(HandleKind::Datatype, Handle::from(oldtype));
+        e.handle(HandleKind::Datatype, oldtype);
         e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
     ret
@@ -16500,7 +16479,7 @@ pub unsafe extern "C" fn MPI_Type_indexed_c(
             array_of_displacements_len,
             |e, v| e.address(v),
         );
-        e.handle(HandleKind::Datatype, Handle::from(oldtype));
+        e.handle(HandleKind::Datatype, oldtype);
         e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
     ret
@@ -16515,7 +16494,7 @@ pub unsafe extern "C" fn MPI_Type_lb(datatype: MPI_Datatype, displacement: *mut 
     };
     let ret = unsafe { real(datatype, displacement) };
     call.end(func::MPI_Type_lb, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.address_out(displacement);
     });
     ret
@@ -16554,7 +16533,7 @@ pub unsafe extern "C" fn MPI_Type_set_attr(
     };
     let ret = unsafe { real(datatype, type_keyval, attribute_val) };
     call.end(func::MPI_Type_set_attr, ret, |e| {
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.handle(HandleKind::Keyval, Handle::from(type_keyval));
         e.buffer(attribute_val);
     });
@@ -16573,7 +16552,7 @@ pub unsafe extern "C" fn MPI_Type_set_name(
     };
     let ret = unsafe { real(datatype, type_name) };
     call.end(func::MPI_Type_set_name, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.string(type_name);
     });
     ret
@@ -16588,7 +16567,7 @@ pub unsafe extern "C" fn MPI_Type_size(datatype: MPI_Datatype, size: *mut c_int)
     };
     let ret = unsafe { real(datatype, size) };
     call.end(func::MPI_Type_size, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.int_out(size);
     });
     ret
@@ -16603,7 +16582,7 @@ pub unsafe extern "C" fn MPI_Type_size_c(datatype: MPI_Datatype, size: *mut MPI_
     };
     let ret = unsafe { real(datatype, size) };
     call.end(func::MPI_Type_size_c, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.count_out(size);
     });
     ret
@@ -16618,7 +16597,7 @@ pub unsafe extern "C" fn MPI_Type_size_x(datatype: MPI_Datatype, size: *mut MPI_
     };
     let ret = unsafe { real(datatype, size) };
     call.end(func::MPI_Type_size_x, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.count_out(size);
     });
     ret
@@ -16676,7 +16655,7 @@ pub unsafe extern "C" fn MPI_Type_struct(
             HandleKind::Datatype as usize,
             array_of_types,
             array_of_types_len,
-            |e, v| e.handle(HandleKind::Datatype, Handle::from(v)),
+            |e, v| e.handle(HandleKind::Datatype, v),
         );
         e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
@@ -16692,7 +16671,7 @@ pub unsafe extern "C" fn MPI_Type_ub(datatype: MPI_Datatype, displacement: *mut 
     };
     let ret = unsafe { real(datatype, displacement) };
     call.end(func::MPI_Type_ub, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
         e.address_out(displacement);
     });
     ret
@@ -16716,7 +16695,7 @@ pub unsafe extern "C" fn MPI_Type_vector(
         e.int(i64::from(count));
         e.int(i64::from(blocklength));
         e.int(i64::from(stride));
-        e.handle(HandleKind::Datatype, Handle::from(oldtype));
+        e.handle(HandleKind::Datatype, oldtype);
         e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
     ret
@@ -16740,7 +16719,7 @@ pub unsafe extern "C" fn MPI_Type_vector_c(
         e.int(count);
         e.int(blocklength);
         e.int(stride);
-        e.handle(HandleKind::Datatype, Handle::from(oldtype));
+        e.handle(HandleKind::Datatype, oldtype);
         e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
     ret
@@ -16769,8 +16748,8 @@ pub unsafe extern "C" fn MPI_Unpack(
         e.address(i64::from(position_before));
         e.buffer(outbuf);
         e.int(i64::from(outcount));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, datatype);
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -16798,8 +16777,8 @@ pub unsafe extern "C" fn MPI_Unpack_c(
         e.address(position_before);
         e.buffer(outbuf);
         e.int(outcount);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Datatype, datatype);
+        e.handle(HandleKind::Comm, comm);
     });
     ret
 }
@@ -16828,7 +16807,7 @@ pub unsafe extern "C" fn MPI_Unpack_external(
         e.address(position_before);
         e.buffer(outbuf);
         e.int(i64::from(outcount));
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
     });
     ret
 }
@@ -16857,7 +16836,7 @@ pub unsafe extern "C" fn MPI_Unpack_external_c(
         e.address(position_before);
         e.buffer(outbuf);
         e.int(outcount);
-        e.handle(HandleKind::Datatype, Handle::from(datatype));
+        e.handle(HandleKind::Datatype, datatype);
     });
     ret
 }
@@ -16876,7 +16855,7 @@ pub unsafe extern "C" fn MPI_Unpublish_name(
     let ret = unsafe { real(service_name, info, port_name) };
     call.end(func::MPI_Unpublish_name, ret, |e| unsafe {
         e.string(service_name);
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Info, info);
         e.string(port_name);
     });
     ret
@@ -16900,8 +16879,8 @@ pub unsafe extern "C" fn MPI_Win_allocate(
     call.end(func::MPI_Win_allocate, ret, |e| unsafe {
         e.address(size);
         e.address(i64::from(disp_unit));
-        e.handle(HandleKind::Info, Handle::from(info));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, info);
+        e.handle(HandleKind::Comm, comm);
         buffer_out(e, baseptr.cast_const().cast());
         e.new_handle_out(HandleKind::Win, win.cast());
     });
@@ -16926,8 +16905,8 @@ pub unsafe extern "C" fn MPI_Win_allocate_c(
     call.end(func::MPI_Win_allocate_c, ret, |e| unsafe {
         e.address(size);
         e.address(disp_unit);
-        e.handle(HandleKind::Info, Handle::from(info));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, info);
+        e.handle(HandleKind::Comm, comm);
         buffer_out(e, baseptr.cast_const().cast());
         e.new_handle_out(HandleKind::Win, win.cast());
     });
@@ -16952,8 +16931,8 @@ pub unsafe extern "C" fn MPI_Win_allocate_shared(
     call.end(func::MPI_Win_allocate_shared, ret, |e| unsafe {
         e.address(size);
         e.address(i64::from(disp_unit));
-        e.handle(HandleKind::Info, Handle::from(info));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, info);
+        e.handle(HandleKind::Comm, comm);
         buffer_out(e, baseptr.cast_const().cast());
         e.new_handle_out(HandleKind::Win, win.cast());
     });
@@ -16978,8 +16957,8 @@ pub unsafe extern "C" fn MPI_Win_allocate_shared_c(
     call.end(func::MPI_Win_allocate_shared_c, ret, |e| unsafe {
         e.address(size);
         e.address(disp_unit);
-        e.handle(HandleKind::Info, Handle::from(info));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, info);
+        e.handle(HandleKind::Comm, comm);
         buffer_out(e, baseptr.cast_const().cast());
         e.new_handle_out(HandleKind::Win, win.cast());
     });
@@ -16995,7 +16974,7 @@ pub unsafe extern "C" fn MPI_Win_attach(win: MPI_Win, base: *mut c_void, size: M
     };
     let ret = unsafe { real(win, base, size) };
     call.end(func::MPI_Win_attach, ret, |e| {
-        e.handle(HandleKind::Win, Handle::from(win));
+        e.handle(HandleKind::Win, win);
         e.buffer(base);
         e.address(size);
     });
@@ -17011,7 +16990,7 @@ pub unsafe extern "C" fn MPI_Win_call_errhandler(win: MPI_Win, errorcode: c_int)
     };
     let ret = unsafe { real(win, errorcode) };
     call.end(func::MPI_Win_call_errhandler, ret, |e| {
-        e.handle(HandleKind::Win, Handle::from(win));
+        e.handle(HandleKind::Win, win);
         e.int(i64::from(errorcode));
     });
     ret
@@ -17026,7 +17005,7 @@ pub unsafe extern "C" fn MPI_Win_complete(win: MPI_Win) -> c_int {
     };
     let ret = unsafe { real(win) };
     call.end(func::MPI_Win_complete, ret, |e| {
-        e.handle(HandleKind::Win, Handle::from(win));
+        e.handle(HandleKind::Win, win);
     });
     ret
 }
@@ -17050,8 +17029,8 @@ pub unsafe extern "C" fn MPI_Win_create(
         e.buffer(base);
         e.address(size);
         e.address(i64::from(disp_unit));
-        e.handle(HandleKind::Info, Handle::from(info));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, info);
+        e.handle(HandleKind::Comm, comm);
         e.new_handle_out(HandleKind::Win, win.cast());
     });
     ret
@@ -17076,8 +17055,8 @@ pub unsafe extern "C" fn MPI_Win_create_c(
         e.buffer(base);
         e.address(size);
         e.address(disp_unit);
-        e.handle(HandleKind::Info, Handle::from(info));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, info);
+        e.handle(HandleKind::Comm, comm);
         e.new_handle_out(HandleKind::Win, win.cast());
     });
     ret
@@ -17096,8 +17075,8 @@ pub unsafe extern "C" fn MPI_Win_create_dynamic(
     };
     let ret = unsafe { real(info, comm, win) };
     call.end(func::MPI_Win_create_dynamic, ret, |e| unsafe {
-        e.handle(HandleKind::Info, Handle::from(info));
-        e.handle(HandleKind::Comm, Handle::from(comm));
+        e.handle(HandleKind::Info, info);
+        e.handle(HandleKind::Comm, comm);
         e.new_handle_out(HandleKind::Win, win.cast());
     });
     ret
@@ -17166,7 +17145,7 @@ pub unsafe extern "C" fn MPI_Win_delete_attr(win: MPI_Win, win_keyval: c_int) ->
     };
     let ret = unsafe { real(win, win_keyval) };
     call.end(func::MPI_Win_delete_attr, ret, |e| {
-        e.handle(HandleKind::Win, Handle::from(win));
+        e.handle(HandleKind::Win, win);
         e.handle(HandleKind::Keyval, Handle::from(win_keyval));
     });
     ret
@@ -17181,7 +17160,7 @@ pub unsafe extern "C" fn MPI_Win_detach(win: MPI_Win, base: *const c_void) -> c_
     };
     let ret = unsafe { real(win, base) };
     call.end(func::MPI_Win_detach, ret, |e| {
-        e.handle(HandleKind::Win, Handle::from(win));
+        e.handle(HandleKind::Win, win);
         e.buffer(base);
     });
     ret
@@ -17197,7 +17176,7 @@ pub unsafe extern "C" fn MPI_Win_fence(assert: c_int, win: MPI_Win) -> c_int {
     let ret = unsafe { real(assert, win) };
     call.end(func::MPI_Win_fence, ret, |e| {
         e.int(i64::from(assert));
-        e.handle(HandleKind::Win, Handle::from(win));
+        e.handle(HandleKind::Win, win);
     });
     ret
 }
@@ -17212,7 +17191,7 @@ pub unsafe extern "C" fn MPI_Win_flush(rank: c_int, win: MPI_Win) -> c_int {
     let ret = unsafe { real(rank, win) };
     call.end(func::MPI_Win_flush, ret, |e| {
         win_rank(e, i64::from(rank), win);
-        e.handle(HandleKind::Win, Handle::from(win));
+        e.handle(HandleKind::Win, win);
     });
     ret
 }
@@ -17226,7 +17205,7 @@ pub unsafe extern "C" fn MPI_Win_flush_all(win: MPI_Win) -> c_int {
     };
     let ret = unsafe { real(win) };
     call.end(func::MPI_Win_flush_all, ret, |e| {
-        e.handle(HandleKind::Win, Handle::from(win));
+        e.handle(HandleKind::Win, win);
     });
     ret
 }
@@ -17241,7 +17220,7 @@ pub unsafe extern "C" fn MPI_Win_flush_local(rank: c_int, win: MPI_Win) -> c_int
     let ret = unsafe { real(rank, win) };
     call.end(func::MPI_Win_flush_local, ret, |e| {
         win_rank(e, i64::from(rank), win);
-        e.handle(HandleKind::Win, Handle::from(win));
+        e.handle(HandleKind::Win, win);
     });
     ret
 }
@@ -17255,7 +17234,7 @@ pub unsafe extern "C" fn MPI_Win_flush_local_all(win: MPI_Win) -> c_int {
     };
     let ret = unsafe { real(win) };
     call.end(func::MPI_Win_flush_local_all, ret, |e| {
-        e.handle(HandleKind::Win, Handle::from(win));
+        e.handle(HandleKind::Win, win);
     });
     ret
 }
@@ -17305,7 +17284,7 @@ pub unsafe extern "C" fn MPI_Win_get_attr(
     };
     let ret = unsafe { real(win, win_keyval, attribute_val, flag) };
     call.end(func::MPI_Win_get_attr, ret, |e| unsafe {
-        e.handle(HandleKind::Win, Handle::from(win));
+        e.handle(HandleKind::Win, win);
         e.handle(HandleKind::Keyval, Handle::from(win_keyval));
         e.buffer(attribute_val);
         e.int_out(flag);
@@ -17325,7 +17304,7 @@ pub unsafe extern "C" fn MPI_Win_get_errhandler(
     };
     let ret = unsafe { real(win, errhandler) };
     call.end(func::MPI_Win_get_errhandler, ret, |e| unsafe {
-        e.handle(HandleKind::Win, Handle::from(win));
+        e.handle(HandleKind::Win, win);
         e.new_handle_out(HandleKind::Errhandler, errhandler.cast());
     });
     ret
@@ -17340,7 +17319,7 @@ pub unsafe extern "C" fn MPI_Win_get_group(win: MPI_Win, group: *mut HandleSlot)
     };
     let ret = unsafe { real(win, group) };
     call.end(func::MPI_Win_get_group, ret, |e| unsafe {
-        e.handle(HandleKind::Win, Handle::from(win));
+        e.handle(HandleKind::Win, win);
         e.new_handle_out(HandleKind::Group, group.cast());
     });
     ret
@@ -17355,7 +17334,7 @@ pub unsafe extern "C" fn MPI_Win_get_info(win: MPI_Win, info_used: *mut HandleSl
     };
     let ret = unsafe { real(win, info_used) };
     call.end(func::MPI_Win_get_info, ret, |e| unsafe {
-        e.handle(HandleKind::Win, Handle::from(win));
+        e.handle(HandleKind::Win, win);
         e.new_handle_out(HandleKind::Info, info_used.cast());
     });
     ret
@@ -17374,7 +17353,7 @@ pub unsafe extern "C" fn MPI_Win_get_name(
     };
     let ret = unsafe { real(win, win_name, resultlen) };
     call.end(func::MPI_Win_get_name, ret, |e| unsafe {
-        e.handle(HandleKind::Win, Handle::from(win));
+        e.handle(HandleKind::Win, win);
         let win_name_cap = count_of(front().ints.MPI_MAX_OBJECT_NAME);
         string_out(e, win_name, win_name_cap, true);
         e.int_out(resultlen);
@@ -17399,7 +17378,7 @@ pub unsafe extern "C" fn MPI_Win_lock(
         e.int(i64::from(lock_type));
         win_rank(e, i64::from(rank), win);
         e.int(i64::from(assert));
-        e.handle(HandleKind::Win, Handle::from(win));
+        e.handle(HandleKind::Win, win);
     });
     ret
 }
@@ -17414,7 +17393,7 @@ pub unsafe extern "C" fn MPI_Win_lock_all(assert: c_int, win: MPI_Win) -> c_int 
     let ret = unsafe { real(assert, win) };
     call.end(func::MPI_Win_lock_all, ret, |e| {
         e.int(i64::from(assert));
-        e.handle(HandleKind::Win, Handle::from(win));
+        e.handle(HandleKind::Win, win);
     });
     ret
 }
@@ -17428,9 +17407,9 @@ pub unsafe extern "C" fn MPI_Win_post(group: MPI_Group, assert: c_int, win: MPI_
     };
     let ret = unsafe { real(group, assert, win) };
     call.end(func::MPI_Win_post, ret, |e| {
-        e.handle(HandleKind::Group, Handle::from(group));
+        e.handle(HandleKind::Group, group);
         e.int(i64::from(assert));
-        e.handle(HandleKind::Win, Handle::from(win));
+        e.handle(HandleKind::Win, win);
     });
     ret
 }
@@ -17448,7 +17427,7 @@ pub unsafe extern "C" fn MPI_Win_set_attr(
     };
     let ret = unsafe { real(win, win_keyval, attribute_val) };
     call.end(func::MPI_Win_set_attr, ret, |e| {
-        e.handle(HandleKind::Win, Handle::from(win));
+        e.handle(HandleKind::Win, win);
         e.handle(HandleKind::Keyval, Handle::from(win_keyval));
         e.buffer(attribute_val);
     });
@@ -17464,8 +17443,8 @@ pub unsafe extern "C" fn MPI_Win_set_errhandler(win: MPI_Win, errhandler: MPI_Er
     };
     let ret = unsafe { real(win, errhandler) };
     call.end(func::MPI_Win_set_errhandler, ret, |e| {
-        e.handle(HandleKind::Win, Handle::from(win));
-        e.handle(HandleKind::Errhandler, Handle::from(errhandler));
+        e.handle(HandleKind::Win, win);
+        e.handle(HandleKind::Errhandler, errhandler);
     });
     ret
 }
@@ -17479,8 +17458,8 @@ pub unsafe extern "C" fn MPI_Win_set_info(win: MPI_Win, info: MPI_Info) -> c_int
     };
     let ret = unsafe { real(win, info) };
     call.end(func::MPI_Win_set_info, ret, |e| {
-        e.handle(HandleKind::Win, Handle::from(win));
-        e.handle(HandleKind::Info, Handle::from(info));
+        e.handle(HandleKind::Win, win);
+        e.handle(HandleKind::Info, info);
     });
     ret
 }
@@ -17494,7 +17473,7 @@ pub unsafe extern "C" fn MPI_Win_set_name(win: MPI_Win, win_name: *const c_char)
     };
     let ret = unsafe { real(win, win_name) };
     call.end(func::MPI_Win_set_name, ret, |e| unsafe {
-        e.handle(HandleKind::Win, Handle::from(win));
+        e.handle(HandleKind::Win, win);
         e.string(win_name);
     });
     ret
@@ -17515,7 +17494,7 @@ pub unsafe extern "C" fn MPI_Win_shared_query(
     };
     let ret = unsafe { real(win, rank, size, disp_unit, baseptr) };
     call.end(func::MPI_Win_shared_query, ret, |e| unsafe {
-        e.handle(HandleKind::Win, Handle::from(win));
+        e.handle(HandleKind::Win, win);
         win_rank(e, i64::from(rank), win);
         e.address_out(size);
         e.int_out(disp_unit);
@@ -17539,7 +17518,7 @@ pub unsafe extern "C" fn MPI_Win_shared_query_c(
     };
     let ret = unsafe { real(win, rank, size, disp_unit, baseptr) };
     call.end(func::MPI_Win_shared_query_c, ret, |e| unsafe {
-        e.handle(HandleKind::Win, Handle::from(win));
+        e.handle(HandleKind::Win, win);
         win_rank(e, i64::from(rank), win);
         e.address_out(size);
         e.address_out(disp_unit);
@@ -17557,9 +17536,9 @@ pub unsafe extern "C" fn MPI_Win_start(group: MPI_Group, assert: c_int, win: MPI
     };
     let ret = unsafe { real(group, assert, win) };
     call.end(func::MPI_Win_start, ret, |e| {
-        e.handle(HandleKind::Group, Handle::from(group));
+        e.handle(HandleKind::Group, group);
         e.int(i64::from(assert));
-        e.handle(HandleKind::Win, Handle::from(win));
+        e.handle(HandleKind::Win, win);
     });
     ret
 }
@@ -17573,7 +17552,7 @@ pub unsafe extern "C" fn MPI_Win_sync(win: MPI_Win) -> c_int {
     };
     let ret = unsafe { real(win) };
     call.end(func::MPI_Win_sync, ret, |e| {
-        e.handle(HandleKind::Win, Handle::from(win));
+        e.handle(HandleKind::Win, win);
     });
     ret
 }
@@ -17587,7 +17566,7 @@ pub unsafe extern "C" fn MPI_Win_test(win: MPI_Win, flag: *mut c_int) -> c_int {
     };
     let ret = unsafe { real(win, flag) };
     call.end(func::MPI_Win_test, ret, |e| unsafe {
-        e.handle(HandleKind::Win, Handle::from(win));
+        e.handle(HandleKind::Win, win);
         e.int_out(flag);
     });
     ret
@@ -17603,7 +17582,7 @@ pub unsafe extern "C" fn MPI_Win_unlock(rank: c_int, win: MPI_Win) -> c_int {
     let ret = unsafe { real(rank, win) };
     call.end(func::MPI_Win_unlock, ret, |e| {
         win_rank(e, i64::from(rank), win);
-        e.handle(HandleKind::Win, Handle::from(win));
+        e.handle(HandleKind::Win, win);
     });
     ret
 }
@@ -17617,7 +17596,7 @@ pub unsafe extern "C" fn MPI_Win_unlock_all(win: MPI_Win) -> c_int {
     };
     let ret = unsafe { real(win) };
     call.end(func::MPI_Win_unlock_all, ret, |e| {
-        e.handle(HandleKind::Win, Handle::from(win));
+        e.handle(HandleKind::Win, win);
     });
     ret
 }
@@ -17631,7 +17610,7 @@ pub unsafe extern "C" fn MPI_Win_wait(win: MPI_Win) -> c_int {
     };
     let ret = unsafe { real(win) };
     call.end(func::MPI_Win_wait, ret, |e| {
-        e.handle(HandleKind::Win, Handle::from(win));
+        e.handle(HandleKind::Win, win);
     });
     ret
 }
