@@ -2,20 +2,14 @@
 
 mod common;
 
-use common::{mpigram, text};
-use mpigram_testkit::{compile, mpi_available, mpiexec};
+use common::{mpigram, text, trace_under};
+use mpigram_testkit::{Mpi, mpi_available};
 use std::path::{Path, PathBuf};
 
 /// Traces `halo2d ITERATIONS` on 2 ranks into `dir/name`.
 fn halo(dir: &Path, name: &str, iterations: u32) -> PathBuf {
-    let lib = text(&mpigram(&["lib"]).stdout).trim().to_owned();
     let out = dir.join(name);
-    mpiexec(2, compile("halo2d").unwrap(), [iterations.to_string()])
-        .preload(&lib)
-        .env("MPIGRAM_OUT", &out)
-        .run()
-        .unwrap()
-        .assert_success();
+    trace_under(Mpi::selected(), "halo2d", &[&iterations.to_string()], &out);
     out
 }
 

@@ -7,8 +7,8 @@
 
 mod common;
 
-use common::{mpigram, text};
-use mpigram_testkit::{Mpi, compile_with, mpiexec};
+use common::{mpigram, text, trace_under};
+use mpigram_testkit::Mpi;
 use std::path::{Path, PathBuf};
 
 /// Traces `program` on 2 ranks under `mpi` into `dir/<mpi>-<program>`.
@@ -18,15 +18,8 @@ fn trace(dir: &Path, mpi: &Mpi, program: &str, args: &[&str]) -> PathBuf {
         "{} is not installed: scripts/setup-mpis installs it",
         mpi.name
     );
-    let lib = text(&mpigram(&["lib"]).stdout).trim().to_owned();
     let out = dir.join(format!("{}-{program}", mpi.name));
-    mpiexec(2, compile_with(mpi, program).unwrap(), args)
-        .mpi(mpi)
-        .preload(&lib)
-        .env("MPIGRAM_OUT", &out)
-        .run()
-        .unwrap()
-        .assert_success();
+    trace_under(mpi, program, args, &out);
     out
 }
 

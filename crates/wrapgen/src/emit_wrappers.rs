@@ -109,22 +109,18 @@ impl Body<'_> {
     /// Reads the handle `*name` (of handle type `slot`; its null handle
     /// for NULL) before the call, once.
     fn bind_handle_before(&mut self, name: &str, slot: &str) -> String {
-        let var = format!("{name}_before");
-        let stmt = format!("let {var} = unsafe {{ handle_or_null({slot}, {name}.cast()) }};");
-        if !self
-            .before
-            .iter()
-            .any(|s| s.starts_with(&format!("let {var} ")))
-        {
-            self.before.push(stmt);
-        }
-        var
+        self.bind(name, &format!("handle_or_null({slot}, {name}.cast())"))
     }
 
     /// Reads `*name` (or `default` for NULL) before the call, once.
     fn bind_before(&mut self, name: &str, default: &str) -> String {
+        self.bind(name, &format!("read_or({name}, {default})"))
+    }
+
+    /// `let {name}_before = unsafe { read };` before the call, once.
+    fn bind(&mut self, name: &str, read: &str) -> String {
         let var = format!("{name}_before");
-        let stmt = format!("let {var} = unsafe {{ read_or({name}, {default}) }};");
+        let stmt = format!("let {var} = unsafe {{ {read} }};");
         if !self
             .before
             .iter()

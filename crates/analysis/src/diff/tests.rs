@@ -1,25 +1,12 @@
 //! Traces built in memory, compared with known answers.
 
 use super::*;
-use crate::stats::tests::{buf, int, recv, request, send, sig, world};
+use crate::stats::tests::{buf, int, rank, recv, repeat, request, send, sig, world};
 use mpigram_mpispec::{Rank, Status};
 
+/// A trace whose rank i made the calls `ranks[i]`.
 fn trace(ranks: Vec<Vec<Signature>>) -> Trace {
-    Trace::of_calls(
-        ranks
-            .into_iter()
-            .map(|calls| (calls.iter().map(Signature::encode).collect(), Vec::new()))
-            .collect(),
-        1,
-    )
-}
-
-fn repeat(times: usize, body: &[Signature]) -> Vec<Signature> {
-    body.iter()
-        .cloned()
-        .cycle()
-        .take(times * body.len())
-        .collect()
+    crate::stats::tests::trace(ranks.into_iter().map(rank).collect())
 }
 
 fn isend(pool: u64) -> Signature {

@@ -84,12 +84,12 @@ fn type_free(id: u64) -> Signature {
 }
 
 /// One rank's calls and communicator log.
-struct RankCalls {
+pub(crate) struct RankCalls {
     calls: Vec<Signature>,
     comms: Vec<CommEntry>,
 }
 
-fn rank(calls: Vec<Signature>) -> RankCalls {
+pub(crate) fn rank(calls: Vec<Signature>) -> RankCalls {
     RankCalls {
         calls,
         comms: Vec::new(),
@@ -97,7 +97,7 @@ fn rank(calls: Vec<Signature>) -> RankCalls {
 }
 
 /// A trace of `ranks` (rank i is world rank i), each call timed 1 µs.
-fn trace(ranks: Vec<RankCalls>) -> Trace {
+pub(crate) fn trace(ranks: Vec<RankCalls>) -> Trace {
     Trace::of_calls(
         ranks
             .into_iter()
@@ -107,7 +107,7 @@ fn trace(ranks: Vec<RankCalls>) -> Trace {
     )
 }
 
-fn repeat(times: usize, body: &[Signature]) -> Vec<Signature> {
+pub(crate) fn repeat(times: usize, body: &[Signature]) -> Vec<Signature> {
     body.iter()
         .cloned()
         .cycle()

@@ -18,3 +18,25 @@ pub fn mpigram(args: &[&str]) -> Output {
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
+
+/// Traces `program ARGS` on 2 ranks under `mpi` (the tracer preloaded)
+/// into `out`.
+pub fn trace_under(
+    mpi: &mpigram_testkit::Mpi,
+    program: &str,
+    args: &[&str],
+    out: &std::path::Path,
+) {
+    let lib = text(&mpigram(&["lib"]).stdout).trim().to_owned();
+    mpigram_testkit::mpiexec(
+        2,
+        mpigram_testkit::compile_with(mpi, program).unwrap(),
+        args,
+    )
+    .mpi(mpi)
+    .preload(&lib)
+    .env("MPIGRAM_OUT", out)
+    .run()
+    .unwrap()
+    .assert_success();
+}
