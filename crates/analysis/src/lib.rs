@@ -5,6 +5,7 @@
 
 pub mod critical_path;
 pub mod decode;
+pub mod diff;
 pub mod export;
 mod json;
 pub mod matching;

@@ -21,7 +21,7 @@ mod datatype;
 mod histogram;
 mod matrix;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 mod traffic;
 mod walk;
 

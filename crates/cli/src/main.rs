@@ -6,12 +6,14 @@ use clap::{Parser, Subcommand};
 use mpigram_analysis::summary::TraceSummary;
 use mpigram_trace::Trace;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 
 mod critical_path;
 mod decode;
+mod diff;
 mod export;
 mod gen_bench;
+mod launch;
 mod profile;
 mod progress;
 mod stats;
@@ -29,7 +31,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Run `mpiexec -n N PROG ARGS...` with the tracer preloaded into PROG.
+    /// Run `mpiexec -n N PROG ARGS...` with the tracer preloaded into PROG
+    /// (only), with MPICH's, Intel MPI's or Open MPI's launcher, or srun.
     Run {
         /// Trace directory to write.
         #[arg(short, long, default_value = "mpigram-trace")]
@@ -45,6 +48,11 @@ enum Cmd {
         /// `1.1,MPI_Wait=1.5` (sets MPIGRAM_TIMING_BASE).
         #[arg(long)]
         timing_base: Option<String>,
+        /// The launcher, with options of its own: `mpirun.openmpi
+        /// --oversubscribe`, `srun -p debug` (default: MPIGRAM_LAUNCHER,
+        /// else mpiexec).
+        #[arg(long)]
+        launcher: Option<String>,
         /// The program and its arguments.
         #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
         program: Vec<String>,
@@ -54,6 +62,11 @@ enum Cmd {
     /// Print every call of every rank with every argument (and its
     /// times, with per-call timing).
     Decode(decode::Args),
+    /// Compare two traces call by call on every rank: the first
+    /// difference of each rank, with context, and the calls per function
+    /// that differ. Exit status 0 if the calls are the same, 1 if they
+    /// differ, 2 on error.
+    Diff(diff::Args),
     /// Summarise a trace: ranks, calls, signatures, grammar sizes, bytes.
     Info { trace: PathBuf },
     /// Per-function calls, time and bytes; message sizes; communication matrix.
@@ -86,19 +99,21 @@ fn main() -> ExitCode {
             n,
             timing,
             timing_base,
+            launcher,
             program,
         } => check_run(timing.as_deref(), timing_base.as_deref(), &program).and_then(|()| {
             let settings = [
                 ("MPIGRAM_TIMING", timing),
                 ("MPIGRAM_TIMING_BASE", timing_base),
             ];
-            run(&out, n, &settings, &program)
+            run(&out, n, &settings, launcher.as_deref(), &program)
         }),
         Cmd::Lib => library().map(|lib| {
             println!("{}", lib.display());
             ExitCode::SUCCESS
         }),
         Cmd::Decode(args) => decode::run(&args).map(|()| ExitCode::SUCCESS),
+        Cmd::Diff(args) => diff::run(&args),
         Cmd::Info { trace } => info(&trace).map(|()| ExitCode::SUCCESS),
         Cmd::Stats(args) => stats::run(&args).map(|()| ExitCode::SUCCESS),
         Cmd::Export(args) => export::run(&args).map(|()| ExitCode::SUCCESS),
@@ -174,13 +189,15 @@ pub(crate) fn refuse_inside(trace: &Path, out: &Path) -> Result<()> {
 }
 
 /// Runs `program` on `n` ranks under the tracer, writing to `out`, with
-/// the tracer's `settings` (variable, value if set).
+/// the tracer's `settings` (variable, value if set), through `launcher`.
 fn run(
     out: &Path,
     n: u32,
     settings: &[(&str, Option<String>)],
+    launcher: Option<&str>,
     program: &[String],
 ) -> Result<ExitCode> {
+    let launcher = launch::Launcher::find(launcher)?;
     let lib = library()?;
     // Created as the tracer creates it: the user's alone.
     std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
@@ -193,27 +210,30 @@ fn run(
         Ok(existing) if !existing.is_empty() => format!("{}:{existing}", lib.display()),
         _ => lib.display().to_string(),
     };
+    let mut env = vec![
+        ("LD_PRELOAD", preload),
+        ("MPIGRAM_OUT", out.display().to_string()),
+        // Every rank runs the tracer (a process manager without PMI-1,
+        // Open MPI's, cannot tell the tracer so).
+        ("MPIGRAM_ALL_RANKS", "1".to_owned()),
+    ];
+    env.extend(
+        settings
+            .iter()
+            .filter_map(|(var, value)| Some((*var, value.clone()?))),
+    );
     // Signals that stop `mpigram run` stop the launcher (which stops the
     // ranks): caught from before it starts, passed on once it runs.
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP])
         .context("cannot catch signals")?;
-    // -genv sets the variables in the launched processes only, not in mpiexec.
-    let mut launcher = Command::new("mpiexec")
-        .args(["-n", &n.to_string()])
-        .args(["-genv", "LD_PRELOAD", &preload])
-        .args(["-genv", "MPIGRAM_OUT", &out.display().to_string()])
-        .args(
-            settings
-                .iter()
-                .filter_map(|(var, value)| Some(["-genv", var, value.as_deref()?]))
-                .flatten(),
-        )
-        .args(program)
+    // The variables go to the launched processes only, not the launcher.
+    let mut child = launcher
+        .command(n, &env, program)
         .env_remove("LD_PRELOAD")
         .spawn()
-        .context("cannot start mpiexec (is MPI installed? scripts/setup installs MPICH)")?;
-    let pid = launcher.id() as libc::pid_t;
+        .with_context(|| format!("cannot start {}", launcher.command[0]))?;
+    let pid = child.id() as libc::pid_t;
     let caught = signals.handle();
     let forwarding = std::thread::spawn(move || {
         let mut first = None;
@@ -224,7 +244,9 @@ fn run(
         }
         first
     });
-    let status = launcher.wait().context("waiting for mpiexec");
+    let status = child
+        .wait()
+        .with_context(|| format!("waiting for {}", launcher.command[0]));
     caught.close();
     // Stopped by a signal: say so as a shell would (hydra itself may exit
     // with 0 after stopping the ranks).

@@ -78,10 +78,13 @@ fn gen_bench(dir: &Path, extra: &[&str]) -> (PathBuf, String) {
     (c, source)
 }
 
-/// Builds a generated benchmark with mpicc, as a user would: without a warning.
+/// Builds a generated benchmark with the test run's MPI's mpicc, as a
+/// user would: without a warning.
 fn build(c: &Path) -> PathBuf {
     let exe = c.with_extension("");
-    let out = Command::new("mpicc")
+    let mpi = mpigram_testkit::Mpi::selected();
+    let out = Command::new(&mpi.cc)
+        .envs(mpi.env.iter().cloned())
         .args(["-O1", "-Wall", "-o"])
         .arg(&exe)
         .arg(c)

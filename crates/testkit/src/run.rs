@@ -18,6 +18,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
+use crate::mpis::{Launch, Mpi};
 
 /// Default limit for one run.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -35,6 +36,7 @@ pub struct Mpiexec {
     with_yield: bool,
     timeout: Duration,
     current_dir: Option<PathBuf>,
+    mpi: Mpi,
 }
 
 /// One executable of the job, with what only its ranks get.
@@ -78,6 +80,7 @@ where
         with_yield: true,
         timeout: DEFAULT_TIMEOUT,
         current_dir: None,
+        mpi: Mpi::selected().clone(),
     }
 }
 
@@ -164,6 +167,12 @@ impl Mpiexec {
         self
     }
 
+    /// Runs under `mpi`'s launcher (default: [`Mpi::selected`]).
+    pub fn mpi(&mut self, mpi: &Mpi) -> &mut Self {
+        self.mpi = mpi.clone();
+        self
+    }
+
     /// Working directory of mpiexec and the ranks.
     pub fn current_dir(&mut self, dir: impl AsRef<Path>) -> &mut Self {
         self.current_dir = Some(dir.as_ref().to_path_buf());
@@ -180,30 +189,55 @@ impl Mpiexec {
     }
 
     fn command(&self) -> Result<Command> {
-        let mut cmd = Command::new("mpiexec");
-        for (key, value) in &self.env {
-            cmd.arg("-genv").arg(key).arg(value);
-        }
+        let mpi = &self.mpi;
+        let mut cmd = Command::new(&mpi.launcher[0]);
+        cmd.args(&mpi.launcher[1..]).envs(mpi.env.iter().cloned());
+        // One variable for every rank, or (`job: false`) for the ranks of
+        // the context it follows: Hydra's -genv / -env, Open MPI's -x.
+        let set = |cmd: &mut Command, key: &OsStr, value: &OsStr, job: bool| match mpi.launch {
+            Launch::Hydra => {
+                cmd.arg(if job { "-genv" } else { "-env" })
+                    .arg(key)
+                    .arg(value);
+            }
+            Launch::OpenMpi => {
+                let mut pair = key.to_owned();
+                pair.push("=");
+                pair.push(value);
+                cmd.arg("-x").arg(pair);
+            }
+        };
         let libs = self.preload_list()?;
         let joined = |libs: &[PathBuf]| {
             std::env::join_paths(libs)
                 .map_err(|e| Error::io("joining LD_PRELOAD", std::io::Error::other(e)))
         };
-        if !libs.is_empty() {
-            cmd.arg("-genv").arg("LD_PRELOAD").arg(joined(&libs)?);
+        if mpi.launch == Launch::Hydra {
+            for (key, value) in &self.env {
+                set(&mut cmd, key, value, true);
+            }
+            if !libs.is_empty() {
+                set(&mut cmd, OsStr::new("LD_PRELOAD"), &joined(&libs)?, true);
+            }
         }
         for (i, context) in self.contexts.iter().enumerate() {
             if i > 0 {
                 cmd.arg(":");
             }
             cmd.arg("-n").arg(context.ranks.to_string());
-            for (key, value) in &context.env {
-                cmd.arg("-env").arg(key).arg(value);
+            if mpi.launch == Launch::OpenMpi {
+                // Open MPI's -x belongs to the context it is in.
+                for (key, value) in &self.env {
+                    set(&mut cmd, key, value, false);
+                }
             }
-            if !context.preloads.is_empty() {
+            for (key, value) in &context.env {
+                set(&mut cmd, key, value, false);
+            }
+            let all: Vec<PathBuf> = context.preloads.iter().chain(&libs).cloned().collect();
+            if !context.preloads.is_empty() || (mpi.launch == Launch::OpenMpi && !all.is_empty()) {
                 // `-env` replaces the job's value for these ranks.
-                let all: Vec<PathBuf> = context.preloads.iter().chain(&libs).cloned().collect();
-                cmd.arg("-env").arg("LD_PRELOAD").arg(joined(&all)?);
+                set(&mut cmd, OsStr::new("LD_PRELOAD"), &joined(&all)?, false);
             }
             cmd.arg(&context.exe).args(&context.args);
         }

@@ -99,22 +99,33 @@ fn first_use() -> bool {
         // SAFETY: writes from a static buffer of that length.
         unsafe { libc::write(libc::STDERR_FILENO, line.as_ptr().cast(), line.len()) };
     }
-    let _ = STATE.compare_exchange(UNSET, if off { OFF } else { ON }, Relaxed, Relaxed);
+    // The process's MPI must be one mpigram records (`crate::front`).
+    let on = !off && crate::front::bind();
+    let _ = STATE.compare_exchange(UNSET, if on { ON } else { OFF }, Relaxed, Relaxed);
     STATE.load(Relaxed) == ON
 }
 
 /// Whether `MPIGRAM_OFF` turns tracing off: `1`, `true`, `yes` or `on`
 /// (`0`, `false`, `no`, `off` or empty leave it on). Any other value is a
 /// mistake, said once (by rank 0), and turns tracing off:
-/// the user meant something, and an untraced rank harms nothing. Uses
-/// getenv, which does not allocate: the allocation hooks reach this.
+/// the user meant something, and an untraced rank harms nothing. Read
+/// once, with getenv, which does not allocate: the allocation hooks reach
+/// this (once only: getenv while the program changes its environment, from
+/// inside setenv's realloc, would read a half-built table).
 pub fn env_says_off() -> bool {
+    static OFF_ENV: AtomicU8 = AtomicU8::new(UNSET);
+    match OFF_ENV.load(Relaxed) {
+        UNSET => {}
+        v => return v == OFF,
+    }
     // SAFETY: getenv with a NUL-terminated name; the result is read at once.
     let value = unsafe { libc::getenv(c"MPIGRAM_OFF".as_ptr()) };
-    !value.is_null() && {
+    let off = !value.is_null() && {
         let v = unsafe { std::ffi::CStr::from_ptr(value) }.to_bytes();
         !v.is_empty() && parse_switch(v) != Some(false)
-    }
+    };
+    OFF_ENV.store(if off { OFF } else { ON }, Relaxed);
+    off
 }
 
 fn off_value_is_wrong() -> bool {
@@ -152,7 +163,14 @@ pub fn parse_switch(value: impl AsRef<[u8]>) -> Option<bool> {
 /// tracer (census.rs), or inside another traced call (a call the MPI
 /// library makes to itself, on every member alike).
 pub fn may_agree() -> bool {
-    INSIDE.with(Cell::get) == OUTSIDE && !env_says_off() && crate::census::whole_job()
+    INSIDE.with(Cell::get) == OUTSIDE && !sits_out() && crate::census::whole_job()
+}
+
+/// Whether this process takes no part in the tracer's own communication
+/// (clock synchronisation, the merge): under `MPIGRAM_OFF`, or under an MPI
+/// mpigram does not record. Either holds on every rank alike.
+pub fn sits_out() -> bool {
+    env_says_off() || !crate::front::is_bound()
 }
 
 /// MPI_Pcontrol(0): stop recording until [`resume`].
@@ -170,12 +188,13 @@ pub fn disable() {
     STATE.store(OFF, Relaxed);
 }
 
-/// Whether calls are being recorded now, and this thread is not inside
-/// one (the allocation hooks ask this).
+/// Whether calls are being recorded now (or may be: no MPI call came
+/// yet), and this thread is not inside one (the allocation hooks ask this;
+/// they never decide whether to record, which needs the MPI library).
 #[inline]
 pub fn recording_here() -> bool {
     let state = STATE.load(Relaxed);
-    (state == ON || (state == UNSET && first_use())) && INSIDE.with(Cell::get) == OUTSIDE
+    (state == ON || (state == UNSET && !env_says_off())) && INSIDE.with(Cell::get) == OUTSIDE
 }
 
 /// Whether this thread is recording a call now (the allocation hooks count

@@ -68,23 +68,32 @@ pub struct Outcome {
     pub traced: Vec<u32>,
 }
 
-/// The launcher's rank and size of this process, before MPI_Init.
+/// The launcher's rank and size of this process, before MPI_Init: Hydra's
+/// PMI variables, Open MPI's, PMIx's or Slurm's.
 pub fn launcher_rank_and_size() -> (u32, u32) {
-    (var("PMI_RANK").unwrap_or(0), var("PMI_SIZE").unwrap_or(1))
+    let first = |names: [&str; 4]| names.iter().find_map(|n| var(n));
+    (
+        first([
+            "PMI_RANK",
+            "OMPI_COMM_WORLD_RANK",
+            "PMIX_RANK",
+            "SLURM_PROCID",
+        ])
+        .unwrap_or(0),
+        first([
+            "PMI_SIZE",
+            "OMPI_COMM_WORLD_SIZE",
+            "PMIX_SIZE",
+            "SLURM_NTASKS",
+        ])
+        .unwrap_or(1),
+    )
 }
 
 /// This process's rank as its launcher says (hydra, PMIx, Open MPI's,
 /// Slurm's), else 0: its world rank before MPI_Init.
 pub fn launcher_rank() -> u32 {
-    [
-        "PMI_RANK",
-        "PMIX_RANK",
-        "OMPI_COMM_WORLD_RANK",
-        "SLURM_PROCID",
-    ]
-    .iter()
-    .find_map(|v| var(v))
-    .unwrap_or(0)
+    launcher_rank_and_size().0
 }
 
 fn var<T: std::str::FromStr>(name: &str) -> Option<T> {

@@ -27,6 +27,9 @@ mod census;
 mod clock;
 mod clocksync;
 mod encoder;
+mod front;
+#[path = "generated/fronts.rs"]
+mod fronts;
 mod intern;
 mod journal;
 mod merge;
@@ -45,7 +48,8 @@ mod tracer;
 mod wrappers {
     use crate::abi::*;
     use crate::call::Call;
-    use crate::encoder::{Encoder, IntoHandle};
+    use crate::encoder::Encoder;
+    use crate::front::{REQUEST, front};
     use mpigram_mpispec::{HandleKind, func};
     use std::ffi::{c_char, c_int, c_void};
 

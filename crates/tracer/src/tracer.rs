@@ -6,13 +6,14 @@
 //! goes to the rank's crash journal (journal.rs), which survives the
 //! process being killed.
 
-use crate::abi::{self, MPI_SUCCESS};
+use crate::abi::MPI_SUCCESS;
 use crate::clock::ClockPoint;
-use crate::encoder::{Encoder, IntoHandle};
+use crate::encoder::Encoder;
+use crate::front::front;
 use crate::journal::Journal;
 use crate::objects::{CommInfo, Objects};
 use crate::recorder::{PerCall, Recorder};
-use mpigram_mpispec::{FuncId, HandleRef, put_signature_head};
+use mpigram_mpispec::{FuncId, HandleKind, HandleRef, put_signature_head};
 use mpigram_trace::journal::JournalHeader;
 use mpigram_trace::{ClockSync, CommEntry, Ending, NO_RANK, RankMeta, RankTrace, Timing};
 use std::cell::UnsafeCell;
@@ -64,7 +65,7 @@ static CONCURRENT: AtomicBool = AtomicBool::new(true);
 
 /// MPI settled on `provided` as the thread level.
 pub fn set_thread_level(provided: c_int) {
-    CONCURRENT.store(provided >= abi::MPI_THREAD_MULTIPLE, Relaxed);
+    CONCURRENT.store(provided >= front().ints.MPI_THREAD_MULTIPLE, Relaxed);
 }
 
 /// Runs `f` on the tracer, creating it on first use. A panic inside turns
@@ -110,7 +111,7 @@ pub fn record(func: FuncId, ret: c_int, start: u64, end: u64, encode: impl FnOnc
             out: &mut recorder.scratch,
             objects,
             ok: ret == MPI_SUCCESS,
-            errors_in_statuses: ret == abi::MPI_ERR_IN_STATUS,
+            errors_in_statuses: ret == front().ints.MPI_ERR_IN_STATUS,
             comm: None,
             func,
             request_comms: &mut recorder.request_comms,
@@ -159,10 +160,11 @@ impl Tracer {
     /// MPI is initialised: learn this process's place in the world.
     pub fn on_init(&mut self) {
         crate::alloc::start_tracking();
-        let world = abi::MPI_COMM_WORLD;
+        let world = front().MPI_COMM_WORLD;
         crate::pmpi_query::world_ready();
         if let Some(info) = crate::pmpi_query::comm_info(world) {
-            self.objects.set_comm(world, info);
+            self.objects
+                .set_comm(front().value(HandleKind::Comm, world), info);
             self.world = Some((info.rank as u32, info.size as u32));
         }
         let me = CommInfo {
@@ -173,8 +175,8 @@ impl Tracer {
             leader: self.world.map_or(-1, |(rank, _)| rank as i32),
             instance: 0,
         };
-        self.objects.set_comm(abi::MPI_COMM_SELF, me);
-        debug_assert!(abi::MPI_COMM_SELF.into_handle() != abi::MPI_COMM_WORLD.into_handle());
+        let comm_self = front().value(HandleKind::Comm, front().MPI_COMM_SELF);
+        self.objects.set_comm(comm_self, me);
     }
 
     /// The census found the run (`outcome`): the trace directory is this
@@ -204,7 +206,7 @@ impl Tracer {
             pid: std::process::id(),
             start_ns: self.start.ns,
             host: host_name(),
-            mpi_library: crate::pmpi_query::library_version(),
+            mpi_library: crate::front::library().map_or_else(String::new, |l| l.describe()),
             capacity,
             run: self.run,
         };
@@ -299,7 +301,7 @@ impl Tracer {
                 world_size: self.world.map_or(0, |(_, size)| size),
                 pid: std::process::id(),
                 host: host_name(),
-                mpi_library: crate::pmpi_query::library_version(),
+                mpi_library: crate::front::library().map_or_else(String::new, |l| l.describe()),
                 timing,
                 calls: self.recorder.calls,
                 start_ns: self.start.ns,
