@@ -7,6 +7,7 @@ pub mod critical_path;
 pub mod decode;
 pub mod export;
 mod json;
+pub mod lint;
 pub mod matching;
 pub mod members;
 pub mod profile;
