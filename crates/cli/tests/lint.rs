@@ -5,31 +5,14 @@
 mod common;
 
 use common::{mpigram, text};
-use mpigram_testkit::{compile, mpi_available, mpiexec};
 use serde_json::Value as Json;
 use std::path::Path;
 use std::process::Output;
-use std::time::Duration;
 
 /// Traces `program ARGS` on `ranks` ranks (aggregated timing: lint needs
 /// no times) into `dir`.
 fn trace(program: &str, ranks: u32, args: &[&str], dir: &Path) {
-    mpi_available().unwrap();
-    let exe = compile(program).unwrap();
-    let lib = text(&mpigram(&["lib"]).stdout).trim().to_owned();
-    let run = mpiexec(ranks, &exe, args)
-        .preload(&lib)
-        .env("MPIGRAM_OUT", dir)
-        .timeout(Duration::from_secs(120))
-        .run()
-        .unwrap();
-    assert!(
-        run.success(),
-        "{}: {}\n{}",
-        run.command,
-        run.stdout,
-        run.stderr
-    );
+    common::trace(dir, program, ranks, args, "aggregated");
 }
 
 fn lint(dir: &Path, json: bool) -> Output {

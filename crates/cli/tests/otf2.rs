@@ -6,8 +6,7 @@
 
 mod common;
 
-use common::{mpigram, text};
-use mpigram_testkit::{compile, mpi_available};
+use common::{mpigram, text, trace};
 use serde_json::Value as Json;
 use std::collections::HashMap;
 use std::path::Path;
@@ -15,25 +14,6 @@ use std::process::{Command, Output, Stdio};
 
 /// Debian's Python, which python3-otf2 installs into.
 const DEBIAN_PYTHON: &str = "/usr/bin/python3";
-
-fn trace(out: &Path, program: &str, ranks: u32, args: &[&str], timing: &str) {
-    mpi_available().unwrap();
-    let exe = compile(program).unwrap();
-    let n = ranks.to_string();
-    let mut run = vec![
-        "run",
-        "-o",
-        out.to_str().unwrap(),
-        "-n",
-        &n,
-        "--timing",
-        timing,
-    ];
-    run.extend(["--", exe.to_str().unwrap()]);
-    run.extend(args);
-    let done = mpigram(&run);
-    assert!(done.status.success(), "{}", text(&done.stderr));
-}
 
 fn export(trace: &Path, out: &Path) -> Output {
     mpigram(&[

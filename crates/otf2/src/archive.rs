@@ -403,23 +403,20 @@ impl EventWriter<'_> {
         event!(self, OTF2_EvtWriter_Leave, time, region)
     }
 
-    pub fn send(&mut self, time: u64, message: &Message) -> Result<(), Otf2Error> {
-        let Message {
-            peer,
-            comm,
-            tag,
-            bytes,
-        } = *message;
-        event!(self, OTF2_EvtWriter_MpiSend, time, peer, comm, tag, bytes)
+    pub fn send(&mut self, time: u64, m: &Message) -> Result<(), Otf2Error> {
+        event!(
+            self,
+            OTF2_EvtWriter_MpiSend,
+            time,
+            m.peer,
+            m.comm,
+            m.tag,
+            m.bytes
+        )
     }
 
-    pub fn isend(&mut self, time: u64, message: &Message, request: u64) -> Result<(), Otf2Error> {
-        let Message {
-            peer,
-            comm,
-            tag,
-            bytes,
-        } = *message;
+    pub fn isend(&mut self, time: u64, m: &Message, request: u64) -> Result<(), Otf2Error> {
+        let (peer, comm, tag, bytes) = (m.peer, m.comm, m.tag, m.bytes);
         event!(
             self,
             OTF2_EvtWriter_MpiIsend,
@@ -440,23 +437,20 @@ impl EventWriter<'_> {
         event!(self, OTF2_EvtWriter_MpiIrecvRequest, time, request)
     }
 
-    pub fn recv(&mut self, time: u64, message: &Message) -> Result<(), Otf2Error> {
-        let Message {
-            peer,
-            comm,
-            tag,
-            bytes,
-        } = *message;
-        event!(self, OTF2_EvtWriter_MpiRecv, time, peer, comm, tag, bytes)
+    pub fn recv(&mut self, time: u64, m: &Message) -> Result<(), Otf2Error> {
+        event!(
+            self,
+            OTF2_EvtWriter_MpiRecv,
+            time,
+            m.peer,
+            m.comm,
+            m.tag,
+            m.bytes
+        )
     }
 
-    pub fn irecv(&mut self, time: u64, message: &Message, request: u64) -> Result<(), Otf2Error> {
-        let Message {
-            peer,
-            comm,
-            tag,
-            bytes,
-        } = *message;
+    pub fn irecv(&mut self, time: u64, m: &Message, request: u64) -> Result<(), Otf2Error> {
+        let (peer, comm, tag, bytes) = (m.peer, m.comm, m.tag, m.bytes);
         event!(
             self,
             OTF2_EvtWriter_MpiIrecv,
@@ -473,14 +467,8 @@ impl EventWriter<'_> {
         event!(self, OTF2_EvtWriter_MpiCollectiveBegin, time)
     }
 
-    pub fn collective_end(&mut self, time: u64, end: &CollectiveEnd) -> Result<(), Otf2Error> {
-        let CollectiveEnd {
-            op,
-            comm,
-            root,
-            sent,
-            received,
-        } = *end;
+    pub fn collective_end(&mut self, time: u64, e: &CollectiveEnd) -> Result<(), Otf2Error> {
+        let (op, comm, root, sent, received) = (e.op, e.comm, e.root, e.sent, e.received);
         event!(
             self,
             OTF2_EvtWriter_MpiCollectiveEnd,

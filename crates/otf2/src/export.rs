@@ -152,12 +152,7 @@ pub fn export(
     }
     let members = matching::world_ranks(trace);
     let matching = matching::match_trace(trace, &members)?;
-    let world_size = trace
-        .ranks
-        .iter()
-        .map(|r| r.meta.world_size)
-        .max()
-        .unwrap_or(0);
+    let world_size = trace.rank_slots() as u32;
     let mut comms = Comms {
         members: &members,
         world_size,
