@@ -123,23 +123,17 @@ pub fn run(args: &Args) -> Result<()> {
 }
 
 /// Writes the OTF2 archive of `trace` into directory `out` (replacing an
-/// archive of the same name there).
+/// archive of the same name there; nothing of it is left on an error).
 fn otf2(trace: &Trace, times: &RankTimes, dir: &Path, out: &Path) -> Result<()> {
     let name = mpigram_otf2::ARCHIVE_NAME;
-    for old in [format!("{name}.otf2"), format!("{name}.def")] {
-        let path = out.join(old);
-        if path.exists() {
-            std::fs::remove_file(&path)
-                .with_context(|| format!("cannot remove {}", path.display()))?;
+    remove_archive(out)?;
+    let summary = match mpigram_otf2::export(trace, times, out) {
+        Ok(summary) => summary,
+        Err(e) => {
+            remove_archive(out).ok(); // no half-written archive
+            return Err(e).with_context(|| format!("cannot export {}", dir.display()));
         }
-    }
-    let files = out.join(name);
-    if files.exists() {
-        std::fs::remove_dir_all(&files)
-            .with_context(|| format!("cannot remove {}", files.display()))?;
-    }
-    let summary = mpigram_otf2::export(trace, times, out)
-        .with_context(|| format!("cannot export {}", dir.display()))?;
+    };
     eprintln!(
         "mpigram: {}: {} ranks, {} calls, {} messages, {} collective calls",
         out.join(format!("{name}.otf2")).display(),
@@ -159,6 +153,24 @@ fn otf2(trace: &Trace, times: &RankTimes, dir: &Path, out: &Path) -> Result<()> 
             "mpigram: {} point-to-point operations matched nothing (no message records)",
             summary.unmatched
         );
+    }
+    Ok(())
+}
+
+/// Removes the OTF2 archive `out/traces.*` if there is one.
+fn remove_archive(out: &Path) -> Result<()> {
+    let name = mpigram_otf2::ARCHIVE_NAME;
+    for file in [format!("{name}.otf2"), format!("{name}.def")] {
+        let path = out.join(file);
+        if path.exists() {
+            std::fs::remove_file(&path)
+                .with_context(|| format!("cannot remove {}", path.display()))?;
+        }
+    }
+    let files = out.join(name);
+    if files.exists() {
+        std::fs::remove_dir_all(&files)
+            .with_context(|| format!("cannot remove {}", files.display()))?;
     }
     Ok(())
 }
