@@ -8,6 +8,7 @@ pub mod decode;
 pub mod diff;
 pub mod export;
 mod json;
+pub mod lint;
 pub mod matching;
 pub mod members;
 pub mod profile;

@@ -14,6 +14,7 @@ mod diff;
 mod export;
 mod gen_bench;
 mod launch;
+mod lint;
 mod profile;
 mod progress;
 mod stats;
@@ -85,6 +86,11 @@ enum Cmd {
     /// arguments, with loops from the grammar and the recorded computation
     /// as busy-waits (docs/gen-bench.md).
     GenBench(gen_bench::Args),
+    /// MPI usage findings: objects never freed, requests never completed,
+    /// send cycles, one-at-a-time completions, persistent-request
+    /// candidates, small-message storms, wildcards with one sender
+    /// (exit status 1 when something was found; docs/lint.md).
+    Lint(lint::Args),
 }
 
 fn main() -> ExitCode {
@@ -120,6 +126,7 @@ fn main() -> ExitCode {
         Cmd::CriticalPath(args) => critical_path::run(&args).map(|()| ExitCode::SUCCESS),
         Cmd::Profile(args) => profile::run(&args).map(|()| ExitCode::SUCCESS),
         Cmd::GenBench(args) => gen_bench::run(&args).map(|()| ExitCode::SUCCESS),
+        Cmd::Lint(args) => lint::run(&args),
     };
     result.unwrap_or_else(|e| {
         eprintln!("mpigram: {e:#}");

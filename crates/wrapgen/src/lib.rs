@@ -5,6 +5,7 @@
 //! checked in; [`run`] with [`Mode::Check`] says whether regenerating would
 //! change it. See the crate's README.
 
+pub mod bundled;
 pub mod checks;
 pub mod ctype;
 pub mod emit_abi;
