@@ -3,6 +3,7 @@
 //! above one are `for` loops), and `main`, which selects each rank's start
 //! rule by rank conditions.
 
+use crate::buffers::{SegmentSize, UNKNOWN_BUFFER, UNKNOWN_ELEMENT};
 use crate::callbacks::{callback_name, callback_stub};
 use crate::render::{CallCode, Context, Rendered};
 use crate::timing::{Delays, Site};
@@ -25,12 +26,12 @@ pub struct Program<'a> {
     pub calls: &'a FxHashMap<u32, Rendered>,
     pub ctx: &'a Context,
     pub delays: &'a Delays,
-    pub segment_bytes: &'a [u64],
+    pub segment_bytes: &'a [SegmentSize],
     /// Lines of the header comment.
     pub header: Vec<String>,
 }
 
-/// Ranks as people read them: `0-3, 5, 8`.
+/// Ranks (or other numbers) as people read them: `0-3, 5, 8`.
 pub fn rank_list(ranks: &[u32]) -> String {
     ranges(ranks)
         .iter()
@@ -208,19 +209,30 @@ impl Program<'_> {
             ctx.requests.len().max(1)
         );
         let n = self.segment_bytes.len().max(1);
+        let bytes: Vec<String> = self
+            .segment_bytes
+            .iter()
+            .map(|s| s.bytes.to_string())
+            .collect();
         let _ = writeln!(
             out,
-            "/* Memory segments: the largest offset plus extent any call used (0: unused). */\nstatic char *segs[{n}], *seg_home[{n}];\nstatic const size_t seg_bytes[{n}] = {{{}}};",
-            if self.segment_bytes.is_empty() {
+            "/* Memory segments, each its own allocation: the largest offset plus extent any call used (0: unused). */\nstatic char *segs[{n}], *seg_home[{n}];\nstatic const size_t seg_bytes[{n}] = {{{}}};",
+            if bytes.is_empty() {
                 "0".to_owned()
             } else {
-                self.segment_bytes
-                    .iter()
-                    .map(|b| b.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                bytes.join(", ")
             }
         );
+        let guessed: Vec<u32> = (0..self.segment_bytes.len() as u32)
+            .filter(|&i| self.segment_bytes[i as usize].guessed)
+            .collect();
+        if !guessed.is_empty() {
+            let _ = writeln!(
+                out,
+                "/* Sizes guessed, on the large side, for segments {}: a call passed them a buffer of a size the trace does not tell ({UNKNOWN_BUFFER} bytes assumed) or elements of an unknown datatype ({UNKNOWN_ELEMENT} bytes each assumed). */",
+                rank_list(&guessed)
+            );
+        }
         let _ = writeln!(
             out,
             "/* Outputs nobody reads, by parameter position. */\nstatic _Alignas(64) unsigned char scratch[{}][{}];\n",

@@ -259,11 +259,81 @@ fn segments_hold_the_largest_offset_plus_extent() {
     let extents = crate::buffers::Extents::of(&sigs);
     assert_eq!(
         extents.extent(Some(HandleRef::User(0))),
-        40,
+        Some(40),
         "vector extent"
     );
     let sizes = crate::buffers::segment_sizes(&sigs, &extents, 2);
-    assert_eq!(sizes[5], 1080);
+    assert_eq!(sizes[5].bytes, 1080);
+    assert!(!sizes[5].guessed);
+}
+
+#[test]
+fn a_reductions_send_buffer_holds_its_count() {
+    // IS's Allreduce of 1,029 ints from a static array: 4,116 bytes each side.
+    let allreduce = sig(
+        "MPI_Allreduce",
+        vec![
+            seg(3, 0),
+            seg(4, 0),
+            Value::Int(1029),
+            int(),
+            predef(HandleKind::Op, "MPI_SUM"),
+            world(),
+        ],
+    );
+    // Reduce_scatter: the send buffer holds every block, the receive buffer one.
+    let reduce_scatter = sig(
+        "MPI_Reduce_scatter",
+        vec![
+            seg(5, 8),
+            seg(6, 0),
+            Value::Array(Some(vec![Value::Int(10), Value::Int(20), Value::Int(30)])),
+            int(),
+            predef(HandleKind::Op, "MPI_SUM"),
+            world(),
+        ],
+    );
+    let sigs = [&allreduce, &reduce_scatter];
+    let sizes = crate::buffers::segment_sizes(&sigs, &crate::buffers::Extents::of(&sigs), 3);
+    let bytes: Vec<u64> = sizes.iter().map(|s| s.bytes).collect();
+    assert_eq!(bytes[3..], [4116, 4116, 8 + 240, 240]);
+    assert!(sizes.iter().all(|s| !s.guessed));
+}
+
+#[test]
+fn sizes_the_trace_cannot_tell_err_large_and_say_so() {
+    // MPI_File_read_all_end's buffer has no count: the begin call had it.
+    let read_end = sig(
+        "MPI_File_read_all_end",
+        vec![
+            Value::Handle(HandleKind::File, HandleRef::User(0)),
+            seg(2, 0),
+            Value::Status(None),
+        ],
+    );
+    // A type of unknown extent (MPI_Type_create_f90_real's).
+    let send = sig(
+        "MPI_Send",
+        vec![
+            seg(3, 0),
+            Value::Int(2),
+            Value::Handle(HandleKind::Datatype, HandleRef::User(7)),
+            Value::Rank(Rank::Relative(1)),
+            Value::Tag(0),
+            world(),
+        ],
+    );
+    let bench = generate(
+        &trace_of(vec![vec![init(), read_end, send, finalize()]], 10),
+        &options(Compute::None),
+    )
+    .unwrap();
+    let src = &bench.source;
+    assert!(src.contains(", 1048576, 8192};"), "{src}");
+    assert!(
+        src.contains("/* Sizes guessed, on the large side, for segments 2-3:"),
+        "{src}"
+    );
 }
 
 #[test]
