@@ -363,6 +363,48 @@ fn aggregated_timing_spreads_each_ranks_computation_over_its_calls() {
     assert!(!none.source.contains("spin(2"), "{}", none.source);
 }
 
+/// `calls` on one rank with lossless times: each call lasts 1 µs and
+/// follows the gap given with it (nanoseconds).
+fn timed_trace(calls: Vec<(Signature, u64)>) -> Trace {
+    let mut t = trace_of(vec![calls.iter().map(|(s, _)| s.clone()).collect()], 1);
+    let mut times = mpigram_trace::timing::ExactWriter::default();
+    let mut now = 0;
+    for (_, gap) in &calls {
+        now += gap;
+        times.push(now, now + 1000);
+        now += 1000;
+    }
+    let part = &mut t.ranks[0];
+    part.meta.timing.lossless = true;
+    part.meta.end_ns = now;
+    part.times.exact = times.bytes();
+    t
+}
+
+#[test]
+fn recorded_computation_keeps_a_loops_longer_first_gap_apart() {
+    // Start-up (10 ms) before the first of 5 barriers, then 1 ms before each;
+    // the shortest gap (2 µs, before MPI_Finalize) is the tracer's own.
+    let mut calls = vec![(init(), 0), (comm_rank(0), 0), (barrier(), 10_002_000)];
+    calls.extend(std::iter::repeat_n((barrier(), 1_002_000), 4));
+    calls.push((finalize(), 2_000));
+    let bench = generate(&timed_trace(calls), &options(Compute::Recorded)).unwrap();
+    let src = &bench.source;
+    assert!(
+        src.contains("spin(first_0_2 ? (first_0_2 = 0, 1.000e-2) : 1.000e-3);"),
+        "{src}"
+    );
+    assert!(src.contains("static int first_0_2 = 1;"), "{src}");
+    assert!(bench.notes.is_empty(), "{:?}", bench.notes);
+    // Ten times alike: one mean, no first-call test.
+    let mut calls = vec![(init(), 0), (comm_rank(0), 0)];
+    calls.extend(std::iter::repeat_n((barrier(), 1_002_000), 10));
+    calls.push((finalize(), 2_000));
+    let bench = generate(&timed_trace(calls), &options(Compute::Recorded)).unwrap();
+    assert!(bench.source.contains("spin(1.000e-3);"), "{}", bench.source);
+    assert!(!bench.source.contains("first_"), "{}", bench.source);
+}
+
 #[test]
 fn a_trace_without_every_rank_or_without_mpi_init_is_refused() {
     let mut t = trace_of(vec![vec![init(), finalize()], vec![init(), finalize()]], 10);
