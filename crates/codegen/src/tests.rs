@@ -458,3 +458,86 @@ fn an_absurd_segment_id_is_an_error_not_an_allocation() {
         "{err}"
     );
 }
+
+/// Generation works on the grammar: a trace of 10^8 MPI_Comm_rank calls
+/// and a loop of 10^9 wildcard receives (bound to their sender), with a
+/// call the MPI library made after MPI_Finalize, is generated without
+/// expanding a call (expanding would take minutes and gigabytes; the time
+/// is measured by scripts/bench-gen-bench, not here).
+#[test]
+fn huge_repeat_counts_are_generated_from_the_grammar() {
+    use mpigram_grammar::{Grammar, Run, Symbol};
+    let irecv = sig(
+        "MPI_Irecv",
+        vec![
+            seg(2, 0),
+            Value::Int(1),
+            int(),
+            Value::Rank(Rank::AnySource),
+            Value::Tag(0),
+            world(),
+            Value::Request(RequestRef::Pooled { pool: 0, index: 0 }),
+        ],
+    );
+    let status = Status {
+        source: Rank::Relative(0),
+        tag: 0,
+        count: 4,
+        cancelled: false,
+        error: 0,
+    };
+    let wait = sig(
+        "MPI_Wait",
+        vec![
+            Value::Request(RequestRef::Pooled { pool: 0, index: 0 }),
+            Value::Status(Some(status)),
+        ],
+    );
+    let free_keyval = sig(
+        "MPI_Comm_free_keyval",
+        vec![Value::Handle(HandleKind::Keyval, HandleRef::User(0))],
+    );
+    let sigs = [init(), comm_rank(0), irecv, wait, finalize(), free_keyval];
+    let mut t = trace_of(vec![sigs.to_vec()], 1_000_000_000);
+    t.signatures = sigs.iter().map(Signature::encode).collect();
+    let term = |t: u32| Symbol::Terminal(t);
+    t.grammar = Grammar::new(
+        vec![
+            vec![Run::new(term(2), 1), Run::new(term(3), 1)],
+            vec![
+                Run::new(term(0), 1),
+                Run::new(term(1), 100_000_000),
+                Run::new(Symbol::Rule(0), 1_000_000_000),
+                Run::new(term(4), 1),
+                Run::new(term(5), 1),
+            ],
+        ],
+        vec![(0, 1)],
+    )
+    .unwrap();
+    let part = &mut t.ranks[0];
+    part.meta.calls = 2_100_000_003;
+    part.stats = (0..6)
+        .map(|terminal| (terminal, mpigram_trace::CallStats::default()))
+        .collect();
+    let bench = generate(&t, &options(Compute::Recorded)).unwrap();
+    let src = &bench.source;
+    assert_eq!(bench.calls, 2_100_000_003);
+    assert!(
+        src.contains("i < 100000000L; i++) { /* 100000000 calls */"),
+        "{src}"
+    );
+    assert!(
+        src.contains("i < 1000000000L; i++) { /* 1000000000 x rule 0"),
+        "{src}"
+    );
+    // Bound to the recorded sender (the rank itself), found on the grammar.
+    assert!(
+        src.contains("MPI_Irecv((void *)segs[2], 1, MPI_INT, world_rank, 0,"),
+        "{src}"
+    );
+    assert!(
+        src.contains("/* not reproduced: MPI_Comm_free_keyval after MPI_Finalize"),
+        "{src}"
+    );
+}
