@@ -23,13 +23,16 @@ mod abi;
 mod agree;
 mod alloc;
 mod call;
+mod census;
 mod clock;
 mod clocksync;
 mod encoder;
 mod intern;
 mod journal;
 mod merge;
+mod message;
 mod objects;
+mod ownership;
 #[path = "generated/pmpi.rs"]
 mod pmpi;
 mod pmpi_query;
