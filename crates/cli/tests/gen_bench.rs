@@ -356,6 +356,24 @@ fn fortran_programs_round_trip() {
     round_trip("fortran_f08", 2, &[]);
 }
 
+/// Shaped like NAS IS: static arrays, an Allreduce of 1,029 bucket sizes
+/// (more than 4 KiB), Alltoall of counts, Alltoallv of keys. The
+/// benchmark's send buffer of the Allreduce once had 4 KiB and ran into
+/// its receive buffer (MPICH aborted: memcpy ranges overlap).
+#[test]
+fn a_bucket_sort_like_nas_is_round_trips() {
+    let source = round_trip("bucket_sort", 4, &["3"]);
+    let sizes = source
+        .lines()
+        .find(|l| l.starts_with("static const size_t seg_bytes["))
+        .expect("a table of segment sizes");
+    assert_eq!(
+        sizes.matches(" 4116,").count() + sizes.matches(" 4116}").count(),
+        2,
+        "the Allreduce's send and receive buffers: {sizes}"
+    );
+}
+
 #[test]
 fn halo_exchanges_round_trip() {
     round_trip("halo2d", 4, &[]);
