@@ -64,13 +64,13 @@ impl Call {
 
     /// Ends the call: `encode` writes its arguments.
     #[inline]
-    pub fn end(self, func: FuncId, ret: c_int, encode: impl FnOnce(&mut Encoder)) {
+    pub fn end(self, func: FuncId, ret: c_int, encode: impl Fn(&mut Encoder)) {
         self.end_at(crate::clock::now(), func, ret, encode);
     }
 
     /// Ends a call whose MPI part ended at `end` (the tracer did work of
     /// its own since, which is not the call's time).
-    pub fn end_at(self, end: u64, func: FuncId, ret: c_int, encode: impl FnOnce(&mut Encoder)) {
+    pub fn end_at(self, end: u64, func: FuncId, ret: c_int, encode: impl Fn(&mut Encoder)) {
         self.flag().set(RECORDING);
         crate::tracer::record(func, ret, self.start, end, encode);
     }

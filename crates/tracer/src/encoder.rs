@@ -7,6 +7,7 @@
 
 use crate::abi::{self, MPI_Aint, MPI_Comm, MPI_Count, MPI_Offset, MPI_Request, MPI_Status};
 use crate::agree::Agreed;
+use crate::memo::ArgKey;
 use crate::objects::{CommInfo, Objects, RequestInfo, RequestKind};
 use mpigram_mpispec::encoding::*;
 use mpigram_mpispec::{BufferRef, FUNCS, FuncId, HandleKind, HandleRef, Rank, Status};
@@ -41,7 +42,7 @@ impl<T> IntoHandle for *const T {
 /// `MPI_Bcast_init`, `MPI_Psend_init`, ...) create persistent requests,
 /// which completion does not free; only receives, MPI-IO and generalized
 /// requests complete with a status MPI defines.
-fn request_kind(func: FuncId) -> RequestKind {
+pub(crate) fn request_kind(func: FuncId) -> RequestKind {
     static KINDS: OnceLock<Vec<RequestKind>> = OnceLock::new();
     let kinds = KINDS.get_or_init(|| {
         FUNCS
@@ -61,7 +62,9 @@ fn request_kind(func: FuncId) -> RequestKind {
     kinds.get(func as usize).copied().unwrap_or(unknown)
 }
 
-/// Writes the arguments of one call.
+/// Writes the arguments of one call; or, in a key pass (`key` set), notes
+/// the raw values the encoding depends on, for the call memo (memo.rs), and
+/// encodes nothing.
 pub struct Encoder<'a> {
     pub(crate) out: &'a mut Vec<u8>,
     pub(crate) objects: &'a mut Objects,
@@ -80,6 +83,39 @@ pub struct Encoder<'a> {
     pub(crate) request_comms: &'a mut Vec<RequestInfo>,
     /// The communicator MPI_Comm_idup wrote, for the request that follows.
     pub(crate) idup_comm: Option<MPI_Comm>,
+    /// The request the call created, as (pool, index).
+    pub(crate) created_request: Option<(u64, u64)>,
+    /// Set in a key pass: where the raw values go.
+    pub(crate) key: Option<&'a mut ArgKey>,
+}
+
+/// A key word for an absent value (an output MPI did not write).
+const ABSENT: u64 = u64::MAX;
+
+impl<'a> Encoder<'a> {
+    /// An encoder of a call of `func` that returned `ret`, writing to `out`;
+    /// a key pass if `key` is given.
+    pub fn new(
+        out: &'a mut Vec<u8>,
+        objects: &'a mut Objects,
+        func: FuncId,
+        ret: c_int,
+        request_comms: &'a mut Vec<RequestInfo>,
+        key: Option<&'a mut ArgKey>,
+    ) -> Encoder<'a> {
+        Encoder {
+            out,
+            objects,
+            ok: ret == abi::MPI_SUCCESS,
+            errors_in_statuses: ret == abi::MPI_ERR_IN_STATUS,
+            comm: None,
+            func,
+            request_comms,
+            idup_comm: None,
+            created_request: None,
+            key,
+        }
+    }
 }
 
 impl Encoder<'_> {
@@ -87,21 +123,63 @@ impl Encoder<'_> {
         self.ok
     }
 
+    /// In a key pass, notes `words` and says so: the caller encodes nothing.
+    #[inline(always)]
+    fn keyed(&mut self, words: &[u64]) -> bool {
+        match &mut self.key {
+            Some(key) => {
+                for &w in words {
+                    key.push(w);
+                }
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// In a key pass, notes that the call cannot be memoised (it creates or
+    /// frees objects, completes requests, or passes strings) and says so.
+    #[inline(always)]
+    fn unkeyed(&mut self) -> bool {
+        match &mut self.key {
+            Some(key) => {
+                key.cacheable = false;
+                true
+            }
+            None => false,
+        }
+    }
+
+    // The methods the common calls use check for a key pass inline (where
+    // the pass folds away) and encode out of line.
+
+    #[inline(always)]
     pub fn int(&mut self, v: i64) {
-        put_int(self.out, v);
+        if !self.keyed(&[v as u64]) {
+            put_int(self.out, v);
+        }
     }
 
+    #[inline(always)]
     pub fn tag(&mut self, v: i64) {
-        put_int(self.out, v);
+        self.int(v);
     }
 
+    #[inline(always)]
     pub fn address(&mut self, v: i64) {
-        put_int(self.out, v);
+        self.int(v);
     }
 
     /// A rank in `comm`: relative to the caller's rank where `comm` is an
     /// intra-communicator the tracer knows, else absolute.
+    #[inline(always)]
     pub fn rank(&mut self, v: i64, comm: MPI_Comm) {
+        if !self.keyed(&[v as u64, comm.into_handle()]) {
+            self.encode_rank(v, comm);
+        }
+    }
+
+    fn encode_rank(&mut self, v: i64, comm: MPI_Comm) {
         let info = self.comm_info(comm);
         put_rank(self.out, Self::rank_value(v, info));
     }
@@ -121,7 +199,14 @@ impl Encoder<'_> {
         }
     }
 
+    #[inline(always)]
     pub fn buffer(&mut self, p: *const c_void) {
+        if !self.keyed(&[p as u64]) {
+            self.encode_buffer(p);
+        }
+    }
+
+    fn encode_buffer(&mut self, p: *const c_void) {
         let b = if p.is_null() {
             BufferRef::Null
         } else if std::ptr::eq(p, abi::MPI_IN_PLACE) {
@@ -138,6 +223,9 @@ impl Encoder<'_> {
     /// # Safety
     /// `p` is NULL or points to a NUL-terminated string.
     pub unsafe fn string(&mut self, p: *const c_char) {
+        if self.unkeyed() {
+            return;
+        }
         let s = (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_bytes());
         put_str(self.out, s);
     }
@@ -147,6 +235,9 @@ impl Encoder<'_> {
     /// # Safety
     /// `p` is NULL or points to `len` readable bytes.
     pub unsafe fn string_n(&mut self, p: *const c_char, len: usize) {
+        if self.unkeyed() {
+            return;
+        }
         let s = (!p.is_null()).then(|| {
             let bytes = unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) };
             &bytes[..bytes.iter().position(|&b| b == 0).unwrap_or(len)]
@@ -155,21 +246,34 @@ impl Encoder<'_> {
     }
 
     pub fn callback(&mut self, f: *const c_void) {
+        if self.keyed(&[f as u64]) {
+            return;
+        }
         let id = (!f.is_null()).then(|| self.objects.callback(f as usize));
         put_callback(self.out, id);
     }
 
     /// An existing object.
+    #[inline(always)]
     pub fn handle(&mut self, kind: HandleKind, h: u64) {
         if kind == HandleKind::Comm && self.comm.is_none() {
             self.comm = Some(h as u32 as MPI_Comm);
         }
+        if !self.keyed(&[h]) {
+            self.encode_handle(kind, h);
+        }
+    }
+
+    fn encode_handle(&mut self, kind: HandleKind, h: u64) {
         let id = self.objects.handle(kind, h);
         put_handle(self.out, id);
     }
 
     /// An object the call created (its handle after the call).
     pub fn new_handle(&mut self, kind: HandleKind, h: u64) {
+        if self.unkeyed() {
+            return;
+        }
         let id = if self.ok {
             self.objects.create(kind, h)
         } else {
@@ -185,6 +289,9 @@ impl Encoder<'_> {
     /// A rank in `win`'s group: relative to the caller's rank where the
     /// tracer saw the window created, else absolute.
     pub fn win_rank(&mut self, v: i64, win: crate::abi::MPI_Win) {
+        if self.keyed(&[v as u64, win.into_handle()]) {
+            return;
+        }
         let comm = self.objects.win_comm(win.into_handle());
         let info = comm.and_then(|comm| self.comm_info(comm));
         put_rank(self.out, Self::rank_value(v, info));
@@ -195,6 +302,9 @@ impl Encoder<'_> {
     /// # Safety
     /// `p` is NULL or valid for reads when the call succeeded.
     pub unsafe fn new_handle_out<H: IntoHandle>(&mut self, kind: HandleKind, p: *const H) {
+        if self.unkeyed() {
+            return;
+        }
         match unsafe { self.read(p) } {
             Some(h) => self.new_handle(kind, h.into_handle()),
             None => put_handle(self.out, HandleRef::Null),
@@ -203,6 +313,9 @@ impl Encoder<'_> {
 
     /// An object the call freed (its handle before the call).
     pub fn free_handle(&mut self, kind: HandleKind, h_before: u64) {
+        if self.unkeyed() {
+            return;
+        }
         let id = self.objects.free(kind, h_before);
         put_handle(self.out, id);
     }
@@ -210,6 +323,9 @@ impl Encoder<'_> {
     /// A communicator the call created, named by the id its members agreed
     /// on (see `crate::agree`); also learns the caller's place in it.
     pub fn new_comm(&mut self, comm: MPI_Comm, agreed: Option<Agreed>) {
+        if self.unkeyed() {
+            return;
+        }
         if !self.ok {
             put_handle(self.out, HandleRef::Null);
             return;
@@ -223,6 +339,9 @@ impl Encoder<'_> {
     /// # Safety
     /// `p` is NULL or valid for reads when the call succeeded.
     pub unsafe fn new_comm_out(&mut self, p: *const MPI_Comm, agreed: Option<Agreed>) {
+        if self.unkeyed() {
+            return;
+        }
         match unsafe { self.read(p) } {
             Some(comm) => self.new_comm(comm, agreed),
             None => put_handle(self.out, HandleRef::Null),
@@ -237,6 +356,9 @@ impl Encoder<'_> {
     /// # Safety
     /// `p` is NULL or valid for reads when the call succeeded.
     pub unsafe fn new_comm_pending(&mut self, p: *const MPI_Comm) {
+        if self.unkeyed() {
+            return;
+        }
         let id = match unsafe { self.read(p) } {
             Some(comm) if comm != crate::abi::MPI_COMM_NULL => {
                 self.idup_comm = Some(comm);
@@ -258,23 +380,39 @@ impl Encoder<'_> {
     ///
     /// # Safety
     /// `p` is NULL or valid for reads when the call succeeded.
+    #[inline(always)]
     pub unsafe fn new_request(&mut self, p: *const MPI_Request) {
+        let h = unsafe { self.read(p) }.map(IntoHandle::into_handle);
+        if let Some(key) = &mut self.key {
+            // The pool is known from the other arguments; the memo keeps the
+            // terminal of each index.
+            key.request = h.filter(|&h| h != abi::MPI_REQUEST_NULL.into_handle());
+            key.push(u64::from(key.request.is_some()));
+            return;
+        }
+        self.encode_new_request(h);
+    }
+
+    fn encode_new_request(&mut self, h: Option<u64>) {
         let kind = request_kind(self.func);
-        let id = match unsafe { self.read(p) } {
-            Some(h) => self.objects.create_request(
-                h.into_handle(),
-                self.out,
-                kind,
-                self.comm,
-                self.idup_comm.take(),
-            ),
+        let id = match h {
+            Some(h) => {
+                self.objects
+                    .create_request(h, self.out, kind, self.comm, self.idup_comm.take())
+            }
             None => mpigram_mpispec::RequestRef::Null,
         };
+        if let mpigram_mpispec::RequestRef::Pooled { pool, index } = id {
+            self.created_request = Some((pool, index));
+        }
         put_request(self.out, id);
     }
 
     /// An existing request that this call does not complete.
     pub fn request(&mut self, h: MPI_Request) {
+        if self.unkeyed() {
+            return;
+        }
         let id = self.objects.request(h.into_handle()).id;
         put_request(self.out, id);
     }
@@ -284,6 +422,9 @@ impl Encoder<'_> {
     /// A request (its handle before the call) that the call completed if
     /// `done`; returns what the status of its completion refers to.
     pub fn completed_request(&mut self, h: MPI_Request, done: bool) -> RequestInfo {
+        if self.unkeyed() {
+            return RequestInfo::NULL;
+        }
         let info = if done {
             let info = self.objects.complete_request(h.into_handle());
             if let Some(comm) = info.idup_comm {
@@ -301,6 +442,9 @@ impl Encoder<'_> {
 
     /// A request freed by MPI_Request_free (its handle before the call).
     pub fn freed_request(&mut self, h: MPI_Request) {
+        if self.unkeyed() {
+            return;
+        }
         let info = if self.ok {
             self.objects.free_request(h.into_handle())
         } else {
@@ -316,6 +460,9 @@ impl Encoder<'_> {
         saved: Option<&[MPI_Request]>,
         done: impl Fn(usize) -> bool,
     ) {
+        if self.unkeyed() {
+            return;
+        }
         self.request_comms.clear();
         let Some(saved) = saved else {
             self.array_len(None);
@@ -333,6 +480,9 @@ impl Encoder<'_> {
     /// # Safety
     /// As for [`Encoder::status`].
     pub unsafe fn completion_status(&mut self, p: *const MPI_Status, request: Option<RequestInfo>) {
+        if self.unkeyed() {
+            return;
+        }
         let ignored = p.is_null() || std::ptr::eq(p, abi::MPI_STATUS_IGNORE);
         match request {
             Some(r) if !r.status_defined && !ignored && self.statuses_written() => {
@@ -363,6 +513,9 @@ impl Encoder<'_> {
         p: *const MPI_Status,
         which: impl ExactSizeIterator<Item = usize>,
     ) {
+        if self.unkeyed() {
+            return;
+        }
         if !self.statuses_written() || p.is_null() || std::ptr::eq(p, abi::MPI_STATUSES_IGNORE) {
             self.array_len(None);
             return;
@@ -383,6 +536,25 @@ impl Encoder<'_> {
     pub unsafe fn status(&mut self, p: *const MPI_Status, comm: Option<MPI_Comm>) {
         let written =
             self.statuses_written() && !p.is_null() && !std::ptr::eq(p, abi::MPI_STATUS_IGNORE);
+        if self.key.is_some() {
+            let words = if written {
+                let s = unsafe { p.read_unaligned() };
+                [
+                    s.count_lo as u32 as u64 | (s.count_hi_and_cancelled as u32 as u64) << 32,
+                    s.MPI_SOURCE as u32 as u64 | (s.MPI_TAG as u32 as u64) << 32,
+                    if self.errors_in_statuses {
+                        s.MPI_ERROR as u32 as u64
+                    } else {
+                        0
+                    },
+                    comm.map_or(ABSENT, IntoHandle::into_handle),
+                ]
+            } else {
+                [ABSENT; 4]
+            };
+            self.keyed(&words);
+            return;
+        }
         let status = written.then(|| self.status_value(&unsafe { p.read_unaligned() }, comm));
         put_status(self.out, status.as_ref());
     }
@@ -415,6 +587,7 @@ impl Encoder<'_> {
 
     /// # Safety
     /// `p` is NULL or valid for reads when the call succeeded.
+    #[inline(always)]
     pub unsafe fn int_out(&mut self, p: *const c_int) {
         let v = unsafe { self.read(p) }.map_or(0, i64::from);
         self.int(v);
@@ -422,9 +595,11 @@ impl Encoder<'_> {
 
     /// # Safety
     /// `p` is NULL or valid for reads when the call succeeded.
+    #[inline(always)]
     pub unsafe fn rank_out(&mut self, p: *const c_int, comm: MPI_Comm) {
         match unsafe { self.read(p) } {
             Some(v) => self.rank(i64::from(v), comm),
+            None if self.keyed(&[ABSENT]) => {}
             None => put_rank(self.out, Rank::ProcNull),
         }
     }
@@ -452,6 +627,9 @@ impl Encoder<'_> {
 
     /// Starts an array of `len` elements; `None`: not recorded.
     pub fn array_len(&mut self, len: Option<usize>) {
+        if self.keyed(&[len.map_or(ABSENT, |n| n as u64)]) {
+            return;
+        }
         put_array_len(self.out, len);
     }
 
@@ -459,6 +637,7 @@ impl Encoder<'_> {
     ///
     /// # Safety
     /// `p` is NULL or valid for reads when the call succeeded.
+    #[inline(always)]
     pub unsafe fn read<T: Copy>(&self, p: *const T) -> Option<T> {
         (self.ok && !p.is_null()).then(|| unsafe { p.read_unaligned() })
     }

@@ -28,6 +28,7 @@ mod clocksync;
 mod encoder;
 mod intern;
 mod journal;
+mod memo;
 mod merge;
 mod objects;
 #[path = "generated/pmpi.rs"]

@@ -30,14 +30,20 @@ pub struct IdPool {
 
 impl IdPool {
     pub fn take(&mut self) -> u64 {
+        let id = self.next();
+        self.mark(id);
+        id
+    }
+
+    /// The id [`take`](IdPool::take) would give.
+    #[inline]
+    pub fn next(&mut self) -> u64 {
         let w = (self.first_open..self.used.len())
             .find(|&w| self.used[w] != u64::MAX)
             .unwrap_or(self.used.len());
         self.first_open = w;
         let bits = self.used.get(w).copied().unwrap_or(0);
-        let id = w as u64 * 64 + u64::from((!bits).trailing_zeros());
-        self.mark(id);
-        id
+        w as u64 * 64 + u64::from((!bits).trailing_zeros())
     }
 
     /// Takes `id` if it is free.
@@ -142,6 +148,16 @@ pub struct RequestInfo {
     pub idup_comm: Option<MPI_Comm>,
 }
 
+impl RequestInfo {
+    /// MPI_REQUEST_NULL.
+    pub const NULL: RequestInfo = RequestInfo {
+        id: RequestRef::Null,
+        comm: None,
+        status_defined: false,
+        idup_comm: None,
+    };
+}
+
 /// How a request was created: what completing it means.
 #[derive(Clone, Copy)]
 pub struct RequestKind {
@@ -176,6 +192,10 @@ pub struct CommRecord {
 pub struct Objects {
     /// Index of the call being recorded.
     pub seq: u64,
+    /// Changes whenever what a raw argument encodes to may have changed:
+    /// an object created, freed or first seen, a communicator learnt. (The
+    /// request table is not counted: a request's id is found apart.)
+    epoch: u64,
     /// Every communicator the caller's rank was learnt for, in call order.
     pub comm_log: Vec<CommRecord>,
     /// The communicator each window was created over.
@@ -196,6 +216,13 @@ pub struct Objects {
 const UNKNOWN_POOL: &[u8] = &[];
 
 impl Objects {
+    /// See `epoch`: with the memory segments' generation (a freed block),
+    /// equal values mean that equal raw arguments encode alike.
+    #[inline]
+    pub fn epoch(&self) -> u64 {
+        self.epoch.wrapping_add(crate::segments::generation())
+    }
+
     /// The id of an existing object; an object never seen before (created
     /// while recording was paused) is adopted.
     #[inline]
@@ -219,6 +246,7 @@ impl Objects {
     /// live (a reference-counted object handed out again): same id, one
     /// more reference.
     pub fn create(&mut self, kind: HandleKind, h: u64) -> HandleRef {
+        self.epoch += 1;
         self.handles[kind as usize].last = None;
         self.id_of(kind, h, 1)
     }
@@ -236,6 +264,7 @@ impl Objects {
         }
         let id = table.pool.take();
         table.live.insert(h, (id, 1));
+        self.epoch += 1;
         HandleRef::User(id)
     }
 
@@ -260,6 +289,7 @@ impl Objects {
     /// The id of a new communicator, without asking MPI about it (it may
     /// not be usable yet: MPI_Comm_idup).
     pub fn create_comm_id(&mut self, comm: MPI_Comm, agreed: Option<u64>) -> HandleRef {
+        self.epoch += 1;
         let (kind, h) = (HandleKind::Comm, comm.into_handle());
         let table = &mut self.handles[kind as usize];
         if let Some(id) = agreed {
@@ -284,6 +314,7 @@ impl Objects {
     /// completed: it is named by the agreed id from now on, if that is
     /// free here, and its place is logged under that id.
     pub fn rebind_comm(&mut self, comm: MPI_Comm, agreed: Agreed) {
+        self.epoch += 1;
         let table = &mut self.handles[HandleKind::Comm as usize];
         let Some((old, _)) = table.live.get_mut(&comm.into_handle()) else {
             return;
@@ -300,6 +331,7 @@ impl Objects {
 
     /// An object a call freed (its handle before the call).
     pub fn free(&mut self, kind: HandleKind, h: u64) -> HandleRef {
+        self.epoch += 1;
         self.handles[kind as usize].last = None;
         if let Some(fixed) = Self::fixed(kind, h) {
             return fixed;
@@ -337,6 +369,7 @@ impl Objects {
     /// Learns the caller's place in `comm` (a user communicator gets its id
     /// here if it has none yet) and logs it for the decoder.
     pub fn set_comm(&mut self, comm: MPI_Comm, info: CommInfo) {
+        self.epoch += 1;
         let h = comm.into_handle();
         self.comms.insert(h, info);
         if comm == abi::MPI_COMM_WORLD {
@@ -353,6 +386,7 @@ impl Objects {
     }
 
     pub fn set_win_comm(&mut self, win: u64, comm: MPI_Comm) {
+        self.epoch += 1;
         self.win_comms.insert(win, comm);
     }
 
@@ -387,7 +421,26 @@ impl Objects {
         if new {
             t.ids.push(IdPool::default());
         }
-        let pool = u64::from(pool);
+        self.add_request(u64::from(pool), h, kind, comm, idup_comm)
+    }
+
+    /// The index the next request of `pool` gets.
+    #[inline]
+    pub fn next_request_index(&mut self, pool: u64) -> u64 {
+        self.requests.ids[pool as usize].next()
+    }
+
+    /// A request a call created in `pool` (a pool [`create_request`]
+    /// returned before).
+    pub fn add_request(
+        &mut self,
+        pool: u64,
+        h: u64,
+        kind: RequestKind,
+        comm: Option<MPI_Comm>,
+        idup_comm: Option<MPI_Comm>,
+    ) -> RequestRef {
+        let t = &mut self.requests;
         let index = t.ids[pool as usize].take();
         t.live.entry(h).or_default().push_back(LiveRequest {
             pool,
@@ -403,12 +456,7 @@ impl Objects {
     /// The oldest live request with handle `h` (adopted if unknown).
     pub fn request(&mut self, h: u64) -> RequestInfo {
         if h == abi::MPI_REQUEST_NULL.into_handle() {
-            return RequestInfo {
-                id: RequestRef::Null,
-                comm: None,
-                status_defined: false,
-                idup_comm: None,
-            };
+            return RequestInfo::NULL;
         }
         if let Some(r) = self.requests.live.get(&h).and_then(|q| q.front()) {
             return r.info();
@@ -458,7 +506,10 @@ impl Objects {
     /// Id of a callback function, by first use.
     pub fn callback(&mut self, f: usize) -> u64 {
         let next = self.callbacks.len() as u64;
-        *self.callbacks.entry(f).or_insert(next)
+        *self.callbacks.entry(f).or_insert_with(|| {
+            self.epoch += 1;
+            next
+        })
     }
 }
 

@@ -32,6 +32,12 @@ static TRACKED: AtomicUsize = AtomicUsize::new(0);
 /// that may name a block that no longer exists.
 static GENERATION: AtomicU64 = AtomicU64::new(0);
 
+/// Changes whenever a tracked block is freed.
+#[inline]
+pub fn generation() -> u64 {
+    GENERATION.load(Relaxed)
+}
+
 /// A heap block was allocated (from a hook).
 pub fn allocated(start: usize, len: usize) {
     if let Some(mut guard) = try_lock() {

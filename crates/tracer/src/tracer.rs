@@ -6,7 +6,7 @@
 //! goes to the rank's crash journal (journal.rs), which survives the
 //! process being killed.
 
-use crate::abi::{self, MPI_SUCCESS};
+use crate::abi;
 use crate::clock::ClockPoint;
 use crate::encoder::{Encoder, IntoHandle};
 use crate::journal::Journal;
@@ -93,7 +93,7 @@ pub fn with<R>(f: impl FnOnce(&mut Tracer) -> R) -> Option<R> {
 
 /// Records one call: its signature (function, return code, arguments from
 /// `encode`) and its duration in ticks.
-pub fn record(func: FuncId, ret: c_int, start: u64, end: u64, encode: impl FnOnce(&mut Encoder)) {
+pub fn record(func: FuncId, ret: c_int, start: u64, end: u64, encode: impl Fn(&mut Encoder)) {
     with(|t| {
         let Tracer {
             objects,
@@ -102,22 +102,31 @@ pub fn record(func: FuncId, ret: c_int, start: u64, end: u64, encode: impl FnOnc
             ..
         } = t;
         objects.seq = recorder.calls;
-        recorder.scratch.clear();
-        put_signature_head(&mut recorder.scratch, func, i64::from(ret));
-        let mut e = Encoder {
-            out: &mut recorder.scratch,
-            objects,
-            ok: ret == MPI_SUCCESS,
-            errors_in_statuses: ret == abi::MPI_ERR_IN_STATUS,
-            comm: None,
-            func,
-            request_comms: &mut recorder.request_comms,
-            idup_comm: None,
+        let Recorder {
+            scratch,
+            request_comms,
+            memo,
+            ..
+        } = recorder;
+        let known = memo.recall(func, ret, objects, scratch, request_comms, &encode);
+        let (terminal, new) = match known {
+            Some(terminal) => (terminal, false),
+            None => {
+                scratch.clear();
+                put_signature_head(scratch, func, i64::from(ret));
+                let mut e = Encoder::new(scratch, objects, func, ret, request_comms, None);
+                encode(&mut e);
+                let created = e.created_request;
+                let (terminal, new) = recorder.terminal(func);
+                recorder
+                    .memo
+                    .remember(func, objects.epoch(), terminal, created);
+                (terminal, new)
+            }
         };
-        encode(&mut e);
-        let (terminal, new) = recorder.record(func, start, end);
+        recorder.record(func, terminal, start, end);
         if let Some(journal) = journal {
-            let signature = new.then_some(&recorder.scratch[..]);
+            let signature = new.then(|| recorder.signatures.get(terminal).unwrap_or_default());
             if !journal.record(terminal, signature, &objects.comm_log) {
                 t.checkpoint();
             }
