@@ -201,7 +201,10 @@ impl Encoder<'_> {
 
     #[inline(always)]
     pub fn buffer(&mut self, p: *const c_void) {
-        if !self.keyed(&[p as u64]) {
+        if let Some(key) = &mut self.key {
+            key.buffers = true;
+            key.push(p as u64);
+        } else {
             self.encode_buffer(p);
         }
     }

@@ -1,7 +1,8 @@
 //! The call memo: a call whose raw arguments (return code, inputs and the
 //! outputs MPI wrote) equal those of the previous call of its function has
 //! the same signature, as long as no object was created, freed or first
-//! seen in between (`Objects::epoch`). Its terminal is then found by
+//! seen in between (`Objects::epoch`), nor, if it passes buffers, a memory
+//! block freed (`segments::generation`). Its terminal is then found by
 //! comparing a few words, without encoding the signature or hashing it.
 //!
 //! The raw arguments come from a key pass of the wrapper's own encoding
@@ -32,6 +33,8 @@ pub struct ArgKey {
     differs: bool,
     /// False if the call cannot be memoised.
     pub cacheable: bool,
+    /// The call passes buffers (their segments may change).
+    pub buffers: bool,
     /// The handle of the request the call created (not part of the words).
     pub request: Option<u64>,
 }
@@ -57,6 +60,7 @@ impl ArgKey {
         self.len = 0;
         self.differs = false;
         self.cacheable = true;
+        self.buffers = false;
         self.request = None;
         self.push(u64::from(ret as u32));
     }
@@ -68,6 +72,17 @@ impl ArgKey {
             self.words.truncate(self.len);
         }
     }
+
+    /// What must not change for calls with this key to encode alike.
+    #[inline(always)]
+    fn epoch(&self, objects: &Objects) -> u64 {
+        let generation = if self.buffers {
+            crate::segments::generation()
+        } else {
+            0
+        };
+        objects.epoch().wrapping_add(generation)
+    }
 }
 
 /// What the last call of one function encoded to.
@@ -77,7 +92,7 @@ struct Memo {
     key: ArgKey,
     /// `terminal` (and `by_index`) hold for `key` at `epoch`.
     remembered: bool,
-    /// `Objects::epoch` after it was encoded.
+    /// `ArgKey::epoch` after it was encoded.
     epoch: u64,
     terminal: u32,
     /// For a call that created a request: its pool, and the terminal for
@@ -130,7 +145,7 @@ impl CallMemo {
             memo.never = true;
             return None;
         }
-        if memo.key.differs || memo.epoch != objects.epoch() {
+        if memo.key.differs || memo.epoch != memo.key.epoch(objects) {
             memo.remembered = false;
         }
         if !memo.remembered {
@@ -144,7 +159,7 @@ impl CallMemo {
                 if terminal == UNKNOWN {
                     return None;
                 }
-                objects.add_request(pool, h, request_kind(func), comm, None);
+                objects.add_request(pool, index, h, request_kind(func), comm, None);
                 Some(terminal)
             }
             _ => None,
@@ -156,7 +171,7 @@ impl CallMemo {
     pub fn remember(
         &mut self,
         func: FuncId,
-        epoch: u64,
+        objects: &Objects,
         terminal: u32,
         created: Option<(u64, u64)>,
     ) {
@@ -166,6 +181,7 @@ impl CallMemo {
         if memo.never {
             return;
         }
+        let epoch = memo.key.epoch(objects);
         let pool = created.map(|(pool, _)| pool);
         if !memo.remembered || memo.epoch != epoch || memo.pool != pool {
             memo.by_index.clear();
@@ -212,14 +228,14 @@ mod tests {
         let (mut memo, mut objects) = (CallMemo::default(), Objects::default());
         let world = MPI_COMM_WORLD.into_handle();
         assert_eq!(recall(&mut memo, &mut objects, world, 0), None);
-        memo.remember(func::MPI_Comm_rank, objects.epoch(), 7, None);
+        memo.remember(func::MPI_Comm_rank, &objects, 7, None);
         assert_eq!(recall(&mut memo, &mut objects, world, 0), Some(7));
         assert_eq!(
             recall(&mut memo, &mut objects, world, 1),
             None,
             "another output"
         );
-        memo.remember(func::MPI_Comm_rank, objects.epoch(), 8, None);
+        memo.remember(func::MPI_Comm_rank, &objects, 8, None);
         assert_eq!(recall(&mut memo, &mut objects, world, 1), Some(8));
         objects.create(HandleKind::Group, 5);
         assert_eq!(
@@ -244,7 +260,7 @@ mod tests {
                 &free,
             );
             assert_eq!(known, None);
-            memo.remember(func::MPI_Group_free, objects.epoch(), 3, None);
+            memo.remember(func::MPI_Group_free, &objects, 3, None);
         }
     }
 
@@ -279,14 +295,14 @@ mod tests {
         else {
             panic!("not the first index of a pool");
         };
-        memo.remember(func::MPI_Isend, objects.epoch(), 10, Some((pool, 0)));
+        memo.remember(func::MPI_Isend, &objects, 10, Some((pool, 0)));
         assert_eq!(
             isend(&mut memo, &mut objects, 101),
             None,
             "index 1 not seen yet"
         );
         objects.create_request(101, b"isend", kind, None, None);
-        memo.remember(func::MPI_Isend, objects.epoch(), 11, Some((pool, 1)));
+        memo.remember(func::MPI_Isend, &objects, 11, Some((pool, 1)));
         objects.complete_request(100);
         objects.complete_request(101);
         // The next window finds both terminals, and enters the requests.
@@ -296,5 +312,33 @@ mod tests {
             objects.complete_request(103).id,
             RequestRef::Pooled { pool, index: 1 }
         );
+    }
+
+    #[test]
+    fn a_freed_memory_block_forgets_calls_with_buffers_only() {
+        let (mut memo, mut objects) = (CallMemo::default(), Objects::default());
+        let (mut out, mut comms) = (Vec::new(), Vec::new());
+        let buffer = [0u8; 8];
+        let mut send = |memo: &mut CallMemo, objects: &mut Objects| {
+            memo.recall(
+                func::MPI_Send,
+                MPI_SUCCESS,
+                objects,
+                &mut out,
+                &mut comms,
+                &|e: &mut Encoder| e.buffer(buffer.as_ptr().cast()),
+            )
+        };
+        assert_eq!(send(&mut memo, &mut objects), None);
+        memo.remember(func::MPI_Send, &objects, 4, None);
+        assert_eq!(send(&mut memo, &mut objects), Some(4));
+        let world = MPI_COMM_WORLD.into_handle();
+        assert_eq!(recall(&mut memo, &mut objects, world, 0), None);
+        memo.remember(func::MPI_Comm_rank, &objects, 5, None);
+        // Its block might have been the buffer's.
+        crate::segments::allocated(0x1000, 64);
+        crate::segments::freed(0x1000);
+        assert_eq!(send(&mut memo, &mut objects), None);
+        assert_eq!(recall(&mut memo, &mut objects, world, 0), Some(5));
     }
 }

@@ -74,7 +74,7 @@ impl IdPool {
         &self.used
     }
 
-    fn mark(&mut self, id: u64) {
+    pub fn mark(&mut self, id: u64) {
         let w = (id / 64) as usize;
         if w >= self.used.len() {
             self.used.resize(w + 1, 0);
@@ -216,11 +216,11 @@ pub struct Objects {
 const UNKNOWN_POOL: &[u8] = &[];
 
 impl Objects {
-    /// See `epoch`: with the memory segments' generation (a freed block),
-    /// equal values mean that equal raw arguments encode alike.
+    /// See `epoch`: equal values mean that equal raw arguments other than
+    /// buffers encode alike (buffers: see `crate::segments::generation`).
     #[inline]
     pub fn epoch(&self) -> u64 {
-        self.epoch.wrapping_add(crate::segments::generation())
+        self.epoch
     }
 
     /// The id of an existing object; an object never seen before (created
@@ -421,7 +421,9 @@ impl Objects {
         if new {
             t.ids.push(IdPool::default());
         }
-        self.add_request(u64::from(pool), h, kind, comm, idup_comm)
+        let pool = u64::from(pool);
+        let index = self.next_request_index(pool);
+        self.add_request(pool, index, h, kind, comm, idup_comm)
     }
 
     /// The index the next request of `pool` gets.
@@ -430,18 +432,19 @@ impl Objects {
         self.requests.ids[pool as usize].next()
     }
 
-    /// A request a call created in `pool` (a pool [`create_request`]
-    /// returned before).
+    /// A request a call created in `pool` (a pool [`create_request`](Objects::create_request)
+    /// returned before), with the `index` [`next_request_index`](Objects::next_request_index) gave.
     pub fn add_request(
         &mut self,
         pool: u64,
+        index: u64,
         h: u64,
         kind: RequestKind,
         comm: Option<MPI_Comm>,
         idup_comm: Option<MPI_Comm>,
     ) -> RequestRef {
         let t = &mut self.requests;
-        let index = t.ids[pool as usize].take();
+        t.ids[pool as usize].mark(index);
         t.live.entry(h).or_default().push_back(LiveRequest {
             pool,
             index,

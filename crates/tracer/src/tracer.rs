@@ -118,9 +118,7 @@ pub fn record(func: FuncId, ret: c_int, start: u64, end: u64, encode: impl Fn(&m
                 encode(&mut e);
                 let created = e.created_request;
                 let (terminal, new) = recorder.terminal(func);
-                recorder
-                    .memo
-                    .remember(func, objects.epoch(), terminal, created);
+                recorder.memo.remember(func, objects, terminal, created);
                 (terminal, new)
             }
         };
