@@ -62,6 +62,8 @@ fn trace(ranks: u32, signatures: Vec<Vec<u8>>, rules: Vec<Vec<Run>>) -> Trace {
                 recorder_allocations: 0,
                 ns_per_tick: 1.0,
                 clock_sync: Vec::new(),
+                run: 0,
+                lost: mpigram_trace::Lost::None,
             },
             stats: counts
                 .iter()

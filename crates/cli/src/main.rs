@@ -140,8 +140,10 @@ fn run(
     program: &[String],
 ) -> Result<ExitCode> {
     let lib = library()?;
-    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
-    clear_old_trace(out)?;
+    // Created as the tracer creates it: the user's alone.
+    std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
+        .create(out)
+        .with_context(|| format!("cannot create {}", out.display()))?;
     let out = out
         .canonicalize()
         .with_context(|| format!("cannot resolve {}", out.display()))?;
@@ -176,23 +178,6 @@ fn signal_of(status: &std::process::ExitStatus) -> u8 {
     status.signal().map_or(1, |s| s.clamp(1, 127) as u8)
 }
 
-/// Removes the rank files (and crash journals) of an earlier trace in
-/// `dir`, so runs never mix.
-fn clear_old_trace(dir: &Path) -> Result<()> {
-    for entry in std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))? {
-        let path = entry?.path();
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        let suffixes = [".mgr", ".verify", ".journal", ".checkpoint"];
-        let ours = name == mpigram_trace::RUN_FILE_NAME
-            || (name.starts_with("rank") && suffixes.iter().any(|suffix| name.ends_with(suffix)));
-        if ours {
-            std::fs::remove_file(&path)
-                .with_context(|| format!("cannot remove {}", path.display()))?;
-        }
-    }
-    Ok(())
-}
-
 fn info(dir: &Path) -> Result<()> {
     let trace = Trace::open(dir)?;
     let s = TraceSummary::of(&trace);
@@ -222,6 +207,13 @@ fn info(dir: &Path) -> Result<()> {
             "no (partial trace)"
         }
     );
+    if !s.missing.is_empty() {
+        let ranks: Vec<String> = s.missing.iter().map(u32::to_string).collect();
+        println!(
+            "missing:    rank {} (not traced, or its files were lost)",
+            ranks.join(", ")
+        );
+    }
     println!();
     println!("{:>6} {:>12} {:>10}  ending", "rank", "calls", "signatures");
     for r in &s.ranks {
@@ -234,11 +226,11 @@ fn info(dir: &Path) -> Result<()> {
 }
 
 pub(crate) fn warn_if_partial(trace: &Trace) {
-    for r in trace.ranks.iter().filter(|r| !r.meta.ending.is_complete()) {
+    for r in trace.ranks.iter().filter(|r| !r.meta.is_complete()) {
         eprintln!(
             "mpigram: partial trace: rank {} {}",
             r.meta.rank,
-            r.meta.ending.describe()
+            r.meta.describe_end()
         );
     }
 }

@@ -28,14 +28,40 @@ const PIPE_GRACE: Duration = Duration::from_secs(5);
 /// A prepared `mpiexec -n N exe args...`; see [`mpiexec`].
 #[derive(Debug, Clone)]
 pub struct Mpiexec {
-    ranks: u32,
-    exe: PathBuf,
-    args: Vec<OsString>,
+    /// The executables: one, or more for an MPMD job.
+    contexts: Vec<Context>,
     env: Vec<(OsString, OsString)>,
     preloads: Vec<PathBuf>,
     with_yield: bool,
     timeout: Duration,
     current_dir: Option<PathBuf>,
+}
+
+/// One executable of the job, with what only its ranks get.
+#[derive(Debug, Clone)]
+struct Context {
+    ranks: u32,
+    exe: PathBuf,
+    args: Vec<OsString>,
+    /// `-env`: for this executable's ranks only.
+    env: Vec<(OsString, OsString)>,
+    preloads: Vec<PathBuf>,
+}
+
+impl Context {
+    fn new<I, S>(ranks: u32, exe: &Path, args: I) -> Context
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        Context {
+            ranks,
+            exe: exe.to_path_buf(),
+            args: args.into_iter().map(|a| a.as_ref().to_owned()).collect(),
+            env: Vec::new(),
+            preloads: Vec::new(),
+        }
+    }
 }
 
 /// Starts describing a run of `exe` with `ranks` ranks. Defaults: the yield
@@ -46,9 +72,7 @@ where
     S: AsRef<OsStr>,
 {
     Mpiexec {
-        ranks,
-        exe: exe.as_ref().to_path_buf(),
-        args: args.into_iter().map(|a| a.as_ref().to_owned()).collect(),
+        contexts: vec![Context::new(ranks, exe.as_ref(), args)],
         env: Vec::new(),
         preloads: Vec::new(),
         with_yield: true,
@@ -83,6 +107,39 @@ impl Mpiexec {
                 .push((key.as_ref().to_owned(), value.as_ref().to_owned()));
         }
         self
+    }
+
+    /// Adds another executable to the job (MPMD: `mpiexec -n N exe args :
+    /// -n ranks exe2 args2`); [`Mpiexec::env_here`] then applies to it.
+    pub fn then<I, S>(&mut self, ranks: u32, exe: impl AsRef<Path>, args: I) -> &mut Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.contexts.push(Context::new(ranks, exe.as_ref(), args));
+        self
+    }
+
+    /// Sets an environment variable for the last executable's ranks only
+    /// (hydra's `-env`). `LD_PRELOAD` adds to its preloads, in front of
+    /// the job's.
+    pub fn env_here(&mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> &mut Self {
+        let context = self.contexts.last_mut().expect("a job has an executable");
+        if key.as_ref() == "LD_PRELOAD" {
+            context
+                .preloads
+                .extend(std::env::split_paths(value.as_ref()));
+        } else {
+            context
+                .env
+                .push((key.as_ref().to_owned(), value.as_ref().to_owned()));
+        }
+        self
+    }
+
+    /// Ranks of the whole job.
+    fn ranks(&self) -> u32 {
+        self.contexts.iter().map(|c| c.ranks).sum()
     }
 
     /// Preloads a shared library into every rank (and nothing else), in
@@ -124,17 +181,32 @@ impl Mpiexec {
 
     fn command(&self) -> Result<Command> {
         let mut cmd = Command::new("mpiexec");
-        cmd.arg("-n").arg(self.ranks.to_string());
         for (key, value) in &self.env {
             cmd.arg("-genv").arg(key).arg(value);
         }
         let libs = self.preload_list()?;
+        let joined = |libs: &[PathBuf]| {
+            std::env::join_paths(libs)
+                .map_err(|e| Error::io("joining LD_PRELOAD", std::io::Error::other(e)))
+        };
         if !libs.is_empty() {
-            let joined = std::env::join_paths(&libs)
-                .map_err(|e| Error::io("joining LD_PRELOAD", std::io::Error::other(e)))?;
-            cmd.arg("-genv").arg("LD_PRELOAD").arg(joined);
+            cmd.arg("-genv").arg("LD_PRELOAD").arg(joined(&libs)?);
         }
-        cmd.arg(&self.exe).args(&self.args);
+        for (i, context) in self.contexts.iter().enumerate() {
+            if i > 0 {
+                cmd.arg(":");
+            }
+            cmd.arg("-n").arg(context.ranks.to_string());
+            for (key, value) in &context.env {
+                cmd.arg("-env").arg(key).arg(value);
+            }
+            if !context.preloads.is_empty() {
+                // `-env` replaces the job's value for these ranks.
+                let all: Vec<PathBuf> = context.preloads.iter().chain(&libs).cloned().collect();
+                cmd.arg("-env").arg("LD_PRELOAD").arg(joined(&all)?);
+            }
+            cmd.arg(&context.exe).args(&context.args);
+        }
         if let Some(dir) = &self.current_dir {
             cmd.current_dir(dir);
         }
@@ -160,7 +232,7 @@ impl Mpiexec {
     pub fn run(&self) -> Result<RunOutput> {
         let mut cmd = self.command()?;
         let command = shell_words(&cmd);
-        let _cores = CoreBudget::global().acquire(self.ranks);
+        let _cores = CoreBudget::global().acquire(self.ranks());
 
         // mpiexec stays in our process group, so a Ctrl-C of the tests reaches
         // it and hydra tears the ranks down; timeouts are handled by kill_tree.

@@ -33,10 +33,10 @@
 //! | 40 | 4 | capacity of the tail in bytes |
 //! | 44 | 4 | [`hash`] of bytes 0..44 and the identity |
 //! | 48 | 4 | ending: a code in the low half, its complement in the high half ([`ending_word`]) |
-//! | 52 | 4 | zero |
+//! | 52 | 4 | calls lost ([`LOST_AT`]): 0 while the journal holds every call; once a write failed and it stopped, `u32::MAX` (how many later calls it lacks is not known) or, when the rank's last write failed too, the calls it lacks (saturated at `u32::MAX - 1`) |
 //! | 56 | 8 | generation: calls held by the checkpoint the tail continues (0: none) |
 //! | 64 | 8 | the tail's published length (low half) and [`hash`] (high half) ([`tail_word`]) |
-//! | 72 | | identity: host name and MPI library version, varint-length-prefixed |
+//! | 72 | | identity: host name and MPI library version, varint-length-prefixed; the run id, a varint (absent in journals of older versions: 0) |
 //! | tail offset | up to capacity | records; bytes past the published length are ignored (the file grows with the tail) |
 //!
 //! A record starts with a varint `v`: even, a call of terminal `v / 2`
@@ -56,7 +56,7 @@
 //! to the journal.
 
 use crate::{
-    CallStats, CallTimes, CommEntry, Ending, Error, RankMeta, RankTrace, Timing,
+    CallStats, CallTimes, CommEntry, Ending, Error, Lost, RankMeta, RankTrace, Timing,
     checkpoint_file_name, journal_file_name, rank_file_name, rank_in_file_name,
 };
 use mpigram_grammar::Sequitur;
@@ -72,6 +72,17 @@ pub const MAGIC: [u8; 8] = *b"MPIGRJNL";
 pub const VERSION: u32 = 1;
 /// Offset of the ending word.
 pub const ENDING_AT: usize = 48;
+/// Offset of the lost-calls word.
+pub const LOST_AT: usize = 52;
+/// The lost-calls word of a journal that stopped, lacking an unknown
+/// number of calls.
+pub const LOST_UNKNOWN: u32 = u32::MAX;
+
+/// The lost-calls word when `n` calls are missing at the journal's end.
+pub fn lost_word(n: u64) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX - 1).min(u32::MAX - 1)
+}
+
 /// Offset of the generation word.
 pub const GENERATION_AT: usize = 56;
 /// Offset of the tail word.
@@ -179,6 +190,8 @@ pub struct JournalHeader {
     pub mpi_library: String,
     /// Bytes of the tail.
     pub capacity: u32,
+    /// The run (see [`RankMeta::run`]).
+    pub run: u64,
 }
 
 impl JournalHeader {
@@ -188,6 +201,7 @@ impl JournalHeader {
         let mut identity = Vec::new();
         identity.put_str(&self.host);
         identity.put_str(&self.mpi_library);
+        identity.put_u64(self.run);
         let tail_at = (FIXED_LEN + identity.len()).next_multiple_of(64);
         let mut out = Vec::with_capacity(tail_at);
         out.extend_from_slice(&MAGIC);
@@ -219,6 +233,7 @@ impl JournalHeader {
 struct Journal {
     header: JournalHeader,
     ending: Ending,
+    lost: Lost,
     generation: u64,
     /// Signatures first recorded in the tail, in terminal order.
     signatures: Vec<Vec<u8>>,
@@ -272,14 +287,17 @@ impl Journal {
             ));
         }
         let identity = &bytes[FIXED_LEN..identity_end];
-        if hash(hash(HASH_SEED, &bytes[..CHECKED_LEN]), identity) != u32_at(bytes, CHECKED_LEN)
-            || u32_at(bytes, ENDING_AT + 4) != 0
-        {
+        if hash(hash(HASH_SEED, &bytes[..CHECKED_LEN]), identity) != u32_at(bytes, CHECKED_LEN) {
             return Err("damaged header (checksum)".into());
         }
         let mut r = ByteReader::new(identity);
         let host = r.str().map_err(|e| format!("identity: {e}"))?.to_owned();
         let mpi_library = r.str().map_err(|e| format!("identity: {e}"))?.to_owned();
+        let run = if r.is_empty() {
+            0
+        } else {
+            r.u64().map_err(|e| format!("identity: {e}"))?
+        };
         r.finish().map_err(|e| format!("identity: {e}"))?;
         let header = JournalHeader {
             rank: u32_at(bytes, 16),
@@ -289,8 +307,14 @@ impl Journal {
             host,
             mpi_library,
             capacity,
+            run,
         };
         let ending = ending_of_word(u32_at(bytes, ENDING_AT))?;
+        let lost = match u32_at(bytes, LOST_AT) {
+            0 => Lost::None,
+            LOST_UNKNOWN => Lost::Unknown,
+            n => Lost::Calls(u64::from(n)),
+        };
         let generation = u64_at(bytes, GENERATION_AT);
         let word = u64_at(bytes, TAIL_WORD_AT);
         let (len, checksum) = (word as u32, (word >> 32) as u32);
@@ -313,6 +337,7 @@ impl Journal {
         let mut journal = Journal {
             header,
             ending,
+            lost,
             generation,
             signatures: Vec::new(),
             calls: Vec::new(),
@@ -533,6 +558,8 @@ fn rebuild(base: Option<RankTrace>, journal: &Journal, with_tail: bool) -> RankT
             recorder_allocations: allocations,
             ns_per_tick: timing.2,
             clock_sync: timing.3,
+            run: h.run,
+            lost: journal.lost,
         },
         signatures,
         grammar: grammar.grammar(h.rank),
@@ -595,8 +622,10 @@ mod tests {
                 host: String::new(),
                 mpi_library: String::new(),
                 capacity: 0,
+                run: 0,
             },
             ending: Ending::Killed,
+            lost: Lost::None,
             generation: 0,
             signatures: Vec::new(),
             calls: Vec::new(),

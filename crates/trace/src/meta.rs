@@ -176,6 +176,21 @@ fn signal_name(signal: i32) -> Option<&'static str> {
     })
 }
 
+/// Calls a rank recorded that its trace does not hold: a write failed (a
+/// full disk) after its crash journal had stopped, so the trace ends
+/// early.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Lost {
+    /// The trace holds every call the rank recorded.
+    #[default]
+    None,
+    /// This many calls (at least, above 4,294,967,294) are missing at its end.
+    Calls(u64),
+    /// Calls are missing at its end; how many is not known (the rank died
+    /// after its journal stopped).
+    Unknown,
+}
+
 /// What a rank's file says about the rank and its recording.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RankMeta {
@@ -203,6 +218,11 @@ pub struct RankMeta {
     /// Offsets to rank 0's clock, measured at MPI_Init and MPI_Finalize
     /// (empty if they could not be measured).
     pub clock_sync: Vec<ClockSync>,
+    /// The run: the same number on every rank of one run, another on every
+    /// other run (0: not known, as in files of older mpigram versions).
+    pub run: u64,
+    /// Calls recorded but not in the trace.
+    pub lost: Lost,
 }
 
 impl RankMeta {
@@ -247,7 +267,35 @@ impl RankMeta {
             out.put_i64(s.offset_ns);
             out.put_u64(s.error_ns);
         }
+        out.put_u64(self.run);
+        out.put_u64(match self.lost {
+            Lost::None => 0,
+            Lost::Unknown => 1,
+            Lost::Calls(n) => n.saturating_add(2),
+        });
         out
+    }
+
+    /// Whether the trace holds the rank's every call up to MPI_Finalize.
+    pub fn is_complete(&self) -> bool {
+        self.ending.is_complete() && self.lost == Lost::None
+    }
+
+    /// How the rank's record ended, for people: its ending, and the calls
+    /// lost at its end if any.
+    pub fn describe_end(&self) -> String {
+        let ending = self.ending.describe();
+        match self.lost {
+            Lost::None => ending,
+            Lost::Calls(n) => {
+                format!(
+                    "its trace ends early, {n} calls lost (a write failed; the rank {ending} after them)"
+                )
+            }
+            Lost::Unknown => format!(
+                "its trace ends early, calls lost (a write failed; how many is not known; the rank {ending} after them)"
+            ),
+        }
     }
 
     pub fn decode(bytes: &[u8]) -> Result<RankMeta, DecodeError> {
@@ -310,6 +358,13 @@ impl RankMeta {
                 error_ns: r.u64()?,
             });
         }
+        // Added in a later minor version: absent from older files.
+        let run = if r.is_empty() { 0 } else { r.u64()? };
+        let lost = match if r.is_empty() { 0 } else { r.u64()? } {
+            0 => Lost::None,
+            1 => Lost::Unknown,
+            n => Lost::Calls(n - 2),
+        };
         r.finish()?;
         Ok(RankMeta {
             rank,
@@ -325,6 +380,8 @@ impl RankMeta {
             recorder_allocations,
             ns_per_tick,
             clock_sync,
+            run,
+            lost,
         })
     }
 }

@@ -124,6 +124,8 @@ impl Trace {
                     recorder_allocations: 0,
                     ns_per_tick: 1.0,
                     clock_sync: Vec::new(),
+                    run: 0,
+                    lost: crate::Lost::None,
                 },
                 signatures,
                 grammar: grammar.grammar(r as u32),
@@ -249,9 +251,9 @@ impl Trace {
         }
     }
 
-    /// Whether every rank ended with MPI_Finalize.
+    /// Whether every rank here holds every call up to MPI_Finalize.
     pub fn is_complete(&self) -> bool {
-        self.ranks.iter().all(|r| r.meta.ending.is_complete())
+        self.ranks.iter().all(|r| r.meta.is_complete())
     }
 
     /// The trace as the bytes of a whole-run file.
@@ -504,6 +506,28 @@ impl Trace {
                 ranks.push((path, crate::recover_rank(dir, rank)?));
             }
         }
+        let run_file = dir.join(RUN_FILE_NAME);
+        let mut sources: Vec<crate::one_run::Source<'_>> = run
+            .iter()
+            .flat_map(|t| &t.ranks)
+            .map(|r| crate::one_run::Source {
+                file: &run_file,
+                named: None,
+                meta: &r.meta,
+            })
+            .collect();
+        sources.extend(ranks.iter().map(|(path, rank)| {
+            crate::one_run::Source {
+                file: path,
+                named: path
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .and_then(crate::rank::rank_of_file_name),
+                meta: &rank.meta,
+            }
+        }));
+        crate::one_run::check(dir, &sources)?;
+        drop(sources);
         let mut trace = match run {
             Some(t) => t,
             None if ranks.is_empty() => {

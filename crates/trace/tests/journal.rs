@@ -62,6 +62,7 @@ fn header(rank: u32) -> JournalHeader {
         host: "node".into(),
         mpi_library: "MPICH".into(),
         capacity: 4096,
+        run: 0,
     }
 }
 
@@ -138,6 +139,8 @@ fn checkpoint(rank: u32, pid: u32) -> RankTrace {
             recorder_allocations: 7,
             ns_per_tick: 1.0,
             clock_sync: Vec::new(),
+            run: 0,
+            lost: mpigram_trace::Lost::None,
         },
         signatures: vec![signature(0), signature(1)],
         grammar: s.grammar(rank),

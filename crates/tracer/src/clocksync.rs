@@ -17,9 +17,9 @@
 //! outnumber cores, when a round trip waits for the scheduler and its
 //! half would be milliseconds of error.
 //!
-//! Every rank takes part (the job-wide `MPIGRAM_OFF` skips it on every
-//! rank alike), on the tracer's own duplicate of MPI_COMM_WORLD, with
-//! every message completed.
+//! Every rank takes part, on the tracer's own duplicate of MPI_COMM_WORLD,
+//! with every message completed; none does where not every rank runs the
+//! tracer (census.rs).
 
 use crate::abi::{
     MPI_COMM_NULL, MPI_COMM_WORLD, MPI_Comm, MPI_INT64_T, MPI_STATUS_IGNORE, MPI_SUCCESS,
@@ -40,7 +40,7 @@ static COMM: Mutex<Option<MPI_Comm>> = Mutex::new(None);
 /// At MPI_Init (which succeeded): duplicates MPI_COMM_WORLD for the
 /// tracer and measures this rank's clock.
 pub fn at_init() {
-    if crate::call::env_says_off() {
+    if crate::call::env_says_off() || !crate::census::whole_job() {
         return;
     }
     let mut comm = MPI_COMM_NULL;

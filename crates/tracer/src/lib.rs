@@ -23,6 +23,7 @@ mod abi;
 mod agree;
 mod alloc;
 mod call;
+mod census;
 mod clock;
 mod clocksync;
 mod encoder;
@@ -30,7 +31,9 @@ mod intern;
 mod journal;
 mod memo;
 mod merge;
+mod message;
 mod objects;
+mod ownership;
 #[path = "generated/pmpi.rs"]
 mod pmpi;
 mod pmpi_query;

@@ -40,7 +40,9 @@ pub fn at_finalize() {
     let started = std::time::Instant::now();
     let own = crate::tracer::with(|t| t.finish());
     let rank = own.as_ref().map_or(0, |t| t.meta.rank);
-    let merge = std::env::var_os("MPIGRAM_MERGE").is_none_or(|v| v != "0");
+    // Not where some rank does not run the tracer (census.rs).
+    let merge =
+        crate::census::whole_job() && std::env::var_os("MPIGRAM_MERGE").is_none_or(|v| v != "0");
     let comm = if merge { dup_world() } else { None };
     let Some(comm) = comm else {
         write_own(own.as_ref());

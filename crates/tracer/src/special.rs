@@ -6,7 +6,9 @@
 
 use crate::abi::*;
 use crate::call::Call;
+use crate::census;
 use crate::encoder::{Encoder, IntoHandle};
+use crate::ownership::{self, Claim};
 use crate::tracer;
 use mpigram_mpispec::{FuncId, func};
 use mpigram_trace::Ending;
@@ -82,20 +84,56 @@ fn completed_count(outcount: c_int) -> usize {
 
 // --- start and end ---
 
+/// Before PMPI_Init(_thread): the tracer's clock starts (the call is
+/// timed), and a traced rank claims its place in the trace directory and
+/// announces itself for the census.
+fn before_init() -> Option<census::Announced> {
+    tracer::with(|_| ());
+    if crate::call::is_off() {
+        return None;
+    }
+    Some(crate::call::uncounted(|| {
+        let (rank, _) = census::launcher_rank_and_size();
+        let claim = tracer::create_output_dir()
+            .map_or(Claim::Unavailable, |dir| ownership::claim(&dir, rank));
+        census::announce(claim)
+    }))
+}
+
+/// PMPI_Init(_thread) succeeded at `thread_level`: the tracer learns its
+/// place, counts the traced ranks, takes the trace directory for the run
+/// (or, if another run is alive in it, stops tracing) and, if every rank
+/// is traced, measures the clocks. The census is taken on a rank whose
+/// recording an internal error turned off, too: the others count on it.
+fn initialised(announced: Option<census::Announced>, thread_level: c_int) {
+    let world_size = tracer::with(|t| {
+        t.on_init();
+        t.world_size()
+    })
+    .flatten();
+    if let Some(announced) = announced {
+        let outcome = crate::call::uncounted(|| census::count(announced, world_size));
+        if outcome.refused {
+            crate::call::disable();
+        } else {
+            tracer::with(|t| t.take_directory(&outcome));
+        }
+    }
+    tracer::set_thread_level(thread_level);
+    crate::clocksync::at_init();
+}
+
 /// # Safety
 /// As `MPI_Init`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
     let real = crate::pmpi::MPI_Init();
-    // The tracer's clock starts before the call, which it times.
-    tracer::with(|_| ());
+    let announced = before_init();
     let call = Call::begin();
     let ret = unsafe { real(argc, argv) };
     let end = crate::clock::now();
     if ret == MPI_SUCCESS {
-        tracer::with(|t| t.on_init());
-        tracer::set_thread_level(MPI_THREAD_SINGLE);
-        crate::clocksync::at_init();
+        initialised(announced, MPI_THREAD_SINGLE);
     }
     if let Some(call) = call {
         call.end_at(end, func::MPI_Init, ret, |e| {
@@ -116,15 +154,12 @@ pub unsafe extern "C" fn MPI_Init_thread(
     provided: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Init_thread();
-    // The tracer's clock starts before the call, which it times.
-    tracer::with(|_| ());
+    let announced = before_init();
     let call = Call::begin();
     let ret = unsafe { real(argc, argv, required, provided) };
     let end = crate::clock::now();
     if ret == MPI_SUCCESS {
-        tracer::with(|t| t.on_init());
-        tracer::set_thread_level(unsafe { read_or(provided, MPI_THREAD_MULTIPLE) });
-        crate::clocksync::at_init();
+        initialised(announced, unsafe { read_or(provided, MPI_THREAD_MULTIPLE) });
     }
     if let Some(call) = call {
         call.end_at(end, func::MPI_Init_thread, ret, |e| unsafe {

@@ -35,6 +35,8 @@ pub struct Tracer {
     journal: Option<Journal>,
     /// This rank's clock against rank 0's, at MPI_Init and MPI_Finalize.
     pub clock_sync: Vec<ClockSync>,
+    /// The run's id, agreed at MPI_Init (0 until then).
+    run: u64,
 }
 
 /// The tracer, and the lock that guards it while calls may run
@@ -126,7 +128,9 @@ pub fn record(func: FuncId, ret: c_int, start: u64, end: u64, encode: impl Fn(&m
         if let Some(journal) = journal {
             let signature = new.then(|| recorder.signatures.get(terminal).unwrap_or_default());
             if !journal.record(terminal, signature, &objects.comm_log) {
-                t.checkpoint();
+                // The journal holds every call before this one.
+                let journaled = recorder.calls - 1;
+                t.checkpoint(journaled);
             }
         }
     });
@@ -136,6 +140,7 @@ impl Tracer {
     fn new() -> Box<Tracer> {
         // SAFETY: registering a plain extern "C" function.
         unsafe { libc::atexit(at_exit) };
+        crate::call::watch_forks();
         let mut recorder = Recorder::new();
         if std::env::var_os("MPIGRAM_VERIFY").is_some_and(|v| !v.is_empty() && v != "0") {
             recorder.verify = Some(Vec::new());
@@ -154,6 +159,7 @@ impl Tracer {
             written_calls: None,
             journal: None,
             clock_sync: Vec::new(),
+            run: 0,
         })
     }
 
@@ -176,6 +182,18 @@ impl Tracer {
         };
         self.objects.set_comm(abi::MPI_COMM_SELF, me);
         debug_assert!(abi::MPI_COMM_SELF.into_handle() != abi::MPI_COMM_WORLD.into_handle());
+    }
+
+    /// The census found the run (`outcome`): the trace directory is this
+    /// run's. What earlier runs left there goes, and the crash journal
+    /// starts.
+    pub fn take_directory(&mut self, outcome: &crate::census::Outcome) {
+        self.run = outcome.run;
+        if let (Some((rank, _)), Some(dir)) = (self.world, create_output_dir()) {
+            crate::ownership::clear_earlier_runs(&dir, rank, outcome.lowest, &|r| {
+                outcome.traced.contains(&r)
+            });
+        }
         self.open_journal();
     }
 
@@ -195,8 +213,11 @@ impl Tracer {
             host: host_name(),
             mpi_library: crate::pmpi_query::library_version(),
             capacity,
+            run: self.run,
         };
-        let dir = output_dir();
+        let Some(dir) = create_output_dir() else {
+            return;
+        };
         match Journal::open(&dir, &header) {
             Ok(journal) => self.journal = Some(journal),
             Err(e) => {
@@ -211,16 +232,17 @@ impl Tracer {
         if self.recorder.calls > 0 {
             // Calls before MPI_Init (MPI_Initialized, MPI_T_*): into a
             // checkpoint, which the tail then continues.
-            self.checkpoint();
+            self.checkpoint(0);
         }
     }
 
     /// The journal's tail is full: writes everything recorded so far as
     /// the journal's checkpoint, and starts the tail again. Every few
     /// million calls; its allocations are not the recorder's per-call ones,
-    /// and are not counted as such.
+    /// and are not counted as such. If the checkpoint cannot be written,
+    /// the journal stops, holding its first `journaled` calls.
     #[cold]
-    fn checkpoint(&mut self) {
+    fn checkpoint(&mut self, journaled: u64) {
         crate::call::uncounted(|| {
             let Some(path) = self.journal.as_ref().map(Journal::checkpoint_path) else {
                 return;
@@ -243,11 +265,10 @@ impl Tracer {
                     journal.raise_limit(2 * signature_bytes);
                 }
                 Err(e) => {
-                    eprintln!(
-                        "mpigram: cannot write the checkpoint {}: {e}; the crash journal keeps only the calls until now",
-                        path.display()
-                    );
-                    journal.stop();
+                    crate::message::say(&format!(
+                        "cannot write the crash journal's checkpoint ({e}); the journal keeps the calls until now, and says that later ones are missing"
+                    ));
+                    journal.stop(journaled);
                 }
             }
         });
@@ -294,6 +315,8 @@ impl Tracer {
                 recorder_allocations: crate::alloc::recorder_allocations(),
                 ns_per_tick,
                 clock_sync: self.clock_sync.clone(),
+                run: self.run,
+                lost: mpigram_trace::Lost::None,
             },
             signatures: self
                 .recorder
@@ -347,7 +370,7 @@ impl Tracer {
     /// then the crash journal is no longer needed.
     pub fn save(&mut self, dir: &Path, trace: &RankTrace) {
         if let Some(journal) = &self.journal {
-            journal.set_ending(trace.meta.ending);
+            journal.set_ending(trace.meta.ending, self.recorder.calls);
         }
         match trace.write(dir) {
             Ok(_) => self.discard_journal(),
@@ -362,7 +385,7 @@ impl Tracer {
     fn write_verify(&self, dir: &Path) {
         if let Some(stream) = &self.recorder.verify {
             let path = dir.join(mpigram_trace::verify_file_name(self.rank()));
-            if let Err(e) = std::fs::write(&path, stream) {
+            if let Err(e) = mpigram_format::replace_with(&path, stream) {
                 eprintln!("mpigram: cannot write {}: {e}", path.display());
             }
         }
@@ -370,6 +393,11 @@ impl Tracer {
 
     /// World rank; before MPI_Init (or with MPI sessions only) the
     /// launcher's rank variable, else 0.
+    /// Size of MPI_COMM_WORLD, once MPI is initialised.
+    pub fn world_size(&self) -> Option<u32> {
+        self.world.map(|(_, size)| size)
+    }
+
     /// Rank in MPI_COMM_WORLD, once MPI is initialised.
     pub fn world_rank(&self) -> Option<u32> {
         self.world.map(|(rank, _)| rank)
@@ -421,23 +449,32 @@ fn timing_from_env() -> Timing {
 }
 
 /// `MPIGRAM_OUT`, else `mpigram-trace` in the working directory.
-fn output_dir() -> PathBuf {
+pub fn output_dir() -> PathBuf {
     std::env::var_os("MPIGRAM_OUT")
         .filter(|v| !v.is_empty())
         .map_or_else(|| "mpigram-trace".into(), PathBuf::from)
 }
 
-/// The trace directory, created if needed; `None` (with one message) if it
-/// cannot be.
+/// The trace directory, created if needed (readable by the user alone:
+/// a trace records the program's arguments and host); `None` if it cannot
+/// be, said once per process.
 pub fn create_output_dir() -> Option<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    static SAID: AtomicBool = AtomicBool::new(false);
     let dir = output_dir();
-    match std::fs::create_dir_all(&dir) {
+    match std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)
+    {
         Ok(()) => Some(dir),
         Err(e) => {
-            eprintln!(
-                "mpigram: cannot create the trace directory {}: {e}",
-                dir.display()
-            );
+            if !SAID.swap(true, Relaxed) {
+                crate::message::say(&format!(
+                    "cannot create the trace directory {}: {e}; this rank is not traced",
+                    dir.display()
+                ));
+            }
             None
         }
     }
