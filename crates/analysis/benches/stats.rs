@@ -87,6 +87,7 @@ fn trace(ranks: u32, signatures: Vec<Vec<u8>>, rules: Vec<Vec<Run>>) -> Trace {
         grammar,
         ranks: parts,
         run_start_ns: None,
+        skipped: Vec::new(),
     }
 }
 

@@ -34,6 +34,7 @@ pub enum TimelineFormat {
 
 pub fn run(args: &Args) -> Result<()> {
     let (dir, out) = (&args.trace, &args.output);
+    crate::refuse_inside(dir, out)?;
     let trace = Trace::open(dir)?;
     crate::warn_if_partial(&trace);
     let run_start = trace.run_start_ns();

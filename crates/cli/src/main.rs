@@ -35,7 +35,7 @@ enum Cmd {
         #[arg(short, long, default_value = "mpigram-trace")]
         out: PathBuf,
         /// Number of ranks.
-        #[arg(short, long, default_value_t = 1)]
+        #[arg(short, long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
         n: u32,
         /// Per-call timing: aggregated (per signature only), lossy,
         /// lossless, or lossy,lossless (sets MPIGRAM_TIMING).
@@ -87,13 +87,13 @@ fn main() -> ExitCode {
             timing,
             timing_base,
             program,
-        } => {
+        } => check_run(timing.as_deref(), timing_base.as_deref(), &program).and_then(|()| {
             let settings = [
                 ("MPIGRAM_TIMING", timing),
                 ("MPIGRAM_TIMING_BASE", timing_base),
             ];
             run(&out, n, &settings, &program)
-        }
+        }),
         Cmd::Lib => library().map(|lib| {
             println!("{}", lib.display());
             ExitCode::SUCCESS
@@ -131,6 +131,48 @@ fn library() -> Result<PathBuf> {
         })
 }
 
+/// The options of `mpigram run` that the tracer would otherwise only
+/// complain about in every rank: the timing mode and its bases, checked as
+/// the tracer reads them; and a program name that is an option mistyped.
+fn check_run(timing: Option<&str>, base: Option<&str>, program: &[String]) -> Result<()> {
+    if let Some(first) = program.first().filter(|p| p.starts_with('-')) {
+        anyhow::bail!(
+            "the program to run, {first:?}, starts with '-': mpigram run's options go before the program (`mpigram run -n 4 -- ./app`)"
+        );
+    }
+    if timing.is_some() || base.is_some() {
+        let t = mpigram_trace::Timing::parse(timing.unwrap_or("aggregated"), base)
+            .map_err(|e| anyhow::anyhow!("--timing/--timing-base: {e}"))?;
+        if base.is_some() && t.lossy.is_none() {
+            anyhow::bail!("--timing-base needs lossy timing (--timing lossy)");
+        }
+    }
+    Ok(())
+}
+
+/// Refuses to write `out` inside the trace directory `trace`: the file
+/// would become part of the trace (and a later run would remove it).
+pub(crate) fn refuse_inside(trace: &Path, out: &Path) -> Result<()> {
+    let dir = |p: &Path| {
+        let parent = match p.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        parent.canonicalize().ok()
+    };
+    let (Ok(trace), Some(out_dir)) = (trace.canonicalize(), dir(out)) else {
+        return Ok(());
+    };
+    if out_dir.starts_with(&trace) {
+        anyhow::bail!(
+            "{} is inside the trace directory {}: write it elsewhere",
+            out.display(),
+            trace.display()
+        );
+    }
+    Ok(())
+}
+
 /// Runs `program` on `n` ranks under the tracer, writing to `out`, with
 /// the tracer's `settings` (variable, value if set).
 fn run(
@@ -151,8 +193,13 @@ fn run(
         Ok(existing) if !existing.is_empty() => format!("{}:{existing}", lib.display()),
         _ => lib.display().to_string(),
     };
+    // Signals that stop `mpigram run` stop the launcher (which stops the
+    // ranks): caught from before it starts, passed on once it runs.
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP])
+        .context("cannot catch signals")?;
     // -genv sets the variables in the launched processes only, not in mpiexec.
-    let status = Command::new("mpiexec")
+    let mut launcher = Command::new("mpiexec")
         .args(["-n", &n.to_string()])
         .args(["-genv", "LD_PRELOAD", &preload])
         .args(["-genv", "MPIGRAM_OUT", &out.display().to_string()])
@@ -164,8 +211,27 @@ fn run(
         )
         .args(program)
         .env_remove("LD_PRELOAD")
-        .status()
+        .spawn()
         .context("cannot start mpiexec (is MPI installed? scripts/setup installs MPICH)")?;
+    let pid = launcher.id() as libc::pid_t;
+    let caught = signals.handle();
+    let forwarding = std::thread::spawn(move || {
+        let mut first = None;
+        for signal in signals.forever() {
+            // SAFETY: kill(2) has no memory-safety preconditions.
+            unsafe { libc::kill(pid, signal) };
+            first = first.or(Some(signal));
+        }
+        first
+    });
+    let status = launcher.wait().context("waiting for mpiexec");
+    caught.close();
+    // Stopped by a signal: say so as a shell would (hydra itself may exit
+    // with 0 after stopping the ranks).
+    if let Ok(Some(signal)) = forwarding.join() {
+        return Ok(ExitCode::from(128 + signal.clamp(1, 127) as u8));
+    }
+    let status = status?;
     Ok(match status.code() {
         Some(code) => ExitCode::from(code.clamp(0, 255) as u8),
         None => ExitCode::from(128 + signal_of(&status)),
@@ -199,14 +265,27 @@ fn info(dir: &Path) -> Result<()> {
     }
     println!("timing:     {}", s.timing);
     println!("MPI:        {}", s.mpi_library);
+    // A rank read from its crash journal whose process still runs here is
+    // not dead: the run is going on.
+    let running: Vec<u32> = trace
+        .ranks
+        .iter()
+        .filter(|r| still_running(&r.meta))
+        .map(|r| r.meta.rank)
+        .collect();
     println!(
         "complete:   {}",
-        if s.is_complete() {
+        if !running.is_empty() {
+            "no (the run is still going)"
+        } else if s.is_complete() {
             "yes"
         } else {
             "no (partial trace)"
         }
     );
+    for e in &trace.skipped {
+        println!("left out:   {e}");
+    }
     if !s.missing.is_empty() {
         let ranks: Vec<String> = s.missing.iter().map(u32::to_string).collect();
         println!(
@@ -217,15 +296,34 @@ fn info(dir: &Path) -> Result<()> {
     println!();
     println!("{:>6} {:>12} {:>10}  ending", "rank", "calls", "signatures");
     for r in &s.ranks {
+        let ending = match trace.rank(r.rank) {
+            Some(part) if running.contains(&r.rank) => {
+                format!("running (process {} on this host)", part.meta.pid)
+            }
+            _ => r.ending.clone(),
+        };
         println!(
-            "{:>6} {:>12} {:>10}  {}",
-            r.rank, r.calls, r.signatures, r.ending
+            "{:>6} {:>12} {:>10}  {ending}",
+            r.rank, r.calls, r.signatures
         );
     }
     Ok(())
 }
 
+/// Whether a rank with no word of its end (read from its crash journal)
+/// is a process still running on this host with the tracer loaded.
+fn still_running(meta: &mpigram_trace::RankMeta) -> bool {
+    if meta.ending != mpigram_trace::Ending::Killed || meta.host != mpigram_trace::host_name() {
+        return false;
+    }
+    std::fs::read_to_string(format!("/proc/{}/maps", meta.pid))
+        .is_ok_and(|maps| maps.contains("libmpigram"))
+}
+
 pub(crate) fn warn_if_partial(trace: &Trace) {
+    for e in &trace.skipped {
+        eprintln!("mpigram: rank left out: {e}");
+    }
     for r in trace.ranks.iter().filter(|r| !r.meta.is_complete()) {
         eprintln!(
             "mpigram: partial trace: rank {} {}",

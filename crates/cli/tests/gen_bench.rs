@@ -40,6 +40,8 @@ fn trace(exe: &Path, ranks: u32, args: &[&str], timing: &str, dir: &Path) -> Dur
         .preload(&lib)
         .env("MPIGRAM_OUT", dir)
         .env("MPIGRAM_TIMING", timing)
+        // Scratch files (mpiio's) in the run's own directory.
+        .env("TMPDIR", io_dir(dir))
         .timeout(Duration::from_secs(120))
         .run()
         .unwrap();
@@ -53,9 +55,16 @@ fn trace(exe: &Path, ranks: u32, args: &[&str], timing: &str, dir: &Path) -> Dur
     run.elapsed
 }
 
+/// Where a traced run in `dir`, and its benchmark, keep their files.
+fn io_dir(dir: &Path) -> PathBuf {
+    let io = dir.with_extension("io");
+    std::fs::create_dir_all(&io).unwrap();
+    io
+}
+
 /// The generated source of the trace in `dir`.
 fn gen_bench(dir: &Path, extra: &[&str]) -> (PathBuf, String) {
-    let c = dir.join("bench.c");
+    let c = dir.with_extension("bench.c");
     let mut args = vec![
         "gen-bench",
         dir.to_str().unwrap(),
@@ -230,7 +239,11 @@ fn round_trip(program: &str, ranks: u32, args: &[&str]) -> String {
     let dir = tempfile::tempdir().unwrap();
     let (orig_dir, regen_dir) = (dir.path().join("orig"), dir.path().join("regen"));
     trace(&exe, ranks, args, "aggregated", &orig_dir);
-    let (c, source) = gen_bench(&orig_dir, &["--compute", "none"]);
+    let io = io_dir(&orig_dir);
+    let (c, source) = gen_bench(
+        &orig_dir,
+        &["--compute", "none", "--io-dir", io.to_str().unwrap()],
+    );
     let bench = build(&c);
     trace(&bench, ranks, &[], "aggregated", &regen_dir);
     let compared = assert_same_calls(&decode(&orig_dir), &decode(&regen_dir));

@@ -16,6 +16,7 @@ pub mod buffers;
 pub mod callbacks;
 pub mod calls;
 pub mod emit;
+mod files;
 pub mod protos;
 pub mod render;
 pub mod timing;
@@ -38,6 +39,8 @@ pub struct Options {
     pub scale: f64,
     /// The trace's name, for the header comment.
     pub trace_name: String,
+    /// Where the benchmark opens and deletes files (see `files.rs`).
+    pub io_dir: Option<std::path::PathBuf>,
 }
 
 /// A generated benchmark.
@@ -61,6 +64,8 @@ pub struct Benchmark {
 pub enum Error {
     #[error("the trace has no ranks")]
     Empty,
+    #[error("{0}")]
+    Files(String),
     #[error("the trace lacks rank {0} of {1}: the benchmark must run every rank of the traced run")]
     MissingRank(u32, u32),
     #[error("bad signature {terminal}: {message}")]
@@ -87,7 +92,7 @@ pub fn generate(trace: &Trace, options: &Options) -> Result<Benchmark, Error> {
             _ => return Err(Error::MissingRank(rank, world_size)),
         }
     }
-    let sigs: Vec<Signature> = trace
+    let mut sigs: Vec<Signature> = trace
         .signatures
         .iter()
         .enumerate()
@@ -98,6 +103,7 @@ pub fn generate(trace: &Trace, options: &Options) -> Result<Benchmark, Error> {
             })
         })
         .collect::<Result<_, _>>()?;
+    files::map_file_names(&mut sigs, options.io_dir.as_deref()).map_err(Error::Files)?;
 
     if !has_init(&sigs) {
         return Err(Error::NoInit);

@@ -68,6 +68,7 @@ fn options(compute: Compute) -> Options {
         compute,
         scale: 1.0,
         trace_name: "test".into(),
+        io_dir: None,
     }
 }
 

@@ -33,7 +33,7 @@
 //! | 40 | 4 | capacity of the tail in bytes |
 //! | 44 | 4 | [`hash`] of bytes 0..44 and the identity |
 //! | 48 | 4 | ending: a code in the low half, its complement in the high half ([`ending_word`]) |
-//! | 52 | 4 | calls lost ([`LOST_AT`]): 0 while the journal holds every call; once a write failed and it stopped, `u32::MAX` (how many later calls it lacks is not known) or, when the rank's last write failed too, the calls it lacks (saturated at `u32::MAX - 1`) |
+//! | 52 | 4 | calls lost ([`lost_word`]): 0 while the journal holds every call; once a write failed and it stopped, "not known", or, when the rank's last write failed too, the calls it lacks |
 //! | 56 | 8 | generation: calls held by the checkpoint the tail continues (0: none) |
 //! | 64 | 8 | the tail's published length (low half) and [`hash`] (high half) ([`tail_word`]) |
 //! | 72 | | identity: host name and MPI library version, varint-length-prefixed; the run id, a varint (absent in journals of older versions: 0) |
@@ -72,15 +72,42 @@ pub const MAGIC: [u8; 8] = *b"MPIGRJNL";
 pub const VERSION: u32 = 1;
 /// Offset of the ending word.
 pub const ENDING_AT: usize = 48;
-/// Offset of the lost-calls word.
+/// Offset of the lost-calls word ([`lost_word`]).
 pub const LOST_AT: usize = 52;
-/// The lost-calls word of a journal that stopped, lacking an unknown
-/// number of calls.
-pub const LOST_UNKNOWN: u32 = u32::MAX;
 
-/// The lost-calls word when `n` calls are missing at the journal's end.
-pub fn lost_word(n: u64) -> u32 {
-    u32::try_from(n).unwrap_or(u32::MAX - 1).min(u32::MAX - 1)
+/// The largest count of lost calls the lost-calls word holds (more are
+/// "at least" this many).
+const LOST_MAX: u32 = (1 << 24) - 2;
+const LOST_UNKNOWN: u32 = (1 << 24) - 1;
+
+/// The lost-calls word: 0 while nothing is lost (as journals before it
+/// held); else the count in the low 24 bits (all ones: not known) and a
+/// check byte above it, so that a flipped bit is noticed.
+pub fn lost_word(lost: Lost) -> u32 {
+    let value = match lost {
+        Lost::None | Lost::Calls(0) => return 0,
+        Lost::Unknown => LOST_UNKNOWN,
+        Lost::Calls(n) => u32::try_from(n).unwrap_or(LOST_MAX).min(LOST_MAX),
+    };
+    value | lost_check(value) << 24
+}
+
+fn lost_check(value: u32) -> u32 {
+    ((value ^ value >> 8 ^ value >> 16) & 0xff) ^ 0xa5
+}
+
+fn lost_of_word(word: u32) -> Result<Lost, String> {
+    let value = word & 0xff_ffff;
+    if word == 0 {
+        return Ok(Lost::None);
+    }
+    if word >> 24 != lost_check(value) {
+        return Err(format!("lost-calls word {word:#010x} is damaged"));
+    }
+    Ok(match value {
+        LOST_UNKNOWN => Lost::Unknown,
+        n => Lost::Calls(u64::from(n)),
+    })
 }
 
 /// Offset of the generation word.
@@ -310,11 +337,7 @@ impl Journal {
             run,
         };
         let ending = ending_of_word(u32_at(bytes, ENDING_AT))?;
-        let lost = match u32_at(bytes, LOST_AT) {
-            0 => Lost::None,
-            LOST_UNKNOWN => Lost::Unknown,
-            n => Lost::Calls(u64::from(n)),
-        };
+        let lost = lost_of_word(u32_at(bytes, LOST_AT))?;
         let generation = u64_at(bytes, GENERATION_AT);
         let word = u64_at(bytes, TAIL_WORD_AT);
         let (len, checksum) = (word as u32, (word >> 32) as u32);
@@ -593,6 +616,30 @@ mod tests {
             ending_word(SIGNAL_ENDING | 15),
             ending_word_of(Ending::Signal(15))
         );
+    }
+
+    #[test]
+    fn lost_words_round_trip_and_catch_flips() {
+        for lost in [
+            Lost::Unknown,
+            Lost::Calls(1),
+            Lost::Calls(12345),
+            Lost::Calls(LOST_MAX.into()),
+        ] {
+            let word = lost_word(lost);
+            assert_eq!(lost_of_word(word), Ok(lost));
+            for bit in 0..32 {
+                assert!(lost_of_word(word ^ 1 << bit).is_err(), "{lost:?} bit {bit}");
+            }
+        }
+        assert_eq!(lost_word(Lost::None), 0);
+        assert_eq!(
+            lost_of_word(lost_word(Lost::Calls(1 << 40))),
+            Ok(Lost::Calls(LOST_MAX.into()))
+        );
+        for bit in 0..32 {
+            assert!(lost_of_word(1 << bit).is_err(), "bit {bit}");
+        }
     }
 
     #[test]

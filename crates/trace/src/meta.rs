@@ -48,6 +48,9 @@ impl Bases {
                     if !mpigram_mpispec::FUNCS.iter().any(|f| f.name == name) {
                         return Err(format!("{name:?} is not an MPI function"));
                     }
+                    if bases.by_func.iter().any(|(f, _)| f == name) {
+                        return Err(format!("{name} is given two bases"));
+                    }
                     bases.by_func.push((name.to_owned(), number(b)?));
                 }
             }
@@ -189,6 +192,15 @@ pub enum Lost {
     /// Calls are missing at its end; how many is not known (the rank died
     /// after its journal stopped).
     Unknown,
+}
+
+/// This machine's host name, as a rank's metadata records it (Linux's
+/// `/proc/sys/kernel/hostname`, what gethostname(2) gives; empty if
+/// unknown).
+pub fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim_end_matches('\n').to_owned())
+        .unwrap_or_default()
 }
 
 /// What a rank's file says about the rank and its recording.
@@ -515,6 +527,8 @@ mod tests {
             ("lossy", Some("1.1,MPI_Nope=2")),
             ("lossy", Some("1.1,2")),
             ("lossy", Some("MPI_Wait=99")),
+            ("lossy", Some("1.1,MPI_Wait=1.5,MPI_Wait=2")),
+            ("lossy", Some("MPI_Wait=1.5, MPI_Wait =1.5")),
         ] {
             assert!(Timing::parse(mode, base).is_err(), "{mode} {base:?}");
         }

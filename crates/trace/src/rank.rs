@@ -295,9 +295,10 @@ pub(crate) fn check_funcs(bytes: &[u8]) -> Result<(), String> {
         let id = r.u64().map_err(|e| e.to_string())?;
         let name = r.str().map_err(|e| e.to_string())?;
         if FUNCS.get(id as usize).map(|f| f.name) != Some(name) {
+            // The trace's name is not shown: errors never echo file bytes.
+            let ours = FUNCS.get(id as usize).map_or("none", |f| f.name);
             return Err(format!(
-                // Quoted: a damaged name may hold a newline.
-                "function {id} is {name:?} in this trace but not in this mpigram: written by another version"
+                "function {id} has another name in this trace than in this mpigram ({ours}): written by another version, or damaged"
             ));
         }
     }

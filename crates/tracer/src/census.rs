@@ -73,6 +73,20 @@ pub fn launcher_rank_and_size() -> (u32, u32) {
     (var("PMI_RANK").unwrap_or(0), var("PMI_SIZE").unwrap_or(1))
 }
 
+/// This process's rank as its launcher says (hydra, PMIx, Open MPI's,
+/// Slurm's), else 0: its world rank before MPI_Init.
+pub fn launcher_rank() -> u32 {
+    [
+        "PMI_RANK",
+        "PMIX_RANK",
+        "OMPI_COMM_WORLD_RANK",
+        "SLURM_PROCID",
+    ]
+    .iter()
+    .find_map(|v| var(v))
+    .unwrap_or(0)
+}
+
 fn var<T: std::str::FromStr>(name: &str) -> Option<T> {
     std::env::var(name).ok()?.trim().parse().ok()
 }

@@ -16,10 +16,9 @@
 
 use crate::objects::CommRecord;
 use mpigram_trace::journal::{
-    self, ENDING_AT, GENERATION_AT, HASH_SEED, JournalHeader, LOST_AT, LOST_UNKNOWN, SIGNAL_ENDING,
-    TAIL_WORD_AT,
+    self, ENDING_AT, GENERATION_AT, HASH_SEED, JournalHeader, LOST_AT, SIGNAL_ENDING, TAIL_WORD_AT,
 };
-use mpigram_trace::{Ending, checkpoint_file_name, journal_file_name};
+use mpigram_trace::{Ending, Lost, checkpoint_file_name, journal_file_name};
 use std::ffi::c_int;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -78,10 +77,10 @@ pub fn tail_bytes() -> Option<u32> {
         Some(0) => None,
         Some(n) => Some(n.clamp(u64::from(MIN_TAIL_BYTES), u64::from(u32::MAX)) as u32),
         None => {
-            eprintln!(
-                "mpigram: MPIGRAM_JOURNAL_BYTES={} is not a number of bytes; using {DEFAULT_TAIL_BYTES}",
+            crate::message::say_for_job(&format!(
+                "MPIGRAM_JOURNAL_BYTES={} is not a number of bytes; using {DEFAULT_TAIL_BYTES}",
                 value.to_string_lossy()
-            );
+            ));
             Some(DEFAULT_TAIL_BYTES)
         }
     }
@@ -286,7 +285,7 @@ impl Journal {
     pub fn stop(&mut self, held: u64) {
         self.stopped_at = Some(held);
         self.allocated = self.len; // keeps `record` off its fast path
-        self.set_lost(LOST_UNKNOWN);
+        self.set_lost(journal::lost_word(Lost::Unknown));
     }
 
     /// Notes how the rank ended after `calls` calls, before its trace is
@@ -295,7 +294,7 @@ impl Journal {
     pub fn set_ending(&self, ending: Ending, calls: u64) {
         if self.pid == std::process::id() {
             if let Some(held) = self.stopped_at {
-                self.set_lost(journal::lost_word(calls.saturating_sub(held)));
+                self.set_lost(journal::lost_word(Lost::Calls(calls.saturating_sub(held))));
             }
             // SAFETY: an aligned u32 of the mapping.
             unsafe { &*self.word::<AtomicU32>(ENDING_AT) }
@@ -325,7 +324,7 @@ impl Journal {
             self.checkpoint_path(),
         ] {
             if let Err(e) = remove_if_there(&path) {
-                eprintln!("mpigram: cannot remove {}: {e}", path.display());
+                crate::message::say(&format!("cannot remove {}: {e}", path.display()));
             }
         }
     }

@@ -60,11 +60,11 @@ pub fn at_finalize() {
     // SAFETY: the tracer's own communicator, freed once.
     unsafe { crate::pmpi::MPI_Comm_free()(&mut comm) };
     if std::env::var_os("MPIGRAM_VERBOSE").is_some_and(|v| v != "0") {
-        eprintln!(
-            "mpigram: rank {rank}: finalize took {:.1} ms ({:.1} ms until every rank arrived)",
+        crate::message::say(&format!(
+            "rank {rank}: finalize took {:.1} ms ({:.1} ms until every rank arrived)",
             started.elapsed().as_secs_f64() * 1e3,
             synced.as_secs_f64() * 1e3
-        );
+        ));
     }
 }
 
@@ -101,7 +101,9 @@ fn merge_over(comm: MPI_Comm, own: Option<RankTrace>) -> bool {
             let bytes = match part.take().map(|p| p.to_bytes(Codec::Raw)) {
                 Some(Ok(bytes)) => bytes,
                 Some(Err(e)) => {
-                    eprintln!("mpigram: cannot encode the trace of rank {rank}'s group: {e}");
+                    crate::message::say(&format!(
+                        "cannot encode the trace of rank {rank}'s group: {e}"
+                    ));
                     ok = false;
                     Vec::new()
                 }
@@ -125,7 +127,7 @@ fn merge_over(comm: MPI_Comm, own: Option<RankTrace>) -> bool {
                             }
                         });
                     if let Err(e) = result {
-                        eprintln!("mpigram: merging {name} failed: {e}");
+                        crate::message::say(&format!("merging {name} failed: {e}"));
                         ok = false;
                     }
                 }
@@ -149,7 +151,7 @@ fn merge_over(comm: MPI_Comm, own: Option<RankTrace>) -> bool {
 /// Rank 0: the final grammar pass, then `trace.mgr`.
 fn write_run(mut trace: Trace) -> bool {
     if let Err(e) = trace.share() {
-        eprintln!("mpigram: the final merge pass failed: {e}");
+        crate::message::say(&format!("the final merge pass failed: {e}"));
         return false;
     }
     let Some(dir) = crate::tracer::create_output_dir() else {
@@ -158,7 +160,7 @@ fn write_run(mut trace: Trace) -> bool {
     match trace.write(&dir) {
         Ok(_) => true,
         Err(e) => {
-            eprintln!("mpigram: cannot write the trace: {e}");
+            crate::message::say(&format!("cannot write the trace: {e}"));
             false
         }
     }

@@ -9,3 +9,11 @@ pub fn say(text: &str) {
     // write loses (part of) the message, nothing else.
     unsafe { libc::write(libc::STDERR_FILENO, line.as_ptr().cast(), line.len()) };
 }
+
+/// Says what is about the job's settings (the same in every rank: a bad
+/// `MPIGRAM_TIMING`, say) once for the job: on the launcher's rank 0.
+pub fn say_for_job(text: &str) {
+    if crate::census::launcher_rank() == 0 {
+        say(text);
+    }
+}

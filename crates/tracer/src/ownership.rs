@@ -7,9 +7,10 @@
 //! deleting each other's journals and traces. Once the run is known to own
 //! the directory, each rank removes what an earlier run left under its own
 //! rank's names (an aborted run's rank file and journal, an unmerged run's
-//! rank file, a verification stream), and the lowest traced rank removes
-//! the whole-run file and the files of ranks no process of this run owns
-//! (when no live process locks them).
+//! rank file, a verification stream, a temporary file a killed write left),
+//! and the lowest traced rank removes the whole-run file (and its
+//! temporaries) and the files of ranks no process of this run owns (when
+//! no live process locks them).
 
 use mpigram_trace::{
     RUN_FILE_NAME, checkpoint_file_name, journal_file_name, rank_file_name, verify_file_name,
@@ -114,15 +115,29 @@ pub fn clear_earlier_runs(dir: &Path, rank: u32, sweep: bool, traced: &dyn Fn(u3
     let mut names: Vec<String> = rank_files(rank).into();
     if sweep {
         names.push(RUN_FILE_NAME.into());
-        let others = std::fs::read_dir(dir).into_iter().flatten().flatten();
-        for entry in others {
-            let name = entry.file_name();
-            let Some(other) = name.to_str().and_then(rank_in_name) else {
-                continue;
-            };
-            if !traced(other) && !locked_by_another(other) {
-                names.push(name.to_string_lossy().into_owned());
-            }
+    }
+    // Rank files of other ranks, and what writers killed in the middle of
+    // a write left (`.NAME.tmp-PID-N`, see `mpigram_format::create_temp`):
+    // the whole-run file's (written at MPI_Finalize only), this rank's, and
+    // other ranks' that no process of this run or a live one owns.
+    let entries = std::fs::read_dir(dir).into_iter().flatten().flatten();
+    for entry in entries {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else {
+            continue;
+        };
+        let temporary = name
+            .strip_prefix('.')
+            .and_then(|n| n.split_once(".tmp-"))
+            .map(|(of, _)| of);
+        let of = temporary.unwrap_or(name);
+        let remove = match rank_in_name(of) {
+            Some(r) if r == rank => temporary.is_some(),
+            Some(r) => sweep && !traced(r) && !locked_by_another(r),
+            None => sweep && temporary == Some(RUN_FILE_NAME),
+        };
+        if remove {
+            names.push(name.to_owned());
         }
     }
     for name in names {

@@ -85,8 +85,8 @@ pub fn with<R>(f: impl FnOnce(&mut Tracer) -> R) -> Option<R> {
         Ok(r) => Some(r),
         Err(_) => {
             crate::call::disable();
-            eprintln!(
-                "mpigram: internal error, tracing is off for this process; the application continues"
+            crate::message::say(
+                "internal error, tracing is off for this process; the application continues",
             );
             None
         }
@@ -221,10 +221,10 @@ impl Tracer {
         match Journal::open(&dir, &header) {
             Ok(journal) => self.journal = Some(journal),
             Err(e) => {
-                eprintln!(
-                    "mpigram: no crash journal for rank {rank} in {} ({e}): tracing goes on, but if this rank is killed its calls are lost",
+                crate::message::say(&format!(
+                    "no crash journal for rank {rank} in {} ({e}): tracing goes on, but if this rank is killed its calls are lost",
                     dir.display()
-                );
+                ));
                 return;
             }
         }
@@ -374,10 +374,10 @@ impl Tracer {
         }
         match trace.write(dir) {
             Ok(_) => self.discard_journal(),
-            Err(e) => eprintln!(
-                "mpigram: cannot write the trace of rank {}: {e}",
+            Err(e) => crate::message::say(&format!(
+                "cannot write the trace of rank {}: {e}",
                 trace.meta.rank
-            ),
+            )),
         }
         self.written_calls = Some(self.recorder.calls);
     }
@@ -386,7 +386,7 @@ impl Tracer {
         if let Some(stream) = &self.recorder.verify {
             let path = dir.join(mpigram_trace::verify_file_name(self.rank()));
             if let Err(e) = mpigram_format::replace_with(&path, stream) {
-                eprintln!("mpigram: cannot write {}: {e}", path.display());
+                crate::message::say(&format!("cannot write {}: {e}", path.display()));
             }
         }
     }
@@ -404,18 +404,10 @@ impl Tracer {
     }
 
     fn rank(&self) -> u32 {
-        if let Some((rank, _)) = self.world {
-            return rank;
+        match self.world {
+            Some((rank, _)) => rank,
+            None => crate::census::launcher_rank(),
         }
-        [
-            "PMI_RANK",
-            "PMIX_RANK",
-            "OMPI_COMM_WORLD_RANK",
-            "SLURM_PROCID",
-        ]
-        .iter()
-        .find_map(|v| std::env::var(v).ok()?.parse().ok())
-        .unwrap_or(0)
     }
 }
 
@@ -443,7 +435,9 @@ fn timing_from_env() -> Timing {
         return Timing::default();
     };
     Timing::parse(&mode, var("MPIGRAM_TIMING_BASE").as_deref()).unwrap_or_else(|e| {
-        eprintln!("mpigram: MPIGRAM_TIMING={mode}: {e}; recording aggregated timing only");
+        crate::message::say_for_job(&format!(
+            "MPIGRAM_TIMING={mode}: {e}; recording aggregated timing only"
+        ));
         Timing::default()
     })
 }
@@ -481,13 +475,7 @@ pub fn create_output_dir() -> Option<PathBuf> {
 }
 
 pub(crate) fn host_name() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: buf is writable for its length.
-    if unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } != 0 {
-        return String::new();
-    }
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    String::from_utf8_lossy(&buf[..end]).into_owned()
+    mpigram_trace::host_name()
 }
 
 /// At exit: write what was recorded since the last write. A process that

@@ -45,6 +45,31 @@ fn an_aborted_runs_files_do_not_mix_into_the_next_run() {
     assert_only_the_last_run(dir, next, 2);
 }
 
+/// What writers killed in the middle of a write leave (hidden temporary
+/// files) is gone once the next run owns the directory.
+#[test]
+fn temporary_files_of_killed_writes_are_removed_by_the_next_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let left = [
+        ".trace.mgr.tmp-4194300-0",
+        ".rank0.journal.tmp-4194301-0",
+        ".rank1.checkpoint.tmp-4194302-3",
+        ".rank5.mgr.tmp-4194303-0",
+    ];
+    for name in left {
+        std::fs::write(dir.path().join(name), b"half a file").unwrap();
+    }
+    let other = dir.path().join(".notes.tmp-1-0");
+    std::fs::write(&other, b"not the tracer's").unwrap();
+    let next = run_into(dir.path(), "halo2d", 2, &["10"]);
+    next.0.assert_success();
+    for name in left {
+        assert!(!dir.path().join(name).exists(), "{name} is still there");
+    }
+    assert!(other.exists(), "a file not of the tracer's names stays");
+    assert_only_the_last_run(dir, next, 2);
+}
+
 #[test]
 fn an_unmerged_runs_files_do_not_replace_the_next_runs_ranks() {
     let dir = tempfile::tempdir().unwrap();
