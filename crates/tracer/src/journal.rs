@@ -175,14 +175,20 @@ impl Journal {
         let call = journal::call_record(terminal);
         if new_signature.is_none()
             && comm_log.len() == self.comms
-            && call < 0x80
-            && self.len < self.allocated
+            && call < 1 << 14
+            && self.len + 2 <= self.allocated
         {
-            // The common case: a known signature, a one-byte record.
-            let byte = call as u8;
-            // SAFETY: len < allocated: inside the file's part of the tail.
-            unsafe { self.map.add(self.tail_at + self.len).write(byte) };
-            self.publish(1, journal::hash(self.hash, &[byte]));
+            // The common case: a known signature, a record of one or two bytes.
+            // SAFETY: len + 2 <= allocated: inside the file's part of the tail.
+            let at = unsafe { self.map.add(self.tail_at + self.len) };
+            if call < 0x80 {
+                unsafe { at.write(call as u8) };
+                self.publish(1, journal::hash(self.hash, &[call as u8]));
+            } else {
+                let bytes = [call as u8 | 0x80, (call >> 7) as u8];
+                unsafe { at.cast::<[u8; 2]>().write_unaligned(bytes) };
+                self.publish(2, journal::hash(self.hash, &bytes));
+            }
             return true;
         }
         self.record_slow(terminal, new_signature, comm_log)

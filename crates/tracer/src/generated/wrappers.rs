@@ -345,17 +345,35 @@ pub unsafe extern "C" fn MPI_Accumulate(
             win,
         )
     };
-    call.end(func::MPI_Accumulate, ret, |e| {
-        e.buffer(origin_addr);
-        e.int(i64::from(origin_count));
-        e.handle(HandleKind::Datatype, origin_datatype);
-        win_rank(e, i64::from(target_rank), win);
-        e.address(target_disp);
-        e.int(i64::from(target_count));
-        e.handle(HandleKind::Datatype, target_datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Win, win);
-    });
+    call.end_keyed(
+        func::MPI_Accumulate,
+        ret,
+        |k| {
+            [
+                origin_addr as u64,
+                i64::from(origin_count) as u64,
+                k.handle(HandleKind::Datatype, origin_datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                i64::from(target_count) as u64,
+                k.handle(HandleKind::Datatype, target_datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Win, win),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(origin_addr);
+            e.int(i64::from(origin_count));
+            e.handle(HandleKind::Datatype, origin_datatype);
+            win_rank(e, i64::from(target_rank), win);
+            e.address(target_disp);
+            e.int(i64::from(target_count));
+            e.handle(HandleKind::Datatype, target_datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Win, win);
+        },
+    );
     ret
 }
 
@@ -402,17 +420,35 @@ pub unsafe extern "C" fn MPI_Accumulate_c(
             win,
         )
     };
-    call.end(func::MPI_Accumulate_c, ret, |e| {
-        e.buffer(origin_addr);
-        e.int(origin_count);
-        e.handle(HandleKind::Datatype, origin_datatype);
-        win_rank(e, i64::from(target_rank), win);
-        e.address(target_disp);
-        e.int(target_count);
-        e.handle(HandleKind::Datatype, target_datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Win, win);
-    });
+    call.end_keyed(
+        func::MPI_Accumulate_c,
+        ret,
+        |k| {
+            [
+                origin_addr as u64,
+                origin_count as u64,
+                k.handle(HandleKind::Datatype, origin_datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                target_count as u64,
+                k.handle(HandleKind::Datatype, target_datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Win, win),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(origin_addr);
+            e.int(origin_count);
+            e.handle(HandleKind::Datatype, origin_datatype);
+            win_rank(e, i64::from(target_rank), win);
+            e.address(target_disp);
+            e.int(target_count);
+            e.handle(HandleKind::Datatype, target_datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Win, win);
+        },
+    );
     ret
 }
 
@@ -424,9 +460,14 @@ pub unsafe extern "C" fn MPI_Add_error_class(errorclass: *mut c_int) -> c_int {
         return unsafe { real(errorclass) };
     };
     let ret = unsafe { real(errorclass) };
-    call.end(func::MPI_Add_error_class, ret, |e| unsafe {
-        e.int_out(errorclass);
-    });
+    call.end_keyed(
+        func::MPI_Add_error_class,
+        ret,
+        |k| unsafe { [k.out(errorclass.cast_const())] },
+        |e| unsafe {
+            e.int_out(errorclass);
+        },
+    );
     ret
 }
 
@@ -438,10 +479,15 @@ pub unsafe extern "C" fn MPI_Add_error_code(errorclass: c_int, errorcode: *mut c
         return unsafe { real(errorclass, errorcode) };
     };
     let ret = unsafe { real(errorclass, errorcode) };
-    call.end(func::MPI_Add_error_code, ret, |e| unsafe {
-        e.int(i64::from(errorclass));
-        e.int_out(errorcode);
-    });
+    call.end_keyed(
+        func::MPI_Add_error_code,
+        ret,
+        |k| unsafe { [i64::from(errorclass) as u64, k.out(errorcode.cast_const())] },
+        |e| unsafe {
+            e.int(i64::from(errorclass));
+            e.int_out(errorcode);
+        },
+    );
     ret
 }
 
@@ -468,10 +514,15 @@ pub unsafe extern "C" fn MPI_Address(location: *mut c_void, address: *mut MPI_Ai
         return unsafe { real(location, address) };
     };
     let ret = unsafe { real(location, address) };
-    call.end(func::MPI_Address, ret, |e| unsafe {
-        e.buffer(location);
-        location_out(e, address);
-    });
+    call.end_keyed(
+        func::MPI_Address,
+        ret,
+        |k| unsafe { [location as u64, k.out(address.cast_const()), k.segments()] },
+        |e| unsafe {
+            e.buffer(location);
+            location_out(e, address);
+        },
+    );
     ret
 }
 
@@ -483,10 +534,15 @@ pub unsafe extern "C" fn MPI_Aint_add(base: MPI_Aint, disp: MPI_Aint) -> MPI_Ain
         return unsafe { real(base, disp) };
     };
     let ret = unsafe { real(base, disp) };
-    call.end(func::MPI_Aint_add, MPI_SUCCESS, |e| {
-        e.buffer(std::ptr::without_provenance(base as usize));
-        e.address(disp);
-    });
+    call.end_keyed(
+        func::MPI_Aint_add,
+        MPI_SUCCESS,
+        |k| [base as u64, disp as u64, k.segments()],
+        |e| {
+            e.buffer(std::ptr::without_provenance(base as usize));
+            e.address(disp);
+        },
+    );
     ret
 }
 
@@ -498,10 +554,15 @@ pub unsafe extern "C" fn MPI_Aint_diff(addr1: MPI_Aint, addr2: MPI_Aint) -> MPI_
         return unsafe { real(addr1, addr2) };
     };
     let ret = unsafe { real(addr1, addr2) };
-    call.end(func::MPI_Aint_diff, MPI_SUCCESS, |e| {
-        e.buffer(std::ptr::without_provenance(addr1 as usize));
-        e.buffer(std::ptr::without_provenance(addr2 as usize));
-    });
+    call.end_keyed(
+        func::MPI_Aint_diff,
+        MPI_SUCCESS,
+        |k| [addr1 as u64, addr2 as u64, k.segments()],
+        |e| {
+            e.buffer(std::ptr::without_provenance(addr1 as usize));
+            e.buffer(std::ptr::without_provenance(addr2 as usize));
+        },
+    );
     ret
 }
 
@@ -529,15 +590,31 @@ pub unsafe extern "C" fn MPI_Allgather(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
         )
     };
-    call.end(func::MPI_Allgather, ret, |e| {
-        e.buffer(sendbuf);
-        e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype);
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Allgather,
+        ret,
+        |k| {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(sendbuf);
+            e.int(i64::from(sendcount));
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(i64::from(recvcount));
+            e.handle(HandleKind::Datatype, recvtype);
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -565,15 +642,31 @@ pub unsafe extern "C" fn MPI_Allgather_c(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
         )
     };
-    call.end(func::MPI_Allgather_c, ret, |e| {
-        e.buffer(sendbuf);
-        e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype);
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Allgather_c,
+        ret,
+        |k| {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(sendbuf);
+            e.int(sendcount);
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(recvcount);
+            e.handle(HandleKind::Datatype, recvtype);
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -604,17 +697,35 @@ pub unsafe extern "C" fn MPI_Allgather_init(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
         )
     };
-    call.end(func::MPI_Allgather_init, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype);
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Allgather_init,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.int(i64::from(sendcount));
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(i64::from(recvcount));
+            e.handle(HandleKind::Datatype, recvtype);
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -645,17 +756,35 @@ pub unsafe extern "C" fn MPI_Allgather_init_c(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
         )
     };
-    call.end(func::MPI_Allgather_init_c, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype);
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Allgather_init_c,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.int(sendcount);
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(recvcount);
+            e.handle(HandleKind::Datatype, recvtype);
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -847,11 +976,23 @@ pub unsafe extern "C" fn MPI_Alloc_mem(
         return unsafe { real(size, info, baseptr) };
     };
     let ret = unsafe { real(size, info, baseptr) };
-    call.end(func::MPI_Alloc_mem, ret, |e| unsafe {
-        e.address(size);
-        e.handle(HandleKind::Info, info);
-        buffer_out(e, baseptr.cast_const().cast());
-    });
+    call.end_keyed(
+        func::MPI_Alloc_mem,
+        ret,
+        |k| unsafe {
+            [
+                size as u64,
+                k.handle(HandleKind::Info, info),
+                k.pointer_out(baseptr.cast_const().cast::<*mut c_void>()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.address(size);
+            e.handle(HandleKind::Info, info);
+            buffer_out(e, baseptr.cast_const().cast());
+        },
+    );
     ret
 }
 
@@ -870,14 +1011,29 @@ pub unsafe extern "C" fn MPI_Allreduce(
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) };
-    call.end(func::MPI_Allreduce, ret, |e| {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Allreduce,
+        ret,
+        |k| {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -896,14 +1052,29 @@ pub unsafe extern "C" fn MPI_Allreduce_c(
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) };
-    call.end(func::MPI_Allreduce_c, ret, |e| {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Allreduce_c,
+        ret,
+        |k| {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -925,16 +1096,33 @@ pub unsafe extern "C" fn MPI_Allreduce_init(
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
-    call.end(func::MPI_Allreduce_init, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Allreduce_init,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -956,16 +1144,33 @@ pub unsafe extern "C" fn MPI_Allreduce_init_c(
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
-    call.end(func::MPI_Allreduce_init_c, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Allreduce_init_c,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -993,15 +1198,31 @@ pub unsafe extern "C" fn MPI_Alltoall(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
         )
     };
-    call.end(func::MPI_Alltoall, ret, |e| {
-        e.buffer(sendbuf);
-        e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype);
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Alltoall,
+        ret,
+        |k| {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(sendbuf);
+            e.int(i64::from(sendcount));
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(i64::from(recvcount));
+            e.handle(HandleKind::Datatype, recvtype);
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -1029,15 +1250,31 @@ pub unsafe extern "C" fn MPI_Alltoall_c(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
         )
     };
-    call.end(func::MPI_Alltoall_c, ret, |e| {
-        e.buffer(sendbuf);
-        e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype);
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Alltoall_c,
+        ret,
+        |k| {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(sendbuf);
+            e.int(sendcount);
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(recvcount);
+            e.handle(HandleKind::Datatype, recvtype);
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -1068,17 +1305,35 @@ pub unsafe extern "C" fn MPI_Alltoall_init(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
         )
     };
-    call.end(func::MPI_Alltoall_init, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype);
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Alltoall_init,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.int(i64::from(sendcount));
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(i64::from(recvcount));
+            e.handle(HandleKind::Datatype, recvtype);
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -1109,17 +1364,35 @@ pub unsafe extern "C" fn MPI_Alltoall_init_c(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
         )
     };
-    call.end(func::MPI_Alltoall_init_c, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype);
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Alltoall_init_c,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.int(sendcount);
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(recvcount);
+            e.handle(HandleKind::Datatype, recvtype);
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -1655,10 +1928,20 @@ pub unsafe extern "C" fn MPI_Attr_delete(comm: MPI_Comm, keyval: c_int) -> c_int
         return unsafe { real(comm, keyval) };
     };
     let ret = unsafe { real(comm, keyval) };
-    call.end(func::MPI_Attr_delete, ret, |e| {
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Keyval, Handle::from(keyval));
-    });
+    call.end_keyed(
+        func::MPI_Attr_delete,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Keyval, Handle::from(keyval)),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Keyval, Handle::from(keyval));
+        },
+    );
     ret
 }
 
@@ -1675,12 +1958,25 @@ pub unsafe extern "C" fn MPI_Attr_get(
         return unsafe { real(comm, keyval, attribute_val, flag) };
     };
     let ret = unsafe { real(comm, keyval, attribute_val, flag) };
-    call.end(func::MPI_Attr_get, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Keyval, Handle::from(keyval));
-        e.buffer(attribute_val);
-        e.int_out(flag);
-    });
+    call.end_keyed(
+        func::MPI_Attr_get,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Keyval, Handle::from(keyval)),
+                attribute_val as u64,
+                k.out(flag.cast_const()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Keyval, Handle::from(keyval));
+            e.buffer(attribute_val);
+            e.int_out(flag);
+        },
+    );
     ret
 }
 
@@ -1696,11 +1992,23 @@ pub unsafe extern "C" fn MPI_Attr_put(
         return unsafe { real(comm, keyval, attribute_val) };
     };
     let ret = unsafe { real(comm, keyval, attribute_val) };
-    call.end(func::MPI_Attr_put, ret, |e| {
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Keyval, Handle::from(keyval));
-        e.buffer(attribute_val);
-    });
+    call.end_keyed(
+        func::MPI_Attr_put,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Keyval, Handle::from(keyval)),
+                attribute_val as u64,
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Keyval, Handle::from(keyval));
+            e.buffer(attribute_val);
+        },
+    );
     ret
 }
 
@@ -1712,9 +2020,14 @@ pub unsafe extern "C" fn MPI_Barrier(comm: MPI_Comm) -> c_int {
         return unsafe { real(comm) };
     };
     let ret = unsafe { real(comm) };
-    call.end(func::MPI_Barrier, ret, |e| {
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Barrier,
+        ret,
+        |k| [k.handle(HandleKind::Comm, comm)],
+        |e| {
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -1730,11 +2043,22 @@ pub unsafe extern "C" fn MPI_Barrier_init(
         return unsafe { real(comm, info, request) };
     };
     let ret = unsafe { real(comm, info, request) };
-    call.end(func::MPI_Barrier_init, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Barrier_init,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -1752,13 +2076,27 @@ pub unsafe extern "C" fn MPI_Bcast(
         return unsafe { real(buffer, count, datatype, root, comm) };
     };
     let ret = unsafe { real(buffer, count, datatype, root, comm) };
-    call.end(func::MPI_Bcast, ret, |e| {
-        e.buffer(buffer);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Bcast,
+        ret,
+        |k| {
+            [
+                buffer as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(buffer);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(root), comm);
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -1776,13 +2114,27 @@ pub unsafe extern "C" fn MPI_Bcast_c(
         return unsafe { real(buffer, count, datatype, root, comm) };
     };
     let ret = unsafe { real(buffer, count, datatype, root, comm) };
-    call.end(func::MPI_Bcast_c, ret, |e| {
-        e.buffer(buffer);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Bcast_c,
+        ret,
+        |k| {
+            [
+                buffer as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(buffer);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(root), comm);
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -1802,15 +2154,31 @@ pub unsafe extern "C" fn MPI_Bcast_init(
         return unsafe { real(buffer, count, datatype, root, comm, info, request) };
     };
     let ret = unsafe { real(buffer, count, datatype, root, comm, info, request) };
-    call.end(func::MPI_Bcast_init, ret, |e| unsafe {
-        e.buffer(buffer);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Bcast_init,
+        ret,
+        |k| unsafe {
+            [
+                buffer as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buffer);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(root), comm);
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -1830,15 +2198,31 @@ pub unsafe extern "C" fn MPI_Bcast_init_c(
         return unsafe { real(buffer, count, datatype, root, comm, info, request) };
     };
     let ret = unsafe { real(buffer, count, datatype, root, comm, info, request) };
-    call.end(func::MPI_Bcast_init_c, ret, |e| unsafe {
-        e.buffer(buffer);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Bcast_init_c,
+        ret,
+        |k| unsafe {
+            [
+                buffer as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buffer);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(root), comm);
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -1857,14 +2241,29 @@ pub unsafe extern "C" fn MPI_Bsend(
         return unsafe { real(buf, count, datatype, dest, tag, comm) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm) };
-    call.end(func::MPI_Bsend, ret, |e| {
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Bsend,
+        ret,
+        |k| {
+            [
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -1883,14 +2282,29 @@ pub unsafe extern "C" fn MPI_Bsend_c(
         return unsafe { real(buf, count, datatype, dest, tag, comm) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm) };
-    call.end(func::MPI_Bsend_c, ret, |e| {
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Bsend_c,
+        ret,
+        |k| {
+            [
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -1910,15 +2324,31 @@ pub unsafe extern "C" fn MPI_Bsend_init(
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
-    call.end(func::MPI_Bsend_init, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Bsend_init,
+        ret,
+        |k| unsafe {
+            [
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -1938,15 +2368,31 @@ pub unsafe extern "C" fn MPI_Bsend_init_c(
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
-    call.end(func::MPI_Bsend_init_c, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Bsend_init_c,
+        ret,
+        |k| unsafe {
+            [
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -1958,10 +2404,15 @@ pub unsafe extern "C" fn MPI_Buffer_attach(buffer: *mut c_void, size: c_int) -> 
         return unsafe { real(buffer, size) };
     };
     let ret = unsafe { real(buffer, size) };
-    call.end(func::MPI_Buffer_attach, ret, |e| {
-        e.buffer(buffer);
-        e.address(i64::from(size));
-    });
+    call.end_keyed(
+        func::MPI_Buffer_attach,
+        ret,
+        |k| [buffer as u64, i64::from(size) as u64, k.segments()],
+        |e| {
+            e.buffer(buffer);
+            e.address(i64::from(size));
+        },
+    );
     ret
 }
 
@@ -1973,10 +2424,15 @@ pub unsafe extern "C" fn MPI_Buffer_attach_c(buffer: *mut c_void, size: MPI_Coun
         return unsafe { real(buffer, size) };
     };
     let ret = unsafe { real(buffer, size) };
-    call.end(func::MPI_Buffer_attach_c, ret, |e| {
-        e.buffer(buffer);
-        e.address(size);
-    });
+    call.end_keyed(
+        func::MPI_Buffer_attach_c,
+        ret,
+        |k| [buffer as u64, size as u64, k.segments()],
+        |e| {
+            e.buffer(buffer);
+            e.address(size);
+        },
+    );
     ret
 }
 
@@ -1988,10 +2444,21 @@ pub unsafe extern "C" fn MPI_Buffer_detach(buffer_addr: *mut c_void, size: *mut 
         return unsafe { real(buffer_addr, size) };
     };
     let ret = unsafe { real(buffer_addr, size) };
-    call.end(func::MPI_Buffer_detach, ret, |e| unsafe {
-        buffer_out(e, buffer_addr.cast_const().cast());
-        e.int_out(size);
-    });
+    call.end_keyed(
+        func::MPI_Buffer_detach,
+        ret,
+        |k| unsafe {
+            [
+                k.pointer_out(buffer_addr.cast_const().cast::<*mut c_void>()),
+                k.out(size.cast_const()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            buffer_out(e, buffer_addr.cast_const().cast());
+            e.int_out(size);
+        },
+    );
     ret
 }
 
@@ -2006,10 +2473,21 @@ pub unsafe extern "C" fn MPI_Buffer_detach_c(
         return unsafe { real(buffer_addr, size) };
     };
     let ret = unsafe { real(buffer_addr, size) };
-    call.end(func::MPI_Buffer_detach_c, ret, |e| unsafe {
-        buffer_out(e, buffer_addr.cast_const().cast());
-        e.count_out(size);
-    });
+    call.end_keyed(
+        func::MPI_Buffer_detach_c,
+        ret,
+        |k| unsafe {
+            [
+                k.pointer_out(buffer_addr.cast_const().cast::<*mut c_void>()),
+                k.out(size.cast_const()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            buffer_out(e, buffer_addr.cast_const().cast());
+            e.count_out(size);
+        },
+    );
     ret
 }
 
@@ -2187,13 +2665,26 @@ pub unsafe extern "C" fn MPI_Cart_shift(
         return unsafe { real(comm, direction, disp, rank_source, rank_dest) };
     };
     let ret = unsafe { real(comm, direction, disp, rank_source, rank_dest) };
-    call.end(func::MPI_Cart_shift, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm);
-        e.int(i64::from(direction));
-        e.int(i64::from(disp));
-        e.rank_out(rank_source, comm);
-        e.rank_out(rank_dest, comm);
-    });
+    call.end_keyed(
+        func::MPI_Cart_shift,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Comm, comm),
+                i64::from(direction) as u64,
+                i64::from(disp) as u64,
+                k.rank_out(rank_source.cast_const()),
+                k.rank_out(rank_dest.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Comm, comm);
+            e.int(i64::from(direction));
+            e.int(i64::from(disp));
+            e.rank_out(rank_source, comm);
+            e.rank_out(rank_dest, comm);
+        },
+    );
     ret
 }
 
@@ -2230,10 +2721,15 @@ pub unsafe extern "C" fn MPI_Cartdim_get(comm: MPI_Comm, ndims: *mut c_int) -> c
         return unsafe { real(comm, ndims) };
     };
     let ret = unsafe { real(comm, ndims) };
-    call.end(func::MPI_Cartdim_get, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm);
-        e.int_out(ndims);
-    });
+    call.end_keyed(
+        func::MPI_Cartdim_get,
+        ret,
+        |k| unsafe { [k.handle(HandleKind::Comm, comm), k.out(ndims.cast_const())] },
+        |e| unsafe {
+            e.handle(HandleKind::Comm, comm);
+            e.int_out(ndims);
+        },
+    );
     ret
 }
 
@@ -2288,10 +2784,20 @@ pub unsafe extern "C" fn MPI_Comm_call_errhandler(comm: MPI_Comm, errorcode: c_i
         return unsafe { real(comm, errorcode) };
     };
     let ret = unsafe { real(comm, errorcode) };
-    call.end(func::MPI_Comm_call_errhandler, ret, |e| {
-        e.handle(HandleKind::Comm, comm);
-        e.int(i64::from(errorcode));
-    });
+    call.end_keyed(
+        func::MPI_Comm_call_errhandler,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::Comm, comm),
+                i64::from(errorcode) as u64,
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::Comm, comm);
+            e.int(i64::from(errorcode));
+        },
+    );
     ret
 }
 
@@ -2307,11 +2813,22 @@ pub unsafe extern "C" fn MPI_Comm_compare(
         return unsafe { real(comm1, comm2, result) };
     };
     let ret = unsafe { real(comm1, comm2, result) };
-    call.end(func::MPI_Comm_compare, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm1);
-        e.handle(HandleKind::Comm, comm2);
-        e.int_out(result);
-    });
+    call.end_keyed(
+        func::MPI_Comm_compare,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Comm, comm1),
+                k.handle(HandleKind::Comm, comm2),
+                k.out(result.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Comm, comm1);
+            e.handle(HandleKind::Comm, comm2);
+            e.int_out(result);
+        },
+    );
     ret
 }
 
@@ -2484,10 +3001,20 @@ pub unsafe extern "C" fn MPI_Comm_delete_attr(comm: MPI_Comm, comm_keyval: c_int
         return unsafe { real(comm, comm_keyval) };
     };
     let ret = unsafe { real(comm, comm_keyval) };
-    call.end(func::MPI_Comm_delete_attr, ret, |e| {
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Keyval, Handle::from(comm_keyval));
-    });
+    call.end_keyed(
+        func::MPI_Comm_delete_attr,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Keyval, Handle::from(comm_keyval)),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Keyval, Handle::from(comm_keyval));
+        },
+    );
     ret
 }
 
@@ -2593,12 +3120,25 @@ pub unsafe extern "C" fn MPI_Comm_get_attr(
         return unsafe { real(comm, comm_keyval, attribute_val, flag) };
     };
     let ret = unsafe { real(comm, comm_keyval, attribute_val, flag) };
-    call.end(func::MPI_Comm_get_attr, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Keyval, Handle::from(comm_keyval));
-        e.buffer(attribute_val);
-        e.int_out(flag);
-    });
+    call.end_keyed(
+        func::MPI_Comm_get_attr,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Keyval, Handle::from(comm_keyval)),
+                attribute_val as u64,
+                k.out(flag.cast_const()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Keyval, Handle::from(comm_keyval));
+            e.buffer(attribute_val);
+            e.int_out(flag);
+        },
+    );
     ret
 }
 
@@ -2664,9 +3204,14 @@ pub unsafe extern "C" fn MPI_Comm_get_parent(parent: *mut HandleSlot) -> c_int {
         return unsafe { real(parent) };
     };
     let ret = unsafe { real(parent) };
-    call.end(func::MPI_Comm_get_parent, ret, |e| unsafe {
-        lookup_out(e, HandleKind::Comm, parent.cast());
-    });
+    call.end_keyed(
+        func::MPI_Comm_get_parent,
+        ret,
+        |k| unsafe { [k.handle_out(HandleKind::Comm, parent.cast())] },
+        |e| unsafe {
+            lookup_out(e, HandleKind::Comm, parent.cast());
+        },
+    );
     ret
 }
 
@@ -2758,10 +3303,20 @@ pub unsafe extern "C" fn MPI_Comm_rank(comm: MPI_Comm, rank: *mut c_int) -> c_in
         return unsafe { real(comm, rank) };
     };
     let ret = unsafe { real(comm, rank) };
-    call.end(func::MPI_Comm_rank, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm);
-        e.rank_out(rank, comm);
-    });
+    call.end_keyed(
+        func::MPI_Comm_rank,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Comm, comm),
+                k.rank_out(rank.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Comm, comm);
+            e.rank_out(rank, comm);
+        },
+    );
     ret
 }
 
@@ -2788,10 +3343,15 @@ pub unsafe extern "C" fn MPI_Comm_remote_size(comm: MPI_Comm, size: *mut c_int) 
         return unsafe { real(comm, size) };
     };
     let ret = unsafe { real(comm, size) };
-    call.end(func::MPI_Comm_remote_size, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm);
-        e.int_out(size);
-    });
+    call.end_keyed(
+        func::MPI_Comm_remote_size,
+        ret,
+        |k| unsafe { [k.handle(HandleKind::Comm, comm), k.out(size.cast_const())] },
+        |e| unsafe {
+            e.handle(HandleKind::Comm, comm);
+            e.int_out(size);
+        },
+    );
     ret
 }
 
@@ -2807,11 +3367,23 @@ pub unsafe extern "C" fn MPI_Comm_set_attr(
         return unsafe { real(comm, comm_keyval, attribute_val) };
     };
     let ret = unsafe { real(comm, comm_keyval, attribute_val) };
-    call.end(func::MPI_Comm_set_attr, ret, |e| {
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Keyval, Handle::from(comm_keyval));
-        e.buffer(attribute_val);
-    });
+    call.end_keyed(
+        func::MPI_Comm_set_attr,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Keyval, Handle::from(comm_keyval)),
+                attribute_val as u64,
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Keyval, Handle::from(comm_keyval));
+            e.buffer(attribute_val);
+        },
+    );
     ret
 }
 
@@ -2826,10 +3398,20 @@ pub unsafe extern "C" fn MPI_Comm_set_errhandler(
         return unsafe { real(comm, errhandler) };
     };
     let ret = unsafe { real(comm, errhandler) };
-    call.end(func::MPI_Comm_set_errhandler, ret, |e| {
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Errhandler, errhandler);
-    });
+    call.end_keyed(
+        func::MPI_Comm_set_errhandler,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Errhandler, errhandler),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Errhandler, errhandler);
+        },
+    );
     ret
 }
 
@@ -2841,10 +3423,20 @@ pub unsafe extern "C" fn MPI_Comm_set_info(comm: MPI_Comm, info: MPI_Info) -> c_
         return unsafe { real(comm, info) };
     };
     let ret = unsafe { real(comm, info) };
-    call.end(func::MPI_Comm_set_info, ret, |e| {
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-    });
+    call.end_keyed(
+        func::MPI_Comm_set_info,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+        },
+    );
     ret
 }
 
@@ -2871,10 +3463,15 @@ pub unsafe extern "C" fn MPI_Comm_size(comm: MPI_Comm, size: *mut c_int) -> c_in
         return unsafe { real(comm, size) };
     };
     let ret = unsafe { real(comm, size) };
-    call.end(func::MPI_Comm_size, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm);
-        e.int_out(size);
-    });
+    call.end_keyed(
+        func::MPI_Comm_size,
+        ret,
+        |k| unsafe { [k.handle(HandleKind::Comm, comm), k.out(size.cast_const())] },
+        |e| unsafe {
+            e.handle(HandleKind::Comm, comm);
+            e.int_out(size);
+        },
+    );
     ret
 }
 
@@ -3106,10 +3703,15 @@ pub unsafe extern "C" fn MPI_Comm_test_inter(comm: MPI_Comm, flag: *mut c_int) -
         return unsafe { real(comm, flag) };
     };
     let ret = unsafe { real(comm, flag) };
-    call.end(func::MPI_Comm_test_inter, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm);
-        e.int_out(flag);
-    });
+    call.end_keyed(
+        func::MPI_Comm_test_inter,
+        ret,
+        |k| unsafe { [k.handle(HandleKind::Comm, comm), k.out(flag.cast_const())] },
+        |e| unsafe {
+            e.handle(HandleKind::Comm, comm);
+            e.int_out(flag);
+        },
+    );
     ret
 }
 
@@ -3149,15 +3751,31 @@ pub unsafe extern "C" fn MPI_Compare_and_swap(
             win,
         )
     };
-    call.end(func::MPI_Compare_and_swap, ret, |e| {
-        e.buffer(origin_addr);
-        e.buffer(compare_addr);
-        e.buffer(result_addr);
-        e.handle(HandleKind::Datatype, datatype);
-        win_rank(e, i64::from(target_rank), win);
-        e.address(target_disp);
-        e.handle(HandleKind::Win, win);
-    });
+    call.end_keyed(
+        func::MPI_Compare_and_swap,
+        ret,
+        |k| {
+            [
+                origin_addr as u64,
+                compare_addr as u64,
+                result_addr as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                k.handle(HandleKind::Win, win),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(origin_addr);
+            e.buffer(compare_addr);
+            e.buffer(result_addr);
+            e.handle(HandleKind::Datatype, datatype);
+            win_rank(e, i64::from(target_rank), win);
+            e.address(target_disp);
+            e.handle(HandleKind::Win, win);
+        },
+    );
     ret
 }
 
@@ -3409,12 +4027,24 @@ pub unsafe extern "C" fn MPI_Dist_graph_neighbors_count(
         return unsafe { real(comm, indegree, outdegree, weighted) };
     };
     let ret = unsafe { real(comm, indegree, outdegree, weighted) };
-    call.end(func::MPI_Dist_graph_neighbors_count, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm);
-        e.int_out(indegree);
-        e.int_out(outdegree);
-        e.int_out(weighted);
-    });
+    call.end_keyed(
+        func::MPI_Dist_graph_neighbors_count,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Comm, comm),
+                k.out(indegree.cast_const()),
+                k.out(outdegree.cast_const()),
+                k.out(weighted.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Comm, comm);
+            e.int_out(indegree);
+            e.int_out(outdegree);
+            e.int_out(weighted);
+        },
+    );
     ret
 }
 
@@ -3475,10 +4105,20 @@ pub unsafe extern "C" fn MPI_Errhandler_set(comm: MPI_Comm, errhandler: MPI_Errh
         return unsafe { real(comm, errhandler) };
     };
     let ret = unsafe { real(comm, errhandler) };
-    call.end(func::MPI_Errhandler_set, ret, |e| {
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Errhandler, errhandler);
-    });
+    call.end_keyed(
+        func::MPI_Errhandler_set,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Errhandler, errhandler),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Errhandler, errhandler);
+        },
+    );
     ret
 }
 
@@ -3490,10 +4130,15 @@ pub unsafe extern "C" fn MPI_Error_class(errorcode: c_int, errorclass: *mut c_in
         return unsafe { real(errorcode, errorclass) };
     };
     let ret = unsafe { real(errorcode, errorclass) };
-    call.end(func::MPI_Error_class, ret, |e| unsafe {
-        e.int(i64::from(errorcode));
-        e.int_out(errorclass);
-    });
+    call.end_keyed(
+        func::MPI_Error_class,
+        ret,
+        |k| unsafe { [i64::from(errorcode) as u64, k.out(errorclass.cast_const())] },
+        |e| unsafe {
+            e.int(i64::from(errorcode));
+            e.int_out(errorclass);
+        },
+    );
     ret
 }
 
@@ -3533,14 +4178,29 @@ pub unsafe extern "C" fn MPI_Exscan(
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) };
-    call.end(func::MPI_Exscan, ret, |e| {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Exscan,
+        ret,
+        |k| {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -3559,14 +4219,29 @@ pub unsafe extern "C" fn MPI_Exscan_c(
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) };
-    call.end(func::MPI_Exscan_c, ret, |e| {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Exscan_c,
+        ret,
+        |k| {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -3588,16 +4263,33 @@ pub unsafe extern "C" fn MPI_Exscan_init(
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
-    call.end(func::MPI_Exscan_init, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Exscan_init,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -3619,16 +4311,33 @@ pub unsafe extern "C" fn MPI_Exscan_init_c(
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
-    call.end(func::MPI_Exscan_init_c, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Exscan_init_c,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -3668,15 +4377,31 @@ pub unsafe extern "C" fn MPI_Fetch_and_op(
             win,
         )
     };
-    call.end(func::MPI_Fetch_and_op, ret, |e| {
-        e.buffer(origin_addr);
-        e.buffer(result_addr);
-        e.handle(HandleKind::Datatype, datatype);
-        win_rank(e, i64::from(target_rank), win);
-        e.address(target_disp);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Win, win);
-    });
+    call.end_keyed(
+        func::MPI_Fetch_and_op,
+        ret,
+        |k| {
+            [
+                origin_addr as u64,
+                result_addr as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Win, win),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(origin_addr);
+            e.buffer(result_addr);
+            e.handle(HandleKind::Datatype, datatype);
+            win_rank(e, i64::from(target_rank), win);
+            e.address(target_disp);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Win, win);
+        },
+    );
     ret
 }
 
@@ -3688,9 +4413,14 @@ pub unsafe extern "C" fn MPI_File_c2f(file: MPI_File) -> MPI_Fint {
         return unsafe { real(file) };
     };
     let ret = unsafe { real(file) };
-    call.end(func::MPI_File_c2f, MPI_SUCCESS, |e| {
-        e.handle(HandleKind::File, file);
-    });
+    call.end_keyed(
+        func::MPI_File_c2f,
+        MPI_SUCCESS,
+        |k| [k.handle(HandleKind::File, file)],
+        |e| {
+            e.handle(HandleKind::File, file);
+        },
+    );
     ret
 }
 
@@ -3702,10 +4432,15 @@ pub unsafe extern "C" fn MPI_File_call_errhandler(fh: MPI_File, errorcode: c_int
         return unsafe { real(fh, errorcode) };
     };
     let ret = unsafe { real(fh, errorcode) };
-    call.end(func::MPI_File_call_errhandler, ret, |e| {
-        e.handle(HandleKind::File, fh);
-        e.int(i64::from(errorcode));
-    });
+    call.end_keyed(
+        func::MPI_File_call_errhandler,
+        ret,
+        |k| [k.handle(HandleKind::File, fh), i64::from(errorcode) as u64],
+        |e| {
+            e.handle(HandleKind::File, fh);
+            e.int(i64::from(errorcode));
+        },
+    );
     ret
 }
 
@@ -3765,9 +4500,14 @@ pub unsafe extern "C" fn MPI_File_f2c(file: MPI_Fint) -> MPI_File {
         return unsafe { real(file) };
     };
     let ret = unsafe { real(file) };
-    call.end(func::MPI_File_f2c, MPI_SUCCESS, |e| {
-        e.int(i64::from(file));
-    });
+    call.end_keyed(
+        func::MPI_File_f2c,
+        MPI_SUCCESS,
+        |_| [i64::from(file) as u64],
+        |e| {
+            e.int(i64::from(file));
+        },
+    );
     ret
 }
 
@@ -3779,10 +4519,15 @@ pub unsafe extern "C" fn MPI_File_get_amode(fh: MPI_File, amode: *mut c_int) -> 
         return unsafe { real(fh, amode) };
     };
     let ret = unsafe { real(fh, amode) };
-    call.end(func::MPI_File_get_amode, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.int_out(amode);
-    });
+    call.end_keyed(
+        func::MPI_File_get_amode,
+        ret,
+        |k| unsafe { [k.handle(HandleKind::File, fh), k.out(amode.cast_const())] },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.int_out(amode);
+        },
+    );
     ret
 }
 
@@ -3794,10 +4539,15 @@ pub unsafe extern "C" fn MPI_File_get_atomicity(fh: MPI_File, flag: *mut c_int) 
         return unsafe { real(fh, flag) };
     };
     let ret = unsafe { real(fh, flag) };
-    call.end(func::MPI_File_get_atomicity, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.int_out(flag);
-    });
+    call.end_keyed(
+        func::MPI_File_get_atomicity,
+        ret,
+        |k| unsafe { [k.handle(HandleKind::File, fh), k.out(flag.cast_const())] },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.int_out(flag);
+        },
+    );
     ret
 }
 
@@ -3813,11 +4563,22 @@ pub unsafe extern "C" fn MPI_File_get_byte_offset(
         return unsafe { real(fh, offset, disp) };
     };
     let ret = unsafe { real(fh, offset, disp) };
-    call.end(func::MPI_File_get_byte_offset, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.address(offset);
-        e.offset_out(disp);
-    });
+    call.end_keyed(
+        func::MPI_File_get_byte_offset,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                k.out(disp.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.address(offset);
+            e.offset_out(disp);
+        },
+    );
     ret
 }
 
@@ -3877,10 +4638,15 @@ pub unsafe extern "C" fn MPI_File_get_position(fh: MPI_File, offset: *mut MPI_Of
         return unsafe { real(fh, offset) };
     };
     let ret = unsafe { real(fh, offset) };
-    call.end(func::MPI_File_get_position, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.offset_out(offset);
-    });
+    call.end_keyed(
+        func::MPI_File_get_position,
+        ret,
+        |k| unsafe { [k.handle(HandleKind::File, fh), k.out(offset.cast_const())] },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.offset_out(offset);
+        },
+    );
     ret
 }
 
@@ -3895,10 +4661,15 @@ pub unsafe extern "C" fn MPI_File_get_position_shared(
         return unsafe { real(fh, offset) };
     };
     let ret = unsafe { real(fh, offset) };
-    call.end(func::MPI_File_get_position_shared, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.offset_out(offset);
-    });
+    call.end_keyed(
+        func::MPI_File_get_position_shared,
+        ret,
+        |k| unsafe { [k.handle(HandleKind::File, fh), k.out(offset.cast_const())] },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.offset_out(offset);
+        },
+    );
     ret
 }
 
@@ -3910,10 +4681,15 @@ pub unsafe extern "C" fn MPI_File_get_size(fh: MPI_File, size: *mut MPI_Offset) 
         return unsafe { real(fh, size) };
     };
     let ret = unsafe { real(fh, size) };
-    call.end(func::MPI_File_get_size, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.offset_out(size);
-    });
+    call.end_keyed(
+        func::MPI_File_get_size,
+        ret,
+        |k| unsafe { [k.handle(HandleKind::File, fh), k.out(size.cast_const())] },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.offset_out(size);
+        },
+    );
     ret
 }
 
@@ -3929,11 +4705,22 @@ pub unsafe extern "C" fn MPI_File_get_type_extent(
         return unsafe { real(fh, datatype, extent) };
     };
     let ret = unsafe { real(fh, datatype, extent) };
-    call.end(func::MPI_File_get_type_extent, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.handle(HandleKind::Datatype, datatype);
-        e.address_out(extent);
-    });
+    call.end_keyed(
+        func::MPI_File_get_type_extent,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::File, fh),
+                k.handle(HandleKind::Datatype, datatype),
+                k.out(extent.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.handle(HandleKind::Datatype, datatype);
+            e.address_out(extent);
+        },
+    );
     ret
 }
 
@@ -3949,11 +4736,22 @@ pub unsafe extern "C" fn MPI_File_get_type_extent_c(
         return unsafe { real(fh, datatype, extent) };
     };
     let ret = unsafe { real(fh, datatype, extent) };
-    call.end(func::MPI_File_get_type_extent_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.handle(HandleKind::Datatype, datatype);
-        e.count_out(extent);
-    });
+    call.end_keyed(
+        func::MPI_File_get_type_extent_c,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::File, fh),
+                k.handle(HandleKind::Datatype, datatype),
+                k.out(extent.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.handle(HandleKind::Datatype, datatype);
+            e.count_out(extent);
+        },
+    );
     ret
 }
 
@@ -3996,13 +4794,27 @@ pub unsafe extern "C" fn MPI_File_iread(
         return unsafe { real(fh, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
-    call.end(func::MPI_File_iread, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_File_iread,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -4020,13 +4832,27 @@ pub unsafe extern "C" fn MPI_File_iread_all(
         return unsafe { real(fh, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
-    call.end(func::MPI_File_iread_all, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_File_iread_all,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -4044,13 +4870,27 @@ pub unsafe extern "C" fn MPI_File_iread_all_c(
         return unsafe { real(fh, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
-    call.end(func::MPI_File_iread_all_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_File_iread_all_c,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -4069,14 +4909,29 @@ pub unsafe extern "C" fn MPI_File_iread_at(
         return unsafe { real(fh, offset, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, request) };
-    call.end(func::MPI_File_iread_at, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.address(offset);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_File_iread_at,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.address(offset);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -4095,14 +4950,29 @@ pub unsafe extern "C" fn MPI_File_iread_at_all(
         return unsafe { real(fh, offset, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, request) };
-    call.end(func::MPI_File_iread_at_all, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.address(offset);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_File_iread_at_all,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.address(offset);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -4121,14 +4991,29 @@ pub unsafe extern "C" fn MPI_File_iread_at_all_c(
         return unsafe { real(fh, offset, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, request) };
-    call.end(func::MPI_File_iread_at_all_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.address(offset);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_File_iread_at_all_c,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.address(offset);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -4147,14 +5032,29 @@ pub unsafe extern "C" fn MPI_File_iread_at_c(
         return unsafe { real(fh, offset, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, request) };
-    call.end(func::MPI_File_iread_at_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.address(offset);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_File_iread_at_c,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.address(offset);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -4172,13 +5072,27 @@ pub unsafe extern "C" fn MPI_File_iread_c(
         return unsafe { real(fh, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
-    call.end(func::MPI_File_iread_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_File_iread_c,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -4196,13 +5110,27 @@ pub unsafe extern "C" fn MPI_File_iread_shared(
         return unsafe { real(fh, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
-    call.end(func::MPI_File_iread_shared, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_File_iread_shared,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -4220,13 +5148,27 @@ pub unsafe extern "C" fn MPI_File_iread_shared_c(
         return unsafe { real(fh, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
-    call.end(func::MPI_File_iread_shared_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_File_iread_shared_c,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -4244,13 +5186,27 @@ pub unsafe extern "C" fn MPI_File_iwrite(
         return unsafe { real(fh, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
-    call.end(func::MPI_File_iwrite, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_File_iwrite,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -4268,13 +5224,27 @@ pub unsafe extern "C" fn MPI_File_iwrite_all(
         return unsafe { real(fh, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
-    call.end(func::MPI_File_iwrite_all, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_File_iwrite_all,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -4292,13 +5262,27 @@ pub unsafe extern "C" fn MPI_File_iwrite_all_c(
         return unsafe { real(fh, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
-    call.end(func::MPI_File_iwrite_all_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_File_iwrite_all_c,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -4317,14 +5301,29 @@ pub unsafe extern "C" fn MPI_File_iwrite_at(
         return unsafe { real(fh, offset, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, request) };
-    call.end(func::MPI_File_iwrite_at, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.address(offset);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_File_iwrite_at,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.address(offset);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -4343,14 +5342,29 @@ pub unsafe extern "C" fn MPI_File_iwrite_at_all(
         return unsafe { real(fh, offset, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, request) };
-    call.end(func::MPI_File_iwrite_at_all, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.address(offset);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_File_iwrite_at_all,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.address(offset);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -4369,14 +5383,29 @@ pub unsafe extern "C" fn MPI_File_iwrite_at_all_c(
         return unsafe { real(fh, offset, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, request) };
-    call.end(func::MPI_File_iwrite_at_all_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.address(offset);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_File_iwrite_at_all_c,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.address(offset);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -4395,14 +5424,29 @@ pub unsafe extern "C" fn MPI_File_iwrite_at_c(
         return unsafe { real(fh, offset, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, request) };
-    call.end(func::MPI_File_iwrite_at_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.address(offset);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_File_iwrite_at_c,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.address(offset);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -4420,13 +5464,27 @@ pub unsafe extern "C" fn MPI_File_iwrite_c(
         return unsafe { real(fh, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
-    call.end(func::MPI_File_iwrite_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_File_iwrite_c,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -4444,13 +5502,27 @@ pub unsafe extern "C" fn MPI_File_iwrite_shared(
         return unsafe { real(fh, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
-    call.end(func::MPI_File_iwrite_shared, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_File_iwrite_shared,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -4468,13 +5540,27 @@ pub unsafe extern "C" fn MPI_File_iwrite_shared_c(
         return unsafe { real(fh, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
-    call.end(func::MPI_File_iwrite_shared_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_File_iwrite_shared_c,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -4510,10 +5596,15 @@ pub unsafe extern "C" fn MPI_File_preallocate(fh: MPI_File, size: MPI_Offset) ->
         return unsafe { real(fh, size) };
     };
     let ret = unsafe { real(fh, size) };
-    call.end(func::MPI_File_preallocate, ret, |e| {
-        e.handle(HandleKind::File, fh);
-        e.address(size);
-    });
+    call.end_keyed(
+        func::MPI_File_preallocate,
+        ret,
+        |k| [k.handle(HandleKind::File, fh), size as u64],
+        |e| {
+            e.handle(HandleKind::File, fh);
+            e.address(size);
+        },
+    );
     ret
 }
 
@@ -4531,13 +5622,32 @@ pub unsafe extern "C" fn MPI_File_read(
         return unsafe { real(fh, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
-    call.end(func::MPI_File_read, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_read,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -4555,13 +5665,32 @@ pub unsafe extern "C" fn MPI_File_read_all(
         return unsafe { real(fh, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
-    call.end(func::MPI_File_read_all, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_read_all,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -4578,12 +5707,25 @@ pub unsafe extern "C" fn MPI_File_read_all_begin(
         return unsafe { real(fh, buf, count, datatype) };
     };
     let ret = unsafe { real(fh, buf, count, datatype) };
-    call.end(func::MPI_File_read_all_begin, ret, |e| {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-    });
+    call.end_keyed(
+        func::MPI_File_read_all_begin,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+        },
+    );
     ret
 }
 
@@ -4600,12 +5742,25 @@ pub unsafe extern "C" fn MPI_File_read_all_begin_c(
         return unsafe { real(fh, buf, count, datatype) };
     };
     let ret = unsafe { real(fh, buf, count, datatype) };
-    call.end(func::MPI_File_read_all_begin_c, ret, |e| {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-    });
+    call.end_keyed(
+        func::MPI_File_read_all_begin_c,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+        },
+    );
     ret
 }
 
@@ -4623,13 +5778,32 @@ pub unsafe extern "C" fn MPI_File_read_all_c(
         return unsafe { real(fh, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
-    call.end(func::MPI_File_read_all_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_read_all_c,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -4645,11 +5819,28 @@ pub unsafe extern "C" fn MPI_File_read_all_end(
         return unsafe { real(fh, buf, status) };
     };
     let ret = unsafe { real(fh, buf, status) };
-    call.end(func::MPI_File_read_all_end, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_read_all_end,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -4668,14 +5859,34 @@ pub unsafe extern "C" fn MPI_File_read_at(
         return unsafe { real(fh, offset, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, status) };
-    call.end(func::MPI_File_read_at, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.address(offset);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_read_at,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.address(offset);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -4694,14 +5905,34 @@ pub unsafe extern "C" fn MPI_File_read_at_all(
         return unsafe { real(fh, offset, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, status) };
-    call.end(func::MPI_File_read_at_all, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.address(offset);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_read_at_all,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.address(offset);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -4719,13 +5950,27 @@ pub unsafe extern "C" fn MPI_File_read_at_all_begin(
         return unsafe { real(fh, offset, buf, count, datatype) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype) };
-    call.end(func::MPI_File_read_at_all_begin, ret, |e| {
-        e.handle(HandleKind::File, fh);
-        e.address(offset);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-    });
+    call.end_keyed(
+        func::MPI_File_read_at_all_begin,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::File, fh);
+            e.address(offset);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+        },
+    );
     ret
 }
 
@@ -4743,13 +5988,27 @@ pub unsafe extern "C" fn MPI_File_read_at_all_begin_c(
         return unsafe { real(fh, offset, buf, count, datatype) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype) };
-    call.end(func::MPI_File_read_at_all_begin_c, ret, |e| {
-        e.handle(HandleKind::File, fh);
-        e.address(offset);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-    });
+    call.end_keyed(
+        func::MPI_File_read_at_all_begin_c,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::File, fh);
+            e.address(offset);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+        },
+    );
     ret
 }
 
@@ -4768,14 +6027,34 @@ pub unsafe extern "C" fn MPI_File_read_at_all_c(
         return unsafe { real(fh, offset, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, status) };
-    call.end(func::MPI_File_read_at_all_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.address(offset);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_read_at_all_c,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.address(offset);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -4791,11 +6070,28 @@ pub unsafe extern "C" fn MPI_File_read_at_all_end(
         return unsafe { real(fh, buf, status) };
     };
     let ret = unsafe { real(fh, buf, status) };
-    call.end(func::MPI_File_read_at_all_end, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_read_at_all_end,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -4814,14 +6110,34 @@ pub unsafe extern "C" fn MPI_File_read_at_c(
         return unsafe { real(fh, offset, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, status) };
-    call.end(func::MPI_File_read_at_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.address(offset);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_read_at_c,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.address(offset);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -4839,13 +6155,32 @@ pub unsafe extern "C" fn MPI_File_read_c(
         return unsafe { real(fh, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
-    call.end(func::MPI_File_read_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_read_c,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -4863,13 +6198,32 @@ pub unsafe extern "C" fn MPI_File_read_ordered(
         return unsafe { real(fh, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
-    call.end(func::MPI_File_read_ordered, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_read_ordered,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -4886,12 +6240,25 @@ pub unsafe extern "C" fn MPI_File_read_ordered_begin(
         return unsafe { real(fh, buf, count, datatype) };
     };
     let ret = unsafe { real(fh, buf, count, datatype) };
-    call.end(func::MPI_File_read_ordered_begin, ret, |e| {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-    });
+    call.end_keyed(
+        func::MPI_File_read_ordered_begin,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+        },
+    );
     ret
 }
 
@@ -4908,12 +6275,25 @@ pub unsafe extern "C" fn MPI_File_read_ordered_begin_c(
         return unsafe { real(fh, buf, count, datatype) };
     };
     let ret = unsafe { real(fh, buf, count, datatype) };
-    call.end(func::MPI_File_read_ordered_begin_c, ret, |e| {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-    });
+    call.end_keyed(
+        func::MPI_File_read_ordered_begin_c,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+        },
+    );
     ret
 }
 
@@ -4931,13 +6311,32 @@ pub unsafe extern "C" fn MPI_File_read_ordered_c(
         return unsafe { real(fh, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
-    call.end(func::MPI_File_read_ordered_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_read_ordered_c,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -4953,11 +6352,28 @@ pub unsafe extern "C" fn MPI_File_read_ordered_end(
         return unsafe { real(fh, buf, status) };
     };
     let ret = unsafe { real(fh, buf, status) };
-    call.end(func::MPI_File_read_ordered_end, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_read_ordered_end,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -4975,13 +6391,32 @@ pub unsafe extern "C" fn MPI_File_read_shared(
         return unsafe { real(fh, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
-    call.end(func::MPI_File_read_shared, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_read_shared,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -4999,13 +6434,32 @@ pub unsafe extern "C" fn MPI_File_read_shared_c(
         return unsafe { real(fh, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
-    call.end(func::MPI_File_read_shared_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_read_shared_c,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -5017,11 +6471,22 @@ pub unsafe extern "C" fn MPI_File_seek(fh: MPI_File, offset: MPI_Offset, whence:
         return unsafe { real(fh, offset, whence) };
     };
     let ret = unsafe { real(fh, offset, whence) };
-    call.end(func::MPI_File_seek, ret, |e| {
-        e.handle(HandleKind::File, fh);
-        e.address(offset);
-        e.int(i64::from(whence));
-    });
+    call.end_keyed(
+        func::MPI_File_seek,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                i64::from(whence) as u64,
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::File, fh);
+            e.address(offset);
+            e.int(i64::from(whence));
+        },
+    );
     ret
 }
 
@@ -5037,11 +6502,22 @@ pub unsafe extern "C" fn MPI_File_seek_shared(
         return unsafe { real(fh, offset, whence) };
     };
     let ret = unsafe { real(fh, offset, whence) };
-    call.end(func::MPI_File_seek_shared, ret, |e| {
-        e.handle(HandleKind::File, fh);
-        e.address(offset);
-        e.int(i64::from(whence));
-    });
+    call.end_keyed(
+        func::MPI_File_seek_shared,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                i64::from(whence) as u64,
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::File, fh);
+            e.address(offset);
+            e.int(i64::from(whence));
+        },
+    );
     ret
 }
 
@@ -5053,10 +6529,15 @@ pub unsafe extern "C" fn MPI_File_set_atomicity(fh: MPI_File, flag: c_int) -> c_
         return unsafe { real(fh, flag) };
     };
     let ret = unsafe { real(fh, flag) };
-    call.end(func::MPI_File_set_atomicity, ret, |e| {
-        e.handle(HandleKind::File, fh);
-        e.int(i64::from(flag));
-    });
+    call.end_keyed(
+        func::MPI_File_set_atomicity,
+        ret,
+        |k| [k.handle(HandleKind::File, fh), i64::from(flag) as u64],
+        |e| {
+            e.handle(HandleKind::File, fh);
+            e.int(i64::from(flag));
+        },
+    );
     ret
 }
 
@@ -5071,10 +6552,20 @@ pub unsafe extern "C" fn MPI_File_set_errhandler(
         return unsafe { real(file, errhandler) };
     };
     let ret = unsafe { real(file, errhandler) };
-    call.end(func::MPI_File_set_errhandler, ret, |e| {
-        e.handle(HandleKind::File, file);
-        e.handle(HandleKind::Errhandler, errhandler);
-    });
+    call.end_keyed(
+        func::MPI_File_set_errhandler,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::File, file),
+                k.handle(HandleKind::Errhandler, errhandler),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::File, file);
+            e.handle(HandleKind::Errhandler, errhandler);
+        },
+    );
     ret
 }
 
@@ -5086,10 +6577,20 @@ pub unsafe extern "C" fn MPI_File_set_info(fh: MPI_File, info: MPI_Info) -> c_in
         return unsafe { real(fh, info) };
     };
     let ret = unsafe { real(fh, info) };
-    call.end(func::MPI_File_set_info, ret, |e| {
-        e.handle(HandleKind::File, fh);
-        e.handle(HandleKind::Info, info);
-    });
+    call.end_keyed(
+        func::MPI_File_set_info,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::File, fh),
+                k.handle(HandleKind::Info, info),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::File, fh);
+            e.handle(HandleKind::Info, info);
+        },
+    );
     ret
 }
 
@@ -5101,10 +6602,15 @@ pub unsafe extern "C" fn MPI_File_set_size(fh: MPI_File, size: MPI_Offset) -> c_
         return unsafe { real(fh, size) };
     };
     let ret = unsafe { real(fh, size) };
-    call.end(func::MPI_File_set_size, ret, |e| {
-        e.handle(HandleKind::File, fh);
-        e.address(size);
-    });
+    call.end_keyed(
+        func::MPI_File_set_size,
+        ret,
+        |k| [k.handle(HandleKind::File, fh), size as u64],
+        |e| {
+            e.handle(HandleKind::File, fh);
+            e.address(size);
+        },
+    );
     ret
 }
 
@@ -5142,9 +6648,14 @@ pub unsafe extern "C" fn MPI_File_sync(fh: MPI_File) -> c_int {
         return unsafe { real(fh) };
     };
     let ret = unsafe { real(fh) };
-    call.end(func::MPI_File_sync, ret, |e| {
-        e.handle(HandleKind::File, fh);
-    });
+    call.end_keyed(
+        func::MPI_File_sync,
+        ret,
+        |k| [k.handle(HandleKind::File, fh)],
+        |e| {
+            e.handle(HandleKind::File, fh);
+        },
+    );
     ret
 }
 
@@ -5162,13 +6673,32 @@ pub unsafe extern "C" fn MPI_File_write(
         return unsafe { real(fh, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
-    call.end(func::MPI_File_write, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_write,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -5186,13 +6716,32 @@ pub unsafe extern "C" fn MPI_File_write_all(
         return unsafe { real(fh, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
-    call.end(func::MPI_File_write_all, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_write_all,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -5209,12 +6758,25 @@ pub unsafe extern "C" fn MPI_File_write_all_begin(
         return unsafe { real(fh, buf, count, datatype) };
     };
     let ret = unsafe { real(fh, buf, count, datatype) };
-    call.end(func::MPI_File_write_all_begin, ret, |e| {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-    });
+    call.end_keyed(
+        func::MPI_File_write_all_begin,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+        },
+    );
     ret
 }
 
@@ -5231,12 +6793,25 @@ pub unsafe extern "C" fn MPI_File_write_all_begin_c(
         return unsafe { real(fh, buf, count, datatype) };
     };
     let ret = unsafe { real(fh, buf, count, datatype) };
-    call.end(func::MPI_File_write_all_begin_c, ret, |e| {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-    });
+    call.end_keyed(
+        func::MPI_File_write_all_begin_c,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+        },
+    );
     ret
 }
 
@@ -5254,13 +6829,32 @@ pub unsafe extern "C" fn MPI_File_write_all_c(
         return unsafe { real(fh, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
-    call.end(func::MPI_File_write_all_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_write_all_c,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -5276,11 +6870,28 @@ pub unsafe extern "C" fn MPI_File_write_all_end(
         return unsafe { real(fh, buf, status) };
     };
     let ret = unsafe { real(fh, buf, status) };
-    call.end(func::MPI_File_write_all_end, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_write_all_end,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -5299,14 +6910,34 @@ pub unsafe extern "C" fn MPI_File_write_at(
         return unsafe { real(fh, offset, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, status) };
-    call.end(func::MPI_File_write_at, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.address(offset);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_write_at,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.address(offset);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -5325,14 +6956,34 @@ pub unsafe extern "C" fn MPI_File_write_at_all(
         return unsafe { real(fh, offset, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, status) };
-    call.end(func::MPI_File_write_at_all, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.address(offset);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_write_at_all,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.address(offset);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -5350,13 +7001,27 @@ pub unsafe extern "C" fn MPI_File_write_at_all_begin(
         return unsafe { real(fh, offset, buf, count, datatype) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype) };
-    call.end(func::MPI_File_write_at_all_begin, ret, |e| {
-        e.handle(HandleKind::File, fh);
-        e.address(offset);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-    });
+    call.end_keyed(
+        func::MPI_File_write_at_all_begin,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::File, fh);
+            e.address(offset);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+        },
+    );
     ret
 }
 
@@ -5374,13 +7039,27 @@ pub unsafe extern "C" fn MPI_File_write_at_all_begin_c(
         return unsafe { real(fh, offset, buf, count, datatype) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype) };
-    call.end(func::MPI_File_write_at_all_begin_c, ret, |e| {
-        e.handle(HandleKind::File, fh);
-        e.address(offset);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-    });
+    call.end_keyed(
+        func::MPI_File_write_at_all_begin_c,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::File, fh);
+            e.address(offset);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+        },
+    );
     ret
 }
 
@@ -5399,14 +7078,34 @@ pub unsafe extern "C" fn MPI_File_write_at_all_c(
         return unsafe { real(fh, offset, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, status) };
-    call.end(func::MPI_File_write_at_all_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.address(offset);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_write_at_all_c,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.address(offset);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -5422,11 +7121,28 @@ pub unsafe extern "C" fn MPI_File_write_at_all_end(
         return unsafe { real(fh, buf, status) };
     };
     let ret = unsafe { real(fh, buf, status) };
-    call.end(func::MPI_File_write_at_all_end, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_write_at_all_end,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -5445,14 +7161,34 @@ pub unsafe extern "C" fn MPI_File_write_at_c(
         return unsafe { real(fh, offset, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, status) };
-    call.end(func::MPI_File_write_at_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.address(offset);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_write_at_c,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.address(offset);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -5470,13 +7206,32 @@ pub unsafe extern "C" fn MPI_File_write_c(
         return unsafe { real(fh, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
-    call.end(func::MPI_File_write_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_write_c,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -5494,13 +7249,32 @@ pub unsafe extern "C" fn MPI_File_write_ordered(
         return unsafe { real(fh, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
-    call.end(func::MPI_File_write_ordered, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_write_ordered,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -5517,12 +7291,25 @@ pub unsafe extern "C" fn MPI_File_write_ordered_begin(
         return unsafe { real(fh, buf, count, datatype) };
     };
     let ret = unsafe { real(fh, buf, count, datatype) };
-    call.end(func::MPI_File_write_ordered_begin, ret, |e| {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-    });
+    call.end_keyed(
+        func::MPI_File_write_ordered_begin,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+        },
+    );
     ret
 }
 
@@ -5539,12 +7326,25 @@ pub unsafe extern "C" fn MPI_File_write_ordered_begin_c(
         return unsafe { real(fh, buf, count, datatype) };
     };
     let ret = unsafe { real(fh, buf, count, datatype) };
-    call.end(func::MPI_File_write_ordered_begin_c, ret, |e| {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-    });
+    call.end_keyed(
+        func::MPI_File_write_ordered_begin_c,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+        },
+    );
     ret
 }
 
@@ -5562,13 +7362,32 @@ pub unsafe extern "C" fn MPI_File_write_ordered_c(
         return unsafe { real(fh, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
-    call.end(func::MPI_File_write_ordered_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_write_ordered_c,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -5584,11 +7403,28 @@ pub unsafe extern "C" fn MPI_File_write_ordered_end(
         return unsafe { real(fh, buf, status) };
     };
     let ret = unsafe { real(fh, buf, status) };
-    call.end(func::MPI_File_write_ordered_end, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_write_ordered_end,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -5606,13 +7442,32 @@ pub unsafe extern "C" fn MPI_File_write_shared(
         return unsafe { real(fh, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
-    call.end(func::MPI_File_write_shared, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_write_shared,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -5630,13 +7485,32 @@ pub unsafe extern "C" fn MPI_File_write_shared_c(
         return unsafe { real(fh, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
-    call.end(func::MPI_File_write_shared_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_write_shared_c,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -5648,9 +7522,14 @@ pub unsafe extern "C" fn MPI_Finalized(flag: *mut c_int) -> c_int {
         return unsafe { real(flag) };
     };
     let ret = unsafe { real(flag) };
-    call.end(func::MPI_Finalized, ret, |e| unsafe {
-        e.int_out(flag);
-    });
+    call.end_keyed(
+        func::MPI_Finalized,
+        ret,
+        |k| unsafe { [k.out(flag.cast_const())] },
+        |e| unsafe {
+            e.int_out(flag);
+        },
+    );
     ret
 }
 
@@ -5662,9 +7541,14 @@ pub unsafe extern "C" fn MPI_Free_mem(base: *mut c_void) -> c_int {
         return unsafe { real(base) };
     };
     let ret = unsafe { real(base) };
-    call.end(func::MPI_Free_mem, ret, |e| {
-        e.buffer(base);
-    });
+    call.end_keyed(
+        func::MPI_Free_mem,
+        ret,
+        |k| [base as u64, k.segments()],
+        |e| {
+            e.buffer(base);
+        },
+    );
     ret
 }
 
@@ -5694,16 +7578,33 @@ pub unsafe extern "C" fn MPI_Gather(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
         )
     };
-    call.end(func::MPI_Gather, ret, |e| {
-        e.buffer(sendbuf);
-        e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype);
-        e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Gather,
+        ret,
+        |k| {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(sendbuf);
+            e.int(i64::from(sendcount));
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(i64::from(recvcount));
+            e.handle(HandleKind::Datatype, recvtype);
+            e.rank(i64::from(root), comm);
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -5733,16 +7634,33 @@ pub unsafe extern "C" fn MPI_Gather_c(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
         )
     };
-    call.end(func::MPI_Gather_c, ret, |e| {
-        e.buffer(sendbuf);
-        e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype);
-        e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Gather_c,
+        ret,
+        |k| {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(sendbuf);
+            e.int(sendcount);
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(recvcount);
+            e.handle(HandleKind::Datatype, recvtype);
+            e.rank(i64::from(root), comm);
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -5775,18 +7693,37 @@ pub unsafe extern "C" fn MPI_Gather_init(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request,
         )
     };
-    call.end(func::MPI_Gather_init, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype);
-        e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Gather_init,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.int(i64::from(sendcount));
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(i64::from(recvcount));
+            e.handle(HandleKind::Datatype, recvtype);
+            e.rank(i64::from(root), comm);
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -5819,18 +7756,37 @@ pub unsafe extern "C" fn MPI_Gather_init_c(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request,
         )
     };
-    call.end(func::MPI_Gather_init_c, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype);
-        e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Gather_init_c,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.int(sendcount);
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(recvcount);
+            e.handle(HandleKind::Datatype, recvtype);
+            e.rank(i64::from(root), comm);
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -6090,16 +8046,33 @@ pub unsafe extern "C" fn MPI_Get(
             win,
         )
     };
-    call.end(func::MPI_Get, ret, |e| {
-        e.buffer(origin_addr);
-        e.int(i64::from(origin_count));
-        e.handle(HandleKind::Datatype, origin_datatype);
-        win_rank(e, i64::from(target_rank), win);
-        e.address(target_disp);
-        e.int(i64::from(target_count));
-        e.handle(HandleKind::Datatype, target_datatype);
-        e.handle(HandleKind::Win, win);
-    });
+    call.end_keyed(
+        func::MPI_Get,
+        ret,
+        |k| {
+            [
+                origin_addr as u64,
+                i64::from(origin_count) as u64,
+                k.handle(HandleKind::Datatype, origin_datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                i64::from(target_count) as u64,
+                k.handle(HandleKind::Datatype, target_datatype),
+                k.handle(HandleKind::Win, win),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(origin_addr);
+            e.int(i64::from(origin_count));
+            e.handle(HandleKind::Datatype, origin_datatype);
+            win_rank(e, i64::from(target_rank), win);
+            e.address(target_disp);
+            e.int(i64::from(target_count));
+            e.handle(HandleKind::Datatype, target_datatype);
+            e.handle(HandleKind::Win, win);
+        },
+    );
     ret
 }
 
@@ -6155,20 +8128,41 @@ pub unsafe extern "C" fn MPI_Get_accumulate(
             win,
         )
     };
-    call.end(func::MPI_Get_accumulate, ret, |e| {
-        e.buffer(origin_addr);
-        e.int(i64::from(origin_count));
-        e.handle(HandleKind::Datatype, origin_datatype);
-        e.buffer(result_addr);
-        e.int(i64::from(result_count));
-        e.handle(HandleKind::Datatype, result_datatype);
-        win_rank(e, i64::from(target_rank), win);
-        e.address(target_disp);
-        e.int(i64::from(target_count));
-        e.handle(HandleKind::Datatype, target_datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Win, win);
-    });
+    call.end_keyed(
+        func::MPI_Get_accumulate,
+        ret,
+        |k| {
+            [
+                origin_addr as u64,
+                i64::from(origin_count) as u64,
+                k.handle(HandleKind::Datatype, origin_datatype),
+                result_addr as u64,
+                i64::from(result_count) as u64,
+                k.handle(HandleKind::Datatype, result_datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                i64::from(target_count) as u64,
+                k.handle(HandleKind::Datatype, target_datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Win, win),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(origin_addr);
+            e.int(i64::from(origin_count));
+            e.handle(HandleKind::Datatype, origin_datatype);
+            e.buffer(result_addr);
+            e.int(i64::from(result_count));
+            e.handle(HandleKind::Datatype, result_datatype);
+            win_rank(e, i64::from(target_rank), win);
+            e.address(target_disp);
+            e.int(i64::from(target_count));
+            e.handle(HandleKind::Datatype, target_datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Win, win);
+        },
+    );
     ret
 }
 
@@ -6224,20 +8218,41 @@ pub unsafe extern "C" fn MPI_Get_accumulate_c(
             win,
         )
     };
-    call.end(func::MPI_Get_accumulate_c, ret, |e| {
-        e.buffer(origin_addr);
-        e.int(origin_count);
-        e.handle(HandleKind::Datatype, origin_datatype);
-        e.buffer(result_addr);
-        e.int(result_count);
-        e.handle(HandleKind::Datatype, result_datatype);
-        win_rank(e, i64::from(target_rank), win);
-        e.address(target_disp);
-        e.int(target_count);
-        e.handle(HandleKind::Datatype, target_datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Win, win);
-    });
+    call.end_keyed(
+        func::MPI_Get_accumulate_c,
+        ret,
+        |k| {
+            [
+                origin_addr as u64,
+                origin_count as u64,
+                k.handle(HandleKind::Datatype, origin_datatype),
+                result_addr as u64,
+                result_count as u64,
+                k.handle(HandleKind::Datatype, result_datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                target_count as u64,
+                k.handle(HandleKind::Datatype, target_datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Win, win),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(origin_addr);
+            e.int(origin_count);
+            e.handle(HandleKind::Datatype, origin_datatype);
+            e.buffer(result_addr);
+            e.int(result_count);
+            e.handle(HandleKind::Datatype, result_datatype);
+            win_rank(e, i64::from(target_rank), win);
+            e.address(target_disp);
+            e.int(target_count);
+            e.handle(HandleKind::Datatype, target_datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Win, win);
+        },
+    );
     ret
 }
 
@@ -6249,10 +8264,15 @@ pub unsafe extern "C" fn MPI_Get_address(location: *const c_void, address: *mut 
         return unsafe { real(location, address) };
     };
     let ret = unsafe { real(location, address) };
-    call.end(func::MPI_Get_address, ret, |e| unsafe {
-        e.buffer(location);
-        location_out(e, address);
-    });
+    call.end_keyed(
+        func::MPI_Get_address,
+        ret,
+        |k| unsafe { [location as u64, k.out(address.cast_const()), k.segments()] },
+        |e| unsafe {
+            e.buffer(location);
+            location_out(e, address);
+        },
+    );
     ret
 }
 
@@ -6296,16 +8316,33 @@ pub unsafe extern "C" fn MPI_Get_c(
             win,
         )
     };
-    call.end(func::MPI_Get_c, ret, |e| {
-        e.buffer(origin_addr);
-        e.int(origin_count);
-        e.handle(HandleKind::Datatype, origin_datatype);
-        win_rank(e, i64::from(target_rank), win);
-        e.address(target_disp);
-        e.int(target_count);
-        e.handle(HandleKind::Datatype, target_datatype);
-        e.handle(HandleKind::Win, win);
-    });
+    call.end_keyed(
+        func::MPI_Get_c,
+        ret,
+        |k| {
+            [
+                origin_addr as u64,
+                origin_count as u64,
+                k.handle(HandleKind::Datatype, origin_datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                target_count as u64,
+                k.handle(HandleKind::Datatype, target_datatype),
+                k.handle(HandleKind::Win, win),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(origin_addr);
+            e.int(origin_count);
+            e.handle(HandleKind::Datatype, origin_datatype);
+            win_rank(e, i64::from(target_rank), win);
+            e.address(target_disp);
+            e.int(target_count);
+            e.handle(HandleKind::Datatype, target_datatype);
+            e.handle(HandleKind::Win, win);
+        },
+    );
     ret
 }
 
@@ -6321,11 +8358,27 @@ pub unsafe extern "C" fn MPI_Get_count(
         return unsafe { real(status, datatype, count) };
     };
     let ret = unsafe { real(status, datatype, count) };
-    call.end(func::MPI_Get_count, ret, |e| unsafe {
-        e.status(status, None);
-        e.handle(HandleKind::Datatype, datatype);
-        e.int_out(count);
-    });
+    call.end_keyed(
+        func::MPI_Get_count,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.handle(HandleKind::Datatype, datatype),
+                k.out(count.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.status(status, None);
+            e.handle(HandleKind::Datatype, datatype);
+            e.int_out(count);
+        },
+    );
     ret
 }
 
@@ -6341,11 +8394,27 @@ pub unsafe extern "C" fn MPI_Get_count_c(
         return unsafe { real(status, datatype, count) };
     };
     let ret = unsafe { real(status, datatype, count) };
-    call.end(func::MPI_Get_count_c, ret, |e| unsafe {
-        e.status(status, None);
-        e.handle(HandleKind::Datatype, datatype);
-        e.count_out(count);
-    });
+    call.end_keyed(
+        func::MPI_Get_count_c,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.handle(HandleKind::Datatype, datatype),
+                k.out(count.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.status(status, None);
+            e.handle(HandleKind::Datatype, datatype);
+            e.count_out(count);
+        },
+    );
     ret
 }
 
@@ -6361,11 +8430,27 @@ pub unsafe extern "C" fn MPI_Get_elements(
         return unsafe { real(status, datatype, count) };
     };
     let ret = unsafe { real(status, datatype, count) };
-    call.end(func::MPI_Get_elements, ret, |e| unsafe {
-        e.status(status, None);
-        e.handle(HandleKind::Datatype, datatype);
-        e.int_out(count);
-    });
+    call.end_keyed(
+        func::MPI_Get_elements,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.handle(HandleKind::Datatype, datatype),
+                k.out(count.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.status(status, None);
+            e.handle(HandleKind::Datatype, datatype);
+            e.int_out(count);
+        },
+    );
     ret
 }
 
@@ -6381,11 +8466,27 @@ pub unsafe extern "C" fn MPI_Get_elements_c(
         return unsafe { real(status, datatype, count) };
     };
     let ret = unsafe { real(status, datatype, count) };
-    call.end(func::MPI_Get_elements_c, ret, |e| unsafe {
-        e.status(status, None);
-        e.handle(HandleKind::Datatype, datatype);
-        e.count_out(count);
-    });
+    call.end_keyed(
+        func::MPI_Get_elements_c,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.handle(HandleKind::Datatype, datatype),
+                k.out(count.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.status(status, None);
+            e.handle(HandleKind::Datatype, datatype);
+            e.count_out(count);
+        },
+    );
     ret
 }
 
@@ -6401,11 +8502,27 @@ pub unsafe extern "C" fn MPI_Get_elements_x(
         return unsafe { real(status, datatype, count) };
     };
     let ret = unsafe { real(status, datatype, count) };
-    call.end(func::MPI_Get_elements_x, ret, |e| unsafe {
-        e.status(status, None);
-        e.handle(HandleKind::Datatype, datatype);
-        e.count_out(count);
-    });
+    call.end_keyed(
+        func::MPI_Get_elements_x,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.handle(HandleKind::Datatype, datatype),
+                k.out(count.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.status(status, None);
+            e.handle(HandleKind::Datatype, datatype);
+            e.count_out(count);
+        },
+    );
     ret
 }
 
@@ -6452,10 +8569,15 @@ pub unsafe extern "C" fn MPI_Get_version(version: *mut c_int, subversion: *mut c
         return unsafe { real(version, subversion) };
     };
     let ret = unsafe { real(version, subversion) };
-    call.end(func::MPI_Get_version, ret, |e| unsafe {
-        e.int_out(version);
-        e.int_out(subversion);
-    });
+    call.end_keyed(
+        func::MPI_Get_version,
+        ret,
+        |k| unsafe { [k.out(version.cast_const()), k.out(subversion.cast_const())] },
+        |e| unsafe {
+            e.int_out(version);
+            e.int_out(subversion);
+        },
+    );
     ret
 }
 
@@ -6590,11 +8712,22 @@ pub unsafe extern "C" fn MPI_Graph_neighbors_count(
         return unsafe { real(comm, rank, nneighbors) };
     };
     let ret = unsafe { real(comm, rank, nneighbors) };
-    call.end(func::MPI_Graph_neighbors_count, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm);
-        e.rank(i64::from(rank), comm);
-        e.int_out(nneighbors);
-    });
+    call.end_keyed(
+        func::MPI_Graph_neighbors_count,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Comm, comm),
+                i64::from(rank) as u64,
+                k.out(nneighbors.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Comm, comm);
+            e.rank(i64::from(rank), comm);
+            e.int_out(nneighbors);
+        },
+    );
     ret
 }
 
@@ -6610,11 +8743,22 @@ pub unsafe extern "C" fn MPI_Graphdims_get(
         return unsafe { real(comm, nnodes, nedges) };
     };
     let ret = unsafe { real(comm, nnodes, nedges) };
-    call.end(func::MPI_Graphdims_get, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm);
-        e.int_out(nnodes);
-        e.int_out(nedges);
-    });
+    call.end_keyed(
+        func::MPI_Graphdims_get,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Comm, comm),
+                k.out(nnodes.cast_const()),
+                k.out(nedges.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Comm, comm);
+            e.int_out(nnodes);
+            e.int_out(nedges);
+        },
+    );
     ret
 }
 
@@ -6646,13 +8790,27 @@ pub unsafe extern "C" fn MPI_Grequest_start(
         return unsafe { real(query_fn, free_fn, cancel_fn, extra_state, request) };
     };
     let ret = unsafe { real(query_fn, free_fn, cancel_fn, extra_state, request) };
-    call.end(func::MPI_Grequest_start, ret, |e| unsafe {
-        e.callback(query_fn);
-        e.callback(free_fn);
-        e.callback(cancel_fn);
-        e.buffer(extra_state);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Grequest_start,
+        ret,
+        |k| unsafe {
+            [
+                query_fn as u64,
+                free_fn as u64,
+                cancel_fn as u64,
+                extra_state as u64,
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.callback(query_fn);
+            e.callback(free_fn);
+            e.callback(cancel_fn);
+            e.buffer(extra_state);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -6668,11 +8826,22 @@ pub unsafe extern "C" fn MPI_Group_compare(
         return unsafe { real(group1, group2, result) };
     };
     let ret = unsafe { real(group1, group2, result) };
-    call.end(func::MPI_Group_compare, ret, |e| unsafe {
-        e.handle(HandleKind::Group, group1);
-        e.handle(HandleKind::Group, group2);
-        e.int_out(result);
-    });
+    call.end_keyed(
+        func::MPI_Group_compare,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Group, group1),
+                k.handle(HandleKind::Group, group2),
+                k.out(result.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Group, group1);
+            e.handle(HandleKind::Group, group2);
+            e.int_out(result);
+        },
+    );
     ret
 }
 
@@ -6861,10 +9030,15 @@ pub unsafe extern "C" fn MPI_Group_rank(group: MPI_Group, rank: *mut c_int) -> c
         return unsafe { real(group, rank) };
     };
     let ret = unsafe { real(group, rank) };
-    call.end(func::MPI_Group_rank, ret, |e| unsafe {
-        e.handle(HandleKind::Group, group);
-        e.int_out(rank);
-    });
+    call.end_keyed(
+        func::MPI_Group_rank,
+        ret,
+        |k| unsafe { [k.handle(HandleKind::Group, group), k.out(rank.cast_const())] },
+        |e| unsafe {
+            e.handle(HandleKind::Group, group);
+            e.int_out(rank);
+        },
+    );
     ret
 }
 
@@ -6876,10 +9050,15 @@ pub unsafe extern "C" fn MPI_Group_size(group: MPI_Group, size: *mut c_int) -> c
         return unsafe { real(group, size) };
     };
     let ret = unsafe { real(group, size) };
-    call.end(func::MPI_Group_size, ret, |e| unsafe {
-        e.handle(HandleKind::Group, group);
-        e.int_out(size);
-    });
+    call.end_keyed(
+        func::MPI_Group_size,
+        ret,
+        |k| unsafe { [k.handle(HandleKind::Group, group), k.out(size.cast_const())] },
+        |e| unsafe {
+            e.handle(HandleKind::Group, group);
+            e.int_out(size);
+        },
+    );
     ret
 }
 
@@ -6955,16 +9134,33 @@ pub unsafe extern "C" fn MPI_Iallgather(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
         )
     };
-    call.end(func::MPI_Iallgather, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype);
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Iallgather,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.int(i64::from(sendcount));
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(i64::from(recvcount));
+            e.handle(HandleKind::Datatype, recvtype);
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -6994,16 +9190,33 @@ pub unsafe extern "C" fn MPI_Iallgather_c(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
         )
     };
-    call.end(func::MPI_Iallgather_c, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype);
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Iallgather_c,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.int(sendcount);
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(recvcount);
+            e.handle(HandleKind::Datatype, recvtype);
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -7109,15 +9322,31 @@ pub unsafe extern "C" fn MPI_Iallreduce(
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) };
-    call.end(func::MPI_Iallreduce, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Iallreduce,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -7137,15 +9366,31 @@ pub unsafe extern "C" fn MPI_Iallreduce_c(
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) };
-    call.end(func::MPI_Iallreduce_c, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Iallreduce_c,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -7175,16 +9420,33 @@ pub unsafe extern "C" fn MPI_Ialltoall(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
         )
     };
-    call.end(func::MPI_Ialltoall, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype);
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Ialltoall,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.int(i64::from(sendcount));
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(i64::from(recvcount));
+            e.handle(HandleKind::Datatype, recvtype);
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -7214,16 +9476,33 @@ pub unsafe extern "C" fn MPI_Ialltoall_c(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
         )
     };
-    call.end(func::MPI_Ialltoall_c, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype);
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Ialltoall_c,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.int(sendcount);
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(recvcount);
+            e.handle(HandleKind::Datatype, recvtype);
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -7499,10 +9778,15 @@ pub unsafe extern "C" fn MPI_Ibarrier(comm: MPI_Comm, request: *mut HandleSlot) 
         return unsafe { real(comm, request) };
     };
     let ret = unsafe { real(comm, request) };
-    call.end(func::MPI_Ibarrier, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Ibarrier,
+        ret,
+        |k| unsafe { [k.handle(HandleKind::Comm, comm), k.created(request.cast())] },
+        |e| unsafe {
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -7521,14 +9805,29 @@ pub unsafe extern "C" fn MPI_Ibcast(
         return unsafe { real(buffer, count, datatype, root, comm, request) };
     };
     let ret = unsafe { real(buffer, count, datatype, root, comm, request) };
-    call.end(func::MPI_Ibcast, ret, |e| unsafe {
-        e.buffer(buffer);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Ibcast,
+        ret,
+        |k| unsafe {
+            [
+                buffer as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buffer);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(root), comm);
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -7547,14 +9846,29 @@ pub unsafe extern "C" fn MPI_Ibcast_c(
         return unsafe { real(buffer, count, datatype, root, comm, request) };
     };
     let ret = unsafe { real(buffer, count, datatype, root, comm, request) };
-    call.end(func::MPI_Ibcast_c, ret, |e| unsafe {
-        e.buffer(buffer);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Ibcast_c,
+        ret,
+        |k| unsafe {
+            [
+                buffer as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buffer);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(root), comm);
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -7574,15 +9888,31 @@ pub unsafe extern "C" fn MPI_Ibsend(
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
-    call.end(func::MPI_Ibsend, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Ibsend,
+        ret,
+        |k| unsafe {
+            [
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -7602,15 +9932,31 @@ pub unsafe extern "C" fn MPI_Ibsend_c(
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
-    call.end(func::MPI_Ibsend_c, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Ibsend_c,
+        ret,
+        |k| unsafe {
+            [
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -7630,15 +9976,31 @@ pub unsafe extern "C" fn MPI_Iexscan(
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) };
-    call.end(func::MPI_Iexscan, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Iexscan,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -7658,15 +10020,31 @@ pub unsafe extern "C" fn MPI_Iexscan_c(
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) };
-    call.end(func::MPI_Iexscan_c, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Iexscan_c,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -7697,17 +10075,35 @@ pub unsafe extern "C" fn MPI_Igather(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
         )
     };
-    call.end(func::MPI_Igather, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype);
-        e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Igather,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.int(i64::from(sendcount));
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(i64::from(recvcount));
+            e.handle(HandleKind::Datatype, recvtype);
+            e.rank(i64::from(root), comm);
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -7738,17 +10134,35 @@ pub unsafe extern "C" fn MPI_Igather_c(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
         )
     };
-    call.end(func::MPI_Igather_c, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype);
-        e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Igather_c,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.int(sendcount);
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(recvcount);
+            e.handle(HandleKind::Datatype, recvtype);
+            e.rank(i64::from(root), comm);
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -7964,16 +10378,33 @@ pub unsafe extern "C" fn MPI_Ineighbor_allgather(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
         )
     };
-    call.end(func::MPI_Ineighbor_allgather, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype);
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Ineighbor_allgather,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.int(i64::from(sendcount));
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(i64::from(recvcount));
+            e.handle(HandleKind::Datatype, recvtype);
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -8003,16 +10434,33 @@ pub unsafe extern "C" fn MPI_Ineighbor_allgather_c(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
         )
     };
-    call.end(func::MPI_Ineighbor_allgather_c, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype);
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Ineighbor_allgather_c,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.int(sendcount);
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(recvcount);
+            e.handle(HandleKind::Datatype, recvtype);
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -8128,16 +10576,33 @@ pub unsafe extern "C" fn MPI_Ineighbor_alltoall(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
         )
     };
-    call.end(func::MPI_Ineighbor_alltoall, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype);
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Ineighbor_alltoall,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.int(i64::from(sendcount));
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(i64::from(recvcount));
+            e.handle(HandleKind::Datatype, recvtype);
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -8167,16 +10632,33 @@ pub unsafe extern "C" fn MPI_Ineighbor_alltoall_c(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
         )
     };
-    call.end(func::MPI_Ineighbor_alltoall_c, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype);
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Ineighbor_alltoall_c,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.int(sendcount);
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(recvcount);
+            e.handle(HandleKind::Datatype, recvtype);
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -8518,10 +11000,15 @@ pub unsafe extern "C" fn MPI_Info_get_nkeys(info: MPI_Info, nkeys: *mut c_int) -
         return unsafe { real(info, nkeys) };
     };
     let ret = unsafe { real(info, nkeys) };
-    call.end(func::MPI_Info_get_nkeys, ret, |e| unsafe {
-        e.handle(HandleKind::Info, info);
-        e.int_out(nkeys);
-    });
+    call.end_keyed(
+        func::MPI_Info_get_nkeys,
+        ret,
+        |k| unsafe { [k.handle(HandleKind::Info, info), k.out(nkeys.cast_const())] },
+        |e| unsafe {
+            e.handle(HandleKind::Info, info);
+            e.int_out(nkeys);
+        },
+    );
     ret
 }
 
@@ -8619,9 +11106,14 @@ pub unsafe extern "C" fn MPI_Initialized(flag: *mut c_int) -> c_int {
         return unsafe { real(flag) };
     };
     let ret = unsafe { real(flag) };
-    call.end(func::MPI_Initialized, ret, |e| unsafe {
-        e.int_out(flag);
-    });
+    call.end_keyed(
+        func::MPI_Initialized,
+        ret,
+        |k| unsafe { [k.out(flag.cast_const())] },
+        |e| unsafe {
+            e.int_out(flag);
+        },
+    );
     ret
 }
 
@@ -8773,13 +11265,31 @@ pub unsafe extern "C" fn MPI_Iprobe(
         return unsafe { real(source, tag, comm, flag, status) };
     };
     let ret = unsafe { real(source, tag, comm, flag, status) };
-    call.end(func::MPI_Iprobe, ret, |e| unsafe {
-        e.rank(i64::from(source), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-        e.int_out(flag);
-        e.status(status, Some(comm));
-    });
+    call.end_keyed(
+        func::MPI_Iprobe,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                i64::from(source) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.out(flag.cast_const()),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+            ]
+        },
+        |e| unsafe {
+            e.rank(i64::from(source), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+            e.int_out(flag);
+            e.status(status, Some(comm));
+        },
+    );
     ret
 }
 
@@ -8799,15 +11309,31 @@ pub unsafe extern "C" fn MPI_Irecv(
         return unsafe { real(buf, count, datatype, source, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, source, tag, comm, request) };
-    call.end(func::MPI_Irecv, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(source), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Irecv,
+        ret,
+        |k| unsafe {
+            [
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(source) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(source), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -8827,15 +11353,31 @@ pub unsafe extern "C" fn MPI_Irecv_c(
         return unsafe { real(buf, count, datatype, source, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, source, tag, comm, request) };
-    call.end(func::MPI_Irecv_c, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(source), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Irecv_c,
+        ret,
+        |k| unsafe {
+            [
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(source) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(source), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -8857,16 +11399,33 @@ pub unsafe extern "C" fn MPI_Ireduce(
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, root, comm, request) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, root, comm, request) };
-    call.end(func::MPI_Ireduce, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Ireduce,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.rank(i64::from(root), comm);
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -8888,16 +11447,33 @@ pub unsafe extern "C" fn MPI_Ireduce_c(
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, root, comm, request) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, root, comm, request) };
-    call.end(func::MPI_Ireduce_c, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Ireduce_c,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.rank(i64::from(root), comm);
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -8946,15 +11522,31 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_block(
         return unsafe { real(sendbuf, recvbuf, recvcount, datatype, op, comm, request) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, recvcount, datatype, op, comm, request) };
-    call.end(func::MPI_Ireduce_scatter_block, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Ireduce_scatter_block,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(i64::from(recvcount));
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -8974,15 +11566,31 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_block_c(
         return unsafe { real(sendbuf, recvbuf, recvcount, datatype, op, comm, request) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, recvcount, datatype, op, comm, request) };
-    call.end(func::MPI_Ireduce_scatter_block_c, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(recvcount);
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Ireduce_scatter_block_c,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(recvcount);
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -9031,15 +11639,31 @@ pub unsafe extern "C" fn MPI_Irsend(
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
-    call.end(func::MPI_Irsend, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Irsend,
+        ret,
+        |k| unsafe {
+            [
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -9059,15 +11683,31 @@ pub unsafe extern "C" fn MPI_Irsend_c(
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
-    call.end(func::MPI_Irsend_c, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Irsend_c,
+        ret,
+        |k| unsafe {
+            [
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -9079,9 +11719,14 @@ pub unsafe extern "C" fn MPI_Is_thread_main(flag: *mut c_int) -> c_int {
         return unsafe { real(flag) };
     };
     let ret = unsafe { real(flag) };
-    call.end(func::MPI_Is_thread_main, ret, |e| unsafe {
-        e.int_out(flag);
-    });
+    call.end_keyed(
+        func::MPI_Is_thread_main,
+        ret,
+        |k| unsafe { [k.out(flag.cast_const())] },
+        |e| unsafe {
+            e.int_out(flag);
+        },
+    );
     ret
 }
 
@@ -9101,15 +11746,31 @@ pub unsafe extern "C" fn MPI_Iscan(
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) };
-    call.end(func::MPI_Iscan, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Iscan,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -9129,15 +11790,31 @@ pub unsafe extern "C" fn MPI_Iscan_c(
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) };
-    call.end(func::MPI_Iscan_c, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Iscan_c,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -9168,17 +11845,35 @@ pub unsafe extern "C" fn MPI_Iscatter(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
         )
     };
-    call.end(func::MPI_Iscatter, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype);
-        e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Iscatter,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.int(i64::from(sendcount));
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(i64::from(recvcount));
+            e.handle(HandleKind::Datatype, recvtype);
+            e.rank(i64::from(root), comm);
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -9209,17 +11904,35 @@ pub unsafe extern "C" fn MPI_Iscatter_c(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
         )
     };
-    call.end(func::MPI_Iscatter_c, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype);
-        e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Iscatter_c,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.int(sendcount);
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(recvcount);
+            e.handle(HandleKind::Datatype, recvtype);
+            e.rank(i64::from(root), comm);
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -9349,15 +12062,31 @@ pub unsafe extern "C" fn MPI_Isend(
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
-    call.end(func::MPI_Isend, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Isend,
+        ret,
+        |k| unsafe {
+            [
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -9377,15 +12106,31 @@ pub unsafe extern "C" fn MPI_Isend_c(
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
-    call.end(func::MPI_Isend_c, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Isend_c,
+        ret,
+        |k| unsafe {
+            [
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -9421,20 +12166,41 @@ pub unsafe extern "C" fn MPI_Isendrecv(
             recvtag, comm, request,
         )
     };
-    call.end(func::MPI_Isendrecv, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(sendtag));
-        e.buffer(recvbuf);
-        e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype);
-        e.rank(i64::from(source), comm);
-        e.tag(i64::from(recvtag));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Isendrecv,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                i64::from(dest) as u64,
+                i64::from(sendtag) as u64,
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                i64::from(source) as u64,
+                i64::from(recvtag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.int(i64::from(sendcount));
+            e.handle(HandleKind::Datatype, sendtype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(sendtag));
+            e.buffer(recvbuf);
+            e.int(i64::from(recvcount));
+            e.handle(HandleKind::Datatype, recvtype);
+            e.rank(i64::from(source), comm);
+            e.tag(i64::from(recvtag));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -9470,20 +12236,41 @@ pub unsafe extern "C" fn MPI_Isendrecv_c(
             recvtag, comm, request,
         )
     };
-    call.end(func::MPI_Isendrecv_c, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(sendtag));
-        e.buffer(recvbuf);
-        e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype);
-        e.rank(i64::from(source), comm);
-        e.tag(i64::from(recvtag));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Isendrecv_c,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                i64::from(dest) as u64,
+                i64::from(sendtag) as u64,
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                i64::from(source) as u64,
+                i64::from(recvtag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.int(sendcount);
+            e.handle(HandleKind::Datatype, sendtype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(sendtag));
+            e.buffer(recvbuf);
+            e.int(recvcount);
+            e.handle(HandleKind::Datatype, recvtype);
+            e.rank(i64::from(source), comm);
+            e.tag(i64::from(recvtag));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -9514,17 +12301,35 @@ pub unsafe extern "C" fn MPI_Isendrecv_replace(
             buf, count, datatype, dest, sendtag, source, recvtag, comm, request,
         )
     };
-    call.end(func::MPI_Isendrecv_replace, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(sendtag));
-        e.rank(i64::from(source), comm);
-        e.tag(i64::from(recvtag));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Isendrecv_replace,
+        ret,
+        |k| unsafe {
+            [
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(sendtag) as u64,
+                i64::from(source) as u64,
+                i64::from(recvtag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(sendtag));
+            e.rank(i64::from(source), comm);
+            e.tag(i64::from(recvtag));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -9555,17 +12360,35 @@ pub unsafe extern "C" fn MPI_Isendrecv_replace_c(
             buf, count, datatype, dest, sendtag, source, recvtag, comm, request,
         )
     };
-    call.end(func::MPI_Isendrecv_replace_c, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(sendtag));
-        e.rank(i64::from(source), comm);
-        e.tag(i64::from(recvtag));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Isendrecv_replace_c,
+        ret,
+        |k| unsafe {
+            [
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(sendtag) as u64,
+                i64::from(source) as u64,
+                i64::from(recvtag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(sendtag));
+            e.rank(i64::from(source), comm);
+            e.tag(i64::from(recvtag));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -9585,15 +12408,31 @@ pub unsafe extern "C" fn MPI_Issend(
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
-    call.end(func::MPI_Issend, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Issend,
+        ret,
+        |k| unsafe {
+            [
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -9613,15 +12452,31 @@ pub unsafe extern "C" fn MPI_Issend_c(
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
-    call.end(func::MPI_Issend_c, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Issend_c,
+        ret,
+        |k| unsafe {
+            [
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -9781,15 +12636,31 @@ pub unsafe extern "C" fn MPI_Neighbor_allgather(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
         )
     };
-    call.end(func::MPI_Neighbor_allgather, ret, |e| {
-        e.buffer(sendbuf);
-        e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype);
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Neighbor_allgather,
+        ret,
+        |k| {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(sendbuf);
+            e.int(i64::from(sendcount));
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(i64::from(recvcount));
+            e.handle(HandleKind::Datatype, recvtype);
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -9817,15 +12688,31 @@ pub unsafe extern "C" fn MPI_Neighbor_allgather_c(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
         )
     };
-    call.end(func::MPI_Neighbor_allgather_c, ret, |e| {
-        e.buffer(sendbuf);
-        e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype);
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Neighbor_allgather_c,
+        ret,
+        |k| {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(sendbuf);
+            e.int(sendcount);
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(recvcount);
+            e.handle(HandleKind::Datatype, recvtype);
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -9856,17 +12743,35 @@ pub unsafe extern "C" fn MPI_Neighbor_allgather_init(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
         )
     };
-    call.end(func::MPI_Neighbor_allgather_init, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype);
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Neighbor_allgather_init,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.int(i64::from(sendcount));
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(i64::from(recvcount));
+            e.handle(HandleKind::Datatype, recvtype);
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -9897,17 +12802,35 @@ pub unsafe extern "C" fn MPI_Neighbor_allgather_init_c(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
         )
     };
-    call.end(func::MPI_Neighbor_allgather_init_c, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype);
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Neighbor_allgather_init_c,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.int(sendcount);
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(recvcount);
+            e.handle(HandleKind::Datatype, recvtype);
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -10111,15 +13034,31 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoall(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
         )
     };
-    call.end(func::MPI_Neighbor_alltoall, ret, |e| {
-        e.buffer(sendbuf);
-        e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype);
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Neighbor_alltoall,
+        ret,
+        |k| {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(sendbuf);
+            e.int(i64::from(sendcount));
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(i64::from(recvcount));
+            e.handle(HandleKind::Datatype, recvtype);
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -10147,15 +13086,31 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoall_c(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
         )
     };
-    call.end(func::MPI_Neighbor_alltoall_c, ret, |e| {
-        e.buffer(sendbuf);
-        e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype);
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Neighbor_alltoall_c,
+        ret,
+        |k| {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(sendbuf);
+            e.int(sendcount);
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(recvcount);
+            e.handle(HandleKind::Datatype, recvtype);
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -10186,17 +13141,35 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoall_init(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
         )
     };
-    call.end(func::MPI_Neighbor_alltoall_init, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype);
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Neighbor_alltoall_init,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.int(i64::from(sendcount));
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(i64::from(recvcount));
+            e.handle(HandleKind::Datatype, recvtype);
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -10227,17 +13200,35 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoall_init_c(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
         )
     };
-    call.end(func::MPI_Neighbor_alltoall_init_c, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype);
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Neighbor_alltoall_init_c,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.int(sendcount);
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(recvcount);
+            e.handle(HandleKind::Datatype, recvtype);
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -10693,10 +13684,15 @@ pub unsafe extern "C" fn MPI_Op_commutative(op: MPI_Op, commute: *mut c_int) -> 
         return unsafe { real(op, commute) };
     };
     let ret = unsafe { real(op, commute) };
-    call.end(func::MPI_Op_commutative, ret, |e| unsafe {
-        e.handle(HandleKind::Op, op);
-        e.int_out(commute);
-    });
+    call.end_keyed(
+        func::MPI_Op_commutative,
+        ret,
+        |k| unsafe { [k.handle(HandleKind::Op, op), k.out(commute.cast_const())] },
+        |e| unsafe {
+            e.handle(HandleKind::Op, op);
+            e.int_out(commute);
+        },
+    );
     ret
 }
 
@@ -10788,15 +13784,31 @@ pub unsafe extern "C" fn MPI_Pack(
     };
     let position_before = unsafe { read_or(position, 0) };
     let ret = unsafe { real(inbuf, incount, datatype, outbuf, outsize, position, comm) };
-    call.end(func::MPI_Pack, ret, |e| {
-        e.buffer(inbuf);
-        e.int(i64::from(incount));
-        e.handle(HandleKind::Datatype, datatype);
-        e.buffer(outbuf);
-        e.address(i64::from(outsize));
-        e.address(i64::from(position_before));
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Pack,
+        ret,
+        |k| {
+            [
+                inbuf as u64,
+                i64::from(incount) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                outbuf as u64,
+                i64::from(outsize) as u64,
+                i64::from(position_before) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(inbuf);
+            e.int(i64::from(incount));
+            e.handle(HandleKind::Datatype, datatype);
+            e.buffer(outbuf);
+            e.address(i64::from(outsize));
+            e.address(i64::from(position_before));
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -10817,15 +13829,31 @@ pub unsafe extern "C" fn MPI_Pack_c(
     };
     let position_before = unsafe { read_or(position, 0) };
     let ret = unsafe { real(inbuf, incount, datatype, outbuf, outsize, position, comm) };
-    call.end(func::MPI_Pack_c, ret, |e| {
-        e.buffer(inbuf);
-        e.int(incount);
-        e.handle(HandleKind::Datatype, datatype);
-        e.buffer(outbuf);
-        e.address(outsize);
-        e.address(position_before);
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Pack_c,
+        ret,
+        |k| {
+            [
+                inbuf as u64,
+                incount as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                outbuf as u64,
+                outsize as u64,
+                position_before as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(inbuf);
+            e.int(incount);
+            e.handle(HandleKind::Datatype, datatype);
+            e.buffer(outbuf);
+            e.address(outsize);
+            e.address(position_before);
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -10944,12 +13972,24 @@ pub unsafe extern "C" fn MPI_Pack_size(
         return unsafe { real(incount, datatype, comm, size) };
     };
     let ret = unsafe { real(incount, datatype, comm, size) };
-    call.end(func::MPI_Pack_size, ret, |e| unsafe {
-        e.int(i64::from(incount));
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Comm, comm);
-        e.int_out(size);
-    });
+    call.end_keyed(
+        func::MPI_Pack_size,
+        ret,
+        |k| unsafe {
+            [
+                i64::from(incount) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Comm, comm),
+                k.out(size.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.int(i64::from(incount));
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Comm, comm);
+            e.int_out(size);
+        },
+    );
     ret
 }
 
@@ -10966,12 +14006,24 @@ pub unsafe extern "C" fn MPI_Pack_size_c(
         return unsafe { real(incount, datatype, comm, size) };
     };
     let ret = unsafe { real(incount, datatype, comm, size) };
-    call.end(func::MPI_Pack_size_c, ret, |e| unsafe {
-        e.int(incount);
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Comm, comm);
-        e.count_out(size);
-    });
+    call.end_keyed(
+        func::MPI_Pack_size_c,
+        ret,
+        |k| unsafe {
+            [
+                incount as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Comm, comm),
+                k.out(size.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.int(incount);
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Comm, comm);
+            e.count_out(size);
+        },
+    );
     ret
 }
 
@@ -11080,17 +14132,35 @@ pub unsafe extern "C" fn MPI_Precv_init(
             buf, partitions, count, datatype, source, tag, comm, info, request,
         )
     };
-    call.end(func::MPI_Precv_init, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(i64::from(partitions));
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(source), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Precv_init,
+        ret,
+        |k| unsafe {
+            [
+                buf as u64,
+                i64::from(partitions) as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(source) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(i64::from(partitions));
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(source), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -11107,12 +14177,29 @@ pub unsafe extern "C" fn MPI_Probe(
         return unsafe { real(source, tag, comm, status) };
     };
     let ret = unsafe { real(source, tag, comm, status) };
-    call.end(func::MPI_Probe, ret, |e| unsafe {
-        e.rank(i64::from(source), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-        e.status(status, Some(comm));
-    });
+    call.end_keyed(
+        func::MPI_Probe,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                i64::from(source) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+            ]
+        },
+        |e| unsafe {
+            e.rank(i64::from(source), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+            e.status(status, Some(comm));
+        },
+    );
     ret
 }
 
@@ -11143,17 +14230,35 @@ pub unsafe extern "C" fn MPI_Psend_init(
             buf, partitions, count, datatype, dest, tag, comm, info, request,
         )
     };
-    call.end(func::MPI_Psend_init, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(i64::from(partitions));
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Psend_init,
+        ret,
+        |k| unsafe {
+            [
+                buf as u64,
+                i64::from(partitions) as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(i64::from(partitions));
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -11217,16 +14322,33 @@ pub unsafe extern "C" fn MPI_Put(
             win,
         )
     };
-    call.end(func::MPI_Put, ret, |e| {
-        e.buffer(origin_addr);
-        e.int(i64::from(origin_count));
-        e.handle(HandleKind::Datatype, origin_datatype);
-        win_rank(e, i64::from(target_rank), win);
-        e.address(target_disp);
-        e.int(i64::from(target_count));
-        e.handle(HandleKind::Datatype, target_datatype);
-        e.handle(HandleKind::Win, win);
-    });
+    call.end_keyed(
+        func::MPI_Put,
+        ret,
+        |k| {
+            [
+                origin_addr as u64,
+                i64::from(origin_count) as u64,
+                k.handle(HandleKind::Datatype, origin_datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                i64::from(target_count) as u64,
+                k.handle(HandleKind::Datatype, target_datatype),
+                k.handle(HandleKind::Win, win),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(origin_addr);
+            e.int(i64::from(origin_count));
+            e.handle(HandleKind::Datatype, origin_datatype);
+            win_rank(e, i64::from(target_rank), win);
+            e.address(target_disp);
+            e.int(i64::from(target_count));
+            e.handle(HandleKind::Datatype, target_datatype);
+            e.handle(HandleKind::Win, win);
+        },
+    );
     ret
 }
 
@@ -11270,16 +14392,33 @@ pub unsafe extern "C" fn MPI_Put_c(
             win,
         )
     };
-    call.end(func::MPI_Put_c, ret, |e| {
-        e.buffer(origin_addr);
-        e.int(origin_count);
-        e.handle(HandleKind::Datatype, origin_datatype);
-        win_rank(e, i64::from(target_rank), win);
-        e.address(target_disp);
-        e.int(target_count);
-        e.handle(HandleKind::Datatype, target_datatype);
-        e.handle(HandleKind::Win, win);
-    });
+    call.end_keyed(
+        func::MPI_Put_c,
+        ret,
+        |k| {
+            [
+                origin_addr as u64,
+                origin_count as u64,
+                k.handle(HandleKind::Datatype, origin_datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                target_count as u64,
+                k.handle(HandleKind::Datatype, target_datatype),
+                k.handle(HandleKind::Win, win),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(origin_addr);
+            e.int(origin_count);
+            e.handle(HandleKind::Datatype, origin_datatype);
+            win_rank(e, i64::from(target_rank), win);
+            e.address(target_disp);
+            e.int(target_count);
+            e.handle(HandleKind::Datatype, target_datatype);
+            e.handle(HandleKind::Win, win);
+        },
+    );
     ret
 }
 
@@ -11291,9 +14430,14 @@ pub unsafe extern "C" fn MPI_Query_thread(provided: *mut c_int) -> c_int {
         return unsafe { real(provided) };
     };
     let ret = unsafe { real(provided) };
-    call.end(func::MPI_Query_thread, ret, |e| unsafe {
-        e.int_out(provided);
-    });
+    call.end_keyed(
+        func::MPI_Query_thread,
+        ret,
+        |k| unsafe { [k.out(provided.cast_const())] },
+        |e| unsafe {
+            e.int_out(provided);
+        },
+    );
     ret
 }
 
@@ -11343,18 +14487,37 @@ pub unsafe extern "C" fn MPI_Raccumulate(
             request,
         )
     };
-    call.end(func::MPI_Raccumulate, ret, |e| unsafe {
-        e.buffer(origin_addr);
-        e.int(i64::from(origin_count));
-        e.handle(HandleKind::Datatype, origin_datatype);
-        win_rank(e, i64::from(target_rank), win);
-        e.address(target_disp);
-        e.int(i64::from(target_count));
-        e.handle(HandleKind::Datatype, target_datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Win, win);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Raccumulate,
+        ret,
+        |k| unsafe {
+            [
+                origin_addr as u64,
+                i64::from(origin_count) as u64,
+                k.handle(HandleKind::Datatype, origin_datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                i64::from(target_count) as u64,
+                k.handle(HandleKind::Datatype, target_datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Win, win),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(origin_addr);
+            e.int(i64::from(origin_count));
+            e.handle(HandleKind::Datatype, origin_datatype);
+            win_rank(e, i64::from(target_rank), win);
+            e.address(target_disp);
+            e.int(i64::from(target_count));
+            e.handle(HandleKind::Datatype, target_datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Win, win);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -11404,18 +14567,37 @@ pub unsafe extern "C" fn MPI_Raccumulate_c(
             request,
         )
     };
-    call.end(func::MPI_Raccumulate_c, ret, |e| unsafe {
-        e.buffer(origin_addr);
-        e.int(origin_count);
-        e.handle(HandleKind::Datatype, origin_datatype);
-        win_rank(e, i64::from(target_rank), win);
-        e.address(target_disp);
-        e.int(target_count);
-        e.handle(HandleKind::Datatype, target_datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Win, win);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Raccumulate_c,
+        ret,
+        |k| unsafe {
+            [
+                origin_addr as u64,
+                origin_count as u64,
+                k.handle(HandleKind::Datatype, origin_datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                target_count as u64,
+                k.handle(HandleKind::Datatype, target_datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Win, win),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(origin_addr);
+            e.int(origin_count);
+            e.handle(HandleKind::Datatype, origin_datatype);
+            win_rank(e, i64::from(target_rank), win);
+            e.address(target_disp);
+            e.int(target_count);
+            e.handle(HandleKind::Datatype, target_datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Win, win);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -11435,15 +14617,36 @@ pub unsafe extern "C" fn MPI_Recv(
         return unsafe { real(buf, count, datatype, source, tag, comm, status) };
     };
     let ret = unsafe { real(buf, count, datatype, source, tag, comm, status) };
-    call.end(func::MPI_Recv, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(source), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-        e.status(status, Some(comm));
-    });
+    call.end_keyed(
+        func::MPI_Recv,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(source) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(source), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+            e.status(status, Some(comm));
+        },
+    );
     ret
 }
 
@@ -11463,15 +14666,36 @@ pub unsafe extern "C" fn MPI_Recv_c(
         return unsafe { real(buf, count, datatype, source, tag, comm, status) };
     };
     let ret = unsafe { real(buf, count, datatype, source, tag, comm, status) };
-    call.end(func::MPI_Recv_c, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(source), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-        e.status(status, Some(comm));
-    });
+    call.end_keyed(
+        func::MPI_Recv_c,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(source) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(source), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+            e.status(status, Some(comm));
+        },
+    );
     ret
 }
 
@@ -11491,15 +14715,31 @@ pub unsafe extern "C" fn MPI_Recv_init(
         return unsafe { real(buf, count, datatype, source, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, source, tag, comm, request) };
-    call.end(func::MPI_Recv_init, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(source), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Recv_init,
+        ret,
+        |k| unsafe {
+            [
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(source) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(source), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -11519,15 +14759,31 @@ pub unsafe extern "C" fn MPI_Recv_init_c(
         return unsafe { real(buf, count, datatype, source, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, source, tag, comm, request) };
-    call.end(func::MPI_Recv_init_c, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(source), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Recv_init_c,
+        ret,
+        |k| unsafe {
+            [
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(source) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(source), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -11547,15 +14803,31 @@ pub unsafe extern "C" fn MPI_Reduce(
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, root, comm) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, root, comm) };
-    call.end(func::MPI_Reduce, ret, |e| {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Reduce,
+        ret,
+        |k| {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.rank(i64::from(root), comm);
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -11575,15 +14847,31 @@ pub unsafe extern "C" fn MPI_Reduce_c(
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, root, comm) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, root, comm) };
-    call.end(func::MPI_Reduce_c, ret, |e| {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Reduce_c,
+        ret,
+        |k| {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.rank(i64::from(root), comm);
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -11614,17 +14902,35 @@ pub unsafe extern "C" fn MPI_Reduce_init(
             sendbuf, recvbuf, count, datatype, op, root, comm, info, request,
         )
     };
-    call.end(func::MPI_Reduce_init, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Reduce_init,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.rank(i64::from(root), comm);
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -11655,17 +14961,35 @@ pub unsafe extern "C" fn MPI_Reduce_init_c(
             sendbuf, recvbuf, count, datatype, op, root, comm, info, request,
         )
     };
-    call.end(func::MPI_Reduce_init_c, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Reduce_init_c,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.rank(i64::from(root), comm);
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -11683,13 +15007,27 @@ pub unsafe extern "C" fn MPI_Reduce_local(
         return unsafe { real(inbuf, inoutbuf, count, datatype, op) };
     };
     let ret = unsafe { real(inbuf, inoutbuf, count, datatype, op) };
-    call.end(func::MPI_Reduce_local, ret, |e| {
-        e.buffer(inbuf);
-        e.buffer(inoutbuf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-    });
+    call.end_keyed(
+        func::MPI_Reduce_local,
+        ret,
+        |k| {
+            [
+                inbuf as u64,
+                inoutbuf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(inbuf);
+            e.buffer(inoutbuf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+        },
+    );
     ret
 }
 
@@ -11707,13 +15045,27 @@ pub unsafe extern "C" fn MPI_Reduce_local_c(
         return unsafe { real(inbuf, inoutbuf, count, datatype, op) };
     };
     let ret = unsafe { real(inbuf, inoutbuf, count, datatype, op) };
-    call.end(func::MPI_Reduce_local_c, ret, |e| {
-        e.buffer(inbuf);
-        e.buffer(inoutbuf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-    });
+    call.end_keyed(
+        func::MPI_Reduce_local_c,
+        ret,
+        |k| {
+            [
+                inbuf as u64,
+                inoutbuf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(inbuf);
+            e.buffer(inoutbuf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+        },
+    );
     ret
 }
 
@@ -11759,14 +15111,29 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block(
         return unsafe { real(sendbuf, recvbuf, recvcount, datatype, op, comm) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, recvcount, datatype, op, comm) };
-    call.end(func::MPI_Reduce_scatter_block, ret, |e| {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Reduce_scatter_block,
+        ret,
+        |k| {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(i64::from(recvcount));
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -11785,14 +15152,29 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block_c(
         return unsafe { real(sendbuf, recvbuf, recvcount, datatype, op, comm) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, recvcount, datatype, op, comm) };
-    call.end(func::MPI_Reduce_scatter_block_c, ret, |e| {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(recvcount);
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Reduce_scatter_block_c,
+        ret,
+        |k| {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(recvcount);
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -11822,16 +15204,33 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block_init(
             sendbuf, recvbuf, recvcount, datatype, op, comm, info, request,
         )
     };
-    call.end(func::MPI_Reduce_scatter_block_init, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Reduce_scatter_block_init,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(i64::from(recvcount));
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -11861,16 +15260,33 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block_init_c(
             sendbuf, recvbuf, recvcount, datatype, op, comm, info, request,
         )
     };
-    call.end(func::MPI_Reduce_scatter_block_init_c, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(recvcount);
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Reduce_scatter_block_init_c,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(recvcount);
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -12104,17 +15520,35 @@ pub unsafe extern "C" fn MPI_Rget(
             request,
         )
     };
-    call.end(func::MPI_Rget, ret, |e| unsafe {
-        e.buffer(origin_addr);
-        e.int(i64::from(origin_count));
-        e.handle(HandleKind::Datatype, origin_datatype);
-        win_rank(e, i64::from(target_rank), win);
-        e.address(target_disp);
-        e.int(i64::from(target_count));
-        e.handle(HandleKind::Datatype, target_datatype);
-        e.handle(HandleKind::Win, win);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Rget,
+        ret,
+        |k| unsafe {
+            [
+                origin_addr as u64,
+                i64::from(origin_count) as u64,
+                k.handle(HandleKind::Datatype, origin_datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                i64::from(target_count) as u64,
+                k.handle(HandleKind::Datatype, target_datatype),
+                k.handle(HandleKind::Win, win),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(origin_addr);
+            e.int(i64::from(origin_count));
+            e.handle(HandleKind::Datatype, origin_datatype);
+            win_rank(e, i64::from(target_rank), win);
+            e.address(target_disp);
+            e.int(i64::from(target_count));
+            e.handle(HandleKind::Datatype, target_datatype);
+            e.handle(HandleKind::Win, win);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -12173,21 +15607,43 @@ pub unsafe extern "C" fn MPI_Rget_accumulate(
             request,
         )
     };
-    call.end(func::MPI_Rget_accumulate, ret, |e| unsafe {
-        e.buffer(origin_addr);
-        e.int(i64::from(origin_count));
-        e.handle(HandleKind::Datatype, origin_datatype);
-        e.buffer(result_addr);
-        e.int(i64::from(result_count));
-        e.handle(HandleKind::Datatype, result_datatype);
-        win_rank(e, i64::from(target_rank), win);
-        e.address(target_disp);
-        e.int(i64::from(target_count));
-        e.handle(HandleKind::Datatype, target_datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Win, win);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Rget_accumulate,
+        ret,
+        |k| unsafe {
+            [
+                origin_addr as u64,
+                i64::from(origin_count) as u64,
+                k.handle(HandleKind::Datatype, origin_datatype),
+                result_addr as u64,
+                i64::from(result_count) as u64,
+                k.handle(HandleKind::Datatype, result_datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                i64::from(target_count) as u64,
+                k.handle(HandleKind::Datatype, target_datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Win, win),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(origin_addr);
+            e.int(i64::from(origin_count));
+            e.handle(HandleKind::Datatype, origin_datatype);
+            e.buffer(result_addr);
+            e.int(i64::from(result_count));
+            e.handle(HandleKind::Datatype, result_datatype);
+            win_rank(e, i64::from(target_rank), win);
+            e.address(target_disp);
+            e.int(i64::from(target_count));
+            e.handle(HandleKind::Datatype, target_datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Win, win);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -12246,21 +15702,43 @@ pub unsafe extern "C" fn MPI_Rget_accumulate_c(
             request,
         )
     };
-    call.end(func::MPI_Rget_accumulate_c, ret, |e| unsafe {
-        e.buffer(origin_addr);
-        e.int(origin_count);
-        e.handle(HandleKind::Datatype, origin_datatype);
-        e.buffer(result_addr);
-        e.int(result_count);
-        e.handle(HandleKind::Datatype, result_datatype);
-        win_rank(e, i64::from(target_rank), win);
-        e.address(target_disp);
-        e.int(target_count);
-        e.handle(HandleKind::Datatype, target_datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Win, win);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Rget_accumulate_c,
+        ret,
+        |k| unsafe {
+            [
+                origin_addr as u64,
+                origin_count as u64,
+                k.handle(HandleKind::Datatype, origin_datatype),
+                result_addr as u64,
+                result_count as u64,
+                k.handle(HandleKind::Datatype, result_datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                target_count as u64,
+                k.handle(HandleKind::Datatype, target_datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Win, win),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(origin_addr);
+            e.int(origin_count);
+            e.handle(HandleKind::Datatype, origin_datatype);
+            e.buffer(result_addr);
+            e.int(result_count);
+            e.handle(HandleKind::Datatype, result_datatype);
+            win_rank(e, i64::from(target_rank), win);
+            e.address(target_disp);
+            e.int(target_count);
+            e.handle(HandleKind::Datatype, target_datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Win, win);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -12307,17 +15785,35 @@ pub unsafe extern "C" fn MPI_Rget_c(
             request,
         )
     };
-    call.end(func::MPI_Rget_c, ret, |e| unsafe {
-        e.buffer(origin_addr);
-        e.int(origin_count);
-        e.handle(HandleKind::Datatype, origin_datatype);
-        win_rank(e, i64::from(target_rank), win);
-        e.address(target_disp);
-        e.int(target_count);
-        e.handle(HandleKind::Datatype, target_datatype);
-        e.handle(HandleKind::Win, win);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Rget_c,
+        ret,
+        |k| unsafe {
+            [
+                origin_addr as u64,
+                origin_count as u64,
+                k.handle(HandleKind::Datatype, origin_datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                target_count as u64,
+                k.handle(HandleKind::Datatype, target_datatype),
+                k.handle(HandleKind::Win, win),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(origin_addr);
+            e.int(origin_count);
+            e.handle(HandleKind::Datatype, origin_datatype);
+            win_rank(e, i64::from(target_rank), win);
+            e.address(target_disp);
+            e.int(target_count);
+            e.handle(HandleKind::Datatype, target_datatype);
+            e.handle(HandleKind::Win, win);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -12364,17 +15860,35 @@ pub unsafe extern "C" fn MPI_Rput(
             request,
         )
     };
-    call.end(func::MPI_Rput, ret, |e| unsafe {
-        e.buffer(origin_addr);
-        e.int(i64::from(origin_count));
-        e.handle(HandleKind::Datatype, origin_datatype);
-        win_rank(e, i64::from(target_rank), win);
-        e.address(target_disp);
-        e.int(i64::from(target_count));
-        e.handle(HandleKind::Datatype, target_datatype);
-        e.handle(HandleKind::Win, win);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Rput,
+        ret,
+        |k| unsafe {
+            [
+                origin_addr as u64,
+                i64::from(origin_count) as u64,
+                k.handle(HandleKind::Datatype, origin_datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                i64::from(target_count) as u64,
+                k.handle(HandleKind::Datatype, target_datatype),
+                k.handle(HandleKind::Win, win),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(origin_addr);
+            e.int(i64::from(origin_count));
+            e.handle(HandleKind::Datatype, origin_datatype);
+            win_rank(e, i64::from(target_rank), win);
+            e.address(target_disp);
+            e.int(i64::from(target_count));
+            e.handle(HandleKind::Datatype, target_datatype);
+            e.handle(HandleKind::Win, win);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -12421,17 +15935,35 @@ pub unsafe extern "C" fn MPI_Rput_c(
             request,
         )
     };
-    call.end(func::MPI_Rput_c, ret, |e| unsafe {
-        e.buffer(origin_addr);
-        e.int(origin_count);
-        e.handle(HandleKind::Datatype, origin_datatype);
-        win_rank(e, i64::from(target_rank), win);
-        e.address(target_disp);
-        e.int(target_count);
-        e.handle(HandleKind::Datatype, target_datatype);
-        e.handle(HandleKind::Win, win);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Rput_c,
+        ret,
+        |k| unsafe {
+            [
+                origin_addr as u64,
+                origin_count as u64,
+                k.handle(HandleKind::Datatype, origin_datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                target_count as u64,
+                k.handle(HandleKind::Datatype, target_datatype),
+                k.handle(HandleKind::Win, win),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(origin_addr);
+            e.int(origin_count);
+            e.handle(HandleKind::Datatype, origin_datatype);
+            win_rank(e, i64::from(target_rank), win);
+            e.address(target_disp);
+            e.int(target_count);
+            e.handle(HandleKind::Datatype, target_datatype);
+            e.handle(HandleKind::Win, win);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -12450,14 +15982,29 @@ pub unsafe extern "C" fn MPI_Rsend(
         return unsafe { real(buf, count, datatype, dest, tag, comm) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm) };
-    call.end(func::MPI_Rsend, ret, |e| {
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Rsend,
+        ret,
+        |k| {
+            [
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -12476,14 +16023,29 @@ pub unsafe extern "C" fn MPI_Rsend_c(
         return unsafe { real(buf, count, datatype, dest, tag, comm) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm) };
-    call.end(func::MPI_Rsend_c, ret, |e| {
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Rsend_c,
+        ret,
+        |k| {
+            [
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -12503,15 +16065,31 @@ pub unsafe extern "C" fn MPI_Rsend_init(
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
-    call.end(func::MPI_Rsend_init, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Rsend_init,
+        ret,
+        |k| unsafe {
+            [
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -12531,15 +16109,31 @@ pub unsafe extern "C" fn MPI_Rsend_init_c(
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
-    call.end(func::MPI_Rsend_init_c, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Rsend_init_c,
+        ret,
+        |k| unsafe {
+            [
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -12558,14 +16152,29 @@ pub unsafe extern "C" fn MPI_Scan(
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) };
-    call.end(func::MPI_Scan, ret, |e| {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Scan,
+        ret,
+        |k| {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -12584,14 +16193,29 @@ pub unsafe extern "C" fn MPI_Scan_c(
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) };
-    call.end(func::MPI_Scan_c, ret, |e| {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Scan_c,
+        ret,
+        |k| {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -12613,16 +16237,33 @@ pub unsafe extern "C" fn MPI_Scan_init(
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
-    call.end(func::MPI_Scan_init, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Scan_init,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -12644,16 +16285,33 @@ pub unsafe extern "C" fn MPI_Scan_init_c(
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
-    call.end(func::MPI_Scan_init_c, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Scan_init_c,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -12683,16 +16341,33 @@ pub unsafe extern "C" fn MPI_Scatter(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
         )
     };
-    call.end(func::MPI_Scatter, ret, |e| {
-        e.buffer(sendbuf);
-        e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype);
-        e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Scatter,
+        ret,
+        |k| {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(sendbuf);
+            e.int(i64::from(sendcount));
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(i64::from(recvcount));
+            e.handle(HandleKind::Datatype, recvtype);
+            e.rank(i64::from(root), comm);
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -12722,16 +16397,33 @@ pub unsafe extern "C" fn MPI_Scatter_c(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
         )
     };
-    call.end(func::MPI_Scatter_c, ret, |e| {
-        e.buffer(sendbuf);
-        e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype);
-        e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Scatter_c,
+        ret,
+        |k| {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(sendbuf);
+            e.int(sendcount);
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(recvcount);
+            e.handle(HandleKind::Datatype, recvtype);
+            e.rank(i64::from(root), comm);
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -12764,18 +16456,37 @@ pub unsafe extern "C" fn MPI_Scatter_init(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request,
         )
     };
-    call.end(func::MPI_Scatter_init, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype);
-        e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Scatter_init,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.int(i64::from(sendcount));
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(i64::from(recvcount));
+            e.handle(HandleKind::Datatype, recvtype);
+            e.rank(i64::from(root), comm);
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -12808,18 +16519,37 @@ pub unsafe extern "C" fn MPI_Scatter_init_c(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request,
         )
     };
-    call.end(func::MPI_Scatter_init_c, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype);
-        e.rank(i64::from(root), comm);
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Scatter_init_c,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.int(sendcount);
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(recvcount);
+            e.handle(HandleKind::Datatype, recvtype);
+            e.rank(i64::from(root), comm);
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -13054,14 +16784,29 @@ pub unsafe extern "C" fn MPI_Send(
         return unsafe { real(buf, count, datatype, dest, tag, comm) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm) };
-    call.end(func::MPI_Send, ret, |e| {
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Send,
+        ret,
+        |k| {
+            [
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -13080,14 +16825,29 @@ pub unsafe extern "C" fn MPI_Send_c(
         return unsafe { real(buf, count, datatype, dest, tag, comm) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm) };
-    call.end(func::MPI_Send_c, ret, |e| {
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Send_c,
+        ret,
+        |k| {
+            [
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -13107,15 +16867,31 @@ pub unsafe extern "C" fn MPI_Send_init(
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
-    call.end(func::MPI_Send_init, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Send_init,
+        ret,
+        |k| unsafe {
+            [
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -13135,15 +16911,31 @@ pub unsafe extern "C" fn MPI_Send_init_c(
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
-    call.end(func::MPI_Send_init_c, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Send_init_c,
+        ret,
+        |k| unsafe {
+            [
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -13272,17 +17064,40 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
             buf, count, datatype, dest, sendtag, source, recvtag, comm, status,
         )
     };
-    call.end(func::MPI_Sendrecv_replace, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(sendtag));
-        e.rank(i64::from(source), comm);
-        e.tag(i64::from(recvtag));
-        e.handle(HandleKind::Comm, comm);
-        e.status(status, Some(comm));
-    });
+    call.end_keyed(
+        func::MPI_Sendrecv_replace,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(sendtag) as u64,
+                i64::from(source) as u64,
+                i64::from(recvtag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(sendtag));
+            e.rank(i64::from(source), comm);
+            e.tag(i64::from(recvtag));
+            e.handle(HandleKind::Comm, comm);
+            e.status(status, Some(comm));
+        },
+    );
     ret
 }
 
@@ -13313,17 +17128,40 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace_c(
             buf, count, datatype, dest, sendtag, source, recvtag, comm, status,
         )
     };
-    call.end(func::MPI_Sendrecv_replace_c, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(sendtag));
-        e.rank(i64::from(source), comm);
-        e.tag(i64::from(recvtag));
-        e.handle(HandleKind::Comm, comm);
-        e.status(status, Some(comm));
-    });
+    call.end_keyed(
+        func::MPI_Sendrecv_replace_c,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(sendtag) as u64,
+                i64::from(source) as u64,
+                i64::from(recvtag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(sendtag));
+            e.rank(i64::from(source), comm);
+            e.tag(i64::from(recvtag));
+            e.handle(HandleKind::Comm, comm);
+            e.status(status, Some(comm));
+        },
+    );
     ret
 }
 
@@ -13338,10 +17176,20 @@ pub unsafe extern "C" fn MPI_Session_call_errhandler(
         return unsafe { real(session, errorcode) };
     };
     let ret = unsafe { real(session, errorcode) };
-    call.end(func::MPI_Session_call_errhandler, ret, |e| {
-        e.handle(HandleKind::Session, session);
-        e.int(i64::from(errorcode));
-    });
+    call.end_keyed(
+        func::MPI_Session_call_errhandler,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::Session, session),
+                i64::from(errorcode) as u64,
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::Session, session);
+            e.int(i64::from(errorcode));
+        },
+    );
     ret
 }
 
@@ -13452,11 +17300,22 @@ pub unsafe extern "C" fn MPI_Session_get_num_psets(
         return unsafe { real(session, info, npset_names) };
     };
     let ret = unsafe { real(session, info, npset_names) };
-    call.end(func::MPI_Session_get_num_psets, ret, |e| unsafe {
-        e.handle(HandleKind::Session, session);
-        e.handle(HandleKind::Info, info);
-        e.int_out(npset_names);
-    });
+    call.end_keyed(
+        func::MPI_Session_get_num_psets,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Session, session),
+                k.handle(HandleKind::Info, info),
+                k.out(npset_names.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Session, session);
+            e.handle(HandleKind::Info, info);
+            e.int_out(npset_names);
+        },
+    );
     ret
 }
 
@@ -13511,10 +17370,20 @@ pub unsafe extern "C" fn MPI_Session_set_errhandler(
         return unsafe { real(session, errhandler) };
     };
     let ret = unsafe { real(session, errhandler) };
-    call.end(func::MPI_Session_set_errhandler, ret, |e| {
-        e.handle(HandleKind::Session, session);
-        e.handle(HandleKind::Errhandler, errhandler);
-    });
+    call.end_keyed(
+        func::MPI_Session_set_errhandler,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::Session, session),
+                k.handle(HandleKind::Errhandler, errhandler),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::Session, session);
+            e.handle(HandleKind::Errhandler, errhandler);
+        },
+    );
     ret
 }
 
@@ -13533,14 +17402,29 @@ pub unsafe extern "C" fn MPI_Ssend(
         return unsafe { real(buf, count, datatype, dest, tag, comm) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm) };
-    call.end(func::MPI_Ssend, ret, |e| {
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Ssend,
+        ret,
+        |k| {
+            [
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -13559,14 +17443,29 @@ pub unsafe extern "C" fn MPI_Ssend_c(
         return unsafe { real(buf, count, datatype, dest, tag, comm) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm) };
-    call.end(func::MPI_Ssend_c, ret, |e| {
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Ssend_c,
+        ret,
+        |k| {
+            [
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -13586,15 +17485,31 @@ pub unsafe extern "C" fn MPI_Ssend_init(
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
-    call.end(func::MPI_Ssend_init, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Ssend_init,
+        ret,
+        |k| unsafe {
+            [
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -13614,15 +17529,31 @@ pub unsafe extern "C" fn MPI_Ssend_init_c(
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
-    call.end(func::MPI_Ssend_init_c, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Ssend_init_c,
+        ret,
+        |k| unsafe {
+            [
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -13637,10 +17568,26 @@ pub unsafe extern "C" fn MPI_Status_c2f(
         return unsafe { real(c_status, f_status) };
     };
     let ret = unsafe { real(c_status, f_status) };
-    call.end(func::MPI_Status_c2f, ret, |e| unsafe {
-        e.status(c_status, None);
-        e.buffer(f_status.cast_const().cast());
-    });
+    call.end_keyed(
+        func::MPI_Status_c2f,
+        ret,
+        |k| unsafe {
+            let c_status_words = k.status(c_status);
+            [
+                c_status_words[0],
+                c_status_words[1],
+                c_status_words[2],
+                c_status_words[3],
+                c_status_words[4],
+                f_status as u64,
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.status(c_status, None);
+            e.buffer(f_status.cast_const().cast());
+        },
+    );
     ret
 }
 
@@ -13655,10 +17602,26 @@ pub unsafe extern "C" fn MPI_Status_c2f08(
         return unsafe { real(c_status, f08_status) };
     };
     let ret = unsafe { real(c_status, f08_status) };
-    call.end(func::MPI_Status_c2f08, ret, |e| unsafe {
-        e.status(c_status, None);
-        e.buffer(f08_status.cast_const().cast());
-    });
+    call.end_keyed(
+        func::MPI_Status_c2f08,
+        ret,
+        |k| unsafe {
+            let c_status_words = k.status(c_status);
+            [
+                c_status_words[0],
+                c_status_words[1],
+                c_status_words[2],
+                c_status_words[3],
+                c_status_words[4],
+                f08_status as u64,
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.status(c_status, None);
+            e.buffer(f08_status.cast_const().cast());
+        },
+    );
     ret
 }
 
@@ -13673,10 +17636,26 @@ pub unsafe extern "C" fn MPI_Status_f082c(
         return unsafe { real(f08_status, c_status) };
     };
     let ret = unsafe { real(f08_status, c_status) };
-    call.end(func::MPI_Status_f082c, ret, |e| unsafe {
-        e.buffer(f08_status.cast());
-        e.status(c_status, None);
-    });
+    call.end_keyed(
+        func::MPI_Status_f082c,
+        ret,
+        |k| unsafe {
+            let c_status_words = k.status(c_status);
+            [
+                f08_status as u64,
+                c_status_words[0],
+                c_status_words[1],
+                c_status_words[2],
+                c_status_words[3],
+                c_status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(f08_status.cast());
+            e.status(c_status, None);
+        },
+    );
     ret
 }
 
@@ -13691,10 +17670,26 @@ pub unsafe extern "C" fn MPI_Status_f2c(
         return unsafe { real(f_status, c_status) };
     };
     let ret = unsafe { real(f_status, c_status) };
-    call.end(func::MPI_Status_f2c, ret, |e| unsafe {
-        e.buffer(f_status.cast());
-        e.status(c_status, None);
-    });
+    call.end_keyed(
+        func::MPI_Status_f2c,
+        ret,
+        |k| unsafe {
+            let c_status_words = k.status(c_status);
+            [
+                f_status as u64,
+                c_status_words[0],
+                c_status_words[1],
+                c_status_words[2],
+                c_status_words[3],
+                c_status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(f_status.cast());
+            e.status(c_status, None);
+        },
+    );
     ret
 }
 
@@ -13706,10 +17701,25 @@ pub unsafe extern "C" fn MPI_Status_set_cancelled(status: *mut MPI_Status, flag:
         return unsafe { real(status, flag) };
     };
     let ret = unsafe { real(status, flag) };
-    call.end(func::MPI_Status_set_cancelled, ret, |e| unsafe {
-        e.status(status, None);
-        e.int(i64::from(flag));
-    });
+    call.end_keyed(
+        func::MPI_Status_set_cancelled,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                i64::from(flag) as u64,
+            ]
+        },
+        |e| unsafe {
+            e.status(status, None);
+            e.int(i64::from(flag));
+        },
+    );
     ret
 }
 
@@ -13725,11 +17735,27 @@ pub unsafe extern "C" fn MPI_Status_set_elements(
         return unsafe { real(status, datatype, count) };
     };
     let ret = unsafe { real(status, datatype, count) };
-    call.end(func::MPI_Status_set_elements, ret, |e| unsafe {
-        e.status(status, None);
-        e.handle(HandleKind::Datatype, datatype);
-        e.int(i64::from(count));
-    });
+    call.end_keyed(
+        func::MPI_Status_set_elements,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(count) as u64,
+            ]
+        },
+        |e| unsafe {
+            e.status(status, None);
+            e.handle(HandleKind::Datatype, datatype);
+            e.int(i64::from(count));
+        },
+    );
     ret
 }
 
@@ -13745,11 +17771,27 @@ pub unsafe extern "C" fn MPI_Status_set_elements_x(
         return unsafe { real(status, datatype, count) };
     };
     let ret = unsafe { real(status, datatype, count) };
-    call.end(func::MPI_Status_set_elements_x, ret, |e| unsafe {
-        e.status(status, None);
-        e.handle(HandleKind::Datatype, datatype);
-        e.int(count);
-    });
+    call.end_keyed(
+        func::MPI_Status_set_elements_x,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.handle(HandleKind::Datatype, datatype),
+                count as u64,
+            ]
+        },
+        |e| unsafe {
+            e.status(status, None);
+            e.handle(HandleKind::Datatype, datatype);
+            e.int(count);
+        },
+    );
     ret
 }
 
@@ -13761,9 +17803,14 @@ pub unsafe extern "C" fn MPI_T_category_changed(update_number: *mut c_int) -> c_
         return unsafe { real(update_number) };
     };
     let ret = unsafe { real(update_number) };
-    call.end(func::MPI_T_category_changed, ret, |e| unsafe {
-        e.int_out(update_number);
-    });
+    call.end_keyed(
+        func::MPI_T_category_changed,
+        ret,
+        |k| unsafe { [k.out(update_number.cast_const())] },
+        |e| unsafe {
+            e.int_out(update_number);
+        },
+    );
     ret
 }
 
@@ -13913,9 +17960,14 @@ pub unsafe extern "C" fn MPI_T_category_get_num(num_cat: *mut c_int) -> c_int {
         return unsafe { real(num_cat) };
     };
     let ret = unsafe { real(num_cat) };
-    call.end(func::MPI_T_category_get_num, ret, |e| unsafe {
-        e.int_out(num_cat);
-    });
+    call.end_keyed(
+        func::MPI_T_category_get_num,
+        ret,
+        |k| unsafe { [k.out(num_cat.cast_const())] },
+        |e| unsafe {
+            e.int_out(num_cat);
+        },
+    );
     ret
 }
 
@@ -13930,10 +17982,15 @@ pub unsafe extern "C" fn MPI_T_category_get_num_events(
         return unsafe { real(cat_index, num_events) };
     };
     let ret = unsafe { real(cat_index, num_events) };
-    call.end(func::MPI_T_category_get_num_events, ret, |e| unsafe {
-        e.int(i64::from(cat_index));
-        e.int_out(num_events);
-    });
+    call.end_keyed(
+        func::MPI_T_category_get_num_events,
+        ret,
+        |k| unsafe { [i64::from(cat_index) as u64, k.out(num_events.cast_const())] },
+        |e| unsafe {
+            e.int(i64::from(cat_index));
+            e.int_out(num_events);
+        },
+    );
     ret
 }
 
@@ -14032,9 +18089,14 @@ pub unsafe extern "C" fn MPI_T_cvar_get_num(num_cvar: *mut c_int) -> c_int {
         return unsafe { real(num_cvar) };
     };
     let ret = unsafe { real(num_cvar) };
-    call.end(func::MPI_T_cvar_get_num, ret, |e| unsafe {
-        e.int_out(num_cvar);
-    });
+    call.end_keyed(
+        func::MPI_T_cvar_get_num,
+        ret,
+        |k| unsafe { [k.out(num_cvar.cast_const())] },
+        |e| unsafe {
+            e.int_out(num_cvar);
+        },
+    );
     ret
 }
 
@@ -14083,10 +18145,21 @@ pub unsafe extern "C" fn MPI_T_cvar_read(handle: MPI_T_cvar_handle, buf: *mut c_
         return unsafe { real(handle, buf) };
     };
     let ret = unsafe { real(handle, buf) };
-    call.end(func::MPI_T_cvar_read, ret, |e| {
-        e.handle(HandleKind::CvarHandle, handle);
-        e.buffer(buf);
-    });
+    call.end_keyed(
+        func::MPI_T_cvar_read,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::CvarHandle, handle),
+                buf as u64,
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::CvarHandle, handle);
+            e.buffer(buf);
+        },
+    );
     ret
 }
 
@@ -14098,10 +18171,21 @@ pub unsafe extern "C" fn MPI_T_cvar_write(handle: MPI_T_cvar_handle, buf: *const
         return unsafe { real(handle, buf) };
     };
     let ret = unsafe { real(handle, buf) };
-    call.end(func::MPI_T_cvar_write, ret, |e| {
-        e.handle(HandleKind::CvarHandle, handle);
-        e.buffer(buf);
-    });
+    call.end_keyed(
+        func::MPI_T_cvar_write,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::CvarHandle, handle),
+                buf as u64,
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::CvarHandle, handle);
+            e.buffer(buf);
+        },
+    );
     ret
 }
 
@@ -14187,11 +18271,22 @@ pub unsafe extern "C" fn MPI_T_event_callback_set_info(
         return unsafe { real(event_registration, cb_safety, info) };
     };
     let ret = unsafe { real(event_registration, cb_safety, info) };
-    call.end(func::MPI_T_event_callback_set_info, ret, |e| {
-        e.handle(HandleKind::EventRegistration, event_registration);
-        e.int(i64::from(cb_safety));
-        e.handle(HandleKind::Info, info);
-    });
+    call.end_keyed(
+        func::MPI_T_event_callback_set_info,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::EventRegistration, event_registration),
+                i64::from(cb_safety) as u64,
+                k.handle(HandleKind::Info, info),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::EventRegistration, event_registration);
+            e.int(i64::from(cb_safety));
+            e.handle(HandleKind::Info, info);
+        },
+    );
     ret
 }
 
@@ -14206,10 +18301,21 @@ pub unsafe extern "C" fn MPI_T_event_copy(
         return unsafe { real(event_instance, buffer) };
     };
     let ret = unsafe { real(event_instance, buffer) };
-    call.end(func::MPI_T_event_copy, ret, |e| {
-        e.handle(HandleKind::EventInstance, event_instance);
-        e.buffer(buffer);
-    });
+    call.end_keyed(
+        func::MPI_T_event_copy,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::EventInstance, event_instance),
+                buffer as u64,
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::EventInstance, event_instance);
+            e.buffer(buffer);
+        },
+    );
     ret
 }
 
@@ -14340,9 +18446,14 @@ pub unsafe extern "C" fn MPI_T_event_get_num(num_events: *mut c_int) -> c_int {
         return unsafe { real(num_events) };
     };
     let ret = unsafe { real(num_events) };
-    call.end(func::MPI_T_event_get_num, ret, |e| unsafe {
-        e.int_out(num_events);
-    });
+    call.end_keyed(
+        func::MPI_T_event_get_num,
+        ret,
+        |k| unsafe { [k.out(num_events.cast_const())] },
+        |e| unsafe {
+            e.int_out(num_events);
+        },
+    );
     ret
 }
 
@@ -14357,10 +18468,20 @@ pub unsafe extern "C" fn MPI_T_event_get_source(
         return unsafe { real(event_instance, source_index) };
     };
     let ret = unsafe { real(event_instance, source_index) };
-    call.end(func::MPI_T_event_get_source, ret, |e| unsafe {
-        e.handle(HandleKind::EventInstance, event_instance);
-        e.int_out(source_index);
-    });
+    call.end_keyed(
+        func::MPI_T_event_get_source,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::EventInstance, event_instance),
+                k.out(source_index.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::EventInstance, event_instance);
+            e.int_out(source_index);
+        },
+    );
     ret
 }
 
@@ -14375,10 +18496,20 @@ pub unsafe extern "C" fn MPI_T_event_get_timestamp(
         return unsafe { real(event_instance, event_timestamp) };
     };
     let ret = unsafe { real(event_instance, event_timestamp) };
-    call.end(func::MPI_T_event_get_timestamp, ret, |e| unsafe {
-        e.handle(HandleKind::EventInstance, event_instance);
-        e.count_out(event_timestamp);
-    });
+    call.end_keyed(
+        func::MPI_T_event_get_timestamp,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::EventInstance, event_instance),
+                k.out(event_timestamp.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::EventInstance, event_instance);
+            e.count_out(event_timestamp);
+        },
+    );
     ret
 }
 
@@ -14416,11 +18547,23 @@ pub unsafe extern "C" fn MPI_T_event_handle_free(
         return unsafe { real(event_registration, user_data, free_cb_function) };
     };
     let ret = unsafe { real(event_registration, user_data, free_cb_function) };
-    call.end(func::MPI_T_event_handle_free, ret, |e| {
-        e.handle(HandleKind::EventRegistration, event_registration);
-        e.buffer(user_data);
-        e.callback(free_cb_function);
-    });
+    call.end_keyed(
+        func::MPI_T_event_handle_free,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::EventRegistration, event_registration),
+                user_data as u64,
+                free_cb_function as u64,
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::EventRegistration, event_registration);
+            e.buffer(user_data);
+            e.callback(free_cb_function);
+        },
+    );
     ret
 }
 
@@ -14453,10 +18596,20 @@ pub unsafe extern "C" fn MPI_T_event_handle_set_info(
         return unsafe { real(event_registration, info) };
     };
     let ret = unsafe { real(event_registration, info) };
-    call.end(func::MPI_T_event_handle_set_info, ret, |e| {
-        e.handle(HandleKind::EventRegistration, event_registration);
-        e.handle(HandleKind::Info, info);
-    });
+    call.end_keyed(
+        func::MPI_T_event_handle_set_info,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::EventRegistration, event_registration),
+                k.handle(HandleKind::Info, info),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::EventRegistration, event_registration);
+            e.handle(HandleKind::Info, info);
+        },
+    );
     ret
 }
 
@@ -14472,11 +18625,23 @@ pub unsafe extern "C" fn MPI_T_event_read(
         return unsafe { real(event_instance, element_index, buffer) };
     };
     let ret = unsafe { real(event_instance, element_index, buffer) };
-    call.end(func::MPI_T_event_read, ret, |e| {
-        e.handle(HandleKind::EventInstance, event_instance);
-        e.int(i64::from(element_index));
-        e.buffer(buffer);
-    });
+    call.end_keyed(
+        func::MPI_T_event_read,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::EventInstance, event_instance),
+                i64::from(element_index) as u64,
+                buffer as u64,
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::EventInstance, event_instance);
+            e.int(i64::from(element_index));
+            e.buffer(buffer);
+        },
+    );
     ret
 }
 
@@ -14510,13 +18675,27 @@ pub unsafe extern "C" fn MPI_T_event_register_callback(
             event_cb_function,
         )
     };
-    call.end(func::MPI_T_event_register_callback, ret, |e| {
-        e.handle(HandleKind::EventRegistration, event_registration);
-        e.int(i64::from(cb_safety));
-        e.handle(HandleKind::Info, info);
-        e.buffer(user_data);
-        e.callback(event_cb_function);
-    });
+    call.end_keyed(
+        func::MPI_T_event_register_callback,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::EventRegistration, event_registration),
+                i64::from(cb_safety) as u64,
+                k.handle(HandleKind::Info, info),
+                user_data as u64,
+                event_cb_function as u64,
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::EventRegistration, event_registration);
+            e.int(i64::from(cb_safety));
+            e.handle(HandleKind::Info, info);
+            e.buffer(user_data);
+            e.callback(event_cb_function);
+        },
+    );
     ret
 }
 
@@ -14531,10 +18710,20 @@ pub unsafe extern "C" fn MPI_T_event_set_dropped_handler(
         return unsafe { real(event_registration, dropped_cb_function) };
     };
     let ret = unsafe { real(event_registration, dropped_cb_function) };
-    call.end(func::MPI_T_event_set_dropped_handler, ret, |e| {
-        e.handle(HandleKind::EventRegistration, event_registration);
-        e.callback(dropped_cb_function);
-    });
+    call.end_keyed(
+        func::MPI_T_event_set_dropped_handler,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::EventRegistration, event_registration),
+                dropped_cb_function as u64,
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::EventRegistration, event_registration);
+            e.callback(dropped_cb_function);
+        },
+    );
     ret
 }
 
@@ -14546,7 +18735,7 @@ pub unsafe extern "C" fn MPI_T_finalize() -> c_int {
         return unsafe { real() };
     };
     let ret = unsafe { real() };
-    call.end(func::MPI_T_finalize, ret, |_| {});
+    call.end_keyed(func::MPI_T_finalize, ret, |_| [], |_| {});
     ret
 }
 
@@ -14558,10 +18747,15 @@ pub unsafe extern "C" fn MPI_T_init_thread(required: c_int, provided: *mut c_int
         return unsafe { real(required, provided) };
     };
     let ret = unsafe { real(required, provided) };
-    call.end(func::MPI_T_init_thread, ret, |e| unsafe {
-        e.int(i64::from(required));
-        e.int_out(provided);
-    });
+    call.end_keyed(
+        func::MPI_T_init_thread,
+        ret,
+        |k| unsafe { [i64::from(required) as u64, k.out(provided.cast_const())] },
+        |e| unsafe {
+            e.int(i64::from(required));
+            e.int_out(provided);
+        },
+    );
     ret
 }
 
@@ -14648,9 +18842,14 @@ pub unsafe extern "C" fn MPI_T_pvar_get_num(num_pvar: *mut c_int) -> c_int {
         return unsafe { real(num_pvar) };
     };
     let ret = unsafe { real(num_pvar) };
-    call.end(func::MPI_T_pvar_get_num, ret, |e| unsafe {
-        e.int_out(num_pvar);
-    });
+    call.end_keyed(
+        func::MPI_T_pvar_get_num,
+        ret,
+        |k| unsafe { [k.out(num_pvar.cast_const())] },
+        |e| unsafe {
+            e.int_out(num_pvar);
+        },
+    );
     ret
 }
 
@@ -14709,11 +18908,23 @@ pub unsafe extern "C" fn MPI_T_pvar_read(
         return unsafe { real(pe_session, handle, buf) };
     };
     let ret = unsafe { real(pe_session, handle, buf) };
-    call.end(func::MPI_T_pvar_read, ret, |e| {
-        e.handle(HandleKind::PvarSession, pe_session);
-        e.handle(HandleKind::PvarHandle, handle);
-        e.buffer(buf);
-    });
+    call.end_keyed(
+        func::MPI_T_pvar_read,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::PvarSession, pe_session),
+                k.handle(HandleKind::PvarHandle, handle),
+                buf as u64,
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::PvarSession, pe_session);
+            e.handle(HandleKind::PvarHandle, handle);
+            e.buffer(buf);
+        },
+    );
     ret
 }
 
@@ -14729,11 +18940,23 @@ pub unsafe extern "C" fn MPI_T_pvar_readreset(
         return unsafe { real(pe_session, handle, buf) };
     };
     let ret = unsafe { real(pe_session, handle, buf) };
-    call.end(func::MPI_T_pvar_readreset, ret, |e| {
-        e.handle(HandleKind::PvarSession, pe_session);
-        e.handle(HandleKind::PvarHandle, handle);
-        e.buffer(buf);
-    });
+    call.end_keyed(
+        func::MPI_T_pvar_readreset,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::PvarSession, pe_session),
+                k.handle(HandleKind::PvarHandle, handle),
+                buf as u64,
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::PvarSession, pe_session);
+            e.handle(HandleKind::PvarHandle, handle);
+            e.buffer(buf);
+        },
+    );
     ret
 }
 
@@ -14748,10 +18971,20 @@ pub unsafe extern "C" fn MPI_T_pvar_reset(
         return unsafe { real(pe_session, handle) };
     };
     let ret = unsafe { real(pe_session, handle) };
-    call.end(func::MPI_T_pvar_reset, ret, |e| {
-        e.handle(HandleKind::PvarSession, pe_session);
-        e.handle(HandleKind::PvarHandle, handle);
-    });
+    call.end_keyed(
+        func::MPI_T_pvar_reset,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::PvarSession, pe_session),
+                k.handle(HandleKind::PvarHandle, handle),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::PvarSession, pe_session);
+            e.handle(HandleKind::PvarHandle, handle);
+        },
+    );
     ret
 }
 
@@ -14796,10 +19029,20 @@ pub unsafe extern "C" fn MPI_T_pvar_start(
         return unsafe { real(pe_session, handle) };
     };
     let ret = unsafe { real(pe_session, handle) };
-    call.end(func::MPI_T_pvar_start, ret, |e| {
-        e.handle(HandleKind::PvarSession, pe_session);
-        e.handle(HandleKind::PvarHandle, handle);
-    });
+    call.end_keyed(
+        func::MPI_T_pvar_start,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::PvarSession, pe_session),
+                k.handle(HandleKind::PvarHandle, handle),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::PvarSession, pe_session);
+            e.handle(HandleKind::PvarHandle, handle);
+        },
+    );
     ret
 }
 
@@ -14814,10 +19057,20 @@ pub unsafe extern "C" fn MPI_T_pvar_stop(
         return unsafe { real(pe_session, handle) };
     };
     let ret = unsafe { real(pe_session, handle) };
-    call.end(func::MPI_T_pvar_stop, ret, |e| {
-        e.handle(HandleKind::PvarSession, pe_session);
-        e.handle(HandleKind::PvarHandle, handle);
-    });
+    call.end_keyed(
+        func::MPI_T_pvar_stop,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::PvarSession, pe_session),
+                k.handle(HandleKind::PvarHandle, handle),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::PvarSession, pe_session);
+            e.handle(HandleKind::PvarHandle, handle);
+        },
+    );
     ret
 }
 
@@ -14833,11 +19086,23 @@ pub unsafe extern "C" fn MPI_T_pvar_write(
         return unsafe { real(pe_session, handle, buf) };
     };
     let ret = unsafe { real(pe_session, handle, buf) };
-    call.end(func::MPI_T_pvar_write, ret, |e| {
-        e.handle(HandleKind::PvarSession, pe_session);
-        e.handle(HandleKind::PvarHandle, handle);
-        e.buffer(buf);
-    });
+    call.end_keyed(
+        func::MPI_T_pvar_write,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::PvarSession, pe_session),
+                k.handle(HandleKind::PvarHandle, handle),
+                buf as u64,
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::PvarSession, pe_session);
+            e.handle(HandleKind::PvarHandle, handle);
+            e.buffer(buf);
+        },
+    );
     ret
 }
 
@@ -14910,9 +19175,14 @@ pub unsafe extern "C" fn MPI_T_source_get_num(num_sources: *mut c_int) -> c_int 
         return unsafe { real(num_sources) };
     };
     let ret = unsafe { real(num_sources) };
-    call.end(func::MPI_T_source_get_num, ret, |e| unsafe {
-        e.int_out(num_sources);
-    });
+    call.end_keyed(
+        func::MPI_T_source_get_num,
+        ret,
+        |k| unsafe { [k.out(num_sources.cast_const())] },
+        |e| unsafe {
+            e.int_out(num_sources);
+        },
+    );
     ret
 }
 
@@ -14927,10 +19197,20 @@ pub unsafe extern "C" fn MPI_T_source_get_timestamp(
         return unsafe { real(source_index, timestamp) };
     };
     let ret = unsafe { real(source_index, timestamp) };
-    call.end(func::MPI_T_source_get_timestamp, ret, |e| unsafe {
-        e.int(i64::from(source_index));
-        e.count_out(timestamp);
-    });
+    call.end_keyed(
+        func::MPI_T_source_get_timestamp,
+        ret,
+        |k| unsafe {
+            [
+                i64::from(source_index) as u64,
+                k.out(timestamp.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.int(i64::from(source_index));
+            e.count_out(timestamp);
+        },
+    );
     ret
 }
 
@@ -14942,10 +19222,25 @@ pub unsafe extern "C" fn MPI_Test_cancelled(status: *const MPI_Status, flag: *mu
         return unsafe { real(status, flag) };
     };
     let ret = unsafe { real(status, flag) };
-    call.end(func::MPI_Test_cancelled, ret, |e| unsafe {
-        e.status(status, None);
-        e.int_out(flag);
-    });
+    call.end_keyed(
+        func::MPI_Test_cancelled,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.out(flag.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.status(status, None);
+            e.int_out(flag);
+        },
+    );
     ret
 }
 
@@ -14957,10 +19252,15 @@ pub unsafe extern "C" fn MPI_Topo_test(comm: MPI_Comm, status: *mut c_int) -> c_
         return unsafe { real(comm, status) };
     };
     let ret = unsafe { real(comm, status) };
-    call.end(func::MPI_Topo_test, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm);
-        e.int_out(status);
-    });
+    call.end_keyed(
+        func::MPI_Topo_test,
+        ret,
+        |k| unsafe { [k.handle(HandleKind::Comm, comm), k.out(status.cast_const())] },
+        |e| unsafe {
+            e.handle(HandleKind::Comm, comm);
+            e.int_out(status);
+        },
+    );
     ret
 }
 
@@ -14973,9 +19273,14 @@ pub unsafe extern "C" fn MPI_Type_commit(datatype: *mut HandleSlot) -> c_int {
     };
     let datatype_before = unsafe { handle_or_null(HandleKind::Datatype as usize, datatype.cast()) };
     let ret = unsafe { real(datatype) };
-    call.end(func::MPI_Type_commit, ret, |e| {
-        e.handle(HandleKind::Datatype, datatype_before);
-    });
+    call.end_keyed(
+        func::MPI_Type_commit,
+        ret,
+        |k| [k.handle(HandleKind::Datatype, datatype_before)],
+        |e| {
+            e.handle(HandleKind::Datatype, datatype_before);
+        },
+    );
     ret
 }
 
@@ -15804,10 +20109,20 @@ pub unsafe extern "C" fn MPI_Type_delete_attr(datatype: MPI_Datatype, type_keyva
         return unsafe { real(datatype, type_keyval) };
     };
     let ret = unsafe { real(datatype, type_keyval) };
-    call.end(func::MPI_Type_delete_attr, ret, |e| {
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Keyval, Handle::from(type_keyval));
-    });
+    call.end_keyed(
+        func::MPI_Type_delete_attr,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Keyval, Handle::from(type_keyval)),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Keyval, Handle::from(type_keyval));
+        },
+    );
     ret
 }
 
@@ -15834,10 +20149,20 @@ pub unsafe extern "C" fn MPI_Type_extent(datatype: MPI_Datatype, extent: *mut MP
         return unsafe { real(datatype, extent) };
     };
     let ret = unsafe { real(datatype, extent) };
-    call.end(func::MPI_Type_extent, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, datatype);
-        e.address_out(extent);
-    });
+    call.end_keyed(
+        func::MPI_Type_extent,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Datatype, datatype),
+                k.out(extent.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Datatype, datatype);
+            e.address_out(extent);
+        },
+    );
     ret
 }
 
@@ -15885,12 +20210,25 @@ pub unsafe extern "C" fn MPI_Type_get_attr(
         return unsafe { real(datatype, type_keyval, attribute_val, flag) };
     };
     let ret = unsafe { real(datatype, type_keyval, attribute_val, flag) };
-    call.end(func::MPI_Type_get_attr, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Keyval, Handle::from(type_keyval));
-        e.buffer(attribute_val);
-        e.int_out(flag);
-    });
+    call.end_keyed(
+        func::MPI_Type_get_attr,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Keyval, Handle::from(type_keyval)),
+                attribute_val as u64,
+                k.out(flag.cast_const()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Keyval, Handle::from(type_keyval));
+            e.buffer(attribute_val);
+            e.int_out(flag);
+        },
+    );
     ret
 }
 
@@ -16110,13 +20448,26 @@ pub unsafe extern "C" fn MPI_Type_get_envelope(
             combiner,
         )
     };
-    call.end(func::MPI_Type_get_envelope, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, datatype);
-        e.int_out(num_integers);
-        e.int_out(num_addresses);
-        e.int_out(num_datatypes);
-        e.int_out(combiner);
-    });
+    call.end_keyed(
+        func::MPI_Type_get_envelope,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Datatype, datatype),
+                k.out(num_integers.cast_const()),
+                k.out(num_addresses.cast_const()),
+                k.out(num_datatypes.cast_const()),
+                k.out(combiner.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Datatype, datatype);
+            e.int_out(num_integers);
+            e.int_out(num_addresses);
+            e.int_out(num_datatypes);
+            e.int_out(combiner);
+        },
+    );
     ret
 }
 
@@ -16153,14 +20504,28 @@ pub unsafe extern "C" fn MPI_Type_get_envelope_c(
             combiner,
         )
     };
-    call.end(func::MPI_Type_get_envelope_c, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, datatype);
-        e.count_out(num_integers);
-        e.count_out(num_addresses);
-        e.count_out(num_large_counts);
-        e.count_out(num_datatypes);
-        e.int_out(combiner);
-    });
+    call.end_keyed(
+        func::MPI_Type_get_envelope_c,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Datatype, datatype),
+                k.out(num_integers.cast_const()),
+                k.out(num_addresses.cast_const()),
+                k.out(num_large_counts.cast_const()),
+                k.out(num_datatypes.cast_const()),
+                k.out(combiner.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Datatype, datatype);
+            e.count_out(num_integers);
+            e.count_out(num_addresses);
+            e.count_out(num_large_counts);
+            e.count_out(num_datatypes);
+            e.int_out(combiner);
+        },
+    );
     ret
 }
 
@@ -16176,11 +20541,22 @@ pub unsafe extern "C" fn MPI_Type_get_extent(
         return unsafe { real(datatype, lb, extent) };
     };
     let ret = unsafe { real(datatype, lb, extent) };
-    call.end(func::MPI_Type_get_extent, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, datatype);
-        e.address_out(lb);
-        e.address_out(extent);
-    });
+    call.end_keyed(
+        func::MPI_Type_get_extent,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Datatype, datatype),
+                k.out(lb.cast_const()),
+                k.out(extent.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Datatype, datatype);
+            e.address_out(lb);
+            e.address_out(extent);
+        },
+    );
     ret
 }
 
@@ -16196,11 +20572,22 @@ pub unsafe extern "C" fn MPI_Type_get_extent_c(
         return unsafe { real(datatype, lb, extent) };
     };
     let ret = unsafe { real(datatype, lb, extent) };
-    call.end(func::MPI_Type_get_extent_c, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, datatype);
-        e.count_out(lb);
-        e.count_out(extent);
-    });
+    call.end_keyed(
+        func::MPI_Type_get_extent_c,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Datatype, datatype),
+                k.out(lb.cast_const()),
+                k.out(extent.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Datatype, datatype);
+            e.count_out(lb);
+            e.count_out(extent);
+        },
+    );
     ret
 }
 
@@ -16216,11 +20603,22 @@ pub unsafe extern "C" fn MPI_Type_get_extent_x(
         return unsafe { real(datatype, lb, extent) };
     };
     let ret = unsafe { real(datatype, lb, extent) };
-    call.end(func::MPI_Type_get_extent_x, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, datatype);
-        e.count_out(lb);
-        e.count_out(extent);
-    });
+    call.end_keyed(
+        func::MPI_Type_get_extent_x,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Datatype, datatype),
+                k.out(lb.cast_const()),
+                k.out(extent.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Datatype, datatype);
+            e.count_out(lb);
+            e.count_out(extent);
+        },
+    );
     ret
 }
 
@@ -16257,11 +20655,22 @@ pub unsafe extern "C" fn MPI_Type_get_true_extent(
         return unsafe { real(datatype, true_lb, true_extent) };
     };
     let ret = unsafe { real(datatype, true_lb, true_extent) };
-    call.end(func::MPI_Type_get_true_extent, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, datatype);
-        e.address_out(true_lb);
-        e.address_out(true_extent);
-    });
+    call.end_keyed(
+        func::MPI_Type_get_true_extent,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Datatype, datatype),
+                k.out(true_lb.cast_const()),
+                k.out(true_extent.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Datatype, datatype);
+            e.address_out(true_lb);
+            e.address_out(true_extent);
+        },
+    );
     ret
 }
 
@@ -16277,11 +20686,22 @@ pub unsafe extern "C" fn MPI_Type_get_true_extent_c(
         return unsafe { real(datatype, true_lb, true_extent) };
     };
     let ret = unsafe { real(datatype, true_lb, true_extent) };
-    call.end(func::MPI_Type_get_true_extent_c, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, datatype);
-        e.count_out(true_lb);
-        e.count_out(true_extent);
-    });
+    call.end_keyed(
+        func::MPI_Type_get_true_extent_c,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Datatype, datatype),
+                k.out(true_lb.cast_const()),
+                k.out(true_extent.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Datatype, datatype);
+            e.count_out(true_lb);
+            e.count_out(true_extent);
+        },
+    );
     ret
 }
 
@@ -16297,11 +20717,22 @@ pub unsafe extern "C" fn MPI_Type_get_true_extent_x(
         return unsafe { real(datatype, true_lb, true_extent) };
     };
     let ret = unsafe { real(datatype, true_lb, true_extent) };
-    call.end(func::MPI_Type_get_true_extent_x, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, datatype);
-        e.count_out(true_lb);
-        e.count_out(true_extent);
-    });
+    call.end_keyed(
+        func::MPI_Type_get_true_extent_x,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Datatype, datatype),
+                k.out(true_lb.cast_const()),
+                k.out(true_extent.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Datatype, datatype);
+            e.count_out(true_lb);
+            e.count_out(true_extent);
+        },
+    );
     ret
 }
 
@@ -16493,10 +20924,20 @@ pub unsafe extern "C" fn MPI_Type_lb(datatype: MPI_Datatype, displacement: *mut 
         return unsafe { real(datatype, displacement) };
     };
     let ret = unsafe { real(datatype, displacement) };
-    call.end(func::MPI_Type_lb, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, datatype);
-        e.address_out(displacement);
-    });
+    call.end_keyed(
+        func::MPI_Type_lb,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Datatype, datatype),
+                k.out(displacement.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Datatype, datatype);
+            e.address_out(displacement);
+        },
+    );
     ret
 }
 
@@ -16512,11 +20953,22 @@ pub unsafe extern "C" fn MPI_Type_match_size(
         return unsafe { real(typeclass, size, datatype) };
     };
     let ret = unsafe { real(typeclass, size, datatype) };
-    call.end(func::MPI_Type_match_size, ret, |e| unsafe {
-        e.int(i64::from(typeclass));
-        e.int(i64::from(size));
-        lookup_out(e, HandleKind::Datatype, datatype.cast());
-    });
+    call.end_keyed(
+        func::MPI_Type_match_size,
+        ret,
+        |k| unsafe {
+            [
+                i64::from(typeclass) as u64,
+                i64::from(size) as u64,
+                k.handle_out(HandleKind::Datatype, datatype.cast()),
+            ]
+        },
+        |e| unsafe {
+            e.int(i64::from(typeclass));
+            e.int(i64::from(size));
+            lookup_out(e, HandleKind::Datatype, datatype.cast());
+        },
+    );
     ret
 }
 
@@ -16532,11 +20984,23 @@ pub unsafe extern "C" fn MPI_Type_set_attr(
         return unsafe { real(datatype, type_keyval, attribute_val) };
     };
     let ret = unsafe { real(datatype, type_keyval, attribute_val) };
-    call.end(func::MPI_Type_set_attr, ret, |e| {
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Keyval, Handle::from(type_keyval));
-        e.buffer(attribute_val);
-    });
+    call.end_keyed(
+        func::MPI_Type_set_attr,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Keyval, Handle::from(type_keyval)),
+                attribute_val as u64,
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Keyval, Handle::from(type_keyval));
+            e.buffer(attribute_val);
+        },
+    );
     ret
 }
 
@@ -16566,10 +21030,20 @@ pub unsafe extern "C" fn MPI_Type_size(datatype: MPI_Datatype, size: *mut c_int)
         return unsafe { real(datatype, size) };
     };
     let ret = unsafe { real(datatype, size) };
-    call.end(func::MPI_Type_size, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, datatype);
-        e.int_out(size);
-    });
+    call.end_keyed(
+        func::MPI_Type_size,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Datatype, datatype),
+                k.out(size.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Datatype, datatype);
+            e.int_out(size);
+        },
+    );
     ret
 }
 
@@ -16581,10 +21055,20 @@ pub unsafe extern "C" fn MPI_Type_size_c(datatype: MPI_Datatype, size: *mut MPI_
         return unsafe { real(datatype, size) };
     };
     let ret = unsafe { real(datatype, size) };
-    call.end(func::MPI_Type_size_c, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, datatype);
-        e.count_out(size);
-    });
+    call.end_keyed(
+        func::MPI_Type_size_c,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Datatype, datatype),
+                k.out(size.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Datatype, datatype);
+            e.count_out(size);
+        },
+    );
     ret
 }
 
@@ -16596,10 +21080,20 @@ pub unsafe extern "C" fn MPI_Type_size_x(datatype: MPI_Datatype, size: *mut MPI_
         return unsafe { real(datatype, size) };
     };
     let ret = unsafe { real(datatype, size) };
-    call.end(func::MPI_Type_size_x, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, datatype);
-        e.count_out(size);
-    });
+    call.end_keyed(
+        func::MPI_Type_size_x,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Datatype, datatype),
+                k.out(size.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Datatype, datatype);
+            e.count_out(size);
+        },
+    );
     ret
 }
 
@@ -16670,10 +21164,20 @@ pub unsafe extern "C" fn MPI_Type_ub(datatype: MPI_Datatype, displacement: *mut 
         return unsafe { real(datatype, displacement) };
     };
     let ret = unsafe { real(datatype, displacement) };
-    call.end(func::MPI_Type_ub, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, datatype);
-        e.address_out(displacement);
-    });
+    call.end_keyed(
+        func::MPI_Type_ub,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Datatype, datatype),
+                k.out(displacement.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Datatype, datatype);
+            e.address_out(displacement);
+        },
+    );
     ret
 }
 
@@ -16742,15 +21246,31 @@ pub unsafe extern "C" fn MPI_Unpack(
     };
     let position_before = unsafe { read_or(position, 0) };
     let ret = unsafe { real(inbuf, insize, position, outbuf, outcount, datatype, comm) };
-    call.end(func::MPI_Unpack, ret, |e| {
-        e.buffer(inbuf);
-        e.address(i64::from(insize));
-        e.address(i64::from(position_before));
-        e.buffer(outbuf);
-        e.int(i64::from(outcount));
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Unpack,
+        ret,
+        |k| {
+            [
+                inbuf as u64,
+                i64::from(insize) as u64,
+                i64::from(position_before) as u64,
+                outbuf as u64,
+                i64::from(outcount) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(inbuf);
+            e.address(i64::from(insize));
+            e.address(i64::from(position_before));
+            e.buffer(outbuf);
+            e.int(i64::from(outcount));
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -16771,15 +21291,31 @@ pub unsafe extern "C" fn MPI_Unpack_c(
     };
     let position_before = unsafe { read_or(position, 0) };
     let ret = unsafe { real(inbuf, insize, position, outbuf, outcount, datatype, comm) };
-    call.end(func::MPI_Unpack_c, ret, |e| {
-        e.buffer(inbuf);
-        e.address(insize);
-        e.address(position_before);
-        e.buffer(outbuf);
-        e.int(outcount);
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Unpack_c,
+        ret,
+        |k| {
+            [
+                inbuf as u64,
+                insize as u64,
+                position_before as u64,
+                outbuf as u64,
+                outcount as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(inbuf);
+            e.address(insize);
+            e.address(position_before);
+            e.buffer(outbuf);
+            e.int(outcount);
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -16973,11 +21509,23 @@ pub unsafe extern "C" fn MPI_Win_attach(win: MPI_Win, base: *mut c_void, size: M
         return unsafe { real(win, base, size) };
     };
     let ret = unsafe { real(win, base, size) };
-    call.end(func::MPI_Win_attach, ret, |e| {
-        e.handle(HandleKind::Win, win);
-        e.buffer(base);
-        e.address(size);
-    });
+    call.end_keyed(
+        func::MPI_Win_attach,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::Win, win),
+                base as u64,
+                size as u64,
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::Win, win);
+            e.buffer(base);
+            e.address(size);
+        },
+    );
     ret
 }
 
@@ -16989,10 +21537,15 @@ pub unsafe extern "C" fn MPI_Win_call_errhandler(win: MPI_Win, errorcode: c_int)
         return unsafe { real(win, errorcode) };
     };
     let ret = unsafe { real(win, errorcode) };
-    call.end(func::MPI_Win_call_errhandler, ret, |e| {
-        e.handle(HandleKind::Win, win);
-        e.int(i64::from(errorcode));
-    });
+    call.end_keyed(
+        func::MPI_Win_call_errhandler,
+        ret,
+        |k| [k.handle(HandleKind::Win, win), i64::from(errorcode) as u64],
+        |e| {
+            e.handle(HandleKind::Win, win);
+            e.int(i64::from(errorcode));
+        },
+    );
     ret
 }
 
@@ -17004,9 +21557,14 @@ pub unsafe extern "C" fn MPI_Win_complete(win: MPI_Win) -> c_int {
         return unsafe { real(win) };
     };
     let ret = unsafe { real(win) };
-    call.end(func::MPI_Win_complete, ret, |e| {
-        e.handle(HandleKind::Win, win);
-    });
+    call.end_keyed(
+        func::MPI_Win_complete,
+        ret,
+        |k| [k.handle(HandleKind::Win, win)],
+        |e| {
+            e.handle(HandleKind::Win, win);
+        },
+    );
     ret
 }
 
@@ -17144,10 +21702,20 @@ pub unsafe extern "C" fn MPI_Win_delete_attr(win: MPI_Win, win_keyval: c_int) ->
         return unsafe { real(win, win_keyval) };
     };
     let ret = unsafe { real(win, win_keyval) };
-    call.end(func::MPI_Win_delete_attr, ret, |e| {
-        e.handle(HandleKind::Win, win);
-        e.handle(HandleKind::Keyval, Handle::from(win_keyval));
-    });
+    call.end_keyed(
+        func::MPI_Win_delete_attr,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::Win, win),
+                k.handle(HandleKind::Keyval, Handle::from(win_keyval)),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::Win, win);
+            e.handle(HandleKind::Keyval, Handle::from(win_keyval));
+        },
+    );
     ret
 }
 
@@ -17159,10 +21727,15 @@ pub unsafe extern "C" fn MPI_Win_detach(win: MPI_Win, base: *const c_void) -> c_
         return unsafe { real(win, base) };
     };
     let ret = unsafe { real(win, base) };
-    call.end(func::MPI_Win_detach, ret, |e| {
-        e.handle(HandleKind::Win, win);
-        e.buffer(base);
-    });
+    call.end_keyed(
+        func::MPI_Win_detach,
+        ret,
+        |k| [k.handle(HandleKind::Win, win), base as u64, k.segments()],
+        |e| {
+            e.handle(HandleKind::Win, win);
+            e.buffer(base);
+        },
+    );
     ret
 }
 
@@ -17174,10 +21747,15 @@ pub unsafe extern "C" fn MPI_Win_fence(assert: c_int, win: MPI_Win) -> c_int {
         return unsafe { real(assert, win) };
     };
     let ret = unsafe { real(assert, win) };
-    call.end(func::MPI_Win_fence, ret, |e| {
-        e.int(i64::from(assert));
-        e.handle(HandleKind::Win, win);
-    });
+    call.end_keyed(
+        func::MPI_Win_fence,
+        ret,
+        |k| [i64::from(assert) as u64, k.handle(HandleKind::Win, win)],
+        |e| {
+            e.int(i64::from(assert));
+            e.handle(HandleKind::Win, win);
+        },
+    );
     ret
 }
 
@@ -17189,10 +21767,15 @@ pub unsafe extern "C" fn MPI_Win_flush(rank: c_int, win: MPI_Win) -> c_int {
         return unsafe { real(rank, win) };
     };
     let ret = unsafe { real(rank, win) };
-    call.end(func::MPI_Win_flush, ret, |e| {
-        win_rank(e, i64::from(rank), win);
-        e.handle(HandleKind::Win, win);
-    });
+    call.end_keyed(
+        func::MPI_Win_flush,
+        ret,
+        |k| [i64::from(rank) as u64, k.handle(HandleKind::Win, win)],
+        |e| {
+            win_rank(e, i64::from(rank), win);
+            e.handle(HandleKind::Win, win);
+        },
+    );
     ret
 }
 
@@ -17204,9 +21787,14 @@ pub unsafe extern "C" fn MPI_Win_flush_all(win: MPI_Win) -> c_int {
         return unsafe { real(win) };
     };
     let ret = unsafe { real(win) };
-    call.end(func::MPI_Win_flush_all, ret, |e| {
-        e.handle(HandleKind::Win, win);
-    });
+    call.end_keyed(
+        func::MPI_Win_flush_all,
+        ret,
+        |k| [k.handle(HandleKind::Win, win)],
+        |e| {
+            e.handle(HandleKind::Win, win);
+        },
+    );
     ret
 }
 
@@ -17218,10 +21806,15 @@ pub unsafe extern "C" fn MPI_Win_flush_local(rank: c_int, win: MPI_Win) -> c_int
         return unsafe { real(rank, win) };
     };
     let ret = unsafe { real(rank, win) };
-    call.end(func::MPI_Win_flush_local, ret, |e| {
-        win_rank(e, i64::from(rank), win);
-        e.handle(HandleKind::Win, win);
-    });
+    call.end_keyed(
+        func::MPI_Win_flush_local,
+        ret,
+        |k| [i64::from(rank) as u64, k.handle(HandleKind::Win, win)],
+        |e| {
+            win_rank(e, i64::from(rank), win);
+            e.handle(HandleKind::Win, win);
+        },
+    );
     ret
 }
 
@@ -17233,9 +21826,14 @@ pub unsafe extern "C" fn MPI_Win_flush_local_all(win: MPI_Win) -> c_int {
         return unsafe { real(win) };
     };
     let ret = unsafe { real(win) };
-    call.end(func::MPI_Win_flush_local_all, ret, |e| {
-        e.handle(HandleKind::Win, win);
-    });
+    call.end_keyed(
+        func::MPI_Win_flush_local_all,
+        ret,
+        |k| [k.handle(HandleKind::Win, win)],
+        |e| {
+            e.handle(HandleKind::Win, win);
+        },
+    );
     ret
 }
 
@@ -17283,12 +21881,25 @@ pub unsafe extern "C" fn MPI_Win_get_attr(
         return unsafe { real(win, win_keyval, attribute_val, flag) };
     };
     let ret = unsafe { real(win, win_keyval, attribute_val, flag) };
-    call.end(func::MPI_Win_get_attr, ret, |e| unsafe {
-        e.handle(HandleKind::Win, win);
-        e.handle(HandleKind::Keyval, Handle::from(win_keyval));
-        e.buffer(attribute_val);
-        e.int_out(flag);
-    });
+    call.end_keyed(
+        func::MPI_Win_get_attr,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Win, win),
+                k.handle(HandleKind::Keyval, Handle::from(win_keyval)),
+                attribute_val as u64,
+                k.out(flag.cast_const()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Win, win);
+            e.handle(HandleKind::Keyval, Handle::from(win_keyval));
+            e.buffer(attribute_val);
+            e.int_out(flag);
+        },
+    );
     ret
 }
 
@@ -17374,12 +21985,24 @@ pub unsafe extern "C" fn MPI_Win_lock(
         return unsafe { real(lock_type, rank, assert, win) };
     };
     let ret = unsafe { real(lock_type, rank, assert, win) };
-    call.end(func::MPI_Win_lock, ret, |e| {
-        e.int(i64::from(lock_type));
-        win_rank(e, i64::from(rank), win);
-        e.int(i64::from(assert));
-        e.handle(HandleKind::Win, win);
-    });
+    call.end_keyed(
+        func::MPI_Win_lock,
+        ret,
+        |k| {
+            [
+                i64::from(lock_type) as u64,
+                i64::from(rank) as u64,
+                i64::from(assert) as u64,
+                k.handle(HandleKind::Win, win),
+            ]
+        },
+        |e| {
+            e.int(i64::from(lock_type));
+            win_rank(e, i64::from(rank), win);
+            e.int(i64::from(assert));
+            e.handle(HandleKind::Win, win);
+        },
+    );
     ret
 }
 
@@ -17391,10 +22014,15 @@ pub unsafe extern "C" fn MPI_Win_lock_all(assert: c_int, win: MPI_Win) -> c_int 
         return unsafe { real(assert, win) };
     };
     let ret = unsafe { real(assert, win) };
-    call.end(func::MPI_Win_lock_all, ret, |e| {
-        e.int(i64::from(assert));
-        e.handle(HandleKind::Win, win);
-    });
+    call.end_keyed(
+        func::MPI_Win_lock_all,
+        ret,
+        |k| [i64::from(assert) as u64, k.handle(HandleKind::Win, win)],
+        |e| {
+            e.int(i64::from(assert));
+            e.handle(HandleKind::Win, win);
+        },
+    );
     ret
 }
 
@@ -17406,11 +22034,22 @@ pub unsafe extern "C" fn MPI_Win_post(group: MPI_Group, assert: c_int, win: MPI_
         return unsafe { real(group, assert, win) };
     };
     let ret = unsafe { real(group, assert, win) };
-    call.end(func::MPI_Win_post, ret, |e| {
-        e.handle(HandleKind::Group, group);
-        e.int(i64::from(assert));
-        e.handle(HandleKind::Win, win);
-    });
+    call.end_keyed(
+        func::MPI_Win_post,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::Group, group),
+                i64::from(assert) as u64,
+                k.handle(HandleKind::Win, win),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::Group, group);
+            e.int(i64::from(assert));
+            e.handle(HandleKind::Win, win);
+        },
+    );
     ret
 }
 
@@ -17426,11 +22065,23 @@ pub unsafe extern "C" fn MPI_Win_set_attr(
         return unsafe { real(win, win_keyval, attribute_val) };
     };
     let ret = unsafe { real(win, win_keyval, attribute_val) };
-    call.end(func::MPI_Win_set_attr, ret, |e| {
-        e.handle(HandleKind::Win, win);
-        e.handle(HandleKind::Keyval, Handle::from(win_keyval));
-        e.buffer(attribute_val);
-    });
+    call.end_keyed(
+        func::MPI_Win_set_attr,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::Win, win),
+                k.handle(HandleKind::Keyval, Handle::from(win_keyval)),
+                attribute_val as u64,
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::Win, win);
+            e.handle(HandleKind::Keyval, Handle::from(win_keyval));
+            e.buffer(attribute_val);
+        },
+    );
     ret
 }
 
@@ -17442,10 +22093,20 @@ pub unsafe extern "C" fn MPI_Win_set_errhandler(win: MPI_Win, errhandler: MPI_Er
         return unsafe { real(win, errhandler) };
     };
     let ret = unsafe { real(win, errhandler) };
-    call.end(func::MPI_Win_set_errhandler, ret, |e| {
-        e.handle(HandleKind::Win, win);
-        e.handle(HandleKind::Errhandler, errhandler);
-    });
+    call.end_keyed(
+        func::MPI_Win_set_errhandler,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::Win, win),
+                k.handle(HandleKind::Errhandler, errhandler),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::Win, win);
+            e.handle(HandleKind::Errhandler, errhandler);
+        },
+    );
     ret
 }
 
@@ -17457,10 +22118,20 @@ pub unsafe extern "C" fn MPI_Win_set_info(win: MPI_Win, info: MPI_Info) -> c_int
         return unsafe { real(win, info) };
     };
     let ret = unsafe { real(win, info) };
-    call.end(func::MPI_Win_set_info, ret, |e| {
-        e.handle(HandleKind::Win, win);
-        e.handle(HandleKind::Info, info);
-    });
+    call.end_keyed(
+        func::MPI_Win_set_info,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::Win, win),
+                k.handle(HandleKind::Info, info),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::Win, win);
+            e.handle(HandleKind::Info, info);
+        },
+    );
     ret
 }
 
@@ -17493,13 +22164,27 @@ pub unsafe extern "C" fn MPI_Win_shared_query(
         return unsafe { real(win, rank, size, disp_unit, baseptr) };
     };
     let ret = unsafe { real(win, rank, size, disp_unit, baseptr) };
-    call.end(func::MPI_Win_shared_query, ret, |e| unsafe {
-        e.handle(HandleKind::Win, win);
-        win_rank(e, i64::from(rank), win);
-        e.address_out(size);
-        e.int_out(disp_unit);
-        buffer_out(e, baseptr.cast_const().cast());
-    });
+    call.end_keyed(
+        func::MPI_Win_shared_query,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Win, win),
+                i64::from(rank) as u64,
+                k.out(size.cast_const()),
+                k.out(disp_unit.cast_const()),
+                k.pointer_out(baseptr.cast_const().cast::<*mut c_void>()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Win, win);
+            win_rank(e, i64::from(rank), win);
+            e.address_out(size);
+            e.int_out(disp_unit);
+            buffer_out(e, baseptr.cast_const().cast());
+        },
+    );
     ret
 }
 
@@ -17517,13 +22202,27 @@ pub unsafe extern "C" fn MPI_Win_shared_query_c(
         return unsafe { real(win, rank, size, disp_unit, baseptr) };
     };
     let ret = unsafe { real(win, rank, size, disp_unit, baseptr) };
-    call.end(func::MPI_Win_shared_query_c, ret, |e| unsafe {
-        e.handle(HandleKind::Win, win);
-        win_rank(e, i64::from(rank), win);
-        e.address_out(size);
-        e.address_out(disp_unit);
-        buffer_out(e, baseptr.cast_const().cast());
-    });
+    call.end_keyed(
+        func::MPI_Win_shared_query_c,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Win, win),
+                i64::from(rank) as u64,
+                k.out(size.cast_const()),
+                k.out(disp_unit.cast_const()),
+                k.pointer_out(baseptr.cast_const().cast::<*mut c_void>()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Win, win);
+            win_rank(e, i64::from(rank), win);
+            e.address_out(size);
+            e.address_out(disp_unit);
+            buffer_out(e, baseptr.cast_const().cast());
+        },
+    );
     ret
 }
 
@@ -17535,11 +22234,22 @@ pub unsafe extern "C" fn MPI_Win_start(group: MPI_Group, assert: c_int, win: MPI
         return unsafe { real(group, assert, win) };
     };
     let ret = unsafe { real(group, assert, win) };
-    call.end(func::MPI_Win_start, ret, |e| {
-        e.handle(HandleKind::Group, group);
-        e.int(i64::from(assert));
-        e.handle(HandleKind::Win, win);
-    });
+    call.end_keyed(
+        func::MPI_Win_start,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::Group, group),
+                i64::from(assert) as u64,
+                k.handle(HandleKind::Win, win),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::Group, group);
+            e.int(i64::from(assert));
+            e.handle(HandleKind::Win, win);
+        },
+    );
     ret
 }
 
@@ -17551,9 +22261,14 @@ pub unsafe extern "C" fn MPI_Win_sync(win: MPI_Win) -> c_int {
         return unsafe { real(win) };
     };
     let ret = unsafe { real(win) };
-    call.end(func::MPI_Win_sync, ret, |e| {
-        e.handle(HandleKind::Win, win);
-    });
+    call.end_keyed(
+        func::MPI_Win_sync,
+        ret,
+        |k| [k.handle(HandleKind::Win, win)],
+        |e| {
+            e.handle(HandleKind::Win, win);
+        },
+    );
     ret
 }
 
@@ -17565,10 +22280,15 @@ pub unsafe extern "C" fn MPI_Win_test(win: MPI_Win, flag: *mut c_int) -> c_int {
         return unsafe { real(win, flag) };
     };
     let ret = unsafe { real(win, flag) };
-    call.end(func::MPI_Win_test, ret, |e| unsafe {
-        e.handle(HandleKind::Win, win);
-        e.int_out(flag);
-    });
+    call.end_keyed(
+        func::MPI_Win_test,
+        ret,
+        |k| unsafe { [k.handle(HandleKind::Win, win), k.out(flag.cast_const())] },
+        |e| unsafe {
+            e.handle(HandleKind::Win, win);
+            e.int_out(flag);
+        },
+    );
     ret
 }
 
@@ -17580,10 +22300,15 @@ pub unsafe extern "C" fn MPI_Win_unlock(rank: c_int, win: MPI_Win) -> c_int {
         return unsafe { real(rank, win) };
     };
     let ret = unsafe { real(rank, win) };
-    call.end(func::MPI_Win_unlock, ret, |e| {
-        win_rank(e, i64::from(rank), win);
-        e.handle(HandleKind::Win, win);
-    });
+    call.end_keyed(
+        func::MPI_Win_unlock,
+        ret,
+        |k| [i64::from(rank) as u64, k.handle(HandleKind::Win, win)],
+        |e| {
+            win_rank(e, i64::from(rank), win);
+            e.handle(HandleKind::Win, win);
+        },
+    );
     ret
 }
 
@@ -17595,9 +22320,14 @@ pub unsafe extern "C" fn MPI_Win_unlock_all(win: MPI_Win) -> c_int {
         return unsafe { real(win) };
     };
     let ret = unsafe { real(win) };
-    call.end(func::MPI_Win_unlock_all, ret, |e| {
-        e.handle(HandleKind::Win, win);
-    });
+    call.end_keyed(
+        func::MPI_Win_unlock_all,
+        ret,
+        |k| [k.handle(HandleKind::Win, win)],
+        |e| {
+            e.handle(HandleKind::Win, win);
+        },
+    );
     ret
 }
 
@@ -17609,9 +22339,14 @@ pub unsafe extern "C" fn MPI_Win_wait(win: MPI_Win) -> c_int {
         return unsafe { real(win) };
     };
     let ret = unsafe { real(win) };
-    call.end(func::MPI_Win_wait, ret, |e| {
-        e.handle(HandleKind::Win, win);
-    });
+    call.end_keyed(
+        func::MPI_Win_wait,
+        ret,
+        |k| [k.handle(HandleKind::Win, win)],
+        |e| {
+            e.handle(HandleKind::Win, win);
+        },
+    );
     ret
 }
 
