@@ -240,6 +240,7 @@ mod tests {
             grammar: Grammar::empty(),
             ranks,
             run_start_ns: None,
+            rank_stats: Default::default(),
         }
     }
 

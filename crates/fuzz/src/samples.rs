@@ -216,6 +216,7 @@ pub fn sample_rank_trace(rank: u32) -> RankTrace {
             total_ns: 1000 * t,
             min_ns: t,
             max_ns: 10 * t,
+            gap_ns: 3 * t,
         })
         .collect();
     let comm = |seq, comm, size| CommEntry {

@@ -106,6 +106,12 @@ impl Encoder<'_> {
         put_rank(self.out, Self::rank_value(v, info));
     }
 
+    /// A collective's root: absolute, since every rank names the same one
+    /// (MPI_ROOT and MPI_PROC_NULL of inter-communicators as constants).
+    pub fn root(&mut self, v: i64) {
+        put_rank(self.out, Self::rank_value(v, None));
+    }
+
     /// `v` as encoded, given what is known of the caller's place in its communicator.
     fn rank_value(v: i64, comm: Option<CommInfo>) -> Rank {
         match v {

@@ -388,6 +388,7 @@ fn scalar(s: &Scalar, x: &str, ct: &CType) -> String {
         Scalar::Address => format!("e.address({int});"),
         Scalar::Tag => format!("e.tag({int});"),
         Scalar::Rank(c) => format!("e.rank({int}, {c});"),
+        Scalar::Root => format!("e.root({int});"),
         Scalar::WinRank(w) => format!("win_rank(e, {int}, {w});"),
         Scalar::Handle(k) => format!("e.handle(HandleKind::{k}, {x}.into_handle());"),
         Scalar::Request => format!("e.request({x});"),

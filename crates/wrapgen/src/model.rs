@@ -54,6 +54,9 @@ pub enum Scalar {
     Tag,
     /// A rank in this communicator (parameter name).
     Rank(String),
+    /// A collective's root: recorded as an absolute rank, since every rank
+    /// names the same root (relative values would differ from rank to rank).
+    Root,
     /// A rank in this window's group (parameter name).
     WinRank(String),
     Handle(&'static str),
@@ -139,7 +142,7 @@ impl Scalar {
             Scalar::Int => Enc::Int,
             Scalar::Address => Enc::Address,
             Scalar::Tag => Enc::Tag,
-            Scalar::Rank(_) | Scalar::WinRank(_) => Enc::Rank,
+            Scalar::Rank(_) | Scalar::Root | Scalar::WinRank(_) => Enc::Rank,
             Scalar::Handle(k) => Enc::Handle(k),
             Scalar::Request => Enc::Request,
             Scalar::Callback => Enc::Callback,
@@ -333,7 +336,9 @@ fn action(f: &Function, p: &Param, ct: &CType, skel: &FuncModel, o: &Overrides) 
                     Scalar::Tag => Out::Tag,
                     Scalar::Location => Out::Location,
                     Scalar::Rank(c) => Out::Rank(c),
-                    Scalar::WinRank(_) => bail!("window rank outputs are not supported"),
+                    Scalar::WinRank(_) | Scalar::Root => {
+                        bail!("window rank and root outputs are not supported")
+                    }
                     s => Out::Number {
                         method: match ct.base.as_str() {
                             "MPI_Aint" => "address_out",
@@ -400,6 +405,7 @@ fn action(f: &Function, p: &Param, ct: &CType, skel: &FuncModel, o: &Overrides) 
 fn rank_scalar(p: &Param, f: &FuncModel, rank_in: Option<&str>) -> Result<Option<Scalar>> {
     let of = |name: &str| -> Result<Option<Scalar>> {
         match f.param(name).map(|q| q.ctype.base.as_str()) {
+            Some("MPI_Comm") if p.name == "root" => Ok(Some(Scalar::Root)),
             Some("MPI_Comm") => Ok(Some(Scalar::Rank(name.to_owned()))),
             Some("MPI_Win") => Ok(Some(Scalar::WinRank(name.to_owned()))),
             _ => bail!("rank_in = {name:?}: not a communicator or window parameter"),

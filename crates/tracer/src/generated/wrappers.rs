@@ -1678,7 +1678,7 @@ pub unsafe extern "C" fn MPI_Bcast(
         e.buffer(buffer);
         e.int(i64::from(count));
         e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm.into_handle());
     });
     ret
@@ -1702,7 +1702,7 @@ pub unsafe extern "C" fn MPI_Bcast_c(
         e.buffer(buffer);
         e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm.into_handle());
     });
     ret
@@ -1728,7 +1728,7 @@ pub unsafe extern "C" fn MPI_Bcast_init(
         e.buffer(buffer);
         e.int(i64::from(count));
         e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm.into_handle());
         e.handle(HandleKind::Info, info.into_handle());
         e.new_request(request);
@@ -1756,7 +1756,7 @@ pub unsafe extern "C" fn MPI_Bcast_init_c(
         e.buffer(buffer);
         e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm.into_handle());
         e.handle(HandleKind::Info, info.into_handle());
         e.new_request(request);
@@ -2195,7 +2195,7 @@ pub unsafe extern "C" fn MPI_Comm_accept(
             std::ptr::null()
         });
         e.handle(HandleKind::Info, info.into_handle());
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm.into_handle());
         e.new_comm_out(newcomm, None);
     });
@@ -2259,7 +2259,7 @@ pub unsafe extern "C" fn MPI_Comm_connect(
             std::ptr::null()
         });
         e.handle(HandleKind::Info, info.into_handle());
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm.into_handle());
         e.new_comm_out(newcomm, None);
     });
@@ -2854,7 +2854,7 @@ pub unsafe extern "C" fn MPI_Comm_spawn(
         array(e, argv, argv_len, |e, v| e.string(v));
         e.int(i64::from(maxprocs));
         e.handle(HandleKind::Info, info.into_handle());
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm.into_handle());
         e.new_comm_out(intercomm, None);
         let array_of_errcodes_len = if e.ok() && e.is_root(root, comm) {
@@ -2946,7 +2946,7 @@ pub unsafe extern "C" fn MPI_Comm_spawn_multiple(
         array(e, array_of_info, array_of_info_len, |e, v| {
             e.handle(HandleKind::Info, v.into_handle())
         });
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm.into_handle());
         e.new_comm_out(intercomm, None);
         let array_of_errcodes_len = if e.ok() && e.is_root(root, comm) {
@@ -5620,7 +5620,7 @@ pub unsafe extern "C" fn MPI_Gather(
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
         e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm.into_handle());
     });
     ret
@@ -5659,7 +5659,7 @@ pub unsafe extern "C" fn MPI_Gather_c(
         e.buffer(recvbuf);
         e.int(recvcount);
         e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm.into_handle());
     });
     ret
@@ -5701,7 +5701,7 @@ pub unsafe extern "C" fn MPI_Gather_init(
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
         e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm.into_handle());
         e.handle(HandleKind::Info, info.into_handle());
         e.new_request(request);
@@ -5745,7 +5745,7 @@ pub unsafe extern "C" fn MPI_Gather_init_c(
         e.buffer(recvbuf);
         e.int(recvcount);
         e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm.into_handle());
         e.handle(HandleKind::Info, info.into_handle());
         e.new_request(request);
@@ -5798,7 +5798,7 @@ pub unsafe extern "C" fn MPI_Gatherv(
         };
         array(e, displs, displs_len, |e, v| e.address(i64::from(v)));
         e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm.into_handle());
     });
     ret
@@ -5849,7 +5849,7 @@ pub unsafe extern "C" fn MPI_Gatherv_c(
         };
         array(e, displs, displs_len, |e, v| e.address(v));
         e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm.into_handle());
     });
     ret
@@ -5904,7 +5904,7 @@ pub unsafe extern "C" fn MPI_Gatherv_init(
         };
         array(e, displs, displs_len, |e, v| e.address(i64::from(v)));
         e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm.into_handle());
         e.handle(HandleKind::Info, info.into_handle());
         e.new_request(request);
@@ -5961,7 +5961,7 @@ pub unsafe extern "C" fn MPI_Gatherv_init_c(
         };
         array(e, displs, displs_len, |e, v| e.address(v));
         e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm.into_handle());
         e.handle(HandleKind::Info, info.into_handle());
         e.new_request(request);
@@ -7428,7 +7428,7 @@ pub unsafe extern "C" fn MPI_Ibcast(
         e.buffer(buffer);
         e.int(i64::from(count));
         e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm.into_handle());
         e.new_request(request);
     });
@@ -7454,7 +7454,7 @@ pub unsafe extern "C" fn MPI_Ibcast_c(
         e.buffer(buffer);
         e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm.into_handle());
         e.new_request(request);
     });
@@ -7607,7 +7607,7 @@ pub unsafe extern "C" fn MPI_Igather(
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
         e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm.into_handle());
         e.new_request(request);
     });
@@ -7648,7 +7648,7 @@ pub unsafe extern "C" fn MPI_Igather_c(
         e.buffer(recvbuf);
         e.int(recvcount);
         e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm.into_handle());
         e.new_request(request);
     });
@@ -7703,7 +7703,7 @@ pub unsafe extern "C" fn MPI_Igatherv(
         };
         array(e, displs, displs_len, |e, v| e.address(i64::from(v)));
         e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm.into_handle());
         e.new_request(request);
     });
@@ -7758,7 +7758,7 @@ pub unsafe extern "C" fn MPI_Igatherv_c(
         };
         array(e, displs, displs_len, |e, v| e.address(v));
         e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm.into_handle());
         e.new_request(request);
     });
@@ -8750,7 +8750,7 @@ pub unsafe extern "C" fn MPI_Ireduce(
         e.int(i64::from(count));
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.handle(HandleKind::Op, op.into_handle());
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm.into_handle());
         e.new_request(request);
     });
@@ -8781,7 +8781,7 @@ pub unsafe extern "C" fn MPI_Ireduce_c(
         e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.handle(HandleKind::Op, op.into_handle());
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm.into_handle());
         e.new_request(request);
     });
@@ -9062,7 +9062,7 @@ pub unsafe extern "C" fn MPI_Iscatter(
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
         e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm.into_handle());
         e.new_request(request);
     });
@@ -9103,7 +9103,7 @@ pub unsafe extern "C" fn MPI_Iscatter_c(
         e.buffer(recvbuf);
         e.int(recvcount);
         e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm.into_handle());
         e.new_request(request);
     });
@@ -9158,7 +9158,7 @@ pub unsafe extern "C" fn MPI_Iscatterv(
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
         e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm.into_handle());
         e.new_request(request);
     });
@@ -9213,7 +9213,7 @@ pub unsafe extern "C" fn MPI_Iscatterv_c(
         e.buffer(recvbuf);
         e.int(recvcount);
         e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm.into_handle());
         e.new_request(request);
     });
@@ -11408,7 +11408,7 @@ pub unsafe extern "C" fn MPI_Reduce(
         e.int(i64::from(count));
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.handle(HandleKind::Op, op.into_handle());
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm.into_handle());
     });
     ret
@@ -11436,7 +11436,7 @@ pub unsafe extern "C" fn MPI_Reduce_c(
         e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.handle(HandleKind::Op, op.into_handle());
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm.into_handle());
     });
     ret
@@ -11475,7 +11475,7 @@ pub unsafe extern "C" fn MPI_Reduce_init(
         e.int(i64::from(count));
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.handle(HandleKind::Op, op.into_handle());
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm.into_handle());
         e.handle(HandleKind::Info, info.into_handle());
         e.new_request(request);
@@ -11516,7 +11516,7 @@ pub unsafe extern "C" fn MPI_Reduce_init_c(
         e.int(count);
         e.handle(HandleKind::Datatype, datatype.into_handle());
         e.handle(HandleKind::Op, op.into_handle());
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm.into_handle());
         e.handle(HandleKind::Info, info.into_handle());
         e.new_request(request);
@@ -12545,7 +12545,7 @@ pub unsafe extern "C" fn MPI_Scatter(
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
         e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm.into_handle());
     });
     ret
@@ -12584,7 +12584,7 @@ pub unsafe extern "C" fn MPI_Scatter_c(
         e.buffer(recvbuf);
         e.int(recvcount);
         e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm.into_handle());
     });
     ret
@@ -12626,7 +12626,7 @@ pub unsafe extern "C" fn MPI_Scatter_init(
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
         e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm.into_handle());
         e.handle(HandleKind::Info, info.into_handle());
         e.new_request(request);
@@ -12670,7 +12670,7 @@ pub unsafe extern "C" fn MPI_Scatter_init_c(
         e.buffer(recvbuf);
         e.int(recvcount);
         e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm.into_handle());
         e.handle(HandleKind::Info, info.into_handle());
         e.new_request(request);
@@ -12723,7 +12723,7 @@ pub unsafe extern "C" fn MPI_Scatterv(
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
         e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm.into_handle());
     });
     ret
@@ -12774,7 +12774,7 @@ pub unsafe extern "C" fn MPI_Scatterv_c(
         e.buffer(recvbuf);
         e.int(recvcount);
         e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm.into_handle());
     });
     ret
@@ -12829,7 +12829,7 @@ pub unsafe extern "C" fn MPI_Scatterv_init(
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
         e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm.into_handle());
         e.handle(HandleKind::Info, info.into_handle());
         e.new_request(request);
@@ -12886,7 +12886,7 @@ pub unsafe extern "C" fn MPI_Scatterv_init_c(
         e.buffer(recvbuf);
         e.int(recvcount);
         e.handle(HandleKind::Datatype, recvtype.into_handle());
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm.into_handle());
         e.handle(HandleKind::Info, info.into_handle());
         e.new_request(request);
