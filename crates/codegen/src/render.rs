@@ -325,7 +325,7 @@ impl Context {
                 Value::Str(Some(s)) => c_string(s),
                 _ => "NULL".into(),
             },
-            Action::StrOut { .. } => scratch(pos),
+            Action::StrOut { .. } | Action::Coords { .. } => scratch(pos),
             Action::Array { elem, out, .. } => match v {
                 Value::Array(None) => match (elem, p.action.clone()) {
                     (Elem::Status, _) => "MPI_STATUSES_IGNORE".into(),

@@ -370,6 +370,17 @@ fn encode(b: &mut Body<'_>, p: &ParamModel) -> Result<()> {
                 element(elem, &p.ctype)?
             )
         }
+        Action::Coords { comm, len } => {
+            b.needs_unsafe = true;
+            let len = len
+                .as_ref()
+                .context("coordinates without a length (overrides: len)")?;
+            let len = lenexpr::len_rust(len, b)?;
+            b.encode.push(format!(
+                "let {n}_len = if e.ok() {{ {len} }} else {{ None }};"
+            ));
+            format!("e.coords_out({n}, {n}_len, {comm});")
+        }
         Action::Varargs => bail!("varargs reached the encoder"),
     };
     b.encode.push(stmt);

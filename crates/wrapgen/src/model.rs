@@ -24,6 +24,7 @@ pub enum Enc {
     Str,
     Callback,
     Array(Box<Enc>),
+    Coords,
 }
 
 impl Enc {
@@ -41,6 +42,7 @@ impl Enc {
             Enc::Str => "Enc::Str".into(),
             Enc::Callback => "Enc::Callback".into(),
             Enc::Array(e) => format!("Enc::Array(&{})", e.rust()),
+            Enc::Coords => "Enc::Coords".into(),
         }
     }
 }
@@ -132,6 +134,12 @@ pub enum Action {
         /// `int weights[]`: MPI_UNWEIGHTED / MPI_WEIGHTS_EMPTY possible.
         weights: bool,
     },
+    /// An output array of coordinates in this communicator's Cartesian
+    /// grid (parameter name), of length `len`.
+    Coords {
+        comm: String,
+        len: Option<Expr>,
+    },
     /// `...`: not encoded.
     Varargs,
 }
@@ -184,6 +192,7 @@ impl Action {
             },
             Action::Str { .. } | Action::StrOut { .. } => Enc::Str,
             Action::Array { elem, .. } => Enc::Array(Box::new(elem.enc())),
+            Action::Coords { .. } => Enc::Coords,
             Action::Varargs => return None,
         })
     }
@@ -315,6 +324,16 @@ fn action(f: &Function, p: &Param, ct: &CType, skel: &FuncModel, o: &Overrides) 
         Class::Number if p.kind == "ARGUMENT_COUNT" && ct.depth() > 0 => {
             Action::Value(Scalar::Buffer)
         }
+        Class::Number if is_array && ov.coords => match skel.comms().as_slice() {
+            [comm] if p.dir == Dir::Out => Action::Coords {
+                comm: (*comm).to_owned(),
+                len: len(data_len.clone())?,
+            },
+            _ => bail!(
+                "{}: coordinates are an output beside one communicator",
+                p.name
+            ),
+        },
         Class::Number | Class::Address | Class::Location | Class::Rank | Class::Tag if is_array => {
             let elem = match ct.array {
                 crate::ctype::Array::Rows(n) => Elem::Row(n),

@@ -1972,7 +1972,7 @@ pub unsafe extern "C" fn MPI_Cart_coords(
         } else {
             None
         };
-        array(e, coords, coords_len, |e, v| e.int(i64::from(v)));
+        e.coords_out(coords, coords_len, comm);
     });
     ret
 }
@@ -2043,7 +2043,7 @@ pub unsafe extern "C" fn MPI_Cart_get(
         } else {
             None
         };
-        array(e, coords, coords_len, |e, v| e.int(i64::from(v)));
+        e.coords_out(coords, coords_len, comm);
     });
     ret
 }
