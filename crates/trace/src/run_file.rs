@@ -15,7 +15,9 @@ use crate::rank::{
     bad_section, check_funcs, checked_name, decode_stats, encode_funcs, encode_stats,
 };
 use crate::summary::TimingSummary;
-use crate::{CallTimes, Error, RankMeta, RankPart, RankStats, Trace, section};
+use crate::{
+    CallTimes, ClockSync, Error, RankClock, RankMeta, RankPart, RankStats, Trace, section,
+};
 use mpigram_format::TraceFile;
 use mpigram_grammar::{Grammar, Progression, StreamId};
 use mpigram_varint::{ByteReader, PutVarint};
@@ -52,7 +54,15 @@ impl Trace {
             run.put_u32(stride);
             run.put_u32(len);
         }
-        run.put_u64(self.run_start_ns().to_bits());
+        let run_start = metas
+            .iter()
+            .map(|m| RankClock::of(m).global_ns(0))
+            .fold(f64::INFINITY, f64::min);
+        run.put_u64(
+            self.run_start_ns
+                .map_or(run_start, |s| s.min(run_start))
+                .to_bits(),
+        );
         run.extend(encode_funcs(&self.signatures));
         run.put_u64(self.signatures.len() as u64);
         self.signatures.iter().for_each(|s| run.put_blob(s));
@@ -293,14 +303,16 @@ fn wall_ns(ranks: &[RankPart]) -> u64 {
     end.saturating_sub(start)
 }
 
-/// The metadata a summarised file keeps: start and end times rounded down
-/// to a unit of about 1/4096 of the run (a power of two of nanoseconds,
-/// returned), and on each host every rank with the clock of the rank whose
-/// clock was measured best (ranks of a host share its clock; with
-/// aggregated timing only, nothing needs a rank's own tick calibration).
+/// The metadata a summarised file keeps: times counted from the run's
+/// first start and rounded down to a unit of about 1/4096 of the run (a
+/// power of two of nanoseconds, returned); on each host every rank with the
+/// clock measurements of the rank whose clock was measured best (ranks of a
+/// host share its clock); no tick calibration (with aggregated timing only,
+/// nothing is in ticks).
 fn summarised_metas(ranks: &[RankPart]) -> (Vec<RankMeta>, u64) {
     let share = (wall_ns(ranks) / TIME_UNIT_SHARE).max(1);
     let unit = 1u64 << share.ilog2();
+    let origin = ranks.iter().map(|r| r.meta.start_ns).min().unwrap_or(0) / unit * unit;
     let error = |m: &RankMeta| {
         m.clock_sync
             .iter()
@@ -316,15 +328,23 @@ fn summarised_metas(ranks: &[RankPart]) -> (Vec<RankMeta>, u64) {
             *b = m;
         }
     }
+    let time = |ns: u64| ns.saturating_sub(origin) / unit * unit;
     let metas = ranks
         .iter()
         .map(|r| {
             let b = best[r.meta.host.as_str()];
             RankMeta {
-                start_ns: r.meta.start_ns / unit * unit,
-                end_ns: r.meta.end_ns / unit * unit,
-                ns_per_tick: b.ns_per_tick,
-                clock_sync: b.clock_sync.clone(),
+                start_ns: time(r.meta.start_ns),
+                end_ns: time(r.meta.end_ns),
+                ns_per_tick: 1.0,
+                clock_sync: b
+                    .clock_sync
+                    .iter()
+                    .map(|s| ClockSync {
+                        at_ns: time(s.at_ns),
+                        ..*s
+                    })
+                    .collect(),
                 ..r.meta.clone()
             }
         })

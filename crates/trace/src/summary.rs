@@ -130,58 +130,99 @@ impl Spread {
         named.saturating_add(others.saturating_mul(self.rest.map_or(0, |r| r.mean_ns)))
     }
 
-    fn encode(&self, out: &mut Vec<u8>) {
+    /// Appends the spread to the columns: a head (named ranks, and
+    /// whether the others are none, all alike or a range), the named
+    /// (rank step, code), the others' mean code, and their range as code
+    /// steps below and above the mean.
+    fn encode(&self, c: &mut Columns) {
         let b = bins();
-        out.put_u64((self.named.len() as u64) << 1 | u64::from(self.rest.is_some()));
+        let rest = match self.rest {
+            None => REST_NONE,
+            Some(r) if r.lo_ns == r.hi_ns => REST_ALIKE,
+            Some(_) => REST_RANGE,
+        };
+        c.heads.put_u64((self.named.len() as u64) << 2 | rest);
         let mut last = 0;
         for &(rank, v) in &self.named {
-            out.put_u32(rank - last);
+            c.named.put_u32(rank - last);
             last = rank;
-            out.put_u32(b.code(v));
+            c.named.put_u32(b.code(v));
         }
-        if let Some(rest) = self.rest {
-            let mean = b.code(rest.mean_ns);
-            out.put_u32(mean);
-            out.put_u32(mean - b.code(rest.lo_ns));
-            out.put_u32(b.code(rest.hi_ns) - mean);
+        if let Some(r) = self.rest {
+            let mean = b.code(r.mean_ns);
+            c.means.put_u32(mean);
+            if rest == REST_RANGE {
+                c.ranges.put_u32(mean - b.code(r.lo_ns));
+                c.ranges.put_u32(b.code(r.hi_ns) - mean);
+            }
         }
     }
 
-    fn decode(r: &mut ByteReader<'_>) -> Result<Spread, DecodeError> {
-        let at = r.position();
-        let head = r.u64()?;
-        if head >> 1 > NAMED as u64 {
-            return Err(out_of_range(at, head >> 1, "named ranks"));
+    fn decode(c: &mut ColumnReaders<'_>) -> Result<Spread, DecodeError> {
+        let at = c.heads.position();
+        let head = c.heads.u64()?;
+        let (count, rest) = (head >> 2, head & 3);
+        if count > NAMED as u64 || rest > REST_RANGE {
+            return Err(out_of_range(at, head, "summary head"));
         }
-        let mut named = Vec::with_capacity((head >> 1) as usize);
+        let mut named = Vec::with_capacity(count as usize);
         let mut rank = 0u32;
-        for i in 0..head >> 1 {
-            let at = r.position();
-            let step = r.u32()?;
+        for i in 0..count {
+            let at = c.named.position();
+            let step = c.named.u32()?;
             rank = match rank.checked_add(step) {
                 Some(next) if i == 0 || step > 0 => next,
                 _ => return Err(out_of_range(at, step.into(), "named rank")),
             };
-            named.push((rank, value(r)?));
+            named.push((rank, value(&mut c.named)?));
         }
-        let rest = if head & 1 == 1 {
-            let at = r.position();
-            let mean = r.u32()?;
-            let (below, above) = (r.u32()?, r.u32()?);
-            let code = |c: Option<u32>| {
-                c.and_then(|c| bins().value(c))
-                    .ok_or_else(|| out_of_range(at, mean.into(), "summarised time"))
-            };
-            Some(Rest {
-                mean_ns: code(Some(mean))?,
-                lo_ns: code(mean.checked_sub(below))?,
-                hi_ns: code(mean.checked_add(above))?,
-            })
-        } else {
-            None
+        let rest = match rest {
+            REST_NONE => None,
+            _ => {
+                let at = c.means.position();
+                let mean = c.means.u32()?;
+                let (below, above) = match rest {
+                    REST_RANGE => (c.ranges.u32()?, c.ranges.u32()?),
+                    _ => (0, 0),
+                };
+                let code = |c: Option<u32>| {
+                    c.and_then(|c| bins().value(c))
+                        .ok_or_else(|| out_of_range(at, mean.into(), "summarised time"))
+                };
+                Some(Rest {
+                    mean_ns: code(Some(mean))?,
+                    lo_ns: code(mean.checked_sub(below))?,
+                    hi_ns: code(mean.checked_add(above))?,
+                })
+            }
         };
         Ok(Spread { named, rest })
     }
+}
+
+/// [`Rest`] kinds in a spread's head: no other ranks, others all alike
+/// (one value), others over a range.
+const REST_NONE: u64 = 0;
+const REST_ALIKE: u64 = 1;
+const REST_RANGE: u64 = 2;
+
+/// A summary is stored as columns (all heads, then all named ranks, ...),
+/// which compress better than one signature after the other.
+#[derive(Default)]
+struct Columns {
+    heads: Vec<u8>,
+    named: Vec<u8>,
+    means: Vec<u8>,
+    ranges: Vec<u8>,
+    max: Vec<u8>,
+}
+
+struct ColumnReaders<'a> {
+    heads: ByteReader<'a>,
+    named: ByteReader<'a>,
+    means: ByteReader<'a>,
+    ranges: ByteReader<'a>,
+    max: ByteReader<'a>,
 }
 
 /// A stored time's code, decoded.
@@ -200,8 +241,7 @@ pub struct SignatureTiming {
     pub time: Spread,
     /// Each rank's gaps before them (the computation that preceded them).
     pub gap: Spread,
-    /// The shortest and the longest call, over all ranks.
-    pub min_ns: u64,
+    /// The longest call, over all ranks (the shortest is not kept).
     pub max_ns: u64,
 }
 
@@ -232,7 +272,6 @@ impl TimingSummary {
                 SignatureTiming {
                     time: Spread::of(&of(|s| s.total_ns), wall_ns),
                     gap: Spread::of(&of(|s| s.gap_ns), wall_ns),
-                    min_ns: quantised(calls.iter().map(|(_, s)| s.min_ns).min().unwrap_or(0)),
                     max_ns: quantised(calls.iter().map(|(_, s)| s.max_ns).max().unwrap_or(0)),
                 }
             })
@@ -241,26 +280,37 @@ impl TimingSummary {
     }
 
     pub fn encode(&self, out: &mut Vec<u8>) {
-        let b = bins();
+        let mut c = Columns::default();
         for s in &self.signatures {
-            s.time.encode(out);
-            s.gap.encode(out);
-            out.put_u32(b.code(s.min_ns));
-            out.put_u32(b.code(s.max_ns));
+            s.time.encode(&mut c);
+            s.gap.encode(&mut c);
+            c.max.put_u32(bins().code(s.max_ns));
+        }
+        for column in [c.heads, c.named, c.means, c.ranges, c.max] {
+            out.put_blob(&column);
         }
     }
 
     /// Reads the timing of `n` signatures.
     pub fn decode(r: &mut ByteReader<'_>, n: usize) -> Result<TimingSummary, DecodeError> {
-        // A forged count must not size the vector: 6 bytes at least each.
-        let mut signatures = Vec::with_capacity(n.min(r.remaining() / 6));
+        let mut c = ColumnReaders {
+            heads: ByteReader::new(r.blob()?),
+            named: ByteReader::new(r.blob()?),
+            means: ByteReader::new(r.blob()?),
+            ranges: ByteReader::new(r.blob()?),
+            max: ByteReader::new(r.blob()?),
+        };
+        // A forged count must not size the vector: 3 bytes at least each.
+        let mut signatures = Vec::with_capacity(n.min(c.heads.remaining() / 2));
         for _ in 0..n {
             signatures.push(SignatureTiming {
-                time: Spread::decode(r)?,
-                gap: Spread::decode(r)?,
-                min_ns: value(r)?,
-                max_ns: value(r)?,
+                time: Spread::decode(&mut c)?,
+                gap: Spread::decode(&mut c)?,
+                max_ns: value(&mut c.max)?,
             });
+        }
+        for column in [c.heads, c.named, c.means, c.ranges, c.max] {
+            column.finish()?;
         }
         Ok(TimingSummary { signatures })
     }
@@ -289,7 +339,7 @@ impl TimingSummary {
                         CallStats {
                             count,
                             total_ns: s.time.value(rank),
-                            min_ns: s.min_ns,
+                            min_ns: 0,
                             max_ns: s.max_ns,
                             gap_ns: s.gap.value(rank),
                         },
@@ -365,7 +415,6 @@ mod tests {
                 SignatureTiming {
                     time,
                     gap: Spread::of(&[(5, 123_456_789)], 10),
-                    min_ns: quantised(6_000),
                     max_ns: quantised(9_999),
                 },
                 SignatureTiming::default(),
@@ -376,16 +425,16 @@ mod tests {
         let mut r = ByteReader::new(&bytes);
         assert_eq!(TimingSummary::decode(&mut r, 2).unwrap(), summary);
         r.finish().unwrap();
-        // A code past the last bin.
-        let mut bad = Vec::new();
-        bad.put_u64(1);
-        bad.put_u32(u32::MAX);
-        bad.put_u32(0);
-        bad.put_u32(0);
-        assert!(Spread::decode(&mut ByteReader::new(&bad)).is_err());
-        // More named ranks than a summary names.
-        let mut bad = Vec::new();
-        bad.put_u64((NAMED as u64 + 1) << 1);
-        assert!(Spread::decode(&mut ByteReader::new(&bad)).is_err());
+        // A code past the last bin; more named ranks than a summary names.
+        for (heads, named) in [
+            (vec![1 << 2], vec![0, 0xff, 0xff, 0x0f]),
+            (vec![20 << 2], vec![]),
+        ] {
+            let mut bad = Vec::new();
+            for column in [heads, named, vec![], vec![], vec![]] {
+                bad.put_blob(&column);
+            }
+            assert!(TimingSummary::decode(&mut ByteReader::new(&bad), 1).is_err());
+        }
     }
 }
