@@ -30,9 +30,9 @@ pub const FILE_KIND_RUN: u32 = 2;
 /// Ranks per chunk of per-rank sections in a whole-run file.
 pub const RANKS_PER_CHUNK: usize = 64;
 
-/// In a summarised file, start and end times are kept to about this share
-/// of the run's wall time (a power of two of nanoseconds).
-const TIME_UNIT_SHARE: u64 = 4096;
+/// In a summarised file, start and end times are kept to a unit of about
+/// the run's wall time divided by this (a power of two of nanoseconds).
+const TIME_UNIT_SHARE: u64 = 256;
 
 impl Trace {
     /// The sections: (kind, index, payload). Every rank's own aggregated
@@ -304,7 +304,7 @@ fn wall_ns(ranks: &[RankPart]) -> u64 {
 }
 
 /// The metadata a summarised file keeps: times counted from the run's
-/// first start and rounded down to a unit of about 1/4096 of the run (a
+/// first start and rounded down to a unit of about 1/256 of the run (a
 /// power of two of nanoseconds, returned); on each host every rank with the
 /// clock measurements of the rank whose clock was measured best (ranks of a
 /// host share its clock); no tick calibration (with aggregated timing only,

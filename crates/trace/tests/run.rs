@@ -176,9 +176,9 @@ fn a_summarised_trace_names_the_ranks_that_stand_out_and_keeps_the_rest_within_b
     merged_aggregated(n).write(dir.path()).unwrap();
     let t = Trace::open(dir.path()).unwrap();
     assert_eq!(t.rank_stats, RankStats::Summary);
-    // Times from the first start, in units of 8,192 ns (the power of two
-    // below 1/4096 of the 49 ms run).
-    let (origin, unit) = (1_000_000 / 8_192 * 8_192, 8_192);
+    // Times from the first start, in units of 131,072 ns (the power of two
+    // below 1/256 of the 49 ms run).
+    let (origin, unit) = (1_000_000 / 131_072 * 131_072, 131_072);
     for r in 0..n {
         let original = aggregated_rank(r, n);
         assert!(t.calls(r).eq(original.calls()), "rank {r}");
