@@ -3,7 +3,6 @@
 use super::perfetto::{TYPE_SLICE_BEGIN, TYPE_SLICE_END, Trace as PerfettoTrace};
 use super::*;
 use crate::matching::{PredefinedComms, match_calls};
-use prost::Message;
 use serde_json::Value as Json;
 
 use crate::decode::test_call as call;
@@ -407,7 +406,7 @@ fn chrome_json_shows_each_request_from_post_to_completion_without_overlap() {
 #[test]
 fn perfetto_protobuf_decodes_with_nested_slices_per_track_and_paired_flows() {
     let (bytes, _) = export_run(Format::Perfetto);
-    let trace = PerfettoTrace::decode(bytes.as_slice()).expect("a Trace message");
+    let trace = PerfettoTrace::read(bytes.as_slice()).expect("a Trace message");
     assert!(
         trace
             .packet
