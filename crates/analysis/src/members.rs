@@ -213,6 +213,8 @@ mod tests {
                 recorder_allocations: 0,
                 ns_per_tick: 1.0,
                 clock_sync: Vec::new(),
+                run: 0,
+                lost: mpigram_trace::Lost::None,
             },
             stats: Vec::new(),
             comms,
@@ -241,6 +243,7 @@ mod tests {
             ranks,
             run_start_ns: None,
             rank_stats: Default::default(),
+            skipped: Vec::new(),
         }
     }
 

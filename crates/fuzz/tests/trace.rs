@@ -247,3 +247,39 @@ fn another_function_table_is_refused_in_one_line() {
     assert!(e.contains("written by another version"), "{e}");
     assert!(!e.contains('\n'), "{e}");
 }
+
+/// A whole-run file whose per-rank chunk sections (PARTS, CALL_STATS,
+/// per-call times) are each zstd frames of 48 MiB of zeros (within what a section
+/// may decode to): the reader decodes and checks them one at a time, so
+/// it never holds more than one of them, and refuses the file at the first.
+#[test]
+fn inflated_sections_are_decoded_and_refused_one_at_a_time() {
+    const INFLATED: usize = 48 << 20;
+    let (kind, flags, mut sections) = read_sections(sample_run_file());
+    for s in &mut sections {
+        let chunked = [
+            section::PARTS,
+            section::CALL_STATS,
+            section::LOSSY_TIMES,
+            section::EXACT_TIMES,
+        ];
+        if chunked.contains(&s.kind) {
+            s.codec = mpigram_format::Codec::Zstd;
+            s.payload = vec![0; INFLATED];
+        }
+    }
+    let bytes = write_sections(kind, flags, &sections);
+    drop(sections);
+    let run = bounded(move || {
+        Trace::from_bytes(bytes, RUN_FILE_NAME)
+            .err()
+            .map(|e| e.to_string())
+    });
+    let e = run.value.expect("refused");
+    assert!(e.contains("PARTS"), "{e}");
+    assert!(
+        run.most_held < 2 * INFLATED,
+        "held {} MiB at once",
+        run.most_held >> 20
+    );
+}

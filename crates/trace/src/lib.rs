@@ -16,6 +16,7 @@
 mod error;
 pub mod journal;
 mod meta;
+mod one_run;
 mod parts;
 mod rank;
 mod run;
@@ -25,7 +26,7 @@ pub mod timing;
 
 pub use error::Error;
 pub use journal::{recover_rank, recoverable_ranks};
-pub use meta::{Bases, ClockSync, Ending, RankClock, RankMeta, Timing};
+pub use meta::{Bases, ClockSync, Ending, Lost, RankClock, RankMeta, Timing, host_name};
 pub use rank::{CallStats, CallTimes, CommEntry, NO_RANK, RankTrace};
 pub use run::{RUN_FILE_NAME, RankPart, RankStats, Trace};
 pub use run_file::{FILE_KIND_RUN, RANKS_PER_CHUNK};

@@ -7,7 +7,7 @@
 //! versions) and timing modes are numbered in tables of the whole file.
 
 use crate::meta::out_of_range;
-use crate::{ClockSync, CommEntry, Ending, RankMeta, Timing};
+use crate::{ClockSync, CommEntry, Ending, Lost, RankMeta, Timing};
 use mpigram_varint::{ByteReader, DecodeError, PutVarint, unzigzag, zigzag};
 
 /// The strings and timing modes of a file's ranks, each once.
@@ -160,6 +160,9 @@ fn comm_row(c: &CommEntry) -> [u64; 8] {
     ]
 }
 
+/// Metadata fields stored as columns.
+const COLUMNS: usize = 13;
+
 /// Appends the parts of a chunk's ranks; start and end times are stored in
 /// units of `unit` nanoseconds (1: exact).
 pub(crate) fn encode_chunk(
@@ -168,7 +171,7 @@ pub(crate) fn encode_chunk(
     tables: &Tables,
     unit: u64,
 ) {
-    let fields: [fn(&RankMeta, &Tables, u64) -> u64; 11] = [
+    let fields: [fn(&RankMeta, &Tables, u64) -> u64; COLUMNS] = [
         |m, _, _| m.world_size.into(),
         |m, _, _| m.pid.into(),
         |m, t, _| t.string(&m.host),
@@ -180,6 +183,8 @@ pub(crate) fn encode_chunk(
         |m, _, _| ending_code(m.ending),
         |m, _, _| m.recorder_allocations,
         |m, _, _| m.ns_per_tick.to_bits(),
+        |m, _, _| m.run,
+        |m, _, _| m.lost.code(),
     ];
     for f in fields {
         put_column(out, ranks.iter().map(|(m, _)| f(m, tables, unit)));
@@ -204,8 +209,8 @@ pub(crate) fn decode_chunk(
     unit: u64,
 ) -> Result<Vec<(RankMeta, Vec<CommEntry>)>, DecodeError> {
     let n = ranks.len();
-    let mut columns = Vec::with_capacity(11);
-    for _ in 0..11 {
+    let mut columns = Vec::with_capacity(COLUMNS);
+    for _ in 0..COLUMNS {
         let at = r.position();
         columns.push((at, column(r, n)?));
     }
@@ -254,6 +259,8 @@ pub(crate) fn decode_chunk(
                     error_ns: s[2],
                 })
                 .collect(),
+            run: v(11),
+            lost: Lost::of_code(v(12)),
         };
         let comms = comms
             .iter()

@@ -164,7 +164,7 @@ impl RankTrace {
                 sections.push((kind, 0, bytes.as_slice(), Codec::Raw).into());
             }
         }
-        let file_flags = if self.meta.ending.is_complete() {
+        let file_flags = if self.meta.is_complete() {
             0
         } else {
             flags::PARTIAL
@@ -369,5 +369,10 @@ pub(crate) fn decode_comms(r: &mut ByteReader<'_>) -> Result<Vec<CommEntry>, Dec
 
 /// Whether `name` is a per-rank file's name, `rank<N>.mgr`.
 pub(crate) fn is_rank_file_name(name: &str) -> bool {
-    rank_in_file_name(name, RANK_FILE_SUFFIX).is_some()
+    rank_of_file_name(name).is_some()
+}
+
+/// The rank of a per-rank file's name, `rank<N>.mgr`.
+pub(crate) fn rank_of_file_name(name: &str) -> Option<u32> {
+    rank_in_file_name(name, RANK_FILE_SUFFIX)
 }

@@ -54,6 +54,9 @@ pub struct Trace {
     /// [`RankStats::Summary`], [`RankPart::stats`] are as the summary gives
     /// them, within its bounds).
     pub rank_stats: RankStats,
+    /// Ranks left out because their crash journals could not be read: one
+    /// line each, naming the file and what is wrong.
+    pub skipped: Vec<String>,
 }
 
 /// How a whole-run file keeps the ranks' aggregated timing.
@@ -102,6 +105,7 @@ impl Trace {
             }],
             run_start_ns: None,
             rank_stats: RankStats::default(),
+            skipped: Vec::new(),
         }
     }
 
@@ -148,6 +152,8 @@ impl Trace {
                     recorder_allocations: 0,
                     ns_per_tick: 1.0,
                     clock_sync: Vec::new(),
+                    run: 0,
+                    lost: crate::Lost::None,
                 },
                 signatures,
                 grammar: grammar.grammar(r as u32),
@@ -273,9 +279,9 @@ impl Trace {
         }
     }
 
-    /// Whether every rank ended with MPI_Finalize.
+    /// Whether every rank here holds every call up to MPI_Finalize.
     pub fn is_complete(&self) -> bool {
-        self.ranks.iter().all(|r| r.meta.ending.is_complete())
+        self.ranks.iter().all(|r| r.meta.is_complete())
     }
 
     /// The trace as the bytes of a whole-run file, with every rank's own
@@ -329,6 +335,12 @@ impl Trace {
     /// Opens a trace directory: the whole-run file if there is one, and
     /// every per-rank file (ranks that did not take part in the merge).
     pub fn open(dir: &Path) -> Result<Trace, Error> {
+        if dir.is_file() {
+            return Err(Error::dir(
+                dir,
+                "is a file, not a trace directory: give the directory that holds trace.mgr",
+            ));
+        }
         let entries = std::fs::read_dir(dir).map_err(|e| Error::dir(dir, e))?;
         let mut run = None;
         let mut rank_files = Vec::new();
@@ -347,20 +359,49 @@ impl Trace {
             .map(|path| Ok((path.clone(), RankTrace::read(path)?)))
             .collect::<Result<Vec<_>, Error>>()?;
         // Ranks killed before their calls reached a trace file: from their
-        // crash journals.
+        // crash journals. One that cannot be read is left out (and said),
+        // not a reason to read none.
+        let mut skipped = Vec::new();
         for rank in crate::recoverable_ranks(dir)? {
             if run.as_ref().is_none_or(|t| t.rank(rank).is_none()) {
                 let path = dir.join(crate::journal_file_name(rank));
-                ranks.push((path, crate::recover_rank(dir, rank)?));
+                match crate::recover_rank(dir, rank) {
+                    Ok(trace) => ranks.push((path, trace)),
+                    Err(e) => skipped.push(e),
+                }
             }
         }
+        let run_file = dir.join(RUN_FILE_NAME);
+        let mut sources: Vec<crate::one_run::Source<'_>> = run
+            .iter()
+            .flat_map(|t| &t.ranks)
+            .map(|r| crate::one_run::Source {
+                file: &run_file,
+                named: None,
+                meta: &r.meta,
+            })
+            .collect();
+        sources.extend(ranks.iter().map(|(path, rank)| {
+            crate::one_run::Source {
+                file: path,
+                named: path
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .and_then(crate::rank::rank_of_file_name),
+                meta: &rank.meta,
+            }
+        }));
+        crate::one_run::check(dir, &sources)?;
+        drop(sources);
         let mut trace = match run {
             Some(t) => t,
             None if ranks.is_empty() => {
-                return Err(Error::dir(
-                    dir,
-                    "no mpigram trace here (no trace.mgr or rank*.mgr files)",
-                ));
+                return Err(skipped.into_iter().next().unwrap_or_else(|| {
+                    Error::dir(
+                        dir,
+                        "no mpigram trace here (no trace.mgr or rank*.mgr files)",
+                    )
+                }));
             }
             None => Trace::from_rank(ranks.remove(0).1),
         };
@@ -374,6 +415,7 @@ impl Trace {
                 .map_err(|m| Error::dir(&path, m))?;
         }
         trace.dir = dir.to_owned();
+        trace.skipped = skipped.iter().map(Error::to_string).collect();
         Ok(trace)
     }
 

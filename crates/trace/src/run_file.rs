@@ -253,6 +253,7 @@ impl Trace {
             } else {
                 RankStats::Exact
             },
+            skipped: Vec::new(),
         };
         trace.check().map_err(|m| Error::payload(&name, "RUN", m))?;
         Ok(Some(trace))
@@ -354,7 +355,9 @@ fn summarised_metas(ranks: &[RankPart]) -> (Vec<RankMeta>, u64) {
 
 /// The parts of chunk `index`, whose ranks are `ranks`: PARTS, and
 /// CALL_STATS if `stats` (every rank's own timing), per-call times where
-/// recorded.
+/// recorded. One section at a time is decoded, parsed and let go, so a
+/// chunk costs one decoded section (bounded by the container's reader)
+/// beyond what it holds.
 fn read_chunk(
     file: &TraceFile,
     index: u32,
@@ -365,78 +368,70 @@ fn read_chunk(
     name: &str,
 ) -> Result<Vec<RankPart>, Error> {
     let bad = |section| bad_section(name, section);
-    let parts_bytes = file.section(section::PARTS, index)?;
-    let mut r = ByteReader::new(&parts_bytes);
+    let bytes = file.section(section::PARTS, index)?;
+    let mut r = ByteReader::new(&bytes);
     let parts = decode_chunk(&mut r, ranks, tables, unit).map_err(bad("PARTS"))?;
     r.finish().map_err(bad("PARTS"))?;
-    let optional = |kind| match file.find(kind, index) {
-        Some(_) => file.section(kind, index),
-        None => Ok(Default::default()),
-    };
-    let stats_bytes = if stats {
-        file.section(section::CALL_STATS, index)?
-    } else {
-        optional(section::CALL_STATS)?
-    };
-    let lossy_bytes = optional(section::LOSSY_TIMES)?;
-    let exact_bytes = optional(section::EXACT_TIMES)?;
-    let mut stats_r = ByteReader::new(&stats_bytes);
-    let mut lossy = ByteReader::new(&lossy_bytes);
-    let mut exact = ByteReader::new(&exact_bytes);
-    let mut out = Vec::with_capacity(parts.len());
-    for (meta, comms) in parts {
-        let mut rank_stats = Vec::new();
-        if stats {
-            let count = stats_r.count().map_err(bad("CALL_STATS"))?;
+    drop(bytes);
+
+    let mut all_stats = vec![Vec::new(); parts.len()];
+    if stats {
+        let bytes = file.section(section::CALL_STATS, index)?;
+        let mut r = ByteReader::new(&bytes);
+        for rank_stats in &mut all_stats {
+            let count = r.count().map_err(bad("CALL_STATS"))?;
             // 6 varints an entry: a forged count must not size the vector.
-            rank_stats.reserve(count.min(stats_r.remaining() / 6));
+            rank_stats.reserve(count.min(r.remaining() / 6));
             let mut t = 0u32;
             for _ in 0..count {
-                let at = stats_r.position();
+                let at = r.position();
                 t = t
-                    .checked_add(stats_r.u32().map_err(bad("CALL_STATS"))?)
+                    .checked_add(r.u32().map_err(bad("CALL_STATS"))?)
                     .ok_or_else(|| {
-                        Error::payload(
-                            name,
-                            "CALL_STATS",
-                            format!("byte {at}: terminal out of range"),
-                        )
+                        let message = format!("byte {at}: terminal out of range");
+                        Error::payload(name, "CALL_STATS", message)
                     })?;
-                rank_stats.push((t, decode_stats(&mut stats_r).map_err(bad("CALL_STATS"))?));
+                rank_stats.push((t, decode_stats(&mut r).map_err(bad("CALL_STATS"))?));
             }
         }
-        let mut times = CallTimes::default();
-        for (recorded, reader, stored, what) in [
-            (
-                meta.timing.lossy.is_some(),
-                &mut lossy,
-                &mut times.lossy,
-                "LOSSY_TIMES",
-            ),
-            (
-                meta.timing.lossless,
-                &mut exact,
-                &mut times.exact,
-                "EXACT_TIMES",
-            ),
-        ] {
-            if reader.remaining() > 0 || recorded {
-                *stored = reader.blob().map_err(bad(what))?.to_vec();
+        r.finish().map_err(bad("CALL_STATS"))?;
+    }
+
+    let mut times = vec![CallTimes::default(); parts.len()];
+    for (kind, what) in [
+        (section::LOSSY_TIMES, "LOSSY_TIMES"),
+        (section::EXACT_TIMES, "EXACT_TIMES"),
+    ] {
+        // Absent where no rank recorded such times.
+        let bytes = match file.find(kind, index) {
+            Some(_) => file.section(kind, index)?,
+            None => Default::default(),
+        };
+        let mut r = ByteReader::new(&bytes);
+        for ((meta, _), times) in parts.iter().zip(&mut times) {
+            let (recorded, stored) = match kind {
+                section::LOSSY_TIMES => (meta.timing.lossy.is_some(), &mut times.lossy),
+                _ => (meta.timing.lossless, &mut times.exact),
+            };
+            if r.remaining() > 0 || recorded {
+                *stored = r.blob().map_err(bad(what))?.to_vec();
             }
             if !recorded && !stored.is_empty() {
                 let message = format!("rank {}: times it did not record", meta.rank);
                 return Err(Error::payload(name, what, message));
             }
         }
-        out.push(RankPart {
+        r.finish().map_err(bad(what))?;
+    }
+    Ok(parts
+        .into_iter()
+        .zip(all_stats)
+        .zip(times)
+        .map(|(((meta, comms), stats), times)| RankPart {
             meta,
-            stats: rank_stats,
+            stats,
             comms,
             times,
-        });
-    }
-    stats_r.finish().map_err(bad("CALL_STATS"))?;
-    lossy.finish().map_err(bad("LOSSY_TIMES"))?;
-    exact.finish().map_err(bad("EXACT_TIMES"))?;
-    Ok(out)
+        })
+        .collect())
 }

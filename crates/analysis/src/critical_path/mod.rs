@@ -7,6 +7,7 @@
 //! [`heuristic`], for comparison. [`svg`] draws the path over the
 //! timeline.
 
+mod checks;
 mod graph;
 pub mod heuristic;
 mod report;
@@ -237,7 +238,7 @@ pub fn analyse_calls(
     );
     let path = path?;
     let heuristic = heuristic.then(|| heuristic::interval_grouping(&ranks, &path));
-    Ok(Analysis {
+    let analysis = Analysis {
         path,
         waits,
         heuristic,
@@ -250,7 +251,14 @@ pub fn analyse_calls(
         ranks: ranks.len(),
         calls: ranks.iter().map(|r| r.spans.len() as u64).sum(),
         timelines: ranks,
-    })
+    };
+    // The report's properties hold by construction; the test suite's
+    // (debug) builds check them on every trace they analyse.
+    #[cfg(debug_assertions)]
+    if let Err(e) = analysis.check() {
+        panic!("the critical-path report breaks its properties: {e}");
+    }
+    Ok(analysis)
 }
 
 /// The critical path of `ranks` (ordered by world rank).
