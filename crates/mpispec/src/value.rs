@@ -206,17 +206,8 @@ fn decode(enc: Enc, r: &mut ByteReader<'_>) -> Result<Value, DecodeError> {
         Enc::Array(elem) => Value::Array(match r.u64()? {
             0 => None,
             n => {
-                // Every element takes at least one byte: a longer array is corrupt.
                 let len = n - 1;
-                if len > r.remaining() as u64 {
-                    return Err(DecodeError {
-                        offset: r.position(),
-                        kind: mpigram_varint::DecodeErrorKind::TooManyElements {
-                            count: len,
-                            left: r.remaining(),
-                        },
-                    });
-                }
+                check_room(r, len)?;
                 Some(
                     (0..len)
                         .map(|_| decode(*elem, r))
@@ -227,23 +218,28 @@ fn decode(enc: Enc, r: &mut ByteReader<'_>) -> Result<Value, DecodeError> {
     })
 }
 
+/// Every element takes at least one byte: more than the bytes left is
+/// corrupt, and refused before it takes memory.
+fn check_room(r: &ByteReader<'_>, elements: u64) -> Result<(), DecodeError> {
+    if elements > r.remaining() as u64 {
+        return Err(DecodeError {
+            offset: r.position(),
+            kind: mpigram_varint::DecodeErrorKind::TooManyElements {
+                count: elements,
+                left: r.remaining(),
+            },
+        });
+    }
+    Ok(())
+}
+
 fn coords(r: &mut ByteReader<'_>) -> Result<Value, DecodeError> {
     let code = r.u64()?;
     if code == COORDS_NONE {
         return Ok(Value::Coords(None));
     }
     let (len, relative) = ((code - 1) >> 1, (code - 1) & 1 == 1);
-    // Every number takes at least one byte: a longer array is corrupt.
-    let needed = len.saturating_mul(1 + u64::from(relative));
-    if needed > r.remaining() as u64 {
-        return Err(DecodeError {
-            offset: r.position(),
-            kind: mpigram_varint::DecodeErrorKind::TooManyElements {
-                count: needed,
-                left: r.remaining(),
-            },
-        });
-    }
+    check_room(r, len.saturating_mul(1 + u64::from(relative)))?;
     let mut numbers = |n| (0..n).map(|_| r.i64()).collect::<Result<Vec<_>, _>>();
     Ok(Value::Coords(Some(if relative {
         let dims = numbers(len)?;
