@@ -62,6 +62,7 @@ pub fn key(f: &FuncModel) -> Option<Key> {
             | Action::Str { .. }
             | Action::StrOut { .. }
             | Action::Array { .. }
+            | Action::Coords { .. }
             | Action::Varargs => return None,
         }
     }
@@ -75,7 +76,12 @@ pub fn key(f: &FuncModel) -> Option<Key> {
 /// request, whose id the request table says.
 fn scalar_word(k: &mut Key, s: &Scalar, x: &str, ct: &CType) -> Option<bool> {
     let word = match s {
-        Scalar::Int | Scalar::Address | Scalar::Tag | Scalar::Rank(_) | Scalar::WinRank(_) => {
+        Scalar::Int
+        | Scalar::Address
+        | Scalar::Tag
+        | Scalar::Rank(_)
+        | Scalar::Root
+        | Scalar::WinRank(_) => {
             format!("{} as u64", crate::emit_wrappers::int_value(x, ct))
         }
         Scalar::Handle(kind) if ct.base == "int" => {

@@ -2093,7 +2093,7 @@ pub unsafe extern "C" fn MPI_Bcast(
             e.buffer(buffer);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
-            e.rank(i64::from(root), comm);
+            e.root(i64::from(root));
             e.handle(HandleKind::Comm, comm);
         },
     );
@@ -2131,7 +2131,7 @@ pub unsafe extern "C" fn MPI_Bcast_c(
             e.buffer(buffer);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
-            e.rank(i64::from(root), comm);
+            e.root(i64::from(root));
             e.handle(HandleKind::Comm, comm);
         },
     );
@@ -2173,7 +2173,7 @@ pub unsafe extern "C" fn MPI_Bcast_init(
             e.buffer(buffer);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
-            e.rank(i64::from(root), comm);
+            e.root(i64::from(root));
             e.handle(HandleKind::Comm, comm);
             e.handle(HandleKind::Info, info);
             e.new_request(request);
@@ -2217,7 +2217,7 @@ pub unsafe extern "C" fn MPI_Bcast_init_c(
             e.buffer(buffer);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
-            e.rank(i64::from(root), comm);
+            e.root(i64::from(root));
             e.handle(HandleKind::Comm, comm);
             e.handle(HandleKind::Info, info);
             e.new_request(request);
@@ -2528,7 +2528,7 @@ pub unsafe extern "C" fn MPI_Cart_coords(
         } else {
             None
         };
-        array(e, coords, coords_len, |e, v| e.int(i64::from(v)));
+        e.coords_out(coords, coords_len, comm);
     });
     ret
 }
@@ -2599,7 +2599,7 @@ pub unsafe extern "C" fn MPI_Cart_get(
         } else {
             None
         };
-        array(e, coords, coords_len, |e, v| e.int(i64::from(v)));
+        e.coords_out(coords, coords_len, comm);
     });
     ret
 }
@@ -2769,7 +2769,7 @@ pub unsafe extern "C" fn MPI_Comm_accept(
             std::ptr::null()
         });
         e.handle(HandleKind::Info, info);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
         e.new_comm_out(newcomm, None);
     });
@@ -2854,7 +2854,7 @@ pub unsafe extern "C" fn MPI_Comm_connect(
             std::ptr::null()
         });
         e.handle(HandleKind::Info, info);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
         e.new_comm_out(newcomm, None);
     });
@@ -3530,7 +3530,7 @@ pub unsafe extern "C" fn MPI_Comm_spawn(
         array(e, argv, argv_len, |e, v| e.string(v));
         e.int(i64::from(maxprocs));
         e.handle(HandleKind::Info, info);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
         e.new_comm_out(intercomm, None);
         let array_of_errcodes_len = if e.ok() && e.is_root(root, comm) {
@@ -3626,7 +3626,7 @@ pub unsafe extern "C" fn MPI_Comm_spawn_multiple(
             array_of_info_len,
             |e, v| e.handle(HandleKind::Info, v),
         );
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
         e.new_comm_out(intercomm, None);
         let array_of_errcodes_len = if e.ok() && e.is_root(root, comm) {
@@ -7601,7 +7601,7 @@ pub unsafe extern "C" fn MPI_Gather(
             e.buffer(recvbuf);
             e.int(i64::from(recvcount));
             e.handle(HandleKind::Datatype, recvtype);
-            e.rank(i64::from(root), comm);
+            e.root(i64::from(root));
             e.handle(HandleKind::Comm, comm);
         },
     );
@@ -7657,7 +7657,7 @@ pub unsafe extern "C" fn MPI_Gather_c(
             e.buffer(recvbuf);
             e.int(recvcount);
             e.handle(HandleKind::Datatype, recvtype);
-            e.rank(i64::from(root), comm);
+            e.root(i64::from(root));
             e.handle(HandleKind::Comm, comm);
         },
     );
@@ -7718,7 +7718,7 @@ pub unsafe extern "C" fn MPI_Gather_init(
             e.buffer(recvbuf);
             e.int(i64::from(recvcount));
             e.handle(HandleKind::Datatype, recvtype);
-            e.rank(i64::from(root), comm);
+            e.root(i64::from(root));
             e.handle(HandleKind::Comm, comm);
             e.handle(HandleKind::Info, info);
             e.new_request(request);
@@ -7781,7 +7781,7 @@ pub unsafe extern "C" fn MPI_Gather_init_c(
             e.buffer(recvbuf);
             e.int(recvcount);
             e.handle(HandleKind::Datatype, recvtype);
-            e.rank(i64::from(root), comm);
+            e.root(i64::from(root));
             e.handle(HandleKind::Comm, comm);
             e.handle(HandleKind::Info, info);
             e.new_request(request);
@@ -7835,7 +7835,7 @@ pub unsafe extern "C" fn MPI_Gatherv(
         };
         array(e, displs, displs_len, |e, v| e.address(i64::from(v)));
         e.handle(HandleKind::Datatype, recvtype);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
     });
     ret
@@ -7886,7 +7886,7 @@ pub unsafe extern "C" fn MPI_Gatherv_c(
         };
         array(e, displs, displs_len, |e, v| e.address(v));
         e.handle(HandleKind::Datatype, recvtype);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
     });
     ret
@@ -7941,7 +7941,7 @@ pub unsafe extern "C" fn MPI_Gatherv_init(
         };
         array(e, displs, displs_len, |e, v| e.address(i64::from(v)));
         e.handle(HandleKind::Datatype, recvtype);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
         e.handle(HandleKind::Info, info);
         e.new_request(request);
@@ -7998,7 +7998,7 @@ pub unsafe extern "C" fn MPI_Gatherv_init_c(
         };
         array(e, displs, displs_len, |e, v| e.address(v));
         e.handle(HandleKind::Datatype, recvtype);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
         e.handle(HandleKind::Info, info);
         e.new_request(request);
@@ -9823,7 +9823,7 @@ pub unsafe extern "C" fn MPI_Ibcast(
             e.buffer(buffer);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
-            e.rank(i64::from(root), comm);
+            e.root(i64::from(root));
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
@@ -9864,7 +9864,7 @@ pub unsafe extern "C" fn MPI_Ibcast_c(
             e.buffer(buffer);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
-            e.rank(i64::from(root), comm);
+            e.root(i64::from(root));
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
@@ -10099,7 +10099,7 @@ pub unsafe extern "C" fn MPI_Igather(
             e.buffer(recvbuf);
             e.int(i64::from(recvcount));
             e.handle(HandleKind::Datatype, recvtype);
-            e.rank(i64::from(root), comm);
+            e.root(i64::from(root));
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
@@ -10158,7 +10158,7 @@ pub unsafe extern "C" fn MPI_Igather_c(
             e.buffer(recvbuf);
             e.int(recvcount);
             e.handle(HandleKind::Datatype, recvtype);
-            e.rank(i64::from(root), comm);
+            e.root(i64::from(root));
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
@@ -10214,7 +10214,7 @@ pub unsafe extern "C" fn MPI_Igatherv(
         };
         array(e, displs, displs_len, |e, v| e.address(i64::from(v)));
         e.handle(HandleKind::Datatype, recvtype);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
@@ -10269,7 +10269,7 @@ pub unsafe extern "C" fn MPI_Igatherv_c(
         };
         array(e, displs, displs_len, |e, v| e.address(v));
         e.handle(HandleKind::Datatype, recvtype);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
@@ -11421,7 +11421,7 @@ pub unsafe extern "C" fn MPI_Ireduce(
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
             e.handle(HandleKind::Op, op);
-            e.rank(i64::from(root), comm);
+            e.root(i64::from(root));
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
@@ -11469,7 +11469,7 @@ pub unsafe extern "C" fn MPI_Ireduce_c(
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
             e.handle(HandleKind::Op, op);
-            e.rank(i64::from(root), comm);
+            e.root(i64::from(root));
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
@@ -11869,7 +11869,7 @@ pub unsafe extern "C" fn MPI_Iscatter(
             e.buffer(recvbuf);
             e.int(i64::from(recvcount));
             e.handle(HandleKind::Datatype, recvtype);
-            e.rank(i64::from(root), comm);
+            e.root(i64::from(root));
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
@@ -11928,7 +11928,7 @@ pub unsafe extern "C" fn MPI_Iscatter_c(
             e.buffer(recvbuf);
             e.int(recvcount);
             e.handle(HandleKind::Datatype, recvtype);
-            e.rank(i64::from(root), comm);
+            e.root(i64::from(root));
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
@@ -11984,7 +11984,7 @@ pub unsafe extern "C" fn MPI_Iscatterv(
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
         e.handle(HandleKind::Datatype, recvtype);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
@@ -12039,7 +12039,7 @@ pub unsafe extern "C" fn MPI_Iscatterv_c(
         e.buffer(recvbuf);
         e.int(recvcount);
         e.handle(HandleKind::Datatype, recvtype);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
@@ -14824,7 +14824,7 @@ pub unsafe extern "C" fn MPI_Reduce(
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
             e.handle(HandleKind::Op, op);
-            e.rank(i64::from(root), comm);
+            e.root(i64::from(root));
             e.handle(HandleKind::Comm, comm);
         },
     );
@@ -14868,7 +14868,7 @@ pub unsafe extern "C" fn MPI_Reduce_c(
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
             e.handle(HandleKind::Op, op);
-            e.rank(i64::from(root), comm);
+            e.root(i64::from(root));
             e.handle(HandleKind::Comm, comm);
         },
     );
@@ -14925,7 +14925,7 @@ pub unsafe extern "C" fn MPI_Reduce_init(
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
             e.handle(HandleKind::Op, op);
-            e.rank(i64::from(root), comm);
+            e.root(i64::from(root));
             e.handle(HandleKind::Comm, comm);
             e.handle(HandleKind::Info, info);
             e.new_request(request);
@@ -14984,7 +14984,7 @@ pub unsafe extern "C" fn MPI_Reduce_init_c(
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
             e.handle(HandleKind::Op, op);
-            e.rank(i64::from(root), comm);
+            e.root(i64::from(root));
             e.handle(HandleKind::Comm, comm);
             e.handle(HandleKind::Info, info);
             e.new_request(request);
@@ -16364,7 +16364,7 @@ pub unsafe extern "C" fn MPI_Scatter(
             e.buffer(recvbuf);
             e.int(i64::from(recvcount));
             e.handle(HandleKind::Datatype, recvtype);
-            e.rank(i64::from(root), comm);
+            e.root(i64::from(root));
             e.handle(HandleKind::Comm, comm);
         },
     );
@@ -16420,7 +16420,7 @@ pub unsafe extern "C" fn MPI_Scatter_c(
             e.buffer(recvbuf);
             e.int(recvcount);
             e.handle(HandleKind::Datatype, recvtype);
-            e.rank(i64::from(root), comm);
+            e.root(i64::from(root));
             e.handle(HandleKind::Comm, comm);
         },
     );
@@ -16481,7 +16481,7 @@ pub unsafe extern "C" fn MPI_Scatter_init(
             e.buffer(recvbuf);
             e.int(i64::from(recvcount));
             e.handle(HandleKind::Datatype, recvtype);
-            e.rank(i64::from(root), comm);
+            e.root(i64::from(root));
             e.handle(HandleKind::Comm, comm);
             e.handle(HandleKind::Info, info);
             e.new_request(request);
@@ -16544,7 +16544,7 @@ pub unsafe extern "C" fn MPI_Scatter_init_c(
             e.buffer(recvbuf);
             e.int(recvcount);
             e.handle(HandleKind::Datatype, recvtype);
-            e.rank(i64::from(root), comm);
+            e.root(i64::from(root));
             e.handle(HandleKind::Comm, comm);
             e.handle(HandleKind::Info, info);
             e.new_request(request);
@@ -16598,7 +16598,7 @@ pub unsafe extern "C" fn MPI_Scatterv(
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
         e.handle(HandleKind::Datatype, recvtype);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
     });
     ret
@@ -16649,7 +16649,7 @@ pub unsafe extern "C" fn MPI_Scatterv_c(
         e.buffer(recvbuf);
         e.int(recvcount);
         e.handle(HandleKind::Datatype, recvtype);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
     });
     ret
@@ -16704,7 +16704,7 @@ pub unsafe extern "C" fn MPI_Scatterv_init(
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
         e.handle(HandleKind::Datatype, recvtype);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
         e.handle(HandleKind::Info, info);
         e.new_request(request);
@@ -16761,7 +16761,7 @@ pub unsafe extern "C" fn MPI_Scatterv_init_c(
         e.buffer(recvbuf);
         e.int(recvcount);
         e.handle(HandleKind::Datatype, recvtype);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
         e.handle(HandleKind::Info, info);
         e.new_request(request);
