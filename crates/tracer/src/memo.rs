@@ -26,7 +26,7 @@
 
 use crate::abi::{Handle, HandleSlot, MPI_Status};
 use crate::front::{Front, REQUEST, front};
-use crate::objects::{Objects, RequestKind};
+use crate::objects::Objects;
 use mpigram_mpispec::{FuncId, HandleKind};
 use std::cell::Cell;
 use std::ffi::c_int;
@@ -215,11 +215,12 @@ pub struct Recalled {
 }
 
 impl Recalled {
-    /// Enters the request the call created in `objects`, as encoding the
-    /// call would have.
+    /// Enters the request the call (of `func`) created in `objects`, as
+    /// encoding the call would have.
     #[inline]
-    pub fn enter(&self, objects: &mut Objects, kind: RequestKind) {
+    pub fn enter(&self, objects: &mut Objects, func: FuncId) {
         if let Some((pool, index, comm)) = self.request {
+            let kind = crate::encoder::request_kind(func);
             objects.add_request(pool, index, self.handle, kind, comm, None);
         }
     }
@@ -327,6 +328,7 @@ impl CallMemo {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::objects::RequestKind;
     use mpigram_mpispec::{RequestRef, func};
 
     const OK: c_int = crate::abi::MPI_SUCCESS;
@@ -412,7 +414,7 @@ mod tests {
         let key = [1, 2, 1];
         match memo.recall(func::MPI_Isend, OK, &key, Some(h), objects) {
             Ok(r) => {
-                r.enter(objects, ISEND);
+                r.enter(objects, func::MPI_Isend);
                 let (pool, index, _) = r.request.expect("a request");
                 (r.terminal, RequestRef::Pooled { pool, index }, true)
             }

@@ -8,7 +8,7 @@
 
 use crate::abi::MPI_SUCCESS;
 use crate::clock::ClockPoint;
-use crate::encoder::{Encoder, request_kind};
+use crate::encoder::Encoder;
 use crate::front::front;
 use crate::journal::Journal;
 use crate::objects::{CommInfo, Objects};
@@ -82,7 +82,10 @@ pub fn with<R>(f: impl FnOnce(&mut Tracer) -> R) -> Option<R> {
     let run = || {
         // SAFETY: exclusive access, by the lock or by MPI's thread level.
         let tracer = unsafe { &mut *TRACER.tracer.get() };
-        f(tracer.get_or_insert_with(Tracer::new))
+        match tracer {
+            Some(t) => f(t),
+            None => f(tracer.insert(Tracer::new())),
+        }
     };
     match catch_unwind(AssertUnwindSafe(run)) {
         Ok(r) => Some(r),
@@ -123,7 +126,7 @@ pub fn record_keyed<const N: usize>(
             .recall(func, ret, key, request, &mut t.objects);
         let (terminal, new) = match recalled {
             Ok(r) if t.recorder.verify.is_none() => {
-                r.enter(&mut t.objects, request_kind(func));
+                r.enter(&mut t.objects, func);
                 (r.terminal, false)
             }
             // MPIGRAM_VERIFY: encoded in full for the verification
@@ -202,6 +205,8 @@ impl Tracer {
         }
     }
 
+    #[cold]
+    #[inline(never)]
     fn new() -> Box<Tracer> {
         // SAFETY: registering a plain extern "C" function.
         unsafe { libc::atexit(at_exit) };
