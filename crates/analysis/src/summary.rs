@@ -63,7 +63,7 @@ impl TraceSummary {
             symbols: trace.grammar.num_runs(),
             distinct_streams: starts.len(),
             bytes: trace.bytes(),
-            timing: first.map_or_else(String::new, |m| m.timing.describe()),
+            timing: describe_timing(trace),
             mpi_library: first.map_or_else(String::new, |m| m.mpi_library.clone()),
             missing,
         }
@@ -76,5 +76,44 @@ impl TraceSummary {
     /// Every rank of the run is here, with every call up to MPI_Finalize.
     pub fn is_complete(&self) -> bool {
         self.ranks.iter().all(|r| r.complete) && self.missing.is_empty()
+    }
+}
+
+/// The run's timing mode, and which ranks' per-call times were recorded
+/// but lost in a crash: calls of a killed rank that have no times (a
+/// crash journal of an older mpigram kept none for the calls after its
+/// last checkpoint).
+fn describe_timing(trace: &Trace) -> String {
+    let per_call = trace.ranks.iter().find(|r| r.meta.timing.per_call());
+    let Some(mode) = per_call.or(trace.ranks.first()).map(|r| &r.meta.timing) else {
+        return String::new();
+    };
+    let mut lost = Vec::new();
+    for r in &trace.ranks {
+        let calls = trace.grammar.stream_len(r.meta.rank).unwrap_or(0);
+        let stored = if mode.lossless {
+            &r.times.exact
+        } else {
+            &r.times.lossy
+        };
+        let timed = match r.meta.timing.per_call() {
+            true => mpigram_trace::timing::calls_in(stored).unwrap_or(calls),
+            false if mode.per_call() && !r.meta.is_complete() => 0,
+            false => calls,
+        };
+        if timed < calls {
+            lost.push(format!(
+                "rank {} after call {timed} of {calls}",
+                r.meta.rank
+            ));
+        }
+    }
+    let mode = mode.describe();
+    match lost.is_empty() {
+        true => mode,
+        false => format!(
+            "{mode}; recorded, lost in the crash: {}",
+            lost.join(", ")
+        ),
     }
 }

@@ -68,6 +68,51 @@ impl Bases {
 }
 
 impl Timing {
+    /// Appends the timing as META (and the crash journal's header) store
+    /// it: the lossy flag (then the default base and the overrides), the
+    /// lossless flag.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        match &self.lossy {
+            None => out.put_u32(0),
+            Some(b) => {
+                out.put_u32(1);
+                out.put_u64(b.default.to_bits());
+                out.put_u64(b.by_func.len() as u64);
+                for (f, base) in &b.by_func {
+                    out.put_str(f);
+                    out.put_u64(base.to_bits());
+                }
+            }
+        }
+        out.put_u32(u32::from(self.lossless));
+    }
+
+    /// Reads what [`Timing::encode`] wrote.
+    pub fn decode(r: &mut ByteReader<'_>) -> Result<Timing, DecodeError> {
+        let at = r.position();
+        let lossy = match r.u32()? {
+            0 => None,
+            1 => {
+                let default = base(r)?;
+                let n = r.count()?;
+                let mut by_func = Vec::with_capacity(n.min(1024));
+                for _ in 0..n {
+                    let f = r.str()?.to_owned();
+                    by_func.push((f, base(r)?));
+                }
+                Some(Bases { default, by_func })
+            }
+            other => return Err(out_of_range(at, other.into(), "lossy timing flag")),
+        };
+        let at = r.position();
+        let lossless = match r.u32()? {
+            0 => false,
+            1 => true,
+            other => return Err(out_of_range(at, other.into(), "lossless timing flag")),
+        };
+        Ok(Timing { lossy, lossless })
+    }
+
     /// Reads `MPIGRAM_TIMING` (`aggregated`, `lossy`, `lossless`, or
     /// `lossy,lossless` to record both) and, for lossy, the bases.
     pub fn parse(mode: &str, bases: Option<&str>) -> Result<Timing, String> {
@@ -245,19 +290,7 @@ impl RankMeta {
         out.put_u32(self.pid);
         out.put_str(&self.host);
         out.put_str(&self.mpi_library);
-        match &self.timing.lossy {
-            None => out.put_u32(0),
-            Some(b) => {
-                out.put_u32(1);
-                out.put_u64(b.default.to_bits());
-                out.put_u64(b.by_func.len() as u64);
-                for (f, base) in &b.by_func {
-                    out.put_str(f);
-                    out.put_u64(base.to_bits());
-                }
-            }
-        }
-        out.put_u32(u32::from(self.timing.lossless));
+        self.timing.encode(&mut out);
         out.put_u64(self.calls);
         out.put_u64(self.start_ns);
         out.put_u64(self.end_ns);
@@ -317,28 +350,7 @@ impl RankMeta {
         let pid = r.u32()?;
         let host = r.str()?.to_owned();
         let mpi_library = r.str()?.to_owned();
-        let at = r.position();
-        let lossy = match r.u32()? {
-            0 => None,
-            1 => {
-                let default = base(&mut r)?;
-                let n = r.count()?;
-                let mut by_func = Vec::with_capacity(n.min(1024));
-                for _ in 0..n {
-                    let f = r.str()?.to_owned();
-                    by_func.push((f, base(&mut r)?));
-                }
-                Some(Bases { default, by_func })
-            }
-            other => return Err(out_of_range(at, other.into(), "lossy timing flag")),
-        };
-        let at = r.position();
-        let lossless = match r.u32()? {
-            0 => false,
-            1 => true,
-            other => return Err(out_of_range(at, other.into(), "lossless timing flag")),
-        };
-        let timing = Timing { lossy, lossless };
+        let timing = Timing::decode(&mut r)?;
         let calls = r.u64()?;
         let start_ns = r.u64()?;
         let end_ns = r.u64()?;

@@ -185,22 +185,41 @@ pub struct ExactWriter {
 }
 
 impl ExactWriter {
-    /// Records a call from `start` to `end`.
+    /// Records a call from `start` to `end`; returns the two numbers
+    /// stored for it.
     #[inline]
-    pub fn push(&mut self, start: u64, end: u64) {
+    pub fn push(&mut self, start: u64, end: u64) -> (u64, u64) {
         // Zig-zag: with threads, a call may start before the last one ended.
         let zigzag = |v: u64| (v << 1) ^ ((v as i64 >> 63) as u64);
-        self.columns.push(
+        let stored = (
             zigzag(start.wrapping_sub(self.last_end)),
             zigzag(end.wrapping_sub(start)),
         );
+        self.columns.push(stored.0, stored.1);
         self.last_end = end;
+        stored
     }
 
     /// Everything recorded so far, as stored.
     pub fn bytes(&self) -> Vec<u8> {
         self.columns.bytes()
     }
+}
+
+/// Calls' two numbers as one stored block (at most [`BLOCK_CALLS`]
+/// calls), to append to stored columns: a crash journal's tail after its
+/// checkpoint's blocks.
+pub fn blocks_of(calls: &[(u64, u64)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for chunk in calls.chunks(BLOCK_CALLS as usize) {
+        let (mut first, mut second) = (Vec::new(), Vec::new());
+        for &(a, b) in chunk {
+            first.put_u64(a);
+            second.put_u64(b);
+        }
+        out.extend_from_slice(&compress_block(chunk.len() as u32, &first, &second));
+    }
+    out
 }
 
 /// A block: its number of calls, its raw length, then its compressed
@@ -232,6 +251,18 @@ pub enum BlockError {
 /// Largest decompressed block: a block's varints are at most 10 bytes a
 /// value, so a larger claim is damage, refused before it takes memory.
 const MAX_BLOCK_BYTES: u64 = 20 * BLOCK_CALLS as u64 + 16;
+
+/// Calls that stored columns hold, from the blocks' headers alone.
+pub fn calls_in(bytes: &[u8]) -> Result<u64, BlockError> {
+    let mut r = ByteReader::new(bytes);
+    let mut calls = 0;
+    while r.remaining() > 0 {
+        calls += u64::from(r.u32()?);
+        r.u64()?;
+        r.blob()?;
+    }
+    Ok(calls)
+}
 
 /// Decodes stored columns: each call's two numbers.
 pub fn decode_columns(bytes: &[u8]) -> Result<Vec<(u64, u64)>, BlockError> {
