@@ -68,51 +68,6 @@ impl Bases {
 }
 
 impl Timing {
-    /// Appends the timing as META (and the crash journal's header) store
-    /// it: the lossy flag (then the default base and the overrides), the
-    /// lossless flag.
-    pub fn encode(&self, out: &mut Vec<u8>) {
-        match &self.lossy {
-            None => out.put_u32(0),
-            Some(b) => {
-                out.put_u32(1);
-                out.put_u64(b.default.to_bits());
-                out.put_u64(b.by_func.len() as u64);
-                for (f, base) in &b.by_func {
-                    out.put_str(f);
-                    out.put_u64(base.to_bits());
-                }
-            }
-        }
-        out.put_u32(u32::from(self.lossless));
-    }
-
-    /// Reads what [`Timing::encode`] wrote.
-    pub fn decode(r: &mut ByteReader<'_>) -> Result<Timing, DecodeError> {
-        let at = r.position();
-        let lossy = match r.u32()? {
-            0 => None,
-            1 => {
-                let default = base(r)?;
-                let n = r.count()?;
-                let mut by_func = Vec::with_capacity(n.min(1024));
-                for _ in 0..n {
-                    let f = r.str()?.to_owned();
-                    by_func.push((f, base(r)?));
-                }
-                Some(Bases { default, by_func })
-            }
-            other => return Err(out_of_range(at, other.into(), "lossy timing flag")),
-        };
-        let at = r.position();
-        let lossless = match r.u32()? {
-            0 => false,
-            1 => true,
-            other => return Err(out_of_range(at, other.into(), "lossless timing flag")),
-        };
-        Ok(Timing { lossy, lossless })
-    }
-
     /// Reads `MPIGRAM_TIMING` (`aggregated`, `lossy`, `lossless`, or
     /// `lossy,lossless` to record both) and, for lossy, the bases.
     pub fn parse(mode: &str, bases: Option<&str>) -> Result<Timing, String> {
@@ -159,8 +114,8 @@ impl Timing {
         self.lossy.is_some() || self.lossless
     }
 
-    /// Appends the mode as META holds it: lossy (0, or 1 and its bases),
-    /// lossless (0/1).
+    /// Appends the mode as META (and the crash journal's header) hold it:
+    /// lossy (0, or 1 and its bases), lossless (0/1).
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
         match &self.lossy {
             None => out.put_u32(0),
