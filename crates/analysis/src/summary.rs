@@ -111,9 +111,6 @@ fn describe_timing(trace: &Trace) -> String {
     let mode = mode.describe();
     match lost.is_empty() {
         true => mode,
-        false => format!(
-            "{mode}; recorded, lost in the crash: {}",
-            lost.join(", ")
-        ),
+        false => format!("{mode}; recorded, lost in the crash: {}", lost.join(", ")),
     }
 }

@@ -19,7 +19,11 @@ fn load(dir: &str) -> Vec<Vec<Call>> {
             let terms = trace.grammar.expand(p.meta.rank).into_iter().flatten();
             terms
                 .zip(times)
-                .map(|(t, (s, e))| Call { t, start: s, end: e })
+                .map(|(t, (s, e))| Call {
+                    t,
+                    start: s,
+                    end: e,
+                })
                 .collect()
         })
         .collect()
@@ -93,8 +97,8 @@ struct Stats {
     cols_bytes: usize,
     cols_bytes19: usize,
     adaptive_bytes: f64,
-    worst_doc: f64,  // worst error / ((b-1) * running max M)
-    worst_dur: f64,  // worst duration ratio violation
+    worst_doc: f64,   // worst error / ((b-1) * running max M)
+    worst_dur: f64,   // worst duration ratio violation
     worst_local: f64, // worst error / ((b-1)*gap of the call)
     mean_err_ticks: f64,
     hits_i: f64,
@@ -102,7 +106,7 @@ struct Stats {
 }
 
 /// Sticky encoder. `k`: fine grid is base b^(1/k). `decay`: M decays by this per call.
-fn sticky(ranks: &[Vec<Call>], b: f64, k: u32, decay: f64, delta: bool) -> Stats {
+fn sticky(ranks: &[Vec<Call>], b: f64, k: u32, decay: f64, delta: bool, strict: bool) -> Stats {
     let g = b.powf(1.0 / k as f64);
     let grid = Bins::new(g.max(1.0001)).unwrap();
     let mut cols = vec![Vec::new(), Vec::new()];
@@ -125,10 +129,18 @@ fn sticky(ranks: &[Vec<Call>], b: f64, k: u32, decay: f64, delta: bool) -> Stats
                 v <= d && (v as f64) * b > d as f64
             };
             // feasible (interval code, duration code)?
+            let hi0 = c.start.saturating_sub(e_dec);
             let fits = |ci: u32, cd: u32| {
+                if strict {
+                    let v = val(ci);
+                    return v <= hi0 && (v as f64) * b > hi0 as f64 || (hi0 == 0 && v == 0);
+                }
                 let sd = e_dec + val(ci);
                 let ed = sd + val(cd);
-                sd <= c.start && ((c.start - sd) as f64) <= s && ed <= c.end && ((c.end - ed) as f64) <= s
+                sd <= c.start
+                    && ((c.start - sd) as f64) <= s
+                    && ed <= c.end
+                    && ((c.end - ed) as f64) <= s
             };
             let prev = last.get(&c.t).copied();
             let cd_hit = prev.map(|p| p.1).filter(|&pd| ok_d(pd));
@@ -179,14 +191,22 @@ fn sticky(ranks: &[Vec<Call>], b: f64, k: u32, decay: f64, delta: bool) -> Stats
                 sum_err += err;
                 n_err += 1.0;
             }
-            worst_dur = worst_dur.max(if dv as f64 * b + 1.0 >= d as f64 && dv <= d { 0.0 } else { 1.0 });
+            worst_dur = worst_dur.max(if dv as f64 * b + 1.0 >= d as f64 && dv <= d {
+                0.0
+            } else {
+                1.0
+            });
             let (pi, pd) = prev.unwrap_or((0, 0));
             let sym = |hit: bool, code: u32, p: u32| -> u64 {
-                if hit { 0 } else if delta && prev.is_some() {
+                if hit {
+                    0
+                } else if delta && prev.is_some() {
                     let dlt = code as i64 - p as i64;
                     // zigzag, +1; 0 reserved
                     (((dlt << 1) ^ (dlt >> 63)) as u64) + 1
-                } else { code as u64 + 1 }
+                } else {
+                    code as u64 + 1
+                }
             };
             let si = sym(hit_i, ci, pi);
             let sd = sym(hit_d, cd, pd);
@@ -214,6 +234,96 @@ fn sticky(ranks: &[Vec<Call>], b: f64, k: u32, decay: f64, delta: bool) -> Stats
     }
 }
 
+fn contexts(ranks: &[Vec<Call>], b: f64) {
+    let bins = Bins::new(b).unwrap();
+    let n: usize = ranks.iter().map(Vec::len).sum();
+    let mut models: Vec<(&str, Adaptive, Adaptive)> = [
+        "sig",
+        "sig+prev_same_sig",
+        "sig+prev_call",
+        "sig+prev2_same_sig",
+        "none",
+    ]
+    .into_iter()
+    .map(|s| (s, Adaptive::default(), Adaptive::default()))
+    .collect();
+    for calls in ranks {
+        let mut clock = LossyClock::default();
+        let mut last: HashMap<u32, (Vec<u32>, Vec<u32>)> = HashMap::new();
+        let (mut pi, mut pd) = (0u32, 0u32);
+        for c in calls {
+            let (i, d) = clock.encode(&bins, c.start, c.end);
+            let h = last.entry(c.t).or_default();
+            let g = |v: &Vec<u32>, k: usize| v.len().checked_sub(k).map_or(999, |j| v[j]) as u64;
+            let t = c.t as u64;
+            let ctx = [
+                (t, t),
+                (t << 20 | g(&h.0, 1), t << 20 | g(&h.1, 1)),
+                (t << 20 | pi as u64, t << 20 | pd as u64),
+                (
+                    t << 20 | g(&h.0, 1) << 10 | g(&h.0, 2),
+                    t << 20 | g(&h.1, 1) << 10 | g(&h.1, 2),
+                ),
+                (0, 0),
+            ];
+            for (m, (ci, cd)) in models.iter_mut().zip(ctx) {
+                m.1.code(ci, i as u64, 500);
+                m.2.code(cd, d as u64, 500);
+            }
+            h.0.push(i);
+            h.1.push(d);
+            pi = i;
+            pd = d;
+        }
+    }
+    for (name, a, d) in &models {
+        println!(
+            "ctx {name}: interval {:.3} duration {:.3} B/call",
+            a.bits / 8.0 / n as f64,
+            d.bits / 8.0 / n as f64
+        );
+    }
+}
+
+fn grouped(ranks: &[Vec<Call>], b: f64) {
+    let bins = Bins::new(b).unwrap();
+    let n: usize = ranks.iter().map(Vec::len).sum();
+    for level in [1, 3, 9, 19] {
+        let (mut plain, mut by_sig, mut by_sig_pair) = (0usize, 0usize, 0usize);
+        for calls in ranks {
+            let mut clock = LossyClock::default();
+            let codes: Vec<(u32, u32, u32)> = calls
+                .iter()
+                .map(|c| {
+                    let (i, d) = clock.encode(&bins, c.start, c.end);
+                    (c.t, i, d)
+                })
+                .collect();
+            for block in codes.chunks(65536) {
+                let ci: Vec<u64> = block.iter().map(|x| x.1 as u64).collect();
+                let cd: Vec<u64> = block.iter().map(|x| x.2 as u64).collect();
+                plain += zstd_cols(&[ci, cd], level);
+                let mut sorted = block.to_vec();
+                sorted.sort_by_key(|x| x.0);
+                let ci: Vec<u64> = sorted.iter().map(|x| x.1 as u64).collect();
+                let cd: Vec<u64> = sorted.iter().map(|x| x.2 as u64).collect();
+                by_sig += zstd_cols(&[ci, cd], level);
+                let pair: Vec<u64> = sorted
+                    .iter()
+                    .flat_map(|x| [x.1 as u64, x.2 as u64])
+                    .collect();
+                by_sig_pair += zstd_cols(&[pair], level);
+            }
+        }
+        println!(
+            "zstd {level}: plain {:.3} grouped {:.3} grouped-interleaved {:.3} B/call",
+            plain as f64 / n as f64,
+            by_sig as f64 / n as f64,
+            by_sig_pair as f64 / n as f64
+        );
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let b: f64 = args.get(2).map_or(1.1, |s| s.parse().unwrap());
@@ -225,9 +335,22 @@ fn main() {
         bb as f64 / n as f64,
         ab / n as f64
     );
-    for (k, decay, delta) in [(1u32, 1.0, false), (2, 1.0, false), (2, 0.999, false), (2, 0.99, false), (2, 0.9, false), (2, 0.99, true), (3, 0.99, true), (4, 0.99, true)] {
+    grouped(&ranks, b);
+    contexts(&ranks, b);
+    if args.len() > 3 {
+        return;
+    }
+    for (k, decay, delta, strict) in [
+        (1u32, 1.0, false, true),
+        (2, 1.0, false, true),
+        (3, 1.0, false, true),
+        (1, 0.99, false, false),
+        (1, 0.9, false, false),
+        (2, 0.9, false, false),
+    ] {
         {
-            let s = sticky(&ranks, b, k, decay, delta);
+            let s = sticky(&ranks, b, k, decay, delta, strict);
+            print!("strict {strict} ");
             println!(
                 "k {k} decay {decay} delta {delta}: zstd1 {:.3} zstd19 {:.3} adaptive {:.3} B/call; hits i {:.2} d {:.2}; worst doc {:.2} local {:.2} dur {} mean err {:.0}",
                 s.cols_bytes as f64 / n as f64,

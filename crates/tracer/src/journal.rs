@@ -98,12 +98,15 @@ impl Journal {
         let rank = header.rank;
         remove_if_there(&dir.join(checkpoint_file_name(rank)))?;
         let path = dir.join(journal_file_name(rank));
-        let head = header.encode();
         let limit = header.capacity as usize;
+        // The header names the mapped capacity, which the tail may grow to
+        // when the limit is raised, not the configured size: a reader
+        // refuses a tail longer than the header's capacity.
         let header = JournalHeader {
             capacity: header.capacity.max(MAPPED_TAIL_BYTES),
             ..header.clone()
         };
+        let head = header.encode();
         let capacity = header.capacity as usize;
         let allocated = limit.min(FIRST_TAIL_BYTES);
         let (file, tmp) = mpigram_format::create_temp(&path)?;
