@@ -114,3 +114,62 @@ fn describe_timing(trace: &Trace) -> String {
         false => format!("{mode}; recorded, lost in the crash: {}", lost.join(", ")),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mpigram_grammar::Sequitur;
+    use mpigram_trace::timing::ExactWriter;
+    use mpigram_trace::{Ending, RankMeta, RankTrace, Timing};
+
+    /// A lossless rank of `calls` calls, `timed` of them with times.
+    fn rank(calls: u64, timed: u64, ending: Ending) -> Trace {
+        let mut grammar = Sequitur::new();
+        let mut exact = ExactWriter::default();
+        for k in 0..calls {
+            grammar.push(0);
+            if k < timed {
+                exact.push(10 * k, 10 * k + 3);
+            }
+        }
+        let mut t = RankTrace {
+            meta: RankMeta {
+                rank: 0,
+                world_size: 1,
+                pid: 1,
+                host: String::new(),
+                mpi_library: String::new(),
+                timing: Timing::parse("lossless", None).unwrap(),
+                calls,
+                start_ns: 0,
+                end_ns: 0,
+                ending,
+                recorder_allocations: 0,
+                ns_per_tick: 1.0,
+                clock_sync: Vec::new(),
+                run: 0,
+                lost: mpigram_trace::Lost::None,
+            },
+            signatures: vec![b"sig".to_vec()],
+            grammar: grammar.grammar(0),
+            stats: vec![Default::default()],
+            comms: Vec::new(),
+            times: Default::default(),
+        };
+        t.times.exact = exact.bytes();
+        Trace::from_rank(t)
+    }
+
+    /// A killed rank whose journal (of an older mpigram) kept no times
+    /// after its checkpoint: `info` says so, and from which call on.
+    #[test]
+    fn times_lost_in_a_crash_are_named() {
+        let whole = TraceSummary::of(&rank(102, 102, Ending::Killed));
+        assert_eq!(whole.timing, "lossless");
+        let lost = TraceSummary::of(&rank(102, 100, Ending::Killed));
+        assert_eq!(
+            lost.timing,
+            "lossless; recorded, lost in the crash: rank 0 after call 100 of 102"
+        );
+    }
+}

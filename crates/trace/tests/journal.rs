@@ -460,3 +460,44 @@ fn the_tail_holds_every_calls_times() {
     assert_eq!(&times[100..], [(1000, 1001), (1002, 1004)]);
     assert_eq!(t.meta.ns_per_tick, 1.0, "the checkpoint's clock");
 }
+
+/// A journal of version 1 (no timing in its header, no times in its
+/// tail) is still read: the checkpoint's mode and times, the tail's calls
+/// without times.
+#[test]
+fn a_version_1_journal_is_read_with_its_tail_untimed() {
+    use mpigram_trace::timing::{ExactWriter, calls_in};
+    let dir = tempfile::tempdir().unwrap();
+    let mut base = checkpoint(0, PID);
+    base.meta.timing = Timing::parse("lossless", None).unwrap();
+    let mut exact = ExactWriter::default();
+    for k in 0..100 {
+        exact.push(10 * k, 10 * k + 3);
+    }
+    base.times.exact = exact.bytes();
+    write_checkpoint(dir.path(), &base);
+    let mut tail = Vec::new();
+    put_call(&mut tail, 1, &[]);
+    put_call(&mut tail, 0, &[]);
+    let mut image = Image::new(0, 100, Ending::Killed, &tail, &[]);
+    // Version 1: the identity ends after the run id; the header's checksum
+    // covers it.
+    let mut identity = Vec::new();
+    for s in ["node", "MPICH"] {
+        identity.push(s.len() as u8);
+        identity.extend_from_slice(s.as_bytes());
+    }
+    identity.push(0);
+    let b = &mut image.bytes;
+    b[8..12].copy_from_slice(&1u32.to_le_bytes());
+    b[28..32].copy_from_slice(&(identity.len() as u32).to_le_bytes());
+    b[72..72 + identity.len()].copy_from_slice(&identity);
+    b[72 + identity.len()..image.tail_at].fill(0);
+    let checksum = hash(hash(HASH_SEED, &b[..44]), &identity);
+    b[44..48].copy_from_slice(&checksum.to_le_bytes());
+    image.write(dir.path(), 0);
+    let t = recover_rank(dir.path(), 0).unwrap();
+    assert_eq!(t.meta.calls, 102);
+    assert_eq!(t.meta.timing, base.meta.timing, "the checkpoint's mode");
+    assert_eq!(calls_in(&t.times.exact).unwrap(), 100, "the tail untimed");
+}
