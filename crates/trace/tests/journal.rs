@@ -415,12 +415,25 @@ fn a_damaged_journal_leaves_out_its_rank_only() {
     assert_eq!(skipped.lines().count(), 1);
 }
 
+/// A checkpoint of rank 0 with lossless timing: 100 calls, the k-th from
+/// tick 10k to 10k + 3.
+fn lossless_checkpoint() -> RankTrace {
+    let mut base = checkpoint(0, PID);
+    base.meta.timing = Timing::parse("lossless", None).unwrap();
+    let mut exact = mpigram_trace::timing::ExactWriter::default();
+    for k in 0..100 {
+        exact.push(10 * k, 10 * k + 3);
+    }
+    base.times.exact = exact.bytes();
+    base
+}
+
 /// Per-call times: a rank killed before its first checkpoint has every
 /// journaled call's times, in the mode its journal's header names; one
 /// killed after it has the checkpoint's times, then the tail's.
 #[test]
 fn the_tail_holds_every_calls_times() {
-    use mpigram_trace::timing::{ExactWriter, decode_columns, decode_exact};
+    use mpigram_trace::timing::{decode_columns, decode_exact};
     let dir = tempfile::tempdir().unwrap();
     let mut h = header(1);
     h.timing = Timing::parse("lossy,lossless", None).unwrap();
@@ -441,14 +454,7 @@ fn the_tail_holds_every_calls_times() {
     let dir = tempfile::tempdir().unwrap();
     let mut h = header(0);
     h.timing = Timing::parse("lossless", None).unwrap();
-    let mut base = checkpoint(0, PID);
-    base.meta.timing = h.timing.clone();
-    let mut exact = ExactWriter::default();
-    for k in 0..100 {
-        exact.push(10 * k, 10 * k + 3);
-    }
-    base.times.exact = exact.bytes();
-    write_checkpoint(dir.path(), &base);
+    write_checkpoint(dir.path(), &lossless_checkpoint());
     let mut tail = Vec::new();
     put_call(&mut tail, 1, &[14, 2]);
     put_call(&mut tail, 0, &[2, 4]);
@@ -466,15 +472,9 @@ fn the_tail_holds_every_calls_times() {
 /// without times.
 #[test]
 fn a_version_1_journal_is_read_with_its_tail_untimed() {
-    use mpigram_trace::timing::{ExactWriter, calls_in};
+    use mpigram_trace::timing::calls_in;
     let dir = tempfile::tempdir().unwrap();
-    let mut base = checkpoint(0, PID);
-    base.meta.timing = Timing::parse("lossless", None).unwrap();
-    let mut exact = ExactWriter::default();
-    for k in 0..100 {
-        exact.push(10 * k, 10 * k + 3);
-    }
-    base.times.exact = exact.bytes();
+    let base = lossless_checkpoint();
     write_checkpoint(dir.path(), &base);
     let mut tail = Vec::new();
     put_call(&mut tail, 1, &[]);
