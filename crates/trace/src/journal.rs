@@ -59,6 +59,7 @@
 //! ([`recover_rank`]); the process id and start time tie the checkpoint
 //! to the journal.
 
+use crate::timing::ColumnWriter;
 use crate::{
     CallStats, CallTimes, CommEntry, Ending, Error, Lost, RankMeta, RankTrace, Timing,
     checkpoint_file_name, journal_file_name, rank_file_name, rank_in_file_name,
@@ -284,9 +285,10 @@ struct Journal {
     /// Terminals of the tail's calls.
     calls: Vec<u32>,
     /// Per-call times of the tail's calls, as the header's timing says:
-    /// lossy codes' numbers, exact times' numbers.
-    lossy: Vec<(u64, u64)>,
-    exact: Vec<(u64, u64)>,
+    /// lossy codes' numbers, exact times' numbers, stored as they are
+    /// read (so a long tail takes the memory of its compressed times).
+    lossy: ColumnWriter,
+    exact: ColumnWriter,
     comms: Vec<CommEntry>,
 }
 
@@ -394,8 +396,8 @@ impl Journal {
             generation,
             signatures: Vec::new(),
             calls: Vec::new(),
-            lossy: Vec::new(),
-            exact: Vec::new(),
+            lossy: ColumnWriter::default(),
+            exact: ColumnWriter::default(),
             comms: Vec::new(),
         };
         journal
@@ -415,10 +417,12 @@ impl Journal {
                     let terminal = u32::try_from(v >> 1).map_err(|_| out_of_range(at, v))?;
                     self.calls.push(terminal);
                     if self.header.timing.lossy.is_some() {
-                        self.lossy.push((r.u64()?, r.u64()?));
+                        let (interval, duration) = (r.u64()?, r.u64()?);
+                        self.lossy.push(interval, duration);
                     }
                     if self.header.timing.lossless {
-                        self.exact.push((r.u64()?, r.u64()?));
+                        let (interval, duration) = (r.u64()?, r.u64()?);
+                        self.exact.push(interval, duration);
                     }
                 }
                 v => return Err(out_of_range(at, v)),
@@ -617,8 +621,8 @@ fn rebuild(base: Option<RankTrace>, journal: &Journal, with_tail: bool) -> RankT
             (h.timing.lossy.is_some(), &mut times.lossy, &journal.lossy),
             (h.timing.lossless, &mut times.exact, &journal.exact),
         ] {
-            if recorded && !tail.is_empty() {
-                stored.extend_from_slice(&crate::timing::blocks_of(tail));
+            if recorded {
+                stored.extend_from_slice(&tail.bytes());
             }
         }
     }
@@ -734,8 +738,8 @@ mod tests {
             generation: 0,
             signatures: Vec::new(),
             calls: Vec::new(),
-            lossy: Vec::new(),
-            exact: Vec::new(),
+            lossy: ColumnWriter::default(),
+            exact: ColumnWriter::default(),
             comms: Vec::new(),
         };
         j.read_records(&tail).unwrap();
@@ -752,8 +756,9 @@ mod tests {
         put_call(&mut tail, 1, &[0, 0, 7, 8]);
         j.read_records(&tail).unwrap();
         assert_eq!(j.calls, [2, 1]);
-        assert_eq!(j.lossy, [(3, 4), (0, 0)]);
-        assert_eq!(j.exact, [(500, 6), (7, 8)]);
+        let columns = |w: &ColumnWriter| crate::timing::decode_columns(&w.bytes()).unwrap();
+        assert_eq!(columns(&j.lossy), [(3, 4), (0, 0)]);
+        assert_eq!(columns(&j.exact), [(500, 6), (7, 8)]);
         assert!(
             j.read_records(&tail[..tail.len() - 1]).is_err(),
             "a call record without its times"

@@ -206,22 +206,6 @@ impl ExactWriter {
     }
 }
 
-/// Calls' two numbers as one stored block (at most [`BLOCK_CALLS`]
-/// calls), to append to stored columns: a crash journal's tail after its
-/// checkpoint's blocks.
-pub fn blocks_of(calls: &[(u64, u64)]) -> Vec<u8> {
-    let mut out = Vec::new();
-    for chunk in calls.chunks(BLOCK_CALLS as usize) {
-        let (mut first, mut second) = (Vec::new(), Vec::new());
-        for &(a, b) in chunk {
-            first.put_u64(a);
-            second.put_u64(b);
-        }
-        out.extend_from_slice(&compress_block(chunk.len() as u32, &first, &second));
-    }
-    out
-}
-
 /// A block: its number of calls, its raw length, then its compressed
 /// columns (the first column's length, the first, the second).
 fn compress_block(calls: u32, first: &[u8], second: &[u8]) -> Vec<u8> {
