@@ -31,7 +31,7 @@
 //! | 24 | 4 | process id |
 //! | 28 | 4 | length of the identity |
 //! | 32 | 8 | CLOCK_MONOTONIC ns when recording started |
-//! | 40 | 4 | capacity of the tail in bytes |
+//! | 40 | 4 | capacity of the tail in bytes: the most it may grow to (the tracer's reserved address space; it checkpoints sooner) |
 //! | 44 | 4 | [`hash`] of bytes 0..44 and the identity |
 //! | 48 | 4 | ending: a code in the low half, its complement in the high half ([`ending_word`]) |
 //! | 52 | 4 | calls lost ([`lost_word`]): 0 while the journal holds every call; once a write failed and it stopped, "not known", or, when the rank's last write failed too, the calls it lacks |
@@ -225,7 +225,9 @@ pub struct JournalHeader {
     pub start_ns: u64,
     pub host: String,
     pub mpi_library: String,
-    /// Bytes of the tail.
+    /// Most bytes the tail may hold (what the tracer mapped: the tail is
+    /// checkpointed at its configured size, or later when the trace is
+    /// large).
     pub capacity: u32,
     /// The run (see [`RankMeta::run`]).
     pub run: u64,
