@@ -3,8 +3,8 @@
 //! buffers shown as `seg2+0`.
 
 use mpigram_mpispec::{
-    BufferRef, Enc, FUNCS, HandleKind, HandleRef, Rank, RequestRef, Signature, Status, Value,
-    decode_signature, predefined,
+    BufferRef, ConstRef, ConstSet, Enc, FUNCS, HandleKind, HandleRef, Rank, RequestRef, Signature,
+    Status, Value, decode_signature, predefined,
 };
 use mpigram_trace::{RankPart, Trace};
 use rustc_hash::FxHashMap;
@@ -270,6 +270,7 @@ impl<'t> RankDecoder<'t> {
             Value::Int(i) | Value::Address(i) => json!(i),
             Value::Tag(t) if *t == -1 => json!("MPI_ANY_TAG"),
             Value::Tag(t) => json!(t),
+            Value::Const(set, c) => constant_json(*set, *c),
             Value::Rank(r) => self.rank(*r, comm),
             Value::Handle(kind, h) => json!(handle_name(*kind, *h)),
             Value::Request(RequestRef::Null) => json!("MPI_REQUEST_NULL"),
@@ -420,6 +421,15 @@ pub(crate) fn test_call(rank: u32, seq: u64, func: &'static str, args: Json) -> 
         func,
         ret: 0,
         args: Arc::new(args.as_object().expect("args are an object").clone()),
+    }
+}
+
+/// A named constant as its name (flags joined by `|`), a number as itself.
+fn constant_json(set: ConstSet, c: ConstRef) -> Json {
+    match (set.text(c), c) {
+        (Some(name), _) => json!(name),
+        (None, ConstRef::Plain(v)) => json!(v),
+        (None, _) => json!(0),
     }
 }
 

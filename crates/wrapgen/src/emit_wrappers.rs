@@ -1,7 +1,7 @@
 //! `crates/tracer/src/generated/wrappers.rs`: one exported `MPI_X` per
 //! wrapped function. The file is `include!`d into the tracer's `wrappers`
 //! module, which imports `crate::abi::*`, `Call`, `Encoder`, `IntoHandle`,
-//! `HandleKind`, `func` and the C types; everything else is spelled in full.
+//! `HandleKind`, `ConstSet`, `func` and the C types; everything else is spelled in full.
 
 use crate::ctype::{CType, rust_base};
 use crate::lenexpr::{self, Scope};
@@ -400,6 +400,7 @@ fn scalar(s: &Scalar, x: &str, ct: &CType) -> String {
         Scalar::Int => format!("e.int({int});"),
         Scalar::Address => format!("e.address({int});"),
         Scalar::Tag => format!("e.tag({int});"),
+        Scalar::Const(set) => format!("e.constant(ConstSet::{set}, {int});"),
         Scalar::Rank(c) => format!("e.rank({int}, {c});"),
         Scalar::WinRank(w) => format!("win_rank(e, {int}, {w});"),
         Scalar::Handle(k) if ct.base == "int" => {
@@ -426,6 +427,8 @@ fn out(o: &Out, p: &str, ct: &CType) -> String {
             format!("e.{method}({p});")
         }
         Out::Location => format!("location_out(e, {p});"),
+        Out::Const(set) if ct.base == "int" => format!("e.constant_out(ConstSet::{set}, {p});"),
+        Out::Const(set) => format!("e.constant_out(ConstSet::{set}, {p}.cast_const().cast());"),
         Out::Tag if ct.base == "int" => format!("e.int_out({p});"),
         Out::Number { .. } | Out::Tag => format!("e.int_out({p}.cast_const().cast());"),
         Out::Rank(c) => format!("e.rank_out({p}, {c});"),

@@ -7,6 +7,7 @@
 
 pub mod bundled;
 pub mod checks;
+pub mod constants;
 pub mod ctype;
 pub mod emit_abi;
 pub mod emit_coverage;
@@ -109,6 +110,7 @@ pub const SPEC: &str = "crates/mpispec/src/generated.rs";
 pub const ABI: &str = "crates/tracer/src/generated/abi.rs";
 pub const FRONTS: &str = "crates/tracer/src/generated/fronts.rs";
 pub const REGISTRY: &str = "crates/wrapgen/data/predefined.txt";
+pub const CONSTANTS: &str = "crates/wrapgen/data/constants.txt";
 pub const PMPI: &str = "crates/tracer/src/generated/pmpi.rs";
 pub const WRAPPERS: &str = "crates/tracer/src/generated/wrappers.rs";
 pub const COVERAGE: &str = "docs/coverage.md";
@@ -179,6 +181,8 @@ pub fn generate(root: &Path) -> Result<(Vec<File>, bool)> {
     let mut registry = emit_fronts::parse_registry(&read(REGISTRY).unwrap_or_default())?;
     let all: Vec<&Mpich> = probes.iter().map(|(m, _)| m).collect();
     emit_fronts::extend_registry(&mut registry, &all);
+    let mut consts = constants::parse_registry(&read(CONSTANTS).unwrap_or_default())?;
+    constants::extend_registry(&mut consts, &o, &all)?;
     let families: Vec<(&str, &Mpich)> = MPIS
         .iter()
         .map(|mpi| mpi.family)
@@ -216,7 +220,10 @@ pub fn generate(root: &Path) -> Result<(Vec<File>, bool)> {
     let mut files = vec![
         File {
             path: SPEC,
-            contents: rustfmt(root, &emit_spec::emit(&funcs, &registry, &rs_header)?)?,
+            contents: rustfmt(
+                root,
+                &emit_spec::emit(&funcs, &registry, &consts, &o, &rs_header)?,
+            )?,
         },
         File {
             path: ABI,
@@ -224,7 +231,14 @@ pub fn generate(root: &Path) -> Result<(Vec<File>, bool)> {
         },
         File {
             path: FRONTS,
-            contents: rustfmt(root, &emit_fronts::emit(&families, &registry, &rs_header)?)?,
+            contents: rustfmt(
+                root,
+                &emit_fronts::emit(&families, &registry, &consts, &o, &rs_header)?,
+            )?,
+        },
+        File {
+            path: CONSTANTS,
+            contents: constants::registry_text(&consts),
         },
         File {
             path: REGISTRY,

@@ -368,14 +368,14 @@ fn fences_are_collectives_on_the_window_and_pscw_epochs_pair() {
                 r,
                 10,
                 "MPI_Win_lock",
-                json!({"lock_type": 234, "rank": 0, "assert": 0, "win": "win0"}),
+                json!({"lock_type": "MPI_LOCK_EXCLUSIVE", "rank": 0, "assert": 0, "win": "win0"}),
             ),
             call(r, 11, "MPI_Win_unlock", json!({"rank": 0, "win": "win0"})),
             call(
                 r,
                 12,
                 "MPI_Win_lock",
-                json!({"lock_type": 235, "rank": right, "assert": 0, "win": "win0"}),
+                json!({"lock_type": "MPI_LOCK_SHARED", "rank": right, "assert": 0, "win": "win0"}),
             ),
             call(r, 13, "MPI_Win_free", json!({"win": "win0"})),
         ]

@@ -23,9 +23,6 @@ use serde_json::Value as Json;
 use std::collections::VecDeque;
 use std::fmt;
 
-/// MPICH's MPI_LOCK_EXCLUSIVE.
-const MPI_LOCK_EXCLUSIVE: i64 = 234;
-
 /// How a group was made, in terms of the rank's communicators and windows.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum GroupDef {
@@ -158,7 +155,7 @@ impl OneSidedLog {
             "MPI_Win_test" if flag(a.get("flag")) => EpochCall::Wait,
             "MPI_Win_lock" => EpochCall::Lock {
                 target: target(),
-                exclusive: a.get("lock_type").and_then(Json::as_i64) == Some(MPI_LOCK_EXCLUSIVE),
+                exclusive: a.get("lock_type").and_then(Json::as_str) == Some("MPI_LOCK_EXCLUSIVE"),
             },
             "MPI_Win_unlock" => EpochCall::Unlock { target: target() },
             "MPI_Win_lock_all" => EpochCall::LockAll,

@@ -425,7 +425,7 @@ pub unsafe extern "C" fn MPI_Add_error_class(errorclass: *mut c_int) -> c_int {
     };
     let ret = unsafe { real(errorclass) };
     call.end(func::MPI_Add_error_class, ret, |e| unsafe {
-        e.int_out(errorclass);
+        e.constant_out(ConstSet::ErrorClass, errorclass);
     });
     ret
 }
@@ -439,7 +439,7 @@ pub unsafe extern "C" fn MPI_Add_error_code(errorclass: c_int, errorcode: *mut c
     };
     let ret = unsafe { real(errorclass, errorcode) };
     call.end(func::MPI_Add_error_code, ret, |e| unsafe {
-        e.int(i64::from(errorclass));
+        e.constant(ConstSet::ErrorClass, i64::from(errorclass));
         e.int_out(errorcode);
     });
     ret
@@ -2310,7 +2310,7 @@ pub unsafe extern "C" fn MPI_Comm_compare(
     call.end(func::MPI_Comm_compare, ret, |e| unsafe {
         e.handle(HandleKind::Comm, comm1);
         e.handle(HandleKind::Comm, comm2);
-        e.int_out(result);
+        e.constant_out(ConstSet::Comparison, result);
     });
     ret
 }
@@ -3063,7 +3063,7 @@ pub unsafe extern "C" fn MPI_Comm_split(
     let agreed = unsafe { crate::agree::created(ret, newcomm) };
     call.end_at(end, func::MPI_Comm_split, ret, |e| unsafe {
         e.handle(HandleKind::Comm, comm);
-        e.int(i64::from(color));
+        e.constant(ConstSet::Undefined, i64::from(color));
         e.int(i64::from(key));
         e.new_comm_out(newcomm, agreed);
     });
@@ -3090,7 +3090,7 @@ pub unsafe extern "C" fn MPI_Comm_split_type(
     let agreed = unsafe { crate::agree::created(ret, newcomm) };
     call.end_at(end, func::MPI_Comm_split_type, ret, |e| unsafe {
         e.handle(HandleKind::Comm, comm);
-        e.int(i64::from(split_type));
+        e.constant(ConstSet::SplitType, i64::from(split_type));
         e.int(i64::from(key));
         e.handle(HandleKind::Info, info);
         e.new_comm_out(newcomm, agreed);
@@ -3492,7 +3492,7 @@ pub unsafe extern "C" fn MPI_Error_class(errorcode: c_int, errorclass: *mut c_in
     let ret = unsafe { real(errorcode, errorclass) };
     call.end(func::MPI_Error_class, ret, |e| unsafe {
         e.int(i64::from(errorcode));
-        e.int_out(errorclass);
+        e.constant_out(ConstSet::ErrorClass, errorclass);
     });
     ret
 }
@@ -3781,7 +3781,7 @@ pub unsafe extern "C" fn MPI_File_get_amode(fh: MPI_File, amode: *mut c_int) -> 
     let ret = unsafe { real(fh, amode) };
     call.end(func::MPI_File_get_amode, ret, |e| unsafe {
         e.handle(HandleKind::File, fh);
-        e.int_out(amode);
+        e.constant_out(ConstSet::AccessMode, amode);
     });
     ret
 }
@@ -4495,7 +4495,7 @@ pub unsafe extern "C" fn MPI_File_open(
     call.end(func::MPI_File_open, ret, |e| unsafe {
         e.handle(HandleKind::Comm, comm);
         e.string(filename);
-        e.int(i64::from(amode));
+        e.constant(ConstSet::AccessMode, i64::from(amode));
         e.handle(HandleKind::Info, info);
         e.new_handle_out(HandleKind::File, fh.cast());
     });
@@ -5020,7 +5020,7 @@ pub unsafe extern "C" fn MPI_File_seek(fh: MPI_File, offset: MPI_Offset, whence:
     call.end(func::MPI_File_seek, ret, |e| {
         e.handle(HandleKind::File, fh);
         e.address(offset);
-        e.int(i64::from(whence));
+        e.constant(ConstSet::Whence, i64::from(whence));
     });
     ret
 }
@@ -5040,7 +5040,7 @@ pub unsafe extern "C" fn MPI_File_seek_shared(
     call.end(func::MPI_File_seek_shared, ret, |e| {
         e.handle(HandleKind::File, fh);
         e.address(offset);
-        e.int(i64::from(whence));
+        e.constant(ConstSet::Whence, i64::from(whence));
     });
     ret
 }
@@ -6671,7 +6671,7 @@ pub unsafe extern "C" fn MPI_Group_compare(
     call.end(func::MPI_Group_compare, ret, |e| unsafe {
         e.handle(HandleKind::Group, group1);
         e.handle(HandleKind::Group, group2);
-        e.int_out(result);
+        e.constant_out(ConstSet::Comparison, result);
     });
     ret
 }
@@ -8501,7 +8501,7 @@ pub unsafe extern "C" fn MPI_Info_get(
     call.end(func::MPI_Info_get, ret, |e| unsafe {
         e.handle(HandleKind::Info, info);
         e.string(key);
-        e.int(i64::from(valuelen));
+        e.constant(ConstSet::InfoValueLength, i64::from(valuelen));
         let value_cap = count_of(valuelen);
         let value_significant = e.read(flag.cast_const()).is_some_and(|f| f != 0);
         string_out(e, value, value_cap, value_significant);
@@ -11292,7 +11292,7 @@ pub unsafe extern "C" fn MPI_Query_thread(provided: *mut c_int) -> c_int {
     };
     let ret = unsafe { real(provided) };
     call.end(func::MPI_Query_thread, ret, |e| unsafe {
-        e.int_out(provided);
+        e.constant_out(ConstSet::ThreadLevel, provided);
     });
     ret
 }
@@ -14012,14 +14012,14 @@ pub unsafe extern "C" fn MPI_T_cvar_get_info(
         let name_cap = count_of(name_len_before);
         string_out(e, name, name_cap, true);
         e.int(i64::from(name_len_before));
-        e.int_out(verbosity);
+        e.constant_out(ConstSet::ToolVerbosity, verbosity);
         lookup_out(e, HandleKind::Datatype, datatype.cast());
         lookup_out(e, HandleKind::TEnum, enumtype.cast());
         let desc_cap = count_of(desc_len_before);
         string_out(e, desc, desc_cap, true);
         e.int(i64::from(desc_len_before));
-        e.int_out(bind);
-        e.int_out(scope);
+        e.constant_out(ConstSet::ToolBinding, bind);
+        e.constant_out(ConstSet::ToolScope, scope);
     });
     ret
 }
@@ -14169,7 +14169,7 @@ pub unsafe extern "C" fn MPI_T_event_callback_get_info(
     let ret = unsafe { real(event_registration, cb_safety, info_used) };
     call.end(func::MPI_T_event_callback_get_info, ret, |e| unsafe {
         e.handle(HandleKind::EventRegistration, event_registration);
-        e.int(i64::from(cb_safety));
+        e.constant(ConstSet::ToolCallbackSafety, i64::from(cb_safety));
         e.new_handle_out(HandleKind::Info, info_used.cast());
     });
     ret
@@ -14189,7 +14189,7 @@ pub unsafe extern "C" fn MPI_T_event_callback_set_info(
     let ret = unsafe { real(event_registration, cb_safety, info) };
     call.end(func::MPI_T_event_callback_set_info, ret, |e| {
         e.handle(HandleKind::EventRegistration, event_registration);
-        e.int(i64::from(cb_safety));
+        e.constant(ConstSet::ToolCallbackSafety, i64::from(cb_safety));
         e.handle(HandleKind::Info, info);
     });
     ret
@@ -14291,7 +14291,7 @@ pub unsafe extern "C" fn MPI_T_event_get_info(
         let name_cap = count_of(name_len_before);
         string_out(e, name, name_cap, true);
         e.int(i64::from(name_len_before));
-        e.int_out(verbosity);
+        e.constant_out(ConstSet::ToolVerbosity, verbosity);
         let array_of_datatypes_len = if e.ok() {
             min_of(
                 count_of(num_elements_before),
@@ -14327,7 +14327,7 @@ pub unsafe extern "C" fn MPI_T_event_get_info(
         let desc_cap = count_of(desc_len_before);
         string_out(e, desc, desc_cap, true);
         e.int(i64::from(desc_len_before));
-        e.int_out(bind);
+        e.constant_out(ConstSet::ToolBinding, bind);
     });
     ret
 }
@@ -14512,7 +14512,7 @@ pub unsafe extern "C" fn MPI_T_event_register_callback(
     };
     call.end(func::MPI_T_event_register_callback, ret, |e| {
         e.handle(HandleKind::EventRegistration, event_registration);
-        e.int(i64::from(cb_safety));
+        e.constant(ConstSet::ToolCallbackSafety, i64::from(cb_safety));
         e.handle(HandleKind::Info, info);
         e.buffer(user_data);
         e.callback(event_cb_function);
@@ -14559,8 +14559,8 @@ pub unsafe extern "C" fn MPI_T_init_thread(required: c_int, provided: *mut c_int
     };
     let ret = unsafe { real(required, provided) };
     call.end(func::MPI_T_init_thread, ret, |e| unsafe {
-        e.int(i64::from(required));
-        e.int_out(provided);
+        e.constant(ConstSet::ThreadLevel, i64::from(required));
+        e.constant_out(ConstSet::ThreadLevel, provided);
     });
     ret
 }
@@ -14579,7 +14579,7 @@ pub unsafe extern "C" fn MPI_T_pvar_get_index(
     let ret = unsafe { real(name, var_class, pvar_index) };
     call.end(func::MPI_T_pvar_get_index, ret, |e| unsafe {
         e.string(name);
-        e.int(i64::from(var_class));
+        e.constant(ConstSet::ToolPvarClass, i64::from(var_class));
         e.int_out(pvar_index);
     });
     ret
@@ -14625,14 +14625,14 @@ pub unsafe extern "C" fn MPI_T_pvar_get_info(
         let name_cap = count_of(name_len_before);
         string_out(e, name, name_cap, true);
         e.int(i64::from(name_len_before));
-        e.int_out(verbosity);
-        e.int_out(var_class);
+        e.constant_out(ConstSet::ToolVerbosity, verbosity);
+        e.constant_out(ConstSet::ToolPvarClass, var_class);
         lookup_out(e, HandleKind::Datatype, datatype.cast());
         lookup_out(e, HandleKind::TEnum, enumtype.cast());
         let desc_cap = count_of(desc_len_before);
         string_out(e, desc, desc_cap, true);
         e.int(i64::from(desc_len_before));
-        e.int_out(bind);
+        e.constant_out(ConstSet::ToolBinding, bind);
         e.int_out(readonly);
         e.int_out(continuous);
         e.int_out(atomic);
@@ -14894,7 +14894,7 @@ pub unsafe extern "C" fn MPI_T_source_get_info(
         let desc_cap = count_of(desc_len_before);
         string_out(e, desc, desc_cap, true);
         e.int(i64::from(desc_len_before));
-        e.int_out(ordering.cast_const().cast());
+        e.constant_out(ConstSet::ToolSourceOrder, ordering.cast_const().cast());
         e.count_out(ticks_per_second);
         e.count_out(max_ticks);
         e.new_handle_out(HandleKind::Info, info.cast());
@@ -14959,7 +14959,7 @@ pub unsafe extern "C" fn MPI_Topo_test(comm: MPI_Comm, status: *mut c_int) -> c_
     let ret = unsafe { real(comm, status) };
     call.end(func::MPI_Topo_test, ret, |e| unsafe {
         e.handle(HandleKind::Comm, comm);
-        e.int_out(status);
+        e.constant_out(ConstSet::Topology, status);
     });
     ret
 }
@@ -15075,17 +15075,17 @@ pub unsafe extern "C" fn MPI_Type_create_darray(
         });
         let array_of_distribs_len = count_of(ndims);
         array(e, array_of_distribs, array_of_distribs_len, |e, v| {
-            e.int(i64::from(v))
+            e.constant(ConstSet::Distribution, i64::from(v))
         });
         let array_of_dargs_len = count_of(ndims);
         array(e, array_of_dargs, array_of_dargs_len, |e, v| {
-            e.int(i64::from(v))
+            e.constant(ConstSet::DistributionArg, i64::from(v))
         });
         let array_of_psizes_len = count_of(ndims);
         array(e, array_of_psizes, array_of_psizes_len, |e, v| {
             e.int(i64::from(v))
         });
-        e.int(i64::from(order));
+        e.constant(ConstSet::Order, i64::from(order));
         e.handle(HandleKind::Datatype, oldtype);
         e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
@@ -15146,17 +15146,17 @@ pub unsafe extern "C" fn MPI_Type_create_darray_c(
         array(e, array_of_gsizes, array_of_gsizes_len, |e, v| e.int(v));
         let array_of_distribs_len = count_of(ndims);
         array(e, array_of_distribs, array_of_distribs_len, |e, v| {
-            e.int(i64::from(v))
+            e.constant(ConstSet::Distribution, i64::from(v))
         });
         let array_of_dargs_len = count_of(ndims);
         array(e, array_of_dargs, array_of_dargs_len, |e, v| {
-            e.int(i64::from(v))
+            e.constant(ConstSet::DistributionArg, i64::from(v))
         });
         let array_of_psizes_len = count_of(ndims);
         array(e, array_of_psizes, array_of_psizes_len, |e, v| {
             e.int(i64::from(v))
         });
-        e.int(i64::from(order));
+        e.constant(ConstSet::Order, i64::from(order));
         e.handle(HandleKind::Datatype, oldtype);
         e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
@@ -15738,7 +15738,7 @@ pub unsafe extern "C" fn MPI_Type_create_subarray(
         array(e, array_of_starts, array_of_starts_len, |e, v| {
             e.int(i64::from(v))
         });
-        e.int(i64::from(order));
+        e.constant(ConstSet::Order, i64::from(order));
         e.handle(HandleKind::Datatype, oldtype);
         e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
@@ -15789,7 +15789,7 @@ pub unsafe extern "C" fn MPI_Type_create_subarray_c(
         array(e, array_of_subsizes, array_of_subsizes_len, |e, v| e.int(v));
         let array_of_starts_len = count_of(ndims);
         array(e, array_of_starts, array_of_starts_len, |e, v| e.int(v));
-        e.int(i64::from(order));
+        e.constant(ConstSet::Order, i64::from(order));
         e.handle(HandleKind::Datatype, oldtype);
         e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
@@ -16115,7 +16115,7 @@ pub unsafe extern "C" fn MPI_Type_get_envelope(
         e.int_out(num_integers);
         e.int_out(num_addresses);
         e.int_out(num_datatypes);
-        e.int_out(combiner);
+        e.constant_out(ConstSet::Combiner, combiner);
     });
     ret
 }
@@ -16159,7 +16159,7 @@ pub unsafe extern "C" fn MPI_Type_get_envelope_c(
         e.count_out(num_addresses);
         e.count_out(num_large_counts);
         e.count_out(num_datatypes);
-        e.int_out(combiner);
+        e.constant_out(ConstSet::Combiner, combiner);
     });
     ret
 }
@@ -16513,7 +16513,7 @@ pub unsafe extern "C" fn MPI_Type_match_size(
     };
     let ret = unsafe { real(typeclass, size, datatype) };
     call.end(func::MPI_Type_match_size, ret, |e| unsafe {
-        e.int(i64::from(typeclass));
+        e.constant(ConstSet::TypeClass, i64::from(typeclass));
         e.int(i64::from(size));
         lookup_out(e, HandleKind::Datatype, datatype.cast());
     });
@@ -17175,7 +17175,7 @@ pub unsafe extern "C" fn MPI_Win_fence(assert: c_int, win: MPI_Win) -> c_int {
     };
     let ret = unsafe { real(assert, win) };
     call.end(func::MPI_Win_fence, ret, |e| {
-        e.int(i64::from(assert));
+        e.constant(ConstSet::Assert, i64::from(assert));
         e.handle(HandleKind::Win, win);
     });
     ret
@@ -17375,9 +17375,9 @@ pub unsafe extern "C" fn MPI_Win_lock(
     };
     let ret = unsafe { real(lock_type, rank, assert, win) };
     call.end(func::MPI_Win_lock, ret, |e| {
-        e.int(i64::from(lock_type));
+        e.constant(ConstSet::LockType, i64::from(lock_type));
         win_rank(e, i64::from(rank), win);
-        e.int(i64::from(assert));
+        e.constant(ConstSet::Assert, i64::from(assert));
         e.handle(HandleKind::Win, win);
     });
     ret
@@ -17392,7 +17392,7 @@ pub unsafe extern "C" fn MPI_Win_lock_all(assert: c_int, win: MPI_Win) -> c_int 
     };
     let ret = unsafe { real(assert, win) };
     call.end(func::MPI_Win_lock_all, ret, |e| {
-        e.int(i64::from(assert));
+        e.constant(ConstSet::Assert, i64::from(assert));
         e.handle(HandleKind::Win, win);
     });
     ret
@@ -17408,7 +17408,7 @@ pub unsafe extern "C" fn MPI_Win_post(group: MPI_Group, assert: c_int, win: MPI_
     let ret = unsafe { real(group, assert, win) };
     call.end(func::MPI_Win_post, ret, |e| {
         e.handle(HandleKind::Group, group);
-        e.int(i64::from(assert));
+        e.constant(ConstSet::Assert, i64::from(assert));
         e.handle(HandleKind::Win, win);
     });
     ret
@@ -17537,7 +17537,7 @@ pub unsafe extern "C" fn MPI_Win_start(group: MPI_Group, assert: c_int, win: MPI
     let ret = unsafe { real(group, assert, win) };
     call.end(func::MPI_Win_start, ret, |e| {
         e.handle(HandleKind::Group, group);
-        e.int(i64::from(assert));
+        e.constant(ConstSet::Assert, i64::from(assert));
         e.handle(HandleKind::Win, win);
     });
     ret
