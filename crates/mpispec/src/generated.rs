@@ -1908,7 +1908,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "coords",
-                enc: Enc::Array(&Enc::Int),
+                enc: Enc::Coords,
             },
         ],
     },
@@ -1962,7 +1962,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "coords",
-                enc: Enc::Array(&Enc::Int),
+                enc: Enc::Coords,
             },
         ],
     },

@@ -54,6 +54,10 @@ pub struct ParamOverride {
     pub location: bool,
     /// The set of named constants the integer takes (where its kind does not say).
     pub constants: Option<String>,
+    /// An output array of coordinates in the communicator's Cartesian grid
+    /// (recorded relative to the caller's own, `Enc::Coords`).
+    #[serde(default)]
+    pub coords: bool,
 }
 
 /// A set of named integer constants (`[constants.Order]`).
@@ -113,6 +117,7 @@ static EMPTY: ParamOverride = ParamOverride {
     address_only: false,
     location: false,
     constants: None,
+    coords: false,
 };
 
 impl Overrides {
