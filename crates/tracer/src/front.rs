@@ -159,6 +159,9 @@ pub struct Front {
     status: StatusLayout,
     consts: &'static [&'static [(i64, u32)]],
     pub ints: Ints,
+    /// Whether the MPI has MPI 4.0's large-count functions (`MPI_X_c`;
+    /// Open MPI 4.1 has none).
+    pub large_counts: bool,
     pub in_place: usize,
     pub status_ignore: usize,
     pub statuses_ignore: usize,
@@ -211,6 +214,7 @@ impl Front {
             status: d.status,
             consts: d.consts,
             ints: d.ints,
+            large_counts: !real(c"PMPI_Type_get_envelope_c").is_null(),
             in_place: pointer(d.in_place),
             status_ignore: pointer(d.status_ignore),
             statuses_ignore: pointer(d.statuses_ignore),

@@ -201,7 +201,9 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
     crate::agree::finish_all();
     crate::clocksync::at_finalize();
     crate::merge::at_finalize();
-    unsafe { real() }
+    // Inside MPI: the calls MPI makes to itself while it finalizes (MPICH's
+    // ROMIO frees its keyvals, info and op there) are not the application's.
+    crate::call::uncounted(|| unsafe { real() })
 }
 
 /// MPI_Abort does not return, and the launcher kills the other ranks: the

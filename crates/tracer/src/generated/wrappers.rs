@@ -273,20 +273,34 @@ fn graph_dims(e: &Encoder<'_>, comm: MPI_Comm) -> Option<(usize, usize)> {
 }
 
 /// How many integers, addresses, large counts and datatypes describe
-/// `datatype` (MPI_Type_get_envelope_c), once the call has proved it valid.
+/// `datatype` (MPI_Type_get_envelope_c, or MPI_Type_get_envelope in an MPI
+/// without large counts), once the call has proved it valid.
 fn type_envelope(e: &Encoder<'_>, datatype: MPI_Datatype) -> Option<[usize; 4]> {
     let (mut i, mut a, mut c, mut d, mut combiner) = (0, 0, 0, 0, 0);
-    // SAFETY: a PMPI query on a valid datatype, writing to locals.
+    // SAFETY: PMPI queries on a valid datatype, writing to locals.
     let ok = e.ok()
         && unsafe {
-            crate::pmpi::MPI_Type_get_envelope_c()(
-                datatype,
-                &mut i,
-                &mut a,
-                &mut c,
-                &mut d,
-                &mut combiner,
-            )
+            if front().large_counts {
+                crate::pmpi::MPI_Type_get_envelope_c()(
+                    datatype,
+                    &mut i,
+                    &mut a,
+                    &mut c,
+                    &mut d,
+                    &mut combiner,
+                )
+            } else {
+                let (mut ni, mut na, mut nd) = (0, 0, 0);
+                let ret = crate::pmpi::MPI_Type_get_envelope()(
+                    datatype,
+                    &mut ni,
+                    &mut na,
+                    &mut nd,
+                    &mut combiner,
+                );
+                (i, a, d) = (ni.into(), na.into(), nd.into());
+                ret
+            }
         } == MPI_SUCCESS;
     if ok {
         Some([count_of(i)?, count_of(a)?, count_of(c)?, count_of(d)?])
