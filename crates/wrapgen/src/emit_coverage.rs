@@ -108,6 +108,9 @@ pub fn emit(
     );
     per_mpi(&mut s, funcs, m, others, &cov);
     fortran(&mut s, m);
+    for other in others.iter().filter(|o| !o.fortran.library.is_empty()) {
+        fortran_of_other(&mut s, other, m);
+    }
     s.push_str("\n## Every function\n\n| function | wrapper | note |\n|---|---|---|\n");
     for (f, c) in funcs.iter().zip(&cov) {
         let (status, note) = match c {
@@ -187,6 +190,25 @@ fn abi_of(m: &Mpich) -> &'static str {
     } else {
         "MPICH"
     }
+}
+
+/// The Fortran layer of another MPI than the platform's MPICH (Open MPI's
+/// bindings call `PMPI_*` throughout).
+fn fortran_of_other(s: &mut String, other: &Mpich, m: &Mpich) {
+    let f = &other.fortran;
+    let _ = writeln!(
+        s,
+        "\n{}'s Fortran libraries (`{}`): {} entry points, {} of them calling the C `MPI_*` \
+         functions, {} `PMPI_*` (the others call into `libmpi_mpifh`, or are no MPI calls). They import {} `PMPI_*` functions; the tracer exports \
+         the {} of them it wraps, so calls through these bindings are traced too.",
+        other.version,
+        f.library,
+        f.entry_points,
+        f.through_c,
+        f.bypass.len(),
+        f.pmpi_imports.len(),
+        f.pmpi_imports.iter().filter(|n| m.exports(n)).count()
+    );
 }
 
 fn fortran(s: &mut String, m: &Mpich) {

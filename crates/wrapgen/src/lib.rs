@@ -205,7 +205,7 @@ pub fn generate(root: &Path) -> Result<(Vec<File>, bool)> {
         .collect();
     let pmpi_aliases: Vec<(&FuncModel, bool)> = funcs
         .iter()
-        .filter(|f| m.fortran.pmpi_imports.contains(&f.name))
+        .filter(|f| all.iter().any(|p| p.fortran.pmpi_imports.contains(&f.name)))
         .filter_map(|f| match emit_coverage::coverage(f, m, &o) {
             Coverage::Generated => Some((f, false)),
             Coverage::HandWritten => Some((f, true)),

@@ -17642,6 +17642,35 @@ pub unsafe extern "C" fn PMPI_Abort(comm: MPI_Comm, errorcode: c_int) -> c_int {
     unsafe { crate::special::MPI_Abort(comm, errorcode) }
 }
 
+/// `PMPI_Accumulate`, as MPICH's Fortran bindings call it: traced as `MPI_Accumulate`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Accumulate(
+    origin_addr: *const c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    op: MPI_Op,
+    win: MPI_Win,
+) -> c_int {
+    unsafe {
+        MPI_Accumulate(
+            origin_addr,
+            origin_count,
+            origin_datatype,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+            op,
+            win,
+        )
+    }
+}
+
 /// `PMPI_Add_error_class`, as MPICH's Fortran bindings call it: traced as `MPI_Add_error_class`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Add_error_class(errorclass: *mut c_int) -> c_int {
@@ -17660,6 +17689,12 @@ pub unsafe extern "C" fn PMPI_Add_error_string(errorcode: c_int, string: *const 
     unsafe { MPI_Add_error_string(errorcode, string) }
 }
 
+/// `PMPI_Address`, as MPICH's Fortran bindings call it: traced as `MPI_Address`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Address(location: *mut c_void, address: *mut MPI_Aint) -> c_int {
+    unsafe { MPI_Address(location, address) }
+}
+
 /// `PMPI_Aint_add`, as MPICH's Fortran bindings call it: traced as `MPI_Aint_add`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Aint_add(base: MPI_Aint, disp: MPI_Aint) -> MPI_Aint {
@@ -17672,6 +17707,44 @@ pub unsafe extern "C" fn PMPI_Aint_diff(addr1: MPI_Aint, addr2: MPI_Aint) -> MPI
     unsafe { MPI_Aint_diff(addr1, addr2) }
 }
 
+/// `PMPI_Allgather`, as MPICH's Fortran bindings call it: traced as `MPI_Allgather`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Allgather(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe {
+        MPI_Allgather(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+        )
+    }
+}
+
+/// `PMPI_Allgatherv`, as MPICH's Fortran bindings call it: traced as `MPI_Allgatherv`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Allgatherv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe {
+        MPI_Allgatherv(
+            sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
+        )
+    }
+}
+
 /// `PMPI_Alloc_mem`, as MPICH's Fortran bindings call it: traced as `MPI_Alloc_mem`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Alloc_mem(
@@ -17680,6 +17753,85 @@ pub unsafe extern "C" fn PMPI_Alloc_mem(
     baseptr: *mut c_void,
 ) -> c_int {
     unsafe { MPI_Alloc_mem(size, info, baseptr) }
+}
+
+/// `PMPI_Allreduce`, as MPICH's Fortran bindings call it: traced as `MPI_Allreduce`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Allreduce(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe { MPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm) }
+}
+
+/// `PMPI_Alltoall`, as MPICH's Fortran bindings call it: traced as `MPI_Alltoall`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Alltoall(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe {
+        MPI_Alltoall(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+        )
+    }
+}
+
+/// `PMPI_Alltoallv`, as MPICH's Fortran bindings call it: traced as `MPI_Alltoallv`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Alltoallv(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe {
+        MPI_Alltoallv(
+            sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
+        )
+    }
+}
+
+/// `PMPI_Alltoallw`, as MPICH's Fortran bindings call it: traced as `MPI_Alltoallw`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Alltoallw(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtypes: *const HandleSlot,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtypes: *const HandleSlot,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe {
+        MPI_Alltoallw(
+            sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm,
+        )
+    }
+}
+
+/// `PMPI_Attr_delete`, as MPICH's Fortran bindings call it: traced as `MPI_Attr_delete`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Attr_delete(comm: MPI_Comm, keyval: c_int) -> c_int {
+    unsafe { MPI_Attr_delete(comm, keyval) }
 }
 
 /// `PMPI_Barrier`, as MPICH's Fortran bindings call it: traced as `MPI_Barrier`.
@@ -17696,6 +17848,51 @@ pub unsafe extern "C" fn PMPI_Barrier_init(
     request: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Barrier_init(comm, info, request) }
+}
+
+/// `PMPI_Bcast`, as MPICH's Fortran bindings call it: traced as `MPI_Bcast`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Bcast(
+    buffer: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe { MPI_Bcast(buffer, count, datatype, root, comm) }
+}
+
+/// `PMPI_Bsend`, as MPICH's Fortran bindings call it: traced as `MPI_Bsend`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Bsend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe { MPI_Bsend(buf, count, datatype, dest, tag, comm) }
+}
+
+/// `PMPI_Bsend_init`, as MPICH's Fortran bindings call it: traced as `MPI_Bsend_init`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Bsend_init(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_Bsend_init(buf, count, datatype, dest, tag, comm, request) }
+}
+
+/// `PMPI_Buffer_attach`, as MPICH's Fortran bindings call it: traced as `MPI_Buffer_attach`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Buffer_attach(buffer: *mut c_void, size: c_int) -> c_int {
+    unsafe { MPI_Buffer_attach(buffer, size) }
 }
 
 /// `PMPI_Buffer_detach`, as MPICH's Fortran bindings call it: traced as `MPI_Buffer_detach`.
@@ -18145,6 +18342,30 @@ pub unsafe extern "C" fn PMPI_Comm_test_inter(comm: MPI_Comm, flag: *mut c_int) 
     unsafe { MPI_Comm_test_inter(comm, flag) }
 }
 
+/// `PMPI_Compare_and_swap`, as MPICH's Fortran bindings call it: traced as `MPI_Compare_and_swap`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Compare_and_swap(
+    origin_addr: *const c_void,
+    compare_addr: *const c_void,
+    result_addr: *mut c_void,
+    datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    win: MPI_Win,
+) -> c_int {
+    unsafe {
+        MPI_Compare_and_swap(
+            origin_addr,
+            compare_addr,
+            result_addr,
+            datatype,
+            target_rank,
+            target_disp,
+            win,
+        )
+    }
+}
+
 /// `PMPI_Dims_create`, as MPICH's Fortran bindings call it: traced as `MPI_Dims_create`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Dims_create(nnodes: c_int, ndims: c_int, dims: *mut c_int) -> c_int {
@@ -18252,6 +18473,18 @@ pub unsafe extern "C" fn PMPI_Errhandler_free(errhandler: *mut HandleSlot) -> c_
     unsafe { MPI_Errhandler_free(errhandler) }
 }
 
+/// `PMPI_Errhandler_get`, as MPICH's Fortran bindings call it: traced as `MPI_Errhandler_get`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Errhandler_get(comm: MPI_Comm, errhandler: *mut HandleSlot) -> c_int {
+    unsafe { MPI_Errhandler_get(comm, errhandler) }
+}
+
+/// `PMPI_Errhandler_set`, as MPICH's Fortran bindings call it: traced as `MPI_Errhandler_set`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Errhandler_set(comm: MPI_Comm, errhandler: MPI_Errhandler) -> c_int {
+    unsafe { MPI_Errhandler_set(comm, errhandler) }
+}
+
 /// `PMPI_Error_class`, as MPICH's Fortran bindings call it: traced as `MPI_Error_class`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Error_class(errorcode: c_int, errorclass: *mut c_int) -> c_int {
@@ -18266,6 +18499,49 @@ pub unsafe extern "C" fn PMPI_Error_string(
     resultlen: *mut c_int,
 ) -> c_int {
     unsafe { MPI_Error_string(errorcode, string, resultlen) }
+}
+
+/// `PMPI_Exscan`, as MPICH's Fortran bindings call it: traced as `MPI_Exscan`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Exscan(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe { MPI_Exscan(sendbuf, recvbuf, count, datatype, op, comm) }
+}
+
+/// `PMPI_Fetch_and_op`, as MPICH's Fortran bindings call it: traced as `MPI_Fetch_and_op`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Fetch_and_op(
+    origin_addr: *const c_void,
+    result_addr: *mut c_void,
+    datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    op: MPI_Op,
+    win: MPI_Win,
+) -> c_int {
+    unsafe {
+        MPI_Fetch_and_op(
+            origin_addr,
+            result_addr,
+            datatype,
+            target_rank,
+            target_disp,
+            op,
+            win,
+        )
+    }
+}
+
+/// `PMPI_File_c2f`, as MPICH's Fortran bindings call it: traced as `MPI_File_c2f`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_c2f(file: MPI_File) -> MPI_Fint {
+    unsafe { MPI_File_c2f(file) }
 }
 
 /// `PMPI_File_call_errhandler`, as MPICH's Fortran bindings call it: traced as `MPI_File_call_errhandler`.
@@ -18293,6 +18569,12 @@ pub unsafe extern "C" fn PMPI_File_create_errhandler(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_File_delete(filename: *const c_char, info: MPI_Info) -> c_int {
     unsafe { MPI_File_delete(filename, info) }
+}
+
+/// `PMPI_File_f2c`, as MPICH's Fortran bindings call it: traced as `MPI_File_f2c`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_f2c(file: MPI_Fint) -> MPI_File {
+    unsafe { MPI_File_f2c(file) }
 }
 
 /// `PMPI_File_get_amode`, as MPICH's Fortran bindings call it: traced as `MPI_File_get_amode`.
@@ -18381,6 +18663,130 @@ pub unsafe extern "C" fn PMPI_File_get_view(
     unsafe { MPI_File_get_view(fh, disp, etype, filetype, datarep) }
 }
 
+/// `PMPI_File_iread`, as MPICH's Fortran bindings call it: traced as `MPI_File_iread`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_iread(
+    fh: MPI_File,
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_File_iread(fh, buf, count, datatype, request) }
+}
+
+/// `PMPI_File_iread_all`, as MPICH's Fortran bindings call it: traced as `MPI_File_iread_all`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_iread_all(
+    fh: MPI_File,
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_File_iread_all(fh, buf, count, datatype, request) }
+}
+
+/// `PMPI_File_iread_at`, as MPICH's Fortran bindings call it: traced as `MPI_File_iread_at`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_iread_at(
+    fh: MPI_File,
+    offset: MPI_Offset,
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_File_iread_at(fh, offset, buf, count, datatype, request) }
+}
+
+/// `PMPI_File_iread_at_all`, as MPICH's Fortran bindings call it: traced as `MPI_File_iread_at_all`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_iread_at_all(
+    fh: MPI_File,
+    offset: MPI_Offset,
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_File_iread_at_all(fh, offset, buf, count, datatype, request) }
+}
+
+/// `PMPI_File_iread_shared`, as MPICH's Fortran bindings call it: traced as `MPI_File_iread_shared`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_iread_shared(
+    fh: MPI_File,
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_File_iread_shared(fh, buf, count, datatype, request) }
+}
+
+/// `PMPI_File_iwrite`, as MPICH's Fortran bindings call it: traced as `MPI_File_iwrite`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_iwrite(
+    fh: MPI_File,
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_File_iwrite(fh, buf, count, datatype, request) }
+}
+
+/// `PMPI_File_iwrite_all`, as MPICH's Fortran bindings call it: traced as `MPI_File_iwrite_all`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_iwrite_all(
+    fh: MPI_File,
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_File_iwrite_all(fh, buf, count, datatype, request) }
+}
+
+/// `PMPI_File_iwrite_at`, as MPICH's Fortran bindings call it: traced as `MPI_File_iwrite_at`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_iwrite_at(
+    fh: MPI_File,
+    offset: MPI_Offset,
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_File_iwrite_at(fh, offset, buf, count, datatype, request) }
+}
+
+/// `PMPI_File_iwrite_at_all`, as MPICH's Fortran bindings call it: traced as `MPI_File_iwrite_at_all`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_iwrite_at_all(
+    fh: MPI_File,
+    offset: MPI_Offset,
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_File_iwrite_at_all(fh, offset, buf, count, datatype, request) }
+}
+
+/// `PMPI_File_iwrite_shared`, as MPICH's Fortran bindings call it: traced as `MPI_File_iwrite_shared`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_iwrite_shared(
+    fh: MPI_File,
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_File_iwrite_shared(fh, buf, count, datatype, request) }
+}
+
 /// `PMPI_File_open`, as MPICH's Fortran bindings call it: traced as `MPI_File_open`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_File_open(
@@ -18397,6 +18803,144 @@ pub unsafe extern "C" fn PMPI_File_open(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_File_preallocate(fh: MPI_File, size: MPI_Offset) -> c_int {
     unsafe { MPI_File_preallocate(fh, size) }
+}
+
+/// `PMPI_File_read`, as MPICH's Fortran bindings call it: traced as `MPI_File_read`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_read(
+    fh: MPI_File,
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe { MPI_File_read(fh, buf, count, datatype, status) }
+}
+
+/// `PMPI_File_read_all`, as MPICH's Fortran bindings call it: traced as `MPI_File_read_all`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_read_all(
+    fh: MPI_File,
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe { MPI_File_read_all(fh, buf, count, datatype, status) }
+}
+
+/// `PMPI_File_read_all_begin`, as MPICH's Fortran bindings call it: traced as `MPI_File_read_all_begin`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_read_all_begin(
+    fh: MPI_File,
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+) -> c_int {
+    unsafe { MPI_File_read_all_begin(fh, buf, count, datatype) }
+}
+
+/// `PMPI_File_read_all_end`, as MPICH's Fortran bindings call it: traced as `MPI_File_read_all_end`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_read_all_end(
+    fh: MPI_File,
+    buf: *mut c_void,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe { MPI_File_read_all_end(fh, buf, status) }
+}
+
+/// `PMPI_File_read_at`, as MPICH's Fortran bindings call it: traced as `MPI_File_read_at`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_read_at(
+    fh: MPI_File,
+    offset: MPI_Offset,
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe { MPI_File_read_at(fh, offset, buf, count, datatype, status) }
+}
+
+/// `PMPI_File_read_at_all`, as MPICH's Fortran bindings call it: traced as `MPI_File_read_at_all`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_read_at_all(
+    fh: MPI_File,
+    offset: MPI_Offset,
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe { MPI_File_read_at_all(fh, offset, buf, count, datatype, status) }
+}
+
+/// `PMPI_File_read_at_all_begin`, as MPICH's Fortran bindings call it: traced as `MPI_File_read_at_all_begin`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_read_at_all_begin(
+    fh: MPI_File,
+    offset: MPI_Offset,
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+) -> c_int {
+    unsafe { MPI_File_read_at_all_begin(fh, offset, buf, count, datatype) }
+}
+
+/// `PMPI_File_read_at_all_end`, as MPICH's Fortran bindings call it: traced as `MPI_File_read_at_all_end`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_read_at_all_end(
+    fh: MPI_File,
+    buf: *mut c_void,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe { MPI_File_read_at_all_end(fh, buf, status) }
+}
+
+/// `PMPI_File_read_ordered`, as MPICH's Fortran bindings call it: traced as `MPI_File_read_ordered`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_read_ordered(
+    fh: MPI_File,
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe { MPI_File_read_ordered(fh, buf, count, datatype, status) }
+}
+
+/// `PMPI_File_read_ordered_begin`, as MPICH's Fortran bindings call it: traced as `MPI_File_read_ordered_begin`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_read_ordered_begin(
+    fh: MPI_File,
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+) -> c_int {
+    unsafe { MPI_File_read_ordered_begin(fh, buf, count, datatype) }
+}
+
+/// `PMPI_File_read_ordered_end`, as MPICH's Fortran bindings call it: traced as `MPI_File_read_ordered_end`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_read_ordered_end(
+    fh: MPI_File,
+    buf: *mut c_void,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe { MPI_File_read_ordered_end(fh, buf, status) }
+}
+
+/// `PMPI_File_read_shared`, as MPICH's Fortran bindings call it: traced as `MPI_File_read_shared`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_read_shared(
+    fh: MPI_File,
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe { MPI_File_read_shared(fh, buf, count, datatype, status) }
 }
 
 /// `PMPI_File_seek`, as MPICH's Fortran bindings call it: traced as `MPI_File_seek`.
@@ -18461,6 +19005,144 @@ pub unsafe extern "C" fn PMPI_File_sync(fh: MPI_File) -> c_int {
     unsafe { MPI_File_sync(fh) }
 }
 
+/// `PMPI_File_write`, as MPICH's Fortran bindings call it: traced as `MPI_File_write`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_write(
+    fh: MPI_File,
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe { MPI_File_write(fh, buf, count, datatype, status) }
+}
+
+/// `PMPI_File_write_all`, as MPICH's Fortran bindings call it: traced as `MPI_File_write_all`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_write_all(
+    fh: MPI_File,
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe { MPI_File_write_all(fh, buf, count, datatype, status) }
+}
+
+/// `PMPI_File_write_all_begin`, as MPICH's Fortran bindings call it: traced as `MPI_File_write_all_begin`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_write_all_begin(
+    fh: MPI_File,
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+) -> c_int {
+    unsafe { MPI_File_write_all_begin(fh, buf, count, datatype) }
+}
+
+/// `PMPI_File_write_all_end`, as MPICH's Fortran bindings call it: traced as `MPI_File_write_all_end`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_write_all_end(
+    fh: MPI_File,
+    buf: *const c_void,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe { MPI_File_write_all_end(fh, buf, status) }
+}
+
+/// `PMPI_File_write_at`, as MPICH's Fortran bindings call it: traced as `MPI_File_write_at`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_write_at(
+    fh: MPI_File,
+    offset: MPI_Offset,
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe { MPI_File_write_at(fh, offset, buf, count, datatype, status) }
+}
+
+/// `PMPI_File_write_at_all`, as MPICH's Fortran bindings call it: traced as `MPI_File_write_at_all`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_write_at_all(
+    fh: MPI_File,
+    offset: MPI_Offset,
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe { MPI_File_write_at_all(fh, offset, buf, count, datatype, status) }
+}
+
+/// `PMPI_File_write_at_all_begin`, as MPICH's Fortran bindings call it: traced as `MPI_File_write_at_all_begin`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_write_at_all_begin(
+    fh: MPI_File,
+    offset: MPI_Offset,
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+) -> c_int {
+    unsafe { MPI_File_write_at_all_begin(fh, offset, buf, count, datatype) }
+}
+
+/// `PMPI_File_write_at_all_end`, as MPICH's Fortran bindings call it: traced as `MPI_File_write_at_all_end`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_write_at_all_end(
+    fh: MPI_File,
+    buf: *const c_void,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe { MPI_File_write_at_all_end(fh, buf, status) }
+}
+
+/// `PMPI_File_write_ordered`, as MPICH's Fortran bindings call it: traced as `MPI_File_write_ordered`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_write_ordered(
+    fh: MPI_File,
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe { MPI_File_write_ordered(fh, buf, count, datatype, status) }
+}
+
+/// `PMPI_File_write_ordered_begin`, as MPICH's Fortran bindings call it: traced as `MPI_File_write_ordered_begin`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_write_ordered_begin(
+    fh: MPI_File,
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+) -> c_int {
+    unsafe { MPI_File_write_ordered_begin(fh, buf, count, datatype) }
+}
+
+/// `PMPI_File_write_ordered_end`, as MPICH's Fortran bindings call it: traced as `MPI_File_write_ordered_end`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_write_ordered_end(
+    fh: MPI_File,
+    buf: *const c_void,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe { MPI_File_write_ordered_end(fh, buf, status) }
+}
+
+/// `PMPI_File_write_shared`, as MPICH's Fortran bindings call it: traced as `MPI_File_write_shared`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_write_shared(
+    fh: MPI_File,
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe { MPI_File_write_shared(fh, buf, count, datatype, status) }
+}
+
 /// `PMPI_Finalize`, as MPICH's Fortran bindings call it: traced as `MPI_Finalize`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Finalize() -> c_int {
@@ -18471,6 +19153,124 @@ pub unsafe extern "C" fn PMPI_Finalize() -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Finalized(flag: *mut c_int) -> c_int {
     unsafe { MPI_Finalized(flag) }
+}
+
+/// `PMPI_Free_mem`, as MPICH's Fortran bindings call it: traced as `MPI_Free_mem`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Free_mem(base: *mut c_void) -> c_int {
+    unsafe { MPI_Free_mem(base) }
+}
+
+/// `PMPI_Gather`, as MPICH's Fortran bindings call it: traced as `MPI_Gather`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Gather(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe {
+        MPI_Gather(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
+        )
+    }
+}
+
+/// `PMPI_Gatherv`, as MPICH's Fortran bindings call it: traced as `MPI_Gatherv`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Gatherv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe {
+        MPI_Gatherv(
+            sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm,
+        )
+    }
+}
+
+/// `PMPI_Get`, as MPICH's Fortran bindings call it: traced as `MPI_Get`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Get(
+    origin_addr: *mut c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    win: MPI_Win,
+) -> c_int {
+    unsafe {
+        MPI_Get(
+            origin_addr,
+            origin_count,
+            origin_datatype,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+            win,
+        )
+    }
+}
+
+/// `PMPI_Get_accumulate`, as MPICH's Fortran bindings call it: traced as `MPI_Get_accumulate`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Get_accumulate(
+    origin_addr: *const c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    result_addr: *mut c_void,
+    result_count: c_int,
+    result_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    op: MPI_Op,
+    win: MPI_Win,
+) -> c_int {
+    unsafe {
+        MPI_Get_accumulate(
+            origin_addr,
+            origin_count,
+            origin_datatype,
+            result_addr,
+            result_count,
+            result_datatype,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+            op,
+            win,
+        )
+    }
+}
+
+/// `PMPI_Get_address`, as MPICH's Fortran bindings call it: traced as `MPI_Get_address`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Get_address(
+    location: *const c_void,
+    address: *mut MPI_Aint,
+) -> c_int {
+    unsafe { MPI_Get_address(location, address) }
 }
 
 /// `PMPI_Get_count`, as MPICH's Fortran bindings call it: traced as `MPI_Get_count`.
@@ -18757,10 +19557,216 @@ pub unsafe extern "C" fn PMPI_Group_union(
     unsafe { MPI_Group_union(group1, group2, newgroup) }
 }
 
+/// `PMPI_Iallgather`, as MPICH's Fortran bindings call it: traced as `MPI_Iallgather`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Iallgather(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe {
+        MPI_Iallgather(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
+        )
+    }
+}
+
+/// `PMPI_Iallgatherv`, as MPICH's Fortran bindings call it: traced as `MPI_Iallgatherv`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Iallgatherv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe {
+        MPI_Iallgatherv(
+            sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request,
+        )
+    }
+}
+
+/// `PMPI_Iallreduce`, as MPICH's Fortran bindings call it: traced as `MPI_Iallreduce`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Iallreduce(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request) }
+}
+
+/// `PMPI_Ialltoall`, as MPICH's Fortran bindings call it: traced as `MPI_Ialltoall`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Ialltoall(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe {
+        MPI_Ialltoall(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
+        )
+    }
+}
+
+/// `PMPI_Ialltoallv`, as MPICH's Fortran bindings call it: traced as `MPI_Ialltoallv`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Ialltoallv(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe {
+        MPI_Ialltoallv(
+            sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
+            request,
+        )
+    }
+}
+
+/// `PMPI_Ialltoallw`, as MPICH's Fortran bindings call it: traced as `MPI_Ialltoallw`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Ialltoallw(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtypes: *const HandleSlot,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtypes: *const HandleSlot,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe {
+        MPI_Ialltoallw(
+            sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm,
+            request,
+        )
+    }
+}
+
 /// `PMPI_Ibarrier`, as MPICH's Fortran bindings call it: traced as `MPI_Ibarrier`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Ibarrier(comm: MPI_Comm, request: *mut HandleSlot) -> c_int {
     unsafe { MPI_Ibarrier(comm, request) }
+}
+
+/// `PMPI_Ibcast`, as MPICH's Fortran bindings call it: traced as `MPI_Ibcast`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Ibcast(
+    buffer: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_Ibcast(buffer, count, datatype, root, comm, request) }
+}
+
+/// `PMPI_Ibsend`, as MPICH's Fortran bindings call it: traced as `MPI_Ibsend`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Ibsend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_Ibsend(buf, count, datatype, dest, tag, comm, request) }
+}
+
+/// `PMPI_Iexscan`, as MPICH's Fortran bindings call it: traced as `MPI_Iexscan`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Iexscan(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_Iexscan(sendbuf, recvbuf, count, datatype, op, comm, request) }
+}
+
+/// `PMPI_Igather`, as MPICH's Fortran bindings call it: traced as `MPI_Igather`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Igather(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe {
+        MPI_Igather(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
+        )
+    }
+}
+
+/// `PMPI_Igatherv`, as MPICH's Fortran bindings call it: traced as `MPI_Igatherv`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Igatherv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe {
+        MPI_Igatherv(
+            sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm,
+            request,
+        )
+    }
 }
 
 /// `PMPI_Improbe`, as MPICH's Fortran bindings call it: traced as `MPI_Improbe`.
@@ -18774,6 +19780,125 @@ pub unsafe extern "C" fn PMPI_Improbe(
     status: *mut MPI_Status,
 ) -> c_int {
     unsafe { MPI_Improbe(source, tag, comm, flag, message, status) }
+}
+
+/// `PMPI_Imrecv`, as MPICH's Fortran bindings call it: traced as `MPI_Imrecv`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Imrecv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    message: *mut HandleSlot,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_Imrecv(buf, count, datatype, message, request) }
+}
+
+/// `PMPI_Ineighbor_allgather`, as MPICH's Fortran bindings call it: traced as `MPI_Ineighbor_allgather`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Ineighbor_allgather(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe {
+        MPI_Ineighbor_allgather(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
+        )
+    }
+}
+
+/// `PMPI_Ineighbor_allgatherv`, as MPICH's Fortran bindings call it: traced as `MPI_Ineighbor_allgatherv`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Ineighbor_allgatherv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe {
+        MPI_Ineighbor_allgatherv(
+            sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request,
+        )
+    }
+}
+
+/// `PMPI_Ineighbor_alltoall`, as MPICH's Fortran bindings call it: traced as `MPI_Ineighbor_alltoall`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Ineighbor_alltoall(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe {
+        MPI_Ineighbor_alltoall(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
+        )
+    }
+}
+
+/// `PMPI_Ineighbor_alltoallv`, as MPICH's Fortran bindings call it: traced as `MPI_Ineighbor_alltoallv`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Ineighbor_alltoallv(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe {
+        MPI_Ineighbor_alltoallv(
+            sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
+            request,
+        )
+    }
+}
+
+/// `PMPI_Ineighbor_alltoallw`, as MPICH's Fortran bindings call it: traced as `MPI_Ineighbor_alltoallw`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Ineighbor_alltoallw(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const MPI_Aint,
+    sendtypes: *const HandleSlot,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const MPI_Aint,
+    recvtypes: *const HandleSlot,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe {
+        MPI_Ineighbor_alltoallw(
+            sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm,
+            request,
+        )
+    }
 }
 
 /// `PMPI_Info_create`, as MPICH's Fortran bindings call it: traced as `MPI_Info_create`.
@@ -18961,10 +20086,174 @@ pub unsafe extern "C" fn PMPI_Iprobe(
     unsafe { MPI_Iprobe(source, tag, comm, flag, status) }
 }
 
+/// `PMPI_Irecv`, as MPICH's Fortran bindings call it: traced as `MPI_Irecv`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Irecv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_Irecv(buf, count, datatype, source, tag, comm, request) }
+}
+
+/// `PMPI_Ireduce`, as MPICH's Fortran bindings call it: traced as `MPI_Ireduce`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Ireduce(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request) }
+}
+
+/// `PMPI_Ireduce_scatter`, as MPICH's Fortran bindings call it: traced as `MPI_Ireduce_scatter`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Ireduce_scatter(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, request) }
+}
+
+/// `PMPI_Ireduce_scatter_block`, as MPICH's Fortran bindings call it: traced as `MPI_Ireduce_scatter_block`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Ireduce_scatter_block(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, request) }
+}
+
+/// `PMPI_Irsend`, as MPICH's Fortran bindings call it: traced as `MPI_Irsend`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Irsend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_Irsend(buf, count, datatype, dest, tag, comm, request) }
+}
+
 /// `PMPI_Is_thread_main`, as MPICH's Fortran bindings call it: traced as `MPI_Is_thread_main`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Is_thread_main(flag: *mut c_int) -> c_int {
     unsafe { MPI_Is_thread_main(flag) }
+}
+
+/// `PMPI_Iscan`, as MPICH's Fortran bindings call it: traced as `MPI_Iscan`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Iscan(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_Iscan(sendbuf, recvbuf, count, datatype, op, comm, request) }
+}
+
+/// `PMPI_Iscatter`, as MPICH's Fortran bindings call it: traced as `MPI_Iscatter`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Iscatter(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe {
+        MPI_Iscatter(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
+        )
+    }
+}
+
+/// `PMPI_Iscatterv`, as MPICH's Fortran bindings call it: traced as `MPI_Iscatterv`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Iscatterv(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    displs: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe {
+        MPI_Iscatterv(
+            sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm,
+            request,
+        )
+    }
+}
+
+/// `PMPI_Isend`, as MPICH's Fortran bindings call it: traced as `MPI_Isend`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Isend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_Isend(buf, count, datatype, dest, tag, comm, request) }
+}
+
+/// `PMPI_Issend`, as MPICH's Fortran bindings call it: traced as `MPI_Issend`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Issend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_Issend(buf, count, datatype, dest, tag, comm, request) }
+}
+
+/// `PMPI_Keyval_free`, as MPICH's Fortran bindings call it: traced as `MPI_Keyval_free`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Keyval_free(keyval: *mut c_int) -> c_int {
+    unsafe { MPI_Keyval_free(keyval) }
 }
 
 /// `PMPI_Lookup_name`, as MPICH's Fortran bindings call it: traced as `MPI_Lookup_name`.
@@ -18987,6 +20276,116 @@ pub unsafe extern "C" fn PMPI_Mprobe(
     status: *mut MPI_Status,
 ) -> c_int {
     unsafe { MPI_Mprobe(source, tag, comm, message, status) }
+}
+
+/// `PMPI_Mrecv`, as MPICH's Fortran bindings call it: traced as `MPI_Mrecv`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Mrecv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    message: *mut HandleSlot,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe { MPI_Mrecv(buf, count, datatype, message, status) }
+}
+
+/// `PMPI_Neighbor_allgather`, as MPICH's Fortran bindings call it: traced as `MPI_Neighbor_allgather`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Neighbor_allgather(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe {
+        MPI_Neighbor_allgather(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+        )
+    }
+}
+
+/// `PMPI_Neighbor_allgatherv`, as MPICH's Fortran bindings call it: traced as `MPI_Neighbor_allgatherv`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Neighbor_allgatherv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe {
+        MPI_Neighbor_allgatherv(
+            sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
+        )
+    }
+}
+
+/// `PMPI_Neighbor_alltoall`, as MPICH's Fortran bindings call it: traced as `MPI_Neighbor_alltoall`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Neighbor_alltoall(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe {
+        MPI_Neighbor_alltoall(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+        )
+    }
+}
+
+/// `PMPI_Neighbor_alltoallv`, as MPICH's Fortran bindings call it: traced as `MPI_Neighbor_alltoallv`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Neighbor_alltoallv(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe {
+        MPI_Neighbor_alltoallv(
+            sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
+        )
+    }
+}
+
+/// `PMPI_Neighbor_alltoallw`, as MPICH's Fortran bindings call it: traced as `MPI_Neighbor_alltoallw`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Neighbor_alltoallw(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const MPI_Aint,
+    sendtypes: *const HandleSlot,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const MPI_Aint,
+    recvtypes: *const HandleSlot,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe {
+        MPI_Neighbor_alltoallw(
+            sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm,
+        )
+    }
 }
 
 /// `PMPI_Op_commutative`, as MPICH's Fortran bindings call it: traced as `MPI_Op_commutative`.
@@ -19015,6 +20414,34 @@ pub unsafe extern "C" fn PMPI_Op_free(op: *mut HandleSlot) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Open_port(info: MPI_Info, port_name: *mut c_char) -> c_int {
     unsafe { MPI_Open_port(info, port_name) }
+}
+
+/// `PMPI_Pack`, as MPICH's Fortran bindings call it: traced as `MPI_Pack`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Pack(
+    inbuf: *const c_void,
+    incount: c_int,
+    datatype: MPI_Datatype,
+    outbuf: *mut c_void,
+    outsize: c_int,
+    position: *mut c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe { MPI_Pack(inbuf, incount, datatype, outbuf, outsize, position, comm) }
+}
+
+/// `PMPI_Pack_external`, as MPICH's Fortran bindings call it: traced as `MPI_Pack_external`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Pack_external(
+    datarep: *const c_char,
+    inbuf: *const c_void,
+    incount: c_int,
+    datatype: MPI_Datatype,
+    outbuf: *mut c_void,
+    outsize: MPI_Aint,
+    position: *mut MPI_Aint,
+) -> c_int {
+    unsafe { MPI_Pack_external(datarep, inbuf, incount, datatype, outbuf, outsize, position) }
 }
 
 /// `PMPI_Pack_external_size`, as MPICH's Fortran bindings call it: traced as `MPI_Pack_external_size`.
@@ -19124,10 +20551,148 @@ pub unsafe extern "C" fn PMPI_Publish_name(
     unsafe { MPI_Publish_name(service_name, info, port_name) }
 }
 
+/// `PMPI_Put`, as MPICH's Fortran bindings call it: traced as `MPI_Put`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Put(
+    origin_addr: *const c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    win: MPI_Win,
+) -> c_int {
+    unsafe {
+        MPI_Put(
+            origin_addr,
+            origin_count,
+            origin_datatype,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+            win,
+        )
+    }
+}
+
 /// `PMPI_Query_thread`, as MPICH's Fortran bindings call it: traced as `MPI_Query_thread`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Query_thread(provided: *mut c_int) -> c_int {
     unsafe { MPI_Query_thread(provided) }
+}
+
+/// `PMPI_Raccumulate`, as MPICH's Fortran bindings call it: traced as `MPI_Raccumulate`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Raccumulate(
+    origin_addr: *const c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    op: MPI_Op,
+    win: MPI_Win,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe {
+        MPI_Raccumulate(
+            origin_addr,
+            origin_count,
+            origin_datatype,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+            op,
+            win,
+            request,
+        )
+    }
+}
+
+/// `PMPI_Recv`, as MPICH's Fortran bindings call it: traced as `MPI_Recv`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Recv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe { MPI_Recv(buf, count, datatype, source, tag, comm, status) }
+}
+
+/// `PMPI_Recv_init`, as MPICH's Fortran bindings call it: traced as `MPI_Recv_init`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Recv_init(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_Recv_init(buf, count, datatype, source, tag, comm, request) }
+}
+
+/// `PMPI_Reduce`, as MPICH's Fortran bindings call it: traced as `MPI_Reduce`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Reduce(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe { MPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm) }
+}
+
+/// `PMPI_Reduce_local`, as MPICH's Fortran bindings call it: traced as `MPI_Reduce_local`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Reduce_local(
+    inbuf: *const c_void,
+    inoutbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+) -> c_int {
+    unsafe { MPI_Reduce_local(inbuf, inoutbuf, count, datatype, op) }
+}
+
+/// `PMPI_Reduce_scatter`, as MPICH's Fortran bindings call it: traced as `MPI_Reduce_scatter`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Reduce_scatter(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe { MPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm) }
+}
+
+/// `PMPI_Reduce_scatter_block`, as MPICH's Fortran bindings call it: traced as `MPI_Reduce_scatter_block`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Reduce_scatter_block(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe { MPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm) }
 }
 
 /// `PMPI_Register_datarep`, as MPICH's Fortran bindings call it: traced as `MPI_Register_datarep`.
@@ -19164,6 +20729,255 @@ pub unsafe extern "C" fn PMPI_Request_get_status(
     status: *mut MPI_Status,
 ) -> c_int {
     unsafe { crate::special::MPI_Request_get_status(request, flag, status) }
+}
+
+/// `PMPI_Rget`, as MPICH's Fortran bindings call it: traced as `MPI_Rget`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Rget(
+    origin_addr: *mut c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    win: MPI_Win,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe {
+        MPI_Rget(
+            origin_addr,
+            origin_count,
+            origin_datatype,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+            win,
+            request,
+        )
+    }
+}
+
+/// `PMPI_Rget_accumulate`, as MPICH's Fortran bindings call it: traced as `MPI_Rget_accumulate`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Rget_accumulate(
+    origin_addr: *const c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    result_addr: *mut c_void,
+    result_count: c_int,
+    result_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    op: MPI_Op,
+    win: MPI_Win,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe {
+        MPI_Rget_accumulate(
+            origin_addr,
+            origin_count,
+            origin_datatype,
+            result_addr,
+            result_count,
+            result_datatype,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+            op,
+            win,
+            request,
+        )
+    }
+}
+
+/// `PMPI_Rput`, as MPICH's Fortran bindings call it: traced as `MPI_Rput`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Rput(
+    origin_addr: *const c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    win: MPI_Win,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe {
+        MPI_Rput(
+            origin_addr,
+            origin_count,
+            origin_datatype,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+            win,
+            request,
+        )
+    }
+}
+
+/// `PMPI_Rsend`, as MPICH's Fortran bindings call it: traced as `MPI_Rsend`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Rsend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe { MPI_Rsend(buf, count, datatype, dest, tag, comm) }
+}
+
+/// `PMPI_Rsend_init`, as MPICH's Fortran bindings call it: traced as `MPI_Rsend_init`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Rsend_init(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_Rsend_init(buf, count, datatype, dest, tag, comm, request) }
+}
+
+/// `PMPI_Scan`, as MPICH's Fortran bindings call it: traced as `MPI_Scan`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Scan(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe { MPI_Scan(sendbuf, recvbuf, count, datatype, op, comm) }
+}
+
+/// `PMPI_Scatter`, as MPICH's Fortran bindings call it: traced as `MPI_Scatter`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Scatter(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe {
+        MPI_Scatter(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
+        )
+    }
+}
+
+/// `PMPI_Scatterv`, as MPICH's Fortran bindings call it: traced as `MPI_Scatterv`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Scatterv(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    displs: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe {
+        MPI_Scatterv(
+            sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm,
+        )
+    }
+}
+
+/// `PMPI_Send`, as MPICH's Fortran bindings call it: traced as `MPI_Send`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Send(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe { MPI_Send(buf, count, datatype, dest, tag, comm) }
+}
+
+/// `PMPI_Send_init`, as MPICH's Fortran bindings call it: traced as `MPI_Send_init`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Send_init(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_Send_init(buf, count, datatype, dest, tag, comm, request) }
+}
+
+/// `PMPI_Sendrecv`, as MPICH's Fortran bindings call it: traced as `MPI_Sendrecv`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Sendrecv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe {
+        MPI_Sendrecv(
+            sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
+            recvtag, comm, status,
+        )
+    }
+}
+
+/// `PMPI_Sendrecv_replace`, as MPICH's Fortran bindings call it: traced as `MPI_Sendrecv_replace`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Sendrecv_replace(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe {
+        MPI_Sendrecv_replace(
+            buf, count, datatype, dest, sendtag, source, recvtag, comm, status,
+        )
+    }
 }
 
 /// `PMPI_Session_call_errhandler`, as MPICH's Fortran bindings call it: traced as `MPI_Session_call_errhandler`.
@@ -19259,6 +21073,33 @@ pub unsafe extern "C" fn PMPI_Session_set_errhandler(
     unsafe { MPI_Session_set_errhandler(session, errhandler) }
 }
 
+/// `PMPI_Ssend`, as MPICH's Fortran bindings call it: traced as `MPI_Ssend`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Ssend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe { MPI_Ssend(buf, count, datatype, dest, tag, comm) }
+}
+
+/// `PMPI_Ssend_init`, as MPICH's Fortran bindings call it: traced as `MPI_Ssend_init`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Ssend_init(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_Ssend_init(buf, count, datatype, dest, tag, comm, request) }
+}
+
 /// `PMPI_Start`, as MPICH's Fortran bindings call it: traced as `MPI_Start`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Start(request: *mut HandleSlot) -> c_int {
@@ -19269,6 +21110,24 @@ pub unsafe extern "C" fn PMPI_Start(request: *mut HandleSlot) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Startall(count: c_int, array_of_requests: *mut HandleSlot) -> c_int {
     unsafe { crate::special::MPI_Startall(count, array_of_requests) }
+}
+
+/// `PMPI_Status_c2f`, as MPICH's Fortran bindings call it: traced as `MPI_Status_c2f`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Status_c2f(
+    c_status: *const MPI_Status,
+    f_status: *mut MPI_Fint,
+) -> c_int {
+    unsafe { MPI_Status_c2f(c_status, f_status) }
+}
+
+/// `PMPI_Status_f2c`, as MPICH's Fortran bindings call it: traced as `MPI_Status_f2c`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Status_f2c(
+    f_status: *const MPI_Fint,
+    c_status: *mut MPI_Status,
+) -> c_int {
+    unsafe { MPI_Status_f2c(f_status, c_status) }
 }
 
 /// `PMPI_Status_set_cancelled`, as MPICH's Fortran bindings call it: traced as `MPI_Status_set_cancelled`.
@@ -19740,6 +21599,12 @@ pub unsafe extern "C" fn PMPI_Type_dup(oldtype: MPI_Datatype, newtype: *mut Hand
     unsafe { MPI_Type_dup(oldtype, newtype) }
 }
 
+/// `PMPI_Type_extent`, as MPICH's Fortran bindings call it: traced as `MPI_Type_extent`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_extent(datatype: MPI_Datatype, extent: *mut MPI_Aint) -> c_int {
+    unsafe { MPI_Type_extent(datatype, extent) }
+}
+
 /// `PMPI_Type_free`, as MPICH's Fortran bindings call it: traced as `MPI_Type_free`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Type_free(datatype: *mut HandleSlot) -> c_int {
@@ -19897,6 +21762,38 @@ pub unsafe extern "C" fn PMPI_Type_get_true_extent_x(
     unsafe { MPI_Type_get_true_extent_x(datatype, true_lb, true_extent) }
 }
 
+/// `PMPI_Type_hindexed`, as MPICH's Fortran bindings call it: traced as `MPI_Type_hindexed`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_hindexed(
+    count: c_int,
+    array_of_blocklengths: *mut c_int,
+    array_of_displacements: *mut MPI_Aint,
+    oldtype: MPI_Datatype,
+    newtype: *mut HandleSlot,
+) -> c_int {
+    unsafe {
+        MPI_Type_hindexed(
+            count,
+            array_of_blocklengths,
+            array_of_displacements,
+            oldtype,
+            newtype,
+        )
+    }
+}
+
+/// `PMPI_Type_hvector`, as MPICH's Fortran bindings call it: traced as `MPI_Type_hvector`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_hvector(
+    count: c_int,
+    blocklength: c_int,
+    stride: MPI_Aint,
+    oldtype: MPI_Datatype,
+    newtype: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_Type_hvector(count, blocklength, stride, oldtype, newtype) }
+}
+
 /// `PMPI_Type_indexed`, as MPICH's Fortran bindings call it: traced as `MPI_Type_indexed`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Type_indexed(
@@ -19937,6 +21834,15 @@ pub unsafe extern "C" fn PMPI_Type_indexed_c(
     }
 }
 
+/// `PMPI_Type_lb`, as MPICH's Fortran bindings call it: traced as `MPI_Type_lb`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_lb(
+    datatype: MPI_Datatype,
+    displacement: *mut MPI_Aint,
+) -> c_int {
+    unsafe { MPI_Type_lb(datatype, displacement) }
+}
+
 /// `PMPI_Type_match_size`, as MPICH's Fortran bindings call it: traced as `MPI_Type_match_size`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Type_match_size(
@@ -19974,6 +21880,35 @@ pub unsafe extern "C" fn PMPI_Type_size_x(datatype: MPI_Datatype, size: *mut MPI
     unsafe { MPI_Type_size_x(datatype, size) }
 }
 
+/// `PMPI_Type_struct`, as MPICH's Fortran bindings call it: traced as `MPI_Type_struct`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_struct(
+    count: c_int,
+    array_of_blocklengths: *mut c_int,
+    array_of_displacements: *mut MPI_Aint,
+    array_of_types: *mut HandleSlot,
+    newtype: *mut HandleSlot,
+) -> c_int {
+    unsafe {
+        MPI_Type_struct(
+            count,
+            array_of_blocklengths,
+            array_of_displacements,
+            array_of_types,
+            newtype,
+        )
+    }
+}
+
+/// `PMPI_Type_ub`, as MPICH's Fortran bindings call it: traced as `MPI_Type_ub`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_ub(
+    datatype: MPI_Datatype,
+    displacement: *mut MPI_Aint,
+) -> c_int {
+    unsafe { MPI_Type_ub(datatype, displacement) }
+}
+
 /// `PMPI_Type_vector`, as MPICH's Fortran bindings call it: traced as `MPI_Type_vector`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Type_vector(
@@ -19996,6 +21931,34 @@ pub unsafe extern "C" fn PMPI_Type_vector_c(
     newtype: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Type_vector_c(count, blocklength, stride, oldtype, newtype) }
+}
+
+/// `PMPI_Unpack`, as MPICH's Fortran bindings call it: traced as `MPI_Unpack`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Unpack(
+    inbuf: *const c_void,
+    insize: c_int,
+    position: *mut c_int,
+    outbuf: *mut c_void,
+    outcount: c_int,
+    datatype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe { MPI_Unpack(inbuf, insize, position, outbuf, outcount, datatype, comm) }
+}
+
+/// `PMPI_Unpack_external`, as MPICH's Fortran bindings call it: traced as `MPI_Unpack_external`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Unpack_external(
+    datarep: *const c_char,
+    inbuf: *const c_void,
+    insize: MPI_Aint,
+    position: *mut MPI_Aint,
+    outbuf: *mut c_void,
+    outcount: c_int,
+    datatype: MPI_Datatype,
+) -> c_int {
+    unsafe { MPI_Unpack_external(datarep, inbuf, insize, position, outbuf, outcount, datatype) }
 }
 
 /// `PMPI_Unpublish_name`, as MPICH's Fortran bindings call it: traced as `MPI_Unpublish_name`.
@@ -20107,6 +22070,12 @@ pub unsafe extern "C" fn PMPI_Win_allocate_shared_c(
     unsafe { MPI_Win_allocate_shared_c(size, disp_unit, info, comm, baseptr, win) }
 }
 
+/// `PMPI_Win_attach`, as MPICH's Fortran bindings call it: traced as `MPI_Win_attach`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Win_attach(win: MPI_Win, base: *mut c_void, size: MPI_Aint) -> c_int {
+    unsafe { MPI_Win_attach(win, base, size) }
+}
+
 /// `PMPI_Win_call_errhandler`, as MPICH's Fortran bindings call it: traced as `MPI_Win_call_errhandler`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Win_call_errhandler(win: MPI_Win, errorcode: c_int) -> c_int {
@@ -20117,6 +22086,19 @@ pub unsafe extern "C" fn PMPI_Win_call_errhandler(win: MPI_Win, errorcode: c_int
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Win_complete(win: MPI_Win) -> c_int {
     unsafe { MPI_Win_complete(win) }
+}
+
+/// `PMPI_Win_create`, as MPICH's Fortran bindings call it: traced as `MPI_Win_create`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Win_create(
+    base: *mut c_void,
+    size: MPI_Aint,
+    disp_unit: c_int,
+    info: MPI_Info,
+    comm: MPI_Comm,
+    win: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_Win_create(base, size, disp_unit, info, comm, win) }
 }
 
 /// `PMPI_Win_create_dynamic`, as MPICH's Fortran bindings call it: traced as `MPI_Win_create_dynamic`.
@@ -20160,6 +22142,12 @@ pub unsafe extern "C" fn PMPI_Win_create_keyval(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Win_delete_attr(win: MPI_Win, win_keyval: c_int) -> c_int {
     unsafe { MPI_Win_delete_attr(win, win_keyval) }
+}
+
+/// `PMPI_Win_detach`, as MPICH's Fortran bindings call it: traced as `MPI_Win_detach`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Win_detach(win: MPI_Win, base: *const c_void) -> c_int {
+    unsafe { MPI_Win_detach(win, base) }
 }
 
 /// `PMPI_Win_fence`, as MPICH's Fortran bindings call it: traced as `MPI_Win_fence`.
