@@ -21,16 +21,12 @@
 
 mod common;
 
-use common::{mpigram, text};
+use common::{mpigram, one_at_a_time, text};
 use mpigram_testkit::{Mpi, compile_with, mpi_available, mpiexec};
 use serde_json::Value as Json;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Mutex;
 use std::time::Duration;
-
-/// MPI runs one at a time: the machine has few cores and MPICH busy-polls.
-static MPI: Mutex<()> = Mutex::new(());
 
 /// A traced run of `exe ARGS` under `mpi` on `ranks` ranks with `timing`
 /// into `dir`; returns the run's wall time.
@@ -244,7 +240,7 @@ fn round_trip(program: &str, ranks: u32, args: &[&str]) -> String {
 /// [`round_trip`] with `program` built and traced under `from`, and its
 /// benchmark built and traced under `to`.
 fn round_trip_between(from: &Mpi, to: &Mpi, program: &str, ranks: u32, args: &[&str]) -> String {
-    let _mpi = MPI.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = one_at_a_time();
     let exe = compile_with(from, program).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let (orig_dir, regen_dir) = (dir.path().join("orig"), dir.path().join("regen"));
@@ -448,7 +444,7 @@ fn benchmarks_from_one_mpi_run_under_another() {
 #[test]
 fn source_size_does_not_grow_with_iterations() {
     mpi_available().unwrap();
-    let _mpi = MPI.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = one_at_a_time();
     let exe = compile_with(Mpi::selected(), "halo2d").unwrap();
     let dir = tempfile::tempdir().unwrap();
     let mut sizes = Vec::new();
@@ -490,7 +486,7 @@ fn source_size_does_not_grow_with_iterations() {
 #[test]
 fn recorded_computation_keeps_the_wall_time() {
     mpi_available().unwrap();
-    let _mpi = MPI.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = one_at_a_time();
     let exe = compile_with(Mpi::selected(), "critpath_bsp").unwrap();
     let dir = tempfile::tempdir().unwrap();
     let orig_dir = dir.path().join("orig");
