@@ -97,8 +97,11 @@ impl Encoder<'_> {
     /// # Safety
     /// `p` is NULL or valid for reads when the call succeeded.
     pub unsafe fn constant_out(&mut self, set: ConstSet, p: *const c_int) {
-        let v = unsafe { self.read(p) }.map_or(0, i64::from);
-        self.constant(set, v);
+        // Not written (the call failed): a plain 0, whatever 0 names in this MPI.
+        match unsafe { self.read(p) } {
+            Some(v) => self.constant(set, v.into()),
+            None => put_const(self.out, mpigram_mpispec::ConstRef::Plain(0)),
+        }
     }
 
     /// A rank in `comm`: relative to the caller's rank where `comm` is an
