@@ -105,3 +105,26 @@ fn fortran_programs_make_the_same_calls_under_mpich_and_open_mpi() {
         assert_eq!(reference, other, "{program}");
     }
 }
+
+/// MPI 5.0 functions that MPICH 4 lacks are wrapped too (generated from
+/// the standard, their real functions looked up when first called):
+/// traced under MPICH 5's standard ABI with every argument.
+#[test]
+fn mpi5_functions_are_traced_under_mpich5() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = trace(dir.path(), &Mpi::named("mpich-abi").unwrap(), "mpi5", &[]);
+    let out = mpigram(&["decode", trace.to_str().unwrap(), "--rank", "0"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let decoded = text(&out.stdout);
+    for call in [
+        "MPI_Status_get_source(status={MPI_SOURCE=3, MPI_TAG=17,",
+        "MPI_Comm_toint(comm=MPI_COMM_WORLD) -> ",
+        "MPI_Comm_attach_buffer(comm=MPI_COMM_WORLD, buffer=seg",
+        "MPI_Comm_detach_buffer(comm=MPI_COMM_WORLD, buffer_addr=seg",
+        "MPI_Buffer_flush()",
+        "MPI_Type_get_value_index(value_type=MPI_DOUBLE, index_type=MPI_INT, pair_type=MPI_DOUBLE_INT)",
+        "MPI_Remove_error_class(errorclass=",
+    ] {
+        assert!(decoded.contains(call), "{call} not in\n{decoded}");
+    }
+}

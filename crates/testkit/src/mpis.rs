@@ -37,6 +37,7 @@ pub struct Mpi {
     /// Variables compilers and launcher need (a wheel's prefix).
     pub env: Vec<(String, String)>,
     /// What test programs may need of it: `mpi4` (MPI 4.0 functions),
+    /// `mpi5` (MPI 5.0 functions),
     /// `removed` (the MPI-1 functions MPI 3.0 removed), `fortran`.
     pub features: Vec<&'static str>,
 }
@@ -141,7 +142,7 @@ impl Mpi {
                 launcher: vec![wheel("mpich5", "mpiexec")],
                 launch: Launch::Hydra,
                 env: Vec::new(),
-                features: vec!["mpi4", "removed"],
+                features: vec!["mpi4", "mpi5", "removed"],
             },
             "openmpi5" => Mpi {
                 name: "openmpi5",

@@ -198,15 +198,23 @@ pub fn generate(root: &Path) -> Result<(Vec<File>, bool)> {
             .join(", ")
     );
     let rs_header = format!("// {header}");
-    let exported: Vec<&FuncModel> = funcs.iter().filter(|f| m.exports(&f.name)).collect();
+    // The real functions: those this MPICH exports and those the wrappers
+    // call that only newer MPIs have.
+    let exported: Vec<&FuncModel> = funcs
+        .iter()
+        .filter(|f| {
+            m.exports(&f.name)
+                || emit_coverage::coverage(f, m, &all[1..], &o) == Coverage::Generated
+        })
+        .collect();
     let wrapped: Vec<&FuncModel> = funcs
         .iter()
-        .filter(|f| emit_coverage::coverage(f, m, &o) == Coverage::Generated)
+        .filter(|f| emit_coverage::coverage(f, m, &all[1..], &o) == Coverage::Generated)
         .collect();
     let pmpi_aliases: Vec<(&FuncModel, bool)> = funcs
         .iter()
         .filter(|f| all.iter().any(|p| p.fortran.pmpi_imports.contains(&f.name)))
-        .filter_map(|f| match emit_coverage::coverage(f, m, &o) {
+        .filter_map(|f| match emit_coverage::coverage(f, m, &all[1..], &o) {
             Coverage::Generated => Some((f, false)),
             Coverage::HandWritten => Some((f, true)),
             _ => None,

@@ -2027,6 +2027,32 @@ pub unsafe extern "C" fn MPI_Buffer_detach_c(
     ret
 }
 
+/// Traces `MPI_Buffer_flush`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Buffer_flush() -> c_int {
+    let real = crate::pmpi::MPI_Buffer_flush();
+    let Some(call) = Call::begin() else {
+        return unsafe { real() };
+    };
+    let ret = unsafe { real() };
+    call.end(func::MPI_Buffer_flush, ret, |_| {});
+    ret
+}
+
+/// Traces `MPI_Buffer_iflush`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Buffer_iflush(request: *mut HandleSlot) -> c_int {
+    let real = crate::pmpi::MPI_Buffer_iflush();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(request) };
+    };
+    let ret = unsafe { real(request) };
+    call.end(func::MPI_Buffer_iflush, ret, |e| unsafe {
+        e.new_request(request);
+    });
+    ret
+}
+
 /// Traces `MPI_Cancel`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Cancel(request: *mut HandleSlot) -> c_int {
@@ -2294,6 +2320,46 @@ pub unsafe extern "C" fn MPI_Comm_accept(
     ret
 }
 
+/// Traces `MPI_Comm_attach_buffer`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Comm_attach_buffer(
+    comm: MPI_Comm,
+    buffer: *mut c_void,
+    size: c_int,
+) -> c_int {
+    let real = crate::pmpi::MPI_Comm_attach_buffer();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(comm, buffer, size) };
+    };
+    let ret = unsafe { real(comm, buffer, size) };
+    call.end(func::MPI_Comm_attach_buffer, ret, |e| {
+        e.handle(HandleKind::Comm, comm);
+        e.buffer(buffer);
+        e.address(i64::from(size));
+    });
+    ret
+}
+
+/// Traces `MPI_Comm_attach_buffer_c`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Comm_attach_buffer_c(
+    comm: MPI_Comm,
+    buffer: *mut c_void,
+    size: MPI_Count,
+) -> c_int {
+    let real = crate::pmpi::MPI_Comm_attach_buffer_c();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(comm, buffer, size) };
+    };
+    let ret = unsafe { real(comm, buffer, size) };
+    call.end(func::MPI_Comm_attach_buffer_c, ret, |e| {
+        e.handle(HandleKind::Comm, comm);
+        e.buffer(buffer);
+        e.address(size);
+    });
+    ret
+}
+
 /// Traces `MPI_Comm_call_errhandler`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Comm_call_errhandler(comm: MPI_Comm, errorcode: c_int) -> c_int {
@@ -2505,6 +2571,46 @@ pub unsafe extern "C" fn MPI_Comm_delete_attr(comm: MPI_Comm, comm_keyval: c_int
     ret
 }
 
+/// Traces `MPI_Comm_detach_buffer`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Comm_detach_buffer(
+    comm: MPI_Comm,
+    buffer_addr: *mut c_void,
+    size: *mut c_int,
+) -> c_int {
+    let real = crate::pmpi::MPI_Comm_detach_buffer();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(comm, buffer_addr, size) };
+    };
+    let ret = unsafe { real(comm, buffer_addr, size) };
+    call.end(func::MPI_Comm_detach_buffer, ret, |e| unsafe {
+        e.handle(HandleKind::Comm, comm);
+        buffer_out(e, buffer_addr.cast_const().cast());
+        e.int_out(size);
+    });
+    ret
+}
+
+/// Traces `MPI_Comm_detach_buffer_c`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Comm_detach_buffer_c(
+    comm: MPI_Comm,
+    buffer_addr: *mut c_void,
+    size: *mut MPI_Count,
+) -> c_int {
+    let real = crate::pmpi::MPI_Comm_detach_buffer_c();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(comm, buffer_addr, size) };
+    };
+    let ret = unsafe { real(comm, buffer_addr, size) };
+    call.end(func::MPI_Comm_detach_buffer_c, ret, |e| unsafe {
+        e.handle(HandleKind::Comm, comm);
+        buffer_out(e, buffer_addr.cast_const().cast());
+        e.count_out(size);
+    });
+    ret
+}
+
 /// Traces `MPI_Comm_disconnect`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Comm_disconnect(comm: *mut HandleSlot) -> c_int {
@@ -2563,6 +2669,20 @@ pub unsafe extern "C" fn MPI_Comm_dup_with_info(
     ret
 }
 
+/// Traces `MPI_Comm_flush_buffer`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Comm_flush_buffer(comm: MPI_Comm) -> c_int {
+    let real = crate::pmpi::MPI_Comm_flush_buffer();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(comm) };
+    };
+    let ret = unsafe { real(comm) };
+    call.end(func::MPI_Comm_flush_buffer, ret, |e| {
+        e.handle(HandleKind::Comm, comm);
+    });
+    ret
+}
+
 /// Traces `MPI_Comm_free`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Comm_free(comm: *mut HandleSlot) -> c_int {
@@ -2590,6 +2710,20 @@ pub unsafe extern "C" fn MPI_Comm_free_keyval(comm_keyval: *mut c_int) -> c_int 
     let ret = unsafe { real(comm_keyval) };
     call.end(func::MPI_Comm_free_keyval, ret, |e| {
         e.free_handle(HandleKind::Keyval, comm_keyval_before);
+    });
+    ret
+}
+
+/// Traces `MPI_Comm_fromint`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Comm_fromint(comm: c_int) -> MPI_Comm {
+    let real = crate::pmpi::MPI_Comm_fromint();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(comm) };
+    };
+    let ret = unsafe { real(comm) };
+    call.end(func::MPI_Comm_fromint, MPI_SUCCESS, |e| {
+        e.int(i64::from(comm));
     });
     ret
 }
@@ -2744,6 +2878,21 @@ pub unsafe extern "C" fn MPI_Comm_idup_with_info(
         e.handle(HandleKind::Comm, comm);
         e.handle(HandleKind::Info, info);
         e.new_comm_pending(newcomm);
+        e.new_request(request);
+    });
+    ret
+}
+
+/// Traces `MPI_Comm_iflush_buffer`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Comm_iflush_buffer(comm: MPI_Comm, request: *mut HandleSlot) -> c_int {
+    let real = crate::pmpi::MPI_Comm_iflush_buffer();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(comm, request) };
+    };
+    let ret = unsafe { real(comm, request) };
+    call.end(func::MPI_Comm_iflush_buffer, ret, |e| unsafe {
+        e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
     ret
@@ -3127,6 +3276,20 @@ pub unsafe extern "C" fn MPI_Comm_test_inter(comm: MPI_Comm, flag: *mut c_int) -
     ret
 }
 
+/// Traces `MPI_Comm_toint`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Comm_toint(comm: MPI_Comm) -> c_int {
+    let real = crate::pmpi::MPI_Comm_toint();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(comm) };
+    };
+    let ret = unsafe { real(comm) };
+    call.end(func::MPI_Comm_toint, ret, |e| {
+        e.handle(HandleKind::Comm, comm);
+    });
+    ret
+}
+
 /// Traces `MPI_Compare_and_swap`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Compare_and_swap(
@@ -3466,6 +3629,20 @@ pub unsafe extern "C" fn MPI_Errhandler_free(errhandler: *mut HandleSlot) -> c_i
     ret
 }
 
+/// Traces `MPI_Errhandler_fromint`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Errhandler_fromint(errhandler: c_int) -> MPI_Errhandler {
+    let real = crate::pmpi::MPI_Errhandler_fromint();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(errhandler) };
+    };
+    let ret = unsafe { real(errhandler) };
+    call.end(func::MPI_Errhandler_fromint, MPI_SUCCESS, |e| {
+        e.int(i64::from(errhandler));
+    });
+    ret
+}
+
 /// Traces `MPI_Errhandler_get`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Errhandler_get(comm: MPI_Comm, errhandler: *mut HandleSlot) -> c_int {
@@ -3491,6 +3668,20 @@ pub unsafe extern "C" fn MPI_Errhandler_set(comm: MPI_Comm, errhandler: MPI_Errh
     let ret = unsafe { real(comm, errhandler) };
     call.end(func::MPI_Errhandler_set, ret, |e| {
         e.handle(HandleKind::Comm, comm);
+        e.handle(HandleKind::Errhandler, errhandler);
+    });
+    ret
+}
+
+/// Traces `MPI_Errhandler_toint`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Errhandler_toint(errhandler: MPI_Errhandler) -> c_int {
+    let real = crate::pmpi::MPI_Errhandler_toint();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(errhandler) };
+    };
+    let ret = unsafe { real(errhandler) };
+    call.end(func::MPI_Errhandler_toint, ret, |e| {
         e.handle(HandleKind::Errhandler, errhandler);
     });
     ret
@@ -3780,6 +3971,20 @@ pub unsafe extern "C" fn MPI_File_f2c(file: MPI_Fint) -> MPI_File {
     };
     let ret = unsafe { real(file) };
     call.end(func::MPI_File_f2c, MPI_SUCCESS, |e| {
+        e.int(i64::from(file));
+    });
+    ret
+}
+
+/// Traces `MPI_File_fromint`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_File_fromint(file: c_int) -> MPI_File {
+    let real = crate::pmpi::MPI_File_fromint();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(file) };
+    };
+    let ret = unsafe { real(file) };
+    call.end(func::MPI_File_fromint, MPI_SUCCESS, |e| {
         e.int(i64::from(file));
     });
     ret
@@ -5162,6 +5367,20 @@ pub unsafe extern "C" fn MPI_File_sync(fh: MPI_File) -> c_int {
     ret
 }
 
+/// Traces `MPI_File_toint`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_File_toint(file: MPI_File) -> c_int {
+    let real = crate::pmpi::MPI_File_toint();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(file) };
+    };
+    let ret = unsafe { real(file) };
+    call.end(func::MPI_File_toint, ret, |e| {
+        e.handle(HandleKind::File, file);
+    });
+    ret
+}
+
 /// Traces `MPI_File_write`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_File_write(
@@ -6423,6 +6642,20 @@ pub unsafe extern "C" fn MPI_Get_elements_x(
     ret
 }
 
+/// Traces `MPI_Get_hw_resource_info`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Get_hw_resource_info(hw_info: *mut HandleSlot) -> c_int {
+    let real = crate::pmpi::MPI_Get_hw_resource_info();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(hw_info) };
+    };
+    let ret = unsafe { real(hw_info) };
+    call.end(func::MPI_Get_hw_resource_info, ret, |e| unsafe {
+        e.new_handle_out(HandleKind::Info, hw_info.cast());
+    });
+    ret
+}
+
 /// Traces `MPI_Get_library_version`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Get_library_version(
@@ -6768,6 +7001,20 @@ pub unsafe extern "C" fn MPI_Group_from_session_pset(
     ret
 }
 
+/// Traces `MPI_Group_fromint`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Group_fromint(group: c_int) -> MPI_Group {
+    let real = crate::pmpi::MPI_Group_fromint();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(group) };
+    };
+    let ret = unsafe { real(group) };
+    call.end(func::MPI_Group_fromint, MPI_SUCCESS, |e| {
+        e.int(i64::from(group));
+    });
+    ret
+}
+
 /// Traces `MPI_Group_incl`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Group_incl(
@@ -6893,6 +7140,20 @@ pub unsafe extern "C" fn MPI_Group_size(group: MPI_Group, size: *mut c_int) -> c
     call.end(func::MPI_Group_size, ret, |e| unsafe {
         e.handle(HandleKind::Group, group);
         e.int_out(size);
+    });
+    ret
+}
+
+/// Traces `MPI_Group_toint`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Group_toint(group: MPI_Group) -> c_int {
+    let real = crate::pmpi::MPI_Group_toint();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(group) };
+    };
+    let ret = unsafe { real(group) };
+    call.end(func::MPI_Group_toint, ret, |e| {
+        e.handle(HandleKind::Group, group);
     });
     ret
 }
@@ -8498,6 +8759,20 @@ pub unsafe extern "C" fn MPI_Info_free(info: *mut HandleSlot) -> c_int {
     ret
 }
 
+/// Traces `MPI_Info_fromint`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Info_fromint(info: c_int) -> MPI_Info {
+    let real = crate::pmpi::MPI_Info_fromint();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(info) };
+    };
+    let ret = unsafe { real(info) };
+    call.end(func::MPI_Info_fromint, MPI_SUCCESS, |e| {
+        e.int(i64::from(info));
+    });
+    ret
+}
+
 /// Traces `MPI_Info_get`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Info_get(
@@ -8621,6 +8896,20 @@ pub unsafe extern "C" fn MPI_Info_set(
         e.handle(HandleKind::Info, info);
         e.string(key);
         e.string(value);
+    });
+    ret
+}
+
+/// Traces `MPI_Info_toint`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Info_toint(info: MPI_Info) -> c_int {
+    let real = crate::pmpi::MPI_Info_toint();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(info) };
+    };
+    let ret = unsafe { real(info) };
+    call.end(func::MPI_Info_toint, ret, |e| {
+        e.handle(HandleKind::Info, info);
     });
     ret
 }
@@ -9697,6 +9986,34 @@ pub unsafe extern "C" fn MPI_Lookup_name(
     ret
 }
 
+/// Traces `MPI_Message_fromint`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Message_fromint(message: c_int) -> MPI_Message {
+    let real = crate::pmpi::MPI_Message_fromint();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(message) };
+    };
+    let ret = unsafe { real(message) };
+    call.end(func::MPI_Message_fromint, MPI_SUCCESS, |e| {
+        e.int(i64::from(message));
+    });
+    ret
+}
+
+/// Traces `MPI_Message_toint`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Message_toint(message: MPI_Message) -> c_int {
+    let real = crate::pmpi::MPI_Message_toint();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(message) };
+    };
+    let ret = unsafe { real(message) };
+    call.end(func::MPI_Message_toint, ret, |e| {
+        e.handle(HandleKind::Message, message);
+    });
+    ret
+}
+
 /// Traces `MPI_Mprobe`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Mprobe(
@@ -10765,6 +11082,34 @@ pub unsafe extern "C" fn MPI_Op_free(op: *mut HandleSlot) -> c_int {
     let ret = unsafe { real(op) };
     call.end(func::MPI_Op_free, ret, |e| {
         e.free_handle(HandleKind::Op, op_before);
+    });
+    ret
+}
+
+/// Traces `MPI_Op_fromint`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Op_fromint(op: c_int) -> MPI_Op {
+    let real = crate::pmpi::MPI_Op_fromint();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(op) };
+    };
+    let ret = unsafe { real(op) };
+    call.end(func::MPI_Op_fromint, MPI_SUCCESS, |e| {
+        e.int(i64::from(op));
+    });
+    ret
+}
+
+/// Traces `MPI_Op_toint`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Op_toint(op: MPI_Op) -> c_int {
+    let real = crate::pmpi::MPI_Op_toint();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(op) };
+    };
+    let ret = unsafe { real(op) };
+    call.end(func::MPI_Op_toint, ret, |e| {
+        e.handle(HandleKind::Op, op);
     });
     ret
 }
@@ -12075,6 +12420,76 @@ pub unsafe extern "C" fn MPI_Register_datarep_c(
     ret
 }
 
+/// Traces `MPI_Remove_error_class`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Remove_error_class(errorclass: c_int) -> c_int {
+    let real = crate::pmpi::MPI_Remove_error_class();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(errorclass) };
+    };
+    let ret = unsafe { real(errorclass) };
+    call.end(func::MPI_Remove_error_class, ret, |e| {
+        e.constant(ConstSet::ErrorClass, i64::from(errorclass));
+    });
+    ret
+}
+
+/// Traces `MPI_Remove_error_code`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Remove_error_code(errorcode: c_int) -> c_int {
+    let real = crate::pmpi::MPI_Remove_error_code();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(errorcode) };
+    };
+    let ret = unsafe { real(errorcode) };
+    call.end(func::MPI_Remove_error_code, ret, |e| {
+        e.int(i64::from(errorcode));
+    });
+    ret
+}
+
+/// Traces `MPI_Remove_error_string`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Remove_error_string(errorcode: c_int) -> c_int {
+    let real = crate::pmpi::MPI_Remove_error_string();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(errorcode) };
+    };
+    let ret = unsafe { real(errorcode) };
+    call.end(func::MPI_Remove_error_string, ret, |e| {
+        e.int(i64::from(errorcode));
+    });
+    ret
+}
+
+/// Traces `MPI_Request_fromint`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Request_fromint(request: c_int) -> MPI_Request {
+    let real = crate::pmpi::MPI_Request_fromint();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(request) };
+    };
+    let ret = unsafe { real(request) };
+    call.end(func::MPI_Request_fromint, MPI_SUCCESS, |e| {
+        e.int(i64::from(request));
+    });
+    ret
+}
+
+/// Traces `MPI_Request_toint`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Request_toint(request: MPI_Request) -> c_int {
+    let real = crate::pmpi::MPI_Request_toint();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(request) };
+    };
+    let ret = unsafe { real(request) };
+    call.end(func::MPI_Request_toint, ret, |e| {
+        e.request(request);
+    });
+    ret
+}
+
 /// Traces `MPI_Rget`.
 #[allow(clippy::too_many_arguments)]
 #[unsafe(no_mangle)]
@@ -13341,6 +13756,46 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace_c(
     ret
 }
 
+/// Traces `MPI_Session_attach_buffer`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Session_attach_buffer(
+    session: MPI_Session,
+    buffer: *mut c_void,
+    size: c_int,
+) -> c_int {
+    let real = crate::pmpi::MPI_Session_attach_buffer();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(session, buffer, size) };
+    };
+    let ret = unsafe { real(session, buffer, size) };
+    call.end(func::MPI_Session_attach_buffer, ret, |e| {
+        e.handle(HandleKind::Session, session);
+        e.buffer(buffer);
+        e.address(i64::from(size));
+    });
+    ret
+}
+
+/// Traces `MPI_Session_attach_buffer_c`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Session_attach_buffer_c(
+    session: MPI_Session,
+    buffer: *mut c_void,
+    size: MPI_Count,
+) -> c_int {
+    let real = crate::pmpi::MPI_Session_attach_buffer_c();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(session, buffer, size) };
+    };
+    let ret = unsafe { real(session, buffer, size) };
+    call.end(func::MPI_Session_attach_buffer_c, ret, |e| {
+        e.handle(HandleKind::Session, session);
+        e.buffer(buffer);
+        e.address(size);
+    });
+    ret
+}
+
 /// Traces `MPI_Session_call_errhandler`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Session_call_errhandler(
@@ -13377,6 +13832,46 @@ pub unsafe extern "C" fn MPI_Session_create_errhandler(
     ret
 }
 
+/// Traces `MPI_Session_detach_buffer`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Session_detach_buffer(
+    session: MPI_Session,
+    buffer_addr: *mut c_void,
+    size: *mut c_int,
+) -> c_int {
+    let real = crate::pmpi::MPI_Session_detach_buffer();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(session, buffer_addr, size) };
+    };
+    let ret = unsafe { real(session, buffer_addr, size) };
+    call.end(func::MPI_Session_detach_buffer, ret, |e| unsafe {
+        e.handle(HandleKind::Session, session);
+        buffer_out(e, buffer_addr.cast_const().cast());
+        e.int_out(size);
+    });
+    ret
+}
+
+/// Traces `MPI_Session_detach_buffer_c`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Session_detach_buffer_c(
+    session: MPI_Session,
+    buffer_addr: *mut c_void,
+    size: *mut MPI_Count,
+) -> c_int {
+    let real = crate::pmpi::MPI_Session_detach_buffer_c();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(session, buffer_addr, size) };
+    };
+    let ret = unsafe { real(session, buffer_addr, size) };
+    call.end(func::MPI_Session_detach_buffer_c, ret, |e| unsafe {
+        e.handle(HandleKind::Session, session);
+        buffer_out(e, buffer_addr.cast_const().cast());
+        e.count_out(size);
+    });
+    ret
+}
+
 /// Traces `MPI_Session_finalize`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Session_finalize(session: *mut HandleSlot) -> c_int {
@@ -13388,6 +13883,34 @@ pub unsafe extern "C" fn MPI_Session_finalize(session: *mut HandleSlot) -> c_int
     let ret = unsafe { real(session) };
     call.end(func::MPI_Session_finalize, ret, |e| {
         e.free_handle(HandleKind::Session, session_before);
+    });
+    ret
+}
+
+/// Traces `MPI_Session_flush_buffer`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Session_flush_buffer(session: MPI_Session) -> c_int {
+    let real = crate::pmpi::MPI_Session_flush_buffer();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(session) };
+    };
+    let ret = unsafe { real(session) };
+    call.end(func::MPI_Session_flush_buffer, ret, |e| {
+        e.handle(HandleKind::Session, session);
+    });
+    ret
+}
+
+/// Traces `MPI_Session_fromint`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Session_fromint(session: c_int) -> MPI_Session {
+    let real = crate::pmpi::MPI_Session_fromint();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(session) };
+    };
+    let ret = unsafe { real(session) };
+    call.end(func::MPI_Session_fromint, MPI_SUCCESS, |e| {
+        e.int(i64::from(session));
     });
     ret
 }
@@ -13494,6 +14017,24 @@ pub unsafe extern "C" fn MPI_Session_get_pset_info(
     ret
 }
 
+/// Traces `MPI_Session_iflush_buffer`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Session_iflush_buffer(
+    session: MPI_Session,
+    request: *mut HandleSlot,
+) -> c_int {
+    let real = crate::pmpi::MPI_Session_iflush_buffer();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(session, request) };
+    };
+    let ret = unsafe { real(session, request) };
+    call.end(func::MPI_Session_iflush_buffer, ret, |e| unsafe {
+        e.handle(HandleKind::Session, session);
+        e.new_request(request);
+    });
+    ret
+}
+
 /// Traces `MPI_Session_init`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Session_init(
@@ -13528,6 +14069,20 @@ pub unsafe extern "C" fn MPI_Session_set_errhandler(
     call.end(func::MPI_Session_set_errhandler, ret, |e| {
         e.handle(HandleKind::Session, session);
         e.handle(HandleKind::Errhandler, errhandler);
+    });
+    ret
+}
+
+/// Traces `MPI_Session_toint`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Session_toint(session: MPI_Session) -> c_int {
+    let real = crate::pmpi::MPI_Session_toint();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(session) };
+    };
+    let ret = unsafe { real(session) };
+    call.end(func::MPI_Session_toint, ret, |e| {
+        e.handle(HandleKind::Session, session);
     });
     ret
 }
@@ -13712,6 +14267,54 @@ pub unsafe extern "C" fn MPI_Status_f2c(
     ret
 }
 
+/// Traces `MPI_Status_get_error`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Status_get_error(status: *const MPI_Status, err: *mut c_int) -> c_int {
+    let real = crate::pmpi::MPI_Status_get_error();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(status, err) };
+    };
+    let ret = unsafe { real(status, err) };
+    call.end(func::MPI_Status_get_error, ret, |e| unsafe {
+        e.status(status, None);
+        e.int_out(err);
+    });
+    ret
+}
+
+/// Traces `MPI_Status_get_source`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Status_get_source(
+    status: *const MPI_Status,
+    source: *mut c_int,
+) -> c_int {
+    let real = crate::pmpi::MPI_Status_get_source();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(status, source) };
+    };
+    let ret = unsafe { real(status, source) };
+    call.end(func::MPI_Status_get_source, ret, |e| unsafe {
+        e.status(status, None);
+        e.int_out(source);
+    });
+    ret
+}
+
+/// Traces `MPI_Status_get_tag`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Status_get_tag(status: *const MPI_Status, tag: *mut c_int) -> c_int {
+    let real = crate::pmpi::MPI_Status_get_tag();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(status, tag) };
+    };
+    let ret = unsafe { real(status, tag) };
+    call.end(func::MPI_Status_get_tag, ret, |e| unsafe {
+        e.status(status, None);
+        e.int_out(tag);
+    });
+    ret
+}
+
 /// Traces `MPI_Status_set_cancelled`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Status_set_cancelled(status: *mut MPI_Status, flag: c_int) -> c_int {
@@ -13747,6 +14350,26 @@ pub unsafe extern "C" fn MPI_Status_set_elements(
     ret
 }
 
+/// Traces `MPI_Status_set_elements_c`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Status_set_elements_c(
+    status: *mut MPI_Status,
+    datatype: MPI_Datatype,
+    count: MPI_Count,
+) -> c_int {
+    let real = crate::pmpi::MPI_Status_set_elements_c();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(status, datatype, count) };
+    };
+    let ret = unsafe { real(status, datatype, count) };
+    call.end(func::MPI_Status_set_elements_c, ret, |e| unsafe {
+        e.status(status, None);
+        e.handle(HandleKind::Datatype, datatype);
+        e.int(count);
+    });
+    ret
+}
+
 /// Traces `MPI_Status_set_elements_x`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Status_set_elements_x(
@@ -13763,6 +14386,51 @@ pub unsafe extern "C" fn MPI_Status_set_elements_x(
         e.status(status, None);
         e.handle(HandleKind::Datatype, datatype);
         e.int(count);
+    });
+    ret
+}
+
+/// Traces `MPI_Status_set_error`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Status_set_error(status: *mut MPI_Status, err: c_int) -> c_int {
+    let real = crate::pmpi::MPI_Status_set_error();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(status, err) };
+    };
+    let ret = unsafe { real(status, err) };
+    call.end(func::MPI_Status_set_error, ret, |e| unsafe {
+        e.status(status, None);
+        e.int(i64::from(err));
+    });
+    ret
+}
+
+/// Traces `MPI_Status_set_source`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Status_set_source(status: *mut MPI_Status, source: c_int) -> c_int {
+    let real = crate::pmpi::MPI_Status_set_source();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(status, source) };
+    };
+    let ret = unsafe { real(status, source) };
+    call.end(func::MPI_Status_set_source, ret, |e| unsafe {
+        e.status(status, None);
+        e.int(i64::from(source));
+    });
+    ret
+}
+
+/// Traces `MPI_Status_set_tag`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Status_set_tag(status: *mut MPI_Status, tag: c_int) -> c_int {
+    let real = crate::pmpi::MPI_Status_set_tag();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(status, tag) };
+    };
+    let ret = unsafe { real(status, tag) };
+    call.end(func::MPI_Status_set_tag, ret, |e| unsafe {
+        e.status(status, None);
+        e.tag(i64::from(tag));
     });
     ret
 }
@@ -15886,6 +16554,20 @@ pub unsafe extern "C" fn MPI_Type_free_keyval(type_keyval: *mut c_int) -> c_int 
     ret
 }
 
+/// Traces `MPI_Type_fromint`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Type_fromint(datatype: c_int) -> MPI_Datatype {
+    let real = crate::pmpi::MPI_Type_fromint();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(datatype) };
+    };
+    let ret = unsafe { real(datatype) };
+    call.end(func::MPI_Type_fromint, MPI_SUCCESS, |e| {
+        e.int(i64::from(datatype));
+    });
+    ret
+}
+
 /// Traces `MPI_Type_get_attr`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Type_get_attr(
@@ -16319,6 +17001,26 @@ pub unsafe extern "C" fn MPI_Type_get_true_extent_x(
     ret
 }
 
+/// Traces `MPI_Type_get_value_index`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Type_get_value_index(
+    value_type: MPI_Datatype,
+    index_type: MPI_Datatype,
+    pair_type: *mut HandleSlot,
+) -> c_int {
+    let real = crate::pmpi::MPI_Type_get_value_index();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(value_type, index_type, pair_type) };
+    };
+    let ret = unsafe { real(value_type, index_type, pair_type) };
+    call.end(func::MPI_Type_get_value_index, ret, |e| unsafe {
+        e.handle(HandleKind::Datatype, value_type);
+        e.handle(HandleKind::Datatype, index_type);
+        e.new_handle_out(HandleKind::Datatype, pair_type.cast());
+    });
+    ret
+}
+
 /// Traces `MPI_Type_hindexed`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Type_hindexed(
@@ -16672,6 +17374,20 @@ pub unsafe extern "C" fn MPI_Type_struct(
             |e, v| e.handle(HandleKind::Datatype, v),
         );
         e.new_handle_out(HandleKind::Datatype, newtype.cast());
+    });
+    ret
+}
+
+/// Traces `MPI_Type_toint`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Type_toint(datatype: MPI_Datatype) -> c_int {
+    let real = crate::pmpi::MPI_Type_toint();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(datatype) };
+    };
+    let ret = unsafe { real(datatype) };
+    call.end(func::MPI_Type_toint, ret, |e| {
+        e.handle(HandleKind::Datatype, datatype);
     });
     ret
 }
@@ -17284,6 +18000,20 @@ pub unsafe extern "C" fn MPI_Win_free_keyval(win_keyval: *mut c_int) -> c_int {
     ret
 }
 
+/// Traces `MPI_Win_fromint`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Win_fromint(win: c_int) -> MPI_Win {
+    let real = crate::pmpi::MPI_Win_fromint();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(win) };
+    };
+    let ret = unsafe { real(win) };
+    call.end(func::MPI_Win_fromint, MPI_SUCCESS, |e| {
+        e.int(i64::from(win));
+    });
+    ret
+}
+
 /// Traces `MPI_Win_get_attr`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_get_attr(
@@ -17582,6 +18312,20 @@ pub unsafe extern "C" fn MPI_Win_test(win: MPI_Win, flag: *mut c_int) -> c_int {
     call.end(func::MPI_Win_test, ret, |e| unsafe {
         e.handle(HandleKind::Win, win);
         e.int_out(flag);
+    });
+    ret
+}
+
+/// Traces `MPI_Win_toint`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Win_toint(win: MPI_Win) -> c_int {
+    let real = crate::pmpi::MPI_Win_toint();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(win) };
+    };
+    let ret = unsafe { real(win) };
+    call.end(func::MPI_Win_toint, ret, |e| {
+        e.handle(HandleKind::Win, win);
     });
     ret
 }
