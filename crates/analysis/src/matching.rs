@@ -44,7 +44,7 @@ use instances::Instances;
 use mpigram_trace::Trace;
 use one_sided::{Epochs, OneSided};
 pub use operations::RankOperations;
-pub(crate) use operations::{OperationLog, RankEvent};
+pub(crate) use operations::{OperationLog, RankEvent, handles};
 use p2p::{Decision, PointToPoint};
 use rustc_hash::FxHashMap;
 use std::fmt;
@@ -528,8 +528,8 @@ pub fn match_ranks(logs: Vec<(u32, RankOperations)>, ranks: &dyn WorldRanks) -> 
                     reason,
                 })
             }
-            Found::PointToPoint(Decision::Settled(_)) => {}
-            Found::Collective(instances::Found::Settled { slot, instance }) => {
+            Found::PointToPoint(Decision::Settled(_) | Decision::Void { .. }) => {}
+            Found::Collective(instances::Found::Settled { slot, instance, .. }) => {
                 instances.push((slot, instance))
             }
             Found::Collective(instances::Found::Unmatched { unmatched, .. }) => {
@@ -543,7 +543,9 @@ pub fn match_ranks(logs: Vec<(u32, RankOperations)>, ranks: &dyn WorldRanks) -> 
             Found::OneSided(
                 one_sided::Found::Unmatched(u) | one_sided::Found::Unpaired { unmatched: u, .. },
             ) => out.one_sided.unmatched.push(u),
-            Found::OneSided(one_sided::Found::Closing { .. }) => {}
+            Found::OneSided(
+                one_sided::Found::Closing { .. } | one_sided::Found::Opening { .. },
+            ) => {}
         }
     }
     out.operations = operations;

@@ -178,7 +178,7 @@ struct LossyTicks<'t> {
     bases: &'t Bases,
     codes: ColumnReader<'t>,
     /// The rank's calls (terminals).
-    calls: Box<dyn Iterator<Item = u32> + 't>,
+    calls: Box<dyn Iterator<Item = u32> + Send + 't>,
     bins: Vec<Bins>,
     /// The index in `bins` of each signature's bins, once known.
     bins_of: Vec<Option<usize>>,

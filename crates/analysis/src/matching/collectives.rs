@@ -52,7 +52,7 @@ pub(super) enum Start {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Classified {
-    pub(super) kind: CollectiveKind,
+    pub(crate) kind: CollectiveKind,
     pub(super) start: Start,
 }
 
@@ -98,19 +98,19 @@ pub(super) enum Context {
 /// One rank's collective call.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CollectiveCall {
-    pub(super) rank: u32,
-    pub(super) func: &'static str,
+    pub(crate) rank: u32,
+    pub(crate) func: &'static str,
     /// The collective operation: `func`, or for an MPI_Start the
     /// function that set the persistent collective up.
-    pub(super) operation: &'static str,
-    pub(super) kind: CollectiveKind,
-    pub(super) post: u64,
-    pub(super) completion: Option<u64>,
+    pub(crate) operation: &'static str,
+    pub(crate) kind: CollectiveKind,
+    pub(crate) post: u64,
+    pub(crate) completion: Option<u64>,
     pub(super) context: Context,
     pub(super) root: RootArg,
     /// When and where the posting and the completing call ran.
-    pub(super) post_at: CallAt,
-    pub(super) completion_at: Option<CallAt>,
+    pub(crate) post_at: CallAt,
+    pub(crate) completion_at: Option<CallAt>,
 }
 
 /// Does `func` create a window (a collective over its communicator)?

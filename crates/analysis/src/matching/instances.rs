@@ -72,6 +72,7 @@ pub(crate) enum Found {
     Settled {
         slot: u64,
         instance: CollectiveInstance,
+        calls: Vec<CallKey>,
     },
     Unmatched {
         call: CallKey,
@@ -349,6 +350,7 @@ impl Instances {
             out.push(Found::Settled {
                 slot: s,
                 instance: instance(&slot, if rooted { root } else { None }),
+                calls: slot.members.iter().map(|m| m.key).collect(),
             });
         }
     }

@@ -90,6 +90,26 @@ pub(crate) struct WindowEvent {
     call: EpochCall,
 }
 
+impl WindowEvent {
+    /// What the call is to the graph of the critical path: (it opens
+    /// exposures, it closes epochs).
+    pub(crate) fn opens_closes(&self) -> (bool, bool) {
+        match self.call {
+            EpochCall::Post(_) => (true, false),
+            EpochCall::Complete | EpochCall::Wait => (false, true),
+            _ => (false, false),
+        }
+    }
+
+    pub(crate) fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    pub(crate) fn at(&self) -> CallAt {
+        self.at
+    }
+}
+
 /// One rank's groups, for the window synchronisation calls that name them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct OneSidedLog {
@@ -291,10 +311,18 @@ struct Half {
 /// What this part of the matcher tells its user.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Found {
-    /// A window synchronisation call of `rank` at `seq` closes these halves.
+    /// MPI_Win_post of `rank` at `seq` opens these halves (exposures).
+    Opening {
+        rank: u32,
+        seq: u64,
+        halves: Vec<u64>,
+    },
+    /// A window synchronisation call of `rank` at `seq` closes these
+    /// halves: access epochs (MPI_Win_complete) or exposures.
     Closing {
         rank: u32,
         seq: u64,
+        access: bool,
         halves: Vec<u64>,
     },
     /// Two halves paired, both closed (or never to be).
@@ -467,6 +495,13 @@ impl Epochs {
                         None => queue.entry(key).or_default().push_back(h),
                     }
                 }
+                if is_post {
+                    out.push(Found::Opening {
+                        rank,
+                        seq: e.seq,
+                        halves: mine.clone(),
+                    });
+                }
                 let epochs = self.ranks.entry(rank).or_default();
                 let open = if is_post {
                     &mut epochs.exposure
@@ -493,6 +528,7 @@ impl Epochs {
                         out.push(Found::Closing {
                             rank,
                             seq: e.seq,
+                            access: e.call == EpochCall::Complete,
                             halves: mine.clone(),
                         });
                         for h in mine {

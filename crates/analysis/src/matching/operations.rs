@@ -115,6 +115,11 @@ impl OperationLog {
         }
     }
 
+    /// The events of the calls recorded since the last take.
+    pub(crate) fn take_events(&mut self) -> Vec<RankEvent> {
+        std::mem::take(&mut self.events)
+    }
+
     /// The rank's calls are over: what is still pending never completes.
     pub(crate) fn end(&mut self) {
         let mut requests: Vec<(String, Request)> = self.requests.drain().collect();
@@ -553,6 +558,57 @@ impl OperationLog {
             self.abandon(r.active);
         }
     }
+}
+
+/// The point-to-point functions [`OperationLog::record`] reads (without
+/// a large-count `_c` suffix).
+const POINT_TO_POINT: &[&str] = &[
+    "MPI_Send",
+    "MPI_Bsend",
+    "MPI_Ssend",
+    "MPI_Rsend",
+    "MPI_Isend",
+    "MPI_Ibsend",
+    "MPI_Issend",
+    "MPI_Irsend",
+    "MPI_Recv",
+    "MPI_Irecv",
+    "MPI_Sendrecv",
+    "MPI_Sendrecv_replace",
+    "MPI_Isendrecv",
+    "MPI_Isendrecv_replace",
+    "MPI_Send_init",
+    "MPI_Bsend_init",
+    "MPI_Ssend_init",
+    "MPI_Rsend_init",
+    "MPI_Recv_init",
+    "MPI_Start",
+    "MPI_Startall",
+    "MPI_Mprobe",
+    "MPI_Improbe",
+    "MPI_Mrecv",
+    "MPI_Imrecv",
+    "MPI_Wait",
+    "MPI_Test",
+    "MPI_Request_get_status",
+    "MPI_Waitall",
+    "MPI_Testall",
+    "MPI_Waitany",
+    "MPI_Testany",
+    "MPI_Waitsome",
+    "MPI_Testsome",
+    "MPI_Request_free",
+];
+
+/// Whether [`OperationLog::record`] reads anything from calls of `func`:
+/// the calls of other functions need not be decoded.
+pub(crate) fn handles(func: &str) -> bool {
+    let func = func.strip_suffix("_c").unwrap_or(func);
+    POINT_TO_POINT.contains(&func)
+        || collectives::classify(func).is_some()
+        || func.starts_with("MPI_Win_")
+        || func.starts_with("MPI_Group_")
+        || matches!(func, "MPI_Comm_group" | "MPI_Comm_remote_group")
 }
 
 /// The count and datatype argument names of a send half.

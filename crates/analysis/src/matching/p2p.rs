@@ -48,6 +48,10 @@ pub(crate) enum Decision {
         op: OpKey,
         reason: Reason,
     },
+    /// An operation with MPI_PROC_NULL: no message, not unmatched.
+    Void {
+        op: OpKey,
+    },
     /// Both operations of a match are final (completed or never to be).
     Settled(Box<Message>),
 }
@@ -55,6 +59,7 @@ pub(crate) enum Decision {
 /// A send and the receive that got its message, both final.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Message {
+    pub(crate) keys: (OpKey, OpKey),
     pub(crate) send: Operation,
     pub(crate) recv: Operation,
     /// The receive's status count, else the send's size.
@@ -251,6 +256,7 @@ impl PointToPoint {
                 if let Some(e) = self.ops.get_mut(&key) {
                     e.state = State::Done;
                 }
+                out.push(Decision::Void { op: key });
             }
             Err(reason) => {
                 if let Some(e) = self.ops.get_mut(&key) {
@@ -277,12 +283,17 @@ impl PointToPoint {
                 if self.ops.get(&other).is_some_and(|o| o.settled) {
                     let a = self.ops.remove(&key).expect("present").op;
                     let b = self.ops.remove(&other).expect("present").op;
-                    let (send, recv) = match a.direction {
-                        Direction::Send => (a, b),
-                        Direction::Recv => (b, a),
+                    let ((send, s), (recv, r)) = match a.direction {
+                        Direction::Send => ((a, key), (b, other)),
+                        Direction::Recv => ((b, other), (a, key)),
                     };
                     let bytes = recv.status.as_ref().and_then(|s| s.bytes).or(send.bytes);
-                    out.push(Decision::Settled(Box::new(Message { send, recv, bytes })));
+                    out.push(Decision::Settled(Box::new(Message {
+                        keys: (s, r),
+                        send,
+                        recv,
+                        bytes,
+                    })));
                 }
             }
         }
