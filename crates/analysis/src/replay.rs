@@ -17,6 +17,9 @@ use crate::matching::{CallAt, OperationLog, RankEvent, handles};
 use crate::sites::{SiteWalk, Sites};
 use crate::timeline::{Source, Span, SpanReader, TimelineError, rank_spans};
 use mpigram_trace::{RankPart, Trace};
+use rayon::prelude::*;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 use std::iter::Peekable;
 
 /// Calls read from a rank at a time.
@@ -97,6 +100,11 @@ impl<'t> RankReader<'t> {
 
     pub(crate) fn done(&self) -> bool {
         self.done
+    }
+
+    /// The end of the last timed call read.
+    pub(crate) fn frontier(&self) -> i64 {
+        self.end.last_ns.unwrap_or(i64::MIN)
     }
 
     /// Reads up to `calls` calls; the calls with operations go to `out`.
@@ -201,4 +209,56 @@ impl<'t> RankReader<'t> {
         end.calls = self.seq;
         Ok(end)
     }
+}
+
+/// What was read of a rank: a call with operations, or the rank's end.
+pub(crate) enum Read {
+    Call(ReadCall),
+    End(RankEnd),
+}
+
+/// Reads the next chunk of each of `ranks` (by index, in parallel) and
+/// hands what was read to `each`, in time order across the ranks (each
+/// rank's in its order).
+pub(crate) fn read_in_time_order(
+    readers: &mut [RankReader],
+    ranks: &[u32],
+    mut each: impl FnMut(u32, Read),
+) -> Result<(), ReplayError> {
+    let chunks: Vec<(u32, Vec<ReadCall>, Option<RankEnd>)> = readers
+        .par_iter_mut()
+        .enumerate()
+        .filter(|(r, reader)| ranks.contains(&(*r as u32)) && !reader.done())
+        .map(|(r, reader)| {
+            let mut calls = Vec::new();
+            let end = reader.read(CHUNK, &mut calls)?;
+            Ok((r as u32, calls, end))
+        })
+        .collect::<Result<_, ReplayError>>()?;
+    let mut queues: Vec<(u32, VecDeque<ReadCall>, Option<RankEnd>)> = chunks
+        .into_iter()
+        .map(|(r, calls, end)| (r, VecDeque::from(calls), end))
+        .collect();
+    // An untimed call (a killed rank's last) comes after the timed ones.
+    let time = |c: &ReadCall| c.at.span.map_or(i64::MAX, |s| s.start_ns);
+    let mut heap: BinaryHeap<Reverse<(i64, usize)>> = queues
+        .iter()
+        .enumerate()
+        .map(|(q, (_, calls, _))| Reverse((calls.front().map_or(i64::MAX, time), q)))
+        .collect();
+    while let Some(Reverse((_, q))) = heap.pop() {
+        let (r, calls, end) = &mut queues[q];
+        match calls.pop_front() {
+            Some(call) => {
+                each(*r, Read::Call(call));
+                heap.push(Reverse((calls.front().map_or(i64::MAX, time), q)));
+            }
+            None => {
+                if let Some(end) = end.take() {
+                    each(*r, Read::End(end));
+                }
+            }
+        }
+    }
+    Ok(())
 }

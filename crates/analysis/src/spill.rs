@@ -4,6 +4,8 @@
 //! forwards or backwards: the analyses' memory stays bounded however long
 //! the run.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::marker::PhantomData;
@@ -105,6 +107,75 @@ impl<T: Record> Spill<T> {
             out.extend_from_slice(&self.buffer[from..from + (end - at) as usize]);
         }
         Ok(())
+    }
+}
+
+/// Records sorted in memory before they go to a run of the file.
+const SORT_RUN: usize = 1 << 16;
+
+impl<T: Record> Spill<T> {
+    /// The records sorted by `key` (stable), in memory that does not
+    /// grow with them: sorted runs of [`SORT_RUN`] records, merged.
+    pub(crate) fn sorted<K: Ord>(&self, key: impl Fn(&T) -> K) -> io::Result<Spill<T>> {
+        let mut runs: Spill<T> = Spill::default();
+        let mut bounds = Vec::new();
+        let mut run: Vec<T> = Vec::with_capacity(SORT_RUN.min(self.len as usize));
+        let mut records = self.iter();
+        loop {
+            let next = records.next().transpose()?;
+            let end = next.is_none();
+            if let Some(r) = next {
+                run.push(r);
+            }
+            if run.len() == SORT_RUN || (end && !run.is_empty()) {
+                run.sort_by_key(&key);
+                let start = runs.len;
+                for r in run.drain(..) {
+                    runs.push(&r)?;
+                }
+                bounds.push((start, runs.len));
+            }
+            if end {
+                break;
+            }
+        }
+        if bounds.len() <= 1 {
+            return Ok(runs);
+        }
+        // Each run's next record, merged by (key, run): stable.
+        let mut readers: Vec<Records<'_, T>> = bounds
+            .iter()
+            .map(|&(from, to)| runs.range(from, to))
+            .collect();
+        let mut heads: Vec<Option<T>> = Vec::with_capacity(readers.len());
+        for r in &mut readers {
+            heads.push(r.next().transpose()?);
+        }
+        let mut heap: BinaryHeap<Reverse<(K, usize)>> = heads
+            .iter()
+            .enumerate()
+            .filter_map(|(i, h)| h.as_ref().map(|h| Reverse((key(h), i))))
+            .collect();
+        let mut out = Spill::default();
+        while let Some(Reverse((_, i))) = heap.pop() {
+            let record = heads[i].take().expect("a head");
+            out.push(&record)?;
+            heads[i] = readers[i].next().transpose()?;
+            if let Some(h) = &heads[i] {
+                heap.push(Reverse((key(h), i)));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The records `from..to` (by index).
+    fn range(&self, from: u64, to: u64) -> Records<'_, T> {
+        let size = T::SIZE as u64;
+        Records {
+            at: from * size,
+            end: to * size,
+            ..self.iter()
+        }
     }
 }
 
@@ -222,6 +293,16 @@ mod tests {
                 .all(|(i, r)| *r == (i as u32, -(i as i64) * 3))
         );
         let backward: Vec<(u32, i64)> = s.iter_rev().map(Result::unwrap).collect();
+        // Sorted by the second field, descending, ties in pushed order.
+        let sorted: Vec<(u32, i64)> = s
+            .sorted(|r| (r.1 % 7, r.0 % 3))
+            .unwrap()
+            .iter()
+            .map(Result::unwrap)
+            .collect();
+        let mut expected = forward.clone();
+        expected.sort_by_key(|r| (r.1 % 7, r.0 % 3));
+        assert_eq!(sorted, expected);
         assert_eq!(backward.into_iter().rev().collect::<Vec<_>>(), forward);
         let small: Spill<(u32, i64)> = Spill::default();
         assert_eq!(small.iter().count(), 0);

@@ -12,13 +12,10 @@ use crate::matching::instances;
 use crate::matching::one_sided;
 use crate::matching::p2p::Decision;
 use crate::matching::{Found, Matcher, world_ranks};
-use crate::replay::{CHUNK, RankEnd, RankReader, ReadCall, ReplayError};
+use crate::replay::{RankEnd, RankReader, Read, ReplayError, read_in_time_order};
 use crate::sites::Sites;
 use crate::timeline::{Source, rank_spans};
 use mpigram_trace::Trace;
-use rayon::prelude::*;
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
 
 /// What is summed while the matcher finds things.
 struct Sums {
@@ -101,16 +98,16 @@ pub(super) fn analyse(
                 }
             }
         };
-        let chunks = read(&mut readers, &wanted)?;
-        feed(
-            chunks,
+        read(
+            &mut readers,
+            &wanted,
             &world,
             &mut matcher,
             &mut builder,
             &mut walk,
             &mut sums,
             &mut ends,
-        );
+        )?;
     }
     if !finished {
         matcher.finish();
@@ -150,50 +147,23 @@ pub(super) fn analyse(
     })
 }
 
-/// What one rank's reader gave.
-type Chunk = (u32, Vec<ReadCall>, Option<RankEnd>);
-
-/// Reads the next chunk of each of `ranks` (in parallel).
-fn read(readers: &mut [RankReader], ranks: &[u32]) -> Result<Vec<Chunk>, ReplayError> {
-    readers
-        .par_iter_mut()
-        .enumerate()
-        .filter(|(r, reader)| ranks.contains(&(*r as u32)) && !reader.done())
-        .map(|(r, reader)| {
-            let mut calls = Vec::new();
-            let end = reader.read(CHUNK, &mut calls)?;
-            Ok((r as u32, calls, end))
-        })
-        .collect()
-}
-
-/// Gives the chunks' calls to the graph, the matcher and the walk, in
-/// time order across ranks (each rank's in its order).
 #[allow(clippy::too_many_arguments)]
-fn feed(
-    chunks: Vec<Chunk>,
+/// Reads the next chunk of `ranks` and gives their calls to the graph,
+/// the matcher and the walk, in time order.
+fn read(
+    readers: &mut [RankReader],
+    ranks: &[u32],
     world: &[u32],
     matcher: &mut Matcher,
     builder: &mut Builder,
     walk: &mut Walk,
     sums: &mut Sums,
     ends: &mut [RankEnd],
-) {
-    let mut queues: Vec<(u32, VecDeque<ReadCall>, Option<RankEnd>)> = chunks
-        .into_iter()
-        .map(|(r, calls, end)| (r, VecDeque::from(calls), end))
-        .collect();
-    let time = |c: &ReadCall| c.at.span.map_or(i64::MAX, |s| s.start_ns);
-    let mut heap: BinaryHeap<Reverse<(i64, usize)>> = queues
-        .iter()
-        .enumerate()
-        .map(|(q, (_, calls, _))| Reverse((calls.front().map_or(i64::MAX, time), q)))
-        .collect();
-    while let Some(Reverse((_, q))) = heap.pop() {
-        let (r, calls, end) = &mut queues[q];
-        let (r, rank) = (*r, world[*r as usize]);
-        match calls.pop_front() {
-            Some(call) => {
+) -> Result<(), ReplayError> {
+    read_in_time_order(readers, ranks, |r, read| {
+        let rank = world[r as usize];
+        match read {
+            Read::Call(call) => {
                 for e in &call.events {
                     builder.announce(walk, rank, e);
                 }
@@ -204,24 +174,21 @@ fn feed(
                 if let Some(step) = call.step {
                     walk.push_step(r, step);
                 }
-                heap.push(Reverse((calls.front().map_or(i64::MAX, time), q)));
             }
-            None => {
-                if let Some(mut end) = end.take() {
-                    for e in &end.events {
-                        builder.announce(walk, rank, e);
-                    }
-                    for e in std::mem::take(&mut end.events) {
-                        matcher.feed(rank, e);
-                    }
-                    matcher.end_rank(rank);
-                    take_found(matcher, builder, walk, sums);
-                    walk.end_rank(r, end.tail);
-                    ends[r as usize] = end;
+            Read::End(mut end) => {
+                for e in &end.events {
+                    builder.announce(walk, rank, e);
                 }
+                for e in std::mem::take(&mut end.events) {
+                    matcher.feed(rank, e);
+                }
+                matcher.end_rank(rank);
+                take_found(matcher, builder, walk, sums);
+                walk.end_rank(r, end.tail);
+                ends[r as usize] = end;
             }
         }
-    }
+    })
 }
 
 fn take_found(matcher: &mut Matcher, builder: &mut Builder, walk: &mut Walk, sums: &mut Sums) {

@@ -677,10 +677,7 @@ mod tests {
     }
 
     /// Random ranks of calls and edges forward in time, some through hubs.
-    fn graph(
-        calls: &[Vec<(i64, i64)>],
-        picks: &[(usize, usize, bool)],
-    ) -> Graph {
+    fn graph(calls: &[Vec<(i64, i64)>], picks: &[(usize, usize, bool)]) -> Graph {
         let t = times(calls);
         let all: Vec<(usize, usize)> = t
             .iter()
