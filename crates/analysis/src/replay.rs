@@ -19,7 +19,7 @@ use crate::timeline::{Source, Span, SpanReader, TimelineError, rank_spans};
 use mpigram_trace::{RankPart, Trace};
 use rayon::prelude::*;
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::BinaryHeap;
 use std::iter::Peekable;
 
 /// Calls read from a rank at a time.
@@ -217,41 +217,86 @@ pub(crate) enum Read {
     End(RankEnd),
 }
 
-/// Reads the next chunk of each of `ranks` (by index, in parallel) and
-/// hands what was read to `each`, in time order across the ranks (each
-/// rank's in its order).
-pub(crate) fn read_in_time_order(
-    readers: &mut [RankReader],
-    ranks: &[u32],
-    mut each: impl FnMut(u32, Read),
-) -> Result<(), ReplayError> {
-    let chunks: Vec<(u32, Vec<ReadCall>, Option<RankEnd>)> = readers
+/// The calls one rank's reader gave, and its end if it came.
+type Chunk = (u32, Vec<ReadCall>, Option<RankEnd>);
+
+/// Every rank's reader.
+pub(crate) struct Reading<'t> {
+    readers: Vec<RankReader<'t>>,
+    /// Chunks read and not handed out yet.
+    ahead: Vec<Chunk>,
+}
+
+impl<'t> Reading<'t> {
+    pub(crate) fn new(readers: Vec<RankReader<'t>>) -> Reading<'t> {
+        Reading {
+            readers,
+            ahead: Vec::new(),
+        }
+    }
+
+    /// The ranks (by index) with calls still to hand out.
+    pub(crate) fn open(&self) -> Vec<u32> {
+        (0..self.readers.len() as u32)
+            .filter(|&r| !self.readers[r as usize].done() || self.ahead.iter().any(|c| c.0 == r))
+            .collect()
+    }
+
+    /// Where rank `r`'s reading has got to in time.
+    pub(crate) fn frontier(&self, r: u32) -> i64 {
+        self.readers[r as usize].frontier()
+    }
+
+    /// Reads the next chunk of each of `ranks` (by index; in parallel) and
+    /// hands what was read to `each`, in time order across the ranks (each
+    /// rank's in its order).
+    pub(crate) fn next(
+        &mut self,
+        ranks: &[u32],
+        each: impl FnMut(u32, Read),
+    ) -> Result<(), ReplayError> {
+        let mut chunks = std::mem::take(&mut self.ahead);
+        chunks.extend(read_chunks(&mut self.readers, ranks)?);
+        in_time_order(chunks, each);
+        Ok(())
+    }
+}
+
+/// Reads the next chunk of each of `ranks` (by index), in parallel.
+fn read_chunks(readers: &mut [RankReader], ranks: &[u32]) -> Result<Vec<Chunk>, ReplayError> {
+    readers
         .par_iter_mut()
         .enumerate()
         .filter(|(r, reader)| ranks.contains(&(*r as u32)) && !reader.done())
         .map(|(r, reader)| {
-            let mut calls = Vec::new();
+            let mut calls = Vec::with_capacity(1024);
             let end = reader.read(CHUNK, &mut calls)?;
             Ok((r as u32, calls, end))
         })
-        .collect::<Result<_, ReplayError>>()?;
-    let mut queues: Vec<(u32, VecDeque<ReadCall>, Option<RankEnd>)> = chunks
+        .collect()
+}
+
+/// Hands the chunks' calls to `each` in time order across ranks (each
+/// rank's in its order).
+fn in_time_order(chunks: Vec<Chunk>, mut each: impl FnMut(u32, Read)) {
+    let mut queues: Vec<(u32, std::vec::IntoIter<ReadCall>, Option<RankEnd>)> = chunks
         .into_iter()
-        .map(|(r, calls, end)| (r, VecDeque::from(calls), end))
+        .map(|(r, calls, end)| (r, calls.into_iter(), end))
         .collect();
     // An untimed call (a killed rank's last) comes after the timed ones.
     let time = |c: &ReadCall| c.at.span.map_or(i64::MAX, |s| s.start_ns);
     let mut heap: BinaryHeap<Reverse<(i64, usize)>> = queues
         .iter()
         .enumerate()
-        .map(|(q, (_, calls, _))| Reverse((calls.front().map_or(i64::MAX, time), q)))
+        .map(|(q, (_, calls, _))| Reverse((calls.as_slice().first().map_or(i64::MAX, time), q)))
         .collect();
     while let Some(Reverse((_, q))) = heap.pop() {
         let (r, calls, end) = &mut queues[q];
-        match calls.pop_front() {
+        match calls.next() {
             Some(call) => {
                 each(*r, Read::Call(call));
-                heap.push(Reverse((calls.front().map_or(i64::MAX, time), q)));
+                let next = calls.as_slice().first().map_or(i64::MAX, time);
+                heap.push(Reverse((next, q)));
             }
             None => {
                 if let Some(end) = end.take() {
@@ -260,5 +305,4 @@ pub(crate) fn read_in_time_order(
             }
         }
     }
-    Ok(())
 }

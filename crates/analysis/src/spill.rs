@@ -19,7 +19,7 @@ pub(crate) trait Record: Sized {
 }
 
 /// Bytes kept in memory before they go to the file.
-const BUFFER: usize = 1 << 20;
+const BUFFER: usize = 1 << 18;
 
 /// An append-only sequence of records.
 pub(crate) struct Spill<T> {
@@ -45,6 +45,9 @@ impl<T: Record> Default for Spill<T> {
 
 impl<T: Record> Spill<T> {
     pub(crate) fn push(&mut self, record: &T) -> io::Result<()> {
+        if self.buffer.capacity() == 0 {
+            self.buffer.reserve_exact(BUFFER + T::SIZE);
+        }
         record.put(&mut self.buffer);
         self.len += 1;
         if self.buffer.len() >= BUFFER {

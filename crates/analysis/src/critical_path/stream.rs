@@ -12,7 +12,7 @@ use crate::matching::instances;
 use crate::matching::one_sided;
 use crate::matching::p2p::Decision;
 use crate::matching::{Found, Matcher, world_ranks};
-use crate::replay::{RankEnd, RankReader, Read, ReplayError, read_in_time_order};
+use crate::replay::{RankEnd, RankReader, Read, Reading, ReplayError};
 use crate::sites::Sites;
 use crate::timeline::{Source, rank_spans};
 use mpigram_trace::Trace;
@@ -57,11 +57,13 @@ pub(super) fn analyse(
     let members = world_ranks(trace);
     let world: Vec<u32> = trace.ranks.iter().map(|p| p.meta.rank).collect();
     let n = world.len();
-    let mut readers: Vec<RankReader> = trace
-        .ranks
-        .iter()
-        .map(|part| RankReader::new(trace, part, grammar_sites, source, origin))
-        .collect::<Result<_, _>>()?;
+    let mut reading = Reading::new(
+        trace
+            .ranks
+            .iter()
+            .map(|part| RankReader::new(trace, part, grammar_sites, source, origin))
+            .collect::<Result<_, _>>()?,
+    );
     let mut matcher = Matcher::new(&members, world.clone());
     let mut builder = Builder::new(&world);
     let mut walk = Walk::new(n);
@@ -78,9 +80,7 @@ pub(super) fn analyse(
             Progress::Hungry(ranks) => ranks,
             Progress::Stuck => {
                 // Read ahead: what the waiting ranks wait for is further on.
-                let open: Vec<u32> = (0..n as u32)
-                    .filter(|&r| !readers[r as usize].done())
-                    .collect();
+                let open = reading.open();
                 if !open.is_empty() {
                     open
                 } else if !finished {
@@ -99,7 +99,7 @@ pub(super) fn analyse(
             }
         };
         read(
-            &mut readers,
+            &mut reading,
             &wanted,
             &world,
             &mut matcher,
@@ -151,7 +151,7 @@ pub(super) fn analyse(
 /// Reads the next chunk of `ranks` and gives their calls to the graph,
 /// the matcher and the walk, in time order.
 fn read(
-    readers: &mut [RankReader],
+    reading: &mut Reading,
     ranks: &[u32],
     world: &[u32],
     matcher: &mut Matcher,
@@ -160,7 +160,7 @@ fn read(
     sums: &mut Sums,
     ends: &mut [RankEnd],
 ) -> Result<(), ReplayError> {
-    read_in_time_order(readers, ranks, |r, read| {
+    reading.next(ranks, |r, read| {
         let rank = world[r as usize];
         match read {
             Read::Call(call) => {

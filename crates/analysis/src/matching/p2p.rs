@@ -72,8 +72,8 @@ pub(crate) struct PointToPoint {
     channels: FxHashMap<ChannelKey, VecDeque<(OpKey, Option<i64>)>>,
     /// Ranks that sent to each (communicator, receiver), for MPI_ANY_SOURCE.
     senders: FxHashMap<(Comm, u32), Vec<u32>>,
-    /// Each rank's undecided receives, in posting order.
-    receives: FxHashMap<u32, VecDeque<OpKey>>,
+    /// Each rank's undecided receives.
+    receives: FxHashMap<u32, Receives>,
     /// Every rank whose operations are read.
     ranks: Vec<u32>,
     /// Ranks whose operations have all been read.
@@ -121,7 +121,8 @@ impl PointToPoint {
         };
         match direction {
             Direction::Recv => {
-                self.receives.entry(rank).or_default().push_back(key);
+                let reach = Reach::of(&self.ops[&key].op);
+                self.receives.entry(rank).or_default().push(reach, key);
                 self.decide_receives(rank, ranks, out);
             }
             Direction::Send => match world_peer(ranks, op, comm, &op.peer) {
@@ -140,7 +141,7 @@ impl PointToPoint {
                         .or_default()
                         .push_back((key, tag));
                     if self.ended.contains(&dest)
-                        && self.receives.get(&dest).is_none_or(VecDeque::is_empty)
+                        && self.receives.get(&dest).is_none_or(Receives::is_empty)
                     {
                         self.flush_unreceived(dest, out);
                     } else {
@@ -182,7 +183,7 @@ impl PointToPoint {
         for r in waiting {
             self.decide_receives(r, ranks, out);
         }
-        if self.receives.get(&rank).is_none_or(VecDeque::is_empty) {
+        if self.receives.get(&rank).is_none_or(Receives::is_empty) {
             self.flush_unreceived(rank, out);
         }
     }
@@ -194,7 +195,7 @@ impl PointToPoint {
         waiting.sort_unstable();
         for r in &waiting {
             // Unsettled receives settle now (their completion never came).
-            let keys: Vec<OpKey> = self.receives[r].iter().copied().collect();
+            let keys: Vec<OpKey> = self.receives[r].keys().collect();
             for key in keys {
                 if let Some(e) = self.ops.get_mut(&key) {
                     e.settled = true;
@@ -299,37 +300,56 @@ impl PointToPoint {
         }
     }
 
-    /// Decides the receives of `rank` that can be decided now.
+    /// Decides the receives of `rank` that can be decided now: the first
+    /// undecided one of each reach, unless an earlier undecided one could
+    /// compete with it.
     fn decide_receives(&mut self, rank: u32, ranks: &dyn WorldRanks, out: &mut Vec<Decision>) {
-        let Some(queue) = self.receives.get(&rank) else {
-            return;
-        };
-        let queue: Vec<OpKey> = queue.iter().copied().collect();
-        // Undecided receives so far: what each could still take.
-        let mut before: Vec<Reach> = Vec::new();
-        let mut decided = Vec::new();
-        for key in queue {
-            let entry = &self.ops[&key];
-            let reach = Reach::of(&entry.op);
-            if !entry.settled || before.iter().any(|b| b.overlaps(&reach)) {
-                before.push(reach);
-                continue;
-            }
-            match self.find_send(key, ranks) {
-                Some(result) => {
-                    decided.push(key);
-                    self.decide(key, result, out);
+        loop {
+            let Some(receives) = self.receives.get(&rank) else {
+                return;
+            };
+            let mut heads: Vec<(u64, usize)> = receives
+                .groups
+                .iter()
+                .enumerate()
+                .filter_map(|(g, group)| Some((group.queue.front()?.0, g)))
+                .collect();
+            heads.sort_unstable();
+            let candidates: Vec<(usize, OpKey)> = heads
+                .iter()
+                .filter_map(|&(order, g)| {
+                    let group = &receives.groups[g];
+                    let competing = receives.groups.iter().enumerate().any(|(h, other)| {
+                        h != g
+                            && other.reach.overlaps(&group.reach)
+                            && other.queue.front().is_some_and(|&(o, _)| o < order)
+                    });
+                    let key = group.queue.front().expect("a head").1;
+                    (!competing && self.ops[&key].settled).then_some((g, key))
+                })
+                .collect();
+            let mut decided = None;
+            for (g, key) in candidates {
+                if let Some(result) = self.find_send(key, ranks) {
+                    decided = Some((g, key, result));
+                    break;
                 }
-                None => before.push(reach),
             }
-        }
-        if let Some(q) = self.receives.get_mut(&rank) {
-            q.retain(|k| !decided.contains(k));
-            if q.is_empty() {
+            let Some((g, key, result)) = decided else {
+                return;
+            };
+            let receives = self.receives.get_mut(&rank).expect("present");
+            receives.groups[g].queue.pop_front();
+            if receives.groups[g].queue.is_empty() {
+                receives.groups.swap_remove(g);
+            }
+            self.decide(key, result, out);
+            if self.receives.get(&rank).is_some_and(Receives::is_empty) {
                 self.receives.remove(&rank);
                 if self.ended.contains(&rank) {
                     self.flush_unreceived(rank, out);
                 }
+                return;
             }
         }
     }
@@ -423,8 +443,47 @@ fn head(channel: &VecDeque<(OpKey, Option<i64>)>, tag: Option<i64>) -> Option<us
     }
 }
 
+/// One rank's undecided receives, grouped by what they could take (in
+/// a group, in posting order, with their posting order).
+#[derive(Default)]
+struct Receives {
+    next: u64,
+    groups: Vec<Group>,
+}
+
+struct Group {
+    reach: Reach,
+    queue: VecDeque<(u64, OpKey)>,
+}
+
+impl Receives {
+    fn push(&mut self, reach: Reach, key: OpKey) {
+        let order = self.next;
+        self.next += 1;
+        match self.groups.iter_mut().find(|g| g.reach == reach) {
+            Some(g) => g.queue.push_back((order, key)),
+            None => self.groups.push(Group {
+                reach,
+                queue: VecDeque::from([(order, key)]),
+            }),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.groups.is_empty()
+    }
+
+    /// The receives, in no particular order.
+    fn keys(&self) -> impl Iterator<Item = OpKey> + '_ {
+        self.groups
+            .iter()
+            .flat_map(|g| g.queue.iter().map(|&(_, k)| k))
+    }
+}
+
 /// The messages a receive not yet decided could take: its communicator,
 /// source and tag (None: any).
+#[derive(Clone, PartialEq)]
 struct Reach {
     comm: Option<Comm>,
     source: Option<u32>,

@@ -16,7 +16,7 @@ use crate::matching::instances;
 use crate::matching::one_sided;
 use crate::matching::p2p::Decision;
 use crate::matching::{Found, Matcher, world_ranks};
-use crate::replay::{RankReader, Read, read_in_time_order};
+use crate::replay::{RankReader, Read, Reading};
 use crate::sites::Sites;
 use crate::spill::{Record, Spill, put_u32, u32_at};
 use crate::timeline::{Source, Span, rank_spans};
@@ -185,11 +185,13 @@ pub(super) fn waits(
 ) -> Result<Waits, ProfileError> {
     let members = world_ranks(trace);
     let world: Vec<u32> = trace.ranks.iter().map(|p| p.meta.rank).collect();
-    let mut readers: Vec<RankReader> = trace
-        .ranks
-        .iter()
-        .map(|part| RankReader::new(trace, part, grammar_sites, source, run_start_ns))
-        .collect::<Result<_, _>>()?;
+    let mut reading = Reading::new(
+        trace
+            .ranks
+            .iter()
+            .map(|part| RankReader::new(trace, part, grammar_sites, source, run_start_ns))
+            .collect::<Result<_, _>>()?,
+    );
     let mut matcher = Matcher::new(&members, world.clone());
     let mut candidates: Spill<Candidate> = Spill::default();
     let mut out = Waits {
@@ -199,17 +201,15 @@ pub(super) fn waits(
     };
     let mut failed: Option<std::io::Error> = None;
     loop {
-        let open: Vec<u32> = (0..readers.len() as u32)
-            .filter(|&r| !readers[r as usize].done())
-            .collect();
-        let Some(behind) = open.iter().map(|&r| readers[r as usize].frontier()).min() else {
+        let open = reading.open();
+        let Some(behind) = open.iter().map(|&r| reading.frontier(r)).min() else {
             break;
         };
         let ranks: Vec<u32> = open
             .into_iter()
-            .filter(|&r| readers[r as usize].frontier() <= behind)
+            .filter(|&r| reading.frontier(r) <= behind)
             .collect();
-        read_in_time_order(&mut readers, &ranks, |r, read| {
+        reading.next(&ranks, |r, read| {
             let rank = world[r as usize];
             match read {
                 Read::Call(call) => {
