@@ -63,6 +63,8 @@ pub(crate) struct RankEnd {
 
 /// One rank's calls, read a chunk at a time.
 pub(crate) struct RankReader<'t> {
+    /// The rank's index among the ranks read.
+    index: u32,
     decoder: Peekable<RankDecoder<'t>>,
     spans: SpanReader<'t>,
     sites: Option<SiteWalk<'t, 't>>,
@@ -77,7 +79,9 @@ pub(crate) struct RankReader<'t> {
 }
 
 impl<'t> RankReader<'t> {
+    /// The reader of `part`, the `index`-th rank read.
     pub(crate) fn new(
+        index: u32,
         trace: &'t Trace,
         part: &'t RankPart,
         sites: &'t Sites<'t>,
@@ -86,6 +90,7 @@ impl<'t> RankReader<'t> {
     ) -> Result<RankReader<'t>, ReplayError> {
         let rank = part.meta.rank;
         Ok(RankReader {
+            index,
             decoder: RankDecoder::new(trace, part).only(handles).peekable(),
             spans: rank_spans(trace, part, source, run_start_ns)?,
             sites: sites.walk(rank),
@@ -225,6 +230,8 @@ pub(crate) struct Reading<'t> {
     readers: Vec<RankReader<'t>>,
     /// Chunks read and not handed out yet.
     ahead: Vec<Chunk>,
+    /// Emptied chunk buffers, to be filled again (not allocated anew).
+    spare: Vec<Vec<ReadCall>>,
 }
 
 impl<'t> Reading<'t> {
@@ -232,6 +239,7 @@ impl<'t> Reading<'t> {
         Reading {
             readers,
             ahead: Vec::new(),
+            spare: Vec::new(),
         }
     }
 
@@ -256,32 +264,41 @@ impl<'t> Reading<'t> {
         each: impl FnMut(u32, Read),
     ) -> Result<(), ReplayError> {
         let mut chunks = std::mem::take(&mut self.ahead);
-        chunks.extend(read_chunks(&mut self.readers, ranks)?);
-        in_time_order(chunks, each);
+        chunks.extend(read_chunks(&mut self.readers, ranks, &mut self.spare)?);
+        in_time_order(&mut chunks, each);
+        self.spare
+            .extend(chunks.into_iter().map(|(_, calls, _)| calls));
         Ok(())
     }
 }
 
 /// Reads the next chunk of each of `ranks` (by index), in parallel.
-fn read_chunks(readers: &mut [RankReader], ranks: &[u32]) -> Result<Vec<Chunk>, ReplayError> {
-    readers
-        .par_iter_mut()
+fn read_chunks(
+    readers: &mut [RankReader],
+    ranks: &[u32],
+    spare: &mut Vec<Vec<ReadCall>>,
+) -> Result<Vec<Chunk>, ReplayError> {
+    let wanted: Vec<(&mut RankReader, Vec<ReadCall>)> = readers
+        .iter_mut()
         .enumerate()
         .filter(|(r, reader)| ranks.contains(&(*r as u32)) && !reader.done())
-        .map(|(r, reader)| {
-            let mut calls = Vec::with_capacity(1024);
+        .map(|(_, reader)| (reader, spare.pop().unwrap_or_default()))
+        .collect();
+    wanted
+        .into_par_iter()
+        .map(|(reader, mut calls)| {
             let end = reader.read(CHUNK, &mut calls)?;
-            Ok((r as u32, calls, end))
+            Ok((reader.index, calls, end))
         })
         .collect()
 }
 
 /// Hands the chunks' calls to `each` in time order across ranks (each
-/// rank's in its order).
-fn in_time_order(chunks: Vec<Chunk>, mut each: impl FnMut(u32, Read)) {
-    let mut queues: Vec<(u32, std::vec::IntoIter<ReadCall>, Option<RankEnd>)> = chunks
-        .into_iter()
-        .map(|(r, calls, end)| (r, calls.into_iter(), end))
+/// rank's in its order), emptying them.
+fn in_time_order(chunks: &mut [Chunk], mut each: impl FnMut(u32, Read)) {
+    let mut queues: Vec<(u32, std::vec::Drain<'_, ReadCall>, Option<RankEnd>)> = chunks
+        .iter_mut()
+        .map(|(r, calls, end)| (*r, calls.drain(..), end.take()))
         .collect();
     // An untimed call (a killed rank's last) comes after the timed ones.
     let time = |c: &ReadCall| c.at.span.map_or(i64::MAX, |s| s.start_ns);

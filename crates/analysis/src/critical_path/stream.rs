@@ -61,7 +61,8 @@ pub(super) fn analyse(
         trace
             .ranks
             .iter()
-            .map(|part| RankReader::new(trace, part, grammar_sites, source, origin))
+            .enumerate()
+            .map(|(r, part)| RankReader::new(r as u32, trace, part, grammar_sites, source, origin))
             .collect::<Result<_, _>>()?,
     );
     let mut matcher = Matcher::new(&members, world.clone());

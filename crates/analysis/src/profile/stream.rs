@@ -189,7 +189,10 @@ pub(super) fn waits(
         trace
             .ranks
             .iter()
-            .map(|part| RankReader::new(trace, part, grammar_sites, source, run_start_ns))
+            .enumerate()
+            .map(|(r, part)| {
+                RankReader::new(r as u32, trace, part, grammar_sites, source, run_start_ns)
+            })
             .collect::<Result<_, _>>()?,
     );
     let mut matcher = Matcher::new(&members, world.clone());
