@@ -1,4 +1,5 @@
 /* ranks: 1-4 */
+/* needs: mpi4 */
 /* Persistent collectives (MPI 4.0, exported by MPICH 4.0.2): Barrier_init,
  * Bcast_init, Gather(v)_init, Scatter(v)_init, Allgather(v)_init,
  * Alltoall(v/w)_init, Reduce_init, Allreduce_init, Reduce_scatter(_block)_init,

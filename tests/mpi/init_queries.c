@@ -1,4 +1,5 @@
 /* ranks: 1-4 */
+/* needs: mpi4 */
 /* Calls that are legal outside MPI_Init..MPI_Finalize: MPI_Initialized,
  * MPI_Finalized, MPI_Get_version, MPI_Get_library_version, the MPI_Info_*
  * functions (create, set, get_string, get_valuelen, dup, delete, free,

@@ -1,4 +1,5 @@
 /* ranks: 1-4 */
+/* needs: removed */
 /* MPI-1 functions removed from the standard (MPI 3.0) that MPICH 4.0.2 still
  * exports and declares in mpi.h: MPI_Address, MPI_Type_struct,
  * MPI_Type_hvector, MPI_Type_hindexed, MPI_Type_extent, MPI_Type_lb,

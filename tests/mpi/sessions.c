@@ -1,4 +1,5 @@
 /* ranks: 1-4 */
+/* needs: mpi4 */
 /* The MPI 4.0 Sessions model, with no MPI_Init at all: MPI_Session_init,
  * Session_get_num_psets / get_nth_pset / get_pset_info, Group_from_session_pset
  * ("mpi://WORLD"), Comm_create_from_group, communication on the new

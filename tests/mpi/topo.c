@@ -1,4 +1,5 @@
 /* ranks: 1-4 */
+/* needs: mpi4 */
 /* Process topologies: Dims_create, Cart_create (periodic in x, not in y),
  * Cart_coords/Cart_rank/Cart_get/Cartdim_get, Cart_shift, Cart_sub;
  * Graph_create with Graph_neighbors(_count)/Graphdims_get; Dist_graph_create

@@ -1,4 +1,5 @@
 /* ranks: 2-4 */
+/* needs: mpi4 */
 /* Wait states of known size for `mpigram profile`: one rank is made late
  * by a busy-wait of DELAY_MS milliseconds (on the clock, without MPI calls)
  * before its part of each of ITERATIONS iterations.

@@ -2,6 +2,8 @@
 //! (counted on the grammar), a loop that redefines a datatype every
 //! iteration (walked in order), and, if `MPIGRAM_BENCH_TRACE` names a
 //! trace directory, that trace (e.g. from a real run under the tracer).
+//! Also `diff` of two such 10^8-call traces: equal, and differing in the
+//! last iteration (found without expanding them).
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use mpigram_analysis::stats::Stats;
@@ -62,6 +64,8 @@ fn trace(ranks: u32, signatures: Vec<Vec<u8>>, rules: Vec<Vec<Run>>) -> Trace {
                 recorder_allocations: 0,
                 ns_per_tick: 1.0,
                 clock_sync: Vec::new(),
+                run: 0,
+                lost: mpigram_trace::Lost::None,
             },
             stats: counts
                 .iter()
@@ -85,6 +89,7 @@ fn trace(ranks: u32, signatures: Vec<Vec<u8>>, rules: Vec<Vec<Run>>) -> Trace {
         grammar,
         ranks: parts,
         run_start_ns: None,
+        skipped: Vec::new(),
     }
 }
 
@@ -222,5 +227,40 @@ fn stats(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, stats);
+fn diff(c: &mut Criterion) {
+    use mpigram_analysis::diff::{Options, diff};
+    let mut group = c.benchmark_group("diff");
+    group.sample_size(20);
+    let a = halo_loop();
+    let b = halo_loop();
+    // B's last iteration skips its MPI_Allreduce: the loop runs once less
+    // and the body without it follows.
+    let mut c2 = halo_loop();
+    let rules = vec![
+        (1..=5).map(t).collect(),
+        (1..=4).map(t).collect(),
+        vec![
+            t(0),
+            Run::new(Symbol::Rule(0), 4_999_999),
+            Run::new(Symbol::Rule(1), 1),
+            t(6),
+        ],
+    ];
+    c2.grammar = Grammar::new(rules, (0..4).map(|r| (r, 2)).collect()).unwrap();
+    let options = Options::default();
+    let same = mpigram_analysis::diff::diff(&a, &b, &options).unwrap();
+    assert!(same.same_calls());
+    let d = mpigram_analysis::diff::diff(&a, &c2, &options).unwrap();
+    assert_eq!(d.differences[0].first, 25_000_000);
+    group.throughput(Throughput::Elements(a.grammar.total_len() * 2));
+    group.bench_function("equal/2x100M_calls", |bench| {
+        bench.iter(|| diff(black_box(&a), black_box(&b), &options).unwrap())
+    });
+    group.bench_function("last_iteration_differs/2x100M_calls", |bench| {
+        bench.iter(|| diff(black_box(&a), black_box(&c2), &options).unwrap())
+    });
+    group.finish();
+}
+
+criterion_group!(benches, stats, diff);
 criterion_main!(benches);

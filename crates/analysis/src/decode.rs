@@ -144,6 +144,24 @@ impl<'t> RankDecoder<'t> {
         }
     }
 
+    /// The calls `first..first + count` of the rank, decoded without
+    /// decoding the calls before them (the grammar is entered at `first`):
+    /// communicators' ranks come from the rank's log, request names start
+    /// afresh.
+    pub fn window(trace: &'t Trace, part: &'t RankPart, first: u64, count: u64) -> RankDecoder<'t> {
+        let terminals = trace
+            .grammar
+            .expand_from(part.meta.rank, first)
+            .into_iter()
+            .flatten()
+            .take(usize::try_from(count).unwrap_or(usize::MAX));
+        RankDecoder {
+            terminals: Box::new(terminals),
+            seq: first,
+            ..RankDecoder::new(trace, part)
+        }
+    }
+
     /// Decodes only the calls of functions `keep` accepts, skipping the
     /// others (their `seq` still counts). Handles named in skipped calls
     /// are not learnt, so a skipped call must not be one that kept calls

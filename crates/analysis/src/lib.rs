@@ -5,8 +5,10 @@
 
 pub mod critical_path;
 pub mod decode;
+pub mod diff;
 pub mod export;
 mod json;
+pub mod lint;
 pub mod matching;
 pub mod members;
 pub mod profile;

@@ -213,6 +213,8 @@ mod tests {
                 recorder_allocations: 0,
                 ns_per_tick: 1.0,
                 clock_sync: Vec::new(),
+                run: 0,
+                lost: mpigram_trace::Lost::None,
             },
             stats: Vec::new(),
             comms,
@@ -240,6 +242,7 @@ mod tests {
             grammar: Grammar::empty(),
             ranks,
             run_start_ns: None,
+            skipped: Vec::new(),
         }
     }
 

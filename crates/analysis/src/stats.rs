@@ -20,14 +20,16 @@ mod collective;
 mod datatype;
 mod histogram;
 mod matrix;
+mod per_call;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 mod traffic;
 mod walk;
 
 pub use datatype::{DatatypeSizes, predefined_size};
 pub use histogram::{BUCKETS, Histogram, bucket, bucket_range};
 pub use matrix::{CommMatrix, Traffic as PairTraffic};
+pub use per_call::{CallBytes, CallTraffic};
 
 use crate::members::Members;
 use mpigram_grammar::{Grammar, RuleId};

@@ -27,6 +27,9 @@ pub struct TraceSummary {
     pub bytes: u64,
     pub timing: String,
     pub mpi_library: String,
+    /// Ranks of MPI_COMM_WORLD the trace does not hold: not traced, or
+    /// their files were lost.
+    pub missing: Vec<u32>,
 }
 
 impl TraceSummary {
@@ -38,14 +41,21 @@ impl TraceSummary {
                 rank: r.meta.rank,
                 calls: trace.grammar.stream_len(r.meta.rank).unwrap_or(0),
                 signatures: r.stats.len(),
-                ending: r.meta.ending.describe(),
-                complete: r.meta.ending.is_complete(),
+                ending: r.meta.describe_end(),
+                complete: r.meta.is_complete(),
             })
             .collect();
         let mut starts: Vec<u32> = trace.grammar.streams().iter().map(|&(_, s)| s).collect();
         starts.sort_unstable();
         starts.dedup();
         let first = trace.ranks.first().map(|r| &r.meta);
+        let world = trace
+            .ranks
+            .iter()
+            .map(|r| r.meta.world_size)
+            .max()
+            .unwrap_or(0);
+        let missing = (0..world).filter(|&r| trace.rank(r).is_none()).collect();
         TraceSummary {
             ranks,
             signatures: trace.signatures.len(),
@@ -55,6 +65,7 @@ impl TraceSummary {
             bytes: trace.bytes(),
             timing: first.map_or_else(String::new, |m| m.timing.describe()),
             mpi_library: first.map_or_else(String::new, |m| m.mpi_library.clone()),
+            missing,
         }
     }
 
@@ -62,7 +73,8 @@ impl TraceSummary {
         self.ranks.iter().map(|r| r.calls).sum()
     }
 
+    /// Every rank of the run is here, with every call up to MPI_Finalize.
     pub fn is_complete(&self) -> bool {
-        self.ranks.iter().all(|r| r.complete)
+        self.ranks.iter().all(|r| r.complete) && self.missing.is_empty()
     }
 }

@@ -26,8 +26,9 @@ pub struct Args {
     /// Also draw the path over the timeline, as SVG, into this file.
     #[arg(long, value_name = "FILE")]
     svg: Option<PathBuf>,
-    /// Width of the picture's time axis in pixels.
-    #[arg(long, value_name = "PX", default_value_t = 1200, requires = "svg")]
+    /// Width of the picture's time axis in pixels (100 to 100,000).
+    #[arg(long, value_name = "PX", default_value_t = 1200, requires = "svg",
+          value_parser = clap::value_parser!(u32).range(100..=100_000))]
     svg_width: u32,
 }
 
@@ -40,6 +41,9 @@ enum Times {
 }
 
 pub fn run(args: &Args) -> Result<()> {
+    if let Some(svg) = &args.svg {
+        crate::refuse_inside(&args.trace, svg)?;
+    }
     let trace = Trace::open(&args.trace)?;
     crate::warn_if_partial(&trace);
     let source = match args.times {

@@ -32,6 +32,9 @@ enum Format {
 
 pub fn run(args: &Args) -> Result<()> {
     let dir = &args.trace;
+    if let Some(out) = &args.output {
+        crate::refuse_inside(dir, out)?;
+    }
     let trace = match args.rank {
         Some(r) => Trace::open_rank(dir, r)?,
         None => Trace::open(dir)?,

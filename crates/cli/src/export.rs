@@ -1,4 +1,5 @@
-//! `mpigram export TRACE --format perfetto|chrome -o FILE [--critical-path]`.
+//! `mpigram export TRACE --format perfetto|chrome -o FILE [--critical-path]`,
+//! `mpigram export TRACE --format otf2 -o DIR`.
 
 use anyhow::{Context, Result};
 use clap::ValueEnum;
@@ -8,14 +9,14 @@ use mpigram_analysis::timeline::{self, Source};
 use mpigram_trace::{RankPart, Trace};
 use std::fs::File;
 use std::io::BufWriter;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(clap::Args)]
 pub struct Args {
     trace: PathBuf,
     #[arg(long, value_enum, default_value_t = TimelineFormat::Perfetto)]
     format: TimelineFormat,
-    /// The file to write.
+    /// The file to write (for OTF2: the directory of the archive).
     #[arg(short, long)]
     output: PathBuf,
     /// Mark the critical path: a `critical path` track with one slice per
@@ -30,15 +31,29 @@ pub enum TimelineFormat {
     Perfetto,
     /// Chrome's JSON trace-event format (chrome://tracing, Perfetto).
     Chrome,
+    /// An OTF2 archive (Vampir, Scalasca): OUT/traces.otf2 and its files.
+    Otf2,
 }
 
 pub fn run(args: &Args) -> Result<()> {
     let (dir, out) = (&args.trace, &args.output);
+    crate::refuse_inside(dir, out)?;
     let trace = Trace::open(dir)?;
     crate::warn_if_partial(&trace);
     let run_start = trace.run_start_ns();
     let times = |part: &RankPart| {
         timeline::rank_times(&trace, part, Source::Best, run_start).map_err(|e| e.to_string())
+    };
+    let format = match args.format {
+        TimelineFormat::Perfetto => export::Format::Perfetto,
+        TimelineFormat::Chrome => export::Format::Chrome,
+        TimelineFormat::Otf2 => {
+            anyhow::ensure!(
+                !args.critical_path,
+                "--critical-path marks Perfetto and Chrome timelines, not OTF2 archives"
+            );
+            return otf2(&trace, &times, dir, out);
+        }
     };
     let analysis = if args.critical_path {
         Some(critical_path::analyse(&trace, Source::Best, false)?)
@@ -52,10 +67,6 @@ pub fn run(args: &Args) -> Result<()> {
     let file = File::create(out).with_context(|| format!("cannot create {}", out.display()))?;
     let mut writer = BufWriter::new(file);
     let bar = crate::progress::calls(trace.ranks.iter().map(|r| r.meta.calls).sum());
-    let format = match args.format {
-        TimelineFormat::Perfetto => export::Format::Perfetto,
-        TimelineFormat::Chrome => export::Format::Chrome,
-    };
     let summary = export::export(
         &trace,
         &times as &RankTimes,
@@ -108,6 +119,59 @@ pub fn run(args: &Args) -> Result<()> {
             "mpigram: {} point-to-point operations matched nothing (no arrow)",
             summary.unmatched
         );
+    }
+    Ok(())
+}
+
+/// Writes the OTF2 archive of `trace` into directory `out` (replacing an
+/// archive of the same name there; nothing of it is left on an error).
+fn otf2(trace: &Trace, times: &RankTimes, dir: &Path, out: &Path) -> Result<()> {
+    let name = mpigram_otf2::ARCHIVE_NAME;
+    remove_archive(out)?;
+    let summary = match mpigram_otf2::export(trace, times, out) {
+        Ok(summary) => summary,
+        Err(e) => {
+            remove_archive(out).ok(); // no half-written archive
+            return Err(e).with_context(|| format!("cannot export {}", dir.display()));
+        }
+    };
+    eprintln!(
+        "mpigram: {}: {} ranks, {} calls, {} messages, {} collective calls",
+        out.join(format!("{name}.otf2")).display(),
+        summary.ranks,
+        summary.calls,
+        summary.messages,
+        summary.collective_calls
+    );
+    if summary.untimed > 0 {
+        eprintln!(
+            "mpigram: {} calls of killed ranks have no times and are not written",
+            summary.untimed
+        );
+    }
+    if summary.unmatched > 0 {
+        eprintln!(
+            "mpigram: {} point-to-point operations matched nothing (no message records)",
+            summary.unmatched
+        );
+    }
+    Ok(())
+}
+
+/// Removes the OTF2 archive `out/traces.*` if there is one.
+fn remove_archive(out: &Path) -> Result<()> {
+    let name = mpigram_otf2::ARCHIVE_NAME;
+    for file in [format!("{name}.otf2"), format!("{name}.def")] {
+        let path = out.join(file);
+        if path.exists() {
+            std::fs::remove_file(&path)
+                .with_context(|| format!("cannot remove {}", path.display()))?;
+        }
+    }
+    let files = out.join(name);
+    if files.exists() {
+        std::fs::remove_dir_all(&files)
+            .with_context(|| format!("cannot remove {}", files.display()))?;
     }
     Ok(())
 }

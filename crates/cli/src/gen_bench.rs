@@ -20,6 +20,11 @@ pub struct Args {
     /// Multiplies every computation time.
     #[arg(long, default_value_t = 1.0)]
     scale: f64,
+    /// Open and delete the trace's files in this directory (each by its file
+    /// name): without it, a trace of files named by absolute paths is
+    /// refused, so the benchmark never writes over them.
+    #[arg(long, value_name = "DIR")]
+    io_dir: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -33,6 +38,7 @@ pub fn run(args: &Args) -> Result<()> {
     if !(args.scale.is_finite() && args.scale >= 0.0) {
         bail!("--scale must be a number >= 0, not {}", args.scale);
     }
+    crate::refuse_inside(&args.trace, &args.out)?;
     let trace = Trace::open(&args.trace)?;
     crate::warn_if_partial(&trace);
     let options = Options {
@@ -43,6 +49,7 @@ pub fn run(args: &Args) -> Result<()> {
         },
         scale: args.scale,
         trace_name: args.trace.display().to_string(),
+        io_dir: args.io_dir.clone(),
     };
     let bench = generate(&trace, &options)?;
     std::fs::write(&args.out, &bench.source)

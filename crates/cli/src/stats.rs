@@ -28,6 +28,9 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> Result<()> {
+    if let Some(path) = &args.heatmap {
+        crate::refuse_inside(&args.trace, path)?;
+    }
     let trace = Trace::open(&args.trace)?;
     crate::warn_if_partial(&trace);
     let stats = with_progress_bar(|progress| Stats::with_progress(&trace, progress))?;

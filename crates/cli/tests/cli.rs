@@ -201,3 +201,120 @@ fn bad_input_gives_one_line_errors() {
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(text(&out.stderr).lines().count(), 1);
 }
+
+/// `mpigram` refuses, in one line and before doing anything, what would
+/// otherwise fail late, in every rank, or harm a trace.
+#[test]
+fn mistaken_options_are_refused_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t");
+    std::fs::create_dir(&trace).unwrap();
+    mpigram_trace::Trace::of_calls(vec![(Vec::new(), Vec::new())], 1000)
+        .write(&trace)
+        .unwrap();
+    let t = trace.to_str().unwrap();
+    let inside = trace.join("calls.txt");
+    let inside = inside.to_str().unwrap();
+    let file = trace.join("trace.mgr");
+    let file = file.to_str().unwrap();
+    for (args, says) in [
+        (vec!["run", "-n", "0", "--", "/bin/true"], "-n"),
+        (vec!["run", "--timing", "exact", "--", "/bin/true"], "exact"),
+        (
+            vec![
+                "run",
+                "--timing",
+                "lossy",
+                "--timing-base",
+                "1",
+                "--",
+                "/bin/true",
+            ],
+            "base",
+        ),
+        (
+            vec![
+                "run",
+                "--timing",
+                "lossy",
+                "--timing-base",
+                "MPI_Wait=2,MPI_Wait=3",
+                "--",
+                "/bin/true",
+            ],
+            "two bases",
+        ),
+        (
+            vec!["run", "--timing-base", "1.5", "--", "/bin/true"],
+            "needs lossy",
+        ),
+        (vec!["run", "--", "-n", "/bin/true"], "starts with '-'"),
+        (vec!["info", file], "is a file, not a trace directory"),
+        (
+            vec!["decode", t, "-o", inside],
+            "inside the trace directory",
+        ),
+        (
+            vec!["gen-bench", t, "-o", inside],
+            "inside the trace directory",
+        ),
+        (
+            vec![
+                "critical-path",
+                t,
+                "--svg",
+                "/tmp/x.svg",
+                "--svg-width",
+                "10000000",
+            ],
+            "10000000",
+        ),
+    ] {
+        let out = mpigram(&args);
+        let err = text(&out.stderr);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(err.trim_end().lines().count() <= 3, "{args:?}: {err}");
+    }
+    assert!(!Path::new(inside).exists());
+}
+
+/// `info` on a run that is still going says so (its ranks are read from
+/// their crash journals, with no word of an end yet), not that they were
+/// killed; once the run has ended, its trace is complete.
+#[test]
+fn info_on_a_live_run_says_it_is_running() {
+    mpi_available().unwrap();
+    let exe = compile("linger").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t");
+    let go = dir.path().join("go");
+    let mut run = std::process::Command::new(env!("CARGO_BIN_EXE_mpigram"))
+        .args(["run", "-o"])
+        .arg(&trace)
+        .arg("--")
+        .arg(&exe)
+        .arg(&go)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let journal = trace.join("rank0.journal");
+    for _ in 0..3000 {
+        if journal.exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let live = text(&mpigram(&["info", trace.to_str().unwrap()]).stdout);
+    std::fs::write(&go, "").unwrap();
+    assert!(run.wait().unwrap().success());
+    assert!(
+        live.contains("complete:   no (the run is still going)"),
+        "{live}"
+    );
+    let line = live.lines().last().unwrap();
+    assert!(line.contains("running (process"), "{live}");
+    assert!(!line.contains("killed"), "{live}");
+    let done = text(&mpigram(&["info", trace.to_str().unwrap()]).stdout);
+    assert!(done.contains("complete:   yes"), "{done}");
+}

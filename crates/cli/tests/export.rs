@@ -2,34 +2,13 @@
 
 mod common;
 
-use common::{mpigram, text};
+use common::{mpigram, text, trace};
 use mpigram_analysis::export::perfetto::{TYPE_SLICE_BEGIN, TYPE_SLICE_END, Trace as Timeline};
-use mpigram_testkit::{compile, mpi_available};
 use prost::Message;
 use serde_json::Value as Json;
 use std::collections::HashMap;
 use std::path::Path;
 use std::process::Output;
-
-/// Traces `program ARGS` on `ranks` ranks into `out`, with `--timing timing`.
-fn trace(out: &Path, program: &str, ranks: u32, args: &[&str], timing: &str) {
-    mpi_available().unwrap();
-    let exe = compile(program).unwrap();
-    let n = ranks.to_string();
-    let mut run = vec![
-        "run",
-        "-o",
-        out.to_str().unwrap(),
-        "-n",
-        &n,
-        "--timing",
-        timing,
-    ];
-    run.extend(["--", exe.to_str().unwrap()]);
-    run.extend(args);
-    let done = mpigram(&run);
-    assert!(done.status.success(), "{}", text(&done.stderr));
-}
 
 fn export(trace: &Path, format: &str, file: &Path) -> Output {
     mpigram(&[

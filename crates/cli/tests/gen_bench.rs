@@ -40,6 +40,8 @@ fn trace(exe: &Path, ranks: u32, args: &[&str], timing: &str, dir: &Path) -> Dur
         .preload(&lib)
         .env("MPIGRAM_OUT", dir)
         .env("MPIGRAM_TIMING", timing)
+        // Scratch files (mpiio's) in the run's own directory.
+        .env("TMPDIR", io_dir(dir))
         .timeout(Duration::from_secs(120))
         .run()
         .unwrap();
@@ -53,9 +55,16 @@ fn trace(exe: &Path, ranks: u32, args: &[&str], timing: &str, dir: &Path) -> Dur
     run.elapsed
 }
 
+/// Where a traced run in `dir`, and its benchmark, keep their files.
+fn io_dir(dir: &Path) -> PathBuf {
+    let io = dir.with_extension("io");
+    std::fs::create_dir_all(&io).unwrap();
+    io
+}
+
 /// The generated source of the trace in `dir`.
 fn gen_bench(dir: &Path, extra: &[&str]) -> (PathBuf, String) {
-    let c = dir.join("bench.c");
+    let c = dir.with_extension("bench.c");
     let mut args = vec![
         "gen-bench",
         dir.to_str().unwrap(),
@@ -69,10 +78,13 @@ fn gen_bench(dir: &Path, extra: &[&str]) -> (PathBuf, String) {
     (c, source)
 }
 
-/// Builds a generated benchmark with mpicc, as a user would: without a warning.
+/// Builds a generated benchmark with the test run's MPI's mpicc, as a
+/// user would: without a warning.
 fn build(c: &Path) -> PathBuf {
     let exe = c.with_extension("");
-    let out = Command::new("mpicc")
+    let mpi = mpigram_testkit::Mpi::selected();
+    let out = Command::new(&mpi.cc)
+        .envs(mpi.env.iter().cloned())
         .args(["-O1", "-Wall", "-o"])
         .arg(&exe)
         .arg(c)
@@ -230,7 +242,11 @@ fn round_trip(program: &str, ranks: u32, args: &[&str]) -> String {
     let dir = tempfile::tempdir().unwrap();
     let (orig_dir, regen_dir) = (dir.path().join("orig"), dir.path().join("regen"));
     trace(&exe, ranks, args, "aggregated", &orig_dir);
-    let (c, source) = gen_bench(&orig_dir, &["--compute", "none"]);
+    let io = io_dir(&orig_dir);
+    let (c, source) = gen_bench(
+        &orig_dir,
+        &["--compute", "none", "--io-dir", io.to_str().unwrap()],
+    );
     let bench = build(&c);
     trace(&bench, ranks, &[], "aggregated", &regen_dir);
     let compared = assert_same_calls(&decode(&orig_dir), &decode(&regen_dir));
@@ -338,6 +354,24 @@ fn single_rank_runs_round_trip() {
 fn fortran_programs_round_trip() {
     round_trip("fortran_basic", 2, &[]);
     round_trip("fortran_f08", 2, &[]);
+}
+
+/// Shaped like NAS IS: static arrays, an Allreduce of 1,029 bucket sizes
+/// (more than 4 KiB), Alltoall of counts, Alltoallv of keys. The
+/// benchmark's send buffer of the Allreduce once had 4 KiB and ran into
+/// its receive buffer (MPICH aborted: memcpy ranges overlap).
+#[test]
+fn a_bucket_sort_like_nas_is_round_trips() {
+    let source = round_trip("bucket_sort", 4, &["3"]);
+    let sizes = source
+        .lines()
+        .find(|l| l.starts_with("static const size_t seg_bytes["))
+        .expect("a table of segment sizes");
+    assert_eq!(
+        sizes.matches(" 4116,").count() + sizes.matches(" 4116}").count(),
+        2,
+        "the Allreduce's send and receive buffers: {sizes}"
+    );
 }
 
 #[test]

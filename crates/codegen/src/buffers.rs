@@ -3,20 +3,69 @@
 //! bound, never less than MPI touches): predefined types by their size
 //! rounded up to a power of two, derived types from the arguments of the
 //! calls that built them, counts of gathering collectives times the world's
-//! size. What cannot be worked out gets [`UNKNOWN_BYTES`].
+//! size. What cannot be worked out errs on the large side and is marked
+//! [`SegmentSize::guessed`], which the generated program says in a comment.
 
 use mpigram_analysis::stats::predefined_size;
 use mpigram_mpispec::Args;
 use mpigram_mpispec::{BufferRef, Enc, HandleKind, HandleRef, Signature, Value, predefined};
 use rustc_hash::FxHashMap;
 
-/// Bytes assumed for a buffer or an element whose extent is unknown.
-pub const UNKNOWN_BYTES: u64 = 4096;
+/// Bytes assumed for a buffer whose size the trace cannot tell. Large:
+/// `calloc` maps big blocks lazily, so erring large costs address space,
+/// not memory.
+pub const UNKNOWN_BUFFER: u64 = 1 << 20;
+/// Bytes assumed per element of a datatype whose extent is unknown (more
+/// than any predefined type's).
+pub const UNKNOWN_ELEMENT: u64 = 4096;
 /// Smallest segment allocated.
 pub const MIN_SEGMENT: u64 = 64;
 /// Largest extent believed (a corrupt trace must not make the benchmark
 /// allocate terabytes).
 const MAX_BYTES: u64 = 1 << 34;
+
+/// Bytes a call may touch, and whether some part of that was guessed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SegmentSize {
+    pub bytes: u64,
+    pub guessed: bool,
+}
+
+impl SegmentSize {
+    fn known(bytes: u64) -> SegmentSize {
+        SegmentSize {
+            bytes: bytes.min(MAX_BYTES),
+            guessed: false,
+        }
+    }
+
+    fn guess(bytes: u64) -> SegmentSize {
+        SegmentSize {
+            bytes: bytes.min(MAX_BYTES),
+            guessed: true,
+        }
+    }
+}
+
+/// Parameters that hold an address MPI reads or writes no data at beyond
+/// a pointer or two (attribute values, Fortran handles, addresses).
+const POINTERS: &[&str] = &[
+    "attribute_val",
+    "extra_state",
+    "f_status",
+    "f08_status",
+    "argc",
+    "argv",
+    "address",
+    "location",
+    "base",
+    "addr1",
+    "addr2",
+    "buffer_addr",
+    "baseptr",
+    "obj_handle",
+    "user_data",
+];
 
 /// Upper bounds of the extents of derived datatypes, by user id (an id
 /// reused for several types holds the largest).
@@ -49,22 +98,30 @@ impl Extents {
         e
     }
 
-    /// Extent bound of one datatype.
-    pub fn extent(&self, h: Option<HandleRef>) -> u64 {
+    /// Extent bound of one datatype, if known.
+    pub fn extent(&self, h: Option<HandleRef>) -> Option<u64> {
         match h {
             Some(HandleRef::Predefined(id)) => predefined(HandleKind::Datatype)
                 .get(id as usize)
                 .and_then(|name| predefined_size(name))
-                .map_or(UNKNOWN_BYTES, |s| s.max(1).next_power_of_two()),
-            Some(HandleRef::User(id)) => self.user.get(&id).copied().unwrap_or(UNKNOWN_BYTES),
-            _ => UNKNOWN_BYTES,
+                .map(|s| s.max(1).next_power_of_two()),
+            Some(HandleRef::User(id)) => self.user.get(&id).copied(),
+            _ => None,
+        }
+    }
+
+    /// Extent bound of one datatype, [`UNKNOWN_ELEMENT`] if unknown.
+    fn element(&self, h: Option<HandleRef>) -> SegmentSize {
+        match self.extent(h) {
+            Some(e) => SegmentSize::known(e),
+            None => SegmentSize::guess(UNKNOWN_ELEMENT),
         }
     }
 
     /// The new type and its extent bound, if `a` builds a datatype.
     fn constructed(&self, a: &Args) -> Option<(u64, u64)> {
         let id = a.new_user("newtype", HandleKind::Datatype)?;
-        let old = || self.extent(a.handle("oldtype"));
+        let old = || self.extent(a.handle("oldtype")).unwrap_or(UNKNOWN_ELEMENT);
         let n = |name: &str| a.int(name).unwrap_or(0).unsigned_abs();
         let ext = match a.base_name() {
             "MPI_Type_contiguous" => n("count").saturating_mul(old()),
@@ -110,7 +167,10 @@ impl Extents {
                 b.iter()
                     .zip(&d)
                     .zip(&types)
-                    .map(|((b, d), t)| d.saturating_add(b.saturating_mul(self.extent(Some(*t)))))
+                    .map(|((b, d), t)| {
+                        let e = self.extent(Some(*t)).unwrap_or(UNKNOWN_ELEMENT);
+                        d.saturating_add(b.saturating_mul(e))
+                    })
                     .max()
                     .unwrap_or(0)
             }
@@ -124,7 +184,7 @@ impl Extents {
                 .fold(1u64, |p, s| p.saturating_mul(*s))
                 .saturating_mul(old()),
             "MPI_Type_dup" => old(),
-            _ => UNKNOWN_BYTES,
+            _ => UNKNOWN_ELEMENT,
         };
         Some((id, ext.min(MAX_BYTES)))
     }
@@ -163,16 +223,25 @@ fn per_member(name: &str) -> bool {
 }
 
 /// The bytes a call may touch from the start of its buffer argument `param`.
-pub fn buffer_bytes(a: &Args, param: &str, extents: &Extents, world_size: u64) -> u64 {
+pub fn buffer_bytes(a: &Args, param: &str, extents: &Extents, world_size: u64) -> SegmentSize {
     let name = a.base_name();
     let members = if per_member(name) {
         world_size.max(1)
     } else {
         1
     };
+    let size = |p: &str| a.int(p).map(|s| SegmentSize::known(s.unsigned_abs()));
+    // A reduction's send buffer has the count of its receive buffer
+    // (`count`); a reduce-scatter's, the sum of the blocks it scatters.
     let (count, types, displs): (&[&str], &[&str], &[&str]) = match param {
         "sendbuf" => (
-            &["sendcount", "sendcounts"],
+            &[
+                "sendcount",
+                "sendcounts",
+                "count",
+                "recvcount",
+                "recvcounts",
+            ],
             &["sendtype", "sendtypes", "datatype"],
             &["sdispls", "displs"],
         ),
@@ -184,15 +253,10 @@ pub fn buffer_bytes(a: &Args, param: &str, extents: &Extents, world_size: u64) -
         "origin_addr" => (&["origin_count"], &["origin_datatype"], &[]),
         "result_addr" => (&["result_count"], &["result_datatype"], &[]),
         "compare_addr" => (&[], &["origin_datatype", "datatype"], &[]),
-        "base" | "buffer" if a.int("size").is_some() => {
-            return a.int("size").unwrap_or(0).unsigned_abs().min(MAX_BYTES);
-        }
-        "outbuf" if a.int("outsize").is_some() => {
-            return a.int("outsize").unwrap_or(0).unsigned_abs().min(MAX_BYTES);
-        }
-        "inbuf" if a.int("insize").is_some() => {
-            return a.int("insize").unwrap_or(0).unsigned_abs().min(MAX_BYTES);
-        }
+        "base" | "buffer" if a.int("size").is_some() => return size("size").unwrap_or_default(),
+        "outbuf" if a.int("outsize").is_some() => return size("outsize").unwrap_or_default(),
+        "inbuf" if a.int("insize").is_some() => return size("insize").unwrap_or_default(),
+        p if POINTERS.contains(&p) => return SegmentSize::known(MIN_SEGMENT),
         _ => (&["count", "incount", "outcount"], &["datatype"], &[]),
     };
     // Scatterv's displacements go with its send buffer, Gatherv's with its receive buffer.
@@ -205,14 +269,16 @@ pub fn buffer_bytes(a: &Args, param: &str, extents: &Extents, world_size: u64) -
         Some(Value::Handle(_, h)) => Some(*h),
         _ => None,
     });
+    let element = extents.element(one_type);
     let type_list = types.iter().find_map(|t| a.handles(t));
     let scalar = count.iter().find_map(|c| a.int(c));
     let list = count.iter().find_map(|c| a.ints(c));
-    let bytes = match (scalar, list) {
-        (Some(c), _) => c
-            .unsigned_abs()
-            .saturating_mul(extents.extent(one_type))
-            .saturating_mul(members),
+    let times = |n: u64, e: SegmentSize| SegmentSize {
+        bytes: n.saturating_mul(e.bytes).min(MAX_BYTES),
+        guessed: e.guessed,
+    };
+    match (scalar, list) {
+        (Some(c), _) => times(c.unsigned_abs().saturating_mul(members), element),
         (None, Some(counts)) => {
             let counts: Vec<u64> = counts.iter().map(|c| c.unsigned_abs()).collect();
             let d: Option<Vec<u64>> = displs
@@ -221,40 +287,55 @@ pub fn buffer_bytes(a: &Args, param: &str, extents: &Extents, world_size: u64) -
                 .map(|v| v.iter().map(|x| x.unsigned_abs()).collect());
             match (type_list, d) {
                 // Alltoallw: byte displacements, one type per block.
-                (Some(ts), Some(d)) => counts
-                    .iter()
-                    .zip(&d)
-                    .zip(&ts)
-                    .map(|((c, d), t)| d.saturating_add(c.saturating_mul(extents.extent(Some(*t)))))
-                    .max()
-                    .unwrap_or(0),
-                (_, Some(d)) => spans(&counts, &d, 1).saturating_mul(extents.extent(one_type)),
-                (_, None) => counts
-                    .iter()
-                    .fold(0u64, |s, c| s.saturating_add(*c))
-                    .saturating_mul(extents.extent(one_type)),
+                (Some(ts), Some(d)) => {
+                    let mut guessed = false;
+                    let end = counts
+                        .iter()
+                        .zip(&d)
+                        .zip(&ts)
+                        .map(|((c, d), t)| {
+                            let e = extents.element(Some(*t));
+                            guessed |= e.guessed;
+                            d.saturating_add(c.saturating_mul(e.bytes))
+                        })
+                        .max()
+                        .unwrap_or(0);
+                    SegmentSize {
+                        bytes: end.min(MAX_BYTES),
+                        guessed,
+                    }
+                }
+                (_, Some(d)) => times(spans(&counts, &d, 1), element),
+                (_, None) => times(
+                    counts.iter().fold(0u64, |s, c| s.saturating_add(*c)),
+                    element,
+                ),
             }
         }
-        (None, None) if param == "compare_addr" => extents.extent(one_type),
-        (None, None) => UNKNOWN_BYTES,
-    };
-    bytes.min(MAX_BYTES)
+        (None, None) if param == "compare_addr" => element,
+        (None, None) => SegmentSize::guess(UNKNOWN_BUFFER),
+    }
 }
 
-/// Each segment's size: the largest offset plus bytes touched of any use.
-pub fn segment_sizes(sigs: &[&Signature], extents: &Extents, world_size: u64) -> Vec<u64> {
-    let mut sizes: Vec<u64> = Vec::new();
+/// Each segment's size: the largest offset plus bytes touched of any use
+/// (zero for segments no call names).
+pub fn segment_sizes(sigs: &[&Signature], extents: &Extents, world_size: u64) -> Vec<SegmentSize> {
+    let mut sizes: Vec<SegmentSize> = Vec::new();
     for sig in sigs {
         let a = Args::new(sig);
         for (p, v) in a.func.params.iter().zip(&sig.args) {
-            let mut note = |b: &BufferRef, bytes: u64| {
+            let mut note = |b: &BufferRef, need: SegmentSize| {
                 if let BufferRef::Segment { id, offset } = b {
                     let id = *id as usize;
                     if id >= sizes.len() {
-                        sizes.resize(id + 1, 0);
+                        sizes.resize(id + 1, SegmentSize::default());
                     }
-                    let end = offset.saturating_add(bytes).clamp(MIN_SEGMENT, MAX_BYTES);
-                    sizes[id] = sizes[id].max(end);
+                    let end = offset
+                        .saturating_add(need.bytes)
+                        .clamp(MIN_SEGMENT, MAX_BYTES);
+                    let s = &mut sizes[id];
+                    s.bytes = s.bytes.max(end);
+                    s.guessed |= need.guessed;
                 }
             };
             match (p.enc, v) {
@@ -264,7 +345,7 @@ pub fn segment_sizes(sigs: &[&Signature], extents: &Extents, world_size: u64) ->
                 (Enc::Array(Enc::Buffer), Value::Array(Some(items))) => {
                     for item in items {
                         if let Value::Buffer(b) = item {
-                            note(b, UNKNOWN_BYTES);
+                            note(b, SegmentSize::guess(UNKNOWN_BUFFER));
                         }
                     }
                 }

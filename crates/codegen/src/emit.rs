@@ -3,6 +3,7 @@
 //! above one are `for` loops), and `main`, which selects each rank's start
 //! rule by rank conditions.
 
+use crate::buffers::{SegmentSize, UNKNOWN_BUFFER, UNKNOWN_ELEMENT};
 use crate::callbacks::{callback_name, callback_stub};
 use crate::render::{CallCode, Context, Rendered};
 use crate::timing::{Delays, Site};
@@ -25,12 +26,12 @@ pub struct Program<'a> {
     pub calls: &'a FxHashMap<u32, Rendered>,
     pub ctx: &'a Context,
     pub delays: &'a Delays,
-    pub segment_bytes: &'a [u64],
+    pub segment_bytes: &'a [SegmentSize],
     /// Lines of the header comment.
     pub header: Vec<String>,
 }
 
-/// Ranks as people read them: `0-3, 5, 8`.
+/// Ranks (or other numbers) as people read them: `0-3, 5, 8`.
 pub fn rank_list(ranks: &[u32]) -> String {
     ranges(ranks)
         .iter()
@@ -208,19 +209,30 @@ impl Program<'_> {
             ctx.requests.len().max(1)
         );
         let n = self.segment_bytes.len().max(1);
+        let bytes: Vec<String> = self
+            .segment_bytes
+            .iter()
+            .map(|s| s.bytes.to_string())
+            .collect();
         let _ = writeln!(
             out,
-            "/* Memory segments: the largest offset plus extent any call used (0: unused). */\nstatic char *segs[{n}], *seg_home[{n}];\nstatic const size_t seg_bytes[{n}] = {{{}}};",
-            if self.segment_bytes.is_empty() {
+            "/* Memory segments, each its own allocation: the largest offset plus extent any call used (0: unused). */\nstatic char *segs[{n}], *seg_home[{n}];\nstatic const size_t seg_bytes[{n}] = {{{}}};",
+            if bytes.is_empty() {
                 "0".to_owned()
             } else {
-                self.segment_bytes
-                    .iter()
-                    .map(|b| b.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                bytes.join(", ")
             }
         );
+        let guessed: Vec<u32> = (0..self.segment_bytes.len() as u32)
+            .filter(|&i| self.segment_bytes[i as usize].guessed)
+            .collect();
+        if !guessed.is_empty() {
+            let _ = writeln!(
+                out,
+                "/* Sizes guessed, on the large side, for segments {}: a call passed them a buffer of a size the trace does not tell ({UNKNOWN_BUFFER} bytes assumed) or elements of an unknown datatype ({UNKNOWN_ELEMENT} bytes each assumed). */",
+                rank_list(&guessed)
+            );
+        }
         let _ = writeln!(
             out,
             "/* Outputs nobody reads, by parameter position. */\nstatic _Alignas(64) unsigned char scratch[{}][{}];\n",
@@ -253,30 +265,35 @@ impl Program<'_> {
     /// The busy-wait before call site `site`, if any.
     fn spin(&self, site: Site, tables: &mut String) -> Option<String> {
         let values = self.delays.by_site.get(&site)?;
-        let used: Vec<f64> = values.iter().flatten().copied().collect();
-        let max = used.iter().copied().fold(0.0, f64::max);
-        if max < MIN_DELAY_S {
+        let first: Vec<Option<f64>> = values.iter().map(|v| v.map(|d| d.first)).collect();
+        let rest: Vec<Option<f64>> = values.iter().map(|v| v.map(|d| d.rest)).collect();
+        let largest = values
+            .iter()
+            .flatten()
+            .map(|d| d.first.max(d.rest))
+            .fold(0.0, f64::max);
+        if largest < MIN_DELAY_S {
             return None;
         }
-        let min = used.iter().copied().fold(f64::INFINITY, f64::min);
-        if max - min <= 0.05 * max || max - min < 1e-6 {
-            let mean = used.iter().sum::<f64>() / used.len() as f64;
-            return Some(format!("spin({mean:.3e});"));
+        let (r, i) = site;
+        let what = format!("rule {r} call {i}");
+        let rest_expr = seconds(&rest, &format!("delay_{r}_{i}"), &what, tables);
+        if first == rest {
+            return Some(format!("spin({rest_expr});"));
         }
-        let name = format!("delay_{}_{}", site.0, site.1);
-        let row: Vec<String> = values
-            .iter()
-            .map(|v| format!("{:.3e}", v.unwrap_or(0.0)))
-            .collect();
+        let first_expr = seconds(
+            &first,
+            &format!("first_delay_{r}_{i}"),
+            &format!("the first call of {what}"),
+            tables,
+        );
         let _ = writeln!(
             tables,
-            "/* seconds of computation before rule {} call {}, by rank */\nstatic const double {name}[{}] = {{{}}};",
-            site.0,
-            site.1,
-            values.len(),
-            row.join(", ")
+            "/* the first call of {what} follows other computation than the later ones (start-up) */\nstatic int first_{r}_{i} = 1;"
         );
-        Some(format!("spin({name}[world_rank]);"))
+        Some(format!(
+            "spin(first_{r}_{i} ? (first_{r}_{i} = 0, {first_expr}) : {rest_expr});"
+        ))
     }
 
     fn call_text(&self, t: u32) -> String {
@@ -288,6 +305,29 @@ impl Program<'_> {
             None => format!("/* terminal {t} has no signature */"),
         }
     }
+}
+
+/// Seconds of computation per rank as C: one literal where the ranks
+/// agree (within 5%, or 1 µs), else a table `name` by rank.
+fn seconds(values: &[Option<f64>], name: &str, what: &str, tables: &mut String) -> String {
+    let used: Vec<f64> = values.iter().flatten().copied().collect();
+    let max = used.iter().copied().fold(0.0, f64::max);
+    let min = used.iter().copied().fold(f64::INFINITY, f64::min);
+    if max - min <= 0.05 * max || max - min < 1e-6 {
+        let mean = used.iter().sum::<f64>() / used.len().max(1) as f64;
+        return format!("{mean:.3e}");
+    }
+    let row: Vec<String> = values
+        .iter()
+        .map(|v| format!("{:.3e}", v.unwrap_or(0.0)))
+        .collect();
+    let _ = writeln!(
+        tables,
+        "/* seconds of computation before {what}, by rank */\nstatic const double {name}[{}] = {{{}}};",
+        values.len(),
+        row.join(", ")
+    );
+    format!("{name}[world_rank]")
 }
 
 /// A call as a statement, in a block when it needs temporaries.
@@ -333,6 +373,7 @@ const PRELUDE: &str = r#"#define _GNU_SOURCE
 #include <dlfcn.h>
 #include <link.h>
 #include <mpi.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -461,16 +502,23 @@ static inline void await_requests(MPI_Request *requests, const int *indices, int
 }
 
 /* Computation: busy-waits for `seconds` on the monotonic clock (a spin
- * keeps the core busy as the application did; sleeping would not). */
+ * keeps the core busy as the application did; sleeping would not). The
+ * seconds are wall time as recorded, which holds any time other processes
+ * had the core while the application computed: so while more than 1 ms
+ * remains, the spin lets them have it when they want it (sched_yield
+ * returns at once otherwise), and takes no more of a shared core than the
+ * application did. The last millisecond is a plain spin, exact. */
 static inline void spin(double seconds)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
-    double until = (double)t.tv_sec + 1e-9 * (double)t.tv_nsec + seconds, now;
-    do {
+    double now = (double)t.tv_sec + 1e-9 * (double)t.tv_nsec, until = now + seconds;
+    while (now < until) {
+        if (until - now > 1e-3)
+            sched_yield();
         clock_gettime(CLOCK_MONOTONIC, &t);
         now = (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-    } while (now < until);
+    }
 }
 
 /* The rank the launcher gave this process, before MPI_Init (calls made

@@ -16,6 +16,7 @@ pub mod buffers;
 pub mod callbacks;
 pub mod calls;
 pub mod emit;
+mod files;
 pub mod protos;
 pub mod render;
 pub mod timing;
@@ -23,7 +24,7 @@ pub mod wildcard;
 
 pub use timing::Compute;
 
-use mpigram_grammar::RuleId;
+use mpigram_grammar::{RuleId, Symbol};
 use mpigram_mpispec::{FUNCS, Signature, decode_signature};
 use mpigram_trace::Trace;
 use render::{Context, Rendered};
@@ -38,6 +39,8 @@ pub struct Options {
     pub scale: f64,
     /// The trace's name, for the header comment.
     pub trace_name: String,
+    /// Where the benchmark opens and deletes files (see `files.rs`).
+    pub io_dir: Option<std::path::PathBuf>,
 }
 
 /// A generated benchmark.
@@ -61,6 +64,8 @@ pub struct Benchmark {
 pub enum Error {
     #[error("the trace has no ranks")]
     Empty,
+    #[error("{0}")]
+    Files(String),
     #[error("the trace lacks rank {0} of {1}: the benchmark must run every rank of the traced run")]
     MissingRank(u32, u32),
     #[error("bad signature {terminal}: {message}")]
@@ -87,7 +92,7 @@ pub fn generate(trace: &Trace, options: &Options) -> Result<Benchmark, Error> {
             _ => return Err(Error::MissingRank(rank, world_size)),
         }
     }
-    let sigs: Vec<Signature> = trace
+    let mut sigs: Vec<Signature> = trace
         .signatures
         .iter()
         .enumerate()
@@ -98,6 +103,7 @@ pub fn generate(trace: &Trace, options: &Options) -> Result<Benchmark, Error> {
             })
         })
         .collect::<Result<_, _>>()?;
+    files::map_file_names(&mut sigs, options.io_dir.as_deref()).map_err(Error::Files)?;
 
     if !has_init(&sigs) {
         return Err(Error::NoInit);
@@ -131,10 +137,16 @@ pub fn generate(trace: &Trace, options: &Options) -> Result<Benchmark, Error> {
     let mut total = 0u64;
     let mut skipped: BTreeMap<String, u64> = BTreeMap::new();
     let mut counts: FxHashMap<u32, u64> = FxHashMap::default();
+    let mut ranks_of_start: BTreeMap<RuleId, u64> = BTreeMap::new();
     for &start in &starts {
+        *ranks_of_start.entry(start).or_insert(0) += 1;
+    }
+    for (&start, &ranks) in &ranks_of_start {
         for (t, n) in trace.grammar.terminal_counts(start) {
-            *counts.entry(t).or_insert(0) += n;
-            total += n;
+            let n = n.saturating_mul(ranks);
+            let c = counts.entry(t).or_insert(0);
+            *c = c.saturating_add(n);
+            total = total.saturating_add(n);
         }
     }
     let mut terminals: Vec<u32> = counts.keys().copied().collect();
@@ -217,20 +229,51 @@ fn has_init(sigs: &[Signature]) -> bool {
 
 /// Terminals that every rank calls only after its MPI_Finalize: the MPI
 /// library's own clean-up (ROMIO frees its keyvals and ops there), which
-/// the benchmark's MPI_Finalize makes again.
+/// the benchmark's MPI_Finalize makes again. Worked out on the grammar: in
+/// each start rule, the runs before the one that holds the first
+/// MPI_Finalize come before it, the runs after it (and its repetitions
+/// after the first) come after, and the run itself is split the same way
+/// one rule down.
 fn after_finalize(trace: &Trace, starts: &[RuleId], sigs: &[Signature]) -> FxHashSet<u32> {
+    let g = &trace.grammar;
     let finalize = mpigram_mpispec::func_by_name("MPI_Finalize").map(|(id, _)| id);
-    let mut before: FxHashSet<u32> = FxHashSet::default();
-    let mut after: FxHashSet<u32> = FxHashSet::default();
+    let is_finalize = |t: u32| sigs.get(t as usize).map(|s| Some(s.func)) == Some(finalize);
+    // Whether each rule's expansion holds an MPI_Finalize (rules refer
+    // only to rules numbered below them).
+    let mut holds: Vec<bool> = Vec::with_capacity(g.num_rules());
+    for body in g.rules() {
+        let h = body.iter().any(|run| match run.symbol {
+            Symbol::Terminal(t) => is_finalize(t),
+            Symbol::Rule(r) => holds[r as usize],
+        });
+        holds.push(h);
+    }
+    let symbol_holds = |s: Symbol| match s {
+        Symbol::Terminal(t) => is_finalize(t),
+        Symbol::Rule(r) => holds[r as usize],
+    };
+    let mut before = Terminals::new(g);
+    let mut after = Terminals::new(g);
     let distinct: std::collections::BTreeSet<RuleId> = starts.iter().copied().collect();
     for start in distinct {
-        let mut finalized = false;
-        for t in trace.grammar.expand_rule(start) {
-            if finalized {
-                after.insert(t);
-            } else {
-                before.insert(t);
-                finalized = sigs.get(t as usize).map(|s| Some(s.func)) == Some(finalize);
+        let mut rule = start;
+        loop {
+            let runs = g.rule(rule);
+            let Some(p) = runs.iter().position(|run| symbol_holds(run.symbol)) else {
+                runs.iter().for_each(|run| before.add(run.symbol));
+                break;
+            };
+            runs[..p].iter().for_each(|run| before.add(run.symbol));
+            runs[p + 1..].iter().for_each(|run| after.add(run.symbol));
+            if runs[p].count > 1 {
+                after.add(runs[p].symbol);
+            }
+            match runs[p].symbol {
+                Symbol::Terminal(t) => {
+                    before.add(Symbol::Terminal(t));
+                    break;
+                }
+                Symbol::Rule(child) => rule = child,
             }
         }
     }
@@ -241,13 +284,47 @@ fn after_finalize(trace: &Trace, starts: &[RuleId], sigs: &[Signature]) -> FxHas
         "MPI_Get_version",
         "MPI_Get_library_version",
     ];
-    after.retain(|t| {
-        !before.contains(t)
+    let mut out = after.terminals;
+    out.retain(|t| {
+        !before.terminals.contains(t)
             && !sigs
                 .get(*t as usize)
                 .is_some_and(|s| allowed.contains(&FUNCS[s.func as usize].name))
     });
-    after
+    out
+}
+
+/// The terminals some symbols expand to, each rule visited once.
+struct Terminals<'g> {
+    grammar: &'g mpigram_grammar::Grammar,
+    visited: Vec<bool>,
+    terminals: FxHashSet<u32>,
+}
+
+impl<'g> Terminals<'g> {
+    fn new(grammar: &'g mpigram_grammar::Grammar) -> Terminals<'g> {
+        Terminals {
+            grammar,
+            visited: vec![false; grammar.num_rules()],
+            terminals: FxHashSet::default(),
+        }
+    }
+
+    fn add(&mut self, symbol: Symbol) {
+        let mut stack = vec![symbol];
+        while let Some(s) = stack.pop() {
+            match s {
+                Symbol::Terminal(t) => {
+                    self.terminals.insert(t);
+                }
+                Symbol::Rule(r) if !self.visited[r as usize] => {
+                    self.visited[r as usize] = true;
+                    stack.extend(self.grammar.rule(r).iter().map(|run| run.symbol));
+                }
+                Symbol::Rule(_) => {}
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -5,32 +5,7 @@
 //! `overrides.toml`), so a parameter here is the parameter the tracer
 //! recorded, in the same order.
 
-use mpigram_wrapgen::model::{self, FuncModel};
-use mpigram_wrapgen::{overrides::Overrides, standard};
-use rustc_hash::FxHashMap;
-use std::sync::OnceLock;
-
-const APIS_JSON: &str = include_str!("../../wrapgen/data/apis.json");
-const OVERRIDES_TOML: &str = include_str!("../../wrapgen/overrides.toml");
-
-/// The model of every function, by name (built once).
-pub fn prototypes() -> Result<&'static FxHashMap<String, FuncModel>, String> {
-    static MODEL: OnceLock<Result<FxHashMap<String, FuncModel>, String>> = OnceLock::new();
-    MODEL
-        .get_or_init(|| {
-            let o = Overrides::parse(OVERRIDES_TOML).map_err(|e| format!("{e:#}"))?;
-            let functions = standard::load(APIS_JSON, &o.legacy).map_err(|e| format!("{e:#}"))?;
-            let funcs = model::build(&functions, &o).map_err(|e| format!("{e:#}"))?;
-            Ok(funcs.into_iter().map(|f| (f.name.clone(), f)).collect())
-        })
-        .as_ref()
-        .map_err(|e| format!("the MPI function model does not build: {e}"))
-}
-
-/// The model of `name`.
-pub fn prototype(name: &str) -> Option<&'static FuncModel> {
-    prototypes().ok()?.get(name)
-}
+pub use mpigram_wrapgen::bundled::{prototype, prototypes};
 
 #[cfg(test)]
 mod tests {

@@ -68,6 +68,7 @@ fn options(compute: Compute) -> Options {
         compute,
         scale: 1.0,
         trace_name: "test".into(),
+        io_dir: None,
     }
 }
 
@@ -259,11 +260,81 @@ fn segments_hold_the_largest_offset_plus_extent() {
     let extents = crate::buffers::Extents::of(&sigs);
     assert_eq!(
         extents.extent(Some(HandleRef::User(0))),
-        40,
+        Some(40),
         "vector extent"
     );
     let sizes = crate::buffers::segment_sizes(&sigs, &extents, 2);
-    assert_eq!(sizes[5], 1080);
+    assert_eq!(sizes[5].bytes, 1080);
+    assert!(!sizes[5].guessed);
+}
+
+#[test]
+fn a_reductions_send_buffer_holds_its_count() {
+    // IS's Allreduce of 1,029 ints from a static array: 4,116 bytes each side.
+    let allreduce = sig(
+        "MPI_Allreduce",
+        vec![
+            seg(3, 0),
+            seg(4, 0),
+            Value::Int(1029),
+            int(),
+            predef(HandleKind::Op, "MPI_SUM"),
+            world(),
+        ],
+    );
+    // Reduce_scatter: the send buffer holds every block, the receive buffer one.
+    let reduce_scatter = sig(
+        "MPI_Reduce_scatter",
+        vec![
+            seg(5, 8),
+            seg(6, 0),
+            Value::Array(Some(vec![Value::Int(10), Value::Int(20), Value::Int(30)])),
+            int(),
+            predef(HandleKind::Op, "MPI_SUM"),
+            world(),
+        ],
+    );
+    let sigs = [&allreduce, &reduce_scatter];
+    let sizes = crate::buffers::segment_sizes(&sigs, &crate::buffers::Extents::of(&sigs), 3);
+    let bytes: Vec<u64> = sizes.iter().map(|s| s.bytes).collect();
+    assert_eq!(bytes[3..], [4116, 4116, 8 + 240, 240]);
+    assert!(sizes.iter().all(|s| !s.guessed));
+}
+
+#[test]
+fn sizes_the_trace_cannot_tell_err_large_and_say_so() {
+    // MPI_File_read_all_end's buffer has no count: the begin call had it.
+    let read_end = sig(
+        "MPI_File_read_all_end",
+        vec![
+            Value::Handle(HandleKind::File, HandleRef::User(0)),
+            seg(2, 0),
+            Value::Status(None),
+        ],
+    );
+    // A type of unknown extent (MPI_Type_create_f90_real's).
+    let send = sig(
+        "MPI_Send",
+        vec![
+            seg(3, 0),
+            Value::Int(2),
+            Value::Handle(HandleKind::Datatype, HandleRef::User(7)),
+            Value::Rank(Rank::Relative(1)),
+            Value::Tag(0),
+            world(),
+        ],
+    );
+    let bench = generate(
+        &trace_of(vec![vec![init(), read_end, send, finalize()]], 10),
+        &options(Compute::None),
+    )
+    .unwrap();
+    let src = &bench.source;
+    assert!(src.contains(", 1048576, 8192};"), "{src}");
+    assert!(
+        src.contains("/* Sizes guessed, on the large side, for segments 2-3:"),
+        "{src}"
+    );
 }
 
 #[test]
@@ -291,6 +362,48 @@ fn aggregated_timing_spreads_each_ranks_computation_over_its_calls() {
     )
     .unwrap();
     assert!(!none.source.contains("spin(2"), "{}", none.source);
+}
+
+/// `calls` on one rank with lossless times: each call lasts 1 µs and
+/// follows the gap given with it (nanoseconds).
+fn timed_trace(calls: Vec<(Signature, u64)>) -> Trace {
+    let mut t = trace_of(vec![calls.iter().map(|(s, _)| s.clone()).collect()], 1);
+    let mut times = mpigram_trace::timing::ExactWriter::default();
+    let mut now = 0;
+    for (_, gap) in &calls {
+        now += gap;
+        times.push(now, now + 1000);
+        now += 1000;
+    }
+    let part = &mut t.ranks[0];
+    part.meta.timing.lossless = true;
+    part.meta.end_ns = now;
+    part.times.exact = times.bytes();
+    t
+}
+
+#[test]
+fn recorded_computation_keeps_a_loops_longer_first_gap_apart() {
+    // Start-up (10 ms) before the first of 5 barriers, then 1 ms before each;
+    // the shortest gap (2 µs, before MPI_Finalize) is the tracer's own.
+    let mut calls = vec![(init(), 0), (comm_rank(0), 0), (barrier(), 10_002_000)];
+    calls.extend(std::iter::repeat_n((barrier(), 1_002_000), 4));
+    calls.push((finalize(), 2_000));
+    let bench = generate(&timed_trace(calls), &options(Compute::Recorded)).unwrap();
+    let src = &bench.source;
+    assert!(
+        src.contains("spin(first_0_2 ? (first_0_2 = 0, 1.000e-2) : 1.000e-3);"),
+        "{src}"
+    );
+    assert!(src.contains("static int first_0_2 = 1;"), "{src}");
+    assert!(bench.notes.is_empty(), "{:?}", bench.notes);
+    // Ten times alike: one mean, no first-call test.
+    let mut calls = vec![(init(), 0), (comm_rank(0), 0)];
+    calls.extend(std::iter::repeat_n((barrier(), 1_002_000), 10));
+    calls.push((finalize(), 2_000));
+    let bench = generate(&timed_trace(calls), &options(Compute::Recorded)).unwrap();
+    assert!(bench.source.contains("spin(1.000e-3);"), "{}", bench.source);
+    assert!(!bench.source.contains("first_"), "{}", bench.source);
 }
 
 #[test]
@@ -344,5 +457,88 @@ fn an_absurd_segment_id_is_an_error_not_an_allocation() {
     assert!(
         err.to_string().contains("segment id 1099511627776"),
         "{err}"
+    );
+}
+
+/// Generation works on the grammar: a trace of 10^8 MPI_Comm_rank calls
+/// and a loop of 10^9 wildcard receives (bound to their sender), with a
+/// call the MPI library made after MPI_Finalize, is generated without
+/// expanding a call (expanding would take minutes and gigabytes; the time
+/// is measured by scripts/bench-gen-bench, not here).
+#[test]
+fn huge_repeat_counts_are_generated_from_the_grammar() {
+    use mpigram_grammar::{Grammar, Run, Symbol};
+    let irecv = sig(
+        "MPI_Irecv",
+        vec![
+            seg(2, 0),
+            Value::Int(1),
+            int(),
+            Value::Rank(Rank::AnySource),
+            Value::Tag(0),
+            world(),
+            Value::Request(RequestRef::Pooled { pool: 0, index: 0 }),
+        ],
+    );
+    let status = Status {
+        source: Rank::Relative(0),
+        tag: 0,
+        count: 4,
+        cancelled: false,
+        error: 0,
+    };
+    let wait = sig(
+        "MPI_Wait",
+        vec![
+            Value::Request(RequestRef::Pooled { pool: 0, index: 0 }),
+            Value::Status(Some(status)),
+        ],
+    );
+    let free_keyval = sig(
+        "MPI_Comm_free_keyval",
+        vec![Value::Handle(HandleKind::Keyval, HandleRef::User(0))],
+    );
+    let sigs = [init(), comm_rank(0), irecv, wait, finalize(), free_keyval];
+    let mut t = trace_of(vec![sigs.to_vec()], 1_000_000_000);
+    t.signatures = sigs.iter().map(Signature::encode).collect();
+    let term = |t: u32| Symbol::Terminal(t);
+    t.grammar = Grammar::new(
+        vec![
+            vec![Run::new(term(2), 1), Run::new(term(3), 1)],
+            vec![
+                Run::new(term(0), 1),
+                Run::new(term(1), 100_000_000),
+                Run::new(Symbol::Rule(0), 1_000_000_000),
+                Run::new(term(4), 1),
+                Run::new(term(5), 1),
+            ],
+        ],
+        vec![(0, 1)],
+    )
+    .unwrap();
+    let part = &mut t.ranks[0];
+    part.meta.calls = 2_100_000_003;
+    part.stats = (0..6)
+        .map(|terminal| (terminal, mpigram_trace::CallStats::default()))
+        .collect();
+    let bench = generate(&t, &options(Compute::Recorded)).unwrap();
+    let src = &bench.source;
+    assert_eq!(bench.calls, 2_100_000_003);
+    assert!(
+        src.contains("i < 100000000L; i++) { /* 100000000 calls */"),
+        "{src}"
+    );
+    assert!(
+        src.contains("i < 1000000000L; i++) { /* 1000000000 x rule 0"),
+        "{src}"
+    );
+    // Bound to the recorded sender (the rank itself), found on the grammar.
+    assert!(
+        src.contains("MPI_Irecv((void *)segs[2], 1, MPI_INT, world_rank, 0,"),
+        "{src}"
+    );
+    assert!(
+        src.contains("/* not reproduced: MPI_Comm_free_keyval after MPI_Finalize"),
+        "{src}"
     );
 }

@@ -3,15 +3,24 @@
 //! grammar rule: the line of C that makes the call, however many times
 //! loops run it.
 //!
-//! - [`Compute::Recorded`]: from per-call times (lossless where recorded,
-//!   else lossy), the mean gap before the site's calls on each rank: the
-//!   sum over the site is the recorded sum, so each loop, and the run,
-//!   keeps its computation time; variation between iterations of one site
-//!   is averaged.
+//! What the trace says about time reaches the benchmark through one
+//! interface, [`RankGaps`]: per call site of one rank, the gaps before its
+//! calls (their sum, their number, the first one). [`gaps`] builds it from
+//! whatever timing the trace has: per-call times (lossless, or lossy), or
+//! the aggregated timing of the default, which today holds durations per
+//! signature only, so the rank's time outside MPI is spread evenly over its
+//! calls.
+//!
+//! - [`Compute::Recorded`]: each site waits the mean gap before its calls on
+//!   each rank: the sum over the site is the recorded sum, so each loop, and
+//!   the run, keeps its computation time. A site whose first call followed
+//!   much longer (or shorter) computation than the others (start-up before
+//!   a loop's first iteration, which the grammar folds into the loop) waits
+//!   that first gap once and the mean of the others after: averaging it
+//!   over the iterations would make every iteration's collective wait for
+//!   the slowest rank's share of it.
 //! - [`Compute::Mean`]: the mean gap before each call *signature* on each
-//!   rank (wherever it is called). With aggregated timing, which has call
-//!   durations only, the rank's time outside MPI (its recording time minus
-//!   its time in calls) spread evenly over its calls.
+//!   rank (wherever it is called).
 //! - [`Compute::None`]: no computation.
 //!
 //! The gap after MPI_Init is left out: it holds the tracer's own start-up
@@ -19,7 +28,7 @@
 
 use mpigram_analysis::timeline::{Source, rank_times};
 use mpigram_grammar::{Grammar, RuleId, Symbol};
-use mpigram_trace::Trace;
+use mpigram_trace::{RankPart, Trace};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 /// How computation between calls is reproduced.
@@ -33,16 +42,174 @@ pub enum Compute {
 /// A call site: rule and index of the terminal run in its body.
 pub type Site = (RuleId, u32);
 
+/// The gaps before one site's calls on one rank, in seconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SiteGap {
+    /// Calls the site made.
+    pub calls: u64,
+    /// Gaps measured (not before the rank's first call, nor right after
+    /// MPI_Init, where the tracer's own start-up is), and their sum.
+    pub measured: u64,
+    pub sum: f64,
+    /// The gap before the site's first call, if measured.
+    pub first: Option<f64>,
+}
+
+impl SiteGap {
+    /// The mean measured gap (0 if none was).
+    pub fn mean(&self) -> f64 {
+        self.sum / self.measured.max(1) as f64
+    }
+
+    /// The first gap and the mean of the later ones, if the first was
+    /// measured and later ones were too.
+    pub fn first_and_rest(&self) -> Option<(f64, f64)> {
+        let first = self.first?;
+        (self.measured > 1).then(|| {
+            let rest = (self.sum - first) / (self.measured - 1) as f64;
+            (first, rest.max(0.0))
+        })
+    }
+
+    fn add(&mut self, gap: Option<f64>) {
+        if self.calls == 0 {
+            self.first = gap;
+        }
+        self.calls += 1;
+        if let Some(g) = gap {
+            self.measured += 1;
+            self.sum += g;
+        }
+    }
+}
+
+/// What codegen needs of a trace's timing: per call site of one rank, the
+/// gaps before its calls.
+pub struct RankGaps {
+    pub sites: FxHashMap<Site, SiteGap>,
+    /// Whether the gaps are the calls' own (per-call timing), not an even
+    /// spread of the rank's time outside MPI.
+    pub per_call: bool,
+    /// The terminal each site calls.
+    pub terminals: FxHashMap<Site, u32>,
+}
+
+/// The gaps of rank `part` (whose calls expand `start`), from the trace's
+/// per-call times where it has them, else from its aggregated timing.
+/// `inits` are the terminals of MPI_Init and MPI_Init_thread.
+pub fn gaps(
+    trace: &Trace,
+    part: &RankPart,
+    start: RuleId,
+    inits: &FxHashSet<u32>,
+) -> Result<RankGaps, String> {
+    if part.meta.timing.per_call() {
+        per_call_gaps(trace, part, start, inits)
+    } else {
+        Ok(aggregated_gaps(trace, part, start))
+    }
+}
+
+/// From per-call times: one pass over the rank's calls, nothing stored per
+/// call beyond the times themselves.
+fn per_call_gaps(
+    trace: &Trace,
+    part: &RankPart,
+    start: RuleId,
+    inits: &FxHashSet<u32>,
+) -> Result<RankGaps, String> {
+    let spans =
+        rank_times(trace, part, Source::Best, trace.run_start_ns()).map_err(|e| e.to_string())?;
+    let mut sites: FxHashMap<Site, SiteGap> = FxHashMap::default();
+    let mut terminals: FxHashMap<Site, u32> = FxHashMap::default();
+    let mut k = 0usize;
+    let mut previous: Option<u32> = None;
+    walk_sites(&trace.grammar, start, |site, t| {
+        let after_init = previous.is_some_and(|p| inits.contains(&p));
+        let gap = match (k.checked_sub(1).and_then(|p| spans.get(p)), spans.get(k)) {
+            (Some(prev), Some(this)) if !after_init => {
+                Some((this.start_ns - prev.end_ns).max(0) as f64 * 1e-9)
+            }
+            _ => None,
+        };
+        let e = sites.entry(site).or_default();
+        if e.calls == 0 {
+            terminals.insert(site, t);
+        }
+        e.add(gap);
+        previous = Some(t);
+        k += 1;
+    });
+    Ok(RankGaps {
+        sites,
+        per_call: true,
+        terminals,
+    })
+}
+
+/// From aggregated timing (durations per signature): the rank's time
+/// outside MPI spread evenly over its calls, counted on the grammar (no
+/// call is expanded).
+fn aggregated_gaps(trace: &Trace, part: &RankPart, start: RuleId) -> RankGaps {
+    let in_calls: u64 = part.stats.iter().map(|(_, s)| s.total_ns).sum();
+    let wall = part.meta.end_ns.saturating_sub(part.meta.start_ns);
+    let calls = part.meta.calls.max(1);
+    let each = wall.saturating_sub(in_calls) as f64 * 1e-9 / calls as f64;
+    let g = &trace.grammar;
+    let mut sites: FxHashMap<Site, SiteGap> = FxHashMap::default();
+    let mut terminals: FxHashMap<Site, u32> = FxHashMap::default();
+    for (rule, uses) in g.rule_uses(start).into_iter().enumerate() {
+        if uses == 0 {
+            continue;
+        }
+        for (idx, run) in g.rule(rule as RuleId).iter().enumerate() {
+            if let Symbol::Terminal(t) = run.symbol {
+                let site = (rule as RuleId, idx as u32);
+                let n = uses.saturating_mul(run.count);
+                sites.insert(
+                    site,
+                    SiteGap {
+                        calls: n,
+                        measured: n,
+                        sum: each * n as f64,
+                        first: Some(each),
+                    },
+                );
+                terminals.insert(site, t);
+            }
+        }
+    }
+    RankGaps {
+        sites,
+        per_call: false,
+        terminals,
+    }
+}
+
+/// Seconds to wait before a site's calls on one rank.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Delay {
+    /// Before the first call.
+    pub first: f64,
+    /// Before each later call.
+    pub rest: f64,
+}
+
 /// Seconds of computation before each call site, per rank (`None` where
 /// the rank never reaches the site).
 #[derive(Default)]
 pub struct Delays {
-    pub by_site: FxHashMap<Site, Vec<Option<f64>>>,
+    pub by_site: FxHashMap<Site, Vec<Option<Delay>>>,
     /// What was used, for the generated file's header.
     pub description: String,
     /// Set when the requested mode could not be honoured.
     pub note: Option<String>,
 }
+
+/// A first gap differs enough from the later ones to be waited on its own
+/// when it differs by this many seconds and this fraction of the larger.
+const FIRST_APART_S: f64 = 50e-6;
+const FIRST_APART_FRACTION: f64 = 0.25;
 
 /// Calls `f(site, terminal)` for every call of the expansion of `start`, in order.
 pub fn walk_sites(g: &Grammar, start: RuleId, mut f: impl FnMut(Site, u32)) {
@@ -94,80 +261,51 @@ pub fn delays(trace: &Trace, compute: Compute, scale: f64, inits: &FxHashSet<u32
         mode = Compute::Mean;
     }
     let n = trace.rank_slots();
-    let run_start = trace.run_start_ns();
     for part in &trace.ranks {
         let rank = part.meta.rank;
-        let i = rank as usize;
         let Some(start) = trace.grammar.start(rank) else {
             continue;
         };
-        // Seconds before each site's calls on this rank: (sum, calls).
-        let mut sums: FxHashMap<Site, (f64, u64)> = FxHashMap::default();
-        if !per_call {
-            let in_calls: u64 = part.stats.iter().map(|(_, s)| s.total_ns).sum();
-            let wall = part.meta.end_ns.saturating_sub(part.meta.start_ns);
-            let calls = part.meta.calls.max(1);
-            let each = wall.saturating_sub(in_calls) as f64 * 1e-9 / calls as f64;
-            walk_sites(&trace.grammar, start, |site, _| {
-                let e = sums.entry(site).or_insert((0.0, 0));
-                e.0 += each;
-                e.1 += 1;
-            });
-        } else {
-            let spans = match rank_times(trace, part, Source::Best, run_start) {
-                Ok(s) => s,
-                Err(e) => {
-                    d.note = Some(format!("no computation for rank {rank}: {e}"));
-                    continue;
-                }
-            };
-            // One pass, nothing stored per call: sums per site and per
-            // terminal (a site always calls the same terminal).
-            let mut k = 0usize;
-            let mut previous: Option<u32> = None;
-            let mut by_terminal: FxHashMap<u32, (f64, u64)> = FxHashMap::default();
-            let mut site_terminal: FxHashMap<Site, u32> = FxHashMap::default();
-            walk_sites(&trace.grammar, start, |site, t| {
-                let after_init = previous.is_some_and(|p| inits.contains(&p));
-                let gap = match (k.checked_sub(1).and_then(|p| spans.get(p)), spans.get(k)) {
-                    (Some(prev), Some(this)) if !after_init => {
-                        (this.start_ns - prev.end_ns).max(0) as f64 * 1e-9
-                    }
-                    _ => 0.0,
-                };
-                let e = sums.entry(site).or_insert((0.0, 0));
-                e.0 += gap;
-                e.1 += 1;
-                if mode == Compute::Mean {
-                    let e = by_terminal.entry(t).or_insert((0.0, 0));
-                    e.0 += gap;
-                    e.1 += 1;
-                    site_terminal.insert(site, t);
-                }
-                previous = Some(t);
-                k += 1;
-            });
-            if mode == Compute::Mean {
-                for (site, (sum, calls)) in sums.iter_mut() {
-                    let (s, c) = by_terminal[&site_terminal[site]];
-                    *sum = s / c.max(1) as f64 * *calls as f64;
-                }
+        let mut g = match gaps(trace, part, start, inits) {
+            Ok(g) => g,
+            Err(e) => {
+                d.note = Some(format!("no computation for rank {rank}: {e}"));
+                continue;
             }
+        };
+        if mode == Compute::Mean {
+            by_signature(&mut g);
         }
         // The shortest mean gap of the rank is what a call costs the tracer
         // between two calls (the application cannot do less than nothing):
         // a traced benchmark pays it again, so it is not reproduced.
-        let floor = if per_call {
-            sums.values()
-                .map(|(sum, calls)| sum / (*calls).max(1) as f64)
-                .fold(f64::INFINITY, f64::min)
+        let floor = if g.per_call {
+            g.sites
+                .values()
+                .filter(|s| s.measured > 0)
+                .map(SiteGap::mean)
+                .fold(None, |m: Option<f64>, g| Some(m.map_or(g, |m| m.min(g))))
+                .unwrap_or(0.0)
         } else {
             0.0
         };
-        for (site, (sum, calls)) in sums {
-            let v = d.by_site.entry(site).or_insert_with(|| vec![None; n]);
-            let mean = sum / calls.max(1) as f64;
-            v[i] = Some(scale * (mean - floor).max(0.0));
+        let less = |s: f64| scale * (s - floor).max(0.0);
+        for (site, gap) in g.sites {
+            let apart = |(first, rest): &(f64, f64)| {
+                let d = (first - rest).abs();
+                d >= FIRST_APART_S && d >= FIRST_APART_FRACTION * first.max(*rest)
+            };
+            let delay = match gap.first_and_rest().filter(apart) {
+                Some((first, rest)) => Delay {
+                    first: less(first),
+                    rest: less(rest),
+                },
+                None => Delay {
+                    first: less(gap.mean()),
+                    rest: less(gap.mean()),
+                },
+            };
+            d.by_site.entry(site).or_insert_with(|| vec![None; n])[rank as usize] = Some(delay);
         }
     }
     let source = if !per_call {
@@ -175,8 +313,29 @@ pub fn delays(trace: &Trace, compute: Compute, scale: f64, inits: &FxHashSet<u32
     } else if mode == Compute::Mean {
         "per-call timing: mean gap before each call signature, per rank"
     } else {
-        "per-call timing: mean gap before each call site, per rank"
+        "per-call timing: mean gap before each call site, per rank (a first call after longer computation on its own)"
     };
     d.description = format!("{source}; scale {scale}");
     d
+}
+
+/// Each site's gaps replaced by the mean gap of its signature over the
+/// rank's calls.
+fn by_signature(g: &mut RankGaps) {
+    let mut by_terminal: FxHashMap<u32, (f64, u64)> = FxHashMap::default();
+    for (site, gap) in &g.sites {
+        let e = by_terminal.entry(g.terminals[site]).or_insert((0.0, 0));
+        e.0 += gap.sum;
+        e.1 += gap.measured;
+    }
+    for (site, gap) in g.sites.iter_mut() {
+        let (sum, measured) = by_terminal[&g.terminals[site]];
+        let mean = sum / measured.max(1) as f64;
+        *gap = SiteGap {
+            calls: gap.calls,
+            measured: gap.calls,
+            sum: mean * gap.calls as f64,
+            first: None,
+        };
+    }
 }

@@ -8,12 +8,14 @@
 //! every rank), or, failing that, if each rank's completions agree among
 //! themselves: then the sender comes from a table by rank (a ring's rank 0
 //! has its left neighbour at +N-1, the others at -1). A signature whose
-//! sender varied on one rank keeps MPI_ANY_SOURCE.
+//! sender varied on one rank keeps MPI_ANY_SOURCE. All of it is worked out
+//! on the grammar, without expanding a call.
 
+use mpigram_grammar::Symbol;
 use mpigram_mpispec::Args;
 use mpigram_mpispec::{Rank, RequestRef, Signature, Status, Value};
 use mpigram_trace::Trace;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// The sender a wildcard receive's signature is bound to.
 #[derive(Clone, Debug, PartialEq)]
@@ -48,6 +50,60 @@ fn concrete(s: &Status) -> Option<Rank> {
     }
 }
 
+/// A request, by (pool, index).
+type Request = (u64, u64);
+
+/// What expanding a stretch of calls does to wildcard receives, computed
+/// on the grammar: a rule's effect is its runs' effects in order, and a
+/// run repeated k >= 2 times has the effect of two repetitions (the
+/// requests a repetition posts are the ones the next completes; a third
+/// adds nothing), so no call is expanded.
+#[derive(Clone, Default)]
+struct Effect {
+    /// Completions of requests posted before the stretch: their senders.
+    needs: FxHashMap<Request, FxHashSet<Option<Rank>>>,
+    /// The receive (terminal) each request was last posted by in the stretch.
+    posts: FxHashMap<Request, u32>,
+    /// Senders of receives posted and completed in the stretch, by terminal.
+    seen: FxHashMap<u32, FxHashSet<Option<Rank>>>,
+}
+
+impl Effect {
+    /// This stretch followed by `next`.
+    fn then(&self, next: &Effect) -> Effect {
+        let mut e = self.clone();
+        for (request, senders) in &next.needs {
+            match self.posts.get(request) {
+                Some(post) => e.seen.entry(*post).or_default().extend(senders),
+                None => e.needs.entry(*request).or_default().extend(senders),
+            }
+        }
+        for (post, senders) in &next.seen {
+            e.seen.entry(*post).or_default().extend(senders);
+        }
+        e.posts.extend(next.posts.iter().map(|(r, t)| (*r, *t)));
+        e
+    }
+
+    /// The effect of one call.
+    fn of_call(terminal: u32, a: &Args, posts: bool) -> Effect {
+        let mut e = Effect::default();
+        if posts {
+            if let Some(Value::Request(RequestRef::Pooled { pool, index })) = a.value("request") {
+                e.posts.insert((*pool, *index), terminal);
+            }
+            return e;
+        }
+        for (request, status) in completions(a) {
+            e.needs
+                .entry(request)
+                .or_default()
+                .insert(concrete(&status));
+        }
+        e
+    }
+}
+
 /// Binds the non-blocking and persistent wildcard receives of `trace`.
 /// `sigs[t]` is terminal `t`'s decoded signature.
 pub fn bind(trace: &Trace, sigs: &[Signature]) -> Bindings {
@@ -61,39 +117,56 @@ pub fn bind(trace: &Trace, sigs: &[Signature]) -> Bindings {
     if !posts.iter().any(|p| *p) {
         return Bindings::default();
     }
+    let g = &trace.grammar;
+    let calls: FxHashMap<u32, Effect> = g
+        .rules()
+        .flatten()
+        .filter_map(|run| match run.symbol {
+            Symbol::Terminal(t) => Some(t),
+            Symbol::Rule(_) => None,
+        })
+        .collect::<FxHashSet<u32>>()
+        .into_iter()
+        .map(|t| {
+            let e = match sigs.get(t as usize) {
+                Some(sig) => Effect::of_call(t, &Args::new(sig), posts[t as usize]),
+                None => Effect::default(),
+            };
+            (t, e)
+        })
+        .collect();
+    // Rules refer only to rules numbered below them: one pass in order.
+    let mut rules: Vec<Effect> = Vec::with_capacity(g.num_rules());
+    for body in g.rules() {
+        let mut e = Effect::default();
+        for run in body {
+            let once = match run.symbol {
+                Symbol::Terminal(t) => &calls[&t],
+                Symbol::Rule(r) => &rules[r as usize],
+            };
+            let repeated = if run.count > 1 {
+                once.then(once)
+            } else {
+                once.clone()
+            };
+            e = e.then(&repeated);
+        }
+        rules.push(e);
+    }
     // Per terminal, per rank: the sender (None: completions disagreed).
     let world = trace.rank_slots();
     let mut seen: FxHashMap<u32, Vec<Option<Option<Rank>>>> = FxHashMap::default();
     for part in &trace.ranks {
         let me = part.meta.rank as usize;
-        let Some(calls) = trace.grammar.expand(part.meta.rank) else {
+        let Some(start) = g.start(part.meta.rank) else {
             continue;
         };
-        let mut pending: FxHashMap<(u64, u64), u32> = FxHashMap::default();
-        for t in calls {
-            let Some(sig) = sigs.get(t as usize) else {
-                continue;
+        for (post, senders) in &rules[start as usize].seen {
+            let one = match senders.iter().collect::<Vec<_>>()[..] {
+                [one] => *one,
+                _ => None,
             };
-            let a = Args::new(sig);
-            if posts[t as usize] {
-                if let Some(Value::Request(RequestRef::Pooled { pool, index })) = a.value("request")
-                {
-                    pending.insert((*pool, *index), t);
-                }
-                continue;
-            }
-            for (request, status) in completions(&a) {
-                let Some(&post) = pending.get(&request) else {
-                    continue;
-                };
-                let sender = concrete(&status);
-                let slot = &mut seen.entry(post).or_insert_with(|| vec![None; world])[me];
-                match slot {
-                    None => *slot = Some(sender),
-                    Some(s) if *s != sender => *s = None,
-                    Some(_) => {}
-                }
-            }
+            seen.entry(*post).or_insert_with(|| vec![None; world])[me] = Some(one);
         }
     }
     seen.into_iter()

@@ -58,7 +58,8 @@ pub enum ErrorKind {
     #[error("empty file")]
     Empty,
     /// The file does not start with [`MAGIC`](crate::MAGIC).
-    #[error("not an mpigram file (starts with \"{}\")", escape(.magic))]
+    // The bytes found are not shown: errors never echo a file's contents.
+    #[error("not an mpigram file (it does not start with the MPIGRAM magic)")]
     NotMpigram {
         /// The first bytes found (up to 8).
         magic: Vec<u8>,
@@ -148,6 +149,20 @@ pub enum ErrorKind {
         declared: u64,
         /// The reader's limit.
         limit: u64,
+    },
+    /// A compressed section declares more decoded bytes than any section
+    /// of a trace compresses to (more than [`MAX_RATIO`](crate::MAX_RATIO)
+    /// times its stored bytes, beyond [`RATIO_FREE_LEN`](crate::RATIO_FREE_LEN)):
+    /// refused before decoding, as a decompression bomb would be.
+    #[error(
+        "declares {declared} decoded bytes from {stored} stored, more than {} times: damaged, or a decompression bomb",
+        crate::MAX_RATIO
+    )]
+    Implausible {
+        /// Decoded length declared in the table.
+        declared: u64,
+        /// Stored length.
+        stored: u64,
     },
     /// The file has no section with the requested (kind, index).
     #[error("no section with kind {kind:#x} and index {index}")]
@@ -239,18 +254,17 @@ impl fmt::Display for Error {
 // The kind's message is already part of `Display`, so it is not repeated as a `source`.
 impl std::error::Error for Error {}
 
-fn escape(bytes: &[u8]) -> String {
-    bytes.escape_ascii().to_string()
-}
-
 fn version_message(major: u16, minor: u16) -> String {
     if major > FORMAT_MAJOR {
         format!(
-            "format version {major}.{minor} is newer than this reader supports \
-             ({FORMAT_MAJOR}.x); use a newer mpigram"
+            "format version {major}.{minor}: newer than this reader ({FORMAT_MAJOR}.x), or \
+             damaged; a newer mpigram may read it"
         )
     } else {
-        format!("unsupported format version {major}.{minor} (this reader reads {FORMAT_MAJOR}.x)")
+        format!(
+            "format version {major}.{minor}: not one this reader reads ({FORMAT_MAJOR}.x); \
+             damaged, or written by an old mpigram"
+        )
     }
 }
 
@@ -288,7 +302,7 @@ mod tests {
     }
 
     #[test]
-    fn not_mpigram_escapes_the_bytes_found() {
+    fn not_mpigram_does_not_echo_the_file() {
         let e = Error::new(
             "x",
             ErrorKind::NotMpigram {
@@ -297,7 +311,7 @@ mod tests {
         );
         assert_eq!(
             e.to_string(),
-            r#"x: not an mpigram file (starts with "\x7fELF\n")"#
+            "x: not an mpigram file (it does not start with the MPIGRAM magic)"
         );
     }
 }

@@ -30,12 +30,16 @@ mod error;
 mod layout;
 mod reader;
 pub use mpigram_varint as varint;
+mod temp;
 mod writer;
 
 pub use codec::Codec;
 pub use error::{Error, ErrorKind, Region, SectionRef};
 pub use layout::{ENTRY_LEN, FORMAT_MAJOR, FORMAT_MINOR, HEADER_LEN, MAGIC};
-pub use reader::{DEFAULT_DECODE_LIMIT, SectionInfo, TraceFile, Version};
+pub use reader::{
+    DEFAULT_DECODE_LIMIT, MAX_RATIO, RATIO_FREE_LEN, SectionInfo, TraceFile, Version,
+};
+pub use temp::{create_temp, replace_with};
 pub use writer::{NewSection, TraceWriter, to_bytes, write_file};
 
 /// File flag bits (the header's `flags` field).

@@ -22,6 +22,14 @@ use crate::varint::DecodeError;
 /// [`set_decode_limit`](TraceFile::set_decode_limit) says otherwise: 4 GiB.
 pub const DEFAULT_DECODE_LIMIT: u64 = 4 << 30;
 
+/// A compressed section may decode to at most this many times its stored
+/// bytes (beyond [`RATIO_FREE_LEN`]): the sections of real traces compress
+/// 3 to 100 times; zstd frames of zeros, 10,000 times and more.
+pub const MAX_RATIO: u64 = 1024;
+
+/// Decoded bytes any compressed section may have, whatever its ratio.
+pub const RATIO_FREE_LEN: u64 = 64 << 20;
+
 /// A format version, `major.minor`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Version {
@@ -265,6 +273,14 @@ impl TraceFile {
             return Err(fail(ErrorKind::TooLarge {
                 declared: info.decoded_len,
                 limit,
+            }));
+        }
+        if codec != Codec::Raw
+            && info.decoded_len > RATIO_FREE_LEN.max(info.stored_len.saturating_mul(MAX_RATIO))
+        {
+            return Err(fail(ErrorKind::Implausible {
+                declared: info.decoded_len,
+                stored: info.stored_len,
             }));
         }
         // Within the file (checked at open), so this allocation is bounded by the file size.

@@ -2,10 +2,9 @@
 //! atomically when finished, so a reader never sees a half-written file under the final name.
 
 use std::collections::HashMap;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, BufWriter, Cursor, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::codec::{Codec, encode_into};
 use crate::error::{Error, ErrorKind, SectionRef};
@@ -177,25 +176,10 @@ impl TraceWriter {
     /// Starts a file that will appear at `path` when finished; `file_kind` is carried in the
     /// header (an open registry: see `docs/format.md`).
     pub fn create(path: impl AsRef<Path>, file_kind: u32) -> Result<Self, Error> {
-        static NEXT_TMP: AtomicU64 = AtomicU64::new(0);
         let path = path.as_ref().to_path_buf();
         let name = path.display().to_string();
-        let Some(file_name) = path.file_name() else {
-            let e = io::Error::new(io::ErrorKind::InvalidInput, "path has no file name");
-            return Err(Error::new(&name, ErrorKind::Io(e)));
-        };
-        let tmp_name = format!(
-            ".{}.tmp-{}-{}",
-            file_name.to_string_lossy(),
-            std::process::id(),
-            NEXT_TMP.fetch_add(1, Ordering::Relaxed)
-        );
-        let tmp = path.with_file_name(tmp_name);
-        let file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)
-            .map_err(|e| Error::new(&name, ErrorKind::Io(e)))?;
+        let (file, tmp) =
+            crate::temp::create_temp(&path).map_err(|e| Error::new(&name, ErrorKind::Io(e)))?;
         let asm = match Assembler::start(BufWriter::new(file), name, file_kind) {
             Ok(asm) => asm,
             Err(e) => {

@@ -91,6 +91,10 @@ fn bad_magic_says_not_an_mpigram_file() {
         let e = open_err(bytes);
         assert!(matches!(e.kind(), ErrorKind::NotMpigram { .. }), "{e}");
         assert!(e.to_string().contains("not an mpigram file"), "{e}");
+        assert!(
+            !e.to_string().contains("hello") && !e.to_string().contains("abc"),
+            "{e}"
+        );
         assert_eq!(e.offset(), Some(0));
     }
 }
@@ -107,6 +111,7 @@ fn newer_major_version_is_rejected_clearly() {
         ErrorKind::UnsupportedVersion { major: 2, minor: 0 }
     ));
     assert!(e.to_string().contains("newer"), "{e}");
+    assert!(e.to_string().contains("or damaged"), "{e}");
     let mut b = sample();
     wr16(&mut b, 8, 0);
     reseal_header(&mut b);
@@ -406,4 +411,36 @@ fn payload_errors_from_higher_layers_name_the_section() {
         e.to_string(),
         "trace/rank0.mgr: section 0 (kind 0x10, index 0): bad payload: byte 0: needs 1000 bytes, 13 left"
     );
+}
+
+#[test]
+fn a_decompression_bomb_is_refused_before_it_is_decoded() {
+    use std::io::Read;
+    // 256 MiB of zeros in a zstd frame of a few kilobytes.
+    let decoded: u64 = 256 << 20;
+    let frame = zstd::stream::encode_all(std::io::repeat(0).take(decoded), 3).unwrap();
+    assert!((frame.len() as u64) * mpigram_format::MAX_RATIO < decoded);
+    let mut b = encode(2, 0, &[(0x10, 0, frame.clone(), Codec::Raw)]);
+    patch_entry(&mut b, 0, |e| {
+        e.codec = 1;
+        e.decoded = decoded;
+    });
+    let e = read_err(b, 0x10, 0);
+    assert!(
+        matches!(e.kind(), ErrorKind::Implausible { declared, stored } if *declared == decoded && *stored == frame.len() as u64),
+        "{e}"
+    );
+    assert_one_line(&e, NAME);
+    assert!(e.to_string().contains("decompression bomb"), "{e}");
+
+    // Within 64 MiB any ratio is taken: 1 MiB of zeros reads back.
+    let small: u64 = 1 << 20;
+    let frame = zstd::stream::encode_all(std::io::repeat(0).take(small), 3).unwrap();
+    let mut b = encode(2, 0, &[(0x10, 0, frame, Codec::Raw)]);
+    patch_entry(&mut b, 0, |e| {
+        e.codec = 1;
+        e.decoded = small;
+    });
+    let f = TraceFile::from_bytes(NAME, b).unwrap();
+    assert_eq!(f.section(0x10, 0).unwrap().len() as u64, small);
 }

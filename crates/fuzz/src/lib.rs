@@ -73,6 +73,8 @@ pub struct Bounded<T> {
     pub value: T,
     /// Largest single allocation (or reallocation) of the run, in bytes.
     pub largest_allocation: usize,
+    /// The most bytes the run held at once.
+    pub most_held: usize,
     pub elapsed: Duration,
 }
 
@@ -90,6 +92,7 @@ pub fn bounded<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Bou
         let _ = tx.send(Bounded {
             value,
             largest_allocation: alloc::largest_allocation_since_reset(),
+            most_held: alloc::most_held_since_reset(),
             elapsed,
         });
     });

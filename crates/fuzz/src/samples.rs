@@ -260,6 +260,8 @@ pub fn sample_rank_trace(rank: u32) -> RankTrace {
                     error_ns: 45,
                 },
             ],
+            run: 0,
+            lost: mpigram_trace::Lost::None,
         },
         signatures,
         grammar: s.grammar(rank),

@@ -241,12 +241,40 @@ fn a_forged_stream_count_is_refused_before_it_takes_memory() {
 /// Found by this harness: a function name from the file was put in the
 /// error as it was, so a damaged one with a newline made it two lines.
 #[test]
-fn a_foreign_function_name_is_quoted_in_the_error() {
-    // One function: id 0, named "MPI_\nX".
-    let funcs = vec![1, 0, 6, b'M', b'P', b'I', b'_', b'\n', b'X'];
+fn a_foreign_function_name_is_not_echoed_in_the_error() {
+    // One function: id 0, named "MPI_\nXYZ".
+    let funcs = vec![1, 0, 8, b'M', b'P', b'I', b'_', b'\n', b'X', b'Y', b'Z'];
     let e = read_error(sample_with(section::FUNCS, funcs)).value;
+    assert!(e.contains("function 0 has another name"), "{e}");
+    assert!(!e.contains("XYZ") && !e.contains('\n'), "{e}");
+}
+
+/// A whole-run file whose per-rank chunk sections (META, CALL_STATS,
+/// COMMS) are each zstd frames of 48 MiB of zeros (within what a section
+/// may decode to): the reader decodes and checks them one at a time, so
+/// it never holds more than one of them, and refuses the file at the first.
+#[test]
+fn inflated_sections_are_decoded_and_refused_one_at_a_time() {
+    const INFLATED: usize = 48 << 20;
+    let (kind, flags, mut sections) = read_sections(sample_run_file());
+    for s in &mut sections {
+        if [section::META, section::CALL_STATS, section::COMMS].contains(&s.kind) {
+            s.codec = mpigram_format::Codec::Zstd;
+            s.payload = vec![0; INFLATED];
+        }
+    }
+    let bytes = write_sections(kind, flags, &sections);
+    drop(sections);
+    let run = bounded(move || {
+        Trace::from_bytes(bytes, RUN_FILE_NAME)
+            .err()
+            .map(|e| e.to_string())
+    });
+    let e = run.value.expect("refused");
+    assert!(e.contains("META"), "{e}");
     assert!(
-        e.contains(r#"function 0 is "MPI_\nX" in this trace"#),
-        "{e}"
+        run.most_held < 2 * INFLATED,
+        "held {} MiB at once",
+        run.most_held >> 20
     );
 }

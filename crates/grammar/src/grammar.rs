@@ -135,6 +135,11 @@ impl Grammar {
         })
     }
 
+    /// Index of rule `rule`'s first run among all runs, rule by rule.
+    pub(crate) fn run_index(&self, rule: RuleId) -> usize {
+        self.bounds[rule as usize] as usize
+    }
+
     /// Number of rules.
     pub fn num_rules(&self) -> usize {
         self.lengths.len()

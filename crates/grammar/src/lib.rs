@@ -13,7 +13,9 @@
 //! - encoded to bytes and decoded back exactly ([`Grammar::encode`],
 //!   [`Grammar::decode`]; malformed bytes give an error, never a panic);
 //! - merged across streams ([`merge`]): one start rule per stream, identical
-//!   grammars stored once with their list of streams.
+//!   grammars stored once with their list of streams;
+//! - compared without expansion ([`Fingerprints`], [`common_prefix`]):
+//!   whether two streams are equal, and where they first differ.
 //!
 //! ```
 //! use mpigram_grammar::Sequitur;
@@ -31,6 +33,7 @@
 
 mod encode;
 mod expand;
+mod fingerprint;
 mod grammar;
 mod merge;
 mod sequitur;
@@ -38,6 +41,7 @@ mod symbol;
 
 pub use encode::{DecodeError, Progression, progressions};
 pub use expand::Expansion;
+pub use fingerprint::{Fingerprint, Fingerprints, common_prefix};
 pub use grammar::{Grammar, GrammarError, MAX_STREAMS};
 pub use merge::{merge, share_across_streams, union};
 pub use sequitur::Sequitur;

@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::SystemTime;
 
 use crate::error::{Error, Result};
+use crate::mpis::Mpi;
 use crate::paths::{cache_dir, mpi_tests_dir};
 
 /// Flags for the C programs. `-Wno-stringop-overflow`: GCC 12 wrongly warns
@@ -41,22 +42,27 @@ pub(crate) fn flags_fingerprint() -> String {
     format!("{:08x}", hasher.finish() as u32)
 }
 
-/// Checks that MPICH's compiler wrappers and launcher run. The error names
-/// the missing tool and how to install it; tests should fail with it rather
-/// than skip.
+/// Checks that the selected MPI's ([`Mpi::selected`]) compiler wrappers
+/// and launcher run. The error names the missing tool and how to install
+/// it; tests should fail with it rather than skip.
 pub fn mpi_available() -> Result<()> {
     static RESULT: OnceLock<std::result::Result<(), String>> = OnceLock::new();
     RESULT
         .get_or_init(|| {
-            for (tool, arg) in [
-                ("mpicc", "-show"),
-                ("mpif90", "-show"),
-                ("mpiexec", "--version"),
-            ] {
-                match Command::new(tool).arg(arg).output() {
+            let mpi = Mpi::selected();
+            let mut tools = vec![(mpi.cc.as_str(), "-show")];
+            if let Some(fc) = &mpi.fc {
+                tools.push((fc.as_str(), "-show"));
+            }
+            for (tool, arg) in tools {
+                match Command::new(tool)
+                    .envs(mpi.env.iter().cloned())
+                    .arg(arg)
+                    .output()
+                {
                     Ok(out) if out.status.success() => {}
                     Ok(out) => return Err(format!("`{tool} {arg}` failed ({})", out.status)),
-                    Err(e) => return Err(format!("cannot run `{tool}`: {e}")),
+                    Err(e) => return Err(format!("cannot run `{tool}` ({}): {e}", mpi.name)),
                 }
             }
             Ok(())
@@ -66,26 +72,42 @@ pub fn mpi_available() -> Result<()> {
 }
 
 /// Builds `tests/mpi/<name>.c` (with mpicc) or `tests/mpi/<name>.f90` (with
-/// mpif90) unless the cached executable is newer than the source and every
-/// header in `tests/mpi`, and returns the executable's path.
+/// mpif90) of the selected MPI unless the cached executable is newer than
+/// the source and every header in `tests/mpi`, and returns the
+/// executable's path.
 pub fn compile(name: &str) -> Result<PathBuf> {
+    compile_with(Mpi::selected(), name)
+}
+
+/// [`compile`] with `mpi`'s compilers, into its own cache.
+pub fn compile_with(mpi: &Mpi, name: &str) -> Result<PathBuf> {
     let dir = mpi_tests_dir();
     let c = dir.join(format!("{name}.c"));
     let f90 = dir.join(format!("{name}.f90"));
     let (source, compiler, flags, deps) = if c.is_file() {
-        (c, "mpicc", C_FLAGS, headers(&dir)?)
+        (c, mpi.cc.as_str(), C_FLAGS, headers(&dir)?)
     } else if f90.is_file() {
-        (f90, "mpif90", FORTRAN_FLAGS, Vec::new())
+        let Some(fc) = &mpi.fc else {
+            return Err(Error::MpiMissing(format!(
+                "no Fortran compiler with {}",
+                mpi.name
+            )));
+        };
+        (f90, fc.as_str(), FORTRAN_FLAGS, Vec::new())
     } else {
         return Err(Error::NoSuchProgram {
             name: name.to_owned(),
             dir,
         });
     };
-    let out = cache_dir().join(name);
+    let out = cache_dir().join(mpi.name).join(name);
     build_cached(&source, &deps, &out, |tmp| {
         let mut cmd = Command::new(compiler);
-        cmd.args(flags).arg("-o").arg(tmp).arg(&source);
+        cmd.envs(mpi.env.iter().cloned())
+            .args(flags)
+            .arg("-o")
+            .arg(tmp)
+            .arg(&source);
         cmd
     })?;
     Ok(out)

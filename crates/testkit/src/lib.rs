@@ -1,5 +1,6 @@
 //! Test kit for mpigram's integration tests: builds the MPI programs of
-//! `tests/mpi` and runs them under MPICH's `mpiexec`.
+//! `tests/mpi` and runs them under an MPI's launcher: MPICH 4.0.2's unless
+//! `MPIGRAM_TEST_MPI` names another ([`Mpi`]).
 //!
 //! ```no_run
 //! use mpigram_testkit::{compile, mpi_available, mpiexec};
@@ -27,12 +28,14 @@
 
 mod compile;
 mod error;
+mod mpis;
 mod paths;
 mod programs;
 mod run;
 
-pub use compile::{compile, mpi_available, yield_preload};
+pub use compile::{compile, compile_with, mpi_available, yield_preload};
 pub use error::{Error, Result};
+pub use mpis::{Launch, MPI_NAMES, Mpi, wheels_dir};
 pub use paths::{cache_dir, mpi_tests_dir, target_dir, workspace_root};
 pub use programs::{Expect, Program, program, programs};
 pub use run::{DEFAULT_TIMEOUT, Mpiexec, RunOutput, mpiexec};

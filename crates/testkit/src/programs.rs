@@ -1,7 +1,9 @@
 //! The catalogue of test programs in `tests/mpi`, read from their header
 //! comments: which rank counts each supports (`ranks: 2-4`) and, for the
 //! programs that are meant to crash, how they must fail (`expect: abort 42`,
-//! `expect: exit 3`, `expect: signal SIGSEGV`).
+//! `expect: exit 3`, `expect: signal SIGSEGV`), and what an MPI must have
+//! to build them (`needs: mpi4`: MPI 4.0 functions; `needs: removed`: the
+//! MPI-1 functions MPI 3.0 removed; Fortran programs need `fortran`).
 
 use std::ffi::OsStr;
 use std::ops::RangeInclusive;
@@ -25,6 +27,8 @@ pub struct Program {
     pub ranks: RangeInclusive<u32>,
     /// How a run ends when everything is right.
     pub expect: Expect,
+    /// What the MPI must have (see [`crate::Mpi::features`]).
+    pub needs: Vec<String>,
 }
 
 /// How a program's run must end.
@@ -62,7 +66,14 @@ impl Program {
             .to_owned();
         let mut ranks = None;
         let mut expect = Expect::Success;
+        let mut needs = Vec::new();
+        if path.extension() == Some(OsStr::new("f90")) {
+            needs.push("fortran".to_owned());
+        }
         for line in text.lines().take(HEADER_LINES) {
+            if let Some(value) = header_value(line, "needs:") {
+                needs.extend(value.split_whitespace().map(String::from));
+            }
             if let Some(value) = header_value(line, "ranks:") {
                 ranks = Some(parse_ranks(value).map_err(header_error)?);
             } else if let Some(value) = header_value(line, "expect:") {
@@ -79,7 +90,15 @@ impl Program {
             source: path.to_path_buf(),
             ranks,
             expect,
+            needs,
         })
+    }
+
+    /// Whether `mpi` has what it needs to build.
+    pub fn builds_with(&self, mpi: &crate::Mpi) -> bool {
+        self.needs
+            .iter()
+            .all(|n| mpi.features.contains(&n.as_str()))
     }
 
     /// The rank counts to test it with: those it supports, capped at `max`.

@@ -18,6 +18,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
+use crate::mpis::{Launch, Mpi};
 
 /// Default limit for one run.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -28,14 +29,41 @@ const PIPE_GRACE: Duration = Duration::from_secs(5);
 /// A prepared `mpiexec -n N exe args...`; see [`mpiexec`].
 #[derive(Debug, Clone)]
 pub struct Mpiexec {
-    ranks: u32,
-    exe: PathBuf,
-    args: Vec<OsString>,
+    /// The executables: one, or more for an MPMD job.
+    contexts: Vec<Context>,
     env: Vec<(OsString, OsString)>,
     preloads: Vec<PathBuf>,
     with_yield: bool,
     timeout: Duration,
     current_dir: Option<PathBuf>,
+    mpi: Mpi,
+}
+
+/// One executable of the job, with what only its ranks get.
+#[derive(Debug, Clone)]
+struct Context {
+    ranks: u32,
+    exe: PathBuf,
+    args: Vec<OsString>,
+    /// `-env`: for this executable's ranks only.
+    env: Vec<(OsString, OsString)>,
+    preloads: Vec<PathBuf>,
+}
+
+impl Context {
+    fn new<I, S>(ranks: u32, exe: &Path, args: I) -> Context
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        Context {
+            ranks,
+            exe: exe.to_path_buf(),
+            args: args.into_iter().map(|a| a.as_ref().to_owned()).collect(),
+            env: Vec::new(),
+            preloads: Vec::new(),
+        }
+    }
 }
 
 /// Starts describing a run of `exe` with `ranks` ranks. Defaults: the yield
@@ -46,14 +74,13 @@ where
     S: AsRef<OsStr>,
 {
     Mpiexec {
-        ranks,
-        exe: exe.as_ref().to_path_buf(),
-        args: args.into_iter().map(|a| a.as_ref().to_owned()).collect(),
+        contexts: vec![Context::new(ranks, exe.as_ref(), args)],
         env: Vec::new(),
         preloads: Vec::new(),
         with_yield: true,
         timeout: DEFAULT_TIMEOUT,
         current_dir: None,
+        mpi: Mpi::selected().clone(),
     }
 }
 
@@ -85,6 +112,39 @@ impl Mpiexec {
         self
     }
 
+    /// Adds another executable to the job (MPMD: `mpiexec -n N exe args :
+    /// -n ranks exe2 args2`); [`Mpiexec::env_here`] then applies to it.
+    pub fn then<I, S>(&mut self, ranks: u32, exe: impl AsRef<Path>, args: I) -> &mut Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.contexts.push(Context::new(ranks, exe.as_ref(), args));
+        self
+    }
+
+    /// Sets an environment variable for the last executable's ranks only
+    /// (hydra's `-env`). `LD_PRELOAD` adds to its preloads, in front of
+    /// the job's.
+    pub fn env_here(&mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> &mut Self {
+        let context = self.contexts.last_mut().expect("a job has an executable");
+        if key.as_ref() == "LD_PRELOAD" {
+            context
+                .preloads
+                .extend(std::env::split_paths(value.as_ref()));
+        } else {
+            context
+                .env
+                .push((key.as_ref().to_owned(), value.as_ref().to_owned()));
+        }
+        self
+    }
+
+    /// Ranks of the whole job.
+    fn ranks(&self) -> u32 {
+        self.contexts.iter().map(|c| c.ranks).sum()
+    }
+
     /// Preloads a shared library into every rank (and nothing else), in
     /// front of the yield preload.
     pub fn preload(&mut self, lib: impl AsRef<Path>) -> &mut Self {
@@ -107,6 +167,12 @@ impl Mpiexec {
         self
     }
 
+    /// Runs under `mpi`'s launcher (default: [`Mpi::selected`]).
+    pub fn mpi(&mut self, mpi: &Mpi) -> &mut Self {
+        self.mpi = mpi.clone();
+        self
+    }
+
     /// Working directory of mpiexec and the ranks.
     pub fn current_dir(&mut self, dir: impl AsRef<Path>) -> &mut Self {
         self.current_dir = Some(dir.as_ref().to_path_buf());
@@ -123,18 +189,58 @@ impl Mpiexec {
     }
 
     fn command(&self) -> Result<Command> {
-        let mut cmd = Command::new("mpiexec");
-        cmd.arg("-n").arg(self.ranks.to_string());
-        for (key, value) in &self.env {
-            cmd.arg("-genv").arg(key).arg(value);
-        }
+        let mpi = &self.mpi;
+        let mut cmd = Command::new(&mpi.launcher[0]);
+        cmd.args(&mpi.launcher[1..]).envs(mpi.env.iter().cloned());
+        // One variable for every rank, or (`job: false`) for the ranks of
+        // the context it follows: Hydra's -genv / -env, Open MPI's -x.
+        let set = |cmd: &mut Command, key: &OsStr, value: &OsStr, job: bool| match mpi.launch {
+            Launch::Hydra => {
+                cmd.arg(if job { "-genv" } else { "-env" })
+                    .arg(key)
+                    .arg(value);
+            }
+            Launch::OpenMpi => {
+                let mut pair = key.to_owned();
+                pair.push("=");
+                pair.push(value);
+                cmd.arg("-x").arg(pair);
+            }
+        };
         let libs = self.preload_list()?;
-        if !libs.is_empty() {
-            let joined = std::env::join_paths(&libs)
-                .map_err(|e| Error::io("joining LD_PRELOAD", std::io::Error::other(e)))?;
-            cmd.arg("-genv").arg("LD_PRELOAD").arg(joined);
+        let joined = |libs: &[PathBuf]| {
+            std::env::join_paths(libs)
+                .map_err(|e| Error::io("joining LD_PRELOAD", std::io::Error::other(e)))
+        };
+        if mpi.launch == Launch::Hydra {
+            for (key, value) in &self.env {
+                set(&mut cmd, key, value, true);
+            }
+            if !libs.is_empty() {
+                set(&mut cmd, OsStr::new("LD_PRELOAD"), &joined(&libs)?, true);
+            }
         }
-        cmd.arg(&self.exe).args(&self.args);
+        for (i, context) in self.contexts.iter().enumerate() {
+            if i > 0 {
+                cmd.arg(":");
+            }
+            cmd.arg("-n").arg(context.ranks.to_string());
+            if mpi.launch == Launch::OpenMpi {
+                // Open MPI's -x belongs to the context it is in.
+                for (key, value) in &self.env {
+                    set(&mut cmd, key, value, false);
+                }
+            }
+            for (key, value) in &context.env {
+                set(&mut cmd, key, value, false);
+            }
+            let all: Vec<PathBuf> = context.preloads.iter().chain(&libs).cloned().collect();
+            if !context.preloads.is_empty() || (mpi.launch == Launch::OpenMpi && !all.is_empty()) {
+                // `-env` replaces the job's value for these ranks.
+                set(&mut cmd, OsStr::new("LD_PRELOAD"), &joined(&all)?, false);
+            }
+            cmd.arg(&context.exe).args(&context.args);
+        }
         if let Some(dir) = &self.current_dir {
             cmd.current_dir(dir);
         }
@@ -160,7 +266,7 @@ impl Mpiexec {
     pub fn run(&self) -> Result<RunOutput> {
         let mut cmd = self.command()?;
         let command = shell_words(&cmd);
-        let _cores = CoreBudget::global().acquire(self.ranks);
+        let _cores = CoreBudget::global().acquire(self.ranks());
 
         // mpiexec stays in our process group, so a Ctrl-C of the tests reaches
         // it and hydra tears the ranks down; timeouts are handled by kill_tree.

@@ -33,10 +33,10 @@
 //! | 40 | 4 | capacity of the tail in bytes |
 //! | 44 | 4 | [`hash`] of bytes 0..44 and the identity |
 //! | 48 | 4 | ending: a code in the low half, its complement in the high half ([`ending_word`]) |
-//! | 52 | 4 | zero |
+//! | 52 | 4 | calls lost ([`lost_word`]): 0 while the journal holds every call; once a write failed and it stopped, "not known", or, when the rank's last write failed too, the calls it lacks |
 //! | 56 | 8 | generation: calls held by the checkpoint the tail continues (0: none) |
 //! | 64 | 8 | the tail's published length (low half) and [`hash`] (high half) ([`tail_word`]) |
-//! | 72 | | identity: host name and MPI library version, varint-length-prefixed |
+//! | 72 | | identity: host name and MPI library version, varint-length-prefixed; the run id, a varint (absent in journals of older versions: 0) |
 //! | tail offset | up to capacity | records; bytes past the published length are ignored (the file grows with the tail) |
 //!
 //! A record starts with a varint `v`: even, a call of terminal `v / 2`
@@ -56,7 +56,7 @@
 //! to the journal.
 
 use crate::{
-    CallStats, CallTimes, CommEntry, Ending, Error, RankMeta, RankTrace, Timing,
+    CallStats, CallTimes, CommEntry, Ending, Error, Lost, RankMeta, RankTrace, Timing,
     checkpoint_file_name, journal_file_name, rank_file_name, rank_in_file_name,
 };
 use mpigram_grammar::Sequitur;
@@ -72,6 +72,44 @@ pub const MAGIC: [u8; 8] = *b"MPIGRJNL";
 pub const VERSION: u32 = 1;
 /// Offset of the ending word.
 pub const ENDING_AT: usize = 48;
+/// Offset of the lost-calls word ([`lost_word`]).
+pub const LOST_AT: usize = 52;
+
+/// The largest count of lost calls the lost-calls word holds (more are
+/// "at least" this many).
+const LOST_MAX: u32 = (1 << 24) - 2;
+const LOST_UNKNOWN: u32 = (1 << 24) - 1;
+
+/// The lost-calls word: 0 while nothing is lost (as journals before it
+/// held); else the count in the low 24 bits (all ones: not known) and a
+/// check byte above it, so that a flipped bit is noticed.
+pub fn lost_word(lost: Lost) -> u32 {
+    let value = match lost {
+        Lost::None | Lost::Calls(0) => return 0,
+        Lost::Unknown => LOST_UNKNOWN,
+        Lost::Calls(n) => u32::try_from(n).unwrap_or(LOST_MAX).min(LOST_MAX),
+    };
+    value | lost_check(value) << 24
+}
+
+fn lost_check(value: u32) -> u32 {
+    ((value ^ value >> 8 ^ value >> 16) & 0xff) ^ 0xa5
+}
+
+fn lost_of_word(word: u32) -> Result<Lost, String> {
+    let value = word & 0xff_ffff;
+    if word == 0 {
+        return Ok(Lost::None);
+    }
+    if word >> 24 != lost_check(value) {
+        return Err(format!("lost-calls word {word:#010x} is damaged"));
+    }
+    Ok(match value {
+        LOST_UNKNOWN => Lost::Unknown,
+        n => Lost::Calls(u64::from(n)),
+    })
+}
+
 /// Offset of the generation word.
 pub const GENERATION_AT: usize = 56;
 /// Offset of the tail word.
@@ -179,6 +217,8 @@ pub struct JournalHeader {
     pub mpi_library: String,
     /// Bytes of the tail.
     pub capacity: u32,
+    /// The run (see [`RankMeta::run`]).
+    pub run: u64,
 }
 
 impl JournalHeader {
@@ -188,6 +228,7 @@ impl JournalHeader {
         let mut identity = Vec::new();
         identity.put_str(&self.host);
         identity.put_str(&self.mpi_library);
+        identity.put_u64(self.run);
         let tail_at = (FIXED_LEN + identity.len()).next_multiple_of(64);
         let mut out = Vec::with_capacity(tail_at);
         out.extend_from_slice(&MAGIC);
@@ -219,6 +260,7 @@ impl JournalHeader {
 struct Journal {
     header: JournalHeader,
     ending: Ending,
+    lost: Lost,
     generation: u64,
     /// Signatures first recorded in the tail, in terminal order.
     signatures: Vec<Vec<u8>>,
@@ -272,14 +314,17 @@ impl Journal {
             ));
         }
         let identity = &bytes[FIXED_LEN..identity_end];
-        if hash(hash(HASH_SEED, &bytes[..CHECKED_LEN]), identity) != u32_at(bytes, CHECKED_LEN)
-            || u32_at(bytes, ENDING_AT + 4) != 0
-        {
+        if hash(hash(HASH_SEED, &bytes[..CHECKED_LEN]), identity) != u32_at(bytes, CHECKED_LEN) {
             return Err("damaged header (checksum)".into());
         }
         let mut r = ByteReader::new(identity);
         let host = r.str().map_err(|e| format!("identity: {e}"))?.to_owned();
         let mpi_library = r.str().map_err(|e| format!("identity: {e}"))?.to_owned();
+        let run = if r.is_empty() {
+            0
+        } else {
+            r.u64().map_err(|e| format!("identity: {e}"))?
+        };
         r.finish().map_err(|e| format!("identity: {e}"))?;
         let header = JournalHeader {
             rank: u32_at(bytes, 16),
@@ -289,8 +334,10 @@ impl Journal {
             host,
             mpi_library,
             capacity,
+            run,
         };
         let ending = ending_of_word(u32_at(bytes, ENDING_AT))?;
+        let lost = lost_of_word(u32_at(bytes, LOST_AT))?;
         let generation = u64_at(bytes, GENERATION_AT);
         let word = u64_at(bytes, TAIL_WORD_AT);
         let (len, checksum) = (word as u32, (word >> 32) as u32);
@@ -313,6 +360,7 @@ impl Journal {
         let mut journal = Journal {
             header,
             ending,
+            lost,
             generation,
             signatures: Vec::new(),
             calls: Vec::new(),
@@ -533,6 +581,8 @@ fn rebuild(base: Option<RankTrace>, journal: &Journal, with_tail: bool) -> RankT
             recorder_allocations: allocations,
             ns_per_tick: timing.2,
             clock_sync: timing.3,
+            run: h.run,
+            lost: journal.lost,
         },
         signatures,
         grammar: grammar.grammar(h.rank),
@@ -569,6 +619,30 @@ mod tests {
     }
 
     #[test]
+    fn lost_words_round_trip_and_catch_flips() {
+        for lost in [
+            Lost::Unknown,
+            Lost::Calls(1),
+            Lost::Calls(12345),
+            Lost::Calls(LOST_MAX.into()),
+        ] {
+            let word = lost_word(lost);
+            assert_eq!(lost_of_word(word), Ok(lost));
+            for bit in 0..32 {
+                assert!(lost_of_word(word ^ 1 << bit).is_err(), "{lost:?} bit {bit}");
+            }
+        }
+        assert_eq!(lost_word(Lost::None), 0);
+        assert_eq!(
+            lost_of_word(lost_word(Lost::Calls(1 << 40))),
+            Ok(Lost::Calls(LOST_MAX.into()))
+        );
+        for bit in 0..32 {
+            assert!(lost_of_word(1 << bit).is_err(), "bit {bit}");
+        }
+    }
+
+    #[test]
     fn records_read_back() {
         let mut tail = Vec::new();
         put_signature(&mut tail, b"sig");
@@ -595,8 +669,10 @@ mod tests {
                 host: String::new(),
                 mpi_library: String::new(),
                 capacity: 0,
+                run: 0,
             },
             ending: Ending::Killed,
+            lost: Lost::None,
             generation: 0,
             signatures: Vec::new(),
             calls: Vec::new(),

@@ -16,13 +16,14 @@
 mod error;
 pub mod journal;
 mod meta;
+mod one_run;
 mod rank;
 mod run;
 pub mod timing;
 
 pub use error::Error;
 pub use journal::{recover_rank, recoverable_ranks};
-pub use meta::{Bases, ClockSync, Ending, RankClock, RankMeta, Timing};
+pub use meta::{Bases, ClockSync, Ending, Lost, RankClock, RankMeta, Timing, host_name};
 pub use rank::{CallStats, CallTimes, CommEntry, NO_RANK, RankTrace};
 pub use run::{FILE_KIND_RUN, RANKS_PER_CHUNK, RUN_FILE_NAME, RankPart, Trace};
 

@@ -48,6 +48,9 @@ impl Bases {
                     if !mpigram_mpispec::FUNCS.iter().any(|f| f.name == name) {
                         return Err(format!("{name:?} is not an MPI function"));
                     }
+                    if bases.by_func.iter().any(|(f, _)| f == name) {
+                        return Err(format!("{name} is given two bases"));
+                    }
                     bases.by_func.push((name.to_owned(), number(b)?));
                 }
             }
@@ -176,6 +179,30 @@ fn signal_name(signal: i32) -> Option<&'static str> {
     })
 }
 
+/// Calls a rank recorded that its trace does not hold: a write failed (a
+/// full disk) after its crash journal had stopped, so the trace ends
+/// early.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Lost {
+    /// The trace holds every call the rank recorded.
+    #[default]
+    None,
+    /// This many calls (at least, above 4,294,967,294) are missing at its end.
+    Calls(u64),
+    /// Calls are missing at its end; how many is not known (the rank died
+    /// after its journal stopped).
+    Unknown,
+}
+
+/// This machine's host name, as a rank's metadata records it (Linux's
+/// `/proc/sys/kernel/hostname`, what gethostname(2) gives; empty if
+/// unknown).
+pub fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim_end_matches('\n').to_owned())
+        .unwrap_or_default()
+}
+
 /// What a rank's file says about the rank and its recording.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RankMeta {
@@ -203,6 +230,11 @@ pub struct RankMeta {
     /// Offsets to rank 0's clock, measured at MPI_Init and MPI_Finalize
     /// (empty if they could not be measured).
     pub clock_sync: Vec<ClockSync>,
+    /// The run: the same number on every rank of one run, another on every
+    /// other run (0: not known, as in files of older mpigram versions).
+    pub run: u64,
+    /// Calls recorded but not in the trace.
+    pub lost: Lost,
 }
 
 impl RankMeta {
@@ -247,7 +279,35 @@ impl RankMeta {
             out.put_i64(s.offset_ns);
             out.put_u64(s.error_ns);
         }
+        out.put_u64(self.run);
+        out.put_u64(match self.lost {
+            Lost::None => 0,
+            Lost::Unknown => 1,
+            Lost::Calls(n) => n.saturating_add(2),
+        });
         out
+    }
+
+    /// Whether the trace holds the rank's every call up to MPI_Finalize.
+    pub fn is_complete(&self) -> bool {
+        self.ending.is_complete() && self.lost == Lost::None
+    }
+
+    /// How the rank's record ended, for people: its ending, and the calls
+    /// lost at its end if any.
+    pub fn describe_end(&self) -> String {
+        let ending = self.ending.describe();
+        match self.lost {
+            Lost::None => ending,
+            Lost::Calls(n) => {
+                format!(
+                    "its trace ends early, {n} calls lost (a write failed; the rank {ending} after them)"
+                )
+            }
+            Lost::Unknown => format!(
+                "its trace ends early, calls lost (a write failed; how many is not known; the rank {ending} after them)"
+            ),
+        }
     }
 
     pub fn decode(bytes: &[u8]) -> Result<RankMeta, DecodeError> {
@@ -310,6 +370,13 @@ impl RankMeta {
                 error_ns: r.u64()?,
             });
         }
+        // Added in a later minor version: absent from older files.
+        let run = if r.is_empty() { 0 } else { r.u64()? };
+        let lost = match if r.is_empty() { 0 } else { r.u64()? } {
+            0 => Lost::None,
+            1 => Lost::Unknown,
+            n => Lost::Calls(n - 2),
+        };
         r.finish()?;
         Ok(RankMeta {
             rank,
@@ -325,6 +392,8 @@ impl RankMeta {
             recorder_allocations,
             ns_per_tick,
             clock_sync,
+            run,
+            lost,
         })
     }
 }
@@ -458,6 +527,8 @@ mod tests {
             ("lossy", Some("1.1,MPI_Nope=2")),
             ("lossy", Some("1.1,2")),
             ("lossy", Some("MPI_Wait=99")),
+            ("lossy", Some("1.1,MPI_Wait=1.5,MPI_Wait=2")),
+            ("lossy", Some("MPI_Wait=1.5, MPI_Wait =1.5")),
         ] {
             assert!(Timing::parse(mode, base).is_err(), "{mode} {base:?}");
         }

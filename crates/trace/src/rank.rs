@@ -146,7 +146,7 @@ impl RankTrace {
                 sections.push((kind, 0, bytes.as_slice(), Codec::Raw).into());
             }
         }
-        let file_flags = if self.meta.ending.is_complete() {
+        let file_flags = if self.meta.is_complete() {
             0
         } else {
             flags::PARTIAL
@@ -295,9 +295,10 @@ pub(crate) fn check_funcs(bytes: &[u8]) -> Result<(), String> {
         let id = r.u64().map_err(|e| e.to_string())?;
         let name = r.str().map_err(|e| e.to_string())?;
         if FUNCS.get(id as usize).map(|f| f.name) != Some(name) {
+            // The trace's name is not shown: errors never echo file bytes.
+            let ours = FUNCS.get(id as usize).map_or("none", |f| f.name);
             return Err(format!(
-                // Quoted: a damaged name may hold a newline.
-                "function {id} is {name:?} in this trace but not in this mpigram: written by another version"
+                "function {id} has another name in this trace than in this mpigram ({ours}): written by another version, or damaged"
             ));
         }
     }
@@ -345,5 +346,10 @@ pub(crate) fn decode_comms(r: &mut ByteReader<'_>) -> Result<Vec<CommEntry>, Dec
 
 /// Whether `name` is a per-rank file's name, `rank<N>.mgr`.
 pub(crate) fn is_rank_file_name(name: &str) -> bool {
-    rank_in_file_name(name, RANK_FILE_SUFFIX).is_some()
+    rank_of_file_name(name).is_some()
+}
+
+/// The rank of a per-rank file's name, `rank<N>.mgr`.
+pub(crate) fn rank_of_file_name(name: &str) -> Option<u32> {
+    rank_in_file_name(name, RANK_FILE_SUFFIX)
 }

@@ -55,6 +55,9 @@ pub struct Trace {
     /// The run's start, when the ranks here do not tell it: one rank read
     /// from a whole-run file (see [`Trace::run_start_ns`]).
     pub run_start_ns: Option<f64>,
+    /// Ranks left out because their crash journals could not be read: one
+    /// line each, naming the file and what is wrong.
+    pub skipped: Vec<String>,
 }
 
 impl Trace {
@@ -78,6 +81,7 @@ impl Trace {
                 times: rank.times,
             }],
             run_start_ns: None,
+            skipped: Vec::new(),
         }
     }
 
@@ -124,6 +128,8 @@ impl Trace {
                     recorder_allocations: 0,
                     ns_per_tick: 1.0,
                     clock_sync: Vec::new(),
+                    run: 0,
+                    lost: crate::Lost::None,
                 },
                 signatures,
                 grammar: grammar.grammar(r as u32),
@@ -249,9 +255,9 @@ impl Trace {
         }
     }
 
-    /// Whether every rank ended with MPI_Finalize.
+    /// Whether every rank here holds every call up to MPI_Finalize.
     pub fn is_complete(&self) -> bool {
-        self.ranks.iter().all(|r| r.meta.ending.is_complete())
+        self.ranks.iter().all(|r| r.meta.is_complete())
     }
 
     /// The trace as the bytes of a whole-run file.
@@ -417,6 +423,7 @@ impl Trace {
             grammar,
             ranks,
             run_start_ns: only.map(|_| run_start),
+            skipped: Vec::new(),
         };
         let expected: Vec<u32> = match only {
             Some(rank) => vec![rank],
@@ -479,6 +486,12 @@ impl Trace {
     /// Opens a trace directory: the whole-run file if there is one, and
     /// every per-rank file (ranks that did not take part in the merge).
     pub fn open(dir: &Path) -> Result<Trace, Error> {
+        if dir.is_file() {
+            return Err(Error::dir(
+                dir,
+                "is a file, not a trace directory: give the directory that holds trace.mgr",
+            ));
+        }
         let entries = std::fs::read_dir(dir).map_err(|e| Error::dir(dir, e))?;
         let mut run = None;
         let mut rank_files = Vec::new();
@@ -497,20 +510,49 @@ impl Trace {
             .map(|path| Ok((path.clone(), RankTrace::read(path)?)))
             .collect::<Result<Vec<_>, Error>>()?;
         // Ranks killed before their calls reached a trace file: from their
-        // crash journals.
+        // crash journals. One that cannot be read is left out (and said),
+        // not a reason to read none.
+        let mut skipped = Vec::new();
         for rank in crate::recoverable_ranks(dir)? {
             if run.as_ref().is_none_or(|t| t.rank(rank).is_none()) {
                 let path = dir.join(crate::journal_file_name(rank));
-                ranks.push((path, crate::recover_rank(dir, rank)?));
+                match crate::recover_rank(dir, rank) {
+                    Ok(trace) => ranks.push((path, trace)),
+                    Err(e) => skipped.push(e),
+                }
             }
         }
+        let run_file = dir.join(RUN_FILE_NAME);
+        let mut sources: Vec<crate::one_run::Source<'_>> = run
+            .iter()
+            .flat_map(|t| &t.ranks)
+            .map(|r| crate::one_run::Source {
+                file: &run_file,
+                named: None,
+                meta: &r.meta,
+            })
+            .collect();
+        sources.extend(ranks.iter().map(|(path, rank)| {
+            crate::one_run::Source {
+                file: path,
+                named: path
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .and_then(crate::rank::rank_of_file_name),
+                meta: &rank.meta,
+            }
+        }));
+        crate::one_run::check(dir, &sources)?;
+        drop(sources);
         let mut trace = match run {
             Some(t) => t,
             None if ranks.is_empty() => {
-                return Err(Error::dir(
-                    dir,
-                    "no mpigram trace here (no trace.mgr or rank*.mgr files)",
-                ));
+                return Err(skipped.into_iter().next().unwrap_or_else(|| {
+                    Error::dir(
+                        dir,
+                        "no mpigram trace here (no trace.mgr or rank*.mgr files)",
+                    )
+                }));
             }
             None => Trace::from_rank(ranks.remove(0).1),
         };
@@ -524,6 +566,7 @@ impl Trace {
                 .map_err(|m| Error::dir(&path, m))?;
         }
         trace.dir = dir.to_owned();
+        trace.skipped = skipped.iter().map(Error::to_string).collect();
         Ok(trace)
     }
 
@@ -579,36 +622,33 @@ impl Trace {
     }
 }
 
-/// The parts of the `n` ranks of chunk `index`: META, CALL_STATS and COMMS.
+/// The parts of the `n` ranks of chunk `index`: META, CALL_STATS, COMMS
+/// and per-call times. One section at a time is decoded, parsed and let
+/// go, so a chunk costs one decoded section (bounded by the container's
+/// reader) beyond what it holds.
 fn read_chunk(file: &TraceFile, index: u32, n: usize, name: &str) -> Result<Vec<RankPart>, Error> {
     let bad = |section| crate::rank::bad_section(name, section);
-    let metas_bytes = file.section(section::META, index)?;
-    let stats_bytes = file.section(section::CALL_STATS, index)?;
-    let comms_bytes = file.section(section::COMMS, index)?;
-    let timing_bytes = |kind| match file.find(kind, index) {
-        Some(_) => file.section(kind, index),
-        None => Ok(Default::default()),
-    };
-    let lossy_bytes = timing_bytes(section::LOSSY_TIMES)?;
-    let exact_bytes = timing_bytes(section::EXACT_TIMES)?;
-    let mut lossy = ByteReader::new(&lossy_bytes);
-    let mut exact = ByteReader::new(&exact_bytes);
-    let (mut metas, mut stats, mut comms) = (
-        ByteReader::new(&metas_bytes),
-        ByteReader::new(&stats_bytes),
-        ByteReader::new(&comms_bytes),
-    );
-    let mut parts = Vec::with_capacity(n);
+    let bytes = file.section(section::META, index)?;
+    let mut r = ByteReader::new(&bytes);
+    let metas = (0..n)
+        .map(|_| RankMeta::decode(r.blob()?))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(bad("META"))?;
+    r.finish().map_err(bad("META"))?;
+    drop(bytes);
+
+    let bytes = file.section(section::CALL_STATS, index)?;
+    let mut r = ByteReader::new(&bytes);
+    let mut stats = Vec::with_capacity(n);
     for _ in 0..n {
-        let meta = RankMeta::decode(metas.blob().map_err(bad("META"))?).map_err(bad("META"))?;
-        let count = stats.count().map_err(bad("CALL_STATS"))?;
+        let count = r.count().map_err(bad("CALL_STATS"))?;
         // 5 varints an entry: a forged count must not size the vector.
-        let mut rank_stats = Vec::with_capacity(count.min(stats.remaining() / 5));
+        let mut rank_stats = Vec::with_capacity(count.min(r.remaining() / 5));
         let mut t = 0u32;
         for _ in 0..count {
-            let at = stats.position();
+            let at = r.position();
             t = t
-                .checked_add(stats.u32().map_err(bad("CALL_STATS"))?)
+                .checked_add(r.u32().map_err(bad("CALL_STATS"))?)
                 .ok_or_else(|| {
                     Error::payload(
                         name,
@@ -616,42 +656,58 @@ fn read_chunk(file: &TraceFile, index: u32, n: usize, name: &str) -> Result<Vec<
                         format!("byte {at}: terminal out of range"),
                     )
                 })?;
-            rank_stats.push((t, decode_stats(&mut stats).map_err(bad("CALL_STATS"))?));
+            rank_stats.push((t, decode_stats(&mut r).map_err(bad("CALL_STATS"))?));
         }
-        let mut times = CallTimes::default();
-        for (recorded, reader, stored, what) in [
-            (
-                meta.timing.lossy.is_some(),
-                &mut lossy,
-                &mut times.lossy,
-                "LOSSY_TIMES",
-            ),
-            (
-                meta.timing.lossless,
-                &mut exact,
-                &mut times.exact,
-                "EXACT_TIMES",
-            ),
-        ] {
-            if reader.remaining() > 0 || recorded {
-                *stored = reader.blob().map_err(bad(what))?.to_vec();
+        stats.push(rank_stats);
+    }
+    r.finish().map_err(bad("CALL_STATS"))?;
+    drop(bytes);
+
+    let bytes = file.section(section::COMMS, index)?;
+    let mut r = ByteReader::new(&bytes);
+    let comms = (0..n)
+        .map(|_| decode_comms(&mut r))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(bad("COMMS"))?;
+    r.finish().map_err(bad("COMMS"))?;
+    drop(bytes);
+
+    let mut times = vec![CallTimes::default(); n];
+    for (kind, what) in [
+        (section::LOSSY_TIMES, "LOSSY_TIMES"),
+        (section::EXACT_TIMES, "EXACT_TIMES"),
+    ] {
+        // Absent where no rank recorded such times.
+        let bytes = match file.find(kind, index) {
+            Some(_) => file.section(kind, index)?,
+            None => Default::default(),
+        };
+        let mut r = ByteReader::new(&bytes);
+        for (meta, times) in metas.iter().zip(&mut times) {
+            let (recorded, stored) = match kind {
+                section::LOSSY_TIMES => (meta.timing.lossy.is_some(), &mut times.lossy),
+                _ => (meta.timing.lossless, &mut times.exact),
+            };
+            if r.remaining() > 0 || recorded {
+                *stored = r.blob().map_err(bad(what))?.to_vec();
             }
             if !recorded && !stored.is_empty() {
                 let message = format!("rank {}: times it did not record", meta.rank);
                 return Err(Error::payload(name, what, message));
             }
         }
-        parts.push(RankPart {
-            meta,
-            stats: rank_stats,
-            comms: decode_comms(&mut comms).map_err(bad("COMMS"))?,
-            times,
-        });
+        r.finish().map_err(bad(what))?;
     }
-    lossy.finish().map_err(bad("LOSSY_TIMES"))?;
-    exact.finish().map_err(bad("EXACT_TIMES"))?;
-    metas.finish().map_err(bad("META"))?;
-    stats.finish().map_err(bad("CALL_STATS"))?;
-    comms.finish().map_err(bad("COMMS"))?;
-    Ok(parts)
+    Ok(metas
+        .into_iter()
+        .zip(stats)
+        .zip(comms)
+        .zip(times)
+        .map(|(((meta, stats), comms), times)| RankPart {
+            meta,
+            stats,
+            comms,
+            times,
+        })
+        .collect())
 }

@@ -62,6 +62,7 @@ fn header(rank: u32) -> JournalHeader {
         host: "node".into(),
         mpi_library: "MPICH".into(),
         capacity: 4096,
+        run: 0,
     }
 }
 
@@ -138,6 +139,8 @@ fn checkpoint(rank: u32, pid: u32) -> RankTrace {
             recorder_allocations: 7,
             ns_per_tick: 1.0,
             clock_sync: Vec::new(),
+            run: 0,
+            lost: mpigram_trace::Lost::None,
         },
         signatures: vec![signature(0), signature(1)],
         grammar: s.grammar(rank),
@@ -377,4 +380,24 @@ proptest! {
             }
         }
     }
+}
+
+/// One damaged journal does not keep the other ranks from being read: its
+/// rank is left out, with the error naming the journal.
+#[test]
+fn a_damaged_journal_leaves_out_its_rank_only() {
+    let dir = tempfile::tempdir().unwrap();
+    Image::new(0, 0, Ending::Killed, &small_tail(), &[]).write(dir.path(), 0);
+    let mut bytes = Image::new(1, 0, Ending::Killed, &small_tail(), &[]).bytes;
+    bytes[20] ^= 1; // the world size, under the header's checksum
+    let damaged = dir.path().join(journal_file_name(1));
+    std::fs::write(&damaged, &bytes).unwrap();
+    let trace = Trace::open(dir.path()).unwrap();
+    assert_eq!(trace.ranks.len(), 1);
+    assert_eq!(trace.ranks[0].meta.rank, 0);
+    let [skipped] = &trace.skipped[..] else {
+        panic!("{:?}", trace.skipped)
+    };
+    assert!(skipped.contains("rank1.journal"), "{skipped}");
+    assert_eq!(skipped.lines().count(), 1);
 }

@@ -37,10 +37,9 @@
 //! cannot have used yet for this operation, and every one is completed
 //! ([`finish_all`] at MPI_Finalize).
 
-use crate::abi::{
-    MPI_BOR, MPI_COMM_NULL, MPI_Comm, MPI_REQUEST_NULL, MPI_Request, MPI_STATUS_IGNORE,
-    MPI_SUCCESS, MPI_UINT64_T,
-};
+use crate::abi::{Handle, HandleSlot, MPI_Comm, MPI_Request, MPI_SUCCESS};
+use crate::front::front;
+use mpigram_mpispec::HandleKind;
 use std::ffi::c_int;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
@@ -118,7 +117,7 @@ fn smallest_free(all: &Bits) -> Option<u64> {
 ///
 /// # Safety
 /// `newcomm` is NULL or valid for reads when `ret` is MPI_SUCCESS.
-pub unsafe fn created(ret: c_int, newcomm: *const MPI_Comm) -> Option<Agreed> {
+pub unsafe fn created(ret: c_int, newcomm: *const HandleSlot) -> Option<Agreed> {
     let comm = unsafe { new_comm(ret, newcomm) }?;
     let mut all: Bits = [0; WORDS + 1];
     let mut inter: c_int = 0;
@@ -131,12 +130,12 @@ pub unsafe fn created(ret: c_int, newcomm: *const MPI_Comm) -> Option<Agreed> {
         if inter == 0 {
             bor(&local_bits(comm), &mut all, comm)
         } else {
-            let mut merged = MPI_COMM_NULL;
-            if crate::pmpi::MPI_Intercomm_merge()(comm, 0, &mut merged) != MPI_SUCCESS {
+            let mut merged = Handle(0);
+            if crate::pmpi::MPI_Intercomm_merge()(comm, 0, merged.out()) != MPI_SUCCESS {
                 return None;
             }
             let rc = bor(&local_bits(merged), &mut all, merged);
-            crate::pmpi::MPI_Comm_free()(&mut merged);
+            crate::pmpi::MPI_Comm_free()((&raw mut merged).cast());
             rc
         }
     };
@@ -145,12 +144,12 @@ pub unsafe fn created(ret: c_int, newcomm: *const MPI_Comm) -> Option<Agreed> {
 
 /// # Safety
 /// As for [`created`].
-unsafe fn new_comm(ret: c_int, newcomm: *const MPI_Comm) -> Option<MPI_Comm> {
+unsafe fn new_comm(ret: c_int, newcomm: *const HandleSlot) -> Option<MPI_Comm> {
     if ret != MPI_SUCCESS || newcomm.is_null() {
         return None;
     }
-    let comm = unsafe { *newcomm };
-    (comm != MPI_COMM_NULL).then_some(comm)
+    let comm = unsafe { front().read(HandleKind::Comm as usize, newcomm, 0) };
+    (comm != front().null(HandleKind::Comm)).then_some(Handle(comm as usize))
 }
 
 /// # Safety
@@ -161,8 +160,8 @@ unsafe fn bor(mine: &Bits, all: &mut Bits, comm: MPI_Comm) -> c_int {
             mine.as_ptr().cast(),
             all.as_mut_ptr().cast(),
             (WORDS + 1) as c_int,
-            MPI_UINT64_T,
-            MPI_BOR,
+            front().MPI_UINT64_T,
+            front().MPI_BOR,
             comm,
         )
     }
@@ -173,27 +172,27 @@ unsafe fn bor(mine: &Bits, all: &mut Bits, comm: MPI_Comm) -> c_int {
 ///
 /// # Safety
 /// As for [`created`].
-pub unsafe fn unrecorded(ret: c_int, newcomm: *const MPI_Comm) {
+pub unsafe fn unrecorded(ret: c_int, newcomm: *const HandleSlot) {
     if !crate::call::may_agree() {
         return;
     }
     if let Some(agreed) = unsafe { created(ret, newcomm) } {
-        let comm = unsafe { *newcomm };
+        let comm = unsafe { front().read(HandleKind::Comm as usize, newcomm, 0) };
         crate::tracer::with(|t| t.objects.create_comm(comm, Some(agreed)));
     }
 }
 
 /// An agreement in flight for a communicator from MPI_Comm_idup.
 struct Pending {
-    comm: MPI_Comm,
+    /// The new communicator's value.
+    comm: u64,
     request: MPI_Request,
     /// Buffers of the non-blocking all-reduce, boxed: they must not move.
     mine: Box<Bits>,
     all: Box<Bits>,
 }
 
-// SAFETY: the raw handles are plain integers in MPICH's ABI; the buffers
-// are owned.
+// SAFETY: handles are plain words; the buffers are owned.
 unsafe impl Send for Pending {}
 
 static PENDING: Mutex<Vec<Pending>> = Mutex::new(Vec::new());
@@ -202,7 +201,7 @@ static PENDING: Mutex<Vec<Pending>> = Mutex::new(Vec::new());
 ///
 /// # Safety
 /// As for [`created`].
-pub unsafe fn start(ret: c_int, parent: MPI_Comm, newcomm: *const MPI_Comm) {
+pub unsafe fn start(ret: c_int, parent: MPI_Comm, newcomm: *const HandleSlot) {
     let Some(comm) = (unsafe { new_comm(ret, newcomm) }) else {
         return;
     };
@@ -216,8 +215,8 @@ pub unsafe fn start(ret: c_int, parent: MPI_Comm, newcomm: *const MPI_Comm) {
         return;
     }
     let mut p = Pending {
-        comm,
-        request: MPI_REQUEST_NULL,
+        comm: front().value(HandleKind::Comm, comm),
+        request: front().MPI_REQUEST_NULL,
         mine: Box::new(local_bits(parent)),
         all: Box::new([0; WORDS + 1]),
     };
@@ -227,10 +226,10 @@ pub unsafe fn start(ret: c_int, parent: MPI_Comm, newcomm: *const MPI_Comm) {
             p.mine.as_ptr().cast(),
             p.all.as_mut_ptr().cast(),
             (WORDS + 1) as c_int,
-            MPI_UINT64_T,
-            MPI_BOR,
+            front().MPI_UINT64_T,
+            front().MPI_BOR,
             parent,
-            &mut p.request,
+            p.request.out(),
         )
     };
     if rc == MPI_SUCCESS {
@@ -242,7 +241,7 @@ pub unsafe fn start(ret: c_int, parent: MPI_Comm, newcomm: *const MPI_Comm) {
 ///
 /// # Safety
 /// As for [`created`].
-pub unsafe fn start_unrecorded(ret: c_int, parent: MPI_Comm, newcomm: *const MPI_Comm) {
+pub unsafe fn start_unrecorded(ret: c_int, parent: MPI_Comm, newcomm: *const HandleSlot) {
     if crate::call::may_agree() {
         unsafe { start(ret, parent, newcomm) };
     }
@@ -250,7 +249,7 @@ pub unsafe fn start_unrecorded(ret: c_int, parent: MPI_Comm, newcomm: *const MPI
 
 /// The request of MPI_Comm_idup for `comm` completed: what was agreed, if
 /// the agreement was started.
-pub fn finish(comm: MPI_Comm) -> Option<Agreed> {
+pub fn finish(comm: u64) -> Option<Agreed> {
     let mut pending = lock();
     let i = pending.iter().position(|p| p.comm == comm)?;
     let mut p = pending.swap_remove(i);
@@ -269,7 +268,8 @@ pub fn finish_all() {
 
 fn complete(p: &mut Pending) -> bool {
     // SAFETY: a request the tracer started, with buffers still alive.
-    unsafe { crate::pmpi::MPI_Wait()(&mut p.request, MPI_STATUS_IGNORE) == MPI_SUCCESS }
+    let ignore = std::ptr::without_provenance_mut(front().status_ignore);
+    unsafe { crate::pmpi::MPI_Wait()((&raw mut p.request).cast(), ignore) == MPI_SUCCESS }
 }
 
 fn lock() -> std::sync::MutexGuard<'static, Vec<Pending>> {

@@ -84,7 +84,7 @@ pub unsafe extern "C" fn malloc(size: usize) -> *mut c_void {
 /// As C's `free`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn free(p: *mut c_void) {
-    if !p.is_null() {
+    if !p.is_null() && !crate::call::in_forked_child() {
         segments::freed(p as usize);
     }
     unsafe { __libc_free(p) }
@@ -103,7 +103,7 @@ pub unsafe extern "C" fn calloc(n: usize, size: usize) -> *mut c_void {
 pub unsafe extern "C" fn realloc(p: *mut c_void, size: usize) -> *mut c_void {
     let q = unsafe { __libc_realloc(p, size) };
     // On failure (NULL with size > 0) the old block is untouched and stays.
-    if !q.is_null() || size == 0 {
+    if (!q.is_null() || size == 0) && !crate::call::in_forked_child() {
         if !p.is_null() {
             segments::freed(p as usize);
         }

@@ -5,7 +5,7 @@ use crate::encoder::Encoder;
 use mpigram_mpispec::FuncId;
 use std::cell::Cell;
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering::Relaxed};
 
 const UNSET: u8 = 0;
 const ON: u8 = 1;
@@ -89,32 +89,88 @@ impl Drop for Call {
     }
 }
 
-/// Reads `MPIGRAM_OFF` once: tracing is on unless it is set (and not "0").
+/// Reads `MPIGRAM_OFF` once: tracing is on unless it says off.
 #[cold]
 fn first_use() -> bool {
     let off = env_says_off();
-    let _ = STATE.compare_exchange(UNSET, if off { OFF } else { ON }, Relaxed, Relaxed);
+    if off && off_value_is_wrong() && launcher_rank_is_zero() {
+        // Static text: this may run inside an allocation hook.
+        let line = b"mpigram: MPIGRAM_OFF must be 1, true, yes, on (off) or 0, false, no, off (on); tracing is off\n";
+        // SAFETY: writes from a static buffer of that length.
+        unsafe { libc::write(libc::STDERR_FILENO, line.as_ptr().cast(), line.len()) };
+    }
+    // The process's MPI must be one mpigram records (`crate::front`).
+    let on = !off && crate::front::bind();
+    let _ = STATE.compare_exchange(UNSET, if on { ON } else { OFF }, Relaxed, Relaxed);
     STATE.load(Relaxed) == ON
 }
 
-/// Whether `MPIGRAM_OFF` is set (and not "0"). Uses getenv, which does not
-/// allocate: the allocation hooks reach this.
+/// Whether `MPIGRAM_OFF` turns tracing off: `1`, `true`, `yes` or `on`
+/// (`0`, `false`, `no`, `off` or empty leave it on). Any other value is a
+/// mistake, said once (by rank 0), and turns tracing off:
+/// the user meant something, and an untraced rank harms nothing. Read
+/// once, with getenv, which does not allocate: the allocation hooks reach
+/// this (once only: getenv while the program changes its environment, from
+/// inside setenv's realloc, would read a half-built table).
 pub fn env_says_off() -> bool {
+    static OFF_ENV: AtomicU8 = AtomicU8::new(UNSET);
+    match OFF_ENV.load(Relaxed) {
+        UNSET => {}
+        v => return v == OFF,
+    }
     // SAFETY: getenv with a NUL-terminated name; the result is read at once.
     let value = unsafe { libc::getenv(c"MPIGRAM_OFF".as_ptr()) };
-    !value.is_null() && {
+    let off = !value.is_null() && {
         let v = unsafe { std::ffi::CStr::from_ptr(value) }.to_bytes();
-        !v.is_empty() && v != b"0"
+        !v.is_empty() && parse_switch(v) != Some(false)
+    };
+    OFF_ENV.store(if off { OFF } else { ON }, Relaxed);
+    off
+}
+
+fn off_value_is_wrong() -> bool {
+    // SAFETY: as in env_says_off.
+    let value = unsafe { libc::getenv(c"MPIGRAM_OFF".as_ptr()) };
+    !value.is_null()
+        && parse_switch(unsafe { std::ffi::CStr::from_ptr(value) }.to_bytes()).is_none()
+}
+
+/// Whether the launcher's rank variable is absent or 0, without
+/// allocating (the one rank that speaks for the job before MPI_Init).
+fn launcher_rank_is_zero() -> bool {
+    // SAFETY: getenv with a NUL-terminated name; the result is read at once.
+    let value = unsafe { libc::getenv(c"PMI_RANK".as_ptr()) };
+    value.is_null() || unsafe { std::ffi::CStr::from_ptr(value) }.to_bytes() == b"0"
+}
+
+/// A yes/no setting: `1/true/yes/on` or `0/false/no/off`, any case.
+pub fn parse_switch(value: impl AsRef<[u8]>) -> Option<bool> {
+    let v = value.as_ref();
+    let is = |words: [&str; 4]| words.iter().any(|w| v.eq_ignore_ascii_case(w.as_bytes()));
+    if is(["1", "true", "yes", "on"]) {
+        Some(true)
+    } else if is(["0", "false", "no", "off"]) {
+        Some(false)
+    } else {
+        None
     }
 }
 
 /// Whether this process must take part in agreeing on a new
 /// communicator's id although the call is not recorded: yes when recording
 /// is merely paused or was turned off by an error (the other members do
-/// not know), no under `MPIGRAM_OFF` or inside another traced call (a
-/// call the MPI library makes to itself, on every member alike).
+/// not know), no under `MPIGRAM_OFF`, where not every rank runs the
+/// tracer (census.rs), or inside another traced call (a call the MPI
+/// library makes to itself, on every member alike).
 pub fn may_agree() -> bool {
-    INSIDE.with(Cell::get) == OUTSIDE && !env_says_off()
+    INSIDE.with(Cell::get) == OUTSIDE && !sits_out() && crate::census::whole_job()
+}
+
+/// Whether this process takes no part in the tracer's own communication
+/// (clock synchronisation, the merge): under `MPIGRAM_OFF`, or under an MPI
+/// mpigram does not record. Either holds on every rank alike.
+pub fn sits_out() -> bool {
+    env_says_off() || !crate::front::is_bound()
 }
 
 /// MPI_Pcontrol(0): stop recording until [`resume`].
@@ -132,12 +188,13 @@ pub fn disable() {
     STATE.store(OFF, Relaxed);
 }
 
-/// Whether calls are being recorded now, and this thread is not inside
-/// one (the allocation hooks ask this).
+/// Whether calls are being recorded now (or may be: no MPI call came
+/// yet), and this thread is not inside one (the allocation hooks ask this;
+/// they never decide whether to record, which needs the MPI library).
 #[inline]
 pub fn recording_here() -> bool {
     let state = STATE.load(Relaxed);
-    (state == ON || (state == UNSET && first_use())) && INSIDE.with(Cell::get) == OUTSIDE
+    (state == ON || (state == UNSET && !env_says_off())) && INSIDE.with(Cell::get) == OUTSIDE
 }
 
 /// Whether this thread is recording a call now (the allocation hooks count
@@ -155,6 +212,30 @@ pub fn uncounted<R>(f: impl FnOnce() -> R) -> R {
     let r = f();
     INSIDE.with(|inside| inside.set(was));
     r
+}
+
+/// Set in a child forked from the rank (without exec): it is not the
+/// rank, and the tracer does nothing in it — records nothing, writes
+/// nothing at its exit, notes no signal in the rank's crash journal,
+/// tracks no allocation.
+static FORKED: AtomicBool = AtomicBool::new(false);
+
+/// Whether this process is a child forked from a traced rank.
+#[inline]
+pub fn in_forked_child() -> bool {
+    FORKED.load(Relaxed)
+}
+
+extern "C" fn at_fork_child() {
+    FORKED.store(true, Relaxed);
+    STATE.store(OFF, Relaxed);
+}
+
+/// Makes every later fork() turn the tracer off in the child. Once per
+/// process, when the tracer is made.
+pub fn watch_forks() {
+    // SAFETY: registers a handler that only stores two atomics.
+    unsafe { libc::pthread_atfork(None, None, Some(at_fork_child)) };
 }
 
 /// Whether `MPIGRAM_OFF` turned tracing off (as opposed to a pause).

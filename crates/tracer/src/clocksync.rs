@@ -17,14 +17,13 @@
 //! outnumber cores, when a round trip waits for the scheduler and its
 //! half would be milliseconds of error.
 //!
-//! Every rank takes part (the job-wide `MPIGRAM_OFF` skips it on every
-//! rank alike), on the tracer's own duplicate of MPI_COMM_WORLD, with
-//! every message completed.
+//! Every rank takes part, on the tracer's own duplicate of MPI_COMM_WORLD,
+//! with every message completed; none does where not every rank runs the
+//! tracer (census.rs).
 
-use crate::abi::{
-    MPI_COMM_NULL, MPI_COMM_WORLD, MPI_Comm, MPI_INT64_T, MPI_STATUS_IGNORE, MPI_SUCCESS,
-};
+use crate::abi::{Handle, MPI_Comm, MPI_SUCCESS};
 use crate::clock::monotonic_ns;
+use crate::front::front;
 use mpigram_trace::ClockSync;
 use std::ffi::{c_int, c_void};
 use std::sync::Mutex;
@@ -40,12 +39,12 @@ static COMM: Mutex<Option<MPI_Comm>> = Mutex::new(None);
 /// At MPI_Init (which succeeded): duplicates MPI_COMM_WORLD for the
 /// tracer and measures this rank's clock.
 pub fn at_init() {
-    if crate::call::env_says_off() {
+    if crate::call::sits_out() || !crate::census::whole_job() {
         return;
     }
-    let mut comm = MPI_COMM_NULL;
+    let mut comm = Handle(0);
     // SAFETY: MPI is initialised; the new handle goes to a local.
-    if unsafe { crate::pmpi::MPI_Comm_dup()(MPI_COMM_WORLD, &mut comm) } != MPI_SUCCESS {
+    if unsafe { crate::pmpi::MPI_Comm_dup()(front().MPI_COMM_WORLD, comm.out()) } != MPI_SUCCESS {
         return;
     }
     *lock() = Some(comm);
@@ -60,7 +59,7 @@ pub fn at_finalize() {
     };
     measure_and_keep(comm);
     // SAFETY: the tracer's own communicator, freed once.
-    unsafe { crate::pmpi::MPI_Comm_free()(&mut comm) };
+    unsafe { crate::pmpi::MPI_Comm_free()((&raw mut comm).cast()) };
 }
 
 fn measure_and_keep(comm: MPI_Comm) {
@@ -172,7 +171,7 @@ fn send(comm: MPI_Comm, to: c_int, words: [i64; 2]) {
         crate::pmpi::MPI_Send()(
             words.as_ptr().cast::<c_void>(),
             2,
-            MPI_INT64_T,
+            front().MPI_INT64_T,
             to,
             TAG,
             comm,
@@ -187,11 +186,11 @@ fn recv(comm: MPI_Comm, from: c_int) -> Option<[i64; 2]> {
         crate::pmpi::MPI_Recv()(
             words.as_mut_ptr().cast::<c_void>(),
             2,
-            MPI_INT64_T,
+            front().MPI_INT64_T,
             from,
             TAG,
             comm,
-            MPI_STATUS_IGNORE,
+            std::ptr::without_provenance_mut(front().status_ignore),
         )
     };
     (rc == MPI_SUCCESS).then_some(words)

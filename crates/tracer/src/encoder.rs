@@ -5,35 +5,22 @@
 //! pointer is not NULL: on failure MPI leaves them undefined, and the
 //! tracer must never crash the application by reading them.
 
-use crate::abi::{self, MPI_Aint, MPI_Comm, MPI_Count, MPI_Offset, MPI_Request, MPI_Status};
+use crate::abi::{Handle, HandleSlot, MPI_Aint, MPI_Comm, MPI_Count, MPI_Offset, MPI_Status};
 use crate::agree::Agreed;
+use crate::front::{REQUEST, StatusFields, front};
 use crate::objects::{CommInfo, Objects, RequestInfo, RequestKind};
 use mpigram_mpispec::encoding::*;
 use mpigram_mpispec::{BufferRef, FUNCS, FuncId, HandleKind, HandleRef, Rank, Status};
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::sync::OnceLock;
 
-/// Handle values as the tracer stores them: int handles zero-extended,
-/// pointer handles by address.
-pub trait IntoHandle: Copy {
-    fn into_handle(self) -> u64;
-}
-
-impl IntoHandle for c_int {
-    fn into_handle(self) -> u64 {
-        u64::from(self as u32)
-    }
-}
-
-impl<T> IntoHandle for *mut T {
-    fn into_handle(self) -> u64 {
-        self as usize as u64
-    }
-}
-
-impl<T> IntoHandle for *const T {
-    fn into_handle(self) -> u64 {
-        self as usize as u64
+/// A tag as stored: MPI_ANY_TAG is -1 (its value in MPICH and Open MPI;
+/// the standard ABI's is -2), so traces of any MPI agree.
+fn canonical_tag(v: i64) -> i64 {
+    if v == i64::from(front().ints.MPI_ANY_TAG) {
+        -1
+    } else {
+        v
     }
 }
 
@@ -70,16 +57,16 @@ pub struct Encoder<'a> {
     /// The call returned MPI_ERR_IN_STATUS: only then do statuses carry
     /// MPI_ERROR (otherwise the field is left undefined).
     pub(crate) errors_in_statuses: bool,
-    /// The first communicator argument of the call, remembered for the
-    /// requests the call creates.
-    pub(crate) comm: Option<MPI_Comm>,
+    /// The first communicator argument of the call (its value), remembered
+    /// for the requests the call creates.
+    pub(crate) comm: Option<u64>,
     /// The function being recorded.
     pub(crate) func: FuncId,
     /// Communicator of each request of a completion call's array, for
     /// the statuses that follow it.
     pub(crate) request_comms: &'a mut Vec<RequestInfo>,
     /// The communicator MPI_Comm_idup wrote, for the request that follows.
-    pub(crate) idup_comm: Option<MPI_Comm>,
+    pub(crate) idup_comm: Option<u64>,
 }
 
 impl Encoder<'_> {
@@ -91,8 +78,9 @@ impl Encoder<'_> {
         put_int(self.out, v);
     }
 
+    /// A tag: MPI_ANY_TAG is stored as -1, whatever this MPI's value.
     pub fn tag(&mut self, v: i64) {
-        put_int(self.out, v);
+        put_int(self.out, canonical_tag(v));
     }
 
     pub fn address(&mut self, v: i64) {
@@ -102,16 +90,17 @@ impl Encoder<'_> {
     /// A rank in `comm`: relative to the caller's rank where `comm` is an
     /// intra-communicator the tracer knows, else absolute.
     pub fn rank(&mut self, v: i64, comm: MPI_Comm) {
-        let info = self.comm_info(comm);
+        let info = self.comm_info(front().value(HandleKind::Comm, comm));
         put_rank(self.out, Self::rank_value(v, info));
     }
 
     /// `v` as encoded, given what is known of the caller's place in its communicator.
     fn rank_value(v: i64, comm: Option<CommInfo>) -> Rank {
+        let k = &front().ints;
         match v {
-            v if v == i64::from(abi::MPI_PROC_NULL) => Rank::ProcNull,
-            v if v == i64::from(abi::MPI_ANY_SOURCE) => Rank::AnySource,
-            v if v == i64::from(abi::MPI_ROOT) => Rank::Root,
+            v if v == i64::from(k.MPI_PROC_NULL) => Rank::ProcNull,
+            v if v == i64::from(k.MPI_ANY_SOURCE) => Rank::AnySource,
+            v if v == i64::from(k.MPI_ROOT) => Rank::Root,
             v => match comm {
                 Some(CommInfo {
                     inter: false, rank, ..
@@ -124,7 +113,7 @@ impl Encoder<'_> {
     pub fn buffer(&mut self, p: *const c_void) {
         let b = if p.is_null() {
             BufferRef::Null
-        } else if std::ptr::eq(p, abi::MPI_IN_PLACE) {
+        } else if p as usize == front().in_place {
             BufferRef::InPlace
         } else {
             let (id, offset) = self.objects.segments.locate(p as usize);
@@ -159,17 +148,26 @@ impl Encoder<'_> {
         put_callback(self.out, id);
     }
 
-    /// An existing object.
-    pub fn handle(&mut self, kind: HandleKind, h: u64) {
+    /// An existing object, passed by value.
+    pub fn handle(&mut self, kind: HandleKind, h: Handle) {
+        self.handle_value(kind, front().value(kind, h));
+    }
+
+    /// An existing object, by its value.
+    pub fn handle_value(&mut self, kind: HandleKind, h: u64) {
         if kind == HandleKind::Comm && self.comm.is_none() {
-            self.comm = Some(h as u32 as MPI_Comm);
+            self.comm = Some(h);
         }
         let id = self.objects.handle(kind, h);
         put_handle(self.out, id);
     }
 
     /// An object the call created (its handle after the call).
-    pub fn new_handle(&mut self, kind: HandleKind, h: u64) {
+    pub fn new_handle(&mut self, kind: HandleKind, h: Handle) {
+        self.new_handle_value(kind, front().value(kind, h));
+    }
+
+    fn new_handle_value(&mut self, kind: HandleKind, h: u64) {
         let id = if self.ok {
             self.objects.create(kind, h)
         } else {
@@ -185,7 +183,7 @@ impl Encoder<'_> {
     /// A rank in `win`'s group: relative to the caller's rank where the
     /// tracer saw the window created, else absolute.
     pub fn win_rank(&mut self, v: i64, win: crate::abi::MPI_Win) {
-        let comm = self.objects.win_comm(win.into_handle());
+        let comm = self.objects.win_comm(front().value(HandleKind::Win, win));
         let info = comm.and_then(|comm| self.comm_info(comm));
         put_rank(self.out, Self::rank_value(v, info));
     }
@@ -194,22 +192,22 @@ impl Encoder<'_> {
     ///
     /// # Safety
     /// `p` is NULL or valid for reads when the call succeeded.
-    pub unsafe fn new_handle_out<H: IntoHandle>(&mut self, kind: HandleKind, p: *const H) {
-        match unsafe { self.read(p) } {
-            Some(h) => self.new_handle(kind, h.into_handle()),
+    pub unsafe fn new_handle_out(&mut self, kind: HandleKind, p: *const HandleSlot) {
+        match unsafe { self.read_handle(kind as usize, p) } {
+            Some(h) => self.new_handle_value(kind, h),
             None => put_handle(self.out, HandleRef::Null),
         }
     }
 
     /// An object the call freed (its handle before the call).
-    pub fn free_handle(&mut self, kind: HandleKind, h_before: u64) {
-        let id = self.objects.free(kind, h_before);
+    pub fn free_handle(&mut self, kind: HandleKind, h_before: Handle) {
+        let id = self.objects.free(kind, front().value(kind, h_before));
         put_handle(self.out, id);
     }
 
     /// A communicator the call created, named by the id its members agreed
     /// on (see `crate::agree`); also learns the caller's place in it.
-    pub fn new_comm(&mut self, comm: MPI_Comm, agreed: Option<Agreed>) {
+    pub fn new_comm(&mut self, comm: u64, agreed: Option<Agreed>) {
         if !self.ok {
             put_handle(self.out, HandleRef::Null);
             return;
@@ -222,8 +220,8 @@ impl Encoder<'_> {
     ///
     /// # Safety
     /// `p` is NULL or valid for reads when the call succeeded.
-    pub unsafe fn new_comm_out(&mut self, p: *const MPI_Comm, agreed: Option<Agreed>) {
-        match unsafe { self.read(p) } {
+    pub unsafe fn new_comm_out(&mut self, p: *const HandleSlot, agreed: Option<Agreed>) {
+        match unsafe { self.read_handle(HandleKind::Comm as usize, p) } {
             Some(comm) => self.new_comm(comm, agreed),
             None => put_handle(self.out, HandleRef::Null),
         }
@@ -236,9 +234,9 @@ impl Encoder<'_> {
     ///
     /// # Safety
     /// `p` is NULL or valid for reads when the call succeeded.
-    pub unsafe fn new_comm_pending(&mut self, p: *const MPI_Comm) {
-        let id = match unsafe { self.read(p) } {
-            Some(comm) if comm != crate::abi::MPI_COMM_NULL => {
+    pub unsafe fn new_comm_pending(&mut self, p: *const HandleSlot) {
+        let id = match unsafe { self.read_handle(HandleKind::Comm as usize, p) } {
+            Some(comm) if comm != front().null(HandleKind::Comm) => {
                 self.idup_comm = Some(comm);
                 self.objects.create_comm_id(comm, None)
             }
@@ -248,7 +246,7 @@ impl Encoder<'_> {
     }
 
     pub fn free_comm(&mut self, before: MPI_Comm) {
-        self.free_handle(HandleKind::Comm, before.into_handle());
+        self.free_handle(HandleKind::Comm, before);
     }
 
     /// A request the call created, pooled by the signature encoded so far.
@@ -258,24 +256,21 @@ impl Encoder<'_> {
     ///
     /// # Safety
     /// `p` is NULL or valid for reads when the call succeeded.
-    pub unsafe fn new_request(&mut self, p: *const MPI_Request) {
+    pub unsafe fn new_request(&mut self, p: *const HandleSlot) {
         let kind = request_kind(self.func);
-        let id = match unsafe { self.read(p) } {
-            Some(h) => self.objects.create_request(
-                h.into_handle(),
-                self.out,
-                kind,
-                self.comm,
-                self.idup_comm.take(),
-            ),
+        let id = match unsafe { self.read_handle(REQUEST, p) } {
+            Some(h) => {
+                self.objects
+                    .create_request(h, self.out, kind, self.comm, self.idup_comm.take())
+            }
             None => mpigram_mpispec::RequestRef::Null,
         };
         put_request(self.out, id);
     }
 
     /// An existing request that this call does not complete.
-    pub fn request(&mut self, h: MPI_Request) {
-        let id = self.objects.request(h.into_handle()).id;
+    pub fn request(&mut self, h: Handle) {
+        let id = self.objects.request(front().request(h)).id;
         put_request(self.out, id);
     }
 
@@ -283,9 +278,9 @@ impl Encoder<'_> {
 
     /// A request (its handle before the call) that the call completed if
     /// `done`; returns what the status of its completion refers to.
-    pub fn completed_request(&mut self, h: MPI_Request, done: bool) -> RequestInfo {
+    pub fn completed_request(&mut self, h: u64, done: bool) -> RequestInfo {
         let info = if done {
-            let info = self.objects.complete_request(h.into_handle());
+            let info = self.objects.complete_request(h);
             if let Some(comm) = info.idup_comm {
                 if let Some(agreed) = crate::agree::finish(comm) {
                     self.objects.rebind_comm(comm, agreed);
@@ -293,29 +288,25 @@ impl Encoder<'_> {
             }
             info
         } else {
-            self.objects.request(h.into_handle())
+            self.objects.request(h)
         };
         put_request(self.out, info.id);
         info
     }
 
     /// A request freed by MPI_Request_free (its handle before the call).
-    pub fn freed_request(&mut self, h: MPI_Request) {
+    pub fn freed_request(&mut self, h: u64) {
         let info = if self.ok {
-            self.objects.free_request(h.into_handle())
+            self.objects.free_request(h)
         } else {
-            self.objects.request(h.into_handle())
+            self.objects.request(h)
         };
         put_request(self.out, info.id);
     }
 
     /// The array of requests of a completion call (handles before the
     /// call); `done(i)` says whether the call completed the i-th.
-    pub fn completed_requests(
-        &mut self,
-        saved: Option<&[MPI_Request]>,
-        done: impl Fn(usize) -> bool,
-    ) {
+    pub fn completed_requests(&mut self, saved: Option<&[u64]>, done: impl Fn(usize) -> bool) {
         self.request_comms.clear();
         let Some(saved) = saved else {
             self.array_len(None);
@@ -333,13 +324,13 @@ impl Encoder<'_> {
     /// # Safety
     /// As for [`Encoder::status`].
     pub unsafe fn completion_status(&mut self, p: *const MPI_Status, request: Option<RequestInfo>) {
-        let ignored = p.is_null() || std::ptr::eq(p, abi::MPI_STATUS_IGNORE);
+        let ignored = p.is_null() || p as usize == front().status_ignore;
         match request {
             Some(r) if !r.status_defined && !ignored && self.statuses_written() => {
                 put_status_undefined(self.out)
             }
-            Some(r) => unsafe { self.status(p, r.comm) },
-            None => unsafe { self.status(p, None) },
+            Some(r) => unsafe { self.status_in(p, r.comm) },
+            None => unsafe { self.status_in(p, None) },
         }
     }
 
@@ -363,14 +354,15 @@ impl Encoder<'_> {
         p: *const MPI_Status,
         which: impl ExactSizeIterator<Item = usize>,
     ) {
-        if !self.statuses_written() || p.is_null() || std::ptr::eq(p, abi::MPI_STATUSES_IGNORE) {
+        if !self.statuses_written() || p.is_null() || p as usize == front().statuses_ignore {
             self.array_len(None);
             return;
         }
         self.array_len(Some(which.len()));
+        let size = front().status_size();
         for (k, i) in which.enumerate() {
             // SAFETY: k < which.len(), within the caller's array.
-            let status = unsafe { p.add(k) };
+            let status = unsafe { p.cast::<u8>().add(k * size) }.cast::<MPI_Status>();
             let request = self.request_comms.get(i).copied();
             unsafe { self.completion_status(status, request) };
         }
@@ -381,9 +373,18 @@ impl Encoder<'_> {
     /// # Safety
     /// `p` is NULL, MPI_STATUS_IGNORE, or valid for reads when the call succeeded.
     pub unsafe fn status(&mut self, p: *const MPI_Status, comm: Option<MPI_Comm>) {
+        let comm = comm.map(|c| front().value(HandleKind::Comm, c));
+        unsafe { self.status_in(p, comm) };
+    }
+
+    /// A status the call wrote, for an operation on the communicator of value `comm`.
+    ///
+    /// # Safety
+    /// As for [`Encoder::status`].
+    unsafe fn status_in(&mut self, p: *const MPI_Status, comm: Option<u64>) {
         let written =
-            self.statuses_written() && !p.is_null() && !std::ptr::eq(p, abi::MPI_STATUS_IGNORE);
-        let status = written.then(|| self.status_value(&unsafe { p.read_unaligned() }, comm));
+            self.statuses_written() && !p.is_null() && p as usize != front().status_ignore;
+        let status = written.then(|| self.status_value(&unsafe { front().status(p, 0) }, comm));
         put_status(self.out, status.as_ref());
     }
 
@@ -393,20 +394,18 @@ impl Encoder<'_> {
         self.ok || self.errors_in_statuses
     }
 
-    pub(crate) fn status_value(&self, s: &MPI_Status, comm: Option<MPI_Comm>) -> Status {
-        let count =
-            u64::from(s.count_lo as u32) | (u64::from(s.count_hi_and_cancelled as u32) >> 1) << 32;
+    pub(crate) fn status_value(&self, s: &StatusFields, comm: Option<u64>) -> Status {
         let source = match comm {
-            Some(c) => Self::rank_value(i64::from(s.MPI_SOURCE), self.objects.comm(c)),
-            None => Rank::Absolute(i64::from(s.MPI_SOURCE)),
+            Some(c) => Self::rank_value(i64::from(s.source), self.objects.comm(c)),
+            None => Rank::Absolute(i64::from(s.source)),
         };
         Status {
             source,
-            tag: i64::from(s.MPI_TAG),
-            count,
-            cancelled: s.count_hi_and_cancelled & 1 != 0,
+            tag: canonical_tag(i64::from(s.tag)),
+            count: s.count,
+            cancelled: s.cancelled,
             error: if self.errors_in_statuses {
-                i64::from(s.MPI_ERROR)
+                i64::from(s.error)
             } else {
                 0
             },
@@ -463,25 +462,36 @@ impl Encoder<'_> {
         (self.ok && !p.is_null()).then(|| unsafe { p.read_unaligned() })
     }
 
+    /// Reads an output handle of type `slot` (its value): `None` when the
+    /// call failed or `p` is NULL.
+    ///
+    /// # Safety
+    /// `p` is NULL or valid for reads when the call succeeded.
+    pub unsafe fn read_handle(&self, slot: usize, p: *const HandleSlot) -> Option<u64> {
+        (self.ok && !p.is_null()).then(|| unsafe { front().read(slot, p, 0) })
+    }
+
     // --- lengths and significance, for the generated wrappers ---
 
     pub fn comm_size(&mut self, comm: MPI_Comm) -> usize {
-        self.comm_info(comm).map_or(0, |c| c.size.max(0) as usize)
+        self.comm_info(front().value(HandleKind::Comm, comm))
+            .map_or(0, |c| c.size.max(0) as usize)
     }
 
     pub fn comm_remote_size(&mut self, comm: MPI_Comm) -> usize {
-        self.comm_info(comm)
+        self.comm_info(front().value(HandleKind::Comm, comm))
             .map_or(0, |c| c.remote_size.max(0) as usize)
     }
 
     pub fn is_inter(&mut self, comm: MPI_Comm) -> bool {
-        self.comm_info(comm).is_some_and(|c| c.inter)
+        self.comm_info(front().value(HandleKind::Comm, comm))
+            .is_some_and(|c| c.inter)
     }
 
     /// Whether the caller is the root of a rooted collective on `comm`.
     pub fn is_root(&mut self, root: c_int, comm: MPI_Comm) -> bool {
-        match self.comm_info(comm) {
-            Some(c) if c.inter => root == abi::MPI_ROOT,
+        match self.comm_info(front().value(HandleKind::Comm, comm)) {
+            Some(c) if c.inter => root == front().ints.MPI_ROOT,
             Some(c) => root == c.rank,
             None => false,
         }
@@ -489,16 +499,16 @@ impl Encoder<'_> {
 
     /// What the tracer knows of `comm`, asking MPI for communicators it
     /// has not seen yet (created while recording was paused).
-    fn comm_info(&mut self, comm: MPI_Comm) -> Option<CommInfo> {
+    fn comm_info(&mut self, comm: u64) -> Option<CommInfo> {
         if let Some(info) = self.objects.comm(comm) {
             return Some(info);
         }
         // Only a call that succeeded proves `comm` valid: asking MPI about
         // an invalid handle could raise a fatal error in the application.
-        if !self.ok || comm.into_handle() == abi::null_handle(HandleKind::Comm) {
+        if !self.ok || comm == front().null(HandleKind::Comm) {
             return None;
         }
-        let info = crate::pmpi_query::comm_info(comm)?;
+        let info = crate::pmpi_query::comm_info(Handle(comm as usize))?;
         self.objects.set_comm(comm, info);
         Some(info)
     }

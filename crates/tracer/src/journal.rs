@@ -16,11 +16,10 @@
 
 use crate::objects::CommRecord;
 use mpigram_trace::journal::{
-    self, ENDING_AT, GENERATION_AT, HASH_SEED, JournalHeader, SIGNAL_ENDING, TAIL_WORD_AT,
+    self, ENDING_AT, GENERATION_AT, HASH_SEED, JournalHeader, LOST_AT, SIGNAL_ENDING, TAIL_WORD_AT,
 };
-use mpigram_trace::{Ending, checkpoint_file_name, journal_file_name};
+use mpigram_trace::{Ending, Lost, checkpoint_file_name, journal_file_name};
 use std::ffi::c_int;
-use std::fs::OpenOptions;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
@@ -60,8 +59,9 @@ pub struct Journal {
     comms: usize,
     /// Records of the call being appended (when not a single byte).
     scratch: Vec<u8>,
-    /// A checkpoint failed: the journal holds what it held then.
-    stopped: bool,
+    /// A write failed: the journal holds the first this many calls, and
+    /// no more.
+    stopped_at: Option<u64>,
     dir: PathBuf,
     rank: u32,
     /// The process that opened it (a forked child must not remove it).
@@ -77,10 +77,10 @@ pub fn tail_bytes() -> Option<u32> {
         Some(0) => None,
         Some(n) => Some(n.clamp(u64::from(MIN_TAIL_BYTES), u64::from(u32::MAX)) as u32),
         None => {
-            eprintln!(
-                "mpigram: MPIGRAM_JOURNAL_BYTES={} is not a number of bytes; using {DEFAULT_TAIL_BYTES}",
+            crate::message::say_for_job(&format!(
+                "MPIGRAM_JOURNAL_BYTES={} is not a number of bytes; using {DEFAULT_TAIL_BYTES}",
                 value.to_string_lossy()
-            );
+            ));
             Some(DEFAULT_TAIL_BYTES)
         }
     }
@@ -89,15 +89,14 @@ pub fn tail_bytes() -> Option<u32> {
 impl Journal {
     /// Creates `dir/rank<N>.journal` for `header`'s rank, removing an older
     /// run's checkpoint first. The file is filled in under a temporary name
-    /// and renamed, so a journal is never seen half made; its blocks are
-    /// allocated up front, so a full disk is an error here and never a
-    /// SIGBUS in the middle of a call.
+    /// (created exclusively, see `mpigram_format::create_temp`) and renamed,
+    /// so a journal is never seen half made; its blocks are allocated up
+    /// front, so a full disk is an error here and never a SIGBUS in the
+    /// middle of a call.
     pub fn open(dir: &Path, header: &JournalHeader) -> std::io::Result<Journal> {
-        std::fs::create_dir_all(dir)?;
         let rank = header.rank;
         remove_if_there(&dir.join(checkpoint_file_name(rank)))?;
         let path = dir.join(journal_file_name(rank));
-        let tmp = dir.join(format!(".{}.tmp-{}", journal_file_name(rank), header.pid));
         let head = header.encode();
         let limit = header.capacity as usize;
         let header = JournalHeader {
@@ -106,12 +105,7 @@ impl Journal {
         };
         let capacity = header.capacity as usize;
         let allocated = limit.min(FIRST_TAIL_BYTES);
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&tmp)?;
+        let (file, tmp) = mpigram_format::create_temp(&path)?;
         let map = (|| {
             allocate(&file, head.len() + allocated)?;
             // SAFETY: plain system call on a file we own.
@@ -148,7 +142,7 @@ impl Journal {
             hash: HASH_SEED,
             comms: 0,
             scratch: Vec::new(),
-            stopped: false,
+            stopped_at: None,
             dir: dir.to_owned(),
             rank,
             pid: header.pid,
@@ -201,7 +195,7 @@ impl Journal {
         new_signature: Option<&[u8]>,
         comm_log: &[CommRecord],
     ) -> bool {
-        if self.stopped {
+        if self.stopped_at.is_some() {
             return true;
         }
         self.scratch.clear();
@@ -279,21 +273,32 @@ impl Journal {
         self.limit = self.limit.max(bytes.min(self.capacity));
     }
 
-    /// A checkpoint could not be written: keep the journal as it is (it
-    /// holds every call up to now) and append nothing more.
-    pub fn stop(&mut self) {
-        self.stopped = true;
+    /// A write failed (a checkpoint, or room for the tail): keep the
+    /// journal as it is (it holds the first `held` calls) and append
+    /// nothing more. Its header says so: calls are missing at its end.
+    pub fn stop(&mut self, held: u64) {
+        self.stopped_at = Some(held);
         self.allocated = self.len; // keeps `record` off its fast path
+        self.set_lost(journal::lost_word(Lost::Unknown));
     }
 
-    /// Notes how the rank ended, before its trace is written: if the
-    /// write fails, the journal still says it.
-    pub fn set_ending(&self, ending: Ending) {
+    /// Notes how the rank ended after `calls` calls, before its trace is
+    /// written: if the write fails, the journal still says it, and how many
+    /// calls it lacks if it had stopped.
+    pub fn set_ending(&self, ending: Ending, calls: u64) {
         if self.pid == std::process::id() {
+            if let Some(held) = self.stopped_at {
+                self.set_lost(journal::lost_word(Lost::Calls(calls.saturating_sub(held))));
+            }
             // SAFETY: an aligned u32 of the mapping.
             unsafe { &*self.word::<AtomicU32>(ENDING_AT) }
                 .store(journal::ending_word_of(ending), Ordering::Release);
         }
+    }
+
+    fn set_lost(&self, word: u32) {
+        // SAFETY: an aligned u32 of the mapping.
+        unsafe { &*self.word::<AtomicU32>(LOST_AT) }.store(word, Ordering::Release);
     }
 
     /// Path of the checkpoint this journal continues.
@@ -313,7 +318,7 @@ impl Journal {
             self.checkpoint_path(),
         ] {
             if let Err(e) = remove_if_there(&path) {
-                eprintln!("mpigram: cannot remove {}: {e}", path.display());
+                crate::message::say(&format!("cannot remove {}: {e}", path.display()));
             }
         }
     }
@@ -341,7 +346,8 @@ fn remove_if_there(path: &Path) -> std::io::Result<()> {
 /// Async-signal-safe: one atomic swap.
 pub fn note_signal(signal: c_int) -> u32 {
     let ending = ENDING.load(Ordering::Acquire);
-    if ending.is_null() {
+    // A forked child shares the mapping, but its death is not the rank's.
+    if ending.is_null() || crate::call::in_forked_child() {
         return 0;
     }
     let word = journal::ending_word(SIGNAL_ENDING | (signal & 0xff) as u16);

@@ -23,13 +23,19 @@ mod abi;
 mod agree;
 mod alloc;
 mod call;
+mod census;
 mod clock;
 mod clocksync;
 mod encoder;
+mod front;
+#[path = "generated/fronts.rs"]
+mod fronts;
 mod intern;
 mod journal;
 mod merge;
+mod message;
 mod objects;
+mod ownership;
 #[path = "generated/pmpi.rs"]
 mod pmpi;
 mod pmpi_query;
@@ -42,7 +48,8 @@ mod tracer;
 mod wrappers {
     use crate::abi::*;
     use crate::call::Call;
-    use crate::encoder::{Encoder, IntoHandle};
+    use crate::encoder::Encoder;
+    use crate::front::{REQUEST, front};
     use mpigram_mpispec::{HandleKind, func};
     use std::ffi::{c_char, c_int, c_void};
 

@@ -20,10 +20,8 @@
 //! `MPIGRAM_MERGE=0` keeps one file per rank; `MPIGRAM_VERBOSE=1` prints
 //! how long each rank's part of finalize took.
 
-use crate::abi::{
-    MPI_BYTE, MPI_COMM_NULL, MPI_COMM_WORLD, MPI_Comm, MPI_INT, MPI_MIN, MPI_STATUS_IGNORE,
-    MPI_SUCCESS, MPI_UINT64_T,
-};
+use crate::abi::{Handle, MPI_Comm, MPI_SUCCESS};
+use crate::front::front;
 use mpigram_format::Codec;
 use mpigram_trace::{Ending, RankTrace, Trace};
 use std::ffi::{c_int, c_void};
@@ -34,13 +32,15 @@ const CHUNK: usize = 1 << 30;
 /// Merges all ranks' traces into one file; called by every rank in
 /// MPI_Finalize before PMPI_Finalize.
 pub fn at_finalize() {
-    if crate::call::env_says_off() {
+    if crate::call::sits_out() {
         return;
     }
     let started = std::time::Instant::now();
     let own = crate::tracer::with(|t| t.finish());
     let rank = own.as_ref().map_or(0, |t| t.meta.rank);
-    let merge = std::env::var_os("MPIGRAM_MERGE").is_none_or(|v| v != "0");
+    // Not where some rank does not run the tracer (census.rs).
+    let merge =
+        crate::census::whole_job() && std::env::var_os("MPIGRAM_MERGE").is_none_or(|v| v != "0");
     let comm = if merge { dup_world() } else { None };
     let Some(comm) = comm else {
         write_own(own.as_ref());
@@ -56,13 +56,13 @@ pub fn at_finalize() {
     }
     let mut comm = comm;
     // SAFETY: the tracer's own communicator, freed once.
-    unsafe { crate::pmpi::MPI_Comm_free()(&mut comm) };
+    unsafe { crate::pmpi::MPI_Comm_free()((&raw mut comm).cast()) };
     if std::env::var_os("MPIGRAM_VERBOSE").is_some_and(|v| v != "0") {
-        eprintln!(
-            "mpigram: rank {rank}: finalize took {:.1} ms ({:.1} ms until every rank arrived)",
+        crate::message::say(&format!(
+            "rank {rank}: finalize took {:.1} ms ({:.1} ms until every rank arrived)",
             started.elapsed().as_secs_f64() * 1e3,
             synced.as_secs_f64() * 1e3
-        );
+        ));
     }
 }
 
@@ -76,9 +76,9 @@ fn write_own(own: Option<&RankTrace>) {
 }
 
 fn dup_world() -> Option<MPI_Comm> {
-    let mut comm = MPI_COMM_NULL;
+    let mut comm = Handle(0);
     // SAFETY: MPI is initialised (MPI_Finalize has not run yet).
-    let rc = unsafe { crate::pmpi::MPI_Comm_dup()(MPI_COMM_WORLD, &mut comm) };
+    let rc = unsafe { crate::pmpi::MPI_Comm_dup()(front().MPI_COMM_WORLD, comm.out()) };
     (rc == MPI_SUCCESS).then_some(comm)
 }
 
@@ -99,7 +99,9 @@ fn merge_over(comm: MPI_Comm, own: Option<RankTrace>) -> bool {
             let bytes = match part.take().map(|p| p.to_bytes(Codec::Raw)) {
                 Some(Ok(bytes)) => bytes,
                 Some(Err(e)) => {
-                    eprintln!("mpigram: cannot encode the trace of rank {rank}'s group: {e}");
+                    crate::message::say(&format!(
+                        "cannot encode the trace of rank {rank}'s group: {e}"
+                    ));
                     ok = false;
                     Vec::new()
                 }
@@ -123,7 +125,7 @@ fn merge_over(comm: MPI_Comm, own: Option<RankTrace>) -> bool {
                             }
                         });
                     if let Err(e) = result {
-                        eprintln!("mpigram: merging {name} failed: {e}");
+                        crate::message::say(&format!("merging {name} failed: {e}"));
                         ok = false;
                     }
                 }
@@ -140,14 +142,15 @@ fn merge_over(comm: MPI_Comm, own: Option<RankTrace>) -> bool {
         written = c_int::from(part.is_some_and(write_run));
     }
     // SAFETY: an int broadcast on the tracer's communicator.
-    let rc = unsafe { crate::pmpi::MPI_Bcast()((&raw mut written).cast(), 1, MPI_INT, 0, comm) };
+    let rc =
+        unsafe { crate::pmpi::MPI_Bcast()((&raw mut written).cast(), 1, front().MPI_INT, 0, comm) };
     rc == MPI_SUCCESS && written != 0
 }
 
 /// Rank 0: the final grammar pass, then `trace.mgr`.
 fn write_run(mut trace: Trace) -> bool {
     if let Err(e) = trace.share() {
-        eprintln!("mpigram: the final merge pass failed: {e}");
+        crate::message::say(&format!("the final merge pass failed: {e}"));
         return false;
     }
     let Some(dir) = crate::tracer::create_output_dir() else {
@@ -156,7 +159,7 @@ fn write_run(mut trace: Trace) -> bool {
     match trace.write(&dir) {
         Ok(_) => true,
         Err(e) => {
-            eprintln!("mpigram: cannot write the trace: {e}");
+            crate::message::say(&format!("cannot write the trace: {e}"));
             false
         }
     }
@@ -172,8 +175,8 @@ fn all(ok: bool, comm: MPI_Comm) -> bool {
             (&raw const mine).cast(),
             (&raw mut min).cast(),
             1,
-            MPI_INT,
-            MPI_MIN,
+            front().MPI_INT,
+            front().MPI_MIN,
             comm,
         )
     };
@@ -186,14 +189,22 @@ fn send(bytes: &[u8], to: c_int, comm: MPI_Comm) -> bool {
     // SAFETY: sends from live buffers of the given sizes.
     unsafe {
         let send = crate::pmpi::MPI_Send();
-        if send((&raw const len).cast(), 1, MPI_UINT64_T, to, 0, comm) != MPI_SUCCESS {
+        if send(
+            (&raw const len).cast(),
+            1,
+            front().MPI_UINT64_T,
+            to,
+            0,
+            comm,
+        ) != MPI_SUCCESS
+        {
             return false;
         }
         bytes.chunks(CHUNK).all(|chunk| {
             send(
                 chunk.as_ptr().cast::<c_void>(),
                 chunk.len() as c_int,
-                MPI_BYTE,
+                front().MPI_BYTE,
                 to,
                 0,
                 comm,
@@ -208,11 +219,11 @@ fn recv(from: c_int, comm: MPI_Comm) -> Option<Vec<u8>> {
     // SAFETY: receives into live buffers of the given sizes.
     unsafe {
         let recv = crate::pmpi::MPI_Recv();
-        let status = MPI_STATUS_IGNORE;
+        let status = std::ptr::without_provenance_mut(front().status_ignore);
         if recv(
             (&raw mut len).cast(),
             1,
-            MPI_UINT64_T,
+            front().MPI_UINT64_T,
             from,
             0,
             comm,
@@ -226,7 +237,7 @@ fn recv(from: c_int, comm: MPI_Comm) -> Option<Vec<u8>> {
             let rc = recv(
                 chunk.as_mut_ptr().cast(),
                 chunk.len() as c_int,
-                MPI_BYTE,
+                front().MPI_BYTE,
                 from,
                 0,
                 comm,

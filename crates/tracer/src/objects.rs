@@ -11,9 +11,8 @@
 //!   once, so several live requests may share a value; they are matched
 //!   first in, first out.
 
-use crate::abi::{self, MPI_Comm};
 use crate::agree::Agreed;
-use crate::encoder::IntoHandle;
+use crate::front::front;
 use crate::intern::Interner;
 use mpigram_mpispec::{HandleKind, HandleRef, RequestRef};
 use rustc_hash::FxHashMap;
@@ -109,13 +108,13 @@ struct LiveRequest {
     index: u64,
     persistent: bool,
     /// The communicator of the operation, for relative status sources.
-    comm: Option<MPI_Comm>,
+    comm: Option<u64>,
     /// Whether MPI defines the status of its completion (receives, I/O,
     /// generalized requests) or leaves its fields undefined (sends,
     /// collectives, RMA).
     status_defined: bool,
     /// The communicator of MPI_Comm_idup whose id is agreed at completion.
-    idup_comm: Option<MPI_Comm>,
+    idup_comm: Option<u64>,
 }
 
 impl LiveRequest {
@@ -137,9 +136,9 @@ impl LiveRequest {
 #[derive(Clone, Copy)]
 pub struct RequestInfo {
     pub id: RequestRef,
-    pub comm: Option<MPI_Comm>,
+    pub comm: Option<u64>,
     pub status_defined: bool,
-    pub idup_comm: Option<MPI_Comm>,
+    pub idup_comm: Option<u64>,
 }
 
 /// How a request was created: what completing it means.
@@ -179,7 +178,7 @@ pub struct Objects {
     /// Every communicator the caller's rank was learnt for, in call order.
     pub comm_log: Vec<CommRecord>,
     /// The communicator each window was created over.
-    win_comms: FxHashMap<u64, MPI_Comm>,
+    win_comms: FxHashMap<u64, u64>,
     /// Recent buffer lookups.
     pub segments: crate::segments::SegmentCache,
     /// MPI_COMM_WORLD's entry of `comms`, looked up first: most calls use it.
@@ -241,7 +240,7 @@ impl Objects {
 
     /// A communicator a call created, named by the id its members agreed
     /// on if there is one and it is free here, else by the smallest free id.
-    pub fn create_comm(&mut self, comm: MPI_Comm, agreed: Option<Agreed>) -> HandleRef {
+    pub fn create_comm(&mut self, comm: u64, agreed: Option<Agreed>) -> HandleRef {
         let id = self.create_comm_id(comm, agreed.and_then(|a| a.id));
         if id != HandleRef::Null {
             self.learn_comm(comm, agreed);
@@ -250,8 +249,8 @@ impl Objects {
     }
 
     /// Asks MPI for the caller's place in the new `comm` and logs it.
-    fn learn_comm(&mut self, comm: MPI_Comm, agreed: Option<Agreed>) {
-        if let Some(mut info) = crate::pmpi_query::comm_info(comm) {
+    fn learn_comm(&mut self, comm: u64, agreed: Option<Agreed>) {
+        if let Some(mut info) = crate::pmpi_query::comm_info(crate::abi::Handle(comm as usize)) {
             info.instance = agreed.map_or(0, |a| a.instance);
             self.set_comm(comm, info);
         }
@@ -259,8 +258,8 @@ impl Objects {
 
     /// The id of a new communicator, without asking MPI about it (it may
     /// not be usable yet: MPI_Comm_idup).
-    pub fn create_comm_id(&mut self, comm: MPI_Comm, agreed: Option<u64>) -> HandleRef {
-        let (kind, h) = (HandleKind::Comm, comm.into_handle());
+    pub fn create_comm_id(&mut self, comm: u64, agreed: Option<u64>) -> HandleRef {
+        let (kind, h) = (HandleKind::Comm, comm);
         let table = &mut self.handles[kind as usize];
         if let Some(id) = agreed {
             if Self::fixed(kind, h).is_none()
@@ -283,9 +282,9 @@ impl Objects {
     /// The members of `comm` (from MPI_Comm_idup) agreed when its request
     /// completed: it is named by the agreed id from now on, if that is
     /// free here, and its place is logged under that id.
-    pub fn rebind_comm(&mut self, comm: MPI_Comm, agreed: Agreed) {
+    pub fn rebind_comm(&mut self, comm: u64, agreed: Agreed) {
         let table = &mut self.handles[HandleKind::Comm as usize];
-        let Some((old, _)) = table.live.get_mut(&comm.into_handle()) else {
+        let Some((old, _)) = table.live.get_mut(&comm) else {
             return;
         };
         if let Some(id) = agreed.id {
@@ -328,18 +327,19 @@ impl Objects {
     }
 
     fn fixed(kind: HandleKind, h: u64) -> Option<HandleRef> {
-        if h == abi::null_handle(kind) {
+        let f = front();
+        if h == f.null(kind) {
             return Some(HandleRef::Null);
         }
-        abi::predefined_id(kind, h).map(HandleRef::Predefined)
+        f.predefined_id(kind, h).map(HandleRef::Predefined)
     }
 
     /// Learns the caller's place in `comm` (a user communicator gets its id
     /// here if it has none yet) and logs it for the decoder.
-    pub fn set_comm(&mut self, comm: MPI_Comm, info: CommInfo) {
-        let h = comm.into_handle();
+    pub fn set_comm(&mut self, comm: u64, info: CommInfo) {
+        let h = comm;
         self.comms.insert(h, info);
-        if comm == abi::MPI_COMM_WORLD {
+        if comm == front().value(HandleKind::Comm, front().MPI_COMM_WORLD) {
             self.world = Some((h, info));
         }
         let id = self.handle(HandleKind::Comm, h);
@@ -352,17 +352,17 @@ impl Objects {
         }
     }
 
-    pub fn set_win_comm(&mut self, win: u64, comm: MPI_Comm) {
+    pub fn set_win_comm(&mut self, win: u64, comm: u64) {
         self.win_comms.insert(win, comm);
     }
 
-    pub fn win_comm(&self, win: u64) -> Option<MPI_Comm> {
+    pub fn win_comm(&self, win: u64) -> Option<u64> {
         self.win_comms.get(&win).copied()
     }
 
     #[inline]
-    pub fn comm(&self, comm: MPI_Comm) -> Option<CommInfo> {
-        let h = comm.into_handle();
+    pub fn comm(&self, comm: u64) -> Option<CommInfo> {
+        let h = comm;
         match self.world {
             Some((world, info)) if world == h => Some(info),
             _ => self.comms.get(&h).copied(),
@@ -376,10 +376,10 @@ impl Objects {
         h: u64,
         key: &[u8],
         kind: RequestKind,
-        comm: Option<MPI_Comm>,
-        idup_comm: Option<MPI_Comm>,
+        comm: Option<u64>,
+        idup_comm: Option<u64>,
     ) -> RequestRef {
-        if h == abi::MPI_REQUEST_NULL.into_handle() {
+        if h == front().request_null() {
             return RequestRef::Null;
         }
         let t = &mut self.requests;
@@ -402,7 +402,7 @@ impl Objects {
 
     /// The oldest live request with handle `h` (adopted if unknown).
     pub fn request(&mut self, h: u64) -> RequestInfo {
-        if h == abi::MPI_REQUEST_NULL.into_handle() {
+        if h == front().request_null() {
             return RequestInfo {
                 id: RequestRef::Null,
                 comm: None,
@@ -522,6 +522,6 @@ mod tests {
         assert_eq!(o.free(k, 100), HandleRef::User(0));
         assert_eq!(o.create(k, 300), HandleRef::User(0), "id 0 is free again");
         assert_eq!(o.handle(k, 200), HandleRef::User(1));
-        assert_eq!(o.handle(k, abi::null_handle(k)), HandleRef::Null);
+        assert_eq!(o.handle(k, front().null(k)), HandleRef::Null);
     }
 }

@@ -1,8 +1,9 @@
 //! Questions the tracer asks MPI itself, through PMPI (never traced).
 
-use crate::abi::{MPI_Comm, MPI_SUCCESS};
+use crate::abi::{Handle, MPI_Comm, MPI_SUCCESS};
+use crate::front::front;
 use crate::objects::CommInfo;
-use std::ffi::{c_char, c_int};
+
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 /// The caller's rank in `comm`, its size, whether it is an
@@ -51,17 +52,15 @@ fn leader(comm: MPI_Comm) -> i32 {
     if !WORLD_READY.load(Relaxed) {
         return -1;
     }
-    let (mut group, mut world_group) = (0, 0);
+    let (mut group, mut world_group) = (Handle(0), Handle(0));
     let (first, mut in_world) = (0, -1);
     // SAFETY: PMPI calls on a valid communicator and the groups they
     // return, which are freed before returning; results go to locals.
     unsafe {
-        if crate::pmpi::MPI_Comm_group()(comm, &mut group) != MPI_SUCCESS {
+        if crate::pmpi::MPI_Comm_group()(comm, group.out()) != MPI_SUCCESS {
             return -1;
         }
-        if crate::pmpi::MPI_Comm_group()(crate::abi::MPI_COMM_WORLD, &mut world_group)
-            == MPI_SUCCESS
-        {
+        if crate::pmpi::MPI_Comm_group()(front().MPI_COMM_WORLD, world_group.out()) == MPI_SUCCESS {
             let ok = crate::pmpi::MPI_Group_translate_ranks()(
                 group,
                 1,
@@ -69,33 +68,12 @@ fn leader(comm: MPI_Comm) -> i32 {
                 world_group,
                 &mut in_world,
             );
-            if ok != MPI_SUCCESS || in_world == crate::abi::MPI_UNDEFINED {
+            if ok != MPI_SUCCESS || in_world == front().ints.MPI_UNDEFINED {
                 in_world = -1;
             }
-            crate::pmpi::MPI_Group_free()(&mut world_group);
+            crate::pmpi::MPI_Group_free()((&raw mut world_group).cast());
         }
-        crate::pmpi::MPI_Group_free()(&mut group);
+        crate::pmpi::MPI_Group_free()((&raw mut group).cast());
     }
     in_world
-}
-
-/// MPI_Get_library_version's text (legal at any time).
-pub fn library_version() -> String {
-    let mut buf = vec![0 as c_char; crate::abi::MPI_MAX_LIBRARY_VERSION_STRING as usize + 1];
-    let mut len: c_int = 0;
-    // SAFETY: buf holds MPI_MAX_LIBRARY_VERSION_STRING characters.
-    if unsafe { crate::pmpi::MPI_Get_library_version()(buf.as_mut_ptr(), &mut len) } != MPI_SUCCESS
-    {
-        return String::new();
-    }
-    let bytes: Vec<u8> = buf[..(len.max(0) as usize).min(buf.len())]
-        .iter()
-        .map(|&c| c as u8)
-        .collect();
-    String::from_utf8_lossy(&bytes)
-        .lines()
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_owned()
 }

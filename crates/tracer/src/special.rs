@@ -6,7 +6,10 @@
 
 use crate::abi::*;
 use crate::call::Call;
-use crate::encoder::{Encoder, IntoHandle};
+use crate::census;
+use crate::encoder::Encoder;
+use crate::front::{REQUEST, front};
+use crate::ownership::{self, Claim};
 use crate::tracer;
 use mpigram_mpispec::{FuncId, func};
 use mpigram_trace::Ending;
@@ -15,7 +18,7 @@ use std::ffi::{c_char, c_int};
 
 thread_local! {
     /// Request handles of the current completion call, copied before the call.
-    static SAVED: RefCell<Vec<MPI_Request>> = const { RefCell::new(Vec::new()) };
+    static SAVED: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
     /// Which requests of the current call completed.
     static DONE: RefCell<Vec<bool>> = const { RefCell::new(Vec::new()) };
 }
@@ -24,12 +27,13 @@ thread_local! {
 ///
 /// # Safety
 /// `p` is NULL or valid for `n` reads.
-unsafe fn save_requests(p: *const MPI_Request, n: c_int) {
+unsafe fn save_requests(p: *const HandleSlot, n: c_int) {
     SAVED.with_borrow_mut(|saved| {
         saved.clear();
         if !p.is_null() && n > 0 {
+            let f = front();
             // SAFETY: per the caller.
-            saved.extend_from_slice(unsafe { std::slice::from_raw_parts(p, n as usize) });
+            saved.extend((0..n as usize).map(|i| unsafe { f.read(REQUEST, p, i) }));
         }
     });
 }
@@ -46,6 +50,18 @@ unsafe fn read_or<T: Copy>(p: *const T, default: T) -> T {
     }
 }
 
+/// The request at `p` (its value), or `default` for NULL.
+///
+/// # Safety
+/// `p` is NULL or valid for reads.
+unsafe fn request_or(p: *const HandleSlot, default: u64) -> u64 {
+    if p.is_null() {
+        default
+    } else {
+        unsafe { front().read(REQUEST, p, 0) }
+    }
+}
+
 fn is_done(i: usize) -> bool {
     DONE.with_borrow(|done| done.get(i).copied().unwrap_or(false))
 }
@@ -57,15 +73,14 @@ fn is_done(i: usize) -> bool {
 ///
 /// # Safety
 /// `after` is NULL or valid for `saved.len()` reads.
-unsafe fn mark_nulled(after: *const MPI_Request) {
+unsafe fn mark_nulled(after: *const HandleSlot) {
     SAVED.with_borrow(|saved| {
         DONE.with_borrow_mut(|done| {
             done.clear();
+            let (f, null) = (front(), front().request_null());
             done.extend(saved.iter().enumerate().map(|(i, &h)| {
                 // SAFETY: i < saved.len(), per the caller.
-                !after.is_null()
-                    && h != MPI_REQUEST_NULL
-                    && unsafe { after.add(i).read_unaligned() } == MPI_REQUEST_NULL
+                !after.is_null() && h != null && unsafe { f.read(REQUEST, after, i) } == null
             }));
         })
     });
@@ -73,7 +88,7 @@ unsafe fn mark_nulled(after: *const MPI_Request) {
 
 /// Count of a "some" call's completed requests (MPI_UNDEFINED: none active).
 fn completed_count(outcount: c_int) -> usize {
-    if outcount == MPI_UNDEFINED {
+    if outcount == front().ints.MPI_UNDEFINED {
         0
     } else {
         outcount.max(0) as usize
@@ -82,20 +97,56 @@ fn completed_count(outcount: c_int) -> usize {
 
 // --- start and end ---
 
+/// Before PMPI_Init(_thread): the tracer's clock starts (the call is
+/// timed), and a traced rank claims its place in the trace directory and
+/// announces itself for the census.
+fn before_init() -> Option<census::Announced> {
+    tracer::with(|_| ());
+    if crate::call::is_off() {
+        return None;
+    }
+    Some(crate::call::uncounted(|| {
+        let (rank, _) = census::launcher_rank_and_size();
+        let claim = tracer::create_output_dir()
+            .map_or(Claim::Unavailable, |dir| ownership::claim(&dir, rank));
+        census::announce(claim)
+    }))
+}
+
+/// PMPI_Init(_thread) succeeded at `thread_level`: the tracer learns its
+/// place, counts the traced ranks, takes the trace directory for the run
+/// (or, if another run is alive in it, stops tracing) and, if every rank
+/// is traced, measures the clocks. The census is taken on a rank whose
+/// recording an internal error turned off, too: the others count on it.
+fn initialised(announced: Option<census::Announced>, thread_level: c_int) {
+    let world_size = tracer::with(|t| {
+        t.on_init();
+        t.world_size()
+    })
+    .flatten();
+    if let Some(announced) = announced {
+        let outcome = crate::call::uncounted(|| census::count(announced, world_size));
+        if outcome.refused {
+            crate::call::disable();
+        } else {
+            tracer::with(|t| t.take_directory(&outcome));
+        }
+    }
+    tracer::set_thread_level(thread_level);
+    crate::clocksync::at_init();
+}
+
 /// # Safety
 /// As `MPI_Init`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
     let real = crate::pmpi::MPI_Init();
-    // The tracer's clock starts before the call, which it times.
-    tracer::with(|_| ());
+    let announced = before_init();
     let call = Call::begin();
     let ret = unsafe { real(argc, argv) };
     let end = crate::clock::now();
     if ret == MPI_SUCCESS {
-        tracer::with(|t| t.on_init());
-        tracer::set_thread_level(MPI_THREAD_SINGLE);
-        crate::clocksync::at_init();
+        initialised(announced, front().ints.MPI_THREAD_SINGLE);
     }
     if let Some(call) = call {
         call.end_at(end, func::MPI_Init, ret, |e| {
@@ -116,15 +167,14 @@ pub unsafe extern "C" fn MPI_Init_thread(
     provided: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Init_thread();
-    // The tracer's clock starts before the call, which it times.
-    tracer::with(|_| ());
+    let announced = before_init();
     let call = Call::begin();
     let ret = unsafe { real(argc, argv, required, provided) };
     let end = crate::clock::now();
     if ret == MPI_SUCCESS {
-        tracer::with(|t| t.on_init());
-        tracer::set_thread_level(unsafe { read_or(provided, MPI_THREAD_MULTIPLE) });
-        crate::clocksync::at_init();
+        initialised(announced, unsafe {
+            read_or(provided, front().ints.MPI_THREAD_MULTIPLE)
+        });
     }
     if let Some(call) = call {
         call.end_at(end, func::MPI_Init_thread, ret, |e| unsafe {
@@ -164,7 +214,7 @@ pub unsafe extern "C" fn MPI_Abort(comm: MPI_Comm, errorcode: c_int) -> c_int {
     let real = crate::pmpi::MPI_Abort();
     if let Some(call) = Call::begin() {
         call.end(func::MPI_Abort, MPI_SUCCESS, |e| {
-            e.handle(mpigram_mpispec::HandleKind::Comm, comm.into_handle());
+            e.handle(mpigram_mpispec::HandleKind::Comm, comm);
             e.int(errorcode.into());
         });
     }
@@ -206,15 +256,15 @@ pub unsafe extern "C" fn MPI_Pcontrol(level: c_int) -> c_int {
 /// # Safety
 /// As `MPI_Wait`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
+pub unsafe extern "C" fn MPI_Wait(request: *mut HandleSlot, status: *mut MPI_Status) -> c_int {
     let real = crate::pmpi::MPI_Wait();
     let Some(call) = Call::begin() else {
         return unsafe { real(request, status) };
     };
-    let before = unsafe { read_or(request, MPI_REQUEST_NULL) };
+    let before = unsafe { request_or(request, front().request_null()) };
     let ret = unsafe { real(request, status) };
     call.end(func::MPI_Wait, ret, |e| unsafe {
-        let done = e.ok() || read_or(request, before) == MPI_REQUEST_NULL;
+        let done = e.ok() || request_or(request, before) == front().request_null();
         let request = e.completed_request(before, done);
         e.completion_status(status, Some(request));
     });
@@ -225,7 +275,7 @@ pub unsafe extern "C" fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_St
 /// As `MPI_Test`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Test(
-    request: *mut MPI_Request,
+    request: *mut HandleSlot,
     flag: *mut c_int,
     status: *mut MPI_Status,
 ) -> c_int {
@@ -233,18 +283,18 @@ pub unsafe extern "C" fn MPI_Test(
     let Some(call) = Call::begin() else {
         return unsafe { real(request, flag, status) };
     };
-    let before = unsafe { read_or(request, MPI_REQUEST_NULL) };
+    let before = unsafe { request_or(request, front().request_null()) };
     let ret = unsafe { real(request, flag, status) };
     call.end(func::MPI_Test, ret, |e| unsafe {
         let flagged = e.read(flag.cast_const()).is_some_and(|f| f != 0);
-        let done =
-            flagged || (before != MPI_REQUEST_NULL && read_or(request, before) == MPI_REQUEST_NULL);
+        let null = front().request_null();
+        let done = flagged || (before != null && request_or(request, before) == null);
         let request = e.completed_request(before, done);
         e.int_out(flag);
         if flagged {
             e.completion_status(status, Some(request))
         } else {
-            e.status(MPI_STATUS_IGNORE.cast_const(), None)
+            e.status(std::ptr::null(), None)
         }
     });
     ret
@@ -257,7 +307,7 @@ pub unsafe extern "C" fn MPI_Test(
 /// `requests` is NULL or the call's array, valid for the saved count.
 unsafe fn completed_array(
     e: &mut Encoder,
-    requests: *const MPI_Request,
+    requests: *const HandleSlot,
     reported: impl Fn(usize) -> bool,
 ) {
     unsafe { mark_nulled(requests) };
@@ -274,7 +324,7 @@ unsafe fn completed_array(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Waitall(
     count: c_int,
-    requests: *mut MPI_Request,
+    requests: *mut HandleSlot,
     statuses: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_Waitall();
@@ -296,7 +346,7 @@ pub unsafe extern "C" fn MPI_Waitall(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Testall(
     count: c_int,
-    requests: *mut MPI_Request,
+    requests: *mut HandleSlot,
     flag: *mut c_int,
     statuses: *mut MPI_Status,
 ) -> c_int {
@@ -325,7 +375,7 @@ pub unsafe extern "C" fn MPI_Testall(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Waitany(
     count: c_int,
-    requests: *mut MPI_Request,
+    requests: *mut HandleSlot,
     index: *mut c_int,
     status: *mut MPI_Status,
 ) -> c_int {
@@ -352,7 +402,7 @@ pub unsafe extern "C" fn MPI_Waitany(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Testany(
     count: c_int,
-    requests: *mut MPI_Request,
+    requests: *mut HandleSlot,
     index: *mut c_int,
     flag: *mut c_int,
     status: *mut MPI_Status,
@@ -376,7 +426,7 @@ pub unsafe extern "C" fn MPI_Testany(
         if flagged {
             e.request_status(status, done)
         } else {
-            e.status(MPI_STATUS_IGNORE.cast_const(), None)
+            e.status(std::ptr::null(), None)
         }
     });
     ret
@@ -387,7 +437,7 @@ pub unsafe extern "C" fn MPI_Testany(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Waitsome(
     incount: c_int,
-    requests: *mut MPI_Request,
+    requests: *mut HandleSlot,
     outcount: *mut c_int,
     indices: *mut c_int,
     statuses: *mut MPI_Status,
@@ -411,7 +461,7 @@ pub unsafe extern "C" fn MPI_Waitsome(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Testsome(
     incount: c_int,
-    requests: *mut MPI_Request,
+    requests: *mut HandleSlot,
     outcount: *mut c_int,
     indices: *mut c_int,
     statuses: *mut MPI_Status,
@@ -431,7 +481,7 @@ pub unsafe extern "C" fn MPI_Testsome(
 }
 
 type SomeFn =
-    unsafe extern "C" fn(c_int, *mut MPI_Request, *mut c_int, *mut c_int, *mut MPI_Status) -> c_int;
+    unsafe extern "C" fn(c_int, *mut HandleSlot, *mut c_int, *mut c_int, *mut MPI_Status) -> c_int;
 
 /// MPI_Waitsome and MPI_Testsome: same parameters, same recording.
 ///
@@ -441,7 +491,7 @@ unsafe fn some_call(
     real: SomeFn,
     func: FuncId,
     incount: c_int,
-    requests: *mut MPI_Request,
+    requests: *mut HandleSlot,
     outcount: *mut c_int,
     indices: *mut c_int,
     statuses: *mut MPI_Status,
@@ -464,7 +514,7 @@ unsafe fn some_call(
 unsafe fn some_completed(
     e: &mut Encoder,
     incount: c_int,
-    requests: *const MPI_Request,
+    requests: *const HandleSlot,
     outcount: *const c_int,
     indices: *const c_int,
     statuses: *const MPI_Status,
@@ -493,12 +543,12 @@ unsafe fn some_completed(
 /// # Safety
 /// As `MPI_Request_free`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Request_free(request: *mut MPI_Request) -> c_int {
+pub unsafe extern "C" fn MPI_Request_free(request: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Request_free();
     let Some(call) = Call::begin() else {
         return unsafe { real(request) };
     };
-    let before = unsafe { read_or(request, MPI_REQUEST_NULL) };
+    let before = unsafe { request_or(request, front().request_null()) };
     let ret = unsafe { real(request) };
     call.end(func::MPI_Request_free, ret, |e| e.freed_request(before));
     ret
@@ -507,21 +557,21 @@ pub unsafe extern "C" fn MPI_Request_free(request: *mut MPI_Request) -> c_int {
 /// # Safety
 /// As `MPI_Start`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Start(request: *mut MPI_Request) -> c_int {
+pub unsafe extern "C" fn MPI_Start(request: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Start();
     let Some(call) = Call::begin() else {
         return unsafe { real(request) };
     };
-    let before = unsafe { read_or(request, MPI_REQUEST_NULL) };
+    let before = unsafe { request_or(request, front().request_null()) };
     let ret = unsafe { real(request) };
-    call.end(func::MPI_Start, ret, |e| e.request(before));
+    call.end(func::MPI_Start, ret, |e| e.request(Handle(before as usize)));
     ret
 }
 
 /// # Safety
 /// As `MPI_Startall`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Startall(count: c_int, requests: *mut MPI_Request) -> c_int {
+pub unsafe extern "C" fn MPI_Startall(count: c_int, requests: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Startall();
     let Some(call) = Call::begin() else {
         return unsafe { real(count, requests) };
@@ -551,13 +601,13 @@ pub unsafe extern "C" fn MPI_Request_get_status(
     };
     let ret = unsafe { real(request, flag, status) };
     call.end(func::MPI_Request_get_status, ret, |e| unsafe {
-        let info = e.completed_request(request, false);
+        let info = e.completed_request(front().request(request), false);
         let flagged = e.read(flag.cast_const()).is_some_and(|f| f != 0);
         e.int_out(flag);
         if flagged {
             e.completion_status(status, Some(info))
         } else {
-            e.status(MPI_STATUS_IGNORE.cast_const(), None)
+            e.status(std::ptr::null(), None)
         }
     });
     ret

@@ -6,13 +6,14 @@
 //! goes to the rank's crash journal (journal.rs), which survives the
 //! process being killed.
 
-use crate::abi::{self, MPI_SUCCESS};
+use crate::abi::MPI_SUCCESS;
 use crate::clock::ClockPoint;
-use crate::encoder::{Encoder, IntoHandle};
+use crate::encoder::Encoder;
+use crate::front::front;
 use crate::journal::Journal;
 use crate::objects::{CommInfo, Objects};
 use crate::recorder::{PerCall, Recorder};
-use mpigram_mpispec::{FuncId, HandleRef, put_signature_head};
+use mpigram_mpispec::{FuncId, HandleKind, HandleRef, put_signature_head};
 use mpigram_trace::journal::JournalHeader;
 use mpigram_trace::{ClockSync, CommEntry, Ending, NO_RANK, RankMeta, RankTrace, Timing};
 use std::cell::UnsafeCell;
@@ -35,6 +36,8 @@ pub struct Tracer {
     journal: Option<Journal>,
     /// This rank's clock against rank 0's, at MPI_Init and MPI_Finalize.
     pub clock_sync: Vec<ClockSync>,
+    /// The run's id, agreed at MPI_Init (0 until then).
+    run: u64,
 }
 
 /// The tracer, and the lock that guards it while calls may run
@@ -62,7 +65,7 @@ static CONCURRENT: AtomicBool = AtomicBool::new(true);
 
 /// MPI settled on `provided` as the thread level.
 pub fn set_thread_level(provided: c_int) {
-    CONCURRENT.store(provided >= abi::MPI_THREAD_MULTIPLE, Relaxed);
+    CONCURRENT.store(provided >= front().ints.MPI_THREAD_MULTIPLE, Relaxed);
 }
 
 /// Runs `f` on the tracer, creating it on first use. A panic inside turns
@@ -83,8 +86,8 @@ pub fn with<R>(f: impl FnOnce(&mut Tracer) -> R) -> Option<R> {
         Ok(r) => Some(r),
         Err(_) => {
             crate::call::disable();
-            eprintln!(
-                "mpigram: internal error, tracing is off for this process; the application continues"
+            crate::message::say(
+                "internal error, tracing is off for this process; the application continues",
             );
             None
         }
@@ -108,7 +111,7 @@ pub fn record(func: FuncId, ret: c_int, start: u64, end: u64, encode: impl FnOnc
             out: &mut recorder.scratch,
             objects,
             ok: ret == MPI_SUCCESS,
-            errors_in_statuses: ret == abi::MPI_ERR_IN_STATUS,
+            errors_in_statuses: ret == front().ints.MPI_ERR_IN_STATUS,
             comm: None,
             func,
             request_comms: &mut recorder.request_comms,
@@ -119,7 +122,9 @@ pub fn record(func: FuncId, ret: c_int, start: u64, end: u64, encode: impl FnOnc
         if let Some(journal) = journal {
             let signature = new.then_some(&recorder.scratch[..]);
             if !journal.record(terminal, signature, &objects.comm_log) {
-                t.checkpoint();
+                // The journal holds every call before this one.
+                let journaled = recorder.calls - 1;
+                t.checkpoint(journaled);
             }
         }
     });
@@ -129,6 +134,7 @@ impl Tracer {
     fn new() -> Box<Tracer> {
         // SAFETY: registering a plain extern "C" function.
         unsafe { libc::atexit(at_exit) };
+        crate::call::watch_forks();
         let mut recorder = Recorder::new();
         if std::env::var_os("MPIGRAM_VERIFY").is_some_and(|v| !v.is_empty() && v != "0") {
             recorder.verify = Some(Vec::new());
@@ -147,16 +153,18 @@ impl Tracer {
             written_calls: None,
             journal: None,
             clock_sync: Vec::new(),
+            run: 0,
         })
     }
 
     /// MPI is initialised: learn this process's place in the world.
     pub fn on_init(&mut self) {
         crate::alloc::start_tracking();
-        let world = abi::MPI_COMM_WORLD;
+        let world = front().MPI_COMM_WORLD;
         crate::pmpi_query::world_ready();
         if let Some(info) = crate::pmpi_query::comm_info(world) {
-            self.objects.set_comm(world, info);
+            self.objects
+                .set_comm(front().value(HandleKind::Comm, world), info);
             self.world = Some((info.rank as u32, info.size as u32));
         }
         let me = CommInfo {
@@ -167,8 +175,20 @@ impl Tracer {
             leader: self.world.map_or(-1, |(rank, _)| rank as i32),
             instance: 0,
         };
-        self.objects.set_comm(abi::MPI_COMM_SELF, me);
-        debug_assert!(abi::MPI_COMM_SELF.into_handle() != abi::MPI_COMM_WORLD.into_handle());
+        let comm_self = front().value(HandleKind::Comm, front().MPI_COMM_SELF);
+        self.objects.set_comm(comm_self, me);
+    }
+
+    /// The census found the run (`outcome`): the trace directory is this
+    /// run's. What earlier runs left there goes, and the crash journal
+    /// starts.
+    pub fn take_directory(&mut self, outcome: &crate::census::Outcome) {
+        self.run = outcome.run;
+        if let (Some((rank, _)), Some(dir)) = (self.world, create_output_dir()) {
+            crate::ownership::clear_earlier_runs(&dir, rank, outcome.lowest, &|r| {
+                outcome.traced.contains(&r)
+            });
+        }
         self.open_journal();
     }
 
@@ -186,17 +206,20 @@ impl Tracer {
             pid: std::process::id(),
             start_ns: self.start.ns,
             host: host_name(),
-            mpi_library: crate::pmpi_query::library_version(),
+            mpi_library: crate::front::library().map_or_else(String::new, |l| l.describe()),
             capacity,
+            run: self.run,
         };
-        let dir = output_dir();
+        let Some(dir) = create_output_dir() else {
+            return;
+        };
         match Journal::open(&dir, &header) {
             Ok(journal) => self.journal = Some(journal),
             Err(e) => {
-                eprintln!(
-                    "mpigram: no crash journal for rank {rank} in {} ({e}): tracing goes on, but if this rank is killed its calls are lost",
+                crate::message::say(&format!(
+                    "no crash journal for rank {rank} in {} ({e}): tracing goes on, but if this rank is killed its calls are lost",
                     dir.display()
-                );
+                ));
                 return;
             }
         }
@@ -204,16 +227,17 @@ impl Tracer {
         if self.recorder.calls > 0 {
             // Calls before MPI_Init (MPI_Initialized, MPI_T_*): into a
             // checkpoint, which the tail then continues.
-            self.checkpoint();
+            self.checkpoint(0);
         }
     }
 
     /// The journal's tail is full: writes everything recorded so far as
     /// the journal's checkpoint, and starts the tail again. Every few
     /// million calls; its allocations are not the recorder's per-call ones,
-    /// and are not counted as such.
+    /// and are not counted as such. If the checkpoint cannot be written,
+    /// the journal stops, holding its first `journaled` calls.
     #[cold]
-    fn checkpoint(&mut self) {
+    fn checkpoint(&mut self, journaled: u64) {
         crate::call::uncounted(|| {
             let Some(path) = self.journal.as_ref().map(Journal::checkpoint_path) else {
                 return;
@@ -236,11 +260,10 @@ impl Tracer {
                     journal.raise_limit(2 * signature_bytes);
                 }
                 Err(e) => {
-                    eprintln!(
-                        "mpigram: cannot write the checkpoint {}: {e}; the crash journal keeps only the calls until now",
-                        path.display()
-                    );
-                    journal.stop();
+                    crate::message::say(&format!(
+                        "cannot write the crash journal's checkpoint ({e}); the journal keeps the calls until now, and says that later ones are missing"
+                    ));
+                    journal.stop(journaled);
                 }
             }
         });
@@ -278,7 +301,7 @@ impl Tracer {
                 world_size: self.world.map_or(0, |(_, size)| size),
                 pid: std::process::id(),
                 host: host_name(),
-                mpi_library: crate::pmpi_query::library_version(),
+                mpi_library: crate::front::library().map_or_else(String::new, |l| l.describe()),
                 timing,
                 calls: self.recorder.calls,
                 start_ns: self.start.ns,
@@ -287,6 +310,8 @@ impl Tracer {
                 recorder_allocations: crate::alloc::recorder_allocations(),
                 ns_per_tick,
                 clock_sync: self.clock_sync.clone(),
+                run: self.run,
+                lost: mpigram_trace::Lost::None,
             },
             signatures: self
                 .recorder
@@ -340,14 +365,14 @@ impl Tracer {
     /// then the crash journal is no longer needed.
     pub fn save(&mut self, dir: &Path, trace: &RankTrace) {
         if let Some(journal) = &self.journal {
-            journal.set_ending(trace.meta.ending);
+            journal.set_ending(trace.meta.ending, self.recorder.calls);
         }
         match trace.write(dir) {
             Ok(_) => self.discard_journal(),
-            Err(e) => eprintln!(
-                "mpigram: cannot write the trace of rank {}: {e}",
+            Err(e) => crate::message::say(&format!(
+                "cannot write the trace of rank {}: {e}",
                 trace.meta.rank
-            ),
+            )),
         }
         self.written_calls = Some(self.recorder.calls);
     }
@@ -355,32 +380,29 @@ impl Tracer {
     fn write_verify(&self, dir: &Path) {
         if let Some(stream) = &self.recorder.verify {
             let path = dir.join(mpigram_trace::verify_file_name(self.rank()));
-            if let Err(e) = std::fs::write(&path, stream) {
-                eprintln!("mpigram: cannot write {}: {e}", path.display());
+            if let Err(e) = mpigram_format::replace_with(&path, stream) {
+                crate::message::say(&format!("cannot write {}: {e}", path.display()));
             }
         }
     }
 
     /// World rank; before MPI_Init (or with MPI sessions only) the
     /// launcher's rank variable, else 0.
+    /// Size of MPI_COMM_WORLD, once MPI is initialised.
+    pub fn world_size(&self) -> Option<u32> {
+        self.world.map(|(_, size)| size)
+    }
+
     /// Rank in MPI_COMM_WORLD, once MPI is initialised.
     pub fn world_rank(&self) -> Option<u32> {
         self.world.map(|(rank, _)| rank)
     }
 
     fn rank(&self) -> u32 {
-        if let Some((rank, _)) = self.world {
-            return rank;
+        match self.world {
+            Some((rank, _)) => rank,
+            None => crate::census::launcher_rank(),
         }
-        [
-            "PMI_RANK",
-            "PMIX_RANK",
-            "OMPI_COMM_WORLD_RANK",
-            "SLURM_PROCID",
-        ]
-        .iter()
-        .find_map(|v| std::env::var(v).ok()?.parse().ok())
-        .unwrap_or(0)
     }
 }
 
@@ -408,42 +430,47 @@ fn timing_from_env() -> Timing {
         return Timing::default();
     };
     Timing::parse(&mode, var("MPIGRAM_TIMING_BASE").as_deref()).unwrap_or_else(|e| {
-        eprintln!("mpigram: MPIGRAM_TIMING={mode}: {e}; recording aggregated timing only");
+        crate::message::say_for_job(&format!(
+            "MPIGRAM_TIMING={mode}: {e}; recording aggregated timing only"
+        ));
         Timing::default()
     })
 }
 
 /// `MPIGRAM_OUT`, else `mpigram-trace` in the working directory.
-fn output_dir() -> PathBuf {
+pub fn output_dir() -> PathBuf {
     std::env::var_os("MPIGRAM_OUT")
         .filter(|v| !v.is_empty())
         .map_or_else(|| "mpigram-trace".into(), PathBuf::from)
 }
 
-/// The trace directory, created if needed; `None` (with one message) if it
-/// cannot be.
+/// The trace directory, created if needed (readable by the user alone:
+/// a trace records the program's arguments and host); `None` if it cannot
+/// be, said once per process.
 pub fn create_output_dir() -> Option<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    static SAID: AtomicBool = AtomicBool::new(false);
     let dir = output_dir();
-    match std::fs::create_dir_all(&dir) {
+    match std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)
+    {
         Ok(()) => Some(dir),
         Err(e) => {
-            eprintln!(
-                "mpigram: cannot create the trace directory {}: {e}",
-                dir.display()
-            );
+            if !SAID.swap(true, Relaxed) {
+                crate::message::say(&format!(
+                    "cannot create the trace directory {}: {e}; this rank is not traced",
+                    dir.display()
+                ));
+            }
             None
         }
     }
 }
 
 pub(crate) fn host_name() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: buf is writable for its length.
-    if unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } != 0 {
-        return String::new();
-    }
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    String::from_utf8_lossy(&buf[..end]).into_owned()
+    mpigram_trace::host_name()
 }
 
 /// At exit: write what was recorded since the last write. A process that

@@ -9,7 +9,7 @@
 
 use crate::model::FuncModel;
 use crate::mpich::{Mpich, Role};
-use crate::probe::{Scratch, mpicc};
+use crate::probe::{Scratch, Toolchain, mpicc};
 use anyhow::{Context, Result};
 use std::fmt::Write as _;
 
@@ -26,19 +26,26 @@ pub fn prototype(f: &FuncModel, prefix: &str) -> String {
 }
 
 /// Redeclares `MPI_X` and `PMPI_X` of every function in `funcs`.
-pub fn prototypes(funcs: &[&FuncModel]) -> Result<()> {
+pub fn prototypes(tc: &Toolchain, funcs: &[&FuncModel]) -> Result<()> {
     let mut c = String::from("#include <mpi.h>\n\n");
     for f in funcs {
         let _ = writeln!(c, "{}\n{}", prototype(f, ""), prototype(f, "P"));
     }
     let scratch = Scratch::new("prototypes")?;
-    mpicc(&scratch.0, "prototypes", &c, &["-fsyntax-only"]).context(
+    mpicc(
+        &tc.compiler,
+        &scratch.0,
+        "prototypes",
+        &c,
+        &["-fsyntax-only"],
+    )
+    .context(
         "the wrappers' C prototypes do not match MPICH's (fix the model or the overrides' ctype)",
     )
 }
 
 /// Asserts every size, offset and constant of the ABI.
-pub fn abi(m: &Mpich) -> Result<()> {
+pub fn abi(tc: &Toolchain, m: &Mpich) -> Result<()> {
     let mut c = String::from("#include <mpi.h>\n#include <stddef.h>\n#include <stdint.h>\n\n");
     for (name, shape) in &m.types {
         if shape.class != "function" {
@@ -94,5 +101,6 @@ pub fn abi(m: &Mpich) -> Result<()> {
         );
     }
     let scratch = Scratch::new("abi")?;
-    mpicc(&scratch.0, "abi", &c, &["-fsyntax-only"]).context("abi.rs does not match mpi.h")
+    mpicc(&tc.compiler, &scratch.0, "abi", &c, &["-fsyntax-only"])
+        .with_context(|| format!("the probe of {} does not match its mpi.h", m.version))
 }

@@ -144,7 +144,15 @@ impl CType {
     }
 
     fn rust_at(&self, depth: u8) -> String {
-        let mut ty = rust_base(&self.base).to_owned();
+        // A handle in memory is 4 or 8 bytes as the bound ABI says: opaque.
+        let handle = crate::mpich::HANDLE_TYPES
+            .iter()
+            .any(|(t, _, _)| *t != "int" && *t == self.base);
+        let mut ty = if handle && depth > 0 {
+            "HandleSlot".to_owned()
+        } else {
+            rust_base(&self.base).to_owned()
+        };
         if let Array::Rows(n) = self.array {
             ty = format!("[{ty}; {n}]");
         }
@@ -199,7 +207,7 @@ mod tests {
         );
         assert_eq!(
             ct(true, "MPI_Datatype", 0, Array::Unsized).rust(),
-            "*const MPI_Datatype"
+            "*const HandleSlot"
         );
         assert_eq!(
             ct(false, "char", 2, Array::Unsized).rust(),

@@ -42,6 +42,7 @@ pub struct NotInTable {
 pub fn emit(
     funcs: &[FuncModel],
     m: &Mpich,
+    others: &[&Mpich],
     o: &Overrides,
     skipped: &NotInTable,
     header: &str,
@@ -105,6 +106,7 @@ pub fn emit(
         skipped.predefined_functions.len(),
         skipped.predefined_functions.join(", ")
     );
+    per_mpi(&mut s, funcs, m, others, &cov);
     fortran(&mut s, m);
     s.push_str("\n## Every function\n\n| function | wrapper | note |\n|---|---|---|\n");
     for (f, c) in funcs.iter().zip(&cov) {
@@ -123,6 +125,68 @@ pub fn emit(
         let _ = writeln!(s, "| `{}` | {status} | {} |", f.name, note.trim());
     }
     s
+}
+
+/// Per probed MPI: the functions it exports, and how many of them are
+/// wrapped (the wrappers are MPICH's set; an MPI's functions that MPICH
+/// lacks are listed).
+fn per_mpi(s: &mut String, funcs: &[FuncModel], m: &Mpich, others: &[&Mpich], cov: &[Coverage]) {
+    s.push_str("## Per MPI\n\nEvery MPI is traced through the same wrappers (their handles are machine words, \
+        read through the ABI front end bound at the first call, `crates/tracer/src/front.rs`): a function \
+        is traced under an MPI when that MPI exports it and the wrappers have it.\n\n\
+        | MPI (ABI) | exports (standard functions) | wrapped | exported, not wrapped |\n|---|---:|---:|---|\n");
+    for (abi, mpi) in std::iter::once(("MPICH", m)).chain(others.iter().map(|o| (abi_of(o), *o))) {
+        let exported: Vec<(usize, &FuncModel)> = funcs
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| mpi.exports(&f.name))
+            .collect();
+        let wrapped = exported
+            .iter()
+            .filter(|(i, _)| matches!(cov[*i], Coverage::Generated | Coverage::HandWritten))
+            .count();
+        let missing: Vec<&str> = exported
+            .iter()
+            .filter(|(i, _)| !matches!(cov[*i], Coverage::Generated | Coverage::HandWritten))
+            .map(|(_, f)| f.name.as_str())
+            .collect();
+        let missing = if missing.is_empty() {
+            "—".to_owned()
+        } else {
+            missing.join(", ")
+        };
+        let _ = writeln!(
+            s,
+            "| {} ({abi}) | {} | {wrapped} | {missing} |",
+            short(&mpi.version),
+            exported.len()
+        );
+    }
+    s.push('\n');
+}
+
+/// `MPICH 4.0.2`, `Open MPI v4.1.4` from a library version string.
+fn short(version: &str) -> String {
+    let first = version.split(',').next().unwrap_or(version);
+    first
+        .replace("MPICH Version:", "MPICH")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn abi_of(m: &Mpich) -> &'static str {
+    if m.handles.iter().any(|h| h.symbol.is_some()) {
+        "Open MPI"
+    } else if m
+        .types
+        .get("MPI_Comm")
+        .is_some_and(|t| t.class == "pointer")
+    {
+        "MPI 5.0 standard"
+    } else {
+        "MPICH"
+    }
 }
 
 fn fortran(s: &mut String, m: &Mpich) {

@@ -23,8 +23,9 @@ pub fn fn_type(f: &FuncModel) -> String {
 /// an error code, else a zero (or NULL) of its return type.
 fn unresolved_return(f: &FuncModel, m: &Mpich) -> &'static str {
     match f.ret.as_str() {
-        "int" => "MPI_ERR_INTERN",
+        "int" => "crate::front::front().ints.MPI_ERR_INTERN",
         "double" => "0.0",
+        t if crate::mpich::HANDLE_TYPES.iter().any(|(h, _, _)| *h == t) => "Handle(0)",
         t if m.types.get(t).is_some_and(|s| s.class == "pointer") => "std::ptr::null_mut()",
         _ => "0",
     }

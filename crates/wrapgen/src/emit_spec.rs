@@ -1,12 +1,13 @@
 //! `crates/mpispec/src/generated.rs`: the function table and the names of
 //! the predefined handles.
 
+use crate::emit_fronts::Registry;
 use crate::model::FuncModel;
-use crate::mpich::{HANDLE_TYPES, Mpich};
+use crate::mpich::HANDLE_TYPES;
 use anyhow::{Context, Result, ensure};
 use std::fmt::Write as _;
 
-pub fn emit(funcs: &[FuncModel], m: &Mpich, header: &str) -> Result<String> {
+pub fn emit(funcs: &[FuncModel], registry: &Registry, header: &str) -> Result<String> {
     ensure!(
         funcs.len() <= usize::from(u16::MAX),
         "more functions than FuncId holds"
@@ -40,21 +41,22 @@ pub fn emit(funcs: &[FuncModel], m: &Mpich, header: &str) -> Result<String> {
         let _ = writeln!(s, "    pub const {}: FuncId = {i};", f.name);
     }
     s.push_str("}\n\n");
-    s.push_str("/// The names of the predefined handles of `kind`, sorted by name: the\n");
-    s.push_str("/// fixed id of a predefined handle is its index here\n");
-    s.push_str("/// ([`crate::HandleRef::Predefined`]). Null handles are not listed\n");
-    s.push_str("/// ([`crate::HandleRef::Null`]), nor aliases (MPI_LONG_LONG is\n");
-    s.push_str("/// MPI_LONG_LONG_INT), nor names the MPI defines as null (MPI_INTEGER16).\n");
-    let _ = writeln!(s, "/// Taken from MPICH {}'s mpi.h and mpio.h.", m.version);
+    s.push_str("/// The names of the predefined handles of `kind` of every MPI mpigram knows:\n");
+    s.push_str("/// the fixed id of a predefined handle is its index here\n");
+    s.push_str("/// ([`crate::HandleRef::Predefined`]), the same whichever MPI a trace was\n");
+    s.push_str("/// taken under (wrapgen's `data/predefined.txt`, which only grows). Null\n");
+    s.push_str("/// handles are not listed ([`crate::HandleRef::Null`]), nor aliases\n");
+    s.push_str("/// (MPI_LONG_LONG is MPI_LONG_LONG_INT).\n");
     s.push_str(
         "pub fn predefined(kind: HandleKind) -> &'static [&'static str] {\n    match kind {\n",
     );
     for (_, kind, _) in HANDLE_TYPES {
         let Some(kind) = kind else { continue };
-        let names: Vec<String> = m
-            .predefined(kind)
-            .iter()
-            .map(|h| format!("\"{}\"", h.name))
+        let names: Vec<String> = registry
+            .get(*kind)
+            .into_iter()
+            .flatten()
+            .map(|n| format!("\"{n}\""))
             .collect();
         let _ = writeln!(s, "        HandleKind::{kind} => &[{}],", names.join(", "));
     }

@@ -106,10 +106,21 @@ impl Scope for Body<'_> {
 }
 
 impl Body<'_> {
+    /// Reads the handle `*name` (of handle type `slot`; its null handle
+    /// for NULL) before the call, once.
+    fn bind_handle_before(&mut self, name: &str, slot: &str) -> String {
+        self.bind(name, &format!("handle_or_null({slot}, {name}.cast())"))
+    }
+
     /// Reads `*name` (or `default` for NULL) before the call, once.
     fn bind_before(&mut self, name: &str, default: &str) -> String {
+        self.bind(name, &format!("read_or({name}, {default})"))
+    }
+
+    /// `let {name}_before = unsafe { read };` before the call, once.
+    fn bind(&mut self, name: &str, read: &str) -> String {
         let var = format!("{name}_before");
-        let stmt = format!("let {var} = unsafe {{ read_or({name}, {default}) }};");
+        let stmt = format!("let {var} = unsafe {{ {read} }};");
         if !self
             .before
             .iter()
@@ -263,39 +274,24 @@ impl Agreement {
 }
 
 /// Null value a handle read before the call defaults to (NULL pointer).
-fn null_value(kind: &str) -> Result<&'static str> {
-    crate::mpich::HANDLE_TYPES
-        .iter()
-        .find(|(_, k, _)| *k == Some(kind))
-        .map(|(t, _, null)| {
-            if t.starts_with("MPI_T_") || *t == "MPI_File" {
-                "std::ptr::null_mut()"
-            } else {
-                null
-            }
-        })
-        .context("unknown handle kind")
-}
-
 fn encode(b: &mut Body<'_>, p: &ParamModel) -> Result<()> {
     let n = p.name.as_str();
     let stmt = match &p.action {
         Action::Value(s) => scalar(s, n, &p.ctype),
         Action::Before(s) => {
-            let default = match s {
-                Scalar::Handle(k) => null_value(k)?,
-                Scalar::Request => "MPI_REQUEST_NULL",
-                _ => "0",
+            let var = match s {
+                Scalar::Handle(k) => b.bind_handle_before(n, &format!("HandleKind::{k} as usize")),
+                Scalar::Request => b.bind_handle_before(n, "REQUEST"),
+                _ => b.bind_before(n, "0"),
             };
-            let var = b.bind_before(n, default);
             scalar(s, &var, &p.ctype)
         }
         Action::Free(k) => {
-            b.bind_before(n, null_value(k)?);
+            b.bind_handle_before(n, &format!("HandleKind::{k} as usize"));
             if *k == "Comm" {
                 format!("e.free_comm({n}_before);")
             } else {
-                format!("e.free_handle(HandleKind::{k}, {n}_before.into_handle());")
+                format!("e.free_handle(HandleKind::{k}, {n}_before);")
             }
         }
         Action::Out(Out::NewHandle("Comm")) => {
@@ -365,15 +361,32 @@ fn encode(b: &mut Body<'_>, p: &ParamModel) -> Result<()> {
                 format!("if {} {{ {len} }} else {{ None }}", conds.join(" && "))
             };
             b.encode.push(format!("let {n}_len = {len};"));
-            format!(
-                "array(e, {n}, {n}_len, |e, v| {});",
-                element(elem, &p.ctype)?
-            )
+            match handle_slot(elem) {
+                Some(slot) => format!(
+                    "handles(e, {slot}, {n}, {n}_len, |e, v| {});",
+                    element(elem, &p.ctype)?
+                ),
+                None => format!(
+                    "array(e, {n}, {n}_len, |e, v| {});",
+                    element(elem, &p.ctype)?
+                ),
+            }
         }
         Action::Varargs => bail!("varargs reached the encoder"),
     };
     b.encode.push(stmt);
     Ok(())
+}
+
+/// The handle type of an array's elements, if they are handles.
+fn handle_slot(elem: &Elem) -> Option<String> {
+    match elem {
+        Elem::Scalar(Scalar::Handle(k)) | Elem::NewHandle(k) | Elem::Lookup(k) => {
+            Some(format!("HandleKind::{k} as usize"))
+        }
+        Elem::Scalar(Scalar::Request) => Some("REQUEST".into()),
+        _ => None,
+    }
 }
 
 /// Rust recording a value `x` in hand (of C type `ct`).
@@ -389,7 +402,10 @@ fn scalar(s: &Scalar, x: &str, ct: &CType) -> String {
         Scalar::Tag => format!("e.tag({int});"),
         Scalar::Rank(c) => format!("e.rank({int}, {c});"),
         Scalar::WinRank(w) => format!("win_rank(e, {int}, {w});"),
-        Scalar::Handle(k) => format!("e.handle(HandleKind::{k}, {x}.into_handle());"),
+        Scalar::Handle(k) if ct.base == "int" => {
+            format!("e.handle(HandleKind::{k}, Handle::from({x}));")
+        }
+        Scalar::Handle(k) => format!("e.handle(HandleKind::{k}, {x});"),
         Scalar::Request => format!("e.request({x});"),
         Scalar::Callback => format!("e.callback({x});"),
         Scalar::Location => format!("e.buffer(std::ptr::without_provenance({x} as usize));"),
@@ -413,8 +429,8 @@ fn out(o: &Out, p: &str, ct: &CType) -> String {
         Out::Tag if ct.base == "int" => format!("e.int_out({p});"),
         Out::Number { .. } | Out::Tag => format!("e.int_out({p}.cast_const().cast());"),
         Out::Rank(c) => format!("e.rank_out({p}, {c});"),
-        Out::NewHandle(k) => format!("e.new_handle_out(HandleKind::{k}, {p});"),
-        Out::Lookup(k) => format!("lookup_out(e, HandleKind::{k}, {p});"),
+        Out::NewHandle(k) => format!("e.new_handle_out(HandleKind::{k}, {p}.cast());"),
+        Out::Lookup(k) => format!("lookup_out(e, HandleKind::{k}, {p}.cast());"),
         Out::NewRequest => format!("e.new_request({p});"),
         Out::Status(Some(c)) => format!("e.status({p}, Some({c}));"),
         Out::Status(None) => format!("e.status({p}, None);"),
@@ -438,8 +454,8 @@ fn element(elem: &Elem, ct: &CType) -> Result<String> {
     };
     Ok(match elem {
         Elem::Scalar(s) => scalar(s, "v", &elem_ct).trim_end_matches(';').to_owned(),
-        Elem::NewHandle(k) => format!("e.new_handle(HandleKind::{k}, v.into_handle())"),
-        Elem::Lookup(k) => format!("e.handle(HandleKind::{k}, v.into_handle())"),
+        Elem::NewHandle(k) => format!("e.new_handle(HandleKind::{k}, v)"),
+        Elem::Lookup(k) => format!("e.handle(HandleKind::{k}, v)"),
         Elem::Str => "e.string(v)".into(),
         Elem::StrList => "array(e, v, nul_terminated_len(v), |e, s| e.string(s))".into(),
         Elem::Row(n) => {
@@ -533,7 +549,42 @@ unsafe fn last_of(p: *const c_int, n: Option<usize>) -> Option<usize> {
 }
 
 fn is_in_place(p: *const c_void) -> bool {
-    p == MPI_IN_PLACE.cast_const()
+    p as usize == front().in_place
+}
+
+/// Records the `n` handles of type `slot` of the C array `p` with `each`;
+/// not recorded when `n` is `None` or `p` is NULL.
+///
+/// # Safety
+/// `p` is NULL or valid for `n` handles.
+unsafe fn handles(
+    e: &mut Encoder<'_>,
+    slot: usize,
+    p: *const impl Sized,
+    n: Option<usize>,
+    mut each: impl FnMut(&mut Encoder<'_>, Handle),
+) {
+    let n = n.filter(|_| !p.is_null());
+    e.array_len(n);
+    for i in 0..n.unwrap_or(0) {
+        // SAFETY: i < n, per the caller.
+        each(e, Handle(unsafe { front().read(slot, p.cast(), i) } as usize));
+    }
+}
+
+/// The handle of type `slot` at `p` (before the call), or the null
+/// handle of its type for NULL.
+///
+/// # Safety
+/// `p` is NULL or valid for reads.
+unsafe fn handle_or_null(slot: usize, p: *const HandleSlot) -> Handle {
+    let f = front();
+    let v = if p.is_null() {
+        if slot == REQUEST { f.request_null() } else { f.null(HandleKind::ALL[slot]) }
+    } else {
+        unsafe { f.read(slot, p, 0) }
+    };
+    Handle(v as usize)
 }
 
 /// Size of the group an array argument of a collective is indexed by:
@@ -545,9 +596,9 @@ fn group_peers(e: &mut Encoder<'_>, comm: MPI_Comm) -> usize {
 /// Length of a weights array: `None` for MPI_UNWEIGHTED, 0 for MPI_WEIGHTS_EMPTY.
 fn weights_len<T>(p: *const T, n: Option<usize>) -> Option<usize> {
     let p = p.cast::<c_int>();
-    if p == MPI_UNWEIGHTED().cast_const() {
+    if p as usize == front().unweighted {
         None
-    } else if p == MPI_WEIGHTS_EMPTY().cast_const() {
+    } else if p as usize == front().weights_empty {
         Some(0)
     } else {
         n
@@ -567,13 +618,13 @@ fn topo_degrees(e: &Encoder<'_>, comm: MPI_Comm) -> Option<(usize, usize)> {
             return None;
         }
         let ok = match kind {
-            MPI_CART => {
+            k if k == front().ints.MPI_CART => {
                 let ok = crate::pmpi::MPI_Cartdim_get()(comm, &mut a) == MPI_SUCCESS;
                 a *= 2;
                 b = a;
                 ok
             }
-            MPI_GRAPH => {
+            k if k == front().ints.MPI_GRAPH => {
                 crate::pmpi::MPI_Comm_rank()(comm, &mut c) == MPI_SUCCESS
                     && crate::pmpi::MPI_Graph_neighbors_count()(comm, c, &mut a) == MPI_SUCCESS
                     && {
@@ -581,7 +632,7 @@ fn topo_degrees(e: &Encoder<'_>, comm: MPI_Comm) -> Option<(usize, usize)> {
                         true
                     }
             }
-            MPI_DIST_GRAPH => crate::pmpi::MPI_Dist_graph_neighbors_count()(comm, &mut a, &mut b, &mut c) == MPI_SUCCESS,
+            k if k == front().ints.MPI_DIST_GRAPH => crate::pmpi::MPI_Dist_graph_neighbors_count()(comm, &mut a, &mut b, &mut c) == MPI_SUCCESS,
             _ => false,
         };
         if ok { Some((count_of(a)?, count_of(b)?)) } else { None }
@@ -601,9 +652,13 @@ fn cart_ndims(e: &Encoder<'_>, comm: MPI_Comm) -> Option<usize> {
 ///
 /// # Safety
 /// `p` is NULL or valid for reads when the call succeeded.
-unsafe fn lookup_out<H: IntoHandle>(e: &mut Encoder<'_>, kind: HandleKind, p: *const H) {
-    let h = unsafe { e.read(p) }.map_or(null_handle(kind), IntoHandle::into_handle);
-    e.handle(kind, h);
+unsafe fn lookup_out(e: &mut Encoder<'_>, kind: HandleKind, p: *const HandleSlot) {
+    let h = if e.ok() && !p.is_null() {
+        unsafe { front().read(kind as usize, p, 0) }
+    } else {
+        front().null(kind)
+    };
+    e.handle_value(kind, h);
 }
 
 /// The pointer a call wrote through a `void **` (MPI_Alloc_mem's baseptr).

@@ -63,7 +63,7 @@ pub fn len_rust(e: &Expr, scope: &mut dyn Scope) -> Result<String> {
     Ok(match e {
         Expr::Int(n) => format!("Some({n})"),
         Expr::Plus(x, n) => format!("{}.map(|n| n + {n})", len_rust(x, scope)?),
-        Expr::Name(n) if n.starts_with("MPI_") => format!("count_of({n})"),
+        Expr::Name(n) if n.starts_with("MPI_") => format!("count_of(front().ints.{n})"),
         Expr::Name(n) if scope.is_value(n) => format!("count_of({n})"),
         Expr::Name(n) => bail!("{n} is not a by-value parameter: use before({n}) or after({n})"),
         Expr::Call(f, args) => {
@@ -251,7 +251,10 @@ mod tests {
         assert_eq!(rust("peers(comm)"), "Some(group_peers(e, comm))");
         assert_eq!(rust("sum(degrees, n)"), "sum_of(degrees, count_of(n))");
         assert_eq!(rust("before(len)"), "count_of(len_before)");
-        assert_eq!(rust("MPI_MAX_OBJECT_NAME"), "count_of(MPI_MAX_OBJECT_NAME)");
+        assert_eq!(
+            rust("MPI_MAX_OBJECT_NAME"),
+            "count_of(front().ints.MPI_MAX_OBJECT_NAME)"
+        );
         assert!(len_rust(&parse("len").unwrap(), &mut Params).is_err());
         assert!(parse("peers(comm").is_err());
     }

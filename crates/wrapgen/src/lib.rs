@@ -5,10 +5,12 @@
 //! checked in; [`run`] with [`Mode::Check`] says whether regenerating would
 //! change it. See the crate's README.
 
+pub mod bundled;
 pub mod checks;
 pub mod ctype;
 pub mod emit_abi;
 pub mod emit_coverage;
+pub mod emit_fronts;
 pub mod emit_pmpi;
 pub mod emit_spec;
 pub mod emit_wrappers;
@@ -33,9 +35,80 @@ use std::process::{Command, Stdio};
 
 pub const APIS: &str = "crates/wrapgen/data/apis.json";
 pub const OVERRIDES: &str = "crates/wrapgen/overrides.toml";
-pub const SNAPSHOT: &str = "crates/wrapgen/data/mpich-probe.json";
+/// An MPI wrapgen probes (or reads the snapshot of): the first is MPICH
+/// 4.0.2, whose functions and C types the wrappers are generated for.
+pub struct MpiSource {
+    /// The ABI family (`mpich`, `openmpi`, `standard`).
+    pub family: &'static str,
+    /// The compiler wrapper: a command, or a path under `$MPIGRAM_MPIS`
+    /// (scripts/setup-mpis).
+    pub compiler: &'static str,
+    pub snapshot: &'static str,
+}
+
+pub const MPIS: [MpiSource; 3] = [
+    MpiSource {
+        family: "mpich",
+        compiler: "mpicc.mpich",
+        snapshot: "crates/wrapgen/data/mpich-probe.json",
+    },
+    MpiSource {
+        family: "openmpi",
+        compiler: "mpicc.openmpi",
+        snapshot: "crates/wrapgen/data/openmpi-probe.json",
+    },
+    MpiSource {
+        family: "standard",
+        compiler: "$MPIGRAM_MPIS/mpich5/bin/mpicc_abi",
+        snapshot: "crates/wrapgen/data/mpi-abi-probe.json",
+    },
+];
+
+/// The compiler command of `mpi`, with `$MPIGRAM_MPIS` expanded.
+fn compiler(mpi: &MpiSource) -> String {
+    let mpis = std::env::var("MPIGRAM_MPIS").unwrap_or_else(|_| {
+        format!(
+            "{}/.cache/mpigram/mpis",
+            std::env::var("HOME").unwrap_or_default()
+        )
+    });
+    mpi.compiler.replace("$MPIGRAM_MPIS", &mpis)
+}
+
+/// Probes `mpi` if its compiler is installed (and checks the probe and,
+/// for MPICH, the wrappers' prototypes against its headers), else reads
+/// its snapshot; CI, which has MPICH, must probe MPICH. Also says which.
+fn probe_or_snapshot(
+    root: &Path,
+    mpi: &MpiSource,
+    funcs: &[FuncModel],
+    o: &Overrides,
+    read: &dyn Fn(&str) -> Result<String>,
+) -> Result<(Mpich, bool)> {
+    let Some(tc) = probe::toolchain(&compiler(mpi))? else {
+        if mpi.family == "mpich" && std::env::var("CI").is_ok_and(|v| v == "true") {
+            bail!(
+                "{} not found: CI must check the generated files against MPICH (install mpich)",
+                mpi.compiler
+            );
+        }
+        let _ = root;
+        return Ok((Mpich::from_json(&read(mpi.snapshot)?)?, false));
+    };
+    let exports = probe::exports(&tc)?;
+    let exported: Vec<&FuncModel> = funcs.iter().filter(|f| exports.contains(&f.name)).collect();
+    let (types, fns) = c_types(&exported);
+    let m = probe::probe(&tc, o, &types, &fns, exports.clone())?;
+    if mpi.family == "mpich" {
+        checks::prototypes(&tc, &exported)?;
+    }
+    checks::abi(&tc, &m)?;
+    Ok((m, true))
+}
 pub const SPEC: &str = "crates/mpispec/src/generated.rs";
 pub const ABI: &str = "crates/tracer/src/generated/abi.rs";
+pub const FRONTS: &str = "crates/tracer/src/generated/fronts.rs";
+pub const REGISTRY: &str = "crates/wrapgen/data/predefined.txt";
 pub const PMPI: &str = "crates/tracer/src/generated/pmpi.rs";
 pub const WRAPPERS: &str = "crates/tracer/src/generated/wrappers.rs";
 pub const COVERAGE: &str = "docs/coverage.md";
@@ -97,39 +170,39 @@ pub fn generate(root: &Path) -> Result<(Vec<File>, bool)> {
             bail!("overrides.toml names {name}, which is not a function of the table");
         }
     }
-    let (m, probed) = match probe::toolchain()? {
-        Some(tc) => {
-            let exports = probe::exports(&tc.libdir)?;
-            let exported: Vec<&FuncModel> =
-                funcs.iter().filter(|f| exports.contains(&f.name)).collect();
-            let (types, fns) = c_types(&exported);
-            let m = probe::probe(&tc, &o, &types, &fns, exports.clone())?;
-            checks::prototypes(&exported)?;
-            checks::abi(&m)?;
-            (m, true)
-        }
-        None if std::env::var("CI").is_ok_and(|v| v == "true") => {
-            bail!(
-                "mpicc not found: CI must check the generated files against MPICH (install mpich)"
-            )
-        }
-        None => (Mpich::from_json(&read(SNAPSHOT)?)?, false),
-    };
+    let mut probes = Vec::new();
+    for mpi in &MPIS {
+        probes.push(probe_or_snapshot(root, mpi, &funcs, &o, &read)?);
+    }
+    let probed = probes.iter().all(|(_, p)| *p);
+    let m = &probes[0].0;
+    let mut registry = emit_fronts::parse_registry(&read(REGISTRY).unwrap_or_default())?;
+    let all: Vec<&Mpich> = probes.iter().map(|(m, _)| m).collect();
+    emit_fronts::extend_registry(&mut registry, &all);
+    let families: Vec<(&str, &Mpich)> = MPIS
+        .iter()
+        .map(|mpi| mpi.family)
+        .zip(all.iter().copied())
+        .collect();
     let header = format!(
         "@generated by mpigram-wrapgen from {APIS} (pympistandard 0.2.0: MPI 5.0), {OVERRIDES} and \
-         MPICH {}. Do not edit: run `cargo run -p mpigram-wrapgen`.",
-        m.version
+         the probes of {}. Do not edit: run `cargo run -p mpigram-wrapgen`.",
+        probes
+            .iter()
+            .map(|(m, _)| m.version.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
     );
     let rs_header = format!("// {header}");
     let exported: Vec<&FuncModel> = funcs.iter().filter(|f| m.exports(&f.name)).collect();
     let wrapped: Vec<&FuncModel> = funcs
         .iter()
-        .filter(|f| emit_coverage::coverage(f, &m, &o) == Coverage::Generated)
+        .filter(|f| emit_coverage::coverage(f, m, &o) == Coverage::Generated)
         .collect();
     let pmpi_aliases: Vec<(&FuncModel, bool)> = funcs
         .iter()
         .filter(|f| m.fortran.pmpi_imports.contains(&f.name))
-        .filter_map(|f| match emit_coverage::coverage(f, &m, &o) {
+        .filter_map(|f| match emit_coverage::coverage(f, m, &o) {
             Coverage::Generated => Some((f, false)),
             Coverage::HandWritten => Some((f, true)),
             _ => None,
@@ -140,18 +213,26 @@ pub fn generate(root: &Path) -> Result<(Vec<File>, bool)> {
         callbacks: callbacks.len(),
         predefined_functions,
     };
-    let files = vec![
+    let mut files = vec![
         File {
             path: SPEC,
-            contents: rustfmt(root, &emit_spec::emit(&funcs, &m, &rs_header)?)?,
+            contents: rustfmt(root, &emit_spec::emit(&funcs, &registry, &rs_header)?)?,
         },
         File {
             path: ABI,
-            contents: rustfmt(root, &emit_abi::emit(&m, &o, &rs_header)?)?,
+            contents: rustfmt(root, &emit_abi::emit(m, &all[1..], &rs_header)?)?,
+        },
+        File {
+            path: FRONTS,
+            contents: rustfmt(root, &emit_fronts::emit(&families, &registry, &rs_header)?)?,
+        },
+        File {
+            path: REGISTRY,
+            contents: emit_fronts::registry_text(&registry),
         },
         File {
             path: PMPI,
-            contents: rustfmt(root, &emit_pmpi::emit(&exported, &m, &rs_header))?,
+            contents: rustfmt(root, &emit_pmpi::emit(&exported, m, &rs_header))?,
         },
         File {
             path: WRAPPERS,
@@ -162,13 +243,13 @@ pub fn generate(root: &Path) -> Result<(Vec<File>, bool)> {
         },
         File {
             path: COVERAGE,
-            contents: emit_coverage::emit(&funcs, &m, &o, &skipped, &header),
-        },
-        File {
-            path: SNAPSHOT,
-            contents: m.to_json(),
+            contents: emit_coverage::emit(&funcs, m, &all[1..], &o, &skipped, &header),
         },
     ];
+    files.extend(MPIS.iter().zip(&probes).map(|(mpi, (m, _))| File {
+        path: mpi.snapshot,
+        contents: m.to_json(),
+    }));
     Ok((files, probed))
 }
 

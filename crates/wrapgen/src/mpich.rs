@@ -25,6 +25,10 @@ pub struct Mpich {
     pub ints: BTreeMap<String, i64>,
     /// Pointer-valued macros (MPI_IN_PLACE, MPI_STATUS_IGNORE, ...): value.
     pub pointers: BTreeMap<String, i64>,
+    /// Pointer constants that are variables of the library in this MPI
+    /// (MPICH's MPI_UNWEIGHTED): their value is read at run time.
+    #[serde(default)]
+    pub variables: Vec<String>,
     /// Function-like `MPI_*` macros of mpi.h (MPI_Comm_c2f, ...): no symbol.
     pub macros: Vec<String>,
     /// How MPICH's Fortran library reaches the C layer.
@@ -54,8 +58,13 @@ pub struct HandleConst {
     /// mpispec `HandleKind` variant; `None` for MPI_Request.
     pub kind: Option<String>,
     pub role: Role,
-    /// Absent from this MPI's headers (some MPI_T null handles).
+    /// Absent from this MPI's headers (some MPI_T null handles), or only
+    /// known at run time (`symbol`).
     pub value: Option<i64>,
+    /// The library variable whose address the handle is (Open MPI:
+    /// `MPI_COMM_WORLD` is `&ompi_mpi_comm_world`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub symbol: Option<String>,
 }
 
 #[derive(Serialize, Deserialize, PartialEq, Eq, Debug, Clone, Copy)]
@@ -214,12 +223,8 @@ pub fn enumerators(header: &str) -> Vec<String> {
         if open > close || rest[..open].contains(';') {
             continue;
         }
-        for item in rest[open + 1..close].split(',') {
-            let item = item
-                .lines()
-                .filter(|l| !l.trim_start().starts_with("/*"))
-                .collect::<Vec<_>>()
-                .join(" ");
+        for item in without_comments(&rest[open + 1..close]).split(',') {
+            let item = item.lines().collect::<Vec<_>>().join(" ");
             let name = item.split('=').next().unwrap_or("").trim();
             if name.starts_with("MPI_")
                 && name
@@ -234,19 +239,51 @@ pub fn enumerators(header: &str) -> Vec<String> {
     out
 }
 
-/// The field names of `typedef struct MPI_Status { ... }`.
+/// `text` without its `/* ... */` comments.
+fn without_comments(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("/*") {
+        out.push_str(&rest[..at]);
+        rest = rest[at..]
+            .find("*/")
+            .map_or("", |end| &rest[at + end + 2..]);
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The field names of the struct `MPI_Status` names (`typedef struct
+/// MPI_Status { ... } MPI_Status;`, `typedef struct { ... } MPI_Status;`,
+/// or `typedef struct tag MPI_Status;` and `struct tag { ... };`); an array
+/// field by its name (`MPI_internal`).
 pub fn status_fields(header: &str) -> Vec<String> {
-    let Some(at) = header.find("typedef struct MPI_Status") else {
+    let body = if let Some(end) = header.find("} MPI_Status;") {
+        let open = header[..end].rfind('{');
+        open.map(|open| &header[open + 1..end])
+    } else {
+        let tag = header
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("typedef struct "))
+            .find_map(|rest| rest.strip_suffix(" MPI_Status;"))
+            .map(str::trim);
+        tag.and_then(|tag| {
+            let at = header.find(&format!("struct {tag} {{"))?;
+            let body = &header[at..];
+            let (open, close) = (body.find('{')?, body.find('}')?);
+            Some(&body[open + 1..close])
+        })
+    };
+    let Some(body) = body else {
         return Vec::new();
     };
-    let body = &header[at..];
-    let (Some(open), Some(close)) = (body.find('{'), body.find('}')) else {
-        return Vec::new();
-    };
-    body[open + 1..close]
+    body.lines()
+        .map(|l| l.split("/*").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join(" ")
         .split(';')
         .filter_map(|decl| decl.split_whitespace().last())
-        .map(str::to_owned)
+        .map(|name| name.split('[').next().unwrap_or(name).to_owned())
         .collect()
 }
 
@@ -320,6 +357,10 @@ mod tests {
             ["MPI_GRAPH", "MPI_CART", "MPI_DIST_GRAPH"]
         );
         assert_eq!(status_fields(HEADER), ["count_lo", "MPI_SOURCE"]);
+        let ompi = "typedef struct ompi_status_public_t MPI_Status;\nstruct ompi_status_public_t {\n    int MPI_SOURCE; /* x */\n    size_t _ucount;\n};";
+        assert_eq!(status_fields(ompi), ["MPI_SOURCE", "_ucount"]);
+        let abi = "typedef struct {\n    int MPI_SOURCE;\n    int MPI_internal[5];\n} MPI_Status;";
+        assert_eq!(status_fields(abi), ["MPI_SOURCE", "MPI_internal"]);
         let map: BTreeMap<String, String> = d.into_iter().map(|d| (d.name, d.body)).collect();
         assert!(is_int_expr("(-32766)", &map, 0));
         assert!(is_int_expr("MPICH_ERR_FIRST_MPIX+5", &map, 0));

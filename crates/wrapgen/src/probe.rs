@@ -14,18 +14,23 @@ use std::process::Command;
 /// Types only ever passed by pointer: their size is all the ABI needs.
 const STRUCT_TYPES: &[&str] = &["MPI_Status", "MPI_F08_status"];
 
-/// Where `mpicc` finds MPICH.
+/// An MPI's compiler wrapper and where it finds the MPI.
 pub struct Toolchain {
+    /// The compiler wrapper (`mpicc.mpich`, `mpicc.openmpi`, a path to `mpicc_abi`).
+    pub compiler: String,
     pub include: PathBuf,
     pub libdir: PathBuf,
+    /// The wrapper compiles for the MPI 5.0 standard ABI (`-DMPI_ABI`).
+    pub standard_abi: bool,
 }
 
-/// `mpicc`'s include and library directories; `None` if there is no mpicc.
-pub fn toolchain() -> Result<Option<Toolchain>> {
-    let Ok(out) = Command::new("mpicc").arg("-show").output() else {
+/// `compiler`'s include and library directories; `None` if there is no
+/// such compiler.
+pub fn toolchain(compiler: &str) -> Result<Option<Toolchain>> {
+    let Ok(out) = Command::new(compiler).arg("-show").output() else {
         return Ok(None);
     };
-    ensure!(out.status.success(), "mpicc -show failed");
+    ensure!(out.status.success(), "{compiler} -show failed");
     let show = String::from_utf8_lossy(&out.stdout).into_owned();
     let dir = |flag: &str| {
         show.split_whitespace()
@@ -33,8 +38,14 @@ pub fn toolchain() -> Result<Option<Toolchain>> {
             .map(PathBuf::from)
     };
     let include = dir("-I").unwrap_or_else(|| PathBuf::from("/usr/include"));
-    let libdir = dir("-L").context("mpicc -show names no library directory (-L)")?;
-    Ok(Some(Toolchain { include, libdir }))
+    let libdir =
+        dir("-L").with_context(|| format!("{compiler} -show names no library directory (-L)"))?;
+    Ok(Some(Toolchain {
+        compiler: compiler.to_owned(),
+        include,
+        libdir,
+        standard_abi: show.split_whitespace().any(|t| t == "-DMPI_ABI"),
+    }))
 }
 
 /// A scratch directory, removed when dropped.
@@ -55,27 +66,27 @@ impl Drop for Scratch {
     }
 }
 
-/// Compiles `source` with mpicc (and `args`), returning the compiler's error text on failure.
-pub fn mpicc(dir: &Path, name: &str, source: &str, args: &[&str]) -> Result<()> {
+/// Compiles `source` with `compiler` (and `args`), returning the compiler's error text on failure.
+pub fn mpicc(compiler: &str, dir: &Path, name: &str, source: &str, args: &[&str]) -> Result<()> {
     let src = dir.join(format!("{name}.c"));
     std::fs::write(&src, source)?;
-    let out = Command::new("mpicc")
+    let out = Command::new(compiler)
         .args(args)
         .arg(&src)
         .current_dir(dir)
         .output()
-        .context("running mpicc")?;
+        .with_context(|| format!("running {compiler}"))?;
     if !out.status.success() {
         bail!(
-            "mpicc {name}.c failed:\n{}",
+            "{compiler} {name}.c failed:\n{}",
             String::from_utf8_lossy(&out.stderr)
         );
     }
     Ok(())
 }
 
-fn compile_and_run(dir: &Path, name: &str, source: &str) -> Result<String> {
-    mpicc(dir, name, source, &["-o", name])?;
+fn compile_and_run(tc: &Toolchain, dir: &Path, name: &str, source: &str) -> Result<String> {
+    mpicc(&tc.compiler, dir, name, source, &["-o", name])?;
     let out = Command::new(dir.join(name))
         .output()
         .with_context(|| format!("running {name}"))?;
@@ -99,11 +110,17 @@ pub fn probe(
     let header = |f: &str| {
         std::fs::read_to_string(tc.include.join(f)).with_context(|| format!("reading {f}"))
     };
-    let text = format!(
-        "{}\n{}",
-        header("mpi.h")?,
-        header("mpio.h").unwrap_or_default()
-    );
+    // The standard ABI's mpi.h includes mpi_abi.h under -DMPI_ABI, and
+    // holds the implementation's own ABI otherwise: read only mpi_abi.h.
+    let text = if tc.standard_abi {
+        header("mpi_abi.h")?
+    } else {
+        format!(
+            "{}\n{}",
+            header("mpi.h")?,
+            header("mpio.h").unwrap_or_default()
+        )
+    };
     let defines = mpich::defines(&text);
     let bodies: BTreeMap<String, String> = defines
         .iter()
@@ -123,7 +140,11 @@ pub fn probe(
         })
         .map(|d| d.name.clone())
         .collect();
-    int_names.extend(mpich::enumerators(&text));
+    int_names.extend(
+        mpich::enumerators(&text)
+            .into_iter()
+            .filter(|n| !handle_names.contains(n.as_str())),
+    );
     let fields = mpich::status_fields(&text);
     ensure!(
         !fields.is_empty(),
@@ -138,6 +159,9 @@ pub fn probe(
             .filter(|t| t != "int"),
     );
     types.extend(["MPI_Aint", "MPI_Offset", "MPI_Count", "MPI_Fint"].map(String::from));
+    // Types of newer MPI versions an older MPI lacks (Open MPI 4.1 has no
+    // MPI_Session): not probed.
+    types.retain(|t| text.contains(t.as_str()));
     let scratch = Scratch::new("probe")?;
 
     // Stage 1: what each type is.
@@ -159,7 +183,7 @@ pub fn probe(
     }
     c.push_str("    return 0;\n}\n");
     let mut shapes = BTreeMap::new();
-    for line in compile_and_run(&scratch.0, "types", &c)?.lines() {
+    for line in compile_and_run(tc, &scratch.0, "types", &c)?.lines() {
         let f: Vec<&str> = line.split_whitespace().collect();
         let class = match f[1] {
             "1" => "int",
@@ -182,14 +206,22 @@ pub fn probe(
     let mut c = String::from(
         "#include <mpi.h>\n#include <stdio.h>\n#include <stddef.h>\n#include <stdint.h>\nint main(void) {\n",
     );
-    c.push_str("    printf(\"version %s\\n\", MPICH_VERSION);\n");
+    c.push_str("    { char v[MPI_MAX_LIBRARY_VERSION_STRING]; int n = 0; MPI_Get_library_version(v, &n);\n");
+    c.push_str("      for (int i = 0; i < n; i++) if (v[i] == '\\n') { n = i; break; }\n");
+    c.push_str("      printf(\"version %.*s\\n\", n, v); }\n");
     for (t, s) in &shapes {
         if s.class == "int" || s.class == "enum" {
             let _ = writeln!(c, "    printf(\"signed {t} %d\\n\", ({t})-1 < ({t})0);");
         }
     }
+    let enumerators = mpich::enumerators(&text);
     for h in &handles {
         let n = &h.name;
+        if enumerators.contains(n) {
+            // An enumerator (Open MPI's and the standard ABI's keyvals): no #ifdef.
+            let _ = writeln!(c, "    printf(\"handle {n} %lld\\n\", (long long)({n}));");
+            continue;
+        }
         let _ = writeln!(
             c,
             "#ifdef {n}\n    printf(\"handle {n} %lld\\n\", (long long)(intptr_t)({n}));\n#else\n    printf(\"absent {n}\\n\");\n#endif"
@@ -204,8 +236,25 @@ pub fn probe(
             "    printf(\"pointer {n} %lld\\n\", (long long)(intptr_t)({n}));"
         );
     }
-    for n in overrides.extern_pointers.keys() {
-        let _ = writeln!(c, "    (void)&{n};");
+    let variables: Vec<String> = overrides
+        .extern_pointers
+        .keys()
+        .filter(|n| !bodies.contains_key(n.as_str()))
+        .cloned()
+        .collect();
+    for n in overrides
+        .extern_pointers
+        .keys()
+        .filter(|n| text.contains(n.as_str()))
+    {
+        if variables.contains(n) {
+            let _ = writeln!(c, "    (void)&{n};");
+        } else {
+            let _ = writeln!(
+                c,
+                "    printf(\"pointer {n} %lld\\n\", (long long)(intptr_t)({n}));"
+            );
+        }
     }
     let _ = writeln!(c, "    printf(\"status_size %zu\\n\", sizeof(MPI_Status));");
     for f in &fields {
@@ -224,13 +273,17 @@ pub fn probe(
         handles,
         ints: BTreeMap::new(),
         pointers: BTreeMap::new(),
+        variables,
         macros: mpich::function_macros(&text),
         fortran: crate::fortran::analyse(&tc.libdir.join("libmpichfort.so"))?,
     };
-    for line in compile_and_run(&scratch.0, "values", &c)?.lines() {
+    for line in compile_and_run(tc, &scratch.0, "values", &c)?.lines() {
+        if let Some(v) = line.strip_prefix("version ") {
+            m.version = v.split_whitespace().collect::<Vec<_>>().join(" ");
+            continue;
+        }
         let f: Vec<&str> = line.split_whitespace().collect();
         match f.as_slice() {
-            ["version", v] => m.version = (*v).to_owned(),
             ["signed", t, s] => m.types.get_mut(*t).context("type")?.signed = *s == "1",
             ["handle", n, v] => {
                 m.handles
@@ -257,20 +310,34 @@ pub fn probe(
     }
     m.status_fields.sort_by_key(|f| f.offset);
     classify_unsupported(&mut m.handles);
+    classify_aliases(&mut m.handles);
+    for h in m.handles.iter_mut().filter(|h| h.symbol.is_some()) {
+        h.value = None; // an address of this run: not part of the ABI
+    }
     Ok(m)
 }
 
 /// Handle constants: casts to a handle type (`((MPI_Comm)0x44000000)`),
-/// aliases of those, the predefined keyvals, and every kind's null handle.
+/// addresses of library variables (Open MPI's
+/// `OMPI_PREDEFINED_GLOBAL(MPI_Comm, ompi_mpi_comm_world)`), aliases of
+/// those, the predefined keyvals, and every kind's null handle.
 fn handle_constants(defines: &[mpich::Define], overrides: &Overrides) -> Vec<HandleConst> {
     let mut out: Vec<HandleConst> = Vec::new();
     for d in defines {
         if !(d.name.starts_with("MPI_") || d.name.starts_with("MPIX_")) {
             continue;
         }
-        let cast = HANDLE_TYPES
-            .iter()
-            .find(|(t, _, _)| *t != "int" && d.body.contains(&format!("({t})")));
+        let global = d
+            .body
+            .strip_prefix("OMPI_PREDEFINED_GLOBAL(")
+            .and_then(|rest| rest.strip_suffix(')'))
+            .and_then(|args| args.split_once(','))
+            .map(|(t, sym)| (t.trim().to_owned(), sym.trim().to_owned()));
+        let cast = HANDLE_TYPES.iter().find(|(t, _, _)| {
+            *t != "int"
+                && (d.body.contains(&format!("({t})"))
+                    || global.as_ref().is_some_and(|(gt, _)| gt == t))
+        });
         if let Some((t, kind, null)) = cast {
             let role = if d.name == *null {
                 Role::Null
@@ -283,6 +350,7 @@ fn handle_constants(defines: &[mpich::Define], overrides: &Overrides) -> Vec<Han
                 kind: kind.map(String::from),
                 role,
                 value: None,
+                symbol: global.map(|(_, sym)| sym),
             });
         }
     }
@@ -307,6 +375,7 @@ fn handle_constants(defines: &[mpich::Define], overrides: &Overrides) -> Vec<Han
             kind: Some("Keyval".into()),
             role: Role::Predefined,
             value: None,
+            symbol: None,
         });
     }
     for (t, kind, null) in HANDLE_TYPES {
@@ -317,11 +386,42 @@ fn handle_constants(defines: &[mpich::Define], overrides: &Overrides) -> Vec<Han
                 kind: kind.map(String::from),
                 role: Role::Null,
                 value: None,
+                symbol: None,
             });
         }
     }
     out.sort_by(|a, b| a.name.cmp(&b.name));
     out
+}
+
+/// Predefined handles of one kind that are the same object (one value,
+/// or one library variable) under two names: the longest name stays
+/// predefined (MPI_LONG_LONG_INT, MPI_C_FLOAT_COMPLEX, as MPICH has them),
+/// the others become aliases.
+fn classify_aliases(handles: &mut [HandleConst]) {
+    let key = |h: &HandleConst| {
+        (
+            h.kind.clone(),
+            h.symbol.clone(),
+            if h.symbol.is_some() { None } else { h.value },
+        )
+    };
+    let predefined: Vec<usize> = (0..handles.len())
+        .filter(|&i| {
+            handles[i].role == Role::Predefined
+                && (handles[i].value.is_some() || handles[i].symbol.is_some())
+        })
+        .collect();
+    for &i in &predefined {
+        let longest = predefined
+            .iter()
+            .filter(|&&j| key(&handles[j]) == key(&handles[i]))
+            .max_by_key(|&&j| (handles[j].name.len(), handles[j].name.clone()))
+            .copied();
+        if longest != Some(i) {
+            handles[i].role = Role::Alias;
+        }
+    }
 }
 
 /// Predefined handles whose value is their kind's null handle are names
@@ -342,18 +442,44 @@ fn classify_unsupported(handles: &mut [HandleConst]) {
     }
 }
 
-/// `MPI_X` for which libmpich (or its Fortran library, which defines the
-/// C functions MPI_Status_c2f08 and MPI_Status_f082c) defines both `MPI_X`
-/// and `PMPI_X`.
-pub fn exports(libdir: &Path) -> Result<Vec<String>> {
+/// `MPI_X` for which the MPI's C library (or MPICH's Fortran library, which
+/// defines the C functions MPI_Status_c2f08 and MPI_Status_f082c) defines
+/// both `MPI_X` and `PMPI_X`.
+pub fn exports(tc: &Toolchain) -> Result<Vec<String>> {
+    let main = if tc.standard_abi {
+        "libmpi_abi.so"
+    } else if tc.libdir.join("libmpich.so").exists() {
+        "libmpich.so"
+    } else {
+        "libmpi.so"
+    };
     let mut all = BTreeSet::new();
-    for lib in ["libmpich.so", "libmpichfort.so"] {
-        let path = libdir.join(lib);
-        if lib == "libmpich.so" || path.exists() {
+    for lib in [main, "libmpichfort.so"] {
+        let path = linked_library(&tc.libdir.join(lib));
+        if lib == main || path.exists() {
             all.extend(library_exports(&path)?);
         }
     }
     Ok(all.into_iter().collect())
+}
+
+/// The library a `.so` name stands for: itself, or the file a linker
+/// script names (the wheels' `libmpi_abi.so` is `INPUT(libmpi_abi.so.1)`).
+fn linked_library(path: &Path) -> PathBuf {
+    let script = std::fs::read(path)
+        .ok()
+        .filter(|b| b.starts_with(b"INPUT("));
+    let target = script.and_then(|b| {
+        let text = String::from_utf8(b).ok()?;
+        let name = text
+            .trim()
+            .strip_prefix("INPUT(")?
+            .strip_suffix(')')?
+            .trim()
+            .to_owned();
+        Some(path.with_file_name(name))
+    });
+    target.unwrap_or_else(|| path.to_owned())
 }
 
 fn library_exports(lib: &Path) -> Result<Vec<String>> {

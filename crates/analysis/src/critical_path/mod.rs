@@ -7,6 +7,7 @@
 //! [`heuristic`], for comparison. [`svg`] draws the path over the
 //! timeline.
 
+mod checks;
 mod graph;
 pub mod heuristic;
 mod path;
@@ -256,7 +257,7 @@ pub fn analyse_calls(
     );
     let path = path?;
     let heuristic = heuristic.then(|| heuristic::interval_grouping(&ranks, &path));
-    Ok(Analysis {
+    let analysis = Analysis {
         path,
         waits,
         heuristic,
@@ -269,7 +270,18 @@ pub fn analyse_calls(
         ranks: ranks.len(),
         calls: ranks.iter().map(|r| r.spans.len() as u64).sum(),
         timelines: ranks,
-    })
+    };
+    Ok(checked(analysis))
+}
+
+/// `analysis`, whose properties hold by construction; the test suite's
+/// (debug) builds check them on every trace they analyse.
+fn checked(analysis: Analysis) -> Analysis {
+    #[cfg(debug_assertions)]
+    if let Err(e) = analysis.check() {
+        panic!("the critical-path report breaks its properties: {e}");
+    }
+    analysis
 }
 
 /// The critical path of `ranks` (ordered by world rank).

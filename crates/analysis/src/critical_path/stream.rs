@@ -136,7 +136,7 @@ pub(super) fn analyse(
     } else {
         None
     };
-    Ok(Analysis {
+    Ok(super::checked(Analysis {
         path,
         waits: sums.waits.finish(&compute),
         heuristic,
@@ -145,7 +145,7 @@ pub(super) fn analyse(
         ranks: n,
         calls,
         timelines: Vec::new(),
-    })
+    }))
 }
 
 #[allow(clippy::too_many_arguments)]

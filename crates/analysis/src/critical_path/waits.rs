@@ -6,11 +6,27 @@
 //! - execution `exec = t_end_min - t_start_max`: the operation itself;
 //! - imbalance `(wb + wa) / exec`.
 //!
+//! Those are the N×N collectives' (Allreduce, Barrier, ...), where every
+//! process depends on every other's arrival. In general a process waits
+//! for the arrival of the processes its end depends on, by the same rules
+//! as the graph's edges: at a broadcast or scatter the root's alone (the
+//! root waits for nobody), at a reduce or gather the root waits for every
+//! process and the others for nobody, at a scan process i waits for 0..=i.
+//! So for each process, `arrived[i]` is the latest start among those (its
+//! own at least, and at most its end: clocks of different hosts may
+//! disagree), `wb = arrived[i] - t_start[i]`, the execution is the shortest
+//! time any process spent after its `arrived`, and `wa` is the rest of its
+//! time in the call. Every term is at least 0, and `wb + wa + exec` is the
+//! process's time in the collective (from its post to its completion). A
+//! broadcast whose root left before the others arrived (MPICH lets it) has
+//! no waits and a short execution, not a negative one.
+//!
 //! Per rank and for the whole run the sums are divided: Σ(wb + wa) / Σ exec
-//! (the paper's table), and also with the rank's computation added to the
-//! divisor (the paper's formula). A non-blocking collective starts at its
-//! post and ends at its completion; neighbourhood collectives and
-//! persistent setups have no common start and end and are left out.
+//! (the paper's table; `exec` counts once per process), and also with the
+//! rank's computation added to the divisor (the paper's formula). A
+//! non-blocking collective starts at its post and ends at its completion;
+//! neighbourhood collectives and persistent setups have no common start and
+//! end and are left out.
 
 use super::RankCalls;
 use crate::matching::Matching;
@@ -76,6 +92,9 @@ pub struct CallWaits {
     pub seq: u64,
     pub wait_before_ns: i64,
     pub wait_after_ns: i64,
+    /// Its time in the collective: from the post's start to the
+    /// completion's end.
+    pub duration_ns: i64,
 }
 
 /// One collective instance.
@@ -168,13 +187,26 @@ impl Waits {
         let Some(start_max) = times.iter().map(|t| t.2).max() else {
             return;
         };
-        let end_min = times.iter().map(|t| t.3).min().unwrap_or(start_max);
-        let exec = end_min - start_max;
-        let last = times.iter().max_by_key(|t| t.2).map(|t| t.1.rank);
+        let starts: Vec<i64> = times.iter().map(|t| t.2).collect();
+        let root = inst
+            .root
+            .and_then(|root| times.iter().position(|t| t.1.rank == root));
+        let arrived: Vec<i64> = arrivals(inst.kind, root, &starts)
+            .into_iter()
+            .zip(&times)
+            .map(|(a, t)| a.clamp(t.2, t.3))
+            .collect();
+        let exec = times
+            .iter()
+            .zip(&arrived)
+            .map(|(t, a)| t.3 - a)
+            .min()
+            .unwrap_or(0);
+        let last = times.iter().find(|t| t.2 == start_max).map(|t| t.1.rank);
         let mut calls = Vec::with_capacity(times.len());
         let mut at_sites: Vec<u32> = Vec::new();
-        for &(r, p, start, end, site) in &times {
-            let (wb, wa) = (start_max - start, end - end_min);
+        for (&(r, p, start, end, site), &arrived) in times.iter().zip(&arrived) {
+            let (wb, wa) = (arrived - start, end - arrived - exec);
             self.by_rank[r].add(wb, wa, exec);
             self.stats.total.add(wb, wa, exec);
             let entry = self.sites.entry(site).or_insert_with(|| {
@@ -193,6 +225,7 @@ impl Waits {
                 seq: p.post,
                 wait_before_ns: wb,
                 wait_after_ns: wa,
+                duration_ns: end - start,
             });
         }
         // The instance counts once for each call site taking part.
@@ -206,13 +239,20 @@ impl Waits {
                 }
             }
         }
+        let weighed = InstanceWaits {
+            instance: n,
+            exec_ns: exec,
+            calls,
+        };
+        // Every instance is held to the report's properties in the test
+        // suite's (debug) builds, the ones not kept in detail too.
+        #[cfg(debug_assertions)]
+        if let Err(e) = super::checks::check_instance(&weighed) {
+            panic!("the critical-path report breaks its properties: {e}");
+        }
         self.stats.instance_count += 1;
         if self.stats.instances.len() < KEPT_INSTANCES {
-            self.stats.instances.push(InstanceWaits {
-                instance: n,
-                exec_ns: exec,
-                calls,
-            });
+            self.stats.instances.push(weighed);
         }
     }
 
@@ -269,4 +309,31 @@ pub fn wait_stats(ranks: &[RankCalls], matching: &Matching) -> WaitStats {
         });
     }
     waits.finish(&compute)
+}
+
+/// For each process (in the instance's order, `starts` their arrivals),
+/// the latest arrival among the processes its end depends on, its own
+/// included: the graph's rules for each kind of collective.
+fn arrivals(kind: CollectiveKind, root: Option<usize>, starts: &[i64]) -> Vec<i64> {
+    let all = starts.iter().copied().max().unwrap_or(0);
+    let mut before = i64::MIN;
+    starts
+        .iter()
+        .enumerate()
+        .map(|(i, &own)| match kind {
+            CollectiveKind::AllToAll => all,
+            CollectiveKind::RootToAll => root.map_or(own, |r| own.max(starts[r])),
+            CollectiveKind::AllToRoot if root == Some(i) => all,
+            CollectiveKind::Scan => {
+                before = before.max(own);
+                before
+            }
+            CollectiveKind::ExclusiveScan => {
+                let arrived = before.max(own);
+                before = before.max(own);
+                arrived
+            }
+            CollectiveKind::AllToRoot | CollectiveKind::Neighborhood | CollectiveKind::Setup => own,
+        })
+        .collect()
 }

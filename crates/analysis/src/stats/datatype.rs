@@ -21,12 +21,12 @@ pub fn predefined_size(name: &str) -> Option<u64> {
         "MPI_LB" | "MPI_UB" => 0,
         "MPI_BYTE" | "MPI_CHAR" | "MPI_CHARACTER" | "MPI_CXX_BOOL" | "MPI_C_BOOL"
         | "MPI_INT8_T" | "MPI_INTEGER1" | "MPI_PACKED" | "MPI_SIGNED_CHAR" | "MPI_UINT8_T"
-        | "MPI_UNSIGNED_CHAR" => 1,
+        | "MPI_UNSIGNED_CHAR" | "MPI_LOGICAL1" => 1,
         "MPIX_C_FLOAT16" | "MPI_INT16_T" | "MPI_INTEGER2" | "MPI_SHORT" | "MPI_UINT16_T"
-        | "MPI_UNSIGNED_SHORT" => 2,
+        | "MPI_UNSIGNED_SHORT" | "MPI_LOGICAL2" | "MPI_REAL2" => 2,
         "MPI_FLOAT" | "MPI_INT" | "MPI_INT32_T" | "MPI_INTEGER" | "MPI_INTEGER4"
         | "MPI_LOGICAL" | "MPI_REAL" | "MPI_REAL4" | "MPI_UINT32_T" | "MPI_UNSIGNED"
-        | "MPI_WCHAR" => 4,
+        | "MPI_WCHAR" | "MPI_LOGICAL4" | "MPI_COMPLEX4" => 4,
         "MPI_SHORT_INT" => 6,
         "MPI_2INT"
         | "MPI_2INTEGER"
@@ -48,7 +48,8 @@ pub fn predefined_size(name: &str) -> Option<u64> {
         | "MPI_REAL8"
         | "MPI_UINT64_T"
         | "MPI_UNSIGNED_LONG"
-        | "MPI_UNSIGNED_LONG_LONG" => 8,
+        | "MPI_UNSIGNED_LONG_LONG"
+        | "MPI_LOGICAL8" => 8,
         "MPI_DOUBLE_INT" | "MPI_LONG_INT" => 12,
         "MPI_2DOUBLE_PRECISION"
         | "MPI_COMPLEX16"
@@ -56,9 +57,15 @@ pub fn predefined_size(name: &str) -> Option<u64> {
         | "MPI_C_DOUBLE_COMPLEX"
         | "MPI_DOUBLE_COMPLEX"
         | "MPI_LONG_DOUBLE"
-        | "MPI_REAL16" => 16,
+        | "MPI_REAL16"
+        | "MPI_INTEGER16"
+        | "MPI_LOGICAL16"
+        | "MPI_2COMPLEX" => 16,
         "MPI_LONG_DOUBLE_INT" => 20,
-        "MPI_COMPLEX32" | "MPI_CXX_LONG_DOUBLE_COMPLEX" | "MPI_C_LONG_DOUBLE_COMPLEX" => 32,
+        "MPI_COMPLEX32"
+        | "MPI_CXX_LONG_DOUBLE_COMPLEX"
+        | "MPI_C_LONG_DOUBLE_COMPLEX"
+        | "MPI_2DOUBLE_COMPLEX" => 32,
         _ => return None,
     })
 }

@@ -7,7 +7,7 @@ use mpigram_mpispec::{
 };
 use mpigram_trace::NO_RANK;
 
-pub(super) fn sig(func: &str, args: Vec<Value>) -> Signature {
+pub(crate) fn sig(func: &str, args: Vec<Value>) -> Signature {
     let (id, f) = func_by_name(func).unwrap();
     assert_eq!(f.params.len(), args.len(), "{func}'s arguments");
     Signature {
@@ -22,11 +22,11 @@ fn predefined_handle(kind: HandleKind, name: &str) -> Value {
     Value::Handle(kind, HandleRef::Predefined(id as u32))
 }
 
-pub(super) fn int() -> Value {
+pub(crate) fn int() -> Value {
     predefined_handle(HandleKind::Datatype, "MPI_INT")
 }
 
-fn world() -> Value {
+pub(crate) fn world() -> Value {
     predefined_handle(HandleKind::Comm, "MPI_COMM_WORLD")
 }
 
@@ -34,7 +34,7 @@ fn user(kind: HandleKind, id: u64) -> Value {
     Value::Handle(kind, HandleRef::User(id))
 }
 
-fn buf() -> Value {
+pub(crate) fn buf() -> Value {
     Value::Buffer(BufferRef::Segment { id: 1, offset: 0 })
 }
 
@@ -46,18 +46,18 @@ fn rel(d: i64) -> Value {
     Value::Rank(Rank::Relative(d))
 }
 
-fn request(pool: u64, index: u64) -> Value {
+pub(crate) fn request(pool: u64, index: u64) -> Value {
     Value::Request(RequestRef::Pooled { pool, index })
 }
 
-fn send(count: i64, datatype: Value, dest: i64) -> Signature {
+pub(crate) fn send(count: i64, datatype: Value, dest: i64) -> Signature {
     sig(
         "MPI_Send",
         vec![buf(), n(count), datatype, rel(dest), Value::Tag(0), world()],
     )
 }
 
-fn recv(count: i64, source: i64) -> Signature {
+pub(crate) fn recv(count: i64, source: i64) -> Signature {
     sig(
         "MPI_Recv",
         vec![
@@ -84,12 +84,12 @@ fn type_free(id: u64) -> Signature {
 }
 
 /// One rank's calls and communicator log.
-struct RankCalls {
+pub(crate) struct RankCalls {
     calls: Vec<Signature>,
     comms: Vec<CommEntry>,
 }
 
-fn rank(calls: Vec<Signature>) -> RankCalls {
+pub(crate) fn rank(calls: Vec<Signature>) -> RankCalls {
     RankCalls {
         calls,
         comms: Vec::new(),
@@ -97,7 +97,7 @@ fn rank(calls: Vec<Signature>) -> RankCalls {
 }
 
 /// A trace of `ranks` (rank i is world rank i), each call timed 1 µs.
-fn trace(ranks: Vec<RankCalls>) -> Trace {
+pub(crate) fn trace(ranks: Vec<RankCalls>) -> Trace {
     Trace::of_calls(
         ranks
             .into_iter()
@@ -107,7 +107,7 @@ fn trace(ranks: Vec<RankCalls>) -> Trace {
     )
 }
 
-fn repeat(times: usize, body: &[Signature]) -> Vec<Signature> {
+pub(crate) fn repeat(times: usize, body: &[Signature]) -> Vec<Signature> {
     body.iter()
         .cloned()
         .cycle()

@@ -154,6 +154,8 @@ pub fn two_ranks(iterations: u64) -> Trace {
                 recorder_allocations: 0,
                 ns_per_tick: 1.0,
                 clock_sync: Vec::new(),
+                run: 0,
+                lost: mpigram_trace::Lost::None,
             },
             signatures: table,
             grammar: grammar.grammar(rank),

@@ -4,13 +4,60 @@
 
 use std::process::{Command, Output};
 
+/// Runs `mpigram ARGS`; `mpigram run` uses the test run's MPI's launcher.
 pub fn mpigram(args: &[&str]) -> Output {
+    let mpi = mpigram_testkit::Mpi::selected();
     Command::new(env!("CARGO_BIN_EXE_mpigram"))
         .args(args)
+        .env("MPIGRAM_LAUNCHER", mpi.launcher.join(" "))
+        .envs(mpi.env.iter().cloned())
         .output()
         .unwrap()
 }
 
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Traces `program ARGS` on 2 ranks under `mpi` (the tracer preloaded)
+/// into `out`.
+pub fn trace_under(
+    mpi: &mpigram_testkit::Mpi,
+    program: &str,
+    args: &[&str],
+    out: &std::path::Path,
+) {
+    let lib = text(&mpigram(&["lib"]).stdout).trim().to_owned();
+    mpigram_testkit::mpiexec(
+        2,
+        mpigram_testkit::compile_with(mpi, program).unwrap(),
+        args,
+    )
+    .mpi(mpi)
+    .preload(&lib)
+    .env("MPIGRAM_OUT", out)
+    .run()
+    .unwrap()
+    .assert_success();
+}
+
+/// Traces `program ARGS` of tests/mpi on `ranks` ranks into `out` with
+/// `mpigram run --timing timing`.
+pub fn trace(out: &std::path::Path, program: &str, ranks: u32, args: &[&str], timing: &str) {
+    mpigram_testkit::mpi_available().unwrap();
+    let exe = mpigram_testkit::compile(program).unwrap();
+    let n = ranks.to_string();
+    let mut run = vec![
+        "run",
+        "-o",
+        out.to_str().unwrap(),
+        "-n",
+        &n,
+        "--timing",
+        timing,
+    ];
+    run.extend(["--", exe.to_str().unwrap()]);
+    run.extend(args);
+    let done = mpigram(&run);
+    assert!(done.status.success(), "{}", text(&done.stderr));
 }

@@ -47,6 +47,8 @@ pub fn sample(rank: u32) -> RankTrace {
             recorder_allocations: 3,
             ns_per_tick: 1.0,
             clock_sync: Vec::new(),
+            run: 0,
+            lost: mpigram_trace::Lost::None,
         },
         signatures,
         grammar: s.grammar(rank),

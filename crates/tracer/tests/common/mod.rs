@@ -2,7 +2,9 @@
 
 #![allow(dead_code)]
 
+use mpigram_analysis::critical_path;
 use mpigram_analysis::decode::{DecodedCall, RankDecoder};
+use mpigram_analysis::timeline::Source;
 use mpigram_testkit::{RunOutput, compile, mpi_available, mpiexec};
 use mpigram_trace::{Trace, verify_file_name};
 use std::path::{Path, PathBuf};
@@ -96,7 +98,22 @@ pub fn assert_trace_is_exact(run: &TracedRun, ranks: u32) -> Trace {
             call.unwrap_or_else(|e| panic!("{e}"));
         }
     }
+    assert_reports_hold(&trace);
     trace
+}
+
+/// A trace with per-call times gives a critical-path report that holds
+/// its properties (no negative durations, waits within their calls,
+/// imbalances as defined: `Analysis::check`).
+pub fn assert_reports_hold(trace: &Trace) {
+    if !trace.ranks.iter().all(|r| r.meta.timing.per_call()) {
+        return;
+    }
+    let analysis = critical_path::analyse(trace, Source::Best, false)
+        .unwrap_or_else(|e| panic!("critical path: {e}"));
+    analysis
+        .check()
+        .unwrap_or_else(|e| panic!("the critical-path report: {e}"));
 }
 
 /// Every call of `rank`, decoded.

@@ -1,0 +1,203 @@
+//! One pass over a rank's calls for the per-rank checks: the objects it
+//! holds ([`super::objects`]), its runs of MPI_Wait, and the grammar of
+//! its call shapes.
+//!
+//! A call's *shape* is its function and arguments with the ids of objects
+//! and requests left out (`type7` becomes `type`, `req3` becomes `req`).
+//! Iterations of a loop differ in the ids they create and in which
+//! request of the tracer's pool they get, so the trace's own grammar does
+//! not always repeat them; the grammar of shapes does. A loop is a
+//! repeated run of it, and counts per iteration are read from the
+//! repeated rule without expanding it.
+
+use super::LintError;
+use super::objects::{Live, Objects};
+use crate::decode::{Args, DecodedCall, RankDecoder};
+use mpigram_grammar::{Grammar, RuleId, Sequitur, Symbol};
+use mpigram_mpispec::HandleKind;
+use mpigram_trace::{RankPart, Trace};
+use rustc_hash::FxHashMap;
+use serde_json::{Map, Value as Json};
+use std::sync::Arc;
+
+/// What one pass over a rank's calls found.
+pub(super) struct RankWalk {
+    /// Objects held at MPI_Finalize; None if the rank was killed before.
+    pub(super) leaked: Option<Vec<Live>>,
+    /// Runs of consecutive MPI_Wait calls: (first call, length), length ≥ 2.
+    pub(super) wait_runs: Vec<(u64, u64)>,
+    pub(super) shapes: Shapes,
+    /// The rank runs MPI from several threads at once
+    /// (MPI_THREAD_MULTIPLE): its calls' order is one interleaving.
+    pub(super) threads: bool,
+}
+
+/// MPI_THREAD_MULTIPLE in MPICH, Open MPI and the standard ABI alike.
+const MPI_THREAD_MULTIPLE: i64 = 3;
+
+/// The grammar of a rank's call shapes.
+pub(super) struct Shapes {
+    pub(super) grammar: Grammar,
+    /// By shape: its function and its first call.
+    pub(super) first: Vec<(&'static str, u64)>,
+}
+
+/// Walks the calls of `part`; `close(a, b)`: calls `a` and `b` are near
+/// enough in time to be one after the other.
+pub(super) fn walk(
+    trace: &Trace,
+    part: &RankPart,
+    close: &dyn Fn(u64, u64) -> bool,
+) -> Result<RankWalk, LintError> {
+    let mut objects = Objects::new()?;
+    let mut sequitur = Sequitur::new();
+    let mut first: Vec<(&'static str, u64)> = Vec::new();
+    let mut ids: FxHashMap<String, u32> = FxHashMap::default();
+    // Calls of one signature share their arguments: shape them once.
+    let mut by_args: FxHashMap<*const Map<String, Json>, (Args, u32)> = FxHashMap::default();
+    let mut wait_runs = Vec::new();
+    let mut run: Option<(u64, u64)> = None; // (first call, length)
+    let mut finalized = false;
+    let mut threads = false;
+    for call in RankDecoder::new(trace, part) {
+        let call = call?;
+        if call.func == "MPI_Init_thread" {
+            let provided = call.args.get("provided").and_then(Json::as_i64);
+            threads = provided == Some(MPI_THREAD_MULTIPLE);
+        }
+        if call.func == "MPI_Finalize" {
+            finalized = true;
+        }
+        if !finalized {
+            objects.record(&call);
+        }
+        let key = Arc::as_ptr(&call.args);
+        let shape = match by_args.get(&key) {
+            Some(&(_, s)) => s,
+            None => {
+                let next = ids.len() as u32;
+                let s = *ids.entry(shape(&call)).or_insert(next);
+                if s == next {
+                    first.push((call.func, call.seq));
+                }
+                by_args.insert(key, (Arc::clone(&call.args), s));
+                s
+            }
+        };
+        sequitur.push(shape);
+        run = match run {
+            Some((start, n)) if is_single_wait(&call) && close(call.seq - 1, call.seq) => {
+                Some((start, n + 1))
+            }
+            _ => {
+                if let Some((start, n)) = run.filter(|&(_, n)| n >= 2) {
+                    wait_runs.push((start, n));
+                }
+                is_single_wait(&call).then_some((call.seq, 1))
+            }
+        };
+    }
+    if let Some((start, n)) = run.filter(|&(_, n)| n >= 2) {
+        wait_runs.push((start, n));
+    }
+    let leaked = (finalized || part.meta.ending.is_complete()).then(|| objects.live());
+    Ok(RankWalk {
+        leaked,
+        wait_runs,
+        shapes: Shapes {
+            grammar: sequitur.grammar(0),
+            first,
+        },
+        threads,
+    })
+}
+
+/// An MPI_Wait on a request (not MPI_REQUEST_NULL).
+fn is_single_wait(call: &DecodedCall) -> bool {
+    call.func == "MPI_Wait"
+        && call
+            .args
+            .get("request")
+            .and_then(Json::as_str)
+            .is_some_and(|r| r != "MPI_REQUEST_NULL")
+}
+
+/// A repeated run of the shapes' grammar: (rule, position).
+pub(super) type LoopRef = (RuleId, usize);
+
+impl Shapes {
+    /// The innermost repeated run holding call `seq`, and the call's shape.
+    pub(super) fn loop_of(&self, seq: u64) -> Option<(LoopRef, u32)> {
+        let g = &self.grammar;
+        let mut rule = g.start(0)?;
+        let mut skip = seq;
+        let mut found = None;
+        'descend: loop {
+            let mut at = 0u64;
+            for (pos, run) in g.rule(rule).iter().enumerate() {
+                let len = g.symbol_len(run.symbol);
+                let span = len.saturating_mul(run.count);
+                if skip < at + span {
+                    if run.count >= 2 {
+                        found = Some((rule, pos));
+                    }
+                    match run.symbol {
+                        Symbol::Terminal(shape) => return found.map(|lp| (lp, shape)),
+                        Symbol::Rule(child) => {
+                            skip = (skip - at) % len;
+                            rule = child;
+                            continue 'descend;
+                        }
+                    }
+                }
+                at += span;
+            }
+            return None;
+        }
+    }
+
+    /// How many calls of `shape` one iteration of loop `lp` makes.
+    pub(super) fn per_iteration(&self, (rule, pos): LoopRef, shape: u32) -> u64 {
+        match self.grammar.rule(rule)[pos].symbol {
+            Symbol::Terminal(_) => 1,
+            Symbol::Rule(body) => self
+                .grammar
+                .terminal_counts(body)
+                .into_iter()
+                .find(|&(t, _)| t == shape)
+                .map_or(1, |(_, n)| n),
+        }
+    }
+
+    /// How many times the rank made each shape of call: (shape, calls).
+    pub(super) fn counts(&self) -> Vec<(u32, u64)> {
+        self.grammar
+            .start(0)
+            .map(|root| self.grammar.terminal_counts(root))
+            .unwrap_or_default()
+    }
+}
+
+/// A call's function and arguments with object and request ids left
+/// out: `type7` becomes `type`, `req3` becomes `req`.
+fn shape(call: &DecodedCall) -> String {
+    fn strip(v: &Json) -> Json {
+        match v {
+            Json::String(s) => {
+                let head = s.trim_end_matches(|c: char| c.is_ascii_digit());
+                let is_id = head.len() < s.len()
+                    && (head == "req" || HandleKind::ALL.iter().any(|k| k.prefix() == head));
+                Json::String(if is_id { head } else { s }.to_owned())
+            }
+            Json::Array(items) => Json::Array(items.iter().map(strip).collect()),
+            Json::Object(o) => Json::Object(o.iter().map(|(k, v)| (k.clone(), strip(v))).collect()),
+            other => other.clone(),
+        }
+    }
+    let args: Map<String, Json> = call
+        .args
+        .iter()
+        .map(|(k, v)| (k.clone(), strip(v)))
+        .collect();
+    format!("{}{}", call.func, Json::Object(args))
+}

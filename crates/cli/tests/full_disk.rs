@@ -1,0 +1,91 @@
+//! A trace directory on a full disk: writes fail during the run (the
+//! crash journal cannot grow, its checkpoint cannot be written) and at its
+//! end (the trace itself). The program runs on; what survives says how
+//! many calls were lost, and `info` says the trace is partial. The disk is
+//! a small tmpfs, mounted for the test: that needs root (CI runs as root).
+
+mod common;
+
+use common::{mpigram, text};
+use mpigram_testkit::{compile, mpi_available};
+use mpigram_trace::{Lost, Trace};
+use std::path::Path;
+use std::process::Command;
+
+/// A tmpfs of `kib` KiB mounted on a fresh directory, unmounted on drop.
+struct Tmpfs(tempfile::TempDir);
+
+impl Tmpfs {
+    fn mount(kib: u32) -> Tmpfs {
+        let dir = tempfile::tempdir().unwrap();
+        let out = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={kib}k,mode=0700")])
+            .arg("tmpfs")
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "this test mounts a small tmpfs, which needs root (CI runs as root): {}",
+            text(&out.stderr)
+        );
+        Tmpfs(dir)
+    }
+
+    fn path(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.0.path()).status();
+    }
+}
+
+/// Calls of `irregular N` on one rank: MPI_Init, Comm_rank, Comm_size,
+/// Comm_get_attr, Barrier, N Sendrecv, MPI_Finalize.
+fn irregular_calls(iterations: u64) -> u64 {
+    iterations + 6
+}
+
+#[test]
+fn a_full_disk_leaves_a_partial_trace_that_counts_the_lost_calls() {
+    mpi_available().unwrap();
+    let exe = compile("irregular").unwrap();
+    let disk = Tmpfs::mount(160);
+    let trace = disk.path().join("t");
+    let iterations = 20_000;
+    let out = mpigram(&[
+        "run",
+        "-o",
+        trace.to_str().unwrap(),
+        "--",
+        exe.to_str().unwrap(),
+        &iterations.to_string(),
+    ]);
+    assert!(
+        out.status.success(),
+        "the program runs on: {}",
+        text(&out.stderr)
+    );
+
+    let read = Trace::open(&trace).unwrap_or_else(|e| panic!("{e}\n{}", text(&out.stderr)));
+    assert!(!read.is_complete());
+    let [rank] = &read.ranks[..] else {
+        panic!("one rank")
+    };
+    let Lost::Calls(lost) = rank.meta.lost else {
+        panic!("{:?}: {}", rank.meta.lost, text(&out.stderr))
+    };
+    assert!(lost > 0);
+    assert_eq!(rank.meta.calls + lost, irregular_calls(iterations));
+
+    let info = mpigram(&["info", trace.to_str().unwrap()]);
+    assert!(info.status.success(), "{}", text(&info.stderr));
+    let info = text(&info.stdout);
+    assert!(info.contains("complete:   no"), "{info}");
+    let line = info.lines().last().unwrap();
+    assert!(line.contains(&format!("{lost} calls lost")), "{info}");
+    assert!(!line.trim_end().ends_with("finalized"), "{info}");
+}

@@ -1,0 +1,110 @@
+//! Jobs in which not every rank runs the tracer: `MPIGRAM_OFF=1` on some
+//! ranks, or `LD_PRELOAD` given to one executable of an MPMD job. The
+//! traced ranks find out at MPI_Init (before any communication of their
+//! own) and trace without it: no clock synchronisation, no communicator
+//! agreement, no merge, one file per traced rank, one warning for the job.
+//! The application's MPI is untouched: each program checks its results.
+
+mod common;
+
+use common::*;
+use mpigram_testkit::{compile, mpi_available, mpiexec};
+use mpigram_trace::{Ending, Trace};
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::time::Duration;
+
+/// The warning a partly traced job prints, once.
+const WARNING: &str = "not every rank of MPI_COMM_WORLD runs mpigram";
+
+fn files(dir: &Path) -> BTreeSet<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect()
+}
+
+/// Each traced rank's own file holds exactly its calls, and it ended with
+/// MPI_Finalize; no other rank is in the trace.
+fn assert_traced_exactly(dir: &Path, traced: &[u32], output: &str) -> Trace {
+    let trace = Trace::open(dir).unwrap_or_else(|e| panic!("{e}\n{output}"));
+    let found: Vec<u32> = trace.ranks.iter().map(|r| r.meta.rank).collect();
+    assert_eq!(found, traced, "{output}");
+    for rank in &trace.ranks {
+        let r = rank.meta.rank;
+        assert_eq!(rank.meta.ending, Ending::Finalized, "rank {r}");
+        let expected = verify_stream(dir, r);
+        let got: Vec<Vec<u8>> = trace.calls(r).map(<[u8]>::to_vec).collect();
+        assert_eq!(got.len(), expected.len(), "rank {r}: calls");
+        assert!(got == expected, "rank {r}: calls differ from its stream");
+        assert!(rank.meta.clock_sync.is_empty(), "no clock synchronisation");
+        let calls = decoded(&trace, r);
+        assert_eq!(calls.first().map(|c| c.func), Some("MPI_Init"));
+        assert_eq!(calls.last().map(|c| c.func), Some("MPI_Finalize"));
+    }
+    trace
+}
+
+fn warnings(stderr: &str) -> usize {
+    stderr.lines().filter(|l| l.contains(WARNING)).count()
+}
+
+#[test]
+fn mpigram_off_on_one_rank_changes_nothing_for_the_others() {
+    mpi_available().unwrap();
+    let exe = compile("coll_blocking").unwrap();
+    // Rank 0 (the merge's root) untraced, ranks 1 and 2 traced.
+    let dir = tempfile::tempdir().unwrap();
+    let mut job = mpiexec(1, &exe, [] as [&str; 0]);
+    job.env_here("MPIGRAM_OFF", "1")
+        .then(2, &exe, [] as [&str; 0])
+        .preload(tracer())
+        .env("MPIGRAM_OUT", dir.path())
+        .env("MPIGRAM_VERIFY", "1")
+        .timeout(Duration::from_secs(60));
+    let out = job.run().unwrap();
+    out.assert_success();
+    assert_traced_exactly(dir.path(), &[1, 2], &out.stderr);
+    assert_eq!(
+        files(dir.path()),
+        [
+            ".lock",
+            "rank1.mgr",
+            "rank1.verify",
+            "rank2.mgr",
+            "rank2.verify"
+        ]
+        .map(String::from)
+        .into()
+    );
+    assert_eq!(warnings(&out.stderr), 1, "{out}");
+}
+
+#[test]
+fn an_mpmd_job_with_the_tracer_in_one_executable_runs_and_traces_it() {
+    mpi_available().unwrap();
+    let a = compile("p2p_blocking").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // `mpiexec -n 1 -env LD_PRELOAD libmpigram.so ./a : -n 1 ./a`
+    let mut job = mpiexec(1, &a, [] as [&str; 0]);
+    job.env_here("LD_PRELOAD", tracer())
+        .then(1, &a, [] as [&str; 0])
+        .env("MPIGRAM_OUT", dir.path())
+        .env("MPIGRAM_VERIFY", "1")
+        .timeout(Duration::from_secs(60));
+    let out = job.run().unwrap();
+    out.assert_success();
+    assert_traced_exactly(dir.path(), &[0], &out.stderr);
+    assert_eq!(warnings(&out.stderr), 1, "{out}");
+}
+
+#[test]
+fn a_fully_traced_job_still_merges_and_says_nothing() {
+    let run = run_traced("coll_blocking", 2, &[], &[]);
+    run.output.assert_success();
+    assert_trace_is_exact(&run, 2);
+    assert!(run.dir.path().join("trace.mgr").is_file());
+    assert_eq!(warnings(&run.output.stderr), 0);
+    let trace = run.trace();
+    assert!(trace.ranks.iter().all(|r| !r.meta.clock_sync.is_empty()));
+}
