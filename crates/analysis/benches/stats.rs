@@ -75,6 +75,7 @@ fn trace(ranks: u32, signatures: Vec<Vec<u8>>, rules: Vec<Vec<Run>>) -> Trace {
                         total_ns: n * 500,
                         min_ns: 400,
                         max_ns: 900,
+                        gap_ns: 2_000,
                     };
                     (t, s)
                 })
@@ -89,6 +90,7 @@ fn trace(ranks: u32, signatures: Vec<Vec<u8>>, rules: Vec<Vec<Run>>) -> Trace {
         grammar,
         ranks: parts,
         run_start_ns: None,
+        rank_stats: Default::default(),
         skipped: Vec::new(),
     }
 }

@@ -294,7 +294,11 @@ impl<'t> RankDecoder<'t> {
             Value::Str(Some(s)) => json!(String::from_utf8_lossy(s)),
             Value::Callback(None) => json!("NULL"),
             Value::Callback(Some(id)) => json!(format!("fn{id}")),
-            Value::Array(None) => Json::Null,
+            Value::Array(None) | Value::Coords(None) => Json::Null,
+            Value::Coords(Some(c)) => match c.absolute(self.my_rank(comm)) {
+                Some(coords) => json!(coords),
+                None => json!(format!("{c:?}")),
+            },
             Value::Array(Some(items)) => {
                 // A status in an array of a completion call belongs to the
                 // request at the same position: use that request's communicator.

@@ -242,6 +242,7 @@ mod tests {
             grammar: Grammar::empty(),
             ranks,
             run_start_ns: None,
+            rank_stats: Default::default(),
             skipped: Vec::new(),
         }
     }

@@ -23,6 +23,17 @@ pub struct Args {
     /// segment, and arrows along its jumps between ranks.
     #[arg(long)]
     critical_path: bool,
+    /// Only these ranks: `0-3,8`.
+    #[arg(long)]
+    ranks: Option<String>,
+    /// Only calls that end at or after this: a time from the run's start
+    /// (`2.5s`, `300ms`, `40us`) or a call number (on each rank).
+    #[arg(long)]
+    from: Option<export::Bound>,
+    /// Only calls that start at or before this time, or before this call
+    /// number.
+    #[arg(long)]
+    to: Option<export::Bound>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -38,6 +49,12 @@ pub enum TimelineFormat {
 pub fn run(args: &Args) -> Result<()> {
     let (dir, out) = (&args.trace, &args.output);
     crate::refuse_inside(dir, out)?;
+    let ranks = args.ranks.as_deref().map(export::parse_ranks).transpose();
+    let window = export::Window {
+        ranks: ranks.map_err(|e| anyhow::anyhow!("--ranks: {e}"))?,
+        from: args.from,
+        to: args.to,
+    };
     let trace = Trace::open(dir)?;
     crate::warn_if_partial(&trace);
     let run_start = trace.run_start_ns();
@@ -72,6 +89,7 @@ pub fn run(args: &Args) -> Result<()> {
         &times as &RankTimes,
         format,
         marks,
+        &window,
         &mut writer,
         &mut |done| {
             if done % 4096 == 0 {

@@ -4,7 +4,6 @@ mod common;
 
 use common::{mpigram, text, trace};
 use mpigram_analysis::export::perfetto::{TYPE_SLICE_BEGIN, TYPE_SLICE_END, Trace as Timeline};
-use prost::Message;
 use serde_json::Value as Json;
 use std::collections::HashMap;
 use std::path::Path;
@@ -99,7 +98,7 @@ fn a_perfetto_export_decodes_into_one_slice_per_call_on_its_rank() {
     let file = dir.path().join("t.pftrace");
     let out = export(&t, "perfetto", &file);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let timeline = Timeline::decode(std::fs::read(&file).unwrap().as_slice()).unwrap();
+    let timeline = Timeline::read(std::fs::read(&file).unwrap().as_slice()).unwrap();
 
     // Each rank's calls track, by uuid: its rank.
     let mut calls_track = HashMap::new();
@@ -254,7 +253,7 @@ fn the_critical_path_is_a_track_of_its_segments_with_arrows_along_its_jumps() {
     // Perfetto: the same slices on the `critical path` track.
     let file = dir.path().join("t.pftrace");
     export_path(&t, "perfetto", &file);
-    let timeline = Timeline::decode(std::fs::read(&file).unwrap().as_slice()).unwrap();
+    let timeline = Timeline::read(std::fs::read(&file).unwrap().as_slice()).unwrap();
     let track = timeline
         .packet
         .iter()

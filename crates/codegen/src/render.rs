@@ -325,7 +325,7 @@ impl Context {
                 Value::Str(Some(s)) => c_string(s),
                 _ => "NULL".into(),
             },
-            Action::StrOut { .. } => scratch(pos),
+            Action::StrOut { .. } | Action::Coords { .. } => scratch(pos),
             Action::Array { elem, out, .. } => match v {
                 Value::Array(None) => match (elem, p.action.clone()) {
                     (Elem::Status, _) => "MPI_STATUSES_IGNORE".into(),
@@ -457,6 +457,8 @@ impl Context {
             (Scalar::Tag, Value::Tag(-1)) => "MPI_ANY_TAG".into(),
             (Scalar::Tag, Value::Tag(t) | Value::Int(t)) => int_lit(*t),
             (Scalar::Rank(comm), Value::Rank(r)) => rank_expr(*r, &comm_rank(a.handle(comm))),
+            // Roots are recorded absolute.
+            (Scalar::Root, Value::Rank(r)) => rank_expr(*r, "world_rank"),
             (Scalar::WinRank(win), Value::Rank(r)) => {
                 let me = match a.handle(win) {
                     Some(HandleRef::User(id)) => format!("rank_in_win(wins[{id}])"),

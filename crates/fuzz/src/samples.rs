@@ -3,7 +3,7 @@
 
 use mpigram_grammar::Sequitur;
 use mpigram_mpispec::{
-    BufferRef, Enc, FUNCS, FuncId, HandleRef, Rank, RequestRef, Signature, Status, Value,
+    BufferRef, Coords, Enc, FUNCS, FuncId, HandleRef, Rank, RequestRef, Signature, Status, Value,
     func_by_name,
 };
 use mpigram_trace::timing::{Bins, ColumnWriter, DEFAULT_BASE, ExactWriter, LossyClock};
@@ -75,6 +75,15 @@ pub fn arb_value(enc: Enc) -> BoxedStrategy<Value> {
         Enc::Array(elem) => prop::option::of(prop::collection::vec(arb_value(*elem), 0..5))
             .prop_map(Value::Array)
             .boxed(),
+        Enc::Coords => prop::option::of(prop_oneof![
+            prop::collection::vec(any::<i64>(), 0..4).prop_map(Coords::Absolute),
+            prop::collection::vec((any::<i64>(), any::<i64>()), 0..4).prop_map(|v| {
+                let (dims, offsets) = v.into_iter().unzip();
+                Coords::Relative { dims, offsets }
+            }),
+        ])
+        .prop_map(Value::Coords)
+        .boxed(),
     }
 }
 
@@ -143,6 +152,14 @@ fn example_value(enc: Enc, seed: u64) -> Value {
                 .map(|i| example_value(*elem, seed + i))
                 .collect()
         })),
+        Enc::Coords => Value::Coords(match pick {
+            0 => Some(Coords::Absolute(vec![seed as i64, 1])),
+            1 => None,
+            _ => Some(Coords::Relative {
+                dims: vec![4, seed as i64 + 1],
+                offsets: vec![0, -1],
+            }),
+        }),
     }
 }
 
@@ -216,6 +233,7 @@ pub fn sample_rank_trace(rank: u32) -> RankTrace {
             total_ns: 1000 * t,
             min_ns: t,
             max_ns: 10 * t,
+            gap_ns: 3 * t,
         })
         .collect();
     let comm = |seq, comm, size| CommEntry {

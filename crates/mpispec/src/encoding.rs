@@ -12,8 +12,9 @@
 //! | Str | 0 NULL, else length + 1, bytes |
 //! | Callback | 0 NULL, else id + 1 (one id per distinct function, in order of first use) |
 //! | Array | 0 not recorded (NULL or not significant here), else length + 1, elements |
+//! | Coords | 0 not recorded, else 1 + (n << 1 \| relative), then with relative the grid's n dimensions and n offsets from the caller's own coordinates (zigzag), else the n coordinates (zigzag) |
 
-use crate::value::{BufferRef, HandleRef, Rank, RequestRef, Status, Value};
+use crate::value::{BufferRef, Coords, HandleRef, Rank, RequestRef, Status, Value};
 use mpigram_varint::PutVarint;
 
 pub(crate) const RANK_PROC_NULL: u64 = 0;
@@ -25,6 +26,8 @@ pub(crate) const STATUS_PRESENT: u64 = 1;
 pub(crate) const STATUS_UNDEFINED: u64 = 2;
 pub(crate) const STATUS_CANCELLED: u64 = 2;
 pub(crate) const STATUS_ERROR: u64 = 4;
+
+pub(crate) const COORDS_NONE: u64 = 0;
 
 pub(crate) const BUFFER_NULL: u64 = 0;
 pub(crate) const BUFFER_IN_PLACE: u64 = 1;
@@ -128,6 +131,30 @@ pub fn put_array_len(out: &mut Vec<u8>, len: Option<usize>) {
 /// Writes a decoded value back in the bytes it was read from. The tracer
 /// encodes straight from C arguments with the functions above; this is for
 /// code that holds [`Value`]s (re-encoding what was decoded, tests).
+/// Cartesian coordinates (`None`: not recorded).
+pub fn put_coords(out: &mut Vec<u8>, coords: Option<&Coords>) {
+    match coords {
+        None => out.put_u64(COORDS_NONE),
+        Some(Coords::Absolute(c)) => put_coords_parts(out, None, c.iter().copied()),
+        Some(Coords::Relative { dims, offsets }) => {
+            put_coords_parts(out, Some(dims), offsets.iter().copied())
+        }
+    }
+}
+
+/// Recorded coordinates: `values` are offsets from the caller's own
+/// coordinates in a grid of `dims` (as long as `values`), or with no grid
+/// the coordinates themselves.
+pub fn put_coords_parts(
+    out: &mut Vec<u8>,
+    dims: Option<&[i64]>,
+    values: impl ExactSizeIterator<Item = i64>,
+) {
+    out.put_u64(1 + ((values.len() as u64) << 1 | u64::from(dims.is_some())));
+    dims.into_iter().flatten().for_each(|&v| out.put_i64(v));
+    values.for_each(|v| out.put_i64(v));
+}
+
 pub fn put_value(out: &mut Vec<u8>, value: &Value) {
     match value {
         Value::Int(v) | Value::Tag(v) | Value::Address(v) => put_int(out, *v),
@@ -139,6 +166,7 @@ pub fn put_value(out: &mut Vec<u8>, value: &Value) {
         Value::Buffer(b) => put_buffer(out, *b),
         Value::Str(s) => put_str(out, s.as_deref()),
         Value::Callback(c) => put_callback(out, *c),
+        Value::Coords(c) => put_coords(out, c.as_ref()),
         Value::Array(items) => {
             put_array_len(out, items.as_ref().map(Vec::len));
             for item in items.iter().flatten() {

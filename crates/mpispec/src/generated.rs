@@ -1620,7 +1620,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "coords",
-                enc: Enc::Array(&Enc::Int),
+                enc: Enc::Coords,
             },
         ],
     },
@@ -1674,7 +1674,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "coords",
-                enc: Enc::Array(&Enc::Int),
+                enc: Enc::Coords,
             },
         ],
     },

@@ -21,7 +21,7 @@ mod value;
 pub use args::Args;
 pub use generated::{FUNCS, func, predefined};
 pub use value::{
-    BufferRef, HandleRef, Rank, RequestRef, Signature, Status, Value, decode_args,
+    BufferRef, Coords, HandleRef, Rank, RequestRef, Signature, Status, Value, decode_args,
     decode_signature, put_signature_head,
 };
 
@@ -73,6 +73,11 @@ pub enum Enc {
     /// An array of values, length first; may be marked as not recorded
     /// (NULL, or not significant on this rank).
     Array(&'static Enc),
+    /// Coordinates in a communicator's Cartesian grid (an output of
+    /// MPI_Cart_coords and MPI_Cart_get): relative to the caller's own
+    /// coordinates, with the grid's dimensions, as ranks are relative to
+    /// the caller's rank.
+    Coords,
 }
 
 /// The kinds of MPI objects that have symbolic ids.

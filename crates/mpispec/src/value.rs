@@ -60,6 +60,41 @@ pub enum BufferRef {
     },
 }
 
+/// Coordinates in a Cartesian grid, as encoded.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Coords {
+    /// The coordinates themselves (the tracer did not know the grid).
+    Absolute(Vec<i64>),
+    /// Offsets from the caller's own coordinates in a grid of `dims`.
+    Relative { dims: Vec<i64>, offsets: Vec<i64> },
+}
+
+impl Coords {
+    /// The coordinates, given the caller's rank in the communicator (its
+    /// own coordinates are that rank in row-major order, as MPI numbers a
+    /// Cartesian grid); `None` if they cannot be worked out.
+    pub fn absolute(&self, caller: Option<u32>) -> Option<Vec<i64>> {
+        match self {
+            Coords::Absolute(c) => Some(c.clone()),
+            Coords::Relative { dims, offsets } => {
+                let mut rest = i64::from(caller?);
+                let mut own = vec![0; dims.len()];
+                for (o, &d) in own.iter_mut().zip(dims).rev() {
+                    if d <= 0 {
+                        return None;
+                    }
+                    *o = rest % d;
+                    rest /= d;
+                }
+                own.iter()
+                    .zip(offsets)
+                    .map(|(o, d)| o.checked_add(*d))
+                    .collect()
+            }
+        }
+    }
+}
+
 /// One decoded argument.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Value {
@@ -78,6 +113,8 @@ pub enum Value {
     Callback(Option<u64>),
     /// `None`: not recorded (NULL, or not significant on this rank).
     Array(Option<Vec<Value>>),
+    /// `None`: not recorded.
+    Coords(Option<Coords>),
 }
 
 /// One call signature, decoded: the function, its return code and every
@@ -165,20 +202,12 @@ fn decode(enc: Enc, r: &mut ByteReader<'_>) -> Result<Value, DecodeError> {
             ),
         }),
         Enc::Callback => Value::Callback(r.u64()?.checked_sub(1)),
+        Enc::Coords => coords(r)?,
         Enc::Array(elem) => Value::Array(match r.u64()? {
             0 => None,
             n => {
-                // Every element takes at least one byte: a longer array is corrupt.
                 let len = n - 1;
-                if len > r.remaining() as u64 {
-                    return Err(DecodeError {
-                        offset: r.position(),
-                        kind: mpigram_varint::DecodeErrorKind::TooManyElements {
-                            count: len,
-                            left: r.remaining(),
-                        },
-                    });
-                }
+                check_room(r, len)?;
                 Some(
                     (0..len)
                         .map(|_| decode(*elem, r))
@@ -187,6 +216,40 @@ fn decode(enc: Enc, r: &mut ByteReader<'_>) -> Result<Value, DecodeError> {
             }
         }),
     })
+}
+
+/// Every element takes at least one byte: more than the bytes left is
+/// corrupt, and refused before it takes memory.
+fn check_room(r: &ByteReader<'_>, elements: u64) -> Result<(), DecodeError> {
+    if elements > r.remaining() as u64 {
+        return Err(DecodeError {
+            offset: r.position(),
+            kind: mpigram_varint::DecodeErrorKind::TooManyElements {
+                count: elements,
+                left: r.remaining(),
+            },
+        });
+    }
+    Ok(())
+}
+
+fn coords(r: &mut ByteReader<'_>) -> Result<Value, DecodeError> {
+    let code = r.u64()?;
+    if code == COORDS_NONE {
+        return Ok(Value::Coords(None));
+    }
+    let (len, relative) = ((code - 1) >> 1, (code - 1) & 1 == 1);
+    check_room(r, len.saturating_mul(1 + u64::from(relative)))?;
+    let mut numbers = |n| (0..n).map(|_| r.i64()).collect::<Result<Vec<_>, _>>();
+    Ok(Value::Coords(Some(if relative {
+        let dims = numbers(len)?;
+        Coords::Relative {
+            dims,
+            offsets: numbers(len)?,
+        }
+    } else {
+        Coords::Absolute(numbers(len)?)
+    })))
 }
 
 fn rank(r: &mut ByteReader<'_>) -> Result<Rank, DecodeError> {
@@ -265,6 +328,32 @@ fn out_of_range(offset: usize, value: u64, target: &'static str) -> DecodeError 
 mod tests {
     use super::*;
     use crate::Param;
+
+    #[test]
+    fn coordinates_are_rebuilt_from_the_callers_rank() {
+        let relative = Coords::Relative {
+            dims: vec![2, 3],
+            offsets: vec![0, 1],
+        };
+        // Rank 4 of a 2 x 3 grid is (1, 1), row-major; one column on is (1, 2).
+        assert_eq!(relative.absolute(Some(4)), Some(vec![1, 2]));
+        assert_eq!(relative.absolute(None), None);
+        assert_eq!(Coords::Absolute(vec![5]).absolute(None), Some(vec![5]));
+        for v in [
+            Value::Coords(None),
+            Value::Coords(Some(relative.clone())),
+            Value::Coords(Some(Coords::Absolute(vec![-1, 7]))),
+        ] {
+            let mut out = Vec::new();
+            put_value(&mut out, &v);
+            let mut r = ByteReader::new(&out);
+            assert_eq!(decode(Enc::Coords, &mut r).unwrap(), v);
+            r.finish().unwrap();
+        }
+        // A length past the bytes left is refused before it takes memory.
+        let mut r = ByteReader::new(&[0xff, 0xff, 0x7f]);
+        assert!(decode(Enc::Coords, &mut r).is_err());
+    }
 
     static EVERY_ENCODING: &[Param] = &[
         Param {

@@ -74,6 +74,7 @@ fn rank_trace(rank: u32, class: u32) -> RankTrace {
                 total_ns: 1_000 + spread,
                 min_ns: 100 + spread % 50,
                 max_ns: 5_000 + spread,
+                gap_ns: 2_000 + spread,
             }
         })
         .collect();

@@ -17,39 +17,50 @@ mod error;
 pub mod journal;
 mod meta;
 mod one_run;
+mod parts;
 mod rank;
 mod run;
+mod run_file;
+pub mod summary;
 pub mod timing;
 
 pub use error::Error;
 pub use journal::{recover_rank, recoverable_ranks};
 pub use meta::{Bases, ClockSync, Ending, Lost, RankClock, RankMeta, Timing, host_name};
 pub use rank::{CallStats, CallTimes, CommEntry, NO_RANK, RankTrace};
-pub use run::{FILE_KIND_RUN, RANKS_PER_CHUNK, RUN_FILE_NAME, RankPart, Trace};
+pub use run::{RUN_FILE_NAME, RankPart, RankStats, Trace};
+pub use run_file::{FILE_KIND_RUN, RANKS_PER_CHUNK};
 
 /// File kind of a per-rank trace file.
 pub const FILE_KIND_RANK: u32 = 1;
 
-/// Section kinds of a per-rank trace file.
+/// Section kinds of a per-rank trace file (META to COMMS, LOSSY_TIMES,
+/// EXACT_TIMES) and of a whole-run file (RUN, PARTS, CALL_STATS,
+/// LOSSY_TIMES, EXACT_TIMES).
 pub mod section {
     /// [`RankMeta`](crate::RankMeta): who wrote the file, when, how it ended.
     pub const META: u32 = 1;
-    /// Names of the MPI functions whose ids the signatures use.
+    /// A check that the MPI function ids of the signatures mean what they
+    /// mean to the reader.
     pub const FUNCS: u32 = 2;
     /// The call-signature table: terminal -> signature bytes.
     pub const SIGNATURES: u32 = 3;
     /// The grammar of the rank's stream of terminals.
     pub const GRAMMAR: u32 = 4;
-    /// Aggregated timing: per terminal count, total, min, max duration.
+    /// Aggregated timing: per terminal count, total, min, max duration, gap.
     pub const CALL_STATS: u32 = 5;
     /// The rank's place in each user communicator, in call order.
     pub const COMMS: u32 = 6;
-    /// Whole-run file: the ranks it holds, as arithmetic progressions.
-    pub const RANKS: u32 = 7;
     /// Lossy timing: blocks of interval and duration codes (see `timing`).
     pub const LOSSY_TIMES: u32 = 8;
     /// Lossless timing: blocks of exact intervals and durations.
     pub const EXACT_TIMES: u32 = 10;
+    /// Whole-run file: what all ranks share (rank list, signatures,
+    /// grammar, tables, timing summarised across ranks).
+    pub const RUN: u32 = 11;
+    /// Whole-run file: each rank's metadata and communicator log, per
+    /// chunk of ranks.
+    pub const PARTS: u32 = 12;
 
     /// A section kind's name, for people.
     pub fn name(kind: u32) -> &'static str {
@@ -60,7 +71,8 @@ pub mod section {
             GRAMMAR => "GRAMMAR",
             CALL_STATS => "CALL_STATS",
             COMMS => "COMMS",
-            RANKS => "RANKS",
+            RUN => "RUN",
+            PARTS => "PARTS",
             LOSSY_TIMES => "LOSSY_TIMES",
             EXACT_TIMES => "EXACT_TIMES",
             _ => "unknown",

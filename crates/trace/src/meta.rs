@@ -113,6 +113,49 @@ impl Timing {
     pub fn per_call(&self) -> bool {
         self.lossy.is_some() || self.lossless
     }
+
+    /// Appends the mode as META holds it: lossy (0, or 1 and its bases),
+    /// lossless (0/1).
+    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
+        match &self.lossy {
+            None => out.put_u32(0),
+            Some(b) => {
+                out.put_u32(1);
+                out.put_u64(b.default.to_bits());
+                out.put_u64(b.by_func.len() as u64);
+                for (f, base) in &b.by_func {
+                    out.put_str(f);
+                    out.put_u64(base.to_bits());
+                }
+            }
+        }
+        out.put_u32(u32::from(self.lossless));
+    }
+
+    pub(crate) fn decode(r: &mut ByteReader<'_>) -> Result<Timing, DecodeError> {
+        let at = r.position();
+        let lossy = match r.u32()? {
+            0 => None,
+            1 => {
+                let default = base(r)?;
+                let n = r.count()?;
+                let mut by_func = Vec::with_capacity(n.min(1024));
+                for _ in 0..n {
+                    let f = r.str()?.to_owned();
+                    by_func.push((f, base(r)?));
+                }
+                Some(Bases { default, by_func })
+            }
+            other => return Err(out_of_range(at, other.into(), "lossy timing flag")),
+        };
+        let at = r.position();
+        let lossless = match r.u32()? {
+            0 => false,
+            1 => true,
+            other => return Err(out_of_range(at, other.into(), "lossless timing flag")),
+        };
+        Ok(Timing { lossy, lossless })
+    }
 }
 
 /// The rank's clock against rank 0's, measured by message round trips.
@@ -194,6 +237,25 @@ pub enum Lost {
     Unknown,
 }
 
+impl Lost {
+    /// As META stores it: 0 none, 1 unknown, n + 2 for n calls.
+    pub(crate) fn code(self) -> u64 {
+        match self {
+            Lost::None => 0,
+            Lost::Unknown => 1,
+            Lost::Calls(n) => n.saturating_add(2),
+        }
+    }
+
+    pub(crate) fn of_code(code: u64) -> Lost {
+        match code {
+            0 => Lost::None,
+            1 => Lost::Unknown,
+            n => Lost::Calls(n - 2),
+        }
+    }
+}
+
 /// This machine's host name, as a rank's metadata records it (Linux's
 /// `/proc/sys/kernel/hostname`, what gethostname(2) gives; empty if
 /// unknown).
@@ -245,19 +307,7 @@ impl RankMeta {
         out.put_u32(self.pid);
         out.put_str(&self.host);
         out.put_str(&self.mpi_library);
-        match &self.timing.lossy {
-            None => out.put_u32(0),
-            Some(b) => {
-                out.put_u32(1);
-                out.put_u64(b.default.to_bits());
-                out.put_u64(b.by_func.len() as u64);
-                for (f, base) in &b.by_func {
-                    out.put_str(f);
-                    out.put_u64(base.to_bits());
-                }
-            }
-        }
-        out.put_u32(u32::from(self.timing.lossless));
+        self.timing.encode(&mut out);
         out.put_u64(self.calls);
         out.put_u64(self.start_ns);
         out.put_u64(self.end_ns);
@@ -280,11 +330,7 @@ impl RankMeta {
             out.put_u64(s.error_ns);
         }
         out.put_u64(self.run);
-        out.put_u64(match self.lost {
-            Lost::None => 0,
-            Lost::Unknown => 1,
-            Lost::Calls(n) => n.saturating_add(2),
-        });
+        out.put_u64(self.lost.code());
         out
     }
 
@@ -317,28 +363,7 @@ impl RankMeta {
         let pid = r.u32()?;
         let host = r.str()?.to_owned();
         let mpi_library = r.str()?.to_owned();
-        let at = r.position();
-        let lossy = match r.u32()? {
-            0 => None,
-            1 => {
-                let default = base(&mut r)?;
-                let n = r.count()?;
-                let mut by_func = Vec::with_capacity(n.min(1024));
-                for _ in 0..n {
-                    let f = r.str()?.to_owned();
-                    by_func.push((f, base(&mut r)?));
-                }
-                Some(Bases { default, by_func })
-            }
-            other => return Err(out_of_range(at, other.into(), "lossy timing flag")),
-        };
-        let at = r.position();
-        let lossless = match r.u32()? {
-            0 => false,
-            1 => true,
-            other => return Err(out_of_range(at, other.into(), "lossless timing flag")),
-        };
-        let timing = Timing { lossy, lossless };
+        let timing = Timing::decode(&mut r)?;
         let calls = r.u64()?;
         let start_ns = r.u64()?;
         let end_ns = r.u64()?;
@@ -372,11 +397,7 @@ impl RankMeta {
         }
         // Added in a later minor version: absent from older files.
         let run = if r.is_empty() { 0 } else { r.u64()? };
-        let lost = match if r.is_empty() { 0 } else { r.u64()? } {
-            0 => Lost::None,
-            1 => Lost::Unknown,
-            n => Lost::Calls(n - 2),
-        };
+        let lost = Lost::of_code(if r.is_empty() { 0 } else { r.u64()? });
         r.finish()?;
         Ok(RankMeta {
             rank,
@@ -408,7 +429,7 @@ fn base(r: &mut ByteReader<'_>) -> Result<f64, DecodeError> {
     Ok(b)
 }
 
-fn out_of_range(offset: usize, value: u64, target: &'static str) -> DecodeError {
+pub(crate) fn out_of_range(offset: usize, value: u64, target: &'static str) -> DecodeError {
     DecodeError {
         offset,
         kind: mpigram_varint::DecodeErrorKind::OutOfRange { value, target },

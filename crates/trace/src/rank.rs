@@ -11,13 +11,31 @@ use mpigram_mpispec::FUNCS;
 use mpigram_varint::{ByteReader, DecodeError, PutVarint};
 use std::path::{Path, PathBuf};
 
-/// Aggregated timing of one call signature.
+/// Aggregated timing of one call signature on one rank.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CallStats {
+    /// Calls timed.
     pub count: u64,
+    /// Time in the calls.
     pub total_ns: u64,
+    /// Shortest and longest call.
     pub min_ns: u64,
     pub max_ns: u64,
+    /// Time before the calls: from the end of the rank's previous call to
+    /// the start of each, summed (the computation that precedes them).
+    pub gap_ns: u64,
+}
+
+impl CallStats {
+    /// Mean time in a call, in nanoseconds (0 without calls).
+    pub fn mean_ns(&self) -> f64 {
+        self.total_ns as f64 / self.count.max(1) as f64
+    }
+
+    /// Mean gap before a call (the computation before it), in nanoseconds.
+    pub fn mean_gap_ns(&self) -> f64 {
+        self.gap_ns as f64 / self.count.max(1) as f64
+    }
 }
 
 /// The caller's place in a user communicator, from the call during which
@@ -160,19 +178,22 @@ impl RankTrace {
         let name = checked_name(&file, FILE_KIND_RANK, "a rank trace")?;
         let bad = |section| bad_section(&name, section);
         let meta = RankMeta::decode(&file.section(section::META, 0)?).map_err(bad("META"))?;
-        check_funcs(&file.section(section::FUNCS, 0)?)
-            .map_err(|m| Error::payload(&name, "FUNCS", m))?;
         let signatures =
             decode_signatures(&file.section(section::SIGNATURES, 0)?).map_err(bad("SIGNATURES"))?;
+        let funcs = file.section(section::FUNCS, 0)?;
+        let mut r = ByteReader::new(&funcs);
+        let checksum = r.u32().map_err(bad("FUNCS"))?;
+        r.finish().map_err(bad("FUNCS"))?;
+        check_funcs(checksum, &signatures).map_err(|m| Error::payload(&name, "FUNCS", m))?;
         // One stream, the rank's: more is refused before it takes memory.
         let grammar = Grammar::decode_streams(&file.section(section::GRAMMAR, 0)?, 1)
             .map_err(|e| Error::payload(&name, "GRAMMAR", e))?;
         let bytes = file.section(section::CALL_STATS, 0)?;
         let mut r = ByteReader::new(&bytes);
         let n = r.count().map_err(bad("CALL_STATS"))?;
-        // `count` only promises a byte per element; an entry is 4 varints
-        // read into 32 bytes, so a forged count must not size the vector.
-        let mut stats = Vec::with_capacity(n.min(r.remaining() / 4));
+        // `count` only promises a byte per element; an entry is 5 varints
+        // read into 40 bytes, so a forged count must not size the vector.
+        let mut stats = Vec::with_capacity(n.min(r.remaining() / 5));
         for _ in 0..n {
             stats.push(decode_stats(&mut r).map_err(bad("CALL_STATS"))?);
         }
@@ -270,39 +291,40 @@ pub(crate) fn check_terminals(grammar: &Grammar, n: usize) -> Result<(), String>
     Ok(())
 }
 
-/// Names of the functions the signatures use, by id: a reader built with
-/// another function table notices instead of misreading.
+/// The FUNCS payload: a CRC-32 of the id and name of every function the
+/// signatures use, so that a reader built with another function table
+/// notices instead of misreading.
 pub(crate) fn encode_funcs(signatures: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.put_u32(funcs_checksum(signatures));
+    out
+}
+
+fn funcs_checksum(signatures: &[Vec<u8>]) -> u32 {
     let mut ids: Vec<u64> = signatures
         .iter()
         .filter_map(|s| ByteReader::new(s).u64().ok())
         .collect();
     ids.sort_unstable();
     ids.dedup();
-    let mut out = Vec::new();
-    out.put_u64(ids.len() as u64);
+    let mut h = crc32fast::Hasher::new();
     for id in ids {
-        out.put_u64(id);
-        out.put_str(FUNCS.get(id as usize).map_or("", |f| f.name));
+        h.update(&id.to_le_bytes());
+        h.update(FUNCS.get(id as usize).map_or("", |f| f.name).as_bytes());
+        h.update(&[0]);
     }
-    out
+    h.finalize()
 }
 
-pub(crate) fn check_funcs(bytes: &[u8]) -> Result<(), String> {
-    let mut r = ByteReader::new(bytes);
-    let n = r.count().map_err(|e| e.to_string())?;
-    for _ in 0..n {
-        let id = r.u64().map_err(|e| e.to_string())?;
-        let name = r.str().map_err(|e| e.to_string())?;
-        if FUNCS.get(id as usize).map(|f| f.name) != Some(name) {
-            // The trace's name is not shown: errors never echo file bytes.
-            let ours = FUNCS.get(id as usize).map_or("none", |f| f.name);
-            return Err(format!(
-                "function {id} has another name in this trace than in this mpigram ({ours}): written by another version, or damaged"
-            ));
-        }
+/// Whether `checksum` (FUNCS) is that of these signatures' functions here.
+pub(crate) fn check_funcs(checksum: u32, signatures: &[Vec<u8>]) -> Result<(), String> {
+    if checksum != funcs_checksum(signatures) {
+        return Err(
+            "the MPI function numbers of this trace are not this mpigram's: written by another version"
+                .into(),
+        );
     }
-    r.finish().map_err(|e| e.to_string())
+    Ok(())
 }
 
 pub(crate) fn decode_signatures(bytes: &[u8]) -> Result<Vec<Vec<u8>>, DecodeError> {
@@ -315,7 +337,7 @@ pub(crate) fn decode_signatures(bytes: &[u8]) -> Result<Vec<Vec<u8>>, DecodeErro
 }
 
 pub(crate) fn encode_stats(out: &mut Vec<u8>, s: &CallStats) {
-    for v in [s.count, s.total_ns, s.min_ns, s.max_ns] {
+    for v in [s.count, s.total_ns, s.min_ns, s.max_ns, s.gap_ns] {
         out.put_u64(v);
     }
 }
@@ -326,6 +348,7 @@ pub(crate) fn decode_stats(r: &mut ByteReader<'_>) -> Result<CallStats, DecodeEr
         total_ns: r.u64()?,
         min_ns: r.u64()?,
         max_ns: r.u64()?,
+        gap_ns: r.u64()?,
     })
 }
 

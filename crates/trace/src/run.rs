@@ -11,22 +11,16 @@
 //! [`Trace::open`], which also absorbs per-rank files (ranks that did not
 //! reach MPI_Finalize, or runs with the merge turned off).
 
-use crate::rank::{decode_comms, decode_stats, encode_comms, encode_stats};
-use crate::{CallStats, CallTimes, CommEntry, Error, RankClock, RankMeta, RankTrace, section};
+use crate::{
+    CallStats, CallTimes, CommEntry, Error, FILE_KIND_RUN, RankClock, RankMeta, RankTrace, section,
+};
 use mpigram_format::{Codec, NewSection, TraceFile, flags};
-use mpigram_grammar::{Grammar, Progression, StreamId, share_across_streams, union};
-use mpigram_varint::{ByteReader, PutVarint};
+use mpigram_grammar::{Grammar, share_across_streams, union};
 use rustc_hash::FxHashMap;
 use std::path::{Path, PathBuf};
 
-/// File kind of a whole-run trace file.
-pub const FILE_KIND_RUN: u32 = 2;
-
 /// File name of the whole-run trace in a trace directory.
 pub const RUN_FILE_NAME: &str = "trace.mgr";
-
-/// Ranks per chunk of per-rank sections in a whole-run file.
-pub const RANKS_PER_CHUNK: usize = 64;
 
 /// What is particular to one rank.
 #[derive(Clone, Debug, PartialEq)]
@@ -55,9 +49,38 @@ pub struct Trace {
     /// The run's start, when the ranks here do not tell it: one rank read
     /// from a whole-run file (see [`Trace::run_start_ns`]).
     pub run_start_ns: Option<f64>,
+    /// How the ranks' aggregated timing is kept in the whole-run file:
+    /// what [`Trace::write`] writes, and what a file read held (with
+    /// [`RankStats::Summary`], [`RankPart::stats`] are as the summary gives
+    /// them, within its bounds).
+    pub rank_stats: RankStats,
     /// Ranks left out because their crash journals could not be read: one
     /// line each, naming the file and what is wrong.
     pub skipped: Vec<String>,
+}
+
+/// How a whole-run file keeps the ranks' aggregated timing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RankStats {
+    /// Summarised across ranks (the default): per signature, the ranks
+    /// that stand out named, the others as their mean, lowest and highest
+    /// ([`crate::summary`]); metadata rounded as `docs/format.md` says.
+    /// Traces with per-call times are kept exact whatever this says.
+    #[default]
+    Summary,
+    /// Every rank's own, exactly (`MPIGRAM_RANK_STATS=exact`).
+    Exact,
+}
+
+impl RankStats {
+    /// Reads `MPIGRAM_RANK_STATS`: `summary` (or empty) or `exact`.
+    pub fn parse(s: &str) -> Result<RankStats, String> {
+        match s.trim() {
+            "" | "summary" => Ok(RankStats::Summary),
+            "exact" => Ok(RankStats::Exact),
+            other => Err(format!("rank stats {other:?} is neither summary nor exact")),
+        }
+    }
 }
 
 impl Trace {
@@ -81,6 +104,7 @@ impl Trace {
                 times: rank.times,
             }],
             run_start_ns: None,
+            rank_stats: RankStats::default(),
             skipped: Vec::new(),
         }
     }
@@ -260,9 +284,10 @@ impl Trace {
         self.ranks.iter().all(|r| r.meta.is_complete())
     }
 
-    /// The trace as the bytes of a whole-run file.
+    /// The trace as the bytes of a whole-run file, with every rank's own
+    /// timing (what the ranks send each other while merging).
     pub fn to_bytes(&self, codec: Codec) -> Result<Vec<u8>, mpigram_format::Error> {
-        self.encoded(codec, |flags, sections| {
+        self.encoded(codec, true, |flags, sections| {
             mpigram_format::to_bytes(FILE_KIND_RUN, flags, sections)
         })
     }
@@ -270,15 +295,22 @@ impl Trace {
     /// Writes `dir/trace.mgr` atomically.
     pub fn write(&self, dir: &Path) -> Result<PathBuf, mpigram_format::Error> {
         let path = dir.join(RUN_FILE_NAME);
-        self.encoded(Codec::Zstd, |flags, sections| {
+        let exact = self.rank_stats == RankStats::Exact;
+        self.encoded(Codec::Zstd, exact, |flags, sections| {
             mpigram_format::write_file(&path, FILE_KIND_RUN, flags, sections)
         })?;
         Ok(path)
     }
 
-    /// Hands the file's flags and sections, each stored with `codec`, to `out`.
-    fn encoded<R>(&self, codec: Codec, out: impl FnOnce(u32, &[NewSection<'_>]) -> R) -> R {
-        let sections = self.sections();
+    /// Hands the file's flags and sections, each stored with `codec`, to
+    /// `out`; every rank's own timing if `exact`.
+    fn encoded<R>(
+        &self,
+        codec: Codec,
+        exact: bool,
+        out: impl FnOnce(u32, &[NewSection<'_>]) -> R,
+    ) -> R {
+        let sections = self.sections(exact);
         let sections: Vec<NewSection<'_>> = sections
             .iter()
             .map(|(kind, index, data)| NewSection::from((*kind, *index, data.as_slice(), codec)))
@@ -294,193 +326,10 @@ impl Trace {
         }
     }
 
-    /// The sections: (kind, index, payload). What is particular to each
-    /// rank goes in chunks of [`RANKS_PER_CHUNK`] ranks (index = chunk), so
-    /// that reading one rank reads one chunk.
-    fn sections(&self) -> Vec<(u32, u32, Vec<u8>)> {
-        let ranks: Vec<u32> = self.ranks.iter().map(|r| r.meta.rank).collect();
-        let mut list = Vec::new();
-        let progressions = mpigram_grammar::progressions(&ranks);
-        list.put_u64(progressions.len() as u64);
-        for (first, stride, len) in progressions {
-            list.put_u32(first);
-            list.put_u32(stride);
-            list.put_u32(len);
-        }
-        list.put_u64(self.run_start_ns().to_bits());
-        let mut signatures = Vec::new();
-        signatures.put_u64(self.signatures.len() as u64);
-        self.signatures.iter().for_each(|s| signatures.put_blob(s));
-        let mut out = vec![
-            (section::RANKS, 0, list),
-            (
-                section::FUNCS,
-                0,
-                crate::rank::encode_funcs(&self.signatures),
-            ),
-            (section::SIGNATURES, 0, signatures),
-            (section::GRAMMAR, 0, self.grammar.encode()),
-        ];
-        let lossy = self.ranks.iter().any(|r| r.meta.timing.lossy.is_some());
-        let lossless = self.ranks.iter().any(|r| r.meta.timing.lossless);
-        for (chunk, parts) in self.ranks.chunks(RANKS_PER_CHUNK).enumerate() {
-            let (mut metas, mut stats, mut comms) = (Vec::new(), Vec::new(), Vec::new());
-            let (mut lossy_times, mut exact_times) = (Vec::new(), Vec::new());
-            for r in parts {
-                lossy_times.put_blob(&r.times.lossy);
-                exact_times.put_blob(&r.times.exact);
-                metas.put_blob(&r.meta.encode());
-                let mut last = 0;
-                stats.put_u64(r.stats.len() as u64);
-                for &(t, s) in &r.stats {
-                    stats.put_u32(t - last);
-                    last = t;
-                    encode_stats(&mut stats, &s);
-                }
-                encode_comms(&mut comms, &r.comms);
-            }
-            let chunk = chunk as u32;
-            out.push((section::META, chunk, metas));
-            out.push((section::CALL_STATS, chunk, stats));
-            out.push((section::COMMS, chunk, comms));
-            if lossy {
-                out.push((section::LOSSY_TIMES, chunk, lossy_times));
-            }
-            if lossless {
-                out.push((section::EXACT_TIMES, chunk, exact_times));
-            }
-        }
-        out
-    }
-
     /// Reads a whole-run file from its bytes; `name` names it in errors.
     pub fn from_bytes(bytes: Vec<u8>, name: &str) -> Result<Trace, Error> {
         let file = TraceFile::from_bytes(name, bytes)?;
         Ok(Trace::read_file(&file, None)?.expect("every rank was asked for"))
-    }
-
-    /// Reads a whole-run file: every rank, or only rank `only` (then
-    /// `None` if the file does not hold it). One rank costs its chunk of
-    /// per-rank data, the signature table and the grammar's rules, not the
-    /// other ranks' data.
-    fn read_file(file: &TraceFile, only: Option<u32>) -> Result<Option<Trace>, Error> {
-        let name = crate::rank::checked_name(file, FILE_KIND_RUN, "a whole-run trace")?;
-        let bad = |section| crate::rank::bad_section(&name, section);
-        let bytes = file.section(section::RANKS, 0)?;
-        let mut r = ByteReader::new(&bytes);
-        let mut progressions = Vec::new();
-        let (mut total, mut position) = (0usize, None);
-        for _ in 0..r.count().map_err(bad("RANKS"))? {
-            let at = r.position();
-            let (first, stride, len) = (
-                r.u32().map_err(bad("RANKS"))?,
-                r.u32().map_err(bad("RANKS"))?,
-                r.u32().map_err(bad("RANKS"))?,
-            );
-            let progression = Progression { first, stride, len };
-            if !progression.is_valid() {
-                let message = format!("byte {at}: bad rank progression");
-                return Err(Error::payload(&name, "RANKS", message));
-            }
-            if let Some(i) = only.and_then(|rank| progression.position(rank)) {
-                position = Some(total + i as usize);
-            }
-            total = total.saturating_add(len as usize);
-            progressions.push((first, stride, len));
-        }
-        let run_start = f64::from_bits(r.u64().map_err(bad("RANKS"))?);
-        r.finish().map_err(bad("RANKS"))?;
-        let max_streams = total.min(mpigram_grammar::MAX_STREAMS);
-        let chunks = match (only, position) {
-            (Some(_), None) => return Ok(None),
-            (Some(_), Some(p)) => p / RANKS_PER_CHUNK..p / RANKS_PER_CHUNK + 1,
-            (None, _) => 0..total.div_ceil(RANKS_PER_CHUNK),
-        };
-        crate::rank::check_funcs(&file.section(section::FUNCS, 0)?)
-            .map_err(|m| Error::payload(&name, "FUNCS", m))?;
-        let signatures = crate::rank::decode_signatures(&file.section(section::SIGNATURES, 0)?)
-            .map_err(bad("SIGNATURES"))?;
-        let grammar_bytes = file.section(section::GRAMMAR, 0)?;
-        let grammar = match only {
-            Some(rank) => Grammar::decode_stream(&grammar_bytes, max_streams, rank),
-            None => Grammar::decode_streams(&grammar_bytes, max_streams),
-        }
-        .map_err(|e| Error::payload(&name, "GRAMMAR", e))?;
-        let mut ranks = Vec::new();
-        for chunk in chunks {
-            let index = u32::try_from(chunk)
-                .map_err(|_| Error::payload(&name, "RANKS", "too many ranks"))?;
-            let in_chunk = (total - chunk * RANKS_PER_CHUNK).min(RANKS_PER_CHUNK);
-            let parts = read_chunk(file, index, in_chunk, &name)?;
-            match position {
-                Some(p) => ranks.extend(parts.into_iter().nth(p % RANKS_PER_CHUNK)),
-                None => ranks.extend(parts),
-            }
-        }
-        let trace = Trace {
-            dir: PathBuf::new(),
-            signatures,
-            grammar,
-            ranks,
-            run_start_ns: only.map(|_| run_start),
-            skipped: Vec::new(),
-        };
-        let expected: Vec<u32> = match only {
-            Some(rank) => vec![rank],
-            None => progressions
-                .iter()
-                .flat_map(|&(first, stride, len)| (0..len).map(move |i| first + stride * i))
-                .collect(),
-        };
-        trace
-            .check(&expected)
-            .map_err(|m| Error::payload(&name, "GRAMMAR", m))?;
-        Ok(Some(trace))
-    }
-
-    /// The parts must agree: one stream per rank, ranks distinct and in
-    /// order, terminals within the signature table.
-    fn check(&self, ranks: &[u32]) -> Result<(), String> {
-        let found: Vec<u32> = self.ranks.iter().map(|r| r.meta.rank).collect();
-        if found != ranks {
-            return Err(format!(
-                "the ranks' metadata does not match the rank list ({} of {})",
-                found.len(),
-                ranks.len()
-            ));
-        }
-        if let Some(w) = self
-            .ranks
-            .windows(2)
-            .find(|w| w[0].meta.rank >= w[1].meta.rank)
-        {
-            return Err(format!(
-                "ranks out of order or repeated: {} then {}",
-                w[0].meta.rank, w[1].meta.rank
-            ));
-        }
-        let streams: Vec<StreamId> = self.grammar.streams().iter().map(|&(s, _)| s).collect();
-        let ranks: Vec<StreamId> = self.ranks.iter().map(|r| r.meta.rank).collect();
-        if streams != ranks {
-            return Err(format!(
-                "{} streams for {} ranks, or not the same ranks",
-                streams.len(),
-                ranks.len()
-            ));
-        }
-        let n = self.signatures.len();
-        crate::rank::check_terminals(&self.grammar, n)?;
-        if let Some(r) = self
-            .ranks
-            .iter()
-            .find(|r| r.stats.last().is_some_and(|&(t, _)| t as usize >= n))
-        {
-            return Err(format!(
-                "rank {}: timing of a call not in the signature table",
-                r.meta.rank
-            ));
-        }
-        Ok(())
     }
 
     /// Opens a trace directory: the whole-run file if there is one, and
@@ -620,94 +469,4 @@ impl Trace {
             .map(|m| m.len())
             .sum()
     }
-}
-
-/// The parts of the `n` ranks of chunk `index`: META, CALL_STATS, COMMS
-/// and per-call times. One section at a time is decoded, parsed and let
-/// go, so a chunk costs one decoded section (bounded by the container's
-/// reader) beyond what it holds.
-fn read_chunk(file: &TraceFile, index: u32, n: usize, name: &str) -> Result<Vec<RankPart>, Error> {
-    let bad = |section| crate::rank::bad_section(name, section);
-    let bytes = file.section(section::META, index)?;
-    let mut r = ByteReader::new(&bytes);
-    let metas = (0..n)
-        .map(|_| RankMeta::decode(r.blob()?))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(bad("META"))?;
-    r.finish().map_err(bad("META"))?;
-    drop(bytes);
-
-    let bytes = file.section(section::CALL_STATS, index)?;
-    let mut r = ByteReader::new(&bytes);
-    let mut stats = Vec::with_capacity(n);
-    for _ in 0..n {
-        let count = r.count().map_err(bad("CALL_STATS"))?;
-        // 5 varints an entry: a forged count must not size the vector.
-        let mut rank_stats = Vec::with_capacity(count.min(r.remaining() / 5));
-        let mut t = 0u32;
-        for _ in 0..count {
-            let at = r.position();
-            t = t
-                .checked_add(r.u32().map_err(bad("CALL_STATS"))?)
-                .ok_or_else(|| {
-                    Error::payload(
-                        name,
-                        "CALL_STATS",
-                        format!("byte {at}: terminal out of range"),
-                    )
-                })?;
-            rank_stats.push((t, decode_stats(&mut r).map_err(bad("CALL_STATS"))?));
-        }
-        stats.push(rank_stats);
-    }
-    r.finish().map_err(bad("CALL_STATS"))?;
-    drop(bytes);
-
-    let bytes = file.section(section::COMMS, index)?;
-    let mut r = ByteReader::new(&bytes);
-    let comms = (0..n)
-        .map(|_| decode_comms(&mut r))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(bad("COMMS"))?;
-    r.finish().map_err(bad("COMMS"))?;
-    drop(bytes);
-
-    let mut times = vec![CallTimes::default(); n];
-    for (kind, what) in [
-        (section::LOSSY_TIMES, "LOSSY_TIMES"),
-        (section::EXACT_TIMES, "EXACT_TIMES"),
-    ] {
-        // Absent where no rank recorded such times.
-        let bytes = match file.find(kind, index) {
-            Some(_) => file.section(kind, index)?,
-            None => Default::default(),
-        };
-        let mut r = ByteReader::new(&bytes);
-        for (meta, times) in metas.iter().zip(&mut times) {
-            let (recorded, stored) = match kind {
-                section::LOSSY_TIMES => (meta.timing.lossy.is_some(), &mut times.lossy),
-                _ => (meta.timing.lossless, &mut times.exact),
-            };
-            if r.remaining() > 0 || recorded {
-                *stored = r.blob().map_err(bad(what))?.to_vec();
-            }
-            if !recorded && !stored.is_empty() {
-                let message = format!("rank {}: times it did not record", meta.rank);
-                return Err(Error::payload(name, what, message));
-            }
-        }
-        r.finish().map_err(bad(what))?;
-    }
-    Ok(metas
-        .into_iter()
-        .zip(stats)
-        .zip(comms)
-        .zip(times)
-        .map(|(((meta, stats), comms), times)| RankPart {
-            meta,
-            stats,
-            comms,
-            times,
-        })
-        .collect())
 }

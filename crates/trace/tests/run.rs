@@ -8,7 +8,9 @@ use mpigram_grammar::Sequitur;
 use mpigram_trace::timing::{
     Bins, ColumnWriter, DEFAULT_BASE, ExactWriter, LossyClock, decode_columns, decode_exact,
 };
-use mpigram_trace::{Bases, CallTimes, RANKS_PER_CHUNK, RankTrace, Timing, Trace};
+use mpigram_trace::{
+    Bases, CallTimes, RANKS_PER_CHUNK, RUN_FILE_NAME, RankStats, RankTrace, Timing, Trace, summary,
+};
 
 /// Rank `rank` of `n`: the sample, every third rank with a longer loop;
 /// every other rank with per-call times, lossy and exact.
@@ -124,4 +126,136 @@ fn a_merged_trace_reads_back_whole_and_one_rank_at_a_time() {
     let other = Trace::open_rank(dir.path(), n + 7).unwrap();
     assert!(other.rank(n + 7).is_none());
     assert_eq!(other.ranks.len(), n as usize);
+}
+
+/// Rank `r` of `n` with aggregated timing only: a regular run, but rank 5
+/// spends 40 times longer in its first call signature and rank 9 computes
+/// 3 times longer before its second.
+fn aggregated_rank(r: u32, n: u32) -> RankTrace {
+    let mut t = sample(r);
+    t.meta.world_size = n;
+    t.meta.pid = 1000 + r;
+    t.meta.start_ns = 1_000_000 + 137 * u64::from(r);
+    t.meta.end_ns = 50_000_000 + 11 * u64::from(r);
+    for (i, s) in t.stats.iter_mut().enumerate() {
+        s.total_ns = 100_000 + 10 * u64::from(r) + i as u64;
+        s.gap_ns = 200_000 + 7 * u64::from(r);
+    }
+    if r == 5 {
+        t.stats[0].total_ns *= 40;
+    }
+    if r == 9 {
+        t.stats[1].gap_ns *= 3;
+    }
+    t
+}
+
+fn merged_aggregated(n: u32) -> Trace {
+    let mut whole = Trace::from_rank(aggregated_rank(0, n));
+    for r in 1..n {
+        whole
+            .absorb(Trace::from_rank(aggregated_rank(r, n)))
+            .unwrap();
+    }
+    whole.share().unwrap();
+    whole
+}
+
+/// `got` is `want` quantised down by at most the summary's 1 %.
+fn within_summary_bound(got: u64, want: u64, what: &str) {
+    assert!(
+        got <= want && got as f64 * summary::BASE >= want as f64,
+        "{what}: {got} for {want}"
+    );
+}
+
+#[test]
+fn a_summarised_trace_names_the_ranks_that_stand_out_and_keeps_the_rest_within_bounds() {
+    let n = RANKS_PER_CHUNK as u32 + 6;
+    let dir = tempfile::tempdir().unwrap();
+    merged_aggregated(n).write(dir.path()).unwrap();
+    let t = Trace::open(dir.path()).unwrap();
+    assert_eq!(t.rank_stats, RankStats::Summary);
+    // Times from the first start, in units of 131,072 ns (the power of two
+    // below 1/256 of the 49 ms run).
+    let (origin, unit) = (1_000_000 / 131_072 * 131_072, 131_072);
+    for r in 0..n {
+        let original = aggregated_rank(r, n);
+        assert!(t.calls(r).eq(original.calls()), "rank {r}");
+        let part = t.rank(r).unwrap();
+        let m = &part.meta;
+        assert_eq!(
+            (m.pid, &m.host, m.calls),
+            (1000 + r, &original.meta.host, 100)
+        );
+        assert_eq!(m.start_ns % unit, 0);
+        assert!(
+            original.meta.start_ns - origin - m.start_ns < unit,
+            "rank {r}"
+        );
+        assert!(original.meta.end_ns - origin - m.end_ns < unit, "rank {r}");
+        assert_eq!(part.comms, original.comms);
+        for (t_, s) in &part.stats {
+            let o = original.stats[*t_ as usize];
+            assert_eq!(s.count, o.count);
+            match (r, t_) {
+                // Named: its own value.
+                (5, 0) => within_summary_bound(s.total_ns, o.total_ns, "rank 5's time"),
+                (9, 1) => within_summary_bound(s.gap_ns, o.gap_ns, "rank 9's gap"),
+                // The others: the mean of the ranks not named, which are
+                // all within 0.7 % of each other here.
+                _ => {
+                    assert!((s.total_ns as f64 / o.total_ns as f64 - 1.0).abs() < 0.02);
+                    assert!((s.gap_ns as f64 / o.gap_ns as f64 - 1.0).abs() < 0.02);
+                }
+            }
+        }
+    }
+    // Time per signature over all ranks: within the bins' 1 %.
+    for sig in 0..2 {
+        let want: u64 = (0..n)
+            .map(|r| aggregated_rank(r, n).stats[sig].total_ns)
+            .sum();
+        let got: u64 = t.ranks.iter().map(|p| p.stats[sig].1.total_ns).sum();
+        assert!(
+            got <= want && got as f64 * 1.02 >= want as f64,
+            "{got} {want}"
+        );
+    }
+    // One rank alone reads the same.
+    for r in [0, 5, 9, n - 1] {
+        let one = Trace::open_rank(dir.path(), r).unwrap();
+        assert_eq!(&one.ranks[0], t.rank(r).unwrap(), "rank {r}");
+    }
+    // Every rank's own, exactly, when asked for.
+    let exact_dir = tempfile::tempdir().unwrap();
+    let mut exact = merged_aggregated(n);
+    exact.rank_stats = RankStats::Exact;
+    exact.write(exact_dir.path()).unwrap();
+    let e = Trace::open(exact_dir.path()).unwrap();
+    assert_eq!(e.rank_stats, RankStats::Exact);
+    for r in 0..n {
+        let original = aggregated_rank(r, n);
+        let part = e.rank(r).unwrap();
+        assert_eq!(part.meta, original.meta);
+        let stats: Vec<_> = part.stats.iter().map(|&(_, s)| s).collect();
+        assert_eq!(stats, original.stats, "rank {r}");
+    }
+}
+
+#[test]
+fn a_summarised_trace_of_a_regular_run_hardly_grows_with_ranks() {
+    let bytes = |n: u32| {
+        let dir = tempfile::tempdir().unwrap();
+        merged_aggregated(n).write(dir.path()).unwrap();
+        std::fs::metadata(dir.path().join(RUN_FILE_NAME))
+            .unwrap()
+            .len()
+    };
+    let (small, large) = (bytes(16), bytes(64));
+    // pid, start and end differ from rank to rank: under 4 bytes a rank.
+    assert!(
+        large - small < 4 * 48,
+        "{small} bytes for 16 ranks, {large} for 64"
+    );
 }

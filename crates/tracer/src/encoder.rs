@@ -5,7 +5,9 @@
 //! pointer is not NULL: on failure MPI leaves them undefined, and the
 //! tracer must never crash the application by reading them.
 
-use crate::abi::{Handle, HandleSlot, MPI_Aint, MPI_Comm, MPI_Count, MPI_Offset, MPI_Status};
+use crate::abi::{
+    Handle, HandleSlot, MPI_Aint, MPI_Comm, MPI_Count, MPI_Offset, MPI_SUCCESS, MPI_Status,
+};
 use crate::agree::Agreed;
 use crate::front::{REQUEST, StatusFields, front};
 use crate::objects::{CommInfo, Objects, RequestInfo, RequestKind};
@@ -92,6 +94,12 @@ impl Encoder<'_> {
     pub fn rank(&mut self, v: i64, comm: MPI_Comm) {
         let info = self.comm_info(front().value(HandleKind::Comm, comm));
         put_rank(self.out, Self::rank_value(v, info));
+    }
+
+    /// A collective's root: absolute, since every rank names the same one
+    /// (MPI_ROOT and MPI_PROC_NULL of inter-communicators as constants).
+    pub fn root(&mut self, v: i64) {
+        put_rank(self.out, Self::rank_value(v, None));
     }
 
     /// `v` as encoded, given what is known of the caller's place in its communicator.
@@ -452,6 +460,46 @@ impl Encoder<'_> {
     /// Starts an array of `len` elements; `None`: not recorded.
     pub fn array_len(&mut self, len: Option<usize>) {
         put_array_len(self.out, len);
+    }
+
+    /// Coordinates in `comm`'s Cartesian grid that the call wrote: relative
+    /// to the caller's own coordinates (asked through PMPI), with the
+    /// grid's dimensions, so that every rank asking for its own (or its
+    /// neighbour's) records the same; absolute if the grid cannot be asked.
+    ///
+    /// # Safety
+    /// `p` is NULL or valid for `len` reads when the call succeeded.
+    pub unsafe fn coords_out(&mut self, p: *const c_int, len: Option<usize>, comm: MPI_Comm) {
+        const MAX_DIMS: usize = 16;
+        let Some(n) = len.filter(|_| self.ok && !p.is_null()) else {
+            put_coords(self.out, None);
+            return;
+        };
+        // SAFETY: i < n, per the caller.
+        let value = |i: usize| i64::from(unsafe { p.add(i).read_unaligned() });
+        let (mut dims, mut periods, mut own) = ([0; MAX_DIMS], [0; MAX_DIMS], [0; MAX_DIMS]);
+        let mut ndims = 0;
+        // SAFETY: PMPI queries of a communicator the call accepted, into
+        // local arrays of MAX_DIMS entries (asked only when n fits).
+        let grid = n <= MAX_DIMS
+            && unsafe { crate::pmpi::MPI_Cartdim_get()(comm, &mut ndims) } == MPI_SUCCESS
+            && ndims as usize == n
+            && unsafe {
+                crate::pmpi::MPI_Cart_get()(
+                    comm,
+                    ndims,
+                    dims.as_mut_ptr(),
+                    periods.as_mut_ptr(),
+                    own.as_mut_ptr(),
+                )
+            } == MPI_SUCCESS;
+        if grid {
+            let dims = dims.map(i64::from);
+            let offsets = (0..n).map(|i| value(i) - i64::from(own[i]));
+            put_coords_parts(self.out, Some(&dims[..n]), offsets);
+        } else {
+            put_coords_parts(self.out, None, (0..n).map(value));
+        }
     }
 
     /// Reads an output: `None` when the call failed or `p` is NULL.

@@ -156,6 +156,7 @@ fn write_run(mut trace: Trace) -> bool {
     let Some(dir) = crate::tracer::create_output_dir() else {
         return false;
     };
+    trace.rank_stats = crate::tracer::rank_stats_from_env();
     match trace.write(&dir) {
         Ok(_) => true,
         Err(e) => {

@@ -105,6 +105,9 @@ pub struct TickStats {
     pub total: u64,
     pub min: u64,
     pub max: u64,
+    /// Sum of the gaps before the calls: from the previous call's end to
+    /// the call's start (the computation before it).
+    pub gap: u64,
 }
 
 pub struct Recorder {
@@ -116,6 +119,8 @@ pub struct Recorder {
     /// with the same arguments again, found with one comparison.
     last: Vec<u32>,
     pub stats: Vec<TickStats>,
+    /// When the previous call ended (ticks): the gap before a call starts there.
+    last_end: u64,
     pub grammar: Sequitur,
     /// MPIGRAM_VERIFY: every signature, uncompressed, in call order, each
     /// after its length as 4 little-endian bytes.
@@ -128,12 +133,14 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    pub fn new() -> Recorder {
+    /// A recorder whose first call's gap is counted from `origin` ticks.
+    pub fn new(origin: u64) -> Recorder {
         Recorder {
             scratch: Vec::with_capacity(256),
             signatures: Interner::default(),
             last: Vec::new(),
             stats: Vec::new(),
+            last_end: origin,
             grammar: Sequitur::new(),
             verify: None,
             calls: 0,
@@ -173,6 +180,8 @@ impl Recorder {
         s.total += ticks;
         s.min = s.min.min(ticks);
         s.max = s.max.max(ticks);
+        s.gap += start.saturating_sub(self.last_end);
+        self.last_end = end;
         if let Some(p) = &mut self.per_call {
             p.record(func, start, end);
         }
@@ -194,6 +203,7 @@ impl Recorder {
                 total: 0,
                 min: u64::MAX,
                 max: 0,
+                gap: 0,
             });
         }
         (t, new)
@@ -209,6 +219,7 @@ impl Recorder {
                 total_ns: ns(s.total),
                 min_ns: if s.count == 0 { 0 } else { ns(s.min) },
                 max_ns: ns(s.max),
+                gap_ns: ns(s.gap),
             })
             .collect()
     }

@@ -15,7 +15,9 @@ use crate::objects::{CommInfo, Objects};
 use crate::recorder::{PerCall, Recorder};
 use mpigram_mpispec::{FuncId, HandleKind, HandleRef, put_signature_head};
 use mpigram_trace::journal::JournalHeader;
-use mpigram_trace::{ClockSync, CommEntry, Ending, NO_RANK, RankMeta, RankTrace, Timing};
+use mpigram_trace::{
+    ClockSync, CommEntry, Ending, NO_RANK, RankMeta, RankStats, RankTrace, Timing,
+};
 use std::cell::UnsafeCell;
 use std::ffi::c_int;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -135,11 +137,11 @@ impl Tracer {
         // SAFETY: registering a plain extern "C" function.
         unsafe { libc::atexit(at_exit) };
         crate::call::watch_forks();
-        let mut recorder = Recorder::new();
+        let start = ClockPoint::now();
+        let mut recorder = Recorder::new(start.ticks);
         if std::env::var_os("MPIGRAM_VERIFY").is_some_and(|v| !v.is_empty() && v != "0") {
             recorder.verify = Some(Vec::new());
         }
-        let start = ClockPoint::now();
         let timing = timing_from_env();
         if timing.per_call() {
             recorder.per_call = Some(PerCall::new(timing, start.ticks));
@@ -434,6 +436,18 @@ fn timing_from_env() -> Timing {
             "MPIGRAM_TIMING={mode}: {e}; recording aggregated timing only"
         ));
         Timing::default()
+    })
+}
+
+/// `MPIGRAM_RANK_STATS`: how the whole-run file keeps the ranks'
+/// aggregated timing (summarised across ranks unless `exact`).
+pub fn rank_stats_from_env() -> RankStats {
+    let Ok(v) = std::env::var("MPIGRAM_RANK_STATS") else {
+        return RankStats::default();
+    };
+    RankStats::parse(&v).unwrap_or_else(|e| {
+        eprintln!("mpigram: MPIGRAM_RANK_STATS={v}: {e}; summarising");
+        RankStats::default()
     })
 }
 

@@ -372,6 +372,17 @@ fn encode(b: &mut Body<'_>, p: &ParamModel) -> Result<()> {
                 ),
             }
         }
+        Action::Coords { comm, len } => {
+            b.needs_unsafe = true;
+            let len = len
+                .as_ref()
+                .context("coordinates without a length (overrides: len)")?;
+            let len = lenexpr::len_rust(len, b)?;
+            b.encode.push(format!(
+                "let {n}_len = if e.ok() {{ {len} }} else {{ None }};"
+            ));
+            format!("e.coords_out({n}, {n}_len, {comm});")
+        }
         Action::Varargs => bail!("varargs reached the encoder"),
     };
     b.encode.push(stmt);
@@ -401,6 +412,7 @@ fn scalar(s: &Scalar, x: &str, ct: &CType) -> String {
         Scalar::Address => format!("e.address({int});"),
         Scalar::Tag => format!("e.tag({int});"),
         Scalar::Rank(c) => format!("e.rank({int}, {c});"),
+        Scalar::Root => format!("e.root({int});"),
         Scalar::WinRank(w) => format!("win_rank(e, {int}, {w});"),
         Scalar::Handle(k) if ct.base == "int" => {
             format!("e.handle(HandleKind::{k}, Handle::from({x}));")

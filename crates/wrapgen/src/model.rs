@@ -24,6 +24,7 @@ pub enum Enc {
     Str,
     Callback,
     Array(Box<Enc>),
+    Coords,
 }
 
 impl Enc {
@@ -41,6 +42,7 @@ impl Enc {
             Enc::Str => "Enc::Str".into(),
             Enc::Callback => "Enc::Callback".into(),
             Enc::Array(e) => format!("Enc::Array(&{})", e.rust()),
+            Enc::Coords => "Enc::Coords".into(),
         }
     }
 }
@@ -54,6 +56,9 @@ pub enum Scalar {
     Tag,
     /// A rank in this communicator (parameter name).
     Rank(String),
+    /// A collective's root: recorded as an absolute rank, since every rank
+    /// names the same root (relative values would differ from rank to rank).
+    Root,
     /// A rank in this window's group (parameter name).
     WinRank(String),
     Handle(&'static str),
@@ -129,6 +134,12 @@ pub enum Action {
         /// `int weights[]`: MPI_UNWEIGHTED / MPI_WEIGHTS_EMPTY possible.
         weights: bool,
     },
+    /// An output array of coordinates in this communicator's Cartesian
+    /// grid (parameter name), of length `len`.
+    Coords {
+        comm: String,
+        len: Option<Expr>,
+    },
     /// `...`: not encoded.
     Varargs,
 }
@@ -139,7 +150,7 @@ impl Scalar {
             Scalar::Int => Enc::Int,
             Scalar::Address => Enc::Address,
             Scalar::Tag => Enc::Tag,
-            Scalar::Rank(_) | Scalar::WinRank(_) => Enc::Rank,
+            Scalar::Rank(_) | Scalar::Root | Scalar::WinRank(_) => Enc::Rank,
             Scalar::Handle(k) => Enc::Handle(k),
             Scalar::Request => Enc::Request,
             Scalar::Callback => Enc::Callback,
@@ -181,6 +192,7 @@ impl Action {
             },
             Action::Str { .. } | Action::StrOut { .. } => Enc::Str,
             Action::Array { elem, .. } => Enc::Array(Box::new(elem.enc())),
+            Action::Coords { .. } => Enc::Coords,
             Action::Varargs => return None,
         })
     }
@@ -312,6 +324,16 @@ fn action(f: &Function, p: &Param, ct: &CType, skel: &FuncModel, o: &Overrides) 
         Class::Number if p.kind == "ARGUMENT_COUNT" && ct.depth() > 0 => {
             Action::Value(Scalar::Buffer)
         }
+        Class::Number if is_array && ov.coords => match skel.comms().as_slice() {
+            [comm] if p.dir == Dir::Out => Action::Coords {
+                comm: (*comm).to_owned(),
+                len: len(data_len.clone())?,
+            },
+            _ => bail!(
+                "{}: coordinates are an output beside one communicator",
+                p.name
+            ),
+        },
         Class::Number | Class::Address | Class::Location | Class::Rank | Class::Tag if is_array => {
             let elem = match ct.array {
                 crate::ctype::Array::Rows(n) => Elem::Row(n),
@@ -333,7 +355,9 @@ fn action(f: &Function, p: &Param, ct: &CType, skel: &FuncModel, o: &Overrides) 
                     Scalar::Tag => Out::Tag,
                     Scalar::Location => Out::Location,
                     Scalar::Rank(c) => Out::Rank(c),
-                    Scalar::WinRank(_) => bail!("window rank outputs are not supported"),
+                    Scalar::WinRank(_) | Scalar::Root => {
+                        bail!("window rank and root outputs are not supported")
+                    }
                     s => Out::Number {
                         method: match ct.base.as_str() {
                             "MPI_Aint" => "address_out",
@@ -400,6 +424,7 @@ fn action(f: &Function, p: &Param, ct: &CType, skel: &FuncModel, o: &Overrides) 
 fn rank_scalar(p: &Param, f: &FuncModel, rank_in: Option<&str>) -> Result<Option<Scalar>> {
     let of = |name: &str| -> Result<Option<Scalar>> {
         match f.param(name).map(|q| q.ctype.base.as_str()) {
+            Some("MPI_Comm") if p.name == "root" => Ok(Some(Scalar::Root)),
             Some("MPI_Comm") => Ok(Some(Scalar::Rank(name.to_owned()))),
             Some("MPI_Win") => Ok(Some(Scalar::WinRank(name.to_owned()))),
             _ => bail!("rank_in = {name:?}: not a communicator or window parameter"),

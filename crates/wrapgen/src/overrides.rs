@@ -50,6 +50,10 @@ pub struct ParamOverride {
     /// An MPI_Aint that is a memory address (recorded like a buffer).
     #[serde(default)]
     pub location: bool,
+    /// An output array of coordinates in the communicator's Cartesian grid
+    /// (recorded relative to the caller's own, `Enc::Coords`).
+    #[serde(default)]
+    pub coords: bool,
 }
 
 #[derive(Deserialize)]
@@ -80,6 +84,7 @@ static EMPTY: ParamOverride = ParamOverride {
     keep: false,
     address_only: false,
     location: false,
+    coords: false,
 };
 
 impl Overrides {

@@ -19,6 +19,9 @@ mod lanes;
 pub mod perfetto;
 #[cfg(test)]
 mod tests;
+mod window;
+
+pub use window::{Bound, Window, parse_ranks};
 
 use crate::critical_path::{Activity, CallSites, CriticalPath};
 use crate::decode::{DecodeError, DecodedCall, RankDecoder};
@@ -89,14 +92,15 @@ pub struct PathMarks<'a> {
     pub sites: &'a CallSites,
 }
 
-/// Writes the timeline of `trace` to `out`. `times` gives each rank's call
-/// times; `path`, if given, is marked on it; `progress` is told the number
-/// of calls written so far.
+/// Writes the timeline of `trace` to `out`, of the ranks and calls in
+/// `window`. `times` gives each rank's call times; `path`, if given, is
+/// marked on it; `progress` is told the number of calls read so far.
 pub fn export(
     trace: &Trace,
     times: &RankTimes,
     format: Format,
     path: Option<PathMarks>,
+    window: &Window,
     out: &mut dyn Write,
     progress: &mut dyn FnMut(u64),
 ) -> Result<ExportSummary, ExportError> {
@@ -105,14 +109,15 @@ pub fn export(
         times(first).map_err(ExportError::Times)?;
     }
     let matching = matching::match_trace(trace, &matching::world_ranks(trace))?;
-    let send_starts = send_starts(&matching, |rank| {
+    let send_starts = send_starts(&matching, window, |rank| {
         let part = trace
             .rank(rank)
             .ok_or_else(|| ExportError::Times(format!("rank {rank} is not in the trace")))?;
         times(part).map_err(ExportError::Times)
     })?;
     let max_rank = trace.ranks.iter().map(|r| r.meta.rank).max().unwrap_or(0);
-    let ranks = trace.ranks.iter().map(|part| {
+    let shown = trace.ranks.iter().filter(|p| window.has_rank(p.meta.rank));
+    let ranks = shown.map(|part| {
         let spans = times(part).map_err(ExportError::Times)?;
         let calls = RankDecoder::new(trace, part).map(|c| c.map_err(ExportError::from));
         Ok(RankInput {
@@ -126,6 +131,7 @@ pub fn export(
         send_starts: &send_starts,
         max_rank,
         path,
+        window,
     };
     timeline.write(ranks, format, out, progress)
 }
@@ -193,10 +199,11 @@ trait TimelineWriter {
 
 /// The start of each match's send call (by match), from the times of the
 /// ranks, read one rank at a time; None when the send or the call that
-/// completed the receive has no time (a killed rank's last calls): no
-/// arrow is drawn for it.
+/// completed the receive has no time (a killed rank's last calls) or is
+/// outside `window`: no arrow is drawn for it.
 fn send_starts(
     matching: &Matching,
+    window: &Window,
     mut times_of: impl FnMut(u32) -> Result<Vec<Span>, ExportError>,
 ) -> Result<Vec<Option<u64>>, ExportError> {
     // The calls each arrow needs a time for: (match, is the send, call).
@@ -218,10 +225,19 @@ fn send_starts(
     let mut starts = vec![None; matching.matches.len()];
     let mut timed = vec![true; matching.matches.len()];
     for rank in ranks {
+        if !window.has_rank(rank) {
+            by_rank[&rank]
+                .iter()
+                .for_each(|&(k, _, _)| timed[k] = false);
+            continue;
+        }
         let spans = times_of(rank)?;
         for &(k, is_send, call) in &by_rank[&rank] {
             let span = spans.get(call as usize);
-            timed[k] &= span.is_some();
+            timed[k] &= span.is_some_and(|span| {
+                let (start, end) = clamp(span);
+                window.shows(rank, call, start, end)
+            });
             if is_send {
                 starts[k] = span.map(|span| clamp(span).0);
             }
@@ -251,6 +267,7 @@ struct Timeline<'m> {
     send_starts: &'m [Option<u64>],
     max_rank: u32,
     path: Option<PathMarks<'m>>,
+    window: &'m Window,
 }
 
 impl Timeline<'_> {
@@ -290,12 +307,16 @@ impl Timeline<'_> {
             summary.path_jumps = path_jumps(path.path, matching.matches.len() as u64, &mut flows);
         }
         let no_flows = Flows::default();
+        let mut read = 0u64;
         for input in ranks {
             let RankInput { rank, calls, spans } = input?;
+            if !self.window.has_rank(rank) {
+                continue;
+            }
             let requests = requests_of(rank, matching, &spans);
             writer.rank(rank, requests.lanes)?;
             let mut next_request = 0;
-            let mut written = 0u64;
+            let (mut written, mut shown, mut shown_requests) = (0u64, 0u64, 0usize);
             let mut calls = calls;
             for call in calls.by_ref() {
                 let call = call?;
@@ -304,6 +325,19 @@ impl Timeline<'_> {
                     break;
                 };
                 let (start_ns, end_ns) = clamp(span);
+                written += 1;
+                if !self.window.shows(rank, call.seq, start_ns, end_ns) {
+                    // Operations posted by a call not shown are not shown.
+                    while requests
+                        .slices
+                        .get(next_request)
+                        .is_some_and(|r| r.operation.post == call.seq)
+                    {
+                        next_request += 1;
+                    }
+                    continue;
+                }
+                shown += 1;
                 let flows = flows.get(&(rank, call.seq)).unwrap_or(&no_flows);
                 let flows_out: Vec<u64> = flows.out.iter().map(|&k| k as u64 + 1).collect();
                 let last_ns = if end_ns > start_ns {
@@ -349,9 +383,9 @@ impl Timeline<'_> {
                         flows_in: &[],
                     })?;
                     next_request += 1;
+                    shown_requests += 1;
                 }
-                written += 1;
-                progress(summary.calls + written);
+                progress(read + written);
             }
             for call in calls {
                 call?;
@@ -365,8 +399,9 @@ impl Timeline<'_> {
                 });
             }
             summary.ranks += 1;
-            summary.calls += written;
-            summary.requests += requests.slices.len();
+            summary.calls += shown;
+            summary.requests += shown_requests;
+            read += written;
         }
         writer.finish()?;
         Ok(summary)

@@ -6,6 +6,7 @@
 //! of field 1, and the file is never held in memory.
 
 use super::{Arrival, Slice, TimelineWriter, Track};
+use rustc_hash::FxHashMap;
 use serde_json::{Map, Value as Json};
 use std::io::{self, Write};
 
@@ -25,6 +26,9 @@ pub struct TracePacket {
     pub trusted_packet_sequence_id: Option<u32>,
     #[prost(message, optional, tag = "11")]
     pub track_event: Option<TrackEvent>,
+    /// Strings first used by this packet, by id (`*_iid` fields).
+    #[prost(message, optional, tag = "12")]
+    pub interned_data: Option<InternedData>,
     #[prost(uint32, optional, tag = "13")]
     pub sequence_flags: Option<u32>,
     #[prost(message, optional, tag = "60")]
@@ -33,6 +37,41 @@ pub struct TracePacket {
 
 /// `TracePacket.SequenceFlags.SEQ_INCREMENTAL_STATE_CLEARED`.
 pub const SEQ_INCREMENTAL_STATE_CLEARED: u32 = 1;
+/// `TracePacket.SequenceFlags.SEQ_NEEDS_INCREMENTAL_STATE`: the packet
+/// uses interned strings.
+pub const SEQ_NEEDS_INCREMENTAL_STATE: u32 = 2;
+
+/// `perfetto.protos.InternedData` (the tables used here): each string once,
+/// with the id events then name it by.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct InternedData {
+    #[prost(message, repeated, tag = "1")]
+    pub event_categories: Vec<InternedName>,
+    #[prost(message, repeated, tag = "2")]
+    pub event_names: Vec<InternedName>,
+    #[prost(message, repeated, tag = "3")]
+    pub debug_annotation_names: Vec<InternedName>,
+    #[prost(message, repeated, tag = "29")]
+    pub debug_annotation_string_values: Vec<InternedString>,
+}
+
+/// `EventCategory`, `EventName` and `DebugAnnotationName`: one layout.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct InternedName {
+    #[prost(uint64, optional, tag = "1")]
+    pub iid: Option<u64>,
+    #[prost(string, optional, tag = "2")]
+    pub name: Option<String>,
+}
+
+/// `perfetto.protos.InternedString`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct InternedString {
+    #[prost(uint64, optional, tag = "1")]
+    pub iid: Option<u64>,
+    #[prost(bytes = "vec", optional, tag = "2")]
+    pub str: Option<Vec<u8>>,
+}
 
 /// `perfetto.protos.TrackDescriptor`.
 #[derive(Clone, PartialEq, prost::Message)]
@@ -75,6 +114,8 @@ pub struct ThreadDescriptor {
 /// `perfetto.protos.TrackEvent`.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct TrackEvent {
+    #[prost(uint64, repeated, packed = "false", tag = "3")]
+    pub category_iids: Vec<u64>,
     #[prost(message, repeated, tag = "4")]
     pub debug_annotations: Vec<DebugAnnotation>,
     /// `TrackEvent.Type`: [`TYPE_SLICE_BEGIN`], [`TYPE_SLICE_END`].
@@ -91,6 +132,8 @@ pub struct TrackEvent {
     pub flow_ids_old: Vec<u64>,
     #[prost(uint64, repeated, packed = "false", tag = "42")]
     pub terminating_flow_ids_old: Vec<u64>,
+    #[prost(uint64, optional, tag = "10")]
+    pub name_iid: Option<u64>,
     #[prost(string, optional, tag = "23")]
     pub name: Option<String>,
     /// Not packed: the proto2 field is a plain repeated fixed64.
@@ -106,6 +149,8 @@ pub const TYPE_SLICE_END: i32 = 2;
 /// `perfetto.protos.DebugAnnotation`: a named value (one of them set).
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct DebugAnnotation {
+    #[prost(uint64, optional, tag = "1")]
+    pub name_iid: Option<u64>,
     #[prost(bool, optional, tag = "2")]
     pub bool_value: Option<bool>,
     #[prost(uint64, optional, tag = "3")]
@@ -118,6 +163,49 @@ pub struct DebugAnnotation {
     pub string_value: Option<String>,
     #[prost(string, optional, tag = "10")]
     pub name: Option<String>,
+    #[prost(uint64, optional, tag = "17")]
+    pub string_value_iid: Option<u64>,
+}
+
+impl Trace {
+    /// Reads a timeline this module wrote, with the interned strings put
+    /// back in place: event names, annotation names and string values.
+    pub fn read(bytes: &[u8]) -> Result<Trace, prost::DecodeError> {
+        use prost::Message;
+        let mut trace = Trace::decode(bytes)?;
+        let mut strings: FxHashMap<u64, String> = FxHashMap::default();
+        for p in &mut trace.packet {
+            if let Some(d) = &p.interned_data {
+                let names = d
+                    .event_categories
+                    .iter()
+                    .chain(&d.event_names)
+                    .chain(&d.debug_annotation_names);
+                for n in names {
+                    strings.insert(n.iid.unwrap_or(0), n.name.clone().unwrap_or_default());
+                }
+                for v in &d.debug_annotation_string_values {
+                    let text = String::from_utf8_lossy(v.str.as_deref().unwrap_or_default());
+                    strings.insert(v.iid.unwrap_or(0), text.into_owned());
+                }
+            }
+            let Some(e) = &mut p.track_event else {
+                continue;
+            };
+            let look_up = |iid: Option<u64>| iid.and_then(|i| strings.get(&i).cloned());
+            e.name = e.name.take().or_else(|| look_up(e.name_iid));
+            e.categories
+                .extend(e.category_iids.iter().filter_map(|&i| look_up(Some(i))));
+            for a in &mut e.debug_annotations {
+                a.name = a.name.take().or_else(|| look_up(a.name_iid));
+                a.string_value = a
+                    .string_value
+                    .take()
+                    .or_else(|| look_up(a.string_value_iid));
+            }
+        }
+        Ok(trace)
+    }
 }
 
 /// Every packet is on this one writer sequence.
@@ -127,6 +215,19 @@ pub(super) struct PerfettoWriter<'w> {
     out: &'w mut dyn Write,
     buf: Vec<u8>,
     first: bool,
+    /// Interned strings' ids, by table ([`Table`] as index) and string.
+    interned: [FxHashMap<String, u64>; 3],
+    next_iid: u64,
+    /// Strings interned since the last packet, which it carries.
+    new: InternedData,
+}
+
+/// The tables of [`InternedData`] used here.
+#[derive(Clone, Copy)]
+enum Table {
+    Category,
+    EventName,
+    AnnotationName,
 }
 
 impl<'w> PerfettoWriter<'w> {
@@ -135,14 +236,45 @@ impl<'w> PerfettoWriter<'w> {
             out,
             buf: Vec::new(),
             first: true,
+            interned: Default::default(),
+            next_iid: 1,
+            new: InternedData::default(),
         }
+    }
+
+    /// The id of `s` in `table`, interned with the next packet if new.
+    fn intern(&mut self, table: Table, s: &str) -> u64 {
+        let ids = &mut self.interned[table as usize];
+        if let Some(&iid) = ids.get(s) {
+            return iid;
+        }
+        let iid = self.next_iid;
+        self.next_iid += 1;
+        ids.insert(s.to_owned(), iid);
+        let name = || InternedName {
+            iid: Some(iid),
+            name: Some(s.to_owned()),
+        };
+        match table {
+            Table::Category => self.new.event_categories.push(name()),
+            Table::EventName => self.new.event_names.push(name()),
+            Table::AnnotationName => self.new.debug_annotation_names.push(name()),
+        }
+        iid
     }
 
     /// Writes `packet` as one `Trace.packet` field.
     fn packet(&mut self, mut packet: TracePacket) -> io::Result<()> {
         packet.trusted_packet_sequence_id = Some(SEQUENCE);
+        if packet.track_event.is_some() {
+            packet.sequence_flags = Some(SEQ_NEEDS_INCREMENTAL_STATE);
+        }
+        if self.new != InternedData::default() {
+            packet.interned_data = Some(std::mem::take(&mut self.new));
+        }
         if self.first {
-            packet.sequence_flags = Some(SEQ_INCREMENTAL_STATE_CLEARED);
+            let flags = packet.sequence_flags.unwrap_or(0);
+            packet.sequence_flags = Some(flags | SEQ_INCREMENTAL_STATE_CLEARED);
             self.first = false;
         }
         self.buf.clear();
@@ -174,8 +306,8 @@ impl<'w> PerfettoWriter<'w> {
         let event = TrackEvent {
             r#type: Some(TYPE_SLICE_BEGIN),
             track_uuid: Some(track),
-            categories: vec!["mpi".into()],
-            name: Some(name.into()),
+            category_iids: vec![self.intern(Table::Category, "mpi")],
+            name_iid: Some(self.intern(Table::EventName, name)),
             ..event
         };
         self.event(at, event)
@@ -196,9 +328,9 @@ impl<'w> PerfettoWriter<'w> {
     /// path`) inside the receiving call, at the time the arrow ends.
     fn arrival(&mut self, track: u64, a: &Arrival) -> io::Result<()> {
         let name = if a.path { "critical path" } else { "message" };
-        let mut args = vec![annotation("from rank", &Json::from(a.from_rank))];
+        let mut args = vec![self.annotation("from rank", &Json::from(a.from_rank))];
         if let Some(bytes) = a.bytes {
-            args.push(annotation("bytes", &Json::from(bytes)));
+            args.push(self.annotation("bytes", &Json::from(bytes)));
         }
         let event = TrackEvent {
             debug_annotations: args,
@@ -292,7 +424,7 @@ impl TimelineWriter for PerfettoWriter<'_> {
         let track = uuid(s.track);
         let flows: Vec<u64> = s.flows_out.iter().chain(s.path_out).copied().collect();
         let event = TrackEvent {
-            debug_annotations: annotations(s.args),
+            debug_annotations: self.annotations(s.args),
             flow_ids: flows.clone(),
             flow_ids_old: flows,
             ..TrackEvent::default()
@@ -309,42 +441,47 @@ impl TimelineWriter for PerfettoWriter<'_> {
     }
 }
 
-/// A call's arguments as debug annotations: an object's fields as
-/// `status.MPI_SOURCE`, an array as its text (`[req0, req1]`), so that
-/// every viewer version shows them.
-fn annotations(args: &Map<String, Json>) -> Vec<DebugAnnotation> {
-    let mut out = Vec::with_capacity(args.len());
-    for (name, value) in args {
+impl PerfettoWriter<'_> {
+    /// A call's arguments as debug annotations: an object's fields as
+    /// `status.MPI_SOURCE`, an array as its text (`[req0, req1]`), so that
+    /// every viewer version shows them.
+    fn annotations(&mut self, args: &Map<String, Json>) -> Vec<DebugAnnotation> {
+        let mut out = Vec::with_capacity(args.len());
+        for (name, value) in args {
+            match value {
+                Json::Object(fields) => {
+                    for (field, v) in fields {
+                        out.push(self.annotation(&format!("{name}.{field}"), v));
+                    }
+                }
+                _ => out.push(self.annotation(name, value)),
+            }
+        }
+        out
+    }
+
+    /// One argument: its name interned, its value in place.
+    fn annotation(&mut self, name: &str, value: &Json) -> DebugAnnotation {
+        let mut a = DebugAnnotation {
+            name_iid: Some(self.intern(Table::AnnotationName, name)),
+            ..DebugAnnotation::default()
+        };
         match value {
-            Json::Object(fields) => {
-                for (field, v) in fields {
-                    out.push(annotation(&format!("{name}.{field}"), v));
+            Json::Bool(b) => a.bool_value = Some(*b),
+            Json::Number(n) => {
+                if let Some(i) = n.as_i64() {
+                    a.int_value = Some(i);
+                } else if let Some(u) = n.as_u64() {
+                    a.uint_value = Some(u);
+                } else {
+                    a.double_value = n.as_f64();
                 }
             }
-            _ => out.push(annotation(name, value)),
+            // String values stay in place: viewers before Perfetto v25 or
+            // so (the UI build on npm, v20) drop interned ones.
+            Json::String(s) => a.string_value = Some(s.clone()),
+            other => a.string_value = Some(crate::decode::text(other)),
         }
+        a
     }
-    out
-}
-
-fn annotation(name: &str, value: &Json) -> DebugAnnotation {
-    let mut a = DebugAnnotation {
-        name: Some(name.into()),
-        ..DebugAnnotation::default()
-    };
-    match value {
-        Json::Bool(b) => a.bool_value = Some(*b),
-        Json::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                a.int_value = Some(i);
-            } else if let Some(u) = n.as_u64() {
-                a.uint_value = Some(u);
-            } else {
-                a.double_value = n.as_f64();
-            }
-        }
-        Json::String(s) => a.string_value = Some(s.clone()),
-        other => a.string_value = Some(crate::decode::text(other)),
-    }
-    a
 }

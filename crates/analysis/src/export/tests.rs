@@ -3,7 +3,6 @@
 use super::perfetto::{TYPE_SLICE_BEGIN, TYPE_SLICE_END, Trace as PerfettoTrace};
 use super::*;
 use crate::matching::{PredefinedComms, match_calls};
-use prost::Message;
 use serde_json::Value as Json;
 
 use crate::decode::test_call as call;
@@ -134,15 +133,21 @@ fn run() -> Vec<(Vec<DecodedCall>, Vec<Span>)> {
 }
 
 fn export_run(format: Format) -> (Vec<u8>, ExportSummary) {
+    export_window(format, &Window::default())
+}
+
+fn export_window(format: Format, window: &Window) -> (Vec<u8>, ExportSummary) {
     let ranks = run();
     let all_calls = ranks.iter().flat_map(|(calls, _)| calls.clone());
     let matching = match_calls(all_calls, &PredefinedComms);
-    let send_starts = send_starts(&matching, |rank| Ok(ranks[rank as usize].1.clone())).unwrap();
+    let send_starts =
+        send_starts(&matching, window, |rank| Ok(ranks[rank as usize].1.clone())).unwrap();
     let timeline = Timeline {
         matching: &matching,
         send_starts: &send_starts,
         max_rank: 1,
         path: None,
+        window,
     };
     let inputs = ranks.into_iter().enumerate().map(|(rank, (calls, spans))| {
         Ok(RankInput {
@@ -156,12 +161,46 @@ fn export_run(format: Format) -> (Vec<u8>, ExportSummary) {
     let summary = timeline
         .write(inputs, format, &mut out, &mut |n| seen.push(n))
         .unwrap();
-    assert_eq!(
-        seen,
-        (1..=13).collect::<Vec<u64>>(),
-        "progress after each call"
-    );
+    if window.is_all() {
+        assert_eq!(
+            seen,
+            (1..=13).collect::<Vec<u64>>(),
+            "progress after each call"
+        );
+    }
     (out, summary)
+}
+
+#[test]
+fn a_window_shows_its_ranks_calls_and_only_the_arrows_inside_it() {
+    let window = Window {
+        ranks: Some(vec![0]),
+        from: Some(Bound::Call(2)),
+        to: Some(Bound::Call(5)),
+    };
+    let (out, summary) = export_window(Format::Chrome, &window);
+    assert_eq!((summary.ranks, summary.calls), (1, 3));
+    // No arrow leaves the window: rank 1 is not shown.
+    assert_eq!(summary.messages, 0);
+    let json: Json = serde_json::from_slice(&out).unwrap();
+    let events = json["traceEvents"].as_array().unwrap();
+    let processes: Vec<&Json> = events
+        .iter()
+        .filter(|e| e["ph"] == "M" && e["name"] == "process_name")
+        .map(|e| &e["args"]["name"])
+        .collect();
+    assert_eq!(processes, ["rank 0"]);
+    let mut seqs: Vec<u64> = events
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["pid"] == e["tid"])
+        .map(|e| e["args"]["seq"].as_u64().unwrap())
+        .collect();
+    seqs.sort_unstable();
+    assert_eq!(seqs, [2, 3, 4]);
+    assert!(
+        events.iter().all(|e| e["ph"] != "s" && e["ph"] != "f"),
+        "no arrows"
+    );
 }
 
 #[test]
@@ -368,7 +407,7 @@ fn chrome_json_shows_each_request_from_post_to_completion_without_overlap() {
 #[test]
 fn perfetto_protobuf_decodes_with_nested_slices_per_track_and_paired_flows() {
     let (bytes, _) = export_run(Format::Perfetto);
-    let trace = PerfettoTrace::decode(bytes.as_slice()).expect("a Trace message");
+    let trace = PerfettoTrace::read(bytes.as_slice()).expect("a Trace message");
     assert!(
         trace
             .packet
@@ -470,12 +509,16 @@ fn write(
 ) -> Result<(Vec<u8>, ExportSummary), ExportError> {
     let all_calls = ranks.iter().flat_map(|(calls, _)| calls.clone());
     let matching = match_calls(all_calls, &PredefinedComms);
-    let send_starts = send_starts(&matching, |rank| Ok(ranks[rank as usize].1.clone()))?;
+    let window = Window::default();
+    let send_starts = send_starts(&matching, &window, |rank| {
+        Ok(ranks[rank as usize].1.clone())
+    })?;
     let timeline = Timeline {
         matching: &matching,
         send_starts: &send_starts,
         max_rank: 1,
         path: None,
+        window: &window,
     };
     let inputs = ranks.into_iter().enumerate().map(|(rank, (calls, spans))| {
         Ok(RankInput {

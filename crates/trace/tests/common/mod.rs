@@ -57,7 +57,8 @@ pub fn sample(rank: u32) -> RankTrace {
                 count: 50,
                 total_ns: 500,
                 min_ns: 9,
-                max_ns: 11
+                max_ns: 11,
+                gap_ns: 70
             };
             2
         ],

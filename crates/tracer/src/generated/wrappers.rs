@@ -1756,7 +1756,7 @@ pub unsafe extern "C" fn MPI_Bcast(
         e.buffer(buffer);
         e.int(i64::from(count));
         e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
     });
     ret
@@ -1780,7 +1780,7 @@ pub unsafe extern "C" fn MPI_Bcast_c(
         e.buffer(buffer);
         e.int(count);
         e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
     });
     ret
@@ -1806,7 +1806,7 @@ pub unsafe extern "C" fn MPI_Bcast_init(
         e.buffer(buffer);
         e.int(i64::from(count));
         e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
         e.handle(HandleKind::Info, info);
         e.new_request(request);
@@ -1834,7 +1834,7 @@ pub unsafe extern "C" fn MPI_Bcast_init_c(
         e.buffer(buffer);
         e.int(count);
         e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
         e.handle(HandleKind::Info, info);
         e.new_request(request);
@@ -2050,7 +2050,7 @@ pub unsafe extern "C" fn MPI_Cart_coords(
         } else {
             None
         };
-        array(e, coords, coords_len, |e, v| e.int(i64::from(v)));
+        e.coords_out(coords, coords_len, comm);
     });
     ret
 }
@@ -2121,7 +2121,7 @@ pub unsafe extern "C" fn MPI_Cart_get(
         } else {
             None
         };
-        array(e, coords, coords_len, |e, v| e.int(i64::from(v)));
+        e.coords_out(coords, coords_len, comm);
     });
     ret
 }
@@ -2273,7 +2273,7 @@ pub unsafe extern "C" fn MPI_Comm_accept(
             std::ptr::null()
         });
         e.handle(HandleKind::Info, info);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
         e.new_comm_out(newcomm, None);
     });
@@ -2337,7 +2337,7 @@ pub unsafe extern "C" fn MPI_Comm_connect(
             std::ptr::null()
         });
         e.handle(HandleKind::Info, info);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
         e.new_comm_out(newcomm, None);
     });
@@ -2933,7 +2933,7 @@ pub unsafe extern "C" fn MPI_Comm_spawn(
         array(e, argv, argv_len, |e, v| e.string(v));
         e.int(i64::from(maxprocs));
         e.handle(HandleKind::Info, info);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
         e.new_comm_out(intercomm, None);
         let array_of_errcodes_len = if e.ok() && e.is_root(root, comm) {
@@ -3029,7 +3029,7 @@ pub unsafe extern "C" fn MPI_Comm_spawn_multiple(
             array_of_info_len,
             |e, v| e.handle(HandleKind::Info, v),
         );
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
         e.new_comm_out(intercomm, None);
         let array_of_errcodes_len = if e.ok() && e.is_root(root, comm) {
@@ -5701,7 +5701,7 @@ pub unsafe extern "C" fn MPI_Gather(
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
         e.handle(HandleKind::Datatype, recvtype);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
     });
     ret
@@ -5740,7 +5740,7 @@ pub unsafe extern "C" fn MPI_Gather_c(
         e.buffer(recvbuf);
         e.int(recvcount);
         e.handle(HandleKind::Datatype, recvtype);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
     });
     ret
@@ -5782,7 +5782,7 @@ pub unsafe extern "C" fn MPI_Gather_init(
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
         e.handle(HandleKind::Datatype, recvtype);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
         e.handle(HandleKind::Info, info);
         e.new_request(request);
@@ -5826,7 +5826,7 @@ pub unsafe extern "C" fn MPI_Gather_init_c(
         e.buffer(recvbuf);
         e.int(recvcount);
         e.handle(HandleKind::Datatype, recvtype);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
         e.handle(HandleKind::Info, info);
         e.new_request(request);
@@ -5879,7 +5879,7 @@ pub unsafe extern "C" fn MPI_Gatherv(
         };
         array(e, displs, displs_len, |e, v| e.address(i64::from(v)));
         e.handle(HandleKind::Datatype, recvtype);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
     });
     ret
@@ -5930,7 +5930,7 @@ pub unsafe extern "C" fn MPI_Gatherv_c(
         };
         array(e, displs, displs_len, |e, v| e.address(v));
         e.handle(HandleKind::Datatype, recvtype);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
     });
     ret
@@ -5985,7 +5985,7 @@ pub unsafe extern "C" fn MPI_Gatherv_init(
         };
         array(e, displs, displs_len, |e, v| e.address(i64::from(v)));
         e.handle(HandleKind::Datatype, recvtype);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
         e.handle(HandleKind::Info, info);
         e.new_request(request);
@@ -6042,7 +6042,7 @@ pub unsafe extern "C" fn MPI_Gatherv_init_c(
         };
         array(e, displs, displs_len, |e, v| e.address(v));
         e.handle(HandleKind::Datatype, recvtype);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
         e.handle(HandleKind::Info, info);
         e.new_request(request);
@@ -7525,7 +7525,7 @@ pub unsafe extern "C" fn MPI_Ibcast(
         e.buffer(buffer);
         e.int(i64::from(count));
         e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
@@ -7551,7 +7551,7 @@ pub unsafe extern "C" fn MPI_Ibcast_c(
         e.buffer(buffer);
         e.int(count);
         e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
@@ -7704,7 +7704,7 @@ pub unsafe extern "C" fn MPI_Igather(
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
         e.handle(HandleKind::Datatype, recvtype);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
@@ -7745,7 +7745,7 @@ pub unsafe extern "C" fn MPI_Igather_c(
         e.buffer(recvbuf);
         e.int(recvcount);
         e.handle(HandleKind::Datatype, recvtype);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
@@ -7800,7 +7800,7 @@ pub unsafe extern "C" fn MPI_Igatherv(
         };
         array(e, displs, displs_len, |e, v| e.address(i64::from(v)));
         e.handle(HandleKind::Datatype, recvtype);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
@@ -7855,7 +7855,7 @@ pub unsafe extern "C" fn MPI_Igatherv_c(
         };
         array(e, displs, displs_len, |e, v| e.address(v));
         e.handle(HandleKind::Datatype, recvtype);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
@@ -8863,7 +8863,7 @@ pub unsafe extern "C" fn MPI_Ireduce(
         e.int(i64::from(count));
         e.handle(HandleKind::Datatype, datatype);
         e.handle(HandleKind::Op, op);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
@@ -8894,7 +8894,7 @@ pub unsafe extern "C" fn MPI_Ireduce_c(
         e.int(count);
         e.handle(HandleKind::Datatype, datatype);
         e.handle(HandleKind::Op, op);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
@@ -9175,7 +9175,7 @@ pub unsafe extern "C" fn MPI_Iscatter(
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
         e.handle(HandleKind::Datatype, recvtype);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
@@ -9216,7 +9216,7 @@ pub unsafe extern "C" fn MPI_Iscatter_c(
         e.buffer(recvbuf);
         e.int(recvcount);
         e.handle(HandleKind::Datatype, recvtype);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
@@ -9271,7 +9271,7 @@ pub unsafe extern "C" fn MPI_Iscatterv(
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
         e.handle(HandleKind::Datatype, recvtype);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
@@ -9326,7 +9326,7 @@ pub unsafe extern "C" fn MPI_Iscatterv_c(
         e.buffer(recvbuf);
         e.int(recvcount);
         e.handle(HandleKind::Datatype, recvtype);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
         e.new_request(request);
     });
@@ -11553,7 +11553,7 @@ pub unsafe extern "C" fn MPI_Reduce(
         e.int(i64::from(count));
         e.handle(HandleKind::Datatype, datatype);
         e.handle(HandleKind::Op, op);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
     });
     ret
@@ -11581,7 +11581,7 @@ pub unsafe extern "C" fn MPI_Reduce_c(
         e.int(count);
         e.handle(HandleKind::Datatype, datatype);
         e.handle(HandleKind::Op, op);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
     });
     ret
@@ -11620,7 +11620,7 @@ pub unsafe extern "C" fn MPI_Reduce_init(
         e.int(i64::from(count));
         e.handle(HandleKind::Datatype, datatype);
         e.handle(HandleKind::Op, op);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
         e.handle(HandleKind::Info, info);
         e.new_request(request);
@@ -11661,7 +11661,7 @@ pub unsafe extern "C" fn MPI_Reduce_init_c(
         e.int(count);
         e.handle(HandleKind::Datatype, datatype);
         e.handle(HandleKind::Op, op);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
         e.handle(HandleKind::Info, info);
         e.new_request(request);
@@ -12690,7 +12690,7 @@ pub unsafe extern "C" fn MPI_Scatter(
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
         e.handle(HandleKind::Datatype, recvtype);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
     });
     ret
@@ -12729,7 +12729,7 @@ pub unsafe extern "C" fn MPI_Scatter_c(
         e.buffer(recvbuf);
         e.int(recvcount);
         e.handle(HandleKind::Datatype, recvtype);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
     });
     ret
@@ -12771,7 +12771,7 @@ pub unsafe extern "C" fn MPI_Scatter_init(
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
         e.handle(HandleKind::Datatype, recvtype);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
         e.handle(HandleKind::Info, info);
         e.new_request(request);
@@ -12815,7 +12815,7 @@ pub unsafe extern "C" fn MPI_Scatter_init_c(
         e.buffer(recvbuf);
         e.int(recvcount);
         e.handle(HandleKind::Datatype, recvtype);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
         e.handle(HandleKind::Info, info);
         e.new_request(request);
@@ -12868,7 +12868,7 @@ pub unsafe extern "C" fn MPI_Scatterv(
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
         e.handle(HandleKind::Datatype, recvtype);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
     });
     ret
@@ -12919,7 +12919,7 @@ pub unsafe extern "C" fn MPI_Scatterv_c(
         e.buffer(recvbuf);
         e.int(recvcount);
         e.handle(HandleKind::Datatype, recvtype);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
     });
     ret
@@ -12974,7 +12974,7 @@ pub unsafe extern "C" fn MPI_Scatterv_init(
         e.buffer(recvbuf);
         e.int(i64::from(recvcount));
         e.handle(HandleKind::Datatype, recvtype);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
         e.handle(HandleKind::Info, info);
         e.new_request(request);
@@ -13031,7 +13031,7 @@ pub unsafe extern "C" fn MPI_Scatterv_init_c(
         e.buffer(recvbuf);
         e.int(recvcount);
         e.handle(HandleKind::Datatype, recvtype);
-        e.rank(i64::from(root), comm);
+        e.root(i64::from(root));
         e.handle(HandleKind::Comm, comm);
         e.handle(HandleKind::Info, info);
         e.new_request(request);

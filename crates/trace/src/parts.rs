@@ -1,0 +1,286 @@
+//! What is particular to each rank in a whole-run file — its metadata and
+//! its communicator log — stored per chunk of ranks as differences from the
+//! previous rank, so that ranks alike cost next to nothing: one column per
+//! metadata field across the chunk's ranks, then each rank's clock
+//! measurements and communicator entries, each field a difference from the
+//! same entry of the rank before. Strings (host names, MPI library
+//! versions) and timing modes are numbered in tables of the whole file.
+
+use crate::meta::out_of_range;
+use crate::{ClockSync, CommEntry, Ending, Lost, RankMeta, Timing};
+use mpigram_varint::{ByteReader, DecodeError, PutVarint, unzigzag, zigzag};
+
+/// The strings and timing modes of a file's ranks, each once.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct Tables {
+    strings: Vec<String>,
+    timings: Vec<Timing>,
+}
+
+impl Tables {
+    pub fn of<'a>(metas: impl Iterator<Item = &'a RankMeta>) -> Tables {
+        let mut t = Tables::default();
+        for m in metas {
+            for s in [&m.host, &m.mpi_library] {
+                if !t.strings.contains(s) {
+                    t.strings.push(s.clone());
+                }
+            }
+            if !t.timings.contains(&m.timing) {
+                t.timings.push(m.timing.clone());
+            }
+        }
+        t
+    }
+
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        out.put_u64(self.strings.len() as u64);
+        self.strings.iter().for_each(|s| out.put_str(s));
+        out.put_u64(self.timings.len() as u64);
+        self.timings.iter().for_each(|t| t.encode(out));
+    }
+
+    pub fn decode(r: &mut ByteReader<'_>) -> Result<Tables, DecodeError> {
+        let strings = (0..r.count()?)
+            .map(|_| r.str().map(str::to_owned))
+            .collect::<Result<_, _>>()?;
+        let timings = (0..r.count()?)
+            .map(|_| Timing::decode(r))
+            .collect::<Result<_, _>>()?;
+        Ok(Tables { strings, timings })
+    }
+
+    fn string(&self, s: &str) -> u64 {
+        self.strings.iter().position(|x| x == s).unwrap_or(0) as u64
+    }
+
+    fn timing(&self, t: &Timing) -> u64 {
+        self.timings.iter().position(|x| x == t).unwrap_or(0) as u64
+    }
+}
+
+/// Appends `values` as zig-zagged differences, each from the one before
+/// (the first from `0`).
+fn put_column(out: &mut Vec<u8>, values: impl Iterator<Item = u64>) {
+    let mut last = 0u64;
+    for v in values {
+        out.put_u64(zigzag(v.wrapping_sub(last) as i64));
+        last = v;
+    }
+}
+
+fn column(r: &mut ByteReader<'_>, n: usize) -> Result<Vec<u64>, DecodeError> {
+    let mut last = 0u64;
+    (0..n)
+        .map(|_| {
+            last = last.wrapping_add(unzigzag(r.u64()?) as u64);
+            Ok(last)
+        })
+        .collect()
+}
+
+/// Appends the rows of each rank (entries of `N` fields), each field a
+/// difference from the same field of the previous rank's entry at the same
+/// place (from 0 where it has none).
+fn put_rows<const N: usize>(out: &mut Vec<u8>, ranks: &[Vec<[u64; N]>]) {
+    let mut last: &[[u64; N]] = &[];
+    for rows in ranks {
+        out.put_u64(zigzag(rows.len() as i64 - last.len() as i64));
+        for (i, row) in rows.iter().enumerate() {
+            let before = last.get(i).copied().unwrap_or([0; N]);
+            for (v, b) in row.iter().zip(before) {
+                out.put_u64(zigzag(v.wrapping_sub(b) as i64));
+            }
+        }
+        last = rows;
+    }
+}
+
+fn rows<const N: usize>(
+    r: &mut ByteReader<'_>,
+    n: usize,
+) -> Result<Vec<Vec<[u64; N]>>, DecodeError> {
+    let mut out: Vec<Vec<[u64; N]>> = Vec::with_capacity(n);
+    for _ in 0..n {
+        let before = out.last().map_or(&[][..], |v| v.as_slice());
+        let at = r.position();
+        let len = before.len() as i64 + unzigzag(r.u64()?);
+        // Each field takes a byte at least: a forged length must not size the vector.
+        if len < 0 || len as usize > r.remaining() / N.max(1) {
+            return Err(out_of_range(at, len as u64, "entries"));
+        }
+        let mut rows = Vec::with_capacity(len as usize);
+        for i in 0..len as usize {
+            let b = before.get(i).copied().unwrap_or([0; N]);
+            let mut row = [0u64; N];
+            for (v, b) in row.iter_mut().zip(b) {
+                *v = b.wrapping_add(unzigzag(r.u64()?) as u64);
+            }
+            rows.push(row);
+        }
+        out.push(rows);
+    }
+    Ok(out)
+}
+
+fn ending_code(e: Ending) -> u64 {
+    match e {
+        Ending::Finalized => 0,
+        Ending::ExitWithoutFinalize => 1,
+        Ending::Abort => 2,
+        Ending::Killed => 3,
+        Ending::Signal(s) => 4 + s.clamp(0, 255) as u64,
+    }
+}
+
+fn ending(code: u64) -> Ending {
+    match code {
+        0 => Ending::Finalized,
+        1 => Ending::ExitWithoutFinalize,
+        2 => Ending::Abort,
+        3 => Ending::Killed,
+        s => Ending::Signal((s - 4).min(255) as i32),
+    }
+}
+
+fn sync_row(s: &ClockSync) -> [u64; 3] {
+    [s.at_ns, s.offset_ns as u64, s.error_ns]
+}
+
+fn comm_row(c: &CommEntry) -> [u64; 8] {
+    [
+        c.seq,
+        c.comm,
+        c.rank.into(),
+        c.size.into(),
+        c.remote_size.into(),
+        c.inter.into(),
+        c.leader.into(),
+        c.instance,
+    ]
+}
+
+/// Metadata fields stored as columns.
+const COLUMNS: usize = 13;
+
+/// Appends the parts of a chunk's ranks; start and end times are stored in
+/// units of `unit` nanoseconds (1: exact).
+pub(crate) fn encode_chunk(
+    out: &mut Vec<u8>,
+    ranks: &[(&RankMeta, &[CommEntry])],
+    tables: &Tables,
+    unit: u64,
+) {
+    let fields: [fn(&RankMeta, &Tables, u64) -> u64; COLUMNS] = [
+        |m, _, _| m.world_size.into(),
+        |m, _, _| m.pid.into(),
+        |m, t, _| t.string(&m.host),
+        |m, t, _| t.string(&m.mpi_library),
+        |m, t, _| t.timing(&m.timing),
+        |m, _, _| m.calls,
+        |m, _, u| m.start_ns / u,
+        |m, _, u| m.end_ns / u,
+        |m, _, _| ending_code(m.ending),
+        |m, _, _| m.recorder_allocations,
+        |m, _, _| m.ns_per_tick.to_bits(),
+        |m, _, _| m.run,
+        |m, _, _| m.lost.code(),
+    ];
+    for f in fields {
+        put_column(out, ranks.iter().map(|(m, _)| f(m, tables, unit)));
+    }
+    let syncs: Vec<Vec<[u64; 3]>> = ranks
+        .iter()
+        .map(|(m, _)| m.clock_sync.iter().map(sync_row).collect())
+        .collect();
+    put_rows(out, &syncs);
+    let comms: Vec<Vec<[u64; 8]>> = ranks
+        .iter()
+        .map(|(_, c)| c.iter().map(comm_row).collect())
+        .collect();
+    put_rows(out, &comms);
+}
+
+/// Reads the parts of the ranks `ranks` (their numbers, in order) of a chunk.
+pub(crate) fn decode_chunk(
+    r: &mut ByteReader<'_>,
+    ranks: &[u32],
+    tables: &Tables,
+    unit: u64,
+) -> Result<Vec<(RankMeta, Vec<CommEntry>)>, DecodeError> {
+    let n = ranks.len();
+    let mut columns = Vec::with_capacity(COLUMNS);
+    for _ in 0..COLUMNS {
+        let at = r.position();
+        columns.push((at, column(r, n)?));
+    }
+    let syncs = rows::<3>(r, n)?;
+    let comms = rows::<8>(r, n)?;
+    let mut out = Vec::with_capacity(n);
+    for (i, (&rank, (syncs, comms))) in ranks.iter().zip(syncs.into_iter().zip(comms)).enumerate() {
+        let v = |c: usize| columns[c].1[i];
+        let small = |c: usize, what| {
+            u32::try_from(v(c)).map_err(|_| out_of_range(columns[c].0, v(c), what))
+        };
+        let string = |c: usize| {
+            tables
+                .strings
+                .get(v(c) as usize)
+                .cloned()
+                .ok_or_else(|| out_of_range(columns[c].0, v(c), "string number"))
+        };
+        let timing = tables
+            .timings
+            .get(v(4) as usize)
+            .cloned()
+            .ok_or_else(|| out_of_range(columns[4].0, v(4), "timing number"))?;
+        let ns_per_tick = f64::from_bits(v(10));
+        if !(ns_per_tick.is_finite() && ns_per_tick > 0.0) {
+            return Err(out_of_range(columns[10].0, v(10), "nanoseconds per tick"));
+        }
+        let meta = RankMeta {
+            rank,
+            world_size: small(0, "world size")?,
+            pid: small(1, "process id")?,
+            host: string(2)?,
+            mpi_library: string(3)?,
+            timing,
+            calls: v(5),
+            start_ns: v(6).wrapping_mul(unit),
+            end_ns: v(7).wrapping_mul(unit),
+            ending: ending(v(8)),
+            recorder_allocations: v(9),
+            ns_per_tick,
+            clock_sync: syncs
+                .iter()
+                .map(|s| ClockSync {
+                    at_ns: s[0],
+                    offset_ns: s[1] as i64,
+                    error_ns: s[2],
+                })
+                .collect(),
+            run: v(11),
+            lost: Lost::of_code(v(12)),
+        };
+        let comms = comms
+            .iter()
+            .map(|c| {
+                let field = |k: usize| {
+                    u32::try_from(c[k]).map_err(|_| out_of_range(0, c[k], "communicator field"))
+                };
+                Ok(CommEntry {
+                    seq: c[0],
+                    comm: c[1],
+                    rank: field(2)?,
+                    size: field(3)?,
+                    remote_size: field(4)?,
+                    inter: c[5] != 0,
+                    leader: field(6)?,
+                    instance: c[7],
+                })
+            })
+            .collect::<Result<_, DecodeError>>()?;
+        out.push((meta, comms));
+    }
+    Ok(out)
+}

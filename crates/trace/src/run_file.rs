@@ -1,0 +1,437 @@
+//! The whole-run file, `trace.mgr`: its sections, written from a [`Trace`]
+//! and read back into one (`docs/format.md`).
+//!
+//! One RUN section holds what all ranks share: the rank list, the
+//! signature table, the grammar, the tables of strings and timing modes,
+//! and — by default — the aggregated timing summarised across ranks
+//! ([`crate::summary`]). What is particular to each rank goes in chunks of
+//! [`RANKS_PER_CHUNK`] ranks (section index = chunk), so that reading one
+//! rank reads one chunk: PARTS (metadata and communicator log, as
+//! differences between ranks), and where recorded CALL_STATS (every
+//! rank's own aggregated timing), LOSSY_TIMES and EXACT_TIMES.
+
+use crate::parts::{Tables, decode_chunk, encode_chunk};
+use crate::rank::{
+    bad_section, check_funcs, checked_name, decode_stats, encode_funcs, encode_stats,
+};
+use crate::summary::TimingSummary;
+use crate::{
+    CallTimes, ClockSync, Error, RankClock, RankMeta, RankPart, RankStats, Trace, section,
+};
+use mpigram_format::TraceFile;
+use mpigram_grammar::{Grammar, Progression, StreamId};
+use mpigram_varint::{ByteReader, PutVarint};
+use rustc_hash::FxHashMap;
+use std::path::PathBuf;
+
+/// File kind of a whole-run trace file.
+pub const FILE_KIND_RUN: u32 = 2;
+
+/// Ranks per chunk of per-rank sections in a whole-run file.
+pub const RANKS_PER_CHUNK: usize = 64;
+
+/// In a summarised file, start and end times are kept to a unit of about
+/// the run's wall time divided by this (a power of two of nanoseconds).
+const TIME_UNIT_SHARE: u64 = 256;
+
+impl Trace {
+    /// The sections: (kind, index, payload). Every rank's own aggregated
+    /// timing if `exact` (or if it cannot be summarised), else the summary.
+    pub(crate) fn sections(&self, exact: bool) -> Vec<(u32, u32, Vec<u8>)> {
+        let summary = !exact && self.summarisable();
+        let (metas, unit) = if summary {
+            summarised_metas(&self.ranks)
+        } else {
+            (self.ranks.iter().map(|r| r.meta.clone()).collect(), 1)
+        };
+        let tables = Tables::of(metas.iter());
+        let mut run = Vec::new();
+        let ranks: Vec<u32> = self.ranks.iter().map(|r| r.meta.rank).collect();
+        let progressions = mpigram_grammar::progressions(&ranks);
+        run.put_u64(progressions.len() as u64);
+        for (first, stride, len) in progressions {
+            run.put_u32(first);
+            run.put_u32(stride);
+            run.put_u32(len);
+        }
+        let run_start = metas
+            .iter()
+            .map(|m| RankClock::of(m).global_ns(0))
+            .fold(f64::INFINITY, f64::min);
+        run.put_u64(
+            self.run_start_ns
+                .map_or(run_start, |s| s.min(run_start))
+                .to_bits(),
+        );
+        run.extend(encode_funcs(&self.signatures));
+        run.put_u64(self.signatures.len() as u64);
+        self.signatures.iter().for_each(|s| run.put_blob(s));
+        run.put_blob(&self.grammar.encode());
+        tables.encode(&mut run);
+        run.put_u64(unit);
+        if summary {
+            run.put_u32(1);
+            TimingSummary::of(&self.ranks, self.signatures.len(), wall_ns(&self.ranks))
+                .encode(&mut run);
+        } else {
+            run.put_u32(0);
+        }
+        let mut out = vec![(section::RUN, 0, run)];
+        let lossy = self.ranks.iter().any(|r| r.meta.timing.lossy.is_some());
+        let lossless = self.ranks.iter().any(|r| r.meta.timing.lossless);
+        for (chunk, parts) in self.ranks.chunks(RANKS_PER_CHUNK).enumerate() {
+            let first = chunk * RANKS_PER_CHUNK;
+            let mut rank_parts = Vec::new();
+            let chunk_ranks: Vec<_> = parts
+                .iter()
+                .zip(&metas[first..])
+                .map(|(p, m)| (m, p.comms.as_slice()))
+                .collect();
+            encode_chunk(&mut rank_parts, &chunk_ranks, &tables, unit);
+            let chunk = chunk as u32;
+            out.push((section::PARTS, chunk, rank_parts));
+            if !summary {
+                let mut stats = Vec::new();
+                for r in parts {
+                    let mut last = 0;
+                    stats.put_u64(r.stats.len() as u64);
+                    for &(t, s) in &r.stats {
+                        stats.put_u32(t - last);
+                        last = t;
+                        encode_stats(&mut stats, &s);
+                    }
+                }
+                out.push((section::CALL_STATS, chunk, stats));
+            }
+            for (recorded, kind, lossy) in [
+                (lossy, section::LOSSY_TIMES, true),
+                (lossless, section::EXACT_TIMES, false),
+            ] {
+                if recorded {
+                    let mut bytes = Vec::new();
+                    for r in parts {
+                        bytes.put_blob(if lossy {
+                            &r.times.lossy
+                        } else {
+                            &r.times.exact
+                        });
+                    }
+                    out.push((kind, chunk, bytes));
+                }
+            }
+        }
+        out
+    }
+
+    /// Whether the ranks' timing can be summarised: aggregated timing only
+    /// (per-call times keep every rank's metadata exact), and each rank's
+    /// timed calls are its calls in the grammar.
+    fn summarisable(&self) -> bool {
+        if self.ranks.is_empty() || self.ranks.iter().any(|r| r.meta.timing.per_call()) {
+            return false;
+        }
+        let mut counts: FxHashMap<u32, Vec<(u32, u64)>> = FxHashMap::default();
+        self.ranks.iter().all(|part| {
+            let Some(start) = self.grammar.start(part.meta.rank) else {
+                return false;
+            };
+            let counts = counts
+                .entry(start)
+                .or_insert_with(|| self.grammar.terminal_counts(start));
+            counts.len() == part.stats.len()
+                && counts
+                    .iter()
+                    .zip(&part.stats)
+                    .all(|(&(t, n), &(u, s))| t == u && n == s.count)
+        })
+    }
+
+    /// Reads a whole-run file: every rank, or only rank `only` (then
+    /// `None` if the file does not hold it). One rank costs its chunk of
+    /// per-rank data, the signature table and the grammar's rules, not the
+    /// other ranks' data.
+    pub(crate) fn read_file(file: &TraceFile, only: Option<u32>) -> Result<Option<Trace>, Error> {
+        let name = checked_name(file, FILE_KIND_RUN, "a whole-run trace")?;
+        let bad = |section| bad_section(&name, section);
+        let bytes = file.section(section::RUN, 0)?;
+        let mut r = ByteReader::new(&bytes);
+        let mut progressions = Vec::new();
+        let (mut total, mut position) = (0usize, None);
+        for _ in 0..r.count().map_err(bad("RUN"))? {
+            let at = r.position();
+            let progression = Progression {
+                first: r.u32().map_err(bad("RUN"))?,
+                stride: r.u32().map_err(bad("RUN"))?,
+                len: r.u32().map_err(bad("RUN"))?,
+            };
+            if !progression.is_valid() {
+                let message = format!("byte {at}: bad rank progression");
+                return Err(Error::payload(&name, "RUN", message));
+            }
+            if let Some(i) = only.and_then(|rank| progression.position(rank)) {
+                position = Some(total + i as usize);
+            }
+            total = total.saturating_add(progression.len as usize);
+            progressions.push(progression);
+        }
+        let run_start = f64::from_bits(r.u64().map_err(bad("RUN"))?);
+        let funcs = r.u32().map_err(bad("RUN"))?;
+        let signatures = (0..r.count().map_err(bad("RUN"))?)
+            .map(|_| r.blob().map(<[u8]>::to_vec))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(bad("RUN"))?;
+        check_funcs(funcs, &signatures).map_err(|m| Error::payload(&name, "RUN", m))?;
+        let grammar_bytes = r.blob().map_err(bad("RUN"))?;
+        let max_streams = total.min(mpigram_grammar::MAX_STREAMS);
+        let grammar = match only {
+            Some(rank) => Grammar::decode_stream(grammar_bytes, max_streams, rank),
+            None => Grammar::decode_streams(grammar_bytes, max_streams),
+        }
+        .map_err(|e| Error::payload(&name, "RUN", e))?;
+        let tables = Tables::decode(&mut r).map_err(bad("RUN"))?;
+        let at = r.position();
+        let unit = r.u64().map_err(bad("RUN"))?;
+        if unit == 0 {
+            return Err(Error::payload(
+                &name,
+                "RUN",
+                format!("byte {at}: time unit 0"),
+            ));
+        }
+        let at = r.position();
+        let summary = match r.u32().map_err(bad("RUN"))? {
+            0 => None,
+            1 => Some(TimingSummary::decode(&mut r, signatures.len()).map_err(bad("RUN"))?),
+            other => {
+                let message = format!("byte {at}: rank timing {other} is neither 0 nor 1");
+                return Err(Error::payload(&name, "RUN", message));
+            }
+        };
+        r.finish().map_err(bad("RUN"))?;
+        let chunks = match (only, position) {
+            (Some(_), None) => return Ok(None),
+            (Some(_), Some(p)) => p / RANKS_PER_CHUNK..p / RANKS_PER_CHUNK + 1,
+            (None, _) => 0..total.div_ceil(RANKS_PER_CHUNK),
+        };
+        let mut ranks = Vec::new();
+        for chunk in chunks {
+            let index =
+                u32::try_from(chunk).map_err(|_| Error::payload(&name, "RUN", "too many ranks"))?;
+            let chunk_ranks: Vec<u32> = progressions
+                .iter()
+                .flat_map(|p| (0..p.len).map(move |i| p.first + p.stride * i))
+                .skip(chunk * RANKS_PER_CHUNK)
+                .take(RANKS_PER_CHUNK)
+                .collect();
+            let parts = read_chunk(
+                file,
+                index,
+                &chunk_ranks,
+                &tables,
+                unit,
+                summary.is_none(),
+                &name,
+            )?;
+            match position {
+                Some(p) => ranks.extend(parts.into_iter().nth(p % RANKS_PER_CHUNK)),
+                None => ranks.extend(parts),
+            }
+        }
+        if let Some(summary) = &summary {
+            summary
+                .rank_stats(&grammar, &mut ranks)
+                .map_err(|m| Error::payload(&name, "RUN", m))?;
+        }
+        let trace = Trace {
+            dir: PathBuf::new(),
+            signatures,
+            grammar,
+            ranks,
+            run_start_ns: only.map(|_| run_start),
+            rank_stats: if summary.is_some() {
+                RankStats::Summary
+            } else {
+                RankStats::Exact
+            },
+            skipped: Vec::new(),
+        };
+        trace.check().map_err(|m| Error::payload(&name, "RUN", m))?;
+        Ok(Some(trace))
+    }
+
+    /// The parts must agree: one stream per rank, ranks in order,
+    /// terminals within the signature table.
+    fn check(&self) -> Result<(), String> {
+        if let Some(w) = self
+            .ranks
+            .windows(2)
+            .find(|w| w[0].meta.rank >= w[1].meta.rank)
+        {
+            return Err(format!(
+                "ranks out of order or repeated: {} then {}",
+                w[0].meta.rank, w[1].meta.rank
+            ));
+        }
+        let streams: Vec<StreamId> = self.grammar.streams().iter().map(|&(s, _)| s).collect();
+        let ranks: Vec<StreamId> = self.ranks.iter().map(|r| r.meta.rank).collect();
+        if streams != ranks {
+            return Err(format!(
+                "{} streams for {} ranks, or not the same ranks",
+                streams.len(),
+                ranks.len()
+            ));
+        }
+        let n = self.signatures.len();
+        crate::rank::check_terminals(&self.grammar, n)?;
+        if let Some(r) = self
+            .ranks
+            .iter()
+            .find(|r| r.stats.last().is_some_and(|&(t, _)| t as usize >= n))
+        {
+            return Err(format!(
+                "rank {}: timing of a call not in the signature table",
+                r.meta.rank
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The run's wall time: from the earliest start to the latest end.
+fn wall_ns(ranks: &[RankPart]) -> u64 {
+    let start = ranks.iter().map(|r| r.meta.start_ns).min().unwrap_or(0);
+    let end = ranks.iter().map(|r| r.meta.end_ns).max().unwrap_or(0);
+    end.saturating_sub(start)
+}
+
+/// The metadata a summarised file keeps: times counted from the run's
+/// first start and rounded down to a unit of about 1/256 of the run (a
+/// power of two of nanoseconds, returned); on each host every rank with the
+/// clock measurements of the rank whose clock was measured best (ranks of a
+/// host share its clock); no tick calibration (with aggregated timing only,
+/// nothing is in ticks).
+fn summarised_metas(ranks: &[RankPart]) -> (Vec<RankMeta>, u64) {
+    let share = (wall_ns(ranks) / TIME_UNIT_SHARE).max(1);
+    let unit = 1u64 << share.ilog2();
+    let origin = ranks.iter().map(|r| r.meta.start_ns).min().unwrap_or(0) / unit * unit;
+    let error = |m: &RankMeta| {
+        m.clock_sync
+            .iter()
+            .map(|s| s.error_ns)
+            .max()
+            .unwrap_or(u64::MAX)
+    };
+    let mut best: FxHashMap<&str, &RankMeta> = FxHashMap::default();
+    for r in ranks {
+        let m = &r.meta;
+        let b = best.entry(&m.host).or_insert(m);
+        if error(m) < error(b) {
+            *b = m;
+        }
+    }
+    let time = |ns: u64| ns.saturating_sub(origin) / unit * unit;
+    let metas = ranks
+        .iter()
+        .map(|r| {
+            let b = best[r.meta.host.as_str()];
+            RankMeta {
+                start_ns: time(r.meta.start_ns),
+                end_ns: time(r.meta.end_ns),
+                ns_per_tick: 1.0,
+                clock_sync: b
+                    .clock_sync
+                    .iter()
+                    .map(|s| ClockSync {
+                        at_ns: time(s.at_ns),
+                        ..*s
+                    })
+                    .collect(),
+                ..r.meta.clone()
+            }
+        })
+        .collect();
+    (metas, unit)
+}
+
+/// The parts of chunk `index`, whose ranks are `ranks`: PARTS, and
+/// CALL_STATS if `stats` (every rank's own timing), per-call times where
+/// recorded. One section at a time is decoded, parsed and let go, so a
+/// chunk costs one decoded section (bounded by the container's reader)
+/// beyond what it holds.
+fn read_chunk(
+    file: &TraceFile,
+    index: u32,
+    ranks: &[u32],
+    tables: &Tables,
+    unit: u64,
+    stats: bool,
+    name: &str,
+) -> Result<Vec<RankPart>, Error> {
+    let bad = |section| bad_section(name, section);
+    let bytes = file.section(section::PARTS, index)?;
+    let mut r = ByteReader::new(&bytes);
+    let parts = decode_chunk(&mut r, ranks, tables, unit).map_err(bad("PARTS"))?;
+    r.finish().map_err(bad("PARTS"))?;
+    drop(bytes);
+
+    let mut all_stats = vec![Vec::new(); parts.len()];
+    if stats {
+        let bytes = file.section(section::CALL_STATS, index)?;
+        let mut r = ByteReader::new(&bytes);
+        for rank_stats in &mut all_stats {
+            let count = r.count().map_err(bad("CALL_STATS"))?;
+            // 6 varints an entry: a forged count must not size the vector.
+            rank_stats.reserve(count.min(r.remaining() / 6));
+            let mut t = 0u32;
+            for _ in 0..count {
+                let at = r.position();
+                t = t
+                    .checked_add(r.u32().map_err(bad("CALL_STATS"))?)
+                    .ok_or_else(|| {
+                        let message = format!("byte {at}: terminal out of range");
+                        Error::payload(name, "CALL_STATS", message)
+                    })?;
+                rank_stats.push((t, decode_stats(&mut r).map_err(bad("CALL_STATS"))?));
+            }
+        }
+        r.finish().map_err(bad("CALL_STATS"))?;
+    }
+
+    let mut times = vec![CallTimes::default(); parts.len()];
+    for (kind, what) in [
+        (section::LOSSY_TIMES, "LOSSY_TIMES"),
+        (section::EXACT_TIMES, "EXACT_TIMES"),
+    ] {
+        // Absent where no rank recorded such times.
+        let bytes = match file.find(kind, index) {
+            Some(_) => file.section(kind, index)?,
+            None => Default::default(),
+        };
+        let mut r = ByteReader::new(&bytes);
+        for ((meta, _), times) in parts.iter().zip(&mut times) {
+            let (recorded, stored) = match kind {
+                section::LOSSY_TIMES => (meta.timing.lossy.is_some(), &mut times.lossy),
+                _ => (meta.timing.lossless, &mut times.exact),
+            };
+            if r.remaining() > 0 || recorded {
+                *stored = r.blob().map_err(bad(what))?.to_vec();
+            }
+            if !recorded && !stored.is_empty() {
+                let message = format!("rank {}: times it did not record", meta.rank);
+                return Err(Error::payload(name, what, message));
+            }
+        }
+        r.finish().map_err(bad(what))?;
+    }
+    Ok(parts
+        .into_iter()
+        .zip(all_stats)
+        .zip(times)
+        .map(|(((meta, comms), stats), times)| RankPart {
+            meta,
+            stats,
+            comms,
+            times,
+        })
+        .collect())
+}
