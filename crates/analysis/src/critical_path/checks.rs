@@ -52,16 +52,17 @@ impl Analysis {
         for ((r, got), want) in w.by_rank.iter().zip(&sums) {
             if all_kept
                 && (
-                got.wait_before_ns,
-                got.wait_after_ns,
-                got.exec_ns,
-                got.calls,
-            ) != (
-                want.wait_before_ns,
-                want.wait_after_ns,
-                want.exec_ns,
-                want.calls,
-            ) {
+                    got.wait_before_ns,
+                    got.wait_after_ns,
+                    got.exec_ns,
+                    got.calls,
+                ) != (
+                    want.wait_before_ns,
+                    want.wait_after_ns,
+                    want.exec_ns,
+                    want.calls,
+                )
+            {
                 return Err(format!(
                     "rank {r}: waits {got:?} are not the sums of its calls' {want:?}"
                 ));
@@ -72,11 +73,11 @@ impl Analysis {
         if all_kept
             && (t.wait_before_ns, t.wait_after_ns, t.exec_ns, t.calls)
                 != (
-                total.wait_before_ns,
-                total.wait_after_ns,
-                total.exec_ns,
-                total.calls,
-            )
+                    total.wait_before_ns,
+                    total.wait_after_ns,
+                    total.exec_ns,
+                    total.calls,
+                )
         {
             return Err(format!("the run's waits {t:?} are not the sums {total:?}"));
         }
