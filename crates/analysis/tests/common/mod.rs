@@ -96,37 +96,63 @@ fn signatures(rank: u32) -> (Vec<u8>, Vec<Vec<u8>>, Vec<u8>) {
     (init, body, sig("MPI_Finalize", vec![]))
 }
 
+/// One rank's calls as the tracer records them.
+#[derive(Default)]
+struct Recording {
+    grammar: Sequitur,
+    times: ExactWriter,
+    /// The last call's end.
+    now: u64,
+}
+
+impl Recording {
+    fn call(&mut self, signature: u32, start: u64, end: u64) {
+        self.grammar.push(signature);
+        self.times.push(start, end);
+        self.now = end;
+    }
+}
+
 /// A trace of two ranks running `iterations` iterations (4 calls each,
 /// plus MPI_Init and MPI_Finalize), rank 1 computing longer than rank 0
-/// every third iteration.
+/// every third iteration. The ranks' times keep to what MPI lets happen:
+/// a Waitall ends after the other rank's Isend started, an Allreduce ends
+/// on both ranks after both arrived.
 pub fn two_ranks(iterations: u64) -> Trace {
-    let mut ranks = (0..2u32).map(|rank| {
+    let mut rec: [Recording; 2] = Default::default();
+    for r in &mut rec {
+        r.call(0, 0, 50_000);
+    }
+    for i in 0..iterations {
+        let compute = |r: usize| if r == 1 && i % 3 == 0 { 9_000 } else { 4_000 };
+        let irecv = [0, 1].map(|r| rec[r].now + compute(r));
+        let isend = irecv.map(|t| t + 300 + 200);
+        for r in 0..2 {
+            rec[r].call(1, irecv[r], irecv[r] + 300);
+            rec[r].call(2, isend[r], isend[r] + 400);
+            let waitall = rec[r].now + 100;
+            let own = waitall + 2_000 + 500 * u64::from(r == 0);
+            rec[r].call(3, waitall, own.max(isend[1 - r] + 1_000));
+        }
+        let allreduce = [0, 1].map(|r| rec[r].now + 150);
+        let done = allreduce[0].max(allreduce[1]) + 1_500;
+        for r in 0..2 {
+            rec[r].call(4, allreduce[r], done);
+        }
+    }
+    for r in &mut rec {
+        r.call(5, r.now + 1_000, r.now + 11_000);
+    }
+    let mut ranks = rec.into_iter().zip(0u32..).map(|(rec, rank)| {
         let (init, body, finalize) = signatures(rank);
         let mut table: Vec<Vec<u8>> = vec![init];
         table.extend(body);
         table.push(finalize);
-        let mut grammar = Sequitur::new();
-        let mut times = ExactWriter::default();
-        let mut now = 0u64;
-        let mut call = |grammar: &mut Sequitur, t: u32, gap: u64, len: u64| {
-            grammar.push(t);
-            let start = now + gap;
-            now = start + len;
-            times.push(start, now);
-        };
-        call(&mut grammar, 0, 0, 50_000);
-        for i in 0..iterations {
-            let compute = if rank == 1 && i % 3 == 0 {
-                9_000
-            } else {
-                4_000
-            };
-            call(&mut grammar, 1, compute, 300);
-            call(&mut grammar, 2, 200, 400);
-            call(&mut grammar, 3, 100, 2_000 + 500 * u64::from(rank == 0));
-            call(&mut grammar, 4, 150, 1_500);
-        }
-        call(&mut grammar, 5, 1_000, 10_000);
+        let Recording {
+            mut grammar,
+            times,
+            now,
+        } = rec;
         let calls = 2 + 4 * iterations;
         let stats = (0..table.len())
             .map(|_| CallStats {
@@ -134,6 +160,7 @@ pub fn two_ranks(iterations: u64) -> Trace {
                 total_ns: 1,
                 min_ns: 1,
                 max_ns: 1,
+                gap_ns: 0,
             })
             .collect();
         Trace::from_rank(RankTrace {
