@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{mpigram, text};
+use common::{mpigram, one_at_a_time, text};
 use mpigram_testkit::{compile, mpi_available};
 use serde_json::Value as Json;
 
@@ -126,6 +126,7 @@ fn assert_same_findings(exact: &Json, lossy: &Json) {
 
 #[test]
 fn the_delay_of_one_rank_in_a_ring_is_on_the_path() {
+    let _one = one_at_a_time();
     let (delayed, delay, rounds) = (1u32, 0.04, 3);
     let dir = traced("critpath_ring", 3, &["1", "40", "3"], "lossy,lossless");
     let j = analyse(&dir, "lossless");
@@ -174,6 +175,7 @@ fn the_delay_of_one_rank_in_a_ring_is_on_the_path() {
 
 #[test]
 fn the_slow_rank_of_a_bulk_synchronous_loop_dominates_the_path() {
+    let _one = one_at_a_time();
     let (slow, slow_s, others_s, iterations) = (0u32, 0.02, 0.002, 5u64);
     let dir = traced("critpath_bsp", 3, &["0", "20", "5"], "lossy,lossless");
     let j = analyse(&dir, "lossless");
@@ -247,6 +249,7 @@ fn the_slow_rank_of_a_bulk_synchronous_loop_dominates_the_path() {
 /// computation is on the path.
 #[test]
 fn the_papers_four_rank_collective_example() {
+    let _one = one_at_a_time();
     let delay = 0.1;
     let dir = traced("critpath_paper", 4, &["100"], "lossy,lossless");
     let j = analyse(&dir, "lossless");
@@ -275,6 +278,7 @@ fn the_papers_four_rank_collective_example() {
 
 #[test]
 fn an_aggregated_timing_trace_fails_in_one_line_naming_mpigram_timing() {
+    let _one = one_at_a_time();
     let dir = traced("critpath_bsp", 2, &["0", "1", "1"], "aggregated");
     let out = mpigram(&["critical-path", dir.path().to_str().unwrap()]);
     assert!(!out.status.success());
@@ -336,6 +340,7 @@ fn width(n: &roxmltree::Node) -> f64 {
 
 #[test]
 fn the_picture_of_the_ring_shows_each_rank_and_the_delayed_ranks_computation_on_the_path() {
+    let _one = one_at_a_time();
     let (delayed, delay, rounds) = (1u32, 0.04, 3);
     let dir = traced("critpath_ring", 3, &["1", "40", "3"], "lossless");
     // Not inside the trace directory: the tools refuse to write there.
@@ -454,6 +459,7 @@ fn the_picture_of_the_ring_shows_each_rank_and_the_delayed_ranks_computation_on_
 
 #[test]
 fn the_picture_of_a_long_trace_stays_small() {
+    let _one = one_at_a_time();
     // 2 x 100,000 Allreduce calls, each far narrower than a pixel.
     let dir = traced("wait_states", 2, &["allreduce", "0", "100000"], "lossless");
     // Not inside the trace directory: the tools refuse to write there.

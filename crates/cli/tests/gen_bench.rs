@@ -21,16 +21,12 @@
 
 mod common;
 
-use common::{mpigram, text};
+use common::{mpigram, one_at_a_time, text};
 use mpigram_testkit::{compile, mpi_available, mpiexec};
 use serde_json::Value as Json;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Mutex;
 use std::time::Duration;
-
-/// MPI runs one at a time: the machine has few cores and MPICH busy-polls.
-static MPI: Mutex<()> = Mutex::new(());
 
 /// A traced run of `exe ARGS` on `ranks` ranks with `timing`; returns the
 /// trace directory and the run's wall time.
@@ -237,7 +233,7 @@ fn assert_same_calls(orig: &[Json], regen: &[Json]) -> usize {
 /// Returns the benchmark's source.
 fn round_trip(program: &str, ranks: u32, args: &[&str]) -> String {
     mpi_available().unwrap();
-    let _mpi = MPI.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = one_at_a_time();
     let exe = compile(program).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let (orig_dir, regen_dir) = (dir.path().join("orig"), dir.path().join("regen"));
@@ -389,7 +385,7 @@ fn halo_exchanges_round_trip() {
 #[test]
 fn source_size_does_not_grow_with_iterations() {
     mpi_available().unwrap();
-    let _mpi = MPI.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = one_at_a_time();
     let exe = compile("halo2d").unwrap();
     let dir = tempfile::tempdir().unwrap();
     let mut sizes = Vec::new();
@@ -424,7 +420,7 @@ fn source_size_does_not_grow_with_iterations() {
 #[test]
 fn recorded_computation_keeps_the_wall_time() {
     mpi_available().unwrap();
-    let _mpi = MPI.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = one_at_a_time();
     let exe = compile("critpath_bsp").unwrap();
     let dir = tempfile::tempdir().unwrap();
     let orig_dir = dir.path().join("orig");

@@ -3,25 +3,15 @@
 
 mod common;
 
-use common::{mpigram, text};
+use common::{mpigram, one_at_a_time, text};
 use mpigram_testkit::{compile, mpi_available, yield_preload};
 use serde_json::Value as Json;
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
-use std::sync::Mutex;
 
 const DELAY_S: f64 = 0.02;
 const ITERATIONS: u32 = 10;
-
-/// One test at a time: busy-waiting ranks of parallel runs (or a profile
-/// computed meanwhile) on two cores would delay each other and blur the
-/// injected delays.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// Traces `wait_states MODE` on `ranks` ranks with both lossy and lossless
 /// timing (the yield preload keeps waiting ranks off the cores).

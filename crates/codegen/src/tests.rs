@@ -364,6 +364,35 @@ fn aggregated_timing_spreads_each_ranks_computation_over_its_calls() {
     assert!(!none.source.contains("spin(2"), "{}", none.source);
 }
 
+#[test]
+fn aggregated_timing_waits_each_signatures_recorded_gap() {
+    // 300 µs before each barrier, 10 µs before MPI_Finalize (the shortest
+    // gap, what a call costs the tracer, is not reproduced): 290 µs.
+    let mut t = trace_of(
+        vec![vec![init(), barrier(), barrier(), finalize()]],
+        1_000_000,
+    );
+    let (barrier_bytes, finalize_bytes) = (barrier().encode(), finalize().encode());
+    for (term, s) in &mut t.ranks[0].stats {
+        let bytes = &t.signatures[*term as usize];
+        s.gap_ns = if *bytes == barrier_bytes {
+            300_000 * s.count
+        } else if *bytes == finalize_bytes {
+            10_000
+        } else {
+            0
+        };
+    }
+    let bench = generate(&t, &options(Compute::Mean)).unwrap();
+    let src = &bench.source;
+    assert!(src.contains("spin(2.900e-4);"), "{src}");
+    assert!(!src.contains("spin(2.490e-4);"), "{src}");
+    assert!(
+        src.contains("aggregated timing: mean gap before each call signature"),
+        "{src}"
+    );
+}
+
 /// `calls` on one rank with lossless times: each call lasts 1 µs and
 /// follows the gap given with it (nanoseconds).
 fn timed_trace(calls: Vec<(Signature, u64)>) -> Trace {

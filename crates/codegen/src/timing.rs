@@ -7,9 +7,12 @@
 //! interface, [`RankGaps`]: per call site of one rank, the gaps before its
 //! calls (their sum, their number, the first one). [`gaps`] builds it from
 //! whatever timing the trace has: per-call times (lossless, or lossy), or
-//! the aggregated timing of the default, which today holds durations per
-//! signature only, so the rank's time outside MPI is spread evenly over its
-//! calls.
+//! the aggregated timing of the default, which keeps per signature and rank
+//! the gap before its calls: each site then waits its signature's mean gap
+//! on that rank (a site called with different computation before it than
+//! other sites of the same signature gets their mean; traces written before
+//! the gap was recorded spread the rank's time outside MPI evenly over its
+//! calls).
 //!
 //! - [`Compute::Recorded`]: each site waits the mean gap before its calls on
 //!   each rank: the sum over the site is the recorded sum, so each loop, and
@@ -87,9 +90,9 @@ impl SiteGap {
 /// gaps before its calls.
 pub struct RankGaps {
     pub sites: FxHashMap<Site, SiteGap>,
-    /// Whether the gaps are the calls' own (per-call timing), not an even
-    /// spread of the rank's time outside MPI.
-    pub per_call: bool,
+    /// Whether the gaps were measured (per-call timing, or the aggregated
+    /// gap per signature), not an even spread of the rank's time outside MPI.
+    pub measured: bool,
     /// The terminal each site calls.
     pub terminals: FxHashMap<Site, u32>,
 }
@@ -154,19 +157,17 @@ fn per_call_gaps(
     }
     Ok(RankGaps {
         sites,
-        per_call: true,
+        measured: true,
         terminals,
     })
 }
 
-/// From aggregated timing (durations per signature): the rank's time
-/// outside MPI spread evenly over its calls, counted on the grammar (no
-/// call is expanded).
+/// From aggregated timing: each site's gaps are its signature's mean gap on
+/// the rank, counted on the grammar (no call is expanded). The gap before
+/// a signature's calls includes the one after MPI_Init (the tracer's
+/// start-up), spread over all of them.
 fn aggregated_gaps(trace: &Trace, part: &RankPart, start: RuleId) -> RankGaps {
-    let in_calls: u64 = part.stats.iter().map(|(_, s)| s.total_ns).sum();
-    let wall = part.meta.end_ns.saturating_sub(part.meta.start_ns);
-    let calls = part.meta.calls.max(1);
-    let each = wall.saturating_sub(in_calls) as f64 * 1e-9 / calls as f64;
+    let (mean_gap, measured) = signature_gaps(part);
     let g = &trace.grammar;
     let mut sites: FxHashMap<Site, SiteGap> = FxHashMap::default();
     let mut terminals: FxHashMap<Site, u32> = FxHashMap::default();
@@ -178,13 +179,17 @@ fn aggregated_gaps(trace: &Trace, part: &RankPart, start: RuleId) -> RankGaps {
             if let Symbol::Terminal(t) = run.symbol {
                 let site = (rule as RuleId, idx as u32);
                 let n = uses.saturating_mul(run.count);
+                let each = mean_gap(t);
+                // A signature with no gap before its calls (MPI_Init's) had
+                // none measured: it does not set the rank's floor.
+                let gap = (each > 0.0 || !measured).then_some(each);
                 sites.insert(
                     site,
                     SiteGap {
                         calls: n,
-                        measured: n,
+                        measured: if gap.is_some() { n } else { 0 },
                         sum: each * n as f64,
-                        first: Some(each),
+                        first: gap,
                     },
                 );
                 terminals.insert(site, t);
@@ -193,9 +198,32 @@ fn aggregated_gaps(trace: &Trace, part: &RankPart, start: RuleId) -> RankGaps {
     }
     RankGaps {
         sites,
-        per_call: false,
+        measured,
         terminals,
     }
+}
+
+/// The mean gap before each terminal's calls on the rank, in seconds: its
+/// recorded gap, or for traces without one, the rank's time outside MPI
+/// spread evenly over its calls; and whether the gaps were recorded.
+fn signature_gaps(part: &RankPart) -> (impl Fn(u32) -> f64, bool) {
+    let by_terminal: FxHashMap<u32, f64> = part
+        .stats
+        .iter()
+        .map(|(t, s)| (*t, s.mean_gap_ns() * 1e-9))
+        .collect();
+    let recorded = part.stats.iter().any(|(_, s)| s.gap_ns > 0);
+    let in_calls: u64 = part.stats.iter().map(|(_, s)| s.total_ns).sum();
+    let wall = part.meta.end_ns.saturating_sub(part.meta.start_ns);
+    let even = wall.saturating_sub(in_calls) as f64 * 1e-9 / part.meta.calls.max(1) as f64;
+    let gap = move |t| {
+        if recorded {
+            by_terminal.get(&t).copied().unwrap_or(0.0)
+        } else {
+            even
+        }
+    };
+    (gap, recorded)
 }
 
 /// Seconds to wait before a site's calls on one rank.
@@ -256,6 +284,7 @@ pub fn walk_sites(g: &Grammar, start: RuleId, mut f: impl FnMut(Site, u32)) {
 /// `inits` are the terminals of MPI_Init and MPI_Init_thread.
 pub fn delays(trace: &Trace, compute: Compute, scale: f64, inits: &FxHashSet<u32>) -> Delays {
     let mut d = Delays::default();
+    let mut spread = false;
     if compute == Compute::None {
         d.description = "none (calls back to back)".into();
         return d;
@@ -288,10 +317,11 @@ pub fn delays(trace: &Trace, compute: Compute, scale: f64, inits: &FxHashSet<u32
         if mode == Compute::Mean {
             by_signature(&mut g);
         }
+        spread |= !g.measured;
         // The shortest mean gap of the rank is what a call costs the tracer
         // between two calls (the application cannot do less than nothing):
         // a traced benchmark pays it again, so it is not reproduced.
-        let floor = if g.per_call {
+        let floor = if g.measured {
             g.sites
                 .values()
                 .filter(|s| s.measured > 0)
@@ -320,8 +350,10 @@ pub fn delays(trace: &Trace, compute: Compute, scale: f64, inits: &FxHashSet<u32
             d.by_site.entry(site).or_insert_with(|| vec![None; n])[rank as usize] = Some(delay);
         }
     }
-    let source = if !per_call {
+    let source = if spread {
         "aggregated timing: each rank's time outside MPI spread evenly over its calls"
+    } else if !per_call {
+        "aggregated timing: mean gap before each call signature, per rank"
     } else if mode == Compute::Mean {
         "per-call timing: mean gap before each call signature, per rank"
     } else {
@@ -345,7 +377,9 @@ fn by_signature(g: &mut RankGaps) {
         let mean = sum / measured.max(1) as f64;
         *gap = SiteGap {
             calls: gap.calls,
-            measured: gap.calls,
+            // A signature with no gap measured (MPI_Init's) stays unmeasured:
+            // it must not set the rank's floor.
+            measured: if measured > 0 { gap.calls } else { 0 },
             sum: mean * gap.calls as f64,
             first: None,
         };

@@ -3,6 +3,15 @@
 #![allow(dead_code)]
 
 use std::process::{Command, Output};
+use std::sync::{Mutex, MutexGuard};
+
+/// One MPI run at a time within a test binary: busy-polling ranks of
+/// parallel runs (or an analysis computed meanwhile) on two cores would
+/// delay each other and blur the delays the timing tests inject.
+pub fn one_at_a_time() -> MutexGuard<'static, ()> {
+    static ONE: Mutex<()> = Mutex::new(());
+    ONE.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// Runs `mpigram ARGS`; `mpigram run` uses the test run's MPI's launcher.
 pub fn mpigram(args: &[&str]) -> Output {
