@@ -483,12 +483,54 @@ impl<'w> Matcher<'w> {
     }
 }
 
+/// Adds what the matcher found to `out` (collective instances to
+/// `instances`, numbered later); `first`: where each rank's operations
+/// begin in the run's.
+fn collect(
+    found: Found,
+    first: &FxHashMap<u32, usize>,
+    out: &mut Matching,
+    instances: &mut Vec<(u64, collectives::CollectiveInstance)>,
+) {
+    let index = |(rank, i): (u32, usize)| first[&rank] + i;
+    match found {
+        // Its bytes once the receive's status is known (`match_ranks`).
+        Found::PointToPoint(Decision::Matched { send, recv }) => out.matches.push(Match {
+            send: index(send),
+            recv: index(recv),
+            bytes: None,
+        }),
+        Found::PointToPoint(Decision::Unmatched { op, reason }) => out.unmatched.push(Unmatched {
+            operation: index(op),
+            reason,
+        }),
+        Found::PointToPoint(Decision::Settled(_) | Decision::Void { .. }) => {}
+        Found::Collective(instances::Found::Settled { slot, instance, .. }) => {
+            instances.push((slot, instance))
+        }
+        Found::Collective(instances::Found::Unmatched { unmatched, .. }) => {
+            out.collectives.unmatched.push(unmatched)
+        }
+        Found::Collective(instances::Found::Formed { .. }) => {}
+        Found::OneSided(one_sided::Found::Exposure { exposure, .. }) => {
+            out.one_sided.exposures.push(exposure)
+        }
+        Found::OneSided(one_sided::Found::Lock(lock)) => out.one_sided.locks.push(lock),
+        Found::OneSided(
+            one_sided::Found::Unmatched(u) | one_sided::Found::Unpaired { unmatched: u, .. },
+        ) => out.one_sided.unmatched.push(u),
+        Found::OneSided(one_sided::Found::Closing { .. } | one_sided::Found::Opening { .. }) => {}
+    }
+}
+
 /// Matches the operations of every rank (in rank order).
 pub fn match_ranks(logs: Vec<(u32, RankOperations)>, ranks: &dyn WorldRanks) -> Matching {
     let mut matcher = Matcher::new(ranks, logs.iter().map(|(r, _)| *r).collect());
     let mut operations: Vec<Operation> = Vec::new();
     // Where each rank's operations begin in `operations`.
     let mut first: FxHashMap<u32, usize> = FxHashMap::default();
+    let mut out = Matching::default();
+    let mut instances: Vec<(u64, collectives::CollectiveInstance)> = Vec::new();
     for (rank, log) in logs {
         first.insert(rank, operations.len());
         let at = operations.len();
@@ -504,49 +546,21 @@ pub fn match_ranks(logs: Vec<(u32, RankOperations)>, ranks: &dyn WorldRanks) -> 
                 _ => {}
             }
             matcher.feed(rank, event);
+            // What is found is collected at once: the matcher's findings
+            // carry copies of operations.
+            for found in matcher.found.drain(..) {
+                collect(found, &first, &mut out, &mut instances);
+            }
         }
         matcher.end_rank(rank);
     }
     matcher.finish();
-    let index = |(rank, i): (u32, usize)| first[&rank] + i;
-    let mut out = Matching::default();
-    let mut instances: Vec<(u64, collectives::CollectiveInstance)> = Vec::new();
-    for found in matcher.found {
-        match found {
-            Found::PointToPoint(Decision::Matched { send, recv }) => {
-                let (send, recv) = (index(send), index(recv));
-                let bytes = operations[recv]
-                    .status
-                    .as_ref()
-                    .and_then(|s| s.bytes)
-                    .or(operations[send].bytes);
-                out.matches.push(Match { send, recv, bytes });
-            }
-            Found::PointToPoint(Decision::Unmatched { op, reason }) => {
-                out.unmatched.push(Unmatched {
-                    operation: index(op),
-                    reason,
-                })
-            }
-            Found::PointToPoint(Decision::Settled(_) | Decision::Void { .. }) => {}
-            Found::Collective(instances::Found::Settled { slot, instance, .. }) => {
-                instances.push((slot, instance))
-            }
-            Found::Collective(instances::Found::Unmatched { unmatched, .. }) => {
-                out.collectives.unmatched.push(unmatched)
-            }
-            Found::Collective(instances::Found::Formed { .. }) => {}
-            Found::OneSided(one_sided::Found::Exposure { exposure, .. }) => {
-                out.one_sided.exposures.push(exposure)
-            }
-            Found::OneSided(one_sided::Found::Lock(lock)) => out.one_sided.locks.push(lock),
-            Found::OneSided(
-                one_sided::Found::Unmatched(u) | one_sided::Found::Unpaired { unmatched: u, .. },
-            ) => out.one_sided.unmatched.push(u),
-            Found::OneSided(
-                one_sided::Found::Closing { .. } | one_sided::Found::Opening { .. },
-            ) => {}
-        }
+    for found in matcher.found.drain(..) {
+        collect(found, &first, &mut out, &mut instances);
+    }
+    for m in &mut out.matches {
+        let (send, recv) = (&operations[m.send], &operations[m.recv]);
+        m.bytes = recv.status.as_ref().and_then(|s| s.bytes).or(send.bytes);
     }
     out.operations = operations;
     out.matches.sort_by_key(|m| m.recv);
