@@ -63,7 +63,7 @@ impl TraceSummary {
             symbols: trace.grammar.num_runs(),
             distinct_streams: starts.len(),
             bytes: trace.bytes(),
-            timing: first.map_or_else(String::new, |m| m.timing.describe()),
+            timing: describe_timing(trace),
             mpi_library: first.map_or_else(String::new, |m| m.mpi_library.clone()),
             missing,
         }
@@ -76,5 +76,100 @@ impl TraceSummary {
     /// Every rank of the run is here, with every call up to MPI_Finalize.
     pub fn is_complete(&self) -> bool {
         self.ranks.iter().all(|r| r.complete) && self.missing.is_empty()
+    }
+}
+
+/// The run's timing mode, and which ranks' per-call times were recorded
+/// but lost in a crash: calls of a killed rank that have no times (a
+/// crash journal of an older mpigram kept none for the calls after its
+/// last checkpoint).
+fn describe_timing(trace: &Trace) -> String {
+    let per_call = trace.ranks.iter().find(|r| r.meta.timing.per_call());
+    let Some(mode) = per_call.or(trace.ranks.first()).map(|r| &r.meta.timing) else {
+        return String::new();
+    };
+    let mut lost = Vec::new();
+    for r in &trace.ranks {
+        let calls = trace.grammar.stream_len(r.meta.rank).unwrap_or(0);
+        let stored = if mode.lossless {
+            &r.times.exact
+        } else {
+            &r.times.lossy
+        };
+        let timed = match r.meta.timing.per_call() {
+            true => mpigram_trace::timing::calls_in(stored).unwrap_or(calls),
+            false if mode.per_call() && !r.meta.is_complete() => 0,
+            false => calls,
+        };
+        if timed < calls {
+            lost.push(format!(
+                "rank {} after call {timed} of {calls}",
+                r.meta.rank
+            ));
+        }
+    }
+    let mode = mode.describe();
+    match lost.is_empty() {
+        true => mode,
+        false => format!("{mode}; recorded, lost in the crash: {}", lost.join(", ")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mpigram_grammar::Sequitur;
+    use mpigram_trace::timing::ExactWriter;
+    use mpigram_trace::{Ending, RankMeta, RankTrace, Timing};
+
+    /// A lossless rank of `calls` calls, `timed` of them with times.
+    fn rank(calls: u64, timed: u64, ending: Ending) -> Trace {
+        let mut grammar = Sequitur::new();
+        let mut exact = ExactWriter::default();
+        for k in 0..calls {
+            grammar.push(0);
+            if k < timed {
+                exact.push(10 * k, 10 * k + 3);
+            }
+        }
+        let mut t = RankTrace {
+            meta: RankMeta {
+                rank: 0,
+                world_size: 1,
+                pid: 1,
+                host: String::new(),
+                mpi_library: String::new(),
+                timing: Timing::parse("lossless", None).unwrap(),
+                calls,
+                start_ns: 0,
+                end_ns: 0,
+                ending,
+                recorder_allocations: 0,
+                ns_per_tick: 1.0,
+                clock_sync: Vec::new(),
+                run: 0,
+                lost: mpigram_trace::Lost::None,
+            },
+            signatures: vec![b"sig".to_vec()],
+            grammar: grammar.grammar(0),
+            stats: vec![Default::default()],
+            comms: Vec::new(),
+            times: Default::default(),
+        };
+        t.times.exact = exact.bytes();
+        Trace::from_rank(t)
+    }
+
+    /// A killed rank whose journal (of an older mpigram) kept no times
+    /// after its checkpoint: `info` says so, and from which call on.
+    #[test]
+    fn times_lost_in_a_crash_are_named() {
+        let whole = TraceSummary::of(&rank(102, 102, Ending::Killed));
+        assert_eq!(whole.timing, "lossless");
+        let lost = TraceSummary::of(&rank(102, 100, Ending::Killed));
+        assert_eq!(
+            lost.timing,
+            "lossless; recorded, lost in the crash: rank 0 after call 100 of 102"
+        );
     }
 }

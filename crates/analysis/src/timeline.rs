@@ -34,10 +34,6 @@ pub enum TimelineError {
         "rank {rank} has aggregated timing only (per signature, not per call); record with MPIGRAM_TIMING=lossy or MPIGRAM_TIMING=lossless"
     )]
     Aggregated { rank: u32 },
-    #[error(
-        "rank {rank} has no per-call times: it ended before the tracer's first checkpoint ({ending}), and a killed rank's calls after its last checkpoint are not timed"
-    )]
-    Untimed { rank: u32, ending: String },
     #[error("rank {rank} has no {which} timing (it has {has})")]
     Missing {
         rank: u32,
@@ -49,9 +45,10 @@ pub enum TimelineError {
 }
 
 /// When each call of `part` ran, from `source`: one span per call, in
-/// call order (fewer than its calls only if the rank was killed after its
-/// last checkpoint), in nanoseconds from `run_start_ns`, the run's start
-/// ([`Trace::run_start_ns`]).
+/// call order (fewer than its calls only if the rank's times were recorded
+/// but lost in a crash: a crash journal of an older mpigram kept no times
+/// after its last checkpoint), in nanoseconds from `run_start_ns`, the
+/// run's start ([`Trace::run_start_ns`]).
 pub fn rank_times(
     trace: &Trace,
     part: &RankPart,
@@ -83,20 +80,15 @@ pub fn rank_spans<'t>(
         run_start_ns,
     };
     if !meta.timing.per_call() {
-        if meta.ending.is_complete() {
-            return Err(TimelineError::Aggregated { rank });
-        }
-        // A rank killed before its first checkpoint: none of its calls has
-        // a time, which the analyses take as they take a killed rank's
-        // last calls, if other ranks have times.
+        // A killed rank whose crash journal (of an older mpigram) kept
+        // neither the timing mode nor times, where the other ranks have
+        // times: recorded, lost in the crash. The analyses take it as they
+        // take any rank's calls without times.
         let timed = |p: &RankPart| p.meta.timing.per_call();
-        if trace.ranks.iter().any(timed) {
+        if !meta.ending.is_complete() && trace.ranks.iter().any(timed) {
             return Ok(reader(Ticks::None));
         }
-        return Err(TimelineError::Untimed {
-            rank,
-            ending: meta.ending.describe(),
-        });
+        return Err(TimelineError::Aggregated { rank });
     }
     if use_exact {
         if !meta.timing.lossless {

@@ -6,9 +6,10 @@
 //! Two files beside the rank's (future) `rank<N>.mgr`:
 //! - `rank<N>.journal`: a header and a *tail*. The tracer maps the file
 //!   shared and appends a record for every call (its terminal, one byte
-//!   for the first 64 signatures), every new signature and every new
-//!   communicator-log entry, then publishes the tail's length and checksum
-//!   with one 8-byte store. Stores to a shared file mapping are in the page
+//!   for the first 64 signatures, then its per-call times if the rank
+//!   records them), every new signature and every new communicator-log
+//!   entry, then publishes the tail's length and checksum with one 8-byte
+//!   store. Stores to a shared file mapping are in the page
 //!   cache at once: they survive the death of the process.
 //! - `rank<N>.checkpoint`: when the tail is full, the tracer writes the
 //!   whole record so far as a rank file (the `rank<N>.mgr` format, partial)
@@ -30,17 +31,20 @@
 //! | 24 | 4 | process id |
 //! | 28 | 4 | length of the identity |
 //! | 32 | 8 | CLOCK_MONOTONIC ns when recording started |
-//! | 40 | 4 | capacity of the tail in bytes |
+//! | 40 | 4 | capacity of the tail in bytes: the most it may grow to (the tracer's reserved address space; it checkpoints sooner) |
 //! | 44 | 4 | [`hash`] of bytes 0..44 and the identity |
 //! | 48 | 4 | ending: a code in the low half, its complement in the high half ([`ending_word`]) |
 //! | 52 | 4 | calls lost ([`lost_word`]): 0 while the journal holds every call; once a write failed and it stopped, "not known", or, when the rank's last write failed too, the calls it lacks |
 //! | 56 | 8 | generation: calls held by the checkpoint the tail continues (0: none) |
 //! | 64 | 8 | the tail's published length (low half) and [`hash`] (high half) ([`tail_word`]) |
-//! | 72 | | identity: host name and MPI library version, varint-length-prefixed; the run id, a varint (absent in journals of older versions: 0) |
+//! | 72 | | identity: host name and MPI library version, varint-length-prefixed; the run id, a varint; the timing mode as META stores it; nanoseconds per clock tick, f64 bits as a varint (the run id and what follows are absent in journals of older versions: 0, aggregated timing, 1) |
 //! | tail offset | up to capacity | records; bytes past the published length are ignored (the file grows with the tail) |
 //!
 //! A record starts with a varint `v`: even, a call of terminal `v / 2`
-//! ([`call_record`]); 1, a new signature (a varint length and its bytes),
+//! ([`call_record`]), followed by its per-call times as the header's timing
+//! mode says: with lossy timing the two numbers of its lossy codes, with
+//! lossless timing its interval and duration in ticks, zig-zagged (each a
+//! varint: the two columns of `crate::timing`, a call at a time); 1, a new signature (a varint length and its bytes),
 //! whose terminal is the next after the checkpoint's and the tail's
 //! earlier ones; 3, a communicator-log entry (as in the COMMS section).
 //!
@@ -55,6 +59,7 @@
 //! ([`recover_rank`]); the process id and start time tie the checkpoint
 //! to the journal.
 
+use crate::timing::ColumnWriter;
 use crate::{
     CallStats, CallTimes, CommEntry, Ending, Error, Lost, RankMeta, RankTrace, Timing,
     checkpoint_file_name, journal_file_name, rank_file_name, rank_in_file_name,
@@ -69,7 +74,10 @@ pub const JOURNAL_SUFFIX: &str = ".journal";
 pub const CHECKPOINT_SUFFIX: &str = ".checkpoint";
 
 pub const MAGIC: [u8; 8] = *b"MPIGRJNL";
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
+/// Oldest journal version read: version 1 had no timing in its header
+/// and no per-call times in its tail.
+const OLDEST_VERSION: u32 = 1;
 /// Offset of the ending word.
 pub const ENDING_AT: usize = 48;
 /// Offset of the lost-calls word ([`lost_word`]).
@@ -189,9 +197,11 @@ pub const fn call_record(terminal: u32) -> u64 {
 const SIGNATURE_RECORD: u64 = 1;
 const COMM_RECORD: u64 = 3;
 
-/// Appends the record of a call of `terminal`.
-pub fn put_call(out: &mut Vec<u8>, terminal: u32) {
+/// Appends the record of a call of `terminal` with its per-call times
+/// (the numbers the header's timing mode says, see the module's doc).
+pub fn put_call(out: &mut Vec<u8>, terminal: u32, times: &[u64]) {
     out.put_u64(call_record(terminal));
+    times.iter().for_each(|&v| out.put_u64(v));
 }
 
 /// Appends the record of a new signature (it gets the next terminal).
@@ -207,7 +217,7 @@ pub fn put_comm(out: &mut Vec<u8>, entry: &CommEntry) {
 }
 
 /// What a journal's header says about its rank.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct JournalHeader {
     pub rank: u32,
     pub world_size: u32,
@@ -215,10 +225,18 @@ pub struct JournalHeader {
     pub start_ns: u64,
     pub host: String,
     pub mpi_library: String,
-    /// Bytes of the tail.
+    /// Most bytes the tail may hold (what the tracer mapped: the tail is
+    /// checkpointed at its configured size, or later when the trace is
+    /// large).
     pub capacity: u32,
     /// The run (see [`RankMeta::run`]).
     pub run: u64,
+    /// How the rank records call times: the tail's call records carry
+    /// the per-call times this asks for.
+    pub timing: Timing,
+    /// Nanoseconds per clock tick, measured when the journal opened: what
+    /// a rank killed before its first checkpoint has to convert its times.
+    pub ns_per_tick: f64,
 }
 
 impl JournalHeader {
@@ -229,6 +247,8 @@ impl JournalHeader {
         identity.put_str(&self.host);
         identity.put_str(&self.mpi_library);
         identity.put_u64(self.run);
+        self.timing.encode(&mut identity);
+        identity.put_u64(self.ns_per_tick.to_bits());
         let tail_at = (FIXED_LEN + identity.len()).next_multiple_of(64);
         let mut out = Vec::with_capacity(tail_at);
         out.extend_from_slice(&MAGIC);
@@ -266,6 +286,11 @@ struct Journal {
     signatures: Vec<Vec<u8>>,
     /// Terminals of the tail's calls.
     calls: Vec<u32>,
+    /// Per-call times of the tail's calls, as the header's timing says:
+    /// lossy codes' numbers, exact times' numbers, stored as they are
+    /// read (so a long tail takes the memory of its compressed times).
+    lossy: ColumnWriter,
+    exact: ColumnWriter,
     comms: Vec<CommEntry>,
 }
 
@@ -295,9 +320,9 @@ impl Journal {
             });
         }
         let version = u32_at(bytes, 8);
-        if version != VERSION {
+        if !(OLDEST_VERSION..=VERSION).contains(&version) {
             return Err(format!(
-                "journal version {version}, this mpigram reads version {VERSION}"
+                "journal version {version}, this mpigram reads versions {OLDEST_VERSION} to {VERSION}"
             ));
         }
         let tail_at = u32_at(bytes, 12) as usize;
@@ -320,12 +345,19 @@ impl Journal {
         let mut r = ByteReader::new(identity);
         let host = r.str().map_err(|e| format!("identity: {e}"))?.to_owned();
         let mpi_library = r.str().map_err(|e| format!("identity: {e}"))?.to_owned();
-        let run = if r.is_empty() {
-            0
-        } else {
-            r.u64().map_err(|e| format!("identity: {e}"))?
-        };
-        r.finish().map_err(|e| format!("identity: {e}"))?;
+        let identity_error = |e| format!("identity: {e}");
+        let (mut run, mut timing, mut ns_per_tick) = (0, Timing::default(), 1.0);
+        if !r.is_empty() {
+            run = r.u64().map_err(identity_error)?;
+        }
+        if !r.is_empty() {
+            timing = Timing::decode(&mut r).map_err(identity_error)?;
+            ns_per_tick = f64::from_bits(r.u64().map_err(identity_error)?);
+            if !(ns_per_tick.is_finite() && ns_per_tick > 0.0) {
+                return Err(format!("identity: {ns_per_tick} ns per tick"));
+            }
+        }
+        r.finish().map_err(identity_error)?;
         let header = JournalHeader {
             rank: u32_at(bytes, 16),
             world_size: u32_at(bytes, 20),
@@ -335,6 +367,8 @@ impl Journal {
             mpi_library,
             capacity,
             run,
+            timing,
+            ns_per_tick,
         };
         let ending = ending_of_word(u32_at(bytes, ENDING_AT))?;
         let lost = lost_of_word(u32_at(bytes, LOST_AT))?;
@@ -364,6 +398,8 @@ impl Journal {
             generation,
             signatures: Vec::new(),
             calls: Vec::new(),
+            lossy: ColumnWriter::default(),
+            exact: ColumnWriter::default(),
             comms: Vec::new(),
         };
         journal
@@ -382,6 +418,14 @@ impl Journal {
                 v if v & 1 == 0 => {
                     let terminal = u32::try_from(v >> 1).map_err(|_| out_of_range(at, v))?;
                     self.calls.push(terminal);
+                    if self.header.timing.lossy.is_some() {
+                        let (interval, duration) = (r.u64()?, r.u64()?);
+                        self.lossy.push(interval, duration);
+                    }
+                    if self.header.timing.lossless {
+                        let (interval, duration) = (r.u64()?, r.u64()?);
+                        self.exact.push(interval, duration);
+                    }
                 }
                 v => return Err(out_of_range(at, v)),
             }
@@ -426,9 +470,10 @@ pub fn recoverable_ranks(dir: &Path) -> Result<Vec<u32>, Error> {
 /// noted (a fatal signal, or an ending whose rank file could not be
 /// written), else [`Ending::Killed`].
 ///
-/// The journal does not time calls: a call from the tail is counted in
-/// its signature's [`CallStats::count`] but adds nothing to its durations
-/// (a signature first seen in the tail has total, min and max 0), and
+/// The tail's calls have their per-call times (from journals of version
+/// 2 on), but no aggregated timing: a call from the tail is counted in its
+/// signature's [`CallStats::count`] but adds nothing to its durations (a
+/// signature first seen in the tail has total, min and max 0), and
 /// `end_ns` is the last checkpoint's (else the start).
 ///
 /// Every part is checked: a damaged, truncated or foreign journal, or a
@@ -532,9 +577,14 @@ fn rebuild(base: Option<RankTrace>, journal: &Journal, with_tail: bool) -> RankT
     let h = &journal.header;
     let mut grammar = Sequitur::new();
     let mut base_calls = 0;
-    // Per-call times, and the clock they need, are the checkpoint's: the
-    // tail's calls have none.
-    let mut timing = (Timing::default(), CallTimes::default(), 1.0, Vec::new());
+    // Per-call times, and the clock they need, are the checkpoint's, then
+    // the tail's (a journal of version 1 has none in its tail).
+    let mut timing = (
+        h.timing.clone(),
+        CallTimes::default(),
+        h.ns_per_tick,
+        Vec::new(),
+    );
     let (mut signatures, mut stats, mut comms, end_ns, allocations) = match base {
         Some(c) => {
             c.grammar
@@ -544,7 +594,10 @@ fn rebuild(base: Option<RankTrace>, journal: &Journal, with_tail: bool) -> RankT
                 .for_each(|t| grammar.push(t));
             base_calls = c.meta.calls;
             let m = c.meta;
-            timing = (m.timing, c.times, m.ns_per_tick, m.clock_sync);
+            if !h.timing.per_call() {
+                timing.0 = m.timing;
+            }
+            timing = (timing.0, c.times, m.ns_per_tick, m.clock_sync);
             (
                 c.signatures,
                 c.stats,
@@ -565,6 +618,15 @@ fn rebuild(base: Option<RankTrace>, journal: &Journal, with_tail: bool) -> RankT
             grammar.push(t);
         }
         calls += journal.calls.len() as u64;
+        let times = &mut timing.1;
+        for (recorded, stored, tail) in [
+            (h.timing.lossy.is_some(), &mut times.lossy, &journal.lossy),
+            (h.timing.lossless, &mut times.exact, &journal.exact),
+        ] {
+            if recorded {
+                stored.extend_from_slice(&tail.bytes());
+            }
+        }
     }
     RankTrace {
         meta: RankMeta {
@@ -646,8 +708,8 @@ mod tests {
     fn records_read_back() {
         let mut tail = Vec::new();
         put_signature(&mut tail, b"sig");
-        put_call(&mut tail, 0);
-        put_call(&mut tail, 300);
+        put_call(&mut tail, 0, &[]);
+        put_call(&mut tail, 300, &[]);
         let entry = CommEntry {
             seq: 7,
             comm: 1,
@@ -670,12 +732,16 @@ mod tests {
                 mpi_library: String::new(),
                 capacity: 0,
                 run: 0,
+                timing: Timing::default(),
+                ns_per_tick: 1.0,
             },
             ending: Ending::Killed,
             lost: Lost::None,
             generation: 0,
             signatures: Vec::new(),
             calls: Vec::new(),
+            lossy: ColumnWriter::default(),
+            exact: ColumnWriter::default(),
             comms: Vec::new(),
         };
         j.read_records(&tail).unwrap();
@@ -683,5 +749,21 @@ mod tests {
         assert_eq!(j.calls, [0, 300]);
         assert_eq!(j.comms, [entry]);
         assert!(j.read_records(&[5]).is_err(), "record kind 5 is unknown");
+
+        // With both timings, each call record carries four numbers.
+        j.header.timing = Timing::parse("lossy,lossless", None).unwrap();
+        j.calls.clear();
+        let mut tail = Vec::new();
+        put_call(&mut tail, 2, &[3, 4, 500, 6]);
+        put_call(&mut tail, 1, &[0, 0, 7, 8]);
+        j.read_records(&tail).unwrap();
+        assert_eq!(j.calls, [2, 1]);
+        let columns = |w: &ColumnWriter| crate::timing::decode_columns(&w.bytes()).unwrap();
+        assert_eq!(columns(&j.lossy), [(3, 4), (0, 0)]);
+        assert_eq!(columns(&j.exact), [(500, 6), (7, 8)]);
+        assert!(
+            j.read_records(&tail[..tail.len() - 1]).is_err(),
+            "a call record without its times"
+        );
     }
 }

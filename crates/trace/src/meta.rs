@@ -114,8 +114,8 @@ impl Timing {
         self.lossy.is_some() || self.lossless
     }
 
-    /// Appends the mode as META holds it: lossy (0, or 1 and its bases),
-    /// lossless (0/1).
+    /// Appends the mode as META (and the crash journal's header) hold it:
+    /// lossy (0, or 1 and its bases), lossless (0/1).
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
         match &self.lossy {
             None => out.put_u32(0),

@@ -112,8 +112,9 @@ pub struct RankTrace {
 
 /// Per-call timing of one rank, as stored (see [`crate::timing`]): the
 /// blocks of lossy codes and of exact times, each empty if not recorded.
-/// Each covers the first calls of the rank (all of them, unless the rank
-/// was killed after its last checkpoint).
+/// Each covers the first calls of the rank: all of them, unless the rank
+/// was rebuilt from a crash journal of version 1, which kept no times
+/// after its last checkpoint.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CallTimes {
     pub lossy: Vec<u8>,

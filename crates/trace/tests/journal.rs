@@ -63,6 +63,8 @@ fn header(rank: u32) -> JournalHeader {
         mpi_library: "MPICH".into(),
         capacity: 4096,
         run: 0,
+        timing: Timing::default(),
+        ns_per_tick: 0.5,
     }
 }
 
@@ -77,10 +79,19 @@ struct Image {
 
 impl Image {
     fn new(rank: u32, generation: u64, ending: Ending, tail: &[u8], unpublished: &[u8]) -> Image {
-        let h = header(rank);
+        Image::with_header(&header(rank), generation, ending, tail, unpublished)
+    }
+
+    fn with_header(
+        h: &JournalHeader,
+        generation: u64,
+        ending: Ending,
+        tail: &[u8],
+        unpublished: &[u8],
+    ) -> Image {
         let mut bytes = h.encode();
         let tail_at = bytes.len();
-        let identity_end = 72 + 2 + h.host.len() + h.mpi_library.len();
+        let identity_end = 72 + u32::from_le_bytes(bytes[28..32].try_into().unwrap()) as usize;
         bytes[ENDING_AT..ENDING_AT + 4].copy_from_slice(&ending_word_of(ending).to_le_bytes());
         bytes[GENERATION_AT..GENERATION_AT + 8].copy_from_slice(&generation.to_le_bytes());
         let word = tail_word(tail.len() as u32, hash(HASH_SEED, tail));
@@ -107,12 +118,12 @@ impl Image {
 fn small_tail() -> Vec<u8> {
     let mut t = Vec::new();
     put_signature(&mut t, &signature(0));
-    put_call(&mut t, 0);
+    put_call(&mut t, 0, &[]);
     put_signature(&mut t, &signature(1));
     put_comm(&mut t, &entry(1));
-    put_call(&mut t, 1);
+    put_call(&mut t, 1, &[]);
     for c in [0, 0, 1] {
-        put_call(&mut t, c);
+        put_call(&mut t, c, &[]);
     }
     t
 }
@@ -187,7 +198,8 @@ fn a_journal_alone_holds_the_rank() {
         ("node", "MPICH")
     );
     assert_eq!(t.stats.iter().map(|s| s.count).collect::<Vec<_>>(), [3, 2]);
-    assert_eq!(t.stats[0].total_ns, 0, "the journal does not time calls");
+    assert_eq!(t.stats[0].total_ns, 0, "no aggregated timing in the tail");
+    assert_eq!(t.meta.ns_per_tick, 0.5, "the journal's clock");
     assert_eq!(t.comms, [entry(1)]);
     let trace = Trace::open(dir.path()).unwrap();
     assert_same(&trace, &t);
@@ -201,9 +213,9 @@ fn a_checkpoint_and_its_tail_are_joined() {
     write_checkpoint(dir.path(), &base);
     let mut tail = Vec::new();
     put_signature(&mut tail, &signature(2));
-    put_call(&mut tail, 2);
+    put_call(&mut tail, 2, &[]);
     put_comm(&mut tail, &entry(101));
-    put_call(&mut tail, 0);
+    put_call(&mut tail, 0, &[]);
     Image::new(0, 100, Ending::Signal(11), &tail, &[]).write(dir.path(), 0);
     let t = recover_rank(dir.path(), 0).unwrap();
     let mut expected = calls(&base);
@@ -225,8 +237,8 @@ fn a_rank_killed_while_checkpointing_is_read_from_the_checkpoint() {
     let base = checkpoint(0, PID);
     write_checkpoint(dir.path(), &base);
     let mut two = Vec::new();
-    put_call(&mut two, 0);
-    put_call(&mut two, 1);
+    put_call(&mut two, 0, &[]);
+    put_call(&mut two, 1, &[]);
     // Renamed, tail not yet emptied: the checkpoint holds the tail's calls.
     Image::new(0, 98, Ending::Killed, &two, &[]).write(dir.path(), 0);
     assert_eq!(calls(&recover_rank(dir.path(), 0).unwrap()), calls(&base));
@@ -283,14 +295,14 @@ fn empty_foreign_and_newer_journals_are_refused_by_name() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join(journal_file_name(0));
     let mut newer = Image::new(0, 0, Ending::Killed, &[], &[]).bytes;
-    newer[8] = 2;
+    newer[8] = 3;
     for (bytes, says) in [
         (Vec::new(), "truncated"),
         (
             b"#!/bin/sh\necho not a journal\n".repeat(4),
             "not an mpigram crash journal",
         ),
-        (newer, "journal version 2"),
+        (newer, "journal version 3"),
     ] {
         std::fs::write(&path, &bytes).unwrap();
         let e = Trace::open(dir.path()).err().unwrap();
@@ -303,7 +315,7 @@ fn empty_foreign_and_newer_journals_are_refused_by_name() {
 fn a_tail_naming_an_unknown_signature_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let mut tail = small_tail();
-    put_call(&mut tail, 2);
+    put_call(&mut tail, 2, &[]);
     let path = Image::new(0, 0, Ending::Killed, &tail, &[]).write(dir.path(), 0);
     let e = recover_rank(dir.path(), 0).unwrap_err();
     one_line_naming(&e, &path);
@@ -319,7 +331,7 @@ proptest! {
     fn damaged_journals_are_refused(at in any::<prop::sample::Index>(), mask in 1u8.., cut in any::<prop::sample::Index>(), truncate in any::<bool>()) {
         let dir = tempfile::tempdir().unwrap();
         let mut half = Vec::new();
-        put_call(&mut half, 1);
+        put_call(&mut half, 1, &[]);
         let image = Image::new(1, 0, Ending::Killed, &small_tail(), &half);
         let good = {
             let path = image.write(dir.path(), 1);
@@ -360,7 +372,7 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         let checkpoint_path = write_checkpoint(dir.path(), &checkpoint(0, PID));
         let mut tail = Vec::new();
-        put_call(&mut tail, 1);
+        put_call(&mut tail, 1, &[]);
         let journal_path = Image::new(0, 100, Ending::Killed, &tail, &[]).write(dir.path(), 0);
         for (in_checkpoint, at, mask) in flips {
             let path = if in_checkpoint { &checkpoint_path } else { &journal_path };
@@ -401,4 +413,91 @@ fn a_damaged_journal_leaves_out_its_rank_only() {
     };
     assert!(skipped.contains("rank1.journal"), "{skipped}");
     assert_eq!(skipped.lines().count(), 1);
+}
+
+/// A checkpoint of rank 0 with lossless timing: 100 calls, the k-th from
+/// tick 10k to 10k + 3.
+fn lossless_checkpoint() -> RankTrace {
+    let mut base = checkpoint(0, PID);
+    base.meta.timing = Timing::parse("lossless", None).unwrap();
+    let mut exact = mpigram_trace::timing::ExactWriter::default();
+    for k in 0..100 {
+        exact.push(10 * k, 10 * k + 3);
+    }
+    base.times.exact = exact.bytes();
+    base
+}
+
+/// Per-call times: a rank killed before its first checkpoint has every
+/// journaled call's times, in the mode its journal's header names; one
+/// killed after it has the checkpoint's times, then the tail's.
+#[test]
+fn the_tail_holds_every_calls_times() {
+    use mpigram_trace::timing::{decode_columns, decode_exact};
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = header(1);
+    h.timing = Timing::parse("lossy,lossless", None).unwrap();
+    let mut tail = Vec::new();
+    put_signature(&mut tail, &signature(0));
+    put_call(&mut tail, 0, &[5, 7, 10, 4]);
+    put_call(&mut tail, 0, &[0, 0, 6, 8]);
+    Image::with_header(&h, 0, Ending::Killed, &tail, &[]).write(dir.path(), 1);
+    let t = recover_rank(dir.path(), 1).unwrap();
+    assert_eq!(t.meta.timing, h.timing, "the header's timing");
+    assert_eq!(t.meta.ns_per_tick, 0.5);
+    assert_eq!(decode_columns(&t.times.lossy).unwrap(), [(5, 7), (0, 0)]);
+    // Zig-zagged intervals and durations: 5 ticks after the origin for 2,
+    // then 3 ticks after that for 4.
+    assert_eq!(decode_exact(&t.times.exact).unwrap(), [(5, 7), (10, 14)]);
+
+    // A checkpoint of 100 timed calls, and two calls in the tail.
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = header(0);
+    h.timing = Timing::parse("lossless", None).unwrap();
+    write_checkpoint(dir.path(), &lossless_checkpoint());
+    let mut tail = Vec::new();
+    put_call(&mut tail, 1, &[14, 2]);
+    put_call(&mut tail, 0, &[2, 4]);
+    Image::with_header(&h, 100, Ending::Killed, &tail, &[]).write(dir.path(), 0);
+    let t = recover_rank(dir.path(), 0).unwrap();
+    let times = decode_exact(&t.times.exact).unwrap();
+    assert_eq!(times.len(), 102, "a time for every call");
+    assert_eq!(times[99], (990, 993));
+    assert_eq!(&times[100..], [(1000, 1001), (1002, 1004)]);
+    assert_eq!(t.meta.ns_per_tick, 1.0, "the checkpoint's clock");
+}
+
+/// A journal of version 1 (no timing in its header, no times in its
+/// tail) is still read: the checkpoint's mode and times, the tail's calls
+/// without times.
+#[test]
+fn a_version_1_journal_is_read_with_its_tail_untimed() {
+    use mpigram_trace::timing::calls_in;
+    let dir = tempfile::tempdir().unwrap();
+    let base = lossless_checkpoint();
+    write_checkpoint(dir.path(), &base);
+    let mut tail = Vec::new();
+    put_call(&mut tail, 1, &[]);
+    put_call(&mut tail, 0, &[]);
+    let mut image = Image::new(0, 100, Ending::Killed, &tail, &[]);
+    // Version 1: the identity ends after the run id; the header's checksum
+    // covers it.
+    let mut identity = Vec::new();
+    for s in ["node", "MPICH"] {
+        identity.push(s.len() as u8);
+        identity.extend_from_slice(s.as_bytes());
+    }
+    identity.push(0);
+    let b = &mut image.bytes;
+    b[8..12].copy_from_slice(&1u32.to_le_bytes());
+    b[28..32].copy_from_slice(&(identity.len() as u32).to_le_bytes());
+    b[72..72 + identity.len()].copy_from_slice(&identity);
+    b[72 + identity.len()..image.tail_at].fill(0);
+    let checksum = hash(hash(HASH_SEED, &b[..44]), &identity);
+    b[44..48].copy_from_slice(&checksum.to_le_bytes());
+    image.write(dir.path(), 0);
+    let t = recover_rank(dir.path(), 0).unwrap();
+    assert_eq!(t.meta.calls, 102);
+    assert_eq!(t.meta.timing, base.meta.timing, "the checkpoint's mode");
+    assert_eq!(calls_in(&t.times.exact).unwrap(), 100, "the tail untimed");
 }

@@ -1,8 +1,9 @@
 //! The rank's crash journal (layout and reader in
 //! `mpigram_trace::journal`): every recorded call is appended to a shared
-//! file mapping, so that what the rank recorded survives its death by any
-//! signal, SIGKILL included. Appending a call is a byte store, a hash step
-//! and one 8-byte store of the tail's length and checksum: a few
+//! file mapping, with its per-call times, so that what the rank recorded
+//! survives its death by any signal, SIGKILL included. Appending a call is
+//! a byte store (and a copy of its few bytes of times), a hash step per
+//! byte and one 8-byte store of the tail's length and checksum: a few
 //! nanoseconds, and no allocation once the scratch buffer has grown.
 //! When the tail is full the tracer writes a checkpoint and the journal
 //! starts its tail again ([`Journal::reset`]).
@@ -97,12 +98,15 @@ impl Journal {
         let rank = header.rank;
         remove_if_there(&dir.join(checkpoint_file_name(rank)))?;
         let path = dir.join(journal_file_name(rank));
-        let head = header.encode();
         let limit = header.capacity as usize;
+        // The header names the mapped capacity, which the tail may grow to
+        // when the limit is raised, not the configured size: a reader
+        // refuses a tail longer than the header's capacity.
         let header = JournalHeader {
             capacity: header.capacity.max(MAPPED_TAIL_BYTES),
             ..header.clone()
         };
+        let head = header.encode();
         let capacity = header.capacity as usize;
         let allocated = limit.min(FIRST_TAIL_BYTES);
         let (file, tmp) = mpigram_format::create_temp(&path)?;
@@ -162,36 +166,45 @@ impl Journal {
         unsafe { &*self.word(TAIL_WORD_AT) }
     }
 
-    /// Appends a call of `terminal`, with its signature if it is new and
+    /// Appends a call of `terminal` with its per-call `times` (varints, as
+    /// the header's timing mode says), with its signature if it is new and
     /// the communicator-log entries the call added. False if the records do
     /// not fit: the caller writes a checkpoint (which holds this call).
     #[inline]
     pub fn record(
         &mut self,
         terminal: u32,
+        times: &[u8],
         new_signature: Option<&[u8]>,
         comm_log: &[CommRecord],
     ) -> bool {
         let call = journal::call_record(terminal);
+        let n = 1 + times.len();
         if new_signature.is_none()
             && comm_log.len() == self.comms
             && call < 0x80
-            && self.len < self.allocated
+            && self.len + n <= self.allocated
         {
-            // The common case: a known signature, a one-byte record.
+            // The common case: a known signature, a one-byte record and
+            // its times.
             let byte = call as u8;
-            // SAFETY: len < allocated: inside the file's part of the tail.
-            unsafe { self.map.add(self.tail_at + self.len).write(byte) };
-            self.publish(1, journal::hash(self.hash, &[byte]));
+            // SAFETY: len + n <= allocated: inside the file's part of the tail.
+            unsafe {
+                let at = self.map.add(self.tail_at + self.len);
+                at.write(byte);
+                std::ptr::copy_nonoverlapping(times.as_ptr(), at.add(1), times.len());
+            }
+            self.publish(n, journal::hash(journal::hash(self.hash, &[byte]), times));
             return true;
         }
-        self.record_slow(terminal, new_signature, comm_log)
+        self.record_slow(terminal, times, new_signature, comm_log)
     }
 
     #[cold]
     fn record_slow(
         &mut self,
         terminal: u32,
+        times: &[u8],
         new_signature: Option<&[u8]>,
         comm_log: &[CommRecord],
     ) -> bool {
@@ -208,7 +221,8 @@ impl Journal {
         {
             journal::put_comm(&mut self.scratch, &entry);
         }
-        journal::put_call(&mut self.scratch, terminal);
+        journal::put_call(&mut self.scratch, terminal, &[]);
+        self.scratch.extend_from_slice(times);
         let n = self.scratch.len();
         if n > self.limit - self.len.min(self.limit) || !self.grow_to(self.len + n) {
             return false;
@@ -264,7 +278,7 @@ impl Journal {
     }
 
     /// The tail may take `bytes` before the next checkpoint (the tracer
-    /// passes twice the bytes of the trace's signatures). A checkpoint costs time in proportion to
+    /// passes twice the bytes of the trace's signatures and per-call times). A checkpoint costs time in proportion to
     /// the trace, so on a program whose calls rarely repeat (every call a
     /// new signature) fixed-size tails would make the checkpoints' total
     /// cost grow with the square of the calls; tails that grow with the

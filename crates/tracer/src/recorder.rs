@@ -9,6 +9,7 @@ use mpigram_grammar::Sequitur;
 use mpigram_mpispec::{FUNCS, FuncId};
 use mpigram_trace::timing::{Bins, ColumnWriter, ExactWriter, LossyClock};
 use mpigram_trace::{CallStats, CallTimes, Timing};
+use mpigram_varint::PutVarint;
 
 /// Lossy per-call timing being recorded.
 pub struct Lossy {
@@ -28,6 +29,9 @@ pub struct PerCall {
     origin: u64,
     lossy: Option<Lossy>,
     exact: Option<ExactWriter>,
+    /// The numbers the last call added to the stored columns (lossy's,
+    /// then lossless's), as varints: what the crash journal keeps of it.
+    pub last: Vec<u8>,
 }
 
 impl PerCall {
@@ -64,6 +68,7 @@ impl PerCall {
             origin,
             lossy,
             exact,
+            last: Vec::with_capacity(4 * mpigram_varint::MAX_VARINT_LEN),
         }
     }
 
@@ -73,13 +78,18 @@ impl PerCall {
             start.saturating_sub(self.origin),
             end.saturating_sub(self.origin),
         );
+        self.last.clear();
         if let Some(l) = &mut self.lossy {
             let bins = &l.bins[l.base_of.get(func as usize).copied().unwrap_or(0) as usize];
             let (i, d) = l.clock.encode(bins, start, end);
             l.codes.push(i.into(), d.into());
+            self.last.put_u64(i.into());
+            self.last.put_u64(d.into());
         }
         if let Some(e) = &mut self.exact {
-            e.push(start, end);
+            let (interval, duration) = e.push(start, end);
+            self.last.put_u64(interval);
+            self.last.put_u64(duration);
         }
     }
 

@@ -123,7 +123,8 @@ pub fn record(func: FuncId, ret: c_int, start: u64, end: u64, encode: impl FnOnc
         let (terminal, new) = recorder.record(func, start, end);
         if let Some(journal) = journal {
             let signature = new.then_some(&recorder.scratch[..]);
-            if !journal.record(terminal, signature, &objects.comm_log) {
+            let times = recorder.per_call.as_ref().map_or(&[][..], |p| &p.last[..]);
+            if !journal.record(terminal, times, signature, &objects.comm_log) {
                 // The journal holds every call before this one.
                 let journaled = recorder.calls - 1;
                 t.checkpoint(journaled);
@@ -211,6 +212,12 @@ impl Tracer {
             mpi_library: crate::front::library().map_or_else(String::new, |l| l.describe()),
             capacity,
             run: self.run,
+            timing: self
+                .recorder
+                .per_call
+                .as_ref()
+                .map_or_else(Timing::default, |p| p.timing.clone()),
+            ns_per_tick: self.start.ns_per_tick(ClockPoint::now()),
         };
         let Some(dir) = create_output_dir() else {
             return;
@@ -244,22 +251,21 @@ impl Tracer {
             let Some(path) = self.journal.as_ref().map(Journal::checkpoint_path) else {
                 return;
             };
-            let written = self.snapshot(None).write_to(&path);
+            let snapshot = self.snapshot(None);
+            let written = snapshot.write_to(&path);
             let (calls, comms) = (self.recorder.calls, self.objects.comm_log.len());
-            let signature_bytes: usize = self
-                .recorder
-                .signatures
-                .strings()
-                .iter()
-                .map(|s| s.len())
-                .sum();
+            // What a checkpoint writes grows with the signatures and the
+            // per-call times.
+            let trace_bytes: usize = snapshot.signatures.iter().map(Vec::len).sum::<usize>()
+                + snapshot.times.lossy.len()
+                + snapshot.times.exact.len();
             let Some(journal) = &mut self.journal else {
                 return;
             };
             match written {
                 Ok(()) => {
                     journal.reset(calls, comms);
-                    journal.raise_limit(2 * signature_bytes);
+                    journal.raise_limit(2 * trace_bytes);
                 }
                 Err(e) => {
                     crate::message::say(&format!(

@@ -231,7 +231,7 @@ fn exit_without_finalize_writes_the_trace_and_removes_the_journal() {
         .check(&run.output)
         .unwrap();
     let trace = run.trace();
-    let mut exited = 0;
+    let (mut exited, mut tidied) = (0, 0);
     for rank in &trace.ranks {
         let r = rank.meta.rank;
         match rank.meta.ending {
@@ -240,7 +240,13 @@ fn exit_without_finalize_writes_the_trace_and_removes_the_journal() {
                 let calls: Vec<Vec<u8>> = trace.calls(r).map(<[u8]>::to_vec).collect();
                 assert_eq!(calls, verify_stream(run.dir.path(), r));
                 assert_eq!(funcs(&trace, rank), BEFORE_THE_CRASH);
-                assert!(!run.dir.path().join(format!("rank{r}.journal")).exists());
+                // The first rank to exit removes its journal after writing
+                // its trace; hydra may kill a later one in between (its
+                // trace is whole, the journal left for the next run to
+                // remove), so at least one journal is gone.
+                if !run.dir.path().join(format!("rank{r}.journal")).exists() {
+                    tidied += 1;
+                }
             }
             // hydra may kill a rank before it reaches exit() (tests/mpi/README.md).
             Ending::Killed => assert_prefix(&trace, rank, &BEFORE_THE_CRASH, 5),
@@ -248,6 +254,7 @@ fn exit_without_finalize_writes_the_trace_and_removes_the_journal() {
         }
     }
     assert!(exited >= 1, "{}", run.output);
+    assert!(tidied >= 1, "no exited rank removed its journal");
 }
 
 #[test]
@@ -279,4 +286,49 @@ fn without_room_for_a_journal_the_program_runs_as_before() {
     let said = "mpigram: cannot create the trace directory ";
     assert_eq!(out.stderr.matches(said).count(), 1, "{}", out.stderr);
     assert!(Trace::open(dir.path()).is_err(), "nothing written");
+}
+
+/// Ranks killed with SIGKILL (the launcher's, after rank 1's MPI_Abort)
+/// keep the per-call times of every call they journaled, in the mode they
+/// recorded: before their first checkpoint (the default journal, which
+/// this run never fills) and across checkpoints (a 512-byte tail). The
+/// lossy times are within their bound of the exact ones, as on a
+/// finalized run, and the trace says which mode the run used.
+#[test]
+fn ranks_killed_with_sigkill_keep_their_call_times() {
+    let iterations = 600;
+    for journal_bytes in [None, Some("512")] {
+        let mut env = vec![("MPIGRAM_TIMING", "lossy,lossless")];
+        env.extend(journal_bytes.map(|b| ("MPIGRAM_JOURNAL_BYTES", b)));
+        let run = run_traced("crash_abort_loop", 3, &[&iterations.to_string()], &env);
+        assert_eq!(run.output.status.code(), Some(42), "{}", run.output);
+        let dir = run.dir.path();
+        let checkpoints = [0, 2].map(|r| dir.join(format!("rank{r}.checkpoint")).exists());
+        assert_eq!(
+            checkpoints,
+            [journal_bytes.is_some(); 2],
+            "checkpoints with a 512-byte tail only"
+        );
+        let trace = run.trace();
+        assert!(trace.skipped.is_empty(), "{:?}", trace.skipped);
+        let aborted = &trace.rank(1).unwrap().meta;
+        assert_eq!(aborted.ending, Ending::Abort);
+        for r in [0, 2] {
+            let meta = &trace.rank(r).unwrap().meta;
+            assert_eq!(
+                meta.ending,
+                Ending::Killed,
+                "rank {r}: SIGKILL, no handler ran"
+            );
+            assert!(
+                meta.calls as usize >= iterations,
+                "rank {r}: {} calls",
+                meta.calls
+            );
+            assert_eq!(meta.timing, aborted.timing, "rank {r}'s mode");
+        }
+        assert_lossy_times_within_bound(&trace, 1.1, &[]);
+        let summary = mpigram_analysis::summary::TraceSummary::of(&trace);
+        assert_eq!(summary.timing, "lossy (base 1.1) and lossless");
+    }
 }

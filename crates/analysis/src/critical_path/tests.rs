@@ -238,6 +238,23 @@ fn the_last_to_arrive_at_an_allreduce_is_on_the_path_with_its_waits() {
     assert_eq!(w.by_site[0].instances, 1);
 }
 
+/// A killed rank whose last calls have no times (its crash journal, of an
+/// older mpigram, kept none after its last checkpoint): the analyses take
+/// what is timed and count the dependencies left out.
+#[test]
+fn calls_without_times_are_counted_as_untimed_dependencies() {
+    let (mut ranks, m, _) = run(three_ranks_at_an_allreduce());
+    ranks[0].spans.truncate(1);
+    let p = critical_path(&ranks, &m).unwrap();
+    // Rank 0's Allreduce, into and out of the collective.
+    assert_eq!(p.untimed_dependencies, 2);
+    // Rank 1 still arrives last; the path ends at the latest timed end.
+    assert_eq!(p.length_ns, 11 * MS);
+    // The collective instance has an untimed call: no waits from it.
+    let w = waits::wait_stats(&ranks, &m);
+    assert_eq!((w.instances.len(), w.untimed), (0, 1));
+}
+
 #[test]
 fn ranks_meeting_at_a_collective_from_different_call_sites_count_it_at_each() {
     // Ranks 0 and 1 share a rule (R0), rank 2 has its own (R1): one

@@ -4,7 +4,7 @@
 
 use mpigram_analysis::critical_path;
 use mpigram_analysis::decode::{DecodedCall, RankDecoder};
-use mpigram_analysis::timeline::Source;
+use mpigram_analysis::timeline::{RankClock, Source, Span, rank_times};
 use mpigram_testkit::{RunOutput, compile, mpi_available, mpiexec};
 use mpigram_trace::{Trace, verify_file_name};
 use std::path::{Path, PathBuf};
@@ -120,4 +120,90 @@ pub fn assert_reports_hold(trace: &Trace) {
 pub fn decoded(trace: &Trace, rank: u32) -> Vec<DecodedCall> {
     let part = trace.rank(rank).expect("the rank is in the trace");
     RankDecoder::new(trace, part).map(|c| c.unwrap()).collect()
+}
+
+/// Exact and lossy per-call times of every rank (lossy if recorded), with
+/// each call's function.
+pub fn times(trace: &Trace) -> Vec<(Vec<&'static str>, Vec<Span>, Vec<Span>)> {
+    let start = trace.run_start_ns();
+    trace
+        .ranks
+        .iter()
+        .map(|part| {
+            let funcs = RankDecoder::new(trace, part)
+                .map(|c| c.unwrap().func)
+                .collect();
+            let exact = rank_times(trace, part, Source::Lossless, start).unwrap();
+            let lossy = match part.meta.timing.lossy {
+                Some(_) => rank_times(trace, part, Source::Lossy, start).unwrap(),
+                None => Vec::new(),
+            };
+            (funcs, exact, lossy)
+        })
+        .collect()
+}
+
+/// A trace recorded with MPIGRAM_TIMING=lossy,lossless has a lossy and an
+/// exact time for every call of every rank, and every lossy start and end
+/// is early by at most (b - 1) times the longest time from one call's end
+/// to the next's so far (the bound `mpigram_trace::timing` proves), so
+/// also by at most b - 1 relative to the time since the run began, and
+/// never late (b: the largest base); every duration is within b - 1 of
+/// the exact one, with the base of the call's function (`default`, or its
+/// own in `overrides`). Returns how many calls of a function with a base
+/// above `default` erred more than `default` would allow.
+pub fn assert_lossy_times_within_bound(
+    trace: &Trace,
+    default: f64,
+    overrides: &[(&str, f64)],
+) -> usize {
+    let base_of = |f: &str| {
+        overrides
+            .iter()
+            .find(|(g, _)| *g == f)
+            .map_or(default, |&(_, b)| b)
+    };
+    let largest = overrides.iter().map(|o| o.1).fold(default, f64::max);
+    let mut coarse = 0;
+    for (rank, (funcs, exact, lossy)) in times(trace).into_iter().enumerate() {
+        assert_eq!(exact.len(), funcs.len(), "rank {rank}: a time per call");
+        assert_eq!(lossy.len(), funcs.len(), "rank {rank}: a time per call");
+        let origin = RankClock::of(&trace.ranks[rank].meta).global_ns(0) - trace.run_start_ns();
+        let (mut longest, mut last_end) = (0i64, origin as i64);
+        for (k, ((f, e), l)) in funcs.iter().zip(&exact).zip(&lossy).enumerate() {
+            let b = base_of(f);
+            assert!(
+                e.start_ns >= last_end && e.end_ns >= e.start_ns,
+                "rank {rank}, call {k} ({f}): exact times out of order"
+            );
+            longest = longest.max(e.end_ns - last_end);
+            last_end = e.end_ns;
+            // Rounding to whole nanoseconds, twice.
+            let slack = (largest - 1.0) * longest as f64 + 2.0;
+            for (what, t, t_lossy) in [
+                ("start", e.start_ns, l.start_ns),
+                ("end", e.end_ns, l.end_ns),
+            ] {
+                let early = (t - t_lossy) as f64;
+                assert!(
+                    (-2.0..=slack).contains(&early),
+                    "rank {rank}, call {k} ({f}): {what} {t} ns exact, {t_lossy} ns lossy"
+                );
+                assert!(
+                    early <= (largest - 1.0) * (t as f64 - origin) + 2.0,
+                    "rank {rank}, call {k} ({f}): {what} {t} ns exact, {t_lossy} ns lossy, origin {origin}"
+                );
+            }
+            let (d, d_lossy) = (e.end_ns - e.start_ns, l.end_ns - l.start_ns);
+            let short = (d - d_lossy) as f64;
+            assert!(
+                (-2.0..=(1.0 - 1.0 / b) * d as f64 + 2.0).contains(&short),
+                "rank {rank}, call {k} ({f}): duration {d} ns exact, {d_lossy} ns lossy"
+            );
+            if b > default && short > (1.0 - 1.0 / default) * d as f64 + 2.0 {
+                coarse += 1;
+            }
+        }
+    }
+    coarse
 }
