@@ -9,7 +9,6 @@ use mpigram_mpispec::{
 use mpigram_trace::{RankPart, Trace};
 use rustc_hash::FxHashMap;
 use serde_json::{Map, Value as Json, json};
-use std::rc::Rc;
 use std::sync::Arc;
 
 /// A call's arguments keyed by the standard's parameter names, in C order.
@@ -98,9 +97,9 @@ pub struct DecodeError {
 pub struct RankDecoder<'t> {
     trace: &'t Trace,
     part: &'t RankPart,
-    terminals: Box<dyn Iterator<Item = u32> + 't>,
+    terminals: Box<dyn Iterator<Item = u32> + Send + 't>,
     /// Signatures decoded so far, by terminal.
-    signatures: Vec<Option<Rc<Signature>>>,
+    signatures: Vec<Option<Arc<Signature>>>,
     seq: u64,
     /// Next entry of the rank's communicator log to apply.
     next_comm: usize,
@@ -194,15 +193,15 @@ impl<'t> RankDecoder<'t> {
 
     /// The signature of `terminal`, decoded once (shared, not copied, by
     /// every call of it).
-    fn signature(&mut self, terminal: u32) -> Result<Rc<Signature>, String> {
+    fn signature(&mut self, terminal: u32) -> Result<Arc<Signature>, String> {
         let slot = &mut self.signatures[terminal as usize];
         if slot.is_none() {
             let bytes = &self.trace.signatures[terminal as usize];
-            *slot = Some(Rc::new(
+            *slot = Some(Arc::new(
                 decode_signature(bytes).map_err(|e| format!("bad signature {terminal}: {e}"))?,
             ));
         }
-        Ok(Rc::clone(slot.as_ref().expect("decoded above")))
+        Ok(Arc::clone(slot.as_ref().expect("decoded above")))
     }
 
     fn decode(&mut self, terminal: u32) -> Result<DecodedCall, String> {

@@ -58,6 +58,8 @@ fn participants(seqs: &[(u64, Option<u64>)]) -> Vec<Participant> {
             rank: rank as u32,
             post,
             completion,
+            post_at: CallAt::default(),
+            completion_at: completion.map(|_| CallAt::default()),
         })
         .collect()
 }
@@ -203,10 +205,12 @@ fn each_start_of_a_persistent_collective_is_an_instance() {
         .iter()
         .map(|i| (i.func, i.kind, i.root, i.participants[2]))
         .collect();
-    let p = |post, completion| Participant {
+    let p = |post, completion: Option<u64>| Participant {
         rank: 2,
         post,
         completion,
+        post_at: CallAt::default(),
+        completion_at: completion.map(|_| CallAt::default()),
     };
     assert_eq!(
         got,
