@@ -6,6 +6,13 @@
  *                                ping-pong between ranks 0 and 1
  *   irecv_isend_waitall_ns       one Irecv + Isend + Waitall(2) exchange of 8 bytes
  *                                between ranks 0 and 1
+ *   window_1B_ns_per_message     message rate as OSU's osu_bw measures bandwidth:
+ *   window_1KiB_ns_per_message   rank 0 sends a window of 64 MPI_Isend (same buffer,
+ *                                tag and size) then one MPI_Waitall, rank 1 posts 64
+ *                                MPI_Irecv then one MPI_Waitall and acknowledges the
+ *                                window with a 4-byte message; N/64 windows of 1-byte
+ *                                and of 1024-byte messages, time per message (the
+ *                                bandwidth is the size divided by it)
  * and prints one machine-readable line per measurement, "name value". The
  * two-rank measurements need at least 2 ranks and are left out with one;
  * ranks above 1 wait in a barrier.
@@ -28,6 +35,28 @@ static void pingpong(int rank, long iters)
         } else {
             MPI_Recv(&buf, 1, MPI_DOUBLE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             MPI_Send(&buf, 1, MPI_DOUBLE, 0, 0, MPI_COMM_WORLD);
+        }
+    }
+}
+
+#define WINDOW 64
+
+/* `windows` windows of WINDOW messages of `size` bytes from rank 0 to 1. */
+static void windowed(int rank, long windows, int size, char *buf)
+{
+    MPI_Request reqs[WINDOW];
+    char ack[4] = {0};
+    for (long w = 0; w < windows; w++) {
+        if (rank == 0) {
+            for (int j = 0; j < WINDOW; j++)
+                MPI_Isend(buf, size, MPI_CHAR, 1, 100, MPI_COMM_WORLD, &reqs[j]);
+            MPI_Waitall(WINDOW, reqs, MPI_STATUSES_IGNORE);
+            MPI_Recv(ack, 4, MPI_CHAR, 1, 101, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else {
+            for (int j = 0; j < WINDOW; j++)
+                MPI_Irecv(buf, size, MPI_CHAR, 0, 100, MPI_COMM_WORLD, &reqs[j]);
+            MPI_Waitall(WINDOW, reqs, MPI_STATUSES_IGNORE);
+            MPI_Send(ack, 4, MPI_CHAR, 0, 101, MPI_COMM_WORLD);
         }
     }
 }
@@ -80,6 +109,23 @@ int main(int argc, char **argv)
         t = MPI_Wtime() - t0;
         if (rank == 0)
             report("irecv_isend_waitall_ns", t, iters);
+
+        char *buf = malloc(1024);
+        CHECK(buf);
+        memset(buf, rank, 1024);
+        long windows = iters / WINDOW > 0 ? iters / WINDOW : 1;
+        int sizes[] = {1, 1024};
+        const char *names[] = {"window_1B_ns_per_message", "window_1KiB_ns_per_message"};
+        for (int s = 0; s < 2; s++) {
+            windowed(rank, windows / 10 + 1, sizes[s], buf);
+            t0 = MPI_Wtime();
+            windowed(rank, windows, sizes[s], buf);
+            t = MPI_Wtime() - t0;
+            if (rank == 0)
+                report(names[s], t, windows * WINDOW);
+        }
+        CHECK(rank == 0 || buf[0] == 0);
+        free(buf);
     }
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_Finalize();

@@ -2,6 +2,7 @@
 //! guard and the clock. This is the hot path of every wrapper.
 
 use crate::encoder::Encoder;
+use crate::memo::KeyWords;
 use mpigram_mpispec::FuncId;
 use std::cell::Cell;
 use std::ffi::c_int;
@@ -66,6 +67,24 @@ impl Call {
     #[inline]
     pub fn end(self, func: FuncId, ret: c_int, encode: impl FnOnce(&mut Encoder)) {
         self.end_at(crate::clock::now(), func, ret, encode);
+    }
+
+    /// Ends the call of a wrapper with a key (memo.rs): `key` gives the
+    /// call's raw words, `encode` writes its arguments if the memo does not
+    /// know them.
+    #[inline(always)]
+    pub fn end_keyed<const N: usize>(
+        self,
+        func: FuncId,
+        ret: c_int,
+        key: impl FnOnce(&KeyWords) -> [u64; N],
+        encode: impl FnOnce(&mut Encoder),
+    ) {
+        let end = crate::clock::now();
+        self.flag().set(RECORDING);
+        let k = KeyWords::new(ret);
+        let words = key(&k);
+        crate::tracer::record_keyed(func, ret, (self.start, end), &words, k.request(), encode);
     }
 
     /// Ends a call whose MPI part ended at `end` (the tracer did work of

@@ -30,7 +30,7 @@ fn canonical_tag(v: i64) -> i64 {
 /// `MPI_Bcast_init`, `MPI_Psend_init`, ...) create persistent requests,
 /// which completion does not free; only receives, MPI-IO and generalized
 /// requests complete with a status MPI defines.
-fn request_kind(func: FuncId) -> RequestKind {
+pub(crate) fn request_kind(func: FuncId) -> RequestKind {
     static KINDS: OnceLock<Vec<RequestKind>> = OnceLock::new();
     let kinds = KINDS.get_or_init(|| {
         FUNCS
@@ -69,6 +69,8 @@ pub struct Encoder<'a> {
     pub(crate) request_comms: &'a mut Vec<RequestInfo>,
     /// The communicator MPI_Comm_idup wrote, for the request that follows.
     pub(crate) idup_comm: Option<u64>,
+    /// The request the call created, as (pool, index).
+    pub(crate) created: Option<(u64, u64)>,
 }
 
 impl Encoder<'_> {
@@ -288,6 +290,9 @@ impl Encoder<'_> {
             }
             None => mpigram_mpispec::RequestRef::Null,
         };
+        if let mpigram_mpispec::RequestRef::Pooled { pool, index } = id {
+            self.created = Some((pool, index));
+        }
         put_request(self.out, id);
     }
 

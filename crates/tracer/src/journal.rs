@@ -179,22 +179,27 @@ impl Journal {
         comm_log: &[CommRecord],
     ) -> bool {
         let call = journal::call_record(terminal);
-        let n = 1 + times.len();
         if new_signature.is_none()
             && comm_log.len() == self.comms
-            && call < 0x80
-            && self.len + n <= self.allocated
+            && call < 1 << 14
+            && self.len + 2 + times.len() <= self.allocated
         {
-            // The common case: a known signature, a one-byte record and
-            // its times.
-            let byte = call as u8;
-            // SAFETY: len + n <= allocated: inside the file's part of the tail.
+            // The common case: a known signature, a record of one or two
+            // bytes (a varint) and its times.
+            let (head, m) = if call < 0x80 {
+                ([call as u8, 0], 1)
+            } else {
+                ([call as u8 | 0x80, (call >> 7) as u8], 2)
+            };
+            // SAFETY: len + m + times.len() <= allocated: inside the file's
+            // part of the tail.
             unsafe {
                 let at = self.map.add(self.tail_at + self.len);
-                at.write(byte);
-                std::ptr::copy_nonoverlapping(times.as_ptr(), at.add(1), times.len());
+                std::ptr::copy_nonoverlapping(head.as_ptr(), at, m);
+                std::ptr::copy_nonoverlapping(times.as_ptr(), at.add(m), times.len());
             }
-            self.publish(n, journal::hash(journal::hash(self.hash, &[byte]), times));
+            let hash = journal::hash(journal::hash(self.hash, &head[..m]), times);
+            self.publish(m + times.len(), hash);
             return true;
         }
         self.record_slow(terminal, times, new_signature, comm_log)

@@ -32,6 +32,7 @@ mod front;
 mod fronts;
 mod intern;
 mod journal;
+mod memo;
 mod merge;
 mod message;
 mod objects;

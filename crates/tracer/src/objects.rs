@@ -29,14 +29,20 @@ pub struct IdPool {
 
 impl IdPool {
     pub fn take(&mut self) -> u64 {
+        let id = self.next();
+        self.mark(id);
+        id
+    }
+
+    /// The id [`take`](IdPool::take) would give.
+    #[inline]
+    pub fn next(&mut self) -> u64 {
         let w = (self.first_open..self.used.len())
             .find(|&w| self.used[w] != u64::MAX)
             .unwrap_or(self.used.len());
         self.first_open = w;
         let bits = self.used.get(w).copied().unwrap_or(0);
-        let id = w as u64 * 64 + u64::from((!bits).trailing_zeros());
-        self.mark(id);
-        id
+        w as u64 * 64 + u64::from((!bits).trailing_zeros())
     }
 
     /// Takes `id` if it is free.
@@ -67,6 +73,7 @@ impl IdPool {
         &self.used
     }
 
+    #[inline]
     fn mark(&mut self, id: u64) {
         let w = (id / 64) as usize;
         if w >= self.used.len() {
@@ -175,6 +182,10 @@ pub struct CommRecord {
 pub struct Objects {
     /// Index of the call being recorded.
     pub seq: u64,
+    /// Changes whenever what a raw argument encodes to may change: an
+    /// object created, freed or first seen, a communicator's place learnt.
+    /// (Requests are apart: a created request's id is found by its pool.)
+    epoch: u64,
     /// Every communicator the caller's rank was learnt for, in call order.
     pub comm_log: Vec<CommRecord>,
     /// The communicator each window was created over.
@@ -195,6 +206,13 @@ pub struct Objects {
 const UNKNOWN_POOL: &[u8] = &[];
 
 impl Objects {
+    /// See `epoch`: while it stays the same, equal raw arguments other than
+    /// requests and buffers encode alike (buffers: `segments::generation`).
+    #[inline]
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
     /// The id of an existing object; an object never seen before (created
     /// while recording was paused) is adopted.
     #[inline]
@@ -235,6 +253,7 @@ impl Objects {
         }
         let id = table.pool.take();
         table.live.insert(h, (id, 1));
+        self.epoch += 1;
         HandleRef::User(id)
     }
 
@@ -268,6 +287,7 @@ impl Objects {
             {
                 table.last = None;
                 table.live.insert(h, (id, 1));
+                self.epoch += 1;
                 return HandleRef::User(id);
             }
         }
@@ -283,6 +303,7 @@ impl Objects {
     /// completed: it is named by the agreed id from now on, if that is
     /// free here, and its place is logged under that id.
     pub fn rebind_comm(&mut self, comm: u64, agreed: Agreed) {
+        self.epoch += 1;
         let table = &mut self.handles[HandleKind::Comm as usize];
         let Some((old, _)) = table.live.get_mut(&comm) else {
             return;
@@ -299,6 +320,7 @@ impl Objects {
 
     /// An object a call freed (its handle before the call).
     pub fn free(&mut self, kind: HandleKind, h: u64) -> HandleRef {
+        self.epoch += 1;
         self.handles[kind as usize].last = None;
         if let Some(fixed) = Self::fixed(kind, h) {
             return fixed;
@@ -337,6 +359,7 @@ impl Objects {
     /// Learns the caller's place in `comm` (a user communicator gets its id
     /// here if it has none yet) and logs it for the decoder.
     pub fn set_comm(&mut self, comm: u64, info: CommInfo) {
+        self.epoch += 1;
         let h = comm;
         self.comms.insert(h, info);
         if comm == front().value(HandleKind::Comm, front().MPI_COMM_WORLD) {
@@ -353,6 +376,7 @@ impl Objects {
     }
 
     pub fn set_win_comm(&mut self, win: u64, comm: u64) {
+        self.epoch += 1;
         self.win_comms.insert(win, comm);
     }
 
@@ -388,7 +412,29 @@ impl Objects {
             t.ids.push(IdPool::default());
         }
         let pool = u64::from(pool);
-        let index = t.ids[pool as usize].take();
+        let index = self.next_request_index(pool);
+        self.add_request(pool, index, h, kind, comm, idup_comm)
+    }
+
+    /// The index the next request of `pool` gets.
+    #[inline]
+    pub fn next_request_index(&mut self, pool: u64) -> u64 {
+        self.requests.ids[pool as usize].next()
+    }
+
+    /// A request a call created in `pool` (one [`create_request`](Objects::create_request)
+    /// made), with the index [`next_request_index`](Objects::next_request_index) gave.
+    pub fn add_request(
+        &mut self,
+        pool: u64,
+        index: u64,
+        h: u64,
+        kind: RequestKind,
+        comm: Option<u64>,
+        idup_comm: Option<u64>,
+    ) -> RequestRef {
+        let t = &mut self.requests;
+        t.ids[pool as usize].mark(index);
         t.live.entry(h).or_default().push_back(LiveRequest {
             pool,
             index,
@@ -458,7 +504,10 @@ impl Objects {
     /// Id of a callback function, by first use.
     pub fn callback(&mut self, f: usize) -> u64 {
         let next = self.callbacks.len() as u64;
-        *self.callbacks.entry(f).or_insert(next)
+        *self.callbacks.entry(f).or_insert_with(|| {
+            self.epoch += 1;
+            next
+        })
     }
 }
 

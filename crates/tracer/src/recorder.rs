@@ -5,6 +5,7 @@
 //! per-call times, which grow with the calls.
 
 use crate::intern::{Interner, same};
+use crate::memo::CallMemo;
 use mpigram_grammar::Sequitur;
 use mpigram_mpispec::{FUNCS, FuncId};
 use mpigram_trace::timing::{Bins, ColumnWriter, ExactWriter, LossyClock};
@@ -140,6 +141,8 @@ pub struct Recorder {
     pub request_comms: Vec<crate::objects::RequestInfo>,
     /// Per-call times, if recorded.
     pub per_call: Option<PerCall>,
+    /// Terminals of repeated calls, by their raw arguments.
+    pub memo: CallMemo,
 }
 
 impl Recorder {
@@ -156,17 +159,16 @@ impl Recorder {
             calls: 0,
             request_comms: Vec::new(),
             per_call: None,
+            memo: CallMemo::default(),
         }
     }
 
-    /// Records the signature in `scratch` (a call of `func`) for a call
-    /// from `start` to `end` ticks. Returns its terminal, and whether the
-    /// signature is new.
+    /// The terminal of the signature in `scratch` (a call of `func`), and
+    /// whether the signature is new.
     #[inline]
-    pub fn record(&mut self, func: FuncId, start: u64, end: u64) -> (u32, bool) {
-        let ticks = end.wrapping_sub(start);
+    pub fn terminal(&mut self, func: FuncId) -> (u32, bool) {
         let f = func as usize;
-        let (terminal, new) = match self.last.get(f) {
+        match self.last.get(f) {
             Some(&t)
                 if self
                     .signatures
@@ -183,7 +185,14 @@ impl Recorder {
                 self.last[f] = t;
                 (t, new)
             }
-        };
+        }
+    }
+
+    /// Records a call of `func` with the signature `terminal`, from `start`
+    /// to `end` ticks (its signature in `scratch`, under verification).
+    #[inline(always)]
+    pub fn record(&mut self, func: FuncId, terminal: u32, start: u64, end: u64) {
+        let ticks = end.wrapping_sub(start);
         self.grammar.push(terminal);
         let s = &mut self.stats[terminal as usize];
         s.count += 1;
@@ -197,10 +206,10 @@ impl Recorder {
         }
         self.calls += 1;
         if let Some(out) = &mut self.verify {
+            // Under verification every call is encoded in full (memo.rs).
             out.extend_from_slice(&(self.scratch.len() as u32).to_le_bytes());
             out.extend_from_slice(&self.scratch);
         }
-        (terminal, new)
     }
 
     /// The terminal of the signature in `scratch`, added to the table if

@@ -32,6 +32,13 @@ static TRACKED: AtomicUsize = AtomicUsize::new(0);
 /// that may name a block that no longer exists.
 static GENERATION: AtomicU64 = AtomicU64::new(0);
 
+/// Changes whenever a tracked block is freed: while it stays the same, a
+/// buffer address encodes as it did.
+#[inline]
+pub fn generation() -> u64 {
+    GENERATION.load(Relaxed)
+}
+
 /// A heap block was allocated (from a hook).
 pub fn allocated(start: usize, len: usize) {
     if let Some(mut guard) = try_lock() {

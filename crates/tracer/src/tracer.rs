@@ -82,7 +82,10 @@ pub fn with<R>(f: impl FnOnce(&mut Tracer) -> R) -> Option<R> {
     let run = || {
         // SAFETY: exclusive access, by the lock or by MPI's thread level.
         let tracer = unsafe { &mut *TRACER.tracer.get() };
-        f(tracer.get_or_insert_with(Tracer::new))
+        match tracer {
+            Some(t) => f(t),
+            None => f(tracer.insert(Tracer::new())),
+        }
     };
     match catch_unwind(AssertUnwindSafe(run)) {
         Ok(r) => Some(r),
@@ -100,12 +103,66 @@ pub fn with<R>(f: impl FnOnce(&mut Tracer) -> R) -> Option<R> {
 /// `encode`) and its duration in ticks.
 pub fn record(func: FuncId, ret: c_int, start: u64, end: u64, encode: impl FnOnce(&mut Encoder)) {
     with(|t| {
+        let e = t.encode(func, ret, encode);
+        t.append(func, e.terminal, e.new, start, end);
+    });
+}
+
+/// Records a call as [`record`] does, through the call memo (memo.rs):
+/// `key` holds its raw words, `request` the request it created.
+#[inline(always)]
+pub fn record_keyed<const N: usize>(
+    func: FuncId,
+    ret: c_int,
+    (start, end): (u64, u64),
+    key: &[u64; N],
+    request: Option<u64>,
+    encode: impl FnOnce(&mut Encoder),
+) {
+    with(|t| {
+        let recalled = t
+            .recorder
+            .memo
+            .recall(func, ret, key, request, &mut t.objects);
+        let (terminal, new) = match recalled {
+            Ok(r) if t.recorder.verify.is_none() => {
+                r.enter(&mut t.objects, func);
+                (r.terminal, false)
+            }
+            // MPIGRAM_VERIFY: encoded in full for the verification
+            // stream, while the trace takes the memo's terminal.
+            Ok(r) => (r.terminal, t.encode(func, ret, encode).new),
+            Err(miss) => {
+                let e = t.encode(func, ret, encode);
+                let epoch = t.objects.epoch();
+                t.recorder
+                    .memo
+                    .remember(func, ret, key, miss, epoch, e.terminal, e.created, e.comm);
+                (e.terminal, e.new)
+            }
+        };
+        t.append(func, terminal, new, start, end);
+    });
+}
+
+/// A call encoded in full.
+struct Encoded {
+    terminal: u32,
+    /// Its signature is new (it is in `Recorder::scratch`).
+    new: bool,
+    /// The request it created, as (pool, index).
+    created: Option<(u64, u64)>,
+    /// Its first communicator argument.
+    comm: Option<u64>,
+}
+
+impl Tracer {
+    /// Encodes a call of `func` that returned `ret` (arguments from
+    /// `encode`) into the recorder's scratch, and finds its terminal.
+    fn encode(&mut self, func: FuncId, ret: c_int, encode: impl FnOnce(&mut Encoder)) -> Encoded {
         let Tracer {
-            objects,
-            recorder,
-            journal,
-            ..
-        } = t;
+            objects, recorder, ..
+        } = self;
         objects.seq = recorder.calls;
         recorder.scratch.clear();
         put_signature_head(&mut recorder.scratch, func, i64::from(ret));
@@ -118,22 +175,39 @@ pub fn record(func: FuncId, ret: c_int, start: u64, end: u64, encode: impl FnOnc
             func,
             request_comms: &mut recorder.request_comms,
             idup_comm: None,
+            created: None,
         };
         encode(&mut e);
-        let (terminal, new) = recorder.record(func, start, end);
-        if let Some(journal) = journal {
+        let (created, comm) = (e.created, e.comm);
+        let (terminal, new) = recorder.terminal(func);
+        Encoded {
+            terminal,
+            new,
+            created,
+            comm,
+        }
+    }
+
+    /// Appends a call of `func` with the signature `terminal` (`new`: in
+    /// the recorder's scratch) from `start` to `end` ticks to the record
+    /// and the crash journal.
+    #[inline(always)]
+    fn append(&mut self, func: FuncId, terminal: u32, new: bool, start: u64, end: u64) {
+        let recorder = &mut self.recorder;
+        recorder.record(func, terminal, start, end);
+        if let Some(journal) = &mut self.journal {
             let signature = new.then_some(&recorder.scratch[..]);
             let times = recorder.per_call.as_ref().map_or(&[][..], |p| &p.last[..]);
-            if !journal.record(terminal, times, signature, &objects.comm_log) {
+            if !journal.record(terminal, times, signature, &self.objects.comm_log) {
                 // The journal holds every call before this one.
                 let journaled = recorder.calls - 1;
-                t.checkpoint(journaled);
+                self.checkpoint(journaled);
             }
         }
-    });
-}
+    }
 
-impl Tracer {
+    #[cold]
+    #[inline(never)]
     fn new() -> Box<Tracer> {
         // SAFETY: registering a plain extern "C" function.
         unsafe { libc::atexit(at_exit) };

@@ -191,17 +191,23 @@ fn wrapper(f: &FuncModel) -> Result<String> {
     let _ = writeln!(s, "    let ret = unsafe {{ real({args}) }};");
     let closure_arg = if b.encode.is_empty() { "_" } else { "e" };
     let unsafe_kw = if b.needs_unsafe { "unsafe " } else { "" };
-    let end = match &agreement {
-        None => "end(".to_owned(),
-        Some(a) => {
+    let key = crate::emit_keys::key(f).filter(|_| agreement.is_none());
+    let (end, key) = match (&agreement, &key) {
+        (Some(a), _) => {
             let _ = writeln!(s, "    let end = crate::clock::now();");
             let _ = writeln!(s, "    {}", a.recorded());
-            "end_at(end, ".to_owned()
+            ("end_at(end, ", String::new())
         }
+        (None, Some(key)) => {
+            let body = key.body();
+            let arg = if body.contains("k.") { "k" } else { "_" };
+            ("end_keyed(", format!("|{arg}| {body}, "))
+        }
+        (None, None) => ("end(", String::new()),
     };
     let _ = writeln!(
         s,
-        "    call.{end}func::{name}, {code}, |{closure_arg}| {unsafe_kw}{{"
+        "    call.{end}func::{name}, {code}, {key}|{closure_arg}| {unsafe_kw}{{"
     );
     for stmt in &b.encode {
         let _ = writeln!(s, "        {stmt}");
@@ -400,13 +406,18 @@ fn handle_slot(elem: &Elem) -> Option<String> {
     }
 }
 
-/// Rust recording a value `x` in hand (of C type `ct`).
-fn scalar(s: &Scalar, x: &str, ct: &CType) -> String {
-    let int = if ct.is_wide() {
+/// A number `x` in hand (of C type `ct`) as the encoder takes it, an i64.
+pub fn int_value(x: &str, ct: &CType) -> String {
+    if ct.is_wide() {
         x.to_owned()
     } else {
         format!("i64::from({x})")
-    };
+    }
+}
+
+/// Rust recording a value `x` in hand (of C type `ct`).
+fn scalar(s: &Scalar, x: &str, ct: &CType) -> String {
+    let int = int_value(x, ct);
     match s {
         Scalar::Int => format!("e.int({int});"),
         Scalar::Address => format!("e.address({int});"),

@@ -12,6 +12,7 @@ pub mod ctype;
 pub mod emit_abi;
 pub mod emit_coverage;
 pub mod emit_fronts;
+pub mod emit_keys;
 pub mod emit_pmpi;
 pub mod emit_spec;
 pub mod emit_wrappers;

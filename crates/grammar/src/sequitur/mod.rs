@@ -69,7 +69,7 @@ pub struct Sequitur {
     /// Nodes whose digram (node, next) must be checked.
     work: Vec<u32>,
     /// Ring of the last HISTORY terminals pushed.
-    history: Box<[u32]>,
+    history: Box<[u32; HISTORY]>,
     pushed: u64,
     /// Expansion length of the start rule's last symbol when it is at most
     /// HISTORY, else 0 (fast path off).
@@ -95,7 +95,10 @@ impl Sequitur {
             free_rules: Vec::new(),
             index: DigramIndex::default(),
             work: Vec::new(),
-            history: vec![0; HISTORY].into_boxed_slice(),
+            history: vec![0; HISTORY]
+                .into_boxed_slice()
+                .try_into()
+                .expect("HISTORY terminals"),
             pushed: 0,
             period: 0,
             matched: 0,
@@ -107,8 +110,9 @@ impl Sequitur {
     }
 
     /// Appends one terminal (at most [`MAX_TERMINAL`]). Amortised O(1); a
-    /// compare and an increment while the input repeats the last loop body.
-    #[inline]
+    /// compare and an increment while the input repeats the last loop body
+    /// (inlined into the caller: it is the tracer's per-call fast path).
+    #[inline(always)]
     pub fn push(&mut self, terminal: u32) {
         assert!(
             terminal <= MAX_TERMINAL,
@@ -163,6 +167,7 @@ impl Sequitur {
     }
 
     #[cold]
+    #[inline(never)]
     fn push_slow(&mut self, terminal: u32) {
         // `terminal` is already in the history, after the matched ones.
         self.flush_repeat(self.pushed - 1);

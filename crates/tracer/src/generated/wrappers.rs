@@ -359,17 +359,35 @@ pub unsafe extern "C" fn MPI_Accumulate(
             win,
         )
     };
-    call.end(func::MPI_Accumulate, ret, |e| {
-        e.buffer(origin_addr);
-        e.int(i64::from(origin_count));
-        e.handle(HandleKind::Datatype, origin_datatype);
-        win_rank(e, i64::from(target_rank), win);
-        e.address(target_disp);
-        e.int(i64::from(target_count));
-        e.handle(HandleKind::Datatype, target_datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Win, win);
-    });
+    call.end_keyed(
+        func::MPI_Accumulate,
+        ret,
+        |k| {
+            [
+                origin_addr as u64,
+                i64::from(origin_count) as u64,
+                k.handle(HandleKind::Datatype, origin_datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                i64::from(target_count) as u64,
+                k.handle(HandleKind::Datatype, target_datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Win, win),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(origin_addr);
+            e.int(i64::from(origin_count));
+            e.handle(HandleKind::Datatype, origin_datatype);
+            win_rank(e, i64::from(target_rank), win);
+            e.address(target_disp);
+            e.int(i64::from(target_count));
+            e.handle(HandleKind::Datatype, target_datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Win, win);
+        },
+    );
     ret
 }
 
@@ -416,17 +434,35 @@ pub unsafe extern "C" fn MPI_Accumulate_c(
             win,
         )
     };
-    call.end(func::MPI_Accumulate_c, ret, |e| {
-        e.buffer(origin_addr);
-        e.int(origin_count);
-        e.handle(HandleKind::Datatype, origin_datatype);
-        win_rank(e, i64::from(target_rank), win);
-        e.address(target_disp);
-        e.int(target_count);
-        e.handle(HandleKind::Datatype, target_datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Win, win);
-    });
+    call.end_keyed(
+        func::MPI_Accumulate_c,
+        ret,
+        |k| {
+            [
+                origin_addr as u64,
+                origin_count as u64,
+                k.handle(HandleKind::Datatype, origin_datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                target_count as u64,
+                k.handle(HandleKind::Datatype, target_datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Win, win),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(origin_addr);
+            e.int(origin_count);
+            e.handle(HandleKind::Datatype, origin_datatype);
+            win_rank(e, i64::from(target_rank), win);
+            e.address(target_disp);
+            e.int(target_count);
+            e.handle(HandleKind::Datatype, target_datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Win, win);
+        },
+    );
     ret
 }
 
@@ -438,9 +474,14 @@ pub unsafe extern "C" fn MPI_Add_error_class(errorclass: *mut c_int) -> c_int {
         return unsafe { real(errorclass) };
     };
     let ret = unsafe { real(errorclass) };
-    call.end(func::MPI_Add_error_class, ret, |e| unsafe {
-        e.constant_out(ConstSet::ErrorClass, errorclass);
-    });
+    call.end_keyed(
+        func::MPI_Add_error_class,
+        ret,
+        |k| unsafe { [k.out(errorclass.cast_const())] },
+        |e| unsafe {
+            e.constant_out(ConstSet::ErrorClass, errorclass);
+        },
+    );
     ret
 }
 
@@ -452,10 +493,15 @@ pub unsafe extern "C" fn MPI_Add_error_code(errorclass: c_int, errorcode: *mut c
         return unsafe { real(errorclass, errorcode) };
     };
     let ret = unsafe { real(errorclass, errorcode) };
-    call.end(func::MPI_Add_error_code, ret, |e| unsafe {
-        e.constant(ConstSet::ErrorClass, i64::from(errorclass));
-        e.int_out(errorcode);
-    });
+    call.end_keyed(
+        func::MPI_Add_error_code,
+        ret,
+        |k| unsafe { [i64::from(errorclass) as u64, k.out(errorcode.cast_const())] },
+        |e| unsafe {
+            e.constant(ConstSet::ErrorClass, i64::from(errorclass));
+            e.int_out(errorcode);
+        },
+    );
     ret
 }
 
@@ -482,10 +528,15 @@ pub unsafe extern "C" fn MPI_Address(location: *mut c_void, address: *mut MPI_Ai
         return unsafe { real(location, address) };
     };
     let ret = unsafe { real(location, address) };
-    call.end(func::MPI_Address, ret, |e| unsafe {
-        e.buffer(location);
-        location_out(e, address);
-    });
+    call.end_keyed(
+        func::MPI_Address,
+        ret,
+        |k| unsafe { [location as u64, k.out(address.cast_const()), k.segments()] },
+        |e| unsafe {
+            e.buffer(location);
+            location_out(e, address);
+        },
+    );
     ret
 }
 
@@ -497,10 +548,15 @@ pub unsafe extern "C" fn MPI_Aint_add(base: MPI_Aint, disp: MPI_Aint) -> MPI_Ain
         return unsafe { real(base, disp) };
     };
     let ret = unsafe { real(base, disp) };
-    call.end(func::MPI_Aint_add, MPI_SUCCESS, |e| {
-        e.buffer(std::ptr::without_provenance(base as usize));
-        e.address(disp);
-    });
+    call.end_keyed(
+        func::MPI_Aint_add,
+        MPI_SUCCESS,
+        |k| [base as u64, disp as u64, k.segments()],
+        |e| {
+            e.buffer(std::ptr::without_provenance(base as usize));
+            e.address(disp);
+        },
+    );
     ret
 }
 
@@ -512,10 +568,15 @@ pub unsafe extern "C" fn MPI_Aint_diff(addr1: MPI_Aint, addr2: MPI_Aint) -> MPI_
         return unsafe { real(addr1, addr2) };
     };
     let ret = unsafe { real(addr1, addr2) };
-    call.end(func::MPI_Aint_diff, MPI_SUCCESS, |e| {
-        e.buffer(std::ptr::without_provenance(addr1 as usize));
-        e.buffer(std::ptr::without_provenance(addr2 as usize));
-    });
+    call.end_keyed(
+        func::MPI_Aint_diff,
+        MPI_SUCCESS,
+        |k| [addr1 as u64, addr2 as u64, k.segments()],
+        |e| {
+            e.buffer(std::ptr::without_provenance(addr1 as usize));
+            e.buffer(std::ptr::without_provenance(addr2 as usize));
+        },
+    );
     ret
 }
 
@@ -543,15 +604,31 @@ pub unsafe extern "C" fn MPI_Allgather(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
         )
     };
-    call.end(func::MPI_Allgather, ret, |e| {
-        e.buffer(sendbuf);
-        e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype);
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Allgather,
+        ret,
+        |k| {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(sendbuf);
+            e.int(i64::from(sendcount));
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(i64::from(recvcount));
+            e.handle(HandleKind::Datatype, recvtype);
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -579,15 +656,31 @@ pub unsafe extern "C" fn MPI_Allgather_c(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
         )
     };
-    call.end(func::MPI_Allgather_c, ret, |e| {
-        e.buffer(sendbuf);
-        e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype);
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Allgather_c,
+        ret,
+        |k| {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(sendbuf);
+            e.int(sendcount);
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(recvcount);
+            e.handle(HandleKind::Datatype, recvtype);
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -618,17 +711,35 @@ pub unsafe extern "C" fn MPI_Allgather_init(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
         )
     };
-    call.end(func::MPI_Allgather_init, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype);
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Allgather_init,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.int(i64::from(sendcount));
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(i64::from(recvcount));
+            e.handle(HandleKind::Datatype, recvtype);
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -659,17 +770,35 @@ pub unsafe extern "C" fn MPI_Allgather_init_c(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
         )
     };
-    call.end(func::MPI_Allgather_init_c, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype);
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Allgather_init_c,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.int(sendcount);
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(recvcount);
+            e.handle(HandleKind::Datatype, recvtype);
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -861,11 +990,23 @@ pub unsafe extern "C" fn MPI_Alloc_mem(
         return unsafe { real(size, info, baseptr) };
     };
     let ret = unsafe { real(size, info, baseptr) };
-    call.end(func::MPI_Alloc_mem, ret, |e| unsafe {
-        e.address(size);
-        e.handle(HandleKind::Info, info);
-        buffer_out(e, baseptr.cast_const().cast());
-    });
+    call.end_keyed(
+        func::MPI_Alloc_mem,
+        ret,
+        |k| unsafe {
+            [
+                size as u64,
+                k.handle(HandleKind::Info, info),
+                k.pointer_out(baseptr.cast_const().cast::<*mut c_void>()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.address(size);
+            e.handle(HandleKind::Info, info);
+            buffer_out(e, baseptr.cast_const().cast());
+        },
+    );
     ret
 }
 
@@ -884,14 +1025,29 @@ pub unsafe extern "C" fn MPI_Allreduce(
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) };
-    call.end(func::MPI_Allreduce, ret, |e| {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Allreduce,
+        ret,
+        |k| {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -910,14 +1066,29 @@ pub unsafe extern "C" fn MPI_Allreduce_c(
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) };
-    call.end(func::MPI_Allreduce_c, ret, |e| {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Allreduce_c,
+        ret,
+        |k| {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -939,16 +1110,33 @@ pub unsafe extern "C" fn MPI_Allreduce_init(
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
-    call.end(func::MPI_Allreduce_init, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Allreduce_init,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -970,16 +1158,33 @@ pub unsafe extern "C" fn MPI_Allreduce_init_c(
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
-    call.end(func::MPI_Allreduce_init_c, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Allreduce_init_c,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -1007,15 +1212,31 @@ pub unsafe extern "C" fn MPI_Alltoall(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
         )
     };
-    call.end(func::MPI_Alltoall, ret, |e| {
-        e.buffer(sendbuf);
-        e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype);
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Alltoall,
+        ret,
+        |k| {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(sendbuf);
+            e.int(i64::from(sendcount));
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(i64::from(recvcount));
+            e.handle(HandleKind::Datatype, recvtype);
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -1043,15 +1264,31 @@ pub unsafe extern "C" fn MPI_Alltoall_c(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
         )
     };
-    call.end(func::MPI_Alltoall_c, ret, |e| {
-        e.buffer(sendbuf);
-        e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype);
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Alltoall_c,
+        ret,
+        |k| {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(sendbuf);
+            e.int(sendcount);
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(recvcount);
+            e.handle(HandleKind::Datatype, recvtype);
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -1082,17 +1319,35 @@ pub unsafe extern "C" fn MPI_Alltoall_init(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
         )
     };
-    call.end(func::MPI_Alltoall_init, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype);
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Alltoall_init,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.int(i64::from(sendcount));
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(i64::from(recvcount));
+            e.handle(HandleKind::Datatype, recvtype);
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -1123,17 +1378,35 @@ pub unsafe extern "C" fn MPI_Alltoall_init_c(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
         )
     };
-    call.end(func::MPI_Alltoall_init_c, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype);
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Alltoall_init_c,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.int(sendcount);
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(recvcount);
+            e.handle(HandleKind::Datatype, recvtype);
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -1669,10 +1942,20 @@ pub unsafe extern "C" fn MPI_Attr_delete(comm: MPI_Comm, keyval: c_int) -> c_int
         return unsafe { real(comm, keyval) };
     };
     let ret = unsafe { real(comm, keyval) };
-    call.end(func::MPI_Attr_delete, ret, |e| {
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Keyval, Handle::from(keyval));
-    });
+    call.end_keyed(
+        func::MPI_Attr_delete,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Keyval, Handle::from(keyval)),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Keyval, Handle::from(keyval));
+        },
+    );
     ret
 }
 
@@ -1689,12 +1972,25 @@ pub unsafe extern "C" fn MPI_Attr_get(
         return unsafe { real(comm, keyval, attribute_val, flag) };
     };
     let ret = unsafe { real(comm, keyval, attribute_val, flag) };
-    call.end(func::MPI_Attr_get, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Keyval, Handle::from(keyval));
-        e.buffer(attribute_val);
-        e.int_out(flag);
-    });
+    call.end_keyed(
+        func::MPI_Attr_get,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Keyval, Handle::from(keyval)),
+                attribute_val as u64,
+                k.out(flag.cast_const()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Keyval, Handle::from(keyval));
+            e.buffer(attribute_val);
+            e.int_out(flag);
+        },
+    );
     ret
 }
 
@@ -1710,11 +2006,23 @@ pub unsafe extern "C" fn MPI_Attr_put(
         return unsafe { real(comm, keyval, attribute_val) };
     };
     let ret = unsafe { real(comm, keyval, attribute_val) };
-    call.end(func::MPI_Attr_put, ret, |e| {
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Keyval, Handle::from(keyval));
-        e.buffer(attribute_val);
-    });
+    call.end_keyed(
+        func::MPI_Attr_put,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Keyval, Handle::from(keyval)),
+                attribute_val as u64,
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Keyval, Handle::from(keyval));
+            e.buffer(attribute_val);
+        },
+    );
     ret
 }
 
@@ -1726,9 +2034,14 @@ pub unsafe extern "C" fn MPI_Barrier(comm: MPI_Comm) -> c_int {
         return unsafe { real(comm) };
     };
     let ret = unsafe { real(comm) };
-    call.end(func::MPI_Barrier, ret, |e| {
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Barrier,
+        ret,
+        |k| [k.handle(HandleKind::Comm, comm)],
+        |e| {
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -1744,11 +2057,22 @@ pub unsafe extern "C" fn MPI_Barrier_init(
         return unsafe { real(comm, info, request) };
     };
     let ret = unsafe { real(comm, info, request) };
-    call.end(func::MPI_Barrier_init, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Barrier_init,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -1766,13 +2090,27 @@ pub unsafe extern "C" fn MPI_Bcast(
         return unsafe { real(buffer, count, datatype, root, comm) };
     };
     let ret = unsafe { real(buffer, count, datatype, root, comm) };
-    call.end(func::MPI_Bcast, ret, |e| {
-        e.buffer(buffer);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.root(i64::from(root));
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Bcast,
+        ret,
+        |k| {
+            [
+                buffer as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(buffer);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.root(i64::from(root));
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -1790,13 +2128,27 @@ pub unsafe extern "C" fn MPI_Bcast_c(
         return unsafe { real(buffer, count, datatype, root, comm) };
     };
     let ret = unsafe { real(buffer, count, datatype, root, comm) };
-    call.end(func::MPI_Bcast_c, ret, |e| {
-        e.buffer(buffer);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.root(i64::from(root));
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Bcast_c,
+        ret,
+        |k| {
+            [
+                buffer as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(buffer);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.root(i64::from(root));
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -1816,15 +2168,31 @@ pub unsafe extern "C" fn MPI_Bcast_init(
         return unsafe { real(buffer, count, datatype, root, comm, info, request) };
     };
     let ret = unsafe { real(buffer, count, datatype, root, comm, info, request) };
-    call.end(func::MPI_Bcast_init, ret, |e| unsafe {
-        e.buffer(buffer);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.root(i64::from(root));
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Bcast_init,
+        ret,
+        |k| unsafe {
+            [
+                buffer as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buffer);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.root(i64::from(root));
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -1844,15 +2212,31 @@ pub unsafe extern "C" fn MPI_Bcast_init_c(
         return unsafe { real(buffer, count, datatype, root, comm, info, request) };
     };
     let ret = unsafe { real(buffer, count, datatype, root, comm, info, request) };
-    call.end(func::MPI_Bcast_init_c, ret, |e| unsafe {
-        e.buffer(buffer);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.root(i64::from(root));
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Bcast_init_c,
+        ret,
+        |k| unsafe {
+            [
+                buffer as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buffer);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.root(i64::from(root));
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -1871,14 +2255,29 @@ pub unsafe extern "C" fn MPI_Bsend(
         return unsafe { real(buf, count, datatype, dest, tag, comm) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm) };
-    call.end(func::MPI_Bsend, ret, |e| {
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Bsend,
+        ret,
+        |k| {
+            [
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -1897,14 +2296,29 @@ pub unsafe extern "C" fn MPI_Bsend_c(
         return unsafe { real(buf, count, datatype, dest, tag, comm) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm) };
-    call.end(func::MPI_Bsend_c, ret, |e| {
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Bsend_c,
+        ret,
+        |k| {
+            [
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -1924,15 +2338,31 @@ pub unsafe extern "C" fn MPI_Bsend_init(
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
-    call.end(func::MPI_Bsend_init, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Bsend_init,
+        ret,
+        |k| unsafe {
+            [
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -1952,15 +2382,31 @@ pub unsafe extern "C" fn MPI_Bsend_init_c(
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
-    call.end(func::MPI_Bsend_init_c, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Bsend_init_c,
+        ret,
+        |k| unsafe {
+            [
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -1972,10 +2418,15 @@ pub unsafe extern "C" fn MPI_Buffer_attach(buffer: *mut c_void, size: c_int) -> 
         return unsafe { real(buffer, size) };
     };
     let ret = unsafe { real(buffer, size) };
-    call.end(func::MPI_Buffer_attach, ret, |e| {
-        e.buffer(buffer);
-        e.address(i64::from(size));
-    });
+    call.end_keyed(
+        func::MPI_Buffer_attach,
+        ret,
+        |k| [buffer as u64, i64::from(size) as u64, k.segments()],
+        |e| {
+            e.buffer(buffer);
+            e.address(i64::from(size));
+        },
+    );
     ret
 }
 
@@ -1987,10 +2438,15 @@ pub unsafe extern "C" fn MPI_Buffer_attach_c(buffer: *mut c_void, size: MPI_Coun
         return unsafe { real(buffer, size) };
     };
     let ret = unsafe { real(buffer, size) };
-    call.end(func::MPI_Buffer_attach_c, ret, |e| {
-        e.buffer(buffer);
-        e.address(size);
-    });
+    call.end_keyed(
+        func::MPI_Buffer_attach_c,
+        ret,
+        |k| [buffer as u64, size as u64, k.segments()],
+        |e| {
+            e.buffer(buffer);
+            e.address(size);
+        },
+    );
     ret
 }
 
@@ -2002,10 +2458,21 @@ pub unsafe extern "C" fn MPI_Buffer_detach(buffer_addr: *mut c_void, size: *mut 
         return unsafe { real(buffer_addr, size) };
     };
     let ret = unsafe { real(buffer_addr, size) };
-    call.end(func::MPI_Buffer_detach, ret, |e| unsafe {
-        buffer_out(e, buffer_addr.cast_const().cast());
-        e.int_out(size);
-    });
+    call.end_keyed(
+        func::MPI_Buffer_detach,
+        ret,
+        |k| unsafe {
+            [
+                k.pointer_out(buffer_addr.cast_const().cast::<*mut c_void>()),
+                k.out(size.cast_const()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            buffer_out(e, buffer_addr.cast_const().cast());
+            e.int_out(size);
+        },
+    );
     ret
 }
 
@@ -2020,10 +2487,21 @@ pub unsafe extern "C" fn MPI_Buffer_detach_c(
         return unsafe { real(buffer_addr, size) };
     };
     let ret = unsafe { real(buffer_addr, size) };
-    call.end(func::MPI_Buffer_detach_c, ret, |e| unsafe {
-        buffer_out(e, buffer_addr.cast_const().cast());
-        e.count_out(size);
-    });
+    call.end_keyed(
+        func::MPI_Buffer_detach_c,
+        ret,
+        |k| unsafe {
+            [
+                k.pointer_out(buffer_addr.cast_const().cast::<*mut c_void>()),
+                k.out(size.cast_const()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            buffer_out(e, buffer_addr.cast_const().cast());
+            e.count_out(size);
+        },
+    );
     ret
 }
 
@@ -2035,7 +2513,7 @@ pub unsafe extern "C" fn MPI_Buffer_flush() -> c_int {
         return unsafe { real() };
     };
     let ret = unsafe { real() };
-    call.end(func::MPI_Buffer_flush, ret, |_| {});
+    call.end_keyed(func::MPI_Buffer_flush, ret, |_| [], |_| {});
     ret
 }
 
@@ -2047,9 +2525,14 @@ pub unsafe extern "C" fn MPI_Buffer_iflush(request: *mut HandleSlot) -> c_int {
         return unsafe { real(request) };
     };
     let ret = unsafe { real(request) };
-    call.end(func::MPI_Buffer_iflush, ret, |e| unsafe {
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Buffer_iflush,
+        ret,
+        |k| unsafe { [k.created(request.cast())] },
+        |e| unsafe {
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -2227,13 +2710,26 @@ pub unsafe extern "C" fn MPI_Cart_shift(
         return unsafe { real(comm, direction, disp, rank_source, rank_dest) };
     };
     let ret = unsafe { real(comm, direction, disp, rank_source, rank_dest) };
-    call.end(func::MPI_Cart_shift, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm);
-        e.int(i64::from(direction));
-        e.int(i64::from(disp));
-        e.rank_out(rank_source, comm);
-        e.rank_out(rank_dest, comm);
-    });
+    call.end_keyed(
+        func::MPI_Cart_shift,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Comm, comm),
+                i64::from(direction) as u64,
+                i64::from(disp) as u64,
+                k.rank_out(rank_source.cast_const()),
+                k.rank_out(rank_dest.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Comm, comm);
+            e.int(i64::from(direction));
+            e.int(i64::from(disp));
+            e.rank_out(rank_source, comm);
+            e.rank_out(rank_dest, comm);
+        },
+    );
     ret
 }
 
@@ -2270,10 +2766,15 @@ pub unsafe extern "C" fn MPI_Cartdim_get(comm: MPI_Comm, ndims: *mut c_int) -> c
         return unsafe { real(comm, ndims) };
     };
     let ret = unsafe { real(comm, ndims) };
-    call.end(func::MPI_Cartdim_get, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm);
-        e.int_out(ndims);
-    });
+    call.end_keyed(
+        func::MPI_Cartdim_get,
+        ret,
+        |k| unsafe { [k.handle(HandleKind::Comm, comm), k.out(ndims.cast_const())] },
+        |e| unsafe {
+            e.handle(HandleKind::Comm, comm);
+            e.int_out(ndims);
+        },
+    );
     ret
 }
 
@@ -2332,11 +2833,23 @@ pub unsafe extern "C" fn MPI_Comm_attach_buffer(
         return unsafe { real(comm, buffer, size) };
     };
     let ret = unsafe { real(comm, buffer, size) };
-    call.end(func::MPI_Comm_attach_buffer, ret, |e| {
-        e.handle(HandleKind::Comm, comm);
-        e.buffer(buffer);
-        e.address(i64::from(size));
-    });
+    call.end_keyed(
+        func::MPI_Comm_attach_buffer,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::Comm, comm),
+                buffer as u64,
+                i64::from(size) as u64,
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::Comm, comm);
+            e.buffer(buffer);
+            e.address(i64::from(size));
+        },
+    );
     ret
 }
 
@@ -2352,11 +2865,23 @@ pub unsafe extern "C" fn MPI_Comm_attach_buffer_c(
         return unsafe { real(comm, buffer, size) };
     };
     let ret = unsafe { real(comm, buffer, size) };
-    call.end(func::MPI_Comm_attach_buffer_c, ret, |e| {
-        e.handle(HandleKind::Comm, comm);
-        e.buffer(buffer);
-        e.address(size);
-    });
+    call.end_keyed(
+        func::MPI_Comm_attach_buffer_c,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::Comm, comm),
+                buffer as u64,
+                size as u64,
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::Comm, comm);
+            e.buffer(buffer);
+            e.address(size);
+        },
+    );
     ret
 }
 
@@ -2368,10 +2893,20 @@ pub unsafe extern "C" fn MPI_Comm_call_errhandler(comm: MPI_Comm, errorcode: c_i
         return unsafe { real(comm, errorcode) };
     };
     let ret = unsafe { real(comm, errorcode) };
-    call.end(func::MPI_Comm_call_errhandler, ret, |e| {
-        e.handle(HandleKind::Comm, comm);
-        e.int(i64::from(errorcode));
-    });
+    call.end_keyed(
+        func::MPI_Comm_call_errhandler,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::Comm, comm),
+                i64::from(errorcode) as u64,
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::Comm, comm);
+            e.int(i64::from(errorcode));
+        },
+    );
     ret
 }
 
@@ -2387,11 +2922,22 @@ pub unsafe extern "C" fn MPI_Comm_compare(
         return unsafe { real(comm1, comm2, result) };
     };
     let ret = unsafe { real(comm1, comm2, result) };
-    call.end(func::MPI_Comm_compare, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm1);
-        e.handle(HandleKind::Comm, comm2);
-        e.constant_out(ConstSet::Comparison, result);
-    });
+    call.end_keyed(
+        func::MPI_Comm_compare,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Comm, comm1),
+                k.handle(HandleKind::Comm, comm2),
+                k.out(result.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Comm, comm1);
+            e.handle(HandleKind::Comm, comm2);
+            e.constant_out(ConstSet::Comparison, result);
+        },
+    );
     ret
 }
 
@@ -2564,10 +3110,20 @@ pub unsafe extern "C" fn MPI_Comm_delete_attr(comm: MPI_Comm, comm_keyval: c_int
         return unsafe { real(comm, comm_keyval) };
     };
     let ret = unsafe { real(comm, comm_keyval) };
-    call.end(func::MPI_Comm_delete_attr, ret, |e| {
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Keyval, Handle::from(comm_keyval));
-    });
+    call.end_keyed(
+        func::MPI_Comm_delete_attr,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Keyval, Handle::from(comm_keyval)),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Keyval, Handle::from(comm_keyval));
+        },
+    );
     ret
 }
 
@@ -2583,11 +3139,23 @@ pub unsafe extern "C" fn MPI_Comm_detach_buffer(
         return unsafe { real(comm, buffer_addr, size) };
     };
     let ret = unsafe { real(comm, buffer_addr, size) };
-    call.end(func::MPI_Comm_detach_buffer, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm);
-        buffer_out(e, buffer_addr.cast_const().cast());
-        e.int_out(size);
-    });
+    call.end_keyed(
+        func::MPI_Comm_detach_buffer,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Comm, comm),
+                k.pointer_out(buffer_addr.cast_const().cast::<*mut c_void>()),
+                k.out(size.cast_const()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Comm, comm);
+            buffer_out(e, buffer_addr.cast_const().cast());
+            e.int_out(size);
+        },
+    );
     ret
 }
 
@@ -2603,11 +3171,23 @@ pub unsafe extern "C" fn MPI_Comm_detach_buffer_c(
         return unsafe { real(comm, buffer_addr, size) };
     };
     let ret = unsafe { real(comm, buffer_addr, size) };
-    call.end(func::MPI_Comm_detach_buffer_c, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm);
-        buffer_out(e, buffer_addr.cast_const().cast());
-        e.count_out(size);
-    });
+    call.end_keyed(
+        func::MPI_Comm_detach_buffer_c,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Comm, comm),
+                k.pointer_out(buffer_addr.cast_const().cast::<*mut c_void>()),
+                k.out(size.cast_const()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Comm, comm);
+            buffer_out(e, buffer_addr.cast_const().cast());
+            e.count_out(size);
+        },
+    );
     ret
 }
 
@@ -2677,9 +3257,14 @@ pub unsafe extern "C" fn MPI_Comm_flush_buffer(comm: MPI_Comm) -> c_int {
         return unsafe { real(comm) };
     };
     let ret = unsafe { real(comm) };
-    call.end(func::MPI_Comm_flush_buffer, ret, |e| {
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Comm_flush_buffer,
+        ret,
+        |k| [k.handle(HandleKind::Comm, comm)],
+        |e| {
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -2722,9 +3307,14 @@ pub unsafe extern "C" fn MPI_Comm_fromint(comm: c_int) -> MPI_Comm {
         return unsafe { real(comm) };
     };
     let ret = unsafe { real(comm) };
-    call.end(func::MPI_Comm_fromint, MPI_SUCCESS, |e| {
-        e.int(i64::from(comm));
-    });
+    call.end_keyed(
+        func::MPI_Comm_fromint,
+        MPI_SUCCESS,
+        |_| [i64::from(comm) as u64],
+        |e| {
+            e.int(i64::from(comm));
+        },
+    );
     ret
 }
 
@@ -2741,12 +3331,25 @@ pub unsafe extern "C" fn MPI_Comm_get_attr(
         return unsafe { real(comm, comm_keyval, attribute_val, flag) };
     };
     let ret = unsafe { real(comm, comm_keyval, attribute_val, flag) };
-    call.end(func::MPI_Comm_get_attr, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Keyval, Handle::from(comm_keyval));
-        e.buffer(attribute_val);
-        e.int_out(flag);
-    });
+    call.end_keyed(
+        func::MPI_Comm_get_attr,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Keyval, Handle::from(comm_keyval)),
+                attribute_val as u64,
+                k.out(flag.cast_const()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Keyval, Handle::from(comm_keyval));
+            e.buffer(attribute_val);
+            e.int_out(flag);
+        },
+    );
     ret
 }
 
@@ -2812,9 +3415,14 @@ pub unsafe extern "C" fn MPI_Comm_get_parent(parent: *mut HandleSlot) -> c_int {
         return unsafe { real(parent) };
     };
     let ret = unsafe { real(parent) };
-    call.end(func::MPI_Comm_get_parent, ret, |e| unsafe {
-        lookup_out(e, HandleKind::Comm, parent.cast());
-    });
+    call.end_keyed(
+        func::MPI_Comm_get_parent,
+        ret,
+        |k| unsafe { [k.handle_out(HandleKind::Comm, parent.cast())] },
+        |e| unsafe {
+            lookup_out(e, HandleKind::Comm, parent.cast());
+        },
+    );
     ret
 }
 
@@ -2891,10 +3499,15 @@ pub unsafe extern "C" fn MPI_Comm_iflush_buffer(comm: MPI_Comm, request: *mut Ha
         return unsafe { real(comm, request) };
     };
     let ret = unsafe { real(comm, request) };
-    call.end(func::MPI_Comm_iflush_buffer, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Comm_iflush_buffer,
+        ret,
+        |k| unsafe { [k.handle(HandleKind::Comm, comm), k.created(request.cast())] },
+        |e| unsafe {
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -2921,10 +3534,20 @@ pub unsafe extern "C" fn MPI_Comm_rank(comm: MPI_Comm, rank: *mut c_int) -> c_in
         return unsafe { real(comm, rank) };
     };
     let ret = unsafe { real(comm, rank) };
-    call.end(func::MPI_Comm_rank, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm);
-        e.rank_out(rank, comm);
-    });
+    call.end_keyed(
+        func::MPI_Comm_rank,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Comm, comm),
+                k.rank_out(rank.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Comm, comm);
+            e.rank_out(rank, comm);
+        },
+    );
     ret
 }
 
@@ -2951,10 +3574,15 @@ pub unsafe extern "C" fn MPI_Comm_remote_size(comm: MPI_Comm, size: *mut c_int) 
         return unsafe { real(comm, size) };
     };
     let ret = unsafe { real(comm, size) };
-    call.end(func::MPI_Comm_remote_size, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm);
-        e.int_out(size);
-    });
+    call.end_keyed(
+        func::MPI_Comm_remote_size,
+        ret,
+        |k| unsafe { [k.handle(HandleKind::Comm, comm), k.out(size.cast_const())] },
+        |e| unsafe {
+            e.handle(HandleKind::Comm, comm);
+            e.int_out(size);
+        },
+    );
     ret
 }
 
@@ -2970,11 +3598,23 @@ pub unsafe extern "C" fn MPI_Comm_set_attr(
         return unsafe { real(comm, comm_keyval, attribute_val) };
     };
     let ret = unsafe { real(comm, comm_keyval, attribute_val) };
-    call.end(func::MPI_Comm_set_attr, ret, |e| {
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Keyval, Handle::from(comm_keyval));
-        e.buffer(attribute_val);
-    });
+    call.end_keyed(
+        func::MPI_Comm_set_attr,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Keyval, Handle::from(comm_keyval)),
+                attribute_val as u64,
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Keyval, Handle::from(comm_keyval));
+            e.buffer(attribute_val);
+        },
+    );
     ret
 }
 
@@ -2989,10 +3629,20 @@ pub unsafe extern "C" fn MPI_Comm_set_errhandler(
         return unsafe { real(comm, errhandler) };
     };
     let ret = unsafe { real(comm, errhandler) };
-    call.end(func::MPI_Comm_set_errhandler, ret, |e| {
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Errhandler, errhandler);
-    });
+    call.end_keyed(
+        func::MPI_Comm_set_errhandler,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Errhandler, errhandler),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Errhandler, errhandler);
+        },
+    );
     ret
 }
 
@@ -3004,10 +3654,20 @@ pub unsafe extern "C" fn MPI_Comm_set_info(comm: MPI_Comm, info: MPI_Info) -> c_
         return unsafe { real(comm, info) };
     };
     let ret = unsafe { real(comm, info) };
-    call.end(func::MPI_Comm_set_info, ret, |e| {
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-    });
+    call.end_keyed(
+        func::MPI_Comm_set_info,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+        },
+    );
     ret
 }
 
@@ -3034,10 +3694,15 @@ pub unsafe extern "C" fn MPI_Comm_size(comm: MPI_Comm, size: *mut c_int) -> c_in
         return unsafe { real(comm, size) };
     };
     let ret = unsafe { real(comm, size) };
-    call.end(func::MPI_Comm_size, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm);
-        e.int_out(size);
-    });
+    call.end_keyed(
+        func::MPI_Comm_size,
+        ret,
+        |k| unsafe { [k.handle(HandleKind::Comm, comm), k.out(size.cast_const())] },
+        |e| unsafe {
+            e.handle(HandleKind::Comm, comm);
+            e.int_out(size);
+        },
+    );
     ret
 }
 
@@ -3269,10 +3934,15 @@ pub unsafe extern "C" fn MPI_Comm_test_inter(comm: MPI_Comm, flag: *mut c_int) -
         return unsafe { real(comm, flag) };
     };
     let ret = unsafe { real(comm, flag) };
-    call.end(func::MPI_Comm_test_inter, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm);
-        e.int_out(flag);
-    });
+    call.end_keyed(
+        func::MPI_Comm_test_inter,
+        ret,
+        |k| unsafe { [k.handle(HandleKind::Comm, comm), k.out(flag.cast_const())] },
+        |e| unsafe {
+            e.handle(HandleKind::Comm, comm);
+            e.int_out(flag);
+        },
+    );
     ret
 }
 
@@ -3284,9 +3954,14 @@ pub unsafe extern "C" fn MPI_Comm_toint(comm: MPI_Comm) -> c_int {
         return unsafe { real(comm) };
     };
     let ret = unsafe { real(comm) };
-    call.end(func::MPI_Comm_toint, ret, |e| {
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Comm_toint,
+        ret,
+        |k| [k.handle(HandleKind::Comm, comm)],
+        |e| {
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -3326,15 +4001,31 @@ pub unsafe extern "C" fn MPI_Compare_and_swap(
             win,
         )
     };
-    call.end(func::MPI_Compare_and_swap, ret, |e| {
-        e.buffer(origin_addr);
-        e.buffer(compare_addr);
-        e.buffer(result_addr);
-        e.handle(HandleKind::Datatype, datatype);
-        win_rank(e, i64::from(target_rank), win);
-        e.address(target_disp);
-        e.handle(HandleKind::Win, win);
-    });
+    call.end_keyed(
+        func::MPI_Compare_and_swap,
+        ret,
+        |k| {
+            [
+                origin_addr as u64,
+                compare_addr as u64,
+                result_addr as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                k.handle(HandleKind::Win, win),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(origin_addr);
+            e.buffer(compare_addr);
+            e.buffer(result_addr);
+            e.handle(HandleKind::Datatype, datatype);
+            win_rank(e, i64::from(target_rank), win);
+            e.address(target_disp);
+            e.handle(HandleKind::Win, win);
+        },
+    );
     ret
 }
 
@@ -3586,12 +4277,24 @@ pub unsafe extern "C" fn MPI_Dist_graph_neighbors_count(
         return unsafe { real(comm, indegree, outdegree, weighted) };
     };
     let ret = unsafe { real(comm, indegree, outdegree, weighted) };
-    call.end(func::MPI_Dist_graph_neighbors_count, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm);
-        e.int_out(indegree);
-        e.int_out(outdegree);
-        e.int_out(weighted);
-    });
+    call.end_keyed(
+        func::MPI_Dist_graph_neighbors_count,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Comm, comm),
+                k.out(indegree.cast_const()),
+                k.out(outdegree.cast_const()),
+                k.out(weighted.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Comm, comm);
+            e.int_out(indegree);
+            e.int_out(outdegree);
+            e.int_out(weighted);
+        },
+    );
     ret
 }
 
@@ -3637,9 +4340,14 @@ pub unsafe extern "C" fn MPI_Errhandler_fromint(errhandler: c_int) -> MPI_Errhan
         return unsafe { real(errhandler) };
     };
     let ret = unsafe { real(errhandler) };
-    call.end(func::MPI_Errhandler_fromint, MPI_SUCCESS, |e| {
-        e.int(i64::from(errhandler));
-    });
+    call.end_keyed(
+        func::MPI_Errhandler_fromint,
+        MPI_SUCCESS,
+        |_| [i64::from(errhandler) as u64],
+        |e| {
+            e.int(i64::from(errhandler));
+        },
+    );
     ret
 }
 
@@ -3666,10 +4374,20 @@ pub unsafe extern "C" fn MPI_Errhandler_set(comm: MPI_Comm, errhandler: MPI_Errh
         return unsafe { real(comm, errhandler) };
     };
     let ret = unsafe { real(comm, errhandler) };
-    call.end(func::MPI_Errhandler_set, ret, |e| {
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Errhandler, errhandler);
-    });
+    call.end_keyed(
+        func::MPI_Errhandler_set,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Errhandler, errhandler),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Errhandler, errhandler);
+        },
+    );
     ret
 }
 
@@ -3681,9 +4399,14 @@ pub unsafe extern "C" fn MPI_Errhandler_toint(errhandler: MPI_Errhandler) -> c_i
         return unsafe { real(errhandler) };
     };
     let ret = unsafe { real(errhandler) };
-    call.end(func::MPI_Errhandler_toint, ret, |e| {
-        e.handle(HandleKind::Errhandler, errhandler);
-    });
+    call.end_keyed(
+        func::MPI_Errhandler_toint,
+        ret,
+        |k| [k.handle(HandleKind::Errhandler, errhandler)],
+        |e| {
+            e.handle(HandleKind::Errhandler, errhandler);
+        },
+    );
     ret
 }
 
@@ -3695,10 +4418,15 @@ pub unsafe extern "C" fn MPI_Error_class(errorcode: c_int, errorclass: *mut c_in
         return unsafe { real(errorcode, errorclass) };
     };
     let ret = unsafe { real(errorcode, errorclass) };
-    call.end(func::MPI_Error_class, ret, |e| unsafe {
-        e.int(i64::from(errorcode));
-        e.constant_out(ConstSet::ErrorClass, errorclass);
-    });
+    call.end_keyed(
+        func::MPI_Error_class,
+        ret,
+        |k| unsafe { [i64::from(errorcode) as u64, k.out(errorclass.cast_const())] },
+        |e| unsafe {
+            e.int(i64::from(errorcode));
+            e.constant_out(ConstSet::ErrorClass, errorclass);
+        },
+    );
     ret
 }
 
@@ -3738,14 +4466,29 @@ pub unsafe extern "C" fn MPI_Exscan(
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) };
-    call.end(func::MPI_Exscan, ret, |e| {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Exscan,
+        ret,
+        |k| {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -3764,14 +4507,29 @@ pub unsafe extern "C" fn MPI_Exscan_c(
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) };
-    call.end(func::MPI_Exscan_c, ret, |e| {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Exscan_c,
+        ret,
+        |k| {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -3793,16 +4551,33 @@ pub unsafe extern "C" fn MPI_Exscan_init(
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
-    call.end(func::MPI_Exscan_init, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Exscan_init,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -3824,16 +4599,33 @@ pub unsafe extern "C" fn MPI_Exscan_init_c(
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
-    call.end(func::MPI_Exscan_init_c, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Exscan_init_c,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -3873,15 +4665,31 @@ pub unsafe extern "C" fn MPI_Fetch_and_op(
             win,
         )
     };
-    call.end(func::MPI_Fetch_and_op, ret, |e| {
-        e.buffer(origin_addr);
-        e.buffer(result_addr);
-        e.handle(HandleKind::Datatype, datatype);
-        win_rank(e, i64::from(target_rank), win);
-        e.address(target_disp);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Win, win);
-    });
+    call.end_keyed(
+        func::MPI_Fetch_and_op,
+        ret,
+        |k| {
+            [
+                origin_addr as u64,
+                result_addr as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Win, win),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(origin_addr);
+            e.buffer(result_addr);
+            e.handle(HandleKind::Datatype, datatype);
+            win_rank(e, i64::from(target_rank), win);
+            e.address(target_disp);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Win, win);
+        },
+    );
     ret
 }
 
@@ -3893,9 +4701,14 @@ pub unsafe extern "C" fn MPI_File_c2f(file: MPI_File) -> MPI_Fint {
         return unsafe { real(file) };
     };
     let ret = unsafe { real(file) };
-    call.end(func::MPI_File_c2f, MPI_SUCCESS, |e| {
-        e.handle(HandleKind::File, file);
-    });
+    call.end_keyed(
+        func::MPI_File_c2f,
+        MPI_SUCCESS,
+        |k| [k.handle(HandleKind::File, file)],
+        |e| {
+            e.handle(HandleKind::File, file);
+        },
+    );
     ret
 }
 
@@ -3907,10 +4720,15 @@ pub unsafe extern "C" fn MPI_File_call_errhandler(fh: MPI_File, errorcode: c_int
         return unsafe { real(fh, errorcode) };
     };
     let ret = unsafe { real(fh, errorcode) };
-    call.end(func::MPI_File_call_errhandler, ret, |e| {
-        e.handle(HandleKind::File, fh);
-        e.int(i64::from(errorcode));
-    });
+    call.end_keyed(
+        func::MPI_File_call_errhandler,
+        ret,
+        |k| [k.handle(HandleKind::File, fh), i64::from(errorcode) as u64],
+        |e| {
+            e.handle(HandleKind::File, fh);
+            e.int(i64::from(errorcode));
+        },
+    );
     ret
 }
 
@@ -3970,9 +4788,14 @@ pub unsafe extern "C" fn MPI_File_f2c(file: MPI_Fint) -> MPI_File {
         return unsafe { real(file) };
     };
     let ret = unsafe { real(file) };
-    call.end(func::MPI_File_f2c, MPI_SUCCESS, |e| {
-        e.int(i64::from(file));
-    });
+    call.end_keyed(
+        func::MPI_File_f2c,
+        MPI_SUCCESS,
+        |_| [i64::from(file) as u64],
+        |e| {
+            e.int(i64::from(file));
+        },
+    );
     ret
 }
 
@@ -3984,9 +4807,14 @@ pub unsafe extern "C" fn MPI_File_fromint(file: c_int) -> MPI_File {
         return unsafe { real(file) };
     };
     let ret = unsafe { real(file) };
-    call.end(func::MPI_File_fromint, MPI_SUCCESS, |e| {
-        e.int(i64::from(file));
-    });
+    call.end_keyed(
+        func::MPI_File_fromint,
+        MPI_SUCCESS,
+        |_| [i64::from(file) as u64],
+        |e| {
+            e.int(i64::from(file));
+        },
+    );
     ret
 }
 
@@ -3998,10 +4826,15 @@ pub unsafe extern "C" fn MPI_File_get_amode(fh: MPI_File, amode: *mut c_int) -> 
         return unsafe { real(fh, amode) };
     };
     let ret = unsafe { real(fh, amode) };
-    call.end(func::MPI_File_get_amode, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.constant_out(ConstSet::AccessMode, amode);
-    });
+    call.end_keyed(
+        func::MPI_File_get_amode,
+        ret,
+        |k| unsafe { [k.handle(HandleKind::File, fh), k.out(amode.cast_const())] },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.constant_out(ConstSet::AccessMode, amode);
+        },
+    );
     ret
 }
 
@@ -4013,10 +4846,15 @@ pub unsafe extern "C" fn MPI_File_get_atomicity(fh: MPI_File, flag: *mut c_int) 
         return unsafe { real(fh, flag) };
     };
     let ret = unsafe { real(fh, flag) };
-    call.end(func::MPI_File_get_atomicity, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.int_out(flag);
-    });
+    call.end_keyed(
+        func::MPI_File_get_atomicity,
+        ret,
+        |k| unsafe { [k.handle(HandleKind::File, fh), k.out(flag.cast_const())] },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.int_out(flag);
+        },
+    );
     ret
 }
 
@@ -4032,11 +4870,22 @@ pub unsafe extern "C" fn MPI_File_get_byte_offset(
         return unsafe { real(fh, offset, disp) };
     };
     let ret = unsafe { real(fh, offset, disp) };
-    call.end(func::MPI_File_get_byte_offset, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.address(offset);
-        e.offset_out(disp);
-    });
+    call.end_keyed(
+        func::MPI_File_get_byte_offset,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                k.out(disp.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.address(offset);
+            e.offset_out(disp);
+        },
+    );
     ret
 }
 
@@ -4096,10 +4945,15 @@ pub unsafe extern "C" fn MPI_File_get_position(fh: MPI_File, offset: *mut MPI_Of
         return unsafe { real(fh, offset) };
     };
     let ret = unsafe { real(fh, offset) };
-    call.end(func::MPI_File_get_position, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.offset_out(offset);
-    });
+    call.end_keyed(
+        func::MPI_File_get_position,
+        ret,
+        |k| unsafe { [k.handle(HandleKind::File, fh), k.out(offset.cast_const())] },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.offset_out(offset);
+        },
+    );
     ret
 }
 
@@ -4114,10 +4968,15 @@ pub unsafe extern "C" fn MPI_File_get_position_shared(
         return unsafe { real(fh, offset) };
     };
     let ret = unsafe { real(fh, offset) };
-    call.end(func::MPI_File_get_position_shared, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.offset_out(offset);
-    });
+    call.end_keyed(
+        func::MPI_File_get_position_shared,
+        ret,
+        |k| unsafe { [k.handle(HandleKind::File, fh), k.out(offset.cast_const())] },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.offset_out(offset);
+        },
+    );
     ret
 }
 
@@ -4129,10 +4988,15 @@ pub unsafe extern "C" fn MPI_File_get_size(fh: MPI_File, size: *mut MPI_Offset) 
         return unsafe { real(fh, size) };
     };
     let ret = unsafe { real(fh, size) };
-    call.end(func::MPI_File_get_size, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.offset_out(size);
-    });
+    call.end_keyed(
+        func::MPI_File_get_size,
+        ret,
+        |k| unsafe { [k.handle(HandleKind::File, fh), k.out(size.cast_const())] },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.offset_out(size);
+        },
+    );
     ret
 }
 
@@ -4148,11 +5012,22 @@ pub unsafe extern "C" fn MPI_File_get_type_extent(
         return unsafe { real(fh, datatype, extent) };
     };
     let ret = unsafe { real(fh, datatype, extent) };
-    call.end(func::MPI_File_get_type_extent, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.handle(HandleKind::Datatype, datatype);
-        e.address_out(extent);
-    });
+    call.end_keyed(
+        func::MPI_File_get_type_extent,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::File, fh),
+                k.handle(HandleKind::Datatype, datatype),
+                k.out(extent.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.handle(HandleKind::Datatype, datatype);
+            e.address_out(extent);
+        },
+    );
     ret
 }
 
@@ -4168,11 +5043,22 @@ pub unsafe extern "C" fn MPI_File_get_type_extent_c(
         return unsafe { real(fh, datatype, extent) };
     };
     let ret = unsafe { real(fh, datatype, extent) };
-    call.end(func::MPI_File_get_type_extent_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.handle(HandleKind::Datatype, datatype);
-        e.count_out(extent);
-    });
+    call.end_keyed(
+        func::MPI_File_get_type_extent_c,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::File, fh),
+                k.handle(HandleKind::Datatype, datatype),
+                k.out(extent.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.handle(HandleKind::Datatype, datatype);
+            e.count_out(extent);
+        },
+    );
     ret
 }
 
@@ -4215,13 +5101,27 @@ pub unsafe extern "C" fn MPI_File_iread(
         return unsafe { real(fh, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
-    call.end(func::MPI_File_iread, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_File_iread,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -4239,13 +5139,27 @@ pub unsafe extern "C" fn MPI_File_iread_all(
         return unsafe { real(fh, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
-    call.end(func::MPI_File_iread_all, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_File_iread_all,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -4263,13 +5177,27 @@ pub unsafe extern "C" fn MPI_File_iread_all_c(
         return unsafe { real(fh, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
-    call.end(func::MPI_File_iread_all_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_File_iread_all_c,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -4288,14 +5216,29 @@ pub unsafe extern "C" fn MPI_File_iread_at(
         return unsafe { real(fh, offset, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, request) };
-    call.end(func::MPI_File_iread_at, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.address(offset);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_File_iread_at,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.address(offset);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -4314,14 +5257,29 @@ pub unsafe extern "C" fn MPI_File_iread_at_all(
         return unsafe { real(fh, offset, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, request) };
-    call.end(func::MPI_File_iread_at_all, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.address(offset);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_File_iread_at_all,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.address(offset);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -4340,14 +5298,29 @@ pub unsafe extern "C" fn MPI_File_iread_at_all_c(
         return unsafe { real(fh, offset, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, request) };
-    call.end(func::MPI_File_iread_at_all_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.address(offset);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_File_iread_at_all_c,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.address(offset);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -4366,14 +5339,29 @@ pub unsafe extern "C" fn MPI_File_iread_at_c(
         return unsafe { real(fh, offset, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, request) };
-    call.end(func::MPI_File_iread_at_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.address(offset);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_File_iread_at_c,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.address(offset);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -4391,13 +5379,27 @@ pub unsafe extern "C" fn MPI_File_iread_c(
         return unsafe { real(fh, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
-    call.end(func::MPI_File_iread_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_File_iread_c,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -4415,13 +5417,27 @@ pub unsafe extern "C" fn MPI_File_iread_shared(
         return unsafe { real(fh, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
-    call.end(func::MPI_File_iread_shared, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_File_iread_shared,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -4439,13 +5455,27 @@ pub unsafe extern "C" fn MPI_File_iread_shared_c(
         return unsafe { real(fh, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
-    call.end(func::MPI_File_iread_shared_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_File_iread_shared_c,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -4463,13 +5493,27 @@ pub unsafe extern "C" fn MPI_File_iwrite(
         return unsafe { real(fh, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
-    call.end(func::MPI_File_iwrite, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_File_iwrite,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -4487,13 +5531,27 @@ pub unsafe extern "C" fn MPI_File_iwrite_all(
         return unsafe { real(fh, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
-    call.end(func::MPI_File_iwrite_all, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_File_iwrite_all,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -4511,13 +5569,27 @@ pub unsafe extern "C" fn MPI_File_iwrite_all_c(
         return unsafe { real(fh, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
-    call.end(func::MPI_File_iwrite_all_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_File_iwrite_all_c,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -4536,14 +5608,29 @@ pub unsafe extern "C" fn MPI_File_iwrite_at(
         return unsafe { real(fh, offset, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, request) };
-    call.end(func::MPI_File_iwrite_at, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.address(offset);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_File_iwrite_at,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.address(offset);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -4562,14 +5649,29 @@ pub unsafe extern "C" fn MPI_File_iwrite_at_all(
         return unsafe { real(fh, offset, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, request) };
-    call.end(func::MPI_File_iwrite_at_all, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.address(offset);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_File_iwrite_at_all,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.address(offset);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -4588,14 +5690,29 @@ pub unsafe extern "C" fn MPI_File_iwrite_at_all_c(
         return unsafe { real(fh, offset, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, request) };
-    call.end(func::MPI_File_iwrite_at_all_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.address(offset);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_File_iwrite_at_all_c,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.address(offset);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -4614,14 +5731,29 @@ pub unsafe extern "C" fn MPI_File_iwrite_at_c(
         return unsafe { real(fh, offset, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, request) };
-    call.end(func::MPI_File_iwrite_at_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.address(offset);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_File_iwrite_at_c,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.address(offset);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -4639,13 +5771,27 @@ pub unsafe extern "C" fn MPI_File_iwrite_c(
         return unsafe { real(fh, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
-    call.end(func::MPI_File_iwrite_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_File_iwrite_c,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -4663,13 +5809,27 @@ pub unsafe extern "C" fn MPI_File_iwrite_shared(
         return unsafe { real(fh, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
-    call.end(func::MPI_File_iwrite_shared, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_File_iwrite_shared,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -4687,13 +5847,27 @@ pub unsafe extern "C" fn MPI_File_iwrite_shared_c(
         return unsafe { real(fh, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
-    call.end(func::MPI_File_iwrite_shared_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_File_iwrite_shared_c,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -4729,10 +5903,15 @@ pub unsafe extern "C" fn MPI_File_preallocate(fh: MPI_File, size: MPI_Offset) ->
         return unsafe { real(fh, size) };
     };
     let ret = unsafe { real(fh, size) };
-    call.end(func::MPI_File_preallocate, ret, |e| {
-        e.handle(HandleKind::File, fh);
-        e.address(size);
-    });
+    call.end_keyed(
+        func::MPI_File_preallocate,
+        ret,
+        |k| [k.handle(HandleKind::File, fh), size as u64],
+        |e| {
+            e.handle(HandleKind::File, fh);
+            e.address(size);
+        },
+    );
     ret
 }
 
@@ -4750,13 +5929,32 @@ pub unsafe extern "C" fn MPI_File_read(
         return unsafe { real(fh, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
-    call.end(func::MPI_File_read, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_read,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -4774,13 +5972,32 @@ pub unsafe extern "C" fn MPI_File_read_all(
         return unsafe { real(fh, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
-    call.end(func::MPI_File_read_all, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_read_all,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -4797,12 +6014,25 @@ pub unsafe extern "C" fn MPI_File_read_all_begin(
         return unsafe { real(fh, buf, count, datatype) };
     };
     let ret = unsafe { real(fh, buf, count, datatype) };
-    call.end(func::MPI_File_read_all_begin, ret, |e| {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-    });
+    call.end_keyed(
+        func::MPI_File_read_all_begin,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+        },
+    );
     ret
 }
 
@@ -4819,12 +6049,25 @@ pub unsafe extern "C" fn MPI_File_read_all_begin_c(
         return unsafe { real(fh, buf, count, datatype) };
     };
     let ret = unsafe { real(fh, buf, count, datatype) };
-    call.end(func::MPI_File_read_all_begin_c, ret, |e| {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-    });
+    call.end_keyed(
+        func::MPI_File_read_all_begin_c,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+        },
+    );
     ret
 }
 
@@ -4842,13 +6085,32 @@ pub unsafe extern "C" fn MPI_File_read_all_c(
         return unsafe { real(fh, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
-    call.end(func::MPI_File_read_all_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_read_all_c,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -4864,11 +6126,28 @@ pub unsafe extern "C" fn MPI_File_read_all_end(
         return unsafe { real(fh, buf, status) };
     };
     let ret = unsafe { real(fh, buf, status) };
-    call.end(func::MPI_File_read_all_end, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_read_all_end,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -4887,14 +6166,34 @@ pub unsafe extern "C" fn MPI_File_read_at(
         return unsafe { real(fh, offset, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, status) };
-    call.end(func::MPI_File_read_at, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.address(offset);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_read_at,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.address(offset);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -4913,14 +6212,34 @@ pub unsafe extern "C" fn MPI_File_read_at_all(
         return unsafe { real(fh, offset, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, status) };
-    call.end(func::MPI_File_read_at_all, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.address(offset);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_read_at_all,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.address(offset);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -4938,13 +6257,27 @@ pub unsafe extern "C" fn MPI_File_read_at_all_begin(
         return unsafe { real(fh, offset, buf, count, datatype) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype) };
-    call.end(func::MPI_File_read_at_all_begin, ret, |e| {
-        e.handle(HandleKind::File, fh);
-        e.address(offset);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-    });
+    call.end_keyed(
+        func::MPI_File_read_at_all_begin,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::File, fh);
+            e.address(offset);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+        },
+    );
     ret
 }
 
@@ -4962,13 +6295,27 @@ pub unsafe extern "C" fn MPI_File_read_at_all_begin_c(
         return unsafe { real(fh, offset, buf, count, datatype) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype) };
-    call.end(func::MPI_File_read_at_all_begin_c, ret, |e| {
-        e.handle(HandleKind::File, fh);
-        e.address(offset);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-    });
+    call.end_keyed(
+        func::MPI_File_read_at_all_begin_c,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::File, fh);
+            e.address(offset);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+        },
+    );
     ret
 }
 
@@ -4987,14 +6334,34 @@ pub unsafe extern "C" fn MPI_File_read_at_all_c(
         return unsafe { real(fh, offset, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, status) };
-    call.end(func::MPI_File_read_at_all_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.address(offset);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_read_at_all_c,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.address(offset);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -5010,11 +6377,28 @@ pub unsafe extern "C" fn MPI_File_read_at_all_end(
         return unsafe { real(fh, buf, status) };
     };
     let ret = unsafe { real(fh, buf, status) };
-    call.end(func::MPI_File_read_at_all_end, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_read_at_all_end,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -5033,14 +6417,34 @@ pub unsafe extern "C" fn MPI_File_read_at_c(
         return unsafe { real(fh, offset, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, status) };
-    call.end(func::MPI_File_read_at_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.address(offset);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_read_at_c,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.address(offset);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -5058,13 +6462,32 @@ pub unsafe extern "C" fn MPI_File_read_c(
         return unsafe { real(fh, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
-    call.end(func::MPI_File_read_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_read_c,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -5082,13 +6505,32 @@ pub unsafe extern "C" fn MPI_File_read_ordered(
         return unsafe { real(fh, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
-    call.end(func::MPI_File_read_ordered, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_read_ordered,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -5105,12 +6547,25 @@ pub unsafe extern "C" fn MPI_File_read_ordered_begin(
         return unsafe { real(fh, buf, count, datatype) };
     };
     let ret = unsafe { real(fh, buf, count, datatype) };
-    call.end(func::MPI_File_read_ordered_begin, ret, |e| {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-    });
+    call.end_keyed(
+        func::MPI_File_read_ordered_begin,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+        },
+    );
     ret
 }
 
@@ -5127,12 +6582,25 @@ pub unsafe extern "C" fn MPI_File_read_ordered_begin_c(
         return unsafe { real(fh, buf, count, datatype) };
     };
     let ret = unsafe { real(fh, buf, count, datatype) };
-    call.end(func::MPI_File_read_ordered_begin_c, ret, |e| {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-    });
+    call.end_keyed(
+        func::MPI_File_read_ordered_begin_c,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+        },
+    );
     ret
 }
 
@@ -5150,13 +6618,32 @@ pub unsafe extern "C" fn MPI_File_read_ordered_c(
         return unsafe { real(fh, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
-    call.end(func::MPI_File_read_ordered_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_read_ordered_c,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -5172,11 +6659,28 @@ pub unsafe extern "C" fn MPI_File_read_ordered_end(
         return unsafe { real(fh, buf, status) };
     };
     let ret = unsafe { real(fh, buf, status) };
-    call.end(func::MPI_File_read_ordered_end, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_read_ordered_end,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -5194,13 +6698,32 @@ pub unsafe extern "C" fn MPI_File_read_shared(
         return unsafe { real(fh, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
-    call.end(func::MPI_File_read_shared, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_read_shared,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -5218,13 +6741,32 @@ pub unsafe extern "C" fn MPI_File_read_shared_c(
         return unsafe { real(fh, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
-    call.end(func::MPI_File_read_shared_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_read_shared_c,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -5236,11 +6778,22 @@ pub unsafe extern "C" fn MPI_File_seek(fh: MPI_File, offset: MPI_Offset, whence:
         return unsafe { real(fh, offset, whence) };
     };
     let ret = unsafe { real(fh, offset, whence) };
-    call.end(func::MPI_File_seek, ret, |e| {
-        e.handle(HandleKind::File, fh);
-        e.address(offset);
-        e.constant(ConstSet::Whence, i64::from(whence));
-    });
+    call.end_keyed(
+        func::MPI_File_seek,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                i64::from(whence) as u64,
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::File, fh);
+            e.address(offset);
+            e.constant(ConstSet::Whence, i64::from(whence));
+        },
+    );
     ret
 }
 
@@ -5256,11 +6809,22 @@ pub unsafe extern "C" fn MPI_File_seek_shared(
         return unsafe { real(fh, offset, whence) };
     };
     let ret = unsafe { real(fh, offset, whence) };
-    call.end(func::MPI_File_seek_shared, ret, |e| {
-        e.handle(HandleKind::File, fh);
-        e.address(offset);
-        e.constant(ConstSet::Whence, i64::from(whence));
-    });
+    call.end_keyed(
+        func::MPI_File_seek_shared,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                i64::from(whence) as u64,
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::File, fh);
+            e.address(offset);
+            e.constant(ConstSet::Whence, i64::from(whence));
+        },
+    );
     ret
 }
 
@@ -5272,10 +6836,15 @@ pub unsafe extern "C" fn MPI_File_set_atomicity(fh: MPI_File, flag: c_int) -> c_
         return unsafe { real(fh, flag) };
     };
     let ret = unsafe { real(fh, flag) };
-    call.end(func::MPI_File_set_atomicity, ret, |e| {
-        e.handle(HandleKind::File, fh);
-        e.int(i64::from(flag));
-    });
+    call.end_keyed(
+        func::MPI_File_set_atomicity,
+        ret,
+        |k| [k.handle(HandleKind::File, fh), i64::from(flag) as u64],
+        |e| {
+            e.handle(HandleKind::File, fh);
+            e.int(i64::from(flag));
+        },
+    );
     ret
 }
 
@@ -5290,10 +6859,20 @@ pub unsafe extern "C" fn MPI_File_set_errhandler(
         return unsafe { real(file, errhandler) };
     };
     let ret = unsafe { real(file, errhandler) };
-    call.end(func::MPI_File_set_errhandler, ret, |e| {
-        e.handle(HandleKind::File, file);
-        e.handle(HandleKind::Errhandler, errhandler);
-    });
+    call.end_keyed(
+        func::MPI_File_set_errhandler,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::File, file),
+                k.handle(HandleKind::Errhandler, errhandler),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::File, file);
+            e.handle(HandleKind::Errhandler, errhandler);
+        },
+    );
     ret
 }
 
@@ -5305,10 +6884,20 @@ pub unsafe extern "C" fn MPI_File_set_info(fh: MPI_File, info: MPI_Info) -> c_in
         return unsafe { real(fh, info) };
     };
     let ret = unsafe { real(fh, info) };
-    call.end(func::MPI_File_set_info, ret, |e| {
-        e.handle(HandleKind::File, fh);
-        e.handle(HandleKind::Info, info);
-    });
+    call.end_keyed(
+        func::MPI_File_set_info,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::File, fh),
+                k.handle(HandleKind::Info, info),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::File, fh);
+            e.handle(HandleKind::Info, info);
+        },
+    );
     ret
 }
 
@@ -5320,10 +6909,15 @@ pub unsafe extern "C" fn MPI_File_set_size(fh: MPI_File, size: MPI_Offset) -> c_
         return unsafe { real(fh, size) };
     };
     let ret = unsafe { real(fh, size) };
-    call.end(func::MPI_File_set_size, ret, |e| {
-        e.handle(HandleKind::File, fh);
-        e.address(size);
-    });
+    call.end_keyed(
+        func::MPI_File_set_size,
+        ret,
+        |k| [k.handle(HandleKind::File, fh), size as u64],
+        |e| {
+            e.handle(HandleKind::File, fh);
+            e.address(size);
+        },
+    );
     ret
 }
 
@@ -5361,9 +6955,14 @@ pub unsafe extern "C" fn MPI_File_sync(fh: MPI_File) -> c_int {
         return unsafe { real(fh) };
     };
     let ret = unsafe { real(fh) };
-    call.end(func::MPI_File_sync, ret, |e| {
-        e.handle(HandleKind::File, fh);
-    });
+    call.end_keyed(
+        func::MPI_File_sync,
+        ret,
+        |k| [k.handle(HandleKind::File, fh)],
+        |e| {
+            e.handle(HandleKind::File, fh);
+        },
+    );
     ret
 }
 
@@ -5375,9 +6974,14 @@ pub unsafe extern "C" fn MPI_File_toint(file: MPI_File) -> c_int {
         return unsafe { real(file) };
     };
     let ret = unsafe { real(file) };
-    call.end(func::MPI_File_toint, ret, |e| {
-        e.handle(HandleKind::File, file);
-    });
+    call.end_keyed(
+        func::MPI_File_toint,
+        ret,
+        |k| [k.handle(HandleKind::File, file)],
+        |e| {
+            e.handle(HandleKind::File, file);
+        },
+    );
     ret
 }
 
@@ -5395,13 +6999,32 @@ pub unsafe extern "C" fn MPI_File_write(
         return unsafe { real(fh, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
-    call.end(func::MPI_File_write, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_write,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -5419,13 +7042,32 @@ pub unsafe extern "C" fn MPI_File_write_all(
         return unsafe { real(fh, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
-    call.end(func::MPI_File_write_all, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_write_all,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -5442,12 +7084,25 @@ pub unsafe extern "C" fn MPI_File_write_all_begin(
         return unsafe { real(fh, buf, count, datatype) };
     };
     let ret = unsafe { real(fh, buf, count, datatype) };
-    call.end(func::MPI_File_write_all_begin, ret, |e| {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-    });
+    call.end_keyed(
+        func::MPI_File_write_all_begin,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+        },
+    );
     ret
 }
 
@@ -5464,12 +7119,25 @@ pub unsafe extern "C" fn MPI_File_write_all_begin_c(
         return unsafe { real(fh, buf, count, datatype) };
     };
     let ret = unsafe { real(fh, buf, count, datatype) };
-    call.end(func::MPI_File_write_all_begin_c, ret, |e| {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-    });
+    call.end_keyed(
+        func::MPI_File_write_all_begin_c,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+        },
+    );
     ret
 }
 
@@ -5487,13 +7155,32 @@ pub unsafe extern "C" fn MPI_File_write_all_c(
         return unsafe { real(fh, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
-    call.end(func::MPI_File_write_all_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_write_all_c,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -5509,11 +7196,28 @@ pub unsafe extern "C" fn MPI_File_write_all_end(
         return unsafe { real(fh, buf, status) };
     };
     let ret = unsafe { real(fh, buf, status) };
-    call.end(func::MPI_File_write_all_end, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_write_all_end,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -5532,14 +7236,34 @@ pub unsafe extern "C" fn MPI_File_write_at(
         return unsafe { real(fh, offset, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, status) };
-    call.end(func::MPI_File_write_at, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.address(offset);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_write_at,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.address(offset);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -5558,14 +7282,34 @@ pub unsafe extern "C" fn MPI_File_write_at_all(
         return unsafe { real(fh, offset, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, status) };
-    call.end(func::MPI_File_write_at_all, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.address(offset);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_write_at_all,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.address(offset);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -5583,13 +7327,27 @@ pub unsafe extern "C" fn MPI_File_write_at_all_begin(
         return unsafe { real(fh, offset, buf, count, datatype) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype) };
-    call.end(func::MPI_File_write_at_all_begin, ret, |e| {
-        e.handle(HandleKind::File, fh);
-        e.address(offset);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-    });
+    call.end_keyed(
+        func::MPI_File_write_at_all_begin,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::File, fh);
+            e.address(offset);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+        },
+    );
     ret
 }
 
@@ -5607,13 +7365,27 @@ pub unsafe extern "C" fn MPI_File_write_at_all_begin_c(
         return unsafe { real(fh, offset, buf, count, datatype) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype) };
-    call.end(func::MPI_File_write_at_all_begin_c, ret, |e| {
-        e.handle(HandleKind::File, fh);
-        e.address(offset);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-    });
+    call.end_keyed(
+        func::MPI_File_write_at_all_begin_c,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::File, fh);
+            e.address(offset);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+        },
+    );
     ret
 }
 
@@ -5632,14 +7404,34 @@ pub unsafe extern "C" fn MPI_File_write_at_all_c(
         return unsafe { real(fh, offset, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, status) };
-    call.end(func::MPI_File_write_at_all_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.address(offset);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_write_at_all_c,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.address(offset);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -5655,11 +7447,28 @@ pub unsafe extern "C" fn MPI_File_write_at_all_end(
         return unsafe { real(fh, buf, status) };
     };
     let ret = unsafe { real(fh, buf, status) };
-    call.end(func::MPI_File_write_at_all_end, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_write_at_all_end,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -5678,14 +7487,34 @@ pub unsafe extern "C" fn MPI_File_write_at_c(
         return unsafe { real(fh, offset, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, status) };
-    call.end(func::MPI_File_write_at_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.address(offset);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_write_at_c,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.address(offset);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -5703,13 +7532,32 @@ pub unsafe extern "C" fn MPI_File_write_c(
         return unsafe { real(fh, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
-    call.end(func::MPI_File_write_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_write_c,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -5727,13 +7575,32 @@ pub unsafe extern "C" fn MPI_File_write_ordered(
         return unsafe { real(fh, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
-    call.end(func::MPI_File_write_ordered, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_write_ordered,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -5750,12 +7617,25 @@ pub unsafe extern "C" fn MPI_File_write_ordered_begin(
         return unsafe { real(fh, buf, count, datatype) };
     };
     let ret = unsafe { real(fh, buf, count, datatype) };
-    call.end(func::MPI_File_write_ordered_begin, ret, |e| {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-    });
+    call.end_keyed(
+        func::MPI_File_write_ordered_begin,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+        },
+    );
     ret
 }
 
@@ -5772,12 +7652,25 @@ pub unsafe extern "C" fn MPI_File_write_ordered_begin_c(
         return unsafe { real(fh, buf, count, datatype) };
     };
     let ret = unsafe { real(fh, buf, count, datatype) };
-    call.end(func::MPI_File_write_ordered_begin_c, ret, |e| {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-    });
+    call.end_keyed(
+        func::MPI_File_write_ordered_begin_c,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+        },
+    );
     ret
 }
 
@@ -5795,13 +7688,32 @@ pub unsafe extern "C" fn MPI_File_write_ordered_c(
         return unsafe { real(fh, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
-    call.end(func::MPI_File_write_ordered_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_write_ordered_c,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -5817,11 +7729,28 @@ pub unsafe extern "C" fn MPI_File_write_ordered_end(
         return unsafe { real(fh, buf, status) };
     };
     let ret = unsafe { real(fh, buf, status) };
-    call.end(func::MPI_File_write_ordered_end, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_write_ordered_end,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -5839,13 +7768,32 @@ pub unsafe extern "C" fn MPI_File_write_shared(
         return unsafe { real(fh, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
-    call.end(func::MPI_File_write_shared, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_write_shared,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -5863,13 +7811,32 @@ pub unsafe extern "C" fn MPI_File_write_shared_c(
         return unsafe { real(fh, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
-    call.end(func::MPI_File_write_shared_c, ret, |e| unsafe {
-        e.handle(HandleKind::File, fh);
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.status(status, None);
-    });
+    call.end_keyed(
+        func::MPI_File_write_shared_c,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::File, fh);
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.status(status, None);
+        },
+    );
     ret
 }
 
@@ -5881,9 +7848,14 @@ pub unsafe extern "C" fn MPI_Finalized(flag: *mut c_int) -> c_int {
         return unsafe { real(flag) };
     };
     let ret = unsafe { real(flag) };
-    call.end(func::MPI_Finalized, ret, |e| unsafe {
-        e.int_out(flag);
-    });
+    call.end_keyed(
+        func::MPI_Finalized,
+        ret,
+        |k| unsafe { [k.out(flag.cast_const())] },
+        |e| unsafe {
+            e.int_out(flag);
+        },
+    );
     ret
 }
 
@@ -5895,9 +7867,14 @@ pub unsafe extern "C" fn MPI_Free_mem(base: *mut c_void) -> c_int {
         return unsafe { real(base) };
     };
     let ret = unsafe { real(base) };
-    call.end(func::MPI_Free_mem, ret, |e| {
-        e.buffer(base);
-    });
+    call.end_keyed(
+        func::MPI_Free_mem,
+        ret,
+        |k| [base as u64, k.segments()],
+        |e| {
+            e.buffer(base);
+        },
+    );
     ret
 }
 
@@ -5927,16 +7904,33 @@ pub unsafe extern "C" fn MPI_Gather(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
         )
     };
-    call.end(func::MPI_Gather, ret, |e| {
-        e.buffer(sendbuf);
-        e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype);
-        e.root(i64::from(root));
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Gather,
+        ret,
+        |k| {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(sendbuf);
+            e.int(i64::from(sendcount));
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(i64::from(recvcount));
+            e.handle(HandleKind::Datatype, recvtype);
+            e.root(i64::from(root));
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -5966,16 +7960,33 @@ pub unsafe extern "C" fn MPI_Gather_c(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
         )
     };
-    call.end(func::MPI_Gather_c, ret, |e| {
-        e.buffer(sendbuf);
-        e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype);
-        e.root(i64::from(root));
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Gather_c,
+        ret,
+        |k| {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(sendbuf);
+            e.int(sendcount);
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(recvcount);
+            e.handle(HandleKind::Datatype, recvtype);
+            e.root(i64::from(root));
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -6008,18 +8019,37 @@ pub unsafe extern "C" fn MPI_Gather_init(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request,
         )
     };
-    call.end(func::MPI_Gather_init, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype);
-        e.root(i64::from(root));
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Gather_init,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.int(i64::from(sendcount));
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(i64::from(recvcount));
+            e.handle(HandleKind::Datatype, recvtype);
+            e.root(i64::from(root));
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -6052,18 +8082,37 @@ pub unsafe extern "C" fn MPI_Gather_init_c(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request,
         )
     };
-    call.end(func::MPI_Gather_init_c, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype);
-        e.root(i64::from(root));
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Gather_init_c,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.int(sendcount);
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(recvcount);
+            e.handle(HandleKind::Datatype, recvtype);
+            e.root(i64::from(root));
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -6323,16 +8372,33 @@ pub unsafe extern "C" fn MPI_Get(
             win,
         )
     };
-    call.end(func::MPI_Get, ret, |e| {
-        e.buffer(origin_addr);
-        e.int(i64::from(origin_count));
-        e.handle(HandleKind::Datatype, origin_datatype);
-        win_rank(e, i64::from(target_rank), win);
-        e.address(target_disp);
-        e.int(i64::from(target_count));
-        e.handle(HandleKind::Datatype, target_datatype);
-        e.handle(HandleKind::Win, win);
-    });
+    call.end_keyed(
+        func::MPI_Get,
+        ret,
+        |k| {
+            [
+                origin_addr as u64,
+                i64::from(origin_count) as u64,
+                k.handle(HandleKind::Datatype, origin_datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                i64::from(target_count) as u64,
+                k.handle(HandleKind::Datatype, target_datatype),
+                k.handle(HandleKind::Win, win),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(origin_addr);
+            e.int(i64::from(origin_count));
+            e.handle(HandleKind::Datatype, origin_datatype);
+            win_rank(e, i64::from(target_rank), win);
+            e.address(target_disp);
+            e.int(i64::from(target_count));
+            e.handle(HandleKind::Datatype, target_datatype);
+            e.handle(HandleKind::Win, win);
+        },
+    );
     ret
 }
 
@@ -6388,20 +8454,41 @@ pub unsafe extern "C" fn MPI_Get_accumulate(
             win,
         )
     };
-    call.end(func::MPI_Get_accumulate, ret, |e| {
-        e.buffer(origin_addr);
-        e.int(i64::from(origin_count));
-        e.handle(HandleKind::Datatype, origin_datatype);
-        e.buffer(result_addr);
-        e.int(i64::from(result_count));
-        e.handle(HandleKind::Datatype, result_datatype);
-        win_rank(e, i64::from(target_rank), win);
-        e.address(target_disp);
-        e.int(i64::from(target_count));
-        e.handle(HandleKind::Datatype, target_datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Win, win);
-    });
+    call.end_keyed(
+        func::MPI_Get_accumulate,
+        ret,
+        |k| {
+            [
+                origin_addr as u64,
+                i64::from(origin_count) as u64,
+                k.handle(HandleKind::Datatype, origin_datatype),
+                result_addr as u64,
+                i64::from(result_count) as u64,
+                k.handle(HandleKind::Datatype, result_datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                i64::from(target_count) as u64,
+                k.handle(HandleKind::Datatype, target_datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Win, win),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(origin_addr);
+            e.int(i64::from(origin_count));
+            e.handle(HandleKind::Datatype, origin_datatype);
+            e.buffer(result_addr);
+            e.int(i64::from(result_count));
+            e.handle(HandleKind::Datatype, result_datatype);
+            win_rank(e, i64::from(target_rank), win);
+            e.address(target_disp);
+            e.int(i64::from(target_count));
+            e.handle(HandleKind::Datatype, target_datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Win, win);
+        },
+    );
     ret
 }
 
@@ -6457,20 +8544,41 @@ pub unsafe extern "C" fn MPI_Get_accumulate_c(
             win,
         )
     };
-    call.end(func::MPI_Get_accumulate_c, ret, |e| {
-        e.buffer(origin_addr);
-        e.int(origin_count);
-        e.handle(HandleKind::Datatype, origin_datatype);
-        e.buffer(result_addr);
-        e.int(result_count);
-        e.handle(HandleKind::Datatype, result_datatype);
-        win_rank(e, i64::from(target_rank), win);
-        e.address(target_disp);
-        e.int(target_count);
-        e.handle(HandleKind::Datatype, target_datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Win, win);
-    });
+    call.end_keyed(
+        func::MPI_Get_accumulate_c,
+        ret,
+        |k| {
+            [
+                origin_addr as u64,
+                origin_count as u64,
+                k.handle(HandleKind::Datatype, origin_datatype),
+                result_addr as u64,
+                result_count as u64,
+                k.handle(HandleKind::Datatype, result_datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                target_count as u64,
+                k.handle(HandleKind::Datatype, target_datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Win, win),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(origin_addr);
+            e.int(origin_count);
+            e.handle(HandleKind::Datatype, origin_datatype);
+            e.buffer(result_addr);
+            e.int(result_count);
+            e.handle(HandleKind::Datatype, result_datatype);
+            win_rank(e, i64::from(target_rank), win);
+            e.address(target_disp);
+            e.int(target_count);
+            e.handle(HandleKind::Datatype, target_datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Win, win);
+        },
+    );
     ret
 }
 
@@ -6482,10 +8590,15 @@ pub unsafe extern "C" fn MPI_Get_address(location: *const c_void, address: *mut 
         return unsafe { real(location, address) };
     };
     let ret = unsafe { real(location, address) };
-    call.end(func::MPI_Get_address, ret, |e| unsafe {
-        e.buffer(location);
-        location_out(e, address);
-    });
+    call.end_keyed(
+        func::MPI_Get_address,
+        ret,
+        |k| unsafe { [location as u64, k.out(address.cast_const()), k.segments()] },
+        |e| unsafe {
+            e.buffer(location);
+            location_out(e, address);
+        },
+    );
     ret
 }
 
@@ -6529,16 +8642,33 @@ pub unsafe extern "C" fn MPI_Get_c(
             win,
         )
     };
-    call.end(func::MPI_Get_c, ret, |e| {
-        e.buffer(origin_addr);
-        e.int(origin_count);
-        e.handle(HandleKind::Datatype, origin_datatype);
-        win_rank(e, i64::from(target_rank), win);
-        e.address(target_disp);
-        e.int(target_count);
-        e.handle(HandleKind::Datatype, target_datatype);
-        e.handle(HandleKind::Win, win);
-    });
+    call.end_keyed(
+        func::MPI_Get_c,
+        ret,
+        |k| {
+            [
+                origin_addr as u64,
+                origin_count as u64,
+                k.handle(HandleKind::Datatype, origin_datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                target_count as u64,
+                k.handle(HandleKind::Datatype, target_datatype),
+                k.handle(HandleKind::Win, win),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(origin_addr);
+            e.int(origin_count);
+            e.handle(HandleKind::Datatype, origin_datatype);
+            win_rank(e, i64::from(target_rank), win);
+            e.address(target_disp);
+            e.int(target_count);
+            e.handle(HandleKind::Datatype, target_datatype);
+            e.handle(HandleKind::Win, win);
+        },
+    );
     ret
 }
 
@@ -6554,11 +8684,27 @@ pub unsafe extern "C" fn MPI_Get_count(
         return unsafe { real(status, datatype, count) };
     };
     let ret = unsafe { real(status, datatype, count) };
-    call.end(func::MPI_Get_count, ret, |e| unsafe {
-        e.status(status, None);
-        e.handle(HandleKind::Datatype, datatype);
-        e.int_out(count);
-    });
+    call.end_keyed(
+        func::MPI_Get_count,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.handle(HandleKind::Datatype, datatype),
+                k.out(count.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.status(status, None);
+            e.handle(HandleKind::Datatype, datatype);
+            e.int_out(count);
+        },
+    );
     ret
 }
 
@@ -6574,11 +8720,27 @@ pub unsafe extern "C" fn MPI_Get_count_c(
         return unsafe { real(status, datatype, count) };
     };
     let ret = unsafe { real(status, datatype, count) };
-    call.end(func::MPI_Get_count_c, ret, |e| unsafe {
-        e.status(status, None);
-        e.handle(HandleKind::Datatype, datatype);
-        e.count_out(count);
-    });
+    call.end_keyed(
+        func::MPI_Get_count_c,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.handle(HandleKind::Datatype, datatype),
+                k.out(count.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.status(status, None);
+            e.handle(HandleKind::Datatype, datatype);
+            e.count_out(count);
+        },
+    );
     ret
 }
 
@@ -6594,11 +8756,27 @@ pub unsafe extern "C" fn MPI_Get_elements(
         return unsafe { real(status, datatype, count) };
     };
     let ret = unsafe { real(status, datatype, count) };
-    call.end(func::MPI_Get_elements, ret, |e| unsafe {
-        e.status(status, None);
-        e.handle(HandleKind::Datatype, datatype);
-        e.int_out(count);
-    });
+    call.end_keyed(
+        func::MPI_Get_elements,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.handle(HandleKind::Datatype, datatype),
+                k.out(count.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.status(status, None);
+            e.handle(HandleKind::Datatype, datatype);
+            e.int_out(count);
+        },
+    );
     ret
 }
 
@@ -6614,11 +8792,27 @@ pub unsafe extern "C" fn MPI_Get_elements_c(
         return unsafe { real(status, datatype, count) };
     };
     let ret = unsafe { real(status, datatype, count) };
-    call.end(func::MPI_Get_elements_c, ret, |e| unsafe {
-        e.status(status, None);
-        e.handle(HandleKind::Datatype, datatype);
-        e.count_out(count);
-    });
+    call.end_keyed(
+        func::MPI_Get_elements_c,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.handle(HandleKind::Datatype, datatype),
+                k.out(count.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.status(status, None);
+            e.handle(HandleKind::Datatype, datatype);
+            e.count_out(count);
+        },
+    );
     ret
 }
 
@@ -6634,11 +8828,27 @@ pub unsafe extern "C" fn MPI_Get_elements_x(
         return unsafe { real(status, datatype, count) };
     };
     let ret = unsafe { real(status, datatype, count) };
-    call.end(func::MPI_Get_elements_x, ret, |e| unsafe {
-        e.status(status, None);
-        e.handle(HandleKind::Datatype, datatype);
-        e.count_out(count);
-    });
+    call.end_keyed(
+        func::MPI_Get_elements_x,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.handle(HandleKind::Datatype, datatype),
+                k.out(count.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.status(status, None);
+            e.handle(HandleKind::Datatype, datatype);
+            e.count_out(count);
+        },
+    );
     ret
 }
 
@@ -6699,10 +8909,15 @@ pub unsafe extern "C" fn MPI_Get_version(version: *mut c_int, subversion: *mut c
         return unsafe { real(version, subversion) };
     };
     let ret = unsafe { real(version, subversion) };
-    call.end(func::MPI_Get_version, ret, |e| unsafe {
-        e.int_out(version);
-        e.int_out(subversion);
-    });
+    call.end_keyed(
+        func::MPI_Get_version,
+        ret,
+        |k| unsafe { [k.out(version.cast_const()), k.out(subversion.cast_const())] },
+        |e| unsafe {
+            e.int_out(version);
+            e.int_out(subversion);
+        },
+    );
     ret
 }
 
@@ -6837,11 +9052,22 @@ pub unsafe extern "C" fn MPI_Graph_neighbors_count(
         return unsafe { real(comm, rank, nneighbors) };
     };
     let ret = unsafe { real(comm, rank, nneighbors) };
-    call.end(func::MPI_Graph_neighbors_count, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm);
-        e.rank(i64::from(rank), comm);
-        e.int_out(nneighbors);
-    });
+    call.end_keyed(
+        func::MPI_Graph_neighbors_count,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Comm, comm),
+                i64::from(rank) as u64,
+                k.out(nneighbors.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Comm, comm);
+            e.rank(i64::from(rank), comm);
+            e.int_out(nneighbors);
+        },
+    );
     ret
 }
 
@@ -6857,11 +9083,22 @@ pub unsafe extern "C" fn MPI_Graphdims_get(
         return unsafe { real(comm, nnodes, nedges) };
     };
     let ret = unsafe { real(comm, nnodes, nedges) };
-    call.end(func::MPI_Graphdims_get, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm);
-        e.int_out(nnodes);
-        e.int_out(nedges);
-    });
+    call.end_keyed(
+        func::MPI_Graphdims_get,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Comm, comm),
+                k.out(nnodes.cast_const()),
+                k.out(nedges.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Comm, comm);
+            e.int_out(nnodes);
+            e.int_out(nedges);
+        },
+    );
     ret
 }
 
@@ -6893,13 +9130,27 @@ pub unsafe extern "C" fn MPI_Grequest_start(
         return unsafe { real(query_fn, free_fn, cancel_fn, extra_state, request) };
     };
     let ret = unsafe { real(query_fn, free_fn, cancel_fn, extra_state, request) };
-    call.end(func::MPI_Grequest_start, ret, |e| unsafe {
-        e.callback(query_fn);
-        e.callback(free_fn);
-        e.callback(cancel_fn);
-        e.buffer(extra_state);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Grequest_start,
+        ret,
+        |k| unsafe {
+            [
+                query_fn as u64,
+                free_fn as u64,
+                cancel_fn as u64,
+                extra_state as u64,
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.callback(query_fn);
+            e.callback(free_fn);
+            e.callback(cancel_fn);
+            e.buffer(extra_state);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -6915,11 +9166,22 @@ pub unsafe extern "C" fn MPI_Group_compare(
         return unsafe { real(group1, group2, result) };
     };
     let ret = unsafe { real(group1, group2, result) };
-    call.end(func::MPI_Group_compare, ret, |e| unsafe {
-        e.handle(HandleKind::Group, group1);
-        e.handle(HandleKind::Group, group2);
-        e.constant_out(ConstSet::Comparison, result);
-    });
+    call.end_keyed(
+        func::MPI_Group_compare,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Group, group1),
+                k.handle(HandleKind::Group, group2),
+                k.out(result.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Group, group1);
+            e.handle(HandleKind::Group, group2);
+            e.constant_out(ConstSet::Comparison, result);
+        },
+    );
     ret
 }
 
@@ -7009,9 +9271,14 @@ pub unsafe extern "C" fn MPI_Group_fromint(group: c_int) -> MPI_Group {
         return unsafe { real(group) };
     };
     let ret = unsafe { real(group) };
-    call.end(func::MPI_Group_fromint, MPI_SUCCESS, |e| {
-        e.int(i64::from(group));
-    });
+    call.end_keyed(
+        func::MPI_Group_fromint,
+        MPI_SUCCESS,
+        |_| [i64::from(group) as u64],
+        |e| {
+            e.int(i64::from(group));
+        },
+    );
     ret
 }
 
@@ -7122,10 +9389,15 @@ pub unsafe extern "C" fn MPI_Group_rank(group: MPI_Group, rank: *mut c_int) -> c
         return unsafe { real(group, rank) };
     };
     let ret = unsafe { real(group, rank) };
-    call.end(func::MPI_Group_rank, ret, |e| unsafe {
-        e.handle(HandleKind::Group, group);
-        e.int_out(rank);
-    });
+    call.end_keyed(
+        func::MPI_Group_rank,
+        ret,
+        |k| unsafe { [k.handle(HandleKind::Group, group), k.out(rank.cast_const())] },
+        |e| unsafe {
+            e.handle(HandleKind::Group, group);
+            e.int_out(rank);
+        },
+    );
     ret
 }
 
@@ -7137,10 +9409,15 @@ pub unsafe extern "C" fn MPI_Group_size(group: MPI_Group, size: *mut c_int) -> c
         return unsafe { real(group, size) };
     };
     let ret = unsafe { real(group, size) };
-    call.end(func::MPI_Group_size, ret, |e| unsafe {
-        e.handle(HandleKind::Group, group);
-        e.int_out(size);
-    });
+    call.end_keyed(
+        func::MPI_Group_size,
+        ret,
+        |k| unsafe { [k.handle(HandleKind::Group, group), k.out(size.cast_const())] },
+        |e| unsafe {
+            e.handle(HandleKind::Group, group);
+            e.int_out(size);
+        },
+    );
     ret
 }
 
@@ -7152,9 +9429,14 @@ pub unsafe extern "C" fn MPI_Group_toint(group: MPI_Group) -> c_int {
         return unsafe { real(group) };
     };
     let ret = unsafe { real(group) };
-    call.end(func::MPI_Group_toint, ret, |e| {
-        e.handle(HandleKind::Group, group);
-    });
+    call.end_keyed(
+        func::MPI_Group_toint,
+        ret,
+        |k| [k.handle(HandleKind::Group, group)],
+        |e| {
+            e.handle(HandleKind::Group, group);
+        },
+    );
     ret
 }
 
@@ -7230,16 +9512,33 @@ pub unsafe extern "C" fn MPI_Iallgather(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
         )
     };
-    call.end(func::MPI_Iallgather, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype);
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Iallgather,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.int(i64::from(sendcount));
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(i64::from(recvcount));
+            e.handle(HandleKind::Datatype, recvtype);
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -7269,16 +9568,33 @@ pub unsafe extern "C" fn MPI_Iallgather_c(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
         )
     };
-    call.end(func::MPI_Iallgather_c, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype);
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Iallgather_c,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.int(sendcount);
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(recvcount);
+            e.handle(HandleKind::Datatype, recvtype);
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -7384,15 +9700,31 @@ pub unsafe extern "C" fn MPI_Iallreduce(
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) };
-    call.end(func::MPI_Iallreduce, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Iallreduce,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -7412,15 +9744,31 @@ pub unsafe extern "C" fn MPI_Iallreduce_c(
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) };
-    call.end(func::MPI_Iallreduce_c, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Iallreduce_c,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -7450,16 +9798,33 @@ pub unsafe extern "C" fn MPI_Ialltoall(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
         )
     };
-    call.end(func::MPI_Ialltoall, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype);
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Ialltoall,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.int(i64::from(sendcount));
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(i64::from(recvcount));
+            e.handle(HandleKind::Datatype, recvtype);
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -7489,16 +9854,33 @@ pub unsafe extern "C" fn MPI_Ialltoall_c(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
         )
     };
-    call.end(func::MPI_Ialltoall_c, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype);
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Ialltoall_c,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.int(sendcount);
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(recvcount);
+            e.handle(HandleKind::Datatype, recvtype);
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -7774,10 +10156,15 @@ pub unsafe extern "C" fn MPI_Ibarrier(comm: MPI_Comm, request: *mut HandleSlot) 
         return unsafe { real(comm, request) };
     };
     let ret = unsafe { real(comm, request) };
-    call.end(func::MPI_Ibarrier, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Ibarrier,
+        ret,
+        |k| unsafe { [k.handle(HandleKind::Comm, comm), k.created(request.cast())] },
+        |e| unsafe {
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -7796,14 +10183,29 @@ pub unsafe extern "C" fn MPI_Ibcast(
         return unsafe { real(buffer, count, datatype, root, comm, request) };
     };
     let ret = unsafe { real(buffer, count, datatype, root, comm, request) };
-    call.end(func::MPI_Ibcast, ret, |e| unsafe {
-        e.buffer(buffer);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.root(i64::from(root));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Ibcast,
+        ret,
+        |k| unsafe {
+            [
+                buffer as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buffer);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.root(i64::from(root));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -7822,14 +10224,29 @@ pub unsafe extern "C" fn MPI_Ibcast_c(
         return unsafe { real(buffer, count, datatype, root, comm, request) };
     };
     let ret = unsafe { real(buffer, count, datatype, root, comm, request) };
-    call.end(func::MPI_Ibcast_c, ret, |e| unsafe {
-        e.buffer(buffer);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.root(i64::from(root));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Ibcast_c,
+        ret,
+        |k| unsafe {
+            [
+                buffer as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buffer);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.root(i64::from(root));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -7849,15 +10266,31 @@ pub unsafe extern "C" fn MPI_Ibsend(
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
-    call.end(func::MPI_Ibsend, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Ibsend,
+        ret,
+        |k| unsafe {
+            [
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -7877,15 +10310,31 @@ pub unsafe extern "C" fn MPI_Ibsend_c(
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
-    call.end(func::MPI_Ibsend_c, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Ibsend_c,
+        ret,
+        |k| unsafe {
+            [
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -7905,15 +10354,31 @@ pub unsafe extern "C" fn MPI_Iexscan(
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) };
-    call.end(func::MPI_Iexscan, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Iexscan,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -7933,15 +10398,31 @@ pub unsafe extern "C" fn MPI_Iexscan_c(
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) };
-    call.end(func::MPI_Iexscan_c, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Iexscan_c,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -7972,17 +10453,35 @@ pub unsafe extern "C" fn MPI_Igather(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
         )
     };
-    call.end(func::MPI_Igather, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype);
-        e.root(i64::from(root));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Igather,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.int(i64::from(sendcount));
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(i64::from(recvcount));
+            e.handle(HandleKind::Datatype, recvtype);
+            e.root(i64::from(root));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -8013,17 +10512,35 @@ pub unsafe extern "C" fn MPI_Igather_c(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
         )
     };
-    call.end(func::MPI_Igather_c, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype);
-        e.root(i64::from(root));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Igather_c,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.int(sendcount);
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(recvcount);
+            e.handle(HandleKind::Datatype, recvtype);
+            e.root(i64::from(root));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -8239,16 +10756,33 @@ pub unsafe extern "C" fn MPI_Ineighbor_allgather(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
         )
     };
-    call.end(func::MPI_Ineighbor_allgather, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype);
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Ineighbor_allgather,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.int(i64::from(sendcount));
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(i64::from(recvcount));
+            e.handle(HandleKind::Datatype, recvtype);
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -8278,16 +10812,33 @@ pub unsafe extern "C" fn MPI_Ineighbor_allgather_c(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
         )
     };
-    call.end(func::MPI_Ineighbor_allgather_c, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype);
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Ineighbor_allgather_c,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.int(sendcount);
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(recvcount);
+            e.handle(HandleKind::Datatype, recvtype);
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -8403,16 +10954,33 @@ pub unsafe extern "C" fn MPI_Ineighbor_alltoall(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
         )
     };
-    call.end(func::MPI_Ineighbor_alltoall, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype);
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Ineighbor_alltoall,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.int(i64::from(sendcount));
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(i64::from(recvcount));
+            e.handle(HandleKind::Datatype, recvtype);
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -8442,16 +11010,33 @@ pub unsafe extern "C" fn MPI_Ineighbor_alltoall_c(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
         )
     };
-    call.end(func::MPI_Ineighbor_alltoall_c, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype);
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Ineighbor_alltoall_c,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.int(sendcount);
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(recvcount);
+            e.handle(HandleKind::Datatype, recvtype);
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -8767,9 +11352,14 @@ pub unsafe extern "C" fn MPI_Info_fromint(info: c_int) -> MPI_Info {
         return unsafe { real(info) };
     };
     let ret = unsafe { real(info) };
-    call.end(func::MPI_Info_fromint, MPI_SUCCESS, |e| {
-        e.int(i64::from(info));
-    });
+    call.end_keyed(
+        func::MPI_Info_fromint,
+        MPI_SUCCESS,
+        |_| [i64::from(info) as u64],
+        |e| {
+            e.int(i64::from(info));
+        },
+    );
     ret
 }
 
@@ -8807,10 +11397,15 @@ pub unsafe extern "C" fn MPI_Info_get_nkeys(info: MPI_Info, nkeys: *mut c_int) -
         return unsafe { real(info, nkeys) };
     };
     let ret = unsafe { real(info, nkeys) };
-    call.end(func::MPI_Info_get_nkeys, ret, |e| unsafe {
-        e.handle(HandleKind::Info, info);
-        e.int_out(nkeys);
-    });
+    call.end_keyed(
+        func::MPI_Info_get_nkeys,
+        ret,
+        |k| unsafe { [k.handle(HandleKind::Info, info), k.out(nkeys.cast_const())] },
+        |e| unsafe {
+            e.handle(HandleKind::Info, info);
+            e.int_out(nkeys);
+        },
+    );
     ret
 }
 
@@ -8908,9 +11503,14 @@ pub unsafe extern "C" fn MPI_Info_toint(info: MPI_Info) -> c_int {
         return unsafe { real(info) };
     };
     let ret = unsafe { real(info) };
-    call.end(func::MPI_Info_toint, ret, |e| {
-        e.handle(HandleKind::Info, info);
-    });
+    call.end_keyed(
+        func::MPI_Info_toint,
+        ret,
+        |k| [k.handle(HandleKind::Info, info)],
+        |e| {
+            e.handle(HandleKind::Info, info);
+        },
+    );
     ret
 }
 
@@ -8922,9 +11522,14 @@ pub unsafe extern "C" fn MPI_Initialized(flag: *mut c_int) -> c_int {
         return unsafe { real(flag) };
     };
     let ret = unsafe { real(flag) };
-    call.end(func::MPI_Initialized, ret, |e| unsafe {
-        e.int_out(flag);
-    });
+    call.end_keyed(
+        func::MPI_Initialized,
+        ret,
+        |k| unsafe { [k.out(flag.cast_const())] },
+        |e| unsafe {
+            e.int_out(flag);
+        },
+    );
     ret
 }
 
@@ -9076,13 +11681,31 @@ pub unsafe extern "C" fn MPI_Iprobe(
         return unsafe { real(source, tag, comm, flag, status) };
     };
     let ret = unsafe { real(source, tag, comm, flag, status) };
-    call.end(func::MPI_Iprobe, ret, |e| unsafe {
-        e.rank(i64::from(source), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-        e.int_out(flag);
-        e.status(status, Some(comm));
-    });
+    call.end_keyed(
+        func::MPI_Iprobe,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                i64::from(source) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.out(flag.cast_const()),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+            ]
+        },
+        |e| unsafe {
+            e.rank(i64::from(source), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+            e.int_out(flag);
+            e.status(status, Some(comm));
+        },
+    );
     ret
 }
 
@@ -9102,15 +11725,31 @@ pub unsafe extern "C" fn MPI_Irecv(
         return unsafe { real(buf, count, datatype, source, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, source, tag, comm, request) };
-    call.end(func::MPI_Irecv, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(source), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Irecv,
+        ret,
+        |k| unsafe {
+            [
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(source) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(source), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -9130,15 +11769,31 @@ pub unsafe extern "C" fn MPI_Irecv_c(
         return unsafe { real(buf, count, datatype, source, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, source, tag, comm, request) };
-    call.end(func::MPI_Irecv_c, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(source), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Irecv_c,
+        ret,
+        |k| unsafe {
+            [
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(source) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(source), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -9160,16 +11815,33 @@ pub unsafe extern "C" fn MPI_Ireduce(
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, root, comm, request) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, root, comm, request) };
-    call.end(func::MPI_Ireduce, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.root(i64::from(root));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Ireduce,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.root(i64::from(root));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -9191,16 +11863,33 @@ pub unsafe extern "C" fn MPI_Ireduce_c(
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, root, comm, request) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, root, comm, request) };
-    call.end(func::MPI_Ireduce_c, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.root(i64::from(root));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Ireduce_c,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.root(i64::from(root));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -9249,15 +11938,31 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_block(
         return unsafe { real(sendbuf, recvbuf, recvcount, datatype, op, comm, request) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, recvcount, datatype, op, comm, request) };
-    call.end(func::MPI_Ireduce_scatter_block, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Ireduce_scatter_block,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(i64::from(recvcount));
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -9277,15 +11982,31 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_block_c(
         return unsafe { real(sendbuf, recvbuf, recvcount, datatype, op, comm, request) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, recvcount, datatype, op, comm, request) };
-    call.end(func::MPI_Ireduce_scatter_block_c, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(recvcount);
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Ireduce_scatter_block_c,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(recvcount);
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -9334,15 +12055,31 @@ pub unsafe extern "C" fn MPI_Irsend(
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
-    call.end(func::MPI_Irsend, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Irsend,
+        ret,
+        |k| unsafe {
+            [
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -9362,15 +12099,31 @@ pub unsafe extern "C" fn MPI_Irsend_c(
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
-    call.end(func::MPI_Irsend_c, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Irsend_c,
+        ret,
+        |k| unsafe {
+            [
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -9382,9 +12135,14 @@ pub unsafe extern "C" fn MPI_Is_thread_main(flag: *mut c_int) -> c_int {
         return unsafe { real(flag) };
     };
     let ret = unsafe { real(flag) };
-    call.end(func::MPI_Is_thread_main, ret, |e| unsafe {
-        e.int_out(flag);
-    });
+    call.end_keyed(
+        func::MPI_Is_thread_main,
+        ret,
+        |k| unsafe { [k.out(flag.cast_const())] },
+        |e| unsafe {
+            e.int_out(flag);
+        },
+    );
     ret
 }
 
@@ -9404,15 +12162,31 @@ pub unsafe extern "C" fn MPI_Iscan(
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) };
-    call.end(func::MPI_Iscan, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Iscan,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -9432,15 +12206,31 @@ pub unsafe extern "C" fn MPI_Iscan_c(
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) };
-    call.end(func::MPI_Iscan_c, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Iscan_c,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -9471,17 +12261,35 @@ pub unsafe extern "C" fn MPI_Iscatter(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
         )
     };
-    call.end(func::MPI_Iscatter, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype);
-        e.root(i64::from(root));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Iscatter,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.int(i64::from(sendcount));
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(i64::from(recvcount));
+            e.handle(HandleKind::Datatype, recvtype);
+            e.root(i64::from(root));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -9512,17 +12320,35 @@ pub unsafe extern "C" fn MPI_Iscatter_c(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
         )
     };
-    call.end(func::MPI_Iscatter_c, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype);
-        e.root(i64::from(root));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Iscatter_c,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.int(sendcount);
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(recvcount);
+            e.handle(HandleKind::Datatype, recvtype);
+            e.root(i64::from(root));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -9652,15 +12478,31 @@ pub unsafe extern "C" fn MPI_Isend(
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
-    call.end(func::MPI_Isend, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Isend,
+        ret,
+        |k| unsafe {
+            [
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -9680,15 +12522,31 @@ pub unsafe extern "C" fn MPI_Isend_c(
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
-    call.end(func::MPI_Isend_c, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Isend_c,
+        ret,
+        |k| unsafe {
+            [
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -9724,20 +12582,41 @@ pub unsafe extern "C" fn MPI_Isendrecv(
             recvtag, comm, request,
         )
     };
-    call.end(func::MPI_Isendrecv, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(sendtag));
-        e.buffer(recvbuf);
-        e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype);
-        e.rank(i64::from(source), comm);
-        e.tag(i64::from(recvtag));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Isendrecv,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                i64::from(dest) as u64,
+                i64::from(sendtag) as u64,
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                i64::from(source) as u64,
+                i64::from(recvtag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.int(i64::from(sendcount));
+            e.handle(HandleKind::Datatype, sendtype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(sendtag));
+            e.buffer(recvbuf);
+            e.int(i64::from(recvcount));
+            e.handle(HandleKind::Datatype, recvtype);
+            e.rank(i64::from(source), comm);
+            e.tag(i64::from(recvtag));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -9773,20 +12652,41 @@ pub unsafe extern "C" fn MPI_Isendrecv_c(
             recvtag, comm, request,
         )
     };
-    call.end(func::MPI_Isendrecv_c, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(sendtag));
-        e.buffer(recvbuf);
-        e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype);
-        e.rank(i64::from(source), comm);
-        e.tag(i64::from(recvtag));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Isendrecv_c,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                i64::from(dest) as u64,
+                i64::from(sendtag) as u64,
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                i64::from(source) as u64,
+                i64::from(recvtag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.int(sendcount);
+            e.handle(HandleKind::Datatype, sendtype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(sendtag));
+            e.buffer(recvbuf);
+            e.int(recvcount);
+            e.handle(HandleKind::Datatype, recvtype);
+            e.rank(i64::from(source), comm);
+            e.tag(i64::from(recvtag));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -9817,17 +12717,35 @@ pub unsafe extern "C" fn MPI_Isendrecv_replace(
             buf, count, datatype, dest, sendtag, source, recvtag, comm, request,
         )
     };
-    call.end(func::MPI_Isendrecv_replace, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(sendtag));
-        e.rank(i64::from(source), comm);
-        e.tag(i64::from(recvtag));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Isendrecv_replace,
+        ret,
+        |k| unsafe {
+            [
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(sendtag) as u64,
+                i64::from(source) as u64,
+                i64::from(recvtag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(sendtag));
+            e.rank(i64::from(source), comm);
+            e.tag(i64::from(recvtag));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -9858,17 +12776,35 @@ pub unsafe extern "C" fn MPI_Isendrecv_replace_c(
             buf, count, datatype, dest, sendtag, source, recvtag, comm, request,
         )
     };
-    call.end(func::MPI_Isendrecv_replace_c, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(sendtag));
-        e.rank(i64::from(source), comm);
-        e.tag(i64::from(recvtag));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Isendrecv_replace_c,
+        ret,
+        |k| unsafe {
+            [
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(sendtag) as u64,
+                i64::from(source) as u64,
+                i64::from(recvtag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(sendtag));
+            e.rank(i64::from(source), comm);
+            e.tag(i64::from(recvtag));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -9888,15 +12824,31 @@ pub unsafe extern "C" fn MPI_Issend(
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
-    call.end(func::MPI_Issend, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Issend,
+        ret,
+        |k| unsafe {
+            [
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -9916,15 +12868,31 @@ pub unsafe extern "C" fn MPI_Issend_c(
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
-    call.end(func::MPI_Issend_c, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Issend_c,
+        ret,
+        |k| unsafe {
+            [
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -9994,9 +12962,14 @@ pub unsafe extern "C" fn MPI_Message_fromint(message: c_int) -> MPI_Message {
         return unsafe { real(message) };
     };
     let ret = unsafe { real(message) };
-    call.end(func::MPI_Message_fromint, MPI_SUCCESS, |e| {
-        e.int(i64::from(message));
-    });
+    call.end_keyed(
+        func::MPI_Message_fromint,
+        MPI_SUCCESS,
+        |_| [i64::from(message) as u64],
+        |e| {
+            e.int(i64::from(message));
+        },
+    );
     ret
 }
 
@@ -10008,9 +12981,14 @@ pub unsafe extern "C" fn MPI_Message_toint(message: MPI_Message) -> c_int {
         return unsafe { real(message) };
     };
     let ret = unsafe { real(message) };
-    call.end(func::MPI_Message_toint, ret, |e| {
-        e.handle(HandleKind::Message, message);
-    });
+    call.end_keyed(
+        func::MPI_Message_toint,
+        ret,
+        |k| [k.handle(HandleKind::Message, message)],
+        |e| {
+            e.handle(HandleKind::Message, message);
+        },
+    );
     ret
 }
 
@@ -10112,15 +13090,31 @@ pub unsafe extern "C" fn MPI_Neighbor_allgather(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
         )
     };
-    call.end(func::MPI_Neighbor_allgather, ret, |e| {
-        e.buffer(sendbuf);
-        e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype);
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Neighbor_allgather,
+        ret,
+        |k| {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(sendbuf);
+            e.int(i64::from(sendcount));
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(i64::from(recvcount));
+            e.handle(HandleKind::Datatype, recvtype);
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -10148,15 +13142,31 @@ pub unsafe extern "C" fn MPI_Neighbor_allgather_c(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
         )
     };
-    call.end(func::MPI_Neighbor_allgather_c, ret, |e| {
-        e.buffer(sendbuf);
-        e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype);
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Neighbor_allgather_c,
+        ret,
+        |k| {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(sendbuf);
+            e.int(sendcount);
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(recvcount);
+            e.handle(HandleKind::Datatype, recvtype);
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -10187,17 +13197,35 @@ pub unsafe extern "C" fn MPI_Neighbor_allgather_init(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
         )
     };
-    call.end(func::MPI_Neighbor_allgather_init, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype);
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Neighbor_allgather_init,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.int(i64::from(sendcount));
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(i64::from(recvcount));
+            e.handle(HandleKind::Datatype, recvtype);
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -10228,17 +13256,35 @@ pub unsafe extern "C" fn MPI_Neighbor_allgather_init_c(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
         )
     };
-    call.end(func::MPI_Neighbor_allgather_init_c, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype);
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Neighbor_allgather_init_c,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.int(sendcount);
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(recvcount);
+            e.handle(HandleKind::Datatype, recvtype);
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -10442,15 +13488,31 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoall(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
         )
     };
-    call.end(func::MPI_Neighbor_alltoall, ret, |e| {
-        e.buffer(sendbuf);
-        e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype);
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Neighbor_alltoall,
+        ret,
+        |k| {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(sendbuf);
+            e.int(i64::from(sendcount));
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(i64::from(recvcount));
+            e.handle(HandleKind::Datatype, recvtype);
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -10478,15 +13540,31 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoall_c(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
         )
     };
-    call.end(func::MPI_Neighbor_alltoall_c, ret, |e| {
-        e.buffer(sendbuf);
-        e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype);
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Neighbor_alltoall_c,
+        ret,
+        |k| {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(sendbuf);
+            e.int(sendcount);
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(recvcount);
+            e.handle(HandleKind::Datatype, recvtype);
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -10517,17 +13595,35 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoall_init(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
         )
     };
-    call.end(func::MPI_Neighbor_alltoall_init, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype);
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Neighbor_alltoall_init,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.int(i64::from(sendcount));
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(i64::from(recvcount));
+            e.handle(HandleKind::Datatype, recvtype);
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -10558,17 +13654,35 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoall_init_c(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
         )
     };
-    call.end(func::MPI_Neighbor_alltoall_init_c, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype);
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Neighbor_alltoall_init_c,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.int(sendcount);
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(recvcount);
+            e.handle(HandleKind::Datatype, recvtype);
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -11024,10 +14138,15 @@ pub unsafe extern "C" fn MPI_Op_commutative(op: MPI_Op, commute: *mut c_int) -> 
         return unsafe { real(op, commute) };
     };
     let ret = unsafe { real(op, commute) };
-    call.end(func::MPI_Op_commutative, ret, |e| unsafe {
-        e.handle(HandleKind::Op, op);
-        e.int_out(commute);
-    });
+    call.end_keyed(
+        func::MPI_Op_commutative,
+        ret,
+        |k| unsafe { [k.handle(HandleKind::Op, op), k.out(commute.cast_const())] },
+        |e| unsafe {
+            e.handle(HandleKind::Op, op);
+            e.int_out(commute);
+        },
+    );
     ret
 }
 
@@ -11094,9 +14213,14 @@ pub unsafe extern "C" fn MPI_Op_fromint(op: c_int) -> MPI_Op {
         return unsafe { real(op) };
     };
     let ret = unsafe { real(op) };
-    call.end(func::MPI_Op_fromint, MPI_SUCCESS, |e| {
-        e.int(i64::from(op));
-    });
+    call.end_keyed(
+        func::MPI_Op_fromint,
+        MPI_SUCCESS,
+        |_| [i64::from(op) as u64],
+        |e| {
+            e.int(i64::from(op));
+        },
+    );
     ret
 }
 
@@ -11108,9 +14232,14 @@ pub unsafe extern "C" fn MPI_Op_toint(op: MPI_Op) -> c_int {
         return unsafe { real(op) };
     };
     let ret = unsafe { real(op) };
-    call.end(func::MPI_Op_toint, ret, |e| {
-        e.handle(HandleKind::Op, op);
-    });
+    call.end_keyed(
+        func::MPI_Op_toint,
+        ret,
+        |k| [k.handle(HandleKind::Op, op)],
+        |e| {
+            e.handle(HandleKind::Op, op);
+        },
+    );
     ret
 }
 
@@ -11147,15 +14276,31 @@ pub unsafe extern "C" fn MPI_Pack(
     };
     let position_before = unsafe { read_or(position, 0) };
     let ret = unsafe { real(inbuf, incount, datatype, outbuf, outsize, position, comm) };
-    call.end(func::MPI_Pack, ret, |e| {
-        e.buffer(inbuf);
-        e.int(i64::from(incount));
-        e.handle(HandleKind::Datatype, datatype);
-        e.buffer(outbuf);
-        e.address(i64::from(outsize));
-        e.address(i64::from(position_before));
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Pack,
+        ret,
+        |k| {
+            [
+                inbuf as u64,
+                i64::from(incount) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                outbuf as u64,
+                i64::from(outsize) as u64,
+                i64::from(position_before) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(inbuf);
+            e.int(i64::from(incount));
+            e.handle(HandleKind::Datatype, datatype);
+            e.buffer(outbuf);
+            e.address(i64::from(outsize));
+            e.address(i64::from(position_before));
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -11176,15 +14321,31 @@ pub unsafe extern "C" fn MPI_Pack_c(
     };
     let position_before = unsafe { read_or(position, 0) };
     let ret = unsafe { real(inbuf, incount, datatype, outbuf, outsize, position, comm) };
-    call.end(func::MPI_Pack_c, ret, |e| {
-        e.buffer(inbuf);
-        e.int(incount);
-        e.handle(HandleKind::Datatype, datatype);
-        e.buffer(outbuf);
-        e.address(outsize);
-        e.address(position_before);
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Pack_c,
+        ret,
+        |k| {
+            [
+                inbuf as u64,
+                incount as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                outbuf as u64,
+                outsize as u64,
+                position_before as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(inbuf);
+            e.int(incount);
+            e.handle(HandleKind::Datatype, datatype);
+            e.buffer(outbuf);
+            e.address(outsize);
+            e.address(position_before);
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -11303,12 +14464,24 @@ pub unsafe extern "C" fn MPI_Pack_size(
         return unsafe { real(incount, datatype, comm, size) };
     };
     let ret = unsafe { real(incount, datatype, comm, size) };
-    call.end(func::MPI_Pack_size, ret, |e| unsafe {
-        e.int(i64::from(incount));
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Comm, comm);
-        e.int_out(size);
-    });
+    call.end_keyed(
+        func::MPI_Pack_size,
+        ret,
+        |k| unsafe {
+            [
+                i64::from(incount) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Comm, comm),
+                k.out(size.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.int(i64::from(incount));
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Comm, comm);
+            e.int_out(size);
+        },
+    );
     ret
 }
 
@@ -11325,12 +14498,24 @@ pub unsafe extern "C" fn MPI_Pack_size_c(
         return unsafe { real(incount, datatype, comm, size) };
     };
     let ret = unsafe { real(incount, datatype, comm, size) };
-    call.end(func::MPI_Pack_size_c, ret, |e| unsafe {
-        e.int(incount);
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Comm, comm);
-        e.count_out(size);
-    });
+    call.end_keyed(
+        func::MPI_Pack_size_c,
+        ret,
+        |k| unsafe {
+            [
+                incount as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Comm, comm),
+                k.out(size.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.int(incount);
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Comm, comm);
+            e.count_out(size);
+        },
+    );
     ret
 }
 
@@ -11439,17 +14624,35 @@ pub unsafe extern "C" fn MPI_Precv_init(
             buf, partitions, count, datatype, source, tag, comm, info, request,
         )
     };
-    call.end(func::MPI_Precv_init, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(i64::from(partitions));
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(source), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Precv_init,
+        ret,
+        |k| unsafe {
+            [
+                buf as u64,
+                i64::from(partitions) as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(source) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(i64::from(partitions));
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(source), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -11466,12 +14669,29 @@ pub unsafe extern "C" fn MPI_Probe(
         return unsafe { real(source, tag, comm, status) };
     };
     let ret = unsafe { real(source, tag, comm, status) };
-    call.end(func::MPI_Probe, ret, |e| unsafe {
-        e.rank(i64::from(source), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-        e.status(status, Some(comm));
-    });
+    call.end_keyed(
+        func::MPI_Probe,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                i64::from(source) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+            ]
+        },
+        |e| unsafe {
+            e.rank(i64::from(source), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+            e.status(status, Some(comm));
+        },
+    );
     ret
 }
 
@@ -11502,17 +14722,35 @@ pub unsafe extern "C" fn MPI_Psend_init(
             buf, partitions, count, datatype, dest, tag, comm, info, request,
         )
     };
-    call.end(func::MPI_Psend_init, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(i64::from(partitions));
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Psend_init,
+        ret,
+        |k| unsafe {
+            [
+                buf as u64,
+                i64::from(partitions) as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(i64::from(partitions));
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -11576,16 +14814,33 @@ pub unsafe extern "C" fn MPI_Put(
             win,
         )
     };
-    call.end(func::MPI_Put, ret, |e| {
-        e.buffer(origin_addr);
-        e.int(i64::from(origin_count));
-        e.handle(HandleKind::Datatype, origin_datatype);
-        win_rank(e, i64::from(target_rank), win);
-        e.address(target_disp);
-        e.int(i64::from(target_count));
-        e.handle(HandleKind::Datatype, target_datatype);
-        e.handle(HandleKind::Win, win);
-    });
+    call.end_keyed(
+        func::MPI_Put,
+        ret,
+        |k| {
+            [
+                origin_addr as u64,
+                i64::from(origin_count) as u64,
+                k.handle(HandleKind::Datatype, origin_datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                i64::from(target_count) as u64,
+                k.handle(HandleKind::Datatype, target_datatype),
+                k.handle(HandleKind::Win, win),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(origin_addr);
+            e.int(i64::from(origin_count));
+            e.handle(HandleKind::Datatype, origin_datatype);
+            win_rank(e, i64::from(target_rank), win);
+            e.address(target_disp);
+            e.int(i64::from(target_count));
+            e.handle(HandleKind::Datatype, target_datatype);
+            e.handle(HandleKind::Win, win);
+        },
+    );
     ret
 }
 
@@ -11629,16 +14884,33 @@ pub unsafe extern "C" fn MPI_Put_c(
             win,
         )
     };
-    call.end(func::MPI_Put_c, ret, |e| {
-        e.buffer(origin_addr);
-        e.int(origin_count);
-        e.handle(HandleKind::Datatype, origin_datatype);
-        win_rank(e, i64::from(target_rank), win);
-        e.address(target_disp);
-        e.int(target_count);
-        e.handle(HandleKind::Datatype, target_datatype);
-        e.handle(HandleKind::Win, win);
-    });
+    call.end_keyed(
+        func::MPI_Put_c,
+        ret,
+        |k| {
+            [
+                origin_addr as u64,
+                origin_count as u64,
+                k.handle(HandleKind::Datatype, origin_datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                target_count as u64,
+                k.handle(HandleKind::Datatype, target_datatype),
+                k.handle(HandleKind::Win, win),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(origin_addr);
+            e.int(origin_count);
+            e.handle(HandleKind::Datatype, origin_datatype);
+            win_rank(e, i64::from(target_rank), win);
+            e.address(target_disp);
+            e.int(target_count);
+            e.handle(HandleKind::Datatype, target_datatype);
+            e.handle(HandleKind::Win, win);
+        },
+    );
     ret
 }
 
@@ -11650,9 +14922,14 @@ pub unsafe extern "C" fn MPI_Query_thread(provided: *mut c_int) -> c_int {
         return unsafe { real(provided) };
     };
     let ret = unsafe { real(provided) };
-    call.end(func::MPI_Query_thread, ret, |e| unsafe {
-        e.constant_out(ConstSet::ThreadLevel, provided);
-    });
+    call.end_keyed(
+        func::MPI_Query_thread,
+        ret,
+        |k| unsafe { [k.out(provided.cast_const())] },
+        |e| unsafe {
+            e.constant_out(ConstSet::ThreadLevel, provided);
+        },
+    );
     ret
 }
 
@@ -11702,18 +14979,37 @@ pub unsafe extern "C" fn MPI_Raccumulate(
             request,
         )
     };
-    call.end(func::MPI_Raccumulate, ret, |e| unsafe {
-        e.buffer(origin_addr);
-        e.int(i64::from(origin_count));
-        e.handle(HandleKind::Datatype, origin_datatype);
-        win_rank(e, i64::from(target_rank), win);
-        e.address(target_disp);
-        e.int(i64::from(target_count));
-        e.handle(HandleKind::Datatype, target_datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Win, win);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Raccumulate,
+        ret,
+        |k| unsafe {
+            [
+                origin_addr as u64,
+                i64::from(origin_count) as u64,
+                k.handle(HandleKind::Datatype, origin_datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                i64::from(target_count) as u64,
+                k.handle(HandleKind::Datatype, target_datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Win, win),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(origin_addr);
+            e.int(i64::from(origin_count));
+            e.handle(HandleKind::Datatype, origin_datatype);
+            win_rank(e, i64::from(target_rank), win);
+            e.address(target_disp);
+            e.int(i64::from(target_count));
+            e.handle(HandleKind::Datatype, target_datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Win, win);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -11763,18 +15059,37 @@ pub unsafe extern "C" fn MPI_Raccumulate_c(
             request,
         )
     };
-    call.end(func::MPI_Raccumulate_c, ret, |e| unsafe {
-        e.buffer(origin_addr);
-        e.int(origin_count);
-        e.handle(HandleKind::Datatype, origin_datatype);
-        win_rank(e, i64::from(target_rank), win);
-        e.address(target_disp);
-        e.int(target_count);
-        e.handle(HandleKind::Datatype, target_datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Win, win);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Raccumulate_c,
+        ret,
+        |k| unsafe {
+            [
+                origin_addr as u64,
+                origin_count as u64,
+                k.handle(HandleKind::Datatype, origin_datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                target_count as u64,
+                k.handle(HandleKind::Datatype, target_datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Win, win),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(origin_addr);
+            e.int(origin_count);
+            e.handle(HandleKind::Datatype, origin_datatype);
+            win_rank(e, i64::from(target_rank), win);
+            e.address(target_disp);
+            e.int(target_count);
+            e.handle(HandleKind::Datatype, target_datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Win, win);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -11794,15 +15109,36 @@ pub unsafe extern "C" fn MPI_Recv(
         return unsafe { real(buf, count, datatype, source, tag, comm, status) };
     };
     let ret = unsafe { real(buf, count, datatype, source, tag, comm, status) };
-    call.end(func::MPI_Recv, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(source), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-        e.status(status, Some(comm));
-    });
+    call.end_keyed(
+        func::MPI_Recv,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(source) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(source), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+            e.status(status, Some(comm));
+        },
+    );
     ret
 }
 
@@ -11822,15 +15158,36 @@ pub unsafe extern "C" fn MPI_Recv_c(
         return unsafe { real(buf, count, datatype, source, tag, comm, status) };
     };
     let ret = unsafe { real(buf, count, datatype, source, tag, comm, status) };
-    call.end(func::MPI_Recv_c, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(source), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-        e.status(status, Some(comm));
-    });
+    call.end_keyed(
+        func::MPI_Recv_c,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(source) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(source), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+            e.status(status, Some(comm));
+        },
+    );
     ret
 }
 
@@ -11850,15 +15207,31 @@ pub unsafe extern "C" fn MPI_Recv_init(
         return unsafe { real(buf, count, datatype, source, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, source, tag, comm, request) };
-    call.end(func::MPI_Recv_init, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(source), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Recv_init,
+        ret,
+        |k| unsafe {
+            [
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(source) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(source), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -11878,15 +15251,31 @@ pub unsafe extern "C" fn MPI_Recv_init_c(
         return unsafe { real(buf, count, datatype, source, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, source, tag, comm, request) };
-    call.end(func::MPI_Recv_init_c, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(source), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Recv_init_c,
+        ret,
+        |k| unsafe {
+            [
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(source) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(source), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -11906,15 +15295,31 @@ pub unsafe extern "C" fn MPI_Reduce(
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, root, comm) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, root, comm) };
-    call.end(func::MPI_Reduce, ret, |e| {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.root(i64::from(root));
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Reduce,
+        ret,
+        |k| {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.root(i64::from(root));
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -11934,15 +15339,31 @@ pub unsafe extern "C" fn MPI_Reduce_c(
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, root, comm) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, root, comm) };
-    call.end(func::MPI_Reduce_c, ret, |e| {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.root(i64::from(root));
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Reduce_c,
+        ret,
+        |k| {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.root(i64::from(root));
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -11973,17 +15394,35 @@ pub unsafe extern "C" fn MPI_Reduce_init(
             sendbuf, recvbuf, count, datatype, op, root, comm, info, request,
         )
     };
-    call.end(func::MPI_Reduce_init, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.root(i64::from(root));
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Reduce_init,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.root(i64::from(root));
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -12014,17 +15453,35 @@ pub unsafe extern "C" fn MPI_Reduce_init_c(
             sendbuf, recvbuf, count, datatype, op, root, comm, info, request,
         )
     };
-    call.end(func::MPI_Reduce_init_c, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.root(i64::from(root));
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Reduce_init_c,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.root(i64::from(root));
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -12042,13 +15499,27 @@ pub unsafe extern "C" fn MPI_Reduce_local(
         return unsafe { real(inbuf, inoutbuf, count, datatype, op) };
     };
     let ret = unsafe { real(inbuf, inoutbuf, count, datatype, op) };
-    call.end(func::MPI_Reduce_local, ret, |e| {
-        e.buffer(inbuf);
-        e.buffer(inoutbuf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-    });
+    call.end_keyed(
+        func::MPI_Reduce_local,
+        ret,
+        |k| {
+            [
+                inbuf as u64,
+                inoutbuf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(inbuf);
+            e.buffer(inoutbuf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+        },
+    );
     ret
 }
 
@@ -12066,13 +15537,27 @@ pub unsafe extern "C" fn MPI_Reduce_local_c(
         return unsafe { real(inbuf, inoutbuf, count, datatype, op) };
     };
     let ret = unsafe { real(inbuf, inoutbuf, count, datatype, op) };
-    call.end(func::MPI_Reduce_local_c, ret, |e| {
-        e.buffer(inbuf);
-        e.buffer(inoutbuf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-    });
+    call.end_keyed(
+        func::MPI_Reduce_local_c,
+        ret,
+        |k| {
+            [
+                inbuf as u64,
+                inoutbuf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(inbuf);
+            e.buffer(inoutbuf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+        },
+    );
     ret
 }
 
@@ -12118,14 +15603,29 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block(
         return unsafe { real(sendbuf, recvbuf, recvcount, datatype, op, comm) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, recvcount, datatype, op, comm) };
-    call.end(func::MPI_Reduce_scatter_block, ret, |e| {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Reduce_scatter_block,
+        ret,
+        |k| {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(i64::from(recvcount));
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -12144,14 +15644,29 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block_c(
         return unsafe { real(sendbuf, recvbuf, recvcount, datatype, op, comm) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, recvcount, datatype, op, comm) };
-    call.end(func::MPI_Reduce_scatter_block_c, ret, |e| {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(recvcount);
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Reduce_scatter_block_c,
+        ret,
+        |k| {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(recvcount);
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -12181,16 +15696,33 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block_init(
             sendbuf, recvbuf, recvcount, datatype, op, comm, info, request,
         )
     };
-    call.end(func::MPI_Reduce_scatter_block_init, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Reduce_scatter_block_init,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(i64::from(recvcount));
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -12220,16 +15752,33 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block_init_c(
             sendbuf, recvbuf, recvcount, datatype, op, comm, info, request,
         )
     };
-    call.end(func::MPI_Reduce_scatter_block_init_c, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(recvcount);
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Reduce_scatter_block_init_c,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(recvcount);
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -12428,9 +15977,14 @@ pub unsafe extern "C" fn MPI_Remove_error_class(errorclass: c_int) -> c_int {
         return unsafe { real(errorclass) };
     };
     let ret = unsafe { real(errorclass) };
-    call.end(func::MPI_Remove_error_class, ret, |e| {
-        e.constant(ConstSet::ErrorClass, i64::from(errorclass));
-    });
+    call.end_keyed(
+        func::MPI_Remove_error_class,
+        ret,
+        |_| [i64::from(errorclass) as u64],
+        |e| {
+            e.constant(ConstSet::ErrorClass, i64::from(errorclass));
+        },
+    );
     ret
 }
 
@@ -12442,9 +15996,14 @@ pub unsafe extern "C" fn MPI_Remove_error_code(errorcode: c_int) -> c_int {
         return unsafe { real(errorcode) };
     };
     let ret = unsafe { real(errorcode) };
-    call.end(func::MPI_Remove_error_code, ret, |e| {
-        e.int(i64::from(errorcode));
-    });
+    call.end_keyed(
+        func::MPI_Remove_error_code,
+        ret,
+        |_| [i64::from(errorcode) as u64],
+        |e| {
+            e.int(i64::from(errorcode));
+        },
+    );
     ret
 }
 
@@ -12456,9 +16015,14 @@ pub unsafe extern "C" fn MPI_Remove_error_string(errorcode: c_int) -> c_int {
         return unsafe { real(errorcode) };
     };
     let ret = unsafe { real(errorcode) };
-    call.end(func::MPI_Remove_error_string, ret, |e| {
-        e.int(i64::from(errorcode));
-    });
+    call.end_keyed(
+        func::MPI_Remove_error_string,
+        ret,
+        |_| [i64::from(errorcode) as u64],
+        |e| {
+            e.int(i64::from(errorcode));
+        },
+    );
     ret
 }
 
@@ -12470,9 +16034,14 @@ pub unsafe extern "C" fn MPI_Request_fromint(request: c_int) -> MPI_Request {
         return unsafe { real(request) };
     };
     let ret = unsafe { real(request) };
-    call.end(func::MPI_Request_fromint, MPI_SUCCESS, |e| {
-        e.int(i64::from(request));
-    });
+    call.end_keyed(
+        func::MPI_Request_fromint,
+        MPI_SUCCESS,
+        |_| [i64::from(request) as u64],
+        |e| {
+            e.int(i64::from(request));
+        },
+    );
     ret
 }
 
@@ -12533,17 +16102,35 @@ pub unsafe extern "C" fn MPI_Rget(
             request,
         )
     };
-    call.end(func::MPI_Rget, ret, |e| unsafe {
-        e.buffer(origin_addr);
-        e.int(i64::from(origin_count));
-        e.handle(HandleKind::Datatype, origin_datatype);
-        win_rank(e, i64::from(target_rank), win);
-        e.address(target_disp);
-        e.int(i64::from(target_count));
-        e.handle(HandleKind::Datatype, target_datatype);
-        e.handle(HandleKind::Win, win);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Rget,
+        ret,
+        |k| unsafe {
+            [
+                origin_addr as u64,
+                i64::from(origin_count) as u64,
+                k.handle(HandleKind::Datatype, origin_datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                i64::from(target_count) as u64,
+                k.handle(HandleKind::Datatype, target_datatype),
+                k.handle(HandleKind::Win, win),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(origin_addr);
+            e.int(i64::from(origin_count));
+            e.handle(HandleKind::Datatype, origin_datatype);
+            win_rank(e, i64::from(target_rank), win);
+            e.address(target_disp);
+            e.int(i64::from(target_count));
+            e.handle(HandleKind::Datatype, target_datatype);
+            e.handle(HandleKind::Win, win);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -12602,21 +16189,43 @@ pub unsafe extern "C" fn MPI_Rget_accumulate(
             request,
         )
     };
-    call.end(func::MPI_Rget_accumulate, ret, |e| unsafe {
-        e.buffer(origin_addr);
-        e.int(i64::from(origin_count));
-        e.handle(HandleKind::Datatype, origin_datatype);
-        e.buffer(result_addr);
-        e.int(i64::from(result_count));
-        e.handle(HandleKind::Datatype, result_datatype);
-        win_rank(e, i64::from(target_rank), win);
-        e.address(target_disp);
-        e.int(i64::from(target_count));
-        e.handle(HandleKind::Datatype, target_datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Win, win);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Rget_accumulate,
+        ret,
+        |k| unsafe {
+            [
+                origin_addr as u64,
+                i64::from(origin_count) as u64,
+                k.handle(HandleKind::Datatype, origin_datatype),
+                result_addr as u64,
+                i64::from(result_count) as u64,
+                k.handle(HandleKind::Datatype, result_datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                i64::from(target_count) as u64,
+                k.handle(HandleKind::Datatype, target_datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Win, win),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(origin_addr);
+            e.int(i64::from(origin_count));
+            e.handle(HandleKind::Datatype, origin_datatype);
+            e.buffer(result_addr);
+            e.int(i64::from(result_count));
+            e.handle(HandleKind::Datatype, result_datatype);
+            win_rank(e, i64::from(target_rank), win);
+            e.address(target_disp);
+            e.int(i64::from(target_count));
+            e.handle(HandleKind::Datatype, target_datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Win, win);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -12675,21 +16284,43 @@ pub unsafe extern "C" fn MPI_Rget_accumulate_c(
             request,
         )
     };
-    call.end(func::MPI_Rget_accumulate_c, ret, |e| unsafe {
-        e.buffer(origin_addr);
-        e.int(origin_count);
-        e.handle(HandleKind::Datatype, origin_datatype);
-        e.buffer(result_addr);
-        e.int(result_count);
-        e.handle(HandleKind::Datatype, result_datatype);
-        win_rank(e, i64::from(target_rank), win);
-        e.address(target_disp);
-        e.int(target_count);
-        e.handle(HandleKind::Datatype, target_datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Win, win);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Rget_accumulate_c,
+        ret,
+        |k| unsafe {
+            [
+                origin_addr as u64,
+                origin_count as u64,
+                k.handle(HandleKind::Datatype, origin_datatype),
+                result_addr as u64,
+                result_count as u64,
+                k.handle(HandleKind::Datatype, result_datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                target_count as u64,
+                k.handle(HandleKind::Datatype, target_datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Win, win),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(origin_addr);
+            e.int(origin_count);
+            e.handle(HandleKind::Datatype, origin_datatype);
+            e.buffer(result_addr);
+            e.int(result_count);
+            e.handle(HandleKind::Datatype, result_datatype);
+            win_rank(e, i64::from(target_rank), win);
+            e.address(target_disp);
+            e.int(target_count);
+            e.handle(HandleKind::Datatype, target_datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Win, win);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -12736,17 +16367,35 @@ pub unsafe extern "C" fn MPI_Rget_c(
             request,
         )
     };
-    call.end(func::MPI_Rget_c, ret, |e| unsafe {
-        e.buffer(origin_addr);
-        e.int(origin_count);
-        e.handle(HandleKind::Datatype, origin_datatype);
-        win_rank(e, i64::from(target_rank), win);
-        e.address(target_disp);
-        e.int(target_count);
-        e.handle(HandleKind::Datatype, target_datatype);
-        e.handle(HandleKind::Win, win);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Rget_c,
+        ret,
+        |k| unsafe {
+            [
+                origin_addr as u64,
+                origin_count as u64,
+                k.handle(HandleKind::Datatype, origin_datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                target_count as u64,
+                k.handle(HandleKind::Datatype, target_datatype),
+                k.handle(HandleKind::Win, win),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(origin_addr);
+            e.int(origin_count);
+            e.handle(HandleKind::Datatype, origin_datatype);
+            win_rank(e, i64::from(target_rank), win);
+            e.address(target_disp);
+            e.int(target_count);
+            e.handle(HandleKind::Datatype, target_datatype);
+            e.handle(HandleKind::Win, win);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -12793,17 +16442,35 @@ pub unsafe extern "C" fn MPI_Rput(
             request,
         )
     };
-    call.end(func::MPI_Rput, ret, |e| unsafe {
-        e.buffer(origin_addr);
-        e.int(i64::from(origin_count));
-        e.handle(HandleKind::Datatype, origin_datatype);
-        win_rank(e, i64::from(target_rank), win);
-        e.address(target_disp);
-        e.int(i64::from(target_count));
-        e.handle(HandleKind::Datatype, target_datatype);
-        e.handle(HandleKind::Win, win);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Rput,
+        ret,
+        |k| unsafe {
+            [
+                origin_addr as u64,
+                i64::from(origin_count) as u64,
+                k.handle(HandleKind::Datatype, origin_datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                i64::from(target_count) as u64,
+                k.handle(HandleKind::Datatype, target_datatype),
+                k.handle(HandleKind::Win, win),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(origin_addr);
+            e.int(i64::from(origin_count));
+            e.handle(HandleKind::Datatype, origin_datatype);
+            win_rank(e, i64::from(target_rank), win);
+            e.address(target_disp);
+            e.int(i64::from(target_count));
+            e.handle(HandleKind::Datatype, target_datatype);
+            e.handle(HandleKind::Win, win);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -12850,17 +16517,35 @@ pub unsafe extern "C" fn MPI_Rput_c(
             request,
         )
     };
-    call.end(func::MPI_Rput_c, ret, |e| unsafe {
-        e.buffer(origin_addr);
-        e.int(origin_count);
-        e.handle(HandleKind::Datatype, origin_datatype);
-        win_rank(e, i64::from(target_rank), win);
-        e.address(target_disp);
-        e.int(target_count);
-        e.handle(HandleKind::Datatype, target_datatype);
-        e.handle(HandleKind::Win, win);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Rput_c,
+        ret,
+        |k| unsafe {
+            [
+                origin_addr as u64,
+                origin_count as u64,
+                k.handle(HandleKind::Datatype, origin_datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                target_count as u64,
+                k.handle(HandleKind::Datatype, target_datatype),
+                k.handle(HandleKind::Win, win),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(origin_addr);
+            e.int(origin_count);
+            e.handle(HandleKind::Datatype, origin_datatype);
+            win_rank(e, i64::from(target_rank), win);
+            e.address(target_disp);
+            e.int(target_count);
+            e.handle(HandleKind::Datatype, target_datatype);
+            e.handle(HandleKind::Win, win);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -12879,14 +16564,29 @@ pub unsafe extern "C" fn MPI_Rsend(
         return unsafe { real(buf, count, datatype, dest, tag, comm) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm) };
-    call.end(func::MPI_Rsend, ret, |e| {
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Rsend,
+        ret,
+        |k| {
+            [
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -12905,14 +16605,29 @@ pub unsafe extern "C" fn MPI_Rsend_c(
         return unsafe { real(buf, count, datatype, dest, tag, comm) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm) };
-    call.end(func::MPI_Rsend_c, ret, |e| {
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Rsend_c,
+        ret,
+        |k| {
+            [
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -12932,15 +16647,31 @@ pub unsafe extern "C" fn MPI_Rsend_init(
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
-    call.end(func::MPI_Rsend_init, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Rsend_init,
+        ret,
+        |k| unsafe {
+            [
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -12960,15 +16691,31 @@ pub unsafe extern "C" fn MPI_Rsend_init_c(
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
-    call.end(func::MPI_Rsend_init_c, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Rsend_init_c,
+        ret,
+        |k| unsafe {
+            [
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -12987,14 +16734,29 @@ pub unsafe extern "C" fn MPI_Scan(
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) };
-    call.end(func::MPI_Scan, ret, |e| {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Scan,
+        ret,
+        |k| {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -13013,14 +16775,29 @@ pub unsafe extern "C" fn MPI_Scan_c(
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) };
-    call.end(func::MPI_Scan_c, ret, |e| {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Scan_c,
+        ret,
+        |k| {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -13042,16 +16819,33 @@ pub unsafe extern "C" fn MPI_Scan_init(
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
-    call.end(func::MPI_Scan_init, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Scan_init,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -13073,16 +16867,33 @@ pub unsafe extern "C" fn MPI_Scan_init_c(
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
-    call.end(func::MPI_Scan_init_c, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.buffer(recvbuf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Op, op);
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Scan_init_c,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.buffer(recvbuf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Op, op);
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -13112,16 +16923,33 @@ pub unsafe extern "C" fn MPI_Scatter(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
         )
     };
-    call.end(func::MPI_Scatter, ret, |e| {
-        e.buffer(sendbuf);
-        e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype);
-        e.root(i64::from(root));
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Scatter,
+        ret,
+        |k| {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(sendbuf);
+            e.int(i64::from(sendcount));
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(i64::from(recvcount));
+            e.handle(HandleKind::Datatype, recvtype);
+            e.root(i64::from(root));
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -13151,16 +16979,33 @@ pub unsafe extern "C" fn MPI_Scatter_c(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
         )
     };
-    call.end(func::MPI_Scatter_c, ret, |e| {
-        e.buffer(sendbuf);
-        e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype);
-        e.root(i64::from(root));
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Scatter_c,
+        ret,
+        |k| {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(sendbuf);
+            e.int(sendcount);
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(recvcount);
+            e.handle(HandleKind::Datatype, recvtype);
+            e.root(i64::from(root));
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -13193,18 +17038,37 @@ pub unsafe extern "C" fn MPI_Scatter_init(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request,
         )
     };
-    call.end(func::MPI_Scatter_init, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.int(i64::from(sendcount));
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(i64::from(recvcount));
-        e.handle(HandleKind::Datatype, recvtype);
-        e.root(i64::from(root));
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Scatter_init,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.int(i64::from(sendcount));
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(i64::from(recvcount));
+            e.handle(HandleKind::Datatype, recvtype);
+            e.root(i64::from(root));
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -13237,18 +17101,37 @@ pub unsafe extern "C" fn MPI_Scatter_init_c(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request,
         )
     };
-    call.end(func::MPI_Scatter_init_c, ret, |e| unsafe {
-        e.buffer(sendbuf);
-        e.int(sendcount);
-        e.handle(HandleKind::Datatype, sendtype);
-        e.buffer(recvbuf);
-        e.int(recvcount);
-        e.handle(HandleKind::Datatype, recvtype);
-        e.root(i64::from(root));
-        e.handle(HandleKind::Comm, comm);
-        e.handle(HandleKind::Info, info);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Scatter_init_c,
+        ret,
+        |k| unsafe {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(sendbuf);
+            e.int(sendcount);
+            e.handle(HandleKind::Datatype, sendtype);
+            e.buffer(recvbuf);
+            e.int(recvcount);
+            e.handle(HandleKind::Datatype, recvtype);
+            e.root(i64::from(root));
+            e.handle(HandleKind::Comm, comm);
+            e.handle(HandleKind::Info, info);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -13483,14 +17366,29 @@ pub unsafe extern "C" fn MPI_Send(
         return unsafe { real(buf, count, datatype, dest, tag, comm) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm) };
-    call.end(func::MPI_Send, ret, |e| {
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Send,
+        ret,
+        |k| {
+            [
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -13509,14 +17407,29 @@ pub unsafe extern "C" fn MPI_Send_c(
         return unsafe { real(buf, count, datatype, dest, tag, comm) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm) };
-    call.end(func::MPI_Send_c, ret, |e| {
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Send_c,
+        ret,
+        |k| {
+            [
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -13536,15 +17449,31 @@ pub unsafe extern "C" fn MPI_Send_init(
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
-    call.end(func::MPI_Send_init, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Send_init,
+        ret,
+        |k| unsafe {
+            [
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -13564,15 +17493,31 @@ pub unsafe extern "C" fn MPI_Send_init_c(
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
-    call.end(func::MPI_Send_init_c, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Send_init_c,
+        ret,
+        |k| unsafe {
+            [
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -13701,17 +17646,40 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
             buf, count, datatype, dest, sendtag, source, recvtag, comm, status,
         )
     };
-    call.end(func::MPI_Sendrecv_replace, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(sendtag));
-        e.rank(i64::from(source), comm);
-        e.tag(i64::from(recvtag));
-        e.handle(HandleKind::Comm, comm);
-        e.status(status, Some(comm));
-    });
+    call.end_keyed(
+        func::MPI_Sendrecv_replace,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(sendtag) as u64,
+                i64::from(source) as u64,
+                i64::from(recvtag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(sendtag));
+            e.rank(i64::from(source), comm);
+            e.tag(i64::from(recvtag));
+            e.handle(HandleKind::Comm, comm);
+            e.status(status, Some(comm));
+        },
+    );
     ret
 }
 
@@ -13742,17 +17710,40 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace_c(
             buf, count, datatype, dest, sendtag, source, recvtag, comm, status,
         )
     };
-    call.end(func::MPI_Sendrecv_replace_c, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(sendtag));
-        e.rank(i64::from(source), comm);
-        e.tag(i64::from(recvtag));
-        e.handle(HandleKind::Comm, comm);
-        e.status(status, Some(comm));
-    });
+    call.end_keyed(
+        func::MPI_Sendrecv_replace_c,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(sendtag) as u64,
+                i64::from(source) as u64,
+                i64::from(recvtag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(sendtag));
+            e.rank(i64::from(source), comm);
+            e.tag(i64::from(recvtag));
+            e.handle(HandleKind::Comm, comm);
+            e.status(status, Some(comm));
+        },
+    );
     ret
 }
 
@@ -13768,11 +17759,23 @@ pub unsafe extern "C" fn MPI_Session_attach_buffer(
         return unsafe { real(session, buffer, size) };
     };
     let ret = unsafe { real(session, buffer, size) };
-    call.end(func::MPI_Session_attach_buffer, ret, |e| {
-        e.handle(HandleKind::Session, session);
-        e.buffer(buffer);
-        e.address(i64::from(size));
-    });
+    call.end_keyed(
+        func::MPI_Session_attach_buffer,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::Session, session),
+                buffer as u64,
+                i64::from(size) as u64,
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::Session, session);
+            e.buffer(buffer);
+            e.address(i64::from(size));
+        },
+    );
     ret
 }
 
@@ -13788,11 +17791,23 @@ pub unsafe extern "C" fn MPI_Session_attach_buffer_c(
         return unsafe { real(session, buffer, size) };
     };
     let ret = unsafe { real(session, buffer, size) };
-    call.end(func::MPI_Session_attach_buffer_c, ret, |e| {
-        e.handle(HandleKind::Session, session);
-        e.buffer(buffer);
-        e.address(size);
-    });
+    call.end_keyed(
+        func::MPI_Session_attach_buffer_c,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::Session, session),
+                buffer as u64,
+                size as u64,
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::Session, session);
+            e.buffer(buffer);
+            e.address(size);
+        },
+    );
     ret
 }
 
@@ -13807,10 +17822,20 @@ pub unsafe extern "C" fn MPI_Session_call_errhandler(
         return unsafe { real(session, errorcode) };
     };
     let ret = unsafe { real(session, errorcode) };
-    call.end(func::MPI_Session_call_errhandler, ret, |e| {
-        e.handle(HandleKind::Session, session);
-        e.int(i64::from(errorcode));
-    });
+    call.end_keyed(
+        func::MPI_Session_call_errhandler,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::Session, session),
+                i64::from(errorcode) as u64,
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::Session, session);
+            e.int(i64::from(errorcode));
+        },
+    );
     ret
 }
 
@@ -13844,11 +17869,23 @@ pub unsafe extern "C" fn MPI_Session_detach_buffer(
         return unsafe { real(session, buffer_addr, size) };
     };
     let ret = unsafe { real(session, buffer_addr, size) };
-    call.end(func::MPI_Session_detach_buffer, ret, |e| unsafe {
-        e.handle(HandleKind::Session, session);
-        buffer_out(e, buffer_addr.cast_const().cast());
-        e.int_out(size);
-    });
+    call.end_keyed(
+        func::MPI_Session_detach_buffer,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Session, session),
+                k.pointer_out(buffer_addr.cast_const().cast::<*mut c_void>()),
+                k.out(size.cast_const()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Session, session);
+            buffer_out(e, buffer_addr.cast_const().cast());
+            e.int_out(size);
+        },
+    );
     ret
 }
 
@@ -13864,11 +17901,23 @@ pub unsafe extern "C" fn MPI_Session_detach_buffer_c(
         return unsafe { real(session, buffer_addr, size) };
     };
     let ret = unsafe { real(session, buffer_addr, size) };
-    call.end(func::MPI_Session_detach_buffer_c, ret, |e| unsafe {
-        e.handle(HandleKind::Session, session);
-        buffer_out(e, buffer_addr.cast_const().cast());
-        e.count_out(size);
-    });
+    call.end_keyed(
+        func::MPI_Session_detach_buffer_c,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Session, session),
+                k.pointer_out(buffer_addr.cast_const().cast::<*mut c_void>()),
+                k.out(size.cast_const()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Session, session);
+            buffer_out(e, buffer_addr.cast_const().cast());
+            e.count_out(size);
+        },
+    );
     ret
 }
 
@@ -13895,9 +17944,14 @@ pub unsafe extern "C" fn MPI_Session_flush_buffer(session: MPI_Session) -> c_int
         return unsafe { real(session) };
     };
     let ret = unsafe { real(session) };
-    call.end(func::MPI_Session_flush_buffer, ret, |e| {
-        e.handle(HandleKind::Session, session);
-    });
+    call.end_keyed(
+        func::MPI_Session_flush_buffer,
+        ret,
+        |k| [k.handle(HandleKind::Session, session)],
+        |e| {
+            e.handle(HandleKind::Session, session);
+        },
+    );
     ret
 }
 
@@ -13909,9 +17963,14 @@ pub unsafe extern "C" fn MPI_Session_fromint(session: c_int) -> MPI_Session {
         return unsafe { real(session) };
     };
     let ret = unsafe { real(session) };
-    call.end(func::MPI_Session_fromint, MPI_SUCCESS, |e| {
-        e.int(i64::from(session));
-    });
+    call.end_keyed(
+        func::MPI_Session_fromint,
+        MPI_SUCCESS,
+        |_| [i64::from(session) as u64],
+        |e| {
+            e.int(i64::from(session));
+        },
+    );
     ret
 }
 
@@ -13989,11 +18048,22 @@ pub unsafe extern "C" fn MPI_Session_get_num_psets(
         return unsafe { real(session, info, npset_names) };
     };
     let ret = unsafe { real(session, info, npset_names) };
-    call.end(func::MPI_Session_get_num_psets, ret, |e| unsafe {
-        e.handle(HandleKind::Session, session);
-        e.handle(HandleKind::Info, info);
-        e.int_out(npset_names);
-    });
+    call.end_keyed(
+        func::MPI_Session_get_num_psets,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Session, session),
+                k.handle(HandleKind::Info, info),
+                k.out(npset_names.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Session, session);
+            e.handle(HandleKind::Info, info);
+            e.int_out(npset_names);
+        },
+    );
     ret
 }
 
@@ -14028,10 +18098,20 @@ pub unsafe extern "C" fn MPI_Session_iflush_buffer(
         return unsafe { real(session, request) };
     };
     let ret = unsafe { real(session, request) };
-    call.end(func::MPI_Session_iflush_buffer, ret, |e| unsafe {
-        e.handle(HandleKind::Session, session);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Session_iflush_buffer,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Session, session),
+                k.created(request.cast()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Session, session);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -14066,10 +18146,20 @@ pub unsafe extern "C" fn MPI_Session_set_errhandler(
         return unsafe { real(session, errhandler) };
     };
     let ret = unsafe { real(session, errhandler) };
-    call.end(func::MPI_Session_set_errhandler, ret, |e| {
-        e.handle(HandleKind::Session, session);
-        e.handle(HandleKind::Errhandler, errhandler);
-    });
+    call.end_keyed(
+        func::MPI_Session_set_errhandler,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::Session, session),
+                k.handle(HandleKind::Errhandler, errhandler),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::Session, session);
+            e.handle(HandleKind::Errhandler, errhandler);
+        },
+    );
     ret
 }
 
@@ -14081,9 +18171,14 @@ pub unsafe extern "C" fn MPI_Session_toint(session: MPI_Session) -> c_int {
         return unsafe { real(session) };
     };
     let ret = unsafe { real(session) };
-    call.end(func::MPI_Session_toint, ret, |e| {
-        e.handle(HandleKind::Session, session);
-    });
+    call.end_keyed(
+        func::MPI_Session_toint,
+        ret,
+        |k| [k.handle(HandleKind::Session, session)],
+        |e| {
+            e.handle(HandleKind::Session, session);
+        },
+    );
     ret
 }
 
@@ -14102,14 +18197,29 @@ pub unsafe extern "C" fn MPI_Ssend(
         return unsafe { real(buf, count, datatype, dest, tag, comm) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm) };
-    call.end(func::MPI_Ssend, ret, |e| {
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Ssend,
+        ret,
+        |k| {
+            [
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -14128,14 +18238,29 @@ pub unsafe extern "C" fn MPI_Ssend_c(
         return unsafe { real(buf, count, datatype, dest, tag, comm) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm) };
-    call.end(func::MPI_Ssend_c, ret, |e| {
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Ssend_c,
+        ret,
+        |k| {
+            [
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -14155,15 +18280,31 @@ pub unsafe extern "C" fn MPI_Ssend_init(
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
-    call.end(func::MPI_Ssend_init, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(i64::from(count));
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Ssend_init,
+        ret,
+        |k| unsafe {
+            [
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(i64::from(count));
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -14183,15 +18324,31 @@ pub unsafe extern "C" fn MPI_Ssend_init_c(
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
-    call.end(func::MPI_Ssend_init_c, ret, |e| unsafe {
-        e.buffer(buf);
-        e.int(count);
-        e.handle(HandleKind::Datatype, datatype);
-        e.rank(i64::from(dest), comm);
-        e.tag(i64::from(tag));
-        e.handle(HandleKind::Comm, comm);
-        e.new_request(request);
-    });
+    call.end_keyed(
+        func::MPI_Ssend_init_c,
+        ret,
+        |k| unsafe {
+            [
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.created(request.cast()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(buf);
+            e.int(count);
+            e.handle(HandleKind::Datatype, datatype);
+            e.rank(i64::from(dest), comm);
+            e.tag(i64::from(tag));
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -14206,10 +18363,26 @@ pub unsafe extern "C" fn MPI_Status_c2f(
         return unsafe { real(c_status, f_status) };
     };
     let ret = unsafe { real(c_status, f_status) };
-    call.end(func::MPI_Status_c2f, ret, |e| unsafe {
-        e.status(c_status, None);
-        e.buffer(f_status.cast_const().cast());
-    });
+    call.end_keyed(
+        func::MPI_Status_c2f,
+        ret,
+        |k| unsafe {
+            let c_status_words = k.status(c_status);
+            [
+                c_status_words[0],
+                c_status_words[1],
+                c_status_words[2],
+                c_status_words[3],
+                c_status_words[4],
+                f_status as u64,
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.status(c_status, None);
+            e.buffer(f_status.cast_const().cast());
+        },
+    );
     ret
 }
 
@@ -14224,10 +18397,26 @@ pub unsafe extern "C" fn MPI_Status_c2f08(
         return unsafe { real(c_status, f08_status) };
     };
     let ret = unsafe { real(c_status, f08_status) };
-    call.end(func::MPI_Status_c2f08, ret, |e| unsafe {
-        e.status(c_status, None);
-        e.buffer(f08_status.cast_const().cast());
-    });
+    call.end_keyed(
+        func::MPI_Status_c2f08,
+        ret,
+        |k| unsafe {
+            let c_status_words = k.status(c_status);
+            [
+                c_status_words[0],
+                c_status_words[1],
+                c_status_words[2],
+                c_status_words[3],
+                c_status_words[4],
+                f08_status as u64,
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.status(c_status, None);
+            e.buffer(f08_status.cast_const().cast());
+        },
+    );
     ret
 }
 
@@ -14242,10 +18431,26 @@ pub unsafe extern "C" fn MPI_Status_f082c(
         return unsafe { real(f08_status, c_status) };
     };
     let ret = unsafe { real(f08_status, c_status) };
-    call.end(func::MPI_Status_f082c, ret, |e| unsafe {
-        e.buffer(f08_status.cast());
-        e.status(c_status, None);
-    });
+    call.end_keyed(
+        func::MPI_Status_f082c,
+        ret,
+        |k| unsafe {
+            let c_status_words = k.status(c_status);
+            [
+                f08_status as u64,
+                c_status_words[0],
+                c_status_words[1],
+                c_status_words[2],
+                c_status_words[3],
+                c_status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(f08_status.cast());
+            e.status(c_status, None);
+        },
+    );
     ret
 }
 
@@ -14260,10 +18465,26 @@ pub unsafe extern "C" fn MPI_Status_f2c(
         return unsafe { real(f_status, c_status) };
     };
     let ret = unsafe { real(f_status, c_status) };
-    call.end(func::MPI_Status_f2c, ret, |e| unsafe {
-        e.buffer(f_status.cast());
-        e.status(c_status, None);
-    });
+    call.end_keyed(
+        func::MPI_Status_f2c,
+        ret,
+        |k| unsafe {
+            let c_status_words = k.status(c_status);
+            [
+                f_status as u64,
+                c_status_words[0],
+                c_status_words[1],
+                c_status_words[2],
+                c_status_words[3],
+                c_status_words[4],
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.buffer(f_status.cast());
+            e.status(c_status, None);
+        },
+    );
     ret
 }
 
@@ -14275,10 +18496,25 @@ pub unsafe extern "C" fn MPI_Status_get_error(status: *const MPI_Status, err: *m
         return unsafe { real(status, err) };
     };
     let ret = unsafe { real(status, err) };
-    call.end(func::MPI_Status_get_error, ret, |e| unsafe {
-        e.status(status, None);
-        e.int_out(err);
-    });
+    call.end_keyed(
+        func::MPI_Status_get_error,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.out(err.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.status(status, None);
+            e.int_out(err);
+        },
+    );
     ret
 }
 
@@ -14293,10 +18529,25 @@ pub unsafe extern "C" fn MPI_Status_get_source(
         return unsafe { real(status, source) };
     };
     let ret = unsafe { real(status, source) };
-    call.end(func::MPI_Status_get_source, ret, |e| unsafe {
-        e.status(status, None);
-        e.int_out(source);
-    });
+    call.end_keyed(
+        func::MPI_Status_get_source,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.out(source.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.status(status, None);
+            e.int_out(source);
+        },
+    );
     ret
 }
 
@@ -14308,10 +18559,25 @@ pub unsafe extern "C" fn MPI_Status_get_tag(status: *const MPI_Status, tag: *mut
         return unsafe { real(status, tag) };
     };
     let ret = unsafe { real(status, tag) };
-    call.end(func::MPI_Status_get_tag, ret, |e| unsafe {
-        e.status(status, None);
-        e.int_out(tag);
-    });
+    call.end_keyed(
+        func::MPI_Status_get_tag,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.out(tag.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.status(status, None);
+            e.int_out(tag);
+        },
+    );
     ret
 }
 
@@ -14323,10 +18589,25 @@ pub unsafe extern "C" fn MPI_Status_set_cancelled(status: *mut MPI_Status, flag:
         return unsafe { real(status, flag) };
     };
     let ret = unsafe { real(status, flag) };
-    call.end(func::MPI_Status_set_cancelled, ret, |e| unsafe {
-        e.status(status, None);
-        e.int(i64::from(flag));
-    });
+    call.end_keyed(
+        func::MPI_Status_set_cancelled,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                i64::from(flag) as u64,
+            ]
+        },
+        |e| unsafe {
+            e.status(status, None);
+            e.int(i64::from(flag));
+        },
+    );
     ret
 }
 
@@ -14342,11 +18623,27 @@ pub unsafe extern "C" fn MPI_Status_set_elements(
         return unsafe { real(status, datatype, count) };
     };
     let ret = unsafe { real(status, datatype, count) };
-    call.end(func::MPI_Status_set_elements, ret, |e| unsafe {
-        e.status(status, None);
-        e.handle(HandleKind::Datatype, datatype);
-        e.int(i64::from(count));
-    });
+    call.end_keyed(
+        func::MPI_Status_set_elements,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(count) as u64,
+            ]
+        },
+        |e| unsafe {
+            e.status(status, None);
+            e.handle(HandleKind::Datatype, datatype);
+            e.int(i64::from(count));
+        },
+    );
     ret
 }
 
@@ -14362,11 +18659,27 @@ pub unsafe extern "C" fn MPI_Status_set_elements_c(
         return unsafe { real(status, datatype, count) };
     };
     let ret = unsafe { real(status, datatype, count) };
-    call.end(func::MPI_Status_set_elements_c, ret, |e| unsafe {
-        e.status(status, None);
-        e.handle(HandleKind::Datatype, datatype);
-        e.int(count);
-    });
+    call.end_keyed(
+        func::MPI_Status_set_elements_c,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.handle(HandleKind::Datatype, datatype),
+                count as u64,
+            ]
+        },
+        |e| unsafe {
+            e.status(status, None);
+            e.handle(HandleKind::Datatype, datatype);
+            e.int(count);
+        },
+    );
     ret
 }
 
@@ -14382,11 +18695,27 @@ pub unsafe extern "C" fn MPI_Status_set_elements_x(
         return unsafe { real(status, datatype, count) };
     };
     let ret = unsafe { real(status, datatype, count) };
-    call.end(func::MPI_Status_set_elements_x, ret, |e| unsafe {
-        e.status(status, None);
-        e.handle(HandleKind::Datatype, datatype);
-        e.int(count);
-    });
+    call.end_keyed(
+        func::MPI_Status_set_elements_x,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.handle(HandleKind::Datatype, datatype),
+                count as u64,
+            ]
+        },
+        |e| unsafe {
+            e.status(status, None);
+            e.handle(HandleKind::Datatype, datatype);
+            e.int(count);
+        },
+    );
     ret
 }
 
@@ -14398,10 +18727,25 @@ pub unsafe extern "C" fn MPI_Status_set_error(status: *mut MPI_Status, err: c_in
         return unsafe { real(status, err) };
     };
     let ret = unsafe { real(status, err) };
-    call.end(func::MPI_Status_set_error, ret, |e| unsafe {
-        e.status(status, None);
-        e.int(i64::from(err));
-    });
+    call.end_keyed(
+        func::MPI_Status_set_error,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                i64::from(err) as u64,
+            ]
+        },
+        |e| unsafe {
+            e.status(status, None);
+            e.int(i64::from(err));
+        },
+    );
     ret
 }
 
@@ -14413,10 +18757,25 @@ pub unsafe extern "C" fn MPI_Status_set_source(status: *mut MPI_Status, source: 
         return unsafe { real(status, source) };
     };
     let ret = unsafe { real(status, source) };
-    call.end(func::MPI_Status_set_source, ret, |e| unsafe {
-        e.status(status, None);
-        e.int(i64::from(source));
-    });
+    call.end_keyed(
+        func::MPI_Status_set_source,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                i64::from(source) as u64,
+            ]
+        },
+        |e| unsafe {
+            e.status(status, None);
+            e.int(i64::from(source));
+        },
+    );
     ret
 }
 
@@ -14428,10 +18787,25 @@ pub unsafe extern "C" fn MPI_Status_set_tag(status: *mut MPI_Status, tag: c_int)
         return unsafe { real(status, tag) };
     };
     let ret = unsafe { real(status, tag) };
-    call.end(func::MPI_Status_set_tag, ret, |e| unsafe {
-        e.status(status, None);
-        e.tag(i64::from(tag));
-    });
+    call.end_keyed(
+        func::MPI_Status_set_tag,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                i64::from(tag) as u64,
+            ]
+        },
+        |e| unsafe {
+            e.status(status, None);
+            e.tag(i64::from(tag));
+        },
+    );
     ret
 }
 
@@ -14443,9 +18817,14 @@ pub unsafe extern "C" fn MPI_T_category_changed(update_number: *mut c_int) -> c_
         return unsafe { real(update_number) };
     };
     let ret = unsafe { real(update_number) };
-    call.end(func::MPI_T_category_changed, ret, |e| unsafe {
-        e.int_out(update_number);
-    });
+    call.end_keyed(
+        func::MPI_T_category_changed,
+        ret,
+        |k| unsafe { [k.out(update_number.cast_const())] },
+        |e| unsafe {
+            e.int_out(update_number);
+        },
+    );
     ret
 }
 
@@ -14595,9 +18974,14 @@ pub unsafe extern "C" fn MPI_T_category_get_num(num_cat: *mut c_int) -> c_int {
         return unsafe { real(num_cat) };
     };
     let ret = unsafe { real(num_cat) };
-    call.end(func::MPI_T_category_get_num, ret, |e| unsafe {
-        e.int_out(num_cat);
-    });
+    call.end_keyed(
+        func::MPI_T_category_get_num,
+        ret,
+        |k| unsafe { [k.out(num_cat.cast_const())] },
+        |e| unsafe {
+            e.int_out(num_cat);
+        },
+    );
     ret
 }
 
@@ -14612,10 +18996,15 @@ pub unsafe extern "C" fn MPI_T_category_get_num_events(
         return unsafe { real(cat_index, num_events) };
     };
     let ret = unsafe { real(cat_index, num_events) };
-    call.end(func::MPI_T_category_get_num_events, ret, |e| unsafe {
-        e.int(i64::from(cat_index));
-        e.int_out(num_events);
-    });
+    call.end_keyed(
+        func::MPI_T_category_get_num_events,
+        ret,
+        |k| unsafe { [i64::from(cat_index) as u64, k.out(num_events.cast_const())] },
+        |e| unsafe {
+            e.int(i64::from(cat_index));
+            e.int_out(num_events);
+        },
+    );
     ret
 }
 
@@ -14714,9 +19103,14 @@ pub unsafe extern "C" fn MPI_T_cvar_get_num(num_cvar: *mut c_int) -> c_int {
         return unsafe { real(num_cvar) };
     };
     let ret = unsafe { real(num_cvar) };
-    call.end(func::MPI_T_cvar_get_num, ret, |e| unsafe {
-        e.int_out(num_cvar);
-    });
+    call.end_keyed(
+        func::MPI_T_cvar_get_num,
+        ret,
+        |k| unsafe { [k.out(num_cvar.cast_const())] },
+        |e| unsafe {
+            e.int_out(num_cvar);
+        },
+    );
     ret
 }
 
@@ -14765,10 +19159,21 @@ pub unsafe extern "C" fn MPI_T_cvar_read(handle: MPI_T_cvar_handle, buf: *mut c_
         return unsafe { real(handle, buf) };
     };
     let ret = unsafe { real(handle, buf) };
-    call.end(func::MPI_T_cvar_read, ret, |e| {
-        e.handle(HandleKind::CvarHandle, handle);
-        e.buffer(buf);
-    });
+    call.end_keyed(
+        func::MPI_T_cvar_read,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::CvarHandle, handle),
+                buf as u64,
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::CvarHandle, handle);
+            e.buffer(buf);
+        },
+    );
     ret
 }
 
@@ -14780,10 +19185,21 @@ pub unsafe extern "C" fn MPI_T_cvar_write(handle: MPI_T_cvar_handle, buf: *const
         return unsafe { real(handle, buf) };
     };
     let ret = unsafe { real(handle, buf) };
-    call.end(func::MPI_T_cvar_write, ret, |e| {
-        e.handle(HandleKind::CvarHandle, handle);
-        e.buffer(buf);
-    });
+    call.end_keyed(
+        func::MPI_T_cvar_write,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::CvarHandle, handle),
+                buf as u64,
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::CvarHandle, handle);
+            e.buffer(buf);
+        },
+    );
     ret
 }
 
@@ -14869,11 +19285,22 @@ pub unsafe extern "C" fn MPI_T_event_callback_set_info(
         return unsafe { real(event_registration, cb_safety, info) };
     };
     let ret = unsafe { real(event_registration, cb_safety, info) };
-    call.end(func::MPI_T_event_callback_set_info, ret, |e| {
-        e.handle(HandleKind::EventRegistration, event_registration);
-        e.constant(ConstSet::ToolCallbackSafety, i64::from(cb_safety));
-        e.handle(HandleKind::Info, info);
-    });
+    call.end_keyed(
+        func::MPI_T_event_callback_set_info,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::EventRegistration, event_registration),
+                i64::from(cb_safety) as u64,
+                k.handle(HandleKind::Info, info),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::EventRegistration, event_registration);
+            e.constant(ConstSet::ToolCallbackSafety, i64::from(cb_safety));
+            e.handle(HandleKind::Info, info);
+        },
+    );
     ret
 }
 
@@ -14888,10 +19315,21 @@ pub unsafe extern "C" fn MPI_T_event_copy(
         return unsafe { real(event_instance, buffer) };
     };
     let ret = unsafe { real(event_instance, buffer) };
-    call.end(func::MPI_T_event_copy, ret, |e| {
-        e.handle(HandleKind::EventInstance, event_instance);
-        e.buffer(buffer);
-    });
+    call.end_keyed(
+        func::MPI_T_event_copy,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::EventInstance, event_instance),
+                buffer as u64,
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::EventInstance, event_instance);
+            e.buffer(buffer);
+        },
+    );
     ret
 }
 
@@ -15022,9 +19460,14 @@ pub unsafe extern "C" fn MPI_T_event_get_num(num_events: *mut c_int) -> c_int {
         return unsafe { real(num_events) };
     };
     let ret = unsafe { real(num_events) };
-    call.end(func::MPI_T_event_get_num, ret, |e| unsafe {
-        e.int_out(num_events);
-    });
+    call.end_keyed(
+        func::MPI_T_event_get_num,
+        ret,
+        |k| unsafe { [k.out(num_events.cast_const())] },
+        |e| unsafe {
+            e.int_out(num_events);
+        },
+    );
     ret
 }
 
@@ -15039,10 +19482,20 @@ pub unsafe extern "C" fn MPI_T_event_get_source(
         return unsafe { real(event_instance, source_index) };
     };
     let ret = unsafe { real(event_instance, source_index) };
-    call.end(func::MPI_T_event_get_source, ret, |e| unsafe {
-        e.handle(HandleKind::EventInstance, event_instance);
-        e.int_out(source_index);
-    });
+    call.end_keyed(
+        func::MPI_T_event_get_source,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::EventInstance, event_instance),
+                k.out(source_index.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::EventInstance, event_instance);
+            e.int_out(source_index);
+        },
+    );
     ret
 }
 
@@ -15057,10 +19510,20 @@ pub unsafe extern "C" fn MPI_T_event_get_timestamp(
         return unsafe { real(event_instance, event_timestamp) };
     };
     let ret = unsafe { real(event_instance, event_timestamp) };
-    call.end(func::MPI_T_event_get_timestamp, ret, |e| unsafe {
-        e.handle(HandleKind::EventInstance, event_instance);
-        e.count_out(event_timestamp);
-    });
+    call.end_keyed(
+        func::MPI_T_event_get_timestamp,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::EventInstance, event_instance),
+                k.out(event_timestamp.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::EventInstance, event_instance);
+            e.count_out(event_timestamp);
+        },
+    );
     ret
 }
 
@@ -15098,11 +19561,23 @@ pub unsafe extern "C" fn MPI_T_event_handle_free(
         return unsafe { real(event_registration, user_data, free_cb_function) };
     };
     let ret = unsafe { real(event_registration, user_data, free_cb_function) };
-    call.end(func::MPI_T_event_handle_free, ret, |e| {
-        e.handle(HandleKind::EventRegistration, event_registration);
-        e.buffer(user_data);
-        e.callback(free_cb_function);
-    });
+    call.end_keyed(
+        func::MPI_T_event_handle_free,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::EventRegistration, event_registration),
+                user_data as u64,
+                free_cb_function as u64,
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::EventRegistration, event_registration);
+            e.buffer(user_data);
+            e.callback(free_cb_function);
+        },
+    );
     ret
 }
 
@@ -15135,10 +19610,20 @@ pub unsafe extern "C" fn MPI_T_event_handle_set_info(
         return unsafe { real(event_registration, info) };
     };
     let ret = unsafe { real(event_registration, info) };
-    call.end(func::MPI_T_event_handle_set_info, ret, |e| {
-        e.handle(HandleKind::EventRegistration, event_registration);
-        e.handle(HandleKind::Info, info);
-    });
+    call.end_keyed(
+        func::MPI_T_event_handle_set_info,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::EventRegistration, event_registration),
+                k.handle(HandleKind::Info, info),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::EventRegistration, event_registration);
+            e.handle(HandleKind::Info, info);
+        },
+    );
     ret
 }
 
@@ -15154,11 +19639,23 @@ pub unsafe extern "C" fn MPI_T_event_read(
         return unsafe { real(event_instance, element_index, buffer) };
     };
     let ret = unsafe { real(event_instance, element_index, buffer) };
-    call.end(func::MPI_T_event_read, ret, |e| {
-        e.handle(HandleKind::EventInstance, event_instance);
-        e.int(i64::from(element_index));
-        e.buffer(buffer);
-    });
+    call.end_keyed(
+        func::MPI_T_event_read,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::EventInstance, event_instance),
+                i64::from(element_index) as u64,
+                buffer as u64,
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::EventInstance, event_instance);
+            e.int(i64::from(element_index));
+            e.buffer(buffer);
+        },
+    );
     ret
 }
 
@@ -15192,13 +19689,27 @@ pub unsafe extern "C" fn MPI_T_event_register_callback(
             event_cb_function,
         )
     };
-    call.end(func::MPI_T_event_register_callback, ret, |e| {
-        e.handle(HandleKind::EventRegistration, event_registration);
-        e.constant(ConstSet::ToolCallbackSafety, i64::from(cb_safety));
-        e.handle(HandleKind::Info, info);
-        e.buffer(user_data);
-        e.callback(event_cb_function);
-    });
+    call.end_keyed(
+        func::MPI_T_event_register_callback,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::EventRegistration, event_registration),
+                i64::from(cb_safety) as u64,
+                k.handle(HandleKind::Info, info),
+                user_data as u64,
+                event_cb_function as u64,
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::EventRegistration, event_registration);
+            e.constant(ConstSet::ToolCallbackSafety, i64::from(cb_safety));
+            e.handle(HandleKind::Info, info);
+            e.buffer(user_data);
+            e.callback(event_cb_function);
+        },
+    );
     ret
 }
 
@@ -15213,10 +19724,20 @@ pub unsafe extern "C" fn MPI_T_event_set_dropped_handler(
         return unsafe { real(event_registration, dropped_cb_function) };
     };
     let ret = unsafe { real(event_registration, dropped_cb_function) };
-    call.end(func::MPI_T_event_set_dropped_handler, ret, |e| {
-        e.handle(HandleKind::EventRegistration, event_registration);
-        e.callback(dropped_cb_function);
-    });
+    call.end_keyed(
+        func::MPI_T_event_set_dropped_handler,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::EventRegistration, event_registration),
+                dropped_cb_function as u64,
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::EventRegistration, event_registration);
+            e.callback(dropped_cb_function);
+        },
+    );
     ret
 }
 
@@ -15228,7 +19749,7 @@ pub unsafe extern "C" fn MPI_T_finalize() -> c_int {
         return unsafe { real() };
     };
     let ret = unsafe { real() };
-    call.end(func::MPI_T_finalize, ret, |_| {});
+    call.end_keyed(func::MPI_T_finalize, ret, |_| [], |_| {});
     ret
 }
 
@@ -15240,10 +19761,15 @@ pub unsafe extern "C" fn MPI_T_init_thread(required: c_int, provided: *mut c_int
         return unsafe { real(required, provided) };
     };
     let ret = unsafe { real(required, provided) };
-    call.end(func::MPI_T_init_thread, ret, |e| unsafe {
-        e.constant(ConstSet::ThreadLevel, i64::from(required));
-        e.constant_out(ConstSet::ThreadLevel, provided);
-    });
+    call.end_keyed(
+        func::MPI_T_init_thread,
+        ret,
+        |k| unsafe { [i64::from(required) as u64, k.out(provided.cast_const())] },
+        |e| unsafe {
+            e.constant(ConstSet::ThreadLevel, i64::from(required));
+            e.constant_out(ConstSet::ThreadLevel, provided);
+        },
+    );
     ret
 }
 
@@ -15330,9 +19856,14 @@ pub unsafe extern "C" fn MPI_T_pvar_get_num(num_pvar: *mut c_int) -> c_int {
         return unsafe { real(num_pvar) };
     };
     let ret = unsafe { real(num_pvar) };
-    call.end(func::MPI_T_pvar_get_num, ret, |e| unsafe {
-        e.int_out(num_pvar);
-    });
+    call.end_keyed(
+        func::MPI_T_pvar_get_num,
+        ret,
+        |k| unsafe { [k.out(num_pvar.cast_const())] },
+        |e| unsafe {
+            e.int_out(num_pvar);
+        },
+    );
     ret
 }
 
@@ -15391,11 +19922,23 @@ pub unsafe extern "C" fn MPI_T_pvar_read(
         return unsafe { real(pe_session, handle, buf) };
     };
     let ret = unsafe { real(pe_session, handle, buf) };
-    call.end(func::MPI_T_pvar_read, ret, |e| {
-        e.handle(HandleKind::PvarSession, pe_session);
-        e.handle(HandleKind::PvarHandle, handle);
-        e.buffer(buf);
-    });
+    call.end_keyed(
+        func::MPI_T_pvar_read,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::PvarSession, pe_session),
+                k.handle(HandleKind::PvarHandle, handle),
+                buf as u64,
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::PvarSession, pe_session);
+            e.handle(HandleKind::PvarHandle, handle);
+            e.buffer(buf);
+        },
+    );
     ret
 }
 
@@ -15411,11 +19954,23 @@ pub unsafe extern "C" fn MPI_T_pvar_readreset(
         return unsafe { real(pe_session, handle, buf) };
     };
     let ret = unsafe { real(pe_session, handle, buf) };
-    call.end(func::MPI_T_pvar_readreset, ret, |e| {
-        e.handle(HandleKind::PvarSession, pe_session);
-        e.handle(HandleKind::PvarHandle, handle);
-        e.buffer(buf);
-    });
+    call.end_keyed(
+        func::MPI_T_pvar_readreset,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::PvarSession, pe_session),
+                k.handle(HandleKind::PvarHandle, handle),
+                buf as u64,
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::PvarSession, pe_session);
+            e.handle(HandleKind::PvarHandle, handle);
+            e.buffer(buf);
+        },
+    );
     ret
 }
 
@@ -15430,10 +19985,20 @@ pub unsafe extern "C" fn MPI_T_pvar_reset(
         return unsafe { real(pe_session, handle) };
     };
     let ret = unsafe { real(pe_session, handle) };
-    call.end(func::MPI_T_pvar_reset, ret, |e| {
-        e.handle(HandleKind::PvarSession, pe_session);
-        e.handle(HandleKind::PvarHandle, handle);
-    });
+    call.end_keyed(
+        func::MPI_T_pvar_reset,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::PvarSession, pe_session),
+                k.handle(HandleKind::PvarHandle, handle),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::PvarSession, pe_session);
+            e.handle(HandleKind::PvarHandle, handle);
+        },
+    );
     ret
 }
 
@@ -15478,10 +20043,20 @@ pub unsafe extern "C" fn MPI_T_pvar_start(
         return unsafe { real(pe_session, handle) };
     };
     let ret = unsafe { real(pe_session, handle) };
-    call.end(func::MPI_T_pvar_start, ret, |e| {
-        e.handle(HandleKind::PvarSession, pe_session);
-        e.handle(HandleKind::PvarHandle, handle);
-    });
+    call.end_keyed(
+        func::MPI_T_pvar_start,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::PvarSession, pe_session),
+                k.handle(HandleKind::PvarHandle, handle),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::PvarSession, pe_session);
+            e.handle(HandleKind::PvarHandle, handle);
+        },
+    );
     ret
 }
 
@@ -15496,10 +20071,20 @@ pub unsafe extern "C" fn MPI_T_pvar_stop(
         return unsafe { real(pe_session, handle) };
     };
     let ret = unsafe { real(pe_session, handle) };
-    call.end(func::MPI_T_pvar_stop, ret, |e| {
-        e.handle(HandleKind::PvarSession, pe_session);
-        e.handle(HandleKind::PvarHandle, handle);
-    });
+    call.end_keyed(
+        func::MPI_T_pvar_stop,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::PvarSession, pe_session),
+                k.handle(HandleKind::PvarHandle, handle),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::PvarSession, pe_session);
+            e.handle(HandleKind::PvarHandle, handle);
+        },
+    );
     ret
 }
 
@@ -15515,11 +20100,23 @@ pub unsafe extern "C" fn MPI_T_pvar_write(
         return unsafe { real(pe_session, handle, buf) };
     };
     let ret = unsafe { real(pe_session, handle, buf) };
-    call.end(func::MPI_T_pvar_write, ret, |e| {
-        e.handle(HandleKind::PvarSession, pe_session);
-        e.handle(HandleKind::PvarHandle, handle);
-        e.buffer(buf);
-    });
+    call.end_keyed(
+        func::MPI_T_pvar_write,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::PvarSession, pe_session),
+                k.handle(HandleKind::PvarHandle, handle),
+                buf as u64,
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::PvarSession, pe_session);
+            e.handle(HandleKind::PvarHandle, handle);
+            e.buffer(buf);
+        },
+    );
     ret
 }
 
@@ -15592,9 +20189,14 @@ pub unsafe extern "C" fn MPI_T_source_get_num(num_sources: *mut c_int) -> c_int 
         return unsafe { real(num_sources) };
     };
     let ret = unsafe { real(num_sources) };
-    call.end(func::MPI_T_source_get_num, ret, |e| unsafe {
-        e.int_out(num_sources);
-    });
+    call.end_keyed(
+        func::MPI_T_source_get_num,
+        ret,
+        |k| unsafe { [k.out(num_sources.cast_const())] },
+        |e| unsafe {
+            e.int_out(num_sources);
+        },
+    );
     ret
 }
 
@@ -15609,10 +20211,20 @@ pub unsafe extern "C" fn MPI_T_source_get_timestamp(
         return unsafe { real(source_index, timestamp) };
     };
     let ret = unsafe { real(source_index, timestamp) };
-    call.end(func::MPI_T_source_get_timestamp, ret, |e| unsafe {
-        e.int(i64::from(source_index));
-        e.count_out(timestamp);
-    });
+    call.end_keyed(
+        func::MPI_T_source_get_timestamp,
+        ret,
+        |k| unsafe {
+            [
+                i64::from(source_index) as u64,
+                k.out(timestamp.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.int(i64::from(source_index));
+            e.count_out(timestamp);
+        },
+    );
     ret
 }
 
@@ -15624,10 +20236,25 @@ pub unsafe extern "C" fn MPI_Test_cancelled(status: *const MPI_Status, flag: *mu
         return unsafe { real(status, flag) };
     };
     let ret = unsafe { real(status, flag) };
-    call.end(func::MPI_Test_cancelled, ret, |e| unsafe {
-        e.status(status, None);
-        e.int_out(flag);
-    });
+    call.end_keyed(
+        func::MPI_Test_cancelled,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.out(flag.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.status(status, None);
+            e.int_out(flag);
+        },
+    );
     ret
 }
 
@@ -15639,10 +20266,15 @@ pub unsafe extern "C" fn MPI_Topo_test(comm: MPI_Comm, status: *mut c_int) -> c_
         return unsafe { real(comm, status) };
     };
     let ret = unsafe { real(comm, status) };
-    call.end(func::MPI_Topo_test, ret, |e| unsafe {
-        e.handle(HandleKind::Comm, comm);
-        e.constant_out(ConstSet::Topology, status);
-    });
+    call.end_keyed(
+        func::MPI_Topo_test,
+        ret,
+        |k| unsafe { [k.handle(HandleKind::Comm, comm), k.out(status.cast_const())] },
+        |e| unsafe {
+            e.handle(HandleKind::Comm, comm);
+            e.constant_out(ConstSet::Topology, status);
+        },
+    );
     ret
 }
 
@@ -15655,9 +20287,14 @@ pub unsafe extern "C" fn MPI_Type_commit(datatype: *mut HandleSlot) -> c_int {
     };
     let datatype_before = unsafe { handle_or_null(HandleKind::Datatype as usize, datatype.cast()) };
     let ret = unsafe { real(datatype) };
-    call.end(func::MPI_Type_commit, ret, |e| {
-        e.handle(HandleKind::Datatype, datatype_before);
-    });
+    call.end_keyed(
+        func::MPI_Type_commit,
+        ret,
+        |k| [k.handle(HandleKind::Datatype, datatype_before)],
+        |e| {
+            e.handle(HandleKind::Datatype, datatype_before);
+        },
+    );
     ret
 }
 
@@ -16486,10 +21123,20 @@ pub unsafe extern "C" fn MPI_Type_delete_attr(datatype: MPI_Datatype, type_keyva
         return unsafe { real(datatype, type_keyval) };
     };
     let ret = unsafe { real(datatype, type_keyval) };
-    call.end(func::MPI_Type_delete_attr, ret, |e| {
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Keyval, Handle::from(type_keyval));
-    });
+    call.end_keyed(
+        func::MPI_Type_delete_attr,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Keyval, Handle::from(type_keyval)),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Keyval, Handle::from(type_keyval));
+        },
+    );
     ret
 }
 
@@ -16516,10 +21163,20 @@ pub unsafe extern "C" fn MPI_Type_extent(datatype: MPI_Datatype, extent: *mut MP
         return unsafe { real(datatype, extent) };
     };
     let ret = unsafe { real(datatype, extent) };
-    call.end(func::MPI_Type_extent, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, datatype);
-        e.address_out(extent);
-    });
+    call.end_keyed(
+        func::MPI_Type_extent,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Datatype, datatype),
+                k.out(extent.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Datatype, datatype);
+            e.address_out(extent);
+        },
+    );
     ret
 }
 
@@ -16562,9 +21219,14 @@ pub unsafe extern "C" fn MPI_Type_fromint(datatype: c_int) -> MPI_Datatype {
         return unsafe { real(datatype) };
     };
     let ret = unsafe { real(datatype) };
-    call.end(func::MPI_Type_fromint, MPI_SUCCESS, |e| {
-        e.int(i64::from(datatype));
-    });
+    call.end_keyed(
+        func::MPI_Type_fromint,
+        MPI_SUCCESS,
+        |_| [i64::from(datatype) as u64],
+        |e| {
+            e.int(i64::from(datatype));
+        },
+    );
     ret
 }
 
@@ -16581,12 +21243,25 @@ pub unsafe extern "C" fn MPI_Type_get_attr(
         return unsafe { real(datatype, type_keyval, attribute_val, flag) };
     };
     let ret = unsafe { real(datatype, type_keyval, attribute_val, flag) };
-    call.end(func::MPI_Type_get_attr, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Keyval, Handle::from(type_keyval));
-        e.buffer(attribute_val);
-        e.int_out(flag);
-    });
+    call.end_keyed(
+        func::MPI_Type_get_attr,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Keyval, Handle::from(type_keyval)),
+                attribute_val as u64,
+                k.out(flag.cast_const()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Keyval, Handle::from(type_keyval));
+            e.buffer(attribute_val);
+            e.int_out(flag);
+        },
+    );
     ret
 }
 
@@ -16806,13 +21481,26 @@ pub unsafe extern "C" fn MPI_Type_get_envelope(
             combiner,
         )
     };
-    call.end(func::MPI_Type_get_envelope, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, datatype);
-        e.int_out(num_integers);
-        e.int_out(num_addresses);
-        e.int_out(num_datatypes);
-        e.constant_out(ConstSet::Combiner, combiner);
-    });
+    call.end_keyed(
+        func::MPI_Type_get_envelope,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Datatype, datatype),
+                k.out(num_integers.cast_const()),
+                k.out(num_addresses.cast_const()),
+                k.out(num_datatypes.cast_const()),
+                k.out(combiner.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Datatype, datatype);
+            e.int_out(num_integers);
+            e.int_out(num_addresses);
+            e.int_out(num_datatypes);
+            e.constant_out(ConstSet::Combiner, combiner);
+        },
+    );
     ret
 }
 
@@ -16849,14 +21537,28 @@ pub unsafe extern "C" fn MPI_Type_get_envelope_c(
             combiner,
         )
     };
-    call.end(func::MPI_Type_get_envelope_c, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, datatype);
-        e.count_out(num_integers);
-        e.count_out(num_addresses);
-        e.count_out(num_large_counts);
-        e.count_out(num_datatypes);
-        e.constant_out(ConstSet::Combiner, combiner);
-    });
+    call.end_keyed(
+        func::MPI_Type_get_envelope_c,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Datatype, datatype),
+                k.out(num_integers.cast_const()),
+                k.out(num_addresses.cast_const()),
+                k.out(num_large_counts.cast_const()),
+                k.out(num_datatypes.cast_const()),
+                k.out(combiner.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Datatype, datatype);
+            e.count_out(num_integers);
+            e.count_out(num_addresses);
+            e.count_out(num_large_counts);
+            e.count_out(num_datatypes);
+            e.constant_out(ConstSet::Combiner, combiner);
+        },
+    );
     ret
 }
 
@@ -16872,11 +21574,22 @@ pub unsafe extern "C" fn MPI_Type_get_extent(
         return unsafe { real(datatype, lb, extent) };
     };
     let ret = unsafe { real(datatype, lb, extent) };
-    call.end(func::MPI_Type_get_extent, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, datatype);
-        e.address_out(lb);
-        e.address_out(extent);
-    });
+    call.end_keyed(
+        func::MPI_Type_get_extent,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Datatype, datatype),
+                k.out(lb.cast_const()),
+                k.out(extent.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Datatype, datatype);
+            e.address_out(lb);
+            e.address_out(extent);
+        },
+    );
     ret
 }
 
@@ -16892,11 +21605,22 @@ pub unsafe extern "C" fn MPI_Type_get_extent_c(
         return unsafe { real(datatype, lb, extent) };
     };
     let ret = unsafe { real(datatype, lb, extent) };
-    call.end(func::MPI_Type_get_extent_c, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, datatype);
-        e.count_out(lb);
-        e.count_out(extent);
-    });
+    call.end_keyed(
+        func::MPI_Type_get_extent_c,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Datatype, datatype),
+                k.out(lb.cast_const()),
+                k.out(extent.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Datatype, datatype);
+            e.count_out(lb);
+            e.count_out(extent);
+        },
+    );
     ret
 }
 
@@ -16912,11 +21636,22 @@ pub unsafe extern "C" fn MPI_Type_get_extent_x(
         return unsafe { real(datatype, lb, extent) };
     };
     let ret = unsafe { real(datatype, lb, extent) };
-    call.end(func::MPI_Type_get_extent_x, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, datatype);
-        e.count_out(lb);
-        e.count_out(extent);
-    });
+    call.end_keyed(
+        func::MPI_Type_get_extent_x,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Datatype, datatype),
+                k.out(lb.cast_const()),
+                k.out(extent.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Datatype, datatype);
+            e.count_out(lb);
+            e.count_out(extent);
+        },
+    );
     ret
 }
 
@@ -16953,11 +21688,22 @@ pub unsafe extern "C" fn MPI_Type_get_true_extent(
         return unsafe { real(datatype, true_lb, true_extent) };
     };
     let ret = unsafe { real(datatype, true_lb, true_extent) };
-    call.end(func::MPI_Type_get_true_extent, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, datatype);
-        e.address_out(true_lb);
-        e.address_out(true_extent);
-    });
+    call.end_keyed(
+        func::MPI_Type_get_true_extent,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Datatype, datatype),
+                k.out(true_lb.cast_const()),
+                k.out(true_extent.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Datatype, datatype);
+            e.address_out(true_lb);
+            e.address_out(true_extent);
+        },
+    );
     ret
 }
 
@@ -16973,11 +21719,22 @@ pub unsafe extern "C" fn MPI_Type_get_true_extent_c(
         return unsafe { real(datatype, true_lb, true_extent) };
     };
     let ret = unsafe { real(datatype, true_lb, true_extent) };
-    call.end(func::MPI_Type_get_true_extent_c, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, datatype);
-        e.count_out(true_lb);
-        e.count_out(true_extent);
-    });
+    call.end_keyed(
+        func::MPI_Type_get_true_extent_c,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Datatype, datatype),
+                k.out(true_lb.cast_const()),
+                k.out(true_extent.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Datatype, datatype);
+            e.count_out(true_lb);
+            e.count_out(true_extent);
+        },
+    );
     ret
 }
 
@@ -16993,11 +21750,22 @@ pub unsafe extern "C" fn MPI_Type_get_true_extent_x(
         return unsafe { real(datatype, true_lb, true_extent) };
     };
     let ret = unsafe { real(datatype, true_lb, true_extent) };
-    call.end(func::MPI_Type_get_true_extent_x, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, datatype);
-        e.count_out(true_lb);
-        e.count_out(true_extent);
-    });
+    call.end_keyed(
+        func::MPI_Type_get_true_extent_x,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Datatype, datatype),
+                k.out(true_lb.cast_const()),
+                k.out(true_extent.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Datatype, datatype);
+            e.count_out(true_lb);
+            e.count_out(true_extent);
+        },
+    );
     ret
 }
 
@@ -17209,10 +21977,20 @@ pub unsafe extern "C" fn MPI_Type_lb(datatype: MPI_Datatype, displacement: *mut 
         return unsafe { real(datatype, displacement) };
     };
     let ret = unsafe { real(datatype, displacement) };
-    call.end(func::MPI_Type_lb, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, datatype);
-        e.address_out(displacement);
-    });
+    call.end_keyed(
+        func::MPI_Type_lb,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Datatype, datatype),
+                k.out(displacement.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Datatype, datatype);
+            e.address_out(displacement);
+        },
+    );
     ret
 }
 
@@ -17228,11 +22006,22 @@ pub unsafe extern "C" fn MPI_Type_match_size(
         return unsafe { real(typeclass, size, datatype) };
     };
     let ret = unsafe { real(typeclass, size, datatype) };
-    call.end(func::MPI_Type_match_size, ret, |e| unsafe {
-        e.constant(ConstSet::TypeClass, i64::from(typeclass));
-        e.int(i64::from(size));
-        lookup_out(e, HandleKind::Datatype, datatype.cast());
-    });
+    call.end_keyed(
+        func::MPI_Type_match_size,
+        ret,
+        |k| unsafe {
+            [
+                i64::from(typeclass) as u64,
+                i64::from(size) as u64,
+                k.handle_out(HandleKind::Datatype, datatype.cast()),
+            ]
+        },
+        |e| unsafe {
+            e.constant(ConstSet::TypeClass, i64::from(typeclass));
+            e.int(i64::from(size));
+            lookup_out(e, HandleKind::Datatype, datatype.cast());
+        },
+    );
     ret
 }
 
@@ -17248,11 +22037,23 @@ pub unsafe extern "C" fn MPI_Type_set_attr(
         return unsafe { real(datatype, type_keyval, attribute_val) };
     };
     let ret = unsafe { real(datatype, type_keyval, attribute_val) };
-    call.end(func::MPI_Type_set_attr, ret, |e| {
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Keyval, Handle::from(type_keyval));
-        e.buffer(attribute_val);
-    });
+    call.end_keyed(
+        func::MPI_Type_set_attr,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Keyval, Handle::from(type_keyval)),
+                attribute_val as u64,
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Keyval, Handle::from(type_keyval));
+            e.buffer(attribute_val);
+        },
+    );
     ret
 }
 
@@ -17282,10 +22083,20 @@ pub unsafe extern "C" fn MPI_Type_size(datatype: MPI_Datatype, size: *mut c_int)
         return unsafe { real(datatype, size) };
     };
     let ret = unsafe { real(datatype, size) };
-    call.end(func::MPI_Type_size, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, datatype);
-        e.int_out(size);
-    });
+    call.end_keyed(
+        func::MPI_Type_size,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Datatype, datatype),
+                k.out(size.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Datatype, datatype);
+            e.int_out(size);
+        },
+    );
     ret
 }
 
@@ -17297,10 +22108,20 @@ pub unsafe extern "C" fn MPI_Type_size_c(datatype: MPI_Datatype, size: *mut MPI_
         return unsafe { real(datatype, size) };
     };
     let ret = unsafe { real(datatype, size) };
-    call.end(func::MPI_Type_size_c, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, datatype);
-        e.count_out(size);
-    });
+    call.end_keyed(
+        func::MPI_Type_size_c,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Datatype, datatype),
+                k.out(size.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Datatype, datatype);
+            e.count_out(size);
+        },
+    );
     ret
 }
 
@@ -17312,10 +22133,20 @@ pub unsafe extern "C" fn MPI_Type_size_x(datatype: MPI_Datatype, size: *mut MPI_
         return unsafe { real(datatype, size) };
     };
     let ret = unsafe { real(datatype, size) };
-    call.end(func::MPI_Type_size_x, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, datatype);
-        e.count_out(size);
-    });
+    call.end_keyed(
+        func::MPI_Type_size_x,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Datatype, datatype),
+                k.out(size.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Datatype, datatype);
+            e.count_out(size);
+        },
+    );
     ret
 }
 
@@ -17386,9 +22217,14 @@ pub unsafe extern "C" fn MPI_Type_toint(datatype: MPI_Datatype) -> c_int {
         return unsafe { real(datatype) };
     };
     let ret = unsafe { real(datatype) };
-    call.end(func::MPI_Type_toint, ret, |e| {
-        e.handle(HandleKind::Datatype, datatype);
-    });
+    call.end_keyed(
+        func::MPI_Type_toint,
+        ret,
+        |k| [k.handle(HandleKind::Datatype, datatype)],
+        |e| {
+            e.handle(HandleKind::Datatype, datatype);
+        },
+    );
     ret
 }
 
@@ -17400,10 +22236,20 @@ pub unsafe extern "C" fn MPI_Type_ub(datatype: MPI_Datatype, displacement: *mut 
         return unsafe { real(datatype, displacement) };
     };
     let ret = unsafe { real(datatype, displacement) };
-    call.end(func::MPI_Type_ub, ret, |e| unsafe {
-        e.handle(HandleKind::Datatype, datatype);
-        e.address_out(displacement);
-    });
+    call.end_keyed(
+        func::MPI_Type_ub,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Datatype, datatype),
+                k.out(displacement.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Datatype, datatype);
+            e.address_out(displacement);
+        },
+    );
     ret
 }
 
@@ -17472,15 +22318,31 @@ pub unsafe extern "C" fn MPI_Unpack(
     };
     let position_before = unsafe { read_or(position, 0) };
     let ret = unsafe { real(inbuf, insize, position, outbuf, outcount, datatype, comm) };
-    call.end(func::MPI_Unpack, ret, |e| {
-        e.buffer(inbuf);
-        e.address(i64::from(insize));
-        e.address(i64::from(position_before));
-        e.buffer(outbuf);
-        e.int(i64::from(outcount));
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Unpack,
+        ret,
+        |k| {
+            [
+                inbuf as u64,
+                i64::from(insize) as u64,
+                i64::from(position_before) as u64,
+                outbuf as u64,
+                i64::from(outcount) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(inbuf);
+            e.address(i64::from(insize));
+            e.address(i64::from(position_before));
+            e.buffer(outbuf);
+            e.int(i64::from(outcount));
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -17501,15 +22363,31 @@ pub unsafe extern "C" fn MPI_Unpack_c(
     };
     let position_before = unsafe { read_or(position, 0) };
     let ret = unsafe { real(inbuf, insize, position, outbuf, outcount, datatype, comm) };
-    call.end(func::MPI_Unpack_c, ret, |e| {
-        e.buffer(inbuf);
-        e.address(insize);
-        e.address(position_before);
-        e.buffer(outbuf);
-        e.int(outcount);
-        e.handle(HandleKind::Datatype, datatype);
-        e.handle(HandleKind::Comm, comm);
-    });
+    call.end_keyed(
+        func::MPI_Unpack_c,
+        ret,
+        |k| {
+            [
+                inbuf as u64,
+                insize as u64,
+                position_before as u64,
+                outbuf as u64,
+                outcount as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Comm, comm),
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.buffer(inbuf);
+            e.address(insize);
+            e.address(position_before);
+            e.buffer(outbuf);
+            e.int(outcount);
+            e.handle(HandleKind::Datatype, datatype);
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
     ret
 }
 
@@ -17703,11 +22581,23 @@ pub unsafe extern "C" fn MPI_Win_attach(win: MPI_Win, base: *mut c_void, size: M
         return unsafe { real(win, base, size) };
     };
     let ret = unsafe { real(win, base, size) };
-    call.end(func::MPI_Win_attach, ret, |e| {
-        e.handle(HandleKind::Win, win);
-        e.buffer(base);
-        e.address(size);
-    });
+    call.end_keyed(
+        func::MPI_Win_attach,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::Win, win),
+                base as u64,
+                size as u64,
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::Win, win);
+            e.buffer(base);
+            e.address(size);
+        },
+    );
     ret
 }
 
@@ -17719,10 +22609,15 @@ pub unsafe extern "C" fn MPI_Win_call_errhandler(win: MPI_Win, errorcode: c_int)
         return unsafe { real(win, errorcode) };
     };
     let ret = unsafe { real(win, errorcode) };
-    call.end(func::MPI_Win_call_errhandler, ret, |e| {
-        e.handle(HandleKind::Win, win);
-        e.int(i64::from(errorcode));
-    });
+    call.end_keyed(
+        func::MPI_Win_call_errhandler,
+        ret,
+        |k| [k.handle(HandleKind::Win, win), i64::from(errorcode) as u64],
+        |e| {
+            e.handle(HandleKind::Win, win);
+            e.int(i64::from(errorcode));
+        },
+    );
     ret
 }
 
@@ -17734,9 +22629,14 @@ pub unsafe extern "C" fn MPI_Win_complete(win: MPI_Win) -> c_int {
         return unsafe { real(win) };
     };
     let ret = unsafe { real(win) };
-    call.end(func::MPI_Win_complete, ret, |e| {
-        e.handle(HandleKind::Win, win);
-    });
+    call.end_keyed(
+        func::MPI_Win_complete,
+        ret,
+        |k| [k.handle(HandleKind::Win, win)],
+        |e| {
+            e.handle(HandleKind::Win, win);
+        },
+    );
     ret
 }
 
@@ -17874,10 +22774,20 @@ pub unsafe extern "C" fn MPI_Win_delete_attr(win: MPI_Win, win_keyval: c_int) ->
         return unsafe { real(win, win_keyval) };
     };
     let ret = unsafe { real(win, win_keyval) };
-    call.end(func::MPI_Win_delete_attr, ret, |e| {
-        e.handle(HandleKind::Win, win);
-        e.handle(HandleKind::Keyval, Handle::from(win_keyval));
-    });
+    call.end_keyed(
+        func::MPI_Win_delete_attr,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::Win, win),
+                k.handle(HandleKind::Keyval, Handle::from(win_keyval)),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::Win, win);
+            e.handle(HandleKind::Keyval, Handle::from(win_keyval));
+        },
+    );
     ret
 }
 
@@ -17889,10 +22799,15 @@ pub unsafe extern "C" fn MPI_Win_detach(win: MPI_Win, base: *const c_void) -> c_
         return unsafe { real(win, base) };
     };
     let ret = unsafe { real(win, base) };
-    call.end(func::MPI_Win_detach, ret, |e| {
-        e.handle(HandleKind::Win, win);
-        e.buffer(base);
-    });
+    call.end_keyed(
+        func::MPI_Win_detach,
+        ret,
+        |k| [k.handle(HandleKind::Win, win), base as u64, k.segments()],
+        |e| {
+            e.handle(HandleKind::Win, win);
+            e.buffer(base);
+        },
+    );
     ret
 }
 
@@ -17904,10 +22819,15 @@ pub unsafe extern "C" fn MPI_Win_fence(assert: c_int, win: MPI_Win) -> c_int {
         return unsafe { real(assert, win) };
     };
     let ret = unsafe { real(assert, win) };
-    call.end(func::MPI_Win_fence, ret, |e| {
-        e.constant(ConstSet::Assert, i64::from(assert));
-        e.handle(HandleKind::Win, win);
-    });
+    call.end_keyed(
+        func::MPI_Win_fence,
+        ret,
+        |k| [i64::from(assert) as u64, k.handle(HandleKind::Win, win)],
+        |e| {
+            e.constant(ConstSet::Assert, i64::from(assert));
+            e.handle(HandleKind::Win, win);
+        },
+    );
     ret
 }
 
@@ -17919,10 +22839,15 @@ pub unsafe extern "C" fn MPI_Win_flush(rank: c_int, win: MPI_Win) -> c_int {
         return unsafe { real(rank, win) };
     };
     let ret = unsafe { real(rank, win) };
-    call.end(func::MPI_Win_flush, ret, |e| {
-        win_rank(e, i64::from(rank), win);
-        e.handle(HandleKind::Win, win);
-    });
+    call.end_keyed(
+        func::MPI_Win_flush,
+        ret,
+        |k| [i64::from(rank) as u64, k.handle(HandleKind::Win, win)],
+        |e| {
+            win_rank(e, i64::from(rank), win);
+            e.handle(HandleKind::Win, win);
+        },
+    );
     ret
 }
 
@@ -17934,9 +22859,14 @@ pub unsafe extern "C" fn MPI_Win_flush_all(win: MPI_Win) -> c_int {
         return unsafe { real(win) };
     };
     let ret = unsafe { real(win) };
-    call.end(func::MPI_Win_flush_all, ret, |e| {
-        e.handle(HandleKind::Win, win);
-    });
+    call.end_keyed(
+        func::MPI_Win_flush_all,
+        ret,
+        |k| [k.handle(HandleKind::Win, win)],
+        |e| {
+            e.handle(HandleKind::Win, win);
+        },
+    );
     ret
 }
 
@@ -17948,10 +22878,15 @@ pub unsafe extern "C" fn MPI_Win_flush_local(rank: c_int, win: MPI_Win) -> c_int
         return unsafe { real(rank, win) };
     };
     let ret = unsafe { real(rank, win) };
-    call.end(func::MPI_Win_flush_local, ret, |e| {
-        win_rank(e, i64::from(rank), win);
-        e.handle(HandleKind::Win, win);
-    });
+    call.end_keyed(
+        func::MPI_Win_flush_local,
+        ret,
+        |k| [i64::from(rank) as u64, k.handle(HandleKind::Win, win)],
+        |e| {
+            win_rank(e, i64::from(rank), win);
+            e.handle(HandleKind::Win, win);
+        },
+    );
     ret
 }
 
@@ -17963,9 +22898,14 @@ pub unsafe extern "C" fn MPI_Win_flush_local_all(win: MPI_Win) -> c_int {
         return unsafe { real(win) };
     };
     let ret = unsafe { real(win) };
-    call.end(func::MPI_Win_flush_local_all, ret, |e| {
-        e.handle(HandleKind::Win, win);
-    });
+    call.end_keyed(
+        func::MPI_Win_flush_local_all,
+        ret,
+        |k| [k.handle(HandleKind::Win, win)],
+        |e| {
+            e.handle(HandleKind::Win, win);
+        },
+    );
     ret
 }
 
@@ -18008,9 +22948,14 @@ pub unsafe extern "C" fn MPI_Win_fromint(win: c_int) -> MPI_Win {
         return unsafe { real(win) };
     };
     let ret = unsafe { real(win) };
-    call.end(func::MPI_Win_fromint, MPI_SUCCESS, |e| {
-        e.int(i64::from(win));
-    });
+    call.end_keyed(
+        func::MPI_Win_fromint,
+        MPI_SUCCESS,
+        |_| [i64::from(win) as u64],
+        |e| {
+            e.int(i64::from(win));
+        },
+    );
     ret
 }
 
@@ -18027,12 +22972,25 @@ pub unsafe extern "C" fn MPI_Win_get_attr(
         return unsafe { real(win, win_keyval, attribute_val, flag) };
     };
     let ret = unsafe { real(win, win_keyval, attribute_val, flag) };
-    call.end(func::MPI_Win_get_attr, ret, |e| unsafe {
-        e.handle(HandleKind::Win, win);
-        e.handle(HandleKind::Keyval, Handle::from(win_keyval));
-        e.buffer(attribute_val);
-        e.int_out(flag);
-    });
+    call.end_keyed(
+        func::MPI_Win_get_attr,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Win, win),
+                k.handle(HandleKind::Keyval, Handle::from(win_keyval)),
+                attribute_val as u64,
+                k.out(flag.cast_const()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Win, win);
+            e.handle(HandleKind::Keyval, Handle::from(win_keyval));
+            e.buffer(attribute_val);
+            e.int_out(flag);
+        },
+    );
     ret
 }
 
@@ -18118,12 +23076,24 @@ pub unsafe extern "C" fn MPI_Win_lock(
         return unsafe { real(lock_type, rank, assert, win) };
     };
     let ret = unsafe { real(lock_type, rank, assert, win) };
-    call.end(func::MPI_Win_lock, ret, |e| {
-        e.constant(ConstSet::LockType, i64::from(lock_type));
-        win_rank(e, i64::from(rank), win);
-        e.constant(ConstSet::Assert, i64::from(assert));
-        e.handle(HandleKind::Win, win);
-    });
+    call.end_keyed(
+        func::MPI_Win_lock,
+        ret,
+        |k| {
+            [
+                i64::from(lock_type) as u64,
+                i64::from(rank) as u64,
+                i64::from(assert) as u64,
+                k.handle(HandleKind::Win, win),
+            ]
+        },
+        |e| {
+            e.constant(ConstSet::LockType, i64::from(lock_type));
+            win_rank(e, i64::from(rank), win);
+            e.constant(ConstSet::Assert, i64::from(assert));
+            e.handle(HandleKind::Win, win);
+        },
+    );
     ret
 }
 
@@ -18135,10 +23105,15 @@ pub unsafe extern "C" fn MPI_Win_lock_all(assert: c_int, win: MPI_Win) -> c_int 
         return unsafe { real(assert, win) };
     };
     let ret = unsafe { real(assert, win) };
-    call.end(func::MPI_Win_lock_all, ret, |e| {
-        e.constant(ConstSet::Assert, i64::from(assert));
-        e.handle(HandleKind::Win, win);
-    });
+    call.end_keyed(
+        func::MPI_Win_lock_all,
+        ret,
+        |k| [i64::from(assert) as u64, k.handle(HandleKind::Win, win)],
+        |e| {
+            e.constant(ConstSet::Assert, i64::from(assert));
+            e.handle(HandleKind::Win, win);
+        },
+    );
     ret
 }
 
@@ -18150,11 +23125,22 @@ pub unsafe extern "C" fn MPI_Win_post(group: MPI_Group, assert: c_int, win: MPI_
         return unsafe { real(group, assert, win) };
     };
     let ret = unsafe { real(group, assert, win) };
-    call.end(func::MPI_Win_post, ret, |e| {
-        e.handle(HandleKind::Group, group);
-        e.constant(ConstSet::Assert, i64::from(assert));
-        e.handle(HandleKind::Win, win);
-    });
+    call.end_keyed(
+        func::MPI_Win_post,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::Group, group),
+                i64::from(assert) as u64,
+                k.handle(HandleKind::Win, win),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::Group, group);
+            e.constant(ConstSet::Assert, i64::from(assert));
+            e.handle(HandleKind::Win, win);
+        },
+    );
     ret
 }
 
@@ -18170,11 +23156,23 @@ pub unsafe extern "C" fn MPI_Win_set_attr(
         return unsafe { real(win, win_keyval, attribute_val) };
     };
     let ret = unsafe { real(win, win_keyval, attribute_val) };
-    call.end(func::MPI_Win_set_attr, ret, |e| {
-        e.handle(HandleKind::Win, win);
-        e.handle(HandleKind::Keyval, Handle::from(win_keyval));
-        e.buffer(attribute_val);
-    });
+    call.end_keyed(
+        func::MPI_Win_set_attr,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::Win, win),
+                k.handle(HandleKind::Keyval, Handle::from(win_keyval)),
+                attribute_val as u64,
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::Win, win);
+            e.handle(HandleKind::Keyval, Handle::from(win_keyval));
+            e.buffer(attribute_val);
+        },
+    );
     ret
 }
 
@@ -18186,10 +23184,20 @@ pub unsafe extern "C" fn MPI_Win_set_errhandler(win: MPI_Win, errhandler: MPI_Er
         return unsafe { real(win, errhandler) };
     };
     let ret = unsafe { real(win, errhandler) };
-    call.end(func::MPI_Win_set_errhandler, ret, |e| {
-        e.handle(HandleKind::Win, win);
-        e.handle(HandleKind::Errhandler, errhandler);
-    });
+    call.end_keyed(
+        func::MPI_Win_set_errhandler,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::Win, win),
+                k.handle(HandleKind::Errhandler, errhandler),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::Win, win);
+            e.handle(HandleKind::Errhandler, errhandler);
+        },
+    );
     ret
 }
 
@@ -18201,10 +23209,20 @@ pub unsafe extern "C" fn MPI_Win_set_info(win: MPI_Win, info: MPI_Info) -> c_int
         return unsafe { real(win, info) };
     };
     let ret = unsafe { real(win, info) };
-    call.end(func::MPI_Win_set_info, ret, |e| {
-        e.handle(HandleKind::Win, win);
-        e.handle(HandleKind::Info, info);
-    });
+    call.end_keyed(
+        func::MPI_Win_set_info,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::Win, win),
+                k.handle(HandleKind::Info, info),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::Win, win);
+            e.handle(HandleKind::Info, info);
+        },
+    );
     ret
 }
 
@@ -18237,13 +23255,27 @@ pub unsafe extern "C" fn MPI_Win_shared_query(
         return unsafe { real(win, rank, size, disp_unit, baseptr) };
     };
     let ret = unsafe { real(win, rank, size, disp_unit, baseptr) };
-    call.end(func::MPI_Win_shared_query, ret, |e| unsafe {
-        e.handle(HandleKind::Win, win);
-        win_rank(e, i64::from(rank), win);
-        e.address_out(size);
-        e.int_out(disp_unit);
-        buffer_out(e, baseptr.cast_const().cast());
-    });
+    call.end_keyed(
+        func::MPI_Win_shared_query,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Win, win),
+                i64::from(rank) as u64,
+                k.out(size.cast_const()),
+                k.out(disp_unit.cast_const()),
+                k.pointer_out(baseptr.cast_const().cast::<*mut c_void>()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Win, win);
+            win_rank(e, i64::from(rank), win);
+            e.address_out(size);
+            e.int_out(disp_unit);
+            buffer_out(e, baseptr.cast_const().cast());
+        },
+    );
     ret
 }
 
@@ -18261,13 +23293,27 @@ pub unsafe extern "C" fn MPI_Win_shared_query_c(
         return unsafe { real(win, rank, size, disp_unit, baseptr) };
     };
     let ret = unsafe { real(win, rank, size, disp_unit, baseptr) };
-    call.end(func::MPI_Win_shared_query_c, ret, |e| unsafe {
-        e.handle(HandleKind::Win, win);
-        win_rank(e, i64::from(rank), win);
-        e.address_out(size);
-        e.address_out(disp_unit);
-        buffer_out(e, baseptr.cast_const().cast());
-    });
+    call.end_keyed(
+        func::MPI_Win_shared_query_c,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Win, win),
+                i64::from(rank) as u64,
+                k.out(size.cast_const()),
+                k.out(disp_unit.cast_const()),
+                k.pointer_out(baseptr.cast_const().cast::<*mut c_void>()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Win, win);
+            win_rank(e, i64::from(rank), win);
+            e.address_out(size);
+            e.address_out(disp_unit);
+            buffer_out(e, baseptr.cast_const().cast());
+        },
+    );
     ret
 }
 
@@ -18279,11 +23325,22 @@ pub unsafe extern "C" fn MPI_Win_start(group: MPI_Group, assert: c_int, win: MPI
         return unsafe { real(group, assert, win) };
     };
     let ret = unsafe { real(group, assert, win) };
-    call.end(func::MPI_Win_start, ret, |e| {
-        e.handle(HandleKind::Group, group);
-        e.constant(ConstSet::Assert, i64::from(assert));
-        e.handle(HandleKind::Win, win);
-    });
+    call.end_keyed(
+        func::MPI_Win_start,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::Group, group),
+                i64::from(assert) as u64,
+                k.handle(HandleKind::Win, win),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::Group, group);
+            e.constant(ConstSet::Assert, i64::from(assert));
+            e.handle(HandleKind::Win, win);
+        },
+    );
     ret
 }
 
@@ -18295,9 +23352,14 @@ pub unsafe extern "C" fn MPI_Win_sync(win: MPI_Win) -> c_int {
         return unsafe { real(win) };
     };
     let ret = unsafe { real(win) };
-    call.end(func::MPI_Win_sync, ret, |e| {
-        e.handle(HandleKind::Win, win);
-    });
+    call.end_keyed(
+        func::MPI_Win_sync,
+        ret,
+        |k| [k.handle(HandleKind::Win, win)],
+        |e| {
+            e.handle(HandleKind::Win, win);
+        },
+    );
     ret
 }
 
@@ -18309,10 +23371,15 @@ pub unsafe extern "C" fn MPI_Win_test(win: MPI_Win, flag: *mut c_int) -> c_int {
         return unsafe { real(win, flag) };
     };
     let ret = unsafe { real(win, flag) };
-    call.end(func::MPI_Win_test, ret, |e| unsafe {
-        e.handle(HandleKind::Win, win);
-        e.int_out(flag);
-    });
+    call.end_keyed(
+        func::MPI_Win_test,
+        ret,
+        |k| unsafe { [k.handle(HandleKind::Win, win), k.out(flag.cast_const())] },
+        |e| unsafe {
+            e.handle(HandleKind::Win, win);
+            e.int_out(flag);
+        },
+    );
     ret
 }
 
@@ -18324,9 +23391,14 @@ pub unsafe extern "C" fn MPI_Win_toint(win: MPI_Win) -> c_int {
         return unsafe { real(win) };
     };
     let ret = unsafe { real(win) };
-    call.end(func::MPI_Win_toint, ret, |e| {
-        e.handle(HandleKind::Win, win);
-    });
+    call.end_keyed(
+        func::MPI_Win_toint,
+        ret,
+        |k| [k.handle(HandleKind::Win, win)],
+        |e| {
+            e.handle(HandleKind::Win, win);
+        },
+    );
     ret
 }
 
@@ -18338,10 +23410,15 @@ pub unsafe extern "C" fn MPI_Win_unlock(rank: c_int, win: MPI_Win) -> c_int {
         return unsafe { real(rank, win) };
     };
     let ret = unsafe { real(rank, win) };
-    call.end(func::MPI_Win_unlock, ret, |e| {
-        win_rank(e, i64::from(rank), win);
-        e.handle(HandleKind::Win, win);
-    });
+    call.end_keyed(
+        func::MPI_Win_unlock,
+        ret,
+        |k| [i64::from(rank) as u64, k.handle(HandleKind::Win, win)],
+        |e| {
+            win_rank(e, i64::from(rank), win);
+            e.handle(HandleKind::Win, win);
+        },
+    );
     ret
 }
 
@@ -18353,9 +23430,14 @@ pub unsafe extern "C" fn MPI_Win_unlock_all(win: MPI_Win) -> c_int {
         return unsafe { real(win) };
     };
     let ret = unsafe { real(win) };
-    call.end(func::MPI_Win_unlock_all, ret, |e| {
-        e.handle(HandleKind::Win, win);
-    });
+    call.end_keyed(
+        func::MPI_Win_unlock_all,
+        ret,
+        |k| [k.handle(HandleKind::Win, win)],
+        |e| {
+            e.handle(HandleKind::Win, win);
+        },
+    );
     ret
 }
 
@@ -18367,9 +23449,14 @@ pub unsafe extern "C" fn MPI_Win_wait(win: MPI_Win) -> c_int {
         return unsafe { real(win) };
     };
     let ret = unsafe { real(win) };
-    call.end(func::MPI_Win_wait, ret, |e| {
-        e.handle(HandleKind::Win, win);
-    });
+    call.end_keyed(
+        func::MPI_Win_wait,
+        ret,
+        |k| [k.handle(HandleKind::Win, win)],
+        |e| {
+            e.handle(HandleKind::Win, win);
+        },
+    );
     ret
 }
 

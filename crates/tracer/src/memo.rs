@@ -1,0 +1,464 @@
+//! The call memo: most calls repeat the previous call of their function
+//! with the same arguments, and then have the same signature. Each
+//! generated wrapper of a function whose parameters are all plain values,
+//! handles of existing objects, buffers, single outputs, a status or a
+//! created request (wrapgen decides, `keys.rs` there) also builds its
+//! call's *key*: the raw words its encoding reads, each exactly the value
+//! the encoder is given (an output MPI did not write as the encoder's
+//! default for it). A call whose return code and key equal those of the
+//! function's last encoded call, with nothing they are encoded through
+//! changed since — no object created, freed or first seen, no
+//! communicator's place learnt (`Objects::epoch`), no memory block freed
+//! (the key of a call with buffers holds `segments::generation`) — has
+//! that call's terminal: found by comparing a few words, without encoding
+//! the signature or hashing it.
+//!
+//! A call that creates a request (MPI_Isend, MPI_Irecv, ...) encodes it as
+//! (pool, index): the pool follows from the other arguments, the index is
+//! the pool's smallest free one at the time. The key holds only whether a
+//! request was created, and the memo keeps a terminal per index, so each
+//! call of a window of 64 MPI_Isend (64 indices) is recalled too.
+//!
+//! Under `MPIGRAM_VERIFY` every call is also encoded in full, and the
+//! verification stream holds that encoding while the trace holds the
+//! memo's terminal: a memo that recalled a wrong terminal makes the
+//! decoded trace differ from the stream, which the tests compare.
+
+use crate::abi::{Handle, HandleSlot, MPI_Status};
+use crate::front::{Front, REQUEST, front};
+use crate::objects::Objects;
+use mpigram_mpispec::{FuncId, HandleKind};
+use std::cell::Cell;
+use std::ffi::c_int;
+
+/// Most words a key has (a wrapper's key is checked against it when the
+/// tracer is compiled).
+pub const MAX_KEY: usize = 16;
+
+/// Builds the words of one call's key, after the call (generated wrappers).
+pub struct KeyWords {
+    front: &'static Front,
+    /// The call returned MPI_SUCCESS: its outputs are defined.
+    ok: bool,
+    /// MPI wrote its statuses (on success and on MPI_ERR_IN_STATUS).
+    statuses_written: bool,
+    /// The request the call created, if any (see [`KeyWords::created`]).
+    request: Cell<Option<u64>>,
+}
+
+impl KeyWords {
+    #[inline(always)]
+    pub fn new(ret: c_int) -> KeyWords {
+        let front = front();
+        KeyWords {
+            front,
+            ok: ret == crate::abi::MPI_SUCCESS,
+            statuses_written: ret == crate::abi::MPI_SUCCESS || ret == front.ints.MPI_ERR_IN_STATUS,
+            request: Cell::new(None),
+        }
+    }
+
+    /// A handle passed by value (its value: the bits that hold it).
+    #[inline(always)]
+    pub fn handle(&self, kind: HandleKind, h: Handle) -> u64 {
+        self.front.value(kind, h)
+    }
+
+    /// An output handle that names an existing object, as `lookup_out`
+    /// reads it.
+    ///
+    /// # Safety
+    /// `p` is NULL or valid for reads when the call succeeded.
+    #[inline(always)]
+    pub unsafe fn handle_out(&self, kind: HandleKind, p: *const HandleSlot) -> u64 {
+        if self.ok && !p.is_null() {
+            unsafe { self.front.read(kind as usize, p, 0) }
+        } else {
+            self.front.null(kind)
+        }
+    }
+
+    /// A number (or address) output, as the encoder reads it: 0 when MPI
+    /// did not write it.
+    ///
+    /// # Safety
+    /// `p` is NULL or valid for reads when the call succeeded.
+    #[inline(always)]
+    pub unsafe fn out<T: Copy + Into<i64>>(&self, p: *const T) -> u64 {
+        unsafe { self.read(p) }.map_or(0, |v| v.into() as u64)
+    }
+
+    /// A rank output: MPI_PROC_NULL (as the encoder records it) when MPI
+    /// did not write it.
+    ///
+    /// # Safety
+    /// `p` is NULL or valid for reads when the call succeeded.
+    #[inline(always)]
+    pub unsafe fn rank_out(&self, p: *const c_int) -> u64 {
+        let v = unsafe { self.read(p) }.unwrap_or(self.front.ints.MPI_PROC_NULL);
+        i64::from(v) as u64
+    }
+
+    /// A pointer output (`void **`): NULL when MPI did not write it.
+    ///
+    /// # Safety
+    /// `p` is NULL or valid for reads when the call succeeded.
+    #[inline(always)]
+    pub unsafe fn pointer_out<T>(&self, p: *const *mut T) -> u64 {
+        unsafe { self.read(p) }.map_or(0, |v| v as u64)
+    }
+
+    /// The words of a status output: whether MPI wrote it, and its bytes
+    /// (every field the encoder reads is in them, and MPI_Get_count of the
+    /// standard ABI is a function of them).
+    ///
+    /// # Safety
+    /// `p` is NULL, MPI_STATUS_IGNORE, or valid for reads when MPI wrote it.
+    #[inline(always)]
+    pub unsafe fn status(&self, p: *const MPI_Status) -> [u64; 5] {
+        let written =
+            self.statuses_written && !p.is_null() && p as usize != self.front.status_ignore;
+        if !written {
+            return [0; 5];
+        }
+        let size = self.front.status_size();
+        let base = p.cast::<u8>();
+        let word = |at: usize| -> u64 {
+            // SAFETY: reads within the status's `size` bytes.
+            unsafe {
+                if at + 8 <= size {
+                    base.add(at).cast::<u64>().read_unaligned()
+                } else if at + 4 <= size {
+                    u64::from(base.add(at).cast::<u32>().read_unaligned())
+                } else {
+                    0
+                }
+            }
+        };
+        [1, word(0), word(8), word(16), word(24)]
+    }
+
+    /// A request the call created: its word says whether there is one
+    /// (the request's id is found apart, see the module's comment).
+    ///
+    /// # Safety
+    /// `p` is NULL or valid for reads when the call succeeded.
+    #[inline(always)]
+    pub unsafe fn created(&self, p: *const HandleSlot) -> u64 {
+        let h = (self.ok && !p.is_null())
+            .then(|| unsafe { self.front.read(REQUEST, p, 0) })
+            .filter(|&h| h != self.front.request_null());
+        self.request.set(h);
+        u64::from(h.is_some())
+    }
+
+    /// The generation of the memory-segment map, for calls with buffers.
+    #[inline(always)]
+    pub fn segments(&self) -> u64 {
+        crate::segments::generation()
+    }
+
+    /// The request [`created`](KeyWords::created) found.
+    #[inline(always)]
+    pub fn request(&self) -> Option<u64> {
+        self.request.get()
+    }
+
+    /// # Safety
+    /// `p` is NULL or valid for reads when the call succeeded.
+    #[inline(always)]
+    unsafe fn read<T: Copy>(&self, p: *const T) -> Option<T> {
+        (self.ok && !p.is_null()).then(|| unsafe { p.read_unaligned() })
+    }
+}
+
+/// The function's last call that was encoded, and its terminal(s).
+struct Entry {
+    key: [u64; MAX_KEY],
+    ret: c_int,
+    /// `Objects::epoch` after it was encoded; `NONE`: nothing remembered.
+    epoch: u64,
+    terminal: u32,
+    /// The request pool of the call, if it created a request; then the
+    /// terminal of each index of the pool (`UNKNOWN` where not seen yet).
+    pool: Option<u64>,
+    by_index: Vec<u32>,
+    /// The call's first communicator, which a created request refers to.
+    comm: Option<u64>,
+}
+
+const NONE: u64 = u64::MAX;
+const UNKNOWN: u32 = u32::MAX;
+
+impl Default for Entry {
+    fn default() -> Entry {
+        Entry {
+            key: [0; MAX_KEY],
+            ret: 0,
+            epoch: NONE,
+            terminal: 0,
+            pool: None,
+            by_index: Vec::new(),
+            comm: None,
+        }
+    }
+}
+
+/// A call the memo knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Recalled {
+    pub terminal: u32,
+    /// The request the call created: (pool, index) it gets, and its
+    /// communicator; entered by [`Recalled::enter`].
+    request: Option<(u64, u64, Option<u64>)>,
+    handle: u64,
+}
+
+impl Recalled {
+    /// Enters the request the call (of `func`) created in `objects`, as
+    /// encoding the call would have.
+    #[inline]
+    pub fn enter(&self, objects: &mut Objects, func: FuncId) {
+        if let Some((pool, index, comm)) = self.request {
+            let kind = crate::encoder::request_kind(func);
+            objects.add_request(pool, index, self.handle, kind, comm, None);
+        }
+    }
+}
+
+/// What [`CallMemo::recall`] found when it did not know the call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Miss {
+    /// Another key, return code or epoch than the last call's.
+    Changed,
+    /// The same call, with a request index not seen yet.
+    NewIndex,
+}
+
+/// One entry per function.
+#[derive(Default)]
+pub struct CallMemo {
+    entries: Vec<Entry>,
+}
+
+impl CallMemo {
+    /// The terminal of a call of `func` that returned `ret` with the raw
+    /// words `key`, having created the request `request` (its handle), if
+    /// the function's last encoded call had them too and `objects` did not
+    /// change since. Changes nothing: a recalled request is entered by
+    /// [`Recalled::enter`].
+    #[inline(always)]
+    pub fn recall<const N: usize>(
+        &self,
+        func: FuncId,
+        ret: c_int,
+        key: &[u64; N],
+        request: Option<u64>,
+        objects: &mut Objects,
+    ) -> Result<Recalled, Miss> {
+        let Some(entry) = self.entries.get(func as usize) else {
+            return Err(Miss::Changed);
+        };
+        let mut differ = entry.epoch ^ objects.epoch() | (entry.ret ^ ret) as u64;
+        for (a, b) in entry.key.iter().zip(key) {
+            differ |= a ^ b;
+        }
+        if differ != 0 {
+            return Err(Miss::Changed);
+        }
+        let (Some(pool), Some(handle)) = (entry.pool, request) else {
+            return Ok(Recalled {
+                terminal: entry.terminal,
+                request: None,
+                handle: 0,
+            });
+        };
+        let index = objects.next_request_index(pool);
+        match entry.by_index.get(index as usize) {
+            Some(&terminal) if terminal != UNKNOWN => Ok(Recalled {
+                terminal,
+                request: Some((pool, index, entry.comm)),
+                handle,
+            }),
+            _ => Err(Miss::NewIndex),
+        }
+    }
+
+    /// A call [`recall`](CallMemo::recall) missed (`miss`) was encoded to
+    /// `terminal`, leaving `objects` at `epoch`; it created the request
+    /// (pool, index) `created`, if any, on communicator `comm`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn remember<const N: usize>(
+        &mut self,
+        func: FuncId,
+        ret: c_int,
+        key: &[u64; N],
+        miss: Miss,
+        epoch: u64,
+        terminal: u32,
+        created: Option<(u64, u64)>,
+        comm: Option<u64>,
+    ) {
+        const { assert!(N <= MAX_KEY, "a key longer than MAX_KEY") };
+        let f = func as usize;
+        if f >= self.entries.len() {
+            self.entries.resize_with(f + 1, Entry::default);
+        }
+        let entry = &mut self.entries[f];
+        let pool = created.map(|(pool, _)| pool);
+        if miss == Miss::Changed || entry.epoch != epoch || entry.pool != pool {
+            entry.by_index.clear();
+        }
+        entry.key[..N].copy_from_slice(key);
+        entry.ret = ret;
+        entry.epoch = epoch;
+        entry.terminal = terminal;
+        entry.pool = pool;
+        entry.comm = comm;
+        if let Some((_, index)) = created {
+            let i = index as usize;
+            if i >= entry.by_index.len() {
+                entry.by_index.resize(i + 1, UNKNOWN);
+            }
+            entry.by_index[i] = terminal;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::objects::RequestKind;
+    use mpigram_mpispec::{RequestRef, func};
+
+    const OK: c_int = crate::abi::MPI_SUCCESS;
+    const ISEND: RequestKind = RequestKind {
+        persistent: false,
+        status_defined: false,
+    };
+
+    /// Recalls, and on a miss remembers `encoded` as the terminal.
+    fn call<const N: usize>(
+        memo: &mut CallMemo,
+        objects: &mut Objects,
+        key: [u64; N],
+        encoded: u32,
+    ) -> Option<u32> {
+        match memo.recall(func::MPI_Comm_rank, OK, &key, None, objects) {
+            Ok(r) => Some(r.terminal),
+            Err(miss) => {
+                let epoch = objects.epoch();
+                memo.remember(
+                    func::MPI_Comm_rank,
+                    OK,
+                    &key,
+                    miss,
+                    epoch,
+                    encoded,
+                    None,
+                    None,
+                );
+                None
+            }
+        }
+    }
+
+    #[test]
+    fn a_repeated_call_is_recalled_until_its_words_or_the_objects_change() {
+        let (mut memo, mut objects) = (CallMemo::default(), Objects::default());
+        assert_eq!(call(&mut memo, &mut objects, [91, 0], 7), None);
+        assert_eq!(call(&mut memo, &mut objects, [91, 0], 0), Some(7));
+        assert_eq!(
+            call(&mut memo, &mut objects, [91, 1], 8),
+            None,
+            "another output"
+        );
+        assert_eq!(call(&mut memo, &mut objects, [91, 1], 0), Some(8));
+        objects.create(HandleKind::Group, 5);
+        assert_eq!(
+            call(&mut memo, &mut objects, [91, 1], 9),
+            None,
+            "an object was created"
+        );
+        assert_eq!(call(&mut memo, &mut objects, [91, 1], 0), Some(9));
+        objects.free(HandleKind::Group, 5);
+        assert_eq!(
+            call(&mut memo, &mut objects, [91, 1], 10),
+            None,
+            "one was freed"
+        );
+        let other_ret = memo.recall(func::MPI_Comm_rank, 1, &[91, 1], None, &mut objects);
+        assert_eq!(other_ret, Err(Miss::Changed), "another return code");
+    }
+
+    #[test]
+    fn learning_a_communicator_forgets_every_call() {
+        let (mut memo, mut objects) = (CallMemo::default(), Objects::default());
+        call(&mut memo, &mut objects, [1, 2, 3], 4);
+        assert_eq!(call(&mut memo, &mut objects, [1, 2, 3], 0), Some(4));
+        let info = crate::objects::CommInfo {
+            rank: 1,
+            size: 2,
+            remote_size: 0,
+            inter: false,
+            leader: 0,
+            instance: 0,
+        };
+        objects.set_comm(0x8400_0000, info);
+        assert_eq!(call(&mut memo, &mut objects, [1, 2, 3], 5), None);
+    }
+
+    /// An MPI_Isend of the memo's test: recalled, or encoded as the
+    /// encoder does (its pool and next index) and remembered.
+    fn isend(memo: &mut CallMemo, objects: &mut Objects, h: u64) -> (u32, RequestRef, bool) {
+        let key = [1, 2, 1];
+        match memo.recall(func::MPI_Isend, OK, &key, Some(h), objects) {
+            Ok(r) => {
+                r.enter(objects, func::MPI_Isend);
+                let (pool, index, _) = r.request.expect("a request");
+                (r.terminal, RequestRef::Pooled { pool, index }, true)
+            }
+            Err(miss) => {
+                let id = objects.create_request(h, b"isend", ISEND, None, None);
+                let RequestRef::Pooled { pool, index } = id else {
+                    panic!("no request created");
+                };
+                let terminal = 100 + index as u32;
+                let epoch = objects.epoch();
+                let created = Some((pool, index));
+                memo.remember(
+                    func::MPI_Isend,
+                    OK,
+                    &key,
+                    miss,
+                    epoch,
+                    terminal,
+                    created,
+                    None,
+                );
+                (terminal, id, false)
+            }
+        }
+    }
+
+    #[test]
+    fn each_request_index_of_a_pool_has_its_own_terminal() {
+        let (mut memo, mut objects) = (CallMemo::default(), Objects::default());
+        // A window of two requests: the first window is encoded.
+        let (a, ra, recalled) = isend(&mut memo, &mut objects, 0xa1);
+        assert_eq!((a, recalled), (100, false));
+        let (b, rb, recalled) = isend(&mut memo, &mut objects, 0xa2);
+        assert_eq!((b, recalled), (101, false), "index 1 not seen yet");
+        assert_eq!(objects.complete_request(0xa1).id, ra);
+        assert_eq!(objects.complete_request(0xa2).id, rb);
+        // The next window is recalled, and its requests are entered.
+        assert_eq!(isend(&mut memo, &mut objects, 0xb1), (100, ra, true));
+        assert_eq!(isend(&mut memo, &mut objects, 0xb2), (101, rb, true));
+        assert_eq!(objects.complete_request(0xb2).id, rb);
+        assert_eq!(objects.complete_request(0xb1).id, ra);
+        // An object created in between: every index is encoded again.
+        objects.create(HandleKind::Datatype, 0x4c00_0001);
+        assert_eq!(isend(&mut memo, &mut objects, 0xc1), (100, ra, false));
+        assert_eq!(isend(&mut memo, &mut objects, 0xc2), (101, rb, false));
+    }
+}

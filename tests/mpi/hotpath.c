@@ -1,0 +1,81 @@
+/* ranks: 1 */
+/* The calls whose cost the tracer's hot path is judged by, for counting
+ * instructions with callgrind (scripts/bench-instructions): each function
+ * below makes WINDOW calls of one kind, and callgrind counts what runs
+ * inside it (`--toggle-collect=measured_rounds`, inclusive cost per
+ * function), traced and untraced; the difference divided by the calls is
+ * what the tracer adds per call. One round is
+ *   comm_rank_calls   WINDOW MPI_Comm_rank calls (a repeated call)
+ *   irecv_window      WINDOW MPI_Irecv from self, same buffer and tag
+ *   isend_window      WINDOW MPI_Isend to self, same buffer and tag
+ *   waitall_window    one MPI_Waitall on the 2 x WINDOW requests
+ * as in OSU's osu_bw (a window of 64 outstanding sends, then one wait).
+ * Warm-up rounds come first, outside the measured function, so that the
+ * measured calls repeat signatures the tracer has seen.
+ *
+ * Usage: hotpath [ROUNDS]   (default 20) */
+#include "common.h"
+
+#define WINDOW 64
+#define WARMUP 4
+
+static double *in, *out;
+static MPI_Request requests[2 * WINDOW];
+
+__attribute__((noinline)) void comm_rank_calls(void)
+{
+    int r = -1;
+    for (int i = 0; i < WINDOW; i++)
+        MPI_Comm_rank(MPI_COMM_WORLD, &r);
+    CHECK_EQ(r, 0);
+}
+
+__attribute__((noinline)) void irecv_window(void)
+{
+    for (int i = 0; i < WINDOW; i++)
+        MPI_Irecv(in, 1, MPI_DOUBLE, 0, 100, MPI_COMM_WORLD, &requests[i]);
+}
+
+__attribute__((noinline)) void isend_window(void)
+{
+    for (int i = 0; i < WINDOW; i++)
+        MPI_Isend(out, 1, MPI_DOUBLE, 0, 100, MPI_COMM_WORLD, &requests[WINDOW + i]);
+}
+
+__attribute__((noinline)) void waitall_window(void)
+{
+    MPI_Waitall(2 * WINDOW, requests, MPI_STATUSES_IGNORE);
+}
+
+static void round_of_calls(void)
+{
+    comm_rank_calls();
+    irecv_window();
+    isend_window();
+    waitall_window();
+    CHECK(*in == 1.5);
+}
+
+__attribute__((noinline)) void measured_rounds(long rounds)
+{
+    for (long i = 0; i < rounds; i++)
+        round_of_calls();
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    long rounds = argc > 1 ? atol(argv[1]) : 20;
+    CHECK_MSG(rounds > 0, "ROUNDS must be positive");
+    in = malloc(sizeof *in);
+    out = malloc(sizeof *out);
+    CHECK(in && out);
+    *out = 1.5;
+    for (int i = 0; i < WARMUP; i++)
+        round_of_calls();
+    measured_rounds(rounds);
+    free(in);
+    free(out);
+    MPI_Finalize();
+    return 0;
+}
