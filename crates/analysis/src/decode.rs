@@ -3,13 +3,12 @@
 //! buffers shown as `seg2+0`.
 
 use mpigram_mpispec::{
-    BufferRef, Enc, FUNCS, HandleKind, HandleRef, Rank, RequestRef, Signature, Status, Value,
-    decode_signature, predefined,
+    BufferRef, ConstRef, ConstSet, Enc, FUNCS, HandleKind, HandleRef, Rank, RequestRef, Signature,
+    Status, Value, decode_signature, predefined,
 };
 use mpigram_trace::{RankPart, Trace};
 use rustc_hash::FxHashMap;
 use serde_json::{Map, Value as Json, json};
-use std::rc::Rc;
 use std::sync::Arc;
 
 /// A call's arguments keyed by the standard's parameter names, in C order.
@@ -98,9 +97,9 @@ pub struct DecodeError {
 pub struct RankDecoder<'t> {
     trace: &'t Trace,
     part: &'t RankPart,
-    terminals: Box<dyn Iterator<Item = u32> + 't>,
+    terminals: Box<dyn Iterator<Item = u32> + Send + 't>,
     /// Signatures decoded so far, by terminal.
-    signatures: Vec<Option<Rc<Signature>>>,
+    signatures: Vec<Option<Arc<Signature>>>,
     seq: u64,
     /// Next entry of the rank's communicator log to apply.
     next_comm: usize,
@@ -194,15 +193,15 @@ impl<'t> RankDecoder<'t> {
 
     /// The signature of `terminal`, decoded once (shared, not copied, by
     /// every call of it).
-    fn signature(&mut self, terminal: u32) -> Result<Rc<Signature>, String> {
+    fn signature(&mut self, terminal: u32) -> Result<Arc<Signature>, String> {
         let slot = &mut self.signatures[terminal as usize];
         if slot.is_none() {
             let bytes = &self.trace.signatures[terminal as usize];
-            *slot = Some(Rc::new(
+            *slot = Some(Arc::new(
                 decode_signature(bytes).map_err(|e| format!("bad signature {terminal}: {e}"))?,
             ));
         }
-        Ok(Rc::clone(slot.as_ref().expect("decoded above")))
+        Ok(Arc::clone(slot.as_ref().expect("decoded above")))
     }
 
     fn decode(&mut self, terminal: u32) -> Result<DecodedCall, String> {
@@ -270,6 +269,7 @@ impl<'t> RankDecoder<'t> {
             Value::Int(i) | Value::Address(i) => json!(i),
             Value::Tag(t) if *t == -1 => json!("MPI_ANY_TAG"),
             Value::Tag(t) => json!(t),
+            Value::Const(set, c) => constant_json(*set, *c),
             Value::Rank(r) => self.rank(*r, comm),
             Value::Handle(kind, h) => json!(handle_name(*kind, *h)),
             Value::Request(RequestRef::Null) => json!("MPI_REQUEST_NULL"),
@@ -424,6 +424,15 @@ pub(crate) fn test_call(rank: u32, seq: u64, func: &'static str, args: Json) -> 
         func,
         ret: 0,
         args: Arc::new(args.as_object().expect("args are an object").clone()),
+    }
+}
+
+/// A named constant as its name (flags joined by `|`), a number as itself.
+fn constant_json(set: ConstSet, c: ConstRef) -> Json {
+    match (set.text(c), c) {
+        (Some(name), _) => json!(name),
+        (None, ConstRef::Plain(v)) => json!(v),
+        (None, _) => json!(0),
     }
 }
 

@@ -29,20 +29,24 @@
 #[cfg(test)]
 mod collective_tests;
 pub mod collectives;
+pub(crate) mod instances;
 pub mod one_sided;
 mod operations;
+pub(crate) mod p2p;
 #[cfg(test)]
 mod tests;
 
 use crate::decode::{DecodeError, DecodedCall, RankDecoder};
 use crate::members::{CommInstance, Members};
-use collectives::{CollectiveCall, Collectives};
+use crate::timeline::Span;
+use collectives::Collectives;
+use instances::Instances;
 use mpigram_trace::Trace;
-use one_sided::{OneSided, OneSidedLog};
-use operations::OperationLog;
+use one_sided::{Epochs, OneSided};
 pub use operations::RankOperations;
+pub(crate) use operations::{OperationLog, RankEvent, handles};
+use p2p::{Decision, PointToPoint};
 use rustc_hash::FxHashMap;
-use std::collections::VecDeque;
 use std::fmt;
 
 /// A communicator as the decoder names it.
@@ -178,6 +182,52 @@ pub struct Operation {
     pub bytes: Option<u64>,
     /// A receive that was cancelled (its status says so).
     pub cancelled: bool,
+    /// When and where the posting and the completing call ran (when read
+    /// from a trace with times).
+    pub post_at: CallAt,
+    pub completion_at: Option<CallAt>,
+}
+
+impl Operation {
+    /// The operation completed at call `seq` (which ran `at`), with
+    /// `status` if recorded; a second completion is no news.
+    pub(crate) fn complete(&mut self, seq: u64, at: CallAt, status: Option<Envelope>) {
+        if self.completion.is_some() {
+            return;
+        }
+        self.completion = Some(seq);
+        self.completion_at = Some(at);
+        if self.direction == Direction::Recv {
+            if let Some(envelope) = status {
+                self.cancelled = envelope.cancelled;
+                // A matched probe's status already named the message.
+                self.status = Some(Envelope {
+                    bytes: envelope
+                        .bytes
+                        .or(self.status.as_ref().and_then(|s| s.bytes)),
+                    ..envelope
+                });
+            }
+        }
+    }
+}
+
+/// Where and when a call ran, for the analyses that time matched
+/// operations: its span (None: no time recorded) and call site number
+/// ([`crate::critical_path::CallSites`]; `u32::MAX`: not known).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CallAt {
+    pub span: Option<Span>,
+    pub site: u32,
+}
+
+impl Default for CallAt {
+    fn default() -> CallAt {
+        CallAt {
+            span: None,
+            site: u32::MAX,
+        }
+    }
 }
 
 /// A send and the receive that got its message.
@@ -258,7 +308,7 @@ pub fn match_calls(
     for call in calls {
         logs.entry(call.rank)
             .or_insert_with(|| OperationLog::new(call.rank))
-            .record(&call);
+            .record(&call, CallAt::default());
     }
     let mut logs: Vec<(u32, OperationLog)> = logs.into_iter().collect();
     logs.sort_by_key(|(rank, _)| *rank);
@@ -288,236 +338,262 @@ pub fn rank_operations(
 ) -> Result<RankOperations, DecodeError> {
     let mut log = OperationLog::new(part.meta.rank);
     for call in RankDecoder::new(trace, part) {
-        log.record(&call?);
+        log.record(&call?, CallAt::default());
     }
     Ok(log.finish())
 }
 
+/// What the matcher found, as soon as it is sure of it.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Found {
+    PointToPoint(Decision),
+    Collective(instances::Found),
+    OneSided(one_sided::Found),
+}
+
+/// Matching as the ranks' calls are read, in any interleaving of the
+/// ranks, holding only what is in flight: sends not received yet,
+/// receives not decided yet, collective instances whose members are not
+/// all there, open epochs. What it finds collects in `found`. Reading the
+/// ranks in time order keeps what is in flight to what was in flight in
+/// the run.
+pub(crate) struct Matcher<'w> {
+    world: &'w dyn WorldRanks,
+    p2p: PointToPoint,
+    instances: Instances,
+    epochs: Epochs,
+    /// Per rank: operations and collective calls read so far.
+    counts: FxHashMap<u32, (usize, usize)>,
+    pub(crate) found: Vec<Found>,
+    decisions: Vec<Decision>,
+    collective: Vec<instances::Found>,
+    one_sided: Vec<one_sided::Found>,
+}
+
+impl<'w> Matcher<'w> {
+    /// A matcher of the calls of `ranks` (world ranks).
+    pub(crate) fn new(world: &'w dyn WorldRanks, ranks: Vec<u32>) -> Matcher<'w> {
+        Matcher {
+            world,
+            p2p: PointToPoint::new(ranks),
+            instances: Instances::default(),
+            epochs: Epochs::default(),
+            counts: FxHashMap::default(),
+            found: Vec::new(),
+            decisions: Vec::new(),
+            collective: Vec::new(),
+            one_sided: Vec::new(),
+        }
+    }
+
+    /// The next event of `rank`'s calls.
+    pub(crate) fn feed(&mut self, rank: u32, event: RankEvent) {
+        let world = self.world;
+        let counts = self.counts.entry(rank).or_default();
+        match event {
+            RankEvent::Post(op) => {
+                let key = (rank, counts.0);
+                counts.0 += 1;
+                self.p2p.post(key, op, world, &mut self.decisions);
+            }
+            RankEvent::Complete {
+                op,
+                seq,
+                at,
+                status,
+            } => self.p2p.settle(
+                (rank, op),
+                |o| o.complete(seq, at, status),
+                world,
+                &mut self.decisions,
+            ),
+            RankEvent::Abandon(op) => {
+                self.p2p
+                    .settle((rank, op), |_| {}, world, &mut self.decisions)
+            }
+            RankEvent::Collective(call) => {
+                let key = (rank, counts.1);
+                counts.1 += 1;
+                self.instances.post(key, call, world, &mut self.collective);
+            }
+            RankEvent::CollectiveComplete { call, seq, at } => {
+                self.instances
+                    .settle((rank, call), Some((seq, at)), &mut self.collective)
+            }
+            RankEvent::CollectiveAbandon(call) => {
+                self.instances
+                    .settle((rank, call), None, &mut self.collective)
+            }
+            RankEvent::Epoch(e) => {
+                let instances = &self.instances;
+                self.epochs.record(
+                    rank,
+                    e,
+                    world,
+                    &|r, c| instances.window(r, c),
+                    &mut self.one_sided,
+                )
+            }
+        }
+        self.collect();
+    }
+
+    /// Every event of `rank` has been fed.
+    pub(crate) fn end_rank(&mut self, rank: u32) {
+        self.p2p.end_rank(rank, self.world, &mut self.decisions);
+        self.epochs.end_rank(rank, &mut self.one_sided);
+        self.collect();
+    }
+
+    /// Every event of every rank has been fed: the rest is decided.
+    pub(crate) fn finish(&mut self) {
+        self.instances.finish(&mut self.collective);
+        let instances = &self.instances;
+        self.epochs.windows_known(
+            self.world,
+            &|r, c| instances.window(r, c),
+            &mut self.one_sided,
+        );
+        self.p2p.finish(self.world, &mut self.decisions);
+        self.epochs.finish(&mut self.one_sided);
+        self.collect();
+    }
+
+    /// Moves what the parts found into `found`; instances found may let
+    /// window calls waiting for them go on.
+    fn collect(&mut self) {
+        let windows = self
+            .collective
+            .iter()
+            .any(|f| !matches!(f, instances::Found::Settled { .. }));
+        self.found
+            .extend(self.decisions.drain(..).map(Found::PointToPoint));
+        self.found
+            .extend(self.collective.drain(..).map(Found::Collective));
+        if windows {
+            let instances = &self.instances;
+            self.epochs.windows_known(
+                self.world,
+                &|r, c| instances.window(r, c),
+                &mut self.one_sided,
+            );
+        }
+        self.found
+            .extend(self.one_sided.drain(..).map(Found::OneSided));
+    }
+}
+
+/// Adds what the matcher found to `out` (collective instances to
+/// `instances`, numbered later); `first`: where each rank's operations
+/// begin in the run's.
+fn collect(
+    found: Found,
+    first: &FxHashMap<u32, usize>,
+    out: &mut Matching,
+    instances: &mut Vec<(u64, collectives::CollectiveInstance)>,
+) {
+    let index = |(rank, i): (u32, usize)| first[&rank] + i;
+    match found {
+        // Its bytes once the receive's status is known (`match_ranks`).
+        Found::PointToPoint(Decision::Matched { send, recv }) => out.matches.push(Match {
+            send: index(send),
+            recv: index(recv),
+            bytes: None,
+        }),
+        Found::PointToPoint(Decision::Unmatched { op, reason }) => out.unmatched.push(Unmatched {
+            operation: index(op),
+            reason,
+        }),
+        Found::PointToPoint(Decision::Settled(_) | Decision::Void { .. }) => {}
+        Found::Collective(instances::Found::Settled { slot, instance, .. }) => {
+            instances.push((slot, instance))
+        }
+        Found::Collective(instances::Found::Unmatched { unmatched, .. }) => {
+            out.collectives.unmatched.push(unmatched)
+        }
+        Found::Collective(instances::Found::Formed { .. }) => {}
+        Found::OneSided(one_sided::Found::Exposure { exposure, .. }) => {
+            out.one_sided.exposures.push(exposure)
+        }
+        Found::OneSided(one_sided::Found::Lock(lock)) => out.one_sided.locks.push(lock),
+        Found::OneSided(
+            one_sided::Found::Unmatched(u) | one_sided::Found::Unpaired { unmatched: u, .. },
+        ) => out.one_sided.unmatched.push(u),
+        Found::OneSided(one_sided::Found::Closing { .. } | one_sided::Found::Opening { .. }) => {}
+    }
+}
+
 /// Matches the operations of every rank (in rank order).
 pub fn match_ranks(logs: Vec<(u32, RankOperations)>, ranks: &dyn WorldRanks) -> Matching {
-    // The first rank's operations grow, in one reallocation, into all of them.
-    let total: usize = logs.iter().map(|(_, l)| l.point_to_point.len()).sum();
-    let mut operations = Vec::new();
-    let mut collective_calls: Vec<Vec<CollectiveCall>> = Vec::with_capacity(logs.len());
-    let mut one_sided_logs: Vec<(u32, OneSidedLog)> = Vec::with_capacity(logs.len());
+    let mut matcher = Matcher::new(ranks, logs.iter().map(|(r, _)| *r).collect());
+    let mut operations: Vec<Operation> = Vec::new();
+    // Where each rank's operations begin in `operations`.
+    let mut first: FxHashMap<u32, usize> = FxHashMap::default();
+    let mut out = Matching::default();
+    let mut instances: Vec<(u64, collectives::CollectiveInstance)> = Vec::new();
     for (rank, log) in logs {
-        if operations.is_empty() {
-            operations = log.point_to_point;
-            operations.reserve_exact(total - operations.len());
-        } else {
-            operations.extend(log.point_to_point);
-        }
-        collective_calls.push(log.collectives);
-        one_sided_logs.push((rank, log.one_sided));
-    }
-    let (collectives, instance_of) = collectives::match_collectives(&collective_calls, ranks);
-    let one_sided =
-        one_sided::match_epochs(&one_sided_logs, &collective_calls, &instance_of, ranks);
-    Matching {
-        collectives,
-        one_sided,
-        ..match_operations(operations, ranks)
-    }
-}
-
-/// Messages from one rank to another on one communicator, in posting order.
-#[derive(Default)]
-struct Channel {
-    /// Send operations.
-    sends: Vec<usize>,
-    taken: Vec<bool>,
-    /// Positions in `sends` by tag, front first (taken ones skipped lazily).
-    by_tag: FxHashMap<i64, VecDeque<usize>>,
-    /// Positions before this are all taken.
-    first_pending: usize,
-}
-
-impl Channel {
-    fn push(&mut self, send: usize, tag: Option<i64>) {
-        // A send always has a tag; a missing one matches MPI_ANY_TAG only.
-        let tag = tag.unwrap_or(i64::MIN);
-        self.by_tag
-            .entry(tag)
-            .or_default()
-            .push_back(self.sends.len());
-        self.sends.push(send);
-        self.taken.push(false);
-    }
-
-    /// The first pending send that a receive of `tag` (None: any) matches.
-    fn head(&mut self, tag: Option<i64>) -> Option<usize> {
-        match tag {
-            None => {
-                while self.taken.get(self.first_pending) == Some(&true) {
-                    self.first_pending += 1;
-                }
-                (self.first_pending < self.sends.len()).then_some(self.first_pending)
+        first.insert(rank, operations.len());
+        let at = operations.len();
+        for event in log.events {
+            match &event {
+                RankEvent::Post(op) => operations.push(op.clone()),
+                RankEvent::Complete {
+                    op,
+                    seq,
+                    at: call_at,
+                    status,
+                } => operations[at + op].complete(*seq, *call_at, status.clone()),
+                _ => {}
             }
-            Some(t) => {
-                let queue = self.by_tag.get_mut(&t)?;
-                while queue.front().is_some_and(|&p| self.taken[p]) {
-                    queue.pop_front();
-                }
-                queue.front().copied()
+            matcher.feed(rank, event);
+            // What is found is collected at once: the matcher's findings
+            // carry copies of operations.
+            for found in matcher.found.drain(..) {
+                collect(found, &first, &mut out, &mut instances);
             }
         }
+        matcher.end_rank(rank);
     }
-
-    fn take(&mut self, position: usize) -> usize {
-        self.taken[position] = true;
-        self.sends[position]
+    matcher.finish();
+    for found in matcher.found.drain(..) {
+        collect(found, &first, &mut out, &mut instances);
     }
-}
-
-/// Channel key: communicator, sender's and receiver's world ranks.
-type ChannelKey = (Comm, u32, u32);
-
-fn match_operations(operations: Vec<Operation>, ranks: &dyn WorldRanks) -> Matching {
-    let mut unmatched = Vec::new();
-    let mut channels: FxHashMap<ChannelKey, Channel> = FxHashMap::default();
-    // Senders to each (communicator, receiver), for MPI_ANY_SOURCE.
-    let mut senders: FxHashMap<(Comm, u32), Vec<u32>> = FxHashMap::default();
-    let mut receives = Vec::new();
-    for (i, op) in operations.iter().enumerate() {
-        let Some(comm) = known_comm(op) else {
-            let comm = op.comm.clone().unwrap_or(Comm::Other("none".into()));
-            unmatched.push(Unmatched {
-                operation: i,
-                reason: Reason::UnknownComm(comm),
-            });
-            continue;
+    for m in &mut out.matches {
+        let (send, recv) = (&operations[m.send], &operations[m.recv]);
+        m.bytes = recv.status.as_ref().and_then(|s| s.bytes).or(send.bytes);
+    }
+    out.operations = operations;
+    out.matches.sort_by_key(|m| m.recv);
+    out.unmatched.sort_by_key(|u| u.operation);
+    // Instances in the order their first participant posted them; windows
+    // named by the index of their creation's instance.
+    instances.sort_by_key(|(slot, i)| {
+        let first = i.participants.first().map(|p| (p.rank, p.post));
+        (first, *slot)
+    });
+    let number: FxHashMap<u64, usize> = instances
+        .iter()
+        .enumerate()
+        .map(|(n, (slot, _))| (*slot, n))
+        .collect();
+    out.collectives.instances = instances.into_iter().map(|(_, i)| i).collect();
+    out.collectives.unmatched.sort_by_key(|u| (u.rank, u.post));
+    let o = &mut out.one_sided;
+    for e in &mut o.exposures {
+        e.window = number[&(e.window as u64)];
+    }
+    for l in &mut o.locks {
+        l.window = number[&(l.window as u64)];
+    }
+    o.exposures
+        .sort_by_key(|e| (e.window, e.origin, e.target, e.start));
+    o.locks.sort_by_key(|l| (l.origin, l.unlock));
+    o.unmatched.sort_by_key(|u| {
+        let peer = match u.reason {
+            one_sided::EpochReason::NoPartner { peer } => peer,
+            _ => 0,
         };
-        match op.direction {
-            Direction::Recv if op.cancelled => unmatched.push(Unmatched {
-                operation: i,
-                reason: Reason::Cancelled,
-            }),
-            Direction::Recv => receives.push(i),
-            Direction::Send => match world_peer(ranks, op, comm, &op.peer) {
-                Ok(None) => {} // MPI_PROC_NULL
-                Ok(Some(dest)) => {
-                    let key = (comm.clone(), op.rank, dest);
-                    if !channels.contains_key(&key) {
-                        senders
-                            .entry((comm.clone(), dest))
-                            .or_default()
-                            .push(op.rank);
-                    }
-                    channels.entry(key).or_default().push(i, op.tag);
-                }
-                Err(reason) => unmatched.push(Unmatched {
-                    operation: i,
-                    reason,
-                }),
-            },
-        }
-    }
-
-    let mut matches = Vec::new();
-    for i in receives {
-        let op = &operations[i];
-        match find_send(op, ranks, &mut channels, &senders) {
-            Ok(Some(send)) => matches.push(Match {
-                send,
-                recv: i,
-                bytes: op
-                    .status
-                    .as_ref()
-                    .and_then(|s| s.bytes)
-                    .or(operations[send].bytes),
-            }),
-            Ok(None) => {} // MPI_PROC_NULL
-            Err(reason) => unmatched.push(Unmatched {
-                operation: i,
-                reason,
-            }),
-        }
-    }
-    for channel in channels.values() {
-        for (position, &send) in channel.sends.iter().enumerate() {
-            if !channel.taken[position] {
-                unmatched.push(Unmatched {
-                    operation: send,
-                    reason: Reason::NoReceive,
-                });
-            }
-        }
-    }
-    unmatched.sort_by_key(|u| u.operation);
-    Matching {
-        operations,
-        matches,
-        unmatched,
-        ..Matching::default()
-    }
-}
-
-fn known_comm(op: &Operation) -> Option<&Comm> {
-    op.comm.as_ref().filter(|c| !matches!(c, Comm::Other(_)))
-}
-
-/// The world rank of `peer` (None for MPI_PROC_NULL).
-fn world_peer(
-    ranks: &dyn WorldRanks,
-    op: &Operation,
-    comm: &Comm,
-    peer: &Peer,
-) -> Result<Option<u32>, Reason> {
-    match peer {
-        Peer::ProcNull => Ok(None),
-        Peer::Rank(r) => ranks
-            .world_rank(op.rank, op.post, comm, *r)
-            .map(Some)
-            .ok_or_else(|| Reason::UnknownRank {
-                comm: comm.clone(),
-                rank: *r,
-            }),
-        Peer::Any => Err(Reason::AmbiguousWildcard),
-        Peer::Unknown(text) => Err(Reason::UnknownPeer(text.clone())),
-    }
-}
-
-/// The send whose message receive `op` got; None for MPI_PROC_NULL.
-fn find_send(
-    op: &Operation,
-    ranks: &dyn WorldRanks,
-    channels: &mut FxHashMap<ChannelKey, Channel>,
-    senders: &FxHashMap<(Comm, u32), Vec<u32>>,
-) -> Result<Option<usize>, Reason> {
-    let comm = known_comm(op).expect("receives have a known communicator");
-    if op.peer == Peer::ProcNull {
-        return Ok(None);
-    }
-    // The status names the message's source and tag, wildcards or not.
-    let (source, tag) = match &op.status {
-        Some(s) if matches!(s.source, Peer::Rank(_)) => (&s.source, s.tag.or(op.tag)),
-        _ => (&op.peer, op.tag),
-    };
-    if *source == Peer::Any {
-        // Without a status: resolved only if one sender has a message for it.
-        let mut candidates = senders
-            .get(&(comm.clone(), op.rank))
-            .into_iter()
-            .flatten()
-            .filter_map(|&sender| {
-                let channel = channels.get_mut(&(comm.clone(), sender, op.rank))?;
-                channel.head(tag).map(|position| (sender, position))
-            });
-        let (sender, position) = candidates.next().ok_or(Reason::NoSend)?;
-        if candidates.next().is_some() {
-            return Err(Reason::AmbiguousWildcard);
-        }
-        let channel = channels
-            .get_mut(&(comm.clone(), sender, op.rank))
-            .expect("a candidate's channel");
-        return Ok(Some(channel.take(position)));
-    }
-    let Some(sender) = world_peer(ranks, op, comm, source)? else {
-        return Ok(None);
-    };
-    let channel = channels
-        .get_mut(&(comm.clone(), sender, op.rank))
-        .ok_or(Reason::NoSend)?;
-    let position = channel.head(tag).ok_or(Reason::NoSend)?;
-    Ok(Some(channel.take(position)))
+        (u.rank, u.seq, peer)
+    });
+    out
 }

@@ -162,6 +162,24 @@ impl<'g> Sites<'g> {
         Some(out)
     }
 
+    /// The number of the call site and the signature of every call of
+    /// `stream`, in call order, walked as they are asked for: memory grows
+    /// with the grammar's depth, not with the calls ([`Sites::calls`]
+    /// holds them all).
+    pub fn walk(&self, stream: u32) -> Option<SiteWalk<'_, 'g>> {
+        let root = self.grammar.start(stream)?;
+        Some(SiteWalk {
+            sites: self,
+            stack: vec![WalkFrame {
+                rule: root,
+                pos: 0,
+                left: 0,
+            }],
+            run: (0, 0),
+            run_left: 0,
+        })
+    }
+
     /// The call site of call `seq` of `stream`; None past its end.
     pub fn of(&self, stream: u32, seq: u64) -> Option<CallSite> {
         let mut rule = self.grammar.start(stream)?;
@@ -199,6 +217,81 @@ impl<'g> Sites<'g> {
             .copied()
             .unwrap_or(0)
             .saturating_mul(count)
+    }
+}
+
+/// The calls of one stream as (call site number, signature), lazily
+/// ([`Sites::walk`]).
+pub struct SiteWalk<'s, 'g> {
+    sites: &'s Sites<'g>,
+    /// The rules being walked, outermost first.
+    stack: Vec<WalkFrame>,
+    /// The run of a terminal being repeated, and repetitions left.
+    run: (u32, u32),
+    run_left: u64,
+}
+
+struct WalkFrame {
+    rule: RuleId,
+    /// The run being walked.
+    pos: usize,
+    /// Repetitions of that run (of a rule) left after the one in progress.
+    left: u64,
+}
+
+impl Iterator for SiteWalk<'_, '_> {
+    type Item = (u32, u32);
+
+    fn next(&mut self) -> Option<(u32, u32)> {
+        if self.run_left > 0 {
+            self.run_left -= 1;
+            return Some(self.run);
+        }
+        let grammar = self.sites.grammar;
+        loop {
+            let top = self.stack.last_mut()?;
+            let Some(run) = grammar.rule(top.rule).get(top.pos).copied() else {
+                self.stack.pop();
+                if let Some(parent) = self.stack.last_mut() {
+                    if parent.left > 0 {
+                        parent.left -= 1;
+                        let child = match grammar.rule(parent.rule)[parent.pos].symbol {
+                            Symbol::Rule(child) => child,
+                            Symbol::Terminal(_) => unreachable!("a frame is pushed for a rule"),
+                        };
+                        self.stack.push(WalkFrame {
+                            rule: child,
+                            pos: 0,
+                            left: 0,
+                        });
+                    } else {
+                        parent.pos += 1;
+                    }
+                }
+                continue;
+            };
+            if run.count == 0 {
+                top.pos += 1;
+                continue;
+            }
+            match run.symbol {
+                Symbol::Terminal(t) => {
+                    let n = self.sites.first[top.rule as usize] + top.pos as u32;
+                    top.pos += 1;
+                    self.run = (n, t);
+                    self.run_left = run.count - 1;
+                    return Some(self.run);
+                }
+                Symbol::Rule(child) => {
+                    top.left = run.count - 1;
+                    self.stack.push(WalkFrame {
+                        rule: child,
+                        pos: 0,
+                        left: 0,
+                    });
+                }
+            }
+        }
     }
 }
 
@@ -293,6 +386,14 @@ mod tests {
                 assert_eq!(sites.number(site), n);
             }
         }
+        for stream in [0, 1] {
+            let walked: Vec<(u32, u32)> = sites.walk(stream).unwrap().collect();
+            let calls = sites.calls(stream).unwrap();
+            let terminals: Vec<u32> = g.expand(stream).unwrap().collect();
+            assert_eq!(walked.iter().map(|w| w.0).collect::<Vec<_>>(), calls);
+            assert_eq!(walked.iter().map(|w| w.1).collect::<Vec<_>>(), terminals);
+        }
+        assert!(sites.walk(2).is_none());
         assert_eq!(sites.calls(2), None);
         // Runs of rules are not call sites; past the runs there are none.
         assert_eq!(

@@ -9,8 +9,8 @@
 
 use mpigram_mpispec::{FUNCS, decode_signature};
 pub use mpigram_trace::RankClock;
-use mpigram_trace::timing::{Bins, LossyClock, decode_columns, decode_exact};
-use mpigram_trace::{RankMeta, RankPart, Trace};
+use mpigram_trace::timing::{Bins, ColumnReader, ExactReader, LossyClock};
+use mpigram_trace::{Bases, RankMeta, RankPart, Trace};
 
 /// When a call ran, in nanoseconds from the run's start.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,12 +55,29 @@ pub fn rank_times(
     source: Source,
     run_start_ns: f64,
 ) -> Result<Vec<Span>, TimelineError> {
+    rank_spans(trace, part, source, run_start_ns)?.collect()
+}
+
+/// The spans of [`rank_times`], read as they are needed: one block of
+/// stored times (65,536 calls) in memory at a time.
+pub fn rank_spans<'t>(
+    trace: &'t Trace,
+    part: &'t RankPart,
+    source: Source,
+    run_start_ns: f64,
+) -> Result<SpanReader<'t>, TimelineError> {
     let meta = &part.meta;
     let rank = meta.rank;
     let use_exact = match source {
         Source::Best => meta.timing.lossless,
         Source::Lossless => true,
         Source::Lossy => false,
+    };
+    let reader = |ticks| SpanReader {
+        rank,
+        ticks,
+        clock: RankClock::of(meta),
+        run_start_ns,
     };
     if !meta.timing.per_call() {
         // A killed rank whose crash journal (of an older mpigram) kept
@@ -69,33 +86,30 @@ pub fn rank_times(
         // take any rank's calls without times.
         let timed = |p: &RankPart| p.meta.timing.per_call();
         if !meta.ending.is_complete() && trace.ranks.iter().any(timed) {
-            return Ok(Vec::new());
+            return Ok(reader(Ticks::None));
         }
         return Err(TimelineError::Aggregated { rank });
     }
-    let ticks = if use_exact {
+    if use_exact {
         if !meta.timing.lossless {
             return Err(missing(meta, "lossless"));
         }
-        decode_exact(&part.times.exact).map_err(|e| TimelineError::Bad {
-            rank,
-            message: e.to_string(),
-        })?
-    } else {
-        lossy_ticks(trace, part).map_err(|message| match message {
-            None => missing(meta, "lossy"),
-            Some(message) => TimelineError::Bad { rank, message },
-        })?
-    };
-    let clock = RankClock::of(meta);
-    let at = |t: u64| (clock.global_ns(t) - run_start_ns).round() as i64;
-    Ok(ticks
-        .into_iter()
-        .map(|(s, e)| Span {
-            start_ns: at(s),
-            end_ns: at(e),
-        })
-        .collect())
+        return Ok(reader(Ticks::Exact(ExactReader::new(&part.times.exact))));
+    }
+    let bases = meta
+        .timing
+        .lossy
+        .as_ref()
+        .ok_or_else(|| missing(meta, "lossy"))?;
+    Ok(reader(Ticks::Lossy(Box::new(LossyTicks {
+        trace,
+        bases,
+        codes: ColumnReader::new(&part.times.lossy),
+        calls: Box::new(trace.grammar.expand(rank).into_iter().flatten()),
+        bins: Vec::new(),
+        bins_of: vec![None; trace.signatures.len()],
+        clock: LossyClock::default(),
+    }))))
 }
 
 fn missing(meta: &RankMeta, which: &'static str) -> TimelineError {
@@ -106,46 +120,100 @@ fn missing(meta: &RankMeta, which: &'static str) -> TimelineError {
     }
 }
 
-/// The rank's lossy times in ticks; `Err(None)` if it has none.
-fn lossy_ticks(trace: &Trace, part: &RankPart) -> Result<Vec<(u64, u64)>, Option<String>> {
-    let meta = &part.meta;
-    let bases = meta.timing.lossy.as_ref().ok_or(None)?;
-    let codes = decode_columns(&part.times.lossy).map_err(|e| Some(e.to_string()))?;
-    // The bins of each signature's function.
-    let mut bins: Vec<Bins> = Vec::new();
-    let mut bins_of: Vec<Option<usize>> = vec![None; trace.signatures.len()];
-    let rank = meta.rank;
-    let calls = trace.grammar.expand(rank).into_iter().flatten();
-    let mut clock = LossyClock::default();
-    let mut out = Vec::with_capacity(codes.len());
-    for (terminal, (i, d)) in calls.zip(codes) {
-        let slot = bins_of
+/// One rank's spans, read block by block ([`rank_spans`]).
+pub struct SpanReader<'t> {
+    rank: u32,
+    ticks: Ticks<'t>,
+    clock: RankClock,
+    run_start_ns: f64,
+}
+
+enum Ticks<'t> {
+    /// The rank has no per-call times.
+    None,
+    Exact(ExactReader<'t>),
+    Lossy(Box<LossyTicks<'t>>),
+}
+
+impl Iterator for SpanReader<'_> {
+    type Item = Result<Span, TimelineError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let ticks = match &mut self.ticks {
+            Ticks::None => return None,
+            Ticks::Exact(exact) => exact.next()?.map_err(|e| e.to_string()),
+            Ticks::Lossy(lossy) => lossy.next()?,
+        };
+        Some(match ticks {
+            Ok((s, e)) => {
+                let at = |t: u64| (self.clock.global_ns(t) - self.run_start_ns).round() as i64;
+                Ok(Span {
+                    start_ns: at(s),
+                    end_ns: at(e),
+                })
+            }
+            Err(message) => {
+                self.ticks = Ticks::None;
+                Err(TimelineError::Bad {
+                    rank: self.rank,
+                    message,
+                })
+            }
+        })
+    }
+}
+
+/// A rank's lossy times in ticks, decoded call by call: each call's bins
+/// are its function's.
+struct LossyTicks<'t> {
+    trace: &'t Trace,
+    bases: &'t Bases,
+    codes: ColumnReader<'t>,
+    /// The rank's calls (terminals).
+    calls: Box<dyn Iterator<Item = u32> + Send + 't>,
+    bins: Vec<Bins>,
+    /// The index in `bins` of each signature's bins, once known.
+    bins_of: Vec<Option<usize>>,
+    clock: LossyClock,
+}
+
+impl LossyTicks<'_> {
+    fn next(&mut self) -> Option<Result<(u64, u64), String>> {
+        let terminal = self.calls.next()?;
+        let (i, d) = match self.codes.next()? {
+            Ok(codes) => codes,
+            Err(e) => return Some(Err(e.to_string())),
+        };
+        Some(self.decode(terminal, i, d))
+    }
+
+    fn decode(&mut self, terminal: u32, i: u64, d: u64) -> Result<(u64, u64), String> {
+        let slot = self
+            .bins_of
             .get_mut(terminal as usize)
-            .ok_or_else(|| Some(format!("call {terminal} is not a signature")))?;
+            .ok_or_else(|| format!("call {terminal} is not a signature"))?;
         let b = match *slot {
             Some(b) => b,
             None => {
-                let sig = decode_signature(&trace.signatures[terminal as usize])
-                    .map_err(|e| Some(format!("bad signature {terminal}: {e}")))?;
-                let base = bases.of(FUNCS[sig.func as usize].name);
-                let b = match bins.iter().position(|b| b.base() == base) {
+                let sig = decode_signature(&self.trace.signatures[terminal as usize])
+                    .map_err(|e| format!("bad signature {terminal}: {e}"))?;
+                let base = self.bases.of(FUNCS[sig.func as usize].name);
+                let b = match self.bins.iter().position(|b| b.base() == base) {
                     Some(b) => b,
                     None => {
-                        bins.push(Bins::new(base).map_err(Some)?);
-                        bins.len() - 1
+                        self.bins.push(Bins::new(base)?);
+                        self.bins.len() - 1
                     }
                 };
                 *slot = Some(b);
                 b
             }
         };
-        let no_bin = || Some(format!("lossy codes {i}, {d} are no bins"));
+        let no_bin = || format!("lossy codes {i}, {d} are no bins");
         let (i, d) = (
             u32::try_from(i).map_err(|_| no_bin())?,
             u32::try_from(d).map_err(|_| no_bin())?,
         );
-        let (start, end) = clock.decode(&bins[b], i, d).ok_or_else(no_bin)?;
-        out.push((start, end));
+        self.clock.decode(&self.bins[b], i, d).ok_or_else(no_bin)
     }
-    Ok(out)
 }

@@ -51,8 +51,10 @@ pub fn run(args: &Args) -> Result<()> {
         Times::Lossy => Source::Lossy,
         Times::Lossless => Source::Lossless,
     };
-    let analysis = critical_path::analyse(&trace, source, args.heuristic)?;
+    let mut analysis = critical_path::analyse(&trace, source, args.heuristic)?;
     if let Some(file) = &args.svg {
+        // The picture draws every call: their times are read again.
+        analysis.timelines = critical_path::timelines(&trace, source)?;
         let options = critical_path::svg::SvgOptions {
             plot_width: args.svg_width,
         };

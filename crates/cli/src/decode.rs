@@ -4,7 +4,7 @@
 use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
 use mpigram_analysis::decode::RankDecoder;
-use mpigram_analysis::timeline::{Source, Span, rank_times};
+use mpigram_analysis::timeline::{Source, Span, rank_spans};
 use mpigram_trace::Trace;
 use serde_json::json;
 use std::io::{BufWriter, Write};
@@ -68,13 +68,15 @@ pub fn run(args: &Args) -> Result<()> {
     };
     let start = trace.run_start_ns();
     for part in parts {
-        let times: Vec<Span> = match part.meta.timing.per_call() {
-            true => rank_times(&trace, part, Source::Best, start)?,
-            false => Vec::new(),
+        // Times are read as the calls are: memory does not grow with them.
+        let mut times = match part.meta.timing.per_call() {
+            true => Some(rank_spans(&trace, part, Source::Best, start)?),
+            false => None,
         };
-        for (k, call) in RankDecoder::new(&trace, part).enumerate() {
+        for call in RankDecoder::new(&trace, part) {
             let call = call?;
-            let time = times.get(k);
+            let time: Option<Span> = times.as_mut().and_then(Iterator::next).transpose()?;
+            let time = time.as_ref();
             let line = match args.format {
                 Format::Text => match time {
                     Some(t) => format!(

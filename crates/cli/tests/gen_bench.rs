@@ -22,17 +22,18 @@
 mod common;
 
 use common::{mpigram, one_at_a_time, text};
-use mpigram_testkit::{compile, mpi_available, mpiexec};
+use mpigram_testkit::{Mpi, compile_with, mpi_available, mpiexec};
 use serde_json::Value as Json;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-/// A traced run of `exe ARGS` on `ranks` ranks with `timing`; returns the
-/// trace directory and the run's wall time.
-fn trace(exe: &Path, ranks: u32, args: &[&str], timing: &str, dir: &Path) -> Duration {
+/// A traced run of `exe ARGS` under `mpi` on `ranks` ranks with `timing`
+/// into `dir`; returns the run's wall time.
+fn trace(mpi: &Mpi, exe: &Path, ranks: u32, args: &[&str], timing: &str, dir: &Path) -> Duration {
     let lib = text(&mpigram(&["lib"]).stdout).trim().to_owned();
     let run = mpiexec(ranks, exe, args)
+        .mpi(mpi)
         .preload(&lib)
         .env("MPIGRAM_OUT", dir)
         .env("MPIGRAM_TIMING", timing)
@@ -74,11 +75,10 @@ fn gen_bench(dir: &Path, extra: &[&str]) -> (PathBuf, String) {
     (c, source)
 }
 
-/// Builds a generated benchmark with the test run's MPI's mpicc, as a
-/// user would: without a warning.
-fn build(c: &Path) -> PathBuf {
+/// Builds a generated benchmark with `mpi`'s mpicc, as a user would:
+/// without a warning.
+fn build(mpi: &Mpi, c: &Path) -> PathBuf {
     let exe = c.with_extension("");
-    let mpi = mpigram_testkit::Mpi::selected();
     let out = Command::new(&mpi.cc)
         .envs(mpi.env.iter().cloned())
         .args(["-O1", "-Wall", "-o"])
@@ -233,18 +233,25 @@ fn assert_same_calls(orig: &[Json], regen: &[Json]) -> usize {
 /// Returns the benchmark's source.
 fn round_trip(program: &str, ranks: u32, args: &[&str]) -> String {
     mpi_available().unwrap();
+    let mpi = Mpi::selected();
+    round_trip_between(mpi, mpi, program, ranks, args)
+}
+
+/// [`round_trip`] with `program` built and traced under `from`, and its
+/// benchmark built and traced under `to`.
+fn round_trip_between(from: &Mpi, to: &Mpi, program: &str, ranks: u32, args: &[&str]) -> String {
     let _one = one_at_a_time();
-    let exe = compile(program).unwrap();
+    let exe = compile_with(from, program).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let (orig_dir, regen_dir) = (dir.path().join("orig"), dir.path().join("regen"));
-    trace(&exe, ranks, args, "aggregated", &orig_dir);
+    trace(from, &exe, ranks, args, "aggregated", &orig_dir);
     let io = io_dir(&orig_dir);
     let (c, source) = gen_bench(
         &orig_dir,
         &["--compute", "none", "--io-dir", io.to_str().unwrap()],
     );
-    let bench = build(&c);
-    trace(&bench, ranks, &[], "aggregated", &regen_dir);
+    let bench = build(to, &c);
+    trace(to, &bench, ranks, &[], "aggregated", &regen_dir);
     let compared = assert_same_calls(&decode(&orig_dir), &decode(&regen_dir));
     assert!(compared > 0, "{program}: no calls compared");
     source
@@ -379,6 +386,58 @@ fn halo_exchanges_round_trip() {
     round_trip("critpath_ring", 2, &[]);
 }
 
+/// A benchmark generated from a trace taken under one MPI compiles and runs
+/// under another, making the same calls: traces keep predefined handles
+/// and named constants by their MPI names, which differ in value between
+/// MPICH and Open MPI (MPI_ORDER_C is 56 in one and 0 in the other). The
+/// programs are chosen for their constants: comparison results,
+/// MPI_COMM_TYPE_SHARED and MPI_UNDEFINED (comm), lock types and assertion
+/// flags (rma_sync), access modes and MPI_SEEK_* (mpiio), MPI_ORDER_C
+/// (halo3d). Not here: datatype, whose MPI_Type_get_contents of a
+/// duplicate returns a new handle in Open MPI and the old one in MPICH.
+#[test]
+fn benchmarks_from_one_mpi_run_under_another() {
+    let (mpich, openmpi) = (Mpi::named("mpich").unwrap(), Mpi::named("openmpi").unwrap());
+    for mpi in [&mpich, &openmpi] {
+        assert!(
+            mpi.installed(),
+            "{} is not installed: scripts/setup-mpis installs it",
+            mpi.name
+        );
+    }
+    for (program, ranks, names) in [
+        ("comm", 4, &["MPI_COMM_TYPE_SHARED", "MPI_UNDEFINED"][..]),
+        (
+            "rma_sync",
+            2,
+            &[
+                "MPI_LOCK_EXCLUSIVE",
+                "MPI_MODE_NOSTORE | MPI_MODE_NOSUCCEED",
+            ][..],
+        ),
+        (
+            "mpiio",
+            2,
+            &[
+                "MPI_MODE_CREATE | MPI_MODE_EXCL | MPI_MODE_RDWR",
+                "MPI_SEEK_CUR",
+            ][..],
+        ),
+        ("halo3d", 2, &["MPI_ORDER_C"][..]),
+    ] {
+        for (from, to) in [(&openmpi, &mpich), (&mpich, &openmpi)] {
+            let source = round_trip_between(from, to, program, ranks, &[]);
+            for name in names {
+                assert!(
+                    source.contains(name),
+                    "{program} traced under {}: {name} not in the benchmark",
+                    from.name
+                );
+            }
+        }
+    }
+}
+
 /// The benchmark's source grows with the trace's distinct behaviour, not
 /// with its calls: ten times the iterations is the same program with
 /// other loop counts.
@@ -386,14 +445,21 @@ fn halo_exchanges_round_trip() {
 fn source_size_does_not_grow_with_iterations() {
     mpi_available().unwrap();
     let _one = one_at_a_time();
-    let exe = compile("halo2d").unwrap();
+    let exe = compile_with(Mpi::selected(), "halo2d").unwrap();
     let dir = tempfile::tempdir().unwrap();
     let mut sizes = Vec::new();
     // halo2d sums the field every 10 iterations: an outer loop of
     // iterations / 10 around the exchange.
     for (iterations, outer) in [("100", "10"), ("1000", "100")] {
         let trace_dir = dir.path().join(iterations);
-        trace(&exe, 4, &[iterations], "aggregated", &trace_dir);
+        trace(
+            Mpi::selected(),
+            &exe,
+            4,
+            &[iterations],
+            "aggregated",
+            &trace_dir,
+        );
         let (_, source) = gen_bench(&trace_dir, &["--compute", "none"]);
         let decoded = decode(&trace_dir).len();
         assert!(
@@ -421,10 +487,17 @@ fn source_size_does_not_grow_with_iterations() {
 fn recorded_computation_keeps_the_wall_time() {
     mpi_available().unwrap();
     let _one = one_at_a_time();
-    let exe = compile("critpath_bsp").unwrap();
+    let exe = compile_with(Mpi::selected(), "critpath_bsp").unwrap();
     let dir = tempfile::tempdir().unwrap();
     let orig_dir = dir.path().join("orig");
-    trace(&exe, 2, &["1", "100", "10"], "lossless", &orig_dir);
+    trace(
+        Mpi::selected(),
+        &exe,
+        2,
+        &["1", "100", "10"],
+        "lossless",
+        &orig_dir,
+    );
     let original = wall_time(&decode(&orig_dir));
     assert!(
         original > 1.0,
@@ -432,11 +505,11 @@ fn recorded_computation_keeps_the_wall_time() {
     );
     let (c, source) = gen_bench(&orig_dir, &["--compute", "recorded"]);
     assert!(source.contains("spin("), "no computation in the benchmark");
-    let bench = build(&c);
+    let bench = build(Mpi::selected(), &c);
     let mut ratios: Vec<f64> = (0..3)
         .map(|i| {
             let regen_dir = dir.path().join(format!("regen{i}"));
-            trace(&bench, 2, &[], "lossless", &regen_dir);
+            trace(Mpi::selected(), &bench, 2, &[], "lossless", &regen_dir);
             wall_time(&decode(&regen_dir)) / original
         })
         .collect();
@@ -451,9 +524,9 @@ fn recorded_computation_keeps_the_wall_time() {
 
     // --scale 0.5 halves the computation.
     let (c, _) = gen_bench(&orig_dir, &["--compute", "recorded", "--scale", "0.5"]);
-    let half = build(&c);
+    let half = build(Mpi::selected(), &c);
     let half_dir = dir.path().join("half");
-    trace(&half, 2, &[], "lossless", &half_dir);
+    trace(Mpi::selected(), &half, 2, &[], "lossless", &half_dir);
     let ratio = wall_time(&decode(&half_dir)) / original;
     assert!((0.4..=0.6).contains(&ratio), "scale 0.5: {ratio}");
 }

@@ -2,7 +2,7 @@
 //! polling calls, MPI_Init, completion calls whose outcome is timing, and
 //! calls that hand out memory.
 
-use crate::render::{CallCode, int_lit};
+use crate::render::{CallCode, const_expr};
 use mpigram_mpispec::Args;
 use mpigram_mpispec::{BufferRef, Signature, Value};
 
@@ -78,12 +78,9 @@ pub fn init(a: &Args) -> Option<CallCode> {
     let call = match a.func.name {
         "MPI_Init" => format!("MPI_Init({args})"),
         "MPI_Init_thread" => {
-            let level = match a.int("required").unwrap_or(0) {
-                0 => "MPI_THREAD_SINGLE".to_owned(),
-                1 => "MPI_THREAD_FUNNELED".to_owned(),
-                2 => "MPI_THREAD_SERIALIZED".to_owned(),
-                3 => "MPI_THREAD_MULTIPLE".to_owned(),
-                other => int_lit(other),
+            let level = match a.value("required") {
+                Some(Value::Const(set, c)) => const_expr(*set, *c),
+                _ => "MPI_THREAD_SINGLE".to_owned(),
             };
             format!("MPI_Init_thread({args}, {level}, (void *)scratch[3])")
         }

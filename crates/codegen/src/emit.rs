@@ -416,8 +416,12 @@ static int look_in(struct dl_phdr_info *info, size_t size, void *data)
 {
     struct lookup *l = data;
     (void)size;
-    if (info->dlpi_name == NULL || info->dlpi_name[0] == '\0' ||
-        strstr(info->dlpi_name, "mpigram") != NULL)
+    if (info->dlpi_name == NULL || info->dlpi_name[0] == '\0')
+        return 0;
+    /* The tracer by its file name: an MPI may live under a directory
+     * called mpigram (scripts/setup-mpis puts them in ~/.cache/mpigram). */
+    const char *file = strrchr(info->dlpi_name, '/');
+    if (strncmp(file ? file + 1 : info->dlpi_name, "libmpigram", 10) == 0)
         return 0;
     void *lib = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
     if (lib != NULL) {

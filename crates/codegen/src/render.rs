@@ -19,7 +19,8 @@ use crate::protos::prototype;
 use crate::wildcard::{self, Binding, Bindings};
 use mpigram_mpispec::Args;
 use mpigram_mpispec::{
-    BufferRef, HandleKind, HandleRef, Rank, RequestRef, Signature, Status, Value, predefined,
+    BufferRef, ConstRef, ConstSet, HandleKind, HandleRef, Rank, RequestRef, Signature, Status,
+    Value, predefined,
 };
 use mpigram_wrapgen::ctype::Array as CArray;
 use mpigram_wrapgen::model::{Action, Elem, Out, ParamModel, Scalar};
@@ -456,6 +457,7 @@ impl Context {
             (Scalar::Int | Scalar::Address, Value::Int(i) | Value::Address(i)) => int_lit(*i),
             (Scalar::Tag, Value::Tag(-1)) => "MPI_ANY_TAG".into(),
             (Scalar::Tag, Value::Tag(t) | Value::Int(t)) => int_lit(*t),
+            (Scalar::Const(_), Value::Const(set, c)) => const_expr(*set, *c),
             (Scalar::Rank(comm), Value::Rank(r)) => rank_expr(*r, &comm_rank(a.handle(comm))),
             // Roots are recorded absolute.
             (Scalar::Root, Value::Rank(r)) => rank_expr(*r, "world_rank"),
@@ -559,6 +561,15 @@ fn status_expr(pos: usize, s: &Status) -> String {
         i32::from(s.cancelled),
         int_lit(s.error)
     )
+}
+
+/// A named constant by its name (flags ORed), a number as a literal.
+pub fn const_expr(set: ConstSet, c: ConstRef) -> String {
+    match (set.text(c), c) {
+        (Some(names), _) => names.replace('|', " | "),
+        (None, ConstRef::Plain(v)) => int_lit(v),
+        (None, _) => "0".into(),
+    }
 }
 
 /// An integer literal of the right width.

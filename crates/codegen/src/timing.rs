@@ -29,7 +29,7 @@
 //! The gap after MPI_Init is left out: it holds the tracer's own start-up
 //! (clock alignment between ranks), which a traced benchmark run repeats.
 
-use mpigram_analysis::timeline::{Source, rank_times};
+use mpigram_analysis::timeline::{Source, Span, rank_spans};
 use mpigram_grammar::{Grammar, RuleId, Symbol};
 use mpigram_trace::{RankPart, Trace};
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -113,23 +113,32 @@ pub fn gaps(
     }
 }
 
-/// From per-call times: one pass over the rank's calls, nothing stored per
-/// call beyond the times themselves.
+/// From per-call times: one pass over the rank's calls, their times read
+/// as the calls are (one block of times in memory), nothing stored per call.
 fn per_call_gaps(
     trace: &Trace,
     part: &RankPart,
     start: RuleId,
     inits: &FxHashSet<u32>,
 ) -> Result<RankGaps, String> {
-    let spans =
-        rank_times(trace, part, Source::Best, trace.run_start_ns()).map_err(|e| e.to_string())?;
+    let mut spans =
+        rank_spans(trace, part, Source::Best, trace.run_start_ns()).map_err(|e| e.to_string())?;
+    let mut failed: Option<String> = None;
     let mut sites: FxHashMap<Site, SiteGap> = FxHashMap::default();
     let mut terminals: FxHashMap<Site, u32> = FxHashMap::default();
-    let mut k = 0usize;
+    let mut before: Option<Span> = None;
     let mut previous: Option<u32> = None;
     walk_sites(&trace.grammar, start, |site, t| {
+        let this = match spans.next() {
+            Some(Ok(span)) => Some(span),
+            Some(Err(e)) => {
+                failed.get_or_insert(e.to_string());
+                None
+            }
+            None => None,
+        };
         let after_init = previous.is_some_and(|p| inits.contains(&p));
-        let gap = match (k.checked_sub(1).and_then(|p| spans.get(p)), spans.get(k)) {
+        let gap = match (before, this) {
             (Some(prev), Some(this)) if !after_init => {
                 Some((this.start_ns - prev.end_ns).max(0) as f64 * 1e-9)
             }
@@ -140,9 +149,12 @@ fn per_call_gaps(
             terminals.insert(site, t);
         }
         e.add(gap);
+        before = this;
         previous = Some(t);
-        k += 1;
     });
+    if let Some(e) = failed {
+        return Err(e);
+    }
     Ok(RankGaps {
         sites,
         measured: true,

@@ -3,8 +3,8 @@
 
 use mpigram_grammar::Sequitur;
 use mpigram_mpispec::{
-    BufferRef, Coords, Enc, FUNCS, FuncId, HandleRef, Rank, RequestRef, Signature, Status, Value,
-    func_by_name,
+    BufferRef, ConstRef, Coords, Enc, FUNCS, FuncId, HandleRef, Rank, RequestRef, Signature,
+    Status, Value, func_by_name,
 };
 use mpigram_trace::timing::{Bins, ColumnWriter, DEFAULT_BASE, ExactWriter, LossyClock};
 use mpigram_trace::{
@@ -32,6 +32,17 @@ pub fn arb_value(enc: Enc) -> BoxedStrategy<Value> {
         Enc::Tag => int().prop_map(Value::Tag).boxed(),
         Enc::Address => any::<i64>().prop_map(Value::Address).boxed(),
         Enc::Rank => rank().prop_map(Value::Rank).boxed(),
+        Enc::Const(set) => {
+            let n = set.names().len() as u32;
+            let named = if set.is_flags() {
+                (0..1u64 << n).prop_map(ConstRef::Flags).boxed()
+            } else {
+                (0..n).prop_map(ConstRef::Named).boxed()
+            };
+            prop_oneof![named, int().prop_map(ConstRef::Plain)]
+                .prop_map(move |c| Value::Const(set, c))
+                .boxed()
+        }
         Enc::Handle(kind) => prop_oneof![
             Just(HandleRef::Null),
             any::<u32>().prop_map(HandleRef::Predefined),
@@ -107,6 +118,14 @@ fn example_value(enc: Enc, seed: u64) -> Value {
         Enc::Int => Value::Int(seed as i64 * 7 - 3),
         Enc::Tag => Value::Tag(if pick == 0 { -1 } else { seed as i64 }),
         Enc::Address => Value::Address(1 << (seed % 40)),
+        Enc::Const(set) => Value::Const(
+            set,
+            match (pick, set.is_flags()) {
+                (0, _) => ConstRef::Plain(seed as i64),
+                (_, true) => ConstRef::Flags(seed % (1 << set.names().len())),
+                (_, false) => ConstRef::Named((seed % set.names().len() as u64) as u32),
+            },
+        ),
         Enc::Rank => Value::Rank(match pick {
             0 => Rank::Relative(1),
             1 => Rank::ProcNull,
@@ -330,9 +349,9 @@ mod tests {
                 }
             }
         }
-        // Int, Rank, Tag, Address, Handle, Request, Status, UndefinedStatus,
-        // Buffer, Str, Callback, Array.
-        assert_eq!(kinds.len(), 12);
+        // Int, Rank, Tag, Address, Const, Handle, Request, Status,
+        // UndefinedStatus, Buffer, Str, Callback, Array.
+        assert_eq!(kinds.len(), 13);
         let t = sample_rank_trace(0);
         assert_eq!(t.grammar.total_len(), t.meta.calls);
         assert!(t.grammar.num_rules() > 1, "the sample has loops");

@@ -1,7 +1,7 @@
 //! A decoded signature's arguments, looked up by the standard's parameter
 //! names: `Args::new(&sig).int("count")`.
 
-use crate::{BufferRef, FUNCS, Func, HandleKind, HandleRef, Rank, Signature, Value};
+use crate::{BufferRef, ConstRef, FUNCS, Func, HandleKind, HandleRef, Rank, Signature, Value};
 
 /// A call signature with its function.
 #[derive(Clone, Copy)]
@@ -38,10 +38,22 @@ impl<'s> Args<'s> {
         self.sig.args.get(i)
     }
 
-    /// An integer argument (Int, Address or Tag).
+    /// An integer argument (Int, Address or Tag, or a number that is no
+    /// named constant).
     pub fn int(&self, name: &str) -> Option<i64> {
         match self.value(name)? {
-            Value::Int(v) | Value::Address(v) | Value::Tag(v) => Some(*v),
+            Value::Int(v)
+            | Value::Address(v)
+            | Value::Tag(v)
+            | Value::Const(_, ConstRef::Plain(v)) => Some(*v),
+            _ => None,
+        }
+    }
+
+    /// The name of a named constant argument (`MPI_ORDER_C`; flags joined by `|`).
+    pub fn constant(&self, name: &str) -> Option<String> {
+        match self.value(name)? {
+            Value::Const(set, c) => set.text(*c),
             _ => None,
         }
     }
@@ -52,7 +64,9 @@ impl<'s> Args<'s> {
             Value::Array(Some(items)) => items
                 .iter()
                 .map(|v| match v {
-                    Value::Int(v) | Value::Address(v) => Some(*v),
+                    Value::Int(v) | Value::Address(v) | Value::Const(_, ConstRef::Plain(v)) => {
+                        Some(*v)
+                    }
                     _ => None,
                 })
                 .collect(),

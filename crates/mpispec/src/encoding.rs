@@ -5,6 +5,7 @@
 //! |---|---|
 //! | Int, Tag, Address | zigzag(v) |
 //! | Rank | 0 MPI_PROC_NULL, 1 MPI_ANY_SOURCE, 2 MPI_ROOT, else 3 + (zigzag(v) << 1 \| absolute): v = rank − caller's rank, or the rank itself where no relative form applies (inter-communicators, unknown communicators) |
+//! | Const | zigzag(v) << 1 for a number that is no constant of the set; (id << 1) \| 1 for the set's constant `id`, or for a set of flags (mask << 1) \| 1, bit i of the mask the constant of id i |
 //! | Handle | 0 the kind's null handle, else 1 + (id << 1 \| user): predefined handles have fixed ids ([`crate::predefined`]), user objects ids from a free-id pool |
 //! | Request | 0 MPI_REQUEST_NULL, else pool + 1, index |
 //! | Status | 0 MPI_STATUS_IGNORE, 2 a status whose fields MPI leaves undefined (a completed send, collective or RMA request), else flags (1 \| cancelled << 1 \| has error << 2), source (as Rank), zigzag(tag), count in bytes, [zigzag(MPI_ERROR)] |
@@ -14,7 +15,7 @@
 //! | Array | 0 not recorded (NULL or not significant here), else length + 1, elements |
 //! | Coords | 0 not recorded, else 1 + (n << 1 \| relative), then with relative the grid's n dimensions and n offsets from the caller's own coordinates (zigzag), else the n coordinates (zigzag) |
 
-use crate::value::{BufferRef, Coords, HandleRef, Rank, RequestRef, Status, Value};
+use crate::value::{BufferRef, ConstRef, Coords, HandleRef, Rank, RequestRef, Status, Value};
 use mpigram_varint::PutVarint;
 
 pub(crate) const RANK_PROC_NULL: u64 = 0;
@@ -46,6 +47,15 @@ pub fn put_rank(out: &mut Vec<u8>, rank: Rank) {
         Rank::Root => RANK_ROOT,
         Rank::Relative(d) => RANK_VALUE + (mpigram_varint::zigzag(d) << 1),
         Rank::Absolute(r) => RANK_VALUE + (mpigram_varint::zigzag(r) << 1 | 1),
+    });
+}
+
+#[inline]
+pub fn put_const(out: &mut Vec<u8>, c: ConstRef) {
+    out.put_u64(match c {
+        ConstRef::Plain(v) => mpigram_varint::zigzag(v) << 1,
+        ConstRef::Named(id) => u64::from(id) << 1 | 1,
+        ConstRef::Flags(mask) => mask << 1 | 1,
     });
 }
 
@@ -159,6 +169,7 @@ pub fn put_value(out: &mut Vec<u8>, value: &Value) {
     match value {
         Value::Int(v) | Value::Tag(v) | Value::Address(v) => put_int(out, *v),
         Value::Rank(r) => put_rank(out, *r),
+        Value::Const(_, c) => put_const(out, *c),
         Value::Handle(_, h) => put_handle(out, *h),
         Value::Request(q) => put_request(out, *q),
         Value::Status(s) => put_status(out, s.as_ref()),

@@ -3,6 +3,294 @@
 
 use crate::{Enc, Func, HandleKind, Param};
 
+/// A set of named integer constants: a parameter of the set stores its
+/// constants by name ([`crate::ConstRef`]), so traces of every MPI agree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ConstSet {
+    AccessMode,
+    Assert,
+    Combiner,
+    Comparison,
+    Distribution,
+    DistributionArg,
+    ErrorClass,
+    InfoValueLength,
+    LockType,
+    Order,
+    SplitType,
+    ThreadLevel,
+    ToolBinding,
+    ToolCallbackSafety,
+    ToolPvarClass,
+    ToolScope,
+    ToolSourceOrder,
+    ToolVerbosity,
+    Topology,
+    TypeClass,
+    Undefined,
+    Whence,
+}
+
+/// Per [`ConstSet`]: flags or not, the names in id order.
+pub(crate) static CONST_SETS: &[(bool, &[&str])] = &[
+    (
+        true,
+        &[
+            "MPI_MODE_APPEND",
+            "MPI_MODE_CREATE",
+            "MPI_MODE_DELETE_ON_CLOSE",
+            "MPI_MODE_EXCL",
+            "MPI_MODE_RDONLY",
+            "MPI_MODE_RDWR",
+            "MPI_MODE_SEQUENTIAL",
+            "MPI_MODE_UNIQUE_OPEN",
+            "MPI_MODE_WRONLY",
+        ],
+    ),
+    (
+        true,
+        &[
+            "MPI_MODE_NOCHECK",
+            "MPI_MODE_NOPRECEDE",
+            "MPI_MODE_NOPUT",
+            "MPI_MODE_NOSTORE",
+            "MPI_MODE_NOSUCCEED",
+        ],
+    ),
+    (
+        false,
+        &[
+            "MPI_COMBINER_CONTIGUOUS",
+            "MPI_COMBINER_DARRAY",
+            "MPI_COMBINER_DUP",
+            "MPI_COMBINER_F90_COMPLEX",
+            "MPI_COMBINER_F90_INTEGER",
+            "MPI_COMBINER_F90_REAL",
+            "MPI_COMBINER_HINDEXED",
+            "MPI_COMBINER_HINDEXED_BLOCK",
+            "MPI_COMBINER_HINDEXED_INTEGER",
+            "MPI_COMBINER_HVECTOR",
+            "MPI_COMBINER_HVECTOR_INTEGER",
+            "MPI_COMBINER_INDEXED",
+            "MPI_COMBINER_INDEXED_BLOCK",
+            "MPI_COMBINER_NAMED",
+            "MPI_COMBINER_RESIZED",
+            "MPI_COMBINER_STRUCT",
+            "MPI_COMBINER_STRUCT_INTEGER",
+            "MPI_COMBINER_SUBARRAY",
+            "MPI_COMBINER_VALUE_INDEX",
+            "MPI_COMBINER_VECTOR",
+        ],
+    ),
+    (
+        false,
+        &["MPI_CONGRUENT", "MPI_IDENT", "MPI_SIMILAR", "MPI_UNEQUAL"],
+    ),
+    (
+        false,
+        &[
+            "MPI_DISTRIBUTE_BLOCK",
+            "MPI_DISTRIBUTE_CYCLIC",
+            "MPI_DISTRIBUTE_NONE",
+        ],
+    ),
+    (false, &["MPI_DISTRIBUTE_DFLT_DARG"]),
+    (
+        false,
+        &[
+            "MPI_ERR_ABI",
+            "MPI_ERR_ACCESS",
+            "MPI_ERR_AMODE",
+            "MPI_ERR_ARG",
+            "MPI_ERR_ASSERT",
+            "MPI_ERR_BAD_FILE",
+            "MPI_ERR_BASE",
+            "MPI_ERR_BUFFER",
+            "MPI_ERR_COMM",
+            "MPI_ERR_CONVERSION",
+            "MPI_ERR_COUNT",
+            "MPI_ERR_DIMS",
+            "MPI_ERR_DISP",
+            "MPI_ERR_DUP_DATAREP",
+            "MPI_ERR_ERRHANDLER",
+            "MPI_ERR_FILE",
+            "MPI_ERR_FILE_EXISTS",
+            "MPI_ERR_FILE_IN_USE",
+            "MPI_ERR_GROUP",
+            "MPI_ERR_INFO",
+            "MPI_ERR_INFO_KEY",
+            "MPI_ERR_INFO_NOKEY",
+            "MPI_ERR_INFO_VALUE",
+            "MPI_ERR_INTERN",
+            "MPI_ERR_IN_STATUS",
+            "MPI_ERR_IO",
+            "MPI_ERR_KEYVAL",
+            "MPI_ERR_LOCKTYPE",
+            "MPI_ERR_NAME",
+            "MPI_ERR_NOT_SAME",
+            "MPI_ERR_NO_MEM",
+            "MPI_ERR_NO_SPACE",
+            "MPI_ERR_NO_SUCH_FILE",
+            "MPI_ERR_OP",
+            "MPI_ERR_OTHER",
+            "MPI_ERR_PENDING",
+            "MPI_ERR_PORT",
+            "MPI_ERR_PROC_ABORTED",
+            "MPI_ERR_QUOTA",
+            "MPI_ERR_RANK",
+            "MPI_ERR_READ_ONLY",
+            "MPI_ERR_REQUEST",
+            "MPI_ERR_RMA_ATTACH",
+            "MPI_ERR_RMA_CONFLICT",
+            "MPI_ERR_RMA_FLAVOR",
+            "MPI_ERR_RMA_RANGE",
+            "MPI_ERR_RMA_SHARED",
+            "MPI_ERR_RMA_SYNC",
+            "MPI_ERR_ROOT",
+            "MPI_ERR_SERVICE",
+            "MPI_ERR_SESSION",
+            "MPI_ERR_SIZE",
+            "MPI_ERR_SPAWN",
+            "MPI_ERR_TAG",
+            "MPI_ERR_TOPOLOGY",
+            "MPI_ERR_TRUNCATE",
+            "MPI_ERR_TYPE",
+            "MPI_ERR_UNKNOWN",
+            "MPI_ERR_UNSUPPORTED_DATAREP",
+            "MPI_ERR_UNSUPPORTED_OPERATION",
+            "MPI_ERR_VALUE_TOO_LARGE",
+            "MPI_ERR_WIN",
+            "MPI_SUCCESS",
+            "MPI_T_ERR_CANNOT_INIT",
+            "MPI_T_ERR_CVAR_SET_NEVER",
+            "MPI_T_ERR_CVAR_SET_NOT_NOW",
+            "MPI_T_ERR_INVALID",
+            "MPI_T_ERR_INVALID_HANDLE",
+            "MPI_T_ERR_INVALID_INDEX",
+            "MPI_T_ERR_INVALID_ITEM",
+            "MPI_T_ERR_INVALID_NAME",
+            "MPI_T_ERR_INVALID_SESSION",
+            "MPI_T_ERR_MEMORY",
+            "MPI_T_ERR_NOT_ACCESSIBLE",
+            "MPI_T_ERR_NOT_INITIALIZED",
+            "MPI_T_ERR_NOT_SUPPORTED",
+            "MPI_T_ERR_OUT_OF_HANDLES",
+            "MPI_T_ERR_OUT_OF_SESSIONS",
+            "MPI_T_ERR_PVAR_NO_ATOMIC",
+            "MPI_T_ERR_PVAR_NO_STARTSTOP",
+            "MPI_T_ERR_PVAR_NO_WRITE",
+        ],
+    ),
+    (false, &["MPI_MAX_INFO_VAL"]),
+    (false, &["MPI_LOCK_EXCLUSIVE", "MPI_LOCK_SHARED"]),
+    (false, &["MPI_ORDER_C", "MPI_ORDER_FORTRAN"]),
+    (
+        false,
+        &[
+            "MPI_COMM_TYPE_HW_GUIDED",
+            "MPI_COMM_TYPE_HW_UNGUIDED",
+            "MPI_COMM_TYPE_RESOURCE_GUIDED",
+            "MPI_COMM_TYPE_SHARED",
+            "MPI_UNDEFINED",
+        ],
+    ),
+    (
+        false,
+        &[
+            "MPI_THREAD_FUNNELED",
+            "MPI_THREAD_MULTIPLE",
+            "MPI_THREAD_SERIALIZED",
+            "MPI_THREAD_SINGLE",
+        ],
+    ),
+    (
+        false,
+        &[
+            "MPI_T_BIND_INVALID",
+            "MPI_T_BIND_MPI_COMM",
+            "MPI_T_BIND_MPI_DATATYPE",
+            "MPI_T_BIND_MPI_ERRHANDLER",
+            "MPI_T_BIND_MPI_FILE",
+            "MPI_T_BIND_MPI_GROUP",
+            "MPI_T_BIND_MPI_INFO",
+            "MPI_T_BIND_MPI_MESSAGE",
+            "MPI_T_BIND_MPI_OP",
+            "MPI_T_BIND_MPI_REQUEST",
+            "MPI_T_BIND_MPI_SESSION",
+            "MPI_T_BIND_MPI_WIN",
+            "MPI_T_BIND_NO_OBJECT",
+        ],
+    ),
+    (
+        false,
+        &[
+            "MPI_T_CB_REQUIRE_ASYNC_SIGNAL_SAFE",
+            "MPI_T_CB_REQUIRE_MPI_RESTRICTED",
+            "MPI_T_CB_REQUIRE_NONE",
+            "MPI_T_CB_REQUIRE_THREAD_SAFE",
+        ],
+    ),
+    (
+        false,
+        &[
+            "MPI_T_PVAR_CLASS_AGGREGATE",
+            "MPI_T_PVAR_CLASS_COUNTER",
+            "MPI_T_PVAR_CLASS_GENERIC",
+            "MPI_T_PVAR_CLASS_HIGHWATERMARK",
+            "MPI_T_PVAR_CLASS_INVALID",
+            "MPI_T_PVAR_CLASS_LEVEL",
+            "MPI_T_PVAR_CLASS_LOWWATERMARK",
+            "MPI_T_PVAR_CLASS_PERCENTAGE",
+            "MPI_T_PVAR_CLASS_SIZE",
+            "MPI_T_PVAR_CLASS_STATE",
+            "MPI_T_PVAR_CLASS_TIMER",
+        ],
+    ),
+    (
+        false,
+        &[
+            "MPI_T_SCOPE_ALL",
+            "MPI_T_SCOPE_ALL_EQ",
+            "MPI_T_SCOPE_CONSTANT",
+            "MPI_T_SCOPE_GROUP",
+            "MPI_T_SCOPE_GROUP_EQ",
+            "MPI_T_SCOPE_INVALID",
+            "MPI_T_SCOPE_LOCAL",
+            "MPI_T_SCOPE_READONLY",
+        ],
+    ),
+    (false, &["MPI_T_SOURCE_ORDERED", "MPI_T_SOURCE_UNORDERED"]),
+    (
+        false,
+        &[
+            "MPI_T_VERBOSITY_INVALID",
+            "MPI_T_VERBOSITY_MPIDEV_ALL",
+            "MPI_T_VERBOSITY_MPIDEV_BASIC",
+            "MPI_T_VERBOSITY_MPIDEV_DETAIL",
+            "MPI_T_VERBOSITY_TUNER_ALL",
+            "MPI_T_VERBOSITY_TUNER_BASIC",
+            "MPI_T_VERBOSITY_TUNER_DETAIL",
+            "MPI_T_VERBOSITY_USER_ALL",
+            "MPI_T_VERBOSITY_USER_BASIC",
+            "MPI_T_VERBOSITY_USER_DETAIL",
+        ],
+    ),
+    (
+        false,
+        &["MPI_CART", "MPI_DIST_GRAPH", "MPI_GRAPH", "MPI_UNDEFINED"],
+    ),
+    (
+        false,
+        &[
+            "MPI_TYPECLASS_COMPLEX",
+            "MPI_TYPECLASS_INTEGER",
+            "MPI_TYPECLASS_REAL",
+        ],
+    ),
+    (false, &["MPI_UNDEFINED"]),
+    (false, &["MPI_SEEK_CUR", "MPI_SEEK_END", "MPI_SEEK_SET"]),
+];
+
 /// Every C function of the MPI standard (MPI 5.0, both variants of the
 /// large-count ones) and the ten MPI-1 functions MPI 3.0 removed, sorted by
 /// name: a function's [`crate::FuncId`] is its index. Each lists its C
@@ -181,7 +469,7 @@ pub static FUNCS: &[Func] = &[
         name: "MPI_Add_error_class",
         params: &[Param {
             name: "errorclass",
-            enc: Enc::Int,
+            enc: Enc::Const(ConstSet::ErrorClass),
         }],
     },
     Func {
@@ -189,7 +477,7 @@ pub static FUNCS: &[Func] = &[
         params: &[
             Param {
                 name: "errorclass",
-                enc: Enc::Int,
+                enc: Enc::Const(ConstSet::ErrorClass),
             },
             Param {
                 name: "errorcode",
@@ -1874,7 +2162,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "result",
-                enc: Enc::Int,
+                enc: Enc::Const(ConstSet::Comparison),
             },
         ],
     },
@@ -2462,7 +2750,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "color",
-                enc: Enc::Int,
+                enc: Enc::Const(ConstSet::Undefined),
             },
             Param {
                 name: "key",
@@ -2483,7 +2771,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "split_type",
-                enc: Enc::Int,
+                enc: Enc::Const(ConstSet::SplitType),
             },
             Param {
                 name: "key",
@@ -2792,7 +3080,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "errorclass",
-                enc: Enc::Int,
+                enc: Enc::Const(ConstSet::ErrorClass),
             },
         ],
     },
@@ -3054,7 +3342,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "amode",
-                enc: Enc::Int,
+                enc: Enc::Const(ConstSet::AccessMode),
             },
         ],
     },
@@ -3770,7 +4058,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "amode",
-                enc: Enc::Int,
+                enc: Enc::Const(ConstSet::AccessMode),
             },
             Param {
                 name: "info",
@@ -4309,7 +4597,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "whence",
-                enc: Enc::Int,
+                enc: Enc::Const(ConstSet::Whence),
             },
         ],
     },
@@ -4326,7 +4614,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "whence",
-                enc: Enc::Int,
+                enc: Enc::Const(ConstSet::Whence),
             },
         ],
     },
@@ -5798,7 +6086,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "result",
-                enc: Enc::Int,
+                enc: Enc::Const(ConstSet::Comparison),
             },
         ],
     },
@@ -7464,7 +7752,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "valuelen",
-                enc: Enc::Int,
+                enc: Enc::Const(ConstSet::InfoValueLength),
             },
             Param {
                 name: "value",
@@ -7602,11 +7890,11 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "required",
-                enc: Enc::Int,
+                enc: Enc::Const(ConstSet::ThreadLevel),
             },
             Param {
                 name: "provided",
-                enc: Enc::Int,
+                enc: Enc::Const(ConstSet::ThreadLevel),
             },
         ],
     },
@@ -10176,7 +10464,7 @@ pub static FUNCS: &[Func] = &[
         name: "MPI_Query_thread",
         params: &[Param {
             name: "provided",
-            enc: Enc::Int,
+            enc: Enc::Const(ConstSet::ThreadLevel),
         }],
     },
     Func {
@@ -10917,7 +11205,7 @@ pub static FUNCS: &[Func] = &[
         name: "MPI_Remove_error_class",
         params: &[Param {
             name: "errorclass",
-            enc: Enc::Int,
+            enc: Enc::Const(ConstSet::ErrorClass),
         }],
     },
     Func {
@@ -13050,7 +13338,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "verbosity",
-                enc: Enc::Int,
+                enc: Enc::Const(ConstSet::ToolVerbosity),
             },
             Param {
                 name: "datatype",
@@ -13070,11 +13358,11 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "bind",
-                enc: Enc::Int,
+                enc: Enc::Const(ConstSet::ToolBinding),
             },
             Param {
                 name: "scope",
-                enc: Enc::Int,
+                enc: Enc::Const(ConstSet::ToolScope),
             },
         ],
     },
@@ -13194,7 +13482,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "cb_safety",
-                enc: Enc::Int,
+                enc: Enc::Const(ConstSet::ToolCallbackSafety),
             },
             Param {
                 name: "info_used",
@@ -13211,7 +13499,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "cb_safety",
-                enc: Enc::Int,
+                enc: Enc::Const(ConstSet::ToolCallbackSafety),
             },
             Param {
                 name: "info",
@@ -13262,7 +13550,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "verbosity",
-                enc: Enc::Int,
+                enc: Enc::Const(ConstSet::ToolVerbosity),
             },
             Param {
                 name: "array_of_datatypes",
@@ -13294,7 +13582,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "bind",
-                enc: Enc::Int,
+                enc: Enc::Const(ConstSet::ToolBinding),
             },
         ],
     },
@@ -13421,7 +13709,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "cb_safety",
-                enc: Enc::Int,
+                enc: Enc::Const(ConstSet::ToolCallbackSafety),
             },
             Param {
                 name: "info",
@@ -13459,11 +13747,11 @@ pub static FUNCS: &[Func] = &[
         params: &[
             Param {
                 name: "required",
-                enc: Enc::Int,
+                enc: Enc::Const(ConstSet::ThreadLevel),
             },
             Param {
                 name: "provided",
-                enc: Enc::Int,
+                enc: Enc::Const(ConstSet::ThreadLevel),
             },
         ],
     },
@@ -13476,7 +13764,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "var_class",
-                enc: Enc::Int,
+                enc: Enc::Const(ConstSet::ToolPvarClass),
             },
             Param {
                 name: "pvar_index",
@@ -13501,11 +13789,11 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "verbosity",
-                enc: Enc::Int,
+                enc: Enc::Const(ConstSet::ToolVerbosity),
             },
             Param {
                 name: "var_class",
-                enc: Enc::Int,
+                enc: Enc::Const(ConstSet::ToolPvarClass),
             },
             Param {
                 name: "datatype",
@@ -13525,7 +13813,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "bind",
-                enc: Enc::Int,
+                enc: Enc::Const(ConstSet::ToolBinding),
             },
             Param {
                 name: "readonly",
@@ -13715,7 +14003,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "ordering",
-                enc: Enc::Int,
+                enc: Enc::Const(ConstSet::ToolSourceOrder),
             },
             Param {
                 name: "ticks_per_second",
@@ -13861,7 +14149,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "status",
-                enc: Enc::Int,
+                enc: Enc::Const(ConstSet::Topology),
             },
         ],
     },
@@ -13934,11 +14222,11 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "array_of_distribs",
-                enc: Enc::Array(&Enc::Int),
+                enc: Enc::Array(&Enc::Const(ConstSet::Distribution)),
             },
             Param {
                 name: "array_of_dargs",
-                enc: Enc::Array(&Enc::Int),
+                enc: Enc::Array(&Enc::Const(ConstSet::DistributionArg)),
             },
             Param {
                 name: "array_of_psizes",
@@ -13946,7 +14234,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "order",
-                enc: Enc::Int,
+                enc: Enc::Const(ConstSet::Order),
             },
             Param {
                 name: "oldtype",
@@ -13979,11 +14267,11 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "array_of_distribs",
-                enc: Enc::Array(&Enc::Int),
+                enc: Enc::Array(&Enc::Const(ConstSet::Distribution)),
             },
             Param {
                 name: "array_of_dargs",
-                enc: Enc::Array(&Enc::Int),
+                enc: Enc::Array(&Enc::Const(ConstSet::DistributionArg)),
             },
             Param {
                 name: "array_of_psizes",
@@ -13991,7 +14279,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "order",
-                enc: Enc::Int,
+                enc: Enc::Const(ConstSet::Order),
             },
             Param {
                 name: "oldtype",
@@ -14384,7 +14672,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "order",
-                enc: Enc::Int,
+                enc: Enc::Const(ConstSet::Order),
             },
             Param {
                 name: "oldtype",
@@ -14417,7 +14705,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "order",
-                enc: Enc::Int,
+                enc: Enc::Const(ConstSet::Order),
             },
             Param {
                 name: "oldtype",
@@ -14612,7 +14900,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "combiner",
-                enc: Enc::Int,
+                enc: Enc::Const(ConstSet::Combiner),
             },
         ],
     },
@@ -14641,7 +14929,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "combiner",
-                enc: Enc::Int,
+                enc: Enc::Const(ConstSet::Combiner),
             },
         ],
     },
@@ -14899,7 +15187,7 @@ pub static FUNCS: &[Func] = &[
         params: &[
             Param {
                 name: "typeclass",
-                enc: Enc::Int,
+                enc: Enc::Const(ConstSet::TypeClass),
             },
             Param {
                 name: "size",
@@ -15607,7 +15895,7 @@ pub static FUNCS: &[Func] = &[
         params: &[
             Param {
                 name: "assert",
-                enc: Enc::Int,
+                enc: Enc::Const(ConstSet::Assert),
             },
             Param {
                 name: "win",
@@ -15758,7 +16046,7 @@ pub static FUNCS: &[Func] = &[
         params: &[
             Param {
                 name: "lock_type",
-                enc: Enc::Int,
+                enc: Enc::Const(ConstSet::LockType),
             },
             Param {
                 name: "rank",
@@ -15766,7 +16054,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "assert",
-                enc: Enc::Int,
+                enc: Enc::Const(ConstSet::Assert),
             },
             Param {
                 name: "win",
@@ -15779,7 +16067,7 @@ pub static FUNCS: &[Func] = &[
         params: &[
             Param {
                 name: "assert",
-                enc: Enc::Int,
+                enc: Enc::Const(ConstSet::Assert),
             },
             Param {
                 name: "win",
@@ -15796,7 +16084,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "assert",
-                enc: Enc::Int,
+                enc: Enc::Const(ConstSet::Assert),
             },
             Param {
                 name: "win",
@@ -15919,7 +16207,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "assert",
-                enc: Enc::Int,
+                enc: Enc::Const(ConstSet::Assert),
             },
             Param {
                 name: "win",

@@ -19,10 +19,10 @@ mod generated;
 mod value;
 
 pub use args::Args;
-pub use generated::{FUNCS, func, predefined};
+pub use generated::{ConstSet, FUNCS, func, predefined};
 pub use value::{
-    BufferRef, Coords, HandleRef, Rank, RequestRef, Signature, Status, Value, decode_args,
-    decode_signature, put_signature_head,
+    BufferRef, ConstRef, Coords, HandleRef, Rank, RequestRef, Signature, Status, Value,
+    decode_args, decode_signature, put_signature_head,
 };
 
 /// Index of a function in [`FUNCS`].
@@ -55,6 +55,10 @@ pub enum Enc {
     Rank,
     /// A message tag (MPI_ANY_TAG is -1 as in C).
     Tag,
+    /// An integer that takes the named constants of a set (MPI_ORDER_C,
+    /// MPI_MODE_*, MPI_UNDEFINED, ...): stored by name, whatever value
+    /// the MPI gives it, so traces of every MPI agree.
+    Const(ConstSet),
     /// MPI_Aint, MPI_Offset or MPI_Count by value.
     Address,
     /// An MPI object by symbolic id.
@@ -174,6 +178,46 @@ impl HandleKind {
             HandleKind::EventRegistration => "eventreg",
             HandleKind::EventInstance => "event",
         }
+    }
+}
+
+impl ConstSet {
+    /// The names of the set, in id order: a named constant's id in a trace
+    /// is its index here (wrapgen's `data/constants.txt`, which only grows).
+    pub fn names(self) -> &'static [&'static str] {
+        generated::CONST_SETS[self as usize].1
+    }
+
+    /// Whether the set's constants are bits ORed together (MPI_MODE_*).
+    pub fn is_flags(self) -> bool {
+        generated::CONST_SETS[self as usize].0
+    }
+
+    /// The name of a constant of the set, or for a set of flags their
+    /// names joined by `|`; `None` for a plain number (and no flags).
+    pub fn text(self, c: ConstRef) -> Option<String> {
+        let names = self.names();
+        match c {
+            ConstRef::Plain(_) | ConstRef::Flags(0) => None,
+            ConstRef::Named(id) => names.get(id as usize).map(|n| (*n).to_owned()),
+            ConstRef::Flags(mask) => Some(
+                names
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| mask >> i & 1 == 1)
+                    .map(|(_, n)| *n)
+                    .collect::<Vec<_>>()
+                    .join("|"),
+            ),
+        }
+    }
+
+    /// The constant called `name` in this set, if it is one.
+    pub fn id(self, name: &str) -> Option<u32> {
+        self.names()
+            .iter()
+            .position(|n| *n == name)
+            .map(|i| i as u32)
     }
 }
 

@@ -48,6 +48,18 @@ pub struct Status {
     pub error: i64,
 }
 
+/// An integer of a set of named constants ([`crate::ConstSet`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ConstRef {
+    /// A constant of the set, by id: its index in [`crate::ConstSet::names`].
+    Named(u32),
+    /// Constants of a set of flags ORed: bit i is the constant of id i.
+    Flags(u64),
+    /// A number that is none of the set's constants (a colour, a user's
+    /// error class), by value.
+    Plain(i64),
+}
+
 /// A buffer address as memory segment and offset.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum BufferRef {
@@ -102,6 +114,7 @@ pub enum Value {
     Rank(Rank),
     Tag(i64),
     Address(i64),
+    Const(crate::ConstSet, ConstRef),
     Handle(HandleKind, HandleRef),
     Request(RequestRef),
     Status(Option<Status>),
@@ -175,6 +188,7 @@ fn decode(enc: Enc, r: &mut ByteReader<'_>) -> Result<Value, DecodeError> {
     Ok(match enc {
         Enc::Int => Value::Int(r.i64()?),
         Enc::Tag => Value::Tag(r.i64()?),
+        Enc::Const(set) => Value::Const(set, constant(set, r)?),
         Enc::Address => Value::Address(r.i64()?),
         Enc::Rank => Value::Rank(rank(r)?),
         Enc::Handle(kind) => Value::Handle(kind, handle(r)?),
@@ -266,6 +280,19 @@ fn rank(r: &mut ByteReader<'_>) -> Result<Rank, DecodeError> {
                 Rank::Absolute(n)
             }
         }
+    })
+}
+
+fn constant(set: crate::ConstSet, r: &mut ByteReader<'_>) -> Result<ConstRef, DecodeError> {
+    let at = r.position();
+    let code = r.u64()?;
+    let payload = code >> 1;
+    let known = set.names().len() as u64;
+    Ok(match code & 1 {
+        0 => ConstRef::Plain(mpigram_varint::unzigzag(payload)),
+        _ if set.is_flags() && payload >> known == 0 => ConstRef::Flags(payload),
+        _ if !set.is_flags() && payload < known => ConstRef::Named(payload as u32),
+        _ => return Err(out_of_range(at, code, "named constant")),
     })
 }
 

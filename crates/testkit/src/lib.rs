@@ -26,6 +26,7 @@
 //! - [`mpi_available`] tells, with an install hint, whether MPICH is there:
 //!   tests should fail with it, not skip, when it is missing.
 
+pub mod alloc;
 mod compile;
 mod error;
 mod mpis;

@@ -37,6 +37,7 @@ pub struct Mpi {
     /// Variables compilers and launcher need (a wheel's prefix).
     pub env: Vec<(String, String)>,
     /// What test programs may need of it: `mpi4` (MPI 4.0 functions),
+    /// `mpi5` (MPI 5.0 functions),
     /// `removed` (the MPI-1 functions MPI 3.0 removed), `fortran`.
     pub features: Vec<&'static str>,
 }
@@ -106,12 +107,22 @@ impl Mpi {
                 fc: Some("mpif90.openmpi".into()),
                 launcher: openmpi_launcher("mpirun.openmpi".into()),
                 launch: Launch::OpenMpi,
-                env: all_ranks(),
-                // Open MPI 4.1 is MPI 3.1, built without the removed
-                // functions. Fortran is left out: Debian's mpif90.openmpi
-                // links `-lmpi` from the default path, MPICH's library when
-                // MPICH owns the MPI alternatives.
-                features: vec![],
+                env: [
+                    // Debian's mpif90.openmpi links `-lmpi` without Open
+                    // MPI's library directory, so from the default path:
+                    // MPICH's library when MPICH owns the MPI alternatives.
+                    // The wrapper's link directories, with Open MPI's own.
+                    vec![(
+                        "OMPI_LDFLAGS".into(),
+                        "-L/usr/lib/x86_64-linux-gnu/openmpi/lib/fortran/gfortran \
+                         -L/usr/lib/x86_64-linux-gnu/openmpi/lib"
+                            .into(),
+                    )],
+                    all_ranks(),
+                ]
+                .concat(),
+                // Open MPI 4.1 is MPI 3.1, built without the removed functions.
+                features: vec!["fortran"],
             },
             "mpich-abi" | "mpich5" => Mpi {
                 name: if name == "mpich5" {
@@ -131,7 +142,7 @@ impl Mpi {
                 launcher: vec![wheel("mpich5", "mpiexec")],
                 launch: Launch::Hydra,
                 env: Vec::new(),
-                features: vec!["mpi4", "removed"],
+                features: vec!["mpi4", "mpi5", "removed"],
             },
             "openmpi5" => Mpi {
                 name: "openmpi5",

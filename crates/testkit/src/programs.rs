@@ -2,7 +2,8 @@
 //! comments: which rank counts each supports (`ranks: 2-4`) and, for the
 //! programs that are meant to crash, how they must fail (`expect: abort 42`,
 //! `expect: exit 3`, `expect: signal SIGSEGV`), and what an MPI must have
-//! to build them (`needs: mpi4`: MPI 4.0 functions; `needs: removed`: the
+//! to build them (`needs: mpi4`: MPI 4.0 functions; `needs: mpi5`: MPI 5.0
+//! functions (MPICH 5); `needs: removed`: the
 //! MPI-1 functions MPI 3.0 removed; Fortran programs need `fortran`).
 
 use std::ffi::OsStr;

@@ -46,6 +46,11 @@ fn every_program_ends_as_declared_at_every_supported_rank_count() {
     let started = Instant::now();
     let all = programs().expect("reading tests/mpi");
     assert!(all.len() >= 30, "only {} programs in tests/mpi", all.len());
+    // Those the test run's MPI can build (MPI 5.0 functions need MPICH 5, ...).
+    let all: Vec<Program> = all
+        .into_iter()
+        .filter(|p| p.builds_with(mpigram_testkit::Mpi::selected()))
+        .collect();
 
     let built: Vec<(Program, Result<std::path::PathBuf, String>)> = parallel(all, |p| {
         let exe = p.compile().map_err(|e| e.to_string());

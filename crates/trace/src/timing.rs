@@ -250,9 +250,37 @@ pub fn calls_in(bytes: &[u8]) -> Result<u64, BlockError> {
 
 /// Decodes stored columns: each call's two numbers.
 pub fn decode_columns(bytes: &[u8]) -> Result<Vec<(u64, u64)>, BlockError> {
-    let mut r = ByteReader::new(bytes);
-    let mut out = Vec::new();
-    while r.remaining() > 0 {
+    ColumnReader::new(bytes).collect()
+}
+
+/// Decodes stored lossless timing: (start, end) of every call, in ticks
+/// since the origin.
+pub fn decode_exact(bytes: &[u8]) -> Result<Vec<(u64, u64)>, BlockError> {
+    ExactReader::new(bytes).collect()
+}
+
+/// Stored columns read one block at a time: each call's two numbers, in
+/// order, holding one block's numbers in memory (not all the calls').
+pub struct ColumnReader<'a> {
+    blocks: ByteReader<'a>,
+    block: Vec<(u64, u64)>,
+    next: usize,
+    failed: bool,
+}
+
+impl<'a> ColumnReader<'a> {
+    pub fn new(bytes: &'a [u8]) -> ColumnReader<'a> {
+        ColumnReader {
+            blocks: ByteReader::new(bytes),
+            block: Vec::new(),
+            next: 0,
+            failed: false,
+        }
+    }
+
+    /// Decodes the next block into `self.block`.
+    fn read_block(&mut self) -> Result<(), BlockError> {
+        let r = &mut self.blocks;
         let calls = r.u32()?;
         let raw_len = r.u64()?;
         let packed = r.blob()?;
@@ -272,6 +300,8 @@ pub fn decode_columns(bytes: &[u8]) -> Result<Vec<(u64, u64)>, BlockError> {
             ));
         };
         let (mut a, mut b) = (ByteReader::new(first), ByteReader::new(second));
+        self.block.clear();
+        self.next = 0;
         for n in 0..calls {
             if a.remaining() == 0 || b.remaining() == 0 {
                 return Err(BlockError::Count {
@@ -279,27 +309,61 @@ pub fn decode_columns(bytes: &[u8]) -> Result<Vec<(u64, u64)>, BlockError> {
                     found: n.into(),
                 });
             }
-            out.push((a.u64()?, b.u64()?));
+            self.block.push((a.u64()?, b.u64()?));
         }
         a.finish()?;
         b.finish()?;
+        Ok(())
     }
-    Ok(out)
 }
 
-/// Decodes stored lossless timing: (start, end) of every call, in ticks
-/// since the origin.
-pub fn decode_exact(bytes: &[u8]) -> Result<Vec<(u64, u64)>, BlockError> {
-    let mut last_end = 0u64;
-    Ok(decode_columns(bytes)?
-        .into_iter()
-        .map(|(interval, duration)| {
-            let unzigzag = |v: u64| (v >> 1) ^ (v & 1).wrapping_neg();
-            let start = last_end.wrapping_add(unzigzag(interval));
-            last_end = start.wrapping_add(unzigzag(duration));
-            (start, last_end)
-        })
-        .collect())
+impl Iterator for ColumnReader<'_> {
+    type Item = Result<(u64, u64), BlockError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while self.next == self.block.len() {
+            if self.failed || self.blocks.remaining() == 0 {
+                return None;
+            }
+            if let Err(e) = self.read_block() {
+                self.failed = true;
+                return Some(Err(e));
+            }
+        }
+        self.next += 1;
+        Some(Ok(self.block[self.next - 1]))
+    }
+}
+
+/// Stored lossless timing read one block at a time: (start, end) of each
+/// call, in ticks since the origin.
+pub struct ExactReader<'a> {
+    columns: ColumnReader<'a>,
+    last_end: u64,
+}
+
+impl<'a> ExactReader<'a> {
+    pub fn new(bytes: &'a [u8]) -> ExactReader<'a> {
+        ExactReader {
+            columns: ColumnReader::new(bytes),
+            last_end: 0,
+        }
+    }
+}
+
+impl Iterator for ExactReader<'_> {
+    type Item = Result<(u64, u64), BlockError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let (interval, duration) = match self.columns.next()? {
+            Ok(pair) => pair,
+            Err(e) => return Some(Err(e)),
+        };
+        let unzigzag = |v: u64| (v >> 1) ^ (v & 1).wrapping_neg();
+        let start = self.last_end.wrapping_add(unzigzag(interval));
+        self.last_end = start.wrapping_add(unzigzag(duration));
+        Some(Ok((start, self.last_end)))
+    }
 }
 
 #[cfg(test)]

@@ -223,9 +223,10 @@ pub fn in_recorder() -> bool {
     INSIDE.with(Cell::get) == RECORDING
 }
 
-/// Runs `f`, which the tracer does for itself while recording a call
-/// (a journal checkpoint), with its allocations neither counted as the
-/// recorder's nor tracked as the application's.
+/// Runs `f`, which the tracer or MPI does for itself (a journal checkpoint
+/// while recording a call, MPI's own finalization), as inside MPI: no call
+/// traced, its allocations neither counted as the recorder's nor tracked
+/// as the application's.
 pub fn uncounted<R>(f: impl FnOnce() -> R) -> R {
     let was = INSIDE.with(|inside| inside.replace(IN_MPI));
     let r = f();

@@ -12,7 +12,7 @@ use crate::agree::Agreed;
 use crate::front::{REQUEST, StatusFields, front};
 use crate::objects::{CommInfo, Objects, RequestInfo, RequestKind};
 use mpigram_mpispec::encoding::*;
-use mpigram_mpispec::{BufferRef, FUNCS, FuncId, HandleKind, HandleRef, Rank, Status};
+use mpigram_mpispec::{BufferRef, ConstSet, FUNCS, FuncId, HandleKind, HandleRef, Rank, Status};
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::sync::OnceLock;
 
@@ -89,6 +89,21 @@ impl Encoder<'_> {
 
     pub fn address(&mut self, v: i64) {
         put_int(self.out, v);
+    }
+
+    /// An integer of a set of named constants: stored by name.
+    pub fn constant(&mut self, set: ConstSet, v: i64) {
+        put_const(self.out, front().constant(set, v));
+    }
+
+    /// # Safety
+    /// `p` is NULL or valid for reads when the call succeeded.
+    pub unsafe fn constant_out(&mut self, set: ConstSet, p: *const c_int) {
+        // Not written (the call failed): a plain 0, whatever 0 names in this MPI.
+        match unsafe { self.read(p) } {
+            Some(v) => self.constant(set, v.into()),
+            None => put_const(self.out, mpigram_mpispec::ConstRef::Plain(0)),
+        }
     }
 
     /// A rank in `comm`: relative to the caller's rank where `comm` is an

@@ -12,7 +12,7 @@
 //!   `MPI_Get_library_version` gives.
 
 use crate::abi::{Handle, HandleSlot, MPI_Status};
-use mpigram_mpispec::{HandleKind, predefined};
+use mpigram_mpispec::{ConstRef, ConstSet, HandleKind, predefined};
 use rustc_hash::FxHashMap;
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::sync::OnceLock;
@@ -135,6 +135,8 @@ pub struct FamilyData {
     pub nulls: [Value; SLOTS],
     /// (kind, fixed id, value) of each predefined handle it has.
     pub predefined: &'static [(HandleKind, u32, Value)],
+    /// Per [`ConstSet`]: (value in this MPI, id) of each constant it defines.
+    pub consts: &'static [&'static [(i64, u32)]],
     pub in_place: Value,
     pub status_ignore: Value,
     pub statuses_ignore: Value,
@@ -155,7 +157,11 @@ pub struct Front {
     nulls: [u64; SLOTS],
     predefined: Vec<FxHashMap<u64, u32>>,
     status: StatusLayout,
+    consts: &'static [&'static [(i64, u32)]],
     pub ints: Ints,
+    /// Whether the MPI has MPI 4.0's large-count functions (`MPI_X_c`;
+    /// Open MPI 4.1 has none).
+    pub large_counts: bool,
     pub in_place: usize,
     pub status_ignore: usize,
     pub statuses_ignore: usize,
@@ -206,7 +212,9 @@ impl Front {
             nulls,
             predefined,
             status: d.status,
+            consts: d.consts,
             ints: d.ints,
+            large_counts: !real(c"PMPI_Type_get_envelope_c").is_null(),
             in_place: pointer(d.in_place),
             status_ignore: pointer(d.status_ignore),
             statuses_ignore: pointer(d.statuses_ignore),
@@ -268,6 +276,30 @@ impl Front {
     #[inline]
     pub fn predefined_id(&self, kind: HandleKind, value: u64) -> Option<u32> {
         self.predefined[kind as usize].get(&value).copied()
+    }
+
+    /// `v`, an integer of `set`, as stored: by name if it is one of the
+    /// set's constants in this MPI (for flags, if every bit is one).
+    pub fn constant(&self, set: ConstSet, v: i64) -> ConstRef {
+        let table = self.consts.get(set as usize).copied().unwrap_or(&[]);
+        if set.is_flags() {
+            let (mut rest, mut mask) = (v, 0u64);
+            for &(bit, id) in table {
+                if rest & bit == bit {
+                    rest &= !bit;
+                    mask |= 1 << id;
+                }
+            }
+            return if rest == 0 {
+                ConstRef::Flags(mask)
+            } else {
+                ConstRef::Plain(v)
+            };
+        }
+        match table.iter().find(|(value, _)| *value == v) {
+            Some(&(_, id)) => ConstRef::Named(id),
+            None => ConstRef::Plain(v),
+        }
     }
 
     /// Bytes of one MPI_Status.

@@ -51,7 +51,7 @@ mod wrappers {
     use crate::call::Call;
     use crate::encoder::Encoder;
     use crate::front::{REQUEST, front};
-    use mpigram_mpispec::{HandleKind, func};
+    use mpigram_mpispec::{ConstSet, HandleKind, func};
     use std::ffi::{c_char, c_int, c_void};
 
     include!("generated/wrappers.rs");

@@ -11,7 +11,7 @@ use crate::encoder::Encoder;
 use crate::front::{REQUEST, front};
 use crate::ownership::{self, Claim};
 use crate::tracer;
-use mpigram_mpispec::{FuncId, func};
+use mpigram_mpispec::{ConstSet, FuncId, func};
 use mpigram_trace::Ending;
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int};
@@ -180,8 +180,8 @@ pub unsafe extern "C" fn MPI_Init_thread(
         call.end_at(end, func::MPI_Init_thread, ret, |e| unsafe {
             e.buffer(argc.cast_const().cast());
             e.buffer(argv.cast_const().cast());
-            e.int(required.into());
-            e.int_out(provided);
+            e.constant(ConstSet::ThreadLevel, required.into());
+            e.constant_out(ConstSet::ThreadLevel, provided);
         });
     }
     ret
@@ -201,7 +201,9 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
     crate::agree::finish_all();
     crate::clocksync::at_finalize();
     crate::merge::at_finalize();
-    unsafe { real() }
+    // Inside MPI: the calls MPI makes to itself while it finalizes (MPICH's
+    // ROMIO frees its keyvals, info and op there) are not the application's.
+    crate::call::uncounted(|| unsafe { real() })
 }
 
 /// MPI_Abort does not return, and the launcher kills the other ranks: the

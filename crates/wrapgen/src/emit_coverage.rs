@@ -18,9 +18,17 @@ pub enum Coverage {
     NotExported,
 }
 
-pub fn coverage(f: &FuncModel, m: &Mpich, o: &Overrides) -> Coverage {
+pub fn coverage(f: &FuncModel, m: &Mpich, others: &[&Mpich], o: &Overrides) -> Coverage {
     if o.not_wrapped.contains_key(&f.name) {
         Coverage::ByDesign
+    } else if !m.exports(&f.name)
+        && !m.macros.contains(&f.name)
+        && !o.hand_written.contains(&f.name)
+        && others.iter().any(|x| x.exports(&f.name))
+    {
+        // Newer than this MPICH (MPICH 5's): wrapped all the same, the
+        // real function resolved when it is first called.
+        Coverage::Generated
     } else if !m.exports(&f.name) {
         if m.macros.contains(&f.name) {
             Coverage::Macro
@@ -47,7 +55,7 @@ pub fn emit(
     skipped: &NotInTable,
     header: &str,
 ) -> String {
-    let cov: Vec<Coverage> = funcs.iter().map(|f| coverage(f, m, o)).collect();
+    let cov: Vec<Coverage> = funcs.iter().map(|f| coverage(f, m, others, o)).collect();
     let count = |c: Coverage| cov.iter().filter(|x| **x == c).count();
     let legacy = funcs.iter().filter(|f| f.legacy).count();
     let large = funcs
@@ -66,7 +74,10 @@ pub fn emit(
          (MPI 5.0, from pympistandard 0.2.0's `apis.json`) and the ten MPI-1 functions that MPI 3.0 \
          removed but MPICH still exports. The tracer wraps those that this platform's MPICH {v} \
          exports (both `MPI_X` and `PMPI_X` in `libmpich`, or in `libmpichfort` for the two C \
-         functions it defines, MPI_Status_c2f08 and MPI_Status_f082c).\n"
+         functions it defines, MPI_Status_c2f08 and MPI_Status_f082c), and those that only newer \
+         MPIs probed here export (MPICH 5's), whose real functions are looked up when first \
+         called; the prototypes of those are not checked against a header (the checks run \
+         against MPICH {v}'s `mpi.h`).\n"
     );
     s.push_str("| | functions |\n|---|---:|\n");
     let _ = writeln!(s, "| in the table | {} |", funcs.len());
@@ -108,6 +119,9 @@ pub fn emit(
     );
     per_mpi(&mut s, funcs, m, others, &cov);
     fortran(&mut s, m);
+    for other in others.iter().filter(|o| !o.fortran.library.is_empty()) {
+        fortran_of_other(&mut s, other, m);
+    }
     s.push_str("\n## Every function\n\n| function | wrapper | note |\n|---|---|---|\n");
     for (f, c) in funcs.iter().zip(&cov) {
         let (status, note) = match c {
@@ -187,6 +201,25 @@ fn abi_of(m: &Mpich) -> &'static str {
     } else {
         "MPICH"
     }
+}
+
+/// The Fortran layer of another MPI than the platform's MPICH (Open MPI's
+/// bindings call `PMPI_*` throughout).
+fn fortran_of_other(s: &mut String, other: &Mpich, m: &Mpich) {
+    let f = &other.fortran;
+    let _ = writeln!(
+        s,
+        "\n{}'s Fortran libraries (`{}`): {} entry points, {} of them calling the C `MPI_*` \
+         functions, {} `PMPI_*` (the others call into `libmpi_mpifh`, or are no MPI calls). They import {} `PMPI_*` functions; the tracer exports \
+         the {} of them it wraps, so calls through these bindings are traced too.",
+        other.version,
+        f.library,
+        f.entry_points,
+        f.through_c,
+        f.bypass.len(),
+        f.pmpi_imports.len(),
+        f.pmpi_imports.iter().filter(|n| m.exports(n)).count()
+    );
 }
 
 fn fortran(s: &mut String, m: &Mpich) {

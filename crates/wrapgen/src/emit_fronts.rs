@@ -169,7 +169,13 @@ fn value(v: Option<i64>, symbol: Option<&str>) -> String {
     }
 }
 
-pub fn emit(families: &[(&str, &Mpich)], registry: &Registry, header: &str) -> Result<String> {
+pub fn emit(
+    families: &[(&str, &Mpich)],
+    registry: &Registry,
+    consts: &crate::constants::Registry,
+    o: &crate::overrides::Overrides,
+    header: &str,
+) -> Result<String> {
     let probes: Vec<&Mpich> = families.iter().map(|(_, m)| *m).collect();
     let syn = synonyms(&probes);
     let mut s = String::new();
@@ -284,6 +290,7 @@ pub fn emit(families: &[(&str, &Mpich)], registry: &Registry, header: &str) -> R
             }
         }
         s.push_str("    ],\n");
+        s.push_str(&crate::constants::emit_family(consts, o, m)?);
         for (field, name) in [
             ("in_place", "MPI_IN_PLACE"),
             ("status_ignore", "MPI_STATUS_IGNORE"),

@@ -77,6 +77,7 @@ pub fn key(f: &FuncModel) -> Option<Key> {
 fn scalar_word(k: &mut Key, s: &Scalar, x: &str, ct: &CType) -> Option<bool> {
     let word = match s {
         Scalar::Int
+        | Scalar::Const(_)
         | Scalar::Address
         | Scalar::Tag
         | Scalar::Rank(_)
@@ -102,8 +103,10 @@ fn out_word(k: &mut Key, o: &Out, p: &str, ct: &CType) -> Option<bool> {
         Out::Number { method, .. } if *method != "int_out" || ct.base == "int" => {
             format!("k.out({p}.cast_const())")
         }
-        Out::Tag if ct.base == "int" => format!("k.out({p}.cast_const())"),
-        Out::Number { .. } | Out::Tag => format!("k.out({p}.cast_const().cast::<c_int>())"),
+        Out::Tag | Out::Const(_) if ct.base == "int" => format!("k.out({p}.cast_const())"),
+        Out::Number { .. } | Out::Tag | Out::Const(_) => {
+            format!("k.out({p}.cast_const().cast::<c_int>())")
+        }
         Out::Location => format!("k.out({p}.cast_const())"),
         Out::Rank(_) => format!("k.rank_out({p}.cast_const())"),
         Out::Lookup(kind) => format!("k.handle_out(HandleKind::{kind}, {p}.cast())"),

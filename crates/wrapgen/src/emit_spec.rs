@@ -1,5 +1,5 @@
 //! `crates/mpispec/src/generated.rs`: the function table and the names of
-//! the predefined handles.
+//! the predefined handles and the sets of named constants.
 
 use crate::emit_fronts::Registry;
 use crate::model::FuncModel;
@@ -7,7 +7,13 @@ use crate::mpich::HANDLE_TYPES;
 use anyhow::{Context, Result, ensure};
 use std::fmt::Write as _;
 
-pub fn emit(funcs: &[FuncModel], registry: &Registry, header: &str) -> Result<String> {
+pub fn emit(
+    funcs: &[FuncModel],
+    registry: &Registry,
+    consts: &crate::constants::Registry,
+    o: &crate::overrides::Overrides,
+    header: &str,
+) -> Result<String> {
     ensure!(
         funcs.len() <= usize::from(u16::MAX),
         "more functions than FuncId holds"
@@ -20,6 +26,8 @@ pub fn emit(funcs: &[FuncModel], registry: &Registry, header: &str) -> Result<St
     let _ = writeln!(s, "{header}");
     s.push_str("//! The function table and predefined handle names (see the crate docs).\n\n");
     s.push_str("use crate::{Enc, Func, HandleKind, Param};\n\n");
+    s.push_str(&crate::constants::emit_spec(consts, o));
+    s.push('\n');
     s.push_str("/// Every C function of the MPI standard (MPI 5.0, both variants of the\n");
     s.push_str("/// large-count ones) and the ten MPI-1 functions MPI 3.0 removed, sorted by\n");
     s.push_str("/// name: a function's [`crate::FuncId`] is its index. Each lists its C\n");

@@ -1,7 +1,7 @@
 //! `crates/tracer/src/generated/wrappers.rs`: one exported `MPI_X` per
 //! wrapped function. The file is `include!`d into the tracer's `wrappers`
 //! module, which imports `crate::abi::*`, `Call`, `Encoder`, `IntoHandle`,
-//! `HandleKind`, `func` and the C types; everything else is spelled in full.
+//! `HandleKind`, `ConstSet`, `func` and the C types; everything else is spelled in full.
 
 use crate::ctype::{CType, rust_base};
 use crate::lenexpr::{self, Scope};
@@ -422,6 +422,7 @@ fn scalar(s: &Scalar, x: &str, ct: &CType) -> String {
         Scalar::Int => format!("e.int({int});"),
         Scalar::Address => format!("e.address({int});"),
         Scalar::Tag => format!("e.tag({int});"),
+        Scalar::Const(set) => format!("e.constant(ConstSet::{set}, {int});"),
         Scalar::Rank(c) => format!("e.rank({int}, {c});"),
         Scalar::Root => format!("e.root({int});"),
         Scalar::WinRank(w) => format!("win_rank(e, {int}, {w});"),
@@ -449,6 +450,8 @@ fn out(o: &Out, p: &str, ct: &CType) -> String {
             format!("e.{method}({p});")
         }
         Out::Location => format!("location_out(e, {p});"),
+        Out::Const(set) if ct.base == "int" => format!("e.constant_out(ConstSet::{set}, {p});"),
+        Out::Const(set) => format!("e.constant_out(ConstSet::{set}, {p}.cast_const().cast());"),
         Out::Tag if ct.base == "int" => format!("e.int_out({p});"),
         Out::Number { .. } | Out::Tag => format!("e.int_out({p}.cast_const().cast());"),
         Out::Rank(c) => format!("e.rank_out({p}, {c});"),
@@ -734,13 +737,21 @@ fn graph_dims(e: &Encoder<'_>, comm: MPI_Comm) -> Option<(usize, usize)> {
 }
 
 /// How many integers, addresses, large counts and datatypes describe
-/// `datatype` (MPI_Type_get_envelope_c), once the call has proved it valid.
+/// `datatype` (MPI_Type_get_envelope_c, or MPI_Type_get_envelope in an MPI
+/// without large counts), once the call has proved it valid.
 fn type_envelope(e: &Encoder<'_>, datatype: MPI_Datatype) -> Option<[usize; 4]> {
     let (mut i, mut a, mut c, mut d, mut combiner) = (0, 0, 0, 0, 0);
-    // SAFETY: a PMPI query on a valid datatype, writing to locals.
+    // SAFETY: PMPI queries on a valid datatype, writing to locals.
     let ok = e.ok()
         && unsafe {
-            crate::pmpi::MPI_Type_get_envelope_c()(datatype, &mut i, &mut a, &mut c, &mut d, &mut combiner)
+            if front().large_counts {
+                crate::pmpi::MPI_Type_get_envelope_c()(datatype, &mut i, &mut a, &mut c, &mut d, &mut combiner)
+            } else {
+                let (mut ni, mut na, mut nd) = (0, 0, 0);
+                let ret = crate::pmpi::MPI_Type_get_envelope()(datatype, &mut ni, &mut na, &mut nd, &mut combiner);
+                (i, a, d) = (ni.into(), na.into(), nd.into());
+                ret
+            }
         } == MPI_SUCCESS;
     if ok { Some([count_of(i)?, count_of(a)?, count_of(c)?, count_of(d)?]) } else { None }
 }

@@ -29,6 +29,33 @@ pub struct FortranLayer {
     pub pmpi_imports: Vec<String>,
 }
 
+/// [`analyse`] of each library of `names` that `dir` holds, as one layer
+/// (MPICH has one Fortran library, `libmpichfort`; Open MPI three, one per
+/// binding: `libmpi_mpifh`, `libmpi_usempi_ignore_tkr`, `libmpi_usempif08`).
+pub fn analyse_all(dir: &Path, names: &[&str]) -> Result<FortranLayer> {
+    let mut all = FortranLayer::default();
+    for name in names {
+        let l = analyse(&dir.join(name))?;
+        if l.library.is_empty() {
+            continue;
+        }
+        if !all.library.is_empty() {
+            all.library.push_str(", ");
+        }
+        all.library.push_str(&l.library);
+        all.entry_points += l.entry_points;
+        all.through_c += l.through_c;
+        all.bypass.extend(l.bypass);
+        all.neither.extend(l.neither);
+        all.pmpi_imports.extend(l.pmpi_imports);
+    }
+    for list in [&mut all.bypass, &mut all.neither, &mut all.pmpi_imports] {
+        list.sort();
+        list.dedup();
+    }
+    Ok(all)
+}
+
 /// Analyses `lib` (absent: an empty answer).
 pub fn analyse(lib: &Path) -> Result<FortranLayer> {
     if !lib.exists() {

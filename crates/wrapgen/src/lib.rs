@@ -7,6 +7,7 @@
 
 pub mod bundled;
 pub mod checks;
+pub mod constants;
 pub mod ctype;
 pub mod emit_abi;
 pub mod emit_coverage;
@@ -110,6 +111,7 @@ pub const SPEC: &str = "crates/mpispec/src/generated.rs";
 pub const ABI: &str = "crates/tracer/src/generated/abi.rs";
 pub const FRONTS: &str = "crates/tracer/src/generated/fronts.rs";
 pub const REGISTRY: &str = "crates/wrapgen/data/predefined.txt";
+pub const CONSTANTS: &str = "crates/wrapgen/data/constants.txt";
 pub const PMPI: &str = "crates/tracer/src/generated/pmpi.rs";
 pub const WRAPPERS: &str = "crates/tracer/src/generated/wrappers.rs";
 pub const COVERAGE: &str = "docs/coverage.md";
@@ -180,6 +182,8 @@ pub fn generate(root: &Path) -> Result<(Vec<File>, bool)> {
     let mut registry = emit_fronts::parse_registry(&read(REGISTRY).unwrap_or_default())?;
     let all: Vec<&Mpich> = probes.iter().map(|(m, _)| m).collect();
     emit_fronts::extend_registry(&mut registry, &all);
+    let mut consts = constants::parse_registry(&read(CONSTANTS).unwrap_or_default())?;
+    constants::extend_registry(&mut consts, &o, &all)?;
     let families: Vec<(&str, &Mpich)> = MPIS
         .iter()
         .map(|mpi| mpi.family)
@@ -195,15 +199,23 @@ pub fn generate(root: &Path) -> Result<(Vec<File>, bool)> {
             .join(", ")
     );
     let rs_header = format!("// {header}");
-    let exported: Vec<&FuncModel> = funcs.iter().filter(|f| m.exports(&f.name)).collect();
+    // The real functions: those this MPICH exports and those the wrappers
+    // call that only newer MPIs have.
+    let exported: Vec<&FuncModel> = funcs
+        .iter()
+        .filter(|f| {
+            m.exports(&f.name)
+                || emit_coverage::coverage(f, m, &all[1..], &o) == Coverage::Generated
+        })
+        .collect();
     let wrapped: Vec<&FuncModel> = funcs
         .iter()
-        .filter(|f| emit_coverage::coverage(f, m, &o) == Coverage::Generated)
+        .filter(|f| emit_coverage::coverage(f, m, &all[1..], &o) == Coverage::Generated)
         .collect();
     let pmpi_aliases: Vec<(&FuncModel, bool)> = funcs
         .iter()
-        .filter(|f| m.fortran.pmpi_imports.contains(&f.name))
-        .filter_map(|f| match emit_coverage::coverage(f, m, &o) {
+        .filter(|f| all.iter().any(|p| p.fortran.pmpi_imports.contains(&f.name)))
+        .filter_map(|f| match emit_coverage::coverage(f, m, &all[1..], &o) {
             Coverage::Generated => Some((f, false)),
             Coverage::HandWritten => Some((f, true)),
             _ => None,
@@ -217,7 +229,10 @@ pub fn generate(root: &Path) -> Result<(Vec<File>, bool)> {
     let mut files = vec![
         File {
             path: SPEC,
-            contents: rustfmt(root, &emit_spec::emit(&funcs, &registry, &rs_header)?)?,
+            contents: rustfmt(
+                root,
+                &emit_spec::emit(&funcs, &registry, &consts, &o, &rs_header)?,
+            )?,
         },
         File {
             path: ABI,
@@ -225,7 +240,14 @@ pub fn generate(root: &Path) -> Result<(Vec<File>, bool)> {
         },
         File {
             path: FRONTS,
-            contents: rustfmt(root, &emit_fronts::emit(&families, &registry, &rs_header)?)?,
+            contents: rustfmt(
+                root,
+                &emit_fronts::emit(&families, &registry, &consts, &o, &rs_header)?,
+            )?,
+        },
+        File {
+            path: CONSTANTS,
+            contents: constants::registry_text(&consts),
         },
         File {
             path: REGISTRY,

@@ -16,6 +16,8 @@ pub enum Enc {
     Int,
     Rank,
     Tag,
+    /// A set of named constants (`ConstSet` variant).
+    Const(String),
     Address,
     Handle(&'static str),
     Request,
@@ -34,6 +36,7 @@ impl Enc {
             Enc::Int => "Enc::Int".into(),
             Enc::Rank => "Enc::Rank".into(),
             Enc::Tag => "Enc::Tag".into(),
+            Enc::Const(set) => format!("Enc::Const(ConstSet::{set})"),
             Enc::Address => "Enc::Address".into(),
             Enc::Handle(k) => format!("Enc::Handle(HandleKind::{k})"),
             Enc::Request => "Enc::Request".into(),
@@ -54,6 +57,8 @@ pub enum Scalar {
     Int,
     Address,
     Tag,
+    /// An integer of this set of named constants.
+    Const(String),
     /// A rank in this communicator (parameter name).
     Rank(String),
     /// A collective's root: recorded as an absolute rank, since every rank
@@ -80,6 +85,8 @@ pub enum Out {
         address: bool,
     },
     Tag,
+    /// An integer of this set of named constants.
+    Const(String),
     /// A memory address (MPI_Get_address's result): recorded as a buffer.
     Location,
     Rank(String),
@@ -150,6 +157,7 @@ impl Scalar {
             Scalar::Int => Enc::Int,
             Scalar::Address => Enc::Address,
             Scalar::Tag => Enc::Tag,
+            Scalar::Const(set) => Enc::Const(set.clone()),
             Scalar::Rank(_) | Scalar::Root | Scalar::WinRank(_) => Enc::Rank,
             Scalar::Handle(k) => Enc::Handle(k),
             Scalar::Request => Enc::Request,
@@ -182,6 +190,7 @@ impl Action {
                 Out::Number { address: false, .. } => Enc::Int,
                 Out::Number { address: true, .. } => Enc::Address,
                 Out::Tag => Enc::Tag,
+                Out::Const(set) => Enc::Const(set.clone()),
                 Out::Location => Enc::Buffer,
                 Out::Rank(_) => Enc::Rank,
                 Out::NewHandle(k) | Out::Lookup(k) => Enc::Handle(k),
@@ -305,10 +314,19 @@ fn action(f: &Function, p: &Param, ct: &CType, skel: &FuncModel, o: &Overrides) 
     let when = (!when.is_empty()).then(|| when.join(" && "));
     let is_array = ct.array != crate::ctype::Array::No
         || (p.length != Length::None && !matches!(info.class, Class::Str | Class::Buffer));
-    let number = if info.class == Class::Address {
-        Scalar::Address
-    } else {
-        Scalar::Int
+    let constants = o.constants(&f.name, &p.name, &p.kind);
+    // An int (or an enum of MPI_T) always fits the encoding's plain numbers.
+    let int_like = matches!(
+        ct.base.as_str(),
+        "int" | "MPI_T_cb_safety" | "MPI_T_source_order"
+    );
+    if constants.is_some() && (info.class != Class::Number || !int_like) {
+        bail!("named constants in a parameter that is no int");
+    }
+    let number = match (info.class, constants) {
+        (Class::Address, _) => Scalar::Address,
+        (_, Some(set)) => Scalar::Const(set.to_owned()),
+        _ => Scalar::Int,
     };
     let array = |elem: Elem, out: bool| -> Result<Action> {
         Ok(Action::Array {
@@ -358,6 +376,7 @@ fn action(f: &Function, p: &Param, ct: &CType, skel: &FuncModel, o: &Overrides) 
                     Scalar::WinRank(_) | Scalar::Root => {
                         bail!("window rank and root outputs are not supported")
                     }
+                    Scalar::Const(set) => Out::Const(set),
                     s => Out::Number {
                         method: match ct.base.as_str() {
                             "MPI_Aint" => "address_out",

@@ -223,8 +223,7 @@ pub fn enumerators(header: &str) -> Vec<String> {
         if open > close || rest[..open].contains(';') {
             continue;
         }
-        for item in without_comments(&rest[open + 1..close]).split(',') {
-            let item = item.lines().collect::<Vec<_>>().join(" ");
+        for item in unconditional(&without_comments(&rest[open + 1..close])).split(',') {
             let name = item.split('=').next().unwrap_or("").trim();
             if name.starts_with("MPI_")
                 && name
@@ -237,6 +236,24 @@ pub fn enumerators(header: &str) -> Vec<String> {
         rest = &rest[close..];
     }
     out
+}
+
+/// The lines of `text` outside `#if` blocks, joined by spaces: Open MPI
+/// keeps removed enumerators (MPI_COMBINER_HVECTOR_INTEGER) under `#if`,
+/// with a placeholder in the `#else`, before the ones that always count.
+fn unconditional(text: &str) -> String {
+    let mut depth = 0usize;
+    let mut out = Vec::new();
+    for line in text.lines().map(str::trim) {
+        match line.strip_prefix('#').map(str::trim_start) {
+            Some(d) if d.starts_with("if") => depth += 1,
+            Some(d) if d.starts_with("endif") => depth = depth.saturating_sub(1),
+            Some(_) => {}
+            None if depth == 0 => out.push(line),
+            None => {}
+        }
+    }
+    out.join(" ")
 }
 
 /// `text` without its `/* ... */` comments.
@@ -355,6 +372,11 @@ mod tests {
         assert_eq!(
             enumerators(HEADER),
             ["MPI_GRAPH", "MPI_CART", "MPI_DIST_GRAPH"]
+        );
+        let ompi = "enum {\n  MPI_COMBINER_VECTOR,\n#if (COMPAT)\n  MPI_COMBINER_HVECTOR_INTEGER,\n#else\n  OMPI_WAS_HVECTOR_INTEGER, /* ABI */\n#endif\n  MPI_COMBINER_HVECTOR\n};";
+        assert_eq!(
+            enumerators(ompi),
+            ["MPI_COMBINER_VECTOR", "MPI_COMBINER_HVECTOR"]
         );
         assert_eq!(status_fields(HEADER), ["count_lo", "MPI_SOURCE"]);
         let ompi = "typedef struct ompi_status_public_t MPI_Status;\nstruct ompi_status_public_t {\n    int MPI_SOURCE; /* x */\n    size_t _ucount;\n};";

@@ -23,6 +23,8 @@ pub struct Overrides {
     pub param: BTreeMap<String, ParamOverride>,
     /// MPI-1 functions the standard dropped but MPICH still exports.
     pub legacy: Vec<LegacyFunction>,
+    /// Sets of named integer constants, stored by name in traces: set name -> definition.
+    pub constants: BTreeMap<String, ConstSetDef>,
     #[serde(skip)]
     used: RefCell<BTreeSet<String>>,
 }
@@ -50,10 +52,40 @@ pub struct ParamOverride {
     /// An MPI_Aint that is a memory address (recorded like a buffer).
     #[serde(default)]
     pub location: bool,
+    /// The set of named constants the integer takes (where its kind does not say).
+    pub constants: Option<String>,
     /// An output array of coordinates in the communicator's Cartesian grid
     /// (recorded relative to the caller's own, `Enc::Coords`).
     #[serde(default)]
     pub coords: bool,
+}
+
+/// A set of named integer constants (`[constants.Order]`).
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct ConstSetDef {
+    /// The apis.json kinds whose parameters take the set's constants.
+    #[serde(default)]
+    pub kinds: Vec<String>,
+    /// Names of the set; a trailing `*` matches every probed name with that prefix.
+    pub names: Vec<String>,
+    /// Names the patterns match that are not of the set.
+    #[serde(default)]
+    pub except: Vec<String>,
+    /// Constants ORed together (MPI_MODE_*): each must be one bit.
+    #[serde(default)]
+    pub flags: bool,
+}
+
+impl ConstSetDef {
+    /// Whether `name` is of the set.
+    pub fn matches(&self, name: &str) -> bool {
+        !self.except.iter().any(|e| e == name)
+            && self.names.iter().any(|p| match p.strip_suffix('*') {
+                Some(prefix) => name.starts_with(prefix),
+                None => p == name,
+            })
+    }
 }
 
 #[derive(Deserialize)]
@@ -84,6 +116,7 @@ static EMPTY: ParamOverride = ParamOverride {
     keep: false,
     address_only: false,
     location: false,
+    constants: None,
     coords: false,
 };
 
@@ -103,6 +136,18 @@ impl Overrides {
             }
         }
         &EMPTY
+    }
+
+    /// The set of named constants parameter `param` (of apis.json kind
+    /// `kind`) of `func` takes, if any: the override, else its kind's set.
+    pub fn constants(&self, func: &str, param: &str, kind: &str) -> Option<&str> {
+        if let Some(set) = &self.param(func, param).constants {
+            return Some(set);
+        }
+        self.constants
+            .iter()
+            .find(|(_, def)| def.kinds.iter().any(|k| k == kind))
+            .map(|(name, _)| name.as_str())
     }
 
     /// Fails on `[param]` entries no function used: a typo, or a function

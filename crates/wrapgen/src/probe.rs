@@ -275,7 +275,7 @@ pub fn probe(
         pointers: BTreeMap::new(),
         variables,
         macros: mpich::function_macros(&text),
-        fortran: crate::fortran::analyse(&tc.libdir.join("libmpichfort.so"))?,
+        fortran: crate::fortran::analyse_all(&tc.libdir, fortran_libraries(tc))?,
     };
     for line in compile_and_run(tc, &scratch.0, "values", &c)?.lines() {
         if let Some(v) = line.strip_prefix("version ") {
@@ -315,6 +315,20 @@ pub fn probe(
         h.value = None; // an address of this run: not part of the ABI
     }
     Ok(m)
+}
+
+/// The Fortran libraries of the MPI `tc` builds with: MPICH's one, or Open
+/// MPI's three (Debian keeps both MPIs' in the same directory).
+fn fortran_libraries(tc: &Toolchain) -> &'static [&'static str] {
+    if tc.standard_abi || tc.libdir.join("libmpich.so").exists() {
+        &["libmpichfort.so"]
+    } else {
+        &[
+            "libmpi_mpifh.so",
+            "libmpi_usempi_ignore_tkr.so",
+            "libmpi_usempif08.so",
+        ]
+    }
 }
 
 /// Handle constants: casts to a handle type (`((MPI_Comm)0x44000000)`),

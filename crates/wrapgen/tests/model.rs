@@ -118,9 +118,11 @@ fn hand_written_functions_keep_the_encodings_the_tracer_writes() {
     let funcs = funcs();
     use Enc::*;
     assert_eq!(encs(find(&funcs, "MPI_Init")), [Buffer, Buffer]);
+    let level = || Const("ThreadLevel".into());
     assert_eq!(
         encs(find(&funcs, "MPI_Init_thread")),
-        [Buffer, Buffer, Int, Int]
+        [Buffer, Buffer, level(), level()],
+        "thread levels by name (special.rs: ConstSet::ThreadLevel)"
     );
     assert_eq!(encs(find(&funcs, "MPI_Wait")), [Request, Status]);
     assert_eq!(

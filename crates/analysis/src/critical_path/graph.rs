@@ -1,579 +1,501 @@
-//! The happened-before graph of a run and its longest path.
+//! The happened-before graph of a run, made as the matcher finds what
+//! depends on what, for the walk of the longest path ([`super::walk`]).
 //!
 //! Vertices are the start and the end of every timed call, plus one hub
 //! per collective dependency that several processes share. Edges:
-//! program order on each rank (a call's start to its end, its end to the
-//! next call's start), messages (a send's start to the end of the call
-//! that completed its receive; for synchronous sends also the receive's
-//! post to the send's completion), collectives through hubs in O(P) per
-//! instance, and one-sided epochs (a post to the origin's complete, a
-//! complete to the target's wait).
+//! program order on each rank (implicit), messages (a send's start to the
+//! end of the call that completed its receive; for synchronous sends also
+//! the receive's post to the send's completion), collectives through hubs
+//! in O(P) per instance, and one-sided epochs (a post to the origin's
+//! complete, a complete to the target's wait).
 //!
-//! An edge into `v` weighs the time `v` spent after its last predecessor
-//! happened: `t(v) - max t(pred)`, never below zero. So the length of a
-//! path is the time of activity on it, waiting excluded, and the longest
-//! path, found by one pass in topological order (O(V+E)), is the chain of
-//! computation and communication that the run's length is made of. Of
-//! equally long predecessors the latest one is on the path.
-//!
-//! Program order is implicit, and the pass walks each rank's calls in
-//! order, so it keeps state only for the vertices that explicit edges
-//! reach: memory grows with the messages and collectives, not with the
-//! calls (a trace of 10^7 calls is two vectors of spans and little more).
+//! [`Builder`] makes the graph while the ranks' calls are read: every
+//! vertex that an operation may give edges is announced to the walk when
+//! the operation is read (so that the walk waits there), and the edges
+//! are made when the matcher decides. [`in_memory`] makes it from a
+//! finished [`Matching`] (calls already timed).
 
-use super::{RankCalls, VertexKind};
-use crate::matching::Matching;
-use crate::matching::collectives::CollectiveKind;
-use crate::timeline::Span;
+use super::RankCalls;
+use super::walk::{Node, Step, Walk};
+use crate::matching::collectives::{CollectiveInstance, CollectiveKind};
+use crate::matching::instances::{self, CallKey};
+use crate::matching::one_sided;
+use crate::matching::p2p::{Decision, OpKey};
+use crate::matching::{CallAt, Direction, Found, Matching, RankEvent};
+use rustc_hash::FxHashMap;
 
-/// A vertex: a call's start or end, or a hub.
-pub(super) type Vertex = u32;
-
-pub(super) struct Graph<'r> {
-    /// Each rank's calls (index in `ranks`).
-    spans: Vec<&'r [Span]>,
-    /// First vertex of each rank; hubs come after all ranks.
-    first: Vec<u32>,
-    /// Time of each hub (vertex `hubs_from + i`).
-    hub_time: Vec<i64>,
-    hubs_from: Vertex,
-    /// Edges between ranks (and through hubs), as (from, to); program
-    /// order is implicit.
-    pub(super) edges: Vec<(Vertex, Vertex)>,
-    /// Dependencies left out because a call has no time (a killed rank's
-    /// last calls) or no traced completion.
-    pub(super) untimed: u64,
+/// Whether a send cannot complete before its receive is posted (an edge
+/// from the receive's post to the send's completion).
+fn synchronous(func: &str) -> bool {
+    func.contains("Ssend") || func.contains("Issend")
 }
 
-impl Graph<'_> {
-    pub(super) fn vertices(&self) -> usize {
-        self.hubs_from as usize + self.hub_time.len()
-    }
+/// A message's edges.
+fn message(walk: &mut Walk, send_start: Option<Node>, recv_end: Option<Node>) {
+    walk.edge(send_start, recv_end);
+}
 
-    /// Which rank (index in `ranks`), call and side `v` is; None for a hub.
-    pub(super) fn locate(&self, v: Vertex) -> Option<(usize, u32, VertexKind)> {
-        if v >= self.hubs_from {
-            return None;
+/// A collective instance's edges, from the starts and ends of its
+/// participants (None: no time or no completion); hubs numbered from
+/// `hubs`.
+fn collective(
+    walk: &mut Walk,
+    hubs: &mut u64,
+    inst: &CollectiveInstance,
+    starts: &[Option<Node>],
+    ends: &[Option<Node>],
+) {
+    let root = inst
+        .root
+        .and_then(|root| inst.participants.iter().position(|p| p.rank == root));
+    let mut hub = |walk: &mut Walk, preds: &[Option<Node>]| {
+        *hubs += 1;
+        walk.hub(*hubs, preds)
+    };
+    match inst.kind {
+        CollectiveKind::AllToAll => {
+            let h = hub(walk, starts);
+            for &end in ends {
+                walk.edge(h, end);
+            }
+            if let Some(h) = h {
+                walk.close_hub(h);
+            }
         }
-        let r = self.first.partition_point(|&f| f <= v).checked_sub(1)?;
-        let k = v - self.first[r];
-        let side = if k % 2 == 0 {
-            VertexKind::Start
-        } else {
-            VertexKind::End
-        };
-        Some((r, k / 2, side))
-    }
-
-    /// The time of `v`.
-    pub(super) fn time(&self, v: Vertex) -> i64 {
-        match self.locate(v) {
-            Some((r, k, side)) => self.rank_time(r, 2 * k + u32::from(side == VertexKind::End)),
-            None => self.hub_time[(v - self.hubs_from) as usize],
+        CollectiveKind::RootToAll => {
+            if let Some(root) = root {
+                for (i, &end) in ends.iter().enumerate() {
+                    if i != root {
+                        walk.edge(starts[root], end);
+                    }
+                }
+            }
         }
-    }
-
-    /// The time of the `k`-th vertex of rank `r`.
-    fn rank_time(&self, r: usize, k: u32) -> i64 {
-        let span = &self.spans[r][(k / 2) as usize];
-        if k % 2 == 0 {
-            span.start_ns
-        } else {
-            span.end_ns
+        CollectiveKind::AllToRoot => {
+            if let Some(root) = root {
+                for (i, &start) in starts.iter().enumerate() {
+                    if i != root {
+                        walk.edge(start, ends[root]);
+                    }
+                }
+            }
         }
-    }
-
-    /// Number of vertices of rank `r`.
-    fn rank_len(&self, r: usize) -> u32 {
-        2 * self.spans[r].len() as u32
+        CollectiveKind::Scan | CollectiveKind::ExclusiveScan => {
+            // A chain of hubs: hub i follows the starts of processes 0..=i.
+            let inclusive = inst.kind == CollectiveKind::Scan;
+            let mut prev: Option<Node> = None;
+            for (i, &start) in starts.iter().enumerate() {
+                if !inclusive {
+                    walk.edge(prev, ends[i]);
+                }
+                let h = hub(walk, &[prev, start]);
+                if inclusive {
+                    walk.edge(h, ends[i]);
+                }
+                if let (Some(p), Some(_)) = (prev, h) {
+                    walk.close_hub(p);
+                }
+                prev = h.or(prev);
+            }
+            if let Some(p) = prev {
+                walk.close_hub(p);
+            }
+        }
+        // Neighbours are not in the trace; a setup moves no data.
+        CollectiveKind::Neighborhood | CollectiveKind::Setup => {}
     }
 }
 
-/// Builds the graph of `ranks` (ordered by world rank, `rank_index` maps a
-/// world rank to its index) from the matched operations.
-pub(super) fn build<'r>(ranks: &'r [RankCalls], matching: &Matching) -> Graph<'r> {
-    let mut first = Vec::with_capacity(ranks.len());
-    let mut vertices = 0u32;
-    for r in ranks {
-        first.push(vertices);
-        vertices += 2 * r.spans.len() as u32;
-    }
-    let mut g = Graph {
-        spans: ranks.iter().map(|r| r.spans.as_slice()).collect(),
-        first,
-        hub_time: Vec::new(),
-        hubs_from: vertices,
-        edges: Vec::new(),
-        untimed: 0,
-    };
-    let max_rank = ranks
-        .iter()
-        .map(|r| r.rank)
-        .max()
-        .map_or(0, |m| m as usize + 1);
-    let mut index = vec![usize::MAX; max_rank];
-    for (i, r) in ranks.iter().enumerate() {
-        index[r.rank as usize] = i;
-    }
-    let vertex = |g: &Graph, rank: u32, seq: Option<u64>, end: bool| -> Option<Vertex> {
-        let r = *index.get(rank as usize)?;
-        if r == usize::MAX {
-            return None;
-        }
-        let seq = u32::try_from(seq?).ok()?;
-        (2 * seq < g.rank_len(r)).then(|| g.first[r] + 2 * seq + u32::from(end))
-    };
+/// An exposure's edges: the target's post to the origin's complete, the
+/// origin's complete to the target's wait.
+fn exposure(
+    walk: &mut Walk,
+    post_start: Option<Node>,
+    complete_end: Option<Node>,
+    complete_start: Option<Node>,
+    wait_end: Option<Node>,
+) {
+    walk.edge(post_start, complete_end);
+    walk.edge(complete_start, wait_end);
+}
 
+/// The graph of timed, matched calls, all given to `walk`: ranks ordered
+/// by world rank, every call a step.
+pub(super) fn in_memory(walk: &mut Walk, ranks: &[RankCalls], matching: &Matching) {
+    let index: FxHashMap<u32, usize> = ranks.iter().enumerate().map(|(i, r)| (r.rank, i)).collect();
+    let vertex = |rank: u32, seq: Option<u64>, end: bool| -> Option<Node> {
+        let r = *index.get(&rank)?;
+        let seq = seq?;
+        ((seq as usize) < ranks[r].spans.len()).then(|| match end {
+            true => Node::end(r as u32, seq),
+            false => Node::start(r as u32, seq),
+        })
+    };
     for m in &matching.matches {
         let (send, recv) = (&matching.operations[m.send], &matching.operations[m.recv]);
-        let from = vertex(&g, send.rank, Some(send.post), false);
-        let to = vertex(&g, recv.rank, recv.completion, true);
-        g.add(from, to);
-        if send.func.contains("Ssend") || send.func.contains("Issend") {
-            let from = vertex(&g, recv.rank, Some(recv.post), false);
-            let to = vertex(&g, send.rank, send.completion, true);
-            g.add(from, to);
+        message(
+            walk,
+            vertex(send.rank, Some(send.post), false),
+            vertex(recv.rank, recv.completion, true),
+        );
+        if synchronous(send.func) {
+            message(
+                walk,
+                vertex(recv.rank, Some(recv.post), false),
+                vertex(send.rank, send.completion, true),
+            );
         }
     }
-
+    let mut hubs = 0;
     for inst in &matching.collectives.instances {
-        let starts: Vec<Option<Vertex>> = inst
+        let starts: Vec<Option<Node>> = inst
             .participants
             .iter()
-            .map(|p| vertex(&g, p.rank, Some(p.post), false))
+            .map(|p| vertex(p.rank, Some(p.post), false))
             .collect();
-        let ends: Vec<Option<Vertex>> = inst
+        let ends: Vec<Option<Node>> = inst
             .participants
             .iter()
-            .map(|p| vertex(&g, p.rank, p.completion, true))
+            .map(|p| vertex(p.rank, p.completion, true))
             .collect();
-        let root = inst
-            .root
-            .and_then(|root| inst.participants.iter().position(|p| p.rank == root));
-        match inst.kind {
-            CollectiveKind::AllToAll => {
-                let hub = g.hub(&starts);
-                for &end in &ends {
-                    g.add(hub, end);
-                }
-            }
-            CollectiveKind::RootToAll => {
-                if let Some(root) = root {
-                    for (i, &end) in ends.iter().enumerate() {
-                        if i != root {
-                            g.add(starts[root], end);
-                        }
-                    }
-                }
-            }
-            CollectiveKind::AllToRoot => {
-                if let Some(root) = root {
-                    for (i, &start) in starts.iter().enumerate() {
-                        if i != root {
-                            g.add(start, ends[root]);
-                        }
-                    }
-                }
-            }
-            CollectiveKind::Scan | CollectiveKind::ExclusiveScan => {
-                // A chain of hubs: hub i follows the starts of processes 0..=i.
-                let inclusive = inst.kind == CollectiveKind::Scan;
-                let mut prev: Option<Vertex> = None;
-                for (i, &start) in starts.iter().enumerate() {
-                    if !inclusive {
-                        g.add(prev, ends[i]);
-                    }
-                    let hub = g.hub(&[prev, start]);
-                    if inclusive {
-                        g.add(hub, ends[i]);
-                    }
-                    prev = hub.or(prev);
-                }
-            }
-            // Neighbours are not in the trace; a setup moves no data.
-            CollectiveKind::Neighborhood | CollectiveKind::Setup => {}
-        }
+        collective(walk, &mut hubs, inst, &starts, &ends);
     }
-
     for e in &matching.one_sided.exposures {
-        let post = vertex(&g, e.target, Some(e.post), false);
-        let complete_end = vertex(&g, e.origin, e.complete, true);
-        g.add(post, complete_end);
-        let complete_start = vertex(&g, e.origin, e.complete, false);
-        let wait_end = vertex(&g, e.target, e.wait, true);
-        g.add(complete_start, wait_end);
+        exposure(
+            walk,
+            vertex(e.target, Some(e.post), false),
+            vertex(e.origin, e.complete, true),
+            vertex(e.origin, e.complete, false),
+            vertex(e.target, e.wait, true),
+        );
     }
-    g.edges.sort_unstable();
-    g
-}
-
-impl Graph<'_> {
-    fn add(&mut self, from: Option<Vertex>, to: Option<Vertex>) {
-        match (from, to) {
-            (Some(f), Some(t)) if f != t => self.edges.push((f, t)),
-            (Some(_), Some(_)) => {}
-            _ => self.untimed += 1,
+    for (r, calls) in ranks.iter().enumerate() {
+        let mut c = 0i64;
+        let mut before: Option<i64> = None;
+        for (seq, span) in calls.spans.iter().enumerate() {
+            let c_start = before.map_or(0, |b| c + (span.start_ns - b).max(0));
+            let c_end = c_start + (span.end_ns - span.start_ns).max(0);
+            walk.push_step(
+                r as u32,
+                Step {
+                    seq: seq as u64,
+                    start: span.start_ns,
+                    end: span.end_ns,
+                    before,
+                    c_start,
+                    c_end,
+                    stretch: None,
+                },
+            );
+            c = c_end;
+            before = Some(span.end_ns);
         }
-    }
-
-    /// A hub after all of `preds` (the known ones), at the latest of their times.
-    fn hub(&mut self, preds: &[Option<Vertex>]) -> Option<Vertex> {
-        let known: Vec<Vertex> = preds.iter().flatten().copied().collect();
-        if known.len() < preds.len() {
-            self.untimed += (preds.len() - known.len()) as u64;
-        }
-        let t = known.iter().map(|&v| self.time(v)).max()?;
-        let hub = self.vertices() as Vertex;
-        self.hub_time.push(t);
-        for v in known {
-            self.edges.push((v, hub));
-        }
-        Some(hub)
+        walk.end_rank(r as u32, None);
     }
 }
 
-/// The longest path: its vertices from first to last, and its length.
-pub(super) struct LongestPath {
-    pub(super) vertices: Vec<Vertex>,
-    pub(super) length_ns: i64,
-    /// Weight of the edge into each vertex of the path (0 for the first).
-    pub(super) weights: Vec<i64>,
-}
-
-#[derive(Debug, thiserror::Error)]
-#[error(
-    "the happened-before graph has a cycle through rank {rank}, call {seq}: the matched dependencies contradict each other"
-)]
-pub struct CycleError {
-    pub rank: u32,
-    pub seq: u32,
-}
-
-/// What the pass keeps of a vertex that explicit edges reach.
+/// What the graph keeps of an operation until its edges are made: the
+/// vertices it announced to the walk.
 #[derive(Clone, Copy)]
-struct Join {
-    vertex: Vertex,
-    /// Explicit predecessors not passed yet.
-    waiting: u32,
-    /// Time of the latest predecessor passed.
-    release: i64,
-    /// Longest distance into the vertex so far, and the predecessor giving it.
-    best: i64,
-    pred: Vertex,
+struct Pending {
+    /// The posting call's start (a source).
+    start: Option<Node>,
+    /// The completing call's end (a target), once announced.
+    end: Option<Node>,
+    /// A receive, or a synchronous send: its completion waits for the other side.
+    waits: bool,
+    /// Its edges are decided.
+    decided: bool,
 }
 
-impl Join {
-    /// Predecessor `u`, at distance `dist` and time `t`, is passed.
-    fn offer(&mut self, g: &Graph, u: Vertex, dist: i64, t: i64) {
-        self.release = self.release.max(t);
-        // Of equal distances, the latest predecessor.
-        if dist > self.best || (dist == self.best && t >= g.time(self.pred)) {
-            self.best = dist;
-            self.pred = u;
-        }
-    }
+/// Makes the graph as calls are read and the matcher decides.
+pub(super) struct Builder {
+    /// Each world rank's index among the walked ranks.
+    index: FxHashMap<u32, u32>,
+    /// Per rank: operations and collective calls read so far.
+    counts: FxHashMap<u32, (usize, usize)>,
+    ops: FxHashMap<OpKey, Pending>,
+    calls: FxHashMap<CallKey, Pending>,
+    /// Window synchronisation calls announced before the matcher placed
+    /// them: (rank, seq) -> (start announced, end announced).
+    epoch_calls: FxHashMap<(u32, u64), (bool, bool)>,
+    /// What each half of an epoch announced: its post's start, its close's
+    /// end, its complete's start.
+    halves: FxHashMap<u64, [Option<Node>; 3]>,
+    hubs: u64,
 }
 
-/// The joins of `g`: one per vertex that explicit edges reach, by vertex.
-fn joins(g: &Graph) -> Vec<Join> {
-    let mut targets: Vec<Vertex> = g.edges.iter().map(|&(_, t)| t).collect();
-    targets.sort_unstable();
-    let mut joins: Vec<Join> = Vec::new();
-    for t in targets {
-        match joins.last_mut() {
-            Some(j) if j.vertex == t => j.waiting += 1,
-            _ => joins.push(Join {
-                vertex: t,
-                waiting: 1,
-                release: i64::MIN,
-                best: i64::MIN,
-                pred: Vertex::MAX,
-            }),
-        }
-    }
-    joins
-}
-
-fn find(joins: &[Join], v: Vertex) -> Option<usize> {
-    joins.binary_search_by_key(&v, |j| j.vertex).ok()
-}
-
-/// The walk of [`longest_path`] through the graph, in topological order.
-struct Pass<'g, 'r> {
-    g: &'g Graph<'r>,
-    joins: Vec<Join>,
-    /// Each rank's next vertex (index within the rank).
-    next: Vec<u32>,
-    /// Whether each rank waits at its next vertex for explicit predecessors.
-    parked: Vec<bool>,
-    ready_ranks: Vec<usize>,
-    ready_hubs: Vec<Vertex>,
-    /// The farthest vertex so far (of equal ones, the latest): distance, time, vertex.
-    last: (i64, i64, Vertex),
-    passed: usize,
-}
-
-impl Pass<'_, '_> {
-    /// Passes `u` at distance `dist`: the explicit edges out of it, from
-    /// `edge` on, offer it to their targets; targets with nothing left to
-    /// wait for become ready.
-    fn leave(&mut self, edge: &mut usize, u: Vertex, dist: i64, t: i64) {
-        let g = self.g;
-        self.last = self.last.max((dist, t, u));
-        self.passed += 1;
-        while let Some(&(_, w)) = g.edges.get(*edge).filter(|e| e.0 == u) {
-            *edge += 1;
-            let i = find(&self.joins, w).expect("every target has a join");
-            let j = &mut self.joins[i];
-            j.offer(g, u, dist, t);
-            j.waiting -= 1;
-            if j.waiting > 0 {
-                continue;
-            }
-            match g.locate(w) {
-                None => self.ready_hubs.push(w),
-                Some((r, _, _)) if self.parked[r] && g.first[r] + self.next[r] == w => {
-                    self.parked[r] = false;
-                    self.ready_ranks.push(r);
-                }
-                Some(_) => {}
-            }
+impl Builder {
+    /// `ranks`: the walked ranks, by world rank, in walk order.
+    pub(super) fn new(ranks: &[u32]) -> Builder {
+        Builder {
+            index: ranks
+                .iter()
+                .enumerate()
+                .map(|(i, &r)| (r, i as u32))
+                .collect(),
+            counts: FxHashMap::default(),
+            ops: FxHashMap::default(),
+            calls: FxHashMap::default(),
+            epoch_calls: FxHashMap::default(),
+            halves: FxHashMap::default(),
+            hubs: 0,
         }
     }
 
-    /// Walks rank `r` from its next vertex until it ends or must wait.
-    fn walk(
-        &mut self,
-        r: usize,
-        next_join: &mut usize,
-        next_edge: &mut usize,
-        prev_dist: &mut i64,
-    ) {
-        let g = self.g;
-        while self.next[r] < g.rank_len(r) {
-            let k = self.next[r];
-            let v = g.first[r] + k;
-            let t = g.rank_time(r, k);
-            let mut from = (k > 0).then(|| (*prev_dist, g.rank_time(r, k - 1), v - 1));
-            if let Some(j) = self.joins.get_mut(*next_join).filter(|j| j.vertex == v) {
-                if j.waiting > 0 {
-                    self.parked[r] = true;
-                    return;
-                }
-                if let Some((dist, t_prev, u)) = from {
-                    j.offer(g, u, dist, t_prev);
-                }
-                from = Some((j.best, j.release, j.pred));
-                *next_join += 1;
-            }
-            let dist = from.map_or(0, |(best, release, _)| best + (t - release).max(0));
-            self.leave(next_edge, v, dist, t);
-            *prev_dist = dist;
-            self.next[r] += 1;
-        }
-    }
-}
-
-/// The longest path of `g` (see the module's documentation), in O(V+E)
-/// (and O(log E) per explicit edge). `g.edges` must be sorted.
-pub(super) fn longest_path(g: &Graph, ranks: &[RankCalls]) -> Result<LongestPath, CycleError> {
-    debug_assert!(g.edges.is_sorted());
-    let n = g.spans.len();
-    let joins = joins(g);
-    // Where each rank's joins and outgoing edges start, and the distance
-    // into the vertex before its next one.
-    let mut next_join: Vec<usize> = (0..n)
-        .map(|r| joins.partition_point(|j| j.vertex < g.first[r]))
-        .collect();
-    let mut next_edge: Vec<usize> = (0..n)
-        .map(|r| g.edges.partition_point(|e| e.0 < g.first[r]))
-        .collect();
-    let mut prev_dist = vec![0i64; n];
-    let mut pass = Pass {
-        g,
-        joins,
-        next: vec![0; n],
-        parked: vec![false; n],
-        ready_ranks: (0..n).rev().collect(),
-        ready_hubs: Vec::new(),
-        last: (i64::MIN, i64::MIN, Vertex::MAX),
-        passed: 0,
-    };
-    loop {
-        if let Some(h) = pass.ready_hubs.pop() {
-            // A hub has predecessors, all passed.
-            let j = pass.joins[find(&pass.joins, h).expect("a hub has a join")];
-            let t = g.time(h);
-            let mut edge = g.edges.partition_point(|e| e.0 < h);
-            pass.leave(&mut edge, h, j.best + (t - j.release).max(0), t);
-        } else if let Some(r) = pass.ready_ranks.pop() {
-            pass.walk(r, &mut next_join[r], &mut next_edge[r], &mut prev_dist[r]);
+    fn node(&self, rank: u32, seq: u64, at: Option<&CallAt>, end: bool) -> Option<Node> {
+        at?.span?;
+        let r = *self.index.get(&rank)?;
+        Some(if end {
+            Node::end(r, seq)
         } else {
-            break;
-        }
+            Node::start(r, seq)
+        })
     }
-    if pass.passed < g.vertices() {
-        let stuck = (0..n).find(|&r| pass.parked[r]).unwrap_or(0);
-        return Err(CycleError {
-            rank: ranks.get(stuck).map_or(0, |r| r.rank),
-            seq: pass.next.get(stuck).map_or(0, |k| k / 2),
-        });
-    }
-    let Pass { joins, last, .. } = pass;
-    let (length_ns, _, end) = last;
-    if end == Vertex::MAX {
-        return Ok(LongestPath {
-            vertices: Vec::new(),
-            length_ns: 0,
-            weights: Vec::new(),
-        });
-    }
-    // Back from the end: a join names its predecessor; any other vertex
-    // follows its program predecessor. `at` counts the joins up to `v`.
-    let mut vertices = vec![end];
-    let mut weights = Vec::new();
-    let mut v = end;
-    let mut at = joins.partition_point(|j| j.vertex <= v);
-    loop {
-        let (pred, release) = match at.checked_sub(1).map(|i| joins[i]) {
-            Some(j) if j.vertex == v => (j.pred, j.release),
-            _ => match g.locate(v) {
-                Some((_, k, side)) if k > 0 || side == VertexKind::End => (v - 1, g.time(v - 1)),
-                _ => break,
-            },
-        };
-        weights.push((g.time(v) - release).max(0));
-        if v.checked_sub(1) == Some(pred) {
-            while at > 0 && joins[at - 1].vertex >= v {
-                at -= 1;
-            }
-        } else {
-            at = joins.partition_point(|j| j.vertex <= pred);
-        }
-        v = pred;
-        vertices.push(v);
-    }
-    weights.push(0);
-    vertices.reverse();
-    weights.reverse();
-    Ok(LongestPath {
-        vertices,
-        length_ns,
-        weights,
-    })
-}
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    /// The longest path by the definition, over every vertex with dense
-    /// arrays: the distance into each vertex, in a topological order.
-    fn reference_length(g: &Graph) -> i64 {
-        let n = g.vertices();
-        let mut preds: Vec<Vec<Vertex>> = vec![Vec::new(); n];
-        for v in 0..n as Vertex {
-            if let Some((_, k, side)) = g.locate(v)
-                && (k > 0 || side == VertexKind::End)
-            {
-                preds[v as usize].push(v - 1);
-            }
-        }
-        for &(f, t) in &g.edges {
-            preds[t as usize].push(f);
-        }
-        let mut dist: Vec<Option<i64>> = vec![None; n];
-        let mut left = n;
-        while left > 0 {
-            for v in 0..n {
-                if dist[v].is_some() || preds[v].iter().any(|&u| dist[u as usize].is_none()) {
-                    continue;
-                }
-                let t = g.time(v as Vertex);
-                dist[v] = Some(
-                    match preds[v]
-                        .iter()
-                        .map(|&u| u as usize)
-                        .max_by_key(|&u| dist[u])
-                    {
-                        None => 0,
-                        Some(best) => {
-                            let release = preds[v].iter().map(|&u| g.time(u)).max().unwrap();
-                            dist[best].unwrap() + (t - release).max(0)
-                        }
+    /// Announces the vertices an event of `rank`'s call may give edges,
+    /// before the matcher sees it.
+    pub(super) fn announce(&mut self, walk: &mut Walk, rank: u32, event: &RankEvent) {
+        let counts = self.counts.entry(rank).or_default();
+        match event {
+            RankEvent::Post(op) => {
+                let key = (rank, counts.0);
+                counts.0 += 1;
+                let waits = op.direction == Direction::Recv || synchronous(op.func);
+                let start = self.node(rank, op.post, Some(&op.post_at), false);
+                let end = match (op.completion, waits) {
+                    (Some(seq), true) => self.node(rank, seq, op.completion_at.as_ref(), true),
+                    _ => None,
+                };
+                open(walk, start, end);
+                self.ops.insert(
+                    key,
+                    Pending {
+                        start,
+                        end,
+                        waits,
+                        decided: false,
                     },
                 );
-                left -= 1;
             }
+            RankEvent::Complete { op, seq, at, .. } => {
+                let end = self.node(rank, *seq, Some(at), true);
+                if let Some(p) = self.ops.get_mut(&(rank, *op)) {
+                    // A synchronous send's edge waits for both ends to settle.
+                    if p.waits && p.end.is_none() {
+                        p.end = end;
+                        open(walk, None, end);
+                    }
+                }
+            }
+            RankEvent::Collective(call) => {
+                let key = (rank, counts.1);
+                counts.1 += 1;
+                let start = self.node(rank, call.post, Some(&call.post_at), false);
+                let end = call
+                    .completion
+                    .and_then(|seq| self.node(rank, seq, call.completion_at.as_ref(), true));
+                open(walk, start, end);
+                self.calls.insert(
+                    key,
+                    Pending {
+                        start,
+                        end,
+                        waits: true,
+                        decided: false,
+                    },
+                );
+            }
+            RankEvent::CollectiveComplete { call, seq, at } => {
+                let end = self.node(rank, *seq, Some(at), true);
+                if let Some(p) = self.calls.get_mut(&(rank, *call)) {
+                    if p.end.is_none() && !p.decided {
+                        p.end = end;
+                        open(walk, None, end);
+                    }
+                }
+            }
+            RankEvent::Epoch(e) => {
+                let (opens, closes) = e.opens_closes();
+                let seq = e.seq();
+                // Timed or not is learnt from the matcher's halves; here
+                // the walk is told to wait until the matcher places the call.
+                let start = (opens || closes)
+                    .then(|| self.node(rank, seq, Some(&e.at()), false))
+                    .flatten();
+                let end = closes
+                    .then(|| self.node(rank, seq, Some(&e.at()), true))
+                    .flatten();
+                if start.is_some() || end.is_some() {
+                    open(walk, start, end);
+                    self.epoch_calls
+                        .insert((rank, seq), (start.is_some(), end.is_some()));
+                }
+            }
+            RankEvent::Abandon(_) | RankEvent::CollectiveAbandon(_) => {}
         }
-        dist.into_iter().flatten().max().unwrap_or(0)
     }
 
-    /// A random graph: ranks of calls with increasing times, edges only
-    /// forward in time (so no cycles), some through hubs.
-    fn graph(
-        calls: Vec<Vec<(i64, i64)>>,
-        picks: Vec<(usize, usize, bool)>,
-    ) -> (Vec<RankCalls>, Vec<(usize, usize, bool)>) {
-        let ranks = calls
-            .into_iter()
-            .enumerate()
-            .map(|(r, gaps)| {
-                let mut t = 0;
-                let spans = gaps
-                    .into_iter()
-                    .map(|(gap, len)| {
-                        let start = t + gap;
-                        t = start + len;
-                        Span {
-                            start_ns: start,
-                            end_ns: t,
-                        }
-                    })
-                    .collect();
-                RankCalls {
-                    rank: r as u32,
-                    spans,
-                    sites: Vec::new(),
-                }
-            })
-            .collect();
-        (ranks, picks)
-    }
-
-    proptest! {
-        #[test]
-        fn the_walk_finds_the_longest_path_of_the_definition(
-            calls in prop::collection::vec(prop::collection::vec((0i64..20, 0i64..20), 1..12), 1..5),
-            picks in prop::collection::vec((0usize..1000, 0usize..1000, any::<bool>()), 0..40),
-        ) {
-            let (ranks, picks) = graph(calls, picks);
-            let mut g = build(&ranks, &Matching::default());
-            let rank_vertices = g.vertices();
-            for (a, b, through_hub) in picks {
-                let (u, w) = ((a % rank_vertices) as Vertex, (b % rank_vertices) as Vertex);
-                if g.time(u) >= g.time(w) {
-                    continue;
-                }
-                if through_hub {
-                    let hub = g.hub(&[Some(u)]);
-                    g.add(hub, Some(w));
+    /// Makes the edges of what the matcher found.
+    pub(super) fn found(&mut self, walk: &mut Walk, found: &Found) {
+        match found {
+            Found::PointToPoint(Decision::Matched { send, recv }) => {
+                let s = self.ops.get(send).copied();
+                let r = self.ops.get(recv).copied();
+                let (Some(mut s), Some(mut r)) = (s, r) else {
+                    return;
+                };
+                message(walk, s.start, r.end);
+                close(walk, s.start, r.end);
+                s.decided = true;
+                r.decided = true;
+                if s.waits {
+                    // The receive's post gives the send's completion an
+                    // edge once both have settled.
+                    self.ops.insert(*send, s);
+                    self.ops.insert(*recv, r);
                 } else {
-                    g.add(Some(u), Some(w));
+                    close(walk, r.start, None);
+                    self.ops.remove(send);
+                    self.ops.remove(recv);
                 }
             }
-            g.edges.sort_unstable();
-            let path = longest_path(&g, &ranks).unwrap();
-            prop_assert_eq!(path.length_ns, reference_length(&g));
-            // The path is a chain of edges whose weights add up to its length.
-            prop_assert_eq!(path.weights.iter().sum::<i64>(), path.length_ns);
-            prop_assert_eq!(path.weights.first().copied(), Some(0));
-            for pair in path.vertices.windows(2) {
-                let (u, v) = (pair[0], pair[1]);
-                let program = g.locate(v).is_some() && u + 1 == v && g.locate(u).map(|l| l.0) == g.locate(v).map(|l| l.0);
-                prop_assert!(program || g.edges.contains(&(u, v)), "{u} -> {v} is no edge");
+            Found::PointToPoint(Decision::Settled(m)) => {
+                let (send, recv) = m.keys;
+                let (Some(s), Some(r)) =
+                    (self.ops.get(&send).copied(), self.ops.get(&recv).copied())
+                else {
+                    return;
+                };
+                if s.waits {
+                    message(walk, r.start, s.end);
+                    close(walk, r.start, s.end);
+                    self.ops.remove(&send);
+                    self.ops.remove(&recv);
+                }
             }
+            Found::PointToPoint(Decision::Unmatched { op, .. } | Decision::Void { op }) => {
+                if let Some(p) = self.ops.remove(op) {
+                    close(walk, p.start, p.end);
+                }
+            }
+            Found::Collective(instances::Found::Settled {
+                instance, calls, ..
+            }) => {
+                let pending: Vec<Pending> = calls
+                    .iter()
+                    .map(|k| self.calls.remove(k).unwrap_or(NONE))
+                    .collect();
+                let starts: Vec<Option<Node>> = pending.iter().map(|p| p.start).collect();
+                let ends: Vec<Option<Node>> = pending.iter().map(|p| p.end).collect();
+                collective(walk, &mut self.hubs, instance, &starts, &ends);
+                for p in pending {
+                    close(walk, p.start, p.end);
+                }
+            }
+            Found::Collective(instances::Found::Unmatched { call, .. }) => {
+                if let Some(p) = self.calls.remove(call) {
+                    close(walk, p.start, p.end);
+                }
+            }
+            Found::Collective(instances::Found::Formed { .. }) => {}
+            Found::OneSided(f) => self.one_sided(walk, f),
         }
+    }
+
+    fn one_sided(&mut self, walk: &mut Walk, found: &one_sided::Found) {
+        match found {
+            one_sided::Found::Opening { rank, seq, halves } => {
+                let start = self.epoch_start(*rank, *seq);
+                for &h in halves {
+                    open(walk, start, None);
+                    self.halves.entry(h).or_default()[0] = start;
+                }
+                self.placed(walk, *rank, *seq);
+            }
+            one_sided::Found::Closing {
+                rank,
+                seq,
+                access,
+                halves,
+            } => {
+                let end = self.epoch_end(*rank, *seq);
+                let start = access.then(|| self.epoch_start(*rank, *seq)).flatten();
+                for &h in halves {
+                    open(walk, start, end);
+                    let nodes = self.halves.entry(h).or_default();
+                    nodes[1] = end;
+                    nodes[2] = start;
+                }
+                self.placed(walk, *rank, *seq);
+            }
+            one_sided::Found::Exposure { halves, .. } => {
+                let origin = self.halves.remove(&halves.0).unwrap_or_default();
+                let target = self.halves.remove(&halves.1).unwrap_or_default();
+                // The target's post to the origin's complete, the origin's
+                // complete to the target's wait.
+                exposure(walk, target[0], origin[1], origin[2], target[1]);
+                for nodes in [origin, target] {
+                    close(walk, nodes[0], nodes[1]);
+                    close(walk, nodes[2], None);
+                }
+            }
+            one_sided::Found::Unpaired { half, .. } => {
+                if let Some(nodes) = self.halves.remove(half) {
+                    close(walk, nodes[0], nodes[1]);
+                    close(walk, nodes[2], None);
+                }
+            }
+            one_sided::Found::Unmatched(u) => self.placed(walk, u.rank, u.seq),
+            one_sided::Found::Lock(_) => {}
+        }
+    }
+
+    fn epoch_start(&self, rank: u32, seq: u64) -> Option<Node> {
+        let (start, _) = self.epoch_calls.get(&(rank, seq)).copied()?;
+        start.then(|| Node::start(self.index[&rank], seq))
+    }
+
+    fn epoch_end(&self, rank: u32, seq: u64) -> Option<Node> {
+        let (_, end) = self.epoch_calls.get(&(rank, seq)).copied()?;
+        end.then(|| Node::end(self.index[&rank], seq))
+    }
+
+    /// The matcher placed a window call: what was announced for it at
+    /// reading is replaced by what its halves announced.
+    fn placed(&mut self, walk: &mut Walk, rank: u32, seq: u64) {
+        if let Some((start, end)) = self.epoch_calls.remove(&(rank, seq)) {
+            let r = self.index[&rank];
+            close(
+                walk,
+                start.then(|| Node::start(r, seq)),
+                end.then(|| Node::end(r, seq)),
+            );
+        }
+    }
+}
+
+const NONE: Pending = Pending {
+    start: None,
+    end: None,
+    waits: false,
+    decided: true,
+};
+
+fn open(walk: &mut Walk, start: Option<Node>, end: Option<Node>) {
+    if let Some(s) = start {
+        walk.open_source(s);
+    }
+    if let Some(e) = end {
+        walk.open_target(e);
+    }
+}
+
+fn close(walk: &mut Walk, start: Option<Node>, end: Option<Node>) {
+    if let Some(s) = start {
+        walk.close_source(s);
+    }
+    if let Some(e) = end {
+        walk.close_target(e);
     }
 }

@@ -6,10 +6,14 @@
 //! synchronised clocks, a hint otherwise. Its deviation from the exact path
 //! is measured here.
 
+use super::path::RankCallTimes;
 use super::{Activity, CriticalPath, RankCalls};
+use crate::timeline::Span;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 /// A computation interval of one rank.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Interval {
     pub rank: u32,
     /// The call it follows.
@@ -63,6 +67,11 @@ impl Heuristic {
     }
 }
 
+/// Chosen intervals kept in [`Heuristic::intervals`] (every one counts in
+/// the sums).
+pub const KEPT_INTERVALS: usize = 1000;
+
+/// The heuristic on calls in memory.
 pub fn interval_grouping(ranks: &[RankCalls], exact: &CriticalPath) -> Heuristic {
     let mut intervals: Vec<Interval> = ranks
         .iter()
@@ -78,52 +87,123 @@ pub fn interval_grouping(ranks: &[RankCalls], exact: &CriticalPath) -> Heuristic
         })
         .collect();
     intervals.sort_unstable_by_key(|i| (i.start_ns, i.rank));
-    let mut chosen: Vec<Interval> = Vec::new();
-    let mut groups = 0;
+    let ranks: Vec<u32> = ranks.iter().map(|r| r.rank).collect();
+    group(intervals.into_iter(), &ranks, exact)
+}
+
+/// The heuristic on the ranks' calls read again from a trace: each rank's
+/// intervals (in time order) merged by start. `world[r]`: rank index r's
+/// world rank.
+pub(super) fn grouping_of_streams<'a, E>(
+    world: &[u32],
+    calls: &dyn Fn(u32) -> Result<RankCallTimes<'a, E>, E>,
+    exact: &CriticalPath,
+) -> Result<Heuristic, E> {
+    let mut streams = Vec::with_capacity(world.len());
+    for r in 0..world.len() as u32 {
+        streams.push((calls(r)?, None::<Span>, 0u32));
+    }
+    // The next interval of each rank, merged by (start, rank).
+    let mut next = |r: usize| -> Result<Option<Interval>, E> {
+        let (calls, last, k) = &mut streams[r];
+        for call in calls.by_ref() {
+            let (span, _) = call?;
+            let before = last.replace(span);
+            *k += 1;
+            if let Some(before) = before {
+                if span.start_ns > before.end_ns {
+                    return Ok(Some(Interval {
+                        rank: world[r],
+                        after: *k - 2,
+                        start_ns: before.end_ns,
+                        end_ns: span.start_ns,
+                    }));
+                }
+            }
+        }
+        Ok(None)
+    };
+    let mut heap = BinaryHeap::new();
+    for r in 0..world.len() {
+        if let Some(i) = next(r)? {
+            heap.push(Reverse(((i.start_ns, i.rank), r, i)));
+        }
+    }
+    let mut failed = None;
+    let merged = std::iter::from_fn(|| {
+        let Reverse((_, r, i)) = heap.pop()?;
+        match next(r) {
+            Ok(Some(n)) => heap.push(Reverse(((n.start_ns, n.rank), r, n))),
+            Ok(None) => {}
+            Err(e) => failed = Some(e),
+        }
+        Some(i)
+    });
+    let h = group(merged, world, exact);
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(h),
+    }
+}
+
+/// Groups `intervals` (in order of start, then rank) while they overlap,
+/// takes each group's longest, and measures it against the exact path.
+fn group(
+    intervals: impl Iterator<Item = Interval>,
+    ranks: &[u32],
+    exact: &CriticalPath,
+) -> Heuristic {
+    let mut h = Heuristic {
+        by_rank_compute_ns: ranks.iter().map(|&r| (r, 0)).collect(),
+        ..Heuristic::default()
+    };
+    let mut exact_compute = exact
+        .segments
+        .iter()
+        .filter(|s| matches!(s.activity, Activity::Computation { .. }));
+    let mut pending_exact = exact_compute.next();
+    let mut choose = |h: &mut Heuristic, c: Interval| {
+        h.compute_ns += c.end_ns - c.start_ns;
+        if let Some(e) = h.by_rank_compute_ns.iter_mut().find(|(r, _)| *r == c.rank) {
+            e.1 += c.end_ns - c.start_ns;
+        }
+        if h.intervals.len() < KEPT_INTERVALS {
+            h.intervals.push(c);
+        }
+        // Overlap, on the same rank, of the chosen intervals and the exact
+        // path's computation (both in time order, neither overlapping itself).
+        while let Some(e) = pending_exact {
+            if c.rank == e.rank {
+                h.agreement_ns += (c.end_ns.min(e.end_ns) - c.start_ns.max(e.start_ns)).max(0);
+            }
+            if c.end_ns < e.end_ns {
+                break;
+            }
+            h.exact_compute_ns += e.duration_ns();
+            pending_exact = exact_compute.next();
+        }
+    };
+    let mut current: Option<Interval> = None;
     let mut group_end = i64::MIN;
     for i in intervals {
         if i.start_ns >= group_end {
-            groups += 1;
-            chosen.push(i);
-        } else if let Some(longest) = chosen.last_mut() {
+            h.groups += 1;
+            if let Some(c) = current.replace(i) {
+                choose(&mut h, c);
+            }
+        } else if let Some(longest) = &mut current {
             if i.end_ns - i.start_ns > longest.end_ns - longest.start_ns {
                 *longest = i;
             }
         }
         group_end = group_end.max(i.end_ns);
     }
-    let mut by_rank: Vec<(u32, i64)> = ranks.iter().map(|r| (r.rank, 0)).collect();
-    for i in &chosen {
-        if let Some(e) = by_rank.iter_mut().find(|(r, _)| *r == i.rank) {
-            e.1 += i.end_ns - i.start_ns;
-        }
+    if let Some(c) = current {
+        choose(&mut h, c);
     }
-    // Overlap, on the same rank, of the chosen intervals and the exact
-    // path's computation (both in time order, neither overlapping itself).
-    let exact_compute: Vec<_> = exact
-        .segments
-        .iter()
-        .filter(|s| matches!(s.activity, Activity::Computation { .. }))
-        .collect();
-    let mut agreement = 0;
-    let (mut a, mut b) = (0, 0);
-    while a < chosen.len() && b < exact_compute.len() {
-        let (h, e) = (&chosen[a], exact_compute[b]);
-        if h.rank == e.rank {
-            agreement += (h.end_ns.min(e.end_ns) - h.start_ns.max(e.start_ns)).max(0);
-        }
-        if h.end_ns < e.end_ns {
-            a += 1;
-        } else {
-            b += 1;
-        }
+    while let Some(e) = pending_exact {
+        h.exact_compute_ns += e.duration_ns();
+        pending_exact = exact_compute.next();
     }
-    Heuristic {
-        compute_ns: chosen.iter().map(|i| i.end_ns - i.start_ns).sum(),
-        intervals: chosen,
-        groups,
-        by_rank_compute_ns: by_rank,
-        exact_compute_ns: exact_compute.iter().map(|s| s.duration_ns()).sum(),
-        agreement_ns: agreement,
-    }
+    h
 }

@@ -10,23 +10,25 @@
 mod checks;
 mod graph;
 pub mod heuristic;
+mod path;
 mod report;
+mod stream;
 pub mod svg;
 #[cfg(test)]
 mod tests;
 pub mod waits;
+pub(crate) mod walk;
 
 use crate::decode::DecodeError;
-use crate::matching::{Matching, match_ranks, rank_operations, world_ranks};
+use crate::matching::Matching;
+use crate::replay::ReplayError;
 use crate::sites::{CallSite, Sites};
-use crate::timeline::{Source, Span, TimelineError, rank_times};
+use crate::timeline::{Source, Span, TimelineError};
 use mpigram_mpispec::{FUNCS, decode_signature};
 use mpigram_trace::Trace;
-use rayon::prelude::*;
-use rustc_hash::FxHashMap;
 
-pub use graph::CycleError;
 pub use heuristic::Heuristic;
+pub use path::Segments;
 pub use waits::{CallSiteWaits, RankWaits, WaitStats};
 
 /// One rank's timed calls.
@@ -88,12 +90,6 @@ impl CallSites {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum VertexKind {
-    Start,
-    End,
-}
-
 /// What a rank does during a segment of the path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Activity {
@@ -137,8 +133,8 @@ pub struct CriticalPath {
     pub length_ns: i64,
     /// From the first call's start to the last call's end.
     pub wall_ns: i64,
-    /// In time order; consecutive pieces of one activity merged.
-    pub segments: Vec<Segment>,
+    /// In time order.
+    pub segments: Segments,
     /// (world rank, computation on the path), every rank.
     pub by_rank_compute_ns: Vec<(u32, i64)>,
     /// (world rank, time in MPI calls on the path), every rank.
@@ -163,8 +159,19 @@ pub struct Analysis {
     pub unmatched: [usize; 3],
     pub ranks: usize,
     pub calls: u64,
-    /// Each rank's timed calls, by world rank (for pictures of the path).
+    /// Each rank's timed calls, by world rank, when the analysis was of
+    /// calls in memory ([`analyse_calls`]); empty when read from a trace
+    /// ([`analyse`]: the picture reads them again, [`svg::rank_calls`]).
     pub timelines: Vec<RankCalls>,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the happened-before graph has a cycle through rank {rank}, call {seq}: the matched dependencies contradict each other"
+)]
+pub struct CycleError {
+    pub rank: u32,
+    pub seq: u64,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -177,11 +184,24 @@ pub enum CriticalPathError {
     Cycle(#[from] CycleError),
     #[error("bad signature {0}: {1}")]
     Signature(usize, String),
+    #[error("cannot keep the analysis's records in a temporary file: {0}")]
+    Spill(#[from] std::io::Error),
 }
 
-/// Reads `trace` (ranks in parallel), matches its operations and finds
-/// the critical path, the waits at collectives and, with `heuristic`, the
-/// interval-grouping path.
+impl From<ReplayError> for CriticalPathError {
+    fn from(e: ReplayError) -> CriticalPathError {
+        match e {
+            ReplayError::Timeline(e) => CriticalPathError::Timeline(e),
+            ReplayError::Decode(e) => CriticalPathError::Decode(e),
+            ReplayError::Spill(e) => CriticalPathError::Spill(e),
+        }
+    }
+}
+
+/// Reads `trace` (ranks side by side, a chunk of calls at a time, in
+/// memory that does not grow with the calls), matches its operations and
+/// finds the critical path, the waits at collectives and, with
+/// `heuristic`, the interval-grouping path.
 pub fn analyse(
     trace: &Trace,
     source: Source,
@@ -199,30 +219,29 @@ pub fn analyse(
         .collect::<Result<_, _>>()?;
     let grammar_sites = Sites::new(&trace.grammar);
     let sites = CallSites::new(&grammar_sites, &funcs);
+    stream::analyse(trace, &grammar_sites, sites, source, heuristic)
+}
+
+/// Each rank's timed calls with their call sites, by world rank: what a
+/// picture of the path draws ([`svg`]). Holds every call's time (16
+/// bytes and a call site a call).
+pub fn timelines(trace: &Trace, source: Source) -> Result<Vec<RankCalls>, CriticalPathError> {
+    let sites = Sites::new(&trace.grammar);
     let origin = trace.run_start_ns();
-    let loaded: Vec<_> = trace
+    trace
         .ranks
-        .par_iter()
-        .map(|part| -> Result<_, CriticalPathError> {
-            let spans = rank_times(trace, part, source, origin)?;
-            let sites = grammar_sites.calls(part.meta.rank).unwrap_or_default();
-            let ops = rank_operations(trace, part)?;
-            Ok((
-                RankCalls {
-                    rank: part.meta.rank,
-                    spans,
-                    sites,
-                },
-                ops,
-            ))
+        .iter()
+        .map(|part| {
+            let spans = crate::timeline::rank_times(trace, part, source, origin)?;
+            let mut sites: Vec<u32> = sites.calls(part.meta.rank).unwrap_or_default();
+            sites.truncate(spans.len());
+            Ok(RankCalls {
+                rank: part.meta.rank,
+                spans,
+                sites,
+            })
         })
-        .collect::<Result<_, _>>()?;
-    let mut loaded = loaded;
-    loaded.sort_by_key(|(r, _)| r.rank);
-    let (ranks, ops): (Vec<RankCalls>, Vec<_>) = loaded.into_iter().unzip();
-    let logs = ranks.iter().map(|r| r.rank).zip(ops).collect();
-    let matching = match_ranks(logs, &world_ranks(trace));
-    analyse_calls(ranks, &matching, sites, heuristic)
+        .collect()
 }
 
 /// The analysis of ranks whose calls are already timed and matched.
@@ -252,111 +271,88 @@ pub fn analyse_calls(
         calls: ranks.iter().map(|r| r.spans.len() as u64).sum(),
         timelines: ranks,
     };
-    // The report's properties hold by construction; the test suite's
-    // (debug) builds check them on every trace they analyse.
+    Ok(checked(analysis))
+}
+
+/// `analysis`, whose properties hold by construction; the test suite's
+/// (debug) builds check them on every trace they analyse.
+fn checked(analysis: Analysis) -> Analysis {
     #[cfg(debug_assertions)]
     if let Err(e) = analysis.check() {
         panic!("the critical-path report breaks its properties: {e}");
     }
-    Ok(analysis)
+    analysis
 }
 
 /// The critical path of `ranks` (ordered by world rank).
-pub fn critical_path(ranks: &[RankCalls], matching: &Matching) -> Result<CriticalPath, CycleError> {
-    let g = graph::build(ranks, matching);
-    let longest = graph::longest_path(&g, ranks)?;
-    let mut segments: Vec<Segment> = Vec::new();
-    for (i, (&v, &w)) in longest.vertices.iter().zip(&longest.weights).enumerate() {
-        if w <= 0 || i == 0 {
-            continue;
+pub fn critical_path(
+    ranks: &[RankCalls],
+    matching: &Matching,
+) -> Result<CriticalPath, CriticalPathError> {
+    let mut w = walk::Walk::new(ranks.len());
+    graph::in_memory(&mut w, ranks, matching);
+    if w.run()? != walk::Progress::Done {
+        let (r, seq) = w.stuck_at().unwrap_or((0, 0));
+        return Err(CycleError {
+            rank: ranks.get(r as usize).map_or(0, |c| c.rank),
+            seq,
         }
-        // The edge into v: program order on one rank, or from elsewhere
-        // into the end of a call.
-        let Some((r, k, side)) = g.locate(v) else {
-            continue; // a hub: weight 0
-        };
-        let end = g.time(v);
-        let activity = match side {
-            VertexKind::Start => Activity::Computation { after: k - 1 },
-            VertexKind::End => Activity::Call {
-                seq: k,
-                site: ranks[r].sites.get(k as usize).copied().unwrap_or(u32::MAX),
-            },
-        };
-        let rank = ranks[r].rank;
-        match segments.last_mut() {
-            Some(s) if s.rank == rank && s.activity == activity && s.end_ns == end - w => {
-                s.end_ns = end
-            }
-            _ => segments.push(Segment {
-                rank,
-                activity,
-                start_ns: end - w,
-                end_ns: end,
-            }),
-        }
+        .into());
     }
-    let mut compute: FxHashMap<u32, i64> = ranks.iter().map(|r| (r.rank, 0)).collect();
-    let mut mpi = compute.clone();
-    let mut sites: FxHashMap<(u32, bool), (i64, u64)> = FxHashMap::default();
-    let index: FxHashMap<u32, usize> = ranks.iter().enumerate().map(|(i, r)| (r.rank, i)).collect();
-    let site_of = |rank: u32, seq: u32| {
-        index
-            .get(&rank)
-            .and_then(|&i| ranks[i].sites.get(seq as usize))
-            .copied()
-            .unwrap_or(u32::MAX)
-    };
-    for s in &segments {
-        let d = s.duration_ns();
-        let (site, computation) = match s.activity {
-            Activity::Computation { after } => {
-                *compute.entry(s.rank).or_default() += d;
-                (site_of(s.rank, after), true)
-            }
-            Activity::Call { site, .. } => {
-                *mpi.entry(s.rank).or_default() += d;
-                (site, false)
-            }
-        };
-        let e = sites.entry((site, computation)).or_default();
-        e.0 += d;
-        e.1 += 1;
-    }
-    let sorted = |m: FxHashMap<u32, i64>| {
-        let mut v: Vec<(u32, i64)> = m.into_iter().collect();
-        v.sort_unstable();
-        v
-    };
-    let mut sites: Vec<SiteTime> = sites
-        .into_iter()
-        .map(|((site, computation), (ns, count))| SiteTime {
-            site,
-            computation,
-            ns,
-            count,
-        })
-        .collect();
-    sites.sort_by_key(|s| (std::cmp::Reverse(s.ns), s.site, s.computation));
-    let first = ranks
+    let world: Vec<u32> = ranks.iter().map(|r| r.rank).collect();
+    let wall = ranks
         .iter()
-        .filter_map(|r| r.spans.first())
-        .map(|s| s.start_ns)
-        .min();
-    let last = ranks
+        .filter_map(|r| Some((r.spans.first()?.start_ns, r.spans.last()?.end_ns)))
+        .reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)));
+    let calls = |r: u32| -> Result<path::RankCallTimes<'_, std::io::Error>, std::io::Error> {
+        let c = &ranks[r as usize];
+        Ok(Box::new(c.spans.iter().enumerate().map(|(k, &span)| {
+            Ok((span, c.sites.get(k).copied().unwrap_or(u32::MAX)))
+        })))
+    };
+    let calls_total: u64 = ranks.iter().map(|r| r.spans.len() as u64).sum();
+    Ok(finish(w, &world, wall, calls_total, &calls)?)
+}
+
+/// The path the walk found, rebuilt and summed.
+fn finish<'a, E: From<std::io::Error>>(
+    w: walk::Walk,
+    world: &[u32],
+    wall: Option<(i64, i64)>,
+    calls: u64,
+    rank_calls: &dyn Fn(u32) -> Result<path::RankCallTimes<'a, E>, E>,
+) -> Result<CriticalPath, E>
+where
+    CriticalPathError: From<E>,
+{
+    let farthest = w.farthest();
+    let end = farthest
         .iter()
-        .filter_map(|r| r.spans.last())
-        .map(|s| s.end_ns)
+        .enumerate()
+        .filter_map(|(r, f)| f.map(|f| ((f.length, f.t, r), f.vertex)))
         .max();
+    let (edges, hubs, untimed) = (w.edges, w.hubs, w.untimed);
+    let back = w.into_back_pointers();
+    let made = path::make(
+        &back,
+        end.map(|((_, _, r), v)| (r as u32, v)),
+        world,
+        rank_calls,
+    )?;
+    let sorted = |v: &[i64]| -> Vec<(u32, i64)> {
+        let mut out: Vec<(u32, i64)> = world.iter().copied().zip(v.iter().copied()).collect();
+        out.sort_unstable();
+        out
+    };
     Ok(CriticalPath {
-        length_ns: longest.length_ns,
-        wall_ns: last.zip(first).map_or(0, |(l, f)| l - f),
-        segments,
-        by_rank_compute_ns: sorted(compute),
-        by_rank_mpi_ns: sorted(mpi),
-        sites,
-        vertices: g.vertices(),
-        edges: g.edges.len() + 2 * ranks.iter().map(|r| r.spans.len()).sum::<usize>(),
-        untimed_dependencies: g.untimed,
+        length_ns: end.map_or(0, |((length, _, _), _)| length),
+        wall_ns: wall.map_or(0, |(first, last)| last - first),
+        by_rank_compute_ns: sorted(&made.compute),
+        by_rank_mpi_ns: sorted(&made.mpi),
+        segments: made.segments,
+        sites: made.sites,
+        vertices: (2 * calls + hubs) as usize,
+        edges: (edges + 2 * calls) as usize,
+        untimed_dependencies: untimed,
     })
 }

@@ -86,8 +86,23 @@ impl Analysis {
     /// What a segment of the path does, as people read it:
     /// `MPI_Recv R2:0 (call 5)`, `computation after call 5 (MPI_Recv R2:0)`.
     pub fn activity_name(&self, seg: &Segment) -> String {
+        self.activity_at(seg, u32::MAX)
+    }
+
+    /// The call site of the call a computation segment follows: as kept
+    /// with the segment, else from the ranks' calls in memory.
+    fn after_site(&self, seg: &Segment, kept: u32) -> Option<u32> {
         match seg.activity {
-            Activity::Computation { after } => match self.call_site(seg.rank, after) {
+            Activity::Computation { after } if kept == u32::MAX => self.call_site(seg.rank, after),
+            Activity::Computation { .. } => Some(kept),
+            Activity::Call { .. } => None,
+        }
+    }
+
+    /// [`Analysis::activity_name`], with the site kept with the segment.
+    fn activity_at(&self, seg: &Segment, after_site: u32) -> String {
+        match seg.activity {
+            Activity::Computation { after } => match self.after_site(seg, after_site) {
                 Some(site) => format!("computation after call {after} ({})", self.site_name(site)),
                 None => format!("computation after call {after}"),
             },
@@ -110,24 +125,38 @@ impl Analysis {
     /// segments (millions on a long run) are written one at a time, not
     /// built as a JSON tree first.
     pub fn write_json(&self, out: &mut impl io::Write) -> io::Result<()> {
-        let segments = self.path.segments.iter().map(|seg| match seg.activity {
-            Activity::Computation { after } => SegmentJson {
-                kind: "compute",
-                after_seq: Some(after),
-                after_site: self
-                    .call_site(seg.rank, after)
-                    .and_then(|site| self.sites.site(site)),
-                ..SegmentJson::new(seg.rank, seg.start_ns, seg.end_ns)
-            },
-            Activity::Call { seq, site } => SegmentJson {
-                kind: "mpi",
-                func: Some(self.sites.func(site)),
-                site: self.sites.site(site),
-                seq: Some(seq),
-                ..SegmentJson::new(seg.rank, seg.start_ns, seg.end_ns)
-            },
-        });
-        crate::json::write_with_array(out, &self.summary_json(), "segments", segments)
+        let segments = self
+            .path
+            .segments
+            .iter_kept()
+            .map(|kept| (kept.segment, kept.after_site));
+        let mut written = 0;
+        let segments = segments
+            .inspect(|_| written += 1)
+            .map(|(seg, kept)| match seg.activity {
+                Activity::Computation { after } => SegmentJson {
+                    kind: "compute",
+                    after_seq: Some(after),
+                    after_site: self
+                        .after_site(&seg, kept)
+                        .and_then(|site| self.sites.site(site)),
+                    ..SegmentJson::new(seg.rank, seg.start_ns, seg.end_ns)
+                },
+                Activity::Call { seq, site } => SegmentJson {
+                    kind: "mpi",
+                    func: Some(self.sites.func(site)),
+                    site: self.sites.site(site),
+                    seq: Some(seq),
+                    ..SegmentJson::new(seg.rank, seg.start_ns, seg.end_ns)
+                },
+            });
+        crate::json::write_with_array(out, &self.summary_json(), "segments", segments)?;
+        if written != self.path.segments.len() {
+            return Err(io::Error::other(
+                "the critical path's segments could not be read back from their temporary file",
+            ));
+        }
+        Ok(())
     }
 
     /// Everything but the path's segments.
@@ -178,7 +207,7 @@ impl Analysis {
                     o["last_count"] = json!(c.last_count);
                     o
                 }).collect::<Vec<_>>(),
-                "instances": w.instances.len(),
+                "instances": w.instance_count,
                 "untimed_instances": w.untimed,
             },
             "graph": {
@@ -355,8 +384,9 @@ impl Analysis {
             "\nPath ({} segments, first 20; --json for all):",
             p.segments.len()
         );
-        for seg in p.segments.iter().take(20) {
-            let what = self.activity_name(seg);
+        for kept in p.segments.iter_kept().take(20) {
+            let seg = kept.segment;
+            let what = self.activity_at(&seg, kept.after_site);
             let _ = writeln!(
                 o,
                 "  rank {:>3} {:>12.6} .. {:>12.6}  {what}",
@@ -368,9 +398,7 @@ impl Analysis {
         let _ = writeln!(
             o,
             "\nGraph: {} vertices, {} edges; {} collective instances.",
-            p.vertices,
-            p.edges,
-            w.instances.len()
+            p.vertices, p.edges, w.instance_count
         );
         o
     }

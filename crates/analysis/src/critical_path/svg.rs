@@ -324,7 +324,13 @@ pub fn write_svg(
 
     // The path on top.
     s.push_str("<g class=\"critical-path\">\n");
-    let boxes = path_boxes(&path.segments, ranks.len(), &lane_of, analysis, &scale);
+    let boxes = path_boxes(
+        path.segments.iter(),
+        ranks.len(),
+        &lane_of,
+        analysis,
+        &scale,
+    );
     for b in &boxes {
         summary.path_boxes += 1;
         let y = lane_y(b.lane);
@@ -347,8 +353,13 @@ pub fn write_svg(
     // Jumps: where consecutive segments are on different ranks, one arrow
     // per pixel column and pair of lanes.
     let mut drawn: FxHashSet<(i64, usize, usize)> = FxHashSet::default();
-    for pair in path.segments.windows(2) {
-        let (a, b) = (&pair[0], &pair[1]);
+    let mut segments = path.segments.iter();
+    let mut previous = segments.next();
+    for b in segments {
+        let Some(a) = previous.replace(b) else {
+            continue;
+        };
+        let (a, b) = (&a, &b);
         let (Some(from), Some(to)) = (lane_of(a.rank), lane_of(b.rank)) else {
             continue;
         };
@@ -579,7 +590,7 @@ impl PathColumn {
 /// narrower ones merged per lane and pixel column (a merged box is as wide
 /// as its segments together, but at least a pixel, to be seen).
 fn path_boxes(
-    segments: &[Segment],
+    segments: impl Iterator<Item = Segment>,
     lanes: usize,
     lane_of: &dyn Fn(u32) -> Option<usize>,
     analysis: &Analysis,
@@ -588,6 +599,7 @@ fn path_boxes(
     let mut out = Vec::new();
     let mut open: Vec<Option<PathColumn>> = (0..lanes).map(|_| None).collect();
     for seg in segments {
+        let seg = &seg;
         let Some(lane) = lane_of(seg.rank) else {
             continue;
         };
@@ -775,7 +787,7 @@ mod tests {
             path: CriticalPath {
                 length_ns,
                 wall_ns: length_ns,
-                segments,
+                segments: segments.into(),
                 ..CriticalPath::default()
             },
             waits: WaitStats::default(),

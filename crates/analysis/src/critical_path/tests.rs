@@ -512,6 +512,29 @@ fn one_function_called_in_two_places_of_the_program_is_two_call_sites() {
     );
 }
 
+/// The streaming analysis against the analysis of the calls in memory,
+/// on a recorded trace named by `MPIGRAM_COMPARE_TRACE` (a debugging aid).
+#[test]
+fn streaming_agrees_with_in_memory_on_a_recorded_trace() {
+    let Ok(dir) = std::env::var("MPIGRAM_COMPARE_TRACE") else {
+        return;
+    };
+    let trace = mpigram_trace::Trace::open(std::path::Path::new(&dir)).unwrap();
+    let a = analyse(&trace, Source::Lossless, true).unwrap();
+    let timelines = timelines(&trace, Source::Lossless).unwrap();
+    let m = crate::matching::match_trace(&trace, &crate::matching::world_ranks(&trace)).unwrap();
+    let b = analyse_calls(timelines, &m, a.sites.clone(), true).unwrap();
+    let json = |a: &Analysis| {
+        let mut out = Vec::new();
+        a.write_json(&mut out).unwrap();
+        serde_json::from_slice::<Json>(&out).unwrap()
+    };
+    let (ja, jb) = (json(&a), json(&b));
+    for key in ja.as_object().unwrap().keys() {
+        assert_eq!(ja[key], jb[key], "{key}");
+    }
+}
+
 /// The waits of each process of the one collective of `calls` (after
 /// MPI_Init), in ms: (rank, wait-before, wait-after), and its execution.
 fn collective_waits(calls: Vec<Vec<Call>>) -> (Vec<(u32, i64, i64)>, i64, Analysis) {

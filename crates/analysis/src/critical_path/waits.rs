@@ -30,7 +30,7 @@
 
 use super::RankCalls;
 use crate::matching::Matching;
-use crate::matching::collectives::CollectiveKind;
+use crate::matching::collectives::{CollectiveInstance, CollectiveKind, Participant};
 use rustc_hash::FxHashMap;
 
 /// Sums of one rank's (or the run's) waits.
@@ -117,6 +117,10 @@ impl InstanceWaits {
     }
 }
 
+/// Instances kept in [`WaitStats::instances`] (every instance counts in
+/// the sums and in [`WaitStats::instance_count`]).
+pub const KEPT_INSTANCES: usize = 1000;
+
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct WaitStats {
     /// Every rank, by world rank.
@@ -124,50 +128,64 @@ pub struct WaitStats {
     pub total: RankWaits,
     /// Most waiting first.
     pub by_site: Vec<CallSiteWaits>,
+    /// The first [`KEPT_INSTANCES`] instances, in detail.
     pub instances: Vec<InstanceWaits>,
+    /// Instances weighed.
+    pub instance_count: usize,
     /// Instances left out: a participant without time or completion.
     pub untimed: usize,
 }
 
-pub fn wait_stats(ranks: &[RankCalls], matching: &Matching) -> WaitStats {
-    let index: FxHashMap<u32, usize> = ranks.iter().enumerate().map(|(i, r)| (r.rank, i)).collect();
-    let mut by_rank: Vec<RankWaits> = ranks
-        .iter()
-        .map(|r| RankWaits {
-            compute_ns: r
-                .spans
-                .windows(2)
-                .map(|w| (w[1].start_ns - w[0].end_ns).max(0))
-                .sum(),
-            ..RankWaits::default()
-        })
-        .collect();
-    let mut sites: FxHashMap<u32, (CallSiteWaits, FxHashMap<u32, u64>)> = FxHashMap::default();
-    let mut stats = WaitStats::default();
-    'instances: for (n, inst) in matching.collectives.instances.iter().enumerate() {
+/// When a participant posted (start of its posting call), when its
+/// completing call ended, and the posting call's call site.
+pub(crate) type Timed = (i64, i64, u32);
+
+/// Wait statistics summed instance by instance.
+pub(crate) struct Waits {
+    /// Each world rank's index in `by_rank`.
+    index: FxHashMap<u32, usize>,
+    ranks: Vec<u32>,
+    by_rank: Vec<RankWaits>,
+    sites: FxHashMap<u32, (CallSiteWaits, FxHashMap<u32, u64>)>,
+    stats: WaitStats,
+}
+
+impl Waits {
+    /// Sums for `ranks` (world ranks).
+    pub(crate) fn new(ranks: &[u32]) -> Waits {
+        Waits {
+            index: ranks.iter().enumerate().map(|(i, &r)| (r, i)).collect(),
+            ranks: ranks.to_vec(),
+            by_rank: vec![RankWaits::default(); ranks.len()],
+            sites: FxHashMap::default(),
+            stats: WaitStats::default(),
+        }
+    }
+
+    /// Instance `n`, whose participants' times `timed` gives (None: no
+    /// time or no completion).
+    pub(crate) fn instance(
+        &mut self,
+        n: usize,
+        inst: &CollectiveInstance,
+        timed: impl Fn(&Participant) -> Option<Timed>,
+    ) {
         if matches!(
             inst.kind,
             CollectiveKind::Neighborhood | CollectiveKind::Setup
         ) {
-            continue;
+            return;
         }
         let mut times = Vec::with_capacity(inst.participants.len());
         for p in &inst.participants {
-            let Some(&r) = index.get(&p.rank) else {
-                stats.untimed += 1;
-                continue 'instances;
+            let (Some(&r), Some((start, end, site))) = (self.index.get(&p.rank), timed(p)) else {
+                self.stats.untimed += 1;
+                return;
             };
-            let spans = &ranks[r].spans;
-            let start = spans.get(p.post as usize);
-            let end = p.completion.and_then(|c| spans.get(c as usize));
-            let (Some(start), Some(end)) = (start, end) else {
-                stats.untimed += 1;
-                continue 'instances;
-            };
-            times.push((r, p, start.start_ns, end.end_ns));
+            times.push((r, p, start, end, site));
         }
         let Some(start_max) = times.iter().map(|t| t.2).max() else {
-            continue;
+            return;
         };
         let starts: Vec<i64> = times.iter().map(|t| t.2).collect();
         let root = inst
@@ -187,16 +205,11 @@ pub fn wait_stats(ranks: &[RankCalls], matching: &Matching) -> WaitStats {
         let last = times.iter().find(|t| t.2 == start_max).map(|t| t.1.rank);
         let mut calls = Vec::with_capacity(times.len());
         let mut at_sites: Vec<u32> = Vec::new();
-        for (&(r, p, start, end), &arrived) in times.iter().zip(&arrived) {
+        for (&(r, p, start, end, site), &arrived) in times.iter().zip(&arrived) {
             let (wb, wa) = (arrived - start, end - arrived - exec);
-            by_rank[r].add(wb, wa, exec);
-            stats.total.add(wb, wa, exec);
-            let site = ranks[r]
-                .sites
-                .get(p.post as usize)
-                .copied()
-                .unwrap_or(u32::MAX);
-            let entry = sites.entry(site).or_insert_with(|| {
+            self.by_rank[r].add(wb, wa, exec);
+            self.stats.total.add(wb, wa, exec);
+            let entry = self.sites.entry(site).or_insert_with(|| {
                 (
                     CallSiteWaits {
                         site,
@@ -219,38 +232,83 @@ pub fn wait_stats(ranks: &[RankCalls], matching: &Matching) -> WaitStats {
         at_sites.sort_unstable();
         at_sites.dedup();
         for site in at_sites {
-            if let Some(entry) = sites.get_mut(&site) {
+            if let Some(entry) = self.sites.get_mut(&site) {
                 entry.0.instances += 1;
                 if let Some(last) = last {
                     *entry.1.entry(last).or_default() += 1;
                 }
             }
         }
-        stats.instances.push(InstanceWaits {
+        let weighed = InstanceWaits {
             instance: n,
             exec_ns: exec,
             calls,
-        });
+        };
+        // Every instance is held to the report's properties in the test
+        // suite's (debug) builds, the ones not kept in detail too.
+        #[cfg(debug_assertions)]
+        if let Err(e) = super::checks::check_instance(&weighed) {
+            panic!("the critical-path report breaks its properties: {e}");
+        }
+        self.stats.instance_count += 1;
+        if self.stats.instances.len() < KEPT_INSTANCES {
+            self.stats.instances.push(weighed);
+        }
     }
-    stats.total.compute_ns = by_rank.iter().map(|w| w.compute_ns).sum();
-    stats.by_rank = ranks.iter().map(|r| r.rank).zip(by_rank).collect();
-    stats.by_site = sites
-        .into_values()
-        .map(|(mut s, last)| {
-            if let Some((&rank, &count)) = last
-                .iter()
-                .max_by_key(|(r, c)| (**c, std::cmp::Reverse(**r)))
-            {
-                s.last_rank = rank;
-                s.last_count = count;
-            }
-            s
+
+    /// The sums, with each rank's computation (time between its calls).
+    pub(crate) fn finish(mut self, compute_ns: &[i64]) -> WaitStats {
+        for (w, &c) in self.by_rank.iter_mut().zip(compute_ns) {
+            w.compute_ns = c;
+        }
+        let mut stats = self.stats;
+        stats.total.compute_ns = self.by_rank.iter().map(|w| w.compute_ns).sum();
+        stats.by_rank = self.ranks.into_iter().zip(self.by_rank).collect();
+        stats.by_site = self
+            .sites
+            .into_values()
+            .map(|(mut s, last)| {
+                if let Some((&rank, &count)) = last
+                    .iter()
+                    .max_by_key(|(r, c)| (**c, std::cmp::Reverse(**r)))
+                {
+                    s.last_rank = rank;
+                    s.last_count = count;
+                }
+                s
+            })
+            .collect();
+        stats
+            .by_site
+            .sort_by_key(|s| (std::cmp::Reverse(s.waits.wait_ns()), s.site));
+        stats
+    }
+}
+
+/// The waits at the collectives of `matching`, whose calls `ranks` times.
+pub fn wait_stats(ranks: &[RankCalls], matching: &Matching) -> WaitStats {
+    let index: FxHashMap<u32, usize> = ranks.iter().enumerate().map(|(i, r)| (r.rank, i)).collect();
+    let world: Vec<u32> = ranks.iter().map(|r| r.rank).collect();
+    let compute: Vec<i64> = ranks
+        .iter()
+        .map(|r| {
+            r.spans
+                .windows(2)
+                .map(|w| (w[1].start_ns - w[0].end_ns).max(0))
+                .sum()
         })
         .collect();
-    stats
-        .by_site
-        .sort_by_key(|s| (std::cmp::Reverse(s.waits.wait_ns()), s.site));
-    stats
+    let mut waits = Waits::new(&world);
+    for (n, inst) in matching.collectives.instances.iter().enumerate() {
+        waits.instance(n, inst, |p| {
+            let r = &ranks[*index.get(&p.rank)?];
+            let start = r.spans.get(p.post as usize)?;
+            let end = r.spans.get(p.completion? as usize)?;
+            let site = r.sites.get(p.post as usize).copied().unwrap_or(u32::MAX);
+            Some((start.start_ns, end.end_ns, site))
+        });
+    }
+    waits.finish(&compute)
 }
 
 /// For each process (in the instance's order, `starts` their arrivals),

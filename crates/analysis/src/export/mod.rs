@@ -433,7 +433,8 @@ impl Timeline<'_> {
 /// disagree, is shown from that end). Returns the number of slices.
 fn write_path(marks: PathMarks, writer: &mut dyn TimelineWriter) -> io::Result<usize> {
     let mut shown_until = 0u64;
-    for s in &marks.path.segments {
+    for s in marks.path.segments.iter() {
+        let s = &s;
         let (start_ns, end_ns) = clamp(&Span {
             start_ns: s.start_ns,
             end_ns: s.end_ns,
@@ -482,8 +483,13 @@ fn path_jumps(
     flows: &mut FxHashMap<(u32, u64), Flows>,
 ) -> usize {
     let mut jumps = 0;
-    for pair in path.segments.windows(2) {
-        let (a, b) = (&pair[0], &pair[1]);
+    let mut segments = path.segments.iter();
+    let mut previous = segments.next();
+    for b in segments {
+        let Some(a) = previous.replace(b) else {
+            continue;
+        };
+        let (a, b) = (&a, &b);
         if a.rank == b.rank {
             continue;
         }

@@ -241,7 +241,8 @@ fn the_paths_jumps_go_from_the_call_it_leaves_to_the_call_it_reaches() {
             segment(1, Activity::Computation { after: 5 }, 13, 20),
             segment(1, Activity::Call { seq: 6, site: 0 }, 20, 21),
             segment(0, Activity::Computation { after: 9 }, 22, 30),
-        ],
+        ]
+        .into(),
         ..CriticalPath::default()
     };
     let mut flows = FxHashMap::default();

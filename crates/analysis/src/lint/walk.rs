@@ -32,9 +32,6 @@ pub(super) struct RankWalk {
     pub(super) threads: bool,
 }
 
-/// MPI_THREAD_MULTIPLE in MPICH, Open MPI and the standard ABI alike.
-const MPI_THREAD_MULTIPLE: i64 = 3;
-
 /// The grammar of a rank's call shapes.
 pub(super) struct Shapes {
     pub(super) grammar: Grammar,
@@ -62,8 +59,8 @@ pub(super) fn walk(
     for call in RankDecoder::new(trace, part) {
         let call = call?;
         if call.func == "MPI_Init_thread" {
-            let provided = call.args.get("provided").and_then(Json::as_i64);
-            threads = provided == Some(MPI_THREAD_MULTIPLE);
+            let provided = call.args.get("provided").and_then(Json::as_str);
+            threads = provided == Some("MPI_THREAD_MULTIPLE");
         }
         if call.func == "MPI_Finalize" {
             finalized = true;

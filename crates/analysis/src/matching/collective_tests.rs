@@ -58,6 +58,8 @@ fn participants(seqs: &[(u64, Option<u64>)]) -> Vec<Participant> {
             rank: rank as u32,
             post,
             completion,
+            post_at: CallAt::default(),
+            completion_at: completion.map(|_| CallAt::default()),
         })
         .collect()
 }
@@ -203,10 +205,12 @@ fn each_start_of_a_persistent_collective_is_an_instance() {
         .iter()
         .map(|i| (i.func, i.kind, i.root, i.participants[2]))
         .collect();
-    let p = |post, completion| Participant {
+    let p = |post, completion: Option<u64>| Participant {
         rank: 2,
         post,
         completion,
+        post_at: CallAt::default(),
+        completion_at: completion.map(|_| CallAt::default()),
     };
     assert_eq!(
         got,
@@ -368,14 +372,14 @@ fn fences_are_collectives_on_the_window_and_pscw_epochs_pair() {
                 r,
                 10,
                 "MPI_Win_lock",
-                json!({"lock_type": 234, "rank": 0, "assert": 0, "win": "win0"}),
+                json!({"lock_type": "MPI_LOCK_EXCLUSIVE", "rank": 0, "assert": 0, "win": "win0"}),
             ),
             call(r, 11, "MPI_Win_unlock", json!({"rank": 0, "win": "win0"})),
             call(
                 r,
                 12,
                 "MPI_Win_lock",
-                json!({"lock_type": 235, "rank": right, "assert": 0, "win": "win0"}),
+                json!({"lock_type": "MPI_LOCK_SHARED", "rank": right, "assert": 0, "win": "win0"}),
             ),
             call(r, 13, "MPI_Win_free", json!({"win": "win0"})),
         ]

@@ -12,9 +12,8 @@
 //! MPI_Win_fence and MPI_Win_free in order. Calls that creates
 //! communicators (dup, split, create) are collectives on the parent.
 
-use super::{Comm, WorldRanks};
+use super::{CallAt, Comm, WorldRanks};
 use crate::members::CommId;
-use rustc_hash::FxHashMap;
 use serde_json::Value as Json;
 use std::fmt;
 
@@ -53,7 +52,7 @@ pub(super) enum Start {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Classified {
-    pub(super) kind: CollectiveKind,
+    pub(crate) kind: CollectiveKind,
     pub(super) start: Start,
 }
 
@@ -99,16 +98,19 @@ pub(super) enum Context {
 /// One rank's collective call.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CollectiveCall {
-    pub(super) rank: u32,
-    pub(super) func: &'static str,
+    pub(crate) rank: u32,
+    pub(crate) func: &'static str,
     /// The collective operation: `func`, or for an MPI_Start the
     /// function that set the persistent collective up.
-    pub(super) operation: &'static str,
-    pub(super) kind: CollectiveKind,
-    pub(super) post: u64,
-    pub(super) completion: Option<u64>,
+    pub(crate) operation: &'static str,
+    pub(crate) kind: CollectiveKind,
+    pub(crate) post: u64,
+    pub(crate) completion: Option<u64>,
     pub(super) context: Context,
     pub(super) root: RootArg,
+    /// When and where the posting and the completing call ran.
+    pub(crate) post_at: CallAt,
+    pub(crate) completion_at: Option<CallAt>,
 }
 
 /// Does `func` create a window (a collective over its communicator)?
@@ -177,7 +179,7 @@ pub(super) fn classify(func: &str) -> Option<Classified> {
 }
 
 /// One process's part in a collective instance.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Participant {
     /// World rank.
     pub rank: u32,
@@ -186,6 +188,9 @@ pub struct Participant {
     /// The call that completed it: `post` for blocking calls, a Wait or
     /// Test for requests; None when no traced call shows it.
     pub completion: Option<u64>,
+    /// When and where those calls ran (when read from a trace).
+    pub post_at: CallAt,
+    pub completion_at: Option<CallAt>,
 }
 
 /// One collective operation: the k-th collective call of each member.
@@ -257,203 +262,13 @@ pub struct Collectives {
     pub unmatched: Vec<UnmatchedCollective>,
 }
 
-/// What the k-th call is counted in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-enum Parent {
-    Comm(CommId),
-    /// Calls on the window made by instance `.0`.
-    Window(usize),
-    /// Starts of the persistent collective set up by instance `.0`.
-    Started(usize),
-}
-
-struct Slot {
-    expected: u32,
-    comm: CommId,
-    /// (rank index, call index) of each participant.
-    calls: Vec<(usize, usize)>,
-    roots: Vec<Option<u32>>,
-}
-
-/// Matches every rank's collective calls (`ranks[i]`: one rank's, in
-/// order) into instances. Also returns each call's slot (None: unmatched).
-pub(super) fn match_collectives(
-    calls: &[Vec<CollectiveCall>],
-    ranks: &dyn WorldRanks,
-) -> (Collectives, Vec<Vec<Option<usize>>>) {
-    let mut slots: Vec<Slot> = Vec::new();
-    let mut index: FxHashMap<(Parent, u64), usize> = FxHashMap::default();
-    let mut counters: FxHashMap<(u32, Parent), u64> = FxHashMap::default();
-    let mut slot_of: Vec<Vec<Option<usize>>> = Vec::with_capacity(calls.len());
-    let mut unmatched = Vec::new();
-    for (r, rank_calls) in calls.iter().enumerate() {
-        let mut mine: Vec<Option<usize>> = Vec::with_capacity(rank_calls.len());
-        let mut roots: Vec<Option<u32>> = Vec::with_capacity(rank_calls.len());
-        for call in rank_calls {
-            let (parent, expected, comm, root) = match &call.context {
-                Context::Comm { comm, seq } => match ranks.comm_instance(call.rank, *seq, comm) {
-                    Some(c) => {
-                        let root = world_root(ranks, call, comm, *seq);
-                        (Ok(Parent::Comm(c.id)), c.processes(), c.id, root)
-                    }
-                    None => (
-                        Err(CollectiveReason::UnknownComm(comm.clone())),
-                        0,
-                        CommId::World,
-                        None,
-                    ),
-                },
-                Context::Window { created } => match mine[*created] {
-                    Some(s) => (
-                        Ok(Parent::Window(s)),
-                        slots[s].expected,
-                        slots[s].comm,
-                        None,
-                    ),
-                    None => (
-                        Err(CollectiveReason::UnknownWindow(format!(
-                            "of call {}",
-                            rank_calls[*created].post
-                        ))),
-                        0,
-                        CommId::World,
-                        None,
-                    ),
-                },
-                Context::UnknownWindow(w) => (
-                    Err(CollectiveReason::UnknownWindow(w.clone())),
-                    0,
-                    CommId::World,
-                    None,
-                ),
-                Context::Persistent { init } => match mine[*init] {
-                    Some(s) => (
-                        Ok(Parent::Started(s)),
-                        slots[s].expected,
-                        slots[s].comm,
-                        roots[*init],
-                    ),
-                    None => (
-                        Err(CollectiveReason::UnknownComm(Comm::Other(format!(
-                            "of call {}",
-                            rank_calls[*init].post
-                        )))),
-                        0,
-                        CommId::World,
-                        None,
-                    ),
-                },
-            };
-            roots.push(root);
-            let parent = match parent {
-                Ok(p) => p,
-                Err(reason) => {
-                    unmatched.push(unmatched_call(call, reason));
-                    mine.push(None);
-                    continue;
-                }
-            };
-            let k = counters.entry((call.rank, parent)).or_default();
-            let key = (parent, *k);
-            *k += 1;
-            let s = *index.entry(key).or_insert_with(|| {
-                slots.push(Slot {
-                    expected,
-                    comm,
-                    calls: Vec::new(),
-                    roots: Vec::new(),
-                });
-                slots.len() - 1
-            });
-            slots[s].calls.push((r, mine.len()));
-            slots[s].roots.push(root);
-            mine.push(Some(s));
-        }
-        slot_of.push(mine);
-    }
-
-    let mut instances = Vec::with_capacity(slots.len());
-    let mut instance_of_slot = vec![None; slots.len()];
-    for (s, slot) in slots.iter().enumerate() {
-        let call = |&(r, i): &(usize, usize)| &calls[r][i];
-        let first = call(&slot.calls[0]);
-        let found = slot.calls.len() as u32;
-        let mut roots = slot.roots.iter().flatten();
-        let root = roots.next().copied();
-        let rooted = matches!(
-            first.kind,
-            CollectiveKind::RootToAll | CollectiveKind::AllToRoot
-        );
-        let reason = if found != slot.expected {
-            Some(CollectiveReason::MissingMembers {
-                expected: slot.expected,
-                found,
-            })
-        } else if slot.calls.iter().map(call).any(|c| {
-            c.kind != first.kind || (c.func != first.func && !c.func.starts_with("MPI_Start"))
-        }) {
-            Some(CollectiveReason::Mismatch)
-        } else if roots.any(|&r| Some(r) != root) || (rooted && root.is_none()) {
-            Some(CollectiveReason::Root)
-        } else {
-            None
-        };
-        if let Some(reason) = reason {
-            for c in &slot.calls {
-                unmatched.push(unmatched_call(call(c), reason.clone()));
-            }
-            continue;
-        }
-        instance_of_slot[s] = Some(instances.len());
-        instances.push(CollectiveInstance {
-            comm: slot.comm,
-            func: first.func,
-            operation: first.operation,
-            kind: first.kind,
-            root: if rooted { root } else { None },
-            participants: slot
-                .calls
-                .iter()
-                .map(|c| {
-                    let c = call(c);
-                    Participant {
-                        rank: c.rank,
-                        post: c.post,
-                        completion: c.completion,
-                    }
-                })
-                .collect(),
-        });
-    }
-    unmatched.sort_by_key(|u| (u.rank, u.post));
-    let instance_of = slot_of
-        .into_iter()
-        .map(|mine| {
-            mine.into_iter()
-                .map(|s| s.and_then(|s| instance_of_slot[s]))
-                .collect()
-        })
-        .collect();
-    (
-        Collectives {
-            instances,
-            unmatched,
-        },
-        instance_of,
-    )
-}
-
-fn unmatched_call(call: &CollectiveCall, reason: CollectiveReason) -> UnmatchedCollective {
-    UnmatchedCollective {
-        rank: call.rank,
-        func: call.func,
-        post: call.post,
-        reason,
-    }
-}
-
 /// The world rank of the root `call` names, if it names one.
-fn world_root(ranks: &dyn WorldRanks, call: &CollectiveCall, comm: &Comm, seq: u64) -> Option<u32> {
+pub(super) fn world_root(
+    ranks: &dyn WorldRanks,
+    call: &CollectiveCall,
+    comm: &Comm,
+    seq: u64,
+) -> Option<u32> {
     match call.root {
         RootArg::Rank(r) => ranks.world_rank(call.rank, seq, comm, r),
         RootArg::Root => Some(call.rank),

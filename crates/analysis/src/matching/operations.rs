@@ -4,8 +4,8 @@
 //! persistent requests (Start/Startall) and matched probes (Mprobe/Mrecv).
 
 use super::collectives::{self, CollectiveCall, CollectiveKind, Context};
-use super::one_sided::OneSidedLog;
-use super::{Comm, Direction, Envelope, Operation, Peer};
+use super::one_sided::{OneSidedLog, WindowEvent, WindowRef};
+use super::{CallAt, Comm, Direction, Envelope, Operation, Peer};
 use crate::decode::DecodedCall;
 use rustc_hash::FxHashMap;
 use serde_json::Value as Json;
@@ -14,30 +14,71 @@ use serde_json::Value as Json;
 /// was active.
 const MPI_UNDEFINED: i64 = -32766;
 
-/// Reads one rank's calls, in order, into its operations.
-pub(super) struct OperationLog {
+/// What one rank's calls say about its operations, in call order. The
+/// n-th `Post` is the rank's operation n, the n-th `Collective` its
+/// collective call n.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum RankEvent {
+    /// A point-to-point operation is posted (a blocking one completes with it).
+    Post(Operation),
+    /// Operation `op` completed at call `seq` (at `at`), with `status` if recorded.
+    Complete {
+        op: usize,
+        seq: u64,
+        at: CallAt,
+        status: Option<Envelope>,
+    },
+    /// Operation `op` will have no traced completion (its request was
+    /// freed or forgotten, or the rank ended).
+    Abandon(usize),
+    Collective(CollectiveCall),
+    CollectiveComplete {
+        call: usize,
+        seq: u64,
+        at: CallAt,
+    },
+    /// Collective call `call` will have no traced completion.
+    CollectiveAbandon(usize),
+    /// A window synchronisation call (MPI_Win_post, _start, _lock, ...).
+    Epoch(WindowEvent),
+}
+
+/// Reads one rank's calls, in order, into events ([`RankEvent`]),
+/// keeping only what is in flight: live requests, probed messages,
+/// windows and groups.
+pub(crate) struct OperationLog {
     rank: u32,
-    operations: Vec<Operation>,
+    events: Vec<RankEvent>,
+    /// Operations and collective calls posted so far.
+    operations: usize,
+    collectives: usize,
     /// Live requests by their decoded name (`req5`). A name is reused only
     /// once the tracer saw its request freed.
     requests: FxHashMap<String, Request>,
     /// Messages taken by MPI_Mprobe/MPI_Improbe, by handle name (`msg0`),
     /// waiting for their MPI_Mrecv/MPI_Imrecv: the receive operation.
     messages: FxHashMap<String, usize>,
-    /// Collective calls (blocking, non-blocking, persistent starts), in posting order.
-    collectives: Vec<CollectiveCall>,
     /// Windows by name: the collective call that created each live one.
-    windows: FxHashMap<String, usize>,
+    windows: FxHashMap<String, WindowRef>,
     one_sided: OneSidedLog,
 }
 
-/// What a request's completion completes.
+/// What a request's completion completes, and whether it did already
+/// (MPI_Request_get_status completes without freeing).
 #[derive(Clone, Copy, Debug)]
 enum Pending {
-    /// An index into `operations`.
-    Operation(usize),
-    /// An index into `collectives`.
-    Collective(usize),
+    /// An operation's index.
+    Operation(usize, bool),
+    /// A collective call's index.
+    Collective(usize, bool),
+}
+
+impl Pending {
+    fn done(self) -> bool {
+        match self {
+            Pending::Operation(_, done) | Pending::Collective(_, done) => done,
+        }
+    }
 }
 
 #[derive(Default)]
@@ -50,125 +91,145 @@ struct Request {
 }
 
 enum Persistent {
-    Operation(Operation),
-    /// The index in `collectives` of the MPI_*_init call, and what each start runs.
-    Collective(usize, CollectiveKind),
+    Operation(Box<Operation>),
+    /// The MPI_*_init call (and its index), and what each start runs.
+    Collective(Box<CollectiveCall>, usize, CollectiveKind),
 }
 
-/// One rank's operations, read from its calls.
+/// One rank's operations, read from its calls: its events in call order.
 pub struct RankOperations {
-    pub(super) point_to_point: Vec<Operation>,
-    pub(super) collectives: Vec<CollectiveCall>,
-    pub(super) one_sided: OneSidedLog,
+    pub(super) events: Vec<RankEvent>,
 }
 
 impl OperationLog {
-    pub(super) fn new(rank: u32) -> OperationLog {
+    pub(crate) fn new(rank: u32) -> OperationLog {
         OperationLog {
             rank,
-            operations: Vec::new(),
+            events: Vec::new(),
+            operations: 0,
+            collectives: 0,
             requests: FxHashMap::default(),
             messages: FxHashMap::default(),
-            collectives: Vec::new(),
             windows: FxHashMap::default(),
             one_sided: OneSidedLog::default(),
         }
     }
 
-    /// The operations in posting order (a call's send before its receive).
-    pub(super) fn finish(self) -> RankOperations {
-        RankOperations {
-            point_to_point: self.operations,
-            collectives: self.collectives,
-            one_sided: self.one_sided,
+    /// The events of the calls recorded since the last take.
+    pub(crate) fn take_events(&mut self) -> Vec<RankEvent> {
+        std::mem::take(&mut self.events)
+    }
+
+    /// The rank's calls are over: what is still pending never completes.
+    pub(crate) fn end(&mut self) {
+        let mut requests: Vec<(String, Request)> = self.requests.drain().collect();
+        requests.sort_by(|a, b| a.0.cmp(&b.0));
+        for (_, r) in requests {
+            self.abandon(r.active);
+        }
+        let mut messages: Vec<usize> = self.messages.drain().map(|(_, op)| op).collect();
+        messages.sort_unstable();
+        for op in messages {
+            self.events.push(RankEvent::Abandon(op));
         }
     }
 
-    pub(super) fn record(&mut self, call: &DecodedCall) {
+    /// Every event of the rank's calls, ended.
+    pub(super) fn finish(mut self) -> RankOperations {
+        self.end();
+        RankOperations {
+            events: self.events,
+        }
+    }
+
+    /// Records one call, which ran `at`.
+    pub(crate) fn record(&mut self, call: &DecodedCall, at: CallAt) {
         let a = &call.args;
         let seq = call.seq;
         // Large-count variants (MPI_Isend_c) take the same arguments.
         let func = call.func.strip_suffix("_c").unwrap_or(call.func);
         match func {
             "MPI_Send" | "MPI_Bsend" | "MPI_Ssend" | "MPI_Rsend" => {
-                let op = self.send(call, "dest", "tag", "count", "datatype");
-                self.post(op, Some(seq));
+                let op = self.send(call, at, "dest", "tag", "count", "datatype");
+                self.post(op, Some((seq, at)));
             }
             "MPI_Isend" | "MPI_Ibsend" | "MPI_Issend" | "MPI_Irsend" => {
-                let op = self.send(call, "dest", "tag", "count", "datatype");
+                let op = self.send(call, at, "dest", "tag", "count", "datatype");
                 let i = self.post(op, None);
-                self.start_request(a.get("request"), vec![Pending::Operation(i)]);
+                self.start_request(a.get("request"), vec![Pending::Operation(i, false)]);
             }
             "MPI_Recv" => {
-                let mut op = self.recv(call, "source", "tag");
+                let mut op = self.recv(call, at, "source", "tag");
                 op.status = envelope(a.get("status"));
-                self.post(op, Some(seq));
+                self.post(op, Some((seq, at)));
             }
             "MPI_Irecv" => {
-                let op = self.recv(call, "source", "tag");
+                let op = self.recv(call, at, "source", "tag");
                 let i = self.post(op, None);
-                self.start_request(a.get("request"), vec![Pending::Operation(i)]);
+                self.start_request(a.get("request"), vec![Pending::Operation(i, false)]);
             }
             "MPI_Sendrecv" | "MPI_Sendrecv_replace" => {
                 let (count, datatype) = send_count_keys(func);
-                let send = self.send(call, "dest", "sendtag", count, datatype);
-                let mut recv = self.recv(call, "source", "recvtag");
+                let send = self.send(call, at, "dest", "sendtag", count, datatype);
+                let mut recv = self.recv(call, at, "source", "recvtag");
                 recv.status = envelope(a.get("status"));
-                self.post(send, Some(seq));
-                self.post(recv, Some(seq));
+                self.post(send, Some((seq, at)));
+                self.post(recv, Some((seq, at)));
             }
             "MPI_Isendrecv" | "MPI_Isendrecv_replace" => {
                 let (count, datatype) = send_count_keys(func);
-                let send = self.send(call, "dest", "sendtag", count, datatype);
-                let recv = self.recv(call, "source", "recvtag");
+                let send = self.send(call, at, "dest", "sendtag", count, datatype);
+                let recv = self.recv(call, at, "source", "recvtag");
                 let i = self.post(send, None);
                 let j = self.post(recv, None);
-                let both = vec![Pending::Operation(i), Pending::Operation(j)];
+                let both = vec![Pending::Operation(i, false), Pending::Operation(j, false)];
                 self.start_request(a.get("request"), both);
             }
             "MPI_Send_init" | "MPI_Bsend_init" | "MPI_Ssend_init" | "MPI_Rsend_init" => {
-                let op = self.send(call, "dest", "tag", "count", "datatype");
-                self.persistent_request(a.get("request"), Persistent::Operation(op));
+                let op = self.send(call, at, "dest", "tag", "count", "datatype");
+                self.persistent_request(a.get("request"), Persistent::Operation(Box::new(op)));
             }
             "MPI_Recv_init" => {
-                let op = self.recv(call, "source", "tag");
-                self.persistent_request(a.get("request"), Persistent::Operation(op));
+                let op = self.recv(call, at, "source", "tag");
+                self.persistent_request(a.get("request"), Persistent::Operation(Box::new(op)));
             }
-            "MPI_Start" => self.start(a.get("request"), call),
+            "MPI_Start" => self.start(a.get("request"), call, at),
             "MPI_Startall" => {
                 for request in items(a.get("array_of_requests")) {
-                    self.start(Some(request), call);
+                    self.start(Some(request), call, at);
                 }
             }
-            "MPI_Mprobe" => self.take_message(call),
-            "MPI_Improbe" if flag(a.get("flag")) => self.take_message(call),
+            "MPI_Mprobe" => self.take_message(call, at),
+            "MPI_Improbe" if flag(a.get("flag")) => self.take_message(call, at),
             "MPI_Mrecv" => {
                 if let Some(i) = name(a.get("message")).and_then(|m| self.messages.remove(m)) {
-                    self.complete_operation(i, seq, a.get("status"));
+                    self.complete_operation(i, seq, at, a.get("status"));
                 }
             }
             "MPI_Imrecv" => {
                 if let Some(i) = name(a.get("message")).and_then(|m| self.messages.remove(m)) {
-                    self.start_request(a.get("request"), vec![Pending::Operation(i)]);
+                    self.start_request(a.get("request"), vec![Pending::Operation(i, false)]);
                 }
             }
-            "MPI_Wait" => self.complete(a.get("request"), seq, a.get("status"), true),
+            "MPI_Wait" => self.complete(a.get("request"), seq, at, a.get("status"), true),
             "MPI_Test" if flag(a.get("flag")) => {
-                self.complete(a.get("request"), seq, a.get("status"), true)
+                self.complete(a.get("request"), seq, at, a.get("status"), true)
             }
             // The request stays allocated: a later Wait or Test frees it.
             "MPI_Request_get_status" if flag(a.get("flag")) => {
-                self.complete(a.get("request"), seq, a.get("status"), false)
+                self.complete(a.get("request"), seq, at, a.get("status"), false)
             }
-            "MPI_Waitall" => self.complete_all(call),
-            "MPI_Testall" if flag(a.get("flag")) => self.complete_all(call),
-            "MPI_Waitany" => self.complete_any(call),
-            "MPI_Testany" if flag(a.get("flag")) => self.complete_any(call),
-            "MPI_Waitsome" | "MPI_Testsome" => self.complete_some(call),
+            "MPI_Waitall" => self.complete_all(call, at),
+            "MPI_Testall" if flag(a.get("flag")) => self.complete_all(call, at),
+            "MPI_Waitany" => self.complete_any(call, at),
+            "MPI_Testany" if flag(a.get("flag")) => self.complete_any(call, at),
+            "MPI_Waitsome" | "MPI_Testsome" => self.complete_some(call, at),
             "MPI_Request_free" => self.free(a.get("request")),
             _ => {
-                self.record_collective(call, func);
-                self.one_sided.record(call, func, &self.windows);
+                self.record_collective(call, func, at);
+                if let Some(event) = self.one_sided.record(call, func, at, &self.windows) {
+                    self.events.push(RankEvent::Epoch(event));
+                }
             }
         }
     }
@@ -176,23 +237,26 @@ impl OperationLog {
     /// A collective call: blocking ones complete at once, non-blocking
     /// ones at their request's completion, persistent ones (`MPI_*_init`)
     /// are posted by each MPI_Start.
-    fn record_collective(&mut self, call: &DecodedCall, func: &str) {
+    fn record_collective(&mut self, call: &DecodedCall, func: &str, at: CallAt) {
         let Some(op) = collectives::classify(func) else {
             return;
         };
         let a = &call.args;
+        let comm = || Comm::from_name(a.get("comm").and_then(Json::as_str).unwrap_or("none"));
         let context = match name(a.get("win")) {
             Some(win) if !collectives::creates_window(func) => match self.windows.get(win) {
-                Some(&created) => Context::Window { created },
+                Some(w) => Context::Window { created: w.created },
                 None => Context::UnknownWindow(win.to_owned()),
             },
             _ => Context::Comm {
-                comm: Comm::from_name(a.get("comm").and_then(Json::as_str).unwrap_or("none")),
+                comm: comm(),
                 seq: call.seq,
             },
         };
-        let i = self.collectives.len();
-        self.collectives.push(CollectiveCall {
+        let i = self.collectives;
+        // An MPI_*_init call returns set up; each start completes at its Wait.
+        let completion = (op.start != collectives::Start::Request).then_some(call.seq);
+        let collective = CollectiveCall {
             rank: self.rank,
             func: call.func,
             operation: call.func,
@@ -201,34 +265,44 @@ impl OperationLog {
                 _ => op.kind,
             },
             post: call.seq,
-            // An MPI_*_init call returns set up; each start completes at its Wait.
-            completion: (op.start != collectives::Start::Request).then_some(call.seq),
+            completion,
             context,
             root: collectives::root_arg(a.get("root")),
-        });
+            post_at: at,
+            completion_at: completion.map(|_| at),
+        };
         if let Some(win) = name(a.get("win")) {
             match func {
                 "MPI_Win_free" => {
                     self.windows.remove(win);
                 }
                 _ if collectives::creates_window(func) => {
-                    self.windows.insert(win.to_owned(), i);
+                    let window = WindowRef {
+                        created: i,
+                        comm: comm(),
+                        seq: call.seq,
+                    };
+                    self.windows.insert(win.to_owned(), window);
                 }
                 _ => {}
             }
         }
+        let persistent = (op.start == collectives::Start::Persistent).then(|| collective.clone());
+        self.collectives += 1;
+        self.events.push(RankEvent::Collective(collective));
         match op.start {
             collectives::Start::Blocking => {}
             collectives::Start::Request => {
-                self.start_request(a.get("request"), vec![Pending::Collective(i)])
+                self.start_request(a.get("request"), vec![Pending::Collective(i, false)])
             }
             collectives::Start::Persistent => {
-                self.persistent_request(a.get("request"), Persistent::Collective(i, op.kind))
+                let init = Box::new(persistent.expect("a persistent call"));
+                self.persistent_request(a.get("request"), Persistent::Collective(init, i, op.kind))
             }
         }
     }
 
-    fn operation(&self, call: &DecodedCall, direction: Direction) -> Operation {
+    fn operation(&self, call: &DecodedCall, at: CallAt, direction: Direction) -> Operation {
         Operation {
             rank: self.rank,
             direction,
@@ -245,19 +319,22 @@ impl OperationLog {
             status: None,
             bytes: None,
             cancelled: false,
+            post_at: at,
+            completion_at: None,
         }
     }
 
     fn send(
         &self,
         call: &DecodedCall,
+        at: CallAt,
         dest: &str,
         tag: &str,
         count: &str,
         datatype: &str,
     ) -> Operation {
         let a = &call.args;
-        let mut op = self.operation(call, Direction::Send);
+        let mut op = self.operation(call, at, Direction::Send);
         op.peer = peer(a.get(dest));
         op.tag = a.get(tag).and_then(Json::as_i64);
         let count = a.get(count).and_then(Json::as_u64);
@@ -269,47 +346,69 @@ impl OperationLog {
         op
     }
 
-    fn recv(&self, call: &DecodedCall, source: &str, tag: &str) -> Operation {
-        let mut op = self.operation(call, Direction::Recv);
+    fn recv(&self, call: &DecodedCall, at: CallAt, source: &str, tag: &str) -> Operation {
+        let mut op = self.operation(call, at, Direction::Recv);
         op.peer = peer(call.args.get(source));
         op.tag = call.args.get(tag).and_then(Json::as_i64);
         op
     }
 
     /// Adds a posted operation, completed at `completion` if blocking.
-    fn post(&mut self, mut op: Operation, completion: Option<u64>) -> usize {
-        op.completion = completion;
-        self.operations.push(op);
-        self.operations.len() - 1
+    fn post(&mut self, mut op: Operation, completion: Option<(u64, CallAt)>) -> usize {
+        op.completion = completion.map(|c| c.0);
+        op.completion_at = completion.map(|c| c.1);
+        self.events.push(RankEvent::Post(op));
+        self.operations += 1;
+        self.operations - 1
+    }
+
+    /// What `active` stands for will not complete where a trace shows it.
+    fn abandon(&mut self, active: Vec<Pending>) {
+        for pending in active {
+            match pending {
+                Pending::Operation(i, false) => self.events.push(RankEvent::Abandon(i)),
+                Pending::Collective(i, false) => self.events.push(RankEvent::CollectiveAbandon(i)),
+                _ => {}
+            }
+        }
     }
 
     /// A new request now stands for `active`.
     fn start_request(&mut self, request: Option<&Json>, active: Vec<Pending>) {
-        let Some(name) = name(request) else { return };
+        let Some(name) = name(request) else {
+            self.abandon(active);
+            return;
+        };
         // A live name again means its last completion was not traced (or
         // not understood): that operation's completion stays unknown.
-        self.requests.insert(
+        let old = self.requests.insert(
             name.to_owned(),
             Request {
                 active,
                 persistent: None,
             },
         );
+        if let Some(old) = old {
+            self.abandon(old.active);
+        }
     }
 
     fn persistent_request(&mut self, request: Option<&Json>, op: Persistent) {
         let Some(name) = name(request) else { return };
-        self.requests.insert(
+        let old = self.requests.insert(
             name.to_owned(),
             Request {
                 active: Vec::new(),
                 persistent: Some(op),
             },
         );
+        if let Some(old) = old {
+            self.abandon(old.active);
+        }
     }
 
     /// MPI_Start: a persistent request posts its operation again.
-    fn start(&mut self, request: Option<&Json>, call: &DecodedCall) {
+    fn start(&mut self, request: Option<&Json>, call: &DecodedCall, at: CallAt) {
         let Some(r) = name(request).and_then(|n| self.requests.get(n)) else {
             return;
         };
@@ -318,45 +417,59 @@ impl OperationLog {
                 let op = Operation {
                     func: call.func,
                     post: call.seq,
-                    ..template.clone()
+                    post_at: at,
+                    ..(**template).clone()
                 };
-                Pending::Operation(self.post(op, None))
+                Pending::Operation(self.post(op, None), false)
             }
-            Some(Persistent::Collective(init, kind)) => {
-                let (init, kind) = (*init, *kind);
+            Some(Persistent::Collective(init_call, init, kind)) => {
                 let started = CollectiveCall {
                     func: call.func,
-                    kind,
+                    kind: *kind,
                     post: call.seq,
                     completion: None,
-                    context: Context::Persistent { init },
-                    ..self.collectives[init].clone()
+                    context: Context::Persistent { init: *init },
+                    post_at: at,
+                    completion_at: None,
+                    ..(**init_call).clone()
                 };
-                self.collectives.push(started);
-                Pending::Collective(self.collectives.len() - 1)
+                self.events.push(RankEvent::Collective(started));
+                self.collectives += 1;
+                Pending::Collective(self.collectives - 1, false)
             }
             None => return,
         };
-        if let Some(r) = name(request).and_then(|n| self.requests.get_mut(n)) {
-            r.active = vec![pending];
-        }
+        let Some(r) = name(request).and_then(|n| self.requests.get_mut(n)) else {
+            return;
+        };
+        let old = std::mem::replace(&mut r.active, vec![pending]);
+        self.abandon(old);
     }
 
     /// MPI_Mprobe (or a successful MPI_Improbe): the message is matched
     /// here; its receive completes at MPI_Mrecv or MPI_Imrecv's request.
-    fn take_message(&mut self, call: &DecodedCall) {
+    fn take_message(&mut self, call: &DecodedCall, at: CallAt) {
         let Some(message) = name(call.args.get("message")) else {
             return; // MPI_MESSAGE_NO_PROC: a probe of MPI_PROC_NULL
         };
-        let mut op = self.recv(call, "source", "tag");
+        let mut op = self.recv(call, at, "source", "tag");
         op.status = envelope(call.args.get("status"));
         let i = self.post(op, None);
-        self.messages.insert(message.to_owned(), i);
+        if let Some(old) = self.messages.insert(message.to_owned(), i) {
+            self.events.push(RankEvent::Abandon(old));
+        }
     }
 
     /// The operations of `request` completed at call `seq` with `status`;
     /// `free`: the request is deallocated (or made inactive) by the call.
-    fn complete(&mut self, request: Option<&Json>, seq: u64, status: Option<&Json>, free: bool) {
+    fn complete(
+        &mut self,
+        request: Option<&Json>,
+        seq: u64,
+        at: CallAt,
+        status: Option<&Json>,
+        free: bool,
+    ) {
         let Some(name) = name(request) else { return };
         let Some(r) = self.requests.get_mut(name) else {
             return; // not a point-to-point request
@@ -364,52 +477,51 @@ impl OperationLog {
         let active = if free {
             std::mem::take(&mut r.active)
         } else {
-            r.active.clone()
+            // Seen complete now: a later completion of the same is no news.
+            let active = r.active.clone();
+            for p in &mut r.active {
+                *p = match *p {
+                    Pending::Operation(i, _) => Pending::Operation(i, true),
+                    Pending::Collective(i, _) => Pending::Collective(i, true),
+                };
+            }
+            active
         };
         if free && r.persistent.is_none() {
             self.requests.remove(name);
         }
-        for pending in active {
+        for pending in active.into_iter().filter(|p| !p.done()) {
             match pending {
-                Pending::Operation(i) => self.complete_operation(i, seq, status),
-                Pending::Collective(i) => {
-                    let c = &mut self.collectives[i];
-                    c.completion = c.completion.or(Some(seq));
+                Pending::Operation(i, _) => self.complete_operation(i, seq, at, status),
+                Pending::Collective(call, _) => {
+                    self.events
+                        .push(RankEvent::CollectiveComplete { call, seq, at })
                 }
             }
         }
     }
 
-    fn complete_operation(&mut self, i: usize, seq: u64, status: Option<&Json>) {
-        let op = &mut self.operations[i];
-        if op.completion.is_some() {
-            return; // seen complete earlier (MPI_Request_get_status)
-        }
-        op.completion = Some(seq);
-        if op.direction == Direction::Recv {
-            if let Some(envelope) = envelope(status) {
-                op.cancelled = envelope.cancelled;
-                // A matched probe's status already named the message.
-                op.status = Some(Envelope {
-                    bytes: envelope.bytes.or(op.status.as_ref().and_then(|s| s.bytes)),
-                    ..envelope
-                });
-            }
-        }
+    fn complete_operation(&mut self, op: usize, seq: u64, at: CallAt, status: Option<&Json>) {
+        self.events.push(RankEvent::Complete {
+            op,
+            seq,
+            at,
+            status: envelope(status),
+        });
     }
 
     /// MPI_Waitall, or MPI_Testall that returned true: status `i` belongs
     /// to request `i`.
-    fn complete_all(&mut self, call: &DecodedCall) {
+    fn complete_all(&mut self, call: &DecodedCall, at: CallAt) {
         let a = &call.args;
         let statuses = items(a.get("array_of_statuses"));
         for (i, request) in items(a.get("array_of_requests")).iter().enumerate() {
-            self.complete(Some(request), call.seq, statuses.get(i), true);
+            self.complete(Some(request), call.seq, at, statuses.get(i), true);
         }
     }
 
     /// MPI_Waitany, or MPI_Testany that returned true: request `index`.
-    fn complete_any(&mut self, call: &DecodedCall) {
+    fn complete_any(&mut self, call: &DecodedCall, at: CallAt) {
         let a = &call.args;
         let Some(index) = a.get("index").and_then(Json::as_i64) else {
             return;
@@ -419,12 +531,12 @@ impl OperationLog {
         }
         let requests = items(a.get("array_of_requests"));
         if let Some(request) = usize::try_from(index).ok().and_then(|i| requests.get(i)) {
-            self.complete(Some(request), call.seq, a.get("status"), true);
+            self.complete(Some(request), call.seq, at, a.get("status"), true);
         }
     }
 
     /// MPI_Waitsome/MPI_Testsome: status `k` belongs to request `indices[k]`.
-    fn complete_some(&mut self, call: &DecodedCall) {
+    fn complete_some(&mut self, call: &DecodedCall, at: CallAt) {
         let a = &call.args;
         let requests = items(a.get("array_of_requests"));
         let statuses = items(a.get("array_of_statuses"));
@@ -434,7 +546,7 @@ impl OperationLog {
                 .and_then(|i| usize::try_from(i).ok())
                 .and_then(|i| requests.get(i));
             if let Some(request) = request {
-                self.complete(Some(request), call.seq, statuses.get(k), true);
+                self.complete(Some(request), call.seq, at, statuses.get(k), true);
             }
         }
     }
@@ -442,10 +554,61 @@ impl OperationLog {
     /// MPI_Request_free: an active operation completes at a time no call
     /// shows; its completion stays unknown.
     fn free(&mut self, request: Option<&Json>) {
-        if let Some(name) = name(request) {
-            self.requests.remove(name);
+        if let Some(r) = name(request).and_then(|name| self.requests.remove(name)) {
+            self.abandon(r.active);
         }
     }
+}
+
+/// The point-to-point functions [`OperationLog::record`] reads (without
+/// a large-count `_c` suffix).
+const POINT_TO_POINT: &[&str] = &[
+    "MPI_Send",
+    "MPI_Bsend",
+    "MPI_Ssend",
+    "MPI_Rsend",
+    "MPI_Isend",
+    "MPI_Ibsend",
+    "MPI_Issend",
+    "MPI_Irsend",
+    "MPI_Recv",
+    "MPI_Irecv",
+    "MPI_Sendrecv",
+    "MPI_Sendrecv_replace",
+    "MPI_Isendrecv",
+    "MPI_Isendrecv_replace",
+    "MPI_Send_init",
+    "MPI_Bsend_init",
+    "MPI_Ssend_init",
+    "MPI_Rsend_init",
+    "MPI_Recv_init",
+    "MPI_Start",
+    "MPI_Startall",
+    "MPI_Mprobe",
+    "MPI_Improbe",
+    "MPI_Mrecv",
+    "MPI_Imrecv",
+    "MPI_Wait",
+    "MPI_Test",
+    "MPI_Request_get_status",
+    "MPI_Waitall",
+    "MPI_Testall",
+    "MPI_Waitany",
+    "MPI_Testany",
+    "MPI_Waitsome",
+    "MPI_Testsome",
+    "MPI_Request_free",
+];
+
+/// Whether [`OperationLog::record`] reads anything from calls of `func`:
+/// the calls of other functions need not be decoded.
+pub(crate) fn handles(func: &str) -> bool {
+    let func = func.strip_suffix("_c").unwrap_or(func);
+    POINT_TO_POINT.contains(&func)
+        || collectives::classify(func).is_some()
+        || func.starts_with("MPI_Win_")
+        || func.starts_with("MPI_Group_")
+        || matches!(func, "MPI_Comm_group" | "MPI_Comm_remote_group")
 }
 
 /// The count and datatype argument names of a send half.
@@ -485,7 +648,7 @@ fn peer(v: Option<&Json>) -> Peer {
 }
 
 /// What a receive's recorded status says, if it was recorded.
-fn envelope(status: Option<&Json>) -> Option<Envelope> {
+pub(super) fn envelope(status: Option<&Json>) -> Option<Envelope> {
     let s = status?.as_object()?;
     Some(Envelope {
         source: peer(s.get("MPI_SOURCE")),

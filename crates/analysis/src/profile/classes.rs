@@ -40,51 +40,90 @@ pub struct RankClasses {
 
 /// Classifies the segments of one rank whose calls ran at `spans`.
 pub fn classify_rank(segs: &RankSegments, spans: &[Span], within: &dyn Similarity) -> RankClasses {
-    let n = segs.contexts.len();
-    let mut out = RankClasses {
-        classes: Vec::new(),
-        sequences: vec![Vec::new(); n],
-        unmatched: vec![0; n],
-    };
-    // Class indices of each context.
-    let mut of_context: Vec<Vec<u32>> = vec![Vec::new(); n];
+    let mut classifier = Classifier::new(within);
+    let mut sequences: Vec<Vec<u32>> = vec![Vec::new(); segs.contexts.len()];
     let mut times = Vec::new();
     for seg in &segs.segments {
         if !measure(spans, seg.first, seg.calls, &mut times) {
             continue; // calls without times (a killed rank's last ones)
         }
-        let v = within.transform(&times);
-        let ctx = seg.context as usize;
-        let found = of_context[ctx]
+        let class = classifier.classify(seg.context, &times);
+        sequences[seg.context as usize].push(class);
+    }
+    let mut out = classifier.finish(segs.contexts.len());
+    out.sequences = sequences;
+    out
+}
+
+/// Classifies one rank's executions one at a time, in order.
+pub struct Classifier<'s> {
+    within: &'s dyn Similarity,
+    classes: Vec<RankClass>,
+    unmatched: Vec<u64>,
+    /// Class indices of each context.
+    of_context: Vec<Vec<u32>>,
+}
+
+impl<'s> Classifier<'s> {
+    pub fn new(within: &'s dyn Similarity) -> Classifier<'s> {
+        Classifier {
+            within,
+            classes: Vec::new(),
+            unmatched: Vec::new(),
+            of_context: Vec::new(),
+        }
+    }
+
+    /// The class of an execution of rank-local context `context` whose
+    /// measurement vector is `times`.
+    pub fn classify(&mut self, context: u32, times: &[f64]) -> u32 {
+        let within = self.within;
+        let ctx = context as usize;
+        if self.of_context.len() <= ctx {
+            self.of_context.resize(ctx + 1, Vec::new());
+            self.unmatched.resize(ctx + 1, 0);
+        }
+        let v = within.transform(times);
+        let found = self.of_context[ctx]
             .iter()
             .copied()
-            .find(|&c| within.similar(&out.classes[c as usize].leader, &v));
+            .find(|&c| within.similar(&self.classes[c as usize].leader, &v));
         let class = match found {
             Some(c) => c,
-            None if of_context[ctx].len() < MAX_CLASSES => {
-                let c = out.classes.len() as u32;
-                out.classes.push(RankClass {
-                    context: seg.context,
+            None if self.of_context[ctx].len() < MAX_CLASSES => {
+                let c = self.classes.len() as u32;
+                self.classes.push(RankClass {
+                    context,
                     leader: v,
                     sum: vec![0.0; times.len()],
                     executions: 0,
                 });
-                of_context[ctx].push(c);
+                self.of_context[ctx].push(c);
                 c
             }
             None => {
-                out.unmatched[ctx] += 1;
-                nearest(&of_context[ctx], &out.classes, &v, within)
+                self.unmatched[ctx] += 1;
+                nearest(&self.of_context[ctx], &self.classes, &v, within)
             }
         };
-        let c = &mut out.classes[class as usize];
+        let c = &mut self.classes[class as usize];
         c.executions += 1;
-        for (s, t) in c.sum.iter_mut().zip(&times) {
+        for (s, t) in c.sum.iter_mut().zip(times) {
             *s += t;
         }
-        out.sequences[ctx].push(class);
+        class
     }
-    out
+
+    /// The rank's classes, for `contexts` contexts (no sequences: the
+    /// caller kept them).
+    pub fn finish(mut self, contexts: usize) -> RankClasses {
+        self.unmatched.resize(contexts.max(self.unmatched.len()), 0);
+        RankClasses {
+            classes: self.classes,
+            sequences: Vec::new(),
+            unmatched: self.unmatched,
+        }
+    }
 }
 
 /// The class whose leader is closest to `v`, relative to its limit.
@@ -106,18 +145,36 @@ fn nearest(candidates: &[u32], classes: &[RankClass], v: &[f64], op: &dyn Simila
 /// `first`: `[0, start0, end0, start1, ..., end]` in seconds from the end
 /// of the call before (or the first call's start). False if any lacks times.
 pub fn measure(spans: &[Span], first: u64, calls: u64, out: &mut Vec<f64>) -> bool {
-    let (Ok(first), Ok(calls)) = (usize::try_from(first), usize::try_from(calls)) else {
+    measure_from(spans, 0, first, calls, out)
+}
+
+/// [`measure`] with `spans` the times of calls `base..`.
+pub(super) fn measure_from(
+    spans: &[Span],
+    base: u64,
+    first: u64,
+    calls: u64,
+    out: &mut Vec<f64>,
+) -> bool {
+    let Some(at) = first
+        .checked_sub(base)
+        .and_then(|a| usize::try_from(a).ok())
+    else {
         return false;
     };
-    let Some(these) = spans.get(first..first.saturating_add(calls)) else {
+    let Ok(calls) = usize::try_from(calls) else {
+        return false;
+    };
+    let Some(these) = spans.get(at..at.saturating_add(calls)) else {
         return false;
     };
     let Some(head) = these.first() else {
         return false;
     };
-    let origin = match first.checked_sub(1) {
-        Some(before) => spans[before].end_ns,
-        None => head.start_ns,
+    let origin = match (first, at.checked_sub(1)) {
+        (0, _) => head.start_ns,
+        (_, Some(before)) => spans[before].end_ns,
+        (_, None) => return false, // the call before is not held
     };
     let s = |ns: i64| (ns - origin) as f64 / 1e9;
     out.clear();
@@ -176,25 +233,69 @@ pub fn merge_ranks(
     ranks: &[(u32, &RankSegments, &RankClasses)],
     across: &dyn Similarity,
 ) -> Merged {
-    struct Building {
-        path: ContextPath,
-        /// Leaders of the global classes.
-        leaders: Vec<Vec<f64>>,
-        sums: Vec<Vec<f64>>,
-        executions: Vec<u64>,
-        ranks: Vec<Vec<u32>>,
-        unmatched: u64,
-    }
-    let mut index: FxHashMap<&ContextPath, u32> = FxHashMap::default();
-    let mut building: Vec<Building> = Vec::new();
+    let mut merge = Merge::new(across);
     let mut sequences = Vec::with_capacity(ranks.len());
     for &(rank, segs, classes) in ranks {
-        // Global context of each local one, global class of each local one.
-        let contexts: Vec<u32> = segs
-            .contexts
+        let map = merge.add(rank, &segs.contexts, classes);
+        let mut seq: Vec<(u32, Vec<u32>)> = classes
+            .sequences
+            .iter()
+            .enumerate()
+            .map(|(local, s)| {
+                let ids = s.iter().map(|&c| map.classes[c as usize]).collect();
+                (map.contexts[local], ids)
+            })
+            .collect();
+        seq.sort_by_key(|(c, _)| *c);
+        sequences.push(seq);
+    }
+    Merged {
+        contexts: merge.finish(),
+        sequences,
+    }
+}
+
+/// A rank's contexts and classes in the merged ones.
+pub struct RankMap {
+    /// The global context of each local one.
+    pub contexts: Vec<u32>,
+    /// The global class (within its context) of each local class.
+    pub classes: Vec<u32>,
+}
+
+struct Building {
+    path: ContextPath,
+    /// Leaders of the global classes.
+    leaders: Vec<Vec<f64>>,
+    sums: Vec<Vec<f64>>,
+    executions: Vec<u64>,
+    ranks: Vec<Vec<u32>>,
+    unmatched: u64,
+}
+
+/// Merges ranks' classes one rank at a time, in rank order.
+pub struct Merge<'s> {
+    across: &'s dyn Similarity,
+    index: FxHashMap<ContextPath, u32>,
+    building: Vec<Building>,
+}
+
+impl<'s> Merge<'s> {
+    pub fn new(across: &'s dyn Similarity) -> Merge<'s> {
+        Merge {
+            across,
+            index: FxHashMap::default(),
+            building: Vec::new(),
+        }
+    }
+
+    /// Adds the classes of `rank`, whose contexts are `contexts`.
+    pub fn add(&mut self, rank: u32, contexts: &[ContextPath], classes: &RankClasses) -> RankMap {
+        let building = &mut self.building;
+        let contexts: Vec<u32> = contexts
             .iter()
             .map(|path| {
-                *index.entry(path).or_insert_with(|| {
+                *self.index.entry(path.clone()).or_insert_with(|| {
                     building.push(Building {
                         path: path.clone(),
                         leaders: Vec::new(),
@@ -208,7 +309,9 @@ pub fn merge_ranks(
             })
             .collect();
         for (local, &n) in classes.unmatched.iter().enumerate() {
-            building[contexts[local] as usize].unmatched += n;
+            if let Some(&g) = contexts.get(local) {
+                building[g as usize].unmatched += n;
+            }
         }
         let mut global_class = Vec::with_capacity(classes.classes.len());
         for class in &classes.classes {
@@ -216,7 +319,7 @@ pub fn merge_ranks(
             let found = b
                 .leaders
                 .iter()
-                .position(|leader| across.similar(leader, &class.leader));
+                .position(|leader| self.across.similar(leader, &class.leader));
             let g = match found {
                 Some(g) => g,
                 None => {
@@ -236,52 +339,45 @@ pub fn merge_ranks(
             }
             global_class.push(g as u32);
         }
-        let mut seq: Vec<(u32, Vec<u32>)> = classes
-            .sequences
-            .iter()
-            .enumerate()
-            .map(|(local, s)| {
-                let ids = s.iter().map(|&c| global_class[c as usize]).collect();
-                (contexts[local], ids)
-            })
-            .collect();
-        seq.sort_by_key(|(c, _)| *c);
-        sequences.push(seq);
+        RankMap {
+            contexts,
+            classes: global_class,
+        }
     }
-    let contexts = building
-        .into_iter()
-        .map(|b| {
-            let executions: u64 = b.executions.iter().sum();
-            let mut total_s = 0.0;
-            let mut classes: Vec<BehaviourClass> = (0..b.leaders.len())
-                .map(|g| {
-                    let n = b.executions[g];
-                    total_s += b.sums[g].last().copied().unwrap_or(0.0);
-                    BehaviourClass {
-                        executions: n,
-                        share: if executions > 0 {
-                            n as f64 / executions as f64
-                        } else {
-                            0.0
-                        },
-                        mean_times_s: b.sums[g].iter().map(|s| s / n.max(1) as f64).collect(),
-                        ranks: b.ranks[g].clone(),
-                    }
-                })
-                .collect();
-            classes.sort_by_key(|c| std::cmp::Reverse(c.executions));
-            ContextClasses {
-                path: b.path,
-                executions,
-                total_s,
-                classes,
-                unmatched: b.unmatched,
-            }
-        })
-        .collect();
-    Merged {
-        contexts,
-        sequences,
+
+    /// The behaviour classes of every context.
+    pub fn finish(self) -> Vec<ContextClasses> {
+        self.building
+            .into_iter()
+            .map(|b| {
+                let executions: u64 = b.executions.iter().sum();
+                let mut total_s = 0.0;
+                let mut classes: Vec<BehaviourClass> = (0..b.leaders.len())
+                    .map(|g| {
+                        let n = b.executions[g];
+                        total_s += b.sums[g].last().copied().unwrap_or(0.0);
+                        BehaviourClass {
+                            executions: n,
+                            share: if executions > 0 {
+                                n as f64 / executions as f64
+                            } else {
+                                0.0
+                            },
+                            mean_times_s: b.sums[g].iter().map(|s| s / n.max(1) as f64).collect(),
+                            ranks: b.ranks[g].clone(),
+                        }
+                    })
+                    .collect();
+                classes.sort_by_key(|c| std::cmp::Reverse(c.executions));
+                ContextClasses {
+                    path: b.path,
+                    executions,
+                    total_s,
+                    classes,
+                    unmatched: b.unmatched,
+                }
+            })
+            .collect()
     }
 }
 

@@ -20,19 +20,21 @@ pub mod report;
 pub mod segments;
 pub mod similarity;
 pub use crate::sites;
+mod stream;
 pub mod waits;
 
-use crate::matching::{RankOperations, match_ranks, rank_operations};
-use crate::members::Members;
-use crate::timeline::{self, Source, Span, TimelineError};
-use classes::{ContextClasses, RankClasses, classify_rank, merge_ranks, rank_groups};
+use crate::critical_path::CallSites;
+use crate::replay::ReplayError;
+use crate::timeline::{Source, Span, TimelineError};
+use classes::{ContextClasses, Merge};
+use mpigram_mpispec::{FUNCS, decode_signature};
 use mpigram_trace::Trace;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
-use segments::{RankSegments, rank_segments};
 use similarity::Method;
 use sites::{CallSite, Sites};
-use waits::{CallInfo, LateArrival, WaitKind, WaitState};
+pub use waits::WaitStates;
+use waits::{WaitKind, WaitState};
 
 /// How to profile.
 #[derive(Clone, Debug)]
@@ -69,7 +71,22 @@ pub enum ProfileError {
     Decode(#[from] crate::decode::DecodeError),
     #[error("the trace has no ranks")]
     Empty,
+    #[error("cannot keep the profile's records in a temporary file: {0}")]
+    Spill(#[from] std::io::Error),
 }
+
+impl From<ReplayError> for ProfileError {
+    fn from(e: ReplayError) -> ProfileError {
+        match e {
+            ReplayError::Timeline(e) => ProfileError::Timeline(e),
+            ReplayError::Decode(e) => ProfileError::Decode(e),
+            ReplayError::Spill(e) => ProfileError::Spill(e),
+        }
+    }
+}
+
+/// A late arrival's call site, rank and function.
+type LateKey = (Option<CallSite>, u32, &'static str);
 
 /// Wait states of one kind at one call site on one rank, summed.
 #[derive(Clone, Debug, PartialEq)]
@@ -116,24 +133,16 @@ pub struct Profile {
     /// Function names of each context's calls (the first ones).
     pub context_funcs: Vec<Vec<&'static str>>,
     pub rank_groups: Vec<Vec<u32>>,
-    pub wait_states: Vec<WaitState>,
+    /// By rank, call and kind.
+    pub wait_states: WaitStates,
     pub wait_totals: Vec<WaitTotal>,
     pub late_totals: Vec<LateTotal>,
     /// Point-to-point operations that matched nothing.
     pub unmatched: usize,
 }
 
-/// What one rank contributes.
-struct RankWork {
-    rank: u32,
-    spans: Vec<Span>,
-    operations: RankOperations,
-    segments: RankSegments,
-    classes: RankClasses,
-    bound_s: f64,
-}
-
-/// Profiles `trace`.
+/// Profiles `trace`, in memory that does not grow with its calls (but
+/// with its longest loop iteration, whose times a class compares whole).
 pub fn profile(trace: &Trace, options: &Options) -> Result<Profile, ProfileError> {
     if trace.ranks.is_empty() {
         return Err(ProfileError::Empty);
@@ -141,67 +150,56 @@ pub fn profile(trace: &Trace, options: &Options) -> Result<Profile, ProfileError
     let run_start = trace.run_start_ns();
     let within = options.method.with_threshold(options.within);
     let across = options.method.with_threshold(options.across);
-    let mut work: Vec<RankWork> = trace
+    let mut work: Vec<stream::RankWork> = trace
         .ranks
         .par_iter()
-        .map(|part| -> Result<RankWork, ProfileError> {
-            let spans = timeline::rank_times(trace, part, options.source, run_start)?;
-            let operations = rank_operations(trace, part)?;
-            let segments = rank_segments(&trace.grammar, part.meta.rank);
-            let classes = classify_rank(&segments, &spans, within.as_ref());
-            let bound_s = timing_bound(part, options.source, &spans);
-            Ok(RankWork {
-                rank: part.meta.rank,
-                spans,
-                operations,
-                segments,
-                classes,
-                bound_s,
-            })
-        })
+        .map(|part| stream::rank_work(trace, part, options.source, run_start, within.as_ref()))
         .collect::<Result<_, _>>()?;
     work.sort_by_key(|w| w.rank);
 
-    let input: Vec<_> = work
+    let mut merge = Merge::new(across.as_ref());
+    let maps: Vec<classes::RankMap> = work
         .iter()
-        .map(|w| (w.rank, &w.segments, &w.classes))
+        .map(|w| merge.add(w.rank, &w.contexts, &w.classes))
         .collect();
-    let merged = merge_ranks(&input, across.as_ref());
+    let contexts = merge.finish();
     let ranks: Vec<u32> = work.iter().map(|w| w.rank).collect();
-    let groups = rank_groups(&ranks, &merged.sequences);
-    let context_funcs = merged
-        .contexts
+    // Ranks whose iterations fall into the same classes, in the same order.
+    let mut groups: FxHashMap<stream::Behaviour, Vec<u32>> = FxHashMap::default();
+    for (w, map) in work.iter().zip(&maps) {
+        groups.entry(w.behaviour(map)?).or_default().push(w.rank);
+    }
+    let mut rank_groups: Vec<Vec<u32>> = groups.into_values().collect();
+    rank_groups.sort();
+    let context_funcs = contexts
         .iter()
         .map(|c| context_funcs(trace, c.path.last().copied()))
         .collect();
-
     let timing_bound_s = work.iter().map(|w| (w.rank, w.bound_s)).collect();
     let (first, last) = work
         .iter()
-        .flat_map(|w| w.spans.first().zip(w.spans.last()))
-        .fold((i64::MAX, i64::MIN), |(a, b), (f, l)| {
-            (a.min(f.start_ns), b.max(l.end_ns))
-        });
+        .flat_map(|w| w.first_ns.zip(w.last_ns))
+        .fold((i64::MAX, i64::MIN), |(a, b), (f, l)| (a.min(f), b.max(l)));
     let run_s = if last > first {
         (last - first) as f64 * 1e-9
     } else {
         0.0
     };
-    let calls = work.iter().map(|w| w.spans.len() as u64).sum();
-    let mut spans: FxHashMap<u32, Vec<Span>> = FxHashMap::default();
-    let mut logs = Vec::with_capacity(work.len());
-    for w in work {
-        spans.insert(w.rank, w.spans);
-        logs.push((w.rank, w.operations));
-    }
+    let calls = work.iter().map(|w| w.calls).sum();
 
-    let matching = match_ranks(logs, &Members::of(trace));
     let sites = Sites::new(&trace.grammar);
-    let info = CallInfo::new(trace, &sites, &spans);
-    let (mut wait_states, late) = waits::collective_waits(&matching.collectives.instances, &info);
-    wait_states.extend(waits::point_to_point_waits(&matching, &info));
-    wait_states.extend(waits::one_sided_waits(&matching.one_sided, &info));
-    wait_states.sort_by_key(|w| (w.rank, w.seq, w.kind));
+    let funcs: Vec<&'static str> = trace
+        .signatures
+        .iter()
+        .map(|s| {
+            decode_signature(s)
+                .ok()
+                .and_then(|sig| FUNCS.get(sig.func as usize).map(|f| f.name))
+                .unwrap_or("?")
+        })
+        .collect();
+    let call_sites = CallSites::new(&sites, &funcs);
+    let waits = stream::waits(trace, &sites, &call_sites, options.source, run_start)?;
 
     let uses: FxHashMap<u32, Vec<u64>> = ranks
         .iter()
@@ -211,21 +209,21 @@ pub fn profile(trace: &Trace, options: &Options) -> Result<Profile, ProfileError
         site.zip(uses.get(&rank))
             .map_or(0, |(s, u)| sites.executions(u, s))
     };
-    let wait_totals = wait_totals(&wait_states, &executions);
-    let late_totals = late_totals(&late, &executions);
+    let wait_totals = wait_totals(waits.states.iter(), &executions);
+    let late_totals = late_totals(waits.late, &executions);
     Ok(Profile {
         options: options.clone(),
         ranks,
         calls,
         run_s,
         timing_bound_s,
-        contexts: merged.contexts,
+        contexts,
         context_funcs,
-        rank_groups: groups,
-        wait_states,
+        rank_groups,
+        wait_states: waits.states,
         wait_totals,
         late_totals,
-        unmatched: matching.unmatched.len(),
+        unmatched: waits.unmatched,
     })
 }
 
@@ -234,34 +232,57 @@ pub fn profile(trace: &Trace, options: &Options) -> Result<Profile, ProfileError
 /// end runs short of the true one by e_k <= (1 - 1/b) (g_k + e_(k-1)),
 /// g_k the true time from the previous call's end (see
 /// `mpigram_trace::timing`); true gaps are at most b times the decoded
-/// ones. 0 for exact times.
-fn timing_bound(part: &mpigram_trace::RankPart, source: Source, spans: &[Span]) -> f64 {
-    let timing = &part.meta.timing;
-    let lossy = match source {
-        Source::Lossless => false,
-        Source::Lossy => true,
-        Source::Best => !timing.lossless,
-    };
-    let Some(bases) = timing.lossy.as_ref().filter(|_| lossy) else {
-        return 0.0;
-    };
-    let base = bases
-        .by_func
-        .iter()
-        .map(|(_, b)| *b)
-        .fold(bases.default, f64::max);
-    let shrink = 1.0 - 1.0 / base;
-    let Some(first) = spans.first() else {
-        return 0.0;
-    };
-    let mut error = shrink * base * (first.end_ns - first.start_ns) as f64;
-    let mut bound: f64 = 0.0;
-    for w in spans.windows(2) {
-        // Start errors are at most the previous end's plus the interval's.
-        error = shrink * (base * (w[1].end_ns - w[0].end_ns) as f64 + error);
-        bound = bound.max(error);
+/// ones. 0 for exact times. Fed one span at a time.
+struct TimingBound {
+    /// (base, 1 − 1/base) of the rank's lossy times; None for exact times.
+    lossy: Option<(f64, f64)>,
+    last: Option<Span>,
+    error: f64,
+    bound: f64,
+}
+
+impl TimingBound {
+    fn new(part: &mpigram_trace::RankPart, source: Source) -> TimingBound {
+        let timing = &part.meta.timing;
+        let lossy = match source {
+            Source::Lossless => false,
+            Source::Lossy => true,
+            Source::Best => !timing.lossless,
+        };
+        let lossy = timing.lossy.as_ref().filter(|_| lossy).map(|bases| {
+            let base = bases
+                .by_func
+                .iter()
+                .map(|(_, b)| *b)
+                .fold(bases.default, f64::max);
+            (base, 1.0 - 1.0 / base)
+        });
+        TimingBound {
+            lossy,
+            last: None,
+            error: 0.0,
+            bound: 0.0,
+        }
     }
-    bound * 1e-9
+
+    fn add(&mut self, span: Span) {
+        let Some((base, shrink)) = self.lossy else {
+            return;
+        };
+        match self.last {
+            None => self.error = shrink * base * (span.end_ns - span.start_ns) as f64,
+            Some(last) => {
+                // Start errors are at most the previous end's plus the interval's.
+                self.error = shrink * (base * (span.end_ns - last.end_ns) as f64 + self.error);
+                self.bound = self.bound.max(self.error);
+            }
+        }
+        self.last = Some(span);
+    }
+
+    fn seconds(&self) -> f64 {
+        self.bound * 1e-9
+    }
 }
 
 /// The functions of the calls a context's symbol expands to (at most 8).
@@ -285,7 +306,7 @@ fn context_funcs(trace: &Trace, symbol: Option<mpigram_grammar::Symbol>) -> Vec<
 }
 
 fn wait_totals(
-    waits: &[WaitState],
+    waits: impl Iterator<Item = WaitState>,
     executions: &dyn Fn(u32, Option<CallSite>) -> u64,
 ) -> Vec<WaitTotal> {
     // (kind, site, rank) -> total, and seconds waited for each peer.
@@ -332,29 +353,18 @@ fn wait_totals(
 }
 
 fn late_totals(
-    late: &[LateArrival],
+    late: FxHashMap<LateKey, (u64, f64)>,
     executions: &dyn Fn(u32, Option<CallSite>) -> u64,
 ) -> Vec<LateTotal> {
-    let mut by: FxHashMap<(Option<CallSite>, u32, &'static str), LateTotal> = FxHashMap::default();
-    for l in late {
-        let t = by
-            .entry((l.site, l.rank, l.func))
-            .or_insert_with(|| LateTotal {
-                rank: l.rank,
-                func: l.func,
-                site: l.site,
-                count: 0,
-                executions: executions(l.rank, l.site),
-                cost_s: 0.0,
-            });
-        t.count += 1;
-        t.cost_s += l.cost_s;
-    }
-    let mut out: Vec<LateTotal> = by
-        .into_values()
-        .map(|mut t| {
-            t.executions = t.executions.max(t.count);
-            t
+    let mut out: Vec<LateTotal> = late
+        .into_iter()
+        .map(|((site, rank, func), (count, cost_s))| LateTotal {
+            rank,
+            func,
+            site,
+            count,
+            executions: executions(rank, site).max(count),
+            cost_s,
         })
         .collect();
     out.sort_by(|a, b| {

@@ -40,61 +40,60 @@ pub struct RankSegments {
 
 /// The segments of `stream` in `grammar` (empty if it has no such stream).
 pub fn rank_segments(grammar: &Grammar, stream: u32) -> RankSegments {
-    let Some(start) = grammar.start(stream) else {
-        return RankSegments::default();
-    };
-    let uses = grammar.rule_uses(start);
-    let mut walk = Walk {
-        grammar,
-        uses: &uses,
-        pos: 0,
-        path: Vec::new(),
-        ids: FxHashMap::default(),
-        out: RankSegments::default(),
-    };
-    walk.rule(start);
-    walk.out
+    let mut walk = SegmentWalk::new(grammar, stream);
+    let segments = walk.by_ref().collect();
+    RankSegments {
+        contexts: walk.contexts,
+        segments,
+    }
 }
 
-struct Walk<'g> {
+/// The segments of one stream, found as they are asked for, in the order
+/// they begin: memory grows with the grammar's depth and its contexts,
+/// not with the segments.
+pub struct SegmentWalk<'g> {
     grammar: &'g Grammar,
-    uses: &'g [u64],
+    uses: Vec<u64>,
     /// Calls expanded so far.
     pos: u64,
+    /// The rules being walked: rule, next run, repetitions of the run in
+    /// progress left, and whether that run is a segment.
+    stack: Vec<Frame>,
     /// The enclosing segments' symbols.
     path: ContextPath,
     ids: FxHashMap<ContextPath, u32>,
-    out: RankSegments,
+    /// The stream's contexts, in order of first appearance.
+    pub contexts: Vec<ContextPath>,
 }
 
-impl Walk<'_> {
-    fn rule(&mut self, rule: RuleId) {
-        for run in self.grammar.rule(rule) {
-            let repeated = run.count >= 2
-                || matches!(run.symbol, Symbol::Rule(r) if self.uses[r as usize] >= 2);
-            if !repeated {
-                self.symbol(run.symbol);
-                continue;
-            }
-            self.path.push(run.symbol);
-            let context = self.context();
-            let len = self.grammar.symbol_len(run.symbol);
-            for _ in 0..run.count {
-                self.out.segments.push(Segment {
-                    context,
-                    first: self.pos,
-                    calls: len,
-                });
-                self.symbol(run.symbol);
-            }
-            self.path.pop();
-        }
-    }
+struct Frame {
+    rule: RuleId,
+    next: usize,
+    /// The run being expanded: repetitions left after this one, its
+    /// context if repeated.
+    left: u64,
+    context: Option<u32>,
+}
 
-    fn symbol(&mut self, symbol: Symbol) {
-        match symbol {
-            Symbol::Terminal(_) => self.pos += 1,
-            Symbol::Rule(r) => self.rule(r),
+impl<'g> SegmentWalk<'g> {
+    pub fn new(grammar: &'g Grammar, stream: u32) -> SegmentWalk<'g> {
+        let start = grammar.start(stream);
+        SegmentWalk {
+            grammar,
+            uses: start.map(|s| grammar.rule_uses(s)).unwrap_or_default(),
+            pos: 0,
+            stack: start
+                .map(|rule| Frame {
+                    rule,
+                    next: 0,
+                    left: 0,
+                    context: None,
+                })
+                .into_iter()
+                .collect(),
+            path: Vec::new(),
+            ids: FxHashMap::default(),
+            contexts: Vec::new(),
         }
     }
 
@@ -102,10 +101,78 @@ impl Walk<'_> {
         if let Some(&id) = self.ids.get(&self.path) {
             return id;
         }
-        let id = self.out.contexts.len() as u32;
-        self.out.contexts.push(self.path.clone());
+        let id = self.contexts.len() as u32;
+        self.contexts.push(self.path.clone());
         self.ids.insert(self.path.clone(), id);
         id
+    }
+
+    /// Starts an expansion of `symbol` (one iteration of its run).
+    fn enter(&mut self, symbol: Symbol, context: Option<u32>) -> Option<Segment> {
+        let segment = context.map(|context| Segment {
+            context,
+            first: self.pos,
+            calls: self.grammar.symbol_len(symbol),
+        });
+        match symbol {
+            Symbol::Terminal(_) => self.pos += 1,
+            Symbol::Rule(r) => self.stack.push(Frame {
+                rule: r,
+                next: 0,
+                left: 0,
+                context: None,
+            }),
+        }
+        segment
+    }
+}
+
+impl Iterator for SegmentWalk<'_> {
+    type Item = Segment;
+
+    fn next(&mut self) -> Option<Segment> {
+        loop {
+            let depth = self.stack.len();
+            let top = self.stack.last_mut()?;
+            // More repetitions of the run in progress (a terminal run's
+            // repetitions are walked here too).
+            if top.left > 0 {
+                top.left -= 1;
+                let run = self.grammar.rule(top.rule)[top.next - 1];
+                let context = top.context;
+                if let Some(s) = self.enter(run.symbol, context) {
+                    return Some(s);
+                }
+                continue;
+            }
+            // The run in progress is over: leave its context.
+            if top.context.take().is_some() {
+                self.path.pop();
+            }
+            let Some(run) = self.grammar.rule(top.rule).get(top.next).copied() else {
+                self.stack.pop();
+                debug_assert!(self.stack.len() < depth);
+                continue;
+            };
+            top.next += 1;
+            let repeated = run.count >= 2
+                || matches!(run.symbol, Symbol::Rule(r) if self.uses[r as usize] >= 2);
+            let context = if repeated && run.count > 0 {
+                self.path.push(run.symbol);
+                let c = self.context();
+                self.stack.last_mut().expect("the top").context = Some(c);
+                Some(c)
+            } else {
+                None
+            };
+            self.stack.last_mut().expect("the top").left = run.count.saturating_sub(1);
+            if run.count == 0 {
+                continue;
+            }
+            if let Some(s) = self.enter(run.symbol, context) {
+                return Some(s);
+            }
+        }
     }
 }
 

@@ -17,14 +17,14 @@
 //!   collective call, MPI_Ixxx or MPI_Start) and waits in the call that
 //!   completes it (the same call, or the Wait/Test of its request).
 
-use super::sites::{CallSite, Sites};
+use super::sites::CallSite;
+use crate::critical_path::CallSites;
 use crate::matching::collectives::{CollectiveInstance, CollectiveKind};
-use crate::matching::one_sided::OneSided;
-use crate::matching::{Matching, Operation};
+use crate::matching::one_sided::Exposure;
+use crate::matching::{CallAt, Operation};
+use crate::spill::{Record, Spill, put_u32, put_u64, u32_at, u64_at};
 use crate::timeline::Span;
-use mpigram_mpispec::{FUNCS, decode_signature};
-use mpigram_trace::Trace;
-use rustc_hash::{FxHashMap, FxHashSet};
+use mpigram_mpispec::{FUNCS, func_by_name};
 
 /// The kinds of wait states.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -152,55 +152,58 @@ fn pattern(operation: &str) -> Option<Pattern> {
     })
 }
 
-/// Per-call facts the analysis looks up: times, function, call site.
-pub(crate) struct CallInfo<'a> {
-    pub trace: &'a Trace,
-    pub sites: &'a Sites<'a>,
-    /// Spans by rank.
-    pub spans: &'a FxHashMap<u32, Vec<Span>>,
-    /// Function name of each terminal, decoded once.
-    funcs: Vec<Option<&'static str>>,
+/// What the wait states need to know of a call: its time, function and
+/// call site.
+pub(crate) trait Lookup {
+    fn span(&self, rank: u32, seq: u64) -> Option<Span>;
+    /// Function and call site of call `seq` of `rank`.
+    fn call(&self, rank: u32, seq: u64) -> (Option<&'static str>, Option<CallSite>);
 }
 
-impl<'a> CallInfo<'a> {
-    pub fn new(
-        trace: &'a Trace,
-        sites: &'a Sites<'a>,
-        spans: &'a FxHashMap<u32, Vec<Span>>,
-    ) -> CallInfo<'a> {
-        let funcs = trace
-            .signatures
-            .iter()
-            .map(|s| {
-                decode_signature(s)
-                    .ok()
-                    .and_then(|sig| FUNCS.get(sig.func as usize).map(|f| f.name))
-            })
-            .collect();
-        CallInfo {
-            trace,
+/// The calls of one matched message, instance or epoch pair, as read
+/// with them ([`CallAt`]).
+pub(crate) struct ItemCalls<'a> {
+    calls: Vec<(u32, u64, CallAt)>,
+    sites: &'a CallSites,
+}
+
+impl<'a> ItemCalls<'a> {
+    pub(crate) fn new(sites: &'a CallSites) -> ItemCalls<'a> {
+        ItemCalls {
+            calls: Vec::new(),
             sites,
-            spans,
-            funcs,
         }
     }
 
-    pub fn span(&self, rank: u32, seq: u64) -> Option<Span> {
-        let i = usize::try_from(seq).ok()?;
-        self.spans.get(&rank)?.get(i).copied()
+    /// Call `seq` of `rank` ran `at` (if it ran: None for a completion never seen).
+    pub(crate) fn add(&mut self, rank: u32, seq: Option<u64>, at: Option<CallAt>) -> &mut Self {
+        if let (Some(seq), Some(at)) = (seq, at) {
+            self.calls.push((rank, seq, at));
+        }
+        self
     }
 
-    /// Function and call site of call `seq` of `rank`.
-    pub fn call(&self, rank: u32, seq: u64) -> (Option<&'static str>, Option<CallSite>) {
-        let Some(site) = self.sites.of(rank, seq) else {
+    fn at(&self, rank: u32, seq: u64) -> Option<&CallAt> {
+        self.calls
+            .iter()
+            .find(|(r, s, _)| *r == rank && *s == seq)
+            .map(|(_, _, at)| at)
+    }
+}
+
+impl Lookup for ItemCalls<'_> {
+    fn span(&self, rank: u32, seq: u64) -> Option<Span> {
+        self.at(rank, seq)?.span
+    }
+
+    fn call(&self, rank: u32, seq: u64) -> (Option<&'static str>, Option<CallSite>) {
+        let Some(at) = self.at(rank, seq) else {
             return (None, None);
         };
-        let run = self.trace.grammar.rule(site.rule)[site.position as usize];
-        let func = match run.symbol {
-            mpigram_grammar::Symbol::Terminal(t) => self.funcs.get(t as usize).copied().flatten(),
-            mpigram_grammar::Symbol::Rule(_) => None,
-        };
-        (func, Some(site))
+        match self.sites.site(at.site) {
+            Some(site) => (Some(self.sites.func(at.site)), Some(site)),
+            None => (None, None),
+        }
     }
 }
 
@@ -231,33 +234,45 @@ fn synchronous(func: &str) -> bool {
     )
 }
 
-/// The point-to-point wait states: per waiting call the longest wait of
-/// each kind. A standard-mode send's late receiver is an inference (the
-/// send may have returned at once, eagerly): it is dropped where the same
-/// call also waited for a late sender, which explains its blocking.
-pub(crate) fn point_to_point_waits(matching: &Matching, info: &CallInfo) -> Vec<WaitState> {
-    let ops = &matching.operations;
-    // Each wait state, and whether it is a standard send's late receiver.
-    let mut all: Vec<(WaitState, bool)> = Vec::new();
-    for m in &matching.matches {
-        let (send, recv) = (&ops[m.send], &ops[m.recv]);
-        all.extend(late_sender(send, recv, info).map(|w| (w, false)));
-        let standard = !synchronous(send.func);
-        all.extend(late_receiver(send, recv, info).map(|w| (w, standard)));
-    }
-    keep_longest(&mut all, |(w, _)| w);
-    let late_sender: FxHashSet<(u32, u64)> = all
-        .iter()
-        .filter(|(w, _)| w.kind == WaitKind::LateSender)
-        .map(|(w, _)| (w.rank, w.seq))
-        .collect();
-    all.into_iter()
-        .filter(|(w, standard)| !(*standard && late_sender.contains(&(w.rank, w.seq))))
-        .map(|(w, _)| w)
-        .collect()
+/// A wait state before the longest of each kind per waiting call is kept:
+/// which analysis found it, and whether it is a standard-mode send's late
+/// receiver (an inference: the send may have returned at once, eagerly;
+/// it is dropped where the same call also waited for a late sender, which
+/// explains its blocking).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Candidate {
+    pub(crate) state: WaitState,
+    pub(crate) origin: Origin,
+    pub(crate) standard: bool,
 }
 
-fn late_sender(send: &Operation, recv: &Operation, info: &CallInfo) -> Option<WaitState> {
+/// Which analysis found a wait state (the order they are listed in, for
+/// equal rank, call and kind).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Origin {
+    Collective,
+    PointToPoint,
+    OneSided,
+}
+
+/// The wait states of a matched send and receive.
+pub(crate) fn message_waits(
+    send: &Operation,
+    recv: &Operation,
+    info: &dyn Lookup,
+    out: &mut Vec<Candidate>,
+) {
+    let candidate = |state, standard| Candidate {
+        state,
+        origin: Origin::PointToPoint,
+        standard,
+    };
+    out.extend(late_sender(send, recv, info).map(|w| candidate(w, false)));
+    let standard = !synchronous(send.func);
+    out.extend(late_receiver(send, recv, info).map(|w| candidate(w, standard)));
+}
+
+fn late_sender(send: &Operation, recv: &Operation, info: &dyn Lookup) -> Option<WaitState> {
     let seq = recv.completion?;
     info.call(recv.rank, seq)
         .0
@@ -266,7 +281,7 @@ fn late_sender(send: &Operation, recv: &Operation, info: &CallInfo) -> Option<Wa
     waited_for(info, WaitKind::LateSender, recv.rank, seq, send.rank, sent)
 }
 
-fn late_receiver(send: &Operation, recv: &Operation, info: &CallInfo) -> Option<WaitState> {
+fn late_receiver(send: &Operation, recv: &Operation, info: &dyn Lookup) -> Option<WaitState> {
     let seq = send.completion?;
     let func = info.call(send.rank, seq).0?;
     let plain = func.strip_suffix("_c").unwrap_or(func);
@@ -293,60 +308,204 @@ fn late_receiver(send: &Operation, recv: &Operation, info: &CallInfo) -> Option<
     )
 }
 
-/// The one-sided wait states of general active target synchronisation:
-/// per waiting call the longest wait.
-pub(crate) fn one_sided_waits(epochs: &OneSided, info: &CallInfo) -> Vec<WaitState> {
-    let mut all = Vec::new();
-    for e in &epochs.exposures {
-        let Some(post) = info.span(e.target, e.post) else {
-            continue;
-        };
-        // The origin waits for the post in MPI_Win_start or in
-        // MPI_Win_complete, as the MPI library chooses.
-        for seq in std::iter::once(e.start).chain(e.complete) {
-            all.extend(waited_for(
-                info,
-                WaitKind::LatePost,
-                e.origin,
-                seq,
-                e.target,
-                post.start_ns,
-            ));
-        }
-        // The target's MPI_Win_wait waits for the origin's MPI_Win_complete.
-        if let (Some(wait), Some(complete)) = (e.wait, e.complete)
-            && let Some(complete) = info.span(e.origin, complete)
-        {
-            all.extend(waited_for(
-                info,
-                WaitKind::EarlyWait,
-                e.target,
-                wait,
-                e.origin,
-                complete.start_ns,
-            ));
-        }
+/// The one-sided wait states of a pair of general-active-target epochs.
+pub(crate) fn exposure_waits(e: &Exposure, info: &dyn Lookup, out: &mut Vec<Candidate>) {
+    let Some(post) = info.span(e.target, e.post) else {
+        return;
+    };
+    let mut push = |state: Option<WaitState>| {
+        out.extend(state.map(|state| Candidate {
+            state,
+            origin: Origin::OneSided,
+            standard: false,
+        }))
+    };
+    // The origin waits for the post in MPI_Win_start or in
+    // MPI_Win_complete, as the MPI library chooses.
+    for seq in std::iter::once(e.start).chain(e.complete) {
+        push(waited_for(
+            info,
+            WaitKind::LatePost,
+            e.origin,
+            seq,
+            e.target,
+            post.start_ns,
+        ));
     }
-    keep_longest(&mut all, |w| w);
-    all
+    // The target's MPI_Win_wait waits for the origin's MPI_Win_complete.
+    if let (Some(wait), Some(complete)) = (e.wait, e.complete)
+        && let Some(complete) = info.span(e.origin, complete)
+    {
+        push(waited_for(
+            info,
+            WaitKind::EarlyWait,
+            e.target,
+            wait,
+            e.origin,
+            complete.start_ns,
+        ));
+    }
 }
 
-/// Keeps one wait state per (rank, waiting call, kind), the longest, in
-/// that order; `state` finds each item's wait state.
-fn keep_longest<T>(all: &mut Vec<T>, state: impl Fn(&T) -> &WaitState) {
-    let key = |w: &WaitState| (w.rank, w.seq, w.kind);
-    all.sort_unstable_by(|a, b| {
-        let (a, b) = (state(a), state(b));
-        key(a)
-            .cmp(&key(b))
-            .then(b.severity_s.total_cmp(&a.severity_s))
-    });
-    all.dedup_by(|a, b| key(state(a)) == key(state(b)));
+/// The wait states to report from every candidate (in any order): per
+/// waiting call the longest of each kind found by point-to-point and by
+/// one-sided matching (every collective one), standard sends' late
+/// receivers dropped where the call waited for a late sender; ordered by
+/// rank, call and kind.
+pub(crate) fn settle(candidates: &Spill<Candidate>) -> std::io::Result<WaitStates> {
+    let sorted = candidates.sorted(|c| {
+        let w = &c.state;
+        (
+            w.rank,
+            w.seq,
+            w.kind,
+            c.origin,
+            std::cmp::Reverse(OrderedSeconds(w.severity_s)),
+            w.peer,
+        )
+    })?;
+    let mut out = WaitStates::default();
+    let mut last: Option<(u32, u64, WaitKind, Origin)> = None;
+    let mut late_sender: Option<(u32, u64)> = None;
+    for c in sorted.iter() {
+        let c = c?;
+        let w = &c.state;
+        let key = (w.rank, w.seq, w.kind, c.origin);
+        let first = last != Some(key);
+        last = Some(key);
+        if c.origin != Origin::Collective && !first {
+            continue; // a shorter wait of the same kind at the same call
+        }
+        if c.origin == Origin::PointToPoint && w.kind == WaitKind::LateSender {
+            late_sender = Some((w.rank, w.seq));
+        }
+        if c.standard && late_sender == Some((w.rank, w.seq)) {
+            continue;
+        }
+        out.states.push(&c)?;
+    }
+    Ok(out)
+}
+
+/// Seconds in a total order.
+#[derive(Clone, Copy, PartialEq)]
+struct OrderedSeconds(f64);
+
+impl Eq for OrderedSeconds {}
+
+impl PartialOrd for OrderedSeconds {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for OrderedSeconds {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}
+
+/// The wait states of a profile, by rank, call and kind; kept in a
+/// temporary file when many.
+#[derive(Default)]
+pub struct WaitStates {
+    states: Spill<Candidate>,
+}
+
+impl WaitStates {
+    /// The wait states in order. Reading stops early only if the
+    /// temporary file cannot be read back: [`WaitStates::len`] tells.
+    pub fn iter(&self) -> impl Iterator<Item = WaitState> + '_ {
+        self.states.iter().map_while(Result::ok).map(|c| c.state)
+    }
+
+    pub fn len(&self) -> usize {
+        self.states.len() as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.states.is_empty()
+    }
+}
+
+impl std::fmt::Debug for WaitStates {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "WaitStates({})", self.len())
+    }
+}
+
+impl Clone for WaitStates {
+    fn clone(&self) -> WaitStates {
+        let mut out = WaitStates::default();
+        for c in self.states.iter().map_while(Result::ok) {
+            if out.states.push(&c).is_err() {
+                break;
+            }
+        }
+        out
+    }
+}
+
+const KINDS: [WaitKind; 10] = [
+    WaitKind::LateSender,
+    WaitKind::LateReceiver,
+    WaitKind::WaitAtBarrier,
+    WaitKind::BarrierCompletion,
+    WaitKind::WaitAtNxN,
+    WaitKind::EarlyReduce,
+    WaitKind::LateBroadcast,
+    WaitKind::WaitAtFence,
+    WaitKind::LatePost,
+    WaitKind::EarlyWait,
+];
+
+impl Record for Candidate {
+    const SIZE: usize = 48;
+    fn put(&self, out: &mut Vec<u8>) {
+        let w = &self.state;
+        let kind = KINDS.iter().position(|k| *k == w.kind).unwrap_or(0) as u8;
+        let func = func_by_name(w.func).map_or(u32::MAX, |(id, _)| id as u32);
+        out.extend_from_slice(&[kind, self.origin as u8, u8::from(self.standard), 0]);
+        put_u32(out, w.rank);
+        put_u32(out, w.peer.unwrap_or(u32::MAX));
+        put_u64(out, w.seq);
+        put_u32(out, func);
+        let (rule, position) = w
+            .site
+            .map_or((u32::MAX, u32::MAX), |s| (s.rule, s.position));
+        put_u32(out, rule);
+        put_u32(out, position);
+        put_u64(out, w.start_s.to_bits());
+        put_u64(out, w.severity_s.to_bits());
+    }
+    fn get(b: &[u8]) -> Candidate {
+        let func = u32_at(b, 20) as usize;
+        let (rule, position) = (u32_at(b, 24), u32_at(b, 28));
+        let peer = u32_at(b, 8);
+        Candidate {
+            state: WaitState {
+                kind: KINDS[b[0] as usize % KINDS.len()],
+                rank: u32_at(b, 4),
+                peer: (peer != u32::MAX).then_some(peer),
+                seq: u64_at(b, 12),
+                func: FUNCS.get(func).map_or("?", |f| f.name),
+                site: (rule != u32::MAX).then_some(CallSite { rule, position }),
+                start_s: f64::from_bits(u64_at(b, 32)),
+                severity_s: f64::from_bits(u64_at(b, 40)),
+            },
+            origin: match b[1] {
+                0 => Origin::Collective,
+                1 => Origin::PointToPoint,
+                _ => Origin::OneSided,
+            },
+            standard: b[2] != 0,
+        }
+    }
 }
 
 /// Call `seq` of `rank` waiting for `peer`'s event at `at_ns`, if it did.
 fn waited_for(
-    info: &CallInfo,
+    info: &dyn Lookup,
     kind: WaitKind,
     rank: u32,
     seq: u64,
@@ -380,15 +539,17 @@ struct Entered {
     wait: Span,
 }
 
-/// The collective wait states, and who arrived last at each instance of
-/// a barrier, N×N or one-to-all collective.
-pub(crate) fn collective_waits(
-    instances: &[CollectiveInstance],
-    info: &CallInfo,
-) -> (Vec<WaitState>, Vec<LateArrival>) {
+/// The wait states of a collective instance, and who arrived last at it
+/// if it is a barrier, N×N or one-to-all collective.
+pub(crate) fn instance_waits(
+    inst: &CollectiveInstance,
+    info: &dyn Lookup,
+    out: &mut Vec<Candidate>,
+    late: &mut Vec<LateArrival>,
+) {
     let mut waits = Vec::new();
-    let mut late = Vec::new();
-    for inst in instances {
+    #[allow(clippy::never_loop)] // one instance: `continue` leaves it
+    for inst in [inst] {
         // A persistent collective's MPI_*_init moves no data: only its starts wait.
         if inst.kind == CollectiveKind::Setup {
             continue;
@@ -508,5 +669,9 @@ pub(crate) fn collective_waits(
             }
         }
     }
-    (waits, late)
+    out.extend(waits.into_iter().map(|state| Candidate {
+        state,
+        origin: Origin::Collective,
+        standard: false,
+    }));
 }

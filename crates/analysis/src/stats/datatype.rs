@@ -5,14 +5,44 @@
 //! guessed one.
 
 use mpigram_mpispec::Args as Call;
-use mpigram_mpispec::{HandleKind, HandleRef, Signature, predefined};
+use mpigram_mpispec::{ConstRef, HandleKind, HandleRef, Signature, Value, predefined};
 use rustc_hash::FxHashMap;
 
-/// `MPI_UNDEFINED`, `MPI_DISTRIBUTE_*` and `MPI_DISTRIBUTE_DFLT_DARG` in MPICH.
-const DISTRIBUTE_BLOCK: i64 = 121;
-const DISTRIBUTE_CYCLIC: i64 = 122;
-const DISTRIBUTE_NONE: i64 = 123;
-const DISTRIBUTE_DFLT_DARG: i64 = -49767;
+/// `MPI_DISTRIBUTE_*` as this module numbers them (traces store them by name).
+const DISTRIBUTE_BLOCK: i64 = 0;
+const DISTRIBUTE_CYCLIC: i64 = 1;
+const DISTRIBUTE_NONE: i64 = 2;
+/// `MPI_DISTRIBUTE_DFLT_DARG` as this module numbers it (block sizes are positive).
+const DISTRIBUTE_DFLT_DARG: i64 = -1;
+
+/// The elements of a darray's constant array `name` as this module numbers
+/// them: a named constant by `named(name)`, a number as itself.
+fn constants(call: &Call<'_>, name: &str, named: fn(&str) -> Option<i64>) -> Option<Vec<i64>> {
+    let Value::Array(Some(items)) = call.value(name)? else {
+        return None;
+    };
+    items
+        .iter()
+        .map(|v| match v {
+            Value::Const(_, ConstRef::Plain(v)) => Some(*v),
+            Value::Const(set, c) => named(&set.text(*c)?),
+            _ => None,
+        })
+        .collect()
+}
+
+fn distribution(name: &str) -> Option<i64> {
+    match name {
+        "MPI_DISTRIBUTE_BLOCK" => Some(DISTRIBUTE_BLOCK),
+        "MPI_DISTRIBUTE_CYCLIC" => Some(DISTRIBUTE_CYCLIC),
+        "MPI_DISTRIBUTE_NONE" => Some(DISTRIBUTE_NONE),
+        _ => None,
+    }
+}
+
+fn distribution_arg(name: &str) -> Option<i64> {
+    (name == "MPI_DISTRIBUTE_DFLT_DARG").then_some(DISTRIBUTE_DFLT_DARG)
+}
 
 /// Size in bytes of a predefined datatype as MPICH 4 on x86-64 Linux
 /// reports it (`MPI_Type_size`), by name.
@@ -151,8 +181,8 @@ pub(crate) fn defined_size(call: &Call<'_>, user_size: &dyn Fn(u64) -> Option<u6
 fn darray_elements(call: &Call<'_>) -> Option<u64> {
     let (size, rank) = (call.int("size")?, call.int("rank")?);
     let gsizes = call.ints("array_of_gsizes")?;
-    let distribs = call.ints("array_of_distribs")?;
-    let dargs = call.ints("array_of_dargs")?;
+    let distribs = constants(call, "array_of_distribs", distribution)?;
+    let dargs = constants(call, "array_of_dargs", distribution_arg)?;
     let psizes = call.ints("array_of_psizes")?;
     let n = gsizes.len();
     if [distribs.len(), dargs.len(), psizes.len()] != [n; 3]
@@ -249,7 +279,7 @@ impl DatatypeSizes {
 mod tests {
     use super::super::tests::{int, sig};
     use super::*;
-    use mpigram_mpispec::Value;
+    use mpigram_mpispec::ConstSet;
 
     fn dtype(name: &str) -> HandleRef {
         let id = predefined(HandleKind::Datatype)
@@ -265,6 +295,22 @@ mod tests {
 
     fn ints(v: &[i64]) -> Value {
         Value::Array(Some(v.iter().map(|&i| Value::Int(i)).collect()))
+    }
+
+    fn order_c() -> Value {
+        let set = ConstSet::Order;
+        Value::Const(set, ConstRef::Named(set.id("MPI_ORDER_C").unwrap()))
+    }
+
+    /// Integers of `set`, those `name` names by name.
+    fn consts(set: ConstSet, v: &[i64], name: fn(i64) -> Option<&'static str>) -> Value {
+        let item = |i: i64| match name(i) {
+            Some(n) => ConstRef::Named(set.id(n).unwrap()),
+            None => ConstRef::Plain(i),
+        };
+        Value::Array(Some(
+            v.iter().map(|&i| Value::Const(set, item(i))).collect(),
+        ))
     }
 
     #[test]
@@ -330,7 +376,7 @@ mod tests {
                     ints(&[4, 5]),
                     ints(&[2, 3]),
                     ints(&[1, 1]),
-                    Value::Int(56),
+                    order_c(),
                     int(),
                     user(4),
                 ],
@@ -382,10 +428,20 @@ mod tests {
                         Value::Int(rank),
                         Value::Int(gsizes.len() as i64),
                         ints(gsizes),
-                        ints(distribs),
-                        ints(dargs),
+                        consts(ConstSet::Distribution, distribs, |d| {
+                            [
+                                "MPI_DISTRIBUTE_BLOCK",
+                                "MPI_DISTRIBUTE_CYCLIC",
+                                "MPI_DISTRIBUTE_NONE",
+                            ]
+                            .into_iter()
+                            .find(|n| distribution(n) == Some(d))
+                        }),
+                        consts(ConstSet::DistributionArg, dargs, |d| {
+                            (d == DISTRIBUTE_DFLT_DARG).then_some("MPI_DISTRIBUTE_DFLT_DARG")
+                        }),
                         ints(psizes),
-                        Value::Int(56),
+                        order_c(),
                         int(),
                         user(0),
                     ],

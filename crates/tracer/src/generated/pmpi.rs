@@ -1572,6 +1572,42 @@ pub fn MPI_Buffer_detach_c() -> PMPI_Buffer_detach_c_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Buffer_detach_c_t>(f) }
 }
 
+pub type PMPI_Buffer_flush_t = unsafe extern "C" fn() -> c_int;
+
+/// The real `MPI_Buffer_flush`: `PMPI_Buffer_flush`.
+pub fn MPI_Buffer_flush() -> PMPI_Buffer_flush_t {
+    static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    unsafe extern "C" fn unresolved() -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
+    }
+    let f = resolve(
+        &SLOT,
+        c"PMPI_Buffer_flush",
+        c"MPI_Buffer_flush",
+        unresolved as *mut c_void,
+    );
+    // SAFETY: `f` is PMPI_Buffer_flush or MPI_Buffer_flush, whose C type this is, or `unresolved`.
+    unsafe { std::mem::transmute::<*mut c_void, PMPI_Buffer_flush_t>(f) }
+}
+
+pub type PMPI_Buffer_iflush_t = unsafe extern "C" fn(*mut HandleSlot) -> c_int;
+
+/// The real `MPI_Buffer_iflush`: `PMPI_Buffer_iflush`.
+pub fn MPI_Buffer_iflush() -> PMPI_Buffer_iflush_t {
+    static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    unsafe extern "C" fn unresolved(_: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
+    }
+    let f = resolve(
+        &SLOT,
+        c"PMPI_Buffer_iflush",
+        c"MPI_Buffer_iflush",
+        unresolved as *mut c_void,
+    );
+    // SAFETY: `f` is PMPI_Buffer_iflush or MPI_Buffer_iflush, whose C type this is, or `unresolved`.
+    unsafe { std::mem::transmute::<*mut c_void, PMPI_Buffer_iflush_t>(f) }
+}
+
 pub type PMPI_Cancel_t = unsafe extern "C" fn(*mut HandleSlot) -> c_int;
 
 /// The real `MPI_Cancel`: `PMPI_Cancel`.
@@ -1812,6 +1848,43 @@ pub fn MPI_Comm_accept() -> PMPI_Comm_accept_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Comm_accept_t>(f) }
 }
 
+pub type PMPI_Comm_attach_buffer_t = unsafe extern "C" fn(MPI_Comm, *mut c_void, c_int) -> c_int;
+
+/// The real `MPI_Comm_attach_buffer`: `PMPI_Comm_attach_buffer`.
+pub fn MPI_Comm_attach_buffer() -> PMPI_Comm_attach_buffer_t {
+    static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    unsafe extern "C" fn unresolved(_: MPI_Comm, _: *mut c_void, _: c_int) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
+    }
+    let f = resolve(
+        &SLOT,
+        c"PMPI_Comm_attach_buffer",
+        c"MPI_Comm_attach_buffer",
+        unresolved as *mut c_void,
+    );
+    // SAFETY: `f` is PMPI_Comm_attach_buffer or MPI_Comm_attach_buffer, whose C type this is, or `unresolved`.
+    unsafe { std::mem::transmute::<*mut c_void, PMPI_Comm_attach_buffer_t>(f) }
+}
+
+pub type PMPI_Comm_attach_buffer_c_t =
+    unsafe extern "C" fn(MPI_Comm, *mut c_void, MPI_Count) -> c_int;
+
+/// The real `MPI_Comm_attach_buffer_c`: `PMPI_Comm_attach_buffer_c`.
+pub fn MPI_Comm_attach_buffer_c() -> PMPI_Comm_attach_buffer_c_t {
+    static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    unsafe extern "C" fn unresolved(_: MPI_Comm, _: *mut c_void, _: MPI_Count) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
+    }
+    let f = resolve(
+        &SLOT,
+        c"PMPI_Comm_attach_buffer_c",
+        c"MPI_Comm_attach_buffer_c",
+        unresolved as *mut c_void,
+    );
+    // SAFETY: `f` is PMPI_Comm_attach_buffer_c or MPI_Comm_attach_buffer_c, whose C type this is, or `unresolved`.
+    unsafe { std::mem::transmute::<*mut c_void, PMPI_Comm_attach_buffer_c_t>(f) }
+}
+
 pub type PMPI_Comm_call_errhandler_t = unsafe extern "C" fn(MPI_Comm, c_int) -> c_int;
 
 /// The real `MPI_Comm_call_errhandler`: `PMPI_Comm_call_errhandler`.
@@ -2013,6 +2086,44 @@ pub fn MPI_Comm_delete_attr() -> PMPI_Comm_delete_attr_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Comm_delete_attr_t>(f) }
 }
 
+pub type PMPI_Comm_detach_buffer_t =
+    unsafe extern "C" fn(MPI_Comm, *mut c_void, *mut c_int) -> c_int;
+
+/// The real `MPI_Comm_detach_buffer`: `PMPI_Comm_detach_buffer`.
+pub fn MPI_Comm_detach_buffer() -> PMPI_Comm_detach_buffer_t {
+    static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    unsafe extern "C" fn unresolved(_: MPI_Comm, _: *mut c_void, _: *mut c_int) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
+    }
+    let f = resolve(
+        &SLOT,
+        c"PMPI_Comm_detach_buffer",
+        c"MPI_Comm_detach_buffer",
+        unresolved as *mut c_void,
+    );
+    // SAFETY: `f` is PMPI_Comm_detach_buffer or MPI_Comm_detach_buffer, whose C type this is, or `unresolved`.
+    unsafe { std::mem::transmute::<*mut c_void, PMPI_Comm_detach_buffer_t>(f) }
+}
+
+pub type PMPI_Comm_detach_buffer_c_t =
+    unsafe extern "C" fn(MPI_Comm, *mut c_void, *mut MPI_Count) -> c_int;
+
+/// The real `MPI_Comm_detach_buffer_c`: `PMPI_Comm_detach_buffer_c`.
+pub fn MPI_Comm_detach_buffer_c() -> PMPI_Comm_detach_buffer_c_t {
+    static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    unsafe extern "C" fn unresolved(_: MPI_Comm, _: *mut c_void, _: *mut MPI_Count) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
+    }
+    let f = resolve(
+        &SLOT,
+        c"PMPI_Comm_detach_buffer_c",
+        c"MPI_Comm_detach_buffer_c",
+        unresolved as *mut c_void,
+    );
+    // SAFETY: `f` is PMPI_Comm_detach_buffer_c or MPI_Comm_detach_buffer_c, whose C type this is, or `unresolved`.
+    unsafe { std::mem::transmute::<*mut c_void, PMPI_Comm_detach_buffer_c_t>(f) }
+}
+
 pub type PMPI_Comm_disconnect_t = unsafe extern "C" fn(*mut HandleSlot) -> c_int;
 
 /// The real `MPI_Comm_disconnect`: `PMPI_Comm_disconnect`.
@@ -2068,6 +2179,24 @@ pub fn MPI_Comm_dup_with_info() -> PMPI_Comm_dup_with_info_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Comm_dup_with_info_t>(f) }
 }
 
+pub type PMPI_Comm_flush_buffer_t = unsafe extern "C" fn(MPI_Comm) -> c_int;
+
+/// The real `MPI_Comm_flush_buffer`: `PMPI_Comm_flush_buffer`.
+pub fn MPI_Comm_flush_buffer() -> PMPI_Comm_flush_buffer_t {
+    static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    unsafe extern "C" fn unresolved(_: MPI_Comm) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
+    }
+    let f = resolve(
+        &SLOT,
+        c"PMPI_Comm_flush_buffer",
+        c"MPI_Comm_flush_buffer",
+        unresolved as *mut c_void,
+    );
+    // SAFETY: `f` is PMPI_Comm_flush_buffer or MPI_Comm_flush_buffer, whose C type this is, or `unresolved`.
+    unsafe { std::mem::transmute::<*mut c_void, PMPI_Comm_flush_buffer_t>(f) }
+}
+
 pub type PMPI_Comm_free_t = unsafe extern "C" fn(*mut HandleSlot) -> c_int;
 
 /// The real `MPI_Comm_free`: `PMPI_Comm_free`.
@@ -2102,6 +2231,24 @@ pub fn MPI_Comm_free_keyval() -> PMPI_Comm_free_keyval_t {
     );
     // SAFETY: `f` is PMPI_Comm_free_keyval or MPI_Comm_free_keyval, whose C type this is, or `unresolved`.
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Comm_free_keyval_t>(f) }
+}
+
+pub type PMPI_Comm_fromint_t = unsafe extern "C" fn(c_int) -> MPI_Comm;
+
+/// The real `MPI_Comm_fromint`: `PMPI_Comm_fromint`.
+pub fn MPI_Comm_fromint() -> PMPI_Comm_fromint_t {
+    static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    unsafe extern "C" fn unresolved(_: c_int) -> MPI_Comm {
+        Handle(0)
+    }
+    let f = resolve(
+        &SLOT,
+        c"PMPI_Comm_fromint",
+        c"MPI_Comm_fromint",
+        unresolved as *mut c_void,
+    );
+    // SAFETY: `f` is PMPI_Comm_fromint or MPI_Comm_fromint, whose C type this is, or `unresolved`.
+    unsafe { std::mem::transmute::<*mut c_void, PMPI_Comm_fromint_t>(f) }
 }
 
 pub type PMPI_Comm_get_attr_t =
@@ -2254,6 +2401,24 @@ pub fn MPI_Comm_idup_with_info() -> PMPI_Comm_idup_with_info_t {
     );
     // SAFETY: `f` is PMPI_Comm_idup_with_info or MPI_Comm_idup_with_info, whose C type this is, or `unresolved`.
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Comm_idup_with_info_t>(f) }
+}
+
+pub type PMPI_Comm_iflush_buffer_t = unsafe extern "C" fn(MPI_Comm, *mut HandleSlot) -> c_int;
+
+/// The real `MPI_Comm_iflush_buffer`: `PMPI_Comm_iflush_buffer`.
+pub fn MPI_Comm_iflush_buffer() -> PMPI_Comm_iflush_buffer_t {
+    static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    unsafe extern "C" fn unresolved(_: MPI_Comm, _: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
+    }
+    let f = resolve(
+        &SLOT,
+        c"PMPI_Comm_iflush_buffer",
+        c"MPI_Comm_iflush_buffer",
+        unresolved as *mut c_void,
+    );
+    // SAFETY: `f` is PMPI_Comm_iflush_buffer or MPI_Comm_iflush_buffer, whose C type this is, or `unresolved`.
+    unsafe { std::mem::transmute::<*mut c_void, PMPI_Comm_iflush_buffer_t>(f) }
 }
 
 pub type PMPI_Comm_join_t = unsafe extern "C" fn(c_int, *mut HandleSlot) -> c_int;
@@ -2553,6 +2718,24 @@ pub fn MPI_Comm_test_inter() -> PMPI_Comm_test_inter_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Comm_test_inter_t>(f) }
 }
 
+pub type PMPI_Comm_toint_t = unsafe extern "C" fn(MPI_Comm) -> c_int;
+
+/// The real `MPI_Comm_toint`: `PMPI_Comm_toint`.
+pub fn MPI_Comm_toint() -> PMPI_Comm_toint_t {
+    static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    unsafe extern "C" fn unresolved(_: MPI_Comm) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
+    }
+    let f = resolve(
+        &SLOT,
+        c"PMPI_Comm_toint",
+        c"MPI_Comm_toint",
+        unresolved as *mut c_void,
+    );
+    // SAFETY: `f` is PMPI_Comm_toint or MPI_Comm_toint, whose C type this is, or `unresolved`.
+    unsafe { std::mem::transmute::<*mut c_void, PMPI_Comm_toint_t>(f) }
+}
+
 pub type PMPI_Compare_and_swap_t = unsafe extern "C" fn(
     *const c_void,
     *const c_void,
@@ -2781,6 +2964,24 @@ pub fn MPI_Errhandler_free() -> PMPI_Errhandler_free_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Errhandler_free_t>(f) }
 }
 
+pub type PMPI_Errhandler_fromint_t = unsafe extern "C" fn(c_int) -> MPI_Errhandler;
+
+/// The real `MPI_Errhandler_fromint`: `PMPI_Errhandler_fromint`.
+pub fn MPI_Errhandler_fromint() -> PMPI_Errhandler_fromint_t {
+    static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    unsafe extern "C" fn unresolved(_: c_int) -> MPI_Errhandler {
+        Handle(0)
+    }
+    let f = resolve(
+        &SLOT,
+        c"PMPI_Errhandler_fromint",
+        c"MPI_Errhandler_fromint",
+        unresolved as *mut c_void,
+    );
+    // SAFETY: `f` is PMPI_Errhandler_fromint or MPI_Errhandler_fromint, whose C type this is, or `unresolved`.
+    unsafe { std::mem::transmute::<*mut c_void, PMPI_Errhandler_fromint_t>(f) }
+}
+
 pub type PMPI_Errhandler_get_t = unsafe extern "C" fn(MPI_Comm, *mut HandleSlot) -> c_int;
 
 /// The real `MPI_Errhandler_get`: `PMPI_Errhandler_get`.
@@ -2815,6 +3016,24 @@ pub fn MPI_Errhandler_set() -> PMPI_Errhandler_set_t {
     );
     // SAFETY: `f` is PMPI_Errhandler_set or MPI_Errhandler_set, whose C type this is, or `unresolved`.
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Errhandler_set_t>(f) }
+}
+
+pub type PMPI_Errhandler_toint_t = unsafe extern "C" fn(MPI_Errhandler) -> c_int;
+
+/// The real `MPI_Errhandler_toint`: `PMPI_Errhandler_toint`.
+pub fn MPI_Errhandler_toint() -> PMPI_Errhandler_toint_t {
+    static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    unsafe extern "C" fn unresolved(_: MPI_Errhandler) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
+    }
+    let f = resolve(
+        &SLOT,
+        c"PMPI_Errhandler_toint",
+        c"MPI_Errhandler_toint",
+        unresolved as *mut c_void,
+    );
+    // SAFETY: `f` is PMPI_Errhandler_toint or MPI_Errhandler_toint, whose C type this is, or `unresolved`.
+    unsafe { std::mem::transmute::<*mut c_void, PMPI_Errhandler_toint_t>(f) }
 }
 
 pub type PMPI_Error_class_t = unsafe extern "C" fn(c_int, *mut c_int) -> c_int;
@@ -3133,6 +3352,24 @@ pub fn MPI_File_f2c() -> PMPI_File_f2c_t {
     );
     // SAFETY: `f` is PMPI_File_f2c or MPI_File_f2c, whose C type this is, or `unresolved`.
     unsafe { std::mem::transmute::<*mut c_void, PMPI_File_f2c_t>(f) }
+}
+
+pub type PMPI_File_fromint_t = unsafe extern "C" fn(c_int) -> MPI_File;
+
+/// The real `MPI_File_fromint`: `PMPI_File_fromint`.
+pub fn MPI_File_fromint() -> PMPI_File_fromint_t {
+    static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    unsafe extern "C" fn unresolved(_: c_int) -> MPI_File {
+        Handle(0)
+    }
+    let f = resolve(
+        &SLOT,
+        c"PMPI_File_fromint",
+        c"MPI_File_fromint",
+        unresolved as *mut c_void,
+    );
+    // SAFETY: `f` is PMPI_File_fromint or MPI_File_fromint, whose C type this is, or `unresolved`.
+    unsafe { std::mem::transmute::<*mut c_void, PMPI_File_fromint_t>(f) }
 }
 
 pub type PMPI_File_get_amode_t = unsafe extern "C" fn(MPI_File, *mut c_int) -> c_int;
@@ -4669,6 +4906,24 @@ pub fn MPI_File_sync() -> PMPI_File_sync_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_File_sync_t>(f) }
 }
 
+pub type PMPI_File_toint_t = unsafe extern "C" fn(MPI_File) -> c_int;
+
+/// The real `MPI_File_toint`: `PMPI_File_toint`.
+pub fn MPI_File_toint() -> PMPI_File_toint_t {
+    static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    unsafe extern "C" fn unresolved(_: MPI_File) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
+    }
+    let f = resolve(
+        &SLOT,
+        c"PMPI_File_toint",
+        c"MPI_File_toint",
+        unresolved as *mut c_void,
+    );
+    // SAFETY: `f` is PMPI_File_toint or MPI_File_toint, whose C type this is, or `unresolved`.
+    unsafe { std::mem::transmute::<*mut c_void, PMPI_File_toint_t>(f) }
+}
+
 pub type PMPI_File_write_t =
     unsafe extern "C" fn(MPI_File, *const c_void, c_int, MPI_Datatype, *mut MPI_Status) -> c_int;
 
@@ -5866,6 +6121,24 @@ pub fn MPI_Get_elements_x() -> PMPI_Get_elements_x_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Get_elements_x_t>(f) }
 }
 
+pub type PMPI_Get_hw_resource_info_t = unsafe extern "C" fn(*mut HandleSlot) -> c_int;
+
+/// The real `MPI_Get_hw_resource_info`: `PMPI_Get_hw_resource_info`.
+pub fn MPI_Get_hw_resource_info() -> PMPI_Get_hw_resource_info_t {
+    static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    unsafe extern "C" fn unresolved(_: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
+    }
+    let f = resolve(
+        &SLOT,
+        c"PMPI_Get_hw_resource_info",
+        c"MPI_Get_hw_resource_info",
+        unresolved as *mut c_void,
+    );
+    // SAFETY: `f` is PMPI_Get_hw_resource_info or MPI_Get_hw_resource_info, whose C type this is, or `unresolved`.
+    unsafe { std::mem::transmute::<*mut c_void, PMPI_Get_hw_resource_info_t>(f) }
+}
+
 pub type PMPI_Get_library_version_t = unsafe extern "C" fn(*mut c_char, *mut c_int) -> c_int;
 
 /// The real `MPI_Get_library_version`: `PMPI_Get_library_version`.
@@ -6202,6 +6475,24 @@ pub fn MPI_Group_from_session_pset() -> PMPI_Group_from_session_pset_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Group_from_session_pset_t>(f) }
 }
 
+pub type PMPI_Group_fromint_t = unsafe extern "C" fn(c_int) -> MPI_Group;
+
+/// The real `MPI_Group_fromint`: `PMPI_Group_fromint`.
+pub fn MPI_Group_fromint() -> PMPI_Group_fromint_t {
+    static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    unsafe extern "C" fn unresolved(_: c_int) -> MPI_Group {
+        Handle(0)
+    }
+    let f = resolve(
+        &SLOT,
+        c"PMPI_Group_fromint",
+        c"MPI_Group_fromint",
+        unresolved as *mut c_void,
+    );
+    // SAFETY: `f` is PMPI_Group_fromint or MPI_Group_fromint, whose C type this is, or `unresolved`.
+    unsafe { std::mem::transmute::<*mut c_void, PMPI_Group_fromint_t>(f) }
+}
+
 pub type PMPI_Group_incl_t =
     unsafe extern "C" fn(MPI_Group, c_int, *const c_int, *mut HandleSlot) -> c_int;
 
@@ -6327,6 +6618,24 @@ pub fn MPI_Group_size() -> PMPI_Group_size_t {
     );
     // SAFETY: `f` is PMPI_Group_size or MPI_Group_size, whose C type this is, or `unresolved`.
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Group_size_t>(f) }
+}
+
+pub type PMPI_Group_toint_t = unsafe extern "C" fn(MPI_Group) -> c_int;
+
+/// The real `MPI_Group_toint`: `PMPI_Group_toint`.
+pub fn MPI_Group_toint() -> PMPI_Group_toint_t {
+    static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    unsafe extern "C" fn unresolved(_: MPI_Group) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
+    }
+    let f = resolve(
+        &SLOT,
+        c"PMPI_Group_toint",
+        c"MPI_Group_toint",
+        unresolved as *mut c_void,
+    );
+    // SAFETY: `f` is PMPI_Group_toint or MPI_Group_toint, whose C type this is, or `unresolved`.
+    unsafe { std::mem::transmute::<*mut c_void, PMPI_Group_toint_t>(f) }
 }
 
 pub type PMPI_Group_translate_ranks_t =
@@ -7757,6 +8066,24 @@ pub fn MPI_Info_free() -> PMPI_Info_free_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Info_free_t>(f) }
 }
 
+pub type PMPI_Info_fromint_t = unsafe extern "C" fn(c_int) -> MPI_Info;
+
+/// The real `MPI_Info_fromint`: `PMPI_Info_fromint`.
+pub fn MPI_Info_fromint() -> PMPI_Info_fromint_t {
+    static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    unsafe extern "C" fn unresolved(_: c_int) -> MPI_Info {
+        Handle(0)
+    }
+    let f = resolve(
+        &SLOT,
+        c"PMPI_Info_fromint",
+        c"MPI_Info_fromint",
+        unresolved as *mut c_void,
+    );
+    // SAFETY: `f` is PMPI_Info_fromint or MPI_Info_fromint, whose C type this is, or `unresolved`.
+    unsafe { std::mem::transmute::<*mut c_void, PMPI_Info_fromint_t>(f) }
+}
+
 pub type PMPI_Info_get_t =
     unsafe extern "C" fn(MPI_Info, *const c_char, c_int, *mut c_char, *mut c_int) -> c_int;
 
@@ -7883,6 +8210,24 @@ pub fn MPI_Info_set() -> PMPI_Info_set_t {
     );
     // SAFETY: `f` is PMPI_Info_set or MPI_Info_set, whose C type this is, or `unresolved`.
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Info_set_t>(f) }
+}
+
+pub type PMPI_Info_toint_t = unsafe extern "C" fn(MPI_Info) -> c_int;
+
+/// The real `MPI_Info_toint`: `PMPI_Info_toint`.
+pub fn MPI_Info_toint() -> PMPI_Info_toint_t {
+    static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    unsafe extern "C" fn unresolved(_: MPI_Info) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
+    }
+    let f = resolve(
+        &SLOT,
+        c"PMPI_Info_toint",
+        c"MPI_Info_toint",
+        unresolved as *mut c_void,
+    );
+    // SAFETY: `f` is PMPI_Info_toint or MPI_Info_toint, whose C type this is, or `unresolved`.
+    unsafe { std::mem::transmute::<*mut c_void, PMPI_Info_toint_t>(f) }
 }
 
 pub type PMPI_Init_t = unsafe extern "C" fn(*mut c_int, *mut *mut *mut c_char) -> c_int;
@@ -8995,6 +9340,42 @@ pub fn MPI_Lookup_name() -> PMPI_Lookup_name_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Lookup_name_t>(f) }
 }
 
+pub type PMPI_Message_fromint_t = unsafe extern "C" fn(c_int) -> MPI_Message;
+
+/// The real `MPI_Message_fromint`: `PMPI_Message_fromint`.
+pub fn MPI_Message_fromint() -> PMPI_Message_fromint_t {
+    static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    unsafe extern "C" fn unresolved(_: c_int) -> MPI_Message {
+        Handle(0)
+    }
+    let f = resolve(
+        &SLOT,
+        c"PMPI_Message_fromint",
+        c"MPI_Message_fromint",
+        unresolved as *mut c_void,
+    );
+    // SAFETY: `f` is PMPI_Message_fromint or MPI_Message_fromint, whose C type this is, or `unresolved`.
+    unsafe { std::mem::transmute::<*mut c_void, PMPI_Message_fromint_t>(f) }
+}
+
+pub type PMPI_Message_toint_t = unsafe extern "C" fn(MPI_Message) -> c_int;
+
+/// The real `MPI_Message_toint`: `PMPI_Message_toint`.
+pub fn MPI_Message_toint() -> PMPI_Message_toint_t {
+    static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    unsafe extern "C" fn unresolved(_: MPI_Message) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
+    }
+    let f = resolve(
+        &SLOT,
+        c"PMPI_Message_toint",
+        c"MPI_Message_toint",
+        unresolved as *mut c_void,
+    );
+    // SAFETY: `f` is PMPI_Message_toint or MPI_Message_toint, whose C type this is, or `unresolved`.
+    unsafe { std::mem::transmute::<*mut c_void, PMPI_Message_toint_t>(f) }
+}
+
 pub type PMPI_Mprobe_t =
     unsafe extern "C" fn(c_int, c_int, MPI_Comm, *mut HandleSlot, *mut MPI_Status) -> c_int;
 
@@ -9920,6 +10301,42 @@ pub fn MPI_Op_free() -> PMPI_Op_free_t {
     );
     // SAFETY: `f` is PMPI_Op_free or MPI_Op_free, whose C type this is, or `unresolved`.
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Op_free_t>(f) }
+}
+
+pub type PMPI_Op_fromint_t = unsafe extern "C" fn(c_int) -> MPI_Op;
+
+/// The real `MPI_Op_fromint`: `PMPI_Op_fromint`.
+pub fn MPI_Op_fromint() -> PMPI_Op_fromint_t {
+    static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    unsafe extern "C" fn unresolved(_: c_int) -> MPI_Op {
+        Handle(0)
+    }
+    let f = resolve(
+        &SLOT,
+        c"PMPI_Op_fromint",
+        c"MPI_Op_fromint",
+        unresolved as *mut c_void,
+    );
+    // SAFETY: `f` is PMPI_Op_fromint or MPI_Op_fromint, whose C type this is, or `unresolved`.
+    unsafe { std::mem::transmute::<*mut c_void, PMPI_Op_fromint_t>(f) }
+}
+
+pub type PMPI_Op_toint_t = unsafe extern "C" fn(MPI_Op) -> c_int;
+
+/// The real `MPI_Op_toint`: `PMPI_Op_toint`.
+pub fn MPI_Op_toint() -> PMPI_Op_toint_t {
+    static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    unsafe extern "C" fn unresolved(_: MPI_Op) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
+    }
+    let f = resolve(
+        &SLOT,
+        c"PMPI_Op_toint",
+        c"MPI_Op_toint",
+        unresolved as *mut c_void,
+    );
+    // SAFETY: `f` is PMPI_Op_toint or MPI_Op_toint, whose C type this is, or `unresolved`.
+    unsafe { std::mem::transmute::<*mut c_void, PMPI_Op_toint_t>(f) }
 }
 
 pub type PMPI_Open_port_t = unsafe extern "C" fn(MPI_Info, *mut c_char) -> c_int;
@@ -11192,6 +11609,60 @@ pub fn MPI_Register_datarep_c() -> PMPI_Register_datarep_c_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Register_datarep_c_t>(f) }
 }
 
+pub type PMPI_Remove_error_class_t = unsafe extern "C" fn(c_int) -> c_int;
+
+/// The real `MPI_Remove_error_class`: `PMPI_Remove_error_class`.
+pub fn MPI_Remove_error_class() -> PMPI_Remove_error_class_t {
+    static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    unsafe extern "C" fn unresolved(_: c_int) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
+    }
+    let f = resolve(
+        &SLOT,
+        c"PMPI_Remove_error_class",
+        c"MPI_Remove_error_class",
+        unresolved as *mut c_void,
+    );
+    // SAFETY: `f` is PMPI_Remove_error_class or MPI_Remove_error_class, whose C type this is, or `unresolved`.
+    unsafe { std::mem::transmute::<*mut c_void, PMPI_Remove_error_class_t>(f) }
+}
+
+pub type PMPI_Remove_error_code_t = unsafe extern "C" fn(c_int) -> c_int;
+
+/// The real `MPI_Remove_error_code`: `PMPI_Remove_error_code`.
+pub fn MPI_Remove_error_code() -> PMPI_Remove_error_code_t {
+    static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    unsafe extern "C" fn unresolved(_: c_int) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
+    }
+    let f = resolve(
+        &SLOT,
+        c"PMPI_Remove_error_code",
+        c"MPI_Remove_error_code",
+        unresolved as *mut c_void,
+    );
+    // SAFETY: `f` is PMPI_Remove_error_code or MPI_Remove_error_code, whose C type this is, or `unresolved`.
+    unsafe { std::mem::transmute::<*mut c_void, PMPI_Remove_error_code_t>(f) }
+}
+
+pub type PMPI_Remove_error_string_t = unsafe extern "C" fn(c_int) -> c_int;
+
+/// The real `MPI_Remove_error_string`: `PMPI_Remove_error_string`.
+pub fn MPI_Remove_error_string() -> PMPI_Remove_error_string_t {
+    static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    unsafe extern "C" fn unresolved(_: c_int) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
+    }
+    let f = resolve(
+        &SLOT,
+        c"PMPI_Remove_error_string",
+        c"MPI_Remove_error_string",
+        unresolved as *mut c_void,
+    );
+    // SAFETY: `f` is PMPI_Remove_error_string or MPI_Remove_error_string, whose C type this is, or `unresolved`.
+    unsafe { std::mem::transmute::<*mut c_void, PMPI_Remove_error_string_t>(f) }
+}
+
 pub type PMPI_Request_free_t = unsafe extern "C" fn(*mut HandleSlot) -> c_int;
 
 /// The real `MPI_Request_free`: `PMPI_Request_free`.
@@ -11208,6 +11679,24 @@ pub fn MPI_Request_free() -> PMPI_Request_free_t {
     );
     // SAFETY: `f` is PMPI_Request_free or MPI_Request_free, whose C type this is, or `unresolved`.
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Request_free_t>(f) }
+}
+
+pub type PMPI_Request_fromint_t = unsafe extern "C" fn(c_int) -> MPI_Request;
+
+/// The real `MPI_Request_fromint`: `PMPI_Request_fromint`.
+pub fn MPI_Request_fromint() -> PMPI_Request_fromint_t {
+    static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    unsafe extern "C" fn unresolved(_: c_int) -> MPI_Request {
+        Handle(0)
+    }
+    let f = resolve(
+        &SLOT,
+        c"PMPI_Request_fromint",
+        c"MPI_Request_fromint",
+        unresolved as *mut c_void,
+    );
+    // SAFETY: `f` is PMPI_Request_fromint or MPI_Request_fromint, whose C type this is, or `unresolved`.
+    unsafe { std::mem::transmute::<*mut c_void, PMPI_Request_fromint_t>(f) }
 }
 
 pub type PMPI_Request_get_status_t =
@@ -11227,6 +11716,24 @@ pub fn MPI_Request_get_status() -> PMPI_Request_get_status_t {
     );
     // SAFETY: `f` is PMPI_Request_get_status or MPI_Request_get_status, whose C type this is, or `unresolved`.
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Request_get_status_t>(f) }
+}
+
+pub type PMPI_Request_toint_t = unsafe extern "C" fn(MPI_Request) -> c_int;
+
+/// The real `MPI_Request_toint`: `PMPI_Request_toint`.
+pub fn MPI_Request_toint() -> PMPI_Request_toint_t {
+    static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    unsafe extern "C" fn unresolved(_: MPI_Request) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
+    }
+    let f = resolve(
+        &SLOT,
+        c"PMPI_Request_toint",
+        c"MPI_Request_toint",
+        unresolved as *mut c_void,
+    );
+    // SAFETY: `f` is PMPI_Request_toint or MPI_Request_toint, whose C type this is, or `unresolved`.
+    unsafe { std::mem::transmute::<*mut c_void, PMPI_Request_toint_t>(f) }
 }
 
 pub type PMPI_Rget_t = unsafe extern "C" fn(
@@ -12305,6 +12812,44 @@ pub fn MPI_Sendrecv_replace_c() -> PMPI_Sendrecv_replace_c_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Sendrecv_replace_c_t>(f) }
 }
 
+pub type PMPI_Session_attach_buffer_t =
+    unsafe extern "C" fn(MPI_Session, *mut c_void, c_int) -> c_int;
+
+/// The real `MPI_Session_attach_buffer`: `PMPI_Session_attach_buffer`.
+pub fn MPI_Session_attach_buffer() -> PMPI_Session_attach_buffer_t {
+    static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    unsafe extern "C" fn unresolved(_: MPI_Session, _: *mut c_void, _: c_int) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
+    }
+    let f = resolve(
+        &SLOT,
+        c"PMPI_Session_attach_buffer",
+        c"MPI_Session_attach_buffer",
+        unresolved as *mut c_void,
+    );
+    // SAFETY: `f` is PMPI_Session_attach_buffer or MPI_Session_attach_buffer, whose C type this is, or `unresolved`.
+    unsafe { std::mem::transmute::<*mut c_void, PMPI_Session_attach_buffer_t>(f) }
+}
+
+pub type PMPI_Session_attach_buffer_c_t =
+    unsafe extern "C" fn(MPI_Session, *mut c_void, MPI_Count) -> c_int;
+
+/// The real `MPI_Session_attach_buffer_c`: `PMPI_Session_attach_buffer_c`.
+pub fn MPI_Session_attach_buffer_c() -> PMPI_Session_attach_buffer_c_t {
+    static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    unsafe extern "C" fn unresolved(_: MPI_Session, _: *mut c_void, _: MPI_Count) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
+    }
+    let f = resolve(
+        &SLOT,
+        c"PMPI_Session_attach_buffer_c",
+        c"MPI_Session_attach_buffer_c",
+        unresolved as *mut c_void,
+    );
+    // SAFETY: `f` is PMPI_Session_attach_buffer_c or MPI_Session_attach_buffer_c, whose C type this is, or `unresolved`.
+    unsafe { std::mem::transmute::<*mut c_void, PMPI_Session_attach_buffer_c_t>(f) }
+}
+
 pub type PMPI_Session_call_errhandler_t = unsafe extern "C" fn(MPI_Session, c_int) -> c_int;
 
 /// The real `MPI_Session_call_errhandler`: `PMPI_Session_call_errhandler`.
@@ -12345,6 +12890,44 @@ pub fn MPI_Session_create_errhandler() -> PMPI_Session_create_errhandler_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Session_create_errhandler_t>(f) }
 }
 
+pub type PMPI_Session_detach_buffer_t =
+    unsafe extern "C" fn(MPI_Session, *mut c_void, *mut c_int) -> c_int;
+
+/// The real `MPI_Session_detach_buffer`: `PMPI_Session_detach_buffer`.
+pub fn MPI_Session_detach_buffer() -> PMPI_Session_detach_buffer_t {
+    static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    unsafe extern "C" fn unresolved(_: MPI_Session, _: *mut c_void, _: *mut c_int) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
+    }
+    let f = resolve(
+        &SLOT,
+        c"PMPI_Session_detach_buffer",
+        c"MPI_Session_detach_buffer",
+        unresolved as *mut c_void,
+    );
+    // SAFETY: `f` is PMPI_Session_detach_buffer or MPI_Session_detach_buffer, whose C type this is, or `unresolved`.
+    unsafe { std::mem::transmute::<*mut c_void, PMPI_Session_detach_buffer_t>(f) }
+}
+
+pub type PMPI_Session_detach_buffer_c_t =
+    unsafe extern "C" fn(MPI_Session, *mut c_void, *mut MPI_Count) -> c_int;
+
+/// The real `MPI_Session_detach_buffer_c`: `PMPI_Session_detach_buffer_c`.
+pub fn MPI_Session_detach_buffer_c() -> PMPI_Session_detach_buffer_c_t {
+    static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    unsafe extern "C" fn unresolved(_: MPI_Session, _: *mut c_void, _: *mut MPI_Count) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
+    }
+    let f = resolve(
+        &SLOT,
+        c"PMPI_Session_detach_buffer_c",
+        c"MPI_Session_detach_buffer_c",
+        unresolved as *mut c_void,
+    );
+    // SAFETY: `f` is PMPI_Session_detach_buffer_c or MPI_Session_detach_buffer_c, whose C type this is, or `unresolved`.
+    unsafe { std::mem::transmute::<*mut c_void, PMPI_Session_detach_buffer_c_t>(f) }
+}
+
 pub type PMPI_Session_finalize_t = unsafe extern "C" fn(*mut HandleSlot) -> c_int;
 
 /// The real `MPI_Session_finalize`: `PMPI_Session_finalize`.
@@ -12361,6 +12944,42 @@ pub fn MPI_Session_finalize() -> PMPI_Session_finalize_t {
     );
     // SAFETY: `f` is PMPI_Session_finalize or MPI_Session_finalize, whose C type this is, or `unresolved`.
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Session_finalize_t>(f) }
+}
+
+pub type PMPI_Session_flush_buffer_t = unsafe extern "C" fn(MPI_Session) -> c_int;
+
+/// The real `MPI_Session_flush_buffer`: `PMPI_Session_flush_buffer`.
+pub fn MPI_Session_flush_buffer() -> PMPI_Session_flush_buffer_t {
+    static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    unsafe extern "C" fn unresolved(_: MPI_Session) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
+    }
+    let f = resolve(
+        &SLOT,
+        c"PMPI_Session_flush_buffer",
+        c"MPI_Session_flush_buffer",
+        unresolved as *mut c_void,
+    );
+    // SAFETY: `f` is PMPI_Session_flush_buffer or MPI_Session_flush_buffer, whose C type this is, or `unresolved`.
+    unsafe { std::mem::transmute::<*mut c_void, PMPI_Session_flush_buffer_t>(f) }
+}
+
+pub type PMPI_Session_fromint_t = unsafe extern "C" fn(c_int) -> MPI_Session;
+
+/// The real `MPI_Session_fromint`: `PMPI_Session_fromint`.
+pub fn MPI_Session_fromint() -> PMPI_Session_fromint_t {
+    static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    unsafe extern "C" fn unresolved(_: c_int) -> MPI_Session {
+        Handle(0)
+    }
+    let f = resolve(
+        &SLOT,
+        c"PMPI_Session_fromint",
+        c"MPI_Session_fromint",
+        unresolved as *mut c_void,
+    );
+    // SAFETY: `f` is PMPI_Session_fromint or MPI_Session_fromint, whose C type this is, or `unresolved`.
+    unsafe { std::mem::transmute::<*mut c_void, PMPI_Session_fromint_t>(f) }
 }
 
 pub type PMPI_Session_get_errhandler_t =
@@ -12463,6 +13082,24 @@ pub fn MPI_Session_get_pset_info() -> PMPI_Session_get_pset_info_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Session_get_pset_info_t>(f) }
 }
 
+pub type PMPI_Session_iflush_buffer_t = unsafe extern "C" fn(MPI_Session, *mut HandleSlot) -> c_int;
+
+/// The real `MPI_Session_iflush_buffer`: `PMPI_Session_iflush_buffer`.
+pub fn MPI_Session_iflush_buffer() -> PMPI_Session_iflush_buffer_t {
+    static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    unsafe extern "C" fn unresolved(_: MPI_Session, _: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
+    }
+    let f = resolve(
+        &SLOT,
+        c"PMPI_Session_iflush_buffer",
+        c"MPI_Session_iflush_buffer",
+        unresolved as *mut c_void,
+    );
+    // SAFETY: `f` is PMPI_Session_iflush_buffer or MPI_Session_iflush_buffer, whose C type this is, or `unresolved`.
+    unsafe { std::mem::transmute::<*mut c_void, PMPI_Session_iflush_buffer_t>(f) }
+}
+
 pub type PMPI_Session_init_t =
     unsafe extern "C" fn(MPI_Info, MPI_Errhandler, *mut HandleSlot) -> c_int;
 
@@ -12498,6 +13135,24 @@ pub fn MPI_Session_set_errhandler() -> PMPI_Session_set_errhandler_t {
     );
     // SAFETY: `f` is PMPI_Session_set_errhandler or MPI_Session_set_errhandler, whose C type this is, or `unresolved`.
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Session_set_errhandler_t>(f) }
+}
+
+pub type PMPI_Session_toint_t = unsafe extern "C" fn(MPI_Session) -> c_int;
+
+/// The real `MPI_Session_toint`: `PMPI_Session_toint`.
+pub fn MPI_Session_toint() -> PMPI_Session_toint_t {
+    static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    unsafe extern "C" fn unresolved(_: MPI_Session) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
+    }
+    let f = resolve(
+        &SLOT,
+        c"PMPI_Session_toint",
+        c"MPI_Session_toint",
+        unresolved as *mut c_void,
+    );
+    // SAFETY: `f` is PMPI_Session_toint or MPI_Session_toint, whose C type this is, or `unresolved`.
+    unsafe { std::mem::transmute::<*mut c_void, PMPI_Session_toint_t>(f) }
 }
 
 pub type PMPI_Ssend_t =
@@ -12730,6 +13385,60 @@ pub fn MPI_Status_f2c() -> PMPI_Status_f2c_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Status_f2c_t>(f) }
 }
 
+pub type PMPI_Status_get_error_t = unsafe extern "C" fn(*const MPI_Status, *mut c_int) -> c_int;
+
+/// The real `MPI_Status_get_error`: `PMPI_Status_get_error`.
+pub fn MPI_Status_get_error() -> PMPI_Status_get_error_t {
+    static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    unsafe extern "C" fn unresolved(_: *const MPI_Status, _: *mut c_int) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
+    }
+    let f = resolve(
+        &SLOT,
+        c"PMPI_Status_get_error",
+        c"MPI_Status_get_error",
+        unresolved as *mut c_void,
+    );
+    // SAFETY: `f` is PMPI_Status_get_error or MPI_Status_get_error, whose C type this is, or `unresolved`.
+    unsafe { std::mem::transmute::<*mut c_void, PMPI_Status_get_error_t>(f) }
+}
+
+pub type PMPI_Status_get_source_t = unsafe extern "C" fn(*const MPI_Status, *mut c_int) -> c_int;
+
+/// The real `MPI_Status_get_source`: `PMPI_Status_get_source`.
+pub fn MPI_Status_get_source() -> PMPI_Status_get_source_t {
+    static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    unsafe extern "C" fn unresolved(_: *const MPI_Status, _: *mut c_int) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
+    }
+    let f = resolve(
+        &SLOT,
+        c"PMPI_Status_get_source",
+        c"MPI_Status_get_source",
+        unresolved as *mut c_void,
+    );
+    // SAFETY: `f` is PMPI_Status_get_source or MPI_Status_get_source, whose C type this is, or `unresolved`.
+    unsafe { std::mem::transmute::<*mut c_void, PMPI_Status_get_source_t>(f) }
+}
+
+pub type PMPI_Status_get_tag_t = unsafe extern "C" fn(*const MPI_Status, *mut c_int) -> c_int;
+
+/// The real `MPI_Status_get_tag`: `PMPI_Status_get_tag`.
+pub fn MPI_Status_get_tag() -> PMPI_Status_get_tag_t {
+    static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    unsafe extern "C" fn unresolved(_: *const MPI_Status, _: *mut c_int) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
+    }
+    let f = resolve(
+        &SLOT,
+        c"PMPI_Status_get_tag",
+        c"MPI_Status_get_tag",
+        unresolved as *mut c_void,
+    );
+    // SAFETY: `f` is PMPI_Status_get_tag or MPI_Status_get_tag, whose C type this is, or `unresolved`.
+    unsafe { std::mem::transmute::<*mut c_void, PMPI_Status_get_tag_t>(f) }
+}
+
 pub type PMPI_Status_set_cancelled_t = unsafe extern "C" fn(*mut MPI_Status, c_int) -> c_int;
 
 /// The real `MPI_Status_set_cancelled`: `PMPI_Status_set_cancelled`.
@@ -12767,6 +13476,25 @@ pub fn MPI_Status_set_elements() -> PMPI_Status_set_elements_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Status_set_elements_t>(f) }
 }
 
+pub type PMPI_Status_set_elements_c_t =
+    unsafe extern "C" fn(*mut MPI_Status, MPI_Datatype, MPI_Count) -> c_int;
+
+/// The real `MPI_Status_set_elements_c`: `PMPI_Status_set_elements_c`.
+pub fn MPI_Status_set_elements_c() -> PMPI_Status_set_elements_c_t {
+    static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    unsafe extern "C" fn unresolved(_: *mut MPI_Status, _: MPI_Datatype, _: MPI_Count) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
+    }
+    let f = resolve(
+        &SLOT,
+        c"PMPI_Status_set_elements_c",
+        c"MPI_Status_set_elements_c",
+        unresolved as *mut c_void,
+    );
+    // SAFETY: `f` is PMPI_Status_set_elements_c or MPI_Status_set_elements_c, whose C type this is, or `unresolved`.
+    unsafe { std::mem::transmute::<*mut c_void, PMPI_Status_set_elements_c_t>(f) }
+}
+
 pub type PMPI_Status_set_elements_x_t =
     unsafe extern "C" fn(*mut MPI_Status, MPI_Datatype, MPI_Count) -> c_int;
 
@@ -12784,6 +13512,60 @@ pub fn MPI_Status_set_elements_x() -> PMPI_Status_set_elements_x_t {
     );
     // SAFETY: `f` is PMPI_Status_set_elements_x or MPI_Status_set_elements_x, whose C type this is, or `unresolved`.
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Status_set_elements_x_t>(f) }
+}
+
+pub type PMPI_Status_set_error_t = unsafe extern "C" fn(*mut MPI_Status, c_int) -> c_int;
+
+/// The real `MPI_Status_set_error`: `PMPI_Status_set_error`.
+pub fn MPI_Status_set_error() -> PMPI_Status_set_error_t {
+    static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    unsafe extern "C" fn unresolved(_: *mut MPI_Status, _: c_int) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
+    }
+    let f = resolve(
+        &SLOT,
+        c"PMPI_Status_set_error",
+        c"MPI_Status_set_error",
+        unresolved as *mut c_void,
+    );
+    // SAFETY: `f` is PMPI_Status_set_error or MPI_Status_set_error, whose C type this is, or `unresolved`.
+    unsafe { std::mem::transmute::<*mut c_void, PMPI_Status_set_error_t>(f) }
+}
+
+pub type PMPI_Status_set_source_t = unsafe extern "C" fn(*mut MPI_Status, c_int) -> c_int;
+
+/// The real `MPI_Status_set_source`: `PMPI_Status_set_source`.
+pub fn MPI_Status_set_source() -> PMPI_Status_set_source_t {
+    static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    unsafe extern "C" fn unresolved(_: *mut MPI_Status, _: c_int) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
+    }
+    let f = resolve(
+        &SLOT,
+        c"PMPI_Status_set_source",
+        c"MPI_Status_set_source",
+        unresolved as *mut c_void,
+    );
+    // SAFETY: `f` is PMPI_Status_set_source or MPI_Status_set_source, whose C type this is, or `unresolved`.
+    unsafe { std::mem::transmute::<*mut c_void, PMPI_Status_set_source_t>(f) }
+}
+
+pub type PMPI_Status_set_tag_t = unsafe extern "C" fn(*mut MPI_Status, c_int) -> c_int;
+
+/// The real `MPI_Status_set_tag`: `PMPI_Status_set_tag`.
+pub fn MPI_Status_set_tag() -> PMPI_Status_set_tag_t {
+    static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    unsafe extern "C" fn unresolved(_: *mut MPI_Status, _: c_int) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
+    }
+    let f = resolve(
+        &SLOT,
+        c"PMPI_Status_set_tag",
+        c"MPI_Status_set_tag",
+        unresolved as *mut c_void,
+    );
+    // SAFETY: `f` is PMPI_Status_set_tag or MPI_Status_set_tag, whose C type this is, or `unresolved`.
+    unsafe { std::mem::transmute::<*mut c_void, PMPI_Status_set_tag_t>(f) }
 }
 
 pub type PMPI_T_category_changed_t = unsafe extern "C" fn(*mut c_int) -> c_int;
@@ -14742,6 +15524,24 @@ pub fn MPI_Type_free_keyval() -> PMPI_Type_free_keyval_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Type_free_keyval_t>(f) }
 }
 
+pub type PMPI_Type_fromint_t = unsafe extern "C" fn(c_int) -> MPI_Datatype;
+
+/// The real `MPI_Type_fromint`: `PMPI_Type_fromint`.
+pub fn MPI_Type_fromint() -> PMPI_Type_fromint_t {
+    static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    unsafe extern "C" fn unresolved(_: c_int) -> MPI_Datatype {
+        Handle(0)
+    }
+    let f = resolve(
+        &SLOT,
+        c"PMPI_Type_fromint",
+        c"MPI_Type_fromint",
+        unresolved as *mut c_void,
+    );
+    // SAFETY: `f` is PMPI_Type_fromint or MPI_Type_fromint, whose C type this is, or `unresolved`.
+    unsafe { std::mem::transmute::<*mut c_void, PMPI_Type_fromint_t>(f) }
+}
+
 pub type PMPI_Type_get_attr_t =
     unsafe extern "C" fn(MPI_Datatype, c_int, *mut c_void, *mut c_int) -> c_int;
 
@@ -15044,6 +15844,25 @@ pub fn MPI_Type_get_true_extent_x() -> PMPI_Type_get_true_extent_x_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Type_get_true_extent_x_t>(f) }
 }
 
+pub type PMPI_Type_get_value_index_t =
+    unsafe extern "C" fn(MPI_Datatype, MPI_Datatype, *mut HandleSlot) -> c_int;
+
+/// The real `MPI_Type_get_value_index`: `PMPI_Type_get_value_index`.
+pub fn MPI_Type_get_value_index() -> PMPI_Type_get_value_index_t {
+    static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    unsafe extern "C" fn unresolved(_: MPI_Datatype, _: MPI_Datatype, _: *mut HandleSlot) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
+    }
+    let f = resolve(
+        &SLOT,
+        c"PMPI_Type_get_value_index",
+        c"MPI_Type_get_value_index",
+        unresolved as *mut c_void,
+    );
+    // SAFETY: `f` is PMPI_Type_get_value_index or MPI_Type_get_value_index, whose C type this is, or `unresolved`.
+    unsafe { std::mem::transmute::<*mut c_void, PMPI_Type_get_value_index_t>(f) }
+}
+
 pub type PMPI_Type_hindexed_t =
     unsafe extern "C" fn(c_int, *mut c_int, *mut MPI_Aint, MPI_Datatype, *mut HandleSlot) -> c_int;
 
@@ -15303,6 +16122,24 @@ pub fn MPI_Type_struct() -> PMPI_Type_struct_t {
     );
     // SAFETY: `f` is PMPI_Type_struct or MPI_Type_struct, whose C type this is, or `unresolved`.
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Type_struct_t>(f) }
+}
+
+pub type PMPI_Type_toint_t = unsafe extern "C" fn(MPI_Datatype) -> c_int;
+
+/// The real `MPI_Type_toint`: `PMPI_Type_toint`.
+pub fn MPI_Type_toint() -> PMPI_Type_toint_t {
+    static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    unsafe extern "C" fn unresolved(_: MPI_Datatype) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
+    }
+    let f = resolve(
+        &SLOT,
+        c"PMPI_Type_toint",
+        c"MPI_Type_toint",
+        unresolved as *mut c_void,
+    );
+    // SAFETY: `f` is PMPI_Type_toint or MPI_Type_toint, whose C type this is, or `unresolved`.
+    unsafe { std::mem::transmute::<*mut c_void, PMPI_Type_toint_t>(f) }
 }
 
 pub type PMPI_Type_ub_t = unsafe extern "C" fn(MPI_Datatype, *mut MPI_Aint) -> c_int;
@@ -16085,6 +16922,24 @@ pub fn MPI_Win_free_keyval() -> PMPI_Win_free_keyval_t {
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Win_free_keyval_t>(f) }
 }
 
+pub type PMPI_Win_fromint_t = unsafe extern "C" fn(c_int) -> MPI_Win;
+
+/// The real `MPI_Win_fromint`: `PMPI_Win_fromint`.
+pub fn MPI_Win_fromint() -> PMPI_Win_fromint_t {
+    static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    unsafe extern "C" fn unresolved(_: c_int) -> MPI_Win {
+        Handle(0)
+    }
+    let f = resolve(
+        &SLOT,
+        c"PMPI_Win_fromint",
+        c"MPI_Win_fromint",
+        unresolved as *mut c_void,
+    );
+    // SAFETY: `f` is PMPI_Win_fromint or MPI_Win_fromint, whose C type this is, or `unresolved`.
+    unsafe { std::mem::transmute::<*mut c_void, PMPI_Win_fromint_t>(f) }
+}
+
 pub type PMPI_Win_get_attr_t =
     unsafe extern "C" fn(MPI_Win, c_int, *mut c_void, *mut c_int) -> c_int;
 
@@ -16404,6 +17259,24 @@ pub fn MPI_Win_test() -> PMPI_Win_test_t {
     );
     // SAFETY: `f` is PMPI_Win_test or MPI_Win_test, whose C type this is, or `unresolved`.
     unsafe { std::mem::transmute::<*mut c_void, PMPI_Win_test_t>(f) }
+}
+
+pub type PMPI_Win_toint_t = unsafe extern "C" fn(MPI_Win) -> c_int;
+
+/// The real `MPI_Win_toint`: `PMPI_Win_toint`.
+pub fn MPI_Win_toint() -> PMPI_Win_toint_t {
+    static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+    unsafe extern "C" fn unresolved(_: MPI_Win) -> c_int {
+        crate::front::front().ints.MPI_ERR_INTERN
+    }
+    let f = resolve(
+        &SLOT,
+        c"PMPI_Win_toint",
+        c"MPI_Win_toint",
+        unresolved as *mut c_void,
+    );
+    // SAFETY: `f` is PMPI_Win_toint or MPI_Win_toint, whose C type this is, or `unresolved`.
+    unsafe { std::mem::transmute::<*mut c_void, PMPI_Win_toint_t>(f) }
 }
 
 pub type PMPI_Win_unlock_t = unsafe extern "C" fn(c_int, MPI_Win) -> c_int;

@@ -273,20 +273,34 @@ fn graph_dims(e: &Encoder<'_>, comm: MPI_Comm) -> Option<(usize, usize)> {
 }
 
 /// How many integers, addresses, large counts and datatypes describe
-/// `datatype` (MPI_Type_get_envelope_c), once the call has proved it valid.
+/// `datatype` (MPI_Type_get_envelope_c, or MPI_Type_get_envelope in an MPI
+/// without large counts), once the call has proved it valid.
 fn type_envelope(e: &Encoder<'_>, datatype: MPI_Datatype) -> Option<[usize; 4]> {
     let (mut i, mut a, mut c, mut d, mut combiner) = (0, 0, 0, 0, 0);
-    // SAFETY: a PMPI query on a valid datatype, writing to locals.
+    // SAFETY: PMPI queries on a valid datatype, writing to locals.
     let ok = e.ok()
         && unsafe {
-            crate::pmpi::MPI_Type_get_envelope_c()(
-                datatype,
-                &mut i,
-                &mut a,
-                &mut c,
-                &mut d,
-                &mut combiner,
-            )
+            if front().large_counts {
+                crate::pmpi::MPI_Type_get_envelope_c()(
+                    datatype,
+                    &mut i,
+                    &mut a,
+                    &mut c,
+                    &mut d,
+                    &mut combiner,
+                )
+            } else {
+                let (mut ni, mut na, mut nd) = (0, 0, 0);
+                let ret = crate::pmpi::MPI_Type_get_envelope()(
+                    datatype,
+                    &mut ni,
+                    &mut na,
+                    &mut nd,
+                    &mut combiner,
+                );
+                (i, a, d) = (ni.into(), na.into(), nd.into());
+                ret
+            }
         } == MPI_SUCCESS;
     if ok {
         Some([count_of(i)?, count_of(a)?, count_of(c)?, count_of(d)?])
@@ -465,7 +479,7 @@ pub unsafe extern "C" fn MPI_Add_error_class(errorclass: *mut c_int) -> c_int {
         ret,
         |k| unsafe { [k.out(errorclass.cast_const())] },
         |e| unsafe {
-            e.int_out(errorclass);
+            e.constant_out(ConstSet::ErrorClass, errorclass);
         },
     );
     ret
@@ -484,7 +498,7 @@ pub unsafe extern "C" fn MPI_Add_error_code(errorclass: c_int, errorcode: *mut c
         ret,
         |k| unsafe { [i64::from(errorclass) as u64, k.out(errorcode.cast_const())] },
         |e| unsafe {
-            e.int(i64::from(errorclass));
+            e.constant(ConstSet::ErrorClass, i64::from(errorclass));
             e.int_out(errorcode);
         },
     );
@@ -2491,6 +2505,37 @@ pub unsafe extern "C" fn MPI_Buffer_detach_c(
     ret
 }
 
+/// Traces `MPI_Buffer_flush`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Buffer_flush() -> c_int {
+    let real = crate::pmpi::MPI_Buffer_flush();
+    let Some(call) = Call::begin() else {
+        return unsafe { real() };
+    };
+    let ret = unsafe { real() };
+    call.end_keyed(func::MPI_Buffer_flush, ret, |_| [], |_| {});
+    ret
+}
+
+/// Traces `MPI_Buffer_iflush`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Buffer_iflush(request: *mut HandleSlot) -> c_int {
+    let real = crate::pmpi::MPI_Buffer_iflush();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(request) };
+    };
+    let ret = unsafe { real(request) };
+    call.end_keyed(
+        func::MPI_Buffer_iflush,
+        ret,
+        |k| unsafe { [k.created(request.cast())] },
+        |e| unsafe {
+            e.new_request(request);
+        },
+    );
+    ret
+}
+
 /// Traces `MPI_Cancel`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Cancel(request: *mut HandleSlot) -> c_int {
@@ -2776,6 +2821,70 @@ pub unsafe extern "C" fn MPI_Comm_accept(
     ret
 }
 
+/// Traces `MPI_Comm_attach_buffer`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Comm_attach_buffer(
+    comm: MPI_Comm,
+    buffer: *mut c_void,
+    size: c_int,
+) -> c_int {
+    let real = crate::pmpi::MPI_Comm_attach_buffer();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(comm, buffer, size) };
+    };
+    let ret = unsafe { real(comm, buffer, size) };
+    call.end_keyed(
+        func::MPI_Comm_attach_buffer,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::Comm, comm),
+                buffer as u64,
+                i64::from(size) as u64,
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::Comm, comm);
+            e.buffer(buffer);
+            e.address(i64::from(size));
+        },
+    );
+    ret
+}
+
+/// Traces `MPI_Comm_attach_buffer_c`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Comm_attach_buffer_c(
+    comm: MPI_Comm,
+    buffer: *mut c_void,
+    size: MPI_Count,
+) -> c_int {
+    let real = crate::pmpi::MPI_Comm_attach_buffer_c();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(comm, buffer, size) };
+    };
+    let ret = unsafe { real(comm, buffer, size) };
+    call.end_keyed(
+        func::MPI_Comm_attach_buffer_c,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::Comm, comm),
+                buffer as u64,
+                size as u64,
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::Comm, comm);
+            e.buffer(buffer);
+            e.address(size);
+        },
+    );
+    ret
+}
+
 /// Traces `MPI_Comm_call_errhandler`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Comm_call_errhandler(comm: MPI_Comm, errorcode: c_int) -> c_int {
@@ -2826,7 +2935,7 @@ pub unsafe extern "C" fn MPI_Comm_compare(
         |e| unsafe {
             e.handle(HandleKind::Comm, comm1);
             e.handle(HandleKind::Comm, comm2);
-            e.int_out(result);
+            e.constant_out(ConstSet::Comparison, result);
         },
     );
     ret
@@ -3018,6 +3127,70 @@ pub unsafe extern "C" fn MPI_Comm_delete_attr(comm: MPI_Comm, comm_keyval: c_int
     ret
 }
 
+/// Traces `MPI_Comm_detach_buffer`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Comm_detach_buffer(
+    comm: MPI_Comm,
+    buffer_addr: *mut c_void,
+    size: *mut c_int,
+) -> c_int {
+    let real = crate::pmpi::MPI_Comm_detach_buffer();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(comm, buffer_addr, size) };
+    };
+    let ret = unsafe { real(comm, buffer_addr, size) };
+    call.end_keyed(
+        func::MPI_Comm_detach_buffer,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Comm, comm),
+                k.pointer_out(buffer_addr.cast_const().cast::<*mut c_void>()),
+                k.out(size.cast_const()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Comm, comm);
+            buffer_out(e, buffer_addr.cast_const().cast());
+            e.int_out(size);
+        },
+    );
+    ret
+}
+
+/// Traces `MPI_Comm_detach_buffer_c`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Comm_detach_buffer_c(
+    comm: MPI_Comm,
+    buffer_addr: *mut c_void,
+    size: *mut MPI_Count,
+) -> c_int {
+    let real = crate::pmpi::MPI_Comm_detach_buffer_c();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(comm, buffer_addr, size) };
+    };
+    let ret = unsafe { real(comm, buffer_addr, size) };
+    call.end_keyed(
+        func::MPI_Comm_detach_buffer_c,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Comm, comm),
+                k.pointer_out(buffer_addr.cast_const().cast::<*mut c_void>()),
+                k.out(size.cast_const()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Comm, comm);
+            buffer_out(e, buffer_addr.cast_const().cast());
+            e.count_out(size);
+        },
+    );
+    ret
+}
+
 /// Traces `MPI_Comm_disconnect`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Comm_disconnect(comm: *mut HandleSlot) -> c_int {
@@ -3076,6 +3249,25 @@ pub unsafe extern "C" fn MPI_Comm_dup_with_info(
     ret
 }
 
+/// Traces `MPI_Comm_flush_buffer`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Comm_flush_buffer(comm: MPI_Comm) -> c_int {
+    let real = crate::pmpi::MPI_Comm_flush_buffer();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(comm) };
+    };
+    let ret = unsafe { real(comm) };
+    call.end_keyed(
+        func::MPI_Comm_flush_buffer,
+        ret,
+        |k| [k.handle(HandleKind::Comm, comm)],
+        |e| {
+            e.handle(HandleKind::Comm, comm);
+        },
+    );
+    ret
+}
+
 /// Traces `MPI_Comm_free`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Comm_free(comm: *mut HandleSlot) -> c_int {
@@ -3104,6 +3296,25 @@ pub unsafe extern "C" fn MPI_Comm_free_keyval(comm_keyval: *mut c_int) -> c_int 
     call.end(func::MPI_Comm_free_keyval, ret, |e| {
         e.free_handle(HandleKind::Keyval, comm_keyval_before);
     });
+    ret
+}
+
+/// Traces `MPI_Comm_fromint`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Comm_fromint(comm: c_int) -> MPI_Comm {
+    let real = crate::pmpi::MPI_Comm_fromint();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(comm) };
+    };
+    let ret = unsafe { real(comm) };
+    call.end_keyed(
+        func::MPI_Comm_fromint,
+        MPI_SUCCESS,
+        |_| [i64::from(comm) as u64],
+        |e| {
+            e.int(i64::from(comm));
+        },
+    );
     ret
 }
 
@@ -3277,6 +3488,26 @@ pub unsafe extern "C" fn MPI_Comm_idup_with_info(
         e.new_comm_pending(newcomm);
         e.new_request(request);
     });
+    ret
+}
+
+/// Traces `MPI_Comm_iflush_buffer`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Comm_iflush_buffer(comm: MPI_Comm, request: *mut HandleSlot) -> c_int {
+    let real = crate::pmpi::MPI_Comm_iflush_buffer();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(comm, request) };
+    };
+    let ret = unsafe { real(comm, request) };
+    call.end_keyed(
+        func::MPI_Comm_iflush_buffer,
+        ret,
+        |k| unsafe { [k.handle(HandleKind::Comm, comm), k.created(request.cast())] },
+        |e| unsafe {
+            e.handle(HandleKind::Comm, comm);
+            e.new_request(request);
+        },
+    );
     ret
 }
 
@@ -3660,7 +3891,7 @@ pub unsafe extern "C" fn MPI_Comm_split(
     let agreed = unsafe { crate::agree::created(ret, newcomm) };
     call.end_at(end, func::MPI_Comm_split, ret, |e| unsafe {
         e.handle(HandleKind::Comm, comm);
-        e.int(i64::from(color));
+        e.constant(ConstSet::Undefined, i64::from(color));
         e.int(i64::from(key));
         e.new_comm_out(newcomm, agreed);
     });
@@ -3687,7 +3918,7 @@ pub unsafe extern "C" fn MPI_Comm_split_type(
     let agreed = unsafe { crate::agree::created(ret, newcomm) };
     call.end_at(end, func::MPI_Comm_split_type, ret, |e| unsafe {
         e.handle(HandleKind::Comm, comm);
-        e.int(i64::from(split_type));
+        e.constant(ConstSet::SplitType, i64::from(split_type));
         e.int(i64::from(key));
         e.handle(HandleKind::Info, info);
         e.new_comm_out(newcomm, agreed);
@@ -3710,6 +3941,25 @@ pub unsafe extern "C" fn MPI_Comm_test_inter(comm: MPI_Comm, flag: *mut c_int) -
         |e| unsafe {
             e.handle(HandleKind::Comm, comm);
             e.int_out(flag);
+        },
+    );
+    ret
+}
+
+/// Traces `MPI_Comm_toint`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Comm_toint(comm: MPI_Comm) -> c_int {
+    let real = crate::pmpi::MPI_Comm_toint();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(comm) };
+    };
+    let ret = unsafe { real(comm) };
+    call.end_keyed(
+        func::MPI_Comm_toint,
+        ret,
+        |k| [k.handle(HandleKind::Comm, comm)],
+        |e| {
+            e.handle(HandleKind::Comm, comm);
         },
     );
     ret
@@ -4082,6 +4332,25 @@ pub unsafe extern "C" fn MPI_Errhandler_free(errhandler: *mut HandleSlot) -> c_i
     ret
 }
 
+/// Traces `MPI_Errhandler_fromint`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Errhandler_fromint(errhandler: c_int) -> MPI_Errhandler {
+    let real = crate::pmpi::MPI_Errhandler_fromint();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(errhandler) };
+    };
+    let ret = unsafe { real(errhandler) };
+    call.end_keyed(
+        func::MPI_Errhandler_fromint,
+        MPI_SUCCESS,
+        |_| [i64::from(errhandler) as u64],
+        |e| {
+            e.int(i64::from(errhandler));
+        },
+    );
+    ret
+}
+
 /// Traces `MPI_Errhandler_get`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Errhandler_get(comm: MPI_Comm, errhandler: *mut HandleSlot) -> c_int {
@@ -4122,6 +4391,25 @@ pub unsafe extern "C" fn MPI_Errhandler_set(comm: MPI_Comm, errhandler: MPI_Errh
     ret
 }
 
+/// Traces `MPI_Errhandler_toint`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Errhandler_toint(errhandler: MPI_Errhandler) -> c_int {
+    let real = crate::pmpi::MPI_Errhandler_toint();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(errhandler) };
+    };
+    let ret = unsafe { real(errhandler) };
+    call.end_keyed(
+        func::MPI_Errhandler_toint,
+        ret,
+        |k| [k.handle(HandleKind::Errhandler, errhandler)],
+        |e| {
+            e.handle(HandleKind::Errhandler, errhandler);
+        },
+    );
+    ret
+}
+
 /// Traces `MPI_Error_class`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Error_class(errorcode: c_int, errorclass: *mut c_int) -> c_int {
@@ -4136,7 +4424,7 @@ pub unsafe extern "C" fn MPI_Error_class(errorcode: c_int, errorclass: *mut c_in
         |k| unsafe { [i64::from(errorcode) as u64, k.out(errorclass.cast_const())] },
         |e| unsafe {
             e.int(i64::from(errorcode));
-            e.int_out(errorclass);
+            e.constant_out(ConstSet::ErrorClass, errorclass);
         },
     );
     ret
@@ -4511,6 +4799,25 @@ pub unsafe extern "C" fn MPI_File_f2c(file: MPI_Fint) -> MPI_File {
     ret
 }
 
+/// Traces `MPI_File_fromint`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_File_fromint(file: c_int) -> MPI_File {
+    let real = crate::pmpi::MPI_File_fromint();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(file) };
+    };
+    let ret = unsafe { real(file) };
+    call.end_keyed(
+        func::MPI_File_fromint,
+        MPI_SUCCESS,
+        |_| [i64::from(file) as u64],
+        |e| {
+            e.int(i64::from(file));
+        },
+    );
+    ret
+}
+
 /// Traces `MPI_File_get_amode`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_File_get_amode(fh: MPI_File, amode: *mut c_int) -> c_int {
@@ -4525,7 +4832,7 @@ pub unsafe extern "C" fn MPI_File_get_amode(fh: MPI_File, amode: *mut c_int) -> 
         |k| unsafe { [k.handle(HandleKind::File, fh), k.out(amode.cast_const())] },
         |e| unsafe {
             e.handle(HandleKind::File, fh);
-            e.int_out(amode);
+            e.constant_out(ConstSet::AccessMode, amode);
         },
     );
     ret
@@ -5581,7 +5888,7 @@ pub unsafe extern "C" fn MPI_File_open(
     call.end(func::MPI_File_open, ret, |e| unsafe {
         e.handle(HandleKind::Comm, comm);
         e.string(filename);
-        e.int(i64::from(amode));
+        e.constant(ConstSet::AccessMode, i64::from(amode));
         e.handle(HandleKind::Info, info);
         e.new_handle_out(HandleKind::File, fh.cast());
     });
@@ -6484,7 +6791,7 @@ pub unsafe extern "C" fn MPI_File_seek(fh: MPI_File, offset: MPI_Offset, whence:
         |e| {
             e.handle(HandleKind::File, fh);
             e.address(offset);
-            e.int(i64::from(whence));
+            e.constant(ConstSet::Whence, i64::from(whence));
         },
     );
     ret
@@ -6515,7 +6822,7 @@ pub unsafe extern "C" fn MPI_File_seek_shared(
         |e| {
             e.handle(HandleKind::File, fh);
             e.address(offset);
-            e.int(i64::from(whence));
+            e.constant(ConstSet::Whence, i64::from(whence));
         },
     );
     ret
@@ -6654,6 +6961,25 @@ pub unsafe extern "C" fn MPI_File_sync(fh: MPI_File) -> c_int {
         |k| [k.handle(HandleKind::File, fh)],
         |e| {
             e.handle(HandleKind::File, fh);
+        },
+    );
+    ret
+}
+
+/// Traces `MPI_File_toint`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_File_toint(file: MPI_File) -> c_int {
+    let real = crate::pmpi::MPI_File_toint();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(file) };
+    };
+    let ret = unsafe { real(file) };
+    call.end_keyed(
+        func::MPI_File_toint,
+        ret,
+        |k| [k.handle(HandleKind::File, file)],
+        |e| {
+            e.handle(HandleKind::File, file);
         },
     );
     ret
@@ -8526,6 +8852,20 @@ pub unsafe extern "C" fn MPI_Get_elements_x(
     ret
 }
 
+/// Traces `MPI_Get_hw_resource_info`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Get_hw_resource_info(hw_info: *mut HandleSlot) -> c_int {
+    let real = crate::pmpi::MPI_Get_hw_resource_info();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(hw_info) };
+    };
+    let ret = unsafe { real(hw_info) };
+    call.end(func::MPI_Get_hw_resource_info, ret, |e| unsafe {
+        e.new_handle_out(HandleKind::Info, hw_info.cast());
+    });
+    ret
+}
+
 /// Traces `MPI_Get_library_version`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Get_library_version(
@@ -8839,7 +9179,7 @@ pub unsafe extern "C" fn MPI_Group_compare(
         |e| unsafe {
             e.handle(HandleKind::Group, group1);
             e.handle(HandleKind::Group, group2);
-            e.int_out(result);
+            e.constant_out(ConstSet::Comparison, result);
         },
     );
     ret
@@ -8920,6 +9260,25 @@ pub unsafe extern "C" fn MPI_Group_from_session_pset(
         e.string(pset_name);
         e.new_handle_out(HandleKind::Group, newgroup.cast());
     });
+    ret
+}
+
+/// Traces `MPI_Group_fromint`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Group_fromint(group: c_int) -> MPI_Group {
+    let real = crate::pmpi::MPI_Group_fromint();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(group) };
+    };
+    let ret = unsafe { real(group) };
+    call.end_keyed(
+        func::MPI_Group_fromint,
+        MPI_SUCCESS,
+        |_| [i64::from(group) as u64],
+        |e| {
+            e.int(i64::from(group));
+        },
+    );
     ret
 }
 
@@ -9057,6 +9416,25 @@ pub unsafe extern "C" fn MPI_Group_size(group: MPI_Group, size: *mut c_int) -> c
         |e| unsafe {
             e.handle(HandleKind::Group, group);
             e.int_out(size);
+        },
+    );
+    ret
+}
+
+/// Traces `MPI_Group_toint`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Group_toint(group: MPI_Group) -> c_int {
+    let real = crate::pmpi::MPI_Group_toint();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(group) };
+    };
+    let ret = unsafe { real(group) };
+    call.end_keyed(
+        func::MPI_Group_toint,
+        ret,
+        |k| [k.handle(HandleKind::Group, group)],
+        |e| {
+            e.handle(HandleKind::Group, group);
         },
     );
     ret
@@ -10966,6 +11344,25 @@ pub unsafe extern "C" fn MPI_Info_free(info: *mut HandleSlot) -> c_int {
     ret
 }
 
+/// Traces `MPI_Info_fromint`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Info_fromint(info: c_int) -> MPI_Info {
+    let real = crate::pmpi::MPI_Info_fromint();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(info) };
+    };
+    let ret = unsafe { real(info) };
+    call.end_keyed(
+        func::MPI_Info_fromint,
+        MPI_SUCCESS,
+        |_| [i64::from(info) as u64],
+        |e| {
+            e.int(i64::from(info));
+        },
+    );
+    ret
+}
+
 /// Traces `MPI_Info_get`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Info_get(
@@ -10983,7 +11380,7 @@ pub unsafe extern "C" fn MPI_Info_get(
     call.end(func::MPI_Info_get, ret, |e| unsafe {
         e.handle(HandleKind::Info, info);
         e.string(key);
-        e.int(i64::from(valuelen));
+        e.constant(ConstSet::InfoValueLength, i64::from(valuelen));
         let value_cap = count_of(valuelen);
         let value_significant = e.read(flag.cast_const()).is_some_and(|f| f != 0);
         string_out(e, value, value_cap, value_significant);
@@ -11095,6 +11492,25 @@ pub unsafe extern "C" fn MPI_Info_set(
         e.string(key);
         e.string(value);
     });
+    ret
+}
+
+/// Traces `MPI_Info_toint`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Info_toint(info: MPI_Info) -> c_int {
+    let real = crate::pmpi::MPI_Info_toint();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(info) };
+    };
+    let ret = unsafe { real(info) };
+    call.end_keyed(
+        func::MPI_Info_toint,
+        ret,
+        |k| [k.handle(HandleKind::Info, info)],
+        |e| {
+            e.handle(HandleKind::Info, info);
+        },
+    );
     ret
 }
 
@@ -12538,6 +12954,44 @@ pub unsafe extern "C" fn MPI_Lookup_name(
     ret
 }
 
+/// Traces `MPI_Message_fromint`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Message_fromint(message: c_int) -> MPI_Message {
+    let real = crate::pmpi::MPI_Message_fromint();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(message) };
+    };
+    let ret = unsafe { real(message) };
+    call.end_keyed(
+        func::MPI_Message_fromint,
+        MPI_SUCCESS,
+        |_| [i64::from(message) as u64],
+        |e| {
+            e.int(i64::from(message));
+        },
+    );
+    ret
+}
+
+/// Traces `MPI_Message_toint`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Message_toint(message: MPI_Message) -> c_int {
+    let real = crate::pmpi::MPI_Message_toint();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(message) };
+    };
+    let ret = unsafe { real(message) };
+    call.end_keyed(
+        func::MPI_Message_toint,
+        ret,
+        |k| [k.handle(HandleKind::Message, message)],
+        |e| {
+            e.handle(HandleKind::Message, message);
+        },
+    );
+    ret
+}
+
 /// Traces `MPI_Mprobe`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Mprobe(
@@ -13751,6 +14205,44 @@ pub unsafe extern "C" fn MPI_Op_free(op: *mut HandleSlot) -> c_int {
     ret
 }
 
+/// Traces `MPI_Op_fromint`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Op_fromint(op: c_int) -> MPI_Op {
+    let real = crate::pmpi::MPI_Op_fromint();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(op) };
+    };
+    let ret = unsafe { real(op) };
+    call.end_keyed(
+        func::MPI_Op_fromint,
+        MPI_SUCCESS,
+        |_| [i64::from(op) as u64],
+        |e| {
+            e.int(i64::from(op));
+        },
+    );
+    ret
+}
+
+/// Traces `MPI_Op_toint`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Op_toint(op: MPI_Op) -> c_int {
+    let real = crate::pmpi::MPI_Op_toint();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(op) };
+    };
+    let ret = unsafe { real(op) };
+    call.end_keyed(
+        func::MPI_Op_toint,
+        ret,
+        |k| [k.handle(HandleKind::Op, op)],
+        |e| {
+            e.handle(HandleKind::Op, op);
+        },
+    );
+    ret
+}
+
 /// Traces `MPI_Open_port`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Open_port(info: MPI_Info, port_name: *mut c_char) -> c_int {
@@ -14435,7 +14927,7 @@ pub unsafe extern "C" fn MPI_Query_thread(provided: *mut c_int) -> c_int {
         ret,
         |k| unsafe { [k.out(provided.cast_const())] },
         |e| unsafe {
-            e.int_out(provided);
+            e.constant_out(ConstSet::ThreadLevel, provided);
         },
     );
     ret
@@ -15473,6 +15965,96 @@ pub unsafe extern "C" fn MPI_Register_datarep_c(
         e.callback(write_conversion_fn);
         e.callback(dtype_file_extent_fn);
         e.buffer(extra_state);
+    });
+    ret
+}
+
+/// Traces `MPI_Remove_error_class`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Remove_error_class(errorclass: c_int) -> c_int {
+    let real = crate::pmpi::MPI_Remove_error_class();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(errorclass) };
+    };
+    let ret = unsafe { real(errorclass) };
+    call.end_keyed(
+        func::MPI_Remove_error_class,
+        ret,
+        |_| [i64::from(errorclass) as u64],
+        |e| {
+            e.constant(ConstSet::ErrorClass, i64::from(errorclass));
+        },
+    );
+    ret
+}
+
+/// Traces `MPI_Remove_error_code`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Remove_error_code(errorcode: c_int) -> c_int {
+    let real = crate::pmpi::MPI_Remove_error_code();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(errorcode) };
+    };
+    let ret = unsafe { real(errorcode) };
+    call.end_keyed(
+        func::MPI_Remove_error_code,
+        ret,
+        |_| [i64::from(errorcode) as u64],
+        |e| {
+            e.int(i64::from(errorcode));
+        },
+    );
+    ret
+}
+
+/// Traces `MPI_Remove_error_string`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Remove_error_string(errorcode: c_int) -> c_int {
+    let real = crate::pmpi::MPI_Remove_error_string();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(errorcode) };
+    };
+    let ret = unsafe { real(errorcode) };
+    call.end_keyed(
+        func::MPI_Remove_error_string,
+        ret,
+        |_| [i64::from(errorcode) as u64],
+        |e| {
+            e.int(i64::from(errorcode));
+        },
+    );
+    ret
+}
+
+/// Traces `MPI_Request_fromint`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Request_fromint(request: c_int) -> MPI_Request {
+    let real = crate::pmpi::MPI_Request_fromint();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(request) };
+    };
+    let ret = unsafe { real(request) };
+    call.end_keyed(
+        func::MPI_Request_fromint,
+        MPI_SUCCESS,
+        |_| [i64::from(request) as u64],
+        |e| {
+            e.int(i64::from(request));
+        },
+    );
+    ret
+}
+
+/// Traces `MPI_Request_toint`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Request_toint(request: MPI_Request) -> c_int {
+    let real = crate::pmpi::MPI_Request_toint();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(request) };
+    };
+    let ret = unsafe { real(request) };
+    call.end(func::MPI_Request_toint, ret, |e| {
+        e.request(request);
     });
     ret
 }
@@ -17165,6 +17747,70 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace_c(
     ret
 }
 
+/// Traces `MPI_Session_attach_buffer`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Session_attach_buffer(
+    session: MPI_Session,
+    buffer: *mut c_void,
+    size: c_int,
+) -> c_int {
+    let real = crate::pmpi::MPI_Session_attach_buffer();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(session, buffer, size) };
+    };
+    let ret = unsafe { real(session, buffer, size) };
+    call.end_keyed(
+        func::MPI_Session_attach_buffer,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::Session, session),
+                buffer as u64,
+                i64::from(size) as u64,
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::Session, session);
+            e.buffer(buffer);
+            e.address(i64::from(size));
+        },
+    );
+    ret
+}
+
+/// Traces `MPI_Session_attach_buffer_c`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Session_attach_buffer_c(
+    session: MPI_Session,
+    buffer: *mut c_void,
+    size: MPI_Count,
+) -> c_int {
+    let real = crate::pmpi::MPI_Session_attach_buffer_c();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(session, buffer, size) };
+    };
+    let ret = unsafe { real(session, buffer, size) };
+    call.end_keyed(
+        func::MPI_Session_attach_buffer_c,
+        ret,
+        |k| {
+            [
+                k.handle(HandleKind::Session, session),
+                buffer as u64,
+                size as u64,
+                k.segments(),
+            ]
+        },
+        |e| {
+            e.handle(HandleKind::Session, session);
+            e.buffer(buffer);
+            e.address(size);
+        },
+    );
+    ret
+}
+
 /// Traces `MPI_Session_call_errhandler`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Session_call_errhandler(
@@ -17211,6 +17857,70 @@ pub unsafe extern "C" fn MPI_Session_create_errhandler(
     ret
 }
 
+/// Traces `MPI_Session_detach_buffer`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Session_detach_buffer(
+    session: MPI_Session,
+    buffer_addr: *mut c_void,
+    size: *mut c_int,
+) -> c_int {
+    let real = crate::pmpi::MPI_Session_detach_buffer();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(session, buffer_addr, size) };
+    };
+    let ret = unsafe { real(session, buffer_addr, size) };
+    call.end_keyed(
+        func::MPI_Session_detach_buffer,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Session, session),
+                k.pointer_out(buffer_addr.cast_const().cast::<*mut c_void>()),
+                k.out(size.cast_const()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Session, session);
+            buffer_out(e, buffer_addr.cast_const().cast());
+            e.int_out(size);
+        },
+    );
+    ret
+}
+
+/// Traces `MPI_Session_detach_buffer_c`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Session_detach_buffer_c(
+    session: MPI_Session,
+    buffer_addr: *mut c_void,
+    size: *mut MPI_Count,
+) -> c_int {
+    let real = crate::pmpi::MPI_Session_detach_buffer_c();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(session, buffer_addr, size) };
+    };
+    let ret = unsafe { real(session, buffer_addr, size) };
+    call.end_keyed(
+        func::MPI_Session_detach_buffer_c,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Session, session),
+                k.pointer_out(buffer_addr.cast_const().cast::<*mut c_void>()),
+                k.out(size.cast_const()),
+                k.segments(),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Session, session);
+            buffer_out(e, buffer_addr.cast_const().cast());
+            e.count_out(size);
+        },
+    );
+    ret
+}
+
 /// Traces `MPI_Session_finalize`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Session_finalize(session: *mut HandleSlot) -> c_int {
@@ -17223,6 +17933,44 @@ pub unsafe extern "C" fn MPI_Session_finalize(session: *mut HandleSlot) -> c_int
     call.end(func::MPI_Session_finalize, ret, |e| {
         e.free_handle(HandleKind::Session, session_before);
     });
+    ret
+}
+
+/// Traces `MPI_Session_flush_buffer`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Session_flush_buffer(session: MPI_Session) -> c_int {
+    let real = crate::pmpi::MPI_Session_flush_buffer();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(session) };
+    };
+    let ret = unsafe { real(session) };
+    call.end_keyed(
+        func::MPI_Session_flush_buffer,
+        ret,
+        |k| [k.handle(HandleKind::Session, session)],
+        |e| {
+            e.handle(HandleKind::Session, session);
+        },
+    );
+    ret
+}
+
+/// Traces `MPI_Session_fromint`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Session_fromint(session: c_int) -> MPI_Session {
+    let real = crate::pmpi::MPI_Session_fromint();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(session) };
+    };
+    let ret = unsafe { real(session) };
+    call.end_keyed(
+        func::MPI_Session_fromint,
+        MPI_SUCCESS,
+        |_| [i64::from(session) as u64],
+        |e| {
+            e.int(i64::from(session));
+        },
+    );
     ret
 }
 
@@ -17339,6 +18087,34 @@ pub unsafe extern "C" fn MPI_Session_get_pset_info(
     ret
 }
 
+/// Traces `MPI_Session_iflush_buffer`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Session_iflush_buffer(
+    session: MPI_Session,
+    request: *mut HandleSlot,
+) -> c_int {
+    let real = crate::pmpi::MPI_Session_iflush_buffer();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(session, request) };
+    };
+    let ret = unsafe { real(session, request) };
+    call.end_keyed(
+        func::MPI_Session_iflush_buffer,
+        ret,
+        |k| unsafe {
+            [
+                k.handle(HandleKind::Session, session),
+                k.created(request.cast()),
+            ]
+        },
+        |e| unsafe {
+            e.handle(HandleKind::Session, session);
+            e.new_request(request);
+        },
+    );
+    ret
+}
+
 /// Traces `MPI_Session_init`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Session_init(
@@ -17382,6 +18158,25 @@ pub unsafe extern "C" fn MPI_Session_set_errhandler(
         |e| {
             e.handle(HandleKind::Session, session);
             e.handle(HandleKind::Errhandler, errhandler);
+        },
+    );
+    ret
+}
+
+/// Traces `MPI_Session_toint`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Session_toint(session: MPI_Session) -> c_int {
+    let real = crate::pmpi::MPI_Session_toint();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(session) };
+    };
+    let ret = unsafe { real(session) };
+    call.end_keyed(
+        func::MPI_Session_toint,
+        ret,
+        |k| [k.handle(HandleKind::Session, session)],
+        |e| {
+            e.handle(HandleKind::Session, session);
         },
     );
     ret
@@ -17693,6 +18488,99 @@ pub unsafe extern "C" fn MPI_Status_f2c(
     ret
 }
 
+/// Traces `MPI_Status_get_error`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Status_get_error(status: *const MPI_Status, err: *mut c_int) -> c_int {
+    let real = crate::pmpi::MPI_Status_get_error();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(status, err) };
+    };
+    let ret = unsafe { real(status, err) };
+    call.end_keyed(
+        func::MPI_Status_get_error,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.out(err.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.status(status, None);
+            e.int_out(err);
+        },
+    );
+    ret
+}
+
+/// Traces `MPI_Status_get_source`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Status_get_source(
+    status: *const MPI_Status,
+    source: *mut c_int,
+) -> c_int {
+    let real = crate::pmpi::MPI_Status_get_source();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(status, source) };
+    };
+    let ret = unsafe { real(status, source) };
+    call.end_keyed(
+        func::MPI_Status_get_source,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.out(source.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.status(status, None);
+            e.int_out(source);
+        },
+    );
+    ret
+}
+
+/// Traces `MPI_Status_get_tag`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Status_get_tag(status: *const MPI_Status, tag: *mut c_int) -> c_int {
+    let real = crate::pmpi::MPI_Status_get_tag();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(status, tag) };
+    };
+    let ret = unsafe { real(status, tag) };
+    call.end_keyed(
+        func::MPI_Status_get_tag,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.out(tag.cast_const()),
+            ]
+        },
+        |e| unsafe {
+            e.status(status, None);
+            e.int_out(tag);
+        },
+    );
+    ret
+}
+
 /// Traces `MPI_Status_set_cancelled`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Status_set_cancelled(status: *mut MPI_Status, flag: c_int) -> c_int {
@@ -17759,6 +18647,42 @@ pub unsafe extern "C" fn MPI_Status_set_elements(
     ret
 }
 
+/// Traces `MPI_Status_set_elements_c`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Status_set_elements_c(
+    status: *mut MPI_Status,
+    datatype: MPI_Datatype,
+    count: MPI_Count,
+) -> c_int {
+    let real = crate::pmpi::MPI_Status_set_elements_c();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(status, datatype, count) };
+    };
+    let ret = unsafe { real(status, datatype, count) };
+    call.end_keyed(
+        func::MPI_Status_set_elements_c,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                k.handle(HandleKind::Datatype, datatype),
+                count as u64,
+            ]
+        },
+        |e| unsafe {
+            e.status(status, None);
+            e.handle(HandleKind::Datatype, datatype);
+            e.int(count);
+        },
+    );
+    ret
+}
+
 /// Traces `MPI_Status_set_elements_x`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Status_set_elements_x(
@@ -17790,6 +18714,96 @@ pub unsafe extern "C" fn MPI_Status_set_elements_x(
             e.status(status, None);
             e.handle(HandleKind::Datatype, datatype);
             e.int(count);
+        },
+    );
+    ret
+}
+
+/// Traces `MPI_Status_set_error`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Status_set_error(status: *mut MPI_Status, err: c_int) -> c_int {
+    let real = crate::pmpi::MPI_Status_set_error();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(status, err) };
+    };
+    let ret = unsafe { real(status, err) };
+    call.end_keyed(
+        func::MPI_Status_set_error,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                i64::from(err) as u64,
+            ]
+        },
+        |e| unsafe {
+            e.status(status, None);
+            e.int(i64::from(err));
+        },
+    );
+    ret
+}
+
+/// Traces `MPI_Status_set_source`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Status_set_source(status: *mut MPI_Status, source: c_int) -> c_int {
+    let real = crate::pmpi::MPI_Status_set_source();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(status, source) };
+    };
+    let ret = unsafe { real(status, source) };
+    call.end_keyed(
+        func::MPI_Status_set_source,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                i64::from(source) as u64,
+            ]
+        },
+        |e| unsafe {
+            e.status(status, None);
+            e.int(i64::from(source));
+        },
+    );
+    ret
+}
+
+/// Traces `MPI_Status_set_tag`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Status_set_tag(status: *mut MPI_Status, tag: c_int) -> c_int {
+    let real = crate::pmpi::MPI_Status_set_tag();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(status, tag) };
+    };
+    let ret = unsafe { real(status, tag) };
+    call.end_keyed(
+        func::MPI_Status_set_tag,
+        ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
+                status_words[0],
+                status_words[1],
+                status_words[2],
+                status_words[3],
+                status_words[4],
+                i64::from(tag) as u64,
+            ]
+        },
+        |e| unsafe {
+            e.status(status, None);
+            e.tag(i64::from(tag));
         },
     );
     ret
@@ -18069,14 +19083,14 @@ pub unsafe extern "C" fn MPI_T_cvar_get_info(
         let name_cap = count_of(name_len_before);
         string_out(e, name, name_cap, true);
         e.int(i64::from(name_len_before));
-        e.int_out(verbosity);
+        e.constant_out(ConstSet::ToolVerbosity, verbosity);
         lookup_out(e, HandleKind::Datatype, datatype.cast());
         lookup_out(e, HandleKind::TEnum, enumtype.cast());
         let desc_cap = count_of(desc_len_before);
         string_out(e, desc, desc_cap, true);
         e.int(i64::from(desc_len_before));
-        e.int_out(bind);
-        e.int_out(scope);
+        e.constant_out(ConstSet::ToolBinding, bind);
+        e.constant_out(ConstSet::ToolScope, scope);
     });
     ret
 }
@@ -18253,7 +19267,7 @@ pub unsafe extern "C" fn MPI_T_event_callback_get_info(
     let ret = unsafe { real(event_registration, cb_safety, info_used) };
     call.end(func::MPI_T_event_callback_get_info, ret, |e| unsafe {
         e.handle(HandleKind::EventRegistration, event_registration);
-        e.int(i64::from(cb_safety));
+        e.constant(ConstSet::ToolCallbackSafety, i64::from(cb_safety));
         e.new_handle_out(HandleKind::Info, info_used.cast());
     });
     ret
@@ -18283,7 +19297,7 @@ pub unsafe extern "C" fn MPI_T_event_callback_set_info(
         },
         |e| {
             e.handle(HandleKind::EventRegistration, event_registration);
-            e.int(i64::from(cb_safety));
+            e.constant(ConstSet::ToolCallbackSafety, i64::from(cb_safety));
             e.handle(HandleKind::Info, info);
         },
     );
@@ -18397,7 +19411,7 @@ pub unsafe extern "C" fn MPI_T_event_get_info(
         let name_cap = count_of(name_len_before);
         string_out(e, name, name_cap, true);
         e.int(i64::from(name_len_before));
-        e.int_out(verbosity);
+        e.constant_out(ConstSet::ToolVerbosity, verbosity);
         let array_of_datatypes_len = if e.ok() {
             min_of(
                 count_of(num_elements_before),
@@ -18433,7 +19447,7 @@ pub unsafe extern "C" fn MPI_T_event_get_info(
         let desc_cap = count_of(desc_len_before);
         string_out(e, desc, desc_cap, true);
         e.int(i64::from(desc_len_before));
-        e.int_out(bind);
+        e.constant_out(ConstSet::ToolBinding, bind);
     });
     ret
 }
@@ -18690,7 +19704,7 @@ pub unsafe extern "C" fn MPI_T_event_register_callback(
         },
         |e| {
             e.handle(HandleKind::EventRegistration, event_registration);
-            e.int(i64::from(cb_safety));
+            e.constant(ConstSet::ToolCallbackSafety, i64::from(cb_safety));
             e.handle(HandleKind::Info, info);
             e.buffer(user_data);
             e.callback(event_cb_function);
@@ -18752,8 +19766,8 @@ pub unsafe extern "C" fn MPI_T_init_thread(required: c_int, provided: *mut c_int
         ret,
         |k| unsafe { [i64::from(required) as u64, k.out(provided.cast_const())] },
         |e| unsafe {
-            e.int(i64::from(required));
-            e.int_out(provided);
+            e.constant(ConstSet::ThreadLevel, i64::from(required));
+            e.constant_out(ConstSet::ThreadLevel, provided);
         },
     );
     ret
@@ -18773,7 +19787,7 @@ pub unsafe extern "C" fn MPI_T_pvar_get_index(
     let ret = unsafe { real(name, var_class, pvar_index) };
     call.end(func::MPI_T_pvar_get_index, ret, |e| unsafe {
         e.string(name);
-        e.int(i64::from(var_class));
+        e.constant(ConstSet::ToolPvarClass, i64::from(var_class));
         e.int_out(pvar_index);
     });
     ret
@@ -18819,14 +19833,14 @@ pub unsafe extern "C" fn MPI_T_pvar_get_info(
         let name_cap = count_of(name_len_before);
         string_out(e, name, name_cap, true);
         e.int(i64::from(name_len_before));
-        e.int_out(verbosity);
-        e.int_out(var_class);
+        e.constant_out(ConstSet::ToolVerbosity, verbosity);
+        e.constant_out(ConstSet::ToolPvarClass, var_class);
         lookup_out(e, HandleKind::Datatype, datatype.cast());
         lookup_out(e, HandleKind::TEnum, enumtype.cast());
         let desc_cap = count_of(desc_len_before);
         string_out(e, desc, desc_cap, true);
         e.int(i64::from(desc_len_before));
-        e.int_out(bind);
+        e.constant_out(ConstSet::ToolBinding, bind);
         e.int_out(readonly);
         e.int_out(continuous);
         e.int_out(atomic);
@@ -19159,7 +20173,7 @@ pub unsafe extern "C" fn MPI_T_source_get_info(
         let desc_cap = count_of(desc_len_before);
         string_out(e, desc, desc_cap, true);
         e.int(i64::from(desc_len_before));
-        e.int_out(ordering.cast_const().cast());
+        e.constant_out(ConstSet::ToolSourceOrder, ordering.cast_const().cast());
         e.count_out(ticks_per_second);
         e.count_out(max_ticks);
         e.new_handle_out(HandleKind::Info, info.cast());
@@ -19258,7 +20272,7 @@ pub unsafe extern "C" fn MPI_Topo_test(comm: MPI_Comm, status: *mut c_int) -> c_
         |k| unsafe { [k.handle(HandleKind::Comm, comm), k.out(status.cast_const())] },
         |e| unsafe {
             e.handle(HandleKind::Comm, comm);
-            e.int_out(status);
+            e.constant_out(ConstSet::Topology, status);
         },
     );
     ret
@@ -19380,17 +20394,17 @@ pub unsafe extern "C" fn MPI_Type_create_darray(
         });
         let array_of_distribs_len = count_of(ndims);
         array(e, array_of_distribs, array_of_distribs_len, |e, v| {
-            e.int(i64::from(v))
+            e.constant(ConstSet::Distribution, i64::from(v))
         });
         let array_of_dargs_len = count_of(ndims);
         array(e, array_of_dargs, array_of_dargs_len, |e, v| {
-            e.int(i64::from(v))
+            e.constant(ConstSet::DistributionArg, i64::from(v))
         });
         let array_of_psizes_len = count_of(ndims);
         array(e, array_of_psizes, array_of_psizes_len, |e, v| {
             e.int(i64::from(v))
         });
-        e.int(i64::from(order));
+        e.constant(ConstSet::Order, i64::from(order));
         e.handle(HandleKind::Datatype, oldtype);
         e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
@@ -19451,17 +20465,17 @@ pub unsafe extern "C" fn MPI_Type_create_darray_c(
         array(e, array_of_gsizes, array_of_gsizes_len, |e, v| e.int(v));
         let array_of_distribs_len = count_of(ndims);
         array(e, array_of_distribs, array_of_distribs_len, |e, v| {
-            e.int(i64::from(v))
+            e.constant(ConstSet::Distribution, i64::from(v))
         });
         let array_of_dargs_len = count_of(ndims);
         array(e, array_of_dargs, array_of_dargs_len, |e, v| {
-            e.int(i64::from(v))
+            e.constant(ConstSet::DistributionArg, i64::from(v))
         });
         let array_of_psizes_len = count_of(ndims);
         array(e, array_of_psizes, array_of_psizes_len, |e, v| {
             e.int(i64::from(v))
         });
-        e.int(i64::from(order));
+        e.constant(ConstSet::Order, i64::from(order));
         e.handle(HandleKind::Datatype, oldtype);
         e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
@@ -20043,7 +21057,7 @@ pub unsafe extern "C" fn MPI_Type_create_subarray(
         array(e, array_of_starts, array_of_starts_len, |e, v| {
             e.int(i64::from(v))
         });
-        e.int(i64::from(order));
+        e.constant(ConstSet::Order, i64::from(order));
         e.handle(HandleKind::Datatype, oldtype);
         e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
@@ -20094,7 +21108,7 @@ pub unsafe extern "C" fn MPI_Type_create_subarray_c(
         array(e, array_of_subsizes, array_of_subsizes_len, |e, v| e.int(v));
         let array_of_starts_len = count_of(ndims);
         array(e, array_of_starts, array_of_starts_len, |e, v| e.int(v));
-        e.int(i64::from(order));
+        e.constant(ConstSet::Order, i64::from(order));
         e.handle(HandleKind::Datatype, oldtype);
         e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
@@ -20194,6 +21208,25 @@ pub unsafe extern "C" fn MPI_Type_free_keyval(type_keyval: *mut c_int) -> c_int 
     call.end(func::MPI_Type_free_keyval, ret, |e| {
         e.free_handle(HandleKind::Keyval, type_keyval_before);
     });
+    ret
+}
+
+/// Traces `MPI_Type_fromint`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Type_fromint(datatype: c_int) -> MPI_Datatype {
+    let real = crate::pmpi::MPI_Type_fromint();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(datatype) };
+    };
+    let ret = unsafe { real(datatype) };
+    call.end_keyed(
+        func::MPI_Type_fromint,
+        MPI_SUCCESS,
+        |_| [i64::from(datatype) as u64],
+        |e| {
+            e.int(i64::from(datatype));
+        },
+    );
     ret
 }
 
@@ -20465,7 +21498,7 @@ pub unsafe extern "C" fn MPI_Type_get_envelope(
             e.int_out(num_integers);
             e.int_out(num_addresses);
             e.int_out(num_datatypes);
-            e.int_out(combiner);
+            e.constant_out(ConstSet::Combiner, combiner);
         },
     );
     ret
@@ -20523,7 +21556,7 @@ pub unsafe extern "C" fn MPI_Type_get_envelope_c(
             e.count_out(num_addresses);
             e.count_out(num_large_counts);
             e.count_out(num_datatypes);
-            e.int_out(combiner);
+            e.constant_out(ConstSet::Combiner, combiner);
         },
     );
     ret
@@ -20733,6 +21766,26 @@ pub unsafe extern "C" fn MPI_Type_get_true_extent_x(
             e.count_out(true_extent);
         },
     );
+    ret
+}
+
+/// Traces `MPI_Type_get_value_index`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Type_get_value_index(
+    value_type: MPI_Datatype,
+    index_type: MPI_Datatype,
+    pair_type: *mut HandleSlot,
+) -> c_int {
+    let real = crate::pmpi::MPI_Type_get_value_index();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(value_type, index_type, pair_type) };
+    };
+    let ret = unsafe { real(value_type, index_type, pair_type) };
+    call.end(func::MPI_Type_get_value_index, ret, |e| unsafe {
+        e.handle(HandleKind::Datatype, value_type);
+        e.handle(HandleKind::Datatype, index_type);
+        e.new_handle_out(HandleKind::Datatype, pair_type.cast());
+    });
     ret
 }
 
@@ -20964,7 +22017,7 @@ pub unsafe extern "C" fn MPI_Type_match_size(
             ]
         },
         |e| unsafe {
-            e.int(i64::from(typeclass));
+            e.constant(ConstSet::TypeClass, i64::from(typeclass));
             e.int(i64::from(size));
             lookup_out(e, HandleKind::Datatype, datatype.cast());
         },
@@ -21153,6 +22206,25 @@ pub unsafe extern "C" fn MPI_Type_struct(
         );
         e.new_handle_out(HandleKind::Datatype, newtype.cast());
     });
+    ret
+}
+
+/// Traces `MPI_Type_toint`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Type_toint(datatype: MPI_Datatype) -> c_int {
+    let real = crate::pmpi::MPI_Type_toint();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(datatype) };
+    };
+    let ret = unsafe { real(datatype) };
+    call.end_keyed(
+        func::MPI_Type_toint,
+        ret,
+        |k| [k.handle(HandleKind::Datatype, datatype)],
+        |e| {
+            e.handle(HandleKind::Datatype, datatype);
+        },
+    );
     ret
 }
 
@@ -21752,7 +22824,7 @@ pub unsafe extern "C" fn MPI_Win_fence(assert: c_int, win: MPI_Win) -> c_int {
         ret,
         |k| [i64::from(assert) as u64, k.handle(HandleKind::Win, win)],
         |e| {
-            e.int(i64::from(assert));
+            e.constant(ConstSet::Assert, i64::from(assert));
             e.handle(HandleKind::Win, win);
         },
     );
@@ -21865,6 +22937,25 @@ pub unsafe extern "C" fn MPI_Win_free_keyval(win_keyval: *mut c_int) -> c_int {
     call.end(func::MPI_Win_free_keyval, ret, |e| {
         e.free_handle(HandleKind::Keyval, win_keyval_before);
     });
+    ret
+}
+
+/// Traces `MPI_Win_fromint`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Win_fromint(win: c_int) -> MPI_Win {
+    let real = crate::pmpi::MPI_Win_fromint();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(win) };
+    };
+    let ret = unsafe { real(win) };
+    call.end_keyed(
+        func::MPI_Win_fromint,
+        MPI_SUCCESS,
+        |_| [i64::from(win) as u64],
+        |e| {
+            e.int(i64::from(win));
+        },
+    );
     ret
 }
 
@@ -21997,9 +23088,9 @@ pub unsafe extern "C" fn MPI_Win_lock(
             ]
         },
         |e| {
-            e.int(i64::from(lock_type));
+            e.constant(ConstSet::LockType, i64::from(lock_type));
             win_rank(e, i64::from(rank), win);
-            e.int(i64::from(assert));
+            e.constant(ConstSet::Assert, i64::from(assert));
             e.handle(HandleKind::Win, win);
         },
     );
@@ -22019,7 +23110,7 @@ pub unsafe extern "C" fn MPI_Win_lock_all(assert: c_int, win: MPI_Win) -> c_int 
         ret,
         |k| [i64::from(assert) as u64, k.handle(HandleKind::Win, win)],
         |e| {
-            e.int(i64::from(assert));
+            e.constant(ConstSet::Assert, i64::from(assert));
             e.handle(HandleKind::Win, win);
         },
     );
@@ -22046,7 +23137,7 @@ pub unsafe extern "C" fn MPI_Win_post(group: MPI_Group, assert: c_int, win: MPI_
         },
         |e| {
             e.handle(HandleKind::Group, group);
-            e.int(i64::from(assert));
+            e.constant(ConstSet::Assert, i64::from(assert));
             e.handle(HandleKind::Win, win);
         },
     );
@@ -22246,7 +23337,7 @@ pub unsafe extern "C" fn MPI_Win_start(group: MPI_Group, assert: c_int, win: MPI
         },
         |e| {
             e.handle(HandleKind::Group, group);
-            e.int(i64::from(assert));
+            e.constant(ConstSet::Assert, i64::from(assert));
             e.handle(HandleKind::Win, win);
         },
     );
@@ -22287,6 +23378,25 @@ pub unsafe extern "C" fn MPI_Win_test(win: MPI_Win, flag: *mut c_int) -> c_int {
         |e| unsafe {
             e.handle(HandleKind::Win, win);
             e.int_out(flag);
+        },
+    );
+    ret
+}
+
+/// Traces `MPI_Win_toint`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Win_toint(win: MPI_Win) -> c_int {
+    let real = crate::pmpi::MPI_Win_toint();
+    let Some(call) = Call::begin() else {
+        return unsafe { real(win) };
+    };
+    let ret = unsafe { real(win) };
+    call.end_keyed(
+        func::MPI_Win_toint,
+        ret,
+        |k| [k.handle(HandleKind::Win, win)],
+        |e| {
+            e.handle(HandleKind::Win, win);
         },
     );
     ret
@@ -22363,6 +23473,35 @@ pub unsafe extern "C" fn PMPI_Abort(comm: MPI_Comm, errorcode: c_int) -> c_int {
     unsafe { crate::special::MPI_Abort(comm, errorcode) }
 }
 
+/// `PMPI_Accumulate`, as MPICH's Fortran bindings call it: traced as `MPI_Accumulate`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Accumulate(
+    origin_addr: *const c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    op: MPI_Op,
+    win: MPI_Win,
+) -> c_int {
+    unsafe {
+        MPI_Accumulate(
+            origin_addr,
+            origin_count,
+            origin_datatype,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+            op,
+            win,
+        )
+    }
+}
+
 /// `PMPI_Add_error_class`, as MPICH's Fortran bindings call it: traced as `MPI_Add_error_class`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Add_error_class(errorclass: *mut c_int) -> c_int {
@@ -22381,6 +23520,12 @@ pub unsafe extern "C" fn PMPI_Add_error_string(errorcode: c_int, string: *const 
     unsafe { MPI_Add_error_string(errorcode, string) }
 }
 
+/// `PMPI_Address`, as MPICH's Fortran bindings call it: traced as `MPI_Address`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Address(location: *mut c_void, address: *mut MPI_Aint) -> c_int {
+    unsafe { MPI_Address(location, address) }
+}
+
 /// `PMPI_Aint_add`, as MPICH's Fortran bindings call it: traced as `MPI_Aint_add`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Aint_add(base: MPI_Aint, disp: MPI_Aint) -> MPI_Aint {
@@ -22393,6 +23538,44 @@ pub unsafe extern "C" fn PMPI_Aint_diff(addr1: MPI_Aint, addr2: MPI_Aint) -> MPI
     unsafe { MPI_Aint_diff(addr1, addr2) }
 }
 
+/// `PMPI_Allgather`, as MPICH's Fortran bindings call it: traced as `MPI_Allgather`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Allgather(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe {
+        MPI_Allgather(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+        )
+    }
+}
+
+/// `PMPI_Allgatherv`, as MPICH's Fortran bindings call it: traced as `MPI_Allgatherv`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Allgatherv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe {
+        MPI_Allgatherv(
+            sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
+        )
+    }
+}
+
 /// `PMPI_Alloc_mem`, as MPICH's Fortran bindings call it: traced as `MPI_Alloc_mem`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Alloc_mem(
@@ -22401,6 +23584,85 @@ pub unsafe extern "C" fn PMPI_Alloc_mem(
     baseptr: *mut c_void,
 ) -> c_int {
     unsafe { MPI_Alloc_mem(size, info, baseptr) }
+}
+
+/// `PMPI_Allreduce`, as MPICH's Fortran bindings call it: traced as `MPI_Allreduce`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Allreduce(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe { MPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm) }
+}
+
+/// `PMPI_Alltoall`, as MPICH's Fortran bindings call it: traced as `MPI_Alltoall`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Alltoall(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe {
+        MPI_Alltoall(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+        )
+    }
+}
+
+/// `PMPI_Alltoallv`, as MPICH's Fortran bindings call it: traced as `MPI_Alltoallv`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Alltoallv(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe {
+        MPI_Alltoallv(
+            sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
+        )
+    }
+}
+
+/// `PMPI_Alltoallw`, as MPICH's Fortran bindings call it: traced as `MPI_Alltoallw`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Alltoallw(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtypes: *const HandleSlot,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtypes: *const HandleSlot,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe {
+        MPI_Alltoallw(
+            sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm,
+        )
+    }
+}
+
+/// `PMPI_Attr_delete`, as MPICH's Fortran bindings call it: traced as `MPI_Attr_delete`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Attr_delete(comm: MPI_Comm, keyval: c_int) -> c_int {
+    unsafe { MPI_Attr_delete(comm, keyval) }
 }
 
 /// `PMPI_Barrier`, as MPICH's Fortran bindings call it: traced as `MPI_Barrier`.
@@ -22417,6 +23679,51 @@ pub unsafe extern "C" fn PMPI_Barrier_init(
     request: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Barrier_init(comm, info, request) }
+}
+
+/// `PMPI_Bcast`, as MPICH's Fortran bindings call it: traced as `MPI_Bcast`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Bcast(
+    buffer: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe { MPI_Bcast(buffer, count, datatype, root, comm) }
+}
+
+/// `PMPI_Bsend`, as MPICH's Fortran bindings call it: traced as `MPI_Bsend`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Bsend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe { MPI_Bsend(buf, count, datatype, dest, tag, comm) }
+}
+
+/// `PMPI_Bsend_init`, as MPICH's Fortran bindings call it: traced as `MPI_Bsend_init`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Bsend_init(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_Bsend_init(buf, count, datatype, dest, tag, comm, request) }
+}
+
+/// `PMPI_Buffer_attach`, as MPICH's Fortran bindings call it: traced as `MPI_Buffer_attach`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Buffer_attach(buffer: *mut c_void, size: c_int) -> c_int {
+    unsafe { MPI_Buffer_attach(buffer, size) }
 }
 
 /// `PMPI_Buffer_detach`, as MPICH's Fortran bindings call it: traced as `MPI_Buffer_detach`.
@@ -22866,6 +24173,30 @@ pub unsafe extern "C" fn PMPI_Comm_test_inter(comm: MPI_Comm, flag: *mut c_int) 
     unsafe { MPI_Comm_test_inter(comm, flag) }
 }
 
+/// `PMPI_Compare_and_swap`, as MPICH's Fortran bindings call it: traced as `MPI_Compare_and_swap`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Compare_and_swap(
+    origin_addr: *const c_void,
+    compare_addr: *const c_void,
+    result_addr: *mut c_void,
+    datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    win: MPI_Win,
+) -> c_int {
+    unsafe {
+        MPI_Compare_and_swap(
+            origin_addr,
+            compare_addr,
+            result_addr,
+            datatype,
+            target_rank,
+            target_disp,
+            win,
+        )
+    }
+}
+
 /// `PMPI_Dims_create`, as MPICH's Fortran bindings call it: traced as `MPI_Dims_create`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Dims_create(nnodes: c_int, ndims: c_int, dims: *mut c_int) -> c_int {
@@ -22973,6 +24304,18 @@ pub unsafe extern "C" fn PMPI_Errhandler_free(errhandler: *mut HandleSlot) -> c_
     unsafe { MPI_Errhandler_free(errhandler) }
 }
 
+/// `PMPI_Errhandler_get`, as MPICH's Fortran bindings call it: traced as `MPI_Errhandler_get`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Errhandler_get(comm: MPI_Comm, errhandler: *mut HandleSlot) -> c_int {
+    unsafe { MPI_Errhandler_get(comm, errhandler) }
+}
+
+/// `PMPI_Errhandler_set`, as MPICH's Fortran bindings call it: traced as `MPI_Errhandler_set`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Errhandler_set(comm: MPI_Comm, errhandler: MPI_Errhandler) -> c_int {
+    unsafe { MPI_Errhandler_set(comm, errhandler) }
+}
+
 /// `PMPI_Error_class`, as MPICH's Fortran bindings call it: traced as `MPI_Error_class`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Error_class(errorcode: c_int, errorclass: *mut c_int) -> c_int {
@@ -22987,6 +24330,49 @@ pub unsafe extern "C" fn PMPI_Error_string(
     resultlen: *mut c_int,
 ) -> c_int {
     unsafe { MPI_Error_string(errorcode, string, resultlen) }
+}
+
+/// `PMPI_Exscan`, as MPICH's Fortran bindings call it: traced as `MPI_Exscan`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Exscan(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe { MPI_Exscan(sendbuf, recvbuf, count, datatype, op, comm) }
+}
+
+/// `PMPI_Fetch_and_op`, as MPICH's Fortran bindings call it: traced as `MPI_Fetch_and_op`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Fetch_and_op(
+    origin_addr: *const c_void,
+    result_addr: *mut c_void,
+    datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    op: MPI_Op,
+    win: MPI_Win,
+) -> c_int {
+    unsafe {
+        MPI_Fetch_and_op(
+            origin_addr,
+            result_addr,
+            datatype,
+            target_rank,
+            target_disp,
+            op,
+            win,
+        )
+    }
+}
+
+/// `PMPI_File_c2f`, as MPICH's Fortran bindings call it: traced as `MPI_File_c2f`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_c2f(file: MPI_File) -> MPI_Fint {
+    unsafe { MPI_File_c2f(file) }
 }
 
 /// `PMPI_File_call_errhandler`, as MPICH's Fortran bindings call it: traced as `MPI_File_call_errhandler`.
@@ -23014,6 +24400,12 @@ pub unsafe extern "C" fn PMPI_File_create_errhandler(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_File_delete(filename: *const c_char, info: MPI_Info) -> c_int {
     unsafe { MPI_File_delete(filename, info) }
+}
+
+/// `PMPI_File_f2c`, as MPICH's Fortran bindings call it: traced as `MPI_File_f2c`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_f2c(file: MPI_Fint) -> MPI_File {
+    unsafe { MPI_File_f2c(file) }
 }
 
 /// `PMPI_File_get_amode`, as MPICH's Fortran bindings call it: traced as `MPI_File_get_amode`.
@@ -23102,6 +24494,130 @@ pub unsafe extern "C" fn PMPI_File_get_view(
     unsafe { MPI_File_get_view(fh, disp, etype, filetype, datarep) }
 }
 
+/// `PMPI_File_iread`, as MPICH's Fortran bindings call it: traced as `MPI_File_iread`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_iread(
+    fh: MPI_File,
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_File_iread(fh, buf, count, datatype, request) }
+}
+
+/// `PMPI_File_iread_all`, as MPICH's Fortran bindings call it: traced as `MPI_File_iread_all`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_iread_all(
+    fh: MPI_File,
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_File_iread_all(fh, buf, count, datatype, request) }
+}
+
+/// `PMPI_File_iread_at`, as MPICH's Fortran bindings call it: traced as `MPI_File_iread_at`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_iread_at(
+    fh: MPI_File,
+    offset: MPI_Offset,
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_File_iread_at(fh, offset, buf, count, datatype, request) }
+}
+
+/// `PMPI_File_iread_at_all`, as MPICH's Fortran bindings call it: traced as `MPI_File_iread_at_all`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_iread_at_all(
+    fh: MPI_File,
+    offset: MPI_Offset,
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_File_iread_at_all(fh, offset, buf, count, datatype, request) }
+}
+
+/// `PMPI_File_iread_shared`, as MPICH's Fortran bindings call it: traced as `MPI_File_iread_shared`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_iread_shared(
+    fh: MPI_File,
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_File_iread_shared(fh, buf, count, datatype, request) }
+}
+
+/// `PMPI_File_iwrite`, as MPICH's Fortran bindings call it: traced as `MPI_File_iwrite`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_iwrite(
+    fh: MPI_File,
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_File_iwrite(fh, buf, count, datatype, request) }
+}
+
+/// `PMPI_File_iwrite_all`, as MPICH's Fortran bindings call it: traced as `MPI_File_iwrite_all`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_iwrite_all(
+    fh: MPI_File,
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_File_iwrite_all(fh, buf, count, datatype, request) }
+}
+
+/// `PMPI_File_iwrite_at`, as MPICH's Fortran bindings call it: traced as `MPI_File_iwrite_at`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_iwrite_at(
+    fh: MPI_File,
+    offset: MPI_Offset,
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_File_iwrite_at(fh, offset, buf, count, datatype, request) }
+}
+
+/// `PMPI_File_iwrite_at_all`, as MPICH's Fortran bindings call it: traced as `MPI_File_iwrite_at_all`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_iwrite_at_all(
+    fh: MPI_File,
+    offset: MPI_Offset,
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_File_iwrite_at_all(fh, offset, buf, count, datatype, request) }
+}
+
+/// `PMPI_File_iwrite_shared`, as MPICH's Fortran bindings call it: traced as `MPI_File_iwrite_shared`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_iwrite_shared(
+    fh: MPI_File,
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_File_iwrite_shared(fh, buf, count, datatype, request) }
+}
+
 /// `PMPI_File_open`, as MPICH's Fortran bindings call it: traced as `MPI_File_open`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_File_open(
@@ -23118,6 +24634,144 @@ pub unsafe extern "C" fn PMPI_File_open(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_File_preallocate(fh: MPI_File, size: MPI_Offset) -> c_int {
     unsafe { MPI_File_preallocate(fh, size) }
+}
+
+/// `PMPI_File_read`, as MPICH's Fortran bindings call it: traced as `MPI_File_read`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_read(
+    fh: MPI_File,
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe { MPI_File_read(fh, buf, count, datatype, status) }
+}
+
+/// `PMPI_File_read_all`, as MPICH's Fortran bindings call it: traced as `MPI_File_read_all`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_read_all(
+    fh: MPI_File,
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe { MPI_File_read_all(fh, buf, count, datatype, status) }
+}
+
+/// `PMPI_File_read_all_begin`, as MPICH's Fortran bindings call it: traced as `MPI_File_read_all_begin`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_read_all_begin(
+    fh: MPI_File,
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+) -> c_int {
+    unsafe { MPI_File_read_all_begin(fh, buf, count, datatype) }
+}
+
+/// `PMPI_File_read_all_end`, as MPICH's Fortran bindings call it: traced as `MPI_File_read_all_end`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_read_all_end(
+    fh: MPI_File,
+    buf: *mut c_void,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe { MPI_File_read_all_end(fh, buf, status) }
+}
+
+/// `PMPI_File_read_at`, as MPICH's Fortran bindings call it: traced as `MPI_File_read_at`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_read_at(
+    fh: MPI_File,
+    offset: MPI_Offset,
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe { MPI_File_read_at(fh, offset, buf, count, datatype, status) }
+}
+
+/// `PMPI_File_read_at_all`, as MPICH's Fortran bindings call it: traced as `MPI_File_read_at_all`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_read_at_all(
+    fh: MPI_File,
+    offset: MPI_Offset,
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe { MPI_File_read_at_all(fh, offset, buf, count, datatype, status) }
+}
+
+/// `PMPI_File_read_at_all_begin`, as MPICH's Fortran bindings call it: traced as `MPI_File_read_at_all_begin`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_read_at_all_begin(
+    fh: MPI_File,
+    offset: MPI_Offset,
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+) -> c_int {
+    unsafe { MPI_File_read_at_all_begin(fh, offset, buf, count, datatype) }
+}
+
+/// `PMPI_File_read_at_all_end`, as MPICH's Fortran bindings call it: traced as `MPI_File_read_at_all_end`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_read_at_all_end(
+    fh: MPI_File,
+    buf: *mut c_void,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe { MPI_File_read_at_all_end(fh, buf, status) }
+}
+
+/// `PMPI_File_read_ordered`, as MPICH's Fortran bindings call it: traced as `MPI_File_read_ordered`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_read_ordered(
+    fh: MPI_File,
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe { MPI_File_read_ordered(fh, buf, count, datatype, status) }
+}
+
+/// `PMPI_File_read_ordered_begin`, as MPICH's Fortran bindings call it: traced as `MPI_File_read_ordered_begin`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_read_ordered_begin(
+    fh: MPI_File,
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+) -> c_int {
+    unsafe { MPI_File_read_ordered_begin(fh, buf, count, datatype) }
+}
+
+/// `PMPI_File_read_ordered_end`, as MPICH's Fortran bindings call it: traced as `MPI_File_read_ordered_end`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_read_ordered_end(
+    fh: MPI_File,
+    buf: *mut c_void,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe { MPI_File_read_ordered_end(fh, buf, status) }
+}
+
+/// `PMPI_File_read_shared`, as MPICH's Fortran bindings call it: traced as `MPI_File_read_shared`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_read_shared(
+    fh: MPI_File,
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe { MPI_File_read_shared(fh, buf, count, datatype, status) }
 }
 
 /// `PMPI_File_seek`, as MPICH's Fortran bindings call it: traced as `MPI_File_seek`.
@@ -23182,6 +24836,144 @@ pub unsafe extern "C" fn PMPI_File_sync(fh: MPI_File) -> c_int {
     unsafe { MPI_File_sync(fh) }
 }
 
+/// `PMPI_File_write`, as MPICH's Fortran bindings call it: traced as `MPI_File_write`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_write(
+    fh: MPI_File,
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe { MPI_File_write(fh, buf, count, datatype, status) }
+}
+
+/// `PMPI_File_write_all`, as MPICH's Fortran bindings call it: traced as `MPI_File_write_all`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_write_all(
+    fh: MPI_File,
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe { MPI_File_write_all(fh, buf, count, datatype, status) }
+}
+
+/// `PMPI_File_write_all_begin`, as MPICH's Fortran bindings call it: traced as `MPI_File_write_all_begin`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_write_all_begin(
+    fh: MPI_File,
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+) -> c_int {
+    unsafe { MPI_File_write_all_begin(fh, buf, count, datatype) }
+}
+
+/// `PMPI_File_write_all_end`, as MPICH's Fortran bindings call it: traced as `MPI_File_write_all_end`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_write_all_end(
+    fh: MPI_File,
+    buf: *const c_void,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe { MPI_File_write_all_end(fh, buf, status) }
+}
+
+/// `PMPI_File_write_at`, as MPICH's Fortran bindings call it: traced as `MPI_File_write_at`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_write_at(
+    fh: MPI_File,
+    offset: MPI_Offset,
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe { MPI_File_write_at(fh, offset, buf, count, datatype, status) }
+}
+
+/// `PMPI_File_write_at_all`, as MPICH's Fortran bindings call it: traced as `MPI_File_write_at_all`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_write_at_all(
+    fh: MPI_File,
+    offset: MPI_Offset,
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe { MPI_File_write_at_all(fh, offset, buf, count, datatype, status) }
+}
+
+/// `PMPI_File_write_at_all_begin`, as MPICH's Fortran bindings call it: traced as `MPI_File_write_at_all_begin`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_write_at_all_begin(
+    fh: MPI_File,
+    offset: MPI_Offset,
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+) -> c_int {
+    unsafe { MPI_File_write_at_all_begin(fh, offset, buf, count, datatype) }
+}
+
+/// `PMPI_File_write_at_all_end`, as MPICH's Fortran bindings call it: traced as `MPI_File_write_at_all_end`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_write_at_all_end(
+    fh: MPI_File,
+    buf: *const c_void,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe { MPI_File_write_at_all_end(fh, buf, status) }
+}
+
+/// `PMPI_File_write_ordered`, as MPICH's Fortran bindings call it: traced as `MPI_File_write_ordered`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_write_ordered(
+    fh: MPI_File,
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe { MPI_File_write_ordered(fh, buf, count, datatype, status) }
+}
+
+/// `PMPI_File_write_ordered_begin`, as MPICH's Fortran bindings call it: traced as `MPI_File_write_ordered_begin`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_write_ordered_begin(
+    fh: MPI_File,
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+) -> c_int {
+    unsafe { MPI_File_write_ordered_begin(fh, buf, count, datatype) }
+}
+
+/// `PMPI_File_write_ordered_end`, as MPICH's Fortran bindings call it: traced as `MPI_File_write_ordered_end`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_write_ordered_end(
+    fh: MPI_File,
+    buf: *const c_void,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe { MPI_File_write_ordered_end(fh, buf, status) }
+}
+
+/// `PMPI_File_write_shared`, as MPICH's Fortran bindings call it: traced as `MPI_File_write_shared`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_File_write_shared(
+    fh: MPI_File,
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe { MPI_File_write_shared(fh, buf, count, datatype, status) }
+}
+
 /// `PMPI_Finalize`, as MPICH's Fortran bindings call it: traced as `MPI_Finalize`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Finalize() -> c_int {
@@ -23192,6 +24984,124 @@ pub unsafe extern "C" fn PMPI_Finalize() -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Finalized(flag: *mut c_int) -> c_int {
     unsafe { MPI_Finalized(flag) }
+}
+
+/// `PMPI_Free_mem`, as MPICH's Fortran bindings call it: traced as `MPI_Free_mem`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Free_mem(base: *mut c_void) -> c_int {
+    unsafe { MPI_Free_mem(base) }
+}
+
+/// `PMPI_Gather`, as MPICH's Fortran bindings call it: traced as `MPI_Gather`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Gather(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe {
+        MPI_Gather(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
+        )
+    }
+}
+
+/// `PMPI_Gatherv`, as MPICH's Fortran bindings call it: traced as `MPI_Gatherv`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Gatherv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe {
+        MPI_Gatherv(
+            sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm,
+        )
+    }
+}
+
+/// `PMPI_Get`, as MPICH's Fortran bindings call it: traced as `MPI_Get`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Get(
+    origin_addr: *mut c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    win: MPI_Win,
+) -> c_int {
+    unsafe {
+        MPI_Get(
+            origin_addr,
+            origin_count,
+            origin_datatype,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+            win,
+        )
+    }
+}
+
+/// `PMPI_Get_accumulate`, as MPICH's Fortran bindings call it: traced as `MPI_Get_accumulate`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Get_accumulate(
+    origin_addr: *const c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    result_addr: *mut c_void,
+    result_count: c_int,
+    result_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    op: MPI_Op,
+    win: MPI_Win,
+) -> c_int {
+    unsafe {
+        MPI_Get_accumulate(
+            origin_addr,
+            origin_count,
+            origin_datatype,
+            result_addr,
+            result_count,
+            result_datatype,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+            op,
+            win,
+        )
+    }
+}
+
+/// `PMPI_Get_address`, as MPICH's Fortran bindings call it: traced as `MPI_Get_address`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Get_address(
+    location: *const c_void,
+    address: *mut MPI_Aint,
+) -> c_int {
+    unsafe { MPI_Get_address(location, address) }
 }
 
 /// `PMPI_Get_count`, as MPICH's Fortran bindings call it: traced as `MPI_Get_count`.
@@ -23478,10 +25388,216 @@ pub unsafe extern "C" fn PMPI_Group_union(
     unsafe { MPI_Group_union(group1, group2, newgroup) }
 }
 
+/// `PMPI_Iallgather`, as MPICH's Fortran bindings call it: traced as `MPI_Iallgather`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Iallgather(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe {
+        MPI_Iallgather(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
+        )
+    }
+}
+
+/// `PMPI_Iallgatherv`, as MPICH's Fortran bindings call it: traced as `MPI_Iallgatherv`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Iallgatherv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe {
+        MPI_Iallgatherv(
+            sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request,
+        )
+    }
+}
+
+/// `PMPI_Iallreduce`, as MPICH's Fortran bindings call it: traced as `MPI_Iallreduce`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Iallreduce(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request) }
+}
+
+/// `PMPI_Ialltoall`, as MPICH's Fortran bindings call it: traced as `MPI_Ialltoall`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Ialltoall(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe {
+        MPI_Ialltoall(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
+        )
+    }
+}
+
+/// `PMPI_Ialltoallv`, as MPICH's Fortran bindings call it: traced as `MPI_Ialltoallv`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Ialltoallv(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe {
+        MPI_Ialltoallv(
+            sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
+            request,
+        )
+    }
+}
+
+/// `PMPI_Ialltoallw`, as MPICH's Fortran bindings call it: traced as `MPI_Ialltoallw`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Ialltoallw(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtypes: *const HandleSlot,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtypes: *const HandleSlot,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe {
+        MPI_Ialltoallw(
+            sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm,
+            request,
+        )
+    }
+}
+
 /// `PMPI_Ibarrier`, as MPICH's Fortran bindings call it: traced as `MPI_Ibarrier`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Ibarrier(comm: MPI_Comm, request: *mut HandleSlot) -> c_int {
     unsafe { MPI_Ibarrier(comm, request) }
+}
+
+/// `PMPI_Ibcast`, as MPICH's Fortran bindings call it: traced as `MPI_Ibcast`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Ibcast(
+    buffer: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_Ibcast(buffer, count, datatype, root, comm, request) }
+}
+
+/// `PMPI_Ibsend`, as MPICH's Fortran bindings call it: traced as `MPI_Ibsend`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Ibsend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_Ibsend(buf, count, datatype, dest, tag, comm, request) }
+}
+
+/// `PMPI_Iexscan`, as MPICH's Fortran bindings call it: traced as `MPI_Iexscan`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Iexscan(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_Iexscan(sendbuf, recvbuf, count, datatype, op, comm, request) }
+}
+
+/// `PMPI_Igather`, as MPICH's Fortran bindings call it: traced as `MPI_Igather`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Igather(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe {
+        MPI_Igather(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
+        )
+    }
+}
+
+/// `PMPI_Igatherv`, as MPICH's Fortran bindings call it: traced as `MPI_Igatherv`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Igatherv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe {
+        MPI_Igatherv(
+            sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm,
+            request,
+        )
+    }
 }
 
 /// `PMPI_Improbe`, as MPICH's Fortran bindings call it: traced as `MPI_Improbe`.
@@ -23495,6 +25611,125 @@ pub unsafe extern "C" fn PMPI_Improbe(
     status: *mut MPI_Status,
 ) -> c_int {
     unsafe { MPI_Improbe(source, tag, comm, flag, message, status) }
+}
+
+/// `PMPI_Imrecv`, as MPICH's Fortran bindings call it: traced as `MPI_Imrecv`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Imrecv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    message: *mut HandleSlot,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_Imrecv(buf, count, datatype, message, request) }
+}
+
+/// `PMPI_Ineighbor_allgather`, as MPICH's Fortran bindings call it: traced as `MPI_Ineighbor_allgather`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Ineighbor_allgather(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe {
+        MPI_Ineighbor_allgather(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
+        )
+    }
+}
+
+/// `PMPI_Ineighbor_allgatherv`, as MPICH's Fortran bindings call it: traced as `MPI_Ineighbor_allgatherv`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Ineighbor_allgatherv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe {
+        MPI_Ineighbor_allgatherv(
+            sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request,
+        )
+    }
+}
+
+/// `PMPI_Ineighbor_alltoall`, as MPICH's Fortran bindings call it: traced as `MPI_Ineighbor_alltoall`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Ineighbor_alltoall(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe {
+        MPI_Ineighbor_alltoall(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
+        )
+    }
+}
+
+/// `PMPI_Ineighbor_alltoallv`, as MPICH's Fortran bindings call it: traced as `MPI_Ineighbor_alltoallv`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Ineighbor_alltoallv(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe {
+        MPI_Ineighbor_alltoallv(
+            sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
+            request,
+        )
+    }
+}
+
+/// `PMPI_Ineighbor_alltoallw`, as MPICH's Fortran bindings call it: traced as `MPI_Ineighbor_alltoallw`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Ineighbor_alltoallw(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const MPI_Aint,
+    sendtypes: *const HandleSlot,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const MPI_Aint,
+    recvtypes: *const HandleSlot,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe {
+        MPI_Ineighbor_alltoallw(
+            sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm,
+            request,
+        )
+    }
 }
 
 /// `PMPI_Info_create`, as MPICH's Fortran bindings call it: traced as `MPI_Info_create`.
@@ -23682,10 +25917,174 @@ pub unsafe extern "C" fn PMPI_Iprobe(
     unsafe { MPI_Iprobe(source, tag, comm, flag, status) }
 }
 
+/// `PMPI_Irecv`, as MPICH's Fortran bindings call it: traced as `MPI_Irecv`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Irecv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_Irecv(buf, count, datatype, source, tag, comm, request) }
+}
+
+/// `PMPI_Ireduce`, as MPICH's Fortran bindings call it: traced as `MPI_Ireduce`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Ireduce(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request) }
+}
+
+/// `PMPI_Ireduce_scatter`, as MPICH's Fortran bindings call it: traced as `MPI_Ireduce_scatter`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Ireduce_scatter(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, request) }
+}
+
+/// `PMPI_Ireduce_scatter_block`, as MPICH's Fortran bindings call it: traced as `MPI_Ireduce_scatter_block`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Ireduce_scatter_block(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, request) }
+}
+
+/// `PMPI_Irsend`, as MPICH's Fortran bindings call it: traced as `MPI_Irsend`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Irsend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_Irsend(buf, count, datatype, dest, tag, comm, request) }
+}
+
 /// `PMPI_Is_thread_main`, as MPICH's Fortran bindings call it: traced as `MPI_Is_thread_main`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Is_thread_main(flag: *mut c_int) -> c_int {
     unsafe { MPI_Is_thread_main(flag) }
+}
+
+/// `PMPI_Iscan`, as MPICH's Fortran bindings call it: traced as `MPI_Iscan`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Iscan(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_Iscan(sendbuf, recvbuf, count, datatype, op, comm, request) }
+}
+
+/// `PMPI_Iscatter`, as MPICH's Fortran bindings call it: traced as `MPI_Iscatter`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Iscatter(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe {
+        MPI_Iscatter(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
+        )
+    }
+}
+
+/// `PMPI_Iscatterv`, as MPICH's Fortran bindings call it: traced as `MPI_Iscatterv`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Iscatterv(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    displs: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe {
+        MPI_Iscatterv(
+            sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm,
+            request,
+        )
+    }
+}
+
+/// `PMPI_Isend`, as MPICH's Fortran bindings call it: traced as `MPI_Isend`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Isend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_Isend(buf, count, datatype, dest, tag, comm, request) }
+}
+
+/// `PMPI_Issend`, as MPICH's Fortran bindings call it: traced as `MPI_Issend`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Issend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_Issend(buf, count, datatype, dest, tag, comm, request) }
+}
+
+/// `PMPI_Keyval_free`, as MPICH's Fortran bindings call it: traced as `MPI_Keyval_free`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Keyval_free(keyval: *mut c_int) -> c_int {
+    unsafe { MPI_Keyval_free(keyval) }
 }
 
 /// `PMPI_Lookup_name`, as MPICH's Fortran bindings call it: traced as `MPI_Lookup_name`.
@@ -23708,6 +26107,116 @@ pub unsafe extern "C" fn PMPI_Mprobe(
     status: *mut MPI_Status,
 ) -> c_int {
     unsafe { MPI_Mprobe(source, tag, comm, message, status) }
+}
+
+/// `PMPI_Mrecv`, as MPICH's Fortran bindings call it: traced as `MPI_Mrecv`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Mrecv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    message: *mut HandleSlot,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe { MPI_Mrecv(buf, count, datatype, message, status) }
+}
+
+/// `PMPI_Neighbor_allgather`, as MPICH's Fortran bindings call it: traced as `MPI_Neighbor_allgather`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Neighbor_allgather(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe {
+        MPI_Neighbor_allgather(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+        )
+    }
+}
+
+/// `PMPI_Neighbor_allgatherv`, as MPICH's Fortran bindings call it: traced as `MPI_Neighbor_allgatherv`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Neighbor_allgatherv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe {
+        MPI_Neighbor_allgatherv(
+            sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
+        )
+    }
+}
+
+/// `PMPI_Neighbor_alltoall`, as MPICH's Fortran bindings call it: traced as `MPI_Neighbor_alltoall`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Neighbor_alltoall(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe {
+        MPI_Neighbor_alltoall(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+        )
+    }
+}
+
+/// `PMPI_Neighbor_alltoallv`, as MPICH's Fortran bindings call it: traced as `MPI_Neighbor_alltoallv`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Neighbor_alltoallv(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe {
+        MPI_Neighbor_alltoallv(
+            sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
+        )
+    }
+}
+
+/// `PMPI_Neighbor_alltoallw`, as MPICH's Fortran bindings call it: traced as `MPI_Neighbor_alltoallw`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Neighbor_alltoallw(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const MPI_Aint,
+    sendtypes: *const HandleSlot,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const MPI_Aint,
+    recvtypes: *const HandleSlot,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe {
+        MPI_Neighbor_alltoallw(
+            sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm,
+        )
+    }
 }
 
 /// `PMPI_Op_commutative`, as MPICH's Fortran bindings call it: traced as `MPI_Op_commutative`.
@@ -23736,6 +26245,34 @@ pub unsafe extern "C" fn PMPI_Op_free(op: *mut HandleSlot) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Open_port(info: MPI_Info, port_name: *mut c_char) -> c_int {
     unsafe { MPI_Open_port(info, port_name) }
+}
+
+/// `PMPI_Pack`, as MPICH's Fortran bindings call it: traced as `MPI_Pack`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Pack(
+    inbuf: *const c_void,
+    incount: c_int,
+    datatype: MPI_Datatype,
+    outbuf: *mut c_void,
+    outsize: c_int,
+    position: *mut c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe { MPI_Pack(inbuf, incount, datatype, outbuf, outsize, position, comm) }
+}
+
+/// `PMPI_Pack_external`, as MPICH's Fortran bindings call it: traced as `MPI_Pack_external`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Pack_external(
+    datarep: *const c_char,
+    inbuf: *const c_void,
+    incount: c_int,
+    datatype: MPI_Datatype,
+    outbuf: *mut c_void,
+    outsize: MPI_Aint,
+    position: *mut MPI_Aint,
+) -> c_int {
+    unsafe { MPI_Pack_external(datarep, inbuf, incount, datatype, outbuf, outsize, position) }
 }
 
 /// `PMPI_Pack_external_size`, as MPICH's Fortran bindings call it: traced as `MPI_Pack_external_size`.
@@ -23845,10 +26382,148 @@ pub unsafe extern "C" fn PMPI_Publish_name(
     unsafe { MPI_Publish_name(service_name, info, port_name) }
 }
 
+/// `PMPI_Put`, as MPICH's Fortran bindings call it: traced as `MPI_Put`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Put(
+    origin_addr: *const c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    win: MPI_Win,
+) -> c_int {
+    unsafe {
+        MPI_Put(
+            origin_addr,
+            origin_count,
+            origin_datatype,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+            win,
+        )
+    }
+}
+
 /// `PMPI_Query_thread`, as MPICH's Fortran bindings call it: traced as `MPI_Query_thread`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Query_thread(provided: *mut c_int) -> c_int {
     unsafe { MPI_Query_thread(provided) }
+}
+
+/// `PMPI_Raccumulate`, as MPICH's Fortran bindings call it: traced as `MPI_Raccumulate`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Raccumulate(
+    origin_addr: *const c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    op: MPI_Op,
+    win: MPI_Win,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe {
+        MPI_Raccumulate(
+            origin_addr,
+            origin_count,
+            origin_datatype,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+            op,
+            win,
+            request,
+        )
+    }
+}
+
+/// `PMPI_Recv`, as MPICH's Fortran bindings call it: traced as `MPI_Recv`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Recv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe { MPI_Recv(buf, count, datatype, source, tag, comm, status) }
+}
+
+/// `PMPI_Recv_init`, as MPICH's Fortran bindings call it: traced as `MPI_Recv_init`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Recv_init(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_Recv_init(buf, count, datatype, source, tag, comm, request) }
+}
+
+/// `PMPI_Reduce`, as MPICH's Fortran bindings call it: traced as `MPI_Reduce`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Reduce(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe { MPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm) }
+}
+
+/// `PMPI_Reduce_local`, as MPICH's Fortran bindings call it: traced as `MPI_Reduce_local`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Reduce_local(
+    inbuf: *const c_void,
+    inoutbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+) -> c_int {
+    unsafe { MPI_Reduce_local(inbuf, inoutbuf, count, datatype, op) }
+}
+
+/// `PMPI_Reduce_scatter`, as MPICH's Fortran bindings call it: traced as `MPI_Reduce_scatter`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Reduce_scatter(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe { MPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm) }
+}
+
+/// `PMPI_Reduce_scatter_block`, as MPICH's Fortran bindings call it: traced as `MPI_Reduce_scatter_block`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Reduce_scatter_block(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe { MPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm) }
 }
 
 /// `PMPI_Register_datarep`, as MPICH's Fortran bindings call it: traced as `MPI_Register_datarep`.
@@ -23885,6 +26560,255 @@ pub unsafe extern "C" fn PMPI_Request_get_status(
     status: *mut MPI_Status,
 ) -> c_int {
     unsafe { crate::special::MPI_Request_get_status(request, flag, status) }
+}
+
+/// `PMPI_Rget`, as MPICH's Fortran bindings call it: traced as `MPI_Rget`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Rget(
+    origin_addr: *mut c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    win: MPI_Win,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe {
+        MPI_Rget(
+            origin_addr,
+            origin_count,
+            origin_datatype,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+            win,
+            request,
+        )
+    }
+}
+
+/// `PMPI_Rget_accumulate`, as MPICH's Fortran bindings call it: traced as `MPI_Rget_accumulate`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Rget_accumulate(
+    origin_addr: *const c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    result_addr: *mut c_void,
+    result_count: c_int,
+    result_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    op: MPI_Op,
+    win: MPI_Win,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe {
+        MPI_Rget_accumulate(
+            origin_addr,
+            origin_count,
+            origin_datatype,
+            result_addr,
+            result_count,
+            result_datatype,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+            op,
+            win,
+            request,
+        )
+    }
+}
+
+/// `PMPI_Rput`, as MPICH's Fortran bindings call it: traced as `MPI_Rput`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Rput(
+    origin_addr: *const c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    win: MPI_Win,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe {
+        MPI_Rput(
+            origin_addr,
+            origin_count,
+            origin_datatype,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+            win,
+            request,
+        )
+    }
+}
+
+/// `PMPI_Rsend`, as MPICH's Fortran bindings call it: traced as `MPI_Rsend`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Rsend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe { MPI_Rsend(buf, count, datatype, dest, tag, comm) }
+}
+
+/// `PMPI_Rsend_init`, as MPICH's Fortran bindings call it: traced as `MPI_Rsend_init`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Rsend_init(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_Rsend_init(buf, count, datatype, dest, tag, comm, request) }
+}
+
+/// `PMPI_Scan`, as MPICH's Fortran bindings call it: traced as `MPI_Scan`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Scan(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe { MPI_Scan(sendbuf, recvbuf, count, datatype, op, comm) }
+}
+
+/// `PMPI_Scatter`, as MPICH's Fortran bindings call it: traced as `MPI_Scatter`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Scatter(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe {
+        MPI_Scatter(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
+        )
+    }
+}
+
+/// `PMPI_Scatterv`, as MPICH's Fortran bindings call it: traced as `MPI_Scatterv`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Scatterv(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    displs: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe {
+        MPI_Scatterv(
+            sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm,
+        )
+    }
+}
+
+/// `PMPI_Send`, as MPICH's Fortran bindings call it: traced as `MPI_Send`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Send(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe { MPI_Send(buf, count, datatype, dest, tag, comm) }
+}
+
+/// `PMPI_Send_init`, as MPICH's Fortran bindings call it: traced as `MPI_Send_init`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Send_init(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_Send_init(buf, count, datatype, dest, tag, comm, request) }
+}
+
+/// `PMPI_Sendrecv`, as MPICH's Fortran bindings call it: traced as `MPI_Sendrecv`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Sendrecv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe {
+        MPI_Sendrecv(
+            sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
+            recvtag, comm, status,
+        )
+    }
+}
+
+/// `PMPI_Sendrecv_replace`, as MPICH's Fortran bindings call it: traced as `MPI_Sendrecv_replace`.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Sendrecv_replace(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe {
+        MPI_Sendrecv_replace(
+            buf, count, datatype, dest, sendtag, source, recvtag, comm, status,
+        )
+    }
 }
 
 /// `PMPI_Session_call_errhandler`, as MPICH's Fortran bindings call it: traced as `MPI_Session_call_errhandler`.
@@ -23980,6 +26904,33 @@ pub unsafe extern "C" fn PMPI_Session_set_errhandler(
     unsafe { MPI_Session_set_errhandler(session, errhandler) }
 }
 
+/// `PMPI_Ssend`, as MPICH's Fortran bindings call it: traced as `MPI_Ssend`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Ssend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe { MPI_Ssend(buf, count, datatype, dest, tag, comm) }
+}
+
+/// `PMPI_Ssend_init`, as MPICH's Fortran bindings call it: traced as `MPI_Ssend_init`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Ssend_init(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_Ssend_init(buf, count, datatype, dest, tag, comm, request) }
+}
+
 /// `PMPI_Start`, as MPICH's Fortran bindings call it: traced as `MPI_Start`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Start(request: *mut HandleSlot) -> c_int {
@@ -23990,6 +26941,24 @@ pub unsafe extern "C" fn PMPI_Start(request: *mut HandleSlot) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Startall(count: c_int, array_of_requests: *mut HandleSlot) -> c_int {
     unsafe { crate::special::MPI_Startall(count, array_of_requests) }
+}
+
+/// `PMPI_Status_c2f`, as MPICH's Fortran bindings call it: traced as `MPI_Status_c2f`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Status_c2f(
+    c_status: *const MPI_Status,
+    f_status: *mut MPI_Fint,
+) -> c_int {
+    unsafe { MPI_Status_c2f(c_status, f_status) }
+}
+
+/// `PMPI_Status_f2c`, as MPICH's Fortran bindings call it: traced as `MPI_Status_f2c`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Status_f2c(
+    f_status: *const MPI_Fint,
+    c_status: *mut MPI_Status,
+) -> c_int {
+    unsafe { MPI_Status_f2c(f_status, c_status) }
 }
 
 /// `PMPI_Status_set_cancelled`, as MPICH's Fortran bindings call it: traced as `MPI_Status_set_cancelled`.
@@ -24461,6 +27430,12 @@ pub unsafe extern "C" fn PMPI_Type_dup(oldtype: MPI_Datatype, newtype: *mut Hand
     unsafe { MPI_Type_dup(oldtype, newtype) }
 }
 
+/// `PMPI_Type_extent`, as MPICH's Fortran bindings call it: traced as `MPI_Type_extent`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_extent(datatype: MPI_Datatype, extent: *mut MPI_Aint) -> c_int {
+    unsafe { MPI_Type_extent(datatype, extent) }
+}
+
 /// `PMPI_Type_free`, as MPICH's Fortran bindings call it: traced as `MPI_Type_free`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Type_free(datatype: *mut HandleSlot) -> c_int {
@@ -24618,6 +27593,38 @@ pub unsafe extern "C" fn PMPI_Type_get_true_extent_x(
     unsafe { MPI_Type_get_true_extent_x(datatype, true_lb, true_extent) }
 }
 
+/// `PMPI_Type_hindexed`, as MPICH's Fortran bindings call it: traced as `MPI_Type_hindexed`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_hindexed(
+    count: c_int,
+    array_of_blocklengths: *mut c_int,
+    array_of_displacements: *mut MPI_Aint,
+    oldtype: MPI_Datatype,
+    newtype: *mut HandleSlot,
+) -> c_int {
+    unsafe {
+        MPI_Type_hindexed(
+            count,
+            array_of_blocklengths,
+            array_of_displacements,
+            oldtype,
+            newtype,
+        )
+    }
+}
+
+/// `PMPI_Type_hvector`, as MPICH's Fortran bindings call it: traced as `MPI_Type_hvector`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_hvector(
+    count: c_int,
+    blocklength: c_int,
+    stride: MPI_Aint,
+    oldtype: MPI_Datatype,
+    newtype: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_Type_hvector(count, blocklength, stride, oldtype, newtype) }
+}
+
 /// `PMPI_Type_indexed`, as MPICH's Fortran bindings call it: traced as `MPI_Type_indexed`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Type_indexed(
@@ -24658,6 +27665,15 @@ pub unsafe extern "C" fn PMPI_Type_indexed_c(
     }
 }
 
+/// `PMPI_Type_lb`, as MPICH's Fortran bindings call it: traced as `MPI_Type_lb`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_lb(
+    datatype: MPI_Datatype,
+    displacement: *mut MPI_Aint,
+) -> c_int {
+    unsafe { MPI_Type_lb(datatype, displacement) }
+}
+
 /// `PMPI_Type_match_size`, as MPICH's Fortran bindings call it: traced as `MPI_Type_match_size`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Type_match_size(
@@ -24695,6 +27711,35 @@ pub unsafe extern "C" fn PMPI_Type_size_x(datatype: MPI_Datatype, size: *mut MPI
     unsafe { MPI_Type_size_x(datatype, size) }
 }
 
+/// `PMPI_Type_struct`, as MPICH's Fortran bindings call it: traced as `MPI_Type_struct`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_struct(
+    count: c_int,
+    array_of_blocklengths: *mut c_int,
+    array_of_displacements: *mut MPI_Aint,
+    array_of_types: *mut HandleSlot,
+    newtype: *mut HandleSlot,
+) -> c_int {
+    unsafe {
+        MPI_Type_struct(
+            count,
+            array_of_blocklengths,
+            array_of_displacements,
+            array_of_types,
+            newtype,
+        )
+    }
+}
+
+/// `PMPI_Type_ub`, as MPICH's Fortran bindings call it: traced as `MPI_Type_ub`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_ub(
+    datatype: MPI_Datatype,
+    displacement: *mut MPI_Aint,
+) -> c_int {
+    unsafe { MPI_Type_ub(datatype, displacement) }
+}
+
 /// `PMPI_Type_vector`, as MPICH's Fortran bindings call it: traced as `MPI_Type_vector`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Type_vector(
@@ -24717,6 +27762,34 @@ pub unsafe extern "C" fn PMPI_Type_vector_c(
     newtype: *mut HandleSlot,
 ) -> c_int {
     unsafe { MPI_Type_vector_c(count, blocklength, stride, oldtype, newtype) }
+}
+
+/// `PMPI_Unpack`, as MPICH's Fortran bindings call it: traced as `MPI_Unpack`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Unpack(
+    inbuf: *const c_void,
+    insize: c_int,
+    position: *mut c_int,
+    outbuf: *mut c_void,
+    outcount: c_int,
+    datatype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    unsafe { MPI_Unpack(inbuf, insize, position, outbuf, outcount, datatype, comm) }
+}
+
+/// `PMPI_Unpack_external`, as MPICH's Fortran bindings call it: traced as `MPI_Unpack_external`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Unpack_external(
+    datarep: *const c_char,
+    inbuf: *const c_void,
+    insize: MPI_Aint,
+    position: *mut MPI_Aint,
+    outbuf: *mut c_void,
+    outcount: c_int,
+    datatype: MPI_Datatype,
+) -> c_int {
+    unsafe { MPI_Unpack_external(datarep, inbuf, insize, position, outbuf, outcount, datatype) }
 }
 
 /// `PMPI_Unpublish_name`, as MPICH's Fortran bindings call it: traced as `MPI_Unpublish_name`.
@@ -24828,6 +27901,12 @@ pub unsafe extern "C" fn PMPI_Win_allocate_shared_c(
     unsafe { MPI_Win_allocate_shared_c(size, disp_unit, info, comm, baseptr, win) }
 }
 
+/// `PMPI_Win_attach`, as MPICH's Fortran bindings call it: traced as `MPI_Win_attach`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Win_attach(win: MPI_Win, base: *mut c_void, size: MPI_Aint) -> c_int {
+    unsafe { MPI_Win_attach(win, base, size) }
+}
+
 /// `PMPI_Win_call_errhandler`, as MPICH's Fortran bindings call it: traced as `MPI_Win_call_errhandler`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Win_call_errhandler(win: MPI_Win, errorcode: c_int) -> c_int {
@@ -24838,6 +27917,19 @@ pub unsafe extern "C" fn PMPI_Win_call_errhandler(win: MPI_Win, errorcode: c_int
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Win_complete(win: MPI_Win) -> c_int {
     unsafe { MPI_Win_complete(win) }
+}
+
+/// `PMPI_Win_create`, as MPICH's Fortran bindings call it: traced as `MPI_Win_create`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Win_create(
+    base: *mut c_void,
+    size: MPI_Aint,
+    disp_unit: c_int,
+    info: MPI_Info,
+    comm: MPI_Comm,
+    win: *mut HandleSlot,
+) -> c_int {
+    unsafe { MPI_Win_create(base, size, disp_unit, info, comm, win) }
 }
 
 /// `PMPI_Win_create_dynamic`, as MPICH's Fortran bindings call it: traced as `MPI_Win_create_dynamic`.
@@ -24881,6 +27973,12 @@ pub unsafe extern "C" fn PMPI_Win_create_keyval(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Win_delete_attr(win: MPI_Win, win_keyval: c_int) -> c_int {
     unsafe { MPI_Win_delete_attr(win, win_keyval) }
+}
+
+/// `PMPI_Win_detach`, as MPICH's Fortran bindings call it: traced as `MPI_Win_detach`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Win_detach(win: MPI_Win, base: *const c_void) -> c_int {
+    unsafe { MPI_Win_detach(win, base) }
 }
 
 /// `PMPI_Win_fence`, as MPICH's Fortran bindings call it: traced as `MPI_Win_fence`.

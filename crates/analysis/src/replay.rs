@@ -1,0 +1,325 @@
+//! Reading a trace's ranks side by side, a chunk of calls at a time, for
+//! the analyses that match operations across ranks (critical path,
+//! profile): each rank's calls decoded, timed and placed (call sites) as
+//! they are read, only the calls with operations kept, and the matcher
+//! ([`Matcher`]) fed in time order, so that what is held is what was in
+//! flight in the run, never the calls.
+//!
+//! A rank's reader also measures its program order for the critical
+//! path's walk ([`crate::critical_path`]): the *monotone length* up to
+//! each vertex (Σ max(0, t(v) − t(v−1)) over the call starts and ends
+//! from the rank's first) and, between two calls with operations, the
+//! farthest vertex.
+
+use crate::critical_path::walk::{Farthest, Step};
+use crate::decode::{DecodeError, DecodedCall, RankDecoder};
+use crate::matching::{CallAt, OperationLog, RankEvent, handles};
+use crate::sites::{SiteWalk, Sites};
+use crate::timeline::{Source, Span, SpanReader, TimelineError, rank_spans};
+use mpigram_trace::{RankPart, Trace};
+use rayon::prelude::*;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::iter::Peekable;
+
+/// Calls read from a rank at a time.
+pub(crate) const CHUNK: u64 = 1 << 14;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error(transparent)]
+    Timeline(#[from] TimelineError),
+    #[error(transparent)]
+    Decode(#[from] DecodeError),
+    #[error("cannot keep the analysis's records in a temporary file: {0}")]
+    Spill(#[from] std::io::Error),
+}
+
+/// A call with operations, as read.
+#[derive(Debug)]
+pub(crate) struct ReadCall {
+    pub(crate) at: CallAt,
+    /// For the walk, if the call has times.
+    pub(crate) step: Option<Step>,
+    pub(crate) events: Vec<RankEvent>,
+}
+
+/// What a rank's reader found at its end.
+#[derive(Debug, Default)]
+pub(crate) struct RankEnd {
+    /// Operations never completed.
+    pub(crate) events: Vec<RankEvent>,
+    /// The farthest vertex after the last call with operations.
+    pub(crate) tail: Option<Farthest>,
+    /// Calls with times; calls read.
+    pub(crate) timed: u64,
+    pub(crate) calls: u64,
+    /// The first call's start and the last timed call's end.
+    pub(crate) first_ns: Option<i64>,
+    pub(crate) last_ns: Option<i64>,
+    /// Time between calls (computation): Σ max(0, start − previous end).
+    pub(crate) compute_ns: i64,
+}
+
+/// One rank's calls, read a chunk at a time.
+pub(crate) struct RankReader<'t> {
+    /// The rank's index among the ranks read.
+    index: u32,
+    decoder: Peekable<RankDecoder<'t>>,
+    spans: SpanReader<'t>,
+    sites: Option<SiteWalk<'t, 't>>,
+    log: OperationLog,
+    seq: u64,
+    /// The last vertex's time and monotone length.
+    last: Option<(i64, i64)>,
+    /// The farthest vertex since the last call with operations.
+    stretch: Option<Farthest>,
+    end: RankEnd,
+    done: bool,
+}
+
+impl<'t> RankReader<'t> {
+    /// The reader of `part`, the `index`-th rank read.
+    pub(crate) fn new(
+        index: u32,
+        trace: &'t Trace,
+        part: &'t RankPart,
+        sites: &'t Sites<'t>,
+        source: Source,
+        run_start_ns: f64,
+    ) -> Result<RankReader<'t>, ReplayError> {
+        let rank = part.meta.rank;
+        Ok(RankReader {
+            index,
+            decoder: RankDecoder::new(trace, part).only(handles).peekable(),
+            spans: rank_spans(trace, part, source, run_start_ns)?,
+            sites: sites.walk(rank),
+            log: OperationLog::new(rank),
+            seq: 0,
+            last: None,
+            stretch: None,
+            end: RankEnd::default(),
+            done: false,
+        })
+    }
+
+    pub(crate) fn done(&self) -> bool {
+        self.done
+    }
+
+    /// The end of the last timed call read.
+    pub(crate) fn frontier(&self) -> i64 {
+        self.end.last_ns.unwrap_or(i64::MIN)
+    }
+
+    /// Reads up to `calls` calls; the calls with operations go to `out`.
+    /// At the rank's end, what it found there.
+    pub(crate) fn read(
+        &mut self,
+        calls: u64,
+        out: &mut Vec<ReadCall>,
+    ) -> Result<Option<RankEnd>, ReplayError> {
+        if self.done {
+            return Ok(None);
+        }
+        for _ in 0..calls {
+            let Some((site, _)) = self.sites.as_mut().and_then(Iterator::next) else {
+                return self.finish().map(Some);
+            };
+            let seq = self.seq;
+            self.seq += 1;
+            let span = self.spans.next().transpose()?;
+            let at = CallAt { span, site };
+            if let Some(span) = span {
+                if let Some(last) = self.end.last_ns {
+                    self.end.compute_ns += (span.start_ns - last).max(0);
+                }
+                self.end.first_ns.get_or_insert(span.start_ns);
+                self.end.last_ns = Some(span.end_ns);
+                self.end.timed += 1;
+            }
+            let call: Option<DecodedCall> = match self.decoder.peek() {
+                Some(Ok(c)) if c.seq == seq => self.decoder.next().transpose()?,
+                Some(Err(_)) => return Err(self.decode_error()),
+                _ => None,
+            };
+            let events = match call {
+                Some(call) => {
+                    self.log.record(&call, at);
+                    self.log.take_events()
+                }
+                None => Vec::new(),
+            };
+            let step = span.map(|span| self.step(seq, span, !events.is_empty()));
+            if !events.is_empty() {
+                out.push(ReadCall {
+                    at,
+                    step: step.flatten(),
+                    events,
+                });
+            }
+        }
+        Ok(None)
+    }
+
+    /// Measures the call's vertices; its step if it has operations.
+    fn step(&mut self, seq: u64, span: Span, operations: bool) -> Option<Step> {
+        let before = self.last.map(|l| l.0);
+        let c_of = |last: Option<(i64, i64)>, t: i64| last.map_or(0, |(tl, c)| c + (t - tl).max(0));
+        let c_start = c_of(self.last, span.start_ns);
+        let c_end = c_start + (span.end_ns - span.start_ns).max(0);
+        self.last = Some((span.end_ns, c_end));
+        if operations {
+            return Some(Step {
+                seq,
+                start: span.start_ns,
+                end: span.end_ns,
+                before,
+                c_start,
+                c_end,
+                stretch: self.stretch.take(),
+            });
+        }
+        for (vertex, t, c) in [
+            (2 * seq, span.start_ns, c_start),
+            (2 * seq + 1, span.end_ns, c_end),
+        ] {
+            let here = Farthest {
+                length: c,
+                t,
+                vertex,
+            };
+            self.stretch = Some(Farthest::max(self.stretch, here));
+        }
+        None
+    }
+
+    /// The error the decoder's next item is.
+    fn decode_error(&mut self) -> ReplayError {
+        match self.decoder.next() {
+            Some(Err(e)) => e.into(),
+            _ => unreachable!("called when the next item is an error"),
+        }
+    }
+
+    fn finish(&mut self) -> Result<RankEnd, ReplayError> {
+        if let Some(Err(_)) = self.decoder.peek() {
+            return Err(self.decode_error());
+        }
+        self.done = true;
+        self.log.end();
+        let mut end = std::mem::take(&mut self.end);
+        end.events = self.log.take_events();
+        end.tail = self.stretch.take();
+        end.calls = self.seq;
+        Ok(end)
+    }
+}
+
+/// What was read of a rank: a call with operations, or the rank's end.
+pub(crate) enum Read {
+    Call(ReadCall),
+    End(RankEnd),
+}
+
+/// The calls one rank's reader gave, and its end if it came.
+type Chunk = (u32, Vec<ReadCall>, Option<RankEnd>);
+
+/// Every rank's reader.
+pub(crate) struct Reading<'t> {
+    readers: Vec<RankReader<'t>>,
+    /// Chunks read and not handed out yet.
+    ahead: Vec<Chunk>,
+    /// Emptied chunk buffers, to be filled again (not allocated anew).
+    spare: Vec<Vec<ReadCall>>,
+}
+
+impl<'t> Reading<'t> {
+    pub(crate) fn new(readers: Vec<RankReader<'t>>) -> Reading<'t> {
+        Reading {
+            readers,
+            ahead: Vec::new(),
+            spare: Vec::new(),
+        }
+    }
+
+    /// The ranks (by index) with calls still to hand out.
+    pub(crate) fn open(&self) -> Vec<u32> {
+        (0..self.readers.len() as u32)
+            .filter(|&r| !self.readers[r as usize].done() || self.ahead.iter().any(|c| c.0 == r))
+            .collect()
+    }
+
+    /// Where rank `r`'s reading has got to in time.
+    pub(crate) fn frontier(&self, r: u32) -> i64 {
+        self.readers[r as usize].frontier()
+    }
+
+    /// Reads the next chunk of each of `ranks` (by index; in parallel) and
+    /// hands what was read to `each`, in time order across the ranks (each
+    /// rank's in its order).
+    pub(crate) fn next(
+        &mut self,
+        ranks: &[u32],
+        each: impl FnMut(u32, Read),
+    ) -> Result<(), ReplayError> {
+        let mut chunks = std::mem::take(&mut self.ahead);
+        chunks.extend(read_chunks(&mut self.readers, ranks, &mut self.spare)?);
+        in_time_order(&mut chunks, each);
+        self.spare
+            .extend(chunks.into_iter().map(|(_, calls, _)| calls));
+        Ok(())
+    }
+}
+
+/// Reads the next chunk of each of `ranks` (by index), in parallel.
+fn read_chunks(
+    readers: &mut [RankReader],
+    ranks: &[u32],
+    spare: &mut Vec<Vec<ReadCall>>,
+) -> Result<Vec<Chunk>, ReplayError> {
+    let wanted: Vec<(&mut RankReader, Vec<ReadCall>)> = readers
+        .iter_mut()
+        .enumerate()
+        .filter(|(r, reader)| ranks.contains(&(*r as u32)) && !reader.done())
+        .map(|(_, reader)| (reader, spare.pop().unwrap_or_default()))
+        .collect();
+    wanted
+        .into_par_iter()
+        .map(|(reader, mut calls)| {
+            let end = reader.read(CHUNK, &mut calls)?;
+            Ok((reader.index, calls, end))
+        })
+        .collect()
+}
+
+/// Hands the chunks' calls to `each` in time order across ranks (each
+/// rank's in its order), emptying them.
+fn in_time_order(chunks: &mut [Chunk], mut each: impl FnMut(u32, Read)) {
+    let mut queues: Vec<(u32, std::vec::Drain<'_, ReadCall>, Option<RankEnd>)> = chunks
+        .iter_mut()
+        .map(|(r, calls, end)| (*r, calls.drain(..), end.take()))
+        .collect();
+    // An untimed call (a killed rank's last) comes after the timed ones.
+    let time = |c: &ReadCall| c.at.span.map_or(i64::MAX, |s| s.start_ns);
+    let mut heap: BinaryHeap<Reverse<(i64, usize)>> = queues
+        .iter()
+        .enumerate()
+        .map(|(q, (_, calls, _))| Reverse((calls.as_slice().first().map_or(i64::MAX, time), q)))
+        .collect();
+    while let Some(Reverse((_, q))) = heap.pop() {
+        let (r, calls, end) = &mut queues[q];
+        match calls.next() {
+            Some(call) => {
+                each(*r, Read::Call(call));
+                let next = calls.as_slice().first().map_or(i64::MAX, time);
+                heap.push(Reverse((next, q)));
+            }
+            None => {
+                if let Some(end) = end.take() {
+                    each(*r, Read::End(end));
+                }
+            }
+        }
+    }
+}
