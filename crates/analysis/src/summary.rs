@@ -27,9 +27,26 @@ pub struct TraceSummary {
     pub bytes: u64,
     pub timing: String,
     pub mpi_library: String,
-    /// Ranks of MPI_COMM_WORLD the trace does not hold: not traced, or
-    /// their files were lost.
-    pub missing: Vec<u32>,
+    /// Ranks of MPI_COMM_WORLD the trace does not hold (not traced, or
+    /// their files were lost), as runs of consecutive ranks (first, last):
+    /// as many as the ranks it holds, however large the world it names.
+    pub missing: Vec<(u32, u32)>,
+}
+
+/// The ranks below `world` not among `held`, as runs (first, last).
+fn missing_runs(held: impl Iterator<Item = u32>, world: u32) -> Vec<(u32, u32)> {
+    let mut held: Vec<u32> = held.filter(|&r| r < world).collect();
+    held.sort_unstable();
+    held.dedup();
+    let mut runs = Vec::new();
+    let mut next = 0u32;
+    for r in held.into_iter().chain(std::iter::once(world)) {
+        if r > next {
+            runs.push((next, r - 1));
+        }
+        next = r.saturating_add(1);
+    }
+    runs
 }
 
 impl TraceSummary {
@@ -55,7 +72,7 @@ impl TraceSummary {
             .map(|r| r.meta.world_size)
             .max()
             .unwrap_or(0);
-        let missing = (0..world).filter(|&r| trace.rank(r).is_none()).collect();
+        let missing = missing_runs(trace.ranks.iter().map(|r| r.meta.rank), world);
         TraceSummary {
             ranks,
             signatures: trace.signatures.len(),
@@ -121,6 +138,17 @@ mod tests {
     use mpigram_grammar::Sequitur;
     use mpigram_trace::timing::ExactWriter;
     use mpigram_trace::{Ending, RankMeta, RankTrace, Timing};
+
+    #[test]
+    fn missing_ranks_are_runs_however_large_the_world() {
+        let runs = |held: &[u32], world| missing_runs(held.iter().copied(), world);
+        assert_eq!(runs(&[0, 1, 2], 3), []);
+        assert_eq!(runs(&[1, 4], 6), [(0, 0), (2, 3), (5, 5)]);
+        assert_eq!(runs(&[], 2), [(0, 1)]);
+        // A forged world size costs one run, not 2^31 entries.
+        assert_eq!(runs(&[0], 1 << 31), [(1, (1 << 31) - 1)]);
+        assert_eq!(runs(&[7, u32::MAX], u32::MAX), [(0, 6), (8, u32::MAX - 1)]);
+    }
 
     /// A lossless rank of `calls` calls, `timed` of them with times.
     fn rank(calls: u64, timed: u64, ending: Ending) -> Trace {

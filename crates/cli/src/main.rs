@@ -316,7 +316,15 @@ fn info(dir: &Path) -> Result<()> {
         println!("left out:   {e}");
     }
     if !s.missing.is_empty() {
-        let ranks: Vec<String> = s.missing.iter().map(u32::to_string).collect();
+        let ranks: Vec<String> = s
+            .missing
+            .iter()
+            .map(|&(first, last)| match last - first {
+                0 => first.to_string(),
+                1 => format!("{first}, {last}"),
+                _ => format!("{first}-{last}"),
+            })
+            .collect();
         println!(
             "missing:    rank {} (not traced, or its files were lost)",
             ranks.join(", ")

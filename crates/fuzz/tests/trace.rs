@@ -82,8 +82,16 @@ fn check_directory(files: Vec<(u32, Vec<u8>)>, damaged: u32) -> bool {
                 assert_one_line_naming(all, &name);
             }
             // A file RankTrace::read accepts may still clash with another
-            // (two files for one rank): the other way round is a bug.
-            (Ok(_), Err(all)) => assert!(all.to_string().contains("is in the trace twice")),
+            // (two files for one rank, or a world size or run id of another
+            // run): the other way round is a bug.
+            (Ok(_), Err(all)) => {
+                let all = all.to_string();
+                assert!(
+                    all.contains("is in the trace twice")
+                        || all.contains("files of different runs"),
+                    "{all}"
+                );
+            }
             (Err(e), Ok(_)) => panic!("read refuses ({e}) what open accepts"),
         }
         one.is_ok()

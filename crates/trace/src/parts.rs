@@ -104,10 +104,11 @@ fn rows<const N: usize>(
     for _ in 0..n {
         let before = out.last().map_or(&[][..], |v| v.as_slice());
         let at = r.position();
-        let len = before.len() as i64 + unzigzag(r.u64()?);
+        let change = unzigzag(r.u64()?);
+        let len = (before.len() as i64).checked_add(change).unwrap_or(-1);
         // Each field takes a byte at least: a forged length must not size the vector.
         if len < 0 || len as usize > r.remaining() / N.max(1) {
-            return Err(out_of_range(at, len as u64, "entries"));
+            return Err(out_of_range(at, change as u64, "entries"));
         }
         let mut rows = Vec::with_capacity(len as usize);
         for i in 0..len as usize {
