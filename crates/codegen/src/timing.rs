@@ -321,7 +321,9 @@ pub fn delays(trace: &Trace, compute: Compute, scale: f64, inits: &FxHashSet<u32
         // The shortest mean gap of the rank is what a call costs the tracer
         // between two calls (the application cannot do less than nothing):
         // a traced benchmark pays it again, so it is not reproduced.
-        let floor = if g.measured {
+        // Per signature (aggregated timing) the shortest mean is real
+        // computation, not the tracer's cost: no floor there.
+        let floor = if per_call && g.measured {
             g.sites
                 .values()
                 .filter(|s| s.measured > 0)
