@@ -6,29 +6,12 @@
 
 use crate::mpich::Mpich;
 use crate::overrides::Overrides;
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Result, bail, ensure};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 /// Per set, its constants' names in id order.
-pub type Registry = BTreeMap<String, Vec<String>>;
-
-pub fn parse_registry(text: &str) -> Result<Registry> {
-    let mut r = Registry::new();
-    for (i, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let (set, name) = line
-            .split_once(' ')
-            .with_context(|| format!("constants.txt line {}: `Set NAME`", i + 1))?;
-        r.entry(set.to_owned())
-            .or_default()
-            .push(name.trim().to_owned());
-    }
-    Ok(r)
-}
+pub use crate::emit_fronts::Registry;
 
 pub fn registry_text(r: &Registry) -> String {
     let mut s = String::from(

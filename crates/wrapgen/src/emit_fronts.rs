@@ -42,10 +42,12 @@ fn kinds() -> Vec<(&'static str, &'static str, &'static str)> {
         .collect()
 }
 
-/// The registry: per kind, predefined handle names in id order.
+/// A registry: per kind (or set), names in id order.
 pub type Registry = BTreeMap<String, Vec<String>>;
 
-pub fn parse_registry(text: &str) -> Result<Registry> {
+/// Reads a registry's lines, `Kind NAME` each (`file` names it in errors):
+/// predefined.txt's handles, constants.txt's constants.
+pub fn parse_registry(text: &str, file: &str) -> Result<Registry> {
     let mut r = Registry::new();
     for (i, line) in text.lines().enumerate() {
         let line = line.trim();
@@ -54,7 +56,7 @@ pub fn parse_registry(text: &str) -> Result<Registry> {
         }
         let (kind, name) = line
             .split_once(' ')
-            .with_context(|| format!("predefined.txt line {}: `Kind NAME`", i + 1))?;
+            .with_context(|| format!("{file} line {}: `Kind NAME`", i + 1))?;
         r.entry(kind.to_owned())
             .or_default()
             .push(name.trim().to_owned());

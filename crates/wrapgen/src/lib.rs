@@ -179,10 +179,12 @@ pub fn generate(root: &Path) -> Result<(Vec<File>, bool)> {
     }
     let probed = probes.iter().all(|(_, p)| *p);
     let m = &probes[0].0;
-    let mut registry = emit_fronts::parse_registry(&read(REGISTRY).unwrap_or_default())?;
+    let mut registry =
+        emit_fronts::parse_registry(&read(REGISTRY).unwrap_or_default(), "predefined.txt")?;
     let all: Vec<&Mpich> = probes.iter().map(|(m, _)| m).collect();
     emit_fronts::extend_registry(&mut registry, &all);
-    let mut consts = constants::parse_registry(&read(CONSTANTS).unwrap_or_default())?;
+    let mut consts =
+        emit_fronts::parse_registry(&read(CONSTANTS).unwrap_or_default(), "constants.txt")?;
     constants::extend_registry(&mut consts, &o, &all)?;
     let families: Vec<(&str, &Mpich)> = MPIS
         .iter()
