@@ -154,6 +154,17 @@ impl Segments {
         self.kept.iter().map_while(Result::ok).map(|k| k.segment)
     }
 
+    /// The path's jumps between ranks: each pair of consecutive segments
+    /// on different ranks, in time order.
+    pub fn jumps(&self) -> impl Iterator<Item = (Segment, Segment)> + '_ {
+        let mut segments = self.iter();
+        let mut previous = segments.next();
+        segments.filter_map(move |b| {
+            let a = previous.replace(b)?;
+            (a.rank != b.rank).then_some((a, b))
+        })
+    }
+
     /// With the call site each computation follows (`u32::MAX`: not known).
     pub(super) fn iter_kept(&self) -> impl Iterator<Item = Kept> + '_ {
         self.kept.iter().map_while(Result::ok)

@@ -353,19 +353,10 @@ pub fn write_svg(
     // Jumps: where consecutive segments are on different ranks, one arrow
     // per pixel column and pair of lanes.
     let mut drawn: FxHashSet<(i64, usize, usize)> = FxHashSet::default();
-    let mut segments = path.segments.iter();
-    let mut previous = segments.next();
-    for b in segments {
-        let Some(a) = previous.replace(b) else {
-            continue;
-        };
-        let (a, b) = (&a, &b);
+    for (a, b) in path.segments.jumps() {
         let (Some(from), Some(to)) = (lane_of(a.rank), lane_of(b.rank)) else {
             continue;
         };
-        if from == to {
-            continue;
-        }
         let (x1, x2) = (scale.x(a.end_ns), scale.x(b.start_ns));
         if !drawn.insert((x1.floor() as i64, from, to)) {
             continue;

@@ -483,16 +483,7 @@ fn path_jumps(
     flows: &mut FxHashMap<(u32, u64), Flows>,
 ) -> usize {
     let mut jumps = 0;
-    let mut segments = path.segments.iter();
-    let mut previous = segments.next();
-    for b in segments {
-        let Some(a) = previous.replace(b) else {
-            continue;
-        };
-        let (a, b) = (&a, &b);
-        if a.rank == b.rank {
-            continue;
-        }
+    for (a, b) in path.segments.jumps() {
         let from = match a.activity {
             Activity::Computation { after } => u64::from(after) + 1,
             Activity::Call { seq, .. } => u64::from(seq),
