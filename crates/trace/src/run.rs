@@ -414,6 +414,7 @@ impl Trace {
                 .and_then(|()| trace.absorb(Trace::from_rank(rank)))
                 .map_err(|m| Error::dir(&path, m))?;
         }
+        crate::spilled::join_parts(dir, &mut trace)?;
         trace.dir = dir.to_owned();
         trace.skipped = skipped.iter().map(Error::to_string).collect();
         Ok(trace)
@@ -451,6 +452,7 @@ impl Trace {
             || dir.join(crate::checkpoint_file_name(rank)).exists();
         if run.is_file() && !own_file {
             if let Some(mut trace) = Trace::read_file(&TraceFile::open(&run)?, Some(rank))? {
+                crate::spilled::join_parts(dir, &mut trace)?;
                 trace.dir = dir.to_owned();
                 return Ok(trace);
             }

@@ -17,8 +17,13 @@
 //! error, rank 0 unable to write — every rank writes its own `rank<N>.mgr`
 //! instead, so nothing is lost; the tools read either.
 //!
+//! A rank that wrote parts of its trace out during the run (budget.rs)
+//! merges only its last part: its part files stay in the directory, and
+//! the readers put them back in front of its calls (the rank's calls in
+//! `trace.mgr` say how many precede them).
+//!
 //! `MPIGRAM_MERGE=0` keeps one file per rank; `MPIGRAM_VERBOSE=1` prints
-//! how long each rank's part of finalize took.
+//! how long each rank's part of finalize took, and how many parts it wrote.
 
 use crate::abi::{Handle, MPI_Comm, MPI_SUCCESS};
 use crate::front::front;
@@ -58,8 +63,10 @@ pub fn at_finalize() {
     // SAFETY: the tracer's own communicator, freed once.
     unsafe { crate::pmpi::MPI_Comm_free()((&raw mut comm).cast()) };
     if std::env::var_os("MPIGRAM_VERBOSE").is_some_and(|v| v != "0") {
+        let (parts, peak) =
+            crate::tracer::with(|t| (t.parts, t.recorder.peak_bytes)).unwrap_or_default();
         crate::message::say(&format!(
-            "rank {rank}: finalize took {:.1} ms ({:.1} ms until every rank arrived)",
+            "rank {rank}: finalize took {:.1} ms ({:.1} ms until every rank arrived); {parts} parts written out, signature table and grammar at most {peak} bytes",
             started.elapsed().as_secs_f64() * 1e3,
             synced.as_secs_f64() * 1e3
         ));

@@ -40,6 +40,9 @@ pub struct Tracer {
     pub clock_sync: Vec<ClockSync>,
     /// The run's id, agreed at MPI_Init (0 until then).
     run: u64,
+    /// Parts of the trace written out to keep within the memory budget
+    /// (budget.rs).
+    pub parts: u32,
 }
 
 /// The tracer, and the lock that guards it while calls may run
@@ -200,9 +203,59 @@ impl Tracer {
             let times = recorder.per_call.as_ref().map_or(&[][..], |p| &p.last[..]);
             if !journal.record(terminal, times, signature, &self.objects.comm_log) {
                 // The journal holds every call before this one.
-                let journaled = recorder.calls - 1;
+                let journaled = self.recorder.calls - 1;
                 self.checkpoint(journaled);
             }
+        }
+        if new && self.recorder.over_budget {
+            self.spill();
+        }
+    }
+
+    /// The signature table and grammar outgrew the memory budget: writes
+    /// them out as the rank's next part (`rank<N>.part<K>.mgr`) and goes on
+    /// with an empty table. The crash journal then continues a checkpoint
+    /// of the new, empty part: its tail numbered signatures in the old
+    /// table. If the part cannot be written, the rank keeps its table (and
+    /// grows past the budget) instead.
+    #[cold]
+    #[inline(never)]
+    fn spill(&mut self) {
+        let Some(dir) = create_output_dir() else {
+            self.recorder.budget = usize::MAX;
+            return;
+        };
+        crate::call::uncounted(|| {
+            let rank = self.rank();
+            let mut part = self.recorder.take_part();
+            let end = ClockPoint::now();
+            let ns_per_tick = self.start.ns_per_tick(end);
+            let trace = RankTrace {
+                meta: RankMeta {
+                    timing: Timing::default(),
+                    ..self.meta(Ending::Killed, end)
+                },
+                signatures: part.signatures.into_iter().map(Vec::from).collect(),
+                grammar: part.grammar.grammar(rank),
+                stats: crate::recorder::call_stats(&part.stats, ns_per_tick),
+                comms: Vec::new(),
+                times: Default::default(),
+            };
+            let path = dir.join(mpigram_trace::part_file_name(rank, self.parts));
+            match trace.write_to(&path) {
+                Ok(()) => self.parts += 1,
+                Err(e) => {
+                    crate::message::say(&format!(
+                        "cannot write {} ({e}): rank {rank} keeps its whole signature table in memory, past MPIGRAM_MEMORY",
+                        path.display()
+                    ));
+                    self.recorder
+                        .put_back(trace.signatures, part.grammar, part.stats);
+                }
+            }
+        });
+        if self.journal.is_some() {
+            self.checkpoint(self.recorder.calls);
         }
     }
 
@@ -214,6 +267,7 @@ impl Tracer {
         crate::call::watch_forks();
         let start = ClockPoint::now();
         let mut recorder = Recorder::new(start.ticks);
+        recorder.budget = crate::budget::budget_from_env();
         if std::env::var_os("MPIGRAM_VERIFY").is_some_and(|v| !v.is_empty() && v != "0") {
             recorder.verify = Some(Vec::new());
         }
@@ -231,6 +285,7 @@ impl Tracer {
             journal: None,
             clock_sync: Vec::new(),
             run: 0,
+            parts: 0,
         })
     }
 
@@ -367,34 +422,13 @@ impl Tracer {
         let rank = self.rank();
         let end = ClockPoint::now();
         let ns_per_tick = self.start.ns_per_tick(end);
-        let timing = self
-            .recorder
-            .per_call
-            .as_ref()
-            .map_or_else(Timing::default, |p| p.timing.clone());
         let times = self
             .recorder
             .per_call
             .as_ref()
             .map_or_else(Default::default, PerCall::times);
         RankTrace {
-            meta: RankMeta {
-                rank,
-                world_size: self.world.map_or(0, |(_, size)| size),
-                pid: std::process::id(),
-                host: host_name(),
-                mpi_library: crate::front::library().map_or_else(String::new, |l| l.describe()),
-                timing,
-                calls: self.recorder.calls,
-                start_ns: self.start.ns,
-                end_ns: end.ns,
-                ending: ending.unwrap_or(Ending::Killed),
-                recorder_allocations: crate::alloc::recorder_allocations(),
-                ns_per_tick,
-                clock_sync: self.clock_sync.clone(),
-                run: self.run,
-                lost: mpigram_trace::Lost::None,
-            },
+            meta: self.meta(ending.unwrap_or(Ending::Killed), end),
             signatures: self
                 .recorder
                 .signatures
@@ -414,6 +448,32 @@ impl Tracer {
                 .filter_map(comm_entry)
                 .collect(),
             times,
+        }
+    }
+
+    /// The rank's metadata now (`end`), ending with `ending`. Its calls are
+    /// all the rank's, those of parts written out included.
+    fn meta(&self, ending: Ending, end: ClockPoint) -> RankMeta {
+        RankMeta {
+            rank: self.rank(),
+            world_size: self.world.map_or(0, |(_, size)| size),
+            pid: std::process::id(),
+            host: host_name(),
+            mpi_library: crate::front::library().map_or_else(String::new, |l| l.describe()),
+            timing: self
+                .recorder
+                .per_call
+                .as_ref()
+                .map_or_else(Timing::default, |p| p.timing.clone()),
+            calls: self.recorder.calls,
+            start_ns: self.start.ns,
+            end_ns: end.ns,
+            ending,
+            recorder_allocations: crate::alloc::recorder_allocations(),
+            ns_per_tick: self.start.ns_per_tick(end),
+            clock_sync: self.clock_sync.clone(),
+            run: self.run,
+            lost: mpigram_trace::Lost::None,
         }
     }
 
