@@ -481,6 +481,11 @@ impl Tracer {
     /// stream is written now.
     pub fn finish(&mut self) -> RankTrace {
         self.finalized = true;
+        // A large table goes out as a part rather than into the merge,
+        // which would hold it two or three times over.
+        if self.recorder.table_bytes() > (self.recorder.budget / 8).max(1 << 20) {
+            self.spill();
+        }
         let trace = self.snapshot(Some(Ending::Finalized));
         if let Some(dir) = create_output_dir() {
             self.write_verify(&dir);
