@@ -1,10 +1,11 @@
 //! The tracer's memory budget, `MPIGRAM_MEMORY`: the most memory a
-//! rank's signature table, its timing and its grammar may take. When a new
-//! signature takes them past it, the rank writes them out as a completed
-//! part of its trace (`rank<N>.part<K>.mgr`, see `mpigram_trace`'s
-//! `spilled` module) and goes on with an empty table, so a program whose
-//! calls never repeat runs in bounded memory. The check is made only when
-//! a signature is new: a repeated call pays nothing for it.
+//! rank's signature table, its timing and its grammar may take, with what
+//! writing them out takes. When a new signature takes them past half of it
+//! (the other half is for encoding and compressing them), the rank writes
+//! them out as a completed part of its trace (`rank<N>.part<K>.mgr`, see
+//! `mpigram_trace`'s `spilled` module) and goes on with an empty table, so
+//! a program whose calls never repeat runs in bounded memory. The check is
+//! made only when a signature is new: a repeated call pays nothing for it.
 
 /// Budget when `MPIGRAM_MEMORY` is not set: 64 MiB.
 pub const DEFAULT_BUDGET: usize = 64 << 20;

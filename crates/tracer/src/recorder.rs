@@ -143,8 +143,9 @@ pub struct Recorder {
     pub per_call: Option<PerCall>,
     /// Terminals of repeated calls, by their raw arguments.
     pub memo: CallMemo,
-    /// `MPIGRAM_MEMORY`: the bytes the signature table, its timing and the
-    /// grammar may use before they are written out as a part.
+    /// The bytes the signature table, its timing and the grammar may use
+    /// before they are written out as a part: half of `MPIGRAM_MEMORY`,
+    /// since writing them out takes about as much again (budget.rs).
     pub budget: usize,
     /// They use more than `budget` since the last new signature.
     pub over_budget: bool,

@@ -227,16 +227,21 @@ impl Tracer {
         };
         crate::call::uncounted(|| {
             let rank = self.rank();
-            let mut part = self.recorder.take_part();
+            let part = self.recorder.take_part();
             let end = ClockPoint::now();
             let ns_per_tick = self.start.ns_per_tick(end);
+            // The builder goes before the part is encoded: what writing
+            // takes is then about what the table took.
+            let mut builder = part.grammar;
+            let grammar = builder.grammar(rank);
+            drop(builder);
             let trace = RankTrace {
                 meta: RankMeta {
                     timing: Timing::default(),
                     ..self.meta(Ending::Killed, end)
                 },
                 signatures: part.signatures.into_iter().map(Vec::from).collect(),
-                grammar: part.grammar.grammar(rank),
+                grammar,
                 stats: crate::recorder::call_stats(&part.stats, ns_per_tick),
                 comms: Vec::new(),
                 times: Default::default(),
@@ -249,8 +254,11 @@ impl Tracer {
                         "cannot write {} ({e}): rank {rank} keeps its whole signature table in memory, past MPIGRAM_MEMORY",
                         path.display()
                     ));
+                    let mut builder = mpigram_grammar::Sequitur::new();
+                    let calls = trace.grammar.expand(rank).into_iter().flatten();
+                    calls.for_each(|t| builder.push(t));
                     self.recorder
-                        .put_back(trace.signatures, part.grammar, part.stats);
+                        .put_back(trace.signatures, builder, part.stats);
                 }
             }
         });
@@ -267,7 +275,7 @@ impl Tracer {
         crate::call::watch_forks();
         let start = ClockPoint::now();
         let mut recorder = Recorder::new(start.ticks);
-        recorder.budget = crate::budget::budget_from_env();
+        recorder.budget = crate::budget::budget_from_env() / 2;
         if std::env::var_os("MPIGRAM_VERIFY").is_some_and(|v| !v.is_empty() && v != "0") {
             recorder.verify = Some(Vec::new());
         }
