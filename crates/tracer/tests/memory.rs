@@ -84,6 +84,9 @@ fn a_rank_over_its_memory_budget_writes_parts_and_loses_no_call() {
             .sum();
         assert_eq!(counted, trace.rank(rank).unwrap().meta.calls, "rank {rank}");
     }
+    // One rank read alone (`decode --rank`) has its parts too.
+    let alone = Trace::open_rank(dir, 1).unwrap();
+    assert!(alone.calls(1).eq(trace.calls(1)), "rank 1 read alone");
     // A part that is missing is said, naming it.
     let missing = dir.join(part_file_name(1, 1));
     std::fs::remove_file(&missing).unwrap();
