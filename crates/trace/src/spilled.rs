@@ -42,8 +42,13 @@ fn spilled_calls(grammar: &Grammar, rank: &RankPart) -> u64 {
 
 /// Puts in front of every rank of `trace` (read from `dir`) the calls of
 /// its spilled parts: their signatures join the table, their grammars go
-/// before the rank's stream, their timing adds to the rank's.
-pub(crate) fn join_parts(dir: &Path, trace: &mut Trace) -> Result<(), Error> {
+/// before the rank's stream, their timing adds to the rank's. `origin`
+/// names the file each rank was read from (for errors).
+pub(crate) fn join_parts(
+    dir: &Path,
+    trace: &mut Trace,
+    origin: &dyn Fn(u32) -> String,
+) -> Result<(), Error> {
     let spilled: Vec<(usize, u64)> = trace
         .ranks
         .iter()
@@ -61,7 +66,7 @@ pub(crate) fn join_parts(dir: &Path, trace: &mut Trace) -> Result<(), Error> {
         .map(|(t, s)| (s.clone(), t as u32))
         .collect();
     for (i, calls) in spilled {
-        let parts = read_parts(dir, &trace.ranks[i], calls)?;
+        let parts = read_parts(dir, &trace.ranks[i], calls, origin)?;
         let rank = trace.ranks[i].meta.rank;
         let mut grammars = Vec::with_capacity(parts.len());
         let mut stats: FxHashMap<u32, CallStats> = trace.ranks[i].stats.iter().copied().collect();
@@ -99,17 +104,23 @@ pub(crate) fn join_parts(dir: &Path, trace: &mut Trace) -> Result<(), Error> {
 /// The parts of `rank` that hold its first `calls` calls, in order, each
 /// checked against the rank (same rank, process and run; calls that
 /// continue the previous part's).
-fn read_parts(dir: &Path, rank: &RankPart, calls: u64) -> Result<Vec<RankTrace>, Error> {
+fn read_parts(
+    dir: &Path,
+    rank: &RankPart,
+    calls: u64,
+    origin: &dyn Fn(u32) -> String,
+) -> Result<Vec<RankTrace>, Error> {
     let r = rank.meta.rank;
     let mut parts = Vec::new();
     let mut done = 0u64;
     while done < calls {
-        let path = dir.join(part_file_name(r, parts.len() as u32));
+        let name = part_file_name(r, parts.len() as u32);
+        let path = dir.join(&name);
         if !path.exists() {
             return Err(Error::dir(
-                &path,
+                &dir.join(origin(r)),
                 format!(
-                    "missing: rank {r}'s first {calls} calls are in its part files, {done} found"
+                    "rank {r}'s first {calls} calls are in its part files, but {name} is missing ({done} found)"
                 ),
             ));
         }
