@@ -215,6 +215,7 @@ mod tests {
                 clock_sync: Vec::new(),
                 run: 0,
                 lost: mpigram_trace::Lost::None,
+                ended_in: None,
             },
             stats: Vec::new(),
             comms,

@@ -299,6 +299,7 @@ pub fn sample_rank_trace(rank: u32) -> RankTrace {
             ],
             run: 0,
             lost: mpigram_trace::Lost::None,
+            ended_in: None,
         },
         signatures,
         grammar: s.grammar(rank),

@@ -154,6 +154,7 @@ impl Trace {
                     clock_sync: Vec::new(),
                     run: 0,
                     lost: crate::Lost::None,
+                    ended_in: None,
                 },
                 signatures,
                 grammar: grammar.grammar(r as u32),

@@ -91,7 +91,7 @@ impl Image {
     ) -> Image {
         let mut bytes = h.encode();
         let tail_at = bytes.len();
-        let identity_end = 72 + u32::from_le_bytes(bytes[28..32].try_into().unwrap()) as usize;
+        let identity_end = 80 + u32::from_le_bytes(bytes[28..32].try_into().unwrap()) as usize;
         bytes[ENDING_AT..ENDING_AT + 4].copy_from_slice(&ending_word_of(ending).to_le_bytes());
         bytes[GENERATION_AT..GENERATION_AT + 8].copy_from_slice(&generation.to_le_bytes());
         let word = tail_word(tail.len() as u32, hash(HASH_SEED, tail));
@@ -152,6 +152,7 @@ fn checkpoint(rank: u32, pid: u32) -> RankTrace {
             clock_sync: Vec::new(),
             run: 0,
             lost: mpigram_trace::Lost::None,
+            ended_in: None,
         },
         signatures: vec![signature(0), signature(1)],
         grammar: s.grammar(rank),
@@ -295,14 +296,14 @@ fn empty_foreign_and_newer_journals_are_refused_by_name() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join(journal_file_name(0));
     let mut newer = Image::new(0, 0, Ending::Killed, &[], &[]).bytes;
-    newer[8] = 3;
+    newer[8] = 4;
     for (bytes, says) in [
         (Vec::new(), "truncated"),
         (
             b"#!/bin/sh\necho not a journal\n".repeat(4),
             "not an mpigram crash journal",
         ),
-        (newer, "journal version 3"),
+        (newer, "journal version 4"),
     ] {
         std::fs::write(&path, &bytes).unwrap();
         let e = Trace::open(dir.path()).err().unwrap();
