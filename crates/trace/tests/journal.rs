@@ -10,8 +10,8 @@ use mpigram_grammar::Sequitur;
 use mpigram_mpispec::encoding::{put_handle, put_rank};
 use mpigram_mpispec::{HandleRef, Rank, func, put_signature_head};
 use mpigram_trace::journal::{
-    ENDING_AT, GENERATION_AT, HASH_SEED, JournalHeader, TAIL_WORD_AT, ending_word_of, hash,
-    put_call, put_comm, put_signature, tail_word,
+    ENDING_AT, GENERATION_AT, HASH_SEED, IN_CALL_AT, JournalHeader, TAIL_WORD_AT, ending_word_of,
+    hash, in_call_word, put_call, put_comm, put_signature, tail_word,
 };
 use mpigram_trace::{
     CallStats, CommEntry, Ending, RankMeta, RankTrace, Timing, Trace, checkpoint_file_name,
@@ -205,6 +205,37 @@ fn a_journal_alone_holds_the_rank() {
     let trace = Trace::open(dir.path()).unwrap();
     assert_same(&trace, &t);
     assert!(!trace.is_complete());
+}
+
+/// The in-call word names the call the rank was killed in: read back from
+/// the journal, kept through the rank's own file (META) and the whole-run
+/// file (PARTS); a damaged word is refused by name.
+#[test]
+fn the_call_a_rank_was_killed_in_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut image = Image::new(1, 0, Ending::Killed, &small_tail(), &[]);
+    let word = in_call_word(func::MPI_Recv);
+    image.bytes[IN_CALL_AT..IN_CALL_AT + 4].copy_from_slice(&word.to_le_bytes());
+    let path = image.write(dir.path(), 1);
+    let t = recover_rank(dir.path(), 1).unwrap();
+    assert_eq!(t.meta.ended_in, Some(func::MPI_Recv));
+    assert_eq!(t.meta.calls, 5, "the calls before it");
+    assert!(t.meta.describe_end().contains("inside MPI_Recv"));
+    let rank_file = tempfile::tempdir().unwrap();
+    let read = RankTrace::read(&t.write(rank_file.path()).unwrap()).unwrap();
+    assert_eq!(read.meta.ended_in, Some(func::MPI_Recv), "in META");
+    let run = Trace::from_rank(t);
+    let run_file = tempfile::tempdir().unwrap();
+    run.write(run_file.path()).unwrap();
+    let read = Trace::open(run_file.path()).unwrap();
+    assert_eq!(read.ranks[0].meta.ended_in, Some(func::MPI_Recv), "in PARTS");
+
+    // One bit flipped: not a word the tracer writes.
+    image.bytes[IN_CALL_AT] ^= 4;
+    std::fs::write(&path, &image.bytes).unwrap();
+    let e = recover_rank(dir.path(), 1).unwrap_err();
+    one_line_naming(&e, &path);
+    assert!(e.to_string().contains("in-call word"), "{e}");
 }
 
 #[test]
