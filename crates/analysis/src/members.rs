@@ -245,6 +245,7 @@ mod tests {
             run_start_ns: None,
             rank_stats: Default::default(),
             skipped: Vec::new(),
+            notes: Vec::new(),
         }
     }
 

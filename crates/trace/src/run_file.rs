@@ -254,6 +254,7 @@ impl Trace {
                 RankStats::Exact
             },
             skipped: Vec::new(),
+            notes: Vec::new(),
         };
         trace.check().map_err(|m| Error::payload(&name, "RUN", m))?;
         Ok(Some(trace))

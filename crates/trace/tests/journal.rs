@@ -228,7 +228,11 @@ fn the_call_a_rank_was_killed_in_is_named() {
     let run_file = tempfile::tempdir().unwrap();
     run.write(run_file.path()).unwrap();
     let read = Trace::open(run_file.path()).unwrap();
-    assert_eq!(read.ranks[0].meta.ended_in, Some(func::MPI_Recv), "in PARTS");
+    assert_eq!(
+        read.ranks[0].meta.ended_in,
+        Some(func::MPI_Recv),
+        "in PARTS"
+    );
 
     // One bit flipped: not a word the tracer writes.
     image.bytes[IN_CALL_AT] ^= 4;
@@ -236,6 +240,64 @@ fn the_call_a_rank_was_killed_in_is_named() {
     let e = recover_rank(dir.path(), 1).unwrap_err();
     one_line_naming(&e, &path);
     assert!(e.to_string().contains("in-call word"), "{e}");
+}
+
+/// A write killed midway (rank 0's `trace.mgr` at MPI_Finalize, a rank's
+/// own file) leaves a hidden temporary file: the readers ignore it, with
+/// a one-line note, and read the ranks from their journals, every call.
+/// A temporary file whose writer still runs is a write in progress: no note.
+#[test]
+fn a_temporary_file_of_an_interrupted_write_is_noted_and_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    for rank in [0, 1] {
+        Image::new(rank, 0, Ending::Killed, &small_tail(), &[]).write(dir.path(), rank);
+    }
+    let whole = Trace::open(dir.path()).unwrap();
+    assert!(whole.notes.is_empty(), "{:?}", whole.notes);
+    // What the killed writers had written: the start of the whole-run
+    // file (its header comes last, so it is zeros).
+    let elsewhere = tempfile::tempdir().unwrap();
+    let run_file = std::fs::read(whole.write(elsewhere.path()).unwrap()).unwrap();
+    let mut partial = run_file[..run_file.len() / 2].to_vec();
+    partial[..64].fill(0);
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    child.wait().unwrap();
+    let gone = child.id();
+    let left = [
+        format!(".rank1.mgr.tmp-{gone}-4"),
+        format!(".trace.mgr.tmp-{gone}-0"),
+    ];
+    for name in &left {
+        std::fs::write(dir.path().join(name), &partial).unwrap();
+    }
+    let live = format!(".trace.mgr.tmp-{}-1", std::process::id());
+    std::fs::write(dir.path().join(&live), &partial).unwrap();
+
+    let trace = Trace::open(dir.path()).unwrap();
+    assert_eq!(trace.ranks, whole.ranks, "the journals were read, whole");
+    for r in [0, 1] {
+        assert!(trace.calls(r).eq(whole.calls(r)), "rank {r}'s calls");
+    }
+    assert_eq!(trace.notes.len(), 2, "{:?}", trace.notes);
+    for (note, name) in trace.notes.iter().zip(&left) {
+        assert!(!note.contains('\n'));
+        assert!(
+            note.starts_with(&format!("{name}: left by a write of ")),
+            "{note}"
+        );
+        assert!(
+            note.ends_with(&format!(
+                "that was interrupted (process {gone} is gone); ignored; ranks 0-1 read from their crash journals"
+            )),
+            "{note}"
+        );
+    }
+    assert!(
+        left.iter()
+            .chain([&live])
+            .all(|n| dir.path().join(n).exists()),
+        "readers change nothing in the directory"
+    );
 }
 
 #[test]
