@@ -76,3 +76,38 @@ fn each_section_of_a_rank_file_damaged_is_named() {
         assert!(names.contains(&expected), "{names:?}");
     }
 }
+
+/// A signature cut short inside a well-formed signature table (its
+/// function the same, so the function table's check passes) is refused
+/// when the file is read, naming the section, not later by a tool.
+#[test]
+fn a_signature_that_does_not_decode_is_named_at_open() {
+    use mpigram_varint::{ByteReader, PutVarint};
+    let (kind, flags, mut sections) = read_sections(sample_rank_file(0));
+    let table = sections
+        .iter_mut()
+        .find(|s| s.kind == section::SIGNATURES)
+        .unwrap();
+    let mut r = ByteReader::new(&table.payload);
+    let mut signatures: Vec<Vec<u8>> = (0..r.count().unwrap())
+        .map(|_| r.blob().unwrap().to_vec())
+        .collect();
+    let last = signatures.len() - 1;
+    signatures[last].pop();
+    table.payload.clear();
+    table.payload.put_u64(signatures.len() as u64);
+    for s in &signatures {
+        table.payload.put_blob(s);
+    }
+    let e = error_of(
+        &rank_file_name(0),
+        &write_sections(kind, flags, &sections),
+        "a signature was cut short",
+    );
+    assert!(
+        e.contains(&format!(
+            "rank0.mgr: SIGNATURES section: signature {last}: "
+        )),
+        "{e}"
+    );
+}

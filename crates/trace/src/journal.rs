@@ -38,7 +38,7 @@
 //! | 56 | 8 | generation: calls held by the checkpoint the tail continues (0: none) |
 //! | 64 | 8 | the tail's published length (low half) and [`hash`] (high half) ([`tail_word`]) |
 //! | 72 | 4 | in call ([`in_call_word`], version 3): the MPI function a traced call of the rank is inside (stored as the call begins, cleared as the tracer records it), 0 between calls |
-//! | 76 | 4 | reserved (0) |
+//! | 76 | 4 | reserved (0; readers refuse anything else) |
 //! | 80 (72 before version 3) | | identity: host name and MPI library version, varint-length-prefixed; the run id, a varint; the timing mode as META stores it; nanoseconds per clock tick, f64 bits as a varint (the run id and what follows are absent in journals of older versions: 0, aggregated timing, 1) |
 //! | tail offset | up to capacity | records; bytes past the published length are ignored (the file grows with the tail) |
 //!
@@ -405,6 +405,9 @@ impl Journal {
         let ending = ending_of_word(u32_at(bytes, ENDING_AT))?;
         let lost = lost_of_word(u32_at(bytes, LOST_AT))?;
         let in_call = match version {
+            3.. if u32_at(bytes, IN_CALL_AT + 4) != 0 => {
+                return Err("damaged header: reserved bytes 76-79 are not 0".into());
+            }
             3.. => in_call_of_word(u32_at(bytes, IN_CALL_AT))?,
             _ => None,
         };
@@ -442,6 +445,7 @@ impl Journal {
         journal
             .read_records(tail)
             .map_err(|e| format!("tail: {e}"))?;
+        crate::rank::check_signatures(&journal.signatures).map_err(|m| format!("tail: {m}"))?;
         Ok(journal)
     }
 

@@ -187,6 +187,7 @@ impl RankTrace {
         let checksum = r.u32().map_err(bad(section::FUNCS))?;
         r.finish().map_err(bad(section::FUNCS))?;
         check_funcs(checksum, &signatures).map_err(|m| Error::payload(&name, section::FUNCS, m))?;
+        check_signatures(&signatures).map_err(|m| Error::payload(&name, section::SIGNATURES, m))?;
         // One stream, the rank's: more is refused before it takes memory.
         let grammar = Grammar::decode_streams(&file.section(section::GRAMMAR, 0)?, 1)
             .map_err(|e| Error::payload(&name, section::GRAMMAR, e))?;
@@ -340,6 +341,16 @@ pub(crate) fn check_funcs(checksum: u32, signatures: &[Vec<u8>]) -> Result<(), S
             "the MPI function numbers of this trace are not this mpigram's: written by another version"
                 .into(),
         );
+    }
+    Ok(())
+}
+
+/// Every signature decodes (function, return code, arguments): a damaged
+/// one is named with its file and section when the file is read, not by a
+/// tool that meets it later.
+pub(crate) fn check_signatures(signatures: &[Vec<u8>]) -> Result<(), String> {
+    for (terminal, s) in signatures.iter().enumerate() {
+        mpigram_mpispec::decode_signature(s).map_err(|e| format!("signature {terminal}: {e}"))?;
     }
     Ok(())
 }

@@ -12,7 +12,8 @@
 
 use crate::parts::{Tables, decode_chunk, encode_chunk};
 use crate::rank::{
-    bad_section, check_funcs, check_times, checked_name, decode_stats, encode_funcs, encode_stats,
+    bad_section, check_funcs, check_signatures, check_times, checked_name, decode_stats,
+    encode_funcs, encode_stats,
 };
 use crate::summary::TimingSummary;
 use crate::{
@@ -181,6 +182,7 @@ impl Trace {
             .collect::<Result<Vec<_>, _>>()
             .map_err(bad(section::RUN))?;
         check_funcs(funcs, &signatures).map_err(|m| Error::payload(&name, section::RUN, m))?;
+        check_signatures(&signatures).map_err(|m| Error::payload(&name, section::RUN, m))?;
         let grammar_bytes = r.blob().map_err(bad(section::RUN))?;
         let max_streams = total.min(mpigram_grammar::MAX_STREAMS);
         let grammar = match only {
