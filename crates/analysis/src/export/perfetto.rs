@@ -389,7 +389,7 @@ impl TimelineWriter for PerfettoWriter<'_> {
         })
     }
 
-    fn rank(&mut self, rank: u32, lanes: usize) -> io::Result<()> {
+    fn rank(&mut self, rank: u32) -> io::Result<()> {
         let pid = pid(rank);
         self.descriptor(TrackDescriptor {
             uuid: Some(process_uuid(rank)),
@@ -408,16 +408,16 @@ impl TimelineWriter for PerfettoWriter<'_> {
                 thread_name: Some("MPI calls".into()),
             }),
             ..TrackDescriptor::default()
-        })?;
-        for lane in 0..lanes {
-            self.descriptor(TrackDescriptor {
-                uuid: Some(uuid(Track::Requests { rank, lane })),
-                name: Some("requests".into()),
-                parent_uuid: Some(process_uuid(rank)),
-                ..TrackDescriptor::default()
-            })?;
-        }
-        Ok(())
+        })
+    }
+
+    fn lane(&mut self, rank: u32, lane: usize) -> io::Result<()> {
+        self.descriptor(TrackDescriptor {
+            uuid: Some(uuid(Track::Requests { rank, lane })),
+            name: Some("requests".into()),
+            parent_uuid: Some(process_uuid(rank)),
+            ..TrackDescriptor::default()
+        })
     }
 
     fn slice(&mut self, s: &Slice) -> io::Result<()> {
