@@ -127,6 +127,10 @@ impl TimelineWriter for ChromeWriter<'_> {
         };
         let tid = self.tid(s.track);
         let ts = micros(s.start_ns);
+        let mut args = s.args.clone();
+        if let Some(seq) = s.seq {
+            args.insert("seq".into(), json!(seq));
+        }
         self.event(&json!({
             "name": s.name,
             "cat": "mpi",
@@ -135,7 +139,7 @@ impl TimelineWriter for ChromeWriter<'_> {
             "dur": micros(s.end_ns - s.start_ns),
             "pid": pid,
             "tid": tid,
-            "args": s.args,
+            "args": args,
         }))?;
         for id in s.flows_out {
             self.event(&json!({

@@ -181,6 +181,8 @@ struct Slice<'a> {
     start_ns: u64,
     end_ns: u64,
     args: &'a Map<String, Json>,
+    /// The call's number on its rank (a call's slice).
+    seq: Option<u64>,
     /// Arrows leaving the slice, by id.
     flows_out: &'a [u64],
     /// Arrows of the critical path leaving the slice, by id.
@@ -308,14 +310,13 @@ impl Timeline<'_> {
                     .at(rank, call.seq, (start_ns, end_ns), &mut arrows)
                     .map_err(ExportError::Spill)?;
                 summary.backwards += arrows.r#in.iter().filter(|a| a.backwards).count();
-                let mut args = std::sync::Arc::unwrap_or_clone(call.args);
-                args.insert("seq".into(), json!(call.seq));
                 writer.slice(&Slice {
                     track: Track::Calls { rank },
                     name: call.func,
                     start_ns,
                     end_ns,
-                    args: &args,
+                    args: &call.args,
+                    seq: Some(call.seq),
                     flows_out: &arrows.out,
                     path_out: &arrows.path_out,
                     flows_in: &arrows.r#in,
@@ -333,6 +334,7 @@ impl Timeline<'_> {
                     start_ns: r.start_ns,
                     end_ns: r.end_ns,
                     args: &r.args,
+                    seq: None,
                     flows_out: &[],
                     path_out: &[],
                     flows_in: &[],
@@ -389,6 +391,7 @@ fn write_path(marks: PathMarks, writer: &mut dyn TimelineWriter) -> io::Result<u
             start_ns,
             end_ns,
             args: &args,
+            seq: None,
             flows_out: &[],
             path_out: &[],
             flows_in: &[],

@@ -103,7 +103,7 @@ impl RankRequests {
                         new_lane,
                         start_ns: p.start_ns,
                         end_ns,
-                        args: request_args(&p.operation, seq),
+                        args: request_args(&p.operation),
                     });
                 }
                 RankEvent::Abandon(op) => {
@@ -115,7 +115,9 @@ impl RankRequests {
     }
 }
 
-fn request_args(op: &Operation, completion: u64) -> Map<String, Json> {
+/// What a request's slice says: its peer, tag and communicator (it runs
+/// from the call that posted it to the one that completed it).
+fn request_args(op: &Operation) -> Map<String, Json> {
     let mut args = Map::new();
     let (peer, tag) = match op.direction {
         Direction::Send => ("dest", "tag"),
@@ -137,7 +139,5 @@ fn request_args(op: &Operation, completion: u64) -> Map<String, Json> {
     if let Some(comm) = &op.comm {
         args.insert("comm".into(), json!(comm.to_string()));
     }
-    args.insert("posted at".into(), json!(op.post));
-    args.insert("completed at".into(), json!(completion));
     args
 }

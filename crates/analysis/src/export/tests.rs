@@ -441,13 +441,21 @@ fn chrome_json_shows_each_request_from_post_to_completion_without_overlap() {
 #[test]
 fn perfetto_protobuf_decodes_with_nested_slices_per_track_and_paired_flows() {
     let (bytes, _) = export_run(Format::Perfetto);
+    let raw = <PerfettoTrace as prost::Message>::decode(bytes.as_slice()).unwrap();
     let trace = PerfettoTrace::read(bytes.as_slice()).expect("a Trace message");
-    assert!(
-        trace
-            .packet
-            .iter()
-            .all(|p| p.trusted_packet_sequence_id == Some(1))
-    );
+    // Each sequence starts with its state cleared, then its events; a
+    // rank's calls carry neither their track nor an absolute time.
+    let mut sequences = FxHashMap::default();
+    for p in &raw.packet {
+        let id = p.trusted_packet_sequence_id.expect("on a sequence");
+        let first = sequences.insert(id, ()).is_none();
+        let cleared = p.sequence_flags.unwrap_or(0) & perfetto::SEQ_INCREMENTAL_STATE_CLEARED;
+        assert_eq!(cleared != 0, first, "{p:?}");
+    }
+    // Shared, then per rank its calls and two request lanes.
+    assert_eq!(sequences.len(), 1 + 2 * 3);
+    let call_events = raw.packet.iter().filter_map(|p| p.track_event.as_ref());
+    assert!(call_events.filter(|e| e.track_uuid.is_none()).count() >= 2 * 13);
 
     let processes: Vec<(i32, String)> = trace
         .packet
@@ -522,6 +530,30 @@ fn perfetto_protobuf_decodes_with_nested_slices_per_track_and_paired_flows() {
     );
     let messages = slices.iter().filter(|s| s.1 == "message").count();
     assert_eq!(messages, 3);
+    // A call's arguments: one text, as `mpigram decode` writes them, and its number.
+    let isend = trace
+        .packet
+        .iter()
+        .filter_map(|p| p.track_event.as_ref())
+        .find(|e| e.name.as_deref() == Some("MPI_Isend"))
+        .unwrap();
+    let args: Vec<(String, String)> = isend
+        .debug_annotations
+        .iter()
+        .map(|a| {
+            let value = a
+                .string_value
+                .clone()
+                .or(a.int_value.map(|i| i.to_string()));
+            (a.name.clone().unwrap(), value.unwrap())
+        })
+        .collect();
+    let text =
+        "buf=seg1+0, count=4, datatype=MPI_INT, dest=1, tag=0, comm=MPI_COMM_WORLD, request=req0";
+    assert_eq!(
+        args,
+        [("args".into(), text.into()), ("seq".into(), "1".into())]
+    );
     // Request lanes: children of their rank's process track.
     let lanes: Vec<(u64, Option<u64>)> = trace
         .packet
