@@ -82,7 +82,10 @@ fn local_bits(comm: MPI_Comm) -> Bits {
                 None => {}
             }
         }
-        if let (true, Some(me)) = (first, t.world_rank()) {
+        if first {
+            // A program of sessions has no MPI_COMM_WORLD: its launcher's
+            // rank is the one it would have.
+            let me = t.world_rank().unwrap_or_else(crate::census::launcher_rank);
             let serial = SERIAL.fetch_add(1, Relaxed);
             bits[WORDS] = (u64::from(me) + 1) << 32 | u64::from(serial);
         }

@@ -130,6 +130,52 @@ fn a_partly_traced_job_that_creates_communicators_runs_to_its_end() {
     }
 }
 
+/// A program of MPI sessions never calls MPI_Init: the ranks count
+/// themselves at MPI_Session_init, and the communicator MPI_Comm_create_from_group
+/// makes is agreed on only when every rank runs the tracer.
+#[test]
+fn a_partly_traced_program_of_sessions_runs_to_its_end() {
+    mpi_available().unwrap();
+    let exe = compile("sessions").unwrap();
+    for traced in [&[0u32][..], &[0, 1]] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut job = mpiexec(1, &exe, [] as [&str; 0]);
+        job.then(1, &exe, [] as [&str; 0]);
+        if traced.len() == 1 {
+            job.env_here("MPIGRAM_OFF", "1");
+        }
+        job.preload(tracer())
+            .env("MPIGRAM_OUT", dir.path())
+            .env("MPIGRAM_VERIFY", "1")
+            .timeout(Duration::from_secs(60));
+        let out = job.run().unwrap();
+        out.assert_success();
+        let trace = Trace::open(dir.path()).unwrap_or_else(|e| panic!("{e}\n{out}"));
+        let found: Vec<u32> = trace.ranks.iter().map(|r| r.meta.rank).collect();
+        assert_eq!(found, traced, "{out}");
+        for &r in traced {
+            let got: Vec<Vec<u8>> = trace.calls(r).map(<[u8]>::to_vec).collect();
+            assert!(
+                got == verify_stream(dir.path(), r),
+                "rank {r}: calls differ"
+            );
+        }
+        let warned = usize::from(traced.len() == 1);
+        assert_eq!(warnings(&out.stderr), warned, "{out}");
+        // Agreed communicators carry the instance their members agreed on.
+        let instances: Vec<u64> = trace
+            .ranks
+            .iter()
+            .flat_map(|r| r.comms.iter().map(|c| c.instance))
+            .collect();
+        assert!(!instances.is_empty(), "{out}");
+        assert!(
+            instances.iter().all(|&i| (i != 0) == (traced.len() == 2)),
+            "{instances:?}"
+        );
+    }
+}
+
 #[test]
 fn a_fully_traced_job_still_merges_and_says_nothing() {
     let run = run_traced("coll_blocking", 2, &[], &[]);

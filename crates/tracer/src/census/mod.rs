@@ -30,7 +30,7 @@ mod pmix;
 
 use crate::ownership::Claim;
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering::Relaxed};
 use std::time::Duration;
 
 const UNKNOWN: u8 = 0;
@@ -39,12 +39,23 @@ const PARTIAL: u8 = 2;
 
 static STATE: AtomicU8 = AtomicU8::new(UNKNOWN);
 
+/// Whether the census was begun (at the first MPI_Init, MPI_Init_thread
+/// or MPI_Session_init): it is taken once, before the MPI library first
+/// uses the process manager, never again while it does.
+static BEGUN: AtomicBool = AtomicBool::new(false);
+
+/// Whether this is the process's first start of MPI, at which the census
+/// is taken (and no other is).
+pub fn first_start() -> bool {
+    !BEGUN.swap(true, Relaxed)
+}
+
 /// How long the process manager may take to answer one request.
 const ANSWER_LIMIT: Duration = Duration::from_secs(30);
 
 /// Whether the tracer may communicate with every rank of MPI_COMM_WORLD:
-/// the census found them all (or was not taken: a program of MPI sessions,
-/// which never calls MPI_Init, behaves as before).
+/// the census found them all (or was not taken: no MPI_Init or
+/// MPI_Session_init succeeded yet).
 pub fn whole_job() -> bool {
     STATE.load(Relaxed) != PARTIAL
 }
