@@ -238,7 +238,7 @@ impl Tracer {
             let trace = RankTrace {
                 meta: RankMeta {
                     timing: Timing::default(),
-                    ..self.meta(Ending::Killed, end)
+                    ..self.meta(None, end)
                 },
                 signatures: part.signatures.into_iter().map(Vec::from).collect(),
                 grammar,
@@ -436,7 +436,7 @@ impl Tracer {
             .as_ref()
             .map_or_else(Default::default, PerCall::times);
         RankTrace {
-            meta: self.meta(ending.unwrap_or(Ending::Killed), end),
+            meta: self.meta(ending, end),
             signatures: self
                 .recorder
                 .signatures
@@ -459,9 +459,10 @@ impl Tracer {
         }
     }
 
-    /// The rank's metadata now (`end`), ending with `ending`. Its calls are
-    /// all the rank's, those of parts written out included.
-    fn meta(&self, ending: Ending, end: ClockPoint) -> RankMeta {
+    /// The rank's metadata now (`end`), ending with `ending` (`None`: it
+    /// runs on). Its calls are all the rank's, those of parts written out
+    /// included.
+    fn meta(&self, ending: Option<Ending>, end: ClockPoint) -> RankMeta {
         RankMeta {
             rank: self.rank(),
             world_size: self.world.map_or(0, |(_, size)| size),
@@ -476,12 +477,17 @@ impl Tracer {
             calls: self.recorder.calls,
             start_ns: self.start.ns,
             end_ns: end.ns,
-            ending,
+            ending: ending.unwrap_or(Ending::Killed),
             recorder_allocations: crate::alloc::recorder_allocations(),
             ns_per_tick: self.start.ns_per_tick(end),
             clock_sync: self.clock_sync.clone(),
             run: self.run,
             lost: mpigram_trace::Lost::None,
+            // MPI may end the process inside a call (exit() from a fatal
+            // error handler): the rank says which.
+            ended_in: ending
+                .filter(|e| !e.is_complete())
+                .and_then(|_| crate::call::call_in_progress()),
         }
     }
 
