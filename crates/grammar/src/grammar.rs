@@ -228,6 +228,43 @@ impl Grammar {
         Grammar::from_parts(self.runs, self.bounds, streams)
     }
 
+    /// The same grammar with `stream` preceded by the streams of `earlier`
+    /// (each of one stream, in order, over the same terminals): a stream
+    /// recorded in parts. Other streams that shared `stream`'s start rule
+    /// keep it; `stream` gets a new start rule that refers to the parts'.
+    pub fn prepend(self, stream: StreamId, earlier: &[Grammar]) -> Result<Grammar, GrammarError> {
+        let start = self
+            .start(stream)
+            .ok_or(GrammarError::MissingStart { stream, rule: 0 })?;
+        let mut rules: Vec<Vec<Run>> = self.rules().map(<[Run]>::to_vec).collect();
+        let mut body = Vec::new();
+        for part in earlier {
+            let offset = rules.len() as RuleId;
+            let shift = |run: &Run| match run.symbol {
+                Symbol::Rule(r) => Run::new(Symbol::Rule(r + offset), run.count),
+                Symbol::Terminal(_) => *run,
+            };
+            rules.extend(part.rules().map(|b| b.iter().map(shift).collect()));
+            for &(_, r) in part.streams() {
+                if part.rule_len(r) > 0 {
+                    body.push(Run::new(Symbol::Rule(r + offset), 1));
+                }
+            }
+        }
+        if self.rule_len(start) > 0 {
+            body.push(Run::new(Symbol::Rule(start), 1));
+        }
+        let mut streams = self.streams;
+        let new_start = rules.len() as RuleId;
+        rules.push(body);
+        for (s, r) in &mut streams {
+            if *s == stream {
+                *r = new_start;
+            }
+        }
+        Grammar::new(rules, streams)
+    }
+
     /// A grammar of no streams.
     pub fn empty() -> Grammar {
         Grammar::new(Vec::new(), Vec::new()).expect("the empty grammar is valid")

@@ -211,6 +211,24 @@ proptest! {
             prop_assert!(staged.expand(rank as u32).unwrap().eq(input.iter().copied()));
         }
     }
+
+    /// A stream recorded in parts (some empty) and joined with `prepend`
+    /// expands to the parts in order; a stream that shared its start rule
+    /// keeps its own calls; the result encodes.
+    #[test]
+    fn prepended_parts_expand_in_order(parts in prop::collection::vec(loop_stream(), 1..5), last in loop_stream()) {
+        let earlier: Vec<Grammar> = parts.iter().map(|p| build(p).with_streams(|_| 3).unwrap()).collect();
+        let both = merge(&[
+            build(&last).with_streams(|_| 3).unwrap(),
+            build(&last).with_streams(|_| 5).unwrap(),
+        ]).unwrap();
+        let joined = both.prepend(3, &earlier).unwrap();
+        let whole: Vec<u32> = parts.iter().flatten().chain(&last).copied().collect();
+        prop_assert!(joined.expand(3).unwrap().eq(whole.iter().copied()));
+        prop_assert!(joined.expand(5).unwrap().eq(last.iter().copied()));
+        prop_assert_eq!(&Grammar::decode(&joined.encode()).unwrap(), &joined);
+        prop_assert!(joined.prepend(4, &earlier).is_err());
+    }
 }
 
 fn three_nested_loops(outer: u32, middle: u32, inner: u32) -> Vec<u32> {

@@ -11,7 +11,9 @@
 //! rank's part. While a rank runs, its crash journal (`rank<N>.journal`,
 //! `rank<N>.checkpoint`, see [`journal`]) sits beside them; a rank that was
 //! killed before its calls reached a trace file is read from its journal
-//! ([`recover_rank`]).
+//! ([`recover_rank`]). A rank whose table outgrew the tracer's memory
+//! budget wrote its earlier calls to part files (`rank<N>.part<K>.mgr`),
+//! which [`Trace::open`] puts back in front of its calls.
 
 mod error;
 pub mod journal;
@@ -21,6 +23,7 @@ mod parts;
 mod rank;
 mod run;
 mod run_file;
+mod spilled;
 pub mod summary;
 pub mod timing;
 
@@ -30,6 +33,7 @@ pub use meta::{Bases, ClockSync, Ending, Lost, RankClock, RankMeta, Timing, host
 pub use rank::{CallStats, CallTimes, CommEntry, NO_RANK, RankTrace};
 pub use run::{RUN_FILE_NAME, RankPart, RankStats, Trace};
 pub use run_file::{FILE_KIND_RUN, RANKS_PER_CHUNK};
+pub use spilled::{is_part_file_name, part_file_name};
 
 /// File kind of a per-rank trace file.
 pub const FILE_KIND_RANK: u32 = 1;

@@ -414,6 +414,12 @@ impl Trace {
             }
             None => Trace::from_rank(ranks.remove(0).1),
         };
+        let files: Vec<(u32, String)> = ranks
+            .iter()
+            .filter_map(|(path, rank)| {
+                Some((rank.meta.rank, path.file_name()?.to_str()?.to_owned()))
+            })
+            .collect();
         for (path, rank) in ranks {
             // A rank that called MPI after MPI_Finalize (MPI_Finalized, say)
             // wrote its whole trace again at exit: that file replaces its
@@ -423,6 +429,7 @@ impl Trace {
                 .and_then(|()| trace.absorb(Trace::from_rank(rank)))
                 .map_err(|m| Error::dir(&path, m))?;
         }
+        crate::spilled::join_parts(dir, &mut trace, &|r| origin(&files, r))?;
         trace.dir = dir.to_owned();
         trace.skipped = skipped.iter().map(Error::to_string).collect();
         from_journals.sort_unstable();
@@ -462,6 +469,7 @@ impl Trace {
             || dir.join(crate::checkpoint_file_name(rank)).exists();
         if run.is_file() && !own_file {
             if let Some(mut trace) = Trace::read_file(&TraceFile::open(&run)?, Some(rank))? {
+                crate::spilled::join_parts(dir, &mut trace, &|_| RUN_FILE_NAME.into())?;
                 trace.dir = dir.to_owned();
                 return Ok(trace);
             }
@@ -480,4 +488,13 @@ impl Trace {
             .map(|m| m.len())
             .sum()
     }
+}
+
+/// The file rank `rank` was read from: its own (`files`: rank files and
+/// crash journals, by rank), else the whole-run file.
+fn origin(files: &[(u32, String)], rank: u32) -> String {
+    files
+        .iter()
+        .find(|(r, _)| *r == rank)
+        .map_or_else(|| RUN_FILE_NAME.into(), |(_, name)| name.clone())
 }

@@ -13,6 +13,9 @@ pub struct Interner {
     /// re-hashes from the stored hash, without reading every string.
     index: HashTable<(u64, u32)>,
     strings: Vec<Box<[u8]>>,
+    /// Bytes the strings' allocations take (with the allocator's header
+    /// and rounding).
+    string_bytes: usize,
 }
 
 impl Interner {
@@ -29,6 +32,9 @@ impl Interner {
         }
         let n = self.strings.len() as u32;
         self.strings.push(bytes.into());
+        // glibc's chunk: the size plus an 8-byte header, in 16-byte steps,
+        // at least 32.
+        self.string_bytes += (bytes.len() + 8).next_multiple_of(16).max(32);
         self.index.insert_unique(h, (h, n), |&(eh, _)| eh);
         (n, true)
     }
@@ -40,6 +46,28 @@ impl Interner {
 
     pub fn strings(&self) -> &[Box<[u8]>] {
         &self.strings
+    }
+
+    /// The strings, in number order, leaving the interner empty.
+    pub fn take_strings(&mut self) -> Vec<Box<[u8]>> {
+        self.index.clear();
+        self.string_bytes = 0;
+        std::mem::take(&mut self.strings)
+    }
+
+    /// Makes room for `more` strings without growing (re-hashing) the index.
+    pub fn reserve(&mut self, more: usize) {
+        self.strings.reserve(more);
+        self.index.reserve(more, |&(h, _)| h);
+    }
+
+    /// Bytes of memory the interner uses: the strings, their list and the
+    /// index (at its capacity: a hash table touches all of it).
+    pub fn heap_bytes(&self) -> usize {
+        use std::mem::size_of;
+        self.string_bytes
+            + self.strings.len() * size_of::<Box<[u8]>>()
+            + self.index.capacity() * 8 / 7 * (size_of::<(u64, u32)>() + 1)
     }
 }
 

@@ -22,6 +22,7 @@
 mod abi;
 mod agree;
 mod alloc;
+mod budget;
 mod call;
 mod census;
 mod clock;

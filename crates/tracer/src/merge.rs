@@ -17,8 +17,13 @@
 //! error, rank 0 unable to write — every rank writes its own `rank<N>.mgr`
 //! instead, so nothing is lost; the tools read either.
 //!
+//! A rank that wrote parts of its trace out during the run (budget.rs)
+//! merges only its last part: its part files stay in the directory, and
+//! the readers put them back in front of its calls (the rank's calls in
+//! `trace.mgr` say how many precede them).
+//!
 //! `MPIGRAM_MERGE=0` keeps one file per rank; `MPIGRAM_VERBOSE=1` prints
-//! how long each rank's part of finalize took.
+//! how long each rank's part of finalize took, and how many parts it wrote.
 
 use crate::abi::{Handle, MPI_Comm, MPI_SUCCESS};
 use crate::front::front;
@@ -30,8 +35,14 @@ use std::ffi::{c_int, c_void};
 const CHUNK: usize = 1 << 30;
 
 /// Merges all ranks' traces into one file; called by every rank in
-/// MPI_Finalize before PMPI_Finalize.
+/// MPI_Finalize before PMPI_Finalize. The tracer's own work: its
+/// allocations are not the application's heap blocks (alloc.rs would
+/// track each, and the merge allocates one per signature).
 pub fn at_finalize() {
+    crate::call::uncounted(merge_ranks);
+}
+
+fn merge_ranks() {
     if crate::call::sits_out() {
         return;
     }
@@ -58,8 +69,10 @@ pub fn at_finalize() {
     // SAFETY: the tracer's own communicator, freed once.
     unsafe { crate::pmpi::MPI_Comm_free()((&raw mut comm).cast()) };
     if std::env::var_os("MPIGRAM_VERBOSE").is_some_and(|v| v != "0") {
+        let (parts, peak) =
+            crate::tracer::with(|t| (t.parts, t.recorder.peak_bytes)).unwrap_or_default();
         crate::message::say(&format!(
-            "rank {rank}: finalize took {:.1} ms ({:.1} ms until every rank arrived)",
+            "rank {rank}: finalize took {:.1} ms ({:.1} ms until every rank arrived); {parts} parts written out, signature table and grammar at most {peak} bytes",
             started.elapsed().as_secs_f64() * 1e3,
             synced.as_secs_f64() * 1e3
         ));

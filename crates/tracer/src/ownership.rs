@@ -7,13 +7,15 @@
 //! deleting each other's journals and traces. Once the run is known to own
 //! the directory, each rank removes what an earlier run left under its own
 //! rank's names (an aborted run's rank file and journal, an unmerged run's
-//! rank file, a verification stream, a temporary file a killed write left),
+//! rank file, its part files, a verification stream, a temporary file a
+//! killed write left),
 //! and the lowest traced rank removes the whole-run file (and its
 //! temporaries) and the files of ranks no process of this run owns (when
 //! no live process locks them).
 
 use mpigram_trace::{
-    RUN_FILE_NAME, checkpoint_file_name, journal_file_name, rank_file_name, verify_file_name,
+    RUN_FILE_NAME, checkpoint_file_name, is_part_file_name, journal_file_name, rank_file_name,
+    verify_file_name,
 };
 use std::fs::File;
 use std::os::fd::AsRawFd;
@@ -129,7 +131,8 @@ pub fn clear_earlier_runs(dir: &Path, rank: u32, sweep: bool, traced: &dyn Fn(u3
         let temporary = mpigram_format::temp_of(name).map(|(of, _)| of);
         let of = temporary.unwrap_or(name);
         let remove = match rank_in_name(of) {
-            Some(r) if r == rank => temporary.is_some(),
+            // Its part files: their number is not known in advance.
+            Some(r) if r == rank => temporary.is_some() || is_part_file_name(of),
             Some(r) => sweep && !traced(r) && !locked_by_another(r),
             None => sweep && temporary == Some(RUN_FILE_NAME),
         };
@@ -153,7 +156,7 @@ fn rank_in_name(name: &str) -> Option<u32> {
     let digits = name.strip_prefix("rank")?;
     let end = digits.find('.')?;
     let rank = digits[..end].parse().ok()?;
-    rank_files(rank).contains(&name.to_owned()).then_some(rank)
+    (rank_files(rank).contains(&name.to_owned()) || is_part_file_name(name)).then_some(rank)
 }
 
 #[cfg(test)]
@@ -166,12 +169,14 @@ mod tests {
         assert_eq!(rank_in_name("rank3.journal"), Some(3));
         assert_eq!(rank_in_name("rank3.checkpoint"), Some(3));
         assert_eq!(rank_in_name("rank0.verify"), Some(0));
+        assert_eq!(rank_in_name("rank7.part2.mgr"), Some(7));
         for other in [
             "trace.mgr",
             "rank.mgr",
             "rank1.mgr.bak",
             "rank+1.mgr",
             ".rank1.mgr.tmp-1-0",
+            "rank1.part.mgr",
         ] {
             assert_eq!(rank_in_name(other), None, "{other}");
         }

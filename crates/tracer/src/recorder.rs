@@ -143,6 +143,22 @@ pub struct Recorder {
     pub per_call: Option<PerCall>,
     /// Terminals of repeated calls, by their raw arguments.
     pub memo: CallMemo,
+    /// The bytes the signature table, its timing and the grammar may use
+    /// before they are written out as a part: half of `MPIGRAM_MEMORY`,
+    /// since writing them out takes about as much again (budget.rs).
+    pub budget: usize,
+    /// They use more than `budget` since the last new signature.
+    pub over_budget: bool,
+    /// The most they used, in bytes (at a new signature).
+    pub peak_bytes: usize,
+}
+
+/// What a rank recorded since its previous part: taken out of the
+/// recorder, which goes on with an empty table.
+pub struct Part {
+    pub signatures: Vec<Box<[u8]>>,
+    pub grammar: Sequitur,
+    pub stats: Vec<TickStats>,
 }
 
 impl Recorder {
@@ -160,7 +176,51 @@ impl Recorder {
             request_comms: Vec::new(),
             per_call: None,
             memo: CallMemo::default(),
+            budget: usize::MAX,
+            over_budget: false,
+            peak_bytes: 0,
         }
+    }
+
+    /// Puts back a part taken by [`take_part`](Recorder::take_part) that
+    /// could not be written: recording goes on in it, without a budget.
+    pub fn put_back(&mut self, signatures: Vec<Vec<u8>>, grammar: Sequitur, stats: Vec<TickStats>) {
+        self.signatures = Interner::default();
+        for s in &signatures {
+            self.signatures.intern(s);
+        }
+        self.grammar = grammar;
+        self.stats = stats;
+        self.budget = usize::MAX;
+    }
+
+    /// Bytes the signature table, its timing and the grammar use.
+    pub fn table_bytes(&self) -> usize {
+        self.signatures.heap_bytes()
+            + self.stats.len() * std::mem::size_of::<TickStats>()
+            + self.grammar.heap_bytes()
+    }
+
+    /// Takes out the signatures, grammar and timing recorded so far, and
+    /// starts a new part: its calls are encoded against a new table (made
+    /// room for as many signatures as the part taken, so that it does not
+    /// grow by re-hashing).
+    pub fn take_part(&mut self) -> Part {
+        let signatures = self.signatures.take_strings();
+        let n = signatures.len();
+        self.signatures.reserve(n);
+        let mut grammar = Sequitur::new();
+        grammar.reserve(n);
+        let part = Part {
+            signatures,
+            grammar: std::mem::replace(&mut self.grammar, grammar),
+            stats: std::mem::replace(&mut self.stats, Vec::with_capacity(n)),
+        };
+        self.last.clear();
+        // The memo's terminals are the old table's.
+        self.memo = CallMemo::default();
+        self.over_budget = false;
+        part
     }
 
     /// The terminal of the signature in `scratch` (a call of `func`), and
@@ -224,22 +284,30 @@ impl Recorder {
                 max: 0,
                 gap: 0,
             });
+            let bytes = self.table_bytes();
+            self.peak_bytes = self.peak_bytes.max(bytes);
+            self.over_budget = bytes > self.budget;
         }
         (t, new)
     }
 
     /// Timing in nanoseconds, given the clock's nanoseconds per tick.
     pub fn call_stats(&self, ns_per_tick: f64) -> Vec<CallStats> {
-        let ns = |ticks: u64| (ticks as f64 * ns_per_tick).round() as u64;
-        self.stats
-            .iter()
-            .map(|s| CallStats {
-                count: s.count,
-                total_ns: ns(s.total),
-                min_ns: if s.count == 0 { 0 } else { ns(s.min) },
-                max_ns: ns(s.max),
-                gap_ns: ns(s.gap),
-            })
-            .collect()
+        call_stats(&self.stats, ns_per_tick)
     }
+}
+
+/// `stats` in nanoseconds, given the clock's nanoseconds per tick.
+pub fn call_stats(stats: &[TickStats], ns_per_tick: f64) -> Vec<CallStats> {
+    let ns = |ticks: u64| (ticks as f64 * ns_per_tick).round() as u64;
+    stats
+        .iter()
+        .map(|s| CallStats {
+            count: s.count,
+            total_ns: ns(s.total),
+            min_ns: if s.count == 0 { 0 } else { ns(s.min) },
+            max_ns: ns(s.max),
+            gap_ns: ns(s.gap),
+        })
+        .collect()
 }

@@ -40,6 +40,9 @@ pub struct Tracer {
     pub clock_sync: Vec<ClockSync>,
     /// The run's id, agreed at MPI_Init (0 until then).
     run: u64,
+    /// Parts of the trace written out to keep within the memory budget
+    /// (budget.rs).
+    pub parts: u32,
 }
 
 /// The tracer, and the lock that guards it while calls may run
@@ -200,9 +203,67 @@ impl Tracer {
             let times = recorder.per_call.as_ref().map_or(&[][..], |p| &p.last[..]);
             if !journal.record(terminal, times, signature, &self.objects.comm_log) {
                 // The journal holds every call before this one.
-                let journaled = recorder.calls - 1;
+                let journaled = self.recorder.calls - 1;
                 self.checkpoint(journaled);
             }
+        }
+        if new && self.recorder.over_budget {
+            self.spill();
+        }
+    }
+
+    /// The signature table and grammar outgrew the memory budget: writes
+    /// them out as the rank's next part (`rank<N>.part<K>.mgr`) and goes on
+    /// with an empty table. The crash journal then continues a checkpoint
+    /// of the new, empty part: its tail numbered signatures in the old
+    /// table. If the part cannot be written, the rank keeps its table (and
+    /// grows past the budget) instead.
+    #[cold]
+    #[inline(never)]
+    fn spill(&mut self) {
+        let Some(dir) = create_output_dir() else {
+            self.recorder.budget = usize::MAX;
+            return;
+        };
+        crate::call::uncounted(|| {
+            let rank = self.rank();
+            let part = self.recorder.take_part();
+            let end = ClockPoint::now();
+            let ns_per_tick = self.start.ns_per_tick(end);
+            // The builder goes before the part is encoded: what writing
+            // takes is then about what the table took.
+            let mut builder = part.grammar;
+            let grammar = builder.grammar(rank);
+            drop(builder);
+            let trace = RankTrace {
+                meta: RankMeta {
+                    timing: Timing::default(),
+                    ..self.meta(None, end)
+                },
+                signatures: part.signatures.into_iter().map(Vec::from).collect(),
+                grammar,
+                stats: crate::recorder::call_stats(&part.stats, ns_per_tick),
+                comms: Vec::new(),
+                times: Default::default(),
+            };
+            let path = dir.join(mpigram_trace::part_file_name(rank, self.parts));
+            match trace.write_to(&path) {
+                Ok(()) => self.parts += 1,
+                Err(e) => {
+                    crate::message::say(&format!(
+                        "cannot write {} ({e}): rank {rank} keeps its whole signature table in memory, past MPIGRAM_MEMORY",
+                        path.display()
+                    ));
+                    let mut builder = mpigram_grammar::Sequitur::new();
+                    let calls = trace.grammar.expand(rank).into_iter().flatten();
+                    calls.for_each(|t| builder.push(t));
+                    self.recorder
+                        .put_back(trace.signatures, builder, part.stats);
+                }
+            }
+        });
+        if self.journal.is_some() {
+            self.checkpoint(self.recorder.calls);
         }
     }
 
@@ -214,6 +275,7 @@ impl Tracer {
         crate::call::watch_forks();
         let start = ClockPoint::now();
         let mut recorder = Recorder::new(start.ticks);
+        recorder.budget = crate::budget::budget_from_env() / 2;
         if std::env::var_os("MPIGRAM_VERIFY").is_some_and(|v| !v.is_empty() && v != "0") {
             recorder.verify = Some(Vec::new());
         }
@@ -231,6 +293,7 @@ impl Tracer {
             journal: None,
             clock_sync: Vec::new(),
             run: 0,
+            parts: 0,
         })
     }
 
@@ -367,39 +430,13 @@ impl Tracer {
         let rank = self.rank();
         let end = ClockPoint::now();
         let ns_per_tick = self.start.ns_per_tick(end);
-        let timing = self
-            .recorder
-            .per_call
-            .as_ref()
-            .map_or_else(Timing::default, |p| p.timing.clone());
         let times = self
             .recorder
             .per_call
             .as_ref()
             .map_or_else(Default::default, PerCall::times);
         RankTrace {
-            meta: RankMeta {
-                rank,
-                world_size: self.world.map_or(0, |(_, size)| size),
-                pid: std::process::id(),
-                host: host_name(),
-                mpi_library: crate::front::library().map_or_else(String::new, |l| l.describe()),
-                timing,
-                calls: self.recorder.calls,
-                start_ns: self.start.ns,
-                end_ns: end.ns,
-                ending: ending.unwrap_or(Ending::Killed),
-                recorder_allocations: crate::alloc::recorder_allocations(),
-                ns_per_tick,
-                clock_sync: self.clock_sync.clone(),
-                run: self.run,
-                lost: mpigram_trace::Lost::None,
-                // MPI may end the process inside a call (exit() from a
-                // fatal error handler): the rank says which.
-                ended_in: ending
-                    .filter(|e| !e.is_complete())
-                    .and_then(|_| crate::call::call_in_progress()),
-            },
+            meta: self.meta(ending, end),
             signatures: self
                 .recorder
                 .signatures
@@ -422,10 +459,47 @@ impl Tracer {
         }
     }
 
+    /// The rank's metadata now (`end`), ending with `ending` (`None`: it
+    /// runs on). Its calls are all the rank's, those of parts written out
+    /// included.
+    fn meta(&self, ending: Option<Ending>, end: ClockPoint) -> RankMeta {
+        RankMeta {
+            rank: self.rank(),
+            world_size: self.world.map_or(0, |(_, size)| size),
+            pid: std::process::id(),
+            host: host_name(),
+            mpi_library: crate::front::library().map_or_else(String::new, |l| l.describe()),
+            timing: self
+                .recorder
+                .per_call
+                .as_ref()
+                .map_or_else(Timing::default, |p| p.timing.clone()),
+            calls: self.recorder.calls,
+            start_ns: self.start.ns,
+            end_ns: end.ns,
+            ending: ending.unwrap_or(Ending::Killed),
+            recorder_allocations: crate::alloc::recorder_allocations(),
+            ns_per_tick: self.start.ns_per_tick(end),
+            clock_sync: self.clock_sync.clone(),
+            run: self.run,
+            lost: mpigram_trace::Lost::None,
+            // MPI may end the process inside a call (exit() from a fatal
+            // error handler): the rank says which.
+            ended_in: ending
+                .filter(|e| !e.is_complete())
+                .and_then(|_| crate::call::call_in_progress()),
+        }
+    }
+
     /// The rank's trace at MPI_Finalize, for the merge; the verification
     /// stream is written now.
     pub fn finish(&mut self) -> RankTrace {
         self.finalized = true;
+        // A large table goes out as a part rather than into the merge,
+        // which would hold it two or three times over.
+        if self.recorder.table_bytes() > (self.recorder.budget / 8).max(1 << 20) {
+            self.spill();
+        }
         let trace = self.snapshot(Some(Ending::Finalized));
         if let Some(dir) = create_output_dir() {
             self.write_verify(&dir);

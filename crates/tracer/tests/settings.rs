@@ -25,12 +25,14 @@ fn a_bad_setting_is_said_once_per_job_on_whole_lines() {
         &[
             ("MPIGRAM_TIMING", "exact"),
             ("MPIGRAM_JOURNAL_BYTES", "lots"),
+            ("MPIGRAM_MEMORY", "64X"),
         ],
     );
     run.output.assert_success();
     let err = &run.output.stderr;
     assert_eq!(said(err, "MPIGRAM_TIMING=exact"), 1, "{err}");
     assert_eq!(said(err, "MPIGRAM_JOURNAL_BYTES=lots"), 1, "{err}");
+    assert_eq!(said(err, "MPIGRAM_MEMORY=64X"), 1, "{err}");
     // Traced all the same, with aggregated timing.
     let trace = assert_trace_is_exact(&run, 3);
     assert!(trace.ranks.iter().all(|r| !r.meta.timing.per_call()));

@@ -46,6 +46,17 @@ fn spread(h: u32) -> u64 {
 }
 
 impl DigramIndex {
+    /// Makes room for `more` digrams.
+    pub(super) fn reserve(&mut self, more: usize) {
+        self.table.reserve(more, |&(_, hm)| spread(hm));
+    }
+
+    /// Bytes of the table: a slot and a control byte per bucket (the table
+    /// fills at most 7 of 8 buckets).
+    pub(super) fn heap_bytes(&self) -> usize {
+        self.table.capacity() * 8 / 7 * (std::mem::size_of::<(u32, u32)>() + 1)
+    }
+
     /// The other node where `n`'s digram occurs, or `None` after indexing `n`.
     #[inline]
     pub(super) fn find_or_insert(&mut self, nodes: &[Node], n: u32) -> Option<u32> {

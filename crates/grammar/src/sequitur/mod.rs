@@ -144,6 +144,27 @@ impl Sequitur {
         self.pushed == 0
     }
 
+    /// Bytes of memory the builder uses: its node arena, rule table,
+    /// digram index (its capacity: a hash table touches all of it) and
+    /// history. The arenas count by use, not capacity: untouched capacity
+    /// of a large vector is address space, not memory.
+    pub fn heap_bytes(&self) -> usize {
+        use std::mem::size_of;
+        self.nodes.len() * size_of::<Node>()
+            + (self.free_nodes.len() + self.free_rules.len() + self.work.len()) * size_of::<u32>()
+            + self.rules.len() * size_of::<RuleSlot>()
+            + self.index.heap_bytes()
+            + HISTORY * size_of::<u32>()
+    }
+
+    /// Makes room for about `terminals` more never-repeating terminals: a
+    /// caller that knows how much will come avoids the digram index's
+    /// re-hashing as it grows (a pause and, while it lasts, two tables).
+    pub fn reserve(&mut self, terminals: usize) {
+        self.nodes.reserve(terminals);
+        self.index.reserve(terminals);
+    }
+
     /// The grammar of everything pushed so far, as the single stream `stream`.
     /// The builder stays usable: pushing may continue afterwards.
     pub fn grammar(&mut self, stream: StreamId) -> Grammar {

@@ -1,0 +1,139 @@
+//! The tracer's memory is bounded (`MPIGRAM_MEMORY`): a rank whose calls
+//! never repeat writes its signature table and grammar out as parts when
+//! they outgrow the budget, and the readers put the parts back in front of
+//! its calls — exactly, also when the rank is killed after writing parts.
+
+mod common;
+
+use common::*;
+use mpigram_trace::{Ending, Trace, part_file_name};
+use std::path::Path;
+
+/// Budget of these tests: small, so that a few thousand new signatures
+/// fill it (the grammar's history alone is 256 KiB of it).
+const BUDGET: usize = 1 << 20;
+
+/// Part files of `rank` in `dir`, counted from part 0 on.
+fn parts(dir: &Path, rank: u32) -> u32 {
+    (0..)
+        .take_while(|&k| dir.join(part_file_name(rank, k)).exists())
+        .count() as u32
+}
+
+/// The tag of each MPI_Sendrecv among `rank`'s decoded calls, in order.
+fn sendrecv_tags(trace: &Trace, rank: u32) -> Vec<i64> {
+    decoded(trace, rank)
+        .iter()
+        .filter(|c| c.func == "MPI_Sendrecv")
+        .map(|c| c.to_json()["args"]["sendtag"].as_i64().expect("a tag"))
+        .collect()
+}
+
+/// 20,000 calls that are all new signatures, on 2 ranks, with a budget of
+/// 1 MiB: each rank writes several parts; the trace read back (parts, then
+/// `trace.mgr`) is its verification stream call for call, and the tracer's
+/// own accounting of its table and grammar stayed near the budget.
+#[test]
+fn a_rank_over_its_memory_budget_writes_parts_and_loses_no_call() {
+    let calls = 20_000;
+    let run = run_traced(
+        "irregular",
+        2,
+        &[&calls.to_string(), "1"],
+        &[("MPIGRAM_MEMORY", "1M"), ("MPIGRAM_VERBOSE", "1")],
+    );
+    run.output.assert_success();
+    let dir = run.dir.path();
+    for rank in 0..2 {
+        let n = parts(dir, rank);
+        assert!(n >= 3, "rank {rank}: {n} parts\n{}", run.output);
+        // The budget bounds what the rank held: it says so at finalize.
+        let said = format!("rank {rank}: finalize took ");
+        let line = run
+            .output
+            .stderr
+            .lines()
+            .find(|l| l.contains(&said))
+            .unwrap_or_else(|| panic!("no finalize line for rank {rank}\n{}", run.output));
+        assert!(line.contains(&format!("; {n} parts written out")), "{line}");
+        let peak: usize = line
+            .rsplit("at most ")
+            .next()
+            .and_then(|s| s.split(' ').next())
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("{line}"));
+        // Half the budget (the other half is for writing a part out), over
+        // it by at most the last signature's growth (a hash table's
+        // doubling, in the first part).
+        let limit = BUDGET / 2;
+        assert!(
+            peak > limit / 2 && peak < limit + limit / 4,
+            "rank {rank}: {peak} bytes"
+        );
+    }
+    let trace = assert_trace_is_exact(&run, 2);
+    for rank in 0..2 {
+        let tags = sendrecv_tags(&trace, rank);
+        assert_eq!(tags, (1..=calls).collect::<Vec<i64>>(), "rank {rank}");
+        let counted: u64 = trace
+            .rank(rank)
+            .unwrap()
+            .stats
+            .iter()
+            .map(|s| s.1.count)
+            .sum();
+        assert_eq!(counted, trace.rank(rank).unwrap().meta.calls, "rank {rank}");
+    }
+    // One rank read alone (`decode --rank`) has its parts too.
+    let alone = Trace::open_rank(dir, 1).unwrap();
+    assert!(alone.calls(1).eq(trace.calls(1)), "rank 1 read alone");
+    // A part that is missing is said, naming it.
+    let missing = part_file_name(1, 1);
+    std::fs::remove_file(dir.join(&missing)).unwrap();
+    let e = Trace::open(dir).err().expect("a rank without its part 1");
+    let e = e.to_string();
+    assert!(e.contains("trace.mgr: rank 1's first "), "{e}");
+    assert!(e.contains(&format!("but {missing} is missing")), "{e}");
+}
+
+/// A rank killed (SIGKILL, by the launcher after rank 1's MPI_Abort)
+/// after writing parts is rebuilt from its parts, its journal's checkpoint
+/// and the journal's tail: every call, in order. The aborting rank wrote
+/// its own file after its parts, which reads back as its verification
+/// stream.
+#[test]
+fn a_rank_killed_after_writing_parts_recovers_every_call() {
+    let calls = 12_000;
+    let run = run_traced(
+        "crash_irregular",
+        2,
+        &[&calls.to_string()],
+        &[("MPIGRAM_MEMORY", "1M")],
+    );
+    assert_eq!(run.output.status.code(), Some(42), "{}", run.output);
+    let dir = run.dir.path();
+    assert!(!dir.join("rank0.mgr").exists(), "rank 0 was killed");
+    for rank in 0..2 {
+        assert!(parts(dir, rank) >= 2, "rank {rank}\n{}", run.output);
+    }
+    let trace = run.trace();
+    assert!(trace.skipped.is_empty(), "{:?}", trace.skipped);
+    let killed = trace.rank(0).unwrap();
+    assert_eq!(killed.meta.ending, Ending::Killed);
+    assert_eq!(
+        sendrecv_tags(&trace, 0),
+        (1..=calls).collect::<Vec<i64>>(),
+        "rank 0's calls, across its parts"
+    );
+    let funcs: Vec<&str> = decoded(&trace, 0).iter().map(|c| c.func).collect();
+    assert_eq!(funcs.len() as u64, killed.meta.calls);
+    assert_eq!(
+        funcs.last(),
+        Some(&"MPI_Barrier"),
+        "the last call journaled"
+    );
+    assert_eq!(trace.rank(1).unwrap().meta.ending, Ending::Abort);
+    let expected = verify_stream(dir, 1);
+    let recorded: Vec<Vec<u8>> = trace.calls(1).map(<[u8]>::to_vec).collect();
+    assert!(recorded == expected, "rank 1: its calls are not its own");
+}
