@@ -26,7 +26,7 @@
 
 use crate::abi::{Handle, HandleSlot, MPI_Status};
 use crate::front::{Front, REQUEST, front};
-use crate::objects::Objects;
+use crate::objects::{Objects, RequestKind};
 use mpigram_mpispec::{FuncId, HandleKind};
 use std::cell::Cell;
 use std::ffi::c_int;
@@ -185,6 +185,8 @@ struct Entry {
     by_index: Vec<u32>,
     /// The call's first communicator, which a created request refers to.
     comm: Option<u64>,
+    /// How the function's requests behave (`encoder::request_kind`).
+    kind: RequestKind,
 }
 
 const NONE: u64 = u64::MAX;
@@ -200,6 +202,10 @@ impl Default for Entry {
             pool: None,
             by_index: Vec::new(),
             comm: None,
+            kind: RequestKind {
+                persistent: false,
+                status_defined: false,
+            },
         }
     }
 }
@@ -212,16 +218,17 @@ pub struct Recalled {
     /// communicator; entered by [`Recalled::enter`].
     request: Option<(u64, u64, Option<u64>)>,
     handle: u64,
+    /// How the function's requests behave.
+    kind: RequestKind,
 }
 
 impl Recalled {
     /// Enters the request the call (of `func`) created in `objects`, as
     /// encoding the call would have.
     #[inline]
-    pub fn enter(&self, objects: &mut Objects, func: FuncId) {
+    pub fn enter(&self, objects: &mut Objects) {
         if let Some((pool, index, comm)) = self.request {
-            let kind = crate::encoder::request_kind(func);
-            objects.add_request(pool, index, self.handle, kind, comm, None);
+            objects.add_request(pool, index, self.handle, self.kind, comm);
         }
     }
 }
@@ -271,6 +278,7 @@ impl CallMemo {
                 terminal: entry.terminal,
                 request: None,
                 handle: 0,
+                kind: entry.kind,
             });
         };
         let index = objects.next_request_index(pool);
@@ -279,6 +287,7 @@ impl CallMemo {
                 terminal,
                 request: Some((pool, index, entry.comm)),
                 handle,
+                kind: entry.kind,
             }),
             _ => Err(Miss::NewIndex),
         }
@@ -315,6 +324,7 @@ impl CallMemo {
         entry.terminal = terminal;
         entry.pool = pool;
         entry.comm = comm;
+        entry.kind = crate::encoder::request_kind(func);
         if let Some((_, index)) = created {
             let i = index as usize;
             if i >= entry.by_index.len() {
@@ -328,7 +338,6 @@ impl CallMemo {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::objects::RequestKind;
     use mpigram_mpispec::{RequestRef, func};
 
     const OK: c_int = crate::abi::MPI_SUCCESS;
@@ -414,7 +423,7 @@ mod tests {
         let key = [1, 2, 1];
         match memo.recall(func::MPI_Isend, OK, &key, Some(h), objects) {
             Ok(r) => {
-                r.enter(objects, func::MPI_Isend);
+                r.enter(objects);
                 let (pool, index, _) = r.request.expect("a request");
                 (r.terminal, RequestRef::Pooled { pool, index }, true)
             }

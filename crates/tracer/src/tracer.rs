@@ -126,7 +126,7 @@ pub fn record_keyed<const N: usize>(
             .recall(func, ret, key, request, &mut t.objects);
         let (terminal, new) = match recalled {
             Ok(r) if t.recorder.verify.is_none() => {
-                r.enter(&mut t.objects, func);
+                r.enter(&mut t.objects);
                 (r.terminal, false)
             }
             // MPIGRAM_VERIFY: encoded in full for the verification

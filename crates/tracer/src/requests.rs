@@ -1,0 +1,267 @@
+//! The live requests of a process, and their symbolic ids.
+//!
+//! A request gets its id from a pool per call signature (the creating call
+//! without its request), so completion order does not change ids: (pool,
+//! index), the index being the pool's smallest free one. The table is
+//! keyed by handle value *and* creation order: MPICH hands out one shared
+//! built-in handle for every request that completed at once (an eager
+//! MPI_Isend, one to MPI_PROC_NULL), so several live requests may share a
+//! value; they are matched first in, first out.
+//!
+//! Every MPI_Isend and MPI_Irecv enters a request and every completion
+//! takes one out, so this is on the hot path of message-rate codes (a
+//! window of 64 MPI_Isend, then one MPI_Waitall): the requests live in
+//! slots reused through a free list, each handle value maps to a chain of
+//! its live requests' slots, oldest first, and nothing allocates once the
+//! program's most requests at once have been seen.
+
+use crate::intern::Interner;
+use crate::objects::IdPool;
+use mpigram_mpispec::RequestRef;
+use rustc_hash::FxHashMap;
+
+/// No slot: the end of a chain or of the free list.
+const NIL: u32 = u32::MAX;
+
+/// A request as the completing call sees it.
+#[derive(Clone, Copy)]
+pub struct RequestInfo {
+    pub id: RequestRef,
+    pub comm: Option<u64>,
+    pub status_defined: bool,
+    pub idup_comm: Option<u64>,
+}
+
+impl RequestInfo {
+    /// MPI_REQUEST_NULL, or a request never seen.
+    pub const NULL: RequestInfo = RequestInfo {
+        id: RequestRef::Null,
+        comm: None,
+        status_defined: false,
+        idup_comm: None,
+    };
+}
+
+/// How a request was created: what completing it means.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RequestKind {
+    pub persistent: bool,
+    /// Whether MPI defines the status of its completion (receives, I/O,
+    /// generalized requests) or leaves its fields undefined (sends,
+    /// collectives, RMA).
+    pub status_defined: bool,
+}
+
+#[derive(Clone, Copy)]
+struct LiveRequest {
+    pool: u64,
+    index: u64,
+    kind: RequestKind,
+    /// The communicator of the operation, for relative status sources.
+    comm: Option<u64>,
+    /// The communicator of MPI_Comm_idup whose id is agreed at completion.
+    idup_comm: Option<u64>,
+}
+
+impl LiveRequest {
+    fn info(&self) -> RequestInfo {
+        RequestInfo {
+            id: RequestRef::Pooled {
+                pool: self.pool,
+                index: self.index,
+            },
+            comm: self.comm,
+            status_defined: self.kind.status_defined,
+            idup_comm: self.idup_comm,
+        }
+    }
+}
+
+struct Slot {
+    request: LiveRequest,
+    /// The next younger live request with the same handle; in a free slot,
+    /// the next free slot.
+    next: u32,
+}
+
+/// The live requests of one handle value, as slots.
+#[derive(Clone, Copy)]
+struct Chain {
+    oldest: u32,
+    newest: u32,
+}
+
+/// Live requests and their pools.
+#[derive(Default)]
+pub struct RequestTable {
+    slots: Vec<Slot>,
+    /// First free slot (`NIL`: none), the free ones linked by `next`.
+    free: Option<u32>,
+    /// Handle value -> its live requests. A chain is kept when it empties
+    /// (`oldest == NIL`): handle values come back, and keeping it makes
+    /// the steady state allocate nothing.
+    by_handle: FxHashMap<u64, Chain>,
+    /// Creating signature (without the request) <-> pool number.
+    pools: Interner,
+    ids: Vec<IdPool>,
+}
+
+impl RequestTable {
+    /// The pool of requests created by calls whose signature without the
+    /// request is `key`.
+    pub fn pool(&mut self, key: &[u8]) -> u64 {
+        let (pool, new) = self.pools.intern(key);
+        if new {
+            self.ids.push(IdPool::default());
+        }
+        u64::from(pool)
+    }
+
+    /// The index the next request of `pool` gets.
+    #[inline]
+    pub fn next_index(&mut self, pool: u64) -> u64 {
+        self.ids[pool as usize].next()
+    }
+
+    /// Enters the request `h` created in `pool` with the index
+    /// [`next_index`](RequestTable::next_index) gave.
+    #[inline]
+    pub fn add(
+        &mut self,
+        h: u64,
+        pool: u64,
+        index: u64,
+        kind: RequestKind,
+        comm: Option<u64>,
+        idup_comm: Option<u64>,
+    ) -> RequestRef {
+        self.ids[pool as usize].mark(index);
+        let request = LiveRequest {
+            pool,
+            index,
+            kind,
+            comm,
+            idup_comm,
+        };
+        let slot = match self.free {
+            Some(slot) => {
+                let s = &mut self.slots[slot as usize];
+                self.free = (s.next != NIL).then_some(s.next);
+                *s = Slot { request, next: NIL };
+                slot
+            }
+            None => {
+                self.slots.push(Slot { request, next: NIL });
+                (self.slots.len() - 1) as u32
+            }
+        };
+        match self.by_handle.get_mut(&h) {
+            Some(chain) if chain.oldest != NIL => {
+                self.slots[chain.newest as usize].next = slot;
+                chain.newest = slot;
+            }
+            Some(chain) => {
+                *chain = Chain {
+                    oldest: slot,
+                    newest: slot,
+                }
+            }
+            None => {
+                self.by_handle.insert(
+                    h,
+                    Chain {
+                        oldest: slot,
+                        newest: slot,
+                    },
+                );
+            }
+        }
+        RequestRef::Pooled { pool, index }
+    }
+
+    /// The oldest live request with handle `h`.
+    #[inline]
+    pub fn oldest(&self, h: u64) -> Option<RequestInfo> {
+        let chain = self.by_handle.get(&h)?;
+        (chain.oldest != NIL).then(|| self.slots[chain.oldest as usize].request.info())
+    }
+
+    /// The oldest live request with handle `h` completed: a non-persistent
+    /// one leaves the table. `None` if there is none.
+    #[inline]
+    pub fn complete(&mut self, h: u64) -> Option<RequestInfo> {
+        let chain = self.by_handle.get_mut(&h)?;
+        let slot = chain.oldest;
+        let s = self.slots.get(slot as usize)?;
+        let request = s.request;
+        if !request.kind.persistent {
+            let next = s.next;
+            Self::unlink(&mut self.slots, &mut self.free, chain, slot, next);
+            self.ids[request.pool as usize].give_back(request.index);
+        }
+        Some(request.info())
+    }
+
+    /// The oldest live request with handle `h` was freed (MPI_Request_free).
+    pub fn release(&mut self, h: u64) {
+        let Some(chain) = self.by_handle.get_mut(&h) else {
+            return;
+        };
+        let slot = chain.oldest;
+        let Some(s) = self.slots.get(slot as usize) else {
+            return;
+        };
+        let (request, next) = (s.request, s.next);
+        Self::unlink(&mut self.slots, &mut self.free, chain, slot, next);
+        self.ids[request.pool as usize].give_back(request.index);
+    }
+
+    /// Takes `slot`, the oldest of `chain`, whose next is `next`, out of
+    /// the chain and onto the free list.
+    #[inline]
+    fn unlink(slots: &mut [Slot], free: &mut Option<u32>, chain: &mut Chain, slot: u32, next: u32) {
+        chain.oldest = next;
+        if next == NIL {
+            chain.newest = NIL;
+        }
+        slots[slot as usize].next = free.unwrap_or(NIL);
+        *free = Some(slot);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ONCE: RequestKind = RequestKind {
+        persistent: false,
+        status_defined: true,
+    };
+
+    fn add(t: &mut RequestTable, h: u64, key: &[u8]) -> RequestRef {
+        let pool = t.pool(key);
+        let index = t.next_index(pool);
+        t.add(h, pool, index, ONCE, None, None)
+    }
+
+    #[test]
+    fn slots_are_reused_and_chains_keep_their_order_across_reuse() {
+        let mut t = RequestTable::default();
+        let a = add(&mut t, 1, b"x");
+        let b = add(&mut t, 2, b"x");
+        let c = add(&mut t, 1, b"x");
+        assert_eq!(t.complete(1).map(|r| r.id), Some(a));
+        // The freed slot goes to a request of another handle...
+        let d = add(&mut t, 3, b"x");
+        assert_eq!(d, a, "index 0 of the pool is free again");
+        // ... and the chain of handle 1 still ends at its newest.
+        let e = add(&mut t, 1, b"x");
+        assert_eq!(t.slots.len(), 3, "no slot made while one was free");
+        assert_eq!(t.complete(1).map(|r| r.id), Some(c));
+        assert_eq!(t.complete(1).map(|r| r.id), Some(e));
+        assert_eq!(t.complete(1).map(|r| r.id), None, "handle 1 has none left");
+        assert_eq!(t.complete(2).map(|r| r.id), Some(b));
+        assert_eq!(t.complete(3).map(|r| r.id), Some(d));
+        assert!(t.oldest(3).is_none());
+    }
+}
