@@ -335,6 +335,60 @@ impl CallMemo {
     }
 }
 
+/// The last MPI_Waitall that completed exactly the requests created
+/// since the one before (`RequestTable::logged_ids`), as OSU's `osu_bw`
+/// and halo exchanges call it: its signature is a function of its count,
+/// whether it records statuses (only ones MPI leaves undefined, then) and
+/// the ids of those requests, which, equal again, give the same terminal.
+#[derive(Default)]
+pub struct WaitallMemo {
+    count: c_int,
+    statuses: bool,
+    ids: Vec<u64>,
+    /// `None`: nothing remembered.
+    terminal: Option<u32>,
+}
+
+impl WaitallMemo {
+    /// The terminal of a successful MPI_Waitall of `count` requests with
+    /// the ids `ids`, recording statuses or not, if it is the last one's.
+    #[inline]
+    pub fn recall(
+        &self,
+        count: c_int,
+        statuses: bool,
+        ids: impl Iterator<Item = u64>,
+    ) -> Option<u32> {
+        let terminal = self.terminal?;
+        let mut remembered = self.ids.iter();
+        let same = count == self.count
+            && statuses == self.statuses
+            && ids.map(|id| remembered.next() == Some(&id)).all(|b| b)
+            && remembered.next().is_none();
+        same.then_some(terminal)
+    }
+
+    /// Such a call was not recalled: it is the one remembered from now on,
+    /// once [`encoded`](WaitallMemo::encoded) says its terminal.
+    pub fn learn(&mut self, count: c_int, statuses: bool, ids: impl Iterator<Item = u64>) {
+        self.count = count;
+        self.statuses = statuses;
+        self.ids.clear();
+        self.ids.extend(ids);
+        self.terminal = None;
+    }
+
+    /// The call [`learn`](WaitallMemo::learn) saw was encoded to `terminal`.
+    pub fn encoded(&mut self, terminal: u32) {
+        self.terminal = Some(terminal);
+    }
+
+    /// An MPI_Waitall this memo cannot know was recorded.
+    pub fn forget(&mut self) {
+        self.terminal = None;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

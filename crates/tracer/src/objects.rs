@@ -11,8 +11,8 @@ use crate::front::front;
 use mpigram_mpispec::{HandleKind, HandleRef, RequestRef};
 use rustc_hash::FxHashMap;
 
-pub use crate::requests::{RequestInfo, RequestKind};
 use crate::requests::RequestTable;
+pub use crate::requests::{RequestInfo, RequestKind};
 
 /// Ids handed out smallest-free-first, kept as a bitmap of the ids in use
 /// (which is also what ranks exchange to agree on a communicator id).
@@ -71,11 +71,16 @@ impl IdPool {
 
     #[inline]
     pub(crate) fn mark(&mut self, id: u64) {
-        let w = (id / 64) as usize;
-        if w >= self.used.len() {
-            self.used.resize(w + 1, 0);
+        match self.used.get_mut((id / 64) as usize) {
+            Some(bits) => *bits |= 1 << (id % 64),
+            None => self.grow_to_mark(id),
         }
-        self.used[w] |= 1 << (id % 64);
+    }
+
+    #[cold]
+    fn grow_to_mark(&mut self, id: u64) {
+        self.used.resize((id / 64) as usize + 1, 0);
+        self.used[(id / 64) as usize] |= 1 << (id % 64);
     }
 }
 
@@ -358,7 +363,7 @@ impl Objects {
 
     /// A request a call created in `pool` (one [`create_request`](Objects::create_request)
     /// made), with the index [`next_request_index`](Objects::next_request_index) gave.
-    #[inline]
+    #[inline(always)]
     pub fn add_request(
         &mut self,
         pool: u64,
@@ -406,6 +411,25 @@ impl Objects {
             Some(info) => info,
             None => self.request(h),
         }
+    }
+
+    /// The (pool, index) ids of the requests a call on `handles` completes,
+    /// if they are exactly the requests created since the last lookup
+    /// (`RequestTable::logged_ids`).
+    #[inline]
+    pub fn logged_request_ids<'a>(
+        &'a self,
+        handles: &[u64],
+        statuses: bool,
+    ) -> Option<impl Iterator<Item = u64> + 'a> {
+        self.requests.logged_ids(handles, statuses)
+    }
+
+    /// The requests [`logged_request_ids`](Objects::logged_request_ids)
+    /// named completed.
+    #[inline]
+    pub fn complete_logged_requests(&mut self) {
+        self.requests.complete_logged();
     }
 
     /// The request with handle `h` was freed (MPI_Request_free).

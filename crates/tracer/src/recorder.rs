@@ -5,7 +5,7 @@
 //! per-call times, which grow with the calls.
 
 use crate::intern::{Interner, same};
-use crate::memo::CallMemo;
+use crate::memo::{CallMemo, WaitallMemo};
 use mpigram_grammar::Sequitur;
 use mpigram_mpispec::{FUNCS, FuncId};
 use mpigram_trace::timing::{Bins, ColumnWriter, ExactWriter, LossyClock};
@@ -143,6 +143,8 @@ pub struct Recorder {
     pub per_call: Option<PerCall>,
     /// Terminals of repeated calls, by their raw arguments.
     pub memo: CallMemo,
+    /// The terminal of a repeated MPI_Waitall on a window of new requests.
+    pub waitall: WaitallMemo,
 }
 
 impl Recorder {
@@ -160,6 +162,7 @@ impl Recorder {
             request_comms: Vec::new(),
             per_call: None,
             memo: CallMemo::default(),
+            waitall: WaitallMemo::default(),
         }
     }
 

@@ -10,9 +10,14 @@
 //!
 //! Every MPI_Isend and MPI_Irecv enters a request and every completion
 //! takes one out, so this is on the hot path of message-rate codes (a
-//! window of 64 MPI_Isend, then one MPI_Waitall): the requests live in
-//! slots reused through a free list, each handle value maps to a chain of
-//! its live requests' slots, oldest first, and nothing allocates once the
+//! window of 64 MPI_Isend, then one MPI_Waitall). A new request is first
+//! only appended to a *log*, in creation order; the log moves into the
+//! table (slots reused through a free list, each handle value mapping to
+//! a chain of its live requests' slots, oldest first) at the first lookup.
+//! A completion call whose requests are exactly the logged ones, in
+//! order, while the table holds none, completes them without their ever
+//! entering the table ([`RequestTable::complete_logged`]): the window's
+//! requests cost an append each and no hashing. Nothing allocates once the
 //! program's most requests at once have been seen.
 
 use crate::intern::Interner;
@@ -91,9 +96,25 @@ struct Chain {
     newest: u32,
 }
 
+/// A request created since the log was last moved into the table.
+#[derive(Clone, Copy)]
+struct Logged {
+    handle: u64,
+    request: LiveRequest,
+}
+
 /// Live requests and their pools.
 #[derive(Default)]
 pub struct RequestTable {
+    /// New requests, oldest first, not yet in the table.
+    log: Vec<Logged>,
+    /// Whether a logged request is persistent or completes an
+    /// MPI_Comm_idup (which a plain completion does not cover).
+    log_special: bool,
+    /// Whether a logged request's completion has a status MPI defines.
+    log_status_defined: bool,
+    /// Live requests in the table (not counting the log).
+    in_table: usize,
     slots: Vec<Slot>,
     /// First free slot (`NIL`: none), the free ones linked by `next`.
     free: Option<u32>,
@@ -125,7 +146,7 @@ impl RequestTable {
 
     /// Enters the request `h` created in `pool` with the index
     /// [`next_index`](RequestTable::next_index) gave.
-    #[inline]
+    #[inline(always)]
     pub fn add(
         &mut self,
         h: u64,
@@ -136,13 +157,78 @@ impl RequestTable {
         idup_comm: Option<u64>,
     ) -> RequestRef {
         self.ids[pool as usize].mark(index);
-        let request = LiveRequest {
-            pool,
-            index,
-            kind,
-            comm,
-            idup_comm,
-        };
+        self.log_special |= kind.persistent || idup_comm.is_some();
+        self.log_status_defined |= kind.status_defined;
+        self.log.push(Logged {
+            handle: h,
+            request: LiveRequest {
+                pool,
+                index,
+                kind,
+                comm,
+                idup_comm,
+            },
+        });
+        RequestRef::Pooled { pool, index }
+    }
+
+    /// The requests completed by a call on `handles` (their values before
+    /// it), if those are exactly the logged requests, in order, none of
+    /// them persistent or an MPI_Comm_idup's, and the table holds no other:
+    /// then each handle names its logged request, whatever the rule for
+    /// shared values. Their (pool, index) ids, in order; `None` also when
+    /// `statuses` (the call records its statuses) and one of them has a
+    /// status MPI defines, which the ids do not say.
+    #[inline]
+    pub fn logged_ids<'a>(
+        &'a self,
+        handles: &[u64],
+        statuses: bool,
+    ) -> Option<impl Iterator<Item = u64> + 'a> {
+        let exact = self.in_table == 0
+            && !self.log_special
+            && !(statuses && self.log_status_defined)
+            && self.log.len() == handles.len()
+            && self.log.iter().zip(handles).all(|(l, &h)| l.handle == h);
+        exact.then(|| {
+            self.log
+                .iter()
+                .map(|l| l.request.pool << 32 | l.request.index)
+        })
+    }
+
+    /// The logged requests completed (after [`logged_ids`](RequestTable::logged_ids)
+    /// said they are the call's): they leave.
+    #[inline]
+    pub fn complete_logged(&mut self) {
+        for l in &self.log {
+            self.ids[l.request.pool as usize].give_back(l.request.index);
+        }
+        self.log.clear();
+        self.log_special = false;
+        self.log_status_defined = false;
+    }
+
+    /// Moves the log into the table, before any lookup.
+    #[inline]
+    fn settle(&mut self) {
+        if !self.log.is_empty() {
+            self.settle_log();
+        }
+    }
+
+    fn settle_log(&mut self) {
+        for i in 0..self.log.len() {
+            let Logged { handle, request } = self.log[i];
+            self.enter(handle, request);
+        }
+        self.log.clear();
+        self.log_special = false;
+        self.log_status_defined = false;
+    }
+
+    fn enter(&mut self, h: u64, request: LiveRequest) {
+        self.in_table += 1;
         let slot = match self.free {
             Some(slot) => {
                 let s = &mut self.slots[slot as usize];
@@ -176,12 +262,12 @@ impl RequestTable {
                 );
             }
         }
-        RequestRef::Pooled { pool, index }
     }
 
     /// The oldest live request with handle `h`.
     #[inline]
-    pub fn oldest(&self, h: u64) -> Option<RequestInfo> {
+    pub fn oldest(&mut self, h: u64) -> Option<RequestInfo> {
+        self.settle();
         let chain = self.by_handle.get(&h)?;
         (chain.oldest != NIL).then(|| self.slots[chain.oldest as usize].request.info())
     }
@@ -190,13 +276,21 @@ impl RequestTable {
     /// one leaves the table. `None` if there is none.
     #[inline]
     pub fn complete(&mut self, h: u64) -> Option<RequestInfo> {
+        self.settle();
         let chain = self.by_handle.get_mut(&h)?;
         let slot = chain.oldest;
         let s = self.slots.get(slot as usize)?;
         let request = s.request;
         if !request.kind.persistent {
             let next = s.next;
-            Self::unlink(&mut self.slots, &mut self.free, chain, slot, next);
+            Self::unlink(
+                &mut self.slots,
+                &mut self.free,
+                &mut self.in_table,
+                chain,
+                slot,
+                next,
+            );
             self.ids[request.pool as usize].give_back(request.index);
         }
         Some(request.info())
@@ -204,6 +298,7 @@ impl RequestTable {
 
     /// The oldest live request with handle `h` was freed (MPI_Request_free).
     pub fn release(&mut self, h: u64) {
+        self.settle();
         let Some(chain) = self.by_handle.get_mut(&h) else {
             return;
         };
@@ -212,14 +307,29 @@ impl RequestTable {
             return;
         };
         let (request, next) = (s.request, s.next);
-        Self::unlink(&mut self.slots, &mut self.free, chain, slot, next);
+        Self::unlink(
+            &mut self.slots,
+            &mut self.free,
+            &mut self.in_table,
+            chain,
+            slot,
+            next,
+        );
         self.ids[request.pool as usize].give_back(request.index);
     }
 
     /// Takes `slot`, the oldest of `chain`, whose next is `next`, out of
     /// the chain and onto the free list.
     #[inline]
-    fn unlink(slots: &mut [Slot], free: &mut Option<u32>, chain: &mut Chain, slot: u32, next: u32) {
+    fn unlink(
+        slots: &mut [Slot],
+        free: &mut Option<u32>,
+        in_table: &mut usize,
+        chain: &mut Chain,
+        slot: u32,
+        next: u32,
+    ) {
+        *in_table -= 1;
         chain.oldest = next;
         if next == NIL {
             chain.newest = NIL;
@@ -251,17 +361,69 @@ mod tests {
         let b = add(&mut t, 2, b"x");
         let c = add(&mut t, 1, b"x");
         assert_eq!(t.complete(1).map(|r| r.id), Some(a));
+        assert_eq!((t.slots.len(), t.in_table), (3, 2));
         // The freed slot goes to a request of another handle...
         let d = add(&mut t, 3, b"x");
         assert_eq!(d, a, "index 0 of the pool is free again");
         // ... and the chain of handle 1 still ends at its newest.
         let e = add(&mut t, 1, b"x");
-        assert_eq!(t.slots.len(), 3, "no slot made while one was free");
         assert_eq!(t.complete(1).map(|r| r.id), Some(c));
+        assert_eq!(t.slots.len(), 4, "d took the free slot, e a new one");
         assert_eq!(t.complete(1).map(|r| r.id), Some(e));
         assert_eq!(t.complete(1).map(|r| r.id), None, "handle 1 has none left");
         assert_eq!(t.complete(2).map(|r| r.id), Some(b));
         assert_eq!(t.complete(3).map(|r| r.id), Some(d));
         assert!(t.oldest(3).is_none());
+        assert_eq!(t.in_table, 0);
+    }
+
+    fn add_kind(t: &mut RequestTable, h: u64, pool: u64, kind: RequestKind) {
+        let index = t.next_index(pool);
+        t.add(h, pool, index, kind, None, None);
+    }
+
+    fn ids(t: &RequestTable, handles: &[u64], statuses: bool) -> Option<Vec<u64>> {
+        t.logged_ids(handles, statuses).map(Iterator::collect)
+    }
+
+    #[test]
+    fn a_completion_of_exactly_the_logged_requests_takes_them_without_the_table() {
+        let mut t = RequestTable::default();
+        // A window: a receive, then two sends sharing one handle value.
+        let recv = RequestKind {
+            persistent: false,
+            status_defined: true,
+        };
+        let send = RequestKind {
+            persistent: false,
+            status_defined: false,
+        };
+        let (r, s) = (t.pool(b"irecv"), t.pool(b"isend"));
+        add_kind(&mut t, 7, r, recv);
+        add_kind(&mut t, 9, s, send);
+        add_kind(&mut t, 9, s, send);
+        let window = [7, 9, 9];
+        assert_eq!(ids(&t, &window, false), Some(vec![0, 1 << 32, 1 << 32 | 1]));
+        assert_eq!(ids(&t, &window, true), None, "the receive's status");
+        assert_eq!(ids(&t, &[9, 7, 9], false), None, "another order");
+        assert_eq!(ids(&t, &window[..2], false), None, "not all of them");
+        t.complete_logged();
+        assert!(t.log.is_empty() && t.slots.is_empty(), "never in the table");
+        assert_eq!(t.next_index(s), 0, "their indices are free again");
+        // A request left in the table (a lookup moved the log there) makes
+        // the next window go through the table.
+        add_kind(&mut t, 9, s, send);
+        assert!(t.oldest(9).is_some());
+        add_kind(&mut t, 5, s, send);
+        assert_eq!(ids(&t, &[5], false), None);
+        assert_eq!(ids(&t, &[9, 5], false), None);
+        assert_eq!(
+            t.complete(9).map(|i| i.id),
+            Some(RequestRef::Pooled { pool: s, index: 0 })
+        );
+        assert_eq!(
+            t.complete(5).map(|i| i.id),
+            Some(RequestRef::Pooled { pool: s, index: 1 })
+        );
     }
 }

@@ -76,6 +76,12 @@ pub fn with<R>(f: impl FnOnce(&mut Tracer) -> R) -> Option<R> {
     if crate::call::is_off() {
         return None;
     }
+    recording(f)
+}
+
+/// [`with`], for a traced call (`call::Call`): recording is on.
+#[inline(always)]
+fn recording<R>(f: impl FnOnce(&mut Tracer) -> R) -> Option<R> {
     let _guard = CONCURRENT
         .load(Relaxed)
         .then(|| TRACER.lock.lock().unwrap_or_else(PoisonError::into_inner));
@@ -102,7 +108,7 @@ pub fn with<R>(f: impl FnOnce(&mut Tracer) -> R) -> Option<R> {
 /// Records one call: its signature (function, return code, arguments from
 /// `encode`) and its duration in ticks.
 pub fn record(func: FuncId, ret: c_int, start: u64, end: u64, encode: impl FnOnce(&mut Encoder)) {
-    with(|t| {
+    recording(|t| {
         let e = t.encode(func, ret, encode);
         t.append(func, e.terminal, e.new, start, end);
     });
@@ -119,7 +125,7 @@ pub fn record_keyed<const N: usize>(
     request: Option<u64>,
     encode: impl FnOnce(&mut Encoder),
 ) {
-    with(|t| {
+    recording(|t| {
         let recalled = t
             .recorder
             .memo
@@ -138,6 +144,52 @@ pub fn record_keyed<const N: usize>(
                 t.recorder
                     .memo
                     .remember(func, ret, key, miss, epoch, e.terminal, e.created, e.comm);
+                (e.terminal, e.new)
+            }
+        };
+        t.append(func, terminal, new, start, end);
+    });
+}
+
+/// Records an MPI_Waitall as [`record`] does, through the Waitall memo
+/// (memo.rs): it returned `ret` on `count` requests whose values before the
+/// call were `handles` (`None`: a NULL array), `statuses` says whether it
+/// records their statuses.
+#[inline]
+pub fn record_waitall(
+    ret: c_int,
+    (start, end): (u64, u64),
+    count: c_int,
+    handles: Option<&[u64]>,
+    statuses: bool,
+    encode: impl FnOnce(&mut Encoder),
+) {
+    let func = mpigram_mpispec::func::MPI_Waitall;
+    recording(|t| {
+        // Some(recalled terminal, if any) when the call completed exactly
+        // the requests created since the last lookup.
+        let logged = handles
+            .filter(|_| ret == MPI_SUCCESS)
+            .and_then(|h| t.objects.logged_request_ids(h, statuses))
+            .map(|ids| t.recorder.waitall.recall(count, statuses, ids));
+        let (terminal, new) = match logged {
+            Some(Some(terminal)) if t.recorder.verify.is_none() => {
+                t.objects.complete_logged_requests();
+                (terminal, false)
+            }
+            // MPIGRAM_VERIFY: encoded in full, as in `record_keyed`.
+            Some(Some(terminal)) => (terminal, t.encode(func, ret, encode).new),
+            Some(None) => {
+                if let Some(ids) = handles.and_then(|h| t.objects.logged_request_ids(h, statuses)) {
+                    t.recorder.waitall.learn(count, statuses, ids);
+                }
+                let e = t.encode(func, ret, encode);
+                t.recorder.waitall.encoded(e.terminal);
+                (e.terminal, e.new)
+            }
+            None => {
+                t.recorder.waitall.forget();
+                let e = t.encode(func, ret, encode);
                 (e.terminal, e.new)
             }
         };
