@@ -57,27 +57,32 @@ pub struct RequestKind {
     pub status_defined: bool,
 }
 
+/// No communicator, in a [`LiveRequest`] (no handle has this value: a
+/// request is copied on every MPI_Isend, so it is kept small).
+const NO_COMM: u64 = u64::MAX;
+
 #[derive(Clone, Copy)]
 struct LiveRequest {
-    pool: u64,
-    index: u64,
+    pool: u32,
+    index: u32,
     kind: RequestKind,
     /// The communicator of the operation, for relative status sources.
-    comm: Option<u64>,
+    comm: u64,
     /// The communicator of MPI_Comm_idup whose id is agreed at completion.
-    idup_comm: Option<u64>,
+    idup_comm: u64,
 }
 
 impl LiveRequest {
     fn info(&self) -> RequestInfo {
+        let comm = |c| (c != NO_COMM).then_some(c);
         RequestInfo {
             id: RequestRef::Pooled {
-                pool: self.pool,
-                index: self.index,
+                pool: self.pool.into(),
+                index: self.index.into(),
             },
-            comm: self.comm,
+            comm: comm(self.comm),
             status_defined: self.kind.status_defined,
-            idup_comm: self.idup_comm,
+            idup_comm: comm(self.idup_comm),
         }
     }
 }
@@ -162,11 +167,11 @@ impl RequestTable {
         self.log.push(Logged {
             handle: h,
             request: LiveRequest {
-                pool,
-                index,
+                pool: pool as u32,
+                index: index as u32,
                 kind,
-                comm,
-                idup_comm,
+                comm: comm.unwrap_or(NO_COMM),
+                idup_comm: idup_comm.unwrap_or(NO_COMM),
             },
         });
         RequestRef::Pooled { pool, index }
@@ -193,7 +198,7 @@ impl RequestTable {
         exact.then(|| {
             self.log
                 .iter()
-                .map(|l| l.request.pool << 32 | l.request.index)
+                .map(|l| u64::from(l.request.pool) << 32 | u64::from(l.request.index))
         })
     }
 
@@ -202,7 +207,7 @@ impl RequestTable {
     #[inline]
     pub fn complete_logged(&mut self) {
         for l in &self.log {
-            self.ids[l.request.pool as usize].give_back(l.request.index);
+            self.ids[l.request.pool as usize].give_back(l.request.index.into());
         }
         self.log.clear();
         self.log_special = false;
@@ -291,7 +296,7 @@ impl RequestTable {
                 slot,
                 next,
             );
-            self.ids[request.pool as usize].give_back(request.index);
+            self.ids[request.pool as usize].give_back(request.index.into());
         }
         Some(request.info())
     }
@@ -315,7 +320,7 @@ impl RequestTable {
             slot,
             next,
         );
-        self.ids[request.pool as usize].give_back(request.index);
+        self.ids[request.pool as usize].give_back(request.index.into());
     }
 
     /// Takes `slot`, the oldest of `chain`, whose next is `next`, out of

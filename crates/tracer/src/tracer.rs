@@ -125,7 +125,8 @@ pub fn record_keyed<const N: usize>(
     request: Option<u64>,
     encode: impl FnOnce(&mut Encoder),
 ) {
-    recording(|t| {
+    // `move`: the closure holds the values, not a pointer to each.
+    recording(move |t| {
         let recalled = t
             .recorder
             .memo
