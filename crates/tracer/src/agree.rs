@@ -82,7 +82,10 @@ fn local_bits(comm: MPI_Comm) -> Bits {
                 None => {}
             }
         }
-        if let (true, Some(me)) = (first, t.world_rank()) {
+        if first {
+            // A program of sessions has no MPI_COMM_WORLD: its launcher's
+            // rank is the one it would have.
+            let me = t.world_rank().unwrap_or_else(crate::census::launcher_rank);
             let serial = SERIAL.fetch_add(1, Relaxed);
             bits[WORDS] = (u64::from(me) + 1) << 32 | u64::from(serial);
         }
@@ -118,6 +121,10 @@ fn smallest_free(all: &Bits) -> Option<u64> {
 /// # Safety
 /// `newcomm` is NULL or valid for reads when `ret` is MPI_SUCCESS.
 pub unsafe fn created(ret: c_int, newcomm: *const HandleSlot) -> Option<Agreed> {
+    if !crate::census::whole_job() {
+        // A member without the tracer would never join the all-reduce.
+        return None;
+    }
     let comm = unsafe { new_comm(ret, newcomm) }?;
     let mut all: Bits = [0; WORDS + 1];
     let mut inter: c_int = 0;
@@ -202,6 +209,9 @@ static PENDING: Mutex<Vec<Pending>> = Mutex::new(Vec::new());
 /// # Safety
 /// As for [`created`].
 pub unsafe fn start(ret: c_int, parent: MPI_Comm, newcomm: *const HandleSlot) {
+    if !crate::census::whole_job() {
+        return;
+    }
     let Some(comm) = (unsafe { new_comm(ret, newcomm) }) else {
         return;
     };

@@ -11,7 +11,7 @@ use crate::encoder::Encoder;
 use crate::front::{REQUEST, front};
 use crate::ownership::{self, Claim};
 use crate::tracer;
-use mpigram_mpispec::{ConstSet, FuncId, func};
+use mpigram_mpispec::{ConstSet, FuncId, HandleKind, func};
 use mpigram_trace::Ending;
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int};
@@ -102,7 +102,7 @@ fn completed_count(outcount: c_int) -> usize {
 /// announces itself for the census.
 fn before_init() -> Option<census::Announced> {
     tracer::with(|_| ());
-    if crate::call::is_off() {
+    if crate::call::is_off() || !census::first_start() {
         return None;
     }
     Some(crate::call::uncounted(|| {
@@ -134,6 +134,38 @@ fn initialised(announced: Option<census::Announced>, thread_level: c_int) {
     }
     tracer::set_thread_level(thread_level);
     crate::clocksync::at_init();
+}
+
+/// # Safety
+/// As `MPI_Session_init`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Session_init(
+    info: MPI_Info,
+    errhandler: MPI_Errhandler,
+    session: *mut HandleSlot,
+) -> c_int {
+    let real = crate::pmpi::MPI_Session_init();
+    // A program of sessions (MPI 4) may never call MPI_Init: the ranks
+    // count themselves at their first MPI_Session_init instead, so that
+    // the tracer never agrees on a communicator with a rank that does not
+    // run it. The directory is not claimed for the run here.
+    tracer::with(|_| ());
+    let announced = (!crate::call::is_off() && census::first_start())
+        .then(|| crate::call::uncounted(|| census::announce(Claim::Unavailable)));
+    let call = Call::begin();
+    let ret = unsafe { real(info, errhandler, session) };
+    let end = crate::clock::now();
+    if let Some(announced) = announced.filter(|_| ret == MPI_SUCCESS) {
+        crate::call::uncounted(|| census::count(announced, None));
+    }
+    if let Some(call) = call {
+        call.end_at(end, func::MPI_Session_init, ret, |e| unsafe {
+            e.handle(HandleKind::Info, info);
+            e.handle(HandleKind::Errhandler, errhandler);
+            e.new_handle_out(HandleKind::Session, session.cast());
+        });
+    }
+    ret
 }
 
 /// # Safety

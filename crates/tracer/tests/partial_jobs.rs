@@ -4,11 +4,14 @@
 //! own) and trace without it: no clock synchronisation, no communicator
 //! agreement, no merge, one file per traced rank, one warning for the job.
 //! The application's MPI is untouched: each program checks its results.
+//! Under MPICH's hydra the ranks count themselves through PMI-1, under Open
+//! MPI's launcher through PMIx (Open MPI 4.1.4 here; `scripts/mpi-matrix`
+//! runs the same under Open MPI 5).
 
 mod common;
 
 use common::*;
-use mpigram_testkit::{compile, mpi_available, mpiexec};
+use mpigram_testkit::{Mpi, compile, compile_with, mpi_available, mpiexec};
 use mpigram_trace::{Ending, Trace};
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -98,6 +101,81 @@ fn an_mpmd_job_with_the_tracer_in_one_executable_runs_and_traces_it() {
     assert_eq!(warnings(&out.stderr), 1, "{out}");
 }
 
+/// New communicators are not agreed on (the tracer's all-reduce over
+/// them would wait for the rank without the tracer): halo2d creates a
+/// Cartesian communicator and exchanges halos over it.
+#[test]
+fn a_partly_traced_job_that_creates_communicators_runs_to_its_end() {
+    mpi_available().unwrap();
+    let exe = compile("halo2d").unwrap();
+    for untraced_first in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut job = mpiexec(1, &exe, ["20"]);
+        if untraced_first {
+            job.env_here("MPIGRAM_OFF", "1").then(1, &exe, ["20"]);
+        } else {
+            job.then(1, &exe, ["20"]).env_here("MPIGRAM_OFF", "1");
+        }
+        job.preload(tracer())
+            .env("MPIGRAM_OUT", dir.path())
+            .env("MPIGRAM_VERIFY", "1")
+            .timeout(Duration::from_secs(60));
+        let out = job.run().unwrap();
+        out.assert_success();
+        let traced = if untraced_first { [1] } else { [0] };
+        let trace = assert_traced_exactly(dir.path(), &traced, &out.stderr);
+        let calls = decoded(&trace, traced[0]);
+        assert!(calls.iter().any(|c| c.func == "MPI_Cart_create"));
+        assert_eq!(warnings(&out.stderr), 1, "{out}");
+    }
+}
+
+/// A program of MPI sessions never calls MPI_Init: the ranks count
+/// themselves at MPI_Session_init, and the communicator MPI_Comm_create_from_group
+/// makes is agreed on only when every rank runs the tracer.
+#[test]
+fn a_partly_traced_program_of_sessions_runs_to_its_end() {
+    mpi_available().unwrap();
+    let exe = compile("sessions").unwrap();
+    for traced in [&[0u32][..], &[0, 1]] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut job = mpiexec(1, &exe, [] as [&str; 0]);
+        job.then(1, &exe, [] as [&str; 0]);
+        if traced.len() == 1 {
+            job.env_here("MPIGRAM_OFF", "1");
+        }
+        job.preload(tracer())
+            .env("MPIGRAM_OUT", dir.path())
+            .env("MPIGRAM_VERIFY", "1")
+            .timeout(Duration::from_secs(60));
+        let out = job.run().unwrap();
+        out.assert_success();
+        let trace = Trace::open(dir.path()).unwrap_or_else(|e| panic!("{e}\n{out}"));
+        let found: Vec<u32> = trace.ranks.iter().map(|r| r.meta.rank).collect();
+        assert_eq!(found, traced, "{out}");
+        for &r in traced {
+            let got: Vec<Vec<u8>> = trace.calls(r).map(<[u8]>::to_vec).collect();
+            assert!(
+                got == verify_stream(dir.path(), r),
+                "rank {r}: calls differ"
+            );
+        }
+        let warned = usize::from(traced.len() == 1);
+        assert_eq!(warnings(&out.stderr), warned, "{out}");
+        // Agreed communicators carry the instance their members agreed on.
+        let instances: Vec<u64> = trace
+            .ranks
+            .iter()
+            .flat_map(|r| r.comms.iter().map(|c| c.instance))
+            .collect();
+        assert!(!instances.is_empty(), "{out}");
+        assert!(
+            instances.iter().all(|&i| (i != 0) == (traced.len() == 2)),
+            "{instances:?}"
+        );
+    }
+}
+
 #[test]
 fn a_fully_traced_job_still_merges_and_says_nothing() {
     let run = run_traced("coll_blocking", 2, &[], &[]);
@@ -107,4 +185,72 @@ fn a_fully_traced_job_still_merges_and_says_nothing() {
     assert_eq!(warnings(&run.output.stderr), 0);
     let trace = run.trace();
     assert!(trace.ranks.iter().all(|r| !r.meta.clock_sync.is_empty()));
+}
+
+/// Open MPI 4.1.4, which scripts/setup installs.
+fn open_mpi() -> Mpi {
+    let mpi = Mpi::named("openmpi").unwrap();
+    assert!(
+        mpi.installed(),
+        "Open MPI 4 is missing: scripts/setup-mpis openmpi4"
+    );
+    mpi
+}
+
+#[test]
+fn under_open_mpi_a_fully_traced_job_merges_without_a_promise() {
+    let mpi = open_mpi();
+    let exe = compile_with(&mpi, "coll_blocking").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut job = mpiexec(2, &exe, [] as [&str; 0]);
+    job.mpi(&mpi)
+        .preload(tracer())
+        .env("MPIGRAM_OUT", dir.path())
+        .timeout(Duration::from_secs(60));
+    let out = job.run().unwrap();
+    out.assert_success();
+    assert!(!out.stderr.contains("MPIGRAM_ALL_RANKS"), "{out}");
+    assert_eq!(warnings(&out.stderr), 0, "{out}");
+    assert!(dir.path().join("trace.mgr").is_file(), "{out}");
+    let trace = Trace::open(dir.path()).unwrap();
+    assert_eq!(trace.ranks.len(), 2);
+    assert!(trace.ranks.iter().all(|r| !r.meta.clock_sync.is_empty()));
+}
+
+#[test]
+fn under_open_mpi_an_mpmd_job_with_the_tracer_in_one_executable_traces_it_alone() {
+    let mpi = open_mpi();
+    let a = compile_with(&mpi, "p2p_blocking").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // `mpirun -n 1 -x LD_PRELOAD=libmpigram.so ./a : -n 1 ./a`
+    let mut job = mpiexec(1, &a, [] as [&str; 0]);
+    job.mpi(&mpi)
+        .env_here("LD_PRELOAD", tracer())
+        .then(1, &a, [] as [&str; 0])
+        .env("MPIGRAM_OUT", dir.path())
+        .env("MPIGRAM_VERIFY", "1")
+        .timeout(Duration::from_secs(60));
+    let out = job.run().unwrap();
+    out.assert_success();
+    assert_traced_exactly(dir.path(), &[0], &out.stderr);
+    assert_eq!(warnings(&out.stderr), 1, "{out}");
+}
+
+#[test]
+fn under_open_mpi_mpigram_off_on_the_first_rank_leaves_the_others_tracing_alone() {
+    let mpi = open_mpi();
+    let exe = compile_with(&mpi, "coll_blocking").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut job = mpiexec(1, &exe, [] as [&str; 0]);
+    job.mpi(&mpi)
+        .env_here("MPIGRAM_OFF", "1")
+        .then(2, &exe, [] as [&str; 0])
+        .preload(tracer())
+        .env("MPIGRAM_OUT", dir.path())
+        .env("MPIGRAM_VERIFY", "1")
+        .timeout(Duration::from_secs(60));
+    let out = job.run().unwrap();
+    out.assert_success();
+    assert_traced_exactly(dir.path(), &[1, 2], &out.stderr);
+    assert_eq!(warnings(&out.stderr), 1, "{out}");
 }

@@ -18115,26 +18115,6 @@ pub unsafe extern "C" fn MPI_Session_iflush_buffer(
     ret
 }
 
-/// Traces `MPI_Session_init`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Session_init(
-    info: MPI_Info,
-    errhandler: MPI_Errhandler,
-    session: *mut HandleSlot,
-) -> c_int {
-    let real = crate::pmpi::MPI_Session_init();
-    let Some(call) = Call::begin() else {
-        return unsafe { real(info, errhandler, session) };
-    };
-    let ret = unsafe { real(info, errhandler, session) };
-    call.end(func::MPI_Session_init, ret, |e| unsafe {
-        e.handle(HandleKind::Info, info);
-        e.handle(HandleKind::Errhandler, errhandler);
-        e.new_handle_out(HandleKind::Session, session.cast());
-    });
-    ret
-}
-
 /// Traces `MPI_Session_set_errhandler`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Session_set_errhandler(
@@ -26892,7 +26872,7 @@ pub unsafe extern "C" fn PMPI_Session_init(
     errhandler: MPI_Errhandler,
     session: *mut HandleSlot,
 ) -> c_int {
-    unsafe { MPI_Session_init(info, errhandler, session) }
+    unsafe { crate::special::MPI_Session_init(info, errhandler, session) }
 }
 
 /// `PMPI_Session_set_errhandler`, as MPICH's Fortran bindings call it: traced as `MPI_Session_set_errhandler`.

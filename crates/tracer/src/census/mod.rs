@@ -5,29 +5,33 @@
 //! MPMD job) would never join it, and its own next collective could even
 //! match the tracer's. So the ranks count themselves first, without MPI:
 //! before PMPI_Init each traced rank puts a key in the process manager's
-//! key-value space (PMI-1, which MPICH's hydra serves on `PMI_FD`); MPI_Init
-//! itself publishes it (MPICH exchanges its addresses through the same
-//! space, behind PMI barriers); after it each rank reads every rank's key.
+//! key-value space (PMI-1, which MPICH's and Intel MPI's hydra serve on
+//! `PMI_FD`, or PMIx, which Open MPI's launchers and `srun --mpi=pmix`
+//! serve); MPI_Init itself publishes it (the MPI exchanges its addresses
+//! through the same space, behind a fence); after it each rank reads every
+//! rank's key.
 //! Every traced rank reads the same keys, so all decide alike. A rank
 //! with `MPIGRAM_OFF` does nothing at all.
 //!
 //! A job in which some rank is missing is traced without the collective
 //! parts: each traced rank writes its own `rank<N>.mgr`, with no clock
 //! synchronisation, and the lowest traced rank says so once. So is a job
-//! whose process manager offers no PMI-1 space (the tracer cannot tell),
-//! unless `MPIGRAM_ALL_RANKS=1` promises that every rank runs the tracer.
-//! The reading costs one local round trip per rank of the job.
+//! whose process manager offers neither (the tracer cannot tell: PMI-2,
+//! e.g. `srun --mpi=pmi2`), unless `MPIGRAM_ALL_RANKS=1` promises that
+//! every rank runs the tracer. The reading costs, per rank of the job, one
+//! local round trip (PMI-1) or a lookup in the local store (PMIx).
 //!
 //! The same keys carry the run id (the lowest traced rank's proposal) and
 //! whether a rank found the trace directory locked by another live run
 //! (ownership.rs): then no rank of this run traces.
 
+mod pmi1;
+mod pmix;
+
 use crate::ownership::Claim;
-use std::ffi::c_int;
-use std::io::{Read, Write};
-use std::os::fd::{FromRawFd, RawFd};
-use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
-use std::time::{Duration, Instant};
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering::Relaxed};
+use std::time::Duration;
 
 const UNKNOWN: u8 = 0;
 const WHOLE: u8 = 1;
@@ -35,19 +39,30 @@ const PARTIAL: u8 = 2;
 
 static STATE: AtomicU8 = AtomicU8::new(UNKNOWN);
 
+/// Whether the census was begun (at the first MPI_Init, MPI_Init_thread
+/// or MPI_Session_init): it is taken once, before the MPI library first
+/// uses the process manager, never again while it does.
+static BEGUN: AtomicBool = AtomicBool::new(false);
+
+/// Whether this is the process's first start of MPI, at which the census
+/// is taken (and no other is).
+pub fn first_start() -> bool {
+    !BEGUN.swap(true, Relaxed)
+}
+
 /// How long the process manager may take to answer one request.
 const ANSWER_LIMIT: Duration = Duration::from_secs(30);
 
 /// Whether the tracer may communicate with every rank of MPI_COMM_WORLD:
-/// the census found them all (or was not taken: a program of MPI sessions,
-/// which never calls MPI_Init, behaves as before).
+/// the census found them all (or was not taken: no MPI_Init or
+/// MPI_Session_init succeeded yet).
 pub fn whole_job() -> bool {
     STATE.load(Relaxed) != PARTIAL
 }
 
 /// This rank's key, put before PMPI_Init: what [`count`] needs after it.
 pub struct Announced {
-    pmi: Option<Pmi>,
+    space: Option<Space>,
     rank: u32,
     size: u32,
     /// This rank's proposal for the run id: the lowest traced rank's wins.
@@ -109,12 +124,9 @@ pub fn announce(claim: Claim) -> Announced {
         Claim::Busy(pid) => format!("busy-{pid}"),
         Claim::Held | Claim::Unavailable => format!("run-{candidate:x}"),
     };
-    let pmi = (size > 1)
-        .then(|| var::<RawFd>("PMI_FD"))
-        .flatten()
-        .and_then(|fd| Pmi::connect(fd, rank, &value).ok());
+    let space = (size > 1).then(|| Space::connect(rank, &value)).flatten();
     Announced {
-        pmi,
+        space,
         rank,
         size,
         candidate,
@@ -127,7 +139,7 @@ pub fn announce(claim: Claim) -> Announced {
 /// MPI_COMM_WORLD's.
 pub fn count(announced: Announced, world_size: Option<u32>) -> Outcome {
     let Announced {
-        pmi,
+        space,
         rank,
         size,
         candidate,
@@ -150,7 +162,7 @@ pub fn count(announced: Announced, world_size: Option<u32>) -> Outcome {
         }
         (WHOLE, alone)
     } else {
-        match pmi.map(|mut pmi| pmi.values(size)) {
+        match space.map(|mut space| space.values(size)) {
             Some(Ok(values)) => settle(rank, size, &values),
             failed => {
                 let whole = promised_whole();
@@ -159,7 +171,7 @@ pub fn count(announced: Announced, world_size: Option<u32>) -> Outcome {
                         Some(Err(e)) => {
                             format!("the process manager's key-value space failed: {e}")
                         }
-                        _ => "the process manager offers no PMI-1 key-value space".into(),
+                        _ => "the process manager offers no PMI-1 or PMIx key-value space".into(),
                     };
                     crate::message::say(&format!(
                         "cannot tell whether every rank runs mpigram ({why}): each rank writes its own rank<N>.mgr, without clock synchronisation or merge; set MPIGRAM_ALL_RANKS=1 if every rank does"
@@ -264,123 +276,42 @@ fn promised_whole() -> bool {
     std::env::var("MPIGRAM_ALL_RANKS").is_ok_and(|v| crate::call::parse_switch(&v) == Some(true))
 }
 
-/// The PMI-1 wire protocol on the process manager's socket: one request
-/// line, one answer line. The socket is MPICH's: the tracer talks on it only
-/// before PMPI_Init (which starts MPICH's own conversation with `init`) and
-/// right after it returns, when MPICH is not using it.
-struct Pmi {
-    socket: std::mem::ManuallyDrop<std::fs::File>,
-    kvs: String,
-}
-
+/// The name of a rank's key.
 fn key(rank: u32) -> String {
     format!("mpigram-{rank}")
 }
 
-impl Pmi {
-    /// Says hello and puts this rank's key.
-    fn connect(fd: RawFd, rank: u32, value: &str) -> Result<Pmi, String> {
-        // SAFETY: the descriptor the process manager gave this process;
-        // never closed by us (ManuallyDrop), MPICH goes on using it.
-        let socket = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(fd) });
-        let mut pmi = Pmi {
-            socket,
-            kvs: String::new(),
-        };
-        let hello = pmi.ask("cmd=init pmi_version=1 pmi_subversion=1")?;
-        if !hello.starts_with("cmd=response_to_init") || field(&hello, "rc") != Some("0") {
-            return Err(format!(
-                "unexpected answer {:?}",
-                hello.escape_default().to_string()
-            ));
+/// The process manager's key-value space: PMI-1 where the launcher gives
+/// its socket (MPICH's and Intel MPI's hydra), else PMIx (Open MPI's
+/// launchers, PRRTE, `srun --mpi=pmix`), whose key the MPI's own
+/// PMIx_Init puts.
+enum Space {
+    Pmi1(pmi1::Pmi),
+    Pmix,
+}
+
+impl Space {
+    /// Before PMPI_Init: connects and puts this rank's key (PMI-1), or
+    /// leaves it for the MPI's PMIx_Init to put.
+    fn connect(rank: u32, value: &str) -> Option<Space> {
+        match var::<RawFd>("PMI_FD") {
+            Some(fd) => pmi1::Pmi::connect(fd, rank, value).ok().map(Space::Pmi1),
+            None if std::env::var_os("PMIX_NAMESPACE").is_some() => {
+                pmix::announce(rank, value);
+                Some(Space::Pmix)
+            }
+            None => None,
         }
-        let name = pmi.ask("cmd=get_my_kvsname")?;
-        pmi.kvs = field(&name, "kvsname")
-            .ok_or("no key-value space name")?
-            .to_owned();
-        let put = pmi.ask(&format!(
-            "cmd=put kvsname={} key={} value={value}",
-            pmi.kvs,
-            key(rank)
-        ))?;
-        if field(&put, "rc") != Some("0") {
-            return Err("the process manager refused a key".into());
-        }
-        Ok(pmi)
     }
 
-    /// Every rank's value, `None` where its key is not there.
+    /// After PMPI_Init: every rank's value, `None` where its key is not
+    /// there.
     fn values(&mut self, size: u32) -> Result<Vec<Option<String>>, String> {
-        (0..size)
-            .map(|rank| {
-                let got = self.ask(&format!("cmd=get kvsname={} key={}", self.kvs, key(rank)))?;
-                Ok((field(&got, "rc") == Some("0"))
-                    .then(|| field(&got, "value").unwrap_or("").to_owned()))
-            })
-            .collect()
-    }
-
-    /// Sends one request and reads its one-line answer, within
-    /// [`ANSWER_LIMIT`].
-    fn ask(&mut self, request: &str) -> Result<String, String> {
-        let line = format!("{request}\n");
-        self.socket
-            .write_all(line.as_bytes())
-            .map_err(|e| e.to_string())?;
-        let deadline = Instant::now() + ANSWER_LIMIT;
-        let mut answer = Vec::new();
-        let mut byte = [0u8];
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() || !readable(&self.socket, left) {
-                return Err("no answer".into());
-            }
-            // One byte at a time: nothing after the answer's end is ours.
-            match self.socket.read(&mut byte) {
-                Ok(1) if byte[0] == b'\n' => break,
-                Ok(1) if answer.len() < 4096 => answer.push(byte[0]),
-                Ok(1) => return Err("answer too long".into()),
-                Ok(_) => return Err("the process manager closed the socket".into()),
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e.to_string()),
-            }
+        match self {
+            Space::Pmi1(pmi) => pmi.values(size),
+            Space::Pmix => pmix::announced()
+                .map(|pmix| pmix.values(size))
+                .ok_or_else(|| "the MPI library did not initialise PMIx in MPI_Init".into()),
         }
-        String::from_utf8(answer).map_err(|_| "an answer that is not text".into())
-    }
-}
-
-/// The value of `name=` in a PMI-1 line.
-fn field<'a>(line: &'a str, name: &str) -> Option<&'a str> {
-    line.split(' ')
-        .find_map(|w| w.strip_prefix(name)?.strip_prefix('='))
-}
-
-/// Waits until `file` can be read, at most `limit`.
-fn readable(file: &std::fs::File, limit: Duration) -> bool {
-    use std::os::fd::AsRawFd;
-    let mut poll = libc::pollfd {
-        fd: file.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    let ms = c_int::try_from(limit.as_millis()).unwrap_or(c_int::MAX);
-    // SAFETY: one valid pollfd.
-    unsafe { libc::poll(&mut poll, 1, ms) > 0 }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::field;
-
-    #[test]
-    fn fields_of_answers() {
-        let line = "cmd=get_result rc=-1 msg=key_mpigram-1_not_found value=unknown";
-        assert_eq!(field(line, "rc"), Some("-1"));
-        assert_eq!(field(line, "value"), Some("unknown"));
-        assert_eq!(field(line, "kvsname"), None);
-        assert_eq!(
-            field("cmd=my_kvsname kvsname=kvs_1_0", "kvsname"),
-            Some("kvs_1_0")
-        );
     }
 }
