@@ -41,6 +41,7 @@ mod ownership;
 mod pmpi;
 mod pmpi_query;
 mod recorder;
+mod recording;
 mod requests;
 mod segments;
 mod signals;

@@ -357,13 +357,13 @@ impl WaitallMemo {
         &self,
         count: c_int,
         statuses: bool,
-        ids: impl Iterator<Item = u64>,
+        mut ids: impl Iterator<Item = u64>,
     ) -> Option<u32> {
         let terminal = self.terminal?;
         let mut remembered = self.ids.iter();
         let same = count == self.count
             && statuses == self.statuses
-            && ids.map(|id| remembered.next() == Some(&id)).all(|b| b)
+            && ids.all(|id| remembered.next() == Some(&id))
             && remembered.next().is_none();
         same.then_some(terminal)
     }
@@ -502,6 +502,36 @@ mod tests {
                 (terminal, id, false)
             }
         }
+    }
+
+    #[test]
+    fn a_waitall_is_recalled_only_with_the_same_count_statuses_and_ids() {
+        let mut memo = WaitallMemo::default();
+        let window = [0, 1, 1 << 32];
+        assert_eq!(
+            memo.recall(3, false, window.into_iter()),
+            None,
+            "nothing seen"
+        );
+        memo.learn(3, false, window.into_iter());
+        assert_eq!(
+            memo.recall(3, false, window.into_iter()),
+            None,
+            "not encoded yet"
+        );
+        memo.encoded(42);
+        assert_eq!(memo.recall(3, false, window.into_iter()), Some(42));
+        assert_eq!(memo.recall(3, true, window.into_iter()), None, "statuses");
+        assert_eq!(memo.recall(4, false, window.into_iter()), None, "count");
+        assert_eq!(memo.recall(3, false, [0, 1].into_iter()), None, "fewer ids");
+        assert_eq!(
+            memo.recall(3, false, [0, 1, 1 << 32, 2].into_iter()),
+            None,
+            "more ids"
+        );
+        assert_eq!(memo.recall(3, false, [1, 0, 1 << 32].into_iter()), None);
+        memo.forget();
+        assert_eq!(memo.recall(3, false, window.into_iter()), None, "forgotten");
     }
 
     #[test]
