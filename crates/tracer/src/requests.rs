@@ -281,66 +281,39 @@ impl RequestTable {
     /// one leaves the table. `None` if there is none.
     #[inline]
     pub fn complete(&mut self, h: u64) -> Option<RequestInfo> {
-        self.settle();
-        let chain = self.by_handle.get_mut(&h)?;
-        let slot = chain.oldest;
-        let s = self.slots.get(slot as usize)?;
-        let request = s.request;
-        if !request.kind.persistent {
-            let next = s.next;
-            Self::unlink(
-                &mut self.slots,
-                &mut self.free,
-                &mut self.in_table,
-                chain,
-                slot,
-                next,
-            );
-            self.ids[request.pool as usize].give_back(request.index.into());
-        }
+        let request = self.oldest_taken(h, |r| !r.kind.persistent)?;
         Some(request.info())
     }
 
     /// The oldest live request with handle `h` was freed (MPI_Request_free).
     pub fn release(&mut self, h: u64) {
-        self.settle();
-        let Some(chain) = self.by_handle.get_mut(&h) else {
-            return;
-        };
-        let slot = chain.oldest;
-        let Some(s) = self.slots.get(slot as usize) else {
-            return;
-        };
-        let (request, next) = (s.request, s.next);
-        Self::unlink(
-            &mut self.slots,
-            &mut self.free,
-            &mut self.in_table,
-            chain,
-            slot,
-            next,
-        );
-        self.ids[request.pool as usize].give_back(request.index.into());
+        self.oldest_taken(h, |_| true);
     }
 
-    /// Takes `slot`, the oldest of `chain`, whose next is `next`, out of
-    /// the chain and onto the free list.
+    /// The oldest live request with handle `h`, taken out of the table
+    /// (its slot freed, its index given back) if `take` says so.
     #[inline]
-    fn unlink(
-        slots: &mut [Slot],
-        free: &mut Option<u32>,
-        in_table: &mut usize,
-        chain: &mut Chain,
-        slot: u32,
-        next: u32,
-    ) {
-        *in_table -= 1;
-        chain.oldest = next;
-        if next == NIL {
-            chain.newest = NIL;
+    fn oldest_taken(
+        &mut self,
+        h: u64,
+        take: impl FnOnce(&LiveRequest) -> bool,
+    ) -> Option<LiveRequest> {
+        self.settle();
+        let chain = self.by_handle.get_mut(&h)?;
+        let slot = chain.oldest;
+        let s = self.slots.get(slot as usize)?;
+        let (request, next) = (s.request, s.next);
+        if take(&request) {
+            self.in_table -= 1;
+            chain.oldest = next;
+            if next == NIL {
+                chain.newest = NIL;
+            }
+            self.slots[slot as usize].next = self.free.unwrap_or(NIL);
+            self.free = Some(slot);
+            self.ids[request.pool as usize].give_back(request.index.into());
         }
-        slots[slot as usize].next = free.unwrap_or(NIL);
-        *free = Some(slot);
+        Some(request)
     }
 }
 
