@@ -40,6 +40,10 @@ async function main() {
     flow_ends: await query(`select s1.name as from_slice, coalesce(p2.name, s2.name) as into_slice, count(*) as n
         from flow f join slice s1 on f.slice_out = s1.id join slice s2 on f.slice_in = s2.id
         left join slice p2 on s2.parent_id = p2.id group by 1, 2 order by 3 desc`),
+    // The arguments of the first call of each function (by key).
+    call_args: await query(`select s.name as func, a.key as key, coalesce(a.string_value, cast(a.int_value as text), cast(a.real_value as text)) as value
+        from slice s join args a using (arg_set_id)
+        where s.id in (select min(id) from slice group by name) order by s.name, a.key`),
     import_errors: await query("select name, value from stats where severity in ('error', 'data_loss') and value > 0"),
     track_groups: await page.evaluate(() => Object.values(globals.state.trackGroups).map((g) => g.name)),
     page_errors: errors,

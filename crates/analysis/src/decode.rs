@@ -45,11 +45,6 @@ impl DecodedCall {
 
     /// `0 12 MPI_Isend(buf=seg2+0, count=8, ...)`, with ` -> ret` on errors.
     pub fn to_text(&self) -> String {
-        let args: Vec<String> = self
-            .args
-            .iter()
-            .map(|(k, v)| format!("{k}={}", text(v)))
-            .collect();
         let ret = if self.ret != 0 {
             format!(" -> {}", self.ret)
         } else {
@@ -60,12 +55,21 @@ impl DecodedCall {
             self.rank,
             self.seq,
             self.func,
-            args.join(", ")
+            args_text(&self.args)
         )
     }
 }
 
 /// A value as the text form shows it: `[req0, req1]`, `{MPI_SOURCE=1, ...}`.
+/// Arguments as `mpigram decode` writes them: `count=4, datatype=MPI_INT`.
+pub(crate) fn args_text(args: &serde_json::Map<String, Json>) -> String {
+    let args: Vec<String> = args
+        .iter()
+        .map(|(k, v)| format!("{k}={}", text(v)))
+        .collect();
+    args.join(", ")
+}
+
 pub(crate) fn text(v: &Json) -> String {
     match v {
         // A recorded string (an info key, an object's name) may hold a

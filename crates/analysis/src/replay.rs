@@ -13,7 +13,7 @@
 
 use crate::critical_path::walk::{Farthest, Step};
 use crate::decode::{DecodeError, DecodedCall, RankDecoder};
-use crate::matching::{CallAt, OperationLog, RankEvent, handles};
+use crate::matching::{CallAt, Matcher, OperationLog, RankEvent, handles};
 use crate::sites::{SiteWalk, Sites};
 use crate::timeline::{Source, Span, SpanReader, TimelineError, rank_spans};
 use mpigram_trace::{RankPart, Trace};
@@ -235,12 +235,24 @@ pub(crate) struct Reading<'t> {
 }
 
 impl<'t> Reading<'t> {
-    pub(crate) fn new(readers: Vec<RankReader<'t>>) -> Reading<'t> {
-        Reading {
+    /// The readers of every rank of `trace`, in the order of its ranks.
+    pub(crate) fn of(
+        trace: &'t Trace,
+        sites: &'t Sites<'t>,
+        source: Source,
+        run_start_ns: f64,
+    ) -> Result<Reading<'t>, ReplayError> {
+        let readers = trace
+            .ranks
+            .iter()
+            .enumerate()
+            .map(|(r, part)| RankReader::new(r as u32, trace, part, sites, source, run_start_ns))
+            .collect::<Result<_, _>>()?;
+        Ok(Reading {
             readers,
             ahead: Vec::new(),
             spare: Vec::new(),
-        }
+        })
     }
 
     /// The ranks (by index) with calls still to hand out.
@@ -270,6 +282,53 @@ impl<'t> Reading<'t> {
             .extend(chunks.into_iter().map(|(_, calls, _)| calls));
         Ok(())
     }
+}
+
+/// Matches the operations of every rank of `trace` in time order: the
+/// ranks are read side by side, a chunk of calls at a time, the ranks
+/// furthest behind in time first, and their operations fed to `matcher`;
+/// `found` is called after each call and each rank's end with what the
+/// matcher found (in `matcher.found`), and once more after the end.
+pub(crate) fn match_in_time_order(
+    trace: &Trace,
+    sites: &Sites,
+    source: Source,
+    run_start_ns: f64,
+    matcher: &mut Matcher,
+    mut found: impl FnMut(&mut Matcher),
+) -> Result<(), ReplayError> {
+    let world: Vec<u32> = trace.ranks.iter().map(|p| p.meta.rank).collect();
+    let mut reading = Reading::of(trace, sites, source, run_start_ns)?;
+    loop {
+        let open = reading.open();
+        let Some(behind) = open.iter().map(|&r| reading.frontier(r)).min() else {
+            break;
+        };
+        let ranks: Vec<u32> = open
+            .into_iter()
+            .filter(|&r| reading.frontier(r) <= behind)
+            .collect();
+        reading.next(&ranks, |r, read| {
+            let rank = world[r as usize];
+            match read {
+                Read::Call(call) => {
+                    for e in call.events {
+                        matcher.feed(rank, e);
+                    }
+                }
+                Read::End(end) => {
+                    for e in end.events {
+                        matcher.feed(rank, e);
+                    }
+                    matcher.end_rank(rank);
+                }
+            }
+            found(matcher);
+        })?;
+    }
+    matcher.finish();
+    found(matcher);
+    Ok(())
 }
 
 /// Reads the next chunk of each of `ranks` (by index), in parallel.

@@ -116,13 +116,28 @@ impl<T: Record> Spill<T> {
 /// Records sorted in memory before they go to a run of the file.
 const SORT_RUN: usize = 1 << 16;
 
+/// Runs merged at once: each has a reader with a buffer of [`BUFFER`]
+/// bytes, so more runs are merged in rounds, [`FAN_IN`] at a time.
+const FAN_IN: usize = 16;
+
 impl<T: Record> Spill<T> {
     /// The records sorted by `key` (stable), in memory that does not
-    /// grow with them: sorted runs of [`SORT_RUN`] records, merged.
+    /// grow with them: sorted runs of [`SORT_RUN`] records, merged
+    /// [`FAN_IN`] at a time.
     pub(crate) fn sorted<K: Ord>(&self, key: impl Fn(&T) -> K) -> io::Result<Spill<T>> {
+        self.sorted_in(key, SORT_RUN, FAN_IN)
+    }
+
+    /// [`Spill::sorted`] with runs of `run_len` records merged `fan_in` at a time.
+    fn sorted_in<K: Ord>(
+        &self,
+        key: impl Fn(&T) -> K,
+        run_len: usize,
+        fan_in: usize,
+    ) -> io::Result<Spill<T>> {
         let mut runs: Spill<T> = Spill::default();
         let mut bounds = Vec::new();
-        let mut run: Vec<T> = Vec::with_capacity(SORT_RUN.min(self.len as usize));
+        let mut run: Vec<T> = Vec::with_capacity(run_len.min(self.len as usize));
         let mut records = self.iter();
         loop {
             let next = records.next().transpose()?;
@@ -130,7 +145,7 @@ impl<T: Record> Spill<T> {
             if let Some(r) = next {
                 run.push(r);
             }
-            if run.len() == SORT_RUN || (end && !run.is_empty()) {
+            if run.len() == run_len || (end && !run.is_empty()) {
                 run.sort_by_key(&key);
                 let start = runs.len;
                 for r in run.drain(..) {
@@ -142,13 +157,30 @@ impl<T: Record> Spill<T> {
                 break;
             }
         }
-        if bounds.len() <= 1 {
-            return Ok(runs);
+        while bounds.len() > 1 {
+            let mut merged = Spill::default();
+            let mut merged_bounds = Vec::new();
+            for group in bounds.chunks(fan_in) {
+                let start = merged.len;
+                runs.merge(group, &key, &mut merged)?;
+                merged_bounds.push((start, merged.len));
+            }
+            (runs, bounds) = (merged, merged_bounds);
         }
-        // Each run's next record, merged by (key, run): stable.
+        Ok(runs)
+    }
+
+    /// Merges the sorted runs `bounds` (by index) into `out`, by (key,
+    /// run): stable.
+    fn merge<K: Ord>(
+        &self,
+        bounds: &[(u64, u64)],
+        key: impl Fn(&T) -> K,
+        out: &mut Spill<T>,
+    ) -> io::Result<()> {
         let mut readers: Vec<Records<'_, T>> = bounds
             .iter()
-            .map(|&(from, to)| runs.range(from, to))
+            .map(|&(from, to)| self.range(from, to))
             .collect();
         let mut heads: Vec<Option<T>> = Vec::with_capacity(readers.len());
         for r in &mut readers {
@@ -159,7 +191,6 @@ impl<T: Record> Spill<T> {
             .enumerate()
             .filter_map(|(i, h)| h.as_ref().map(|h| Reverse((key(h), i))))
             .collect();
-        let mut out = Spill::default();
         while let Some(Reverse((_, i))) = heap.pop() {
             let record = heads[i].take().expect("a head");
             out.push(&record)?;
@@ -168,7 +199,7 @@ impl<T: Record> Spill<T> {
                 heap.push(Reverse((key(h), i)));
             }
         }
-        Ok(out)
+        Ok(())
     }
 
     /// The records `from..to` (by index).
@@ -297,15 +328,18 @@ mod tests {
         );
         let backward: Vec<(u32, i64)> = s.iter_rev().map(Result::unwrap).collect();
         // Sorted by the second field, descending, ties in pushed order.
-        let sorted: Vec<(u32, i64)> = s
-            .sorted(|r| (r.1 % 7, r.0 % 3))
-            .unwrap()
-            .iter()
-            .map(Result::unwrap)
-            .collect();
         let mut expected = forward.clone();
         expected.sort_by_key(|r| (r.1 % 7, r.0 % 3));
-        assert_eq!(sorted, expected);
+        // In one run or two, and in 66 runs merged 4 at a time, in rounds.
+        for (run_len, fan_in) in [(SORT_RUN, FAN_IN), (1000, 4)] {
+            let sorted: Vec<(u32, i64)> = s
+                .sorted_in(|r| (r.1 % 7, r.0 % 3), run_len, fan_in)
+                .unwrap()
+                .iter()
+                .map(Result::unwrap)
+                .collect();
+            assert_eq!(sorted, expected);
+        }
         assert_eq!(backward.into_iter().rev().collect::<Vec<_>>(), forward);
         let small: Spill<(u32, i64)> = Spill::default();
         assert_eq!(small.iter().count(), 0);

@@ -1,6 +1,7 @@
 //! The analyses hold what is in flight, not the calls: the most memory
 //! `critical-path`, `profile`, `decode` (calls and times read as
-//! `mpigram decode` reads them) and `stats` allocate while reading a trace (beyond
+//! `mpigram decode` reads them), `stats` and `export` (to Perfetto: the
+//! Chrome JSON writer keeps no more than it) allocate while reading a trace (beyond
 //! the trace as opened) does not grow as the calls double (200,000,
 //! 400,000, 800,000), and stays under a bound. Counted by this test
 //! binary's allocator; one test, so that nothing else allocates meanwhile.
@@ -9,6 +10,7 @@ mod common;
 
 use mpigram_analysis::critical_path;
 use mpigram_analysis::decode::RankDecoder;
+use mpigram_analysis::export::{self, Format, Window};
 use mpigram_analysis::profile::{self, Options};
 use mpigram_analysis::stats::Stats;
 use mpigram_analysis::timeline::{Source, rank_spans};
@@ -34,9 +36,39 @@ fn decode(trace: &Trace) -> u64 {
     calls
 }
 
+/// Exports `trace` to Perfetto into a sink; the bytes written and the summary.
+fn export_to_sink(trace: &Trace) -> (u64, export::ExportSummary) {
+    let mut sink = Counted(0);
+    let summary = export::export(
+        trace,
+        Source::Best,
+        Format::Perfetto,
+        None,
+        &Window::default(),
+        &mut sink,
+        &mut |_| {},
+    )
+    .unwrap();
+    (sink.0, summary)
+}
+
+/// A writer that keeps nothing, counting bytes.
+struct Counted(u64);
+
+impl std::io::Write for Counted {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len() as u64;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 #[test]
 fn the_analyses_hold_what_is_in_flight_not_the_calls() {
     let (mut path, mut prof, mut dec, mut stats) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut export = Vec::new();
     for iterations in [25_000u64, 50_000, 100_000] {
         let trace = common::two_ranks(iterations);
         let calls = 2 * (2 + 4 * iterations);
@@ -57,6 +89,17 @@ fn the_analyses_hold_what_is_in_flight_not_the_calls() {
             }),
         ));
         dec.push((calls, peak_of(|| assert_eq!(decode(&trace), calls))));
+        export.push((
+            calls,
+            peak_of(|| {
+                let (bytes, summary) = export_to_sink(&trace);
+                assert_eq!(summary.calls, calls);
+                // A message each way per iteration, two requests a rank.
+                assert_eq!(summary.messages as u64, 2 * iterations);
+                assert_eq!(summary.requests as u64, 4 * iterations);
+                assert!(bytes > 10 * calls, "{bytes} bytes");
+            }),
+        ));
         stats.push((
             calls,
             peak_of(|| {
@@ -73,4 +116,5 @@ fn the_analyses_hold_what_is_in_flight_not_the_calls() {
     assert_bounded("profile", &prof, 2 << 20, 64 << 20);
     assert_bounded("decode", &dec, 1 << 20, 16 << 20);
     assert_bounded("stats", &stats, 1 << 20, 16 << 20);
+    assert_bounded("export", &export, 2 << 20, 64 << 20);
 }

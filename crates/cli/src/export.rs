@@ -86,7 +86,7 @@ pub fn run(args: &Args) -> Result<()> {
     let bar = crate::progress::calls(trace.ranks.iter().map(|r| r.meta.calls).sum());
     let summary = export::export(
         &trace,
-        &times as &RankTimes,
+        Source::Best,
         format,
         marks,
         &window,

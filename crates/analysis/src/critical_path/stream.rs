@@ -12,7 +12,7 @@ use crate::matching::instances;
 use crate::matching::one_sided;
 use crate::matching::p2p::Decision;
 use crate::matching::{Found, Matcher, world_ranks};
-use crate::replay::{RankEnd, RankReader, Read, Reading, ReplayError};
+use crate::replay::{RankEnd, Read, Reading, ReplayError};
 use crate::sites::Sites;
 use crate::timeline::{Source, rank_spans};
 use mpigram_trace::Trace;
@@ -57,14 +57,7 @@ pub(super) fn analyse(
     let members = world_ranks(trace);
     let world: Vec<u32> = trace.ranks.iter().map(|p| p.meta.rank).collect();
     let n = world.len();
-    let mut reading = Reading::new(
-        trace
-            .ranks
-            .iter()
-            .enumerate()
-            .map(|(r, part)| RankReader::new(r as u32, trace, part, grammar_sites, source, origin))
-            .collect::<Result<_, _>>()?,
-    );
+    let mut reading = Reading::of(trace, grammar_sites, source, origin)?;
     let mut matcher = Matcher::new(&members, world.clone());
     let mut builder = Builder::new(&world);
     let mut walk = Walk::new(n);

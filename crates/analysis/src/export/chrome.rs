@@ -9,8 +9,8 @@ use std::io::{self, Write};
 pub(super) struct ChromeWriter<'w> {
     out: &'w mut dyn Write,
     first: bool,
-    /// Thread id of the current rank's first request lane.
-    lanes_tid: u64,
+    /// Thread ids of the current rank's request lanes.
+    lane_tids: Vec<u64>,
     /// The next unused thread id.
     next_tid: u64,
     /// The critical path's process (and thread) id, after the ranks'.
@@ -25,7 +25,7 @@ impl<'w> ChromeWriter<'w> {
         Ok(ChromeWriter {
             out,
             first: true,
-            lanes_tid: 0,
+            lane_tids: Vec::new(),
             next_tid: pid(max_rank) + 2,
             path_pid: pid(max_rank) + 1,
         })
@@ -38,7 +38,7 @@ impl<'w> ChromeWriter<'w> {
         match track {
             Track::CriticalPath => self.path_pid,
             Track::Calls { rank } => pid(rank),
-            Track::Requests { lane, .. } => self.lanes_tid + lane as u64,
+            Track::Requests { lane, .. } => self.lane_tids[lane],
         }
     }
 
@@ -81,10 +81,9 @@ impl TimelineWriter for ChromeWriter<'_> {
         )
     }
 
-    fn rank(&mut self, rank: u32, lanes: usize) -> io::Result<()> {
+    fn rank(&mut self, rank: u32) -> io::Result<()> {
         let pid = pid(rank);
-        self.lanes_tid = self.next_tid;
-        self.next_tid += lanes as u64;
+        self.lane_tids.clear();
         self.metadata(
             "process_name",
             pid,
@@ -104,18 +103,21 @@ impl TimelineWriter for ChromeWriter<'_> {
             pid,
             Some(calls),
             json!({"sort_index": 0}),
-        )?;
-        for lane in 0..lanes {
-            let tid = self.tid(Track::Requests { rank, lane });
-            self.metadata("thread_name", pid, Some(tid), json!({"name": "requests"}))?;
-            self.metadata(
-                "thread_sort_index",
-                pid,
-                Some(tid),
-                json!({"sort_index": lane + 1}),
-            )?;
-        }
-        Ok(())
+        )
+    }
+
+    fn lane(&mut self, rank: u32, lane: usize) -> io::Result<()> {
+        let (pid, tid) = (pid(rank), self.next_tid);
+        self.next_tid += 1;
+        self.lane_tids.push(tid);
+        debug_assert_eq!(self.lane_tids.len(), lane + 1, "lanes in turn");
+        self.metadata("thread_name", pid, Some(tid), json!({"name": "requests"}))?;
+        self.metadata(
+            "thread_sort_index",
+            pid,
+            Some(tid),
+            json!({"sort_index": lane + 1}),
+        )
     }
 
     fn slice(&mut self, s: &Slice) -> io::Result<()> {
@@ -125,6 +127,10 @@ impl TimelineWriter for ChromeWriter<'_> {
         };
         let tid = self.tid(s.track);
         let ts = micros(s.start_ns);
+        let mut args = s.args.clone();
+        if let Some(seq) = s.seq {
+            args.insert("seq".into(), json!(seq));
+        }
         self.event(&json!({
             "name": s.name,
             "cat": "mpi",
@@ -133,7 +139,7 @@ impl TimelineWriter for ChromeWriter<'_> {
             "dur": micros(s.end_ns - s.start_ns),
             "pid": pid,
             "tid": tid,
-            "args": s.args,
+            "args": args,
         }))?;
         for id in s.flows_out {
             self.event(&json!({

@@ -2,7 +2,8 @@
 
 use super::perfetto::{TYPE_SLICE_BEGIN, TYPE_SLICE_END, Trace as PerfettoTrace};
 use super::*;
-use crate::matching::{PredefinedComms, match_calls};
+use crate::matching::{CallAt, OperationLog, PredefinedComms};
+use rustc_hash::FxHashMap;
 use serde_json::Value as Json;
 
 use crate::decode::test_call as call;
@@ -137,30 +138,8 @@ fn export_run(format: Format) -> (Vec<u8>, ExportSummary) {
 }
 
 fn export_window(format: Format, window: &Window) -> (Vec<u8>, ExportSummary) {
-    let ranks = run();
-    let all_calls = ranks.iter().flat_map(|(calls, _)| calls.clone());
-    let matching = match_calls(all_calls, &PredefinedComms);
-    let send_starts =
-        send_starts(&matching, window, |rank| Ok(ranks[rank as usize].1.clone())).unwrap();
-    let timeline = Timeline {
-        matching: &matching,
-        send_starts: &send_starts,
-        max_rank: 1,
-        path: None,
-        window,
-    };
-    let inputs = ranks.into_iter().enumerate().map(|(rank, (calls, spans))| {
-        Ok(RankInput {
-            rank: rank as u32,
-            calls: Box::new(calls.into_iter().map(Ok)),
-            spans,
-        })
-    });
-    let mut out = Vec::new();
     let mut seen = Vec::new();
-    let summary = timeline
-        .write(inputs, format, &mut out, &mut |n| seen.push(n))
-        .unwrap();
+    let (out, summary) = write_window(run(), format, window, &mut |n| seen.push(n)).unwrap();
     if window.is_all() {
         assert_eq!(
             seen,
@@ -169,6 +148,55 @@ fn export_window(format: Format, window: &Window) -> (Vec<u8>, ExportSummary) {
         );
     }
     (out, summary)
+}
+
+/// Exports `ranks` as `export` does: their operations matched first (rank
+/// after rank, which the matcher takes as well as time order), then the
+/// timeline written.
+fn write_window(
+    ranks: Vec<(Vec<DecodedCall>, Vec<Span>)>,
+    format: Format,
+    window: &Window,
+    progress: &mut dyn FnMut(u64),
+) -> Result<(Vec<u8>, ExportSummary), ExportError> {
+    let world: Vec<u32> = (0..ranks.len() as u32).collect();
+    let mut matcher = Matcher::new(&PredefinedComms, world);
+    let mut arrows = Arrows::new(window);
+    for (rank, (calls, spans)) in ranks.iter().enumerate() {
+        let rank = rank as u32;
+        let mut log = OperationLog::new(rank);
+        for (call, i) in calls.iter().zip(0..) {
+            let span = spans.get(i).copied();
+            log.record(call, CallAt { span, site: 0 });
+            for e in log.take_events() {
+                matcher.feed(rank, e);
+            }
+            arrows.found(matcher.found.drain(..));
+        }
+        log.end();
+        for e in log.take_events() {
+            matcher.feed(rank, e);
+        }
+        matcher.end_rank(rank);
+        arrows.found(matcher.found.drain(..));
+    }
+    matcher.finish();
+    arrows.found(matcher.found.drain(..));
+    let timeline = Timeline {
+        max_rank: 1,
+        path: None,
+        window,
+    };
+    let inputs = ranks.into_iter().enumerate().map(|(rank, (calls, spans))| {
+        Ok(RankInput {
+            rank: rank as u32,
+            calls: Box::new(calls.into_iter().map(Ok)),
+            spans: Box::new(spans.into_iter().map(Ok)),
+        })
+    });
+    let mut out = Vec::new();
+    let summary = timeline.write(arrows, inputs, format, &mut out, progress)?;
+    Ok((out, summary))
 }
 
 #[test]
@@ -245,22 +273,28 @@ fn the_paths_jumps_go_from_the_call_it_leaves_to_the_call_it_reaches() {
         .into(),
         ..CriticalPath::default()
     };
-    let mut flows = FxHashMap::default();
-    assert_eq!(path_jumps(&path, 100, &mut flows), 2);
-    assert_eq!(flows[&(0, 3)].path_out, [101]);
-    assert_eq!(flows[&(1, 5)].path_in[0].id, 101);
-    assert_eq!(flows[&(1, 5)].path_in[0].from_rank, 0);
-    assert_eq!(flows[&(1, 6)].path_out, [102]);
-    assert_eq!(flows[&(0, 9)].path_in[0].id, 102);
-    assert_eq!(flows[&(0, 9)].path_in[0].at_ns, 22);
-    assert!(
-        flows
-            .values()
-            .all(|f| f.out.is_empty() && f.r#in.is_empty())
-    );
+    let window = Window::default();
+    let mut arrows = Arrows::new(&window);
+    arrows.messages = 100;
+    arrows.path_jumps(&path);
+    assert_eq!(arrows.path_jumps, 2);
+    let marks = arrows.sorted().unwrap();
+    let mut reader = arrows::MarkReader::new(&marks);
+    let mut at = |rank, seq, span| {
+        let mut a = arrows::CallArrows::default();
+        reader.at(rank, seq, span, &mut a).unwrap();
+        a
+    };
+    assert_eq!(at(0, 3, (0, 10)).path_out, [101]);
+    let into_9 = at(0, 9, (20, 40));
+    assert_eq!((into_9.r#in[0].id, into_9.r#in[0].at_ns), (102, 22));
+    assert!(into_9.out.is_empty() && into_9.path_out.is_empty());
+    let into_5 = at(1, 5, (0, 40));
+    assert_eq!((into_5.r#in[0].id, into_5.r#in[0].from_rank), (101, 0));
+    assert!(into_5.r#in[0].path);
+    assert_eq!(at(1, 6, (0, 40)).path_out, [102]);
 }
 
-/// Chrome events of phase `ph`.
 fn phase<'a>(events: &'a [Json], ph: &str) -> Vec<&'a Json> {
     events.iter().filter(|e| e["ph"] == ph).collect()
 }
@@ -407,13 +441,21 @@ fn chrome_json_shows_each_request_from_post_to_completion_without_overlap() {
 #[test]
 fn perfetto_protobuf_decodes_with_nested_slices_per_track_and_paired_flows() {
     let (bytes, _) = export_run(Format::Perfetto);
+    let raw = <PerfettoTrace as prost::Message>::decode(bytes.as_slice()).unwrap();
     let trace = PerfettoTrace::read(bytes.as_slice()).expect("a Trace message");
-    assert!(
-        trace
-            .packet
-            .iter()
-            .all(|p| p.trusted_packet_sequence_id == Some(1))
-    );
+    // Each sequence starts with its state cleared, then its events; a
+    // rank's calls carry neither their track nor an absolute time.
+    let mut sequences = FxHashMap::default();
+    for p in &raw.packet {
+        let id = p.trusted_packet_sequence_id.expect("on a sequence");
+        let first = sequences.insert(id, ()).is_none();
+        let cleared = p.sequence_flags.unwrap_or(0) & perfetto::SEQ_INCREMENTAL_STATE_CLEARED;
+        assert_eq!(cleared != 0, first, "{p:?}");
+    }
+    // Shared, then per rank its calls and two request lanes.
+    assert_eq!(sequences.len(), 1 + 2 * 3);
+    let call_events = raw.packet.iter().filter_map(|p| p.track_event.as_ref());
+    assert!(call_events.filter(|e| e.track_uuid.is_none()).count() >= 2 * 13);
 
     let processes: Vec<(i32, String)> = trace
         .packet
@@ -488,6 +530,30 @@ fn perfetto_protobuf_decodes_with_nested_slices_per_track_and_paired_flows() {
     );
     let messages = slices.iter().filter(|s| s.1 == "message").count();
     assert_eq!(messages, 3);
+    // A call's arguments: one text, as `mpigram decode` writes them, and its number.
+    let isend = trace
+        .packet
+        .iter()
+        .filter_map(|p| p.track_event.as_ref())
+        .find(|e| e.name.as_deref() == Some("MPI_Isend"))
+        .unwrap();
+    let args: Vec<(String, String)> = isend
+        .debug_annotations
+        .iter()
+        .map(|a| {
+            let value = a
+                .string_value
+                .clone()
+                .or(a.int_value.map(|i| i.to_string()));
+            (a.name.clone().unwrap(), value.unwrap())
+        })
+        .collect();
+    let text =
+        "buf=seg1+0, count=4, datatype=MPI_INT, dest=1, tag=0, comm=MPI_COMM_WORLD, request=req0";
+    assert_eq!(
+        args,
+        [("args".into(), text.into()), ("seq".into(), "1".into())]
+    );
     // Request lanes: children of their rank's process track.
     let lanes: Vec<(u64, Option<u64>)> = trace
         .packet
@@ -502,34 +568,11 @@ fn perfetto_protobuf_decodes_with_nested_slices_per_track_and_paired_flows() {
     }
 }
 
-/// Exports `ranks` with times computed as `export` does.
 fn write(
     ranks: Vec<(Vec<DecodedCall>, Vec<Span>)>,
     format: Format,
 ) -> Result<(Vec<u8>, ExportSummary), ExportError> {
-    let all_calls = ranks.iter().flat_map(|(calls, _)| calls.clone());
-    let matching = match_calls(all_calls, &PredefinedComms);
-    let window = Window::default();
-    let send_starts = send_starts(&matching, &window, |rank| {
-        Ok(ranks[rank as usize].1.clone())
-    })?;
-    let timeline = Timeline {
-        matching: &matching,
-        send_starts: &send_starts,
-        max_rank: 1,
-        path: None,
-        window: &window,
-    };
-    let inputs = ranks.into_iter().enumerate().map(|(rank, (calls, spans))| {
-        Ok(RankInput {
-            rank: rank as u32,
-            calls: Box::new(calls.into_iter().map(Ok)),
-            spans,
-        })
-    });
-    let mut out = Vec::new();
-    let summary = timeline.write(inputs, format, &mut out, &mut |_| {})?;
-    Ok((out, summary))
+    write_window(ranks, format, &Window::default(), &mut |_| {})
 }
 
 #[test]

@@ -16,7 +16,7 @@ use crate::matching::instances;
 use crate::matching::one_sided;
 use crate::matching::p2p::Decision;
 use crate::matching::{Found, Matcher, world_ranks};
-use crate::replay::{RankReader, Read, Reading};
+use crate::replay::match_in_time_order;
 use crate::sites::Sites;
 use crate::spill::{Record, Spill, put_u32, u32_at};
 use crate::timeline::{Source, Span, rank_spans};
@@ -185,17 +185,7 @@ pub(super) fn waits(
 ) -> Result<Waits, ProfileError> {
     let members = world_ranks(trace);
     let world: Vec<u32> = trace.ranks.iter().map(|p| p.meta.rank).collect();
-    let mut reading = Reading::new(
-        trace
-            .ranks
-            .iter()
-            .enumerate()
-            .map(|(r, part)| {
-                RankReader::new(r as u32, trace, part, grammar_sites, source, run_start_ns)
-            })
-            .collect::<Result<_, _>>()?,
-    );
-    let mut matcher = Matcher::new(&members, world.clone());
+    let mut matcher = Matcher::new(&members, world);
     let mut candidates: Spill<Candidate> = Spill::default();
     let mut out = Waits {
         states: WaitStates::default(),
@@ -203,35 +193,14 @@ pub(super) fn waits(
         unmatched: 0,
     };
     let mut failed: Option<std::io::Error> = None;
-    loop {
-        let open = reading.open();
-        let Some(behind) = open.iter().map(|&r| reading.frontier(r)).min() else {
-            break;
-        };
-        let ranks: Vec<u32> = open
-            .into_iter()
-            .filter(|&r| reading.frontier(r) <= behind)
-            .collect();
-        reading.next(&ranks, |r, read| {
-            let rank = world[r as usize];
-            match read {
-                Read::Call(call) => {
-                    for e in call.events {
-                        matcher.feed(rank, e);
-                    }
-                }
-                Read::End(end) => {
-                    for e in end.events {
-                        matcher.feed(rank, e);
-                    }
-                    matcher.end_rank(rank);
-                }
-            }
-            weigh(&mut matcher, sites, &mut candidates, &mut out, &mut failed);
-        })?;
-    }
-    matcher.finish();
-    weigh(&mut matcher, sites, &mut candidates, &mut out, &mut failed);
+    match_in_time_order(
+        trace,
+        grammar_sites,
+        source,
+        run_start_ns,
+        &mut matcher,
+        |matcher| weigh(matcher, sites, &mut candidates, &mut out, &mut failed),
+    )?;
     if let Some(e) = failed {
         return Err(e.into());
     }
