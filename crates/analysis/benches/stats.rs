@@ -66,6 +66,7 @@ fn trace(ranks: u32, signatures: Vec<Vec<u8>>, rules: Vec<Vec<Run>>) -> Trace {
                 clock_sync: Vec::new(),
                 run: 0,
                 lost: mpigram_trace::Lost::None,
+                ended_in: None,
             },
             stats: counts
                 .iter()
@@ -92,6 +93,7 @@ fn trace(ranks: u32, signatures: Vec<Vec<u8>>, rules: Vec<Vec<Run>>) -> Trace {
         run_start_ns: None,
         rank_stats: Default::default(),
         skipped: Vec::new(),
+        notes: Vec::new(),
     }
 }
 

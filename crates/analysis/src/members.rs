@@ -215,6 +215,7 @@ mod tests {
                 clock_sync: Vec::new(),
                 run: 0,
                 lost: mpigram_trace::Lost::None,
+                ended_in: None,
             },
             stats: Vec::new(),
             comms,
@@ -244,6 +245,7 @@ mod tests {
             run_start_ns: None,
             rank_stats: Default::default(),
             skipped: Vec::new(),
+            notes: Vec::new(),
         }
     }
 

@@ -177,6 +177,7 @@ mod tests {
                 clock_sync: Vec::new(),
                 run: 0,
                 lost: mpigram_trace::Lost::None,
+                ended_in: None,
             },
             signatures: vec![b"sig".to_vec()],
             grammar: grammar.grammar(0),

@@ -40,8 +40,15 @@ pub enum TimelineError {
         which: &'static str,
         has: String,
     },
-    #[error("rank {rank}: {message}")]
-    Bad { rank: u32, message: String },
+    /// Stored times that do not decode (found as they are read: a block
+    /// forged behind valid checksums).
+    #[error("{dir}: rank {rank}'s {section} section: {message}", dir = dir.display())]
+    Bad {
+        dir: std::path::PathBuf,
+        rank: u32,
+        section: &'static str,
+        message: String,
+    },
 }
 
 /// When each call of `part` ran, from `source`: one span per call, in
@@ -74,6 +81,7 @@ pub fn rank_spans<'t>(
         Source::Lossy => false,
     };
     let reader = |ticks| SpanReader {
+        dir: &trace.dir,
         rank,
         ticks,
         clock: RankClock::of(meta),
@@ -122,6 +130,8 @@ fn missing(meta: &RankMeta, which: &'static str) -> TimelineError {
 
 /// One rank's spans, read block by block ([`rank_spans`]).
 pub struct SpanReader<'t> {
+    /// The trace's directory, for errors.
+    dir: &'t std::path::Path,
     rank: u32,
     ticks: Ticks<'t>,
     clock: RankClock,
@@ -153,9 +163,15 @@ impl Iterator for SpanReader<'_> {
                 })
             }
             Err(message) => {
+                let section = match self.ticks {
+                    Ticks::Exact(_) => "EXACT_TIMES",
+                    _ => "LOSSY_TIMES",
+                };
                 self.ticks = Ticks::None;
                 Err(TimelineError::Bad {
+                    dir: self.dir.to_path_buf(),
                     rank: self.rank,
+                    section,
                     message,
                 })
             }

@@ -315,6 +315,9 @@ fn info(dir: &Path) -> Result<()> {
     for e in &trace.skipped {
         println!("left out:   {e}");
     }
+    for note in &trace.notes {
+        println!("note:       {note}");
+    }
     if !s.missing.is_empty() {
         let ranks: Vec<String> = s
             .missing
@@ -360,6 +363,9 @@ fn still_running(meta: &mpigram_trace::RankMeta) -> bool {
 pub(crate) fn warn_if_partial(trace: &Trace) {
     for e in &trace.skipped {
         eprintln!("mpigram: rank left out: {e}");
+    }
+    for note in &trace.notes {
+        eprintln!("mpigram: note: {note}");
     }
     for r in trace.ranks.iter().filter(|r| !r.meta.is_complete()) {
         eprintln!(

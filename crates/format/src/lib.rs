@@ -39,7 +39,7 @@ pub use layout::{ENTRY_LEN, FORMAT_MAJOR, FORMAT_MINOR, HEADER_LEN, MAGIC};
 pub use reader::{
     DEFAULT_DECODE_LIMIT, MAX_RATIO, RATIO_FREE_LEN, SectionInfo, TraceFile, Version,
 };
-pub use temp::{create_temp, replace_with};
+pub use temp::{create_temp, replace_with, temp_of};
 pub use writer::{NewSection, TraceWriter, to_bytes, write_file};
 
 /// File flag bits (the header's `flags` field).

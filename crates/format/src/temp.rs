@@ -49,6 +49,19 @@ pub fn create_temp(path: &Path) -> io::Result<(File, PathBuf)> {
     Err(last.unwrap_or_else(|| io::Error::other("no temporary name")))
 }
 
+/// What a temporary file's name says: the final name it was written for
+/// and the id of the process that wrote it (`.NAME.tmp-PID-N`, see
+/// [`create_temp`]); `None` for any other name.
+pub fn temp_of(name: &str) -> Option<(&str, u32)> {
+    let (of, rest) = name.strip_prefix('.')?.rsplit_once(".tmp-")?;
+    let (pid, n) = rest.split_once('-')?;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if of.is_empty() || !digits(n) {
+        return None;
+    }
+    Some((of, pid.parse().ok().filter(|_| digits(pid))?))
+}
+
 /// Replaces `path` with a file holding `bytes`, through a temporary file.
 pub fn replace_with(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let (mut file, tmp) = create_temp(path)?;
@@ -85,6 +98,28 @@ fn random(salt: u64) -> u64 {
 #[cfg(all(test, unix))]
 mod tests {
     use super::*;
+
+    #[test]
+    fn temporary_names_say_what_they_were_written_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, tmp) = create_temp(&dir.path().join("trace.mgr")).unwrap();
+        let name = tmp.file_name().unwrap().to_str().unwrap();
+        assert_eq!(temp_of(name), Some(("trace.mgr", std::process::id())));
+        assert_eq!(
+            temp_of(".rank3.journal.tmp-77-18446744073709551615"),
+            Some(("rank3.journal", 77))
+        );
+        for other in [
+            "trace.mgr",
+            ".trace.mgr",
+            ".x.tmp-1",
+            ".x.tmp--1",
+            ".tmp-1-2",
+            ".x.tmp-a-1",
+        ] {
+            assert_eq!(temp_of(other), None, "{other}");
+        }
+    }
 
     #[test]
     fn a_planted_link_under_the_first_name_is_neither_followed_nor_replaced() {

@@ -30,7 +30,10 @@ pub use edit::{
     At, Edit, FileEdit, Section, apply, apply_file_edit, edit, edits, file_edit, read_sections,
     write_sections,
 };
-pub use samples::{arb_signature, arb_value, sample_rank_trace, sample_signatures};
+pub use samples::{
+    arb_signature, arb_value, sample_rank_file, sample_rank_trace, sample_run_file,
+    sample_signatures,
+};
 
 use proptest::test_runner::{Config, FileFailurePersistence};
 use std::sync::mpsc;

@@ -8,9 +8,10 @@ use mpigram_mpispec::{
 };
 use mpigram_trace::timing::{Bins, ColumnWriter, DEFAULT_BASE, ExactWriter, LossyClock};
 use mpigram_trace::{
-    Bases, CallStats, CallTimes, ClockSync, CommEntry, Ending, RankMeta, RankTrace, Timing,
+    Bases, CallStats, CallTimes, ClockSync, CommEntry, Ending, RankMeta, RankTrace, Timing, Trace,
 };
 use proptest::prelude::*;
+use std::sync::OnceLock;
 
 /// Any value a writer may produce for a parameter encoded as `enc`. Ids
 /// stay below 2^40 and ranks within C ints, as the tracer's do (the
@@ -299,6 +300,7 @@ pub fn sample_rank_trace(rank: u32) -> RankTrace {
             ],
             run: 0,
             lost: mpigram_trace::Lost::None,
+            ended_in: None,
         },
         signatures,
         grammar: s.grammar(rank),
@@ -329,6 +331,33 @@ fn sample_times(rank: u32, calls: u64) -> CallTimes {
         lossy: codes.bytes(),
         exact: exact.bytes(),
     }
+}
+
+/// Rank `rank`'s (0 or 1) sample trace as the tracer's writer makes its
+/// file, `rank<N>.mgr`.
+pub fn sample_rank_file(rank: u32) -> &'static [u8] {
+    static FILES: OnceLock<[Vec<u8>; 2]> = OnceLock::new();
+    let files = FILES.get_or_init(|| {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        [0, 1].map(|r| {
+            let path = sample_rank_trace(r).write(dir.path()).expect("written");
+            std::fs::read(path).expect("read back")
+        })
+    });
+    &files[rank as usize]
+}
+
+/// The two sample ranks merged as at MPI_Finalize, as `trace.mgr` bytes.
+pub fn sample_run_file() -> &'static [u8] {
+    static FILE: OnceLock<Vec<u8>> = OnceLock::new();
+    FILE.get_or_init(|| {
+        let mut run = Trace::from_rank(sample_rank_trace(0));
+        run.absorb(Trace::from_rank(sample_rank_trace(1)))
+            .expect("two ranks merge");
+        run.share().expect("shared");
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        std::fs::read(run.write(dir.path()).expect("written")).expect("read back")
+    })
 }
 
 #[cfg(test)]

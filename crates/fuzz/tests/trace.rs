@@ -14,17 +14,6 @@ use mpigram_fuzz::*;
 use mpigram_mpispec::decode_signature;
 use mpigram_trace::{RUN_FILE_NAME, RankTrace, Trace, rank_file_name, section};
 use proptest::prelude::*;
-use std::sync::OnceLock;
-
-/// Rank `rank`'s sample file, as the tracer's writer makes it.
-fn sample_file(rank: u32) -> &'static [u8] {
-    static FILES: OnceLock<[Vec<u8>; 2]> = OnceLock::new();
-    let files = FILES.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap();
-        [0, 1].map(|r| std::fs::read(sample_rank_trace(r).write(dir.path()).unwrap()).unwrap())
-    });
-    &files[rank as usize]
-}
 
 /// What the tools do with a trace they could open, bounded: expand every
 /// rank, decode the signatures and each rank's first calls.
@@ -110,7 +99,7 @@ proptest! {
     /// Payload and section-table edits behind valid checksums.
     #[test]
     fn edited_sections_with_valid_checksums(edit in file_edit()) {
-        let bytes = apply_file_edit(sample_file(0), &edit);
+        let bytes = apply_file_edit(sample_rank_file(0), &edit);
         check_directory(vec![(0, bytes)], 0);
     }
 }
@@ -122,30 +111,18 @@ proptest! {
     /// checksums catch them, wherever they are.
     #[test]
     fn edited_bytes_under_stale_checksums(edits in edits()) {
-        let mut bytes = sample_file(0).to_vec();
+        let mut bytes = sample_rank_file(0).to_vec();
         apply(&mut bytes, &edits);
         let accepted = check_directory(vec![(0, bytes.clone())], 0);
-        prop_assert!(!accepted || bytes == sample_file(0) || padding_only(&bytes));
+        prop_assert!(!accepted || bytes == sample_rank_file(0) || padding_only(&bytes));
     }
 
     /// A damaged file among good ones: the error names that file.
     #[test]
     fn a_damaged_rank_among_good_ones_is_named(edit in file_edit()) {
-        let damaged = apply_file_edit(sample_file(1), &edit);
-        check_directory(vec![(0, sample_file(0).to_vec()), (1, damaged)], 1);
+        let damaged = apply_file_edit(sample_rank_file(1), &edit);
+        check_directory(vec![(0, sample_rank_file(0).to_vec()), (1, damaged)], 1);
     }
-}
-
-/// The two sample ranks merged as at MPI_Finalize, as `trace.mgr` bytes.
-fn sample_run_file() -> &'static [u8] {
-    static FILE: OnceLock<Vec<u8>> = OnceLock::new();
-    FILE.get_or_init(|| {
-        let mut run = Trace::from_rank(sample_rank_trace(0));
-        run.absorb(Trace::from_rank(sample_rank_trace(1))).unwrap();
-        run.share().unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::read(run.write(dir.path()).unwrap()).unwrap()
-    })
 }
 
 proptest! {
@@ -180,7 +157,7 @@ fn padding_only(bytes: &[u8]) -> bool {
 
 /// The sample rank file with section `kind`'s payload replaced.
 fn sample_with(kind: u32, payload: Vec<u8>) -> Vec<u8> {
-    let (file_kind, flags, mut sections) = read_sections(sample_file(0));
+    let (file_kind, flags, mut sections) = read_sections(sample_rank_file(0));
     sections
         .iter_mut()
         .find(|s| s.kind == kind)

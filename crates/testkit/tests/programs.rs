@@ -106,6 +106,7 @@ fn crash_programs_declare_how_they_fail() {
         ("crash_abort", Expect::Abort(42)),
         ("crash_abort_loop", Expect::Abort(42)),
         ("crash_exit", Expect::Exit(3)),
+        ("crash_in_call", Expect::Signal(libc::SIGKILL)),
         ("crash_segv", Expect::Signal(libc::SIGSEGV)),
         ("crash_sigbus", Expect::Signal(libc::SIGBUS)),
         ("crash_sigint", Expect::Signal(libc::SIGINT)),

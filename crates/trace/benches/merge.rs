@@ -95,6 +95,7 @@ fn rank_trace(rank: u32, class: u32) -> RankTrace {
             clock_sync: Vec::new(),
             run: 0,
             lost: mpigram_trace::Lost::None,
+            ended_in: None,
         },
         signatures,
         grammar: s.grammar(rank),

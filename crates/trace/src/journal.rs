@@ -37,7 +37,9 @@
 //! | 52 | 4 | calls lost ([`lost_word`]): 0 while the journal holds every call; once a write failed and it stopped, "not known", or, when the rank's last write failed too, the calls it lacks |
 //! | 56 | 8 | generation: calls held by the checkpoint the tail continues (0: none) |
 //! | 64 | 8 | the tail's published length (low half) and [`hash`] (high half) ([`tail_word`]) |
-//! | 72 | | identity: host name and MPI library version, varint-length-prefixed; the run id, a varint; the timing mode as META stores it; nanoseconds per clock tick, f64 bits as a varint (the run id and what follows are absent in journals of older versions: 0, aggregated timing, 1) |
+//! | 72 | 4 | in call ([`in_call_word`], version 3): the MPI function a traced call of the rank is inside (stored as the call begins, cleared as the tracer records it), 0 between calls |
+//! | 76 | 4 | reserved (0; readers refuse anything else) |
+//! | 80 (72 before version 3) | | identity: host name and MPI library version, varint-length-prefixed; the run id, a varint; the timing mode as META stores it; nanoseconds per clock tick, f64 bits as a varint (the run id and what follows are absent in journals of older versions: 0, aggregated timing, 1) |
 //! | tail offset | up to capacity | records; bytes past the published length are ignored (the file grows with the tail) |
 //!
 //! A record starts with a varint `v`: even, a call of terminal `v / 2`
@@ -65,6 +67,7 @@ use crate::{
     checkpoint_file_name, journal_file_name, rank_file_name, rank_in_file_name,
 };
 use mpigram_grammar::Sequitur;
+use mpigram_mpispec::FuncId;
 use mpigram_varint::{ByteReader, PutVarint};
 use std::path::Path;
 
@@ -74,7 +77,7 @@ pub const JOURNAL_SUFFIX: &str = ".journal";
 pub const CHECKPOINT_SUFFIX: &str = ".checkpoint";
 
 pub const MAGIC: [u8; 8] = *b"MPIGRJNL";
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 /// Oldest journal version read: version 1 had no timing in its header
 /// and no per-call times in its tail.
 const OLDEST_VERSION: u32 = 1;
@@ -122,8 +125,12 @@ fn lost_of_word(word: u32) -> Result<Lost, String> {
 pub const GENERATION_AT: usize = 56;
 /// Offset of the tail word.
 pub const TAIL_WORD_AT: usize = 64;
+/// Offset of the in-call word ([`in_call_word`]; version 3 on).
+pub const IN_CALL_AT: usize = 72;
 /// Bytes before the identity.
-const FIXED_LEN: usize = 72;
+const FIXED_LEN: usize = 80;
+/// Bytes before the identity in journals before version 3.
+const FIXED_LEN_2: usize = 72;
 /// Bytes covered by the header checksum before the identity.
 const CHECKED_LEN: usize = 44;
 
@@ -187,6 +194,27 @@ fn ending_of_word(word: u32) -> Result<Ending, String> {
         }
         c => return Err(format!("unknown ending code {c}")),
     })
+}
+
+/// The in-call word of a call of `func` in progress: the function's
+/// number plus 1 in the low half, its complement in the high half (a
+/// flipped bit is noticed); 0 between calls. A `const fn`: each wrapper's
+/// word is a constant.
+#[inline(always)]
+pub const fn in_call_word(func: FuncId) -> u32 {
+    ending_word(func + 1)
+}
+
+/// The function of an in-call word ([`in_call_word`]), `None` for 0.
+pub fn in_call_of_word(word: u32) -> Result<Option<FuncId>, String> {
+    let (code, check) = (word as u16, (word >> 16) as u16);
+    if word == 0 {
+        return Ok(None);
+    }
+    if check != !code || usize::from(code) > mpigram_mpispec::FUNCS.len() || code == 0 {
+        return Err(format!("in-call word {word:#010x} is damaged"));
+    }
+    Ok(Some(code - 1))
 }
 
 /// The first varint of a call's record.
@@ -270,6 +298,7 @@ impl JournalHeader {
         out.extend_from_slice(&0u32.to_le_bytes());
         out.extend_from_slice(&0u64.to_le_bytes());
         out.extend_from_slice(&tail_word(0, HASH_SEED).to_le_bytes());
+        out.extend_from_slice(&[0; FIXED_LEN - IN_CALL_AT]);
         out.extend_from_slice(&identity);
         out.resize(tail_at, 0);
         out
@@ -281,6 +310,8 @@ struct Journal {
     header: JournalHeader,
     ending: Ending,
     lost: Lost,
+    /// The call the rank was inside when the journal ended.
+    in_call: Option<FuncId>,
     generation: u64,
     /// Signatures first recorded in the tail, in terminal order.
     signatures: Vec<Vec<u8>>,
@@ -309,7 +340,7 @@ impl Journal {
     }
 
     fn parse(bytes: &[u8]) -> Result<Journal, String> {
-        if bytes.len() < FIXED_LEN || bytes[..8] != MAGIC {
+        if bytes.len() < FIXED_LEN_2 || bytes[..8] != MAGIC {
             return Err(if bytes.starts_with(&MAGIC) || bytes.is_empty() {
                 format!(
                     "truncated: {} bytes, less than a journal header",
@@ -328,7 +359,8 @@ impl Journal {
         let tail_at = u32_at(bytes, 12) as usize;
         let identity_len = u32_at(bytes, 28) as usize;
         let capacity = u32_at(bytes, 40);
-        let identity_end = FIXED_LEN.saturating_add(identity_len);
+        let identity_at = if version >= 3 { FIXED_LEN } else { FIXED_LEN_2 };
+        let identity_end = identity_at.saturating_add(identity_len);
         if tail_at != identity_end.next_multiple_of(64) {
             return Err(format!("damaged header: tail at {tail_at}"));
         }
@@ -338,7 +370,7 @@ impl Journal {
                 bytes.len()
             ));
         }
-        let identity = &bytes[FIXED_LEN..identity_end];
+        let identity = &bytes[identity_at..identity_end];
         if hash(hash(HASH_SEED, &bytes[..CHECKED_LEN]), identity) != u32_at(bytes, CHECKED_LEN) {
             return Err("damaged header (checksum)".into());
         }
@@ -372,6 +404,13 @@ impl Journal {
         };
         let ending = ending_of_word(u32_at(bytes, ENDING_AT))?;
         let lost = lost_of_word(u32_at(bytes, LOST_AT))?;
+        let in_call = match version {
+            3.. if u32_at(bytes, IN_CALL_AT + 4) != 0 => {
+                return Err("damaged header: reserved bytes 76-79 are not 0".into());
+            }
+            3.. => in_call_of_word(u32_at(bytes, IN_CALL_AT))?,
+            _ => None,
+        };
         let generation = u64_at(bytes, GENERATION_AT);
         let word = u64_at(bytes, TAIL_WORD_AT);
         let (len, checksum) = (word as u32, (word >> 32) as u32);
@@ -395,6 +434,7 @@ impl Journal {
             header,
             ending,
             lost,
+            in_call,
             generation,
             signatures: Vec::new(),
             calls: Vec::new(),
@@ -405,6 +445,7 @@ impl Journal {
         journal
             .read_records(tail)
             .map_err(|e| format!("tail: {e}"))?;
+        crate::rank::check_signatures(&journal.signatures).map_err(|m| format!("tail: {m}"))?;
         Ok(journal)
     }
 
@@ -645,6 +686,7 @@ fn rebuild(base: Option<RankTrace>, journal: &Journal, with_tail: bool) -> RankT
             clock_sync: timing.3,
             run: h.run,
             lost: journal.lost,
+            ended_in: journal.in_call,
         },
         signatures,
         grammar: grammar.grammar(h.rank),
@@ -737,6 +779,7 @@ mod tests {
             },
             ending: Ending::Killed,
             lost: Lost::None,
+            in_call: None,
             generation: 0,
             signatures: Vec::new(),
             calls: Vec::new(),

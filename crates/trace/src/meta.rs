@@ -1,5 +1,6 @@
 //! The META section: who wrote a rank's file, when, and how the rank ended.
 
+use mpigram_mpispec::FuncId;
 use mpigram_varint::{ByteReader, DecodeError, PutVarint};
 
 /// How call times were recorded. Aggregated timing (per call signature:
@@ -297,6 +298,11 @@ pub struct RankMeta {
     pub run: u64,
     /// Calls recorded but not in the trace.
     pub lost: Lost,
+    /// The MPI function the rank was inside when it ended (the call did
+    /// not return, so it is not among its calls): MPI ended the process
+    /// in it (a fatal error handler, MPI_Abort of another rank) or it was
+    /// killed while blocked in it.
+    pub ended_in: Option<FuncId>,
 }
 
 impl RankMeta {
@@ -331,6 +337,7 @@ impl RankMeta {
         }
         out.put_u64(self.run);
         out.put_u64(self.lost.code());
+        out.put_u64(ended_in_code(self.ended_in));
         out
     }
 
@@ -342,7 +349,13 @@ impl RankMeta {
     /// How the rank's record ended, for people: its ending, and the calls
     /// lost at its end if any.
     pub fn describe_end(&self) -> String {
-        let ending = self.ending.describe();
+        let mut ending = self.ending.describe();
+        if let Some(func) = self.ended_in {
+            ending += &format!(
+                ", inside {} (the call did not return: it is not in the trace)",
+                func_name(func)
+            );
+        }
         match self.lost {
             Lost::None => ending,
             Lost::Calls(n) => {
@@ -398,6 +411,10 @@ impl RankMeta {
         // Added in a later minor version: absent from older files.
         let run = if r.is_empty() { 0 } else { r.u64()? };
         let lost = Lost::of_code(if r.is_empty() { 0 } else { r.u64()? });
+        let at = r.position();
+        let code = if r.is_empty() { 0 } else { r.u64()? };
+        let ended_in =
+            ended_in_of_code(code).ok_or_else(|| out_of_range(at, code, "MPI function number"))?;
         r.finish()?;
         Ok(RankMeta {
             rank,
@@ -415,8 +432,34 @@ impl RankMeta {
             clock_sync,
             run,
             lost,
+            ended_in,
         })
     }
+}
+
+/// The function a rank ended in as META (and PARTS) store it: 0 none,
+/// else its number plus 1.
+pub(crate) fn ended_in_code(func: Option<FuncId>) -> u64 {
+    func.map_or(0, |f| u64::from(f) + 1)
+}
+
+/// The function of an [`ended_in_code`]; `None` if no MPI function has
+/// that number.
+pub(crate) fn ended_in_of_code(code: u64) -> Option<Option<FuncId>> {
+    match code {
+        0 => Some(None),
+        c => FuncId::try_from(c - 1)
+            .ok()
+            .filter(|&f| usize::from(f) < mpigram_mpispec::FUNCS.len())
+            .map(Some),
+    }
+}
+
+/// An MPI function's name.
+pub fn func_name(func: FuncId) -> &'static str {
+    mpigram_mpispec::FUNCS
+        .get(usize::from(func))
+        .map_or("an unknown MPI function", |f| f.name)
 }
 
 /// A lossy base, refused unless the bins can be built from it.

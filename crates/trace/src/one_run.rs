@@ -60,3 +60,66 @@ fn describe(s: &Source<'_>) -> String {
         s.meta.run, s.meta.world_size
     )
 }
+
+/// Hidden temporary files (`.NAME.tmp-PID-N`, `mpigram_format::create_temp`)
+/// of this directory's trace files whose writer is gone: a write killed
+/// midway (rank 0 writing `trace.mgr` at MPI_Finalize, a rank writing its
+/// own file or a checkpoint). Readers never read them (a write that
+/// did not finish is not a trace) and do not remove them (the directory
+/// is not theirs to change; the next run into it does): one note each,
+/// saying whence the ranks `from_journals` were read instead. A writer
+/// whose process still runs on this host is writing now: not noted.
+pub(crate) fn interrupted_writes(dir: &Path, from_journals: &[u32]) -> Vec<String> {
+    let ours = |of: &str| {
+        of == crate::RUN_FILE_NAME
+            || [
+                ".mgr",
+                crate::journal::JOURNAL_SUFFIX,
+                crate::journal::CHECKPOINT_SUFFIX,
+            ]
+            .iter()
+            .any(|suffix| crate::rank_in_file_name(of, suffix).is_some())
+    };
+    let mut left: Vec<(String, String, u32)> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let name = entry.file_name().into_string().ok()?;
+            let (of, pid) = mpigram_format::temp_of(&name)?;
+            let gone = !Path::new(&format!("/proc/{pid}")).exists();
+            (ours(of) && gone).then(|| (name.clone(), of.to_owned(), pid))
+        })
+        .collect();
+    left.sort();
+    let instead = match from_journals {
+        [] => String::new(),
+        [rank] => format!("; rank {rank} read from its crash journal"),
+        ranks => format!("; ranks {} read from their crash journals", ranges(ranks)),
+    };
+    left.into_iter()
+        .map(|(name, of, pid)| {
+            format!(
+                "{name}: left by a write of {of} that was interrupted (process {pid} is gone); ignored{instead}"
+            )
+        })
+        .collect()
+}
+
+/// `0-3, 5, 7-8`: sorted ranks as ranges.
+fn ranges(ranks: &[u32]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < ranks.len() {
+        let mut j = i;
+        while j + 1 < ranks.len() && ranks[j + 1] == ranks[j] + 1 {
+            j += 1;
+        }
+        out.push(match j - i {
+            0 => ranks[i].to_string(),
+            _ => format!("{}-{}", ranks[i], ranks[j]),
+        });
+        i = j + 1;
+    }
+    out.join(", ")
+}

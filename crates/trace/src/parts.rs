@@ -6,7 +6,7 @@
 //! same entry of the rank before. Strings (host names, MPI library
 //! versions) and timing modes are numbered in tables of the whole file.
 
-use crate::meta::out_of_range;
+use crate::meta::{ended_in_code, ended_in_of_code, out_of_range};
 use crate::{ClockSync, CommEntry, Ending, Lost, RankMeta, Timing};
 use mpigram_varint::{ByteReader, DecodeError, PutVarint, unzigzag, zigzag};
 
@@ -124,18 +124,24 @@ fn rows<const N: usize>(
     Ok(out)
 }
 
-fn ending_code(e: Ending) -> u64 {
-    match e {
+/// The ending column: the ending's code (below [`ENDED_IN_SHIFT`]'s bit)
+/// and, above it, the function the rank ended inside (`ended_in_code`).
+fn ending_code(m: &RankMeta) -> u64 {
+    let code = match m.ending {
         Ending::Finalized => 0,
         Ending::ExitWithoutFinalize => 1,
         Ending::Abort => 2,
         Ending::Killed => 3,
         Ending::Signal(s) => 4 + s.clamp(0, 255) as u64,
-    }
+    };
+    code | ended_in_code(m.ended_in) << ENDED_IN_SHIFT
 }
 
+/// Ending codes are below 2^9 (signal 255 is 259).
+const ENDED_IN_SHIFT: u32 = 9;
+
 fn ending(code: u64) -> Ending {
-    match code {
+    match code & ((1 << ENDED_IN_SHIFT) - 1) {
         0 => Ending::Finalized,
         1 => Ending::ExitWithoutFinalize,
         2 => Ending::Abort,
@@ -181,7 +187,7 @@ pub(crate) fn encode_chunk(
         |m, _, _| m.calls,
         |m, _, u| m.start_ns / u,
         |m, _, u| m.end_ns / u,
-        |m, _, _| ending_code(m.ending),
+        |m, _, _| ending_code(m),
         |m, _, _| m.recorder_allocations,
         |m, _, _| m.ns_per_tick.to_bits(),
         |m, _, _| m.run,
@@ -262,6 +268,8 @@ pub(crate) fn decode_chunk(
                 .collect(),
             run: v(11),
             lost: Lost::of_code(v(12)),
+            ended_in: ended_in_of_code(v(8) >> ENDED_IN_SHIFT)
+                .ok_or_else(|| out_of_range(columns[8].0, v(8), "MPI function number"))?,
         };
         let comms = comms
             .iter()

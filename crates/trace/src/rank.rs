@@ -178,31 +178,33 @@ impl RankTrace {
         let file = TraceFile::open(path)?;
         let name = checked_name(&file, FILE_KIND_RANK, "a rank trace")?;
         let bad = |section| bad_section(&name, section);
-        let meta = RankMeta::decode(&file.section(section::META, 0)?).map_err(bad("META"))?;
-        let signatures =
-            decode_signatures(&file.section(section::SIGNATURES, 0)?).map_err(bad("SIGNATURES"))?;
+        let meta =
+            RankMeta::decode(&file.section(section::META, 0)?).map_err(bad(section::META))?;
+        let signatures = decode_signatures(&file.section(section::SIGNATURES, 0)?)
+            .map_err(bad(section::SIGNATURES))?;
         let funcs = file.section(section::FUNCS, 0)?;
         let mut r = ByteReader::new(&funcs);
-        let checksum = r.u32().map_err(bad("FUNCS"))?;
-        r.finish().map_err(bad("FUNCS"))?;
-        check_funcs(checksum, &signatures).map_err(|m| Error::payload(&name, "FUNCS", m))?;
+        let checksum = r.u32().map_err(bad(section::FUNCS))?;
+        r.finish().map_err(bad(section::FUNCS))?;
+        check_funcs(checksum, &signatures).map_err(|m| Error::payload(&name, section::FUNCS, m))?;
+        check_signatures(&signatures).map_err(|m| Error::payload(&name, section::SIGNATURES, m))?;
         // One stream, the rank's: more is refused before it takes memory.
         let grammar = Grammar::decode_streams(&file.section(section::GRAMMAR, 0)?, 1)
-            .map_err(|e| Error::payload(&name, "GRAMMAR", e))?;
+            .map_err(|e| Error::payload(&name, section::GRAMMAR, e))?;
         let bytes = file.section(section::CALL_STATS, 0)?;
         let mut r = ByteReader::new(&bytes);
-        let n = r.count().map_err(bad("CALL_STATS"))?;
+        let n = r.count().map_err(bad(section::CALL_STATS))?;
         // `count` only promises a byte per element; an entry is 5 varints
         // read into 40 bytes, so a forged count must not size the vector.
         let mut stats = Vec::with_capacity(n.min(r.remaining() / 5));
         for _ in 0..n {
-            stats.push(decode_stats(&mut r).map_err(bad("CALL_STATS"))?);
+            stats.push(decode_stats(&mut r).map_err(bad(section::CALL_STATS))?);
         }
-        r.finish().map_err(bad("CALL_STATS"))?;
+        r.finish().map_err(bad(section::CALL_STATS))?;
         let bytes = file.section(section::COMMS, 0)?;
         let mut r = ByteReader::new(&bytes);
-        let comms = decode_comms(&mut r).map_err(bad("COMMS"))?;
-        r.finish().map_err(bad("COMMS"))?;
+        let comms = decode_comms(&mut r).map_err(bad(section::COMMS))?;
+        r.finish().map_err(bad(section::COMMS))?;
         let times = read_times(&file, &meta.timing)?;
         let trace = RankTrace {
             meta,
@@ -214,7 +216,7 @@ impl RankTrace {
         };
         trace
             .check()
-            .map_err(|m| Error::payload(&name, "GRAMMAR", m))?;
+            .map_err(|m| Error::payload(&name, section::GRAMMAR, m))?;
         Ok(trace)
     }
 
@@ -250,13 +252,28 @@ impl RankTrace {
 /// (index 0).
 pub(crate) fn read_times(file: &TraceFile, timing: &Timing) -> Result<CallTimes, Error> {
     let mut times = CallTimes::default();
+    let read = |kind| {
+        let bytes = file.section(kind, 0)?.into_owned();
+        check_times(file.name(), kind, &bytes)?;
+        Ok::<_, Error>(bytes)
+    };
     if timing.lossy.is_some() {
-        times.lossy = file.section(section::LOSSY_TIMES, 0)?.into_owned();
+        times.lossy = read(section::LOSSY_TIMES)?;
     }
     if timing.lossless {
-        times.exact = file.section(section::EXACT_TIMES, 0)?.into_owned();
+        times.exact = read(section::EXACT_TIMES)?;
     }
     Ok(times)
+}
+
+/// Stored per-call times (of section `kind` of file `name`) must at least
+/// be whole blocks: their headers are read now, so that a damaged section
+/// is named when the file is opened (the blocks are decompressed later,
+/// as the tools need them).
+pub(crate) fn check_times(name: &str, kind: u32, stored: &[u8]) -> Result<(), Error> {
+    crate::timing::calls_in(stored)
+        .map(drop)
+        .map_err(|e| Error::payload(name, kind, e))
 }
 
 /// The file's name, if it is of kind `kind` (`what` names the kind in the
@@ -265,15 +282,15 @@ pub(crate) fn checked_name(file: &TraceFile, kind: u32, what: &str) -> Result<St
     let name = file.name().to_owned();
     if file.kind() != kind {
         let message = format!("file kind {} is not {what}", file.kind());
-        return Err(Error::payload(&name, "header", message));
+        return Err(Error::header(&name, message));
     }
     Ok(name)
 }
 
 /// Turns a payload decoding error of `section` into one naming the file.
-pub(crate) fn bad_section(name: &str, section: &'static str) -> impl Fn(DecodeError) -> Error {
+pub(crate) fn bad_section(name: &str, kind: u32) -> impl Fn(DecodeError) -> Error {
     let name = name.to_owned();
-    move |e| Error::payload(&name, section, e)
+    move |e| Error::payload(&name, kind, e)
 }
 
 /// Every terminal of `grammar` names one of the `n` signatures.
@@ -324,6 +341,16 @@ pub(crate) fn check_funcs(checksum: u32, signatures: &[Vec<u8>]) -> Result<(), S
             "the MPI function numbers of this trace are not this mpigram's: written by another version"
                 .into(),
         );
+    }
+    Ok(())
+}
+
+/// Every signature decodes (function, return code, arguments): a damaged
+/// one is named with its file and section when the file is read, not by a
+/// tool that meets it later.
+pub(crate) fn check_signatures(signatures: &[Vec<u8>]) -> Result<(), String> {
+    for (terminal, s) in signatures.iter().enumerate() {
+        mpigram_mpispec::decode_signature(s).map_err(|e| format!("signature {terminal}: {e}"))?;
     }
     Ok(())
 }

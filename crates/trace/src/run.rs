@@ -57,6 +57,9 @@ pub struct Trace {
     /// Ranks left out because their crash journals could not be read: one
     /// line each, naming the file and what is wrong.
     pub skipped: Vec<String>,
+    /// What the reader noticed and ignored in the directory (a temporary
+    /// file an interrupted write left): one line each.
+    pub notes: Vec<String>,
 }
 
 /// How a whole-run file keeps the ranks' aggregated timing.
@@ -106,6 +109,7 @@ impl Trace {
             run_start_ns: None,
             rank_stats: RankStats::default(),
             skipped: Vec::new(),
+            notes: Vec::new(),
         }
     }
 
@@ -154,6 +158,7 @@ impl Trace {
                     clock_sync: Vec::new(),
                     run: 0,
                     lost: crate::Lost::None,
+                    ended_in: None,
                 },
                 signatures,
                 grammar: grammar.grammar(r as u32),
@@ -362,11 +367,15 @@ impl Trace {
         // crash journals. One that cannot be read is left out (and said),
         // not a reason to read none.
         let mut skipped = Vec::new();
+        let mut from_journals = Vec::new();
         for rank in crate::recoverable_ranks(dir)? {
             if run.as_ref().is_none_or(|t| t.rank(rank).is_none()) {
                 let path = dir.join(crate::journal_file_name(rank));
                 match crate::recover_rank(dir, rank) {
-                    Ok(trace) => ranks.push((path, trace)),
+                    Ok(trace) => {
+                        ranks.push((path, trace));
+                        from_journals.push(rank);
+                    }
                     Err(e) => skipped.push(e),
                 }
             }
@@ -416,6 +425,8 @@ impl Trace {
         }
         trace.dir = dir.to_owned();
         trace.skipped = skipped.iter().map(Error::to_string).collect();
+        from_journals.sort_unstable();
+        trace.notes = crate::one_run::interrupted_writes(dir, &from_journals);
         Ok(trace)
     }
 

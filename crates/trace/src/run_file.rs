@@ -12,7 +12,8 @@
 
 use crate::parts::{Tables, decode_chunk, encode_chunk};
 use crate::rank::{
-    bad_section, check_funcs, checked_name, decode_stats, encode_funcs, encode_stats,
+    bad_section, check_funcs, check_signatures, check_times, checked_name, decode_stats,
+    encode_funcs, encode_stats,
 };
 use crate::summary::TimingSummary;
 use crate::{
@@ -157,16 +158,16 @@ impl Trace {
         let mut r = ByteReader::new(&bytes);
         let mut progressions = Vec::new();
         let (mut total, mut position) = (0usize, None);
-        for _ in 0..r.count().map_err(bad("RUN"))? {
+        for _ in 0..r.count().map_err(bad(section::RUN))? {
             let at = r.position();
             let progression = Progression {
-                first: r.u32().map_err(bad("RUN"))?,
-                stride: r.u32().map_err(bad("RUN"))?,
-                len: r.u32().map_err(bad("RUN"))?,
+                first: r.u32().map_err(bad(section::RUN))?,
+                stride: r.u32().map_err(bad(section::RUN))?,
+                len: r.u32().map_err(bad(section::RUN))?,
             };
             if !progression.is_valid() {
                 let message = format!("byte {at}: bad rank progression");
-                return Err(Error::payload(&name, "RUN", message));
+                return Err(Error::payload(&name, section::RUN, message));
             }
             if let Some(i) = only.and_then(|rank| progression.position(rank)) {
                 position = Some(total + i as usize);
@@ -174,40 +175,41 @@ impl Trace {
             total = total.saturating_add(progression.len as usize);
             progressions.push(progression);
         }
-        let run_start = f64::from_bits(r.u64().map_err(bad("RUN"))?);
-        let funcs = r.u32().map_err(bad("RUN"))?;
-        let signatures = (0..r.count().map_err(bad("RUN"))?)
+        let run_start = f64::from_bits(r.u64().map_err(bad(section::RUN))?);
+        let funcs = r.u32().map_err(bad(section::RUN))?;
+        let signatures = (0..r.count().map_err(bad(section::RUN))?)
             .map(|_| r.blob().map(<[u8]>::to_vec))
             .collect::<Result<Vec<_>, _>>()
-            .map_err(bad("RUN"))?;
-        check_funcs(funcs, &signatures).map_err(|m| Error::payload(&name, "RUN", m))?;
-        let grammar_bytes = r.blob().map_err(bad("RUN"))?;
+            .map_err(bad(section::RUN))?;
+        check_funcs(funcs, &signatures).map_err(|m| Error::payload(&name, section::RUN, m))?;
+        check_signatures(&signatures).map_err(|m| Error::payload(&name, section::RUN, m))?;
+        let grammar_bytes = r.blob().map_err(bad(section::RUN))?;
         let max_streams = total.min(mpigram_grammar::MAX_STREAMS);
         let grammar = match only {
             Some(rank) => Grammar::decode_stream(grammar_bytes, max_streams, rank),
             None => Grammar::decode_streams(grammar_bytes, max_streams),
         }
-        .map_err(|e| Error::payload(&name, "RUN", e))?;
-        let tables = Tables::decode(&mut r).map_err(bad("RUN"))?;
+        .map_err(|e| Error::payload(&name, section::RUN, e))?;
+        let tables = Tables::decode(&mut r).map_err(bad(section::RUN))?;
         let at = r.position();
-        let unit = r.u64().map_err(bad("RUN"))?;
+        let unit = r.u64().map_err(bad(section::RUN))?;
         if unit == 0 {
             return Err(Error::payload(
                 &name,
-                "RUN",
+                section::RUN,
                 format!("byte {at}: time unit 0"),
             ));
         }
         let at = r.position();
-        let summary = match r.u32().map_err(bad("RUN"))? {
+        let summary = match r.u32().map_err(bad(section::RUN))? {
             0 => None,
-            1 => Some(TimingSummary::decode(&mut r, signatures.len()).map_err(bad("RUN"))?),
+            1 => Some(TimingSummary::decode(&mut r, signatures.len()).map_err(bad(section::RUN))?),
             other => {
                 let message = format!("byte {at}: rank timing {other} is neither 0 nor 1");
-                return Err(Error::payload(&name, "RUN", message));
+                return Err(Error::payload(&name, section::RUN, message));
             }
         };
-        r.finish().map_err(bad("RUN"))?;
+        r.finish().map_err(bad(section::RUN))?;
         let chunks = match (only, position) {
             (Some(_), None) => return Ok(None),
             (Some(_), Some(p)) => p / RANKS_PER_CHUNK..p / RANKS_PER_CHUNK + 1,
@@ -215,8 +217,8 @@ impl Trace {
         };
         let mut ranks = Vec::new();
         for chunk in chunks {
-            let index =
-                u32::try_from(chunk).map_err(|_| Error::payload(&name, "RUN", "too many ranks"))?;
+            let index = u32::try_from(chunk)
+                .map_err(|_| Error::payload(&name, section::RUN, "too many ranks"))?;
             let chunk_ranks: Vec<u32> = progressions
                 .iter()
                 .flat_map(|p| (0..p.len).map(move |i| p.first + p.stride * i))
@@ -240,7 +242,7 @@ impl Trace {
         if let Some(summary) = &summary {
             summary
                 .rank_stats(&grammar, &mut ranks)
-                .map_err(|m| Error::payload(&name, "RUN", m))?;
+                .map_err(|m| Error::payload(&name, section::RUN, m))?;
         }
         let trace = Trace {
             dir: PathBuf::new(),
@@ -254,8 +256,11 @@ impl Trace {
                 RankStats::Exact
             },
             skipped: Vec::new(),
+            notes: Vec::new(),
         };
-        trace.check().map_err(|m| Error::payload(&name, "RUN", m))?;
+        trace
+            .check()
+            .map_err(|m| Error::payload(&name, section::RUN, m))?;
         Ok(Some(trace))
     }
 
@@ -370,8 +375,8 @@ fn read_chunk(
     let bad = |section| bad_section(name, section);
     let bytes = file.section(section::PARTS, index)?;
     let mut r = ByteReader::new(&bytes);
-    let parts = decode_chunk(&mut r, ranks, tables, unit).map_err(bad("PARTS"))?;
-    r.finish().map_err(bad("PARTS"))?;
+    let parts = decode_chunk(&mut r, ranks, tables, unit).map_err(bad(section::PARTS))?;
+    r.finish().map_err(bad(section::PARTS))?;
     drop(bytes);
 
     let mut all_stats = vec![Vec::new(); parts.len()];
@@ -379,29 +384,26 @@ fn read_chunk(
         let bytes = file.section(section::CALL_STATS, index)?;
         let mut r = ByteReader::new(&bytes);
         for rank_stats in &mut all_stats {
-            let count = r.count().map_err(bad("CALL_STATS"))?;
+            let count = r.count().map_err(bad(section::CALL_STATS))?;
             // 6 varints an entry: a forged count must not size the vector.
             rank_stats.reserve(count.min(r.remaining() / 6));
             let mut t = 0u32;
             for _ in 0..count {
                 let at = r.position();
                 t = t
-                    .checked_add(r.u32().map_err(bad("CALL_STATS"))?)
+                    .checked_add(r.u32().map_err(bad(section::CALL_STATS))?)
                     .ok_or_else(|| {
                         let message = format!("byte {at}: terminal out of range");
-                        Error::payload(name, "CALL_STATS", message)
+                        Error::payload(name, section::CALL_STATS, message)
                     })?;
-                rank_stats.push((t, decode_stats(&mut r).map_err(bad("CALL_STATS"))?));
+                rank_stats.push((t, decode_stats(&mut r).map_err(bad(section::CALL_STATS))?));
             }
         }
-        r.finish().map_err(bad("CALL_STATS"))?;
+        r.finish().map_err(bad(section::CALL_STATS))?;
     }
 
     let mut times = vec![CallTimes::default(); parts.len()];
-    for (kind, what) in [
-        (section::LOSSY_TIMES, "LOSSY_TIMES"),
-        (section::EXACT_TIMES, "EXACT_TIMES"),
-    ] {
+    for kind in [section::LOSSY_TIMES, section::EXACT_TIMES] {
         // Absent where no rank recorded such times.
         let bytes = match file.find(kind, index) {
             Some(_) => file.section(kind, index)?,
@@ -414,14 +416,15 @@ fn read_chunk(
                 _ => (meta.timing.lossless, &mut times.exact),
             };
             if r.remaining() > 0 || recorded {
-                *stored = r.blob().map_err(bad(what))?.to_vec();
+                *stored = r.blob().map_err(bad(kind))?.to_vec();
+                check_times(name, kind, stored)?;
             }
             if !recorded && !stored.is_empty() {
                 let message = format!("rank {}: times it did not record", meta.rank);
-                return Err(Error::payload(name, what, message));
+                return Err(Error::payload(name, kind, message));
             }
         }
-        r.finish().map_err(bad(what))?;
+        r.finish().map_err(bad(kind))?;
     }
     Ok(parts
         .into_iter()

@@ -10,8 +10,8 @@ use mpigram_grammar::Sequitur;
 use mpigram_mpispec::encoding::{put_handle, put_rank};
 use mpigram_mpispec::{HandleRef, Rank, func, put_signature_head};
 use mpigram_trace::journal::{
-    ENDING_AT, GENERATION_AT, HASH_SEED, JournalHeader, TAIL_WORD_AT, ending_word_of, hash,
-    put_call, put_comm, put_signature, tail_word,
+    ENDING_AT, GENERATION_AT, HASH_SEED, IN_CALL_AT, JournalHeader, TAIL_WORD_AT, ending_word_of,
+    hash, in_call_word, put_call, put_comm, put_signature, tail_word,
 };
 use mpigram_trace::{
     CallStats, CommEntry, Ending, RankMeta, RankTrace, Timing, Trace, checkpoint_file_name,
@@ -91,7 +91,7 @@ impl Image {
     ) -> Image {
         let mut bytes = h.encode();
         let tail_at = bytes.len();
-        let identity_end = 72 + u32::from_le_bytes(bytes[28..32].try_into().unwrap()) as usize;
+        let identity_end = 80 + u32::from_le_bytes(bytes[28..32].try_into().unwrap()) as usize;
         bytes[ENDING_AT..ENDING_AT + 4].copy_from_slice(&ending_word_of(ending).to_le_bytes());
         bytes[GENERATION_AT..GENERATION_AT + 8].copy_from_slice(&generation.to_le_bytes());
         let word = tail_word(tail.len() as u32, hash(HASH_SEED, tail));
@@ -152,6 +152,7 @@ fn checkpoint(rank: u32, pid: u32) -> RankTrace {
             clock_sync: Vec::new(),
             run: 0,
             lost: mpigram_trace::Lost::None,
+            ended_in: None,
         },
         signatures: vec![signature(0), signature(1)],
         grammar: s.grammar(rank),
@@ -204,6 +205,99 @@ fn a_journal_alone_holds_the_rank() {
     let trace = Trace::open(dir.path()).unwrap();
     assert_same(&trace, &t);
     assert!(!trace.is_complete());
+}
+
+/// The in-call word names the call the rank was killed in: read back from
+/// the journal, kept through the rank's own file (META) and the whole-run
+/// file (PARTS); a damaged word is refused by name.
+#[test]
+fn the_call_a_rank_was_killed_in_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut image = Image::new(1, 0, Ending::Killed, &small_tail(), &[]);
+    let word = in_call_word(func::MPI_Recv);
+    image.bytes[IN_CALL_AT..IN_CALL_AT + 4].copy_from_slice(&word.to_le_bytes());
+    let path = image.write(dir.path(), 1);
+    let t = recover_rank(dir.path(), 1).unwrap();
+    assert_eq!(t.meta.ended_in, Some(func::MPI_Recv));
+    assert_eq!(t.meta.calls, 5, "the calls before it");
+    assert!(t.meta.describe_end().contains("inside MPI_Recv"));
+    let rank_file = tempfile::tempdir().unwrap();
+    let read = RankTrace::read(&t.write(rank_file.path()).unwrap()).unwrap();
+    assert_eq!(read.meta.ended_in, Some(func::MPI_Recv), "in META");
+    let run = Trace::from_rank(t);
+    let run_file = tempfile::tempdir().unwrap();
+    run.write(run_file.path()).unwrap();
+    let read = Trace::open(run_file.path()).unwrap();
+    assert_eq!(
+        read.ranks[0].meta.ended_in,
+        Some(func::MPI_Recv),
+        "in PARTS"
+    );
+
+    // One bit flipped: not a word the tracer writes.
+    image.bytes[IN_CALL_AT] ^= 4;
+    std::fs::write(&path, &image.bytes).unwrap();
+    let e = recover_rank(dir.path(), 1).unwrap_err();
+    one_line_naming(&e, &path);
+    assert!(e.to_string().contains("in-call word"), "{e}");
+}
+
+/// A write killed midway (rank 0's `trace.mgr` at MPI_Finalize, a rank's
+/// own file) leaves a hidden temporary file: the readers ignore it, with
+/// a one-line note, and read the ranks from their journals, every call.
+/// A temporary file whose writer still runs is a write in progress: no note.
+#[test]
+fn a_temporary_file_of_an_interrupted_write_is_noted_and_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    for rank in [0, 1] {
+        Image::new(rank, 0, Ending::Killed, &small_tail(), &[]).write(dir.path(), rank);
+    }
+    let whole = Trace::open(dir.path()).unwrap();
+    assert!(whole.notes.is_empty(), "{:?}", whole.notes);
+    // What the killed writers had written: the start of the whole-run
+    // file (its header comes last, so it is zeros).
+    let elsewhere = tempfile::tempdir().unwrap();
+    let run_file = std::fs::read(whole.write(elsewhere.path()).unwrap()).unwrap();
+    let mut partial = run_file[..run_file.len() / 2].to_vec();
+    partial[..64].fill(0);
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    child.wait().unwrap();
+    let gone = child.id();
+    let left = [
+        format!(".rank1.mgr.tmp-{gone}-4"),
+        format!(".trace.mgr.tmp-{gone}-0"),
+    ];
+    for name in &left {
+        std::fs::write(dir.path().join(name), &partial).unwrap();
+    }
+    let live = format!(".trace.mgr.tmp-{}-1", std::process::id());
+    std::fs::write(dir.path().join(&live), &partial).unwrap();
+
+    let trace = Trace::open(dir.path()).unwrap();
+    assert_eq!(trace.ranks, whole.ranks, "the journals were read, whole");
+    for r in [0, 1] {
+        assert!(trace.calls(r).eq(whole.calls(r)), "rank {r}'s calls");
+    }
+    assert_eq!(trace.notes.len(), 2, "{:?}", trace.notes);
+    for (note, name) in trace.notes.iter().zip(&left) {
+        assert!(!note.contains('\n'));
+        assert!(
+            note.starts_with(&format!("{name}: left by a write of ")),
+            "{note}"
+        );
+        assert!(
+            note.ends_with(&format!(
+                "that was interrupted (process {gone} is gone); ignored; ranks 0-1 read from their crash journals"
+            )),
+            "{note}"
+        );
+    }
+    assert!(
+        left.iter()
+            .chain([&live])
+            .all(|n| dir.path().join(n).exists()),
+        "readers change nothing in the directory"
+    );
 }
 
 #[test]
@@ -295,14 +389,14 @@ fn empty_foreign_and_newer_journals_are_refused_by_name() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join(journal_file_name(0));
     let mut newer = Image::new(0, 0, Ending::Killed, &[], &[]).bytes;
-    newer[8] = 3;
+    newer[8] = 4;
     for (bytes, says) in [
         (Vec::new(), "truncated"),
         (
             b"#!/bin/sh\necho not a journal\n".repeat(4),
             "not an mpigram crash journal",
         ),
-        (newer, "journal version 3"),
+        (newer, "journal version 4"),
     ] {
         std::fs::write(&path, &bytes).unwrap();
         let e = Trace::open(dir.path()).err().unwrap();

@@ -6,7 +6,7 @@ use crate::memo::KeyWords;
 use mpigram_mpispec::FuncId;
 use std::cell::Cell;
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicU32, Ordering::Relaxed};
 
 const UNSET: u8 = 0;
 const ON: u8 = 1;
@@ -28,6 +28,39 @@ thread_local! {
     static INSIDE: Cell<u8> = const { Cell::new(OUTSIDE) };
 }
 
+/// Where a call that begins names its function
+/// (`mpigram_trace::journal::in_call_word`): the crash journal's in-call
+/// word while the rank has a journal (the journal clears it as it records
+/// the call), else [`NO_JOURNAL`]. So a rank that ends inside a call (MPI
+/// ends the process in it, or it is killed while blocked in it) can say
+/// which: [`call_in_progress`], and the journal when no handler runs.
+static IN_CALL: AtomicPtr<AtomicU32> = AtomicPtr::new(&raw const NO_JOURNAL as *mut AtomicU32);
+static NO_JOURNAL: AtomicU32 = AtomicU32::new(0);
+
+/// Makes calls name their function in `word` (the journal's), or in no
+/// journal's if null.
+pub fn name_calls_in(word: *mut AtomicU32) {
+    let word = if word.is_null() {
+        &raw const NO_JOURNAL as *mut AtomicU32
+    } else {
+        word
+    };
+    IN_CALL.store(word, Relaxed);
+}
+
+/// The function of the traced call this thread is inside, if it is inside
+/// one (as the at-exit handler asks when MPI exits the process in a call):
+/// the call that began last, of any thread.
+pub fn call_in_progress() -> Option<FuncId> {
+    if INSIDE.with(Cell::get) != IN_MPI {
+        return None;
+    }
+    // SAFETY: IN_CALL points to a static or to the journal's mapping,
+    // which is never unmapped.
+    let word = unsafe { &*IN_CALL.load(Relaxed) }.load(Relaxed);
+    mpigram_trace::journal::in_call_of_word(word).ok().flatten()
+}
+
 /// A traced call in progress.
 pub struct Call {
     start: u64,
@@ -38,10 +71,10 @@ pub struct Call {
 }
 
 impl Call {
-    /// Starts recording a call; `None` when recording is off or paused, or
-    /// this thread is already inside a traced call.
+    /// Starts recording a call of `func`; `None` when recording is off or
+    /// paused, or this thread is already inside a traced call.
     #[inline]
-    pub fn begin() -> Option<Call> {
+    pub fn begin(func: FuncId) -> Option<Call> {
         let state = STATE.load(Relaxed);
         if state != ON && !(state == UNSET && first_use()) {
             return None;
@@ -51,6 +84,11 @@ impl Call {
                 return None;
             }
             inside.set(IN_MPI);
+            // One store of a constant: the call in progress (see IN_CALL).
+            // SAFETY: IN_CALL points to a static or to the journal's
+            // mapping, which is never unmapped.
+            unsafe { &*IN_CALL.load(Relaxed) }
+                .store(mpigram_trace::journal::in_call_word(func), Relaxed);
             Some(Call {
                 start: crate::clock::now(),
                 inside,

@@ -17,7 +17,8 @@
 
 use crate::objects::CommRecord;
 use mpigram_trace::journal::{
-    self, ENDING_AT, GENERATION_AT, HASH_SEED, JournalHeader, LOST_AT, SIGNAL_ENDING, TAIL_WORD_AT,
+    self, ENDING_AT, GENERATION_AT, HASH_SEED, IN_CALL_AT, JournalHeader, LOST_AT, SIGNAL_ENDING,
+    TAIL_WORD_AT,
 };
 use mpigram_trace::{Ending, Lost, checkpoint_file_name, journal_file_name};
 use std::ffi::c_int;
@@ -152,6 +153,7 @@ impl Journal {
             pid: header.pid,
         };
         ENDING.store(journal.word::<AtomicU32>(ENDING_AT), Ordering::Release);
+        crate::call::name_calls_in(journal.word(IN_CALL_AT));
         Ok(journal)
     }
 
@@ -178,6 +180,9 @@ impl Journal {
         new_signature: Option<&[u8]>,
         comm_log: &[CommRecord],
     ) -> bool {
+        // The call returned: no longer in progress (see `crate::call`).
+        // SAFETY: an aligned u32 of the mapping.
+        unsafe { &*self.word::<AtomicU32>(IN_CALL_AT) }.store(0, Ordering::Relaxed);
         let call = journal::call_record(terminal);
         // The call record is a varint: one byte, or two for terminals up to 8,191.
         let head = if call < 0x80 { 1 } else { 2 };
@@ -342,6 +347,7 @@ impl Journal {
             return;
         }
         ENDING.store(std::ptr::null_mut(), Ordering::Release);
+        crate::call::name_calls_in(std::ptr::null_mut());
         for path in [
             self.dir.join(journal_file_name(self.rank)),
             self.checkpoint_path(),

@@ -126,10 +126,7 @@ pub fn clear_earlier_runs(dir: &Path, rank: u32, sweep: bool, traced: &dyn Fn(u3
         let Some(name) = name.to_str() else {
             continue;
         };
-        let temporary = name
-            .strip_prefix('.')
-            .and_then(|n| n.split_once(".tmp-"))
-            .map(|(of, _)| of);
+        let temporary = mpigram_format::temp_of(name).map(|(of, _)| of);
         let of = temporary.unwrap_or(name);
         let remove = match rank_in_name(of) {
             Some(r) if r == rank => temporary.is_some(),

@@ -152,7 +152,7 @@ pub unsafe extern "C" fn MPI_Session_init(
     tracer::with(|_| ());
     let announced = (!crate::call::is_off() && census::first_start())
         .then(|| crate::call::uncounted(|| census::announce(Claim::Unavailable)));
-    let call = Call::begin();
+    let call = Call::begin(func::MPI_Session_init);
     let ret = unsafe { real(info, errhandler, session) };
     let end = crate::clock::now();
     if let Some(announced) = announced.filter(|_| ret == MPI_SUCCESS) {
@@ -174,7 +174,7 @@ pub unsafe extern "C" fn MPI_Session_init(
 pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
     let real = crate::pmpi::MPI_Init();
     let announced = before_init();
-    let call = Call::begin();
+    let call = Call::begin(func::MPI_Init);
     let ret = unsafe { real(argc, argv) };
     let end = crate::clock::now();
     if ret == MPI_SUCCESS {
@@ -200,7 +200,7 @@ pub unsafe extern "C" fn MPI_Init_thread(
 ) -> c_int {
     let real = crate::pmpi::MPI_Init_thread();
     let announced = before_init();
-    let call = Call::begin();
+    let call = Call::begin(func::MPI_Init_thread);
     let ret = unsafe { real(argc, argv, required, provided) };
     let end = crate::clock::now();
     if ret == MPI_SUCCESS {
@@ -226,7 +226,7 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
     let real = crate::pmpi::MPI_Finalize();
     // The trace is merged across ranks before MPI is finalized, so the
     // call is recorded first: as returning MPI_SUCCESS, with no duration.
-    if let Some(call) = Call::begin() {
+    if let Some(call) = Call::begin(func::MPI_Finalize) {
         let start = call.start();
         call.end_at(start, func::MPI_Finalize, MPI_SUCCESS, |_| {});
     }
@@ -246,7 +246,7 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Abort(comm: MPI_Comm, errorcode: c_int) -> c_int {
     let real = crate::pmpi::MPI_Abort();
-    if let Some(call) = Call::begin() {
+    if let Some(call) = Call::begin(func::MPI_Abort) {
         call.end(func::MPI_Abort, MPI_SUCCESS, |e| {
             e.handle(mpigram_mpispec::HandleKind::Comm, comm);
             e.int(errorcode.into());
@@ -270,7 +270,7 @@ pub unsafe extern "C" fn MPI_Pcontrol(level: c_int) -> c_int {
     if level != 0 {
         crate::call::resume();
     }
-    let call = Call::begin();
+    let call = Call::begin(func::MPI_Pcontrol);
     let ret = unsafe { real(level) };
     if let Some(call) = call {
         call.end(func::MPI_Pcontrol, ret, |e| e.int(level.into()));
@@ -292,7 +292,7 @@ pub unsafe extern "C" fn MPI_Pcontrol(level: c_int) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Wait(request: *mut HandleSlot, status: *mut MPI_Status) -> c_int {
     let real = crate::pmpi::MPI_Wait();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Wait) else {
         return unsafe { real(request, status) };
     };
     let before = unsafe { request_or(request, front().request_null()) };
@@ -314,7 +314,7 @@ pub unsafe extern "C" fn MPI_Test(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_Test();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Test) else {
         return unsafe { real(request, flag, status) };
     };
     let before = unsafe { request_or(request, front().request_null()) };
@@ -362,7 +362,7 @@ pub unsafe extern "C" fn MPI_Waitall(
     statuses: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_Waitall();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Waitall) else {
         return unsafe { real(count, requests, statuses) };
     };
     unsafe { save_requests(requests, count) };
@@ -389,7 +389,7 @@ pub unsafe extern "C" fn MPI_Testall(
     statuses: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_Testall();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Testall) else {
         return unsafe { real(count, requests, flag, statuses) };
     };
     unsafe { save_requests(requests, count) };
@@ -418,7 +418,7 @@ pub unsafe extern "C" fn MPI_Waitany(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_Waitany();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Waitany) else {
         return unsafe { real(count, requests, index, status) };
     };
     unsafe { save_requests(requests, count) };
@@ -446,7 +446,7 @@ pub unsafe extern "C" fn MPI_Testany(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_Testany();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Testany) else {
         return unsafe { real(count, requests, index, flag, status) };
     };
     unsafe { save_requests(requests, count) };
@@ -534,7 +534,7 @@ unsafe fn some_call(
     indices: *mut c_int,
     statuses: *mut MPI_Status,
 ) -> c_int {
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func) else {
         return unsafe { real(incount, requests, outcount, indices, statuses) };
     };
     unsafe { save_requests(requests, incount) };
@@ -583,7 +583,7 @@ unsafe fn some_completed(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Request_free(request: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Request_free();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Request_free) else {
         return unsafe { real(request) };
     };
     let before = unsafe { request_or(request, front().request_null()) };
@@ -597,7 +597,7 @@ pub unsafe extern "C" fn MPI_Request_free(request: *mut HandleSlot) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Start(request: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Start();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Start) else {
         return unsafe { real(request) };
     };
     let before = unsafe { request_or(request, front().request_null()) };
@@ -611,7 +611,7 @@ pub unsafe extern "C" fn MPI_Start(request: *mut HandleSlot) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Startall(count: c_int, requests: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Startall();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Startall) else {
         return unsafe { real(count, requests) };
     };
     unsafe { save_requests(requests, count) };
@@ -634,7 +634,7 @@ pub unsafe extern "C" fn MPI_Request_get_status(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_Request_get_status();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Request_get_status) else {
         return unsafe { real(request, flag, status) };
     };
     let ret = unsafe { real(request, flag, status) };

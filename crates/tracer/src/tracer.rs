@@ -359,6 +359,11 @@ impl Tracer {
                 clock_sync: self.clock_sync.clone(),
                 run: self.run,
                 lost: mpigram_trace::Lost::None,
+                // MPI may end the process inside a call (exit() from a
+                // fatal error handler): the rank says which.
+                ended_in: ending
+                    .filter(|e| !e.is_complete())
+                    .and_then(|_| crate::call::call_in_progress()),
             },
             signatures: self
                 .recorder

@@ -6,6 +6,7 @@
 mod common;
 
 use common::*;
+use mpigram_mpispec::{FuncId, func};
 use mpigram_testkit::{mpiexec, program};
 use mpigram_trace::{Ending, RankPart, Trace};
 use serde_json::json;
@@ -69,6 +70,7 @@ fn assert_dies_of_signal(name: &str, ranks: u32, signal: i32) {
         match rank.meta.ending {
             // Died of it, after every call before it.
             Ending::Signal(s) if s == signal && funcs(&trace, rank) == BEFORE_THE_CRASH => {
+                assert_eq!(rank.meta.ended_in, None, "the signal came between calls");
                 noted += 1
             }
             // Killed (or sent SIGTERM) by hydra while it cleaned up.
@@ -137,6 +139,9 @@ fn mpi_abort_leaves_every_ranks_calls_readable() {
         assert_eq!(rank.meta.ending, Ending::Killed, "rank {r}");
         assert_eq!((rank.meta.rank, rank.meta.world_size), (r, 3));
         assert_prefix(&trace, rank, &before_abort, 6);
+        if funcs(&trace, rank).len() == before_abort.len() {
+            assert_eq!(rank.meta.ended_in, Some(func::MPI_Recv), "rank {r}");
+        }
         let calls = decoded(&trace, r);
         let sendrecv = &calls[4];
         assert_eq!(sendrecv.args["dest"], json!((r + 1) % 3));
@@ -240,6 +245,7 @@ fn exit_without_finalize_writes_the_trace_and_removes_the_journal() {
                 let calls: Vec<Vec<u8>> = trace.calls(r).map(<[u8]>::to_vec).collect();
                 assert_eq!(calls, verify_stream(run.dir.path(), r));
                 assert_eq!(funcs(&trace, rank), BEFORE_THE_CRASH);
+                assert_eq!(rank.meta.ended_in, None, "exit() came between calls");
                 // The first rank to exit removes its journal after writing
                 // its trace; hydra may kill a later one in between (its
                 // trace is whole, the journal left for the next run to
@@ -255,6 +261,90 @@ fn exit_without_finalize_writes_the_trace_and_removes_the_journal() {
     }
     assert!(exited >= 1, "{}", run.output);
     assert!(tidied >= 1, "no exited rank removed its journal");
+}
+
+/// A rank that ends inside an MPI call (MPI ends the process in it, or it
+/// is killed while blocked in it) names that call, and holds every call
+/// before it: `tests/mpi/crash_in_call.c` in each of its ways to end.
+#[test]
+fn a_rank_that_ends_inside_a_call_names_it() {
+    let prelude = |errhandler: bool| {
+        let mut calls = vec!["MPI_Init", "MPI_Comm_size"];
+        if errhandler {
+            calls.extend(["MPI_Comm_create_errhandler", "MPI_Comm_set_errhandler"]);
+        }
+        calls.extend(BEFORE_THE_CRASH[1..].iter().copied());
+        calls.extend(["MPI_Bcast", "MPI_Comm_rank"]);
+        calls
+    };
+    // (mode, exit status, rank 1's possible endings, the call it ended in)
+    let send = Some(func::MPI_Send);
+    let cases: [(&str, i32, &[Ending], Option<FuncId>); 4] = [
+        ("kill", libc::SIGKILL, &[Ending::Killed], None),
+        // MPICH 4.0.2 aborts the job from its fatal handler (exit status:
+        // the error code's low byte): hydra kills the rank inside the call,
+        // or it exits there first.
+        (
+            "fatal",
+            6,
+            &[Ending::Killed, Ending::ExitWithoutFinalize],
+            send,
+        ),
+        ("exit", 3, &[Ending::ExitWithoutFinalize], send),
+        (
+            "abort",
+            libc::SIGABRT,
+            &[Ending::Signal(libc::SIGABRT)],
+            send,
+        ),
+    ];
+    for (mode, status, endings, ended_in) in cases {
+        let run = run_traced("crash_in_call", 2, &[mode], &[]);
+        assert_eq!(
+            run.output.status.code(),
+            Some(status),
+            "{mode}: {}",
+            run.output
+        );
+        let trace = run.trace();
+        let [r0, r1] = &trace.ranks[..] else {
+            panic!("{mode}: two ranks");
+        };
+        // Rank 0 was killed blocked in MPI_Recv (by rank 1 or hydra).
+        let before = prelude(matches!(mode, "exit" | "abort"));
+        assert_eq!(
+            (r0.meta.ending, r0.meta.ended_in),
+            (Ending::Killed, Some(func::MPI_Recv)),
+            "{mode}"
+        );
+        assert_eq!(funcs(&trace, r0), before, "{mode}: every call before");
+        assert!(
+            r0.meta
+                .describe_end()
+                .ends_with("inside MPI_Recv (the call did not return: it is not in the trace)"),
+            "{}",
+            r0.meta.describe_end()
+        );
+        let mut before = before;
+        if ended_in.is_some() {
+            before.push("MPI_Comm_size"); // world_size() in the bad MPI_Send
+        }
+        assert!(
+            endings.contains(&r1.meta.ending),
+            "{mode}: {:?}",
+            r1.meta.ending
+        );
+        assert_eq!(r1.meta.ended_in, ended_in, "{mode}");
+        assert_eq!(funcs(&trace, r1), before, "{mode}: every call before");
+        if r1.meta.ending == Ending::ExitWithoutFinalize {
+            // Written at exit, with the verification stream.
+            assert_eq!(
+                trace.calls(1).map(<[u8]>::to_vec).collect::<Vec<_>>(),
+                verify_stream(run.dir.path(), 1),
+                "{mode}: exactly the calls rank 1 made"
+            );
+        }
+    }
 }
 
 #[test]

@@ -174,13 +174,13 @@ fn wrapper(f: &FuncModel) -> Result<String> {
         None => {
             let _ = writeln!(
                 s,
-                "    let Some(call) = Call::begin() else {{ return unsafe {{ real({args}) }}; }};"
+                "    let Some(call) = Call::begin(func::{name}) else {{ return unsafe {{ real({args}) }}; }};"
             );
         }
         Some(a) => {
             let _ = writeln!(
                 s,
-                "    let Some(call) = Call::begin() else {{\n        let ret = unsafe {{ real({args}) }};\n        unsafe {{ {} }};\n        return ret;\n    }};",
+                "    let Some(call) = Call::begin(func::{name}) else {{\n        let ret = unsafe {{ real({args}) }};\n        unsafe {{ {} }};\n        return ret;\n    }};",
                 a.unrecorded()
             );
         }

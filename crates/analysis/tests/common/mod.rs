@@ -183,6 +183,7 @@ pub fn two_ranks(iterations: u64) -> Trace {
                 clock_sync: Vec::new(),
                 run: 0,
                 lost: mpigram_trace::Lost::None,
+                ended_in: None,
             },
             signatures: table,
             grammar: grammar.grammar(rank),

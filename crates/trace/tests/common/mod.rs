@@ -49,6 +49,7 @@ pub fn sample(rank: u32) -> RankTrace {
             clock_sync: Vec::new(),
             run: 0,
             lost: mpigram_trace::Lost::None,
+            ended_in: None,
         },
         signatures,
         grammar: s.grammar(rank),

@@ -331,7 +331,7 @@ pub unsafe extern "C" fn MPI_Accumulate(
     win: MPI_Win,
 ) -> c_int {
     let real = crate::pmpi::MPI_Accumulate();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Accumulate) else {
         return unsafe {
             real(
                 origin_addr,
@@ -406,7 +406,7 @@ pub unsafe extern "C" fn MPI_Accumulate_c(
     win: MPI_Win,
 ) -> c_int {
     let real = crate::pmpi::MPI_Accumulate_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Accumulate_c) else {
         return unsafe {
             real(
                 origin_addr,
@@ -470,7 +470,7 @@ pub unsafe extern "C" fn MPI_Accumulate_c(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Add_error_class(errorclass: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Add_error_class();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Add_error_class) else {
         return unsafe { real(errorclass) };
     };
     let ret = unsafe { real(errorclass) };
@@ -489,7 +489,7 @@ pub unsafe extern "C" fn MPI_Add_error_class(errorclass: *mut c_int) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Add_error_code(errorclass: c_int, errorcode: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Add_error_code();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Add_error_code) else {
         return unsafe { real(errorclass, errorcode) };
     };
     let ret = unsafe { real(errorclass, errorcode) };
@@ -509,7 +509,7 @@ pub unsafe extern "C" fn MPI_Add_error_code(errorclass: c_int, errorcode: *mut c
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Add_error_string(errorcode: c_int, string: *const c_char) -> c_int {
     let real = crate::pmpi::MPI_Add_error_string();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Add_error_string) else {
         return unsafe { real(errorcode, string) };
     };
     let ret = unsafe { real(errorcode, string) };
@@ -524,7 +524,7 @@ pub unsafe extern "C" fn MPI_Add_error_string(errorcode: c_int, string: *const c
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Address(location: *mut c_void, address: *mut MPI_Aint) -> c_int {
     let real = crate::pmpi::MPI_Address();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Address) else {
         return unsafe { real(location, address) };
     };
     let ret = unsafe { real(location, address) };
@@ -544,7 +544,7 @@ pub unsafe extern "C" fn MPI_Address(location: *mut c_void, address: *mut MPI_Ai
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Aint_add(base: MPI_Aint, disp: MPI_Aint) -> MPI_Aint {
     let real = crate::pmpi::MPI_Aint_add();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Aint_add) else {
         return unsafe { real(base, disp) };
     };
     let ret = unsafe { real(base, disp) };
@@ -564,7 +564,7 @@ pub unsafe extern "C" fn MPI_Aint_add(base: MPI_Aint, disp: MPI_Aint) -> MPI_Ain
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Aint_diff(addr1: MPI_Aint, addr2: MPI_Aint) -> MPI_Aint {
     let real = crate::pmpi::MPI_Aint_diff();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Aint_diff) else {
         return unsafe { real(addr1, addr2) };
     };
     let ret = unsafe { real(addr1, addr2) };
@@ -592,7 +592,7 @@ pub unsafe extern "C" fn MPI_Allgather(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Allgather();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Allgather) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
@@ -644,7 +644,7 @@ pub unsafe extern "C" fn MPI_Allgather_c(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Allgather_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Allgather_c) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
@@ -699,7 +699,7 @@ pub unsafe extern "C" fn MPI_Allgather_init(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Allgather_init();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Allgather_init) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
@@ -758,7 +758,7 @@ pub unsafe extern "C" fn MPI_Allgather_init_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Allgather_init_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Allgather_init_c) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
@@ -816,7 +816,7 @@ pub unsafe extern "C" fn MPI_Allgatherv(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Allgatherv();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Allgatherv) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
@@ -857,7 +857,7 @@ pub unsafe extern "C" fn MPI_Allgatherv_c(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Allgatherv_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Allgatherv_c) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
@@ -900,7 +900,7 @@ pub unsafe extern "C" fn MPI_Allgatherv_init(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Allgatherv_init();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Allgatherv_init) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info,
@@ -947,7 +947,7 @@ pub unsafe extern "C" fn MPI_Allgatherv_init_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Allgatherv_init_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Allgatherv_init_c) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info,
@@ -986,7 +986,7 @@ pub unsafe extern "C" fn MPI_Alloc_mem(
     baseptr: *mut c_void,
 ) -> c_int {
     let real = crate::pmpi::MPI_Alloc_mem();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Alloc_mem) else {
         return unsafe { real(size, info, baseptr) };
     };
     let ret = unsafe { real(size, info, baseptr) };
@@ -1021,7 +1021,7 @@ pub unsafe extern "C" fn MPI_Allreduce(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Allreduce();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Allreduce) else {
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) };
@@ -1062,7 +1062,7 @@ pub unsafe extern "C" fn MPI_Allreduce_c(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Allreduce_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Allreduce_c) else {
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) };
@@ -1106,7 +1106,7 @@ pub unsafe extern "C" fn MPI_Allreduce_init(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Allreduce_init();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Allreduce_init) else {
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
@@ -1154,7 +1154,7 @@ pub unsafe extern "C" fn MPI_Allreduce_init_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Allreduce_init_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Allreduce_init_c) else {
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
@@ -1200,7 +1200,7 @@ pub unsafe extern "C" fn MPI_Alltoall(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Alltoall();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Alltoall) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
@@ -1252,7 +1252,7 @@ pub unsafe extern "C" fn MPI_Alltoall_c(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Alltoall_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Alltoall_c) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
@@ -1307,7 +1307,7 @@ pub unsafe extern "C" fn MPI_Alltoall_init(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Alltoall_init();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Alltoall_init) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
@@ -1366,7 +1366,7 @@ pub unsafe extern "C" fn MPI_Alltoall_init_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Alltoall_init_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Alltoall_init_c) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
@@ -1425,7 +1425,7 @@ pub unsafe extern "C" fn MPI_Alltoallv(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Alltoallv();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Alltoallv) else {
         return unsafe {
             real(
                 sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
@@ -1479,7 +1479,7 @@ pub unsafe extern "C" fn MPI_Alltoallv_c(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Alltoallv_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Alltoallv_c) else {
         return unsafe {
             real(
                 sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
@@ -1535,7 +1535,7 @@ pub unsafe extern "C" fn MPI_Alltoallv_init(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Alltoallv_init();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Alltoallv_init) else {
         return unsafe {
             real(
                 sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
@@ -1594,7 +1594,7 @@ pub unsafe extern "C" fn MPI_Alltoallv_init_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Alltoallv_init_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Alltoallv_init_c) else {
         return unsafe {
             real(
                 sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
@@ -1651,7 +1651,7 @@ pub unsafe extern "C" fn MPI_Alltoallw(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Alltoallw();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Alltoallw) else {
         return unsafe {
             real(
                 sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes,
@@ -1723,7 +1723,7 @@ pub unsafe extern "C" fn MPI_Alltoallw_c(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Alltoallw_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Alltoallw_c) else {
         return unsafe {
             real(
                 sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes,
@@ -1797,7 +1797,7 @@ pub unsafe extern "C" fn MPI_Alltoallw_init(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Alltoallw_init();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Alltoallw_init) else {
         return unsafe {
             real(
                 sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes,
@@ -1874,7 +1874,7 @@ pub unsafe extern "C" fn MPI_Alltoallw_init_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Alltoallw_init_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Alltoallw_init_c) else {
         return unsafe {
             real(
                 sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes,
@@ -1938,7 +1938,7 @@ pub unsafe extern "C" fn MPI_Alltoallw_init_c(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Attr_delete(comm: MPI_Comm, keyval: c_int) -> c_int {
     let real = crate::pmpi::MPI_Attr_delete();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Attr_delete) else {
         return unsafe { real(comm, keyval) };
     };
     let ret = unsafe { real(comm, keyval) };
@@ -1968,7 +1968,7 @@ pub unsafe extern "C" fn MPI_Attr_get(
     flag: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Attr_get();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Attr_get) else {
         return unsafe { real(comm, keyval, attribute_val, flag) };
     };
     let ret = unsafe { real(comm, keyval, attribute_val, flag) };
@@ -2002,7 +2002,7 @@ pub unsafe extern "C" fn MPI_Attr_put(
     attribute_val: *mut c_void,
 ) -> c_int {
     let real = crate::pmpi::MPI_Attr_put();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Attr_put) else {
         return unsafe { real(comm, keyval, attribute_val) };
     };
     let ret = unsafe { real(comm, keyval, attribute_val) };
@@ -2030,7 +2030,7 @@ pub unsafe extern "C" fn MPI_Attr_put(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Barrier(comm: MPI_Comm) -> c_int {
     let real = crate::pmpi::MPI_Barrier();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Barrier) else {
         return unsafe { real(comm) };
     };
     let ret = unsafe { real(comm) };
@@ -2053,7 +2053,7 @@ pub unsafe extern "C" fn MPI_Barrier_init(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Barrier_init();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Barrier_init) else {
         return unsafe { real(comm, info, request) };
     };
     let ret = unsafe { real(comm, info, request) };
@@ -2086,7 +2086,7 @@ pub unsafe extern "C" fn MPI_Bcast(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Bcast();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Bcast) else {
         return unsafe { real(buffer, count, datatype, root, comm) };
     };
     let ret = unsafe { real(buffer, count, datatype, root, comm) };
@@ -2124,7 +2124,7 @@ pub unsafe extern "C" fn MPI_Bcast_c(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Bcast_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Bcast_c) else {
         return unsafe { real(buffer, count, datatype, root, comm) };
     };
     let ret = unsafe { real(buffer, count, datatype, root, comm) };
@@ -2164,7 +2164,7 @@ pub unsafe extern "C" fn MPI_Bcast_init(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Bcast_init();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Bcast_init) else {
         return unsafe { real(buffer, count, datatype, root, comm, info, request) };
     };
     let ret = unsafe { real(buffer, count, datatype, root, comm, info, request) };
@@ -2208,7 +2208,7 @@ pub unsafe extern "C" fn MPI_Bcast_init_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Bcast_init_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Bcast_init_c) else {
         return unsafe { real(buffer, count, datatype, root, comm, info, request) };
     };
     let ret = unsafe { real(buffer, count, datatype, root, comm, info, request) };
@@ -2251,7 +2251,7 @@ pub unsafe extern "C" fn MPI_Bsend(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Bsend();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Bsend) else {
         return unsafe { real(buf, count, datatype, dest, tag, comm) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm) };
@@ -2292,7 +2292,7 @@ pub unsafe extern "C" fn MPI_Bsend_c(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Bsend_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Bsend_c) else {
         return unsafe { real(buf, count, datatype, dest, tag, comm) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm) };
@@ -2334,7 +2334,7 @@ pub unsafe extern "C" fn MPI_Bsend_init(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Bsend_init();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Bsend_init) else {
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
@@ -2378,7 +2378,7 @@ pub unsafe extern "C" fn MPI_Bsend_init_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Bsend_init_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Bsend_init_c) else {
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
@@ -2414,7 +2414,7 @@ pub unsafe extern "C" fn MPI_Bsend_init_c(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Buffer_attach(buffer: *mut c_void, size: c_int) -> c_int {
     let real = crate::pmpi::MPI_Buffer_attach();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Buffer_attach) else {
         return unsafe { real(buffer, size) };
     };
     let ret = unsafe { real(buffer, size) };
@@ -2434,7 +2434,7 @@ pub unsafe extern "C" fn MPI_Buffer_attach(buffer: *mut c_void, size: c_int) -> 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Buffer_attach_c(buffer: *mut c_void, size: MPI_Count) -> c_int {
     let real = crate::pmpi::MPI_Buffer_attach_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Buffer_attach_c) else {
         return unsafe { real(buffer, size) };
     };
     let ret = unsafe { real(buffer, size) };
@@ -2454,7 +2454,7 @@ pub unsafe extern "C" fn MPI_Buffer_attach_c(buffer: *mut c_void, size: MPI_Coun
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Buffer_detach(buffer_addr: *mut c_void, size: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Buffer_detach();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Buffer_detach) else {
         return unsafe { real(buffer_addr, size) };
     };
     let ret = unsafe { real(buffer_addr, size) };
@@ -2483,7 +2483,7 @@ pub unsafe extern "C" fn MPI_Buffer_detach_c(
     size: *mut MPI_Count,
 ) -> c_int {
     let real = crate::pmpi::MPI_Buffer_detach_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Buffer_detach_c) else {
         return unsafe { real(buffer_addr, size) };
     };
     let ret = unsafe { real(buffer_addr, size) };
@@ -2509,7 +2509,7 @@ pub unsafe extern "C" fn MPI_Buffer_detach_c(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Buffer_flush() -> c_int {
     let real = crate::pmpi::MPI_Buffer_flush();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Buffer_flush) else {
         return unsafe { real() };
     };
     let ret = unsafe { real() };
@@ -2521,7 +2521,7 @@ pub unsafe extern "C" fn MPI_Buffer_flush() -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Buffer_iflush(request: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Buffer_iflush();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Buffer_iflush) else {
         return unsafe { real(request) };
     };
     let ret = unsafe { real(request) };
@@ -2540,7 +2540,7 @@ pub unsafe extern "C" fn MPI_Buffer_iflush(request: *mut HandleSlot) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Cancel(request: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Cancel();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Cancel) else {
         return unsafe { real(request) };
     };
     let request_before = unsafe { handle_or_null(REQUEST, request.cast()) };
@@ -2560,7 +2560,7 @@ pub unsafe extern "C" fn MPI_Cart_coords(
     coords: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Cart_coords();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Cart_coords) else {
         return unsafe { real(comm, rank, maxdims, coords) };
     };
     let ret = unsafe { real(comm, rank, maxdims, coords) };
@@ -2589,7 +2589,7 @@ pub unsafe extern "C" fn MPI_Cart_create(
     comm_cart: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Cart_create();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Cart_create) else {
         let ret = unsafe { real(comm_old, ndims, dims, periods, reorder, comm_cart) };
         unsafe { crate::agree::unrecorded(ret, comm_cart) };
         return ret;
@@ -2620,7 +2620,7 @@ pub unsafe extern "C" fn MPI_Cart_get(
     coords: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Cart_get();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Cart_get) else {
         return unsafe { real(comm, maxdims, dims, periods, coords) };
     };
     let ret = unsafe { real(comm, maxdims, dims, periods, coords) };
@@ -2659,7 +2659,7 @@ pub unsafe extern "C" fn MPI_Cart_map(
     newrank: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Cart_map();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Cart_map) else {
         return unsafe { real(comm, ndims, dims, periods, newrank) };
     };
     let ret = unsafe { real(comm, ndims, dims, periods, newrank) };
@@ -2683,7 +2683,7 @@ pub unsafe extern "C" fn MPI_Cart_rank(
     rank: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Cart_rank();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Cart_rank) else {
         return unsafe { real(comm, coords, rank) };
     };
     let ret = unsafe { real(comm, coords, rank) };
@@ -2706,7 +2706,7 @@ pub unsafe extern "C" fn MPI_Cart_shift(
     rank_dest: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Cart_shift();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Cart_shift) else {
         return unsafe { real(comm, direction, disp, rank_source, rank_dest) };
     };
     let ret = unsafe { real(comm, direction, disp, rank_source, rank_dest) };
@@ -2741,7 +2741,7 @@ pub unsafe extern "C" fn MPI_Cart_sub(
     newcomm: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Cart_sub();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Cart_sub) else {
         let ret = unsafe { real(comm, remain_dims, newcomm) };
         unsafe { crate::agree::unrecorded(ret, newcomm) };
         return ret;
@@ -2762,7 +2762,7 @@ pub unsafe extern "C" fn MPI_Cart_sub(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Cartdim_get(comm: MPI_Comm, ndims: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Cartdim_get();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Cartdim_get) else {
         return unsafe { real(comm, ndims) };
     };
     let ret = unsafe { real(comm, ndims) };
@@ -2782,7 +2782,7 @@ pub unsafe extern "C" fn MPI_Cartdim_get(comm: MPI_Comm, ndims: *mut c_int) -> c
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Close_port(port_name: *const c_char) -> c_int {
     let real = crate::pmpi::MPI_Close_port();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Close_port) else {
         return unsafe { real(port_name) };
     };
     let ret = unsafe { real(port_name) };
@@ -2802,7 +2802,7 @@ pub unsafe extern "C" fn MPI_Comm_accept(
     newcomm: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_accept();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Comm_accept) else {
         return unsafe { real(port_name, info, root, comm, newcomm) };
     };
     let ret = unsafe { real(port_name, info, root, comm, newcomm) };
@@ -2829,7 +2829,7 @@ pub unsafe extern "C" fn MPI_Comm_attach_buffer(
     size: c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_attach_buffer();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Comm_attach_buffer) else {
         return unsafe { real(comm, buffer, size) };
     };
     let ret = unsafe { real(comm, buffer, size) };
@@ -2861,7 +2861,7 @@ pub unsafe extern "C" fn MPI_Comm_attach_buffer_c(
     size: MPI_Count,
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_attach_buffer_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Comm_attach_buffer_c) else {
         return unsafe { real(comm, buffer, size) };
     };
     let ret = unsafe { real(comm, buffer, size) };
@@ -2889,7 +2889,7 @@ pub unsafe extern "C" fn MPI_Comm_attach_buffer_c(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Comm_call_errhandler(comm: MPI_Comm, errorcode: c_int) -> c_int {
     let real = crate::pmpi::MPI_Comm_call_errhandler();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Comm_call_errhandler) else {
         return unsafe { real(comm, errorcode) };
     };
     let ret = unsafe { real(comm, errorcode) };
@@ -2918,7 +2918,7 @@ pub unsafe extern "C" fn MPI_Comm_compare(
     result: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_compare();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Comm_compare) else {
         return unsafe { real(comm1, comm2, result) };
     };
     let ret = unsafe { real(comm1, comm2, result) };
@@ -2951,7 +2951,7 @@ pub unsafe extern "C" fn MPI_Comm_connect(
     newcomm: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_connect();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Comm_connect) else {
         return unsafe { real(port_name, info, root, comm, newcomm) };
     };
     let ret = unsafe { real(port_name, info, root, comm, newcomm) };
@@ -2978,7 +2978,7 @@ pub unsafe extern "C" fn MPI_Comm_create(
     newcomm: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_create();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Comm_create) else {
         let ret = unsafe { real(comm, group, newcomm) };
         unsafe { crate::agree::unrecorded(ret, newcomm) };
         return ret;
@@ -3001,7 +3001,7 @@ pub unsafe extern "C" fn MPI_Comm_create_errhandler(
     errhandler: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_create_errhandler();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Comm_create_errhandler) else {
         return unsafe { real(comm_errhandler_fn, errhandler) };
     };
     let ret = unsafe { real(comm_errhandler_fn, errhandler) };
@@ -3022,7 +3022,7 @@ pub unsafe extern "C" fn MPI_Comm_create_from_group(
     newcomm: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_create_from_group();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Comm_create_from_group) else {
         let ret = unsafe { real(group, stringtag, info, errhandler, newcomm) };
         unsafe { crate::agree::unrecorded(ret, newcomm) };
         return ret;
@@ -3049,7 +3049,7 @@ pub unsafe extern "C" fn MPI_Comm_create_group(
     newcomm: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_create_group();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Comm_create_group) else {
         let ret = unsafe { real(comm, group, tag, newcomm) };
         unsafe { crate::agree::unrecorded(ret, newcomm) };
         return ret;
@@ -3075,7 +3075,7 @@ pub unsafe extern "C" fn MPI_Comm_create_keyval(
     extra_state: *mut c_void,
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_create_keyval();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Comm_create_keyval) else {
         return unsafe {
             real(
                 comm_copy_attr_fn,
@@ -3106,7 +3106,7 @@ pub unsafe extern "C" fn MPI_Comm_create_keyval(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Comm_delete_attr(comm: MPI_Comm, comm_keyval: c_int) -> c_int {
     let real = crate::pmpi::MPI_Comm_delete_attr();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Comm_delete_attr) else {
         return unsafe { real(comm, comm_keyval) };
     };
     let ret = unsafe { real(comm, comm_keyval) };
@@ -3135,7 +3135,7 @@ pub unsafe extern "C" fn MPI_Comm_detach_buffer(
     size: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_detach_buffer();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Comm_detach_buffer) else {
         return unsafe { real(comm, buffer_addr, size) };
     };
     let ret = unsafe { real(comm, buffer_addr, size) };
@@ -3167,7 +3167,7 @@ pub unsafe extern "C" fn MPI_Comm_detach_buffer_c(
     size: *mut MPI_Count,
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_detach_buffer_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Comm_detach_buffer_c) else {
         return unsafe { real(comm, buffer_addr, size) };
     };
     let ret = unsafe { real(comm, buffer_addr, size) };
@@ -3195,7 +3195,7 @@ pub unsafe extern "C" fn MPI_Comm_detach_buffer_c(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Comm_disconnect(comm: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Comm_disconnect();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Comm_disconnect) else {
         return unsafe { real(comm) };
     };
     let comm_before = unsafe { handle_or_null(HandleKind::Comm as usize, comm.cast()) };
@@ -3210,7 +3210,7 @@ pub unsafe extern "C" fn MPI_Comm_disconnect(comm: *mut HandleSlot) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Comm_dup(comm: MPI_Comm, newcomm: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Comm_dup();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Comm_dup) else {
         let ret = unsafe { real(comm, newcomm) };
         unsafe { crate::agree::unrecorded(ret, newcomm) };
         return ret;
@@ -3233,7 +3233,7 @@ pub unsafe extern "C" fn MPI_Comm_dup_with_info(
     newcomm: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_dup_with_info();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Comm_dup_with_info) else {
         let ret = unsafe { real(comm, info, newcomm) };
         unsafe { crate::agree::unrecorded(ret, newcomm) };
         return ret;
@@ -3253,7 +3253,7 @@ pub unsafe extern "C" fn MPI_Comm_dup_with_info(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Comm_flush_buffer(comm: MPI_Comm) -> c_int {
     let real = crate::pmpi::MPI_Comm_flush_buffer();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Comm_flush_buffer) else {
         return unsafe { real(comm) };
     };
     let ret = unsafe { real(comm) };
@@ -3272,7 +3272,7 @@ pub unsafe extern "C" fn MPI_Comm_flush_buffer(comm: MPI_Comm) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Comm_free(comm: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Comm_free();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Comm_free) else {
         return unsafe { real(comm) };
     };
     let comm_before = unsafe { handle_or_null(HandleKind::Comm as usize, comm.cast()) };
@@ -3287,7 +3287,7 @@ pub unsafe extern "C" fn MPI_Comm_free(comm: *mut HandleSlot) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Comm_free_keyval(comm_keyval: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Comm_free_keyval();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Comm_free_keyval) else {
         return unsafe { real(comm_keyval) };
     };
     let comm_keyval_before =
@@ -3303,7 +3303,7 @@ pub unsafe extern "C" fn MPI_Comm_free_keyval(comm_keyval: *mut c_int) -> c_int 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Comm_fromint(comm: c_int) -> MPI_Comm {
     let real = crate::pmpi::MPI_Comm_fromint();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Comm_fromint) else {
         return unsafe { real(comm) };
     };
     let ret = unsafe { real(comm) };
@@ -3327,7 +3327,7 @@ pub unsafe extern "C" fn MPI_Comm_get_attr(
     flag: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_get_attr();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Comm_get_attr) else {
         return unsafe { real(comm, comm_keyval, attribute_val, flag) };
     };
     let ret = unsafe { real(comm, comm_keyval, attribute_val, flag) };
@@ -3360,7 +3360,7 @@ pub unsafe extern "C" fn MPI_Comm_get_errhandler(
     errhandler: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_get_errhandler();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Comm_get_errhandler) else {
         return unsafe { real(comm, errhandler) };
     };
     let ret = unsafe { real(comm, errhandler) };
@@ -3375,7 +3375,7 @@ pub unsafe extern "C" fn MPI_Comm_get_errhandler(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Comm_get_info(comm: MPI_Comm, info_used: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Comm_get_info();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Comm_get_info) else {
         return unsafe { real(comm, info_used) };
     };
     let ret = unsafe { real(comm, info_used) };
@@ -3394,7 +3394,7 @@ pub unsafe extern "C" fn MPI_Comm_get_name(
     resultlen: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_get_name();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Comm_get_name) else {
         return unsafe { real(comm, comm_name, resultlen) };
     };
     let ret = unsafe { real(comm, comm_name, resultlen) };
@@ -3411,7 +3411,7 @@ pub unsafe extern "C" fn MPI_Comm_get_name(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Comm_get_parent(parent: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Comm_get_parent();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Comm_get_parent) else {
         return unsafe { real(parent) };
     };
     let ret = unsafe { real(parent) };
@@ -3430,7 +3430,7 @@ pub unsafe extern "C" fn MPI_Comm_get_parent(parent: *mut HandleSlot) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Comm_group(comm: MPI_Comm, group: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Comm_group();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Comm_group) else {
         return unsafe { real(comm, group) };
     };
     let ret = unsafe { real(comm, group) };
@@ -3449,7 +3449,7 @@ pub unsafe extern "C" fn MPI_Comm_idup(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_idup();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Comm_idup) else {
         let ret = unsafe { real(comm, newcomm, request) };
         unsafe { crate::agree::start_unrecorded(ret, comm, newcomm) };
         return ret;
@@ -3474,7 +3474,7 @@ pub unsafe extern "C" fn MPI_Comm_idup_with_info(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_idup_with_info();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Comm_idup_with_info) else {
         let ret = unsafe { real(comm, info, newcomm, request) };
         unsafe { crate::agree::start_unrecorded(ret, comm, newcomm) };
         return ret;
@@ -3495,7 +3495,7 @@ pub unsafe extern "C" fn MPI_Comm_idup_with_info(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Comm_iflush_buffer(comm: MPI_Comm, request: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Comm_iflush_buffer();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Comm_iflush_buffer) else {
         return unsafe { real(comm, request) };
     };
     let ret = unsafe { real(comm, request) };
@@ -3515,7 +3515,7 @@ pub unsafe extern "C" fn MPI_Comm_iflush_buffer(comm: MPI_Comm, request: *mut Ha
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Comm_join(fd: c_int, intercomm: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Comm_join();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Comm_join) else {
         return unsafe { real(fd, intercomm) };
     };
     let ret = unsafe { real(fd, intercomm) };
@@ -3530,7 +3530,7 @@ pub unsafe extern "C" fn MPI_Comm_join(fd: c_int, intercomm: *mut HandleSlot) ->
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Comm_rank(comm: MPI_Comm, rank: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Comm_rank();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Comm_rank) else {
         return unsafe { real(comm, rank) };
     };
     let ret = unsafe { real(comm, rank) };
@@ -3555,7 +3555,7 @@ pub unsafe extern "C" fn MPI_Comm_rank(comm: MPI_Comm, rank: *mut c_int) -> c_in
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Comm_remote_group(comm: MPI_Comm, group: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Comm_remote_group();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Comm_remote_group) else {
         return unsafe { real(comm, group) };
     };
     let ret = unsafe { real(comm, group) };
@@ -3570,7 +3570,7 @@ pub unsafe extern "C" fn MPI_Comm_remote_group(comm: MPI_Comm, group: *mut Handl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Comm_remote_size(comm: MPI_Comm, size: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Comm_remote_size();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Comm_remote_size) else {
         return unsafe { real(comm, size) };
     };
     let ret = unsafe { real(comm, size) };
@@ -3594,7 +3594,7 @@ pub unsafe extern "C" fn MPI_Comm_set_attr(
     attribute_val: *mut c_void,
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_set_attr();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Comm_set_attr) else {
         return unsafe { real(comm, comm_keyval, attribute_val) };
     };
     let ret = unsafe { real(comm, comm_keyval, attribute_val) };
@@ -3625,7 +3625,7 @@ pub unsafe extern "C" fn MPI_Comm_set_errhandler(
     errhandler: MPI_Errhandler,
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_set_errhandler();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Comm_set_errhandler) else {
         return unsafe { real(comm, errhandler) };
     };
     let ret = unsafe { real(comm, errhandler) };
@@ -3650,7 +3650,7 @@ pub unsafe extern "C" fn MPI_Comm_set_errhandler(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Comm_set_info(comm: MPI_Comm, info: MPI_Info) -> c_int {
     let real = crate::pmpi::MPI_Comm_set_info();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Comm_set_info) else {
         return unsafe { real(comm, info) };
     };
     let ret = unsafe { real(comm, info) };
@@ -3675,7 +3675,7 @@ pub unsafe extern "C" fn MPI_Comm_set_info(comm: MPI_Comm, info: MPI_Info) -> c_
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Comm_set_name(comm: MPI_Comm, comm_name: *const c_char) -> c_int {
     let real = crate::pmpi::MPI_Comm_set_name();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Comm_set_name) else {
         return unsafe { real(comm, comm_name) };
     };
     let ret = unsafe { real(comm, comm_name) };
@@ -3690,7 +3690,7 @@ pub unsafe extern "C" fn MPI_Comm_set_name(comm: MPI_Comm, comm_name: *const c_c
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Comm_size(comm: MPI_Comm, size: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Comm_size();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Comm_size) else {
         return unsafe { real(comm, size) };
     };
     let ret = unsafe { real(comm, size) };
@@ -3720,7 +3720,7 @@ pub unsafe extern "C" fn MPI_Comm_spawn(
     array_of_errcodes: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_spawn();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Comm_spawn) else {
         return unsafe {
             real(
                 command,
@@ -3791,7 +3791,7 @@ pub unsafe extern "C" fn MPI_Comm_spawn_multiple(
     array_of_errcodes: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_spawn_multiple();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Comm_spawn_multiple) else {
         return unsafe {
             real(
                 count,
@@ -3881,7 +3881,7 @@ pub unsafe extern "C" fn MPI_Comm_split(
     newcomm: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_split();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Comm_split) else {
         let ret = unsafe { real(comm, color, key, newcomm) };
         unsafe { crate::agree::unrecorded(ret, newcomm) };
         return ret;
@@ -3908,7 +3908,7 @@ pub unsafe extern "C" fn MPI_Comm_split_type(
     newcomm: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_split_type();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Comm_split_type) else {
         let ret = unsafe { real(comm, split_type, key, info, newcomm) };
         unsafe { crate::agree::unrecorded(ret, newcomm) };
         return ret;
@@ -3930,7 +3930,7 @@ pub unsafe extern "C" fn MPI_Comm_split_type(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Comm_test_inter(comm: MPI_Comm, flag: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Comm_test_inter();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Comm_test_inter) else {
         return unsafe { real(comm, flag) };
     };
     let ret = unsafe { real(comm, flag) };
@@ -3950,7 +3950,7 @@ pub unsafe extern "C" fn MPI_Comm_test_inter(comm: MPI_Comm, flag: *mut c_int) -
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Comm_toint(comm: MPI_Comm) -> c_int {
     let real = crate::pmpi::MPI_Comm_toint();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Comm_toint) else {
         return unsafe { real(comm) };
     };
     let ret = unsafe { real(comm) };
@@ -3977,7 +3977,7 @@ pub unsafe extern "C" fn MPI_Compare_and_swap(
     win: MPI_Win,
 ) -> c_int {
     let real = crate::pmpi::MPI_Compare_and_swap();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Compare_and_swap) else {
         return unsafe {
             real(
                 origin_addr,
@@ -4033,7 +4033,7 @@ pub unsafe extern "C" fn MPI_Compare_and_swap(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Dims_create(nnodes: c_int, ndims: c_int, dims: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Dims_create();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Dims_create) else {
         return unsafe { real(nnodes, ndims, dims) };
     };
     let ret = unsafe { real(nnodes, ndims, dims) };
@@ -4061,7 +4061,7 @@ pub unsafe extern "C" fn MPI_Dist_graph_create(
     comm_dist_graph: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Dist_graph_create();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Dist_graph_create) else {
         let ret = unsafe {
             real(
                 comm_old,
@@ -4129,7 +4129,7 @@ pub unsafe extern "C" fn MPI_Dist_graph_create_adjacent(
     comm_dist_graph: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Dist_graph_create_adjacent();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Dist_graph_create_adjacent) else {
         let ret = unsafe {
             real(
                 comm_old,
@@ -4198,7 +4198,7 @@ pub unsafe extern "C" fn MPI_Dist_graph_neighbors(
     destweights: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Dist_graph_neighbors();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Dist_graph_neighbors) else {
         return unsafe {
             real(
                 comm,
@@ -4273,7 +4273,7 @@ pub unsafe extern "C" fn MPI_Dist_graph_neighbors_count(
     weighted: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Dist_graph_neighbors_count();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Dist_graph_neighbors_count) else {
         return unsafe { real(comm, indegree, outdegree, weighted) };
     };
     let ret = unsafe { real(comm, indegree, outdegree, weighted) };
@@ -4305,7 +4305,7 @@ pub unsafe extern "C" fn MPI_Errhandler_create(
     errhandler: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Errhandler_create();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Errhandler_create) else {
         return unsafe { real(function, errhandler) };
     };
     let ret = unsafe { real(function, errhandler) };
@@ -4320,7 +4320,7 @@ pub unsafe extern "C" fn MPI_Errhandler_create(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Errhandler_free(errhandler: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Errhandler_free();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Errhandler_free) else {
         return unsafe { real(errhandler) };
     };
     let errhandler_before =
@@ -4336,7 +4336,7 @@ pub unsafe extern "C" fn MPI_Errhandler_free(errhandler: *mut HandleSlot) -> c_i
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Errhandler_fromint(errhandler: c_int) -> MPI_Errhandler {
     let real = crate::pmpi::MPI_Errhandler_fromint();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Errhandler_fromint) else {
         return unsafe { real(errhandler) };
     };
     let ret = unsafe { real(errhandler) };
@@ -4355,7 +4355,7 @@ pub unsafe extern "C" fn MPI_Errhandler_fromint(errhandler: c_int) -> MPI_Errhan
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Errhandler_get(comm: MPI_Comm, errhandler: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Errhandler_get();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Errhandler_get) else {
         return unsafe { real(comm, errhandler) };
     };
     let ret = unsafe { real(comm, errhandler) };
@@ -4370,7 +4370,7 @@ pub unsafe extern "C" fn MPI_Errhandler_get(comm: MPI_Comm, errhandler: *mut Han
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Errhandler_set(comm: MPI_Comm, errhandler: MPI_Errhandler) -> c_int {
     let real = crate::pmpi::MPI_Errhandler_set();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Errhandler_set) else {
         return unsafe { real(comm, errhandler) };
     };
     let ret = unsafe { real(comm, errhandler) };
@@ -4395,7 +4395,7 @@ pub unsafe extern "C" fn MPI_Errhandler_set(comm: MPI_Comm, errhandler: MPI_Errh
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Errhandler_toint(errhandler: MPI_Errhandler) -> c_int {
     let real = crate::pmpi::MPI_Errhandler_toint();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Errhandler_toint) else {
         return unsafe { real(errhandler) };
     };
     let ret = unsafe { real(errhandler) };
@@ -4414,7 +4414,7 @@ pub unsafe extern "C" fn MPI_Errhandler_toint(errhandler: MPI_Errhandler) -> c_i
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Error_class(errorcode: c_int, errorclass: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Error_class();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Error_class) else {
         return unsafe { real(errorcode, errorclass) };
     };
     let ret = unsafe { real(errorcode, errorclass) };
@@ -4438,7 +4438,7 @@ pub unsafe extern "C" fn MPI_Error_string(
     resultlen: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Error_string();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Error_string) else {
         return unsafe { real(errorcode, string, resultlen) };
     };
     let ret = unsafe { real(errorcode, string, resultlen) };
@@ -4462,7 +4462,7 @@ pub unsafe extern "C" fn MPI_Exscan(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Exscan();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Exscan) else {
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) };
@@ -4503,7 +4503,7 @@ pub unsafe extern "C" fn MPI_Exscan_c(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Exscan_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Exscan_c) else {
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) };
@@ -4547,7 +4547,7 @@ pub unsafe extern "C" fn MPI_Exscan_init(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Exscan_init();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Exscan_init) else {
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
@@ -4595,7 +4595,7 @@ pub unsafe extern "C" fn MPI_Exscan_init_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Exscan_init_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Exscan_init_c) else {
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
@@ -4641,7 +4641,7 @@ pub unsafe extern "C" fn MPI_Fetch_and_op(
     win: MPI_Win,
 ) -> c_int {
     let real = crate::pmpi::MPI_Fetch_and_op();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Fetch_and_op) else {
         return unsafe {
             real(
                 origin_addr,
@@ -4697,7 +4697,7 @@ pub unsafe extern "C" fn MPI_Fetch_and_op(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_File_c2f(file: MPI_File) -> MPI_Fint {
     let real = crate::pmpi::MPI_File_c2f();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_c2f) else {
         return unsafe { real(file) };
     };
     let ret = unsafe { real(file) };
@@ -4716,7 +4716,7 @@ pub unsafe extern "C" fn MPI_File_c2f(file: MPI_File) -> MPI_Fint {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_File_call_errhandler(fh: MPI_File, errorcode: c_int) -> c_int {
     let real = crate::pmpi::MPI_File_call_errhandler();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_call_errhandler) else {
         return unsafe { real(fh, errorcode) };
     };
     let ret = unsafe { real(fh, errorcode) };
@@ -4736,7 +4736,7 @@ pub unsafe extern "C" fn MPI_File_call_errhandler(fh: MPI_File, errorcode: c_int
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_File_close(fh: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_File_close();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_close) else {
         return unsafe { real(fh) };
     };
     let fh_before = unsafe { handle_or_null(HandleKind::File as usize, fh.cast()) };
@@ -4754,7 +4754,7 @@ pub unsafe extern "C" fn MPI_File_create_errhandler(
     errhandler: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_create_errhandler();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_create_errhandler) else {
         return unsafe { real(file_errhandler_fn, errhandler) };
     };
     let ret = unsafe { real(file_errhandler_fn, errhandler) };
@@ -4769,7 +4769,7 @@ pub unsafe extern "C" fn MPI_File_create_errhandler(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_File_delete(filename: *const c_char, info: MPI_Info) -> c_int {
     let real = crate::pmpi::MPI_File_delete();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_delete) else {
         return unsafe { real(filename, info) };
     };
     let ret = unsafe { real(filename, info) };
@@ -4784,7 +4784,7 @@ pub unsafe extern "C" fn MPI_File_delete(filename: *const c_char, info: MPI_Info
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_File_f2c(file: MPI_Fint) -> MPI_File {
     let real = crate::pmpi::MPI_File_f2c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_f2c) else {
         return unsafe { real(file) };
     };
     let ret = unsafe { real(file) };
@@ -4803,7 +4803,7 @@ pub unsafe extern "C" fn MPI_File_f2c(file: MPI_Fint) -> MPI_File {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_File_fromint(file: c_int) -> MPI_File {
     let real = crate::pmpi::MPI_File_fromint();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_fromint) else {
         return unsafe { real(file) };
     };
     let ret = unsafe { real(file) };
@@ -4822,7 +4822,7 @@ pub unsafe extern "C" fn MPI_File_fromint(file: c_int) -> MPI_File {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_File_get_amode(fh: MPI_File, amode: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_File_get_amode();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_get_amode) else {
         return unsafe { real(fh, amode) };
     };
     let ret = unsafe { real(fh, amode) };
@@ -4842,7 +4842,7 @@ pub unsafe extern "C" fn MPI_File_get_amode(fh: MPI_File, amode: *mut c_int) -> 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_File_get_atomicity(fh: MPI_File, flag: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_File_get_atomicity();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_get_atomicity) else {
         return unsafe { real(fh, flag) };
     };
     let ret = unsafe { real(fh, flag) };
@@ -4866,7 +4866,7 @@ pub unsafe extern "C" fn MPI_File_get_byte_offset(
     disp: *mut MPI_Offset,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_get_byte_offset();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_get_byte_offset) else {
         return unsafe { real(fh, offset, disp) };
     };
     let ret = unsafe { real(fh, offset, disp) };
@@ -4896,7 +4896,7 @@ pub unsafe extern "C" fn MPI_File_get_errhandler(
     errhandler: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_get_errhandler();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_get_errhandler) else {
         return unsafe { real(file, errhandler) };
     };
     let ret = unsafe { real(file, errhandler) };
@@ -4911,7 +4911,7 @@ pub unsafe extern "C" fn MPI_File_get_errhandler(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_File_get_group(fh: MPI_File, group: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_File_get_group();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_get_group) else {
         return unsafe { real(fh, group) };
     };
     let ret = unsafe { real(fh, group) };
@@ -4926,7 +4926,7 @@ pub unsafe extern "C" fn MPI_File_get_group(fh: MPI_File, group: *mut HandleSlot
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_File_get_info(fh: MPI_File, info_used: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_File_get_info();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_get_info) else {
         return unsafe { real(fh, info_used) };
     };
     let ret = unsafe { real(fh, info_used) };
@@ -4941,7 +4941,7 @@ pub unsafe extern "C" fn MPI_File_get_info(fh: MPI_File, info_used: *mut HandleS
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_File_get_position(fh: MPI_File, offset: *mut MPI_Offset) -> c_int {
     let real = crate::pmpi::MPI_File_get_position();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_get_position) else {
         return unsafe { real(fh, offset) };
     };
     let ret = unsafe { real(fh, offset) };
@@ -4964,7 +4964,7 @@ pub unsafe extern "C" fn MPI_File_get_position_shared(
     offset: *mut MPI_Offset,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_get_position_shared();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_get_position_shared) else {
         return unsafe { real(fh, offset) };
     };
     let ret = unsafe { real(fh, offset) };
@@ -4984,7 +4984,7 @@ pub unsafe extern "C" fn MPI_File_get_position_shared(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_File_get_size(fh: MPI_File, size: *mut MPI_Offset) -> c_int {
     let real = crate::pmpi::MPI_File_get_size();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_get_size) else {
         return unsafe { real(fh, size) };
     };
     let ret = unsafe { real(fh, size) };
@@ -5008,7 +5008,7 @@ pub unsafe extern "C" fn MPI_File_get_type_extent(
     extent: *mut MPI_Aint,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_get_type_extent();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_get_type_extent) else {
         return unsafe { real(fh, datatype, extent) };
     };
     let ret = unsafe { real(fh, datatype, extent) };
@@ -5039,7 +5039,7 @@ pub unsafe extern "C" fn MPI_File_get_type_extent_c(
     extent: *mut MPI_Count,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_get_type_extent_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_get_type_extent_c) else {
         return unsafe { real(fh, datatype, extent) };
     };
     let ret = unsafe { real(fh, datatype, extent) };
@@ -5072,7 +5072,7 @@ pub unsafe extern "C" fn MPI_File_get_view(
     datarep: *mut c_char,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_get_view();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_get_view) else {
         return unsafe { real(fh, disp, etype, filetype, datarep) };
     };
     let ret = unsafe { real(fh, disp, etype, filetype, datarep) };
@@ -5097,7 +5097,7 @@ pub unsafe extern "C" fn MPI_File_iread(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iread();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_iread) else {
         return unsafe { real(fh, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
@@ -5135,7 +5135,7 @@ pub unsafe extern "C" fn MPI_File_iread_all(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iread_all();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_iread_all) else {
         return unsafe { real(fh, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
@@ -5173,7 +5173,7 @@ pub unsafe extern "C" fn MPI_File_iread_all_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iread_all_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_iread_all_c) else {
         return unsafe { real(fh, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
@@ -5212,7 +5212,7 @@ pub unsafe extern "C" fn MPI_File_iread_at(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iread_at();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_iread_at) else {
         return unsafe { real(fh, offset, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, request) };
@@ -5253,7 +5253,7 @@ pub unsafe extern "C" fn MPI_File_iread_at_all(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iread_at_all();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_iread_at_all) else {
         return unsafe { real(fh, offset, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, request) };
@@ -5294,7 +5294,7 @@ pub unsafe extern "C" fn MPI_File_iread_at_all_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iread_at_all_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_iread_at_all_c) else {
         return unsafe { real(fh, offset, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, request) };
@@ -5335,7 +5335,7 @@ pub unsafe extern "C" fn MPI_File_iread_at_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iread_at_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_iread_at_c) else {
         return unsafe { real(fh, offset, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, request) };
@@ -5375,7 +5375,7 @@ pub unsafe extern "C" fn MPI_File_iread_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iread_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_iread_c) else {
         return unsafe { real(fh, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
@@ -5413,7 +5413,7 @@ pub unsafe extern "C" fn MPI_File_iread_shared(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iread_shared();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_iread_shared) else {
         return unsafe { real(fh, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
@@ -5451,7 +5451,7 @@ pub unsafe extern "C" fn MPI_File_iread_shared_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iread_shared_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_iread_shared_c) else {
         return unsafe { real(fh, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
@@ -5489,7 +5489,7 @@ pub unsafe extern "C" fn MPI_File_iwrite(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iwrite();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_iwrite) else {
         return unsafe { real(fh, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
@@ -5527,7 +5527,7 @@ pub unsafe extern "C" fn MPI_File_iwrite_all(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iwrite_all();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_iwrite_all) else {
         return unsafe { real(fh, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
@@ -5565,7 +5565,7 @@ pub unsafe extern "C" fn MPI_File_iwrite_all_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iwrite_all_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_iwrite_all_c) else {
         return unsafe { real(fh, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
@@ -5604,7 +5604,7 @@ pub unsafe extern "C" fn MPI_File_iwrite_at(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iwrite_at();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_iwrite_at) else {
         return unsafe { real(fh, offset, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, request) };
@@ -5645,7 +5645,7 @@ pub unsafe extern "C" fn MPI_File_iwrite_at_all(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iwrite_at_all();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_iwrite_at_all) else {
         return unsafe { real(fh, offset, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, request) };
@@ -5686,7 +5686,7 @@ pub unsafe extern "C" fn MPI_File_iwrite_at_all_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iwrite_at_all_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_iwrite_at_all_c) else {
         return unsafe { real(fh, offset, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, request) };
@@ -5727,7 +5727,7 @@ pub unsafe extern "C" fn MPI_File_iwrite_at_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iwrite_at_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_iwrite_at_c) else {
         return unsafe { real(fh, offset, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, request) };
@@ -5767,7 +5767,7 @@ pub unsafe extern "C" fn MPI_File_iwrite_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iwrite_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_iwrite_c) else {
         return unsafe { real(fh, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
@@ -5805,7 +5805,7 @@ pub unsafe extern "C" fn MPI_File_iwrite_shared(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iwrite_shared();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_iwrite_shared) else {
         return unsafe { real(fh, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
@@ -5843,7 +5843,7 @@ pub unsafe extern "C" fn MPI_File_iwrite_shared_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iwrite_shared_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_iwrite_shared_c) else {
         return unsafe { real(fh, buf, count, datatype, request) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, request) };
@@ -5881,7 +5881,7 @@ pub unsafe extern "C" fn MPI_File_open(
     fh: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_open();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_open) else {
         return unsafe { real(comm, filename, amode, info, fh) };
     };
     let ret = unsafe { real(comm, filename, amode, info, fh) };
@@ -5899,7 +5899,7 @@ pub unsafe extern "C" fn MPI_File_open(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_File_preallocate(fh: MPI_File, size: MPI_Offset) -> c_int {
     let real = crate::pmpi::MPI_File_preallocate();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_preallocate) else {
         return unsafe { real(fh, size) };
     };
     let ret = unsafe { real(fh, size) };
@@ -5925,7 +5925,7 @@ pub unsafe extern "C" fn MPI_File_read(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_read();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_read) else {
         return unsafe { real(fh, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
@@ -5968,7 +5968,7 @@ pub unsafe extern "C" fn MPI_File_read_all(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_read_all();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_read_all) else {
         return unsafe { real(fh, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
@@ -6010,7 +6010,7 @@ pub unsafe extern "C" fn MPI_File_read_all_begin(
     datatype: MPI_Datatype,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_read_all_begin();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_read_all_begin) else {
         return unsafe { real(fh, buf, count, datatype) };
     };
     let ret = unsafe { real(fh, buf, count, datatype) };
@@ -6045,7 +6045,7 @@ pub unsafe extern "C" fn MPI_File_read_all_begin_c(
     datatype: MPI_Datatype,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_read_all_begin_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_read_all_begin_c) else {
         return unsafe { real(fh, buf, count, datatype) };
     };
     let ret = unsafe { real(fh, buf, count, datatype) };
@@ -6081,7 +6081,7 @@ pub unsafe extern "C" fn MPI_File_read_all_c(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_read_all_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_read_all_c) else {
         return unsafe { real(fh, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
@@ -6122,7 +6122,7 @@ pub unsafe extern "C" fn MPI_File_read_all_end(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_read_all_end();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_read_all_end) else {
         return unsafe { real(fh, buf, status) };
     };
     let ret = unsafe { real(fh, buf, status) };
@@ -6162,7 +6162,7 @@ pub unsafe extern "C" fn MPI_File_read_at(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_read_at();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_read_at) else {
         return unsafe { real(fh, offset, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, status) };
@@ -6208,7 +6208,7 @@ pub unsafe extern "C" fn MPI_File_read_at_all(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_read_at_all();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_read_at_all) else {
         return unsafe { real(fh, offset, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, status) };
@@ -6253,7 +6253,7 @@ pub unsafe extern "C" fn MPI_File_read_at_all_begin(
     datatype: MPI_Datatype,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_read_at_all_begin();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_read_at_all_begin) else {
         return unsafe { real(fh, offset, buf, count, datatype) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype) };
@@ -6291,7 +6291,7 @@ pub unsafe extern "C" fn MPI_File_read_at_all_begin_c(
     datatype: MPI_Datatype,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_read_at_all_begin_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_read_at_all_begin_c) else {
         return unsafe { real(fh, offset, buf, count, datatype) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype) };
@@ -6330,7 +6330,7 @@ pub unsafe extern "C" fn MPI_File_read_at_all_c(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_read_at_all_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_read_at_all_c) else {
         return unsafe { real(fh, offset, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, status) };
@@ -6373,7 +6373,7 @@ pub unsafe extern "C" fn MPI_File_read_at_all_end(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_read_at_all_end();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_read_at_all_end) else {
         return unsafe { real(fh, buf, status) };
     };
     let ret = unsafe { real(fh, buf, status) };
@@ -6413,7 +6413,7 @@ pub unsafe extern "C" fn MPI_File_read_at_c(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_read_at_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_read_at_c) else {
         return unsafe { real(fh, offset, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, status) };
@@ -6458,7 +6458,7 @@ pub unsafe extern "C" fn MPI_File_read_c(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_read_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_read_c) else {
         return unsafe { real(fh, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
@@ -6501,7 +6501,7 @@ pub unsafe extern "C" fn MPI_File_read_ordered(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_read_ordered();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_read_ordered) else {
         return unsafe { real(fh, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
@@ -6543,7 +6543,7 @@ pub unsafe extern "C" fn MPI_File_read_ordered_begin(
     datatype: MPI_Datatype,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_read_ordered_begin();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_read_ordered_begin) else {
         return unsafe { real(fh, buf, count, datatype) };
     };
     let ret = unsafe { real(fh, buf, count, datatype) };
@@ -6578,7 +6578,7 @@ pub unsafe extern "C" fn MPI_File_read_ordered_begin_c(
     datatype: MPI_Datatype,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_read_ordered_begin_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_read_ordered_begin_c) else {
         return unsafe { real(fh, buf, count, datatype) };
     };
     let ret = unsafe { real(fh, buf, count, datatype) };
@@ -6614,7 +6614,7 @@ pub unsafe extern "C" fn MPI_File_read_ordered_c(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_read_ordered_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_read_ordered_c) else {
         return unsafe { real(fh, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
@@ -6655,7 +6655,7 @@ pub unsafe extern "C" fn MPI_File_read_ordered_end(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_read_ordered_end();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_read_ordered_end) else {
         return unsafe { real(fh, buf, status) };
     };
     let ret = unsafe { real(fh, buf, status) };
@@ -6694,7 +6694,7 @@ pub unsafe extern "C" fn MPI_File_read_shared(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_read_shared();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_read_shared) else {
         return unsafe { real(fh, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
@@ -6737,7 +6737,7 @@ pub unsafe extern "C" fn MPI_File_read_shared_c(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_read_shared_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_read_shared_c) else {
         return unsafe { real(fh, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
@@ -6774,7 +6774,7 @@ pub unsafe extern "C" fn MPI_File_read_shared_c(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_File_seek(fh: MPI_File, offset: MPI_Offset, whence: c_int) -> c_int {
     let real = crate::pmpi::MPI_File_seek();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_seek) else {
         return unsafe { real(fh, offset, whence) };
     };
     let ret = unsafe { real(fh, offset, whence) };
@@ -6805,7 +6805,7 @@ pub unsafe extern "C" fn MPI_File_seek_shared(
     whence: c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_seek_shared();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_seek_shared) else {
         return unsafe { real(fh, offset, whence) };
     };
     let ret = unsafe { real(fh, offset, whence) };
@@ -6832,7 +6832,7 @@ pub unsafe extern "C" fn MPI_File_seek_shared(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_File_set_atomicity(fh: MPI_File, flag: c_int) -> c_int {
     let real = crate::pmpi::MPI_File_set_atomicity();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_set_atomicity) else {
         return unsafe { real(fh, flag) };
     };
     let ret = unsafe { real(fh, flag) };
@@ -6855,7 +6855,7 @@ pub unsafe extern "C" fn MPI_File_set_errhandler(
     errhandler: MPI_Errhandler,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_set_errhandler();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_set_errhandler) else {
         return unsafe { real(file, errhandler) };
     };
     let ret = unsafe { real(file, errhandler) };
@@ -6880,7 +6880,7 @@ pub unsafe extern "C" fn MPI_File_set_errhandler(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_File_set_info(fh: MPI_File, info: MPI_Info) -> c_int {
     let real = crate::pmpi::MPI_File_set_info();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_set_info) else {
         return unsafe { real(fh, info) };
     };
     let ret = unsafe { real(fh, info) };
@@ -6905,7 +6905,7 @@ pub unsafe extern "C" fn MPI_File_set_info(fh: MPI_File, info: MPI_Info) -> c_in
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_File_set_size(fh: MPI_File, size: MPI_Offset) -> c_int {
     let real = crate::pmpi::MPI_File_set_size();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_set_size) else {
         return unsafe { real(fh, size) };
     };
     let ret = unsafe { real(fh, size) };
@@ -6932,7 +6932,7 @@ pub unsafe extern "C" fn MPI_File_set_view(
     info: MPI_Info,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_set_view();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_set_view) else {
         return unsafe { real(fh, disp, etype, filetype, datarep, info) };
     };
     let ret = unsafe { real(fh, disp, etype, filetype, datarep, info) };
@@ -6951,7 +6951,7 @@ pub unsafe extern "C" fn MPI_File_set_view(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_File_sync(fh: MPI_File) -> c_int {
     let real = crate::pmpi::MPI_File_sync();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_sync) else {
         return unsafe { real(fh) };
     };
     let ret = unsafe { real(fh) };
@@ -6970,7 +6970,7 @@ pub unsafe extern "C" fn MPI_File_sync(fh: MPI_File) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_File_toint(file: MPI_File) -> c_int {
     let real = crate::pmpi::MPI_File_toint();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_toint) else {
         return unsafe { real(file) };
     };
     let ret = unsafe { real(file) };
@@ -6995,7 +6995,7 @@ pub unsafe extern "C" fn MPI_File_write(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_write();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_write) else {
         return unsafe { real(fh, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
@@ -7038,7 +7038,7 @@ pub unsafe extern "C" fn MPI_File_write_all(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_write_all();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_write_all) else {
         return unsafe { real(fh, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
@@ -7080,7 +7080,7 @@ pub unsafe extern "C" fn MPI_File_write_all_begin(
     datatype: MPI_Datatype,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_write_all_begin();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_write_all_begin) else {
         return unsafe { real(fh, buf, count, datatype) };
     };
     let ret = unsafe { real(fh, buf, count, datatype) };
@@ -7115,7 +7115,7 @@ pub unsafe extern "C" fn MPI_File_write_all_begin_c(
     datatype: MPI_Datatype,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_write_all_begin_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_write_all_begin_c) else {
         return unsafe { real(fh, buf, count, datatype) };
     };
     let ret = unsafe { real(fh, buf, count, datatype) };
@@ -7151,7 +7151,7 @@ pub unsafe extern "C" fn MPI_File_write_all_c(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_write_all_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_write_all_c) else {
         return unsafe { real(fh, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
@@ -7192,7 +7192,7 @@ pub unsafe extern "C" fn MPI_File_write_all_end(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_write_all_end();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_write_all_end) else {
         return unsafe { real(fh, buf, status) };
     };
     let ret = unsafe { real(fh, buf, status) };
@@ -7232,7 +7232,7 @@ pub unsafe extern "C" fn MPI_File_write_at(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_write_at();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_write_at) else {
         return unsafe { real(fh, offset, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, status) };
@@ -7278,7 +7278,7 @@ pub unsafe extern "C" fn MPI_File_write_at_all(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_write_at_all();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_write_at_all) else {
         return unsafe { real(fh, offset, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, status) };
@@ -7323,7 +7323,7 @@ pub unsafe extern "C" fn MPI_File_write_at_all_begin(
     datatype: MPI_Datatype,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_write_at_all_begin();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_write_at_all_begin) else {
         return unsafe { real(fh, offset, buf, count, datatype) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype) };
@@ -7361,7 +7361,7 @@ pub unsafe extern "C" fn MPI_File_write_at_all_begin_c(
     datatype: MPI_Datatype,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_write_at_all_begin_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_write_at_all_begin_c) else {
         return unsafe { real(fh, offset, buf, count, datatype) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype) };
@@ -7400,7 +7400,7 @@ pub unsafe extern "C" fn MPI_File_write_at_all_c(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_write_at_all_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_write_at_all_c) else {
         return unsafe { real(fh, offset, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, status) };
@@ -7443,7 +7443,7 @@ pub unsafe extern "C" fn MPI_File_write_at_all_end(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_write_at_all_end();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_write_at_all_end) else {
         return unsafe { real(fh, buf, status) };
     };
     let ret = unsafe { real(fh, buf, status) };
@@ -7483,7 +7483,7 @@ pub unsafe extern "C" fn MPI_File_write_at_c(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_write_at_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_write_at_c) else {
         return unsafe { real(fh, offset, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, offset, buf, count, datatype, status) };
@@ -7528,7 +7528,7 @@ pub unsafe extern "C" fn MPI_File_write_c(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_write_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_write_c) else {
         return unsafe { real(fh, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
@@ -7571,7 +7571,7 @@ pub unsafe extern "C" fn MPI_File_write_ordered(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_write_ordered();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_write_ordered) else {
         return unsafe { real(fh, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
@@ -7613,7 +7613,7 @@ pub unsafe extern "C" fn MPI_File_write_ordered_begin(
     datatype: MPI_Datatype,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_write_ordered_begin();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_write_ordered_begin) else {
         return unsafe { real(fh, buf, count, datatype) };
     };
     let ret = unsafe { real(fh, buf, count, datatype) };
@@ -7648,7 +7648,7 @@ pub unsafe extern "C" fn MPI_File_write_ordered_begin_c(
     datatype: MPI_Datatype,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_write_ordered_begin_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_write_ordered_begin_c) else {
         return unsafe { real(fh, buf, count, datatype) };
     };
     let ret = unsafe { real(fh, buf, count, datatype) };
@@ -7684,7 +7684,7 @@ pub unsafe extern "C" fn MPI_File_write_ordered_c(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_write_ordered_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_write_ordered_c) else {
         return unsafe { real(fh, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
@@ -7725,7 +7725,7 @@ pub unsafe extern "C" fn MPI_File_write_ordered_end(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_write_ordered_end();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_write_ordered_end) else {
         return unsafe { real(fh, buf, status) };
     };
     let ret = unsafe { real(fh, buf, status) };
@@ -7764,7 +7764,7 @@ pub unsafe extern "C" fn MPI_File_write_shared(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_write_shared();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_write_shared) else {
         return unsafe { real(fh, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
@@ -7807,7 +7807,7 @@ pub unsafe extern "C" fn MPI_File_write_shared_c(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_write_shared_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_File_write_shared_c) else {
         return unsafe { real(fh, buf, count, datatype, status) };
     };
     let ret = unsafe { real(fh, buf, count, datatype, status) };
@@ -7844,7 +7844,7 @@ pub unsafe extern "C" fn MPI_File_write_shared_c(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Finalized(flag: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Finalized();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Finalized) else {
         return unsafe { real(flag) };
     };
     let ret = unsafe { real(flag) };
@@ -7863,7 +7863,7 @@ pub unsafe extern "C" fn MPI_Finalized(flag: *mut c_int) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Free_mem(base: *mut c_void) -> c_int {
     let real = crate::pmpi::MPI_Free_mem();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Free_mem) else {
         return unsafe { real(base) };
     };
     let ret = unsafe { real(base) };
@@ -7892,7 +7892,7 @@ pub unsafe extern "C" fn MPI_Gather(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Gather();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Gather) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
@@ -7948,7 +7948,7 @@ pub unsafe extern "C" fn MPI_Gather_c(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Gather_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Gather_c) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
@@ -8006,7 +8006,7 @@ pub unsafe extern "C" fn MPI_Gather_init(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Gather_init();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Gather_init) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info,
@@ -8069,7 +8069,7 @@ pub unsafe extern "C" fn MPI_Gather_init_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Gather_init_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Gather_init_c) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info,
@@ -8131,7 +8131,7 @@ pub unsafe extern "C" fn MPI_Gatherv(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Gatherv();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Gatherv) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm,
@@ -8182,7 +8182,7 @@ pub unsafe extern "C" fn MPI_Gatherv_c(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Gatherv_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Gatherv_c) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm,
@@ -8235,7 +8235,7 @@ pub unsafe extern "C" fn MPI_Gatherv_init(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Gatherv_init();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Gatherv_init) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm,
@@ -8292,7 +8292,7 @@ pub unsafe extern "C" fn MPI_Gatherv_init_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Gatherv_init_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Gatherv_init_c) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm,
@@ -8346,7 +8346,7 @@ pub unsafe extern "C" fn MPI_Get(
     win: MPI_Win,
 ) -> c_int {
     let real = crate::pmpi::MPI_Get();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Get) else {
         return unsafe {
             real(
                 origin_addr,
@@ -8420,7 +8420,7 @@ pub unsafe extern "C" fn MPI_Get_accumulate(
     win: MPI_Win,
 ) -> c_int {
     let real = crate::pmpi::MPI_Get_accumulate();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Get_accumulate) else {
         return unsafe {
             real(
                 origin_addr,
@@ -8510,7 +8510,7 @@ pub unsafe extern "C" fn MPI_Get_accumulate_c(
     win: MPI_Win,
 ) -> c_int {
     let real = crate::pmpi::MPI_Get_accumulate_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Get_accumulate_c) else {
         return unsafe {
             real(
                 origin_addr,
@@ -8586,7 +8586,7 @@ pub unsafe extern "C" fn MPI_Get_accumulate_c(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Get_address(location: *const c_void, address: *mut MPI_Aint) -> c_int {
     let real = crate::pmpi::MPI_Get_address();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Get_address) else {
         return unsafe { real(location, address) };
     };
     let ret = unsafe { real(location, address) };
@@ -8616,7 +8616,7 @@ pub unsafe extern "C" fn MPI_Get_c(
     win: MPI_Win,
 ) -> c_int {
     let real = crate::pmpi::MPI_Get_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Get_c) else {
         return unsafe {
             real(
                 origin_addr,
@@ -8680,7 +8680,7 @@ pub unsafe extern "C" fn MPI_Get_count(
     count: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Get_count();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Get_count) else {
         return unsafe { real(status, datatype, count) };
     };
     let ret = unsafe { real(status, datatype, count) };
@@ -8716,7 +8716,7 @@ pub unsafe extern "C" fn MPI_Get_count_c(
     count: *mut MPI_Count,
 ) -> c_int {
     let real = crate::pmpi::MPI_Get_count_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Get_count_c) else {
         return unsafe { real(status, datatype, count) };
     };
     let ret = unsafe { real(status, datatype, count) };
@@ -8752,7 +8752,7 @@ pub unsafe extern "C" fn MPI_Get_elements(
     count: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Get_elements();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Get_elements) else {
         return unsafe { real(status, datatype, count) };
     };
     let ret = unsafe { real(status, datatype, count) };
@@ -8788,7 +8788,7 @@ pub unsafe extern "C" fn MPI_Get_elements_c(
     count: *mut MPI_Count,
 ) -> c_int {
     let real = crate::pmpi::MPI_Get_elements_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Get_elements_c) else {
         return unsafe { real(status, datatype, count) };
     };
     let ret = unsafe { real(status, datatype, count) };
@@ -8824,7 +8824,7 @@ pub unsafe extern "C" fn MPI_Get_elements_x(
     count: *mut MPI_Count,
 ) -> c_int {
     let real = crate::pmpi::MPI_Get_elements_x();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Get_elements_x) else {
         return unsafe { real(status, datatype, count) };
     };
     let ret = unsafe { real(status, datatype, count) };
@@ -8856,7 +8856,7 @@ pub unsafe extern "C" fn MPI_Get_elements_x(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Get_hw_resource_info(hw_info: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Get_hw_resource_info();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Get_hw_resource_info) else {
         return unsafe { real(hw_info) };
     };
     let ret = unsafe { real(hw_info) };
@@ -8873,7 +8873,7 @@ pub unsafe extern "C" fn MPI_Get_library_version(
     resultlen: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Get_library_version();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Get_library_version) else {
         return unsafe { real(version, resultlen) };
     };
     let ret = unsafe { real(version, resultlen) };
@@ -8889,7 +8889,7 @@ pub unsafe extern "C" fn MPI_Get_library_version(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Get_processor_name(name: *mut c_char, resultlen: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Get_processor_name();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Get_processor_name) else {
         return unsafe { real(name, resultlen) };
     };
     let ret = unsafe { real(name, resultlen) };
@@ -8905,7 +8905,7 @@ pub unsafe extern "C" fn MPI_Get_processor_name(name: *mut c_char, resultlen: *m
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Get_version(version: *mut c_int, subversion: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Get_version();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Get_version) else {
         return unsafe { real(version, subversion) };
     };
     let ret = unsafe { real(version, subversion) };
@@ -8932,7 +8932,7 @@ pub unsafe extern "C" fn MPI_Graph_create(
     comm_graph: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Graph_create();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Graph_create) else {
         let ret = unsafe { real(comm_old, nnodes, index, edges, reorder, comm_graph) };
         unsafe { crate::agree::unrecorded(ret, comm_graph) };
         return ret;
@@ -8963,7 +8963,7 @@ pub unsafe extern "C" fn MPI_Graph_get(
     edges: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Graph_get();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Graph_get) else {
         return unsafe { real(comm, maxindex, maxedges, index, edges) };
     };
     let ret = unsafe { real(comm, maxindex, maxedges, index, edges) };
@@ -8997,7 +8997,7 @@ pub unsafe extern "C" fn MPI_Graph_map(
     newrank: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Graph_map();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Graph_map) else {
         return unsafe { real(comm, nnodes, index, edges, newrank) };
     };
     let ret = unsafe { real(comm, nnodes, index, edges, newrank) };
@@ -9022,7 +9022,7 @@ pub unsafe extern "C" fn MPI_Graph_neighbors(
     neighbors: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Graph_neighbors();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Graph_neighbors) else {
         return unsafe { real(comm, rank, maxneighbors, neighbors) };
     };
     let ret = unsafe { real(comm, rank, maxneighbors, neighbors) };
@@ -9048,7 +9048,7 @@ pub unsafe extern "C" fn MPI_Graph_neighbors_count(
     nneighbors: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Graph_neighbors_count();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Graph_neighbors_count) else {
         return unsafe { real(comm, rank, nneighbors) };
     };
     let ret = unsafe { real(comm, rank, nneighbors) };
@@ -9079,7 +9079,7 @@ pub unsafe extern "C" fn MPI_Graphdims_get(
     nedges: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Graphdims_get();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Graphdims_get) else {
         return unsafe { real(comm, nnodes, nedges) };
     };
     let ret = unsafe { real(comm, nnodes, nedges) };
@@ -9106,7 +9106,7 @@ pub unsafe extern "C" fn MPI_Graphdims_get(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Grequest_complete(request: MPI_Request) -> c_int {
     let real = crate::pmpi::MPI_Grequest_complete();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Grequest_complete) else {
         return unsafe { real(request) };
     };
     let ret = unsafe { real(request) };
@@ -9126,7 +9126,7 @@ pub unsafe extern "C" fn MPI_Grequest_start(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Grequest_start();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Grequest_start) else {
         return unsafe { real(query_fn, free_fn, cancel_fn, extra_state, request) };
     };
     let ret = unsafe { real(query_fn, free_fn, cancel_fn, extra_state, request) };
@@ -9162,7 +9162,7 @@ pub unsafe extern "C" fn MPI_Group_compare(
     result: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Group_compare();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Group_compare) else {
         return unsafe { real(group1, group2, result) };
     };
     let ret = unsafe { real(group1, group2, result) };
@@ -9193,7 +9193,7 @@ pub unsafe extern "C" fn MPI_Group_difference(
     newgroup: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Group_difference();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Group_difference) else {
         return unsafe { real(group1, group2, newgroup) };
     };
     let ret = unsafe { real(group1, group2, newgroup) };
@@ -9214,7 +9214,7 @@ pub unsafe extern "C" fn MPI_Group_excl(
     newgroup: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Group_excl();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Group_excl) else {
         return unsafe { real(group, n, ranks, newgroup) };
     };
     let ret = unsafe { real(group, n, ranks, newgroup) };
@@ -9232,7 +9232,7 @@ pub unsafe extern "C" fn MPI_Group_excl(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Group_free(group: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Group_free();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Group_free) else {
         return unsafe { real(group) };
     };
     let group_before = unsafe { handle_or_null(HandleKind::Group as usize, group.cast()) };
@@ -9251,7 +9251,7 @@ pub unsafe extern "C" fn MPI_Group_from_session_pset(
     newgroup: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Group_from_session_pset();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Group_from_session_pset) else {
         return unsafe { real(session, pset_name, newgroup) };
     };
     let ret = unsafe { real(session, pset_name, newgroup) };
@@ -9267,7 +9267,7 @@ pub unsafe extern "C" fn MPI_Group_from_session_pset(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Group_fromint(group: c_int) -> MPI_Group {
     let real = crate::pmpi::MPI_Group_fromint();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Group_fromint) else {
         return unsafe { real(group) };
     };
     let ret = unsafe { real(group) };
@@ -9291,7 +9291,7 @@ pub unsafe extern "C" fn MPI_Group_incl(
     newgroup: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Group_incl();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Group_incl) else {
         return unsafe { real(group, n, ranks, newgroup) };
     };
     let ret = unsafe { real(group, n, ranks, newgroup) };
@@ -9313,7 +9313,7 @@ pub unsafe extern "C" fn MPI_Group_intersection(
     newgroup: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Group_intersection();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Group_intersection) else {
         return unsafe { real(group1, group2, newgroup) };
     };
     let ret = unsafe { real(group1, group2, newgroup) };
@@ -9334,7 +9334,7 @@ pub unsafe extern "C" fn MPI_Group_range_excl(
     newgroup: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Group_range_excl();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Group_range_excl) else {
         return unsafe { real(group, n, ranges, newgroup) };
     };
     let ret = unsafe { real(group, n, ranges, newgroup) };
@@ -9362,7 +9362,7 @@ pub unsafe extern "C" fn MPI_Group_range_incl(
     newgroup: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Group_range_incl();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Group_range_incl) else {
         return unsafe { real(group, n, ranges, newgroup) };
     };
     let ret = unsafe { real(group, n, ranges, newgroup) };
@@ -9385,7 +9385,7 @@ pub unsafe extern "C" fn MPI_Group_range_incl(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Group_rank(group: MPI_Group, rank: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Group_rank();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Group_rank) else {
         return unsafe { real(group, rank) };
     };
     let ret = unsafe { real(group, rank) };
@@ -9405,7 +9405,7 @@ pub unsafe extern "C" fn MPI_Group_rank(group: MPI_Group, rank: *mut c_int) -> c
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Group_size(group: MPI_Group, size: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Group_size();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Group_size) else {
         return unsafe { real(group, size) };
     };
     let ret = unsafe { real(group, size) };
@@ -9425,7 +9425,7 @@ pub unsafe extern "C" fn MPI_Group_size(group: MPI_Group, size: *mut c_int) -> c
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Group_toint(group: MPI_Group) -> c_int {
     let real = crate::pmpi::MPI_Group_toint();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Group_toint) else {
         return unsafe { real(group) };
     };
     let ret = unsafe { real(group) };
@@ -9450,7 +9450,7 @@ pub unsafe extern "C" fn MPI_Group_translate_ranks(
     ranks2: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Group_translate_ranks();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Group_translate_ranks) else {
         return unsafe { real(group1, n, ranks1, group2, ranks2) };
     };
     let ret = unsafe { real(group1, n, ranks1, group2, ranks2) };
@@ -9474,7 +9474,7 @@ pub unsafe extern "C" fn MPI_Group_union(
     newgroup: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Group_union();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Group_union) else {
         return unsafe { real(group1, group2, newgroup) };
     };
     let ret = unsafe { real(group1, group2, newgroup) };
@@ -9500,7 +9500,7 @@ pub unsafe extern "C" fn MPI_Iallgather(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Iallgather();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Iallgather) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
@@ -9556,7 +9556,7 @@ pub unsafe extern "C" fn MPI_Iallgather_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Iallgather_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Iallgather_c) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
@@ -9613,7 +9613,7 @@ pub unsafe extern "C" fn MPI_Iallgatherv(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Iallgatherv();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Iallgatherv) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request,
@@ -9656,7 +9656,7 @@ pub unsafe extern "C" fn MPI_Iallgatherv_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Iallgatherv_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Iallgatherv_c) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request,
@@ -9696,7 +9696,7 @@ pub unsafe extern "C" fn MPI_Iallreduce(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Iallreduce();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Iallreduce) else {
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) };
@@ -9740,7 +9740,7 @@ pub unsafe extern "C" fn MPI_Iallreduce_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Iallreduce_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Iallreduce_c) else {
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) };
@@ -9786,7 +9786,7 @@ pub unsafe extern "C" fn MPI_Ialltoall(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ialltoall();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Ialltoall) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
@@ -9842,7 +9842,7 @@ pub unsafe extern "C" fn MPI_Ialltoall_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ialltoall_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Ialltoall_c) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
@@ -9900,7 +9900,7 @@ pub unsafe extern "C" fn MPI_Ialltoallv(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ialltoallv();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Ialltoallv) else {
         return unsafe {
             real(
                 sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
@@ -9957,7 +9957,7 @@ pub unsafe extern "C" fn MPI_Ialltoallv_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ialltoallv_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Ialltoallv_c) else {
         return unsafe {
             real(
                 sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
@@ -10014,7 +10014,7 @@ pub unsafe extern "C" fn MPI_Ialltoallw(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ialltoallw();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Ialltoallw) else {
         return unsafe {
             real(
                 sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes,
@@ -10089,7 +10089,7 @@ pub unsafe extern "C" fn MPI_Ialltoallw_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ialltoallw_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Ialltoallw_c) else {
         return unsafe {
             real(
                 sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes,
@@ -10152,7 +10152,7 @@ pub unsafe extern "C" fn MPI_Ialltoallw_c(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Ibarrier(comm: MPI_Comm, request: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Ibarrier();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Ibarrier) else {
         return unsafe { real(comm, request) };
     };
     let ret = unsafe { real(comm, request) };
@@ -10179,7 +10179,7 @@ pub unsafe extern "C" fn MPI_Ibcast(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ibcast();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Ibcast) else {
         return unsafe { real(buffer, count, datatype, root, comm, request) };
     };
     let ret = unsafe { real(buffer, count, datatype, root, comm, request) };
@@ -10220,7 +10220,7 @@ pub unsafe extern "C" fn MPI_Ibcast_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ibcast_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Ibcast_c) else {
         return unsafe { real(buffer, count, datatype, root, comm, request) };
     };
     let ret = unsafe { real(buffer, count, datatype, root, comm, request) };
@@ -10262,7 +10262,7 @@ pub unsafe extern "C" fn MPI_Ibsend(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ibsend();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Ibsend) else {
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
@@ -10306,7 +10306,7 @@ pub unsafe extern "C" fn MPI_Ibsend_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ibsend_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Ibsend_c) else {
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
@@ -10350,7 +10350,7 @@ pub unsafe extern "C" fn MPI_Iexscan(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Iexscan();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Iexscan) else {
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) };
@@ -10394,7 +10394,7 @@ pub unsafe extern "C" fn MPI_Iexscan_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Iexscan_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Iexscan_c) else {
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) };
@@ -10441,7 +10441,7 @@ pub unsafe extern "C" fn MPI_Igather(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Igather();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Igather) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
@@ -10500,7 +10500,7 @@ pub unsafe extern "C" fn MPI_Igather_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Igather_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Igather_c) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
@@ -10560,7 +10560,7 @@ pub unsafe extern "C" fn MPI_Igatherv(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Igatherv();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Igatherv) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm,
@@ -10615,7 +10615,7 @@ pub unsafe extern "C" fn MPI_Igatherv_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Igatherv_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Igatherv_c) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm,
@@ -10665,7 +10665,7 @@ pub unsafe extern "C" fn MPI_Improbe(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_Improbe();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Improbe) else {
         return unsafe { real(source, tag, comm, flag, message, status) };
     };
     let ret = unsafe { real(source, tag, comm, flag, message, status) };
@@ -10690,7 +10690,7 @@ pub unsafe extern "C" fn MPI_Imrecv(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Imrecv();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Imrecv) else {
         return unsafe { real(buf, count, datatype, message, request) };
     };
     let message_before = unsafe { handle_or_null(HandleKind::Message as usize, message.cast()) };
@@ -10715,7 +10715,7 @@ pub unsafe extern "C" fn MPI_Imrecv_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Imrecv_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Imrecv_c) else {
         return unsafe { real(buf, count, datatype, message, request) };
     };
     let message_before = unsafe { handle_or_null(HandleKind::Message as usize, message.cast()) };
@@ -10744,7 +10744,7 @@ pub unsafe extern "C" fn MPI_Ineighbor_allgather(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ineighbor_allgather();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Ineighbor_allgather) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
@@ -10800,7 +10800,7 @@ pub unsafe extern "C" fn MPI_Ineighbor_allgather_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ineighbor_allgather_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Ineighbor_allgather_c) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
@@ -10857,7 +10857,7 @@ pub unsafe extern "C" fn MPI_Ineighbor_allgatherv(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ineighbor_allgatherv();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Ineighbor_allgatherv) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request,
@@ -10900,7 +10900,7 @@ pub unsafe extern "C" fn MPI_Ineighbor_allgatherv_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ineighbor_allgatherv_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Ineighbor_allgatherv_c) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request,
@@ -10942,7 +10942,7 @@ pub unsafe extern "C" fn MPI_Ineighbor_alltoall(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ineighbor_alltoall();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Ineighbor_alltoall) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
@@ -10998,7 +10998,7 @@ pub unsafe extern "C" fn MPI_Ineighbor_alltoall_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ineighbor_alltoall_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Ineighbor_alltoall_c) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
@@ -11056,7 +11056,7 @@ pub unsafe extern "C" fn MPI_Ineighbor_alltoallv(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ineighbor_alltoallv();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Ineighbor_alltoallv) else {
         return unsafe {
             real(
                 sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
@@ -11105,7 +11105,7 @@ pub unsafe extern "C" fn MPI_Ineighbor_alltoallv_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ineighbor_alltoallv_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Ineighbor_alltoallv_c) else {
         return unsafe {
             real(
                 sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
@@ -11154,7 +11154,7 @@ pub unsafe extern "C" fn MPI_Ineighbor_alltoallw(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ineighbor_alltoallw();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Ineighbor_alltoallw) else {
         return unsafe {
             real(
                 sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes,
@@ -11217,7 +11217,7 @@ pub unsafe extern "C" fn MPI_Ineighbor_alltoallw_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ineighbor_alltoallw_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Ineighbor_alltoallw_c) else {
         return unsafe {
             real(
                 sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes,
@@ -11268,7 +11268,7 @@ pub unsafe extern "C" fn MPI_Ineighbor_alltoallw_c(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Info_create(info: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Info_create();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Info_create) else {
         return unsafe { real(info) };
     };
     let ret = unsafe { real(info) };
@@ -11286,7 +11286,7 @@ pub unsafe extern "C" fn MPI_Info_create_env(
     info: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Info_create_env();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Info_create_env) else {
         return unsafe { real(argc, argv, info) };
     };
     let ret = unsafe { real(argc, argv, info) };
@@ -11303,7 +11303,7 @@ pub unsafe extern "C" fn MPI_Info_create_env(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Info_delete(info: MPI_Info, key: *const c_char) -> c_int {
     let real = crate::pmpi::MPI_Info_delete();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Info_delete) else {
         return unsafe { real(info, key) };
     };
     let ret = unsafe { real(info, key) };
@@ -11318,7 +11318,7 @@ pub unsafe extern "C" fn MPI_Info_delete(info: MPI_Info, key: *const c_char) -> 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Info_dup(info: MPI_Info, newinfo: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Info_dup();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Info_dup) else {
         return unsafe { real(info, newinfo) };
     };
     let ret = unsafe { real(info, newinfo) };
@@ -11333,7 +11333,7 @@ pub unsafe extern "C" fn MPI_Info_dup(info: MPI_Info, newinfo: *mut HandleSlot) 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Info_free(info: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Info_free();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Info_free) else {
         return unsafe { real(info) };
     };
     let info_before = unsafe { handle_or_null(HandleKind::Info as usize, info.cast()) };
@@ -11348,7 +11348,7 @@ pub unsafe extern "C" fn MPI_Info_free(info: *mut HandleSlot) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Info_fromint(info: c_int) -> MPI_Info {
     let real = crate::pmpi::MPI_Info_fromint();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Info_fromint) else {
         return unsafe { real(info) };
     };
     let ret = unsafe { real(info) };
@@ -11373,7 +11373,7 @@ pub unsafe extern "C" fn MPI_Info_get(
     flag: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Info_get();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Info_get) else {
         return unsafe { real(info, key, valuelen, value, flag) };
     };
     let ret = unsafe { real(info, key, valuelen, value, flag) };
@@ -11393,7 +11393,7 @@ pub unsafe extern "C" fn MPI_Info_get(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Info_get_nkeys(info: MPI_Info, nkeys: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Info_get_nkeys();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Info_get_nkeys) else {
         return unsafe { real(info, nkeys) };
     };
     let ret = unsafe { real(info, nkeys) };
@@ -11413,7 +11413,7 @@ pub unsafe extern "C" fn MPI_Info_get_nkeys(info: MPI_Info, nkeys: *mut c_int) -
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Info_get_nthkey(info: MPI_Info, n: c_int, key: *mut c_char) -> c_int {
     let real = crate::pmpi::MPI_Info_get_nthkey();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Info_get_nthkey) else {
         return unsafe { real(info, n, key) };
     };
     let ret = unsafe { real(info, n, key) };
@@ -11436,7 +11436,7 @@ pub unsafe extern "C" fn MPI_Info_get_string(
     flag: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Info_get_string();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Info_get_string) else {
         return unsafe { real(info, key, buflen, value, flag) };
     };
     let buflen_before = unsafe { read_or(buflen, 0) };
@@ -11462,7 +11462,7 @@ pub unsafe extern "C" fn MPI_Info_get_valuelen(
     flag: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Info_get_valuelen();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Info_get_valuelen) else {
         return unsafe { real(info, key, valuelen, flag) };
     };
     let ret = unsafe { real(info, key, valuelen, flag) };
@@ -11483,7 +11483,7 @@ pub unsafe extern "C" fn MPI_Info_set(
     value: *const c_char,
 ) -> c_int {
     let real = crate::pmpi::MPI_Info_set();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Info_set) else {
         return unsafe { real(info, key, value) };
     };
     let ret = unsafe { real(info, key, value) };
@@ -11499,7 +11499,7 @@ pub unsafe extern "C" fn MPI_Info_set(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Info_toint(info: MPI_Info) -> c_int {
     let real = crate::pmpi::MPI_Info_toint();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Info_toint) else {
         return unsafe { real(info) };
     };
     let ret = unsafe { real(info) };
@@ -11518,7 +11518,7 @@ pub unsafe extern "C" fn MPI_Info_toint(info: MPI_Info) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Initialized(flag: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Initialized();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Initialized) else {
         return unsafe { real(flag) };
     };
     let ret = unsafe { real(flag) };
@@ -11544,7 +11544,7 @@ pub unsafe extern "C" fn MPI_Intercomm_create(
     newintercomm: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Intercomm_create();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Intercomm_create) else {
         let ret = unsafe {
             real(
                 local_comm,
@@ -11595,7 +11595,7 @@ pub unsafe extern "C" fn MPI_Intercomm_create_from_groups(
     newintercomm: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Intercomm_create_from_groups();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Intercomm_create_from_groups) else {
         let ret = unsafe {
             real(
                 local_group,
@@ -11651,7 +11651,7 @@ pub unsafe extern "C" fn MPI_Intercomm_merge(
     newintracomm: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Intercomm_merge();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Intercomm_merge) else {
         let ret = unsafe { real(intercomm, high, newintracomm) };
         unsafe { crate::agree::unrecorded(ret, newintracomm) };
         return ret;
@@ -11677,7 +11677,7 @@ pub unsafe extern "C" fn MPI_Iprobe(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_Iprobe();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Iprobe) else {
         return unsafe { real(source, tag, comm, flag, status) };
     };
     let ret = unsafe { real(source, tag, comm, flag, status) };
@@ -11721,7 +11721,7 @@ pub unsafe extern "C" fn MPI_Irecv(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Irecv();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Irecv) else {
         return unsafe { real(buf, count, datatype, source, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, source, tag, comm, request) };
@@ -11765,7 +11765,7 @@ pub unsafe extern "C" fn MPI_Irecv_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Irecv_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Irecv_c) else {
         return unsafe { real(buf, count, datatype, source, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, source, tag, comm, request) };
@@ -11811,7 +11811,7 @@ pub unsafe extern "C" fn MPI_Ireduce(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ireduce();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Ireduce) else {
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, root, comm, request) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, root, comm, request) };
@@ -11859,7 +11859,7 @@ pub unsafe extern "C" fn MPI_Ireduce_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ireduce_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Ireduce_c) else {
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, root, comm, request) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, root, comm, request) };
@@ -11905,7 +11905,7 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ireduce_scatter();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Ireduce_scatter) else {
         return unsafe { real(sendbuf, recvbuf, recvcounts, datatype, op, comm, request) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, recvcounts, datatype, op, comm, request) };
@@ -11934,7 +11934,7 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_block(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ireduce_scatter_block();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Ireduce_scatter_block) else {
         return unsafe { real(sendbuf, recvbuf, recvcount, datatype, op, comm, request) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, recvcount, datatype, op, comm, request) };
@@ -11978,7 +11978,7 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_block_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ireduce_scatter_block_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Ireduce_scatter_block_c) else {
         return unsafe { real(sendbuf, recvbuf, recvcount, datatype, op, comm, request) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, recvcount, datatype, op, comm, request) };
@@ -12022,7 +12022,7 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ireduce_scatter_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Ireduce_scatter_c) else {
         return unsafe { real(sendbuf, recvbuf, recvcounts, datatype, op, comm, request) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, recvcounts, datatype, op, comm, request) };
@@ -12051,7 +12051,7 @@ pub unsafe extern "C" fn MPI_Irsend(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Irsend();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Irsend) else {
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
@@ -12095,7 +12095,7 @@ pub unsafe extern "C" fn MPI_Irsend_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Irsend_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Irsend_c) else {
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
@@ -12131,7 +12131,7 @@ pub unsafe extern "C" fn MPI_Irsend_c(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Is_thread_main(flag: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Is_thread_main();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Is_thread_main) else {
         return unsafe { real(flag) };
     };
     let ret = unsafe { real(flag) };
@@ -12158,7 +12158,7 @@ pub unsafe extern "C" fn MPI_Iscan(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Iscan();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Iscan) else {
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) };
@@ -12202,7 +12202,7 @@ pub unsafe extern "C" fn MPI_Iscan_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Iscan_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Iscan_c) else {
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) };
@@ -12249,7 +12249,7 @@ pub unsafe extern "C" fn MPI_Iscatter(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Iscatter();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Iscatter) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
@@ -12308,7 +12308,7 @@ pub unsafe extern "C" fn MPI_Iscatter_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Iscatter_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Iscatter_c) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
@@ -12368,7 +12368,7 @@ pub unsafe extern "C" fn MPI_Iscatterv(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Iscatterv();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Iscatterv) else {
         return unsafe {
             real(
                 sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm,
@@ -12423,7 +12423,7 @@ pub unsafe extern "C" fn MPI_Iscatterv_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Iscatterv_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Iscatterv_c) else {
         return unsafe {
             real(
                 sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm,
@@ -12474,7 +12474,7 @@ pub unsafe extern "C" fn MPI_Isend(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Isend();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Isend) else {
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
@@ -12518,7 +12518,7 @@ pub unsafe extern "C" fn MPI_Isend_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Isend_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Isend_c) else {
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
@@ -12568,7 +12568,7 @@ pub unsafe extern "C" fn MPI_Isendrecv(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Isendrecv();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Isendrecv) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
@@ -12638,7 +12638,7 @@ pub unsafe extern "C" fn MPI_Isendrecv_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Isendrecv_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Isendrecv_c) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
@@ -12705,7 +12705,7 @@ pub unsafe extern "C" fn MPI_Isendrecv_replace(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Isendrecv_replace();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Isendrecv_replace) else {
         return unsafe {
             real(
                 buf, count, datatype, dest, sendtag, source, recvtag, comm, request,
@@ -12764,7 +12764,7 @@ pub unsafe extern "C" fn MPI_Isendrecv_replace_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Isendrecv_replace_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Isendrecv_replace_c) else {
         return unsafe {
             real(
                 buf, count, datatype, dest, sendtag, source, recvtag, comm, request,
@@ -12820,7 +12820,7 @@ pub unsafe extern "C" fn MPI_Issend(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Issend();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Issend) else {
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
@@ -12864,7 +12864,7 @@ pub unsafe extern "C" fn MPI_Issend_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Issend_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Issend_c) else {
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
@@ -12905,7 +12905,7 @@ pub unsafe extern "C" fn MPI_Keyval_create(
     extra_state: *mut c_void,
 ) -> c_int {
     let real = crate::pmpi::MPI_Keyval_create();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Keyval_create) else {
         return unsafe { real(copy_fn, delete_fn, keyval, extra_state) };
     };
     let ret = unsafe { real(copy_fn, delete_fn, keyval, extra_state) };
@@ -12922,7 +12922,7 @@ pub unsafe extern "C" fn MPI_Keyval_create(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Keyval_free(keyval: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Keyval_free();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Keyval_free) else {
         return unsafe { real(keyval) };
     };
     let keyval_before = unsafe { handle_or_null(HandleKind::Keyval as usize, keyval.cast()) };
@@ -12941,7 +12941,7 @@ pub unsafe extern "C" fn MPI_Lookup_name(
     port_name: *mut c_char,
 ) -> c_int {
     let real = crate::pmpi::MPI_Lookup_name();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Lookup_name) else {
         return unsafe { real(service_name, info, port_name) };
     };
     let ret = unsafe { real(service_name, info, port_name) };
@@ -12958,7 +12958,7 @@ pub unsafe extern "C" fn MPI_Lookup_name(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Message_fromint(message: c_int) -> MPI_Message {
     let real = crate::pmpi::MPI_Message_fromint();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Message_fromint) else {
         return unsafe { real(message) };
     };
     let ret = unsafe { real(message) };
@@ -12977,7 +12977,7 @@ pub unsafe extern "C" fn MPI_Message_fromint(message: c_int) -> MPI_Message {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Message_toint(message: MPI_Message) -> c_int {
     let real = crate::pmpi::MPI_Message_toint();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Message_toint) else {
         return unsafe { real(message) };
     };
     let ret = unsafe { real(message) };
@@ -13002,7 +13002,7 @@ pub unsafe extern "C" fn MPI_Mprobe(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_Mprobe();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Mprobe) else {
         return unsafe { real(source, tag, comm, message, status) };
     };
     let ret = unsafe { real(source, tag, comm, message, status) };
@@ -13026,7 +13026,7 @@ pub unsafe extern "C" fn MPI_Mrecv(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_Mrecv();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Mrecv) else {
         return unsafe { real(buf, count, datatype, message, status) };
     };
     let message_before = unsafe { handle_or_null(HandleKind::Message as usize, message.cast()) };
@@ -13051,7 +13051,7 @@ pub unsafe extern "C" fn MPI_Mrecv_c(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_Mrecv_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Mrecv_c) else {
         return unsafe { real(buf, count, datatype, message, status) };
     };
     let message_before = unsafe { handle_or_null(HandleKind::Message as usize, message.cast()) };
@@ -13078,7 +13078,7 @@ pub unsafe extern "C" fn MPI_Neighbor_allgather(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Neighbor_allgather();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Neighbor_allgather) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
@@ -13130,7 +13130,7 @@ pub unsafe extern "C" fn MPI_Neighbor_allgather_c(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Neighbor_allgather_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Neighbor_allgather_c) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
@@ -13185,7 +13185,7 @@ pub unsafe extern "C" fn MPI_Neighbor_allgather_init(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Neighbor_allgather_init();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Neighbor_allgather_init) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
@@ -13244,7 +13244,7 @@ pub unsafe extern "C" fn MPI_Neighbor_allgather_init_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Neighbor_allgather_init_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Neighbor_allgather_init_c) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
@@ -13302,7 +13302,7 @@ pub unsafe extern "C" fn MPI_Neighbor_allgatherv(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Neighbor_allgatherv();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Neighbor_allgatherv) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
@@ -13343,7 +13343,7 @@ pub unsafe extern "C" fn MPI_Neighbor_allgatherv_c(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Neighbor_allgatherv_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Neighbor_allgatherv_c) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
@@ -13386,7 +13386,7 @@ pub unsafe extern "C" fn MPI_Neighbor_allgatherv_init(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Neighbor_allgatherv_init();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Neighbor_allgatherv_init) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info,
@@ -13433,7 +13433,7 @@ pub unsafe extern "C" fn MPI_Neighbor_allgatherv_init_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Neighbor_allgatherv_init_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Neighbor_allgatherv_init_c) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info,
@@ -13476,7 +13476,7 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoall(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Neighbor_alltoall();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Neighbor_alltoall) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
@@ -13528,7 +13528,7 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoall_c(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Neighbor_alltoall_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Neighbor_alltoall_c) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
@@ -13583,7 +13583,7 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoall_init(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Neighbor_alltoall_init();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Neighbor_alltoall_init) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
@@ -13642,7 +13642,7 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoall_init_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Neighbor_alltoall_init_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Neighbor_alltoall_init_c) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
@@ -13701,7 +13701,7 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoallv(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Neighbor_alltoallv();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Neighbor_alltoallv) else {
         return unsafe {
             real(
                 sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
@@ -13747,7 +13747,7 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoallv_c(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Neighbor_alltoallv_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Neighbor_alltoallv_c) else {
         return unsafe {
             real(
                 sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
@@ -13795,7 +13795,7 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoallv_init(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Neighbor_alltoallv_init();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Neighbor_alltoallv_init) else {
         return unsafe {
             real(
                 sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
@@ -13846,7 +13846,7 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoallv_init_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Neighbor_alltoallv_init_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Neighbor_alltoallv_init_c) else {
         return unsafe {
             real(
                 sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
@@ -13895,7 +13895,7 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoallw(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Neighbor_alltoallw();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Neighbor_alltoallw) else {
         return unsafe {
             real(
                 sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes,
@@ -13955,7 +13955,7 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoallw_c(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Neighbor_alltoallw_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Neighbor_alltoallw_c) else {
         return unsafe {
             real(
                 sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes,
@@ -14017,7 +14017,7 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoallw_init(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Neighbor_alltoallw_init();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Neighbor_alltoallw_init) else {
         return unsafe {
             real(
                 sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes,
@@ -14082,7 +14082,7 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoallw_init_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Neighbor_alltoallw_init_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Neighbor_alltoallw_init_c) else {
         return unsafe {
             real(
                 sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes,
@@ -14134,7 +14134,7 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoallw_init_c(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Op_commutative(op: MPI_Op, commute: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Op_commutative();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Op_commutative) else {
         return unsafe { real(op, commute) };
     };
     let ret = unsafe { real(op, commute) };
@@ -14158,7 +14158,7 @@ pub unsafe extern "C" fn MPI_Op_create(
     op: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Op_create();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Op_create) else {
         return unsafe { real(user_fn, commute, op) };
     };
     let ret = unsafe { real(user_fn, commute, op) };
@@ -14178,7 +14178,7 @@ pub unsafe extern "C" fn MPI_Op_create_c(
     op: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Op_create_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Op_create_c) else {
         return unsafe { real(user_fn, commute, op) };
     };
     let ret = unsafe { real(user_fn, commute, op) };
@@ -14194,7 +14194,7 @@ pub unsafe extern "C" fn MPI_Op_create_c(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Op_free(op: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Op_free();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Op_free) else {
         return unsafe { real(op) };
     };
     let op_before = unsafe { handle_or_null(HandleKind::Op as usize, op.cast()) };
@@ -14209,7 +14209,7 @@ pub unsafe extern "C" fn MPI_Op_free(op: *mut HandleSlot) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Op_fromint(op: c_int) -> MPI_Op {
     let real = crate::pmpi::MPI_Op_fromint();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Op_fromint) else {
         return unsafe { real(op) };
     };
     let ret = unsafe { real(op) };
@@ -14228,7 +14228,7 @@ pub unsafe extern "C" fn MPI_Op_fromint(op: c_int) -> MPI_Op {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Op_toint(op: MPI_Op) -> c_int {
     let real = crate::pmpi::MPI_Op_toint();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Op_toint) else {
         return unsafe { real(op) };
     };
     let ret = unsafe { real(op) };
@@ -14247,7 +14247,7 @@ pub unsafe extern "C" fn MPI_Op_toint(op: MPI_Op) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Open_port(info: MPI_Info, port_name: *mut c_char) -> c_int {
     let real = crate::pmpi::MPI_Open_port();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Open_port) else {
         return unsafe { real(info, port_name) };
     };
     let ret = unsafe { real(info, port_name) };
@@ -14271,7 +14271,7 @@ pub unsafe extern "C" fn MPI_Pack(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Pack();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Pack) else {
         return unsafe { real(inbuf, incount, datatype, outbuf, outsize, position, comm) };
     };
     let position_before = unsafe { read_or(position, 0) };
@@ -14316,7 +14316,7 @@ pub unsafe extern "C" fn MPI_Pack_c(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Pack_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Pack_c) else {
         return unsafe { real(inbuf, incount, datatype, outbuf, outsize, position, comm) };
     };
     let position_before = unsafe { read_or(position, 0) };
@@ -14361,7 +14361,7 @@ pub unsafe extern "C" fn MPI_Pack_external(
     position: *mut MPI_Aint,
 ) -> c_int {
     let real = crate::pmpi::MPI_Pack_external();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Pack_external) else {
         return unsafe { real(datarep, inbuf, incount, datatype, outbuf, outsize, position) };
     };
     let position_before = unsafe { read_or(position, 0) };
@@ -14390,7 +14390,7 @@ pub unsafe extern "C" fn MPI_Pack_external_c(
     position: *mut MPI_Count,
 ) -> c_int {
     let real = crate::pmpi::MPI_Pack_external_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Pack_external_c) else {
         return unsafe { real(datarep, inbuf, incount, datatype, outbuf, outsize, position) };
     };
     let position_before = unsafe { read_or(position, 0) };
@@ -14416,7 +14416,7 @@ pub unsafe extern "C" fn MPI_Pack_external_size(
     size: *mut MPI_Aint,
 ) -> c_int {
     let real = crate::pmpi::MPI_Pack_external_size();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Pack_external_size) else {
         return unsafe { real(datarep, incount, datatype, size) };
     };
     let ret = unsafe { real(datarep, incount, datatype, size) };
@@ -14438,7 +14438,7 @@ pub unsafe extern "C" fn MPI_Pack_external_size_c(
     size: *mut MPI_Count,
 ) -> c_int {
     let real = crate::pmpi::MPI_Pack_external_size_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Pack_external_size_c) else {
         return unsafe { real(datarep, incount, datatype, size) };
     };
     let ret = unsafe { real(datarep, incount, datatype, size) };
@@ -14460,7 +14460,7 @@ pub unsafe extern "C" fn MPI_Pack_size(
     size: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Pack_size();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Pack_size) else {
         return unsafe { real(incount, datatype, comm, size) };
     };
     let ret = unsafe { real(incount, datatype, comm, size) };
@@ -14494,7 +14494,7 @@ pub unsafe extern "C" fn MPI_Pack_size_c(
     size: *mut MPI_Count,
 ) -> c_int {
     let real = crate::pmpi::MPI_Pack_size_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Pack_size_c) else {
         return unsafe { real(incount, datatype, comm, size) };
     };
     let ret = unsafe { real(incount, datatype, comm, size) };
@@ -14527,7 +14527,7 @@ pub unsafe extern "C" fn MPI_Parrived(
     flag: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Parrived();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Parrived) else {
         return unsafe { real(request, partition, flag) };
     };
     let ret = unsafe { real(request, partition, flag) };
@@ -14543,7 +14543,7 @@ pub unsafe extern "C" fn MPI_Parrived(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Pready(partition: c_int, request: MPI_Request) -> c_int {
     let real = crate::pmpi::MPI_Pready();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Pready) else {
         return unsafe { real(partition, request) };
     };
     let ret = unsafe { real(partition, request) };
@@ -14562,7 +14562,7 @@ pub unsafe extern "C" fn MPI_Pready_list(
     request: MPI_Request,
 ) -> c_int {
     let real = crate::pmpi::MPI_Pready_list();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Pready_list) else {
         return unsafe { real(length, array_of_partitions, request) };
     };
     let ret = unsafe { real(length, array_of_partitions, request) };
@@ -14585,7 +14585,7 @@ pub unsafe extern "C" fn MPI_Pready_range(
     request: MPI_Request,
 ) -> c_int {
     let real = crate::pmpi::MPI_Pready_range();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Pready_range) else {
         return unsafe { real(partition_low, partition_high, request) };
     };
     let ret = unsafe { real(partition_low, partition_high, request) };
@@ -14612,7 +14612,7 @@ pub unsafe extern "C" fn MPI_Precv_init(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Precv_init();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Precv_init) else {
         return unsafe {
             real(
                 buf, partitions, count, datatype, source, tag, comm, info, request,
@@ -14665,7 +14665,7 @@ pub unsafe extern "C" fn MPI_Probe(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_Probe();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Probe) else {
         return unsafe { real(source, tag, comm, status) };
     };
     let ret = unsafe { real(source, tag, comm, status) };
@@ -14710,7 +14710,7 @@ pub unsafe extern "C" fn MPI_Psend_init(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Psend_init();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Psend_init) else {
         return unsafe {
             real(
                 buf, partitions, count, datatype, dest, tag, comm, info, request,
@@ -14762,7 +14762,7 @@ pub unsafe extern "C" fn MPI_Publish_name(
     port_name: *const c_char,
 ) -> c_int {
     let real = crate::pmpi::MPI_Publish_name();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Publish_name) else {
         return unsafe { real(service_name, info, port_name) };
     };
     let ret = unsafe { real(service_name, info, port_name) };
@@ -14788,7 +14788,7 @@ pub unsafe extern "C" fn MPI_Put(
     win: MPI_Win,
 ) -> c_int {
     let real = crate::pmpi::MPI_Put();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Put) else {
         return unsafe {
             real(
                 origin_addr,
@@ -14858,7 +14858,7 @@ pub unsafe extern "C" fn MPI_Put_c(
     win: MPI_Win,
 ) -> c_int {
     let real = crate::pmpi::MPI_Put_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Put_c) else {
         return unsafe {
             real(
                 origin_addr,
@@ -14918,7 +14918,7 @@ pub unsafe extern "C" fn MPI_Put_c(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Query_thread(provided: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Query_thread();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Query_thread) else {
         return unsafe { real(provided) };
     };
     let ret = unsafe { real(provided) };
@@ -14949,7 +14949,7 @@ pub unsafe extern "C" fn MPI_Raccumulate(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Raccumulate();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Raccumulate) else {
         return unsafe {
             real(
                 origin_addr,
@@ -15029,7 +15029,7 @@ pub unsafe extern "C" fn MPI_Raccumulate_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Raccumulate_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Raccumulate_c) else {
         return unsafe {
             real(
                 origin_addr,
@@ -15105,7 +15105,7 @@ pub unsafe extern "C" fn MPI_Recv(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_Recv();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Recv) else {
         return unsafe { real(buf, count, datatype, source, tag, comm, status) };
     };
     let ret = unsafe { real(buf, count, datatype, source, tag, comm, status) };
@@ -15154,7 +15154,7 @@ pub unsafe extern "C" fn MPI_Recv_c(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_Recv_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Recv_c) else {
         return unsafe { real(buf, count, datatype, source, tag, comm, status) };
     };
     let ret = unsafe { real(buf, count, datatype, source, tag, comm, status) };
@@ -15203,7 +15203,7 @@ pub unsafe extern "C" fn MPI_Recv_init(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Recv_init();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Recv_init) else {
         return unsafe { real(buf, count, datatype, source, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, source, tag, comm, request) };
@@ -15247,7 +15247,7 @@ pub unsafe extern "C" fn MPI_Recv_init_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Recv_init_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Recv_init_c) else {
         return unsafe { real(buf, count, datatype, source, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, source, tag, comm, request) };
@@ -15291,7 +15291,7 @@ pub unsafe extern "C" fn MPI_Reduce(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Reduce();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Reduce) else {
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, root, comm) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, root, comm) };
@@ -15335,7 +15335,7 @@ pub unsafe extern "C" fn MPI_Reduce_c(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Reduce_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Reduce_c) else {
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, root, comm) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, root, comm) };
@@ -15382,7 +15382,7 @@ pub unsafe extern "C" fn MPI_Reduce_init(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Reduce_init();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Reduce_init) else {
         return unsafe {
             real(
                 sendbuf, recvbuf, count, datatype, op, root, comm, info, request,
@@ -15441,7 +15441,7 @@ pub unsafe extern "C" fn MPI_Reduce_init_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Reduce_init_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Reduce_init_c) else {
         return unsafe {
             real(
                 sendbuf, recvbuf, count, datatype, op, root, comm, info, request,
@@ -15495,7 +15495,7 @@ pub unsafe extern "C" fn MPI_Reduce_local(
     op: MPI_Op,
 ) -> c_int {
     let real = crate::pmpi::MPI_Reduce_local();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Reduce_local) else {
         return unsafe { real(inbuf, inoutbuf, count, datatype, op) };
     };
     let ret = unsafe { real(inbuf, inoutbuf, count, datatype, op) };
@@ -15533,7 +15533,7 @@ pub unsafe extern "C" fn MPI_Reduce_local_c(
     op: MPI_Op,
 ) -> c_int {
     let real = crate::pmpi::MPI_Reduce_local_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Reduce_local_c) else {
         return unsafe { real(inbuf, inoutbuf, count, datatype, op) };
     };
     let ret = unsafe { real(inbuf, inoutbuf, count, datatype, op) };
@@ -15572,7 +15572,7 @@ pub unsafe extern "C" fn MPI_Reduce_scatter(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Reduce_scatter();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Reduce_scatter) else {
         return unsafe { real(sendbuf, recvbuf, recvcounts, datatype, op, comm) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, recvcounts, datatype, op, comm) };
@@ -15599,7 +15599,7 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Reduce_scatter_block();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Reduce_scatter_block) else {
         return unsafe { real(sendbuf, recvbuf, recvcount, datatype, op, comm) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, recvcount, datatype, op, comm) };
@@ -15640,7 +15640,7 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block_c(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Reduce_scatter_block_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Reduce_scatter_block_c) else {
         return unsafe { real(sendbuf, recvbuf, recvcount, datatype, op, comm) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, recvcount, datatype, op, comm) };
@@ -15684,7 +15684,7 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block_init(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Reduce_scatter_block_init();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Reduce_scatter_block_init) else {
         return unsafe {
             real(
                 sendbuf, recvbuf, recvcount, datatype, op, comm, info, request,
@@ -15740,7 +15740,7 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block_init_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Reduce_scatter_block_init_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Reduce_scatter_block_init_c) else {
         return unsafe {
             real(
                 sendbuf, recvbuf, recvcount, datatype, op, comm, info, request,
@@ -15793,7 +15793,7 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_c(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Reduce_scatter_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Reduce_scatter_c) else {
         return unsafe { real(sendbuf, recvbuf, recvcounts, datatype, op, comm) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, recvcounts, datatype, op, comm) };
@@ -15823,7 +15823,7 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_init(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Reduce_scatter_init();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Reduce_scatter_init) else {
         return unsafe {
             real(
                 sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request,
@@ -15863,7 +15863,7 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_init_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Reduce_scatter_init_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Reduce_scatter_init_c) else {
         return unsafe {
             real(
                 sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request,
@@ -15899,7 +15899,7 @@ pub unsafe extern "C" fn MPI_Register_datarep(
     extra_state: *mut c_void,
 ) -> c_int {
     let real = crate::pmpi::MPI_Register_datarep();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Register_datarep) else {
         return unsafe {
             real(
                 datarep,
@@ -15939,7 +15939,7 @@ pub unsafe extern "C" fn MPI_Register_datarep_c(
     extra_state: *mut c_void,
 ) -> c_int {
     let real = crate::pmpi::MPI_Register_datarep_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Register_datarep_c) else {
         return unsafe {
             real(
                 datarep,
@@ -15973,7 +15973,7 @@ pub unsafe extern "C" fn MPI_Register_datarep_c(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Remove_error_class(errorclass: c_int) -> c_int {
     let real = crate::pmpi::MPI_Remove_error_class();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Remove_error_class) else {
         return unsafe { real(errorclass) };
     };
     let ret = unsafe { real(errorclass) };
@@ -15992,7 +15992,7 @@ pub unsafe extern "C" fn MPI_Remove_error_class(errorclass: c_int) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Remove_error_code(errorcode: c_int) -> c_int {
     let real = crate::pmpi::MPI_Remove_error_code();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Remove_error_code) else {
         return unsafe { real(errorcode) };
     };
     let ret = unsafe { real(errorcode) };
@@ -16011,7 +16011,7 @@ pub unsafe extern "C" fn MPI_Remove_error_code(errorcode: c_int) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Remove_error_string(errorcode: c_int) -> c_int {
     let real = crate::pmpi::MPI_Remove_error_string();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Remove_error_string) else {
         return unsafe { real(errorcode) };
     };
     let ret = unsafe { real(errorcode) };
@@ -16030,7 +16030,7 @@ pub unsafe extern "C" fn MPI_Remove_error_string(errorcode: c_int) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Request_fromint(request: c_int) -> MPI_Request {
     let real = crate::pmpi::MPI_Request_fromint();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Request_fromint) else {
         return unsafe { real(request) };
     };
     let ret = unsafe { real(request) };
@@ -16049,7 +16049,7 @@ pub unsafe extern "C" fn MPI_Request_fromint(request: c_int) -> MPI_Request {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Request_toint(request: MPI_Request) -> c_int {
     let real = crate::pmpi::MPI_Request_toint();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Request_toint) else {
         return unsafe { real(request) };
     };
     let ret = unsafe { real(request) };
@@ -16074,7 +16074,7 @@ pub unsafe extern "C" fn MPI_Rget(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Rget();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Rget) else {
         return unsafe {
             real(
                 origin_addr,
@@ -16153,7 +16153,7 @@ pub unsafe extern "C" fn MPI_Rget_accumulate(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Rget_accumulate();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Rget_accumulate) else {
         return unsafe {
             real(
                 origin_addr,
@@ -16248,7 +16248,7 @@ pub unsafe extern "C" fn MPI_Rget_accumulate_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Rget_accumulate_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Rget_accumulate_c) else {
         return unsafe {
             real(
                 origin_addr,
@@ -16339,7 +16339,7 @@ pub unsafe extern "C" fn MPI_Rget_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Rget_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Rget_c) else {
         return unsafe {
             real(
                 origin_addr,
@@ -16414,7 +16414,7 @@ pub unsafe extern "C" fn MPI_Rput(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Rput();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Rput) else {
         return unsafe {
             real(
                 origin_addr,
@@ -16489,7 +16489,7 @@ pub unsafe extern "C" fn MPI_Rput_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Rput_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Rput_c) else {
         return unsafe {
             real(
                 origin_addr,
@@ -16560,7 +16560,7 @@ pub unsafe extern "C" fn MPI_Rsend(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Rsend();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Rsend) else {
         return unsafe { real(buf, count, datatype, dest, tag, comm) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm) };
@@ -16601,7 +16601,7 @@ pub unsafe extern "C" fn MPI_Rsend_c(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Rsend_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Rsend_c) else {
         return unsafe { real(buf, count, datatype, dest, tag, comm) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm) };
@@ -16643,7 +16643,7 @@ pub unsafe extern "C" fn MPI_Rsend_init(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Rsend_init();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Rsend_init) else {
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
@@ -16687,7 +16687,7 @@ pub unsafe extern "C" fn MPI_Rsend_init_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Rsend_init_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Rsend_init_c) else {
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
@@ -16730,7 +16730,7 @@ pub unsafe extern "C" fn MPI_Scan(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Scan();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Scan) else {
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) };
@@ -16771,7 +16771,7 @@ pub unsafe extern "C" fn MPI_Scan_c(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Scan_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Scan_c) else {
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) };
@@ -16815,7 +16815,7 @@ pub unsafe extern "C" fn MPI_Scan_init(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Scan_init();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Scan_init) else {
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
@@ -16863,7 +16863,7 @@ pub unsafe extern "C" fn MPI_Scan_init_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Scan_init_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Scan_init_c) else {
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
     };
     let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
@@ -16911,7 +16911,7 @@ pub unsafe extern "C" fn MPI_Scatter(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Scatter();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Scatter) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
@@ -16967,7 +16967,7 @@ pub unsafe extern "C" fn MPI_Scatter_c(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Scatter_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Scatter_c) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
@@ -17025,7 +17025,7 @@ pub unsafe extern "C" fn MPI_Scatter_init(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Scatter_init();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Scatter_init) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info,
@@ -17088,7 +17088,7 @@ pub unsafe extern "C" fn MPI_Scatter_init_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Scatter_init_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Scatter_init_c) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info,
@@ -17150,7 +17150,7 @@ pub unsafe extern "C" fn MPI_Scatterv(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Scatterv();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Scatterv) else {
         return unsafe {
             real(
                 sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm,
@@ -17201,7 +17201,7 @@ pub unsafe extern "C" fn MPI_Scatterv_c(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Scatterv_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Scatterv_c) else {
         return unsafe {
             real(
                 sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm,
@@ -17254,7 +17254,7 @@ pub unsafe extern "C" fn MPI_Scatterv_init(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Scatterv_init();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Scatterv_init) else {
         return unsafe {
             real(
                 sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm,
@@ -17311,7 +17311,7 @@ pub unsafe extern "C" fn MPI_Scatterv_init_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Scatterv_init_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Scatterv_init_c) else {
         return unsafe {
             real(
                 sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm,
@@ -17362,7 +17362,7 @@ pub unsafe extern "C" fn MPI_Send(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Send();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Send) else {
         return unsafe { real(buf, count, datatype, dest, tag, comm) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm) };
@@ -17403,7 +17403,7 @@ pub unsafe extern "C" fn MPI_Send_c(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Send_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Send_c) else {
         return unsafe { real(buf, count, datatype, dest, tag, comm) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm) };
@@ -17445,7 +17445,7 @@ pub unsafe extern "C" fn MPI_Send_init(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Send_init();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Send_init) else {
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
@@ -17489,7 +17489,7 @@ pub unsafe extern "C" fn MPI_Send_init_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Send_init_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Send_init_c) else {
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
@@ -17539,7 +17539,7 @@ pub unsafe extern "C" fn MPI_Sendrecv(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_Sendrecv();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Sendrecv) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
@@ -17588,7 +17588,7 @@ pub unsafe extern "C" fn MPI_Sendrecv_c(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_Sendrecv_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Sendrecv_c) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
@@ -17634,7 +17634,7 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_Sendrecv_replace();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Sendrecv_replace) else {
         return unsafe {
             real(
                 buf, count, datatype, dest, sendtag, source, recvtag, comm, status,
@@ -17698,7 +17698,7 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace_c(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_Sendrecv_replace_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Sendrecv_replace_c) else {
         return unsafe {
             real(
                 buf, count, datatype, dest, sendtag, source, recvtag, comm, status,
@@ -17755,7 +17755,7 @@ pub unsafe extern "C" fn MPI_Session_attach_buffer(
     size: c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Session_attach_buffer();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Session_attach_buffer) else {
         return unsafe { real(session, buffer, size) };
     };
     let ret = unsafe { real(session, buffer, size) };
@@ -17787,7 +17787,7 @@ pub unsafe extern "C" fn MPI_Session_attach_buffer_c(
     size: MPI_Count,
 ) -> c_int {
     let real = crate::pmpi::MPI_Session_attach_buffer_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Session_attach_buffer_c) else {
         return unsafe { real(session, buffer, size) };
     };
     let ret = unsafe { real(session, buffer, size) };
@@ -17818,7 +17818,7 @@ pub unsafe extern "C" fn MPI_Session_call_errhandler(
     errorcode: c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Session_call_errhandler();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Session_call_errhandler) else {
         return unsafe { real(session, errorcode) };
     };
     let ret = unsafe { real(session, errorcode) };
@@ -17846,7 +17846,7 @@ pub unsafe extern "C" fn MPI_Session_create_errhandler(
     errhandler: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Session_create_errhandler();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Session_create_errhandler) else {
         return unsafe { real(session_errhandler_fn, errhandler) };
     };
     let ret = unsafe { real(session_errhandler_fn, errhandler) };
@@ -17865,7 +17865,7 @@ pub unsafe extern "C" fn MPI_Session_detach_buffer(
     size: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Session_detach_buffer();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Session_detach_buffer) else {
         return unsafe { real(session, buffer_addr, size) };
     };
     let ret = unsafe { real(session, buffer_addr, size) };
@@ -17897,7 +17897,7 @@ pub unsafe extern "C" fn MPI_Session_detach_buffer_c(
     size: *mut MPI_Count,
 ) -> c_int {
     let real = crate::pmpi::MPI_Session_detach_buffer_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Session_detach_buffer_c) else {
         return unsafe { real(session, buffer_addr, size) };
     };
     let ret = unsafe { real(session, buffer_addr, size) };
@@ -17925,7 +17925,7 @@ pub unsafe extern "C" fn MPI_Session_detach_buffer_c(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Session_finalize(session: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Session_finalize();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Session_finalize) else {
         return unsafe { real(session) };
     };
     let session_before = unsafe { handle_or_null(HandleKind::Session as usize, session.cast()) };
@@ -17940,7 +17940,7 @@ pub unsafe extern "C" fn MPI_Session_finalize(session: *mut HandleSlot) -> c_int
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Session_flush_buffer(session: MPI_Session) -> c_int {
     let real = crate::pmpi::MPI_Session_flush_buffer();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Session_flush_buffer) else {
         return unsafe { real(session) };
     };
     let ret = unsafe { real(session) };
@@ -17959,7 +17959,7 @@ pub unsafe extern "C" fn MPI_Session_flush_buffer(session: MPI_Session) -> c_int
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Session_fromint(session: c_int) -> MPI_Session {
     let real = crate::pmpi::MPI_Session_fromint();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Session_fromint) else {
         return unsafe { real(session) };
     };
     let ret = unsafe { real(session) };
@@ -17981,7 +17981,7 @@ pub unsafe extern "C" fn MPI_Session_get_errhandler(
     errhandler: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Session_get_errhandler();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Session_get_errhandler) else {
         return unsafe { real(session, errhandler) };
     };
     let ret = unsafe { real(session, errhandler) };
@@ -17999,7 +17999,7 @@ pub unsafe extern "C" fn MPI_Session_get_info(
     info_used: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Session_get_info();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Session_get_info) else {
         return unsafe { real(session, info_used) };
     };
     let ret = unsafe { real(session, info_used) };
@@ -18020,7 +18020,7 @@ pub unsafe extern "C" fn MPI_Session_get_nth_pset(
     pset_name: *mut c_char,
 ) -> c_int {
     let real = crate::pmpi::MPI_Session_get_nth_pset();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Session_get_nth_pset) else {
         return unsafe { real(session, info, n, pset_len, pset_name) };
     };
     let pset_len_before = unsafe { read_or(pset_len, 0) };
@@ -18044,7 +18044,7 @@ pub unsafe extern "C" fn MPI_Session_get_num_psets(
     npset_names: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Session_get_num_psets();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Session_get_num_psets) else {
         return unsafe { real(session, info, npset_names) };
     };
     let ret = unsafe { real(session, info, npset_names) };
@@ -18075,7 +18075,7 @@ pub unsafe extern "C" fn MPI_Session_get_pset_info(
     info: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Session_get_pset_info();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Session_get_pset_info) else {
         return unsafe { real(session, pset_name, info) };
     };
     let ret = unsafe { real(session, pset_name, info) };
@@ -18094,7 +18094,7 @@ pub unsafe extern "C" fn MPI_Session_iflush_buffer(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Session_iflush_buffer();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Session_iflush_buffer) else {
         return unsafe { real(session, request) };
     };
     let ret = unsafe { real(session, request) };
@@ -18122,7 +18122,7 @@ pub unsafe extern "C" fn MPI_Session_set_errhandler(
     errhandler: MPI_Errhandler,
 ) -> c_int {
     let real = crate::pmpi::MPI_Session_set_errhandler();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Session_set_errhandler) else {
         return unsafe { real(session, errhandler) };
     };
     let ret = unsafe { real(session, errhandler) };
@@ -18147,7 +18147,7 @@ pub unsafe extern "C" fn MPI_Session_set_errhandler(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Session_toint(session: MPI_Session) -> c_int {
     let real = crate::pmpi::MPI_Session_toint();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Session_toint) else {
         return unsafe { real(session) };
     };
     let ret = unsafe { real(session) };
@@ -18173,7 +18173,7 @@ pub unsafe extern "C" fn MPI_Ssend(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ssend();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Ssend) else {
         return unsafe { real(buf, count, datatype, dest, tag, comm) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm) };
@@ -18214,7 +18214,7 @@ pub unsafe extern "C" fn MPI_Ssend_c(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ssend_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Ssend_c) else {
         return unsafe { real(buf, count, datatype, dest, tag, comm) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm) };
@@ -18256,7 +18256,7 @@ pub unsafe extern "C" fn MPI_Ssend_init(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ssend_init();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Ssend_init) else {
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
@@ -18300,7 +18300,7 @@ pub unsafe extern "C" fn MPI_Ssend_init_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ssend_init_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Ssend_init_c) else {
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
     let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
@@ -18339,7 +18339,7 @@ pub unsafe extern "C" fn MPI_Status_c2f(
     f_status: *mut MPI_Fint,
 ) -> c_int {
     let real = crate::pmpi::MPI_Status_c2f();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Status_c2f) else {
         return unsafe { real(c_status, f_status) };
     };
     let ret = unsafe { real(c_status, f_status) };
@@ -18373,7 +18373,7 @@ pub unsafe extern "C" fn MPI_Status_c2f08(
     f08_status: *mut MPI_F08_status,
 ) -> c_int {
     let real = crate::pmpi::MPI_Status_c2f08();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Status_c2f08) else {
         return unsafe { real(c_status, f08_status) };
     };
     let ret = unsafe { real(c_status, f08_status) };
@@ -18407,7 +18407,7 @@ pub unsafe extern "C" fn MPI_Status_f082c(
     c_status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_Status_f082c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Status_f082c) else {
         return unsafe { real(f08_status, c_status) };
     };
     let ret = unsafe { real(f08_status, c_status) };
@@ -18441,7 +18441,7 @@ pub unsafe extern "C" fn MPI_Status_f2c(
     c_status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_Status_f2c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Status_f2c) else {
         return unsafe { real(f_status, c_status) };
     };
     let ret = unsafe { real(f_status, c_status) };
@@ -18472,7 +18472,7 @@ pub unsafe extern "C" fn MPI_Status_f2c(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Status_get_error(status: *const MPI_Status, err: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Status_get_error();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Status_get_error) else {
         return unsafe { real(status, err) };
     };
     let ret = unsafe { real(status, err) };
@@ -18505,7 +18505,7 @@ pub unsafe extern "C" fn MPI_Status_get_source(
     source: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Status_get_source();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Status_get_source) else {
         return unsafe { real(status, source) };
     };
     let ret = unsafe { real(status, source) };
@@ -18535,7 +18535,7 @@ pub unsafe extern "C" fn MPI_Status_get_source(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Status_get_tag(status: *const MPI_Status, tag: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Status_get_tag();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Status_get_tag) else {
         return unsafe { real(status, tag) };
     };
     let ret = unsafe { real(status, tag) };
@@ -18565,7 +18565,7 @@ pub unsafe extern "C" fn MPI_Status_get_tag(status: *const MPI_Status, tag: *mut
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Status_set_cancelled(status: *mut MPI_Status, flag: c_int) -> c_int {
     let real = crate::pmpi::MPI_Status_set_cancelled();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Status_set_cancelled) else {
         return unsafe { real(status, flag) };
     };
     let ret = unsafe { real(status, flag) };
@@ -18599,7 +18599,7 @@ pub unsafe extern "C" fn MPI_Status_set_elements(
     count: c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Status_set_elements();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Status_set_elements) else {
         return unsafe { real(status, datatype, count) };
     };
     let ret = unsafe { real(status, datatype, count) };
@@ -18635,7 +18635,7 @@ pub unsafe extern "C" fn MPI_Status_set_elements_c(
     count: MPI_Count,
 ) -> c_int {
     let real = crate::pmpi::MPI_Status_set_elements_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Status_set_elements_c) else {
         return unsafe { real(status, datatype, count) };
     };
     let ret = unsafe { real(status, datatype, count) };
@@ -18671,7 +18671,7 @@ pub unsafe extern "C" fn MPI_Status_set_elements_x(
     count: MPI_Count,
 ) -> c_int {
     let real = crate::pmpi::MPI_Status_set_elements_x();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Status_set_elements_x) else {
         return unsafe { real(status, datatype, count) };
     };
     let ret = unsafe { real(status, datatype, count) };
@@ -18703,7 +18703,7 @@ pub unsafe extern "C" fn MPI_Status_set_elements_x(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Status_set_error(status: *mut MPI_Status, err: c_int) -> c_int {
     let real = crate::pmpi::MPI_Status_set_error();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Status_set_error) else {
         return unsafe { real(status, err) };
     };
     let ret = unsafe { real(status, err) };
@@ -18733,7 +18733,7 @@ pub unsafe extern "C" fn MPI_Status_set_error(status: *mut MPI_Status, err: c_in
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Status_set_source(status: *mut MPI_Status, source: c_int) -> c_int {
     let real = crate::pmpi::MPI_Status_set_source();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Status_set_source) else {
         return unsafe { real(status, source) };
     };
     let ret = unsafe { real(status, source) };
@@ -18763,7 +18763,7 @@ pub unsafe extern "C" fn MPI_Status_set_source(status: *mut MPI_Status, source: 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Status_set_tag(status: *mut MPI_Status, tag: c_int) -> c_int {
     let real = crate::pmpi::MPI_Status_set_tag();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Status_set_tag) else {
         return unsafe { real(status, tag) };
     };
     let ret = unsafe { real(status, tag) };
@@ -18793,7 +18793,7 @@ pub unsafe extern "C" fn MPI_Status_set_tag(status: *mut MPI_Status, tag: c_int)
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_T_category_changed(update_number: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_T_category_changed();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_T_category_changed) else {
         return unsafe { real(update_number) };
     };
     let ret = unsafe { real(update_number) };
@@ -18816,7 +18816,7 @@ pub unsafe extern "C" fn MPI_T_category_get_categories(
     indices: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_category_get_categories();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_T_category_get_categories) else {
         return unsafe { real(cat_index, len, indices) };
     };
     let ret = unsafe { real(cat_index, len, indices) };
@@ -18837,7 +18837,7 @@ pub unsafe extern "C" fn MPI_T_category_get_cvars(
     indices: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_category_get_cvars();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_T_category_get_cvars) else {
         return unsafe { real(cat_index, len, indices) };
     };
     let ret = unsafe { real(cat_index, len, indices) };
@@ -18858,7 +18858,7 @@ pub unsafe extern "C" fn MPI_T_category_get_events(
     indices: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_category_get_events();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_T_category_get_events) else {
         return unsafe { real(cat_index, len, indices) };
     };
     let ret = unsafe { real(cat_index, len, indices) };
@@ -18878,7 +18878,7 @@ pub unsafe extern "C" fn MPI_T_category_get_index(
     cat_index: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_category_get_index();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_T_category_get_index) else {
         return unsafe { real(name, cat_index) };
     };
     let ret = unsafe { real(name, cat_index) };
@@ -18903,7 +18903,7 @@ pub unsafe extern "C" fn MPI_T_category_get_info(
     num_categories: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_category_get_info();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_T_category_get_info) else {
         return unsafe {
             real(
                 cat_index,
@@ -18950,7 +18950,7 @@ pub unsafe extern "C" fn MPI_T_category_get_info(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_T_category_get_num(num_cat: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_T_category_get_num();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_T_category_get_num) else {
         return unsafe { real(num_cat) };
     };
     let ret = unsafe { real(num_cat) };
@@ -18972,7 +18972,7 @@ pub unsafe extern "C" fn MPI_T_category_get_num_events(
     num_events: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_category_get_num_events();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_T_category_get_num_events) else {
         return unsafe { real(cat_index, num_events) };
     };
     let ret = unsafe { real(cat_index, num_events) };
@@ -18996,7 +18996,7 @@ pub unsafe extern "C" fn MPI_T_category_get_pvars(
     indices: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_category_get_pvars();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_T_category_get_pvars) else {
         return unsafe { real(cat_index, len, indices) };
     };
     let ret = unsafe { real(cat_index, len, indices) };
@@ -19016,7 +19016,7 @@ pub unsafe extern "C" fn MPI_T_cvar_get_index(
     cvar_index: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_cvar_get_index();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_T_cvar_get_index) else {
         return unsafe { real(name, cvar_index) };
     };
     let ret = unsafe { real(name, cvar_index) };
@@ -19043,7 +19043,7 @@ pub unsafe extern "C" fn MPI_T_cvar_get_info(
     scope: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_cvar_get_info();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_T_cvar_get_info) else {
         return unsafe {
             real(
                 cvar_index, name, name_len, verbosity, datatype, enumtype, desc, desc_len, bind,
@@ -19079,7 +19079,7 @@ pub unsafe extern "C" fn MPI_T_cvar_get_info(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_T_cvar_get_num(num_cvar: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_T_cvar_get_num();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_T_cvar_get_num) else {
         return unsafe { real(num_cvar) };
     };
     let ret = unsafe { real(num_cvar) };
@@ -19103,7 +19103,7 @@ pub unsafe extern "C" fn MPI_T_cvar_handle_alloc(
     count: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_cvar_handle_alloc();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_T_cvar_handle_alloc) else {
         return unsafe { real(cvar_index, obj_handle, handle, count) };
     };
     let ret = unsafe { real(cvar_index, obj_handle, handle, count) };
@@ -19120,7 +19120,7 @@ pub unsafe extern "C" fn MPI_T_cvar_handle_alloc(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_T_cvar_handle_free(handle: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_T_cvar_handle_free();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_T_cvar_handle_free) else {
         return unsafe { real(handle) };
     };
     let handle_before = unsafe { handle_or_null(HandleKind::CvarHandle as usize, handle.cast()) };
@@ -19135,7 +19135,7 @@ pub unsafe extern "C" fn MPI_T_cvar_handle_free(handle: *mut HandleSlot) -> c_in
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_T_cvar_read(handle: MPI_T_cvar_handle, buf: *mut c_void) -> c_int {
     let real = crate::pmpi::MPI_T_cvar_read();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_T_cvar_read) else {
         return unsafe { real(handle, buf) };
     };
     let ret = unsafe { real(handle, buf) };
@@ -19161,7 +19161,7 @@ pub unsafe extern "C" fn MPI_T_cvar_read(handle: MPI_T_cvar_handle, buf: *mut c_
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_T_cvar_write(handle: MPI_T_cvar_handle, buf: *const c_void) -> c_int {
     let real = crate::pmpi::MPI_T_cvar_write();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_T_cvar_write) else {
         return unsafe { real(handle, buf) };
     };
     let ret = unsafe { real(handle, buf) };
@@ -19192,7 +19192,7 @@ pub unsafe extern "C" fn MPI_T_enum_get_info(
     name_len: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_enum_get_info();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_T_enum_get_info) else {
         return unsafe { real(enumtype, num, name, name_len) };
     };
     let name_len_before = unsafe { read_or(name_len, 0) };
@@ -19217,7 +19217,7 @@ pub unsafe extern "C" fn MPI_T_enum_get_item(
     name_len: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_enum_get_item();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_T_enum_get_item) else {
         return unsafe { real(enumtype, index, value, name, name_len) };
     };
     let name_len_before = unsafe { read_or(name_len, 0) };
@@ -19241,7 +19241,7 @@ pub unsafe extern "C" fn MPI_T_event_callback_get_info(
     info_used: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_event_callback_get_info();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_T_event_callback_get_info) else {
         return unsafe { real(event_registration, cb_safety, info_used) };
     };
     let ret = unsafe { real(event_registration, cb_safety, info_used) };
@@ -19261,7 +19261,7 @@ pub unsafe extern "C" fn MPI_T_event_callback_set_info(
     info: MPI_Info,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_event_callback_set_info();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_T_event_callback_set_info) else {
         return unsafe { real(event_registration, cb_safety, info) };
     };
     let ret = unsafe { real(event_registration, cb_safety, info) };
@@ -19291,7 +19291,7 @@ pub unsafe extern "C" fn MPI_T_event_copy(
     buffer: *mut c_void,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_event_copy();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_T_event_copy) else {
         return unsafe { real(event_instance, buffer) };
     };
     let ret = unsafe { real(event_instance, buffer) };
@@ -19320,7 +19320,7 @@ pub unsafe extern "C" fn MPI_T_event_get_index(
     event_index: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_event_get_index();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_T_event_get_index) else {
         return unsafe { real(name, event_index) };
     };
     let ret = unsafe { real(name, event_index) };
@@ -19349,7 +19349,7 @@ pub unsafe extern "C" fn MPI_T_event_get_info(
     bind: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_event_get_info();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_T_event_get_info) else {
         return unsafe {
             real(
                 event_index,
@@ -19436,7 +19436,7 @@ pub unsafe extern "C" fn MPI_T_event_get_info(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_T_event_get_num(num_events: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_T_event_get_num();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_T_event_get_num) else {
         return unsafe { real(num_events) };
     };
     let ret = unsafe { real(num_events) };
@@ -19458,7 +19458,7 @@ pub unsafe extern "C" fn MPI_T_event_get_source(
     source_index: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_event_get_source();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_T_event_get_source) else {
         return unsafe { real(event_instance, source_index) };
     };
     let ret = unsafe { real(event_instance, source_index) };
@@ -19486,7 +19486,7 @@ pub unsafe extern "C" fn MPI_T_event_get_timestamp(
     event_timestamp: *mut MPI_Count,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_event_get_timestamp();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_T_event_get_timestamp) else {
         return unsafe { real(event_instance, event_timestamp) };
     };
     let ret = unsafe { real(event_instance, event_timestamp) };
@@ -19516,7 +19516,7 @@ pub unsafe extern "C" fn MPI_T_event_handle_alloc(
     event_registration: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_event_handle_alloc();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_T_event_handle_alloc) else {
         return unsafe { real(event_index, obj_handle, info, event_registration) };
     };
     let ret = unsafe { real(event_index, obj_handle, info, event_registration) };
@@ -19537,7 +19537,7 @@ pub unsafe extern "C" fn MPI_T_event_handle_free(
     free_cb_function: *mut MPI_T_event_free_cb_function,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_event_handle_free();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_T_event_handle_free) else {
         return unsafe { real(event_registration, user_data, free_cb_function) };
     };
     let ret = unsafe { real(event_registration, user_data, free_cb_function) };
@@ -19568,7 +19568,7 @@ pub unsafe extern "C" fn MPI_T_event_handle_get_info(
     info_used: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_event_handle_get_info();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_T_event_handle_get_info) else {
         return unsafe { real(event_registration, info_used) };
     };
     let ret = unsafe { real(event_registration, info_used) };
@@ -19586,7 +19586,7 @@ pub unsafe extern "C" fn MPI_T_event_handle_set_info(
     info: MPI_Info,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_event_handle_set_info();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_T_event_handle_set_info) else {
         return unsafe { real(event_registration, info) };
     };
     let ret = unsafe { real(event_registration, info) };
@@ -19615,7 +19615,7 @@ pub unsafe extern "C" fn MPI_T_event_read(
     buffer: *mut c_void,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_event_read();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_T_event_read) else {
         return unsafe { real(event_instance, element_index, buffer) };
     };
     let ret = unsafe { real(event_instance, element_index, buffer) };
@@ -19649,7 +19649,7 @@ pub unsafe extern "C" fn MPI_T_event_register_callback(
     event_cb_function: *mut MPI_T_event_cb_function,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_event_register_callback();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_T_event_register_callback) else {
         return unsafe {
             real(
                 event_registration,
@@ -19700,7 +19700,7 @@ pub unsafe extern "C" fn MPI_T_event_set_dropped_handler(
     dropped_cb_function: *mut MPI_T_event_dropped_cb_function,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_event_set_dropped_handler();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_T_event_set_dropped_handler) else {
         return unsafe { real(event_registration, dropped_cb_function) };
     };
     let ret = unsafe { real(event_registration, dropped_cb_function) };
@@ -19725,7 +19725,7 @@ pub unsafe extern "C" fn MPI_T_event_set_dropped_handler(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_T_finalize() -> c_int {
     let real = crate::pmpi::MPI_T_finalize();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_T_finalize) else {
         return unsafe { real() };
     };
     let ret = unsafe { real() };
@@ -19737,7 +19737,7 @@ pub unsafe extern "C" fn MPI_T_finalize() -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_T_init_thread(required: c_int, provided: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_T_init_thread();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_T_init_thread) else {
         return unsafe { real(required, provided) };
     };
     let ret = unsafe { real(required, provided) };
@@ -19761,7 +19761,7 @@ pub unsafe extern "C" fn MPI_T_pvar_get_index(
     pvar_index: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_pvar_get_index();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_T_pvar_get_index) else {
         return unsafe { real(name, var_class, pvar_index) };
     };
     let ret = unsafe { real(name, var_class, pvar_index) };
@@ -19792,7 +19792,7 @@ pub unsafe extern "C" fn MPI_T_pvar_get_info(
     atomic: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_pvar_get_info();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_T_pvar_get_info) else {
         return unsafe {
             real(
                 pvar_index, name, name_len, verbosity, var_class, datatype, enumtype, desc,
@@ -19832,7 +19832,7 @@ pub unsafe extern "C" fn MPI_T_pvar_get_info(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_T_pvar_get_num(num_pvar: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_T_pvar_get_num();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_T_pvar_get_num) else {
         return unsafe { real(num_pvar) };
     };
     let ret = unsafe { real(num_pvar) };
@@ -19857,7 +19857,7 @@ pub unsafe extern "C" fn MPI_T_pvar_handle_alloc(
     count: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_pvar_handle_alloc();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_T_pvar_handle_alloc) else {
         return unsafe { real(pe_session, pvar_index, obj_handle, handle, count) };
     };
     let ret = unsafe { real(pe_session, pvar_index, obj_handle, handle, count) };
@@ -19878,7 +19878,7 @@ pub unsafe extern "C" fn MPI_T_pvar_handle_free(
     handle: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_pvar_handle_free();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_T_pvar_handle_free) else {
         return unsafe { real(pe_session, handle) };
     };
     let handle_before = unsafe { handle_or_null(HandleKind::PvarHandle as usize, handle.cast()) };
@@ -19898,7 +19898,7 @@ pub unsafe extern "C" fn MPI_T_pvar_read(
     buf: *mut c_void,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_pvar_read();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_T_pvar_read) else {
         return unsafe { real(pe_session, handle, buf) };
     };
     let ret = unsafe { real(pe_session, handle, buf) };
@@ -19930,7 +19930,7 @@ pub unsafe extern "C" fn MPI_T_pvar_readreset(
     buf: *mut c_void,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_pvar_readreset();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_T_pvar_readreset) else {
         return unsafe { real(pe_session, handle, buf) };
     };
     let ret = unsafe { real(pe_session, handle, buf) };
@@ -19961,7 +19961,7 @@ pub unsafe extern "C" fn MPI_T_pvar_reset(
     handle: MPI_T_pvar_handle,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_pvar_reset();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_T_pvar_reset) else {
         return unsafe { real(pe_session, handle) };
     };
     let ret = unsafe { real(pe_session, handle) };
@@ -19986,7 +19986,7 @@ pub unsafe extern "C" fn MPI_T_pvar_reset(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_T_pvar_session_create(pe_session: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_T_pvar_session_create();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_T_pvar_session_create) else {
         return unsafe { real(pe_session) };
     };
     let ret = unsafe { real(pe_session) };
@@ -20000,7 +20000,7 @@ pub unsafe extern "C" fn MPI_T_pvar_session_create(pe_session: *mut HandleSlot) 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_T_pvar_session_free(pe_session: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_T_pvar_session_free();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_T_pvar_session_free) else {
         return unsafe { real(pe_session) };
     };
     let pe_session_before =
@@ -20019,7 +20019,7 @@ pub unsafe extern "C" fn MPI_T_pvar_start(
     handle: MPI_T_pvar_handle,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_pvar_start();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_T_pvar_start) else {
         return unsafe { real(pe_session, handle) };
     };
     let ret = unsafe { real(pe_session, handle) };
@@ -20047,7 +20047,7 @@ pub unsafe extern "C" fn MPI_T_pvar_stop(
     handle: MPI_T_pvar_handle,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_pvar_stop();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_T_pvar_stop) else {
         return unsafe { real(pe_session, handle) };
     };
     let ret = unsafe { real(pe_session, handle) };
@@ -20076,7 +20076,7 @@ pub unsafe extern "C" fn MPI_T_pvar_write(
     buf: *const c_void,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_pvar_write();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_T_pvar_write) else {
         return unsafe { real(pe_session, handle, buf) };
     };
     let ret = unsafe { real(pe_session, handle, buf) };
@@ -20115,7 +20115,7 @@ pub unsafe extern "C" fn MPI_T_source_get_info(
     info: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_source_get_info();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_T_source_get_info) else {
         return unsafe {
             real(
                 source_index,
@@ -20165,7 +20165,7 @@ pub unsafe extern "C" fn MPI_T_source_get_info(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_T_source_get_num(num_sources: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_T_source_get_num();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_T_source_get_num) else {
         return unsafe { real(num_sources) };
     };
     let ret = unsafe { real(num_sources) };
@@ -20187,7 +20187,7 @@ pub unsafe extern "C" fn MPI_T_source_get_timestamp(
     timestamp: *mut MPI_Count,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_source_get_timestamp();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_T_source_get_timestamp) else {
         return unsafe { real(source_index, timestamp) };
     };
     let ret = unsafe { real(source_index, timestamp) };
@@ -20212,7 +20212,7 @@ pub unsafe extern "C" fn MPI_T_source_get_timestamp(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Test_cancelled(status: *const MPI_Status, flag: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Test_cancelled();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Test_cancelled) else {
         return unsafe { real(status, flag) };
     };
     let ret = unsafe { real(status, flag) };
@@ -20242,7 +20242,7 @@ pub unsafe extern "C" fn MPI_Test_cancelled(status: *const MPI_Status, flag: *mu
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Topo_test(comm: MPI_Comm, status: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Topo_test();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Topo_test) else {
         return unsafe { real(comm, status) };
     };
     let ret = unsafe { real(comm, status) };
@@ -20262,7 +20262,7 @@ pub unsafe extern "C" fn MPI_Topo_test(comm: MPI_Comm, status: *mut c_int) -> c_
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Type_commit(datatype: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Type_commit();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_commit) else {
         return unsafe { real(datatype) };
     };
     let datatype_before = unsafe { handle_or_null(HandleKind::Datatype as usize, datatype.cast()) };
@@ -20286,7 +20286,7 @@ pub unsafe extern "C" fn MPI_Type_contiguous(
     newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_contiguous();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_contiguous) else {
         return unsafe { real(count, oldtype, newtype) };
     };
     let ret = unsafe { real(count, oldtype, newtype) };
@@ -20306,7 +20306,7 @@ pub unsafe extern "C" fn MPI_Type_contiguous_c(
     newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_contiguous_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_contiguous_c) else {
         return unsafe { real(count, oldtype, newtype) };
     };
     let ret = unsafe { real(count, oldtype, newtype) };
@@ -20334,7 +20334,7 @@ pub unsafe extern "C" fn MPI_Type_create_darray(
     newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_create_darray();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_create_darray) else {
         return unsafe {
             real(
                 size,
@@ -20407,7 +20407,7 @@ pub unsafe extern "C" fn MPI_Type_create_darray_c(
     newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_create_darray_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_create_darray_c) else {
         return unsafe {
             real(
                 size,
@@ -20470,7 +20470,7 @@ pub unsafe extern "C" fn MPI_Type_create_f90_complex(
     newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_create_f90_complex();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_create_f90_complex) else {
         return unsafe { real(p, r, newtype) };
     };
     let ret = unsafe { real(p, r, newtype) };
@@ -20486,7 +20486,7 @@ pub unsafe extern "C" fn MPI_Type_create_f90_complex(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Type_create_f90_integer(r: c_int, newtype: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Type_create_f90_integer();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_create_f90_integer) else {
         return unsafe { real(r, newtype) };
     };
     let ret = unsafe { real(r, newtype) };
@@ -20505,7 +20505,7 @@ pub unsafe extern "C" fn MPI_Type_create_f90_real(
     newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_create_f90_real();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_create_f90_real) else {
         return unsafe { real(p, r, newtype) };
     };
     let ret = unsafe { real(p, r, newtype) };
@@ -20527,7 +20527,7 @@ pub unsafe extern "C" fn MPI_Type_create_hindexed(
     newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_create_hindexed();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_create_hindexed) else {
         return unsafe {
             real(
                 count,
@@ -20579,7 +20579,7 @@ pub unsafe extern "C" fn MPI_Type_create_hindexed_block(
     newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_create_hindexed_block();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_create_hindexed_block) else {
         return unsafe { real(count, blocklength, array_of_displacements, oldtype, newtype) };
     };
     let ret = unsafe { real(count, blocklength, array_of_displacements, oldtype, newtype) };
@@ -20609,7 +20609,7 @@ pub unsafe extern "C" fn MPI_Type_create_hindexed_block_c(
     newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_create_hindexed_block_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_create_hindexed_block_c) else {
         return unsafe { real(count, blocklength, array_of_displacements, oldtype, newtype) };
     };
     let ret = unsafe { real(count, blocklength, array_of_displacements, oldtype, newtype) };
@@ -20639,7 +20639,7 @@ pub unsafe extern "C" fn MPI_Type_create_hindexed_c(
     newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_create_hindexed_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_create_hindexed_c) else {
         return unsafe {
             real(
                 count,
@@ -20691,7 +20691,7 @@ pub unsafe extern "C" fn MPI_Type_create_hvector(
     newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_create_hvector();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_create_hvector) else {
         return unsafe { real(count, blocklength, stride, oldtype, newtype) };
     };
     let ret = unsafe { real(count, blocklength, stride, oldtype, newtype) };
@@ -20715,7 +20715,7 @@ pub unsafe extern "C" fn MPI_Type_create_hvector_c(
     newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_create_hvector_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_create_hvector_c) else {
         return unsafe { real(count, blocklength, stride, oldtype, newtype) };
     };
     let ret = unsafe { real(count, blocklength, stride, oldtype, newtype) };
@@ -20739,7 +20739,7 @@ pub unsafe extern "C" fn MPI_Type_create_indexed_block(
     newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_create_indexed_block();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_create_indexed_block) else {
         return unsafe { real(count, blocklength, array_of_displacements, oldtype, newtype) };
     };
     let ret = unsafe { real(count, blocklength, array_of_displacements, oldtype, newtype) };
@@ -20769,7 +20769,7 @@ pub unsafe extern "C" fn MPI_Type_create_indexed_block_c(
     newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_create_indexed_block_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_create_indexed_block_c) else {
         return unsafe { real(count, blocklength, array_of_displacements, oldtype, newtype) };
     };
     let ret = unsafe { real(count, blocklength, array_of_displacements, oldtype, newtype) };
@@ -20798,7 +20798,7 @@ pub unsafe extern "C" fn MPI_Type_create_keyval(
     extra_state: *mut c_void,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_create_keyval();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_create_keyval) else {
         return unsafe {
             real(
                 type_copy_attr_fn,
@@ -20834,7 +20834,7 @@ pub unsafe extern "C" fn MPI_Type_create_resized(
     newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_create_resized();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_create_resized) else {
         return unsafe { real(oldtype, lb, extent, newtype) };
     };
     let ret = unsafe { real(oldtype, lb, extent, newtype) };
@@ -20856,7 +20856,7 @@ pub unsafe extern "C" fn MPI_Type_create_resized_c(
     newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_create_resized_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_create_resized_c) else {
         return unsafe { real(oldtype, lb, extent, newtype) };
     };
     let ret = unsafe { real(oldtype, lb, extent, newtype) };
@@ -20879,7 +20879,7 @@ pub unsafe extern "C" fn MPI_Type_create_struct(
     newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_create_struct();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_create_struct) else {
         return unsafe {
             real(
                 count,
@@ -20938,7 +20938,7 @@ pub unsafe extern "C" fn MPI_Type_create_struct_c(
     newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_create_struct_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_create_struct_c) else {
         return unsafe {
             real(
                 count,
@@ -20999,7 +20999,7 @@ pub unsafe extern "C" fn MPI_Type_create_subarray(
     newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_create_subarray();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_create_subarray) else {
         return unsafe {
             real(
                 ndims,
@@ -21056,7 +21056,7 @@ pub unsafe extern "C" fn MPI_Type_create_subarray_c(
     newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_create_subarray_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_create_subarray_c) else {
         return unsafe {
             real(
                 ndims,
@@ -21099,7 +21099,7 @@ pub unsafe extern "C" fn MPI_Type_create_subarray_c(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Type_delete_attr(datatype: MPI_Datatype, type_keyval: c_int) -> c_int {
     let real = crate::pmpi::MPI_Type_delete_attr();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_delete_attr) else {
         return unsafe { real(datatype, type_keyval) };
     };
     let ret = unsafe { real(datatype, type_keyval) };
@@ -21124,7 +21124,7 @@ pub unsafe extern "C" fn MPI_Type_delete_attr(datatype: MPI_Datatype, type_keyva
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Type_dup(oldtype: MPI_Datatype, newtype: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Type_dup();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_dup) else {
         return unsafe { real(oldtype, newtype) };
     };
     let ret = unsafe { real(oldtype, newtype) };
@@ -21139,7 +21139,7 @@ pub unsafe extern "C" fn MPI_Type_dup(oldtype: MPI_Datatype, newtype: *mut Handl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Type_extent(datatype: MPI_Datatype, extent: *mut MPI_Aint) -> c_int {
     let real = crate::pmpi::MPI_Type_extent();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_extent) else {
         return unsafe { real(datatype, extent) };
     };
     let ret = unsafe { real(datatype, extent) };
@@ -21164,7 +21164,7 @@ pub unsafe extern "C" fn MPI_Type_extent(datatype: MPI_Datatype, extent: *mut MP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Type_free(datatype: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Type_free();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_free) else {
         return unsafe { real(datatype) };
     };
     let datatype_before = unsafe { handle_or_null(HandleKind::Datatype as usize, datatype.cast()) };
@@ -21179,7 +21179,7 @@ pub unsafe extern "C" fn MPI_Type_free(datatype: *mut HandleSlot) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Type_free_keyval(type_keyval: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Type_free_keyval();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_free_keyval) else {
         return unsafe { real(type_keyval) };
     };
     let type_keyval_before =
@@ -21195,7 +21195,7 @@ pub unsafe extern "C" fn MPI_Type_free_keyval(type_keyval: *mut c_int) -> c_int 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Type_fromint(datatype: c_int) -> MPI_Datatype {
     let real = crate::pmpi::MPI_Type_fromint();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_fromint) else {
         return unsafe { real(datatype) };
     };
     let ret = unsafe { real(datatype) };
@@ -21219,7 +21219,7 @@ pub unsafe extern "C" fn MPI_Type_get_attr(
     flag: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_get_attr();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_get_attr) else {
         return unsafe { real(datatype, type_keyval, attribute_val, flag) };
     };
     let ret = unsafe { real(datatype, type_keyval, attribute_val, flag) };
@@ -21257,7 +21257,7 @@ pub unsafe extern "C" fn MPI_Type_get_contents(
     array_of_datatypes: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_get_contents();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_get_contents) else {
         return unsafe {
             real(
                 datatype,
@@ -21342,7 +21342,7 @@ pub unsafe extern "C" fn MPI_Type_get_contents_c(
     array_of_datatypes: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_get_contents_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_get_contents_c) else {
         return unsafe {
             real(
                 datatype,
@@ -21441,7 +21441,7 @@ pub unsafe extern "C" fn MPI_Type_get_envelope(
     combiner: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_get_envelope();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_get_envelope) else {
         return unsafe {
             real(
                 datatype,
@@ -21495,7 +21495,7 @@ pub unsafe extern "C" fn MPI_Type_get_envelope_c(
     combiner: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_get_envelope_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_get_envelope_c) else {
         return unsafe {
             real(
                 datatype,
@@ -21550,7 +21550,7 @@ pub unsafe extern "C" fn MPI_Type_get_extent(
     extent: *mut MPI_Aint,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_get_extent();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_get_extent) else {
         return unsafe { real(datatype, lb, extent) };
     };
     let ret = unsafe { real(datatype, lb, extent) };
@@ -21581,7 +21581,7 @@ pub unsafe extern "C" fn MPI_Type_get_extent_c(
     extent: *mut MPI_Count,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_get_extent_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_get_extent_c) else {
         return unsafe { real(datatype, lb, extent) };
     };
     let ret = unsafe { real(datatype, lb, extent) };
@@ -21612,7 +21612,7 @@ pub unsafe extern "C" fn MPI_Type_get_extent_x(
     extent: *mut MPI_Count,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_get_extent_x();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_get_extent_x) else {
         return unsafe { real(datatype, lb, extent) };
     };
     let ret = unsafe { real(datatype, lb, extent) };
@@ -21643,7 +21643,7 @@ pub unsafe extern "C" fn MPI_Type_get_name(
     resultlen: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_get_name();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_get_name) else {
         return unsafe { real(datatype, type_name, resultlen) };
     };
     let ret = unsafe { real(datatype, type_name, resultlen) };
@@ -21664,7 +21664,7 @@ pub unsafe extern "C" fn MPI_Type_get_true_extent(
     true_extent: *mut MPI_Aint,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_get_true_extent();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_get_true_extent) else {
         return unsafe { real(datatype, true_lb, true_extent) };
     };
     let ret = unsafe { real(datatype, true_lb, true_extent) };
@@ -21695,7 +21695,7 @@ pub unsafe extern "C" fn MPI_Type_get_true_extent_c(
     true_extent: *mut MPI_Count,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_get_true_extent_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_get_true_extent_c) else {
         return unsafe { real(datatype, true_lb, true_extent) };
     };
     let ret = unsafe { real(datatype, true_lb, true_extent) };
@@ -21726,7 +21726,7 @@ pub unsafe extern "C" fn MPI_Type_get_true_extent_x(
     true_extent: *mut MPI_Count,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_get_true_extent_x();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_get_true_extent_x) else {
         return unsafe { real(datatype, true_lb, true_extent) };
     };
     let ret = unsafe { real(datatype, true_lb, true_extent) };
@@ -21757,7 +21757,7 @@ pub unsafe extern "C" fn MPI_Type_get_value_index(
     pair_type: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_get_value_index();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_get_value_index) else {
         return unsafe { real(value_type, index_type, pair_type) };
     };
     let ret = unsafe { real(value_type, index_type, pair_type) };
@@ -21779,7 +21779,7 @@ pub unsafe extern "C" fn MPI_Type_hindexed(
     newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_hindexed();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_hindexed) else {
         return unsafe {
             real(
                 count,
@@ -21831,7 +21831,7 @@ pub unsafe extern "C" fn MPI_Type_hvector(
     newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_hvector();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_hvector) else {
         return unsafe { real(count, blocklength, stride, oldtype, newtype) };
     };
     let ret = unsafe { real(count, blocklength, stride, oldtype, newtype) };
@@ -21855,7 +21855,7 @@ pub unsafe extern "C" fn MPI_Type_indexed(
     newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_indexed();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_indexed) else {
         return unsafe {
             real(
                 count,
@@ -21907,7 +21907,7 @@ pub unsafe extern "C" fn MPI_Type_indexed_c(
     newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_indexed_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_indexed_c) else {
         return unsafe {
             real(
                 count,
@@ -21953,7 +21953,7 @@ pub unsafe extern "C" fn MPI_Type_indexed_c(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Type_lb(datatype: MPI_Datatype, displacement: *mut MPI_Aint) -> c_int {
     let real = crate::pmpi::MPI_Type_lb();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_lb) else {
         return unsafe { real(datatype, displacement) };
     };
     let ret = unsafe { real(datatype, displacement) };
@@ -21982,7 +21982,7 @@ pub unsafe extern "C" fn MPI_Type_match_size(
     datatype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_match_size();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_match_size) else {
         return unsafe { real(typeclass, size, datatype) };
     };
     let ret = unsafe { real(typeclass, size, datatype) };
@@ -22013,7 +22013,7 @@ pub unsafe extern "C" fn MPI_Type_set_attr(
     attribute_val: *mut c_void,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_set_attr();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_set_attr) else {
         return unsafe { real(datatype, type_keyval, attribute_val) };
     };
     let ret = unsafe { real(datatype, type_keyval, attribute_val) };
@@ -22044,7 +22044,7 @@ pub unsafe extern "C" fn MPI_Type_set_name(
     type_name: *const c_char,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_set_name();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_set_name) else {
         return unsafe { real(datatype, type_name) };
     };
     let ret = unsafe { real(datatype, type_name) };
@@ -22059,7 +22059,7 @@ pub unsafe extern "C" fn MPI_Type_set_name(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Type_size(datatype: MPI_Datatype, size: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Type_size();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_size) else {
         return unsafe { real(datatype, size) };
     };
     let ret = unsafe { real(datatype, size) };
@@ -22084,7 +22084,7 @@ pub unsafe extern "C" fn MPI_Type_size(datatype: MPI_Datatype, size: *mut c_int)
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Type_size_c(datatype: MPI_Datatype, size: *mut MPI_Count) -> c_int {
     let real = crate::pmpi::MPI_Type_size_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_size_c) else {
         return unsafe { real(datatype, size) };
     };
     let ret = unsafe { real(datatype, size) };
@@ -22109,7 +22109,7 @@ pub unsafe extern "C" fn MPI_Type_size_c(datatype: MPI_Datatype, size: *mut MPI_
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Type_size_x(datatype: MPI_Datatype, size: *mut MPI_Count) -> c_int {
     let real = crate::pmpi::MPI_Type_size_x();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_size_x) else {
         return unsafe { real(datatype, size) };
     };
     let ret = unsafe { real(datatype, size) };
@@ -22140,7 +22140,7 @@ pub unsafe extern "C" fn MPI_Type_struct(
     newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_struct();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_struct) else {
         return unsafe {
             real(
                 count,
@@ -22193,7 +22193,7 @@ pub unsafe extern "C" fn MPI_Type_struct(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Type_toint(datatype: MPI_Datatype) -> c_int {
     let real = crate::pmpi::MPI_Type_toint();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_toint) else {
         return unsafe { real(datatype) };
     };
     let ret = unsafe { real(datatype) };
@@ -22212,7 +22212,7 @@ pub unsafe extern "C" fn MPI_Type_toint(datatype: MPI_Datatype) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Type_ub(datatype: MPI_Datatype, displacement: *mut MPI_Aint) -> c_int {
     let real = crate::pmpi::MPI_Type_ub();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_ub) else {
         return unsafe { real(datatype, displacement) };
     };
     let ret = unsafe { real(datatype, displacement) };
@@ -22243,7 +22243,7 @@ pub unsafe extern "C" fn MPI_Type_vector(
     newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_vector();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_vector) else {
         return unsafe { real(count, blocklength, stride, oldtype, newtype) };
     };
     let ret = unsafe { real(count, blocklength, stride, oldtype, newtype) };
@@ -22267,7 +22267,7 @@ pub unsafe extern "C" fn MPI_Type_vector_c(
     newtype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_vector_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Type_vector_c) else {
         return unsafe { real(count, blocklength, stride, oldtype, newtype) };
     };
     let ret = unsafe { real(count, blocklength, stride, oldtype, newtype) };
@@ -22293,7 +22293,7 @@ pub unsafe extern "C" fn MPI_Unpack(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Unpack();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Unpack) else {
         return unsafe { real(inbuf, insize, position, outbuf, outcount, datatype, comm) };
     };
     let position_before = unsafe { read_or(position, 0) };
@@ -22338,7 +22338,7 @@ pub unsafe extern "C" fn MPI_Unpack_c(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Unpack_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Unpack_c) else {
         return unsafe { real(inbuf, insize, position, outbuf, outcount, datatype, comm) };
     };
     let position_before = unsafe { read_or(position, 0) };
@@ -22383,7 +22383,7 @@ pub unsafe extern "C" fn MPI_Unpack_external(
     datatype: MPI_Datatype,
 ) -> c_int {
     let real = crate::pmpi::MPI_Unpack_external();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Unpack_external) else {
         return unsafe { real(datarep, inbuf, insize, position, outbuf, outcount, datatype) };
     };
     let position_before = unsafe { read_or(position, 0) };
@@ -22412,7 +22412,7 @@ pub unsafe extern "C" fn MPI_Unpack_external_c(
     datatype: MPI_Datatype,
 ) -> c_int {
     let real = crate::pmpi::MPI_Unpack_external_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Unpack_external_c) else {
         return unsafe { real(datarep, inbuf, insize, position, outbuf, outcount, datatype) };
     };
     let position_before = unsafe { read_or(position, 0) };
@@ -22437,7 +22437,7 @@ pub unsafe extern "C" fn MPI_Unpublish_name(
     port_name: *const c_char,
 ) -> c_int {
     let real = crate::pmpi::MPI_Unpublish_name();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Unpublish_name) else {
         return unsafe { real(service_name, info, port_name) };
     };
     let ret = unsafe { real(service_name, info, port_name) };
@@ -22460,7 +22460,7 @@ pub unsafe extern "C" fn MPI_Win_allocate(
     win: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Win_allocate();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Win_allocate) else {
         return unsafe { real(size, disp_unit, info, comm, baseptr, win) };
     };
     let ret = unsafe { real(size, disp_unit, info, comm, baseptr, win) };
@@ -22486,7 +22486,7 @@ pub unsafe extern "C" fn MPI_Win_allocate_c(
     win: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Win_allocate_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Win_allocate_c) else {
         return unsafe { real(size, disp_unit, info, comm, baseptr, win) };
     };
     let ret = unsafe { real(size, disp_unit, info, comm, baseptr, win) };
@@ -22512,7 +22512,7 @@ pub unsafe extern "C" fn MPI_Win_allocate_shared(
     win: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Win_allocate_shared();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Win_allocate_shared) else {
         return unsafe { real(size, disp_unit, info, comm, baseptr, win) };
     };
     let ret = unsafe { real(size, disp_unit, info, comm, baseptr, win) };
@@ -22538,7 +22538,7 @@ pub unsafe extern "C" fn MPI_Win_allocate_shared_c(
     win: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Win_allocate_shared_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Win_allocate_shared_c) else {
         return unsafe { real(size, disp_unit, info, comm, baseptr, win) };
     };
     let ret = unsafe { real(size, disp_unit, info, comm, baseptr, win) };
@@ -22557,7 +22557,7 @@ pub unsafe extern "C" fn MPI_Win_allocate_shared_c(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_attach(win: MPI_Win, base: *mut c_void, size: MPI_Aint) -> c_int {
     let real = crate::pmpi::MPI_Win_attach();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Win_attach) else {
         return unsafe { real(win, base, size) };
     };
     let ret = unsafe { real(win, base, size) };
@@ -22585,7 +22585,7 @@ pub unsafe extern "C" fn MPI_Win_attach(win: MPI_Win, base: *mut c_void, size: M
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_call_errhandler(win: MPI_Win, errorcode: c_int) -> c_int {
     let real = crate::pmpi::MPI_Win_call_errhandler();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Win_call_errhandler) else {
         return unsafe { real(win, errorcode) };
     };
     let ret = unsafe { real(win, errorcode) };
@@ -22605,7 +22605,7 @@ pub unsafe extern "C" fn MPI_Win_call_errhandler(win: MPI_Win, errorcode: c_int)
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_complete(win: MPI_Win) -> c_int {
     let real = crate::pmpi::MPI_Win_complete();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Win_complete) else {
         return unsafe { real(win) };
     };
     let ret = unsafe { real(win) };
@@ -22631,7 +22631,7 @@ pub unsafe extern "C" fn MPI_Win_create(
     win: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Win_create();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Win_create) else {
         return unsafe { real(base, size, disp_unit, info, comm, win) };
     };
     let ret = unsafe { real(base, size, disp_unit, info, comm, win) };
@@ -22657,7 +22657,7 @@ pub unsafe extern "C" fn MPI_Win_create_c(
     win: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Win_create_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Win_create_c) else {
         return unsafe { real(base, size, disp_unit, info, comm, win) };
     };
     let ret = unsafe { real(base, size, disp_unit, info, comm, win) };
@@ -22680,7 +22680,7 @@ pub unsafe extern "C" fn MPI_Win_create_dynamic(
     win: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Win_create_dynamic();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Win_create_dynamic) else {
         return unsafe { real(info, comm, win) };
     };
     let ret = unsafe { real(info, comm, win) };
@@ -22699,7 +22699,7 @@ pub unsafe extern "C" fn MPI_Win_create_errhandler(
     errhandler: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Win_create_errhandler();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Win_create_errhandler) else {
         return unsafe { real(win_errhandler_fn, errhandler) };
     };
     let ret = unsafe { real(win_errhandler_fn, errhandler) };
@@ -22719,7 +22719,7 @@ pub unsafe extern "C" fn MPI_Win_create_keyval(
     extra_state: *mut c_void,
 ) -> c_int {
     let real = crate::pmpi::MPI_Win_create_keyval();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Win_create_keyval) else {
         return unsafe {
             real(
                 win_copy_attr_fn,
@@ -22750,7 +22750,7 @@ pub unsafe extern "C" fn MPI_Win_create_keyval(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_delete_attr(win: MPI_Win, win_keyval: c_int) -> c_int {
     let real = crate::pmpi::MPI_Win_delete_attr();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Win_delete_attr) else {
         return unsafe { real(win, win_keyval) };
     };
     let ret = unsafe { real(win, win_keyval) };
@@ -22775,7 +22775,7 @@ pub unsafe extern "C" fn MPI_Win_delete_attr(win: MPI_Win, win_keyval: c_int) ->
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_detach(win: MPI_Win, base: *const c_void) -> c_int {
     let real = crate::pmpi::MPI_Win_detach();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Win_detach) else {
         return unsafe { real(win, base) };
     };
     let ret = unsafe { real(win, base) };
@@ -22795,7 +22795,7 @@ pub unsafe extern "C" fn MPI_Win_detach(win: MPI_Win, base: *const c_void) -> c_
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_fence(assert: c_int, win: MPI_Win) -> c_int {
     let real = crate::pmpi::MPI_Win_fence();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Win_fence) else {
         return unsafe { real(assert, win) };
     };
     let ret = unsafe { real(assert, win) };
@@ -22815,7 +22815,7 @@ pub unsafe extern "C" fn MPI_Win_fence(assert: c_int, win: MPI_Win) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_flush(rank: c_int, win: MPI_Win) -> c_int {
     let real = crate::pmpi::MPI_Win_flush();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Win_flush) else {
         return unsafe { real(rank, win) };
     };
     let ret = unsafe { real(rank, win) };
@@ -22835,7 +22835,7 @@ pub unsafe extern "C" fn MPI_Win_flush(rank: c_int, win: MPI_Win) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_flush_all(win: MPI_Win) -> c_int {
     let real = crate::pmpi::MPI_Win_flush_all();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Win_flush_all) else {
         return unsafe { real(win) };
     };
     let ret = unsafe { real(win) };
@@ -22854,7 +22854,7 @@ pub unsafe extern "C" fn MPI_Win_flush_all(win: MPI_Win) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_flush_local(rank: c_int, win: MPI_Win) -> c_int {
     let real = crate::pmpi::MPI_Win_flush_local();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Win_flush_local) else {
         return unsafe { real(rank, win) };
     };
     let ret = unsafe { real(rank, win) };
@@ -22874,7 +22874,7 @@ pub unsafe extern "C" fn MPI_Win_flush_local(rank: c_int, win: MPI_Win) -> c_int
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_flush_local_all(win: MPI_Win) -> c_int {
     let real = crate::pmpi::MPI_Win_flush_local_all();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Win_flush_local_all) else {
         return unsafe { real(win) };
     };
     let ret = unsafe { real(win) };
@@ -22893,7 +22893,7 @@ pub unsafe extern "C" fn MPI_Win_flush_local_all(win: MPI_Win) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_free(win: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Win_free();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Win_free) else {
         return unsafe { real(win) };
     };
     let win_before = unsafe { handle_or_null(HandleKind::Win as usize, win.cast()) };
@@ -22908,7 +22908,7 @@ pub unsafe extern "C" fn MPI_Win_free(win: *mut HandleSlot) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_free_keyval(win_keyval: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Win_free_keyval();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Win_free_keyval) else {
         return unsafe { real(win_keyval) };
     };
     let win_keyval_before =
@@ -22924,7 +22924,7 @@ pub unsafe extern "C" fn MPI_Win_free_keyval(win_keyval: *mut c_int) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_fromint(win: c_int) -> MPI_Win {
     let real = crate::pmpi::MPI_Win_fromint();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Win_fromint) else {
         return unsafe { real(win) };
     };
     let ret = unsafe { real(win) };
@@ -22948,7 +22948,7 @@ pub unsafe extern "C" fn MPI_Win_get_attr(
     flag: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Win_get_attr();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Win_get_attr) else {
         return unsafe { real(win, win_keyval, attribute_val, flag) };
     };
     let ret = unsafe { real(win, win_keyval, attribute_val, flag) };
@@ -22981,7 +22981,7 @@ pub unsafe extern "C" fn MPI_Win_get_errhandler(
     errhandler: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Win_get_errhandler();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Win_get_errhandler) else {
         return unsafe { real(win, errhandler) };
     };
     let ret = unsafe { real(win, errhandler) };
@@ -22996,7 +22996,7 @@ pub unsafe extern "C" fn MPI_Win_get_errhandler(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_get_group(win: MPI_Win, group: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Win_get_group();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Win_get_group) else {
         return unsafe { real(win, group) };
     };
     let ret = unsafe { real(win, group) };
@@ -23011,7 +23011,7 @@ pub unsafe extern "C" fn MPI_Win_get_group(win: MPI_Win, group: *mut HandleSlot)
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_get_info(win: MPI_Win, info_used: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Win_get_info();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Win_get_info) else {
         return unsafe { real(win, info_used) };
     };
     let ret = unsafe { real(win, info_used) };
@@ -23030,7 +23030,7 @@ pub unsafe extern "C" fn MPI_Win_get_name(
     resultlen: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Win_get_name();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Win_get_name) else {
         return unsafe { real(win, win_name, resultlen) };
     };
     let ret = unsafe { real(win, win_name, resultlen) };
@@ -23052,7 +23052,7 @@ pub unsafe extern "C" fn MPI_Win_lock(
     win: MPI_Win,
 ) -> c_int {
     let real = crate::pmpi::MPI_Win_lock();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Win_lock) else {
         return unsafe { real(lock_type, rank, assert, win) };
     };
     let ret = unsafe { real(lock_type, rank, assert, win) };
@@ -23081,7 +23081,7 @@ pub unsafe extern "C" fn MPI_Win_lock(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_lock_all(assert: c_int, win: MPI_Win) -> c_int {
     let real = crate::pmpi::MPI_Win_lock_all();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Win_lock_all) else {
         return unsafe { real(assert, win) };
     };
     let ret = unsafe { real(assert, win) };
@@ -23101,7 +23101,7 @@ pub unsafe extern "C" fn MPI_Win_lock_all(assert: c_int, win: MPI_Win) -> c_int 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_post(group: MPI_Group, assert: c_int, win: MPI_Win) -> c_int {
     let real = crate::pmpi::MPI_Win_post();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Win_post) else {
         return unsafe { real(group, assert, win) };
     };
     let ret = unsafe { real(group, assert, win) };
@@ -23132,7 +23132,7 @@ pub unsafe extern "C" fn MPI_Win_set_attr(
     attribute_val: *mut c_void,
 ) -> c_int {
     let real = crate::pmpi::MPI_Win_set_attr();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Win_set_attr) else {
         return unsafe { real(win, win_keyval, attribute_val) };
     };
     let ret = unsafe { real(win, win_keyval, attribute_val) };
@@ -23160,7 +23160,7 @@ pub unsafe extern "C" fn MPI_Win_set_attr(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_set_errhandler(win: MPI_Win, errhandler: MPI_Errhandler) -> c_int {
     let real = crate::pmpi::MPI_Win_set_errhandler();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Win_set_errhandler) else {
         return unsafe { real(win, errhandler) };
     };
     let ret = unsafe { real(win, errhandler) };
@@ -23185,7 +23185,7 @@ pub unsafe extern "C" fn MPI_Win_set_errhandler(win: MPI_Win, errhandler: MPI_Er
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_set_info(win: MPI_Win, info: MPI_Info) -> c_int {
     let real = crate::pmpi::MPI_Win_set_info();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Win_set_info) else {
         return unsafe { real(win, info) };
     };
     let ret = unsafe { real(win, info) };
@@ -23210,7 +23210,7 @@ pub unsafe extern "C" fn MPI_Win_set_info(win: MPI_Win, info: MPI_Info) -> c_int
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_set_name(win: MPI_Win, win_name: *const c_char) -> c_int {
     let real = crate::pmpi::MPI_Win_set_name();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Win_set_name) else {
         return unsafe { real(win, win_name) };
     };
     let ret = unsafe { real(win, win_name) };
@@ -23231,7 +23231,7 @@ pub unsafe extern "C" fn MPI_Win_shared_query(
     baseptr: *mut c_void,
 ) -> c_int {
     let real = crate::pmpi::MPI_Win_shared_query();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Win_shared_query) else {
         return unsafe { real(win, rank, size, disp_unit, baseptr) };
     };
     let ret = unsafe { real(win, rank, size, disp_unit, baseptr) };
@@ -23269,7 +23269,7 @@ pub unsafe extern "C" fn MPI_Win_shared_query_c(
     baseptr: *mut c_void,
 ) -> c_int {
     let real = crate::pmpi::MPI_Win_shared_query_c();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Win_shared_query_c) else {
         return unsafe { real(win, rank, size, disp_unit, baseptr) };
     };
     let ret = unsafe { real(win, rank, size, disp_unit, baseptr) };
@@ -23301,7 +23301,7 @@ pub unsafe extern "C" fn MPI_Win_shared_query_c(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_start(group: MPI_Group, assert: c_int, win: MPI_Win) -> c_int {
     let real = crate::pmpi::MPI_Win_start();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Win_start) else {
         return unsafe { real(group, assert, win) };
     };
     let ret = unsafe { real(group, assert, win) };
@@ -23328,7 +23328,7 @@ pub unsafe extern "C" fn MPI_Win_start(group: MPI_Group, assert: c_int, win: MPI
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_sync(win: MPI_Win) -> c_int {
     let real = crate::pmpi::MPI_Win_sync();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Win_sync) else {
         return unsafe { real(win) };
     };
     let ret = unsafe { real(win) };
@@ -23347,7 +23347,7 @@ pub unsafe extern "C" fn MPI_Win_sync(win: MPI_Win) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_test(win: MPI_Win, flag: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Win_test();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Win_test) else {
         return unsafe { real(win, flag) };
     };
     let ret = unsafe { real(win, flag) };
@@ -23367,7 +23367,7 @@ pub unsafe extern "C" fn MPI_Win_test(win: MPI_Win, flag: *mut c_int) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_toint(win: MPI_Win) -> c_int {
     let real = crate::pmpi::MPI_Win_toint();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Win_toint) else {
         return unsafe { real(win) };
     };
     let ret = unsafe { real(win) };
@@ -23386,7 +23386,7 @@ pub unsafe extern "C" fn MPI_Win_toint(win: MPI_Win) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_unlock(rank: c_int, win: MPI_Win) -> c_int {
     let real = crate::pmpi::MPI_Win_unlock();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Win_unlock) else {
         return unsafe { real(rank, win) };
     };
     let ret = unsafe { real(rank, win) };
@@ -23406,7 +23406,7 @@ pub unsafe extern "C" fn MPI_Win_unlock(rank: c_int, win: MPI_Win) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_unlock_all(win: MPI_Win) -> c_int {
     let real = crate::pmpi::MPI_Win_unlock_all();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Win_unlock_all) else {
         return unsafe { real(win) };
     };
     let ret = unsafe { real(win) };
@@ -23425,7 +23425,7 @@ pub unsafe extern "C" fn MPI_Win_unlock_all(win: MPI_Win) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_wait(win: MPI_Win) -> c_int {
     let real = crate::pmpi::MPI_Win_wait();
-    let Some(call) = Call::begin() else {
+    let Some(call) = Call::begin(func::MPI_Win_wait) else {
         return unsafe { real(win) };
     };
     let ret = unsafe { real(win) };
