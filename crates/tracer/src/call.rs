@@ -122,14 +122,32 @@ impl Call {
         self.flag().set(RECORDING);
         let k = KeyWords::new(ret);
         let words = key(&k);
-        crate::tracer::record_keyed(func, ret, (self.start, end), &words, k.request(), encode);
+        crate::recording::record_keyed(func, ret, (self.start, end), &words, k.request(), encode);
+    }
+
+    /// Ends an MPI_Waitall (see `recording::record_waitall`): `handles` are
+    /// its requests' values before the call, `statuses` says whether it
+    /// records statuses, `encode` writes its arguments if the memo does not
+    /// know them.
+    #[inline]
+    pub fn end_waitall(
+        self,
+        ret: c_int,
+        count: c_int,
+        handles: Option<&[u64]>,
+        statuses: bool,
+        encode: impl FnOnce(&mut Encoder),
+    ) {
+        let end = crate::clock::now();
+        self.flag().set(RECORDING);
+        crate::recording::record_waitall(ret, (self.start, end), count, handles, statuses, encode);
     }
 
     /// Ends a call whose MPI part ended at `end` (the tracer did work of
     /// its own since, which is not the call's time).
     pub fn end_at(self, end: u64, func: FuncId, ret: c_int, encode: impl FnOnce(&mut Encoder)) {
         self.flag().set(RECORDING);
-        crate::tracer::record(func, ret, self.start, end, encode);
+        crate::recording::record(func, ret, self.start, end, encode);
     }
 }
 

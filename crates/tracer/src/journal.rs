@@ -194,21 +194,27 @@ impl Journal {
         {
             // The common case: a known signature, a record of one or two
             // bytes and its times (none with aggregated timing).
-            let low = call as u8 & 0x7f;
-            let record = [low | 0x80, (call >> 7) as u8];
-            let record: &[u8] = if head == 1 { &[low] } else { &record };
+            let first = if head == 1 {
+                call as u8
+            } else {
+                call as u8 | 0x80
+            };
+            let mut hash = journal::hash(self.hash, &[first]);
             // SAFETY: len + n <= allocated: inside the file's part of the tail.
             unsafe {
                 let at = self.map.add(self.tail_at + self.len);
-                at.write(record[0]);
+                at.write(first);
                 if head == 2 {
-                    at.add(1).write(record[1]);
+                    let second = (call >> 7) as u8;
+                    at.add(1).write(second);
+                    hash = journal::hash(hash, &[second]);
                 }
                 if !times.is_empty() {
                     std::ptr::copy_nonoverlapping(times.as_ptr(), at.add(head), times.len());
+                    hash = journal::hash(hash, times);
                 }
             }
-            self.publish(n, journal::hash(journal::hash(self.hash, record), times));
+            self.publish(n, hash);
             return true;
         }
         self.record_slow(terminal, times, new_signature, comm_log)

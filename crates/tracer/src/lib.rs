@@ -42,6 +42,8 @@ mod ownership;
 mod pmpi;
 mod pmpi_query;
 mod recorder;
+mod recording;
+mod requests;
 mod segments;
 mod signals;
 mod special;

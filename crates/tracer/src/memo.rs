@@ -26,7 +26,7 @@
 
 use crate::abi::{Handle, HandleSlot, MPI_Status};
 use crate::front::{Front, REQUEST, front};
-use crate::objects::Objects;
+use crate::objects::{Objects, RequestKind};
 use mpigram_mpispec::{FuncId, HandleKind};
 use std::cell::Cell;
 use std::ffi::c_int;
@@ -185,6 +185,8 @@ struct Entry {
     by_index: Vec<u32>,
     /// The call's first communicator, which a created request refers to.
     comm: Option<u64>,
+    /// How the function's requests behave (`encoder::request_kind`).
+    kind: RequestKind,
 }
 
 const NONE: u64 = u64::MAX;
@@ -200,6 +202,10 @@ impl Default for Entry {
             pool: None,
             by_index: Vec::new(),
             comm: None,
+            kind: RequestKind {
+                persistent: false,
+                status_defined: false,
+            },
         }
     }
 }
@@ -212,16 +218,17 @@ pub struct Recalled {
     /// communicator; entered by [`Recalled::enter`].
     request: Option<(u64, u64, Option<u64>)>,
     handle: u64,
+    /// How the function's requests behave.
+    kind: RequestKind,
 }
 
 impl Recalled {
     /// Enters the request the call (of `func`) created in `objects`, as
     /// encoding the call would have.
     #[inline]
-    pub fn enter(&self, objects: &mut Objects, func: FuncId) {
+    pub fn enter(&self, objects: &mut Objects) {
         if let Some((pool, index, comm)) = self.request {
-            let kind = crate::encoder::request_kind(func);
-            objects.add_request(pool, index, self.handle, kind, comm, None);
+            objects.add_request(pool, index, self.handle, self.kind, comm);
         }
     }
 }
@@ -271,6 +278,7 @@ impl CallMemo {
                 terminal: entry.terminal,
                 request: None,
                 handle: 0,
+                kind: entry.kind,
             });
         };
         let index = objects.next_request_index(pool);
@@ -279,6 +287,7 @@ impl CallMemo {
                 terminal,
                 request: Some((pool, index, entry.comm)),
                 handle,
+                kind: entry.kind,
             }),
             _ => Err(Miss::NewIndex),
         }
@@ -315,6 +324,7 @@ impl CallMemo {
         entry.terminal = terminal;
         entry.pool = pool;
         entry.comm = comm;
+        entry.kind = crate::encoder::request_kind(func);
         if let Some((_, index)) = created {
             let i = index as usize;
             if i >= entry.by_index.len() {
@@ -325,10 +335,63 @@ impl CallMemo {
     }
 }
 
+/// The last MPI_Waitall that completed exactly the requests created
+/// since the one before (`RequestTable::logged_ids`), as OSU's `osu_bw`
+/// and halo exchanges call it: its signature is a function of its count,
+/// whether it records statuses (only ones MPI leaves undefined, then) and
+/// the ids of those requests, which, equal again, give the same terminal.
+#[derive(Default)]
+pub struct WaitallMemo {
+    count: c_int,
+    statuses: bool,
+    ids: Vec<u64>,
+    /// `None`: nothing remembered.
+    terminal: Option<u32>,
+}
+
+impl WaitallMemo {
+    /// The terminal of a successful MPI_Waitall of `count` requests with
+    /// the ids `ids`, recording statuses or not, if it is the last one's.
+    #[inline]
+    pub fn recall(
+        &self,
+        count: c_int,
+        statuses: bool,
+        mut ids: impl Iterator<Item = u64>,
+    ) -> Option<u32> {
+        let terminal = self.terminal?;
+        let mut remembered = self.ids.iter();
+        let same = count == self.count
+            && statuses == self.statuses
+            && ids.all(|id| remembered.next() == Some(&id))
+            && remembered.next().is_none();
+        same.then_some(terminal)
+    }
+
+    /// Such a call was not recalled: it is the one remembered from now on,
+    /// once [`encoded`](WaitallMemo::encoded) says its terminal.
+    pub fn learn(&mut self, count: c_int, statuses: bool, ids: impl Iterator<Item = u64>) {
+        self.count = count;
+        self.statuses = statuses;
+        self.ids.clear();
+        self.ids.extend(ids);
+        self.terminal = None;
+    }
+
+    /// The call [`learn`](WaitallMemo::learn) saw was encoded to `terminal`.
+    pub fn encoded(&mut self, terminal: u32) {
+        self.terminal = Some(terminal);
+    }
+
+    /// An MPI_Waitall this memo cannot know was recorded.
+    pub fn forget(&mut self) {
+        self.terminal = None;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::objects::RequestKind;
     use mpigram_mpispec::{RequestRef, func};
 
     const OK: c_int = crate::abi::MPI_SUCCESS;
@@ -414,7 +477,7 @@ mod tests {
         let key = [1, 2, 1];
         match memo.recall(func::MPI_Isend, OK, &key, Some(h), objects) {
             Ok(r) => {
-                r.enter(objects, func::MPI_Isend);
+                r.enter(objects);
                 let (pool, index, _) = r.request.expect("a request");
                 (r.terminal, RequestRef::Pooled { pool, index }, true)
             }
@@ -439,6 +502,36 @@ mod tests {
                 (terminal, id, false)
             }
         }
+    }
+
+    #[test]
+    fn a_waitall_is_recalled_only_with_the_same_count_statuses_and_ids() {
+        let mut memo = WaitallMemo::default();
+        let window = [0, 1, 1 << 32];
+        assert_eq!(
+            memo.recall(3, false, window.into_iter()),
+            None,
+            "nothing seen"
+        );
+        memo.learn(3, false, window.into_iter());
+        assert_eq!(
+            memo.recall(3, false, window.into_iter()),
+            None,
+            "not encoded yet"
+        );
+        memo.encoded(42);
+        assert_eq!(memo.recall(3, false, window.into_iter()), Some(42));
+        assert_eq!(memo.recall(3, true, window.into_iter()), None, "statuses");
+        assert_eq!(memo.recall(4, false, window.into_iter()), None, "count");
+        assert_eq!(memo.recall(3, false, [0, 1].into_iter()), None, "fewer ids");
+        assert_eq!(
+            memo.recall(3, false, [0, 1, 1 << 32, 2].into_iter()),
+            None,
+            "more ids"
+        );
+        assert_eq!(memo.recall(3, false, [1, 0, 1 << 32].into_iter()), None);
+        memo.forget();
+        assert_eq!(memo.recall(3, false, window.into_iter()), None, "forgotten");
     }
 
     #[test]

@@ -4,19 +4,15 @@
 //! - Handles of every kind get ids from a free-id pool (smallest free id
 //!   first), so ranks that create objects in the same order agree on ids;
 //!   predefined handles have fixed ids and null handles their own code.
-//! - Requests get ids from a pool per call signature (the creating call
-//!   without its request), so completion order does not change ids. The
-//!   live table is keyed by handle value *and* creation order: MPICH hands
-//!   out one shared built-in handle for every request that completed at
-//!   once, so several live requests may share a value; they are matched
-//!   first in, first out.
+//! - Requests get ids from a pool per call signature (`crate::requests`).
 
 use crate::agree::Agreed;
 use crate::front::front;
-use crate::intern::Interner;
 use mpigram_mpispec::{HandleKind, HandleRef, RequestRef};
 use rustc_hash::FxHashMap;
-use std::collections::VecDeque;
+
+use crate::requests::RequestTable;
+pub use crate::requests::{RequestInfo, RequestKind};
 
 /// Ids handed out smallest-free-first, kept as a bitmap of the ids in use
 /// (which is also what ranks exchange to agree on a communicator id).
@@ -74,12 +70,17 @@ impl IdPool {
     }
 
     #[inline]
-    fn mark(&mut self, id: u64) {
-        let w = (id / 64) as usize;
-        if w >= self.used.len() {
-            self.used.resize(w + 1, 0);
+    pub(crate) fn mark(&mut self, id: u64) {
+        match self.used.get_mut((id / 64) as usize) {
+            Some(bits) => *bits |= 1 << (id % 64),
+            None => self.grow_to_mark(id),
         }
-        self.used[w] |= 1 << (id % 64);
+    }
+
+    #[cold]
+    fn grow_to_mark(&mut self, id: u64) {
+        self.used.resize((id / 64) as usize + 1, 0);
+        self.used[(id / 64) as usize] |= 1 << (id % 64);
     }
 }
 
@@ -107,63 +108,6 @@ pub struct CommInfo {
     /// Which creation made the communicator (see `crate::agree::Agreed`);
     /// 0 if not agreed.
     pub instance: u64,
-}
-
-#[derive(Clone, Copy)]
-struct LiveRequest {
-    pool: u64,
-    index: u64,
-    persistent: bool,
-    /// The communicator of the operation, for relative status sources.
-    comm: Option<u64>,
-    /// Whether MPI defines the status of its completion (receives, I/O,
-    /// generalized requests) or leaves its fields undefined (sends,
-    /// collectives, RMA).
-    status_defined: bool,
-    /// The communicator of MPI_Comm_idup whose id is agreed at completion.
-    idup_comm: Option<u64>,
-}
-
-impl LiveRequest {
-    /// What a call that uses or completes this request sees of it.
-    fn info(&self) -> RequestInfo {
-        RequestInfo {
-            id: RequestRef::Pooled {
-                pool: self.pool,
-                index: self.index,
-            },
-            comm: self.comm,
-            status_defined: self.status_defined,
-            idup_comm: self.idup_comm,
-        }
-    }
-}
-
-/// A request as the completing call sees it.
-#[derive(Clone, Copy)]
-pub struct RequestInfo {
-    pub id: RequestRef,
-    pub comm: Option<u64>,
-    pub status_defined: bool,
-    pub idup_comm: Option<u64>,
-}
-
-/// How a request was created: what completing it means.
-#[derive(Clone, Copy)]
-pub struct RequestKind {
-    pub persistent: bool,
-    pub status_defined: bool,
-}
-
-/// Live requests and their pools.
-#[derive(Default)]
-struct RequestTable {
-    /// Handle value -> live requests with that value, oldest first. Entries
-    /// are kept when they empty, so steady state allocates nothing.
-    live: FxHashMap<u64, VecDeque<LiveRequest>>,
-    /// Creating signature (without the request) <-> pool number.
-    pools: Interner,
-    ids: Vec<IdPool>,
 }
 
 /// A communicator's appearance in a rank's calls: the caller's place in it,
@@ -406,24 +350,20 @@ impl Objects {
         if h == front().request_null() {
             return RequestRef::Null;
         }
-        let t = &mut self.requests;
-        let (pool, new) = t.pools.intern(key);
-        if new {
-            t.ids.push(IdPool::default());
-        }
-        let pool = u64::from(pool);
-        let index = self.next_request_index(pool);
-        self.add_request(pool, index, h, kind, comm, idup_comm)
+        let pool = self.requests.pool(key);
+        let index = self.requests.next_index(pool);
+        self.requests.add(h, pool, index, kind, comm, idup_comm)
     }
 
     /// The index the next request of `pool` gets.
     #[inline]
     pub fn next_request_index(&mut self, pool: u64) -> u64 {
-        self.requests.ids[pool as usize].next()
+        self.requests.next_index(pool)
     }
 
     /// A request a call created in `pool` (one [`create_request`](Objects::create_request)
     /// made), with the index [`next_request_index`](Objects::next_request_index) gave.
+    #[inline(always)]
     pub fn add_request(
         &mut self,
         pool: u64,
@@ -431,34 +371,26 @@ impl Objects {
         h: u64,
         kind: RequestKind,
         comm: Option<u64>,
-        idup_comm: Option<u64>,
     ) -> RequestRef {
-        let t = &mut self.requests;
-        t.ids[pool as usize].mark(index);
-        t.live.entry(h).or_default().push_back(LiveRequest {
-            pool,
-            index,
-            persistent: kind.persistent,
-            comm,
-            status_defined: kind.status_defined,
-            idup_comm,
-        });
-        RequestRef::Pooled { pool, index }
+        self.requests.add(h, pool, index, kind, comm, None)
     }
 
     /// The oldest live request with handle `h` (adopted if unknown).
     pub fn request(&mut self, h: u64) -> RequestInfo {
         if h == front().request_null() {
-            return RequestInfo {
-                id: RequestRef::Null,
-                comm: None,
-                status_defined: false,
-                idup_comm: None,
-            };
+            return RequestInfo::NULL;
         }
-        if let Some(r) = self.requests.live.get(&h).and_then(|q| q.front()) {
-            return r.info();
+        if let Some(r) = self.requests.oldest(h) {
+            return r;
         }
+        self.adopt_request(h)
+    }
+
+    /// A request first seen at its use or completion (created while
+    /// recording was paused, or by an untraced path): it joins the
+    /// unknown pool.
+    #[cold]
+    fn adopt_request(&mut self, h: u64) -> RequestInfo {
         let unknown = RequestKind {
             persistent: false,
             status_defined: true,
@@ -473,32 +405,38 @@ impl Objects {
     }
 
     /// The request with handle `h` completed: non-persistent ones are freed.
+    #[inline]
     pub fn complete_request(&mut self, h: u64) -> RequestInfo {
-        let t = &mut self.requests;
-        if let Some(q) = t.live.get_mut(&h) {
-            if let Some(&r) = q.front() {
-                if !r.persistent {
-                    q.pop_front();
-                    t.ids[r.pool as usize].give_back(r.index);
-                }
-                return r.info();
-            }
+        match self.requests.complete(h) {
+            Some(info) => info,
+            None => self.request(h),
         }
-        self.request(h)
+    }
+
+    /// The (pool, index) ids of the requests a call on `handles` completes,
+    /// if they are exactly the requests created since the last lookup
+    /// (`RequestTable::logged_ids`).
+    #[inline]
+    pub fn logged_request_ids<'a>(
+        &'a self,
+        handles: &[u64],
+        statuses: bool,
+    ) -> Option<impl Iterator<Item = u64> + 'a> {
+        self.requests.logged_ids(handles, statuses)
+    }
+
+    /// The requests [`logged_request_ids`](Objects::logged_request_ids)
+    /// named completed.
+    #[inline]
+    pub fn complete_logged_requests(&mut self) {
+        self.requests.complete_logged();
     }
 
     /// The request with handle `h` was freed (MPI_Request_free).
     pub fn free_request(&mut self, h: u64) -> RequestInfo {
         let info = self.request(h);
-        self.release_front(h);
+        self.requests.release(h);
         info
-    }
-
-    fn release_front(&mut self, h: u64) {
-        let t = &mut self.requests;
-        if let Some(r) = t.live.get_mut(&h).and_then(VecDeque::pop_front) {
-            t.ids[r.pool as usize].give_back(r.index);
-        }
     }
 
     /// Id of a callback function, by first use.

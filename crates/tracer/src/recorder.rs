@@ -5,7 +5,7 @@
 //! per-call times, which grow with the calls.
 
 use crate::intern::{Interner, same};
-use crate::memo::CallMemo;
+use crate::memo::{CallMemo, WaitallMemo};
 use mpigram_grammar::Sequitur;
 use mpigram_mpispec::{FUNCS, FuncId};
 use mpigram_trace::timing::{Bins, ColumnWriter, ExactWriter, LossyClock};
@@ -143,6 +143,8 @@ pub struct Recorder {
     pub per_call: Option<PerCall>,
     /// Terminals of repeated calls, by their raw arguments.
     pub memo: CallMemo,
+    /// The terminal of a repeated MPI_Waitall on a window of new requests.
+    pub waitall: WaitallMemo,
     /// The bytes the signature table, its timing and the grammar may use
     /// before they are written out as a part: half of `MPIGRAM_MEMORY`,
     /// since writing them out takes about as much again (budget.rs).
@@ -176,6 +178,7 @@ impl Recorder {
             request_comms: Vec::new(),
             per_call: None,
             memo: CallMemo::default(),
+            waitall: WaitallMemo::default(),
             budget: usize::MAX,
             over_budget: false,
             peak_bytes: 0,
@@ -217,8 +220,9 @@ impl Recorder {
             stats: std::mem::replace(&mut self.stats, Vec::with_capacity(n)),
         };
         self.last.clear();
-        // The memo's terminals are the old table's.
+        // The memos' terminals are the old table's.
         self.memo = CallMemo::default();
+        self.waitall = WaitallMemo::default();
         self.over_budget = false;
         part
     }

@@ -367,10 +367,14 @@ pub unsafe extern "C" fn MPI_Waitall(
     };
     unsafe { save_requests(requests, count) };
     let ret = unsafe { real(count, requests, statuses) };
-    call.end(func::MPI_Waitall, ret, |e| unsafe {
-        e.int(count.into());
-        completed_array(e, requests, |_| true);
-        e.request_statuses(statuses, 0..count.max(0) as usize);
+    let recorded = !statuses.is_null() && statuses as usize != front().statuses_ignore;
+    SAVED.with_borrow(|saved| {
+        let handles = (!requests.is_null()).then_some(&saved[..]);
+        call.end_waitall(ret, count, handles, recorded, |e| unsafe {
+            e.int(count.into());
+            completed_array(e, requests, |_| true);
+            e.request_statuses(statuses, 0..count.max(0) as usize);
+        });
     });
     ret
 }

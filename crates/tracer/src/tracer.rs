@@ -79,6 +79,12 @@ pub fn with<R>(f: impl FnOnce(&mut Tracer) -> R) -> Option<R> {
     if crate::call::is_off() {
         return None;
     }
+    recording(f)
+}
+
+/// [`with`], for a traced call (`call::Call`): recording is on.
+#[inline(always)]
+pub(crate) fn recording<R>(f: impl FnOnce(&mut Tracer) -> R) -> Option<R> {
     let _guard = CONCURRENT
         .load(Relaxed)
         .then(|| TRACER.lock.lock().unwrap_or_else(PoisonError::into_inner));
@@ -102,67 +108,26 @@ pub fn with<R>(f: impl FnOnce(&mut Tracer) -> R) -> Option<R> {
     }
 }
 
-/// Records one call: its signature (function, return code, arguments from
-/// `encode`) and its duration in ticks.
-pub fn record(func: FuncId, ret: c_int, start: u64, end: u64, encode: impl FnOnce(&mut Encoder)) {
-    with(|t| {
-        let e = t.encode(func, ret, encode);
-        t.append(func, e.terminal, e.new, start, end);
-    });
-}
-
-/// Records a call as [`record`] does, through the call memo (memo.rs):
-/// `key` holds its raw words, `request` the request it created.
-#[inline(always)]
-pub fn record_keyed<const N: usize>(
-    func: FuncId,
-    ret: c_int,
-    (start, end): (u64, u64),
-    key: &[u64; N],
-    request: Option<u64>,
-    encode: impl FnOnce(&mut Encoder),
-) {
-    with(|t| {
-        let recalled = t
-            .recorder
-            .memo
-            .recall(func, ret, key, request, &mut t.objects);
-        let (terminal, new) = match recalled {
-            Ok(r) if t.recorder.verify.is_none() => {
-                r.enter(&mut t.objects, func);
-                (r.terminal, false)
-            }
-            // MPIGRAM_VERIFY: encoded in full for the verification
-            // stream, while the trace takes the memo's terminal.
-            Ok(r) => (r.terminal, t.encode(func, ret, encode).new),
-            Err(miss) => {
-                let e = t.encode(func, ret, encode);
-                let epoch = t.objects.epoch();
-                t.recorder
-                    .memo
-                    .remember(func, ret, key, miss, epoch, e.terminal, e.created, e.comm);
-                (e.terminal, e.new)
-            }
-        };
-        t.append(func, terminal, new, start, end);
-    });
-}
-
 /// A call encoded in full.
-struct Encoded {
-    terminal: u32,
+pub(crate) struct Encoded {
+    pub terminal: u32,
     /// Its signature is new (it is in `Recorder::scratch`).
-    new: bool,
+    pub new: bool,
     /// The request it created, as (pool, index).
-    created: Option<(u64, u64)>,
+    pub created: Option<(u64, u64)>,
     /// Its first communicator argument.
-    comm: Option<u64>,
+    pub comm: Option<u64>,
 }
 
 impl Tracer {
     /// Encodes a call of `func` that returned `ret` (arguments from
     /// `encode`) into the recorder's scratch, and finds its terminal.
-    fn encode(&mut self, func: FuncId, ret: c_int, encode: impl FnOnce(&mut Encoder)) -> Encoded {
+    pub(crate) fn encode(
+        &mut self,
+        func: FuncId,
+        ret: c_int,
+        encode: impl FnOnce(&mut Encoder),
+    ) -> Encoded {
         let Tracer {
             objects, recorder, ..
         } = self;
@@ -195,7 +160,7 @@ impl Tracer {
     /// the recorder's scratch) from `start` to `end` ticks to the record
     /// and the crash journal.
     #[inline(always)]
-    fn append(&mut self, func: FuncId, terminal: u32, new: bool, start: u64, end: u64) {
+    pub(crate) fn append(&mut self, func: FuncId, terminal: u32, new: bool, start: u64, end: u64) {
         let recorder = &mut self.recorder;
         recorder.record(func, terminal, start, end);
         if let Some(journal) = &mut self.journal {

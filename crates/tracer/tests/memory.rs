@@ -137,3 +137,31 @@ fn a_rank_killed_after_writing_parts_recovers_every_call() {
     let recorded: Vec<Vec<u8>> = trace.calls(1).map(<[u8]>::to_vec).collect();
     assert!(recorded == expected, "rank 1: its calls are not its own");
 }
+
+/// Parts are written while the call memos are warm: the repeated request
+/// window (MPI_Irecv, MPI_Isend, MPI_Waitall, recalled from the memos)
+/// between new signatures must be encoded against each new part's table,
+/// not with a terminal of the table written out.
+#[test]
+fn calls_recalled_from_the_memos_stay_exact_across_parts() {
+    let iterations = 6_000;
+    let run = run_traced(
+        "spill_requests",
+        2,
+        &[&iterations.to_string()],
+        &[("MPIGRAM_MEMORY", "1M")],
+    );
+    run.output.assert_success();
+    let dir = run.dir.path();
+    let trace = assert_trace_is_exact(&run, 2);
+    for rank in 0..2 {
+        assert!(parts(dir, rank) >= 2, "rank {rank}\n{}", run.output);
+        let funcs: Vec<&str> = decoded(&trace, rank).iter().map(|c| c.func).collect();
+        let window = ["MPI_Irecv", "MPI_Isend", "MPI_Waitall", "MPI_Sendrecv"];
+        let body = &funcs[3..funcs.len() - 1];
+        assert_eq!(body.len(), 4 * iterations, "rank {rank}");
+        assert!(body.chunks(4).all(|c| c == window), "rank {rank}");
+        let tags = sendrecv_tags(&trace, rank);
+        assert_eq!(tags, (100..100 + iterations as i64).collect::<Vec<i64>>());
+    }
+}

@@ -59,11 +59,26 @@ impl PutVarint for Vec<u8> {
     fn put_u64(&mut self, mut v: u64) {
         // Most values of a call signature fit in one byte: keep that path
         // free of loops and copies (the tracer's hot path runs through it).
-        while v >= 0x80 {
-            self.push((v as u8) | 0x80);
-            v >>= 7;
+        if v < 0x80 {
+            self.push(v as u8);
+            return;
         }
-        self.push(v as u8);
+        // Longer ones (per-call times): one capacity check, not one a byte.
+        self.reserve(MAX_VARINT_LEN);
+        let len = self.len();
+        let mut n = 0;
+        // SAFETY: MAX_VARINT_LEN bytes are reserved past `len` and a varint
+        // takes at most that many; every byte up to the new length is written.
+        unsafe {
+            let at = self.as_mut_ptr().add(len);
+            while v >= 0x80 {
+                at.add(n).write((v as u8) | 0x80);
+                v >>= 7;
+                n += 1;
+            }
+            at.add(n).write(v as u8);
+            self.set_len(len + n + 1);
+        }
     }
 
     #[inline]

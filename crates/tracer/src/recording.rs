@@ -1,0 +1,103 @@
+//! From a traced call into the tracer: the call's terminal — recalled by
+//! the call memo or the Waitall memo (memo.rs), else from the call encoded
+//! in full — appended to the record and the crash journal. This is the hot
+//! path of every wrapper after its MPI call.
+
+use crate::abi::MPI_SUCCESS;
+use crate::encoder::Encoder;
+use crate::tracer::recording;
+use mpigram_mpispec::FuncId;
+use std::ffi::c_int;
+
+/// Records one call: its signature (function, return code, arguments from
+/// `encode`) and its duration in ticks.
+pub fn record(func: FuncId, ret: c_int, start: u64, end: u64, encode: impl FnOnce(&mut Encoder)) {
+    recording(|t| {
+        let e = t.encode(func, ret, encode);
+        t.append(func, e.terminal, e.new, start, end);
+    });
+}
+
+/// Records a call as [`record`] does, through the call memo (memo.rs):
+/// `key` holds its raw words, `request` the request it created.
+#[inline(always)]
+pub fn record_keyed<const N: usize>(
+    func: FuncId,
+    ret: c_int,
+    (start, end): (u64, u64),
+    key: &[u64; N],
+    request: Option<u64>,
+    encode: impl FnOnce(&mut Encoder),
+) {
+    // `move`: the closure holds the values, not a pointer to each.
+    recording(move |t| {
+        let recalled = t
+            .recorder
+            .memo
+            .recall(func, ret, key, request, &mut t.objects);
+        let (terminal, new) = match recalled {
+            Ok(r) if t.recorder.verify.is_none() => {
+                r.enter(&mut t.objects);
+                (r.terminal, false)
+            }
+            // MPIGRAM_VERIFY: encoded in full for the verification
+            // stream, while the trace takes the memo's terminal.
+            Ok(r) => (r.terminal, t.encode(func, ret, encode).new),
+            Err(miss) => {
+                let e = t.encode(func, ret, encode);
+                let epoch = t.objects.epoch();
+                t.recorder
+                    .memo
+                    .remember(func, ret, key, miss, epoch, e.terminal, e.created, e.comm);
+                (e.terminal, e.new)
+            }
+        };
+        t.append(func, terminal, new, start, end);
+    });
+}
+
+/// Records an MPI_Waitall as [`record`] does, through the Waitall memo
+/// (memo.rs): it returned `ret` on `count` requests whose values before the
+/// call were `handles` (`None`: a NULL array), `statuses` says whether it
+/// records their statuses.
+#[inline]
+pub fn record_waitall(
+    ret: c_int,
+    (start, end): (u64, u64),
+    count: c_int,
+    handles: Option<&[u64]>,
+    statuses: bool,
+    encode: impl FnOnce(&mut Encoder),
+) {
+    let func = mpigram_mpispec::func::MPI_Waitall;
+    recording(|t| {
+        // Some(recalled terminal, if any) when the call completed exactly
+        // the requests created since the last lookup.
+        let logged = handles
+            .filter(|_| ret == MPI_SUCCESS)
+            .and_then(|h| t.objects.logged_request_ids(h, statuses))
+            .map(|ids| t.recorder.waitall.recall(count, statuses, ids));
+        let (terminal, new) = match logged {
+            Some(Some(terminal)) if t.recorder.verify.is_none() => {
+                t.objects.complete_logged_requests();
+                (terminal, false)
+            }
+            // MPIGRAM_VERIFY: encoded in full, as in `record_keyed`.
+            Some(Some(terminal)) => (terminal, t.encode(func, ret, encode).new),
+            Some(None) => {
+                if let Some(ids) = handles.and_then(|h| t.objects.logged_request_ids(h, statuses)) {
+                    t.recorder.waitall.learn(count, statuses, ids);
+                }
+                let e = t.encode(func, ret, encode);
+                t.recorder.waitall.encoded(e.terminal);
+                (e.terminal, e.new)
+            }
+            None => {
+                t.recorder.waitall.forget();
+                let e = t.encode(func, ret, encode);
+                (e.terminal, e.new)
+            }
+        };
+        t.append(func, terminal, new, start, end);
+    });
+}
