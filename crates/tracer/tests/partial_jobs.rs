@@ -52,14 +52,14 @@ fn warnings(stderr: &str) -> usize {
     stderr.lines().filter(|l| l.contains(WARNING)).count()
 }
 
-#[test]
-fn mpigram_off_on_one_rank_changes_nothing_for_the_others() {
-    mpi_available().unwrap();
-    let exe = compile("coll_blocking").unwrap();
-    // Rank 0 (the merge's root) untraced, ranks 1 and 2 traced.
+/// `coll_blocking` on 3 ranks under `mpi`, rank 0 (the merge's root)
+/// with `MPIGRAM_OFF=1`: ranks 1 and 2 trace alone, with one warning.
+fn mpigram_off_on_the_first_rank(mpi: &Mpi) -> tempfile::TempDir {
+    let exe = compile_with(mpi, "coll_blocking").unwrap();
     let dir = tempfile::tempdir().unwrap();
     let mut job = mpiexec(1, &exe, [] as [&str; 0]);
-    job.env_here("MPIGRAM_OFF", "1")
+    job.mpi(mpi)
+        .env_here("MPIGRAM_OFF", "1")
         .then(2, &exe, [] as [&str; 0])
         .preload(tracer())
         .env("MPIGRAM_OUT", dir.path())
@@ -68,6 +68,33 @@ fn mpigram_off_on_one_rank_changes_nothing_for_the_others() {
     let out = job.run().unwrap();
     out.assert_success();
     assert_traced_exactly(dir.path(), &[1, 2], &out.stderr);
+    assert_eq!(warnings(&out.stderr), 1, "{out}");
+    dir
+}
+
+/// `p2p_blocking` on 2 ranks under `mpi` with the tracer preloaded into
+/// the first executable only (`mpiexec -n 1 -env LD_PRELOAD libmpigram.so
+/// ./a : -n 1 ./a`): rank 0 traces alone, with one warning.
+fn the_tracer_in_the_first_executable(mpi: &Mpi) {
+    let a = compile_with(mpi, "p2p_blocking").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut job = mpiexec(1, &a, [] as [&str; 0]);
+    job.mpi(mpi)
+        .env_here("LD_PRELOAD", tracer())
+        .then(1, &a, [] as [&str; 0])
+        .env("MPIGRAM_OUT", dir.path())
+        .env("MPIGRAM_VERIFY", "1")
+        .timeout(Duration::from_secs(60));
+    let out = job.run().unwrap();
+    out.assert_success();
+    assert_traced_exactly(dir.path(), &[0], &out.stderr);
+    assert_eq!(warnings(&out.stderr), 1, "{out}");
+}
+
+#[test]
+fn mpigram_off_on_one_rank_changes_nothing_for_the_others() {
+    mpi_available().unwrap();
+    let dir = mpigram_off_on_the_first_rank(Mpi::selected());
     assert_eq!(
         files(dir.path()),
         [
@@ -80,25 +107,12 @@ fn mpigram_off_on_one_rank_changes_nothing_for_the_others() {
         .map(String::from)
         .into()
     );
-    assert_eq!(warnings(&out.stderr), 1, "{out}");
 }
 
 #[test]
 fn an_mpmd_job_with_the_tracer_in_one_executable_runs_and_traces_it() {
     mpi_available().unwrap();
-    let a = compile("p2p_blocking").unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    // `mpiexec -n 1 -env LD_PRELOAD libmpigram.so ./a : -n 1 ./a`
-    let mut job = mpiexec(1, &a, [] as [&str; 0]);
-    job.env_here("LD_PRELOAD", tracer())
-        .then(1, &a, [] as [&str; 0])
-        .env("MPIGRAM_OUT", dir.path())
-        .env("MPIGRAM_VERIFY", "1")
-        .timeout(Duration::from_secs(60));
-    let out = job.run().unwrap();
-    out.assert_success();
-    assert_traced_exactly(dir.path(), &[0], &out.stderr);
-    assert_eq!(warnings(&out.stderr), 1, "{out}");
+    the_tracer_in_the_first_executable(Mpi::selected());
 }
 
 /// New communicators are not agreed on (the tracer's all-reduce over
@@ -219,38 +233,10 @@ fn under_open_mpi_a_fully_traced_job_merges_without_a_promise() {
 
 #[test]
 fn under_open_mpi_an_mpmd_job_with_the_tracer_in_one_executable_traces_it_alone() {
-    let mpi = open_mpi();
-    let a = compile_with(&mpi, "p2p_blocking").unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    // `mpirun -n 1 -x LD_PRELOAD=libmpigram.so ./a : -n 1 ./a`
-    let mut job = mpiexec(1, &a, [] as [&str; 0]);
-    job.mpi(&mpi)
-        .env_here("LD_PRELOAD", tracer())
-        .then(1, &a, [] as [&str; 0])
-        .env("MPIGRAM_OUT", dir.path())
-        .env("MPIGRAM_VERIFY", "1")
-        .timeout(Duration::from_secs(60));
-    let out = job.run().unwrap();
-    out.assert_success();
-    assert_traced_exactly(dir.path(), &[0], &out.stderr);
-    assert_eq!(warnings(&out.stderr), 1, "{out}");
+    the_tracer_in_the_first_executable(&open_mpi());
 }
 
 #[test]
 fn under_open_mpi_mpigram_off_on_the_first_rank_leaves_the_others_tracing_alone() {
-    let mpi = open_mpi();
-    let exe = compile_with(&mpi, "coll_blocking").unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let mut job = mpiexec(1, &exe, [] as [&str; 0]);
-    job.mpi(&mpi)
-        .env_here("MPIGRAM_OFF", "1")
-        .then(2, &exe, [] as [&str; 0])
-        .preload(tracer())
-        .env("MPIGRAM_OUT", dir.path())
-        .env("MPIGRAM_VERIFY", "1")
-        .timeout(Duration::from_secs(60));
-    let out = job.run().unwrap();
-    out.assert_success();
-    assert_traced_exactly(dir.path(), &[1, 2], &out.stderr);
-    assert_eq!(warnings(&out.stderr), 1, "{out}");
+    mpigram_off_on_the_first_rank(&open_mpi());
 }
