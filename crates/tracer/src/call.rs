@@ -234,11 +234,11 @@ pub fn parse_switch(value: impl AsRef<[u8]>) -> Option<bool> {
 /// Whether this process must take part in agreeing on a new
 /// communicator's id although the call is not recorded: yes when recording
 /// is merely paused or was turned off by an error (the other members do
-/// not know), no under `MPIGRAM_OFF`, where not every rank runs the
-/// tracer (census.rs), or inside another traced call (a call the MPI
-/// library makes to itself, on every member alike).
+/// not know), no under `MPIGRAM_OFF` or inside another traced call (a
+/// call the MPI library makes to itself, on every member alike). Where not
+/// every rank runs the tracer the agreement itself does nothing (agree.rs).
 pub fn may_agree() -> bool {
-    INSIDE.with(Cell::get) == OUTSIDE && !sits_out() && crate::census::whole_job()
+    INSIDE.with(Cell::get) == OUTSIDE && !sits_out()
 }
 
 /// Whether this process takes no part in the tracer's own communication

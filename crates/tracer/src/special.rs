@@ -97,18 +97,23 @@ fn completed_count(outcount: c_int) -> usize {
 
 // --- start and end ---
 
-/// Before PMPI_Init(_thread): the tracer's clock starts (the call is
-/// timed), and a traced rank claims its place in the trace directory and
-/// announces itself for the census.
-fn before_init() -> Option<census::Announced> {
+/// Before the first PMPI_Init(_thread) or PMPI_Session_init: the tracer's
+/// clock starts (the call is timed), and a traced rank announces itself
+/// for the census, having claimed its place in the trace directory if
+/// `claim_directory` (MPI_Init does, MPI_Session_init does not).
+fn before_init(claim_directory: bool) -> Option<census::Announced> {
     tracer::with(|_| ());
     if crate::call::is_off() || !census::first_start() {
         return None;
     }
     Some(crate::call::uncounted(|| {
-        let (rank, _) = census::launcher_rank_and_size();
-        let claim = tracer::create_output_dir()
-            .map_or(Claim::Unavailable, |dir| ownership::claim(&dir, rank));
+        let claim = if claim_directory {
+            let (rank, _) = census::launcher_rank_and_size();
+            tracer::create_output_dir()
+                .map_or(Claim::Unavailable, |dir| ownership::claim(&dir, rank))
+        } else {
+            Claim::Unavailable
+        };
         census::announce(claim)
     }))
 }
@@ -149,9 +154,7 @@ pub unsafe extern "C" fn MPI_Session_init(
     // count themselves at their first MPI_Session_init instead, so that
     // the tracer never agrees on a communicator with a rank that does not
     // run it. The directory is not claimed for the run here.
-    tracer::with(|_| ());
-    let announced = (!crate::call::is_off() && census::first_start())
-        .then(|| crate::call::uncounted(|| census::announce(Claim::Unavailable)));
+    let announced = before_init(false);
     let call = Call::begin(func::MPI_Session_init);
     let ret = unsafe { real(info, errhandler, session) };
     let end = crate::clock::now();
@@ -173,7 +176,7 @@ pub unsafe extern "C" fn MPI_Session_init(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
     let real = crate::pmpi::MPI_Init();
-    let announced = before_init();
+    let announced = before_init(true);
     let call = Call::begin(func::MPI_Init);
     let ret = unsafe { real(argc, argv) };
     let end = crate::clock::now();
@@ -199,7 +202,7 @@ pub unsafe extern "C" fn MPI_Init_thread(
     provided: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Init_thread();
-    let announced = before_init();
+    let announced = before_init(true);
     let call = Call::begin(func::MPI_Init_thread);
     let ret = unsafe { real(argc, argv, required, provided) };
     let end = crate::clock::now();

@@ -11,7 +11,7 @@
 mod common;
 
 use common::*;
-use mpigram_testkit::{Mpi, compile, compile_with, mpi_available, mpiexec};
+use mpigram_testkit::{Mpi, Mpiexec, RunOutput, compile, compile_with, mpi_available, mpiexec};
 use mpigram_trace::{Ending, Trace};
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -48,6 +48,17 @@ fn assert_traced_exactly(dir: &Path, traced: &[u32], output: &str) -> Trace {
     trace
 }
 
+/// Runs `job` tracing into `dir` with `MPIGRAM_VERIFY`, within a minute;
+/// the application must succeed.
+fn run_verified(job: &mut Mpiexec, dir: &Path) -> RunOutput {
+    job.env("MPIGRAM_OUT", dir)
+        .env("MPIGRAM_VERIFY", "1")
+        .timeout(Duration::from_secs(60));
+    let out = job.run().unwrap();
+    out.assert_success();
+    out
+}
+
 fn warnings(stderr: &str) -> usize {
     stderr.lines().filter(|l| l.contains(WARNING)).count()
 }
@@ -61,12 +72,8 @@ fn mpigram_off_on_the_first_rank(mpi: &Mpi) -> tempfile::TempDir {
     job.mpi(mpi)
         .env_here("MPIGRAM_OFF", "1")
         .then(2, &exe, [] as [&str; 0])
-        .preload(tracer())
-        .env("MPIGRAM_OUT", dir.path())
-        .env("MPIGRAM_VERIFY", "1")
-        .timeout(Duration::from_secs(60));
-    let out = job.run().unwrap();
-    out.assert_success();
+        .preload(tracer());
+    let out = run_verified(&mut job, dir.path());
     assert_traced_exactly(dir.path(), &[1, 2], &out.stderr);
     assert_eq!(warnings(&out.stderr), 1, "{out}");
     dir
@@ -81,12 +88,8 @@ fn the_tracer_in_the_first_executable(mpi: &Mpi) {
     let mut job = mpiexec(1, &a, [] as [&str; 0]);
     job.mpi(mpi)
         .env_here("LD_PRELOAD", tracer())
-        .then(1, &a, [] as [&str; 0])
-        .env("MPIGRAM_OUT", dir.path())
-        .env("MPIGRAM_VERIFY", "1")
-        .timeout(Duration::from_secs(60));
-    let out = job.run().unwrap();
-    out.assert_success();
+        .then(1, &a, [] as [&str; 0]);
+    let out = run_verified(&mut job, dir.path());
     assert_traced_exactly(dir.path(), &[0], &out.stderr);
     assert_eq!(warnings(&out.stderr), 1, "{out}");
 }
@@ -130,12 +133,8 @@ fn a_partly_traced_job_that_creates_communicators_runs_to_its_end() {
         } else {
             job.then(1, &exe, ["20"]).env_here("MPIGRAM_OFF", "1");
         }
-        job.preload(tracer())
-            .env("MPIGRAM_OUT", dir.path())
-            .env("MPIGRAM_VERIFY", "1")
-            .timeout(Duration::from_secs(60));
-        let out = job.run().unwrap();
-        out.assert_success();
+        job.preload(tracer());
+        let out = run_verified(&mut job, dir.path());
         let traced = if untraced_first { [1] } else { [0] };
         let trace = assert_traced_exactly(dir.path(), &traced, &out.stderr);
         let calls = decoded(&trace, traced[0]);
@@ -158,12 +157,8 @@ fn a_partly_traced_program_of_sessions_runs_to_its_end() {
         if traced.len() == 1 {
             job.env_here("MPIGRAM_OFF", "1");
         }
-        job.preload(tracer())
-            .env("MPIGRAM_OUT", dir.path())
-            .env("MPIGRAM_VERIFY", "1")
-            .timeout(Duration::from_secs(60));
-        let out = job.run().unwrap();
-        out.assert_success();
+        job.preload(tracer());
+        let out = run_verified(&mut job, dir.path());
         let trace = Trace::open(dir.path()).unwrap_or_else(|e| panic!("{e}\n{out}"));
         let found: Vec<u32> = trace.ranks.iter().map(|r| r.meta.rank).collect();
         assert_eq!(found, traced, "{out}");
