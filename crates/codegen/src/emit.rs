@@ -402,6 +402,9 @@ static struct {
     int (*status_set_elements_x)(MPI_Status *, MPI_Datatype, MPI_Count);
     int (*status_set_cancelled)(MPI_Status *, int);
     int (*request_get_status)(MPI_Request, int *, MPI_Status *);
+    int (*cart_get)(MPI_Comm, int, int *, int *, int *);
+    int (*cart_rank)(MPI_Comm, const int *, int *);
+    int (*dims_create)(int, int, int *);
     int (*abort)(MPI_Comm, int);
     int (*finalized)(int *);
     int (*finalize)(void);
@@ -456,6 +459,9 @@ static void find_mpi(void)
     *(void **)&real.status_set_elements_x = mpi_function("PMPI_Status_set_elements_x");
     *(void **)&real.status_set_cancelled = mpi_function("PMPI_Status_set_cancelled");
     *(void **)&real.request_get_status = mpi_function("PMPI_Request_get_status");
+    *(void **)&real.cart_get = mpi_function("PMPI_Cart_get");
+    *(void **)&real.cart_rank = mpi_function("PMPI_Cart_rank");
+    *(void **)&real.dims_create = mpi_function("PMPI_Dims_create");
     *(void **)&real.abort = mpi_function("PMPI_Abort");
     *(void **)&real.finalized = mpi_function("PMPI_Finalized");
     *(void **)&real.finalize = mpi_function("PMPI_Finalize");
@@ -467,6 +473,51 @@ static inline int rank_in(MPI_Comm comm)
     int rank = MPI_UNDEFINED;
     real.comm_rank(comm, &rank);
     return rank;
+}
+
+/* The size of a communicator. */
+static inline int size_in(MPI_Comm comm)
+{
+    int size = 0;
+    real.comm_size(comm, &size);
+    return size;
+}
+
+/* Peers that follow the caller's rank, in a benchmark made for another
+ * number of ranks than the traced run's (gen-bench --ranks): `me + d`,
+ * MPI_PROC_NULL outside the communicator; `me + d` modulo its size; the
+ * neighbour at a displacement in a Cartesian grid, MPI_PROC_NULL off a
+ * non-periodic edge. */
+static inline int offset_peer(int me, int d, int size)
+{
+    return me + d >= 0 && me + d < size ? me + d : MPI_PROC_NULL;
+}
+
+static inline int periodic_peer(int me, int d, int size)
+{
+    return ((me + d) % size + size) % size;
+}
+
+static inline int cart_peer(MPI_Comm comm, int ndims, const int *disp)
+{
+    int dims[32], periods[32], coords[32], rank = MPI_PROC_NULL;
+    real.cart_get(comm, ndims, dims, periods, coords);
+    for (int i = 0; i < ndims; i++) {
+        coords[i] += disp[i];
+        if (!periods[i] && (coords[i] < 0 || coords[i] >= dims[i]))
+            return MPI_PROC_NULL;
+    }
+    real.cart_rank(comm, coords, &rank);
+    return rank;
+}
+
+/* The grid MPI_Dims_create makes of `nodes` ranks in `ndims` dimensions. */
+static inline int *dims_for(int *dims, int nodes, int ndims)
+{
+    for (int i = 0; i < ndims; i++)
+        dims[i] = 0;
+    real.dims_create(nodes, ndims, dims);
+    return dims;
 }
 
 /* The caller's rank in a window's group. */

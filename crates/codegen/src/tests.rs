@@ -69,6 +69,7 @@ fn options(compute: Compute) -> Options {
         scale: 1.0,
         trace_name: "test".into(),
         io_dir: None,
+        ranks: None,
     }
 }
 

@@ -128,7 +128,7 @@ fn per_call_gaps(
     let mut terminals: FxHashMap<Site, u32> = FxHashMap::default();
     let mut before: Option<Span> = None;
     let mut previous: Option<u32> = None;
-    walk_sites(&trace.grammar, start, |site, t| {
+    for (site, t) in Sites::new(&trace.grammar, start) {
         let this = match spans.next() {
             Some(Ok(span)) => Some(span),
             Some(Err(e)) => {
@@ -151,7 +151,7 @@ fn per_call_gaps(
         e.add(gap);
         before = this;
         previous = Some(t);
-    });
+    }
     if let Some(e) = failed {
         return Err(e);
     }
@@ -251,32 +251,44 @@ pub struct Delays {
 const FIRST_APART_S: f64 = 50e-6;
 const FIRST_APART_FRACTION: f64 = 0.25;
 
-/// Calls `f(site, terminal)` for every call of the expansion of `start`, in order.
-pub fn walk_sites(g: &Grammar, start: RuleId, mut f: impl FnMut(Site, u32)) {
-    // (rule, run index, repetitions of that run done)
-    let mut stack: Vec<(RuleId, usize, u64)> = vec![(start, 0, 0)];
-    while let Some(top) = stack.last_mut() {
-        let (rule, idx, done) = *top;
-        let runs = g.rule(rule);
-        let Some(run) = runs.get(idx) else {
-            stack.pop();
-            continue;
-        };
-        if done >= run.count {
-            top.1 += 1;
-            top.2 = 0;
-            continue;
+/// Every call of the expansion of a rule, in order, as (site, terminal).
+pub struct Sites<'g> {
+    grammar: &'g Grammar,
+    /// (rule, run index, repetitions of that run done)
+    stack: Vec<(RuleId, usize, u64)>,
+}
+
+impl<'g> Sites<'g> {
+    pub fn new(grammar: &'g Grammar, start: RuleId) -> Sites<'g> {
+        Sites {
+            grammar,
+            stack: vec![(start, 0, 0)],
         }
-        match run.symbol {
-            Symbol::Terminal(t) => {
-                top.2 += 1;
-                f((rule, idx as u32), t)
+    }
+}
+
+impl Iterator for Sites<'_> {
+    type Item = (Site, u32);
+
+    fn next(&mut self) -> Option<(Site, u32)> {
+        while let Some(top) = self.stack.last_mut() {
+            let (rule, idx, done) = *top;
+            let Some(run) = self.grammar.rule(rule).get(idx) else {
+                self.stack.pop();
+                continue;
+            };
+            if done >= run.count {
+                top.1 += 1;
+                top.2 = 0;
+                continue;
             }
-            Symbol::Rule(r) => {
-                top.2 += 1;
-                stack.push((r, 0, 0))
+            top.2 += 1;
+            match run.symbol {
+                Symbol::Terminal(t) => return Some(((rule, idx as u32), t)),
+                Symbol::Rule(r) => self.stack.push((r, 0, 0)),
             }
         }
+        None
     }
 }
 
