@@ -112,7 +112,7 @@ pub fn extrapolate(
     let new_delays = class_delays(trace, &grammar, &classes, delays, ranks);
     let names = ["first rank", "middle ranks", "last rank"];
     let classes = match classes.len() {
-        1 => vec![format!("all {ranks} ranks as the traced {traced}")],
+        1 => vec![format!("every rank as traced ranks 0-{}", traced - 1)],
         _ => (0..3)
             .map(|c| {
                 format!(
@@ -304,8 +304,19 @@ impl<'a> Unifier<'a> {
             if values.len() != reps.len() || is_output(&p.action) {
                 continue;
             }
+            // Arguments significant at the root only are not recorded
+            // elsewhere: the root's stand for all (MPI ignores them).
+            let (members, values): (Vec<u32>, Vec<&Value>) = members
+                .iter()
+                .copied()
+                .zip(values)
+                .filter(|(_, v)| !(root_only(&p.action) && **v == Value::Array(None)))
+                .unzip();
+            if values.is_empty() {
+                continue;
+            }
             let what = || format!("{name}'s {}", p.name);
-            if let Some(v) = self.requests(class, members, &values).map_err(|e| format!("{}: {e}", what()))? {
+            if let Some(v) = self.requests(class, &members, &values).map_err(|e| format!("{}: {e}", what()))? {
                 sig.args[pos] = v;
                 continue;
             }
@@ -339,6 +350,46 @@ impl<'a> Unifier<'a> {
                     ));
                 }
             }
+            if let (
+                Action::Array {
+                    len: Some(Expr::Call(f, comm)),
+                    out: false,
+                    ..
+                },
+                Value::Array(Some(_)),
+            ) = (&p.action, values[0])
+            {
+                if f == "peers" {
+                    let comm = match comm.first() {
+                        Some(Expr::Name(c)) => a.handle(c),
+                        _ => None,
+                    };
+                    let size = match self.geometry.layout(comm) {
+                        Some(Layout::Own) => 1,
+                        Some(_) => self.ranks as usize,
+                        None => {
+                            return Err(format!(
+                                "{}: per-member values in a communicator whose ranks are not the world's",
+                                what()
+                            ));
+                        }
+                    };
+                    let arrays: Vec<&[Value]> = values
+                        .iter()
+                        .filter_map(|v| match v {
+                            Value::Array(Some(items)) => Some(items.as_slice()),
+                            _ => None,
+                        })
+                        .collect();
+                    if arrays.len() != values.len() {
+                        return Err(format!("{} is recorded on some ranks only", what()));
+                    }
+                    let scaled =
+                        peers::per_member(&arrays, size).map_err(|e| format!("{}: {e}", what()))?;
+                    sig.args[pos] = Value::Array(Some(scaled));
+                    continue;
+                }
+            }
             if values.iter().all(|v| *v == values[0]) && !moves(values[0]) {
                 continue;
             }
@@ -369,31 +420,6 @@ impl<'a> Unifier<'a> {
                         _ => ("MPI_COMM_WORLD".to_owned(), "world_rank".to_owned(), self.ranks.to_string()),
                     };
                     self.args.insert((terminal, pos), peer.c(&comm_c, &me, &size_c));
-                }
-                (Action::Array { len: Some(Expr::Call(f, comm)), out: false, .. }, Value::Array(Some(_)))
-                    if f == "peers" =>
-                {
-                    let comm = match comm.first() {
-                        Some(Expr::Name(c)) => a.handle(c),
-                        _ => None,
-                    };
-                    let size = match self.geometry.layout(comm) {
-                        Some(Layout::Own) => 1,
-                        Some(_) => self.ranks as usize,
-                        None => return Err(format!("{}: per-member values in a communicator whose ranks are not the world's", what())),
-                    };
-                    let arrays: Vec<&[Value]> = values
-                        .iter()
-                        .filter_map(|v| match v {
-                            Value::Array(Some(items)) => Some(items.as_slice()),
-                            _ => None,
-                        })
-                        .collect();
-                    if arrays.len() != values.len() {
-                        return Err(format!("{} is recorded on some ranks only", what()));
-                    }
-                    let scaled = peers::per_member(&arrays, size).map_err(|e| format!("{}: {e}", what()))?;
-                    sig.args[pos] = Value::Array(Some(scaled));
                 }
                 _ => {
                     let i = values.iter().position(|v| *v != values[0]).unwrap_or(0);
@@ -497,6 +523,12 @@ fn is_output(action: &Action) -> bool {
         ),
         _ => false,
     }
+}
+
+/// Whether an argument is significant (and recorded) at a collective's
+/// root only.
+fn root_only(action: &Action) -> bool {
+    matches!(action, Action::Array { when: Some(w), .. } if w.split("&&").any(|c| c.trim() == "root"))
 }
 
 /// A value as a user reads it, briefly.
