@@ -573,3 +573,5 @@ fn huge_repeat_counts_are_generated_from_the_grammar() {
         "{src}"
     );
 }
+
+mod ranks;
