@@ -151,15 +151,24 @@ fn class_delays(
             };
             let mut walks: Vec<Sites> = members
                 .iter()
-                .filter_map(|&r| trace.grammar.start(r).map(|s| Sites::new(&trace.grammar, s)))
+                .filter_map(|&r| {
+                    trace
+                        .grammar
+                        .start(r)
+                        .map(|s| Sites::new(&trace.grammar, s))
+                })
                 .collect();
             let mut seen: FxHashSet<(u32, Site)> = FxHashSet::default();
             for (site, _) in Sites::new(grammar, start) {
                 let mut sum = 0.0;
                 for (walk, &rank) in walks.iter_mut().zip(members) {
-                    let Some((old, _)) = walk.next() else { continue };
+                    let Some((old, _)) = walk.next() else {
+                        continue;
+                    };
                     let first = seen.insert((rank, old));
-                    if let Some(Some(d)) = delays.by_site.get(&old).and_then(|v| v.get(rank as usize)) {
+                    if let Some(Some(d)) =
+                        delays.by_site.get(&old).and_then(|v| v.get(rank as usize))
+                    {
                         sum += if first { d.first } else { d.rest };
                     }
                 }
@@ -179,9 +188,17 @@ fn class_delays(
     let by_site = acc
         .into_iter()
         .map(|(site, (first, sum, later))| {
-            let rest = if later == 0 { first } else { sum / later as f64 };
+            let rest = if later == 0 {
+                first
+            } else {
+                sum / later as f64
+            };
             // Apart only as much as the traced sites were (see timing.rs).
-            let first = if (first - rest).abs() < 1e-9 { rest } else { first };
+            let first = if (first - rest).abs() < 1e-9 {
+                rest
+            } else {
+                first
+            };
             (site, vec![Some(Delay { first, rest }); ranks as usize])
         })
         .collect();
@@ -280,7 +297,11 @@ impl<'a> Unifier<'a> {
         let reps: Vec<&Signature> = tuple.iter().map(|&t| &self.traced[t as usize]).collect();
         let a = Args::new(reps[0]);
         let name = a.func.name;
-        if let Some((i, other)) = reps.iter().enumerate().find(|(_, s)| s.func != reps[0].func) {
+        if let Some((i, other)) = reps
+            .iter()
+            .enumerate()
+            .find(|(_, s)| s.func != reps[0].func)
+        {
             return Err(format!(
                 "rank {} calls {name} where rank {} calls {}",
                 members[0],
@@ -316,12 +337,19 @@ impl<'a> Unifier<'a> {
                 continue;
             }
             let what = || format!("{name}'s {}", p.name);
-            if let Some(v) = self.requests(class, &members, &values).map_err(|e| format!("{}: {e}", what()))? {
+            if let Some(v) = self
+                .requests(class, &members, &values)
+                .map_err(|e| format!("{}: {e}", what()))?
+            {
                 sig.args[pos] = v;
                 continue;
             }
             match (name, p.name.as_str()) {
-                ("MPI_Dims_create", "nnodes") if values.iter().all(|v| **v == Value::Int(i64::from(self.geometry.ranks))) => {
+                ("MPI_Dims_create", "nnodes")
+                    if values
+                        .iter()
+                        .all(|v| **v == Value::Int(i64::from(self.geometry.ranks))) =>
+                {
                     sig.args[pos] = Value::Int(i64::from(self.ranks));
                     continue;
                 }
@@ -329,7 +357,8 @@ impl<'a> Unifier<'a> {
                     // Free dimensions: the trace holds the grid it chose.
                     let n = a.ints("dims").map_or(0, |d| d.len());
                     let zeros = vec!["0"; n.max(1)].join(", ");
-                    self.args.insert((terminal, pos), format!("(int[]){{{zeros}}}"));
+                    self.args
+                        .insert((terminal, pos), format!("(int[]){{{zeros}}}"));
                     continue;
                 }
                 ("MPI_Cart_create", "dims") => {
@@ -394,7 +423,10 @@ impl<'a> Unifier<'a> {
                 continue;
             }
             match (&p.action, values[0]) {
-                (Action::Value(Scalar::Rank(comm)) | Action::Before(Scalar::Rank(comm)), Value::Rank(_)) => {
+                (
+                    Action::Value(Scalar::Rank(comm)) | Action::Before(Scalar::Rank(comm)),
+                    Value::Rank(_),
+                ) => {
                     let handle = a.handle(comm);
                     let layout = self
                         .geometry
@@ -405,21 +437,36 @@ impl<'a> Unifier<'a> {
                         .zip(&values)
                         .map(|(&r, v)| {
                             let (me, _) = self.geometry.place(layout, r);
-                            (me, if let Value::Rank(x) = v { *x } else { Rank::ProcNull })
+                            (
+                                me,
+                                if let Value::Rank(x) = v {
+                                    *x
+                                } else {
+                                    Rank::ProcNull
+                                },
+                            )
                         })
                         .collect();
                     let size = self.geometry.place(layout, 0).1;
-                    let peer = peers::unify(layout, size, &placed).map_err(|e| format!("{}: {e}", what()))?;
+                    let peer = peers::unify(layout, size, &placed)
+                        .map_err(|e| format!("{}: {e}", what()))?;
                     let (comm_c, me, size_c) = match (layout, handle) {
-                        (Layout::Own, _) => ("MPI_COMM_SELF".to_owned(), "0".to_owned(), "1".to_owned()),
+                        (Layout::Own, _) => {
+                            ("MPI_COMM_SELF".to_owned(), "0".to_owned(), "1".to_owned())
+                        }
                         (_, Some(HandleRef::User(id))) => (
                             format!("comms[{id}]"),
                             format!("rank_in(comms[{id}])"),
                             format!("size_in(comms[{id}])"),
                         ),
-                        _ => ("MPI_COMM_WORLD".to_owned(), "world_rank".to_owned(), self.ranks.to_string()),
+                        _ => (
+                            "MPI_COMM_WORLD".to_owned(),
+                            "world_rank".to_owned(),
+                            self.ranks.to_string(),
+                        ),
                     };
-                    self.args.insert((terminal, pos), peer.c(&comm_c, &me, &size_c));
+                    self.args
+                        .insert((terminal, pos), peer.c(&comm_c, &me, &size_c));
                 }
                 _ => {
                     let i = values.iter().position(|v| *v != values[0]).unwrap_or(0);
@@ -440,13 +487,20 @@ impl<'a> Unifier<'a> {
 
     /// The requests in `values` (one per member) as one slot per position,
     /// or `None` if they hold no request.
-    fn requests(&mut self, class: usize, members: &[u32], values: &[&Value]) -> Result<Option<Value>, String> {
+    fn requests(
+        &mut self,
+        class: usize,
+        members: &[u32],
+        values: &[&Value],
+    ) -> Result<Option<Value>, String> {
         match values[0] {
             Value::Request(RequestRef::Pooled { .. }) => {
                 let mut key = Vec::with_capacity(values.len());
                 for v in values {
                     match v {
-                        Value::Request(RequestRef::Pooled { pool, index }) => key.push((*pool, *index)),
+                        Value::Request(RequestRef::Pooled { pool, index }) => {
+                            key.push((*pool, *index))
+                        }
                         _ => return Err("a request on some ranks, none on others".into()),
                     }
                 }
@@ -454,10 +508,15 @@ impl<'a> Unifier<'a> {
                 let slot = *self.requests.entry((class, key.clone())).or_insert(next);
                 for (&r, &(pool, index)) in members.iter().zip(&key) {
                     if *self.slot_of.entry((r, pool, index)).or_insert(slot) != slot {
-                        return Err(format!("rank {r} uses one request where other ranks use several"));
+                        return Err(format!(
+                            "rank {r} uses one request where other ranks use several"
+                        ));
                     }
                 }
-                Ok(Some(Value::Request(RequestRef::Pooled { pool: 0, index: slot })))
+                Ok(Some(Value::Request(RequestRef::Pooled {
+                    pool: 0,
+                    index: slot,
+                })))
             }
             Value::Array(Some(items)) if items.iter().any(|v| matches!(v, Value::Request(_))) => {
                 let mut out = Vec::with_capacity(items.len());
@@ -470,7 +529,10 @@ impl<'a> Unifier<'a> {
                         })
                         .collect();
                     let column = column.ok_or("arrays of requests of different lengths")?;
-                    out.push(self.requests(class, members, &column)?.unwrap_or_else(|| column[0].clone()));
+                    out.push(
+                        self.requests(class, members, &column)?
+                            .unwrap_or_else(|| column[0].clone()),
+                    );
                 }
                 Ok(Some(Value::Array(Some(out))))
             }
@@ -498,7 +560,11 @@ impl<'a> Unifier<'a> {
                 "the grid {dims:?} does not come from MPI_Dims_create: the trace cannot tell its shape at another size"
             ));
         }
-        Ok(format!("dims_for((int *)scratch[{pos}], {}, {})", self.ranks, dims.len()))
+        Ok(format!(
+            "dims_for((int *)scratch[{pos}], {}, {})",
+            self.ranks,
+            dims.len()
+        ))
     }
 }
 
@@ -514,10 +580,16 @@ fn is_output(action: &Action) -> bool {
     match action {
         Action::Out(o) => !matches!(
             o,
-            Out::NewHandle(_) | Out::Lookup(_) | Out::NewRequest | Out::BufferOut | Out::PendingComm
+            Out::NewHandle(_)
+                | Out::Lookup(_)
+                | Out::NewRequest
+                | Out::BufferOut
+                | Out::PendingComm
         ),
         Action::StrOut { .. } | Action::Coords { .. } => true,
-        Action::Array { out: true, elem, .. } => !matches!(
+        Action::Array {
+            out: true, elem, ..
+        } => !matches!(
             elem,
             Elem::NewHandle(_) | Elem::Lookup(_) | Elem::Scalar(Scalar::Request)
         ),

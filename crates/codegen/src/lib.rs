@@ -18,8 +18,8 @@ pub mod calls;
 pub mod emit;
 pub mod extrapolate;
 mod files;
-pub mod protos;
 pub mod peers;
+pub mod protos;
 pub mod render;
 pub mod timing;
 pub mod wildcard;
@@ -128,7 +128,13 @@ pub fn generate(trace: &Trace, options: &Options) -> Result<Benchmark, Error> {
     let (grammar, starts, sigs, delays, world_size) = match &extrapolated {
         Some(e) => {
             ctx.arg_exprs = e.args.clone();
-            (&e.grammar, e.starts.clone(), &e.sigs, &e.delays, e.starts.len() as u32)
+            (
+                &e.grammar,
+                e.starts.clone(),
+                &e.sigs,
+                &e.delays,
+                e.starts.len() as u32,
+            )
         }
         None => {
             ctx.bindings = wildcard::bind(trace, &sigs);
@@ -215,7 +221,7 @@ pub fn generate(trace: &Trace, options: &Options) -> Result<Benchmark, Error> {
         world_size,
         calls: &calls,
         ctx: &ctx,
-        delays: &delays,
+        delays,
         segment_bytes: &segment_bytes,
         header,
     };

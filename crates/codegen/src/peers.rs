@@ -223,7 +223,11 @@ pub fn unify(layout: &Layout, size: i64, values: &[(i64, Rank)]) -> Result<Peer,
             // rank), the shorter way round is the likelier rule.
             let mut rules = vec![Peer::Offset(t0 - me0)];
             if wrapped != 0 && 2 * wrapped != size {
-                let at = if wrapped.abs() < (t0 - me0).abs() { 0 } else { 1 };
+                let at = if wrapped.abs() < (t0 - me0).abs() {
+                    0
+                } else {
+                    1
+                };
                 rules.insert(at, Peer::Periodic(wrapped));
             }
             rules.extend([Peer::First, Peer::Last]);
@@ -363,7 +367,11 @@ mod tests {
         assert_eq!(world(&to_first), Ok(Peer::First));
         let to_last: Vec<(i64, Rank)> = (0..3).map(|me| (me, Rank::Relative(3 - me))).collect();
         assert_eq!(world(&to_last), Ok(Peer::Last));
-        let scattered = [(0, Rank::Relative(2)), (1, Rank::Relative(2)), (2, Rank::Relative(-1))];
+        let scattered = [
+            (0, Rank::Relative(2)),
+            (1, Rank::Relative(2)),
+            (2, Rank::Relative(-1)),
+        ];
         let e = world(&scattered).unwrap_err();
         assert!(e.contains("0 -> 2, 1 -> 3, 2 -> 1"), "{e}");
     }
@@ -383,7 +391,11 @@ mod tests {
         ];
         assert_eq!(unify(&grid, 4, &down), Ok(Peer::Cart(vec![1, 0])));
         let all_null = [(0, Rank::ProcNull), (1, Rank::ProcNull)];
-        assert!(unify(&grid, 4, &all_null).unwrap_err().contains("every rank"));
+        assert!(
+            unify(&grid, 4, &all_null)
+                .unwrap_err()
+                .contains("every rank")
+        );
         // Periodic extent 2: +1 and -1 are the same neighbour.
         let ring = Layout::Cart {
             dims: vec![2],

@@ -13,7 +13,14 @@ fn for_ranks(n: u32) -> Options {
 }
 
 fn send(dest: Rank, count: i64) -> Signature {
-    let args = vec![seg(2, 0), Value::Int(count), int(), Value::Rank(dest), Value::Tag(0), world()];
+    let args = vec![
+        seg(2, 0),
+        Value::Int(count),
+        int(),
+        Value::Rank(dest),
+        Value::Tag(0),
+        world(),
+    ];
     sig("MPI_Send", args)
 }
 
@@ -65,14 +72,20 @@ fn a_ring_of_four_becomes_a_ring_of_any_size() {
         let src = &bench.source;
         assert_eq!(bench.ranks, n);
         assert_eq!(bench.calls, u64::from(n) * 12);
-        assert!(src.contains(&format!("static const int ranks = {n};")), "{src}");
+        assert!(
+            src.contains(&format!("static const int ranks = {n};")),
+            "{src}"
+        );
         assert!(
             src.contains(&format!(
                 "periodic_peer(world_rank, 1, {n}), 0, (void *)segs[3], 8, MPI_INT, periodic_peer(world_rank, -1, {n})"
             )),
             "{src}"
         );
-        assert!(src.contains("Extrapolated from the traced 4 ranks"), "{src}");
+        assert!(
+            src.contains("Extrapolated from the traced 4 ranks"),
+            "{src}"
+        );
         // One behaviour for every rank.
         let main = &src[src.find("int main").unwrap()..];
         assert_eq!(main.matches("rule_").count(), 1, "{main}");
@@ -105,10 +118,16 @@ fn a_line_whose_ends_do_other_calls_is_three_classes() {
     );
     let main = &src[src.find("int main").unwrap()..];
     assert!(main.contains("if (world_rank == 0)"), "{main}");
-    assert!(main.contains("(world_rank >= 1 && world_rank <= 4)"), "{main}");
+    assert!(
+        main.contains("(world_rank >= 1 && world_rank <= 4)"),
+        "{main}"
+    );
     assert!(main.contains("world_rank == 5"), "{main}");
     // The middle ranks send on to the next rank; the last one to rank 0.
-    assert!(src.contains("MPI_Send((void *)segs[2], 8, MPI_INT, offset_peer(world_rank, 1, 6)"), "{src}");
+    assert!(
+        src.contains("MPI_Send((void *)segs[2], 8, MPI_INT, offset_peer(world_rank, 1, 6)"),
+        "{src}"
+    );
     assert!(src.contains("periodic_peer(world_rank, 1, 6)"), "{src}");
 }
 
@@ -140,11 +159,17 @@ fn what_follows_no_rule_of_the_rank_is_refused_with_the_call() {
     };
     let trace = trace_of((0..2).map(stream).collect(), 1000);
     let msg = generate(&trace, &for_ranks(4)).unwrap_err().to_string();
-    assert!(msg.contains("rank 0 calls MPI_Finalize where rank 1 calls MPI_Barrier"), "{msg}");
+    assert!(
+        msg.contains("rank 0 calls MPI_Finalize where rank 1 calls MPI_Barrier"),
+        "{msg}"
+    );
 
     // Everyone sends to rank 2 of 4: no rule of the rank says "2".
     let stream = |me: i64| vec![init(), send(Rank::Relative(2 - me), 8), finalize()];
     let trace = trace_of((0..4).map(stream).collect(), 1000);
     let msg = generate(&trace, &for_ranks(8)).unwrap_err().to_string();
-    assert!(msg.contains("MPI_Send's dest: peers that follow no rule of the rank"), "{msg}");
+    assert!(
+        msg.contains("MPI_Send's dest: peers that follow no rule of the rank"),
+        "{msg}"
+    );
 }
