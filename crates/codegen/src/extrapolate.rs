@@ -603,11 +603,25 @@ fn root_only(action: &Action) -> bool {
     matches!(action, Action::Array { when: Some(w), .. } if w.split("&&").any(|c| c.trim() == "root"))
 }
 
-/// A value as a user reads it, briefly.
+/// A value as a user reads it, briefly: `8`, `MPI_UNDEFINED`, `me + 1`,
+/// `seg3+16`, `[0, 64, 128]`.
 fn short(v: &Value) -> String {
-    let s = format!("{v:?}");
-    match s.char_indices().nth(60) {
-        Some((i, _)) => format!("{}...", &s[..i]),
-        None => s,
+    use crate::render::{const_expr, handle_expr, rank_expr};
+    use mpigram_mpispec::BufferRef;
+    match v {
+        Value::Int(i) | Value::Address(i) | Value::Tag(i) => i.to_string(),
+        Value::Const(set, c) => const_expr(*set, *c),
+        Value::Rank(r) => rank_expr(*r, "me"),
+        Value::Handle(k, h) => handle_expr(*k, *h).unwrap_or_else(|e| e),
+        Value::Buffer(BufferRef::Segment { id, offset }) => format!("seg{id}+{offset}"),
+        Value::Array(Some(items)) => {
+            let mut shown: Vec<String> = items.iter().take(8).map(short).collect();
+            if items.len() > 8 {
+                shown.push("...".into());
+            }
+            format!("[{}]", shown.join(", "))
+        }
+        Value::Array(None) => "not recorded".into(),
+        other => format!("{other:?}"),
     }
 }
