@@ -32,7 +32,7 @@
 
 use crate::peers::{self, Geometry, Layout};
 use crate::protos::prototype;
-use crate::timing::{Delay, Delays, Site, Sites};
+use crate::timing::{self, Delay, Delays, Site, Sites};
 use mpigram_grammar::{Grammar, RuleId, Sequitur};
 use mpigram_mpispec::{Args, HandleRef, Rank, RequestRef, Signature, Value};
 use mpigram_trace::Trace;
@@ -193,11 +193,11 @@ fn class_delays(
             } else {
                 sum / later as f64
             };
-            // Apart only as much as the traced sites were (see timing.rs).
-            let first = if (first - rest).abs() < 1e-9 {
-                rest
-            } else {
+            // A first call on its own as timing.rs decides it for a site.
+            let first = if timing::apart(first, rest) {
                 first
+            } else {
+                rest
             };
             (site, vec![Some(Delay { first, rest }); ranks as usize])
         })

@@ -251,6 +251,13 @@ pub struct Delays {
 const FIRST_APART_S: f64 = 50e-6;
 const FIRST_APART_FRACTION: f64 = 0.25;
 
+/// Whether a site's first gap is far enough from its later ones to be
+/// waited on its own.
+pub fn apart(first: f64, rest: f64) -> bool {
+    let d = (first - rest).abs();
+    d >= FIRST_APART_S && d >= FIRST_APART_FRACTION * first.max(rest)
+}
+
 /// Every call of the expansion of a rule, in order, as (site, terminal).
 pub struct Sites<'g> {
     grammar: &'g Grammar,
@@ -347,11 +354,7 @@ pub fn delays(trace: &Trace, compute: Compute, scale: f64, inits: &FxHashSet<u32
         };
         let less = |s: f64| scale * (s - floor).max(0.0);
         for (site, gap) in g.sites {
-            let apart = |(first, rest): &(f64, f64)| {
-                let d = (first - rest).abs();
-                d >= FIRST_APART_S && d >= FIRST_APART_FRACTION * first.max(*rest)
-            };
-            let delay = match gap.first_and_rest().filter(apart) {
+            let delay = match gap.first_and_rest().filter(|(f, r)| apart(*f, *r)) {
                 Some((first, rest)) => Delay {
                     first: less(first),
                     rest: less(rest),

@@ -143,7 +143,9 @@ fn what_follows_no_rule_of_the_rank_is_refused_with_the_call() {
     assert!(matches!(e, Error::NotRegular(3, _)), "{e}");
     let msg = e.to_string();
     assert!(
-        msg.contains("call 1 of rank 0: MPI_Send's count differs between ranks (rank 0: 8, rank 2: 9)"),
+        msg.contains(
+            "call 1 of rank 0: MPI_Send's count differs between ranks (rank 0: 8, rank 2: 9)"
+        ),
         "{msg}"
     );
     assert!(!msg.contains('\n'), "{msg}");
