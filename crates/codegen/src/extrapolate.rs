@@ -193,13 +193,18 @@ fn class_delays(
             } else {
                 sum / later as f64
             };
-            // A first call on its own as timing.rs decides it for a site.
-            let first = if timing::apart(first, rest) {
-                first
+            // A first call on its own as timing.rs decides it for a site;
+            // else every call waits the mean.
+            let delay = if timing::apart(first, rest) {
+                Delay { first, rest }
             } else {
-                rest
+                let mean = (first + sum) / (later + 1) as f64;
+                Delay {
+                    first: mean,
+                    rest: mean,
+                }
             };
-            (site, vec![Some(Delay { first, rest }); ranks as usize])
+            (site, vec![Some(delay); ranks as usize])
         })
         .collect();
     Delays {
