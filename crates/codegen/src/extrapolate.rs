@@ -40,6 +40,10 @@ use mpigram_wrapgen::lenexpr::Expr;
 use mpigram_wrapgen::model::{Action, Elem, Out, Scalar};
 use rustc_hash::{FxHashMap, FxHashSet};
 
+/// Most ranks a benchmark is generated for (per-member arrays are written
+/// out in the C).
+pub const MAX_RANKS: u32 = 1 << 20;
+
 /// The traced ranks' calls unified for `ranks` ranks.
 pub struct Extrapolated {
     pub grammar: Grammar,
@@ -63,8 +67,8 @@ pub fn extrapolate(
     ranks: u32,
     delays: &Delays,
 ) -> Result<Extrapolated, String> {
-    if ranks == 0 {
-        return Err("--ranks must be at least 1".into());
+    if !(1..=MAX_RANKS).contains(&ranks) {
+        return Err(format!("--ranks must be 1 to {MAX_RANKS}"));
     }
     let geometry = Geometry::of(trace, sigs, traced);
     let all: Vec<u32> = (0..traced).collect();
@@ -109,7 +113,7 @@ pub fn extrapolate(
     let starts: Vec<RuleId> = (0..ranks)
         .map(|r| grammar.start(class_of(r) as u32).unwrap_or(0))
         .collect();
-    let new_delays = class_delays(trace, &grammar, &classes, delays, ranks);
+    let new_delays = class_delays(trace, &grammar, &classes, delays);
     let names = ["first rank", "middle ranks", "last rank"];
     let classes = match classes.len() {
         1 => vec![format!("every rank as traced ranks 0-{}", traced - 1)],
@@ -135,13 +139,7 @@ pub fn extrapolate(
 
 /// The computation before each site of the new grammar: per call, the
 /// mean over the class's traced ranks of what each waited before it.
-fn class_delays(
-    trace: &Trace,
-    grammar: &Grammar,
-    classes: &[Vec<u32>],
-    delays: &Delays,
-    ranks: u32,
-) -> Delays {
+fn class_delays(trace: &Trace, grammar: &Grammar, classes: &[Vec<u32>], delays: &Delays) -> Delays {
     // new site -> (first call's delay, sum of later ones, later calls)
     let mut acc: FxHashMap<Site, (f64, f64, u64)> = FxHashMap::default();
     if !delays.by_site.is_empty() {
@@ -204,7 +202,8 @@ fn class_delays(
                     rest: mean,
                 }
             };
-            (site, vec![Some(delay); ranks as usize])
+            // The same on every rank (emit.rs writes one literal).
+            (site, vec![Some(delay)])
         })
         .collect();
     Delays {
@@ -472,6 +471,15 @@ impl<'a> Unifier<'a> {
                     };
                     self.args
                         .insert((terminal, pos), peer.c(&comm_c, &me, &size_c));
+                }
+                (Action::Value(Scalar::Int), Value::Int(_))
+                    if members
+                        .iter()
+                        .zip(&values)
+                        .all(|(&r, v)| **v == Value::Int(i64::from(r))) =>
+                {
+                    // The caller's rank (a key of MPI_Comm_split).
+                    self.args.insert((terminal, pos), "world_rank".into());
                 }
                 _ => {
                     let i = values.iter().position(|v| *v != values[0]).unwrap_or(0);

@@ -68,6 +68,9 @@ impl Geometry {
             else {
                 continue;
             };
+            if dims.iter().any(|d| *d <= 0) || periods.len() != dims.len() {
+                continue; // not a grid MPI accepted
+            }
             let grid = Layout::Cart {
                 dims,
                 periods: periods.iter().map(|p| *p != 0).collect(),
@@ -148,7 +151,7 @@ impl Peer {
 /// `values` are (me, recorded rank) per rank.
 pub fn unify(layout: &Layout, size: i64, values: &[(i64, Rank)]) -> Result<Peer, String> {
     let target = |me: i64, r: Rank| match r {
-        Rank::Relative(d) => Some(me + d),
+        Rank::Relative(d) => Some(me.saturating_add(d)),
         Rank::Absolute(a) => Some(a),
         _ => None,
     };
@@ -176,7 +179,7 @@ pub fn unify(layout: &Layout, size: i64, values: &[(i64, Rank)]) -> Result<Peer,
                 let (a, b) = (coords(me, dims), coords(t, dims));
                 let mut out = Vec::with_capacity(dims.len());
                 for k in 0..dims.len() {
-                    let mut d = b[k] - a[k];
+                    let mut d = b[k].saturating_sub(a[k]);
                     if periods[k] {
                         d = d.rem_euclid(dims[k]);
                         if 2 * d > dims[k] {
@@ -215,7 +218,8 @@ pub fn unify(layout: &Layout, size: i64, values: &[(i64, Rank)]) -> Result<Peer,
             Ok(Peer::Cart(first))
         }
         Layout::World | Layout::Own => {
-            let mut wrapped = (t0 - me0).rem_euclid(size);
+            let offset = t0.saturating_sub(me0);
+            let mut wrapped = offset.rem_euclid(size);
             if 2 * wrapped > size {
                 wrapped -= size;
             }
@@ -233,10 +237,10 @@ pub fn unify(layout: &Layout, size: i64, values: &[(i64, Rank)]) -> Result<Peer,
             rules.extend([Peer::First, Peer::Last]);
             let holds = |rule: &Peer, me: i64, t: Option<i64>| match rule {
                 Peer::Offset(d) => {
-                    let p = me + d;
+                    let p = me.saturating_add(*d);
                     t == (0..size).contains(&p).then_some(p)
                 }
-                Peer::Periodic(d) => t == Some((me + d).rem_euclid(size)),
+                Peer::Periodic(d) => t == Some(me.saturating_add(*d).rem_euclid(size)),
                 Peer::First => t == Some(0),
                 Peer::Last => t == Some(size - 1),
                 Peer::Cart(_) => false,
@@ -296,8 +300,10 @@ pub fn per_member(arrays: &[&[Value]], size: usize) -> Result<Vec<Value>, String
                     })
                     .collect();
                 let ints = ints.ok_or("per-member elements that differ and are no numbers")?;
-                let step = ints[1] - ints[0];
-                if ints.windows(2).any(|w| w[1] - w[0] != step) {
+                let steps: Option<Vec<i64>> =
+                    ints.windows(2).map(|w| w[1].checked_sub(w[0])).collect();
+                let step = steps.as_ref().and_then(|s| s.first().copied()).unwrap_or(0);
+                if steps.is_none_or(|s| s.iter().any(|d| *d != step)) {
                     return Err(format!(
                         "per-member values that are neither equal nor evenly spaced ({ints:?})"
                     ));
@@ -306,7 +312,9 @@ pub fn per_member(arrays: &[&[Value]], size: usize) -> Result<Vec<Value>, String
                     Value::Address(_) => Value::Address(v),
                     _ => Value::Int(v),
                 };
-                (0..size as i64).map(|i| like(ints[0] + i * step)).collect()
+                (0..size as i64)
+                    .map(|i| like(ints[0].saturating_add(i.saturating_mul(step))))
+                    .collect()
             }
         };
         match &result {

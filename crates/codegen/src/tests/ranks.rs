@@ -132,6 +132,44 @@ fn a_line_whose_ends_do_other_calls_is_three_classes() {
 }
 
 #[test]
+fn a_key_that_is_the_callers_rank_stays_the_callers_rank() {
+    let split = |me: i64| {
+        sig(
+            "MPI_Comm_split",
+            vec![
+                world(),
+                Value::Const(
+                    mpigram_mpispec::ConstSet::Undefined,
+                    mpigram_mpispec::ConstRef::Plain(0),
+                ),
+                Value::Int(me),
+                Value::Handle(
+                    mpigram_mpispec::HandleKind::Comm,
+                    mpigram_mpispec::HandleRef::User(0),
+                ),
+            ],
+        )
+    };
+    let trace = trace_of(
+        (0..3)
+            .map(|me| vec![init(), split(me), finalize()])
+            .collect(),
+        1000,
+    );
+    let src = generate(&trace, &for_ranks(5)).unwrap().source;
+    assert!(
+        src.contains("MPI_Comm_split(MPI_COMM_WORLD, 0, world_rank, &comms[0]);"),
+        "{src}"
+    );
+    assert!(
+        generate(&trace, &for_ranks(0))
+            .unwrap_err()
+            .to_string()
+            .contains("--ranks must be 1 to")
+    );
+}
+
+#[test]
 fn what_follows_no_rule_of_the_rank_is_refused_with_the_call() {
     // Rank 2 sends more than the others.
     let stream = |me: i64| {
