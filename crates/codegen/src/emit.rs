@@ -158,6 +158,7 @@ impl Program<'_> {
         out.push_str(PRELUDE);
         self.tables(&mut out);
         out.push_str(HELPERS);
+        out.push_str(crate::peers::HELPERS);
         for (id, ty) in &self.ctx.callbacks {
             if let Some(stub) = callback_stub(ty, &callback_name(*id)) {
                 let _ = writeln!(
@@ -481,43 +482,6 @@ static inline int size_in(MPI_Comm comm)
     int size = 0;
     real.comm_size(comm, &size);
     return size;
-}
-
-/* Peers that follow the caller's rank, in a benchmark made for another
- * number of ranks than the traced run's (gen-bench --ranks): `me + d`,
- * MPI_PROC_NULL outside the communicator; `me + d` modulo its size; the
- * neighbour at a displacement in a Cartesian grid, MPI_PROC_NULL off a
- * non-periodic edge. */
-static inline int offset_peer(int me, int d, int size)
-{
-    return me + d >= 0 && me + d < size ? me + d : MPI_PROC_NULL;
-}
-
-static inline int periodic_peer(int me, int d, int size)
-{
-    return ((me + d) % size + size) % size;
-}
-
-static inline int cart_peer(MPI_Comm comm, int ndims, const int *disp)
-{
-    int dims[32], periods[32], coords[32], rank = MPI_PROC_NULL;
-    real.cart_get(comm, ndims, dims, periods, coords);
-    for (int i = 0; i < ndims; i++) {
-        coords[i] += disp[i];
-        if (!periods[i] && (coords[i] < 0 || coords[i] >= dims[i]))
-            return MPI_PROC_NULL;
-    }
-    real.cart_rank(comm, coords, &rank);
-    return rank;
-}
-
-/* The grid MPI_Dims_create makes of `nodes` ranks in `ndims` dimensions. */
-static inline int *dims_for(int *dims, int nodes, int ndims)
-{
-    for (int i = 0; i < ndims; i++)
-        dims[i] = 0;
-    real.dims_create(nodes, ndims, dims);
-    return dims;
 }
 
 /* The caller's rank in a window's group. */

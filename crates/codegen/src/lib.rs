@@ -22,6 +22,7 @@ pub mod peers;
 pub mod protos;
 pub mod render;
 pub mod timing;
+pub mod unify;
 pub mod wildcard;
 
 pub use timing::Compute;

@@ -68,7 +68,8 @@ impl Geometry {
             else {
                 continue;
             };
-            if dims.iter().any(|d| *d <= 0) || periods.len() != dims.len() {
+            // (the benchmark's cart_peer holds up to 32 dimensions)
+            if dims.iter().any(|d| *d <= 0) || periods.len() != dims.len() || dims.len() > 32 {
                 continue; // not a grid MPI accepted
             }
             let grid = Layout::Cart {
@@ -268,6 +269,48 @@ pub fn unify(layout: &Layout, size: i64, values: &[(i64, Rank)]) -> Result<Peer,
         }
     }
 }
+
+/// The C of the rules (`static inline`: a benchmark that uses none is
+/// not warned about them); they ask MPI through the PMPI functions of
+/// `emit.rs`'s `real` table, which a tracer of the benchmark does not see.
+pub const HELPERS: &str = r#"
+/* Peers that follow the caller's rank, in a benchmark made for another
+ * number of ranks than the traced run's (gen-bench --ranks): `me + d`,
+ * MPI_PROC_NULL outside the communicator; `me + d` modulo its size; the
+ * neighbour at a displacement in a Cartesian grid, MPI_PROC_NULL off a
+ * non-periodic edge. */
+static inline int offset_peer(int me, int d, int size)
+{
+    return me + d >= 0 && me + d < size ? me + d : MPI_PROC_NULL;
+}
+
+static inline int periodic_peer(int me, int d, int size)
+{
+    return ((me + d) % size + size) % size;
+}
+
+static inline int cart_peer(MPI_Comm comm, int ndims, const int *disp)
+{
+    int dims[32], periods[32], coords[32], rank = MPI_PROC_NULL;
+    real.cart_get(comm, ndims, dims, periods, coords);
+    for (int i = 0; i < ndims; i++) {
+        coords[i] += disp[i];
+        if (!periods[i] && (coords[i] < 0 || coords[i] >= dims[i]))
+            return MPI_PROC_NULL;
+    }
+    real.cart_rank(comm, coords, &rank);
+    return rank;
+}
+
+/* The grid MPI_Dims_create makes of `nodes` ranks in `ndims` dimensions. */
+static inline int *dims_for(int *dims, int nodes, int ndims)
+{
+    for (int i = 0; i < ndims; i++)
+        dims[i] = 0;
+    real.dims_create(nodes, ndims, dims);
+    return dims;
+}
+"#;
 
 /// A rank's coordinates in a grid, row-major as MPI numbers them.
 fn coords(rank: i64, dims: &[i64]) -> Vec<i64> {
