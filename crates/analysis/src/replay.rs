@@ -223,13 +223,32 @@ pub(crate) enum Read {
 }
 
 /// The calls one rank's reader gave, and its end if it came.
-type Chunk = (u32, Vec<ReadCall>, Option<RankEnd>);
+struct Chunk {
+    /// The rank's index among the ranks read.
+    rank: u32,
+    calls: Vec<ReadCall>,
+    end: Option<RankEnd>,
+    /// The reader's frontier after the chunk.
+    frontier: i64,
+}
 
 /// Every rank's reader.
+///
+/// While the calls of one chunk of ranks are handed out (matched, walked),
+/// the next chunk of the same ranks is read on another thread: each rank's
+/// chunks are the same whenever they are read, so the calls handed out are
+/// those of reading on demand, and at most one chunk per rank is read
+/// ahead.
 pub(crate) struct Reading<'t> {
     readers: Vec<RankReader<'t>>,
-    /// Chunks read and not handed out yet.
+    /// Chunks read ahead and not handed out yet (at most one per rank).
     ahead: Vec<Chunk>,
+    /// Each rank's frontier and whether its end was handed out, as of the
+    /// chunks handed out.
+    frontiers: Vec<i64>,
+    ended: Vec<bool>,
+    /// Why reading ahead failed: reported when the next chunks are asked for.
+    failed: Option<ReplayError>,
     /// Emptied chunk buffers, to be filled again (not allocated anew).
     spare: Vec<Vec<ReadCall>>,
 }
@@ -242,15 +261,19 @@ impl<'t> Reading<'t> {
         source: Source,
         run_start_ns: f64,
     ) -> Result<Reading<'t>, ReplayError> {
-        let readers = trace
+        let readers: Vec<RankReader> = trace
             .ranks
             .iter()
             .enumerate()
             .map(|(r, part)| RankReader::new(r as u32, trace, part, sites, source, run_start_ns))
             .collect::<Result<_, _>>()?;
+        let n = readers.len();
         Ok(Reading {
             readers,
             ahead: Vec::new(),
+            frontiers: vec![i64::MIN; n],
+            ended: vec![false; n],
+            failed: None,
             spare: Vec::new(),
         })
     }
@@ -258,28 +281,58 @@ impl<'t> Reading<'t> {
     /// The ranks (by index) with calls still to hand out.
     pub(crate) fn open(&self) -> Vec<u32> {
         (0..self.readers.len() as u32)
-            .filter(|&r| !self.readers[r as usize].done() || self.ahead.iter().any(|c| c.0 == r))
+            .filter(|&r| !self.ended[r as usize])
             .collect()
     }
 
-    /// Where rank `r`'s reading has got to in time.
+    /// Where rank `r`'s calls handed out have got to in time.
     pub(crate) fn frontier(&self, r: u32) -> i64 {
-        self.readers[r as usize].frontier()
+        self.frontiers[r as usize]
     }
 
-    /// Reads the next chunk of each of `ranks` (by index; in parallel) and
-    /// hands what was read to `each`, in time order across the ranks (each
-    /// rank's in its order).
+    /// Hands the next chunk of each of `ranks` (by index) to `each`, in
+    /// time order across the ranks (each rank's in its order), reading
+    /// the chunks after them meanwhile.
     pub(crate) fn next(
         &mut self,
         ranks: &[u32],
         each: impl FnMut(u32, Read),
     ) -> Result<(), ReplayError> {
-        let mut chunks = std::mem::take(&mut self.ahead);
-        chunks.extend(read_chunks(&mut self.readers, ranks, &mut self.spare)?);
-        in_time_order(&mut chunks, each);
-        self.spare
-            .extend(chunks.into_iter().map(|(_, calls, _)| calls));
+        if let Some(e) = self.failed.take() {
+            return Err(e);
+        }
+        let (mut chunks, ahead): (Vec<Chunk>, Vec<Chunk>) = std::mem::take(&mut self.ahead)
+            .into_iter()
+            .partition(|c| ranks.contains(&c.rank));
+        self.ahead = ahead;
+        let unread: Vec<u32> = ranks
+            .iter()
+            .copied()
+            .filter(|r| !chunks.iter().any(|c| c.rank == *r))
+            .collect();
+        chunks.extend(read_chunks(&mut self.readers, &unread, &mut self.spare)?);
+        // Handed out in rank order, as read.
+        chunks.sort_unstable_by_key(|c| c.rank);
+        for c in &chunks {
+            self.frontiers[c.rank as usize] = c.frontier;
+            self.ended[c.rank as usize] |= c.end.is_some();
+        }
+        let readers = &mut self.readers;
+        let mut buffers: Vec<Vec<ReadCall>> = ranks
+            .iter()
+            .map(|_| self.spare.pop().unwrap_or_default())
+            .collect();
+        let mut read_ahead = Ok(Vec::new());
+        rayon::in_place_scope(|scope| {
+            scope.spawn(|_| read_ahead = read_chunks(readers, ranks, &mut buffers));
+            in_time_order(&mut chunks, each);
+        });
+        self.spare.extend(buffers);
+        self.spare.extend(chunks.into_iter().map(|c| c.calls));
+        match read_ahead {
+            Ok(read) => self.ahead.extend(read),
+            Err(e) => self.failed = Some(e),
+        }
         Ok(())
     }
 }
@@ -331,7 +384,8 @@ pub(crate) fn match_in_time_order(
     Ok(())
 }
 
-/// Reads the next chunk of each of `ranks` (by index), in parallel.
+/// Reads the next chunk of each of `ranks` (by index) not at its end, in
+/// parallel.
 fn read_chunks(
     readers: &mut [RankReader],
     ranks: &[u32],
@@ -347,7 +401,12 @@ fn read_chunks(
         .into_par_iter()
         .map(|(reader, mut calls)| {
             let end = reader.read(CHUNK, &mut calls)?;
-            Ok((reader.index, calls, end))
+            Ok(Chunk {
+                rank: reader.index,
+                calls,
+                end,
+                frontier: reader.frontier(),
+            })
         })
         .collect()
 }
@@ -357,7 +416,7 @@ fn read_chunks(
 fn in_time_order(chunks: &mut [Chunk], mut each: impl FnMut(u32, Read)) {
     let mut queues: Vec<(u32, std::vec::Drain<'_, ReadCall>, Option<RankEnd>)> = chunks
         .iter_mut()
-        .map(|(r, calls, end)| (*r, calls.drain(..), end.take()))
+        .map(|c| (c.rank, c.calls.drain(..), c.end.take()))
         .collect();
     // An untimed call (a killed rank's last) comes after the timed ones.
     let time = |c: &ReadCall| c.at.span.map_or(i64::MAX, |s| s.start_ns);
