@@ -120,6 +120,12 @@ impl OperationLog {
         std::mem::take(&mut self.events)
     }
 
+    /// Moves the events of the calls recorded since the last take to the
+    /// end of `into` (this log's list is kept, not allocated anew).
+    pub(crate) fn move_events(&mut self, into: &mut Vec<RankEvent>) {
+        into.append(&mut self.events);
+    }
+
     /// The rank's calls are over: what is still pending never completes.
     pub(crate) fn end(&mut self) {
         let mut requests: Vec<(String, Request)> = self.requests.drain().collect();
