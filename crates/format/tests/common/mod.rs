@@ -131,20 +131,26 @@ pub fn encode(file_kind: u32, flags: u32, sections: &[(u32, u32, Vec<u8>, Codec)
         b.extend_from_slice(&stored);
         b.resize(b.len().next_multiple_of(8), 0);
     }
+    finish_v1(&mut b, file_kind, flags, entries);
+    b
+}
+
+/// Ends a version-1.0 file whose first 64 bytes are room for the header and whose payloads
+/// follow: appends the table of `entries` and writes the header, checksums right.
+pub fn finish_v1(b: &mut Vec<u8>, file_kind: u32, flags: u32, entries: Vec<RawEntry>) {
     let table = b.len();
     b.resize(table + entries.len() * ENTRY_LEN, 0);
     b[..8].copy_from_slice(b"MPIGRAM\0");
-    wr16(&mut b, 8, 1);
-    wr32(&mut b, 12, file_kind);
-    wr32(&mut b, 16, flags);
-    wr32(&mut b, 20, entries.len() as u32);
-    wr64(&mut b, 24, table as u64);
-    wr32(&mut b, 32, ENTRY_LEN as u32);
+    wr16(b, 8, 1);
+    wr32(b, 12, file_kind);
+    wr32(b, 16, flags);
+    wr32(b, 20, entries.len() as u32);
+    wr64(b, 24, table as u64);
+    wr32(b, 32, ENTRY_LEN as u32);
     for (i, e) in entries.into_iter().enumerate() {
-        set_entry(&mut b, i, e);
+        set_entry(b, i, e);
     }
-    reseal(&mut b);
-    b
+    reseal(b);
 }
 
 /// A version-1.0 file of [`sample_sections`].
