@@ -77,7 +77,9 @@ pub(crate) fn read_table(name: &str, source: &Source, file_len: u64) -> Result<T
     let footer = source
         .read_at(footer_at, FOOTER_LEN)
         .map_err(|e| err(ErrorKind::Io(e)).at(footer_at))?;
-    let word = |at: usize| u32::from_le_bytes([footer[at], footer[at + 1], footer[at + 2], footer[at + 3]]);
+    let word = |at: usize| {
+        u32::from_le_bytes([footer[at], footer[at + 1], footer[at + 2], footer[at + 3]])
+    };
     let (table_len, stored) = (word(0), word(4));
     let needed = fixed + u64::from(table_len);
     if needed > file_len {
@@ -99,9 +101,8 @@ pub(crate) fn read_table(name: &str, source: &Source, file_len: u64) -> Result<T
     if computed != stored {
         return Err(err(ErrorKind::TableChecksum { stored, computed }).at(table_at));
     }
-    let bad = |e: DecodeError| {
-        err(ErrorKind::BadHeader(format!("section table: {e}"))).at(table_at)
-    };
+    let bad =
+        |e: DecodeError| err(ErrorKind::BadHeader(format!("section table: {e}"))).at(table_at);
     let mut r = ByteReader::new(&table);
     let file_kind = r.u32().map_err(bad)?;
     let flags = r.u32().map_err(bad)?;
@@ -130,7 +131,10 @@ pub(crate) fn read_table(name: &str, source: &Source, file_len: u64) -> Result<T
             let kind = ErrorKind::DuplicateSection { first };
             return Err(err(kind).in_section(here).at(table_at));
         }
-        if offset.checked_add(stored_len).is_none_or(|end| end > table_at) {
+        if offset
+            .checked_add(stored_len)
+            .is_none_or(|end| end > table_at)
+        {
             let kind = ErrorKind::OutOfRange {
                 stored_len,
                 file_len,

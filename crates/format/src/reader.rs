@@ -11,8 +11,8 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use crate::codec::{Codec, decode};
-use crate::error::{Error, ErrorKind, Region, SectionRef};
 use crate::compact::{self, PREFIX_LEN};
+use crate::error::{Error, ErrorKind, Region, SectionRef};
 use crate::layout::{
     ENTRY_LEN, Entry, FORMAT_MAJOR, H_CHECKSUM, H_ENTRY_LEN, H_MAJOR, H_TABLE_OFFSET, HEADER_LEN,
     Header, MAGIC, V1_MAJOR,

@@ -7,8 +7,8 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use crate::codec::{Codec, encode_into};
-use crate::error::{Error, ErrorKind, SectionRef};
 use crate::compact;
+use crate::error::{Error, ErrorKind, SectionRef};
 use crate::layout::Entry;
 
 /// zstd level used unless [`TraceWriter::set_zstd_level`] says otherwise.

@@ -33,7 +33,10 @@ fn truncated_at_every_offset() {
         let e = reads_all(full[..len].to_vec()).expect_err("cut");
         assert_one_line(&e, NAME);
         if len < 20 {
-            assert!(matches!(e.kind(), ErrorKind::Truncated { .. }), "cut at {len}: {e}");
+            assert!(
+                matches!(e.kind(), ErrorKind::Truncated { .. }),
+                "cut at {len}: {e}"
+            );
         }
     }
 }
@@ -59,7 +62,10 @@ fn a_flipped_payload_names_its_section() {
     let mut b = original;
     b[(s.offset + s.stored_len / 2) as usize] ^= 0x04;
     let e = reads_all(b).expect_err("flipped");
-    assert!(matches!(e.kind(), ErrorKind::ChecksumMismatch { .. }), "{e}");
+    assert!(
+        matches!(e.kind(), ErrorKind::ChecksumMismatch { .. }),
+        "{e}"
+    );
     assert_eq!(e.section().map(|s| (s.kind, s.index)), Some((0x11, 2)));
     assert_eq!(e.offset(), Some(s.offset));
 }
@@ -101,7 +107,10 @@ fn tables_that_disagree_with_the_payloads_are_refused() {
         entry(&mut t, 1, stored);
         let e = TraceFile::from_bytes(NAME, with_table(b"abcdef", &t)).unwrap_err();
         assert!(
-            matches!(e.kind(), ErrorKind::BadHeader(_) | ErrorKind::OutOfRange { .. }),
+            matches!(
+                e.kind(),
+                ErrorKind::BadHeader(_) | ErrorKind::OutOfRange { .. }
+            ),
             "{e}"
         );
         assert_one_line(&e, NAME);
@@ -111,7 +120,10 @@ fn tables_that_disagree_with_the_payloads_are_refused() {
     entry(&mut t, 1, 3);
     entry(&mut t, 1, 3);
     let e = TraceFile::from_bytes(NAME, with_table(b"abcabc", &t)).unwrap_err();
-    assert!(matches!(e.kind(), ErrorKind::DuplicateSection { first: 0 }), "{e}");
+    assert!(
+        matches!(e.kind(), ErrorKind::DuplicateSection { first: 0 }),
+        "{e}"
+    );
     // A count larger than the table can hold.
     let t = header(u64::from(u32::MAX));
     let e = TraceFile::from_bytes(NAME, with_table(b"", &t)).unwrap_err();

@@ -172,7 +172,9 @@ impl Signature {
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::new();
         put_signature_head(&mut out, self.func, self.ret);
-        let params = crate::FUNCS.get(self.func as usize).map_or(&[][..], |f| f.params);
+        let params = crate::FUNCS
+            .get(self.func as usize)
+            .map_or(&[][..], |f| f.params);
         for (i, v) in self.args.iter().enumerate() {
             // Values beyond the function's parameters (a hand-made signature) as they are.
             let enc = params.get(i).map_or(Enc::Int, |p| p.enc);
@@ -409,7 +411,11 @@ mod tests {
         static COLOUR: Enc = Enc::Const(crate::ConstSet::Undefined);
         let undefined = crate::ConstSet::Undefined;
         for (enc, v, bytes) in [
-            (Enc::OwnRank(&Enc::Int), Value::Rank(Rank::Relative(0)), vec![0]),
+            (
+                Enc::OwnRank(&Enc::Int),
+                Value::Rank(Rank::Relative(0)),
+                vec![0],
+            ),
             (Enc::OwnRank(&Enc::Int), Value::Int(0), vec![1]),
             (Enc::OwnRank(&Enc::Int), Value::Int(-2), vec![4]),
             (

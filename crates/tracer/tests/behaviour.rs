@@ -295,7 +295,11 @@ fn split_colours_and_keys_equal_to_the_callers_rank_are_recorded_as_such() {
     for (rank, s) in all.iter().enumerate() {
         let r = rank as i64;
         // (rank % 2, -rank), (MPI_UNDEFINED on rank 0 else 1, rank), split_type's key rank.
-        let undefined_or_one = if rank == 0 { json!("MPI_UNDEFINED") } else { json!(1) };
+        let undefined_or_one = if rank == 0 {
+            json!("MPI_UNDEFINED")
+        } else {
+            json!(1)
+        };
         let expected = [
             (json!(r % 2), json!(-r)),
             (undefined_or_one, json!(r)),

@@ -71,7 +71,10 @@ pub enum Scalar {
     /// A number (`inner`: an int or a constant) that is often the caller's
     /// rank in this communicator (parameter name): that rank is recorded as
     /// such.
-    OwnRank { comm: String, inner: Box<Scalar> },
+    OwnRank {
+        comm: String,
+        inner: Box<Scalar>,
+    },
     Handle(&'static str),
     Request,
     Callback,
@@ -374,7 +377,10 @@ fn action(f: &Function, p: &Param, ct: &CType, skel: &FuncModel, o: &Overrides) 
                         comm: (*comm).to_owned(),
                         inner: Box::new(number.clone()),
                     },
-                    _ => bail!("{}: an own rank is an input beside one communicator", p.name),
+                    _ => bail!(
+                        "{}: an own rank is an input beside one communicator",
+                        p.name
+                    ),
                 },
                 Class::Tag => Scalar::Tag,
                 Class::Rank => rank_scalar(p, skel, ov.rank_in.as_deref())?.unwrap_or(Scalar::Int),
