@@ -213,3 +213,86 @@ fn what_follows_no_rule_of_the_rank_is_refused_with_the_call() {
         "{msg}"
     );
 }
+
+/// A ring exchange whose send and receive buffers are the given segments.
+fn exchange(me: i64, n: i64, send_buf: Value, recv_buf: Value) -> Signature {
+    let next = Rank::Relative((me + 1) % n - me);
+    let previous = Rank::Relative((me + n - 1) % n - me);
+    sig(
+        "MPI_Sendrecv",
+        vec![
+            send_buf,
+            Value::Int(8),
+            int(),
+            Value::Rank(next),
+            Value::Tag(0),
+            recv_buf,
+            Value::Int(8),
+            int(),
+            Value::Rank(previous),
+            Value::Tag(0),
+            world(),
+            Value::Status(None),
+        ],
+    )
+}
+
+#[test]
+fn segments_that_correspond_one_to_one_are_the_first_ranks() {
+    // Each rank allocates its buffers in another order: rank r's send
+    // buffer is segment 2 + r, its receive buffer 10 + 2r (offset 16).
+    let stream = |me: i64| {
+        let s = seg(2 + me as u64, 0);
+        let r = seg(10 + 2 * me as u64, 16);
+        let mut c = vec![init()];
+        c.extend(std::iter::repeat_n(exchange(me, 4, s, r), 3));
+        c.push(finalize());
+        c
+    };
+    let trace = trace_of((0..4).map(stream).collect(), 1000);
+    let bench = generate(&trace, &for_ranks(6)).unwrap();
+    let src = &bench.source;
+    assert!(
+        src.contains("(void *)segs[2], 8, MPI_INT, periodic_peer(world_rank, 1, 6)"),
+        "{src}"
+    );
+    assert!(src.contains("(void *)(segs[10] + 16), 8"), "{src}");
+    assert!(!src.contains("segs[12]"), "{src}");
+}
+
+#[test]
+fn segments_that_do_not_correspond_one_to_one_are_refused() {
+    // Rank 1 sends and receives in one segment where rank 0 uses two.
+    let stream = |me: i64| {
+        let (s, r) = match me {
+            1 => (seg(7, 0), seg(7, 0)),
+            _ => (seg(2, 0), seg(3, 0)),
+        };
+        vec![init(), exchange(me, 4, s, r), finalize()]
+    };
+    let trace = trace_of((0..4).map(stream).collect(), 1000);
+    let msg = generate(&trace, &for_ranks(8)).unwrap_err().to_string();
+    assert!(
+        msg.contains(
+            "MPI_Sendrecv's recvbuf: rank 1's segments do not correspond one-to-one to rank 0's"
+        ),
+        "{msg}"
+    );
+
+    // The same segments at different offsets.
+    let stream = |me: i64| {
+        vec![
+            init(),
+            exchange(me, 4, seg(2, me as u64 * 8), seg(3, 0)),
+            finalize(),
+        ]
+    };
+    let trace = trace_of((0..4).map(stream).collect(), 1000);
+    let msg = generate(&trace, &for_ranks(8)).unwrap_err().to_string();
+    assert!(
+        msg.contains(
+            "MPI_Sendrecv's sendbuf: offsets differ between ranks (rank 0: seg2+0, rank 1: seg2+8)"
+        ),
+        "{msg}"
+    );
+}
