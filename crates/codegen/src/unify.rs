@@ -239,6 +239,14 @@ impl<'a> Unifier<'a> {
             if values.iter().all(|v| *v == values[0]) && !moves(values[0]) {
                 continue;
             }
+            // A colour or key that is one number, or each caller's own
+            // rank (recorded as such or as the number).
+            if let Action::Value(Scalar::OwnRank { comm, .. }) = &p.action {
+                if let Some(v) = self.own_rank(a.handle(comm), &members, &values) {
+                    sig.args[pos] = v;
+                    continue;
+                }
+            }
             match (&p.action, values[0]) {
                 (
                     Action::Value(Scalar::Rank(comm)) | Action::Before(Scalar::Rank(comm)),
@@ -284,15 +292,6 @@ impl<'a> Unifier<'a> {
                     };
                     self.args
                         .insert((terminal, pos), peer.c(&comm_c, &me, &size_c));
-                }
-                (Action::Value(Scalar::Int), Value::Int(_))
-                    if members
-                        .iter()
-                        .zip(&values)
-                        .all(|(&r, v)| **v == Value::Int(i64::from(r))) =>
-                {
-                    // The caller's rank (a key of MPI_Comm_split).
-                    self.args.insert((terminal, pos), "world_rank".into());
                 }
                 _ => {
                     let i = values.iter().position(|v| *v != values[0]).unwrap_or(0);
@@ -403,6 +402,38 @@ impl<'a> Unifier<'a> {
             }
         }
         Ok(Some(values[0].clone()))
+    }
+
+    /// An `OwnRank` argument of `members` in `comm` as one value: the
+    /// number all of them pass, or the caller's own rank; `None` if
+    /// neither.
+    fn own_rank(
+        &self,
+        comm: Option<HandleRef>,
+        members: &[u32],
+        values: &[&Value],
+    ) -> Option<Value> {
+        let layout = self.geometry.layout(comm)?;
+        let numbers: Option<Vec<(i64, i64)>> = members
+            .iter()
+            .zip(values)
+            .map(|(&r, v)| {
+                let (me, _) = self.geometry.place(layout, r);
+                match v {
+                    Value::Rank(Rank::Relative(0)) => Some((me, me)),
+                    Value::Int(i) => Some((me, *i)),
+                    _ => None,
+                }
+            })
+            .collect();
+        let numbers = numbers?;
+        if numbers.iter().all(|&(me, v)| me == v) {
+            Some(Value::Rank(Rank::Relative(0)))
+        } else if numbers.iter().all(|&(_, v)| v == numbers[0].1) {
+            Some(Value::Int(numbers[0].1))
+        } else {
+            None
+        }
     }
 
     /// The C of a Cartesian grid's dimensions at the new size: what

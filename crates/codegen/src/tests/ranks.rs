@@ -161,6 +161,33 @@ fn a_key_that_is_the_callers_rank_stays_the_callers_rank() {
         src.contains("MPI_Comm_split(MPI_COMM_WORLD, 0, world_rank, &comms[0]);"),
         "{src}"
     );
+    // Colour 0, which is rank 0's own rank: the tracer records it as
+    // such on rank 0 and as the number elsewhere; the colour is 0 for all.
+    let split = |me: i64| {
+        let colour = match me {
+            0 => Value::Rank(Rank::Relative(0)),
+            _ => Value::Int(0),
+        };
+        let comm = Value::Handle(
+            mpigram_mpispec::HandleKind::Comm,
+            mpigram_mpispec::HandleRef::User(0),
+        );
+        sig(
+            "MPI_Comm_split",
+            vec![world(), colour, Value::Rank(Rank::Relative(0)), comm],
+        )
+    };
+    let trace = trace_of(
+        (0..3)
+            .map(|me| vec![init(), split(me), finalize()])
+            .collect(),
+        1000,
+    );
+    let src = generate(&trace, &for_ranks(5)).unwrap().source;
+    assert!(
+        src.contains("MPI_Comm_split(MPI_COMM_WORLD, 0, world_rank, &comms[0]);"),
+        "{src}"
+    );
     assert!(
         generate(&trace, &for_ranks(0))
             .unwrap_err()
