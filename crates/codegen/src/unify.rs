@@ -10,7 +10,7 @@ use crate::peers::{self, Geometry, Layout};
 use crate::protos::prototype;
 use crate::timing::Sites;
 use mpigram_grammar::Sequitur;
-use mpigram_mpispec::{Args, BufferRef, HandleRef, Rank, RequestRef, Signature, Value};
+use mpigram_mpispec::{Args, BufferRef, ConstRef, HandleRef, Rank, RequestRef, Signature, Value};
 use mpigram_trace::Trace;
 use mpigram_wrapgen::lenexpr::Expr;
 use mpigram_wrapgen::model::{Action, Elem, Out, Scalar};
@@ -414,23 +414,24 @@ impl<'a> Unifier<'a> {
         values: &[&Value],
     ) -> Option<Value> {
         let layout = self.geometry.layout(comm)?;
-        let numbers: Option<Vec<(i64, i64)>> = members
-            .iter()
-            .zip(values)
-            .map(|(&r, v)| {
-                let (me, _) = self.geometry.place(layout, r);
-                match v {
-                    Value::Rank(Rank::Relative(0)) => Some((me, me)),
-                    Value::Int(i) => Some((me, *i)),
-                    _ => None,
+        let mut numbers = Vec::with_capacity(members.len());
+        let mut number = None;
+        for (&r, v) in members.iter().zip(values) {
+            let (me, _) = self.geometry.place(layout, r);
+            let n = match v {
+                Value::Rank(Rank::Relative(0)) => me,
+                Value::Int(i) | Value::Const(_, ConstRef::Plain(i)) => {
+                    number = Some(*v);
+                    *i
                 }
-            })
-            .collect();
-        let numbers = numbers?;
-        if numbers.iter().all(|&(me, v)| me == v) {
+                _ => return None,
+            };
+            numbers.push((me, n));
+        }
+        if numbers.iter().all(|&(me, n)| me == n) {
             Some(Value::Rank(Rank::Relative(0)))
-        } else if numbers.iter().all(|&(_, v)| v == numbers[0].1) {
-            Some(Value::Int(numbers[0].1))
+        } else if numbers.iter().all(|&(_, n)| n == numbers[0].1) {
+            number.cloned()
         } else {
             None
         }

@@ -166,7 +166,10 @@ fn a_key_that_is_the_callers_rank_stays_the_callers_rank() {
     let split = |me: i64| {
         let colour = match me {
             0 => Value::Rank(Rank::Relative(0)),
-            _ => Value::Int(0),
+            _ => Value::Const(
+                mpigram_mpispec::ConstSet::Undefined,
+                mpigram_mpispec::ConstRef::Plain(0),
+            ),
         };
         let comm = Value::Handle(
             mpigram_mpispec::HandleKind::Comm,
