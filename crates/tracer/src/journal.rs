@@ -38,6 +38,13 @@ const FIRST_TAIL_BYTES: usize = 64 << 10;
 /// when the trace itself is large (see [`Journal::raise_limit`]).
 const MAPPED_TAIL_BYTES: u32 = 1 << 30;
 
+/// Terminals whose call record the fast path writes: a varint of up to two
+/// bytes.
+const FAST_TERMINALS: u32 = 1 << 13;
+/// Most bytes of a call's record and its per-call times (lossy and
+/// lossless: four varints).
+const MAX_CALL_RECORD: usize = 2 + 4 * mpigram_varint::MAX_VARINT_LEN;
+
 /// The ending word of the open journal, for the signal handlers.
 static ENDING: AtomicPtr<AtomicU32> = AtomicPtr::new(std::ptr::null_mut());
 
@@ -53,6 +60,10 @@ pub struct Journal {
     /// Tail bytes the file holds now (blocks allocated): the mapping
     /// covers `capacity`, but only these may be touched.
     allocated: usize,
+    /// Below this tail length a call's record with its times fits in
+    /// `allocated` whatever they are (0 once the journal stopped): the
+    /// fast path's one bound check.
+    fast_end: usize,
     fd: std::fs::File,
     /// Published length and hash of the tail.
     len: usize,
@@ -136,12 +147,13 @@ impl Journal {
         let map = map.inspect_err(|_| {
             let _ = std::fs::remove_file(&tmp);
         })?;
-        let journal = Journal {
+        let mut journal = Journal {
             map,
             tail_at: head.len(),
             capacity,
             limit,
-            allocated,
+            allocated: 0,
+            fast_end: 0,
             fd: file,
             len: 0,
             hash: HASH_SEED,
@@ -152,6 +164,7 @@ impl Journal {
             rank,
             pid: header.pid,
         };
+        journal.set_allocated(allocated);
         ENDING.store(journal.word::<AtomicU32>(ENDING_AT), Ordering::Release);
         crate::call::name_calls_in(journal.word(IN_CALL_AT));
         Ok(journal)
@@ -172,7 +185,7 @@ impl Journal {
     /// the header's timing mode says), with its signature if it is new and
     /// the communicator-log entries the call added. False if the records do
     /// not fit: the caller writes a checkpoint (which holds this call).
-    #[inline]
+    #[inline(always)]
     pub fn record(
         &mut self,
         terminal: u32,
@@ -183,38 +196,36 @@ impl Journal {
         // The call returned: no longer in progress (see `crate::call`).
         // SAFETY: an aligned u32 of the mapping.
         unsafe { &*self.word::<AtomicU32>(IN_CALL_AT) }.store(0, Ordering::Relaxed);
-        let call = journal::call_record(terminal);
-        // The call record is a varint: one byte, or two for terminals up to 8,191.
-        let head = if call < 0x80 { 1 } else { 2 };
-        let n = head + times.len();
         if new_signature.is_none()
             && comm_log.len() == self.comms
-            && call < 1 << 14
-            && self.len + n <= self.allocated
+            && terminal < FAST_TERMINALS
+            && self.len < self.fast_end
         {
-            // The common case: a known signature, a record of one or two
-            // bytes and its times (none with aggregated timing).
-            let first = if head == 1 {
-                call as u8
-            } else {
-                call as u8 | 0x80
-            };
-            let mut hash = journal::hash(self.hash, &[first]);
-            // SAFETY: len + n <= allocated: inside the file's part of the tail.
+            // The common case: a known signature, whose call record (a
+            // varint of one byte, or two from terminal 64 on) and times fit.
+            let call = journal::call_record(terminal) as u32;
+            let mut hash = self.hash;
+            // SAFETY: len < fast_end: the record and its times are inside
+            // the file's part of the tail.
             unsafe {
                 let at = self.map.add(self.tail_at + self.len);
-                at.write(first);
-                if head == 2 {
-                    let second = (call >> 7) as u8;
+                let head = if call < 0x80 {
+                    at.write(call as u8);
+                    hash = journal::hash_byte(hash, call as u8);
+                    1
+                } else {
+                    let (first, second) = (call as u8 | 0x80, (call >> 7) as u8);
+                    at.write(first);
                     at.add(1).write(second);
-                    hash = journal::hash(hash, &[second]);
+                    hash = journal::hash_byte(journal::hash_byte(hash, first), second);
+                    2
+                };
+                for (i, &b) in times.iter().enumerate() {
+                    at.add(head + i).write(b);
+                    hash = journal::hash_byte(hash, b);
                 }
-                if !times.is_empty() {
-                    std::ptr::copy_nonoverlapping(times.as_ptr(), at.add(head), times.len());
-                    hash = journal::hash(hash, times);
-                }
+                self.publish(head + times.len(), hash);
             }
-            self.publish(n, hash);
             return true;
         }
         self.record_slow(terminal, times, new_signature, comm_log)
@@ -270,8 +281,17 @@ impl Journal {
         if allocate(&self.fd, self.tail_at + want).is_err() {
             return false;
         }
-        self.allocated = want;
+        self.set_allocated(want);
         true
+    }
+
+    /// The file holds `allocated` tail bytes.
+    fn set_allocated(&mut self, allocated: usize) {
+        self.allocated = allocated;
+        self.fast_end = match self.stopped_at {
+            None => allocated.saturating_sub(MAX_CALL_RECORD),
+            Some(_) => 0,
+        };
     }
 
     /// The tail grew by `n` bytes, now hashing to `hash`: one store makes
@@ -312,7 +332,7 @@ impl Journal {
     /// nothing more. Its header says so: calls are missing at its end.
     pub fn stop(&mut self, held: u64) {
         self.stopped_at = Some(held);
-        self.allocated = self.len; // keeps `record` off its fast path
+        self.set_allocated(self.allocated); // keeps `record` off its fast path
         self.set_lost(journal::lost_word(Lost::Unknown));
     }
 

@@ -30,9 +30,6 @@ pub struct PerCall {
     origin: u64,
     lossy: Option<Lossy>,
     exact: Option<ExactWriter>,
-    /// The numbers the last call added to the stored columns (lossy's,
-    /// then lossless's), as varints: what the crash journal keeps of it.
-    pub last: Vec<u8>,
 }
 
 impl PerCall {
@@ -69,28 +66,30 @@ impl PerCall {
             origin,
             lossy,
             exact,
-            last: Vec::with_capacity(4 * mpigram_varint::MAX_VARINT_LEN),
         }
     }
 
+    /// Records a call's times; `last` becomes the numbers it added to the
+    /// stored columns (lossy's, then lossless's), as varints: what the
+    /// crash journal keeps of it.
     #[inline]
-    fn record(&mut self, func: FuncId, start: u64, end: u64) {
+    fn record(&mut self, func: FuncId, start: u64, end: u64, last: &mut Vec<u8>) {
         let (start, end) = (
             start.saturating_sub(self.origin),
             end.saturating_sub(self.origin),
         );
-        self.last.clear();
+        last.clear();
         if let Some(l) = &mut self.lossy {
             let bins = &l.bins[l.base_of.get(func as usize).copied().unwrap_or(0) as usize];
             let (i, d) = l.clock.encode(bins, start, end);
             l.codes.push(i.into(), d.into());
-            self.last.put_u64(i.into());
-            self.last.put_u64(d.into());
+            last.put_u64(i.into());
+            last.put_u64(d.into());
         }
         if let Some(e) = &mut self.exact {
             let (interval, duration) = e.push(start, end);
-            self.last.put_u64(interval);
-            self.last.put_u64(duration);
+            last.put_u64(interval);
+            last.put_u64(duration);
         }
     }
 
@@ -139,8 +138,15 @@ pub struct Recorder {
     pub calls: u64,
     /// Scratch for the encoder: communicators of a completion call's requests.
     pub request_comms: Vec<crate::objects::RequestInfo>,
-    /// Per-call times, if recorded.
-    pub per_call: Option<PerCall>,
+    /// Per-call times, if recorded (see [`Recorder::set_per_call`]).
+    per_call: Option<PerCall>,
+    /// The numbers the last call added to the per-call times' columns, as
+    /// varints (empty without per-call times): what the crash journal
+    /// keeps of it.
+    pub call_times: Vec<u8>,
+    /// Per-call times or verification are on: a call has more to record
+    /// than its terminal and aggregated timing (one test per call).
+    extras: bool,
     /// Terminals of repeated calls, by their raw arguments.
     pub memo: CallMemo,
     /// The terminal of a repeated MPI_Waitall on a window of new requests.
@@ -177,6 +183,8 @@ impl Recorder {
             calls: 0,
             request_comms: Vec::new(),
             per_call: None,
+            call_times: Vec::with_capacity(4 * mpigram_varint::MAX_VARINT_LEN),
+            extras: false,
             memo: CallMemo::default(),
             waitall: WaitallMemo::default(),
             budget: usize::MAX,
@@ -265,15 +273,41 @@ impl Recorder {
         s.max = s.max.max(ticks);
         s.gap += start.saturating_sub(self.last_end);
         self.last_end = end;
-        if let Some(p) = &mut self.per_call {
-            p.record(func, start, end);
-        }
         self.calls += 1;
+        if self.extras {
+            self.record_extras(func, start, end);
+        }
+    }
+
+    /// The per-call times and the verification stream of a call.
+    #[inline(never)]
+    fn record_extras(&mut self, func: FuncId, start: u64, end: u64) {
+        if let Some(p) = &mut self.per_call {
+            p.record(func, start, end, &mut self.call_times);
+        }
         if let Some(out) = &mut self.verify {
             // Under verification every call is encoded in full (memo.rs).
             out.extend_from_slice(&(self.scratch.len() as u32).to_le_bytes());
             out.extend_from_slice(&self.scratch);
         }
+    }
+
+    /// Records per-call times from now on.
+    pub fn set_per_call(&mut self, per_call: PerCall) {
+        self.per_call = Some(per_call);
+        self.extras = true;
+    }
+
+    /// Keeps every call's signature, uncompressed, from now on
+    /// (`MPIGRAM_VERIFY`).
+    pub fn set_verify(&mut self) {
+        self.verify = Some(Vec::new());
+        self.extras = true;
+    }
+
+    /// The per-call times being recorded, if any.
+    pub fn per_call(&self) -> Option<&PerCall> {
+        self.per_call.as_ref()
     }
 
     /// The terminal of the signature in `scratch`, added to the table if
