@@ -181,7 +181,7 @@ impl Journal {
         unsafe { &*self.word(TAIL_WORD_AT) }
     }
 
-    /// Appends a call of `terminal` with its per-call `times` (varints, as
+    /// Appends a call of `terminal` with its per-call `times` (the numbers
     /// the header's timing mode says), with its signature if it is new and
     /// the communicator-log entries the call added. False if the records do
     /// not fit: the caller writes a checkpoint (which holds this call).
@@ -189,7 +189,7 @@ impl Journal {
     pub fn record(
         &mut self,
         terminal: u32,
-        times: &[u8],
+        times: &[u64],
         new_signature: Option<&[u8]>,
         comm_log: &[CommRecord],
     ) -> bool {
@@ -220,11 +220,12 @@ impl Journal {
                     hash = journal::hash_byte(journal::hash_byte(hash, first), second);
                     2
                 };
-                for (i, &b) in times.iter().enumerate() {
-                    at.add(head + i).write(b);
-                    hash = journal::hash_byte(hash, b);
-                }
-                self.publish(head + times.len(), hash);
+                let n = if times.is_empty() {
+                    head
+                } else {
+                    put_times(at.add(head), times, &mut hash) + head
+                };
+                self.publish(n, hash);
             }
             return true;
         }
@@ -235,7 +236,7 @@ impl Journal {
     fn record_slow(
         &mut self,
         terminal: u32,
-        times: &[u8],
+        times: &[u64],
         new_signature: Option<&[u8]>,
         comm_log: &[CommRecord],
     ) -> bool {
@@ -252,8 +253,7 @@ impl Journal {
         {
             journal::put_comm(&mut self.scratch, &entry);
         }
-        journal::put_call(&mut self.scratch, terminal, &[]);
-        self.scratch.extend_from_slice(times);
+        journal::put_call(&mut self.scratch, terminal, times);
         let n = self.scratch.len();
         if n > self.limit - self.len.min(self.limit) || !self.grow_to(self.len + n) {
             return false;
@@ -377,6 +377,33 @@ impl Journal {
             }
         }
     }
+}
+
+/// Writes `times` (at most four) as varints at `at`, continuing `hash`
+/// over them; returns their length. Apart from the fast path, which calls
+/// it only with per-call timing.
+///
+/// # Safety
+/// `at` is valid for writes of [`MAX_CALL_RECORD`] bytes.
+#[inline(never)]
+unsafe fn put_times(at: *mut u8, times: &[u64], hash: &mut u32) -> usize {
+    let mut n = 0;
+    for &v in times {
+        let mut v = v;
+        while v >= 0x80 {
+            let b = v as u8 | 0x80;
+            // SAFETY: four varints fit in MAX_CALL_RECORD bytes.
+            unsafe { at.add(n).write(b) };
+            *hash = journal::hash_byte(*hash, b);
+            v >>= 7;
+            n += 1;
+        }
+        // SAFETY: as above.
+        unsafe { at.add(n).write(v as u8) };
+        *hash = journal::hash_byte(*hash, v as u8);
+        n += 1;
+    }
+    n
 }
 
 /// Makes `file` at least `len` bytes long, with its blocks allocated: a

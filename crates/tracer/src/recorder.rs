@@ -10,7 +10,6 @@ use mpigram_grammar::Sequitur;
 use mpigram_mpispec::{FUNCS, FuncId};
 use mpigram_trace::timing::{Bins, ColumnWriter, ExactWriter, LossyClock};
 use mpigram_trace::{CallStats, CallTimes, Timing};
-use mpigram_varint::PutVarint;
 
 /// Lossy per-call timing being recorded.
 pub struct Lossy {
@@ -69,27 +68,25 @@ impl PerCall {
         }
     }
 
-    /// Records a call's times; `last` becomes the numbers it added to the
-    /// stored columns (lossy's, then lossless's), as varints: what the
-    /// crash journal keeps of it.
+    /// Records a call's times: `last` becomes the numbers it added to the
+    /// stored columns (lossy's, then lossless's), what the crash journal
+    /// keeps of it.
     #[inline]
-    fn record(&mut self, func: FuncId, start: u64, end: u64, last: &mut Vec<u8>) {
+    fn record(&mut self, func: FuncId, start: u64, end: u64, last: &mut CallNumbers) {
         let (start, end) = (
             start.saturating_sub(self.origin),
             end.saturating_sub(self.origin),
         );
-        last.clear();
+        last.len = 0;
         if let Some(l) = &mut self.lossy {
             let bins = &l.bins[l.base_of.get(func as usize).copied().unwrap_or(0) as usize];
             let (i, d) = l.clock.encode(bins, start, end);
             l.codes.push(i.into(), d.into());
-            last.put_u64(i.into());
-            last.put_u64(d.into());
+            last.push(i.into(), d.into());
         }
         if let Some(e) = &mut self.exact {
             let (interval, duration) = e.push(start, end);
-            last.put_u64(interval);
-            last.put_u64(duration);
+            last.push(interval, duration);
         }
     }
 
@@ -105,6 +102,29 @@ impl PerCall {
                 .as_ref()
                 .map_or_else(Vec::new, ExactWriter::bytes),
         }
+    }
+}
+
+/// The numbers a call added to the per-call times' columns: none, or two
+/// for each of lossy and lossless timing.
+#[derive(Default)]
+pub struct CallNumbers {
+    /// Room for 8: `len & 7` is in bounds without a check on the hot path.
+    numbers: [u64; 8],
+    len: usize,
+}
+
+impl CallNumbers {
+    fn push(&mut self, a: u64, b: u64) {
+        if let Some(pair) = self.numbers.get_mut(self.len..self.len + 2) {
+            pair.copy_from_slice(&[a, b]);
+            self.len += 2;
+        }
+    }
+
+    #[inline(always)]
+    pub fn get(&self) -> &[u64] {
+        &self.numbers[..self.len & 7]
     }
 }
 
@@ -140,10 +160,9 @@ pub struct Recorder {
     pub request_comms: Vec<crate::objects::RequestInfo>,
     /// Per-call times, if recorded (see [`Recorder::set_per_call`]).
     per_call: Option<PerCall>,
-    /// The numbers the last call added to the per-call times' columns, as
-    /// varints (empty without per-call times): what the crash journal
-    /// keeps of it.
-    pub call_times: Vec<u8>,
+    /// The numbers the last call added to the per-call times' columns
+    /// (none without per-call times): what the crash journal keeps of it.
+    pub call_times: CallNumbers,
     /// Per-call times or verification are on: a call has more to record
     /// than its terminal and aggregated timing (one test per call).
     extras: bool,
@@ -183,7 +202,7 @@ impl Recorder {
             calls: 0,
             request_comms: Vec::new(),
             per_call: None,
-            call_times: Vec::with_capacity(4 * mpigram_varint::MAX_VARINT_LEN),
+            call_times: CallNumbers::default(),
             extras: false,
             memo: CallMemo::default(),
             waitall: WaitallMemo::default(),

@@ -171,7 +171,7 @@ impl Tracer {
         recorder.record(func, terminal, start, end);
         if let Some(journal) = &mut self.journal {
             let signature = new.then_some(&recorder.scratch[..]);
-            let times = &recorder.call_times[..];
+            let times = recorder.call_times.get();
             if !journal.record(terminal, times, signature, &self.objects.comm_log) {
                 // The journal holds every call before this one.
                 let journaled = self.recorder.calls - 1;
