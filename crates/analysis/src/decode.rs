@@ -29,6 +29,11 @@ pub struct DecodedCall {
 }
 
 impl DecodedCall {
+    /// The argument `name`, if the call has it.
+    pub fn arg(&self, name: &str) -> Option<&Json> {
+        field(&self.args, name)
+    }
+
     /// The JSON line: `{"rank":0,"seq":12,"func":"MPI_Isend","args":{...}}`,
     /// with `"ret"` after `func` when the call returned an error.
     pub fn to_json(&self) -> Json {
@@ -58,6 +63,13 @@ impl DecodedCall {
             args_text(&self.args)
         )
     }
+}
+
+/// The value of `key` in `object` (a call's arguments, a status): a scan,
+/// which for the few keys these have costs a fraction of the map's hashed
+/// lookup (the analyses look arguments up for every call).
+pub fn field<'a>(object: &'a Map<String, Json>, key: &str) -> Option<&'a Json> {
+    object.iter().find_map(|(k, v)| (k == key).then_some(v))
 }
 
 /// A value as the text form shows it: `[req0, req1]`, `{MPI_SOURCE=1, ...}`.

@@ -119,7 +119,13 @@ pub fn world_ranks(trace: &Trace) -> Members {
 
 impl WorldRanks for Members {
     fn world_rank(&self, rank: u32, seq: u64, comm: &Comm, rank_in_comm: u32) -> Option<u32> {
-        Members::world_rank(self, rank, seq, &comm.to_string(), rank_in_comm)
+        match comm {
+            // Asked for every message: no name formatted for the usual ones.
+            Comm::World => Members::world_rank(self, rank, seq, "MPI_COMM_WORLD", rank_in_comm),
+            Comm::SelfComm => Members::world_rank(self, rank, seq, "MPI_COMM_SELF", rank_in_comm),
+            Comm::User(id) => self.user_world_rank(rank, seq, *id, rank_in_comm),
+            Comm::Other(name) => Members::world_rank(self, rank, seq, name, rank_in_comm),
+        }
     }
 
     fn comm_instance(&self, rank: u32, seq: u64, comm: &Comm) -> Option<CommInstance> {

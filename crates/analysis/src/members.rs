@@ -165,7 +165,13 @@ impl Members {
         entries[..after].last()
     }
 
-    fn user_world_rank(&self, rank: u32, seq: u64, comm: u64, rank_in_comm: u32) -> Option<u32> {
+    pub(crate) fn user_world_rank(
+        &self,
+        rank: u32,
+        seq: u64,
+        comm: u64,
+        rank_in_comm: u32,
+    ) -> Option<u32> {
         let entry = self.entry(rank, seq, comm)?;
         if entry.instance == 0 || entry.leader == NO_RANK {
             return None;

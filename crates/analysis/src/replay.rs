@@ -41,7 +41,8 @@ pub(crate) struct ReadCall {
     pub(crate) at: CallAt,
     /// For the walk, if the call has times.
     pub(crate) step: Option<Step>,
-    pub(crate) events: Vec<RankEvent>,
+    /// How many events the call has (the next ones of its chunk).
+    pub(crate) events: usize,
 }
 
 /// What a rank's reader found at its end.
@@ -117,7 +118,7 @@ impl<'t> RankReader<'t> {
     pub(crate) fn read(
         &mut self,
         calls: u64,
-        out: &mut Vec<ReadCall>,
+        out: &mut Buffers,
     ) -> Result<Option<RankEnd>, ReplayError> {
         if self.done {
             return Ok(None);
@@ -143,16 +144,15 @@ impl<'t> RankReader<'t> {
                 Some(Err(_)) => return Err(self.decode_error()),
                 _ => None,
             };
-            let events = match call {
-                Some(call) => {
-                    self.log.record(&call, at);
-                    self.log.take_events()
-                }
-                None => Vec::new(),
-            };
-            let step = span.map(|span| self.step(seq, span, !events.is_empty()));
-            if !events.is_empty() {
-                out.push(ReadCall {
+            let before = out.events.len();
+            if let Some(call) = call {
+                self.log.record(&call, at);
+                self.log.move_events(&mut out.events);
+            }
+            let events = out.events.len() - before;
+            let step = span.map(|span| self.step(seq, span, events > 0));
+            if events > 0 {
+                out.calls.push(ReadCall {
                     at,
                     step: step.flatten(),
                     events,
@@ -216,22 +216,50 @@ impl<'t> RankReader<'t> {
     }
 }
 
-/// What was read of a rank: a call with operations, or the rank's end.
-pub(crate) enum Read {
-    Call(ReadCall),
+/// What was read of a rank: a call with operations and its events, or the
+/// rank's end.
+pub(crate) enum Read<'e> {
+    Call(ReadCall, &'e mut dyn Iterator<Item = RankEvent>),
     End(RankEnd),
 }
 
+/// A chunk's calls with operations and their events, in order; kept from
+/// chunk to chunk (cleared, not allocated anew).
+#[derive(Default)]
+pub(crate) struct Buffers {
+    calls: Vec<ReadCall>,
+    events: Vec<RankEvent>,
+}
+
 /// The calls one rank's reader gave, and its end if it came.
-type Chunk = (u32, Vec<ReadCall>, Option<RankEnd>);
+struct Chunk {
+    /// The rank's index among the ranks read.
+    rank: u32,
+    read: Buffers,
+    end: Option<RankEnd>,
+    /// The reader's frontier after the chunk.
+    frontier: i64,
+}
 
 /// Every rank's reader.
+///
+/// While the calls of one chunk of ranks are handed out (matched, walked),
+/// the next chunk of the same ranks is read on another thread: each rank's
+/// chunks are the same whenever they are read, so the calls handed out are
+/// those of reading on demand, and at most one chunk per rank is read
+/// ahead.
 pub(crate) struct Reading<'t> {
     readers: Vec<RankReader<'t>>,
-    /// Chunks read and not handed out yet.
+    /// Chunks read ahead and not handed out yet (at most one per rank).
     ahead: Vec<Chunk>,
+    /// Each rank's frontier and whether its end was handed out, as of the
+    /// chunks handed out.
+    frontiers: Vec<i64>,
+    ended: Vec<bool>,
+    /// Why reading ahead failed: reported when the next chunks are asked for.
+    failed: Option<ReplayError>,
     /// Emptied chunk buffers, to be filled again (not allocated anew).
-    spare: Vec<Vec<ReadCall>>,
+    spare: Vec<Buffers>,
 }
 
 impl<'t> Reading<'t> {
@@ -242,15 +270,19 @@ impl<'t> Reading<'t> {
         source: Source,
         run_start_ns: f64,
     ) -> Result<Reading<'t>, ReplayError> {
-        let readers = trace
+        let readers: Vec<RankReader> = trace
             .ranks
             .iter()
             .enumerate()
             .map(|(r, part)| RankReader::new(r as u32, trace, part, sites, source, run_start_ns))
             .collect::<Result<_, _>>()?;
+        let n = readers.len();
         Ok(Reading {
             readers,
             ahead: Vec::new(),
+            frontiers: vec![i64::MIN; n],
+            ended: vec![false; n],
+            failed: None,
             spare: Vec::new(),
         })
     }
@@ -258,28 +290,58 @@ impl<'t> Reading<'t> {
     /// The ranks (by index) with calls still to hand out.
     pub(crate) fn open(&self) -> Vec<u32> {
         (0..self.readers.len() as u32)
-            .filter(|&r| !self.readers[r as usize].done() || self.ahead.iter().any(|c| c.0 == r))
+            .filter(|&r| !self.ended[r as usize])
             .collect()
     }
 
-    /// Where rank `r`'s reading has got to in time.
+    /// Where rank `r`'s calls handed out have got to in time.
     pub(crate) fn frontier(&self, r: u32) -> i64 {
-        self.readers[r as usize].frontier()
+        self.frontiers[r as usize]
     }
 
-    /// Reads the next chunk of each of `ranks` (by index; in parallel) and
-    /// hands what was read to `each`, in time order across the ranks (each
-    /// rank's in its order).
+    /// Hands the next chunk of each of `ranks` (by index) to `each`, in
+    /// time order across the ranks (each rank's in its order), reading
+    /// the chunks after them meanwhile.
     pub(crate) fn next(
         &mut self,
         ranks: &[u32],
-        each: impl FnMut(u32, Read),
+        each: impl FnMut(u32, Read<'_>),
     ) -> Result<(), ReplayError> {
-        let mut chunks = std::mem::take(&mut self.ahead);
-        chunks.extend(read_chunks(&mut self.readers, ranks, &mut self.spare)?);
-        in_time_order(&mut chunks, each);
-        self.spare
-            .extend(chunks.into_iter().map(|(_, calls, _)| calls));
+        if let Some(e) = self.failed.take() {
+            return Err(e);
+        }
+        let (mut chunks, ahead): (Vec<Chunk>, Vec<Chunk>) = std::mem::take(&mut self.ahead)
+            .into_iter()
+            .partition(|c| ranks.contains(&c.rank));
+        self.ahead = ahead;
+        let unread: Vec<u32> = ranks
+            .iter()
+            .copied()
+            .filter(|r| !chunks.iter().any(|c| c.rank == *r))
+            .collect();
+        chunks.extend(read_chunks(&mut self.readers, &unread, &mut self.spare)?);
+        // Handed out in rank order, as read.
+        chunks.sort_unstable_by_key(|c| c.rank);
+        for c in &chunks {
+            self.frontiers[c.rank as usize] = c.frontier;
+            self.ended[c.rank as usize] |= c.end.is_some();
+        }
+        let readers = &mut self.readers;
+        let mut buffers: Vec<Buffers> = ranks
+            .iter()
+            .map(|_| self.spare.pop().unwrap_or_default())
+            .collect();
+        let mut read_ahead = Ok(Vec::new());
+        rayon::in_place_scope(|scope| {
+            scope.spawn(|_| read_ahead = read_chunks(readers, ranks, &mut buffers));
+            in_time_order(&mut chunks, each);
+        });
+        self.spare.extend(buffers);
+        self.spare.extend(chunks.into_iter().map(|c| c.read));
+        match read_ahead {
+            Ok(read) => self.ahead.extend(read),
+            Err(e) => self.failed = Some(e),
+        }
         Ok(())
     }
 }
@@ -311,8 +373,8 @@ pub(crate) fn match_in_time_order(
         reading.next(&ranks, |r, read| {
             let rank = world[r as usize];
             match read {
-                Read::Call(call) => {
-                    for e in call.events {
+                Read::Call(_, events) => {
+                    for e in events {
                         matcher.feed(rank, e);
                     }
                 }
@@ -331,13 +393,14 @@ pub(crate) fn match_in_time_order(
     Ok(())
 }
 
-/// Reads the next chunk of each of `ranks` (by index), in parallel.
+/// Reads the next chunk of each of `ranks` (by index) not at its end, in
+/// parallel.
 fn read_chunks(
     readers: &mut [RankReader],
     ranks: &[u32],
-    spare: &mut Vec<Vec<ReadCall>>,
+    spare: &mut Vec<Buffers>,
 ) -> Result<Vec<Chunk>, ReplayError> {
-    let wanted: Vec<(&mut RankReader, Vec<ReadCall>)> = readers
+    let wanted: Vec<(&mut RankReader, Buffers)> = readers
         .iter_mut()
         .enumerate()
         .filter(|(r, reader)| ranks.contains(&(*r as u32)) && !reader.done())
@@ -345,32 +408,47 @@ fn read_chunks(
         .collect();
     wanted
         .into_par_iter()
-        .map(|(reader, mut calls)| {
-            let end = reader.read(CHUNK, &mut calls)?;
-            Ok((reader.index, calls, end))
+        .map(|(reader, mut read)| {
+            let end = reader.read(CHUNK, &mut read)?;
+            Ok(Chunk {
+                rank: reader.index,
+                read,
+                end,
+                frontier: reader.frontier(),
+            })
         })
         .collect()
 }
 
 /// Hands the chunks' calls to `each` in time order across ranks (each
 /// rank's in its order), emptying them.
-fn in_time_order(chunks: &mut [Chunk], mut each: impl FnMut(u32, Read)) {
-    let mut queues: Vec<(u32, std::vec::Drain<'_, ReadCall>, Option<RankEnd>)> = chunks
+fn in_time_order(chunks: &mut [Chunk], mut each: impl FnMut(u32, Read<'_>)) {
+    type Queue<'c> = (
+        u32,
+        std::vec::Drain<'c, ReadCall>,
+        std::vec::Drain<'c, RankEvent>,
+        Option<RankEnd>,
+    );
+    let mut queues: Vec<Queue> = chunks
         .iter_mut()
-        .map(|(r, calls, end)| (*r, calls.drain(..), end.take()))
+        .map(|c| {
+            let Buffers { calls, events } = &mut c.read;
+            (c.rank, calls.drain(..), events.drain(..), c.end.take())
+        })
         .collect();
     // An untimed call (a killed rank's last) comes after the timed ones.
     let time = |c: &ReadCall| c.at.span.map_or(i64::MAX, |s| s.start_ns);
     let mut heap: BinaryHeap<Reverse<(i64, usize)>> = queues
         .iter()
         .enumerate()
-        .map(|(q, (_, calls, _))| Reverse((calls.as_slice().first().map_or(i64::MAX, time), q)))
+        .map(|(q, (_, calls, _, _))| Reverse((calls.as_slice().first().map_or(i64::MAX, time), q)))
         .collect();
     while let Some(Reverse((_, q))) = heap.pop() {
-        let (r, calls, end) = &mut queues[q];
+        let (r, calls, events, end) = &mut queues[q];
         match calls.next() {
             Some(call) => {
-                each(*r, Read::Call(call));
+                let n = call.events;
+                each(*r, Read::Call(call, &mut events.by_ref().take(n)));
                 let next = calls.as_slice().first().map_or(i64::MAX, time);
                 heap.push(Reverse((next, q)));
             }

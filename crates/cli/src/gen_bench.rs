@@ -1,4 +1,4 @@
-//! `mpigram gen-bench DIR -o bench.c [--compute none|mean|recorded] [--scale S]`.
+//! `mpigram gen-bench DIR -o bench.c [--compute none|mean|recorded] [--scale S] [--ranks N]`.
 
 use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
@@ -25,6 +25,12 @@ pub struct Args {
     /// refused, so the benchmark never writes over them.
     #[arg(long, value_name = "DIR")]
     io_dir: Option<PathBuf>,
+    /// A benchmark for this many ranks instead of the traced number, for
+    /// SPMD traces whose ranks differ only in rank-parametric arguments
+    /// (peers, per-rank counts, the grid); others are refused with the
+    /// first call that is not.
+    #[arg(long, value_name = "N")]
+    ranks: Option<u32>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -50,6 +56,7 @@ pub fn run(args: &Args) -> Result<()> {
         scale: args.scale,
         trace_name: args.trace.display().to_string(),
         io_dir: args.io_dir.clone(),
+        ranks: args.ranks,
     };
     let bench = generate(&trace, &options)?;
     std::fs::write(&args.out, &bench.source)

@@ -158,6 +158,7 @@ impl Program<'_> {
         out.push_str(PRELUDE);
         self.tables(&mut out);
         out.push_str(HELPERS);
+        out.push_str(crate::peers::HELPERS);
         for (id, ty) in &self.ctx.callbacks {
             if let Some(stub) = callback_stub(ty, &callback_name(*id)) {
                 let _ = writeln!(
@@ -402,6 +403,9 @@ static struct {
     int (*status_set_elements_x)(MPI_Status *, MPI_Datatype, MPI_Count);
     int (*status_set_cancelled)(MPI_Status *, int);
     int (*request_get_status)(MPI_Request, int *, MPI_Status *);
+    int (*cart_get)(MPI_Comm, int, int *, int *, int *);
+    int (*cart_rank)(MPI_Comm, const int *, int *);
+    int (*dims_create)(int, int, int *);
     int (*abort)(MPI_Comm, int);
     int (*finalized)(int *);
     int (*finalize)(void);
@@ -456,6 +460,9 @@ static void find_mpi(void)
     *(void **)&real.status_set_elements_x = mpi_function("PMPI_Status_set_elements_x");
     *(void **)&real.status_set_cancelled = mpi_function("PMPI_Status_set_cancelled");
     *(void **)&real.request_get_status = mpi_function("PMPI_Request_get_status");
+    *(void **)&real.cart_get = mpi_function("PMPI_Cart_get");
+    *(void **)&real.cart_rank = mpi_function("PMPI_Cart_rank");
+    *(void **)&real.dims_create = mpi_function("PMPI_Dims_create");
     *(void **)&real.abort = mpi_function("PMPI_Abort");
     *(void **)&real.finalized = mpi_function("PMPI_Finalized");
     *(void **)&real.finalize = mpi_function("PMPI_Finalize");
@@ -467,6 +474,14 @@ static inline int rank_in(MPI_Comm comm)
     int rank = MPI_UNDEFINED;
     real.comm_rank(comm, &rank);
     return rank;
+}
+
+/* The size of a communicator. */
+static inline int size_in(MPI_Comm comm)
+{
+    int size = 0;
+    real.comm_size(comm, &size);
+    return size;
 }
 
 /* The caller's rank in a window's group. */

@@ -90,6 +90,10 @@ pub struct Context {
     pub sender_tables: Vec<String>,
     /// Terminals called only after MPI_Finalize (by the MPI library itself).
     pub after_finalize: rustc_hash::FxHashSet<u32>,
+    /// Arguments given as C expressions instead of recorded values:
+    /// (terminal, parameter position) -> C (peers of a benchmark for
+    /// another number of ranks, `extrapolate.rs`).
+    pub arg_exprs: FxHashMap<(u32, usize), String>,
 }
 
 impl Context {
@@ -190,6 +194,10 @@ impl Context {
             };
             if flag == Some(p.name.as_str()) {
                 c_args.push("&flag".to_owned());
+                continue;
+            }
+            if let Some(expr) = self.arg_exprs.get(&(terminal, pos)) {
+                c_args.push(expr.clone());
                 continue;
             }
             match self.argument(&a, pos, p, v, &mut code) {

@@ -69,6 +69,7 @@ fn options(compute: Compute) -> Options {
         scale: 1.0,
         trace_name: "test".into(),
         io_dir: None,
+        ranks: None,
     }
 }
 
@@ -572,3 +573,6 @@ fn huge_repeat_counts_are_generated_from_the_grammar() {
         "{src}"
     );
 }
+
+mod lossy;
+mod ranks;

@@ -19,6 +19,7 @@ fn gen_bench_holds_the_grammar_not_the_calls() {
         scale: 1.0,
         trace_name: "two ranks".into(),
         io_dir: None,
+        ranks: None,
     };
     // The MPI model is built once, at the first generation.
     generate(&common::two_ranks(10), &options).unwrap();

@@ -227,11 +227,17 @@ impl ConstSet {
     }
 }
 
-/// The function named `name`, if mpigram knows it.
+/// The function named `name`, if mpigram knows it (a table built at first
+/// use: the analyses ask for every wait state they record).
 pub fn func_by_name(name: &str) -> Option<(FuncId, &'static Func)> {
-    FUNCS
-        .iter()
-        .enumerate()
-        .find(|(_, f)| f.name == name)
-        .map(|(i, f)| (i as FuncId, f))
+    static BY_NAME: std::sync::LazyLock<std::collections::HashMap<&'static str, FuncId>> =
+        std::sync::LazyLock::new(|| {
+            let mut by_name = std::collections::HashMap::with_capacity(FUNCS.len());
+            for (i, f) in FUNCS.iter().enumerate() {
+                by_name.entry(f.name).or_insert(i as FuncId);
+            }
+            by_name
+        });
+    let &id = BY_NAME.get(name)?;
+    Some((id, &FUNCS[id as usize]))
 }

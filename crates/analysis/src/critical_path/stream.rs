@@ -154,14 +154,18 @@ fn read(
     sums: &mut Sums,
     ends: &mut [RankEnd],
 ) -> Result<(), ReplayError> {
+    let mut scratch = Vec::new();
     reading.next(ranks, |r, read| {
         let rank = world[r as usize];
         match read {
-            Read::Call(call) => {
-                for e in &call.events {
+            Read::Call(call, events) => {
+                // Every event announced before any is matched.
+                scratch.clear();
+                scratch.extend(events);
+                for e in &scratch {
                     builder.announce(walk, rank, e);
                 }
-                for e in call.events {
+                for e in scratch.drain(..) {
                     matcher.feed(rank, e);
                 }
                 take_found(matcher, builder, walk, sums);

@@ -124,9 +124,8 @@ impl OneSidedLog {
         at: CallAt,
         windows: &FxHashMap<String, WindowRef>,
     ) -> Option<WindowEvent> {
-        let a = &call.args;
         let group = |key: &str| {
-            name(a.get(key))
+            name(call.arg(key))
                 .map(|g| {
                     self.groups
                         .get(g)
@@ -136,15 +135,15 @@ impl OneSidedLog {
                 .unwrap_or_else(|| GroupDef::Unknown("MPI_GROUP_NULL".into()))
         };
         let ranks = |key: &str| -> Vec<u32> {
-            items(a.get(key))
+            items(call.arg(key))
                 .iter()
                 .filter_map(|r| r.as_u64().and_then(|r| u32::try_from(r).ok()))
                 .collect()
         };
-        let window = name(a.get("win")).and_then(|w| windows.get(w).cloned());
+        let window = name(call.arg("win")).and_then(|w| windows.get(w).cloned());
         let new_group = match func {
             "MPI_Comm_group" => Some(GroupDef::Comm {
-                comm: Comm::from_name(a.get("comm").and_then(Json::as_str).unwrap_or("none")),
+                comm: Comm::from_name(call.arg("comm").and_then(Json::as_str).unwrap_or("none")),
                 seq: call.seq,
             }),
             "MPI_Win_get_group" => Some(match &window {
@@ -175,13 +174,13 @@ impl OneSidedLog {
                 "group"
             };
             // Queries (MPI_Group_size) make no group.
-            if let Some(g) = name(a.get(key)) {
+            if let Some(g) = name(call.arg(key)) {
                 self.groups.insert(g.to_owned(), def);
             }
             return None;
         }
         let target = || {
-            a.get("rank")
+            call.arg("rank")
                 .and_then(Json::as_u64)
                 .and_then(|r| u32::try_from(r).ok())
         };
@@ -190,10 +189,11 @@ impl OneSidedLog {
             "MPI_Win_start" => EpochCall::Start(group("group")),
             "MPI_Win_complete" => EpochCall::Complete,
             "MPI_Win_wait" => EpochCall::Wait,
-            "MPI_Win_test" if flag(a.get("flag")) => EpochCall::Wait,
+            "MPI_Win_test" if flag(call.arg("flag")) => EpochCall::Wait,
             "MPI_Win_lock" => EpochCall::Lock {
                 target: target(),
-                exclusive: a.get("lock_type").and_then(Json::as_str) == Some("MPI_LOCK_EXCLUSIVE"),
+                exclusive: call.arg("lock_type").and_then(Json::as_str)
+                    == Some("MPI_LOCK_EXCLUSIVE"),
             },
             "MPI_Win_unlock" => EpochCall::Unlock { target: target() },
             "MPI_Win_lock_all" => EpochCall::LockAll,

@@ -6,7 +6,7 @@
 use super::collectives::{self, CollectiveCall, CollectiveKind, Context};
 use super::one_sided::{OneSidedLog, WindowEvent, WindowRef};
 use super::{CallAt, Comm, Direction, Envelope, Operation, Peer};
-use crate::decode::DecodedCall;
+use crate::decode::{DecodedCall, field};
 use rustc_hash::FxHashMap;
 use serde_json::Value as Json;
 
@@ -120,6 +120,12 @@ impl OperationLog {
         std::mem::take(&mut self.events)
     }
 
+    /// Moves the events of the calls recorded since the last take to the
+    /// end of `into` (this log's list is kept, not allocated anew).
+    pub(crate) fn move_events(&mut self, into: &mut Vec<RankEvent>) {
+        into.append(&mut self.events);
+    }
+
     /// The rank's calls are over: what is still pending never completes.
     pub(crate) fn end(&mut self) {
         let mut requests: Vec<(String, Request)> = self.requests.drain().collect();
@@ -144,7 +150,6 @@ impl OperationLog {
 
     /// Records one call, which ran `at`.
     pub(crate) fn record(&mut self, call: &DecodedCall, at: CallAt) {
-        let a = &call.args;
         let seq = call.seq;
         // Large-count variants (MPI_Isend_c) take the same arguments.
         let func = call.func.strip_suffix("_c").unwrap_or(call.func);
@@ -156,23 +161,23 @@ impl OperationLog {
             "MPI_Isend" | "MPI_Ibsend" | "MPI_Issend" | "MPI_Irsend" => {
                 let op = self.send(call, at, "dest", "tag", "count", "datatype");
                 let i = self.post(op, None);
-                self.start_request(a.get("request"), vec![Pending::Operation(i, false)]);
+                self.start_request(call.arg("request"), vec![Pending::Operation(i, false)]);
             }
             "MPI_Recv" => {
                 let mut op = self.recv(call, at, "source", "tag");
-                op.status = envelope(a.get("status"));
+                op.status = envelope(call.arg("status"));
                 self.post(op, Some((seq, at)));
             }
             "MPI_Irecv" => {
                 let op = self.recv(call, at, "source", "tag");
                 let i = self.post(op, None);
-                self.start_request(a.get("request"), vec![Pending::Operation(i, false)]);
+                self.start_request(call.arg("request"), vec![Pending::Operation(i, false)]);
             }
             "MPI_Sendrecv" | "MPI_Sendrecv_replace" => {
                 let (count, datatype) = send_count_keys(func);
                 let send = self.send(call, at, "dest", "sendtag", count, datatype);
                 let mut recv = self.recv(call, at, "source", "recvtag");
-                recv.status = envelope(a.get("status"));
+                recv.status = envelope(call.arg("status"));
                 self.post(send, Some((seq, at)));
                 self.post(recv, Some((seq, at)));
             }
@@ -183,48 +188,48 @@ impl OperationLog {
                 let i = self.post(send, None);
                 let j = self.post(recv, None);
                 let both = vec![Pending::Operation(i, false), Pending::Operation(j, false)];
-                self.start_request(a.get("request"), both);
+                self.start_request(call.arg("request"), both);
             }
             "MPI_Send_init" | "MPI_Bsend_init" | "MPI_Ssend_init" | "MPI_Rsend_init" => {
                 let op = self.send(call, at, "dest", "tag", "count", "datatype");
-                self.persistent_request(a.get("request"), Persistent::Operation(Box::new(op)));
+                self.persistent_request(call.arg("request"), Persistent::Operation(Box::new(op)));
             }
             "MPI_Recv_init" => {
                 let op = self.recv(call, at, "source", "tag");
-                self.persistent_request(a.get("request"), Persistent::Operation(Box::new(op)));
+                self.persistent_request(call.arg("request"), Persistent::Operation(Box::new(op)));
             }
-            "MPI_Start" => self.start(a.get("request"), call, at),
+            "MPI_Start" => self.start(call.arg("request"), call, at),
             "MPI_Startall" => {
-                for request in items(a.get("array_of_requests")) {
+                for request in items(call.arg("array_of_requests")) {
                     self.start(Some(request), call, at);
                 }
             }
             "MPI_Mprobe" => self.take_message(call, at),
-            "MPI_Improbe" if flag(a.get("flag")) => self.take_message(call, at),
+            "MPI_Improbe" if flag(call.arg("flag")) => self.take_message(call, at),
             "MPI_Mrecv" => {
-                if let Some(i) = name(a.get("message")).and_then(|m| self.messages.remove(m)) {
-                    self.complete_operation(i, seq, at, a.get("status"));
+                if let Some(i) = name(call.arg("message")).and_then(|m| self.messages.remove(m)) {
+                    self.complete_operation(i, seq, at, call.arg("status"));
                 }
             }
             "MPI_Imrecv" => {
-                if let Some(i) = name(a.get("message")).and_then(|m| self.messages.remove(m)) {
-                    self.start_request(a.get("request"), vec![Pending::Operation(i, false)]);
+                if let Some(i) = name(call.arg("message")).and_then(|m| self.messages.remove(m)) {
+                    self.start_request(call.arg("request"), vec![Pending::Operation(i, false)]);
                 }
             }
-            "MPI_Wait" => self.complete(a.get("request"), seq, at, a.get("status"), true),
-            "MPI_Test" if flag(a.get("flag")) => {
-                self.complete(a.get("request"), seq, at, a.get("status"), true)
+            "MPI_Wait" => self.complete(call.arg("request"), seq, at, call.arg("status"), true),
+            "MPI_Test" if flag(call.arg("flag")) => {
+                self.complete(call.arg("request"), seq, at, call.arg("status"), true)
             }
             // The request stays allocated: a later Wait or Test frees it.
-            "MPI_Request_get_status" if flag(a.get("flag")) => {
-                self.complete(a.get("request"), seq, at, a.get("status"), false)
+            "MPI_Request_get_status" if flag(call.arg("flag")) => {
+                self.complete(call.arg("request"), seq, at, call.arg("status"), false)
             }
             "MPI_Waitall" => self.complete_all(call, at),
-            "MPI_Testall" if flag(a.get("flag")) => self.complete_all(call, at),
+            "MPI_Testall" if flag(call.arg("flag")) => self.complete_all(call, at),
             "MPI_Waitany" => self.complete_any(call, at),
-            "MPI_Testany" if flag(a.get("flag")) => self.complete_any(call, at),
+            "MPI_Testany" if flag(call.arg("flag")) => self.complete_any(call, at),
             "MPI_Waitsome" | "MPI_Testsome" => self.complete_some(call, at),
-            "MPI_Request_free" => self.free(a.get("request")),
+            "MPI_Request_free" => self.free(call.arg("request")),
             _ => {
                 self.record_collective(call, func, at);
                 if let Some(event) = self.one_sided.record(call, func, at, &self.windows) {
@@ -241,9 +246,8 @@ impl OperationLog {
         let Some(op) = collectives::classify(func) else {
             return;
         };
-        let a = &call.args;
-        let comm = || Comm::from_name(a.get("comm").and_then(Json::as_str).unwrap_or("none"));
-        let context = match name(a.get("win")) {
+        let comm = || Comm::from_name(call.arg("comm").and_then(Json::as_str).unwrap_or("none"));
+        let context = match name(call.arg("win")) {
             Some(win) if !collectives::creates_window(func) => match self.windows.get(win) {
                 Some(w) => Context::Window { created: w.created },
                 None => Context::UnknownWindow(win.to_owned()),
@@ -267,11 +271,11 @@ impl OperationLog {
             post: call.seq,
             completion,
             context,
-            root: collectives::root_arg(a.get("root")),
+            root: collectives::root_arg(call.arg("root")),
             post_at: at,
             completion_at: completion.map(|_| at),
         };
-        if let Some(win) = name(a.get("win")) {
+        if let Some(win) = name(call.arg("win")) {
             match func {
                 "MPI_Win_free" => {
                     self.windows.remove(win);
@@ -293,11 +297,14 @@ impl OperationLog {
         match op.start {
             collectives::Start::Blocking => {}
             collectives::Start::Request => {
-                self.start_request(a.get("request"), vec![Pending::Collective(i, false)])
+                self.start_request(call.arg("request"), vec![Pending::Collective(i, false)])
             }
             collectives::Start::Persistent => {
                 let init = Box::new(persistent.expect("a persistent call"));
-                self.persistent_request(a.get("request"), Persistent::Collective(init, i, op.kind))
+                self.persistent_request(
+                    call.arg("request"),
+                    Persistent::Collective(init, i, op.kind),
+                )
             }
         }
     }
@@ -333,13 +340,12 @@ impl OperationLog {
         count: &str,
         datatype: &str,
     ) -> Operation {
-        let a = &call.args;
         let mut op = self.operation(call, at, Direction::Send);
-        op.peer = peer(a.get(dest));
-        op.tag = a.get(tag).and_then(Json::as_i64);
-        let count = a.get(count).and_then(Json::as_u64);
-        let size = a
-            .get(datatype)
+        op.peer = peer(call.arg(dest));
+        op.tag = call.arg(tag).and_then(Json::as_i64);
+        let count = call.arg(count).and_then(Json::as_u64);
+        let size = call
+            .arg(datatype)
             .and_then(Json::as_str)
             .and_then(predefined_size);
         op.bytes = count.zip(size).map(|(n, size)| n * size);
@@ -348,8 +354,8 @@ impl OperationLog {
 
     fn recv(&self, call: &DecodedCall, at: CallAt, source: &str, tag: &str) -> Operation {
         let mut op = self.operation(call, at, Direction::Recv);
-        op.peer = peer(call.args.get(source));
-        op.tag = call.args.get(tag).and_then(Json::as_i64);
+        op.peer = peer(call.arg(source));
+        op.tag = call.arg(tag).and_then(Json::as_i64);
         op
     }
 
@@ -449,11 +455,11 @@ impl OperationLog {
     /// MPI_Mprobe (or a successful MPI_Improbe): the message is matched
     /// here; its receive completes at MPI_Mrecv or MPI_Imrecv's request.
     fn take_message(&mut self, call: &DecodedCall, at: CallAt) {
-        let Some(message) = name(call.args.get("message")) else {
+        let Some(message) = name(call.arg("message")) else {
             return; // MPI_MESSAGE_NO_PROC: a probe of MPI_PROC_NULL
         };
         let mut op = self.recv(call, at, "source", "tag");
-        op.status = envelope(call.args.get("status"));
+        op.status = envelope(call.arg("status"));
         let i = self.post(op, None);
         if let Some(old) = self.messages.insert(message.to_owned(), i) {
             self.events.push(RankEvent::Abandon(old));
@@ -513,34 +519,31 @@ impl OperationLog {
     /// MPI_Waitall, or MPI_Testall that returned true: status `i` belongs
     /// to request `i`.
     fn complete_all(&mut self, call: &DecodedCall, at: CallAt) {
-        let a = &call.args;
-        let statuses = items(a.get("array_of_statuses"));
-        for (i, request) in items(a.get("array_of_requests")).iter().enumerate() {
+        let statuses = items(call.arg("array_of_statuses"));
+        for (i, request) in items(call.arg("array_of_requests")).iter().enumerate() {
             self.complete(Some(request), call.seq, at, statuses.get(i), true);
         }
     }
 
     /// MPI_Waitany, or MPI_Testany that returned true: request `index`.
     fn complete_any(&mut self, call: &DecodedCall, at: CallAt) {
-        let a = &call.args;
-        let Some(index) = a.get("index").and_then(Json::as_i64) else {
+        let Some(index) = call.arg("index").and_then(Json::as_i64) else {
             return;
         };
         if index == MPI_UNDEFINED {
             return;
         }
-        let requests = items(a.get("array_of_requests"));
+        let requests = items(call.arg("array_of_requests"));
         if let Some(request) = usize::try_from(index).ok().and_then(|i| requests.get(i)) {
-            self.complete(Some(request), call.seq, at, a.get("status"), true);
+            self.complete(Some(request), call.seq, at, call.arg("status"), true);
         }
     }
 
     /// MPI_Waitsome/MPI_Testsome: status `k` belongs to request `indices[k]`.
     fn complete_some(&mut self, call: &DecodedCall, at: CallAt) {
-        let a = &call.args;
-        let requests = items(a.get("array_of_requests"));
-        let statuses = items(a.get("array_of_statuses"));
-        for (k, index) in items(a.get("array_of_indices")).iter().enumerate() {
+        let requests = items(call.arg("array_of_requests"));
+        let statuses = items(call.arg("array_of_statuses"));
+        for (k, index) in items(call.arg("array_of_indices")).iter().enumerate() {
             let request = index
                 .as_u64()
                 .and_then(|i| usize::try_from(i).ok())
@@ -651,10 +654,12 @@ fn peer(v: Option<&Json>) -> Peer {
 pub(super) fn envelope(status: Option<&Json>) -> Option<Envelope> {
     let s = status?.as_object()?;
     Some(Envelope {
-        source: peer(s.get("MPI_SOURCE")),
-        tag: s.get("MPI_TAG").and_then(Json::as_i64),
-        bytes: s.get("count").and_then(Json::as_u64),
-        cancelled: s.get("cancelled").and_then(Json::as_bool).unwrap_or(false),
+        source: peer(field(s, "MPI_SOURCE")),
+        tag: field(s, "MPI_TAG").and_then(Json::as_i64),
+        bytes: field(s, "count").and_then(Json::as_u64),
+        cancelled: field(s, "cancelled")
+            .and_then(Json::as_bool)
+            .unwrap_or(false),
     })
 }
 

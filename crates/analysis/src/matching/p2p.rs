@@ -80,6 +80,8 @@ pub(crate) struct PointToPoint {
     ended: FxHashSet<u32>,
     /// Every rank's operations have been read.
     finished: bool,
+    /// Scratch list of the receives that may be decided.
+    candidates: Vec<(u64, usize, OpKey)>,
 }
 
 impl PointToPoint {
@@ -93,6 +95,7 @@ impl PointToPoint {
             ranks,
             ended: FxHashSet::default(),
             finished: false,
+            candidates: Vec::new(),
         }
     }
 
@@ -304,32 +307,39 @@ impl PointToPoint {
     /// undecided one of each reach, unless an earlier undecided one could
     /// compete with it.
     fn decide_receives(&mut self, rank: u32, ranks: &dyn WorldRanks, out: &mut Vec<Decision>) {
+        // Asked after every operation: its list is kept, not allocated anew.
+        let mut candidates = std::mem::take(&mut self.candidates);
+        self.decide_receives_with(rank, ranks, out, &mut candidates);
+        self.candidates = candidates;
+    }
+
+    fn decide_receives_with(
+        &mut self,
+        rank: u32,
+        ranks: &dyn WorldRanks,
+        out: &mut Vec<Decision>,
+        candidates: &mut Vec<(u64, usize, OpKey)>,
+    ) {
         loop {
             let Some(receives) = self.receives.get(&rank) else {
                 return;
             };
-            let mut heads: Vec<(u64, usize)> = receives
-                .groups
-                .iter()
-                .enumerate()
-                .filter_map(|(g, group)| Some((group.queue.front()?.0, g)))
-                .collect();
-            heads.sort_unstable();
-            let candidates: Vec<(usize, OpKey)> = heads
-                .iter()
-                .filter_map(|&(order, g)| {
-                    let group = &receives.groups[g];
-                    let competing = receives.groups.iter().enumerate().any(|(h, other)| {
-                        h != g
-                            && other.reach.overlaps(&group.reach)
-                            && other.queue.front().is_some_and(|&(o, _)| o < order)
-                    });
-                    let key = group.queue.front().expect("a head").1;
-                    (!competing && self.ops[&key].settled).then_some((g, key))
-                })
-                .collect();
+            // The settled heads no earlier head competes with, in posting order.
+            candidates.clear();
+            for (g, group) in receives.groups.iter().enumerate() {
+                let &(order, key) = group.queue.front().expect("groups are not empty");
+                let competing = receives.groups.iter().enumerate().any(|(h, other)| {
+                    h != g
+                        && other.reach.overlaps(&group.reach)
+                        && other.queue.front().is_some_and(|&(o, _)| o < order)
+                });
+                if !competing && self.ops[&key].settled {
+                    candidates.push((order, g, key));
+                }
+            }
+            candidates.sort_unstable();
             let mut decided = None;
-            for (g, key) in candidates {
+            for &(_, g, key) in candidates.iter() {
                 if let Some(result) = self.find_send(key, ranks) {
                     decided = Some((g, key, result));
                     break;

@@ -14,6 +14,8 @@ pub fn one_at_a_time() -> MutexGuard<'static, ()> {
 }
 
 /// Runs `mpigram ARGS`; `mpigram run` uses the test run's MPI's launcher.
+pub mod round_trip;
+
 pub fn mpigram(args: &[&str]) -> Output {
     let mpi = mpigram_testkit::Mpi::selected();
     Command::new(env!("CARGO_BIN_EXE_mpigram"))

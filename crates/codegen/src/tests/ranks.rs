@@ -1,0 +1,215 @@
+//! Benchmarks for another number of ranks (`--ranks N`) from hand-built
+//! traces: rules of the rank, classes of ranks, refusals.
+
+use super::{finalize, init, int, options, seg, sig, trace_of, world};
+use crate::{Compute, Error, Options, generate};
+use mpigram_mpispec::{Rank, Signature, Value};
+
+fn for_ranks(n: u32) -> Options {
+    Options {
+        ranks: Some(n),
+        ..options(Compute::None)
+    }
+}
+
+fn send(dest: Rank, count: i64) -> Signature {
+    let args = vec![
+        seg(2, 0),
+        Value::Int(count),
+        int(),
+        Value::Rank(dest),
+        Value::Tag(0),
+        world(),
+    ];
+    sig("MPI_Send", args)
+}
+
+fn recv(source: Rank) -> Signature {
+    let args = vec![
+        seg(3, 0),
+        Value::Int(8),
+        int(),
+        Value::Rank(source),
+        Value::Tag(0),
+        world(),
+        Value::Status(None),
+    ];
+    sig("MPI_Recv", args)
+}
+
+/// Rank `me` of `n` passes a value to the next rank around a ring, 10 times.
+fn ring(me: i64, n: i64) -> Vec<Signature> {
+    let next = Rank::Relative((me + 1) % n - me);
+    let previous = Rank::Relative((me + n - 1) % n - me);
+    let exchange = sig(
+        "MPI_Sendrecv",
+        vec![
+            seg(2, 0),
+            Value::Int(8),
+            int(),
+            Value::Rank(next),
+            Value::Tag(0),
+            seg(3, 0),
+            Value::Int(8),
+            int(),
+            Value::Rank(previous),
+            Value::Tag(0),
+            world(),
+            Value::Status(None),
+        ],
+    );
+    let mut calls = vec![init()];
+    calls.extend(std::iter::repeat_n(exchange, 10));
+    calls.push(finalize());
+    calls
+}
+
+#[test]
+fn a_ring_of_four_becomes_a_ring_of_any_size() {
+    let trace = trace_of((0..4).map(|me| ring(me, 4)).collect(), 1000);
+    for n in [1, 3, 6] {
+        let bench = generate(&trace, &for_ranks(n)).unwrap();
+        let src = &bench.source;
+        assert_eq!(bench.ranks, n);
+        assert_eq!(bench.calls, u64::from(n) * 12);
+        assert!(
+            src.contains(&format!("static const int ranks = {n};")),
+            "{src}"
+        );
+        assert!(
+            src.contains(&format!(
+                "periodic_peer(world_rank, 1, {n}), 0, (void *)segs[3], 8, MPI_INT, periodic_peer(world_rank, -1, {n})"
+            )),
+            "{src}"
+        );
+        assert!(
+            src.contains("Extrapolated from the traced 4 ranks"),
+            "{src}"
+        );
+        // One behaviour for every rank.
+        let main = &src[src.find("int main").unwrap()..];
+        assert_eq!(main.matches("rule_").count(), 1, "{main}");
+    }
+}
+
+#[test]
+fn a_line_whose_ends_do_other_calls_is_three_classes() {
+    // Rank 0 sends first, then receives from the last rank; the others
+    // receive from the previous rank, then send to the next (the last
+    // rank to rank 0): a token around a ring started by rank 0.
+    let stream = |me: i64| {
+        let next = Rank::Relative((me + 1) % 4 - me);
+        let previous = Rank::Relative((me + 3) % 4 - me);
+        let mut c = vec![init()];
+        if me == 0 {
+            c.extend([send(next, 8), recv(previous)]);
+        } else {
+            c.extend([recv(previous), send(next, 8)]);
+        }
+        c.push(finalize());
+        c
+    };
+    let trace = trace_of((0..4).map(stream).collect(), 1000);
+    let bench = generate(&trace, &for_ranks(6)).unwrap();
+    let src = &bench.source;
+    assert!(
+        src.contains("first rank as traced rank 0; middle ranks as traced ranks 1-2; last rank as traced rank 3"),
+        "{src}"
+    );
+    let main = &src[src.find("int main").unwrap()..];
+    assert!(main.contains("if (world_rank == 0)"), "{main}");
+    assert!(
+        main.contains("(world_rank >= 1 && world_rank <= 4)"),
+        "{main}"
+    );
+    assert!(main.contains("world_rank == 5"), "{main}");
+    // The middle ranks send on to the next rank; the last one to rank 0.
+    assert!(
+        src.contains("MPI_Send((void *)segs[2], 8, MPI_INT, offset_peer(world_rank, 1, 6)"),
+        "{src}"
+    );
+    assert!(src.contains("periodic_peer(world_rank, 1, 6)"), "{src}");
+}
+
+#[test]
+fn a_key_that_is_the_callers_rank_stays_the_callers_rank() {
+    let split = |me: i64| {
+        sig(
+            "MPI_Comm_split",
+            vec![
+                world(),
+                Value::Const(
+                    mpigram_mpispec::ConstSet::Undefined,
+                    mpigram_mpispec::ConstRef::Plain(0),
+                ),
+                Value::Int(me),
+                Value::Handle(
+                    mpigram_mpispec::HandleKind::Comm,
+                    mpigram_mpispec::HandleRef::User(0),
+                ),
+            ],
+        )
+    };
+    let trace = trace_of(
+        (0..3)
+            .map(|me| vec![init(), split(me), finalize()])
+            .collect(),
+        1000,
+    );
+    let src = generate(&trace, &for_ranks(5)).unwrap().source;
+    assert!(
+        src.contains("MPI_Comm_split(MPI_COMM_WORLD, 0, world_rank, &comms[0]);"),
+        "{src}"
+    );
+    assert!(
+        generate(&trace, &for_ranks(0))
+            .unwrap_err()
+            .to_string()
+            .contains("--ranks must be 1 to")
+    );
+}
+
+#[test]
+fn what_follows_no_rule_of_the_rank_is_refused_with_the_call() {
+    // Rank 2 sends more than the others.
+    let stream = |me: i64| {
+        let next = Rank::Relative((me + 1) % 4 - me);
+        vec![init(), send(next, if me == 2 { 9 } else { 8 }), finalize()]
+    };
+    let trace = trace_of((0..4).map(stream).collect(), 1000);
+    let e = generate(&trace, &for_ranks(3)).unwrap_err();
+    assert!(matches!(e, Error::NotRegular(3, _)), "{e}");
+    let msg = e.to_string();
+    assert!(
+        msg.contains(
+            "call 1 of rank 0: MPI_Send's count differs between ranks (rank 0: 8, rank 2: 9)"
+        ),
+        "{msg}"
+    );
+    assert!(!msg.contains('\n'), "{msg}");
+
+    // Rank 1 makes one call more.
+    let stream = |me: i64| {
+        let mut c = vec![init()];
+        if me == 1 {
+            c.push(super::barrier());
+        }
+        c.push(finalize());
+        c
+    };
+    let trace = trace_of((0..2).map(stream).collect(), 1000);
+    let msg = generate(&trace, &for_ranks(4)).unwrap_err().to_string();
+    assert!(
+        msg.contains("rank 0 calls MPI_Finalize where rank 1 calls MPI_Barrier"),
+        "{msg}"
+    );
+
+    // Everyone sends to rank 2 of 4: no rule of the rank says "2".
+    let stream = |me: i64| vec![init(), send(Rank::Relative(2 - me), 8), finalize()];
+    let trace = trace_of((0..4).map(stream).collect(), 1000);
+    let msg = generate(&trace, &for_ranks(8)).unwrap_err().to_string();
+    assert!(
+        msg.contains("MPI_Send's dest: peers that follow no rule of the rank"),
+        "{msg}"
+    );
+}
