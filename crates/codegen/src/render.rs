@@ -476,6 +476,11 @@ impl Context {
                 };
                 rank_expr(*r, &me)
             }
+            // A colour or key that was the caller's own rank.
+            (Scalar::OwnRank { comm, .. }, Value::Rank(r)) => {
+                rank_expr(*r, &comm_rank(a.handle(comm)))
+            }
+            (Scalar::OwnRank { inner, .. }, v) => self.scalar(a, inner, v, base)?,
             (Scalar::Handle(_), Value::Handle(k, h)) => handle_expr(*k, *h)?,
             (Scalar::Request, Value::Request(RequestRef::Pooled { pool, index })) => {
                 format!("reqs[{}]", self.requests[&(*pool, *index)])

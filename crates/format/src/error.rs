@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use crate::layout::FORMAT_MAJOR;
+use crate::layout::{FORMAT_MAJOR, V1_MAJOR};
 use crate::varint::DecodeError;
 
 /// Identifies one section of a file in an error message.
@@ -257,13 +257,13 @@ impl std::error::Error for Error {}
 fn version_message(major: u16, minor: u16) -> String {
     if major > FORMAT_MAJOR {
         format!(
-            "format version {major}.{minor}: newer than this reader ({FORMAT_MAJOR}.x), or \
-             damaged; a newer mpigram may read it"
+            "format version {major}.{minor}: newer than this reader ({V1_MAJOR}.x to \
+             {FORMAT_MAJOR}.x), or damaged; a newer mpigram may read it"
         )
     } else {
         format!(
-            "format version {major}.{minor}: not one this reader reads ({FORMAT_MAJOR}.x); \
-             damaged, or written by an old mpigram"
+            "format version {major}.{minor}: not one this reader reads ({V1_MAJOR}.x to \
+             {FORMAT_MAJOR}.x); damaged, or written by an old mpigram"
         )
     }
 }

@@ -26,6 +26,7 @@
 #![warn(missing_docs)]
 
 mod codec;
+mod compact;
 mod error;
 mod layout;
 mod reader;
@@ -35,7 +36,7 @@ mod writer;
 
 pub use codec::Codec;
 pub use error::{Error, ErrorKind, Region, SectionRef};
-pub use layout::{ENTRY_LEN, FORMAT_MAJOR, FORMAT_MINOR, HEADER_LEN, MAGIC};
+pub use layout::{ENTRY_LEN, FORMAT_MAJOR, FORMAT_MINOR, HEADER_LEN, MAGIC, V1_MAJOR};
 pub use reader::{
     DEFAULT_DECODE_LIMIT, MAX_RATIO, RATIO_FREE_LEN, SectionInfo, TraceFile, Version,
 };

@@ -11,10 +11,11 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use crate::codec::{Codec, decode};
+use crate::compact::{self, PREFIX_LEN};
 use crate::error::{Error, ErrorKind, Region, SectionRef};
 use crate::layout::{
     ENTRY_LEN, Entry, FORMAT_MAJOR, H_CHECKSUM, H_ENTRY_LEN, H_MAJOR, H_TABLE_OFFSET, HEADER_LEN,
-    Header, MAGIC,
+    Header, MAGIC, V1_MAJOR,
 };
 use crate::varint::DecodeError;
 
@@ -84,14 +85,14 @@ impl SectionInfo {
 }
 
 /// Where the bytes come from: memory, or a file read on demand.
-enum Source {
+pub(crate) enum Source {
     Bytes(Vec<u8>),
     File(Mutex<File>),
 }
 
 impl Source {
     /// `len` bytes at `offset`; fails (without allocating) if they are not all there.
-    fn read_at(&self, offset: u64, len: usize) -> io::Result<Cow<'_, [u8]>> {
+    pub(crate) fn read_at(&self, offset: u64, len: usize) -> io::Result<Cow<'_, [u8]>> {
         match self {
             Source::Bytes(b) => usize::try_from(offset)
                 .ok()
@@ -163,8 +164,15 @@ impl TraceFile {
     }
 
     fn load(name: String, source: Source, file_len: u64) -> Result<Self, Error> {
-        let header = read_header(&name, &source, file_len)?;
-        let sections = read_table(&name, &source, file_len, &header)?;
+        let version = read_version(&name, &source, file_len)?;
+        let (file_kind, flags, sections) = if version.major == V1_MAJOR {
+            let header = read_header(&name, &source, file_len)?;
+            let sections = read_table(&name, &source, file_len, &header)?;
+            (header.file_kind, header.flags, sections)
+        } else {
+            let table = compact::read_table(&name, &source, file_len)?;
+            (table.file_kind, table.flags, table.sections)
+        };
         let lookup = sections
             .iter()
             .map(|s| ((s.kind, s.index), s.position))
@@ -173,12 +181,9 @@ impl TraceFile {
             name,
             source,
             file_len,
-            version: Version {
-                major: header.major,
-                minor: header.minor,
-            },
-            file_kind: header.file_kind,
-            flags: header.flags,
+            version,
+            file_kind,
+            flags,
             sections,
             lookup,
             decode_limit: DEFAULT_DECODE_LIMIT,
@@ -318,13 +323,14 @@ impl TraceFile {
     }
 }
 
-/// Reads and checks the fixed header: magic, major version, checksum, plausible table fields.
-fn read_header(name: &str, source: &Source, file_len: u64) -> Result<Header, Error> {
+/// Reads the magic and the version, which every major version keeps at bytes 0..12, and
+/// refuses a version this reader does not read.
+fn read_version(name: &str, source: &Source, file_len: u64) -> Result<Version, Error> {
     let err = |kind| Error::new(name, kind);
     if file_len == 0 {
         return Err(err(ErrorKind::Empty));
     }
-    let prefix_len = file_len.min(HEADER_LEN as u64) as usize;
+    let prefix_len = file_len.min(PREFIX_LEN as u64) as usize;
     let prefix = source
         .read_at(0, prefix_len)
         .map_err(|e| err(ErrorKind::Io(e)).at(0))?;
@@ -333,18 +339,45 @@ fn read_header(name: &str, source: &Source, file_len: u64) -> Result<Header, Err
         let magic = prefix[..magic_len].to_vec();
         return Err(err(ErrorKind::NotMpigram { magic }).at(0));
     }
-    let Ok(raw) = <[u8; HEADER_LEN]>::try_from(&prefix[..]) else {
-        let needed = HEADER_LEN as u64;
+    let Some(&[a, b]) = prefix.get(H_MAJOR..H_MAJOR + 2) else {
+        let needed = PREFIX_LEN as u64;
         return Err(err(ErrorKind::Truncated {
             needed,
             len: file_len,
         }));
     };
-    // The version first: a later major may lay out (and checksum) the rest differently.
-    let (major, minor) = Header::version_of(&raw);
-    if major != FORMAT_MAJOR {
+    let major = u16::from_le_bytes([a, b]);
+    // A file cut inside the minor version is refused by its major's checks of the length.
+    let minor = match prefix.get(H_MAJOR + 2..PREFIX_LEN) {
+        Some(&[c, d]) => u16::from_le_bytes([c, d]),
+        _ => 0,
+    };
+    if major != V1_MAJOR && major != FORMAT_MAJOR {
         return Err(err(ErrorKind::UnsupportedVersion { major, minor }).at(H_MAJOR as u64));
     }
+    Ok(Version { major, minor })
+}
+
+/// Reads and checks the fixed header of a version-1 file (whose magic and version
+/// [`read_version`] checked): checksum, plausible table fields.
+fn read_header(name: &str, source: &Source, file_len: u64) -> Result<Header, Error> {
+    let err = |kind| Error::new(name, kind);
+    let needed = HEADER_LEN as u64;
+    let truncated = || {
+        err(ErrorKind::Truncated {
+            needed,
+            len: file_len,
+        })
+    };
+    if file_len < needed {
+        return Err(truncated());
+    }
+    let prefix = source
+        .read_at(0, HEADER_LEN)
+        .map_err(|e| err(ErrorKind::Io(e)).at(0))?;
+    let Ok(raw) = <[u8; HEADER_LEN]>::try_from(&prefix[..]) else {
+        return Err(truncated());
+    };
     let (stored, computed) = Header::checksums(&raw);
     if stored != computed {
         let kind = ErrorKind::HeaderChecksum { stored, computed };

@@ -3,12 +3,13 @@
 
 use std::collections::HashMap;
 use std::fs::{self, File};
-use std::io::{self, BufWriter, Cursor, Seek, SeekFrom, Write};
+use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use crate::codec::{Codec, encode_into};
+use crate::compact;
 use crate::error::{Error, ErrorKind, SectionRef};
-use crate::layout::{ENTRY_LEN, Entry, FORMAT_MAJOR, FORMAT_MINOR, HEADER_LEN, Header, align_up};
+use crate::layout::Entry;
 
 /// zstd level used unless [`TraceWriter::set_zstd_level`] says otherwise.
 const DEFAULT_ZSTD_LEVEL: i32 = 3;
@@ -37,9 +38,9 @@ impl<'a> From<(u32, u32, &'a [u8], Codec)> for NewSection<'a> {
     }
 }
 
-/// Lays out header, payloads and table on any seekable sink; shared by the file writer and
-/// the in-memory encoder so there is one implementation of the layout.
-struct Assembler<W: Write + Seek> {
+/// Lays out the version, payloads and table on any sink; shared by the file writer and the
+/// in-memory encoder so there is one implementation of the layout.
+struct Assembler<W: Write> {
     out: W,
     name: String,
     pos: u64,
@@ -52,15 +53,14 @@ struct Assembler<W: Write + Seek> {
     broken: bool,
 }
 
-impl<W: Write + Seek> Assembler<W> {
+impl<W: Write> Assembler<W> {
     fn start(mut out: W, name: String, file_kind: u32) -> Result<Self, Error> {
-        // Placeholder; the real header is written by `finish` once the table is known.
-        out.write_all(&[0u8; HEADER_LEN])
+        out.write_all(&compact::prefix())
             .map_err(|e| Error::new(&name, ErrorKind::Io(e)))?;
         Ok(Assembler {
             out,
             name,
-            pos: HEADER_LEN as u64,
+            pos: compact::PREFIX_LEN as u64,
             file_kind,
             flags: 0,
             zstd_level: DEFAULT_ZSTD_LEVEL,
@@ -83,17 +83,6 @@ impl<W: Write + Seek> Assembler<W> {
         Ok(())
     }
 
-    fn pad(&mut self) -> Result<(), Error> {
-        let target = align_up(self.pos).unwrap_or(self.pos);
-        let zeros = [0u8; 8];
-        let n = (target - self.pos) as usize;
-        if let Err(e) = self.out.write_all(&zeros[..n.min(zeros.len())]) {
-            return Err(self.io_error(e));
-        }
-        self.pos = target;
-        Ok(())
-    }
-
     fn add(&mut self, kind: u32, index: u32, data: &[u8], codec: Codec) -> Result<(), Error> {
         self.check_usable()?;
         let position = self.entries.len();
@@ -109,7 +98,6 @@ impl<W: Write + Seek> Assembler<W> {
         if u32::try_from(position).is_err() {
             return Err(Error::new(&self.name, ErrorKind::TooManySections));
         }
-        self.pad()?;
         let offset = self.pos;
         let (stored_len, checksum) = match encode_into(codec, data, self.zstd_level, &mut self.out)
         {
@@ -132,30 +120,11 @@ impl<W: Write + Seek> Assembler<W> {
 
     fn finish(mut self) -> Result<W, Error> {
         self.check_usable()?;
-        self.pad()?;
-        let table_offset = self.pos;
-        let mut table = Vec::with_capacity(self.entries.len() * ENTRY_LEN);
-        for e in &self.entries {
-            e.write_to(&mut table);
-        }
-        let header = Header {
-            major: FORMAT_MAJOR,
-            minor: FORMAT_MINOR,
-            file_kind: self.file_kind,
-            flags: self.flags,
-            // `add` refuses the entry that would not fit in a u32.
-            count: u32::try_from(self.entries.len()).unwrap_or(u32::MAX),
-            table_offset,
-            entry_len: ENTRY_LEN as u32,
-            table_checksum: crc32fast::hash(&table),
+        let Some(table) = compact::table_and_footer(self.file_kind, self.flags, &self.entries)
+        else {
+            return Err(Error::new(&self.name, ErrorKind::TooManySections));
         };
-        let written = self
-            .out
-            .write_all(&table)
-            .and_then(|()| self.out.seek(SeekFrom::Start(0)))
-            .and_then(|_| self.out.write_all(&header.to_bytes()))
-            .and_then(|()| self.out.flush());
-        match written {
+        match self.out.write_all(&table).and_then(|()| self.out.flush()) {
             Ok(()) => Ok(self.out),
             Err(e) => Err(self.io_error(e)),
         }
@@ -283,10 +252,10 @@ pub fn write_file(
 
 /// Encodes a complete file in memory: the same bytes [`write_file`] would write.
 pub fn to_bytes(file_kind: u32, flags: u32, sections: &[NewSection<'_>]) -> Result<Vec<u8>, Error> {
-    let mut asm = Assembler::start(Cursor::new(Vec::new()), "<memory>".to_owned(), file_kind)?;
+    let mut asm = Assembler::start(Vec::new(), "<memory>".to_owned(), file_kind)?;
     asm.flags = flags;
     for s in sections {
         asm.add(s.kind, s.index, s.data, s.codec)?;
     }
-    Ok(asm.finish()?.into_inner())
+    asm.finish()
 }

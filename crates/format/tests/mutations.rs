@@ -204,17 +204,7 @@ proptest! {
                 .map_or(0, crc32fast::hash);
             entries.push(e);
         }
-        let table = b.len();
-        b.resize(table + entries.len() * ENTRY_LEN, 0);
-        b[..8].copy_from_slice(&MAGIC);
-        wr16(&mut b, 8, 1);
-        wr32(&mut b, 20, entries.len() as u32);
-        wr64(&mut b, 24, table as u64);
-        wr32(&mut b, 32, ENTRY_LEN as u32);
-        for (i, e) in entries.into_iter().enumerate() {
-            set_entry(&mut b, i, e);
-        }
-        reseal(&mut b);
+        finish_v1(&mut b, 0, 0, entries);
         if let Ok(f) = TraceFile::from_bytes("forged.mgr", b) {
             for (s, (data, _, _, (field, delta))) in f.sections().iter().zip(&pieces) {
                 if let Ok(got) = f.read(s) {

@@ -1,4 +1,5 @@
-//! Files written by the writer read back exactly, from memory and from disk.
+//! Files written by the writer read back exactly, from memory and from disk; files of the
+//! first version (written by earlier mpigrams) still read.
 
 mod common;
 
@@ -38,8 +39,9 @@ fn assert_reads_back(file: &TraceFile, sections: &[(u32, u32, Vec<u8>, Codec)]) 
 
 #[test]
 fn zero_sections() {
-    let bytes = encode(9, 0, &[]);
-    assert_eq!(bytes.len(), HEADER_LEN);
+    let bytes = compact(9, 0, &[]);
+    // Magic and version, the table (kind, flags, count), the footer.
+    assert_eq!(bytes.len(), 12 + 3 + 8);
     let f = TraceFile::from_bytes("empty.mgr", bytes).unwrap();
     assert!(f.sections().is_empty());
     assert_eq!(f.kind(), 9);
@@ -59,8 +61,10 @@ fn zero_sections() {
 fn one_section_raw_and_zstd() {
     for codec in [Codec::Raw, Codec::Zstd] {
         let sections = vec![(0x10, 0, b"hello".to_vec(), codec)];
-        let f = TraceFile::from_bytes("one.mgr", encode(1, 0, &sections)).unwrap();
-        assert_reads_back(&f, &sections);
+        for bytes in [compact(1, 0, &sections), encode(1, 0, &sections)] {
+            let f = TraceFile::from_bytes("one.mgr", bytes).unwrap();
+            assert_reads_back(&f, &sections);
+        }
     }
 }
 
@@ -79,13 +83,17 @@ fn many_sections_of_mixed_shapes() {
         // Several sections of one kind, told apart by index.
         sections.push((0x20 + i % 3, i, data, codec));
     }
-    let bytes = encode(3, flags::PARTIAL, &sections);
-    let f = TraceFile::from_bytes("many.mgr", bytes).unwrap();
-    assert!(f.is_partial());
-    assert_reads_back(&f, &sections);
-    let of_kind: Vec<u32> = f.sections_of_kind(0x21).map(|s| s.index).collect();
-    assert_eq!(of_kind, (0..50).filter(|i| i % 3 == 1).collect::<Vec<_>>());
-    assert!(f.find(0x20, 1).is_none());
+    for bytes in [
+        compact(3, flags::PARTIAL, &sections),
+        encode(3, flags::PARTIAL, &sections),
+    ] {
+        let f = TraceFile::from_bytes("many.mgr", bytes).unwrap();
+        assert!(f.is_partial());
+        assert_reads_back(&f, &sections);
+        let of_kind: Vec<u32> = f.sections_of_kind(0x21).map(|s| s.index).collect();
+        assert_eq!(of_kind, (0..50).filter(|i| i % 3 == 1).collect::<Vec<_>>());
+        assert!(f.find(0x20, 1).is_none());
+    }
 }
 
 #[test]
@@ -95,7 +103,7 @@ fn empty_payloads_with_both_codecs() {
         (1, 1, Vec::new(), Codec::Zstd),
         (1, 2, b"x".to_vec(), Codec::Raw),
     ];
-    let f = TraceFile::from_bytes("e.mgr", encode(1, 0, &sections)).unwrap();
+    let f = TraceFile::from_bytes("e.mgr", compact(1, 0, &sections)).unwrap();
     assert_reads_back(&f, &sections);
 }
 
@@ -123,13 +131,15 @@ fn large_payloads() {
     assert_eq!(f.file_len(), fs::metadata(&path).unwrap().len());
 }
 
+/// The version-2 writer leaves no gaps: each payload starts where the previous one ends.
 #[test]
-fn sections_are_eight_byte_aligned() {
-    let f = TraceFile::from_bytes("a.mgr", sample()).unwrap();
+fn sections_follow_each_other_without_padding() {
+    let f = TraceFile::from_bytes("a.mgr", compact_sample()).unwrap();
+    let mut at = 12;
     for s in f.sections() {
-        assert_eq!(s.offset % 8, 0, "{s:?}");
+        assert_eq!(s.offset, at, "{s:?}");
+        at += s.stored_len;
     }
-    assert_eq!(table_offset(&sample()) % 8, 0);
 }
 
 #[test]
@@ -143,7 +153,7 @@ fn file_writer_matches_memory_encoding_and_leaves_no_temp_file() {
     }
     assert!(!path.exists(), "nothing at the destination before finish");
     w.finish().unwrap();
-    assert_eq!(fs::read(&path).unwrap(), sample());
+    assert_eq!(fs::read(&path).unwrap(), compact_sample());
     let names: Vec<_> = fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().file_name())
@@ -222,15 +232,17 @@ fn writer_rejects_duplicates_and_stays_usable() {
 
 #[test]
 fn raw_sections_from_memory_are_borrowed() {
-    let f = TraceFile::from_bytes("b.mgr", sample()).unwrap();
-    assert!(matches!(
-        f.section(0x10, 0).unwrap(),
-        std::borrow::Cow::Borrowed(_)
-    ));
+    for bytes in [compact_sample(), sample()] {
+        let f = TraceFile::from_bytes("b.mgr", bytes).unwrap();
+        assert!(matches!(
+            f.section(0x10, 0).unwrap(),
+            std::borrow::Cow::Borrowed(_)
+        ));
+    }
 }
 
-/// A newer minor version may use reserved header bytes, set unknown flags and append fields
-/// to table entries: this reader must still read the file.
+/// A newer minor version of version 1 may use reserved header bytes, set unknown flags and
+/// append fields to table entries: this reader must still read the file.
 #[test]
 fn newer_minor_version_with_extensions_is_read() {
     let old = sample();
@@ -253,7 +265,29 @@ fn newer_minor_version_with_extensions_is_read() {
     assert_reads_back(&f, &sample_sections());
 }
 
-/// The documented layout, byte for byte, for a file with one raw section.
+/// A newer minor version of version 2 may set unknown flags and append bytes to the table
+/// after the last entry: this reader must still read the file.
+#[test]
+fn newer_compact_minor_version_with_extensions_is_read() {
+    let old = compact(2, 0x4000_0000, &sample_sections());
+    let (table_len, footer) = (rd32(&old, old.len() - 8) as usize, old.len() - 8);
+    let mut b = old[..footer].to_vec();
+    b.extend_from_slice(&[0xEE; 5]); // a future field
+    wr16(&mut b, 10, FORMAT_MINOR + 7);
+    let table = &b[footer - table_len..];
+    let mut crc = crc32fast::Hasher::new();
+    crc.update(&b[..12]);
+    crc.update(table);
+    let (len, crc) = (table.len() as u32, crc.finalize());
+    b.extend_from_slice(&len.to_le_bytes());
+    b.extend_from_slice(&crc.to_le_bytes());
+    let f = TraceFile::from_bytes("future.mgr", b).unwrap();
+    assert_eq!(f.version().minor, FORMAT_MINOR + 7);
+    assert_eq!(f.flags(), 0x4000_0000);
+    assert_reads_back(&f, &sample_sections());
+}
+
+/// The documented layout of version 2, byte for byte, for a file with one raw section.
 #[test]
 fn golden_bytes_of_a_small_file() {
     let bytes = to_bytes(
@@ -262,40 +296,55 @@ fn golden_bytes_of_a_small_file() {
         &[(0x10, 3, &b"abc"[..], Codec::Raw).into()],
     )
     .unwrap();
-    assert_eq!(bytes.len(), 64 + 8 + 40);
-    assert_eq!(&bytes[0..8], b"MPIGRAM\0");
-    assert_eq!(&bytes[8..12], &[1, 0, 0, 0]); // version 1.0
-    assert_eq!(&bytes[12..16], &[4, 3, 2, 1]); // file kind
-    assert_eq!(rd32(&bytes, 16), 1); // flags
-    assert_eq!(rd32(&bytes, 20), 1); // section count
-    assert_eq!(rd64(&bytes, 24), 72); // table offset
-    assert_eq!(rd32(&bytes, 32), 40); // entry size
-    assert_eq!(rd32(&bytes, 36), crc32fast::hash(&bytes[72..112]));
-    assert!(bytes[40..60].iter().all(|&b| b == 0));
-    assert_eq!(rd32(&bytes, 60), crc32fast::hash(&bytes[..60]));
-    assert_eq!(&bytes[64..72], b"abc\0\0\0\0\0"); // payload + padding to 8
-    assert_eq!(
-        entry(&bytes, 0),
-        RawEntry {
-            kind: 0x10,
-            index: 3,
-            codec: 0,
-            checksum: crc32fast::hash(b"abc"),
-            offset: 64,
-            stored: 3,
-            decoded: 3,
-        }
-    );
+    let table = [
+        0x84, 0x86, 0x88, 0x08, // file kind 0x01020304 as a varint
+        0x01, // flags
+        0x01, // section count
+        0x10, 0x03, 0x00, 0x03, // kind, index, codec raw, stored length
+        0xc2, 0x41, 0x24, 0x35, // CRC-32 of "abc"
+    ];
+    let mut expected = b"MPIGRAM\0".to_vec();
+    expected.extend_from_slice(&[2, 0, 0, 0]); // version 2.0
+    expected.extend_from_slice(b"abc");
+    expected.extend_from_slice(&table);
+    expected.extend_from_slice(&(table.len() as u32).to_le_bytes());
+    let crc = crc32fast::hash(&[&expected[..12], &table[..]].concat());
+    expected.extend_from_slice(&crc.to_le_bytes());
+    assert_eq!(bytes, expected);
+    assert_eq!(bytes.len(), 37);
     // CRC-32 (IEEE) of "abc", as zlib.crc32 computes it.
     assert_eq!(crc32fast::hash(b"abc"), 0x3524_41c2);
+}
+
+/// The first version's example file of `docs/format.md`, as mpigram 1.0 wrote it, still reads.
+#[test]
+fn a_version_1_file_still_reads() {
+    let hex = "4d50494752414d000100000004030201010000000100000048000000000000002800000093\
+               1afb9300000000000000000000000000000000000000000a3bc26c6162630000000000100000\
+               000300000000000000c241243540000000000000000300000000000000030000000000000\
+               0";
+    let bytes: Vec<u8> = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+        .collect();
+    assert_eq!(bytes.len(), 64 + 8 + 40);
+    let f = TraceFile::from_bytes("old.mgr", bytes.clone()).unwrap();
+    assert_eq!(f.version(), Version { major: 1, minor: 0 });
+    assert_eq!((f.kind(), f.flags()), (0x0102_0304, flags::PARTIAL));
+    assert_eq!(&*f.section(0x10, 3).unwrap(), b"abc");
+    assert_eq!(f.find(0x10, 3).unwrap().offset, 64);
+    // And the test kit's own version-1 writer makes the same bytes.
+    let sections = [(0x10, 3, b"abc".to_vec(), Codec::Raw)];
+    assert_eq!(encode(0x0102_0304, flags::PARTIAL, &sections), bytes);
 }
 
 #[test]
 fn zstd_sections_are_standard_zstd_frames() {
     let data = b"MPI_Send ".repeat(100);
     let bytes = to_bytes(1, 0, &[(1, 0, &data[..], Codec::Zstd).into()]).unwrap();
-    let e = entry(&bytes, 0);
-    assert_eq!(e.codec, 1);
-    let stored = &bytes[e.offset as usize..(e.offset + e.stored) as usize];
+    let f = TraceFile::from_bytes("z.mgr", bytes.clone()).unwrap();
+    let e = f.find(1, 0).unwrap();
+    assert_eq!(e.codec_id, 1);
+    let stored = &bytes[e.offset as usize..(e.offset + e.stored_len) as usize];
     assert_eq!(zstd::decode_all(stored).unwrap(), data);
 }

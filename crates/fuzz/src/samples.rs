@@ -33,6 +33,14 @@ pub fn arb_value(enc: Enc) -> BoxedStrategy<Value> {
         Enc::Tag => int().prop_map(Value::Tag).boxed(),
         Enc::Address => any::<i64>().prop_map(Value::Address).boxed(),
         Enc::Rank => rank().prop_map(Value::Rank).boxed(),
+        // The caller's own rank, or a C int or constant.
+        Enc::OwnRank(inner) => {
+            let other = match inner {
+                Enc::Int => int().prop_map(Value::Int).boxed(),
+                other => arb_value(*other),
+            };
+            prop_oneof![Just(Value::Rank(Rank::Relative(0))), other].boxed()
+        }
         Enc::Const(set) => {
             let n = set.names().len() as u32;
             let named = if set.is_flags() {
@@ -172,6 +180,8 @@ fn example_value(enc: Enc, seed: u64) -> Value {
                 .map(|i| example_value(*elem, seed + i))
                 .collect()
         })),
+        Enc::OwnRank(_) if pick == 0 => Value::Rank(Rank::Relative(0)),
+        Enc::OwnRank(inner) => example_value(*inner, seed),
         Enc::Coords => Value::Coords(match pick {
             0 => Some(Coords::Absolute(vec![seed as i64, 1])),
             1 => None,

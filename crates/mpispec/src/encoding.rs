@@ -14,7 +14,9 @@
 //! | Callback | 0 NULL, else id + 1 (one id per distinct function, in order of first use) |
 //! | Array | 0 not recorded (NULL or not significant here), else length + 1, elements |
 //! | Coords | 0 not recorded, else 1 + (n << 1 \| relative), then with relative the grid's n dimensions and n offsets from the caller's own coordinates (zigzag), else the n coordinates (zigzag) |
+//! | OwnRank | 0 the caller's rank in the call's communicator, else 1 + the inner encoding's one number (Int: zigzag(v); Const: as above) |
 
+use crate::Enc;
 use crate::value::{BufferRef, ConstRef, Coords, HandleRef, Rank, RequestRef, Status, Value};
 use mpigram_varint::PutVarint;
 
@@ -29,6 +31,8 @@ pub(crate) const STATUS_CANCELLED: u64 = 2;
 pub(crate) const STATUS_ERROR: u64 = 4;
 
 pub(crate) const COORDS_NONE: u64 = 0;
+
+pub(crate) const OWN_RANK: u64 = 0;
 
 pub(crate) const BUFFER_NULL: u64 = 0;
 pub(crate) const BUFFER_IN_PLACE: u64 = 1;
@@ -52,11 +56,26 @@ pub fn put_rank(out: &mut Vec<u8>, rank: Rank) {
 
 #[inline]
 pub fn put_const(out: &mut Vec<u8>, c: ConstRef) {
-    out.put_u64(match c {
+    out.put_u64(const_code(c));
+}
+
+/// The one number a constant is encoded as.
+#[inline]
+pub fn const_code(c: ConstRef) -> u64 {
+    match c {
         ConstRef::Plain(v) => mpigram_varint::zigzag(v) << 1,
         ConstRef::Named(id) => u64::from(id) << 1 | 1,
         ConstRef::Flags(mask) => mask << 1 | 1,
-    });
+    }
+}
+
+/// An `OwnRank` argument: the caller's own rank (`None`), or another value
+/// as the inner encoding's one number (`zigzag(v)` of an int, [`const_code`]
+/// of a constant). The arguments it is for are C ints, so the number is
+/// below `u64::MAX`.
+#[inline]
+pub fn put_own_rank(out: &mut Vec<u8>, other: Option<u64>) {
+    out.put_u64(other.map_or(OWN_RANK, |code| code.wrapping_add(1)));
 }
 
 #[inline]
@@ -138,9 +157,6 @@ pub fn put_array_len(out: &mut Vec<u8>, len: Option<usize>) {
     out.put_u64(len.map_or(0, |n| n as u64 + 1));
 }
 
-/// Writes a decoded value back in the bytes it was read from. The tracer
-/// encodes straight from C arguments with the functions above; this is for
-/// code that holds [`Value`]s (re-encoding what was decoded, tests).
 /// Cartesian coordinates (`None`: not recorded).
 pub fn put_coords(out: &mut Vec<u8>, coords: Option<&Coords>) {
     match coords {
@@ -165,23 +181,33 @@ pub fn put_coords_parts(
     values.for_each(|v| out.put_i64(v));
 }
 
-pub fn put_value(out: &mut Vec<u8>, value: &Value) {
-    match value {
-        Value::Int(v) | Value::Tag(v) | Value::Address(v) => put_int(out, *v),
-        Value::Rank(r) => put_rank(out, *r),
-        Value::Const(_, c) => put_const(out, *c),
-        Value::Handle(_, h) => put_handle(out, *h),
-        Value::Request(q) => put_request(out, *q),
-        Value::Status(s) => put_status(out, s.as_ref()),
-        Value::UndefinedStatus => put_status_undefined(out),
-        Value::Buffer(b) => put_buffer(out, *b),
-        Value::Str(s) => put_str(out, s.as_deref()),
-        Value::Callback(c) => put_callback(out, *c),
-        Value::Coords(c) => put_coords(out, c.as_ref()),
-        Value::Array(items) => {
+/// Writes a decoded value back in the bytes it was read from. The tracer
+/// encodes straight from C arguments with the functions above; this is for
+/// code that holds [`Value`]s (re-encoding what was decoded, tests).
+pub fn put_value(out: &mut Vec<u8>, enc: Enc, value: &Value) {
+    match (enc, value) {
+        (Enc::OwnRank(_), Value::Rank(Rank::Relative(0))) => put_own_rank(out, None),
+        (Enc::OwnRank(_), Value::Int(v)) => put_own_rank(out, Some(mpigram_varint::zigzag(*v))),
+        (Enc::OwnRank(_), Value::Const(_, c)) => put_own_rank(out, Some(const_code(*c))),
+        (_, Value::Int(v) | Value::Tag(v) | Value::Address(v)) => put_int(out, *v),
+        (_, Value::Rank(r)) => put_rank(out, *r),
+        (_, Value::Const(_, c)) => put_const(out, *c),
+        (_, Value::Handle(_, h)) => put_handle(out, *h),
+        (_, Value::Request(q)) => put_request(out, *q),
+        (_, Value::Status(s)) => put_status(out, s.as_ref()),
+        (_, Value::UndefinedStatus) => put_status_undefined(out),
+        (_, Value::Buffer(b)) => put_buffer(out, *b),
+        (_, Value::Str(s)) => put_str(out, s.as_deref()),
+        (_, Value::Callback(c)) => put_callback(out, *c),
+        (_, Value::Coords(c)) => put_coords(out, c.as_ref()),
+        (_, Value::Array(items)) => {
+            let elem = match enc {
+                Enc::Array(elem) => *elem,
+                other => other,
+            };
             put_array_len(out, items.as_ref().map(Vec::len));
             for item in items.iter().flatten() {
-                put_value(out, item);
+                put_value(out, elem, item);
             }
         }
     }

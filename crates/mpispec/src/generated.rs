@@ -2750,11 +2750,11 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "color",
-                enc: Enc::Const(ConstSet::Undefined),
+                enc: Enc::OwnRank(&Enc::Const(ConstSet::Undefined)),
             },
             Param {
                 name: "key",
-                enc: Enc::Int,
+                enc: Enc::OwnRank(&Enc::Int),
             },
             Param {
                 name: "newcomm",
@@ -2775,7 +2775,7 @@ pub static FUNCS: &[Func] = &[
             },
             Param {
                 name: "key",
-                enc: Enc::Int,
+                enc: Enc::OwnRank(&Enc::Int),
             },
             Param {
                 name: "info",

@@ -82,6 +82,12 @@ pub enum Enc {
     /// coordinates, with the grid's dimensions, as ranks are relative to
     /// the caller's rank.
     Coords,
+    /// A number that is often the caller's rank in the call's communicator
+    /// (MPI_Comm_split's colour and key): that rank is recorded as such and
+    /// decodes as `Value::Rank(Rank::Relative(0))`, so every rank that
+    /// passes its own rank makes the same call; any other value as the
+    /// inner encoding (`Int` or `Const`) records it.
+    OwnRank(&'static Enc),
 }
 
 /// The kinds of MPI objects that have symbolic ids.

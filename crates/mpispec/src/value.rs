@@ -172,8 +172,13 @@ impl Signature {
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::new();
         put_signature_head(&mut out, self.func, self.ret);
-        for v in &self.args {
-            put_value(&mut out, v);
+        let params = crate::FUNCS
+            .get(self.func as usize)
+            .map_or(&[][..], |f| f.params);
+        for (i, v) in self.args.iter().enumerate() {
+            // Values beyond the function's parameters (a hand-made signature) as they are.
+            let enc = params.get(i).map_or(Enc::Int, |p| p.enc);
+            put_value(&mut out, enc, v);
         }
         out
     }
@@ -217,6 +222,17 @@ fn decode(enc: Enc, r: &mut ByteReader<'_>) -> Result<Value, DecodeError> {
         }),
         Enc::Callback => Value::Callback(r.u64()?.checked_sub(1)),
         Enc::Coords => coords(r)?,
+        Enc::OwnRank(inner) => {
+            let at = r.position();
+            match r.u64()?.checked_sub(1) {
+                None => Value::Rank(Rank::Relative(0)),
+                Some(code) => match inner {
+                    Enc::Int => Value::Int(mpigram_varint::unzigzag(code)),
+                    Enc::Const(set) => Value::Const(*set, const_of_code(*set, code, at)?),
+                    _ => return Err(out_of_range(at, code, "own-rank argument")),
+                },
+            }
+        }
         Enc::Array(elem) => Value::Array(match r.u64()? {
             0 => None,
             n => {
@@ -286,6 +302,11 @@ fn rank(r: &mut ByteReader<'_>) -> Result<Rank, DecodeError> {
 fn constant(set: crate::ConstSet, r: &mut ByteReader<'_>) -> Result<ConstRef, DecodeError> {
     let at = r.position();
     let code = r.u64()?;
+    const_of_code(set, code, at)
+}
+
+/// The constant encoded as `code` (read at byte `at`).
+fn const_of_code(set: crate::ConstSet, code: u64, at: usize) -> Result<ConstRef, DecodeError> {
     let payload = code >> 1;
     let known = set.names().len() as u64;
     Ok(match code & 1 {
@@ -372,7 +393,7 @@ mod tests {
             Value::Coords(Some(Coords::Absolute(vec![-1, 7]))),
         ] {
             let mut out = Vec::new();
-            put_value(&mut out, &v);
+            put_value(&mut out, Enc::Coords, &v);
             let mut r = ByteReader::new(&out);
             assert_eq!(decode(Enc::Coords, &mut r).unwrap(), v);
             r.finish().unwrap();
@@ -380,6 +401,49 @@ mod tests {
         // A length past the bytes left is refused before it takes memory.
         let mut r = ByteReader::new(&[0xff, 0xff, 0x7f]);
         assert!(decode(Enc::Coords, &mut r).is_err());
+    }
+
+    /// A colour or key that is the caller's own rank is one byte, 0, and
+    /// decodes as a rank relative to the caller; other values keep their
+    /// inner encoding's value, constants by name.
+    #[test]
+    fn own_rank_arguments_round_trip() {
+        static COLOUR: Enc = Enc::Const(crate::ConstSet::Undefined);
+        let undefined = crate::ConstSet::Undefined;
+        for (enc, v, bytes) in [
+            (
+                Enc::OwnRank(&Enc::Int),
+                Value::Rank(Rank::Relative(0)),
+                vec![0],
+            ),
+            (Enc::OwnRank(&Enc::Int), Value::Int(0), vec![1]),
+            (Enc::OwnRank(&Enc::Int), Value::Int(-2), vec![4]),
+            (
+                Enc::OwnRank(&COLOUR),
+                Value::Const(undefined, ConstRef::Named(0)),
+                vec![2],
+            ),
+            (
+                Enc::OwnRank(&COLOUR),
+                Value::Const(undefined, ConstRef::Plain(3)),
+                vec![13],
+            ),
+            (
+                Enc::OwnRank(&COLOUR),
+                Value::Rank(Rank::Relative(0)),
+                vec![0],
+            ),
+        ] {
+            let mut out = Vec::new();
+            put_value(&mut out, enc, &v);
+            assert_eq!(out, bytes, "{v:?}");
+            let mut r = ByteReader::new(&out);
+            assert_eq!(decode(enc, &mut r).unwrap(), v);
+            r.finish().unwrap();
+        }
+        // A constant of the set that does not exist is refused.
+        let mut r = ByteReader::new(&[4]);
+        assert!(decode(Enc::OwnRank(&COLOUR), &mut r).is_err());
     }
 
     static EVERY_ENCODING: &[Param] = &[

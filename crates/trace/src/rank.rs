@@ -310,7 +310,8 @@ pub(crate) fn check_terminals(grammar: &Grammar, n: usize) -> Result<(), String>
 }
 
 /// The FUNCS payload: a CRC-32 of the id and name of every function the
-/// signatures use, so that a reader built with another function table
+/// signatures use (and of the revision of its arguments' encoding, where
+/// it changed), so that a reader built with another function table
 /// notices instead of misreading.
 pub(crate) fn encode_funcs(signatures: &[Vec<u8>]) -> Vec<u8> {
     let mut out = Vec::new();
@@ -328,10 +329,24 @@ fn funcs_checksum(signatures: &[Vec<u8>]) -> u32 {
     let mut h = crc32fast::Hasher::new();
     for id in ids {
         h.update(&id.to_le_bytes());
-        h.update(FUNCS.get(id as usize).map_or("", |f| f.name).as_bytes());
+        let name = FUNCS.get(id as usize).map_or("", |f| f.name);
+        h.update(name.as_bytes());
+        h.update(encoding_revision(name).as_bytes());
         h.update(&[0]);
     }
     h.finalize()
+}
+
+/// What distinguishes a function's arguments' encoding from the first
+/// one's, in the FUNCS checksum: a trace that recorded the function before
+/// its encoding changed is refused, not misread. MPI_Comm_split's colour
+/// and key and MPI_Comm_split_type's key record the caller's own rank as
+/// such since format 2.0 (`Enc::OwnRank`).
+fn encoding_revision(name: &str) -> &'static str {
+    match name {
+        "MPI_Comm_split" | "MPI_Comm_split_type" => "/own-rank",
+        _ => "",
+    }
 }
 
 /// Whether `checksum` (FUNCS) is that of these signatures' functions here.
@@ -403,4 +418,41 @@ pub(crate) fn is_rank_file_name(name: &str) -> bool {
 /// The rank of a per-rank file's name, `rank<N>.mgr`.
 pub(crate) fn rank_of_file_name(name: &str) -> Option<u32> {
     rank_in_file_name(name, RANK_FILE_SUFFIX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mpigram_mpispec::func;
+
+    /// The checksum of the first encoding: ids (ascending) and names only.
+    fn first_checksum(ids: &[u64]) -> u32 {
+        let mut ids = ids.to_vec();
+        ids.sort_unstable();
+        let mut h = crc32fast::Hasher::new();
+        for id in ids {
+            h.update(&id.to_le_bytes());
+            h.update(FUNCS[id as usize].name.as_bytes());
+            h.update(&[0]);
+        }
+        h.finalize()
+    }
+
+    /// A trace that recorded MPI_Comm_split before its colour and key could
+    /// be "the caller's rank" is refused; one without it reads as before.
+    #[test]
+    fn the_first_encoding_of_comm_split_is_refused_not_misread() {
+        let signature = |id: u16| {
+            let mut s = Vec::new();
+            s.put_u64(u64::from(id));
+            s
+        };
+        let (barrier, split) = (func::MPI_Barrier, func::MPI_Comm_split);
+        let old = [signature(barrier)];
+        assert!(check_funcs(first_checksum(&[barrier.into()]), &old).is_ok());
+        let old = [signature(barrier), signature(split)];
+        let ids = [u64::from(barrier), u64::from(split)];
+        assert!(check_funcs(first_checksum(&ids), &old).is_err());
+        assert!(check_funcs(funcs_checksum(&old), &old).is_ok());
+    }
 }

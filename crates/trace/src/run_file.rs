@@ -15,7 +15,7 @@ use crate::rank::{
     bad_section, check_funcs, check_signatures, check_times, checked_name, decode_stats,
     encode_funcs, encode_stats,
 };
-use crate::summary::TimingSummary;
+use crate::summary::{Coding, TimingSummary};
 use crate::{
     CallTimes, ClockSync, Error, RankClock, RankMeta, RankPart, RankStats, Trace, section,
 };
@@ -30,6 +30,11 @@ pub const FILE_KIND_RUN: u32 = 2;
 
 /// Ranks per chunk of per-rank sections in a whole-run file.
 pub const RANKS_PER_CHUNK: usize = 64;
+
+/// RUN's rank timing: the timing summarised across ranks, its times coded
+/// as [`Coding::Absolute`] (files of format 1) or [`Coding::Relative`].
+const RANK_TIMING_ABSOLUTE: u32 = 1;
+const RANK_TIMING_RELATIVE: u32 = 2;
 
 /// In a summarised file, start and end times are kept to a unit of about
 /// the run's wall time divided by this (a power of two of nanoseconds).
@@ -71,7 +76,7 @@ impl Trace {
         tables.encode(&mut run);
         run.put_u64(unit);
         if summary {
-            run.put_u32(1);
+            run.put_u32(RANK_TIMING_RELATIVE);
             TimingSummary::of(&self.ranks, self.signatures.len(), wall_ns(&self.ranks))
                 .encode(&mut run);
         } else {
@@ -203,9 +208,16 @@ impl Trace {
         let at = r.position();
         let summary = match r.u32().map_err(bad(section::RUN))? {
             0 => None,
-            1 => Some(TimingSummary::decode(&mut r, signatures.len()).map_err(bad(section::RUN))?),
+            flag @ (RANK_TIMING_ABSOLUTE | RANK_TIMING_RELATIVE) => {
+                let coding = match flag {
+                    RANK_TIMING_ABSOLUTE => Coding::Absolute,
+                    _ => Coding::Relative,
+                };
+                let summary = TimingSummary::decode(&mut r, signatures.len(), coding);
+                Some(summary.map_err(bad(section::RUN))?)
+            }
             other => {
-                let message = format!("byte {at}: rank timing {other} is neither 0 nor 1");
+                let message = format!("byte {at}: rank timing {other} is not 0, 1 or 2");
                 return Err(Error::payload(&name, section::RUN, message));
             }
         };

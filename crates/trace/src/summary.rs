@@ -130,10 +130,18 @@ impl Spread {
         named.saturating_add(others.saturating_mul(self.rest.map_or(0, |r| r.mean_ns)))
     }
 
+    /// The highest value of the spread's ranks, if it has any.
+    fn highest(&self) -> Option<u64> {
+        let named = self.named.iter().map(|&(_, v)| v);
+        named.chain(self.rest.map(|r| r.hi_ns)).max()
+    }
+
     /// Appends the spread to the columns: a head (named ranks, and
     /// whether the others are none, all alike or a range), the named
-    /// (rank step, code), the others' mean code, and their range as code
-    /// steps below and above the mean.
+    /// (rank step, value), the others' mean code, and their range as code
+    /// steps below and above the mean. A named rank's value is its code
+    /// as the difference from the others' mean's code (or, with no others,
+    /// from the previous named rank's code; the first's from 0).
     fn encode(&self, c: &mut Columns) {
         let b = bins();
         let rest = match self.rest {
@@ -142,42 +150,35 @@ impl Spread {
             Some(_) => REST_RANGE,
         };
         c.heads.put_u64((self.named.len() as u64) << 2 | rest);
-        let mut last = 0;
-        for &(rank, v) in &self.named {
-            c.named.put_u32(rank - last);
-            last = rank;
-            c.named.put_u32(b.code(v));
-        }
-        if let Some(r) = self.rest {
-            let mean = b.code(r.mean_ns);
+        let mean = self.rest.map(|r| b.code(r.mean_ns));
+        if let (Some(r), Some(mean)) = (self.rest, mean) {
             c.means.put_u32(mean);
             if rest == REST_RANGE {
                 c.ranges.put_u32(mean - b.code(r.lo_ns));
                 c.ranges.put_u32(b.code(r.hi_ns) - mean);
             }
         }
+        let (mut last, mut base) = (0, mean.unwrap_or(0));
+        for &(rank, v) in &self.named {
+            c.named.put_u32(rank - last);
+            last = rank;
+            let code = b.code(v);
+            c.named.put_i64(i64::from(code) - i64::from(base));
+            if mean.is_none() {
+                base = code;
+            }
+        }
     }
 
-    fn decode(c: &mut ColumnReaders<'_>) -> Result<Spread, DecodeError> {
+    fn decode(c: &mut ColumnReaders<'_>, coding: Coding) -> Result<Spread, DecodeError> {
         let at = c.heads.position();
         let head = c.heads.u64()?;
         let (count, rest) = (head >> 2, head & 3);
         if count > NAMED as u64 || rest > REST_RANGE {
             return Err(out_of_range(at, head, "summary head"));
         }
-        let mut named = Vec::with_capacity(count as usize);
-        let mut rank = 0u32;
-        for i in 0..count {
-            let at = c.named.position();
-            let step = c.named.u32()?;
-            rank = match rank.checked_add(step) {
-                Some(next) if i == 0 || step > 0 => next,
-                _ => return Err(out_of_range(at, step.into(), "named rank")),
-            };
-            named.push((rank, value(&mut c.named)?));
-        }
-        let rest = match rest {
-            REST_NONE => None,
+        let (rest, mean) = match rest {
+            REST_NONE => (None, None),
             _ => {
                 let at = c.means.position();
                 let mean = c.means.u32()?;
@@ -189,13 +190,35 @@ impl Spread {
                     c.and_then(|c| bins().value(c))
                         .ok_or_else(|| out_of_range(at, mean.into(), "summarised time"))
                 };
-                Some(Rest {
+                let rest = Rest {
                     mean_ns: code(Some(mean))?,
                     lo_ns: code(mean.checked_sub(below))?,
                     hi_ns: code(mean.checked_add(above))?,
-                })
+                };
+                (Some(rest), Some(mean))
             }
         };
+        let mut named = Vec::with_capacity(count as usize);
+        let (mut rank, mut base) = (0u32, mean.unwrap_or(0));
+        for i in 0..count {
+            let at = c.named.position();
+            let step = c.named.u32()?;
+            rank = match rank.checked_add(step) {
+                Some(next) if i == 0 || step > 0 => next,
+                _ => return Err(out_of_range(at, step.into(), "named rank")),
+            };
+            let code = match coding {
+                Coding::Absolute => c.named.u32()?,
+                Coding::Relative => {
+                    let code = relative_code(&mut c.named, base)?;
+                    if mean.is_none() {
+                        base = code;
+                    }
+                    code
+                }
+            };
+            named.push((rank, value_of(code, at)?));
+        }
         Ok(Spread { named, rest })
     }
 }
@@ -225,13 +248,32 @@ struct ColumnReaders<'a> {
     max: ByteReader<'a>,
 }
 
-/// A stored time's code, decoded.
-fn value(r: &mut ByteReader<'_>) -> Result<u64, DecodeError> {
-    let at = r.position();
-    let code = r.u32()?;
+/// How a summary's times are coded (RUN's rank timing 1 and 2): the first
+/// files stored each as its bin code; since format 2.0 a named rank's
+/// value is a difference from the others' mean, and the longest call one
+/// from the highest time of a rank, which mostly takes one byte where a
+/// code takes two.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Coding {
+    Absolute,
+    Relative,
+}
+
+/// The time of bin `code` (read at byte `at`).
+fn value_of(code: u32, at: usize) -> Result<u64, DecodeError> {
     bins()
         .value(code)
         .ok_or_else(|| out_of_range(at, code.into(), "summarised time"))
+}
+
+/// A code stored as its difference from `base`.
+fn relative_code(r: &mut ByteReader<'_>, base: u32) -> Result<u32, DecodeError> {
+    let at = r.position();
+    let delta = r.i64()?;
+    i64::from(base)
+        .checked_add(delta)
+        .and_then(|c| u32::try_from(c).ok())
+        .ok_or_else(|| out_of_range(at, delta as u64, "summarised time"))
 }
 
 /// The summarised timing of one call signature.
@@ -279,12 +321,15 @@ impl TimingSummary {
         TimingSummary { signatures }
     }
 
+    /// Writes the summary, [`Coding::Relative`].
     pub fn encode(&self, out: &mut Vec<u8>) {
         let mut c = Columns::default();
         for s in &self.signatures {
             s.time.encode(&mut c);
             s.gap.encode(&mut c);
-            c.max.put_u32(bins().code(s.max_ns));
+            let highest = s.time.highest().map_or(0, |v| bins().code(v));
+            c.max
+                .put_i64(i64::from(bins().code(s.max_ns)) - i64::from(highest));
         }
         for column in [c.heads, c.named, c.means, c.ranges, c.max] {
             out.put_blob(&column);
@@ -292,7 +337,11 @@ impl TimingSummary {
     }
 
     /// Reads the timing of `n` signatures.
-    pub fn decode(r: &mut ByteReader<'_>, n: usize) -> Result<TimingSummary, DecodeError> {
+    pub fn decode(
+        r: &mut ByteReader<'_>,
+        n: usize,
+        coding: Coding,
+    ) -> Result<TimingSummary, DecodeError> {
         let mut c = ColumnReaders {
             heads: ByteReader::new(r.blob()?),
             named: ByteReader::new(r.blob()?),
@@ -303,10 +352,20 @@ impl TimingSummary {
         // A forged count must not size the vector: 3 bytes at least each.
         let mut signatures = Vec::with_capacity(n.min(c.heads.remaining() / 2));
         for _ in 0..n {
+            let time = Spread::decode(&mut c, coding)?;
+            let gap = Spread::decode(&mut c, coding)?;
+            let at = c.max.position();
+            let longest = match coding {
+                Coding::Absolute => c.max.u32()?,
+                Coding::Relative => {
+                    let highest = time.highest().map_or(0, |v| bins().code(v));
+                    relative_code(&mut c.max, highest)?
+                }
+            };
             signatures.push(SignatureTiming {
-                time: Spread::decode(&mut c)?,
-                gap: Spread::decode(&mut c)?,
-                max_ns: value(&mut c.max)?,
+                time,
+                gap,
+                max_ns: value_of(longest, at)?,
             });
         }
         for column in [c.heads, c.named, c.means, c.ranges, c.max] {
@@ -423,7 +482,10 @@ mod tests {
         let mut bytes = Vec::new();
         summary.encode(&mut bytes);
         let mut r = ByteReader::new(&bytes);
-        assert_eq!(TimingSummary::decode(&mut r, 2).unwrap(), summary);
+        assert_eq!(
+            TimingSummary::decode(&mut r, 2, Coding::Relative).unwrap(),
+            summary
+        );
         r.finish().unwrap();
         // A code past the last bin; more named ranks than a summary names.
         for (heads, named) in [
@@ -434,7 +496,65 @@ mod tests {
             for column in [heads, named, vec![], vec![], vec![]] {
                 bad.put_blob(&column);
             }
-            assert!(TimingSummary::decode(&mut ByteReader::new(&bad), 1).is_err());
+            for coding in [Coding::Absolute, Coding::Relative] {
+                assert!(TimingSummary::decode(&mut ByteReader::new(&bad), 1, coding).is_err());
+            }
         }
+        // A relative code below bin 0.
+        let mut bad = Vec::new();
+        for column in [vec![1 << 2], vec![0, 1], vec![], vec![], vec![0]] {
+            bad.put_blob(&column);
+        }
+        assert!(TimingSummary::decode(&mut ByteReader::new(&bad), 1, Coding::Relative).is_err());
+    }
+
+    /// The first coding, every time as its bin code, still reads: files of
+    /// format 1 have it. The relative coding of the same summary is shorter.
+    #[test]
+    fn the_absolute_coding_of_earlier_files_still_reads() {
+        let b = bins();
+        let (named, mean, lo, hi, longest) = (1_500_000, 1_000_000, 900_000, 1_100_000, 1_400_000);
+        let q = quantised;
+        let summary = TimingSummary {
+            signatures: vec![SignatureTiming {
+                time: Spread {
+                    named: vec![(3, q(named))],
+                    rest: Some(Rest {
+                        mean_ns: q(mean),
+                        lo_ns: q(lo),
+                        hi_ns: q(hi),
+                    }),
+                },
+                gap: Spread::default(),
+                max_ns: q(longest),
+            }],
+        };
+        // As format 1 wrote it: heads, named (rank step, code), means, ranges, longest.
+        let mut columns = [Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new()];
+        columns[0].put_u64(1 << 2 | REST_RANGE);
+        columns[0].put_u64(REST_NONE);
+        columns[1].put_u32(3);
+        columns[1].put_u32(b.code(named));
+        columns[2].put_u32(b.code(mean));
+        columns[3].put_u32(b.code(mean) - b.code(lo));
+        columns[3].put_u32(b.code(hi) - b.code(mean));
+        columns[4].put_u32(b.code(longest));
+        let mut old = Vec::new();
+        columns.iter().for_each(|c| old.put_blob(c));
+        let mut r = ByteReader::new(&old);
+        assert_eq!(
+            TimingSummary::decode(&mut r, 1, Coding::Absolute).unwrap(),
+            summary
+        );
+        r.finish().unwrap();
+        let mut new = Vec::new();
+        summary.encode(&mut new);
+        // The named value (1.5 times the mean) and the longest call: one byte each instead of two.
+        assert_eq!(new.len() + 2, old.len());
+        let mut r = ByteReader::new(&new);
+        assert_eq!(
+            TimingSummary::decode(&mut r, 1, Coding::Relative).unwrap(),
+            summary
+        );
     }
 }

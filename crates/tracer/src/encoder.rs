@@ -113,6 +113,27 @@ impl Encoder<'_> {
         put_rank(self.out, Self::rank_value(v, info));
     }
 
+    /// An int that is often the caller's rank in `comm` (MPI_Comm_split's
+    /// key): that rank as such, any other value by value.
+    pub fn own_rank_int(&mut self, v: i64, comm: MPI_Comm) {
+        let other = (!self.is_own_rank(v, comm)).then(|| mpigram_varint::zigzag(v));
+        put_own_rank(self.out, other);
+    }
+
+    /// A constant of `set` that is often the caller's rank in `comm`
+    /// (MPI_Comm_split's colour): that rank as such, else as [`constant`](Self::constant).
+    pub fn own_rank_constant(&mut self, set: ConstSet, v: i64, comm: MPI_Comm) {
+        let other = (!self.is_own_rank(v, comm)).then(|| const_code(front().constant(set, v)));
+        put_own_rank(self.out, other);
+    }
+
+    /// Whether `v` is the caller's rank in `comm`, an intra-communicator
+    /// the tracer knows (what relative ranks are decoded against).
+    fn is_own_rank(&mut self, v: i64, comm: MPI_Comm) -> bool {
+        let info = self.comm_info(front().value(HandleKind::Comm, comm));
+        matches!(info, Some(CommInfo { inter: false, rank, .. }) if v == i64::from(rank))
+    }
+
     /// A collective's root: absolute, since every rank names the same one
     /// (MPI_ROOT and MPI_PROC_NULL of inter-communicators as constants).
     pub fn root(&mut self, v: i64) {

@@ -1,9 +1,12 @@
 //! Memory segments: buffers are recorded as (segment id, offset), never as
 //! addresses, so that equal behaviour on different ranks encodes equally.
 //! Heap blocks become segments through the allocation hooks (alloc.rs);
-//! any other address (stack, static data) gets an id of its own on first
-//! use. Ids come from one pool, smallest free first, so ranks that
-//! allocate in the same order agree.
+//! any other address (stack, static data) is a segment of its own. A
+//! segment gets its id when an MPI call first uses it, from one pool,
+//! smallest free first, and gives it back when its block is freed: the
+//! ids count the buffers MPI sees, not every allocation of the process,
+//! so ranks that use their buffers alike agree even where one rank
+//! allocates more (rank 0 reading input, formatting output).
 //!
 //! The table is shared by every thread. The hooks only ever *try* its lock:
 //! when it is busy (another thread, or an allocation made while the table
@@ -16,9 +19,12 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Mutex, TryLockError};
 
+/// The id of a heap block that no MPI call has used yet.
+const UNNAMED: u64 = u64::MAX;
+
 #[derive(Default)]
 struct Segments {
-    /// Heap blocks: start -> (length, id).
+    /// Heap blocks: start -> (length, id or [`UNNAMED`]).
     blocks: BTreeMap<usize, (usize, u64)>,
     /// Addresses outside any block: address -> id (never freed).
     loose: FxHashMap<usize, u64>,
@@ -39,13 +45,24 @@ pub fn generation() -> u64 {
     GENERATION.load(Relaxed)
 }
 
+impl Segments {
+    /// A block is gone: its id, if it had one, is free again, and cached
+    /// lookups that may name it are stale. (An unnamed block was never
+    /// looked up: nothing to invalidate.)
+    fn forget(&mut self, id: u64) {
+        if id != UNNAMED {
+            self.ids.give_back(id);
+            GENERATION.fetch_add(1, Relaxed);
+        }
+    }
+}
+
 /// A heap block was allocated (from a hook).
 pub fn allocated(start: usize, len: usize) {
     if let Some(mut guard) = try_lock() {
         let s = guard.get_or_insert_with(Segments::default);
-        let id = s.ids.take();
-        if let Some((_, old)) = s.blocks.insert(start, (len.max(1), id)) {
-            s.ids.give_back(old);
+        if let Some((_, old)) = s.blocks.insert(start, (len.max(1), UNNAMED)) {
+            s.forget(old);
         } else {
             TRACKED.fetch_add(1, Relaxed);
         }
@@ -60,9 +77,8 @@ pub fn freed(start: usize) {
     if let Some(mut guard) = try_lock() {
         if let Some(s) = guard.as_mut() {
             if let Some((_, id)) = s.blocks.remove(&start) {
-                s.ids.give_back(id);
                 TRACKED.fetch_sub(1, Relaxed);
-                GENERATION.fetch_add(1, Relaxed);
+                s.forget(id);
             }
         }
     }
@@ -105,8 +121,12 @@ impl SegmentCache {
 fn locate(addr: usize, generation: u64) -> Segment {
     let mut guard = SEGMENTS.lock().unwrap_or_else(|e| e.into_inner());
     let s = guard.get_or_insert_with(Segments::default);
-    if let Some((&start, &(len, id))) = s.blocks.range(..=addr).next_back() {
+    if let Some((&start, &mut (len, ref mut id))) = s.blocks.range_mut(..=addr).next_back() {
         if addr - start < len {
+            if *id == UNNAMED {
+                *id = s.ids.take();
+            }
+            let id = *id;
             return Segment {
                 start,
                 len,

@@ -270,6 +270,51 @@ fn fortran_2008_bindings_that_call_pmpi_directly_are_traced() {
     }
 }
 
+/// MPI_Comm_split's colour and key, and MPI_Comm_split_type's key, equal
+/// to the caller's rank are recorded as "the caller's rank": ranks that
+/// pass their own rank make the same call, and every value decodes back
+/// exactly (MPI_UNDEFINED by name).
+#[test]
+fn split_colours_and_keys_equal_to_the_callers_rank_are_recorded_as_such() {
+    let run = run_traced("comm", 4, &[], &[]);
+    run.output.assert_success();
+    let trace = assert_trace_is_exact(&run, 4);
+    // (signature bytes, colour, key) of each rank's splits, in call order.
+    let splits = |r: u32| -> Vec<(Vec<u8>, Value, Value)> {
+        decoded(&trace, r)
+            .into_iter()
+            .zip(trace.calls(r))
+            .filter(|(c, _)| c.func == "MPI_Comm_split" || c.func == "MPI_Comm_split_type")
+            .map(|(c, bytes)| {
+                let colour = c.args.get("color").cloned().unwrap_or(Value::Null);
+                (bytes.to_vec(), colour, c.args["key"].clone())
+            })
+            .collect()
+    };
+    let all: Vec<_> = (0..4).map(splits).collect();
+    for (rank, s) in all.iter().enumerate() {
+        let r = rank as i64;
+        // (rank % 2, -rank), (MPI_UNDEFINED on rank 0 else 1, rank), split_type's key rank.
+        let undefined_or_one = if rank == 0 {
+            json!("MPI_UNDEFINED")
+        } else {
+            json!(1)
+        };
+        let expected = [
+            (json!(r % 2), json!(-r)),
+            (undefined_or_one, json!(r)),
+            (Value::Null, json!(r)),
+        ];
+        let got: Vec<_> = s.iter().map(|(_, c, k)| (c.clone(), k.clone())).collect();
+        assert_eq!(got, expected, "rank {rank}");
+    }
+    // Colour 1 and key = own rank: one signature on ranks 2 and 3 (rank 1's
+    // colour 1 is its own rank too); split_type's key: one on every rank.
+    assert_eq!(all[2][1].0, all[3][1].0);
+    assert_ne!(all[1][1].0, all[2][1].0);
+    assert!(all.iter().all(|s| s[2].0 == all[0][2].0));
+}
+
 #[test]
 fn one_sided_target_ranks_are_relative_to_the_caller() {
     let run = run_traced("rma_ops", 3, &[], &[]);

@@ -82,7 +82,8 @@ fn scalar_word(k: &mut Key, s: &Scalar, x: &str, ct: &CType) -> Option<bool> {
         | Scalar::Tag
         | Scalar::Rank(_)
         | Scalar::Root
-        | Scalar::WinRank(_) => {
+        | Scalar::WinRank(_)
+        | Scalar::OwnRank { .. } => {
             format!("{} as u64", crate::emit_wrappers::int_value(x, ct))
         }
         Scalar::Handle(kind) if ct.base == "int" => {

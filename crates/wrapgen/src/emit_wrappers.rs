@@ -429,6 +429,10 @@ fn scalar(s: &Scalar, x: &str, ct: &CType) -> String {
         Scalar::Rank(c) => format!("e.rank({int}, {c});"),
         Scalar::Root => format!("e.root({int});"),
         Scalar::WinRank(w) => format!("win_rank(e, {int}, {w});"),
+        Scalar::OwnRank { comm, inner } => match &**inner {
+            Scalar::Const(set) => format!("e.own_rank_constant(ConstSet::{set}, {int}, {comm});"),
+            _ => format!("e.own_rank_int({int}, {comm});"),
+        },
         Scalar::Handle(k) if ct.base == "int" => {
             format!("e.handle(HandleKind::{k}, Handle::from({x}));")
         }

@@ -27,6 +27,7 @@ pub enum Enc {
     Callback,
     Array(Box<Enc>),
     Coords,
+    OwnRank(Box<Enc>),
 }
 
 impl Enc {
@@ -46,6 +47,7 @@ impl Enc {
             Enc::Callback => "Enc::Callback".into(),
             Enc::Array(e) => format!("Enc::Array(&{})", e.rust()),
             Enc::Coords => "Enc::Coords".into(),
+            Enc::OwnRank(e) => format!("Enc::OwnRank(&{})", e.rust()),
         }
     }
 }
@@ -66,6 +68,13 @@ pub enum Scalar {
     Root,
     /// A rank in this window's group (parameter name).
     WinRank(String),
+    /// A number (`inner`: an int or a constant) that is often the caller's
+    /// rank in this communicator (parameter name): that rank is recorded as
+    /// such.
+    OwnRank {
+        comm: String,
+        inner: Box<Scalar>,
+    },
     Handle(&'static str),
     Request,
     Callback,
@@ -159,6 +168,7 @@ impl Scalar {
             Scalar::Tag => Enc::Tag,
             Scalar::Const(set) => Enc::Const(set.clone()),
             Scalar::Rank(_) | Scalar::Root | Scalar::WinRank(_) => Enc::Rank,
+            Scalar::OwnRank { inner, .. } => Enc::OwnRank(Box::new(inner.enc())),
             Scalar::Handle(k) => Enc::Handle(k),
             Scalar::Request => Enc::Request,
             Scalar::Callback => Enc::Callback,
@@ -362,6 +372,16 @@ fn action(f: &Function, p: &Param, ct: &CType, skel: &FuncModel, o: &Overrides) 
         Class::Number | Class::Address | Class::Location | Class::Rank | Class::Tag => {
             let scalar = match info.class {
                 _ if ov.location || info.class == Class::Location => Scalar::Location,
+                Class::Number if ov.own_rank => match skel.comms().as_slice() {
+                    [comm] if p.dir == Dir::In => Scalar::OwnRank {
+                        comm: (*comm).to_owned(),
+                        inner: Box::new(number.clone()),
+                    },
+                    _ => bail!(
+                        "{}: an own rank is an input beside one communicator",
+                        p.name
+                    ),
+                },
                 Class::Tag => Scalar::Tag,
                 Class::Rank => rank_scalar(p, skel, ov.rank_in.as_deref())?.unwrap_or(Scalar::Int),
                 _ => number.clone(),
@@ -373,8 +393,8 @@ fn action(f: &Function, p: &Param, ct: &CType, skel: &FuncModel, o: &Overrides) 
                     Scalar::Tag => Out::Tag,
                     Scalar::Location => Out::Location,
                     Scalar::Rank(c) => Out::Rank(c),
-                    Scalar::WinRank(_) | Scalar::Root => {
-                        bail!("window rank and root outputs are not supported")
+                    Scalar::WinRank(_) | Scalar::Root | Scalar::OwnRank { .. } => {
+                        bail!("window rank, root and own rank outputs are not supported")
                     }
                     Scalar::Const(set) => Out::Const(set),
                     s => Out::Number {

@@ -58,6 +58,12 @@ pub struct ParamOverride {
     /// (recorded relative to the caller's own, `Enc::Coords`).
     #[serde(default)]
     pub coords: bool,
+    /// An integer that is often the caller's rank in the call's one
+    /// communicator (MPI_Comm_split's colour and key): that rank is
+    /// recorded as such (`Enc::OwnRank`), so every rank passing its own
+    /// rank makes the same call.
+    #[serde(default)]
+    pub own_rank: bool,
 }
 
 /// A set of named integer constants (`[constants.Order]`).
@@ -118,6 +124,7 @@ static EMPTY: ParamOverride = ParamOverride {
     location: false,
     constants: None,
     coords: false,
+    own_rank: false,
 };
 
 impl Overrides {

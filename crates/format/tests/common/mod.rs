@@ -1,5 +1,9 @@
-//! Test helpers that edit files at the byte offsets documented in `docs/format.md` (written
-//! independently of the crate's own layout code, so the tests check the document too).
+//! Test helpers that build and edit files at the byte offsets documented in `docs/format.md`
+//! (written independently of the crate's own layout code, so the tests check the document too).
+//!
+//! [`encode`] and [`sample`] build files of version 1, the layout mpigram wrote before the
+//! compact version 2: the tests of `errors.rs` and `mutations.rs` hold the reader to it, as
+//! files written by earlier mpigrams must still read. [`compact`] is the crate's own writer.
 #![allow(dead_code)]
 
 use mpigram_format::{Codec, Error, NewSection, to_bytes};
@@ -105,7 +109,57 @@ pub fn sample_sections() -> Vec<(u32, u32, Vec<u8>, Codec)> {
     ]
 }
 
+/// A version-1.0 file, laid out as `docs/format.md` documents it: the 64-byte header, each
+/// payload at a multiple of 8, the table of 40-byte entries last.
 pub fn encode(file_kind: u32, flags: u32, sections: &[(u32, u32, Vec<u8>, Codec)]) -> Vec<u8> {
+    let mut b = vec![0u8; HEADER_LEN];
+    let mut entries = Vec::new();
+    for (kind, index, data, codec) in sections {
+        let stored = match codec {
+            Codec::Raw => data.clone(),
+            _ => zstd::encode_all(&data[..], 3).expect("zstd in memory"),
+        };
+        entries.push(RawEntry {
+            kind: *kind,
+            index: *index,
+            codec: u32::from(*codec != Codec::Raw),
+            checksum: crc32fast::hash(&stored),
+            offset: b.len() as u64,
+            stored: stored.len() as u64,
+            decoded: data.len() as u64,
+        });
+        b.extend_from_slice(&stored);
+        b.resize(b.len().next_multiple_of(8), 0);
+    }
+    finish_v1(&mut b, file_kind, flags, entries);
+    b
+}
+
+/// Ends a version-1.0 file whose first 64 bytes are room for the header and whose payloads
+/// follow: appends the table of `entries` and writes the header, checksums right.
+pub fn finish_v1(b: &mut Vec<u8>, file_kind: u32, flags: u32, entries: Vec<RawEntry>) {
+    let table = b.len();
+    b.resize(table + entries.len() * ENTRY_LEN, 0);
+    b[..8].copy_from_slice(b"MPIGRAM\0");
+    wr16(b, 8, 1);
+    wr32(b, 12, file_kind);
+    wr32(b, 16, flags);
+    wr32(b, 20, entries.len() as u32);
+    wr64(b, 24, table as u64);
+    wr32(b, 32, ENTRY_LEN as u32);
+    for (i, e) in entries.into_iter().enumerate() {
+        set_entry(b, i, e);
+    }
+    reseal(b);
+}
+
+/// A version-1.0 file of [`sample_sections`].
+pub fn sample() -> Vec<u8> {
+    encode(2, 0, &sample_sections())
+}
+
+/// The file the crate's writer makes (the current version).
+pub fn compact(file_kind: u32, flags: u32, sections: &[(u32, u32, Vec<u8>, Codec)]) -> Vec<u8> {
     let specs: Vec<NewSection<'_>> = sections
         .iter()
         .map(|(k, i, d, c)| (*k, *i, d.as_slice(), *c).into())
@@ -113,8 +167,9 @@ pub fn encode(file_kind: u32, flags: u32, sections: &[(u32, u32, Vec<u8>, Codec)
     to_bytes(file_kind, flags, &specs).expect("encode in memory")
 }
 
-pub fn sample() -> Vec<u8> {
-    encode(2, 0, &sample_sections())
+/// The current version's file of [`sample_sections`].
+pub fn compact_sample() -> Vec<u8> {
+    compact(2, 0, &sample_sections())
 }
 
 /// Every error must be shown as one line naming the file.

@@ -3891,8 +3891,8 @@ pub unsafe extern "C" fn MPI_Comm_split(
     let agreed = unsafe { crate::agree::created(ret, newcomm) };
     call.end_at(end, func::MPI_Comm_split, ret, |e| unsafe {
         e.handle(HandleKind::Comm, comm);
-        e.constant(ConstSet::Undefined, i64::from(color));
-        e.int(i64::from(key));
+        e.own_rank_constant(ConstSet::Undefined, i64::from(color), comm);
+        e.own_rank_int(i64::from(key), comm);
         e.new_comm_out(newcomm, agreed);
     });
     ret
@@ -3919,7 +3919,7 @@ pub unsafe extern "C" fn MPI_Comm_split_type(
     call.end_at(end, func::MPI_Comm_split_type, ret, |e| unsafe {
         e.handle(HandleKind::Comm, comm);
         e.constant(ConstSet::SplitType, i64::from(split_type));
-        e.int(i64::from(key));
+        e.own_rank_int(i64::from(key), comm);
         e.handle(HandleKind::Info, info);
         e.new_comm_out(newcomm, agreed);
     });
