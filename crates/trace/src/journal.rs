@@ -141,11 +141,14 @@ pub const HASH_SEED: u32 = 0x811c_9dc5;
 /// byte: the tracer hashes each record as it appends it. Every step is a
 /// bijection of the state, so a change in any single byte changes the hash.
 #[inline]
-pub fn hash(mut h: u32, bytes: &[u8]) -> u32 {
-    for &b in bytes {
-        h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
-    }
-    h
+pub fn hash(h: u32, bytes: &[u8]) -> u32 {
+    bytes.iter().fold(h, |h, &b| hash_byte(h, b))
+}
+
+/// One step of [`hash`]: `h` continued by the byte `b`.
+#[inline(always)]
+pub const fn hash_byte(h: u32, b: u8) -> u32 {
+    (h ^ b as u32).wrapping_mul(0x0100_0193)
 }
 
 /// The tail word: published length and hash, stored at once so that a

@@ -152,18 +152,25 @@ pub struct ColumnWriter {
 
 impl ColumnWriter {
     /// Appends one call's two numbers.
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, a: u64, b: u64) {
         self.first.put_u64(a);
         self.second.put_u64(b);
         self.in_block += 1;
         if self.in_block == BLOCK_CALLS {
-            let block = compress_block(self.in_block, &self.first, &self.second);
-            self.blocks.extend_from_slice(&block);
-            self.first.clear();
-            self.second.clear();
-            self.in_block = 0;
+            self.finish_block();
         }
+    }
+
+    /// The block is full: compressed, it joins the finished ones.
+    #[cold]
+    #[inline(never)]
+    fn finish_block(&mut self) {
+        let block = compress_block(self.in_block, &self.first, &self.second);
+        self.blocks.extend_from_slice(&block);
+        self.first.clear();
+        self.second.clear();
+        self.in_block = 0;
     }
 
     /// Everything recorded so far, as stored (the writer goes on).

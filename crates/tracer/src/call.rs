@@ -4,9 +4,10 @@
 use crate::encoder::Encoder;
 use crate::memo::KeyWords;
 use mpigram_mpispec::FuncId;
-use std::cell::Cell;
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicU32, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicBool, AtomicPtr, AtomicU8, AtomicU32, AtomicUsize, Ordering::Relaxed,
+};
 
 const UNSET: u8 = 0;
 const ON: u8 = 1;
@@ -18,14 +19,60 @@ static STATE: AtomicU8 = AtomicU8::new(UNSET);
 
 /// Where this thread is: outside any traced call, inside the MPI part of
 /// one, or recording one.
-const OUTSIDE: u8 = 0;
-const IN_MPI: u8 = 1;
-const RECORDING: u8 = 2;
+const OUTSIDE: usize = 0;
+const IN_MPI: usize = 1;
+const RECORDING: usize = 2;
+/// The bits of a thread's place in [`SERIAL`] (below a [`thread_tag`]).
+const PLACE: usize = 3;
 
 thread_local! {
     /// Not OUTSIDE while this thread is inside a traced call: calls the MPI
     /// library makes to itself (or user callbacks it runs) are not traced.
-    static INSIDE: Cell<u8> = const { Cell::new(OUTSIDE) };
+    /// While MPI calls may run concurrently; else see [`SERIAL`].
+    static INSIDE: AtomicUsize = const { AtomicUsize::new(OUTSIDE) };
+}
+
+/// The thread inside a traced call while MPI calls cannot overlap (a
+/// thread level below MPI_THREAD_MULTIPLE: `tracer::concurrent`), as its
+/// [`thread_tag`] plus its place (IN_MPI or RECORDING); 0 while no thread
+/// is inside one. A thread-local of a preloaded library costs a call of
+/// `__tls_get_addr` at each access; this is one load and one store a call.
+static SERIAL: AtomicUsize = AtomicUsize::new(0);
+
+/// A number that tells this thread from every other live one, a multiple
+/// of 4 (the thread's control block).
+#[inline(always)]
+fn thread_tag() -> usize {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let tcb: usize;
+        // SAFETY: reads the thread pointer, the first word of the thread's
+        // control block (its own address, x86-64 TLS ABI).
+        unsafe {
+            std::arch::asm!("mov {}, fs:0", out(reg) tcb, options(nostack, readonly, preserves_flags, pure));
+        }
+        tcb
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        // SAFETY: no arguments, no failure.
+        unsafe { libc::pthread_self() as usize }
+    }
+}
+
+/// Where this thread is (OUTSIDE, IN_MPI or RECORDING), whichever way it
+/// was noted.
+fn place() -> usize {
+    let own = INSIDE.with(|inside| inside.load(Relaxed));
+    if own != OUTSIDE {
+        return own;
+    }
+    let serial = SERIAL.load(Relaxed);
+    if serial & !PLACE == thread_tag() {
+        serial & PLACE
+    } else {
+        OUTSIDE
+    }
 }
 
 /// Where a call that begins names its function
@@ -52,7 +99,7 @@ pub fn name_calls_in(word: *mut AtomicU32) {
 /// one (as the at-exit handler asks when MPI exits the process in a call):
 /// the call that began last, of any thread.
 pub fn call_in_progress() -> Option<FuncId> {
-    if INSIDE.with(Cell::get) != IN_MPI {
+    if place() != IN_MPI {
         return None;
     }
     // SAFETY: IN_CALL points to a static or to the journal's mapping,
@@ -64,10 +111,12 @@ pub fn call_in_progress() -> Option<FuncId> {
 /// A traced call in progress.
 pub struct Call {
     start: u64,
-    /// This thread's INSIDE flag, looked up once per call (a thread-local
-    /// lookup is a library call in a shared object). A `Call` never leaves
-    /// its thread: the raw pointer makes it neither Send nor Sync.
-    inside: *const Cell<u8>,
+    /// Where this thread's place is noted: its INSIDE, looked up once per
+    /// call, or SERIAL. A `Call` never leaves its thread: the raw pointer
+    /// makes it neither Send nor Sync.
+    flag: *const AtomicUsize,
+    /// What the place is noted with: 0 in INSIDE, the thread's tag in SERIAL.
+    tag: usize,
 }
 
 impl Call {
@@ -79,20 +128,27 @@ impl Call {
         if state != ON && !(state == UNSET && first_use()) {
             return None;
         }
-        INSIDE.with(|inside| {
-            if inside.get() != OUTSIDE {
-                return None;
-            }
-            inside.set(IN_MPI);
-            // One store of a constant: the call in progress (see IN_CALL).
-            // SAFETY: IN_CALL points to a static or to the journal's
-            // mapping, which is never unmapped.
-            unsafe { &*IN_CALL.load(Relaxed) }
-                .store(mpigram_trace::journal::in_call_word(func), Relaxed);
-            Some(Call {
-                start: crate::clock::now(),
-                inside,
-            })
+        let (flag, tag) = if crate::tracer::concurrent() {
+            let flag = INSIDE.with(|inside| inside as *const AtomicUsize);
+            (flag, 0)
+        } else {
+            (&raw const SERIAL, thread_tag())
+        };
+        // SAFETY: this thread's INSIDE, or a static.
+        let noted = unsafe { &*flag };
+        if noted.load(Relaxed) != OUTSIDE {
+            return None;
+        }
+        noted.store(tag | IN_MPI, Relaxed);
+        // One store of a constant: the call in progress (see IN_CALL).
+        // SAFETY: IN_CALL points to a static or to the journal's mapping,
+        // which is never unmapped.
+        unsafe { &*IN_CALL.load(Relaxed) }
+            .store(mpigram_trace::journal::in_call_word(func), Relaxed);
+        Some(Call {
+            start: crate::clock::now(),
+            flag,
+            tag,
         })
     }
 
@@ -119,8 +175,10 @@ impl Call {
         encode: impl FnOnce(&mut Encoder),
     ) {
         let end = crate::clock::now();
-        self.flag().set(RECORDING);
-        let k = KeyWords::new(ret);
+        self.note(RECORDING);
+        // SAFETY: a `Call` exists only while recording is on, which needs
+        // a bound front end (`first_use`).
+        let k = KeyWords::new(unsafe { crate::front::bound_front() }, ret);
         let words = key(&k);
         crate::recording::record_keyed(func, ret, (self.start, end), &words, k.request(), encode);
     }
@@ -139,28 +197,31 @@ impl Call {
         encode: impl FnOnce(&mut Encoder),
     ) {
         let end = crate::clock::now();
-        self.flag().set(RECORDING);
+        self.note(RECORDING);
         crate::recording::record_waitall(ret, (self.start, end), count, handles, statuses, encode);
     }
 
     /// Ends a call whose MPI part ended at `end` (the tracer did work of
     /// its own since, which is not the call's time).
     pub fn end_at(self, end: u64, func: FuncId, ret: c_int, encode: impl FnOnce(&mut Encoder)) {
-        self.flag().set(RECORDING);
+        self.note(RECORDING);
         crate::recording::record(func, ret, self.start, end, encode);
     }
 }
 
 impl Call {
-    fn flag(&self) -> &Cell<u8> {
-        // SAFETY: points to this thread's INSIDE, which outlives the call.
-        unsafe { &*self.inside }
+    #[inline(always)]
+    fn note(&self, place: usize) {
+        // SAFETY: points to this thread's INSIDE, which outlives the call,
+        // or to a static.
+        unsafe { &*self.flag }.store(self.tag | place, Relaxed);
     }
 }
 
 impl Drop for Call {
     fn drop(&mut self) {
-        self.flag().set(OUTSIDE);
+        // SAFETY: as in `note`.
+        unsafe { &*self.flag }.store(OUTSIDE, Relaxed);
     }
 }
 
@@ -238,7 +299,7 @@ pub fn parse_switch(value: impl AsRef<[u8]>) -> Option<bool> {
 /// call the MPI library makes to itself, on every member alike). Where not
 /// every rank runs the tracer the agreement itself does nothing (agree.rs).
 pub fn may_agree() -> bool {
-    INSIDE.with(Cell::get) == OUTSIDE && !sits_out()
+    place() == OUTSIDE && !sits_out()
 }
 
 /// Whether this process takes no part in the tracer's own communication
@@ -269,14 +330,14 @@ pub fn disable() {
 #[inline]
 pub fn recording_here() -> bool {
     let state = STATE.load(Relaxed);
-    (state == ON || (state == UNSET && !env_says_off())) && INSIDE.with(Cell::get) == OUTSIDE
+    (state == ON || (state == UNSET && !env_says_off())) && place() == OUTSIDE
 }
 
 /// Whether this thread is recording a call now (the allocation hooks count
 /// the tracer's own allocations with this).
 #[inline]
 pub fn in_recorder() -> bool {
-    INSIDE.with(Cell::get) == RECORDING
+    place() == RECORDING
 }
 
 /// Runs `f`, which the tracer or MPI does for itself (a journal checkpoint
@@ -284,9 +345,16 @@ pub fn in_recorder() -> bool {
 /// traced, its allocations neither counted as the recorder's nor tracked
 /// as the application's.
 pub fn uncounted<R>(f: impl FnOnce() -> R) -> R {
-    let was = INSIDE.with(|inside| inside.replace(IN_MPI));
+    let was = INSIDE.with(|inside| inside.swap(IN_MPI, Relaxed));
+    // Calls that begin while MPI calls cannot overlap look at SERIAL only.
+    let serial = SERIAL
+        .compare_exchange(0, thread_tag() | IN_MPI, Relaxed, Relaxed)
+        .is_ok();
     let r = f();
-    INSIDE.with(|inside| inside.set(was));
+    if serial {
+        SERIAL.store(0, Relaxed);
+    }
+    INSIDE.with(|inside| inside.store(was, Relaxed));
     r
 }
 

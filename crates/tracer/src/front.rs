@@ -377,6 +377,16 @@ pub fn front() -> &'static Front {
     }
 }
 
+/// The bound front end, without [`front`]'s test (a traced call's).
+///
+/// # Safety
+/// [`bind`] succeeded: recording is on (a `call::Call` exists).
+#[inline(always)]
+pub unsafe fn bound_front() -> &'static Front {
+    // SAFETY: bind() sets FRONT before it succeeds, and it stays set.
+    unsafe { FRONT.get().unwrap_unchecked() }
+}
+
 #[cold]
 fn unbound() -> &'static Front {
     static FALLBACK: OnceLock<Option<Front>> = OnceLock::new();

@@ -38,6 +38,13 @@ const FIRST_TAIL_BYTES: usize = 64 << 10;
 /// when the trace itself is large (see [`Journal::raise_limit`]).
 const MAPPED_TAIL_BYTES: u32 = 1 << 30;
 
+/// Terminals whose call record the fast path writes: a varint of up to two
+/// bytes.
+const FAST_TERMINALS: u32 = 1 << 13;
+/// Most bytes of a call's record and its per-call times (lossy and
+/// lossless: four varints).
+const MAX_CALL_RECORD: usize = 2 + 4 * mpigram_varint::MAX_VARINT_LEN;
+
 /// The ending word of the open journal, for the signal handlers.
 static ENDING: AtomicPtr<AtomicU32> = AtomicPtr::new(std::ptr::null_mut());
 
@@ -53,6 +60,10 @@ pub struct Journal {
     /// Tail bytes the file holds now (blocks allocated): the mapping
     /// covers `capacity`, but only these may be touched.
     allocated: usize,
+    /// Below this tail length a call's record with its times fits in
+    /// `allocated` whatever they are (0 once the journal stopped): the
+    /// fast path's one bound check.
+    fast_end: usize,
     fd: std::fs::File,
     /// Published length and hash of the tail.
     len: usize,
@@ -136,12 +147,13 @@ impl Journal {
         let map = map.inspect_err(|_| {
             let _ = std::fs::remove_file(&tmp);
         })?;
-        let journal = Journal {
+        let mut journal = Journal {
             map,
             tail_at: head.len(),
             capacity,
             limit,
-            allocated,
+            allocated: 0,
+            fast_end: 0,
             fd: file,
             len: 0,
             hash: HASH_SEED,
@@ -152,6 +164,7 @@ impl Journal {
             rank,
             pid: header.pid,
         };
+        journal.set_allocated(allocated);
         ENDING.store(journal.word::<AtomicU32>(ENDING_AT), Ordering::Release);
         crate::call::name_calls_in(journal.word(IN_CALL_AT));
         Ok(journal)
@@ -168,53 +181,52 @@ impl Journal {
         unsafe { &*self.word(TAIL_WORD_AT) }
     }
 
-    /// Appends a call of `terminal` with its per-call `times` (varints, as
+    /// Appends a call of `terminal` with its per-call `times` (the numbers
     /// the header's timing mode says), with its signature if it is new and
     /// the communicator-log entries the call added. False if the records do
     /// not fit: the caller writes a checkpoint (which holds this call).
-    #[inline]
+    #[inline(always)]
     pub fn record(
         &mut self,
         terminal: u32,
-        times: &[u8],
+        times: &[u64],
         new_signature: Option<&[u8]>,
         comm_log: &[CommRecord],
     ) -> bool {
         // The call returned: no longer in progress (see `crate::call`).
         // SAFETY: an aligned u32 of the mapping.
         unsafe { &*self.word::<AtomicU32>(IN_CALL_AT) }.store(0, Ordering::Relaxed);
-        let call = journal::call_record(terminal);
-        // The call record is a varint: one byte, or two for terminals up to 8,191.
-        let head = if call < 0x80 { 1 } else { 2 };
-        let n = head + times.len();
         if new_signature.is_none()
             && comm_log.len() == self.comms
-            && call < 1 << 14
-            && self.len + n <= self.allocated
+            && terminal < FAST_TERMINALS
+            && self.len < self.fast_end
         {
-            // The common case: a known signature, a record of one or two
-            // bytes and its times (none with aggregated timing).
-            let first = if head == 1 {
-                call as u8
-            } else {
-                call as u8 | 0x80
-            };
-            let mut hash = journal::hash(self.hash, &[first]);
-            // SAFETY: len + n <= allocated: inside the file's part of the tail.
+            // The common case: a known signature, whose call record (a
+            // varint of one byte, or two from terminal 64 on) and times fit.
+            let call = journal::call_record(terminal) as u32;
+            let mut hash = self.hash;
+            // SAFETY: len < fast_end: the record and its times are inside
+            // the file's part of the tail.
             unsafe {
                 let at = self.map.add(self.tail_at + self.len);
-                at.write(first);
-                if head == 2 {
-                    let second = (call >> 7) as u8;
+                let head = if call < 0x80 {
+                    at.write(call as u8);
+                    hash = journal::hash_byte(hash, call as u8);
+                    1
+                } else {
+                    let (first, second) = (call as u8 | 0x80, (call >> 7) as u8);
+                    at.write(first);
                     at.add(1).write(second);
-                    hash = journal::hash(hash, &[second]);
-                }
-                if !times.is_empty() {
-                    std::ptr::copy_nonoverlapping(times.as_ptr(), at.add(head), times.len());
-                    hash = journal::hash(hash, times);
-                }
+                    hash = journal::hash_byte(journal::hash_byte(hash, first), second);
+                    2
+                };
+                let n = if times.is_empty() {
+                    head
+                } else {
+                    put_times(at.add(head), times, &mut hash) + head
+                };
+                self.publish(n, hash);
             }
-            self.publish(n, hash);
             return true;
         }
         self.record_slow(terminal, times, new_signature, comm_log)
@@ -224,7 +236,7 @@ impl Journal {
     fn record_slow(
         &mut self,
         terminal: u32,
-        times: &[u8],
+        times: &[u64],
         new_signature: Option<&[u8]>,
         comm_log: &[CommRecord],
     ) -> bool {
@@ -241,8 +253,7 @@ impl Journal {
         {
             journal::put_comm(&mut self.scratch, &entry);
         }
-        journal::put_call(&mut self.scratch, terminal, &[]);
-        self.scratch.extend_from_slice(times);
+        journal::put_call(&mut self.scratch, terminal, times);
         let n = self.scratch.len();
         if n > self.limit - self.len.min(self.limit) || !self.grow_to(self.len + n) {
             return false;
@@ -270,8 +281,17 @@ impl Journal {
         if allocate(&self.fd, self.tail_at + want).is_err() {
             return false;
         }
-        self.allocated = want;
+        self.set_allocated(want);
         true
+    }
+
+    /// The file holds `allocated` tail bytes.
+    fn set_allocated(&mut self, allocated: usize) {
+        self.allocated = allocated;
+        self.fast_end = match self.stopped_at {
+            None => allocated.saturating_sub(MAX_CALL_RECORD),
+            Some(_) => 0,
+        };
     }
 
     /// The tail grew by `n` bytes, now hashing to `hash`: one store makes
@@ -312,7 +332,7 @@ impl Journal {
     /// nothing more. Its header says so: calls are missing at its end.
     pub fn stop(&mut self, held: u64) {
         self.stopped_at = Some(held);
-        self.allocated = self.len; // keeps `record` off its fast path
+        self.set_allocated(self.allocated); // keeps `record` off its fast path
         self.set_lost(journal::lost_word(Lost::Unknown));
     }
 
@@ -357,6 +377,33 @@ impl Journal {
             }
         }
     }
+}
+
+/// Writes `times` (at most four) as varints at `at`, continuing `hash`
+/// over them; returns their length. Apart from the fast path, which calls
+/// it only with per-call timing.
+///
+/// # Safety
+/// `at` is valid for writes of [`MAX_CALL_RECORD`] bytes.
+#[inline(never)]
+unsafe fn put_times(at: *mut u8, times: &[u64], hash: &mut u32) -> usize {
+    let mut n = 0;
+    for &v in times {
+        let mut v = v;
+        while v >= 0x80 {
+            let b = v as u8 | 0x80;
+            // SAFETY: four varints fit in MAX_CALL_RECORD bytes.
+            unsafe { at.add(n).write(b) };
+            *hash = journal::hash_byte(*hash, b);
+            v >>= 7;
+            n += 1;
+        }
+        // SAFETY: as above.
+        unsafe { at.add(n).write(v as u8) };
+        *hash = journal::hash_byte(*hash, v as u8);
+        n += 1;
+    }
+    n
 }
 
 /// Makes `file` at least `len` bytes long, with its blocks allocated: a

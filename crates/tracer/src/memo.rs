@@ -25,7 +25,7 @@
 //! decoded trace differ from the stream, which the tests compare.
 
 use crate::abi::{Handle, HandleSlot, MPI_Status};
-use crate::front::{Front, REQUEST, front};
+use crate::front::{Front, REQUEST};
 use crate::objects::{Objects, RequestKind};
 use mpigram_mpispec::{FuncId, HandleKind};
 use std::cell::Cell;
@@ -48,8 +48,7 @@ pub struct KeyWords {
 
 impl KeyWords {
     #[inline(always)]
-    pub fn new(ret: c_int) -> KeyWords {
-        let front = front();
+    pub fn new(front: &'static Front, ret: c_int) -> KeyWords {
         KeyWords {
             front,
             ok: ret == crate::abi::MPI_SUCCESS,

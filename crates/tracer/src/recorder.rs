@@ -10,7 +10,6 @@ use mpigram_grammar::Sequitur;
 use mpigram_mpispec::{FUNCS, FuncId};
 use mpigram_trace::timing::{Bins, ColumnWriter, ExactWriter, LossyClock};
 use mpigram_trace::{CallStats, CallTimes, Timing};
-use mpigram_varint::PutVarint;
 
 /// Lossy per-call timing being recorded.
 pub struct Lossy {
@@ -30,9 +29,6 @@ pub struct PerCall {
     origin: u64,
     lossy: Option<Lossy>,
     exact: Option<ExactWriter>,
-    /// The numbers the last call added to the stored columns (lossy's,
-    /// then lossless's), as varints: what the crash journal keeps of it.
-    pub last: Vec<u8>,
 }
 
 impl PerCall {
@@ -69,28 +65,28 @@ impl PerCall {
             origin,
             lossy,
             exact,
-            last: Vec::with_capacity(4 * mpigram_varint::MAX_VARINT_LEN),
         }
     }
 
+    /// Records a call's times: `last` becomes the numbers it added to the
+    /// stored columns (lossy's, then lossless's), what the crash journal
+    /// keeps of it.
     #[inline]
-    fn record(&mut self, func: FuncId, start: u64, end: u64) {
+    fn record(&mut self, func: FuncId, start: u64, end: u64, last: &mut CallNumbers) {
         let (start, end) = (
             start.saturating_sub(self.origin),
             end.saturating_sub(self.origin),
         );
-        self.last.clear();
+        last.len = 0;
         if let Some(l) = &mut self.lossy {
             let bins = &l.bins[l.base_of.get(func as usize).copied().unwrap_or(0) as usize];
             let (i, d) = l.clock.encode(bins, start, end);
             l.codes.push(i.into(), d.into());
-            self.last.put_u64(i.into());
-            self.last.put_u64(d.into());
+            last.push(i.into(), d.into());
         }
         if let Some(e) = &mut self.exact {
             let (interval, duration) = e.push(start, end);
-            self.last.put_u64(interval);
-            self.last.put_u64(duration);
+            last.push(interval, duration);
         }
     }
 
@@ -106,6 +102,29 @@ impl PerCall {
                 .as_ref()
                 .map_or_else(Vec::new, ExactWriter::bytes),
         }
+    }
+}
+
+/// The numbers a call added to the per-call times' columns: none, or two
+/// for each of lossy and lossless timing.
+#[derive(Default)]
+pub struct CallNumbers {
+    /// Room for 8: `len & 7` is in bounds without a check on the hot path.
+    numbers: [u64; 8],
+    len: usize,
+}
+
+impl CallNumbers {
+    fn push(&mut self, a: u64, b: u64) {
+        if let Some(pair) = self.numbers.get_mut(self.len..self.len + 2) {
+            pair.copy_from_slice(&[a, b]);
+            self.len += 2;
+        }
+    }
+
+    #[inline(always)]
+    pub fn get(&self) -> &[u64] {
+        &self.numbers[..self.len & 7]
     }
 }
 
@@ -139,8 +158,14 @@ pub struct Recorder {
     pub calls: u64,
     /// Scratch for the encoder: communicators of a completion call's requests.
     pub request_comms: Vec<crate::objects::RequestInfo>,
-    /// Per-call times, if recorded.
-    pub per_call: Option<PerCall>,
+    /// Per-call times, if recorded (see [`Recorder::set_per_call`]).
+    per_call: Option<PerCall>,
+    /// The numbers the last call added to the per-call times' columns
+    /// (none without per-call times): what the crash journal keeps of it.
+    pub call_times: CallNumbers,
+    /// Per-call times or verification are on: a call has more to record
+    /// than its terminal and aggregated timing (one test per call).
+    extras: bool,
     /// Terminals of repeated calls, by their raw arguments.
     pub memo: CallMemo,
     /// The terminal of a repeated MPI_Waitall on a window of new requests.
@@ -177,6 +202,8 @@ impl Recorder {
             calls: 0,
             request_comms: Vec::new(),
             per_call: None,
+            call_times: CallNumbers::default(),
+            extras: false,
             memo: CallMemo::default(),
             waitall: WaitallMemo::default(),
             budget: usize::MAX,
@@ -265,15 +292,41 @@ impl Recorder {
         s.max = s.max.max(ticks);
         s.gap += start.saturating_sub(self.last_end);
         self.last_end = end;
-        if let Some(p) = &mut self.per_call {
-            p.record(func, start, end);
-        }
         self.calls += 1;
+        if self.extras {
+            self.record_extras(func, start, end);
+        }
+    }
+
+    /// The per-call times and the verification stream of a call.
+    #[inline(never)]
+    fn record_extras(&mut self, func: FuncId, start: u64, end: u64) {
+        if let Some(p) = &mut self.per_call {
+            p.record(func, start, end, &mut self.call_times);
+        }
         if let Some(out) = &mut self.verify {
             // Under verification every call is encoded in full (memo.rs).
             out.extend_from_slice(&(self.scratch.len() as u32).to_le_bytes());
             out.extend_from_slice(&self.scratch);
         }
+    }
+
+    /// Records per-call times from now on.
+    pub fn set_per_call(&mut self, per_call: PerCall) {
+        self.per_call = Some(per_call);
+        self.extras = true;
+    }
+
+    /// Keeps every call's signature, uncompressed, from now on
+    /// (`MPIGRAM_VERIFY`).
+    pub fn set_verify(&mut self) {
+        self.verify = Some(Vec::new());
+        self.extras = true;
+    }
+
+    /// The per-call times being recorded, if any.
+    pub fn per_call(&self) -> Option<&PerCall> {
+        self.per_call.as_ref()
     }
 
     /// The terminal of the signature in `scratch`, added to the table if

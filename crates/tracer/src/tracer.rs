@@ -73,6 +73,12 @@ pub fn set_thread_level(provided: c_int) {
     CONCURRENT.store(provided >= front().ints.MPI_THREAD_MULTIPLE, Relaxed);
 }
 
+/// Whether MPI calls may run concurrently (see CONCURRENT).
+#[inline(always)]
+pub fn concurrent() -> bool {
+    CONCURRENT.load(Relaxed)
+}
+
 /// Runs `f` on the tracer, creating it on first use. A panic inside turns
 /// tracing off with one message; the application carries on.
 pub fn with<R>(f: impl FnOnce(&mut Tracer) -> R) -> Option<R> {
@@ -165,7 +171,7 @@ impl Tracer {
         recorder.record(func, terminal, start, end);
         if let Some(journal) = &mut self.journal {
             let signature = new.then_some(&recorder.scratch[..]);
-            let times = recorder.per_call.as_ref().map_or(&[][..], |p| &p.last[..]);
+            let times = recorder.call_times.get();
             if !journal.record(terminal, times, signature, &self.objects.comm_log) {
                 // The journal holds every call before this one.
                 let journaled = self.recorder.calls - 1;
@@ -242,11 +248,11 @@ impl Tracer {
         let mut recorder = Recorder::new(start.ticks);
         recorder.budget = crate::budget::budget_from_env() / 2;
         if std::env::var_os("MPIGRAM_VERIFY").is_some_and(|v| !v.is_empty() && v != "0") {
-            recorder.verify = Some(Vec::new());
+            recorder.set_verify();
         }
         let timing = timing_from_env();
         if timing.per_call() {
-            recorder.per_call = Some(PerCall::new(timing, start.ticks));
+            recorder.set_per_call(PerCall::new(timing, start.ticks));
         }
         Box::new(Tracer {
             objects: Objects::default(),
@@ -316,8 +322,7 @@ impl Tracer {
             run: self.run,
             timing: self
                 .recorder
-                .per_call
-                .as_ref()
+                .per_call()
                 .map_or_else(Timing::default, |p| p.timing.clone()),
             ns_per_tick: self.start.ns_per_tick(ClockPoint::now()),
         };
@@ -397,8 +402,7 @@ impl Tracer {
         let ns_per_tick = self.start.ns_per_tick(end);
         let times = self
             .recorder
-            .per_call
-            .as_ref()
+            .per_call()
             .map_or_else(Default::default, PerCall::times);
         RankTrace {
             meta: self.meta(ending, end),
@@ -436,8 +440,7 @@ impl Tracer {
             mpi_library: crate::front::library().map_or_else(String::new, |l| l.describe()),
             timing: self
                 .recorder
-                .per_call
-                .as_ref()
+                .per_call()
                 .map_or_else(Timing::default, |p| p.timing.clone()),
             calls: self.recorder.calls,
             start_ns: self.start.ns,

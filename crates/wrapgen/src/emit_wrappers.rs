@@ -192,22 +192,25 @@ fn wrapper(f: &FuncModel) -> Result<String> {
     let closure_arg = if b.encode.is_empty() { "_" } else { "e" };
     let unsafe_kw = if b.needs_unsafe { "unsafe " } else { "" };
     let key = crate::emit_keys::key(f).filter(|_| agreement.is_none());
-    let (end, key) = match (&agreement, &key) {
+    // With a key, the encoding runs only when the memo misses: a `move`
+    // closure holds the arguments' values, which cost less to set up on
+    // every call than a pointer to each.
+    let (end, key, capture) = match (&agreement, &key) {
         (Some(a), _) => {
             let _ = writeln!(s, "    let end = crate::clock::now();");
             let _ = writeln!(s, "    {}", a.recorded());
-            ("end_at(end, ", String::new())
+            ("end_at(end, ", String::new(), "")
         }
         (None, Some(key)) => {
             let body = key.body();
             let arg = if body.contains("k.") { "k" } else { "_" };
-            ("end_keyed(", format!("|{arg}| {body}, "))
+            ("end_keyed(", format!("|{arg}| {body}, "), "move ")
         }
-        (None, None) => ("end(", String::new()),
+        (None, None) => ("end(", String::new(), ""),
     };
     let _ = writeln!(
         s,
-        "    call.{end}func::{name}, {code}, {key}|{closure_arg}| {unsafe_kw}{{"
+        "    call.{end}func::{name}, {code}, {key}{capture}|{closure_arg}| {unsafe_kw}{{"
     );
     for stmt in &b.encode {
         let _ = writeln!(s, "        {stmt}");

@@ -57,7 +57,7 @@ impl Sequitur {
                 n = node.next;
             }
             if id == START {
-                let expected = self.pushed - self.pending * self.period - self.matched;
+                let expected = self.accepted_from;
                 if len != expected {
                     return Err(format!(
                         "start rule expands to {len} terminals, expected {expected}"

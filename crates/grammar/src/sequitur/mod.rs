@@ -74,10 +74,10 @@ pub struct Sequitur {
     /// Expansion length of the start rule's last symbol when it is at most
     /// HISTORY, else 0 (fast path off).
     period: u64,
-    /// Terminals of the current repetition accepted by the fast path.
-    matched: u64,
-    /// Whole repetitions accepted by the fast path, not yet in the grammar.
-    pending: u64,
+    /// The terminals from this position of the input on were accepted by
+    /// the fast path and are not in the grammar yet: whole repetitions of
+    /// the start rule's last symbol, then part of one ([`Sequitur::accepted`]).
+    accepted_from: u64,
 }
 
 impl Default for Sequitur {
@@ -101,8 +101,7 @@ impl Sequitur {
                 .expect("HISTORY terminals"),
             pushed: 0,
             period: 0,
-            matched: 0,
-            pending: 0,
+            accepted_from: 0,
         };
         let start = s.new_rule();
         debug_assert_eq!(start, START);
@@ -110,7 +109,7 @@ impl Sequitur {
     }
 
     /// Appends one terminal (at most [`MAX_TERMINAL`]). Amortised O(1); a
-    /// compare and an increment while the input repeats the last loop body
+    /// compare and a store while the input repeats the last loop body
     /// (inlined into the caller: it is the tracer's per-call fast path).
     #[inline(always)]
     pub fn push(&mut self, terminal: u32) {
@@ -124,14 +123,18 @@ impl Sequitur {
             period != 0 && self.history[pos.wrapping_sub(period) & HISTORY_MASK] == terminal;
         self.history[pos & HISTORY_MASK] = terminal;
         self.pushed += 1;
-        if repeats {
-            self.matched += 1;
-            if self.matched == self.period {
-                self.matched = 0;
-                self.pending += 1;
-            }
-        } else {
+        if !repeats {
             self.push_slow(terminal);
+        }
+    }
+
+    /// What the fast path accepted before position `end` and the grammar
+    /// does not hold yet: (whole repetitions of the start rule's last
+    /// symbol, terminals of a repetition begun).
+    fn accepted(&self, end: u64) -> (u64, u64) {
+        match end - self.accepted_from {
+            0 => (0, 0),
+            n => (n / self.period, n % self.period),
         }
     }
 
@@ -181,7 +184,8 @@ impl Sequitur {
     /// rule as plain terminals, so the result may be a little larger than
     /// [`grammar`](Sequitur::grammar)'s.
     pub fn snapshot(&self, stream: StreamId) -> Grammar {
-        let matched: Vec<u32> = (self.pushed - self.matched..self.pushed)
+        let (_, matched) = self.accepted(self.pushed);
+        let matched: Vec<u32> = (self.pushed - matched..self.pushed)
             .map(|pos| self.history[pos as usize & HISTORY_MASK])
             .collect();
         self.to_grammar(stream, &matched)
@@ -194,20 +198,22 @@ impl Sequitur {
         self.flush_repeat(self.pushed - 1);
         self.append(terminal);
         self.period = self.tail_period();
+        self.accepted_from = self.pushed;
     }
 
     /// Moves what the fast path accepted into the grammar. `end` is the
     /// history position just after the last accepted terminal.
     fn flush_repeat(&mut self, end: u64) {
-        if self.pending > 0 {
+        let (pending, matched) = self.accepted(end);
+        self.accepted_from = end;
+        if pending > 0 {
             let tail = self.last(START);
             let before = self.prev(tail);
             self.unindex(before);
-            self.nodes[tail as usize].exp += std::mem::take(&mut self.pending);
+            self.nodes[tail as usize].exp += pending;
             self.work.push(before);
             self.process();
         }
-        let matched = std::mem::take(&mut self.matched);
         for pos in end - matched..end {
             self.append(self.history[pos as usize & HISTORY_MASK]);
         }
@@ -569,8 +575,9 @@ impl Sequitur {
             bounds.push(runs.len() as u32);
         }
         // The start rule is numbered last (post-order): its runs end `runs`.
-        if let Some(last) = runs.last_mut().filter(|_| self.pending > 0) {
-            last.count += self.pending;
+        let (pending, _) = self.accepted(self.pushed);
+        if let Some(last) = runs.last_mut().filter(|_| pending > 0) {
+            last.count += pending;
         }
         let start_begin = bounds[bounds.len() - 2] as usize;
         for &t in matched {

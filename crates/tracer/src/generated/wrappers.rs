@@ -376,7 +376,7 @@ pub unsafe extern "C" fn MPI_Accumulate(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.buffer(origin_addr);
             e.int(i64::from(origin_count));
             e.handle(HandleKind::Datatype, origin_datatype);
@@ -451,7 +451,7 @@ pub unsafe extern "C" fn MPI_Accumulate_c(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.buffer(origin_addr);
             e.int(origin_count);
             e.handle(HandleKind::Datatype, origin_datatype);
@@ -478,7 +478,7 @@ pub unsafe extern "C" fn MPI_Add_error_class(errorclass: *mut c_int) -> c_int {
         func::MPI_Add_error_class,
         ret,
         |k| unsafe { [k.out(errorclass.cast_const())] },
-        |e| unsafe {
+        move |e| unsafe {
             e.constant_out(ConstSet::ErrorClass, errorclass);
         },
     );
@@ -497,7 +497,7 @@ pub unsafe extern "C" fn MPI_Add_error_code(errorclass: c_int, errorcode: *mut c
         func::MPI_Add_error_code,
         ret,
         |k| unsafe { [i64::from(errorclass) as u64, k.out(errorcode.cast_const())] },
-        |e| unsafe {
+        move |e| unsafe {
             e.constant(ConstSet::ErrorClass, i64::from(errorclass));
             e.int_out(errorcode);
         },
@@ -532,7 +532,7 @@ pub unsafe extern "C" fn MPI_Address(location: *mut c_void, address: *mut MPI_Ai
         func::MPI_Address,
         ret,
         |k| unsafe { [location as u64, k.out(address.cast_const()), k.segments()] },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(location);
             location_out(e, address);
         },
@@ -552,7 +552,7 @@ pub unsafe extern "C" fn MPI_Aint_add(base: MPI_Aint, disp: MPI_Aint) -> MPI_Ain
         func::MPI_Aint_add,
         MPI_SUCCESS,
         |k| [base as u64, disp as u64, k.segments()],
-        |e| {
+        move |e| {
             e.buffer(std::ptr::without_provenance(base as usize));
             e.address(disp);
         },
@@ -572,7 +572,7 @@ pub unsafe extern "C" fn MPI_Aint_diff(addr1: MPI_Aint, addr2: MPI_Aint) -> MPI_
         func::MPI_Aint_diff,
         MPI_SUCCESS,
         |k| [addr1 as u64, addr2 as u64, k.segments()],
-        |e| {
+        move |e| {
             e.buffer(std::ptr::without_provenance(addr1 as usize));
             e.buffer(std::ptr::without_provenance(addr2 as usize));
         },
@@ -619,7 +619,7 @@ pub unsafe extern "C" fn MPI_Allgather(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.buffer(sendbuf);
             e.int(i64::from(sendcount));
             e.handle(HandleKind::Datatype, sendtype);
@@ -671,7 +671,7 @@ pub unsafe extern "C" fn MPI_Allgather_c(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.buffer(sendbuf);
             e.int(sendcount);
             e.handle(HandleKind::Datatype, sendtype);
@@ -728,7 +728,7 @@ pub unsafe extern "C" fn MPI_Allgather_init(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(sendbuf);
             e.int(i64::from(sendcount));
             e.handle(HandleKind::Datatype, sendtype);
@@ -787,7 +787,7 @@ pub unsafe extern "C" fn MPI_Allgather_init_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(sendbuf);
             e.int(sendcount);
             e.handle(HandleKind::Datatype, sendtype);
@@ -1001,7 +1001,7 @@ pub unsafe extern "C" fn MPI_Alloc_mem(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.address(size);
             e.handle(HandleKind::Info, info);
             buffer_out(e, baseptr.cast_const().cast());
@@ -1039,7 +1039,7 @@ pub unsafe extern "C" fn MPI_Allreduce(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(i64::from(count));
@@ -1080,7 +1080,7 @@ pub unsafe extern "C" fn MPI_Allreduce_c(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(count);
@@ -1126,7 +1126,7 @@ pub unsafe extern "C" fn MPI_Allreduce_init(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(i64::from(count));
@@ -1174,7 +1174,7 @@ pub unsafe extern "C" fn MPI_Allreduce_init_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(count);
@@ -1227,7 +1227,7 @@ pub unsafe extern "C" fn MPI_Alltoall(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.buffer(sendbuf);
             e.int(i64::from(sendcount));
             e.handle(HandleKind::Datatype, sendtype);
@@ -1279,7 +1279,7 @@ pub unsafe extern "C" fn MPI_Alltoall_c(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.buffer(sendbuf);
             e.int(sendcount);
             e.handle(HandleKind::Datatype, sendtype);
@@ -1336,7 +1336,7 @@ pub unsafe extern "C" fn MPI_Alltoall_init(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(sendbuf);
             e.int(i64::from(sendcount));
             e.handle(HandleKind::Datatype, sendtype);
@@ -1395,7 +1395,7 @@ pub unsafe extern "C" fn MPI_Alltoall_init_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(sendbuf);
             e.int(sendcount);
             e.handle(HandleKind::Datatype, sendtype);
@@ -1951,7 +1951,7 @@ pub unsafe extern "C" fn MPI_Attr_delete(comm: MPI_Comm, keyval: c_int) -> c_int
                 k.handle(HandleKind::Keyval, Handle::from(keyval)),
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::Comm, comm);
             e.handle(HandleKind::Keyval, Handle::from(keyval));
         },
@@ -1984,7 +1984,7 @@ pub unsafe extern "C" fn MPI_Attr_get(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::Comm, comm);
             e.handle(HandleKind::Keyval, Handle::from(keyval));
             e.buffer(attribute_val);
@@ -2017,7 +2017,7 @@ pub unsafe extern "C" fn MPI_Attr_put(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::Comm, comm);
             e.handle(HandleKind::Keyval, Handle::from(keyval));
             e.buffer(attribute_val);
@@ -2038,7 +2038,7 @@ pub unsafe extern "C" fn MPI_Barrier(comm: MPI_Comm) -> c_int {
         func::MPI_Barrier,
         ret,
         |k| [k.handle(HandleKind::Comm, comm)],
-        |e| {
+        move |e| {
             e.handle(HandleKind::Comm, comm);
         },
     );
@@ -2067,7 +2067,7 @@ pub unsafe extern "C" fn MPI_Barrier_init(
                 k.created(request.cast()),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::Comm, comm);
             e.handle(HandleKind::Info, info);
             e.new_request(request);
@@ -2103,7 +2103,7 @@ pub unsafe extern "C" fn MPI_Bcast(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.buffer(buffer);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
@@ -2141,7 +2141,7 @@ pub unsafe extern "C" fn MPI_Bcast_c(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.buffer(buffer);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
@@ -2183,7 +2183,7 @@ pub unsafe extern "C" fn MPI_Bcast_init(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(buffer);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
@@ -2227,7 +2227,7 @@ pub unsafe extern "C" fn MPI_Bcast_init_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(buffer);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
@@ -2269,7 +2269,7 @@ pub unsafe extern "C" fn MPI_Bsend(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
@@ -2310,7 +2310,7 @@ pub unsafe extern "C" fn MPI_Bsend_c(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
@@ -2353,7 +2353,7 @@ pub unsafe extern "C" fn MPI_Bsend_init(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
@@ -2397,7 +2397,7 @@ pub unsafe extern "C" fn MPI_Bsend_init_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
@@ -2422,7 +2422,7 @@ pub unsafe extern "C" fn MPI_Buffer_attach(buffer: *mut c_void, size: c_int) -> 
         func::MPI_Buffer_attach,
         ret,
         |k| [buffer as u64, i64::from(size) as u64, k.segments()],
-        |e| {
+        move |e| {
             e.buffer(buffer);
             e.address(i64::from(size));
         },
@@ -2442,7 +2442,7 @@ pub unsafe extern "C" fn MPI_Buffer_attach_c(buffer: *mut c_void, size: MPI_Coun
         func::MPI_Buffer_attach_c,
         ret,
         |k| [buffer as u64, size as u64, k.segments()],
-        |e| {
+        move |e| {
             e.buffer(buffer);
             e.address(size);
         },
@@ -2468,7 +2468,7 @@ pub unsafe extern "C" fn MPI_Buffer_detach(buffer_addr: *mut c_void, size: *mut 
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             buffer_out(e, buffer_addr.cast_const().cast());
             e.int_out(size);
         },
@@ -2497,7 +2497,7 @@ pub unsafe extern "C" fn MPI_Buffer_detach_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             buffer_out(e, buffer_addr.cast_const().cast());
             e.count_out(size);
         },
@@ -2513,7 +2513,7 @@ pub unsafe extern "C" fn MPI_Buffer_flush() -> c_int {
         return unsafe { real() };
     };
     let ret = unsafe { real() };
-    call.end_keyed(func::MPI_Buffer_flush, ret, |_| [], |_| {});
+    call.end_keyed(func::MPI_Buffer_flush, ret, |_| [], move |_| {});
     ret
 }
 
@@ -2529,7 +2529,7 @@ pub unsafe extern "C" fn MPI_Buffer_iflush(request: *mut HandleSlot) -> c_int {
         func::MPI_Buffer_iflush,
         ret,
         |k| unsafe { [k.created(request.cast())] },
-        |e| unsafe {
+        move |e| unsafe {
             e.new_request(request);
         },
     );
@@ -2722,7 +2722,7 @@ pub unsafe extern "C" fn MPI_Cart_shift(
                 k.rank_out(rank_dest.cast_const()),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::Comm, comm);
             e.int(i64::from(direction));
             e.int(i64::from(disp));
@@ -2770,7 +2770,7 @@ pub unsafe extern "C" fn MPI_Cartdim_get(comm: MPI_Comm, ndims: *mut c_int) -> c
         func::MPI_Cartdim_get,
         ret,
         |k| unsafe { [k.handle(HandleKind::Comm, comm), k.out(ndims.cast_const())] },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::Comm, comm);
             e.int_out(ndims);
         },
@@ -2844,7 +2844,7 @@ pub unsafe extern "C" fn MPI_Comm_attach_buffer(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::Comm, comm);
             e.buffer(buffer);
             e.address(i64::from(size));
@@ -2876,7 +2876,7 @@ pub unsafe extern "C" fn MPI_Comm_attach_buffer_c(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::Comm, comm);
             e.buffer(buffer);
             e.address(size);
@@ -2902,7 +2902,7 @@ pub unsafe extern "C" fn MPI_Comm_call_errhandler(comm: MPI_Comm, errorcode: c_i
                 i64::from(errorcode) as u64,
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::Comm, comm);
             e.int(i64::from(errorcode));
         },
@@ -2932,7 +2932,7 @@ pub unsafe extern "C" fn MPI_Comm_compare(
                 k.out(result.cast_const()),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::Comm, comm1);
             e.handle(HandleKind::Comm, comm2);
             e.constant_out(ConstSet::Comparison, result);
@@ -3119,7 +3119,7 @@ pub unsafe extern "C" fn MPI_Comm_delete_attr(comm: MPI_Comm, comm_keyval: c_int
                 k.handle(HandleKind::Keyval, Handle::from(comm_keyval)),
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::Comm, comm);
             e.handle(HandleKind::Keyval, Handle::from(comm_keyval));
         },
@@ -3150,7 +3150,7 @@ pub unsafe extern "C" fn MPI_Comm_detach_buffer(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::Comm, comm);
             buffer_out(e, buffer_addr.cast_const().cast());
             e.int_out(size);
@@ -3182,7 +3182,7 @@ pub unsafe extern "C" fn MPI_Comm_detach_buffer_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::Comm, comm);
             buffer_out(e, buffer_addr.cast_const().cast());
             e.count_out(size);
@@ -3261,7 +3261,7 @@ pub unsafe extern "C" fn MPI_Comm_flush_buffer(comm: MPI_Comm) -> c_int {
         func::MPI_Comm_flush_buffer,
         ret,
         |k| [k.handle(HandleKind::Comm, comm)],
-        |e| {
+        move |e| {
             e.handle(HandleKind::Comm, comm);
         },
     );
@@ -3311,7 +3311,7 @@ pub unsafe extern "C" fn MPI_Comm_fromint(comm: c_int) -> MPI_Comm {
         func::MPI_Comm_fromint,
         MPI_SUCCESS,
         |_| [i64::from(comm) as u64],
-        |e| {
+        move |e| {
             e.int(i64::from(comm));
         },
     );
@@ -3343,7 +3343,7 @@ pub unsafe extern "C" fn MPI_Comm_get_attr(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::Comm, comm);
             e.handle(HandleKind::Keyval, Handle::from(comm_keyval));
             e.buffer(attribute_val);
@@ -3419,7 +3419,7 @@ pub unsafe extern "C" fn MPI_Comm_get_parent(parent: *mut HandleSlot) -> c_int {
         func::MPI_Comm_get_parent,
         ret,
         |k| unsafe { [k.handle_out(HandleKind::Comm, parent.cast())] },
-        |e| unsafe {
+        move |e| unsafe {
             lookup_out(e, HandleKind::Comm, parent.cast());
         },
     );
@@ -3503,7 +3503,7 @@ pub unsafe extern "C" fn MPI_Comm_iflush_buffer(comm: MPI_Comm, request: *mut Ha
         func::MPI_Comm_iflush_buffer,
         ret,
         |k| unsafe { [k.handle(HandleKind::Comm, comm), k.created(request.cast())] },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
@@ -3543,7 +3543,7 @@ pub unsafe extern "C" fn MPI_Comm_rank(comm: MPI_Comm, rank: *mut c_int) -> c_in
                 k.rank_out(rank.cast_const()),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::Comm, comm);
             e.rank_out(rank, comm);
         },
@@ -3578,7 +3578,7 @@ pub unsafe extern "C" fn MPI_Comm_remote_size(comm: MPI_Comm, size: *mut c_int) 
         func::MPI_Comm_remote_size,
         ret,
         |k| unsafe { [k.handle(HandleKind::Comm, comm), k.out(size.cast_const())] },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::Comm, comm);
             e.int_out(size);
         },
@@ -3609,7 +3609,7 @@ pub unsafe extern "C" fn MPI_Comm_set_attr(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::Comm, comm);
             e.handle(HandleKind::Keyval, Handle::from(comm_keyval));
             e.buffer(attribute_val);
@@ -3638,7 +3638,7 @@ pub unsafe extern "C" fn MPI_Comm_set_errhandler(
                 k.handle(HandleKind::Errhandler, errhandler),
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::Comm, comm);
             e.handle(HandleKind::Errhandler, errhandler);
         },
@@ -3663,7 +3663,7 @@ pub unsafe extern "C" fn MPI_Comm_set_info(comm: MPI_Comm, info: MPI_Info) -> c_
                 k.handle(HandleKind::Info, info),
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::Comm, comm);
             e.handle(HandleKind::Info, info);
         },
@@ -3698,7 +3698,7 @@ pub unsafe extern "C" fn MPI_Comm_size(comm: MPI_Comm, size: *mut c_int) -> c_in
         func::MPI_Comm_size,
         ret,
         |k| unsafe { [k.handle(HandleKind::Comm, comm), k.out(size.cast_const())] },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::Comm, comm);
             e.int_out(size);
         },
@@ -3938,7 +3938,7 @@ pub unsafe extern "C" fn MPI_Comm_test_inter(comm: MPI_Comm, flag: *mut c_int) -
         func::MPI_Comm_test_inter,
         ret,
         |k| unsafe { [k.handle(HandleKind::Comm, comm), k.out(flag.cast_const())] },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::Comm, comm);
             e.int_out(flag);
         },
@@ -3958,7 +3958,7 @@ pub unsafe extern "C" fn MPI_Comm_toint(comm: MPI_Comm) -> c_int {
         func::MPI_Comm_toint,
         ret,
         |k| [k.handle(HandleKind::Comm, comm)],
-        |e| {
+        move |e| {
             e.handle(HandleKind::Comm, comm);
         },
     );
@@ -4016,7 +4016,7 @@ pub unsafe extern "C" fn MPI_Compare_and_swap(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.buffer(origin_addr);
             e.buffer(compare_addr);
             e.buffer(result_addr);
@@ -4288,7 +4288,7 @@ pub unsafe extern "C" fn MPI_Dist_graph_neighbors_count(
                 k.out(weighted.cast_const()),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::Comm, comm);
             e.int_out(indegree);
             e.int_out(outdegree);
@@ -4344,7 +4344,7 @@ pub unsafe extern "C" fn MPI_Errhandler_fromint(errhandler: c_int) -> MPI_Errhan
         func::MPI_Errhandler_fromint,
         MPI_SUCCESS,
         |_| [i64::from(errhandler) as u64],
-        |e| {
+        move |e| {
             e.int(i64::from(errhandler));
         },
     );
@@ -4383,7 +4383,7 @@ pub unsafe extern "C" fn MPI_Errhandler_set(comm: MPI_Comm, errhandler: MPI_Errh
                 k.handle(HandleKind::Errhandler, errhandler),
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::Comm, comm);
             e.handle(HandleKind::Errhandler, errhandler);
         },
@@ -4403,7 +4403,7 @@ pub unsafe extern "C" fn MPI_Errhandler_toint(errhandler: MPI_Errhandler) -> c_i
         func::MPI_Errhandler_toint,
         ret,
         |k| [k.handle(HandleKind::Errhandler, errhandler)],
-        |e| {
+        move |e| {
             e.handle(HandleKind::Errhandler, errhandler);
         },
     );
@@ -4422,7 +4422,7 @@ pub unsafe extern "C" fn MPI_Error_class(errorcode: c_int, errorclass: *mut c_in
         func::MPI_Error_class,
         ret,
         |k| unsafe { [i64::from(errorcode) as u64, k.out(errorclass.cast_const())] },
-        |e| unsafe {
+        move |e| unsafe {
             e.int(i64::from(errorcode));
             e.constant_out(ConstSet::ErrorClass, errorclass);
         },
@@ -4480,7 +4480,7 @@ pub unsafe extern "C" fn MPI_Exscan(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(i64::from(count));
@@ -4521,7 +4521,7 @@ pub unsafe extern "C" fn MPI_Exscan_c(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(count);
@@ -4567,7 +4567,7 @@ pub unsafe extern "C" fn MPI_Exscan_init(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(i64::from(count));
@@ -4615,7 +4615,7 @@ pub unsafe extern "C" fn MPI_Exscan_init_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(count);
@@ -4680,7 +4680,7 @@ pub unsafe extern "C" fn MPI_Fetch_and_op(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.buffer(origin_addr);
             e.buffer(result_addr);
             e.handle(HandleKind::Datatype, datatype);
@@ -4705,7 +4705,7 @@ pub unsafe extern "C" fn MPI_File_c2f(file: MPI_File) -> MPI_Fint {
         func::MPI_File_c2f,
         MPI_SUCCESS,
         |k| [k.handle(HandleKind::File, file)],
-        |e| {
+        move |e| {
             e.handle(HandleKind::File, file);
         },
     );
@@ -4724,7 +4724,7 @@ pub unsafe extern "C" fn MPI_File_call_errhandler(fh: MPI_File, errorcode: c_int
         func::MPI_File_call_errhandler,
         ret,
         |k| [k.handle(HandleKind::File, fh), i64::from(errorcode) as u64],
-        |e| {
+        move |e| {
             e.handle(HandleKind::File, fh);
             e.int(i64::from(errorcode));
         },
@@ -4792,7 +4792,7 @@ pub unsafe extern "C" fn MPI_File_f2c(file: MPI_Fint) -> MPI_File {
         func::MPI_File_f2c,
         MPI_SUCCESS,
         |_| [i64::from(file) as u64],
-        |e| {
+        move |e| {
             e.int(i64::from(file));
         },
     );
@@ -4811,7 +4811,7 @@ pub unsafe extern "C" fn MPI_File_fromint(file: c_int) -> MPI_File {
         func::MPI_File_fromint,
         MPI_SUCCESS,
         |_| [i64::from(file) as u64],
-        |e| {
+        move |e| {
             e.int(i64::from(file));
         },
     );
@@ -4830,7 +4830,7 @@ pub unsafe extern "C" fn MPI_File_get_amode(fh: MPI_File, amode: *mut c_int) -> 
         func::MPI_File_get_amode,
         ret,
         |k| unsafe { [k.handle(HandleKind::File, fh), k.out(amode.cast_const())] },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.constant_out(ConstSet::AccessMode, amode);
         },
@@ -4850,7 +4850,7 @@ pub unsafe extern "C" fn MPI_File_get_atomicity(fh: MPI_File, flag: *mut c_int) 
         func::MPI_File_get_atomicity,
         ret,
         |k| unsafe { [k.handle(HandleKind::File, fh), k.out(flag.cast_const())] },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.int_out(flag);
         },
@@ -4880,7 +4880,7 @@ pub unsafe extern "C" fn MPI_File_get_byte_offset(
                 k.out(disp.cast_const()),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.address(offset);
             e.offset_out(disp);
@@ -4949,7 +4949,7 @@ pub unsafe extern "C" fn MPI_File_get_position(fh: MPI_File, offset: *mut MPI_Of
         func::MPI_File_get_position,
         ret,
         |k| unsafe { [k.handle(HandleKind::File, fh), k.out(offset.cast_const())] },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.offset_out(offset);
         },
@@ -4972,7 +4972,7 @@ pub unsafe extern "C" fn MPI_File_get_position_shared(
         func::MPI_File_get_position_shared,
         ret,
         |k| unsafe { [k.handle(HandleKind::File, fh), k.out(offset.cast_const())] },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.offset_out(offset);
         },
@@ -4992,7 +4992,7 @@ pub unsafe extern "C" fn MPI_File_get_size(fh: MPI_File, size: *mut MPI_Offset) 
         func::MPI_File_get_size,
         ret,
         |k| unsafe { [k.handle(HandleKind::File, fh), k.out(size.cast_const())] },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.offset_out(size);
         },
@@ -5022,7 +5022,7 @@ pub unsafe extern "C" fn MPI_File_get_type_extent(
                 k.out(extent.cast_const()),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.handle(HandleKind::Datatype, datatype);
             e.address_out(extent);
@@ -5053,7 +5053,7 @@ pub unsafe extern "C" fn MPI_File_get_type_extent_c(
                 k.out(extent.cast_const()),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.handle(HandleKind::Datatype, datatype);
             e.count_out(extent);
@@ -5114,7 +5114,7 @@ pub unsafe extern "C" fn MPI_File_iread(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(i64::from(count));
@@ -5152,7 +5152,7 @@ pub unsafe extern "C" fn MPI_File_iread_all(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(i64::from(count));
@@ -5190,7 +5190,7 @@ pub unsafe extern "C" fn MPI_File_iread_all_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(count);
@@ -5230,7 +5230,7 @@ pub unsafe extern "C" fn MPI_File_iread_at(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.address(offset);
             e.buffer(buf);
@@ -5271,7 +5271,7 @@ pub unsafe extern "C" fn MPI_File_iread_at_all(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.address(offset);
             e.buffer(buf);
@@ -5312,7 +5312,7 @@ pub unsafe extern "C" fn MPI_File_iread_at_all_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.address(offset);
             e.buffer(buf);
@@ -5353,7 +5353,7 @@ pub unsafe extern "C" fn MPI_File_iread_at_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.address(offset);
             e.buffer(buf);
@@ -5392,7 +5392,7 @@ pub unsafe extern "C" fn MPI_File_iread_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(count);
@@ -5430,7 +5430,7 @@ pub unsafe extern "C" fn MPI_File_iread_shared(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(i64::from(count));
@@ -5468,7 +5468,7 @@ pub unsafe extern "C" fn MPI_File_iread_shared_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(count);
@@ -5506,7 +5506,7 @@ pub unsafe extern "C" fn MPI_File_iwrite(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(i64::from(count));
@@ -5544,7 +5544,7 @@ pub unsafe extern "C" fn MPI_File_iwrite_all(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(i64::from(count));
@@ -5582,7 +5582,7 @@ pub unsafe extern "C" fn MPI_File_iwrite_all_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(count);
@@ -5622,7 +5622,7 @@ pub unsafe extern "C" fn MPI_File_iwrite_at(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.address(offset);
             e.buffer(buf);
@@ -5663,7 +5663,7 @@ pub unsafe extern "C" fn MPI_File_iwrite_at_all(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.address(offset);
             e.buffer(buf);
@@ -5704,7 +5704,7 @@ pub unsafe extern "C" fn MPI_File_iwrite_at_all_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.address(offset);
             e.buffer(buf);
@@ -5745,7 +5745,7 @@ pub unsafe extern "C" fn MPI_File_iwrite_at_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.address(offset);
             e.buffer(buf);
@@ -5784,7 +5784,7 @@ pub unsafe extern "C" fn MPI_File_iwrite_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(count);
@@ -5822,7 +5822,7 @@ pub unsafe extern "C" fn MPI_File_iwrite_shared(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(i64::from(count));
@@ -5860,7 +5860,7 @@ pub unsafe extern "C" fn MPI_File_iwrite_shared_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(count);
@@ -5907,7 +5907,7 @@ pub unsafe extern "C" fn MPI_File_preallocate(fh: MPI_File, size: MPI_Offset) ->
         func::MPI_File_preallocate,
         ret,
         |k| [k.handle(HandleKind::File, fh), size as u64],
-        |e| {
+        move |e| {
             e.handle(HandleKind::File, fh);
             e.address(size);
         },
@@ -5947,7 +5947,7 @@ pub unsafe extern "C" fn MPI_File_read(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(i64::from(count));
@@ -5990,7 +5990,7 @@ pub unsafe extern "C" fn MPI_File_read_all(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(i64::from(count));
@@ -6026,7 +6026,7 @@ pub unsafe extern "C" fn MPI_File_read_all_begin(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(i64::from(count));
@@ -6061,7 +6061,7 @@ pub unsafe extern "C" fn MPI_File_read_all_begin_c(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(count);
@@ -6103,7 +6103,7 @@ pub unsafe extern "C" fn MPI_File_read_all_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(count);
@@ -6142,7 +6142,7 @@ pub unsafe extern "C" fn MPI_File_read_all_end(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.status(status, None);
@@ -6185,7 +6185,7 @@ pub unsafe extern "C" fn MPI_File_read_at(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.address(offset);
             e.buffer(buf);
@@ -6231,7 +6231,7 @@ pub unsafe extern "C" fn MPI_File_read_at_all(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.address(offset);
             e.buffer(buf);
@@ -6270,7 +6270,7 @@ pub unsafe extern "C" fn MPI_File_read_at_all_begin(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::File, fh);
             e.address(offset);
             e.buffer(buf);
@@ -6308,7 +6308,7 @@ pub unsafe extern "C" fn MPI_File_read_at_all_begin_c(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::File, fh);
             e.address(offset);
             e.buffer(buf);
@@ -6353,7 +6353,7 @@ pub unsafe extern "C" fn MPI_File_read_at_all_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.address(offset);
             e.buffer(buf);
@@ -6393,7 +6393,7 @@ pub unsafe extern "C" fn MPI_File_read_at_all_end(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.status(status, None);
@@ -6436,7 +6436,7 @@ pub unsafe extern "C" fn MPI_File_read_at_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.address(offset);
             e.buffer(buf);
@@ -6480,7 +6480,7 @@ pub unsafe extern "C" fn MPI_File_read_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(count);
@@ -6523,7 +6523,7 @@ pub unsafe extern "C" fn MPI_File_read_ordered(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(i64::from(count));
@@ -6559,7 +6559,7 @@ pub unsafe extern "C" fn MPI_File_read_ordered_begin(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(i64::from(count));
@@ -6594,7 +6594,7 @@ pub unsafe extern "C" fn MPI_File_read_ordered_begin_c(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(count);
@@ -6636,7 +6636,7 @@ pub unsafe extern "C" fn MPI_File_read_ordered_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(count);
@@ -6675,7 +6675,7 @@ pub unsafe extern "C" fn MPI_File_read_ordered_end(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.status(status, None);
@@ -6716,7 +6716,7 @@ pub unsafe extern "C" fn MPI_File_read_shared(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(i64::from(count));
@@ -6759,7 +6759,7 @@ pub unsafe extern "C" fn MPI_File_read_shared_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(count);
@@ -6788,7 +6788,7 @@ pub unsafe extern "C" fn MPI_File_seek(fh: MPI_File, offset: MPI_Offset, whence:
                 i64::from(whence) as u64,
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::File, fh);
             e.address(offset);
             e.constant(ConstSet::Whence, i64::from(whence));
@@ -6819,7 +6819,7 @@ pub unsafe extern "C" fn MPI_File_seek_shared(
                 i64::from(whence) as u64,
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::File, fh);
             e.address(offset);
             e.constant(ConstSet::Whence, i64::from(whence));
@@ -6840,7 +6840,7 @@ pub unsafe extern "C" fn MPI_File_set_atomicity(fh: MPI_File, flag: c_int) -> c_
         func::MPI_File_set_atomicity,
         ret,
         |k| [k.handle(HandleKind::File, fh), i64::from(flag) as u64],
-        |e| {
+        move |e| {
             e.handle(HandleKind::File, fh);
             e.int(i64::from(flag));
         },
@@ -6868,7 +6868,7 @@ pub unsafe extern "C" fn MPI_File_set_errhandler(
                 k.handle(HandleKind::Errhandler, errhandler),
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::File, file);
             e.handle(HandleKind::Errhandler, errhandler);
         },
@@ -6893,7 +6893,7 @@ pub unsafe extern "C" fn MPI_File_set_info(fh: MPI_File, info: MPI_Info) -> c_in
                 k.handle(HandleKind::Info, info),
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::File, fh);
             e.handle(HandleKind::Info, info);
         },
@@ -6913,7 +6913,7 @@ pub unsafe extern "C" fn MPI_File_set_size(fh: MPI_File, size: MPI_Offset) -> c_
         func::MPI_File_set_size,
         ret,
         |k| [k.handle(HandleKind::File, fh), size as u64],
-        |e| {
+        move |e| {
             e.handle(HandleKind::File, fh);
             e.address(size);
         },
@@ -6959,7 +6959,7 @@ pub unsafe extern "C" fn MPI_File_sync(fh: MPI_File) -> c_int {
         func::MPI_File_sync,
         ret,
         |k| [k.handle(HandleKind::File, fh)],
-        |e| {
+        move |e| {
             e.handle(HandleKind::File, fh);
         },
     );
@@ -6978,7 +6978,7 @@ pub unsafe extern "C" fn MPI_File_toint(file: MPI_File) -> c_int {
         func::MPI_File_toint,
         ret,
         |k| [k.handle(HandleKind::File, file)],
-        |e| {
+        move |e| {
             e.handle(HandleKind::File, file);
         },
     );
@@ -7017,7 +7017,7 @@ pub unsafe extern "C" fn MPI_File_write(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(i64::from(count));
@@ -7060,7 +7060,7 @@ pub unsafe extern "C" fn MPI_File_write_all(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(i64::from(count));
@@ -7096,7 +7096,7 @@ pub unsafe extern "C" fn MPI_File_write_all_begin(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(i64::from(count));
@@ -7131,7 +7131,7 @@ pub unsafe extern "C" fn MPI_File_write_all_begin_c(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(count);
@@ -7173,7 +7173,7 @@ pub unsafe extern "C" fn MPI_File_write_all_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(count);
@@ -7212,7 +7212,7 @@ pub unsafe extern "C" fn MPI_File_write_all_end(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.status(status, None);
@@ -7255,7 +7255,7 @@ pub unsafe extern "C" fn MPI_File_write_at(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.address(offset);
             e.buffer(buf);
@@ -7301,7 +7301,7 @@ pub unsafe extern "C" fn MPI_File_write_at_all(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.address(offset);
             e.buffer(buf);
@@ -7340,7 +7340,7 @@ pub unsafe extern "C" fn MPI_File_write_at_all_begin(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::File, fh);
             e.address(offset);
             e.buffer(buf);
@@ -7378,7 +7378,7 @@ pub unsafe extern "C" fn MPI_File_write_at_all_begin_c(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::File, fh);
             e.address(offset);
             e.buffer(buf);
@@ -7423,7 +7423,7 @@ pub unsafe extern "C" fn MPI_File_write_at_all_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.address(offset);
             e.buffer(buf);
@@ -7463,7 +7463,7 @@ pub unsafe extern "C" fn MPI_File_write_at_all_end(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.status(status, None);
@@ -7506,7 +7506,7 @@ pub unsafe extern "C" fn MPI_File_write_at_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.address(offset);
             e.buffer(buf);
@@ -7550,7 +7550,7 @@ pub unsafe extern "C" fn MPI_File_write_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(count);
@@ -7593,7 +7593,7 @@ pub unsafe extern "C" fn MPI_File_write_ordered(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(i64::from(count));
@@ -7629,7 +7629,7 @@ pub unsafe extern "C" fn MPI_File_write_ordered_begin(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(i64::from(count));
@@ -7664,7 +7664,7 @@ pub unsafe extern "C" fn MPI_File_write_ordered_begin_c(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(count);
@@ -7706,7 +7706,7 @@ pub unsafe extern "C" fn MPI_File_write_ordered_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(count);
@@ -7745,7 +7745,7 @@ pub unsafe extern "C" fn MPI_File_write_ordered_end(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.status(status, None);
@@ -7786,7 +7786,7 @@ pub unsafe extern "C" fn MPI_File_write_shared(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(i64::from(count));
@@ -7829,7 +7829,7 @@ pub unsafe extern "C" fn MPI_File_write_shared_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(count);
@@ -7852,7 +7852,7 @@ pub unsafe extern "C" fn MPI_Finalized(flag: *mut c_int) -> c_int {
         func::MPI_Finalized,
         ret,
         |k| unsafe { [k.out(flag.cast_const())] },
-        |e| unsafe {
+        move |e| unsafe {
             e.int_out(flag);
         },
     );
@@ -7871,7 +7871,7 @@ pub unsafe extern "C" fn MPI_Free_mem(base: *mut c_void) -> c_int {
         func::MPI_Free_mem,
         ret,
         |k| [base as u64, k.segments()],
-        |e| {
+        move |e| {
             e.buffer(base);
         },
     );
@@ -7920,7 +7920,7 @@ pub unsafe extern "C" fn MPI_Gather(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.buffer(sendbuf);
             e.int(i64::from(sendcount));
             e.handle(HandleKind::Datatype, sendtype);
@@ -7976,7 +7976,7 @@ pub unsafe extern "C" fn MPI_Gather_c(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.buffer(sendbuf);
             e.int(sendcount);
             e.handle(HandleKind::Datatype, sendtype);
@@ -8037,7 +8037,7 @@ pub unsafe extern "C" fn MPI_Gather_init(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(sendbuf);
             e.int(i64::from(sendcount));
             e.handle(HandleKind::Datatype, sendtype);
@@ -8100,7 +8100,7 @@ pub unsafe extern "C" fn MPI_Gather_init_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(sendbuf);
             e.int(sendcount);
             e.handle(HandleKind::Datatype, sendtype);
@@ -8388,7 +8388,7 @@ pub unsafe extern "C" fn MPI_Get(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.buffer(origin_addr);
             e.int(i64::from(origin_count));
             e.handle(HandleKind::Datatype, origin_datatype);
@@ -8474,7 +8474,7 @@ pub unsafe extern "C" fn MPI_Get_accumulate(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.buffer(origin_addr);
             e.int(i64::from(origin_count));
             e.handle(HandleKind::Datatype, origin_datatype);
@@ -8564,7 +8564,7 @@ pub unsafe extern "C" fn MPI_Get_accumulate_c(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.buffer(origin_addr);
             e.int(origin_count);
             e.handle(HandleKind::Datatype, origin_datatype);
@@ -8594,7 +8594,7 @@ pub unsafe extern "C" fn MPI_Get_address(location: *const c_void, address: *mut 
         func::MPI_Get_address,
         ret,
         |k| unsafe { [location as u64, k.out(address.cast_const()), k.segments()] },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(location);
             location_out(e, address);
         },
@@ -8658,7 +8658,7 @@ pub unsafe extern "C" fn MPI_Get_c(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.buffer(origin_addr);
             e.int(origin_count);
             e.handle(HandleKind::Datatype, origin_datatype);
@@ -8699,7 +8699,7 @@ pub unsafe extern "C" fn MPI_Get_count(
                 k.out(count.cast_const()),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.status(status, None);
             e.handle(HandleKind::Datatype, datatype);
             e.int_out(count);
@@ -8735,7 +8735,7 @@ pub unsafe extern "C" fn MPI_Get_count_c(
                 k.out(count.cast_const()),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.status(status, None);
             e.handle(HandleKind::Datatype, datatype);
             e.count_out(count);
@@ -8771,7 +8771,7 @@ pub unsafe extern "C" fn MPI_Get_elements(
                 k.out(count.cast_const()),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.status(status, None);
             e.handle(HandleKind::Datatype, datatype);
             e.int_out(count);
@@ -8807,7 +8807,7 @@ pub unsafe extern "C" fn MPI_Get_elements_c(
                 k.out(count.cast_const()),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.status(status, None);
             e.handle(HandleKind::Datatype, datatype);
             e.count_out(count);
@@ -8843,7 +8843,7 @@ pub unsafe extern "C" fn MPI_Get_elements_x(
                 k.out(count.cast_const()),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.status(status, None);
             e.handle(HandleKind::Datatype, datatype);
             e.count_out(count);
@@ -8913,7 +8913,7 @@ pub unsafe extern "C" fn MPI_Get_version(version: *mut c_int, subversion: *mut c
         func::MPI_Get_version,
         ret,
         |k| unsafe { [k.out(version.cast_const()), k.out(subversion.cast_const())] },
-        |e| unsafe {
+        move |e| unsafe {
             e.int_out(version);
             e.int_out(subversion);
         },
@@ -9062,7 +9062,7 @@ pub unsafe extern "C" fn MPI_Graph_neighbors_count(
                 k.out(nneighbors.cast_const()),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::Comm, comm);
             e.rank(i64::from(rank), comm);
             e.int_out(nneighbors);
@@ -9093,7 +9093,7 @@ pub unsafe extern "C" fn MPI_Graphdims_get(
                 k.out(nedges.cast_const()),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::Comm, comm);
             e.int_out(nnodes);
             e.int_out(nedges);
@@ -9143,7 +9143,7 @@ pub unsafe extern "C" fn MPI_Grequest_start(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.callback(query_fn);
             e.callback(free_fn);
             e.callback(cancel_fn);
@@ -9176,7 +9176,7 @@ pub unsafe extern "C" fn MPI_Group_compare(
                 k.out(result.cast_const()),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::Group, group1);
             e.handle(HandleKind::Group, group2);
             e.constant_out(ConstSet::Comparison, result);
@@ -9275,7 +9275,7 @@ pub unsafe extern "C" fn MPI_Group_fromint(group: c_int) -> MPI_Group {
         func::MPI_Group_fromint,
         MPI_SUCCESS,
         |_| [i64::from(group) as u64],
-        |e| {
+        move |e| {
             e.int(i64::from(group));
         },
     );
@@ -9393,7 +9393,7 @@ pub unsafe extern "C" fn MPI_Group_rank(group: MPI_Group, rank: *mut c_int) -> c
         func::MPI_Group_rank,
         ret,
         |k| unsafe { [k.handle(HandleKind::Group, group), k.out(rank.cast_const())] },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::Group, group);
             e.int_out(rank);
         },
@@ -9413,7 +9413,7 @@ pub unsafe extern "C" fn MPI_Group_size(group: MPI_Group, size: *mut c_int) -> c
         func::MPI_Group_size,
         ret,
         |k| unsafe { [k.handle(HandleKind::Group, group), k.out(size.cast_const())] },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::Group, group);
             e.int_out(size);
         },
@@ -9433,7 +9433,7 @@ pub unsafe extern "C" fn MPI_Group_toint(group: MPI_Group) -> c_int {
         func::MPI_Group_toint,
         ret,
         |k| [k.handle(HandleKind::Group, group)],
-        |e| {
+        move |e| {
             e.handle(HandleKind::Group, group);
         },
     );
@@ -9528,7 +9528,7 @@ pub unsafe extern "C" fn MPI_Iallgather(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(sendbuf);
             e.int(i64::from(sendcount));
             e.handle(HandleKind::Datatype, sendtype);
@@ -9584,7 +9584,7 @@ pub unsafe extern "C" fn MPI_Iallgather_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(sendbuf);
             e.int(sendcount);
             e.handle(HandleKind::Datatype, sendtype);
@@ -9715,7 +9715,7 @@ pub unsafe extern "C" fn MPI_Iallreduce(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(i64::from(count));
@@ -9759,7 +9759,7 @@ pub unsafe extern "C" fn MPI_Iallreduce_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(count);
@@ -9814,7 +9814,7 @@ pub unsafe extern "C" fn MPI_Ialltoall(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(sendbuf);
             e.int(i64::from(sendcount));
             e.handle(HandleKind::Datatype, sendtype);
@@ -9870,7 +9870,7 @@ pub unsafe extern "C" fn MPI_Ialltoall_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(sendbuf);
             e.int(sendcount);
             e.handle(HandleKind::Datatype, sendtype);
@@ -10160,7 +10160,7 @@ pub unsafe extern "C" fn MPI_Ibarrier(comm: MPI_Comm, request: *mut HandleSlot) 
         func::MPI_Ibarrier,
         ret,
         |k| unsafe { [k.handle(HandleKind::Comm, comm), k.created(request.cast())] },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
@@ -10197,7 +10197,7 @@ pub unsafe extern "C" fn MPI_Ibcast(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(buffer);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
@@ -10238,7 +10238,7 @@ pub unsafe extern "C" fn MPI_Ibcast_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(buffer);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
@@ -10281,7 +10281,7 @@ pub unsafe extern "C" fn MPI_Ibsend(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
@@ -10325,7 +10325,7 @@ pub unsafe extern "C" fn MPI_Ibsend_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
@@ -10369,7 +10369,7 @@ pub unsafe extern "C" fn MPI_Iexscan(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(i64::from(count));
@@ -10413,7 +10413,7 @@ pub unsafe extern "C" fn MPI_Iexscan_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(count);
@@ -10470,7 +10470,7 @@ pub unsafe extern "C" fn MPI_Igather(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(sendbuf);
             e.int(i64::from(sendcount));
             e.handle(HandleKind::Datatype, sendtype);
@@ -10529,7 +10529,7 @@ pub unsafe extern "C" fn MPI_Igather_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(sendbuf);
             e.int(sendcount);
             e.handle(HandleKind::Datatype, sendtype);
@@ -10772,7 +10772,7 @@ pub unsafe extern "C" fn MPI_Ineighbor_allgather(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(sendbuf);
             e.int(i64::from(sendcount));
             e.handle(HandleKind::Datatype, sendtype);
@@ -10828,7 +10828,7 @@ pub unsafe extern "C" fn MPI_Ineighbor_allgather_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(sendbuf);
             e.int(sendcount);
             e.handle(HandleKind::Datatype, sendtype);
@@ -10970,7 +10970,7 @@ pub unsafe extern "C" fn MPI_Ineighbor_alltoall(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(sendbuf);
             e.int(i64::from(sendcount));
             e.handle(HandleKind::Datatype, sendtype);
@@ -11026,7 +11026,7 @@ pub unsafe extern "C" fn MPI_Ineighbor_alltoall_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(sendbuf);
             e.int(sendcount);
             e.handle(HandleKind::Datatype, sendtype);
@@ -11356,7 +11356,7 @@ pub unsafe extern "C" fn MPI_Info_fromint(info: c_int) -> MPI_Info {
         func::MPI_Info_fromint,
         MPI_SUCCESS,
         |_| [i64::from(info) as u64],
-        |e| {
+        move |e| {
             e.int(i64::from(info));
         },
     );
@@ -11401,7 +11401,7 @@ pub unsafe extern "C" fn MPI_Info_get_nkeys(info: MPI_Info, nkeys: *mut c_int) -
         func::MPI_Info_get_nkeys,
         ret,
         |k| unsafe { [k.handle(HandleKind::Info, info), k.out(nkeys.cast_const())] },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::Info, info);
             e.int_out(nkeys);
         },
@@ -11507,7 +11507,7 @@ pub unsafe extern "C" fn MPI_Info_toint(info: MPI_Info) -> c_int {
         func::MPI_Info_toint,
         ret,
         |k| [k.handle(HandleKind::Info, info)],
-        |e| {
+        move |e| {
             e.handle(HandleKind::Info, info);
         },
     );
@@ -11526,7 +11526,7 @@ pub unsafe extern "C" fn MPI_Initialized(flag: *mut c_int) -> c_int {
         func::MPI_Initialized,
         ret,
         |k| unsafe { [k.out(flag.cast_const())] },
-        |e| unsafe {
+        move |e| unsafe {
             e.int_out(flag);
         },
     );
@@ -11698,7 +11698,7 @@ pub unsafe extern "C" fn MPI_Iprobe(
                 status_words[4],
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.rank(i64::from(source), comm);
             e.tag(i64::from(tag));
             e.handle(HandleKind::Comm, comm);
@@ -11740,7 +11740,7 @@ pub unsafe extern "C" fn MPI_Irecv(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
@@ -11784,7 +11784,7 @@ pub unsafe extern "C" fn MPI_Irecv_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
@@ -11831,7 +11831,7 @@ pub unsafe extern "C" fn MPI_Ireduce(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(i64::from(count));
@@ -11879,7 +11879,7 @@ pub unsafe extern "C" fn MPI_Ireduce_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(count);
@@ -11953,7 +11953,7 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_block(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(i64::from(recvcount));
@@ -11997,7 +11997,7 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_block_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(recvcount);
@@ -12070,7 +12070,7 @@ pub unsafe extern "C" fn MPI_Irsend(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
@@ -12114,7 +12114,7 @@ pub unsafe extern "C" fn MPI_Irsend_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
@@ -12139,7 +12139,7 @@ pub unsafe extern "C" fn MPI_Is_thread_main(flag: *mut c_int) -> c_int {
         func::MPI_Is_thread_main,
         ret,
         |k| unsafe { [k.out(flag.cast_const())] },
-        |e| unsafe {
+        move |e| unsafe {
             e.int_out(flag);
         },
     );
@@ -12177,7 +12177,7 @@ pub unsafe extern "C" fn MPI_Iscan(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(i64::from(count));
@@ -12221,7 +12221,7 @@ pub unsafe extern "C" fn MPI_Iscan_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(count);
@@ -12278,7 +12278,7 @@ pub unsafe extern "C" fn MPI_Iscatter(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(sendbuf);
             e.int(i64::from(sendcount));
             e.handle(HandleKind::Datatype, sendtype);
@@ -12337,7 +12337,7 @@ pub unsafe extern "C" fn MPI_Iscatter_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(sendbuf);
             e.int(sendcount);
             e.handle(HandleKind::Datatype, sendtype);
@@ -12493,7 +12493,7 @@ pub unsafe extern "C" fn MPI_Isend(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
@@ -12537,7 +12537,7 @@ pub unsafe extern "C" fn MPI_Isend_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
@@ -12602,7 +12602,7 @@ pub unsafe extern "C" fn MPI_Isendrecv(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(sendbuf);
             e.int(i64::from(sendcount));
             e.handle(HandleKind::Datatype, sendtype);
@@ -12672,7 +12672,7 @@ pub unsafe extern "C" fn MPI_Isendrecv_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(sendbuf);
             e.int(sendcount);
             e.handle(HandleKind::Datatype, sendtype);
@@ -12734,7 +12734,7 @@ pub unsafe extern "C" fn MPI_Isendrecv_replace(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
@@ -12793,7 +12793,7 @@ pub unsafe extern "C" fn MPI_Isendrecv_replace_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
@@ -12839,7 +12839,7 @@ pub unsafe extern "C" fn MPI_Issend(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
@@ -12883,7 +12883,7 @@ pub unsafe extern "C" fn MPI_Issend_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
@@ -12966,7 +12966,7 @@ pub unsafe extern "C" fn MPI_Message_fromint(message: c_int) -> MPI_Message {
         func::MPI_Message_fromint,
         MPI_SUCCESS,
         |_| [i64::from(message) as u64],
-        |e| {
+        move |e| {
             e.int(i64::from(message));
         },
     );
@@ -12985,7 +12985,7 @@ pub unsafe extern "C" fn MPI_Message_toint(message: MPI_Message) -> c_int {
         func::MPI_Message_toint,
         ret,
         |k| [k.handle(HandleKind::Message, message)],
-        |e| {
+        move |e| {
             e.handle(HandleKind::Message, message);
         },
     );
@@ -13105,7 +13105,7 @@ pub unsafe extern "C" fn MPI_Neighbor_allgather(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.buffer(sendbuf);
             e.int(i64::from(sendcount));
             e.handle(HandleKind::Datatype, sendtype);
@@ -13157,7 +13157,7 @@ pub unsafe extern "C" fn MPI_Neighbor_allgather_c(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.buffer(sendbuf);
             e.int(sendcount);
             e.handle(HandleKind::Datatype, sendtype);
@@ -13214,7 +13214,7 @@ pub unsafe extern "C" fn MPI_Neighbor_allgather_init(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(sendbuf);
             e.int(i64::from(sendcount));
             e.handle(HandleKind::Datatype, sendtype);
@@ -13273,7 +13273,7 @@ pub unsafe extern "C" fn MPI_Neighbor_allgather_init_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(sendbuf);
             e.int(sendcount);
             e.handle(HandleKind::Datatype, sendtype);
@@ -13503,7 +13503,7 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoall(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.buffer(sendbuf);
             e.int(i64::from(sendcount));
             e.handle(HandleKind::Datatype, sendtype);
@@ -13555,7 +13555,7 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoall_c(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.buffer(sendbuf);
             e.int(sendcount);
             e.handle(HandleKind::Datatype, sendtype);
@@ -13612,7 +13612,7 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoall_init(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(sendbuf);
             e.int(i64::from(sendcount));
             e.handle(HandleKind::Datatype, sendtype);
@@ -13671,7 +13671,7 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoall_init_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(sendbuf);
             e.int(sendcount);
             e.handle(HandleKind::Datatype, sendtype);
@@ -14142,7 +14142,7 @@ pub unsafe extern "C" fn MPI_Op_commutative(op: MPI_Op, commute: *mut c_int) -> 
         func::MPI_Op_commutative,
         ret,
         |k| unsafe { [k.handle(HandleKind::Op, op), k.out(commute.cast_const())] },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::Op, op);
             e.int_out(commute);
         },
@@ -14217,7 +14217,7 @@ pub unsafe extern "C" fn MPI_Op_fromint(op: c_int) -> MPI_Op {
         func::MPI_Op_fromint,
         MPI_SUCCESS,
         |_| [i64::from(op) as u64],
-        |e| {
+        move |e| {
             e.int(i64::from(op));
         },
     );
@@ -14236,7 +14236,7 @@ pub unsafe extern "C" fn MPI_Op_toint(op: MPI_Op) -> c_int {
         func::MPI_Op_toint,
         ret,
         |k| [k.handle(HandleKind::Op, op)],
-        |e| {
+        move |e| {
             e.handle(HandleKind::Op, op);
         },
     );
@@ -14291,7 +14291,7 @@ pub unsafe extern "C" fn MPI_Pack(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.buffer(inbuf);
             e.int(i64::from(incount));
             e.handle(HandleKind::Datatype, datatype);
@@ -14336,7 +14336,7 @@ pub unsafe extern "C" fn MPI_Pack_c(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.buffer(inbuf);
             e.int(incount);
             e.handle(HandleKind::Datatype, datatype);
@@ -14475,7 +14475,7 @@ pub unsafe extern "C" fn MPI_Pack_size(
                 k.out(size.cast_const()),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.int(i64::from(incount));
             e.handle(HandleKind::Datatype, datatype);
             e.handle(HandleKind::Comm, comm);
@@ -14509,7 +14509,7 @@ pub unsafe extern "C" fn MPI_Pack_size_c(
                 k.out(size.cast_const()),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.int(incount);
             e.handle(HandleKind::Datatype, datatype);
             e.handle(HandleKind::Comm, comm);
@@ -14641,7 +14641,7 @@ pub unsafe extern "C" fn MPI_Precv_init(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(buf);
             e.int(i64::from(partitions));
             e.int(count);
@@ -14685,7 +14685,7 @@ pub unsafe extern "C" fn MPI_Probe(
                 status_words[4],
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.rank(i64::from(source), comm);
             e.tag(i64::from(tag));
             e.handle(HandleKind::Comm, comm);
@@ -14739,7 +14739,7 @@ pub unsafe extern "C" fn MPI_Psend_init(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(buf);
             e.int(i64::from(partitions));
             e.int(count);
@@ -14830,7 +14830,7 @@ pub unsafe extern "C" fn MPI_Put(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.buffer(origin_addr);
             e.int(i64::from(origin_count));
             e.handle(HandleKind::Datatype, origin_datatype);
@@ -14900,7 +14900,7 @@ pub unsafe extern "C" fn MPI_Put_c(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.buffer(origin_addr);
             e.int(origin_count);
             e.handle(HandleKind::Datatype, origin_datatype);
@@ -14926,7 +14926,7 @@ pub unsafe extern "C" fn MPI_Query_thread(provided: *mut c_int) -> c_int {
         func::MPI_Query_thread,
         ret,
         |k| unsafe { [k.out(provided.cast_const())] },
-        |e| unsafe {
+        move |e| unsafe {
             e.constant_out(ConstSet::ThreadLevel, provided);
         },
     );
@@ -14997,7 +14997,7 @@ pub unsafe extern "C" fn MPI_Raccumulate(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(origin_addr);
             e.int(i64::from(origin_count));
             e.handle(HandleKind::Datatype, origin_datatype);
@@ -15077,7 +15077,7 @@ pub unsafe extern "C" fn MPI_Raccumulate_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(origin_addr);
             e.int(origin_count);
             e.handle(HandleKind::Datatype, origin_datatype);
@@ -15129,7 +15129,7 @@ pub unsafe extern "C" fn MPI_Recv(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
@@ -15178,7 +15178,7 @@ pub unsafe extern "C" fn MPI_Recv_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
@@ -15222,7 +15222,7 @@ pub unsafe extern "C" fn MPI_Recv_init(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
@@ -15266,7 +15266,7 @@ pub unsafe extern "C" fn MPI_Recv_init_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
@@ -15310,7 +15310,7 @@ pub unsafe extern "C" fn MPI_Reduce(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(i64::from(count));
@@ -15354,7 +15354,7 @@ pub unsafe extern "C" fn MPI_Reduce_c(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(count);
@@ -15411,7 +15411,7 @@ pub unsafe extern "C" fn MPI_Reduce_init(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(i64::from(count));
@@ -15470,7 +15470,7 @@ pub unsafe extern "C" fn MPI_Reduce_init_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(count);
@@ -15512,7 +15512,7 @@ pub unsafe extern "C" fn MPI_Reduce_local(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.buffer(inbuf);
             e.buffer(inoutbuf);
             e.int(i64::from(count));
@@ -15550,7 +15550,7 @@ pub unsafe extern "C" fn MPI_Reduce_local_c(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.buffer(inbuf);
             e.buffer(inoutbuf);
             e.int(count);
@@ -15617,7 +15617,7 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(i64::from(recvcount));
@@ -15658,7 +15658,7 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block_c(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(recvcount);
@@ -15712,7 +15712,7 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block_init(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(i64::from(recvcount));
@@ -15768,7 +15768,7 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block_init_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(recvcount);
@@ -15981,7 +15981,7 @@ pub unsafe extern "C" fn MPI_Remove_error_class(errorclass: c_int) -> c_int {
         func::MPI_Remove_error_class,
         ret,
         |_| [i64::from(errorclass) as u64],
-        |e| {
+        move |e| {
             e.constant(ConstSet::ErrorClass, i64::from(errorclass));
         },
     );
@@ -16000,7 +16000,7 @@ pub unsafe extern "C" fn MPI_Remove_error_code(errorcode: c_int) -> c_int {
         func::MPI_Remove_error_code,
         ret,
         |_| [i64::from(errorcode) as u64],
-        |e| {
+        move |e| {
             e.int(i64::from(errorcode));
         },
     );
@@ -16019,7 +16019,7 @@ pub unsafe extern "C" fn MPI_Remove_error_string(errorcode: c_int) -> c_int {
         func::MPI_Remove_error_string,
         ret,
         |_| [i64::from(errorcode) as u64],
-        |e| {
+        move |e| {
             e.int(i64::from(errorcode));
         },
     );
@@ -16038,7 +16038,7 @@ pub unsafe extern "C" fn MPI_Request_fromint(request: c_int) -> MPI_Request {
         func::MPI_Request_fromint,
         MPI_SUCCESS,
         |_| [i64::from(request) as u64],
-        |e| {
+        move |e| {
             e.int(i64::from(request));
         },
     );
@@ -16119,7 +16119,7 @@ pub unsafe extern "C" fn MPI_Rget(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(origin_addr);
             e.int(i64::from(origin_count));
             e.handle(HandleKind::Datatype, origin_datatype);
@@ -16210,7 +16210,7 @@ pub unsafe extern "C" fn MPI_Rget_accumulate(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(origin_addr);
             e.int(i64::from(origin_count));
             e.handle(HandleKind::Datatype, origin_datatype);
@@ -16305,7 +16305,7 @@ pub unsafe extern "C" fn MPI_Rget_accumulate_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(origin_addr);
             e.int(origin_count);
             e.handle(HandleKind::Datatype, origin_datatype);
@@ -16384,7 +16384,7 @@ pub unsafe extern "C" fn MPI_Rget_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(origin_addr);
             e.int(origin_count);
             e.handle(HandleKind::Datatype, origin_datatype);
@@ -16459,7 +16459,7 @@ pub unsafe extern "C" fn MPI_Rput(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(origin_addr);
             e.int(i64::from(origin_count));
             e.handle(HandleKind::Datatype, origin_datatype);
@@ -16534,7 +16534,7 @@ pub unsafe extern "C" fn MPI_Rput_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(origin_addr);
             e.int(origin_count);
             e.handle(HandleKind::Datatype, origin_datatype);
@@ -16578,7 +16578,7 @@ pub unsafe extern "C" fn MPI_Rsend(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
@@ -16619,7 +16619,7 @@ pub unsafe extern "C" fn MPI_Rsend_c(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
@@ -16662,7 +16662,7 @@ pub unsafe extern "C" fn MPI_Rsend_init(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
@@ -16706,7 +16706,7 @@ pub unsafe extern "C" fn MPI_Rsend_init_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
@@ -16748,7 +16748,7 @@ pub unsafe extern "C" fn MPI_Scan(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(i64::from(count));
@@ -16789,7 +16789,7 @@ pub unsafe extern "C" fn MPI_Scan_c(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(count);
@@ -16835,7 +16835,7 @@ pub unsafe extern "C" fn MPI_Scan_init(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(i64::from(count));
@@ -16883,7 +16883,7 @@ pub unsafe extern "C" fn MPI_Scan_init_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(count);
@@ -16939,7 +16939,7 @@ pub unsafe extern "C" fn MPI_Scatter(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.buffer(sendbuf);
             e.int(i64::from(sendcount));
             e.handle(HandleKind::Datatype, sendtype);
@@ -16995,7 +16995,7 @@ pub unsafe extern "C" fn MPI_Scatter_c(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.buffer(sendbuf);
             e.int(sendcount);
             e.handle(HandleKind::Datatype, sendtype);
@@ -17056,7 +17056,7 @@ pub unsafe extern "C" fn MPI_Scatter_init(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(sendbuf);
             e.int(i64::from(sendcount));
             e.handle(HandleKind::Datatype, sendtype);
@@ -17119,7 +17119,7 @@ pub unsafe extern "C" fn MPI_Scatter_init_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(sendbuf);
             e.int(sendcount);
             e.handle(HandleKind::Datatype, sendtype);
@@ -17380,7 +17380,7 @@ pub unsafe extern "C" fn MPI_Send(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
@@ -17421,7 +17421,7 @@ pub unsafe extern "C" fn MPI_Send_c(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
@@ -17464,7 +17464,7 @@ pub unsafe extern "C" fn MPI_Send_init(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
@@ -17508,7 +17508,7 @@ pub unsafe extern "C" fn MPI_Send_init_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
@@ -17668,7 +17668,7 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
@@ -17732,7 +17732,7 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
@@ -17770,7 +17770,7 @@ pub unsafe extern "C" fn MPI_Session_attach_buffer(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::Session, session);
             e.buffer(buffer);
             e.address(i64::from(size));
@@ -17802,7 +17802,7 @@ pub unsafe extern "C" fn MPI_Session_attach_buffer_c(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::Session, session);
             e.buffer(buffer);
             e.address(size);
@@ -17831,7 +17831,7 @@ pub unsafe extern "C" fn MPI_Session_call_errhandler(
                 i64::from(errorcode) as u64,
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::Session, session);
             e.int(i64::from(errorcode));
         },
@@ -17880,7 +17880,7 @@ pub unsafe extern "C" fn MPI_Session_detach_buffer(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::Session, session);
             buffer_out(e, buffer_addr.cast_const().cast());
             e.int_out(size);
@@ -17912,7 +17912,7 @@ pub unsafe extern "C" fn MPI_Session_detach_buffer_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::Session, session);
             buffer_out(e, buffer_addr.cast_const().cast());
             e.count_out(size);
@@ -17948,7 +17948,7 @@ pub unsafe extern "C" fn MPI_Session_flush_buffer(session: MPI_Session) -> c_int
         func::MPI_Session_flush_buffer,
         ret,
         |k| [k.handle(HandleKind::Session, session)],
-        |e| {
+        move |e| {
             e.handle(HandleKind::Session, session);
         },
     );
@@ -17967,7 +17967,7 @@ pub unsafe extern "C" fn MPI_Session_fromint(session: c_int) -> MPI_Session {
         func::MPI_Session_fromint,
         MPI_SUCCESS,
         |_| [i64::from(session) as u64],
-        |e| {
+        move |e| {
             e.int(i64::from(session));
         },
     );
@@ -18058,7 +18058,7 @@ pub unsafe extern "C" fn MPI_Session_get_num_psets(
                 k.out(npset_names.cast_const()),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::Session, session);
             e.handle(HandleKind::Info, info);
             e.int_out(npset_names);
@@ -18107,7 +18107,7 @@ pub unsafe extern "C" fn MPI_Session_iflush_buffer(
                 k.created(request.cast()),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::Session, session);
             e.new_request(request);
         },
@@ -18135,7 +18135,7 @@ pub unsafe extern "C" fn MPI_Session_set_errhandler(
                 k.handle(HandleKind::Errhandler, errhandler),
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::Session, session);
             e.handle(HandleKind::Errhandler, errhandler);
         },
@@ -18155,7 +18155,7 @@ pub unsafe extern "C" fn MPI_Session_toint(session: MPI_Session) -> c_int {
         func::MPI_Session_toint,
         ret,
         |k| [k.handle(HandleKind::Session, session)],
-        |e| {
+        move |e| {
             e.handle(HandleKind::Session, session);
         },
     );
@@ -18191,7 +18191,7 @@ pub unsafe extern "C" fn MPI_Ssend(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
@@ -18232,7 +18232,7 @@ pub unsafe extern "C" fn MPI_Ssend_c(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
@@ -18275,7 +18275,7 @@ pub unsafe extern "C" fn MPI_Ssend_init(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
@@ -18319,7 +18319,7 @@ pub unsafe extern "C" fn MPI_Ssend_init_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
@@ -18358,7 +18358,7 @@ pub unsafe extern "C" fn MPI_Status_c2f(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.status(c_status, None);
             e.buffer(f_status.cast_const().cast());
         },
@@ -18392,7 +18392,7 @@ pub unsafe extern "C" fn MPI_Status_c2f08(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.status(c_status, None);
             e.buffer(f08_status.cast_const().cast());
         },
@@ -18426,7 +18426,7 @@ pub unsafe extern "C" fn MPI_Status_f082c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(f08_status.cast());
             e.status(c_status, None);
         },
@@ -18460,7 +18460,7 @@ pub unsafe extern "C" fn MPI_Status_f2c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.buffer(f_status.cast());
             e.status(c_status, None);
         },
@@ -18490,7 +18490,7 @@ pub unsafe extern "C" fn MPI_Status_get_error(status: *const MPI_Status, err: *m
                 k.out(err.cast_const()),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.status(status, None);
             e.int_out(err);
         },
@@ -18523,7 +18523,7 @@ pub unsafe extern "C" fn MPI_Status_get_source(
                 k.out(source.cast_const()),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.status(status, None);
             e.int_out(source);
         },
@@ -18553,7 +18553,7 @@ pub unsafe extern "C" fn MPI_Status_get_tag(status: *const MPI_Status, tag: *mut
                 k.out(tag.cast_const()),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.status(status, None);
             e.int_out(tag);
         },
@@ -18583,7 +18583,7 @@ pub unsafe extern "C" fn MPI_Status_set_cancelled(status: *mut MPI_Status, flag:
                 i64::from(flag) as u64,
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.status(status, None);
             e.int(i64::from(flag));
         },
@@ -18618,7 +18618,7 @@ pub unsafe extern "C" fn MPI_Status_set_elements(
                 i64::from(count) as u64,
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.status(status, None);
             e.handle(HandleKind::Datatype, datatype);
             e.int(i64::from(count));
@@ -18654,7 +18654,7 @@ pub unsafe extern "C" fn MPI_Status_set_elements_c(
                 count as u64,
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.status(status, None);
             e.handle(HandleKind::Datatype, datatype);
             e.int(count);
@@ -18690,7 +18690,7 @@ pub unsafe extern "C" fn MPI_Status_set_elements_x(
                 count as u64,
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.status(status, None);
             e.handle(HandleKind::Datatype, datatype);
             e.int(count);
@@ -18721,7 +18721,7 @@ pub unsafe extern "C" fn MPI_Status_set_error(status: *mut MPI_Status, err: c_in
                 i64::from(err) as u64,
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.status(status, None);
             e.int(i64::from(err));
         },
@@ -18751,7 +18751,7 @@ pub unsafe extern "C" fn MPI_Status_set_source(status: *mut MPI_Status, source: 
                 i64::from(source) as u64,
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.status(status, None);
             e.int(i64::from(source));
         },
@@ -18781,7 +18781,7 @@ pub unsafe extern "C" fn MPI_Status_set_tag(status: *mut MPI_Status, tag: c_int)
                 i64::from(tag) as u64,
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.status(status, None);
             e.tag(i64::from(tag));
         },
@@ -18801,7 +18801,7 @@ pub unsafe extern "C" fn MPI_T_category_changed(update_number: *mut c_int) -> c_
         func::MPI_T_category_changed,
         ret,
         |k| unsafe { [k.out(update_number.cast_const())] },
-        |e| unsafe {
+        move |e| unsafe {
             e.int_out(update_number);
         },
     );
@@ -18958,7 +18958,7 @@ pub unsafe extern "C" fn MPI_T_category_get_num(num_cat: *mut c_int) -> c_int {
         func::MPI_T_category_get_num,
         ret,
         |k| unsafe { [k.out(num_cat.cast_const())] },
-        |e| unsafe {
+        move |e| unsafe {
             e.int_out(num_cat);
         },
     );
@@ -18980,7 +18980,7 @@ pub unsafe extern "C" fn MPI_T_category_get_num_events(
         func::MPI_T_category_get_num_events,
         ret,
         |k| unsafe { [i64::from(cat_index) as u64, k.out(num_events.cast_const())] },
-        |e| unsafe {
+        move |e| unsafe {
             e.int(i64::from(cat_index));
             e.int_out(num_events);
         },
@@ -19087,7 +19087,7 @@ pub unsafe extern "C" fn MPI_T_cvar_get_num(num_cvar: *mut c_int) -> c_int {
         func::MPI_T_cvar_get_num,
         ret,
         |k| unsafe { [k.out(num_cvar.cast_const())] },
-        |e| unsafe {
+        move |e| unsafe {
             e.int_out(num_cvar);
         },
     );
@@ -19149,7 +19149,7 @@ pub unsafe extern "C" fn MPI_T_cvar_read(handle: MPI_T_cvar_handle, buf: *mut c_
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::CvarHandle, handle);
             e.buffer(buf);
         },
@@ -19175,7 +19175,7 @@ pub unsafe extern "C" fn MPI_T_cvar_write(handle: MPI_T_cvar_handle, buf: *const
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::CvarHandle, handle);
             e.buffer(buf);
         },
@@ -19275,7 +19275,7 @@ pub unsafe extern "C" fn MPI_T_event_callback_set_info(
                 k.handle(HandleKind::Info, info),
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::EventRegistration, event_registration);
             e.constant(ConstSet::ToolCallbackSafety, i64::from(cb_safety));
             e.handle(HandleKind::Info, info);
@@ -19305,7 +19305,7 @@ pub unsafe extern "C" fn MPI_T_event_copy(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::EventInstance, event_instance);
             e.buffer(buffer);
         },
@@ -19444,7 +19444,7 @@ pub unsafe extern "C" fn MPI_T_event_get_num(num_events: *mut c_int) -> c_int {
         func::MPI_T_event_get_num,
         ret,
         |k| unsafe { [k.out(num_events.cast_const())] },
-        |e| unsafe {
+        move |e| unsafe {
             e.int_out(num_events);
         },
     );
@@ -19471,7 +19471,7 @@ pub unsafe extern "C" fn MPI_T_event_get_source(
                 k.out(source_index.cast_const()),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::EventInstance, event_instance);
             e.int_out(source_index);
         },
@@ -19499,7 +19499,7 @@ pub unsafe extern "C" fn MPI_T_event_get_timestamp(
                 k.out(event_timestamp.cast_const()),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::EventInstance, event_instance);
             e.count_out(event_timestamp);
         },
@@ -19552,7 +19552,7 @@ pub unsafe extern "C" fn MPI_T_event_handle_free(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::EventRegistration, event_registration);
             e.buffer(user_data);
             e.callback(free_cb_function);
@@ -19599,7 +19599,7 @@ pub unsafe extern "C" fn MPI_T_event_handle_set_info(
                 k.handle(HandleKind::Info, info),
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::EventRegistration, event_registration);
             e.handle(HandleKind::Info, info);
         },
@@ -19630,7 +19630,7 @@ pub unsafe extern "C" fn MPI_T_event_read(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::EventInstance, event_instance);
             e.int(i64::from(element_index));
             e.buffer(buffer);
@@ -19682,7 +19682,7 @@ pub unsafe extern "C" fn MPI_T_event_register_callback(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::EventRegistration, event_registration);
             e.constant(ConstSet::ToolCallbackSafety, i64::from(cb_safety));
             e.handle(HandleKind::Info, info);
@@ -19713,7 +19713,7 @@ pub unsafe extern "C" fn MPI_T_event_set_dropped_handler(
                 dropped_cb_function as u64,
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::EventRegistration, event_registration);
             e.callback(dropped_cb_function);
         },
@@ -19729,7 +19729,7 @@ pub unsafe extern "C" fn MPI_T_finalize() -> c_int {
         return unsafe { real() };
     };
     let ret = unsafe { real() };
-    call.end_keyed(func::MPI_T_finalize, ret, |_| [], |_| {});
+    call.end_keyed(func::MPI_T_finalize, ret, |_| [], move |_| {});
     ret
 }
 
@@ -19745,7 +19745,7 @@ pub unsafe extern "C" fn MPI_T_init_thread(required: c_int, provided: *mut c_int
         func::MPI_T_init_thread,
         ret,
         |k| unsafe { [i64::from(required) as u64, k.out(provided.cast_const())] },
-        |e| unsafe {
+        move |e| unsafe {
             e.constant(ConstSet::ThreadLevel, i64::from(required));
             e.constant_out(ConstSet::ThreadLevel, provided);
         },
@@ -19840,7 +19840,7 @@ pub unsafe extern "C" fn MPI_T_pvar_get_num(num_pvar: *mut c_int) -> c_int {
         func::MPI_T_pvar_get_num,
         ret,
         |k| unsafe { [k.out(num_pvar.cast_const())] },
-        |e| unsafe {
+        move |e| unsafe {
             e.int_out(num_pvar);
         },
     );
@@ -19913,7 +19913,7 @@ pub unsafe extern "C" fn MPI_T_pvar_read(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::PvarSession, pe_session);
             e.handle(HandleKind::PvarHandle, handle);
             e.buffer(buf);
@@ -19945,7 +19945,7 @@ pub unsafe extern "C" fn MPI_T_pvar_readreset(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::PvarSession, pe_session);
             e.handle(HandleKind::PvarHandle, handle);
             e.buffer(buf);
@@ -19974,7 +19974,7 @@ pub unsafe extern "C" fn MPI_T_pvar_reset(
                 k.handle(HandleKind::PvarHandle, handle),
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::PvarSession, pe_session);
             e.handle(HandleKind::PvarHandle, handle);
         },
@@ -20032,7 +20032,7 @@ pub unsafe extern "C" fn MPI_T_pvar_start(
                 k.handle(HandleKind::PvarHandle, handle),
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::PvarSession, pe_session);
             e.handle(HandleKind::PvarHandle, handle);
         },
@@ -20060,7 +20060,7 @@ pub unsafe extern "C" fn MPI_T_pvar_stop(
                 k.handle(HandleKind::PvarHandle, handle),
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::PvarSession, pe_session);
             e.handle(HandleKind::PvarHandle, handle);
         },
@@ -20091,7 +20091,7 @@ pub unsafe extern "C" fn MPI_T_pvar_write(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::PvarSession, pe_session);
             e.handle(HandleKind::PvarHandle, handle);
             e.buffer(buf);
@@ -20173,7 +20173,7 @@ pub unsafe extern "C" fn MPI_T_source_get_num(num_sources: *mut c_int) -> c_int 
         func::MPI_T_source_get_num,
         ret,
         |k| unsafe { [k.out(num_sources.cast_const())] },
-        |e| unsafe {
+        move |e| unsafe {
             e.int_out(num_sources);
         },
     );
@@ -20200,7 +20200,7 @@ pub unsafe extern "C" fn MPI_T_source_get_timestamp(
                 k.out(timestamp.cast_const()),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.int(i64::from(source_index));
             e.count_out(timestamp);
         },
@@ -20230,7 +20230,7 @@ pub unsafe extern "C" fn MPI_Test_cancelled(status: *const MPI_Status, flag: *mu
                 k.out(flag.cast_const()),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.status(status, None);
             e.int_out(flag);
         },
@@ -20250,7 +20250,7 @@ pub unsafe extern "C" fn MPI_Topo_test(comm: MPI_Comm, status: *mut c_int) -> c_
         func::MPI_Topo_test,
         ret,
         |k| unsafe { [k.handle(HandleKind::Comm, comm), k.out(status.cast_const())] },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::Comm, comm);
             e.constant_out(ConstSet::Topology, status);
         },
@@ -20271,7 +20271,7 @@ pub unsafe extern "C" fn MPI_Type_commit(datatype: *mut HandleSlot) -> c_int {
         func::MPI_Type_commit,
         ret,
         |k| [k.handle(HandleKind::Datatype, datatype_before)],
-        |e| {
+        move |e| {
             e.handle(HandleKind::Datatype, datatype_before);
         },
     );
@@ -21112,7 +21112,7 @@ pub unsafe extern "C" fn MPI_Type_delete_attr(datatype: MPI_Datatype, type_keyva
                 k.handle(HandleKind::Keyval, Handle::from(type_keyval)),
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::Datatype, datatype);
             e.handle(HandleKind::Keyval, Handle::from(type_keyval));
         },
@@ -21152,7 +21152,7 @@ pub unsafe extern "C" fn MPI_Type_extent(datatype: MPI_Datatype, extent: *mut MP
                 k.out(extent.cast_const()),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::Datatype, datatype);
             e.address_out(extent);
         },
@@ -21203,7 +21203,7 @@ pub unsafe extern "C" fn MPI_Type_fromint(datatype: c_int) -> MPI_Datatype {
         func::MPI_Type_fromint,
         MPI_SUCCESS,
         |_| [i64::from(datatype) as u64],
-        |e| {
+        move |e| {
             e.int(i64::from(datatype));
         },
     );
@@ -21235,7 +21235,7 @@ pub unsafe extern "C" fn MPI_Type_get_attr(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::Datatype, datatype);
             e.handle(HandleKind::Keyval, Handle::from(type_keyval));
             e.buffer(attribute_val);
@@ -21473,7 +21473,7 @@ pub unsafe extern "C" fn MPI_Type_get_envelope(
                 k.out(combiner.cast_const()),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::Datatype, datatype);
             e.int_out(num_integers);
             e.int_out(num_addresses);
@@ -21530,7 +21530,7 @@ pub unsafe extern "C" fn MPI_Type_get_envelope_c(
                 k.out(combiner.cast_const()),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::Datatype, datatype);
             e.count_out(num_integers);
             e.count_out(num_addresses);
@@ -21564,7 +21564,7 @@ pub unsafe extern "C" fn MPI_Type_get_extent(
                 k.out(extent.cast_const()),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::Datatype, datatype);
             e.address_out(lb);
             e.address_out(extent);
@@ -21595,7 +21595,7 @@ pub unsafe extern "C" fn MPI_Type_get_extent_c(
                 k.out(extent.cast_const()),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::Datatype, datatype);
             e.count_out(lb);
             e.count_out(extent);
@@ -21626,7 +21626,7 @@ pub unsafe extern "C" fn MPI_Type_get_extent_x(
                 k.out(extent.cast_const()),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::Datatype, datatype);
             e.count_out(lb);
             e.count_out(extent);
@@ -21678,7 +21678,7 @@ pub unsafe extern "C" fn MPI_Type_get_true_extent(
                 k.out(true_extent.cast_const()),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::Datatype, datatype);
             e.address_out(true_lb);
             e.address_out(true_extent);
@@ -21709,7 +21709,7 @@ pub unsafe extern "C" fn MPI_Type_get_true_extent_c(
                 k.out(true_extent.cast_const()),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::Datatype, datatype);
             e.count_out(true_lb);
             e.count_out(true_extent);
@@ -21740,7 +21740,7 @@ pub unsafe extern "C" fn MPI_Type_get_true_extent_x(
                 k.out(true_extent.cast_const()),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::Datatype, datatype);
             e.count_out(true_lb);
             e.count_out(true_extent);
@@ -21966,7 +21966,7 @@ pub unsafe extern "C" fn MPI_Type_lb(datatype: MPI_Datatype, displacement: *mut 
                 k.out(displacement.cast_const()),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::Datatype, datatype);
             e.address_out(displacement);
         },
@@ -21996,7 +21996,7 @@ pub unsafe extern "C" fn MPI_Type_match_size(
                 k.handle_out(HandleKind::Datatype, datatype.cast()),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.constant(ConstSet::TypeClass, i64::from(typeclass));
             e.int(i64::from(size));
             lookup_out(e, HandleKind::Datatype, datatype.cast());
@@ -22028,7 +22028,7 @@ pub unsafe extern "C" fn MPI_Type_set_attr(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::Datatype, datatype);
             e.handle(HandleKind::Keyval, Handle::from(type_keyval));
             e.buffer(attribute_val);
@@ -22072,7 +22072,7 @@ pub unsafe extern "C" fn MPI_Type_size(datatype: MPI_Datatype, size: *mut c_int)
                 k.out(size.cast_const()),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::Datatype, datatype);
             e.int_out(size);
         },
@@ -22097,7 +22097,7 @@ pub unsafe extern "C" fn MPI_Type_size_c(datatype: MPI_Datatype, size: *mut MPI_
                 k.out(size.cast_const()),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::Datatype, datatype);
             e.count_out(size);
         },
@@ -22122,7 +22122,7 @@ pub unsafe extern "C" fn MPI_Type_size_x(datatype: MPI_Datatype, size: *mut MPI_
                 k.out(size.cast_const()),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::Datatype, datatype);
             e.count_out(size);
         },
@@ -22201,7 +22201,7 @@ pub unsafe extern "C" fn MPI_Type_toint(datatype: MPI_Datatype) -> c_int {
         func::MPI_Type_toint,
         ret,
         |k| [k.handle(HandleKind::Datatype, datatype)],
-        |e| {
+        move |e| {
             e.handle(HandleKind::Datatype, datatype);
         },
     );
@@ -22225,7 +22225,7 @@ pub unsafe extern "C" fn MPI_Type_ub(datatype: MPI_Datatype, displacement: *mut 
                 k.out(displacement.cast_const()),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::Datatype, datatype);
             e.address_out(displacement);
         },
@@ -22313,7 +22313,7 @@ pub unsafe extern "C" fn MPI_Unpack(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.buffer(inbuf);
             e.address(i64::from(insize));
             e.address(i64::from(position_before));
@@ -22358,7 +22358,7 @@ pub unsafe extern "C" fn MPI_Unpack_c(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.buffer(inbuf);
             e.address(insize);
             e.address(position_before);
@@ -22572,7 +22572,7 @@ pub unsafe extern "C" fn MPI_Win_attach(win: MPI_Win, base: *mut c_void, size: M
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::Win, win);
             e.buffer(base);
             e.address(size);
@@ -22593,7 +22593,7 @@ pub unsafe extern "C" fn MPI_Win_call_errhandler(win: MPI_Win, errorcode: c_int)
         func::MPI_Win_call_errhandler,
         ret,
         |k| [k.handle(HandleKind::Win, win), i64::from(errorcode) as u64],
-        |e| {
+        move |e| {
             e.handle(HandleKind::Win, win);
             e.int(i64::from(errorcode));
         },
@@ -22613,7 +22613,7 @@ pub unsafe extern "C" fn MPI_Win_complete(win: MPI_Win) -> c_int {
         func::MPI_Win_complete,
         ret,
         |k| [k.handle(HandleKind::Win, win)],
-        |e| {
+        move |e| {
             e.handle(HandleKind::Win, win);
         },
     );
@@ -22763,7 +22763,7 @@ pub unsafe extern "C" fn MPI_Win_delete_attr(win: MPI_Win, win_keyval: c_int) ->
                 k.handle(HandleKind::Keyval, Handle::from(win_keyval)),
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::Win, win);
             e.handle(HandleKind::Keyval, Handle::from(win_keyval));
         },
@@ -22783,7 +22783,7 @@ pub unsafe extern "C" fn MPI_Win_detach(win: MPI_Win, base: *const c_void) -> c_
         func::MPI_Win_detach,
         ret,
         |k| [k.handle(HandleKind::Win, win), base as u64, k.segments()],
-        |e| {
+        move |e| {
             e.handle(HandleKind::Win, win);
             e.buffer(base);
         },
@@ -22803,7 +22803,7 @@ pub unsafe extern "C" fn MPI_Win_fence(assert: c_int, win: MPI_Win) -> c_int {
         func::MPI_Win_fence,
         ret,
         |k| [i64::from(assert) as u64, k.handle(HandleKind::Win, win)],
-        |e| {
+        move |e| {
             e.constant(ConstSet::Assert, i64::from(assert));
             e.handle(HandleKind::Win, win);
         },
@@ -22823,7 +22823,7 @@ pub unsafe extern "C" fn MPI_Win_flush(rank: c_int, win: MPI_Win) -> c_int {
         func::MPI_Win_flush,
         ret,
         |k| [i64::from(rank) as u64, k.handle(HandleKind::Win, win)],
-        |e| {
+        move |e| {
             win_rank(e, i64::from(rank), win);
             e.handle(HandleKind::Win, win);
         },
@@ -22843,7 +22843,7 @@ pub unsafe extern "C" fn MPI_Win_flush_all(win: MPI_Win) -> c_int {
         func::MPI_Win_flush_all,
         ret,
         |k| [k.handle(HandleKind::Win, win)],
-        |e| {
+        move |e| {
             e.handle(HandleKind::Win, win);
         },
     );
@@ -22862,7 +22862,7 @@ pub unsafe extern "C" fn MPI_Win_flush_local(rank: c_int, win: MPI_Win) -> c_int
         func::MPI_Win_flush_local,
         ret,
         |k| [i64::from(rank) as u64, k.handle(HandleKind::Win, win)],
-        |e| {
+        move |e| {
             win_rank(e, i64::from(rank), win);
             e.handle(HandleKind::Win, win);
         },
@@ -22882,7 +22882,7 @@ pub unsafe extern "C" fn MPI_Win_flush_local_all(win: MPI_Win) -> c_int {
         func::MPI_Win_flush_local_all,
         ret,
         |k| [k.handle(HandleKind::Win, win)],
-        |e| {
+        move |e| {
             e.handle(HandleKind::Win, win);
         },
     );
@@ -22932,7 +22932,7 @@ pub unsafe extern "C" fn MPI_Win_fromint(win: c_int) -> MPI_Win {
         func::MPI_Win_fromint,
         MPI_SUCCESS,
         |_| [i64::from(win) as u64],
-        |e| {
+        move |e| {
             e.int(i64::from(win));
         },
     );
@@ -22964,7 +22964,7 @@ pub unsafe extern "C" fn MPI_Win_get_attr(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::Win, win);
             e.handle(HandleKind::Keyval, Handle::from(win_keyval));
             e.buffer(attribute_val);
@@ -23067,7 +23067,7 @@ pub unsafe extern "C" fn MPI_Win_lock(
                 k.handle(HandleKind::Win, win),
             ]
         },
-        |e| {
+        move |e| {
             e.constant(ConstSet::LockType, i64::from(lock_type));
             win_rank(e, i64::from(rank), win);
             e.constant(ConstSet::Assert, i64::from(assert));
@@ -23089,7 +23089,7 @@ pub unsafe extern "C" fn MPI_Win_lock_all(assert: c_int, win: MPI_Win) -> c_int 
         func::MPI_Win_lock_all,
         ret,
         |k| [i64::from(assert) as u64, k.handle(HandleKind::Win, win)],
-        |e| {
+        move |e| {
             e.constant(ConstSet::Assert, i64::from(assert));
             e.handle(HandleKind::Win, win);
         },
@@ -23115,7 +23115,7 @@ pub unsafe extern "C" fn MPI_Win_post(group: MPI_Group, assert: c_int, win: MPI_
                 k.handle(HandleKind::Win, win),
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::Group, group);
             e.constant(ConstSet::Assert, i64::from(assert));
             e.handle(HandleKind::Win, win);
@@ -23147,7 +23147,7 @@ pub unsafe extern "C" fn MPI_Win_set_attr(
                 k.segments(),
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::Win, win);
             e.handle(HandleKind::Keyval, Handle::from(win_keyval));
             e.buffer(attribute_val);
@@ -23173,7 +23173,7 @@ pub unsafe extern "C" fn MPI_Win_set_errhandler(win: MPI_Win, errhandler: MPI_Er
                 k.handle(HandleKind::Errhandler, errhandler),
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::Win, win);
             e.handle(HandleKind::Errhandler, errhandler);
         },
@@ -23198,7 +23198,7 @@ pub unsafe extern "C" fn MPI_Win_set_info(win: MPI_Win, info: MPI_Info) -> c_int
                 k.handle(HandleKind::Info, info),
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::Win, win);
             e.handle(HandleKind::Info, info);
         },
@@ -23248,7 +23248,7 @@ pub unsafe extern "C" fn MPI_Win_shared_query(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::Win, win);
             win_rank(e, i64::from(rank), win);
             e.address_out(size);
@@ -23286,7 +23286,7 @@ pub unsafe extern "C" fn MPI_Win_shared_query_c(
                 k.segments(),
             ]
         },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::Win, win);
             win_rank(e, i64::from(rank), win);
             e.address_out(size);
@@ -23315,7 +23315,7 @@ pub unsafe extern "C" fn MPI_Win_start(group: MPI_Group, assert: c_int, win: MPI
                 k.handle(HandleKind::Win, win),
             ]
         },
-        |e| {
+        move |e| {
             e.handle(HandleKind::Group, group);
             e.constant(ConstSet::Assert, i64::from(assert));
             e.handle(HandleKind::Win, win);
@@ -23336,7 +23336,7 @@ pub unsafe extern "C" fn MPI_Win_sync(win: MPI_Win) -> c_int {
         func::MPI_Win_sync,
         ret,
         |k| [k.handle(HandleKind::Win, win)],
-        |e| {
+        move |e| {
             e.handle(HandleKind::Win, win);
         },
     );
@@ -23355,7 +23355,7 @@ pub unsafe extern "C" fn MPI_Win_test(win: MPI_Win, flag: *mut c_int) -> c_int {
         func::MPI_Win_test,
         ret,
         |k| unsafe { [k.handle(HandleKind::Win, win), k.out(flag.cast_const())] },
-        |e| unsafe {
+        move |e| unsafe {
             e.handle(HandleKind::Win, win);
             e.int_out(flag);
         },
@@ -23375,7 +23375,7 @@ pub unsafe extern "C" fn MPI_Win_toint(win: MPI_Win) -> c_int {
         func::MPI_Win_toint,
         ret,
         |k| [k.handle(HandleKind::Win, win)],
-        |e| {
+        move |e| {
             e.handle(HandleKind::Win, win);
         },
     );
@@ -23394,7 +23394,7 @@ pub unsafe extern "C" fn MPI_Win_unlock(rank: c_int, win: MPI_Win) -> c_int {
         func::MPI_Win_unlock,
         ret,
         |k| [i64::from(rank) as u64, k.handle(HandleKind::Win, win)],
-        |e| {
+        move |e| {
             win_rank(e, i64::from(rank), win);
             e.handle(HandleKind::Win, win);
         },
@@ -23414,7 +23414,7 @@ pub unsafe extern "C" fn MPI_Win_unlock_all(win: MPI_Win) -> c_int {
         func::MPI_Win_unlock_all,
         ret,
         |k| [k.handle(HandleKind::Win, win)],
-        |e| {
+        move |e| {
             e.handle(HandleKind::Win, win);
         },
     );
@@ -23433,7 +23433,7 @@ pub unsafe extern "C" fn MPI_Win_wait(win: MPI_Win) -> c_int {
         func::MPI_Win_wait,
         ret,
         |k| [k.handle(HandleKind::Win, win)],
-        |e| {
+        move |e| {
             e.handle(HandleKind::Win, win);
         },
     );
