@@ -131,66 +131,48 @@ fn a_line_whose_ends_do_other_calls_is_three_classes() {
     assert!(src.contains("periodic_peer(world_rank, 1, 6)"), "{src}");
 }
 
-#[test]
-fn a_key_that_is_the_callers_rank_stays_the_callers_rank() {
+/// `MPI_Comm_split(MPI_COMM_WORLD, colour, key, &comms[0])` on ranks 0-2
+/// of 3, the colour and key of rank `me` given by `args`.
+fn splits(args: impl Fn(i64) -> (Value, Value)) -> crate::Trace {
     let split = |me: i64| {
-        sig(
-            "MPI_Comm_split",
-            vec![
-                world(),
-                Value::Const(
-                    mpigram_mpispec::ConstSet::Undefined,
-                    mpigram_mpispec::ConstRef::Plain(0),
-                ),
-                Value::Int(me),
-                Value::Handle(
-                    mpigram_mpispec::HandleKind::Comm,
-                    mpigram_mpispec::HandleRef::User(0),
-                ),
-            ],
-        )
-    };
-    let trace = trace_of(
-        (0..3)
-            .map(|me| vec![init(), split(me), finalize()])
-            .collect(),
-        1000,
-    );
-    let src = generate(&trace, &for_ranks(5)).unwrap().source;
-    assert!(
-        src.contains("MPI_Comm_split(MPI_COMM_WORLD, 0, world_rank, &comms[0]);"),
-        "{src}"
-    );
-    // Colour 0, which is rank 0's own rank: the tracer records it as
-    // such on rank 0 and as the number elsewhere; the colour is 0 for all.
-    let split = |me: i64| {
-        let colour = match me {
-            0 => Value::Rank(Rank::Relative(0)),
-            _ => Value::Const(
-                mpigram_mpispec::ConstSet::Undefined,
-                mpigram_mpispec::ConstRef::Plain(0),
-            ),
-        };
+        let (colour, key) = args(me);
         let comm = Value::Handle(
             mpigram_mpispec::HandleKind::Comm,
             mpigram_mpispec::HandleRef::User(0),
         );
-        sig(
-            "MPI_Comm_split",
-            vec![world(), colour, Value::Rank(Rank::Relative(0)), comm],
-        )
+        sig("MPI_Comm_split", vec![world(), colour, key, comm])
     };
-    let trace = trace_of(
+    trace_of(
         (0..3)
             .map(|me| vec![init(), split(me), finalize()])
             .collect(),
         1000,
-    );
+    )
+}
+
+#[test]
+fn a_key_that_is_the_callers_rank_stays_the_callers_rank() {
+    let zero = || {
+        Value::Const(
+            mpigram_mpispec::ConstSet::Undefined,
+            mpigram_mpispec::ConstRef::Plain(0),
+        )
+    };
+    let split = "MPI_Comm_split(MPI_COMM_WORLD, 0, world_rank, &comms[0]);";
+    let trace = splits(|me| (zero(), Value::Int(me)));
     let src = generate(&trace, &for_ranks(5)).unwrap().source;
-    assert!(
-        src.contains("MPI_Comm_split(MPI_COMM_WORLD, 0, world_rank, &comms[0]);"),
-        "{src}"
-    );
+    assert!(src.contains(split), "{src}");
+    // Colour 0, which is rank 0's own rank: the tracer records it as
+    // such on rank 0 and as the number elsewhere; the colour is 0 for all.
+    let trace = splits(|me| {
+        let colour = match me {
+            0 => Value::Rank(Rank::Relative(0)),
+            _ => zero(),
+        };
+        (colour, Value::Rank(Rank::Relative(0)))
+    });
+    let src = generate(&trace, &for_ranks(5)).unwrap().source;
+    assert!(src.contains(split), "{src}");
     assert!(
         generate(&trace, &for_ranks(0))
             .unwrap_err()
