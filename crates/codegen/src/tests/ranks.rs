@@ -39,25 +39,7 @@ fn recv(source: Rank) -> Signature {
 
 /// Rank `me` of `n` passes a value to the next rank around a ring, 10 times.
 fn ring(me: i64, n: i64) -> Vec<Signature> {
-    let next = Rank::Relative((me + 1) % n - me);
-    let previous = Rank::Relative((me + n - 1) % n - me);
-    let exchange = sig(
-        "MPI_Sendrecv",
-        vec![
-            seg(2, 0),
-            Value::Int(8),
-            int(),
-            Value::Rank(next),
-            Value::Tag(0),
-            seg(3, 0),
-            Value::Int(8),
-            int(),
-            Value::Rank(previous),
-            Value::Tag(0),
-            world(),
-            Value::Status(None),
-        ],
-    );
+    let exchange = exchange(me, n, seg(2, 0), seg(3, 0));
     let mut calls = vec![init()];
     calls.extend(std::iter::repeat_n(exchange, 10));
     calls.push(finalize());
