@@ -103,7 +103,7 @@ fn an_irregular_trace_is_refused_with_the_first_call_that_is_not_regular() {
     let err = text(&out.stderr);
     assert_eq!(
         err.trim(),
-        "mpigram: cannot generate a benchmark for 3 ranks from this trace: call 6 of rank 0: rank 0 calls MPI_Send where rank 1 calls MPI_Recv"
+        "mpigram: cannot generate a benchmark for 3 ranks from this trace: call 6 of rank 0: rank 0 calls MPI_Send where rank 1 calls MPI_Recv; as classes of the first, middle and last ranks: call 6 of rank 1: rank 1 calls MPI_Recv where rank 2 calls MPI_Send"
     );
     assert!(!c.exists());
 }

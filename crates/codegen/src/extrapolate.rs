@@ -80,7 +80,11 @@ pub fn extrapolate(
             for class in &lines {
                 match u3.class(trace, class) {
                     Ok(g) => grammars.push(g),
-                    Err(_) => return Err(one),
+                    Err(three) => {
+                        return Err(format!(
+                            "{one}; as classes of the first, middle and last ranks: {three}"
+                        ));
+                    }
                 }
             }
             if ranks < 2 {

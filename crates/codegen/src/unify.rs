@@ -10,7 +10,7 @@ use crate::peers::{self, Geometry, Layout};
 use crate::protos::prototype;
 use crate::timing::Sites;
 use mpigram_grammar::Sequitur;
-use mpigram_mpispec::{Args, HandleRef, Rank, RequestRef, Signature, Value};
+use mpigram_mpispec::{Args, BufferRef, ConstRef, HandleRef, Rank, RequestRef, Signature, Value};
 use mpigram_trace::Trace;
 use mpigram_wrapgen::lenexpr::Expr;
 use mpigram_wrapgen::model::{Action, Elem, Out, Scalar};
@@ -29,6 +29,10 @@ pub struct Unifier<'a> {
     requests: FxHashMap<(usize, Vec<(u64, u64)>), u64>,
     /// A traced rank's request -> its slot: each must keep one.
     slot_of: FxHashMap<(u32, u64, u64), u64>,
+    /// (class, traced rank, its segment) -> the class's segment (the
+    /// first member's), and back: the correspondence must be one-to-one.
+    seg_of: FxHashMap<(usize, u32, u64), u64>,
+    rank_seg: FxHashMap<(usize, u32, u64), u64>,
     classes: usize,
 }
 
@@ -43,6 +47,8 @@ impl<'a> Unifier<'a> {
             terminals: FxHashMap::default(),
             requests: FxHashMap::default(),
             slot_of: FxHashMap::default(),
+            seg_of: FxHashMap::default(),
+            rank_seg: FxHashMap::default(),
             classes: 0,
         }
     }
@@ -223,8 +229,23 @@ impl<'a> Unifier<'a> {
                     continue;
                 }
             }
+            if let Some(v) = self
+                .segments(class, &members, &values)
+                .map_err(|e| format!("{}: {e}", what()))?
+            {
+                sig.args[pos] = v;
+                continue;
+            }
             if values.iter().all(|v| *v == values[0]) && !moves(values[0]) {
                 continue;
+            }
+            // A colour or key that is one number, or each caller's own
+            // rank (recorded as such or as the number).
+            if let Action::Value(Scalar::OwnRank { comm, .. }) = &p.action {
+                if let Some(v) = self.own_rank(a.handle(comm), &members, &values) {
+                    sig.args[pos] = v;
+                    continue;
+                }
             }
             match (&p.action, values[0]) {
                 (
@@ -271,15 +292,6 @@ impl<'a> Unifier<'a> {
                     };
                     self.args
                         .insert((terminal, pos), peer.c(&comm_c, &me, &size_c));
-                }
-                (Action::Value(Scalar::Int), Value::Int(_))
-                    if members
-                        .iter()
-                        .zip(&values)
-                        .all(|(&r, v)| **v == Value::Int(i64::from(r))) =>
-                {
-                    // The caller's rank (a key of MPI_Comm_split).
-                    self.args.insert((terminal, pos), "world_rank".into());
                 }
                 _ => {
                     let i = values.iter().position(|v| *v != values[0]).unwrap_or(0);
@@ -353,6 +365,78 @@ impl<'a> Unifier<'a> {
         }
     }
 
+    /// The buffers in `values` (one per member) as the class's segment,
+    /// the first member's, or `None` if they are no segments: each rank
+    /// allocates its own memory, and its segment ids need only correspond
+    /// one-to-one to the first member's, at the same offset.
+    fn segments(
+        &mut self,
+        class: usize,
+        members: &[u32],
+        values: &[&Value],
+    ) -> Result<Option<Value>, String> {
+        let Value::Buffer(BufferRef::Segment { id: k, offset }) = *values[0] else {
+            return Ok(None);
+        };
+        for (&r, v) in members.iter().zip(values) {
+            let Value::Buffer(BufferRef::Segment { id, offset: o }) = **v else {
+                return Err(format!(
+                    "a segment on rank {}, {} on rank {r}",
+                    members[0],
+                    short(v)
+                ));
+            };
+            if o != offset {
+                return Err(format!(
+                    "offsets differ between ranks (rank {}: seg{k}+{offset}, rank {r}: seg{id}+{o})",
+                    members[0]
+                ));
+            }
+            let to = *self.seg_of.entry((class, r, id)).or_insert(k);
+            let from = *self.rank_seg.entry((class, r, k)).or_insert(id);
+            if to != k || from != id {
+                return Err(format!(
+                    "rank {r}'s segments do not correspond one-to-one to rank {}'s (its seg{id} stands for seg{to} and seg{k} for its seg{from})",
+                    members[0]
+                ));
+            }
+        }
+        Ok(Some(values[0].clone()))
+    }
+
+    /// An `OwnRank` argument of `members` in `comm` as one value: the
+    /// number all of them pass, or the caller's own rank; `None` if
+    /// neither.
+    fn own_rank(
+        &self,
+        comm: Option<HandleRef>,
+        members: &[u32],
+        values: &[&Value],
+    ) -> Option<Value> {
+        let layout = self.geometry.layout(comm)?;
+        let mut numbers = Vec::with_capacity(members.len());
+        let mut number = None;
+        for (&r, v) in members.iter().zip(values) {
+            let (me, _) = self.geometry.place(layout, r);
+            let n = match v {
+                Value::Rank(Rank::Relative(0)) => me,
+                Value::Int(i) | Value::Const(_, ConstRef::Plain(i)) => {
+                    number = Some(*v);
+                    *i
+                }
+                _ => return None,
+            };
+            numbers.push((me, n));
+        }
+        if numbers.iter().all(|&(me, n)| me == n) {
+            Some(Value::Rank(Rank::Relative(0)))
+        } else if numbers.iter().all(|&(_, n)| n == numbers[0].1) {
+            number.cloned()
+        } else {
+            None
+        }
+    }
+
     /// The C of a Cartesian grid's dimensions at the new size: what
     /// MPI_Dims_create gives there, if the traced grid is what it gave
     /// at the traced size.
@@ -420,7 +504,6 @@ fn root_only(action: &Action) -> bool {
 /// `seg3+16`, `[0, 64, 128]`.
 fn short(v: &Value) -> String {
     use crate::render::{const_expr, handle_expr, rank_expr};
-    use mpigram_mpispec::BufferRef;
     match v {
         Value::Int(i) | Value::Address(i) | Value::Tag(i) => i.to_string(),
         Value::Const(set, c) => const_expr(*set, *c),

@@ -39,25 +39,7 @@ fn recv(source: Rank) -> Signature {
 
 /// Rank `me` of `n` passes a value to the next rank around a ring, 10 times.
 fn ring(me: i64, n: i64) -> Vec<Signature> {
-    let next = Rank::Relative((me + 1) % n - me);
-    let previous = Rank::Relative((me + n - 1) % n - me);
-    let exchange = sig(
-        "MPI_Sendrecv",
-        vec![
-            seg(2, 0),
-            Value::Int(8),
-            int(),
-            Value::Rank(next),
-            Value::Tag(0),
-            seg(3, 0),
-            Value::Int(8),
-            int(),
-            Value::Rank(previous),
-            Value::Tag(0),
-            world(),
-            Value::Status(None),
-        ],
-    );
+    let exchange = exchange(me, n, seg(2, 0), seg(3, 0));
     let mut calls = vec![init()];
     calls.extend(std::iter::repeat_n(exchange, 10));
     calls.push(finalize());
@@ -131,36 +113,48 @@ fn a_line_whose_ends_do_other_calls_is_three_classes() {
     assert!(src.contains("periodic_peer(world_rank, 1, 6)"), "{src}");
 }
 
-#[test]
-fn a_key_that_is_the_callers_rank_stays_the_callers_rank() {
+/// `MPI_Comm_split(MPI_COMM_WORLD, colour, key, &comms[0])` on ranks 0-2
+/// of 3, the colour and key of rank `me` given by `args`.
+fn splits(args: impl Fn(i64) -> (Value, Value)) -> crate::Trace {
     let split = |me: i64| {
-        sig(
-            "MPI_Comm_split",
-            vec![
-                world(),
-                Value::Const(
-                    mpigram_mpispec::ConstSet::Undefined,
-                    mpigram_mpispec::ConstRef::Plain(0),
-                ),
-                Value::Int(me),
-                Value::Handle(
-                    mpigram_mpispec::HandleKind::Comm,
-                    mpigram_mpispec::HandleRef::User(0),
-                ),
-            ],
-        )
+        let (colour, key) = args(me);
+        let comm = Value::Handle(
+            mpigram_mpispec::HandleKind::Comm,
+            mpigram_mpispec::HandleRef::User(0),
+        );
+        sig("MPI_Comm_split", vec![world(), colour, key, comm])
     };
-    let trace = trace_of(
+    trace_of(
         (0..3)
             .map(|me| vec![init(), split(me), finalize()])
             .collect(),
         1000,
-    );
+    )
+}
+
+#[test]
+fn a_key_that_is_the_callers_rank_stays_the_callers_rank() {
+    let zero = || {
+        Value::Const(
+            mpigram_mpispec::ConstSet::Undefined,
+            mpigram_mpispec::ConstRef::Plain(0),
+        )
+    };
+    let split = "MPI_Comm_split(MPI_COMM_WORLD, 0, world_rank, &comms[0]);";
+    let trace = splits(|me| (zero(), Value::Int(me)));
     let src = generate(&trace, &for_ranks(5)).unwrap().source;
-    assert!(
-        src.contains("MPI_Comm_split(MPI_COMM_WORLD, 0, world_rank, &comms[0]);"),
-        "{src}"
-    );
+    assert!(src.contains(split), "{src}");
+    // Colour 0, which is rank 0's own rank: the tracer records it as
+    // such on rank 0 and as the number elsewhere; the colour is 0 for all.
+    let trace = splits(|me| {
+        let colour = match me {
+            0 => Value::Rank(Rank::Relative(0)),
+            _ => zero(),
+        };
+        (colour, Value::Rank(Rank::Relative(0)))
+    });
+    let src = generate(&trace, &for_ranks(5)).unwrap().source;
+    assert!(src.contains(split), "{src}");
     assert!(
         generate(&trace, &for_ranks(0))
             .unwrap_err()
@@ -210,6 +204,89 @@ fn what_follows_no_rule_of_the_rank_is_refused_with_the_call() {
     let msg = generate(&trace, &for_ranks(8)).unwrap_err().to_string();
     assert!(
         msg.contains("MPI_Send's dest: peers that follow no rule of the rank"),
+        "{msg}"
+    );
+}
+
+/// A ring exchange whose send and receive buffers are the given segments.
+fn exchange(me: i64, n: i64, send_buf: Value, recv_buf: Value) -> Signature {
+    let next = Rank::Relative((me + 1) % n - me);
+    let previous = Rank::Relative((me + n - 1) % n - me);
+    sig(
+        "MPI_Sendrecv",
+        vec![
+            send_buf,
+            Value::Int(8),
+            int(),
+            Value::Rank(next),
+            Value::Tag(0),
+            recv_buf,
+            Value::Int(8),
+            int(),
+            Value::Rank(previous),
+            Value::Tag(0),
+            world(),
+            Value::Status(None),
+        ],
+    )
+}
+
+#[test]
+fn segments_that_correspond_one_to_one_are_the_first_ranks() {
+    // Each rank allocates its buffers in another order: rank r's send
+    // buffer is segment 2 + r, its receive buffer 10 + 2r (offset 16).
+    let stream = |me: i64| {
+        let s = seg(2 + me as u64, 0);
+        let r = seg(10 + 2 * me as u64, 16);
+        let mut c = vec![init()];
+        c.extend(std::iter::repeat_n(exchange(me, 4, s, r), 3));
+        c.push(finalize());
+        c
+    };
+    let trace = trace_of((0..4).map(stream).collect(), 1000);
+    let bench = generate(&trace, &for_ranks(6)).unwrap();
+    let src = &bench.source;
+    assert!(
+        src.contains("(void *)segs[2], 8, MPI_INT, periodic_peer(world_rank, 1, 6)"),
+        "{src}"
+    );
+    assert!(src.contains("(void *)(segs[10] + 16), 8"), "{src}");
+    assert!(!src.contains("segs[12]"), "{src}");
+}
+
+#[test]
+fn segments_that_do_not_correspond_one_to_one_are_refused() {
+    // Rank 1 sends and receives in one segment where rank 0 uses two.
+    let stream = |me: i64| {
+        let (s, r) = match me {
+            1 => (seg(7, 0), seg(7, 0)),
+            _ => (seg(2, 0), seg(3, 0)),
+        };
+        vec![init(), exchange(me, 4, s, r), finalize()]
+    };
+    let trace = trace_of((0..4).map(stream).collect(), 1000);
+    let msg = generate(&trace, &for_ranks(8)).unwrap_err().to_string();
+    assert!(
+        msg.contains(
+            "MPI_Sendrecv's recvbuf: rank 1's segments do not correspond one-to-one to rank 0's"
+        ),
+        "{msg}"
+    );
+
+    // The same segments at different offsets.
+    let stream = |me: i64| {
+        vec![
+            init(),
+            exchange(me, 4, seg(2, me as u64 * 8), seg(3, 0)),
+            finalize(),
+        ]
+    };
+    let trace = trace_of((0..4).map(stream).collect(), 1000);
+    let msg = generate(&trace, &for_ranks(8)).unwrap_err().to_string();
+    assert!(
+        msg.contains(
+            "MPI_Sendrecv's sendbuf: offsets differ between ranks (rank 0: seg2+0, rank 1: seg2+8)"
+        ),
         "{msg}"
     );
 }
