@@ -185,15 +185,16 @@ impl Call {
 
     /// Ends an MPI_Waitall (see `recording::record_waitall`): `handles` are
     /// its requests' values before the call, `statuses` says whether it
-    /// records statuses, `encode` writes its arguments if the memo does not
-    /// know them.
+    /// records statuses and holds the bytes of its statuses array (empty
+    /// when it did not succeed), `encode` writes its arguments if the memo
+    /// does not know them.
     #[inline]
     pub fn end_waitall(
         self,
         ret: c_int,
         count: c_int,
         handles: Option<&[u64]>,
-        statuses: bool,
+        statuses: (bool, &[u8]),
         encode: impl FnOnce(&mut Encoder),
     ) {
         let end = crate::clock::now();

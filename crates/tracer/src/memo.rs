@@ -337,12 +337,16 @@ impl CallMemo {
 /// The last MPI_Waitall that completed exactly the requests created
 /// since the one before (`RequestTable::logged_ids`), as OSU's `osu_bw`
 /// and halo exchanges call it: its signature is a function of its count,
-/// whether it records statuses (only ones MPI leaves undefined, then) and
-/// the ids of those requests, which, equal again, give the same terminal.
+/// whether it records statuses, the bytes of the statuses it records that
+/// MPI defines (a receive's: every field the encoder reads is in them; the
+/// requests' communicators are in their ids) and the ids of those
+/// requests, which, all equal again, give the same terminal.
 #[derive(Default)]
 pub struct WaitallMemo {
     count: c_int,
     statuses: bool,
+    /// The call's statuses array, when it records defined ones; else empty.
+    status_bytes: Vec<u8>,
     ids: Vec<u64>,
     /// `None`: nothing remembered.
     terminal: Option<u32>,
@@ -350,18 +354,22 @@ pub struct WaitallMemo {
 
 impl WaitallMemo {
     /// The terminal of a successful MPI_Waitall of `count` requests with
-    /// the ids `ids`, recording statuses or not, if it is the last one's.
+    /// the ids `ids`, recording statuses or not, if it is the last one's;
+    /// `status_bytes` are its statuses array when it records statuses MPI
+    /// defines for one of the requests, else empty.
     #[inline]
     pub fn recall(
         &self,
         count: c_int,
         statuses: bool,
+        status_bytes: &[u8],
         mut ids: impl Iterator<Item = u64>,
     ) -> Option<u32> {
         let terminal = self.terminal?;
         let mut remembered = self.ids.iter();
         let same = count == self.count
             && statuses == self.statuses
+            && status_bytes == self.status_bytes.as_slice()
             && ids.all(|id| remembered.next() == Some(&id))
             && remembered.next().is_none();
         same.then_some(terminal)
@@ -369,9 +377,17 @@ impl WaitallMemo {
 
     /// Such a call was not recalled: it is the one remembered from now on,
     /// once [`encoded`](WaitallMemo::encoded) says its terminal.
-    pub fn learn(&mut self, count: c_int, statuses: bool, ids: impl Iterator<Item = u64>) {
+    pub fn learn(
+        &mut self,
+        count: c_int,
+        statuses: bool,
+        status_bytes: &[u8],
+        ids: impl Iterator<Item = u64>,
+    ) {
         self.count = count;
         self.statuses = statuses;
+        self.status_bytes.clear();
+        self.status_bytes.extend_from_slice(status_bytes);
         self.ids.clear();
         self.ids.extend(ids);
         self.terminal = None;
@@ -508,29 +524,67 @@ mod tests {
         let mut memo = WaitallMemo::default();
         let window = [0, 1, 1 << 32];
         assert_eq!(
-            memo.recall(3, false, window.into_iter()),
+            memo.recall(3, false, &[], window.into_iter()),
             None,
             "nothing seen"
         );
-        memo.learn(3, false, window.into_iter());
+        memo.learn(3, false, &[], window.into_iter());
         assert_eq!(
-            memo.recall(3, false, window.into_iter()),
+            memo.recall(3, false, &[], window.into_iter()),
             None,
             "not encoded yet"
         );
         memo.encoded(42);
-        assert_eq!(memo.recall(3, false, window.into_iter()), Some(42));
-        assert_eq!(memo.recall(3, true, window.into_iter()), None, "statuses");
-        assert_eq!(memo.recall(4, false, window.into_iter()), None, "count");
-        assert_eq!(memo.recall(3, false, [0, 1].into_iter()), None, "fewer ids");
+        assert_eq!(memo.recall(3, false, &[], window.into_iter()), Some(42));
         assert_eq!(
-            memo.recall(3, false, [0, 1, 1 << 32, 2].into_iter()),
+            memo.recall(3, true, &[], window.into_iter()),
+            None,
+            "statuses"
+        );
+        // Recorded statuses: recalled only with the same bytes.
+        memo.learn(3, true, &[1, 2, 3], window.into_iter());
+        memo.encoded(43);
+        assert_eq!(
+            memo.recall(3, true, &[1, 2, 3], window.into_iter()),
+            Some(43)
+        );
+        assert_eq!(
+            memo.recall(3, true, &[1, 2, 4], window.into_iter()),
+            None,
+            "a status"
+        );
+        assert_eq!(
+            memo.recall(3, true, &[], window.into_iter()),
+            None,
+            "none defined"
+        );
+        memo.learn(3, false, &[], window.into_iter());
+        memo.encoded(42);
+        assert_eq!(
+            memo.recall(4, false, &[], window.into_iter()),
+            None,
+            "count"
+        );
+        assert_eq!(
+            memo.recall(3, false, &[], [0, 1].into_iter()),
+            None,
+            "fewer ids"
+        );
+        assert_eq!(
+            memo.recall(3, false, &[], [0, 1, 1 << 32, 2].into_iter()),
             None,
             "more ids"
         );
-        assert_eq!(memo.recall(3, false, [1, 0, 1 << 32].into_iter()), None);
+        assert_eq!(
+            memo.recall(3, false, &[], [1, 0, 1 << 32].into_iter()),
+            None
+        );
         memo.forget();
-        assert_eq!(memo.recall(3, false, window.into_iter()), None, "forgotten");
+        assert_eq!(
+            memo.recall(3, false, &[], window.into_iter()),
+            None,
+            "forgotten"
+        );
     }
 
     #[test]

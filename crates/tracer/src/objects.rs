@@ -420,9 +420,15 @@ impl Objects {
     pub fn logged_request_ids<'a>(
         &'a self,
         handles: &[u64],
-        statuses: bool,
     ) -> Option<impl Iterator<Item = u64> + 'a> {
-        self.requests.logged_ids(handles, statuses)
+        self.requests.logged_ids(handles)
+    }
+
+    /// Whether one of those requests has a status MPI defines
+    /// (`RequestTable::logged_status_defined`).
+    #[inline]
+    pub fn logged_status_defined(&self) -> bool {
+        self.requests.logged_status_defined()
     }
 
     /// The requests [`logged_request_ids`](Objects::logged_request_ids)

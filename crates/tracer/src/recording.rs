@@ -59,24 +59,34 @@ pub fn record_keyed<const N: usize>(
 /// Records an MPI_Waitall as [`record`] does, through the Waitall memo
 /// (memo.rs): it returned `ret` on `count` requests whose values before the
 /// call were `handles` (`None`: a NULL array), `statuses` says whether it
-/// records their statuses.
+/// records their statuses, `status_bytes` are then its statuses array.
 #[inline]
 pub fn record_waitall(
     ret: c_int,
     (start, end): (u64, u64),
     count: c_int,
     handles: Option<&[u64]>,
-    statuses: bool,
+    (statuses, status_bytes): (bool, &[u8]),
     encode: impl FnOnce(&mut Encoder),
 ) {
     let func = mpigram_mpispec::func::MPI_Waitall;
     recording(|t| {
+        // The statuses are part of the signature only where MPI defines
+        // them (a receive's).
+        let status_bytes = match statuses && t.objects.logged_status_defined() {
+            true => status_bytes,
+            false => &[],
+        };
         // Some(recalled terminal, if any) when the call completed exactly
         // the requests created since the last lookup.
         let logged = handles
             .filter(|_| ret == MPI_SUCCESS)
-            .and_then(|h| t.objects.logged_request_ids(h, statuses))
-            .map(|ids| t.recorder.waitall.recall(count, statuses, ids));
+            .and_then(|h| t.objects.logged_request_ids(h))
+            .map(|ids| {
+                t.recorder
+                    .waitall
+                    .recall(count, statuses, status_bytes, ids)
+            });
         let (terminal, new) = match logged {
             Some(Some(terminal)) if t.recorder.verify.is_none() => {
                 t.objects.complete_logged_requests();
@@ -85,8 +95,8 @@ pub fn record_waitall(
             // MPIGRAM_VERIFY: encoded in full, as in `record_keyed`.
             Some(Some(terminal)) => (terminal, t.encode(func, ret, encode).new),
             Some(None) => {
-                if let Some(ids) = handles.and_then(|h| t.objects.logged_request_ids(h, statuses)) {
-                    t.recorder.waitall.learn(count, statuses, ids);
+                if let Some(ids) = handles.and_then(|h| t.objects.logged_request_ids(h)) {
+                    t.recorder.waitall.learn(count, statuses, status_bytes, ids);
                 }
                 let e = t.encode(func, ret, encode);
                 t.recorder.waitall.encoded(e.terminal);

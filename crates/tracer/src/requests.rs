@@ -181,18 +181,13 @@ impl RequestTable {
     /// it), if those are exactly the logged requests, in order, none of
     /// them persistent or an MPI_Comm_idup's, and the table holds no other:
     /// then each handle names its logged request, whatever the rule for
-    /// shared values. Their (pool, index) ids, in order; `None` also when
-    /// `statuses` (the call records its statuses) and one of them has a
-    /// status MPI defines, which the ids do not say.
+    /// shared values. Their (pool, index) ids, in order (whether one of
+    /// them has a status MPI defines, which the ids do not say:
+    /// [`logged_status_defined`](RequestTable::logged_status_defined)).
     #[inline]
-    pub fn logged_ids<'a>(
-        &'a self,
-        handles: &[u64],
-        statuses: bool,
-    ) -> Option<impl Iterator<Item = u64> + 'a> {
+    pub fn logged_ids<'a>(&'a self, handles: &[u64]) -> Option<impl Iterator<Item = u64> + 'a> {
         let exact = self.in_table == 0
             && !self.log_special
-            && !(statuses && self.log_status_defined)
             && self.log.len() == handles.len()
             && self.log.iter().zip(handles).all(|(l, &h)| l.handle == h);
         exact.then(|| {
@@ -200,6 +195,13 @@ impl RequestTable {
                 .iter()
                 .map(|l| u64::from(l.request.pool) << 32 | u64::from(l.request.index))
         })
+    }
+
+    /// Whether a logged request's completion has a status MPI defines
+    /// (a receive's: its source, tag and count).
+    #[inline]
+    pub fn logged_status_defined(&self) -> bool {
+        self.log_status_defined
     }
 
     /// The logged requests completed (after [`logged_ids`](RequestTable::logged_ids)
@@ -360,8 +362,8 @@ mod tests {
         t.add(h, pool, index, kind, None, None);
     }
 
-    fn ids(t: &RequestTable, handles: &[u64], statuses: bool) -> Option<Vec<u64>> {
-        t.logged_ids(handles, statuses).map(Iterator::collect)
+    fn ids(t: &RequestTable, handles: &[u64]) -> Option<Vec<u64>> {
+        t.logged_ids(handles).map(Iterator::collect)
     }
 
     #[test]
@@ -381,10 +383,10 @@ mod tests {
         add_kind(&mut t, 9, s, send);
         add_kind(&mut t, 9, s, send);
         let window = [7, 9, 9];
-        assert_eq!(ids(&t, &window, false), Some(vec![0, 1 << 32, 1 << 32 | 1]));
-        assert_eq!(ids(&t, &window, true), None, "the receive's status");
-        assert_eq!(ids(&t, &[9, 7, 9], false), None, "another order");
-        assert_eq!(ids(&t, &window[..2], false), None, "not all of them");
+        assert_eq!(ids(&t, &window), Some(vec![0, 1 << 32, 1 << 32 | 1]));
+        assert!(t.logged_status_defined(), "the receive's status");
+        assert_eq!(ids(&t, &[9, 7, 9]), None, "another order");
+        assert_eq!(ids(&t, &window[..2]), None, "not all of them");
         t.complete_logged();
         assert!(t.log.is_empty() && t.slots.is_empty(), "never in the table");
         assert_eq!(t.next_index(s), 0, "their indices are free again");
@@ -393,8 +395,8 @@ mod tests {
         add_kind(&mut t, 9, s, send);
         assert!(t.oldest(9).is_some());
         add_kind(&mut t, 5, s, send);
-        assert_eq!(ids(&t, &[5], false), None);
-        assert_eq!(ids(&t, &[9, 5], false), None);
+        assert_eq!(ids(&t, &[5]), None);
+        assert_eq!(ids(&t, &[9, 5]), None);
         assert_eq!(
             t.complete(9).map(|i| i.id),
             Some(RequestRef::Pooled { pool: s, index: 0 })

@@ -371,9 +371,19 @@ pub unsafe extern "C" fn MPI_Waitall(
     unsafe { save_requests(requests, count) };
     let ret = unsafe { real(count, requests, statuses) };
     let recorded = !statuses.is_null() && statuses as usize != front().statuses_ignore;
+    let status_bytes: &[u8] = match recorded && ret == crate::abi::MPI_SUCCESS && count > 0 {
+        // SAFETY: MPI wrote `count` statuses there.
+        true => unsafe {
+            std::slice::from_raw_parts(
+                statuses.cast::<u8>(),
+                count as usize * front().status_size(),
+            )
+        },
+        false => &[],
+    };
     SAVED.with_borrow(|saved| {
         let handles = (!requests.is_null()).then_some(&saved[..]);
-        call.end_waitall(ret, count, handles, recorded, |e| unsafe {
+        call.end_waitall(ret, count, handles, (recorded, status_bytes), |e| unsafe {
             e.int(count.into());
             completed_array(e, requests, |_| true);
             e.request_statuses(statuses, 0..count.max(0) as usize);

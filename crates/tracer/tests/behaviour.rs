@@ -468,3 +468,27 @@ fn persistent_receives_complete_with_their_status() {
         "{waits:?}"
     );
 }
+
+/// A window's MPI_Waitall with a statuses array (OSU's osu_bw receiver) is
+/// recalled from the Waitall memo only when its statuses are the last
+/// one's: the odd window's last status (tag 8, two ints) is recorded, and
+/// so is the next window's, back to tag 7.
+#[test]
+fn a_waitall_recording_statuses_keeps_every_status() {
+    let windows = 20;
+    let run = run_traced("window_statuses", 2, &[&windows.to_string()], &[]);
+    run.output.assert_success();
+    let trace = assert_trace_is_exact(&run, 2);
+    let calls = decoded(&trace, 1);
+    let waits = calls_of(&calls, "MPI_Waitall");
+    assert_eq!(waits.len(), windows, "one MPI_Waitall a window");
+    for (w, wait) in waits.iter().enumerate() {
+        let statuses = wait.args["array_of_statuses"]
+            .as_array()
+            .unwrap_or_else(|| panic!("window {w}: {:?}", wait.args));
+        let tags: Vec<&Value> = statuses.iter().map(|s| &s["MPI_TAG"]).collect();
+        let last = if w % 5 == 4 { 8 } else { 7 };
+        assert_eq!(tags[..7], [&json!(7); 7], "window {w}: {:?}", wait.args);
+        assert_eq!(tags[7], &json!(last), "window {w}: {:?}", wait.args);
+    }
+}
