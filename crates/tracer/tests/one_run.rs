@@ -24,6 +24,27 @@ fn run_into(dir: &Path, program: &str, ranks: u32, args: &[&str]) -> TracedRunIn
 
 struct TracedRunIn(mpigram_testkit::RunOutput);
 
+/// Waits (at most 30 s) until no process runs the executable `exe`.
+fn wait_until_no_process_runs(exe: &Path) {
+    let exe = exe.canonicalize().unwrap();
+    let running = || {
+        std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|p| std::fs::read_link(p.path().join("exe")).is_ok_and(|e| e == exe))
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while running() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} still runs after 30 s",
+            exe.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// The trace in `dir` is exactly that of the last run, `ranks` ranks.
 fn assert_only_the_last_run(dir: tempfile::TempDir, last: TracedRunIn, ranks: u32) {
     let run = TracedRun {
@@ -40,6 +61,10 @@ fn an_aborted_runs_files_do_not_mix_into_the_next_run() {
     let aborted = run_into(dir.path(), "crash_abort", 3, &[]);
     assert_eq!(aborted.0.status.code(), Some(42), "{}", aborted.0);
     assert!(dir.path().join("rank1.mgr").is_file());
+    // The next run comes after the aborted one has ended: mpiexec can
+    // return while a killed rank is still exiting, and a run alive in the
+    // directory keeps the next one from tracing into it (tested below).
+    wait_until_no_process_runs(&compile("crash_abort").unwrap());
     let next = run_into(dir.path(), "halo2d", 2, &["10"]);
     next.0.assert_success();
     assert_only_the_last_run(dir, next, 2);
