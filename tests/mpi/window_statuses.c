@@ -18,10 +18,8 @@
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
-    int rank, size;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    CHECK(size == 2);
+    int rank = world_rank();
+    CHECK(world_size() == 2);
     int windows = argc > 1 ? atoi(argv[1]) : 20;
     int out[2] = {1, 2}, in[WINDOW][2];
     MPI_Request r[WINDOW];
