@@ -10,6 +10,7 @@ fn write(calls: &[(u64, u64, Map<String, Json>)]) -> Trace {
     let mut w = PerfettoWriter::new(&mut bytes);
     w.rank(0).unwrap();
     for (seq, (start_ns, end_ns, args)) in calls.iter().enumerate() {
+        let args = &Arc::new(args.clone());
         w.slice(&Slice {
             track: Track::Calls { rank: 0 },
             name: "MPI_Send",
