@@ -23,6 +23,11 @@ use std::sync::Arc;
 /// its incremental state), so that the writer's memory stays bounded.
 const MAX_INTERNED: usize = 1 << 16;
 
+/// Arguments a sequence remembers by address before it forgets them all
+/// (the decoder makes new ones whenever a call's arguments can change: a
+/// request's name, say).
+const MAX_SHARED_ARGS: usize = 1 << 12;
+
 /// A writer sequence (`trusted_packet_sequence_id`): packets that share
 /// interned strings and, for a rank's calls, a default track and an
 /// incremental clock (each packet's time is the time since the previous
@@ -35,7 +40,7 @@ struct Sequence {
     interned: [FxHashMap<String, u64>; 3],
     /// The id of the text of arguments the decoder shares between the
     /// calls of a signature, by their address: the text is made once per
-    /// signature, not per call. The arguments are kept, so that their
+    /// arguments, not per call. The arguments are kept, so that their
     /// address is not reused while it is a key here.
     shared_args: FxHashMap<*const Map<String, Json>, (Args, u64)>,
     /// Strings interned since the last packet, which it carries.
@@ -107,6 +112,9 @@ impl Sequence {
         let iid = self.intern(Table::AnnotationValue, &crate::decode::args_text(args));
         // Arguments no one else holds are made for this slice alone.
         if Arc::strong_count(args) > 1 {
+            if self.shared_args.len() >= MAX_SHARED_ARGS {
+                self.shared_args.clear();
+            }
             self.shared_args.insert(key, (Arc::clone(args), iid));
         }
         iid
@@ -116,7 +124,7 @@ impl Sequence {
     /// before an event interns its strings.
     fn make_room(&mut self) {
         let strings: usize = self.interned.iter().map(FxHashMap::len).sum();
-        if strings + self.shared_args.len() >= MAX_INTERNED {
+        if strings >= MAX_INTERNED {
             *self = Sequence {
                 clock_ns: self.clock_ns,
                 ..Sequence::new(self.id, self.track)
