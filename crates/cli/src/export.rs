@@ -119,13 +119,17 @@ pub fn run(args: &Args) -> Result<()> {
             return Err(e).with_context(|| format!("cannot export {}", dir.display()));
         }
     };
+    let requests = if args.requests {
+        format!(", {} requests", summary.requests)
+    } else {
+        String::new()
+    };
     eprintln!(
-        "mpigram: {}: {} ranks, {} calls, {} messages, {} requests",
+        "mpigram: {}: {} ranks, {} calls, {} messages{requests}",
         out.display(),
         summary.ranks,
         summary.calls,
         summary.messages,
-        summary.requests
     );
     if args.critical_path {
         eprintln!(

@@ -119,12 +119,13 @@ fn decoded_with_times(trace: &Path) -> Vec<(u64, String, u64, u64, String)> {
 fn a_perfetto_export_shows_each_call_as_decoded_and_each_message_as_an_arrow() {
     let dir = tempfile::tempdir().unwrap();
     let t = dir.path().join("t");
-    let iterations = 30;
+    let iterations = 100;
     trace(&t, "halo2d", 4, &[&iterations.to_string()], "lossless");
     let file = dir.path().join("t.pftrace");
     let out = export(&t, "perfetto", &file);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let timeline = Timeline::read(std::fs::read(&file).unwrap().as_slice()).unwrap();
+    let bytes = std::fs::read(&file).unwrap();
+    let timeline = Timeline::read(bytes.as_slice()).unwrap();
     let tables = timeline.tables().expect("slices that nest");
 
     // Each rank's calls track, by uuid: its rank.
@@ -155,6 +156,9 @@ fn a_perfetto_export_shows_each_call_as_decoded_and_each_message_as_an_arrow() {
     let decoded = decoded_with_times(&t);
     assert_eq!(calls.len(), decoded.len());
     assert_eq!(calls, decoded);
+    // At most 40 bytes a call, all told (about 36 here).
+    let per_call = bytes.len() as f64 / calls.len() as f64;
+    assert!(per_call <= 40.0, "{per_call:.1} bytes a call");
 
     // 2x2 grid: 8 halo messages per iteration, each an arrow from an Isend
     // to the Waitall that completed its receive on the rank it was sent to
