@@ -187,7 +187,7 @@ impl SequenceState {
             d.timestamp_clock_id
         });
         if let (Some(CLOCK_INCREMENTAL), Some(t)) = (clock, p.timestamp) {
-            let now = self.incremental_ns.unwrap_or(0) + t;
+            let now = self.incremental_ns.unwrap_or(0).saturating_add(t);
             self.incremental_ns = Some(now);
             p.timestamp = Some(now);
         }
