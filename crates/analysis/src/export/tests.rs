@@ -678,3 +678,46 @@ fn more_call_times_than_calls_are_an_error() {
     let err = write(ranks, Format::Perfetto).unwrap_err();
     assert_eq!(err.to_string(), "rank 1: 7 calls but 8 call times");
 }
+
+#[test]
+fn a_perfetto_window_has_only_the_arrows_between_its_calls() {
+    let content = Content {
+        window: Window {
+            ranks: None,
+            from: Some(Bound::Call(3)),
+            to: Some(Bound::Call(6)),
+        },
+        ..Content::default()
+    };
+    let (_, tables) = perfetto(&content);
+    let calls: Vec<Shown> = tables
+        .slices
+        .iter()
+        .filter(|s| s.depth == 0)
+        .map(span_of)
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            ("MPI_Wait", 23, 60),
+            ("MPI_Waitall", 40, 100),
+            ("MPI_Wait", 61, 62),
+            ("MPI_Recv", 70, 115),
+            ("MPI_Send", 110, 120),
+            ("MPI_Finalize", 200, 210),
+        ]
+    );
+    // The Isends (calls 1 and 2) are not shown: only the Send's arrow.
+    let arrows: Vec<(Shown, Shown)> = tables
+        .flows
+        .iter()
+        .map(|f| {
+            (
+                span_of(&tables.slices[f.slice_out]),
+                span_of(&tables.slices[f.slice_in]),
+            )
+        })
+        .collect();
+    assert_eq!(arrows, [(("MPI_Send", 110, 120), ("message", 111, 111))]);
+    assert_eq!((tables.ends_before_start, tables.never_ended), (0, 0));
+}
