@@ -167,19 +167,41 @@ impl Tracer {
     /// and the crash journal.
     #[inline(always)]
     pub(crate) fn append(&mut self, func: FuncId, terminal: u32, new: bool, start: u64, end: u64) {
-        let recorder = &mut self.recorder;
-        recorder.record(func, terminal, start, end);
-        if let Some(journal) = &mut self.journal {
-            let signature = new.then_some(&recorder.scratch[..]);
-            let times = recorder.call_times.get();
-            if !journal.record(terminal, times, signature, &self.objects.comm_log) {
-                // The journal holds every call before this one.
-                let journaled = self.recorder.calls - 1;
-                self.checkpoint(journaled);
-            }
-        }
+        let repeats = self.recorder.record(func, terminal, start, end);
+        self.journal_call(terminal, repeats, new);
         if new && self.recorder.over_budget {
             self.spill();
+        }
+    }
+
+    /// [`append`](Tracer::append) of a call whose signature is known,
+    /// while the recorder has no per-call times or verification stream to
+    /// keep (`recorder::extras`): the memos' fast path.
+    #[inline(always)]
+    pub(crate) fn append_plain(&mut self, terminal: u32, start: u64, end: u64) {
+        let repeats = self.recorder.record_plain(terminal, start, end);
+        self.journal_call(terminal, repeats, false);
+    }
+
+    /// The crash journal's record of the call just recorded (`repeats`:
+    /// the period the grammar took it in, or 0; `new`: its signature is in
+    /// the recorder's scratch).
+    #[inline(always)]
+    fn journal_call(&mut self, terminal: u32, repeats: u64, new: bool) {
+        let Some(journal) = &mut self.journal else {
+            return;
+        };
+        let comm_log = &self.objects.comm_log;
+        if journal.count(repeats, comm_log.len()) {
+            return;
+        }
+        let recorder = &self.recorder;
+        let signature = new.then_some(&recorder.scratch[..]);
+        let times = recorder.call_times.get();
+        if !journal.record(terminal, repeats, times, signature, comm_log) {
+            // The journal holds every call before this one.
+            let journaled = self.recorder.calls - 1;
+            self.checkpoint(journaled);
         }
     }
 
