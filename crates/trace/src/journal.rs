@@ -281,9 +281,10 @@ pub fn repeated_word(repetition: u64, calls: u32) -> u64 {
 /// the check (wrapping), while the count stays below [`MAX_REPEATED`].
 pub const REPEATED_STEP: u64 = 1u64.wrapping_sub(1 << 32);
 
-/// Most calls a repeated-calls word counts; the tracer then appends them
-/// as a record and counts on in a new word.
-pub const MAX_REPEATED: u32 = u32::MAX - 1;
+/// Most calls the tracer counts in one repeated-calls word (it then
+/// appends them as a record and counts on in a new word); readers take up
+/// to `u32::MAX`.
+pub const MAX_REPEATED: u32 = i32::MAX as u32;
 
 /// Appends the record of `calls` calls that repeat the call `period`
 /// calls before each.

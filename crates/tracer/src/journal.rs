@@ -209,12 +209,14 @@ impl Journal {
     /// still has `comms` entries. False: it needs [`record`](Journal::record).
     #[inline(always)]
     pub fn count(&mut self, repeats: u64, comms: usize) -> bool {
+        let map = self.map;
         // No longer in progress (see `crate::call`).
         // SAFETY: an aligned u32 of the mapping.
-        unsafe { &*self.word::<AtomicU32>(IN_CALL_AT) }.store(0, Ordering::Relaxed);
+        unsafe { &*map.add(IN_CALL_AT).cast::<AtomicU32>() }.store(0, Ordering::Relaxed);
         if repeats == self.period && (self.repeated as u32) < MAX_REPEATED && comms == self.comms {
             self.repeated = self.repeated.wrapping_add(REPEATED_STEP);
-            self.header_word(REPEATED_AT)
+            // SAFETY: an aligned u64 of the mapping.
+            unsafe { &*map.add(REPEATED_AT).cast::<AtomicU64>() }
                 .store(self.repeated, Ordering::Release);
             return true;
         }

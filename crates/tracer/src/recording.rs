@@ -50,7 +50,9 @@ pub fn record_keyed<const N: usize>(
             return;
         }
     }
-    recording(move |t| record_keyed_in_full(t, func, ret, (start, end), key, request, encode));
+    // The key by value: the wrapper stores its words only on this path.
+    let key = *key;
+    recording(move |t| record_keyed_in_full(t, func, ret, (start, end), &key, request, encode));
 }
 
 /// The rest of [`record_keyed`]: a call the memo does not know, or any

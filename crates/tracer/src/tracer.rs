@@ -119,8 +119,8 @@ pub(crate) struct Encoded {
     pub terminal: u32,
     /// Its signature is new (it is in `Recorder::scratch`).
     pub new: bool,
-    /// The request it created, as (pool, index).
-    pub created: Option<(u64, u64)>,
+    /// The request it created.
+    pub created: Option<crate::encoder::Created>,
     /// Its first communicator argument.
     pub comm: Option<u64>,
 }
