@@ -33,6 +33,9 @@ pub fn record_keyed<const N: usize>(
     // is recorded, in one step; else a second one with the encoding
     // closure, whose captures the wrapper then stores only on that path.
     // (`move`: the closures hold the values, not a pointer to each.)
+    // `extras` is set as the tracer is made, possibly inside the first
+    // step of the first call; that call is not in the new memo, and so
+    // takes the second step, which reads it again.
     if !crate::recorder::extras() {
         let recalled = recording(move |t| {
             let Ok(r) = t
@@ -57,7 +60,7 @@ pub fn record_keyed<const N: usize>(
 
 /// The rest of [`record_keyed`]: a call the memo does not know, or any
 /// call while per-call times or verification are recorded.
-#[inline(never)]
+#[inline]
 fn record_keyed_in_full<const N: usize>(
     t: &mut Tracer,
     func: FuncId,

@@ -218,7 +218,7 @@ impl Tracer {
             self.recorder.budget = usize::MAX;
             return;
         };
-        crate::call::uncounted(|| {
+        crate::call::writing_out(|| {
             let rank = self.rank();
             let part = self.recorder.take_part();
             let end = ClockPoint::now();
@@ -376,7 +376,7 @@ impl Tracer {
     /// the journal stops, holding its first `journaled` calls.
     #[cold]
     fn checkpoint(&mut self, journaled: u64) {
-        crate::call::uncounted(|| {
+        crate::call::writing_out(|| {
             let Some(path) = self.journal.as_ref().map(Journal::checkpoint_path) else {
                 return;
             };
