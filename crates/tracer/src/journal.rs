@@ -206,14 +206,21 @@ impl Journal {
     /// A call returned and is being recorded: counts it, if it continues
     /// the repeated calls being counted (`repeats`: the period of the
     /// repetition the grammar took it in, else 0) and the communicator log
-    /// still has `comms` entries. False: it needs [`record`](Journal::record).
+    /// (`comms` entries) holds no entry the journal does not; only a call
+    /// that was `encoded` may have added one. False: it needs
+    /// [`record`](Journal::record).
     #[inline(always)]
-    pub fn count(&mut self, repeats: u64, comms: usize) -> bool {
+    pub fn count(&mut self, repeats: u64, comms: usize, encoded: bool) -> bool {
         let map = self.map;
         // No longer in progress (see `crate::call`).
         // SAFETY: an aligned u32 of the mapping.
         unsafe { &*map.add(IN_CALL_AT).cast::<AtomicU32>() }.store(0, Ordering::Relaxed);
-        if repeats == self.period && (self.repeated as u32) < MAX_REPEATED && comms == self.comms {
+        debug_assert!(
+            encoded || comms == self.comms || self.stopped_at.is_some(),
+            "a call that was not encoded added communicator-log entries"
+        );
+        let comms_held = !encoded || comms == self.comms;
+        if repeats == self.period && (self.repeated as u32) < MAX_REPEATED && comms_held {
             self.repeated = self.repeated.wrapping_add(REPEATED_STEP);
             // SAFETY: an aligned u64 of the mapping.
             unsafe { &*map.add(REPEATED_AT).cast::<AtomicU64>() }

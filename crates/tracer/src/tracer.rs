@@ -168,7 +168,7 @@ impl Tracer {
     #[inline(always)]
     pub(crate) fn append(&mut self, func: FuncId, terminal: u32, new: bool, start: u64, end: u64) {
         let repeats = self.recorder.record(func, terminal, start, end);
-        self.journal_call(terminal, repeats, new);
+        self.journal_call(terminal, repeats, new, true);
         if new && self.recorder.over_budget {
             self.spill();
         }
@@ -180,19 +180,25 @@ impl Tracer {
     #[inline(always)]
     pub(crate) fn append_plain(&mut self, terminal: u32, start: u64, end: u64) {
         let repeats = self.recorder.record_plain(terminal, start, end);
-        self.journal_call(terminal, repeats, false);
+        // Nothing was encoded for this call: the communicator log is as the
+        // journal's last record left it (entries are only logged while a
+        // call is encoded, or at MPI_Init, and the call that encoded them
+        // wrote them; each also changes the objects' epoch, so no call is
+        // recalled by the memo before such a call).
+        self.journal_call(terminal, repeats, false, false);
     }
 
     /// The crash journal's record of the call just recorded (`repeats`:
     /// the period the grammar took it in, or 0; `new`: its signature is in
-    /// the recorder's scratch).
+    /// the recorder's scratch; `encoded`: it was encoded, and may have
+    /// added communicator-log entries).
     #[inline(always)]
-    fn journal_call(&mut self, terminal: u32, repeats: u64, new: bool) {
+    fn journal_call(&mut self, terminal: u32, repeats: u64, new: bool, encoded: bool) {
         let Some(journal) = &mut self.journal else {
             return;
         };
         let comm_log = &self.objects.comm_log;
-        if journal.count(repeats, comm_log.len()) {
+        if journal.count(repeats, comm_log.len(), encoded) {
             return;
         }
         let recorder = &self.recorder;
