@@ -219,15 +219,17 @@ impl Journal {
             encoded || comms == self.comms || self.stopped_at.is_some(),
             "a call that was not encoded added communicator-log entries"
         );
-        let comms_held = !encoded || comms == self.comms;
-        if repeats == self.period && (self.repeated as u32) < MAX_REPEATED && comms_held {
-            self.repeated = self.repeated.wrapping_add(REPEATED_STEP);
-            // SAFETY: an aligned u64 of the mapping.
-            unsafe { &*map.add(REPEATED_AT).cast::<AtomicU64>() }
-                .store(self.repeated, Ordering::Release);
-            return true;
+        if repeats != self.period
+            || self.repeated as u32 >= MAX_REPEATED
+            || encoded && comms != self.comms
+        {
+            return false;
         }
-        false
+        self.repeated = self.repeated.wrapping_add(REPEATED_STEP);
+        // SAFETY: an aligned u64 of the mapping.
+        unsafe { &*map.add(REPEATED_AT).cast::<AtomicU64>() }
+            .store(self.repeated, Ordering::Release);
+        true
     }
 
     /// Appends a call of `terminal` that [`count`](Journal::count) did not

@@ -256,10 +256,24 @@ pub enum Miss {
     NewIndex,
 }
 
+/// Entries of a [`CallMemo`]: a power of two above the number of MPI
+/// functions (a test checks it), so that a function's entry is found by a
+/// mask, with no bound check.
+const FUNC_SLOTS: usize = 1 << 10;
+
 /// One entry per function.
-#[derive(Default)]
 pub struct CallMemo {
-    entries: Vec<Entry>,
+    entries: Box<[Entry; FUNC_SLOTS]>,
+}
+
+impl Default for CallMemo {
+    fn default() -> CallMemo {
+        let entries: Box<[Entry]> = (0..FUNC_SLOTS).map(|_| Entry::default()).collect();
+        let Ok(entries) = entries.try_into() else {
+            unreachable!("FUNC_SLOTS entries were made");
+        };
+        CallMemo { entries }
+    }
 }
 
 impl CallMemo {
@@ -277,9 +291,7 @@ impl CallMemo {
         request: Option<u64>,
         objects: &mut Objects,
     ) -> Result<Recalled, Miss> {
-        let Some(entry) = self.entries.get(func as usize) else {
-            return Err(Miss::Changed);
-        };
+        let entry = &self.entries[func as usize & (FUNC_SLOTS - 1)];
         let mut differ = entry.epoch ^ objects.epoch() | (entry.ret ^ ret) as u64;
         for (a, b) in entry.key.iter().zip(key) {
             differ |= a ^ b;
@@ -325,11 +337,7 @@ impl CallMemo {
         comm: Option<u64>,
     ) {
         const { assert!(N <= MAX_KEY, "a key longer than MAX_KEY") };
-        let f = func as usize;
-        if f >= self.entries.len() {
-            self.entries.resize_with(f + 1, Entry::default);
-        }
-        let entry = &mut self.entries[f];
+        let entry = &mut self.entries[func as usize & (FUNC_SLOTS - 1)];
         let pool = created.map(|c| c.pool);
         if miss == Miss::Changed || entry.epoch != epoch || entry.pool != pool {
             entry.by_index.clear();
@@ -457,6 +465,13 @@ mod tests {
                 None
             }
         }
+    }
+
+    /// Every function has its own entry (an entry shared by two would
+    /// recall one's terminal for the other's call with the same words).
+    #[test]
+    fn every_function_has_a_slot_of_its_own() {
+        assert!(mpigram_mpispec::FUNCS.len() <= FUNC_SLOTS);
     }
 
     #[test]

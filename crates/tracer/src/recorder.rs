@@ -6,11 +6,11 @@
 
 use crate::intern::{Interner, same};
 use crate::memo::{CallMemo, WaitallMemo};
+use crate::tracer::extras;
 use mpigram_grammar::Sequitur;
 use mpigram_mpispec::{FUNCS, FuncId};
 use mpigram_trace::timing::{Bins, ColumnWriter, ExactWriter, LossyClock};
 use mpigram_trace::{CallStats, CallTimes, Timing};
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 /// Lossy per-call timing being recorded.
 pub struct Lossy {
@@ -127,19 +127,6 @@ impl CallNumbers {
     pub fn get(&self) -> &[u64] {
         &self.numbers[..self.len & 7]
     }
-}
-
-/// Per-call times or verification are on (the process's one recorder
-/// records them, from its creation on): a call has more to record than
-/// its terminal and aggregated timing. A static, so that a wrapper can
-/// choose its path before it reaches the tracer.
-static EXTRAS: AtomicBool = AtomicBool::new(false);
-
-/// Whether a call has more to record than its terminal and aggregated
-/// timing: per-call times, or the verification stream (see [`EXTRAS`]).
-#[inline(always)]
-pub fn extras() -> bool {
-    EXTRAS.load(Relaxed)
 }
 
 /// Timing of one signature, in clock ticks.
@@ -335,14 +322,14 @@ impl Recorder {
     /// Records per-call times from now on.
     pub fn set_per_call(&mut self, per_call: PerCall) {
         self.per_call = Some(per_call);
-        EXTRAS.store(true, Relaxed);
+        crate::tracer::set_extras();
     }
 
     /// Keeps every call's signature, uncompressed, from now on
     /// (`MPIGRAM_VERIFY`).
     pub fn set_verify(&mut self) {
         self.verify = Some(Vec::new());
-        EXTRAS.store(true, Relaxed);
+        crate::tracer::set_extras();
     }
 
     /// The per-call times being recorded, if any.

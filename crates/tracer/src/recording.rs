@@ -5,7 +5,7 @@
 
 use crate::abi::MPI_SUCCESS;
 use crate::encoder::Encoder;
-use crate::tracer::{Tracer, recording};
+use crate::tracer::{Tracer, recording, recording_alone};
 use mpigram_mpispec::FuncId;
 use std::ffi::c_int;
 
@@ -36,19 +36,22 @@ pub fn record_keyed<const N: usize>(
     // `extras` is set as the tracer is made, possibly inside the first
     // step of the first call; that call is not in the new memo, and so
     // takes the second step, which reads it again.
-    if !crate::recorder::extras() {
-        let recalled = recording(move |t| {
-            let Ok(r) = t
-                .recorder
-                .memo
-                .recall(func, ret, key, request, &mut t.objects)
-            else {
-                return false;
-            };
-            r.enter(&mut t.objects);
-            t.append_plain(r.terminal, start, end);
-            true
-        });
+    if crate::tracer::plain_and_alone() {
+        // SAFETY: MPI calls cannot overlap.
+        let recalled = unsafe {
+            recording_alone(move |t| {
+                let Ok(r) = t
+                    .recorder
+                    .memo
+                    .recall(func, ret, key, request, &mut t.objects)
+                else {
+                    return false;
+                };
+                r.enter(&mut t.objects);
+                t.append_plain(r.terminal, start, end);
+                true
+            })
+        };
         if recalled != Some(false) {
             return;
         }
@@ -126,7 +129,7 @@ pub fn record_waitall(
                     .recall(count, statuses, status_bytes, ids)
             });
         let (terminal, new) = match logged {
-            Some(Some(terminal)) if !crate::recorder::extras() => {
+            Some(Some(terminal)) if !crate::tracer::extras() => {
                 t.objects.complete_logged_requests();
                 t.append_plain(terminal, start, end);
                 return;

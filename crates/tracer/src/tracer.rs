@@ -22,7 +22,7 @@ use std::cell::UnsafeCell;
 use std::ffi::c_int;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering::Relaxed};
 use std::sync::{Mutex, PoisonError};
 
 pub struct Tracer {
@@ -53,7 +53,7 @@ struct Global {
 }
 
 // SAFETY: `tracer` is only reached through `with`, which holds `lock`
-// unless MPI promised that no two calls run at once (see CONCURRENT).
+// unless MPI promised that no two calls run at once (see MODE).
 unsafe impl Sync for Global {}
 
 static TRACER: Global = Global {
@@ -61,22 +61,55 @@ static TRACER: Global = Global {
     tracer: UnsafeCell::new(None),
 };
 
-/// Whether MPI calls may run concurrently: true until MPI_Init or
-/// MPI_Init_thread settles on a thread level below MPI_THREAD_MULTIPLE,
-/// under which the application guarantees that no two MPI calls overlap
-/// (SINGLE, FUNNELED, SERIALIZED): then the lock is not needed (it costs
-/// about 7 ns of the 50 ns budget of a call).
-static CONCURRENT: AtomicBool = AtomicBool::new(true);
+/// How calls are recorded, as bits: [`CONCURRENT`] and [`EXTRAS`]. With
+/// neither, a call the memos know takes the shortest path
+/// (`recording::record_keyed`).
+static MODE: AtomicU8 = AtomicU8::new(CONCURRENT);
+
+/// MPI calls may run concurrently: set until MPI_Init or MPI_Init_thread
+/// settles on a thread level below MPI_THREAD_MULTIPLE, under which the
+/// application guarantees that no two MPI calls overlap (SINGLE, FUNNELED,
+/// SERIALIZED): then the lock is not needed (it costs about 7 ns of the
+/// 50 ns budget of a call).
+const CONCURRENT: u8 = 1;
+/// Calls have more to record than their terminal and aggregated timing:
+/// per-call times, or the verification stream (set as the process's one
+/// recorder is made, and never cleared).
+const EXTRAS: u8 = 2;
 
 /// MPI settled on `provided` as the thread level.
 pub fn set_thread_level(provided: c_int) {
-    CONCURRENT.store(provided >= front().ints.MPI_THREAD_MULTIPLE, Relaxed);
+    if provided >= front().ints.MPI_THREAD_MULTIPLE {
+        MODE.fetch_or(CONCURRENT, Relaxed);
+    } else {
+        MODE.fetch_and(!CONCURRENT, Relaxed);
+    }
 }
 
-/// Whether MPI calls may run concurrently (see CONCURRENT).
+/// Whether MPI calls may run concurrently (see [`CONCURRENT`]).
 #[inline(always)]
 pub fn concurrent() -> bool {
-    CONCURRENT.load(Relaxed)
+    MODE.load(Relaxed) & CONCURRENT != 0
+}
+
+/// Calls record per-call times or the verification stream from now on.
+pub fn set_extras() {
+    MODE.fetch_or(EXTRAS, Relaxed);
+}
+
+/// Whether calls record more than their terminal and aggregated timing
+/// (see [`EXTRAS`]).
+#[inline(always)]
+pub fn extras() -> bool {
+    MODE.load(Relaxed) & EXTRAS != 0
+}
+
+/// Whether no two MPI calls overlap and calls record nothing but their
+/// terminal and aggregated timing: a recalled call then needs neither the
+/// lock nor the encoding closure.
+#[inline(always)]
+pub fn plain_and_alone() -> bool {
+    MODE.load(Relaxed) == 0
 }
 
 /// Runs `f` on the tracer, creating it on first use. A panic inside turns
@@ -91,9 +124,18 @@ pub fn with<R>(f: impl FnOnce(&mut Tracer) -> R) -> Option<R> {
 /// [`with`], for a traced call (`call::Call`): recording is on.
 #[inline(always)]
 pub(crate) fn recording<R>(f: impl FnOnce(&mut Tracer) -> R) -> Option<R> {
-    let _guard = CONCURRENT
-        .load(Relaxed)
-        .then(|| TRACER.lock.lock().unwrap_or_else(PoisonError::into_inner));
+    let _guard = concurrent().then(|| TRACER.lock.lock().unwrap_or_else(PoisonError::into_inner));
+    // SAFETY: the lock is held, or MPI calls cannot overlap.
+    unsafe { recording_alone(f) }
+}
+
+/// [`recording`] without the lock.
+///
+/// # Safety
+/// No other thread uses the tracer meanwhile: the caller holds the lock,
+/// or MPI calls cannot overlap ([`concurrent`] is false).
+#[inline(always)]
+pub(crate) unsafe fn recording_alone<R>(f: impl FnOnce(&mut Tracer) -> R) -> Option<R> {
     let run = || {
         // SAFETY: exclusive access, by the lock or by MPI's thread level.
         let tracer = unsafe { &mut *TRACER.tracer.get() };
