@@ -127,6 +127,18 @@ impl Image {
         self.set_word(REPEATED_AT, repeated);
     }
 
+    /// Makes the header one of journal version `version`, whose identity
+    /// (`identity`) starts at `identity_at`, under a matching checksum.
+    fn as_version(&mut self, version: u32, identity_at: usize, identity: &[u8]) {
+        let b = &mut self.bytes;
+        b[8..12].copy_from_slice(&version.to_le_bytes());
+        b[28..32].copy_from_slice(&(identity.len() as u32).to_le_bytes());
+        b[identity_at..identity_at + identity.len()].copy_from_slice(identity);
+        b[identity_at + identity.len()..self.tail_at].fill(0);
+        let checksum = hash(hash(HASH_SEED, &b[..44]), identity);
+        b[44..48].copy_from_slice(&checksum.to_le_bytes());
+    }
+
     fn set_word(&mut self, at: usize, word: u64) {
         self.bytes[at..at + 8].copy_from_slice(&word.to_le_bytes());
     }
@@ -610,13 +622,7 @@ fn a_version_1_journal_is_read_with_its_tail_untimed() {
         identity.extend_from_slice(s.as_bytes());
     }
     identity.push(0);
-    let b = &mut image.bytes;
-    b[8..12].copy_from_slice(&1u32.to_le_bytes());
-    b[28..32].copy_from_slice(&(identity.len() as u32).to_le_bytes());
-    b[72..72 + identity.len()].copy_from_slice(&identity);
-    b[72 + identity.len()..image.tail_at].fill(0);
-    let checksum = hash(hash(HASH_SEED, &b[..44]), &identity);
-    b[44..48].copy_from_slice(&checksum.to_le_bytes());
+    image.as_version(1, 72, &identity);
     image.write(dir.path(), 0);
     let t = recover_rank(dir.path(), 0).unwrap();
     assert_eq!(t.meta.calls, 102);
@@ -724,13 +730,8 @@ fn repeated_calls_of_a_tail_being_emptied_are_the_checkpoints() {
 fn a_version_3_journal_is_read() {
     let dir = tempfile::tempdir().unwrap();
     let mut image = Image::new(1, 0, Ending::Killed, &small_tail(), &[]);
-    let b = &mut image.bytes;
-    let identity = b[96..image.identity_end].to_vec();
-    b[8..12].copy_from_slice(&3u32.to_le_bytes());
-    b[80..80 + identity.len()].copy_from_slice(&identity);
-    b[80 + identity.len()..image.tail_at].fill(0);
-    let checksum = hash(hash(HASH_SEED, &b[..44]), &identity);
-    b[44..48].copy_from_slice(&checksum.to_le_bytes());
+    let identity = image.bytes[96..image.identity_end].to_vec();
+    image.as_version(3, 80, &identity);
     image.write(dir.path(), 1);
     let t = recover_rank(dir.path(), 1).unwrap();
     assert_eq!(t.meta.calls, 5);
