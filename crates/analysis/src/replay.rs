@@ -23,7 +23,7 @@ use std::collections::BinaryHeap;
 use std::iter::Peekable;
 
 /// Calls read from a rank at a time.
-pub(crate) const CHUNK: u64 = 1 << 14;
+pub(crate) const CHUNK: u64 = 1 << 12;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
@@ -346,11 +346,39 @@ impl<'t> Reading<'t> {
     }
 }
 
-/// Matches the operations of every rank of `trace` in time order: the
-/// ranks are read side by side, a chunk of calls at a time, the ranks
-/// furthest behind in time first, and their operations fed to `matcher`;
-/// `found` is called after each call and each rank's end with what the
-/// matcher found (in `matcher.found`), and once more after the end.
+/// Hands every call with operations of every rank of `trace` to `each`
+/// (by the rank's index), and each rank's end: the ranks are read side by
+/// side, a chunk of calls at a time, the ranks furthest behind in time
+/// first; the calls of the ranks read together in time order, each
+/// rank's in its order. Stops early when `go_on` (asked before each
+/// chunk) says so.
+pub(crate) fn read_in_time_order(
+    trace: &Trace,
+    sites: &Sites,
+    source: Source,
+    run_start_ns: f64,
+    mut go_on: impl FnMut() -> bool,
+    mut each: impl FnMut(u32, Read<'_>),
+) -> Result<(), ReplayError> {
+    let mut reading = Reading::of(trace, sites, source, run_start_ns)?;
+    while go_on() {
+        let open = reading.open();
+        let Some(behind) = open.iter().map(|&r| reading.frontier(r)).min() else {
+            break;
+        };
+        let ranks: Vec<u32> = open
+            .into_iter()
+            .filter(|&r| reading.frontier(r) <= behind)
+            .collect();
+        reading.next(&ranks, &mut each)?;
+    }
+    Ok(())
+}
+
+/// Matches the operations of every rank of `trace` in time order
+/// ([`read_in_time_order`]), feeding them to `matcher`; `found` is called
+/// after each call and each rank's end with what the matcher found (in
+/// `matcher.found`), and once more after the end.
 pub(crate) fn match_in_time_order(
     trace: &Trace,
     sites: &Sites,
@@ -360,17 +388,13 @@ pub(crate) fn match_in_time_order(
     mut found: impl FnMut(&mut Matcher),
 ) -> Result<(), ReplayError> {
     let world: Vec<u32> = trace.ranks.iter().map(|p| p.meta.rank).collect();
-    let mut reading = Reading::of(trace, sites, source, run_start_ns)?;
-    loop {
-        let open = reading.open();
-        let Some(behind) = open.iter().map(|&r| reading.frontier(r)).min() else {
-            break;
-        };
-        let ranks: Vec<u32> = open
-            .into_iter()
-            .filter(|&r| reading.frontier(r) <= behind)
-            .collect();
-        reading.next(&ranks, |r, read| {
+    read_in_time_order(
+        trace,
+        sites,
+        source,
+        run_start_ns,
+        || true,
+        |r, read| {
             let rank = world[r as usize];
             match read {
                 Read::Call(_, events) => {
@@ -386,8 +410,8 @@ pub(crate) fn match_in_time_order(
                 }
             }
             found(matcher);
-        })?;
-    }
+        },
+    )?;
     matcher.finish();
     found(matcher);
     Ok(())

@@ -10,6 +10,7 @@
 mod checks;
 mod graph;
 pub mod heuristic;
+mod learn;
 mod path;
 mod report;
 mod stream;

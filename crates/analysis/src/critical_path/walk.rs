@@ -309,10 +309,7 @@ impl Walk {
     pub(crate) fn hub(&mut self, id: u64, preds: &[Option<Node>]) -> Option<Node> {
         let known: Vec<Node> = preds.iter().flatten().copied().collect();
         self.untimed += (preds.len() - known.len()) as u64;
-        if known.is_empty() {
-            return None;
-        }
-        let hub = Node::Hub(id);
+        let hub = super::learn::hub_node(id, preds)?;
         self.hubs += 1;
         self.sources.entry(hub).or_default().open += 1;
         for pred in known {
