@@ -101,7 +101,7 @@ impl Learn for Walk {
 }
 
 /// Lessons sent a batch at a time.
-pub(crate) const BATCH: usize = 1024;
+pub(crate) const BATCH: usize = 4096;
 
 /// Sends what is learnt, in batches of [`BATCH`], to a walk on another
 /// thread; the batches come back emptied, to be filled again.
