@@ -14,7 +14,7 @@ use crate::matching::one_sided;
 use crate::matching::p2p::Decision;
 use crate::matching::{Found, Matcher, world_ranks};
 use crate::members::Members;
-use crate::replay::{RankEnd, Read, ReplayError, read_in_time_order};
+use crate::replay::{RankEnd, Read, Reading, ReplayError, read_in_time_order};
 use crate::sites::Sites;
 use crate::timeline::{Source, rank_spans};
 use mpigram_trace::Trace;
@@ -52,6 +52,7 @@ impl Sums {
 pub(super) fn analyse(
     trace: &Trace,
     grammar_sites: &Sites,
+    reading: Reading,
     sites: CallSites,
     source: Source,
     heuristic: bool,
@@ -73,9 +74,7 @@ pub(super) fn analyse(
         let walker = scope.spawn(|| walk_lessons(&world, lessons, emptied));
         let mut batches = Batches::new(to_walk, batches_back);
         let read = match_and_make(
-            trace,
-            grammar_sites,
-            source,
+            reading,
             &members,
             &world,
             &mut batches,
@@ -162,9 +161,7 @@ fn walk_lessons(
 /// Reads every rank in time order, matches the operations, makes the
 /// graph and tells it to `walk`, and sums what the matcher finds.
 fn match_and_make(
-    trace: &Trace,
-    grammar_sites: &Sites,
-    source: Source,
+    reading: Reading,
     members: &Members,
     world: &[u32],
     walk: &mut Batches,
@@ -176,10 +173,7 @@ fn match_and_make(
     let mut scratch = Vec::new();
     let go_on = std::cell::Cell::new(true);
     read_in_time_order(
-        trace,
-        grammar_sites,
-        source,
-        trace.run_start_ns(),
+        reading,
         || go_on.get(),
         |r, read| {
             let rank = world[r as usize];
