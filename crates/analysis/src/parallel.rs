@@ -36,7 +36,7 @@ pub fn owner(r: u32, processes: usize) -> usize {
 }
 
 /// Process 0 asks with this tag for a rank's next chunk (the rank index,
-/// or [`STOP`]); the answer's tag is [`ANSWER`] plus the rank index.
+/// or [`STOP`]); a process answers with [`ANSWER`], in the order asked.
 const ASK: u32 = 0;
 const ANSWER: u32 = 1;
 const STOP: u32 = u32::MAX;
@@ -155,7 +155,7 @@ impl Chunks for Remote<'_, '_> {
         // Every answer is taken before anything is reported.
         let answers: Vec<(u32, Vec<u8>)> = asked
             .iter()
-            .map(|&r| (r, self.link.receive(owner(r, k), ANSWER + r)))
+            .map(|&r| (r, self.link.receive(owner(r, k), ANSWER)))
             .collect();
         let mut chunks = here?;
         for (r, bytes) in answers {
@@ -200,10 +200,65 @@ pub fn serve(trace: &Trace, source: Source, link: &dyn Link) {
             Some(chunk) => chunk,
             None => next(&mut readers, r),
         };
-        link.send(0, ANSWER + r, &encode(chunk.as_ref()));
+        link.send(0, ANSWER, &encode(chunk.as_ref()));
         // A failed or last chunk has nothing after it to read ahead.
         if chunk.as_ref().is_some_and(|c| !c.ends()) {
             ahead[r as usize] = Some(next(&mut readers, r));
+        }
+    }
+}
+
+/// The processes of `mpiexec`, through MPI (rsmpi): MPI_COMM_WORLD.
+#[cfg(feature = "mpi")]
+pub mod mpi_link {
+    use super::Link;
+    use mpi::Threading;
+    use mpi::environment::Universe;
+    use mpi::topology::SimpleCommunicator;
+    use mpi::traits::{Communicator, Destination, Source};
+
+    /// MPI initialised (MPI_THREAD_SERIALIZED: chunks are asked for by
+    /// one thread at a time, not always the same); finalised when dropped.
+    pub struct MpiLink {
+        world: SimpleCommunicator,
+        _universe: Universe,
+    }
+
+    impl MpiLink {
+        /// Initialises MPI; None if it cannot, or without MPI_THREAD_SERIALIZED.
+        pub fn init() -> Option<MpiLink> {
+            let (universe, threading) = mpi::initialize_with_threading(Threading::Serialized)?;
+            if threading < Threading::Serialized {
+                return None;
+            }
+            Some(MpiLink {
+                world: universe.world(),
+                _universe: universe,
+            })
+        }
+    }
+
+    impl Link for MpiLink {
+        fn process(&self) -> usize {
+            self.world.rank() as usize
+        }
+
+        fn processes(&self) -> usize {
+            self.world.size() as usize
+        }
+
+        fn send(&self, to: usize, tag: u32, bytes: &[u8]) {
+            self.world
+                .process_at_rank(to as i32)
+                .send_with_tag(bytes, tag as i32);
+        }
+
+        fn receive(&self, from: usize, tag: u32) -> Vec<u8> {
+            let (bytes, _) = self
+                .world
+                .process_at_rank(from as i32)
+                .receive_vec_with_tag::<u8>(tag as i32);
+            bytes
         }
     }
 }
