@@ -159,9 +159,12 @@ impl Chunks for Remote<'_, '_> {
             .collect();
         let mut chunks = here?;
         for (r, bytes) in answers {
+            // A chunk received comes with its own buffers: one spare goes,
+            // as one would have been filled here.
+            let read = spare.pop().unwrap_or_default();
             let chunk = match decode(&bytes) {
                 Some(chunk) => chunk,
-                None => self.read_here(r, spare.pop().unwrap_or_default())?,
+                None => self.read_here(r, read)?,
             };
             self.received[r as usize] += 1;
             self.ended[r as usize] = chunk.ends();
