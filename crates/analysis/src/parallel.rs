@@ -257,10 +257,13 @@ pub mod mpi_link {
         }
 
         fn receive(&self, from: usize, tag: u32) -> Vec<u8> {
-            let (bytes, _) = self
-                .world
-                .process_at_rank(from as i32)
-                .receive_vec_with_tag::<u8>(tag as i32);
+            let process = self.world.process_at_rank(from as i32);
+            // MPICH polls while a receive waits: waiting in short sleeps
+            // leaves the core to the analysis (a chunk is milliseconds).
+            while process.immediate_probe_with_tag(tag as i32).is_none() {
+                std::thread::sleep(std::time::Duration::from_micros(50));
+            }
+            let (bytes, _) = process.receive_vec_with_tag::<u8>(tag as i32);
             bytes
         }
     }
