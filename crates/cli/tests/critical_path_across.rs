@@ -6,31 +6,8 @@
 
 mod common;
 
-use common::{mpigram, one_at_a_time, text};
-use mpigram_testkit::{compile, mpi_available, mpiexec};
-
-/// Traces `program ARGS` on `ranks` ranks with lossless times.
-fn traced(program: &str, ranks: u32, args: &[&str]) -> tempfile::TempDir {
-    mpi_available().unwrap();
-    let exe = compile(program).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let n = ranks.to_string();
-    let mut run = vec![
-        "run",
-        "-o",
-        dir.path().to_str().unwrap(),
-        "-n",
-        &n,
-        "--timing",
-        "lossless",
-        "--",
-    ];
-    run.push(exe.to_str().unwrap());
-    run.extend(args);
-    let out = mpigram(&run);
-    assert!(out.status.success(), "{program}: {}", text(&out.stderr));
-    dir
-}
+use common::{mpigram, one_at_a_time, text, traced};
+use mpigram_testkit::mpiexec;
 
 /// The JSON of the single process, then of K processes for each K.
 fn assert_same_across(dir: &tempfile::TempDir, ks: &[u32]) {
@@ -53,13 +30,13 @@ fn assert_same_across(dir: &tempfile::TempDir, ks: &[u32]) {
 fn two_ranks_over_one_and_two_processes() {
     let _one = one_at_a_time();
     // 33,000 calls: four chunks of calls a rank.
-    let dir = traced("microbench", 2, &["2000"]);
+    let dir = traced("microbench", 2, &["2000"], "lossless");
     assert_same_across(&dir, &[1, 2]);
 }
 
 #[test]
 fn four_ranks_over_three_processes() {
     let _one = one_at_a_time();
-    let dir = traced("critpath_paper", 4, &["100"]);
+    let dir = traced("critpath_paper", 4, &["100"], "lossless");
     assert_same_across(&dir, &[1, 2, 3]);
 }
