@@ -40,9 +40,13 @@ fn the_analysis_across_processes_is_the_single_processs() {
 }
 
 #[test]
-fn a_process_that_cannot_read_leaves_its_ranks_to_process_0() {
+fn a_garbled_message_stops_every_process_with_one_error() {
     let trace = common::two_ranks(10_000);
-    let single = json(&critical_path::analyse(&trace, Source::Best, true).unwrap());
-    // Process 1 reads rank 1: every chunk it sends is garbled.
-    assert_eq!(across(&trace, 2, Some(1)), single);
+    for (processes, garbled) in [(2, 1), (3, 2)] {
+        // Everything process `garbled` sends process 0 is garbled.
+        let error = processes::try_critical_path_across(&trace, processes, Some(garbled), true)
+            .err()
+            .expect("an error");
+        assert_eq!(error, format!("cannot read what process {garbled} sent"));
+    }
 }

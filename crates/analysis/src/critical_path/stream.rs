@@ -7,7 +7,7 @@
 use super::graph::Builder;
 use super::learn::{Batches, Learn, Lesson};
 use super::waits::Waits;
-use super::walk::{Progress, Walk};
+use super::walk::{Progress, Walk, Walked};
 use super::{Analysis, CallSites, CriticalPathError, CycleError, heuristic, path};
 use crate::matching::instances;
 use crate::matching::one_sided;
@@ -21,15 +21,23 @@ use mpigram_trace::Trace;
 use std::sync::mpsc::{self, Receiver, Sender};
 
 /// What is summed while the matcher finds things.
-struct Sums {
-    waits: Waits,
-    settled: usize,
+pub(super) struct Sums {
+    pub(super) waits: Waits,
+    pub(super) settled: usize,
     /// Unmatched point-to-point, collective, one-sided operations.
-    unmatched: [usize; 3],
+    pub(super) unmatched: [usize; 3],
 }
 
 impl Sums {
-    fn found(&mut self, found: &Found) {
+    pub(super) fn new(world: &[u32]) -> Sums {
+        Sums {
+            waits: Waits::new(world),
+            settled: 0,
+            unmatched: [0; 3],
+        }
+    }
+
+    pub(super) fn found(&mut self, found: &Found) {
         match found {
             Found::PointToPoint(Decision::Unmatched { .. }) => self.unmatched[0] += 1,
             Found::Collective(instances::Found::Unmatched { .. }) => self.unmatched[1] += 1,
@@ -57,15 +65,10 @@ pub(super) fn analyse(
     source: Source,
     heuristic: bool,
 ) -> Result<Analysis, CriticalPathError> {
-    let origin = trace.run_start_ns();
     let members = world_ranks(trace);
     let world: Vec<u32> = trace.ranks.iter().map(|p| p.meta.rank).collect();
     let n = world.len();
-    let mut sums = Sums {
-        waits: Waits::new(&world),
-        settled: 0,
-        unmatched: [0; 3],
-    };
+    let mut sums = Sums::new(&world);
     let mut ends: Vec<RankEnd> = (0..n).map(|_| RankEnd::default()).collect();
     // Matching (here) and walking (on its own thread) run side by side.
     let walk = std::thread::scope(|scope| {
@@ -90,6 +93,36 @@ pub(super) fn analyse(
         read?;
         walked
     })?;
+    let walked = walk.into_walked();
+    conclude(
+        trace,
+        grammar_sites,
+        sites,
+        source,
+        heuristic,
+        walked,
+        &ends,
+        sums,
+    )
+}
+
+/// The report of a finished walk: the path rebuilt (reading the ranks'
+/// times once more), the heuristic's path if asked, and the sums; `ends`:
+/// what each rank's reader found at its end.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn conclude(
+    trace: &Trace,
+    grammar_sites: &Sites,
+    sites: CallSites,
+    source: Source,
+    heuristic: bool,
+    walked: Walked,
+    ends: &[RankEnd],
+    sums: Sums,
+) -> Result<Analysis, CriticalPathError> {
+    let origin = trace.run_start_ns();
+    let world: Vec<u32> = trace.ranks.iter().map(|p| p.meta.rank).collect();
+    let n = world.len();
     let calls: u64 = ends.iter().map(|e| e.timed).sum();
     let wall = ends
         .iter()
@@ -106,7 +139,7 @@ pub(super) fn analyse(
                     .map_err(CriticalPathError::from)
             })))
         };
-    let path = super::finish(walk, &world, wall, calls, &rank_calls)?;
+    let path = super::finish(walked, &world, wall, calls, &rank_calls)?;
     let heuristic = if heuristic {
         Some(heuristic::grouping_of_streams(&world, &rank_calls, &path)?)
     } else {

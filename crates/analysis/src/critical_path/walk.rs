@@ -29,7 +29,7 @@ use std::io;
 
 /// A vertex: a call's start or end on one rank (by its index among the
 /// walked ranks), or a hub.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub(crate) enum Node {
     Call { rank: u32, vertex: u64 },
     Hub(u64),
@@ -95,10 +95,18 @@ struct Offer {
 }
 
 impl Offer {
-    fn key(&self) -> (i64, i64, bool, Node) {
-        (self.dist, self.t, self.program, self.node)
+    /// Of equal offers, a hub's wins over a call vertex's, and then the
+    /// greater call vertex: a hub by the call vertex it runs through, so
+    /// that how hubs are numbered never changes the path.
+    fn key(&self) -> (i64, i64, bool, bool, (u32, u64)) {
+        let hub = matches!(self.node, Node::Hub(_));
+        (self.dist, self.t, self.program, hub, self.origin)
     }
 }
+
+/// A walked vertex's distance, time and the call vertex the path runs
+/// through (a hub's best predecessor's).
+pub(crate) type Value = (i64, i64, (u32, u64));
 
 /// A vertex that explicit edges enter.
 struct Join {
@@ -139,11 +147,14 @@ impl Join {
 #[derive(Default)]
 struct Source {
     /// Its distance, time and call vertex, once walked.
-    value: Option<(i64, i64, (u32, u64))>,
+    value: Option<Value>,
     /// Operations whose edges from it are not known yet.
     open: u32,
     /// Vertices whose edges from it wait for its value.
     waiting: Vec<Node>,
+    /// Processes its value goes to once walked (a walk spread over
+    /// processes, [`super::spread`]).
+    ship: Vec<usize>,
 }
 
 /// A join's predecessor on the path, kept for rebuilding the path.
@@ -218,10 +229,30 @@ pub(crate) struct Walk {
     pub(crate) untimed: u64,
     /// Vertices walked.
     pub(crate) walked: u64,
+    /// Values to send to other processes: (process, vertex, value).
+    pub(crate) shipped: Vec<(usize, Node, Value)>,
+}
+
+/// What a finished walk leaves for rebuilding the path.
+pub(crate) struct Walked {
+    /// Each rank's farthest vertex (None for ranks walked elsewhere).
+    pub(crate) farthest: Vec<Option<Farthest>>,
+    pub(crate) edges: u64,
+    pub(crate) hubs: u64,
+    pub(crate) untimed: u64,
+    /// Each rank's back-pointers, in vertex order.
+    pub(crate) back: Vec<Spill<BackPointer>>,
 }
 
 impl Walk {
     pub(crate) fn new(ranks: usize) -> Walk {
+        Walk::of(ranks, |_| true)
+    }
+
+    /// The walk of the ranks `here` picks among `ranks` (the others are
+    /// walked by other processes: their vertices here are only those that
+    /// edges leave, whose values come from there).
+    pub(crate) fn of(ranks: usize, here: impl Fn(u32) -> bool) -> Walk {
         let mut walk = Walk {
             ranks: (0..ranks).map(|_| RankWalk::default()).collect(),
             joins: FxHashMap::default(),
@@ -232,11 +263,28 @@ impl Walk {
             hubs: 0,
             untimed: 0,
             walked: 0,
+            shipped: Vec::new(),
         };
         for r in 0..ranks as u32 {
+            walk.ranks[r as usize].ended = !here(r);
             walk.enqueue(r);
         }
         walk
+    }
+
+    /// `node`'s value goes to process `to` once walked (at once if it is).
+    pub(crate) fn ship(&mut self, node: Node, to: usize) {
+        let source = self.sources.entry(node).or_default();
+        match source.value {
+            Some(value) => self.shipped.push((to, node, value)),
+            None if !source.ship.contains(&to) => source.ship.push(to),
+            None => {}
+        }
+    }
+
+    /// `node`, walked by another process, has `value`.
+    pub(crate) fn arrive(&mut self, node: Node, value: Value) {
+        self.publish(node, value);
     }
 
     /// Rank `r`'s next call with operations.
@@ -362,9 +410,15 @@ impl Walk {
         self.ranks.iter().map(|w| w.farthest).collect()
     }
 
-    /// Each rank's back-pointers, in vertex order.
-    pub(crate) fn into_back_pointers(self) -> Vec<Spill<BackPointer>> {
-        self.ranks.into_iter().map(|w| w.back).collect()
+    /// What the walk leaves for rebuilding the path.
+    pub(crate) fn into_walked(self) -> Walked {
+        Walked {
+            farthest: self.farthest(),
+            edges: self.edges,
+            hubs: self.hubs,
+            untimed: self.untimed,
+            back: self.ranks.into_iter().map(|w| w.back).collect(),
+        }
     }
 
     fn enqueue(&mut self, r: u32) {
@@ -506,11 +560,14 @@ impl Walk {
     }
 
     /// `node` is walked (or a hub computed): its edges' targets get its offer.
-    fn publish(&mut self, node: Node, value: (i64, i64, (u32, u64))) {
+    fn publish(&mut self, node: Node, value: Value) {
         let Some(source) = self.sources.get_mut(&node) else {
             return;
         };
         source.value = Some(value);
+        for to in source.ship.drain(..) {
+            self.shipped.push((to, node, value));
+        }
         let waiting = std::mem::take(&mut source.waiting);
         for to in waiting {
             if let Some(j) = self.joins.get_mut(&to) {
@@ -554,7 +611,7 @@ impl Walk {
     }
 }
 
-fn offer(node: Node, (dist, t, origin): (i64, i64, (u32, u64)), program: bool) -> Offer {
+fn offer(node: Node, (dist, t, origin): Value, program: bool) -> Offer {
     Offer {
         dist,
         t,
