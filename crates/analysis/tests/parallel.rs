@@ -50,3 +50,22 @@ fn a_garbled_message_stops_every_process_with_one_error() {
         assert_eq!(error, format!("cannot read what process {garbled} sent"));
     }
 }
+
+#[test]
+fn a_rank_that_cannot_be_read_stops_every_process_with_the_single_processs_error() {
+    let mut trace = common::two_ranks(10_000);
+    let times = &mut trace.ranks[1].times.exact;
+    times.truncate(times.len() / 2);
+    let single = critical_path::analyse(&trace, Source::Best, true)
+        .err()
+        .expect("an error")
+        .to_string();
+    assert!(single.contains("rank 1"), "{single}");
+    for processes in [1, 2, 3] {
+        let error = processes::try_critical_path_across(&trace, processes, None, true)
+            .err()
+            .expect("an error");
+        assert_eq!(error, single, "{processes} processes");
+        assert_eq!(error.lines().count(), 1);
+    }
+}

@@ -40,3 +40,28 @@ fn four_ranks_over_three_processes() {
     let dir = traced("critpath_paper", 4, &["100"], "lossless");
     assert_same_across(&dir, &[1, 2, 3]);
 }
+
+#[test]
+fn the_ring_the_bsp_loop_and_halo2d_over_two_and_three_processes() {
+    let _one = one_at_a_time();
+    let ring = traced("critpath_ring", 3, &["1", "40", "3"], "lossless");
+    assert_same_across(&ring, &[2, 3]);
+    let bsp = traced("critpath_bsp", 3, &["0", "20", "5"], "lossless");
+    assert_same_across(&bsp, &[2, 3]);
+    let halo = traced("halo2d", 4, &["20"], "lossless");
+    assert_same_across(&halo, &[2, 3]);
+}
+
+#[test]
+fn a_stream_of_synchronous_sends_over_two_processes() {
+    let _one = one_at_a_time();
+    // MPI_Ssend/MPI_Recv pairs: each send's end waits for its receive's
+    // post, an edge from the receiver's process to the sender's.
+    let dir = traced(
+        "wait_states",
+        2,
+        &["late_receiver", "0", "3000"],
+        "lossless",
+    );
+    assert_same_across(&dir, &[2]);
+}
