@@ -1,45 +1,43 @@
 //! [`super::analyse`] spread over the processes of a [`Link`]
-//! (`mpiexec -n K mpigram critical-path`), as Scalasca's parallel replay:
-//! rank index r belongs to process r mod K, which reads it, matches what
-//! it receives and walks it.
+//! (`mpiexec -n K mpigram critical-path`): rank index r belongs to
+//! process r mod K, which reads it; the matching is shared out as
+//! Scalasca's parallel replay shares it, and process 0 walks the graph.
 //!
 //! - **Matching.** A send is matched by the owner of its destination,
 //!   with the receives there; a collective call by the owner of its
 //!   communicator's first member (of world rank 0 for MPI_COMM_WORLD),
-//!   which forms the instances. The owner of a call's rank sends the event
-//!   there, numbered as its rank's operations are.
-//! - **Walking.** Each process walks its own ranks. An event matched
-//!   elsewhere leaves its vertices with their owner: the owner sends the
-//!   value of its start vertex (distance, time, call vertex on the path)
-//!   to the matching process once walked, and holds its end vertex open
-//!   as a join until the matching process closes it. The matching process
-//!   makes the edges: those that enter another process's vertex (the
-//!   receive's post into a synchronous send's end, a collective's hub
-//!   into each member's end) go there, with the value of the vertex they
-//!   leave once known. So each rank waits exactly where the single
-//!   process's walk waits, and every vertex gets the same distance and
-//!   back-pointer.
+//!   which forms the instances. The owner of a call's rank sends the
+//!   event there, numbered as its rank's operations are, and announces
+//!   its vertices to the walk itself (the matching process announces
+//!   nothing more, and closes a target the owner held open that it would
+//!   not have opened).
+//! - **Walking.** Each process tells the walk what it learns of the
+//!   graph (its ranks' steps, the vertices they announce, the edges of
+//!   what it matched) in the order it learns it; the walk runs on a
+//!   thread of process 0, as a single process's does. A rank's lessons
+//!   come from its owner in its order, and an edge into a vertex comes
+//!   after the vertex was announced (it is made once the event was sent
+//!   on, in a later round), so the walk waits where a single process's
+//!   walk waits and finds the same path.
 //! - **Rounds.** The processes work in rounds: each reads a chunk of its
-//!   ranks furthest behind in time, walks what it can, and then every
+//!   ranks furthest behind in time and matches what it can, then every
 //!   process sends every other what it has for it ([`Link::exchange`])
-//!   with its state (read, matching finished, walked, an error). Once
-//!   every process has read every rank, each finishes its matching; once
-//!   every process has walked its ranks and none has anything to send,
-//!   all stop. An error stops every process in the round after the one
-//!   that found it.
-//! - **The path.** The back-pointers, the ranks' ends and sums go to
-//!   process 0, which rebuilds the path and reports, as a single process.
+//!   with its state (read, matching finished, an error). Once every
+//!   process has read every rank, each finishes its matching; once every
+//!   process has finished and none has anything to send, all stop, and
+//!   the others send process 0 their ranks' ends and their sums. An error
+//!   stops every process in the round after the one that found it.
 //!
 //! Traces with one-sided epochs or persistent collectives (whose matching
 //! refers to earlier instances) are analysed by the pass that spreads
 //! only the reading ([`crate::parallel`]).
 
 use super::graph::{Builder, HubIds};
-use super::learn::Learn;
-use super::stream::{Sums, conclude};
+use super::learn::{Batches, Learn, Lesson, hub_node};
+use super::stream::{Sums, conclude, walking};
 use super::waits::Waits;
-use super::walk::{BackPointer, Farthest, Node, Progress, Step, Value, Walk, Walked};
-use super::{Analysis, CallSites, CriticalPathError, CycleError};
+use super::walk::{Farthest, Node, Step};
+use super::{Analysis, CallSites, CriticalPathError};
 use crate::matching::collectives::comm_of;
 use crate::matching::p2p::destination;
 use crate::matching::{Matcher, RankEvent, world_ranks};
@@ -47,7 +45,6 @@ use crate::members::{CommId, Members};
 use crate::parallel::{Link, owner};
 use crate::replay::{RankEnd, Read, Reading};
 use crate::sites::Sites;
-use crate::spill::Record;
 use crate::timeline::Source;
 use mpigram_trace::{NO_RANK, Trace};
 use rustc_hash::FxHashMap;
@@ -58,15 +55,12 @@ use serde::{Deserialize, Serialize};
 const ROUND: u32 = 2;
 const RESULT: u32 = 3;
 
-/// Back-pointers sent to process 0 in one message at most.
-const POINTERS: usize = 1 << 15;
-
 /// What one process tells another within a round.
 #[derive(Debug, Serialize, Deserialize)]
 enum Note {
-    /// An event of rank index `r`, matched there: the numbers of its
+    /// An event of rank index `r`, to be matched there: the numbers of its
     /// rank's next operation and collective call, and the vertex its
-    /// owner holds open for it (to be closed from there).
+    /// owner announced as a target for it.
     Event {
         r: u32,
         numbers: (usize, usize),
@@ -75,12 +69,8 @@ enum Note {
     },
     /// Rank index `r` has no more events.
     RankEnded(u32),
-    /// A vertex walked there.
-    Value(Node, Value),
-    /// An edge made there into a vertex here.
-    Edge(Node, Node),
-    /// A vertex held open here has all its edges.
-    CloseTarget(Node),
+    /// For the walk (on process 0).
+    Lesson(Lesson),
 }
 
 /// A process's state, sent to every other each round.
@@ -90,12 +80,8 @@ struct State {
     read: bool,
     /// Its matching finished.
     finished: bool,
-    /// Every rank of the process walked.
-    walked: bool,
     /// It sent notes this round.
     sent: bool,
-    /// Where its walk waits (world rank, call), for a cycle's error.
-    stuck: Option<(u32, u64)>,
     error: Option<String>,
 }
 
@@ -105,18 +91,13 @@ struct Round {
     notes: Vec<Note>,
 }
 
-/// What a process sends process 0 at the end, after its back-pointers.
+/// What a process sends process 0 at the end.
 #[derive(Serialize, Deserialize)]
 struct Part {
     /// By rank index.
     ends: Vec<(u32, RankEnd)>,
-    farthest: Vec<(u32, Farthest)>,
-    edges: u64,
-    hubs: u64,
-    untimed: u64,
     unmatched: [usize; 3],
     waits: Waits,
-    error: Option<String>,
 }
 
 /// Whether the pass can analyse `trace` (no one-sided epochs or
@@ -131,7 +112,7 @@ pub(super) fn spreads(trace: &Trace) -> bool {
 }
 
 /// The analysis of `trace` over the processes of `link`: process 0's is
-/// Some, the others' None.
+/// Some, the others' None (they say nothing of errors: process 0 tells).
 pub(super) fn analyse(
     trace: &Trace,
     grammar_sites: &Sites,
@@ -147,33 +128,69 @@ pub(super) fn analyse(
     let reading = Reading::of_some(trace, grammar_sites, source, trace.run_start_ns(), |r| {
         owner(r, k) == me
     });
-    let walked = match reading {
-        Ok(reading) => process.rounds(reading, link),
-        Err(e) => Process::fail(e.to_string(), link),
-    };
-    let walked = match walked {
-        Ok(()) => Ok(process),
-        Err(e) => Err(e),
+    let mut reading = match reading {
+        Ok(reading) => reading,
+        Err(e) => {
+            let error = fail(e.to_string(), link);
+            return if me == 0 { Err(error) } else { Ok(None) };
+        }
     };
     if me != 0 {
-        if let Ok(process) = walked {
+        if process.rounds(&mut reading, link, None).is_ok() {
             process.send_part(link);
         }
         return Ok(None);
     }
-    let process = walked?;
-    let (walked, ends, sums) = process.gather(link)?;
+    let (rounds, walk) = walking(&world, |batches| {
+        process.rounds(&mut reading, link, Some(batches))
+    });
+    // A walk cut short by a reading error is not the news.
+    match rounds {
+        Err(Stop::Walk) => {
+            return Err(walk
+                .err()
+                .unwrap_or(CriticalPathError::Elsewhere("the walk stopped".into())));
+        }
+        Err(Stop::Told(e)) => return Err(e),
+        Ok(()) => {}
+    }
+    let walk = walk?;
+    let (ends, sums) = process.gather(link)?;
     conclude(
         trace,
         grammar_sites,
         sites,
         source,
         heuristic,
-        walked,
+        walk.into_walked(),
         &ends,
         sums,
     )
     .map(Some)
+}
+
+/// Why the rounds stopped early.
+enum Stop {
+    /// A process told an error.
+    Told(CriticalPathError),
+    /// The walk (on process 0) stopped: its error is the news.
+    Walk,
+}
+
+/// Takes part in the rounds as a process that failed before it began:
+/// the others stop too. The error of the first process that failed.
+fn fail(error: String, link: &dyn Link) -> CriticalPathError {
+    let state = State {
+        error: Some(error),
+        ..State::default()
+    };
+    let round = encode(&Round {
+        state,
+        notes: Vec::new(),
+    });
+    let out = vec![round; link.processes()];
+    let rounds = decode_rounds(&link.exchange(ROUND, &out), link.process());
+    first_error(link.process(), &out[0], &rounds)
 }
 
 /// One process of the pass.
@@ -186,7 +203,6 @@ struct Process<'a> {
     members: &'a Members,
     matcher: Matcher<'a>,
     builder: Builder,
-    walk: Walk,
     sums: Sums,
     /// What the readers of this process's ranks found at their ends.
     ends: Vec<RankEnd>,
@@ -218,7 +234,6 @@ impl<'a> Process<'a> {
                 last: me as u64,
                 step: k as u64,
             }),
-            walk: Walk::of(world.len(), |r| owner(r, k) == me),
             sums: Sums::new(world),
             ends: (0..world.len()).map(|_| RankEnd::default()).collect(),
             numbers: FxHashMap::default(),
@@ -229,37 +244,34 @@ impl<'a> Process<'a> {
         }
     }
 
-    /// Takes part in the rounds of a process that failed before it began:
-    /// the others stop too.
-    fn fail(error: String, link: &dyn Link) -> Result<(), CriticalPathError> {
-        let state = State {
-            error: Some(error),
-            ..State::default()
-        };
-        let round = encode(&Round {
-            state,
-            notes: Vec::new(),
-        });
-        let out = vec![round; link.processes()];
-        let states = decode_round(&link.exchange(ROUND, &out), link.process());
-        Err(first_error(link.process(), &out[0], &states))
-    }
-
-    /// The rounds, until every process has walked its ranks or one failed.
-    fn rounds(&mut self, mut reading: Reading, link: &dyn Link) -> Result<(), CriticalPathError> {
+    /// The rounds, until every process has read and matched everything
+    /// or one failed. `batches`: the walk's, on process 0.
+    fn rounds(
+        &mut self,
+        reading: &mut Reading,
+        link: &dyn Link,
+        mut batches: Option<&mut Batches>,
+    ) -> Result<(), Stop> {
         let mut error: Option<String> = None;
+        let mut walk_stopped = false;
+        // What processes but 0 learn for the walk, sent ahead of their
+        // other notes to process 0.
+        let mut lessons: Vec<Lesson> = Vec::new();
         loop {
             if error.is_none() && !self.state.read {
-                match reading.step(|r, read| self.own(r, read)) {
+                let walk = learner(&mut batches, &mut lessons);
+                match reading.step(|r, read| self.own(r, read, walk)) {
                     Ok(more) => self.state.read = !more,
                     Err(e) => error = Some(e.to_string()),
                 }
             }
-            if error.is_none() {
-                if let Err(e) = self.run_walk() {
-                    error = Some(e.to_string());
-                }
+            if batches.as_ref().is_some_and(|b| b.gone()) && error.is_none() {
+                walk_stopped = true;
+                error = Some("the walk stopped".into());
             }
+            let mut to_0: Vec<Note> = lessons.drain(..).map(Note::Lesson).collect();
+            to_0.append(&mut self.out[0]);
+            self.out[0] = to_0;
             self.state.sent = self.out.iter().any(|o| !o.is_empty());
             self.state.error = error.clone();
             let out: Vec<Vec<u8>> = self
@@ -272,14 +284,16 @@ impl<'a> Process<'a> {
                     })
                 })
                 .collect();
-            let received = link.exchange(ROUND, &out);
-            let rounds = decode_round(&received, self.me);
+            let rounds = decode_rounds(&link.exchange(ROUND, &out), self.me);
             let told = self.state.error.is_some()
                 || rounds
                     .iter()
                     .any(|r| r.as_ref().is_some_and(|r| r.state.error.is_some()));
             if told {
-                return Err(first_error(self.me, &out[self.me], &rounds));
+                return Err(match walk_stopped {
+                    true => Stop::Walk,
+                    false => Stop::Told(first_error(self.me, &out[self.me], &rounds)),
+                });
             }
             let mut states = vec![self.state.clone()];
             for (p, round) in rounds.into_iter().enumerate() {
@@ -294,7 +308,7 @@ impl<'a> Process<'a> {
                 states.push(round.state);
                 if error.is_none() {
                     for note in round.notes {
-                        self.note(note);
+                        self.note(note, learner(&mut batches, &mut lessons));
                     }
                 }
             }
@@ -303,44 +317,18 @@ impl<'a> Process<'a> {
             }
             if states.iter().all(|s| s.read) && !self.state.finished {
                 self.matcher.finish();
-                self.take_found();
+                self.take_found(learner(&mut batches, &mut lessons));
                 self.state.finished = true;
             }
-            let quiet = states.iter().all(|s| s.finished && !s.sent);
-            if quiet && states.iter().all(|s| s.walked) {
+            if states.iter().all(|s| s.finished && !s.sent) {
                 return Ok(());
             }
-            if quiet {
-                // Nothing is on its way, and a walk waits: for a cycle.
-                let (rank, seq) = states.iter().find_map(|s| s.stuck).unwrap_or((0, 0));
-                return Err(CycleError { rank, seq }.into());
-            }
-            if let Err(e) = self.run_walk() {
-                error = Some(e.to_string());
-            }
         }
-    }
-
-    /// Walks what can be walked; what other processes need goes out.
-    fn run_walk(&mut self) -> std::io::Result<()> {
-        let progress = self.walk.run()?;
-        self.state.walked = progress == Progress::Done;
-        self.state.stuck = match progress {
-            Progress::Done => None,
-            _ => self
-                .walk
-                .stuck_at()
-                .map(|(r, seq)| (self.world[r as usize], seq)),
-        };
-        for (to, node, value) in self.walk.shipped.drain(..) {
-            self.out[to].push(Note::Value(node, value));
-        }
-        Ok(())
     }
 
     /// What the matcher found: the edges made, the sums summed.
-    fn take_found(&mut self) {
-        let mut route = Route::new(self.me, self.k, &mut self.walk, &mut self.out);
+    fn take_found(&mut self, walk: &mut dyn Learn) {
+        let mut route = Route::new(walk);
         for found in self.matcher.found.drain(..) {
             self.builder.found(&mut route, &found);
             self.sums.found(&found);
@@ -348,33 +336,33 @@ impl<'a> Process<'a> {
     }
 
     /// A call (or the end) of own rank index `r`, as read.
-    fn own(&mut self, r: u32, read: Read<'_>) {
+    fn own(&mut self, r: u32, read: Read<'_>, walk: &mut dyn Learn) {
         let rank = self.world[r as usize];
         let (events, step, end): (Vec<RankEvent>, Option<Step>, Option<RankEnd>) = match read {
             Read::Call(call, events) => (events.collect(), call.step, None),
             Read::End(mut end) => (std::mem::take(&mut end.events), None, Some(end)),
         };
         // Every event announced before any is matched, as a single
-        // process does.
+        // process does; an event matched elsewhere by what its owner
+        // holds for it.
         let mut placed = Vec::with_capacity(events.len());
         for event in &events {
             let numbers = self.next_numbers(r, event);
             let place = self.place(r, event);
             let held = match place {
-                Some((to, waits)) => {
+                Some((_, waits)) => {
                     let (start, end) = self.builder.held(rank, event, waits);
                     if let Some(start) = start {
-                        self.walk.ship(start, to);
+                        walk.open_source(start);
                     }
                     if let Some(end) = end {
-                        self.walk.open_target(end);
+                        walk.open_target(end);
                     }
                     end
                 }
                 None => {
                     self.builder.number(rank, numbers);
-                    let mut route = Route::new(self.me, self.k, &mut self.walk, &mut self.out);
-                    self.builder.announce(&mut route, rank, event);
+                    self.builder.announce(&mut Route::new(walk), rank, event);
                     None
                 }
             };
@@ -402,12 +390,12 @@ impl<'a> Process<'a> {
                 }
             }
         }
-        self.take_found();
+        self.take_found(walk);
         if let Some(step) = step {
-            self.walk.push_step(r, step);
+            walk.push_step(r, step);
         }
         if let Some(end) = end {
-            self.walk.end_rank(r, end.tail);
+            walk.end_rank(r, end.tail);
             self.ends[r as usize] = end;
         }
     }
@@ -476,7 +464,7 @@ impl<'a> Process<'a> {
     }
 
     /// A note from another process.
-    fn note(&mut self, note: Note) {
+    fn note(&mut self, note: Note, walk: &mut dyn Learn) {
         match note {
             Note::Event {
                 r,
@@ -486,170 +474,95 @@ impl<'a> Process<'a> {
             } => {
                 let rank = self.world[r as usize];
                 self.builder.number(rank, numbers);
-                let mut route = Route::new(self.me, self.k, &mut self.walk, &mut self.out);
+                let mut route = Route::new(walk);
                 route.proxy = true;
                 self.builder.announce(&mut route, rank, &event);
-                // The owner holds a superset of what is opened here.
+                // The owner announced a superset of what is opened here.
                 if let Some(held) = held.filter(|h| !route.opened.contains(h)) {
                     route.close_target(held);
                 }
                 self.matcher.number(rank, numbers);
                 self.matcher.feed(rank, event);
-                self.take_found();
+                self.take_found(walk);
             }
             Note::RankEnded(r) => {
                 self.matcher.end_rank(self.world[r as usize]);
-                self.take_found();
+                self.take_found(walk);
             }
-            Note::Value(node, value) => self.walk.arrive(node, value),
-            Note::Edge(from, to) => self.walk.edge(Some(from), Some(to)),
-            Note::CloseTarget(node) => self.walk.close_target(node),
+            Note::Lesson(lesson) => lesson.tell(walk),
         }
     }
 
-    /// A process but 0: its back-pointers, rank by rank (each ended by an
-    /// empty message), then the rest of what it found.
+    /// A process but 0: its ranks' ends and its sums.
     fn send_part(self, link: &dyn Link) {
-        let mut error = None;
-        let Walked {
-            farthest,
-            edges,
-            hubs,
-            untimed,
-            back,
-        } = self.walk.into_walked();
-        for (r, pointers) in back.iter().enumerate() {
-            if owner(r as u32, self.k) != self.me {
-                continue;
-            }
-            let mut bytes = Vec::new();
-            for pointer in pointers.iter() {
-                match pointer {
-                    Ok(p) => p.put(&mut bytes),
-                    Err(e) => {
-                        error.get_or_insert(e.to_string());
-                        break;
-                    }
-                }
-                if bytes.len() >= POINTERS * BackPointer::SIZE {
-                    link.send(0, RESULT, &std::mem::take(&mut bytes));
-                }
-            }
-            if !bytes.is_empty() {
-                link.send(0, RESULT, &bytes);
-            }
-            link.send(0, RESULT, &[]);
-        }
         let (me, k) = (self.me, self.k);
         let part = Part {
             ends: (0..)
                 .zip(self.ends)
                 .filter(|(r, _)| owner(*r, k) == me)
                 .collect(),
-            farthest: farthest
-                .iter()
-                .enumerate()
-                .filter_map(|(r, f)| Some((r as u32, (*f)?)))
-                .collect(),
-            edges,
-            hubs,
-            untimed,
             unmatched: self.sums.unmatched,
             waits: self.sums.waits,
-            error,
         };
         link.send(0, RESULT, &encode(&part));
     }
 
-    /// Process 0: every process's back-pointers, ends and sums with its
-    /// own. Everything sent is received, whatever fails.
-    fn gather(self, link: &dyn Link) -> Result<(Walked, Vec<RankEnd>, Sums), CriticalPathError> {
-        let mut walked = self.walk.into_walked();
+    /// Process 0: every process's ranks' ends and sums with its own.
+    /// Everything sent is received, whatever fails.
+    fn gather(self, link: &dyn Link) -> Result<(Vec<RankEnd>, Sums), CriticalPathError> {
         let mut ends = self.ends;
         let mut sums = self.sums;
-        let mut error: Option<CriticalPathError> = None;
+        let mut error = None;
         for p in 1..self.k {
-            for r in (0..self.world.len()).filter(|&r| owner(r as u32, self.k) == p) {
-                loop {
-                    let bytes = link.receive(p, RESULT);
-                    if bytes.is_empty() {
-                        break;
-                    }
-                    for record in bytes.chunks_exact(BackPointer::SIZE) {
-                        if error.is_none() {
-                            if let Err(e) = walked.back[r].push(&BackPointer::get(record)) {
-                                error = Some(e.into());
-                            }
-                        }
-                    }
-                }
-            }
             let part: Option<Part> = postcard::from_bytes(&link.receive(p, RESULT)).ok();
             let Some(part) = part else {
-                error.get_or_insert(CriticalPathError::Elsewhere(format!(
-                    "cannot read what process {p} sent"
-                )));
+                error.get_or_insert(format!("cannot read what process {p} sent"));
                 continue;
             };
-            if let Some(e) = part.error {
-                error.get_or_insert(CriticalPathError::Elsewhere(e));
-            }
             for (r, end) in part.ends {
                 if let Some(slot) = ends.get_mut(r as usize) {
                     *slot = end;
                 }
             }
-            for (r, f) in part.farthest {
-                if let Some(slot) = walked.farthest.get_mut(r as usize) {
-                    *slot = Some(f);
-                }
-            }
-            walked.edges += part.edges;
-            walked.hubs += part.hubs;
-            walked.untimed += part.untimed;
             for (sum, more) in sums.unmatched.iter_mut().zip(part.unmatched) {
                 *sum += more;
             }
             sums.waits.merge(part.waits);
         }
         match error {
-            Some(e) => Err(e),
-            None => Ok((walked, ends, sums)),
+            Some(e) => Err(CriticalPathError::Elsewhere(e)),
+            None => Ok((ends, sums)),
         }
     }
 }
 
-/// Tells the builder's lessons to the walk here, or to the process whose
-/// vertex they are about.
+/// The walk as this process reaches it: on process 0 its batches, on the
+/// others the lessons for process 0.
+fn learner<'b>(
+    batches: &'b mut Option<&mut Batches>,
+    lessons: &'b mut Vec<Lesson>,
+) -> &'b mut dyn Learn {
+    match batches {
+        Some(batches) => *batches,
+        None => lessons,
+    }
+}
+
+/// Tells the builder's lessons to the walk; announcing an event of
+/// another process's rank (`proxy`), only the targets it opens are noted
+/// (in `opened`): their owner announced the event's vertices.
 struct Route<'w> {
-    me: usize,
-    k: usize,
-    walk: &'w mut Walk,
-    out: &'w mut Vec<Vec<Note>>,
-    /// Announcing an event of another process's rank: the targets it
-    /// opens are held by their owner (noted in `opened`), the sources
-    /// here wait for values from there.
+    walk: &'w mut dyn Learn,
     proxy: bool,
     opened: Vec<Node>,
 }
 
 impl<'w> Route<'w> {
-    fn new(me: usize, k: usize, walk: &'w mut Walk, out: &'w mut Vec<Vec<Note>>) -> Route<'w> {
+    fn new(walk: &'w mut dyn Learn) -> Route<'w> {
         Route {
-            me,
-            k,
             walk,
-            out,
             proxy: false,
             opened: Vec::new(),
-        }
-    }
-
-    /// The process that walks `node` (hubs: the one that made them).
-    fn owner(&self, node: Node) -> usize {
-        match node {
-            Node::Call { rank, .. } => owner(rank, self.k),
-            Node::Hub(_) => self.me,
         }
     }
 }
@@ -668,26 +581,18 @@ impl Learn for Route<'_> {
         }
     }
     fn close_target(&mut self, node: Node) {
-        match self.owner(node) {
-            to if to == self.me => self.walk.close_target(node),
-            to => self.out[to].push(Note::CloseTarget(node)),
-        }
+        self.walk.close_target(node)
     }
     fn open_source(&mut self, node: Node) {
-        self.walk.open_source(node)
+        if !self.proxy {
+            self.walk.open_source(node)
+        }
     }
     fn close_source(&mut self, node: Node) {
         self.walk.close_source(node)
     }
     fn edge(&mut self, from: Option<Node>, to: Option<Node>) {
-        match (from, to) {
-            (Some(from), Some(to)) if self.owner(to) != self.me => {
-                let p = self.owner(to);
-                self.out[p].push(Note::Edge(from, to));
-                self.walk.ship(from, p);
-            }
-            _ => self.walk.edge(from, to),
-        }
+        self.walk.edge(from, to)
     }
     fn hub(&mut self, id: u64, preds: &[Option<Node>]) -> Option<Node> {
         self.walk.hub(id, preds)
@@ -697,12 +602,44 @@ impl Learn for Route<'_> {
     }
 }
 
+/// Lessons kept for the walk on another process.
+impl Learn for Vec<Lesson> {
+    fn push_step(&mut self, r: u32, step: Step) {
+        self.push(Lesson::Step(r, step))
+    }
+    fn end_rank(&mut self, r: u32, tail: Option<Farthest>) {
+        self.push(Lesson::EndRank(r, tail))
+    }
+    fn open_target(&mut self, node: Node) {
+        self.push(Lesson::OpenTarget(node))
+    }
+    fn close_target(&mut self, node: Node) {
+        self.push(Lesson::CloseTarget(node))
+    }
+    fn open_source(&mut self, node: Node) {
+        self.push(Lesson::OpenSource(node))
+    }
+    fn close_source(&mut self, node: Node) {
+        self.push(Lesson::CloseSource(node))
+    }
+    fn edge(&mut self, from: Option<Node>, to: Option<Node>) {
+        self.push(Lesson::Edge(from, to))
+    }
+    fn hub(&mut self, id: u64, preds: &[Option<Node>]) -> Option<Node> {
+        self.push(Lesson::Hub(id, preds.to_vec()));
+        hub_node(id, preds)
+    }
+    fn close_hub(&mut self, hub: Node) {
+        self.push(Lesson::CloseHub(hub))
+    }
+}
+
 fn encode<T: Serialize>(value: &T) -> Vec<u8> {
     postcard::to_allocvec(value).expect("the pass's messages serialise")
 }
 
-/// The rounds received (None: unreadable), by process.
-fn decode_round(received: &[Vec<u8>], me: usize) -> Vec<Option<Round>> {
+/// The rounds received (None: unreadable, and this process's), by process.
+fn decode_rounds(received: &[Vec<u8>], me: usize) -> Vec<Option<Round>> {
     received
         .iter()
         .enumerate()

@@ -70,29 +70,12 @@ pub(super) fn analyse(
     let n = world.len();
     let mut sums = Sums::new(&world);
     let mut ends: Vec<RankEnd> = (0..n).map(|_| RankEnd::default()).collect();
-    // Matching (here) and walking (on its own thread) run side by side.
-    let walk = std::thread::scope(|scope| {
-        let (to_walk, lessons) = mpsc::sync_channel(BATCHES_IN_FLIGHT);
-        let (emptied, batches_back) = mpsc::channel();
-        let walker = scope.spawn(|| walk_lessons(&world, lessons, emptied));
-        let mut batches = Batches::new(to_walk, batches_back);
-        let read = match_and_make(
-            reading,
-            &members,
-            &world,
-            &mut batches,
-            &mut sums,
-            &mut ends,
-        );
-        batches.flush();
-        drop(batches);
-        let walked = walker
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        // A walk cut short by a reading error is not the news.
-        read?;
-        walked
-    })?;
+    let (read, walk) = walking(&world, |batches| {
+        match_and_make(reading, &members, &world, batches, &mut sums, &mut ends)
+    });
+    // A walk cut short by a reading error is not the news.
+    read?;
+    let walk = walk?;
     let walked = walk.into_walked();
     conclude(
         trace,
@@ -155,6 +138,29 @@ pub(super) fn conclude(
         calls,
         timelines: Vec::new(),
     }))
+}
+
+/// Runs `make`, which tells the graph of `world`'s ranks to the batches
+/// it is given, here, and the walk of that graph on a thread of its own,
+/// side by side; the walk once `make` is done and the walk has walked
+/// everything.
+pub(super) fn walking<T>(
+    world: &[u32],
+    make: impl FnOnce(&mut Batches) -> T,
+) -> (T, Result<Walk, CriticalPathError>) {
+    std::thread::scope(|scope| {
+        let (to_walk, lessons) = mpsc::sync_channel(BATCHES_IN_FLIGHT);
+        let (emptied, batches_back) = mpsc::channel();
+        let walker = scope.spawn(|| walk_lessons(world, lessons, emptied));
+        let mut batches = Batches::new(to_walk, batches_back);
+        let made = make(&mut batches);
+        batches.flush();
+        drop(batches);
+        let walk = walker
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (made, walk)
+    })
 }
 
 /// Batches of lessons on their way to the walk at most (each of

@@ -152,9 +152,6 @@ struct Source {
     open: u32,
     /// Vertices whose edges from it wait for its value.
     waiting: Vec<Node>,
-    /// Processes its value goes to once walked (a walk spread over
-    /// processes, [`super::spread`]).
-    ship: Vec<usize>,
 }
 
 /// A join's predecessor on the path, kept for rebuilding the path.
@@ -229,13 +226,11 @@ pub(crate) struct Walk {
     pub(crate) untimed: u64,
     /// Vertices walked.
     pub(crate) walked: u64,
-    /// Values to send to other processes: (process, vertex, value).
-    pub(crate) shipped: Vec<(usize, Node, Value)>,
 }
 
 /// What a finished walk leaves for rebuilding the path.
 pub(crate) struct Walked {
-    /// Each rank's farthest vertex (None for ranks walked elsewhere).
+    /// Each rank's farthest vertex.
     pub(crate) farthest: Vec<Option<Farthest>>,
     pub(crate) edges: u64,
     pub(crate) hubs: u64,
@@ -246,13 +241,6 @@ pub(crate) struct Walked {
 
 impl Walk {
     pub(crate) fn new(ranks: usize) -> Walk {
-        Walk::of(ranks, |_| true)
-    }
-
-    /// The walk of the ranks `here` picks among `ranks` (the others are
-    /// walked by other processes: their vertices here are only those that
-    /// edges leave, whose values come from there).
-    pub(crate) fn of(ranks: usize, here: impl Fn(u32) -> bool) -> Walk {
         let mut walk = Walk {
             ranks: (0..ranks).map(|_| RankWalk::default()).collect(),
             joins: FxHashMap::default(),
@@ -263,28 +251,11 @@ impl Walk {
             hubs: 0,
             untimed: 0,
             walked: 0,
-            shipped: Vec::new(),
         };
         for r in 0..ranks as u32 {
-            walk.ranks[r as usize].ended = !here(r);
             walk.enqueue(r);
         }
         walk
-    }
-
-    /// `node`'s value goes to process `to` once walked (at once if it is).
-    pub(crate) fn ship(&mut self, node: Node, to: usize) {
-        let source = self.sources.entry(node).or_default();
-        match source.value {
-            Some(value) => self.shipped.push((to, node, value)),
-            None if !source.ship.contains(&to) => source.ship.push(to),
-            None => {}
-        }
-    }
-
-    /// `node`, walked by another process, has `value`.
-    pub(crate) fn arrive(&mut self, node: Node, value: Value) {
-        self.publish(node, value);
     }
 
     /// Rank `r`'s next call with operations.
@@ -565,9 +536,6 @@ impl Walk {
             return;
         };
         source.value = Some(value);
-        for to in source.ship.drain(..) {
-            self.shipped.push((to, node, value));
-        }
         let waiting = std::mem::take(&mut source.waiting);
         for to in waiting {
             if let Some(j) = self.joins.get_mut(&to) {
