@@ -447,11 +447,17 @@ pub(crate) fn read_in_time_order(
 }
 
 impl Reading<'_> {
+    /// Where the ranks with calls still to hand out have got to in time,
+    /// the one furthest behind's (None once every rank was handed out).
+    pub(crate) fn behind(&self) -> Option<i64> {
+        self.open().iter().map(|&r| self.frontier(r)).min()
+    }
+
     /// Hands out the next chunk of the ranks furthest behind in time (as
     /// [`read_in_time_order`]); false if every rank was handed out.
     pub(crate) fn step(&mut self, each: impl FnMut(u32, Read<'_>)) -> Result<bool, ReplayError> {
         let open = self.open();
-        let Some(behind) = open.iter().map(|&r| self.frontier(r)).min() else {
+        let Some(behind) = self.behind() else {
             return Ok(false);
         };
         let ranks: Vec<u32> = open

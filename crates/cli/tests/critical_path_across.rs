@@ -65,3 +65,31 @@ fn a_stream_of_synchronous_sends_over_two_processes() {
     );
     assert_same_across(&dir, &[2]);
 }
+
+#[test]
+fn an_error_found_by_the_walk_is_the_single_processs_and_every_process_ends() {
+    let _one = one_at_a_time();
+    // Threads of one rank whose calls interleave: their matches contradict
+    // program order, and the walk finds a cycle.
+    let dir = traced("threads", 3, &[], "lossless");
+    let trace = dir.path().to_str().unwrap();
+    let args = ["critical-path", trace, "--json"];
+    let single = mpigram(&args);
+    assert!(!single.status.success());
+    let error = text(&single.stderr);
+    assert!(error.contains("cycle"), "{error}");
+    for k in [2, 3] {
+        let out = mpiexec(k, env!("CARGO_BIN_EXE_mpigram"), args)
+            .run()
+            .unwrap();
+        assert!(!out.status.success(), "{}", out.command);
+        assert!(
+            out.stderr.contains(error.trim()),
+            "{}: {}",
+            out.command,
+            out.stderr
+        );
+        // Nothing else: no report, and no message left unreceived.
+        assert_eq!(out.stdout, "", "{}", out.command);
+    }
+}

@@ -64,7 +64,7 @@ enum Note {
     Event {
         r: u32,
         numbers: (usize, usize),
-        event: RankEvent,
+        event: Box<RankEvent>,
         held: Option<Node>,
     },
     /// Rank index `r` has no more events.
@@ -80,6 +80,9 @@ struct State {
     read: bool,
     /// Its matching finished.
     finished: bool,
+    /// Where its ranks not read to the end have got to in time, the one
+    /// furthest behind's (`i64::MAX`: all read).
+    frontier: i64,
     /// It sent notes this round.
     sent: bool,
     error: Option<String>,
@@ -154,8 +157,10 @@ pub(super) fn analyse(
         Err(Stop::Told(e)) => return Err(e),
         Ok(()) => {}
     }
+    // The others sent their parts: taken whatever the walk found.
+    let gathered = process.gather(link);
     let walk = walk?;
-    let (ends, sums) = process.gather(link)?;
+    let (ends, sums) = gathered?;
     conclude(
         trace,
         grammar_sites,
@@ -257,14 +262,27 @@ impl<'a> Process<'a> {
         // What processes but 0 learn for the walk, sent ahead of their
         // other notes to process 0.
         let mut lessons: Vec<Lesson> = Vec::new();
+        // The others' frontier, and how far this process's last chunks
+        // went in time: a process reads while it is at most that much
+        // ahead of every other, so that the ranks are read in about the
+        // order of time, as a single process reads them, and what is in
+        // flight stays what was in flight in the run.
+        let mut others = i64::MIN;
+        let mut stride = 0i64;
         loop {
-            if error.is_none() && !self.state.read {
+            let behind = reading.behind().unwrap_or(i64::MAX);
+            if error.is_none() && !self.state.read && behind <= others.saturating_add(stride) {
                 let walk = learner(&mut batches, &mut lessons);
                 match reading.step(|r, read| self.own(r, read, walk)) {
                     Ok(more) => self.state.read = !more,
                     Err(e) => error = Some(e.to_string()),
                 }
+                let now = reading.behind().unwrap_or(i64::MAX);
+                if behind > i64::MIN && now < i64::MAX {
+                    stride = now.saturating_sub(behind).max(0);
+                }
             }
+            self.state.frontier = reading.behind().unwrap_or(i64::MAX);
             if batches.as_ref().is_some_and(|b| b.gone()) && error.is_none() {
                 walk_stopped = true;
                 error = Some("the walk stopped".into());
@@ -315,6 +333,11 @@ impl<'a> Process<'a> {
             if error.is_some() {
                 continue;
             }
+            others = states[1..]
+                .iter()
+                .map(|s| s.frontier)
+                .min()
+                .unwrap_or(i64::MAX);
             if states.iter().all(|s| s.read) && !self.state.finished {
                 self.matcher.finish();
                 self.take_found(learner(&mut batches, &mut lessons));
@@ -373,7 +396,7 @@ impl<'a> Process<'a> {
                 Some(to) => self.out[to].push(Note::Event {
                     r,
                     numbers,
-                    event,
+                    event: Box::new(event),
                     held,
                 }),
                 None => {
@@ -482,7 +505,7 @@ impl<'a> Process<'a> {
                     route.close_target(held);
                 }
                 self.matcher.number(rank, numbers);
-                self.matcher.feed(rank, event);
+                self.matcher.feed(rank, *event);
                 self.take_found(walk);
             }
             Note::RankEnded(r) => {
