@@ -36,7 +36,27 @@ use std::ffi::c_int;
 /// tracer is compiled).
 pub const MAX_KEY: usize = 16;
 
-/// Builds the words of one call's key, after the call (generated wrappers).
+/// Builds the input words of one call's key, before the call (generated
+/// wrappers): the words its arguments give.
+pub struct InputWords {
+    front: &'static Front,
+}
+
+impl InputWords {
+    #[inline(always)]
+    pub fn new(front: &'static Front) -> InputWords {
+        InputWords { front }
+    }
+
+    /// A handle passed by value (its value: the bits that hold it).
+    #[inline(always)]
+    pub fn handle(&self, kind: HandleKind, h: Handle) -> u64 {
+        self.front.value(kind, h)
+    }
+}
+
+/// Builds the output words of one call's key, after the call (generated
+/// wrappers): what MPI wrote, and what the encoding reads besides.
 pub struct KeyWords {
     front: &'static Front,
     /// The call returned MPI_SUCCESS: its outputs are defined.
@@ -55,12 +75,6 @@ impl KeyWords {
             ret,
             request: Cell::new(None),
         }
-    }
-
-    /// A handle passed by value (its value: the bits that hold it).
-    #[inline(always)]
-    pub fn handle(&self, kind: HandleKind, h: Handle) -> u64 {
-        self.front.value(kind, h)
     }
 
     /// An output handle that names an existing object, as `lookup_out`
@@ -277,23 +291,48 @@ impl Default for CallMemo {
 }
 
 impl CallMemo {
-    /// The terminal of a call of `func` that returned `ret` with the raw
-    /// words `key`, having created the request `request` (its handle), if
+    /// Whether the input words of a call of `func` (its key's first `I`
+    /// words, which the call's arguments give before MPI runs it) equal
+    /// those of the function's last encoded call. Changes nothing.
+    #[inline(always)]
+    pub fn same_inputs<const I: usize>(&self, func: FuncId, inputs: &[u64; I]) -> bool {
+        let entry = &self.entries[func as usize & (FUNC_SLOTS - 1)];
+        let mut differ = 0;
+        for (a, b) in entry.key.iter().zip(inputs) {
+            differ |= a ^ b;
+        }
+        differ == 0
+    }
+
+    /// The input words of `func`'s last encoded call (its key's first `I`).
+    pub fn inputs<const I: usize>(&self, func: FuncId) -> [u64; I] {
+        const { assert!(I <= MAX_KEY, "a key longer than MAX_KEY") };
+        let entry = &self.entries[func as usize & (FUNC_SLOTS - 1)];
+        let mut words = [0; I];
+        words.copy_from_slice(&entry.key[..I]);
+        words
+    }
+
+    /// The terminal of a call of `func` whose inputs
+    /// [`same_inputs`](CallMemo::same_inputs) found equal, which returned
+    /// `ret` with the output words `outputs` (the key's `O` words after
+    /// its `I` inputs) and created the request `request` (its handle), if
     /// the function's last encoded call had them too and `objects` did not
     /// change since. Changes nothing: a recalled request is entered by
     /// [`Recalled::enter`].
     #[inline(always)]
-    pub fn recall<const N: usize>(
+    pub fn recall_outputs<const I: usize, const O: usize>(
         &self,
         func: FuncId,
         ret: c_int,
-        key: &[u64; N],
+        outputs: &[u64; O],
         request: Option<u64>,
         objects: &mut Objects,
     ) -> Result<Recalled, Miss> {
+        const { assert!(I + O <= MAX_KEY, "a key longer than MAX_KEY") };
         let entry = &self.entries[func as usize & (FUNC_SLOTS - 1)];
         let mut differ = entry.epoch ^ objects.epoch() | (entry.ret ^ ret) as u64;
-        for (a, b) in entry.key.iter().zip(key) {
+        for (a, b) in entry.key[I..I + O].iter().zip(outputs) {
             differ |= a ^ b;
         }
         if differ != 0 {
@@ -321,29 +360,47 @@ impl CallMemo {
         }
     }
 
+    /// The terminal of a call of `func` with the input words `inputs`,
+    /// the rest as [`recall_outputs`](CallMemo::recall_outputs) says.
+    #[inline(always)]
+    pub fn recall<const I: usize, const O: usize>(
+        &self,
+        func: FuncId,
+        ret: c_int,
+        (inputs, outputs): (&[u64; I], &[u64; O]),
+        request: Option<u64>,
+        objects: &mut Objects,
+    ) -> Result<Recalled, Miss> {
+        if !self.same_inputs(func, inputs) {
+            return Err(Miss::Changed);
+        }
+        self.recall_outputs::<I, O>(func, ret, outputs, request, objects)
+    }
+
     /// A call [`recall`](CallMemo::recall) missed (`miss`) was encoded to
     /// `terminal`, leaving `objects` at `epoch`; it created the request
     /// `created`, if any, on communicator `comm`.
     #[allow(clippy::too_many_arguments)]
-    pub fn remember<const N: usize>(
+    pub fn remember<const I: usize, const O: usize>(
         &mut self,
         func: FuncId,
         ret: c_int,
-        key: &[u64; N],
+        (inputs, outputs): (&[u64; I], &[u64; O]),
         miss: Miss,
         epoch: u64,
         terminal: u32,
         created: Option<Created>,
         comm: Option<u64>,
     ) {
-        const { assert!(N <= MAX_KEY, "a key longer than MAX_KEY") };
+        const { assert!(I + O <= MAX_KEY, "a key longer than MAX_KEY") };
         let entry = &mut self.entries[func as usize & (FUNC_SLOTS - 1)];
         let pool = created.map(|c| c.pool);
         if miss == Miss::Changed || entry.epoch != epoch || entry.pool != pool {
             entry.by_index.clear();
         }
         entry.class = created.and_then(|c| c.class);
-        entry.key[..N].copy_from_slice(key);
+        entry.key[..I].copy_from_slice(inputs);
+        entry.key[I..I + O].copy_from_slice(outputs);
         entry.ret = ret;
         entry.epoch = epoch;
         entry.terminal = terminal;
@@ -448,14 +505,14 @@ mod tests {
         key: [u64; N],
         encoded: u32,
     ) -> Option<u32> {
-        match memo.recall(func::MPI_Comm_rank, OK, &key, None, objects) {
+        match memo.recall(func::MPI_Comm_rank, OK, (&key, &[]), None, objects) {
             Ok(r) => Some(r.terminal),
             Err(miss) => {
                 let epoch = objects.epoch();
                 memo.remember(
                     func::MPI_Comm_rank,
                     OK,
-                    &key,
+                    (&key, &[]),
                     miss,
                     epoch,
                     encoded,
@@ -498,7 +555,7 @@ mod tests {
             None,
             "one was freed"
         );
-        let other_ret = memo.recall(func::MPI_Comm_rank, 1, &[91, 1], None, &mut objects);
+        let other_ret = memo.recall(func::MPI_Comm_rank, 1, (&[91, 1], &[]), None, &mut objects);
         assert_eq!(other_ret, Err(Miss::Changed), "another return code");
     }
 
@@ -523,7 +580,7 @@ mod tests {
     /// encoder does (its pool and next index) and remembered.
     fn isend(memo: &mut CallMemo, objects: &mut Objects, h: u64) -> (u32, RequestRef, bool) {
         let key = [1, 2, 1];
-        match memo.recall(func::MPI_Isend, OK, &key, Some(h), objects) {
+        match memo.recall(func::MPI_Isend, OK, (&key, &[]), Some(h), objects) {
             Ok(r) => {
                 r.enter(objects);
                 let (pool, index, _) = r.request.expect("a request");
@@ -540,7 +597,7 @@ mod tests {
                 memo.remember(
                     func::MPI_Isend,
                     OK,
-                    &key,
+                    (&key, &[]),
                     miss,
                     epoch,
                     terminal,

@@ -22,7 +22,7 @@ use std::cell::UnsafeCell;
 use std::ffi::c_int;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Mutex, PoisonError};
 
 pub struct Tracer {
@@ -61,55 +61,25 @@ static TRACER: Global = Global {
     tracer: UnsafeCell::new(None),
 };
 
-/// How calls are recorded, as bits: [`CONCURRENT`] and [`EXTRAS`]. With
-/// neither, a call the memos know takes the shortest path
-/// (`recording::record_keyed`).
-static MODE: AtomicU8 = AtomicU8::new(CONCURRENT);
-
-/// MPI calls may run concurrently: set until MPI_Init or MPI_Init_thread
-/// settles on a thread level below MPI_THREAD_MULTIPLE, under which the
-/// application guarantees that no two MPI calls overlap (SINGLE, FUNNELED,
-/// SERIALIZED): then the lock is not needed (it costs about 7 ns of the
-/// 50 ns budget of a call).
-const CONCURRENT: u8 = 1;
-/// Calls have more to record than their terminal and aggregated timing:
-/// per-call times, or the verification stream (set as the process's one
-/// recorder is made, and never cleared).
-const EXTRAS: u8 = 2;
-
 /// MPI settled on `provided` as the thread level.
 pub fn set_thread_level(provided: c_int) {
-    if provided >= front().ints.MPI_THREAD_MULTIPLE {
-        MODE.fetch_or(CONCURRENT, Relaxed);
-    } else {
-        MODE.fetch_and(!CONCURRENT, Relaxed);
+    crate::call::set_concurrent(provided >= front().ints.MPI_THREAD_MULTIPLE);
+}
+
+/// Whether the input words of a call of `func` equal those of the
+/// function's last encoded call (`CallMemo::same_inputs`), asked before
+/// MPI runs the call; false before the tracer is made.
+///
+/// # Safety
+/// MPI calls cannot overlap (`call::concurrent` is false), so that no
+/// other thread uses the tracer meanwhile.
+#[inline(always)]
+pub(crate) unsafe fn same_inputs<const I: usize>(func: FuncId, inputs: &[u64; I]) -> bool {
+    // SAFETY: no other thread uses the tracer; this only reads it.
+    match unsafe { &*TRACER.tracer.get() } {
+        Some(t) => t.recorder.memo.same_inputs(func, inputs),
+        None => false,
     }
-}
-
-/// Whether MPI calls may run concurrently (see [`CONCURRENT`]).
-#[inline(always)]
-pub fn concurrent() -> bool {
-    MODE.load(Relaxed) & CONCURRENT != 0
-}
-
-/// Calls record per-call times or the verification stream from now on.
-pub fn set_extras() {
-    MODE.fetch_or(EXTRAS, Relaxed);
-}
-
-/// Whether calls record more than their terminal and aggregated timing
-/// (see [`EXTRAS`]).
-#[inline(always)]
-pub fn extras() -> bool {
-    MODE.load(Relaxed) & EXTRAS != 0
-}
-
-/// Whether no two MPI calls overlap and calls record nothing but their
-/// terminal and aggregated timing: a recalled call then needs neither the
-/// lock nor the encoding closure.
-#[inline(always)]
-pub fn plain_and_alone() -> bool {
-    MODE.load(Relaxed) == 0
 }
 
 /// Runs `f` on the tracer, creating it on first use. A panic inside turns
@@ -124,7 +94,8 @@ pub fn with<R>(f: impl FnOnce(&mut Tracer) -> R) -> Option<R> {
 /// [`with`], for a traced call (`call::Call`): recording is on.
 #[inline(always)]
 pub(crate) fn recording<R>(f: impl FnOnce(&mut Tracer) -> R) -> Option<R> {
-    let _guard = concurrent().then(|| TRACER.lock.lock().unwrap_or_else(PoisonError::into_inner));
+    let _guard = crate::call::concurrent()
+        .then(|| TRACER.lock.lock().unwrap_or_else(PoisonError::into_inner));
     // SAFETY: the lock is held, or MPI calls cannot overlap.
     unsafe { recording_alone(f) }
 }
@@ -216,12 +187,11 @@ impl Tracer {
         }
     }
 
-    /// [`append`](Tracer::append) of a call whose signature is known,
-    /// while the recorder has no per-call times or verification stream to
-    /// keep (`recorder::extras`): the memos' fast path.
+    /// [`append`](Tracer::append) of a call the memos recalled, while
+    /// calls are not verified: the memos' fast path.
     #[inline(always)]
-    pub(crate) fn append_plain(&mut self, terminal: u32, start: u64, end: u64) {
-        let repeats = self.recorder.record_plain(terminal, start, end);
+    pub(crate) fn append_recalled(&mut self, func: FuncId, terminal: u32, start: u64, end: u64) {
+        let repeats = self.recorder.record(func, terminal, start, end);
         // Nothing was encoded for this call: the communicator log is as the
         // journal's last record left it (entries are only logged while a
         // call is encoded, or at MPI_Init, and the call that encoded them

@@ -170,11 +170,15 @@ fn wrapper(f: &FuncModel) -> Result<String> {
     );
     let _ = writeln!(s, "    let real = crate::pmpi::{name}();");
     let agreement = agreement(f);
+    let key = crate::emit_keys::key(f).filter(|_| agreement.is_none());
+    // With a key, the call is compared with the memo's before MPI runs it
+    // (its input words), and the clock starts after that.
+    let begin = if key.is_some() { "enter" } else { "begin" };
     match &agreement {
         None => {
             let _ = writeln!(
                 s,
-                "    let Some(call) = Call::begin(func::{name}) else {{ return unsafe {{ real({args}) }}; }};"
+                "    let Some(call) = Call::{begin}(func::{name}) else {{ return unsafe {{ real({args}) }}; }};"
             );
         }
         Some(a) => {
@@ -188,29 +192,45 @@ fn wrapper(f: &FuncModel) -> Result<String> {
     for stmt in &b.before {
         let _ = writeln!(s, "    {stmt}");
     }
-    let _ = writeln!(s, "    let ret = unsafe {{ real({args}) }};");
     let closure_arg = if b.encode.is_empty() { "_" } else { "e" };
     let unsafe_kw = if b.needs_unsafe { "unsafe " } else { "" };
-    let key = crate::emit_keys::key(f).filter(|_| agreement.is_none());
-    // With a key, the encoding runs only when the memo misses: a `move`
-    // closure holds the arguments' values, which cost less to set up on
-    // every call than a pointer to each.
-    let (end, key, capture) = match (&agreement, &key) {
-        (Some(a), _) => {
+    if let Some(key) = &key {
+        // The encoding runs only when the memo misses: a `move` closure
+        // holds the arguments' values, which cost less to set up on every
+        // call than a pointer to each.
+        let code = if f.ret == "int" {
+            "|&ret| ret"
+        } else {
+            "|_| MPI_SUCCESS"
+        };
+        let (head, from_words) = key.encode_head(closure_arg);
+        let _ = writeln!(
+            s,
+            "    call.keyed(func::{name}, {}, move || unsafe {{ real({args}) }}, {code}, {}, move |{head}| {unsafe_kw}{{",
+            key.inputs_closure(),
+            key.outputs_closure()
+        );
+        if !from_words.is_empty() {
+            let _ = writeln!(s, "        {from_words}");
+        }
+        for stmt in &b.encode {
+            let _ = writeln!(s, "        {stmt}");
+        }
+        s.push_str("    })\n}\n");
+        return Ok(s);
+    }
+    let _ = writeln!(s, "    let ret = unsafe {{ real({args}) }};");
+    let end = match &agreement {
+        Some(a) => {
             let _ = writeln!(s, "    let end = crate::clock::now();");
             let _ = writeln!(s, "    {}", a.recorded());
-            ("end_at(end, ", String::new(), "")
+            "end_at(end, "
         }
-        (None, Some(key)) => {
-            let body = key.body();
-            let arg = if body.contains("k.") { "k" } else { "_" };
-            ("end_keyed(", format!("|{arg}| {body}, "), "move ")
-        }
-        (None, None) => ("end(", String::new(), ""),
+        None => "end(",
     };
     let _ = writeln!(
         s,
-        "    call.{end}func::{name}, {code}, {key}{capture}|{closure_arg}| {unsafe_kw}{{"
+        "    call.{end}func::{name}, {code}, |{closure_arg}| {unsafe_kw}{{"
     );
     for stmt in &b.encode {
         let _ = writeln!(s, "        {stmt}");

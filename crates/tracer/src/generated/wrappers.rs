@@ -331,7 +331,7 @@ pub unsafe extern "C" fn MPI_Accumulate(
     win: MPI_Win,
 ) -> c_int {
     let real = crate::pmpi::MPI_Accumulate();
-    let Some(call) = Call::begin(func::MPI_Accumulate) else {
+    let Some(call) = Call::enter(func::MPI_Accumulate) else {
         return unsafe {
             real(
                 origin_addr,
@@ -346,23 +346,9 @@ pub unsafe extern "C" fn MPI_Accumulate(
             )
         };
     };
-    let ret = unsafe {
-        real(
-            origin_addr,
-            origin_count,
-            origin_datatype,
-            target_rank,
-            target_disp,
-            target_count,
-            target_datatype,
-            op,
-            win,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Accumulate,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 origin_addr as u64,
                 i64::from(origin_count) as u64,
@@ -373,10 +359,33 @@ pub unsafe extern "C" fn MPI_Accumulate(
                 k.handle(HandleKind::Datatype, target_datatype),
                 k.handle(HandleKind::Op, op),
                 k.handle(HandleKind::Win, win),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe {
+            real(
+                origin_addr,
+                origin_count,
+                origin_datatype,
+                target_rank,
+                target_disp,
+                target_count,
+                target_datatype,
+                op,
+                win,
+            )
+        },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 9]| {
+            let origin_addr: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let origin_count: c_int = w[1] as c_int;
+            let origin_datatype: MPI_Datatype = Handle(w[2] as usize);
+            let target_rank: c_int = w[3] as c_int;
+            let target_disp: MPI_Aint = w[4] as MPI_Aint;
+            let target_count: c_int = w[5] as c_int;
+            let target_datatype: MPI_Datatype = Handle(w[6] as usize);
+            let op: MPI_Op = Handle(w[7] as usize);
+            let win: MPI_Win = Handle(w[8] as usize);
             e.buffer(origin_addr);
             e.int(i64::from(origin_count));
             e.handle(HandleKind::Datatype, origin_datatype);
@@ -387,8 +396,7 @@ pub unsafe extern "C" fn MPI_Accumulate(
             e.handle(HandleKind::Op, op);
             e.handle(HandleKind::Win, win);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Accumulate_c`.
@@ -406,7 +414,7 @@ pub unsafe extern "C" fn MPI_Accumulate_c(
     win: MPI_Win,
 ) -> c_int {
     let real = crate::pmpi::MPI_Accumulate_c();
-    let Some(call) = Call::begin(func::MPI_Accumulate_c) else {
+    let Some(call) = Call::enter(func::MPI_Accumulate_c) else {
         return unsafe {
             real(
                 origin_addr,
@@ -421,23 +429,9 @@ pub unsafe extern "C" fn MPI_Accumulate_c(
             )
         };
     };
-    let ret = unsafe {
-        real(
-            origin_addr,
-            origin_count,
-            origin_datatype,
-            target_rank,
-            target_disp,
-            target_count,
-            target_datatype,
-            op,
-            win,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Accumulate_c,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 origin_addr as u64,
                 origin_count as u64,
@@ -448,10 +442,33 @@ pub unsafe extern "C" fn MPI_Accumulate_c(
                 k.handle(HandleKind::Datatype, target_datatype),
                 k.handle(HandleKind::Op, op),
                 k.handle(HandleKind::Win, win),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe {
+            real(
+                origin_addr,
+                origin_count,
+                origin_datatype,
+                target_rank,
+                target_disp,
+                target_count,
+                target_datatype,
+                op,
+                win,
+            )
+        },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 9]| {
+            let origin_addr: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let origin_count: MPI_Count = w[1] as MPI_Count;
+            let origin_datatype: MPI_Datatype = Handle(w[2] as usize);
+            let target_rank: c_int = w[3] as c_int;
+            let target_disp: MPI_Aint = w[4] as MPI_Aint;
+            let target_count: MPI_Count = w[5] as MPI_Count;
+            let target_datatype: MPI_Datatype = Handle(w[6] as usize);
+            let op: MPI_Op = Handle(w[7] as usize);
+            let win: MPI_Win = Handle(w[8] as usize);
             e.buffer(origin_addr);
             e.int(origin_count);
             e.handle(HandleKind::Datatype, origin_datatype);
@@ -462,47 +479,47 @@ pub unsafe extern "C" fn MPI_Accumulate_c(
             e.handle(HandleKind::Op, op);
             e.handle(HandleKind::Win, win);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Add_error_class`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Add_error_class(errorclass: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Add_error_class();
-    let Some(call) = Call::begin(func::MPI_Add_error_class) else {
+    let Some(call) = Call::enter(func::MPI_Add_error_class) else {
         return unsafe { real(errorclass) };
     };
-    let ret = unsafe { real(errorclass) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Add_error_class,
-        ret,
+        move |_: &InputWords| [],
+        move || unsafe { real(errorclass) },
+        |&ret| ret,
         |k| unsafe { [k.out(errorclass.cast_const())] },
-        move |e| unsafe {
+        move |e: &mut Encoder, _: &[u64; 0]| unsafe {
             e.constant_out(ConstSet::ErrorClass, errorclass);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Add_error_code`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Add_error_code(errorclass: c_int, errorcode: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Add_error_code();
-    let Some(call) = Call::begin(func::MPI_Add_error_code) else {
+    let Some(call) = Call::enter(func::MPI_Add_error_code) else {
         return unsafe { real(errorclass, errorcode) };
     };
-    let ret = unsafe { real(errorclass, errorcode) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Add_error_code,
-        ret,
-        |k| unsafe { [i64::from(errorclass) as u64, k.out(errorcode.cast_const())] },
-        move |e| unsafe {
+        move |_: &InputWords| [i64::from(errorclass) as u64],
+        move || unsafe { real(errorclass, errorcode) },
+        |&ret| ret,
+        |k| unsafe { [k.out(errorcode.cast_const())] },
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let errorclass: c_int = w[0] as c_int;
             e.constant(ConstSet::ErrorClass, i64::from(errorclass));
             e.int_out(errorcode);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Add_error_string`.
@@ -524,60 +541,65 @@ pub unsafe extern "C" fn MPI_Add_error_string(errorcode: c_int, string: *const c
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Address(location: *mut c_void, address: *mut MPI_Aint) -> c_int {
     let real = crate::pmpi::MPI_Address();
-    let Some(call) = Call::begin(func::MPI_Address) else {
+    let Some(call) = Call::enter(func::MPI_Address) else {
         return unsafe { real(location, address) };
     };
-    let ret = unsafe { real(location, address) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Address,
-        ret,
-        |k| unsafe { [location as u64, k.out(address.cast_const()), k.segments()] },
-        move |e| unsafe {
+        move |_: &InputWords| [location as u64],
+        move || unsafe { real(location, address) },
+        |&ret| ret,
+        |k| unsafe { [k.out(address.cast_const()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let location: *mut c_void = std::ptr::without_provenance_mut(w[0] as usize);
             e.buffer(location);
             location_out(e, address);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Aint_add`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Aint_add(base: MPI_Aint, disp: MPI_Aint) -> MPI_Aint {
     let real = crate::pmpi::MPI_Aint_add();
-    let Some(call) = Call::begin(func::MPI_Aint_add) else {
+    let Some(call) = Call::enter(func::MPI_Aint_add) else {
         return unsafe { real(base, disp) };
     };
-    let ret = unsafe { real(base, disp) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Aint_add,
-        MPI_SUCCESS,
-        |k| [base as u64, disp as u64, k.segments()],
-        move |e| {
+        move |_: &InputWords| [base as u64, disp as u64],
+        move || unsafe { real(base, disp) },
+        |_| MPI_SUCCESS,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 2]| {
+            let base: MPI_Aint = w[0] as MPI_Aint;
+            let disp: MPI_Aint = w[1] as MPI_Aint;
             e.buffer(std::ptr::without_provenance(base as usize));
             e.address(disp);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Aint_diff`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Aint_diff(addr1: MPI_Aint, addr2: MPI_Aint) -> MPI_Aint {
     let real = crate::pmpi::MPI_Aint_diff();
-    let Some(call) = Call::begin(func::MPI_Aint_diff) else {
+    let Some(call) = Call::enter(func::MPI_Aint_diff) else {
         return unsafe { real(addr1, addr2) };
     };
-    let ret = unsafe { real(addr1, addr2) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Aint_diff,
-        MPI_SUCCESS,
-        |k| [addr1 as u64, addr2 as u64, k.segments()],
-        move |e| {
+        move |_: &InputWords| [addr1 as u64, addr2 as u64],
+        move || unsafe { real(addr1, addr2) },
+        |_| MPI_SUCCESS,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 2]| {
+            let addr1: MPI_Aint = w[0] as MPI_Aint;
+            let addr2: MPI_Aint = w[1] as MPI_Aint;
             e.buffer(std::ptr::without_provenance(addr1 as usize));
             e.buffer(std::ptr::without_provenance(addr2 as usize));
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Allgather`.
@@ -592,22 +614,16 @@ pub unsafe extern "C" fn MPI_Allgather(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Allgather();
-    let Some(call) = Call::begin(func::MPI_Allgather) else {
+    let Some(call) = Call::enter(func::MPI_Allgather) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
             )
         };
     };
-    let ret = unsafe {
-        real(
-            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Allgather,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 i64::from(sendcount) as u64,
@@ -616,10 +632,23 @@ pub unsafe extern "C" fn MPI_Allgather(
                 i64::from(recvcount) as u64,
                 k.handle(HandleKind::Datatype, recvtype),
                 k.handle(HandleKind::Comm, comm),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe {
+            real(
+                sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+            )
+        },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 7]| {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let sendcount: c_int = w[1] as c_int;
+            let sendtype: MPI_Datatype = Handle(w[2] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[3] as usize);
+            let recvcount: c_int = w[4] as c_int;
+            let recvtype: MPI_Datatype = Handle(w[5] as usize);
+            let comm: MPI_Comm = Handle(w[6] as usize);
             e.buffer(sendbuf);
             e.int(i64::from(sendcount));
             e.handle(HandleKind::Datatype, sendtype);
@@ -628,8 +657,7 @@ pub unsafe extern "C" fn MPI_Allgather(
             e.handle(HandleKind::Datatype, recvtype);
             e.handle(HandleKind::Comm, comm);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Allgather_c`.
@@ -644,22 +672,16 @@ pub unsafe extern "C" fn MPI_Allgather_c(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Allgather_c();
-    let Some(call) = Call::begin(func::MPI_Allgather_c) else {
+    let Some(call) = Call::enter(func::MPI_Allgather_c) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
             )
         };
     };
-    let ret = unsafe {
-        real(
-            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Allgather_c,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 sendcount as u64,
@@ -668,10 +690,23 @@ pub unsafe extern "C" fn MPI_Allgather_c(
                 recvcount as u64,
                 k.handle(HandleKind::Datatype, recvtype),
                 k.handle(HandleKind::Comm, comm),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe {
+            real(
+                sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+            )
+        },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 7]| {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let sendcount: MPI_Count = w[1] as MPI_Count;
+            let sendtype: MPI_Datatype = Handle(w[2] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[3] as usize);
+            let recvcount: MPI_Count = w[4] as MPI_Count;
+            let recvtype: MPI_Datatype = Handle(w[5] as usize);
+            let comm: MPI_Comm = Handle(w[6] as usize);
             e.buffer(sendbuf);
             e.int(sendcount);
             e.handle(HandleKind::Datatype, sendtype);
@@ -680,8 +715,7 @@ pub unsafe extern "C" fn MPI_Allgather_c(
             e.handle(HandleKind::Datatype, recvtype);
             e.handle(HandleKind::Comm, comm);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Allgather_init`.
@@ -699,22 +733,16 @@ pub unsafe extern "C" fn MPI_Allgather_init(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Allgather_init();
-    let Some(call) = Call::begin(func::MPI_Allgather_init) else {
+    let Some(call) = Call::enter(func::MPI_Allgather_init) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
             )
         };
     };
-    let ret = unsafe {
-        real(
-            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Allgather_init,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 i64::from(sendcount) as u64,
@@ -724,11 +752,24 @@ pub unsafe extern "C" fn MPI_Allgather_init(
                 k.handle(HandleKind::Datatype, recvtype),
                 k.handle(HandleKind::Comm, comm),
                 k.handle(HandleKind::Info, info),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe {
+            real(
+                sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
+            )
+        },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 8]| unsafe {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let sendcount: c_int = w[1] as c_int;
+            let sendtype: MPI_Datatype = Handle(w[2] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[3] as usize);
+            let recvcount: c_int = w[4] as c_int;
+            let recvtype: MPI_Datatype = Handle(w[5] as usize);
+            let comm: MPI_Comm = Handle(w[6] as usize);
+            let info: MPI_Info = Handle(w[7] as usize);
             e.buffer(sendbuf);
             e.int(i64::from(sendcount));
             e.handle(HandleKind::Datatype, sendtype);
@@ -739,8 +780,7 @@ pub unsafe extern "C" fn MPI_Allgather_init(
             e.handle(HandleKind::Info, info);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Allgather_init_c`.
@@ -758,22 +798,16 @@ pub unsafe extern "C" fn MPI_Allgather_init_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Allgather_init_c();
-    let Some(call) = Call::begin(func::MPI_Allgather_init_c) else {
+    let Some(call) = Call::enter(func::MPI_Allgather_init_c) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
             )
         };
     };
-    let ret = unsafe {
-        real(
-            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Allgather_init_c,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 sendcount as u64,
@@ -783,11 +817,24 @@ pub unsafe extern "C" fn MPI_Allgather_init_c(
                 k.handle(HandleKind::Datatype, recvtype),
                 k.handle(HandleKind::Comm, comm),
                 k.handle(HandleKind::Info, info),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe {
+            real(
+                sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
+            )
+        },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 8]| unsafe {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let sendcount: MPI_Count = w[1] as MPI_Count;
+            let sendtype: MPI_Datatype = Handle(w[2] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[3] as usize);
+            let recvcount: MPI_Count = w[4] as MPI_Count;
+            let recvtype: MPI_Datatype = Handle(w[5] as usize);
+            let comm: MPI_Comm = Handle(w[6] as usize);
+            let info: MPI_Info = Handle(w[7] as usize);
             e.buffer(sendbuf);
             e.int(sendcount);
             e.handle(HandleKind::Datatype, sendtype);
@@ -798,8 +845,7 @@ pub unsafe extern "C" fn MPI_Allgather_init_c(
             e.handle(HandleKind::Info, info);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Allgatherv`.
@@ -986,28 +1032,28 @@ pub unsafe extern "C" fn MPI_Alloc_mem(
     baseptr: *mut c_void,
 ) -> c_int {
     let real = crate::pmpi::MPI_Alloc_mem();
-    let Some(call) = Call::begin(func::MPI_Alloc_mem) else {
+    let Some(call) = Call::enter(func::MPI_Alloc_mem) else {
         return unsafe { real(size, info, baseptr) };
     };
-    let ret = unsafe { real(size, info, baseptr) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Alloc_mem,
-        ret,
+        move |k: &InputWords| [size as u64, k.handle(HandleKind::Info, info)],
+        move || unsafe { real(size, info, baseptr) },
+        |&ret| ret,
         |k| unsafe {
             [
-                size as u64,
-                k.handle(HandleKind::Info, info),
                 k.pointer_out(baseptr.cast_const().cast::<*mut c_void>()),
                 k.segments(),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 2]| unsafe {
+            let size: MPI_Aint = w[0] as MPI_Aint;
+            let info: MPI_Info = Handle(w[1] as usize);
             e.address(size);
             e.handle(HandleKind::Info, info);
             buffer_out(e, baseptr.cast_const().cast());
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Allreduce`.
@@ -1021,14 +1067,12 @@ pub unsafe extern "C" fn MPI_Allreduce(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Allreduce();
-    let Some(call) = Call::begin(func::MPI_Allreduce) else {
+    let Some(call) = Call::enter(func::MPI_Allreduce) else {
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) };
     };
-    let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Allreduce,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 recvbuf as u64,
@@ -1036,10 +1080,18 @@ pub unsafe extern "C" fn MPI_Allreduce(
                 k.handle(HandleKind::Datatype, datatype),
                 k.handle(HandleKind::Op, op),
                 k.handle(HandleKind::Comm, comm),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 6]| {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let count: c_int = w[2] as c_int;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
+            let op: MPI_Op = Handle(w[4] as usize);
+            let comm: MPI_Comm = Handle(w[5] as usize);
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(i64::from(count));
@@ -1047,8 +1099,7 @@ pub unsafe extern "C" fn MPI_Allreduce(
             e.handle(HandleKind::Op, op);
             e.handle(HandleKind::Comm, comm);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Allreduce_c`.
@@ -1062,14 +1113,12 @@ pub unsafe extern "C" fn MPI_Allreduce_c(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Allreduce_c();
-    let Some(call) = Call::begin(func::MPI_Allreduce_c) else {
+    let Some(call) = Call::enter(func::MPI_Allreduce_c) else {
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) };
     };
-    let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Allreduce_c,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 recvbuf as u64,
@@ -1077,10 +1126,18 @@ pub unsafe extern "C" fn MPI_Allreduce_c(
                 k.handle(HandleKind::Datatype, datatype),
                 k.handle(HandleKind::Op, op),
                 k.handle(HandleKind::Comm, comm),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 6]| {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let count: MPI_Count = w[2] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
+            let op: MPI_Op = Handle(w[4] as usize);
+            let comm: MPI_Comm = Handle(w[5] as usize);
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(count);
@@ -1088,8 +1145,7 @@ pub unsafe extern "C" fn MPI_Allreduce_c(
             e.handle(HandleKind::Op, op);
             e.handle(HandleKind::Comm, comm);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Allreduce_init`.
@@ -1106,14 +1162,12 @@ pub unsafe extern "C" fn MPI_Allreduce_init(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Allreduce_init();
-    let Some(call) = Call::begin(func::MPI_Allreduce_init) else {
+    let Some(call) = Call::enter(func::MPI_Allreduce_init) else {
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
     };
-    let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Allreduce_init,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 recvbuf as u64,
@@ -1122,11 +1176,19 @@ pub unsafe extern "C" fn MPI_Allreduce_init(
                 k.handle(HandleKind::Op, op),
                 k.handle(HandleKind::Comm, comm),
                 k.handle(HandleKind::Info, info),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 7]| unsafe {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let count: c_int = w[2] as c_int;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
+            let op: MPI_Op = Handle(w[4] as usize);
+            let comm: MPI_Comm = Handle(w[5] as usize);
+            let info: MPI_Info = Handle(w[6] as usize);
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(i64::from(count));
@@ -1136,8 +1198,7 @@ pub unsafe extern "C" fn MPI_Allreduce_init(
             e.handle(HandleKind::Info, info);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Allreduce_init_c`.
@@ -1154,14 +1215,12 @@ pub unsafe extern "C" fn MPI_Allreduce_init_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Allreduce_init_c();
-    let Some(call) = Call::begin(func::MPI_Allreduce_init_c) else {
+    let Some(call) = Call::enter(func::MPI_Allreduce_init_c) else {
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
     };
-    let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Allreduce_init_c,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 recvbuf as u64,
@@ -1170,11 +1229,19 @@ pub unsafe extern "C" fn MPI_Allreduce_init_c(
                 k.handle(HandleKind::Op, op),
                 k.handle(HandleKind::Comm, comm),
                 k.handle(HandleKind::Info, info),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 7]| unsafe {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let count: MPI_Count = w[2] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
+            let op: MPI_Op = Handle(w[4] as usize);
+            let comm: MPI_Comm = Handle(w[5] as usize);
+            let info: MPI_Info = Handle(w[6] as usize);
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(count);
@@ -1184,8 +1251,7 @@ pub unsafe extern "C" fn MPI_Allreduce_init_c(
             e.handle(HandleKind::Info, info);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Alltoall`.
@@ -1200,22 +1266,16 @@ pub unsafe extern "C" fn MPI_Alltoall(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Alltoall();
-    let Some(call) = Call::begin(func::MPI_Alltoall) else {
+    let Some(call) = Call::enter(func::MPI_Alltoall) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
             )
         };
     };
-    let ret = unsafe {
-        real(
-            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Alltoall,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 i64::from(sendcount) as u64,
@@ -1224,10 +1284,23 @@ pub unsafe extern "C" fn MPI_Alltoall(
                 i64::from(recvcount) as u64,
                 k.handle(HandleKind::Datatype, recvtype),
                 k.handle(HandleKind::Comm, comm),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe {
+            real(
+                sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+            )
+        },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 7]| {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let sendcount: c_int = w[1] as c_int;
+            let sendtype: MPI_Datatype = Handle(w[2] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[3] as usize);
+            let recvcount: c_int = w[4] as c_int;
+            let recvtype: MPI_Datatype = Handle(w[5] as usize);
+            let comm: MPI_Comm = Handle(w[6] as usize);
             e.buffer(sendbuf);
             e.int(i64::from(sendcount));
             e.handle(HandleKind::Datatype, sendtype);
@@ -1236,8 +1309,7 @@ pub unsafe extern "C" fn MPI_Alltoall(
             e.handle(HandleKind::Datatype, recvtype);
             e.handle(HandleKind::Comm, comm);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Alltoall_c`.
@@ -1252,22 +1324,16 @@ pub unsafe extern "C" fn MPI_Alltoall_c(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Alltoall_c();
-    let Some(call) = Call::begin(func::MPI_Alltoall_c) else {
+    let Some(call) = Call::enter(func::MPI_Alltoall_c) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
             )
         };
     };
-    let ret = unsafe {
-        real(
-            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Alltoall_c,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 sendcount as u64,
@@ -1276,10 +1342,23 @@ pub unsafe extern "C" fn MPI_Alltoall_c(
                 recvcount as u64,
                 k.handle(HandleKind::Datatype, recvtype),
                 k.handle(HandleKind::Comm, comm),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe {
+            real(
+                sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+            )
+        },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 7]| {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let sendcount: MPI_Count = w[1] as MPI_Count;
+            let sendtype: MPI_Datatype = Handle(w[2] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[3] as usize);
+            let recvcount: MPI_Count = w[4] as MPI_Count;
+            let recvtype: MPI_Datatype = Handle(w[5] as usize);
+            let comm: MPI_Comm = Handle(w[6] as usize);
             e.buffer(sendbuf);
             e.int(sendcount);
             e.handle(HandleKind::Datatype, sendtype);
@@ -1288,8 +1367,7 @@ pub unsafe extern "C" fn MPI_Alltoall_c(
             e.handle(HandleKind::Datatype, recvtype);
             e.handle(HandleKind::Comm, comm);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Alltoall_init`.
@@ -1307,22 +1385,16 @@ pub unsafe extern "C" fn MPI_Alltoall_init(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Alltoall_init();
-    let Some(call) = Call::begin(func::MPI_Alltoall_init) else {
+    let Some(call) = Call::enter(func::MPI_Alltoall_init) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
             )
         };
     };
-    let ret = unsafe {
-        real(
-            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Alltoall_init,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 i64::from(sendcount) as u64,
@@ -1332,11 +1404,24 @@ pub unsafe extern "C" fn MPI_Alltoall_init(
                 k.handle(HandleKind::Datatype, recvtype),
                 k.handle(HandleKind::Comm, comm),
                 k.handle(HandleKind::Info, info),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe {
+            real(
+                sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
+            )
+        },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 8]| unsafe {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let sendcount: c_int = w[1] as c_int;
+            let sendtype: MPI_Datatype = Handle(w[2] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[3] as usize);
+            let recvcount: c_int = w[4] as c_int;
+            let recvtype: MPI_Datatype = Handle(w[5] as usize);
+            let comm: MPI_Comm = Handle(w[6] as usize);
+            let info: MPI_Info = Handle(w[7] as usize);
             e.buffer(sendbuf);
             e.int(i64::from(sendcount));
             e.handle(HandleKind::Datatype, sendtype);
@@ -1347,8 +1432,7 @@ pub unsafe extern "C" fn MPI_Alltoall_init(
             e.handle(HandleKind::Info, info);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Alltoall_init_c`.
@@ -1366,22 +1450,16 @@ pub unsafe extern "C" fn MPI_Alltoall_init_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Alltoall_init_c();
-    let Some(call) = Call::begin(func::MPI_Alltoall_init_c) else {
+    let Some(call) = Call::enter(func::MPI_Alltoall_init_c) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
             )
         };
     };
-    let ret = unsafe {
-        real(
-            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Alltoall_init_c,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 sendcount as u64,
@@ -1391,11 +1469,24 @@ pub unsafe extern "C" fn MPI_Alltoall_init_c(
                 k.handle(HandleKind::Datatype, recvtype),
                 k.handle(HandleKind::Comm, comm),
                 k.handle(HandleKind::Info, info),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe {
+            real(
+                sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
+            )
+        },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 8]| unsafe {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let sendcount: MPI_Count = w[1] as MPI_Count;
+            let sendtype: MPI_Datatype = Handle(w[2] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[3] as usize);
+            let recvcount: MPI_Count = w[4] as MPI_Count;
+            let recvtype: MPI_Datatype = Handle(w[5] as usize);
+            let comm: MPI_Comm = Handle(w[6] as usize);
+            let info: MPI_Info = Handle(w[7] as usize);
             e.buffer(sendbuf);
             e.int(sendcount);
             e.handle(HandleKind::Datatype, sendtype);
@@ -1406,8 +1497,7 @@ pub unsafe extern "C" fn MPI_Alltoall_init_c(
             e.handle(HandleKind::Info, info);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Alltoallv`.
@@ -1938,25 +2028,27 @@ pub unsafe extern "C" fn MPI_Alltoallw_init_c(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Attr_delete(comm: MPI_Comm, keyval: c_int) -> c_int {
     let real = crate::pmpi::MPI_Attr_delete();
-    let Some(call) = Call::begin(func::MPI_Attr_delete) else {
+    let Some(call) = Call::enter(func::MPI_Attr_delete) else {
         return unsafe { real(comm, keyval) };
     };
-    let ret = unsafe { real(comm, keyval) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Attr_delete,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::Comm, comm),
                 k.handle(HandleKind::Keyval, Handle::from(keyval)),
             ]
         },
-        move |e| {
+        move || unsafe { real(comm, keyval) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 2]| {
+            let comm: MPI_Comm = Handle(w[0] as usize);
+            let keyval: c_int = w[1] as c_int;
             e.handle(HandleKind::Comm, comm);
             e.handle(HandleKind::Keyval, Handle::from(keyval));
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Attr_get`.
@@ -1968,30 +2060,31 @@ pub unsafe extern "C" fn MPI_Attr_get(
     flag: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Attr_get();
-    let Some(call) = Call::begin(func::MPI_Attr_get) else {
+    let Some(call) = Call::enter(func::MPI_Attr_get) else {
         return unsafe { real(comm, keyval, attribute_val, flag) };
     };
-    let ret = unsafe { real(comm, keyval, attribute_val, flag) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Attr_get,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::Comm, comm),
                 k.handle(HandleKind::Keyval, Handle::from(keyval)),
                 attribute_val as u64,
-                k.out(flag.cast_const()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(comm, keyval, attribute_val, flag) },
+        |&ret| ret,
+        |k| unsafe { [k.out(flag.cast_const()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 3]| unsafe {
+            let comm: MPI_Comm = Handle(w[0] as usize);
+            let keyval: c_int = w[1] as c_int;
+            let attribute_val: *mut c_void = std::ptr::without_provenance_mut(w[2] as usize);
             e.handle(HandleKind::Comm, comm);
             e.handle(HandleKind::Keyval, Handle::from(keyval));
             e.buffer(attribute_val);
             e.int_out(flag);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Attr_put`.
@@ -2002,47 +2095,50 @@ pub unsafe extern "C" fn MPI_Attr_put(
     attribute_val: *mut c_void,
 ) -> c_int {
     let real = crate::pmpi::MPI_Attr_put();
-    let Some(call) = Call::begin(func::MPI_Attr_put) else {
+    let Some(call) = Call::enter(func::MPI_Attr_put) else {
         return unsafe { real(comm, keyval, attribute_val) };
     };
-    let ret = unsafe { real(comm, keyval, attribute_val) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Attr_put,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::Comm, comm),
                 k.handle(HandleKind::Keyval, Handle::from(keyval)),
                 attribute_val as u64,
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe { real(comm, keyval, attribute_val) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 3]| {
+            let comm: MPI_Comm = Handle(w[0] as usize);
+            let keyval: c_int = w[1] as c_int;
+            let attribute_val: *mut c_void = std::ptr::without_provenance_mut(w[2] as usize);
             e.handle(HandleKind::Comm, comm);
             e.handle(HandleKind::Keyval, Handle::from(keyval));
             e.buffer(attribute_val);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Barrier`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Barrier(comm: MPI_Comm) -> c_int {
     let real = crate::pmpi::MPI_Barrier();
-    let Some(call) = Call::begin(func::MPI_Barrier) else {
+    let Some(call) = Call::enter(func::MPI_Barrier) else {
         return unsafe { real(comm) };
     };
-    let ret = unsafe { real(comm) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Barrier,
-        ret,
-        |k| [k.handle(HandleKind::Comm, comm)],
-        move |e| {
+        move |k: &InputWords| [k.handle(HandleKind::Comm, comm)],
+        move || unsafe { real(comm) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 1]| {
+            let comm: MPI_Comm = Handle(w[0] as usize);
             e.handle(HandleKind::Comm, comm);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Barrier_init`.
@@ -2053,27 +2149,28 @@ pub unsafe extern "C" fn MPI_Barrier_init(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Barrier_init();
-    let Some(call) = Call::begin(func::MPI_Barrier_init) else {
+    let Some(call) = Call::enter(func::MPI_Barrier_init) else {
         return unsafe { real(comm, info, request) };
     };
-    let ret = unsafe { real(comm, info, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Barrier_init,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::Comm, comm),
                 k.handle(HandleKind::Info, info),
-                k.created(request.cast()),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(comm, info, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast())] },
+        move |e: &mut Encoder, w: &[u64; 2]| unsafe {
+            let comm: MPI_Comm = Handle(w[0] as usize);
+            let info: MPI_Info = Handle(w[1] as usize);
             e.handle(HandleKind::Comm, comm);
             e.handle(HandleKind::Info, info);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Bcast`.
@@ -2086,32 +2183,36 @@ pub unsafe extern "C" fn MPI_Bcast(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Bcast();
-    let Some(call) = Call::begin(func::MPI_Bcast) else {
+    let Some(call) = Call::enter(func::MPI_Bcast) else {
         return unsafe { real(buffer, count, datatype, root, comm) };
     };
-    let ret = unsafe { real(buffer, count, datatype, root, comm) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Bcast,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 buffer as u64,
                 i64::from(count) as u64,
                 k.handle(HandleKind::Datatype, datatype),
                 i64::from(root) as u64,
                 k.handle(HandleKind::Comm, comm),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe { real(buffer, count, datatype, root, comm) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 5]| {
+            let buffer: *mut c_void = std::ptr::without_provenance_mut(w[0] as usize);
+            let count: c_int = w[1] as c_int;
+            let datatype: MPI_Datatype = Handle(w[2] as usize);
+            let root: c_int = w[3] as c_int;
+            let comm: MPI_Comm = Handle(w[4] as usize);
             e.buffer(buffer);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
             e.root(i64::from(root));
             e.handle(HandleKind::Comm, comm);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Bcast_c`.
@@ -2124,32 +2225,36 @@ pub unsafe extern "C" fn MPI_Bcast_c(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Bcast_c();
-    let Some(call) = Call::begin(func::MPI_Bcast_c) else {
+    let Some(call) = Call::enter(func::MPI_Bcast_c) else {
         return unsafe { real(buffer, count, datatype, root, comm) };
     };
-    let ret = unsafe { real(buffer, count, datatype, root, comm) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Bcast_c,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 buffer as u64,
                 count as u64,
                 k.handle(HandleKind::Datatype, datatype),
                 i64::from(root) as u64,
                 k.handle(HandleKind::Comm, comm),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe { real(buffer, count, datatype, root, comm) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 5]| {
+            let buffer: *mut c_void = std::ptr::without_provenance_mut(w[0] as usize);
+            let count: MPI_Count = w[1] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[2] as usize);
+            let root: c_int = w[3] as c_int;
+            let comm: MPI_Comm = Handle(w[4] as usize);
             e.buffer(buffer);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
             e.root(i64::from(root));
             e.handle(HandleKind::Comm, comm);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Bcast_init`.
@@ -2164,14 +2269,12 @@ pub unsafe extern "C" fn MPI_Bcast_init(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Bcast_init();
-    let Some(call) = Call::begin(func::MPI_Bcast_init) else {
+    let Some(call) = Call::enter(func::MPI_Bcast_init) else {
         return unsafe { real(buffer, count, datatype, root, comm, info, request) };
     };
-    let ret = unsafe { real(buffer, count, datatype, root, comm, info, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Bcast_init,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 buffer as u64,
                 i64::from(count) as u64,
@@ -2179,11 +2282,18 @@ pub unsafe extern "C" fn MPI_Bcast_init(
                 i64::from(root) as u64,
                 k.handle(HandleKind::Comm, comm),
                 k.handle(HandleKind::Info, info),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(buffer, count, datatype, root, comm, info, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 6]| unsafe {
+            let buffer: *mut c_void = std::ptr::without_provenance_mut(w[0] as usize);
+            let count: c_int = w[1] as c_int;
+            let datatype: MPI_Datatype = Handle(w[2] as usize);
+            let root: c_int = w[3] as c_int;
+            let comm: MPI_Comm = Handle(w[4] as usize);
+            let info: MPI_Info = Handle(w[5] as usize);
             e.buffer(buffer);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
@@ -2192,8 +2302,7 @@ pub unsafe extern "C" fn MPI_Bcast_init(
             e.handle(HandleKind::Info, info);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Bcast_init_c`.
@@ -2208,14 +2317,12 @@ pub unsafe extern "C" fn MPI_Bcast_init_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Bcast_init_c();
-    let Some(call) = Call::begin(func::MPI_Bcast_init_c) else {
+    let Some(call) = Call::enter(func::MPI_Bcast_init_c) else {
         return unsafe { real(buffer, count, datatype, root, comm, info, request) };
     };
-    let ret = unsafe { real(buffer, count, datatype, root, comm, info, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Bcast_init_c,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 buffer as u64,
                 count as u64,
@@ -2223,11 +2330,18 @@ pub unsafe extern "C" fn MPI_Bcast_init_c(
                 i64::from(root) as u64,
                 k.handle(HandleKind::Comm, comm),
                 k.handle(HandleKind::Info, info),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(buffer, count, datatype, root, comm, info, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 6]| unsafe {
+            let buffer: *mut c_void = std::ptr::without_provenance_mut(w[0] as usize);
+            let count: MPI_Count = w[1] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[2] as usize);
+            let root: c_int = w[3] as c_int;
+            let comm: MPI_Comm = Handle(w[4] as usize);
+            let info: MPI_Info = Handle(w[5] as usize);
             e.buffer(buffer);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
@@ -2236,8 +2350,7 @@ pub unsafe extern "C" fn MPI_Bcast_init_c(
             e.handle(HandleKind::Info, info);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Bsend`.
@@ -2251,14 +2364,12 @@ pub unsafe extern "C" fn MPI_Bsend(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Bsend();
-    let Some(call) = Call::begin(func::MPI_Bsend) else {
+    let Some(call) = Call::enter(func::MPI_Bsend) else {
         return unsafe { real(buf, count, datatype, dest, tag, comm) };
     };
-    let ret = unsafe { real(buf, count, datatype, dest, tag, comm) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Bsend,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 buf as u64,
                 i64::from(count) as u64,
@@ -2266,10 +2377,18 @@ pub unsafe extern "C" fn MPI_Bsend(
                 i64::from(dest) as u64,
                 i64::from(tag) as u64,
                 k.handle(HandleKind::Comm, comm),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe { real(buf, count, datatype, dest, tag, comm) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 6]| {
+            let buf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let count: c_int = w[1] as c_int;
+            let datatype: MPI_Datatype = Handle(w[2] as usize);
+            let dest: c_int = w[3] as c_int;
+            let tag: c_int = w[4] as c_int;
+            let comm: MPI_Comm = Handle(w[5] as usize);
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
@@ -2277,8 +2396,7 @@ pub unsafe extern "C" fn MPI_Bsend(
             e.tag(i64::from(tag));
             e.handle(HandleKind::Comm, comm);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Bsend_c`.
@@ -2292,14 +2410,12 @@ pub unsafe extern "C" fn MPI_Bsend_c(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Bsend_c();
-    let Some(call) = Call::begin(func::MPI_Bsend_c) else {
+    let Some(call) = Call::enter(func::MPI_Bsend_c) else {
         return unsafe { real(buf, count, datatype, dest, tag, comm) };
     };
-    let ret = unsafe { real(buf, count, datatype, dest, tag, comm) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Bsend_c,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 buf as u64,
                 count as u64,
@@ -2307,10 +2423,18 @@ pub unsafe extern "C" fn MPI_Bsend_c(
                 i64::from(dest) as u64,
                 i64::from(tag) as u64,
                 k.handle(HandleKind::Comm, comm),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe { real(buf, count, datatype, dest, tag, comm) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 6]| {
+            let buf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let count: MPI_Count = w[1] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[2] as usize);
+            let dest: c_int = w[3] as c_int;
+            let tag: c_int = w[4] as c_int;
+            let comm: MPI_Comm = Handle(w[5] as usize);
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
@@ -2318,8 +2442,7 @@ pub unsafe extern "C" fn MPI_Bsend_c(
             e.tag(i64::from(tag));
             e.handle(HandleKind::Comm, comm);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Bsend_init`.
@@ -2334,14 +2457,12 @@ pub unsafe extern "C" fn MPI_Bsend_init(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Bsend_init();
-    let Some(call) = Call::begin(func::MPI_Bsend_init) else {
+    let Some(call) = Call::enter(func::MPI_Bsend_init) else {
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
-    let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Bsend_init,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 buf as u64,
                 i64::from(count) as u64,
@@ -2349,11 +2470,18 @@ pub unsafe extern "C" fn MPI_Bsend_init(
                 i64::from(dest) as u64,
                 i64::from(tag) as u64,
                 k.handle(HandleKind::Comm, comm),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(buf, count, datatype, dest, tag, comm, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 6]| unsafe {
+            let buf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let count: c_int = w[1] as c_int;
+            let datatype: MPI_Datatype = Handle(w[2] as usize);
+            let dest: c_int = w[3] as c_int;
+            let tag: c_int = w[4] as c_int;
+            let comm: MPI_Comm = Handle(w[5] as usize);
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
@@ -2362,8 +2490,7 @@ pub unsafe extern "C" fn MPI_Bsend_init(
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Bsend_init_c`.
@@ -2378,14 +2505,12 @@ pub unsafe extern "C" fn MPI_Bsend_init_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Bsend_init_c();
-    let Some(call) = Call::begin(func::MPI_Bsend_init_c) else {
+    let Some(call) = Call::enter(func::MPI_Bsend_init_c) else {
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
-    let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Bsend_init_c,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 buf as u64,
                 count as u64,
@@ -2393,11 +2518,18 @@ pub unsafe extern "C" fn MPI_Bsend_init_c(
                 i64::from(dest) as u64,
                 i64::from(tag) as u64,
                 k.handle(HandleKind::Comm, comm),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(buf, count, datatype, dest, tag, comm, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 6]| unsafe {
+            let buf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let count: MPI_Count = w[1] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[2] as usize);
+            let dest: c_int = w[3] as c_int;
+            let tag: c_int = w[4] as c_int;
+            let comm: MPI_Comm = Handle(w[5] as usize);
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
@@ -2406,61 +2538,65 @@ pub unsafe extern "C" fn MPI_Bsend_init_c(
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Buffer_attach`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Buffer_attach(buffer: *mut c_void, size: c_int) -> c_int {
     let real = crate::pmpi::MPI_Buffer_attach();
-    let Some(call) = Call::begin(func::MPI_Buffer_attach) else {
+    let Some(call) = Call::enter(func::MPI_Buffer_attach) else {
         return unsafe { real(buffer, size) };
     };
-    let ret = unsafe { real(buffer, size) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Buffer_attach,
-        ret,
-        |k| [buffer as u64, i64::from(size) as u64, k.segments()],
-        move |e| {
+        move |_: &InputWords| [buffer as u64, i64::from(size) as u64],
+        move || unsafe { real(buffer, size) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 2]| {
+            let buffer: *mut c_void = std::ptr::without_provenance_mut(w[0] as usize);
+            let size: c_int = w[1] as c_int;
             e.buffer(buffer);
             e.address(i64::from(size));
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Buffer_attach_c`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Buffer_attach_c(buffer: *mut c_void, size: MPI_Count) -> c_int {
     let real = crate::pmpi::MPI_Buffer_attach_c();
-    let Some(call) = Call::begin(func::MPI_Buffer_attach_c) else {
+    let Some(call) = Call::enter(func::MPI_Buffer_attach_c) else {
         return unsafe { real(buffer, size) };
     };
-    let ret = unsafe { real(buffer, size) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Buffer_attach_c,
-        ret,
-        |k| [buffer as u64, size as u64, k.segments()],
-        move |e| {
+        move |_: &InputWords| [buffer as u64, size as u64],
+        move || unsafe { real(buffer, size) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 2]| {
+            let buffer: *mut c_void = std::ptr::without_provenance_mut(w[0] as usize);
+            let size: MPI_Count = w[1] as MPI_Count;
             e.buffer(buffer);
             e.address(size);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Buffer_detach`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Buffer_detach(buffer_addr: *mut c_void, size: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Buffer_detach();
-    let Some(call) = Call::begin(func::MPI_Buffer_detach) else {
+    let Some(call) = Call::enter(func::MPI_Buffer_detach) else {
         return unsafe { real(buffer_addr, size) };
     };
-    let ret = unsafe { real(buffer_addr, size) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Buffer_detach,
-        ret,
+        move |_: &InputWords| [],
+        move || unsafe { real(buffer_addr, size) },
+        |&ret| ret,
         |k| unsafe {
             [
                 k.pointer_out(buffer_addr.cast_const().cast::<*mut c_void>()),
@@ -2468,12 +2604,11 @@ pub unsafe extern "C" fn MPI_Buffer_detach(buffer_addr: *mut c_void, size: *mut 
                 k.segments(),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, _: &[u64; 0]| unsafe {
             buffer_out(e, buffer_addr.cast_const().cast());
             e.int_out(size);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Buffer_detach_c`.
@@ -2483,13 +2618,14 @@ pub unsafe extern "C" fn MPI_Buffer_detach_c(
     size: *mut MPI_Count,
 ) -> c_int {
     let real = crate::pmpi::MPI_Buffer_detach_c();
-    let Some(call) = Call::begin(func::MPI_Buffer_detach_c) else {
+    let Some(call) = Call::enter(func::MPI_Buffer_detach_c) else {
         return unsafe { real(buffer_addr, size) };
     };
-    let ret = unsafe { real(buffer_addr, size) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Buffer_detach_c,
-        ret,
+        move |_: &InputWords| [],
+        move || unsafe { real(buffer_addr, size) },
+        |&ret| ret,
         |k| unsafe {
             [
                 k.pointer_out(buffer_addr.cast_const().cast::<*mut c_void>()),
@@ -2497,43 +2633,47 @@ pub unsafe extern "C" fn MPI_Buffer_detach_c(
                 k.segments(),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, _: &[u64; 0]| unsafe {
             buffer_out(e, buffer_addr.cast_const().cast());
             e.count_out(size);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Buffer_flush`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Buffer_flush() -> c_int {
     let real = crate::pmpi::MPI_Buffer_flush();
-    let Some(call) = Call::begin(func::MPI_Buffer_flush) else {
+    let Some(call) = Call::enter(func::MPI_Buffer_flush) else {
         return unsafe { real() };
     };
-    let ret = unsafe { real() };
-    call.end_keyed(func::MPI_Buffer_flush, ret, |_| [], move |_| {});
-    ret
+    call.keyed(
+        func::MPI_Buffer_flush,
+        move |_: &InputWords| [],
+        move || unsafe { real() },
+        |&ret| ret,
+        |_| [],
+        move |_: &mut Encoder, _: &[u64; 0]| {},
+    )
 }
 
 /// Traces `MPI_Buffer_iflush`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Buffer_iflush(request: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Buffer_iflush();
-    let Some(call) = Call::begin(func::MPI_Buffer_iflush) else {
+    let Some(call) = Call::enter(func::MPI_Buffer_iflush) else {
         return unsafe { real(request) };
     };
-    let ret = unsafe { real(request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Buffer_iflush,
-        ret,
+        move |_: &InputWords| [],
+        move || unsafe { real(request) },
+        |&ret| ret,
         |k| unsafe { [k.created(request.cast())] },
-        move |e| unsafe {
+        move |e: &mut Encoder, _: &[u64; 0]| unsafe {
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Cancel`.
@@ -2706,31 +2846,37 @@ pub unsafe extern "C" fn MPI_Cart_shift(
     rank_dest: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Cart_shift();
-    let Some(call) = Call::begin(func::MPI_Cart_shift) else {
+    let Some(call) = Call::enter(func::MPI_Cart_shift) else {
         return unsafe { real(comm, direction, disp, rank_source, rank_dest) };
     };
-    let ret = unsafe { real(comm, direction, disp, rank_source, rank_dest) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Cart_shift,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::Comm, comm),
                 i64::from(direction) as u64,
                 i64::from(disp) as u64,
+            ]
+        },
+        move || unsafe { real(comm, direction, disp, rank_source, rank_dest) },
+        |&ret| ret,
+        |k| unsafe {
+            [
                 k.rank_out(rank_source.cast_const()),
                 k.rank_out(rank_dest.cast_const()),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 3]| unsafe {
+            let comm: MPI_Comm = Handle(w[0] as usize);
+            let direction: c_int = w[1] as c_int;
+            let disp: c_int = w[2] as c_int;
             e.handle(HandleKind::Comm, comm);
             e.int(i64::from(direction));
             e.int(i64::from(disp));
             e.rank_out(rank_source, comm);
             e.rank_out(rank_dest, comm);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Cart_sub`.
@@ -2762,20 +2908,21 @@ pub unsafe extern "C" fn MPI_Cart_sub(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Cartdim_get(comm: MPI_Comm, ndims: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Cartdim_get();
-    let Some(call) = Call::begin(func::MPI_Cartdim_get) else {
+    let Some(call) = Call::enter(func::MPI_Cartdim_get) else {
         return unsafe { real(comm, ndims) };
     };
-    let ret = unsafe { real(comm, ndims) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Cartdim_get,
-        ret,
-        |k| unsafe { [k.handle(HandleKind::Comm, comm), k.out(ndims.cast_const())] },
-        move |e| unsafe {
+        move |k: &InputWords| [k.handle(HandleKind::Comm, comm)],
+        move || unsafe { real(comm, ndims) },
+        |&ret| ret,
+        |k| unsafe { [k.out(ndims.cast_const())] },
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let comm: MPI_Comm = Handle(w[0] as usize);
             e.handle(HandleKind::Comm, comm);
             e.int_out(ndims);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Close_port`.
@@ -2829,28 +2976,30 @@ pub unsafe extern "C" fn MPI_Comm_attach_buffer(
     size: c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_attach_buffer();
-    let Some(call) = Call::begin(func::MPI_Comm_attach_buffer) else {
+    let Some(call) = Call::enter(func::MPI_Comm_attach_buffer) else {
         return unsafe { real(comm, buffer, size) };
     };
-    let ret = unsafe { real(comm, buffer, size) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Comm_attach_buffer,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::Comm, comm),
                 buffer as u64,
                 i64::from(size) as u64,
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe { real(comm, buffer, size) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 3]| {
+            let comm: MPI_Comm = Handle(w[0] as usize);
+            let buffer: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let size: c_int = w[2] as c_int;
             e.handle(HandleKind::Comm, comm);
             e.buffer(buffer);
             e.address(i64::from(size));
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Comm_attach_buffer_c`.
@@ -2861,53 +3010,51 @@ pub unsafe extern "C" fn MPI_Comm_attach_buffer_c(
     size: MPI_Count,
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_attach_buffer_c();
-    let Some(call) = Call::begin(func::MPI_Comm_attach_buffer_c) else {
+    let Some(call) = Call::enter(func::MPI_Comm_attach_buffer_c) else {
         return unsafe { real(comm, buffer, size) };
     };
-    let ret = unsafe { real(comm, buffer, size) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Comm_attach_buffer_c,
-        ret,
-        |k| {
-            [
-                k.handle(HandleKind::Comm, comm),
-                buffer as u64,
-                size as u64,
-                k.segments(),
-            ]
-        },
-        move |e| {
+        move |k: &InputWords| [k.handle(HandleKind::Comm, comm), buffer as u64, size as u64],
+        move || unsafe { real(comm, buffer, size) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 3]| {
+            let comm: MPI_Comm = Handle(w[0] as usize);
+            let buffer: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let size: MPI_Count = w[2] as MPI_Count;
             e.handle(HandleKind::Comm, comm);
             e.buffer(buffer);
             e.address(size);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Comm_call_errhandler`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Comm_call_errhandler(comm: MPI_Comm, errorcode: c_int) -> c_int {
     let real = crate::pmpi::MPI_Comm_call_errhandler();
-    let Some(call) = Call::begin(func::MPI_Comm_call_errhandler) else {
+    let Some(call) = Call::enter(func::MPI_Comm_call_errhandler) else {
         return unsafe { real(comm, errorcode) };
     };
-    let ret = unsafe { real(comm, errorcode) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Comm_call_errhandler,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::Comm, comm),
                 i64::from(errorcode) as u64,
             ]
         },
-        move |e| {
+        move || unsafe { real(comm, errorcode) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 2]| {
+            let comm: MPI_Comm = Handle(w[0] as usize);
+            let errorcode: c_int = w[1] as c_int;
             e.handle(HandleKind::Comm, comm);
             e.int(i64::from(errorcode));
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Comm_compare`.
@@ -2918,27 +3065,28 @@ pub unsafe extern "C" fn MPI_Comm_compare(
     result: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_compare();
-    let Some(call) = Call::begin(func::MPI_Comm_compare) else {
+    let Some(call) = Call::enter(func::MPI_Comm_compare) else {
         return unsafe { real(comm1, comm2, result) };
     };
-    let ret = unsafe { real(comm1, comm2, result) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Comm_compare,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::Comm, comm1),
                 k.handle(HandleKind::Comm, comm2),
-                k.out(result.cast_const()),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(comm1, comm2, result) },
+        |&ret| ret,
+        |k| unsafe { [k.out(result.cast_const())] },
+        move |e: &mut Encoder, w: &[u64; 2]| unsafe {
+            let comm1: MPI_Comm = Handle(w[0] as usize);
+            let comm2: MPI_Comm = Handle(w[1] as usize);
             e.handle(HandleKind::Comm, comm1);
             e.handle(HandleKind::Comm, comm2);
             e.constant_out(ConstSet::Comparison, result);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Comm_connect`.
@@ -3106,25 +3254,27 @@ pub unsafe extern "C" fn MPI_Comm_create_keyval(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Comm_delete_attr(comm: MPI_Comm, comm_keyval: c_int) -> c_int {
     let real = crate::pmpi::MPI_Comm_delete_attr();
-    let Some(call) = Call::begin(func::MPI_Comm_delete_attr) else {
+    let Some(call) = Call::enter(func::MPI_Comm_delete_attr) else {
         return unsafe { real(comm, comm_keyval) };
     };
-    let ret = unsafe { real(comm, comm_keyval) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Comm_delete_attr,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::Comm, comm),
                 k.handle(HandleKind::Keyval, Handle::from(comm_keyval)),
             ]
         },
-        move |e| {
+        move || unsafe { real(comm, comm_keyval) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 2]| {
+            let comm: MPI_Comm = Handle(w[0] as usize);
+            let comm_keyval: c_int = w[1] as c_int;
             e.handle(HandleKind::Comm, comm);
             e.handle(HandleKind::Keyval, Handle::from(comm_keyval));
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Comm_detach_buffer`.
@@ -3135,28 +3285,28 @@ pub unsafe extern "C" fn MPI_Comm_detach_buffer(
     size: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_detach_buffer();
-    let Some(call) = Call::begin(func::MPI_Comm_detach_buffer) else {
+    let Some(call) = Call::enter(func::MPI_Comm_detach_buffer) else {
         return unsafe { real(comm, buffer_addr, size) };
     };
-    let ret = unsafe { real(comm, buffer_addr, size) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Comm_detach_buffer,
-        ret,
+        move |k: &InputWords| [k.handle(HandleKind::Comm, comm)],
+        move || unsafe { real(comm, buffer_addr, size) },
+        |&ret| ret,
         |k| unsafe {
             [
-                k.handle(HandleKind::Comm, comm),
                 k.pointer_out(buffer_addr.cast_const().cast::<*mut c_void>()),
                 k.out(size.cast_const()),
                 k.segments(),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let comm: MPI_Comm = Handle(w[0] as usize);
             e.handle(HandleKind::Comm, comm);
             buffer_out(e, buffer_addr.cast_const().cast());
             e.int_out(size);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Comm_detach_buffer_c`.
@@ -3167,28 +3317,28 @@ pub unsafe extern "C" fn MPI_Comm_detach_buffer_c(
     size: *mut MPI_Count,
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_detach_buffer_c();
-    let Some(call) = Call::begin(func::MPI_Comm_detach_buffer_c) else {
+    let Some(call) = Call::enter(func::MPI_Comm_detach_buffer_c) else {
         return unsafe { real(comm, buffer_addr, size) };
     };
-    let ret = unsafe { real(comm, buffer_addr, size) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Comm_detach_buffer_c,
-        ret,
+        move |k: &InputWords| [k.handle(HandleKind::Comm, comm)],
+        move || unsafe { real(comm, buffer_addr, size) },
+        |&ret| ret,
         |k| unsafe {
             [
-                k.handle(HandleKind::Comm, comm),
                 k.pointer_out(buffer_addr.cast_const().cast::<*mut c_void>()),
                 k.out(size.cast_const()),
                 k.segments(),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let comm: MPI_Comm = Handle(w[0] as usize);
             e.handle(HandleKind::Comm, comm);
             buffer_out(e, buffer_addr.cast_const().cast());
             e.count_out(size);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Comm_disconnect`.
@@ -3253,19 +3403,20 @@ pub unsafe extern "C" fn MPI_Comm_dup_with_info(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Comm_flush_buffer(comm: MPI_Comm) -> c_int {
     let real = crate::pmpi::MPI_Comm_flush_buffer();
-    let Some(call) = Call::begin(func::MPI_Comm_flush_buffer) else {
+    let Some(call) = Call::enter(func::MPI_Comm_flush_buffer) else {
         return unsafe { real(comm) };
     };
-    let ret = unsafe { real(comm) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Comm_flush_buffer,
-        ret,
-        |k| [k.handle(HandleKind::Comm, comm)],
-        move |e| {
+        move |k: &InputWords| [k.handle(HandleKind::Comm, comm)],
+        move || unsafe { real(comm) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 1]| {
+            let comm: MPI_Comm = Handle(w[0] as usize);
             e.handle(HandleKind::Comm, comm);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Comm_free`.
@@ -3303,19 +3454,20 @@ pub unsafe extern "C" fn MPI_Comm_free_keyval(comm_keyval: *mut c_int) -> c_int 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Comm_fromint(comm: c_int) -> MPI_Comm {
     let real = crate::pmpi::MPI_Comm_fromint();
-    let Some(call) = Call::begin(func::MPI_Comm_fromint) else {
+    let Some(call) = Call::enter(func::MPI_Comm_fromint) else {
         return unsafe { real(comm) };
     };
-    let ret = unsafe { real(comm) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Comm_fromint,
-        MPI_SUCCESS,
-        |_| [i64::from(comm) as u64],
-        move |e| {
+        move |_: &InputWords| [i64::from(comm) as u64],
+        move || unsafe { real(comm) },
+        |_| MPI_SUCCESS,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 1]| {
+            let comm: c_int = w[0] as c_int;
             e.int(i64::from(comm));
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Comm_get_attr`.
@@ -3327,30 +3479,31 @@ pub unsafe extern "C" fn MPI_Comm_get_attr(
     flag: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_get_attr();
-    let Some(call) = Call::begin(func::MPI_Comm_get_attr) else {
+    let Some(call) = Call::enter(func::MPI_Comm_get_attr) else {
         return unsafe { real(comm, comm_keyval, attribute_val, flag) };
     };
-    let ret = unsafe { real(comm, comm_keyval, attribute_val, flag) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Comm_get_attr,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::Comm, comm),
                 k.handle(HandleKind::Keyval, Handle::from(comm_keyval)),
                 attribute_val as u64,
-                k.out(flag.cast_const()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(comm, comm_keyval, attribute_val, flag) },
+        |&ret| ret,
+        |k| unsafe { [k.out(flag.cast_const()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 3]| unsafe {
+            let comm: MPI_Comm = Handle(w[0] as usize);
+            let comm_keyval: c_int = w[1] as c_int;
+            let attribute_val: *mut c_void = std::ptr::without_provenance_mut(w[2] as usize);
             e.handle(HandleKind::Comm, comm);
             e.handle(HandleKind::Keyval, Handle::from(comm_keyval));
             e.buffer(attribute_val);
             e.int_out(flag);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Comm_get_errhandler`.
@@ -3411,19 +3564,19 @@ pub unsafe extern "C" fn MPI_Comm_get_name(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Comm_get_parent(parent: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Comm_get_parent();
-    let Some(call) = Call::begin(func::MPI_Comm_get_parent) else {
+    let Some(call) = Call::enter(func::MPI_Comm_get_parent) else {
         return unsafe { real(parent) };
     };
-    let ret = unsafe { real(parent) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Comm_get_parent,
-        ret,
+        move |_: &InputWords| [],
+        move || unsafe { real(parent) },
+        |&ret| ret,
         |k| unsafe { [k.handle_out(HandleKind::Comm, parent.cast())] },
-        move |e| unsafe {
+        move |e: &mut Encoder, _: &[u64; 0]| unsafe {
             lookup_out(e, HandleKind::Comm, parent.cast());
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Comm_group`.
@@ -3495,20 +3648,21 @@ pub unsafe extern "C" fn MPI_Comm_idup_with_info(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Comm_iflush_buffer(comm: MPI_Comm, request: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Comm_iflush_buffer();
-    let Some(call) = Call::begin(func::MPI_Comm_iflush_buffer) else {
+    let Some(call) = Call::enter(func::MPI_Comm_iflush_buffer) else {
         return unsafe { real(comm, request) };
     };
-    let ret = unsafe { real(comm, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Comm_iflush_buffer,
-        ret,
-        |k| unsafe { [k.handle(HandleKind::Comm, comm), k.created(request.cast())] },
-        move |e| unsafe {
+        move |k: &InputWords| [k.handle(HandleKind::Comm, comm)],
+        move || unsafe { real(comm, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast())] },
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let comm: MPI_Comm = Handle(w[0] as usize);
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Comm_join`.
@@ -3530,25 +3684,21 @@ pub unsafe extern "C" fn MPI_Comm_join(fd: c_int, intercomm: *mut HandleSlot) ->
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Comm_rank(comm: MPI_Comm, rank: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Comm_rank();
-    let Some(call) = Call::begin(func::MPI_Comm_rank) else {
+    let Some(call) = Call::enter(func::MPI_Comm_rank) else {
         return unsafe { real(comm, rank) };
     };
-    let ret = unsafe { real(comm, rank) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Comm_rank,
-        ret,
-        |k| unsafe {
-            [
-                k.handle(HandleKind::Comm, comm),
-                k.rank_out(rank.cast_const()),
-            ]
-        },
-        move |e| unsafe {
+        move |k: &InputWords| [k.handle(HandleKind::Comm, comm)],
+        move || unsafe { real(comm, rank) },
+        |&ret| ret,
+        |k| unsafe { [k.rank_out(rank.cast_const())] },
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let comm: MPI_Comm = Handle(w[0] as usize);
             e.handle(HandleKind::Comm, comm);
             e.rank_out(rank, comm);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Comm_remote_group`.
@@ -3570,20 +3720,21 @@ pub unsafe extern "C" fn MPI_Comm_remote_group(comm: MPI_Comm, group: *mut Handl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Comm_remote_size(comm: MPI_Comm, size: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Comm_remote_size();
-    let Some(call) = Call::begin(func::MPI_Comm_remote_size) else {
+    let Some(call) = Call::enter(func::MPI_Comm_remote_size) else {
         return unsafe { real(comm, size) };
     };
-    let ret = unsafe { real(comm, size) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Comm_remote_size,
-        ret,
-        |k| unsafe { [k.handle(HandleKind::Comm, comm), k.out(size.cast_const())] },
-        move |e| unsafe {
+        move |k: &InputWords| [k.handle(HandleKind::Comm, comm)],
+        move || unsafe { real(comm, size) },
+        |&ret| ret,
+        |k| unsafe { [k.out(size.cast_const())] },
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let comm: MPI_Comm = Handle(w[0] as usize);
             e.handle(HandleKind::Comm, comm);
             e.int_out(size);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Comm_set_attr`.
@@ -3594,28 +3745,30 @@ pub unsafe extern "C" fn MPI_Comm_set_attr(
     attribute_val: *mut c_void,
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_set_attr();
-    let Some(call) = Call::begin(func::MPI_Comm_set_attr) else {
+    let Some(call) = Call::enter(func::MPI_Comm_set_attr) else {
         return unsafe { real(comm, comm_keyval, attribute_val) };
     };
-    let ret = unsafe { real(comm, comm_keyval, attribute_val) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Comm_set_attr,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::Comm, comm),
                 k.handle(HandleKind::Keyval, Handle::from(comm_keyval)),
                 attribute_val as u64,
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe { real(comm, comm_keyval, attribute_val) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 3]| {
+            let comm: MPI_Comm = Handle(w[0] as usize);
+            let comm_keyval: c_int = w[1] as c_int;
+            let attribute_val: *mut c_void = std::ptr::without_provenance_mut(w[2] as usize);
             e.handle(HandleKind::Comm, comm);
             e.handle(HandleKind::Keyval, Handle::from(comm_keyval));
             e.buffer(attribute_val);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Comm_set_errhandler`.
@@ -3625,50 +3778,54 @@ pub unsafe extern "C" fn MPI_Comm_set_errhandler(
     errhandler: MPI_Errhandler,
 ) -> c_int {
     let real = crate::pmpi::MPI_Comm_set_errhandler();
-    let Some(call) = Call::begin(func::MPI_Comm_set_errhandler) else {
+    let Some(call) = Call::enter(func::MPI_Comm_set_errhandler) else {
         return unsafe { real(comm, errhandler) };
     };
-    let ret = unsafe { real(comm, errhandler) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Comm_set_errhandler,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::Comm, comm),
                 k.handle(HandleKind::Errhandler, errhandler),
             ]
         },
-        move |e| {
+        move || unsafe { real(comm, errhandler) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 2]| {
+            let comm: MPI_Comm = Handle(w[0] as usize);
+            let errhandler: MPI_Errhandler = Handle(w[1] as usize);
             e.handle(HandleKind::Comm, comm);
             e.handle(HandleKind::Errhandler, errhandler);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Comm_set_info`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Comm_set_info(comm: MPI_Comm, info: MPI_Info) -> c_int {
     let real = crate::pmpi::MPI_Comm_set_info();
-    let Some(call) = Call::begin(func::MPI_Comm_set_info) else {
+    let Some(call) = Call::enter(func::MPI_Comm_set_info) else {
         return unsafe { real(comm, info) };
     };
-    let ret = unsafe { real(comm, info) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Comm_set_info,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::Comm, comm),
                 k.handle(HandleKind::Info, info),
             ]
         },
-        move |e| {
+        move || unsafe { real(comm, info) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 2]| {
+            let comm: MPI_Comm = Handle(w[0] as usize);
+            let info: MPI_Info = Handle(w[1] as usize);
             e.handle(HandleKind::Comm, comm);
             e.handle(HandleKind::Info, info);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Comm_set_name`.
@@ -3690,20 +3847,21 @@ pub unsafe extern "C" fn MPI_Comm_set_name(comm: MPI_Comm, comm_name: *const c_c
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Comm_size(comm: MPI_Comm, size: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Comm_size();
-    let Some(call) = Call::begin(func::MPI_Comm_size) else {
+    let Some(call) = Call::enter(func::MPI_Comm_size) else {
         return unsafe { real(comm, size) };
     };
-    let ret = unsafe { real(comm, size) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Comm_size,
-        ret,
-        |k| unsafe { [k.handle(HandleKind::Comm, comm), k.out(size.cast_const())] },
-        move |e| unsafe {
+        move |k: &InputWords| [k.handle(HandleKind::Comm, comm)],
+        move || unsafe { real(comm, size) },
+        |&ret| ret,
+        |k| unsafe { [k.out(size.cast_const())] },
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let comm: MPI_Comm = Handle(w[0] as usize);
             e.handle(HandleKind::Comm, comm);
             e.int_out(size);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Comm_spawn`.
@@ -3930,39 +4088,41 @@ pub unsafe extern "C" fn MPI_Comm_split_type(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Comm_test_inter(comm: MPI_Comm, flag: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Comm_test_inter();
-    let Some(call) = Call::begin(func::MPI_Comm_test_inter) else {
+    let Some(call) = Call::enter(func::MPI_Comm_test_inter) else {
         return unsafe { real(comm, flag) };
     };
-    let ret = unsafe { real(comm, flag) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Comm_test_inter,
-        ret,
-        |k| unsafe { [k.handle(HandleKind::Comm, comm), k.out(flag.cast_const())] },
-        move |e| unsafe {
+        move |k: &InputWords| [k.handle(HandleKind::Comm, comm)],
+        move || unsafe { real(comm, flag) },
+        |&ret| ret,
+        |k| unsafe { [k.out(flag.cast_const())] },
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let comm: MPI_Comm = Handle(w[0] as usize);
             e.handle(HandleKind::Comm, comm);
             e.int_out(flag);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Comm_toint`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Comm_toint(comm: MPI_Comm) -> c_int {
     let real = crate::pmpi::MPI_Comm_toint();
-    let Some(call) = Call::begin(func::MPI_Comm_toint) else {
+    let Some(call) = Call::enter(func::MPI_Comm_toint) else {
         return unsafe { real(comm) };
     };
-    let ret = unsafe { real(comm) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Comm_toint,
-        ret,
-        |k| [k.handle(HandleKind::Comm, comm)],
-        move |e| {
+        move |k: &InputWords| [k.handle(HandleKind::Comm, comm)],
+        move || unsafe { real(comm) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 1]| {
+            let comm: MPI_Comm = Handle(w[0] as usize);
             e.handle(HandleKind::Comm, comm);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Compare_and_swap`.
@@ -3977,7 +4137,7 @@ pub unsafe extern "C" fn MPI_Compare_and_swap(
     win: MPI_Win,
 ) -> c_int {
     let real = crate::pmpi::MPI_Compare_and_swap();
-    let Some(call) = Call::begin(func::MPI_Compare_and_swap) else {
+    let Some(call) = Call::enter(func::MPI_Compare_and_swap) else {
         return unsafe {
             real(
                 origin_addr,
@@ -3990,21 +4150,9 @@ pub unsafe extern "C" fn MPI_Compare_and_swap(
             )
         };
     };
-    let ret = unsafe {
-        real(
-            origin_addr,
-            compare_addr,
-            result_addr,
-            datatype,
-            target_rank,
-            target_disp,
-            win,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Compare_and_swap,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 origin_addr as u64,
                 compare_addr as u64,
@@ -4013,10 +4161,29 @@ pub unsafe extern "C" fn MPI_Compare_and_swap(
                 i64::from(target_rank) as u64,
                 target_disp as u64,
                 k.handle(HandleKind::Win, win),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe {
+            real(
+                origin_addr,
+                compare_addr,
+                result_addr,
+                datatype,
+                target_rank,
+                target_disp,
+                win,
+            )
+        },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 7]| {
+            let origin_addr: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let compare_addr: *const c_void = std::ptr::without_provenance(w[1] as usize);
+            let result_addr: *mut c_void = std::ptr::without_provenance_mut(w[2] as usize);
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
+            let target_rank: c_int = w[4] as c_int;
+            let target_disp: MPI_Aint = w[5] as MPI_Aint;
+            let win: MPI_Win = Handle(w[6] as usize);
             e.buffer(origin_addr);
             e.buffer(compare_addr);
             e.buffer(result_addr);
@@ -4025,8 +4192,7 @@ pub unsafe extern "C" fn MPI_Compare_and_swap(
             e.address(target_disp);
             e.handle(HandleKind::Win, win);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Dims_create`.
@@ -4273,29 +4439,29 @@ pub unsafe extern "C" fn MPI_Dist_graph_neighbors_count(
     weighted: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Dist_graph_neighbors_count();
-    let Some(call) = Call::begin(func::MPI_Dist_graph_neighbors_count) else {
+    let Some(call) = Call::enter(func::MPI_Dist_graph_neighbors_count) else {
         return unsafe { real(comm, indegree, outdegree, weighted) };
     };
-    let ret = unsafe { real(comm, indegree, outdegree, weighted) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Dist_graph_neighbors_count,
-        ret,
+        move |k: &InputWords| [k.handle(HandleKind::Comm, comm)],
+        move || unsafe { real(comm, indegree, outdegree, weighted) },
+        |&ret| ret,
         |k| unsafe {
             [
-                k.handle(HandleKind::Comm, comm),
                 k.out(indegree.cast_const()),
                 k.out(outdegree.cast_const()),
                 k.out(weighted.cast_const()),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let comm: MPI_Comm = Handle(w[0] as usize);
             e.handle(HandleKind::Comm, comm);
             e.int_out(indegree);
             e.int_out(outdegree);
             e.int_out(weighted);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Errhandler_create`.
@@ -4336,19 +4502,20 @@ pub unsafe extern "C" fn MPI_Errhandler_free(errhandler: *mut HandleSlot) -> c_i
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Errhandler_fromint(errhandler: c_int) -> MPI_Errhandler {
     let real = crate::pmpi::MPI_Errhandler_fromint();
-    let Some(call) = Call::begin(func::MPI_Errhandler_fromint) else {
+    let Some(call) = Call::enter(func::MPI_Errhandler_fromint) else {
         return unsafe { real(errhandler) };
     };
-    let ret = unsafe { real(errhandler) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Errhandler_fromint,
-        MPI_SUCCESS,
-        |_| [i64::from(errhandler) as u64],
-        move |e| {
+        move |_: &InputWords| [i64::from(errhandler) as u64],
+        move || unsafe { real(errhandler) },
+        |_| MPI_SUCCESS,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 1]| {
+            let errhandler: c_int = w[0] as c_int;
             e.int(i64::from(errhandler));
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Errhandler_get`.
@@ -4370,64 +4537,68 @@ pub unsafe extern "C" fn MPI_Errhandler_get(comm: MPI_Comm, errhandler: *mut Han
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Errhandler_set(comm: MPI_Comm, errhandler: MPI_Errhandler) -> c_int {
     let real = crate::pmpi::MPI_Errhandler_set();
-    let Some(call) = Call::begin(func::MPI_Errhandler_set) else {
+    let Some(call) = Call::enter(func::MPI_Errhandler_set) else {
         return unsafe { real(comm, errhandler) };
     };
-    let ret = unsafe { real(comm, errhandler) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Errhandler_set,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::Comm, comm),
                 k.handle(HandleKind::Errhandler, errhandler),
             ]
         },
-        move |e| {
+        move || unsafe { real(comm, errhandler) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 2]| {
+            let comm: MPI_Comm = Handle(w[0] as usize);
+            let errhandler: MPI_Errhandler = Handle(w[1] as usize);
             e.handle(HandleKind::Comm, comm);
             e.handle(HandleKind::Errhandler, errhandler);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Errhandler_toint`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Errhandler_toint(errhandler: MPI_Errhandler) -> c_int {
     let real = crate::pmpi::MPI_Errhandler_toint();
-    let Some(call) = Call::begin(func::MPI_Errhandler_toint) else {
+    let Some(call) = Call::enter(func::MPI_Errhandler_toint) else {
         return unsafe { real(errhandler) };
     };
-    let ret = unsafe { real(errhandler) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Errhandler_toint,
-        ret,
-        |k| [k.handle(HandleKind::Errhandler, errhandler)],
-        move |e| {
+        move |k: &InputWords| [k.handle(HandleKind::Errhandler, errhandler)],
+        move || unsafe { real(errhandler) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 1]| {
+            let errhandler: MPI_Errhandler = Handle(w[0] as usize);
             e.handle(HandleKind::Errhandler, errhandler);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Error_class`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Error_class(errorcode: c_int, errorclass: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Error_class();
-    let Some(call) = Call::begin(func::MPI_Error_class) else {
+    let Some(call) = Call::enter(func::MPI_Error_class) else {
         return unsafe { real(errorcode, errorclass) };
     };
-    let ret = unsafe { real(errorcode, errorclass) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Error_class,
-        ret,
-        |k| unsafe { [i64::from(errorcode) as u64, k.out(errorclass.cast_const())] },
-        move |e| unsafe {
+        move |_: &InputWords| [i64::from(errorcode) as u64],
+        move || unsafe { real(errorcode, errorclass) },
+        |&ret| ret,
+        |k| unsafe { [k.out(errorclass.cast_const())] },
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let errorcode: c_int = w[0] as c_int;
             e.int(i64::from(errorcode));
             e.constant_out(ConstSet::ErrorClass, errorclass);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Error_string`.
@@ -4462,14 +4633,12 @@ pub unsafe extern "C" fn MPI_Exscan(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Exscan();
-    let Some(call) = Call::begin(func::MPI_Exscan) else {
+    let Some(call) = Call::enter(func::MPI_Exscan) else {
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) };
     };
-    let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Exscan,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 recvbuf as u64,
@@ -4477,10 +4646,18 @@ pub unsafe extern "C" fn MPI_Exscan(
                 k.handle(HandleKind::Datatype, datatype),
                 k.handle(HandleKind::Op, op),
                 k.handle(HandleKind::Comm, comm),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 6]| {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let count: c_int = w[2] as c_int;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
+            let op: MPI_Op = Handle(w[4] as usize);
+            let comm: MPI_Comm = Handle(w[5] as usize);
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(i64::from(count));
@@ -4488,8 +4665,7 @@ pub unsafe extern "C" fn MPI_Exscan(
             e.handle(HandleKind::Op, op);
             e.handle(HandleKind::Comm, comm);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Exscan_c`.
@@ -4503,14 +4679,12 @@ pub unsafe extern "C" fn MPI_Exscan_c(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Exscan_c();
-    let Some(call) = Call::begin(func::MPI_Exscan_c) else {
+    let Some(call) = Call::enter(func::MPI_Exscan_c) else {
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) };
     };
-    let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Exscan_c,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 recvbuf as u64,
@@ -4518,10 +4692,18 @@ pub unsafe extern "C" fn MPI_Exscan_c(
                 k.handle(HandleKind::Datatype, datatype),
                 k.handle(HandleKind::Op, op),
                 k.handle(HandleKind::Comm, comm),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 6]| {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let count: MPI_Count = w[2] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
+            let op: MPI_Op = Handle(w[4] as usize);
+            let comm: MPI_Comm = Handle(w[5] as usize);
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(count);
@@ -4529,8 +4711,7 @@ pub unsafe extern "C" fn MPI_Exscan_c(
             e.handle(HandleKind::Op, op);
             e.handle(HandleKind::Comm, comm);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Exscan_init`.
@@ -4547,14 +4728,12 @@ pub unsafe extern "C" fn MPI_Exscan_init(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Exscan_init();
-    let Some(call) = Call::begin(func::MPI_Exscan_init) else {
+    let Some(call) = Call::enter(func::MPI_Exscan_init) else {
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
     };
-    let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Exscan_init,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 recvbuf as u64,
@@ -4563,11 +4742,19 @@ pub unsafe extern "C" fn MPI_Exscan_init(
                 k.handle(HandleKind::Op, op),
                 k.handle(HandleKind::Comm, comm),
                 k.handle(HandleKind::Info, info),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 7]| unsafe {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let count: c_int = w[2] as c_int;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
+            let op: MPI_Op = Handle(w[4] as usize);
+            let comm: MPI_Comm = Handle(w[5] as usize);
+            let info: MPI_Info = Handle(w[6] as usize);
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(i64::from(count));
@@ -4577,8 +4764,7 @@ pub unsafe extern "C" fn MPI_Exscan_init(
             e.handle(HandleKind::Info, info);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Exscan_init_c`.
@@ -4595,14 +4781,12 @@ pub unsafe extern "C" fn MPI_Exscan_init_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Exscan_init_c();
-    let Some(call) = Call::begin(func::MPI_Exscan_init_c) else {
+    let Some(call) = Call::enter(func::MPI_Exscan_init_c) else {
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
     };
-    let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Exscan_init_c,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 recvbuf as u64,
@@ -4611,11 +4795,19 @@ pub unsafe extern "C" fn MPI_Exscan_init_c(
                 k.handle(HandleKind::Op, op),
                 k.handle(HandleKind::Comm, comm),
                 k.handle(HandleKind::Info, info),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 7]| unsafe {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let count: MPI_Count = w[2] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
+            let op: MPI_Op = Handle(w[4] as usize);
+            let comm: MPI_Comm = Handle(w[5] as usize);
+            let info: MPI_Info = Handle(w[6] as usize);
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(count);
@@ -4625,8 +4817,7 @@ pub unsafe extern "C" fn MPI_Exscan_init_c(
             e.handle(HandleKind::Info, info);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Fetch_and_op`.
@@ -4641,7 +4832,7 @@ pub unsafe extern "C" fn MPI_Fetch_and_op(
     win: MPI_Win,
 ) -> c_int {
     let real = crate::pmpi::MPI_Fetch_and_op();
-    let Some(call) = Call::begin(func::MPI_Fetch_and_op) else {
+    let Some(call) = Call::enter(func::MPI_Fetch_and_op) else {
         return unsafe {
             real(
                 origin_addr,
@@ -4654,21 +4845,9 @@ pub unsafe extern "C" fn MPI_Fetch_and_op(
             )
         };
     };
-    let ret = unsafe {
-        real(
-            origin_addr,
-            result_addr,
-            datatype,
-            target_rank,
-            target_disp,
-            op,
-            win,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Fetch_and_op,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 origin_addr as u64,
                 result_addr as u64,
@@ -4677,10 +4856,29 @@ pub unsafe extern "C" fn MPI_Fetch_and_op(
                 target_disp as u64,
                 k.handle(HandleKind::Op, op),
                 k.handle(HandleKind::Win, win),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe {
+            real(
+                origin_addr,
+                result_addr,
+                datatype,
+                target_rank,
+                target_disp,
+                op,
+                win,
+            )
+        },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 7]| {
+            let origin_addr: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let result_addr: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let datatype: MPI_Datatype = Handle(w[2] as usize);
+            let target_rank: c_int = w[3] as c_int;
+            let target_disp: MPI_Aint = w[4] as MPI_Aint;
+            let op: MPI_Op = Handle(w[5] as usize);
+            let win: MPI_Win = Handle(w[6] as usize);
             e.buffer(origin_addr);
             e.buffer(result_addr);
             e.handle(HandleKind::Datatype, datatype);
@@ -4689,47 +4887,49 @@ pub unsafe extern "C" fn MPI_Fetch_and_op(
             e.handle(HandleKind::Op, op);
             e.handle(HandleKind::Win, win);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_c2f`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_File_c2f(file: MPI_File) -> MPI_Fint {
     let real = crate::pmpi::MPI_File_c2f();
-    let Some(call) = Call::begin(func::MPI_File_c2f) else {
+    let Some(call) = Call::enter(func::MPI_File_c2f) else {
         return unsafe { real(file) };
     };
-    let ret = unsafe { real(file) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_c2f,
-        MPI_SUCCESS,
-        |k| [k.handle(HandleKind::File, file)],
-        move |e| {
+        move |k: &InputWords| [k.handle(HandleKind::File, file)],
+        move || unsafe { real(file) },
+        |_| MPI_SUCCESS,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 1]| {
+            let file: MPI_File = Handle(w[0] as usize);
             e.handle(HandleKind::File, file);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_call_errhandler`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_File_call_errhandler(fh: MPI_File, errorcode: c_int) -> c_int {
     let real = crate::pmpi::MPI_File_call_errhandler();
-    let Some(call) = Call::begin(func::MPI_File_call_errhandler) else {
+    let Some(call) = Call::enter(func::MPI_File_call_errhandler) else {
         return unsafe { real(fh, errorcode) };
     };
-    let ret = unsafe { real(fh, errorcode) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_call_errhandler,
-        ret,
-        |k| [k.handle(HandleKind::File, fh), i64::from(errorcode) as u64],
-        move |e| {
+        move |k: &InputWords| [k.handle(HandleKind::File, fh), i64::from(errorcode) as u64],
+        move || unsafe { real(fh, errorcode) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 2]| {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let errorcode: c_int = w[1] as c_int;
             e.handle(HandleKind::File, fh);
             e.int(i64::from(errorcode));
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_close`.
@@ -4784,78 +4984,82 @@ pub unsafe extern "C" fn MPI_File_delete(filename: *const c_char, info: MPI_Info
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_File_f2c(file: MPI_Fint) -> MPI_File {
     let real = crate::pmpi::MPI_File_f2c();
-    let Some(call) = Call::begin(func::MPI_File_f2c) else {
+    let Some(call) = Call::enter(func::MPI_File_f2c) else {
         return unsafe { real(file) };
     };
-    let ret = unsafe { real(file) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_f2c,
-        MPI_SUCCESS,
-        |_| [i64::from(file) as u64],
-        move |e| {
+        move |_: &InputWords| [i64::from(file) as u64],
+        move || unsafe { real(file) },
+        |_| MPI_SUCCESS,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 1]| {
+            let file: MPI_Fint = w[0] as MPI_Fint;
             e.int(i64::from(file));
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_fromint`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_File_fromint(file: c_int) -> MPI_File {
     let real = crate::pmpi::MPI_File_fromint();
-    let Some(call) = Call::begin(func::MPI_File_fromint) else {
+    let Some(call) = Call::enter(func::MPI_File_fromint) else {
         return unsafe { real(file) };
     };
-    let ret = unsafe { real(file) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_fromint,
-        MPI_SUCCESS,
-        |_| [i64::from(file) as u64],
-        move |e| {
+        move |_: &InputWords| [i64::from(file) as u64],
+        move || unsafe { real(file) },
+        |_| MPI_SUCCESS,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 1]| {
+            let file: c_int = w[0] as c_int;
             e.int(i64::from(file));
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_get_amode`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_File_get_amode(fh: MPI_File, amode: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_File_get_amode();
-    let Some(call) = Call::begin(func::MPI_File_get_amode) else {
+    let Some(call) = Call::enter(func::MPI_File_get_amode) else {
         return unsafe { real(fh, amode) };
     };
-    let ret = unsafe { real(fh, amode) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_get_amode,
-        ret,
-        |k| unsafe { [k.handle(HandleKind::File, fh), k.out(amode.cast_const())] },
-        move |e| unsafe {
+        move |k: &InputWords| [k.handle(HandleKind::File, fh)],
+        move || unsafe { real(fh, amode) },
+        |&ret| ret,
+        |k| unsafe { [k.out(amode.cast_const())] },
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
             e.handle(HandleKind::File, fh);
             e.constant_out(ConstSet::AccessMode, amode);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_get_atomicity`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_File_get_atomicity(fh: MPI_File, flag: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_File_get_atomicity();
-    let Some(call) = Call::begin(func::MPI_File_get_atomicity) else {
+    let Some(call) = Call::enter(func::MPI_File_get_atomicity) else {
         return unsafe { real(fh, flag) };
     };
-    let ret = unsafe { real(fh, flag) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_get_atomicity,
-        ret,
-        |k| unsafe { [k.handle(HandleKind::File, fh), k.out(flag.cast_const())] },
-        move |e| unsafe {
+        move |k: &InputWords| [k.handle(HandleKind::File, fh)],
+        move || unsafe { real(fh, flag) },
+        |&ret| ret,
+        |k| unsafe { [k.out(flag.cast_const())] },
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
             e.handle(HandleKind::File, fh);
             e.int_out(flag);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_get_byte_offset`.
@@ -4866,27 +5070,23 @@ pub unsafe extern "C" fn MPI_File_get_byte_offset(
     disp: *mut MPI_Offset,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_get_byte_offset();
-    let Some(call) = Call::begin(func::MPI_File_get_byte_offset) else {
+    let Some(call) = Call::enter(func::MPI_File_get_byte_offset) else {
         return unsafe { real(fh, offset, disp) };
     };
-    let ret = unsafe { real(fh, offset, disp) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_get_byte_offset,
-        ret,
-        |k| unsafe {
-            [
-                k.handle(HandleKind::File, fh),
-                offset as u64,
-                k.out(disp.cast_const()),
-            ]
-        },
-        move |e| unsafe {
+        move |k: &InputWords| [k.handle(HandleKind::File, fh), offset as u64],
+        move || unsafe { real(fh, offset, disp) },
+        |&ret| ret,
+        |k| unsafe { [k.out(disp.cast_const())] },
+        move |e: &mut Encoder, w: &[u64; 2]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let offset: MPI_Offset = w[1] as MPI_Offset;
             e.handle(HandleKind::File, fh);
             e.address(offset);
             e.offset_out(disp);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_get_errhandler`.
@@ -4941,20 +5141,21 @@ pub unsafe extern "C" fn MPI_File_get_info(fh: MPI_File, info_used: *mut HandleS
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_File_get_position(fh: MPI_File, offset: *mut MPI_Offset) -> c_int {
     let real = crate::pmpi::MPI_File_get_position();
-    let Some(call) = Call::begin(func::MPI_File_get_position) else {
+    let Some(call) = Call::enter(func::MPI_File_get_position) else {
         return unsafe { real(fh, offset) };
     };
-    let ret = unsafe { real(fh, offset) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_get_position,
-        ret,
-        |k| unsafe { [k.handle(HandleKind::File, fh), k.out(offset.cast_const())] },
-        move |e| unsafe {
+        move |k: &InputWords| [k.handle(HandleKind::File, fh)],
+        move || unsafe { real(fh, offset) },
+        |&ret| ret,
+        |k| unsafe { [k.out(offset.cast_const())] },
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
             e.handle(HandleKind::File, fh);
             e.offset_out(offset);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_get_position_shared`.
@@ -4964,40 +5165,42 @@ pub unsafe extern "C" fn MPI_File_get_position_shared(
     offset: *mut MPI_Offset,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_get_position_shared();
-    let Some(call) = Call::begin(func::MPI_File_get_position_shared) else {
+    let Some(call) = Call::enter(func::MPI_File_get_position_shared) else {
         return unsafe { real(fh, offset) };
     };
-    let ret = unsafe { real(fh, offset) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_get_position_shared,
-        ret,
-        |k| unsafe { [k.handle(HandleKind::File, fh), k.out(offset.cast_const())] },
-        move |e| unsafe {
+        move |k: &InputWords| [k.handle(HandleKind::File, fh)],
+        move || unsafe { real(fh, offset) },
+        |&ret| ret,
+        |k| unsafe { [k.out(offset.cast_const())] },
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
             e.handle(HandleKind::File, fh);
             e.offset_out(offset);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_get_size`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_File_get_size(fh: MPI_File, size: *mut MPI_Offset) -> c_int {
     let real = crate::pmpi::MPI_File_get_size();
-    let Some(call) = Call::begin(func::MPI_File_get_size) else {
+    let Some(call) = Call::enter(func::MPI_File_get_size) else {
         return unsafe { real(fh, size) };
     };
-    let ret = unsafe { real(fh, size) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_get_size,
-        ret,
-        |k| unsafe { [k.handle(HandleKind::File, fh), k.out(size.cast_const())] },
-        move |e| unsafe {
+        move |k: &InputWords| [k.handle(HandleKind::File, fh)],
+        move || unsafe { real(fh, size) },
+        |&ret| ret,
+        |k| unsafe { [k.out(size.cast_const())] },
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
             e.handle(HandleKind::File, fh);
             e.offset_out(size);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_get_type_extent`.
@@ -5008,27 +5211,28 @@ pub unsafe extern "C" fn MPI_File_get_type_extent(
     extent: *mut MPI_Aint,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_get_type_extent();
-    let Some(call) = Call::begin(func::MPI_File_get_type_extent) else {
+    let Some(call) = Call::enter(func::MPI_File_get_type_extent) else {
         return unsafe { real(fh, datatype, extent) };
     };
-    let ret = unsafe { real(fh, datatype, extent) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_get_type_extent,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 k.handle(HandleKind::Datatype, datatype),
-                k.out(extent.cast_const()),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(fh, datatype, extent) },
+        |&ret| ret,
+        |k| unsafe { [k.out(extent.cast_const())] },
+        move |e: &mut Encoder, w: &[u64; 2]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let datatype: MPI_Datatype = Handle(w[1] as usize);
             e.handle(HandleKind::File, fh);
             e.handle(HandleKind::Datatype, datatype);
             e.address_out(extent);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_get_type_extent_c`.
@@ -5039,27 +5243,28 @@ pub unsafe extern "C" fn MPI_File_get_type_extent_c(
     extent: *mut MPI_Count,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_get_type_extent_c();
-    let Some(call) = Call::begin(func::MPI_File_get_type_extent_c) else {
+    let Some(call) = Call::enter(func::MPI_File_get_type_extent_c) else {
         return unsafe { real(fh, datatype, extent) };
     };
-    let ret = unsafe { real(fh, datatype, extent) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_get_type_extent_c,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 k.handle(HandleKind::Datatype, datatype),
-                k.out(extent.cast_const()),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(fh, datatype, extent) },
+        |&ret| ret,
+        |k| unsafe { [k.out(extent.cast_const())] },
+        move |e: &mut Encoder, w: &[u64; 2]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let datatype: MPI_Datatype = Handle(w[1] as usize);
             e.handle(HandleKind::File, fh);
             e.handle(HandleKind::Datatype, datatype);
             e.count_out(extent);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_get_view`.
@@ -5097,32 +5302,34 @@ pub unsafe extern "C" fn MPI_File_iread(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iread();
-    let Some(call) = Call::begin(func::MPI_File_iread) else {
+    let Some(call) = Call::enter(func::MPI_File_iread) else {
         return unsafe { real(fh, buf, count, datatype, request) };
     };
-    let ret = unsafe { real(fh, buf, count, datatype, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_iread,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 buf as u64,
                 i64::from(count) as u64,
                 k.handle(HandleKind::Datatype, datatype),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(fh, buf, count, datatype, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 4]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let buf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let count: c_int = w[2] as c_int;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_iread_all`.
@@ -5135,32 +5342,34 @@ pub unsafe extern "C" fn MPI_File_iread_all(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iread_all();
-    let Some(call) = Call::begin(func::MPI_File_iread_all) else {
+    let Some(call) = Call::enter(func::MPI_File_iread_all) else {
         return unsafe { real(fh, buf, count, datatype, request) };
     };
-    let ret = unsafe { real(fh, buf, count, datatype, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_iread_all,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 buf as u64,
                 i64::from(count) as u64,
                 k.handle(HandleKind::Datatype, datatype),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(fh, buf, count, datatype, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 4]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let buf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let count: c_int = w[2] as c_int;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_iread_all_c`.
@@ -5173,32 +5382,34 @@ pub unsafe extern "C" fn MPI_File_iread_all_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iread_all_c();
-    let Some(call) = Call::begin(func::MPI_File_iread_all_c) else {
+    let Some(call) = Call::enter(func::MPI_File_iread_all_c) else {
         return unsafe { real(fh, buf, count, datatype, request) };
     };
-    let ret = unsafe { real(fh, buf, count, datatype, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_iread_all_c,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 buf as u64,
                 count as u64,
                 k.handle(HandleKind::Datatype, datatype),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(fh, buf, count, datatype, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 4]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let buf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let count: MPI_Count = w[2] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_iread_at`.
@@ -5212,25 +5423,29 @@ pub unsafe extern "C" fn MPI_File_iread_at(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iread_at();
-    let Some(call) = Call::begin(func::MPI_File_iread_at) else {
+    let Some(call) = Call::enter(func::MPI_File_iread_at) else {
         return unsafe { real(fh, offset, buf, count, datatype, request) };
     };
-    let ret = unsafe { real(fh, offset, buf, count, datatype, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_iread_at,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 offset as u64,
                 buf as u64,
                 i64::from(count) as u64,
                 k.handle(HandleKind::Datatype, datatype),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(fh, offset, buf, count, datatype, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 5]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let offset: MPI_Offset = w[1] as MPI_Offset;
+            let buf: *mut c_void = std::ptr::without_provenance_mut(w[2] as usize);
+            let count: c_int = w[3] as c_int;
+            let datatype: MPI_Datatype = Handle(w[4] as usize);
             e.handle(HandleKind::File, fh);
             e.address(offset);
             e.buffer(buf);
@@ -5238,8 +5453,7 @@ pub unsafe extern "C" fn MPI_File_iread_at(
             e.handle(HandleKind::Datatype, datatype);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_iread_at_all`.
@@ -5253,25 +5467,29 @@ pub unsafe extern "C" fn MPI_File_iread_at_all(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iread_at_all();
-    let Some(call) = Call::begin(func::MPI_File_iread_at_all) else {
+    let Some(call) = Call::enter(func::MPI_File_iread_at_all) else {
         return unsafe { real(fh, offset, buf, count, datatype, request) };
     };
-    let ret = unsafe { real(fh, offset, buf, count, datatype, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_iread_at_all,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 offset as u64,
                 buf as u64,
                 i64::from(count) as u64,
                 k.handle(HandleKind::Datatype, datatype),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(fh, offset, buf, count, datatype, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 5]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let offset: MPI_Offset = w[1] as MPI_Offset;
+            let buf: *mut c_void = std::ptr::without_provenance_mut(w[2] as usize);
+            let count: c_int = w[3] as c_int;
+            let datatype: MPI_Datatype = Handle(w[4] as usize);
             e.handle(HandleKind::File, fh);
             e.address(offset);
             e.buffer(buf);
@@ -5279,8 +5497,7 @@ pub unsafe extern "C" fn MPI_File_iread_at_all(
             e.handle(HandleKind::Datatype, datatype);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_iread_at_all_c`.
@@ -5294,25 +5511,29 @@ pub unsafe extern "C" fn MPI_File_iread_at_all_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iread_at_all_c();
-    let Some(call) = Call::begin(func::MPI_File_iread_at_all_c) else {
+    let Some(call) = Call::enter(func::MPI_File_iread_at_all_c) else {
         return unsafe { real(fh, offset, buf, count, datatype, request) };
     };
-    let ret = unsafe { real(fh, offset, buf, count, datatype, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_iread_at_all_c,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 offset as u64,
                 buf as u64,
                 count as u64,
                 k.handle(HandleKind::Datatype, datatype),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(fh, offset, buf, count, datatype, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 5]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let offset: MPI_Offset = w[1] as MPI_Offset;
+            let buf: *mut c_void = std::ptr::without_provenance_mut(w[2] as usize);
+            let count: MPI_Count = w[3] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[4] as usize);
             e.handle(HandleKind::File, fh);
             e.address(offset);
             e.buffer(buf);
@@ -5320,8 +5541,7 @@ pub unsafe extern "C" fn MPI_File_iread_at_all_c(
             e.handle(HandleKind::Datatype, datatype);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_iread_at_c`.
@@ -5335,25 +5555,29 @@ pub unsafe extern "C" fn MPI_File_iread_at_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iread_at_c();
-    let Some(call) = Call::begin(func::MPI_File_iread_at_c) else {
+    let Some(call) = Call::enter(func::MPI_File_iread_at_c) else {
         return unsafe { real(fh, offset, buf, count, datatype, request) };
     };
-    let ret = unsafe { real(fh, offset, buf, count, datatype, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_iread_at_c,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 offset as u64,
                 buf as u64,
                 count as u64,
                 k.handle(HandleKind::Datatype, datatype),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(fh, offset, buf, count, datatype, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 5]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let offset: MPI_Offset = w[1] as MPI_Offset;
+            let buf: *mut c_void = std::ptr::without_provenance_mut(w[2] as usize);
+            let count: MPI_Count = w[3] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[4] as usize);
             e.handle(HandleKind::File, fh);
             e.address(offset);
             e.buffer(buf);
@@ -5361,8 +5585,7 @@ pub unsafe extern "C" fn MPI_File_iread_at_c(
             e.handle(HandleKind::Datatype, datatype);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_iread_c`.
@@ -5375,32 +5598,34 @@ pub unsafe extern "C" fn MPI_File_iread_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iread_c();
-    let Some(call) = Call::begin(func::MPI_File_iread_c) else {
+    let Some(call) = Call::enter(func::MPI_File_iread_c) else {
         return unsafe { real(fh, buf, count, datatype, request) };
     };
-    let ret = unsafe { real(fh, buf, count, datatype, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_iread_c,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 buf as u64,
                 count as u64,
                 k.handle(HandleKind::Datatype, datatype),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(fh, buf, count, datatype, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 4]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let buf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let count: MPI_Count = w[2] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_iread_shared`.
@@ -5413,32 +5638,34 @@ pub unsafe extern "C" fn MPI_File_iread_shared(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iread_shared();
-    let Some(call) = Call::begin(func::MPI_File_iread_shared) else {
+    let Some(call) = Call::enter(func::MPI_File_iread_shared) else {
         return unsafe { real(fh, buf, count, datatype, request) };
     };
-    let ret = unsafe { real(fh, buf, count, datatype, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_iread_shared,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 buf as u64,
                 i64::from(count) as u64,
                 k.handle(HandleKind::Datatype, datatype),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(fh, buf, count, datatype, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 4]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let buf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let count: c_int = w[2] as c_int;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_iread_shared_c`.
@@ -5451,32 +5678,34 @@ pub unsafe extern "C" fn MPI_File_iread_shared_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iread_shared_c();
-    let Some(call) = Call::begin(func::MPI_File_iread_shared_c) else {
+    let Some(call) = Call::enter(func::MPI_File_iread_shared_c) else {
         return unsafe { real(fh, buf, count, datatype, request) };
     };
-    let ret = unsafe { real(fh, buf, count, datatype, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_iread_shared_c,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 buf as u64,
                 count as u64,
                 k.handle(HandleKind::Datatype, datatype),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(fh, buf, count, datatype, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 4]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let buf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let count: MPI_Count = w[2] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_iwrite`.
@@ -5489,32 +5718,34 @@ pub unsafe extern "C" fn MPI_File_iwrite(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iwrite();
-    let Some(call) = Call::begin(func::MPI_File_iwrite) else {
+    let Some(call) = Call::enter(func::MPI_File_iwrite) else {
         return unsafe { real(fh, buf, count, datatype, request) };
     };
-    let ret = unsafe { real(fh, buf, count, datatype, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_iwrite,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 buf as u64,
                 i64::from(count) as u64,
                 k.handle(HandleKind::Datatype, datatype),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(fh, buf, count, datatype, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 4]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let buf: *const c_void = std::ptr::without_provenance(w[1] as usize);
+            let count: c_int = w[2] as c_int;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_iwrite_all`.
@@ -5527,32 +5758,34 @@ pub unsafe extern "C" fn MPI_File_iwrite_all(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iwrite_all();
-    let Some(call) = Call::begin(func::MPI_File_iwrite_all) else {
+    let Some(call) = Call::enter(func::MPI_File_iwrite_all) else {
         return unsafe { real(fh, buf, count, datatype, request) };
     };
-    let ret = unsafe { real(fh, buf, count, datatype, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_iwrite_all,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 buf as u64,
                 i64::from(count) as u64,
                 k.handle(HandleKind::Datatype, datatype),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(fh, buf, count, datatype, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 4]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let buf: *const c_void = std::ptr::without_provenance(w[1] as usize);
+            let count: c_int = w[2] as c_int;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_iwrite_all_c`.
@@ -5565,32 +5798,34 @@ pub unsafe extern "C" fn MPI_File_iwrite_all_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iwrite_all_c();
-    let Some(call) = Call::begin(func::MPI_File_iwrite_all_c) else {
+    let Some(call) = Call::enter(func::MPI_File_iwrite_all_c) else {
         return unsafe { real(fh, buf, count, datatype, request) };
     };
-    let ret = unsafe { real(fh, buf, count, datatype, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_iwrite_all_c,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 buf as u64,
                 count as u64,
                 k.handle(HandleKind::Datatype, datatype),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(fh, buf, count, datatype, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 4]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let buf: *const c_void = std::ptr::without_provenance(w[1] as usize);
+            let count: MPI_Count = w[2] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_iwrite_at`.
@@ -5604,25 +5839,29 @@ pub unsafe extern "C" fn MPI_File_iwrite_at(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iwrite_at();
-    let Some(call) = Call::begin(func::MPI_File_iwrite_at) else {
+    let Some(call) = Call::enter(func::MPI_File_iwrite_at) else {
         return unsafe { real(fh, offset, buf, count, datatype, request) };
     };
-    let ret = unsafe { real(fh, offset, buf, count, datatype, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_iwrite_at,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 offset as u64,
                 buf as u64,
                 i64::from(count) as u64,
                 k.handle(HandleKind::Datatype, datatype),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(fh, offset, buf, count, datatype, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 5]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let offset: MPI_Offset = w[1] as MPI_Offset;
+            let buf: *const c_void = std::ptr::without_provenance(w[2] as usize);
+            let count: c_int = w[3] as c_int;
+            let datatype: MPI_Datatype = Handle(w[4] as usize);
             e.handle(HandleKind::File, fh);
             e.address(offset);
             e.buffer(buf);
@@ -5630,8 +5869,7 @@ pub unsafe extern "C" fn MPI_File_iwrite_at(
             e.handle(HandleKind::Datatype, datatype);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_iwrite_at_all`.
@@ -5645,25 +5883,29 @@ pub unsafe extern "C" fn MPI_File_iwrite_at_all(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iwrite_at_all();
-    let Some(call) = Call::begin(func::MPI_File_iwrite_at_all) else {
+    let Some(call) = Call::enter(func::MPI_File_iwrite_at_all) else {
         return unsafe { real(fh, offset, buf, count, datatype, request) };
     };
-    let ret = unsafe { real(fh, offset, buf, count, datatype, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_iwrite_at_all,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 offset as u64,
                 buf as u64,
                 i64::from(count) as u64,
                 k.handle(HandleKind::Datatype, datatype),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(fh, offset, buf, count, datatype, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 5]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let offset: MPI_Offset = w[1] as MPI_Offset;
+            let buf: *const c_void = std::ptr::without_provenance(w[2] as usize);
+            let count: c_int = w[3] as c_int;
+            let datatype: MPI_Datatype = Handle(w[4] as usize);
             e.handle(HandleKind::File, fh);
             e.address(offset);
             e.buffer(buf);
@@ -5671,8 +5913,7 @@ pub unsafe extern "C" fn MPI_File_iwrite_at_all(
             e.handle(HandleKind::Datatype, datatype);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_iwrite_at_all_c`.
@@ -5686,25 +5927,29 @@ pub unsafe extern "C" fn MPI_File_iwrite_at_all_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iwrite_at_all_c();
-    let Some(call) = Call::begin(func::MPI_File_iwrite_at_all_c) else {
+    let Some(call) = Call::enter(func::MPI_File_iwrite_at_all_c) else {
         return unsafe { real(fh, offset, buf, count, datatype, request) };
     };
-    let ret = unsafe { real(fh, offset, buf, count, datatype, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_iwrite_at_all_c,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 offset as u64,
                 buf as u64,
                 count as u64,
                 k.handle(HandleKind::Datatype, datatype),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(fh, offset, buf, count, datatype, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 5]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let offset: MPI_Offset = w[1] as MPI_Offset;
+            let buf: *const c_void = std::ptr::without_provenance(w[2] as usize);
+            let count: MPI_Count = w[3] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[4] as usize);
             e.handle(HandleKind::File, fh);
             e.address(offset);
             e.buffer(buf);
@@ -5712,8 +5957,7 @@ pub unsafe extern "C" fn MPI_File_iwrite_at_all_c(
             e.handle(HandleKind::Datatype, datatype);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_iwrite_at_c`.
@@ -5727,25 +5971,29 @@ pub unsafe extern "C" fn MPI_File_iwrite_at_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iwrite_at_c();
-    let Some(call) = Call::begin(func::MPI_File_iwrite_at_c) else {
+    let Some(call) = Call::enter(func::MPI_File_iwrite_at_c) else {
         return unsafe { real(fh, offset, buf, count, datatype, request) };
     };
-    let ret = unsafe { real(fh, offset, buf, count, datatype, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_iwrite_at_c,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 offset as u64,
                 buf as u64,
                 count as u64,
                 k.handle(HandleKind::Datatype, datatype),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(fh, offset, buf, count, datatype, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 5]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let offset: MPI_Offset = w[1] as MPI_Offset;
+            let buf: *const c_void = std::ptr::without_provenance(w[2] as usize);
+            let count: MPI_Count = w[3] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[4] as usize);
             e.handle(HandleKind::File, fh);
             e.address(offset);
             e.buffer(buf);
@@ -5753,8 +6001,7 @@ pub unsafe extern "C" fn MPI_File_iwrite_at_c(
             e.handle(HandleKind::Datatype, datatype);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_iwrite_c`.
@@ -5767,32 +6014,34 @@ pub unsafe extern "C" fn MPI_File_iwrite_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iwrite_c();
-    let Some(call) = Call::begin(func::MPI_File_iwrite_c) else {
+    let Some(call) = Call::enter(func::MPI_File_iwrite_c) else {
         return unsafe { real(fh, buf, count, datatype, request) };
     };
-    let ret = unsafe { real(fh, buf, count, datatype, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_iwrite_c,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 buf as u64,
                 count as u64,
                 k.handle(HandleKind::Datatype, datatype),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(fh, buf, count, datatype, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 4]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let buf: *const c_void = std::ptr::without_provenance(w[1] as usize);
+            let count: MPI_Count = w[2] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_iwrite_shared`.
@@ -5805,32 +6054,34 @@ pub unsafe extern "C" fn MPI_File_iwrite_shared(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iwrite_shared();
-    let Some(call) = Call::begin(func::MPI_File_iwrite_shared) else {
+    let Some(call) = Call::enter(func::MPI_File_iwrite_shared) else {
         return unsafe { real(fh, buf, count, datatype, request) };
     };
-    let ret = unsafe { real(fh, buf, count, datatype, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_iwrite_shared,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 buf as u64,
                 i64::from(count) as u64,
                 k.handle(HandleKind::Datatype, datatype),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(fh, buf, count, datatype, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 4]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let buf: *const c_void = std::ptr::without_provenance(w[1] as usize);
+            let count: c_int = w[2] as c_int;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_iwrite_shared_c`.
@@ -5843,32 +6094,34 @@ pub unsafe extern "C" fn MPI_File_iwrite_shared_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_iwrite_shared_c();
-    let Some(call) = Call::begin(func::MPI_File_iwrite_shared_c) else {
+    let Some(call) = Call::enter(func::MPI_File_iwrite_shared_c) else {
         return unsafe { real(fh, buf, count, datatype, request) };
     };
-    let ret = unsafe { real(fh, buf, count, datatype, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_iwrite_shared_c,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 buf as u64,
                 count as u64,
                 k.handle(HandleKind::Datatype, datatype),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(fh, buf, count, datatype, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 4]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let buf: *const c_void = std::ptr::without_provenance(w[1] as usize);
+            let count: MPI_Count = w[2] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_open`.
@@ -5899,20 +6152,22 @@ pub unsafe extern "C" fn MPI_File_open(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_File_preallocate(fh: MPI_File, size: MPI_Offset) -> c_int {
     let real = crate::pmpi::MPI_File_preallocate();
-    let Some(call) = Call::begin(func::MPI_File_preallocate) else {
+    let Some(call) = Call::enter(func::MPI_File_preallocate) else {
         return unsafe { real(fh, size) };
     };
-    let ret = unsafe { real(fh, size) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_preallocate,
-        ret,
-        |k| [k.handle(HandleKind::File, fh), size as u64],
-        move |e| {
+        move |k: &InputWords| [k.handle(HandleKind::File, fh), size as u64],
+        move || unsafe { real(fh, size) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 2]| {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let size: MPI_Offset = w[1] as MPI_Offset;
             e.handle(HandleKind::File, fh);
             e.address(size);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_read`.
@@ -5925,20 +6180,24 @@ pub unsafe extern "C" fn MPI_File_read(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_read();
-    let Some(call) = Call::begin(func::MPI_File_read) else {
+    let Some(call) = Call::enter(func::MPI_File_read) else {
         return unsafe { real(fh, buf, count, datatype, status) };
     };
-    let ret = unsafe { real(fh, buf, count, datatype, status) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_read,
-        ret,
-        |k| unsafe {
-            let status_words = k.status(status);
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 buf as u64,
                 i64::from(count) as u64,
                 k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        move || unsafe { real(fh, buf, count, datatype, status) },
+        |&ret| ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
                 status_words[0],
                 status_words[1],
                 status_words[2],
@@ -5947,15 +6206,18 @@ pub unsafe extern "C" fn MPI_File_read(
                 k.segments(),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 4]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let buf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let count: c_int = w[2] as c_int;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
             e.status(status, None);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_read_all`.
@@ -5968,20 +6230,24 @@ pub unsafe extern "C" fn MPI_File_read_all(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_read_all();
-    let Some(call) = Call::begin(func::MPI_File_read_all) else {
+    let Some(call) = Call::enter(func::MPI_File_read_all) else {
         return unsafe { real(fh, buf, count, datatype, status) };
     };
-    let ret = unsafe { real(fh, buf, count, datatype, status) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_read_all,
-        ret,
-        |k| unsafe {
-            let status_words = k.status(status);
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 buf as u64,
                 i64::from(count) as u64,
                 k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        move || unsafe { real(fh, buf, count, datatype, status) },
+        |&ret| ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
                 status_words[0],
                 status_words[1],
                 status_words[2],
@@ -5990,15 +6256,18 @@ pub unsafe extern "C" fn MPI_File_read_all(
                 k.segments(),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 4]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let buf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let count: c_int = w[2] as c_int;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
             e.status(status, None);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_read_all_begin`.
@@ -6010,30 +6279,33 @@ pub unsafe extern "C" fn MPI_File_read_all_begin(
     datatype: MPI_Datatype,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_read_all_begin();
-    let Some(call) = Call::begin(func::MPI_File_read_all_begin) else {
+    let Some(call) = Call::enter(func::MPI_File_read_all_begin) else {
         return unsafe { real(fh, buf, count, datatype) };
     };
-    let ret = unsafe { real(fh, buf, count, datatype) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_read_all_begin,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 buf as u64,
                 i64::from(count) as u64,
                 k.handle(HandleKind::Datatype, datatype),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe { real(fh, buf, count, datatype) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 4]| {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let buf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let count: c_int = w[2] as c_int;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_read_all_begin_c`.
@@ -6045,30 +6317,33 @@ pub unsafe extern "C" fn MPI_File_read_all_begin_c(
     datatype: MPI_Datatype,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_read_all_begin_c();
-    let Some(call) = Call::begin(func::MPI_File_read_all_begin_c) else {
+    let Some(call) = Call::enter(func::MPI_File_read_all_begin_c) else {
         return unsafe { real(fh, buf, count, datatype) };
     };
-    let ret = unsafe { real(fh, buf, count, datatype) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_read_all_begin_c,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 buf as u64,
                 count as u64,
                 k.handle(HandleKind::Datatype, datatype),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe { real(fh, buf, count, datatype) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 4]| {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let buf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let count: MPI_Count = w[2] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_read_all_c`.
@@ -6081,20 +6356,24 @@ pub unsafe extern "C" fn MPI_File_read_all_c(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_read_all_c();
-    let Some(call) = Call::begin(func::MPI_File_read_all_c) else {
+    let Some(call) = Call::enter(func::MPI_File_read_all_c) else {
         return unsafe { real(fh, buf, count, datatype, status) };
     };
-    let ret = unsafe { real(fh, buf, count, datatype, status) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_read_all_c,
-        ret,
-        |k| unsafe {
-            let status_words = k.status(status);
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 buf as u64,
                 count as u64,
                 k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        move || unsafe { real(fh, buf, count, datatype, status) },
+        |&ret| ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
                 status_words[0],
                 status_words[1],
                 status_words[2],
@@ -6103,15 +6382,18 @@ pub unsafe extern "C" fn MPI_File_read_all_c(
                 k.segments(),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 4]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let buf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let count: MPI_Count = w[2] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
             e.status(status, None);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_read_all_end`.
@@ -6122,18 +6404,17 @@ pub unsafe extern "C" fn MPI_File_read_all_end(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_read_all_end();
-    let Some(call) = Call::begin(func::MPI_File_read_all_end) else {
+    let Some(call) = Call::enter(func::MPI_File_read_all_end) else {
         return unsafe { real(fh, buf, status) };
     };
-    let ret = unsafe { real(fh, buf, status) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_read_all_end,
-        ret,
+        move |k: &InputWords| [k.handle(HandleKind::File, fh), buf as u64],
+        move || unsafe { real(fh, buf, status) },
+        |&ret| ret,
         |k| unsafe {
             let status_words = k.status(status);
             [
-                k.handle(HandleKind::File, fh),
-                buf as u64,
                 status_words[0],
                 status_words[1],
                 status_words[2],
@@ -6142,13 +6423,14 @@ pub unsafe extern "C" fn MPI_File_read_all_end(
                 k.segments(),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 2]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let buf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.status(status, None);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_read_at`.
@@ -6162,21 +6444,25 @@ pub unsafe extern "C" fn MPI_File_read_at(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_read_at();
-    let Some(call) = Call::begin(func::MPI_File_read_at) else {
+    let Some(call) = Call::enter(func::MPI_File_read_at) else {
         return unsafe { real(fh, offset, buf, count, datatype, status) };
     };
-    let ret = unsafe { real(fh, offset, buf, count, datatype, status) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_read_at,
-        ret,
-        |k| unsafe {
-            let status_words = k.status(status);
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 offset as u64,
                 buf as u64,
                 i64::from(count) as u64,
                 k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        move || unsafe { real(fh, offset, buf, count, datatype, status) },
+        |&ret| ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
                 status_words[0],
                 status_words[1],
                 status_words[2],
@@ -6185,7 +6471,12 @@ pub unsafe extern "C" fn MPI_File_read_at(
                 k.segments(),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 5]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let offset: MPI_Offset = w[1] as MPI_Offset;
+            let buf: *mut c_void = std::ptr::without_provenance_mut(w[2] as usize);
+            let count: c_int = w[3] as c_int;
+            let datatype: MPI_Datatype = Handle(w[4] as usize);
             e.handle(HandleKind::File, fh);
             e.address(offset);
             e.buffer(buf);
@@ -6193,8 +6484,7 @@ pub unsafe extern "C" fn MPI_File_read_at(
             e.handle(HandleKind::Datatype, datatype);
             e.status(status, None);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_read_at_all`.
@@ -6208,21 +6498,25 @@ pub unsafe extern "C" fn MPI_File_read_at_all(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_read_at_all();
-    let Some(call) = Call::begin(func::MPI_File_read_at_all) else {
+    let Some(call) = Call::enter(func::MPI_File_read_at_all) else {
         return unsafe { real(fh, offset, buf, count, datatype, status) };
     };
-    let ret = unsafe { real(fh, offset, buf, count, datatype, status) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_read_at_all,
-        ret,
-        |k| unsafe {
-            let status_words = k.status(status);
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 offset as u64,
                 buf as u64,
                 i64::from(count) as u64,
                 k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        move || unsafe { real(fh, offset, buf, count, datatype, status) },
+        |&ret| ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
                 status_words[0],
                 status_words[1],
                 status_words[2],
@@ -6231,7 +6525,12 @@ pub unsafe extern "C" fn MPI_File_read_at_all(
                 k.segments(),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 5]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let offset: MPI_Offset = w[1] as MPI_Offset;
+            let buf: *mut c_void = std::ptr::without_provenance_mut(w[2] as usize);
+            let count: c_int = w[3] as c_int;
+            let datatype: MPI_Datatype = Handle(w[4] as usize);
             e.handle(HandleKind::File, fh);
             e.address(offset);
             e.buffer(buf);
@@ -6239,8 +6538,7 @@ pub unsafe extern "C" fn MPI_File_read_at_all(
             e.handle(HandleKind::Datatype, datatype);
             e.status(status, None);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_read_at_all_begin`.
@@ -6253,32 +6551,36 @@ pub unsafe extern "C" fn MPI_File_read_at_all_begin(
     datatype: MPI_Datatype,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_read_at_all_begin();
-    let Some(call) = Call::begin(func::MPI_File_read_at_all_begin) else {
+    let Some(call) = Call::enter(func::MPI_File_read_at_all_begin) else {
         return unsafe { real(fh, offset, buf, count, datatype) };
     };
-    let ret = unsafe { real(fh, offset, buf, count, datatype) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_read_at_all_begin,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 offset as u64,
                 buf as u64,
                 i64::from(count) as u64,
                 k.handle(HandleKind::Datatype, datatype),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe { real(fh, offset, buf, count, datatype) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 5]| {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let offset: MPI_Offset = w[1] as MPI_Offset;
+            let buf: *mut c_void = std::ptr::without_provenance_mut(w[2] as usize);
+            let count: c_int = w[3] as c_int;
+            let datatype: MPI_Datatype = Handle(w[4] as usize);
             e.handle(HandleKind::File, fh);
             e.address(offset);
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_read_at_all_begin_c`.
@@ -6291,32 +6593,36 @@ pub unsafe extern "C" fn MPI_File_read_at_all_begin_c(
     datatype: MPI_Datatype,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_read_at_all_begin_c();
-    let Some(call) = Call::begin(func::MPI_File_read_at_all_begin_c) else {
+    let Some(call) = Call::enter(func::MPI_File_read_at_all_begin_c) else {
         return unsafe { real(fh, offset, buf, count, datatype) };
     };
-    let ret = unsafe { real(fh, offset, buf, count, datatype) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_read_at_all_begin_c,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 offset as u64,
                 buf as u64,
                 count as u64,
                 k.handle(HandleKind::Datatype, datatype),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe { real(fh, offset, buf, count, datatype) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 5]| {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let offset: MPI_Offset = w[1] as MPI_Offset;
+            let buf: *mut c_void = std::ptr::without_provenance_mut(w[2] as usize);
+            let count: MPI_Count = w[3] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[4] as usize);
             e.handle(HandleKind::File, fh);
             e.address(offset);
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_read_at_all_c`.
@@ -6330,21 +6636,25 @@ pub unsafe extern "C" fn MPI_File_read_at_all_c(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_read_at_all_c();
-    let Some(call) = Call::begin(func::MPI_File_read_at_all_c) else {
+    let Some(call) = Call::enter(func::MPI_File_read_at_all_c) else {
         return unsafe { real(fh, offset, buf, count, datatype, status) };
     };
-    let ret = unsafe { real(fh, offset, buf, count, datatype, status) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_read_at_all_c,
-        ret,
-        |k| unsafe {
-            let status_words = k.status(status);
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 offset as u64,
                 buf as u64,
                 count as u64,
                 k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        move || unsafe { real(fh, offset, buf, count, datatype, status) },
+        |&ret| ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
                 status_words[0],
                 status_words[1],
                 status_words[2],
@@ -6353,7 +6663,12 @@ pub unsafe extern "C" fn MPI_File_read_at_all_c(
                 k.segments(),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 5]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let offset: MPI_Offset = w[1] as MPI_Offset;
+            let buf: *mut c_void = std::ptr::without_provenance_mut(w[2] as usize);
+            let count: MPI_Count = w[3] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[4] as usize);
             e.handle(HandleKind::File, fh);
             e.address(offset);
             e.buffer(buf);
@@ -6361,8 +6676,7 @@ pub unsafe extern "C" fn MPI_File_read_at_all_c(
             e.handle(HandleKind::Datatype, datatype);
             e.status(status, None);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_read_at_all_end`.
@@ -6373,18 +6687,17 @@ pub unsafe extern "C" fn MPI_File_read_at_all_end(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_read_at_all_end();
-    let Some(call) = Call::begin(func::MPI_File_read_at_all_end) else {
+    let Some(call) = Call::enter(func::MPI_File_read_at_all_end) else {
         return unsafe { real(fh, buf, status) };
     };
-    let ret = unsafe { real(fh, buf, status) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_read_at_all_end,
-        ret,
+        move |k: &InputWords| [k.handle(HandleKind::File, fh), buf as u64],
+        move || unsafe { real(fh, buf, status) },
+        |&ret| ret,
         |k| unsafe {
             let status_words = k.status(status);
             [
-                k.handle(HandleKind::File, fh),
-                buf as u64,
                 status_words[0],
                 status_words[1],
                 status_words[2],
@@ -6393,13 +6706,14 @@ pub unsafe extern "C" fn MPI_File_read_at_all_end(
                 k.segments(),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 2]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let buf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.status(status, None);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_read_at_c`.
@@ -6413,21 +6727,25 @@ pub unsafe extern "C" fn MPI_File_read_at_c(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_read_at_c();
-    let Some(call) = Call::begin(func::MPI_File_read_at_c) else {
+    let Some(call) = Call::enter(func::MPI_File_read_at_c) else {
         return unsafe { real(fh, offset, buf, count, datatype, status) };
     };
-    let ret = unsafe { real(fh, offset, buf, count, datatype, status) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_read_at_c,
-        ret,
-        |k| unsafe {
-            let status_words = k.status(status);
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 offset as u64,
                 buf as u64,
                 count as u64,
                 k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        move || unsafe { real(fh, offset, buf, count, datatype, status) },
+        |&ret| ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
                 status_words[0],
                 status_words[1],
                 status_words[2],
@@ -6436,7 +6754,12 @@ pub unsafe extern "C" fn MPI_File_read_at_c(
                 k.segments(),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 5]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let offset: MPI_Offset = w[1] as MPI_Offset;
+            let buf: *mut c_void = std::ptr::without_provenance_mut(w[2] as usize);
+            let count: MPI_Count = w[3] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[4] as usize);
             e.handle(HandleKind::File, fh);
             e.address(offset);
             e.buffer(buf);
@@ -6444,8 +6767,7 @@ pub unsafe extern "C" fn MPI_File_read_at_c(
             e.handle(HandleKind::Datatype, datatype);
             e.status(status, None);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_read_c`.
@@ -6458,20 +6780,24 @@ pub unsafe extern "C" fn MPI_File_read_c(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_read_c();
-    let Some(call) = Call::begin(func::MPI_File_read_c) else {
+    let Some(call) = Call::enter(func::MPI_File_read_c) else {
         return unsafe { real(fh, buf, count, datatype, status) };
     };
-    let ret = unsafe { real(fh, buf, count, datatype, status) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_read_c,
-        ret,
-        |k| unsafe {
-            let status_words = k.status(status);
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 buf as u64,
                 count as u64,
                 k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        move || unsafe { real(fh, buf, count, datatype, status) },
+        |&ret| ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
                 status_words[0],
                 status_words[1],
                 status_words[2],
@@ -6480,15 +6806,18 @@ pub unsafe extern "C" fn MPI_File_read_c(
                 k.segments(),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 4]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let buf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let count: MPI_Count = w[2] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
             e.status(status, None);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_read_ordered`.
@@ -6501,20 +6830,24 @@ pub unsafe extern "C" fn MPI_File_read_ordered(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_read_ordered();
-    let Some(call) = Call::begin(func::MPI_File_read_ordered) else {
+    let Some(call) = Call::enter(func::MPI_File_read_ordered) else {
         return unsafe { real(fh, buf, count, datatype, status) };
     };
-    let ret = unsafe { real(fh, buf, count, datatype, status) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_read_ordered,
-        ret,
-        |k| unsafe {
-            let status_words = k.status(status);
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 buf as u64,
                 i64::from(count) as u64,
                 k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        move || unsafe { real(fh, buf, count, datatype, status) },
+        |&ret| ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
                 status_words[0],
                 status_words[1],
                 status_words[2],
@@ -6523,15 +6856,18 @@ pub unsafe extern "C" fn MPI_File_read_ordered(
                 k.segments(),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 4]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let buf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let count: c_int = w[2] as c_int;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
             e.status(status, None);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_read_ordered_begin`.
@@ -6543,30 +6879,33 @@ pub unsafe extern "C" fn MPI_File_read_ordered_begin(
     datatype: MPI_Datatype,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_read_ordered_begin();
-    let Some(call) = Call::begin(func::MPI_File_read_ordered_begin) else {
+    let Some(call) = Call::enter(func::MPI_File_read_ordered_begin) else {
         return unsafe { real(fh, buf, count, datatype) };
     };
-    let ret = unsafe { real(fh, buf, count, datatype) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_read_ordered_begin,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 buf as u64,
                 i64::from(count) as u64,
                 k.handle(HandleKind::Datatype, datatype),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe { real(fh, buf, count, datatype) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 4]| {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let buf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let count: c_int = w[2] as c_int;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_read_ordered_begin_c`.
@@ -6578,30 +6917,33 @@ pub unsafe extern "C" fn MPI_File_read_ordered_begin_c(
     datatype: MPI_Datatype,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_read_ordered_begin_c();
-    let Some(call) = Call::begin(func::MPI_File_read_ordered_begin_c) else {
+    let Some(call) = Call::enter(func::MPI_File_read_ordered_begin_c) else {
         return unsafe { real(fh, buf, count, datatype) };
     };
-    let ret = unsafe { real(fh, buf, count, datatype) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_read_ordered_begin_c,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 buf as u64,
                 count as u64,
                 k.handle(HandleKind::Datatype, datatype),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe { real(fh, buf, count, datatype) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 4]| {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let buf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let count: MPI_Count = w[2] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_read_ordered_c`.
@@ -6614,20 +6956,24 @@ pub unsafe extern "C" fn MPI_File_read_ordered_c(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_read_ordered_c();
-    let Some(call) = Call::begin(func::MPI_File_read_ordered_c) else {
+    let Some(call) = Call::enter(func::MPI_File_read_ordered_c) else {
         return unsafe { real(fh, buf, count, datatype, status) };
     };
-    let ret = unsafe { real(fh, buf, count, datatype, status) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_read_ordered_c,
-        ret,
-        |k| unsafe {
-            let status_words = k.status(status);
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 buf as u64,
                 count as u64,
                 k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        move || unsafe { real(fh, buf, count, datatype, status) },
+        |&ret| ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
                 status_words[0],
                 status_words[1],
                 status_words[2],
@@ -6636,15 +6982,18 @@ pub unsafe extern "C" fn MPI_File_read_ordered_c(
                 k.segments(),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 4]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let buf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let count: MPI_Count = w[2] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
             e.status(status, None);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_read_ordered_end`.
@@ -6655,18 +7004,17 @@ pub unsafe extern "C" fn MPI_File_read_ordered_end(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_read_ordered_end();
-    let Some(call) = Call::begin(func::MPI_File_read_ordered_end) else {
+    let Some(call) = Call::enter(func::MPI_File_read_ordered_end) else {
         return unsafe { real(fh, buf, status) };
     };
-    let ret = unsafe { real(fh, buf, status) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_read_ordered_end,
-        ret,
+        move |k: &InputWords| [k.handle(HandleKind::File, fh), buf as u64],
+        move || unsafe { real(fh, buf, status) },
+        |&ret| ret,
         |k| unsafe {
             let status_words = k.status(status);
             [
-                k.handle(HandleKind::File, fh),
-                buf as u64,
                 status_words[0],
                 status_words[1],
                 status_words[2],
@@ -6675,13 +7023,14 @@ pub unsafe extern "C" fn MPI_File_read_ordered_end(
                 k.segments(),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 2]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let buf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.status(status, None);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_read_shared`.
@@ -6694,20 +7043,24 @@ pub unsafe extern "C" fn MPI_File_read_shared(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_read_shared();
-    let Some(call) = Call::begin(func::MPI_File_read_shared) else {
+    let Some(call) = Call::enter(func::MPI_File_read_shared) else {
         return unsafe { real(fh, buf, count, datatype, status) };
     };
-    let ret = unsafe { real(fh, buf, count, datatype, status) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_read_shared,
-        ret,
-        |k| unsafe {
-            let status_words = k.status(status);
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 buf as u64,
                 i64::from(count) as u64,
                 k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        move || unsafe { real(fh, buf, count, datatype, status) },
+        |&ret| ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
                 status_words[0],
                 status_words[1],
                 status_words[2],
@@ -6716,15 +7069,18 @@ pub unsafe extern "C" fn MPI_File_read_shared(
                 k.segments(),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 4]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let buf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let count: c_int = w[2] as c_int;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
             e.status(status, None);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_read_shared_c`.
@@ -6737,20 +7093,24 @@ pub unsafe extern "C" fn MPI_File_read_shared_c(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_read_shared_c();
-    let Some(call) = Call::begin(func::MPI_File_read_shared_c) else {
+    let Some(call) = Call::enter(func::MPI_File_read_shared_c) else {
         return unsafe { real(fh, buf, count, datatype, status) };
     };
-    let ret = unsafe { real(fh, buf, count, datatype, status) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_read_shared_c,
-        ret,
-        |k| unsafe {
-            let status_words = k.status(status);
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 buf as u64,
                 count as u64,
                 k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        move || unsafe { real(fh, buf, count, datatype, status) },
+        |&ret| ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
                 status_words[0],
                 status_words[1],
                 status_words[2],
@@ -6759,42 +7119,48 @@ pub unsafe extern "C" fn MPI_File_read_shared_c(
                 k.segments(),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 4]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let buf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let count: MPI_Count = w[2] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
             e.status(status, None);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_seek`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_File_seek(fh: MPI_File, offset: MPI_Offset, whence: c_int) -> c_int {
     let real = crate::pmpi::MPI_File_seek();
-    let Some(call) = Call::begin(func::MPI_File_seek) else {
+    let Some(call) = Call::enter(func::MPI_File_seek) else {
         return unsafe { real(fh, offset, whence) };
     };
-    let ret = unsafe { real(fh, offset, whence) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_seek,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 offset as u64,
                 i64::from(whence) as u64,
             ]
         },
-        move |e| {
+        move || unsafe { real(fh, offset, whence) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 3]| {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let offset: MPI_Offset = w[1] as MPI_Offset;
+            let whence: c_int = w[2] as c_int;
             e.handle(HandleKind::File, fh);
             e.address(offset);
             e.constant(ConstSet::Whence, i64::from(whence));
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_seek_shared`.
@@ -6805,47 +7171,52 @@ pub unsafe extern "C" fn MPI_File_seek_shared(
     whence: c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_seek_shared();
-    let Some(call) = Call::begin(func::MPI_File_seek_shared) else {
+    let Some(call) = Call::enter(func::MPI_File_seek_shared) else {
         return unsafe { real(fh, offset, whence) };
     };
-    let ret = unsafe { real(fh, offset, whence) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_seek_shared,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 offset as u64,
                 i64::from(whence) as u64,
             ]
         },
-        move |e| {
+        move || unsafe { real(fh, offset, whence) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 3]| {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let offset: MPI_Offset = w[1] as MPI_Offset;
+            let whence: c_int = w[2] as c_int;
             e.handle(HandleKind::File, fh);
             e.address(offset);
             e.constant(ConstSet::Whence, i64::from(whence));
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_set_atomicity`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_File_set_atomicity(fh: MPI_File, flag: c_int) -> c_int {
     let real = crate::pmpi::MPI_File_set_atomicity();
-    let Some(call) = Call::begin(func::MPI_File_set_atomicity) else {
+    let Some(call) = Call::enter(func::MPI_File_set_atomicity) else {
         return unsafe { real(fh, flag) };
     };
-    let ret = unsafe { real(fh, flag) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_set_atomicity,
-        ret,
-        |k| [k.handle(HandleKind::File, fh), i64::from(flag) as u64],
-        move |e| {
+        move |k: &InputWords| [k.handle(HandleKind::File, fh), i64::from(flag) as u64],
+        move || unsafe { real(fh, flag) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 2]| {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let flag: c_int = w[1] as c_int;
             e.handle(HandleKind::File, fh);
             e.int(i64::from(flag));
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_set_errhandler`.
@@ -6855,70 +7226,76 @@ pub unsafe extern "C" fn MPI_File_set_errhandler(
     errhandler: MPI_Errhandler,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_set_errhandler();
-    let Some(call) = Call::begin(func::MPI_File_set_errhandler) else {
+    let Some(call) = Call::enter(func::MPI_File_set_errhandler) else {
         return unsafe { real(file, errhandler) };
     };
-    let ret = unsafe { real(file, errhandler) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_set_errhandler,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, file),
                 k.handle(HandleKind::Errhandler, errhandler),
             ]
         },
-        move |e| {
+        move || unsafe { real(file, errhandler) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 2]| {
+            let file: MPI_File = Handle(w[0] as usize);
+            let errhandler: MPI_Errhandler = Handle(w[1] as usize);
             e.handle(HandleKind::File, file);
             e.handle(HandleKind::Errhandler, errhandler);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_set_info`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_File_set_info(fh: MPI_File, info: MPI_Info) -> c_int {
     let real = crate::pmpi::MPI_File_set_info();
-    let Some(call) = Call::begin(func::MPI_File_set_info) else {
+    let Some(call) = Call::enter(func::MPI_File_set_info) else {
         return unsafe { real(fh, info) };
     };
-    let ret = unsafe { real(fh, info) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_set_info,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 k.handle(HandleKind::Info, info),
             ]
         },
-        move |e| {
+        move || unsafe { real(fh, info) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 2]| {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let info: MPI_Info = Handle(w[1] as usize);
             e.handle(HandleKind::File, fh);
             e.handle(HandleKind::Info, info);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_set_size`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_File_set_size(fh: MPI_File, size: MPI_Offset) -> c_int {
     let real = crate::pmpi::MPI_File_set_size();
-    let Some(call) = Call::begin(func::MPI_File_set_size) else {
+    let Some(call) = Call::enter(func::MPI_File_set_size) else {
         return unsafe { real(fh, size) };
     };
-    let ret = unsafe { real(fh, size) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_set_size,
-        ret,
-        |k| [k.handle(HandleKind::File, fh), size as u64],
-        move |e| {
+        move |k: &InputWords| [k.handle(HandleKind::File, fh), size as u64],
+        move || unsafe { real(fh, size) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 2]| {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let size: MPI_Offset = w[1] as MPI_Offset;
             e.handle(HandleKind::File, fh);
             e.address(size);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_set_view`.
@@ -6951,38 +7328,40 @@ pub unsafe extern "C" fn MPI_File_set_view(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_File_sync(fh: MPI_File) -> c_int {
     let real = crate::pmpi::MPI_File_sync();
-    let Some(call) = Call::begin(func::MPI_File_sync) else {
+    let Some(call) = Call::enter(func::MPI_File_sync) else {
         return unsafe { real(fh) };
     };
-    let ret = unsafe { real(fh) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_sync,
-        ret,
-        |k| [k.handle(HandleKind::File, fh)],
-        move |e| {
+        move |k: &InputWords| [k.handle(HandleKind::File, fh)],
+        move || unsafe { real(fh) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 1]| {
+            let fh: MPI_File = Handle(w[0] as usize);
             e.handle(HandleKind::File, fh);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_toint`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_File_toint(file: MPI_File) -> c_int {
     let real = crate::pmpi::MPI_File_toint();
-    let Some(call) = Call::begin(func::MPI_File_toint) else {
+    let Some(call) = Call::enter(func::MPI_File_toint) else {
         return unsafe { real(file) };
     };
-    let ret = unsafe { real(file) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_toint,
-        ret,
-        |k| [k.handle(HandleKind::File, file)],
-        move |e| {
+        move |k: &InputWords| [k.handle(HandleKind::File, file)],
+        move || unsafe { real(file) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 1]| {
+            let file: MPI_File = Handle(w[0] as usize);
             e.handle(HandleKind::File, file);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_write`.
@@ -6995,20 +7374,24 @@ pub unsafe extern "C" fn MPI_File_write(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_write();
-    let Some(call) = Call::begin(func::MPI_File_write) else {
+    let Some(call) = Call::enter(func::MPI_File_write) else {
         return unsafe { real(fh, buf, count, datatype, status) };
     };
-    let ret = unsafe { real(fh, buf, count, datatype, status) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_write,
-        ret,
-        |k| unsafe {
-            let status_words = k.status(status);
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 buf as u64,
                 i64::from(count) as u64,
                 k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        move || unsafe { real(fh, buf, count, datatype, status) },
+        |&ret| ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
                 status_words[0],
                 status_words[1],
                 status_words[2],
@@ -7017,15 +7400,18 @@ pub unsafe extern "C" fn MPI_File_write(
                 k.segments(),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 4]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let buf: *const c_void = std::ptr::without_provenance(w[1] as usize);
+            let count: c_int = w[2] as c_int;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
             e.status(status, None);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_write_all`.
@@ -7038,20 +7424,24 @@ pub unsafe extern "C" fn MPI_File_write_all(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_write_all();
-    let Some(call) = Call::begin(func::MPI_File_write_all) else {
+    let Some(call) = Call::enter(func::MPI_File_write_all) else {
         return unsafe { real(fh, buf, count, datatype, status) };
     };
-    let ret = unsafe { real(fh, buf, count, datatype, status) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_write_all,
-        ret,
-        |k| unsafe {
-            let status_words = k.status(status);
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 buf as u64,
                 i64::from(count) as u64,
                 k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        move || unsafe { real(fh, buf, count, datatype, status) },
+        |&ret| ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
                 status_words[0],
                 status_words[1],
                 status_words[2],
@@ -7060,15 +7450,18 @@ pub unsafe extern "C" fn MPI_File_write_all(
                 k.segments(),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 4]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let buf: *const c_void = std::ptr::without_provenance(w[1] as usize);
+            let count: c_int = w[2] as c_int;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
             e.status(status, None);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_write_all_begin`.
@@ -7080,30 +7473,33 @@ pub unsafe extern "C" fn MPI_File_write_all_begin(
     datatype: MPI_Datatype,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_write_all_begin();
-    let Some(call) = Call::begin(func::MPI_File_write_all_begin) else {
+    let Some(call) = Call::enter(func::MPI_File_write_all_begin) else {
         return unsafe { real(fh, buf, count, datatype) };
     };
-    let ret = unsafe { real(fh, buf, count, datatype) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_write_all_begin,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 buf as u64,
                 i64::from(count) as u64,
                 k.handle(HandleKind::Datatype, datatype),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe { real(fh, buf, count, datatype) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 4]| {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let buf: *const c_void = std::ptr::without_provenance(w[1] as usize);
+            let count: c_int = w[2] as c_int;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_write_all_begin_c`.
@@ -7115,30 +7511,33 @@ pub unsafe extern "C" fn MPI_File_write_all_begin_c(
     datatype: MPI_Datatype,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_write_all_begin_c();
-    let Some(call) = Call::begin(func::MPI_File_write_all_begin_c) else {
+    let Some(call) = Call::enter(func::MPI_File_write_all_begin_c) else {
         return unsafe { real(fh, buf, count, datatype) };
     };
-    let ret = unsafe { real(fh, buf, count, datatype) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_write_all_begin_c,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 buf as u64,
                 count as u64,
                 k.handle(HandleKind::Datatype, datatype),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe { real(fh, buf, count, datatype) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 4]| {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let buf: *const c_void = std::ptr::without_provenance(w[1] as usize);
+            let count: MPI_Count = w[2] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_write_all_c`.
@@ -7151,20 +7550,24 @@ pub unsafe extern "C" fn MPI_File_write_all_c(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_write_all_c();
-    let Some(call) = Call::begin(func::MPI_File_write_all_c) else {
+    let Some(call) = Call::enter(func::MPI_File_write_all_c) else {
         return unsafe { real(fh, buf, count, datatype, status) };
     };
-    let ret = unsafe { real(fh, buf, count, datatype, status) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_write_all_c,
-        ret,
-        |k| unsafe {
-            let status_words = k.status(status);
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 buf as u64,
                 count as u64,
                 k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        move || unsafe { real(fh, buf, count, datatype, status) },
+        |&ret| ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
                 status_words[0],
                 status_words[1],
                 status_words[2],
@@ -7173,15 +7576,18 @@ pub unsafe extern "C" fn MPI_File_write_all_c(
                 k.segments(),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 4]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let buf: *const c_void = std::ptr::without_provenance(w[1] as usize);
+            let count: MPI_Count = w[2] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
             e.status(status, None);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_write_all_end`.
@@ -7192,18 +7598,17 @@ pub unsafe extern "C" fn MPI_File_write_all_end(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_write_all_end();
-    let Some(call) = Call::begin(func::MPI_File_write_all_end) else {
+    let Some(call) = Call::enter(func::MPI_File_write_all_end) else {
         return unsafe { real(fh, buf, status) };
     };
-    let ret = unsafe { real(fh, buf, status) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_write_all_end,
-        ret,
+        move |k: &InputWords| [k.handle(HandleKind::File, fh), buf as u64],
+        move || unsafe { real(fh, buf, status) },
+        |&ret| ret,
         |k| unsafe {
             let status_words = k.status(status);
             [
-                k.handle(HandleKind::File, fh),
-                buf as u64,
                 status_words[0],
                 status_words[1],
                 status_words[2],
@@ -7212,13 +7617,14 @@ pub unsafe extern "C" fn MPI_File_write_all_end(
                 k.segments(),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 2]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let buf: *const c_void = std::ptr::without_provenance(w[1] as usize);
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.status(status, None);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_write_at`.
@@ -7232,21 +7638,25 @@ pub unsafe extern "C" fn MPI_File_write_at(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_write_at();
-    let Some(call) = Call::begin(func::MPI_File_write_at) else {
+    let Some(call) = Call::enter(func::MPI_File_write_at) else {
         return unsafe { real(fh, offset, buf, count, datatype, status) };
     };
-    let ret = unsafe { real(fh, offset, buf, count, datatype, status) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_write_at,
-        ret,
-        |k| unsafe {
-            let status_words = k.status(status);
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 offset as u64,
                 buf as u64,
                 i64::from(count) as u64,
                 k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        move || unsafe { real(fh, offset, buf, count, datatype, status) },
+        |&ret| ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
                 status_words[0],
                 status_words[1],
                 status_words[2],
@@ -7255,7 +7665,12 @@ pub unsafe extern "C" fn MPI_File_write_at(
                 k.segments(),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 5]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let offset: MPI_Offset = w[1] as MPI_Offset;
+            let buf: *const c_void = std::ptr::without_provenance(w[2] as usize);
+            let count: c_int = w[3] as c_int;
+            let datatype: MPI_Datatype = Handle(w[4] as usize);
             e.handle(HandleKind::File, fh);
             e.address(offset);
             e.buffer(buf);
@@ -7263,8 +7678,7 @@ pub unsafe extern "C" fn MPI_File_write_at(
             e.handle(HandleKind::Datatype, datatype);
             e.status(status, None);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_write_at_all`.
@@ -7278,21 +7692,25 @@ pub unsafe extern "C" fn MPI_File_write_at_all(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_write_at_all();
-    let Some(call) = Call::begin(func::MPI_File_write_at_all) else {
+    let Some(call) = Call::enter(func::MPI_File_write_at_all) else {
         return unsafe { real(fh, offset, buf, count, datatype, status) };
     };
-    let ret = unsafe { real(fh, offset, buf, count, datatype, status) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_write_at_all,
-        ret,
-        |k| unsafe {
-            let status_words = k.status(status);
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 offset as u64,
                 buf as u64,
                 i64::from(count) as u64,
                 k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        move || unsafe { real(fh, offset, buf, count, datatype, status) },
+        |&ret| ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
                 status_words[0],
                 status_words[1],
                 status_words[2],
@@ -7301,7 +7719,12 @@ pub unsafe extern "C" fn MPI_File_write_at_all(
                 k.segments(),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 5]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let offset: MPI_Offset = w[1] as MPI_Offset;
+            let buf: *const c_void = std::ptr::without_provenance(w[2] as usize);
+            let count: c_int = w[3] as c_int;
+            let datatype: MPI_Datatype = Handle(w[4] as usize);
             e.handle(HandleKind::File, fh);
             e.address(offset);
             e.buffer(buf);
@@ -7309,8 +7732,7 @@ pub unsafe extern "C" fn MPI_File_write_at_all(
             e.handle(HandleKind::Datatype, datatype);
             e.status(status, None);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_write_at_all_begin`.
@@ -7323,32 +7745,36 @@ pub unsafe extern "C" fn MPI_File_write_at_all_begin(
     datatype: MPI_Datatype,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_write_at_all_begin();
-    let Some(call) = Call::begin(func::MPI_File_write_at_all_begin) else {
+    let Some(call) = Call::enter(func::MPI_File_write_at_all_begin) else {
         return unsafe { real(fh, offset, buf, count, datatype) };
     };
-    let ret = unsafe { real(fh, offset, buf, count, datatype) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_write_at_all_begin,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 offset as u64,
                 buf as u64,
                 i64::from(count) as u64,
                 k.handle(HandleKind::Datatype, datatype),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe { real(fh, offset, buf, count, datatype) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 5]| {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let offset: MPI_Offset = w[1] as MPI_Offset;
+            let buf: *const c_void = std::ptr::without_provenance(w[2] as usize);
+            let count: c_int = w[3] as c_int;
+            let datatype: MPI_Datatype = Handle(w[4] as usize);
             e.handle(HandleKind::File, fh);
             e.address(offset);
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_write_at_all_begin_c`.
@@ -7361,32 +7787,36 @@ pub unsafe extern "C" fn MPI_File_write_at_all_begin_c(
     datatype: MPI_Datatype,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_write_at_all_begin_c();
-    let Some(call) = Call::begin(func::MPI_File_write_at_all_begin_c) else {
+    let Some(call) = Call::enter(func::MPI_File_write_at_all_begin_c) else {
         return unsafe { real(fh, offset, buf, count, datatype) };
     };
-    let ret = unsafe { real(fh, offset, buf, count, datatype) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_write_at_all_begin_c,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 offset as u64,
                 buf as u64,
                 count as u64,
                 k.handle(HandleKind::Datatype, datatype),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe { real(fh, offset, buf, count, datatype) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 5]| {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let offset: MPI_Offset = w[1] as MPI_Offset;
+            let buf: *const c_void = std::ptr::without_provenance(w[2] as usize);
+            let count: MPI_Count = w[3] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[4] as usize);
             e.handle(HandleKind::File, fh);
             e.address(offset);
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_write_at_all_c`.
@@ -7400,21 +7830,25 @@ pub unsafe extern "C" fn MPI_File_write_at_all_c(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_write_at_all_c();
-    let Some(call) = Call::begin(func::MPI_File_write_at_all_c) else {
+    let Some(call) = Call::enter(func::MPI_File_write_at_all_c) else {
         return unsafe { real(fh, offset, buf, count, datatype, status) };
     };
-    let ret = unsafe { real(fh, offset, buf, count, datatype, status) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_write_at_all_c,
-        ret,
-        |k| unsafe {
-            let status_words = k.status(status);
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 offset as u64,
                 buf as u64,
                 count as u64,
                 k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        move || unsafe { real(fh, offset, buf, count, datatype, status) },
+        |&ret| ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
                 status_words[0],
                 status_words[1],
                 status_words[2],
@@ -7423,7 +7857,12 @@ pub unsafe extern "C" fn MPI_File_write_at_all_c(
                 k.segments(),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 5]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let offset: MPI_Offset = w[1] as MPI_Offset;
+            let buf: *const c_void = std::ptr::without_provenance(w[2] as usize);
+            let count: MPI_Count = w[3] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[4] as usize);
             e.handle(HandleKind::File, fh);
             e.address(offset);
             e.buffer(buf);
@@ -7431,8 +7870,7 @@ pub unsafe extern "C" fn MPI_File_write_at_all_c(
             e.handle(HandleKind::Datatype, datatype);
             e.status(status, None);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_write_at_all_end`.
@@ -7443,18 +7881,17 @@ pub unsafe extern "C" fn MPI_File_write_at_all_end(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_write_at_all_end();
-    let Some(call) = Call::begin(func::MPI_File_write_at_all_end) else {
+    let Some(call) = Call::enter(func::MPI_File_write_at_all_end) else {
         return unsafe { real(fh, buf, status) };
     };
-    let ret = unsafe { real(fh, buf, status) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_write_at_all_end,
-        ret,
+        move |k: &InputWords| [k.handle(HandleKind::File, fh), buf as u64],
+        move || unsafe { real(fh, buf, status) },
+        |&ret| ret,
         |k| unsafe {
             let status_words = k.status(status);
             [
-                k.handle(HandleKind::File, fh),
-                buf as u64,
                 status_words[0],
                 status_words[1],
                 status_words[2],
@@ -7463,13 +7900,14 @@ pub unsafe extern "C" fn MPI_File_write_at_all_end(
                 k.segments(),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 2]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let buf: *const c_void = std::ptr::without_provenance(w[1] as usize);
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.status(status, None);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_write_at_c`.
@@ -7483,21 +7921,25 @@ pub unsafe extern "C" fn MPI_File_write_at_c(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_write_at_c();
-    let Some(call) = Call::begin(func::MPI_File_write_at_c) else {
+    let Some(call) = Call::enter(func::MPI_File_write_at_c) else {
         return unsafe { real(fh, offset, buf, count, datatype, status) };
     };
-    let ret = unsafe { real(fh, offset, buf, count, datatype, status) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_write_at_c,
-        ret,
-        |k| unsafe {
-            let status_words = k.status(status);
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 offset as u64,
                 buf as u64,
                 count as u64,
                 k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        move || unsafe { real(fh, offset, buf, count, datatype, status) },
+        |&ret| ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
                 status_words[0],
                 status_words[1],
                 status_words[2],
@@ -7506,7 +7948,12 @@ pub unsafe extern "C" fn MPI_File_write_at_c(
                 k.segments(),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 5]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let offset: MPI_Offset = w[1] as MPI_Offset;
+            let buf: *const c_void = std::ptr::without_provenance(w[2] as usize);
+            let count: MPI_Count = w[3] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[4] as usize);
             e.handle(HandleKind::File, fh);
             e.address(offset);
             e.buffer(buf);
@@ -7514,8 +7961,7 @@ pub unsafe extern "C" fn MPI_File_write_at_c(
             e.handle(HandleKind::Datatype, datatype);
             e.status(status, None);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_write_c`.
@@ -7528,20 +7974,24 @@ pub unsafe extern "C" fn MPI_File_write_c(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_write_c();
-    let Some(call) = Call::begin(func::MPI_File_write_c) else {
+    let Some(call) = Call::enter(func::MPI_File_write_c) else {
         return unsafe { real(fh, buf, count, datatype, status) };
     };
-    let ret = unsafe { real(fh, buf, count, datatype, status) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_write_c,
-        ret,
-        |k| unsafe {
-            let status_words = k.status(status);
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 buf as u64,
                 count as u64,
                 k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        move || unsafe { real(fh, buf, count, datatype, status) },
+        |&ret| ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
                 status_words[0],
                 status_words[1],
                 status_words[2],
@@ -7550,15 +8000,18 @@ pub unsafe extern "C" fn MPI_File_write_c(
                 k.segments(),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 4]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let buf: *const c_void = std::ptr::without_provenance(w[1] as usize);
+            let count: MPI_Count = w[2] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
             e.status(status, None);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_write_ordered`.
@@ -7571,20 +8024,24 @@ pub unsafe extern "C" fn MPI_File_write_ordered(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_write_ordered();
-    let Some(call) = Call::begin(func::MPI_File_write_ordered) else {
+    let Some(call) = Call::enter(func::MPI_File_write_ordered) else {
         return unsafe { real(fh, buf, count, datatype, status) };
     };
-    let ret = unsafe { real(fh, buf, count, datatype, status) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_write_ordered,
-        ret,
-        |k| unsafe {
-            let status_words = k.status(status);
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 buf as u64,
                 i64::from(count) as u64,
                 k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        move || unsafe { real(fh, buf, count, datatype, status) },
+        |&ret| ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
                 status_words[0],
                 status_words[1],
                 status_words[2],
@@ -7593,15 +8050,18 @@ pub unsafe extern "C" fn MPI_File_write_ordered(
                 k.segments(),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 4]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let buf: *const c_void = std::ptr::without_provenance(w[1] as usize);
+            let count: c_int = w[2] as c_int;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
             e.status(status, None);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_write_ordered_begin`.
@@ -7613,30 +8073,33 @@ pub unsafe extern "C" fn MPI_File_write_ordered_begin(
     datatype: MPI_Datatype,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_write_ordered_begin();
-    let Some(call) = Call::begin(func::MPI_File_write_ordered_begin) else {
+    let Some(call) = Call::enter(func::MPI_File_write_ordered_begin) else {
         return unsafe { real(fh, buf, count, datatype) };
     };
-    let ret = unsafe { real(fh, buf, count, datatype) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_write_ordered_begin,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 buf as u64,
                 i64::from(count) as u64,
                 k.handle(HandleKind::Datatype, datatype),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe { real(fh, buf, count, datatype) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 4]| {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let buf: *const c_void = std::ptr::without_provenance(w[1] as usize);
+            let count: c_int = w[2] as c_int;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_write_ordered_begin_c`.
@@ -7648,30 +8111,33 @@ pub unsafe extern "C" fn MPI_File_write_ordered_begin_c(
     datatype: MPI_Datatype,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_write_ordered_begin_c();
-    let Some(call) = Call::begin(func::MPI_File_write_ordered_begin_c) else {
+    let Some(call) = Call::enter(func::MPI_File_write_ordered_begin_c) else {
         return unsafe { real(fh, buf, count, datatype) };
     };
-    let ret = unsafe { real(fh, buf, count, datatype) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_write_ordered_begin_c,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 buf as u64,
                 count as u64,
                 k.handle(HandleKind::Datatype, datatype),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe { real(fh, buf, count, datatype) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 4]| {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let buf: *const c_void = std::ptr::without_provenance(w[1] as usize);
+            let count: MPI_Count = w[2] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_write_ordered_c`.
@@ -7684,20 +8150,24 @@ pub unsafe extern "C" fn MPI_File_write_ordered_c(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_write_ordered_c();
-    let Some(call) = Call::begin(func::MPI_File_write_ordered_c) else {
+    let Some(call) = Call::enter(func::MPI_File_write_ordered_c) else {
         return unsafe { real(fh, buf, count, datatype, status) };
     };
-    let ret = unsafe { real(fh, buf, count, datatype, status) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_write_ordered_c,
-        ret,
-        |k| unsafe {
-            let status_words = k.status(status);
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 buf as u64,
                 count as u64,
                 k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        move || unsafe { real(fh, buf, count, datatype, status) },
+        |&ret| ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
                 status_words[0],
                 status_words[1],
                 status_words[2],
@@ -7706,15 +8176,18 @@ pub unsafe extern "C" fn MPI_File_write_ordered_c(
                 k.segments(),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 4]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let buf: *const c_void = std::ptr::without_provenance(w[1] as usize);
+            let count: MPI_Count = w[2] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
             e.status(status, None);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_write_ordered_end`.
@@ -7725,18 +8198,17 @@ pub unsafe extern "C" fn MPI_File_write_ordered_end(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_write_ordered_end();
-    let Some(call) = Call::begin(func::MPI_File_write_ordered_end) else {
+    let Some(call) = Call::enter(func::MPI_File_write_ordered_end) else {
         return unsafe { real(fh, buf, status) };
     };
-    let ret = unsafe { real(fh, buf, status) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_write_ordered_end,
-        ret,
+        move |k: &InputWords| [k.handle(HandleKind::File, fh), buf as u64],
+        move || unsafe { real(fh, buf, status) },
+        |&ret| ret,
         |k| unsafe {
             let status_words = k.status(status);
             [
-                k.handle(HandleKind::File, fh),
-                buf as u64,
                 status_words[0],
                 status_words[1],
                 status_words[2],
@@ -7745,13 +8217,14 @@ pub unsafe extern "C" fn MPI_File_write_ordered_end(
                 k.segments(),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 2]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let buf: *const c_void = std::ptr::without_provenance(w[1] as usize);
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.status(status, None);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_write_shared`.
@@ -7764,20 +8237,24 @@ pub unsafe extern "C" fn MPI_File_write_shared(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_write_shared();
-    let Some(call) = Call::begin(func::MPI_File_write_shared) else {
+    let Some(call) = Call::enter(func::MPI_File_write_shared) else {
         return unsafe { real(fh, buf, count, datatype, status) };
     };
-    let ret = unsafe { real(fh, buf, count, datatype, status) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_write_shared,
-        ret,
-        |k| unsafe {
-            let status_words = k.status(status);
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 buf as u64,
                 i64::from(count) as u64,
                 k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        move || unsafe { real(fh, buf, count, datatype, status) },
+        |&ret| ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
                 status_words[0],
                 status_words[1],
                 status_words[2],
@@ -7786,15 +8263,18 @@ pub unsafe extern "C" fn MPI_File_write_shared(
                 k.segments(),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 4]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let buf: *const c_void = std::ptr::without_provenance(w[1] as usize);
+            let count: c_int = w[2] as c_int;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
             e.status(status, None);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_File_write_shared_c`.
@@ -7807,20 +8287,24 @@ pub unsafe extern "C" fn MPI_File_write_shared_c(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_File_write_shared_c();
-    let Some(call) = Call::begin(func::MPI_File_write_shared_c) else {
+    let Some(call) = Call::enter(func::MPI_File_write_shared_c) else {
         return unsafe { real(fh, buf, count, datatype, status) };
     };
-    let ret = unsafe { real(fh, buf, count, datatype, status) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_File_write_shared_c,
-        ret,
-        |k| unsafe {
-            let status_words = k.status(status);
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::File, fh),
                 buf as u64,
                 count as u64,
                 k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        move || unsafe { real(fh, buf, count, datatype, status) },
+        |&ret| ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
                 status_words[0],
                 status_words[1],
                 status_words[2],
@@ -7829,53 +8313,57 @@ pub unsafe extern "C" fn MPI_File_write_shared_c(
                 k.segments(),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 4]| unsafe {
+            let fh: MPI_File = Handle(w[0] as usize);
+            let buf: *const c_void = std::ptr::without_provenance(w[1] as usize);
+            let count: MPI_Count = w[2] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
             e.handle(HandleKind::File, fh);
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
             e.status(status, None);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Finalized`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Finalized(flag: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Finalized();
-    let Some(call) = Call::begin(func::MPI_Finalized) else {
+    let Some(call) = Call::enter(func::MPI_Finalized) else {
         return unsafe { real(flag) };
     };
-    let ret = unsafe { real(flag) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Finalized,
-        ret,
+        move |_: &InputWords| [],
+        move || unsafe { real(flag) },
+        |&ret| ret,
         |k| unsafe { [k.out(flag.cast_const())] },
-        move |e| unsafe {
+        move |e: &mut Encoder, _: &[u64; 0]| unsafe {
             e.int_out(flag);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Free_mem`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Free_mem(base: *mut c_void) -> c_int {
     let real = crate::pmpi::MPI_Free_mem();
-    let Some(call) = Call::begin(func::MPI_Free_mem) else {
+    let Some(call) = Call::enter(func::MPI_Free_mem) else {
         return unsafe { real(base) };
     };
-    let ret = unsafe { real(base) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Free_mem,
-        ret,
-        |k| [base as u64, k.segments()],
-        move |e| {
+        move |_: &InputWords| [base as u64],
+        move || unsafe { real(base) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 1]| {
+            let base: *mut c_void = std::ptr::without_provenance_mut(w[0] as usize);
             e.buffer(base);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Gather`.
@@ -7892,22 +8380,16 @@ pub unsafe extern "C" fn MPI_Gather(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Gather();
-    let Some(call) = Call::begin(func::MPI_Gather) else {
+    let Some(call) = Call::enter(func::MPI_Gather) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
             )
         };
     };
-    let ret = unsafe {
-        real(
-            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Gather,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 i64::from(sendcount) as u64,
@@ -7917,10 +8399,24 @@ pub unsafe extern "C" fn MPI_Gather(
                 k.handle(HandleKind::Datatype, recvtype),
                 i64::from(root) as u64,
                 k.handle(HandleKind::Comm, comm),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe {
+            real(
+                sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
+            )
+        },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 8]| {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let sendcount: c_int = w[1] as c_int;
+            let sendtype: MPI_Datatype = Handle(w[2] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[3] as usize);
+            let recvcount: c_int = w[4] as c_int;
+            let recvtype: MPI_Datatype = Handle(w[5] as usize);
+            let root: c_int = w[6] as c_int;
+            let comm: MPI_Comm = Handle(w[7] as usize);
             e.buffer(sendbuf);
             e.int(i64::from(sendcount));
             e.handle(HandleKind::Datatype, sendtype);
@@ -7930,8 +8426,7 @@ pub unsafe extern "C" fn MPI_Gather(
             e.root(i64::from(root));
             e.handle(HandleKind::Comm, comm);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Gather_c`.
@@ -7948,22 +8443,16 @@ pub unsafe extern "C" fn MPI_Gather_c(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Gather_c();
-    let Some(call) = Call::begin(func::MPI_Gather_c) else {
+    let Some(call) = Call::enter(func::MPI_Gather_c) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
             )
         };
     };
-    let ret = unsafe {
-        real(
-            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Gather_c,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 sendcount as u64,
@@ -7973,10 +8462,24 @@ pub unsafe extern "C" fn MPI_Gather_c(
                 k.handle(HandleKind::Datatype, recvtype),
                 i64::from(root) as u64,
                 k.handle(HandleKind::Comm, comm),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe {
+            real(
+                sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
+            )
+        },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 8]| {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let sendcount: MPI_Count = w[1] as MPI_Count;
+            let sendtype: MPI_Datatype = Handle(w[2] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[3] as usize);
+            let recvcount: MPI_Count = w[4] as MPI_Count;
+            let recvtype: MPI_Datatype = Handle(w[5] as usize);
+            let root: c_int = w[6] as c_int;
+            let comm: MPI_Comm = Handle(w[7] as usize);
             e.buffer(sendbuf);
             e.int(sendcount);
             e.handle(HandleKind::Datatype, sendtype);
@@ -7986,8 +8489,7 @@ pub unsafe extern "C" fn MPI_Gather_c(
             e.root(i64::from(root));
             e.handle(HandleKind::Comm, comm);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Gather_init`.
@@ -8006,7 +8508,7 @@ pub unsafe extern "C" fn MPI_Gather_init(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Gather_init();
-    let Some(call) = Call::begin(func::MPI_Gather_init) else {
+    let Some(call) = Call::enter(func::MPI_Gather_init) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info,
@@ -8014,15 +8516,9 @@ pub unsafe extern "C" fn MPI_Gather_init(
             )
         };
     };
-    let ret = unsafe {
-        real(
-            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Gather_init,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 i64::from(sendcount) as u64,
@@ -8033,11 +8529,26 @@ pub unsafe extern "C" fn MPI_Gather_init(
                 i64::from(root) as u64,
                 k.handle(HandleKind::Comm, comm),
                 k.handle(HandleKind::Info, info),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe {
+            real(
+                sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info,
+                request,
+            )
+        },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 9]| unsafe {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let sendcount: c_int = w[1] as c_int;
+            let sendtype: MPI_Datatype = Handle(w[2] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[3] as usize);
+            let recvcount: c_int = w[4] as c_int;
+            let recvtype: MPI_Datatype = Handle(w[5] as usize);
+            let root: c_int = w[6] as c_int;
+            let comm: MPI_Comm = Handle(w[7] as usize);
+            let info: MPI_Info = Handle(w[8] as usize);
             e.buffer(sendbuf);
             e.int(i64::from(sendcount));
             e.handle(HandleKind::Datatype, sendtype);
@@ -8049,8 +8560,7 @@ pub unsafe extern "C" fn MPI_Gather_init(
             e.handle(HandleKind::Info, info);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Gather_init_c`.
@@ -8069,7 +8579,7 @@ pub unsafe extern "C" fn MPI_Gather_init_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Gather_init_c();
-    let Some(call) = Call::begin(func::MPI_Gather_init_c) else {
+    let Some(call) = Call::enter(func::MPI_Gather_init_c) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info,
@@ -8077,15 +8587,9 @@ pub unsafe extern "C" fn MPI_Gather_init_c(
             )
         };
     };
-    let ret = unsafe {
-        real(
-            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Gather_init_c,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 sendcount as u64,
@@ -8096,11 +8600,26 @@ pub unsafe extern "C" fn MPI_Gather_init_c(
                 i64::from(root) as u64,
                 k.handle(HandleKind::Comm, comm),
                 k.handle(HandleKind::Info, info),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe {
+            real(
+                sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info,
+                request,
+            )
+        },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 9]| unsafe {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let sendcount: MPI_Count = w[1] as MPI_Count;
+            let sendtype: MPI_Datatype = Handle(w[2] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[3] as usize);
+            let recvcount: MPI_Count = w[4] as MPI_Count;
+            let recvtype: MPI_Datatype = Handle(w[5] as usize);
+            let root: c_int = w[6] as c_int;
+            let comm: MPI_Comm = Handle(w[7] as usize);
+            let info: MPI_Info = Handle(w[8] as usize);
             e.buffer(sendbuf);
             e.int(sendcount);
             e.handle(HandleKind::Datatype, sendtype);
@@ -8112,8 +8631,7 @@ pub unsafe extern "C" fn MPI_Gather_init_c(
             e.handle(HandleKind::Info, info);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Gatherv`.
@@ -8346,7 +8864,7 @@ pub unsafe extern "C" fn MPI_Get(
     win: MPI_Win,
 ) -> c_int {
     let real = crate::pmpi::MPI_Get();
-    let Some(call) = Call::begin(func::MPI_Get) else {
+    let Some(call) = Call::enter(func::MPI_Get) else {
         return unsafe {
             real(
                 origin_addr,
@@ -8360,22 +8878,9 @@ pub unsafe extern "C" fn MPI_Get(
             )
         };
     };
-    let ret = unsafe {
-        real(
-            origin_addr,
-            origin_count,
-            origin_datatype,
-            target_rank,
-            target_disp,
-            target_count,
-            target_datatype,
-            win,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Get,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 origin_addr as u64,
                 i64::from(origin_count) as u64,
@@ -8385,10 +8890,31 @@ pub unsafe extern "C" fn MPI_Get(
                 i64::from(target_count) as u64,
                 k.handle(HandleKind::Datatype, target_datatype),
                 k.handle(HandleKind::Win, win),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe {
+            real(
+                origin_addr,
+                origin_count,
+                origin_datatype,
+                target_rank,
+                target_disp,
+                target_count,
+                target_datatype,
+                win,
+            )
+        },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 8]| {
+            let origin_addr: *mut c_void = std::ptr::without_provenance_mut(w[0] as usize);
+            let origin_count: c_int = w[1] as c_int;
+            let origin_datatype: MPI_Datatype = Handle(w[2] as usize);
+            let target_rank: c_int = w[3] as c_int;
+            let target_disp: MPI_Aint = w[4] as MPI_Aint;
+            let target_count: c_int = w[5] as c_int;
+            let target_datatype: MPI_Datatype = Handle(w[6] as usize);
+            let win: MPI_Win = Handle(w[7] as usize);
             e.buffer(origin_addr);
             e.int(i64::from(origin_count));
             e.handle(HandleKind::Datatype, origin_datatype);
@@ -8398,8 +8924,7 @@ pub unsafe extern "C" fn MPI_Get(
             e.handle(HandleKind::Datatype, target_datatype);
             e.handle(HandleKind::Win, win);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Get_accumulate`.
@@ -8420,7 +8945,7 @@ pub unsafe extern "C" fn MPI_Get_accumulate(
     win: MPI_Win,
 ) -> c_int {
     let real = crate::pmpi::MPI_Get_accumulate();
-    let Some(call) = Call::begin(func::MPI_Get_accumulate) else {
+    let Some(call) = Call::enter(func::MPI_Get_accumulate) else {
         return unsafe {
             real(
                 origin_addr,
@@ -8438,26 +8963,9 @@ pub unsafe extern "C" fn MPI_Get_accumulate(
             )
         };
     };
-    let ret = unsafe {
-        real(
-            origin_addr,
-            origin_count,
-            origin_datatype,
-            result_addr,
-            result_count,
-            result_datatype,
-            target_rank,
-            target_disp,
-            target_count,
-            target_datatype,
-            op,
-            win,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Get_accumulate,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 origin_addr as u64,
                 i64::from(origin_count) as u64,
@@ -8471,10 +8979,39 @@ pub unsafe extern "C" fn MPI_Get_accumulate(
                 k.handle(HandleKind::Datatype, target_datatype),
                 k.handle(HandleKind::Op, op),
                 k.handle(HandleKind::Win, win),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe {
+            real(
+                origin_addr,
+                origin_count,
+                origin_datatype,
+                result_addr,
+                result_count,
+                result_datatype,
+                target_rank,
+                target_disp,
+                target_count,
+                target_datatype,
+                op,
+                win,
+            )
+        },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 12]| {
+            let origin_addr: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let origin_count: c_int = w[1] as c_int;
+            let origin_datatype: MPI_Datatype = Handle(w[2] as usize);
+            let result_addr: *mut c_void = std::ptr::without_provenance_mut(w[3] as usize);
+            let result_count: c_int = w[4] as c_int;
+            let result_datatype: MPI_Datatype = Handle(w[5] as usize);
+            let target_rank: c_int = w[6] as c_int;
+            let target_disp: MPI_Aint = w[7] as MPI_Aint;
+            let target_count: c_int = w[8] as c_int;
+            let target_datatype: MPI_Datatype = Handle(w[9] as usize);
+            let op: MPI_Op = Handle(w[10] as usize);
+            let win: MPI_Win = Handle(w[11] as usize);
             e.buffer(origin_addr);
             e.int(i64::from(origin_count));
             e.handle(HandleKind::Datatype, origin_datatype);
@@ -8488,8 +9025,7 @@ pub unsafe extern "C" fn MPI_Get_accumulate(
             e.handle(HandleKind::Op, op);
             e.handle(HandleKind::Win, win);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Get_accumulate_c`.
@@ -8510,7 +9046,7 @@ pub unsafe extern "C" fn MPI_Get_accumulate_c(
     win: MPI_Win,
 ) -> c_int {
     let real = crate::pmpi::MPI_Get_accumulate_c();
-    let Some(call) = Call::begin(func::MPI_Get_accumulate_c) else {
+    let Some(call) = Call::enter(func::MPI_Get_accumulate_c) else {
         return unsafe {
             real(
                 origin_addr,
@@ -8528,26 +9064,9 @@ pub unsafe extern "C" fn MPI_Get_accumulate_c(
             )
         };
     };
-    let ret = unsafe {
-        real(
-            origin_addr,
-            origin_count,
-            origin_datatype,
-            result_addr,
-            result_count,
-            result_datatype,
-            target_rank,
-            target_disp,
-            target_count,
-            target_datatype,
-            op,
-            win,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Get_accumulate_c,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 origin_addr as u64,
                 origin_count as u64,
@@ -8561,10 +9080,39 @@ pub unsafe extern "C" fn MPI_Get_accumulate_c(
                 k.handle(HandleKind::Datatype, target_datatype),
                 k.handle(HandleKind::Op, op),
                 k.handle(HandleKind::Win, win),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe {
+            real(
+                origin_addr,
+                origin_count,
+                origin_datatype,
+                result_addr,
+                result_count,
+                result_datatype,
+                target_rank,
+                target_disp,
+                target_count,
+                target_datatype,
+                op,
+                win,
+            )
+        },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 12]| {
+            let origin_addr: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let origin_count: MPI_Count = w[1] as MPI_Count;
+            let origin_datatype: MPI_Datatype = Handle(w[2] as usize);
+            let result_addr: *mut c_void = std::ptr::without_provenance_mut(w[3] as usize);
+            let result_count: MPI_Count = w[4] as MPI_Count;
+            let result_datatype: MPI_Datatype = Handle(w[5] as usize);
+            let target_rank: c_int = w[6] as c_int;
+            let target_disp: MPI_Aint = w[7] as MPI_Aint;
+            let target_count: MPI_Count = w[8] as MPI_Count;
+            let target_datatype: MPI_Datatype = Handle(w[9] as usize);
+            let op: MPI_Op = Handle(w[10] as usize);
+            let win: MPI_Win = Handle(w[11] as usize);
             e.buffer(origin_addr);
             e.int(origin_count);
             e.handle(HandleKind::Datatype, origin_datatype);
@@ -8578,28 +9126,28 @@ pub unsafe extern "C" fn MPI_Get_accumulate_c(
             e.handle(HandleKind::Op, op);
             e.handle(HandleKind::Win, win);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Get_address`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Get_address(location: *const c_void, address: *mut MPI_Aint) -> c_int {
     let real = crate::pmpi::MPI_Get_address();
-    let Some(call) = Call::begin(func::MPI_Get_address) else {
+    let Some(call) = Call::enter(func::MPI_Get_address) else {
         return unsafe { real(location, address) };
     };
-    let ret = unsafe { real(location, address) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Get_address,
-        ret,
-        |k| unsafe { [location as u64, k.out(address.cast_const()), k.segments()] },
-        move |e| unsafe {
+        move |_: &InputWords| [location as u64],
+        move || unsafe { real(location, address) },
+        |&ret| ret,
+        |k| unsafe { [k.out(address.cast_const()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let location: *const c_void = std::ptr::without_provenance(w[0] as usize);
             e.buffer(location);
             location_out(e, address);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Get_c`.
@@ -8616,7 +9164,7 @@ pub unsafe extern "C" fn MPI_Get_c(
     win: MPI_Win,
 ) -> c_int {
     let real = crate::pmpi::MPI_Get_c();
-    let Some(call) = Call::begin(func::MPI_Get_c) else {
+    let Some(call) = Call::enter(func::MPI_Get_c) else {
         return unsafe {
             real(
                 origin_addr,
@@ -8630,22 +9178,9 @@ pub unsafe extern "C" fn MPI_Get_c(
             )
         };
     };
-    let ret = unsafe {
-        real(
-            origin_addr,
-            origin_count,
-            origin_datatype,
-            target_rank,
-            target_disp,
-            target_count,
-            target_datatype,
-            win,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Get_c,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 origin_addr as u64,
                 origin_count as u64,
@@ -8655,10 +9190,31 @@ pub unsafe extern "C" fn MPI_Get_c(
                 target_count as u64,
                 k.handle(HandleKind::Datatype, target_datatype),
                 k.handle(HandleKind::Win, win),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe {
+            real(
+                origin_addr,
+                origin_count,
+                origin_datatype,
+                target_rank,
+                target_disp,
+                target_count,
+                target_datatype,
+                win,
+            )
+        },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 8]| {
+            let origin_addr: *mut c_void = std::ptr::without_provenance_mut(w[0] as usize);
+            let origin_count: MPI_Count = w[1] as MPI_Count;
+            let origin_datatype: MPI_Datatype = Handle(w[2] as usize);
+            let target_rank: c_int = w[3] as c_int;
+            let target_disp: MPI_Aint = w[4] as MPI_Aint;
+            let target_count: MPI_Count = w[5] as MPI_Count;
+            let target_datatype: MPI_Datatype = Handle(w[6] as usize);
+            let win: MPI_Win = Handle(w[7] as usize);
             e.buffer(origin_addr);
             e.int(origin_count);
             e.handle(HandleKind::Datatype, origin_datatype);
@@ -8668,8 +9224,7 @@ pub unsafe extern "C" fn MPI_Get_c(
             e.handle(HandleKind::Datatype, target_datatype);
             e.handle(HandleKind::Win, win);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Get_count`.
@@ -8680,13 +9235,14 @@ pub unsafe extern "C" fn MPI_Get_count(
     count: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Get_count();
-    let Some(call) = Call::begin(func::MPI_Get_count) else {
+    let Some(call) = Call::enter(func::MPI_Get_count) else {
         return unsafe { real(status, datatype, count) };
     };
-    let ret = unsafe { real(status, datatype, count) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Get_count,
-        ret,
+        move |k: &InputWords| [k.handle(HandleKind::Datatype, datatype)],
+        move || unsafe { real(status, datatype, count) },
+        |&ret| ret,
         |k| unsafe {
             let status_words = k.status(status);
             [
@@ -8695,17 +9251,16 @@ pub unsafe extern "C" fn MPI_Get_count(
                 status_words[2],
                 status_words[3],
                 status_words[4],
-                k.handle(HandleKind::Datatype, datatype),
                 k.out(count.cast_const()),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let datatype: MPI_Datatype = Handle(w[0] as usize);
             e.status(status, None);
             e.handle(HandleKind::Datatype, datatype);
             e.int_out(count);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Get_count_c`.
@@ -8716,13 +9271,14 @@ pub unsafe extern "C" fn MPI_Get_count_c(
     count: *mut MPI_Count,
 ) -> c_int {
     let real = crate::pmpi::MPI_Get_count_c();
-    let Some(call) = Call::begin(func::MPI_Get_count_c) else {
+    let Some(call) = Call::enter(func::MPI_Get_count_c) else {
         return unsafe { real(status, datatype, count) };
     };
-    let ret = unsafe { real(status, datatype, count) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Get_count_c,
-        ret,
+        move |k: &InputWords| [k.handle(HandleKind::Datatype, datatype)],
+        move || unsafe { real(status, datatype, count) },
+        |&ret| ret,
         |k| unsafe {
             let status_words = k.status(status);
             [
@@ -8731,17 +9287,16 @@ pub unsafe extern "C" fn MPI_Get_count_c(
                 status_words[2],
                 status_words[3],
                 status_words[4],
-                k.handle(HandleKind::Datatype, datatype),
                 k.out(count.cast_const()),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let datatype: MPI_Datatype = Handle(w[0] as usize);
             e.status(status, None);
             e.handle(HandleKind::Datatype, datatype);
             e.count_out(count);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Get_elements`.
@@ -8752,13 +9307,14 @@ pub unsafe extern "C" fn MPI_Get_elements(
     count: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Get_elements();
-    let Some(call) = Call::begin(func::MPI_Get_elements) else {
+    let Some(call) = Call::enter(func::MPI_Get_elements) else {
         return unsafe { real(status, datatype, count) };
     };
-    let ret = unsafe { real(status, datatype, count) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Get_elements,
-        ret,
+        move |k: &InputWords| [k.handle(HandleKind::Datatype, datatype)],
+        move || unsafe { real(status, datatype, count) },
+        |&ret| ret,
         |k| unsafe {
             let status_words = k.status(status);
             [
@@ -8767,17 +9323,16 @@ pub unsafe extern "C" fn MPI_Get_elements(
                 status_words[2],
                 status_words[3],
                 status_words[4],
-                k.handle(HandleKind::Datatype, datatype),
                 k.out(count.cast_const()),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let datatype: MPI_Datatype = Handle(w[0] as usize);
             e.status(status, None);
             e.handle(HandleKind::Datatype, datatype);
             e.int_out(count);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Get_elements_c`.
@@ -8788,13 +9343,14 @@ pub unsafe extern "C" fn MPI_Get_elements_c(
     count: *mut MPI_Count,
 ) -> c_int {
     let real = crate::pmpi::MPI_Get_elements_c();
-    let Some(call) = Call::begin(func::MPI_Get_elements_c) else {
+    let Some(call) = Call::enter(func::MPI_Get_elements_c) else {
         return unsafe { real(status, datatype, count) };
     };
-    let ret = unsafe { real(status, datatype, count) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Get_elements_c,
-        ret,
+        move |k: &InputWords| [k.handle(HandleKind::Datatype, datatype)],
+        move || unsafe { real(status, datatype, count) },
+        |&ret| ret,
         |k| unsafe {
             let status_words = k.status(status);
             [
@@ -8803,17 +9359,16 @@ pub unsafe extern "C" fn MPI_Get_elements_c(
                 status_words[2],
                 status_words[3],
                 status_words[4],
-                k.handle(HandleKind::Datatype, datatype),
                 k.out(count.cast_const()),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let datatype: MPI_Datatype = Handle(w[0] as usize);
             e.status(status, None);
             e.handle(HandleKind::Datatype, datatype);
             e.count_out(count);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Get_elements_x`.
@@ -8824,13 +9379,14 @@ pub unsafe extern "C" fn MPI_Get_elements_x(
     count: *mut MPI_Count,
 ) -> c_int {
     let real = crate::pmpi::MPI_Get_elements_x();
-    let Some(call) = Call::begin(func::MPI_Get_elements_x) else {
+    let Some(call) = Call::enter(func::MPI_Get_elements_x) else {
         return unsafe { real(status, datatype, count) };
     };
-    let ret = unsafe { real(status, datatype, count) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Get_elements_x,
-        ret,
+        move |k: &InputWords| [k.handle(HandleKind::Datatype, datatype)],
+        move || unsafe { real(status, datatype, count) },
+        |&ret| ret,
         |k| unsafe {
             let status_words = k.status(status);
             [
@@ -8839,17 +9395,16 @@ pub unsafe extern "C" fn MPI_Get_elements_x(
                 status_words[2],
                 status_words[3],
                 status_words[4],
-                k.handle(HandleKind::Datatype, datatype),
                 k.out(count.cast_const()),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let datatype: MPI_Datatype = Handle(w[0] as usize);
             e.status(status, None);
             e.handle(HandleKind::Datatype, datatype);
             e.count_out(count);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Get_hw_resource_info`.
@@ -8905,20 +9460,20 @@ pub unsafe extern "C" fn MPI_Get_processor_name(name: *mut c_char, resultlen: *m
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Get_version(version: *mut c_int, subversion: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Get_version();
-    let Some(call) = Call::begin(func::MPI_Get_version) else {
+    let Some(call) = Call::enter(func::MPI_Get_version) else {
         return unsafe { real(version, subversion) };
     };
-    let ret = unsafe { real(version, subversion) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Get_version,
-        ret,
+        move |_: &InputWords| [],
+        move || unsafe { real(version, subversion) },
+        |&ret| ret,
         |k| unsafe { [k.out(version.cast_const()), k.out(subversion.cast_const())] },
-        move |e| unsafe {
+        move |e: &mut Encoder, _: &[u64; 0]| unsafe {
             e.int_out(version);
             e.int_out(subversion);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Graph_create`.
@@ -9048,27 +9603,23 @@ pub unsafe extern "C" fn MPI_Graph_neighbors_count(
     nneighbors: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Graph_neighbors_count();
-    let Some(call) = Call::begin(func::MPI_Graph_neighbors_count) else {
+    let Some(call) = Call::enter(func::MPI_Graph_neighbors_count) else {
         return unsafe { real(comm, rank, nneighbors) };
     };
-    let ret = unsafe { real(comm, rank, nneighbors) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Graph_neighbors_count,
-        ret,
-        |k| unsafe {
-            [
-                k.handle(HandleKind::Comm, comm),
-                i64::from(rank) as u64,
-                k.out(nneighbors.cast_const()),
-            ]
-        },
-        move |e| unsafe {
+        move |k: &InputWords| [k.handle(HandleKind::Comm, comm), i64::from(rank) as u64],
+        move || unsafe { real(comm, rank, nneighbors) },
+        |&ret| ret,
+        |k| unsafe { [k.out(nneighbors.cast_const())] },
+        move |e: &mut Encoder, w: &[u64; 2]| unsafe {
+            let comm: MPI_Comm = Handle(w[0] as usize);
+            let rank: c_int = w[1] as c_int;
             e.handle(HandleKind::Comm, comm);
             e.rank(i64::from(rank), comm);
             e.int_out(nneighbors);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Graphdims_get`.
@@ -9079,27 +9630,22 @@ pub unsafe extern "C" fn MPI_Graphdims_get(
     nedges: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Graphdims_get();
-    let Some(call) = Call::begin(func::MPI_Graphdims_get) else {
+    let Some(call) = Call::enter(func::MPI_Graphdims_get) else {
         return unsafe { real(comm, nnodes, nedges) };
     };
-    let ret = unsafe { real(comm, nnodes, nedges) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Graphdims_get,
-        ret,
-        |k| unsafe {
-            [
-                k.handle(HandleKind::Comm, comm),
-                k.out(nnodes.cast_const()),
-                k.out(nedges.cast_const()),
-            ]
-        },
-        move |e| unsafe {
+        move |k: &InputWords| [k.handle(HandleKind::Comm, comm)],
+        move || unsafe { real(comm, nnodes, nedges) },
+        |&ret| ret,
+        |k| unsafe { [k.out(nnodes.cast_const()), k.out(nedges.cast_const())] },
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let comm: MPI_Comm = Handle(w[0] as usize);
             e.handle(HandleKind::Comm, comm);
             e.int_out(nnodes);
             e.int_out(nedges);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Grequest_complete`.
@@ -9126,32 +9672,37 @@ pub unsafe extern "C" fn MPI_Grequest_start(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Grequest_start();
-    let Some(call) = Call::begin(func::MPI_Grequest_start) else {
+    let Some(call) = Call::enter(func::MPI_Grequest_start) else {
         return unsafe { real(query_fn, free_fn, cancel_fn, extra_state, request) };
     };
-    let ret = unsafe { real(query_fn, free_fn, cancel_fn, extra_state, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Grequest_start,
-        ret,
-        |k| unsafe {
+        move |_: &InputWords| {
             [
                 query_fn as u64,
                 free_fn as u64,
                 cancel_fn as u64,
                 extra_state as u64,
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(query_fn, free_fn, cancel_fn, extra_state, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 4]| unsafe {
+            let query_fn: *mut MPI_Grequest_query_function =
+                std::ptr::without_provenance_mut(w[0] as usize);
+            let free_fn: *mut MPI_Grequest_free_function =
+                std::ptr::without_provenance_mut(w[1] as usize);
+            let cancel_fn: *mut MPI_Grequest_cancel_function =
+                std::ptr::without_provenance_mut(w[2] as usize);
+            let extra_state: *mut c_void = std::ptr::without_provenance_mut(w[3] as usize);
             e.callback(query_fn);
             e.callback(free_fn);
             e.callback(cancel_fn);
             e.buffer(extra_state);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Group_compare`.
@@ -9162,27 +9713,28 @@ pub unsafe extern "C" fn MPI_Group_compare(
     result: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Group_compare();
-    let Some(call) = Call::begin(func::MPI_Group_compare) else {
+    let Some(call) = Call::enter(func::MPI_Group_compare) else {
         return unsafe { real(group1, group2, result) };
     };
-    let ret = unsafe { real(group1, group2, result) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Group_compare,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::Group, group1),
                 k.handle(HandleKind::Group, group2),
-                k.out(result.cast_const()),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(group1, group2, result) },
+        |&ret| ret,
+        |k| unsafe { [k.out(result.cast_const())] },
+        move |e: &mut Encoder, w: &[u64; 2]| unsafe {
+            let group1: MPI_Group = Handle(w[0] as usize);
+            let group2: MPI_Group = Handle(w[1] as usize);
             e.handle(HandleKind::Group, group1);
             e.handle(HandleKind::Group, group2);
             e.constant_out(ConstSet::Comparison, result);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Group_difference`.
@@ -9267,19 +9819,20 @@ pub unsafe extern "C" fn MPI_Group_from_session_pset(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Group_fromint(group: c_int) -> MPI_Group {
     let real = crate::pmpi::MPI_Group_fromint();
-    let Some(call) = Call::begin(func::MPI_Group_fromint) else {
+    let Some(call) = Call::enter(func::MPI_Group_fromint) else {
         return unsafe { real(group) };
     };
-    let ret = unsafe { real(group) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Group_fromint,
-        MPI_SUCCESS,
-        |_| [i64::from(group) as u64],
-        move |e| {
+        move |_: &InputWords| [i64::from(group) as u64],
+        move || unsafe { real(group) },
+        |_| MPI_SUCCESS,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 1]| {
+            let group: c_int = w[0] as c_int;
             e.int(i64::from(group));
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Group_incl`.
@@ -9385,59 +9938,62 @@ pub unsafe extern "C" fn MPI_Group_range_incl(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Group_rank(group: MPI_Group, rank: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Group_rank();
-    let Some(call) = Call::begin(func::MPI_Group_rank) else {
+    let Some(call) = Call::enter(func::MPI_Group_rank) else {
         return unsafe { real(group, rank) };
     };
-    let ret = unsafe { real(group, rank) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Group_rank,
-        ret,
-        |k| unsafe { [k.handle(HandleKind::Group, group), k.out(rank.cast_const())] },
-        move |e| unsafe {
+        move |k: &InputWords| [k.handle(HandleKind::Group, group)],
+        move || unsafe { real(group, rank) },
+        |&ret| ret,
+        |k| unsafe { [k.out(rank.cast_const())] },
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let group: MPI_Group = Handle(w[0] as usize);
             e.handle(HandleKind::Group, group);
             e.int_out(rank);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Group_size`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Group_size(group: MPI_Group, size: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Group_size();
-    let Some(call) = Call::begin(func::MPI_Group_size) else {
+    let Some(call) = Call::enter(func::MPI_Group_size) else {
         return unsafe { real(group, size) };
     };
-    let ret = unsafe { real(group, size) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Group_size,
-        ret,
-        |k| unsafe { [k.handle(HandleKind::Group, group), k.out(size.cast_const())] },
-        move |e| unsafe {
+        move |k: &InputWords| [k.handle(HandleKind::Group, group)],
+        move || unsafe { real(group, size) },
+        |&ret| ret,
+        |k| unsafe { [k.out(size.cast_const())] },
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let group: MPI_Group = Handle(w[0] as usize);
             e.handle(HandleKind::Group, group);
             e.int_out(size);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Group_toint`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Group_toint(group: MPI_Group) -> c_int {
     let real = crate::pmpi::MPI_Group_toint();
-    let Some(call) = Call::begin(func::MPI_Group_toint) else {
+    let Some(call) = Call::enter(func::MPI_Group_toint) else {
         return unsafe { real(group) };
     };
-    let ret = unsafe { real(group) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Group_toint,
-        ret,
-        |k| [k.handle(HandleKind::Group, group)],
-        move |e| {
+        move |k: &InputWords| [k.handle(HandleKind::Group, group)],
+        move || unsafe { real(group) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 1]| {
+            let group: MPI_Group = Handle(w[0] as usize);
             e.handle(HandleKind::Group, group);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Group_translate_ranks`.
@@ -9500,22 +10056,16 @@ pub unsafe extern "C" fn MPI_Iallgather(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Iallgather();
-    let Some(call) = Call::begin(func::MPI_Iallgather) else {
+    let Some(call) = Call::enter(func::MPI_Iallgather) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
             )
         };
     };
-    let ret = unsafe {
-        real(
-            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Iallgather,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 i64::from(sendcount) as u64,
@@ -9524,11 +10074,23 @@ pub unsafe extern "C" fn MPI_Iallgather(
                 i64::from(recvcount) as u64,
                 k.handle(HandleKind::Datatype, recvtype),
                 k.handle(HandleKind::Comm, comm),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe {
+            real(
+                sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
+            )
+        },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 7]| unsafe {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let sendcount: c_int = w[1] as c_int;
+            let sendtype: MPI_Datatype = Handle(w[2] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[3] as usize);
+            let recvcount: c_int = w[4] as c_int;
+            let recvtype: MPI_Datatype = Handle(w[5] as usize);
+            let comm: MPI_Comm = Handle(w[6] as usize);
             e.buffer(sendbuf);
             e.int(i64::from(sendcount));
             e.handle(HandleKind::Datatype, sendtype);
@@ -9538,8 +10100,7 @@ pub unsafe extern "C" fn MPI_Iallgather(
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Iallgather_c`.
@@ -9556,22 +10117,16 @@ pub unsafe extern "C" fn MPI_Iallgather_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Iallgather_c();
-    let Some(call) = Call::begin(func::MPI_Iallgather_c) else {
+    let Some(call) = Call::enter(func::MPI_Iallgather_c) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
             )
         };
     };
-    let ret = unsafe {
-        real(
-            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Iallgather_c,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 sendcount as u64,
@@ -9580,11 +10135,23 @@ pub unsafe extern "C" fn MPI_Iallgather_c(
                 recvcount as u64,
                 k.handle(HandleKind::Datatype, recvtype),
                 k.handle(HandleKind::Comm, comm),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe {
+            real(
+                sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
+            )
+        },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 7]| unsafe {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let sendcount: MPI_Count = w[1] as MPI_Count;
+            let sendtype: MPI_Datatype = Handle(w[2] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[3] as usize);
+            let recvcount: MPI_Count = w[4] as MPI_Count;
+            let recvtype: MPI_Datatype = Handle(w[5] as usize);
+            let comm: MPI_Comm = Handle(w[6] as usize);
             e.buffer(sendbuf);
             e.int(sendcount);
             e.handle(HandleKind::Datatype, sendtype);
@@ -9594,8 +10161,7 @@ pub unsafe extern "C" fn MPI_Iallgather_c(
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Iallgatherv`.
@@ -9696,14 +10262,12 @@ pub unsafe extern "C" fn MPI_Iallreduce(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Iallreduce();
-    let Some(call) = Call::begin(func::MPI_Iallreduce) else {
+    let Some(call) = Call::enter(func::MPI_Iallreduce) else {
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) };
     };
-    let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Iallreduce,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 recvbuf as u64,
@@ -9711,11 +10275,18 @@ pub unsafe extern "C" fn MPI_Iallreduce(
                 k.handle(HandleKind::Datatype, datatype),
                 k.handle(HandleKind::Op, op),
                 k.handle(HandleKind::Comm, comm),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 6]| unsafe {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let count: c_int = w[2] as c_int;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
+            let op: MPI_Op = Handle(w[4] as usize);
+            let comm: MPI_Comm = Handle(w[5] as usize);
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(i64::from(count));
@@ -9724,8 +10295,7 @@ pub unsafe extern "C" fn MPI_Iallreduce(
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Iallreduce_c`.
@@ -9740,14 +10310,12 @@ pub unsafe extern "C" fn MPI_Iallreduce_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Iallreduce_c();
-    let Some(call) = Call::begin(func::MPI_Iallreduce_c) else {
+    let Some(call) = Call::enter(func::MPI_Iallreduce_c) else {
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) };
     };
-    let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Iallreduce_c,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 recvbuf as u64,
@@ -9755,11 +10323,18 @@ pub unsafe extern "C" fn MPI_Iallreduce_c(
                 k.handle(HandleKind::Datatype, datatype),
                 k.handle(HandleKind::Op, op),
                 k.handle(HandleKind::Comm, comm),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 6]| unsafe {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let count: MPI_Count = w[2] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
+            let op: MPI_Op = Handle(w[4] as usize);
+            let comm: MPI_Comm = Handle(w[5] as usize);
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(count);
@@ -9768,8 +10343,7 @@ pub unsafe extern "C" fn MPI_Iallreduce_c(
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Ialltoall`.
@@ -9786,22 +10360,16 @@ pub unsafe extern "C" fn MPI_Ialltoall(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ialltoall();
-    let Some(call) = Call::begin(func::MPI_Ialltoall) else {
+    let Some(call) = Call::enter(func::MPI_Ialltoall) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
             )
         };
     };
-    let ret = unsafe {
-        real(
-            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Ialltoall,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 i64::from(sendcount) as u64,
@@ -9810,11 +10378,23 @@ pub unsafe extern "C" fn MPI_Ialltoall(
                 i64::from(recvcount) as u64,
                 k.handle(HandleKind::Datatype, recvtype),
                 k.handle(HandleKind::Comm, comm),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe {
+            real(
+                sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
+            )
+        },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 7]| unsafe {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let sendcount: c_int = w[1] as c_int;
+            let sendtype: MPI_Datatype = Handle(w[2] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[3] as usize);
+            let recvcount: c_int = w[4] as c_int;
+            let recvtype: MPI_Datatype = Handle(w[5] as usize);
+            let comm: MPI_Comm = Handle(w[6] as usize);
             e.buffer(sendbuf);
             e.int(i64::from(sendcount));
             e.handle(HandleKind::Datatype, sendtype);
@@ -9824,8 +10404,7 @@ pub unsafe extern "C" fn MPI_Ialltoall(
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Ialltoall_c`.
@@ -9842,22 +10421,16 @@ pub unsafe extern "C" fn MPI_Ialltoall_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ialltoall_c();
-    let Some(call) = Call::begin(func::MPI_Ialltoall_c) else {
+    let Some(call) = Call::enter(func::MPI_Ialltoall_c) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
             )
         };
     };
-    let ret = unsafe {
-        real(
-            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Ialltoall_c,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 sendcount as u64,
@@ -9866,11 +10439,23 @@ pub unsafe extern "C" fn MPI_Ialltoall_c(
                 recvcount as u64,
                 k.handle(HandleKind::Datatype, recvtype),
                 k.handle(HandleKind::Comm, comm),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe {
+            real(
+                sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
+            )
+        },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 7]| unsafe {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let sendcount: MPI_Count = w[1] as MPI_Count;
+            let sendtype: MPI_Datatype = Handle(w[2] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[3] as usize);
+            let recvcount: MPI_Count = w[4] as MPI_Count;
+            let recvtype: MPI_Datatype = Handle(w[5] as usize);
+            let comm: MPI_Comm = Handle(w[6] as usize);
             e.buffer(sendbuf);
             e.int(sendcount);
             e.handle(HandleKind::Datatype, sendtype);
@@ -9880,8 +10465,7 @@ pub unsafe extern "C" fn MPI_Ialltoall_c(
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Ialltoallv`.
@@ -10152,20 +10736,21 @@ pub unsafe extern "C" fn MPI_Ialltoallw_c(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Ibarrier(comm: MPI_Comm, request: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Ibarrier();
-    let Some(call) = Call::begin(func::MPI_Ibarrier) else {
+    let Some(call) = Call::enter(func::MPI_Ibarrier) else {
         return unsafe { real(comm, request) };
     };
-    let ret = unsafe { real(comm, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Ibarrier,
-        ret,
-        |k| unsafe { [k.handle(HandleKind::Comm, comm), k.created(request.cast())] },
-        move |e| unsafe {
+        move |k: &InputWords| [k.handle(HandleKind::Comm, comm)],
+        move || unsafe { real(comm, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast())] },
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let comm: MPI_Comm = Handle(w[0] as usize);
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Ibcast`.
@@ -10179,25 +10764,29 @@ pub unsafe extern "C" fn MPI_Ibcast(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ibcast();
-    let Some(call) = Call::begin(func::MPI_Ibcast) else {
+    let Some(call) = Call::enter(func::MPI_Ibcast) else {
         return unsafe { real(buffer, count, datatype, root, comm, request) };
     };
-    let ret = unsafe { real(buffer, count, datatype, root, comm, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Ibcast,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 buffer as u64,
                 i64::from(count) as u64,
                 k.handle(HandleKind::Datatype, datatype),
                 i64::from(root) as u64,
                 k.handle(HandleKind::Comm, comm),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(buffer, count, datatype, root, comm, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 5]| unsafe {
+            let buffer: *mut c_void = std::ptr::without_provenance_mut(w[0] as usize);
+            let count: c_int = w[1] as c_int;
+            let datatype: MPI_Datatype = Handle(w[2] as usize);
+            let root: c_int = w[3] as c_int;
+            let comm: MPI_Comm = Handle(w[4] as usize);
             e.buffer(buffer);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
@@ -10205,8 +10794,7 @@ pub unsafe extern "C" fn MPI_Ibcast(
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Ibcast_c`.
@@ -10220,25 +10808,29 @@ pub unsafe extern "C" fn MPI_Ibcast_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ibcast_c();
-    let Some(call) = Call::begin(func::MPI_Ibcast_c) else {
+    let Some(call) = Call::enter(func::MPI_Ibcast_c) else {
         return unsafe { real(buffer, count, datatype, root, comm, request) };
     };
-    let ret = unsafe { real(buffer, count, datatype, root, comm, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Ibcast_c,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 buffer as u64,
                 count as u64,
                 k.handle(HandleKind::Datatype, datatype),
                 i64::from(root) as u64,
                 k.handle(HandleKind::Comm, comm),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(buffer, count, datatype, root, comm, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 5]| unsafe {
+            let buffer: *mut c_void = std::ptr::without_provenance_mut(w[0] as usize);
+            let count: MPI_Count = w[1] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[2] as usize);
+            let root: c_int = w[3] as c_int;
+            let comm: MPI_Comm = Handle(w[4] as usize);
             e.buffer(buffer);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
@@ -10246,8 +10838,7 @@ pub unsafe extern "C" fn MPI_Ibcast_c(
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Ibsend`.
@@ -10262,14 +10853,12 @@ pub unsafe extern "C" fn MPI_Ibsend(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ibsend();
-    let Some(call) = Call::begin(func::MPI_Ibsend) else {
+    let Some(call) = Call::enter(func::MPI_Ibsend) else {
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
-    let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Ibsend,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 buf as u64,
                 i64::from(count) as u64,
@@ -10277,11 +10866,18 @@ pub unsafe extern "C" fn MPI_Ibsend(
                 i64::from(dest) as u64,
                 i64::from(tag) as u64,
                 k.handle(HandleKind::Comm, comm),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(buf, count, datatype, dest, tag, comm, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 6]| unsafe {
+            let buf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let count: c_int = w[1] as c_int;
+            let datatype: MPI_Datatype = Handle(w[2] as usize);
+            let dest: c_int = w[3] as c_int;
+            let tag: c_int = w[4] as c_int;
+            let comm: MPI_Comm = Handle(w[5] as usize);
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
@@ -10290,8 +10886,7 @@ pub unsafe extern "C" fn MPI_Ibsend(
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Ibsend_c`.
@@ -10306,14 +10901,12 @@ pub unsafe extern "C" fn MPI_Ibsend_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ibsend_c();
-    let Some(call) = Call::begin(func::MPI_Ibsend_c) else {
+    let Some(call) = Call::enter(func::MPI_Ibsend_c) else {
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
-    let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Ibsend_c,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 buf as u64,
                 count as u64,
@@ -10321,11 +10914,18 @@ pub unsafe extern "C" fn MPI_Ibsend_c(
                 i64::from(dest) as u64,
                 i64::from(tag) as u64,
                 k.handle(HandleKind::Comm, comm),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(buf, count, datatype, dest, tag, comm, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 6]| unsafe {
+            let buf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let count: MPI_Count = w[1] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[2] as usize);
+            let dest: c_int = w[3] as c_int;
+            let tag: c_int = w[4] as c_int;
+            let comm: MPI_Comm = Handle(w[5] as usize);
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
@@ -10334,8 +10934,7 @@ pub unsafe extern "C" fn MPI_Ibsend_c(
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Iexscan`.
@@ -10350,14 +10949,12 @@ pub unsafe extern "C" fn MPI_Iexscan(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Iexscan();
-    let Some(call) = Call::begin(func::MPI_Iexscan) else {
+    let Some(call) = Call::enter(func::MPI_Iexscan) else {
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) };
     };
-    let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Iexscan,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 recvbuf as u64,
@@ -10365,11 +10962,18 @@ pub unsafe extern "C" fn MPI_Iexscan(
                 k.handle(HandleKind::Datatype, datatype),
                 k.handle(HandleKind::Op, op),
                 k.handle(HandleKind::Comm, comm),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 6]| unsafe {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let count: c_int = w[2] as c_int;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
+            let op: MPI_Op = Handle(w[4] as usize);
+            let comm: MPI_Comm = Handle(w[5] as usize);
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(i64::from(count));
@@ -10378,8 +10982,7 @@ pub unsafe extern "C" fn MPI_Iexscan(
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Iexscan_c`.
@@ -10394,14 +10997,12 @@ pub unsafe extern "C" fn MPI_Iexscan_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Iexscan_c();
-    let Some(call) = Call::begin(func::MPI_Iexscan_c) else {
+    let Some(call) = Call::enter(func::MPI_Iexscan_c) else {
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) };
     };
-    let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Iexscan_c,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 recvbuf as u64,
@@ -10409,11 +11010,18 @@ pub unsafe extern "C" fn MPI_Iexscan_c(
                 k.handle(HandleKind::Datatype, datatype),
                 k.handle(HandleKind::Op, op),
                 k.handle(HandleKind::Comm, comm),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 6]| unsafe {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let count: MPI_Count = w[2] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
+            let op: MPI_Op = Handle(w[4] as usize);
+            let comm: MPI_Comm = Handle(w[5] as usize);
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(count);
@@ -10422,8 +11030,7 @@ pub unsafe extern "C" fn MPI_Iexscan_c(
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Igather`.
@@ -10441,22 +11048,16 @@ pub unsafe extern "C" fn MPI_Igather(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Igather();
-    let Some(call) = Call::begin(func::MPI_Igather) else {
+    let Some(call) = Call::enter(func::MPI_Igather) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
             )
         };
     };
-    let ret = unsafe {
-        real(
-            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Igather,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 i64::from(sendcount) as u64,
@@ -10466,11 +11067,24 @@ pub unsafe extern "C" fn MPI_Igather(
                 k.handle(HandleKind::Datatype, recvtype),
                 i64::from(root) as u64,
                 k.handle(HandleKind::Comm, comm),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe {
+            real(
+                sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
+            )
+        },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 8]| unsafe {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let sendcount: c_int = w[1] as c_int;
+            let sendtype: MPI_Datatype = Handle(w[2] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[3] as usize);
+            let recvcount: c_int = w[4] as c_int;
+            let recvtype: MPI_Datatype = Handle(w[5] as usize);
+            let root: c_int = w[6] as c_int;
+            let comm: MPI_Comm = Handle(w[7] as usize);
             e.buffer(sendbuf);
             e.int(i64::from(sendcount));
             e.handle(HandleKind::Datatype, sendtype);
@@ -10481,8 +11095,7 @@ pub unsafe extern "C" fn MPI_Igather(
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Igather_c`.
@@ -10500,22 +11113,16 @@ pub unsafe extern "C" fn MPI_Igather_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Igather_c();
-    let Some(call) = Call::begin(func::MPI_Igather_c) else {
+    let Some(call) = Call::enter(func::MPI_Igather_c) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
             )
         };
     };
-    let ret = unsafe {
-        real(
-            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Igather_c,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 sendcount as u64,
@@ -10525,11 +11132,24 @@ pub unsafe extern "C" fn MPI_Igather_c(
                 k.handle(HandleKind::Datatype, recvtype),
                 i64::from(root) as u64,
                 k.handle(HandleKind::Comm, comm),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe {
+            real(
+                sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
+            )
+        },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 8]| unsafe {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let sendcount: MPI_Count = w[1] as MPI_Count;
+            let sendtype: MPI_Datatype = Handle(w[2] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[3] as usize);
+            let recvcount: MPI_Count = w[4] as MPI_Count;
+            let recvtype: MPI_Datatype = Handle(w[5] as usize);
+            let root: c_int = w[6] as c_int;
+            let comm: MPI_Comm = Handle(w[7] as usize);
             e.buffer(sendbuf);
             e.int(sendcount);
             e.handle(HandleKind::Datatype, sendtype);
@@ -10540,8 +11160,7 @@ pub unsafe extern "C" fn MPI_Igather_c(
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Igatherv`.
@@ -10744,22 +11363,16 @@ pub unsafe extern "C" fn MPI_Ineighbor_allgather(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ineighbor_allgather();
-    let Some(call) = Call::begin(func::MPI_Ineighbor_allgather) else {
+    let Some(call) = Call::enter(func::MPI_Ineighbor_allgather) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
             )
         };
     };
-    let ret = unsafe {
-        real(
-            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Ineighbor_allgather,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 i64::from(sendcount) as u64,
@@ -10768,11 +11381,23 @@ pub unsafe extern "C" fn MPI_Ineighbor_allgather(
                 i64::from(recvcount) as u64,
                 k.handle(HandleKind::Datatype, recvtype),
                 k.handle(HandleKind::Comm, comm),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe {
+            real(
+                sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
+            )
+        },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 7]| unsafe {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let sendcount: c_int = w[1] as c_int;
+            let sendtype: MPI_Datatype = Handle(w[2] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[3] as usize);
+            let recvcount: c_int = w[4] as c_int;
+            let recvtype: MPI_Datatype = Handle(w[5] as usize);
+            let comm: MPI_Comm = Handle(w[6] as usize);
             e.buffer(sendbuf);
             e.int(i64::from(sendcount));
             e.handle(HandleKind::Datatype, sendtype);
@@ -10782,8 +11407,7 @@ pub unsafe extern "C" fn MPI_Ineighbor_allgather(
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Ineighbor_allgather_c`.
@@ -10800,22 +11424,16 @@ pub unsafe extern "C" fn MPI_Ineighbor_allgather_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ineighbor_allgather_c();
-    let Some(call) = Call::begin(func::MPI_Ineighbor_allgather_c) else {
+    let Some(call) = Call::enter(func::MPI_Ineighbor_allgather_c) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
             )
         };
     };
-    let ret = unsafe {
-        real(
-            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Ineighbor_allgather_c,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 sendcount as u64,
@@ -10824,11 +11442,23 @@ pub unsafe extern "C" fn MPI_Ineighbor_allgather_c(
                 recvcount as u64,
                 k.handle(HandleKind::Datatype, recvtype),
                 k.handle(HandleKind::Comm, comm),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe {
+            real(
+                sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
+            )
+        },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 7]| unsafe {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let sendcount: MPI_Count = w[1] as MPI_Count;
+            let sendtype: MPI_Datatype = Handle(w[2] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[3] as usize);
+            let recvcount: MPI_Count = w[4] as MPI_Count;
+            let recvtype: MPI_Datatype = Handle(w[5] as usize);
+            let comm: MPI_Comm = Handle(w[6] as usize);
             e.buffer(sendbuf);
             e.int(sendcount);
             e.handle(HandleKind::Datatype, sendtype);
@@ -10838,8 +11468,7 @@ pub unsafe extern "C" fn MPI_Ineighbor_allgather_c(
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Ineighbor_allgatherv`.
@@ -10942,22 +11571,16 @@ pub unsafe extern "C" fn MPI_Ineighbor_alltoall(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ineighbor_alltoall();
-    let Some(call) = Call::begin(func::MPI_Ineighbor_alltoall) else {
+    let Some(call) = Call::enter(func::MPI_Ineighbor_alltoall) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
             )
         };
     };
-    let ret = unsafe {
-        real(
-            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Ineighbor_alltoall,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 i64::from(sendcount) as u64,
@@ -10966,11 +11589,23 @@ pub unsafe extern "C" fn MPI_Ineighbor_alltoall(
                 i64::from(recvcount) as u64,
                 k.handle(HandleKind::Datatype, recvtype),
                 k.handle(HandleKind::Comm, comm),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe {
+            real(
+                sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
+            )
+        },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 7]| unsafe {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let sendcount: c_int = w[1] as c_int;
+            let sendtype: MPI_Datatype = Handle(w[2] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[3] as usize);
+            let recvcount: c_int = w[4] as c_int;
+            let recvtype: MPI_Datatype = Handle(w[5] as usize);
+            let comm: MPI_Comm = Handle(w[6] as usize);
             e.buffer(sendbuf);
             e.int(i64::from(sendcount));
             e.handle(HandleKind::Datatype, sendtype);
@@ -10980,8 +11615,7 @@ pub unsafe extern "C" fn MPI_Ineighbor_alltoall(
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Ineighbor_alltoall_c`.
@@ -10998,22 +11632,16 @@ pub unsafe extern "C" fn MPI_Ineighbor_alltoall_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ineighbor_alltoall_c();
-    let Some(call) = Call::begin(func::MPI_Ineighbor_alltoall_c) else {
+    let Some(call) = Call::enter(func::MPI_Ineighbor_alltoall_c) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
             )
         };
     };
-    let ret = unsafe {
-        real(
-            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Ineighbor_alltoall_c,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 sendcount as u64,
@@ -11022,11 +11650,23 @@ pub unsafe extern "C" fn MPI_Ineighbor_alltoall_c(
                 recvcount as u64,
                 k.handle(HandleKind::Datatype, recvtype),
                 k.handle(HandleKind::Comm, comm),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe {
+            real(
+                sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
+            )
+        },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 7]| unsafe {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let sendcount: MPI_Count = w[1] as MPI_Count;
+            let sendtype: MPI_Datatype = Handle(w[2] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[3] as usize);
+            let recvcount: MPI_Count = w[4] as MPI_Count;
+            let recvtype: MPI_Datatype = Handle(w[5] as usize);
+            let comm: MPI_Comm = Handle(w[6] as usize);
             e.buffer(sendbuf);
             e.int(sendcount);
             e.handle(HandleKind::Datatype, sendtype);
@@ -11036,8 +11676,7 @@ pub unsafe extern "C" fn MPI_Ineighbor_alltoall_c(
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Ineighbor_alltoallv`.
@@ -11348,19 +11987,20 @@ pub unsafe extern "C" fn MPI_Info_free(info: *mut HandleSlot) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Info_fromint(info: c_int) -> MPI_Info {
     let real = crate::pmpi::MPI_Info_fromint();
-    let Some(call) = Call::begin(func::MPI_Info_fromint) else {
+    let Some(call) = Call::enter(func::MPI_Info_fromint) else {
         return unsafe { real(info) };
     };
-    let ret = unsafe { real(info) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Info_fromint,
-        MPI_SUCCESS,
-        |_| [i64::from(info) as u64],
-        move |e| {
+        move |_: &InputWords| [i64::from(info) as u64],
+        move || unsafe { real(info) },
+        |_| MPI_SUCCESS,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 1]| {
+            let info: c_int = w[0] as c_int;
             e.int(i64::from(info));
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Info_get`.
@@ -11393,20 +12033,21 @@ pub unsafe extern "C" fn MPI_Info_get(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Info_get_nkeys(info: MPI_Info, nkeys: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Info_get_nkeys();
-    let Some(call) = Call::begin(func::MPI_Info_get_nkeys) else {
+    let Some(call) = Call::enter(func::MPI_Info_get_nkeys) else {
         return unsafe { real(info, nkeys) };
     };
-    let ret = unsafe { real(info, nkeys) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Info_get_nkeys,
-        ret,
-        |k| unsafe { [k.handle(HandleKind::Info, info), k.out(nkeys.cast_const())] },
-        move |e| unsafe {
+        move |k: &InputWords| [k.handle(HandleKind::Info, info)],
+        move || unsafe { real(info, nkeys) },
+        |&ret| ret,
+        |k| unsafe { [k.out(nkeys.cast_const())] },
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let info: MPI_Info = Handle(w[0] as usize);
             e.handle(HandleKind::Info, info);
             e.int_out(nkeys);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Info_get_nthkey`.
@@ -11499,38 +12140,39 @@ pub unsafe extern "C" fn MPI_Info_set(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Info_toint(info: MPI_Info) -> c_int {
     let real = crate::pmpi::MPI_Info_toint();
-    let Some(call) = Call::begin(func::MPI_Info_toint) else {
+    let Some(call) = Call::enter(func::MPI_Info_toint) else {
         return unsafe { real(info) };
     };
-    let ret = unsafe { real(info) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Info_toint,
-        ret,
-        |k| [k.handle(HandleKind::Info, info)],
-        move |e| {
+        move |k: &InputWords| [k.handle(HandleKind::Info, info)],
+        move || unsafe { real(info) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 1]| {
+            let info: MPI_Info = Handle(w[0] as usize);
             e.handle(HandleKind::Info, info);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Initialized`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Initialized(flag: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Initialized();
-    let Some(call) = Call::begin(func::MPI_Initialized) else {
+    let Some(call) = Call::enter(func::MPI_Initialized) else {
         return unsafe { real(flag) };
     };
-    let ret = unsafe { real(flag) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Initialized,
-        ret,
+        move |_: &InputWords| [],
+        move || unsafe { real(flag) },
+        |&ret| ret,
         |k| unsafe { [k.out(flag.cast_const())] },
-        move |e| unsafe {
+        move |e: &mut Encoder, _: &[u64; 0]| unsafe {
             e.int_out(flag);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Intercomm_create`.
@@ -11677,19 +12319,23 @@ pub unsafe extern "C" fn MPI_Iprobe(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_Iprobe();
-    let Some(call) = Call::begin(func::MPI_Iprobe) else {
+    let Some(call) = Call::enter(func::MPI_Iprobe) else {
         return unsafe { real(source, tag, comm, flag, status) };
     };
-    let ret = unsafe { real(source, tag, comm, flag, status) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Iprobe,
-        ret,
-        |k| unsafe {
-            let status_words = k.status(status);
+        move |k: &InputWords| {
             [
                 i64::from(source) as u64,
                 i64::from(tag) as u64,
                 k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        move || unsafe { real(source, tag, comm, flag, status) },
+        |&ret| ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
                 k.out(flag.cast_const()),
                 status_words[0],
                 status_words[1],
@@ -11698,15 +12344,17 @@ pub unsafe extern "C" fn MPI_Iprobe(
                 status_words[4],
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 3]| unsafe {
+            let source: c_int = w[0] as c_int;
+            let tag: c_int = w[1] as c_int;
+            let comm: MPI_Comm = Handle(w[2] as usize);
             e.rank(i64::from(source), comm);
             e.tag(i64::from(tag));
             e.handle(HandleKind::Comm, comm);
             e.int_out(flag);
             e.status(status, Some(comm));
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Irecv`.
@@ -11721,14 +12369,12 @@ pub unsafe extern "C" fn MPI_Irecv(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Irecv();
-    let Some(call) = Call::begin(func::MPI_Irecv) else {
+    let Some(call) = Call::enter(func::MPI_Irecv) else {
         return unsafe { real(buf, count, datatype, source, tag, comm, request) };
     };
-    let ret = unsafe { real(buf, count, datatype, source, tag, comm, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Irecv,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 buf as u64,
                 i64::from(count) as u64,
@@ -11736,11 +12382,18 @@ pub unsafe extern "C" fn MPI_Irecv(
                 i64::from(source) as u64,
                 i64::from(tag) as u64,
                 k.handle(HandleKind::Comm, comm),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(buf, count, datatype, source, tag, comm, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 6]| unsafe {
+            let buf: *mut c_void = std::ptr::without_provenance_mut(w[0] as usize);
+            let count: c_int = w[1] as c_int;
+            let datatype: MPI_Datatype = Handle(w[2] as usize);
+            let source: c_int = w[3] as c_int;
+            let tag: c_int = w[4] as c_int;
+            let comm: MPI_Comm = Handle(w[5] as usize);
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
@@ -11749,8 +12402,7 @@ pub unsafe extern "C" fn MPI_Irecv(
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Irecv_c`.
@@ -11765,14 +12417,12 @@ pub unsafe extern "C" fn MPI_Irecv_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Irecv_c();
-    let Some(call) = Call::begin(func::MPI_Irecv_c) else {
+    let Some(call) = Call::enter(func::MPI_Irecv_c) else {
         return unsafe { real(buf, count, datatype, source, tag, comm, request) };
     };
-    let ret = unsafe { real(buf, count, datatype, source, tag, comm, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Irecv_c,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 buf as u64,
                 count as u64,
@@ -11780,11 +12430,18 @@ pub unsafe extern "C" fn MPI_Irecv_c(
                 i64::from(source) as u64,
                 i64::from(tag) as u64,
                 k.handle(HandleKind::Comm, comm),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(buf, count, datatype, source, tag, comm, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 6]| unsafe {
+            let buf: *mut c_void = std::ptr::without_provenance_mut(w[0] as usize);
+            let count: MPI_Count = w[1] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[2] as usize);
+            let source: c_int = w[3] as c_int;
+            let tag: c_int = w[4] as c_int;
+            let comm: MPI_Comm = Handle(w[5] as usize);
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
@@ -11793,8 +12450,7 @@ pub unsafe extern "C" fn MPI_Irecv_c(
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Ireduce`.
@@ -11811,14 +12467,12 @@ pub unsafe extern "C" fn MPI_Ireduce(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ireduce();
-    let Some(call) = Call::begin(func::MPI_Ireduce) else {
+    let Some(call) = Call::enter(func::MPI_Ireduce) else {
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, root, comm, request) };
     };
-    let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, root, comm, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Ireduce,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 recvbuf as u64,
@@ -11827,11 +12481,19 @@ pub unsafe extern "C" fn MPI_Ireduce(
                 k.handle(HandleKind::Op, op),
                 i64::from(root) as u64,
                 k.handle(HandleKind::Comm, comm),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(sendbuf, recvbuf, count, datatype, op, root, comm, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 7]| unsafe {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let count: c_int = w[2] as c_int;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
+            let op: MPI_Op = Handle(w[4] as usize);
+            let root: c_int = w[5] as c_int;
+            let comm: MPI_Comm = Handle(w[6] as usize);
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(i64::from(count));
@@ -11841,8 +12503,7 @@ pub unsafe extern "C" fn MPI_Ireduce(
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Ireduce_c`.
@@ -11859,14 +12520,12 @@ pub unsafe extern "C" fn MPI_Ireduce_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ireduce_c();
-    let Some(call) = Call::begin(func::MPI_Ireduce_c) else {
+    let Some(call) = Call::enter(func::MPI_Ireduce_c) else {
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, root, comm, request) };
     };
-    let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, root, comm, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Ireduce_c,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 recvbuf as u64,
@@ -11875,11 +12534,19 @@ pub unsafe extern "C" fn MPI_Ireduce_c(
                 k.handle(HandleKind::Op, op),
                 i64::from(root) as u64,
                 k.handle(HandleKind::Comm, comm),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(sendbuf, recvbuf, count, datatype, op, root, comm, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 7]| unsafe {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let count: MPI_Count = w[2] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
+            let op: MPI_Op = Handle(w[4] as usize);
+            let root: c_int = w[5] as c_int;
+            let comm: MPI_Comm = Handle(w[6] as usize);
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(count);
@@ -11889,8 +12556,7 @@ pub unsafe extern "C" fn MPI_Ireduce_c(
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Ireduce_scatter`.
@@ -11934,14 +12600,12 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_block(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ireduce_scatter_block();
-    let Some(call) = Call::begin(func::MPI_Ireduce_scatter_block) else {
+    let Some(call) = Call::enter(func::MPI_Ireduce_scatter_block) else {
         return unsafe { real(sendbuf, recvbuf, recvcount, datatype, op, comm, request) };
     };
-    let ret = unsafe { real(sendbuf, recvbuf, recvcount, datatype, op, comm, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Ireduce_scatter_block,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 recvbuf as u64,
@@ -11949,11 +12613,18 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_block(
                 k.handle(HandleKind::Datatype, datatype),
                 k.handle(HandleKind::Op, op),
                 k.handle(HandleKind::Comm, comm),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(sendbuf, recvbuf, recvcount, datatype, op, comm, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 6]| unsafe {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let recvcount: c_int = w[2] as c_int;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
+            let op: MPI_Op = Handle(w[4] as usize);
+            let comm: MPI_Comm = Handle(w[5] as usize);
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(i64::from(recvcount));
@@ -11962,8 +12633,7 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_block(
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Ireduce_scatter_block_c`.
@@ -11978,14 +12648,12 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_block_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ireduce_scatter_block_c();
-    let Some(call) = Call::begin(func::MPI_Ireduce_scatter_block_c) else {
+    let Some(call) = Call::enter(func::MPI_Ireduce_scatter_block_c) else {
         return unsafe { real(sendbuf, recvbuf, recvcount, datatype, op, comm, request) };
     };
-    let ret = unsafe { real(sendbuf, recvbuf, recvcount, datatype, op, comm, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Ireduce_scatter_block_c,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 recvbuf as u64,
@@ -11993,11 +12661,18 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_block_c(
                 k.handle(HandleKind::Datatype, datatype),
                 k.handle(HandleKind::Op, op),
                 k.handle(HandleKind::Comm, comm),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(sendbuf, recvbuf, recvcount, datatype, op, comm, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 6]| unsafe {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let recvcount: MPI_Count = w[2] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
+            let op: MPI_Op = Handle(w[4] as usize);
+            let comm: MPI_Comm = Handle(w[5] as usize);
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(recvcount);
@@ -12006,8 +12681,7 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_block_c(
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Ireduce_scatter_c`.
@@ -12051,14 +12725,12 @@ pub unsafe extern "C" fn MPI_Irsend(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Irsend();
-    let Some(call) = Call::begin(func::MPI_Irsend) else {
+    let Some(call) = Call::enter(func::MPI_Irsend) else {
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
-    let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Irsend,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 buf as u64,
                 i64::from(count) as u64,
@@ -12066,11 +12738,18 @@ pub unsafe extern "C" fn MPI_Irsend(
                 i64::from(dest) as u64,
                 i64::from(tag) as u64,
                 k.handle(HandleKind::Comm, comm),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(buf, count, datatype, dest, tag, comm, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 6]| unsafe {
+            let buf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let count: c_int = w[1] as c_int;
+            let datatype: MPI_Datatype = Handle(w[2] as usize);
+            let dest: c_int = w[3] as c_int;
+            let tag: c_int = w[4] as c_int;
+            let comm: MPI_Comm = Handle(w[5] as usize);
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
@@ -12079,8 +12758,7 @@ pub unsafe extern "C" fn MPI_Irsend(
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Irsend_c`.
@@ -12095,14 +12773,12 @@ pub unsafe extern "C" fn MPI_Irsend_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Irsend_c();
-    let Some(call) = Call::begin(func::MPI_Irsend_c) else {
+    let Some(call) = Call::enter(func::MPI_Irsend_c) else {
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
-    let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Irsend_c,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 buf as u64,
                 count as u64,
@@ -12110,11 +12786,18 @@ pub unsafe extern "C" fn MPI_Irsend_c(
                 i64::from(dest) as u64,
                 i64::from(tag) as u64,
                 k.handle(HandleKind::Comm, comm),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(buf, count, datatype, dest, tag, comm, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 6]| unsafe {
+            let buf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let count: MPI_Count = w[1] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[2] as usize);
+            let dest: c_int = w[3] as c_int;
+            let tag: c_int = w[4] as c_int;
+            let comm: MPI_Comm = Handle(w[5] as usize);
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
@@ -12123,27 +12806,26 @@ pub unsafe extern "C" fn MPI_Irsend_c(
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Is_thread_main`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Is_thread_main(flag: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Is_thread_main();
-    let Some(call) = Call::begin(func::MPI_Is_thread_main) else {
+    let Some(call) = Call::enter(func::MPI_Is_thread_main) else {
         return unsafe { real(flag) };
     };
-    let ret = unsafe { real(flag) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Is_thread_main,
-        ret,
+        move |_: &InputWords| [],
+        move || unsafe { real(flag) },
+        |&ret| ret,
         |k| unsafe { [k.out(flag.cast_const())] },
-        move |e| unsafe {
+        move |e: &mut Encoder, _: &[u64; 0]| unsafe {
             e.int_out(flag);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Iscan`.
@@ -12158,14 +12840,12 @@ pub unsafe extern "C" fn MPI_Iscan(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Iscan();
-    let Some(call) = Call::begin(func::MPI_Iscan) else {
+    let Some(call) = Call::enter(func::MPI_Iscan) else {
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) };
     };
-    let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Iscan,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 recvbuf as u64,
@@ -12173,11 +12853,18 @@ pub unsafe extern "C" fn MPI_Iscan(
                 k.handle(HandleKind::Datatype, datatype),
                 k.handle(HandleKind::Op, op),
                 k.handle(HandleKind::Comm, comm),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 6]| unsafe {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let count: c_int = w[2] as c_int;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
+            let op: MPI_Op = Handle(w[4] as usize);
+            let comm: MPI_Comm = Handle(w[5] as usize);
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(i64::from(count));
@@ -12186,8 +12873,7 @@ pub unsafe extern "C" fn MPI_Iscan(
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Iscan_c`.
@@ -12202,14 +12888,12 @@ pub unsafe extern "C" fn MPI_Iscan_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Iscan_c();
-    let Some(call) = Call::begin(func::MPI_Iscan_c) else {
+    let Some(call) = Call::enter(func::MPI_Iscan_c) else {
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) };
     };
-    let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Iscan_c,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 recvbuf as u64,
@@ -12217,11 +12901,18 @@ pub unsafe extern "C" fn MPI_Iscan_c(
                 k.handle(HandleKind::Datatype, datatype),
                 k.handle(HandleKind::Op, op),
                 k.handle(HandleKind::Comm, comm),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 6]| unsafe {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let count: MPI_Count = w[2] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
+            let op: MPI_Op = Handle(w[4] as usize);
+            let comm: MPI_Comm = Handle(w[5] as usize);
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(count);
@@ -12230,8 +12921,7 @@ pub unsafe extern "C" fn MPI_Iscan_c(
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Iscatter`.
@@ -12249,22 +12939,16 @@ pub unsafe extern "C" fn MPI_Iscatter(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Iscatter();
-    let Some(call) = Call::begin(func::MPI_Iscatter) else {
+    let Some(call) = Call::enter(func::MPI_Iscatter) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
             )
         };
     };
-    let ret = unsafe {
-        real(
-            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Iscatter,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 i64::from(sendcount) as u64,
@@ -12274,11 +12958,24 @@ pub unsafe extern "C" fn MPI_Iscatter(
                 k.handle(HandleKind::Datatype, recvtype),
                 i64::from(root) as u64,
                 k.handle(HandleKind::Comm, comm),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe {
+            real(
+                sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
+            )
+        },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 8]| unsafe {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let sendcount: c_int = w[1] as c_int;
+            let sendtype: MPI_Datatype = Handle(w[2] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[3] as usize);
+            let recvcount: c_int = w[4] as c_int;
+            let recvtype: MPI_Datatype = Handle(w[5] as usize);
+            let root: c_int = w[6] as c_int;
+            let comm: MPI_Comm = Handle(w[7] as usize);
             e.buffer(sendbuf);
             e.int(i64::from(sendcount));
             e.handle(HandleKind::Datatype, sendtype);
@@ -12289,8 +12986,7 @@ pub unsafe extern "C" fn MPI_Iscatter(
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Iscatter_c`.
@@ -12308,22 +13004,16 @@ pub unsafe extern "C" fn MPI_Iscatter_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Iscatter_c();
-    let Some(call) = Call::begin(func::MPI_Iscatter_c) else {
+    let Some(call) = Call::enter(func::MPI_Iscatter_c) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
             )
         };
     };
-    let ret = unsafe {
-        real(
-            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Iscatter_c,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 sendcount as u64,
@@ -12333,11 +13023,24 @@ pub unsafe extern "C" fn MPI_Iscatter_c(
                 k.handle(HandleKind::Datatype, recvtype),
                 i64::from(root) as u64,
                 k.handle(HandleKind::Comm, comm),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe {
+            real(
+                sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
+            )
+        },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 8]| unsafe {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let sendcount: MPI_Count = w[1] as MPI_Count;
+            let sendtype: MPI_Datatype = Handle(w[2] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[3] as usize);
+            let recvcount: MPI_Count = w[4] as MPI_Count;
+            let recvtype: MPI_Datatype = Handle(w[5] as usize);
+            let root: c_int = w[6] as c_int;
+            let comm: MPI_Comm = Handle(w[7] as usize);
             e.buffer(sendbuf);
             e.int(sendcount);
             e.handle(HandleKind::Datatype, sendtype);
@@ -12348,8 +13051,7 @@ pub unsafe extern "C" fn MPI_Iscatter_c(
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Iscatterv`.
@@ -12474,14 +13176,12 @@ pub unsafe extern "C" fn MPI_Isend(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Isend();
-    let Some(call) = Call::begin(func::MPI_Isend) else {
+    let Some(call) = Call::enter(func::MPI_Isend) else {
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
-    let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Isend,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 buf as u64,
                 i64::from(count) as u64,
@@ -12489,11 +13189,18 @@ pub unsafe extern "C" fn MPI_Isend(
                 i64::from(dest) as u64,
                 i64::from(tag) as u64,
                 k.handle(HandleKind::Comm, comm),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(buf, count, datatype, dest, tag, comm, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 6]| unsafe {
+            let buf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let count: c_int = w[1] as c_int;
+            let datatype: MPI_Datatype = Handle(w[2] as usize);
+            let dest: c_int = w[3] as c_int;
+            let tag: c_int = w[4] as c_int;
+            let comm: MPI_Comm = Handle(w[5] as usize);
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
@@ -12502,8 +13209,7 @@ pub unsafe extern "C" fn MPI_Isend(
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Isend_c`.
@@ -12518,14 +13224,12 @@ pub unsafe extern "C" fn MPI_Isend_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Isend_c();
-    let Some(call) = Call::begin(func::MPI_Isend_c) else {
+    let Some(call) = Call::enter(func::MPI_Isend_c) else {
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
-    let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Isend_c,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 buf as u64,
                 count as u64,
@@ -12533,11 +13237,18 @@ pub unsafe extern "C" fn MPI_Isend_c(
                 i64::from(dest) as u64,
                 i64::from(tag) as u64,
                 k.handle(HandleKind::Comm, comm),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(buf, count, datatype, dest, tag, comm, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 6]| unsafe {
+            let buf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let count: MPI_Count = w[1] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[2] as usize);
+            let dest: c_int = w[3] as c_int;
+            let tag: c_int = w[4] as c_int;
+            let comm: MPI_Comm = Handle(w[5] as usize);
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
@@ -12546,8 +13257,7 @@ pub unsafe extern "C" fn MPI_Isend_c(
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Isendrecv`.
@@ -12568,7 +13278,7 @@ pub unsafe extern "C" fn MPI_Isendrecv(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Isendrecv();
-    let Some(call) = Call::begin(func::MPI_Isendrecv) else {
+    let Some(call) = Call::enter(func::MPI_Isendrecv) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
@@ -12576,16 +13286,9 @@ pub unsafe extern "C" fn MPI_Isendrecv(
             )
         };
     };
-    let ret = unsafe {
-        real(
-            sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
-            recvtag, comm, request,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Isendrecv,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 i64::from(sendcount) as u64,
@@ -12598,11 +13301,28 @@ pub unsafe extern "C" fn MPI_Isendrecv(
                 i64::from(source) as u64,
                 i64::from(recvtag) as u64,
                 k.handle(HandleKind::Comm, comm),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe {
+            real(
+                sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
+                recvtag, comm, request,
+            )
+        },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 11]| unsafe {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let sendcount: c_int = w[1] as c_int;
+            let sendtype: MPI_Datatype = Handle(w[2] as usize);
+            let dest: c_int = w[3] as c_int;
+            let sendtag: c_int = w[4] as c_int;
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[5] as usize);
+            let recvcount: c_int = w[6] as c_int;
+            let recvtype: MPI_Datatype = Handle(w[7] as usize);
+            let source: c_int = w[8] as c_int;
+            let recvtag: c_int = w[9] as c_int;
+            let comm: MPI_Comm = Handle(w[10] as usize);
             e.buffer(sendbuf);
             e.int(i64::from(sendcount));
             e.handle(HandleKind::Datatype, sendtype);
@@ -12616,8 +13336,7 @@ pub unsafe extern "C" fn MPI_Isendrecv(
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Isendrecv_c`.
@@ -12638,7 +13357,7 @@ pub unsafe extern "C" fn MPI_Isendrecv_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Isendrecv_c();
-    let Some(call) = Call::begin(func::MPI_Isendrecv_c) else {
+    let Some(call) = Call::enter(func::MPI_Isendrecv_c) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
@@ -12646,16 +13365,9 @@ pub unsafe extern "C" fn MPI_Isendrecv_c(
             )
         };
     };
-    let ret = unsafe {
-        real(
-            sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
-            recvtag, comm, request,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Isendrecv_c,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 sendcount as u64,
@@ -12668,11 +13380,28 @@ pub unsafe extern "C" fn MPI_Isendrecv_c(
                 i64::from(source) as u64,
                 i64::from(recvtag) as u64,
                 k.handle(HandleKind::Comm, comm),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe {
+            real(
+                sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
+                recvtag, comm, request,
+            )
+        },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 11]| unsafe {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let sendcount: MPI_Count = w[1] as MPI_Count;
+            let sendtype: MPI_Datatype = Handle(w[2] as usize);
+            let dest: c_int = w[3] as c_int;
+            let sendtag: c_int = w[4] as c_int;
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[5] as usize);
+            let recvcount: MPI_Count = w[6] as MPI_Count;
+            let recvtype: MPI_Datatype = Handle(w[7] as usize);
+            let source: c_int = w[8] as c_int;
+            let recvtag: c_int = w[9] as c_int;
+            let comm: MPI_Comm = Handle(w[10] as usize);
             e.buffer(sendbuf);
             e.int(sendcount);
             e.handle(HandleKind::Datatype, sendtype);
@@ -12686,8 +13415,7 @@ pub unsafe extern "C" fn MPI_Isendrecv_c(
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Isendrecv_replace`.
@@ -12705,22 +13433,16 @@ pub unsafe extern "C" fn MPI_Isendrecv_replace(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Isendrecv_replace();
-    let Some(call) = Call::begin(func::MPI_Isendrecv_replace) else {
+    let Some(call) = Call::enter(func::MPI_Isendrecv_replace) else {
         return unsafe {
             real(
                 buf, count, datatype, dest, sendtag, source, recvtag, comm, request,
             )
         };
     };
-    let ret = unsafe {
-        real(
-            buf, count, datatype, dest, sendtag, source, recvtag, comm, request,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Isendrecv_replace,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 buf as u64,
                 i64::from(count) as u64,
@@ -12730,11 +13452,24 @@ pub unsafe extern "C" fn MPI_Isendrecv_replace(
                 i64::from(source) as u64,
                 i64::from(recvtag) as u64,
                 k.handle(HandleKind::Comm, comm),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe {
+            real(
+                buf, count, datatype, dest, sendtag, source, recvtag, comm, request,
+            )
+        },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 8]| unsafe {
+            let buf: *mut c_void = std::ptr::without_provenance_mut(w[0] as usize);
+            let count: c_int = w[1] as c_int;
+            let datatype: MPI_Datatype = Handle(w[2] as usize);
+            let dest: c_int = w[3] as c_int;
+            let sendtag: c_int = w[4] as c_int;
+            let source: c_int = w[5] as c_int;
+            let recvtag: c_int = w[6] as c_int;
+            let comm: MPI_Comm = Handle(w[7] as usize);
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
@@ -12745,8 +13480,7 @@ pub unsafe extern "C" fn MPI_Isendrecv_replace(
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Isendrecv_replace_c`.
@@ -12764,22 +13498,16 @@ pub unsafe extern "C" fn MPI_Isendrecv_replace_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Isendrecv_replace_c();
-    let Some(call) = Call::begin(func::MPI_Isendrecv_replace_c) else {
+    let Some(call) = Call::enter(func::MPI_Isendrecv_replace_c) else {
         return unsafe {
             real(
                 buf, count, datatype, dest, sendtag, source, recvtag, comm, request,
             )
         };
     };
-    let ret = unsafe {
-        real(
-            buf, count, datatype, dest, sendtag, source, recvtag, comm, request,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Isendrecv_replace_c,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 buf as u64,
                 count as u64,
@@ -12789,11 +13517,24 @@ pub unsafe extern "C" fn MPI_Isendrecv_replace_c(
                 i64::from(source) as u64,
                 i64::from(recvtag) as u64,
                 k.handle(HandleKind::Comm, comm),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe {
+            real(
+                buf, count, datatype, dest, sendtag, source, recvtag, comm, request,
+            )
+        },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 8]| unsafe {
+            let buf: *mut c_void = std::ptr::without_provenance_mut(w[0] as usize);
+            let count: MPI_Count = w[1] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[2] as usize);
+            let dest: c_int = w[3] as c_int;
+            let sendtag: c_int = w[4] as c_int;
+            let source: c_int = w[5] as c_int;
+            let recvtag: c_int = w[6] as c_int;
+            let comm: MPI_Comm = Handle(w[7] as usize);
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
@@ -12804,8 +13545,7 @@ pub unsafe extern "C" fn MPI_Isendrecv_replace_c(
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Issend`.
@@ -12820,14 +13560,12 @@ pub unsafe extern "C" fn MPI_Issend(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Issend();
-    let Some(call) = Call::begin(func::MPI_Issend) else {
+    let Some(call) = Call::enter(func::MPI_Issend) else {
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
-    let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Issend,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 buf as u64,
                 i64::from(count) as u64,
@@ -12835,11 +13573,18 @@ pub unsafe extern "C" fn MPI_Issend(
                 i64::from(dest) as u64,
                 i64::from(tag) as u64,
                 k.handle(HandleKind::Comm, comm),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(buf, count, datatype, dest, tag, comm, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 6]| unsafe {
+            let buf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let count: c_int = w[1] as c_int;
+            let datatype: MPI_Datatype = Handle(w[2] as usize);
+            let dest: c_int = w[3] as c_int;
+            let tag: c_int = w[4] as c_int;
+            let comm: MPI_Comm = Handle(w[5] as usize);
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
@@ -12848,8 +13593,7 @@ pub unsafe extern "C" fn MPI_Issend(
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Issend_c`.
@@ -12864,14 +13608,12 @@ pub unsafe extern "C" fn MPI_Issend_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Issend_c();
-    let Some(call) = Call::begin(func::MPI_Issend_c) else {
+    let Some(call) = Call::enter(func::MPI_Issend_c) else {
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
-    let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Issend_c,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 buf as u64,
                 count as u64,
@@ -12879,11 +13621,18 @@ pub unsafe extern "C" fn MPI_Issend_c(
                 i64::from(dest) as u64,
                 i64::from(tag) as u64,
                 k.handle(HandleKind::Comm, comm),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(buf, count, datatype, dest, tag, comm, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 6]| unsafe {
+            let buf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let count: MPI_Count = w[1] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[2] as usize);
+            let dest: c_int = w[3] as c_int;
+            let tag: c_int = w[4] as c_int;
+            let comm: MPI_Comm = Handle(w[5] as usize);
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
@@ -12892,8 +13641,7 @@ pub unsafe extern "C" fn MPI_Issend_c(
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Keyval_create`.
@@ -12958,38 +13706,40 @@ pub unsafe extern "C" fn MPI_Lookup_name(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Message_fromint(message: c_int) -> MPI_Message {
     let real = crate::pmpi::MPI_Message_fromint();
-    let Some(call) = Call::begin(func::MPI_Message_fromint) else {
+    let Some(call) = Call::enter(func::MPI_Message_fromint) else {
         return unsafe { real(message) };
     };
-    let ret = unsafe { real(message) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Message_fromint,
-        MPI_SUCCESS,
-        |_| [i64::from(message) as u64],
-        move |e| {
+        move |_: &InputWords| [i64::from(message) as u64],
+        move || unsafe { real(message) },
+        |_| MPI_SUCCESS,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 1]| {
+            let message: c_int = w[0] as c_int;
             e.int(i64::from(message));
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Message_toint`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Message_toint(message: MPI_Message) -> c_int {
     let real = crate::pmpi::MPI_Message_toint();
-    let Some(call) = Call::begin(func::MPI_Message_toint) else {
+    let Some(call) = Call::enter(func::MPI_Message_toint) else {
         return unsafe { real(message) };
     };
-    let ret = unsafe { real(message) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Message_toint,
-        ret,
-        |k| [k.handle(HandleKind::Message, message)],
-        move |e| {
+        move |k: &InputWords| [k.handle(HandleKind::Message, message)],
+        move || unsafe { real(message) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 1]| {
+            let message: MPI_Message = Handle(w[0] as usize);
             e.handle(HandleKind::Message, message);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Mprobe`.
@@ -13078,22 +13828,16 @@ pub unsafe extern "C" fn MPI_Neighbor_allgather(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Neighbor_allgather();
-    let Some(call) = Call::begin(func::MPI_Neighbor_allgather) else {
+    let Some(call) = Call::enter(func::MPI_Neighbor_allgather) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
             )
         };
     };
-    let ret = unsafe {
-        real(
-            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Neighbor_allgather,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 i64::from(sendcount) as u64,
@@ -13102,10 +13846,23 @@ pub unsafe extern "C" fn MPI_Neighbor_allgather(
                 i64::from(recvcount) as u64,
                 k.handle(HandleKind::Datatype, recvtype),
                 k.handle(HandleKind::Comm, comm),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe {
+            real(
+                sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+            )
+        },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 7]| {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let sendcount: c_int = w[1] as c_int;
+            let sendtype: MPI_Datatype = Handle(w[2] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[3] as usize);
+            let recvcount: c_int = w[4] as c_int;
+            let recvtype: MPI_Datatype = Handle(w[5] as usize);
+            let comm: MPI_Comm = Handle(w[6] as usize);
             e.buffer(sendbuf);
             e.int(i64::from(sendcount));
             e.handle(HandleKind::Datatype, sendtype);
@@ -13114,8 +13871,7 @@ pub unsafe extern "C" fn MPI_Neighbor_allgather(
             e.handle(HandleKind::Datatype, recvtype);
             e.handle(HandleKind::Comm, comm);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Neighbor_allgather_c`.
@@ -13130,22 +13886,16 @@ pub unsafe extern "C" fn MPI_Neighbor_allgather_c(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Neighbor_allgather_c();
-    let Some(call) = Call::begin(func::MPI_Neighbor_allgather_c) else {
+    let Some(call) = Call::enter(func::MPI_Neighbor_allgather_c) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
             )
         };
     };
-    let ret = unsafe {
-        real(
-            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Neighbor_allgather_c,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 sendcount as u64,
@@ -13154,10 +13904,23 @@ pub unsafe extern "C" fn MPI_Neighbor_allgather_c(
                 recvcount as u64,
                 k.handle(HandleKind::Datatype, recvtype),
                 k.handle(HandleKind::Comm, comm),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe {
+            real(
+                sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+            )
+        },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 7]| {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let sendcount: MPI_Count = w[1] as MPI_Count;
+            let sendtype: MPI_Datatype = Handle(w[2] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[3] as usize);
+            let recvcount: MPI_Count = w[4] as MPI_Count;
+            let recvtype: MPI_Datatype = Handle(w[5] as usize);
+            let comm: MPI_Comm = Handle(w[6] as usize);
             e.buffer(sendbuf);
             e.int(sendcount);
             e.handle(HandleKind::Datatype, sendtype);
@@ -13166,8 +13929,7 @@ pub unsafe extern "C" fn MPI_Neighbor_allgather_c(
             e.handle(HandleKind::Datatype, recvtype);
             e.handle(HandleKind::Comm, comm);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Neighbor_allgather_init`.
@@ -13185,22 +13947,16 @@ pub unsafe extern "C" fn MPI_Neighbor_allgather_init(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Neighbor_allgather_init();
-    let Some(call) = Call::begin(func::MPI_Neighbor_allgather_init) else {
+    let Some(call) = Call::enter(func::MPI_Neighbor_allgather_init) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
             )
         };
     };
-    let ret = unsafe {
-        real(
-            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Neighbor_allgather_init,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 i64::from(sendcount) as u64,
@@ -13210,11 +13966,24 @@ pub unsafe extern "C" fn MPI_Neighbor_allgather_init(
                 k.handle(HandleKind::Datatype, recvtype),
                 k.handle(HandleKind::Comm, comm),
                 k.handle(HandleKind::Info, info),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe {
+            real(
+                sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
+            )
+        },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 8]| unsafe {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let sendcount: c_int = w[1] as c_int;
+            let sendtype: MPI_Datatype = Handle(w[2] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[3] as usize);
+            let recvcount: c_int = w[4] as c_int;
+            let recvtype: MPI_Datatype = Handle(w[5] as usize);
+            let comm: MPI_Comm = Handle(w[6] as usize);
+            let info: MPI_Info = Handle(w[7] as usize);
             e.buffer(sendbuf);
             e.int(i64::from(sendcount));
             e.handle(HandleKind::Datatype, sendtype);
@@ -13225,8 +13994,7 @@ pub unsafe extern "C" fn MPI_Neighbor_allgather_init(
             e.handle(HandleKind::Info, info);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Neighbor_allgather_init_c`.
@@ -13244,22 +14012,16 @@ pub unsafe extern "C" fn MPI_Neighbor_allgather_init_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Neighbor_allgather_init_c();
-    let Some(call) = Call::begin(func::MPI_Neighbor_allgather_init_c) else {
+    let Some(call) = Call::enter(func::MPI_Neighbor_allgather_init_c) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
             )
         };
     };
-    let ret = unsafe {
-        real(
-            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Neighbor_allgather_init_c,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 sendcount as u64,
@@ -13269,11 +14031,24 @@ pub unsafe extern "C" fn MPI_Neighbor_allgather_init_c(
                 k.handle(HandleKind::Datatype, recvtype),
                 k.handle(HandleKind::Comm, comm),
                 k.handle(HandleKind::Info, info),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe {
+            real(
+                sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
+            )
+        },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 8]| unsafe {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let sendcount: MPI_Count = w[1] as MPI_Count;
+            let sendtype: MPI_Datatype = Handle(w[2] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[3] as usize);
+            let recvcount: MPI_Count = w[4] as MPI_Count;
+            let recvtype: MPI_Datatype = Handle(w[5] as usize);
+            let comm: MPI_Comm = Handle(w[6] as usize);
+            let info: MPI_Info = Handle(w[7] as usize);
             e.buffer(sendbuf);
             e.int(sendcount);
             e.handle(HandleKind::Datatype, sendtype);
@@ -13284,8 +14059,7 @@ pub unsafe extern "C" fn MPI_Neighbor_allgather_init_c(
             e.handle(HandleKind::Info, info);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Neighbor_allgatherv`.
@@ -13476,22 +14250,16 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoall(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Neighbor_alltoall();
-    let Some(call) = Call::begin(func::MPI_Neighbor_alltoall) else {
+    let Some(call) = Call::enter(func::MPI_Neighbor_alltoall) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
             )
         };
     };
-    let ret = unsafe {
-        real(
-            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Neighbor_alltoall,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 i64::from(sendcount) as u64,
@@ -13500,10 +14268,23 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoall(
                 i64::from(recvcount) as u64,
                 k.handle(HandleKind::Datatype, recvtype),
                 k.handle(HandleKind::Comm, comm),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe {
+            real(
+                sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+            )
+        },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 7]| {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let sendcount: c_int = w[1] as c_int;
+            let sendtype: MPI_Datatype = Handle(w[2] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[3] as usize);
+            let recvcount: c_int = w[4] as c_int;
+            let recvtype: MPI_Datatype = Handle(w[5] as usize);
+            let comm: MPI_Comm = Handle(w[6] as usize);
             e.buffer(sendbuf);
             e.int(i64::from(sendcount));
             e.handle(HandleKind::Datatype, sendtype);
@@ -13512,8 +14293,7 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoall(
             e.handle(HandleKind::Datatype, recvtype);
             e.handle(HandleKind::Comm, comm);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Neighbor_alltoall_c`.
@@ -13528,22 +14308,16 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoall_c(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Neighbor_alltoall_c();
-    let Some(call) = Call::begin(func::MPI_Neighbor_alltoall_c) else {
+    let Some(call) = Call::enter(func::MPI_Neighbor_alltoall_c) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
             )
         };
     };
-    let ret = unsafe {
-        real(
-            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Neighbor_alltoall_c,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 sendcount as u64,
@@ -13552,10 +14326,23 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoall_c(
                 recvcount as u64,
                 k.handle(HandleKind::Datatype, recvtype),
                 k.handle(HandleKind::Comm, comm),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe {
+            real(
+                sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+            )
+        },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 7]| {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let sendcount: MPI_Count = w[1] as MPI_Count;
+            let sendtype: MPI_Datatype = Handle(w[2] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[3] as usize);
+            let recvcount: MPI_Count = w[4] as MPI_Count;
+            let recvtype: MPI_Datatype = Handle(w[5] as usize);
+            let comm: MPI_Comm = Handle(w[6] as usize);
             e.buffer(sendbuf);
             e.int(sendcount);
             e.handle(HandleKind::Datatype, sendtype);
@@ -13564,8 +14351,7 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoall_c(
             e.handle(HandleKind::Datatype, recvtype);
             e.handle(HandleKind::Comm, comm);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Neighbor_alltoall_init`.
@@ -13583,22 +14369,16 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoall_init(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Neighbor_alltoall_init();
-    let Some(call) = Call::begin(func::MPI_Neighbor_alltoall_init) else {
+    let Some(call) = Call::enter(func::MPI_Neighbor_alltoall_init) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
             )
         };
     };
-    let ret = unsafe {
-        real(
-            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Neighbor_alltoall_init,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 i64::from(sendcount) as u64,
@@ -13608,11 +14388,24 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoall_init(
                 k.handle(HandleKind::Datatype, recvtype),
                 k.handle(HandleKind::Comm, comm),
                 k.handle(HandleKind::Info, info),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe {
+            real(
+                sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
+            )
+        },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 8]| unsafe {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let sendcount: c_int = w[1] as c_int;
+            let sendtype: MPI_Datatype = Handle(w[2] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[3] as usize);
+            let recvcount: c_int = w[4] as c_int;
+            let recvtype: MPI_Datatype = Handle(w[5] as usize);
+            let comm: MPI_Comm = Handle(w[6] as usize);
+            let info: MPI_Info = Handle(w[7] as usize);
             e.buffer(sendbuf);
             e.int(i64::from(sendcount));
             e.handle(HandleKind::Datatype, sendtype);
@@ -13623,8 +14416,7 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoall_init(
             e.handle(HandleKind::Info, info);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Neighbor_alltoall_init_c`.
@@ -13642,22 +14434,16 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoall_init_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Neighbor_alltoall_init_c();
-    let Some(call) = Call::begin(func::MPI_Neighbor_alltoall_init_c) else {
+    let Some(call) = Call::enter(func::MPI_Neighbor_alltoall_init_c) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
             )
         };
     };
-    let ret = unsafe {
-        real(
-            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Neighbor_alltoall_init_c,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 sendcount as u64,
@@ -13667,11 +14453,24 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoall_init_c(
                 k.handle(HandleKind::Datatype, recvtype),
                 k.handle(HandleKind::Comm, comm),
                 k.handle(HandleKind::Info, info),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe {
+            real(
+                sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
+            )
+        },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 8]| unsafe {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let sendcount: MPI_Count = w[1] as MPI_Count;
+            let sendtype: MPI_Datatype = Handle(w[2] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[3] as usize);
+            let recvcount: MPI_Count = w[4] as MPI_Count;
+            let recvtype: MPI_Datatype = Handle(w[5] as usize);
+            let comm: MPI_Comm = Handle(w[6] as usize);
+            let info: MPI_Info = Handle(w[7] as usize);
             e.buffer(sendbuf);
             e.int(sendcount);
             e.handle(HandleKind::Datatype, sendtype);
@@ -13682,8 +14481,7 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoall_init_c(
             e.handle(HandleKind::Info, info);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Neighbor_alltoallv`.
@@ -14134,20 +14932,21 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoallw_init_c(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Op_commutative(op: MPI_Op, commute: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Op_commutative();
-    let Some(call) = Call::begin(func::MPI_Op_commutative) else {
+    let Some(call) = Call::enter(func::MPI_Op_commutative) else {
         return unsafe { real(op, commute) };
     };
-    let ret = unsafe { real(op, commute) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Op_commutative,
-        ret,
-        |k| unsafe { [k.handle(HandleKind::Op, op), k.out(commute.cast_const())] },
-        move |e| unsafe {
+        move |k: &InputWords| [k.handle(HandleKind::Op, op)],
+        move || unsafe { real(op, commute) },
+        |&ret| ret,
+        |k| unsafe { [k.out(commute.cast_const())] },
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let op: MPI_Op = Handle(w[0] as usize);
             e.handle(HandleKind::Op, op);
             e.int_out(commute);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Op_create`.
@@ -14209,38 +15008,40 @@ pub unsafe extern "C" fn MPI_Op_free(op: *mut HandleSlot) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Op_fromint(op: c_int) -> MPI_Op {
     let real = crate::pmpi::MPI_Op_fromint();
-    let Some(call) = Call::begin(func::MPI_Op_fromint) else {
+    let Some(call) = Call::enter(func::MPI_Op_fromint) else {
         return unsafe { real(op) };
     };
-    let ret = unsafe { real(op) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Op_fromint,
-        MPI_SUCCESS,
-        |_| [i64::from(op) as u64],
-        move |e| {
+        move |_: &InputWords| [i64::from(op) as u64],
+        move || unsafe { real(op) },
+        |_| MPI_SUCCESS,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 1]| {
+            let op: c_int = w[0] as c_int;
             e.int(i64::from(op));
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Op_toint`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Op_toint(op: MPI_Op) -> c_int {
     let real = crate::pmpi::MPI_Op_toint();
-    let Some(call) = Call::begin(func::MPI_Op_toint) else {
+    let Some(call) = Call::enter(func::MPI_Op_toint) else {
         return unsafe { real(op) };
     };
-    let ret = unsafe { real(op) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Op_toint,
-        ret,
-        |k| [k.handle(HandleKind::Op, op)],
-        move |e| {
+        move |k: &InputWords| [k.handle(HandleKind::Op, op)],
+        move || unsafe { real(op) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 1]| {
+            let op: MPI_Op = Handle(w[0] as usize);
             e.handle(HandleKind::Op, op);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Open_port`.
@@ -14271,15 +15072,13 @@ pub unsafe extern "C" fn MPI_Pack(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Pack();
-    let Some(call) = Call::begin(func::MPI_Pack) else {
+    let Some(call) = Call::enter(func::MPI_Pack) else {
         return unsafe { real(inbuf, incount, datatype, outbuf, outsize, position, comm) };
     };
     let position_before = unsafe { read_or(position, 0) };
-    let ret = unsafe { real(inbuf, incount, datatype, outbuf, outsize, position, comm) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Pack,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 inbuf as u64,
                 i64::from(incount) as u64,
@@ -14288,10 +15087,19 @@ pub unsafe extern "C" fn MPI_Pack(
                 i64::from(outsize) as u64,
                 i64::from(position_before) as u64,
                 k.handle(HandleKind::Comm, comm),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe { real(inbuf, incount, datatype, outbuf, outsize, position, comm) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 7]| {
+            let inbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let incount: c_int = w[1] as c_int;
+            let datatype: MPI_Datatype = Handle(w[2] as usize);
+            let outbuf: *mut c_void = std::ptr::without_provenance_mut(w[3] as usize);
+            let outsize: c_int = w[4] as c_int;
+            let position_before: c_int = w[5] as c_int;
+            let comm: MPI_Comm = Handle(w[6] as usize);
             e.buffer(inbuf);
             e.int(i64::from(incount));
             e.handle(HandleKind::Datatype, datatype);
@@ -14300,8 +15108,7 @@ pub unsafe extern "C" fn MPI_Pack(
             e.address(i64::from(position_before));
             e.handle(HandleKind::Comm, comm);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Pack_c`.
@@ -14316,15 +15123,13 @@ pub unsafe extern "C" fn MPI_Pack_c(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Pack_c();
-    let Some(call) = Call::begin(func::MPI_Pack_c) else {
+    let Some(call) = Call::enter(func::MPI_Pack_c) else {
         return unsafe { real(inbuf, incount, datatype, outbuf, outsize, position, comm) };
     };
     let position_before = unsafe { read_or(position, 0) };
-    let ret = unsafe { real(inbuf, incount, datatype, outbuf, outsize, position, comm) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Pack_c,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 inbuf as u64,
                 incount as u64,
@@ -14333,10 +15138,19 @@ pub unsafe extern "C" fn MPI_Pack_c(
                 outsize as u64,
                 position_before as u64,
                 k.handle(HandleKind::Comm, comm),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe { real(inbuf, incount, datatype, outbuf, outsize, position, comm) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 7]| {
+            let inbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let incount: MPI_Count = w[1] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[2] as usize);
+            let outbuf: *mut c_void = std::ptr::without_provenance_mut(w[3] as usize);
+            let outsize: MPI_Count = w[4] as MPI_Count;
+            let position_before: MPI_Count = w[5] as MPI_Count;
+            let comm: MPI_Comm = Handle(w[6] as usize);
             e.buffer(inbuf);
             e.int(incount);
             e.handle(HandleKind::Datatype, datatype);
@@ -14345,8 +15159,7 @@ pub unsafe extern "C" fn MPI_Pack_c(
             e.address(position_before);
             e.handle(HandleKind::Comm, comm);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Pack_external`.
@@ -14460,29 +15273,31 @@ pub unsafe extern "C" fn MPI_Pack_size(
     size: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Pack_size();
-    let Some(call) = Call::begin(func::MPI_Pack_size) else {
+    let Some(call) = Call::enter(func::MPI_Pack_size) else {
         return unsafe { real(incount, datatype, comm, size) };
     };
-    let ret = unsafe { real(incount, datatype, comm, size) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Pack_size,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 i64::from(incount) as u64,
                 k.handle(HandleKind::Datatype, datatype),
                 k.handle(HandleKind::Comm, comm),
-                k.out(size.cast_const()),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(incount, datatype, comm, size) },
+        |&ret| ret,
+        |k| unsafe { [k.out(size.cast_const())] },
+        move |e: &mut Encoder, w: &[u64; 3]| unsafe {
+            let incount: c_int = w[0] as c_int;
+            let datatype: MPI_Datatype = Handle(w[1] as usize);
+            let comm: MPI_Comm = Handle(w[2] as usize);
             e.int(i64::from(incount));
             e.handle(HandleKind::Datatype, datatype);
             e.handle(HandleKind::Comm, comm);
             e.int_out(size);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Pack_size_c`.
@@ -14494,29 +15309,31 @@ pub unsafe extern "C" fn MPI_Pack_size_c(
     size: *mut MPI_Count,
 ) -> c_int {
     let real = crate::pmpi::MPI_Pack_size_c();
-    let Some(call) = Call::begin(func::MPI_Pack_size_c) else {
+    let Some(call) = Call::enter(func::MPI_Pack_size_c) else {
         return unsafe { real(incount, datatype, comm, size) };
     };
-    let ret = unsafe { real(incount, datatype, comm, size) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Pack_size_c,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 incount as u64,
                 k.handle(HandleKind::Datatype, datatype),
                 k.handle(HandleKind::Comm, comm),
-                k.out(size.cast_const()),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(incount, datatype, comm, size) },
+        |&ret| ret,
+        |k| unsafe { [k.out(size.cast_const())] },
+        move |e: &mut Encoder, w: &[u64; 3]| unsafe {
+            let incount: MPI_Count = w[0] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[1] as usize);
+            let comm: MPI_Comm = Handle(w[2] as usize);
             e.int(incount);
             e.handle(HandleKind::Datatype, datatype);
             e.handle(HandleKind::Comm, comm);
             e.count_out(size);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Parrived`.
@@ -14612,22 +15429,16 @@ pub unsafe extern "C" fn MPI_Precv_init(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Precv_init();
-    let Some(call) = Call::begin(func::MPI_Precv_init) else {
+    let Some(call) = Call::enter(func::MPI_Precv_init) else {
         return unsafe {
             real(
                 buf, partitions, count, datatype, source, tag, comm, info, request,
             )
         };
     };
-    let ret = unsafe {
-        real(
-            buf, partitions, count, datatype, source, tag, comm, info, request,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Precv_init,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 buf as u64,
                 i64::from(partitions) as u64,
@@ -14637,11 +15448,24 @@ pub unsafe extern "C" fn MPI_Precv_init(
                 i64::from(tag) as u64,
                 k.handle(HandleKind::Comm, comm),
                 k.handle(HandleKind::Info, info),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe {
+            real(
+                buf, partitions, count, datatype, source, tag, comm, info, request,
+            )
+        },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 8]| unsafe {
+            let buf: *mut c_void = std::ptr::without_provenance_mut(w[0] as usize);
+            let partitions: c_int = w[1] as c_int;
+            let count: MPI_Count = w[2] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
+            let source: c_int = w[4] as c_int;
+            let tag: c_int = w[5] as c_int;
+            let comm: MPI_Comm = Handle(w[6] as usize);
+            let info: MPI_Info = Handle(w[7] as usize);
             e.buffer(buf);
             e.int(i64::from(partitions));
             e.int(count);
@@ -14652,8 +15476,7 @@ pub unsafe extern "C" fn MPI_Precv_init(
             e.handle(HandleKind::Info, info);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Probe`.
@@ -14665,19 +15488,23 @@ pub unsafe extern "C" fn MPI_Probe(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_Probe();
-    let Some(call) = Call::begin(func::MPI_Probe) else {
+    let Some(call) = Call::enter(func::MPI_Probe) else {
         return unsafe { real(source, tag, comm, status) };
     };
-    let ret = unsafe { real(source, tag, comm, status) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Probe,
-        ret,
-        |k| unsafe {
-            let status_words = k.status(status);
+        move |k: &InputWords| {
             [
                 i64::from(source) as u64,
                 i64::from(tag) as u64,
                 k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        move || unsafe { real(source, tag, comm, status) },
+        |&ret| ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
                 status_words[0],
                 status_words[1],
                 status_words[2],
@@ -14685,14 +15512,16 @@ pub unsafe extern "C" fn MPI_Probe(
                 status_words[4],
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 3]| unsafe {
+            let source: c_int = w[0] as c_int;
+            let tag: c_int = w[1] as c_int;
+            let comm: MPI_Comm = Handle(w[2] as usize);
             e.rank(i64::from(source), comm);
             e.tag(i64::from(tag));
             e.handle(HandleKind::Comm, comm);
             e.status(status, Some(comm));
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Psend_init`.
@@ -14710,22 +15539,16 @@ pub unsafe extern "C" fn MPI_Psend_init(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Psend_init();
-    let Some(call) = Call::begin(func::MPI_Psend_init) else {
+    let Some(call) = Call::enter(func::MPI_Psend_init) else {
         return unsafe {
             real(
                 buf, partitions, count, datatype, dest, tag, comm, info, request,
             )
         };
     };
-    let ret = unsafe {
-        real(
-            buf, partitions, count, datatype, dest, tag, comm, info, request,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Psend_init,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 buf as u64,
                 i64::from(partitions) as u64,
@@ -14735,11 +15558,24 @@ pub unsafe extern "C" fn MPI_Psend_init(
                 i64::from(tag) as u64,
                 k.handle(HandleKind::Comm, comm),
                 k.handle(HandleKind::Info, info),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe {
+            real(
+                buf, partitions, count, datatype, dest, tag, comm, info, request,
+            )
+        },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 8]| unsafe {
+            let buf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let partitions: c_int = w[1] as c_int;
+            let count: MPI_Count = w[2] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
+            let dest: c_int = w[4] as c_int;
+            let tag: c_int = w[5] as c_int;
+            let comm: MPI_Comm = Handle(w[6] as usize);
+            let info: MPI_Info = Handle(w[7] as usize);
             e.buffer(buf);
             e.int(i64::from(partitions));
             e.int(count);
@@ -14750,8 +15586,7 @@ pub unsafe extern "C" fn MPI_Psend_init(
             e.handle(HandleKind::Info, info);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Publish_name`.
@@ -14788,7 +15623,7 @@ pub unsafe extern "C" fn MPI_Put(
     win: MPI_Win,
 ) -> c_int {
     let real = crate::pmpi::MPI_Put();
-    let Some(call) = Call::begin(func::MPI_Put) else {
+    let Some(call) = Call::enter(func::MPI_Put) else {
         return unsafe {
             real(
                 origin_addr,
@@ -14802,22 +15637,9 @@ pub unsafe extern "C" fn MPI_Put(
             )
         };
     };
-    let ret = unsafe {
-        real(
-            origin_addr,
-            origin_count,
-            origin_datatype,
-            target_rank,
-            target_disp,
-            target_count,
-            target_datatype,
-            win,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Put,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 origin_addr as u64,
                 i64::from(origin_count) as u64,
@@ -14827,10 +15649,31 @@ pub unsafe extern "C" fn MPI_Put(
                 i64::from(target_count) as u64,
                 k.handle(HandleKind::Datatype, target_datatype),
                 k.handle(HandleKind::Win, win),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe {
+            real(
+                origin_addr,
+                origin_count,
+                origin_datatype,
+                target_rank,
+                target_disp,
+                target_count,
+                target_datatype,
+                win,
+            )
+        },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 8]| {
+            let origin_addr: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let origin_count: c_int = w[1] as c_int;
+            let origin_datatype: MPI_Datatype = Handle(w[2] as usize);
+            let target_rank: c_int = w[3] as c_int;
+            let target_disp: MPI_Aint = w[4] as MPI_Aint;
+            let target_count: c_int = w[5] as c_int;
+            let target_datatype: MPI_Datatype = Handle(w[6] as usize);
+            let win: MPI_Win = Handle(w[7] as usize);
             e.buffer(origin_addr);
             e.int(i64::from(origin_count));
             e.handle(HandleKind::Datatype, origin_datatype);
@@ -14840,8 +15683,7 @@ pub unsafe extern "C" fn MPI_Put(
             e.handle(HandleKind::Datatype, target_datatype);
             e.handle(HandleKind::Win, win);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Put_c`.
@@ -14858,7 +15700,7 @@ pub unsafe extern "C" fn MPI_Put_c(
     win: MPI_Win,
 ) -> c_int {
     let real = crate::pmpi::MPI_Put_c();
-    let Some(call) = Call::begin(func::MPI_Put_c) else {
+    let Some(call) = Call::enter(func::MPI_Put_c) else {
         return unsafe {
             real(
                 origin_addr,
@@ -14872,22 +15714,9 @@ pub unsafe extern "C" fn MPI_Put_c(
             )
         };
     };
-    let ret = unsafe {
-        real(
-            origin_addr,
-            origin_count,
-            origin_datatype,
-            target_rank,
-            target_disp,
-            target_count,
-            target_datatype,
-            win,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Put_c,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 origin_addr as u64,
                 origin_count as u64,
@@ -14897,10 +15726,31 @@ pub unsafe extern "C" fn MPI_Put_c(
                 target_count as u64,
                 k.handle(HandleKind::Datatype, target_datatype),
                 k.handle(HandleKind::Win, win),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe {
+            real(
+                origin_addr,
+                origin_count,
+                origin_datatype,
+                target_rank,
+                target_disp,
+                target_count,
+                target_datatype,
+                win,
+            )
+        },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 8]| {
+            let origin_addr: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let origin_count: MPI_Count = w[1] as MPI_Count;
+            let origin_datatype: MPI_Datatype = Handle(w[2] as usize);
+            let target_rank: c_int = w[3] as c_int;
+            let target_disp: MPI_Aint = w[4] as MPI_Aint;
+            let target_count: MPI_Count = w[5] as MPI_Count;
+            let target_datatype: MPI_Datatype = Handle(w[6] as usize);
+            let win: MPI_Win = Handle(w[7] as usize);
             e.buffer(origin_addr);
             e.int(origin_count);
             e.handle(HandleKind::Datatype, origin_datatype);
@@ -14910,27 +15760,26 @@ pub unsafe extern "C" fn MPI_Put_c(
             e.handle(HandleKind::Datatype, target_datatype);
             e.handle(HandleKind::Win, win);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Query_thread`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Query_thread(provided: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Query_thread();
-    let Some(call) = Call::begin(func::MPI_Query_thread) else {
+    let Some(call) = Call::enter(func::MPI_Query_thread) else {
         return unsafe { real(provided) };
     };
-    let ret = unsafe { real(provided) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Query_thread,
-        ret,
+        move |_: &InputWords| [],
+        move || unsafe { real(provided) },
+        |&ret| ret,
         |k| unsafe { [k.out(provided.cast_const())] },
-        move |e| unsafe {
+        move |e: &mut Encoder, _: &[u64; 0]| unsafe {
             e.constant_out(ConstSet::ThreadLevel, provided);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Raccumulate`.
@@ -14949,7 +15798,7 @@ pub unsafe extern "C" fn MPI_Raccumulate(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Raccumulate();
-    let Some(call) = Call::begin(func::MPI_Raccumulate) else {
+    let Some(call) = Call::enter(func::MPI_Raccumulate) else {
         return unsafe {
             real(
                 origin_addr,
@@ -14965,24 +15814,9 @@ pub unsafe extern "C" fn MPI_Raccumulate(
             )
         };
     };
-    let ret = unsafe {
-        real(
-            origin_addr,
-            origin_count,
-            origin_datatype,
-            target_rank,
-            target_disp,
-            target_count,
-            target_datatype,
-            op,
-            win,
-            request,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Raccumulate,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 origin_addr as u64,
                 i64::from(origin_count) as u64,
@@ -14993,11 +15827,34 @@ pub unsafe extern "C" fn MPI_Raccumulate(
                 k.handle(HandleKind::Datatype, target_datatype),
                 k.handle(HandleKind::Op, op),
                 k.handle(HandleKind::Win, win),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe {
+            real(
+                origin_addr,
+                origin_count,
+                origin_datatype,
+                target_rank,
+                target_disp,
+                target_count,
+                target_datatype,
+                op,
+                win,
+                request,
+            )
+        },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 9]| unsafe {
+            let origin_addr: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let origin_count: c_int = w[1] as c_int;
+            let origin_datatype: MPI_Datatype = Handle(w[2] as usize);
+            let target_rank: c_int = w[3] as c_int;
+            let target_disp: MPI_Aint = w[4] as MPI_Aint;
+            let target_count: c_int = w[5] as c_int;
+            let target_datatype: MPI_Datatype = Handle(w[6] as usize);
+            let op: MPI_Op = Handle(w[7] as usize);
+            let win: MPI_Win = Handle(w[8] as usize);
             e.buffer(origin_addr);
             e.int(i64::from(origin_count));
             e.handle(HandleKind::Datatype, origin_datatype);
@@ -15009,8 +15866,7 @@ pub unsafe extern "C" fn MPI_Raccumulate(
             e.handle(HandleKind::Win, win);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Raccumulate_c`.
@@ -15029,7 +15885,7 @@ pub unsafe extern "C" fn MPI_Raccumulate_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Raccumulate_c();
-    let Some(call) = Call::begin(func::MPI_Raccumulate_c) else {
+    let Some(call) = Call::enter(func::MPI_Raccumulate_c) else {
         return unsafe {
             real(
                 origin_addr,
@@ -15045,24 +15901,9 @@ pub unsafe extern "C" fn MPI_Raccumulate_c(
             )
         };
     };
-    let ret = unsafe {
-        real(
-            origin_addr,
-            origin_count,
-            origin_datatype,
-            target_rank,
-            target_disp,
-            target_count,
-            target_datatype,
-            op,
-            win,
-            request,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Raccumulate_c,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 origin_addr as u64,
                 origin_count as u64,
@@ -15073,11 +15914,34 @@ pub unsafe extern "C" fn MPI_Raccumulate_c(
                 k.handle(HandleKind::Datatype, target_datatype),
                 k.handle(HandleKind::Op, op),
                 k.handle(HandleKind::Win, win),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe {
+            real(
+                origin_addr,
+                origin_count,
+                origin_datatype,
+                target_rank,
+                target_disp,
+                target_count,
+                target_datatype,
+                op,
+                win,
+                request,
+            )
+        },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 9]| unsafe {
+            let origin_addr: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let origin_count: MPI_Count = w[1] as MPI_Count;
+            let origin_datatype: MPI_Datatype = Handle(w[2] as usize);
+            let target_rank: c_int = w[3] as c_int;
+            let target_disp: MPI_Aint = w[4] as MPI_Aint;
+            let target_count: MPI_Count = w[5] as MPI_Count;
+            let target_datatype: MPI_Datatype = Handle(w[6] as usize);
+            let op: MPI_Op = Handle(w[7] as usize);
+            let win: MPI_Win = Handle(w[8] as usize);
             e.buffer(origin_addr);
             e.int(origin_count);
             e.handle(HandleKind::Datatype, origin_datatype);
@@ -15089,8 +15953,7 @@ pub unsafe extern "C" fn MPI_Raccumulate_c(
             e.handle(HandleKind::Win, win);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Recv`.
@@ -15105,15 +15968,12 @@ pub unsafe extern "C" fn MPI_Recv(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_Recv();
-    let Some(call) = Call::begin(func::MPI_Recv) else {
+    let Some(call) = Call::enter(func::MPI_Recv) else {
         return unsafe { real(buf, count, datatype, source, tag, comm, status) };
     };
-    let ret = unsafe { real(buf, count, datatype, source, tag, comm, status) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Recv,
-        ret,
-        |k| unsafe {
-            let status_words = k.status(status);
+        move |k: &InputWords| {
             [
                 buf as u64,
                 i64::from(count) as u64,
@@ -15121,6 +15981,13 @@ pub unsafe extern "C" fn MPI_Recv(
                 i64::from(source) as u64,
                 i64::from(tag) as u64,
                 k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        move || unsafe { real(buf, count, datatype, source, tag, comm, status) },
+        |&ret| ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
                 status_words[0],
                 status_words[1],
                 status_words[2],
@@ -15129,7 +15996,13 @@ pub unsafe extern "C" fn MPI_Recv(
                 k.segments(),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 6]| unsafe {
+            let buf: *mut c_void = std::ptr::without_provenance_mut(w[0] as usize);
+            let count: c_int = w[1] as c_int;
+            let datatype: MPI_Datatype = Handle(w[2] as usize);
+            let source: c_int = w[3] as c_int;
+            let tag: c_int = w[4] as c_int;
+            let comm: MPI_Comm = Handle(w[5] as usize);
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
@@ -15138,8 +16011,7 @@ pub unsafe extern "C" fn MPI_Recv(
             e.handle(HandleKind::Comm, comm);
             e.status(status, Some(comm));
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Recv_c`.
@@ -15154,15 +16026,12 @@ pub unsafe extern "C" fn MPI_Recv_c(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_Recv_c();
-    let Some(call) = Call::begin(func::MPI_Recv_c) else {
+    let Some(call) = Call::enter(func::MPI_Recv_c) else {
         return unsafe { real(buf, count, datatype, source, tag, comm, status) };
     };
-    let ret = unsafe { real(buf, count, datatype, source, tag, comm, status) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Recv_c,
-        ret,
-        |k| unsafe {
-            let status_words = k.status(status);
+        move |k: &InputWords| {
             [
                 buf as u64,
                 count as u64,
@@ -15170,6 +16039,13 @@ pub unsafe extern "C" fn MPI_Recv_c(
                 i64::from(source) as u64,
                 i64::from(tag) as u64,
                 k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        move || unsafe { real(buf, count, datatype, source, tag, comm, status) },
+        |&ret| ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
                 status_words[0],
                 status_words[1],
                 status_words[2],
@@ -15178,7 +16054,13 @@ pub unsafe extern "C" fn MPI_Recv_c(
                 k.segments(),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 6]| unsafe {
+            let buf: *mut c_void = std::ptr::without_provenance_mut(w[0] as usize);
+            let count: MPI_Count = w[1] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[2] as usize);
+            let source: c_int = w[3] as c_int;
+            let tag: c_int = w[4] as c_int;
+            let comm: MPI_Comm = Handle(w[5] as usize);
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
@@ -15187,8 +16069,7 @@ pub unsafe extern "C" fn MPI_Recv_c(
             e.handle(HandleKind::Comm, comm);
             e.status(status, Some(comm));
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Recv_init`.
@@ -15203,14 +16084,12 @@ pub unsafe extern "C" fn MPI_Recv_init(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Recv_init();
-    let Some(call) = Call::begin(func::MPI_Recv_init) else {
+    let Some(call) = Call::enter(func::MPI_Recv_init) else {
         return unsafe { real(buf, count, datatype, source, tag, comm, request) };
     };
-    let ret = unsafe { real(buf, count, datatype, source, tag, comm, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Recv_init,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 buf as u64,
                 i64::from(count) as u64,
@@ -15218,11 +16097,18 @@ pub unsafe extern "C" fn MPI_Recv_init(
                 i64::from(source) as u64,
                 i64::from(tag) as u64,
                 k.handle(HandleKind::Comm, comm),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(buf, count, datatype, source, tag, comm, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 6]| unsafe {
+            let buf: *mut c_void = std::ptr::without_provenance_mut(w[0] as usize);
+            let count: c_int = w[1] as c_int;
+            let datatype: MPI_Datatype = Handle(w[2] as usize);
+            let source: c_int = w[3] as c_int;
+            let tag: c_int = w[4] as c_int;
+            let comm: MPI_Comm = Handle(w[5] as usize);
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
@@ -15231,8 +16117,7 @@ pub unsafe extern "C" fn MPI_Recv_init(
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Recv_init_c`.
@@ -15247,14 +16132,12 @@ pub unsafe extern "C" fn MPI_Recv_init_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Recv_init_c();
-    let Some(call) = Call::begin(func::MPI_Recv_init_c) else {
+    let Some(call) = Call::enter(func::MPI_Recv_init_c) else {
         return unsafe { real(buf, count, datatype, source, tag, comm, request) };
     };
-    let ret = unsafe { real(buf, count, datatype, source, tag, comm, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Recv_init_c,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 buf as u64,
                 count as u64,
@@ -15262,11 +16145,18 @@ pub unsafe extern "C" fn MPI_Recv_init_c(
                 i64::from(source) as u64,
                 i64::from(tag) as u64,
                 k.handle(HandleKind::Comm, comm),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(buf, count, datatype, source, tag, comm, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 6]| unsafe {
+            let buf: *mut c_void = std::ptr::without_provenance_mut(w[0] as usize);
+            let count: MPI_Count = w[1] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[2] as usize);
+            let source: c_int = w[3] as c_int;
+            let tag: c_int = w[4] as c_int;
+            let comm: MPI_Comm = Handle(w[5] as usize);
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
@@ -15275,8 +16165,7 @@ pub unsafe extern "C" fn MPI_Recv_init_c(
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Reduce`.
@@ -15291,14 +16180,12 @@ pub unsafe extern "C" fn MPI_Reduce(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Reduce();
-    let Some(call) = Call::begin(func::MPI_Reduce) else {
+    let Some(call) = Call::enter(func::MPI_Reduce) else {
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, root, comm) };
     };
-    let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, root, comm) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Reduce,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 recvbuf as u64,
@@ -15307,10 +16194,19 @@ pub unsafe extern "C" fn MPI_Reduce(
                 k.handle(HandleKind::Op, op),
                 i64::from(root) as u64,
                 k.handle(HandleKind::Comm, comm),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe { real(sendbuf, recvbuf, count, datatype, op, root, comm) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 7]| {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let count: c_int = w[2] as c_int;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
+            let op: MPI_Op = Handle(w[4] as usize);
+            let root: c_int = w[5] as c_int;
+            let comm: MPI_Comm = Handle(w[6] as usize);
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(i64::from(count));
@@ -15319,8 +16215,7 @@ pub unsafe extern "C" fn MPI_Reduce(
             e.root(i64::from(root));
             e.handle(HandleKind::Comm, comm);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Reduce_c`.
@@ -15335,14 +16230,12 @@ pub unsafe extern "C" fn MPI_Reduce_c(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Reduce_c();
-    let Some(call) = Call::begin(func::MPI_Reduce_c) else {
+    let Some(call) = Call::enter(func::MPI_Reduce_c) else {
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, root, comm) };
     };
-    let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, root, comm) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Reduce_c,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 recvbuf as u64,
@@ -15351,10 +16244,19 @@ pub unsafe extern "C" fn MPI_Reduce_c(
                 k.handle(HandleKind::Op, op),
                 i64::from(root) as u64,
                 k.handle(HandleKind::Comm, comm),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe { real(sendbuf, recvbuf, count, datatype, op, root, comm) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 7]| {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let count: MPI_Count = w[2] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
+            let op: MPI_Op = Handle(w[4] as usize);
+            let root: c_int = w[5] as c_int;
+            let comm: MPI_Comm = Handle(w[6] as usize);
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(count);
@@ -15363,8 +16265,7 @@ pub unsafe extern "C" fn MPI_Reduce_c(
             e.root(i64::from(root));
             e.handle(HandleKind::Comm, comm);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Reduce_init`.
@@ -15382,22 +16283,16 @@ pub unsafe extern "C" fn MPI_Reduce_init(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Reduce_init();
-    let Some(call) = Call::begin(func::MPI_Reduce_init) else {
+    let Some(call) = Call::enter(func::MPI_Reduce_init) else {
         return unsafe {
             real(
                 sendbuf, recvbuf, count, datatype, op, root, comm, info, request,
             )
         };
     };
-    let ret = unsafe {
-        real(
-            sendbuf, recvbuf, count, datatype, op, root, comm, info, request,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Reduce_init,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 recvbuf as u64,
@@ -15407,11 +16302,24 @@ pub unsafe extern "C" fn MPI_Reduce_init(
                 i64::from(root) as u64,
                 k.handle(HandleKind::Comm, comm),
                 k.handle(HandleKind::Info, info),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe {
+            real(
+                sendbuf, recvbuf, count, datatype, op, root, comm, info, request,
+            )
+        },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 8]| unsafe {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let count: c_int = w[2] as c_int;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
+            let op: MPI_Op = Handle(w[4] as usize);
+            let root: c_int = w[5] as c_int;
+            let comm: MPI_Comm = Handle(w[6] as usize);
+            let info: MPI_Info = Handle(w[7] as usize);
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(i64::from(count));
@@ -15422,8 +16330,7 @@ pub unsafe extern "C" fn MPI_Reduce_init(
             e.handle(HandleKind::Info, info);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Reduce_init_c`.
@@ -15441,22 +16348,16 @@ pub unsafe extern "C" fn MPI_Reduce_init_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Reduce_init_c();
-    let Some(call) = Call::begin(func::MPI_Reduce_init_c) else {
+    let Some(call) = Call::enter(func::MPI_Reduce_init_c) else {
         return unsafe {
             real(
                 sendbuf, recvbuf, count, datatype, op, root, comm, info, request,
             )
         };
     };
-    let ret = unsafe {
-        real(
-            sendbuf, recvbuf, count, datatype, op, root, comm, info, request,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Reduce_init_c,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 recvbuf as u64,
@@ -15466,11 +16367,24 @@ pub unsafe extern "C" fn MPI_Reduce_init_c(
                 i64::from(root) as u64,
                 k.handle(HandleKind::Comm, comm),
                 k.handle(HandleKind::Info, info),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe {
+            real(
+                sendbuf, recvbuf, count, datatype, op, root, comm, info, request,
+            )
+        },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 8]| unsafe {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let count: MPI_Count = w[2] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
+            let op: MPI_Op = Handle(w[4] as usize);
+            let root: c_int = w[5] as c_int;
+            let comm: MPI_Comm = Handle(w[6] as usize);
+            let info: MPI_Info = Handle(w[7] as usize);
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(count);
@@ -15481,8 +16395,7 @@ pub unsafe extern "C" fn MPI_Reduce_init_c(
             e.handle(HandleKind::Info, info);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Reduce_local`.
@@ -15495,32 +16408,36 @@ pub unsafe extern "C" fn MPI_Reduce_local(
     op: MPI_Op,
 ) -> c_int {
     let real = crate::pmpi::MPI_Reduce_local();
-    let Some(call) = Call::begin(func::MPI_Reduce_local) else {
+    let Some(call) = Call::enter(func::MPI_Reduce_local) else {
         return unsafe { real(inbuf, inoutbuf, count, datatype, op) };
     };
-    let ret = unsafe { real(inbuf, inoutbuf, count, datatype, op) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Reduce_local,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 inbuf as u64,
                 inoutbuf as u64,
                 i64::from(count) as u64,
                 k.handle(HandleKind::Datatype, datatype),
                 k.handle(HandleKind::Op, op),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe { real(inbuf, inoutbuf, count, datatype, op) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 5]| {
+            let inbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let inoutbuf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let count: c_int = w[2] as c_int;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
+            let op: MPI_Op = Handle(w[4] as usize);
             e.buffer(inbuf);
             e.buffer(inoutbuf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
             e.handle(HandleKind::Op, op);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Reduce_local_c`.
@@ -15533,32 +16450,36 @@ pub unsafe extern "C" fn MPI_Reduce_local_c(
     op: MPI_Op,
 ) -> c_int {
     let real = crate::pmpi::MPI_Reduce_local_c();
-    let Some(call) = Call::begin(func::MPI_Reduce_local_c) else {
+    let Some(call) = Call::enter(func::MPI_Reduce_local_c) else {
         return unsafe { real(inbuf, inoutbuf, count, datatype, op) };
     };
-    let ret = unsafe { real(inbuf, inoutbuf, count, datatype, op) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Reduce_local_c,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 inbuf as u64,
                 inoutbuf as u64,
                 count as u64,
                 k.handle(HandleKind::Datatype, datatype),
                 k.handle(HandleKind::Op, op),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe { real(inbuf, inoutbuf, count, datatype, op) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 5]| {
+            let inbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let inoutbuf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let count: MPI_Count = w[2] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
+            let op: MPI_Op = Handle(w[4] as usize);
             e.buffer(inbuf);
             e.buffer(inoutbuf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
             e.handle(HandleKind::Op, op);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Reduce_scatter`.
@@ -15599,14 +16520,12 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Reduce_scatter_block();
-    let Some(call) = Call::begin(func::MPI_Reduce_scatter_block) else {
+    let Some(call) = Call::enter(func::MPI_Reduce_scatter_block) else {
         return unsafe { real(sendbuf, recvbuf, recvcount, datatype, op, comm) };
     };
-    let ret = unsafe { real(sendbuf, recvbuf, recvcount, datatype, op, comm) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Reduce_scatter_block,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 recvbuf as u64,
@@ -15614,10 +16533,18 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block(
                 k.handle(HandleKind::Datatype, datatype),
                 k.handle(HandleKind::Op, op),
                 k.handle(HandleKind::Comm, comm),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe { real(sendbuf, recvbuf, recvcount, datatype, op, comm) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 6]| {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let recvcount: c_int = w[2] as c_int;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
+            let op: MPI_Op = Handle(w[4] as usize);
+            let comm: MPI_Comm = Handle(w[5] as usize);
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(i64::from(recvcount));
@@ -15625,8 +16552,7 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block(
             e.handle(HandleKind::Op, op);
             e.handle(HandleKind::Comm, comm);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Reduce_scatter_block_c`.
@@ -15640,14 +16566,12 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block_c(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Reduce_scatter_block_c();
-    let Some(call) = Call::begin(func::MPI_Reduce_scatter_block_c) else {
+    let Some(call) = Call::enter(func::MPI_Reduce_scatter_block_c) else {
         return unsafe { real(sendbuf, recvbuf, recvcount, datatype, op, comm) };
     };
-    let ret = unsafe { real(sendbuf, recvbuf, recvcount, datatype, op, comm) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Reduce_scatter_block_c,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 recvbuf as u64,
@@ -15655,10 +16579,18 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block_c(
                 k.handle(HandleKind::Datatype, datatype),
                 k.handle(HandleKind::Op, op),
                 k.handle(HandleKind::Comm, comm),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe { real(sendbuf, recvbuf, recvcount, datatype, op, comm) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 6]| {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let recvcount: MPI_Count = w[2] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
+            let op: MPI_Op = Handle(w[4] as usize);
+            let comm: MPI_Comm = Handle(w[5] as usize);
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(recvcount);
@@ -15666,8 +16598,7 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block_c(
             e.handle(HandleKind::Op, op);
             e.handle(HandleKind::Comm, comm);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Reduce_scatter_block_init`.
@@ -15684,22 +16615,16 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block_init(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Reduce_scatter_block_init();
-    let Some(call) = Call::begin(func::MPI_Reduce_scatter_block_init) else {
+    let Some(call) = Call::enter(func::MPI_Reduce_scatter_block_init) else {
         return unsafe {
             real(
                 sendbuf, recvbuf, recvcount, datatype, op, comm, info, request,
             )
         };
     };
-    let ret = unsafe {
-        real(
-            sendbuf, recvbuf, recvcount, datatype, op, comm, info, request,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Reduce_scatter_block_init,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 recvbuf as u64,
@@ -15708,11 +16633,23 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block_init(
                 k.handle(HandleKind::Op, op),
                 k.handle(HandleKind::Comm, comm),
                 k.handle(HandleKind::Info, info),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe {
+            real(
+                sendbuf, recvbuf, recvcount, datatype, op, comm, info, request,
+            )
+        },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 7]| unsafe {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let recvcount: c_int = w[2] as c_int;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
+            let op: MPI_Op = Handle(w[4] as usize);
+            let comm: MPI_Comm = Handle(w[5] as usize);
+            let info: MPI_Info = Handle(w[6] as usize);
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(i64::from(recvcount));
@@ -15722,8 +16659,7 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block_init(
             e.handle(HandleKind::Info, info);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Reduce_scatter_block_init_c`.
@@ -15740,22 +16676,16 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block_init_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Reduce_scatter_block_init_c();
-    let Some(call) = Call::begin(func::MPI_Reduce_scatter_block_init_c) else {
+    let Some(call) = Call::enter(func::MPI_Reduce_scatter_block_init_c) else {
         return unsafe {
             real(
                 sendbuf, recvbuf, recvcount, datatype, op, comm, info, request,
             )
         };
     };
-    let ret = unsafe {
-        real(
-            sendbuf, recvbuf, recvcount, datatype, op, comm, info, request,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Reduce_scatter_block_init_c,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 recvbuf as u64,
@@ -15764,11 +16694,23 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block_init_c(
                 k.handle(HandleKind::Op, op),
                 k.handle(HandleKind::Comm, comm),
                 k.handle(HandleKind::Info, info),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe {
+            real(
+                sendbuf, recvbuf, recvcount, datatype, op, comm, info, request,
+            )
+        },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 7]| unsafe {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let recvcount: MPI_Count = w[2] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
+            let op: MPI_Op = Handle(w[4] as usize);
+            let comm: MPI_Comm = Handle(w[5] as usize);
+            let info: MPI_Info = Handle(w[6] as usize);
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(recvcount);
@@ -15778,8 +16720,7 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block_init_c(
             e.handle(HandleKind::Info, info);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Reduce_scatter_c`.
@@ -15973,76 +16914,80 @@ pub unsafe extern "C" fn MPI_Register_datarep_c(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Remove_error_class(errorclass: c_int) -> c_int {
     let real = crate::pmpi::MPI_Remove_error_class();
-    let Some(call) = Call::begin(func::MPI_Remove_error_class) else {
+    let Some(call) = Call::enter(func::MPI_Remove_error_class) else {
         return unsafe { real(errorclass) };
     };
-    let ret = unsafe { real(errorclass) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Remove_error_class,
-        ret,
-        |_| [i64::from(errorclass) as u64],
-        move |e| {
+        move |_: &InputWords| [i64::from(errorclass) as u64],
+        move || unsafe { real(errorclass) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 1]| {
+            let errorclass: c_int = w[0] as c_int;
             e.constant(ConstSet::ErrorClass, i64::from(errorclass));
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Remove_error_code`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Remove_error_code(errorcode: c_int) -> c_int {
     let real = crate::pmpi::MPI_Remove_error_code();
-    let Some(call) = Call::begin(func::MPI_Remove_error_code) else {
+    let Some(call) = Call::enter(func::MPI_Remove_error_code) else {
         return unsafe { real(errorcode) };
     };
-    let ret = unsafe { real(errorcode) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Remove_error_code,
-        ret,
-        |_| [i64::from(errorcode) as u64],
-        move |e| {
+        move |_: &InputWords| [i64::from(errorcode) as u64],
+        move || unsafe { real(errorcode) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 1]| {
+            let errorcode: c_int = w[0] as c_int;
             e.int(i64::from(errorcode));
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Remove_error_string`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Remove_error_string(errorcode: c_int) -> c_int {
     let real = crate::pmpi::MPI_Remove_error_string();
-    let Some(call) = Call::begin(func::MPI_Remove_error_string) else {
+    let Some(call) = Call::enter(func::MPI_Remove_error_string) else {
         return unsafe { real(errorcode) };
     };
-    let ret = unsafe { real(errorcode) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Remove_error_string,
-        ret,
-        |_| [i64::from(errorcode) as u64],
-        move |e| {
+        move |_: &InputWords| [i64::from(errorcode) as u64],
+        move || unsafe { real(errorcode) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 1]| {
+            let errorcode: c_int = w[0] as c_int;
             e.int(i64::from(errorcode));
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Request_fromint`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Request_fromint(request: c_int) -> MPI_Request {
     let real = crate::pmpi::MPI_Request_fromint();
-    let Some(call) = Call::begin(func::MPI_Request_fromint) else {
+    let Some(call) = Call::enter(func::MPI_Request_fromint) else {
         return unsafe { real(request) };
     };
-    let ret = unsafe { real(request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Request_fromint,
-        MPI_SUCCESS,
-        |_| [i64::from(request) as u64],
-        move |e| {
+        move |_: &InputWords| [i64::from(request) as u64],
+        move || unsafe { real(request) },
+        |_| MPI_SUCCESS,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 1]| {
+            let request: c_int = w[0] as c_int;
             e.int(i64::from(request));
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Request_toint`.
@@ -16074,7 +17019,7 @@ pub unsafe extern "C" fn MPI_Rget(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Rget();
-    let Some(call) = Call::begin(func::MPI_Rget) else {
+    let Some(call) = Call::enter(func::MPI_Rget) else {
         return unsafe {
             real(
                 origin_addr,
@@ -16089,23 +17034,9 @@ pub unsafe extern "C" fn MPI_Rget(
             )
         };
     };
-    let ret = unsafe {
-        real(
-            origin_addr,
-            origin_count,
-            origin_datatype,
-            target_rank,
-            target_disp,
-            target_count,
-            target_datatype,
-            win,
-            request,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Rget,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 origin_addr as u64,
                 i64::from(origin_count) as u64,
@@ -16115,11 +17046,32 @@ pub unsafe extern "C" fn MPI_Rget(
                 i64::from(target_count) as u64,
                 k.handle(HandleKind::Datatype, target_datatype),
                 k.handle(HandleKind::Win, win),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe {
+            real(
+                origin_addr,
+                origin_count,
+                origin_datatype,
+                target_rank,
+                target_disp,
+                target_count,
+                target_datatype,
+                win,
+                request,
+            )
+        },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 8]| unsafe {
+            let origin_addr: *mut c_void = std::ptr::without_provenance_mut(w[0] as usize);
+            let origin_count: c_int = w[1] as c_int;
+            let origin_datatype: MPI_Datatype = Handle(w[2] as usize);
+            let target_rank: c_int = w[3] as c_int;
+            let target_disp: MPI_Aint = w[4] as MPI_Aint;
+            let target_count: c_int = w[5] as c_int;
+            let target_datatype: MPI_Datatype = Handle(w[6] as usize);
+            let win: MPI_Win = Handle(w[7] as usize);
             e.buffer(origin_addr);
             e.int(i64::from(origin_count));
             e.handle(HandleKind::Datatype, origin_datatype);
@@ -16130,8 +17082,7 @@ pub unsafe extern "C" fn MPI_Rget(
             e.handle(HandleKind::Win, win);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Rget_accumulate`.
@@ -16153,7 +17104,7 @@ pub unsafe extern "C" fn MPI_Rget_accumulate(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Rget_accumulate();
-    let Some(call) = Call::begin(func::MPI_Rget_accumulate) else {
+    let Some(call) = Call::enter(func::MPI_Rget_accumulate) else {
         return unsafe {
             real(
                 origin_addr,
@@ -16172,27 +17123,9 @@ pub unsafe extern "C" fn MPI_Rget_accumulate(
             )
         };
     };
-    let ret = unsafe {
-        real(
-            origin_addr,
-            origin_count,
-            origin_datatype,
-            result_addr,
-            result_count,
-            result_datatype,
-            target_rank,
-            target_disp,
-            target_count,
-            target_datatype,
-            op,
-            win,
-            request,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Rget_accumulate,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 origin_addr as u64,
                 i64::from(origin_count) as u64,
@@ -16206,11 +17139,40 @@ pub unsafe extern "C" fn MPI_Rget_accumulate(
                 k.handle(HandleKind::Datatype, target_datatype),
                 k.handle(HandleKind::Op, op),
                 k.handle(HandleKind::Win, win),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe {
+            real(
+                origin_addr,
+                origin_count,
+                origin_datatype,
+                result_addr,
+                result_count,
+                result_datatype,
+                target_rank,
+                target_disp,
+                target_count,
+                target_datatype,
+                op,
+                win,
+                request,
+            )
+        },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 12]| unsafe {
+            let origin_addr: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let origin_count: c_int = w[1] as c_int;
+            let origin_datatype: MPI_Datatype = Handle(w[2] as usize);
+            let result_addr: *mut c_void = std::ptr::without_provenance_mut(w[3] as usize);
+            let result_count: c_int = w[4] as c_int;
+            let result_datatype: MPI_Datatype = Handle(w[5] as usize);
+            let target_rank: c_int = w[6] as c_int;
+            let target_disp: MPI_Aint = w[7] as MPI_Aint;
+            let target_count: c_int = w[8] as c_int;
+            let target_datatype: MPI_Datatype = Handle(w[9] as usize);
+            let op: MPI_Op = Handle(w[10] as usize);
+            let win: MPI_Win = Handle(w[11] as usize);
             e.buffer(origin_addr);
             e.int(i64::from(origin_count));
             e.handle(HandleKind::Datatype, origin_datatype);
@@ -16225,8 +17187,7 @@ pub unsafe extern "C" fn MPI_Rget_accumulate(
             e.handle(HandleKind::Win, win);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Rget_accumulate_c`.
@@ -16248,7 +17209,7 @@ pub unsafe extern "C" fn MPI_Rget_accumulate_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Rget_accumulate_c();
-    let Some(call) = Call::begin(func::MPI_Rget_accumulate_c) else {
+    let Some(call) = Call::enter(func::MPI_Rget_accumulate_c) else {
         return unsafe {
             real(
                 origin_addr,
@@ -16267,27 +17228,9 @@ pub unsafe extern "C" fn MPI_Rget_accumulate_c(
             )
         };
     };
-    let ret = unsafe {
-        real(
-            origin_addr,
-            origin_count,
-            origin_datatype,
-            result_addr,
-            result_count,
-            result_datatype,
-            target_rank,
-            target_disp,
-            target_count,
-            target_datatype,
-            op,
-            win,
-            request,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Rget_accumulate_c,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 origin_addr as u64,
                 origin_count as u64,
@@ -16301,11 +17244,40 @@ pub unsafe extern "C" fn MPI_Rget_accumulate_c(
                 k.handle(HandleKind::Datatype, target_datatype),
                 k.handle(HandleKind::Op, op),
                 k.handle(HandleKind::Win, win),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe {
+            real(
+                origin_addr,
+                origin_count,
+                origin_datatype,
+                result_addr,
+                result_count,
+                result_datatype,
+                target_rank,
+                target_disp,
+                target_count,
+                target_datatype,
+                op,
+                win,
+                request,
+            )
+        },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 12]| unsafe {
+            let origin_addr: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let origin_count: MPI_Count = w[1] as MPI_Count;
+            let origin_datatype: MPI_Datatype = Handle(w[2] as usize);
+            let result_addr: *mut c_void = std::ptr::without_provenance_mut(w[3] as usize);
+            let result_count: MPI_Count = w[4] as MPI_Count;
+            let result_datatype: MPI_Datatype = Handle(w[5] as usize);
+            let target_rank: c_int = w[6] as c_int;
+            let target_disp: MPI_Aint = w[7] as MPI_Aint;
+            let target_count: MPI_Count = w[8] as MPI_Count;
+            let target_datatype: MPI_Datatype = Handle(w[9] as usize);
+            let op: MPI_Op = Handle(w[10] as usize);
+            let win: MPI_Win = Handle(w[11] as usize);
             e.buffer(origin_addr);
             e.int(origin_count);
             e.handle(HandleKind::Datatype, origin_datatype);
@@ -16320,8 +17292,7 @@ pub unsafe extern "C" fn MPI_Rget_accumulate_c(
             e.handle(HandleKind::Win, win);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Rget_c`.
@@ -16339,7 +17310,7 @@ pub unsafe extern "C" fn MPI_Rget_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Rget_c();
-    let Some(call) = Call::begin(func::MPI_Rget_c) else {
+    let Some(call) = Call::enter(func::MPI_Rget_c) else {
         return unsafe {
             real(
                 origin_addr,
@@ -16354,23 +17325,9 @@ pub unsafe extern "C" fn MPI_Rget_c(
             )
         };
     };
-    let ret = unsafe {
-        real(
-            origin_addr,
-            origin_count,
-            origin_datatype,
-            target_rank,
-            target_disp,
-            target_count,
-            target_datatype,
-            win,
-            request,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Rget_c,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 origin_addr as u64,
                 origin_count as u64,
@@ -16380,11 +17337,32 @@ pub unsafe extern "C" fn MPI_Rget_c(
                 target_count as u64,
                 k.handle(HandleKind::Datatype, target_datatype),
                 k.handle(HandleKind::Win, win),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe {
+            real(
+                origin_addr,
+                origin_count,
+                origin_datatype,
+                target_rank,
+                target_disp,
+                target_count,
+                target_datatype,
+                win,
+                request,
+            )
+        },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 8]| unsafe {
+            let origin_addr: *mut c_void = std::ptr::without_provenance_mut(w[0] as usize);
+            let origin_count: MPI_Count = w[1] as MPI_Count;
+            let origin_datatype: MPI_Datatype = Handle(w[2] as usize);
+            let target_rank: c_int = w[3] as c_int;
+            let target_disp: MPI_Aint = w[4] as MPI_Aint;
+            let target_count: MPI_Count = w[5] as MPI_Count;
+            let target_datatype: MPI_Datatype = Handle(w[6] as usize);
+            let win: MPI_Win = Handle(w[7] as usize);
             e.buffer(origin_addr);
             e.int(origin_count);
             e.handle(HandleKind::Datatype, origin_datatype);
@@ -16395,8 +17373,7 @@ pub unsafe extern "C" fn MPI_Rget_c(
             e.handle(HandleKind::Win, win);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Rput`.
@@ -16414,7 +17391,7 @@ pub unsafe extern "C" fn MPI_Rput(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Rput();
-    let Some(call) = Call::begin(func::MPI_Rput) else {
+    let Some(call) = Call::enter(func::MPI_Rput) else {
         return unsafe {
             real(
                 origin_addr,
@@ -16429,23 +17406,9 @@ pub unsafe extern "C" fn MPI_Rput(
             )
         };
     };
-    let ret = unsafe {
-        real(
-            origin_addr,
-            origin_count,
-            origin_datatype,
-            target_rank,
-            target_disp,
-            target_count,
-            target_datatype,
-            win,
-            request,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Rput,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 origin_addr as u64,
                 i64::from(origin_count) as u64,
@@ -16455,11 +17418,32 @@ pub unsafe extern "C" fn MPI_Rput(
                 i64::from(target_count) as u64,
                 k.handle(HandleKind::Datatype, target_datatype),
                 k.handle(HandleKind::Win, win),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe {
+            real(
+                origin_addr,
+                origin_count,
+                origin_datatype,
+                target_rank,
+                target_disp,
+                target_count,
+                target_datatype,
+                win,
+                request,
+            )
+        },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 8]| unsafe {
+            let origin_addr: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let origin_count: c_int = w[1] as c_int;
+            let origin_datatype: MPI_Datatype = Handle(w[2] as usize);
+            let target_rank: c_int = w[3] as c_int;
+            let target_disp: MPI_Aint = w[4] as MPI_Aint;
+            let target_count: c_int = w[5] as c_int;
+            let target_datatype: MPI_Datatype = Handle(w[6] as usize);
+            let win: MPI_Win = Handle(w[7] as usize);
             e.buffer(origin_addr);
             e.int(i64::from(origin_count));
             e.handle(HandleKind::Datatype, origin_datatype);
@@ -16470,8 +17454,7 @@ pub unsafe extern "C" fn MPI_Rput(
             e.handle(HandleKind::Win, win);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Rput_c`.
@@ -16489,7 +17472,7 @@ pub unsafe extern "C" fn MPI_Rput_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Rput_c();
-    let Some(call) = Call::begin(func::MPI_Rput_c) else {
+    let Some(call) = Call::enter(func::MPI_Rput_c) else {
         return unsafe {
             real(
                 origin_addr,
@@ -16504,23 +17487,9 @@ pub unsafe extern "C" fn MPI_Rput_c(
             )
         };
     };
-    let ret = unsafe {
-        real(
-            origin_addr,
-            origin_count,
-            origin_datatype,
-            target_rank,
-            target_disp,
-            target_count,
-            target_datatype,
-            win,
-            request,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Rput_c,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 origin_addr as u64,
                 origin_count as u64,
@@ -16530,11 +17499,32 @@ pub unsafe extern "C" fn MPI_Rput_c(
                 target_count as u64,
                 k.handle(HandleKind::Datatype, target_datatype),
                 k.handle(HandleKind::Win, win),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe {
+            real(
+                origin_addr,
+                origin_count,
+                origin_datatype,
+                target_rank,
+                target_disp,
+                target_count,
+                target_datatype,
+                win,
+                request,
+            )
+        },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 8]| unsafe {
+            let origin_addr: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let origin_count: MPI_Count = w[1] as MPI_Count;
+            let origin_datatype: MPI_Datatype = Handle(w[2] as usize);
+            let target_rank: c_int = w[3] as c_int;
+            let target_disp: MPI_Aint = w[4] as MPI_Aint;
+            let target_count: MPI_Count = w[5] as MPI_Count;
+            let target_datatype: MPI_Datatype = Handle(w[6] as usize);
+            let win: MPI_Win = Handle(w[7] as usize);
             e.buffer(origin_addr);
             e.int(origin_count);
             e.handle(HandleKind::Datatype, origin_datatype);
@@ -16545,8 +17535,7 @@ pub unsafe extern "C" fn MPI_Rput_c(
             e.handle(HandleKind::Win, win);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Rsend`.
@@ -16560,14 +17549,12 @@ pub unsafe extern "C" fn MPI_Rsend(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Rsend();
-    let Some(call) = Call::begin(func::MPI_Rsend) else {
+    let Some(call) = Call::enter(func::MPI_Rsend) else {
         return unsafe { real(buf, count, datatype, dest, tag, comm) };
     };
-    let ret = unsafe { real(buf, count, datatype, dest, tag, comm) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Rsend,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 buf as u64,
                 i64::from(count) as u64,
@@ -16575,10 +17562,18 @@ pub unsafe extern "C" fn MPI_Rsend(
                 i64::from(dest) as u64,
                 i64::from(tag) as u64,
                 k.handle(HandleKind::Comm, comm),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe { real(buf, count, datatype, dest, tag, comm) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 6]| {
+            let buf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let count: c_int = w[1] as c_int;
+            let datatype: MPI_Datatype = Handle(w[2] as usize);
+            let dest: c_int = w[3] as c_int;
+            let tag: c_int = w[4] as c_int;
+            let comm: MPI_Comm = Handle(w[5] as usize);
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
@@ -16586,8 +17581,7 @@ pub unsafe extern "C" fn MPI_Rsend(
             e.tag(i64::from(tag));
             e.handle(HandleKind::Comm, comm);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Rsend_c`.
@@ -16601,14 +17595,12 @@ pub unsafe extern "C" fn MPI_Rsend_c(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Rsend_c();
-    let Some(call) = Call::begin(func::MPI_Rsend_c) else {
+    let Some(call) = Call::enter(func::MPI_Rsend_c) else {
         return unsafe { real(buf, count, datatype, dest, tag, comm) };
     };
-    let ret = unsafe { real(buf, count, datatype, dest, tag, comm) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Rsend_c,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 buf as u64,
                 count as u64,
@@ -16616,10 +17608,18 @@ pub unsafe extern "C" fn MPI_Rsend_c(
                 i64::from(dest) as u64,
                 i64::from(tag) as u64,
                 k.handle(HandleKind::Comm, comm),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe { real(buf, count, datatype, dest, tag, comm) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 6]| {
+            let buf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let count: MPI_Count = w[1] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[2] as usize);
+            let dest: c_int = w[3] as c_int;
+            let tag: c_int = w[4] as c_int;
+            let comm: MPI_Comm = Handle(w[5] as usize);
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
@@ -16627,8 +17627,7 @@ pub unsafe extern "C" fn MPI_Rsend_c(
             e.tag(i64::from(tag));
             e.handle(HandleKind::Comm, comm);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Rsend_init`.
@@ -16643,14 +17642,12 @@ pub unsafe extern "C" fn MPI_Rsend_init(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Rsend_init();
-    let Some(call) = Call::begin(func::MPI_Rsend_init) else {
+    let Some(call) = Call::enter(func::MPI_Rsend_init) else {
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
-    let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Rsend_init,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 buf as u64,
                 i64::from(count) as u64,
@@ -16658,11 +17655,18 @@ pub unsafe extern "C" fn MPI_Rsend_init(
                 i64::from(dest) as u64,
                 i64::from(tag) as u64,
                 k.handle(HandleKind::Comm, comm),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(buf, count, datatype, dest, tag, comm, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 6]| unsafe {
+            let buf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let count: c_int = w[1] as c_int;
+            let datatype: MPI_Datatype = Handle(w[2] as usize);
+            let dest: c_int = w[3] as c_int;
+            let tag: c_int = w[4] as c_int;
+            let comm: MPI_Comm = Handle(w[5] as usize);
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
@@ -16671,8 +17675,7 @@ pub unsafe extern "C" fn MPI_Rsend_init(
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Rsend_init_c`.
@@ -16687,14 +17690,12 @@ pub unsafe extern "C" fn MPI_Rsend_init_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Rsend_init_c();
-    let Some(call) = Call::begin(func::MPI_Rsend_init_c) else {
+    let Some(call) = Call::enter(func::MPI_Rsend_init_c) else {
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
-    let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Rsend_init_c,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 buf as u64,
                 count as u64,
@@ -16702,11 +17703,18 @@ pub unsafe extern "C" fn MPI_Rsend_init_c(
                 i64::from(dest) as u64,
                 i64::from(tag) as u64,
                 k.handle(HandleKind::Comm, comm),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(buf, count, datatype, dest, tag, comm, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 6]| unsafe {
+            let buf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let count: MPI_Count = w[1] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[2] as usize);
+            let dest: c_int = w[3] as c_int;
+            let tag: c_int = w[4] as c_int;
+            let comm: MPI_Comm = Handle(w[5] as usize);
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
@@ -16715,8 +17723,7 @@ pub unsafe extern "C" fn MPI_Rsend_init_c(
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Scan`.
@@ -16730,14 +17737,12 @@ pub unsafe extern "C" fn MPI_Scan(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Scan();
-    let Some(call) = Call::begin(func::MPI_Scan) else {
+    let Some(call) = Call::enter(func::MPI_Scan) else {
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) };
     };
-    let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Scan,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 recvbuf as u64,
@@ -16745,10 +17750,18 @@ pub unsafe extern "C" fn MPI_Scan(
                 k.handle(HandleKind::Datatype, datatype),
                 k.handle(HandleKind::Op, op),
                 k.handle(HandleKind::Comm, comm),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 6]| {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let count: c_int = w[2] as c_int;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
+            let op: MPI_Op = Handle(w[4] as usize);
+            let comm: MPI_Comm = Handle(w[5] as usize);
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(i64::from(count));
@@ -16756,8 +17769,7 @@ pub unsafe extern "C" fn MPI_Scan(
             e.handle(HandleKind::Op, op);
             e.handle(HandleKind::Comm, comm);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Scan_c`.
@@ -16771,14 +17783,12 @@ pub unsafe extern "C" fn MPI_Scan_c(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Scan_c();
-    let Some(call) = Call::begin(func::MPI_Scan_c) else {
+    let Some(call) = Call::enter(func::MPI_Scan_c) else {
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) };
     };
-    let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Scan_c,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 recvbuf as u64,
@@ -16786,10 +17796,18 @@ pub unsafe extern "C" fn MPI_Scan_c(
                 k.handle(HandleKind::Datatype, datatype),
                 k.handle(HandleKind::Op, op),
                 k.handle(HandleKind::Comm, comm),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe { real(sendbuf, recvbuf, count, datatype, op, comm) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 6]| {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let count: MPI_Count = w[2] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
+            let op: MPI_Op = Handle(w[4] as usize);
+            let comm: MPI_Comm = Handle(w[5] as usize);
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(count);
@@ -16797,8 +17815,7 @@ pub unsafe extern "C" fn MPI_Scan_c(
             e.handle(HandleKind::Op, op);
             e.handle(HandleKind::Comm, comm);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Scan_init`.
@@ -16815,14 +17832,12 @@ pub unsafe extern "C" fn MPI_Scan_init(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Scan_init();
-    let Some(call) = Call::begin(func::MPI_Scan_init) else {
+    let Some(call) = Call::enter(func::MPI_Scan_init) else {
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
     };
-    let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Scan_init,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 recvbuf as u64,
@@ -16831,11 +17846,19 @@ pub unsafe extern "C" fn MPI_Scan_init(
                 k.handle(HandleKind::Op, op),
                 k.handle(HandleKind::Comm, comm),
                 k.handle(HandleKind::Info, info),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 7]| unsafe {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let count: c_int = w[2] as c_int;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
+            let op: MPI_Op = Handle(w[4] as usize);
+            let comm: MPI_Comm = Handle(w[5] as usize);
+            let info: MPI_Info = Handle(w[6] as usize);
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(i64::from(count));
@@ -16845,8 +17868,7 @@ pub unsafe extern "C" fn MPI_Scan_init(
             e.handle(HandleKind::Info, info);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Scan_init_c`.
@@ -16863,14 +17885,12 @@ pub unsafe extern "C" fn MPI_Scan_init_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Scan_init_c();
-    let Some(call) = Call::begin(func::MPI_Scan_init_c) else {
+    let Some(call) = Call::enter(func::MPI_Scan_init_c) else {
         return unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
     };
-    let ret = unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Scan_init_c,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 recvbuf as u64,
@@ -16879,11 +17899,19 @@ pub unsafe extern "C" fn MPI_Scan_init_c(
                 k.handle(HandleKind::Op, op),
                 k.handle(HandleKind::Comm, comm),
                 k.handle(HandleKind::Info, info),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(sendbuf, recvbuf, count, datatype, op, comm, info, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 7]| unsafe {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let count: MPI_Count = w[2] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[3] as usize);
+            let op: MPI_Op = Handle(w[4] as usize);
+            let comm: MPI_Comm = Handle(w[5] as usize);
+            let info: MPI_Info = Handle(w[6] as usize);
             e.buffer(sendbuf);
             e.buffer(recvbuf);
             e.int(count);
@@ -16893,8 +17921,7 @@ pub unsafe extern "C" fn MPI_Scan_init_c(
             e.handle(HandleKind::Info, info);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Scatter`.
@@ -16911,22 +17938,16 @@ pub unsafe extern "C" fn MPI_Scatter(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Scatter();
-    let Some(call) = Call::begin(func::MPI_Scatter) else {
+    let Some(call) = Call::enter(func::MPI_Scatter) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
             )
         };
     };
-    let ret = unsafe {
-        real(
-            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Scatter,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 i64::from(sendcount) as u64,
@@ -16936,10 +17957,24 @@ pub unsafe extern "C" fn MPI_Scatter(
                 k.handle(HandleKind::Datatype, recvtype),
                 i64::from(root) as u64,
                 k.handle(HandleKind::Comm, comm),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe {
+            real(
+                sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
+            )
+        },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 8]| {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let sendcount: c_int = w[1] as c_int;
+            let sendtype: MPI_Datatype = Handle(w[2] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[3] as usize);
+            let recvcount: c_int = w[4] as c_int;
+            let recvtype: MPI_Datatype = Handle(w[5] as usize);
+            let root: c_int = w[6] as c_int;
+            let comm: MPI_Comm = Handle(w[7] as usize);
             e.buffer(sendbuf);
             e.int(i64::from(sendcount));
             e.handle(HandleKind::Datatype, sendtype);
@@ -16949,8 +17984,7 @@ pub unsafe extern "C" fn MPI_Scatter(
             e.root(i64::from(root));
             e.handle(HandleKind::Comm, comm);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Scatter_c`.
@@ -16967,22 +18001,16 @@ pub unsafe extern "C" fn MPI_Scatter_c(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Scatter_c();
-    let Some(call) = Call::begin(func::MPI_Scatter_c) else {
+    let Some(call) = Call::enter(func::MPI_Scatter_c) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
             )
         };
     };
-    let ret = unsafe {
-        real(
-            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Scatter_c,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 sendcount as u64,
@@ -16992,10 +18020,24 @@ pub unsafe extern "C" fn MPI_Scatter_c(
                 k.handle(HandleKind::Datatype, recvtype),
                 i64::from(root) as u64,
                 k.handle(HandleKind::Comm, comm),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe {
+            real(
+                sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
+            )
+        },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 8]| {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let sendcount: MPI_Count = w[1] as MPI_Count;
+            let sendtype: MPI_Datatype = Handle(w[2] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[3] as usize);
+            let recvcount: MPI_Count = w[4] as MPI_Count;
+            let recvtype: MPI_Datatype = Handle(w[5] as usize);
+            let root: c_int = w[6] as c_int;
+            let comm: MPI_Comm = Handle(w[7] as usize);
             e.buffer(sendbuf);
             e.int(sendcount);
             e.handle(HandleKind::Datatype, sendtype);
@@ -17005,8 +18047,7 @@ pub unsafe extern "C" fn MPI_Scatter_c(
             e.root(i64::from(root));
             e.handle(HandleKind::Comm, comm);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Scatter_init`.
@@ -17025,7 +18066,7 @@ pub unsafe extern "C" fn MPI_Scatter_init(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Scatter_init();
-    let Some(call) = Call::begin(func::MPI_Scatter_init) else {
+    let Some(call) = Call::enter(func::MPI_Scatter_init) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info,
@@ -17033,15 +18074,9 @@ pub unsafe extern "C" fn MPI_Scatter_init(
             )
         };
     };
-    let ret = unsafe {
-        real(
-            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Scatter_init,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 i64::from(sendcount) as u64,
@@ -17052,11 +18087,26 @@ pub unsafe extern "C" fn MPI_Scatter_init(
                 i64::from(root) as u64,
                 k.handle(HandleKind::Comm, comm),
                 k.handle(HandleKind::Info, info),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe {
+            real(
+                sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info,
+                request,
+            )
+        },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 9]| unsafe {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let sendcount: c_int = w[1] as c_int;
+            let sendtype: MPI_Datatype = Handle(w[2] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[3] as usize);
+            let recvcount: c_int = w[4] as c_int;
+            let recvtype: MPI_Datatype = Handle(w[5] as usize);
+            let root: c_int = w[6] as c_int;
+            let comm: MPI_Comm = Handle(w[7] as usize);
+            let info: MPI_Info = Handle(w[8] as usize);
             e.buffer(sendbuf);
             e.int(i64::from(sendcount));
             e.handle(HandleKind::Datatype, sendtype);
@@ -17068,8 +18118,7 @@ pub unsafe extern "C" fn MPI_Scatter_init(
             e.handle(HandleKind::Info, info);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Scatter_init_c`.
@@ -17088,7 +18137,7 @@ pub unsafe extern "C" fn MPI_Scatter_init_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Scatter_init_c();
-    let Some(call) = Call::begin(func::MPI_Scatter_init_c) else {
+    let Some(call) = Call::enter(func::MPI_Scatter_init_c) else {
         return unsafe {
             real(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info,
@@ -17096,15 +18145,9 @@ pub unsafe extern "C" fn MPI_Scatter_init_c(
             )
         };
     };
-    let ret = unsafe {
-        real(
-            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Scatter_init_c,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 sendbuf as u64,
                 sendcount as u64,
@@ -17115,11 +18158,26 @@ pub unsafe extern "C" fn MPI_Scatter_init_c(
                 i64::from(root) as u64,
                 k.handle(HandleKind::Comm, comm),
                 k.handle(HandleKind::Info, info),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe {
+            real(
+                sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info,
+                request,
+            )
+        },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 9]| unsafe {
+            let sendbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let sendcount: MPI_Count = w[1] as MPI_Count;
+            let sendtype: MPI_Datatype = Handle(w[2] as usize);
+            let recvbuf: *mut c_void = std::ptr::without_provenance_mut(w[3] as usize);
+            let recvcount: MPI_Count = w[4] as MPI_Count;
+            let recvtype: MPI_Datatype = Handle(w[5] as usize);
+            let root: c_int = w[6] as c_int;
+            let comm: MPI_Comm = Handle(w[7] as usize);
+            let info: MPI_Info = Handle(w[8] as usize);
             e.buffer(sendbuf);
             e.int(sendcount);
             e.handle(HandleKind::Datatype, sendtype);
@@ -17131,8 +18189,7 @@ pub unsafe extern "C" fn MPI_Scatter_init_c(
             e.handle(HandleKind::Info, info);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Scatterv`.
@@ -17362,14 +18419,12 @@ pub unsafe extern "C" fn MPI_Send(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Send();
-    let Some(call) = Call::begin(func::MPI_Send) else {
+    let Some(call) = Call::enter(func::MPI_Send) else {
         return unsafe { real(buf, count, datatype, dest, tag, comm) };
     };
-    let ret = unsafe { real(buf, count, datatype, dest, tag, comm) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Send,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 buf as u64,
                 i64::from(count) as u64,
@@ -17377,10 +18432,18 @@ pub unsafe extern "C" fn MPI_Send(
                 i64::from(dest) as u64,
                 i64::from(tag) as u64,
                 k.handle(HandleKind::Comm, comm),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe { real(buf, count, datatype, dest, tag, comm) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 6]| {
+            let buf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let count: c_int = w[1] as c_int;
+            let datatype: MPI_Datatype = Handle(w[2] as usize);
+            let dest: c_int = w[3] as c_int;
+            let tag: c_int = w[4] as c_int;
+            let comm: MPI_Comm = Handle(w[5] as usize);
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
@@ -17388,8 +18451,7 @@ pub unsafe extern "C" fn MPI_Send(
             e.tag(i64::from(tag));
             e.handle(HandleKind::Comm, comm);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Send_c`.
@@ -17403,14 +18465,12 @@ pub unsafe extern "C" fn MPI_Send_c(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Send_c();
-    let Some(call) = Call::begin(func::MPI_Send_c) else {
+    let Some(call) = Call::enter(func::MPI_Send_c) else {
         return unsafe { real(buf, count, datatype, dest, tag, comm) };
     };
-    let ret = unsafe { real(buf, count, datatype, dest, tag, comm) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Send_c,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 buf as u64,
                 count as u64,
@@ -17418,10 +18478,18 @@ pub unsafe extern "C" fn MPI_Send_c(
                 i64::from(dest) as u64,
                 i64::from(tag) as u64,
                 k.handle(HandleKind::Comm, comm),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe { real(buf, count, datatype, dest, tag, comm) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 6]| {
+            let buf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let count: MPI_Count = w[1] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[2] as usize);
+            let dest: c_int = w[3] as c_int;
+            let tag: c_int = w[4] as c_int;
+            let comm: MPI_Comm = Handle(w[5] as usize);
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
@@ -17429,8 +18497,7 @@ pub unsafe extern "C" fn MPI_Send_c(
             e.tag(i64::from(tag));
             e.handle(HandleKind::Comm, comm);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Send_init`.
@@ -17445,14 +18512,12 @@ pub unsafe extern "C" fn MPI_Send_init(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Send_init();
-    let Some(call) = Call::begin(func::MPI_Send_init) else {
+    let Some(call) = Call::enter(func::MPI_Send_init) else {
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
-    let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Send_init,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 buf as u64,
                 i64::from(count) as u64,
@@ -17460,11 +18525,18 @@ pub unsafe extern "C" fn MPI_Send_init(
                 i64::from(dest) as u64,
                 i64::from(tag) as u64,
                 k.handle(HandleKind::Comm, comm),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(buf, count, datatype, dest, tag, comm, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 6]| unsafe {
+            let buf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let count: c_int = w[1] as c_int;
+            let datatype: MPI_Datatype = Handle(w[2] as usize);
+            let dest: c_int = w[3] as c_int;
+            let tag: c_int = w[4] as c_int;
+            let comm: MPI_Comm = Handle(w[5] as usize);
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
@@ -17473,8 +18545,7 @@ pub unsafe extern "C" fn MPI_Send_init(
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Send_init_c`.
@@ -17489,14 +18560,12 @@ pub unsafe extern "C" fn MPI_Send_init_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Send_init_c();
-    let Some(call) = Call::begin(func::MPI_Send_init_c) else {
+    let Some(call) = Call::enter(func::MPI_Send_init_c) else {
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
-    let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Send_init_c,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 buf as u64,
                 count as u64,
@@ -17504,11 +18573,18 @@ pub unsafe extern "C" fn MPI_Send_init_c(
                 i64::from(dest) as u64,
                 i64::from(tag) as u64,
                 k.handle(HandleKind::Comm, comm),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(buf, count, datatype, dest, tag, comm, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 6]| unsafe {
+            let buf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let count: MPI_Count = w[1] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[2] as usize);
+            let dest: c_int = w[3] as c_int;
+            let tag: c_int = w[4] as c_int;
+            let comm: MPI_Comm = Handle(w[5] as usize);
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
@@ -17517,8 +18593,7 @@ pub unsafe extern "C" fn MPI_Send_init_c(
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Sendrecv`.
@@ -17634,23 +18709,16 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_Sendrecv_replace();
-    let Some(call) = Call::begin(func::MPI_Sendrecv_replace) else {
+    let Some(call) = Call::enter(func::MPI_Sendrecv_replace) else {
         return unsafe {
             real(
                 buf, count, datatype, dest, sendtag, source, recvtag, comm, status,
             )
         };
     };
-    let ret = unsafe {
-        real(
-            buf, count, datatype, dest, sendtag, source, recvtag, comm, status,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Sendrecv_replace,
-        ret,
-        |k| unsafe {
-            let status_words = k.status(status);
+        move |k: &InputWords| {
             [
                 buf as u64,
                 i64::from(count) as u64,
@@ -17660,6 +18728,17 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
                 i64::from(source) as u64,
                 i64::from(recvtag) as u64,
                 k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        move || unsafe {
+            real(
+                buf, count, datatype, dest, sendtag, source, recvtag, comm, status,
+            )
+        },
+        |&ret| ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
                 status_words[0],
                 status_words[1],
                 status_words[2],
@@ -17668,7 +18747,15 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
                 k.segments(),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 8]| unsafe {
+            let buf: *mut c_void = std::ptr::without_provenance_mut(w[0] as usize);
+            let count: c_int = w[1] as c_int;
+            let datatype: MPI_Datatype = Handle(w[2] as usize);
+            let dest: c_int = w[3] as c_int;
+            let sendtag: c_int = w[4] as c_int;
+            let source: c_int = w[5] as c_int;
+            let recvtag: c_int = w[6] as c_int;
+            let comm: MPI_Comm = Handle(w[7] as usize);
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
@@ -17679,8 +18766,7 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
             e.handle(HandleKind::Comm, comm);
             e.status(status, Some(comm));
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Sendrecv_replace_c`.
@@ -17698,23 +18784,16 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace_c(
     status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_Sendrecv_replace_c();
-    let Some(call) = Call::begin(func::MPI_Sendrecv_replace_c) else {
+    let Some(call) = Call::enter(func::MPI_Sendrecv_replace_c) else {
         return unsafe {
             real(
                 buf, count, datatype, dest, sendtag, source, recvtag, comm, status,
             )
         };
     };
-    let ret = unsafe {
-        real(
-            buf, count, datatype, dest, sendtag, source, recvtag, comm, status,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Sendrecv_replace_c,
-        ret,
-        |k| unsafe {
-            let status_words = k.status(status);
+        move |k: &InputWords| {
             [
                 buf as u64,
                 count as u64,
@@ -17724,6 +18803,17 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace_c(
                 i64::from(source) as u64,
                 i64::from(recvtag) as u64,
                 k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        move || unsafe {
+            real(
+                buf, count, datatype, dest, sendtag, source, recvtag, comm, status,
+            )
+        },
+        |&ret| ret,
+        |k| unsafe {
+            let status_words = k.status(status);
+            [
                 status_words[0],
                 status_words[1],
                 status_words[2],
@@ -17732,7 +18822,15 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace_c(
                 k.segments(),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 8]| unsafe {
+            let buf: *mut c_void = std::ptr::without_provenance_mut(w[0] as usize);
+            let count: MPI_Count = w[1] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[2] as usize);
+            let dest: c_int = w[3] as c_int;
+            let sendtag: c_int = w[4] as c_int;
+            let source: c_int = w[5] as c_int;
+            let recvtag: c_int = w[6] as c_int;
+            let comm: MPI_Comm = Handle(w[7] as usize);
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
@@ -17743,8 +18841,7 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace_c(
             e.handle(HandleKind::Comm, comm);
             e.status(status, Some(comm));
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Session_attach_buffer`.
@@ -17755,28 +18852,30 @@ pub unsafe extern "C" fn MPI_Session_attach_buffer(
     size: c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Session_attach_buffer();
-    let Some(call) = Call::begin(func::MPI_Session_attach_buffer) else {
+    let Some(call) = Call::enter(func::MPI_Session_attach_buffer) else {
         return unsafe { real(session, buffer, size) };
     };
-    let ret = unsafe { real(session, buffer, size) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Session_attach_buffer,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::Session, session),
                 buffer as u64,
                 i64::from(size) as u64,
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe { real(session, buffer, size) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 3]| {
+            let session: MPI_Session = Handle(w[0] as usize);
+            let buffer: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let size: c_int = w[2] as c_int;
             e.handle(HandleKind::Session, session);
             e.buffer(buffer);
             e.address(i64::from(size));
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Session_attach_buffer_c`.
@@ -17787,28 +18886,30 @@ pub unsafe extern "C" fn MPI_Session_attach_buffer_c(
     size: MPI_Count,
 ) -> c_int {
     let real = crate::pmpi::MPI_Session_attach_buffer_c();
-    let Some(call) = Call::begin(func::MPI_Session_attach_buffer_c) else {
+    let Some(call) = Call::enter(func::MPI_Session_attach_buffer_c) else {
         return unsafe { real(session, buffer, size) };
     };
-    let ret = unsafe { real(session, buffer, size) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Session_attach_buffer_c,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::Session, session),
                 buffer as u64,
                 size as u64,
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe { real(session, buffer, size) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 3]| {
+            let session: MPI_Session = Handle(w[0] as usize);
+            let buffer: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let size: MPI_Count = w[2] as MPI_Count;
             e.handle(HandleKind::Session, session);
             e.buffer(buffer);
             e.address(size);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Session_call_errhandler`.
@@ -17818,25 +18919,27 @@ pub unsafe extern "C" fn MPI_Session_call_errhandler(
     errorcode: c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Session_call_errhandler();
-    let Some(call) = Call::begin(func::MPI_Session_call_errhandler) else {
+    let Some(call) = Call::enter(func::MPI_Session_call_errhandler) else {
         return unsafe { real(session, errorcode) };
     };
-    let ret = unsafe { real(session, errorcode) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Session_call_errhandler,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::Session, session),
                 i64::from(errorcode) as u64,
             ]
         },
-        move |e| {
+        move || unsafe { real(session, errorcode) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 2]| {
+            let session: MPI_Session = Handle(w[0] as usize);
+            let errorcode: c_int = w[1] as c_int;
             e.handle(HandleKind::Session, session);
             e.int(i64::from(errorcode));
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Session_create_errhandler`.
@@ -17865,28 +18968,28 @@ pub unsafe extern "C" fn MPI_Session_detach_buffer(
     size: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Session_detach_buffer();
-    let Some(call) = Call::begin(func::MPI_Session_detach_buffer) else {
+    let Some(call) = Call::enter(func::MPI_Session_detach_buffer) else {
         return unsafe { real(session, buffer_addr, size) };
     };
-    let ret = unsafe { real(session, buffer_addr, size) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Session_detach_buffer,
-        ret,
+        move |k: &InputWords| [k.handle(HandleKind::Session, session)],
+        move || unsafe { real(session, buffer_addr, size) },
+        |&ret| ret,
         |k| unsafe {
             [
-                k.handle(HandleKind::Session, session),
                 k.pointer_out(buffer_addr.cast_const().cast::<*mut c_void>()),
                 k.out(size.cast_const()),
                 k.segments(),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let session: MPI_Session = Handle(w[0] as usize);
             e.handle(HandleKind::Session, session);
             buffer_out(e, buffer_addr.cast_const().cast());
             e.int_out(size);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Session_detach_buffer_c`.
@@ -17897,28 +19000,28 @@ pub unsafe extern "C" fn MPI_Session_detach_buffer_c(
     size: *mut MPI_Count,
 ) -> c_int {
     let real = crate::pmpi::MPI_Session_detach_buffer_c();
-    let Some(call) = Call::begin(func::MPI_Session_detach_buffer_c) else {
+    let Some(call) = Call::enter(func::MPI_Session_detach_buffer_c) else {
         return unsafe { real(session, buffer_addr, size) };
     };
-    let ret = unsafe { real(session, buffer_addr, size) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Session_detach_buffer_c,
-        ret,
+        move |k: &InputWords| [k.handle(HandleKind::Session, session)],
+        move || unsafe { real(session, buffer_addr, size) },
+        |&ret| ret,
         |k| unsafe {
             [
-                k.handle(HandleKind::Session, session),
                 k.pointer_out(buffer_addr.cast_const().cast::<*mut c_void>()),
                 k.out(size.cast_const()),
                 k.segments(),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let session: MPI_Session = Handle(w[0] as usize);
             e.handle(HandleKind::Session, session);
             buffer_out(e, buffer_addr.cast_const().cast());
             e.count_out(size);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Session_finalize`.
@@ -17940,38 +19043,40 @@ pub unsafe extern "C" fn MPI_Session_finalize(session: *mut HandleSlot) -> c_int
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Session_flush_buffer(session: MPI_Session) -> c_int {
     let real = crate::pmpi::MPI_Session_flush_buffer();
-    let Some(call) = Call::begin(func::MPI_Session_flush_buffer) else {
+    let Some(call) = Call::enter(func::MPI_Session_flush_buffer) else {
         return unsafe { real(session) };
     };
-    let ret = unsafe { real(session) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Session_flush_buffer,
-        ret,
-        |k| [k.handle(HandleKind::Session, session)],
-        move |e| {
+        move |k: &InputWords| [k.handle(HandleKind::Session, session)],
+        move || unsafe { real(session) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 1]| {
+            let session: MPI_Session = Handle(w[0] as usize);
             e.handle(HandleKind::Session, session);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Session_fromint`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Session_fromint(session: c_int) -> MPI_Session {
     let real = crate::pmpi::MPI_Session_fromint();
-    let Some(call) = Call::begin(func::MPI_Session_fromint) else {
+    let Some(call) = Call::enter(func::MPI_Session_fromint) else {
         return unsafe { real(session) };
     };
-    let ret = unsafe { real(session) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Session_fromint,
-        MPI_SUCCESS,
-        |_| [i64::from(session) as u64],
-        move |e| {
+        move |_: &InputWords| [i64::from(session) as u64],
+        move || unsafe { real(session) },
+        |_| MPI_SUCCESS,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 1]| {
+            let session: c_int = w[0] as c_int;
             e.int(i64::from(session));
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Session_get_errhandler`.
@@ -18044,27 +19149,28 @@ pub unsafe extern "C" fn MPI_Session_get_num_psets(
     npset_names: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Session_get_num_psets();
-    let Some(call) = Call::begin(func::MPI_Session_get_num_psets) else {
+    let Some(call) = Call::enter(func::MPI_Session_get_num_psets) else {
         return unsafe { real(session, info, npset_names) };
     };
-    let ret = unsafe { real(session, info, npset_names) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Session_get_num_psets,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::Session, session),
                 k.handle(HandleKind::Info, info),
-                k.out(npset_names.cast_const()),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(session, info, npset_names) },
+        |&ret| ret,
+        |k| unsafe { [k.out(npset_names.cast_const())] },
+        move |e: &mut Encoder, w: &[u64; 2]| unsafe {
+            let session: MPI_Session = Handle(w[0] as usize);
+            let info: MPI_Info = Handle(w[1] as usize);
             e.handle(HandleKind::Session, session);
             e.handle(HandleKind::Info, info);
             e.int_out(npset_names);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Session_get_pset_info`.
@@ -18094,25 +19200,21 @@ pub unsafe extern "C" fn MPI_Session_iflush_buffer(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Session_iflush_buffer();
-    let Some(call) = Call::begin(func::MPI_Session_iflush_buffer) else {
+    let Some(call) = Call::enter(func::MPI_Session_iflush_buffer) else {
         return unsafe { real(session, request) };
     };
-    let ret = unsafe { real(session, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Session_iflush_buffer,
-        ret,
-        |k| unsafe {
-            [
-                k.handle(HandleKind::Session, session),
-                k.created(request.cast()),
-            ]
-        },
-        move |e| unsafe {
+        move |k: &InputWords| [k.handle(HandleKind::Session, session)],
+        move || unsafe { real(session, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast())] },
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let session: MPI_Session = Handle(w[0] as usize);
             e.handle(HandleKind::Session, session);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Session_set_errhandler`.
@@ -18122,44 +19224,47 @@ pub unsafe extern "C" fn MPI_Session_set_errhandler(
     errhandler: MPI_Errhandler,
 ) -> c_int {
     let real = crate::pmpi::MPI_Session_set_errhandler();
-    let Some(call) = Call::begin(func::MPI_Session_set_errhandler) else {
+    let Some(call) = Call::enter(func::MPI_Session_set_errhandler) else {
         return unsafe { real(session, errhandler) };
     };
-    let ret = unsafe { real(session, errhandler) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Session_set_errhandler,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::Session, session),
                 k.handle(HandleKind::Errhandler, errhandler),
             ]
         },
-        move |e| {
+        move || unsafe { real(session, errhandler) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 2]| {
+            let session: MPI_Session = Handle(w[0] as usize);
+            let errhandler: MPI_Errhandler = Handle(w[1] as usize);
             e.handle(HandleKind::Session, session);
             e.handle(HandleKind::Errhandler, errhandler);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Session_toint`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Session_toint(session: MPI_Session) -> c_int {
     let real = crate::pmpi::MPI_Session_toint();
-    let Some(call) = Call::begin(func::MPI_Session_toint) else {
+    let Some(call) = Call::enter(func::MPI_Session_toint) else {
         return unsafe { real(session) };
     };
-    let ret = unsafe { real(session) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Session_toint,
-        ret,
-        |k| [k.handle(HandleKind::Session, session)],
-        move |e| {
+        move |k: &InputWords| [k.handle(HandleKind::Session, session)],
+        move || unsafe { real(session) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 1]| {
+            let session: MPI_Session = Handle(w[0] as usize);
             e.handle(HandleKind::Session, session);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Ssend`.
@@ -18173,14 +19278,12 @@ pub unsafe extern "C" fn MPI_Ssend(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ssend();
-    let Some(call) = Call::begin(func::MPI_Ssend) else {
+    let Some(call) = Call::enter(func::MPI_Ssend) else {
         return unsafe { real(buf, count, datatype, dest, tag, comm) };
     };
-    let ret = unsafe { real(buf, count, datatype, dest, tag, comm) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Ssend,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 buf as u64,
                 i64::from(count) as u64,
@@ -18188,10 +19291,18 @@ pub unsafe extern "C" fn MPI_Ssend(
                 i64::from(dest) as u64,
                 i64::from(tag) as u64,
                 k.handle(HandleKind::Comm, comm),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe { real(buf, count, datatype, dest, tag, comm) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 6]| {
+            let buf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let count: c_int = w[1] as c_int;
+            let datatype: MPI_Datatype = Handle(w[2] as usize);
+            let dest: c_int = w[3] as c_int;
+            let tag: c_int = w[4] as c_int;
+            let comm: MPI_Comm = Handle(w[5] as usize);
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
@@ -18199,8 +19310,7 @@ pub unsafe extern "C" fn MPI_Ssend(
             e.tag(i64::from(tag));
             e.handle(HandleKind::Comm, comm);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Ssend_c`.
@@ -18214,14 +19324,12 @@ pub unsafe extern "C" fn MPI_Ssend_c(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ssend_c();
-    let Some(call) = Call::begin(func::MPI_Ssend_c) else {
+    let Some(call) = Call::enter(func::MPI_Ssend_c) else {
         return unsafe { real(buf, count, datatype, dest, tag, comm) };
     };
-    let ret = unsafe { real(buf, count, datatype, dest, tag, comm) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Ssend_c,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 buf as u64,
                 count as u64,
@@ -18229,10 +19337,18 @@ pub unsafe extern "C" fn MPI_Ssend_c(
                 i64::from(dest) as u64,
                 i64::from(tag) as u64,
                 k.handle(HandleKind::Comm, comm),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe { real(buf, count, datatype, dest, tag, comm) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 6]| {
+            let buf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let count: MPI_Count = w[1] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[2] as usize);
+            let dest: c_int = w[3] as c_int;
+            let tag: c_int = w[4] as c_int;
+            let comm: MPI_Comm = Handle(w[5] as usize);
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
@@ -18240,8 +19356,7 @@ pub unsafe extern "C" fn MPI_Ssend_c(
             e.tag(i64::from(tag));
             e.handle(HandleKind::Comm, comm);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Ssend_init`.
@@ -18256,14 +19371,12 @@ pub unsafe extern "C" fn MPI_Ssend_init(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ssend_init();
-    let Some(call) = Call::begin(func::MPI_Ssend_init) else {
+    let Some(call) = Call::enter(func::MPI_Ssend_init) else {
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
-    let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Ssend_init,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 buf as u64,
                 i64::from(count) as u64,
@@ -18271,11 +19384,18 @@ pub unsafe extern "C" fn MPI_Ssend_init(
                 i64::from(dest) as u64,
                 i64::from(tag) as u64,
                 k.handle(HandleKind::Comm, comm),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(buf, count, datatype, dest, tag, comm, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 6]| unsafe {
+            let buf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let count: c_int = w[1] as c_int;
+            let datatype: MPI_Datatype = Handle(w[2] as usize);
+            let dest: c_int = w[3] as c_int;
+            let tag: c_int = w[4] as c_int;
+            let comm: MPI_Comm = Handle(w[5] as usize);
             e.buffer(buf);
             e.int(i64::from(count));
             e.handle(HandleKind::Datatype, datatype);
@@ -18284,8 +19404,7 @@ pub unsafe extern "C" fn MPI_Ssend_init(
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Ssend_init_c`.
@@ -18300,14 +19419,12 @@ pub unsafe extern "C" fn MPI_Ssend_init_c(
     request: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Ssend_init_c();
-    let Some(call) = Call::begin(func::MPI_Ssend_init_c) else {
+    let Some(call) = Call::enter(func::MPI_Ssend_init_c) else {
         return unsafe { real(buf, count, datatype, dest, tag, comm, request) };
     };
-    let ret = unsafe { real(buf, count, datatype, dest, tag, comm, request) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Ssend_init_c,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 buf as u64,
                 count as u64,
@@ -18315,11 +19432,18 @@ pub unsafe extern "C" fn MPI_Ssend_init_c(
                 i64::from(dest) as u64,
                 i64::from(tag) as u64,
                 k.handle(HandleKind::Comm, comm),
-                k.created(request.cast()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(buf, count, datatype, dest, tag, comm, request) },
+        |&ret| ret,
+        |k| unsafe { [k.created(request.cast()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 6]| unsafe {
+            let buf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let count: MPI_Count = w[1] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[2] as usize);
+            let dest: c_int = w[3] as c_int;
+            let tag: c_int = w[4] as c_int;
+            let comm: MPI_Comm = Handle(w[5] as usize);
             e.buffer(buf);
             e.int(count);
             e.handle(HandleKind::Datatype, datatype);
@@ -18328,8 +19452,7 @@ pub unsafe extern "C" fn MPI_Ssend_init_c(
             e.handle(HandleKind::Comm, comm);
             e.new_request(request);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Status_c2f`.
@@ -18339,13 +19462,14 @@ pub unsafe extern "C" fn MPI_Status_c2f(
     f_status: *mut MPI_Fint,
 ) -> c_int {
     let real = crate::pmpi::MPI_Status_c2f();
-    let Some(call) = Call::begin(func::MPI_Status_c2f) else {
+    let Some(call) = Call::enter(func::MPI_Status_c2f) else {
         return unsafe { real(c_status, f_status) };
     };
-    let ret = unsafe { real(c_status, f_status) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Status_c2f,
-        ret,
+        move |_: &InputWords| [f_status as u64],
+        move || unsafe { real(c_status, f_status) },
+        |&ret| ret,
         |k| unsafe {
             let c_status_words = k.status(c_status);
             [
@@ -18354,16 +19478,15 @@ pub unsafe extern "C" fn MPI_Status_c2f(
                 c_status_words[2],
                 c_status_words[3],
                 c_status_words[4],
-                f_status as u64,
                 k.segments(),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let f_status: *mut MPI_Fint = std::ptr::without_provenance_mut(w[0] as usize);
             e.status(c_status, None);
             e.buffer(f_status.cast_const().cast());
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Status_c2f08`.
@@ -18373,13 +19496,14 @@ pub unsafe extern "C" fn MPI_Status_c2f08(
     f08_status: *mut MPI_F08_status,
 ) -> c_int {
     let real = crate::pmpi::MPI_Status_c2f08();
-    let Some(call) = Call::begin(func::MPI_Status_c2f08) else {
+    let Some(call) = Call::enter(func::MPI_Status_c2f08) else {
         return unsafe { real(c_status, f08_status) };
     };
-    let ret = unsafe { real(c_status, f08_status) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Status_c2f08,
-        ret,
+        move |_: &InputWords| [f08_status as u64],
+        move || unsafe { real(c_status, f08_status) },
+        |&ret| ret,
         |k| unsafe {
             let c_status_words = k.status(c_status);
             [
@@ -18388,16 +19512,15 @@ pub unsafe extern "C" fn MPI_Status_c2f08(
                 c_status_words[2],
                 c_status_words[3],
                 c_status_words[4],
-                f08_status as u64,
                 k.segments(),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let f08_status: *mut MPI_F08_status = std::ptr::without_provenance_mut(w[0] as usize);
             e.status(c_status, None);
             e.buffer(f08_status.cast_const().cast());
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Status_f082c`.
@@ -18407,17 +19530,17 @@ pub unsafe extern "C" fn MPI_Status_f082c(
     c_status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_Status_f082c();
-    let Some(call) = Call::begin(func::MPI_Status_f082c) else {
+    let Some(call) = Call::enter(func::MPI_Status_f082c) else {
         return unsafe { real(f08_status, c_status) };
     };
-    let ret = unsafe { real(f08_status, c_status) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Status_f082c,
-        ret,
+        move |_: &InputWords| [f08_status as u64],
+        move || unsafe { real(f08_status, c_status) },
+        |&ret| ret,
         |k| unsafe {
             let c_status_words = k.status(c_status);
             [
-                f08_status as u64,
                 c_status_words[0],
                 c_status_words[1],
                 c_status_words[2],
@@ -18426,12 +19549,12 @@ pub unsafe extern "C" fn MPI_Status_f082c(
                 k.segments(),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let f08_status: *const MPI_F08_status = std::ptr::without_provenance(w[0] as usize);
             e.buffer(f08_status.cast());
             e.status(c_status, None);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Status_f2c`.
@@ -18441,17 +19564,17 @@ pub unsafe extern "C" fn MPI_Status_f2c(
     c_status: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_Status_f2c();
-    let Some(call) = Call::begin(func::MPI_Status_f2c) else {
+    let Some(call) = Call::enter(func::MPI_Status_f2c) else {
         return unsafe { real(f_status, c_status) };
     };
-    let ret = unsafe { real(f_status, c_status) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Status_f2c,
-        ret,
+        move |_: &InputWords| [f_status as u64],
+        move || unsafe { real(f_status, c_status) },
+        |&ret| ret,
         |k| unsafe {
             let c_status_words = k.status(c_status);
             [
-                f_status as u64,
                 c_status_words[0],
                 c_status_words[1],
                 c_status_words[2],
@@ -18460,25 +19583,26 @@ pub unsafe extern "C" fn MPI_Status_f2c(
                 k.segments(),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let f_status: *const MPI_Fint = std::ptr::without_provenance(w[0] as usize);
             e.buffer(f_status.cast());
             e.status(c_status, None);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Status_get_error`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Status_get_error(status: *const MPI_Status, err: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Status_get_error();
-    let Some(call) = Call::begin(func::MPI_Status_get_error) else {
+    let Some(call) = Call::enter(func::MPI_Status_get_error) else {
         return unsafe { real(status, err) };
     };
-    let ret = unsafe { real(status, err) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Status_get_error,
-        ret,
+        move |_: &InputWords| [],
+        move || unsafe { real(status, err) },
+        |&ret| ret,
         |k| unsafe {
             let status_words = k.status(status);
             [
@@ -18490,12 +19614,11 @@ pub unsafe extern "C" fn MPI_Status_get_error(status: *const MPI_Status, err: *m
                 k.out(err.cast_const()),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, _: &[u64; 0]| unsafe {
             e.status(status, None);
             e.int_out(err);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Status_get_source`.
@@ -18505,13 +19628,14 @@ pub unsafe extern "C" fn MPI_Status_get_source(
     source: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Status_get_source();
-    let Some(call) = Call::begin(func::MPI_Status_get_source) else {
+    let Some(call) = Call::enter(func::MPI_Status_get_source) else {
         return unsafe { real(status, source) };
     };
-    let ret = unsafe { real(status, source) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Status_get_source,
-        ret,
+        move |_: &InputWords| [],
+        move || unsafe { real(status, source) },
+        |&ret| ret,
         |k| unsafe {
             let status_words = k.status(status);
             [
@@ -18523,25 +19647,25 @@ pub unsafe extern "C" fn MPI_Status_get_source(
                 k.out(source.cast_const()),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, _: &[u64; 0]| unsafe {
             e.status(status, None);
             e.int_out(source);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Status_get_tag`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Status_get_tag(status: *const MPI_Status, tag: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Status_get_tag();
-    let Some(call) = Call::begin(func::MPI_Status_get_tag) else {
+    let Some(call) = Call::enter(func::MPI_Status_get_tag) else {
         return unsafe { real(status, tag) };
     };
-    let ret = unsafe { real(status, tag) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Status_get_tag,
-        ret,
+        move |_: &InputWords| [],
+        move || unsafe { real(status, tag) },
+        |&ret| ret,
         |k| unsafe {
             let status_words = k.status(status);
             [
@@ -18553,25 +19677,25 @@ pub unsafe extern "C" fn MPI_Status_get_tag(status: *const MPI_Status, tag: *mut
                 k.out(tag.cast_const()),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, _: &[u64; 0]| unsafe {
             e.status(status, None);
             e.int_out(tag);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Status_set_cancelled`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Status_set_cancelled(status: *mut MPI_Status, flag: c_int) -> c_int {
     let real = crate::pmpi::MPI_Status_set_cancelled();
-    let Some(call) = Call::begin(func::MPI_Status_set_cancelled) else {
+    let Some(call) = Call::enter(func::MPI_Status_set_cancelled) else {
         return unsafe { real(status, flag) };
     };
-    let ret = unsafe { real(status, flag) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Status_set_cancelled,
-        ret,
+        move |_: &InputWords| [i64::from(flag) as u64],
+        move || unsafe { real(status, flag) },
+        |&ret| ret,
         |k| unsafe {
             let status_words = k.status(status);
             [
@@ -18580,15 +19704,14 @@ pub unsafe extern "C" fn MPI_Status_set_cancelled(status: *mut MPI_Status, flag:
                 status_words[2],
                 status_words[3],
                 status_words[4],
-                i64::from(flag) as u64,
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let flag: c_int = w[0] as c_int;
             e.status(status, None);
             e.int(i64::from(flag));
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Status_set_elements`.
@@ -18599,13 +19722,19 @@ pub unsafe extern "C" fn MPI_Status_set_elements(
     count: c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Status_set_elements();
-    let Some(call) = Call::begin(func::MPI_Status_set_elements) else {
+    let Some(call) = Call::enter(func::MPI_Status_set_elements) else {
         return unsafe { real(status, datatype, count) };
     };
-    let ret = unsafe { real(status, datatype, count) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Status_set_elements,
-        ret,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(count) as u64,
+            ]
+        },
+        move || unsafe { real(status, datatype, count) },
+        |&ret| ret,
         |k| unsafe {
             let status_words = k.status(status);
             [
@@ -18614,17 +19743,16 @@ pub unsafe extern "C" fn MPI_Status_set_elements(
                 status_words[2],
                 status_words[3],
                 status_words[4],
-                k.handle(HandleKind::Datatype, datatype),
-                i64::from(count) as u64,
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 2]| unsafe {
+            let datatype: MPI_Datatype = Handle(w[0] as usize);
+            let count: c_int = w[1] as c_int;
             e.status(status, None);
             e.handle(HandleKind::Datatype, datatype);
             e.int(i64::from(count));
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Status_set_elements_c`.
@@ -18635,13 +19763,14 @@ pub unsafe extern "C" fn MPI_Status_set_elements_c(
     count: MPI_Count,
 ) -> c_int {
     let real = crate::pmpi::MPI_Status_set_elements_c();
-    let Some(call) = Call::begin(func::MPI_Status_set_elements_c) else {
+    let Some(call) = Call::enter(func::MPI_Status_set_elements_c) else {
         return unsafe { real(status, datatype, count) };
     };
-    let ret = unsafe { real(status, datatype, count) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Status_set_elements_c,
-        ret,
+        move |k: &InputWords| [k.handle(HandleKind::Datatype, datatype), count as u64],
+        move || unsafe { real(status, datatype, count) },
+        |&ret| ret,
         |k| unsafe {
             let status_words = k.status(status);
             [
@@ -18650,17 +19779,16 @@ pub unsafe extern "C" fn MPI_Status_set_elements_c(
                 status_words[2],
                 status_words[3],
                 status_words[4],
-                k.handle(HandleKind::Datatype, datatype),
-                count as u64,
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 2]| unsafe {
+            let datatype: MPI_Datatype = Handle(w[0] as usize);
+            let count: MPI_Count = w[1] as MPI_Count;
             e.status(status, None);
             e.handle(HandleKind::Datatype, datatype);
             e.int(count);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Status_set_elements_x`.
@@ -18671,13 +19799,14 @@ pub unsafe extern "C" fn MPI_Status_set_elements_x(
     count: MPI_Count,
 ) -> c_int {
     let real = crate::pmpi::MPI_Status_set_elements_x();
-    let Some(call) = Call::begin(func::MPI_Status_set_elements_x) else {
+    let Some(call) = Call::enter(func::MPI_Status_set_elements_x) else {
         return unsafe { real(status, datatype, count) };
     };
-    let ret = unsafe { real(status, datatype, count) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Status_set_elements_x,
-        ret,
+        move |k: &InputWords| [k.handle(HandleKind::Datatype, datatype), count as u64],
+        move || unsafe { real(status, datatype, count) },
+        |&ret| ret,
         |k| unsafe {
             let status_words = k.status(status);
             [
@@ -18686,30 +19815,30 @@ pub unsafe extern "C" fn MPI_Status_set_elements_x(
                 status_words[2],
                 status_words[3],
                 status_words[4],
-                k.handle(HandleKind::Datatype, datatype),
-                count as u64,
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 2]| unsafe {
+            let datatype: MPI_Datatype = Handle(w[0] as usize);
+            let count: MPI_Count = w[1] as MPI_Count;
             e.status(status, None);
             e.handle(HandleKind::Datatype, datatype);
             e.int(count);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Status_set_error`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Status_set_error(status: *mut MPI_Status, err: c_int) -> c_int {
     let real = crate::pmpi::MPI_Status_set_error();
-    let Some(call) = Call::begin(func::MPI_Status_set_error) else {
+    let Some(call) = Call::enter(func::MPI_Status_set_error) else {
         return unsafe { real(status, err) };
     };
-    let ret = unsafe { real(status, err) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Status_set_error,
-        ret,
+        move |_: &InputWords| [i64::from(err) as u64],
+        move || unsafe { real(status, err) },
+        |&ret| ret,
         |k| unsafe {
             let status_words = k.status(status);
             [
@@ -18718,28 +19847,28 @@ pub unsafe extern "C" fn MPI_Status_set_error(status: *mut MPI_Status, err: c_in
                 status_words[2],
                 status_words[3],
                 status_words[4],
-                i64::from(err) as u64,
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let err: c_int = w[0] as c_int;
             e.status(status, None);
             e.int(i64::from(err));
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Status_set_source`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Status_set_source(status: *mut MPI_Status, source: c_int) -> c_int {
     let real = crate::pmpi::MPI_Status_set_source();
-    let Some(call) = Call::begin(func::MPI_Status_set_source) else {
+    let Some(call) = Call::enter(func::MPI_Status_set_source) else {
         return unsafe { real(status, source) };
     };
-    let ret = unsafe { real(status, source) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Status_set_source,
-        ret,
+        move |_: &InputWords| [i64::from(source) as u64],
+        move || unsafe { real(status, source) },
+        |&ret| ret,
         |k| unsafe {
             let status_words = k.status(status);
             [
@@ -18748,28 +19877,28 @@ pub unsafe extern "C" fn MPI_Status_set_source(status: *mut MPI_Status, source: 
                 status_words[2],
                 status_words[3],
                 status_words[4],
-                i64::from(source) as u64,
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let source: c_int = w[0] as c_int;
             e.status(status, None);
             e.int(i64::from(source));
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Status_set_tag`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Status_set_tag(status: *mut MPI_Status, tag: c_int) -> c_int {
     let real = crate::pmpi::MPI_Status_set_tag();
-    let Some(call) = Call::begin(func::MPI_Status_set_tag) else {
+    let Some(call) = Call::enter(func::MPI_Status_set_tag) else {
         return unsafe { real(status, tag) };
     };
-    let ret = unsafe { real(status, tag) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Status_set_tag,
-        ret,
+        move |_: &InputWords| [i64::from(tag) as u64],
+        move || unsafe { real(status, tag) },
+        |&ret| ret,
         |k| unsafe {
             let status_words = k.status(status);
             [
@@ -18778,34 +19907,33 @@ pub unsafe extern "C" fn MPI_Status_set_tag(status: *mut MPI_Status, tag: c_int)
                 status_words[2],
                 status_words[3],
                 status_words[4],
-                i64::from(tag) as u64,
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let tag: c_int = w[0] as c_int;
             e.status(status, None);
             e.tag(i64::from(tag));
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_T_category_changed`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_T_category_changed(update_number: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_T_category_changed();
-    let Some(call) = Call::begin(func::MPI_T_category_changed) else {
+    let Some(call) = Call::enter(func::MPI_T_category_changed) else {
         return unsafe { real(update_number) };
     };
-    let ret = unsafe { real(update_number) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_T_category_changed,
-        ret,
+        move |_: &InputWords| [],
+        move || unsafe { real(update_number) },
+        |&ret| ret,
         |k| unsafe { [k.out(update_number.cast_const())] },
-        move |e| unsafe {
+        move |e: &mut Encoder, _: &[u64; 0]| unsafe {
             e.int_out(update_number);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_T_category_get_categories`.
@@ -18950,19 +20078,19 @@ pub unsafe extern "C" fn MPI_T_category_get_info(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_T_category_get_num(num_cat: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_T_category_get_num();
-    let Some(call) = Call::begin(func::MPI_T_category_get_num) else {
+    let Some(call) = Call::enter(func::MPI_T_category_get_num) else {
         return unsafe { real(num_cat) };
     };
-    let ret = unsafe { real(num_cat) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_T_category_get_num,
-        ret,
+        move |_: &InputWords| [],
+        move || unsafe { real(num_cat) },
+        |&ret| ret,
         |k| unsafe { [k.out(num_cat.cast_const())] },
-        move |e| unsafe {
+        move |e: &mut Encoder, _: &[u64; 0]| unsafe {
             e.int_out(num_cat);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_T_category_get_num_events`.
@@ -18972,20 +20100,21 @@ pub unsafe extern "C" fn MPI_T_category_get_num_events(
     num_events: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_category_get_num_events();
-    let Some(call) = Call::begin(func::MPI_T_category_get_num_events) else {
+    let Some(call) = Call::enter(func::MPI_T_category_get_num_events) else {
         return unsafe { real(cat_index, num_events) };
     };
-    let ret = unsafe { real(cat_index, num_events) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_T_category_get_num_events,
-        ret,
-        |k| unsafe { [i64::from(cat_index) as u64, k.out(num_events.cast_const())] },
-        move |e| unsafe {
+        move |_: &InputWords| [i64::from(cat_index) as u64],
+        move || unsafe { real(cat_index, num_events) },
+        |&ret| ret,
+        |k| unsafe { [k.out(num_events.cast_const())] },
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let cat_index: c_int = w[0] as c_int;
             e.int(i64::from(cat_index));
             e.int_out(num_events);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_T_category_get_pvars`.
@@ -19079,19 +20208,19 @@ pub unsafe extern "C" fn MPI_T_cvar_get_info(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_T_cvar_get_num(num_cvar: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_T_cvar_get_num();
-    let Some(call) = Call::begin(func::MPI_T_cvar_get_num) else {
+    let Some(call) = Call::enter(func::MPI_T_cvar_get_num) else {
         return unsafe { real(num_cvar) };
     };
-    let ret = unsafe { real(num_cvar) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_T_cvar_get_num,
-        ret,
+        move |_: &InputWords| [],
+        move || unsafe { real(num_cvar) },
+        |&ret| ret,
         |k| unsafe { [k.out(num_cvar.cast_const())] },
-        move |e| unsafe {
+        move |e: &mut Encoder, _: &[u64; 0]| unsafe {
             e.int_out(num_cvar);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_T_cvar_handle_alloc`.
@@ -19135,52 +20264,44 @@ pub unsafe extern "C" fn MPI_T_cvar_handle_free(handle: *mut HandleSlot) -> c_in
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_T_cvar_read(handle: MPI_T_cvar_handle, buf: *mut c_void) -> c_int {
     let real = crate::pmpi::MPI_T_cvar_read();
-    let Some(call) = Call::begin(func::MPI_T_cvar_read) else {
+    let Some(call) = Call::enter(func::MPI_T_cvar_read) else {
         return unsafe { real(handle, buf) };
     };
-    let ret = unsafe { real(handle, buf) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_T_cvar_read,
-        ret,
-        |k| {
-            [
-                k.handle(HandleKind::CvarHandle, handle),
-                buf as u64,
-                k.segments(),
-            ]
-        },
-        move |e| {
+        move |k: &InputWords| [k.handle(HandleKind::CvarHandle, handle), buf as u64],
+        move || unsafe { real(handle, buf) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 2]| {
+            let handle: MPI_T_cvar_handle = Handle(w[0] as usize);
+            let buf: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
             e.handle(HandleKind::CvarHandle, handle);
             e.buffer(buf);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_T_cvar_write`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_T_cvar_write(handle: MPI_T_cvar_handle, buf: *const c_void) -> c_int {
     let real = crate::pmpi::MPI_T_cvar_write();
-    let Some(call) = Call::begin(func::MPI_T_cvar_write) else {
+    let Some(call) = Call::enter(func::MPI_T_cvar_write) else {
         return unsafe { real(handle, buf) };
     };
-    let ret = unsafe { real(handle, buf) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_T_cvar_write,
-        ret,
-        |k| {
-            [
-                k.handle(HandleKind::CvarHandle, handle),
-                buf as u64,
-                k.segments(),
-            ]
-        },
-        move |e| {
+        move |k: &InputWords| [k.handle(HandleKind::CvarHandle, handle), buf as u64],
+        move || unsafe { real(handle, buf) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 2]| {
+            let handle: MPI_T_cvar_handle = Handle(w[0] as usize);
+            let buf: *const c_void = std::ptr::without_provenance(w[1] as usize);
             e.handle(HandleKind::CvarHandle, handle);
             e.buffer(buf);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_T_enum_get_info`.
@@ -19261,27 +20382,30 @@ pub unsafe extern "C" fn MPI_T_event_callback_set_info(
     info: MPI_Info,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_event_callback_set_info();
-    let Some(call) = Call::begin(func::MPI_T_event_callback_set_info) else {
+    let Some(call) = Call::enter(func::MPI_T_event_callback_set_info) else {
         return unsafe { real(event_registration, cb_safety, info) };
     };
-    let ret = unsafe { real(event_registration, cb_safety, info) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_T_event_callback_set_info,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::EventRegistration, event_registration),
                 i64::from(cb_safety) as u64,
                 k.handle(HandleKind::Info, info),
             ]
         },
-        move |e| {
+        move || unsafe { real(event_registration, cb_safety, info) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 3]| {
+            let event_registration: MPI_T_event_registration = Handle(w[0] as usize);
+            let cb_safety: MPI_T_cb_safety = w[1] as MPI_T_cb_safety;
+            let info: MPI_Info = Handle(w[2] as usize);
             e.handle(HandleKind::EventRegistration, event_registration);
             e.constant(ConstSet::ToolCallbackSafety, i64::from(cb_safety));
             e.handle(HandleKind::Info, info);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_T_event_copy`.
@@ -19291,26 +20415,27 @@ pub unsafe extern "C" fn MPI_T_event_copy(
     buffer: *mut c_void,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_event_copy();
-    let Some(call) = Call::begin(func::MPI_T_event_copy) else {
+    let Some(call) = Call::enter(func::MPI_T_event_copy) else {
         return unsafe { real(event_instance, buffer) };
     };
-    let ret = unsafe { real(event_instance, buffer) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_T_event_copy,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::EventInstance, event_instance),
                 buffer as u64,
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe { real(event_instance, buffer) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 2]| {
+            let event_instance: MPI_T_event_instance = Handle(w[0] as usize);
+            let buffer: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
             e.handle(HandleKind::EventInstance, event_instance);
             e.buffer(buffer);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_T_event_get_index`.
@@ -19436,19 +20561,19 @@ pub unsafe extern "C" fn MPI_T_event_get_info(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_T_event_get_num(num_events: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_T_event_get_num();
-    let Some(call) = Call::begin(func::MPI_T_event_get_num) else {
+    let Some(call) = Call::enter(func::MPI_T_event_get_num) else {
         return unsafe { real(num_events) };
     };
-    let ret = unsafe { real(num_events) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_T_event_get_num,
-        ret,
+        move |_: &InputWords| [],
+        move || unsafe { real(num_events) },
+        |&ret| ret,
         |k| unsafe { [k.out(num_events.cast_const())] },
-        move |e| unsafe {
+        move |e: &mut Encoder, _: &[u64; 0]| unsafe {
             e.int_out(num_events);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_T_event_get_source`.
@@ -19458,25 +20583,21 @@ pub unsafe extern "C" fn MPI_T_event_get_source(
     source_index: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_event_get_source();
-    let Some(call) = Call::begin(func::MPI_T_event_get_source) else {
+    let Some(call) = Call::enter(func::MPI_T_event_get_source) else {
         return unsafe { real(event_instance, source_index) };
     };
-    let ret = unsafe { real(event_instance, source_index) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_T_event_get_source,
-        ret,
-        |k| unsafe {
-            [
-                k.handle(HandleKind::EventInstance, event_instance),
-                k.out(source_index.cast_const()),
-            ]
-        },
-        move |e| unsafe {
+        move |k: &InputWords| [k.handle(HandleKind::EventInstance, event_instance)],
+        move || unsafe { real(event_instance, source_index) },
+        |&ret| ret,
+        |k| unsafe { [k.out(source_index.cast_const())] },
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let event_instance: MPI_T_event_instance = Handle(w[0] as usize);
             e.handle(HandleKind::EventInstance, event_instance);
             e.int_out(source_index);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_T_event_get_timestamp`.
@@ -19486,25 +20607,21 @@ pub unsafe extern "C" fn MPI_T_event_get_timestamp(
     event_timestamp: *mut MPI_Count,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_event_get_timestamp();
-    let Some(call) = Call::begin(func::MPI_T_event_get_timestamp) else {
+    let Some(call) = Call::enter(func::MPI_T_event_get_timestamp) else {
         return unsafe { real(event_instance, event_timestamp) };
     };
-    let ret = unsafe { real(event_instance, event_timestamp) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_T_event_get_timestamp,
-        ret,
-        |k| unsafe {
-            [
-                k.handle(HandleKind::EventInstance, event_instance),
-                k.out(event_timestamp.cast_const()),
-            ]
-        },
-        move |e| unsafe {
+        move |k: &InputWords| [k.handle(HandleKind::EventInstance, event_instance)],
+        move || unsafe { real(event_instance, event_timestamp) },
+        |&ret| ret,
+        |k| unsafe { [k.out(event_timestamp.cast_const())] },
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let event_instance: MPI_T_event_instance = Handle(w[0] as usize);
             e.handle(HandleKind::EventInstance, event_instance);
             e.count_out(event_timestamp);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_T_event_handle_alloc`.
@@ -19537,28 +20654,31 @@ pub unsafe extern "C" fn MPI_T_event_handle_free(
     free_cb_function: *mut MPI_T_event_free_cb_function,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_event_handle_free();
-    let Some(call) = Call::begin(func::MPI_T_event_handle_free) else {
+    let Some(call) = Call::enter(func::MPI_T_event_handle_free) else {
         return unsafe { real(event_registration, user_data, free_cb_function) };
     };
-    let ret = unsafe { real(event_registration, user_data, free_cb_function) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_T_event_handle_free,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::EventRegistration, event_registration),
                 user_data as u64,
                 free_cb_function as u64,
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe { real(event_registration, user_data, free_cb_function) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 3]| {
+            let event_registration: MPI_T_event_registration = Handle(w[0] as usize);
+            let user_data: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let free_cb_function: *mut MPI_T_event_free_cb_function =
+                std::ptr::without_provenance_mut(w[2] as usize);
             e.handle(HandleKind::EventRegistration, event_registration);
             e.buffer(user_data);
             e.callback(free_cb_function);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_T_event_handle_get_info`.
@@ -19586,25 +20706,27 @@ pub unsafe extern "C" fn MPI_T_event_handle_set_info(
     info: MPI_Info,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_event_handle_set_info();
-    let Some(call) = Call::begin(func::MPI_T_event_handle_set_info) else {
+    let Some(call) = Call::enter(func::MPI_T_event_handle_set_info) else {
         return unsafe { real(event_registration, info) };
     };
-    let ret = unsafe { real(event_registration, info) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_T_event_handle_set_info,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::EventRegistration, event_registration),
                 k.handle(HandleKind::Info, info),
             ]
         },
-        move |e| {
+        move || unsafe { real(event_registration, info) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 2]| {
+            let event_registration: MPI_T_event_registration = Handle(w[0] as usize);
+            let info: MPI_Info = Handle(w[1] as usize);
             e.handle(HandleKind::EventRegistration, event_registration);
             e.handle(HandleKind::Info, info);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_T_event_read`.
@@ -19615,28 +20737,30 @@ pub unsafe extern "C" fn MPI_T_event_read(
     buffer: *mut c_void,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_event_read();
-    let Some(call) = Call::begin(func::MPI_T_event_read) else {
+    let Some(call) = Call::enter(func::MPI_T_event_read) else {
         return unsafe { real(event_instance, element_index, buffer) };
     };
-    let ret = unsafe { real(event_instance, element_index, buffer) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_T_event_read,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::EventInstance, event_instance),
                 i64::from(element_index) as u64,
                 buffer as u64,
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe { real(event_instance, element_index, buffer) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 3]| {
+            let event_instance: MPI_T_event_instance = Handle(w[0] as usize);
+            let element_index: c_int = w[1] as c_int;
+            let buffer: *mut c_void = std::ptr::without_provenance_mut(w[2] as usize);
             e.handle(HandleKind::EventInstance, event_instance);
             e.int(i64::from(element_index));
             e.buffer(buffer);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_T_event_register_callback`.
@@ -19649,7 +20773,7 @@ pub unsafe extern "C" fn MPI_T_event_register_callback(
     event_cb_function: *mut MPI_T_event_cb_function,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_event_register_callback();
-    let Some(call) = Call::begin(func::MPI_T_event_register_callback) else {
+    let Some(call) = Call::enter(func::MPI_T_event_register_callback) else {
         return unsafe {
             real(
                 event_registration,
@@ -19660,37 +20784,42 @@ pub unsafe extern "C" fn MPI_T_event_register_callback(
             )
         };
     };
-    let ret = unsafe {
-        real(
-            event_registration,
-            cb_safety,
-            info,
-            user_data,
-            event_cb_function,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_T_event_register_callback,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::EventRegistration, event_registration),
                 i64::from(cb_safety) as u64,
                 k.handle(HandleKind::Info, info),
                 user_data as u64,
                 event_cb_function as u64,
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe {
+            real(
+                event_registration,
+                cb_safety,
+                info,
+                user_data,
+                event_cb_function,
+            )
+        },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 5]| {
+            let event_registration: MPI_T_event_registration = Handle(w[0] as usize);
+            let cb_safety: MPI_T_cb_safety = w[1] as MPI_T_cb_safety;
+            let info: MPI_Info = Handle(w[2] as usize);
+            let user_data: *mut c_void = std::ptr::without_provenance_mut(w[3] as usize);
+            let event_cb_function: *mut MPI_T_event_cb_function =
+                std::ptr::without_provenance_mut(w[4] as usize);
             e.handle(HandleKind::EventRegistration, event_registration);
             e.constant(ConstSet::ToolCallbackSafety, i64::from(cb_safety));
             e.handle(HandleKind::Info, info);
             e.buffer(user_data);
             e.callback(event_cb_function);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_T_event_set_dropped_handler`.
@@ -19700,57 +20829,66 @@ pub unsafe extern "C" fn MPI_T_event_set_dropped_handler(
     dropped_cb_function: *mut MPI_T_event_dropped_cb_function,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_event_set_dropped_handler();
-    let Some(call) = Call::begin(func::MPI_T_event_set_dropped_handler) else {
+    let Some(call) = Call::enter(func::MPI_T_event_set_dropped_handler) else {
         return unsafe { real(event_registration, dropped_cb_function) };
     };
-    let ret = unsafe { real(event_registration, dropped_cb_function) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_T_event_set_dropped_handler,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::EventRegistration, event_registration),
                 dropped_cb_function as u64,
             ]
         },
-        move |e| {
+        move || unsafe { real(event_registration, dropped_cb_function) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 2]| {
+            let event_registration: MPI_T_event_registration = Handle(w[0] as usize);
+            let dropped_cb_function: *mut MPI_T_event_dropped_cb_function =
+                std::ptr::without_provenance_mut(w[1] as usize);
             e.handle(HandleKind::EventRegistration, event_registration);
             e.callback(dropped_cb_function);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_T_finalize`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_T_finalize() -> c_int {
     let real = crate::pmpi::MPI_T_finalize();
-    let Some(call) = Call::begin(func::MPI_T_finalize) else {
+    let Some(call) = Call::enter(func::MPI_T_finalize) else {
         return unsafe { real() };
     };
-    let ret = unsafe { real() };
-    call.end_keyed(func::MPI_T_finalize, ret, |_| [], move |_| {});
-    ret
+    call.keyed(
+        func::MPI_T_finalize,
+        move |_: &InputWords| [],
+        move || unsafe { real() },
+        |&ret| ret,
+        |_| [],
+        move |_: &mut Encoder, _: &[u64; 0]| {},
+    )
 }
 
 /// Traces `MPI_T_init_thread`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_T_init_thread(required: c_int, provided: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_T_init_thread();
-    let Some(call) = Call::begin(func::MPI_T_init_thread) else {
+    let Some(call) = Call::enter(func::MPI_T_init_thread) else {
         return unsafe { real(required, provided) };
     };
-    let ret = unsafe { real(required, provided) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_T_init_thread,
-        ret,
-        |k| unsafe { [i64::from(required) as u64, k.out(provided.cast_const())] },
-        move |e| unsafe {
+        move |_: &InputWords| [i64::from(required) as u64],
+        move || unsafe { real(required, provided) },
+        |&ret| ret,
+        |k| unsafe { [k.out(provided.cast_const())] },
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let required: c_int = w[0] as c_int;
             e.constant(ConstSet::ThreadLevel, i64::from(required));
             e.constant_out(ConstSet::ThreadLevel, provided);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_T_pvar_get_index`.
@@ -19832,19 +20970,19 @@ pub unsafe extern "C" fn MPI_T_pvar_get_info(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_T_pvar_get_num(num_pvar: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_T_pvar_get_num();
-    let Some(call) = Call::begin(func::MPI_T_pvar_get_num) else {
+    let Some(call) = Call::enter(func::MPI_T_pvar_get_num) else {
         return unsafe { real(num_pvar) };
     };
-    let ret = unsafe { real(num_pvar) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_T_pvar_get_num,
-        ret,
+        move |_: &InputWords| [],
+        move || unsafe { real(num_pvar) },
+        |&ret| ret,
         |k| unsafe { [k.out(num_pvar.cast_const())] },
-        move |e| unsafe {
+        move |e: &mut Encoder, _: &[u64; 0]| unsafe {
             e.int_out(num_pvar);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_T_pvar_handle_alloc`.
@@ -19898,28 +21036,30 @@ pub unsafe extern "C" fn MPI_T_pvar_read(
     buf: *mut c_void,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_pvar_read();
-    let Some(call) = Call::begin(func::MPI_T_pvar_read) else {
+    let Some(call) = Call::enter(func::MPI_T_pvar_read) else {
         return unsafe { real(pe_session, handle, buf) };
     };
-    let ret = unsafe { real(pe_session, handle, buf) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_T_pvar_read,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::PvarSession, pe_session),
                 k.handle(HandleKind::PvarHandle, handle),
                 buf as u64,
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe { real(pe_session, handle, buf) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 3]| {
+            let pe_session: MPI_T_pvar_session = Handle(w[0] as usize);
+            let handle: MPI_T_pvar_handle = Handle(w[1] as usize);
+            let buf: *mut c_void = std::ptr::without_provenance_mut(w[2] as usize);
             e.handle(HandleKind::PvarSession, pe_session);
             e.handle(HandleKind::PvarHandle, handle);
             e.buffer(buf);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_T_pvar_readreset`.
@@ -19930,28 +21070,30 @@ pub unsafe extern "C" fn MPI_T_pvar_readreset(
     buf: *mut c_void,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_pvar_readreset();
-    let Some(call) = Call::begin(func::MPI_T_pvar_readreset) else {
+    let Some(call) = Call::enter(func::MPI_T_pvar_readreset) else {
         return unsafe { real(pe_session, handle, buf) };
     };
-    let ret = unsafe { real(pe_session, handle, buf) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_T_pvar_readreset,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::PvarSession, pe_session),
                 k.handle(HandleKind::PvarHandle, handle),
                 buf as u64,
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe { real(pe_session, handle, buf) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 3]| {
+            let pe_session: MPI_T_pvar_session = Handle(w[0] as usize);
+            let handle: MPI_T_pvar_handle = Handle(w[1] as usize);
+            let buf: *mut c_void = std::ptr::without_provenance_mut(w[2] as usize);
             e.handle(HandleKind::PvarSession, pe_session);
             e.handle(HandleKind::PvarHandle, handle);
             e.buffer(buf);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_T_pvar_reset`.
@@ -19961,25 +21103,27 @@ pub unsafe extern "C" fn MPI_T_pvar_reset(
     handle: MPI_T_pvar_handle,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_pvar_reset();
-    let Some(call) = Call::begin(func::MPI_T_pvar_reset) else {
+    let Some(call) = Call::enter(func::MPI_T_pvar_reset) else {
         return unsafe { real(pe_session, handle) };
     };
-    let ret = unsafe { real(pe_session, handle) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_T_pvar_reset,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::PvarSession, pe_session),
                 k.handle(HandleKind::PvarHandle, handle),
             ]
         },
-        move |e| {
+        move || unsafe { real(pe_session, handle) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 2]| {
+            let pe_session: MPI_T_pvar_session = Handle(w[0] as usize);
+            let handle: MPI_T_pvar_handle = Handle(w[1] as usize);
             e.handle(HandleKind::PvarSession, pe_session);
             e.handle(HandleKind::PvarHandle, handle);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_T_pvar_session_create`.
@@ -20019,25 +21163,27 @@ pub unsafe extern "C" fn MPI_T_pvar_start(
     handle: MPI_T_pvar_handle,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_pvar_start();
-    let Some(call) = Call::begin(func::MPI_T_pvar_start) else {
+    let Some(call) = Call::enter(func::MPI_T_pvar_start) else {
         return unsafe { real(pe_session, handle) };
     };
-    let ret = unsafe { real(pe_session, handle) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_T_pvar_start,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::PvarSession, pe_session),
                 k.handle(HandleKind::PvarHandle, handle),
             ]
         },
-        move |e| {
+        move || unsafe { real(pe_session, handle) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 2]| {
+            let pe_session: MPI_T_pvar_session = Handle(w[0] as usize);
+            let handle: MPI_T_pvar_handle = Handle(w[1] as usize);
             e.handle(HandleKind::PvarSession, pe_session);
             e.handle(HandleKind::PvarHandle, handle);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_T_pvar_stop`.
@@ -20047,25 +21193,27 @@ pub unsafe extern "C" fn MPI_T_pvar_stop(
     handle: MPI_T_pvar_handle,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_pvar_stop();
-    let Some(call) = Call::begin(func::MPI_T_pvar_stop) else {
+    let Some(call) = Call::enter(func::MPI_T_pvar_stop) else {
         return unsafe { real(pe_session, handle) };
     };
-    let ret = unsafe { real(pe_session, handle) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_T_pvar_stop,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::PvarSession, pe_session),
                 k.handle(HandleKind::PvarHandle, handle),
             ]
         },
-        move |e| {
+        move || unsafe { real(pe_session, handle) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 2]| {
+            let pe_session: MPI_T_pvar_session = Handle(w[0] as usize);
+            let handle: MPI_T_pvar_handle = Handle(w[1] as usize);
             e.handle(HandleKind::PvarSession, pe_session);
             e.handle(HandleKind::PvarHandle, handle);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_T_pvar_write`.
@@ -20076,28 +21224,30 @@ pub unsafe extern "C" fn MPI_T_pvar_write(
     buf: *const c_void,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_pvar_write();
-    let Some(call) = Call::begin(func::MPI_T_pvar_write) else {
+    let Some(call) = Call::enter(func::MPI_T_pvar_write) else {
         return unsafe { real(pe_session, handle, buf) };
     };
-    let ret = unsafe { real(pe_session, handle, buf) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_T_pvar_write,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::PvarSession, pe_session),
                 k.handle(HandleKind::PvarHandle, handle),
                 buf as u64,
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe { real(pe_session, handle, buf) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 3]| {
+            let pe_session: MPI_T_pvar_session = Handle(w[0] as usize);
+            let handle: MPI_T_pvar_handle = Handle(w[1] as usize);
+            let buf: *const c_void = std::ptr::without_provenance(w[2] as usize);
             e.handle(HandleKind::PvarSession, pe_session);
             e.handle(HandleKind::PvarHandle, handle);
             e.buffer(buf);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_T_source_get_info`.
@@ -20165,19 +21315,19 @@ pub unsafe extern "C" fn MPI_T_source_get_info(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_T_source_get_num(num_sources: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_T_source_get_num();
-    let Some(call) = Call::begin(func::MPI_T_source_get_num) else {
+    let Some(call) = Call::enter(func::MPI_T_source_get_num) else {
         return unsafe { real(num_sources) };
     };
-    let ret = unsafe { real(num_sources) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_T_source_get_num,
-        ret,
+        move |_: &InputWords| [],
+        move || unsafe { real(num_sources) },
+        |&ret| ret,
         |k| unsafe { [k.out(num_sources.cast_const())] },
-        move |e| unsafe {
+        move |e: &mut Encoder, _: &[u64; 0]| unsafe {
             e.int_out(num_sources);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_T_source_get_timestamp`.
@@ -20187,38 +21337,35 @@ pub unsafe extern "C" fn MPI_T_source_get_timestamp(
     timestamp: *mut MPI_Count,
 ) -> c_int {
     let real = crate::pmpi::MPI_T_source_get_timestamp();
-    let Some(call) = Call::begin(func::MPI_T_source_get_timestamp) else {
+    let Some(call) = Call::enter(func::MPI_T_source_get_timestamp) else {
         return unsafe { real(source_index, timestamp) };
     };
-    let ret = unsafe { real(source_index, timestamp) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_T_source_get_timestamp,
-        ret,
-        |k| unsafe {
-            [
-                i64::from(source_index) as u64,
-                k.out(timestamp.cast_const()),
-            ]
-        },
-        move |e| unsafe {
+        move |_: &InputWords| [i64::from(source_index) as u64],
+        move || unsafe { real(source_index, timestamp) },
+        |&ret| ret,
+        |k| unsafe { [k.out(timestamp.cast_const())] },
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let source_index: c_int = w[0] as c_int;
             e.int(i64::from(source_index));
             e.count_out(timestamp);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Test_cancelled`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Test_cancelled(status: *const MPI_Status, flag: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Test_cancelled();
-    let Some(call) = Call::begin(func::MPI_Test_cancelled) else {
+    let Some(call) = Call::enter(func::MPI_Test_cancelled) else {
         return unsafe { real(status, flag) };
     };
-    let ret = unsafe { real(status, flag) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Test_cancelled,
-        ret,
+        move |_: &InputWords| [],
+        move || unsafe { real(status, flag) },
+        |&ret| ret,
         |k| unsafe {
             let status_words = k.status(status);
             [
@@ -20230,52 +21377,53 @@ pub unsafe extern "C" fn MPI_Test_cancelled(status: *const MPI_Status, flag: *mu
                 k.out(flag.cast_const()),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, _: &[u64; 0]| unsafe {
             e.status(status, None);
             e.int_out(flag);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Topo_test`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Topo_test(comm: MPI_Comm, status: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Topo_test();
-    let Some(call) = Call::begin(func::MPI_Topo_test) else {
+    let Some(call) = Call::enter(func::MPI_Topo_test) else {
         return unsafe { real(comm, status) };
     };
-    let ret = unsafe { real(comm, status) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Topo_test,
-        ret,
-        |k| unsafe { [k.handle(HandleKind::Comm, comm), k.out(status.cast_const())] },
-        move |e| unsafe {
+        move |k: &InputWords| [k.handle(HandleKind::Comm, comm)],
+        move || unsafe { real(comm, status) },
+        |&ret| ret,
+        |k| unsafe { [k.out(status.cast_const())] },
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let comm: MPI_Comm = Handle(w[0] as usize);
             e.handle(HandleKind::Comm, comm);
             e.constant_out(ConstSet::Topology, status);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Type_commit`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Type_commit(datatype: *mut HandleSlot) -> c_int {
     let real = crate::pmpi::MPI_Type_commit();
-    let Some(call) = Call::begin(func::MPI_Type_commit) else {
+    let Some(call) = Call::enter(func::MPI_Type_commit) else {
         return unsafe { real(datatype) };
     };
     let datatype_before = unsafe { handle_or_null(HandleKind::Datatype as usize, datatype.cast()) };
-    let ret = unsafe { real(datatype) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Type_commit,
-        ret,
-        |k| [k.handle(HandleKind::Datatype, datatype_before)],
-        move |e| {
+        move |k: &InputWords| [k.handle(HandleKind::Datatype, datatype_before)],
+        move || unsafe { real(datatype) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 1]| {
+            let datatype_before: MPI_Datatype = Handle(w[0] as usize);
             e.handle(HandleKind::Datatype, datatype_before);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Type_contiguous`.
@@ -21099,25 +22247,27 @@ pub unsafe extern "C" fn MPI_Type_create_subarray_c(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Type_delete_attr(datatype: MPI_Datatype, type_keyval: c_int) -> c_int {
     let real = crate::pmpi::MPI_Type_delete_attr();
-    let Some(call) = Call::begin(func::MPI_Type_delete_attr) else {
+    let Some(call) = Call::enter(func::MPI_Type_delete_attr) else {
         return unsafe { real(datatype, type_keyval) };
     };
-    let ret = unsafe { real(datatype, type_keyval) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Type_delete_attr,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::Datatype, datatype),
                 k.handle(HandleKind::Keyval, Handle::from(type_keyval)),
             ]
         },
-        move |e| {
+        move || unsafe { real(datatype, type_keyval) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 2]| {
+            let datatype: MPI_Datatype = Handle(w[0] as usize);
+            let type_keyval: c_int = w[1] as c_int;
             e.handle(HandleKind::Datatype, datatype);
             e.handle(HandleKind::Keyval, Handle::from(type_keyval));
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Type_dup`.
@@ -21139,25 +22289,21 @@ pub unsafe extern "C" fn MPI_Type_dup(oldtype: MPI_Datatype, newtype: *mut Handl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Type_extent(datatype: MPI_Datatype, extent: *mut MPI_Aint) -> c_int {
     let real = crate::pmpi::MPI_Type_extent();
-    let Some(call) = Call::begin(func::MPI_Type_extent) else {
+    let Some(call) = Call::enter(func::MPI_Type_extent) else {
         return unsafe { real(datatype, extent) };
     };
-    let ret = unsafe { real(datatype, extent) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Type_extent,
-        ret,
-        |k| unsafe {
-            [
-                k.handle(HandleKind::Datatype, datatype),
-                k.out(extent.cast_const()),
-            ]
-        },
-        move |e| unsafe {
+        move |k: &InputWords| [k.handle(HandleKind::Datatype, datatype)],
+        move || unsafe { real(datatype, extent) },
+        |&ret| ret,
+        |k| unsafe { [k.out(extent.cast_const())] },
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let datatype: MPI_Datatype = Handle(w[0] as usize);
             e.handle(HandleKind::Datatype, datatype);
             e.address_out(extent);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Type_free`.
@@ -21195,19 +22341,20 @@ pub unsafe extern "C" fn MPI_Type_free_keyval(type_keyval: *mut c_int) -> c_int 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Type_fromint(datatype: c_int) -> MPI_Datatype {
     let real = crate::pmpi::MPI_Type_fromint();
-    let Some(call) = Call::begin(func::MPI_Type_fromint) else {
+    let Some(call) = Call::enter(func::MPI_Type_fromint) else {
         return unsafe { real(datatype) };
     };
-    let ret = unsafe { real(datatype) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Type_fromint,
-        MPI_SUCCESS,
-        |_| [i64::from(datatype) as u64],
-        move |e| {
+        move |_: &InputWords| [i64::from(datatype) as u64],
+        move || unsafe { real(datatype) },
+        |_| MPI_SUCCESS,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 1]| {
+            let datatype: c_int = w[0] as c_int;
             e.int(i64::from(datatype));
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Type_get_attr`.
@@ -21219,30 +22366,31 @@ pub unsafe extern "C" fn MPI_Type_get_attr(
     flag: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_get_attr();
-    let Some(call) = Call::begin(func::MPI_Type_get_attr) else {
+    let Some(call) = Call::enter(func::MPI_Type_get_attr) else {
         return unsafe { real(datatype, type_keyval, attribute_val, flag) };
     };
-    let ret = unsafe { real(datatype, type_keyval, attribute_val, flag) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Type_get_attr,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::Datatype, datatype),
                 k.handle(HandleKind::Keyval, Handle::from(type_keyval)),
                 attribute_val as u64,
-                k.out(flag.cast_const()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(datatype, type_keyval, attribute_val, flag) },
+        |&ret| ret,
+        |k| unsafe { [k.out(flag.cast_const()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 3]| unsafe {
+            let datatype: MPI_Datatype = Handle(w[0] as usize);
+            let type_keyval: c_int = w[1] as c_int;
+            let attribute_val: *mut c_void = std::ptr::without_provenance_mut(w[2] as usize);
             e.handle(HandleKind::Datatype, datatype);
             e.handle(HandleKind::Keyval, Handle::from(type_keyval));
             e.buffer(attribute_val);
             e.int_out(flag);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Type_get_contents`.
@@ -21441,7 +22589,7 @@ pub unsafe extern "C" fn MPI_Type_get_envelope(
     combiner: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_get_envelope();
-    let Some(call) = Call::begin(func::MPI_Type_get_envelope) else {
+    let Some(call) = Call::enter(func::MPI_Type_get_envelope) else {
         return unsafe {
             real(
                 datatype,
@@ -21452,36 +22600,36 @@ pub unsafe extern "C" fn MPI_Type_get_envelope(
             )
         };
     };
-    let ret = unsafe {
-        real(
-            datatype,
-            num_integers,
-            num_addresses,
-            num_datatypes,
-            combiner,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Type_get_envelope,
-        ret,
+        move |k: &InputWords| [k.handle(HandleKind::Datatype, datatype)],
+        move || unsafe {
+            real(
+                datatype,
+                num_integers,
+                num_addresses,
+                num_datatypes,
+                combiner,
+            )
+        },
+        |&ret| ret,
         |k| unsafe {
             [
-                k.handle(HandleKind::Datatype, datatype),
                 k.out(num_integers.cast_const()),
                 k.out(num_addresses.cast_const()),
                 k.out(num_datatypes.cast_const()),
                 k.out(combiner.cast_const()),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let datatype: MPI_Datatype = Handle(w[0] as usize);
             e.handle(HandleKind::Datatype, datatype);
             e.int_out(num_integers);
             e.int_out(num_addresses);
             e.int_out(num_datatypes);
             e.constant_out(ConstSet::Combiner, combiner);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Type_get_envelope_c`.
@@ -21495,7 +22643,7 @@ pub unsafe extern "C" fn MPI_Type_get_envelope_c(
     combiner: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_get_envelope_c();
-    let Some(call) = Call::begin(func::MPI_Type_get_envelope_c) else {
+    let Some(call) = Call::enter(func::MPI_Type_get_envelope_c) else {
         return unsafe {
             real(
                 datatype,
@@ -21507,22 +22655,22 @@ pub unsafe extern "C" fn MPI_Type_get_envelope_c(
             )
         };
     };
-    let ret = unsafe {
-        real(
-            datatype,
-            num_integers,
-            num_addresses,
-            num_large_counts,
-            num_datatypes,
-            combiner,
-        )
-    };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Type_get_envelope_c,
-        ret,
+        move |k: &InputWords| [k.handle(HandleKind::Datatype, datatype)],
+        move || unsafe {
+            real(
+                datatype,
+                num_integers,
+                num_addresses,
+                num_large_counts,
+                num_datatypes,
+                combiner,
+            )
+        },
+        |&ret| ret,
         |k| unsafe {
             [
-                k.handle(HandleKind::Datatype, datatype),
                 k.out(num_integers.cast_const()),
                 k.out(num_addresses.cast_const()),
                 k.out(num_large_counts.cast_const()),
@@ -21530,7 +22678,8 @@ pub unsafe extern "C" fn MPI_Type_get_envelope_c(
                 k.out(combiner.cast_const()),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let datatype: MPI_Datatype = Handle(w[0] as usize);
             e.handle(HandleKind::Datatype, datatype);
             e.count_out(num_integers);
             e.count_out(num_addresses);
@@ -21538,8 +22687,7 @@ pub unsafe extern "C" fn MPI_Type_get_envelope_c(
             e.count_out(num_datatypes);
             e.constant_out(ConstSet::Combiner, combiner);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Type_get_extent`.
@@ -21550,27 +22698,22 @@ pub unsafe extern "C" fn MPI_Type_get_extent(
     extent: *mut MPI_Aint,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_get_extent();
-    let Some(call) = Call::begin(func::MPI_Type_get_extent) else {
+    let Some(call) = Call::enter(func::MPI_Type_get_extent) else {
         return unsafe { real(datatype, lb, extent) };
     };
-    let ret = unsafe { real(datatype, lb, extent) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Type_get_extent,
-        ret,
-        |k| unsafe {
-            [
-                k.handle(HandleKind::Datatype, datatype),
-                k.out(lb.cast_const()),
-                k.out(extent.cast_const()),
-            ]
-        },
-        move |e| unsafe {
+        move |k: &InputWords| [k.handle(HandleKind::Datatype, datatype)],
+        move || unsafe { real(datatype, lb, extent) },
+        |&ret| ret,
+        |k| unsafe { [k.out(lb.cast_const()), k.out(extent.cast_const())] },
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let datatype: MPI_Datatype = Handle(w[0] as usize);
             e.handle(HandleKind::Datatype, datatype);
             e.address_out(lb);
             e.address_out(extent);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Type_get_extent_c`.
@@ -21581,27 +22724,22 @@ pub unsafe extern "C" fn MPI_Type_get_extent_c(
     extent: *mut MPI_Count,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_get_extent_c();
-    let Some(call) = Call::begin(func::MPI_Type_get_extent_c) else {
+    let Some(call) = Call::enter(func::MPI_Type_get_extent_c) else {
         return unsafe { real(datatype, lb, extent) };
     };
-    let ret = unsafe { real(datatype, lb, extent) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Type_get_extent_c,
-        ret,
-        |k| unsafe {
-            [
-                k.handle(HandleKind::Datatype, datatype),
-                k.out(lb.cast_const()),
-                k.out(extent.cast_const()),
-            ]
-        },
-        move |e| unsafe {
+        move |k: &InputWords| [k.handle(HandleKind::Datatype, datatype)],
+        move || unsafe { real(datatype, lb, extent) },
+        |&ret| ret,
+        |k| unsafe { [k.out(lb.cast_const()), k.out(extent.cast_const())] },
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let datatype: MPI_Datatype = Handle(w[0] as usize);
             e.handle(HandleKind::Datatype, datatype);
             e.count_out(lb);
             e.count_out(extent);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Type_get_extent_x`.
@@ -21612,27 +22750,22 @@ pub unsafe extern "C" fn MPI_Type_get_extent_x(
     extent: *mut MPI_Count,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_get_extent_x();
-    let Some(call) = Call::begin(func::MPI_Type_get_extent_x) else {
+    let Some(call) = Call::enter(func::MPI_Type_get_extent_x) else {
         return unsafe { real(datatype, lb, extent) };
     };
-    let ret = unsafe { real(datatype, lb, extent) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Type_get_extent_x,
-        ret,
-        |k| unsafe {
-            [
-                k.handle(HandleKind::Datatype, datatype),
-                k.out(lb.cast_const()),
-                k.out(extent.cast_const()),
-            ]
-        },
-        move |e| unsafe {
+        move |k: &InputWords| [k.handle(HandleKind::Datatype, datatype)],
+        move || unsafe { real(datatype, lb, extent) },
+        |&ret| ret,
+        |k| unsafe { [k.out(lb.cast_const()), k.out(extent.cast_const())] },
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let datatype: MPI_Datatype = Handle(w[0] as usize);
             e.handle(HandleKind::Datatype, datatype);
             e.count_out(lb);
             e.count_out(extent);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Type_get_name`.
@@ -21664,27 +22797,22 @@ pub unsafe extern "C" fn MPI_Type_get_true_extent(
     true_extent: *mut MPI_Aint,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_get_true_extent();
-    let Some(call) = Call::begin(func::MPI_Type_get_true_extent) else {
+    let Some(call) = Call::enter(func::MPI_Type_get_true_extent) else {
         return unsafe { real(datatype, true_lb, true_extent) };
     };
-    let ret = unsafe { real(datatype, true_lb, true_extent) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Type_get_true_extent,
-        ret,
-        |k| unsafe {
-            [
-                k.handle(HandleKind::Datatype, datatype),
-                k.out(true_lb.cast_const()),
-                k.out(true_extent.cast_const()),
-            ]
-        },
-        move |e| unsafe {
+        move |k: &InputWords| [k.handle(HandleKind::Datatype, datatype)],
+        move || unsafe { real(datatype, true_lb, true_extent) },
+        |&ret| ret,
+        |k| unsafe { [k.out(true_lb.cast_const()), k.out(true_extent.cast_const())] },
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let datatype: MPI_Datatype = Handle(w[0] as usize);
             e.handle(HandleKind::Datatype, datatype);
             e.address_out(true_lb);
             e.address_out(true_extent);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Type_get_true_extent_c`.
@@ -21695,27 +22823,22 @@ pub unsafe extern "C" fn MPI_Type_get_true_extent_c(
     true_extent: *mut MPI_Count,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_get_true_extent_c();
-    let Some(call) = Call::begin(func::MPI_Type_get_true_extent_c) else {
+    let Some(call) = Call::enter(func::MPI_Type_get_true_extent_c) else {
         return unsafe { real(datatype, true_lb, true_extent) };
     };
-    let ret = unsafe { real(datatype, true_lb, true_extent) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Type_get_true_extent_c,
-        ret,
-        |k| unsafe {
-            [
-                k.handle(HandleKind::Datatype, datatype),
-                k.out(true_lb.cast_const()),
-                k.out(true_extent.cast_const()),
-            ]
-        },
-        move |e| unsafe {
+        move |k: &InputWords| [k.handle(HandleKind::Datatype, datatype)],
+        move || unsafe { real(datatype, true_lb, true_extent) },
+        |&ret| ret,
+        |k| unsafe { [k.out(true_lb.cast_const()), k.out(true_extent.cast_const())] },
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let datatype: MPI_Datatype = Handle(w[0] as usize);
             e.handle(HandleKind::Datatype, datatype);
             e.count_out(true_lb);
             e.count_out(true_extent);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Type_get_true_extent_x`.
@@ -21726,27 +22849,22 @@ pub unsafe extern "C" fn MPI_Type_get_true_extent_x(
     true_extent: *mut MPI_Count,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_get_true_extent_x();
-    let Some(call) = Call::begin(func::MPI_Type_get_true_extent_x) else {
+    let Some(call) = Call::enter(func::MPI_Type_get_true_extent_x) else {
         return unsafe { real(datatype, true_lb, true_extent) };
     };
-    let ret = unsafe { real(datatype, true_lb, true_extent) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Type_get_true_extent_x,
-        ret,
-        |k| unsafe {
-            [
-                k.handle(HandleKind::Datatype, datatype),
-                k.out(true_lb.cast_const()),
-                k.out(true_extent.cast_const()),
-            ]
-        },
-        move |e| unsafe {
+        move |k: &InputWords| [k.handle(HandleKind::Datatype, datatype)],
+        move || unsafe { real(datatype, true_lb, true_extent) },
+        |&ret| ret,
+        |k| unsafe { [k.out(true_lb.cast_const()), k.out(true_extent.cast_const())] },
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let datatype: MPI_Datatype = Handle(w[0] as usize);
             e.handle(HandleKind::Datatype, datatype);
             e.count_out(true_lb);
             e.count_out(true_extent);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Type_get_value_index`.
@@ -21953,25 +23071,21 @@ pub unsafe extern "C" fn MPI_Type_indexed_c(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Type_lb(datatype: MPI_Datatype, displacement: *mut MPI_Aint) -> c_int {
     let real = crate::pmpi::MPI_Type_lb();
-    let Some(call) = Call::begin(func::MPI_Type_lb) else {
+    let Some(call) = Call::enter(func::MPI_Type_lb) else {
         return unsafe { real(datatype, displacement) };
     };
-    let ret = unsafe { real(datatype, displacement) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Type_lb,
-        ret,
-        |k| unsafe {
-            [
-                k.handle(HandleKind::Datatype, datatype),
-                k.out(displacement.cast_const()),
-            ]
-        },
-        move |e| unsafe {
+        move |k: &InputWords| [k.handle(HandleKind::Datatype, datatype)],
+        move || unsafe { real(datatype, displacement) },
+        |&ret| ret,
+        |k| unsafe { [k.out(displacement.cast_const())] },
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let datatype: MPI_Datatype = Handle(w[0] as usize);
             e.handle(HandleKind::Datatype, datatype);
             e.address_out(displacement);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Type_match_size`.
@@ -21982,27 +23096,23 @@ pub unsafe extern "C" fn MPI_Type_match_size(
     datatype: *mut HandleSlot,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_match_size();
-    let Some(call) = Call::begin(func::MPI_Type_match_size) else {
+    let Some(call) = Call::enter(func::MPI_Type_match_size) else {
         return unsafe { real(typeclass, size, datatype) };
     };
-    let ret = unsafe { real(typeclass, size, datatype) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Type_match_size,
-        ret,
-        |k| unsafe {
-            [
-                i64::from(typeclass) as u64,
-                i64::from(size) as u64,
-                k.handle_out(HandleKind::Datatype, datatype.cast()),
-            ]
-        },
-        move |e| unsafe {
+        move |_: &InputWords| [i64::from(typeclass) as u64, i64::from(size) as u64],
+        move || unsafe { real(typeclass, size, datatype) },
+        |&ret| ret,
+        |k| unsafe { [k.handle_out(HandleKind::Datatype, datatype.cast())] },
+        move |e: &mut Encoder, w: &[u64; 2]| unsafe {
+            let typeclass: c_int = w[0] as c_int;
+            let size: c_int = w[1] as c_int;
             e.constant(ConstSet::TypeClass, i64::from(typeclass));
             e.int(i64::from(size));
             lookup_out(e, HandleKind::Datatype, datatype.cast());
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Type_set_attr`.
@@ -22013,28 +23123,30 @@ pub unsafe extern "C" fn MPI_Type_set_attr(
     attribute_val: *mut c_void,
 ) -> c_int {
     let real = crate::pmpi::MPI_Type_set_attr();
-    let Some(call) = Call::begin(func::MPI_Type_set_attr) else {
+    let Some(call) = Call::enter(func::MPI_Type_set_attr) else {
         return unsafe { real(datatype, type_keyval, attribute_val) };
     };
-    let ret = unsafe { real(datatype, type_keyval, attribute_val) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Type_set_attr,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::Datatype, datatype),
                 k.handle(HandleKind::Keyval, Handle::from(type_keyval)),
                 attribute_val as u64,
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe { real(datatype, type_keyval, attribute_val) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 3]| {
+            let datatype: MPI_Datatype = Handle(w[0] as usize);
+            let type_keyval: c_int = w[1] as c_int;
+            let attribute_val: *mut c_void = std::ptr::without_provenance_mut(w[2] as usize);
             e.handle(HandleKind::Datatype, datatype);
             e.handle(HandleKind::Keyval, Handle::from(type_keyval));
             e.buffer(attribute_val);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Type_set_name`.
@@ -22059,75 +23171,63 @@ pub unsafe extern "C" fn MPI_Type_set_name(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Type_size(datatype: MPI_Datatype, size: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Type_size();
-    let Some(call) = Call::begin(func::MPI_Type_size) else {
+    let Some(call) = Call::enter(func::MPI_Type_size) else {
         return unsafe { real(datatype, size) };
     };
-    let ret = unsafe { real(datatype, size) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Type_size,
-        ret,
-        |k| unsafe {
-            [
-                k.handle(HandleKind::Datatype, datatype),
-                k.out(size.cast_const()),
-            ]
-        },
-        move |e| unsafe {
+        move |k: &InputWords| [k.handle(HandleKind::Datatype, datatype)],
+        move || unsafe { real(datatype, size) },
+        |&ret| ret,
+        |k| unsafe { [k.out(size.cast_const())] },
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let datatype: MPI_Datatype = Handle(w[0] as usize);
             e.handle(HandleKind::Datatype, datatype);
             e.int_out(size);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Type_size_c`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Type_size_c(datatype: MPI_Datatype, size: *mut MPI_Count) -> c_int {
     let real = crate::pmpi::MPI_Type_size_c();
-    let Some(call) = Call::begin(func::MPI_Type_size_c) else {
+    let Some(call) = Call::enter(func::MPI_Type_size_c) else {
         return unsafe { real(datatype, size) };
     };
-    let ret = unsafe { real(datatype, size) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Type_size_c,
-        ret,
-        |k| unsafe {
-            [
-                k.handle(HandleKind::Datatype, datatype),
-                k.out(size.cast_const()),
-            ]
-        },
-        move |e| unsafe {
+        move |k: &InputWords| [k.handle(HandleKind::Datatype, datatype)],
+        move || unsafe { real(datatype, size) },
+        |&ret| ret,
+        |k| unsafe { [k.out(size.cast_const())] },
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let datatype: MPI_Datatype = Handle(w[0] as usize);
             e.handle(HandleKind::Datatype, datatype);
             e.count_out(size);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Type_size_x`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Type_size_x(datatype: MPI_Datatype, size: *mut MPI_Count) -> c_int {
     let real = crate::pmpi::MPI_Type_size_x();
-    let Some(call) = Call::begin(func::MPI_Type_size_x) else {
+    let Some(call) = Call::enter(func::MPI_Type_size_x) else {
         return unsafe { real(datatype, size) };
     };
-    let ret = unsafe { real(datatype, size) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Type_size_x,
-        ret,
-        |k| unsafe {
-            [
-                k.handle(HandleKind::Datatype, datatype),
-                k.out(size.cast_const()),
-            ]
-        },
-        move |e| unsafe {
+        move |k: &InputWords| [k.handle(HandleKind::Datatype, datatype)],
+        move || unsafe { real(datatype, size) },
+        |&ret| ret,
+        |k| unsafe { [k.out(size.cast_const())] },
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let datatype: MPI_Datatype = Handle(w[0] as usize);
             e.handle(HandleKind::Datatype, datatype);
             e.count_out(size);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Type_struct`.
@@ -22193,44 +23293,41 @@ pub unsafe extern "C" fn MPI_Type_struct(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Type_toint(datatype: MPI_Datatype) -> c_int {
     let real = crate::pmpi::MPI_Type_toint();
-    let Some(call) = Call::begin(func::MPI_Type_toint) else {
+    let Some(call) = Call::enter(func::MPI_Type_toint) else {
         return unsafe { real(datatype) };
     };
-    let ret = unsafe { real(datatype) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Type_toint,
-        ret,
-        |k| [k.handle(HandleKind::Datatype, datatype)],
-        move |e| {
+        move |k: &InputWords| [k.handle(HandleKind::Datatype, datatype)],
+        move || unsafe { real(datatype) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 1]| {
+            let datatype: MPI_Datatype = Handle(w[0] as usize);
             e.handle(HandleKind::Datatype, datatype);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Type_ub`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Type_ub(datatype: MPI_Datatype, displacement: *mut MPI_Aint) -> c_int {
     let real = crate::pmpi::MPI_Type_ub();
-    let Some(call) = Call::begin(func::MPI_Type_ub) else {
+    let Some(call) = Call::enter(func::MPI_Type_ub) else {
         return unsafe { real(datatype, displacement) };
     };
-    let ret = unsafe { real(datatype, displacement) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Type_ub,
-        ret,
-        |k| unsafe {
-            [
-                k.handle(HandleKind::Datatype, datatype),
-                k.out(displacement.cast_const()),
-            ]
-        },
-        move |e| unsafe {
+        move |k: &InputWords| [k.handle(HandleKind::Datatype, datatype)],
+        move || unsafe { real(datatype, displacement) },
+        |&ret| ret,
+        |k| unsafe { [k.out(displacement.cast_const())] },
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let datatype: MPI_Datatype = Handle(w[0] as usize);
             e.handle(HandleKind::Datatype, datatype);
             e.address_out(displacement);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Type_vector`.
@@ -22293,15 +23390,13 @@ pub unsafe extern "C" fn MPI_Unpack(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Unpack();
-    let Some(call) = Call::begin(func::MPI_Unpack) else {
+    let Some(call) = Call::enter(func::MPI_Unpack) else {
         return unsafe { real(inbuf, insize, position, outbuf, outcount, datatype, comm) };
     };
     let position_before = unsafe { read_or(position, 0) };
-    let ret = unsafe { real(inbuf, insize, position, outbuf, outcount, datatype, comm) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Unpack,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 inbuf as u64,
                 i64::from(insize) as u64,
@@ -22310,10 +23405,19 @@ pub unsafe extern "C" fn MPI_Unpack(
                 i64::from(outcount) as u64,
                 k.handle(HandleKind::Datatype, datatype),
                 k.handle(HandleKind::Comm, comm),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe { real(inbuf, insize, position, outbuf, outcount, datatype, comm) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 7]| {
+            let inbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let insize: c_int = w[1] as c_int;
+            let position_before: c_int = w[2] as c_int;
+            let outbuf: *mut c_void = std::ptr::without_provenance_mut(w[3] as usize);
+            let outcount: c_int = w[4] as c_int;
+            let datatype: MPI_Datatype = Handle(w[5] as usize);
+            let comm: MPI_Comm = Handle(w[6] as usize);
             e.buffer(inbuf);
             e.address(i64::from(insize));
             e.address(i64::from(position_before));
@@ -22322,8 +23426,7 @@ pub unsafe extern "C" fn MPI_Unpack(
             e.handle(HandleKind::Datatype, datatype);
             e.handle(HandleKind::Comm, comm);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Unpack_c`.
@@ -22338,15 +23441,13 @@ pub unsafe extern "C" fn MPI_Unpack_c(
     comm: MPI_Comm,
 ) -> c_int {
     let real = crate::pmpi::MPI_Unpack_c();
-    let Some(call) = Call::begin(func::MPI_Unpack_c) else {
+    let Some(call) = Call::enter(func::MPI_Unpack_c) else {
         return unsafe { real(inbuf, insize, position, outbuf, outcount, datatype, comm) };
     };
     let position_before = unsafe { read_or(position, 0) };
-    let ret = unsafe { real(inbuf, insize, position, outbuf, outcount, datatype, comm) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Unpack_c,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 inbuf as u64,
                 insize as u64,
@@ -22355,10 +23456,19 @@ pub unsafe extern "C" fn MPI_Unpack_c(
                 outcount as u64,
                 k.handle(HandleKind::Datatype, datatype),
                 k.handle(HandleKind::Comm, comm),
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe { real(inbuf, insize, position, outbuf, outcount, datatype, comm) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 7]| {
+            let inbuf: *const c_void = std::ptr::without_provenance(w[0] as usize);
+            let insize: MPI_Count = w[1] as MPI_Count;
+            let position_before: MPI_Count = w[2] as MPI_Count;
+            let outbuf: *mut c_void = std::ptr::without_provenance_mut(w[3] as usize);
+            let outcount: MPI_Count = w[4] as MPI_Count;
+            let datatype: MPI_Datatype = Handle(w[5] as usize);
+            let comm: MPI_Comm = Handle(w[6] as usize);
             e.buffer(inbuf);
             e.address(insize);
             e.address(position_before);
@@ -22367,8 +23477,7 @@ pub unsafe extern "C" fn MPI_Unpack_c(
             e.handle(HandleKind::Datatype, datatype);
             e.handle(HandleKind::Comm, comm);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Unpack_external`.
@@ -22557,67 +23666,66 @@ pub unsafe extern "C" fn MPI_Win_allocate_shared_c(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_attach(win: MPI_Win, base: *mut c_void, size: MPI_Aint) -> c_int {
     let real = crate::pmpi::MPI_Win_attach();
-    let Some(call) = Call::begin(func::MPI_Win_attach) else {
+    let Some(call) = Call::enter(func::MPI_Win_attach) else {
         return unsafe { real(win, base, size) };
     };
-    let ret = unsafe { real(win, base, size) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Win_attach,
-        ret,
-        |k| {
-            [
-                k.handle(HandleKind::Win, win),
-                base as u64,
-                size as u64,
-                k.segments(),
-            ]
-        },
-        move |e| {
+        move |k: &InputWords| [k.handle(HandleKind::Win, win), base as u64, size as u64],
+        move || unsafe { real(win, base, size) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 3]| {
+            let win: MPI_Win = Handle(w[0] as usize);
+            let base: *mut c_void = std::ptr::without_provenance_mut(w[1] as usize);
+            let size: MPI_Aint = w[2] as MPI_Aint;
             e.handle(HandleKind::Win, win);
             e.buffer(base);
             e.address(size);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Win_call_errhandler`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_call_errhandler(win: MPI_Win, errorcode: c_int) -> c_int {
     let real = crate::pmpi::MPI_Win_call_errhandler();
-    let Some(call) = Call::begin(func::MPI_Win_call_errhandler) else {
+    let Some(call) = Call::enter(func::MPI_Win_call_errhandler) else {
         return unsafe { real(win, errorcode) };
     };
-    let ret = unsafe { real(win, errorcode) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Win_call_errhandler,
-        ret,
-        |k| [k.handle(HandleKind::Win, win), i64::from(errorcode) as u64],
-        move |e| {
+        move |k: &InputWords| [k.handle(HandleKind::Win, win), i64::from(errorcode) as u64],
+        move || unsafe { real(win, errorcode) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 2]| {
+            let win: MPI_Win = Handle(w[0] as usize);
+            let errorcode: c_int = w[1] as c_int;
             e.handle(HandleKind::Win, win);
             e.int(i64::from(errorcode));
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Win_complete`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_complete(win: MPI_Win) -> c_int {
     let real = crate::pmpi::MPI_Win_complete();
-    let Some(call) = Call::begin(func::MPI_Win_complete) else {
+    let Some(call) = Call::enter(func::MPI_Win_complete) else {
         return unsafe { real(win) };
     };
-    let ret = unsafe { real(win) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Win_complete,
-        ret,
-        |k| [k.handle(HandleKind::Win, win)],
-        move |e| {
+        move |k: &InputWords| [k.handle(HandleKind::Win, win)],
+        move || unsafe { real(win) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 1]| {
+            let win: MPI_Win = Handle(w[0] as usize);
             e.handle(HandleKind::Win, win);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Win_create`.
@@ -22750,143 +23858,155 @@ pub unsafe extern "C" fn MPI_Win_create_keyval(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_delete_attr(win: MPI_Win, win_keyval: c_int) -> c_int {
     let real = crate::pmpi::MPI_Win_delete_attr();
-    let Some(call) = Call::begin(func::MPI_Win_delete_attr) else {
+    let Some(call) = Call::enter(func::MPI_Win_delete_attr) else {
         return unsafe { real(win, win_keyval) };
     };
-    let ret = unsafe { real(win, win_keyval) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Win_delete_attr,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::Win, win),
                 k.handle(HandleKind::Keyval, Handle::from(win_keyval)),
             ]
         },
-        move |e| {
+        move || unsafe { real(win, win_keyval) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 2]| {
+            let win: MPI_Win = Handle(w[0] as usize);
+            let win_keyval: c_int = w[1] as c_int;
             e.handle(HandleKind::Win, win);
             e.handle(HandleKind::Keyval, Handle::from(win_keyval));
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Win_detach`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_detach(win: MPI_Win, base: *const c_void) -> c_int {
     let real = crate::pmpi::MPI_Win_detach();
-    let Some(call) = Call::begin(func::MPI_Win_detach) else {
+    let Some(call) = Call::enter(func::MPI_Win_detach) else {
         return unsafe { real(win, base) };
     };
-    let ret = unsafe { real(win, base) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Win_detach,
-        ret,
-        |k| [k.handle(HandleKind::Win, win), base as u64, k.segments()],
-        move |e| {
+        move |k: &InputWords| [k.handle(HandleKind::Win, win), base as u64],
+        move || unsafe { real(win, base) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 2]| {
+            let win: MPI_Win = Handle(w[0] as usize);
+            let base: *const c_void = std::ptr::without_provenance(w[1] as usize);
             e.handle(HandleKind::Win, win);
             e.buffer(base);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Win_fence`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_fence(assert: c_int, win: MPI_Win) -> c_int {
     let real = crate::pmpi::MPI_Win_fence();
-    let Some(call) = Call::begin(func::MPI_Win_fence) else {
+    let Some(call) = Call::enter(func::MPI_Win_fence) else {
         return unsafe { real(assert, win) };
     };
-    let ret = unsafe { real(assert, win) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Win_fence,
-        ret,
-        |k| [i64::from(assert) as u64, k.handle(HandleKind::Win, win)],
-        move |e| {
+        move |k: &InputWords| [i64::from(assert) as u64, k.handle(HandleKind::Win, win)],
+        move || unsafe { real(assert, win) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 2]| {
+            let assert: c_int = w[0] as c_int;
+            let win: MPI_Win = Handle(w[1] as usize);
             e.constant(ConstSet::Assert, i64::from(assert));
             e.handle(HandleKind::Win, win);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Win_flush`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_flush(rank: c_int, win: MPI_Win) -> c_int {
     let real = crate::pmpi::MPI_Win_flush();
-    let Some(call) = Call::begin(func::MPI_Win_flush) else {
+    let Some(call) = Call::enter(func::MPI_Win_flush) else {
         return unsafe { real(rank, win) };
     };
-    let ret = unsafe { real(rank, win) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Win_flush,
-        ret,
-        |k| [i64::from(rank) as u64, k.handle(HandleKind::Win, win)],
-        move |e| {
+        move |k: &InputWords| [i64::from(rank) as u64, k.handle(HandleKind::Win, win)],
+        move || unsafe { real(rank, win) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 2]| {
+            let rank: c_int = w[0] as c_int;
+            let win: MPI_Win = Handle(w[1] as usize);
             win_rank(e, i64::from(rank), win);
             e.handle(HandleKind::Win, win);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Win_flush_all`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_flush_all(win: MPI_Win) -> c_int {
     let real = crate::pmpi::MPI_Win_flush_all();
-    let Some(call) = Call::begin(func::MPI_Win_flush_all) else {
+    let Some(call) = Call::enter(func::MPI_Win_flush_all) else {
         return unsafe { real(win) };
     };
-    let ret = unsafe { real(win) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Win_flush_all,
-        ret,
-        |k| [k.handle(HandleKind::Win, win)],
-        move |e| {
+        move |k: &InputWords| [k.handle(HandleKind::Win, win)],
+        move || unsafe { real(win) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 1]| {
+            let win: MPI_Win = Handle(w[0] as usize);
             e.handle(HandleKind::Win, win);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Win_flush_local`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_flush_local(rank: c_int, win: MPI_Win) -> c_int {
     let real = crate::pmpi::MPI_Win_flush_local();
-    let Some(call) = Call::begin(func::MPI_Win_flush_local) else {
+    let Some(call) = Call::enter(func::MPI_Win_flush_local) else {
         return unsafe { real(rank, win) };
     };
-    let ret = unsafe { real(rank, win) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Win_flush_local,
-        ret,
-        |k| [i64::from(rank) as u64, k.handle(HandleKind::Win, win)],
-        move |e| {
+        move |k: &InputWords| [i64::from(rank) as u64, k.handle(HandleKind::Win, win)],
+        move || unsafe { real(rank, win) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 2]| {
+            let rank: c_int = w[0] as c_int;
+            let win: MPI_Win = Handle(w[1] as usize);
             win_rank(e, i64::from(rank), win);
             e.handle(HandleKind::Win, win);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Win_flush_local_all`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_flush_local_all(win: MPI_Win) -> c_int {
     let real = crate::pmpi::MPI_Win_flush_local_all();
-    let Some(call) = Call::begin(func::MPI_Win_flush_local_all) else {
+    let Some(call) = Call::enter(func::MPI_Win_flush_local_all) else {
         return unsafe { real(win) };
     };
-    let ret = unsafe { real(win) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Win_flush_local_all,
-        ret,
-        |k| [k.handle(HandleKind::Win, win)],
-        move |e| {
+        move |k: &InputWords| [k.handle(HandleKind::Win, win)],
+        move || unsafe { real(win) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 1]| {
+            let win: MPI_Win = Handle(w[0] as usize);
             e.handle(HandleKind::Win, win);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Win_free`.
@@ -22924,19 +24044,20 @@ pub unsafe extern "C" fn MPI_Win_free_keyval(win_keyval: *mut c_int) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_fromint(win: c_int) -> MPI_Win {
     let real = crate::pmpi::MPI_Win_fromint();
-    let Some(call) = Call::begin(func::MPI_Win_fromint) else {
+    let Some(call) = Call::enter(func::MPI_Win_fromint) else {
         return unsafe { real(win) };
     };
-    let ret = unsafe { real(win) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Win_fromint,
-        MPI_SUCCESS,
-        |_| [i64::from(win) as u64],
-        move |e| {
+        move |_: &InputWords| [i64::from(win) as u64],
+        move || unsafe { real(win) },
+        |_| MPI_SUCCESS,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 1]| {
+            let win: c_int = w[0] as c_int;
             e.int(i64::from(win));
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Win_get_attr`.
@@ -22948,30 +24069,31 @@ pub unsafe extern "C" fn MPI_Win_get_attr(
     flag: *mut c_int,
 ) -> c_int {
     let real = crate::pmpi::MPI_Win_get_attr();
-    let Some(call) = Call::begin(func::MPI_Win_get_attr) else {
+    let Some(call) = Call::enter(func::MPI_Win_get_attr) else {
         return unsafe { real(win, win_keyval, attribute_val, flag) };
     };
-    let ret = unsafe { real(win, win_keyval, attribute_val, flag) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Win_get_attr,
-        ret,
-        |k| unsafe {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::Win, win),
                 k.handle(HandleKind::Keyval, Handle::from(win_keyval)),
                 attribute_val as u64,
-                k.out(flag.cast_const()),
-                k.segments(),
             ]
         },
-        move |e| unsafe {
+        move || unsafe { real(win, win_keyval, attribute_val, flag) },
+        |&ret| ret,
+        |k| unsafe { [k.out(flag.cast_const()), k.segments()] },
+        move |e: &mut Encoder, w: &[u64; 3]| unsafe {
+            let win: MPI_Win = Handle(w[0] as usize);
+            let win_keyval: c_int = w[1] as c_int;
+            let attribute_val: *mut c_void = std::ptr::without_provenance_mut(w[2] as usize);
             e.handle(HandleKind::Win, win);
             e.handle(HandleKind::Keyval, Handle::from(win_keyval));
             e.buffer(attribute_val);
             e.int_out(flag);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Win_get_errhandler`.
@@ -23052,14 +24174,12 @@ pub unsafe extern "C" fn MPI_Win_lock(
     win: MPI_Win,
 ) -> c_int {
     let real = crate::pmpi::MPI_Win_lock();
-    let Some(call) = Call::begin(func::MPI_Win_lock) else {
+    let Some(call) = Call::enter(func::MPI_Win_lock) else {
         return unsafe { real(lock_type, rank, assert, win) };
     };
-    let ret = unsafe { real(lock_type, rank, assert, win) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Win_lock,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 i64::from(lock_type) as u64,
                 i64::from(rank) as u64,
@@ -23067,61 +24187,72 @@ pub unsafe extern "C" fn MPI_Win_lock(
                 k.handle(HandleKind::Win, win),
             ]
         },
-        move |e| {
+        move || unsafe { real(lock_type, rank, assert, win) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 4]| {
+            let lock_type: c_int = w[0] as c_int;
+            let rank: c_int = w[1] as c_int;
+            let assert: c_int = w[2] as c_int;
+            let win: MPI_Win = Handle(w[3] as usize);
             e.constant(ConstSet::LockType, i64::from(lock_type));
             win_rank(e, i64::from(rank), win);
             e.constant(ConstSet::Assert, i64::from(assert));
             e.handle(HandleKind::Win, win);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Win_lock_all`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_lock_all(assert: c_int, win: MPI_Win) -> c_int {
     let real = crate::pmpi::MPI_Win_lock_all();
-    let Some(call) = Call::begin(func::MPI_Win_lock_all) else {
+    let Some(call) = Call::enter(func::MPI_Win_lock_all) else {
         return unsafe { real(assert, win) };
     };
-    let ret = unsafe { real(assert, win) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Win_lock_all,
-        ret,
-        |k| [i64::from(assert) as u64, k.handle(HandleKind::Win, win)],
-        move |e| {
+        move |k: &InputWords| [i64::from(assert) as u64, k.handle(HandleKind::Win, win)],
+        move || unsafe { real(assert, win) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 2]| {
+            let assert: c_int = w[0] as c_int;
+            let win: MPI_Win = Handle(w[1] as usize);
             e.constant(ConstSet::Assert, i64::from(assert));
             e.handle(HandleKind::Win, win);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Win_post`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_post(group: MPI_Group, assert: c_int, win: MPI_Win) -> c_int {
     let real = crate::pmpi::MPI_Win_post();
-    let Some(call) = Call::begin(func::MPI_Win_post) else {
+    let Some(call) = Call::enter(func::MPI_Win_post) else {
         return unsafe { real(group, assert, win) };
     };
-    let ret = unsafe { real(group, assert, win) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Win_post,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::Group, group),
                 i64::from(assert) as u64,
                 k.handle(HandleKind::Win, win),
             ]
         },
-        move |e| {
+        move || unsafe { real(group, assert, win) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 3]| {
+            let group: MPI_Group = Handle(w[0] as usize);
+            let assert: c_int = w[1] as c_int;
+            let win: MPI_Win = Handle(w[2] as usize);
             e.handle(HandleKind::Group, group);
             e.constant(ConstSet::Assert, i64::from(assert));
             e.handle(HandleKind::Win, win);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Win_set_attr`.
@@ -23132,78 +24263,84 @@ pub unsafe extern "C" fn MPI_Win_set_attr(
     attribute_val: *mut c_void,
 ) -> c_int {
     let real = crate::pmpi::MPI_Win_set_attr();
-    let Some(call) = Call::begin(func::MPI_Win_set_attr) else {
+    let Some(call) = Call::enter(func::MPI_Win_set_attr) else {
         return unsafe { real(win, win_keyval, attribute_val) };
     };
-    let ret = unsafe { real(win, win_keyval, attribute_val) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Win_set_attr,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::Win, win),
                 k.handle(HandleKind::Keyval, Handle::from(win_keyval)),
                 attribute_val as u64,
-                k.segments(),
             ]
         },
-        move |e| {
+        move || unsafe { real(win, win_keyval, attribute_val) },
+        |&ret| ret,
+        |k| [k.segments()],
+        move |e: &mut Encoder, w: &[u64; 3]| {
+            let win: MPI_Win = Handle(w[0] as usize);
+            let win_keyval: c_int = w[1] as c_int;
+            let attribute_val: *mut c_void = std::ptr::without_provenance_mut(w[2] as usize);
             e.handle(HandleKind::Win, win);
             e.handle(HandleKind::Keyval, Handle::from(win_keyval));
             e.buffer(attribute_val);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Win_set_errhandler`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_set_errhandler(win: MPI_Win, errhandler: MPI_Errhandler) -> c_int {
     let real = crate::pmpi::MPI_Win_set_errhandler();
-    let Some(call) = Call::begin(func::MPI_Win_set_errhandler) else {
+    let Some(call) = Call::enter(func::MPI_Win_set_errhandler) else {
         return unsafe { real(win, errhandler) };
     };
-    let ret = unsafe { real(win, errhandler) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Win_set_errhandler,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::Win, win),
                 k.handle(HandleKind::Errhandler, errhandler),
             ]
         },
-        move |e| {
+        move || unsafe { real(win, errhandler) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 2]| {
+            let win: MPI_Win = Handle(w[0] as usize);
+            let errhandler: MPI_Errhandler = Handle(w[1] as usize);
             e.handle(HandleKind::Win, win);
             e.handle(HandleKind::Errhandler, errhandler);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Win_set_info`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_set_info(win: MPI_Win, info: MPI_Info) -> c_int {
     let real = crate::pmpi::MPI_Win_set_info();
-    let Some(call) = Call::begin(func::MPI_Win_set_info) else {
+    let Some(call) = Call::enter(func::MPI_Win_set_info) else {
         return unsafe { real(win, info) };
     };
-    let ret = unsafe { real(win, info) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Win_set_info,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::Win, win),
                 k.handle(HandleKind::Info, info),
             ]
         },
-        move |e| {
+        move || unsafe { real(win, info) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 2]| {
+            let win: MPI_Win = Handle(w[0] as usize);
+            let info: MPI_Info = Handle(w[1] as usize);
             e.handle(HandleKind::Win, win);
             e.handle(HandleKind::Info, info);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Win_set_name`.
@@ -23231,32 +24368,32 @@ pub unsafe extern "C" fn MPI_Win_shared_query(
     baseptr: *mut c_void,
 ) -> c_int {
     let real = crate::pmpi::MPI_Win_shared_query();
-    let Some(call) = Call::begin(func::MPI_Win_shared_query) else {
+    let Some(call) = Call::enter(func::MPI_Win_shared_query) else {
         return unsafe { real(win, rank, size, disp_unit, baseptr) };
     };
-    let ret = unsafe { real(win, rank, size, disp_unit, baseptr) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Win_shared_query,
-        ret,
+        move |k: &InputWords| [k.handle(HandleKind::Win, win), i64::from(rank) as u64],
+        move || unsafe { real(win, rank, size, disp_unit, baseptr) },
+        |&ret| ret,
         |k| unsafe {
             [
-                k.handle(HandleKind::Win, win),
-                i64::from(rank) as u64,
                 k.out(size.cast_const()),
                 k.out(disp_unit.cast_const()),
                 k.pointer_out(baseptr.cast_const().cast::<*mut c_void>()),
                 k.segments(),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 2]| unsafe {
+            let win: MPI_Win = Handle(w[0] as usize);
+            let rank: c_int = w[1] as c_int;
             e.handle(HandleKind::Win, win);
             win_rank(e, i64::from(rank), win);
             e.address_out(size);
             e.int_out(disp_unit);
             buffer_out(e, baseptr.cast_const().cast());
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Win_shared_query_c`.
@@ -23269,175 +24406,185 @@ pub unsafe extern "C" fn MPI_Win_shared_query_c(
     baseptr: *mut c_void,
 ) -> c_int {
     let real = crate::pmpi::MPI_Win_shared_query_c();
-    let Some(call) = Call::begin(func::MPI_Win_shared_query_c) else {
+    let Some(call) = Call::enter(func::MPI_Win_shared_query_c) else {
         return unsafe { real(win, rank, size, disp_unit, baseptr) };
     };
-    let ret = unsafe { real(win, rank, size, disp_unit, baseptr) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Win_shared_query_c,
-        ret,
+        move |k: &InputWords| [k.handle(HandleKind::Win, win), i64::from(rank) as u64],
+        move || unsafe { real(win, rank, size, disp_unit, baseptr) },
+        |&ret| ret,
         |k| unsafe {
             [
-                k.handle(HandleKind::Win, win),
-                i64::from(rank) as u64,
                 k.out(size.cast_const()),
                 k.out(disp_unit.cast_const()),
                 k.pointer_out(baseptr.cast_const().cast::<*mut c_void>()),
                 k.segments(),
             ]
         },
-        move |e| unsafe {
+        move |e: &mut Encoder, w: &[u64; 2]| unsafe {
+            let win: MPI_Win = Handle(w[0] as usize);
+            let rank: c_int = w[1] as c_int;
             e.handle(HandleKind::Win, win);
             win_rank(e, i64::from(rank), win);
             e.address_out(size);
             e.address_out(disp_unit);
             buffer_out(e, baseptr.cast_const().cast());
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Win_start`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_start(group: MPI_Group, assert: c_int, win: MPI_Win) -> c_int {
     let real = crate::pmpi::MPI_Win_start();
-    let Some(call) = Call::begin(func::MPI_Win_start) else {
+    let Some(call) = Call::enter(func::MPI_Win_start) else {
         return unsafe { real(group, assert, win) };
     };
-    let ret = unsafe { real(group, assert, win) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Win_start,
-        ret,
-        |k| {
+        move |k: &InputWords| {
             [
                 k.handle(HandleKind::Group, group),
                 i64::from(assert) as u64,
                 k.handle(HandleKind::Win, win),
             ]
         },
-        move |e| {
+        move || unsafe { real(group, assert, win) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 3]| {
+            let group: MPI_Group = Handle(w[0] as usize);
+            let assert: c_int = w[1] as c_int;
+            let win: MPI_Win = Handle(w[2] as usize);
             e.handle(HandleKind::Group, group);
             e.constant(ConstSet::Assert, i64::from(assert));
             e.handle(HandleKind::Win, win);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Win_sync`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_sync(win: MPI_Win) -> c_int {
     let real = crate::pmpi::MPI_Win_sync();
-    let Some(call) = Call::begin(func::MPI_Win_sync) else {
+    let Some(call) = Call::enter(func::MPI_Win_sync) else {
         return unsafe { real(win) };
     };
-    let ret = unsafe { real(win) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Win_sync,
-        ret,
-        |k| [k.handle(HandleKind::Win, win)],
-        move |e| {
+        move |k: &InputWords| [k.handle(HandleKind::Win, win)],
+        move || unsafe { real(win) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 1]| {
+            let win: MPI_Win = Handle(w[0] as usize);
             e.handle(HandleKind::Win, win);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Win_test`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_test(win: MPI_Win, flag: *mut c_int) -> c_int {
     let real = crate::pmpi::MPI_Win_test();
-    let Some(call) = Call::begin(func::MPI_Win_test) else {
+    let Some(call) = Call::enter(func::MPI_Win_test) else {
         return unsafe { real(win, flag) };
     };
-    let ret = unsafe { real(win, flag) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Win_test,
-        ret,
-        |k| unsafe { [k.handle(HandleKind::Win, win), k.out(flag.cast_const())] },
-        move |e| unsafe {
+        move |k: &InputWords| [k.handle(HandleKind::Win, win)],
+        move || unsafe { real(win, flag) },
+        |&ret| ret,
+        |k| unsafe { [k.out(flag.cast_const())] },
+        move |e: &mut Encoder, w: &[u64; 1]| unsafe {
+            let win: MPI_Win = Handle(w[0] as usize);
             e.handle(HandleKind::Win, win);
             e.int_out(flag);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Win_toint`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_toint(win: MPI_Win) -> c_int {
     let real = crate::pmpi::MPI_Win_toint();
-    let Some(call) = Call::begin(func::MPI_Win_toint) else {
+    let Some(call) = Call::enter(func::MPI_Win_toint) else {
         return unsafe { real(win) };
     };
-    let ret = unsafe { real(win) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Win_toint,
-        ret,
-        |k| [k.handle(HandleKind::Win, win)],
-        move |e| {
+        move |k: &InputWords| [k.handle(HandleKind::Win, win)],
+        move || unsafe { real(win) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 1]| {
+            let win: MPI_Win = Handle(w[0] as usize);
             e.handle(HandleKind::Win, win);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Win_unlock`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_unlock(rank: c_int, win: MPI_Win) -> c_int {
     let real = crate::pmpi::MPI_Win_unlock();
-    let Some(call) = Call::begin(func::MPI_Win_unlock) else {
+    let Some(call) = Call::enter(func::MPI_Win_unlock) else {
         return unsafe { real(rank, win) };
     };
-    let ret = unsafe { real(rank, win) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Win_unlock,
-        ret,
-        |k| [i64::from(rank) as u64, k.handle(HandleKind::Win, win)],
-        move |e| {
+        move |k: &InputWords| [i64::from(rank) as u64, k.handle(HandleKind::Win, win)],
+        move || unsafe { real(rank, win) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 2]| {
+            let rank: c_int = w[0] as c_int;
+            let win: MPI_Win = Handle(w[1] as usize);
             win_rank(e, i64::from(rank), win);
             e.handle(HandleKind::Win, win);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Win_unlock_all`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_unlock_all(win: MPI_Win) -> c_int {
     let real = crate::pmpi::MPI_Win_unlock_all();
-    let Some(call) = Call::begin(func::MPI_Win_unlock_all) else {
+    let Some(call) = Call::enter(func::MPI_Win_unlock_all) else {
         return unsafe { real(win) };
     };
-    let ret = unsafe { real(win) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Win_unlock_all,
-        ret,
-        |k| [k.handle(HandleKind::Win, win)],
-        move |e| {
+        move |k: &InputWords| [k.handle(HandleKind::Win, win)],
+        move || unsafe { real(win) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 1]| {
+            let win: MPI_Win = Handle(w[0] as usize);
             e.handle(HandleKind::Win, win);
         },
-    );
-    ret
+    )
 }
 
 /// Traces `MPI_Win_wait`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_wait(win: MPI_Win) -> c_int {
     let real = crate::pmpi::MPI_Win_wait();
-    let Some(call) = Call::begin(func::MPI_Win_wait) else {
+    let Some(call) = Call::enter(func::MPI_Win_wait) else {
         return unsafe { real(win) };
     };
-    let ret = unsafe { real(win) };
-    call.end_keyed(
+    call.keyed(
         func::MPI_Win_wait,
-        ret,
-        |k| [k.handle(HandleKind::Win, win)],
-        move |e| {
+        move |k: &InputWords| [k.handle(HandleKind::Win, win)],
+        move || unsafe { real(win) },
+        |&ret| ret,
+        |_| [],
+        move |e: &mut Encoder, w: &[u64; 1]| {
+            let win: MPI_Win = Handle(w[0] as usize);
             e.handle(HandleKind::Win, win);
         },
-    );
-    ret
+    )
 }
 
 // MPICH's Fortran 2008 bindings without choice buffers (`mpi_x_f08_`) call
