@@ -277,7 +277,8 @@ impl Call {
         self.start = crate::clock::now();
         let r = mpi();
         let end = crate::clock::now();
-        self.note(RECORDING);
+        // `recalls_alone`: the place is noted in SERIAL.
+        SERIAL.store(self.tag | RECORDING, Relaxed);
         let ret = code(&r);
         let k = KeyWords::new(front, ret);
         let words = outputs(&k);
@@ -289,6 +290,8 @@ impl Call {
             k.request(),
             encode,
         );
+        SERIAL.store(OUTSIDE, Relaxed);
+        std::mem::forget(self);
         r
     }
 

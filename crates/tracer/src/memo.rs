@@ -208,23 +208,21 @@ struct Entry {
 const NONE: u64 = u64::MAX;
 const UNKNOWN: u32 = u32::MAX;
 
-impl Default for Entry {
-    fn default() -> Entry {
-        Entry {
-            key: [0; MAX_KEY],
-            ret: 0,
-            epoch: NONE,
-            terminal: 0,
-            pool: None,
-            by_index: Vec::new(),
-            class: None,
-            comm: None,
-            kind: RequestKind {
-                persistent: false,
-                status_defined: false,
-            },
-        }
-    }
+impl Entry {
+    const EMPTY: Entry = Entry {
+        key: [0; MAX_KEY],
+        ret: 0,
+        epoch: NONE,
+        terminal: 0,
+        pool: None,
+        by_index: Vec::new(),
+        class: None,
+        comm: None,
+        kind: RequestKind {
+            persistent: false,
+            status_defined: false,
+        },
+    };
 }
 
 /// A call the memo knows.
@@ -277,16 +275,23 @@ const FUNC_SLOTS: usize = 1 << 10;
 
 /// One entry per function.
 pub struct CallMemo {
-    entries: Box<[Entry; FUNC_SLOTS]>,
+    entries: [Entry; FUNC_SLOTS],
 }
 
-impl Default for CallMemo {
-    fn default() -> CallMemo {
-        let entries: Box<[Entry]> = (0..FUNC_SLOTS).map(|_| Entry::default()).collect();
-        let Ok(entries) = entries.try_into() else {
-            unreachable!("FUNC_SLOTS entries were made");
-        };
-        CallMemo { entries }
+impl CallMemo {
+    /// A memo that knows no call (a static: see `tracer::MEMO`).
+    pub const fn new() -> CallMemo {
+        CallMemo {
+            entries: [const { Entry::EMPTY }; FUNC_SLOTS],
+        }
+    }
+
+    /// Forgets every call (their terminals are another table's).
+    pub fn forget(&mut self) {
+        for entry in &mut self.entries {
+            entry.epoch = NONE;
+            entry.by_index.clear();
+        }
     }
 }
 
@@ -313,13 +318,32 @@ impl CallMemo {
         words
     }
 
+    /// The entry of `func`, if its last encoded call returned `ret` with
+    /// the output words `outputs` (the key's `O` words after its `I`
+    /// inputs) and `objects` did not change since.
+    #[inline(always)]
+    fn same_outputs<const I: usize, const O: usize>(
+        &self,
+        func: FuncId,
+        ret: c_int,
+        outputs: &[u64; O],
+        objects: &Objects,
+    ) -> Option<&Entry> {
+        const { assert!(I + O <= MAX_KEY, "a key longer than MAX_KEY") };
+        let entry = &self.entries[func as usize & (FUNC_SLOTS - 1)];
+        let mut differ = entry.epoch ^ objects.epoch() | (entry.ret ^ ret) as u64;
+        for (a, b) in entry.key[I..I + O].iter().zip(outputs) {
+            differ |= a ^ b;
+        }
+        (differ == 0).then_some(entry)
+    }
+
     /// The terminal of a call of `func` whose inputs
     /// [`same_inputs`](CallMemo::same_inputs) found equal, which returned
-    /// `ret` with the output words `outputs` (the key's `O` words after
-    /// its `I` inputs) and created the request `request` (its handle), if
-    /// the function's last encoded call had them too and `objects` did not
-    /// change since. Changes nothing: a recalled request is entered by
-    /// [`Recalled::enter`].
+    /// `ret` with the output words `outputs` and created the request
+    /// `request` (its handle), if the function's last encoded call had them
+    /// too and `objects` did not change since. Changes nothing: a recalled
+    /// request is entered by [`Recalled::enter`].
     #[inline(always)]
     pub fn recall_outputs<const I: usize, const O: usize>(
         &self,
@@ -327,17 +351,11 @@ impl CallMemo {
         ret: c_int,
         outputs: &[u64; O],
         request: Option<u64>,
-        objects: &mut Objects,
+        objects: &Objects,
     ) -> Result<Recalled, Miss> {
-        const { assert!(I + O <= MAX_KEY, "a key longer than MAX_KEY") };
-        let entry = &self.entries[func as usize & (FUNC_SLOTS - 1)];
-        let mut differ = entry.epoch ^ objects.epoch() | (entry.ret ^ ret) as u64;
-        for (a, b) in entry.key[I..I + O].iter().zip(outputs) {
-            differ |= a ^ b;
-        }
-        if differ != 0 {
-            return Err(Miss::Changed);
-        }
+        let entry = self
+            .same_outputs::<I, O>(func, ret, outputs, objects)
+            .ok_or(Miss::Changed)?;
         let (Some(pool), Some(handle)) = (entry.pool, request) else {
             return Ok(Recalled {
                 terminal: entry.terminal,
@@ -533,7 +551,7 @@ mod tests {
 
     #[test]
     fn a_repeated_call_is_recalled_until_its_words_or_the_objects_change() {
-        let (mut memo, mut objects) = (CallMemo::default(), Objects::default());
+        let (mut memo, mut objects) = (CallMemo::new(), Objects::default());
         assert_eq!(call(&mut memo, &mut objects, [91, 0], 7), None);
         assert_eq!(call(&mut memo, &mut objects, [91, 0], 0), Some(7));
         assert_eq!(
@@ -561,7 +579,7 @@ mod tests {
 
     #[test]
     fn learning_a_communicator_forgets_every_call() {
-        let (mut memo, mut objects) = (CallMemo::default(), Objects::default());
+        let (mut memo, mut objects) = (CallMemo::new(), Objects::default());
         call(&mut memo, &mut objects, [1, 2, 3], 4);
         assert_eq!(call(&mut memo, &mut objects, [1, 2, 3], 0), Some(4));
         let info = crate::objects::CommInfo {
@@ -679,7 +697,7 @@ mod tests {
 
     #[test]
     fn each_request_index_of_a_pool_has_its_own_terminal() {
-        let (mut memo, mut objects) = (CallMemo::default(), Objects::default());
+        let (mut memo, mut objects) = (CallMemo::new(), Objects::default());
         // A window of two requests: the first window is encoded.
         let (a, ra, recalled) = isend(&mut memo, &mut objects, 0xa1);
         assert_eq!((a, recalled), (100, false));

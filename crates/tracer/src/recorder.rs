@@ -6,7 +6,7 @@
 
 use crate::call::extras;
 use crate::intern::{Interner, same};
-use crate::memo::{CallMemo, WaitallMemo};
+use crate::memo::WaitallMemo;
 use mpigram_grammar::Sequitur;
 use mpigram_mpispec::{FUNCS, FuncId};
 use mpigram_trace::timing::{Bins, ColumnWriter, ExactWriter, LossyClock};
@@ -166,8 +166,6 @@ pub struct Recorder {
     /// The numbers the last call added to the per-call times' columns
     /// (none without per-call times): what the crash journal keeps of it.
     pub call_times: CallNumbers,
-    /// Terminals of repeated calls, by their raw arguments.
-    pub memo: CallMemo,
     /// The terminal of a repeated MPI_Waitall on a window of new requests.
     pub waitall: WaitallMemo,
     /// The bytes the signature table, its timing and the grammar may use
@@ -203,7 +201,6 @@ impl Recorder {
             request_comms: Vec::new(),
             per_call: None,
             call_times: CallNumbers::default(),
-            memo: CallMemo::default(),
             waitall: WaitallMemo::default(),
             budget: usize::MAX,
             over_budget: false,
@@ -246,8 +243,8 @@ impl Recorder {
             stats: std::mem::replace(&mut self.stats, Vec::with_capacity(n)),
         };
         self.last.clear();
-        // The memos' terminals are the old table's.
-        self.memo = CallMemo::default();
+        // The memos' terminals are the old table's (and the call memo's:
+        // see `Tracer::spill`).
         self.waitall = WaitallMemo::default();
         self.over_budget = false;
         part

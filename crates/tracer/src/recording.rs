@@ -34,14 +34,11 @@ pub fn record_same_inputs<const I: usize, const O: usize>(
     // SAFETY: `same_inputs` said that MPI calls cannot overlap.
     let recalled = unsafe {
         recording_alone(|t| {
-            let recalled =
-                t.recorder
-                    .memo
-                    .recall_outputs::<I, O>(func, ret, outputs, request, &mut t.objects);
-            let Ok(r) = recalled else {
+            let (memo, objects) = t.memo_and_objects();
+            let Ok(r) = memo.recall_outputs::<I, O>(func, ret, outputs, request, objects) else {
                 return false;
             };
-            r.enter(&mut t.objects);
+            r.enter(objects);
             t.append_recalled(func, r.terminal, start, end);
             true
         })
@@ -65,7 +62,7 @@ fn record_other_outputs<const I: usize, const O: usize>(
 ) {
     recording(|t| {
         // The call's inputs are the memo's (see `record_same_inputs`).
-        let inputs = t.recorder.memo.inputs::<I>(func);
+        let inputs = t.memo_and_objects().0.inputs::<I>(func);
         record_in_full(
             t,
             func,
@@ -116,10 +113,8 @@ fn record_in_full<const I: usize, const O: usize>(
     encode: impl FnOnce(&mut Encoder, &[u64; I]),
 ) {
     let encode = |e: &mut Encoder| encode(e, key.0);
-    let recalled = t
-        .recorder
-        .memo
-        .recall(func, ret, key, request, &mut t.objects);
+    let (memo, objects) = t.memo_and_objects();
+    let recalled = memo.recall(func, ret, key, request, objects);
     let (terminal, new) = match recalled {
         Ok(r) if t.recorder.verify.is_none() => {
             r.enter(&mut t.objects);
@@ -131,8 +126,8 @@ fn record_in_full<const I: usize, const O: usize>(
         Err(miss) => {
             let e = t.encode(func, ret, encode);
             let epoch = t.objects.epoch();
-            t.recorder
-                .memo
+            t.memo_and_objects()
+                .0
                 .remember(func, ret, key, miss, epoch, e.terminal, e.created, e.comm);
             (e.terminal, e.new)
         }

@@ -11,6 +11,7 @@ use crate::clock::ClockPoint;
 use crate::encoder::Encoder;
 use crate::front::front;
 use crate::journal::Journal;
+use crate::memo::CallMemo;
 use crate::objects::{CommInfo, Objects};
 use crate::recorder::{PerCall, Recorder};
 use mpigram_mpispec::{FuncId, HandleKind, HandleRef, put_signature_head};
@@ -50,6 +51,11 @@ pub struct Tracer {
 struct Global {
     lock: Mutex<()>,
     tracer: UnsafeCell<Option<Box<Tracer>>>,
+    /// The tracer's call memo (memo.rs), beside it rather than in it: at
+    /// a fixed address, which a wrapper compares its call with before the
+    /// MPI call without first finding the tracer. Reached as the tracer is
+    /// ([`Tracer::memo_and_objects`]), and read by [`same_inputs`].
+    memo: UnsafeCell<CallMemo>,
 }
 
 // SAFETY: `tracer` is only reached through `with`, which holds `lock`
@@ -59,6 +65,7 @@ unsafe impl Sync for Global {}
 static TRACER: Global = Global {
     lock: Mutex::new(()),
     tracer: UnsafeCell::new(None),
+    memo: UnsafeCell::new(CallMemo::new()),
 };
 
 /// MPI settled on `provided` as the thread level.
@@ -68,18 +75,16 @@ pub fn set_thread_level(provided: c_int) {
 
 /// Whether the input words of a call of `func` equal those of the
 /// function's last encoded call (`CallMemo::same_inputs`), asked before
-/// MPI runs the call; false before the tracer is made.
+/// MPI runs the call.
 ///
 /// # Safety
 /// MPI calls cannot overlap (`call::concurrent` is false), so that no
 /// other thread uses the tracer meanwhile.
 #[inline(always)]
 pub(crate) unsafe fn same_inputs<const I: usize>(func: FuncId, inputs: &[u64; I]) -> bool {
-    // SAFETY: no other thread uses the tracer; this only reads it.
-    match unsafe { &*TRACER.tracer.get() } {
-        Some(t) => t.recorder.memo.same_inputs(func, inputs),
-        None => false,
-    }
+    // SAFETY: no other thread uses the tracer (nor its memo), and no
+    // call is being recorded; this only reads it.
+    unsafe { &*TRACER.memo.get() }.same_inputs(func, inputs)
 }
 
 /// Runs `f` on the tracer, creating it on first use. A panic inside turns
@@ -139,6 +144,14 @@ pub(crate) struct Encoded {
 }
 
 impl Tracer {
+    /// The call memo, and the objects it recalls calls against.
+    #[inline(always)]
+    pub(crate) fn memo_and_objects(&mut self) -> (&mut CallMemo, &mut Objects) {
+        // SAFETY: `&mut self` is exclusive access to the tracer (its lock
+        // is held, or MPI calls cannot overlap), which the memo shares.
+        (unsafe { &mut *TRACER.memo.get() }, &mut self.objects)
+    }
+
     /// Encodes a call of `func` that returned `ret` (arguments from
     /// `encode`) into the recorder's scratch, and finds its terminal.
     pub(crate) fn encode(
@@ -239,6 +252,7 @@ impl Tracer {
         crate::call::writing_out(|| {
             let rank = self.rank();
             let part = self.recorder.take_part();
+            self.memo_and_objects().0.forget();
             let end = ClockPoint::now();
             let ns_per_tick = self.start.ns_per_tick(end);
             // The builder goes before the part is encoded: what writing
