@@ -209,14 +209,7 @@ impl Call {
         let (flag, tag) = if mode & (STATE | CONCURRENT) == ON {
             (&raw const SERIAL, thread_tag())
         } else {
-            let state = mode & STATE;
-            if state != ON && !(state == UNSET && first_use()) {
-                return None;
-            }
-            match concurrent() {
-                true => (INSIDE.with(|inside| inside as *const AtomicUsize), 0),
-                false => (&raw const SERIAL, thread_tag()),
-            }
+            where_noted(mode)?
         };
         // SAFETY: this thread's INSIDE, or a static.
         let noted = unsafe { &*flag };
@@ -234,6 +227,42 @@ impl Call {
             flag,
             tag,
             recalls_alone: mode & (STATE | CONCURRENT | VERIFY) == ON,
+        })
+    }
+
+    /// Starts a call of a keyed wrapper's fast path: `Some` if recording is
+    /// on, no two MPI calls can overlap, calls are not verified, this
+    /// thread is not inside a traced call and the input words `inputs`
+    /// gives are the memo's; then [`recalled`](Call::recalled) makes it.
+    /// `None` changes nothing: the wrapper then makes its call in full
+    /// ([`enter`](Call::enter), [`keyed`](Call::keyed)), with its arguments
+    /// where it was given them (this path holds them across no call).
+    #[inline(always)]
+    pub fn recalling<const I: usize>(
+        func: FuncId,
+        inputs: impl FnOnce(&InputWords) -> [u64; I],
+    ) -> Option<Call> {
+        if MODE.load(Relaxed) & (STATE | CONCURRENT | VERIFY) != ON
+            || SERIAL.load(Relaxed) != OUTSIDE
+        {
+            return None;
+        }
+        // SAFETY: recording is on, which needs a bound front end.
+        let words = inputs(&InputWords::new(unsafe { crate::front::bound_front() }));
+        // SAFETY: MPI calls cannot overlap.
+        if !unsafe { crate::tracer::same_inputs(func, &words) } {
+            return None;
+        }
+        let tag = thread_tag();
+        SERIAL.store(tag | IN_MPI, Relaxed);
+        // SAFETY: as in `enter`.
+        unsafe { &*IN_CALL.load(Relaxed) }
+            .store(mpigram_trace::journal::in_call_word(func), Relaxed);
+        Some(Call {
+            start: 0,
+            flag: &raw const SERIAL,
+            tag,
+            recalls_alone: true,
         })
     }
 
@@ -274,6 +303,22 @@ impl Call {
             crate::recording::record_keyed(func, ret, (self.start, end), key, k.request(), encode);
             return r;
         }
+        self.recalled(func, mpi, code, outputs, encode)
+    }
+
+    /// A keyed call whose input words are the memo's (see
+    /// [`recalling`](Call::recalling)): the MPI call, then its record.
+    #[inline(always)]
+    pub fn recalled<const I: usize, const O: usize, R>(
+        mut self,
+        func: FuncId,
+        mpi: impl FnOnce() -> R,
+        code: impl FnOnce(&R) -> c_int,
+        outputs: impl FnOnce(&KeyWords) -> [u64; O],
+        encode: impl FnOnce(&mut Encoder, &[u64; I]),
+    ) -> R {
+        // SAFETY: as in `keyed`.
+        let front = unsafe { crate::front::bound_front() };
         self.start = crate::clock::now();
         let r = mpi();
         let end = crate::clock::now();
@@ -331,6 +376,23 @@ impl Call {
         self.note(RECORDING);
         crate::recording::record(func, ret, self.start, end, encode);
     }
+}
+
+/// Where a call that begins while recording is not on, or MPI calls may
+/// overlap, notes its place (see [`Call`]'s `flag` and `tag`), if it is
+/// recorded (apart from [`Call::enter`]: the arguments of a wrapper are
+/// kept across no call on its fast path).
+#[cold]
+#[inline(never)]
+fn where_noted(mode: u8) -> Option<(*const AtomicUsize, usize)> {
+    let state = mode & STATE;
+    if state != ON && !(state == UNSET && first_use()) {
+        return None;
+    }
+    Some(match concurrent() {
+        true => (INSIDE.with(|inside| inside as *const AtomicUsize), 0),
+        false => (&raw const SERIAL, thread_tag()),
+    })
 }
 
 impl Call {
