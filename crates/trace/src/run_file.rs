@@ -34,8 +34,8 @@ pub const RANKS_PER_CHUNK: usize = 64;
 
 /// RUN's rank timing: 0, every rank's own in CALL_STATS; else the timing
 /// summarised across ranks, coded as [`Coding::Absolute`] (files of format
-/// 1), [`Coding::Relative`] (format 2.0) or [`Coding::Compact`] (since 2.1,
-/// with PARTS in [`Layout::Summarised`]).
+/// 1), [`Coding::Relative`] (format 2.0) or [`Coding::Compact`] (the
+/// compact summary, with PARTS in [`Layout::Summarised`]).
 const RANK_TIMING_ABSOLUTE: u32 = 1;
 const RANK_TIMING_RELATIVE: u32 = 2;
 const RANK_TIMING_COMPACT: u32 = 3;

@@ -347,13 +347,13 @@ struct ColumnReaders<'a> {
 pub enum Coding {
     /// Files of format 1: each time as its bin code, in nanoseconds.
     Absolute,
-    /// Format 2.0: a named rank's value as a difference from the others'
+    /// Rank timing 2 (format 2.0): a named rank's value as a difference from the others'
     /// mean, and the longest call one from the highest time of a rank,
     /// which mostly takes one byte where a code takes two.
     Relative,
-    /// Since format 2.1: as `Relative`, over bins of the run's [`Quantum`],
-    /// ranges in steps of [`RANGE_STEP`] bins, and one head per signature
-    /// for both its spreads.
+    /// Rank timing 3, the compact summary: as `Relative`, over bins of
+    /// the run's [`Quantum`], ranges in steps of [`RANGE_STEP`] bins, and
+    /// one head per signature for both its spreads.
     Compact,
 }
 
@@ -599,7 +599,14 @@ mod tests {
             .collect();
         let s = Spread::of(&noisy, 10_000_000, q);
         assert!(s.named.is_empty(), "{:?}", s.named);
-        // One of them 3 times the others' median is named.
+        // A rank 1.5 times slower than identical others, at a signature
+        // worth a tenth of the run, is named.
+        let alike: Vec<(u32, u64)> = (0..16)
+            .map(|r| (r, if r == 4 { 15_000_000 } else { 10_000_000 }))
+            .collect();
+        let s = Spread::of(&alike, 100_000_000, q);
+        assert_eq!(s.named, [(4, q.quantised(15_000_000))]);
+        // One of the noisy ones 3 times their median is named.
         let mut one = noisy.clone();
         one[6].1 = 5_000_000;
         assert_eq!(

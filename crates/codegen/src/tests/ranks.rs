@@ -153,7 +153,7 @@ fn a_key_that_is_the_callers_rank_stays_the_callers_rank() {
             .to_string()
             .contains("--ranks must be 1 to")
     );
-    // Traces of mpigram before format 2.1 recorded that colour as "own
+    // Traces of mpigram before the compact summary (rank timing 3) recorded that colour as "own
     // rank" on rank 0 alone: no one rule for all ranks then, but the first,
     // middle and last ranks as traced, rank 0's colour its own rank (0).
     let trace = splits(|me| {
