@@ -167,14 +167,17 @@ unsafe fn new_comm(ret: c_int, newcomm: *const HandleSlot) -> Option<MPI_Comm> {
     (comm != front().null(HandleKind::Comm)).then_some(Handle(comm as usize))
 }
 
+/// The bitwise OR of every rank's `mine` over `comm`, into `all` (as long).
+///
 /// # Safety
 /// `comm` is a valid intra-communicator.
-unsafe fn bor(mine: &Bits, all: &mut Bits, comm: MPI_Comm) -> c_int {
+unsafe fn bor(mine: &[u64], all: &mut [u64], comm: MPI_Comm) -> c_int {
+    debug_assert_eq!(mine.len(), all.len());
     unsafe {
         crate::pmpi::MPI_Allreduce()(
             mine.as_ptr().cast(),
             all.as_mut_ptr().cast(),
-            (WORDS + 1) as c_int,
+            mine.len() as c_int,
             front().MPI_UINT64_T,
             front().MPI_BOR,
             comm,
@@ -199,8 +202,7 @@ pub unsafe fn own_ranks<const N: usize>(ret: c_int, comm: MPI_Comm, values: [i64
     let (mut inter, mut rank): (c_int, c_int) = (0, -1);
     // Bit i of a rank's word: values[i] is not its rank. OR-ed over comm.
     let mut others: u64 = 0;
-    // SAFETY: PMPI calls on the call's communicator, with local buffers of
-    // one element.
+    // SAFETY: PMPI calls on the call's communicator, into locals.
     let rc = unsafe {
         if crate::pmpi::MPI_Comm_test_inter()(comm, &mut inter) != MPI_SUCCESS || inter != 0 {
             return own;
@@ -213,14 +215,7 @@ pub unsafe fn own_ranks<const N: usize>(ret: c_int, comm: MPI_Comm, values: [i64
             .enumerate()
             .filter(|&(_, &v)| v != i64::from(rank))
             .fold(0u64, |bits, (i, _)| bits | 1 << i);
-        crate::pmpi::MPI_Allreduce()(
-            (&raw const mine).cast(),
-            (&raw mut others).cast(),
-            1,
-            front().MPI_UINT64_T,
-            front().MPI_BOR,
-            comm,
-        )
+        bor(&[mine], std::slice::from_mut(&mut others), comm)
     };
     if rc == MPI_SUCCESS {
         for (i, own) in own.iter_mut().enumerate() {

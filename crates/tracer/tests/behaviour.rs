@@ -270,6 +270,20 @@ fn fortran_2008_bindings_that_call_pmpi_directly_are_traced() {
     }
 }
 
+/// (signature bytes, colour, key) of rank `r`'s MPI_Comm_split and
+/// MPI_Comm_split_type calls, in call order (no colour: null).
+fn splits(trace: &mpigram_trace::Trace, r: u32) -> Vec<(Vec<u8>, Value, Value)> {
+    decoded(trace, r)
+        .into_iter()
+        .zip(trace.calls(r))
+        .filter(|(c, _)| c.func.starts_with("MPI_Comm_split"))
+        .map(|(c, bytes)| {
+            let colour = c.args.get("color").cloned().unwrap_or(Value::Null);
+            (bytes.to_vec(), colour, c.args["key"].clone())
+        })
+        .collect()
+}
+
 /// MPI_Comm_split's colour and key, and MPI_Comm_split_type's key, equal
 /// to the caller's rank on every rank of the communicator are recorded as
 /// "the caller's rank", other values as the numbers: ranks that pass the
@@ -280,19 +294,7 @@ fn split_colours_and_keys_equal_to_the_callers_rank_are_recorded_as_such() {
     let run = run_traced("comm", 4, &[], &[]);
     run.output.assert_success();
     let trace = assert_trace_is_exact(&run, 4);
-    // (signature bytes, colour, key) of each rank's splits, in call order.
-    let splits = |r: u32| -> Vec<(Vec<u8>, Value, Value)> {
-        decoded(&trace, r)
-            .into_iter()
-            .zip(trace.calls(r))
-            .filter(|(c, _)| c.func == "MPI_Comm_split" || c.func == "MPI_Comm_split_type")
-            .map(|(c, bytes)| {
-                let colour = c.args.get("color").cloned().unwrap_or(Value::Null);
-                (bytes.to_vec(), colour, c.args["key"].clone())
-            })
-            .collect()
-    };
-    let all: Vec<_> = (0..4).map(splits).collect();
+    let all: Vec<_> = (0..4).map(|r| splits(&trace, r)).collect();
     for (rank, s) in all.iter().enumerate() {
         let r = rank as i64;
         // (rank % 2, -rank), (MPI_UNDEFINED on rank 0 else 1, rank), split_type's key rank.
@@ -329,17 +331,7 @@ fn a_split_by_a_rule_of_the_rank_is_one_call_on_every_rank() {
     let run = run_traced("split", 4, &[], &[]);
     run.output.assert_success();
     let trace = assert_trace_is_exact(&run, 4);
-    let splits = |r: u32| -> Vec<(Vec<u8>, Value, Value)> {
-        decoded(&trace, r)
-            .into_iter()
-            .zip(trace.calls(r))
-            .filter(|(c, _)| c.func.starts_with("MPI_Comm_split"))
-            .map(|(c, bytes)| {
-                let colour = c.args.get("color").cloned().unwrap_or(Value::Null);
-                (bytes.to_vec(), colour, c.args["key"].clone())
-            })
-            .collect()
-    };
+    let splits = |r: u32| splits(&trace, r);
     for rank in 0..4u32 {
         let r = i64::from(rank);
         let got: Vec<(Value, Value)> = splits(rank).into_iter().map(|(_, c, k)| (c, k)).collect();
