@@ -9,18 +9,20 @@
 //! their mean, with the lowest and highest of them. A rank stands out when
 //! its value is more than [`OUTLIER_RATIO`] from the median of the ranks
 //! *and* differs from it by more than [`OUTLIER_SHARE`] of the run's wall
-//! time and by more than [`OUTLIER_MADS`] median absolute deviations; at most [`NAMED`] ranks (the furthest from the median) are named
+//! time and by more than [`OUTLIER_MADS`] median absolute deviations; at
+//! most [`NAMED`] ranks (the furthest from the median) are named
 //! per quantity and signature. So the summary's size does not grow with the
 //! number of ranks, and a regular program's is the same at 9 ranks as at
-//! 10,000. Every stored time is quantised down to a [`Quantum`]: bins of
-//! ratio [`BASE`] over multiples of a unit, `1 / UNIT_SHARE` of the run's
-//! time unit (itself at most 1/64 of its wall time; stored `v` of a true
-//! `x`: `v <= x` and `x - v` below 1 % of `x` or below the unit, whichever
-//! is larger), so the sums over ranks (time per function) are within 1 %
-//! plus a unit a rank, a named rank's value likewise, and an unnamed rank's
-//! value lies between the stored lowest and highest (which [`Spread::rest`]
-//! gives, widened to steps of [`RANGE_STEP`] bins) and is read as the mean
-//! of those ranks.
+//! 10,000. Every stored time is quantised to a [`Quantum`]: bins of ratio
+//! [`BASE`] over multiples of a unit, `1 / UNIT_SHARE` of the run's time
+//! unit (itself at most 1/64 of its wall time). A stored `v` of a true `x`
+//! is `x` quantised down (`x - v` below 1 % of `x` or below the unit,
+//! whichever is larger), except that a time below the unit but not 0 is
+//! stored as the unit: no call that took time reads as taking none. So the
+//! sums over ranks (time per function) are within 1 % plus a unit a rank,
+//! a named rank's value likewise, and an unnamed rank's value lies between
+//! the stored lowest and highest (which [`Spread::rest`] gives, widened to
+//! steps of [`RANGE_STEP`] bins) and is read as the mean of those ranks.
 
 use crate::meta::out_of_range;
 use crate::timing::Bins;
@@ -83,9 +85,11 @@ impl Quantum {
         }
     }
 
-    /// The code of `x`: the bin of its whole units.
+    /// The code of `x`: the bin of its whole units, at least one unit if
+    /// `x` is not 0 (a call that took time is never read as taking none).
     fn code(self, x: u64) -> u32 {
-        bins().code(x >> self.shift)
+        let units = x >> self.shift;
+        bins().code(if units == 0 && x > 0 { 1 } else { units })
     }
 
     /// The time of bin `code`, if it is one and the time fits.
@@ -131,14 +135,14 @@ impl Spread {
         if values.is_empty() {
             return Spread::default();
         }
-        let mut sorted: Vec<u64> = values.iter().map(|&(_, v)| v).collect();
-        sorted.sort_unstable();
-        let median = sorted[sorted.len() / 2] as f64;
+        let mut sorted: Vec<f64> = values.iter().map(|&(_, v)| v as f64).collect();
+        sorted.sort_unstable_by(f64::total_cmp);
+        let median = median_of_sorted(&sorted);
         let distance = |v: u64| (v as f64 - median).abs();
-        let mut distances: Vec<f64> = sorted.iter().map(|&v| distance(v)).collect();
+        let mut distances: Vec<f64> = sorted.iter().map(|&v| (v - median).abs()).collect();
         distances.sort_unstable_by(f64::total_cmp);
         let least =
-            (wall_ns as f64 * OUTLIER_SHARE).max(distances[distances.len() / 2] * OUTLIER_MADS);
+            (wall_ns as f64 * OUTLIER_SHARE).max(median_of_sorted(&distances) * OUTLIER_MADS);
         let mut candidates: Vec<(u32, u64)> = values
             .iter()
             .copied()
@@ -306,6 +310,13 @@ impl Spread {
         }
         Ok(Spread { named, rest })
     }
+}
+
+/// The median of sorted values (of an even count, the mean of the middle
+/// two), not empty.
+fn median_of_sorted(sorted: &[f64]) -> f64 {
+    let n = sorted.len();
+    (sorted[(n - 1) / 2] + sorted[n / 2]) / 2.0
 }
 
 /// `bins` bins in steps of [`RANGE_STEP`], rounded up; the lowest code
@@ -606,6 +617,16 @@ mod tests {
             .collect();
         let s = Spread::of(&alike, 100_000_000, q);
         assert_eq!(s.named, [(4, q.quantised(15_000_000))]);
+        // Of 4 ranks, one 1.7 times the others, which differ by 10 %, is
+        // named (medians of an even count are the mean of the middle two).
+        let four = [
+            (0, 10_000_000),
+            (1, 11_000_000),
+            (2, 12_000_000),
+            (3, 20_000_000),
+        ];
+        let s = Spread::of(&four, 100_000_000, q);
+        assert_eq!(s.named, [(3, q.quantised(20_000_000))]);
         // One of the noisy ones 3 times their median is named.
         let mut one = noisy.clone();
         one[6].1 = 5_000_000;
@@ -641,16 +662,7 @@ mod tests {
     #[test]
     fn times_are_within_a_percent_or_the_quantum() {
         let q = Quantum { shift: 10 };
-        for x in [
-            0,
-            1,
-            1_023,
-            1_024,
-            5_000,
-            102_400,
-            1_000_000,
-            123_456_789_012,
-        ] {
+        for x in [1_024, 1_500, 5_000, 102_400, 1_000_000, 123_456_789_012] {
             let v = q.quantised(x);
             let error = x - v;
             assert!(
@@ -659,8 +671,11 @@ mod tests {
             );
             assert_eq!(v % 1_024, 0, "a multiple of the unit");
         }
-        // Below the unit: 0, one byte.
-        assert_eq!(q.code(1_023), 0);
+        // 0 stays 0; a time below the unit is the unit (one byte each).
+        assert_eq!(q.quantised(0), 0);
+        for x in [1, 500, 1_023] {
+            assert_eq!((q.quantised(x), q.code(x)), (1_024, 1), "{x}");
+        }
     }
 
     #[test]
