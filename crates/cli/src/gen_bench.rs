@@ -1,5 +1,7 @@
-//! `mpigram gen-bench DIR -o bench.c [--compute none|mean|recorded] [--scale S] [--ranks N]`.
+//! `mpigram gen-bench DIR -o bench.c [--compute none|mean|recorded] [--scale S] [--ranks N]
+//! [--times best|lossy|lossless]`.
 
+use crate::times::Times;
 use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
 use mpigram_codegen::{Compute, Options, generate};
@@ -31,6 +33,10 @@ pub struct Args {
     /// first call that is not.
     #[arg(long, value_name = "N")]
     ranks: Option<u32>,
+    /// Which recorded per-call times the computation is taken from (a
+    /// trace recorded with both lossy and lossless timing has two).
+    #[arg(long, value_enum, default_value_t = Times::Best)]
+    times: Times,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -57,6 +63,7 @@ pub fn run(args: &Args) -> Result<()> {
         trace_name: args.trace.display().to_string(),
         io_dir: args.io_dir.clone(),
         ranks: args.ranks,
+        times: args.times.into(),
     };
     let bench = generate(&trace, &options)?;
     std::fs::write(&args.out, &bench.source)

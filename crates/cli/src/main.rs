@@ -18,6 +18,7 @@ mod lint;
 mod profile;
 mod progress;
 mod stats;
+mod times;
 
 #[derive(Parser)]
 #[command(

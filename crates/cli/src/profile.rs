@@ -1,10 +1,9 @@
 //! `mpigram profile TRACE [--json]`: behaviour classes, rank groups and
 //! wait states, findings first.
 
+use crate::times::Times;
 use anyhow::{Context, Result};
-use clap::ValueEnum;
 use mpigram_analysis::profile::{self, Options, similarity::Method};
-use mpigram_analysis::timeline::Source;
 use mpigram_trace::Trace;
 use std::path::PathBuf;
 
@@ -33,14 +32,6 @@ pub struct Args {
     min_share: f64,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-pub enum Times {
-    /// Exact times where recorded, else lossy ones.
-    Best,
-    Lossy,
-    Lossless,
-}
-
 pub fn run(args: &Args) -> Result<()> {
     let method: Method = args.method.parse().map_err(anyhow::Error::msg)?;
     for (name, t) in [("--within", args.within), ("--across", args.across)] {
@@ -59,11 +50,7 @@ pub fn run(args: &Args) -> Result<()> {
         method,
         within: args.within,
         across: args.across,
-        source: match args.times {
-            Times::Best => Source::Best,
-            Times::Lossy => Source::Lossy,
-            Times::Lossless => Source::Lossless,
-        },
+        source: args.times.into(),
         min_share: args.min_share,
     };
     let p = profile::profile(&trace, &options)

@@ -312,6 +312,73 @@ fn recorded_computation_keeps_the_wall_time() {
     assert!((0.4..=0.6).contains(&ratio), "scale 0.5: {ratio}");
 }
 
+/// `--times` chooses which of a trace's per-call times the computation is
+/// taken from: a run recorded with both gives the slow rank's 20 ms per
+/// iteration from either, within lossy timing's 10 % (base 1.1); asking
+/// for times a trace lacks is a one-line error.
+#[test]
+fn computation_from_the_lossy_or_the_lossless_times() {
+    mpi_available().unwrap();
+    let _one = one_at_a_time();
+    let exe = compile_with(Mpi::selected(), "critpath_bsp").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let both = dir.path().join("both");
+    trace(
+        Mpi::selected(),
+        &exe,
+        2,
+        &["1", "20", "5"],
+        "lossy,lossless",
+        &both,
+    );
+    // The longest wait of each rank's table of delays.
+    let slowest = |source: &str| -> Vec<f64> {
+        let mut longest = vec![0.0f64; 2];
+        for line in source
+            .lines()
+            .filter(|l| l.starts_with("static const double delay_"))
+        {
+            let values = line.split('{').nth(1).unwrap().trim_end_matches("};");
+            for (rank, v) in values.split(", ").enumerate() {
+                longest[rank] = longest[rank].max(v.parse::<f64>().unwrap());
+            }
+        }
+        longest
+    };
+    let (_, lossy) = gen_bench(&both, &["--times", "lossy"]);
+    let (_, lossless) = gen_bench(&both, &["--times", "lossless"]);
+    let (_, best) = gen_bench(&both, &[]);
+    assert_eq!(best, lossless, "the exact times are the best");
+    assert_ne!(lossy, lossless, "the lossy times are another source");
+    let (a, b) = (slowest(&lossy)[1], slowest(&lossless)[1]);
+    assert!((0.018..0.03).contains(&b), "rank 1 computes 20 ms: {b} s");
+    assert!((a - b).abs() <= 0.1 * b, "lossy {a} s, lossless {b} s");
+
+    let exact = dir.path().join("exact");
+    trace(
+        Mpi::selected(),
+        &exe,
+        2,
+        &["1", "2", "1"],
+        "lossless",
+        &exact,
+    );
+    let out_c = dir.path().join("bench.c");
+    let out = mpigram(&[
+        "gen-bench",
+        exact.to_str().unwrap(),
+        "-o",
+        out_c.to_str().unwrap(),
+        "--times",
+        "lossy",
+    ]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("rank 0 has no lossy timing"), "{err}");
+    assert!(!out_c.exists());
+}
+
 /// Seconds from the last rank's end of MPI_Init to the last rank's start
 /// of MPI_Finalize.
 fn wall_time(calls: &[Json]) -> f64 {

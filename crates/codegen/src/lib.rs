@@ -27,6 +27,7 @@ pub mod wildcard;
 
 pub use timing::Compute;
 
+pub use mpigram_analysis::timeline::Source;
 use mpigram_grammar::{Grammar, RuleId, Symbol};
 use mpigram_mpispec::{FUNCS, Signature, decode_signature};
 use mpigram_trace::Trace;
@@ -47,6 +48,9 @@ pub struct Options {
     /// A benchmark for this many ranks instead of the traced number
     /// (see `extrapolate.rs`).
     pub ranks: Option<u32>,
+    /// Which recorded per-call times the computation is taken from (a trace
+    /// recorded with both lossy and lossless timing has two).
+    pub times: Source,
 }
 
 /// A generated benchmark.
@@ -86,6 +90,32 @@ pub enum Error {
     TooLarge(String),
     #[error("cannot generate a benchmark for {0} ranks from this trace: {1}")]
     NotRegular(u32, String),
+    #[error("rank {rank} has no {which} timing (it has {has}): record it with MPIGRAM_TIMING")]
+    NoTimes {
+        rank: u32,
+        which: &'static str,
+        has: String,
+    },
+}
+
+/// Refuses a request for lossy or lossless times where a rank has none (the
+/// default, [`Source::Best`], takes whatever the trace has).
+fn check_times(trace: &Trace, times: Source) -> Result<(), Error> {
+    for part in &trace.ranks {
+        let timing = &part.meta.timing;
+        let which = match times {
+            Source::Best => return Ok(()),
+            Source::Lossy if timing.lossy.is_none() => "lossy",
+            Source::Lossless if !timing.lossless => "lossless",
+            _ => continue,
+        };
+        return Err(Error::NoTimes {
+            rank: part.meta.rank,
+            which,
+            has: timing.describe(),
+        });
+    }
+    Ok(())
 }
 
 /// Generates the benchmark of `trace`.
@@ -116,7 +146,10 @@ pub fn generate(trace: &Trace, options: &Options) -> Result<Benchmark, Error> {
     if !has_init(&sigs) {
         return Err(Error::NoInit);
     }
-    let delays = timing::delays(trace, options.compute, options.scale, &inits(&sigs));
+    if options.compute != Compute::None {
+        check_times(trace, options.times)?;
+    }
+    let delays = timing::delays(trace, options, &inits(&sigs));
     let extrapolated = match options.ranks {
         Some(n) => Some(
             extrapolate::extrapolate(trace, &sigs, world_size, n, &delays)

@@ -70,6 +70,7 @@ fn options(compute: Compute) -> Options {
         trace_name: "test".into(),
         io_dir: None,
         ranks: None,
+        times: crate::Source::Best,
     }
 }
 

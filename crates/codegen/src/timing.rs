@@ -59,9 +59,10 @@ pub struct SiteGap {
 }
 
 impl SiteGap {
-    /// The mean measured gap (0 if none was).
+    /// The mean measured gap (0 if none was, or if lossy estimates summed
+    /// to less than nothing).
     pub fn mean(&self) -> f64 {
-        self.sum / self.measured.max(1) as f64
+        (self.sum / self.measured.max(1) as f64).max(0.0)
     }
 
     /// The first gap and the mean of the later ones, if the first was
@@ -70,7 +71,7 @@ impl SiteGap {
         let first = self.first?;
         (self.measured > 1).then(|| {
             let rest = (self.sum - first) / (self.measured - 1) as f64;
-            (first, rest.max(0.0))
+            (first.max(0.0), rest.max(0.0))
         })
     }
 
@@ -104,10 +105,11 @@ pub fn gaps(
     trace: &Trace,
     part: &RankPart,
     start: RuleId,
+    times: Source,
     inits: &FxHashSet<u32>,
 ) -> Result<RankGaps, String> {
     if part.meta.timing.per_call() {
-        per_call_gaps(trace, part, start, inits)
+        per_call_gaps(trace, part, start, times, inits)
     } else {
         Ok(aggregated_gaps(trace, part, start))
     }
@@ -119,16 +121,17 @@ fn per_call_gaps(
     trace: &Trace,
     part: &RankPart,
     start: RuleId,
+    times: Source,
     inits: &FxHashSet<u32>,
 ) -> Result<RankGaps, String> {
     let mut spans =
-        rank_spans(trace, part, Source::Best, trace.run_start_ns()).map_err(|e| e.to_string())?;
+        rank_spans(trace, part, times, trace.run_start_ns()).map_err(|e| e.to_string())?;
     let mut failed: Option<String> = None;
     let mut sites: FxHashMap<Site, SiteGap> = FxHashMap::default();
     let mut terminals: FxHashMap<Site, u32> = FxHashMap::default();
     let mut before: Option<Span> = None;
     let mut previous: Option<u32> = None;
-    let lossy = LossyBins::of(trace, part);
+    let lossy = LossyBins::of(trace, part, times);
     // What the previous call's decoded end is expected to lack (lossy).
     let mut carried = 0.0;
     for (site, t) in Sites::new(&trace.grammar, start) {
@@ -146,9 +149,14 @@ fn per_call_gaps(
             _ => 0.0,
         };
         let gap = match (before, this) {
+            // A lossy gap's estimate may be below zero: it is kept so, since
+            // only the site's sum is unbiased. Clamping each call's estimate
+            // made the sum grow where gaps are short after long calls (LU.W
+            // on 4 ranks: a 1.6 µs gap after receives of milliseconds came out
+            // 33 µs, the duration's half bin clamped at zero once in two).
             (Some(_), Some(_)) if !after_init => {
                 let own = lossy.as_ref().map_or(0.0, |l| l.half_width_ns(t, decoded));
-                Some((decoded + own - carried).max(0.0) * 1e-9)
+                Some((decoded + own - carried) * 1e-9)
             }
             _ => None,
         };
@@ -193,11 +201,16 @@ struct LossyBins {
 }
 
 impl LossyBins {
-    /// `None` where the rank's spans are not lossy ones.
-    fn of(trace: &Trace, part: &RankPart) -> Option<LossyBins> {
+    /// `None` where the rank's spans read from `times` are not lossy ones.
+    fn of(trace: &Trace, part: &RankPart, times: Source) -> Option<LossyBins> {
         use mpigram_trace::timing::Bins;
         let timing = &part.meta.timing;
-        let bases = timing.lossy.as_ref().filter(|_| !timing.lossless)?;
+        let lossy = match times {
+            Source::Lossy => true,
+            Source::Best => !timing.lossless,
+            Source::Lossless => false,
+        };
+        let bases = timing.lossy.as_ref().filter(|_| lossy)?;
         let mut by_base: Vec<(f64, std::rc::Rc<Bins>)> = Vec::new();
         let mut bins = Vec::with_capacity(trace.signatures.len());
         for bytes in &trace.signatures {
@@ -374,9 +387,11 @@ impl Iterator for Sites<'_> {
     }
 }
 
-/// Works out the delays for `trace`, multiplied by `scale`.
+/// Works out the delays for `trace` as `options` ask (their computation,
+/// its scale and which per-call times).
 /// `inits` are the terminals of MPI_Init and MPI_Init_thread.
-pub fn delays(trace: &Trace, compute: Compute, scale: f64, inits: &FxHashSet<u32>) -> Delays {
+pub fn delays(trace: &Trace, options: &crate::Options, inits: &FxHashSet<u32>) -> Delays {
+    let (compute, scale) = (options.compute, options.scale);
     let mut d = Delays::default();
     let mut spread = false;
     if compute == Compute::None {
@@ -401,7 +416,7 @@ pub fn delays(trace: &Trace, compute: Compute, scale: f64, inits: &FxHashSet<u32
         let Some(start) = trace.grammar.start(rank) else {
             continue;
         };
-        let mut g = match gaps(trace, part, start, inits) {
+        let mut g = match gaps(trace, part, start, options.times, inits) {
             Ok(g) => g,
             Err(e) => {
                 d.note = Some(format!("no computation for rank {rank}: {e}"));
@@ -466,7 +481,7 @@ fn by_signature(g: &mut RankGaps) {
     }
     for (site, gap) in g.sites.iter_mut() {
         let (sum, measured) = by_terminal[&g.terminals[site]];
-        let mean = sum / measured.max(1) as f64;
+        let mean = (sum / measured.max(1) as f64).max(0.0);
         *gap = SiteGap {
             calls: gap.calls,
             // A signature with no gap measured (MPI_Init's) stays unmeasured:

@@ -20,6 +20,7 @@ fn gen_bench_holds_the_grammar_not_the_calls() {
         trace_name: "two ranks".into(),
         io_dir: None,
         ranks: None,
+        times: mpigram_codegen::Source::Best,
     };
     // The MPI model is built once, at the first generation.
     generate(&common::two_ranks(10), &options).unwrap();

@@ -8,6 +8,7 @@ use mpigram_mpispec::{Rank, Signature, Value};
 fn for_ranks(n: u32) -> Options {
     Options {
         ranks: Some(n),
+        times: crate::Source::Best,
         ..options(Compute::None)
     }
 }
