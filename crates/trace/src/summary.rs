@@ -43,16 +43,6 @@ pub const OUTLIER_RATIO: f64 = 1.25;
 /// wall time (differences too small to matter to the run are not named).
 pub const OUTLIER_SHARE: f64 = 1e-2;
 
-/// Summarised times are multiples of the run's time unit (a power of two
-/// of nanoseconds, at most 1/64 of its wall time) divided by this: times
-/// that small (below 1/65,536 of the run) do not matter to the run, and
-/// most times of short calls become one-byte codes.
-pub const UNIT_SHARE: u64 = 1 << 10;
-
-/// The lowest and highest of the ranks not named are kept to steps of this
-/// many bins (8.3 %), widened outwards: a range then mostly takes a byte.
-pub const RANGE_STEP: u32 = 8;
-
 /// ... and its distance from the median is more than this many times the
 /// ranks' median distance from the median (the Hampel identifier: three
 /// standard deviations of normally distributed values, 3 × 1.4826 median
@@ -62,6 +52,16 @@ pub const OUTLIER_MADS: f64 = 3.0 * 1.4826;
 
 /// At most this many ranks are named per quantity and signature.
 pub const NAMED: usize = 4;
+
+/// Summarised times are multiples of the run's time unit (a power of two
+/// of nanoseconds, at most 1/64 of its wall time) divided by this: times
+/// that small (below 1/65,536 of the run) do not matter to the run, and
+/// most times of short calls become one-byte codes.
+pub const UNIT_SHARE: u64 = 1 << 10;
+
+/// The lowest and highest of the ranks not named are kept to steps of this
+/// many bins (8.3 %), widened outwards: a range then mostly takes a byte.
+pub const RANGE_STEP: u32 = 8;
 
 fn bins() -> &'static Bins {
     static BINS: OnceLock<Bins> = OnceLock::new();
@@ -103,7 +103,8 @@ impl Quantum {
         self.code(u64::MAX)
     }
 
-    /// `x` as the summary stores it: the lower edge of its bin.
+    /// `x` as the summary stores it: the lower edge of its bin (one unit
+    /// for a time below it but not 0).
     pub fn quantised(self, x: u64) -> u64 {
         self.value(self.code(x)).unwrap_or(x)
     }
