@@ -62,10 +62,12 @@ async function main() {
     }, [window_.start, window_.end]);
   }
 
-  // Select a call where an arrow ends, to show its arguments.
+  // Select a call where an arrow ends, to show its arguments (and the
+  // arrow: the UI draws those of the selected slice), preferring one the
+  // arrow ends at rather than inside.
   const [call] = await query(`select coalesce(p.id, s.id) as id, coalesce(p.track_id, s.track_id) as track_id
       from flow f join slice s on f.slice_in = s.id left join slice p on s.parent_id = p.id
-      order by s.ts limit 1`);
+      order by s.depth, s.ts limit 1`);
   if (call) {
     await page.evaluate(([id, tpTrack]) => {
       const track = Object.values(globals.state.tracks).find((t) => t.config &&

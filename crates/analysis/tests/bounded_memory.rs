@@ -36,15 +36,21 @@ fn decode(trace: &Trace) -> u64 {
     calls
 }
 
-/// Exports `trace` to Perfetto into a sink; the bytes written and the summary.
+/// Exports `trace` to Perfetto into a sink, with everything it can show
+/// (requests and call numbers too); the bytes written and the summary.
 fn export_to_sink(trace: &Trace) -> (u64, export::ExportSummary) {
     let mut sink = Counted(0);
+    let content = export::Content {
+        window: Window::default(),
+        requests: true,
+        seq: true,
+    };
     let summary = export::export(
         trace,
         Source::Best,
         Format::Perfetto,
         None,
-        &Window::default(),
+        &content,
         &mut sink,
         &mut |_| {},
     )

@@ -34,6 +34,15 @@ pub struct Args {
     /// number.
     #[arg(long)]
     to: Option<export::Bound>,
+    /// Show each non-blocking operation on the rank's `requests` tracks,
+    /// from its post to its completion (in Perfetto's format, about 30
+    /// bytes a request).
+    #[arg(long)]
+    requests: bool,
+    /// Show each call's number (`seq`, as `mpigram decode` numbers calls)
+    /// among its arguments (in Perfetto's format, about 8 bytes a call).
+    #[arg(long)]
+    seq: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -50,10 +59,14 @@ pub fn run(args: &Args) -> Result<()> {
     let (dir, out) = (&args.trace, &args.output);
     crate::refuse_inside(dir, out)?;
     let ranks = args.ranks.as_deref().map(export::parse_ranks).transpose();
-    let window = export::Window {
-        ranks: ranks.map_err(|e| anyhow::anyhow!("--ranks: {e}"))?,
-        from: args.from,
-        to: args.to,
+    let content = export::Content {
+        window: export::Window {
+            ranks: ranks.map_err(|e| anyhow::anyhow!("--ranks: {e}"))?,
+            from: args.from,
+            to: args.to,
+        },
+        requests: args.requests,
+        seq: args.seq,
     };
     let trace = Trace::open(dir)?;
     crate::warn_if_partial(&trace);
@@ -89,7 +102,7 @@ pub fn run(args: &Args) -> Result<()> {
         Source::Best,
         format,
         marks,
-        &window,
+        &content,
         &mut writer,
         &mut |done| {
             if done % 4096 == 0 {
@@ -106,13 +119,17 @@ pub fn run(args: &Args) -> Result<()> {
             return Err(e).with_context(|| format!("cannot export {}", dir.display()));
         }
     };
+    let requests = if args.requests {
+        format!(", {} requests", summary.requests)
+    } else {
+        String::new()
+    };
     eprintln!(
-        "mpigram: {}: {} ranks, {} calls, {} messages, {} requests",
+        "mpigram: {}: {} ranks, {} calls, {} messages{requests}",
         out.display(),
         summary.ranks,
         summary.calls,
         summary.messages,
-        summary.requests
     );
     if args.critical_path {
         eprintln!(

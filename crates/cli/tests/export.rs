@@ -3,7 +3,7 @@
 mod common;
 
 use common::{mpigram, text, trace};
-use mpigram_analysis::export::perfetto::{TYPE_SLICE_BEGIN, TYPE_SLICE_END, Trace as Timeline};
+use mpigram_analysis::export::perfetto::{SliceRow, Trace as Timeline};
 use serde_json::Value as Json;
 use std::collections::HashMap;
 use std::path::Path;
@@ -90,15 +90,43 @@ fn the_halo_exchange_exports_to_chrome_json_with_every_call_and_paired_arrows() 
     assert_eq!(names, ["rank 0", "rank 1", "rank 2", "rank 3"]);
 }
 
+/// The calls `mpigram decode` prints, per rank in call order: (rank,
+/// func, start_ns, end_ns, arguments as text).
+fn decoded_with_times(trace: &Path) -> Vec<(u64, String, u64, u64, String)> {
+    let t = trace.to_str().unwrap();
+    let jsonl = mpigram(&["decode", t, "--format", "jsonl"]);
+    let lines = mpigram(&["decode", t]);
+    text(&jsonl.stdout)
+        .lines()
+        .zip(text(&lines.stdout).lines())
+        .map(|(j, line)| {
+            let call: Json = serde_json::from_str(j).unwrap();
+            // `RANK SEQ FUNC(ARGS) @START +DURATION`
+            let (head, _) = line.rsplit_once(" @").unwrap();
+            let (_, args) = head.split_once('(').unwrap();
+            (
+                call["rank"].as_u64().unwrap(),
+                call["func"].as_str().unwrap().to_owned(),
+                call["start_ns"].as_u64().unwrap(),
+                call["end_ns"].as_u64().unwrap(),
+                args.strip_suffix(')').unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
 #[test]
-fn a_perfetto_export_decodes_into_one_slice_per_call_on_its_rank() {
+fn a_perfetto_export_shows_each_call_as_decoded_and_each_message_as_an_arrow() {
     let dir = tempfile::tempdir().unwrap();
     let t = dir.path().join("t");
-    trace(&t, "p2p_nonblocking", 2, &[], "lossy");
+    let iterations = 100;
+    trace(&t, "halo2d", 4, &[&iterations.to_string()], "lossless");
     let file = dir.path().join("t.pftrace");
     let out = export(&t, "perfetto", &file);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let timeline = Timeline::read(std::fs::read(&file).unwrap().as_slice()).unwrap();
+    let bytes = std::fs::read(&file).unwrap();
+    let timeline = Timeline::read(bytes.as_slice()).unwrap();
+    let tables = timeline.tables().expect("slices that nest");
 
     // Each rank's calls track, by uuid: its rank.
     let mut calls_track = HashMap::new();
@@ -111,37 +139,67 @@ fn a_perfetto_export_decodes_into_one_slice_per_call_on_its_rank() {
             calls_track.insert(d.uuid.unwrap(), thread.pid.unwrap() as u64 - 1);
         }
     }
-    assert_eq!(calls_track.len(), 2);
-    let mut begins = Vec::new();
-    let mut depth: HashMap<u64, i32> = HashMap::new();
-    let (mut flows, mut terminating): (Vec<u64>, Vec<u64>) = (Vec::new(), Vec::new());
-    for p in &timeline.packet {
-        let Some(e) = &p.track_event else { continue };
-        let track = e.track_uuid.unwrap();
-        match e.r#type {
-            Some(TYPE_SLICE_BEGIN) => {
-                *depth.entry(track).or_default() += 1;
-                if let (Some(&rank), Some(name)) = (calls_track.get(&track), &e.name) {
-                    if name != "message" {
-                        begins.push((rank, name.clone(), p.timestamp.unwrap()));
-                    }
-                }
-                flows.extend(&e.flow_ids);
-                terminating.extend(&e.terminating_flow_ids);
+    assert_eq!(calls_track.len(), 4);
+    // Every call as decoded: its name, times to the nanosecond, arguments.
+    let mut calls: Vec<(u64, String, u64, u64, String)> = tables
+        .slices
+        .iter()
+        .filter(|s| s.depth == 0)
+        .map(|s| {
+            let args: Vec<&str> = s.args.iter().map(|(_, v)| v.as_str()).collect();
+            assert!(s.args.iter().all(|(k, _)| k == "args"), "{:?}", s.args);
+            let rank = calls_track[&s.track];
+            (rank, s.name.clone(), s.ts, s.ts + s.dur, args.join(""))
+        })
+        .collect();
+    calls.sort_by_key(|c| (c.0, c.2));
+    let decoded = decoded_with_times(&t);
+    assert_eq!(calls.len(), decoded.len());
+    assert_eq!(calls, decoded);
+    // At most 40 bytes a call, all told (about 36 here).
+    let per_call = bytes.len() as f64 / calls.len() as f64;
+    assert!(per_call <= 40.0, "{per_call:.1} bytes a call");
+
+    // 2x2 grid: 8 halo messages per iteration, each an arrow from an Isend
+    // to the Waitall that completed its receive on the rank it was sent to
+    // (at the call, or at a `message` inside it).
+    assert_eq!(tables.flows.len(), 8 * iterations);
+    assert_eq!((tables.ends_before_start, tables.never_ended), (0, 0));
+    for f in &tables.flows {
+        let (from, into) = (&tables.slices[f.slice_out], &tables.slices[f.slice_in]);
+        assert_eq!(from.name, "MPI_Isend");
+        let dest = from.args[0]
+            .1
+            .split(", ")
+            .find_map(|a| a.strip_prefix("dest="));
+        let into_rank = calls_track[&into.track];
+        assert_eq!(dest, Some(into_rank.to_string().as_str()));
+        let receiving = match into.depth {
+            0 => into,
+            _ => {
+                assert_eq!(into.name, "message");
+                // The call it is in.
+                tables.slices[..f.slice_in]
+                    .iter()
+                    .rev()
+                    .find(|s| s.track == into.track && s.depth == 0)
+                    .unwrap()
             }
-            Some(TYPE_SLICE_END) => *depth.get_mut(&track).unwrap() -= 1,
-            other => panic!("{other:?}"),
-        }
+        };
+        assert_eq!(receiving.name, "MPI_Waitall");
+        assert!(receiving.ts <= into.ts && into.ts < receiving.ts + receiving.dur.max(1));
     }
-    assert!(depth.values().all(|&d| d == 0), "every slice ends");
-    begins.sort_by_key(|b| (b.0, b.2));
-    let names: Vec<(u64, String)> = begins.into_iter().map(|(r, f, _)| (r, f)).collect();
-    assert_eq!(names, decoded_calls(&t));
-    // Four messages each way; each arrow starts once and ends once.
-    flows.sort_unstable();
-    terminating.sort_unstable();
-    assert_eq!(flows.len(), 8);
-    assert_eq!(flows, terminating);
+    // Arrow ids are reused once their arrow ended: short ones.
+    let mut ids: Vec<u64> = timeline
+        .packet
+        .iter()
+        .filter_map(|p| p.track_event.as_ref())
+        .flat_map(|e| e.flow_ids_old.iter().copied())
+        .collect();
+    assert_eq!(ids.len(), tables.flows.len());
+    ids.sort_unstable();
+    ids.dedup();
+    assert!(ids.len() < tables.flows.len() / 4, "{} ids", ids.len());
 }
 
 #[test]
@@ -250,7 +308,8 @@ fn the_critical_path_is_a_track_of_its_segments_with_arrows_along_its_jumps() {
         assert!(s["ts"].as_f64().unwrap() <= ends[id]["ts"].as_f64().unwrap());
     }
 
-    // Perfetto: the same slices on the `critical path` track.
+    // Perfetto: the same slices on the `critical path` track, and as many
+    // arrows as Chrome's (the messages' and the jumps').
     let file = dir.path().join("t.pftrace");
     export_path(&t, "perfetto", &file);
     let timeline = Timeline::read(std::fs::read(&file).unwrap().as_slice()).unwrap();
@@ -265,45 +324,21 @@ fn the_critical_path_is_a_track_of_its_segments_with_arrows_along_its_jumps() {
         })
         .and_then(|d| d.uuid)
         .unwrap();
-    let (mut begins, mut open, mut total_ns) = (0, None, 0u64);
-    for p in &timeline.packet {
-        let Some(e) = &p.track_event else { continue };
-        if e.track_uuid != Some(track) {
-            continue;
-        }
-        let at = p.timestamp.unwrap();
-        match e.r#type {
-            Some(TYPE_SLICE_BEGIN) => {
-                assert!(open.is_none(), "path slices do not nest");
-                begins += 1;
-                open = Some(at);
-            }
-            Some(TYPE_SLICE_END) => total_ns += at - open.take().unwrap(),
-            other => panic!("{other:?}"),
-        }
-    }
-    assert_eq!(begins, segments);
+    let tables = timeline.tables().unwrap();
+    let path: Vec<&SliceRow> = tables.slices.iter().filter(|s| s.track == track).collect();
+    assert_eq!(path.len(), segments);
+    assert!(path.iter().all(|s| s.depth == 0), "path slices do not nest");
+    let total_ns: u64 = path.iter().map(|s| s.dur).sum();
     assert!(
         (total_ns as f64 * 1e-9 - total_s).abs() < 1e-6,
         "{total_ns} ns, {total_s} s"
     );
-    // The arrows of the jumps: each id starts once and ends once.
-    let path_ids: Vec<u64> = starts.keys().copied().collect();
-    let (mut out, mut into): (Vec<u64>, Vec<u64>) = (Vec::new(), Vec::new());
-    for e in timeline
-        .packet
-        .iter()
-        .filter_map(|p| p.track_event.as_ref())
-    {
-        out.extend(e.flow_ids.iter().filter(|id| path_ids.contains(id)));
-        into.extend(
-            e.terminating_flow_ids
-                .iter()
-                .filter(|id| path_ids.contains(id)),
-        );
+    let arrows = events.iter().filter(|e| e["ph"] == "s").count();
+    assert_eq!(tables.flows.len(), arrows);
+    assert_eq!((tables.ends_before_start, tables.never_ended), (0, 0));
+    for f in &tables.flows {
+        let (from, into) = (&tables.slices[f.slice_out], &tables.slices[f.slice_in]);
+        assert_ne!(from.track, into.track, "to another rank");
+        assert!(from.ts < into.ts, "read in time order");
     }
-    out.sort_unstable();
-    into.sort_unstable();
-    assert_eq!(out.len(), path_ids.len());
-    assert_eq!(out, into);
 }

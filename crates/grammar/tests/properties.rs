@@ -112,6 +112,29 @@ proptest! {
         check_round_trip(&input, &build_checked(&input));
     }
 
+    /// What `push_repeating` says is true of the input (a terminal it
+    /// took as repeating with period p equals the one p back), `recent`
+    /// reads the input back, and a loop's iterations after the first two
+    /// are all taken so.
+    #[test]
+    fn repeated_terminals_are_the_ones_a_period_back(input in loop_stream()) {
+        let mut s = Sequitur::new();
+        let mut taken = 0;
+        for (i, &t) in input.iter().enumerate() {
+            let period = s.push_repeating(t) as usize;
+            if period != 0 {
+                prop_assert!(period <= i && input[i - period] == t, "at {}: period {}", i, period);
+                taken += 1;
+            }
+            let back = 1 + i % 7;
+            prop_assert_eq!(s.recent(back as u64), (back <= i + 1).then(|| input[i + 1 - back]));
+        }
+        prop_assert_eq!(s.recent(0), None);
+        if input.len() > 100 {
+            prop_assert!(taken > 0);
+        }
+    }
+
     #[test]
     fn concatenations(parts in prop::collection::vec(prop_oneof![
         loop_stream(),
@@ -290,6 +313,24 @@ fn pilgrim_example_grammar() {
     // With the leading "a" the grammar is as small: 7 runs either way.
     let g = build_checked(&[0, 0, 1, 0, 1, 2, 3, 2, 3]);
     assert_eq!(g.num_runs(), 7, "{g}");
+}
+
+/// A loop body of three calls, repeated: from its third iteration on
+/// every push is taken as repeating the body (period 3).
+#[test]
+fn a_loop_body_repeats_with_its_length_as_period() {
+    let mut s = Sequitur::new();
+    let n = 1 << 17;
+    let periods: Vec<u64> = (0..n).map(|i| s.push_repeating([7, 8, 9][i % 3])).collect();
+    assert!(periods[..6].iter().all(|&p| p == 0), "{:?}", &periods[..9]);
+    assert!(periods[7..].iter().all(|&p| p == 3), "{:?}", &periods[..9]);
+    assert_eq!(s.recent(3), Some([7, 8, 9][(n - 3) % 3]));
+    assert_eq!(
+        s.recent(1 << 16),
+        Some([7, 8, 9][(n - (1 << 16)) % 3]),
+        "within the history"
+    );
+    assert_eq!(s.recent((1 << 16) + 1), None, "beyond it");
 }
 
 #[test]

@@ -9,8 +9,10 @@
 //!   for the first 64 signatures, then its per-call times if the rank
 //!   records them), every new signature and every new communicator-log
 //!   entry, then publishes the tail's length and checksum with one 8-byte
-//!   store. Stores to a shared file mapping are in the page
-//!   cache at once: they survive the death of the process.
+//!   store. A call that repeats the call a loop body's length before it
+//!   (the grammar's fast path took it) is only counted, in a header word
+//!   (see "Repeated calls" below). Stores to a shared file mapping are in
+//!   the page cache at once: they survive the death of the process.
 //! - `rank<N>.checkpoint`: when the tail is full, the tracer writes the
 //!   whole record so far as a rank file (the `rank<N>.mgr` format, partial)
 //!   and starts the tail again. So the journal stays small however long
@@ -39,7 +41,9 @@
 //! | 64 | 8 | the tail's published length (low half) and [`hash`] (high half) ([`tail_word`]) |
 //! | 72 | 4 | in call ([`in_call_word`], version 3): the MPI function a traced call of the rank is inside (stored as the call begins, cleared as the tracer records it), 0 between calls |
 //! | 76 | 4 | reserved (0; readers refuse anything else) |
-//! | 80 (72 before version 3) | | identity: host name and MPI library version, varint-length-prefixed; the run id, a varint; the timing mode as META stores it; nanoseconds per clock tick, f64 bits as a varint (the run id and what follows are absent in journals of older versions: 0, aggregated timing, 1) |
+//! | 80 | 8 | repetition ([`repetition_word`], version 4): the period of the calls being counted (low half) and the tail's published length when their counting began (high half) |
+//! | 88 | 8 | repeated calls ([`repeated_word`], version 4): how many calls of that repetition the tail's end leaves out (low half) and a check (high half); 0: none |
+//! | 96 (80 in version 3, 72 before) | | identity: host name and MPI library version, varint-length-prefixed; the run id, a varint; the timing mode as META stores it; nanoseconds per clock tick, f64 bits as a varint (the run id and what follows are absent in journals of older versions: 0, aggregated timing, 1) |
 //! | tail offset | up to capacity | records; bytes past the published length are ignored (the file grows with the tail) |
 //!
 //! A record starts with a varint `v`: even, a call of terminal `v / 2`
@@ -48,7 +52,25 @@
 //! lossless timing its interval and duration in ticks, zig-zagged (each a
 //! varint: the two columns of `crate::timing`, a call at a time); 1, a new signature (a varint length and its bytes),
 //! whose terminal is the next after the checkpoint's and the tail's
-//! earlier ones; 3, a communicator-log entry (as in the COMMS section).
+//! earlier ones; 3, a communicator-log entry (as in the COMMS section); 5
+//! (version 4), repeated calls: a period `p` and a count `n`, varints, for
+//! `n` calls each of the signature of the call `p` calls before it (in
+//! the rank's calls: the checkpoint's, then the tail's; `p` is at most
+//! [`MAX_PERIOD`]).
+//!
+//! # Repeated calls
+//! While a loop repeats, the grammar's fast path takes each call as the
+//! call a loop body's length (its period) before it, and so does the
+//! journal: when such a run of calls begins, the tracer stores the
+//! repetition word (the period, and the tail length it continues), then
+//! counts each call in the repeated-calls word, one 8-byte store a call
+//! with nothing appended to the tail. The run ends as a record (5) when a
+//! call breaks it, with that call's record, published together; the two
+//! words then name an older tail length, and are ignored. So a reader takes
+//! the count as calls after the tail only while the repetition word names
+//! the published length, and the check ties the two words: a flipped bit
+//! in either is noticed. Calls with per-call times are never counted so:
+//! their times are in their records.
 //!
 //! # Which checkpoint a tail continues
 //! The generation names the checkpoint by the number of calls it holds,
@@ -77,7 +99,7 @@ pub const JOURNAL_SUFFIX: &str = ".journal";
 pub const CHECKPOINT_SUFFIX: &str = ".checkpoint";
 
 pub const MAGIC: [u8; 8] = *b"MPIGRJNL";
-pub const VERSION: u32 = 3;
+pub const VERSION: u32 = 4;
 /// Oldest journal version read: version 1 had no timing in its header
 /// and no per-call times in its tail.
 const OLDEST_VERSION: u32 = 1;
@@ -127,8 +149,14 @@ pub const GENERATION_AT: usize = 56;
 pub const TAIL_WORD_AT: usize = 64;
 /// Offset of the in-call word ([`in_call_word`]; version 3 on).
 pub const IN_CALL_AT: usize = 72;
+/// Offset of the repetition word ([`repetition_word`]; version 4 on).
+pub const REPETITION_AT: usize = 80;
+/// Offset of the repeated-calls word ([`repeated_word`]; version 4 on).
+pub const REPEATED_AT: usize = 88;
 /// Bytes before the identity.
-const FIXED_LEN: usize = 80;
+const FIXED_LEN: usize = 96;
+/// Bytes before the identity in journals of version 3.
+const FIXED_LEN_3: usize = 80;
 /// Bytes before the identity in journals before version 3.
 const FIXED_LEN_2: usize = 72;
 /// Bytes covered by the header checksum before the identity.
@@ -227,6 +255,70 @@ pub const fn call_record(terminal: u32) -> u64 {
 }
 const SIGNATURE_RECORD: u64 = 1;
 const COMM_RECORD: u64 = 3;
+const REPEAT_RECORD: u64 = 5;
+
+/// The longest period of repeated calls (the grammar's history: a reader
+/// finds each repeated call there).
+pub const MAX_PERIOD: u64 = 1 << 16;
+
+/// The repetition word: calls that each repeat the call `period` calls
+/// before them, counted from when the tail's published length was `len`.
+#[inline]
+pub const fn repetition_word(period: u32, len: u32) -> u64 {
+    period as u64 | (len as u64) << 32
+}
+
+/// The repeated-calls word of `calls` calls (at least 1) of the repetition
+/// `repetition` ([`repetition_word`]): the count in the low half, the
+/// repetition word's [`hash`] less the count in the high half. The next
+/// call's word is this one plus [`REPEATED_STEP`].
+pub fn repeated_word(repetition: u64, calls: u32) -> u64 {
+    let check = hash(HASH_SEED, &repetition.to_le_bytes()).wrapping_sub(calls);
+    u64::from(calls) | u64::from(check) << 32
+}
+
+/// What one more call adds to a [`repeated_word`]: 1 to the count, -1 to
+/// the check (wrapping), while the count stays below [`MAX_REPEATED`].
+pub const REPEATED_STEP: u64 = 1u64.wrapping_sub(1 << 32);
+
+/// Most calls the tracer counts in one repeated-calls word (it then
+/// appends them as a record and counts on in a new word); readers take up
+/// to `u32::MAX`.
+pub const MAX_REPEATED: u32 = i32::MAX as u32;
+
+/// Appends the record of `calls` calls that repeat the call `period`
+/// calls before each.
+pub fn put_repeat(out: &mut Vec<u8>, period: u64, calls: u64) {
+    out.put_u64(REPEAT_RECORD);
+    out.put_u64(period);
+    out.put_u64(calls);
+}
+
+/// The calls after the published tail that the two words say (None: none).
+fn repeated_of_words(repetition: u64, repeated: u64, len: u32) -> Result<Option<Repeat>, String> {
+    if repeated == 0 {
+        return Ok(None);
+    }
+    let calls = repeated as u32;
+    if calls == 0 || repeated_word(repetition, calls) != repeated {
+        return Err(format!(
+            "damaged header: repeated calls {repeated:#018x} do not match repetition {repetition:#018x}"
+        ));
+    }
+    // Words of a run that a later record ended (or a checkpoint emptied
+    // the tail after): its calls are in the tail, or the checkpoint.
+    if (repetition >> 32) as u32 != len {
+        return Ok(None);
+    }
+    let period = u64::from(repetition as u32);
+    if !(1..=MAX_PERIOD).contains(&period) {
+        return Err(format!("damaged header: repeated calls of period {period}"));
+    }
+    Ok(Some(Repeat {
+        period,
+        calls: u64::from(calls),
+    }))
+}
 
 /// Appends the record of a call of `terminal` with its per-call times
 /// (the numbers the header's timing mode says, see the module's doc).
@@ -318,14 +410,24 @@ struct Journal {
     generation: u64,
     /// Signatures first recorded in the tail, in terminal order.
     signatures: Vec<Vec<u8>>,
-    /// Terminals of the tail's calls.
+    /// Terminals of the tail's call records.
     calls: Vec<u32>,
+    /// The tail's repeated calls, each after the call records before it
+    /// (`calls[..at]`), in order.
+    repeats: Vec<(usize, Repeat)>,
     /// Per-call times of the tail's calls, as the header's timing says:
     /// lossy codes' numbers, exact times' numbers, stored as they are
     /// read (so a long tail takes the memory of its compressed times).
     lossy: ColumnWriter,
     exact: ColumnWriter,
     comms: Vec<CommEntry>,
+}
+
+/// Calls that each repeat the call `period` calls before them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Repeat {
+    period: u64,
+    calls: u64,
 }
 
 fn u32_at(bytes: &[u8], at: usize) -> u32 {
@@ -362,7 +464,11 @@ impl Journal {
         let tail_at = u32_at(bytes, 12) as usize;
         let identity_len = u32_at(bytes, 28) as usize;
         let capacity = u32_at(bytes, 40);
-        let identity_at = if version >= 3 { FIXED_LEN } else { FIXED_LEN_2 };
+        let identity_at = match version {
+            4.. => FIXED_LEN,
+            3 => FIXED_LEN_3,
+            _ => FIXED_LEN_2,
+        };
         let identity_end = identity_at.saturating_add(identity_len);
         if tail_at != identity_end.next_multiple_of(64) {
             return Err(format!("damaged header: tail at {tail_at}"));
@@ -433,6 +539,14 @@ impl Journal {
         if hash(HASH_SEED, tail) != checksum {
             return Err(format!("the tail's {len} bytes are damaged (checksum)"));
         }
+        let pending = match version {
+            4.. => repeated_of_words(
+                u64_at(bytes, REPETITION_AT),
+                u64_at(bytes, REPEATED_AT),
+                len,
+            )?,
+            _ => None,
+        };
         let mut journal = Journal {
             header,
             ending,
@@ -441,6 +555,7 @@ impl Journal {
             generation,
             signatures: Vec::new(),
             calls: Vec::new(),
+            repeats: Vec::new(),
             lossy: ColumnWriter::default(),
             exact: ColumnWriter::default(),
             comms: Vec::new(),
@@ -448,8 +563,20 @@ impl Journal {
         journal
             .read_records(tail)
             .map_err(|e| format!("tail: {e}"))?;
+        if let Some(repeat) = pending {
+            journal.repeats.push((journal.calls.len(), repeat));
+        }
+        if journal.header.timing.per_call() && !journal.repeats.is_empty() {
+            return Err("tail: repeated calls without their per-call times".into());
+        }
         crate::rank::check_signatures(&journal.signatures).map_err(|m| format!("tail: {m}"))?;
         Ok(journal)
+    }
+
+    /// The tail's calls: its call records and its repeated calls.
+    fn tail_calls(&self) -> u64 {
+        let repeated: u64 = self.repeats.iter().map(|(_, r)| r.calls).sum();
+        self.calls.len() as u64 + repeated
     }
 
     fn read_records(&mut self, tail: &[u8]) -> Result<(), mpigram_varint::DecodeError> {
@@ -459,6 +586,17 @@ impl Journal {
             match r.u64()? {
                 SIGNATURE_RECORD => self.signatures.push(r.blob()?.to_vec()),
                 COMM_RECORD => self.comms.push(CommEntry::decode(&mut r)?),
+                REPEAT_RECORD => {
+                    let at = r.position();
+                    let (period, calls) = (r.u64()?, r.u64()?);
+                    if !(1..=MAX_PERIOD).contains(&period)
+                        || !(1..=u64::from(u32::MAX)).contains(&calls)
+                    {
+                        return Err(out_of_range(at, period.max(calls)));
+                    }
+                    self.repeats
+                        .push((self.calls.len(), Repeat { period, calls }));
+                }
                 v if v & 1 == 0 => {
                     let terminal = u32::try_from(v >> 1).map_err(|_| out_of_range(at, v))?;
                     self.calls.push(terminal);
@@ -554,7 +692,7 @@ pub fn recover_rank(dir: &Path, rank: u32) -> Result<RankTrace, Error> {
             format!("holds rank {}", h.rank),
         ));
     }
-    let tail_calls = journal.calls.len() as u64;
+    let tail_calls = journal.tail_calls();
     let base = match checkpoint {
         None if journal.generation == 0 => None,
         None => {
@@ -608,16 +746,19 @@ pub fn recover_rank(dir: &Path, rank: u32) -> Result<RankTrace, Error> {
             ));
         }
     }
-    let trace = rebuild(base, &journal, with_tail);
-    trace
-        .check()
+    let trace = rebuild(base, &journal, with_tail)
+        .and_then(|trace| trace.check().map(|()| trace))
         .map_err(|m| Error::journal(&journal_path, m))?;
     Ok(trace)
 }
 
 /// The checkpoint's record followed by the tail's (if `with_tail`; its
 /// terminals are known to be in the table).
-fn rebuild(base: Option<RankTrace>, journal: &Journal, with_tail: bool) -> RankTrace {
+fn rebuild(
+    base: Option<RankTrace>,
+    journal: &Journal,
+    with_tail: bool,
+) -> Result<RankTrace, String> {
     let h = &journal.header;
     let mut grammar = Sequitur::new();
     let mut base_calls = 0;
@@ -657,11 +798,29 @@ fn rebuild(base: Option<RankTrace>, journal: &Journal, with_tail: bool) -> RankT
         signatures.extend(journal.signatures.iter().cloned());
         stats.resize(signatures.len(), CallStats::default());
         comms.extend_from_slice(&journal.comms);
-        for &t in &journal.calls {
+        let mut call = |t: u32, grammar: &mut Sequitur| {
             stats[t as usize].count += 1;
             grammar.push(t);
+        };
+        let mut repeats = journal.repeats.iter().peekable();
+        for at in 0..=journal.calls.len() {
+            while let Some((_, r)) = repeats.next_if(|(before, _)| *before == at) {
+                for _ in 0..r.calls {
+                    let t = grammar.recent(r.period).ok_or_else(|| {
+                        format!(
+                            "tail: calls repeating the call {} before them, after {} calls",
+                            r.period,
+                            grammar.len()
+                        )
+                    })?;
+                    call(t, &mut grammar);
+                }
+            }
+            if let Some(&t) = journal.calls.get(at) {
+                call(t, &mut grammar);
+            }
         }
-        calls += journal.calls.len() as u64;
+        calls += journal.tail_calls();
         let times = &mut timing.1;
         for (recorded, stored, tail) in [
             (h.timing.lossy.is_some(), &mut times.lossy, &journal.lossy),
@@ -672,7 +831,7 @@ fn rebuild(base: Option<RankTrace>, journal: &Journal, with_tail: bool) -> RankT
             }
         }
     }
-    RankTrace {
+    Ok(RankTrace {
         meta: RankMeta {
             rank: h.rank,
             world_size: h.world_size,
@@ -696,7 +855,7 @@ fn rebuild(base: Option<RankTrace>, journal: &Journal, with_tail: bool) -> RankT
         stats,
         comms,
         times: timing.1,
-    }
+    })
 }
 
 #[cfg(test)]
@@ -786,6 +945,7 @@ mod tests {
             generation: 0,
             signatures: Vec::new(),
             calls: Vec::new(),
+            repeats: Vec::new(),
             lossy: ColumnWriter::default(),
             exact: ColumnWriter::default(),
             comms: Vec::new(),

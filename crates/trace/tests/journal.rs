@@ -10,8 +10,9 @@ use mpigram_grammar::Sequitur;
 use mpigram_mpispec::encoding::{put_handle, put_rank};
 use mpigram_mpispec::{HandleRef, Rank, func, put_signature_head};
 use mpigram_trace::journal::{
-    ENDING_AT, GENERATION_AT, HASH_SEED, IN_CALL_AT, JournalHeader, TAIL_WORD_AT, ending_word_of,
-    hash, in_call_word, put_call, put_comm, put_signature, tail_word,
+    ENDING_AT, GENERATION_AT, HASH_SEED, IN_CALL_AT, JournalHeader, REPEATED_AT, REPEATED_STEP,
+    REPETITION_AT, TAIL_WORD_AT, ending_word_of, hash, in_call_word, put_call, put_comm,
+    put_repeat, put_signature, repeated_word, repetition_word, tail_word,
 };
 use mpigram_trace::{
     CallStats, CommEntry, Ending, RankMeta, RankTrace, Timing, Trace, checkpoint_file_name,
@@ -91,7 +92,7 @@ impl Image {
     ) -> Image {
         let mut bytes = h.encode();
         let tail_at = bytes.len();
-        let identity_end = 80 + u32::from_le_bytes(bytes[28..32].try_into().unwrap()) as usize;
+        let identity_end = 96 + u32::from_le_bytes(bytes[28..32].try_into().unwrap()) as usize;
         bytes[ENDING_AT..ENDING_AT + 4].copy_from_slice(&ending_word_of(ending).to_le_bytes());
         bytes[GENERATION_AT..GENERATION_AT + 8].copy_from_slice(&generation.to_le_bytes());
         let word = tail_word(tail.len() as u32, hash(HASH_SEED, tail));
@@ -105,6 +106,41 @@ impl Image {
             identity_end,
             published: tail_at + tail.len(),
         }
+    }
+
+    /// The header's words for `calls` calls after the published tail, each
+    /// repeating the call `period` calls before it, counted since the tail
+    /// was `since` bytes long (the published length: they count; else
+    /// they are a finished count's, and ignored).
+    fn count_repeated(&mut self, period: u32, calls: u32, since: usize) {
+        let repetition = repetition_word(period, since as u32);
+        let mut repeated = repeated_word(repetition, 1);
+        for _ in 1..calls {
+            repeated = repeated.wrapping_add(REPEATED_STEP);
+        }
+        assert_eq!(
+            repeated,
+            repeated_word(repetition, calls),
+            "one step a call"
+        );
+        self.set_word(REPETITION_AT, repetition);
+        self.set_word(REPEATED_AT, repeated);
+    }
+
+    /// Makes the header one of journal version `version`, whose identity
+    /// (`identity`) starts at `identity_at`, under a matching checksum.
+    fn as_version(&mut self, version: u32, identity_at: usize, identity: &[u8]) {
+        let b = &mut self.bytes;
+        b[8..12].copy_from_slice(&version.to_le_bytes());
+        b[28..32].copy_from_slice(&(identity.len() as u32).to_le_bytes());
+        b[identity_at..identity_at + identity.len()].copy_from_slice(identity);
+        b[identity_at + identity.len()..self.tail_at].fill(0);
+        let checksum = hash(hash(HASH_SEED, &b[..44]), identity);
+        b[44..48].copy_from_slice(&checksum.to_le_bytes());
+    }
+
+    fn set_word(&mut self, at: usize, word: u64) {
+        self.bytes[at..at + 8].copy_from_slice(&word.to_le_bytes());
     }
 
     fn write(&self, dir: &Path, rank: u32) -> PathBuf {
@@ -390,14 +426,14 @@ fn empty_foreign_and_newer_journals_are_refused_by_name() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join(journal_file_name(0));
     let mut newer = Image::new(0, 0, Ending::Killed, &[], &[]).bytes;
-    newer[8] = 4;
+    newer[8] = 5;
     for (bytes, says) in [
         (Vec::new(), "truncated"),
         (
             b"#!/bin/sh\necho not a journal\n".repeat(4),
             "not an mpigram crash journal",
         ),
-        (newer, "journal version 4"),
+        (newer, "journal version 5"),
     ] {
         std::fs::write(&path, &bytes).unwrap();
         let e = Trace::open(dir.path()).err().unwrap();
@@ -427,7 +463,11 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         let mut half = Vec::new();
         put_call(&mut half, 1, &[]);
-        let image = Image::new(1, 0, Ending::Killed, &small_tail(), &half);
+        let tail = small_tail();
+        let mut image = Image::new(1, 0, Ending::Killed, &tail, &half);
+        // Calls counted as repeated: the header's two words are in use
+        // (a flip in either is noticed).
+        image.count_repeated(3, 4, tail.len());
         let good = {
             let path = image.write(dir.path(), 1);
             let t = recover_rank(dir.path(), 1).unwrap();
@@ -583,16 +623,118 @@ fn a_version_1_journal_is_read_with_its_tail_untimed() {
         identity.extend_from_slice(s.as_bytes());
     }
     identity.push(0);
-    let b = &mut image.bytes;
-    b[8..12].copy_from_slice(&1u32.to_le_bytes());
-    b[28..32].copy_from_slice(&(identity.len() as u32).to_le_bytes());
-    b[72..72 + identity.len()].copy_from_slice(&identity);
-    b[72 + identity.len()..image.tail_at].fill(0);
-    let checksum = hash(hash(HASH_SEED, &b[..44]), &identity);
-    b[44..48].copy_from_slice(&checksum.to_le_bytes());
+    image.as_version(1, 72, &identity);
     image.write(dir.path(), 0);
     let t = recover_rank(dir.path(), 0).unwrap();
     assert_eq!(t.meta.calls, 102);
     assert_eq!(t.meta.timing, base.meta.timing, "the checkpoint's mode");
     assert_eq!(calls_in(&t.times.exact).unwrap(), 100, "the tail untimed");
+}
+
+/// Repeated calls: a record of them in the tail, and a count in the
+/// header after the published tail, each call the signature of the call a
+/// period before it, reaching back into the checkpoint's calls.
+#[test]
+fn repeated_calls_are_read_back_from_their_record_and_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = checkpoint(0, PID); // calls 0 1 0 1 ... 0 1
+    write_checkpoint(dir.path(), &base);
+    let mut tail = Vec::new();
+    // Three more of the checkpoint's loop (period 2): 0 1 0.
+    put_repeat(&mut tail, 2, 3);
+    put_signature(&mut tail, &signature(2));
+    put_call(&mut tail, 2, &[]);
+    put_call(&mut tail, 0, &[]);
+    // 2 0 2 0 2, then counted in the header: 0 2 0 2.
+    put_repeat(&mut tail, 2, 5);
+    let mut image = Image::new(0, 100, Ending::Killed, &tail, &[]);
+    image.count_repeated(2, 4, tail.len());
+    image.write(dir.path(), 0);
+    let t = recover_rank(dir.path(), 0).unwrap();
+    let s = |c: u32| signature(c);
+    let mut expected = calls(&base);
+    expected.extend([0, 1, 0, 2, 0, 2, 0, 2, 0, 2, 0, 2, 0, 2].map(s));
+    assert_eq!(calls(&t), expected);
+    assert_eq!(t.meta.calls, 114);
+    let counts: Vec<u64> = t.stats.iter().map(|s| s.count).collect();
+    assert_eq!(counts, [50 + 7, 50 + 1, 6]);
+
+    // A finished count (its words name an earlier tail length) is in the
+    // tail already: not counted again.
+    image.count_repeated(2, 4, tail.len() - 3);
+    image.write(dir.path(), 0);
+    assert_eq!(recover_rank(dir.path(), 0).unwrap().meta.calls, 110);
+}
+
+/// Every way the repeated calls can be wrong is refused, naming the
+/// journal: a count that does not match its repetition word (a flipped
+/// bit in either), a period longer than the calls before it or than the
+/// grammar's history, repeated calls in a journal with per-call times.
+#[test]
+fn damaged_repeated_calls_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let refused = |image: &Image, says: &str| {
+        let path = image.write(dir.path(), 1);
+        let e = recover_rank(dir.path(), 1).unwrap_err();
+        one_line_naming(&e, &path);
+        assert!(e.to_string().contains(says), "{e}");
+    };
+    let tail = small_tail(); // 5 calls
+    let mut image = Image::new(1, 0, Ending::Killed, &tail, &[]);
+    image.count_repeated(5, 7, tail.len());
+    image.write(dir.path(), 1);
+    assert_eq!(recover_rank(dir.path(), 1).unwrap().meta.calls, 12);
+    for (at, bit) in [
+        (REPEATED_AT, 0),
+        (REPEATED_AT, 40),
+        (REPETITION_AT, 1),
+        (REPETITION_AT, 33),
+    ] {
+        let mut flipped = Image::new(1, 0, Ending::Killed, &tail, &[]);
+        flipped.count_repeated(5, 7, tail.len());
+        flipped.bytes[at + bit / 8] ^= 1 << (bit % 8);
+        refused(&flipped, "damaged header");
+    }
+    image.count_repeated(6, 1, tail.len());
+    refused(&image, "repeating the call 6 before them, after 5 calls");
+    let mut long = tail.clone();
+    put_repeat(&mut long, (1 << 16) + 1, 1);
+    refused(
+        &Image::new(1, 0, Ending::Killed, &long, &[]),
+        "journal record",
+    );
+    let mut timed = header(1);
+    timed.timing = Timing::parse("lossless", None).unwrap();
+    let mut image = Image::with_header(&timed, 0, Ending::Killed, &[], &[]);
+    image.count_repeated(1, 1, 0);
+    refused(&image, "without their per-call times");
+}
+
+/// A rank killed as it emptied its tail after a checkpoint, with calls
+/// counted since an empty tail: the checkpoint holds them, and is read
+/// alone.
+#[test]
+fn repeated_calls_of_a_tail_being_emptied_are_the_checkpoints() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = checkpoint(0, PID); // 100 calls
+    write_checkpoint(dir.path(), &base);
+    // The old tail was the 4 repeated calls after a checkpoint of 96.
+    let mut image = Image::new(0, 96, Ending::Killed, &[], &[]);
+    image.count_repeated(2, 4, 0);
+    image.write(dir.path(), 0);
+    assert_eq!(calls(&recover_rank(dir.path(), 0).unwrap()), calls(&base));
+}
+
+/// A journal of version 3 (no repeated calls: the identity at byte 80) is
+/// still read.
+#[test]
+fn a_version_3_journal_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut image = Image::new(1, 0, Ending::Killed, &small_tail(), &[]);
+    let identity = image.bytes[96..image.identity_end].to_vec();
+    image.as_version(3, 80, &identity);
+    image.write(dir.path(), 1);
+    let t = recover_rank(dir.path(), 1).unwrap();
+    assert_eq!(t.meta.calls, 5);
+    assert_eq!((t.meta.host.as_str(), t.meta.ns_per_tick), ("node", 0.5));
 }

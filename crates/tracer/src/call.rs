@@ -18,10 +18,11 @@ const OFF: u8 = 3;
 static STATE: AtomicU8 = AtomicU8::new(UNSET);
 
 /// Where this thread is: outside any traced call, inside the MPI part of
-/// one, or recording one.
+/// one, recording one, or writing out what the tracer recorded.
 const OUTSIDE: usize = 0;
 const IN_MPI: usize = 1;
 const RECORDING: usize = 2;
+const WRITING: usize = 3;
 /// The bits of a thread's place in [`SERIAL`] (below a [`thread_tag`]).
 const PLACE: usize = 3;
 
@@ -341,15 +342,27 @@ pub fn in_recorder() -> bool {
     place() == RECORDING
 }
 
-/// Runs `f`, which the tracer or MPI does for itself (a journal checkpoint
-/// while recording a call, MPI's own finalization), as inside MPI: no call
-/// traced, its allocations neither counted as the recorder's nor tracked
-/// as the application's.
+/// Runs `f`, which the tracer or MPI does for itself (the tracer's
+/// communication at MPI_Init and MPI_Finalize, MPI's own finalization), as
+/// inside MPI: no call traced, its allocations neither counted as the
+/// recorder's nor tracked as the application's.
 pub fn uncounted<R>(f: impl FnOnce() -> R) -> R {
-    let was = INSIDE.with(|inside| inside.swap(IN_MPI, Relaxed));
+    in_place(IN_MPI, f)
+}
+
+/// Runs `f`, in which the tracer writes out what it recorded (a crash
+/// journal's checkpoint, a part of the trace) while recording a call: as
+/// [`uncounted`], and what it frees is its own, never the application's
+/// (see [`frees_own_blocks`]).
+pub fn writing_out<R>(f: impl FnOnce() -> R) -> R {
+    in_place(WRITING, f)
+}
+
+fn in_place<R>(place: usize, f: impl FnOnce() -> R) -> R {
+    let was = INSIDE.with(|inside| inside.swap(place, Relaxed));
     // Calls that begin while MPI calls cannot overlap look at SERIAL only.
     let serial = SERIAL
-        .compare_exchange(0, thread_tag() | IN_MPI, Relaxed, Relaxed)
+        .compare_exchange(0, thread_tag() | place, Relaxed, Relaxed)
         .is_ok();
     let r = f();
     if serial {
@@ -357,6 +370,14 @@ pub fn uncounted<R>(f: impl FnOnce() -> R) -> R {
     }
     INSIDE.with(|inside| inside.store(was, Relaxed));
     r
+}
+
+/// Whether this thread runs the tracer's own code, which frees only the
+/// tracer's blocks: recording a call, or writing out (the free hook then
+/// looks up no application block; a part of 10^6 signatures frees as many).
+#[inline]
+pub fn frees_own_blocks() -> bool {
+    matches!(place(), RECORDING | WRITING)
 }
 
 /// Set in a child forked from the rank (without exec): it is not the

@@ -50,6 +50,15 @@ pub(crate) fn request_kind(func: FuncId) -> RequestKind {
     kinds.get(func as usize).copied().unwrap_or(unknown)
 }
 
+/// A request a call created: its id (pool, index), and its class if it
+/// was logged (`RequestTable::add`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Created {
+    pub pool: u64,
+    pub index: u64,
+    pub class: Option<u32>,
+}
+
 /// Writes the arguments of one call.
 pub struct Encoder<'a> {
     pub(crate) out: &'a mut Vec<u8>,
@@ -69,8 +78,8 @@ pub struct Encoder<'a> {
     pub(crate) request_comms: &'a mut Vec<RequestInfo>,
     /// The communicator MPI_Comm_idup wrote, for the request that follows.
     pub(crate) idup_comm: Option<u64>,
-    /// The request the call created, as (pool, index).
-    pub(crate) created: Option<(u64, u64)>,
+    /// The request the call created.
+    pub(crate) created: Option<Created>,
 }
 
 impl Encoder<'_> {
@@ -308,15 +317,15 @@ impl Encoder<'_> {
     /// `p` is NULL or valid for reads when the call succeeded.
     pub unsafe fn new_request(&mut self, p: *const HandleSlot) {
         let kind = request_kind(self.func);
-        let id = match unsafe { self.read_handle(REQUEST, p) } {
+        let (id, class) = match unsafe { self.read_handle(REQUEST, p) } {
             Some(h) => {
                 self.objects
                     .create_request(h, self.out, kind, self.comm, self.idup_comm.take())
             }
-            None => mpigram_mpispec::RequestRef::Null,
+            None => (mpigram_mpispec::RequestRef::Null, None),
         };
         if let mpigram_mpispec::RequestRef::Pooled { pool, index } = id {
-            self.created = Some((pool, index));
+            self.created = Some(Created { pool, index, class });
         }
         put_request(self.out, id);
     }

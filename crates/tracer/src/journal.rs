@@ -4,7 +4,9 @@
 //! survives its death by any signal, SIGKILL included. Appending a call is
 //! a byte store (and a copy of its few bytes of times), a hash step per
 //! byte and one 8-byte store of the tail's length and checksum: a few
-//! nanoseconds, and no allocation once the scratch buffer has grown.
+//! nanoseconds, and no allocation once the scratch buffer has grown. A
+//! call the grammar took as a repetition (a loop body's length after an
+//! equal one) is only counted: one 8-byte store.
 //! When the tail is full the tracer writes a checkpoint and the journal
 //! starts its tail again ([`Journal::reset`]).
 //!
@@ -17,8 +19,8 @@
 
 use crate::objects::CommRecord;
 use mpigram_trace::journal::{
-    self, ENDING_AT, GENERATION_AT, HASH_SEED, IN_CALL_AT, JournalHeader, LOST_AT, SIGNAL_ENDING,
-    TAIL_WORD_AT,
+    self, ENDING_AT, GENERATION_AT, HASH_SEED, IN_CALL_AT, JournalHeader, LOST_AT, MAX_REPEATED,
+    REPEATED_AT, REPEATED_STEP, REPETITION_AT, SIGNAL_ENDING, TAIL_WORD_AT,
 };
 use mpigram_trace::{Ending, Lost, checkpoint_file_name, journal_file_name};
 use std::ffi::c_int;
@@ -44,6 +46,10 @@ const FAST_TERMINALS: u32 = 1 << 13;
 /// Most bytes of a call's record and its per-call times (lossy and
 /// lossless: four varints).
 const MAX_CALL_RECORD: usize = 2 + 4 * mpigram_varint::MAX_VARINT_LEN;
+
+/// `Journal::period` while no repeated calls are counted (no grammar
+/// period is this long).
+const NOT_COUNTING: u64 = u64::MAX;
 
 /// The ending word of the open journal, for the signal handlers.
 static ENDING: AtomicPtr<AtomicU32> = AtomicPtr::new(std::ptr::null_mut());
@@ -72,6 +78,13 @@ pub struct Journal {
     comms: usize,
     /// Records of the call being appended (when not a single byte).
     scratch: Vec<u8>,
+    /// The period of the repeated calls being counted in the header
+    /// (`NOT_COUNTING`: none are), and their repeated-calls word as stored.
+    period: u64,
+    repeated: u64,
+    /// Whether calls may be counted as repeated: no per-call times to
+    /// keep, and the journal has not stopped.
+    counts_repeats: bool,
     /// A write failed: the journal holds the first this many calls, and
     /// no more.
     stopped_at: Option<u64>,
@@ -159,6 +172,9 @@ impl Journal {
             hash: HASH_SEED,
             comms: 0,
             scratch: Vec::new(),
+            period: NOT_COUNTING,
+            repeated: 0,
+            counts_repeats: !header.timing.per_call(),
             stopped_at: None,
             dir: dir.to_owned(),
             rank,
@@ -177,26 +193,63 @@ impl Journal {
     }
 
     fn tail_word(&self) -> &AtomicU64 {
-        // SAFETY: an aligned u64 of the mapping, which is never unmapped.
-        unsafe { &*self.word(TAIL_WORD_AT) }
+        self.header_word(TAIL_WORD_AT)
     }
 
-    /// Appends a call of `terminal` with its per-call `times` (the numbers
-    /// the header's timing mode says), with its signature if it is new and
-    /// the communicator-log entries the call added. False if the records do
-    /// not fit: the caller writes a checkpoint (which holds this call).
+    /// The header's 8-byte word at `at` (TAIL_WORD_AT, REPETITION_AT, ...).
+    #[inline(always)]
+    fn header_word(&self, at: usize) -> &AtomicU64 {
+        // SAFETY: an aligned u64 of the mapping, which is never unmapped.
+        unsafe { &*self.word(at) }
+    }
+
+    /// A call returned and is being recorded: counts it, if it continues
+    /// the repeated calls being counted (`repeats`: the period of the
+    /// repetition the grammar took it in, else 0) and the communicator log
+    /// (`comms` entries) holds no entry the journal does not; only a call
+    /// that was `encoded` may have added one. False: it needs
+    /// [`record`](Journal::record).
+    #[inline(always)]
+    pub fn count(&mut self, repeats: u64, comms: usize, encoded: bool) -> bool {
+        let map = self.map;
+        // No longer in progress (see `crate::call`).
+        // SAFETY: an aligned u32 of the mapping.
+        unsafe { &*map.add(IN_CALL_AT).cast::<AtomicU32>() }.store(0, Ordering::Relaxed);
+        debug_assert!(
+            encoded || comms == self.comms || self.stopped_at.is_some(),
+            "a call that was not encoded added communicator-log entries"
+        );
+        if repeats != self.period
+            || self.repeated as u32 >= MAX_REPEATED
+            || encoded && comms != self.comms
+        {
+            return false;
+        }
+        self.repeated = self.repeated.wrapping_add(REPEATED_STEP);
+        // SAFETY: an aligned u64 of the mapping.
+        unsafe { &*map.add(REPEATED_AT).cast::<AtomicU64>() }
+            .store(self.repeated, Ordering::Release);
+        true
+    }
+
+    /// Appends a call of `terminal` that [`count`](Journal::count) did not
+    /// take, with its per-call `times` (the numbers the header's timing
+    /// mode says), with its signature if it is new and the
+    /// communicator-log entries the call added; `repeats` as for `count`.
+    /// False if the records do not fit: the caller writes a checkpoint
+    /// (which holds this call).
     #[inline(always)]
     pub fn record(
         &mut self,
         terminal: u32,
+        repeats: u64,
         times: &[u64],
         new_signature: Option<&[u8]>,
         comm_log: &[CommRecord],
     ) -> bool {
-        // The call returned: no longer in progress (see `crate::call`).
-        // SAFETY: an aligned u32 of the mapping.
-        unsafe { &*self.word::<AtomicU32>(IN_CALL_AT) }.store(0, Ordering::Relaxed);
-        if new_signature.is_none()
+        if self.period == NOT_COUNTING
+            && (repeats == 0 || !self.counts_repeats)
+            && new_signature.is_none()
             && comm_log.len() == self.comms
             && terminal < FAST_TERMINALS
             && self.len < self.fast_end
@@ -229,13 +282,18 @@ impl Journal {
             }
             return true;
         }
-        self.record_slow(terminal, times, new_signature, comm_log)
+        self.record_slow(terminal, repeats, times, new_signature, comm_log)
     }
 
+    /// The call's records when [`record`](Journal::record)'s fast paths
+    /// do not take it: the repeated calls counted so far become a record,
+    /// and a call the grammar took as a repetition begins a new count
+    /// (unless it adds communicator-log entries).
     #[cold]
     fn record_slow(
         &mut self,
         terminal: u32,
+        repeats: u64,
         times: &[u64],
         new_signature: Option<&[u8]>,
         comm_log: &[CommRecord],
@@ -243,7 +301,19 @@ impl Journal {
         if self.stopped_at.is_some() {
             return true;
         }
+        // A call without records of its own but its call's.
+        let count = repeats != 0
+            && self.counts_repeats
+            && new_signature.is_none()
+            && comm_log.len() == self.comms;
         self.scratch.clear();
+        if self.period != NOT_COUNTING {
+            journal::put_repeat(
+                &mut self.scratch,
+                self.period,
+                u64::from(self.repeated as u32),
+            );
+        }
         if let Some(s) = new_signature {
             journal::put_signature(&mut self.scratch, s);
         }
@@ -253,22 +323,47 @@ impl Journal {
         {
             journal::put_comm(&mut self.scratch, &entry);
         }
-        journal::put_call(&mut self.scratch, terminal, times);
-        let n = self.scratch.len();
-        if n > self.limit - self.len.min(self.limit) || !self.grow_to(self.len + n) {
-            return false;
+        if !count {
+            journal::put_call(&mut self.scratch, terminal, times);
         }
-        // SAFETY: len + n <= allocated: inside the file's part of the tail.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                self.scratch.as_ptr(),
-                self.map.add(self.tail_at + self.len),
-                n,
-            )
-        };
-        self.comms = comm_log.len();
-        self.publish(n, journal::hash(self.hash, &self.scratch));
+        let n = self.scratch.len();
+        if n > 0 {
+            if n > self.limit - self.len.min(self.limit) || !self.grow_to(self.len + n) {
+                return false;
+            }
+            // SAFETY: len + n <= allocated: inside the file's part of the tail.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    self.scratch.as_ptr(),
+                    self.map.add(self.tail_at + self.len),
+                    n,
+                )
+            };
+            self.comms = comm_log.len();
+            // The counted calls are in the tail now: the header's words
+            // name an older length from here on.
+            self.period = NOT_COUNTING;
+            self.publish(n, journal::hash(self.hash, &self.scratch));
+        }
+        if count {
+            self.count_repeats(repeats);
+        }
         true
+    }
+
+    /// Counts this call, and those after it, as repeating the call
+    /// `period` calls before each (see `mpigram_trace::journal`,
+    /// "Repeated calls"). The words are stored so that a rank killed
+    /// between two stores counts no call it did not record.
+    fn count_repeats(&mut self, period: u64) {
+        let repetition = journal::repetition_word(period as u32, self.len as u32);
+        self.header_word(REPEATED_AT).store(0, Ordering::Release);
+        self.header_word(REPETITION_AT)
+            .store(repetition, Ordering::Release);
+        self.repeated = journal::repeated_word(repetition, 1);
+        self.header_word(REPEATED_AT)
+            .store(self.repeated, Ordering::Release);
+        self.period = period;
     }
 
     /// Makes the file hold at least `len` tail bytes (at most `limit`),
@@ -313,6 +408,13 @@ impl Journal {
         self.comms = comms;
         self.tail_word()
             .store(journal::tail_word(0, HASH_SEED), Ordering::Release);
+        // Calls counted as repeated are in the checkpoint. (A rank killed
+        // before this store leaves words that name an older tail length,
+        // or, if the count began at an empty tail, a tail of only those
+        // calls, which the checkpoint holds: either way the reader takes
+        // the checkpoint alone.)
+        self.period = NOT_COUNTING;
+        self.header_word(REPEATED_AT).store(0, Ordering::Release);
         // SAFETY: an aligned u64 of the mapping.
         unsafe { &*self.word::<AtomicU64>(GENERATION_AT) }.store(calls, Ordering::Release);
     }
@@ -332,6 +434,9 @@ impl Journal {
     /// nothing more. Its header says so: calls are missing at its end.
     pub fn stop(&mut self, held: u64) {
         self.stopped_at = Some(held);
+        // Repeated calls counted so far stay: the journal holds them.
+        self.period = NOT_COUNTING;
+        self.counts_repeats = false;
         self.set_allocated(self.allocated); // keeps `record` off its fast path
         self.set_lost(journal::lost_word(Lost::Unknown));
     }

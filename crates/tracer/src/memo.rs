@@ -25,6 +25,7 @@
 //! decoded trace differ from the stream, which the tests compare.
 
 use crate::abi::{Handle, HandleSlot, MPI_Status};
+use crate::encoder::Created;
 use crate::front::{Front, REQUEST};
 use crate::objects::{Objects, RequestKind};
 use mpigram_mpispec::{FuncId, HandleKind};
@@ -40,8 +41,7 @@ pub struct KeyWords {
     front: &'static Front,
     /// The call returned MPI_SUCCESS: its outputs are defined.
     ok: bool,
-    /// MPI wrote its statuses (on success and on MPI_ERR_IN_STATUS).
-    statuses_written: bool,
+    ret: c_int,
     /// The request the call created, if any (see [`KeyWords::created`]).
     request: Cell<Option<u64>>,
 }
@@ -52,7 +52,7 @@ impl KeyWords {
         KeyWords {
             front,
             ok: ret == crate::abi::MPI_SUCCESS,
-            statuses_written: ret == crate::abi::MPI_SUCCESS || ret == front.ints.MPI_ERR_IN_STATUS,
+            ret,
             request: Cell::new(None),
         }
     }
@@ -115,8 +115,9 @@ impl KeyWords {
     /// `p` is NULL, MPI_STATUS_IGNORE, or valid for reads when MPI wrote it.
     #[inline(always)]
     pub unsafe fn status(&self, p: *const MPI_Status) -> [u64; 5] {
-        let written =
-            self.statuses_written && !p.is_null() && p as usize != self.front.status_ignore;
+        // MPI writes statuses on success and on MPI_ERR_IN_STATUS.
+        let statuses_written = self.ok || self.ret == self.front.ints.MPI_ERR_IN_STATUS;
+        let written = statuses_written && !p.is_null() && p as usize != self.front.status_ignore;
         if !written {
             return [0; 5];
         }
@@ -179,9 +180,11 @@ struct Entry {
     epoch: u64,
     terminal: u32,
     /// The request pool of the call, if it created a request; then the
-    /// terminal of each index of the pool (`UNKNOWN` where not seen yet).
+    /// terminal of each index of the pool (`UNKNOWN` where not seen yet),
+    /// and the request's class if it was logged (`RequestTable::add`).
     pool: Option<u64>,
     by_index: Vec<u32>,
+    class: Option<u32>,
     /// The call's first communicator, which a created request refers to.
     comm: Option<u64>,
     /// How the function's requests behave (`encoder::request_kind`).
@@ -200,6 +203,7 @@ impl Default for Entry {
             terminal: 0,
             pool: None,
             by_index: Vec::new(),
+            class: None,
             comm: None,
             kind: RequestKind {
                 persistent: false,
@@ -217,6 +221,8 @@ pub struct Recalled {
     /// communicator; entered by [`Recalled::enter`].
     request: Option<(u64, u64, Option<u64>)>,
     handle: u64,
+    /// Its class, if it is logged.
+    class: Option<u32>,
     /// How the function's requests behave.
     kind: RequestKind,
 }
@@ -224,10 +230,19 @@ pub struct Recalled {
 impl Recalled {
     /// Enters the request the call (of `func`) created in `objects`, as
     /// encoding the call would have.
-    #[inline]
+    #[inline(always)]
     pub fn enter(&self, objects: &mut Objects) {
         if let Some((pool, index, comm)) = self.request {
-            objects.add_request(pool, index, self.handle, self.kind, comm);
+            match self.class {
+                Some(class) => objects.add_logged_request(
+                    pool,
+                    index,
+                    class,
+                    self.handle,
+                    self.kind.status_defined,
+                ),
+                None => objects.add_request(pool, index, self.handle, self.kind, comm),
+            }
         }
     }
 }
@@ -241,10 +256,24 @@ pub enum Miss {
     NewIndex,
 }
 
+/// Entries of a [`CallMemo`]: a power of two above the number of MPI
+/// functions (a test checks it), so that a function's entry is found by a
+/// mask, with no bound check.
+const FUNC_SLOTS: usize = 1 << 10;
+
 /// One entry per function.
-#[derive(Default)]
 pub struct CallMemo {
-    entries: Vec<Entry>,
+    entries: Box<[Entry; FUNC_SLOTS]>,
+}
+
+impl Default for CallMemo {
+    fn default() -> CallMemo {
+        let entries: Box<[Entry]> = (0..FUNC_SLOTS).map(|_| Entry::default()).collect();
+        let Ok(entries) = entries.try_into() else {
+            unreachable!("FUNC_SLOTS entries were made");
+        };
+        CallMemo { entries }
+    }
 }
 
 impl CallMemo {
@@ -262,9 +291,7 @@ impl CallMemo {
         request: Option<u64>,
         objects: &mut Objects,
     ) -> Result<Recalled, Miss> {
-        let Some(entry) = self.entries.get(func as usize) else {
-            return Err(Miss::Changed);
-        };
+        let entry = &self.entries[func as usize & (FUNC_SLOTS - 1)];
         let mut differ = entry.epoch ^ objects.epoch() | (entry.ret ^ ret) as u64;
         for (a, b) in entry.key.iter().zip(key) {
             differ |= a ^ b;
@@ -277,6 +304,7 @@ impl CallMemo {
                 terminal: entry.terminal,
                 request: None,
                 handle: 0,
+                class: None,
                 kind: entry.kind,
             });
         };
@@ -286,6 +314,7 @@ impl CallMemo {
                 terminal,
                 request: Some((pool, index, entry.comm)),
                 handle,
+                class: entry.class,
                 kind: entry.kind,
             }),
             _ => Err(Miss::NewIndex),
@@ -294,7 +323,7 @@ impl CallMemo {
 
     /// A call [`recall`](CallMemo::recall) missed (`miss`) was encoded to
     /// `terminal`, leaving `objects` at `epoch`; it created the request
-    /// (pool, index) `created`, if any, on communicator `comm`.
+    /// `created`, if any, on communicator `comm`.
     #[allow(clippy::too_many_arguments)]
     pub fn remember<const N: usize>(
         &mut self,
@@ -304,19 +333,16 @@ impl CallMemo {
         miss: Miss,
         epoch: u64,
         terminal: u32,
-        created: Option<(u64, u64)>,
+        created: Option<Created>,
         comm: Option<u64>,
     ) {
         const { assert!(N <= MAX_KEY, "a key longer than MAX_KEY") };
-        let f = func as usize;
-        if f >= self.entries.len() {
-            self.entries.resize_with(f + 1, Entry::default);
-        }
-        let entry = &mut self.entries[f];
-        let pool = created.map(|(pool, _)| pool);
+        let entry = &mut self.entries[func as usize & (FUNC_SLOTS - 1)];
+        let pool = created.map(|c| c.pool);
         if miss == Miss::Changed || entry.epoch != epoch || entry.pool != pool {
             entry.by_index.clear();
         }
+        entry.class = created.and_then(|c| c.class);
         entry.key[..N].copy_from_slice(key);
         entry.ret = ret;
         entry.epoch = epoch;
@@ -324,7 +350,7 @@ impl CallMemo {
         entry.pool = pool;
         entry.comm = comm;
         entry.kind = crate::encoder::request_kind(func);
-        if let Some((_, index)) = created {
+        if let Some(Created { index, .. }) = created {
             let i = index as usize;
             if i >= entry.by_index.len() {
                 entry.by_index.resize(i + 1, UNKNOWN);
@@ -441,6 +467,13 @@ mod tests {
         }
     }
 
+    /// Every function has its own entry (an entry shared by two would
+    /// recall one's terminal for the other's call with the same words).
+    #[test]
+    fn every_function_has_a_slot_of_its_own() {
+        assert!(mpigram_mpispec::FUNCS.len() <= FUNC_SLOTS);
+    }
+
     #[test]
     fn a_repeated_call_is_recalled_until_its_words_or_the_objects_change() {
         let (mut memo, mut objects) = (CallMemo::default(), Objects::default());
@@ -497,13 +530,13 @@ mod tests {
                 (r.terminal, RequestRef::Pooled { pool, index }, true)
             }
             Err(miss) => {
-                let id = objects.create_request(h, b"isend", ISEND, None, None);
+                let (id, class) = objects.create_request(h, b"isend", ISEND, None, None);
                 let RequestRef::Pooled { pool, index } = id else {
                     panic!("no request created");
                 };
                 let terminal = 100 + index as u32;
                 let epoch = objects.epoch();
-                let created = Some((pool, index));
+                let created = Some(Created { pool, index, class });
                 memo.remember(
                     func::MPI_Isend,
                     OK,

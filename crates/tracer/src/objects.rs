@@ -19,8 +19,9 @@ pub use crate::requests::{RequestInfo, RequestKind};
 #[derive(Default)]
 pub struct IdPool {
     used: Vec<u64>,
-    /// No word before this one has a free bit.
-    first_open: usize,
+    /// The smallest id not in use (kept as ids are taken and given back:
+    /// a window of requests asks for it at every call).
+    next: u64,
 }
 
 impl IdPool {
@@ -31,14 +32,9 @@ impl IdPool {
     }
 
     /// The id [`take`](IdPool::take) would give.
-    #[inline]
-    pub fn next(&mut self) -> u64 {
-        let w = (self.first_open..self.used.len())
-            .find(|&w| self.used[w] != u64::MAX)
-            .unwrap_or(self.used.len());
-        self.first_open = w;
-        let bits = self.used.get(w).copied().unwrap_or(0);
-        w as u64 * 64 + u64::from((!bits).trailing_zeros())
+    #[inline(always)]
+    pub fn next(&self) -> u64 {
+        self.next
     }
 
     /// Takes `id` if it is free.
@@ -51,10 +47,9 @@ impl IdPool {
     }
 
     pub fn give_back(&mut self, id: u64) {
-        let w = (id / 64) as usize;
-        if let Some(bits) = self.used.get_mut(w) {
+        if let Some(bits) = self.used.get_mut((id / 64) as usize) {
             *bits &= !(1 << (id % 64));
-            self.first_open = self.first_open.min(w);
+            self.next = self.next.min(id);
         }
     }
 
@@ -71,16 +66,41 @@ impl IdPool {
 
     #[inline]
     pub(crate) fn mark(&mut self, id: u64) {
-        match self.used.get_mut((id / 64) as usize) {
-            Some(bits) => *bits |= 1 << (id % 64),
+        let w = (id / 64) as usize;
+        match self.used.get_mut(w) {
+            Some(bits) => {
+                *bits |= 1 << (id % 64);
+                if id == self.next {
+                    // Most often the next bit of the same word.
+                    let free = !*bits;
+                    match free {
+                        0 => self.next = self.first_free_from(w + 1),
+                        _ => self.next = w as u64 * 64 + u64::from(free.trailing_zeros()),
+                    }
+                }
+            }
             None => self.grow_to_mark(id),
         }
     }
 
     #[cold]
     fn grow_to_mark(&mut self, id: u64) {
-        self.used.resize((id / 64) as usize + 1, 0);
-        self.used[(id / 64) as usize] |= 1 << (id % 64);
+        let w = (id / 64) as usize;
+        self.used.resize(w + 1, 0);
+        self.used[w] |= 1 << (id % 64);
+        if id == self.next {
+            self.next = self.first_free_from(w);
+        }
+    }
+
+    /// The smallest id not in use in words `w` on (none in use past the
+    /// bitmap).
+    fn first_free_from(&self, w: usize) -> u64 {
+        let w = (w..self.used.len())
+            .find(|&w| self.used[w] != u64::MAX)
+            .unwrap_or(self.used.len());
+        let bits = self.used.get(w).copied().unwrap_or(0);
+        w as u64 * 64 + u64::from((!bits).trailing_zeros())
     }
 }
 
@@ -338,7 +358,8 @@ impl Objects {
     }
 
     /// A request a call created; `key` is the creating signature without
-    /// the request.
+    /// the request. Its id, and its class if it is logged
+    /// (`RequestTable::add`).
     pub fn create_request(
         &mut self,
         h: u64,
@@ -346,24 +367,25 @@ impl Objects {
         kind: RequestKind,
         comm: Option<u64>,
         idup_comm: Option<u64>,
-    ) -> RequestRef {
+    ) -> (RequestRef, Option<u32>) {
         if h == front().request_null() {
-            return RequestRef::Null;
+            return (RequestRef::Null, None);
         }
         let pool = self.requests.pool(key);
         let index = self.requests.next_index(pool);
-        self.requests.add(h, pool, index, kind, comm, idup_comm)
+        let class = self.requests.add(h, pool, index, kind, comm, idup_comm);
+        (RequestRef::Pooled { pool, index }, class)
     }
 
     /// The index the next request of `pool` gets.
-    #[inline]
-    pub fn next_request_index(&mut self, pool: u64) -> u64 {
+    #[inline(always)]
+    pub fn next_request_index(&self, pool: u64) -> u64 {
         self.requests.next_index(pool)
     }
 
-    /// A request a call created in `pool` (one [`create_request`](Objects::create_request)
-    /// made), with the index [`next_request_index`](Objects::next_request_index) gave.
-    #[inline(always)]
+    /// A request a call created in `pool` (as one [`create_request`](Objects::create_request)
+    /// made, which was not logged), with the index
+    /// [`next_request_index`](Objects::next_request_index) gave.
     pub fn add_request(
         &mut self,
         pool: u64,
@@ -371,8 +393,24 @@ impl Objects {
         h: u64,
         kind: RequestKind,
         comm: Option<u64>,
-    ) -> RequestRef {
-        self.requests.add(h, pool, index, kind, comm, None)
+    ) {
+        self.requests.add(h, pool, index, kind, comm, None);
+    }
+
+    /// A request of the class `class` (as one [`create_request`](Objects::create_request)
+    /// logged in `pool`, with that class) a call created, with the index
+    /// [`next_request_index`](Objects::next_request_index) gave.
+    #[inline(always)]
+    pub fn add_logged_request(
+        &mut self,
+        pool: u64,
+        index: u64,
+        class: u32,
+        h: u64,
+        status_defined: bool,
+    ) {
+        self.requests
+            .add_logged(h, pool, index, class, status_defined);
     }
 
     /// The oldest live request with handle `h` (adopted if unknown).
@@ -395,7 +433,7 @@ impl Objects {
             persistent: false,
             status_defined: true,
         };
-        let id = self.create_request(h, UNKNOWN_POOL, unknown, None, None);
+        let (id, _) = self.create_request(h, UNKNOWN_POOL, unknown, None, None);
         RequestInfo {
             id,
             comm: None,
@@ -469,12 +507,46 @@ mod tests {
         status_defined: false,
     };
 
+    /// The pool's next id is always the smallest free one, however ids
+    /// are taken, claimed and given back (checked against a plain set,
+    /// across several bitmap words).
+    #[test]
+    fn an_id_pool_hands_out_its_smallest_free_id() {
+        let mut pool = IdPool::default();
+        let mut used = std::collections::BTreeSet::new();
+        let mut x: u64 = 12345;
+        for step in 0..20_000 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let id = (x >> 33) % 300;
+            match (x >> 20) % 4 {
+                0 | 1 => {
+                    let taken = pool.take();
+                    assert!(used.insert(taken), "step {step}: {taken} was in use");
+                }
+                2 => assert_eq!(pool.take_id(id), used.insert(id), "step {step}"),
+                _ => {
+                    if used.remove(&id) {
+                        pool.give_back(id);
+                    }
+                }
+            }
+            let smallest = (0..).find(|i| !used.contains(i)).unwrap();
+            assert_eq!(pool.next(), smallest, "step {step}");
+        }
+    }
+
     #[test]
     fn requests_sharing_a_handle_are_matched_in_creation_order() {
         let mut o = Objects::default();
-        let a = o.create_request(SHARED, b"isend-to-null", ONCE, None, None);
-        let b = o.create_request(SHARED, b"isend-to-null", ONCE, None, None);
-        let c = o.create_request(SHARED, b"irecv", ONCE, None, None);
+        let a = o
+            .create_request(SHARED, b"isend-to-null", ONCE, None, None)
+            .0;
+        let b = o
+            .create_request(SHARED, b"isend-to-null", ONCE, None, None)
+            .0;
+        let c = o.create_request(SHARED, b"irecv", ONCE, None, None).0;
         assert_eq!(a, RequestRef::Pooled { pool: 0, index: 0 });
         assert_eq!(b, RequestRef::Pooled { pool: 0, index: 1 });
         assert_eq!(c, RequestRef::Pooled { pool: 1, index: 0 });
@@ -483,7 +555,8 @@ mod tests {
         assert_eq!(o.complete_request(SHARED).id, c);
         // Freed indices are reused smallest first.
         assert_eq!(
-            o.create_request(SHARED, b"isend-to-null", ONCE, None, None),
+            o.create_request(SHARED, b"isend-to-null", ONCE, None, None)
+                .0,
             a
         );
     }
@@ -491,7 +564,8 @@ mod tests {
     #[test]
     fn persistent_requests_survive_completion_until_freed() {
         let mut o = Objects::default();
-        let r = o.create_request(7, b"send_init", PERSISTENT, None, None);
+        let (r, class) = o.create_request(7, b"send_init", PERSISTENT, None, None);
+        assert_eq!(class, None, "not logged");
         assert_eq!(o.complete_request(7).id, r);
         assert_eq!(o.complete_request(7).id, r);
         assert_eq!(o.free_request(7).id, r);

@@ -6,6 +6,7 @@
 
 use crate::intern::{Interner, same};
 use crate::memo::{CallMemo, WaitallMemo};
+use crate::tracer::extras;
 use mpigram_grammar::Sequitur;
 use mpigram_mpispec::{FUNCS, FuncId};
 use mpigram_trace::timing::{Bins, ColumnWriter, ExactWriter, LossyClock};
@@ -163,9 +164,6 @@ pub struct Recorder {
     /// The numbers the last call added to the per-call times' columns
     /// (none without per-call times): what the crash journal keeps of it.
     pub call_times: CallNumbers,
-    /// Per-call times or verification are on: a call has more to record
-    /// than its terminal and aggregated timing (one test per call).
-    extras: bool,
     /// Terminals of repeated calls, by their raw arguments.
     pub memo: CallMemo,
     /// The terminal of a repeated MPI_Waitall on a window of new requests.
@@ -203,7 +201,6 @@ impl Recorder {
             request_comms: Vec::new(),
             per_call: None,
             call_times: CallNumbers::default(),
-            extras: false,
             memo: CallMemo::default(),
             waitall: WaitallMemo::default(),
             budget: usize::MAX,
@@ -281,10 +278,23 @@ impl Recorder {
 
     /// Records a call of `func` with the signature `terminal`, from `start`
     /// to `end` ticks (its signature in `scratch`, under verification).
+    /// Returns the period of the repetition the grammar took it in, or 0
+    /// (`Sequitur::push_repeating`).
     #[inline(always)]
-    pub fn record(&mut self, func: FuncId, terminal: u32, start: u64, end: u64) {
+    pub fn record(&mut self, func: FuncId, terminal: u32, start: u64, end: u64) -> u64 {
+        let repeats = self.record_plain(terminal, start, end);
+        if extras() {
+            self.record_extras(func, start, end);
+        }
+        repeats
+    }
+
+    /// [`record`](Recorder::record) without per-call times or verification
+    /// (for a caller that knows [`extras`] is false).
+    #[inline(always)]
+    pub fn record_plain(&mut self, terminal: u32, start: u64, end: u64) -> u64 {
         let ticks = end.wrapping_sub(start);
-        self.grammar.push(terminal);
+        let repeats = self.grammar.push_repeating(terminal);
         let s = &mut self.stats[terminal as usize];
         s.count += 1;
         s.total += ticks;
@@ -293,9 +303,7 @@ impl Recorder {
         s.gap += start.saturating_sub(self.last_end);
         self.last_end = end;
         self.calls += 1;
-        if self.extras {
-            self.record_extras(func, start, end);
-        }
+        repeats
     }
 
     /// The per-call times and the verification stream of a call.
@@ -314,14 +322,14 @@ impl Recorder {
     /// Records per-call times from now on.
     pub fn set_per_call(&mut self, per_call: PerCall) {
         self.per_call = Some(per_call);
-        self.extras = true;
+        crate::tracer::set_extras();
     }
 
     /// Keeps every call's signature, uncompressed, from now on
     /// (`MPIGRAM_VERIFY`).
     pub fn set_verify(&mut self) {
         self.verify = Some(Vec::new());
-        self.extras = true;
+        crate::tracer::set_extras();
     }
 
     /// The per-call times being recorded, if any.

@@ -5,7 +5,7 @@
 
 use crate::abi::MPI_SUCCESS;
 use crate::encoder::Encoder;
-use crate::tracer::recording;
+use crate::tracer::{Tracer, recording, recording_alone};
 use mpigram_mpispec::FuncId;
 use std::ffi::c_int;
 
@@ -29,31 +29,72 @@ pub fn record_keyed<const N: usize>(
     request: Option<u64>,
     encode: impl FnOnce(&mut Encoder),
 ) {
-    // `move`: the closure holds the values, not a pointer to each.
-    recording(move |t| {
-        let recalled = t
-            .recorder
-            .memo
-            .recall(func, ret, key, request, &mut t.objects);
-        let (terminal, new) = match recalled {
-            Ok(r) if t.recorder.verify.is_none() => {
-                r.enter(&mut t.objects);
-                (r.terminal, false)
-            }
-            // MPIGRAM_VERIFY: encoded in full for the verification
-            // stream, while the trace takes the memo's terminal.
-            Ok(r) => (r.terminal, t.encode(func, ret, encode).new),
-            Err(miss) => {
-                let e = t.encode(func, ret, encode);
-                let epoch = t.objects.epoch();
-                t.recorder
+    // A call the memo knows, while nothing but its terminal and timing
+    // is recorded, in one step; else a second one with the encoding
+    // closure, whose captures the wrapper then stores only on that path.
+    // (`move`: the closures hold the values, not a pointer to each.)
+    // `extras` is set as the tracer is made, possibly inside the first
+    // step of the first call; that call is not in the new memo, and so
+    // takes the second step, which reads it again.
+    if crate::tracer::plain_and_alone() {
+        // SAFETY: MPI calls cannot overlap.
+        let recalled = unsafe {
+            recording_alone(move |t| {
+                let Ok(r) = t
+                    .recorder
                     .memo
-                    .remember(func, ret, key, miss, epoch, e.terminal, e.created, e.comm);
-                (e.terminal, e.new)
-            }
+                    .recall(func, ret, key, request, &mut t.objects)
+                else {
+                    return false;
+                };
+                r.enter(&mut t.objects);
+                t.append_plain(r.terminal, start, end);
+                true
+            })
         };
-        t.append(func, terminal, new, start, end);
-    });
+        if recalled != Some(false) {
+            return;
+        }
+    }
+    // The key by value: the wrapper stores its words only on this path.
+    let key = *key;
+    recording(move |t| record_keyed_in_full(t, func, ret, (start, end), &key, request, encode));
+}
+
+/// The rest of [`record_keyed`]: a call the memo does not know, or any
+/// call while per-call times or verification are recorded.
+#[inline]
+fn record_keyed_in_full<const N: usize>(
+    t: &mut Tracer,
+    func: FuncId,
+    ret: c_int,
+    (start, end): (u64, u64),
+    key: &[u64; N],
+    request: Option<u64>,
+    encode: impl FnOnce(&mut Encoder),
+) {
+    let recalled = t
+        .recorder
+        .memo
+        .recall(func, ret, key, request, &mut t.objects);
+    let (terminal, new) = match recalled {
+        Ok(r) if t.recorder.verify.is_none() => {
+            r.enter(&mut t.objects);
+            (r.terminal, false)
+        }
+        // MPIGRAM_VERIFY: encoded in full for the verification
+        // stream, while the trace takes the memo's terminal.
+        Ok(r) => (r.terminal, t.encode(func, ret, encode).new),
+        Err(miss) => {
+            let e = t.encode(func, ret, encode);
+            let epoch = t.objects.epoch();
+            t.recorder
+                .memo
+                .remember(func, ret, key, miss, epoch, e.terminal, e.created, e.comm);
+            (e.terminal, e.new)
+        }
+    };
+    t.append(func, terminal, new, start, end);
 }
 
 /// Records an MPI_Waitall as [`record`] does, through the Waitall memo
@@ -88,6 +129,11 @@ pub fn record_waitall(
                     .recall(count, statuses, status_bytes, ids)
             });
         let (terminal, new) = match logged {
+            Some(Some(terminal)) if !crate::tracer::extras() => {
+                t.objects.complete_logged_requests();
+                t.append_plain(terminal, start, end);
+                return;
+            }
             Some(Some(terminal)) if t.recorder.verify.is_none() => {
                 t.objects.complete_logged_requests();
                 (terminal, false)

@@ -10,14 +10,17 @@
 //!
 //! Every MPI_Isend and MPI_Irecv enters a request and every completion
 //! takes one out, so this is on the hot path of message-rate codes (a
-//! window of 64 MPI_Isend, then one MPI_Waitall). A new request is first
-//! only appended to a *log*, in creation order; the log moves into the
-//! table (slots reused through a free list, each handle value mapping to
-//! a chain of its live requests' slots, oldest first) at the first lookup.
-//! A completion call whose requests are exactly the logged ones, in
-//! order, while the table holds none, completes them without their ever
-//! entering the table ([`RequestTable::complete_logged`]): the window's
-//! requests cost an append each and no hashing. Nothing allocates once the
+//! window of 64 MPI_Isend, then one MPI_Waitall). A new request that is
+//! neither persistent nor an MPI_Comm_idup's is first only appended to a
+//! *log*, in creation order, as its handle, index and *class* (pool, whether
+//! its status is defined, communicator: one number for all the requests of
+//! a kind of call); the log moves into the table (slots reused through a
+//! free list, each handle value mapping to a chain of its live requests'
+//! slots, oldest first) at the first lookup. A completion call whose
+//! requests are exactly the logged ones, in order, while the table holds
+//! none, completes them without their ever entering the table
+//! ([`RequestTable::complete_logged`]): the window's requests cost an
+//! append of two words each and no hashing. Nothing allocates once the
 //! program's most requests at once have been seen.
 
 use crate::intern::Interner;
@@ -105,19 +108,32 @@ struct Chain {
 #[derive(Clone, Copy)]
 struct Logged {
     handle: u64,
-    request: LiveRequest,
+    /// Its id (pool, index), as `pool << 32 | index`.
+    id: u64,
+    class: u32,
+}
+
+/// What the requests created by one kind of call share: all of a logged
+/// request but its handle and index.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct RequestClass {
+    pool: u32,
+    status_defined: bool,
+    comm: u64,
 }
 
 /// Live requests and their pools.
 #[derive(Default)]
 pub struct RequestTable {
-    /// New requests, oldest first, not yet in the table.
+    /// New requests, oldest first, not yet in the table (never persistent
+    /// or an MPI_Comm_idup's: those, which a plain completion does not
+    /// cover, go to the table at once).
     log: Vec<Logged>,
-    /// Whether a logged request is persistent or completes an
-    /// MPI_Comm_idup (which a plain completion does not cover).
-    log_special: bool,
     /// Whether a logged request's completion has a status MPI defines.
     log_status_defined: bool,
+    /// The classes of logged requests, by number.
+    classes: Vec<RequestClass>,
+    class_numbers: FxHashMap<RequestClass, u32>,
     /// Live requests in the table (not counting the log).
     in_table: usize,
     slots: Vec<Slot>,
@@ -144,14 +160,15 @@ impl RequestTable {
     }
 
     /// The index the next request of `pool` gets.
-    #[inline]
-    pub fn next_index(&mut self, pool: u64) -> u64 {
+    #[inline(always)]
+    pub fn next_index(&self, pool: u64) -> u64 {
         self.ids[pool as usize].next()
     }
 
     /// Enters the request `h` created in `pool` with the index
-    /// [`next_index`](RequestTable::next_index) gave.
-    #[inline(always)]
+    /// [`next_index`](RequestTable::next_index) gave. Returns its class,
+    /// if it was logged ([`add_logged`](RequestTable::add_logged) enters
+    /// the next ones of the class).
     pub fn add(
         &mut self,
         h: u64,
@@ -160,41 +177,62 @@ impl RequestTable {
         kind: RequestKind,
         comm: Option<u64>,
         idup_comm: Option<u64>,
-    ) -> RequestRef {
-        self.ids[pool as usize].mark(index);
-        self.log_special |= kind.persistent || idup_comm.is_some();
-        self.log_status_defined |= kind.status_defined;
-        self.log.push(Logged {
-            handle: h,
-            request: LiveRequest {
+    ) -> Option<u32> {
+        let comm = comm.unwrap_or(NO_COMM);
+        if kind.persistent || idup_comm.is_some() {
+            self.ids[pool as usize].mark(index);
+            // After the logged ones: the table keeps creation order.
+            self.settle();
+            let request = LiveRequest {
                 pool: pool as u32,
                 index: index as u32,
                 kind,
-                comm: comm.unwrap_or(NO_COMM),
+                comm,
                 idup_comm: idup_comm.unwrap_or(NO_COMM),
-            },
+            };
+            self.enter(h, request);
+            return None;
+        }
+        let class = RequestClass {
+            pool: pool as u32,
+            status_defined: kind.status_defined,
+            comm,
+        };
+        let next = self.classes.len() as u32;
+        let class = *self.class_numbers.entry(class).or_insert_with(|| {
+            self.classes.push(class);
+            next
         });
-        RequestRef::Pooled { pool, index }
+        self.add_logged(h, pool, index, class, kind.status_defined);
+        Some(class)
+    }
+
+    /// Enters the request `h` of class `class` (which [`add`](RequestTable::add)
+    /// returned for a request of `pool`; `status_defined` is the class's)
+    /// with the index [`next_index`](RequestTable::next_index) gave.
+    #[inline(always)]
+    pub fn add_logged(&mut self, h: u64, pool: u64, index: u64, class: u32, status_defined: bool) {
+        self.ids[pool as usize].mark(index);
+        self.log_status_defined |= status_defined;
+        self.log.push(Logged {
+            handle: h,
+            id: pool << 32 | index,
+            class,
+        });
     }
 
     /// The requests completed by a call on `handles` (their values before
-    /// it), if those are exactly the logged requests, in order, none of
-    /// them persistent or an MPI_Comm_idup's, and the table holds no other:
-    /// then each handle names its logged request, whatever the rule for
-    /// shared values. Their (pool, index) ids, in order (whether one of
-    /// them has a status MPI defines, which the ids do not say:
-    /// [`logged_status_defined`](RequestTable::logged_status_defined)).
+    /// it), if those are exactly the logged requests, in order, and the
+    /// table holds no other: then each handle names its logged request,
+    /// whatever the rule for shared values. Their (pool, index) ids, in
+    /// order (whether one of them has a status MPI defines, which the ids
+    /// do not say: [`logged_status_defined`](RequestTable::logged_status_defined)).
     #[inline]
     pub fn logged_ids<'a>(&'a self, handles: &[u64]) -> Option<impl Iterator<Item = u64> + 'a> {
         let exact = self.in_table == 0
-            && !self.log_special
             && self.log.len() == handles.len()
             && self.log.iter().zip(handles).all(|(l, &h)| l.handle == h);
-        exact.then(|| {
-            self.log
-                .iter()
-                .map(|l| u64::from(l.request.pool) << 32 | u64::from(l.request.index))
-        })
+        exact.then(|| self.log.iter().map(|l| l.id))
     }
 
     /// Whether a logged request's completion has a status MPI defines
@@ -209,10 +247,9 @@ impl RequestTable {
     #[inline]
     pub fn complete_logged(&mut self) {
         for l in &self.log {
-            self.ids[l.request.pool as usize].give_back(l.request.index.into());
+            self.ids[(l.id >> 32) as usize].give_back(l.id & u64::from(u32::MAX));
         }
         self.log.clear();
-        self.log_special = false;
         self.log_status_defined = false;
     }
 
@@ -226,11 +263,21 @@ impl RequestTable {
 
     fn settle_log(&mut self) {
         for i in 0..self.log.len() {
-            let Logged { handle, request } = self.log[i];
+            let Logged { handle, id, class } = self.log[i];
+            let class = self.classes[class as usize];
+            let request = LiveRequest {
+                pool: class.pool,
+                index: id as u32,
+                kind: RequestKind {
+                    persistent: false,
+                    status_defined: class.status_defined,
+                },
+                comm: class.comm,
+                idup_comm: NO_COMM,
+            };
             self.enter(handle, request);
         }
         self.log.clear();
-        self.log_special = false;
         self.log_status_defined = false;
     }
 
@@ -331,7 +378,8 @@ mod tests {
     fn add(t: &mut RequestTable, h: u64, key: &[u8]) -> RequestRef {
         let pool = t.pool(key);
         let index = t.next_index(pool);
-        t.add(h, pool, index, ONCE, None, None)
+        t.add(h, pool, index, ONCE, None, None);
+        RequestRef::Pooled { pool, index }
     }
 
     #[test]

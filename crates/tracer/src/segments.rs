@@ -71,7 +71,7 @@ pub fn allocated(start: usize, len: usize) {
 
 /// A heap block was freed (from a hook).
 pub fn freed(start: usize) {
-    if TRACKED.load(Relaxed) == 0 {
+    if TRACKED.load(Relaxed) == 0 || crate::call::frees_own_blocks() {
         return;
     }
     if let Some(mut guard) = try_lock() {

@@ -22,7 +22,7 @@ use std::cell::UnsafeCell;
 use std::ffi::c_int;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering::Relaxed};
 use std::sync::{Mutex, PoisonError};
 
 pub struct Tracer {
@@ -53,7 +53,7 @@ struct Global {
 }
 
 // SAFETY: `tracer` is only reached through `with`, which holds `lock`
-// unless MPI promised that no two calls run at once (see CONCURRENT).
+// unless MPI promised that no two calls run at once (see MODE).
 unsafe impl Sync for Global {}
 
 static TRACER: Global = Global {
@@ -61,22 +61,55 @@ static TRACER: Global = Global {
     tracer: UnsafeCell::new(None),
 };
 
-/// Whether MPI calls may run concurrently: true until MPI_Init or
-/// MPI_Init_thread settles on a thread level below MPI_THREAD_MULTIPLE,
-/// under which the application guarantees that no two MPI calls overlap
-/// (SINGLE, FUNNELED, SERIALIZED): then the lock is not needed (it costs
-/// about 7 ns of the 50 ns budget of a call).
-static CONCURRENT: AtomicBool = AtomicBool::new(true);
+/// How calls are recorded, as bits: [`CONCURRENT`] and [`EXTRAS`]. With
+/// neither, a call the memos know takes the shortest path
+/// (`recording::record_keyed`).
+static MODE: AtomicU8 = AtomicU8::new(CONCURRENT);
+
+/// MPI calls may run concurrently: set until MPI_Init or MPI_Init_thread
+/// settles on a thread level below MPI_THREAD_MULTIPLE, under which the
+/// application guarantees that no two MPI calls overlap (SINGLE, FUNNELED,
+/// SERIALIZED): then the lock is not needed (it costs about 7 ns of the
+/// 50 ns budget of a call).
+const CONCURRENT: u8 = 1;
+/// Calls have more to record than their terminal and aggregated timing:
+/// per-call times, or the verification stream (set as the process's one
+/// recorder is made, and never cleared).
+const EXTRAS: u8 = 2;
 
 /// MPI settled on `provided` as the thread level.
 pub fn set_thread_level(provided: c_int) {
-    CONCURRENT.store(provided >= front().ints.MPI_THREAD_MULTIPLE, Relaxed);
+    if provided >= front().ints.MPI_THREAD_MULTIPLE {
+        MODE.fetch_or(CONCURRENT, Relaxed);
+    } else {
+        MODE.fetch_and(!CONCURRENT, Relaxed);
+    }
 }
 
-/// Whether MPI calls may run concurrently (see CONCURRENT).
+/// Whether MPI calls may run concurrently (see [`CONCURRENT`]).
 #[inline(always)]
 pub fn concurrent() -> bool {
-    CONCURRENT.load(Relaxed)
+    MODE.load(Relaxed) & CONCURRENT != 0
+}
+
+/// Calls record per-call times or the verification stream from now on.
+pub fn set_extras() {
+    MODE.fetch_or(EXTRAS, Relaxed);
+}
+
+/// Whether calls record more than their terminal and aggregated timing
+/// (see [`EXTRAS`]).
+#[inline(always)]
+pub fn extras() -> bool {
+    MODE.load(Relaxed) & EXTRAS != 0
+}
+
+/// Whether no two MPI calls overlap and calls record nothing but their
+/// terminal and aggregated timing: a recalled call then needs neither the
+/// lock nor the encoding closure.
+#[inline(always)]
+pub fn plain_and_alone() -> bool {
+    MODE.load(Relaxed) == 0
 }
 
 /// Runs `f` on the tracer, creating it on first use. A panic inside turns
@@ -91,9 +124,18 @@ pub fn with<R>(f: impl FnOnce(&mut Tracer) -> R) -> Option<R> {
 /// [`with`], for a traced call (`call::Call`): recording is on.
 #[inline(always)]
 pub(crate) fn recording<R>(f: impl FnOnce(&mut Tracer) -> R) -> Option<R> {
-    let _guard = CONCURRENT
-        .load(Relaxed)
-        .then(|| TRACER.lock.lock().unwrap_or_else(PoisonError::into_inner));
+    let _guard = concurrent().then(|| TRACER.lock.lock().unwrap_or_else(PoisonError::into_inner));
+    // SAFETY: the lock is held, or MPI calls cannot overlap.
+    unsafe { recording_alone(f) }
+}
+
+/// [`recording`] without the lock.
+///
+/// # Safety
+/// No other thread uses the tracer meanwhile: the caller holds the lock,
+/// or MPI calls cannot overlap ([`concurrent`] is false).
+#[inline(always)]
+pub(crate) unsafe fn recording_alone<R>(f: impl FnOnce(&mut Tracer) -> R) -> Option<R> {
     let run = || {
         // SAFETY: exclusive access, by the lock or by MPI's thread level.
         let tracer = unsafe { &mut *TRACER.tracer.get() };
@@ -119,8 +161,8 @@ pub(crate) struct Encoded {
     pub terminal: u32,
     /// Its signature is new (it is in `Recorder::scratch`).
     pub new: bool,
-    /// The request it created, as (pool, index).
-    pub created: Option<(u64, u64)>,
+    /// The request it created.
+    pub created: Option<crate::encoder::Created>,
     /// Its first communicator argument.
     pub comm: Option<u64>,
 }
@@ -167,19 +209,47 @@ impl Tracer {
     /// and the crash journal.
     #[inline(always)]
     pub(crate) fn append(&mut self, func: FuncId, terminal: u32, new: bool, start: u64, end: u64) {
-        let recorder = &mut self.recorder;
-        recorder.record(func, terminal, start, end);
-        if let Some(journal) = &mut self.journal {
-            let signature = new.then_some(&recorder.scratch[..]);
-            let times = recorder.call_times.get();
-            if !journal.record(terminal, times, signature, &self.objects.comm_log) {
-                // The journal holds every call before this one.
-                let journaled = self.recorder.calls - 1;
-                self.checkpoint(journaled);
-            }
-        }
+        let repeats = self.recorder.record(func, terminal, start, end);
+        self.journal_call(terminal, repeats, new, true);
         if new && self.recorder.over_budget {
             self.spill();
+        }
+    }
+
+    /// [`append`](Tracer::append) of a call whose signature is known,
+    /// while the recorder has no per-call times or verification stream to
+    /// keep (`recorder::extras`): the memos' fast path.
+    #[inline(always)]
+    pub(crate) fn append_plain(&mut self, terminal: u32, start: u64, end: u64) {
+        let repeats = self.recorder.record_plain(terminal, start, end);
+        // Nothing was encoded for this call: the communicator log is as the
+        // journal's last record left it (entries are only logged while a
+        // call is encoded, or at MPI_Init, and the call that encoded them
+        // wrote them; each also changes the objects' epoch, so no call is
+        // recalled by the memo before such a call).
+        self.journal_call(terminal, repeats, false, false);
+    }
+
+    /// The crash journal's record of the call just recorded (`repeats`:
+    /// the period the grammar took it in, or 0; `new`: its signature is in
+    /// the recorder's scratch; `encoded`: it was encoded, and may have
+    /// added communicator-log entries).
+    #[inline(always)]
+    fn journal_call(&mut self, terminal: u32, repeats: u64, new: bool, encoded: bool) {
+        let Some(journal) = &mut self.journal else {
+            return;
+        };
+        let comm_log = &self.objects.comm_log;
+        if journal.count(repeats, comm_log.len(), encoded) {
+            return;
+        }
+        let recorder = &self.recorder;
+        let signature = new.then_some(&recorder.scratch[..]);
+        let times = recorder.call_times.get();
+        if !journal.record(terminal, repeats, times, signature, comm_log) {
+            // The journal holds every call before this one.
+            let journaled = self.recorder.calls - 1;
+            self.checkpoint(journaled);
         }
     }
 
@@ -196,7 +266,7 @@ impl Tracer {
             self.recorder.budget = usize::MAX;
             return;
         };
-        crate::call::uncounted(|| {
+        crate::call::writing_out(|| {
             let rank = self.rank();
             let part = self.recorder.take_part();
             let end = ClockPoint::now();
@@ -354,7 +424,7 @@ impl Tracer {
     /// the journal stops, holding its first `journaled` calls.
     #[cold]
     fn checkpoint(&mut self, journaled: u64) {
-        crate::call::uncounted(|| {
+        crate::call::writing_out(|| {
             let Some(path) = self.journal.as_ref().map(Journal::checkpoint_path) else {
                 return;
             };

@@ -206,6 +206,47 @@ fn a_long_run_killed_across_checkpoints_loses_no_call() {
     }
 }
 
+/// A loop's repeated calls are counted in the journal's header, not
+/// appended to its tail: a rank killed after 20,000 iterations (three
+/// MPI_Allreduce signatures in turn, an MPI_Barrier after every 1,000th)
+/// has every call back from a 512-byte tail, whose checkpoint, if it
+/// needed one, holds only the loop's first iterations.
+#[test]
+fn a_killed_ranks_repeated_calls_are_counted_in_the_journal() {
+    let iterations = 20_000;
+    let barrier_every = 1000;
+    let run = run_traced(
+        "crash_abort_loop",
+        2,
+        &[&iterations.to_string(), &barrier_every.to_string()],
+        &[("MPIGRAM_JOURNAL_BYTES", "512")],
+    );
+    assert_eq!(run.output.status.code(), Some(42), "{}", run.output);
+    let dir = run.dir.path();
+    let trace = run.trace();
+    let killed = trace.rank(0).unwrap();
+    assert_eq!(killed.meta.ending, Ending::Killed);
+    let in_loop = iterations + iterations / barrier_every;
+    assert!(
+        killed.meta.calls as usize >= 4 + in_loop,
+        "{} calls",
+        killed.meta.calls
+    );
+    let allreduces = decoded(&trace, 0)
+        .iter()
+        .filter(|c| c.func == "MPI_Allreduce")
+        .count();
+    assert_eq!(allreduces, iterations);
+    let checkpoint = dir.join("rank0.checkpoint");
+    if checkpoint.exists() {
+        let held = mpigram_trace::RankTrace::read(&checkpoint)
+            .unwrap()
+            .meta
+            .calls;
+        assert!(held < 1000, "a checkpoint of {held} calls");
+    }
+}
+
 #[test]
 fn sigsegv_is_noted_with_the_calls_before_it() {
     assert_dies_of_signal("crash_segv", 1, libc::SIGSEGV);

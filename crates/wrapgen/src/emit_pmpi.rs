@@ -47,23 +47,49 @@ pub fn emit(funcs: &[&FuncModel], m: &Mpich, header: &str) -> String {
             "\npub type P{name}_t = {ty};\n\n\
              /// The real `{name}`: `P{name}`.\n\
              pub fn {name}() -> P{name}_t {{\n\
-             \x20   static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());\n\
              \x20   unsafe extern \"C\" fn unresolved({args}) -> {ret} {{\n\
              \x20       {fail}\n\
-             \x20   }}\n\
-             \x20   let f = resolve(&SLOT, c\"P{name}\", c\"{name}\", unresolved as *mut c_void);\n\
-             \x20   // SAFETY: `f` is P{name} or {name}, whose C type this is, or `unresolved`{variadic}.\n\
-             \x20   unsafe {{ std::mem::transmute::<*mut c_void, P{name}_t>(f) }}\n\
-             }}\n",
+             \x20   }}\n",
             ty = fn_type(f),
             args = stub_args.join(", "),
             ret = rust_base(&f.ret),
             fail = unresolved_return(f, m),
-            variadic = if f.variadic {
-                " (not variadic: it ignores the variable arguments, which the C calling convention allows)"
-            } else {
-                ""
-            },
+        );
+        if f.variadic {
+            // No stub can pass variable arguments on: the slot starts
+            // empty and each call tests it.
+            let _ = write!(
+                s,
+                "\x20   static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());\n\
+                 \x20   let f = resolve(&SLOT, c\"P{name}\", c\"{name}\", unresolved as *mut c_void);\n\
+                 \x20   // SAFETY: `f` is P{name} or {name}, whose C type this is, or `unresolved` (not variadic: it ignores the variable arguments, which the C calling convention allows).\n\
+                 \x20   unsafe {{ std::mem::transmute::<*mut c_void, P{name}_t>(f) }}\n\
+                 }}\n"
+            );
+            continue;
+        }
+        let params: Vec<String> = f
+            .params
+            .iter()
+            .enumerate()
+            .map(|(i, p)| format!("a{i}: {}", p.ctype.rust()))
+            .collect();
+        let names: Vec<String> = (0..f.params.len()).map(|i| format!("a{i}")).collect();
+        let _ = write!(
+            s,
+            "\x20   /// Resolves the slot on the first call, then makes it.\n\
+             \x20   unsafe extern \"C\" fn first({params}) -> {ret} {{\n\
+             \x20       let f = resolve_slow(&SLOT, c\"P{name}\", c\"{name}\", unresolved as *mut c_void);\n\
+             \x20       // SAFETY: `f` is P{name} or {name}, whose C type this is, or `unresolved`.\n\
+             \x20       unsafe {{ std::mem::transmute::<*mut c_void, P{name}_t>(f)({names}) }}\n\
+             \x20   }}\n\
+             \x20   static SLOT: AtomicPtr<c_void> = AtomicPtr::new(first as *mut c_void);\n\
+             \x20   // SAFETY: the slot holds P{name}, {name}, `unresolved` or `first`, all of this C type.\n\
+             \x20   unsafe {{ std::mem::transmute::<*mut c_void, P{name}_t>(SLOT.load(Ordering::Acquire)) }}\n\
+             }}\n",
+            params = params.join(", "),
+            names = names.join(", "),
+            ret = rust_base(&f.ret),
         );
     }
     s
@@ -72,7 +98,10 @@ pub fn emit(funcs: &[&FuncModel], m: &Mpich, header: &str) -> String {
 const PREAMBLE: &str = r#"//! The real MPI functions, for the wrappers to call: `PMPI_X` resolved
 //! lazily with `dlsym(RTLD_NEXT)` and cached, never by a direct extern
 //! reference (a Rust cdylib binds eagerly, and a direct reference would break
-//! every non-MPI process the library is preloaded into). If `PMPI_X` is
+//! every non-MPI process the library is preloaded into). Each function's slot
+//! first holds a stub that resolves it on its first call, so a call loads
+//! the slot and tests nothing (a variadic function, which no stub can pass
+//! its arguments on to, tests for an empty slot instead). If `PMPI_X` is
 //! missing, the next `MPI_X` after this library is used; if that is missing
 //! too, a stub that returns MPI_ERR_INTERN (the application is told, never
 //! crashed). One accessor per function MPICH exports, used or not.

@@ -4,6 +4,10 @@
 //! call it leaves and one on the call it ends in to a temporary file; the
 //! marks, sorted by rank and call, are then read alongside each rank's
 //! calls. Memory holds what is in flight, never the run's messages.
+//!
+//! An arrow's id can be one an earlier arrow had ([`FlowIds`]): viewers
+//! read events in time order, and an id is free again once they have read
+//! the end of its arrow. Small ids are short varints in Perfetto's format.
 
 use super::{Arrival, Window, clamp};
 use crate::critical_path::{Activity, CriticalPath};
@@ -11,6 +15,8 @@ use crate::matching::Found;
 use crate::matching::p2p::Decision;
 use crate::spill::{Records, Spill, put_u32, put_u64, u32_at, u64_at};
 use crate::timeline::Span;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::io;
 use std::iter::Peekable;
 
@@ -35,14 +41,16 @@ pub(super) struct Mark {
     kind: Kind,
     id: u64,
     /// For the arrow's end: where it comes from, the message's size, and
-    /// the send's start (a message) or where the arrow ends (the path).
+    /// where the arrow ends (the path: where it ends at the latest).
     from_rank: u32,
     bytes: Option<u64>,
     at_ns: u64,
+    /// A message's arrow ends before it starts, by the call times.
+    backwards: bool,
 }
 
 impl crate::spill::Record for Mark {
-    const SIZE: usize = 4 + 8 + 1 + 8 + 4 + 8 + 8;
+    const SIZE: usize = 4 + 8 + 1 + 8 + 4 + 8 + 8 + 1;
     fn put(&self, out: &mut Vec<u8>) {
         put_u32(out, self.rank);
         put_u64(out, self.seq);
@@ -51,6 +59,7 @@ impl crate::spill::Record for Mark {
         put_u32(out, self.from_rank);
         put_u64(out, self.bytes.unwrap_or(u64::MAX));
         put_u64(out, self.at_ns);
+        out.push(u8::from(self.backwards));
     }
     fn get(b: &[u8]) -> Mark {
         let kind = match b[12] {
@@ -68,7 +77,77 @@ impl crate::spill::Record for Mark {
             from_rank: u32_at(b, 21),
             bytes: (bytes != u64::MAX).then_some(bytes),
             at_ns: u64_at(b, 33),
+            backwards: b[41] != 0,
         }
+    }
+}
+
+/// Where an arrow from a send that started at `send_ns` ends in the
+/// receiving call `[start_ns, end_ns]`: inside the call, after the send's
+/// start when the clocks allow, so that viewers (which read events in time
+/// order) meet the arrow's start first; and whether it ends before the
+/// send started (clock offsets or lossy timing errors larger than the
+/// message's latency).
+fn arrival_at(send_ns: u64, call: (u64, u64)) -> (u64, bool) {
+    inside(send_ns + 1, call)
+}
+
+/// `at_ns` moved into the call `[start_ns, end_ns]`, short of its end so
+/// that an arrow ends inside it; and whether it was after that.
+fn inside(at_ns: u64, (start_ns, end_ns): (u64, u64)) -> (u64, bool) {
+    let last = if end_ns > start_ns {
+        end_ns - 1
+    } else {
+        end_ns
+    };
+    (at_ns.clamp(start_ns, last), at_ns > last)
+}
+
+/// Arrow ids: new ones from 1, or (`reuse`) the id of an arrow that ended
+/// before the new one starts.
+pub(super) struct FlowIds {
+    reuse: bool,
+    /// Ids free from a time on: (the end of their last arrow, id), the
+    /// earliest end first.
+    ending: BinaryHeap<Reverse<(u64, u64)>>,
+    /// Ids used so far.
+    used: u64,
+}
+
+impl FlowIds {
+    /// Perfetto's trace processors end an arrow's id when they read its
+    /// end (`terminating_flow_ids`), so its ids can be reused; Chrome's
+    /// JSON flow ids stay bound, so they cannot.
+    pub(super) fn new(reuse: bool) -> FlowIds {
+        FlowIds {
+            reuse,
+            ending: BinaryHeap::new(),
+            used: 0,
+        }
+    }
+
+    /// An id for an arrow that starts at `start_ns` and ends at `end_ns`
+    /// (if `ends`: an arrow that ends before it starts is never ended,
+    /// and its id never free again).
+    pub(super) fn take(&mut self, start_ns: u64, end_ns: u64, ends: bool) -> u64 {
+        let id = match self.ending.peek() {
+            // Strictly before: events of one time can be read in any order.
+            Some(&Reverse((free_from, id))) if free_from < start_ns => {
+                self.ending.pop();
+                id
+            }
+            _ => self.fresh(),
+        };
+        if self.reuse && ends {
+            self.ending.push(Reverse((end_ns, id)));
+        }
+        id
+    }
+
+    /// An id no arrow had.
+    fn fresh(&mut self) -> u64 {
+        self.used += 1;
+        self.used
     }
 }
 
@@ -76,7 +155,8 @@ impl crate::spill::Record for Mark {
 pub(super) struct Arrows<'w> {
     window: &'w Window,
     marks: Spill<Mark>,
-    /// Arrows of messages (numbered from 1), and of the path's jumps after them.
+    ids: FlowIds,
+    /// Arrows of messages, and of the path's jumps.
     pub(super) messages: usize,
     pub(super) path_jumps: usize,
     /// Point-to-point operations that matched nothing.
@@ -85,10 +165,11 @@ pub(super) struct Arrows<'w> {
 }
 
 impl<'w> Arrows<'w> {
-    pub(super) fn new(window: &'w Window) -> Arrows<'w> {
+    pub(super) fn new(window: &'w Window, ids: FlowIds) -> Arrows<'w> {
         Arrows {
             window,
             marks: Spill::default(),
+            ids,
             messages: 0,
             path_jumps: 0,
             unmatched: 0,
@@ -120,16 +201,19 @@ impl<'w> Arrows<'w> {
                             self.window.shows(rank, seq, start, end)
                         })
                     };
-                    let Some(send_span) = send.post_at.span else {
+                    let (Some(send_span), Some(arrival_span)) = (send.post_at.span, arrival_span)
+                    else {
                         continue;
                     };
                     if !(shown(send.rank, send.post, Some(send_span))
-                        && shown(recv.rank, arrival, arrival_span))
+                        && shown(recv.rank, arrival, Some(arrival_span)))
                     {
                         continue;
                     }
                     self.messages += 1;
-                    let id = self.messages as u64;
+                    let send_ns = clamp(&send_span).0;
+                    let (at_ns, backwards) = arrival_at(send_ns, clamp(&arrival_span));
+                    let id = self.ids.take(send_ns, at_ns, !backwards);
                     let (rank, seq, from_rank) = (send.rank, send.post, send.rank);
                     let out = Mark {
                         rank,
@@ -139,6 +223,7 @@ impl<'w> Arrows<'w> {
                         from_rank,
                         bytes: None,
                         at_ns: 0,
+                        backwards: false,
                     };
                     self.push(out);
                     self.push(Mark {
@@ -146,7 +231,8 @@ impl<'w> Arrows<'w> {
                         seq: arrival,
                         kind: Kind::MessageIn,
                         bytes: m.bytes,
-                        at_ns: clamp(&send_span).0,
+                        at_ns,
+                        backwards,
                         ..out
                     });
                 }
@@ -156,8 +242,8 @@ impl<'w> Arrows<'w> {
         }
     }
 
-    /// Arrows along the path's jumps between ranks, numbered after the
-    /// messages' arrows: from the call on the rank the path leaves (the
+    /// Arrows along the path's jumps between ranks, with ids no message's
+    /// arrow has: from the call on the rank the path leaves (the
     /// call its segment is in, or the one that ends its computation) to
     /// the call on the rank it reaches (the call its segment is in, or the
     /// one its computation follows).
@@ -176,17 +262,21 @@ impl<'w> Arrows<'w> {
                 rank: a.rank,
                 seq: from,
                 kind: Kind::PathOut,
-                id: (self.messages + self.path_jumps) as u64,
+                id: self.ids.fresh(),
                 from_rank: a.rank,
                 bytes: None,
                 at_ns: 0,
+                backwards: false,
             };
             self.push(out);
             self.push(Mark {
                 rank: b.rank,
                 seq: to,
                 kind: Kind::PathIn,
-                at_ns: b.start_ns.max(a.end_ns).max(0) as u64,
+                // After the start of the call it leaves (at `a`'s end
+                // at the latest), so that viewers meet the arrow's start
+                // first.
+                at_ns: b.start_ns.max(a.end_ns + 1).max(0) as u64,
                 ..out
             });
         }
@@ -233,26 +323,20 @@ impl<'s> MarkReader<'s> {
         into.out.clear();
         into.path_out.clear();
         into.r#in.clear();
-        // Short of the end, so that an arrow ends inside the call.
-        let last = if end_ns > start_ns {
-            end_ns - 1
-        } else {
-            end_ns
-        };
         loop {
             let mark = match self.marks.peek() {
-                None => return Ok(()),
+                None => break,
                 Some(Err(_)) => {
                     return Err(self.marks.next().and_then(Result::err).expect("error"));
                 }
-                Some(Ok(m)) if (m.rank, m.seq) > (rank, seq) => return Ok(()),
+                Some(Ok(m)) if (m.rank, m.seq) > (rank, seq) => break,
                 Some(Ok(m)) => *m,
             };
             self.marks.next();
             if (mark.rank, mark.seq) < (rank, seq) {
                 continue; // a call not shown
             }
-            let arrival = |at_ns: u64, backwards| Arrival {
+            let arrival = |(at_ns, backwards)| Arrival {
                 id: mark.id,
                 at_ns,
                 backwards,
@@ -263,19 +347,16 @@ impl<'s> MarkReader<'s> {
             match mark.kind {
                 Kind::MessageOut => into.out.push(mark.id),
                 Kind::PathOut => into.path_out.push(mark.id),
-                // After the send's start when the clocks allow, so that
-                // viewers (which read events in time order) meet the
-                // arrow's start first.
-                Kind::MessageIn => {
-                    let after_send = mark.at_ns + 1;
-                    into.r#in
-                        .push(arrival(after_send.clamp(start_ns, last), after_send > last))
+                Kind::MessageIn => into.r#in.push(arrival((mark.at_ns, mark.backwards))),
+                Kind::PathIn => {
+                    let (at_ns, _) = inside(mark.at_ns, (start_ns, end_ns));
+                    into.r#in.push(arrival((at_ns, false)))
                 }
-                Kind::PathIn => into
-                    .r#in
-                    .push(arrival(mark.at_ns.clamp(start_ns, last), false)),
             }
         }
+        // In time order, as viewers read them.
+        into.r#in.sort_by_key(|a| a.at_ns);
+        Ok(())
     }
 }
 
@@ -283,6 +364,46 @@ impl<'s> MarkReader<'s> {
 mod tests {
     use super::*;
     use crate::spill::Record;
+
+    #[test]
+    fn an_arrows_id_is_reused_only_after_that_arrow_ended() {
+        let mut ids = FlowIds::new(true);
+        assert_eq!(ids.take(0, 10, true), 1);
+        assert_eq!(ids.take(5, 20, true), 2);
+        // Arrow 1 ended at 10: free from 11 on, not at 10.
+        assert_eq!(ids.take(10, 12, true), 3);
+        assert_eq!(ids.take(11, 30, true), 1);
+        // Of 2 (ended at 20) and 3 (at 12), the one that ended first.
+        assert_eq!(ids.take(20, 25, true), 3);
+        assert_eq!(ids.take(21, 22, true), 2);
+        // An arrow that never ends keeps its id.
+        assert_eq!(ids.take(40, 0, false), 2);
+        assert_eq!(ids.take(50, 60, true), 3);
+        assert_eq!(ids.take(51, 60, true), 1);
+        // All taken until 60.
+        assert_eq!(ids.take(52, 60, true), 4);
+        assert_eq!(ids.take(53, 60, true), 5);
+        assert_eq!(ids.fresh(), 6);
+        // Chrome's ids are never reused.
+        let mut unique = FlowIds::new(false);
+        let taken: Vec<u64> = (0..4)
+            .map(|i| unique.take(10 * i, 10 * i + 1, true))
+            .collect();
+        assert_eq!(taken, [1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn an_arrow_ends_inside_its_call_after_the_sends_start() {
+        // The send started before the call: at the call's start.
+        assert_eq!(arrival_at(5, (10, 20)), (10, false));
+        // During the call: just after the send's start.
+        assert_eq!(arrival_at(12, (10, 20)), (13, false));
+        // After the call's last nanosecond: there, and backwards.
+        assert_eq!(arrival_at(19, (10, 20)), (19, true));
+        assert_eq!(arrival_at(30, (10, 20)), (19, true));
+        // A call of no duration.
+        assert_eq!(arrival_at(3, (10, 10)), (10, false));
+    }
 
     #[test]
     fn a_mark_reads_back_as_written() {
@@ -294,6 +415,7 @@ mod tests {
             from_rank: 3,
             bytes: Some(4096),
             at_ns: 99,
+            backwards: true,
         };
         let mut bytes = Vec::new();
         mark.put(&mut bytes);

@@ -127,7 +127,7 @@ impl TimelineWriter for ChromeWriter<'_> {
         };
         let tid = self.tid(s.track);
         let ts = micros(s.start_ns);
-        let mut args = s.args.clone();
+        let mut args = (**s.args).clone();
         if let Some(seq) = s.seq {
             args.insert("seq".into(), json!(seq));
         }

@@ -2,10 +2,11 @@
 //! trace viewer: one process per rank, named `rank N` and sorted by rank,
 //! with every call a slice named by its MPI function and carrying its
 //! arguments; an arrow from each send to the call that completed its
-//! matching receive; and each non-blocking operation (and each message
-//! taken by MPI_Mprobe) a slice from its post to its completion on the
-//! rank's `requests` tracks. With the run's critical path, a `critical
-//! path` process comes first, with one slice per segment of the path
+//! matching receive; and, if asked for ([`Content`]), each call's number
+//! and each non-blocking operation (and each message taken by
+//! MPI_Mprobe) as a slice from its post to its completion on the rank's
+//! `requests` tracks. With the run's critical path, a `critical path`
+//! process comes first, with one slice per segment of the path
 //! (named by its rank and activity), and arrows follow the path's jumps
 //! between ranks, from the call on the rank it leaves to the call on the
 //! rank it reaches.
@@ -27,17 +28,18 @@ mod window;
 pub use window::{Bound, Window, parse_ranks};
 
 use crate::critical_path::{Activity, CallSites, CriticalPath};
-use crate::decode::{DecodeError, DecodedCall, RankDecoder};
+use crate::decode::{Args, DecodeError, DecodedCall, RankDecoder};
 use crate::matching::{self, Matcher};
 use crate::replay::{ReplayError, match_in_time_order};
 use crate::sites::Sites;
 pub use crate::timeline::Span;
 use crate::timeline::{Source, TimelineError, rank_spans};
-use arrows::{Arrows, CallArrows, MarkReader};
+use arrows::{Arrows, CallArrows, FlowIds, MarkReader};
 use mpigram_trace::{RankPart, Trace};
 use requests::{RankRequests, RequestSlice};
-use serde_json::{Map, Value as Json, json};
+use serde_json::{Map, json};
 use std::io::{self, Write};
+use std::sync::Arc;
 
 /// The times of the calls of one rank, in call order ([`timeline::rank_times`]),
 /// or why the trace has none (aggregated timing). A rank killed after its
@@ -95,6 +97,21 @@ pub struct ExportSummary {
     pub path_jumps: usize,
 }
 
+/// What a timeline shows: each call of the window's ranks and calls (its
+/// name, times and arguments) and each message's arrow, and the details
+/// asked for, which cost space (in Perfetto's format: 8 bytes a call for
+/// the numbers, about 30 a request for the requests).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Content {
+    pub window: Window,
+    /// Each non-blocking operation as a slice from the start of the call
+    /// that posted it to the end of the one that completed it, on the
+    /// rank's `requests` tracks.
+    pub requests: bool,
+    /// Each call's number on its rank (`seq`), among its arguments.
+    pub seq: bool,
+}
+
 /// The critical path to mark on the timeline, with the call sites its
 /// segments name.
 #[derive(Clone, Copy)]
@@ -103,15 +120,15 @@ pub struct PathMarks<'a> {
     pub sites: &'a CallSites,
 }
 
-/// Writes the timeline of `trace` to `out`, of the ranks and calls in
-/// `window`, with the call times of `source`; `path`, if given, is marked
-/// on it; `progress` is told the number of calls read so far.
+/// Writes the timeline of `trace` to `out`, showing `content`, with the
+/// call times of `source`; `path`, if given, is marked on it; `progress`
+/// is told the number of calls read so far.
 pub fn export(
     trace: &Trace,
     source: Source,
     format: Format,
     path: Option<PathMarks>,
-    window: &Window,
+    content: &Content,
     out: &mut dyn Write,
     progress: &mut dyn FnMut(u64),
 ) -> Result<ExportSummary, ExportError> {
@@ -125,7 +142,8 @@ pub fn export(
     let world: Vec<u32> = trace.ranks.iter().map(|p| p.meta.rank).collect();
     let sites = Sites::new(&trace.grammar);
     let mut matcher = Matcher::new(&members, world);
-    let mut arrows = Arrows::new(window);
+    let ids = FlowIds::new(format == Format::Perfetto);
+    let mut arrows = Arrows::new(&content.window, ids);
     let matched = match_in_time_order(trace, &sites, source, run_start, &mut matcher, |m| {
         arrows.found(m.found.drain(..))
     });
@@ -148,7 +166,7 @@ pub fn export(
     let timeline = Timeline {
         max_rank,
         path,
-        window,
+        content,
     };
     timeline.write(arrows, ranks, format, out, progress)
 }
@@ -180,14 +198,14 @@ struct Slice<'a> {
     name: &'a str,
     start_ns: u64,
     end_ns: u64,
-    args: &'a Map<String, Json>,
-    /// The call's number on its rank (a call's slice).
+    args: &'a Args,
+    /// The call's number on its rank (a call's slice, if shown).
     seq: Option<u64>,
     /// Arrows leaving the slice, by id.
     flows_out: &'a [u64],
     /// Arrows of the critical path leaving the slice, by id.
     path_out: &'a [u64],
-    /// Arrows ending in the slice.
+    /// Arrows ending in the slice, in time order.
     flows_in: &'a [Arrival],
 }
 
@@ -226,7 +244,7 @@ trait TimelineWriter {
 struct Timeline<'m> {
     max_rank: u32,
     path: Option<PathMarks<'m>>,
-    window: &'m Window,
+    content: &'m Content,
 }
 
 impl Timeline<'_> {
@@ -257,7 +275,7 @@ impl Timeline<'_> {
         let mut read = 0u64;
         for input in ranks {
             let input = input?;
-            if !self.window.has_rank(input.rank) {
+            if !self.content.window.has_rank(input.rank) {
                 continue;
             }
             let (written, untimed, shown) =
@@ -289,7 +307,7 @@ impl Timeline<'_> {
             mut spans,
         } = input;
         writer.rank(rank)?;
-        let mut requests = RankRequests::new(rank);
+        let mut requests = self.content.requests.then(|| RankRequests::new(rank));
         let mut completed: Vec<RequestSlice> = Vec::new();
         let mut arrows = CallArrows::default();
         let (mut written, mut shown) = (0u64, 0u64);
@@ -302,8 +320,10 @@ impl Timeline<'_> {
             };
             let (start_ns, end_ns) = clamp(&span);
             written += 1;
-            let visible = self.window.shows(rank, call.seq, start_ns, end_ns);
-            requests.call(&call, (start_ns, end_ns), visible, &mut completed);
+            let visible = self.content.window.shows(rank, call.seq, start_ns, end_ns);
+            if let Some(requests) = &mut requests {
+                requests.call(&call, (start_ns, end_ns), visible, &mut completed);
+            }
             if visible {
                 shown += 1;
                 marks
@@ -316,7 +336,7 @@ impl Timeline<'_> {
                     start_ns,
                     end_ns,
                     args: &call.args,
-                    seq: Some(call.seq),
+                    seq: self.content.seq.then_some(call.seq),
                     flows_out: &arrows.out,
                     path_out: &arrows.path_out,
                     flows_in: &arrows.r#in,
@@ -385,6 +405,7 @@ fn write_path(marks: PathMarks, writer: &mut dyn TimelineWriter) -> io::Result<u
             }
         };
         args.insert("duration_ns".into(), json!(s.duration_ns()));
+        let args = Arc::new(args);
         writer.slice(&Slice {
             track: Track::CriticalPath,
             name: &name,

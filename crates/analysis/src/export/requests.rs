@@ -4,11 +4,12 @@
 //! once overlap without nesting, so each goes to a lane of its own: the
 //! lowest lane free since its post. Memory holds what is in flight.
 
-use crate::decode::DecodedCall;
+use crate::decode::{Args, DecodedCall};
 use crate::matching::{CallAt, Direction, Operation, OperationLog, Peer, RankEvent};
 use crate::timeline::Span;
 use rustc_hash::FxHashMap;
 use serde_json::{Map, Value as Json, json};
+use std::sync::Arc;
 
 /// An operation posted and not completed yet.
 struct Posted {
@@ -26,7 +27,7 @@ pub(super) struct RequestSlice {
     pub(super) new_lane: bool,
     pub(super) start_ns: u64,
     pub(super) end_ns: u64,
-    pub(super) args: Map<String, Json>,
+    pub(super) args: Args,
 }
 
 pub(super) struct RankRequests {
@@ -103,7 +104,7 @@ impl RankRequests {
                         new_lane,
                         start_ns: p.start_ns,
                         end_ns,
-                        args: request_args(&p.operation),
+                        args: Arc::new(request_args(&p.operation)),
                     });
                 }
                 RankEvent::Abandon(op) => {

@@ -1,6 +1,6 @@
 //! Timelines of a hand-built two-rank run with synthetic call times.
 
-use super::perfetto::{TYPE_SLICE_BEGIN, TYPE_SLICE_END, Trace as PerfettoTrace};
+use super::perfetto::{FlowRow, SliceRow, Trace as PerfettoTrace};
 use super::*;
 use crate::matching::{CallAt, OperationLog, PredefinedComms};
 use rustc_hash::FxHashMap;
@@ -133,14 +133,19 @@ fn run() -> Vec<(Vec<DecodedCall>, Vec<Span>)> {
     vec![(rank0, spans(&times0)), (rank1, spans(&times1))]
 }
 
-fn export_run(format: Format) -> (Vec<u8>, ExportSummary) {
-    export_window(format, &Window::default())
+/// Every call and arrow, and the details that are shown on request.
+fn everything() -> Content {
+    Content {
+        window: Window::default(),
+        requests: true,
+        seq: true,
+    }
 }
 
-fn export_window(format: Format, window: &Window) -> (Vec<u8>, ExportSummary) {
+fn export_run(format: Format, content: &Content) -> (Vec<u8>, ExportSummary) {
     let mut seen = Vec::new();
-    let (out, summary) = write_window(run(), format, window, &mut |n| seen.push(n)).unwrap();
-    if window.is_all() {
+    let (out, summary) = write_content(run(), format, content, &mut |n| seen.push(n)).unwrap();
+    if content.window.is_all() {
         assert_eq!(
             seen,
             (1..=13).collect::<Vec<u64>>(),
@@ -153,15 +158,16 @@ fn export_window(format: Format, window: &Window) -> (Vec<u8>, ExportSummary) {
 /// Exports `ranks` as `export` does: their operations matched first (rank
 /// after rank, which the matcher takes as well as time order), then the
 /// timeline written.
-fn write_window(
+fn write_content(
     ranks: Vec<(Vec<DecodedCall>, Vec<Span>)>,
     format: Format,
-    window: &Window,
+    content: &Content,
     progress: &mut dyn FnMut(u64),
 ) -> Result<(Vec<u8>, ExportSummary), ExportError> {
     let world: Vec<u32> = (0..ranks.len() as u32).collect();
     let mut matcher = Matcher::new(&PredefinedComms, world);
-    let mut arrows = Arrows::new(window);
+    let ids = FlowIds::new(format == Format::Perfetto);
+    let mut arrows = Arrows::new(&content.window, ids);
     for (rank, (calls, spans)) in ranks.iter().enumerate() {
         let rank = rank as u32;
         let mut log = OperationLog::new(rank);
@@ -185,7 +191,7 @@ fn write_window(
     let timeline = Timeline {
         max_rank: 1,
         path: None,
-        window,
+        content,
     };
     let inputs = ranks.into_iter().enumerate().map(|(rank, (calls, spans))| {
         Ok(RankInput {
@@ -201,12 +207,15 @@ fn write_window(
 
 #[test]
 fn a_window_shows_its_ranks_calls_and_only_the_arrows_inside_it() {
-    let window = Window {
-        ranks: Some(vec![0]),
-        from: Some(Bound::Call(2)),
-        to: Some(Bound::Call(5)),
+    let content = Content {
+        window: Window {
+            ranks: Some(vec![0]),
+            from: Some(Bound::Call(2)),
+            to: Some(Bound::Call(5)),
+        },
+        ..everything()
     };
-    let (out, summary) = export_window(Format::Chrome, &window);
+    let (out, summary) = export_run(Format::Chrome, &content);
     assert_eq!((summary.ranks, summary.calls), (1, 3));
     // No arrow leaves the window: rank 1 is not shown.
     assert_eq!(summary.messages, 0);
@@ -233,7 +242,7 @@ fn a_window_shows_its_ranks_calls_and_only_the_arrows_inside_it() {
 
 #[test]
 fn the_summary_counts_what_was_written() {
-    let (_, summary) = export_run(Format::Chrome);
+    let (_, summary) = export_run(Format::Chrome, &everything());
     assert_eq!(
         summary,
         ExportSummary {
@@ -274,8 +283,11 @@ fn the_paths_jumps_go_from_the_call_it_leaves_to_the_call_it_reaches() {
         ..CriticalPath::default()
     };
     let window = Window::default();
-    let mut arrows = Arrows::new(&window);
-    arrows.messages = 100;
+    let mut ids = FlowIds::new(true);
+    for _ in 0..100 {
+        ids.take(0, 0, false); // the messages' arrows
+    }
+    let mut arrows = Arrows::new(&window, ids);
     arrows.path_jumps(&path);
     assert_eq!(arrows.path_jumps, 2);
     let marks = arrows.sorted().unwrap();
@@ -312,7 +324,7 @@ fn slice_at<'a>(events: &'a [Json], pid: &Json, tid: &Json, ts: f64) -> Option<&
 
 #[test]
 fn chrome_json_has_a_slice_per_call_a_track_per_rank_and_paired_flows() {
-    let (bytes, _) = export_run(Format::Chrome);
+    let (bytes, _) = export_run(Format::Chrome, &everything());
     let trace: Json = serde_json::from_slice(&bytes).expect("valid JSON");
     let events = trace["traceEvents"].as_array().expect("traceEvents");
 
@@ -381,7 +393,7 @@ fn chrome_json_has_a_slice_per_call_a_track_per_rank_and_paired_flows() {
 
 #[test]
 fn chrome_json_shows_each_request_from_post_to_completion_without_overlap() {
-    let (bytes, _) = export_run(Format::Chrome);
+    let (bytes, _) = export_run(Format::Chrome, &everything());
     let trace: Json = serde_json::from_slice(&bytes).unwrap();
     let events = trace["traceEvents"].as_array().unwrap();
     let mut requests: Vec<(u64, String, f64, f64, u64)> = phase(events, "X")
@@ -438,13 +450,36 @@ fn chrome_json_shows_each_request_from_post_to_completion_without_overlap() {
     assert_eq!(unique.len(), 4);
 }
 
-#[test]
-fn perfetto_protobuf_decodes_with_nested_slices_per_track_and_paired_flows() {
-    let (bytes, _) = export_run(Format::Perfetto);
-    let raw = <PerfettoTrace as prost::Message>::decode(bytes.as_slice()).unwrap();
+/// The timeline of `content` in Perfetto's format, as a trace processor
+/// reads it: the packets, and the slices and arrows.
+fn perfetto(content: &Content) -> (PerfettoTrace, perfetto::Tables) {
+    let (bytes, _) = export_run(Format::Perfetto, content);
     let trace = PerfettoTrace::read(bytes.as_slice()).expect("a Trace message");
-    // Each sequence starts with its state cleared, then its events; a
-    // rank's calls carry neither their track nor an absolute time.
+    let tables = trace.tables().expect("slices that nest");
+    (trace, tables)
+}
+
+/// A slice's name, start and end.
+type Shown<'a> = (&'a str, u64, u64);
+
+/// Annotations: name and value.
+type Annotations = Vec<(String, String)>;
+
+/// (name, start, end) of a slice.
+fn span_of(s: &SliceRow) -> Shown<'_> {
+    (s.name.as_str(), s.ts, s.ts + s.dur)
+}
+
+#[test]
+fn perfetto_shows_every_call_with_its_times_and_arguments_and_every_arrow() {
+    let (trace, tables) = perfetto(&Content::default());
+    // Shared, then per rank its calls: no request lanes by default.
+    let raw = <PerfettoTrace as prost::Message>::decode(
+        export_run(Format::Perfetto, &Content::default())
+            .0
+            .as_slice(),
+    )
+    .unwrap();
     let mut sequences = FxHashMap::default();
     for p in &raw.packet {
         let id = p.trusted_packet_sequence_id.expect("on a sequence");
@@ -452,10 +487,19 @@ fn perfetto_protobuf_decodes_with_nested_slices_per_track_and_paired_flows() {
         let cleared = p.sequence_flags.unwrap_or(0) & perfetto::SEQ_INCREMENTAL_STATE_CLEARED;
         assert_eq!(cleared != 0, first, "{p:?}");
     }
-    // Shared, then per rank its calls and two request lanes.
-    assert_eq!(sequences.len(), 1 + 2 * 3);
-    let call_events = raw.packet.iter().filter_map(|p| p.track_event.as_ref());
-    assert!(call_events.filter(|e| e.track_uuid.is_none()).count() >= 2 * 13);
+    assert_eq!(sequences.len(), 1 + 2);
+    // A rank's calls carry neither their track nor an absolute time.
+    let events: Vec<&perfetto::TracePacket> = raw
+        .packet
+        .iter()
+        .filter(|p| p.track_event.is_some())
+        .collect();
+    assert!(
+        events
+            .iter()
+            .all(|p| p.track_event.as_ref().unwrap().track_uuid.is_none())
+    );
+    assert!(events.iter().all(|p| p.timestamp_clock_id.is_none()));
 
     let processes: Vec<(i32, String)> = trace
         .packet
@@ -464,96 +508,74 @@ fn perfetto_protobuf_decodes_with_nested_slices_per_track_and_paired_flows() {
         .map(|p| (p.pid.unwrap(), p.process_name.clone().unwrap()))
         .collect();
     assert_eq!(processes, vec![(1, "rank 0".into()), (2, "rank 1".into())]);
-    let tracks: Vec<u64> = trace
-        .packet
-        .iter()
-        .filter_map(|p| p.track_descriptor.as_ref()?.uuid)
-        .collect();
 
-    // Per track, BEGIN/END pair up in time order: (track, name, start, end).
-    let mut open: FxHashMap<u64, Vec<(String, u64)>> = FxHashMap::default();
-    let mut slices = Vec::new();
-    let mut flow_starts = FxHashMap::default();
-    let mut flow_ends = FxHashMap::default();
-    for p in &trace.packet {
-        let Some(e) = &p.track_event else { continue };
-        let ts = p.timestamp.expect("events have timestamps");
-        let track = e.track_uuid.unwrap();
-        assert!(tracks.contains(&track), "described track {track}");
-        match e.r#type {
-            Some(TYPE_SLICE_BEGIN) => {
-                let stack = open.entry(track).or_default();
-                if let Some((_, parent_start)) = stack.last() {
-                    assert!(*parent_start <= ts);
-                }
-                stack.push((e.name.clone().unwrap(), ts));
-                for &id in &e.flow_ids {
-                    assert!(
-                        flow_starts
-                            .insert(id, (ts, e.name.clone().unwrap()))
-                            .is_none()
-                    );
-                }
-                for &id in &e.terminating_flow_ids {
-                    assert!(flow_ends.insert(id, ts).is_none());
-                }
-            }
-            Some(TYPE_SLICE_END) => {
-                let (name, start) = open.get_mut(&track).unwrap().pop().expect("an open slice");
-                assert!(start <= ts);
-                slices.push((track, name, start, ts));
-            }
-            other => panic!("unexpected event type {other:?}"),
+    // Every call: a slice on its rank's track, with its times and its
+    // arguments as `mpigram decode` writes them, and nothing else.
+    let calls: Vec<&SliceRow> = tables.slices.iter().filter(|s| s.depth == 0).collect();
+    let mut expected = Vec::new();
+    for (calls, spans) in run() {
+        for (call, span) in calls.iter().zip(spans) {
+            let args = crate::decode::args_text(&call.args);
+            let args = (!args.is_empty()).then(|| ("args".to_owned(), args));
+            expected.push((
+                uuid_of_calls(call.rank),
+                call.func.to_owned(),
+                span.start_ns as u64,
+                (span.end_ns - span.start_ns) as u64,
+                args.into_iter().collect::<Vec<_>>(),
+            ));
         }
     }
-    assert!(open.values().all(Vec::is_empty), "every slice ends");
-    let calls = slices
+    let shown: Vec<_> = calls
         .iter()
-        .filter(|s| s.1.starts_with("MPI_") && s.0 & 0xffff_ffff == 1)
-        .count();
-    assert_eq!(calls, 13);
-    // Each arrow ends after it starts, in a "message" slice inside the
-    // receiving call.
-    assert_eq!(flow_starts.len(), 3);
-    let mut arrows: Vec<(String, u64, u64)> = flow_starts
-        .iter()
-        .map(|(id, (start, name))| (name.clone(), *start, flow_ends[id]))
+        .map(|s| (s.track, s.name.clone(), s.ts, s.dur, s.args.clone()))
         .collect();
-    arrows.sort_by_key(|a| a.2);
+    let mut sorted = expected.clone();
+    sorted.sort_by_key(|c| c.2);
+    assert_eq!(shown, sorted);
+
+    // Each arrow from the send into the call that completed its receive:
+    // at the call itself when the send started first, else at an instant
+    // `message` inside it, just after the send's start.
+    let mut arrows: Vec<(Shown, Shown, usize)> = tables
+        .flows
+        .iter()
+        .map(
+            |&FlowRow {
+                 slice_out,
+                 slice_in,
+             }| {
+                let (from, to) = (&tables.slices[slice_out], &tables.slices[slice_in]);
+                (span_of(from), span_of(to), to.depth)
+            },
+        )
+        .collect();
+    arrows.sort_by_key(|a| a.1.1);
     assert_eq!(
         arrows,
         vec![
-            ("MPI_Isend".into(), 20, 23),
-            ("MPI_Isend".into(), 19, 40),
-            ("MPI_Send".into(), 110, 111),
+            // rank 0's Isend (20) into rank 1's Wait [23, 60].
+            (("MPI_Isend", 20, 25), ("MPI_Wait", 23, 60), 0),
+            // rank 1's Isend (19) into rank 0's Waitall [40, 100].
+            (("MPI_Isend", 19, 22), ("MPI_Waitall", 40, 100), 0),
+            // rank 0's Send (110) into rank 1's Recv [70, 115].
+            (("MPI_Send", 110, 120), ("message", 111, 111), 1),
         ]
     );
-    let messages = slices.iter().filter(|s| s.1 == "message").count();
-    assert_eq!(messages, 3);
-    // A call's arguments: one text, as `mpigram decode` writes them, and its number.
-    let isend = trace
-        .packet
-        .iter()
-        .filter_map(|p| p.track_event.as_ref())
-        .find(|e| e.name.as_deref() == Some("MPI_Isend"))
-        .unwrap();
-    let args: Vec<(String, String)> = isend
-        .debug_annotations
-        .iter()
-        .map(|a| {
-            let value = a
-                .string_value
-                .clone()
-                .or(a.int_value.map(|i| i.to_string()));
-            (a.name.clone().unwrap(), value.unwrap())
-        })
-        .collect();
-    let text =
-        "buf=seg1+0, count=4, datatype=MPI_INT, dest=1, tag=0, comm=MPI_COMM_WORLD, request=req0";
-    assert_eq!(
-        args,
-        [("args".into(), text.into()), ("seq".into(), "1".into())]
-    );
+    assert_eq!((tables.ends_before_start, tables.never_ended), (0, 0));
+    let recv = tables.slices.iter().find(|s| s.name == "MPI_Recv").unwrap();
+    let message = tables.slices.iter().find(|s| s.name == "message").unwrap();
+    assert_eq!(message.track, recv.track, "inside the receiving call");
+}
+
+/// The track of rank `rank`'s calls.
+fn uuid_of_calls(rank: u32) -> u64 {
+    (u64::from(rank) + 1) << 32 | 1
+}
+
+#[test]
+fn perfetto_shows_requests_and_call_numbers_when_asked() {
+    let (trace, tables) = perfetto(&everything());
     // Request lanes: children of their rank's process track.
     let lanes: Vec<(u64, Option<u64>)> = trace
         .packet
@@ -563,16 +585,49 @@ fn perfetto_protobuf_decodes_with_nested_slices_per_track_and_paired_flows() {
         .map(|d| (d.uuid.unwrap(), d.parent_uuid))
         .collect();
     assert_eq!(lanes.len(), 4);
-    for (uuid, parent) in lanes {
+    for &(uuid, parent) in &lanes {
         assert_eq!(parent, Some(uuid & !0xffff_ffff));
     }
+    let mut requests: Vec<(u64, Shown, Annotations)> = tables
+        .slices
+        .iter()
+        .filter(|s| lanes.iter().any(|l| l.0 == s.track))
+        .map(|s| (s.track >> 32, span_of(s), s.args.clone()))
+        .collect();
+    requests.sort_by_key(|r| (r.0, r.1.1));
+    let args = |peer: &str, rank: u32| {
+        let text = format!("{peer}={rank}, tag=0, comm=MPI_COMM_WORLD");
+        vec![("args".to_owned(), text)]
+    };
+    assert_eq!(
+        requests,
+        vec![
+            (1, ("MPI_Isend", 20, 100), args("dest", 1)),
+            (1, ("MPI_Irecv", 26, 100), args("source", 1)),
+            (2, ("MPI_Irecv", 15, 60), args("source", 0)),
+            (2, ("MPI_Isend", 19, 62), args("dest", 0)),
+        ]
+    );
+    // Each call's number after its arguments.
+    let isend = tables
+        .slices
+        .iter()
+        .find(|s| s.name == "MPI_Isend" && s.track == uuid_of_calls(0))
+        .unwrap();
+    let text =
+        "buf=seg1+0, count=4, datatype=MPI_INT, dest=1, tag=0, comm=MPI_COMM_WORLD, request=req0";
+    assert_eq!(
+        isend.args,
+        [("args".into(), text.into()), ("seq".into(), "1".into())]
+    );
+    assert_eq!(tables.flows.len(), 3);
 }
 
 fn write(
     ranks: Vec<(Vec<DecodedCall>, Vec<Span>)>,
     format: Format,
 ) -> Result<(Vec<u8>, ExportSummary), ExportError> {
-    write_window(ranks, format, &Window::default(), &mut |_| {})
+    write_content(ranks, format, &everything(), &mut |_| {})
 }
 
 #[test]
@@ -622,4 +677,47 @@ fn more_call_times_than_calls_are_an_error() {
     });
     let err = write(ranks, Format::Perfetto).unwrap_err();
     assert_eq!(err.to_string(), "rank 1: 7 calls but 8 call times");
+}
+
+#[test]
+fn a_perfetto_window_has_only_the_arrows_between_its_calls() {
+    let content = Content {
+        window: Window {
+            ranks: None,
+            from: Some(Bound::Call(3)),
+            to: Some(Bound::Call(6)),
+        },
+        ..Content::default()
+    };
+    let (_, tables) = perfetto(&content);
+    let calls: Vec<Shown> = tables
+        .slices
+        .iter()
+        .filter(|s| s.depth == 0)
+        .map(span_of)
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            ("MPI_Wait", 23, 60),
+            ("MPI_Waitall", 40, 100),
+            ("MPI_Wait", 61, 62),
+            ("MPI_Recv", 70, 115),
+            ("MPI_Send", 110, 120),
+            ("MPI_Finalize", 200, 210),
+        ]
+    );
+    // The Isends (calls 1 and 2) are not shown: only the Send's arrow.
+    let arrows: Vec<(Shown, Shown)> = tables
+        .flows
+        .iter()
+        .map(|f| {
+            (
+                span_of(&tables.slices[f.slice_out]),
+                span_of(&tables.slices[f.slice_in]),
+            )
+        })
+        .collect();
+    assert_eq!(arrows, [(("MPI_Send", 110, 120), ("message", 111, 111))]);
+    assert_eq!((tables.ends_before_start, tables.never_ended), (0, 0));
 }

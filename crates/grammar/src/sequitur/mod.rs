@@ -113,19 +113,38 @@ impl Sequitur {
     /// (inlined into the caller: it is the tracer's per-call fast path).
     #[inline(always)]
     pub fn push(&mut self, terminal: u32) {
-        assert!(
-            terminal <= MAX_TERMINAL,
-            "terminal {terminal} exceeds MAX_TERMINAL"
-        );
+        self.push_repeating(terminal);
+    }
+
+    /// [`push`](Sequitur::push), saying whether the fast path took the
+    /// terminal: then it equals the terminal `period` positions back, and
+    /// the period is returned; else 0. A run of pushes with the same
+    /// non-zero period repeats the `period` terminals before it, which is
+    /// all a crash journal needs to keep of them
+    /// ([`recent`](Sequitur::recent) reads them back).
+    #[inline(always)]
+    pub fn push_repeating(&mut self, terminal: u32) -> u64 {
         let pos = self.pushed as usize;
-        let period = self.period as usize;
-        let repeats =
-            period != 0 && self.history[pos.wrapping_sub(period) & HISTORY_MASK] == terminal;
+        let period = self.period;
+        // Every terminal in the history passed push_slow's bound check,
+        // so one equal to it needs none.
+        let repeats = period != 0
+            && self.history[pos.wrapping_sub(period as usize) & HISTORY_MASK] == terminal;
         self.history[pos & HISTORY_MASK] = terminal;
         self.pushed += 1;
         if !repeats {
             self.push_slow(terminal);
+            return 0;
         }
+        period
+    }
+
+    /// The terminal pushed `back` positions ago (1: the last one), if it
+    /// is still in the history the fast path compares with: `back` at most
+    /// the terminals pushed and the longest period.
+    pub fn recent(&self, back: u64) -> Option<u32> {
+        (back >= 1 && back <= self.pushed && back <= HISTORY as u64)
+            .then(|| self.history[(self.pushed - back) as usize & HISTORY_MASK])
     }
 
     /// What the fast path accepted before position `end` and the grammar
@@ -194,6 +213,10 @@ impl Sequitur {
     #[cold]
     #[inline(never)]
     fn push_slow(&mut self, terminal: u32) {
+        assert!(
+            terminal <= MAX_TERMINAL,
+            "terminal {terminal} exceeds MAX_TERMINAL"
+        );
         // `terminal` is already in the history, after the matched ones.
         self.flush_repeat(self.pushed - 1);
         self.append(terminal);

@@ -6,18 +6,27 @@
 //! of field 1, and the file is never held in memory.
 
 mod proto;
+mod read;
 #[cfg(test)]
 mod tests;
 
 use super::{Arrival, Slice, TimelineWriter, Track};
+use crate::decode::Args;
 pub use proto::*;
+pub use read::{FlowRow, SliceRow, Tables};
 use rustc_hash::FxHashMap;
 use serde_json::{Map, Value as Json};
 use std::io::{self, Write};
+use std::sync::Arc;
 
 /// Interned strings a sequence keeps before it starts afresh (clearing
 /// its incremental state), so that the writer's memory stays bounded.
 const MAX_INTERNED: usize = 1 << 16;
+
+/// Arguments a sequence remembers by address before it forgets them all
+/// (the decoder makes new ones whenever a call's arguments can change: a
+/// request's name, say).
+const MAX_SHARED_ARGS: usize = 1 << 12;
 
 /// A writer sequence (`trusted_packet_sequence_id`): packets that share
 /// interned strings and, for a rank's calls, a default track and an
@@ -25,9 +34,15 @@ const MAX_INTERNED: usize = 1 << 16;
 /// one's), so that a call's two packets carry no track and a short time.
 struct Sequence {
     id: u32,
-    /// Interned strings' ids, by table ([`Table`] as index) and string.
-    interned: [FxHashMap<String, u64>; 4],
-    next_iid: u64,
+    /// Interned strings' ids, by table ([`Table`] as index) and string;
+    /// each table numbers its own from 1, so that ids stay short (one
+    /// byte up to 127).
+    interned: [FxHashMap<String, u64>; 3],
+    /// The id of the text of arguments the decoder shares between the
+    /// calls of a signature, by their address: the text is made once per
+    /// arguments, not per call. The arguments are kept, so that their
+    /// address is not reused while it is a key here.
+    shared_args: FxHashMap<*const Map<String, Json>, (Args, u64)>,
     /// Strings interned since the last packet, which it carries.
     new: InternedData,
     /// The sequence's state is to be sent (again) before its next packet.
@@ -52,7 +67,7 @@ impl Sequence {
         Sequence {
             id,
             interned: Default::default(),
-            next_iid: 1,
+            shared_args: FxHashMap::default(),
             new: InternedData::default(),
             fresh: true,
             track,
@@ -66,8 +81,7 @@ impl Sequence {
         if let Some(&iid) = ids.get(s) {
             return iid;
         }
-        let iid = self.next_iid;
-        self.next_iid += 1;
+        let iid = ids.len() as u64 + 1;
         ids.insert(s.to_owned(), iid);
         let name = || InternedName {
             iid: Some(iid),
@@ -88,10 +102,29 @@ impl Sequence {
         iid
     }
 
+    /// The id of the text of `args` (as `mpigram decode` writes them),
+    /// interned as an annotation value.
+    fn intern_args(&mut self, args: &Args) -> u64 {
+        let key = Arc::as_ptr(args);
+        if let Some(&(_, iid)) = self.shared_args.get(&key) {
+            return iid;
+        }
+        let iid = self.intern(Table::AnnotationValue, &crate::decode::args_text(args));
+        // Arguments no one else holds are made for this slice alone.
+        if Arc::strong_count(args) > 1 {
+            if self.shared_args.len() >= MAX_SHARED_ARGS {
+                self.shared_args.clear();
+            }
+            self.shared_args.insert(key, (Arc::clone(args), iid));
+        }
+        iid
+    }
+
     /// Starts afresh if the interned strings fill their budget: called
     /// before an event interns its strings.
     fn make_room(&mut self) {
-        if self.interned.iter().map(FxHashMap::len).sum::<usize>() >= MAX_INTERNED {
+        let strings: usize = self.interned.iter().map(FxHashMap::len).sum();
+        if strings >= MAX_INTERNED {
             *self = Sequence {
                 clock_ns: self.clock_ns,
                 ..Sequence::new(self.id, self.track)
@@ -251,9 +284,17 @@ impl<'w> PerfettoWriter<'w> {
         seq
     }
 
-    fn begin(&mut self, track: Track, at: u64, name: &str, event: TrackEvent) -> io::Result<()> {
+    /// An event of `kind` named `name` on `track`, at `at`.
+    fn named(
+        &mut self,
+        kind: i32,
+        track: Track,
+        at: u64,
+        name: &str,
+        event: TrackEvent,
+    ) -> io::Result<()> {
         let event = TrackEvent {
-            r#type: Some(TYPE_SLICE_BEGIN),
+            r#type: Some(kind),
             name_iid: Some(self.on(track).intern(Table::EventName, name)),
             ..event
         };
@@ -268,23 +309,18 @@ impl<'w> PerfettoWriter<'w> {
         self.event(track, at, event)
     }
 
-    /// The end of an arrow: a zero-length slice `message` (or `critical
-    /// path`) inside the receiving call, at the time the arrow ends.
+    /// The end of an arrow inside its receiving call, later than the
+    /// call's start: an instant `message` (or `critical path`) at the time
+    /// the arrow ends. (An arrow that ends at the call's start ends at the
+    /// call's slice itself.)
     fn arrival(&mut self, track: Track, a: &Arrival) -> io::Result<()> {
         let name = if a.path { "critical path" } else { "message" };
-        let seq = self.strings(track);
-        let mut args = vec![annotation(seq, "from rank", &Json::from(a.from_rank))];
-        if let Some(bytes) = a.bytes {
-            args.push(annotation(seq, "bytes", &Json::from(bytes)));
-        }
+        self.strings(track);
         let event = TrackEvent {
-            debug_annotations: args,
-            terminating_flow_ids: vec![a.id],
             terminating_flow_ids_old: vec![a.id],
             ..TrackEvent::default()
         };
-        self.begin(track, a.at_ns, name, event)?;
-        self.end(track, a.at_ns)
+        self.named(TYPE_INSTANT, track, a.at_ns, name, event)
     }
 }
 
@@ -371,21 +407,24 @@ impl TimelineWriter for PerfettoWriter<'_> {
     }
 
     fn slice(&mut self, s: &Slice) -> io::Result<()> {
-        let flows: Vec<u64> = s.flows_out.iter().chain(s.path_out).copied().collect();
         let seq = self.strings(s.track);
         let debug_annotations = match s.track {
             // Few, and unlike each other.
             Track::CriticalPath => annotations(seq, s.args),
             Track::Calls { .. } | Track::Requests { .. } => compact_annotations(seq, s),
         };
+        // Arrows that end at the call's start end at its slice; the others
+        // at an instant inside it (`flows_in` is in time order).
+        let at_start = s.flows_in.partition_point(|a| a.at_ns <= s.start_ns);
+        let (direct, inside) = s.flows_in.split_at(at_start);
         let event = TrackEvent {
             debug_annotations,
-            flow_ids: flows.clone(),
-            flow_ids_old: flows,
+            flow_ids_old: s.flows_out.iter().chain(s.path_out).copied().collect(),
+            terminating_flow_ids_old: direct.iter().map(|a| a.id).collect(),
             ..TrackEvent::default()
         };
-        self.begin(s.track, s.start_ns, s.name, event)?;
-        for arrival in s.flows_in {
+        self.named(TYPE_SLICE_BEGIN, s.track, s.start_ns, s.name, event)?;
+        for arrival in inside {
             self.arrival(s.track, arrival)?;
         }
         self.end(s.track, s.end_ns)
@@ -416,14 +455,13 @@ fn annotations(seq: &mut Sequence, args: &Map<String, Json>) -> Vec<DebugAnnotat
 
 /// A call's or request's arguments as one text (`count=4, datatype=MPI_INT`,
 /// as `mpigram decode` writes them), interned: the calls of one signature
-/// share it; and the call's number.
+/// share it; and the call's number if it is shown.
 fn compact_annotations(seq: &mut Sequence, s: &Slice) -> Vec<DebugAnnotation> {
     let mut out = Vec::with_capacity(2);
     if !s.args.is_empty() {
-        let text = crate::decode::args_text(s.args);
         out.push(DebugAnnotation {
             name_iid: Some(seq.intern(Table::AnnotationName, "args")),
-            string_value_iid: Some(seq.intern(Table::AnnotationValue, &text)),
+            string_value_iid: Some(seq.intern_args(s.args)),
             ..DebugAnnotation::default()
         });
     }

@@ -1,7 +1,5 @@
 //! The subset of Perfetto's `perfetto_trace.proto` the timeline uses
-//! (field numbers from the public protos), and reading a timeline back.
-
-use rustc_hash::FxHashMap;
+//! (field numbers from the public protos).
 
 /// `perfetto.protos.Trace`.
 #[derive(Clone, PartialEq, prost::Message)]
@@ -160,33 +158,32 @@ pub struct TrackEvent {
     pub category_iids: Vec<u64>,
     #[prost(message, repeated, tag = "4")]
     pub debug_annotations: Vec<DebugAnnotation>,
-    /// `TrackEvent.Type`: [`TYPE_SLICE_BEGIN`], [`TYPE_SLICE_END`].
+    /// `TrackEvent.Type`: [`TYPE_SLICE_BEGIN`], [`TYPE_SLICE_END`], [`TYPE_INSTANT`].
     #[prost(int32, optional, tag = "9")]
     pub r#type: Option<i32>,
     #[prost(uint64, optional, tag = "11")]
     pub track_uuid: Option<u64>,
     #[prost(string, repeated, tag = "22")]
     pub categories: Vec<String>,
-    /// The same ids as `flow_ids`, in the field viewers read before it
-    /// existed (Perfetto v20, the UI build on npm); newer ones prefer
-    /// `flow_ids`.
-    #[prost(uint64, repeated, packed = "false", tag = "36")]
-    pub flow_ids_old: Vec<u64>,
-    #[prost(uint64, repeated, packed = "false", tag = "42")]
-    pub terminating_flow_ids_old: Vec<u64>,
     #[prost(uint64, optional, tag = "10")]
     pub name_iid: Option<u64>,
     #[prost(string, optional, tag = "23")]
     pub name: Option<String>,
-    /// Not packed: the proto2 field is a plain repeated fixed64.
-    #[prost(fixed64, repeated, packed = "false", tag = "47")]
-    pub flow_ids: Vec<u64>,
-    #[prost(fixed64, repeated, packed = "false", tag = "48")]
-    pub terminating_flow_ids: Vec<u64>,
+    /// Arrows leaving the event's slice, by id: the varint field
+    /// (`flow_ids_old` in the proto), which every trace processor reads
+    /// (the newer ones when the fixed64 `flow_ids`, 9 bytes an id, is
+    /// absent).
+    #[prost(uint64, repeated, packed = "false", tag = "36")]
+    pub flow_ids_old: Vec<u64>,
+    /// Arrows ending at the event's slice, by id (`terminating_flow_ids_old`).
+    #[prost(uint64, repeated, packed = "false", tag = "42")]
+    pub terminating_flow_ids_old: Vec<u64>,
 }
 
 pub const TYPE_SLICE_BEGIN: i32 = 1;
 pub const TYPE_SLICE_END: i32 = 2;
+/// A slice of no duration, nested in the slice open on its track.
+pub const TYPE_INSTANT: i32 = 3;
 
 /// `perfetto.protos.DebugAnnotation`: a named value (one of them set).
 #[derive(Clone, PartialEq, prost::Message)]
@@ -207,94 +204,4 @@ pub struct DebugAnnotation {
     pub name: Option<String>,
     #[prost(uint64, optional, tag = "17")]
     pub string_value_iid: Option<u64>,
-}
-
-impl Trace {
-    /// Reads a timeline this module wrote, with each sequence's incremental
-    /// state applied: interned strings put back in place (event names,
-    /// annotation names and string values), timestamps made absolute and
-    /// default tracks filled in.
-    pub fn read(bytes: &[u8]) -> Result<Trace, prost::DecodeError> {
-        use prost::Message;
-        let mut trace = Trace::decode(bytes)?;
-        let mut sequences: FxHashMap<u32, SequenceState> = FxHashMap::default();
-        for p in &mut trace.packet {
-            let state = sequences
-                .entry(p.trusted_packet_sequence_id.unwrap_or(0))
-                .or_default();
-            if p.sequence_flags.unwrap_or(0) & SEQ_INCREMENTAL_STATE_CLEARED != 0 {
-                *state = SequenceState::default();
-            }
-            state.apply(p);
-        }
-        Ok(trace)
-    }
-}
-
-/// What a sequence's earlier packets set, as a reader keeps it.
-#[derive(Default)]
-struct SequenceState {
-    strings: FxHashMap<u64, String>,
-    defaults: Option<TracePacketDefaults>,
-    /// The incremental clock's time, once a snapshot set it.
-    incremental_ns: Option<u64>,
-}
-
-impl SequenceState {
-    fn apply(&mut self, p: &mut TracePacket) {
-        if let Some(d) = p.trace_packet_defaults.take() {
-            self.defaults = Some(d);
-        }
-        for c in p.clock_snapshot.iter().flat_map(|s| &s.clocks) {
-            if c.is_incremental == Some(true) {
-                self.incremental_ns = c.timestamp;
-            }
-        }
-        if let Some(d) = &p.interned_data {
-            let names = d
-                .event_categories
-                .iter()
-                .chain(&d.event_names)
-                .chain(&d.debug_annotation_names);
-            for n in names {
-                let name = n.name.clone().unwrap_or_default();
-                self.strings.insert(n.iid.unwrap_or(0), name);
-            }
-            for v in &d.debug_annotation_string_values {
-                let text = String::from_utf8_lossy(v.str.as_deref().unwrap_or_default());
-                self.strings.insert(v.iid.unwrap_or(0), text.into_owned());
-            }
-        }
-        let clock = p.timestamp_clock_id.or_else(|| {
-            let d = self.defaults.as_ref()?;
-            d.timestamp_clock_id
-        });
-        if let (Some(CLOCK_INCREMENTAL), Some(t)) = (clock, p.timestamp) {
-            let now = self.incremental_ns.unwrap_or(0) + t;
-            self.incremental_ns = Some(now);
-            p.timestamp = Some(now);
-        }
-        p.timestamp_clock_id = None;
-        let Some(e) = &mut p.track_event else {
-            return;
-        };
-        if e.track_uuid.is_none() {
-            let defaults = self
-                .defaults
-                .as_ref()
-                .and_then(|d| d.track_event_defaults.as_ref());
-            e.track_uuid = defaults.and_then(|d| d.track_uuid);
-        }
-        let look_up = |iid: Option<u64>| iid.and_then(|i| self.strings.get(&i).cloned());
-        e.name = e.name.take().or_else(|| look_up(e.name_iid));
-        e.categories
-            .extend(e.category_iids.iter().filter_map(|&i| look_up(Some(i))));
-        for a in &mut e.debug_annotations {
-            a.name = a.name.take().or_else(|| look_up(a.name_iid));
-            a.string_value = a
-                .string_value
-                .take()
-                .or_else(|| look_up(a.string_value_iid));
-        }
-    }
 }

@@ -10,6 +10,7 @@ fn write(calls: &[(u64, u64, Map<String, Json>)]) -> Trace {
     let mut w = PerfettoWriter::new(&mut bytes);
     w.rank(0).unwrap();
     for (seq, (start_ns, end_ns, args)) in calls.iter().enumerate() {
+        let args = &Arc::new(args.clone());
         w.slice(&Slice {
             track: Track::Calls { rank: 0 },
             name: "MPI_Send",
@@ -106,4 +107,92 @@ fn a_sequence_past_its_interned_strings_budget_starts_afresh() {
     for (i, (t, text)) in begins.into_iter().enumerate() {
         assert_eq!((t, text), (10 * i as u64, Some(format!("buf=seg{i}+0"))));
     }
+}
+
+/// A trace of track events on track 1: (type, time, flow ids, ending ids).
+fn events_on_one_track(events: &[(i32, u64, &[u64], &[u64])]) -> Trace {
+    let packet = |&(kind, ts, out, end): &(i32, u64, &[u64], &[u64])| TracePacket {
+        timestamp: Some(ts),
+        track_event: Some(TrackEvent {
+            r#type: Some(kind),
+            track_uuid: Some(1),
+            flow_ids_old: out.to_vec(),
+            terminating_flow_ids_old: end.to_vec(),
+            ..TrackEvent::default()
+        }),
+        ..TracePacket::default()
+    };
+    Trace {
+        packet: events.iter().map(packet).collect(),
+    }
+}
+
+#[test]
+fn a_timeline_read_as_a_trace_processor_reads_it() {
+    let none: &[u64] = &[];
+    // Written out of time order: read in time order, ties in file order.
+    let trace = events_on_one_track(&[
+        (TYPE_SLICE_BEGIN, 10, &[7], none),
+        (TYPE_SLICE_END, 20, none, none),
+        (TYPE_SLICE_BEGIN, 30, none, none),
+        (TYPE_INSTANT, 35, none, &[7]),
+        (TYPE_SLICE_END, 40, none, none),
+        // Arrow 7 again, after it ended: a new arrow.
+        (TYPE_SLICE_BEGIN, 41, &[7], none),
+        (TYPE_SLICE_END, 42, none, none),
+        (TYPE_SLICE_BEGIN, 5, none, &[7]),
+        (TYPE_SLICE_END, 6, none, none),
+        (TYPE_SLICE_BEGIN, 50, none, &[7]),
+        (TYPE_SLICE_END, 50, none, none),
+    ]);
+    let tables = trace.tables().unwrap();
+    let slices: Vec<(u64, u64, usize)> = tables
+        .slices
+        .iter()
+        .map(|s| (s.ts, s.dur, s.depth))
+        .collect();
+    assert_eq!(
+        slices,
+        [
+            (5, 1, 0),
+            (10, 10, 0),
+            (30, 10, 0),
+            (35, 0, 1),
+            (41, 1, 0),
+            (50, 0, 0)
+        ]
+    );
+    let flows: Vec<(usize, usize)> = tables
+        .flows
+        .iter()
+        .map(|f| (f.slice_out, f.slice_in))
+        .collect();
+    assert_eq!(flows, [(1, 3), (4, 5)]);
+    // The end at 5 came before any start of 7.
+    assert_eq!((tables.ends_before_start, tables.never_ended), (1, 0));
+}
+
+#[test]
+fn a_timeline_that_no_trace_processor_would_read_alike_is_an_error() {
+    let none: &[u64] = &[];
+    let unopened = events_on_one_track(&[(TYPE_SLICE_END, 5, none, none)]);
+    assert_eq!(
+        unopened.tables().unwrap_err(),
+        "an END at 5 with no slice open"
+    );
+    let unended = events_on_one_track(&[(TYPE_SLICE_BEGIN, 5, none, none)]);
+    assert_eq!(
+        unended.tables().unwrap_err(),
+        "a slice on track 1 never ends"
+    );
+    let twice = events_on_one_track(&[
+        (TYPE_SLICE_BEGIN, 5, &[3], none),
+        (TYPE_SLICE_BEGIN, 6, &[3], none),
+        (TYPE_SLICE_END, 7, none, none),
+        (TYPE_SLICE_END, 8, none, none),
+    ]);
+    assert_eq!(
+        twice.tables().unwrap_err(),
+        "arrow 3 starts again at 6 before it ended"
+    );
 }
