@@ -11,6 +11,7 @@ mod json;
 pub mod lint;
 pub mod matching;
 pub mod members;
+pub mod parallel;
 pub mod profile;
 mod replay;
 pub mod sites;

@@ -47,10 +47,11 @@ pub use operations::RankOperations;
 pub(crate) use operations::{OperationLog, RankEvent, handles};
 use p2p::{Decision, PointToPoint};
 use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// A communicator as the decoder names it.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Comm {
     World,
     SelfComm,
@@ -134,7 +135,7 @@ impl WorldRanks for Members {
 }
 
 /// The peer of an operation, as the call gave it (a rank in its communicator).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Peer {
     Rank(u32),
     /// MPI_ANY_SOURCE.
@@ -144,14 +145,14 @@ pub enum Peer {
     Unknown(String),
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Direction {
     Send,
     Recv,
 }
 
 /// What a receive's status recorded about the message it got.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Envelope {
     pub source: Peer,
     /// None: MPI_ANY_TAG.
@@ -162,13 +163,14 @@ pub struct Envelope {
 }
 
 /// One send or receive of one rank.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Operation {
     /// World rank of the caller.
     pub rank: u32,
     pub direction: Direction,
     /// The call that posted it (`MPI_Isend`, `MPI_Sendrecv`, `MPI_Start`, `MPI_Mprobe`).
-    pub func: &'static str,
+    #[serde(with = "crate::parallel::func_name")]
+    pub func: crate::parallel::FuncName,
     /// Sequence number of that call on the rank.
     pub post: u64,
     /// The call that completed it: `post` for blocking calls; a Wait or Test
@@ -221,7 +223,7 @@ impl Operation {
 /// Where and when a call ran, for the analyses that time matched
 /// operations: its span (None: no time recorded) and call site number
 /// ([`crate::critical_path::CallSites`]; `u32::MAX`: not known).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CallAt {
     pub span: Option<Span>,
     pub site: u32,

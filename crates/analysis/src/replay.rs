@@ -18,12 +18,13 @@ use crate::sites::{SiteWalk, Sites};
 use crate::timeline::{Source, Span, SpanReader, TimelineError, rank_spans};
 use mpigram_trace::{RankPart, Trace};
 use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::iter::Peekable;
 
 /// Calls read from a rank at a time.
-pub(crate) const CHUNK: u64 = 1 << 14;
+pub(crate) const CHUNK: u64 = 1 << 12;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
@@ -36,7 +37,7 @@ pub enum ReplayError {
 }
 
 /// A call with operations, as read.
-#[derive(Debug)]
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct ReadCall {
     pub(crate) at: CallAt,
     /// For the walk, if the call has times.
@@ -46,7 +47,7 @@ pub(crate) struct ReadCall {
 }
 
 /// What a rank's reader found at its end.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq, Serialize, Deserialize)]
 pub(crate) struct RankEnd {
     /// Operations never completed.
     pub(crate) events: Vec<RankEvent>,
@@ -225,20 +226,87 @@ pub(crate) enum Read<'e> {
 
 /// A chunk's calls with operations and their events, in order; kept from
 /// chunk to chunk (cleared, not allocated anew).
-#[derive(Default)]
+#[derive(Default, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Buffers {
     calls: Vec<ReadCall>,
     events: Vec<RankEvent>,
 }
 
 /// The calls one rank's reader gave, and its end if it came.
-struct Chunk {
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Chunk {
     /// The rank's index among the ranks read.
-    rank: u32,
+    pub(crate) rank: u32,
     read: Buffers,
     end: Option<RankEnd>,
     /// The reader's frontier after the chunk.
     frontier: i64,
+}
+
+impl Chunk {
+    /// The next chunk of `reader`, in `read` (emptied).
+    pub(crate) fn read(reader: &mut RankReader, mut read: Buffers) -> Result<Chunk, ReplayError> {
+        read.calls.clear();
+        read.events.clear();
+        let end = reader.read(CHUNK, &mut read)?;
+        Ok(Chunk {
+            rank: reader.index,
+            read,
+            end,
+            frontier: reader.frontier(),
+        })
+    }
+
+    /// The rank's end is in it.
+    pub(crate) fn ends(&self) -> bool {
+        self.end.is_some()
+    }
+}
+
+/// Where the ranks' chunks come from: their readers here
+/// ([`Readers`]), or other processes ([`crate::parallel`]).
+pub(crate) trait Chunks: Send {
+    /// The number of ranks.
+    fn ranks(&self) -> usize;
+    /// The next chunk of each of `ranks` (by index) not at its end;
+    /// `spare`: emptied buffers to fill.
+    fn read(&mut self, ranks: &[u32], spare: &mut Vec<Buffers>) -> Result<Vec<Chunk>, ReplayError>;
+}
+
+/// Readers of ranks of a trace, here; None for ranks read elsewhere.
+pub(crate) struct Readers<'t>(pub(crate) Vec<Option<RankReader<'t>>>);
+
+impl<'t> Readers<'t> {
+    /// The readers of the ranks of `trace` (by index) that `here` picks.
+    pub(crate) fn of(
+        trace: &'t Trace,
+        sites: &'t Sites<'t>,
+        source: Source,
+        run_start_ns: f64,
+        here: impl Fn(u32) -> bool,
+    ) -> Result<Readers<'t>, ReplayError> {
+        let readers = trace
+            .ranks
+            .iter()
+            .enumerate()
+            .map(|(r, part)| {
+                here(r as u32)
+                    .then(|| RankReader::new(r as u32, trace, part, sites, source, run_start_ns))
+                    .transpose()
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Readers(readers))
+    }
+}
+
+impl Chunks for Readers<'_> {
+    fn ranks(&self) -> usize {
+        self.0.len()
+    }
+
+    fn read(&mut self, ranks: &[u32], spare: &mut Vec<Buffers>) -> Result<Vec<Chunk>, ReplayError> {
+        read_chunks(&mut self.0, ranks, spare)
+    }
 }
 
 /// Every rank's reader.
@@ -249,7 +317,7 @@ struct Chunk {
 /// those of reading on demand, and at most one chunk per rank is read
 /// ahead.
 pub(crate) struct Reading<'t> {
-    readers: Vec<RankReader<'t>>,
+    chunks: Box<dyn Chunks + 't>,
     /// Chunks read ahead and not handed out yet (at most one per rank).
     ahead: Vec<Chunk>,
     /// Each rank's frontier and whether its end was handed out, as of the
@@ -270,26 +338,26 @@ impl<'t> Reading<'t> {
         source: Source,
         run_start_ns: f64,
     ) -> Result<Reading<'t>, ReplayError> {
-        let readers: Vec<RankReader> = trace
-            .ranks
-            .iter()
-            .enumerate()
-            .map(|(r, part)| RankReader::new(r as u32, trace, part, sites, source, run_start_ns))
-            .collect::<Result<_, _>>()?;
-        let n = readers.len();
-        Ok(Reading {
-            readers,
+        let readers = Readers::of(trace, sites, source, run_start_ns, |_| true)?;
+        Ok(Reading::from(Box::new(readers)))
+    }
+
+    /// The ranks of `chunks`.
+    pub(crate) fn from(chunks: Box<dyn Chunks + 't>) -> Reading<'t> {
+        let n = chunks.ranks();
+        Reading {
+            chunks,
             ahead: Vec::new(),
             frontiers: vec![i64::MIN; n],
             ended: vec![false; n],
             failed: None,
             spare: Vec::new(),
-        })
+        }
     }
 
     /// The ranks (by index) with calls still to hand out.
     pub(crate) fn open(&self) -> Vec<u32> {
-        (0..self.readers.len() as u32)
+        (0..self.ended.len() as u32)
             .filter(|&r| !self.ended[r as usize])
             .collect()
     }
@@ -319,21 +387,21 @@ impl<'t> Reading<'t> {
             .copied()
             .filter(|r| !chunks.iter().any(|c| c.rank == *r))
             .collect();
-        chunks.extend(read_chunks(&mut self.readers, &unread, &mut self.spare)?);
+        chunks.extend(self.chunks.read(&unread, &mut self.spare)?);
         // Handed out in rank order, as read.
         chunks.sort_unstable_by_key(|c| c.rank);
         for c in &chunks {
             self.frontiers[c.rank as usize] = c.frontier;
             self.ended[c.rank as usize] |= c.end.is_some();
         }
-        let readers = &mut self.readers;
+        let source = &mut self.chunks;
         let mut buffers: Vec<Buffers> = ranks
             .iter()
             .map(|_| self.spare.pop().unwrap_or_default())
             .collect();
         let mut read_ahead = Ok(Vec::new());
         rayon::in_place_scope(|scope| {
-            scope.spawn(|_| read_ahead = read_chunks(readers, ranks, &mut buffers));
+            scope.spawn(|_| read_ahead = source.read(ranks, &mut buffers));
             in_time_order(&mut chunks, each);
         });
         self.spare.extend(buffers);
@@ -346,11 +414,35 @@ impl<'t> Reading<'t> {
     }
 }
 
-/// Matches the operations of every rank of `trace` in time order: the
-/// ranks are read side by side, a chunk of calls at a time, the ranks
-/// furthest behind in time first, and their operations fed to `matcher`;
-/// `found` is called after each call and each rank's end with what the
-/// matcher found (in `matcher.found`), and once more after the end.
+/// Hands every call with operations of every rank of `trace` to `each`
+/// (by the rank's index), and each rank's end: the ranks are read side by
+/// side, a chunk of calls at a time, the ranks furthest behind in time
+/// first; the calls of the ranks read together in time order, each
+/// rank's in its order. Stops early when `go_on` (asked before each
+/// chunk) says so.
+pub(crate) fn read_in_time_order(
+    mut reading: Reading,
+    mut go_on: impl FnMut() -> bool,
+    mut each: impl FnMut(u32, Read<'_>),
+) -> Result<(), ReplayError> {
+    while go_on() {
+        let open = reading.open();
+        let Some(behind) = open.iter().map(|&r| reading.frontier(r)).min() else {
+            break;
+        };
+        let ranks: Vec<u32> = open
+            .into_iter()
+            .filter(|&r| reading.frontier(r) <= behind)
+            .collect();
+        reading.next(&ranks, &mut each)?;
+    }
+    Ok(())
+}
+
+/// Matches the operations of every rank of `trace` in time order
+/// ([`read_in_time_order`]), feeding them to `matcher`; `found` is called
+/// after each call and each rank's end with what the matcher found (in
+/// `matcher.found`), and once more after the end.
 pub(crate) fn match_in_time_order(
     trace: &Trace,
     sites: &Sites,
@@ -360,17 +452,10 @@ pub(crate) fn match_in_time_order(
     mut found: impl FnMut(&mut Matcher),
 ) -> Result<(), ReplayError> {
     let world: Vec<u32> = trace.ranks.iter().map(|p| p.meta.rank).collect();
-    let mut reading = Reading::of(trace, sites, source, run_start_ns)?;
-    loop {
-        let open = reading.open();
-        let Some(behind) = open.iter().map(|&r| reading.frontier(r)).min() else {
-            break;
-        };
-        let ranks: Vec<u32> = open
-            .into_iter()
-            .filter(|&r| reading.frontier(r) <= behind)
-            .collect();
-        reading.next(&ranks, |r, read| {
+    read_in_time_order(
+        Reading::of(trace, sites, source, run_start_ns)?,
+        || true,
+        |r, read| {
             let rank = world[r as usize];
             match read {
                 Read::Call(_, events) => {
@@ -386,8 +471,8 @@ pub(crate) fn match_in_time_order(
                 }
             }
             found(matcher);
-        })?;
-    }
+        },
+    )?;
     matcher.finish();
     found(matcher);
     Ok(())
@@ -396,27 +481,20 @@ pub(crate) fn match_in_time_order(
 /// Reads the next chunk of each of `ranks` (by index) not at its end, in
 /// parallel.
 fn read_chunks(
-    readers: &mut [RankReader],
+    readers: &mut [Option<RankReader>],
     ranks: &[u32],
     spare: &mut Vec<Buffers>,
 ) -> Result<Vec<Chunk>, ReplayError> {
     let wanted: Vec<(&mut RankReader, Buffers)> = readers
         .iter_mut()
         .enumerate()
-        .filter(|(r, reader)| ranks.contains(&(*r as u32)) && !reader.done())
-        .map(|(_, reader)| (reader, spare.pop().unwrap_or_default()))
+        .filter(|(r, _)| ranks.contains(&(*r as u32)))
+        .filter_map(|(_, reader)| reader.as_mut().filter(|reader| !reader.done()))
+        .map(|reader| (reader, spare.pop().unwrap_or_default()))
         .collect();
     wanted
         .into_par_iter()
-        .map(|(reader, mut read)| {
-            let end = reader.read(CHUNK, &mut read)?;
-            Ok(Chunk {
-                rank: reader.index,
-                read,
-                end,
-                frontier: reader.frontier(),
-            })
-        })
+        .map(|(reader, read)| Chunk::read(reader, read))
         .collect()
 }
 

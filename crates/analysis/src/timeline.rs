@@ -11,9 +11,10 @@ use mpigram_mpispec::{FUNCS, decode_signature};
 pub use mpigram_trace::RankClock;
 use mpigram_trace::timing::{Bins, ColumnReader, ExactReader, LossyClock};
 use mpigram_trace::{Bases, RankMeta, RankPart, Trace};
+use serde::{Deserialize, Serialize};
 
 /// When a call ran, in nanoseconds from the run's start.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Span {
     pub start_ns: i64,
     pub end_ns: i64,

@@ -7,6 +7,8 @@
 //! binary's allocator; one test, so that nothing else allocates meanwhile.
 
 mod common;
+#[path = "common/processes.rs"]
+mod processes;
 
 use mpigram_analysis::critical_path;
 use mpigram_analysis::decode::RankDecoder;
@@ -74,7 +76,7 @@ impl std::io::Write for Counted {
 #[test]
 fn the_analyses_hold_what_is_in_flight_not_the_calls() {
     let (mut path, mut prof, mut dec, mut stats) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let mut export = Vec::new();
+    let (mut export, mut across) = (Vec::new(), Vec::new());
     for iterations in [25_000u64, 50_000, 100_000] {
         let trace = common::two_ranks(iterations);
         let calls = 2 * (2 + 4 * iterations);
@@ -84,6 +86,14 @@ fn the_analyses_hold_what_is_in_flight_not_the_calls() {
                 let a = critical_path::analyse(&trace, Source::Best, false).unwrap();
                 assert_eq!(a.calls, calls);
                 assert!(a.path.segments.len() as u64 > iterations);
+            }),
+        ));
+        across.push((
+            calls,
+            peak_of(|| {
+                // Both processes' memory: rank 1 is read by process 1.
+                let a = processes::critical_path_across(&trace, 2, None, false);
+                assert_eq!(a.calls, calls);
             }),
         ));
         prof.push((
@@ -115,11 +125,11 @@ fn the_analyses_hold_what_is_in_flight_not_the_calls() {
         ));
     }
     // Within 2 MiB (the 256 KiB write buffers of the temporary files fill
-    // up), under 64 MiB. The walk's tables of what is in flight double
-    // once between 400,000 and 800,000 calls (2.8 MiB: their entries at a
-    // chunk's end cross a hash table's capacity).
-    assert_bounded("critical-path", &path, 2 << 20, 64 << 20);
-    assert_bounded("profile", &prof, 2 << 20, 64 << 20);
+    // up). Reading chunks of 4,096 calls, critical-path and profile peak
+    // at about 20 and 16 MiB (48 and 54 MiB with chunks of 16,384).
+    assert_bounded("critical-path", &path, 2 << 20, 32 << 20);
+    assert_bounded("profile", &prof, 2 << 20, 32 << 20);
+    assert_bounded("critical-path over 2 processes", &across, 2 << 20, 32 << 20);
     assert_bounded("decode", &dec, 1 << 20, 16 << 20);
     assert_bounded("stats", &stats, 1 << 20, 16 << 20);
     assert_bounded("export", &export, 2 << 20, 64 << 20);

@@ -51,7 +51,10 @@ pub fn run(args: &Args) -> Result<()> {
         Times::Lossy => Source::Lossy,
         Times::Lossless => Source::Lossless,
     };
-    let mut analysis = critical_path::analyse(&trace, source, args.heuristic)?;
+    let Some(mut analysis) = analyse(&trace, source, args.heuristic)? else {
+        // Another process of `mpiexec -n K` reports.
+        return Ok(());
+    };
     if let Some(file) = &args.svg {
         // The picture draws every call: their times are read again.
         analysis.timelines = critical_path::timelines(&trace, source)?;
@@ -81,4 +84,35 @@ pub fn run(args: &Args) -> Result<()> {
         print!("{}", analysis.to_text());
     }
     Ok(())
+}
+
+/// The analysis; under `mpiexec -n K` (a build with the `mpi` feature)
+/// spread over the K processes, and None on all but the first.
+#[cfg(not(feature = "mpi"))]
+fn analyse(
+    trace: &Trace,
+    source: Source,
+    heuristic: bool,
+) -> Result<Option<critical_path::Analysis>> {
+    Ok(Some(critical_path::analyse(trace, source, heuristic)?))
+}
+
+#[cfg(feature = "mpi")]
+fn analyse(
+    trace: &Trace,
+    source: Source,
+    heuristic: bool,
+) -> Result<Option<critical_path::Analysis>> {
+    use mpigram_analysis::parallel::mpi_link::MpiLink;
+    // Started by a process manager (MPICH's hydra, Open MPI, PMIx).
+    let launched = ["PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some());
+    if !launched {
+        return Ok(Some(critical_path::analyse(trace, source, heuristic)?));
+    }
+    let link = MpiLink::init().context("cannot initialise MPI with MPI_THREAD_SERIALIZED")?;
+    Ok(critical_path::analyse_across(
+        trace, source, heuristic, &link,
+    )?)
 }

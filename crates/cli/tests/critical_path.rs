@@ -3,32 +3,9 @@
 
 mod common;
 
-use common::{mpigram, one_at_a_time, text};
+use common::{mpigram, one_at_a_time, text, traced};
 use mpigram_testkit::{compile, mpi_available};
 use serde_json::Value as Json;
-
-/// Traces `program ARGS` on `ranks` ranks with `timing`.
-fn traced(program: &str, ranks: u32, args: &[&str], timing: &str) -> tempfile::TempDir {
-    mpi_available().unwrap();
-    let exe = compile(program).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let n = ranks.to_string();
-    let mut run = vec![
-        "run",
-        "-o",
-        dir.path().to_str().unwrap(),
-        "-n",
-        &n,
-        "--timing",
-        timing,
-        "--",
-    ];
-    run.push(exe.to_str().unwrap());
-    run.extend(args);
-    let out = mpigram(&run);
-    assert!(out.status.success(), "{program}: {}", text(&out.stderr));
-    dir
-}
 
 fn analyse(dir: &tempfile::TempDir, times: &str) -> Json {
     let out = mpigram(&[

@@ -169,6 +169,9 @@ fn wrapper(f: &FuncModel) -> Result<String> {
         decl.join(", ")
     );
     let agreement = agreement(f);
+    if OwnRanks::of(f).is_some() && !matches!(agreement, Some(Agreement::Blocking { .. })) {
+        bail!("arguments that are often the caller's rank, in a call that creates no communicator");
+    }
     let key = crate::emit_keys::key(f).filter(|_| agreement.is_none());
     // A keyed call whose inputs need no read before the call has a fast
     // path of its own, which holds the arguments across no call: the rest
@@ -289,8 +292,14 @@ fn keyed_call(b: &Body, key: &crate::emit_keys::Key, f: &FuncModel) -> String {
 /// How the members of a communicator a function creates agree on its id
 /// (`crate::agree` in the tracer).
 enum Agreement {
-    /// A blocking call: over the new communicator, before recording.
-    Blocking { newcomm: String },
+    /// A blocking call: over the new communicator, before recording; first,
+    /// if the call has arguments that are often the caller's rank
+    /// (`Scalar::OwnRank`, all in one communicator), whether each is on
+    /// every rank of that communicator.
+    Blocking {
+        newcomm: String,
+        own_ranks: Option<OwnRanks>,
+    },
     /// MPI_Comm_idup: started over the parent, finished at completion.
     Idup { parent: String, newcomm: String },
 }
@@ -316,20 +325,67 @@ fn agreement(f: &FuncModel) -> Option<Agreement> {
             .map(|p| p.name.clone())
     };
     if let Some(newcomm) = name(&Action::Out(Out::NewHandle("Comm"))) {
-        return Some(Agreement::Blocking { newcomm });
+        return Some(Agreement::Blocking {
+            newcomm,
+            own_ranks: OwnRanks::of(f),
+        });
     }
     let newcomm = name(&Action::Out(Out::PendingComm))?;
     let parent = name(&Action::Value(Scalar::Handle("Comm")))?;
     Some(Agreement::Idup { parent, newcomm })
 }
 
+/// The arguments of a call that are often the caller's rank in its one
+/// communicator `comm` (MPI_Comm_split's colour and key).
+struct OwnRanks {
+    comm: String,
+    /// Parameter names.
+    names: Vec<String>,
+    /// Their values as the encoder takes them (i64 expressions).
+    values: Vec<String>,
+}
+
+impl OwnRanks {
+    fn of(f: &FuncModel) -> Option<OwnRanks> {
+        let mut own: Option<OwnRanks> = None;
+        for p in &f.params {
+            if let Action::Value(Scalar::OwnRank { comm, .. }) = &p.action {
+                let o = own.get_or_insert_with(|| OwnRanks {
+                    comm: comm.clone(),
+                    names: Vec::new(),
+                    values: Vec::new(),
+                });
+                o.names.push(p.name.clone());
+                o.values.push(int_value(&p.name, &p.ctype));
+            }
+        }
+        own
+    }
+
+    /// `[v1, v2]`: the values as the agreement takes them.
+    fn array(&self) -> String {
+        format!("[{}]", self.values.join(", "))
+    }
+}
+
 impl Agreement {
     /// Statement run when the call is not recorded.
     fn unrecorded(&self) -> String {
         match self {
-            Agreement::Blocking { newcomm } => {
+            Agreement::Blocking {
+                newcomm,
+                own_ranks: None,
+            } => {
                 format!("crate::agree::unrecorded(ret, {newcomm})")
             }
+            Agreement::Blocking {
+                newcomm,
+                own_ranks: Some(o),
+            } => format!(
+                "crate::agree::unrecorded_own_ranks(ret, {}, {}); crate::agree::unrecorded(ret, {newcomm})",
+                o.comm,
+                o.array()
+            ),
             Agreement::Idup { parent, newcomm } => {
                 format!("crate::agree::start_unrecorded(ret, {parent}, {newcomm})")
             }
@@ -339,8 +395,17 @@ impl Agreement {
     /// Statement run after the call, before recording it.
     fn recorded(&self) -> String {
         match self {
-            Agreement::Blocking { newcomm } => {
-                format!("let agreed = unsafe {{ crate::agree::created(ret, {newcomm}) }};")
+            Agreement::Blocking { newcomm, own_ranks } => {
+                let own = own_ranks.as_ref().map_or(String::new(), |o| {
+                    let names: Vec<String> = o.names.iter().map(|n| format!("{n}_own")).collect();
+                    format!(
+                        "let [{}] = unsafe {{ crate::agree::own_ranks(ret, {}, {}) }};\n    ",
+                        names.join(", "),
+                        o.comm,
+                        o.array()
+                    )
+                });
+                format!("{own}let agreed = unsafe {{ crate::agree::created(ret, {newcomm}) }};")
             }
             Agreement::Idup { parent, newcomm } => {
                 format!("unsafe {{ crate::agree::start(ret, {parent}, {newcomm}) }};")
@@ -497,8 +562,10 @@ fn scalar(s: &Scalar, x: &str, ct: &CType) -> String {
         Scalar::Root => format!("e.root({int});"),
         Scalar::WinRank(w) => format!("win_rank(e, {int}, {w});"),
         Scalar::OwnRank { comm, inner } => match &**inner {
-            Scalar::Const(set) => format!("e.own_rank_constant(ConstSet::{set}, {int}, {comm});"),
-            _ => format!("e.own_rank_int({int}, {comm});"),
+            Scalar::Const(set) => {
+                format!("e.own_rank_constant(ConstSet::{set}, {int}, {comm}, {x}_own);")
+            }
+            _ => format!("e.own_rank_int({int}, {comm}, {x}_own);"),
         },
         Scalar::Handle(k) if ct.base == "int" => {
             format!("e.handle(HandleKind::{k}, Handle::from({x}));")

@@ -16,6 +16,7 @@
 //! finished [`Matching`] (calls already timed).
 
 use super::RankCalls;
+use super::learn::Learn;
 use super::walk::{Node, Step, Walk};
 use crate::matching::collectives::{CollectiveInstance, CollectiveKind};
 use crate::matching::instances::{self, CallKey};
@@ -31,7 +32,7 @@ fn synchronous(func: &str) -> bool {
 }
 
 /// A message's edges.
-fn message(walk: &mut Walk, send_start: Option<Node>, recv_end: Option<Node>) {
+fn message(walk: &mut impl Learn, send_start: Option<Node>, recv_end: Option<Node>) {
     walk.edge(send_start, recv_end);
 }
 
@@ -39,7 +40,7 @@ fn message(walk: &mut Walk, send_start: Option<Node>, recv_end: Option<Node>) {
 /// participants (None: no time or no completion); hubs numbered from
 /// `hubs`.
 fn collective(
-    walk: &mut Walk,
+    walk: &mut impl Learn,
     hubs: &mut u64,
     inst: &CollectiveInstance,
     starts: &[Option<Node>],
@@ -48,7 +49,7 @@ fn collective(
     let root = inst
         .root
         .and_then(|root| inst.participants.iter().position(|p| p.rank == root));
-    let mut hub = |walk: &mut Walk, preds: &[Option<Node>]| {
+    let mut hub = |walk: &mut dyn Learn, preds: &[Option<Node>]| {
         *hubs += 1;
         walk.hub(*hubs, preds)
     };
@@ -109,7 +110,7 @@ fn collective(
 /// An exposure's edges: the target's post to the origin's complete, the
 /// origin's complete to the target's wait.
 fn exposure(
-    walk: &mut Walk,
+    walk: &mut impl Learn,
     post_start: Option<Node>,
     complete_end: Option<Node>,
     complete_start: Option<Node>,
@@ -255,7 +256,7 @@ impl Builder {
 
     /// Announces the vertices an event of `rank`'s call may give edges,
     /// before the matcher sees it.
-    pub(super) fn announce(&mut self, walk: &mut Walk, rank: u32, event: &RankEvent) {
+    pub(super) fn announce(&mut self, walk: &mut impl Learn, rank: u32, event: &RankEvent) {
         let counts = self.counts.entry(rank).or_default();
         match event {
             RankEvent::Post(op) => {
@@ -337,7 +338,7 @@ impl Builder {
     }
 
     /// Makes the edges of what the matcher found.
-    pub(super) fn found(&mut self, walk: &mut Walk, found: &Found) {
+    pub(super) fn found(&mut self, walk: &mut impl Learn, found: &Found) {
         match found {
             Found::PointToPoint(Decision::Matched { send, recv }) => {
                 let s = self.ops.get(send).copied();
@@ -403,7 +404,7 @@ impl Builder {
         }
     }
 
-    fn one_sided(&mut self, walk: &mut Walk, found: &one_sided::Found) {
+    fn one_sided(&mut self, walk: &mut impl Learn, found: &one_sided::Found) {
         match found {
             one_sided::Found::Opening { rank, seq, halves } => {
                 let start = self.epoch_start(*rank, *seq);
@@ -463,7 +464,7 @@ impl Builder {
 
     /// The matcher placed a window call: what was announced for it at
     /// reading is replaced by what its halves announced.
-    fn placed(&mut self, walk: &mut Walk, rank: u32, seq: u64) {
+    fn placed(&mut self, walk: &mut impl Learn, rank: u32, seq: u64) {
         if let Some((start, end)) = self.epoch_calls.remove(&(rank, seq)) {
             let r = self.index[&rank];
             close(
@@ -482,7 +483,7 @@ const NONE: Pending = Pending {
     decided: true,
 };
 
-fn open(walk: &mut Walk, start: Option<Node>, end: Option<Node>) {
+fn open(walk: &mut impl Learn, start: Option<Node>, end: Option<Node>) {
     if let Some(s) = start {
         walk.open_source(s);
     }
@@ -491,7 +492,7 @@ fn open(walk: &mut Walk, start: Option<Node>, end: Option<Node>) {
     }
 }
 
-fn close(walk: &mut Walk, start: Option<Node>, end: Option<Node>) {
+fn close(walk: &mut impl Learn, start: Option<Node>, end: Option<Node>) {
     if let Some(s) = start {
         walk.close_source(s);
     }

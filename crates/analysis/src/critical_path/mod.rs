@@ -10,6 +10,7 @@
 mod checks;
 mod graph;
 pub mod heuristic;
+mod learn;
 mod path;
 mod report;
 mod stream;
@@ -21,7 +22,8 @@ pub(crate) mod walk;
 
 use crate::decode::DecodeError;
 use crate::matching::Matching;
-use crate::replay::ReplayError;
+use crate::parallel::{self, Link, Remote};
+use crate::replay::{Reading, ReplayError};
 use crate::sites::{CallSite, Sites};
 use crate::timeline::{Source, Span, TimelineError};
 use mpigram_mpispec::{FUNCS, decode_signature};
@@ -207,6 +209,38 @@ pub fn analyse(
     source: Source,
     heuristic: bool,
 ) -> Result<Analysis, CriticalPathError> {
+    let grammar_sites = Sites::new(&trace.grammar);
+    let reading = Reading::of(trace, &grammar_sites, source, trace.run_start_ns())?;
+    analyse_reading(trace, &grammar_sites, reading, source, heuristic)
+}
+
+/// [`analyse`] spread over the processes of `link` ([`crate::parallel`]):
+/// each reads its share of the trace's ranks, process 0 matches and
+/// walks them and returns the analysis (the same as [`analyse`]'s); the
+/// others return None once process 0 has read every rank.
+pub fn analyse_across(
+    trace: &Trace,
+    source: Source,
+    heuristic: bool,
+    link: &dyn Link,
+) -> Result<Option<Analysis>, CriticalPathError> {
+    if link.process() != 0 {
+        parallel::serve(trace, source, link);
+        return Ok(None);
+    }
+    let grammar_sites = Sites::new(&trace.grammar);
+    let remote = Remote::new(trace, &grammar_sites, source, link)?;
+    let reading = Reading::from(Box::new(remote));
+    analyse_reading(trace, &grammar_sites, reading, source, heuristic).map(Some)
+}
+
+fn analyse_reading(
+    trace: &Trace,
+    grammar_sites: &Sites,
+    reading: Reading,
+    source: Source,
+    heuristic: bool,
+) -> Result<Analysis, CriticalPathError> {
     let funcs: Vec<&'static str> = trace
         .signatures
         .iter()
@@ -217,9 +251,8 @@ pub fn analyse(
                 .map_err(|e| CriticalPathError::Signature(i, e.to_string()))
         })
         .collect::<Result<_, _>>()?;
-    let grammar_sites = Sites::new(&trace.grammar);
-    let sites = CallSites::new(&grammar_sites, &funcs);
-    stream::analyse(trace, &grammar_sites, sites, source, heuristic)
+    let sites = CallSites::new(grammar_sites, &funcs);
+    stream::analyse(trace, grammar_sites, reading, sites, source, heuristic)
 }
 
 /// Each rank's timed calls with their call sites, by world rank: what a

@@ -5,6 +5,7 @@
 //! back-pointers, reading the ranks' times once more.
 
 use super::graph::Builder;
+use super::learn::{Batches, Learn, Lesson};
 use super::waits::Waits;
 use super::walk::{Progress, Walk};
 use super::{Analysis, CallSites, CriticalPathError, CycleError, heuristic, path};
@@ -12,10 +13,12 @@ use crate::matching::instances;
 use crate::matching::one_sided;
 use crate::matching::p2p::Decision;
 use crate::matching::{Found, Matcher, world_ranks};
-use crate::replay::{RankEnd, Read, Reading, ReplayError};
+use crate::members::Members;
+use crate::replay::{RankEnd, Read, Reading, ReplayError, read_in_time_order};
 use crate::sites::Sites;
 use crate::timeline::{Source, rank_spans};
 use mpigram_trace::Trace;
+use std::sync::mpsc::{self, Receiver, Sender};
 
 /// What is summed while the matcher finds things.
 struct Sums {
@@ -49,6 +52,7 @@ impl Sums {
 pub(super) fn analyse(
     trace: &Trace,
     grammar_sites: &Sites,
+    reading: Reading,
     sites: CallSites,
     source: Source,
     heuristic: bool,
@@ -57,56 +61,35 @@ pub(super) fn analyse(
     let members = world_ranks(trace);
     let world: Vec<u32> = trace.ranks.iter().map(|p| p.meta.rank).collect();
     let n = world.len();
-    let mut reading = Reading::of(trace, grammar_sites, source, origin)?;
-    let mut matcher = Matcher::new(&members, world.clone());
-    let mut builder = Builder::new(&world);
-    let mut walk = Walk::new(n);
     let mut sums = Sums {
         waits: Waits::new(&world),
         settled: 0,
         unmatched: [0; 3],
     };
     let mut ends: Vec<RankEnd> = (0..n).map(|_| RankEnd::default()).collect();
-    let mut finished = false;
-    loop {
-        let wanted: Vec<u32> = match walk.run()? {
-            Progress::Done => break,
-            Progress::Hungry(ranks) => ranks,
-            Progress::Stuck => {
-                // Read ahead: what the waiting ranks wait for is further on.
-                let open = reading.open();
-                if !open.is_empty() {
-                    open
-                } else if !finished {
-                    matcher.finish();
-                    take_found(&mut matcher, &mut builder, &mut walk, &mut sums);
-                    finished = true;
-                    continue;
-                } else {
-                    let (r, seq) = walk.stuck_at().unwrap_or((0, 0));
-                    return Err(CycleError {
-                        rank: world[r as usize],
-                        seq,
-                    }
-                    .into());
-                }
-            }
-        };
-        read(
-            &mut reading,
-            &wanted,
+    // Matching (here) and walking (on its own thread) run side by side.
+    let walk = std::thread::scope(|scope| {
+        let (to_walk, lessons) = mpsc::sync_channel(BATCHES_IN_FLIGHT);
+        let (emptied, batches_back) = mpsc::channel();
+        let walker = scope.spawn(|| walk_lessons(&world, lessons, emptied));
+        let mut batches = Batches::new(to_walk, batches_back);
+        let read = match_and_make(
+            reading,
+            &members,
             &world,
-            &mut matcher,
-            &mut builder,
-            &mut walk,
+            &mut batches,
             &mut sums,
             &mut ends,
-        )?;
-    }
-    if !finished {
-        matcher.finish();
-        take_found(&mut matcher, &mut builder, &mut walk, &mut sums);
-    }
+        );
+        batches.flush();
+        drop(batches);
+        let walked = walker
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        // A walk cut short by a reading error is not the news.
+        read?;
+        walked
+    })?;
     let calls: u64 = ends.iter().map(|e| e.timed).sum();
     let wall = ends
         .iter()
@@ -141,55 +124,98 @@ pub(super) fn analyse(
     }))
 }
 
-#[allow(clippy::too_many_arguments)]
-/// Reads the next chunk of `ranks` and gives their calls to the graph,
-/// the matcher and the walk, in time order.
-fn read(
-    reading: &mut Reading,
-    ranks: &[u32],
+/// Batches of lessons on their way to the walk at most (each of
+/// [`super::learn::BATCH`]): the matcher waits when the walk is this far behind.
+const BATCHES_IN_FLIGHT: usize = 4;
+
+/// The walk, on its own thread, of what `lessons` teach: walked after each
+/// batch, as far as it can be; each batch sent back emptied.
+fn walk_lessons(
     world: &[u32],
-    matcher: &mut Matcher,
-    builder: &mut Builder,
-    walk: &mut Walk,
+    lessons: Receiver<Vec<Lesson>>,
+    emptied: Sender<Vec<Lesson>>,
+) -> Result<Walk, CriticalPathError> {
+    let mut walk = Walk::new(world.len());
+    for mut batch in lessons {
+        for lesson in batch.drain(..) {
+            walk.learn(lesson);
+        }
+        // The matcher may have stopped keeping batches.
+        let _ = emptied.send(batch);
+        walk.run()?;
+    }
+    match walk.run()? {
+        Progress::Done => Ok(walk),
+        Progress::Hungry(_) | Progress::Stuck => {
+            let (r, seq) = walk.stuck_at().unwrap_or((0, 0));
+            Err(CycleError {
+                rank: world[r as usize],
+                seq,
+            }
+            .into())
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+/// Reads every rank in time order, matches the operations, makes the
+/// graph and tells it to `walk`, and sums what the matcher finds.
+fn match_and_make(
+    reading: Reading,
+    members: &Members,
+    world: &[u32],
+    walk: &mut Batches,
     sums: &mut Sums,
     ends: &mut [RankEnd],
 ) -> Result<(), ReplayError> {
+    let mut matcher = Matcher::new(members, world.to_vec());
+    let mut builder = Builder::new(world);
     let mut scratch = Vec::new();
-    reading.next(ranks, |r, read| {
-        let rank = world[r as usize];
-        match read {
-            Read::Call(call, events) => {
-                // Every event announced before any is matched.
-                scratch.clear();
-                scratch.extend(events);
-                for e in &scratch {
-                    builder.announce(walk, rank, e);
+    let go_on = std::cell::Cell::new(true);
+    read_in_time_order(
+        reading,
+        || go_on.get(),
+        |r, read| {
+            let rank = world[r as usize];
+            match read {
+                Read::Call(call, events) => {
+                    // Every event announced before any is matched.
+                    scratch.clear();
+                    scratch.extend(events);
+                    for e in &scratch {
+                        builder.announce(walk, rank, e);
+                    }
+                    for e in scratch.drain(..) {
+                        matcher.feed(rank, e);
+                    }
+                    take_found(&mut matcher, &mut builder, walk, sums);
+                    if let Some(step) = call.step {
+                        walk.push_step(r, step);
+                    }
                 }
-                for e in scratch.drain(..) {
-                    matcher.feed(rank, e);
-                }
-                take_found(matcher, builder, walk, sums);
-                if let Some(step) = call.step {
-                    walk.push_step(r, step);
+                Read::End(mut end) => {
+                    for e in &end.events {
+                        builder.announce(walk, rank, e);
+                    }
+                    for e in std::mem::take(&mut end.events) {
+                        matcher.feed(rank, e);
+                    }
+                    matcher.end_rank(rank);
+                    take_found(&mut matcher, &mut builder, walk, sums);
+                    walk.end_rank(r, end.tail);
+                    ends[r as usize] = end;
                 }
             }
-            Read::End(mut end) => {
-                for e in &end.events {
-                    builder.announce(walk, rank, e);
-                }
-                for e in std::mem::take(&mut end.events) {
-                    matcher.feed(rank, e);
-                }
-                matcher.end_rank(rank);
-                take_found(matcher, builder, walk, sums);
-                walk.end_rank(r, end.tail);
-                ends[r as usize] = end;
-            }
-        }
-    })
+            // A walk that stopped has its error to tell.
+            go_on.set(!walk.gone());
+        },
+    )?;
+    matcher.finish();
+    take_found(&mut matcher, &mut builder, walk, sums);
+    Ok(())
 }
 
-fn take_found(matcher: &mut Matcher, builder: &mut Builder, walk: &mut Walk, sums: &mut Sums) {
+fn take_found(matcher: &mut Matcher, builder: &mut Builder, walk: &mut Batches, sums: &mut Sums) {
     for found in matcher.found.drain(..) {
         builder.found(walk, &found);
         sums.found(&found);

@@ -22,6 +22,7 @@
 
 use crate::spill::{Record, Spill, i64_at, put_i64, put_u32, put_u64, u32_at, u64_at};
 use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::io;
@@ -51,7 +52,7 @@ impl Node {
 }
 
 /// A timed call with operations, as the walk needs it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Step {
     pub(crate) seq: u64,
     pub(crate) start: i64,
@@ -68,7 +69,7 @@ pub(crate) struct Step {
 
 /// The farthest vertex of a stretch of program order: its monotone length
 /// (or distance), time and vertex.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub(crate) struct Farthest {
     pub(crate) length: i64,
     pub(crate) t: i64,
@@ -309,10 +310,7 @@ impl Walk {
     pub(crate) fn hub(&mut self, id: u64, preds: &[Option<Node>]) -> Option<Node> {
         let known: Vec<Node> = preds.iter().flatten().copied().collect();
         self.untimed += (preds.len() - known.len()) as u64;
-        if known.is_empty() {
-            return None;
-        }
-        let hub = Node::Hub(id);
+        let hub = super::learn::hub_node(id, preds)?;
         self.hubs += 1;
         self.sources.entry(hub).or_default().open += 1;
         for pred in known {

@@ -14,11 +14,12 @@
 
 use super::{CallAt, Comm, WorldRanks};
 use crate::members::CommId;
+use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 use std::fmt;
 
 /// How the processes of a collective depend on each other.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum CollectiveKind {
     /// N×N: every process ends after every process started (Barrier,
     /// Allreduce, Allgather, Alltoall, Reduce_scatter, communicator and
@@ -57,7 +58,7 @@ pub(super) struct Classified {
 }
 
 /// The root argument of a rooted collective.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(super) enum RootArg {
     None,
     /// A rank in the communicator (for an inter-communicator: in the remote group).
@@ -83,7 +84,7 @@ pub(super) fn root_arg(v: Option<&Json>) -> RootArg {
 }
 
 /// Where a collective call's instance is counted.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(super) enum Context {
     /// A communicator as named at call `seq`.
     Comm { comm: Comm, seq: u64 },
@@ -96,13 +97,15 @@ pub(super) enum Context {
 }
 
 /// One rank's collective call.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CollectiveCall {
     pub(crate) rank: u32,
-    pub(crate) func: &'static str,
+    #[serde(with = "crate::parallel::func_name")]
+    pub(crate) func: crate::parallel::FuncName,
     /// The collective operation: `func`, or for an MPI_Start the
     /// function that set the persistent collective up.
-    pub(crate) operation: &'static str,
+    #[serde(with = "crate::parallel::func_name")]
+    pub(crate) operation: crate::parallel::FuncName,
     pub(crate) kind: CollectiveKind,
     pub(crate) post: u64,
     pub(crate) completion: Option<u64>,

@@ -19,12 +19,13 @@ use super::operations::{flag, items, name};
 use super::{CallAt, Comm, WorldRanks};
 use crate::decode::DecodedCall;
 use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 use std::collections::VecDeque;
 use std::fmt;
 
 /// How a group was made, in terms of the rank's communicators and windows.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 enum GroupDef {
     Comm {
         comm: Comm,
@@ -47,7 +48,7 @@ enum GroupDef {
     Unknown(String),
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 enum EpochCall {
     Post(GroupDef),
     Start(GroupDef),
@@ -69,7 +70,7 @@ enum EpochCall {
 /// A window as a rank's calls know it: the collective call that created
 /// it (its index among the rank's collective calls), over which
 /// communicator (as named at call `seq`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct WindowRef {
     pub(crate) created: usize,
     pub(crate) comm: Comm,
@@ -77,10 +78,11 @@ pub(crate) struct WindowRef {
 }
 
 /// A window synchronisation call of one rank.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct WindowEvent {
     seq: u64,
-    func: &'static str,
+    #[serde(with = "crate::parallel::func_name")]
+    func: crate::parallel::FuncName,
     at: CallAt,
     /// The window; None if its creation was not seen.
     window: Option<WindowRef>,

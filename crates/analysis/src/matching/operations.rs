@@ -8,6 +8,7 @@ use super::one_sided::{OneSidedLog, WindowEvent, WindowRef};
 use super::{CallAt, Comm, Direction, Envelope, Operation, Peer};
 use crate::decode::{DecodedCall, field};
 use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
 /// MPICH's MPI_UNDEFINED, the index Waitany/Testany return when no request
@@ -17,7 +18,7 @@ const MPI_UNDEFINED: i64 = -32766;
 /// What one rank's calls say about its operations, in call order. The
 /// n-th `Post` is the rank's operation n, the n-th `Collective` its
 /// collective call n.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) enum RankEvent {
     /// A point-to-point operation is posted (a blocking one completes with it).
     Post(Operation),

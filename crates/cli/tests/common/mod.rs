@@ -72,3 +72,26 @@ pub fn trace(out: &std::path::Path, program: &str, ranks: u32, args: &[&str], ti
     let done = mpigram(&run);
     assert!(done.status.success(), "{}", text(&done.stderr));
 }
+
+/// Traces `program ARGS` on `ranks` ranks with `timing`.
+pub fn traced(program: &str, ranks: u32, args: &[&str], timing: &str) -> tempfile::TempDir {
+    mpigram_testkit::mpi_available().unwrap();
+    let exe = mpigram_testkit::compile(program).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let n = ranks.to_string();
+    let mut run = vec![
+        "run",
+        "-o",
+        dir.path().to_str().unwrap(),
+        "-n",
+        &n,
+        "--timing",
+        timing,
+        "--",
+    ];
+    run.push(exe.to_str().unwrap());
+    run.extend(args);
+    let out = mpigram(&run);
+    assert!(out.status.success(), "{program}: {}", text(&out.stderr));
+    dir
+}

@@ -6166,16 +6166,21 @@ pub unsafe extern "C" fn MPI_Comm_split(
     let real = crate::pmpi::MPI_Comm_split();
     let Some(call) = Call::begin(func::MPI_Comm_split) else {
         let ret = unsafe { real(comm, color, key, newcomm) };
-        unsafe { crate::agree::unrecorded(ret, newcomm) };
+        unsafe {
+            crate::agree::unrecorded_own_ranks(ret, comm, [i64::from(color), i64::from(key)]);
+            crate::agree::unrecorded(ret, newcomm)
+        };
         return ret;
     };
     let ret = unsafe { real(comm, color, key, newcomm) };
     let end = crate::clock::now();
+    let [color_own, key_own] =
+        unsafe { crate::agree::own_ranks(ret, comm, [i64::from(color), i64::from(key)]) };
     let agreed = unsafe { crate::agree::created(ret, newcomm) };
     call.end_at(end, func::MPI_Comm_split, ret, |e| unsafe {
         e.handle(HandleKind::Comm, comm);
-        e.own_rank_constant(ConstSet::Undefined, i64::from(color), comm);
-        e.own_rank_int(i64::from(key), comm);
+        e.own_rank_constant(ConstSet::Undefined, i64::from(color), comm, color_own);
+        e.own_rank_int(i64::from(key), comm, key_own);
         e.new_comm_out(newcomm, agreed);
     });
     ret
@@ -6193,16 +6198,20 @@ pub unsafe extern "C" fn MPI_Comm_split_type(
     let real = crate::pmpi::MPI_Comm_split_type();
     let Some(call) = Call::begin(func::MPI_Comm_split_type) else {
         let ret = unsafe { real(comm, split_type, key, info, newcomm) };
-        unsafe { crate::agree::unrecorded(ret, newcomm) };
+        unsafe {
+            crate::agree::unrecorded_own_ranks(ret, comm, [i64::from(key)]);
+            crate::agree::unrecorded(ret, newcomm)
+        };
         return ret;
     };
     let ret = unsafe { real(comm, split_type, key, info, newcomm) };
     let end = crate::clock::now();
+    let [key_own] = unsafe { crate::agree::own_ranks(ret, comm, [i64::from(key)]) };
     let agreed = unsafe { crate::agree::created(ret, newcomm) };
     call.end_at(end, func::MPI_Comm_split_type, ret, |e| unsafe {
         e.handle(HandleKind::Comm, comm);
         e.constant(ConstSet::SplitType, i64::from(split_type));
-        e.own_rank_int(i64::from(key), comm);
+        e.own_rank_int(i64::from(key), comm, key_own);
         e.handle(HandleKind::Info, info);
         e.new_comm_out(newcomm, agreed);
     });

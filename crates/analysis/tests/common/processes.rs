@@ -1,0 +1,96 @@
+//! K analysis processes as threads of one test, talking through a
+//! [`Link`] of queues: for the analyses spread over processes.
+
+use mpigram_analysis::critical_path::{self, Analysis};
+use mpigram_analysis::parallel::Link;
+use mpigram_analysis::timeline::Source;
+use mpigram_trace::Trace;
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Condvar, Mutex};
+
+/// Messages in flight between the threads, by (from, to, tag).
+type Queues = HashMap<(usize, usize, u32), VecDeque<Vec<u8>>>;
+
+#[derive(Default)]
+struct Post {
+    queues: Mutex<Queues>,
+    arrived: Condvar,
+}
+
+struct ThreadLink<'p> {
+    me: usize,
+    processes: usize,
+    post: &'p Post,
+    /// Process `me` garbles what it sends to process 0 (a failing reader).
+    garbled: bool,
+}
+
+impl Link for ThreadLink<'_> {
+    fn process(&self) -> usize {
+        self.me
+    }
+
+    fn processes(&self) -> usize {
+        self.processes
+    }
+
+    fn send(&self, to: usize, tag: u32, bytes: &[u8]) {
+        let bytes = match self.garbled && to == 0 {
+            true => vec![0xff; 3],
+            false => bytes.to_vec(),
+        };
+        let mut queues = self.post.queues.lock().unwrap();
+        queues
+            .entry((self.me, to, tag))
+            .or_default()
+            .push_back(bytes);
+        self.post.arrived.notify_all();
+    }
+
+    fn receive(&self, from: usize, tag: u32) -> Vec<u8> {
+        let mut queues = self.post.queues.lock().unwrap();
+        loop {
+            if let Some(bytes) = queues
+                .get_mut(&(from, self.me, tag))
+                .and_then(VecDeque::pop_front)
+            {
+                return bytes;
+            }
+            queues = self.post.arrived.wait(queues).unwrap();
+        }
+    }
+}
+
+/// Process 0's critical path of `trace` over `processes` threads
+/// (process `garbled`, if any, failing to send its chunks); checks that
+/// the others return None and that every message was taken.
+pub fn critical_path_across(
+    trace: &Trace,
+    processes: usize,
+    garbled: Option<usize>,
+    heuristic: bool,
+) -> Analysis {
+    let post = Post::default();
+    let mut results: Vec<Option<Analysis>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..processes)
+            .map(|me| {
+                let link = ThreadLink {
+                    me,
+                    processes,
+                    post: &post,
+                    garbled: garbled == Some(me),
+                };
+                scope.spawn(move || {
+                    critical_path::analyse_across(trace, Source::Best, heuristic, &link).unwrap()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert!(results[1..].iter().all(Option::is_none));
+    assert!(
+        post.queues.lock().unwrap().values().all(VecDeque::is_empty),
+        "every message was taken"
+    );
+    results.swap_remove(0).expect("process 0 reports")
+}
