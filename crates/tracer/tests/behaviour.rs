@@ -533,3 +533,41 @@ fn a_waitall_recording_statuses_keeps_every_status() {
         assert_eq!(tags[7], &json!(last), "window {w}: {:?}", wait.args);
     }
 }
+
+/// Without verification a keyed call whose input words are the call
+/// memo's takes the fast path (compared before MPI runs it, its terminal
+/// recalled, its arguments made again from the memo's words when its
+/// outputs differ); with it every call is encoded in full and checked. The
+/// two give the same calls, call for call, on programs whose calls do not
+/// depend on timing.
+#[test]
+fn the_memo_fast_path_records_what_encoding_does() {
+    let programs: [(&str, u32, &[&str]); 10] = [
+        ("hotpath", 1, &["10"]),
+        ("halo2d", 2, &["50"]),
+        ("group", 2, &[]),
+        ("coll_blocking", 2, &[]),
+        ("datatype", 2, &[]),
+        ("persistent", 2, &[]),
+        ("window_statuses", 2, &[]),
+        ("spill_requests", 2, &[]),
+        ("proc_null", 2, &[]),
+        ("comm", 2, &[]),
+    ];
+    for (program, ranks, args) in programs {
+        let verified = run_traced(program, ranks, args, &[]);
+        let fast = run_traced(program, ranks, args, &[("MPIGRAM_VERIFY", "0")]);
+        fast.output.assert_success();
+        let (expected, found) = (assert_trace_is_exact(&verified, ranks), fast.trace());
+        for rank in 0..ranks {
+            let calls = |t: &mpigram_trace::Trace| -> Vec<Vec<u8>> {
+                t.calls(rank).map(<[u8]>::to_vec).collect()
+            };
+            let (e, f) = (calls(&expected), calls(&found));
+            assert_eq!(e.len(), f.len(), "{program}, rank {rank}: number of calls");
+            if let Some(i) = (0..e.len()).find(|&i| e[i] != f[i]) {
+                panic!("{program}, rank {rank}: call {i} differs from the verified run's");
+            }
+        }
+    }
+}

@@ -168,16 +168,52 @@ fn wrapper(f: &FuncModel) -> Result<String> {
         "#[unsafe(no_mangle)]\npub unsafe extern \"C\" fn {name}({}) -> {ret} {{",
         decl.join(", ")
     );
-    let _ = writeln!(s, "    let real = crate::pmpi::{name}();");
     let agreement = agreement(f);
     if OwnRanks::of(f).is_some() && !matches!(agreement, Some(Agreement::Blocking { .. })) {
         bail!("arguments that are often the caller's rank, in a call that creates no communicator");
     }
+    let key = crate::emit_keys::key(f).filter(|_| agreement.is_none());
+    // A keyed call whose inputs need no read before the call has a fast
+    // path of its own, which holds the arguments across no call: the rest
+    // is a function of its own, called with them where they were given.
+    let fast = key.as_ref().filter(|_| b.before.is_empty());
+    if let Some(key) = fast {
+        s.push_str(
+            "    /// All but the call memo's fast path.\n    #[cold]\n    #[inline(never)]\n",
+        );
+        if f.params.len() > 7 {
+            s.push_str("    #[allow(clippy::too_many_arguments)]\n");
+        }
+        let _ = writeln!(s, "    unsafe fn in_full({}) -> {ret} {{", decl.join(", "));
+        let _ = writeln!(s, "    let real = crate::pmpi::{name}();");
+        let _ = writeln!(
+            s,
+            "    let Some(call) = Call::enter(func::{name}) else {{ return unsafe {{ real({args}) }}; }};"
+        );
+        let closures = keyed_call(&b, key, f);
+        let _ = writeln!(
+            s,
+            "    call.keyed(func::{name}, {}, {closures})\n}}",
+            key.inputs_closure()
+        );
+        let _ = writeln!(s, "    let real = crate::pmpi::{name}();");
+        let _ = writeln!(
+            s,
+            "    let Some(call) = Call::recalling(func::{name}, {}) else {{ return unsafe {{ in_full({args}) }}; }};",
+            key.inputs_closure()
+        );
+        let _ = writeln!(s, "    call.recalled(func::{name}, {closures})\n}}");
+        return Ok(s);
+    }
+    let _ = writeln!(s, "    let real = crate::pmpi::{name}();");
+    // With a key, the call is compared with the memo's before MPI runs it
+    // (its input words), and the clock starts after that.
+    let begin = if key.is_some() { "enter" } else { "begin" };
     match &agreement {
         None => {
             let _ = writeln!(
                 s,
-                "    let Some(call) = Call::begin(func::{name}) else {{ return unsafe {{ real({args}) }}; }};"
+                "    let Some(call) = Call::{begin}(func::{name}) else {{ return unsafe {{ real({args}) }}; }};"
             );
         }
         Some(a) => {
@@ -191,35 +227,66 @@ fn wrapper(f: &FuncModel) -> Result<String> {
     for stmt in &b.before {
         let _ = writeln!(s, "    {stmt}");
     }
-    let _ = writeln!(s, "    let ret = unsafe {{ real({args}) }};");
     let closure_arg = if b.encode.is_empty() { "_" } else { "e" };
     let unsafe_kw = if b.needs_unsafe { "unsafe " } else { "" };
-    let key = crate::emit_keys::key(f).filter(|_| agreement.is_none());
-    // With a key, the encoding runs only when the memo misses: a `move`
-    // closure holds the arguments' values, which cost less to set up on
-    // every call than a pointer to each.
-    let (end, key, capture) = match (&agreement, &key) {
-        (Some(a), _) => {
+    if let Some(key) = &key {
+        let closures = keyed_call(&b, key, f);
+        let _ = writeln!(
+            s,
+            "    call.keyed(func::{name}, {}, {closures})\n}}",
+            key.inputs_closure()
+        );
+        return Ok(s);
+    }
+    let _ = writeln!(s, "    let ret = unsafe {{ real({args}) }};");
+    let end = match &agreement {
+        Some(a) => {
             let _ = writeln!(s, "    let end = crate::clock::now();");
             let _ = writeln!(s, "    {}", a.recorded());
-            ("end_at(end, ", String::new(), "")
+            "end_at(end, "
         }
-        (None, Some(key)) => {
-            let body = key.body();
-            let arg = if body.contains("k.") { "k" } else { "_" };
-            ("end_keyed(", format!("|{arg}| {body}, "), "move ")
-        }
-        (None, None) => ("end(", String::new(), ""),
+        None => "end(",
     };
     let _ = writeln!(
         s,
-        "    call.{end}func::{name}, {code}, {key}{capture}|{closure_arg}| {unsafe_kw}{{"
+        "    call.{end}func::{name}, {code}, |{closure_arg}| {unsafe_kw}{{"
     );
     for stmt in &b.encode {
         let _ = writeln!(s, "        {stmt}");
     }
     s.push_str("    });\n    ret\n}\n");
     Ok(s)
+}
+
+/// The closures a keyed wrapper passes after its input words: the MPI
+/// call, its return code, its output words and its encoding (as
+/// `Call::recalled` takes them, and the same after the inputs'
+/// closure for `Call::keyed`). The encoding runs only when the memo misses:
+/// a `move` closure holds the values it needs, which cost less to set up
+/// on every call than a pointer to each.
+fn keyed_call(b: &Body, key: &crate::emit_keys::Key, f: &FuncModel) -> String {
+    let args: Vec<&str> = f.params.iter().map(|p| p.name.as_str()).collect();
+    let args = args.join(", ");
+    let code = if f.ret == "int" {
+        "|&ret| ret"
+    } else {
+        "|_| MPI_SUCCESS"
+    };
+    let closure_arg = if b.encode.is_empty() { "_" } else { "e" };
+    let unsafe_kw = if b.needs_unsafe { "unsafe " } else { "" };
+    let (head, from_words) = key.encode_head(closure_arg);
+    let mut encode = format!("move |{head}| {unsafe_kw}{{\n");
+    if !from_words.is_empty() {
+        encode.push_str(&format!("        {from_words}\n"));
+    }
+    for stmt in &b.encode {
+        encode.push_str(&format!("        {stmt}\n"));
+    }
+    encode.push_str("    }");
+    format!(
+        "move || unsafe {{ real({args}) }}, {code}, {}, {encode}",
+        key.outputs_closure()
+    )
 }
 
 /// How the members of a communicator a function creates agree on its id
