@@ -32,6 +32,10 @@ static void queries(int expect_initialized, int expect_finalized)
         char key[MPI_MAX_INFO_KEY + 1], value[256];
         int valuelen, flag, buflen = sizeof value;
         MPI_Info_get_nthkey(MPI_INFO_ENV, i, key);
+        /* MPICH 5.0.2 still counts MPI_INFO_ENV's key after MPI_Finalize
+         * but names it "", and a query of "" is a fatal error there. */
+        if (key[0] == '\0')
+            continue;
         MPI_Info_get_valuelen(MPI_INFO_ENV, key, &valuelen, &flag);
         CHECK(flag);
         MPI_Info_get_string(MPI_INFO_ENV, key, &buflen, value, &flag);

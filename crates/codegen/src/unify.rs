@@ -10,7 +10,7 @@ use crate::peers::{self, Geometry, Layout};
 use crate::protos::prototype;
 use crate::timing::Sites;
 use mpigram_grammar::Sequitur;
-use mpigram_mpispec::{Args, BufferRef, ConstRef, HandleRef, Rank, RequestRef, Signature, Value};
+use mpigram_mpispec::{Args, BufferRef, HandleRef, Rank, RequestRef, Signature, Value};
 use mpigram_trace::Trace;
 use mpigram_wrapgen::lenexpr::Expr;
 use mpigram_wrapgen::model::{Action, Elem, Out, Scalar};
@@ -239,14 +239,6 @@ impl<'a> Unifier<'a> {
             if values.iter().all(|v| *v == values[0]) && !moves(values[0]) {
                 continue;
             }
-            // A colour or key that is one number, or each caller's own
-            // rank (recorded as such or as the number).
-            if let Action::Value(Scalar::OwnRank { comm, .. }) = &p.action {
-                if let Some(v) = self.own_rank(a.handle(comm), &members, &values) {
-                    sig.args[pos] = v;
-                    continue;
-                }
-            }
             match (&p.action, values[0]) {
                 (
                     Action::Value(Scalar::Rank(comm)) | Action::Before(Scalar::Rank(comm)),
@@ -402,39 +394,6 @@ impl<'a> Unifier<'a> {
             }
         }
         Ok(Some(values[0].clone()))
-    }
-
-    /// An `OwnRank` argument of `members` in `comm` as one value: the
-    /// number all of them pass, or the caller's own rank; `None` if
-    /// neither.
-    fn own_rank(
-        &self,
-        comm: Option<HandleRef>,
-        members: &[u32],
-        values: &[&Value],
-    ) -> Option<Value> {
-        let layout = self.geometry.layout(comm)?;
-        let mut numbers = Vec::with_capacity(members.len());
-        let mut number = None;
-        for (&r, v) in members.iter().zip(values) {
-            let (me, _) = self.geometry.place(layout, r);
-            let n = match v {
-                Value::Rank(Rank::Relative(0)) => me,
-                Value::Int(i) | Value::Const(_, ConstRef::Plain(i)) => {
-                    number = Some(*v);
-                    *i
-                }
-                _ => return None,
-            };
-            numbers.push((me, n));
-        }
-        if numbers.iter().all(|&(me, n)| me == n) {
-            Some(Value::Rank(Rank::Relative(0)))
-        } else if numbers.iter().all(|&(_, n)| n == numbers[0].1) {
-            number.cloned()
-        } else {
-            None
-        }
     }
 
     /// The C of a Cartesian grid's dimensions at the new size: what

@@ -24,6 +24,9 @@ fn noise(len: usize, seed: u64) -> Vec<u8> {
         .collect()
 }
 
+/// Sections up to this size are compressed at zstd's best level.
+const SMALL_SECTION: usize = 4 << 10;
+
 fn assert_reads_back(file: &TraceFile, sections: &[(u32, u32, Vec<u8>, Codec)]) {
     assert_eq!(file.sections().len(), sections.len());
     for (pos, (kind, index, data, codec)) in sections.iter().enumerate() {
@@ -66,6 +69,33 @@ fn one_section_raw_and_zstd() {
             assert_reads_back(&f, &sections);
         }
     }
+}
+
+/// A small section is compressed at zstd's best level, a larger one at the writer's;
+/// the codec suited to a small section is raw where zstd does not make it smaller (a
+/// frame's header costs a dozen bytes), to a larger one zstd, whatever it gives.
+#[test]
+fn small_sections_are_compressed_at_the_best_level_where_that_helps() {
+    let text: Vec<u8> = (0..60)
+        .flat_map(|i| format!("rank {} ", i % 7).into_bytes())
+        .collect();
+    let noisy = noise(SMALL_SECTION + 1, 3);
+    let sections = vec![
+        (1, 0, text.clone(), Codec::suited_to(&text)),
+        (1, 1, b"hello".to_vec(), Codec::suited_to(b"hello")),
+        (1, 2, noisy.clone(), Codec::suited_to(&noisy)),
+    ];
+    let codecs: Vec<Codec> = sections.iter().map(|s| s.3).collect();
+    assert_eq!(codecs, [Codec::Zstd, Codec::Raw, Codec::Zstd]);
+    let f = TraceFile::from_bytes("small.mgr", compact(1, 0, &sections)).unwrap();
+    assert_reads_back(&f, &sections);
+    let best = zstd::bulk::compress(&text, 19).unwrap().len() as u64;
+    assert!(best < zstd::bulk::compress(&text, 3).unwrap().len() as u64);
+    assert!(f.sections()[0].stored_len <= best, "{:?}", f.sections()[0]);
+    assert!(
+        f.sections()[2].stored_len > SMALL_SECTION as u64 + 1,
+        "noise does not compress"
+    );
 }
 
 #[test]

@@ -14,7 +14,7 @@
 //! | Callback | 0 NULL, else id + 1 (one id per distinct function, in order of first use) |
 //! | Array | 0 not recorded (NULL or not significant here), else length + 1, elements |
 //! | Coords | 0 not recorded, else 1 + (n << 1 \| relative), then with relative the grid's n dimensions and n offsets from the caller's own coordinates (zigzag), else the n coordinates (zigzag) |
-//! | OwnRank | 0 the caller's rank in the call's communicator, else 1 + the inner encoding's one number (Int: zigzag(v); Const: as above) |
+//! | OwnRank | 0 the caller's rank in the call's communicator, else 1 + the inner encoding's one number (Int: zigzag(v); Const: as above). The tracer uses 0 only where the argument is its caller's rank on every rank of the communicator (since the compact summary, rank timing 3; before, wherever it was the caller's rank): a number that is one rank's own rank only stays a number |
 
 use crate::Enc;
 use crate::value::{BufferRef, ConstRef, Coords, HandleRef, Rank, RequestRef, Status, Value};

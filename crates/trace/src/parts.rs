@@ -150,11 +150,28 @@ fn ending(code: u64) -> Ending {
     }
 }
 
-fn sync_row(s: &ClockSync) -> [u64; 3] {
-    [s.at_ns, s.offset_ns as u64, s.error_ns]
+/// How a chunk's parts are laid out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Layout {
+    /// Every field as it is (files with every rank's own timing, and
+    /// summarised files before rank timing 3).
+    Full,
+    /// Summarised files since rank timing 3: no nanoseconds per tick (1),
+    /// clock measurements' times in units like start and end times, and a
+    /// communicator's instance as its difference from what its leader
+    /// would name it with serial 0, so that ranks alike store zeros.
+    Summarised,
 }
 
-fn comm_row(c: &CommEntry) -> [u64; 8] {
+fn sync_row(s: &ClockSync, unit: u64, layout: Layout) -> [u64; 3] {
+    let at = match layout {
+        Layout::Full => s.at_ns,
+        Layout::Summarised => s.at_ns / unit,
+    };
+    [at, s.offset_ns as u64, s.error_ns]
+}
+
+fn comm_row(c: &CommEntry, layout: Layout) -> [u64; 8] {
     [
         c.seq,
         c.comm,
@@ -163,12 +180,24 @@ fn comm_row(c: &CommEntry) -> [u64; 8] {
         c.remote_size.into(),
         c.inter.into(),
         c.leader.into(),
-        c.instance,
+        c.instance.wrapping_sub(instance_base(c.leader, layout)),
     ]
 }
 
-/// Metadata fields stored as columns.
+/// What a communicator's instance is stored as a difference from: the
+/// instance its leader's first creation would have (`(leader + 1) << 32`).
+fn instance_base(leader: u32, layout: Layout) -> u64 {
+    match layout {
+        Layout::Full => 0,
+        Layout::Summarised => (u64::from(leader) + 1) << 32,
+    }
+}
+
+/// Metadata fields stored as columns (all of them in [`Layout::Full`]).
 const COLUMNS: usize = 13;
+
+/// The column of nanoseconds per tick, which [`Layout::Summarised`] leaves out.
+const NS_PER_TICK: usize = 10;
 
 /// Appends the parts of a chunk's ranks; start and end times are stored in
 /// units of `unit` nanoseconds (1: exact).
@@ -177,6 +206,7 @@ pub(crate) fn encode_chunk(
     ranks: &[(&RankMeta, &[CommEntry])],
     tables: &Tables,
     unit: u64,
+    layout: Layout,
 ) {
     let fields: [fn(&RankMeta, &Tables, u64) -> u64; COLUMNS] = [
         |m, _, _| m.world_size.into(),
@@ -193,17 +223,24 @@ pub(crate) fn encode_chunk(
         |m, _, _| m.run,
         |m, _, _| m.lost.code(),
     ];
-    for f in fields {
-        put_column(out, ranks.iter().map(|(m, _)| f(m, tables, unit)));
+    for (i, f) in fields.into_iter().enumerate() {
+        if layout == Layout::Full || i != NS_PER_TICK {
+            put_column(out, ranks.iter().map(|(m, _)| f(m, tables, unit)));
+        }
     }
     let syncs: Vec<Vec<[u64; 3]>> = ranks
         .iter()
-        .map(|(m, _)| m.clock_sync.iter().map(sync_row).collect())
+        .map(|(m, _)| {
+            m.clock_sync
+                .iter()
+                .map(|s| sync_row(s, unit, layout))
+                .collect()
+        })
         .collect();
     put_rows(out, &syncs);
     let comms: Vec<Vec<[u64; 8]>> = ranks
         .iter()
-        .map(|(_, c)| c.iter().map(comm_row).collect())
+        .map(|(_, c)| c.iter().map(|e| comm_row(e, layout)).collect())
         .collect();
     put_rows(out, &comms);
 }
@@ -214,12 +251,17 @@ pub(crate) fn decode_chunk(
     ranks: &[u32],
     tables: &Tables,
     unit: u64,
+    layout: Layout,
 ) -> Result<Vec<(RankMeta, Vec<CommEntry>)>, DecodeError> {
     let n = ranks.len();
     let mut columns = Vec::with_capacity(COLUMNS);
-    for _ in 0..COLUMNS {
+    for i in 0..COLUMNS {
         let at = r.position();
-        columns.push((at, column(r, n)?));
+        if layout == Layout::Summarised && i == NS_PER_TICK {
+            columns.push((at, vec![1f64.to_bits(); n]));
+        } else {
+            columns.push((at, column(r, n)?));
+        }
     }
     let syncs = rows::<3>(r, n)?;
     let comms = rows::<8>(r, n)?;
@@ -261,7 +303,10 @@ pub(crate) fn decode_chunk(
             clock_sync: syncs
                 .iter()
                 .map(|s| ClockSync {
-                    at_ns: s[0],
+                    at_ns: match layout {
+                        Layout::Full => s[0],
+                        Layout::Summarised => s[0].wrapping_mul(unit),
+                    },
                     offset_ns: s[1] as i64,
                     error_ns: s[2],
                 })
@@ -277,6 +322,7 @@ pub(crate) fn decode_chunk(
                 let field = |k: usize| {
                     u32::try_from(c[k]).map_err(|_| out_of_range(0, c[k], "communicator field"))
                 };
+                let leader = field(6)?;
                 Ok(CommEntry {
                     seq: c[0],
                     comm: c[1],
@@ -284,8 +330,8 @@ pub(crate) fn decode_chunk(
                     size: field(3)?,
                     remote_size: field(4)?,
                     inter: c[5] != 0,
-                    leader: field(6)?,
-                    instance: c[7],
+                    leader,
+                    instance: c[7].wrapping_add(instance_base(leader, layout)),
                 })
             })
             .collect::<Result<_, DecodeError>>()?;

@@ -341,7 +341,8 @@ fn funcs_checksum(signatures: &[Vec<u8>]) -> u32 {
 /// one's, in the FUNCS checksum: a trace that recorded the function before
 /// its encoding changed is refused, not misread. MPI_Comm_split's colour
 /// and key and MPI_Comm_split_type's key record the caller's own rank as
-/// such since format 2.0 (`Enc::OwnRank`).
+/// such since format 2.0 (`Enc::OwnRank`); since the compact summary (rank timing 3) only where it is the
+/// caller's rank on every rank, which reads alike and needs no revision.
 fn encoding_revision(name: &str) -> &'static str {
     match name {
         "MPI_Comm_split" | "MPI_Comm_split_type" => "/own-rank",

@@ -318,7 +318,13 @@ impl Trace {
         let sections = self.sections(exact);
         let sections: Vec<NewSection<'_>> = sections
             .iter()
-            .map(|(kind, index, data)| NewSection::from((*kind, *index, data.as_slice(), codec)))
+            .map(|(kind, index, data)| {
+                let codec = match codec {
+                    Codec::Zstd => Codec::suited_to(data),
+                    other => other,
+                };
+                NewSection::from((*kind, *index, data.as_slice(), codec))
+            })
             .collect();
         out(self.file_flags(), &sections)
     }

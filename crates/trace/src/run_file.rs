@@ -10,14 +10,15 @@
 //! differences between ranks), and where recorded CALL_STATS (every
 //! rank's own aggregated timing), LOSSY_TIMES and EXACT_TIMES.
 
-use crate::parts::{Tables, decode_chunk, encode_chunk};
+use crate::parts::{Layout, Tables, decode_chunk, encode_chunk};
 use crate::rank::{
     bad_section, check_funcs, check_signatures, check_times, checked_name, decode_stats,
     encode_funcs, encode_stats,
 };
-use crate::summary::{Coding, TimingSummary};
+use crate::summary::{Coding, Quantum, TimingSummary};
 use crate::{
-    CallTimes, ClockSync, Error, RankClock, RankMeta, RankPart, RankStats, Trace, section,
+    CallTimes, ClockSync, CommEntry, Error, RankClock, RankMeta, RankPart, RankStats, Trace,
+    section,
 };
 use mpigram_format::TraceFile;
 use mpigram_grammar::{Grammar, Progression, StreamId};
@@ -31,24 +32,37 @@ pub const FILE_KIND_RUN: u32 = 2;
 /// Ranks per chunk of per-rank sections in a whole-run file.
 pub const RANKS_PER_CHUNK: usize = 64;
 
-/// RUN's rank timing: the timing summarised across ranks, its times coded
-/// as [`Coding::Absolute`] (files of format 1) or [`Coding::Relative`].
+/// RUN's rank timing: 0, every rank's own in CALL_STATS; else the timing
+/// summarised across ranks, coded as [`Coding::Absolute`] (files of format
+/// 1), [`Coding::Relative`] (format 2.0) or [`Coding::Compact`] (the
+/// compact summary, with PARTS in [`Layout::Summarised`]).
 const RANK_TIMING_ABSOLUTE: u32 = 1;
 const RANK_TIMING_RELATIVE: u32 = 2;
+const RANK_TIMING_COMPACT: u32 = 3;
 
 /// In a summarised file, start and end times are kept to a unit of about
 /// the run's wall time divided by this (a power of two of nanoseconds).
-const TIME_UNIT_SHARE: u64 = 256;
+const TIME_UNIT_SHARE: u64 = 64;
+
+/// Whether a file's one chunk of PARTS ends its RUN section instead of
+/// being a section of its own: in [`Layout::Summarised`] files of up to
+/// [`RANKS_PER_CHUNK`] ranks (a section costs a dozen bytes of table and
+/// as many of zstd frame, a tenth of a small trace).
+fn parts_in_run(layout: Layout, ranks: usize) -> bool {
+    layout == Layout::Summarised && ranks <= RANKS_PER_CHUNK
+}
 
 impl Trace {
     /// The sections: (kind, index, payload). Every rank's own aggregated
     /// timing if `exact` (or if it cannot be summarised), else the summary.
     pub(crate) fn sections(&self, exact: bool) -> Vec<(u32, u32, Vec<u8>)> {
         let summary = !exact && self.summarisable();
-        let (metas, unit) = if summary {
-            summarised_metas(&self.ranks)
+        let (metas, unit, layout) = if summary {
+            let (metas, unit) = summarised_metas(&self.ranks);
+            (metas, unit, Layout::Summarised)
         } else {
-            (self.ranks.iter().map(|r| r.meta.clone()).collect(), 1)
+            let metas = self.ranks.iter().map(|r| r.meta.clone()).collect();
+            (metas, 1, Layout::Full)
         };
         let tables = Tables::of(metas.iter());
         let mut run = Vec::new();
@@ -74,28 +88,36 @@ impl Trace {
         self.signatures.iter().for_each(|s| run.put_blob(s));
         run.put_blob(&self.grammar.encode());
         tables.encode(&mut run);
-        run.put_u64(unit);
         if summary {
-            run.put_u32(RANK_TIMING_RELATIVE);
-            TimingSummary::of(&self.ranks, self.signatures.len(), wall_ns(&self.ranks))
+            // A power of two: its exponent.
+            run.put_u32(unit.ilog2());
+            run.put_u32(RANK_TIMING_COMPACT);
+            let q = Quantum::of_unit(unit);
+            TimingSummary::of(&self.ranks, self.signatures.len(), wall_ns(&self.ranks), q)
                 .encode(&mut run);
         } else {
+            run.put_u64(unit);
             run.put_u32(0);
         }
         let mut out = vec![(section::RUN, 0, run)];
         let lossy = self.ranks.iter().any(|r| r.meta.timing.lossy.is_some());
         let lossless = self.ranks.iter().any(|r| r.meta.timing.lossless);
+        let inline = parts_in_run(layout, self.ranks.len());
         for (chunk, parts) in self.ranks.chunks(RANKS_PER_CHUNK).enumerate() {
             let first = chunk * RANKS_PER_CHUNK;
-            let mut rank_parts = Vec::new();
             let chunk_ranks: Vec<_> = parts
                 .iter()
                 .zip(&metas[first..])
                 .map(|(p, m)| (m, p.comms.as_slice()))
                 .collect();
-            encode_chunk(&mut rank_parts, &chunk_ranks, &tables, unit);
             let chunk = chunk as u32;
-            out.push((section::PARTS, chunk, rank_parts));
+            if inline {
+                encode_chunk(&mut out[0].2, &chunk_ranks, &tables, unit, layout);
+            } else {
+                let mut rank_parts = Vec::new();
+                encode_chunk(&mut rank_parts, &chunk_ranks, &tables, unit, layout);
+                out.push((section::PARTS, chunk, rank_parts));
+            }
             if !summary {
                 let mut stats = Vec::new();
                 for r in parts {
@@ -196,30 +218,54 @@ impl Trace {
         }
         .map_err(|e| Error::payload(&name, section::RUN, e))?;
         let tables = Tables::decode(&mut r).map_err(bad(section::RUN))?;
-        let at = r.position();
+        let unit_at = r.position();
         let unit = r.u64().map_err(bad(section::RUN))?;
-        if unit == 0 {
-            return Err(Error::payload(
-                &name,
-                section::RUN,
-                format!("byte {at}: time unit 0"),
-            ));
-        }
         let at = r.position();
-        let summary = match r.u32().map_err(bad(section::RUN))? {
+        let coding = match r.u32().map_err(bad(section::RUN))? {
             0 => None,
-            flag @ (RANK_TIMING_ABSOLUTE | RANK_TIMING_RELATIVE) => {
-                let coding = match flag {
-                    RANK_TIMING_ABSOLUTE => Coding::Absolute,
-                    _ => Coding::Relative,
-                };
-                let summary = TimingSummary::decode(&mut r, signatures.len(), coding);
-                Some(summary.map_err(bad(section::RUN))?)
-            }
+            RANK_TIMING_ABSOLUTE => Some(Coding::Absolute),
+            RANK_TIMING_RELATIVE => Some(Coding::Relative),
+            RANK_TIMING_COMPACT => Some(Coding::Compact),
             other => {
-                let message = format!("byte {at}: rank timing {other} is not 0, 1 or 2");
+                let message = format!(
+                    "byte {at}: rank timing {other} is not 0 to 3 (written by a newer mpigram?)"
+                );
                 return Err(Error::payload(&name, section::RUN, message));
             }
+        };
+        let (unit, layout, quantum) = match coding {
+            // The unit's exponent.
+            Some(Coding::Compact) if unit < u64::from(u64::BITS) => {
+                let unit = 1 << unit;
+                (unit, Layout::Summarised, Quantum::of_unit(unit))
+            }
+            Some(Coding::Compact) => (0, Layout::Summarised, Quantum::default()),
+            _ => (unit, Layout::Full, Quantum::default()),
+        };
+        if unit == 0 {
+            let message = format!("byte {unit_at}: bad time unit");
+            return Err(Error::payload(&name, section::RUN, message));
+        }
+        let summary = match coding {
+            Some(coding) => Some(
+                TimingSummary::decode(&mut r, signatures.len(), coding, quantum)
+                    .map_err(bad(section::RUN))?,
+            ),
+            None => None,
+        };
+        let chunk_ranks = |chunk: usize| -> Vec<u32> {
+            progressions
+                .iter()
+                .flat_map(|p| (0..p.len).map(move |i| p.first + p.stride * i))
+                .skip(chunk * RANKS_PER_CHUNK)
+                .take(RANKS_PER_CHUNK)
+                .collect()
+        };
+        let mut inline = if parts_in_run(layout, total) {
+            let parts = decode_chunk(&mut r, &chunk_ranks(0), &tables, unit, layout);
+            Some(parts.map_err(bad(section::RUN))?)
+        } else {
+            None
         };
         r.finish().map_err(bad(section::RUN))?;
         let chunks = match (only, position) {
@@ -231,21 +277,19 @@ impl Trace {
         for chunk in chunks {
             let index = u32::try_from(chunk)
                 .map_err(|_| Error::payload(&name, section::RUN, "too many ranks"))?;
-            let chunk_ranks: Vec<u32> = progressions
-                .iter()
-                .flat_map(|p| (0..p.len).map(move |i| p.first + p.stride * i))
-                .skip(chunk * RANKS_PER_CHUNK)
-                .take(RANKS_PER_CHUNK)
-                .collect();
-            let parts = read_chunk(
-                file,
-                index,
-                &chunk_ranks,
-                &tables,
-                unit,
-                summary.is_none(),
-                &name,
-            )?;
+            let parts = match inline.take() {
+                Some(parts) => parts,
+                None => read_parts(
+                    file,
+                    index,
+                    &chunk_ranks(chunk),
+                    &tables,
+                    unit,
+                    layout,
+                    &name,
+                )?,
+            };
+            let parts = read_chunk(file, index, parts, summary.is_none(), &name)?;
             match position {
                 Some(p) => ranks.extend(parts.into_iter().nth(p % RANKS_PER_CHUNK)),
                 None => ranks.extend(parts),
@@ -370,26 +414,37 @@ fn summarised_metas(ranks: &[RankPart]) -> (Vec<RankMeta>, u64) {
     (metas, unit)
 }
 
-/// The parts of chunk `index`, whose ranks are `ranks`: PARTS, and
-/// CALL_STATS if `stats` (every rank's own timing), per-call times where
-/// recorded. One section at a time is decoded, parsed and let go, so a
-/// chunk costs one decoded section (bounded by the container's reader)
-/// beyond what it holds.
-fn read_chunk(
+/// The PARTS section of chunk `index`, whose ranks are `ranks`.
+fn read_parts(
     file: &TraceFile,
     index: u32,
     ranks: &[u32],
     tables: &Tables,
     unit: u64,
+    layout: Layout,
+    name: &str,
+) -> Result<Vec<(RankMeta, Vec<CommEntry>)>, Error> {
+    let bad = |section| bad_section(name, section);
+    let bytes = file.section(section::PARTS, index)?;
+    let mut r = ByteReader::new(&bytes);
+    let parts = decode_chunk(&mut r, ranks, tables, unit, layout).map_err(bad(section::PARTS))?;
+    r.finish().map_err(bad(section::PARTS))?;
+    Ok(parts)
+}
+
+/// The ranks of chunk `index`, whose metadata and communicator logs are
+/// `parts`: with CALL_STATS if `stats` (every rank's own timing), per-call
+/// times where recorded. One section at a time is decoded, parsed and let
+/// go, so a chunk costs one decoded section (bounded by the container's
+/// reader) beyond what it holds.
+fn read_chunk(
+    file: &TraceFile,
+    index: u32,
+    parts: Vec<(RankMeta, Vec<CommEntry>)>,
     stats: bool,
     name: &str,
 ) -> Result<Vec<RankPart>, Error> {
     let bad = |section| bad_section(name, section);
-    let bytes = file.section(section::PARTS, index)?;
-    let mut r = ByteReader::new(&bytes);
-    let parts = decode_chunk(&mut r, ranks, tables, unit).map_err(bad(section::PARTS))?;
-    r.finish().map_err(bad(section::PARTS))?;
-    drop(bytes);
 
     let mut all_stats = vec![Vec::new(); parts.len()];
     if stats {

@@ -9,14 +9,20 @@
 //! their mean, with the lowest and highest of them. A rank stands out when
 //! its value is more than [`OUTLIER_RATIO`] from the median of the ranks
 //! *and* differs from it by more than [`OUTLIER_SHARE`] of the run's wall
-//! time; at most [`NAMED`] ranks (the furthest from the median) are named
+//! time and by more than [`OUTLIER_MADS`] median absolute deviations; at
+//! most [`NAMED`] ranks (the furthest from the median) are named
 //! per quantity and signature. So the summary's size does not grow with the
 //! number of ranks, and a regular program's is the same at 9 ranks as at
-//! 10,000. Every stored time is quantised to bins of ratio [`BASE`] (stored
-//! `v` of a true `x`: `x / BASE < v <= x`), so the sums over ranks (time per
-//! function) are within 1 %, a named rank's value is within 1 %, and an
-//! unnamed rank's value lies between the stored lowest and highest (which
-//! [`Spread::rest`] gives) and is read as the mean of those ranks.
+//! 10,000. Every stored time is quantised to a [`Quantum`]: bins of ratio
+//! [`BASE`] over multiples of a unit, `1 / UNIT_SHARE` of the run's time
+//! unit (itself at most 1/64 of its wall time). A stored `v` of a true `x`
+//! is `x` quantised down (`x - v` below 1 % of `x` or below the unit,
+//! whichever is larger), except that a time below the unit but not 0 is
+//! stored as the unit: no call that took time reads as taking none. So the
+//! sums over ranks (time per function) are within 1 % plus a unit a rank,
+//! a named rank's value likewise, and an unnamed rank's value lies between
+//! the stored lowest and highest (which [`Spread::rest`] gives, widened to
+//! steps of [`RANGE_STEP`] bins) and is read as the mean of those ranks.
 
 use crate::meta::out_of_range;
 use crate::timing::Bins;
@@ -35,20 +41,73 @@ pub const OUTLIER_RATIO: f64 = 1.25;
 
 /// ... and it differs from the median by more than this share of the run's
 /// wall time (differences too small to matter to the run are not named).
-pub const OUTLIER_SHARE: f64 = 1e-3;
+pub const OUTLIER_SHARE: f64 = 1e-2;
+
+/// ... and its distance from the median is more than this many times the
+/// ranks' median distance from the median (the Hampel identifier: three
+/// standard deviations of normally distributed values, 3 × 1.4826 median
+/// absolute deviations): where every rank's value varies as much (a noisy
+/// or oversubscribed machine), none stands out.
+pub const OUTLIER_MADS: f64 = 3.0 * 1.4826;
 
 /// At most this many ranks are named per quantity and signature.
 pub const NAMED: usize = 4;
+
+/// Summarised times are multiples of the run's time unit (a power of two
+/// of nanoseconds, at most 1/64 of its wall time) divided by this: times
+/// that small (below 1/65,536 of the run) do not matter to the run, and
+/// most times of short calls become one-byte codes.
+pub const UNIT_SHARE: u64 = 1 << 10;
+
+/// The lowest and highest of the ranks not named are kept to steps of this
+/// many bins (8.3 %), widened outwards: a range then mostly takes a byte.
+pub const RANGE_STEP: u32 = 8;
 
 fn bins() -> &'static Bins {
     static BINS: OnceLock<Bins> = OnceLock::new();
     BINS.get_or_init(|| Bins::new(BASE).expect("a valid base"))
 }
 
-/// `x` as the summary stores it: the lower edge of its bin.
-fn quantised(x: u64) -> u64 {
-    let b = bins();
-    b.value(b.code(x)).unwrap_or(x)
+/// What a summary's times are quantised to: bins of ratio [`BASE`] over
+/// multiples of `2^shift` ns.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Quantum {
+    /// The unit is `2^shift` ns (0 in files before rank timing 3).
+    pub shift: u32,
+}
+
+impl Quantum {
+    /// The quantum of a run whose time unit is `unit` ns (a power of two):
+    /// `unit / UNIT_SHARE`, at least 1 ns.
+    pub fn of_unit(unit: u64) -> Quantum {
+        Quantum {
+            shift: unit.max(1).ilog2().saturating_sub(UNIT_SHARE.ilog2()),
+        }
+    }
+
+    /// The code of `x`: the bin of its whole units, at least one unit if
+    /// `x` is not 0 (a call that took time is never read as taking none).
+    fn code(self, x: u64) -> u32 {
+        let units = x >> self.shift;
+        bins().code(if units == 0 && x > 0 { 1 } else { units })
+    }
+
+    /// The time of bin `code`, if it is one and the time fits.
+    fn value(self, code: u32) -> Option<u64> {
+        let units = bins().value(code)?;
+        (units <= u64::MAX >> self.shift).then(|| units << self.shift)
+    }
+
+    /// The code of the longest time there is.
+    fn highest_code(self) -> u32 {
+        self.code(u64::MAX)
+    }
+
+    /// `x` as the summary stores it: the lower edge of its bin (one unit
+    /// for a time below it but not 0).
+    pub fn quantised(self, x: u64) -> u64 {
+        self.value(self.code(x)).unwrap_or(x)
+    }
 }
 
 /// One quantity's values over the ranks that made a signature's calls.
@@ -61,7 +120,8 @@ pub struct Spread {
 }
 
 /// The ranks of a [`Spread`] that are not named: every one of them has a
-/// value between `lo_ns` and `hi_ns`, and is read as `mean_ns`.
+/// value between `lo_ns` and `hi_ns` (in the bin of `lo_ns` if they are
+/// equal), and is read as `mean_ns`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Rest {
     pub mean_ns: u64,
@@ -70,16 +130,20 @@ pub struct Rest {
 }
 
 impl Spread {
-    /// Summarises `(rank, value)` pairs (any order) of a run of `wall_ns`.
-    pub fn of(values: &[(u32, u64)], wall_ns: u64) -> Spread {
+    /// Summarises `(rank, value)` pairs (any order) of a run of `wall_ns`,
+    /// quantised to `q`.
+    pub fn of(values: &[(u32, u64)], wall_ns: u64, q: Quantum) -> Spread {
         if values.is_empty() {
             return Spread::default();
         }
-        let mut sorted: Vec<u64> = values.iter().map(|&(_, v)| v).collect();
-        sorted.sort_unstable();
-        let median = sorted[sorted.len() / 2] as f64;
-        let least = wall_ns as f64 * OUTLIER_SHARE;
+        let mut sorted: Vec<f64> = values.iter().map(|&(_, v)| v as f64).collect();
+        sorted.sort_unstable_by(f64::total_cmp);
+        let median = median_of_sorted(&sorted);
         let distance = |v: u64| (v as f64 - median).abs();
+        let mut distances: Vec<f64> = sorted.iter().map(|&v| (v - median).abs()).collect();
+        distances.sort_unstable_by(f64::total_cmp);
+        let least =
+            (wall_ns as f64 * OUTLIER_SHARE).max(median_of_sorted(&distances) * OUTLIER_MADS);
         let mut candidates: Vec<(u32, u64)> = values
             .iter()
             .copied()
@@ -99,17 +163,25 @@ impl Spread {
             .collect();
         let rest = (!rest.is_empty()).then(|| {
             let sum: u128 = rest.iter().map(|&v| u128::from(v)).sum();
-            let mean = (sum / rest.len() as u128) as u64;
+            let mean = q.code((sum / rest.len() as u128) as u64);
+            let lo = q.code(*rest.iter().min().expect("not empty"));
+            let hi = q.code(*rest.iter().max().expect("not empty"));
+            // Outwards: from the lowest's bin to past the highest's.
+            let (below, above) = match lo == hi {
+                true => (0, 0),
+                false => (steps(mean - lo), steps(hi + 1 - mean)),
+            };
+            let value = |code| q.value(code).expect("a code of a time");
             Rest {
-                mean_ns: quantised(mean),
-                lo_ns: quantised(*rest.iter().min().expect("not empty")),
-                hi_ns: quantised(*rest.iter().max().expect("not empty")),
+                mean_ns: value(mean),
+                lo_ns: value(mean.saturating_sub(below * RANGE_STEP)),
+                hi_ns: value(q.highest_code().min(mean + above * RANGE_STEP)),
             }
         });
         Spread {
             named: candidates
                 .into_iter()
-                .map(|(r, v)| (r, quantised(v)))
+                .map(|(r, v)| (r, q.quantised(v)))
                 .collect(),
             rest,
         }
@@ -136,33 +208,36 @@ impl Spread {
         named.chain(self.rest.map(|r| r.hi_ns)).max()
     }
 
-    /// Appends the spread to the columns: a head (named ranks, and
-    /// whether the others are none, all alike or a range), the named
-    /// (rank step, value), the others' mean code, and their range as code
-    /// steps below and above the mean. A named rank's value is its code
-    /// as the difference from the others' mean's code (or, with no others,
-    /// from the previous named rank's code; the first's from 0).
-    fn encode(&self, c: &mut Columns) {
-        let b = bins();
+    /// The spread's head: how many ranks are named, and whether the others
+    /// are none, all alike or a range.
+    fn head(&self) -> u64 {
         let rest = match self.rest {
             None => REST_NONE,
             Some(r) if r.lo_ns == r.hi_ns => REST_ALIKE,
             Some(_) => REST_RANGE,
         };
-        c.heads.put_u64((self.named.len() as u64) << 2 | rest);
-        let mean = self.rest.map(|r| b.code(r.mean_ns));
+        (self.named.len() as u64) << 2 | rest
+    }
+
+    /// Appends the spread but its head to the columns: the named (rank
+    /// step, value), the others' mean code, and their range as steps of
+    /// [`RANGE_STEP`] codes below and above the mean. A named rank's value is its code as the
+    /// difference from the others' mean's code (or, with no others, from
+    /// the previous named rank's code; the first's from 0).
+    fn encode(&self, c: &mut Columns, q: Quantum) {
+        let mean = self.rest.map(|r| q.code(r.mean_ns));
         if let (Some(r), Some(mean)) = (self.rest, mean) {
             c.means.put_u32(mean);
-            if rest == REST_RANGE {
-                c.ranges.put_u32(mean - b.code(r.lo_ns));
-                c.ranges.put_u32(b.code(r.hi_ns) - mean);
+            if r.lo_ns != r.hi_ns {
+                c.ranges.put_u32(steps(mean - q.code(r.lo_ns)));
+                c.ranges.put_u32(steps(q.code(r.hi_ns) - mean));
             }
         }
         let (mut last, mut base) = (0, mean.unwrap_or(0));
         for &(rank, v) in &self.named {
             c.named.put_u32(rank - last);
             last = rank;
-            let code = b.code(v);
+            let code = q.code(v);
             c.named.put_i64(i64::from(code) - i64::from(base));
             if mean.is_none() {
                 base = code;
@@ -170,9 +245,14 @@ impl Spread {
         }
     }
 
-    fn decode(c: &mut ColumnReaders<'_>, coding: Coding) -> Result<Spread, DecodeError> {
-        let at = c.heads.position();
-        let head = c.heads.u64()?;
+    /// Reads a spread whose head is `head` (read at byte `at` of the heads).
+    fn decode(
+        c: &mut ColumnReaders<'_>,
+        head: u64,
+        at: usize,
+        coding: Coding,
+        q: Quantum,
+    ) -> Result<Spread, DecodeError> {
         let (count, rest) = (head >> 2, head & 3);
         if count > NAMED as u64 || rest > REST_RANGE {
             return Err(out_of_range(at, head, "summary head"));
@@ -187,13 +267,23 @@ impl Spread {
                     _ => (0, 0),
                 };
                 let code = |c: Option<u32>| {
-                    c.and_then(|c| bins().value(c))
+                    c.and_then(|c| q.value(c))
                         .ok_or_else(|| out_of_range(at, mean.into(), "summarised time"))
                 };
-                let rest = Rest {
-                    mean_ns: code(Some(mean))?,
-                    lo_ns: code(mean.checked_sub(below))?,
-                    hi_ns: code(mean.checked_add(above))?,
+                let rest = match coding {
+                    Coding::Compact => Rest {
+                        mean_ns: code(Some(mean))?,
+                        lo_ns: code(Some(mean.saturating_sub(below.saturating_mul(RANGE_STEP))))?,
+                        hi_ns: code(Some(
+                            q.highest_code()
+                                .min(mean.saturating_add(above.saturating_mul(RANGE_STEP))),
+                        ))?,
+                    },
+                    Coding::Absolute | Coding::Relative => Rest {
+                        mean_ns: code(Some(mean))?,
+                        lo_ns: code(mean.checked_sub(below))?,
+                        hi_ns: code(mean.checked_add(above))?,
+                    },
                 };
                 (Some(rest), Some(mean))
             }
@@ -209,7 +299,7 @@ impl Spread {
             };
             let code = match coding {
                 Coding::Absolute => c.named.u32()?,
-                Coding::Relative => {
+                Coding::Relative | Coding::Compact => {
                     let code = relative_code(&mut c.named, base)?;
                     if mean.is_none() {
                         base = code;
@@ -217,10 +307,23 @@ impl Spread {
                     code
                 }
             };
-            named.push((rank, value_of(code, at)?));
+            named.push((rank, value_of(q, code, at)?));
         }
         Ok(Spread { named, rest })
     }
+}
+
+/// The median of sorted values (of an even count, the mean of the middle
+/// two), not empty.
+fn median_of_sorted(sorted: &[f64]) -> f64 {
+    let n = sorted.len();
+    (sorted[(n - 1) / 2] + sorted[n / 2]) / 2.0
+}
+
+/// `bins` bins in steps of [`RANGE_STEP`], rounded up; the lowest code
+/// of a range is at least 0.
+fn steps(bins: u32) -> u32 {
+    bins.div_ceil(RANGE_STEP)
 }
 
 /// [`Rest`] kinds in a spread's head: no other ranks, others all alike
@@ -228,6 +331,9 @@ impl Spread {
 const REST_NONE: u64 = 0;
 const REST_ALIKE: u64 = 1;
 const REST_RANGE: u64 = 2;
+
+/// Bits of one spread's head in a signature's head ([`Coding::Compact`]).
+const HEAD_BITS: u32 = 5;
 
 /// A summary is stored as columns (all heads, then all named ranks, ...),
 /// which compress better than one signature after the other.
@@ -248,21 +354,24 @@ struct ColumnReaders<'a> {
     max: ByteReader<'a>,
 }
 
-/// How a summary's times are coded (RUN's rank timing 1 and 2): the first
-/// files stored each as its bin code; since format 2.0 a named rank's
-/// value is a difference from the others' mean, and the longest call one
-/// from the highest time of a rank, which mostly takes one byte where a
-/// code takes two.
+/// How a summary is coded (RUN's rank timing 1, 2 and 3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Coding {
+    /// Files of format 1: each time as its bin code, in nanoseconds.
     Absolute,
+    /// Rank timing 2 (format 2.0): a named rank's value as a difference from the others'
+    /// mean, and the longest call one from the highest time of a rank,
+    /// which mostly takes one byte where a code takes two.
     Relative,
+    /// Rank timing 3, the compact summary: as `Relative`, over bins of
+    /// the run's [`Quantum`], ranges in steps of [`RANGE_STEP`] bins, and
+    /// one head per signature for both its spreads.
+    Compact,
 }
 
 /// The time of bin `code` (read at byte `at`).
-fn value_of(code: u32, at: usize) -> Result<u64, DecodeError> {
-    bins()
-        .value(code)
+fn value_of(q: Quantum, code: u32, at: usize) -> Result<u64, DecodeError> {
+    q.value(code)
         .ok_or_else(|| out_of_range(at, code.into(), "summarised time"))
 }
 
@@ -290,13 +399,16 @@ pub struct SignatureTiming {
 /// Aggregated timing of every signature, summarised across ranks.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TimingSummary {
+    /// What every time is quantised to.
+    pub quantum: Quantum,
     /// By terminal (signature number).
     pub signatures: Vec<SignatureTiming>,
 }
 
 impl TimingSummary {
-    /// Summarises the ranks' own timing (`n` signatures, a run of `wall_ns`).
-    pub fn of(ranks: &[RankPart], n: usize, wall_ns: u64) -> TimingSummary {
+    /// Summarises the ranks' own timing (`n` signatures, a run of
+    /// `wall_ns`), quantised to `q`.
+    pub fn of(ranks: &[RankPart], n: usize, wall_ns: u64, q: Quantum) -> TimingSummary {
         let mut by_terminal: Vec<Vec<(u32, CallStats)>> = vec![Vec::new(); n];
         for part in ranks {
             for &(t, s) in &part.stats {
@@ -312,36 +424,45 @@ impl TimingSummary {
                     calls.iter().map(|(r, s)| (*r, f(s))).collect()
                 };
                 SignatureTiming {
-                    time: Spread::of(&of(|s| s.total_ns), wall_ns),
-                    gap: Spread::of(&of(|s| s.gap_ns), wall_ns),
-                    max_ns: quantised(calls.iter().map(|(_, s)| s.max_ns).max().unwrap_or(0)),
+                    time: Spread::of(&of(|s| s.total_ns), wall_ns, q),
+                    gap: Spread::of(&of(|s| s.gap_ns), wall_ns, q),
+                    max_ns: q.quantised(calls.iter().map(|(_, s)| s.max_ns).max().unwrap_or(0)),
                 }
             })
             .collect();
-        TimingSummary { signatures }
+        TimingSummary {
+            quantum: q,
+            signatures,
+        }
     }
 
-    /// Writes the summary, [`Coding::Relative`].
+    /// Writes the summary, [`Coding::Compact`] (its quantum is the
+    /// reader's to know).
     pub fn encode(&self, out: &mut Vec<u8>) {
+        let q = self.quantum;
         let mut c = Columns::default();
         for s in &self.signatures {
-            s.time.encode(&mut c);
-            s.gap.encode(&mut c);
-            let highest = s.time.highest().map_or(0, |v| bins().code(v));
+            c.heads.put_u64(s.time.head() | s.gap.head() << HEAD_BITS);
+            s.time.encode(&mut c, q);
+            s.gap.encode(&mut c, q);
+            let highest = s.time.highest().map_or(0, |v| q.code(v));
             c.max
-                .put_i64(i64::from(bins().code(s.max_ns)) - i64::from(highest));
+                .put_i64(i64::from(q.code(s.max_ns)) - i64::from(highest));
         }
         for column in [c.heads, c.named, c.means, c.ranges, c.max] {
             out.put_blob(&column);
         }
     }
 
-    /// Reads the timing of `n` signatures.
+    /// Reads the timing of `n` signatures, quantised to `quantum` (1 ns
+    /// before [`Coding::Compact`]).
     pub fn decode(
         r: &mut ByteReader<'_>,
         n: usize,
         coding: Coding,
+        quantum: Quantum,
     ) -> Result<TimingSummary, DecodeError> {
+        let q = quantum;
         let mut c = ColumnReaders {
             heads: ByteReader::new(r.blob()?),
             named: ByteReader::new(r.blob()?),
@@ -349,29 +470,50 @@ impl TimingSummary {
             ranges: ByteReader::new(r.blob()?),
             max: ByteReader::new(r.blob()?),
         };
-        // A forged count must not size the vector: 3 bytes at least each.
-        let mut signatures = Vec::with_capacity(n.min(c.heads.remaining() / 2));
+        // A forged count must not size the vector: 2 bytes at least each.
+        let mut signatures = Vec::with_capacity(n.min(c.heads.remaining()));
         for _ in 0..n {
-            let time = Spread::decode(&mut c, coding)?;
-            let gap = Spread::decode(&mut c, coding)?;
+            let at = c.heads.position();
+            let (time, gap) = match coding {
+                Coding::Compact => {
+                    let head = c.heads.u64()?;
+                    let mask = (1 << HEAD_BITS) - 1;
+                    if head >> (2 * HEAD_BITS) != 0 {
+                        return Err(out_of_range(at, head, "summary head"));
+                    }
+                    let time = Spread::decode(&mut c, head & mask, at, coding, q)?;
+                    let gap = Spread::decode(&mut c, head >> HEAD_BITS, at, coding, q)?;
+                    (time, gap)
+                }
+                Coding::Absolute | Coding::Relative => {
+                    let head = c.heads.u64()?;
+                    let time = Spread::decode(&mut c, head, at, coding, q)?;
+                    let at = c.heads.position();
+                    let head = c.heads.u64()?;
+                    (time, Spread::decode(&mut c, head, at, coding, q)?)
+                }
+            };
             let at = c.max.position();
             let longest = match coding {
                 Coding::Absolute => c.max.u32()?,
-                Coding::Relative => {
-                    let highest = time.highest().map_or(0, |v| bins().code(v));
+                Coding::Relative | Coding::Compact => {
+                    let highest = time.highest().map_or(0, |v| q.code(v));
                     relative_code(&mut c.max, highest)?
                 }
             };
             signatures.push(SignatureTiming {
                 time,
                 gap,
-                max_ns: value_of(longest, at)?,
+                max_ns: value_of(q, longest, at)?,
             });
         }
         for column in [c.heads, c.named, c.means, c.ranges, c.max] {
             column.finish()?;
         }
-        Ok(TimingSummary { signatures })
+        Ok(TimingSummary {
+            quantum,
+            signatures,
+        })
     }
 
     /// Every rank's timing as the summary gives it: for each signature the
@@ -414,14 +556,21 @@ impl TimingSummary {
 mod tests {
     use super::*;
 
+    /// The quantum of a run of `wall_ns` (as the whole-run file derives it).
+    fn quantum(wall_ns: u64) -> Quantum {
+        Quantum::of_unit(1 << (wall_ns / 64).max(1).ilog2())
+    }
+
     #[test]
     fn outliers_are_named_and_the_rest_kept_as_their_mean() {
-        // 16 ranks near 1 ms; rank 3 at 5 ms, rank 9 at 0.1 ms; run of 0.1 s.
+        // 16 ranks near 1 ms; rank 3 at 5 ms, rank 9 at 0.1 ms; run of 50 ms.
         let mut values: Vec<(u32, u64)> =
             (0..16).map(|r| (r, 1_000_000 + r as u64 * 1_000)).collect();
         values[3].1 = 5_000_000;
         values[9].1 = 100_000;
-        let s = Spread::of(&values, 100_000_000);
+        let q = quantum(50_000_000);
+        assert_eq!(q.shift, 9, "512 ns: 2^19 ns (below 50 ms / 64) / 1024");
+        let s = Spread::of(&values, 50_000_000, q);
         let named: Vec<u32> = s.named.iter().map(|&(r, _)| r).collect();
         assert_eq!(named, [3, 9]);
         let v3 = s.value(3);
@@ -433,7 +582,12 @@ mod tests {
             .sum::<u64>() as f64
             / 14.0;
         assert!(rest.mean_ns as f64 <= true_mean && rest.mean_ns as f64 > true_mean / BASE);
-        assert!(rest.lo_ns <= 1_000_000 && rest.hi_ns <= 1_015_000 && rest.hi_ns > 1_000_000);
+        // The lowest and highest (1,000,000 and 1,015,000 ns), widened to
+        // steps of 8 bins around the mean: by less than 8 bins each.
+        let widened = BASE.powi(RANGE_STEP as i32);
+        assert!(rest.lo_ns <= 1_000_000 && rest.lo_ns as f64 * widened > 1_000_000.0 / BASE);
+        assert!(rest.hi_ns >= q.quantised(1_015_000));
+        assert!((rest.hi_ns as f64) < 1_015_000.0 * widened);
         assert_eq!(s.value(4), rest.mean_ns);
         let exact: u64 = values.iter().map(|&(_, v)| v).sum();
         let total = s.total(16);
@@ -444,37 +598,101 @@ mod tests {
     }
 
     #[test]
-    fn small_differences_and_many_outliers_are_bounded() {
-        // A 30 % difference worth less than 0.1 % of the run is not named.
-        let s = Spread::of(&[(0, 1_000), (1, 1_300), (2, 1_000)], 1_000_000_000);
+    fn small_differences_noise_and_many_outliers_are_bounded() {
+        // A 30 % difference worth less than 1 % of the run is not named.
+        let q = Quantum::default();
+        let s = Spread::of(&[(0, 1_000), (1, 1_300), (2, 1_000)], 1_000_000, q);
         assert!(s.named.is_empty());
-        // Every rank an outlier: only the NAMED furthest are named, and the
-        // rest bound the others.
-        let values: Vec<(u32, u64)> = (0..64).map(|r| (r, 1u64 << (r % 20))).collect();
-        let s = Spread::of(&values, 1_000);
-        assert_eq!(s.named.len(), NAMED);
+        // Ranks spread evenly over 1-2 ms (a noisy machine): each of the
+        // lowest and highest is 25 % from the median and worth more than 1 %
+        // of the 10 ms run, but no further from it than the others vary.
+        let noisy: Vec<(u32, u64)> = (0..16)
+            .map(|r| (r, 1_000_000 + r as u64 * 66_000))
+            .collect();
+        let s = Spread::of(&noisy, 10_000_000, q);
+        assert!(s.named.is_empty(), "{:?}", s.named);
+        // A rank 1.5 times slower than identical others, at a signature
+        // worth a tenth of the run, is named.
+        let alike: Vec<(u32, u64)> = (0..16)
+            .map(|r| (r, if r == 4 { 15_000_000 } else { 10_000_000 }))
+            .collect();
+        let s = Spread::of(&alike, 100_000_000, q);
+        assert_eq!(s.named, [(4, q.quantised(15_000_000))]);
+        // Of 4 ranks, one 1.7 times the others, which differ by 10 %, is
+        // named (medians of an even count are the mean of the middle two).
+        let four = [
+            (0, 10_000_000),
+            (1, 11_000_000),
+            (2, 12_000_000),
+            (3, 20_000_000),
+        ];
+        let s = Spread::of(&four, 100_000_000, q);
+        assert_eq!(s.named, [(3, q.quantised(20_000_000))]);
+        // One of the noisy ones 3 times their median is named.
+        let mut one = noisy.clone();
+        one[6].1 = 5_000_000;
+        assert_eq!(
+            Spread::of(&one, 10_000_000, q).named,
+            [(6, q.quantised(5_000_000))]
+        );
+        // Eight outliers: only the NAMED furthest are named, and the rest
+        // bound the others.
+        let values: Vec<(u32, u64)> = (0..64)
+            .map(|r| {
+                (
+                    r,
+                    if r % 8 == 0 {
+                        10_000 * u64::from(r + 1)
+                    } else {
+                        1_000
+                    },
+                )
+            })
+            .collect();
+        let s = Spread::of(&values, 100_000, q);
+        let named: Vec<u32> = s.named.iter().map(|&(r, _)| r).collect();
+        assert_eq!(named, [32, 40, 48, 56]);
         let rest = s.rest.unwrap();
         for &(r, v) in &values {
-            if s.named.iter().all(|&(n, _)| n != r) {
-                assert!(
-                    rest.lo_ns <= v && (v as f64) < rest.hi_ns as f64 * BASE,
-                    "{r} {v}"
-                );
+            if !named.contains(&r) {
+                assert!(rest.lo_ns <= v && v <= rest.hi_ns, "{r} {v} {rest:?}");
             }
         }
     }
 
     #[test]
+    fn times_are_within_a_percent_or_the_quantum() {
+        let q = Quantum { shift: 10 };
+        for x in [1_024, 1_500, 5_000, 102_400, 1_000_000, 123_456_789_012] {
+            let v = q.quantised(x);
+            let error = x - v;
+            assert!(
+                v <= x && (error < 1_024 || (error as f64) < x as f64 * 0.01),
+                "{x}: {v}"
+            );
+            assert_eq!(v % 1_024, 0, "a multiple of the unit");
+        }
+        // 0 stays 0; a time below the unit is the unit (one byte each).
+        assert_eq!(q.quantised(0), 0);
+        for x in [1, 500, 1_023] {
+            assert_eq!((q.quantised(x), q.code(x)), (1_024, 1), "{x}");
+        }
+    }
+
+    #[test]
     fn summaries_round_trip_and_bad_codes_are_refused() {
-        let values: Vec<(u32, u64)> = (0..10).map(|r| (r * 3, 7_000 + r as u64)).collect();
-        let mut time = Spread::of(&values, 10_000);
-        time.named.push((40, quantised(90_000)));
+        let q = Quantum { shift: 4 };
+        let values: Vec<(u32, u64)> = (0..10).map(|r| (r * 3, 7_000 + 70 * r as u64)).collect();
+        let mut time = Spread::of(&values, 10_000, q);
+        assert!(time.rest.is_some_and(|r| r.lo_ns < r.hi_ns));
+        time.named.push((40, q.quantised(90_000)));
         let summary = TimingSummary {
+            quantum: q,
             signatures: vec![
                 SignatureTiming {
                     time,
-                    gap: Spread::of(&[(5, 123_456_789)], 10),
-                    max_ns: quantised(9_999),
+                    gap: Spread::of(&[(5, 123_456_789)], 10, q),
+                    max_ns: q.quantised(9_999),
                 },
                 SignatureTiming::default(),
             ],
@@ -483,21 +701,24 @@ mod tests {
         summary.encode(&mut bytes);
         let mut r = ByteReader::new(&bytes);
         assert_eq!(
-            TimingSummary::decode(&mut r, 2, Coding::Relative).unwrap(),
+            TimingSummary::decode(&mut r, 2, Coding::Compact, q).unwrap(),
             summary
         );
         r.finish().unwrap();
-        // A code past the last bin; more named ranks than a summary names.
+        // A code past the last bin; more named ranks than a summary names;
+        // a head with bits beyond two spreads'.
         for (heads, named) in [
             (vec![1 << 2], vec![0, 0xff, 0xff, 0x0f]),
             (vec![20 << 2], vec![]),
+            (vec![0x80, 0x08], vec![]),
         ] {
             let mut bad = Vec::new();
             for column in [heads, named, vec![], vec![], vec![]] {
                 bad.put_blob(&column);
             }
-            for coding in [Coding::Absolute, Coding::Relative] {
-                assert!(TimingSummary::decode(&mut ByteReader::new(&bad), 1, coding).is_err());
+            for coding in [Coding::Absolute, Coding::Relative, Coding::Compact] {
+                let got = TimingSummary::decode(&mut ByteReader::new(&bad), 1, coding, q);
+                assert!(got.is_err(), "{coding:?}");
             }
         }
         // A relative code below bin 0.
@@ -505,17 +726,21 @@ mod tests {
         for column in [vec![1 << 2], vec![0, 1], vec![], vec![], vec![0]] {
             bad.put_blob(&column);
         }
-        assert!(TimingSummary::decode(&mut ByteReader::new(&bad), 1, Coding::Relative).is_err());
+        for coding in [Coding::Relative, Coding::Compact] {
+            assert!(TimingSummary::decode(&mut ByteReader::new(&bad), 1, coding, q).is_err());
+        }
     }
 
-    /// The first coding, every time as its bin code, still reads: files of
-    /// format 1 have it. The relative coding of the same summary is shorter.
+    /// The codings of earlier files still read: format 1's (every time as
+    /// its bin code) and 2.0's (relative codes, one head per spread). The
+    /// compact coding of the same summary is shorter.
     #[test]
-    fn the_absolute_coding_of_earlier_files_still_reads() {
+    fn the_codings_of_earlier_files_still_read() {
         let b = bins();
         let (named, mean, lo, hi, longest) = (1_500_000, 1_000_000, 900_000, 1_100_000, 1_400_000);
-        let q = quantised;
+        let q = |x| Quantum::default().quantised(x);
         let summary = TimingSummary {
+            quantum: Quantum::default(),
             signatures: vec![SignatureTiming {
                 time: Spread {
                     named: vec![(3, q(named))],
@@ -529,32 +754,42 @@ mod tests {
                 max_ns: q(longest),
             }],
         };
-        // As format 1 wrote it: heads, named (rank step, code), means, ranges, longest.
-        let mut columns = [Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new()];
-        columns[0].put_u64(1 << 2 | REST_RANGE);
-        columns[0].put_u64(REST_NONE);
-        columns[1].put_u32(3);
-        columns[1].put_u32(b.code(named));
-        columns[2].put_u32(b.code(mean));
-        columns[3].put_u32(b.code(mean) - b.code(lo));
-        columns[3].put_u32(b.code(hi) - b.code(mean));
-        columns[4].put_u32(b.code(longest));
-        let mut old = Vec::new();
-        columns.iter().for_each(|c| old.put_blob(c));
-        let mut r = ByteReader::new(&old);
-        assert_eq!(
-            TimingSummary::decode(&mut r, 1, Coding::Absolute).unwrap(),
-            summary
-        );
-        r.finish().unwrap();
+        // Heads, named (rank step, code), means, ranges, longest, as format
+        // 1 (absolute) and 2.0 (relative) wrote them.
+        let columns = |relative: bool| {
+            let mut columns = [Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new()];
+            let code = |x| i64::from(b.code(x));
+            columns[0].put_u64(1 << 2 | REST_RANGE);
+            columns[0].put_u64(REST_NONE);
+            columns[1].put_u32(3);
+            columns[2].put_u32(b.code(mean));
+            columns[3].put_u32(b.code(mean) - b.code(lo));
+            columns[3].put_u32(b.code(hi) - b.code(mean));
+            if relative {
+                columns[1].put_i64(code(named) - code(mean));
+                columns[4].put_i64(code(longest) - code(named));
+            } else {
+                columns[1].put_u32(b.code(named));
+                columns[4].put_u32(b.code(longest));
+            }
+            let mut bytes = Vec::new();
+            columns.iter().for_each(|c| bytes.put_blob(c));
+            bytes
+        };
+        let mut lengths = Vec::new();
+        for (coding, relative) in [(Coding::Absolute, false), (Coding::Relative, true)] {
+            let old = columns(relative);
+            let mut r = ByteReader::new(&old);
+            let got = TimingSummary::decode(&mut r, 1, coding, Quantum::default());
+            assert_eq!(got.unwrap(), summary, "{coding:?}");
+            r.finish().unwrap();
+            lengths.push(old.len());
+        }
         let mut new = Vec::new();
         summary.encode(&mut new);
-        // The named value (1.5 times the mean) and the longest call: one byte each instead of two.
-        assert_eq!(new.len() + 2, old.len());
-        let mut r = ByteReader::new(&new);
-        assert_eq!(
-            TimingSummary::decode(&mut r, 1, Coding::Relative).unwrap(),
-            summary
-        );
+        // Format 2.0: the named value (1.5 times the mean) and the longest
+        // call one byte each instead of two; compact: one head for both
+        // spreads.
+        assert_eq!(lengths, [new.len() + 3, new.len() + 1]);
     }
 }

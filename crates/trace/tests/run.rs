@@ -130,7 +130,7 @@ fn a_merged_trace_reads_back_whole_and_one_rank_at_a_time() {
 
 /// Rank `r` of `n` with aggregated timing only: a regular run, but rank 5
 /// spends 40 times longer in its first call signature and rank 9 computes
-/// 3 times longer before its second.
+/// 6 times longer before its second (each more than 1 % of the run).
 fn aggregated_rank(r: u32, n: u32) -> RankTrace {
     let mut t = sample(r);
     t.meta.world_size = n;
@@ -145,7 +145,7 @@ fn aggregated_rank(r: u32, n: u32) -> RankTrace {
         t.stats[0].total_ns *= 40;
     }
     if r == 9 {
-        t.stats[1].gap_ns *= 3;
+        t.stats[1].gap_ns *= 6;
     }
     t
 }
@@ -176,9 +176,9 @@ fn a_summarised_trace_names_the_ranks_that_stand_out_and_keeps_the_rest_within_b
     merged_aggregated(n).write(dir.path()).unwrap();
     let t = Trace::open(dir.path()).unwrap();
     assert_eq!(t.rank_stats, RankStats::Summary);
-    // Times from the first start, in units of 131,072 ns (the power of two
-    // below 1/256 of the 49 ms run).
-    let (origin, unit) = (1_000_000 / 131_072 * 131_072, 131_072);
+    // Times from the first start (1 ms, rounded down to the unit), in units
+    // of 524,288 ns (the power of two below 1/64 of the 49 ms run).
+    let (origin, unit) = (524_288, 524_288);
     for r in 0..n {
         let original = aggregated_rank(r, n);
         assert!(t.calls(r).eq(original.calls()), "rank {r}");
@@ -257,5 +257,36 @@ fn a_summarised_trace_of_a_regular_run_hardly_grows_with_ranks() {
     assert!(
         large - small < 4 * 48,
         "{small} bytes for 16 ranks, {large} for 64"
+    );
+}
+
+/// A summarised file of up to 64 ranks is one section: RUN holds the
+/// ranks' metadata too. Above, each chunk of 64 has its PARTS section; a
+/// file with every rank's own timing has its CALL_STATS as well.
+#[test]
+fn a_summarised_trace_of_up_to_64_ranks_is_one_section() {
+    let kinds = |n: u32, stats: RankStats| {
+        let dir = tempfile::tempdir().unwrap();
+        let mut trace = merged_aggregated(n);
+        trace.rank_stats = stats;
+        let path = trace.write(dir.path()).unwrap();
+        let file = mpigram_format::TraceFile::open(&path).unwrap();
+        let kinds: Vec<(u32, u32)> = file.sections().iter().map(|s| (s.kind, s.index)).collect();
+        let back = Trace::open(dir.path()).unwrap();
+        assert_eq!(back.ranks.len(), n as usize);
+        for (r, part) in back.ranks.iter().enumerate() {
+            assert_eq!(part.meta.pid, 1000 + r as u32);
+        }
+        kinds
+    };
+    let (run, parts, stats) = (11, 12, 5);
+    assert_eq!(kinds(64, RankStats::Summary), [(run, 0)]);
+    assert_eq!(
+        kinds(65, RankStats::Summary),
+        [(run, 0), (parts, 0), (parts, 1)]
+    );
+    assert_eq!(
+        kinds(3, RankStats::Exact),
+        [(run, 0), (parts, 0), (stats, 0)]
     );
 }

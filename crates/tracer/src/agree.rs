@@ -29,6 +29,14 @@
 //! other creation's, and the readers translate ranks in the communicator
 //! to world ranks from the members' logs.
 //!
+//! MPI_Comm_split's colour and key (and MPI_Comm_split_type's key) are
+//! recorded as "the caller's rank" only where they are the caller's rank
+//! on *every* rank of the parent ([`own_ranks`]: a bitwise-OR all-reduce
+//! over the parent, which every rank of it calls the split on): with
+//! `MPI_Comm_split(comm, 0, rank)`, colour 0 is rank 0's own rank but the
+//! number 0 elsewhere, and recording it as the number on every rank keeps
+//! one call for all. The encoding alone cannot tell, for it sees one rank.
+//!
 //! Every member must take part, or the others wait forever: agreement runs
 //! whether or not recording is paused (MPI_Pcontrol) or was turned off by
 //! an internal error; only `MPIGRAM_OFF` (set for the whole job) and calls
@@ -159,18 +167,72 @@ unsafe fn new_comm(ret: c_int, newcomm: *const HandleSlot) -> Option<MPI_Comm> {
     (comm != front().null(HandleKind::Comm)).then_some(Handle(comm as usize))
 }
 
+/// The bitwise OR of every rank's `mine` over `comm`, into `all` (as long).
+///
 /// # Safety
 /// `comm` is a valid intra-communicator.
-unsafe fn bor(mine: &Bits, all: &mut Bits, comm: MPI_Comm) -> c_int {
+unsafe fn bor(mine: &[u64], all: &mut [u64], comm: MPI_Comm) -> c_int {
+    debug_assert_eq!(mine.len(), all.len());
     unsafe {
         crate::pmpi::MPI_Allreduce()(
             mine.as_ptr().cast(),
             all.as_mut_ptr().cast(),
-            (WORDS + 1) as c_int,
+            mine.len() as c_int,
             front().MPI_UINT64_T,
             front().MPI_BOR,
             comm,
         )
+    }
+}
+
+/// Whether each of `values`, arguments of a call over the communicator
+/// `comm` that are often the caller's rank in it (MPI_Comm_split's colour
+/// and key), is the caller's rank on every rank of `comm`: then, and only
+/// then, they are recorded as such. All false if the call failed, `comm`
+/// is an inter-communicator (no own rank then) or not every rank runs the
+/// tracer (a rank without it would never join the all-reduce).
+///
+/// # Safety
+/// `comm` is the communicator the call was made on.
+pub unsafe fn own_ranks<const N: usize>(ret: c_int, comm: MPI_Comm, values: [i64; N]) -> [bool; N] {
+    let mut own = [false; N];
+    if ret != MPI_SUCCESS || !crate::census::whole_job() {
+        return own;
+    }
+    let (mut inter, mut rank): (c_int, c_int) = (0, -1);
+    // Bit i of a rank's word: values[i] is not its rank. OR-ed over comm.
+    let mut others: u64 = 0;
+    // SAFETY: PMPI calls on the call's communicator, into locals.
+    let rc = unsafe {
+        if crate::pmpi::MPI_Comm_test_inter()(comm, &mut inter) != MPI_SUCCESS || inter != 0 {
+            return own;
+        }
+        if crate::pmpi::MPI_Comm_rank()(comm, &mut rank) != MPI_SUCCESS {
+            return own;
+        }
+        let mine = values
+            .iter()
+            .enumerate()
+            .filter(|&(_, &v)| v != i64::from(rank))
+            .fold(0u64, |bits, (i, _)| bits | 1 << i);
+        bor(&[mine], std::slice::from_mut(&mut others), comm)
+    };
+    if rc == MPI_SUCCESS {
+        for (i, own) in own.iter_mut().enumerate() {
+            *own = others & 1 << i == 0;
+        }
+    }
+    own
+}
+
+/// [`own_ranks`] for a call that is not recorded: the other ranks do not
+/// know, and take part in the all-reduce.
+///
+/// # Safety
+/// As for [`own_ranks`].
+pub unsafe fn unrecorded_own_ranks<const N: usize>(ret: c_int, comm: MPI_Comm, values: [i64; N]) {
+    if crate::call::may_agree() {
+        unsafe { own_ranks(ret, comm, values) };
     }
 }
 

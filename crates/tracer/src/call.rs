@@ -2,20 +2,80 @@
 //! guard and the clock. This is the hot path of every wrapper.
 
 use crate::encoder::Encoder;
-use crate::memo::KeyWords;
+use crate::memo::{InputWords, KeyWords};
 use mpigram_mpispec::FuncId;
 use std::ffi::c_int;
 use std::sync::atomic::{
     AtomicBool, AtomicPtr, AtomicU8, AtomicU32, AtomicUsize, Ordering::Relaxed,
 };
 
+/// How calls are recorded, in one word that every wrapper reads once: the
+/// recording state (the low two bits: UNSET, ON, PAUSED or OFF) and the
+/// bits CONCURRENT, TIMES and VERIFY.
+static MODE: AtomicU8 = AtomicU8::new(UNSET | CONCURRENT);
+
+const STATE: u8 = 3;
 const UNSET: u8 = 0;
 const ON: u8 = 1;
 const PAUSED: u8 = 2;
 const OFF: u8 = 3;
+/// MPI calls may run concurrently: set until MPI_Init or MPI_Init_thread
+/// settles on a thread level below MPI_THREAD_MULTIPLE, under which the
+/// application guarantees that no two MPI calls overlap (SINGLE, FUNNELED,
+/// SERIALIZED): then the tracer's lock is not needed (it costs about 7 ns
+/// of the 50 ns budget of a call).
+const CONCURRENT: u8 = 4;
+/// Calls record per-call times (set as the process's one recorder is
+/// made, and never cleared).
+const TIMES: u8 = 8;
+/// Calls are verified: each is also encoded in full into the verification
+/// stream (`MPIGRAM_VERIFY`; set as the recorder is made).
+const VERIFY: u8 = 16;
 
-/// Recording state of the process: read by every wrapper.
-static STATE: AtomicU8 = AtomicU8::new(UNSET);
+/// The recording state.
+fn state() -> u8 {
+    MODE.load(Relaxed) & STATE
+}
+
+/// Makes the recording state `to` if it is `from`.
+fn change_state(from: u8, to: u8) {
+    let _ = MODE.fetch_update(Relaxed, Relaxed, |m| {
+        (m & STATE == from).then_some(m & !STATE | to)
+    });
+}
+
+/// MPI settled on `provided` as the thread level: whether MPI calls may
+/// run concurrently (see [`CONCURRENT`]).
+pub fn set_concurrent(concurrent: bool) {
+    if concurrent {
+        MODE.fetch_or(CONCURRENT, Relaxed);
+    } else {
+        MODE.fetch_and(!CONCURRENT, Relaxed);
+    }
+}
+
+/// Whether MPI calls may run concurrently (see [`CONCURRENT`]).
+#[inline(always)]
+pub fn concurrent() -> bool {
+    MODE.load(Relaxed) & CONCURRENT != 0
+}
+
+/// Calls record per-call times from now on.
+pub fn set_times() {
+    MODE.fetch_or(TIMES, Relaxed);
+}
+
+/// Calls are verified from now on.
+pub fn set_verify() {
+    MODE.fetch_or(VERIFY, Relaxed);
+}
+
+/// Whether calls record more than their terminal and aggregated timing:
+/// per-call times, or the verification stream.
+#[inline(always)]
+pub fn extras() -> bool {
+    MODE.load(Relaxed) & (TIMES | VERIFY) != 0
+}
 
 /// Where this thread is: outside any traced call, inside the MPI part of
 /// one, recording one, or writing out what the tracer recorded.
@@ -34,7 +94,7 @@ thread_local! {
 }
 
 /// The thread inside a traced call while MPI calls cannot overlap (a
-/// thread level below MPI_THREAD_MULTIPLE: `tracer::concurrent`), as its
+/// thread level below MPI_THREAD_MULTIPLE: [`concurrent`]), as its
 /// [`thread_tag`] plus its place (IN_MPI or RECORDING); 0 while no thread
 /// is inside one. A thread-local of a preloaded library costs a call of
 /// `__tls_get_addr` at each access; this is one load and one store a call.
@@ -109,6 +169,12 @@ pub fn call_in_progress() -> Option<FuncId> {
     mpigram_trace::journal::in_call_of_word(word).ok().flatten()
 }
 
+/// Marks the branch that calls it as rarely taken (what
+/// `std::hint::cold_path` does from Rust 1.95 on).
+#[cold]
+#[inline(always)]
+pub fn cold_path() {}
+
 /// A traced call in progress.
 pub struct Call {
     start: u64,
@@ -118,6 +184,10 @@ pub struct Call {
     flag: *const AtomicUsize,
     /// What the place is noted with: 0 in INSIDE, the thread's tag in SERIAL.
     tag: usize,
+    /// When the call began, recording was on, no two MPI calls could
+    /// overlap and calls were not verified: a keyed call the memo knows
+    /// needs neither the tracer's lock nor its encoding.
+    recalls_alone: bool,
 }
 
 impl Call {
@@ -125,15 +195,21 @@ impl Call {
     /// paused, or this thread is already inside a traced call.
     #[inline]
     pub fn begin(func: FuncId) -> Option<Call> {
-        let state = STATE.load(Relaxed);
-        if state != ON && !(state == UNSET && first_use()) {
-            return None;
-        }
-        let (flag, tag) = if crate::tracer::concurrent() {
-            let flag = INSIDE.with(|inside| inside as *const AtomicUsize);
-            (flag, 0)
-        } else {
+        let mut call = Call::enter(func)?;
+        call.start = crate::clock::now();
+        Some(call)
+    }
+
+    /// [`begin`](Call::begin) for a wrapper with a key (memo.rs), without
+    /// starting the clock: [`start_keyed`](Call::start_keyed) does, once
+    /// the call's input words are known.
+    #[inline(always)]
+    pub fn enter(func: FuncId) -> Option<Call> {
+        let mode = MODE.load(Relaxed);
+        let (flag, tag) = if mode & (STATE | CONCURRENT) == ON {
             (&raw const SERIAL, thread_tag())
+        } else {
+            where_noted(mode)?
         };
         // SAFETY: this thread's INSIDE, or a static.
         let noted = unsafe { &*flag };
@@ -147,10 +223,121 @@ impl Call {
         unsafe { &*IN_CALL.load(Relaxed) }
             .store(mpigram_trace::journal::in_call_word(func), Relaxed);
         Some(Call {
-            start: crate::clock::now(),
+            start: 0,
             flag,
             tag,
+            recalls_alone: mode & (STATE | CONCURRENT | VERIFY) == ON,
         })
+    }
+
+    /// Starts a call of a keyed wrapper's fast path: `Some` if recording is
+    /// on, no two MPI calls can overlap, calls are not verified, this
+    /// thread is not inside a traced call and the input words `inputs`
+    /// gives are the memo's; then [`recalled`](Call::recalled) makes it.
+    /// `None` changes nothing: the wrapper then makes its call in full
+    /// ([`enter`](Call::enter), [`keyed`](Call::keyed)), with its arguments
+    /// where it was given them (this path holds them across no call).
+    #[inline(always)]
+    pub fn recalling<const I: usize>(
+        func: FuncId,
+        inputs: impl FnOnce(&InputWords) -> [u64; I],
+    ) -> Option<Call> {
+        if MODE.load(Relaxed) & (STATE | CONCURRENT | VERIFY) != ON
+            || SERIAL.load(Relaxed) != OUTSIDE
+        {
+            return None;
+        }
+        // SAFETY: recording is on, which needs a bound front end.
+        let words = inputs(&InputWords::new(unsafe { crate::front::bound_front() }));
+        // SAFETY: MPI calls cannot overlap.
+        if !unsafe { crate::tracer::same_inputs(func, &words) } {
+            return None;
+        }
+        let tag = thread_tag();
+        SERIAL.store(tag | IN_MPI, Relaxed);
+        // SAFETY: as in `enter`.
+        unsafe { &*IN_CALL.load(Relaxed) }
+            .store(mpigram_trace::journal::in_call_word(func), Relaxed);
+        Some(Call {
+            start: 0,
+            flag: &raw const SERIAL,
+            tag,
+            recalls_alone: true,
+        })
+    }
+
+    /// Makes the call of a wrapper with a key (memo.rs), after
+    /// [`enter`](Call::enter): `inputs` gives the words its arguments give,
+    /// `mpi` makes the MPI call, `code` says its return code, `outputs`
+    /// gives the words MPI wrote and `encode` writes the call's arguments,
+    /// made again from its input words, if the memo does not know the
+    /// call. The input words are compared with the memo's before the MPI
+    /// call: a call whose inputs are the memo's keeps neither them nor its
+    /// arguments across it (the memo has them), and the clock starts after
+    /// the comparison.
+    #[inline(always)]
+    pub fn keyed<const I: usize, const O: usize, R>(
+        mut self,
+        func: FuncId,
+        inputs: impl FnOnce(&InputWords) -> [u64; I],
+        mpi: impl FnOnce() -> R,
+        code: impl FnOnce(&R) -> c_int,
+        outputs: impl FnOnce(&KeyWords) -> [u64; O],
+        encode: impl FnOnce(&mut Encoder, &[u64; I]),
+    ) -> R {
+        // SAFETY: a `Call` exists only while recording is on, which needs
+        // a bound front end (`first_use`).
+        let front = unsafe { crate::front::bound_front() };
+        let words = inputs(&InputWords::new(front));
+        // SAFETY: with `recalls_alone`, MPI calls cannot overlap.
+        if !(self.recalls_alone && unsafe { crate::tracer::same_inputs(func, &words) }) {
+            // The words are kept across the MPI call on this path only.
+            cold_path();
+            self.start = crate::clock::now();
+            let r = mpi();
+            let end = crate::clock::now();
+            self.note(RECORDING);
+            let ret = code(&r);
+            let k = KeyWords::new(front, ret);
+            let key = (words, outputs(&k));
+            crate::recording::record_keyed(func, ret, (self.start, end), key, k.request(), encode);
+            return r;
+        }
+        self.recalled(func, mpi, code, outputs, encode)
+    }
+
+    /// A keyed call whose input words are the memo's (see
+    /// [`recalling`](Call::recalling)): the MPI call, then its record.
+    #[inline(always)]
+    pub fn recalled<const I: usize, const O: usize, R>(
+        mut self,
+        func: FuncId,
+        mpi: impl FnOnce() -> R,
+        code: impl FnOnce(&R) -> c_int,
+        outputs: impl FnOnce(&KeyWords) -> [u64; O],
+        encode: impl FnOnce(&mut Encoder, &[u64; I]),
+    ) -> R {
+        // SAFETY: as in `keyed`.
+        let front = unsafe { crate::front::bound_front() };
+        self.start = crate::clock::now();
+        let r = mpi();
+        let end = crate::clock::now();
+        // `recalls_alone`: the place is noted in SERIAL.
+        SERIAL.store(self.tag | RECORDING, Relaxed);
+        let ret = code(&r);
+        let k = KeyWords::new(front, ret);
+        let words = outputs(&k);
+        crate::recording::record_same_inputs::<I, O>(
+            func,
+            ret,
+            (self.start, end),
+            &words,
+            k.request(),
+            encode,
+        );
+        SERIAL.store(OUTSIDE, Relaxed);
+        std::mem::forget(self);
+        r
     }
 
     /// When the call began, in clock ticks.
@@ -162,26 +349,6 @@ impl Call {
     #[inline]
     pub fn end(self, func: FuncId, ret: c_int, encode: impl FnOnce(&mut Encoder)) {
         self.end_at(crate::clock::now(), func, ret, encode);
-    }
-
-    /// Ends the call of a wrapper with a key (memo.rs): `key` gives the
-    /// call's raw words, `encode` writes its arguments if the memo does not
-    /// know them.
-    #[inline(always)]
-    pub fn end_keyed<const N: usize>(
-        self,
-        func: FuncId,
-        ret: c_int,
-        key: impl FnOnce(&KeyWords) -> [u64; N],
-        encode: impl FnOnce(&mut Encoder),
-    ) {
-        let end = crate::clock::now();
-        self.note(RECORDING);
-        // SAFETY: a `Call` exists only while recording is on, which needs
-        // a bound front end (`first_use`).
-        let k = KeyWords::new(unsafe { crate::front::bound_front() }, ret);
-        let words = key(&k);
-        crate::recording::record_keyed(func, ret, (self.start, end), &words, k.request(), encode);
     }
 
     /// Ends an MPI_Waitall (see `recording::record_waitall`): `handles` are
@@ -209,6 +376,23 @@ impl Call {
         self.note(RECORDING);
         crate::recording::record(func, ret, self.start, end, encode);
     }
+}
+
+/// Where a call that begins while recording is not on, or MPI calls may
+/// overlap, notes its place (see [`Call`]'s `flag` and `tag`), if it is
+/// recorded (apart from [`Call::enter`]: the arguments of a wrapper are
+/// kept across no call on its fast path).
+#[cold]
+#[inline(never)]
+fn where_noted(mode: u8) -> Option<(*const AtomicUsize, usize)> {
+    let state = mode & STATE;
+    if state != ON && !(state == UNSET && first_use()) {
+        return None;
+    }
+    Some(match concurrent() {
+        true => (INSIDE.with(|inside| inside as *const AtomicUsize), 0),
+        false => (&raw const SERIAL, thread_tag()),
+    })
 }
 
 impl Call {
@@ -239,8 +423,8 @@ fn first_use() -> bool {
     }
     // The process's MPI must be one mpigram records (`crate::front`).
     let on = !off && crate::front::bind();
-    let _ = STATE.compare_exchange(UNSET, if on { ON } else { OFF }, Relaxed, Relaxed);
-    STATE.load(Relaxed) == ON
+    change_state(UNSET, if on { ON } else { OFF });
+    state() == ON
 }
 
 /// Whether `MPIGRAM_OFF` turns tracing off: `1`, `true`, `yes` or `on`
@@ -313,17 +497,17 @@ pub fn sits_out() -> bool {
 
 /// MPI_Pcontrol(0): stop recording until [`resume`].
 pub fn pause() {
-    let _ = STATE.compare_exchange(ON, PAUSED, Relaxed, Relaxed);
+    change_state(ON, PAUSED);
 }
 
 /// MPI_Pcontrol(1) (or any non-zero level): record again.
 pub fn resume() {
-    let _ = STATE.compare_exchange(PAUSED, ON, Relaxed, Relaxed);
+    change_state(PAUSED, ON);
 }
 
 /// Stops recording for good (after an internal error, or at the end).
 pub fn disable() {
-    STATE.store(OFF, Relaxed);
+    MODE.fetch_or(OFF, Relaxed);
 }
 
 /// Whether calls are being recorded now (or may be: no MPI call came
@@ -331,7 +515,7 @@ pub fn disable() {
 /// they never decide whether to record, which needs the MPI library).
 #[inline]
 pub fn recording_here() -> bool {
-    let state = STATE.load(Relaxed);
+    let state = state();
     (state == ON || (state == UNSET && !env_says_off())) && place() == OUTSIDE
 }
 
@@ -394,7 +578,7 @@ pub fn in_forked_child() -> bool {
 
 extern "C" fn at_fork_child() {
     FORKED.store(true, Relaxed);
-    STATE.store(OFF, Relaxed);
+    MODE.fetch_or(OFF, Relaxed);
 }
 
 /// Makes every later fork() turn the tracer off in the child. Once per
@@ -406,6 +590,6 @@ pub fn watch_forks() {
 
 /// Whether `MPIGRAM_OFF` turned tracing off (as opposed to a pause).
 pub fn is_off() -> bool {
-    let state = STATE.load(Relaxed);
+    let state = state();
     state == OFF || (state == UNSET && !first_use())
 }

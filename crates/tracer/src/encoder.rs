@@ -123,16 +123,20 @@ impl Encoder<'_> {
     }
 
     /// An int that is often the caller's rank in `comm` (MPI_Comm_split's
-    /// key): that rank as such, any other value by value.
-    pub fn own_rank_int(&mut self, v: i64, comm: MPI_Comm) {
-        let other = (!self.is_own_rank(v, comm)).then(|| mpigram_varint::zigzag(v));
+    /// key): that rank as such where it is the rule (`rule`: the argument
+    /// is its caller's rank on every rank of `comm`, `crate::agree::own_ranks`),
+    /// any other value by value.
+    pub fn own_rank_int(&mut self, v: i64, comm: MPI_Comm, rule: bool) {
+        let other = (!(rule && self.is_own_rank(v, comm))).then(|| mpigram_varint::zigzag(v));
         put_own_rank(self.out, other);
     }
 
     /// A constant of `set` that is often the caller's rank in `comm`
-    /// (MPI_Comm_split's colour): that rank as such, else as [`constant`](Self::constant).
-    pub fn own_rank_constant(&mut self, set: ConstSet, v: i64, comm: MPI_Comm) {
-        let other = (!self.is_own_rank(v, comm)).then(|| const_code(front().constant(set, v)));
+    /// (MPI_Comm_split's colour): that rank as such where it is the rule,
+    /// else as [`constant`](Self::constant).
+    pub fn own_rank_constant(&mut self, set: ConstSet, v: i64, comm: MPI_Comm, rule: bool) {
+        let other =
+            (!(rule && self.is_own_rank(v, comm))).then(|| const_code(front().constant(set, v)));
         put_own_rank(self.out, other);
     }
 

@@ -219,13 +219,16 @@ impl Journal {
             encoded || comms == self.comms || self.stopped_at.is_some(),
             "a call that was not encoded added communicator-log entries"
         );
+        // (The count stays at most MAX_REPEATED: one more is above it
+        // only when this one was at it.)
+        let repeated = self.repeated.wrapping_add(REPEATED_STEP);
         if repeats != self.period
-            || self.repeated as u32 >= MAX_REPEATED
+            || repeated as u32 > MAX_REPEATED
             || encoded && comms != self.comms
         {
             return false;
         }
-        self.repeated = self.repeated.wrapping_add(REPEATED_STEP);
+        self.repeated = repeated;
         // SAFETY: an aligned u64 of the mapping.
         unsafe { &*map.add(REPEATED_AT).cast::<AtomicU64>() }
             .store(self.repeated, Ordering::Release);

@@ -54,6 +54,7 @@ mod wrappers {
     use crate::call::Call;
     use crate::encoder::Encoder;
     use crate::front::{REQUEST, front};
+    use crate::memo::InputWords;
     use mpigram_mpispec::{ConstSet, HandleKind, func};
     use std::ffi::{c_char, c_int, c_void};
 

@@ -36,7 +36,27 @@ use std::ffi::c_int;
 /// tracer is compiled).
 pub const MAX_KEY: usize = 16;
 
-/// Builds the words of one call's key, after the call (generated wrappers).
+/// Builds the input words of one call's key, before the call (generated
+/// wrappers): the words its arguments give.
+pub struct InputWords {
+    front: &'static Front,
+}
+
+impl InputWords {
+    #[inline(always)]
+    pub fn new(front: &'static Front) -> InputWords {
+        InputWords { front }
+    }
+
+    /// A handle passed by value (its value: the bits that hold it).
+    #[inline(always)]
+    pub fn handle(&self, kind: HandleKind, h: Handle) -> u64 {
+        self.front.value(kind, h)
+    }
+}
+
+/// Builds the output words of one call's key, after the call (generated
+/// wrappers): what MPI wrote, and what the encoding reads besides.
 pub struct KeyWords {
     front: &'static Front,
     /// The call returned MPI_SUCCESS: its outputs are defined.
@@ -55,12 +75,6 @@ impl KeyWords {
             ret,
             request: Cell::new(None),
         }
-    }
-
-    /// A handle passed by value (its value: the bits that hold it).
-    #[inline(always)]
-    pub fn handle(&self, kind: HandleKind, h: Handle) -> u64 {
-        self.front.value(kind, h)
     }
 
     /// An output handle that names an existing object, as `lookup_out`
@@ -194,23 +208,21 @@ struct Entry {
 const NONE: u64 = u64::MAX;
 const UNKNOWN: u32 = u32::MAX;
 
-impl Default for Entry {
-    fn default() -> Entry {
-        Entry {
-            key: [0; MAX_KEY],
-            ret: 0,
-            epoch: NONE,
-            terminal: 0,
-            pool: None,
-            by_index: Vec::new(),
-            class: None,
-            comm: None,
-            kind: RequestKind {
-                persistent: false,
-                status_defined: false,
-            },
-        }
-    }
+impl Entry {
+    const EMPTY: Entry = Entry {
+        key: [0; MAX_KEY],
+        ret: 0,
+        epoch: NONE,
+        terminal: 0,
+        pool: None,
+        by_index: Vec::new(),
+        class: None,
+        comm: None,
+        kind: RequestKind {
+            persistent: false,
+            status_defined: false,
+        },
+    };
 }
 
 /// A call the memo knows.
@@ -263,42 +275,87 @@ const FUNC_SLOTS: usize = 1 << 10;
 
 /// One entry per function.
 pub struct CallMemo {
-    entries: Box<[Entry; FUNC_SLOTS]>,
+    entries: [Entry; FUNC_SLOTS],
 }
 
-impl Default for CallMemo {
-    fn default() -> CallMemo {
-        let entries: Box<[Entry]> = (0..FUNC_SLOTS).map(|_| Entry::default()).collect();
-        let Ok(entries) = entries.try_into() else {
-            unreachable!("FUNC_SLOTS entries were made");
-        };
-        CallMemo { entries }
+impl CallMemo {
+    /// A memo that knows no call (a static: see `tracer::MEMO`).
+    pub const fn new() -> CallMemo {
+        CallMemo {
+            entries: [const { Entry::EMPTY }; FUNC_SLOTS],
+        }
+    }
+
+    /// Forgets every call (their terminals are another table's).
+    pub fn forget(&mut self) {
+        for entry in &mut self.entries {
+            entry.epoch = NONE;
+            entry.by_index.clear();
+        }
     }
 }
 
 impl CallMemo {
-    /// The terminal of a call of `func` that returned `ret` with the raw
-    /// words `key`, having created the request `request` (its handle), if
-    /// the function's last encoded call had them too and `objects` did not
-    /// change since. Changes nothing: a recalled request is entered by
-    /// [`Recalled::enter`].
+    /// Whether the input words of a call of `func` (its key's first `I`
+    /// words, which the call's arguments give before MPI runs it) equal
+    /// those of the function's last encoded call. Changes nothing.
     #[inline(always)]
-    pub fn recall<const N: usize>(
+    pub fn same_inputs<const I: usize>(&self, func: FuncId, inputs: &[u64; I]) -> bool {
+        let entry = &self.entries[func as usize & (FUNC_SLOTS - 1)];
+        let mut differ = 0;
+        for (a, b) in entry.key.iter().zip(inputs) {
+            differ |= a ^ b;
+        }
+        differ == 0
+    }
+
+    /// The input words of `func`'s last encoded call (its key's first `I`).
+    pub fn inputs<const I: usize>(&self, func: FuncId) -> [u64; I] {
+        const { assert!(I <= MAX_KEY, "a key longer than MAX_KEY") };
+        let entry = &self.entries[func as usize & (FUNC_SLOTS - 1)];
+        let mut words = [0; I];
+        words.copy_from_slice(&entry.key[..I]);
+        words
+    }
+
+    /// The entry of `func`, if its last encoded call returned `ret` with
+    /// the output words `outputs` (the key's `O` words after its `I`
+    /// inputs) and `objects` did not change since.
+    #[inline(always)]
+    fn same_outputs<const I: usize, const O: usize>(
         &self,
         func: FuncId,
         ret: c_int,
-        key: &[u64; N],
-        request: Option<u64>,
-        objects: &mut Objects,
-    ) -> Result<Recalled, Miss> {
+        outputs: &[u64; O],
+        objects: &Objects,
+    ) -> Option<&Entry> {
+        const { assert!(I + O <= MAX_KEY, "a key longer than MAX_KEY") };
         let entry = &self.entries[func as usize & (FUNC_SLOTS - 1)];
         let mut differ = entry.epoch ^ objects.epoch() | (entry.ret ^ ret) as u64;
-        for (a, b) in entry.key.iter().zip(key) {
+        for (a, b) in entry.key[I..I + O].iter().zip(outputs) {
             differ |= a ^ b;
         }
-        if differ != 0 {
-            return Err(Miss::Changed);
-        }
+        (differ == 0).then_some(entry)
+    }
+
+    /// The terminal of a call of `func` whose inputs
+    /// [`same_inputs`](CallMemo::same_inputs) found equal, which returned
+    /// `ret` with the output words `outputs` and created the request
+    /// `request` (its handle), if the function's last encoded call had them
+    /// too and `objects` did not change since. Changes nothing: a recalled
+    /// request is entered by [`Recalled::enter`].
+    #[inline(always)]
+    pub fn recall_outputs<const I: usize, const O: usize>(
+        &self,
+        func: FuncId,
+        ret: c_int,
+        outputs: &[u64; O],
+        request: Option<u64>,
+        objects: &Objects,
+    ) -> Result<Recalled, Miss> {
+        let entry = self
+            .same_outputs::<I, O>(func, ret, outputs, objects)
+            .ok_or(Miss::Changed)?;
         let (Some(pool), Some(handle)) = (entry.pool, request) else {
             return Ok(Recalled {
                 terminal: entry.terminal,
@@ -321,29 +378,47 @@ impl CallMemo {
         }
     }
 
+    /// The terminal of a call of `func` with the input words `inputs`,
+    /// the rest as [`recall_outputs`](CallMemo::recall_outputs) says.
+    #[inline(always)]
+    pub fn recall<const I: usize, const O: usize>(
+        &self,
+        func: FuncId,
+        ret: c_int,
+        (inputs, outputs): (&[u64; I], &[u64; O]),
+        request: Option<u64>,
+        objects: &mut Objects,
+    ) -> Result<Recalled, Miss> {
+        if !self.same_inputs(func, inputs) {
+            return Err(Miss::Changed);
+        }
+        self.recall_outputs::<I, O>(func, ret, outputs, request, objects)
+    }
+
     /// A call [`recall`](CallMemo::recall) missed (`miss`) was encoded to
     /// `terminal`, leaving `objects` at `epoch`; it created the request
     /// `created`, if any, on communicator `comm`.
     #[allow(clippy::too_many_arguments)]
-    pub fn remember<const N: usize>(
+    pub fn remember<const I: usize, const O: usize>(
         &mut self,
         func: FuncId,
         ret: c_int,
-        key: &[u64; N],
+        (inputs, outputs): (&[u64; I], &[u64; O]),
         miss: Miss,
         epoch: u64,
         terminal: u32,
         created: Option<Created>,
         comm: Option<u64>,
     ) {
-        const { assert!(N <= MAX_KEY, "a key longer than MAX_KEY") };
+        const { assert!(I + O <= MAX_KEY, "a key longer than MAX_KEY") };
         let entry = &mut self.entries[func as usize & (FUNC_SLOTS - 1)];
         let pool = created.map(|c| c.pool);
         if miss == Miss::Changed || entry.epoch != epoch || entry.pool != pool {
             entry.by_index.clear();
         }
         entry.class = created.and_then(|c| c.class);
-        entry.key[..N].copy_from_slice(key);
+        entry.key[..I].copy_from_slice(inputs);
+        entry.key[I..I + O].copy_from_slice(outputs);
         entry.ret = ret;
         entry.epoch = epoch;
         entry.terminal = terminal;
@@ -448,14 +523,14 @@ mod tests {
         key: [u64; N],
         encoded: u32,
     ) -> Option<u32> {
-        match memo.recall(func::MPI_Comm_rank, OK, &key, None, objects) {
+        match memo.recall(func::MPI_Comm_rank, OK, (&key, &[]), None, objects) {
             Ok(r) => Some(r.terminal),
             Err(miss) => {
                 let epoch = objects.epoch();
                 memo.remember(
                     func::MPI_Comm_rank,
                     OK,
-                    &key,
+                    (&key, &[]),
                     miss,
                     epoch,
                     encoded,
@@ -476,7 +551,7 @@ mod tests {
 
     #[test]
     fn a_repeated_call_is_recalled_until_its_words_or_the_objects_change() {
-        let (mut memo, mut objects) = (CallMemo::default(), Objects::default());
+        let (mut memo, mut objects) = (CallMemo::new(), Objects::default());
         assert_eq!(call(&mut memo, &mut objects, [91, 0], 7), None);
         assert_eq!(call(&mut memo, &mut objects, [91, 0], 0), Some(7));
         assert_eq!(
@@ -498,13 +573,13 @@ mod tests {
             None,
             "one was freed"
         );
-        let other_ret = memo.recall(func::MPI_Comm_rank, 1, &[91, 1], None, &mut objects);
+        let other_ret = memo.recall(func::MPI_Comm_rank, 1, (&[91, 1], &[]), None, &mut objects);
         assert_eq!(other_ret, Err(Miss::Changed), "another return code");
     }
 
     #[test]
     fn learning_a_communicator_forgets_every_call() {
-        let (mut memo, mut objects) = (CallMemo::default(), Objects::default());
+        let (mut memo, mut objects) = (CallMemo::new(), Objects::default());
         call(&mut memo, &mut objects, [1, 2, 3], 4);
         assert_eq!(call(&mut memo, &mut objects, [1, 2, 3], 0), Some(4));
         let info = crate::objects::CommInfo {
@@ -523,7 +598,7 @@ mod tests {
     /// encoder does (its pool and next index) and remembered.
     fn isend(memo: &mut CallMemo, objects: &mut Objects, h: u64) -> (u32, RequestRef, bool) {
         let key = [1, 2, 1];
-        match memo.recall(func::MPI_Isend, OK, &key, Some(h), objects) {
+        match memo.recall(func::MPI_Isend, OK, (&key, &[]), Some(h), objects) {
             Ok(r) => {
                 r.enter(objects);
                 let (pool, index, _) = r.request.expect("a request");
@@ -540,7 +615,7 @@ mod tests {
                 memo.remember(
                     func::MPI_Isend,
                     OK,
-                    &key,
+                    (&key, &[]),
                     miss,
                     epoch,
                     terminal,
@@ -622,7 +697,7 @@ mod tests {
 
     #[test]
     fn each_request_index_of_a_pool_has_its_own_terminal() {
-        let (mut memo, mut objects) = (CallMemo::default(), Objects::default());
+        let (mut memo, mut objects) = (CallMemo::new(), Objects::default());
         // A window of two requests: the first window is encoded.
         let (a, ra, recalled) = isend(&mut memo, &mut objects, 0xa1);
         assert_eq!((a, recalled), (100, false));

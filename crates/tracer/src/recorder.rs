@@ -4,9 +4,9 @@
 //! allocates once the program's behaviour has been seen, but for the
 //! per-call times, which grow with the calls.
 
+use crate::call::extras;
 use crate::intern::{Interner, same};
-use crate::memo::{CallMemo, WaitallMemo};
-use crate::tracer::extras;
+use crate::memo::WaitallMemo;
 use mpigram_grammar::Sequitur;
 use mpigram_mpispec::{FUNCS, FuncId};
 use mpigram_trace::timing::{Bins, ColumnWriter, ExactWriter, LossyClock};
@@ -132,10 +132,12 @@ impl CallNumbers {
 /// Timing of one signature, in clock ticks.
 #[derive(Clone, Copy)]
 pub struct TickStats {
-    pub count: u64,
     pub total: u64,
     pub min: u64,
     pub max: u64,
+    /// (Apart from `total`: two adjacent sums the compiler would add as a
+    /// vector, in more instructions than two adds.)
+    pub count: u64,
     /// Sum of the gaps before the calls: from the previous call's end to
     /// the call's start (the computation before it).
     pub gap: u64,
@@ -164,8 +166,6 @@ pub struct Recorder {
     /// The numbers the last call added to the per-call times' columns
     /// (none without per-call times): what the crash journal keeps of it.
     pub call_times: CallNumbers,
-    /// Terminals of repeated calls, by their raw arguments.
-    pub memo: CallMemo,
     /// The terminal of a repeated MPI_Waitall on a window of new requests.
     pub waitall: WaitallMemo,
     /// The bytes the signature table, its timing and the grammar may use
@@ -201,7 +201,6 @@ impl Recorder {
             request_comms: Vec::new(),
             per_call: None,
             call_times: CallNumbers::default(),
-            memo: CallMemo::default(),
             waitall: WaitallMemo::default(),
             budget: usize::MAX,
             over_budget: false,
@@ -244,8 +243,8 @@ impl Recorder {
             stats: std::mem::replace(&mut self.stats, Vec::with_capacity(n)),
         };
         self.last.clear();
-        // The memos' terminals are the old table's.
-        self.memo = CallMemo::default();
+        // The memos' terminals are the old table's (and the call memo's:
+        // see `Tracer::spill`).
         self.waitall = WaitallMemo::default();
         self.over_budget = false;
         part
@@ -289,18 +288,27 @@ impl Recorder {
         repeats
     }
 
-    /// [`record`](Recorder::record) without per-call times or verification
-    /// (for a caller that knows [`extras`] is false).
+    /// [`record`](Recorder::record) without per-call times or verification.
     #[inline(always)]
-    pub fn record_plain(&mut self, terminal: u32, start: u64, end: u64) -> u64 {
+    fn record_plain(&mut self, terminal: u32, start: u64, end: u64) -> u64 {
         let ticks = end.wrapping_sub(start);
         let repeats = self.grammar.push_repeating(terminal);
         let s = &mut self.stats[terminal as usize];
         s.count += 1;
         s.total += ticks;
-        s.min = s.min.min(ticks);
-        s.max = s.max.max(ticks);
-        s.gap += start.saturating_sub(self.last_end);
+        // A new shortest or longest call, or a clock that went back, is
+        // rare: a compare and a branch each.
+        if ticks < s.min {
+            crate::call::cold_path();
+            s.min = ticks;
+        }
+        if ticks > s.max {
+            crate::call::cold_path();
+            s.max = ticks;
+        }
+        if let Some(gap) = start.checked_sub(self.last_end) {
+            s.gap += gap;
+        }
         self.last_end = end;
         self.calls += 1;
         repeats
@@ -322,14 +330,14 @@ impl Recorder {
     /// Records per-call times from now on.
     pub fn set_per_call(&mut self, per_call: PerCall) {
         self.per_call = Some(per_call);
-        crate::tracer::set_extras();
+        crate::call::set_times();
     }
 
     /// Keeps every call's signature, uncompressed, from now on
     /// (`MPIGRAM_VERIFY`).
     pub fn set_verify(&mut self) {
         self.verify = Some(Vec::new());
-        crate::tracer::set_extras();
+        crate::call::set_verify();
     }
 
     /// The per-call times being recorded, if any.

@@ -18,65 +18,103 @@ pub fn record(func: FuncId, ret: c_int, start: u64, end: u64, encode: impl FnOnc
     });
 }
 
-/// Records a call as [`record`] does, through the call memo (memo.rs):
-/// `key` holds its raw words, `request` the request it created.
+/// Records a call as [`record`] does, through the call memo (memo.rs),
+/// when its input words equalled the memo's before MPI ran it
+/// (`tracer::same_inputs`): `outputs` holds its output words, `request`
+/// the request it created.
 #[inline(always)]
-pub fn record_keyed<const N: usize>(
+pub fn record_same_inputs<const I: usize, const O: usize>(
     func: FuncId,
     ret: c_int,
     (start, end): (u64, u64),
-    key: &[u64; N],
+    outputs: &[u64; O],
     request: Option<u64>,
-    encode: impl FnOnce(&mut Encoder),
+    encode: impl FnOnce(&mut Encoder, &[u64; I]),
 ) {
-    // A call the memo knows, while nothing but its terminal and timing
-    // is recorded, in one step; else a second one with the encoding
-    // closure, whose captures the wrapper then stores only on that path.
-    // (`move`: the closures hold the values, not a pointer to each.)
-    // `extras` is set as the tracer is made, possibly inside the first
-    // step of the first call; that call is not in the new memo, and so
-    // takes the second step, which reads it again.
-    if crate::tracer::plain_and_alone() {
-        // SAFETY: MPI calls cannot overlap.
-        let recalled = unsafe {
-            recording_alone(move |t| {
-                let Ok(r) = t
-                    .recorder
-                    .memo
-                    .recall(func, ret, key, request, &mut t.objects)
-                else {
-                    return false;
-                };
-                r.enter(&mut t.objects);
-                t.append_plain(r.terminal, start, end);
-                true
-            })
-        };
-        if recalled != Some(false) {
-            return;
-        }
+    // SAFETY: `same_inputs` said that MPI calls cannot overlap.
+    let recalled = unsafe {
+        recording_alone(|t| {
+            let (memo, objects) = t.memo_and_objects();
+            let Ok(r) = memo.recall_outputs::<I, O>(func, ret, outputs, request, objects) else {
+                return false;
+            };
+            r.enter(objects);
+            t.append_recalled(func, r.terminal, start, end);
+            true
+        })
+    };
+    if recalled == Some(false) {
+        record_other_outputs::<I, O>(func, ret, (start, end), *outputs, request, encode);
     }
-    // The key by value: the wrapper stores its words only on this path.
-    let key = *key;
-    recording(move |t| record_keyed_in_full(t, func, ret, (start, end), &key, request, encode));
 }
 
-/// The rest of [`record_keyed`]: a call the memo does not know, or any
-/// call while per-call times or verification are recorded.
+/// The rest of [`record_same_inputs`]: the memo does not know the call's
+/// outputs (or its request's index), and the call is encoded.
+#[cold]
+#[inline(never)]
+fn record_other_outputs<const I: usize, const O: usize>(
+    func: FuncId,
+    ret: c_int,
+    (start, end): (u64, u64),
+    outputs: [u64; O],
+    request: Option<u64>,
+    encode: impl FnOnce(&mut Encoder, &[u64; I]),
+) {
+    recording(|t| {
+        // The call's inputs are the memo's (see `record_same_inputs`).
+        let inputs = t.memo_and_objects().0.inputs::<I>(func);
+        record_in_full(
+            t,
+            func,
+            ret,
+            (start, end),
+            (&inputs, &outputs),
+            request,
+            encode,
+        );
+    });
+}
+
+/// Records a call as [`record`] does, through the call memo (memo.rs):
+/// `key` holds its input and output words, `request` the request it
+/// created.
+#[cold]
+#[inline(never)]
+pub fn record_keyed<const I: usize, const O: usize>(
+    func: FuncId,
+    ret: c_int,
+    (start, end): (u64, u64),
+    (inputs, outputs): ([u64; I], [u64; O]),
+    request: Option<u64>,
+    encode: impl FnOnce(&mut Encoder, &[u64; I]),
+) {
+    recording(|t| {
+        record_in_full(
+            t,
+            func,
+            ret,
+            (start, end),
+            (&inputs, &outputs),
+            request,
+            encode,
+        )
+    });
+}
+
+/// A keyed call recalled or encoded: all but the memo's fast path.
 #[inline]
-fn record_keyed_in_full<const N: usize>(
+fn record_in_full<const I: usize, const O: usize>(
     t: &mut Tracer,
     func: FuncId,
     ret: c_int,
     (start, end): (u64, u64),
-    key: &[u64; N],
+    key: (&[u64; I], &[u64; O]),
     request: Option<u64>,
-    encode: impl FnOnce(&mut Encoder),
+    encode: impl FnOnce(&mut Encoder, &[u64; I]),
 ) {
-    let recalled = t
-        .recorder
-        .memo
-        .recall(func, ret, key, request, &mut t.objects);
+    let encode = |e: &mut Encoder| encode(e, key.0);
+    let (memo, objects) = t.memo_and_objects();
+    let recalled = memo.recall(func, ret, key, request, objects);
     let (terminal, new) = match recalled {
         Ok(r) if t.recorder.verify.is_none() => {
             r.enter(&mut t.objects);
@@ -88,8 +126,8 @@ fn record_keyed_in_full<const N: usize>(
         Err(miss) => {
             let e = t.encode(func, ret, encode);
             let epoch = t.objects.epoch();
-            t.recorder
-                .memo
+            t.memo_and_objects()
+                .0
                 .remember(func, ret, key, miss, epoch, e.terminal, e.created, e.comm);
             (e.terminal, e.new)
         }
@@ -129,14 +167,10 @@ pub fn record_waitall(
                     .recall(count, statuses, status_bytes, ids)
             });
         let (terminal, new) = match logged {
-            Some(Some(terminal)) if !crate::tracer::extras() => {
-                t.objects.complete_logged_requests();
-                t.append_plain(terminal, start, end);
-                return;
-            }
             Some(Some(terminal)) if t.recorder.verify.is_none() => {
                 t.objects.complete_logged_requests();
-                (terminal, false)
+                t.append_recalled(func, terminal, start, end);
+                return;
             }
             // MPIGRAM_VERIFY: encoded in full, as in `record_keyed`.
             Some(Some(terminal)) => (terminal, t.encode(func, ret, encode).new),

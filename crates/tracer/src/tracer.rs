@@ -11,6 +11,7 @@ use crate::clock::ClockPoint;
 use crate::encoder::Encoder;
 use crate::front::front;
 use crate::journal::Journal;
+use crate::memo::CallMemo;
 use crate::objects::{CommInfo, Objects};
 use crate::recorder::{PerCall, Recorder};
 use mpigram_mpispec::{FuncId, HandleKind, HandleRef, put_signature_head};
@@ -22,7 +23,7 @@ use std::cell::UnsafeCell;
 use std::ffi::c_int;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Mutex, PoisonError};
 
 pub struct Tracer {
@@ -50,6 +51,11 @@ pub struct Tracer {
 struct Global {
     lock: Mutex<()>,
     tracer: UnsafeCell<Option<Box<Tracer>>>,
+    /// The tracer's call memo (memo.rs), beside it rather than in it: at
+    /// a fixed address, which a wrapper compares its call with before the
+    /// MPI call without first finding the tracer. Reached as the tracer is
+    /// ([`Tracer::memo_and_objects`]), and read by [`same_inputs`].
+    memo: UnsafeCell<CallMemo>,
 }
 
 // SAFETY: `tracer` is only reached through `with`, which holds `lock`
@@ -59,57 +65,26 @@ unsafe impl Sync for Global {}
 static TRACER: Global = Global {
     lock: Mutex::new(()),
     tracer: UnsafeCell::new(None),
+    memo: UnsafeCell::new(CallMemo::new()),
 };
-
-/// How calls are recorded, as bits: [`CONCURRENT`] and [`EXTRAS`]. With
-/// neither, a call the memos know takes the shortest path
-/// (`recording::record_keyed`).
-static MODE: AtomicU8 = AtomicU8::new(CONCURRENT);
-
-/// MPI calls may run concurrently: set until MPI_Init or MPI_Init_thread
-/// settles on a thread level below MPI_THREAD_MULTIPLE, under which the
-/// application guarantees that no two MPI calls overlap (SINGLE, FUNNELED,
-/// SERIALIZED): then the lock is not needed (it costs about 7 ns of the
-/// 50 ns budget of a call).
-const CONCURRENT: u8 = 1;
-/// Calls have more to record than their terminal and aggregated timing:
-/// per-call times, or the verification stream (set as the process's one
-/// recorder is made, and never cleared).
-const EXTRAS: u8 = 2;
 
 /// MPI settled on `provided` as the thread level.
 pub fn set_thread_level(provided: c_int) {
-    if provided >= front().ints.MPI_THREAD_MULTIPLE {
-        MODE.fetch_or(CONCURRENT, Relaxed);
-    } else {
-        MODE.fetch_and(!CONCURRENT, Relaxed);
-    }
+    crate::call::set_concurrent(provided >= front().ints.MPI_THREAD_MULTIPLE);
 }
 
-/// Whether MPI calls may run concurrently (see [`CONCURRENT`]).
+/// Whether the input words of a call of `func` equal those of the
+/// function's last encoded call (`CallMemo::same_inputs`), asked before
+/// MPI runs the call.
+///
+/// # Safety
+/// MPI calls cannot overlap (`call::concurrent` is false), so that no
+/// other thread uses the tracer meanwhile.
 #[inline(always)]
-pub fn concurrent() -> bool {
-    MODE.load(Relaxed) & CONCURRENT != 0
-}
-
-/// Calls record per-call times or the verification stream from now on.
-pub fn set_extras() {
-    MODE.fetch_or(EXTRAS, Relaxed);
-}
-
-/// Whether calls record more than their terminal and aggregated timing
-/// (see [`EXTRAS`]).
-#[inline(always)]
-pub fn extras() -> bool {
-    MODE.load(Relaxed) & EXTRAS != 0
-}
-
-/// Whether no two MPI calls overlap and calls record nothing but their
-/// terminal and aggregated timing: a recalled call then needs neither the
-/// lock nor the encoding closure.
-#[inline(always)]
-pub fn plain_and_alone() -> bool {
-    MODE.load(Relaxed) == 0
+pub(crate) unsafe fn same_inputs<const I: usize>(func: FuncId, inputs: &[u64; I]) -> bool {
+    // SAFETY: no other thread uses the tracer (nor its memo), and no
+    // call is being recorded; this only reads it.
+    unsafe { &*TRACER.memo.get() }.same_inputs(func, inputs)
 }
 
 /// Runs `f` on the tracer, creating it on first use. A panic inside turns
@@ -124,7 +99,8 @@ pub fn with<R>(f: impl FnOnce(&mut Tracer) -> R) -> Option<R> {
 /// [`with`], for a traced call (`call::Call`): recording is on.
 #[inline(always)]
 pub(crate) fn recording<R>(f: impl FnOnce(&mut Tracer) -> R) -> Option<R> {
-    let _guard = concurrent().then(|| TRACER.lock.lock().unwrap_or_else(PoisonError::into_inner));
+    let _guard = crate::call::concurrent()
+        .then(|| TRACER.lock.lock().unwrap_or_else(PoisonError::into_inner));
     // SAFETY: the lock is held, or MPI calls cannot overlap.
     unsafe { recording_alone(f) }
 }
@@ -168,6 +144,14 @@ pub(crate) struct Encoded {
 }
 
 impl Tracer {
+    /// The call memo, and the objects it recalls calls against.
+    #[inline(always)]
+    pub(crate) fn memo_and_objects(&mut self) -> (&mut CallMemo, &mut Objects) {
+        // SAFETY: `&mut self` is exclusive access to the tracer (its lock
+        // is held, or MPI calls cannot overlap), which the memo shares.
+        (unsafe { &mut *TRACER.memo.get() }, &mut self.objects)
+    }
+
     /// Encodes a call of `func` that returned `ret` (arguments from
     /// `encode`) into the recorder's scratch, and finds its terminal.
     pub(crate) fn encode(
@@ -216,12 +200,11 @@ impl Tracer {
         }
     }
 
-    /// [`append`](Tracer::append) of a call whose signature is known,
-    /// while the recorder has no per-call times or verification stream to
-    /// keep (`recorder::extras`): the memos' fast path.
+    /// [`append`](Tracer::append) of a call the memos recalled, while
+    /// calls are not verified: the memos' fast path.
     #[inline(always)]
-    pub(crate) fn append_plain(&mut self, terminal: u32, start: u64, end: u64) {
-        let repeats = self.recorder.record_plain(terminal, start, end);
+    pub(crate) fn append_recalled(&mut self, func: FuncId, terminal: u32, start: u64, end: u64) {
+        let repeats = self.recorder.record(func, terminal, start, end);
         // Nothing was encoded for this call: the communicator log is as the
         // journal's last record left it (entries are only logged while a
         // call is encoded, or at MPI_Init, and the call that encoded them
@@ -269,6 +252,7 @@ impl Tracer {
         crate::call::writing_out(|| {
             let rank = self.rank();
             let part = self.recorder.take_part();
+            self.memo_and_objects().0.forget();
             let end = ClockPoint::now();
             let ns_per_tick = self.start.ns_per_tick(end);
             // The builder goes before the part is encoded: what writing

@@ -270,28 +270,31 @@ fn fortran_2008_bindings_that_call_pmpi_directly_are_traced() {
     }
 }
 
+/// (signature bytes, colour, key) of rank `r`'s MPI_Comm_split and
+/// MPI_Comm_split_type calls, in call order (no colour: null).
+fn splits(trace: &mpigram_trace::Trace, r: u32) -> Vec<(Vec<u8>, Value, Value)> {
+    decoded(trace, r)
+        .into_iter()
+        .zip(trace.calls(r))
+        .filter(|(c, _)| c.func.starts_with("MPI_Comm_split"))
+        .map(|(c, bytes)| {
+            let colour = c.args.get("color").cloned().unwrap_or(Value::Null);
+            (bytes.to_vec(), colour, c.args["key"].clone())
+        })
+        .collect()
+}
+
 /// MPI_Comm_split's colour and key, and MPI_Comm_split_type's key, equal
-/// to the caller's rank are recorded as "the caller's rank": ranks that
-/// pass their own rank make the same call, and every value decodes back
-/// exactly (MPI_UNDEFINED by name).
+/// to the caller's rank on every rank of the communicator are recorded as
+/// "the caller's rank", other values as the numbers: ranks that pass the
+/// same rule make the same call, and every value decodes back exactly
+/// (MPI_UNDEFINED by name).
 #[test]
 fn split_colours_and_keys_equal_to_the_callers_rank_are_recorded_as_such() {
     let run = run_traced("comm", 4, &[], &[]);
     run.output.assert_success();
     let trace = assert_trace_is_exact(&run, 4);
-    // (signature bytes, colour, key) of each rank's splits, in call order.
-    let splits = |r: u32| -> Vec<(Vec<u8>, Value, Value)> {
-        decoded(&trace, r)
-            .into_iter()
-            .zip(trace.calls(r))
-            .filter(|(c, _)| c.func == "MPI_Comm_split" || c.func == "MPI_Comm_split_type")
-            .map(|(c, bytes)| {
-                let colour = c.args.get("color").cloned().unwrap_or(Value::Null);
-                (bytes.to_vec(), colour, c.args["key"].clone())
-            })
-            .collect()
-    };
-    let all: Vec<_> = (0..4).map(splits).collect();
+    let all: Vec<_> = (0..4).map(|r| splits(&trace, r)).collect();
     for (rank, s) in all.iter().enumerate() {
         let r = rank as i64;
         // (rank % 2, -rank), (MPI_UNDEFINED on rank 0 else 1, rank), split_type's key rank.
@@ -308,11 +311,49 @@ fn split_colours_and_keys_equal_to_the_callers_rank_are_recorded_as_such() {
         let got: Vec<_> = s.iter().map(|(_, c, k)| (c.clone(), k.clone())).collect();
         assert_eq!(got, expected, "rank {rank}");
     }
-    // Colour 1 and key = own rank: one signature on ranks 2 and 3 (rank 1's
-    // colour 1 is its own rank too); split_type's key: one on every rank.
+    // Colour 1 and key = own rank: one signature on ranks 1, 2 and 3 (rank
+    // 1's colour 1 is its own rank, but not the others': the number);
+    // split_type's key: one on every rank.
+    assert_eq!(all[1][1].0, all[2][1].0);
     assert_eq!(all[2][1].0, all[3][1].0);
-    assert_ne!(all[1][1].0, all[2][1].0);
     assert!(all.iter().all(|s| s[2].0 == all[0][2].0));
+    // The parity split's colour and key are the caller's rank on ranks 0
+    // (0, 0) and 1 (1, -1 for the key: not): the numbers everywhere.
+    assert_ne!(all[0][0].0, all[2][0].0);
+}
+
+/// A colour or key that is the caller's rank on some ranks only (colour 0
+/// on rank 0 in `MPI_Comm_split(comm, 0, rank)`, key 0 on rank 0 in
+/// `(rank, 0)`) is recorded as the number on every rank: every rank makes
+/// the same calls, also when one rank does not record the split.
+#[test]
+fn a_split_by_a_rule_of_the_rank_is_one_call_on_every_rank() {
+    let run = run_traced("split", 4, &[], &[]);
+    run.output.assert_success();
+    let trace = assert_trace_is_exact(&run, 4);
+    let splits = |r: u32| splits(&trace, r);
+    for rank in 0..4u32 {
+        let r = i64::from(rank);
+        let got: Vec<(Value, Value)> = splits(rank).into_iter().map(|(_, c, k)| (c, k)).collect();
+        // Rank 1 did not record the last split.
+        let mut want = vec![
+            (json!(0), json!(r)),
+            (json!(r), json!(0)),
+            (json!(r), json!(r)),
+            (Value::Null, json!(0)),
+            (json!(0), json!(r)),
+        ];
+        if rank == 1 {
+            want.pop();
+        }
+        assert_eq!(got, want, "rank {rank}");
+    }
+    let calls = |r: u32| -> Vec<Vec<u8>> { trace.calls(r).map(<[u8]>::to_vec).collect() };
+    for rank in [2, 3] {
+        assert_eq!(calls(rank), calls(0), "rank {rank}");
+    }
+    let bytes = |r: u32| -> Vec<Vec<u8>> { splits(r).into_iter().map(|(b, _, _)| b).collect() };
+    assert_eq!(bytes(1)[..], bytes(0)[..4], "rank 1's recorded splits");
 }
 
 #[test]
@@ -490,5 +531,43 @@ fn a_waitall_recording_statuses_keeps_every_status() {
         let last = if w % 5 == 4 { 8 } else { 7 };
         assert_eq!(tags[..7], [&json!(7); 7], "window {w}: {:?}", wait.args);
         assert_eq!(tags[7], &json!(last), "window {w}: {:?}", wait.args);
+    }
+}
+
+/// Without verification a keyed call whose input words are the call
+/// memo's takes the fast path (compared before MPI runs it, its terminal
+/// recalled, its arguments made again from the memo's words when its
+/// outputs differ); with it every call is encoded in full and checked. The
+/// two give the same calls, call for call, on programs whose calls do not
+/// depend on timing.
+#[test]
+fn the_memo_fast_path_records_what_encoding_does() {
+    let programs: [(&str, u32, &[&str]); 10] = [
+        ("hotpath", 1, &["10"]),
+        ("halo2d", 2, &["50"]),
+        ("group", 2, &[]),
+        ("coll_blocking", 2, &[]),
+        ("datatype", 2, &[]),
+        ("persistent", 2, &[]),
+        ("window_statuses", 2, &[]),
+        ("spill_requests", 2, &[]),
+        ("proc_null", 2, &[]),
+        ("comm", 2, &[]),
+    ];
+    for (program, ranks, args) in programs {
+        let verified = run_traced(program, ranks, args, &[]);
+        let fast = run_traced(program, ranks, args, &[("MPIGRAM_VERIFY", "0")]);
+        fast.output.assert_success();
+        let (expected, found) = (assert_trace_is_exact(&verified, ranks), fast.trace());
+        for rank in 0..ranks {
+            let calls = |t: &mpigram_trace::Trace| -> Vec<Vec<u8>> {
+                t.calls(rank).map(<[u8]>::to_vec).collect()
+            };
+            let (e, f) = (calls(&expected), calls(&found));
+            assert_eq!(e.len(), f.len(), "{program}, rank {rank}: number of calls");
+            if let Some(i) = (0..e.len()).find(|&i| e[i] != f[i]) {
+                panic!("{program}, rank {rank}: call {i} differs from the verified run's");
+            }
+        }
     }
 }

@@ -13,25 +13,52 @@ use crate::model::{Action, FuncModel, Out, Scalar};
 /// Most words of a key: the tracer's `memo::MAX_KEY`.
 pub const MAX_KEY: usize = 16;
 
-/// The Rust of one wrapper's key closure.
+/// The Rust of one wrapper's key closures: its input words, which the
+/// arguments give before the call, and its output words, read after it.
 pub struct Key {
-    /// Statements before the words (a status's words).
+    /// One expression per input word (of an `InputWords` named `k`).
+    pub inputs: Vec<String>,
+    /// Per input word, the statement that makes its argument (or value
+    /// read before the call) again from the word `w[i]`, as the encoder
+    /// records it: a call whose inputs are the memo's keeps no argument
+    /// across the MPI call.
+    pub from_words: Vec<String>,
+    /// Statements before the output words (a status's words).
     pub prelude: Vec<String>,
-    /// One expression per word.
-    pub words: Vec<String>,
-    /// The closure reads through pointers.
+    /// One expression per output word (of a `KeyWords` named `k`).
+    pub outputs: Vec<String>,
+    /// The output closure reads through pointers.
     pub needs_unsafe: bool,
 }
 
 impl Key {
-    /// The closure's body: `[word, ...]`, after the prelude.
-    pub fn body(&self) -> String {
+    /// The input closure: `|k: &InputWords| [word, ...]`.
+    pub fn inputs_closure(&self) -> String {
+        let words = self.inputs.join(", ");
+        let arg = if words.contains("k.") { "k" } else { "_" };
+        format!("move |{arg}: &InputWords| [{words}]")
+    }
+
+    /// The head of the encoding closure: its arguments, and the input
+    /// arguments made again from their words.
+    pub fn encode_head(&self, arg: &str) -> (String, String) {
+        let w = if self.from_words.is_empty() { "_" } else { "w" };
+        let n = self.from_words.len();
+        (
+            format!("{arg}: &mut Encoder, {w}: &[u64; {n}]"),
+            self.from_words.join(" "),
+        )
+    }
+
+    /// The output closure: `|k| [word, ...]`, after the prelude.
+    pub fn outputs_closure(&self) -> String {
         let mut s: String = self.prelude.iter().map(|p| format!("{p} ")).collect();
-        s.push_str(&format!("[{}]", self.words.join(", ")));
+        s.push_str(&format!("[{}]", self.outputs.join(", ")));
+        let arg = if s.contains("k.") { "k" } else { "_" };
         if self.needs_unsafe {
-            format!("unsafe {{ {s} }}")
+            format!("|{arg}| unsafe {{ {s} }}")
         } else {
-            s
+            format!("|{arg}| {s}")
         }
     }
 }
@@ -40,8 +67,10 @@ impl Key {
 /// is in `{name}_before`, as the wrapper binds it.
 pub fn key(f: &FuncModel) -> Option<Key> {
     let mut k = Key {
+        inputs: Vec::new(),
+        from_words: Vec::new(),
         prelude: Vec::new(),
-        words: Vec::new(),
+        outputs: Vec::new(),
         needs_unsafe: false,
     };
     let mut buffers = false;
@@ -50,9 +79,12 @@ pub fn key(f: &FuncModel) -> Option<Key> {
         match &p.action {
             Action::Value(s) => {
                 buffers |= scalar_word(&mut k, s, n, &p.ctype)?;
+                from_word(&mut k, s, n, &p.ctype.rust());
             }
             Action::Before(s) => {
-                buffers |= scalar_word(&mut k, s, &format!("{n}_before"), &p.ctype)?;
+                let var = format!("{n}_before");
+                buffers |= scalar_word(&mut k, s, &var, &p.ctype)?;
+                from_word(&mut k, s, &var, &p.ctype.rust_elem());
             }
             Action::Out(o) => {
                 k.needs_unsafe = true;
@@ -66,10 +98,26 @@ pub fn key(f: &FuncModel) -> Option<Key> {
             | Action::Varargs => return None,
         }
     }
+    // After the call: a block freed during it changes the generation.
     if buffers {
-        k.words.push("k.segments()".into());
+        k.outputs.push("k.segments()".into());
     }
-    (k.words.len() <= MAX_KEY).then_some(k)
+    (k.inputs.len() + k.outputs.len() <= MAX_KEY).then_some(k)
+}
+
+/// `let x = ...;` from the input word `w[i]` of `x` (of Rust type `ty`,
+/// a handle if `s` says so), for the `i`th input word: the value itself,
+/// but for a handle's bits outside its front end's mask (which the encoder
+/// does not read) and a buffer's provenance (it records addresses only).
+fn from_word(k: &mut Key, s: &Scalar, x: &str, ty: &str) {
+    let w = format!("w[{}]", k.inputs.len() - 1);
+    let value = match s {
+        Scalar::Handle(_) if ty != "c_int" => format!("Handle({w} as usize)"),
+        _ if ty.starts_with("*const ") => format!("std::ptr::without_provenance({w} as usize)"),
+        _ if ty.starts_with("*mut ") => format!("std::ptr::without_provenance_mut({w} as usize)"),
+        _ => format!("{w} as {ty}"),
+    };
+    k.from_words.push(format!("let {x}: {ty} = {value};"));
 }
 
 /// The word of a value `x` in hand; whether it is a buffer. `None`: a
@@ -93,7 +141,7 @@ fn scalar_word(k: &mut Key, s: &Scalar, x: &str, ct: &CType) -> Option<bool> {
         Scalar::Callback | Scalar::Buffer | Scalar::Location => format!("{x} as u64"),
         Scalar::Request => return None,
     };
-    k.words.push(word);
+    k.inputs.push(word);
     Some(matches!(s, Scalar::Buffer | Scalar::Location))
 }
 
@@ -116,11 +164,11 @@ fn out_word(k: &mut Key, o: &Out, p: &str, ct: &CType) -> Option<bool> {
         Out::Status(_) => {
             let s = format!("{p}_words");
             k.prelude.push(format!("let {s} = k.status({p});"));
-            k.words.extend((0..5).map(|i| format!("{s}[{i}]")));
+            k.outputs.extend((0..5).map(|i| format!("{s}[{i}]")));
             return Some(false);
         }
         Out::NewHandle(_) | Out::PendingComm => return None,
     };
-    k.words.push(word);
+    k.outputs.push(word);
     Some(matches!(o, Out::Location | Out::BufferOut))
 }

@@ -168,13 +168,52 @@ fn wrapper(f: &FuncModel) -> Result<String> {
         "#[unsafe(no_mangle)]\npub unsafe extern \"C\" fn {name}({}) -> {ret} {{",
         decl.join(", ")
     );
-    let _ = writeln!(s, "    let real = crate::pmpi::{name}();");
     let agreement = agreement(f);
+    if OwnRanks::of(f).is_some() && !matches!(agreement, Some(Agreement::Blocking { .. })) {
+        bail!("arguments that are often the caller's rank, in a call that creates no communicator");
+    }
+    let key = crate::emit_keys::key(f).filter(|_| agreement.is_none());
+    // A keyed call whose inputs need no read before the call has a fast
+    // path of its own, which holds the arguments across no call: the rest
+    // is a function of its own, called with them where they were given.
+    let fast = key.as_ref().filter(|_| b.before.is_empty());
+    if let Some(key) = fast {
+        s.push_str(
+            "    /// All but the call memo's fast path.\n    #[cold]\n    #[inline(never)]\n",
+        );
+        if f.params.len() > 7 {
+            s.push_str("    #[allow(clippy::too_many_arguments)]\n");
+        }
+        let _ = writeln!(s, "    unsafe fn in_full({}) -> {ret} {{", decl.join(", "));
+        let _ = writeln!(s, "    let real = crate::pmpi::{name}();");
+        let _ = writeln!(
+            s,
+            "    let Some(call) = Call::enter(func::{name}) else {{ return unsafe {{ real({args}) }}; }};"
+        );
+        let closures = keyed_call(&b, key, f);
+        let _ = writeln!(
+            s,
+            "    call.keyed(func::{name}, {}, {closures})\n}}",
+            key.inputs_closure()
+        );
+        let _ = writeln!(s, "    let real = crate::pmpi::{name}();");
+        let _ = writeln!(
+            s,
+            "    let Some(call) = Call::recalling(func::{name}, {}) else {{ return unsafe {{ in_full({args}) }}; }};",
+            key.inputs_closure()
+        );
+        let _ = writeln!(s, "    call.recalled(func::{name}, {closures})\n}}");
+        return Ok(s);
+    }
+    let _ = writeln!(s, "    let real = crate::pmpi::{name}();");
+    // With a key, the call is compared with the memo's before MPI runs it
+    // (its input words), and the clock starts after that.
+    let begin = if key.is_some() { "enter" } else { "begin" };
     match &agreement {
         None => {
             let _ = writeln!(
                 s,
-                "    let Some(call) = Call::begin(func::{name}) else {{ return unsafe {{ real({args}) }}; }};"
+                "    let Some(call) = Call::{begin}(func::{name}) else {{ return unsafe {{ real({args}) }}; }};"
             );
         }
         Some(a) => {
@@ -188,29 +227,29 @@ fn wrapper(f: &FuncModel) -> Result<String> {
     for stmt in &b.before {
         let _ = writeln!(s, "    {stmt}");
     }
-    let _ = writeln!(s, "    let ret = unsafe {{ real({args}) }};");
     let closure_arg = if b.encode.is_empty() { "_" } else { "e" };
     let unsafe_kw = if b.needs_unsafe { "unsafe " } else { "" };
-    let key = crate::emit_keys::key(f).filter(|_| agreement.is_none());
-    // With a key, the encoding runs only when the memo misses: a `move`
-    // closure holds the arguments' values, which cost less to set up on
-    // every call than a pointer to each.
-    let (end, key, capture) = match (&agreement, &key) {
-        (Some(a), _) => {
+    if let Some(key) = &key {
+        let closures = keyed_call(&b, key, f);
+        let _ = writeln!(
+            s,
+            "    call.keyed(func::{name}, {}, {closures})\n}}",
+            key.inputs_closure()
+        );
+        return Ok(s);
+    }
+    let _ = writeln!(s, "    let ret = unsafe {{ real({args}) }};");
+    let end = match &agreement {
+        Some(a) => {
             let _ = writeln!(s, "    let end = crate::clock::now();");
             let _ = writeln!(s, "    {}", a.recorded());
-            ("end_at(end, ", String::new(), "")
+            "end_at(end, "
         }
-        (None, Some(key)) => {
-            let body = key.body();
-            let arg = if body.contains("k.") { "k" } else { "_" };
-            ("end_keyed(", format!("|{arg}| {body}, "), "move ")
-        }
-        (None, None) => ("end(", String::new(), ""),
+        None => "end(",
     };
     let _ = writeln!(
         s,
-        "    call.{end}func::{name}, {code}, {key}{capture}|{closure_arg}| {unsafe_kw}{{"
+        "    call.{end}func::{name}, {code}, |{closure_arg}| {unsafe_kw}{{"
     );
     for stmt in &b.encode {
         let _ = writeln!(s, "        {stmt}");
@@ -219,11 +258,48 @@ fn wrapper(f: &FuncModel) -> Result<String> {
     Ok(s)
 }
 
+/// The closures a keyed wrapper passes after its input words: the MPI
+/// call, its return code, its output words and its encoding (as
+/// `Call::recalled` takes them, and the same after the inputs'
+/// closure for `Call::keyed`). The encoding runs only when the memo misses:
+/// a `move` closure holds the values it needs, which cost less to set up
+/// on every call than a pointer to each.
+fn keyed_call(b: &Body, key: &crate::emit_keys::Key, f: &FuncModel) -> String {
+    let args: Vec<&str> = f.params.iter().map(|p| p.name.as_str()).collect();
+    let args = args.join(", ");
+    let code = if f.ret == "int" {
+        "|&ret| ret"
+    } else {
+        "|_| MPI_SUCCESS"
+    };
+    let closure_arg = if b.encode.is_empty() { "_" } else { "e" };
+    let unsafe_kw = if b.needs_unsafe { "unsafe " } else { "" };
+    let (head, from_words) = key.encode_head(closure_arg);
+    let mut encode = format!("move |{head}| {unsafe_kw}{{\n");
+    if !from_words.is_empty() {
+        encode.push_str(&format!("        {from_words}\n"));
+    }
+    for stmt in &b.encode {
+        encode.push_str(&format!("        {stmt}\n"));
+    }
+    encode.push_str("    }");
+    format!(
+        "move || unsafe {{ real({args}) }}, {code}, {}, {encode}",
+        key.outputs_closure()
+    )
+}
+
 /// How the members of a communicator a function creates agree on its id
 /// (`crate::agree` in the tracer).
 enum Agreement {
-    /// A blocking call: over the new communicator, before recording.
-    Blocking { newcomm: String },
+    /// A blocking call: over the new communicator, before recording; first,
+    /// if the call has arguments that are often the caller's rank
+    /// (`Scalar::OwnRank`, all in one communicator), whether each is on
+    /// every rank of that communicator.
+    Blocking {
+        newcomm: String,
+        own_ranks: Option<OwnRanks>,
+    },
     /// MPI_Comm_idup: started over the parent, finished at completion.
     Idup { parent: String, newcomm: String },
 }
@@ -249,20 +325,67 @@ fn agreement(f: &FuncModel) -> Option<Agreement> {
             .map(|p| p.name.clone())
     };
     if let Some(newcomm) = name(&Action::Out(Out::NewHandle("Comm"))) {
-        return Some(Agreement::Blocking { newcomm });
+        return Some(Agreement::Blocking {
+            newcomm,
+            own_ranks: OwnRanks::of(f),
+        });
     }
     let newcomm = name(&Action::Out(Out::PendingComm))?;
     let parent = name(&Action::Value(Scalar::Handle("Comm")))?;
     Some(Agreement::Idup { parent, newcomm })
 }
 
+/// The arguments of a call that are often the caller's rank in its one
+/// communicator `comm` (MPI_Comm_split's colour and key).
+struct OwnRanks {
+    comm: String,
+    /// Parameter names.
+    names: Vec<String>,
+    /// Their values as the encoder takes them (i64 expressions).
+    values: Vec<String>,
+}
+
+impl OwnRanks {
+    fn of(f: &FuncModel) -> Option<OwnRanks> {
+        let mut own: Option<OwnRanks> = None;
+        for p in &f.params {
+            if let Action::Value(Scalar::OwnRank { comm, .. }) = &p.action {
+                let o = own.get_or_insert_with(|| OwnRanks {
+                    comm: comm.clone(),
+                    names: Vec::new(),
+                    values: Vec::new(),
+                });
+                o.names.push(p.name.clone());
+                o.values.push(int_value(&p.name, &p.ctype));
+            }
+        }
+        own
+    }
+
+    /// `[v1, v2]`: the values as the agreement takes them.
+    fn array(&self) -> String {
+        format!("[{}]", self.values.join(", "))
+    }
+}
+
 impl Agreement {
     /// Statement run when the call is not recorded.
     fn unrecorded(&self) -> String {
         match self {
-            Agreement::Blocking { newcomm } => {
+            Agreement::Blocking {
+                newcomm,
+                own_ranks: None,
+            } => {
                 format!("crate::agree::unrecorded(ret, {newcomm})")
             }
+            Agreement::Blocking {
+                newcomm,
+                own_ranks: Some(o),
+            } => format!(
+                "crate::agree::unrecorded_own_ranks(ret, {}, {}); crate::agree::unrecorded(ret, {newcomm})",
+                o.comm,
+                o.array()
+            ),
             Agreement::Idup { parent, newcomm } => {
                 format!("crate::agree::start_unrecorded(ret, {parent}, {newcomm})")
             }
@@ -272,8 +395,17 @@ impl Agreement {
     /// Statement run after the call, before recording it.
     fn recorded(&self) -> String {
         match self {
-            Agreement::Blocking { newcomm } => {
-                format!("let agreed = unsafe {{ crate::agree::created(ret, {newcomm}) }};")
+            Agreement::Blocking { newcomm, own_ranks } => {
+                let own = own_ranks.as_ref().map_or(String::new(), |o| {
+                    let names: Vec<String> = o.names.iter().map(|n| format!("{n}_own")).collect();
+                    format!(
+                        "let [{}] = unsafe {{ crate::agree::own_ranks(ret, {}, {}) }};\n    ",
+                        names.join(", "),
+                        o.comm,
+                        o.array()
+                    )
+                });
+                format!("{own}let agreed = unsafe {{ crate::agree::created(ret, {newcomm}) }};")
             }
             Agreement::Idup { parent, newcomm } => {
                 format!("unsafe {{ crate::agree::start(ret, {parent}, {newcomm}) }};")
@@ -430,8 +562,10 @@ fn scalar(s: &Scalar, x: &str, ct: &CType) -> String {
         Scalar::Root => format!("e.root({int});"),
         Scalar::WinRank(w) => format!("win_rank(e, {int}, {w});"),
         Scalar::OwnRank { comm, inner } => match &**inner {
-            Scalar::Const(set) => format!("e.own_rank_constant(ConstSet::{set}, {int}, {comm});"),
-            _ => format!("e.own_rank_int({int}, {comm});"),
+            Scalar::Const(set) => {
+                format!("e.own_rank_constant(ConstSet::{set}, {int}, {comm}, {x}_own);")
+            }
+            _ => format!("e.own_rank_int({int}, {comm}, {x}_own);"),
         },
         Scalar::Handle(k) if ct.base == "int" => {
             format!("e.handle(HandleKind::{k}, Handle::from({x}));")

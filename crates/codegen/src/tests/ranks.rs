@@ -141,19 +141,11 @@ fn a_key_that_is_the_callers_rank_stays_the_callers_rank() {
             mpigram_mpispec::ConstRef::Plain(0),
         )
     };
+    // MPI_Comm_split(MPI_COMM_WORLD, 0, rank): the tracer records colour 0
+    // as the number on every rank (it is rank 0's own rank, but not the
+    // others') and the key as each caller's own rank.
     let split = "MPI_Comm_split(MPI_COMM_WORLD, 0, world_rank, &comms[0]);";
-    let trace = splits(|me| (zero(), Value::Int(me)));
-    let src = generate(&trace, &for_ranks(5)).unwrap().source;
-    assert!(src.contains(split), "{src}");
-    // Colour 0, which is rank 0's own rank: the tracer records it as
-    // such on rank 0 and as the number elsewhere; the colour is 0 for all.
-    let trace = splits(|me| {
-        let colour = match me {
-            0 => Value::Rank(Rank::Relative(0)),
-            _ => zero(),
-        };
-        (colour, Value::Rank(Rank::Relative(0)))
-    });
+    let trace = splits(|_| (zero(), Value::Rank(Rank::Relative(0))));
     let src = generate(&trace, &for_ranks(5)).unwrap().source;
     assert!(src.contains(split), "{src}");
     assert!(
@@ -162,6 +154,23 @@ fn a_key_that_is_the_callers_rank_stays_the_callers_rank() {
             .to_string()
             .contains("--ranks must be 1 to")
     );
+    // Traces of mpigram before the compact summary (rank timing 3) recorded that colour as "own
+    // rank" on rank 0 alone: no one rule for all ranks then, but the first,
+    // middle and last ranks as traced, rank 0's colour its own rank (0).
+    let trace = splits(|me| {
+        let colour = match me {
+            0 => Value::Rank(Rank::Relative(0)),
+            _ => zero(),
+        };
+        (colour, Value::Rank(Rank::Relative(0)))
+    });
+    let src = generate(&trace, &for_ranks(5)).unwrap().source;
+    assert!(src.contains("first rank as traced rank 0"), "{src}");
+    assert!(
+        src.contains("MPI_Comm_split(MPI_COMM_WORLD, world_rank, world_rank, &comms[0]);"),
+        "{src}"
+    );
+    assert!(src.contains(split), "{src}");
 }
 
 #[test]
