@@ -45,8 +45,7 @@ fn a_garbled_message_stops_every_process_with_one_error() {
     for (processes, garbled) in [(2, 1), (3, 2)] {
         // Everything process `garbled` sends process 0 is garbled.
         let error = processes::try_critical_path_across(&trace, processes, Some(garbled), true)
-            .err()
-            .expect("an error");
+            .expect_err("an error");
         assert_eq!(error, format!("cannot read what process {garbled} sent"));
     }
 }
@@ -57,14 +56,12 @@ fn a_rank_that_cannot_be_read_stops_every_process_with_the_single_processs_error
     let times = &mut trace.ranks[1].times.exact;
     times.truncate(times.len() / 2);
     let single = critical_path::analyse(&trace, Source::Best, true)
-        .err()
-        .expect("an error")
+        .expect_err("an error")
         .to_string();
     assert!(single.contains("rank 1"), "{single}");
     for processes in [1, 2, 3] {
         let error = processes::try_critical_path_across(&trace, processes, None, true)
-            .err()
-            .expect("an error");
+            .expect_err("an error");
         assert_eq!(error, single, "{processes} processes");
         assert_eq!(error.lines().count(), 1);
     }
