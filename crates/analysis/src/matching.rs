@@ -394,6 +394,13 @@ impl<'w> Matcher<'w> {
         }
     }
 
+    /// The next operation and collective call of `rank` fed are its
+    /// `numbers.0`-th and `numbers.1`-th (when some of its events are
+    /// matched elsewhere).
+    pub(crate) fn number(&mut self, rank: u32, numbers: (usize, usize)) {
+        self.counts.insert(rank, numbers);
+    }
+
     /// The next event of `rank`'s calls.
     pub(crate) fn feed(&mut self, rank: u32, event: RankEvent) {
         let world = self.world;

@@ -28,6 +28,24 @@ pub trait Link: Sync {
     fn send(&self, to: usize, tag: u32, bytes: &[u8]);
     /// The next message from process `from` with `tag`.
     fn receive(&self, from: usize, tag: u32) -> Vec<u8>;
+
+    /// One round in which every process takes part: sends `out[p]` to
+    /// each other process p with `tag`, and returns what each sent here
+    /// (empty for this process), by process.
+    fn exchange(&self, tag: u32, out: &[Vec<u8>]) -> Vec<Vec<u8>> {
+        let me = self.process();
+        for (p, bytes) in out.iter().enumerate() {
+            if p != me {
+                self.send(p, tag, bytes);
+            }
+        }
+        (0..self.processes())
+            .map(|p| match p == me {
+                true => Vec::new(),
+                false => self.receive(p, tag),
+            })
+            .collect()
+    }
 }
 
 /// The process that reads rank index `r` among `processes`.
@@ -261,10 +279,45 @@ pub mod mpi_link {
             // MPICH polls while a receive waits: waiting in short sleeps
             // leaves the core to the analysis (a chunk is milliseconds).
             while process.immediate_probe_with_tag(tag as i32).is_none() {
-                std::thread::sleep(std::time::Duration::from_micros(50));
+                nap();
             }
             let (bytes, _) = process.receive_vec_with_tag::<u8>(tag as i32);
             bytes
         }
+
+        /// The sends do not wait for their receives (every process sends
+        /// before it receives).
+        fn exchange(&self, tag: u32, out: &[Vec<u8>]) -> Vec<Vec<u8>> {
+            let me = self.process();
+            mpi::request::scope(|scope| {
+                let mut sends: Vec<_> = out
+                    .iter()
+                    .enumerate()
+                    .filter(|&(p, _)| p != me)
+                    .map(|(p, bytes)| {
+                        self.world
+                            .process_at_rank(p as i32)
+                            .immediate_send_with_tag(scope, &bytes[..], tag as i32)
+                    })
+                    .collect();
+                let received = (0..self.processes())
+                    .map(|p| match p == me {
+                        true => Vec::new(),
+                        false => self.receive(p, tag),
+                    })
+                    .collect();
+                while let Some(send) = sends.pop() {
+                    if let Err(send) = send.test() {
+                        sends.push(send);
+                        nap();
+                    }
+                }
+                received
+            })
+        }
+    }
+
+    fn nap() {
+        std::thread::sleep(std::time::Duration::from_micros(50));
     }
 }

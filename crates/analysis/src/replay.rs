@@ -342,6 +342,23 @@ impl<'t> Reading<'t> {
         Ok(Reading::from(Box::new(readers)))
     }
 
+    /// The readers of the ranks of `trace` (by index) that `here` picks;
+    /// the others count as read.
+    pub(crate) fn of_some(
+        trace: &'t Trace,
+        sites: &'t Sites<'t>,
+        source: Source,
+        run_start_ns: f64,
+        here: impl Fn(u32) -> bool,
+    ) -> Result<Reading<'t>, ReplayError> {
+        let readers = Readers::of(trace, sites, source, run_start_ns, &here)?;
+        let mut reading = Reading::from(Box::new(readers));
+        for (r, ended) in reading.ended.iter_mut().enumerate() {
+            *ended = !here(r as u32);
+        }
+        Ok(reading)
+    }
+
     /// The ranks of `chunks`.
     pub(crate) fn from(chunks: Box<dyn Chunks + 't>) -> Reading<'t> {
         let n = chunks.ranks();
@@ -425,18 +442,31 @@ pub(crate) fn read_in_time_order(
     mut go_on: impl FnMut() -> bool,
     mut each: impl FnMut(u32, Read<'_>),
 ) -> Result<(), ReplayError> {
-    while go_on() {
-        let open = reading.open();
-        let Some(behind) = open.iter().map(|&r| reading.frontier(r)).min() else {
-            break;
+    while go_on() && reading.step(&mut each)? {}
+    Ok(())
+}
+
+impl Reading<'_> {
+    /// Where the ranks with calls still to hand out have got to in time,
+    /// the one furthest behind's (None once every rank was handed out).
+    pub(crate) fn behind(&self) -> Option<i64> {
+        self.open().iter().map(|&r| self.frontier(r)).min()
+    }
+
+    /// Hands out the next chunk of the ranks furthest behind in time (as
+    /// [`read_in_time_order`]); false if every rank was handed out.
+    pub(crate) fn step(&mut self, each: impl FnMut(u32, Read<'_>)) -> Result<bool, ReplayError> {
+        let open = self.open();
+        let Some(behind) = self.behind() else {
+            return Ok(false);
         };
         let ranks: Vec<u32> = open
             .into_iter()
-            .filter(|&r| reading.frontier(r) <= behind)
+            .filter(|&r| self.frontier(r) <= behind)
             .collect();
-        reading.next(&ranks, &mut each)?;
+        self.next(&ranks, each)?;
+        Ok(true)
     }
-    Ok(())
 }
 
 /// Matches the operations of every rank of `trace` in time order

@@ -40,9 +40,29 @@ fn the_analysis_across_processes_is_the_single_processs() {
 }
 
 #[test]
-fn a_process_that_cannot_read_leaves_its_ranks_to_process_0() {
+fn a_garbled_message_stops_every_process_with_one_error() {
     let trace = common::two_ranks(10_000);
-    let single = json(&critical_path::analyse(&trace, Source::Best, true).unwrap());
-    // Process 1 reads rank 1: every chunk it sends is garbled.
-    assert_eq!(across(&trace, 2, Some(1)), single);
+    for (processes, garbled) in [(2, 1), (3, 2)] {
+        // Everything process `garbled` sends process 0 is garbled.
+        let error = processes::try_critical_path_across(&trace, processes, Some(garbled), true)
+            .expect_err("an error");
+        assert_eq!(error, format!("cannot read what process {garbled} sent"));
+    }
+}
+
+#[test]
+fn a_rank_that_cannot_be_read_stops_every_process_with_the_single_processs_error() {
+    let mut trace = common::two_ranks(10_000);
+    let times = &mut trace.ranks[1].times.exact;
+    times.truncate(times.len() / 2);
+    let single = critical_path::analyse(&trace, Source::Best, true)
+        .expect_err("an error")
+        .to_string();
+    assert!(single.contains("rank 1"), "{single}");
+    for processes in [1, 2, 3] {
+        let error = processes::try_critical_path_across(&trace, processes, None, true)
+            .expect_err("an error");
+        assert_eq!(error, single, "{processes} processes");
+        assert_eq!(error.lines().count(), 1);
+    }
 }

@@ -27,7 +27,7 @@ use rustc_hash::FxHashMap;
 
 /// Whether a send cannot complete before its receive is posted (an edge
 /// from the receive's post to the send's completion).
-fn synchronous(func: &str) -> bool {
+pub(super) fn synchronous(func: &str) -> bool {
     func.contains("Ssend") || func.contains("Issend")
 }
 
@@ -36,12 +36,28 @@ fn message(walk: &mut impl Learn, send_start: Option<Node>, recv_end: Option<Nod
     walk.edge(send_start, recv_end);
 }
 
+/// Numbers hubs: `first` + `step`, + 2 `step`, ... (a walk spread over
+/// K processes numbers process p's from p in steps of K, so that no two
+/// processes' hubs have the same number).
+#[derive(Clone, Copy)]
+pub(super) struct HubIds {
+    pub(super) last: u64,
+    pub(super) step: u64,
+}
+
+impl HubIds {
+    fn next(&mut self) -> u64 {
+        self.last += self.step;
+        self.last
+    }
+}
+
 /// A collective instance's edges, from the starts and ends of its
-/// participants (None: no time or no completion); hubs numbered from
+/// participants (None: no time or no completion); hubs numbered by
 /// `hubs`.
 fn collective(
     walk: &mut impl Learn,
-    hubs: &mut u64,
+    hubs: &mut HubIds,
     inst: &CollectiveInstance,
     starts: &[Option<Node>],
     ends: &[Option<Node>],
@@ -49,10 +65,7 @@ fn collective(
     let root = inst
         .root
         .and_then(|root| inst.participants.iter().position(|p| p.rank == root));
-    let mut hub = |walk: &mut dyn Learn, preds: &[Option<Node>]| {
-        *hubs += 1;
-        walk.hub(*hubs, preds)
-    };
+    let mut hub = |walk: &mut dyn Learn, preds: &[Option<Node>]| walk.hub(hubs.next(), preds);
     match inst.kind {
         CollectiveKind::AllToAll => {
             let h = hub(walk, starts);
@@ -147,7 +160,7 @@ pub(super) fn in_memory(walk: &mut Walk, ranks: &[RankCalls], matching: &Matchin
             );
         }
     }
-    let mut hubs = 0;
+    let mut hubs = HubIds { last: 0, step: 1 };
     for inst in &matching.collectives.instances {
         let starts: Vec<Option<Node>> = inst
             .participants
@@ -223,7 +236,7 @@ pub(super) struct Builder {
     /// What each half of an epoch announced: its post's start, its close's
     /// end, its complete's start.
     halves: FxHashMap<u64, [Option<Node>; 3]>,
-    hubs: u64,
+    hubs: HubIds,
 }
 
 impl Builder {
@@ -240,7 +253,57 @@ impl Builder {
             calls: FxHashMap::default(),
             epoch_calls: FxHashMap::default(),
             halves: FxHashMap::default(),
-            hubs: 0,
+            hubs: HubIds { last: 0, step: 1 },
+        }
+    }
+
+    /// Hubs numbered by `hubs`.
+    pub(super) fn numbering_hubs(mut self, hubs: HubIds) -> Builder {
+        self.hubs = hubs;
+        self
+    }
+
+    /// The next operation and collective call of `rank` announced are
+    /// its `numbers.0`-th and `numbers.1`-th (when some of its events are
+    /// announced elsewhere).
+    pub(super) fn number(&mut self, rank: u32, numbers: (usize, usize)) {
+        self.counts.insert(rank, numbers);
+    }
+
+    /// The vertices the owner of `rank` holds for an event announced on
+    /// another process (where its operation is matched): the vertex whose
+    /// value goes there, and the vertex it opens as a target there (which
+    /// that process closes). A superset of what [`Builder::announce`]
+    /// opens for the event; `waits`: a completed operation is a
+    /// synchronous send.
+    pub(super) fn held(
+        &self,
+        rank: u32,
+        event: &RankEvent,
+        waits: bool,
+    ) -> (Option<Node>, Option<Node>) {
+        match event {
+            RankEvent::Post(op) => {
+                let start = self.node(rank, op.post, Some(&op.post_at), false);
+                let waits = op.direction == Direction::Recv || synchronous(op.func);
+                let end = match (op.completion, waits) {
+                    (Some(seq), true) => self.node(rank, seq, op.completion_at.as_ref(), true),
+                    _ => None,
+                };
+                (start, end)
+            }
+            RankEvent::Complete { seq, at, .. } if waits => {
+                (None, self.node(rank, *seq, Some(at), true))
+            }
+            RankEvent::Collective(call) => (
+                self.node(rank, call.post, Some(&call.post_at), false),
+                call.completion
+                    .and_then(|seq| self.node(rank, seq, call.completion_at.as_ref(), true)),
+            ),
+            RankEvent::CollectiveComplete { seq, at, .. } => {
+                (None, self.node(rank, *seq, Some(at), true))
+            }
+            _ => (None, None),
         }
     }
 

@@ -7,6 +7,7 @@
 //! same path.
 
 use super::walk::{Farthest, Node, Step, Walk};
+use serde::{Deserialize, Serialize};
 use std::sync::mpsc::{Receiver, SyncSender};
 
 /// What the walk learns of the graph, in the order the graph is made.
@@ -37,8 +38,8 @@ pub(crate) fn hub_node(id: u64, preds: &[Option<Node>]) -> Option<Node> {
     preds.iter().any(Option::is_some).then_some(Node::Hub(id))
 }
 
-/// One thing learnt, as sent to the walk's thread.
-#[derive(Debug)]
+/// One thing learnt, as sent to the walk's thread (or process).
+#[derive(Debug, Serialize, Deserialize)]
 pub(crate) enum Lesson {
     Step(u32, Step),
     EndRank(u32, Option<Farthest>),
@@ -51,22 +52,29 @@ pub(crate) enum Lesson {
     CloseHub(Node),
 }
 
+impl Lesson {
+    /// Tells the lesson to `walk`.
+    pub(crate) fn tell(self, walk: &mut dyn Learn) {
+        match self {
+            Lesson::Step(r, step) => walk.push_step(r, step),
+            Lesson::EndRank(r, tail) => walk.end_rank(r, tail),
+            Lesson::OpenTarget(node) => walk.open_target(node),
+            Lesson::CloseTarget(node) => walk.close_target(node),
+            Lesson::OpenSource(node) => walk.open_source(node),
+            Lesson::CloseSource(node) => walk.close_source(node),
+            Lesson::Edge(from, to) => walk.edge(from, to),
+            Lesson::Hub(id, preds) => {
+                walk.hub(id, &preds);
+            }
+            Lesson::CloseHub(hub) => walk.close_hub(hub),
+        }
+    }
+}
+
 impl Walk {
     /// Learns `lesson`.
     pub(crate) fn learn(&mut self, lesson: Lesson) {
-        match lesson {
-            Lesson::Step(r, step) => self.push_step(r, step),
-            Lesson::EndRank(r, tail) => self.end_rank(r, tail),
-            Lesson::OpenTarget(node) => self.open_target(node),
-            Lesson::CloseTarget(node) => self.close_target(node),
-            Lesson::OpenSource(node) => self.open_source(node),
-            Lesson::CloseSource(node) => self.close_source(node),
-            Lesson::Edge(from, to) => self.edge(from, to),
-            Lesson::Hub(id, preds) => {
-                self.hub(id, &preds);
-            }
-            Lesson::CloseHub(hub) => self.close_hub(hub),
-        }
+        lesson.tell(self)
     }
 }
 

@@ -13,6 +13,7 @@ pub mod heuristic;
 mod learn;
 mod path;
 mod report;
+mod spread;
 mod stream;
 pub mod svg;
 #[cfg(test)]
@@ -188,6 +189,10 @@ pub enum CriticalPathError {
     Signature(usize, String),
     #[error("cannot keep the analysis's records in a temporary file: {0}")]
     Spill(#[from] std::io::Error),
+    /// What another analysis process (or this one's part of the rounds)
+    /// reported, as it reported it ([`spread`]).
+    #[error("{0}")]
+    Elsewhere(String),
 }
 
 impl From<ReplayError> for CriticalPathError {
@@ -224,6 +229,11 @@ pub fn analyse_across(
     heuristic: bool,
     link: &dyn Link,
 ) -> Result<Option<Analysis>, CriticalPathError> {
+    if spread::spreads(trace) {
+        let grammar_sites = Sites::new(&trace.grammar);
+        let sites = call_sites(trace, &grammar_sites);
+        return spread::analyse(trace, &grammar_sites, sites?, source, heuristic, link);
+    }
     if link.process() != 0 {
         parallel::serve(trace, source, link);
         return Ok(None);
@@ -234,13 +244,8 @@ pub fn analyse_across(
     analyse_reading(trace, &grammar_sites, reading, source, heuristic).map(Some)
 }
 
-fn analyse_reading(
-    trace: &Trace,
-    grammar_sites: &Sites,
-    reading: Reading,
-    source: Source,
-    heuristic: bool,
-) -> Result<Analysis, CriticalPathError> {
+/// The call sites of `trace`'s grammar, with their functions.
+fn call_sites(trace: &Trace, grammar_sites: &Sites) -> Result<CallSites, CriticalPathError> {
     let funcs: Vec<&'static str> = trace
         .signatures
         .iter()
@@ -251,7 +256,17 @@ fn analyse_reading(
                 .map_err(|e| CriticalPathError::Signature(i, e.to_string()))
         })
         .collect::<Result<_, _>>()?;
-    let sites = CallSites::new(grammar_sites, &funcs);
+    Ok(CallSites::new(grammar_sites, &funcs))
+}
+
+fn analyse_reading(
+    trace: &Trace,
+    grammar_sites: &Sites,
+    reading: Reading,
+    source: Source,
+    heuristic: bool,
+) -> Result<Analysis, CriticalPathError> {
+    let sites = call_sites(trace, grammar_sites)?;
     stream::analyse(trace, grammar_sites, reading, sites, source, heuristic)
 }
 
@@ -344,12 +359,12 @@ pub fn critical_path(
         })))
     };
     let calls_total: u64 = ranks.iter().map(|r| r.spans.len() as u64).sum();
-    Ok(finish(w, &world, wall, calls_total, &calls)?)
+    Ok(finish(w.into_walked(), &world, wall, calls_total, &calls)?)
 }
 
 /// The path the walk found, rebuilt and summed.
 fn finish<'a, E: From<std::io::Error>>(
-    w: walk::Walk,
+    walked: walk::Walked,
     world: &[u32],
     wall: Option<(i64, i64)>,
     calls: u64,
@@ -358,16 +373,14 @@ fn finish<'a, E: From<std::io::Error>>(
 where
     CriticalPathError: From<E>,
 {
-    let farthest = w.farthest();
-    let end = farthest
+    let end = walked
+        .farthest
         .iter()
         .enumerate()
         .filter_map(|(r, f)| f.map(|f| ((f.length, f.t, r), f.vertex)))
         .max();
-    let (edges, hubs, untimed) = (w.edges, w.hubs, w.untimed);
-    let back = w.into_back_pointers();
     let made = path::make(
-        &back,
+        &walked.back,
         end.map(|((_, _, r), v)| (r as u32, v)),
         world,
         rank_calls,
@@ -384,8 +397,8 @@ where
         by_rank_mpi_ns: sorted(&made.mpi),
         segments: made.segments,
         sites: made.sites,
-        vertices: (2 * calls + hubs) as usize,
-        edges: (edges + 2 * calls) as usize,
-        untimed_dependencies: untimed,
+        vertices: (2 * calls + walked.hubs) as usize,
+        edges: (walked.edges + 2 * calls) as usize,
+        untimed_dependencies: walked.untimed,
     })
 }

@@ -7,7 +7,7 @@
 use super::graph::Builder;
 use super::learn::{Batches, Learn, Lesson};
 use super::waits::Waits;
-use super::walk::{Progress, Walk};
+use super::walk::{Progress, Walk, Walked};
 use super::{Analysis, CallSites, CriticalPathError, CycleError, heuristic, path};
 use crate::matching::instances;
 use crate::matching::one_sided;
@@ -21,15 +21,23 @@ use mpigram_trace::Trace;
 use std::sync::mpsc::{self, Receiver, Sender};
 
 /// What is summed while the matcher finds things.
-struct Sums {
-    waits: Waits,
-    settled: usize,
+pub(super) struct Sums {
+    pub(super) waits: Waits,
+    pub(super) settled: usize,
     /// Unmatched point-to-point, collective, one-sided operations.
-    unmatched: [usize; 3],
+    pub(super) unmatched: [usize; 3],
 }
 
 impl Sums {
-    fn found(&mut self, found: &Found) {
+    pub(super) fn new(world: &[u32]) -> Sums {
+        Sums {
+            waits: Waits::new(world),
+            settled: 0,
+            unmatched: [0; 3],
+        }
+    }
+
+    pub(super) fn found(&mut self, found: &Found) {
         match found {
             Found::PointToPoint(Decision::Unmatched { .. }) => self.unmatched[0] += 1,
             Found::Collective(instances::Found::Unmatched { .. }) => self.unmatched[1] += 1,
@@ -57,39 +65,47 @@ pub(super) fn analyse(
     source: Source,
     heuristic: bool,
 ) -> Result<Analysis, CriticalPathError> {
-    let origin = trace.run_start_ns();
     let members = world_ranks(trace);
     let world: Vec<u32> = trace.ranks.iter().map(|p| p.meta.rank).collect();
     let n = world.len();
-    let mut sums = Sums {
-        waits: Waits::new(&world),
-        settled: 0,
-        unmatched: [0; 3],
-    };
+    let mut sums = Sums::new(&world);
     let mut ends: Vec<RankEnd> = (0..n).map(|_| RankEnd::default()).collect();
-    // Matching (here) and walking (on its own thread) run side by side.
-    let walk = std::thread::scope(|scope| {
-        let (to_walk, lessons) = mpsc::sync_channel(BATCHES_IN_FLIGHT);
-        let (emptied, batches_back) = mpsc::channel();
-        let walker = scope.spawn(|| walk_lessons(&world, lessons, emptied));
-        let mut batches = Batches::new(to_walk, batches_back);
-        let read = match_and_make(
-            reading,
-            &members,
-            &world,
-            &mut batches,
-            &mut sums,
-            &mut ends,
-        );
-        batches.flush();
-        drop(batches);
-        let walked = walker
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        // A walk cut short by a reading error is not the news.
-        read?;
-        walked
-    })?;
+    let (read, walk) = walking(&world, |batches| {
+        match_and_make(reading, &members, &world, batches, &mut sums, &mut ends)
+    });
+    // A walk cut short by a reading error is not the news.
+    read?;
+    let walk = walk?;
+    let walked = walk.into_walked();
+    conclude(
+        trace,
+        grammar_sites,
+        sites,
+        source,
+        heuristic,
+        walked,
+        &ends,
+        sums,
+    )
+}
+
+/// The report of a finished walk: the path rebuilt (reading the ranks'
+/// times once more), the heuristic's path if asked, and the sums; `ends`:
+/// what each rank's reader found at its end.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn conclude(
+    trace: &Trace,
+    grammar_sites: &Sites,
+    sites: CallSites,
+    source: Source,
+    heuristic: bool,
+    walked: Walked,
+    ends: &[RankEnd],
+    sums: Sums,
+) -> Result<Analysis, CriticalPathError> {
+    let origin = trace.run_start_ns();
+    let world: Vec<u32> = trace.ranks.iter().map(|p| p.meta.rank).collect();
+    let n = world.len();
     let calls: u64 = ends.iter().map(|e| e.timed).sum();
     let wall = ends
         .iter()
@@ -106,7 +122,7 @@ pub(super) fn analyse(
                     .map_err(CriticalPathError::from)
             })))
         };
-    let path = super::finish(walk, &world, wall, calls, &rank_calls)?;
+    let path = super::finish(walked, &world, wall, calls, &rank_calls)?;
     let heuristic = if heuristic {
         Some(heuristic::grouping_of_streams(&world, &rank_calls, &path)?)
     } else {
@@ -122,6 +138,29 @@ pub(super) fn analyse(
         calls,
         timelines: Vec::new(),
     }))
+}
+
+/// Runs `make`, which tells the graph of `world`'s ranks to the batches
+/// it is given, here, and the walk of that graph on a thread of its own,
+/// side by side; the walk once `make` is done and the walk has walked
+/// everything.
+pub(super) fn walking<T>(
+    world: &[u32],
+    make: impl FnOnce(&mut Batches) -> T,
+) -> (T, Result<Walk, CriticalPathError>) {
+    std::thread::scope(|scope| {
+        let (to_walk, lessons) = mpsc::sync_channel(BATCHES_IN_FLIGHT);
+        let (emptied, batches_back) = mpsc::channel();
+        let walker = scope.spawn(|| walk_lessons(world, lessons, emptied));
+        let mut batches = Batches::new(to_walk, batches_back);
+        let made = make(&mut batches);
+        batches.flush();
+        drop(batches);
+        let walk = walker
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (made, walk)
+    })
 }
 
 /// Batches of lessons on their way to the walk at most (each of

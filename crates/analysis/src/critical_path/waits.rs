@@ -32,9 +32,10 @@ use super::RankCalls;
 use crate::matching::Matching;
 use crate::matching::collectives::{CollectiveInstance, CollectiveKind, Participant};
 use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
 
 /// Sums of one rank's (or the run's) waits.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RankWaits {
     pub wait_before_ns: i64,
     pub wait_after_ns: i64,
@@ -66,11 +67,19 @@ impl RankWaits {
         self.exec_ns += exec;
         self.calls += 1;
     }
+
+    /// Adds the sums of `other` (of other instances).
+    fn merge(&mut self, other: &RankWaits) {
+        self.wait_before_ns += other.wait_before_ns;
+        self.wait_after_ns += other.wait_after_ns;
+        self.exec_ns += other.exec_ns;
+        self.calls += other.calls;
+    }
 }
 
 /// The waits at one call site (a place in the grammar) over all its
 /// instances.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CallSiteWaits {
     /// A number in [`super::CallSites`].
     pub site: u32,
@@ -85,7 +94,7 @@ pub struct CallSiteWaits {
 }
 
 /// One process of one collective instance.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CallWaits {
     pub rank: u32,
     /// The call that posted it.
@@ -98,7 +107,7 @@ pub struct CallWaits {
 }
 
 /// One collective instance.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct InstanceWaits {
     /// Index in [`crate::matching::Collectives::instances`].
     pub instance: usize,
@@ -121,7 +130,7 @@ impl InstanceWaits {
 /// the sums and in [`WaitStats::instance_count`]).
 pub const KEPT_INSTANCES: usize = 1000;
 
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct WaitStats {
     /// Every rank, by world rank.
     pub by_rank: Vec<(u32, RankWaits)>,
@@ -141,6 +150,7 @@ pub struct WaitStats {
 pub(crate) type Timed = (i64, i64, u32);
 
 /// Wait statistics summed instance by instance.
+#[derive(Serialize, Deserialize)]
 pub(crate) struct Waits {
     /// Each world rank's index in `by_rank`.
     index: FxHashMap<u32, usize>,
@@ -254,6 +264,37 @@ impl Waits {
         if self.stats.instances.len() < KEPT_INSTANCES {
             self.stats.instances.push(weighed);
         }
+    }
+
+    /// Adds the sums of `other`, of other instances of the same ranks
+    /// (another process's, [`super::spread`]): instances kept in detail
+    /// are this one's, then `other`'s.
+    pub(crate) fn merge(&mut self, other: Waits) {
+        for (w, o) in self.by_rank.iter_mut().zip(&other.by_rank) {
+            w.merge(o);
+        }
+        for (site, (waits, last)) in other.sites {
+            let entry = self.sites.entry(site).or_insert_with(|| {
+                (
+                    CallSiteWaits {
+                        site,
+                        ..CallSiteWaits::default()
+                    },
+                    FxHashMap::default(),
+                )
+            });
+            entry.0.waits.merge(&waits.waits);
+            entry.0.instances += waits.instances;
+            for (rank, count) in last {
+                *entry.1.entry(rank).or_default() += count;
+            }
+        }
+        let (stats, o) = (&mut self.stats, other.stats);
+        stats.total.merge(&o.total);
+        let room = KEPT_INSTANCES.saturating_sub(stats.instances.len());
+        stats.instances.extend(o.instances.into_iter().take(room));
+        stats.instance_count += o.instance_count;
+        stats.untimed += o.untimed;
     }
 
     /// The sums, with each rank's computation (time between its calls).

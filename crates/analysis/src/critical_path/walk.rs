@@ -29,7 +29,7 @@ use std::io;
 
 /// A vertex: a call's start or end on one rank (by its index among the
 /// walked ranks), or a hub.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub(crate) enum Node {
     Call { rank: u32, vertex: u64 },
     Hub(u64),
@@ -95,10 +95,18 @@ struct Offer {
 }
 
 impl Offer {
-    fn key(&self) -> (i64, i64, bool, Node) {
-        (self.dist, self.t, self.program, self.node)
+    /// Of equal offers, a hub's wins over a call vertex's, and then the
+    /// greater call vertex: a hub by the call vertex it runs through, so
+    /// that how hubs are numbered never changes the path.
+    fn key(&self) -> (i64, i64, bool, bool, (u32, u64)) {
+        let hub = matches!(self.node, Node::Hub(_));
+        (self.dist, self.t, self.program, hub, self.origin)
     }
 }
+
+/// A walked vertex's distance, time and the call vertex the path runs
+/// through (a hub's best predecessor's).
+pub(crate) type Value = (i64, i64, (u32, u64));
 
 /// A vertex that explicit edges enter.
 struct Join {
@@ -139,7 +147,7 @@ impl Join {
 #[derive(Default)]
 struct Source {
     /// Its distance, time and call vertex, once walked.
-    value: Option<(i64, i64, (u32, u64))>,
+    value: Option<Value>,
     /// Operations whose edges from it are not known yet.
     open: u32,
     /// Vertices whose edges from it wait for its value.
@@ -218,6 +226,17 @@ pub(crate) struct Walk {
     pub(crate) untimed: u64,
     /// Vertices walked.
     pub(crate) walked: u64,
+}
+
+/// What a finished walk leaves for rebuilding the path.
+pub(crate) struct Walked {
+    /// Each rank's farthest vertex.
+    pub(crate) farthest: Vec<Option<Farthest>>,
+    pub(crate) edges: u64,
+    pub(crate) hubs: u64,
+    pub(crate) untimed: u64,
+    /// Each rank's back-pointers, in vertex order.
+    pub(crate) back: Vec<Spill<BackPointer>>,
 }
 
 impl Walk {
@@ -362,9 +381,15 @@ impl Walk {
         self.ranks.iter().map(|w| w.farthest).collect()
     }
 
-    /// Each rank's back-pointers, in vertex order.
-    pub(crate) fn into_back_pointers(self) -> Vec<Spill<BackPointer>> {
-        self.ranks.into_iter().map(|w| w.back).collect()
+    /// What the walk leaves for rebuilding the path.
+    pub(crate) fn into_walked(self) -> Walked {
+        Walked {
+            farthest: self.farthest(),
+            edges: self.edges,
+            hubs: self.hubs,
+            untimed: self.untimed,
+            back: self.ranks.into_iter().map(|w| w.back).collect(),
+        }
     }
 
     fn enqueue(&mut self, r: u32) {
@@ -506,7 +531,7 @@ impl Walk {
     }
 
     /// `node` is walked (or a hub computed): its edges' targets get its offer.
-    fn publish(&mut self, node: Node, value: (i64, i64, (u32, u64))) {
+    fn publish(&mut self, node: Node, value: Value) {
         let Some(source) = self.sources.get_mut(&node) else {
             return;
         };
@@ -554,7 +579,7 @@ impl Walk {
     }
 }
 
-fn offer(node: Node, (dist, t, origin): (i64, i64, (u32, u64)), program: bool) -> Offer {
+fn offer(node: Node, (dist, t, origin): Value, program: bool) -> Offer {
     Offer {
         dist,
         t,

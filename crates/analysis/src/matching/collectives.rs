@@ -116,6 +116,27 @@ pub struct CollectiveCall {
     pub(crate) completion_at: Option<CallAt>,
 }
 
+/// The communicator instance whose collectives `call` is counted among
+/// (None for a window's or a persistent collective's calls, and for a
+/// communicator not known).
+pub(crate) fn comm_of(
+    call: &CollectiveCall,
+    ranks: &dyn super::WorldRanks,
+) -> Option<crate::members::CommId> {
+    match &call.context {
+        Context::Comm { comm, seq } => ranks.comm_instance(call.rank, *seq, comm).map(|c| c.id),
+        _ => None,
+    }
+}
+
+/// Whether calls of `func` take part in one-sided epochs or persistent
+/// collectives (whose matching refers to earlier instances: windows,
+/// persistent set-ups).
+pub(crate) fn refers_to_instances(func: &mpigram_mpispec::Func) -> bool {
+    func.params.iter().any(|p| p.name == "win")
+        || classify(func.name).is_some_and(|c| c.start == Start::Persistent)
+}
+
 /// Does `func` create a window (a collective over its communicator)?
 pub(super) fn creates_window(func: &str) -> bool {
     func.starts_with("MPI_Win_create") || func.starts_with("MPI_Win_allocate")

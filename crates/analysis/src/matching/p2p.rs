@@ -530,6 +530,15 @@ fn known_comm(op: &Operation) -> Option<&Comm> {
     op.comm.as_ref().filter(|c| !matches!(c, Comm::Other(_)))
 }
 
+/// The world rank a send's message goes to, if it goes to one.
+pub(crate) fn destination(op: &Operation, ranks: &dyn WorldRanks) -> Option<u32> {
+    if op.direction != Direction::Send {
+        return None;
+    }
+    let comm = known_comm(op)?;
+    world_peer(ranks, op, comm, &op.peer).ok().flatten()
+}
+
 /// The world rank of `peer` (None for MPI_PROC_NULL).
 fn world_peer(
     ranks: &dyn WorldRanks,

@@ -62,16 +62,30 @@ impl Link for ThreadLink<'_> {
 }
 
 /// Process 0's critical path of `trace` over `processes` threads
-/// (process `garbled`, if any, failing to send its chunks); checks that
-/// the others return None and that every message was taken.
+/// (process `garbled`, if any, garbling what it sends process 0); checks
+/// that every thread ended, the others with None, and that every message
+/// was taken.
 pub fn critical_path_across(
     trace: &Trace,
     processes: usize,
     garbled: Option<usize>,
     heuristic: bool,
 ) -> Analysis {
+    match try_critical_path_across(trace, processes, garbled, heuristic) {
+        Ok(analysis) => analysis,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// [`critical_path_across`], with process 0's error.
+pub fn try_critical_path_across(
+    trace: &Trace,
+    processes: usize,
+    garbled: Option<usize>,
+    heuristic: bool,
+) -> Result<Analysis, String> {
     let post = Post::default();
-    let mut results: Vec<Option<Analysis>> = std::thread::scope(|scope| {
+    let mut results: Vec<Result<Option<Analysis>, String>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..processes)
             .map(|me| {
                 let link = ThreadLink {
@@ -81,16 +95,22 @@ pub fn critical_path_across(
                     garbled: garbled == Some(me),
                 };
                 scope.spawn(move || {
-                    critical_path::analyse_across(trace, Source::Best, heuristic, &link).unwrap()
+                    critical_path::analyse_across(trace, Source::Best, heuristic, &link)
+                        .map_err(|e| e.to_string())
                 })
             })
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
-    assert!(results[1..].iter().all(Option::is_none));
+    assert!(
+        results[1..].iter().all(|r| matches!(r, Ok(None))),
+        "only process 0 reports"
+    );
     assert!(
         post.queues.lock().unwrap().values().all(VecDeque::is_empty),
         "every message was taken"
     );
-    results.swap_remove(0).expect("process 0 reports")
+    results
+        .swap_remove(0)
+        .map(|a| a.expect("process 0 reports"))
 }
