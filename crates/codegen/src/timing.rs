@@ -252,8 +252,10 @@ impl LossyBins {
 
 /// From aggregated timing: each site's gaps are its signature's mean gap on
 /// the rank, counted on the grammar (no call is expanded). The gap before
-/// a signature's calls includes the one after MPI_Init (the tracer's
-/// start-up), spread over all of them.
+/// a signature's calls includes the one after MPI_Init, spread over all of
+/// them: the application's computation there (the tracer counts it from
+/// the end of its own start-up; in traces written before that, the
+/// start-up too).
 fn aggregated_gaps(trace: &Trace, part: &RankPart, start: RuleId) -> RankGaps {
     let (mean_gap, measured) = signature_gaps(part);
     let g = &trace.grammar;

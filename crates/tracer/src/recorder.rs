@@ -314,6 +314,13 @@ impl Recorder {
         repeats
     }
 
+    /// The next call's gap is counted from `ticks`: after the tracer's own
+    /// start-up in MPI_Init (the census, the clocks' alignment), which is
+    /// not the application's computation.
+    pub fn gaps_from(&mut self, ticks: u64) {
+        self.last_end = ticks;
+    }
+
     /// The per-call times and the verification stream of a call.
     #[inline(never)]
     fn record_extras(&mut self, func: FuncId, start: u64, end: u64) {

@@ -141,6 +141,13 @@ fn initialised(announced: Option<census::Announced>, thread_level: c_int) {
     crate::clocksync::at_init();
 }
 
+/// The tracer's start-up in MPI_Init (the census, the clocks' alignment)
+/// is over: the aggregated gap before the next call, the computation that
+/// precedes it, is counted from here, not from the end of PMPI_Init.
+fn start_up_done() {
+    tracer::with(|t| t.recorder.gaps_from(crate::clock::now()));
+}
+
 /// # Safety
 /// As `MPI_Session_init`.
 #[unsafe(no_mangle)]
@@ -188,6 +195,7 @@ pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char)
             e.buffer(argc.cast_const().cast());
             e.buffer(argv.cast_const().cast());
         });
+        start_up_done();
     }
     ret
 }
@@ -218,6 +226,7 @@ pub unsafe extern "C" fn MPI_Init_thread(
             e.constant(ConstSet::ThreadLevel, required.into());
             e.constant_out(ConstSet::ThreadLevel, provided);
         });
+        start_up_done();
     }
     ret
 }
