@@ -315,8 +315,8 @@ impl Recorder {
     }
 
     /// The next call's gap is counted from `ticks`: after the tracer's own
-    /// start-up in MPI_Init (the census, the clocks' alignment), which is
-    /// not the application's computation.
+    /// work in MPI_Init (claiming the directory, the census, the clocks'
+    /// alignment), which is not the application's computation.
     pub fn gaps_from(&mut self, ticks: u64) {
         self.last_end = ticks;
     }

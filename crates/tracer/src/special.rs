@@ -106,7 +106,7 @@ fn before_init(claim_directory: bool) -> Option<census::Announced> {
     if crate::call::is_off() || !census::first_start() {
         return None;
     }
-    Some(crate::call::uncounted(|| {
+    let announced = crate::call::uncounted(|| {
         let claim = if claim_directory {
             let (rank, _) = census::launcher_rank_and_size();
             tracer::create_output_dir()
@@ -115,7 +115,15 @@ fn before_init(claim_directory: bool) -> Option<census::Announced> {
             Claim::Unavailable
         };
         census::announce(claim)
-    }))
+    });
+    // If this is the first call, all the time since the tracer started is
+    // its own (starting, claiming, announcing): no gap before the call.
+    tracer::with(|t| {
+        if t.recorder.calls == 0 {
+            t.recorder.gaps_from(crate::clock::now());
+        }
+    });
+    Some(announced)
 }
 
 /// PMPI_Init(_thread) succeeded at `thread_level`: the tracer learns its
