@@ -158,34 +158,51 @@ impl Batches {
     }
 }
 
-impl Learn for Batches {
+/// Where lessons are kept for a walk elsewhere (on another thread or
+/// process): what is learnt becomes [`Lesson`]s, in the order learnt.
+pub(crate) trait Lessons {
+    fn lesson(&mut self, lesson: Lesson);
+}
+
+impl Lessons for Batches {
+    fn lesson(&mut self, lesson: Lesson) {
+        self.push(lesson)
+    }
+}
+
+impl Lessons for Vec<Lesson> {
+    fn lesson(&mut self, lesson: Lesson) {
+        self.push(lesson)
+    }
+}
+
+impl<L: Lessons> Learn for L {
     fn push_step(&mut self, r: u32, step: Step) {
-        self.push(Lesson::Step(r, step))
+        self.lesson(Lesson::Step(r, step))
     }
     fn end_rank(&mut self, r: u32, tail: Option<Farthest>) {
-        self.push(Lesson::EndRank(r, tail))
+        self.lesson(Lesson::EndRank(r, tail))
     }
     fn open_target(&mut self, node: Node) {
-        self.push(Lesson::OpenTarget(node))
+        self.lesson(Lesson::OpenTarget(node))
     }
     fn close_target(&mut self, node: Node) {
-        self.push(Lesson::CloseTarget(node))
+        self.lesson(Lesson::CloseTarget(node))
     }
     fn open_source(&mut self, node: Node) {
-        self.push(Lesson::OpenSource(node))
+        self.lesson(Lesson::OpenSource(node))
     }
     fn close_source(&mut self, node: Node) {
-        self.push(Lesson::CloseSource(node))
+        self.lesson(Lesson::CloseSource(node))
     }
     fn edge(&mut self, from: Option<Node>, to: Option<Node>) {
-        self.push(Lesson::Edge(from, to))
+        self.lesson(Lesson::Edge(from, to))
     }
     fn hub(&mut self, id: u64, preds: &[Option<Node>]) -> Option<Node> {
-        let hub = hub_node(id, preds);
-        self.push(Lesson::Hub(id, preds.to_vec()));
-        hub
+        self.lesson(Lesson::Hub(id, preds.to_vec()));
+        hub_node(id, preds)
     }
     fn close_hub(&mut self, hub: Node) {
-        self.push(Lesson::CloseHub(hub))
+        self.lesson(Lesson::CloseHub(hub))
     }
 }

@@ -33,7 +33,7 @@
 //! only the reading ([`crate::parallel`]).
 
 use super::graph::{Builder, HubIds};
-use super::learn::{Batches, Learn, Lesson, hub_node};
+use super::learn::{Batches, Learn, Lesson};
 use super::stream::{Sums, conclude, walking};
 use super::waits::Waits;
 use super::walk::{Farthest, Node, Step};
@@ -622,38 +622,6 @@ impl Learn for Route<'_> {
     }
     fn close_hub(&mut self, hub: Node) {
         self.walk.close_hub(hub)
-    }
-}
-
-/// Lessons kept for the walk on another process.
-impl Learn for Vec<Lesson> {
-    fn push_step(&mut self, r: u32, step: Step) {
-        self.push(Lesson::Step(r, step))
-    }
-    fn end_rank(&mut self, r: u32, tail: Option<Farthest>) {
-        self.push(Lesson::EndRank(r, tail))
-    }
-    fn open_target(&mut self, node: Node) {
-        self.push(Lesson::OpenTarget(node))
-    }
-    fn close_target(&mut self, node: Node) {
-        self.push(Lesson::CloseTarget(node))
-    }
-    fn open_source(&mut self, node: Node) {
-        self.push(Lesson::OpenSource(node))
-    }
-    fn close_source(&mut self, node: Node) {
-        self.push(Lesson::CloseSource(node))
-    }
-    fn edge(&mut self, from: Option<Node>, to: Option<Node>) {
-        self.push(Lesson::Edge(from, to))
-    }
-    fn hub(&mut self, id: u64, preds: &[Option<Node>]) -> Option<Node> {
-        self.push(Lesson::Hub(id, preds.to_vec()));
-        hub_node(id, preds)
-    }
-    fn close_hub(&mut self, hub: Node) {
-        self.push(Lesson::CloseHub(hub))
     }
 }
 
