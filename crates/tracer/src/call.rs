@@ -242,10 +242,13 @@ impl Call {
     /// `None` changes nothing: the wrapper then makes its call in full
     /// ([`enter`](Call::enter), [`keyed`](Call::keyed)), with its arguments
     /// where it was given them (this path holds them across no call).
+    /// `narrow` says which words are sign-extended 32-bit integers, of
+    /// which only the low halves are compared (`CallMemo::same_inputs`).
     #[inline(always)]
     pub fn recalling<const I: usize>(
         func: FuncId,
         inputs: impl FnOnce(&InputWords) -> [u64; I],
+        narrow: [bool; I],
     ) -> Option<Call> {
         if MODE.load(Relaxed) & (STATE | CONCURRENT | VERIFY) != ON
             || SERIAL.load(Relaxed) != OUTSIDE
@@ -256,7 +259,7 @@ impl Call {
         let front = unsafe { crate::front::bound_front() };
         let words = inputs(&InputWords::new(front));
         // SAFETY: MPI calls cannot overlap.
-        if !unsafe { crate::tracer::same_inputs(func, &words) } {
+        if !unsafe { crate::tracer::same_inputs(func, &words, narrow) } {
             return None;
         }
         let tag = thread_tag();
@@ -297,7 +300,8 @@ impl Call {
         let front = unsafe { crate::front::bound_front() };
         let words = inputs(&InputWords::new(front));
         // SAFETY: with `recalls_alone`, MPI calls cannot overlap.
-        if !(self.recalls_alone && unsafe { crate::tracer::same_inputs(func, &words) }) {
+        if !(self.recalls_alone && unsafe { crate::tracer::same_inputs(func, &words, [false; I]) })
+        {
             // The words are kept across the MPI call on this path only.
             cold_path();
             self.start = crate::clock::now();
