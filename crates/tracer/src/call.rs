@@ -188,6 +188,10 @@ pub struct Call {
     /// overlap and calls were not verified: a keyed call the memo knows
     /// needs neither the tracer's lock nor its encoding.
     recalls_alone: bool,
+    /// The bound front end, found as the call began: [`recalled`](Call::recalled)
+    /// does not look for it again (a second atomic load of the front end's
+    /// cell, which the compiler cannot merge with the first).
+    front: Option<&'static crate::front::Front>,
 }
 
 impl Call {
@@ -227,6 +231,7 @@ impl Call {
             flag,
             tag,
             recalls_alone: mode & (STATE | CONCURRENT | VERIFY) == ON,
+            front: None,
         })
     }
 
@@ -237,10 +242,13 @@ impl Call {
     /// `None` changes nothing: the wrapper then makes its call in full
     /// ([`enter`](Call::enter), [`keyed`](Call::keyed)), with its arguments
     /// where it was given them (this path holds them across no call).
+    /// `narrow` says which words are sign-extended 32-bit integers, of
+    /// which only the low halves are compared (`CallMemo::same_inputs`).
     #[inline(always)]
     pub fn recalling<const I: usize>(
         func: FuncId,
         inputs: impl FnOnce(&InputWords) -> [u64; I],
+        narrow: [bool; I],
     ) -> Option<Call> {
         if MODE.load(Relaxed) & (STATE | CONCURRENT | VERIFY) != ON
             || SERIAL.load(Relaxed) != OUTSIDE
@@ -248,9 +256,10 @@ impl Call {
             return None;
         }
         // SAFETY: recording is on, which needs a bound front end.
-        let words = inputs(&InputWords::new(unsafe { crate::front::bound_front() }));
+        let front = unsafe { crate::front::bound_front() };
+        let words = inputs(&InputWords::new(front));
         // SAFETY: MPI calls cannot overlap.
-        if !unsafe { crate::tracer::same_inputs(func, &words) } {
+        if !unsafe { crate::tracer::same_inputs(func, &words, narrow) } {
             return None;
         }
         let tag = thread_tag();
@@ -263,6 +272,7 @@ impl Call {
             flag: &raw const SERIAL,
             tag,
             recalls_alone: true,
+            front: Some(front),
         })
     }
 
@@ -290,7 +300,8 @@ impl Call {
         let front = unsafe { crate::front::bound_front() };
         let words = inputs(&InputWords::new(front));
         // SAFETY: with `recalls_alone`, MPI calls cannot overlap.
-        if !(self.recalls_alone && unsafe { crate::tracer::same_inputs(func, &words) }) {
+        if !(self.recalls_alone && unsafe { crate::tracer::same_inputs(func, &words, [false; I]) })
+        {
             // The words are kept across the MPI call on this path only.
             cold_path();
             self.start = crate::clock::now();
@@ -303,6 +314,7 @@ impl Call {
             crate::recording::record_keyed(func, ret, (self.start, end), key, k.request(), encode);
             return r;
         }
+        self.front = Some(front);
         self.recalled(func, mpi, code, outputs, encode)
     }
 
@@ -317,8 +329,11 @@ impl Call {
         outputs: impl FnOnce(&KeyWords) -> [u64; O],
         encode: impl FnOnce(&mut Encoder, &[u64; I]),
     ) -> R {
-        // SAFETY: as in `keyed`.
-        let front = unsafe { crate::front::bound_front() };
+        let front = match self.front {
+            Some(front) => front,
+            // SAFETY: as in `keyed`.
+            None => unsafe { crate::front::bound_front() },
+        };
         self.start = crate::clock::now();
         let r = mpi();
         let end = crate::clock::now();

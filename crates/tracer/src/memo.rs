@@ -299,14 +299,28 @@ impl CallMemo {
     /// Whether the input words of a call of `func` (its key's first `I`
     /// words, which the call's arguments give before MPI runs it) equal
     /// those of the function's last encoded call. Changes nothing.
+    /// A word `narrow` says is a sign-extended 32-bit integer (as every
+    /// call of the function makes it) is compared by its low 32 bits only:
+    /// two such words with the same low halves have the same high ones.
     #[inline(always)]
-    pub fn same_inputs<const I: usize>(&self, func: FuncId, inputs: &[u64; I]) -> bool {
+    pub fn same_inputs<const I: usize>(
+        &self,
+        func: FuncId,
+        inputs: &[u64; I],
+        narrow: [bool; I],
+    ) -> bool {
         let entry = &self.entries[func as usize & (FUNC_SLOTS - 1)];
-        let mut differ = 0;
-        for (a, b) in entry.key.iter().zip(inputs) {
-            differ |= a ^ b;
-        }
-        differ == 0
+        // A compare and a branch per word (a narrow word's compare reads
+        // its argument's 32-bit register as it is).
+        entry
+            .key
+            .iter()
+            .zip(inputs)
+            .zip(narrow)
+            .all(|((&a, &b), narrow)| match narrow {
+                true => a as u32 == b as u32,
+                false => a == b,
+            })
     }
 
     /// The input words of `func`'s last encoded call (its key's first `I`).
@@ -389,7 +403,7 @@ impl CallMemo {
         request: Option<u64>,
         objects: &mut Objects,
     ) -> Result<Recalled, Miss> {
-        if !self.same_inputs(func, inputs) {
+        if !self.same_inputs(func, inputs, [false; I]) {
             return Err(Miss::Changed);
         }
         self.recall_outputs::<I, O>(func, ret, outputs, request, objects)
@@ -575,6 +589,17 @@ mod tests {
         );
         let other_ret = memo.recall(func::MPI_Comm_rank, 1, (&[91, 1], &[]), None, &mut objects);
         assert_eq!(other_ret, Err(Miss::Changed), "another return code");
+    }
+
+    #[test]
+    fn a_narrow_word_is_compared_by_its_low_half() {
+        let (mut memo, mut objects) = (CallMemo::new(), Objects::default());
+        let key = [i64::from(-2i32) as u64, 7];
+        call(&mut memo, &mut objects, key, 4);
+        let same = |words: [u64; 2]| memo.same_inputs(func::MPI_Comm_rank, &words, [true, false]);
+        assert!(same(key));
+        assert!(!same([i64::from(-3i32) as u64, 7]), "another low half");
+        assert!(!same([i64::from(-2i32) as u64, 8]), "a wide word differs");
     }
 
     #[test]

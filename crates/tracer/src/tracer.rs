@@ -81,10 +81,14 @@ pub fn set_thread_level(provided: c_int) {
 /// MPI calls cannot overlap (`call::concurrent` is false), so that no
 /// other thread uses the tracer meanwhile.
 #[inline(always)]
-pub(crate) unsafe fn same_inputs<const I: usize>(func: FuncId, inputs: &[u64; I]) -> bool {
+pub(crate) unsafe fn same_inputs<const I: usize>(
+    func: FuncId,
+    inputs: &[u64; I],
+    narrow: [bool; I],
+) -> bool {
     // SAFETY: no other thread uses the tracer (nor its memo), and no
     // call is being recorded; this only reads it.
-    unsafe { &*TRACER.memo.get() }.same_inputs(func, inputs)
+    unsafe { &*TRACER.memo.get() }.same_inputs(func, inputs, narrow)
 }
 
 /// Runs `f` on the tracer, creating it on first use. A panic inside turns

@@ -18,6 +18,10 @@ pub const MAX_KEY: usize = 16;
 pub struct Key {
     /// One expression per input word (of an `InputWords` named `k`).
     pub inputs: Vec<String>,
+    /// Per input word, whether it is a 32-bit integer sign-extended (its
+    /// low 32 bits decide whether two such words are equal: the fast path
+    /// compares only them, one instruction fewer than widening).
+    pub narrow: Vec<bool>,
     /// Per input word, the statement that makes its argument (or value
     /// read before the call) again from the word `w[i]`, as the encoder
     /// records it: a call whose inputs are the memo's keeps no argument
@@ -37,6 +41,16 @@ impl Key {
         let words = self.inputs.join(", ");
         let arg = if words.contains("k.") { "k" } else { "_" };
         format!("move |{arg}: &InputWords| [{words}]")
+    }
+
+    /// Which input words are [`narrow`](Key::narrow): `[bool, ...]`.
+    pub fn narrow_array(&self) -> String {
+        let flags: Vec<&str> = self
+            .narrow
+            .iter()
+            .map(|&n| if n { "true" } else { "false" })
+            .collect();
+        format!("[{}]", flags.join(", "))
     }
 
     /// The head of the encoding closure: its arguments, and the input
@@ -68,6 +82,7 @@ impl Key {
 pub fn key(f: &FuncModel) -> Option<Key> {
     let mut k = Key {
         inputs: Vec::new(),
+        narrow: Vec::new(),
         from_words: Vec::new(),
         prelude: Vec::new(),
         outputs: Vec::new(),
@@ -123,6 +138,7 @@ fn from_word(k: &mut Key, s: &Scalar, x: &str, ty: &str) {
 /// The word of a value `x` in hand; whether it is a buffer. `None`: a
 /// request, whose id the request table says.
 fn scalar_word(k: &mut Key, s: &Scalar, x: &str, ct: &CType) -> Option<bool> {
+    let mut narrow = false;
     let word = match s {
         Scalar::Int
         | Scalar::Const(_)
@@ -132,7 +148,10 @@ fn scalar_word(k: &mut Key, s: &Scalar, x: &str, ct: &CType) -> Option<bool> {
         | Scalar::Root
         | Scalar::WinRank(_)
         | Scalar::OwnRank { .. } => {
-            format!("{} as u64", crate::emit_wrappers::int_value(x, ct))
+            let value = crate::emit_wrappers::int_value(x, ct);
+            // `i64::from` of a C int: a sign-extended 32-bit value.
+            narrow = value.starts_with("i64::from(") && ct.rust() == "c_int";
+            format!("{value} as u64")
         }
         Scalar::Handle(kind) if ct.base == "int" => {
             format!("k.handle(HandleKind::{kind}, Handle::from({x}))")
@@ -142,6 +161,7 @@ fn scalar_word(k: &mut Key, s: &Scalar, x: &str, ct: &CType) -> Option<bool> {
         Scalar::Request => return None,
     };
     k.inputs.push(word);
+    k.narrow.push(narrow);
     Some(matches!(s, Scalar::Buffer | Scalar::Location))
 }
 

@@ -199,8 +199,9 @@ fn wrapper(f: &FuncModel) -> Result<String> {
         let _ = writeln!(s, "    let real = crate::pmpi::{name}();");
         let _ = writeln!(
             s,
-            "    let Some(call) = Call::recalling(func::{name}, {}) else {{ return unsafe {{ in_full({args}) }}; }};",
-            key.inputs_closure()
+            "    let Some(call) = Call::recalling(func::{name}, {}, {}) else {{ return unsafe {{ in_full({args}) }}; }};",
+            key.inputs_closure(),
+            key.narrow_array()
         );
         let _ = writeln!(s, "    call.recalled(func::{name}, {closures})\n}}");
         return Ok(s);

@@ -414,19 +414,23 @@ pub unsafe extern "C" fn MPI_Accumulate(
         )
     }
     let real = crate::pmpi::MPI_Accumulate();
-    let Some(call) = Call::recalling(func::MPI_Accumulate, move |k: &InputWords| {
-        [
-            origin_addr as u64,
-            i64::from(origin_count) as u64,
-            k.handle(HandleKind::Datatype, origin_datatype),
-            i64::from(target_rank) as u64,
-            target_disp as u64,
-            i64::from(target_count) as u64,
-            k.handle(HandleKind::Datatype, target_datatype),
-            k.handle(HandleKind::Op, op),
-            k.handle(HandleKind::Win, win),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Accumulate,
+        move |k: &InputWords| {
+            [
+                origin_addr as u64,
+                i64::from(origin_count) as u64,
+                k.handle(HandleKind::Datatype, origin_datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                i64::from(target_count) as u64,
+                k.handle(HandleKind::Datatype, target_datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Win, win),
+            ]
+        },
+        [false, true, false, true, false, true, false, false, false],
+    ) else {
         return unsafe {
             in_full(
                 origin_addr,
@@ -579,19 +583,23 @@ pub unsafe extern "C" fn MPI_Accumulate_c(
         )
     }
     let real = crate::pmpi::MPI_Accumulate_c();
-    let Some(call) = Call::recalling(func::MPI_Accumulate_c, move |k: &InputWords| {
-        [
-            origin_addr as u64,
-            origin_count as u64,
-            k.handle(HandleKind::Datatype, origin_datatype),
-            i64::from(target_rank) as u64,
-            target_disp as u64,
-            target_count as u64,
-            k.handle(HandleKind::Datatype, target_datatype),
-            k.handle(HandleKind::Op, op),
-            k.handle(HandleKind::Win, win),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Accumulate_c,
+        move |k: &InputWords| {
+            [
+                origin_addr as u64,
+                origin_count as u64,
+                k.handle(HandleKind::Datatype, origin_datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                target_count as u64,
+                k.handle(HandleKind::Datatype, target_datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Win, win),
+            ]
+        },
+        [false, false, false, true, false, false, false, false, false],
+    ) else {
         return unsafe {
             in_full(
                 origin_addr,
@@ -669,7 +677,8 @@ pub unsafe extern "C" fn MPI_Add_error_class(errorclass: *mut c_int) -> c_int {
         )
     }
     let real = crate::pmpi::MPI_Add_error_class();
-    let Some(call) = Call::recalling(func::MPI_Add_error_class, move |_: &InputWords| []) else {
+    let Some(call) = Call::recalling(func::MPI_Add_error_class, move |_: &InputWords| [], [])
+    else {
         return unsafe { in_full(errorclass) };
     };
     call.recalled(
@@ -708,9 +717,11 @@ pub unsafe extern "C" fn MPI_Add_error_code(errorclass: c_int, errorcode: *mut c
         )
     }
     let real = crate::pmpi::MPI_Add_error_code();
-    let Some(call) = Call::recalling(func::MPI_Add_error_code, move |_: &InputWords| {
-        [i64::from(errorclass) as u64]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Add_error_code,
+        move |_: &InputWords| [i64::from(errorclass) as u64],
+        [true],
+    ) else {
         return unsafe { in_full(errorclass, errorcode) };
     };
     call.recalled(
@@ -766,8 +777,11 @@ pub unsafe extern "C" fn MPI_Address(location: *mut c_void, address: *mut MPI_Ai
         )
     }
     let real = crate::pmpi::MPI_Address();
-    let Some(call) = Call::recalling(func::MPI_Address, move |_: &InputWords| [location as u64])
-    else {
+    let Some(call) = Call::recalling(
+        func::MPI_Address,
+        move |_: &InputWords| [location as u64],
+        [false],
+    ) else {
         return unsafe { in_full(location, address) };
     };
     call.recalled(
@@ -809,9 +823,11 @@ pub unsafe extern "C" fn MPI_Aint_add(base: MPI_Aint, disp: MPI_Aint) -> MPI_Ain
         )
     }
     let real = crate::pmpi::MPI_Aint_add();
-    let Some(call) = Call::recalling(func::MPI_Aint_add, move |_: &InputWords| {
-        [base as u64, disp as u64]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Aint_add,
+        move |_: &InputWords| [base as u64, disp as u64],
+        [false, false],
+    ) else {
         return unsafe { in_full(base, disp) };
     };
     call.recalled(
@@ -854,9 +870,11 @@ pub unsafe extern "C" fn MPI_Aint_diff(addr1: MPI_Aint, addr2: MPI_Aint) -> MPI_
         )
     }
     let real = crate::pmpi::MPI_Aint_diff();
-    let Some(call) = Call::recalling(func::MPI_Aint_diff, move |_: &InputWords| {
-        [addr1 as u64, addr2 as u64]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Aint_diff,
+        move |_: &InputWords| [addr1 as u64, addr2 as u64],
+        [false, false],
+    ) else {
         return unsafe { in_full(addr1, addr2) };
     };
     call.recalled(
@@ -943,17 +961,21 @@ pub unsafe extern "C" fn MPI_Allgather(
         )
     }
     let real = crate::pmpi::MPI_Allgather();
-    let Some(call) = Call::recalling(func::MPI_Allgather, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            i64::from(sendcount) as u64,
-            k.handle(HandleKind::Datatype, sendtype),
-            recvbuf as u64,
-            i64::from(recvcount) as u64,
-            k.handle(HandleKind::Datatype, recvtype),
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Allgather,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, true, false, false, true, false, false],
+    ) else {
         return unsafe {
             in_full(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
@@ -1058,17 +1080,21 @@ pub unsafe extern "C" fn MPI_Allgather_c(
         )
     }
     let real = crate::pmpi::MPI_Allgather_c();
-    let Some(call) = Call::recalling(func::MPI_Allgather_c, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            sendcount as u64,
-            k.handle(HandleKind::Datatype, sendtype),
-            recvbuf as u64,
-            recvcount as u64,
-            k.handle(HandleKind::Datatype, recvtype),
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Allgather_c,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, false, false, false, false, false, false],
+    ) else {
         return unsafe {
             in_full(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
@@ -1183,18 +1209,22 @@ pub unsafe extern "C" fn MPI_Allgather_init(
         )
     }
     let real = crate::pmpi::MPI_Allgather_init();
-    let Some(call) = Call::recalling(func::MPI_Allgather_init, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            i64::from(sendcount) as u64,
-            k.handle(HandleKind::Datatype, sendtype),
-            recvbuf as u64,
-            i64::from(recvcount) as u64,
-            k.handle(HandleKind::Datatype, recvtype),
-            k.handle(HandleKind::Comm, comm),
-            k.handle(HandleKind::Info, info),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Allgather_init,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+            ]
+        },
+        [false, true, false, false, true, false, false, false],
+    ) else {
         return unsafe {
             in_full(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
@@ -1312,18 +1342,22 @@ pub unsafe extern "C" fn MPI_Allgather_init_c(
         )
     }
     let real = crate::pmpi::MPI_Allgather_init_c();
-    let Some(call) = Call::recalling(func::MPI_Allgather_init_c, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            sendcount as u64,
-            k.handle(HandleKind::Datatype, sendtype),
-            recvbuf as u64,
-            recvcount as u64,
-            k.handle(HandleKind::Datatype, recvtype),
-            k.handle(HandleKind::Comm, comm),
-            k.handle(HandleKind::Info, info),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Allgather_init_c,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+            ]
+        },
+        [false, false, false, false, false, false, false, false],
+    ) else {
         return unsafe {
             in_full(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
@@ -1573,9 +1607,11 @@ pub unsafe extern "C" fn MPI_Alloc_mem(
         )
     }
     let real = crate::pmpi::MPI_Alloc_mem();
-    let Some(call) = Call::recalling(func::MPI_Alloc_mem, move |k: &InputWords| {
-        [size as u64, k.handle(HandleKind::Info, info)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Alloc_mem,
+        move |k: &InputWords| [size as u64, k.handle(HandleKind::Info, info)],
+        [false, false],
+    ) else {
         return unsafe { in_full(size, info, baseptr) };
     };
     call.recalled(
@@ -1655,16 +1691,20 @@ pub unsafe extern "C" fn MPI_Allreduce(
         )
     }
     let real = crate::pmpi::MPI_Allreduce();
-    let Some(call) = Call::recalling(func::MPI_Allreduce, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            recvbuf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            k.handle(HandleKind::Op, op),
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Allreduce,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, false, true, false, false, false],
+    ) else {
         return unsafe { in_full(sendbuf, recvbuf, count, datatype, op, comm) };
     };
     call.recalled(
@@ -1746,16 +1786,20 @@ pub unsafe extern "C" fn MPI_Allreduce_c(
         )
     }
     let real = crate::pmpi::MPI_Allreduce_c();
-    let Some(call) = Call::recalling(func::MPI_Allreduce_c, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            recvbuf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            k.handle(HandleKind::Op, op),
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Allreduce_c,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, false, false, false, false, false],
+    ) else {
         return unsafe { in_full(sendbuf, recvbuf, count, datatype, op, comm) };
     };
     call.recalled(
@@ -1847,17 +1891,21 @@ pub unsafe extern "C" fn MPI_Allreduce_init(
         )
     }
     let real = crate::pmpi::MPI_Allreduce_init();
-    let Some(call) = Call::recalling(func::MPI_Allreduce_init, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            recvbuf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            k.handle(HandleKind::Op, op),
-            k.handle(HandleKind::Comm, comm),
-            k.handle(HandleKind::Info, info),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Allreduce_init,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+            ]
+        },
+        [false, false, true, false, false, false, false],
+    ) else {
         return unsafe { in_full(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
     };
     call.recalled(
@@ -1952,17 +2000,21 @@ pub unsafe extern "C" fn MPI_Allreduce_init_c(
         )
     }
     let real = crate::pmpi::MPI_Allreduce_init_c();
-    let Some(call) = Call::recalling(func::MPI_Allreduce_init_c, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            recvbuf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            k.handle(HandleKind::Op, op),
-            k.handle(HandleKind::Comm, comm),
-            k.handle(HandleKind::Info, info),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Allreduce_init_c,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+            ]
+        },
+        [false, false, false, false, false, false, false],
+    ) else {
         return unsafe { in_full(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
     };
     call.recalled(
@@ -2060,17 +2112,21 @@ pub unsafe extern "C" fn MPI_Alltoall(
         )
     }
     let real = crate::pmpi::MPI_Alltoall();
-    let Some(call) = Call::recalling(func::MPI_Alltoall, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            i64::from(sendcount) as u64,
-            k.handle(HandleKind::Datatype, sendtype),
-            recvbuf as u64,
-            i64::from(recvcount) as u64,
-            k.handle(HandleKind::Datatype, recvtype),
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Alltoall,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, true, false, false, true, false, false],
+    ) else {
         return unsafe {
             in_full(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
@@ -2175,17 +2231,21 @@ pub unsafe extern "C" fn MPI_Alltoall_c(
         )
     }
     let real = crate::pmpi::MPI_Alltoall_c();
-    let Some(call) = Call::recalling(func::MPI_Alltoall_c, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            sendcount as u64,
-            k.handle(HandleKind::Datatype, sendtype),
-            recvbuf as u64,
-            recvcount as u64,
-            k.handle(HandleKind::Datatype, recvtype),
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Alltoall_c,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, false, false, false, false, false, false],
+    ) else {
         return unsafe {
             in_full(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
@@ -2300,18 +2360,22 @@ pub unsafe extern "C" fn MPI_Alltoall_init(
         )
     }
     let real = crate::pmpi::MPI_Alltoall_init();
-    let Some(call) = Call::recalling(func::MPI_Alltoall_init, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            i64::from(sendcount) as u64,
-            k.handle(HandleKind::Datatype, sendtype),
-            recvbuf as u64,
-            i64::from(recvcount) as u64,
-            k.handle(HandleKind::Datatype, recvtype),
-            k.handle(HandleKind::Comm, comm),
-            k.handle(HandleKind::Info, info),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Alltoall_init,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+            ]
+        },
+        [false, true, false, false, true, false, false, false],
+    ) else {
         return unsafe {
             in_full(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
@@ -2429,18 +2493,22 @@ pub unsafe extern "C" fn MPI_Alltoall_init_c(
         )
     }
     let real = crate::pmpi::MPI_Alltoall_init_c();
-    let Some(call) = Call::recalling(func::MPI_Alltoall_init_c, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            sendcount as u64,
-            k.handle(HandleKind::Datatype, sendtype),
-            recvbuf as u64,
-            recvcount as u64,
-            k.handle(HandleKind::Datatype, recvtype),
-            k.handle(HandleKind::Comm, comm),
-            k.handle(HandleKind::Info, info),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Alltoall_init_c,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+            ]
+        },
+        [false, false, false, false, false, false, false, false],
+    ) else {
         return unsafe {
             in_full(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
@@ -3033,12 +3101,16 @@ pub unsafe extern "C" fn MPI_Attr_delete(comm: MPI_Comm, keyval: c_int) -> c_int
         )
     }
     let real = crate::pmpi::MPI_Attr_delete();
-    let Some(call) = Call::recalling(func::MPI_Attr_delete, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::Comm, comm),
-            k.handle(HandleKind::Keyval, Handle::from(keyval)),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Attr_delete,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Keyval, Handle::from(keyval)),
+            ]
+        },
+        [false, false],
+    ) else {
         return unsafe { in_full(comm, keyval) };
     };
     call.recalled(
@@ -3100,13 +3172,17 @@ pub unsafe extern "C" fn MPI_Attr_get(
         )
     }
     let real = crate::pmpi::MPI_Attr_get();
-    let Some(call) = Call::recalling(func::MPI_Attr_get, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::Comm, comm),
-            k.handle(HandleKind::Keyval, Handle::from(keyval)),
-            attribute_val as u64,
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Attr_get,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Keyval, Handle::from(keyval)),
+                attribute_val as u64,
+            ]
+        },
+        [false, false, false],
+    ) else {
         return unsafe { in_full(comm, keyval, attribute_val, flag) };
     };
     call.recalled(
@@ -3164,13 +3240,17 @@ pub unsafe extern "C" fn MPI_Attr_put(
         )
     }
     let real = crate::pmpi::MPI_Attr_put();
-    let Some(call) = Call::recalling(func::MPI_Attr_put, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::Comm, comm),
-            k.handle(HandleKind::Keyval, Handle::from(keyval)),
-            attribute_val as u64,
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Attr_put,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Keyval, Handle::from(keyval)),
+                attribute_val as u64,
+            ]
+        },
+        [false, false, false],
+    ) else {
         return unsafe { in_full(comm, keyval, attribute_val) };
     };
     call.recalled(
@@ -3213,9 +3293,11 @@ pub unsafe extern "C" fn MPI_Barrier(comm: MPI_Comm) -> c_int {
         )
     }
     let real = crate::pmpi::MPI_Barrier();
-    let Some(call) = Call::recalling(func::MPI_Barrier, move |k: &InputWords| {
-        [k.handle(HandleKind::Comm, comm)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Barrier,
+        move |k: &InputWords| [k.handle(HandleKind::Comm, comm)],
+        [false],
+    ) else {
         return unsafe { in_full(comm) };
     };
     call.recalled(
@@ -3266,12 +3348,16 @@ pub unsafe extern "C" fn MPI_Barrier_init(
         )
     }
     let real = crate::pmpi::MPI_Barrier_init();
-    let Some(call) = Call::recalling(func::MPI_Barrier_init, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::Comm, comm),
-            k.handle(HandleKind::Info, info),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Barrier_init,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+            ]
+        },
+        [false, false],
+    ) else {
         return unsafe { in_full(comm, info, request) };
     };
     call.recalled(
@@ -3341,15 +3427,19 @@ pub unsafe extern "C" fn MPI_Bcast(
         )
     }
     let real = crate::pmpi::MPI_Bcast();
-    let Some(call) = Call::recalling(func::MPI_Bcast, move |k: &InputWords| {
-        [
-            buffer as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            i64::from(root) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Bcast,
+        move |k: &InputWords| {
+            [
+                buffer as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, true, false, true, false],
+    ) else {
         return unsafe { in_full(buffer, count, datatype, root, comm) };
     };
     call.recalled(
@@ -3424,15 +3514,19 @@ pub unsafe extern "C" fn MPI_Bcast_c(
         )
     }
     let real = crate::pmpi::MPI_Bcast_c();
-    let Some(call) = Call::recalling(func::MPI_Bcast_c, move |k: &InputWords| {
-        [
-            buffer as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            i64::from(root) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Bcast_c,
+        move |k: &InputWords| {
+            [
+                buffer as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, false, false, true, false],
+    ) else {
         return unsafe { in_full(buffer, count, datatype, root, comm) };
     };
     call.recalled(
@@ -3515,16 +3609,20 @@ pub unsafe extern "C" fn MPI_Bcast_init(
         )
     }
     let real = crate::pmpi::MPI_Bcast_init();
-    let Some(call) = Call::recalling(func::MPI_Bcast_init, move |k: &InputWords| {
-        [
-            buffer as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            i64::from(root) as u64,
-            k.handle(HandleKind::Comm, comm),
-            k.handle(HandleKind::Info, info),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Bcast_init,
+        move |k: &InputWords| {
+            [
+                buffer as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+            ]
+        },
+        [false, true, false, true, false, false],
+    ) else {
         return unsafe { in_full(buffer, count, datatype, root, comm, info, request) };
     };
     call.recalled(
@@ -3610,16 +3708,20 @@ pub unsafe extern "C" fn MPI_Bcast_init_c(
         )
     }
     let real = crate::pmpi::MPI_Bcast_init_c();
-    let Some(call) = Call::recalling(func::MPI_Bcast_init_c, move |k: &InputWords| {
-        [
-            buffer as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            i64::from(root) as u64,
-            k.handle(HandleKind::Comm, comm),
-            k.handle(HandleKind::Info, info),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Bcast_init_c,
+        move |k: &InputWords| {
+            [
+                buffer as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+            ]
+        },
+        [false, false, false, true, false, false],
+    ) else {
         return unsafe { in_full(buffer, count, datatype, root, comm, info, request) };
     };
     call.recalled(
@@ -3702,16 +3804,20 @@ pub unsafe extern "C" fn MPI_Bsend(
         )
     }
     let real = crate::pmpi::MPI_Bsend();
-    let Some(call) = Call::recalling(func::MPI_Bsend, move |k: &InputWords| {
-        [
-            buf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            i64::from(dest) as u64,
-            i64::from(tag) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Bsend,
+        move |k: &InputWords| {
+            [
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, true, false, true, true, false],
+    ) else {
         return unsafe { in_full(buf, count, datatype, dest, tag, comm) };
     };
     call.recalled(
@@ -3793,16 +3899,20 @@ pub unsafe extern "C" fn MPI_Bsend_c(
         )
     }
     let real = crate::pmpi::MPI_Bsend_c();
-    let Some(call) = Call::recalling(func::MPI_Bsend_c, move |k: &InputWords| {
-        [
-            buf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            i64::from(dest) as u64,
-            i64::from(tag) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Bsend_c,
+        move |k: &InputWords| {
+            [
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, false, false, true, true, false],
+    ) else {
         return unsafe { in_full(buf, count, datatype, dest, tag, comm) };
     };
     call.recalled(
@@ -3887,16 +3997,20 @@ pub unsafe extern "C" fn MPI_Bsend_init(
         )
     }
     let real = crate::pmpi::MPI_Bsend_init();
-    let Some(call) = Call::recalling(func::MPI_Bsend_init, move |k: &InputWords| {
-        [
-            buf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            i64::from(dest) as u64,
-            i64::from(tag) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Bsend_init,
+        move |k: &InputWords| {
+            [
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, true, false, true, true, false],
+    ) else {
         return unsafe { in_full(buf, count, datatype, dest, tag, comm, request) };
     };
     call.recalled(
@@ -3982,16 +4096,20 @@ pub unsafe extern "C" fn MPI_Bsend_init_c(
         )
     }
     let real = crate::pmpi::MPI_Bsend_init_c();
-    let Some(call) = Call::recalling(func::MPI_Bsend_init_c, move |k: &InputWords| {
-        [
-            buf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            i64::from(dest) as u64,
-            i64::from(tag) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Bsend_init_c,
+        move |k: &InputWords| {
+            [
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, false, false, true, true, false],
+    ) else {
         return unsafe { in_full(buf, count, datatype, dest, tag, comm, request) };
     };
     call.recalled(
@@ -4043,9 +4161,11 @@ pub unsafe extern "C" fn MPI_Buffer_attach(buffer: *mut c_void, size: c_int) -> 
         )
     }
     let real = crate::pmpi::MPI_Buffer_attach();
-    let Some(call) = Call::recalling(func::MPI_Buffer_attach, move |_: &InputWords| {
-        [buffer as u64, i64::from(size) as u64]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Buffer_attach,
+        move |_: &InputWords| [buffer as u64, i64::from(size) as u64],
+        [false, true],
+    ) else {
         return unsafe { in_full(buffer, size) };
     };
     call.recalled(
@@ -4088,9 +4208,11 @@ pub unsafe extern "C" fn MPI_Buffer_attach_c(buffer: *mut c_void, size: MPI_Coun
         )
     }
     let real = crate::pmpi::MPI_Buffer_attach_c();
-    let Some(call) = Call::recalling(func::MPI_Buffer_attach_c, move |_: &InputWords| {
-        [buffer as u64, size as u64]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Buffer_attach_c,
+        move |_: &InputWords| [buffer as u64, size as u64],
+        [false, false],
+    ) else {
         return unsafe { in_full(buffer, size) };
     };
     call.recalled(
@@ -4137,7 +4259,7 @@ pub unsafe extern "C" fn MPI_Buffer_detach(buffer_addr: *mut c_void, size: *mut 
         )
     }
     let real = crate::pmpi::MPI_Buffer_detach();
-    let Some(call) = Call::recalling(func::MPI_Buffer_detach, move |_: &InputWords| []) else {
+    let Some(call) = Call::recalling(func::MPI_Buffer_detach, move |_: &InputWords| [], []) else {
         return unsafe { in_full(buffer_addr, size) };
     };
     call.recalled(
@@ -4191,7 +4313,8 @@ pub unsafe extern "C" fn MPI_Buffer_detach_c(
         )
     }
     let real = crate::pmpi::MPI_Buffer_detach_c();
-    let Some(call) = Call::recalling(func::MPI_Buffer_detach_c, move |_: &InputWords| []) else {
+    let Some(call) = Call::recalling(func::MPI_Buffer_detach_c, move |_: &InputWords| [], [])
+    else {
         return unsafe { in_full(buffer_addr, size) };
     };
     call.recalled(
@@ -4233,7 +4356,7 @@ pub unsafe extern "C" fn MPI_Buffer_flush() -> c_int {
         )
     }
     let real = crate::pmpi::MPI_Buffer_flush();
-    let Some(call) = Call::recalling(func::MPI_Buffer_flush, move |_: &InputWords| []) else {
+    let Some(call) = Call::recalling(func::MPI_Buffer_flush, move |_: &InputWords| [], []) else {
         return unsafe { in_full() };
     };
     call.recalled(
@@ -4268,7 +4391,7 @@ pub unsafe extern "C" fn MPI_Buffer_iflush(request: *mut HandleSlot) -> c_int {
         )
     }
     let real = crate::pmpi::MPI_Buffer_iflush();
-    let Some(call) = Call::recalling(func::MPI_Buffer_iflush, move |_: &InputWords| []) else {
+    let Some(call) = Call::recalling(func::MPI_Buffer_iflush, move |_: &InputWords| [], []) else {
         return unsafe { in_full(request) };
     };
     call.recalled(
@@ -4495,13 +4618,17 @@ pub unsafe extern "C" fn MPI_Cart_shift(
         )
     }
     let real = crate::pmpi::MPI_Cart_shift();
-    let Some(call) = Call::recalling(func::MPI_Cart_shift, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::Comm, comm),
-            i64::from(direction) as u64,
-            i64::from(disp) as u64,
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Cart_shift,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::Comm, comm),
+                i64::from(direction) as u64,
+                i64::from(disp) as u64,
+            ]
+        },
+        [false, true, true],
+    ) else {
         return unsafe { in_full(comm, direction, disp, rank_source, rank_dest) };
     };
     call.recalled(
@@ -4577,9 +4704,11 @@ pub unsafe extern "C" fn MPI_Cartdim_get(comm: MPI_Comm, ndims: *mut c_int) -> c
         )
     }
     let real = crate::pmpi::MPI_Cartdim_get();
-    let Some(call) = Call::recalling(func::MPI_Cartdim_get, move |k: &InputWords| {
-        [k.handle(HandleKind::Comm, comm)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Cartdim_get,
+        move |k: &InputWords| [k.handle(HandleKind::Comm, comm)],
+        [false],
+    ) else {
         return unsafe { in_full(comm, ndims) };
     };
     call.recalled(
@@ -4676,13 +4805,17 @@ pub unsafe extern "C" fn MPI_Comm_attach_buffer(
         )
     }
     let real = crate::pmpi::MPI_Comm_attach_buffer();
-    let Some(call) = Call::recalling(func::MPI_Comm_attach_buffer, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::Comm, comm),
-            buffer as u64,
-            i64::from(size) as u64,
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Comm_attach_buffer,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::Comm, comm),
+                buffer as u64,
+                i64::from(size) as u64,
+            ]
+        },
+        [false, false, true],
+    ) else {
         return unsafe { in_full(comm, buffer, size) };
     };
     call.recalled(
@@ -4733,9 +4866,11 @@ pub unsafe extern "C" fn MPI_Comm_attach_buffer_c(
         )
     }
     let real = crate::pmpi::MPI_Comm_attach_buffer_c();
-    let Some(call) = Call::recalling(func::MPI_Comm_attach_buffer_c, move |k: &InputWords| {
-        [k.handle(HandleKind::Comm, comm), buffer as u64, size as u64]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Comm_attach_buffer_c,
+        move |k: &InputWords| [k.handle(HandleKind::Comm, comm), buffer as u64, size as u64],
+        [false, false, false],
+    ) else {
         return unsafe { in_full(comm, buffer, size) };
     };
     call.recalled(
@@ -4785,12 +4920,16 @@ pub unsafe extern "C" fn MPI_Comm_call_errhandler(comm: MPI_Comm, errorcode: c_i
         )
     }
     let real = crate::pmpi::MPI_Comm_call_errhandler();
-    let Some(call) = Call::recalling(func::MPI_Comm_call_errhandler, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::Comm, comm),
-            i64::from(errorcode) as u64,
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Comm_call_errhandler,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::Comm, comm),
+                i64::from(errorcode) as u64,
+            ]
+        },
+        [false, true],
+    ) else {
         return unsafe { in_full(comm, errorcode) };
     };
     call.recalled(
@@ -4843,12 +4982,16 @@ pub unsafe extern "C" fn MPI_Comm_compare(
         )
     }
     let real = crate::pmpi::MPI_Comm_compare();
-    let Some(call) = Call::recalling(func::MPI_Comm_compare, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::Comm, comm1),
-            k.handle(HandleKind::Comm, comm2),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Comm_compare,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::Comm, comm1),
+                k.handle(HandleKind::Comm, comm2),
+            ]
+        },
+        [false, false],
+    ) else {
         return unsafe { in_full(comm1, comm2, result) };
     };
     call.recalled(
@@ -5058,12 +5201,16 @@ pub unsafe extern "C" fn MPI_Comm_delete_attr(comm: MPI_Comm, comm_keyval: c_int
         )
     }
     let real = crate::pmpi::MPI_Comm_delete_attr();
-    let Some(call) = Call::recalling(func::MPI_Comm_delete_attr, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::Comm, comm),
-            k.handle(HandleKind::Keyval, Handle::from(comm_keyval)),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Comm_delete_attr,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Keyval, Handle::from(comm_keyval)),
+            ]
+        },
+        [false, false],
+    ) else {
         return unsafe { in_full(comm, comm_keyval) };
     };
     call.recalled(
@@ -5116,9 +5263,11 @@ pub unsafe extern "C" fn MPI_Comm_detach_buffer(
         )
     }
     let real = crate::pmpi::MPI_Comm_detach_buffer();
-    let Some(call) = Call::recalling(func::MPI_Comm_detach_buffer, move |k: &InputWords| {
-        [k.handle(HandleKind::Comm, comm)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Comm_detach_buffer,
+        move |k: &InputWords| [k.handle(HandleKind::Comm, comm)],
+        [false],
+    ) else {
         return unsafe { in_full(comm, buffer_addr, size) };
     };
     call.recalled(
@@ -5177,9 +5326,11 @@ pub unsafe extern "C" fn MPI_Comm_detach_buffer_c(
         )
     }
     let real = crate::pmpi::MPI_Comm_detach_buffer_c();
-    let Some(call) = Call::recalling(func::MPI_Comm_detach_buffer_c, move |k: &InputWords| {
-        [k.handle(HandleKind::Comm, comm)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Comm_detach_buffer_c,
+        move |k: &InputWords| [k.handle(HandleKind::Comm, comm)],
+        [false],
+    ) else {
         return unsafe { in_full(comm, buffer_addr, size) };
     };
     call.recalled(
@@ -5284,9 +5435,11 @@ pub unsafe extern "C" fn MPI_Comm_flush_buffer(comm: MPI_Comm) -> c_int {
         )
     }
     let real = crate::pmpi::MPI_Comm_flush_buffer();
-    let Some(call) = Call::recalling(func::MPI_Comm_flush_buffer, move |k: &InputWords| {
-        [k.handle(HandleKind::Comm, comm)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Comm_flush_buffer,
+        move |k: &InputWords| [k.handle(HandleKind::Comm, comm)],
+        [false],
+    ) else {
         return unsafe { in_full(comm) };
     };
     call.recalled(
@@ -5356,9 +5509,11 @@ pub unsafe extern "C" fn MPI_Comm_fromint(comm: c_int) -> MPI_Comm {
         )
     }
     let real = crate::pmpi::MPI_Comm_fromint();
-    let Some(call) = Call::recalling(func::MPI_Comm_fromint, move |_: &InputWords| {
-        [i64::from(comm) as u64]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Comm_fromint,
+        move |_: &InputWords| [i64::from(comm) as u64],
+        [true],
+    ) else {
         return unsafe { in_full(comm) };
     };
     call.recalled(
@@ -5418,13 +5573,17 @@ pub unsafe extern "C" fn MPI_Comm_get_attr(
         )
     }
     let real = crate::pmpi::MPI_Comm_get_attr();
-    let Some(call) = Call::recalling(func::MPI_Comm_get_attr, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::Comm, comm),
-            k.handle(HandleKind::Keyval, Handle::from(comm_keyval)),
-            attribute_val as u64,
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Comm_get_attr,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Keyval, Handle::from(comm_keyval)),
+                attribute_val as u64,
+            ]
+        },
+        [false, false, false],
+    ) else {
         return unsafe { in_full(comm, comm_keyval, attribute_val, flag) };
     };
     call.recalled(
@@ -5521,7 +5680,8 @@ pub unsafe extern "C" fn MPI_Comm_get_parent(parent: *mut HandleSlot) -> c_int {
         )
     }
     let real = crate::pmpi::MPI_Comm_get_parent();
-    let Some(call) = Call::recalling(func::MPI_Comm_get_parent, move |_: &InputWords| []) else {
+    let Some(call) = Call::recalling(func::MPI_Comm_get_parent, move |_: &InputWords| [], [])
+    else {
         return unsafe { in_full(parent) };
     };
     call.recalled(
@@ -5625,9 +5785,11 @@ pub unsafe extern "C" fn MPI_Comm_iflush_buffer(comm: MPI_Comm, request: *mut Ha
         )
     }
     let real = crate::pmpi::MPI_Comm_iflush_buffer();
-    let Some(call) = Call::recalling(func::MPI_Comm_iflush_buffer, move |k: &InputWords| {
-        [k.handle(HandleKind::Comm, comm)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Comm_iflush_buffer,
+        move |k: &InputWords| [k.handle(HandleKind::Comm, comm)],
+        [false],
+    ) else {
         return unsafe { in_full(comm, request) };
     };
     call.recalled(
@@ -5683,9 +5845,11 @@ pub unsafe extern "C" fn MPI_Comm_rank(comm: MPI_Comm, rank: *mut c_int) -> c_in
         )
     }
     let real = crate::pmpi::MPI_Comm_rank();
-    let Some(call) = Call::recalling(func::MPI_Comm_rank, move |k: &InputWords| {
-        [k.handle(HandleKind::Comm, comm)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Comm_rank,
+        move |k: &InputWords| [k.handle(HandleKind::Comm, comm)],
+        [false],
+    ) else {
         return unsafe { in_full(comm, rank) };
     };
     call.recalled(
@@ -5741,9 +5905,11 @@ pub unsafe extern "C" fn MPI_Comm_remote_size(comm: MPI_Comm, size: *mut c_int) 
         )
     }
     let real = crate::pmpi::MPI_Comm_remote_size();
-    let Some(call) = Call::recalling(func::MPI_Comm_remote_size, move |k: &InputWords| {
-        [k.handle(HandleKind::Comm, comm)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Comm_remote_size,
+        move |k: &InputWords| [k.handle(HandleKind::Comm, comm)],
+        [false],
+    ) else {
         return unsafe { in_full(comm, size) };
     };
     call.recalled(
@@ -5797,13 +5963,17 @@ pub unsafe extern "C" fn MPI_Comm_set_attr(
         )
     }
     let real = crate::pmpi::MPI_Comm_set_attr();
-    let Some(call) = Call::recalling(func::MPI_Comm_set_attr, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::Comm, comm),
-            k.handle(HandleKind::Keyval, Handle::from(comm_keyval)),
-            attribute_val as u64,
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Comm_set_attr,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Keyval, Handle::from(comm_keyval)),
+                attribute_val as u64,
+            ]
+        },
+        [false, false, false],
+    ) else {
         return unsafe { in_full(comm, comm_keyval, attribute_val) };
     };
     call.recalled(
@@ -5856,12 +6026,16 @@ pub unsafe extern "C" fn MPI_Comm_set_errhandler(
         )
     }
     let real = crate::pmpi::MPI_Comm_set_errhandler();
-    let Some(call) = Call::recalling(func::MPI_Comm_set_errhandler, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::Comm, comm),
-            k.handle(HandleKind::Errhandler, errhandler),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Comm_set_errhandler,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Errhandler, errhandler),
+            ]
+        },
+        [false, false],
+    ) else {
         return unsafe { in_full(comm, errhandler) };
     };
     call.recalled(
@@ -5909,12 +6083,16 @@ pub unsafe extern "C" fn MPI_Comm_set_info(comm: MPI_Comm, info: MPI_Info) -> c_
         )
     }
     let real = crate::pmpi::MPI_Comm_set_info();
-    let Some(call) = Call::recalling(func::MPI_Comm_set_info, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::Comm, comm),
-            k.handle(HandleKind::Info, info),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Comm_set_info,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+            ]
+        },
+        [false, false],
+    ) else {
         return unsafe { in_full(comm, info) };
     };
     call.recalled(
@@ -5971,9 +6149,11 @@ pub unsafe extern "C" fn MPI_Comm_size(comm: MPI_Comm, size: *mut c_int) -> c_in
         )
     }
     let real = crate::pmpi::MPI_Comm_size();
-    let Some(call) = Call::recalling(func::MPI_Comm_size, move |k: &InputWords| {
-        [k.handle(HandleKind::Comm, comm)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Comm_size,
+        move |k: &InputWords| [k.handle(HandleKind::Comm, comm)],
+        [false],
+    ) else {
         return unsafe { in_full(comm, size) };
     };
     call.recalled(
@@ -6243,9 +6423,11 @@ pub unsafe extern "C" fn MPI_Comm_test_inter(comm: MPI_Comm, flag: *mut c_int) -
         )
     }
     let real = crate::pmpi::MPI_Comm_test_inter();
-    let Some(call) = Call::recalling(func::MPI_Comm_test_inter, move |k: &InputWords| {
-        [k.handle(HandleKind::Comm, comm)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Comm_test_inter,
+        move |k: &InputWords| [k.handle(HandleKind::Comm, comm)],
+        [false],
+    ) else {
         return unsafe { in_full(comm, flag) };
     };
     call.recalled(
@@ -6285,9 +6467,11 @@ pub unsafe extern "C" fn MPI_Comm_toint(comm: MPI_Comm) -> c_int {
         )
     }
     let real = crate::pmpi::MPI_Comm_toint();
-    let Some(call) = Call::recalling(func::MPI_Comm_toint, move |k: &InputWords| {
-        [k.handle(HandleKind::Comm, comm)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Comm_toint,
+        move |k: &InputWords| [k.handle(HandleKind::Comm, comm)],
+        [false],
+    ) else {
         return unsafe { in_full(comm) };
     };
     call.recalled(
@@ -6384,17 +6568,21 @@ pub unsafe extern "C" fn MPI_Compare_and_swap(
         )
     }
     let real = crate::pmpi::MPI_Compare_and_swap();
-    let Some(call) = Call::recalling(func::MPI_Compare_and_swap, move |k: &InputWords| {
-        [
-            origin_addr as u64,
-            compare_addr as u64,
-            result_addr as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            i64::from(target_rank) as u64,
-            target_disp as u64,
-            k.handle(HandleKind::Win, win),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Compare_and_swap,
+        move |k: &InputWords| {
+            [
+                origin_addr as u64,
+                compare_addr as u64,
+                result_addr as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                k.handle(HandleKind::Win, win),
+            ]
+        },
+        [false, false, false, false, true, false, false],
+    ) else {
         return unsafe {
             in_full(
                 origin_addr,
@@ -6722,6 +6910,7 @@ pub unsafe extern "C" fn MPI_Dist_graph_neighbors_count(
     let Some(call) = Call::recalling(
         func::MPI_Dist_graph_neighbors_count,
         move |k: &InputWords| [k.handle(HandleKind::Comm, comm)],
+        [false],
     ) else {
         return unsafe { in_full(comm, indegree, outdegree, weighted) };
     };
@@ -6804,9 +6993,11 @@ pub unsafe extern "C" fn MPI_Errhandler_fromint(errhandler: c_int) -> MPI_Errhan
         )
     }
     let real = crate::pmpi::MPI_Errhandler_fromint();
-    let Some(call) = Call::recalling(func::MPI_Errhandler_fromint, move |_: &InputWords| {
-        [i64::from(errhandler) as u64]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Errhandler_fromint,
+        move |_: &InputWords| [i64::from(errhandler) as u64],
+        [true],
+    ) else {
         return unsafe { in_full(errhandler) };
     };
     call.recalled(
@@ -6867,12 +7058,16 @@ pub unsafe extern "C" fn MPI_Errhandler_set(comm: MPI_Comm, errhandler: MPI_Errh
         )
     }
     let real = crate::pmpi::MPI_Errhandler_set();
-    let Some(call) = Call::recalling(func::MPI_Errhandler_set, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::Comm, comm),
-            k.handle(HandleKind::Errhandler, errhandler),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Errhandler_set,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Errhandler, errhandler),
+            ]
+        },
+        [false, false],
+    ) else {
         return unsafe { in_full(comm, errhandler) };
     };
     call.recalled(
@@ -6913,9 +7108,11 @@ pub unsafe extern "C" fn MPI_Errhandler_toint(errhandler: MPI_Errhandler) -> c_i
         )
     }
     let real = crate::pmpi::MPI_Errhandler_toint();
-    let Some(call) = Call::recalling(func::MPI_Errhandler_toint, move |k: &InputWords| {
-        [k.handle(HandleKind::Errhandler, errhandler)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Errhandler_toint,
+        move |k: &InputWords| [k.handle(HandleKind::Errhandler, errhandler)],
+        [false],
+    ) else {
         return unsafe { in_full(errhandler) };
     };
     call.recalled(
@@ -6955,9 +7152,11 @@ pub unsafe extern "C" fn MPI_Error_class(errorcode: c_int, errorclass: *mut c_in
         )
     }
     let real = crate::pmpi::MPI_Error_class();
-    let Some(call) = Call::recalling(func::MPI_Error_class, move |_: &InputWords| {
-        [i64::from(errorcode) as u64]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Error_class,
+        move |_: &InputWords| [i64::from(errorcode) as u64],
+        [true],
+    ) else {
         return unsafe { in_full(errorcode, errorclass) };
     };
     call.recalled(
@@ -7051,16 +7250,20 @@ pub unsafe extern "C" fn MPI_Exscan(
         )
     }
     let real = crate::pmpi::MPI_Exscan();
-    let Some(call) = Call::recalling(func::MPI_Exscan, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            recvbuf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            k.handle(HandleKind::Op, op),
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Exscan,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, false, true, false, false, false],
+    ) else {
         return unsafe { in_full(sendbuf, recvbuf, count, datatype, op, comm) };
     };
     call.recalled(
@@ -7142,16 +7345,20 @@ pub unsafe extern "C" fn MPI_Exscan_c(
         )
     }
     let real = crate::pmpi::MPI_Exscan_c();
-    let Some(call) = Call::recalling(func::MPI_Exscan_c, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            recvbuf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            k.handle(HandleKind::Op, op),
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Exscan_c,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, false, false, false, false, false],
+    ) else {
         return unsafe { in_full(sendbuf, recvbuf, count, datatype, op, comm) };
     };
     call.recalled(
@@ -7243,17 +7450,21 @@ pub unsafe extern "C" fn MPI_Exscan_init(
         )
     }
     let real = crate::pmpi::MPI_Exscan_init();
-    let Some(call) = Call::recalling(func::MPI_Exscan_init, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            recvbuf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            k.handle(HandleKind::Op, op),
-            k.handle(HandleKind::Comm, comm),
-            k.handle(HandleKind::Info, info),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Exscan_init,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+            ]
+        },
+        [false, false, true, false, false, false, false],
+    ) else {
         return unsafe { in_full(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
     };
     call.recalled(
@@ -7348,17 +7559,21 @@ pub unsafe extern "C" fn MPI_Exscan_init_c(
         )
     }
     let real = crate::pmpi::MPI_Exscan_init_c();
-    let Some(call) = Call::recalling(func::MPI_Exscan_init_c, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            recvbuf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            k.handle(HandleKind::Op, op),
-            k.handle(HandleKind::Comm, comm),
-            k.handle(HandleKind::Info, info),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Exscan_init_c,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+            ]
+        },
+        [false, false, false, false, false, false, false],
+    ) else {
         return unsafe { in_full(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
     };
     call.recalled(
@@ -7468,17 +7683,21 @@ pub unsafe extern "C" fn MPI_Fetch_and_op(
         )
     }
     let real = crate::pmpi::MPI_Fetch_and_op();
-    let Some(call) = Call::recalling(func::MPI_Fetch_and_op, move |k: &InputWords| {
-        [
-            origin_addr as u64,
-            result_addr as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            i64::from(target_rank) as u64,
-            target_disp as u64,
-            k.handle(HandleKind::Op, op),
-            k.handle(HandleKind::Win, win),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Fetch_and_op,
+        move |k: &InputWords| {
+            [
+                origin_addr as u64,
+                result_addr as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Win, win),
+            ]
+        },
+        [false, false, false, true, false, false, false],
+    ) else {
         return unsafe {
             in_full(
                 origin_addr,
@@ -7549,9 +7768,11 @@ pub unsafe extern "C" fn MPI_File_c2f(file: MPI_File) -> MPI_Fint {
         )
     }
     let real = crate::pmpi::MPI_File_c2f();
-    let Some(call) = Call::recalling(func::MPI_File_c2f, move |k: &InputWords| {
-        [k.handle(HandleKind::File, file)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_c2f,
+        move |k: &InputWords| [k.handle(HandleKind::File, file)],
+        [false],
+    ) else {
         return unsafe { in_full(file) };
     };
     call.recalled(
@@ -7592,9 +7813,11 @@ pub unsafe extern "C" fn MPI_File_call_errhandler(fh: MPI_File, errorcode: c_int
         )
     }
     let real = crate::pmpi::MPI_File_call_errhandler();
-    let Some(call) = Call::recalling(func::MPI_File_call_errhandler, move |k: &InputWords| {
-        [k.handle(HandleKind::File, fh), i64::from(errorcode) as u64]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_call_errhandler,
+        move |k: &InputWords| [k.handle(HandleKind::File, fh), i64::from(errorcode) as u64],
+        [false, true],
+    ) else {
         return unsafe { in_full(fh, errorcode) };
     };
     call.recalled(
@@ -7683,9 +7906,11 @@ pub unsafe extern "C" fn MPI_File_f2c(file: MPI_Fint) -> MPI_File {
         )
     }
     let real = crate::pmpi::MPI_File_f2c();
-    let Some(call) = Call::recalling(func::MPI_File_f2c, move |_: &InputWords| {
-        [i64::from(file) as u64]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_f2c,
+        move |_: &InputWords| [i64::from(file) as u64],
+        [false],
+    ) else {
         return unsafe { in_full(file) };
     };
     call.recalled(
@@ -7724,9 +7949,11 @@ pub unsafe extern "C" fn MPI_File_fromint(file: c_int) -> MPI_File {
         )
     }
     let real = crate::pmpi::MPI_File_fromint();
-    let Some(call) = Call::recalling(func::MPI_File_fromint, move |_: &InputWords| {
-        [i64::from(file) as u64]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_fromint,
+        move |_: &InputWords| [i64::from(file) as u64],
+        [true],
+    ) else {
         return unsafe { in_full(file) };
     };
     call.recalled(
@@ -7766,9 +7993,11 @@ pub unsafe extern "C" fn MPI_File_get_amode(fh: MPI_File, amode: *mut c_int) -> 
         )
     }
     let real = crate::pmpi::MPI_File_get_amode();
-    let Some(call) = Call::recalling(func::MPI_File_get_amode, move |k: &InputWords| {
-        [k.handle(HandleKind::File, fh)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_get_amode,
+        move |k: &InputWords| [k.handle(HandleKind::File, fh)],
+        [false],
+    ) else {
         return unsafe { in_full(fh, amode) };
     };
     call.recalled(
@@ -7809,9 +8038,11 @@ pub unsafe extern "C" fn MPI_File_get_atomicity(fh: MPI_File, flag: *mut c_int) 
         )
     }
     let real = crate::pmpi::MPI_File_get_atomicity();
-    let Some(call) = Call::recalling(func::MPI_File_get_atomicity, move |k: &InputWords| {
-        [k.handle(HandleKind::File, fh)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_get_atomicity,
+        move |k: &InputWords| [k.handle(HandleKind::File, fh)],
+        [false],
+    ) else {
         return unsafe { in_full(fh, flag) };
     };
     call.recalled(
@@ -7858,9 +8089,11 @@ pub unsafe extern "C" fn MPI_File_get_byte_offset(
         )
     }
     let real = crate::pmpi::MPI_File_get_byte_offset();
-    let Some(call) = Call::recalling(func::MPI_File_get_byte_offset, move |k: &InputWords| {
-        [k.handle(HandleKind::File, fh), offset as u64]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_get_byte_offset,
+        move |k: &InputWords| [k.handle(HandleKind::File, fh), offset as u64],
+        [false, false],
+    ) else {
         return unsafe { in_full(fh, offset, disp) };
     };
     call.recalled(
@@ -7951,9 +8184,11 @@ pub unsafe extern "C" fn MPI_File_get_position(fh: MPI_File, offset: *mut MPI_Of
         )
     }
     let real = crate::pmpi::MPI_File_get_position();
-    let Some(call) = Call::recalling(func::MPI_File_get_position, move |k: &InputWords| {
-        [k.handle(HandleKind::File, fh)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_get_position,
+        move |k: &InputWords| [k.handle(HandleKind::File, fh)],
+        [false],
+    ) else {
         return unsafe { in_full(fh, offset) };
     };
     call.recalled(
@@ -7997,9 +8232,11 @@ pub unsafe extern "C" fn MPI_File_get_position_shared(
         )
     }
     let real = crate::pmpi::MPI_File_get_position_shared();
-    let Some(call) = Call::recalling(func::MPI_File_get_position_shared, move |k: &InputWords| {
-        [k.handle(HandleKind::File, fh)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_get_position_shared,
+        move |k: &InputWords| [k.handle(HandleKind::File, fh)],
+        [false],
+    ) else {
         return unsafe { in_full(fh, offset) };
     };
     call.recalled(
@@ -8040,9 +8277,11 @@ pub unsafe extern "C" fn MPI_File_get_size(fh: MPI_File, size: *mut MPI_Offset) 
         )
     }
     let real = crate::pmpi::MPI_File_get_size();
-    let Some(call) = Call::recalling(func::MPI_File_get_size, move |k: &InputWords| {
-        [k.handle(HandleKind::File, fh)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_get_size,
+        move |k: &InputWords| [k.handle(HandleKind::File, fh)],
+        [false],
+    ) else {
         return unsafe { in_full(fh, size) };
     };
     call.recalled(
@@ -8094,12 +8333,16 @@ pub unsafe extern "C" fn MPI_File_get_type_extent(
         )
     }
     let real = crate::pmpi::MPI_File_get_type_extent();
-    let Some(call) = Call::recalling(func::MPI_File_get_type_extent, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_get_type_extent,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false],
+    ) else {
         return unsafe { in_full(fh, datatype, extent) };
     };
     call.recalled(
@@ -8153,12 +8396,16 @@ pub unsafe extern "C" fn MPI_File_get_type_extent_c(
         )
     }
     let real = crate::pmpi::MPI_File_get_type_extent_c();
-    let Some(call) = Call::recalling(func::MPI_File_get_type_extent_c, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_get_type_extent_c,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false],
+    ) else {
         return unsafe { in_full(fh, datatype, extent) };
     };
     call.recalled(
@@ -8251,14 +8498,18 @@ pub unsafe extern "C" fn MPI_File_iread(
         )
     }
     let real = crate::pmpi::MPI_File_iread();
-    let Some(call) = Call::recalling(func::MPI_File_iread, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            buf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_iread,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false, true, false],
+    ) else {
         return unsafe { in_full(fh, buf, count, datatype, request) };
     };
     call.recalled(
@@ -8330,14 +8581,18 @@ pub unsafe extern "C" fn MPI_File_iread_all(
         )
     }
     let real = crate::pmpi::MPI_File_iread_all();
-    let Some(call) = Call::recalling(func::MPI_File_iread_all, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            buf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_iread_all,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false, true, false],
+    ) else {
         return unsafe { in_full(fh, buf, count, datatype, request) };
     };
     call.recalled(
@@ -8409,14 +8664,18 @@ pub unsafe extern "C" fn MPI_File_iread_all_c(
         )
     }
     let real = crate::pmpi::MPI_File_iread_all_c();
-    let Some(call) = Call::recalling(func::MPI_File_iread_all_c, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            buf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_iread_all_c,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false, false, false],
+    ) else {
         return unsafe { in_full(fh, buf, count, datatype, request) };
     };
     call.recalled(
@@ -8493,15 +8752,19 @@ pub unsafe extern "C" fn MPI_File_iread_at(
         )
     }
     let real = crate::pmpi::MPI_File_iread_at();
-    let Some(call) = Call::recalling(func::MPI_File_iread_at, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            offset as u64,
-            buf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_iread_at,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false, false, true, false],
+    ) else {
         return unsafe { in_full(fh, offset, buf, count, datatype, request) };
     };
     call.recalled(
@@ -8580,15 +8843,19 @@ pub unsafe extern "C" fn MPI_File_iread_at_all(
         )
     }
     let real = crate::pmpi::MPI_File_iread_at_all();
-    let Some(call) = Call::recalling(func::MPI_File_iread_at_all, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            offset as u64,
-            buf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_iread_at_all,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false, false, true, false],
+    ) else {
         return unsafe { in_full(fh, offset, buf, count, datatype, request) };
     };
     call.recalled(
@@ -8667,15 +8934,19 @@ pub unsafe extern "C" fn MPI_File_iread_at_all_c(
         )
     }
     let real = crate::pmpi::MPI_File_iread_at_all_c();
-    let Some(call) = Call::recalling(func::MPI_File_iread_at_all_c, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            offset as u64,
-            buf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_iread_at_all_c,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false, false, false, false],
+    ) else {
         return unsafe { in_full(fh, offset, buf, count, datatype, request) };
     };
     call.recalled(
@@ -8754,15 +9025,19 @@ pub unsafe extern "C" fn MPI_File_iread_at_c(
         )
     }
     let real = crate::pmpi::MPI_File_iread_at_c();
-    let Some(call) = Call::recalling(func::MPI_File_iread_at_c, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            offset as u64,
-            buf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_iread_at_c,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false, false, false, false],
+    ) else {
         return unsafe { in_full(fh, offset, buf, count, datatype, request) };
     };
     call.recalled(
@@ -8836,14 +9111,18 @@ pub unsafe extern "C" fn MPI_File_iread_c(
         )
     }
     let real = crate::pmpi::MPI_File_iread_c();
-    let Some(call) = Call::recalling(func::MPI_File_iread_c, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            buf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_iread_c,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false, false, false],
+    ) else {
         return unsafe { in_full(fh, buf, count, datatype, request) };
     };
     call.recalled(
@@ -8915,14 +9194,18 @@ pub unsafe extern "C" fn MPI_File_iread_shared(
         )
     }
     let real = crate::pmpi::MPI_File_iread_shared();
-    let Some(call) = Call::recalling(func::MPI_File_iread_shared, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            buf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_iread_shared,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false, true, false],
+    ) else {
         return unsafe { in_full(fh, buf, count, datatype, request) };
     };
     call.recalled(
@@ -8994,14 +9277,18 @@ pub unsafe extern "C" fn MPI_File_iread_shared_c(
         )
     }
     let real = crate::pmpi::MPI_File_iread_shared_c();
-    let Some(call) = Call::recalling(func::MPI_File_iread_shared_c, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            buf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_iread_shared_c,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false, false, false],
+    ) else {
         return unsafe { in_full(fh, buf, count, datatype, request) };
     };
     call.recalled(
@@ -9073,14 +9360,18 @@ pub unsafe extern "C" fn MPI_File_iwrite(
         )
     }
     let real = crate::pmpi::MPI_File_iwrite();
-    let Some(call) = Call::recalling(func::MPI_File_iwrite, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            buf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_iwrite,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false, true, false],
+    ) else {
         return unsafe { in_full(fh, buf, count, datatype, request) };
     };
     call.recalled(
@@ -9152,14 +9443,18 @@ pub unsafe extern "C" fn MPI_File_iwrite_all(
         )
     }
     let real = crate::pmpi::MPI_File_iwrite_all();
-    let Some(call) = Call::recalling(func::MPI_File_iwrite_all, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            buf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_iwrite_all,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false, true, false],
+    ) else {
         return unsafe { in_full(fh, buf, count, datatype, request) };
     };
     call.recalled(
@@ -9231,14 +9526,18 @@ pub unsafe extern "C" fn MPI_File_iwrite_all_c(
         )
     }
     let real = crate::pmpi::MPI_File_iwrite_all_c();
-    let Some(call) = Call::recalling(func::MPI_File_iwrite_all_c, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            buf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_iwrite_all_c,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false, false, false],
+    ) else {
         return unsafe { in_full(fh, buf, count, datatype, request) };
     };
     call.recalled(
@@ -9315,15 +9614,19 @@ pub unsafe extern "C" fn MPI_File_iwrite_at(
         )
     }
     let real = crate::pmpi::MPI_File_iwrite_at();
-    let Some(call) = Call::recalling(func::MPI_File_iwrite_at, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            offset as u64,
-            buf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_iwrite_at,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false, false, true, false],
+    ) else {
         return unsafe { in_full(fh, offset, buf, count, datatype, request) };
     };
     call.recalled(
@@ -9402,15 +9705,19 @@ pub unsafe extern "C" fn MPI_File_iwrite_at_all(
         )
     }
     let real = crate::pmpi::MPI_File_iwrite_at_all();
-    let Some(call) = Call::recalling(func::MPI_File_iwrite_at_all, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            offset as u64,
-            buf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_iwrite_at_all,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false, false, true, false],
+    ) else {
         return unsafe { in_full(fh, offset, buf, count, datatype, request) };
     };
     call.recalled(
@@ -9489,15 +9796,19 @@ pub unsafe extern "C" fn MPI_File_iwrite_at_all_c(
         )
     }
     let real = crate::pmpi::MPI_File_iwrite_at_all_c();
-    let Some(call) = Call::recalling(func::MPI_File_iwrite_at_all_c, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            offset as u64,
-            buf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_iwrite_at_all_c,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false, false, false, false],
+    ) else {
         return unsafe { in_full(fh, offset, buf, count, datatype, request) };
     };
     call.recalled(
@@ -9576,15 +9887,19 @@ pub unsafe extern "C" fn MPI_File_iwrite_at_c(
         )
     }
     let real = crate::pmpi::MPI_File_iwrite_at_c();
-    let Some(call) = Call::recalling(func::MPI_File_iwrite_at_c, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            offset as u64,
-            buf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_iwrite_at_c,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false, false, false, false],
+    ) else {
         return unsafe { in_full(fh, offset, buf, count, datatype, request) };
     };
     call.recalled(
@@ -9658,14 +9973,18 @@ pub unsafe extern "C" fn MPI_File_iwrite_c(
         )
     }
     let real = crate::pmpi::MPI_File_iwrite_c();
-    let Some(call) = Call::recalling(func::MPI_File_iwrite_c, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            buf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_iwrite_c,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false, false, false],
+    ) else {
         return unsafe { in_full(fh, buf, count, datatype, request) };
     };
     call.recalled(
@@ -9737,14 +10056,18 @@ pub unsafe extern "C" fn MPI_File_iwrite_shared(
         )
     }
     let real = crate::pmpi::MPI_File_iwrite_shared();
-    let Some(call) = Call::recalling(func::MPI_File_iwrite_shared, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            buf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_iwrite_shared,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false, true, false],
+    ) else {
         return unsafe { in_full(fh, buf, count, datatype, request) };
     };
     call.recalled(
@@ -9816,14 +10139,18 @@ pub unsafe extern "C" fn MPI_File_iwrite_shared_c(
         )
     }
     let real = crate::pmpi::MPI_File_iwrite_shared_c();
-    let Some(call) = Call::recalling(func::MPI_File_iwrite_shared_c, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            buf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_iwrite_shared_c,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false, false, false],
+    ) else {
         return unsafe { in_full(fh, buf, count, datatype, request) };
     };
     call.recalled(
@@ -9895,9 +10222,11 @@ pub unsafe extern "C" fn MPI_File_preallocate(fh: MPI_File, size: MPI_Offset) ->
         )
     }
     let real = crate::pmpi::MPI_File_preallocate();
-    let Some(call) = Call::recalling(func::MPI_File_preallocate, move |k: &InputWords| {
-        [k.handle(HandleKind::File, fh), size as u64]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_preallocate,
+        move |k: &InputWords| [k.handle(HandleKind::File, fh), size as u64],
+        [false, false],
+    ) else {
         return unsafe { in_full(fh, size) };
     };
     call.recalled(
@@ -9974,14 +10303,18 @@ pub unsafe extern "C" fn MPI_File_read(
         )
     }
     let real = crate::pmpi::MPI_File_read();
-    let Some(call) = Call::recalling(func::MPI_File_read, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            buf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_read,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false, true, false],
+    ) else {
         return unsafe { in_full(fh, buf, count, datatype, status) };
     };
     call.recalled(
@@ -10073,14 +10406,18 @@ pub unsafe extern "C" fn MPI_File_read_all(
         )
     }
     let real = crate::pmpi::MPI_File_read_all();
-    let Some(call) = Call::recalling(func::MPI_File_read_all, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            buf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_read_all,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false, true, false],
+    ) else {
         return unsafe { in_full(fh, buf, count, datatype, status) };
     };
     call.recalled(
@@ -10159,14 +10496,18 @@ pub unsafe extern "C" fn MPI_File_read_all_begin(
         )
     }
     let real = crate::pmpi::MPI_File_read_all_begin();
-    let Some(call) = Call::recalling(func::MPI_File_read_all_begin, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            buf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_read_all_begin,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false, true, false],
+    ) else {
         return unsafe { in_full(fh, buf, count, datatype) };
     };
     call.recalled(
@@ -10234,14 +10575,18 @@ pub unsafe extern "C" fn MPI_File_read_all_begin_c(
         )
     }
     let real = crate::pmpi::MPI_File_read_all_begin_c();
-    let Some(call) = Call::recalling(func::MPI_File_read_all_begin_c, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            buf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_read_all_begin_c,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false, false, false],
+    ) else {
         return unsafe { in_full(fh, buf, count, datatype) };
     };
     call.recalled(
@@ -10322,14 +10667,18 @@ pub unsafe extern "C" fn MPI_File_read_all_c(
         )
     }
     let real = crate::pmpi::MPI_File_read_all_c();
-    let Some(call) = Call::recalling(func::MPI_File_read_all_c, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            buf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_read_all_c,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false, false, false],
+    ) else {
         return unsafe { in_full(fh, buf, count, datatype, status) };
     };
     call.recalled(
@@ -10402,9 +10751,11 @@ pub unsafe extern "C" fn MPI_File_read_all_end(
         )
     }
     let real = crate::pmpi::MPI_File_read_all_end();
-    let Some(call) = Call::recalling(func::MPI_File_read_all_end, move |k: &InputWords| {
-        [k.handle(HandleKind::File, fh), buf as u64]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_read_all_end,
+        move |k: &InputWords| [k.handle(HandleKind::File, fh), buf as u64],
+        [false, false],
+    ) else {
         return unsafe { in_full(fh, buf, status) };
     };
     call.recalled(
@@ -10497,15 +10848,19 @@ pub unsafe extern "C" fn MPI_File_read_at(
         )
     }
     let real = crate::pmpi::MPI_File_read_at();
-    let Some(call) = Call::recalling(func::MPI_File_read_at, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            offset as u64,
-            buf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_read_at,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false, false, true, false],
+    ) else {
         return unsafe { in_full(fh, offset, buf, count, datatype, status) };
     };
     call.recalled(
@@ -10604,15 +10959,19 @@ pub unsafe extern "C" fn MPI_File_read_at_all(
         )
     }
     let real = crate::pmpi::MPI_File_read_at_all();
-    let Some(call) = Call::recalling(func::MPI_File_read_at_all, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            offset as u64,
-            buf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_read_at_all,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false, false, true, false],
+    ) else {
         return unsafe { in_full(fh, offset, buf, count, datatype, status) };
     };
     call.recalled(
@@ -10698,15 +11057,19 @@ pub unsafe extern "C" fn MPI_File_read_at_all_begin(
         )
     }
     let real = crate::pmpi::MPI_File_read_at_all_begin();
-    let Some(call) = Call::recalling(func::MPI_File_read_at_all_begin, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            offset as u64,
-            buf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_read_at_all_begin,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false, false, true, false],
+    ) else {
         return unsafe { in_full(fh, offset, buf, count, datatype) };
     };
     call.recalled(
@@ -10781,15 +11144,19 @@ pub unsafe extern "C" fn MPI_File_read_at_all_begin_c(
         )
     }
     let real = crate::pmpi::MPI_File_read_at_all_begin_c();
-    let Some(call) = Call::recalling(func::MPI_File_read_at_all_begin_c, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            offset as u64,
-            buf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_read_at_all_begin_c,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false, false, false, false],
+    ) else {
         return unsafe { in_full(fh, offset, buf, count, datatype) };
     };
     call.recalled(
@@ -10877,15 +11244,19 @@ pub unsafe extern "C" fn MPI_File_read_at_all_c(
         )
     }
     let real = crate::pmpi::MPI_File_read_at_all_c();
-    let Some(call) = Call::recalling(func::MPI_File_read_at_all_c, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            offset as u64,
-            buf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_read_at_all_c,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false, false, false, false],
+    ) else {
         return unsafe { in_full(fh, offset, buf, count, datatype, status) };
     };
     call.recalled(
@@ -10960,9 +11331,11 @@ pub unsafe extern "C" fn MPI_File_read_at_all_end(
         )
     }
     let real = crate::pmpi::MPI_File_read_at_all_end();
-    let Some(call) = Call::recalling(func::MPI_File_read_at_all_end, move |k: &InputWords| {
-        [k.handle(HandleKind::File, fh), buf as u64]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_read_at_all_end,
+        move |k: &InputWords| [k.handle(HandleKind::File, fh), buf as u64],
+        [false, false],
+    ) else {
         return unsafe { in_full(fh, buf, status) };
     };
     call.recalled(
@@ -11055,15 +11428,19 @@ pub unsafe extern "C" fn MPI_File_read_at_c(
         )
     }
     let real = crate::pmpi::MPI_File_read_at_c();
-    let Some(call) = Call::recalling(func::MPI_File_read_at_c, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            offset as u64,
-            buf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_read_at_c,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false, false, false, false],
+    ) else {
         return unsafe { in_full(fh, offset, buf, count, datatype, status) };
     };
     call.recalled(
@@ -11157,14 +11534,18 @@ pub unsafe extern "C" fn MPI_File_read_c(
         )
     }
     let real = crate::pmpi::MPI_File_read_c();
-    let Some(call) = Call::recalling(func::MPI_File_read_c, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            buf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_read_c,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false, false, false],
+    ) else {
         return unsafe { in_full(fh, buf, count, datatype, status) };
     };
     call.recalled(
@@ -11256,14 +11637,18 @@ pub unsafe extern "C" fn MPI_File_read_ordered(
         )
     }
     let real = crate::pmpi::MPI_File_read_ordered();
-    let Some(call) = Call::recalling(func::MPI_File_read_ordered, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            buf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_read_ordered,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false, true, false],
+    ) else {
         return unsafe { in_full(fh, buf, count, datatype, status) };
     };
     call.recalled(
@@ -11342,14 +11727,18 @@ pub unsafe extern "C" fn MPI_File_read_ordered_begin(
         )
     }
     let real = crate::pmpi::MPI_File_read_ordered_begin();
-    let Some(call) = Call::recalling(func::MPI_File_read_ordered_begin, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            buf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_read_ordered_begin,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false, true, false],
+    ) else {
         return unsafe { in_full(fh, buf, count, datatype) };
     };
     call.recalled(
@@ -11427,6 +11816,7 @@ pub unsafe extern "C" fn MPI_File_read_ordered_begin_c(
                 k.handle(HandleKind::Datatype, datatype),
             ]
         },
+        [false, false, false, false],
     ) else {
         return unsafe { in_full(fh, buf, count, datatype) };
     };
@@ -11508,14 +11898,18 @@ pub unsafe extern "C" fn MPI_File_read_ordered_c(
         )
     }
     let real = crate::pmpi::MPI_File_read_ordered_c();
-    let Some(call) = Call::recalling(func::MPI_File_read_ordered_c, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            buf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_read_ordered_c,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false, false, false],
+    ) else {
         return unsafe { in_full(fh, buf, count, datatype, status) };
     };
     call.recalled(
@@ -11588,9 +11982,11 @@ pub unsafe extern "C" fn MPI_File_read_ordered_end(
         )
     }
     let real = crate::pmpi::MPI_File_read_ordered_end();
-    let Some(call) = Call::recalling(func::MPI_File_read_ordered_end, move |k: &InputWords| {
-        [k.handle(HandleKind::File, fh), buf as u64]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_read_ordered_end,
+        move |k: &InputWords| [k.handle(HandleKind::File, fh), buf as u64],
+        [false, false],
+    ) else {
         return unsafe { in_full(fh, buf, status) };
     };
     call.recalled(
@@ -11678,14 +12074,18 @@ pub unsafe extern "C" fn MPI_File_read_shared(
         )
     }
     let real = crate::pmpi::MPI_File_read_shared();
-    let Some(call) = Call::recalling(func::MPI_File_read_shared, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            buf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_read_shared,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false, true, false],
+    ) else {
         return unsafe { in_full(fh, buf, count, datatype, status) };
     };
     call.recalled(
@@ -11777,14 +12177,18 @@ pub unsafe extern "C" fn MPI_File_read_shared_c(
         )
     }
     let real = crate::pmpi::MPI_File_read_shared_c();
-    let Some(call) = Call::recalling(func::MPI_File_read_shared_c, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            buf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_read_shared_c,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false, false, false],
+    ) else {
         return unsafe { in_full(fh, buf, count, datatype, status) };
     };
     call.recalled(
@@ -11850,13 +12254,17 @@ pub unsafe extern "C" fn MPI_File_seek(fh: MPI_File, offset: MPI_Offset, whence:
         )
     }
     let real = crate::pmpi::MPI_File_seek();
-    let Some(call) = Call::recalling(func::MPI_File_seek, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            offset as u64,
-            i64::from(whence) as u64,
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_seek,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                i64::from(whence) as u64,
+            ]
+        },
+        [false, false, true],
+    ) else {
         return unsafe { in_full(fh, offset, whence) };
     };
     call.recalled(
@@ -11913,13 +12321,17 @@ pub unsafe extern "C" fn MPI_File_seek_shared(
         )
     }
     let real = crate::pmpi::MPI_File_seek_shared();
-    let Some(call) = Call::recalling(func::MPI_File_seek_shared, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            offset as u64,
-            i64::from(whence) as u64,
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_seek_shared,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                i64::from(whence) as u64,
+            ]
+        },
+        [false, false, true],
+    ) else {
         return unsafe { in_full(fh, offset, whence) };
     };
     call.recalled(
@@ -11964,9 +12376,11 @@ pub unsafe extern "C" fn MPI_File_set_atomicity(fh: MPI_File, flag: c_int) -> c_
         )
     }
     let real = crate::pmpi::MPI_File_set_atomicity();
-    let Some(call) = Call::recalling(func::MPI_File_set_atomicity, move |k: &InputWords| {
-        [k.handle(HandleKind::File, fh), i64::from(flag) as u64]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_set_atomicity,
+        move |k: &InputWords| [k.handle(HandleKind::File, fh), i64::from(flag) as u64],
+        [false, true],
+    ) else {
         return unsafe { in_full(fh, flag) };
     };
     call.recalled(
@@ -12017,12 +12431,16 @@ pub unsafe extern "C" fn MPI_File_set_errhandler(
         )
     }
     let real = crate::pmpi::MPI_File_set_errhandler();
-    let Some(call) = Call::recalling(func::MPI_File_set_errhandler, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, file),
-            k.handle(HandleKind::Errhandler, errhandler),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_set_errhandler,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, file),
+                k.handle(HandleKind::Errhandler, errhandler),
+            ]
+        },
+        [false, false],
+    ) else {
         return unsafe { in_full(file, errhandler) };
     };
     call.recalled(
@@ -12070,12 +12488,16 @@ pub unsafe extern "C" fn MPI_File_set_info(fh: MPI_File, info: MPI_Info) -> c_in
         )
     }
     let real = crate::pmpi::MPI_File_set_info();
-    let Some(call) = Call::recalling(func::MPI_File_set_info, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            k.handle(HandleKind::Info, info),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_set_info,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                k.handle(HandleKind::Info, info),
+            ]
+        },
+        [false, false],
+    ) else {
         return unsafe { in_full(fh, info) };
     };
     call.recalled(
@@ -12118,9 +12540,11 @@ pub unsafe extern "C" fn MPI_File_set_size(fh: MPI_File, size: MPI_Offset) -> c_
         )
     }
     let real = crate::pmpi::MPI_File_set_size();
-    let Some(call) = Call::recalling(func::MPI_File_set_size, move |k: &InputWords| {
-        [k.handle(HandleKind::File, fh), size as u64]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_set_size,
+        move |k: &InputWords| [k.handle(HandleKind::File, fh), size as u64],
+        [false, false],
+    ) else {
         return unsafe { in_full(fh, size) };
     };
     call.recalled(
@@ -12187,9 +12611,11 @@ pub unsafe extern "C" fn MPI_File_sync(fh: MPI_File) -> c_int {
         )
     }
     let real = crate::pmpi::MPI_File_sync();
-    let Some(call) = Call::recalling(func::MPI_File_sync, move |k: &InputWords| {
-        [k.handle(HandleKind::File, fh)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_sync,
+        move |k: &InputWords| [k.handle(HandleKind::File, fh)],
+        [false],
+    ) else {
         return unsafe { in_full(fh) };
     };
     call.recalled(
@@ -12228,9 +12654,11 @@ pub unsafe extern "C" fn MPI_File_toint(file: MPI_File) -> c_int {
         )
     }
     let real = crate::pmpi::MPI_File_toint();
-    let Some(call) = Call::recalling(func::MPI_File_toint, move |k: &InputWords| {
-        [k.handle(HandleKind::File, file)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_toint,
+        move |k: &InputWords| [k.handle(HandleKind::File, file)],
+        [false],
+    ) else {
         return unsafe { in_full(file) };
     };
     call.recalled(
@@ -12305,14 +12733,18 @@ pub unsafe extern "C" fn MPI_File_write(
         )
     }
     let real = crate::pmpi::MPI_File_write();
-    let Some(call) = Call::recalling(func::MPI_File_write, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            buf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_write,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false, true, false],
+    ) else {
         return unsafe { in_full(fh, buf, count, datatype, status) };
     };
     call.recalled(
@@ -12404,14 +12836,18 @@ pub unsafe extern "C" fn MPI_File_write_all(
         )
     }
     let real = crate::pmpi::MPI_File_write_all();
-    let Some(call) = Call::recalling(func::MPI_File_write_all, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            buf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_write_all,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false, true, false],
+    ) else {
         return unsafe { in_full(fh, buf, count, datatype, status) };
     };
     call.recalled(
@@ -12490,14 +12926,18 @@ pub unsafe extern "C" fn MPI_File_write_all_begin(
         )
     }
     let real = crate::pmpi::MPI_File_write_all_begin();
-    let Some(call) = Call::recalling(func::MPI_File_write_all_begin, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            buf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_write_all_begin,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false, true, false],
+    ) else {
         return unsafe { in_full(fh, buf, count, datatype) };
     };
     call.recalled(
@@ -12565,14 +13005,18 @@ pub unsafe extern "C" fn MPI_File_write_all_begin_c(
         )
     }
     let real = crate::pmpi::MPI_File_write_all_begin_c();
-    let Some(call) = Call::recalling(func::MPI_File_write_all_begin_c, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            buf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_write_all_begin_c,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false, false, false],
+    ) else {
         return unsafe { in_full(fh, buf, count, datatype) };
     };
     call.recalled(
@@ -12653,14 +13097,18 @@ pub unsafe extern "C" fn MPI_File_write_all_c(
         )
     }
     let real = crate::pmpi::MPI_File_write_all_c();
-    let Some(call) = Call::recalling(func::MPI_File_write_all_c, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            buf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_write_all_c,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false, false, false],
+    ) else {
         return unsafe { in_full(fh, buf, count, datatype, status) };
     };
     call.recalled(
@@ -12733,9 +13181,11 @@ pub unsafe extern "C" fn MPI_File_write_all_end(
         )
     }
     let real = crate::pmpi::MPI_File_write_all_end();
-    let Some(call) = Call::recalling(func::MPI_File_write_all_end, move |k: &InputWords| {
-        [k.handle(HandleKind::File, fh), buf as u64]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_write_all_end,
+        move |k: &InputWords| [k.handle(HandleKind::File, fh), buf as u64],
+        [false, false],
+    ) else {
         return unsafe { in_full(fh, buf, status) };
     };
     call.recalled(
@@ -12828,15 +13278,19 @@ pub unsafe extern "C" fn MPI_File_write_at(
         )
     }
     let real = crate::pmpi::MPI_File_write_at();
-    let Some(call) = Call::recalling(func::MPI_File_write_at, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            offset as u64,
-            buf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_write_at,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false, false, true, false],
+    ) else {
         return unsafe { in_full(fh, offset, buf, count, datatype, status) };
     };
     call.recalled(
@@ -12935,15 +13389,19 @@ pub unsafe extern "C" fn MPI_File_write_at_all(
         )
     }
     let real = crate::pmpi::MPI_File_write_at_all();
-    let Some(call) = Call::recalling(func::MPI_File_write_at_all, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            offset as u64,
-            buf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_write_at_all,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false, false, true, false],
+    ) else {
         return unsafe { in_full(fh, offset, buf, count, datatype, status) };
     };
     call.recalled(
@@ -13029,15 +13487,19 @@ pub unsafe extern "C" fn MPI_File_write_at_all_begin(
         )
     }
     let real = crate::pmpi::MPI_File_write_at_all_begin();
-    let Some(call) = Call::recalling(func::MPI_File_write_at_all_begin, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            offset as u64,
-            buf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_write_at_all_begin,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false, false, true, false],
+    ) else {
         return unsafe { in_full(fh, offset, buf, count, datatype) };
     };
     call.recalled(
@@ -13123,6 +13585,7 @@ pub unsafe extern "C" fn MPI_File_write_at_all_begin_c(
                 k.handle(HandleKind::Datatype, datatype),
             ]
         },
+        [false, false, false, false, false],
     ) else {
         return unsafe { in_full(fh, offset, buf, count, datatype) };
     };
@@ -13211,15 +13674,19 @@ pub unsafe extern "C" fn MPI_File_write_at_all_c(
         )
     }
     let real = crate::pmpi::MPI_File_write_at_all_c();
-    let Some(call) = Call::recalling(func::MPI_File_write_at_all_c, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            offset as u64,
-            buf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_write_at_all_c,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false, false, false, false],
+    ) else {
         return unsafe { in_full(fh, offset, buf, count, datatype, status) };
     };
     call.recalled(
@@ -13294,9 +13761,11 @@ pub unsafe extern "C" fn MPI_File_write_at_all_end(
         )
     }
     let real = crate::pmpi::MPI_File_write_at_all_end();
-    let Some(call) = Call::recalling(func::MPI_File_write_at_all_end, move |k: &InputWords| {
-        [k.handle(HandleKind::File, fh), buf as u64]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_write_at_all_end,
+        move |k: &InputWords| [k.handle(HandleKind::File, fh), buf as u64],
+        [false, false],
+    ) else {
         return unsafe { in_full(fh, buf, status) };
     };
     call.recalled(
@@ -13389,15 +13858,19 @@ pub unsafe extern "C" fn MPI_File_write_at_c(
         )
     }
     let real = crate::pmpi::MPI_File_write_at_c();
-    let Some(call) = Call::recalling(func::MPI_File_write_at_c, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            offset as u64,
-            buf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_write_at_c,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                offset as u64,
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false, false, false, false],
+    ) else {
         return unsafe { in_full(fh, offset, buf, count, datatype, status) };
     };
     call.recalled(
@@ -13491,14 +13964,18 @@ pub unsafe extern "C" fn MPI_File_write_c(
         )
     }
     let real = crate::pmpi::MPI_File_write_c();
-    let Some(call) = Call::recalling(func::MPI_File_write_c, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            buf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_write_c,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false, false, false],
+    ) else {
         return unsafe { in_full(fh, buf, count, datatype, status) };
     };
     call.recalled(
@@ -13590,14 +14067,18 @@ pub unsafe extern "C" fn MPI_File_write_ordered(
         )
     }
     let real = crate::pmpi::MPI_File_write_ordered();
-    let Some(call) = Call::recalling(func::MPI_File_write_ordered, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            buf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_write_ordered,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false, true, false],
+    ) else {
         return unsafe { in_full(fh, buf, count, datatype, status) };
     };
     call.recalled(
@@ -13676,14 +14157,18 @@ pub unsafe extern "C" fn MPI_File_write_ordered_begin(
         )
     }
     let real = crate::pmpi::MPI_File_write_ordered_begin();
-    let Some(call) = Call::recalling(func::MPI_File_write_ordered_begin, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            buf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_write_ordered_begin,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false, true, false],
+    ) else {
         return unsafe { in_full(fh, buf, count, datatype) };
     };
     call.recalled(
@@ -13761,6 +14246,7 @@ pub unsafe extern "C" fn MPI_File_write_ordered_begin_c(
                 k.handle(HandleKind::Datatype, datatype),
             ]
         },
+        [false, false, false, false],
     ) else {
         return unsafe { in_full(fh, buf, count, datatype) };
     };
@@ -13842,14 +14328,18 @@ pub unsafe extern "C" fn MPI_File_write_ordered_c(
         )
     }
     let real = crate::pmpi::MPI_File_write_ordered_c();
-    let Some(call) = Call::recalling(func::MPI_File_write_ordered_c, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            buf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_write_ordered_c,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false, false, false],
+    ) else {
         return unsafe { in_full(fh, buf, count, datatype, status) };
     };
     call.recalled(
@@ -13922,9 +14412,11 @@ pub unsafe extern "C" fn MPI_File_write_ordered_end(
         )
     }
     let real = crate::pmpi::MPI_File_write_ordered_end();
-    let Some(call) = Call::recalling(func::MPI_File_write_ordered_end, move |k: &InputWords| {
-        [k.handle(HandleKind::File, fh), buf as u64]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_write_ordered_end,
+        move |k: &InputWords| [k.handle(HandleKind::File, fh), buf as u64],
+        [false, false],
+    ) else {
         return unsafe { in_full(fh, buf, status) };
     };
     call.recalled(
@@ -14012,14 +14504,18 @@ pub unsafe extern "C" fn MPI_File_write_shared(
         )
     }
     let real = crate::pmpi::MPI_File_write_shared();
-    let Some(call) = Call::recalling(func::MPI_File_write_shared, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            buf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_write_shared,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false, true, false],
+    ) else {
         return unsafe { in_full(fh, buf, count, datatype, status) };
     };
     call.recalled(
@@ -14111,14 +14607,18 @@ pub unsafe extern "C" fn MPI_File_write_shared_c(
         )
     }
     let real = crate::pmpi::MPI_File_write_shared_c();
-    let Some(call) = Call::recalling(func::MPI_File_write_shared_c, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::File, fh),
-            buf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_File_write_shared_c,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::File, fh),
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+            ]
+        },
+        [false, false, false, false],
+    ) else {
         return unsafe { in_full(fh, buf, count, datatype, status) };
     };
     call.recalled(
@@ -14173,7 +14673,7 @@ pub unsafe extern "C" fn MPI_Finalized(flag: *mut c_int) -> c_int {
         )
     }
     let real = crate::pmpi::MPI_Finalized();
-    let Some(call) = Call::recalling(func::MPI_Finalized, move |_: &InputWords| []) else {
+    let Some(call) = Call::recalling(func::MPI_Finalized, move |_: &InputWords| [], []) else {
         return unsafe { in_full(flag) };
     };
     call.recalled(
@@ -14211,8 +14711,11 @@ pub unsafe extern "C" fn MPI_Free_mem(base: *mut c_void) -> c_int {
         )
     }
     let real = crate::pmpi::MPI_Free_mem();
-    let Some(call) = Call::recalling(func::MPI_Free_mem, move |_: &InputWords| [base as u64])
-    else {
+    let Some(call) = Call::recalling(
+        func::MPI_Free_mem,
+        move |_: &InputWords| [base as u64],
+        [false],
+    ) else {
         return unsafe { in_full(base) };
     };
     call.recalled(
@@ -14304,18 +14807,22 @@ pub unsafe extern "C" fn MPI_Gather(
         )
     }
     let real = crate::pmpi::MPI_Gather();
-    let Some(call) = Call::recalling(func::MPI_Gather, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            i64::from(sendcount) as u64,
-            k.handle(HandleKind::Datatype, sendtype),
-            recvbuf as u64,
-            i64::from(recvcount) as u64,
-            k.handle(HandleKind::Datatype, recvtype),
-            i64::from(root) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Gather,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, true, false, false, true, false, true, false],
+    ) else {
         return unsafe {
             in_full(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
@@ -14429,18 +14936,22 @@ pub unsafe extern "C" fn MPI_Gather_c(
         )
     }
     let real = crate::pmpi::MPI_Gather_c();
-    let Some(call) = Call::recalling(func::MPI_Gather_c, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            sendcount as u64,
-            k.handle(HandleKind::Datatype, sendtype),
-            recvbuf as u64,
-            recvcount as u64,
-            k.handle(HandleKind::Datatype, recvtype),
-            i64::from(root) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Gather_c,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, false, false, false, false, false, true, false],
+    ) else {
         return unsafe {
             in_full(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
@@ -14564,19 +15075,23 @@ pub unsafe extern "C" fn MPI_Gather_init(
         )
     }
     let real = crate::pmpi::MPI_Gather_init();
-    let Some(call) = Call::recalling(func::MPI_Gather_init, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            i64::from(sendcount) as u64,
-            k.handle(HandleKind::Datatype, sendtype),
-            recvbuf as u64,
-            i64::from(recvcount) as u64,
-            k.handle(HandleKind::Datatype, recvtype),
-            i64::from(root) as u64,
-            k.handle(HandleKind::Comm, comm),
-            k.handle(HandleKind::Info, info),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Gather_init,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+            ]
+        },
+        [false, true, false, false, true, false, true, false, false],
+    ) else {
         return unsafe {
             in_full(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info,
@@ -14705,19 +15220,23 @@ pub unsafe extern "C" fn MPI_Gather_init_c(
         )
     }
     let real = crate::pmpi::MPI_Gather_init_c();
-    let Some(call) = Call::recalling(func::MPI_Gather_init_c, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            sendcount as u64,
-            k.handle(HandleKind::Datatype, sendtype),
-            recvbuf as u64,
-            recvcount as u64,
-            k.handle(HandleKind::Datatype, recvtype),
-            i64::from(root) as u64,
-            k.handle(HandleKind::Comm, comm),
-            k.handle(HandleKind::Info, info),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Gather_init_c,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+            ]
+        },
+        [false, false, false, false, false, false, true, false, false],
+    ) else {
         return unsafe {
             in_full(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info,
@@ -15066,18 +15585,22 @@ pub unsafe extern "C" fn MPI_Get(
         )
     }
     let real = crate::pmpi::MPI_Get();
-    let Some(call) = Call::recalling(func::MPI_Get, move |k: &InputWords| {
-        [
-            origin_addr as u64,
-            i64::from(origin_count) as u64,
-            k.handle(HandleKind::Datatype, origin_datatype),
-            i64::from(target_rank) as u64,
-            target_disp as u64,
-            i64::from(target_count) as u64,
-            k.handle(HandleKind::Datatype, target_datatype),
-            k.handle(HandleKind::Win, win),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Get,
+        move |k: &InputWords| {
+            [
+                origin_addr as u64,
+                i64::from(origin_count) as u64,
+                k.handle(HandleKind::Datatype, origin_datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                i64::from(target_count) as u64,
+                k.handle(HandleKind::Datatype, target_datatype),
+                k.handle(HandleKind::Win, win),
+            ]
+        },
+        [false, true, false, true, false, true, false, false],
+    ) else {
         return unsafe {
             in_full(
                 origin_addr,
@@ -15247,22 +15770,28 @@ pub unsafe extern "C" fn MPI_Get_accumulate(
         )
     }
     let real = crate::pmpi::MPI_Get_accumulate();
-    let Some(call) = Call::recalling(func::MPI_Get_accumulate, move |k: &InputWords| {
+    let Some(call) = Call::recalling(
+        func::MPI_Get_accumulate,
+        move |k: &InputWords| {
+            [
+                origin_addr as u64,
+                i64::from(origin_count) as u64,
+                k.handle(HandleKind::Datatype, origin_datatype),
+                result_addr as u64,
+                i64::from(result_count) as u64,
+                k.handle(HandleKind::Datatype, result_datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                i64::from(target_count) as u64,
+                k.handle(HandleKind::Datatype, target_datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Win, win),
+            ]
+        },
         [
-            origin_addr as u64,
-            i64::from(origin_count) as u64,
-            k.handle(HandleKind::Datatype, origin_datatype),
-            result_addr as u64,
-            i64::from(result_count) as u64,
-            k.handle(HandleKind::Datatype, result_datatype),
-            i64::from(target_rank) as u64,
-            target_disp as u64,
-            i64::from(target_count) as u64,
-            k.handle(HandleKind::Datatype, target_datatype),
-            k.handle(HandleKind::Op, op),
-            k.handle(HandleKind::Win, win),
-        ]
-    }) else {
+            false, true, false, false, true, false, true, false, true, false, false, false,
+        ],
+    ) else {
         return unsafe {
             in_full(
                 origin_addr,
@@ -15448,22 +15977,28 @@ pub unsafe extern "C" fn MPI_Get_accumulate_c(
         )
     }
     let real = crate::pmpi::MPI_Get_accumulate_c();
-    let Some(call) = Call::recalling(func::MPI_Get_accumulate_c, move |k: &InputWords| {
+    let Some(call) = Call::recalling(
+        func::MPI_Get_accumulate_c,
+        move |k: &InputWords| {
+            [
+                origin_addr as u64,
+                origin_count as u64,
+                k.handle(HandleKind::Datatype, origin_datatype),
+                result_addr as u64,
+                result_count as u64,
+                k.handle(HandleKind::Datatype, result_datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                target_count as u64,
+                k.handle(HandleKind::Datatype, target_datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Win, win),
+            ]
+        },
         [
-            origin_addr as u64,
-            origin_count as u64,
-            k.handle(HandleKind::Datatype, origin_datatype),
-            result_addr as u64,
-            result_count as u64,
-            k.handle(HandleKind::Datatype, result_datatype),
-            i64::from(target_rank) as u64,
-            target_disp as u64,
-            target_count as u64,
-            k.handle(HandleKind::Datatype, target_datatype),
-            k.handle(HandleKind::Op, op),
-            k.handle(HandleKind::Win, win),
-        ]
-    }) else {
+            false, false, false, false, false, false, true, false, false, false, false, false,
+        ],
+    ) else {
         return unsafe {
             in_full(
                 origin_addr,
@@ -15555,9 +16090,11 @@ pub unsafe extern "C" fn MPI_Get_address(location: *const c_void, address: *mut 
         )
     }
     let real = crate::pmpi::MPI_Get_address();
-    let Some(call) = Call::recalling(func::MPI_Get_address, move |_: &InputWords| {
-        [location as u64]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Get_address,
+        move |_: &InputWords| [location as u64],
+        [false],
+    ) else {
         return unsafe { in_full(location, address) };
     };
     call.recalled(
@@ -15664,18 +16201,22 @@ pub unsafe extern "C" fn MPI_Get_c(
         )
     }
     let real = crate::pmpi::MPI_Get_c();
-    let Some(call) = Call::recalling(func::MPI_Get_c, move |k: &InputWords| {
-        [
-            origin_addr as u64,
-            origin_count as u64,
-            k.handle(HandleKind::Datatype, origin_datatype),
-            i64::from(target_rank) as u64,
-            target_disp as u64,
-            target_count as u64,
-            k.handle(HandleKind::Datatype, target_datatype),
-            k.handle(HandleKind::Win, win),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Get_c,
+        move |k: &InputWords| {
+            [
+                origin_addr as u64,
+                origin_count as u64,
+                k.handle(HandleKind::Datatype, origin_datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                target_count as u64,
+                k.handle(HandleKind::Datatype, target_datatype),
+                k.handle(HandleKind::Win, win),
+            ]
+        },
+        [false, false, false, true, false, false, false, false],
+    ) else {
         return unsafe {
             in_full(
                 origin_addr,
@@ -15770,9 +16311,11 @@ pub unsafe extern "C" fn MPI_Get_count(
         )
     }
     let real = crate::pmpi::MPI_Get_count();
-    let Some(call) = Call::recalling(func::MPI_Get_count, move |k: &InputWords| {
-        [k.handle(HandleKind::Datatype, datatype)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Get_count,
+        move |k: &InputWords| [k.handle(HandleKind::Datatype, datatype)],
+        [false],
+    ) else {
         return unsafe { in_full(status, datatype, count) };
     };
     call.recalled(
@@ -15843,9 +16386,11 @@ pub unsafe extern "C" fn MPI_Get_count_c(
         )
     }
     let real = crate::pmpi::MPI_Get_count_c();
-    let Some(call) = Call::recalling(func::MPI_Get_count_c, move |k: &InputWords| {
-        [k.handle(HandleKind::Datatype, datatype)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Get_count_c,
+        move |k: &InputWords| [k.handle(HandleKind::Datatype, datatype)],
+        [false],
+    ) else {
         return unsafe { in_full(status, datatype, count) };
     };
     call.recalled(
@@ -15916,9 +16461,11 @@ pub unsafe extern "C" fn MPI_Get_elements(
         )
     }
     let real = crate::pmpi::MPI_Get_elements();
-    let Some(call) = Call::recalling(func::MPI_Get_elements, move |k: &InputWords| {
-        [k.handle(HandleKind::Datatype, datatype)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Get_elements,
+        move |k: &InputWords| [k.handle(HandleKind::Datatype, datatype)],
+        [false],
+    ) else {
         return unsafe { in_full(status, datatype, count) };
     };
     call.recalled(
@@ -15989,9 +16536,11 @@ pub unsafe extern "C" fn MPI_Get_elements_c(
         )
     }
     let real = crate::pmpi::MPI_Get_elements_c();
-    let Some(call) = Call::recalling(func::MPI_Get_elements_c, move |k: &InputWords| {
-        [k.handle(HandleKind::Datatype, datatype)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Get_elements_c,
+        move |k: &InputWords| [k.handle(HandleKind::Datatype, datatype)],
+        [false],
+    ) else {
         return unsafe { in_full(status, datatype, count) };
     };
     call.recalled(
@@ -16062,9 +16611,11 @@ pub unsafe extern "C" fn MPI_Get_elements_x(
         )
     }
     let real = crate::pmpi::MPI_Get_elements_x();
-    let Some(call) = Call::recalling(func::MPI_Get_elements_x, move |k: &InputWords| {
-        [k.handle(HandleKind::Datatype, datatype)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Get_elements_x,
+        move |k: &InputWords| [k.handle(HandleKind::Datatype, datatype)],
+        [false],
+    ) else {
         return unsafe { in_full(status, datatype, count) };
     };
     call.recalled(
@@ -16164,7 +16715,7 @@ pub unsafe extern "C" fn MPI_Get_version(version: *mut c_int, subversion: *mut c
         )
     }
     let real = crate::pmpi::MPI_Get_version();
-    let Some(call) = Call::recalling(func::MPI_Get_version, move |_: &InputWords| []) else {
+    let Some(call) = Call::recalling(func::MPI_Get_version, move |_: &InputWords| [], []) else {
         return unsafe { in_full(version, subversion) };
     };
     call.recalled(
@@ -16329,9 +16880,11 @@ pub unsafe extern "C" fn MPI_Graph_neighbors_count(
         )
     }
     let real = crate::pmpi::MPI_Graph_neighbors_count();
-    let Some(call) = Call::recalling(func::MPI_Graph_neighbors_count, move |k: &InputWords| {
-        [k.handle(HandleKind::Comm, comm), i64::from(rank) as u64]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Graph_neighbors_count,
+        move |k: &InputWords| [k.handle(HandleKind::Comm, comm), i64::from(rank) as u64],
+        [false, true],
+    ) else {
         return unsafe { in_full(comm, rank, nneighbors) };
     };
     call.recalled(
@@ -16379,9 +16932,11 @@ pub unsafe extern "C" fn MPI_Graphdims_get(
         )
     }
     let real = crate::pmpi::MPI_Graphdims_get();
-    let Some(call) = Call::recalling(func::MPI_Graphdims_get, move |k: &InputWords| {
-        [k.handle(HandleKind::Comm, comm)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Graphdims_get,
+        move |k: &InputWords| [k.handle(HandleKind::Comm, comm)],
+        [false],
+    ) else {
         return unsafe { in_full(comm, nnodes, nedges) };
     };
     call.recalled(
@@ -16465,14 +17020,18 @@ pub unsafe extern "C" fn MPI_Grequest_start(
         )
     }
     let real = crate::pmpi::MPI_Grequest_start();
-    let Some(call) = Call::recalling(func::MPI_Grequest_start, move |_: &InputWords| {
-        [
-            query_fn as u64,
-            free_fn as u64,
-            cancel_fn as u64,
-            extra_state as u64,
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Grequest_start,
+        move |_: &InputWords| {
+            [
+                query_fn as u64,
+                free_fn as u64,
+                cancel_fn as u64,
+                extra_state as u64,
+            ]
+        },
+        [false, false, false, false],
+    ) else {
         return unsafe { in_full(query_fn, free_fn, cancel_fn, extra_state, request) };
     };
     call.recalled(
@@ -16533,12 +17092,16 @@ pub unsafe extern "C" fn MPI_Group_compare(
         )
     }
     let real = crate::pmpi::MPI_Group_compare();
-    let Some(call) = Call::recalling(func::MPI_Group_compare, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::Group, group1),
-            k.handle(HandleKind::Group, group2),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Group_compare,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::Group, group1),
+                k.handle(HandleKind::Group, group2),
+            ]
+        },
+        [false, false],
+    ) else {
         return unsafe { in_full(group1, group2, result) };
     };
     call.recalled(
@@ -16658,9 +17221,11 @@ pub unsafe extern "C" fn MPI_Group_fromint(group: c_int) -> MPI_Group {
         )
     }
     let real = crate::pmpi::MPI_Group_fromint();
-    let Some(call) = Call::recalling(func::MPI_Group_fromint, move |_: &InputWords| {
-        [i64::from(group) as u64]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Group_fromint,
+        move |_: &InputWords| [i64::from(group) as u64],
+        [true],
+    ) else {
         return unsafe { in_full(group) };
     };
     call.recalled(
@@ -16799,9 +17364,11 @@ pub unsafe extern "C" fn MPI_Group_rank(group: MPI_Group, rank: *mut c_int) -> c
         )
     }
     let real = crate::pmpi::MPI_Group_rank();
-    let Some(call) = Call::recalling(func::MPI_Group_rank, move |k: &InputWords| {
-        [k.handle(HandleKind::Group, group)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Group_rank,
+        move |k: &InputWords| [k.handle(HandleKind::Group, group)],
+        [false],
+    ) else {
         return unsafe { in_full(group, rank) };
     };
     call.recalled(
@@ -16842,9 +17409,11 @@ pub unsafe extern "C" fn MPI_Group_size(group: MPI_Group, size: *mut c_int) -> c
         )
     }
     let real = crate::pmpi::MPI_Group_size();
-    let Some(call) = Call::recalling(func::MPI_Group_size, move |k: &InputWords| {
-        [k.handle(HandleKind::Group, group)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Group_size,
+        move |k: &InputWords| [k.handle(HandleKind::Group, group)],
+        [false],
+    ) else {
         return unsafe { in_full(group, size) };
     };
     call.recalled(
@@ -16884,9 +17453,11 @@ pub unsafe extern "C" fn MPI_Group_toint(group: MPI_Group) -> c_int {
         )
     }
     let real = crate::pmpi::MPI_Group_toint();
-    let Some(call) = Call::recalling(func::MPI_Group_toint, move |k: &InputWords| {
-        [k.handle(HandleKind::Group, group)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Group_toint,
+        move |k: &InputWords| [k.handle(HandleKind::Group, group)],
+        [false],
+    ) else {
         return unsafe { in_full(group) };
     };
     call.recalled(
@@ -17022,17 +17593,21 @@ pub unsafe extern "C" fn MPI_Iallgather(
         )
     }
     let real = crate::pmpi::MPI_Iallgather();
-    let Some(call) = Call::recalling(func::MPI_Iallgather, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            i64::from(sendcount) as u64,
-            k.handle(HandleKind::Datatype, sendtype),
-            recvbuf as u64,
-            i64::from(recvcount) as u64,
-            k.handle(HandleKind::Datatype, recvtype),
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Iallgather,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, true, false, false, true, false, false],
+    ) else {
         return unsafe {
             in_full(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
@@ -17143,17 +17718,21 @@ pub unsafe extern "C" fn MPI_Iallgather_c(
         )
     }
     let real = crate::pmpi::MPI_Iallgather_c();
-    let Some(call) = Call::recalling(func::MPI_Iallgather_c, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            sendcount as u64,
-            k.handle(HandleKind::Datatype, sendtype),
-            recvbuf as u64,
-            recvcount as u64,
-            k.handle(HandleKind::Datatype, recvtype),
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Iallgather_c,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, false, false, false, false, false, false],
+    ) else {
         return unsafe {
             in_full(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
@@ -17335,16 +17914,20 @@ pub unsafe extern "C" fn MPI_Iallreduce(
         )
     }
     let real = crate::pmpi::MPI_Iallreduce();
-    let Some(call) = Call::recalling(func::MPI_Iallreduce, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            recvbuf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            k.handle(HandleKind::Op, op),
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Iallreduce,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, false, true, false, false, false],
+    ) else {
         return unsafe { in_full(sendbuf, recvbuf, count, datatype, op, comm, request) };
     };
     call.recalled(
@@ -17430,16 +18013,20 @@ pub unsafe extern "C" fn MPI_Iallreduce_c(
         )
     }
     let real = crate::pmpi::MPI_Iallreduce_c();
-    let Some(call) = Call::recalling(func::MPI_Iallreduce_c, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            recvbuf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            k.handle(HandleKind::Op, op),
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Iallreduce_c,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, false, false, false, false, false],
+    ) else {
         return unsafe { in_full(sendbuf, recvbuf, count, datatype, op, comm, request) };
     };
     call.recalled(
@@ -17540,17 +18127,21 @@ pub unsafe extern "C" fn MPI_Ialltoall(
         )
     }
     let real = crate::pmpi::MPI_Ialltoall();
-    let Some(call) = Call::recalling(func::MPI_Ialltoall, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            i64::from(sendcount) as u64,
-            k.handle(HandleKind::Datatype, sendtype),
-            recvbuf as u64,
-            i64::from(recvcount) as u64,
-            k.handle(HandleKind::Datatype, recvtype),
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Ialltoall,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, true, false, false, true, false, false],
+    ) else {
         return unsafe {
             in_full(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
@@ -17661,17 +18252,21 @@ pub unsafe extern "C" fn MPI_Ialltoall_c(
         )
     }
     let real = crate::pmpi::MPI_Ialltoall_c();
-    let Some(call) = Call::recalling(func::MPI_Ialltoall_c, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            sendcount as u64,
-            k.handle(HandleKind::Datatype, sendtype),
-            recvbuf as u64,
-            recvcount as u64,
-            k.handle(HandleKind::Datatype, recvtype),
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Ialltoall_c,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, false, false, false, false, false, false],
+    ) else {
         return unsafe {
             in_full(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
@@ -17996,9 +18591,11 @@ pub unsafe extern "C" fn MPI_Ibarrier(comm: MPI_Comm, request: *mut HandleSlot) 
         )
     }
     let real = crate::pmpi::MPI_Ibarrier();
-    let Some(call) = Call::recalling(func::MPI_Ibarrier, move |k: &InputWords| {
-        [k.handle(HandleKind::Comm, comm)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Ibarrier,
+        move |k: &InputWords| [k.handle(HandleKind::Comm, comm)],
+        [false],
+    ) else {
         return unsafe { in_full(comm, request) };
     };
     call.recalled(
@@ -18069,15 +18666,19 @@ pub unsafe extern "C" fn MPI_Ibcast(
         )
     }
     let real = crate::pmpi::MPI_Ibcast();
-    let Some(call) = Call::recalling(func::MPI_Ibcast, move |k: &InputWords| {
-        [
-            buffer as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            i64::from(root) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Ibcast,
+        move |k: &InputWords| {
+            [
+                buffer as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, true, false, true, false],
+    ) else {
         return unsafe { in_full(buffer, count, datatype, root, comm, request) };
     };
     call.recalled(
@@ -18156,15 +18757,19 @@ pub unsafe extern "C" fn MPI_Ibcast_c(
         )
     }
     let real = crate::pmpi::MPI_Ibcast_c();
-    let Some(call) = Call::recalling(func::MPI_Ibcast_c, move |k: &InputWords| {
-        [
-            buffer as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            i64::from(root) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Ibcast_c,
+        move |k: &InputWords| {
+            [
+                buffer as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, false, false, true, false],
+    ) else {
         return unsafe { in_full(buffer, count, datatype, root, comm, request) };
     };
     call.recalled(
@@ -18248,16 +18853,20 @@ pub unsafe extern "C" fn MPI_Ibsend(
         )
     }
     let real = crate::pmpi::MPI_Ibsend();
-    let Some(call) = Call::recalling(func::MPI_Ibsend, move |k: &InputWords| {
-        [
-            buf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            i64::from(dest) as u64,
-            i64::from(tag) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Ibsend,
+        move |k: &InputWords| {
+            [
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, true, false, true, true, false],
+    ) else {
         return unsafe { in_full(buf, count, datatype, dest, tag, comm, request) };
     };
     call.recalled(
@@ -18343,16 +18952,20 @@ pub unsafe extern "C" fn MPI_Ibsend_c(
         )
     }
     let real = crate::pmpi::MPI_Ibsend_c();
-    let Some(call) = Call::recalling(func::MPI_Ibsend_c, move |k: &InputWords| {
-        [
-            buf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            i64::from(dest) as u64,
-            i64::from(tag) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Ibsend_c,
+        move |k: &InputWords| {
+            [
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, false, false, true, true, false],
+    ) else {
         return unsafe { in_full(buf, count, datatype, dest, tag, comm, request) };
     };
     call.recalled(
@@ -18438,16 +19051,20 @@ pub unsafe extern "C" fn MPI_Iexscan(
         )
     }
     let real = crate::pmpi::MPI_Iexscan();
-    let Some(call) = Call::recalling(func::MPI_Iexscan, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            recvbuf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            k.handle(HandleKind::Op, op),
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Iexscan,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, false, true, false, false, false],
+    ) else {
         return unsafe { in_full(sendbuf, recvbuf, count, datatype, op, comm, request) };
     };
     call.recalled(
@@ -18533,16 +19150,20 @@ pub unsafe extern "C" fn MPI_Iexscan_c(
         )
     }
     let real = crate::pmpi::MPI_Iexscan_c();
-    let Some(call) = Call::recalling(func::MPI_Iexscan_c, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            recvbuf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            k.handle(HandleKind::Op, op),
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Iexscan_c,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, false, false, false, false, false],
+    ) else {
         return unsafe { in_full(sendbuf, recvbuf, count, datatype, op, comm, request) };
     };
     call.recalled(
@@ -18648,18 +19269,22 @@ pub unsafe extern "C" fn MPI_Igather(
         )
     }
     let real = crate::pmpi::MPI_Igather();
-    let Some(call) = Call::recalling(func::MPI_Igather, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            i64::from(sendcount) as u64,
-            k.handle(HandleKind::Datatype, sendtype),
-            recvbuf as u64,
-            i64::from(recvcount) as u64,
-            k.handle(HandleKind::Datatype, recvtype),
-            i64::from(root) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Igather,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, true, false, false, true, false, true, false],
+    ) else {
         return unsafe {
             in_full(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
@@ -18777,18 +19402,22 @@ pub unsafe extern "C" fn MPI_Igather_c(
         )
     }
     let real = crate::pmpi::MPI_Igather_c();
-    let Some(call) = Call::recalling(func::MPI_Igather_c, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            sendcount as u64,
-            k.handle(HandleKind::Datatype, sendtype),
-            recvbuf as u64,
-            recvcount as u64,
-            k.handle(HandleKind::Datatype, recvtype),
-            i64::from(root) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Igather_c,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, false, false, false, false, false, true, false],
+    ) else {
         return unsafe {
             in_full(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
@@ -19087,17 +19716,21 @@ pub unsafe extern "C" fn MPI_Ineighbor_allgather(
         )
     }
     let real = crate::pmpi::MPI_Ineighbor_allgather();
-    let Some(call) = Call::recalling(func::MPI_Ineighbor_allgather, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            i64::from(sendcount) as u64,
-            k.handle(HandleKind::Datatype, sendtype),
-            recvbuf as u64,
-            i64::from(recvcount) as u64,
-            k.handle(HandleKind::Datatype, recvtype),
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Ineighbor_allgather,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, true, false, false, true, false, false],
+    ) else {
         return unsafe {
             in_full(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
@@ -19208,17 +19841,21 @@ pub unsafe extern "C" fn MPI_Ineighbor_allgather_c(
         )
     }
     let real = crate::pmpi::MPI_Ineighbor_allgather_c();
-    let Some(call) = Call::recalling(func::MPI_Ineighbor_allgather_c, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            sendcount as u64,
-            k.handle(HandleKind::Datatype, sendtype),
-            recvbuf as u64,
-            recvcount as u64,
-            k.handle(HandleKind::Datatype, recvtype),
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Ineighbor_allgather_c,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, false, false, false, false, false, false],
+    ) else {
         return unsafe {
             in_full(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
@@ -19415,17 +20052,21 @@ pub unsafe extern "C" fn MPI_Ineighbor_alltoall(
         )
     }
     let real = crate::pmpi::MPI_Ineighbor_alltoall();
-    let Some(call) = Call::recalling(func::MPI_Ineighbor_alltoall, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            i64::from(sendcount) as u64,
-            k.handle(HandleKind::Datatype, sendtype),
-            recvbuf as u64,
-            i64::from(recvcount) as u64,
-            k.handle(HandleKind::Datatype, recvtype),
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Ineighbor_alltoall,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, true, false, false, true, false, false],
+    ) else {
         return unsafe {
             in_full(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
@@ -19536,17 +20177,21 @@ pub unsafe extern "C" fn MPI_Ineighbor_alltoall_c(
         )
     }
     let real = crate::pmpi::MPI_Ineighbor_alltoall_c();
-    let Some(call) = Call::recalling(func::MPI_Ineighbor_alltoall_c, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            sendcount as u64,
-            k.handle(HandleKind::Datatype, sendtype),
-            recvbuf as u64,
-            recvcount as u64,
-            k.handle(HandleKind::Datatype, recvtype),
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Ineighbor_alltoall_c,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, false, false, false, false, false, false],
+    ) else {
         return unsafe {
             in_full(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
@@ -19910,9 +20555,11 @@ pub unsafe extern "C" fn MPI_Info_fromint(info: c_int) -> MPI_Info {
         )
     }
     let real = crate::pmpi::MPI_Info_fromint();
-    let Some(call) = Call::recalling(func::MPI_Info_fromint, move |_: &InputWords| {
-        [i64::from(info) as u64]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Info_fromint,
+        move |_: &InputWords| [i64::from(info) as u64],
+        [true],
+    ) else {
         return unsafe { in_full(info) };
     };
     call.recalled(
@@ -19978,9 +20625,11 @@ pub unsafe extern "C" fn MPI_Info_get_nkeys(info: MPI_Info, nkeys: *mut c_int) -
         )
     }
     let real = crate::pmpi::MPI_Info_get_nkeys();
-    let Some(call) = Call::recalling(func::MPI_Info_get_nkeys, move |k: &InputWords| {
-        [k.handle(HandleKind::Info, info)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Info_get_nkeys,
+        move |k: &InputWords| [k.handle(HandleKind::Info, info)],
+        [false],
+    ) else {
         return unsafe { in_full(info, nkeys) };
     };
     call.recalled(
@@ -20106,9 +20755,11 @@ pub unsafe extern "C" fn MPI_Info_toint(info: MPI_Info) -> c_int {
         )
     }
     let real = crate::pmpi::MPI_Info_toint();
-    let Some(call) = Call::recalling(func::MPI_Info_toint, move |k: &InputWords| {
-        [k.handle(HandleKind::Info, info)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Info_toint,
+        move |k: &InputWords| [k.handle(HandleKind::Info, info)],
+        [false],
+    ) else {
         return unsafe { in_full(info) };
     };
     call.recalled(
@@ -20146,7 +20797,7 @@ pub unsafe extern "C" fn MPI_Initialized(flag: *mut c_int) -> c_int {
         )
     }
     let real = crate::pmpi::MPI_Initialized();
-    let Some(call) = Call::recalling(func::MPI_Initialized, move |_: &InputWords| []) else {
+    let Some(call) = Call::recalling(func::MPI_Initialized, move |_: &InputWords| [], []) else {
         return unsafe { in_full(flag) };
     };
     call.recalled(
@@ -20352,13 +21003,17 @@ pub unsafe extern "C" fn MPI_Iprobe(
         )
     }
     let real = crate::pmpi::MPI_Iprobe();
-    let Some(call) = Call::recalling(func::MPI_Iprobe, move |k: &InputWords| {
-        [
-            i64::from(source) as u64,
-            i64::from(tag) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Iprobe,
+        move |k: &InputWords| {
+            [
+                i64::from(source) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [true, true, false],
+    ) else {
         return unsafe { in_full(source, tag, comm, flag, status) };
     };
     call.recalled(
@@ -20449,16 +21104,20 @@ pub unsafe extern "C" fn MPI_Irecv(
         )
     }
     let real = crate::pmpi::MPI_Irecv();
-    let Some(call) = Call::recalling(func::MPI_Irecv, move |k: &InputWords| {
-        [
-            buf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            i64::from(source) as u64,
-            i64::from(tag) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Irecv,
+        move |k: &InputWords| {
+            [
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(source) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, true, false, true, true, false],
+    ) else {
         return unsafe { in_full(buf, count, datatype, source, tag, comm, request) };
     };
     call.recalled(
@@ -20544,16 +21203,20 @@ pub unsafe extern "C" fn MPI_Irecv_c(
         )
     }
     let real = crate::pmpi::MPI_Irecv_c();
-    let Some(call) = Call::recalling(func::MPI_Irecv_c, move |k: &InputWords| {
-        [
-            buf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            i64::from(source) as u64,
-            i64::from(tag) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Irecv_c,
+        move |k: &InputWords| {
+            [
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(source) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, false, false, true, true, false],
+    ) else {
         return unsafe { in_full(buf, count, datatype, source, tag, comm, request) };
     };
     call.recalled(
@@ -20646,17 +21309,21 @@ pub unsafe extern "C" fn MPI_Ireduce(
         )
     }
     let real = crate::pmpi::MPI_Ireduce();
-    let Some(call) = Call::recalling(func::MPI_Ireduce, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            recvbuf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            k.handle(HandleKind::Op, op),
-            i64::from(root) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Ireduce,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, false, true, false, false, true, false],
+    ) else {
         return unsafe { in_full(sendbuf, recvbuf, count, datatype, op, root, comm, request) };
     };
     call.recalled(
@@ -20751,17 +21418,21 @@ pub unsafe extern "C" fn MPI_Ireduce_c(
         )
     }
     let real = crate::pmpi::MPI_Ireduce_c();
-    let Some(call) = Call::recalling(func::MPI_Ireduce_c, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            recvbuf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            k.handle(HandleKind::Op, op),
-            i64::from(root) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Ireduce_c,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, false, false, false, false, true, false],
+    ) else {
         return unsafe { in_full(sendbuf, recvbuf, count, datatype, op, root, comm, request) };
     };
     call.recalled(
@@ -20878,16 +21549,20 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_block(
         )
     }
     let real = crate::pmpi::MPI_Ireduce_scatter_block();
-    let Some(call) = Call::recalling(func::MPI_Ireduce_scatter_block, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            recvbuf as u64,
-            i64::from(recvcount) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            k.handle(HandleKind::Op, op),
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Ireduce_scatter_block,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, false, true, false, false, false],
+    ) else {
         return unsafe { in_full(sendbuf, recvbuf, recvcount, datatype, op, comm, request) };
     };
     call.recalled(
@@ -20973,16 +21648,20 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_block_c(
         )
     }
     let real = crate::pmpi::MPI_Ireduce_scatter_block_c();
-    let Some(call) = Call::recalling(func::MPI_Ireduce_scatter_block_c, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            recvbuf as u64,
-            recvcount as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            k.handle(HandleKind::Op, op),
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Ireduce_scatter_block_c,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, false, false, false, false, false],
+    ) else {
         return unsafe { in_full(sendbuf, recvbuf, recvcount, datatype, op, comm, request) };
     };
     call.recalled(
@@ -21097,16 +21776,20 @@ pub unsafe extern "C" fn MPI_Irsend(
         )
     }
     let real = crate::pmpi::MPI_Irsend();
-    let Some(call) = Call::recalling(func::MPI_Irsend, move |k: &InputWords| {
-        [
-            buf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            i64::from(dest) as u64,
-            i64::from(tag) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Irsend,
+        move |k: &InputWords| {
+            [
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, true, false, true, true, false],
+    ) else {
         return unsafe { in_full(buf, count, datatype, dest, tag, comm, request) };
     };
     call.recalled(
@@ -21192,16 +21875,20 @@ pub unsafe extern "C" fn MPI_Irsend_c(
         )
     }
     let real = crate::pmpi::MPI_Irsend_c();
-    let Some(call) = Call::recalling(func::MPI_Irsend_c, move |k: &InputWords| {
-        [
-            buf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            i64::from(dest) as u64,
-            i64::from(tag) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Irsend_c,
+        move |k: &InputWords| {
+            [
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, false, false, true, true, false],
+    ) else {
         return unsafe { in_full(buf, count, datatype, dest, tag, comm, request) };
     };
     call.recalled(
@@ -21250,7 +21937,7 @@ pub unsafe extern "C" fn MPI_Is_thread_main(flag: *mut c_int) -> c_int {
         )
     }
     let real = crate::pmpi::MPI_Is_thread_main();
-    let Some(call) = Call::recalling(func::MPI_Is_thread_main, move |_: &InputWords| []) else {
+    let Some(call) = Call::recalling(func::MPI_Is_thread_main, move |_: &InputWords| [], []) else {
         return unsafe { in_full(flag) };
     };
     call.recalled(
@@ -21324,16 +22011,20 @@ pub unsafe extern "C" fn MPI_Iscan(
         )
     }
     let real = crate::pmpi::MPI_Iscan();
-    let Some(call) = Call::recalling(func::MPI_Iscan, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            recvbuf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            k.handle(HandleKind::Op, op),
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Iscan,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, false, true, false, false, false],
+    ) else {
         return unsafe { in_full(sendbuf, recvbuf, count, datatype, op, comm, request) };
     };
     call.recalled(
@@ -21419,16 +22110,20 @@ pub unsafe extern "C" fn MPI_Iscan_c(
         )
     }
     let real = crate::pmpi::MPI_Iscan_c();
-    let Some(call) = Call::recalling(func::MPI_Iscan_c, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            recvbuf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            k.handle(HandleKind::Op, op),
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Iscan_c,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, false, false, false, false, false],
+    ) else {
         return unsafe { in_full(sendbuf, recvbuf, count, datatype, op, comm, request) };
     };
     call.recalled(
@@ -21534,18 +22229,22 @@ pub unsafe extern "C" fn MPI_Iscatter(
         )
     }
     let real = crate::pmpi::MPI_Iscatter();
-    let Some(call) = Call::recalling(func::MPI_Iscatter, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            i64::from(sendcount) as u64,
-            k.handle(HandleKind::Datatype, sendtype),
-            recvbuf as u64,
-            i64::from(recvcount) as u64,
-            k.handle(HandleKind::Datatype, recvtype),
-            i64::from(root) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Iscatter,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, true, false, false, true, false, true, false],
+    ) else {
         return unsafe {
             in_full(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
@@ -21663,18 +22362,22 @@ pub unsafe extern "C" fn MPI_Iscatter_c(
         )
     }
     let real = crate::pmpi::MPI_Iscatter_c();
-    let Some(call) = Call::recalling(func::MPI_Iscatter_c, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            sendcount as u64,
-            k.handle(HandleKind::Datatype, sendtype),
-            recvbuf as u64,
-            recvcount as u64,
-            k.handle(HandleKind::Datatype, recvtype),
-            i64::from(root) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Iscatter_c,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, false, false, false, false, false, true, false],
+    ) else {
         return unsafe {
             in_full(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
@@ -21882,16 +22585,20 @@ pub unsafe extern "C" fn MPI_Isend(
         )
     }
     let real = crate::pmpi::MPI_Isend();
-    let Some(call) = Call::recalling(func::MPI_Isend, move |k: &InputWords| {
-        [
-            buf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            i64::from(dest) as u64,
-            i64::from(tag) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Isend,
+        move |k: &InputWords| {
+            [
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, true, false, true, true, false],
+    ) else {
         return unsafe { in_full(buf, count, datatype, dest, tag, comm, request) };
     };
     call.recalled(
@@ -21977,16 +22684,20 @@ pub unsafe extern "C" fn MPI_Isend_c(
         )
     }
     let real = crate::pmpi::MPI_Isend_c();
-    let Some(call) = Call::recalling(func::MPI_Isend_c, move |k: &InputWords| {
-        [
-            buf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            i64::from(dest) as u64,
-            i64::from(tag) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Isend_c,
+        move |k: &InputWords| {
+            [
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, false, false, true, true, false],
+    ) else {
         return unsafe { in_full(buf, count, datatype, dest, tag, comm, request) };
     };
     call.recalled(
@@ -22109,21 +22820,27 @@ pub unsafe extern "C" fn MPI_Isendrecv(
         )
     }
     let real = crate::pmpi::MPI_Isendrecv();
-    let Some(call) = Call::recalling(func::MPI_Isendrecv, move |k: &InputWords| {
+    let Some(call) = Call::recalling(
+        func::MPI_Isendrecv,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                i64::from(dest) as u64,
+                i64::from(sendtag) as u64,
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                i64::from(source) as u64,
+                i64::from(recvtag) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
         [
-            sendbuf as u64,
-            i64::from(sendcount) as u64,
-            k.handle(HandleKind::Datatype, sendtype),
-            i64::from(dest) as u64,
-            i64::from(sendtag) as u64,
-            recvbuf as u64,
-            i64::from(recvcount) as u64,
-            k.handle(HandleKind::Datatype, recvtype),
-            i64::from(source) as u64,
-            i64::from(recvtag) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+            false, true, false, true, true, false, true, false, true, true, false,
+        ],
+    ) else {
         return unsafe {
             in_full(
                 sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
@@ -22266,21 +22983,27 @@ pub unsafe extern "C" fn MPI_Isendrecv_c(
         )
     }
     let real = crate::pmpi::MPI_Isendrecv_c();
-    let Some(call) = Call::recalling(func::MPI_Isendrecv_c, move |k: &InputWords| {
+    let Some(call) = Call::recalling(
+        func::MPI_Isendrecv_c,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                i64::from(dest) as u64,
+                i64::from(sendtag) as u64,
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                i64::from(source) as u64,
+                i64::from(recvtag) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
         [
-            sendbuf as u64,
-            sendcount as u64,
-            k.handle(HandleKind::Datatype, sendtype),
-            i64::from(dest) as u64,
-            i64::from(sendtag) as u64,
-            recvbuf as u64,
-            recvcount as u64,
-            k.handle(HandleKind::Datatype, recvtype),
-            i64::from(source) as u64,
-            i64::from(recvtag) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+            false, false, false, true, true, false, false, false, true, true, false,
+        ],
+    ) else {
         return unsafe {
             in_full(
                 sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
@@ -22406,18 +23129,22 @@ pub unsafe extern "C" fn MPI_Isendrecv_replace(
         )
     }
     let real = crate::pmpi::MPI_Isendrecv_replace();
-    let Some(call) = Call::recalling(func::MPI_Isendrecv_replace, move |k: &InputWords| {
-        [
-            buf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            i64::from(dest) as u64,
-            i64::from(sendtag) as u64,
-            i64::from(source) as u64,
-            i64::from(recvtag) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Isendrecv_replace,
+        move |k: &InputWords| {
+            [
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(sendtag) as u64,
+                i64::from(source) as u64,
+                i64::from(recvtag) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, true, false, true, true, true, true, false],
+    ) else {
         return unsafe {
             in_full(
                 buf, count, datatype, dest, sendtag, source, recvtag, comm, request,
@@ -22535,18 +23262,22 @@ pub unsafe extern "C" fn MPI_Isendrecv_replace_c(
         )
     }
     let real = crate::pmpi::MPI_Isendrecv_replace_c();
-    let Some(call) = Call::recalling(func::MPI_Isendrecv_replace_c, move |k: &InputWords| {
-        [
-            buf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            i64::from(dest) as u64,
-            i64::from(sendtag) as u64,
-            i64::from(source) as u64,
-            i64::from(recvtag) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Isendrecv_replace_c,
+        move |k: &InputWords| {
+            [
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(sendtag) as u64,
+                i64::from(source) as u64,
+                i64::from(recvtag) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, false, false, true, true, true, true, false],
+    ) else {
         return unsafe {
             in_full(
                 buf, count, datatype, dest, sendtag, source, recvtag, comm, request,
@@ -22644,16 +23375,20 @@ pub unsafe extern "C" fn MPI_Issend(
         )
     }
     let real = crate::pmpi::MPI_Issend();
-    let Some(call) = Call::recalling(func::MPI_Issend, move |k: &InputWords| {
-        [
-            buf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            i64::from(dest) as u64,
-            i64::from(tag) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Issend,
+        move |k: &InputWords| {
+            [
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, true, false, true, true, false],
+    ) else {
         return unsafe { in_full(buf, count, datatype, dest, tag, comm, request) };
     };
     call.recalled(
@@ -22739,16 +23474,20 @@ pub unsafe extern "C" fn MPI_Issend_c(
         )
     }
     let real = crate::pmpi::MPI_Issend_c();
-    let Some(call) = Call::recalling(func::MPI_Issend_c, move |k: &InputWords| {
-        [
-            buf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            i64::from(dest) as u64,
-            i64::from(tag) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Issend_c,
+        move |k: &InputWords| {
+            [
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, false, false, true, true, false],
+    ) else {
         return unsafe { in_full(buf, count, datatype, dest, tag, comm, request) };
     };
     call.recalled(
@@ -22856,9 +23595,11 @@ pub unsafe extern "C" fn MPI_Message_fromint(message: c_int) -> MPI_Message {
         )
     }
     let real = crate::pmpi::MPI_Message_fromint();
-    let Some(call) = Call::recalling(func::MPI_Message_fromint, move |_: &InputWords| {
-        [i64::from(message) as u64]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Message_fromint,
+        move |_: &InputWords| [i64::from(message) as u64],
+        [true],
+    ) else {
         return unsafe { in_full(message) };
     };
     call.recalled(
@@ -22897,9 +23638,11 @@ pub unsafe extern "C" fn MPI_Message_toint(message: MPI_Message) -> c_int {
         )
     }
     let real = crate::pmpi::MPI_Message_toint();
-    let Some(call) = Call::recalling(func::MPI_Message_toint, move |k: &InputWords| {
-        [k.handle(HandleKind::Message, message)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Message_toint,
+        move |k: &InputWords| [k.handle(HandleKind::Message, message)],
+        [false],
+    ) else {
         return unsafe { in_full(message) };
     };
     call.recalled(
@@ -23058,17 +23801,21 @@ pub unsafe extern "C" fn MPI_Neighbor_allgather(
         )
     }
     let real = crate::pmpi::MPI_Neighbor_allgather();
-    let Some(call) = Call::recalling(func::MPI_Neighbor_allgather, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            i64::from(sendcount) as u64,
-            k.handle(HandleKind::Datatype, sendtype),
-            recvbuf as u64,
-            i64::from(recvcount) as u64,
-            k.handle(HandleKind::Datatype, recvtype),
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Neighbor_allgather,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, true, false, false, true, false, false],
+    ) else {
         return unsafe {
             in_full(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
@@ -23173,17 +23920,21 @@ pub unsafe extern "C" fn MPI_Neighbor_allgather_c(
         )
     }
     let real = crate::pmpi::MPI_Neighbor_allgather_c();
-    let Some(call) = Call::recalling(func::MPI_Neighbor_allgather_c, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            sendcount as u64,
-            k.handle(HandleKind::Datatype, sendtype),
-            recvbuf as u64,
-            recvcount as u64,
-            k.handle(HandleKind::Datatype, recvtype),
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Neighbor_allgather_c,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, false, false, false, false, false, false],
+    ) else {
         return unsafe {
             in_full(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
@@ -23298,18 +24049,22 @@ pub unsafe extern "C" fn MPI_Neighbor_allgather_init(
         )
     }
     let real = crate::pmpi::MPI_Neighbor_allgather_init();
-    let Some(call) = Call::recalling(func::MPI_Neighbor_allgather_init, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            i64::from(sendcount) as u64,
-            k.handle(HandleKind::Datatype, sendtype),
-            recvbuf as u64,
-            i64::from(recvcount) as u64,
-            k.handle(HandleKind::Datatype, recvtype),
-            k.handle(HandleKind::Comm, comm),
-            k.handle(HandleKind::Info, info),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Neighbor_allgather_init,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+            ]
+        },
+        [false, true, false, false, true, false, false, false],
+    ) else {
         return unsafe {
             in_full(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
@@ -23441,6 +24196,7 @@ pub unsafe extern "C" fn MPI_Neighbor_allgather_init_c(
                 k.handle(HandleKind::Info, info),
             ]
         },
+        [false, false, false, false, false, false, false, false],
     ) else {
         return unsafe {
             in_full(
@@ -23725,17 +24481,21 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoall(
         )
     }
     let real = crate::pmpi::MPI_Neighbor_alltoall();
-    let Some(call) = Call::recalling(func::MPI_Neighbor_alltoall, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            i64::from(sendcount) as u64,
-            k.handle(HandleKind::Datatype, sendtype),
-            recvbuf as u64,
-            i64::from(recvcount) as u64,
-            k.handle(HandleKind::Datatype, recvtype),
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Neighbor_alltoall,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, true, false, false, true, false, false],
+    ) else {
         return unsafe {
             in_full(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
@@ -23840,17 +24600,21 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoall_c(
         )
     }
     let real = crate::pmpi::MPI_Neighbor_alltoall_c();
-    let Some(call) = Call::recalling(func::MPI_Neighbor_alltoall_c, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            sendcount as u64,
-            k.handle(HandleKind::Datatype, sendtype),
-            recvbuf as u64,
-            recvcount as u64,
-            k.handle(HandleKind::Datatype, recvtype),
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Neighbor_alltoall_c,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, false, false, false, false, false, false],
+    ) else {
         return unsafe {
             in_full(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
@@ -23965,18 +24729,22 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoall_init(
         )
     }
     let real = crate::pmpi::MPI_Neighbor_alltoall_init();
-    let Some(call) = Call::recalling(func::MPI_Neighbor_alltoall_init, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            i64::from(sendcount) as u64,
-            k.handle(HandleKind::Datatype, sendtype),
-            recvbuf as u64,
-            i64::from(recvcount) as u64,
-            k.handle(HandleKind::Datatype, recvtype),
-            k.handle(HandleKind::Comm, comm),
-            k.handle(HandleKind::Info, info),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Neighbor_alltoall_init,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+            ]
+        },
+        [false, true, false, false, true, false, false, false],
+    ) else {
         return unsafe {
             in_full(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
@@ -24094,18 +24862,22 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoall_init_c(
         )
     }
     let real = crate::pmpi::MPI_Neighbor_alltoall_init_c();
-    let Some(call) = Call::recalling(func::MPI_Neighbor_alltoall_init_c, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            sendcount as u64,
-            k.handle(HandleKind::Datatype, sendtype),
-            recvbuf as u64,
-            recvcount as u64,
-            k.handle(HandleKind::Datatype, recvtype),
-            k.handle(HandleKind::Comm, comm),
-            k.handle(HandleKind::Info, info),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Neighbor_alltoall_init_c,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+            ]
+        },
+        [false, false, false, false, false, false, false, false],
+    ) else {
         return unsafe {
             in_full(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
@@ -24612,9 +25384,11 @@ pub unsafe extern "C" fn MPI_Op_commutative(op: MPI_Op, commute: *mut c_int) -> 
         )
     }
     let real = crate::pmpi::MPI_Op_commutative();
-    let Some(call) = Call::recalling(func::MPI_Op_commutative, move |k: &InputWords| {
-        [k.handle(HandleKind::Op, op)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Op_commutative,
+        move |k: &InputWords| [k.handle(HandleKind::Op, op)],
+        [false],
+    ) else {
         return unsafe { in_full(op, commute) };
     };
     call.recalled(
@@ -24709,9 +25483,11 @@ pub unsafe extern "C" fn MPI_Op_fromint(op: c_int) -> MPI_Op {
         )
     }
     let real = crate::pmpi::MPI_Op_fromint();
-    let Some(call) = Call::recalling(func::MPI_Op_fromint, move |_: &InputWords| {
-        [i64::from(op) as u64]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Op_fromint,
+        move |_: &InputWords| [i64::from(op) as u64],
+        [true],
+    ) else {
         return unsafe { in_full(op) };
     };
     call.recalled(
@@ -24750,9 +25526,11 @@ pub unsafe extern "C" fn MPI_Op_toint(op: MPI_Op) -> c_int {
         )
     }
     let real = crate::pmpi::MPI_Op_toint();
-    let Some(call) = Call::recalling(func::MPI_Op_toint, move |k: &InputWords| {
-        [k.handle(HandleKind::Op, op)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Op_toint,
+        move |k: &InputWords| [k.handle(HandleKind::Op, op)],
+        [false],
+    ) else {
         return unsafe { in_full(op) };
     };
     call.recalled(
@@ -25032,13 +25810,17 @@ pub unsafe extern "C" fn MPI_Pack_size(
         )
     }
     let real = crate::pmpi::MPI_Pack_size();
-    let Some(call) = Call::recalling(func::MPI_Pack_size, move |k: &InputWords| {
-        [
-            i64::from(incount) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Pack_size,
+        move |k: &InputWords| {
+            [
+                i64::from(incount) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [true, false, false],
+    ) else {
         return unsafe { in_full(incount, datatype, comm, size) };
     };
     call.recalled(
@@ -25103,13 +25885,17 @@ pub unsafe extern "C" fn MPI_Pack_size_c(
         )
     }
     let real = crate::pmpi::MPI_Pack_size_c();
-    let Some(call) = Call::recalling(func::MPI_Pack_size_c, move |k: &InputWords| {
-        [
-            incount as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Pack_size_c,
+        move |k: &InputWords| {
+            [
+                incount as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, false, false],
+    ) else {
         return unsafe { in_full(incount, datatype, comm, size) };
     };
     call.recalled(
@@ -25287,18 +26073,22 @@ pub unsafe extern "C" fn MPI_Precv_init(
         )
     }
     let real = crate::pmpi::MPI_Precv_init();
-    let Some(call) = Call::recalling(func::MPI_Precv_init, move |k: &InputWords| {
-        [
-            buf as u64,
-            i64::from(partitions) as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            i64::from(source) as u64,
-            i64::from(tag) as u64,
-            k.handle(HandleKind::Comm, comm),
-            k.handle(HandleKind::Info, info),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Precv_init,
+        move |k: &InputWords| {
+            [
+                buf as u64,
+                i64::from(partitions) as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(source) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+            ]
+        },
+        [false, true, false, false, true, true, false, false],
+    ) else {
         return unsafe {
             in_full(
                 buf, partitions, count, datatype, source, tag, comm, info, request,
@@ -25385,13 +26175,17 @@ pub unsafe extern "C" fn MPI_Probe(
         )
     }
     let real = crate::pmpi::MPI_Probe();
-    let Some(call) = Call::recalling(func::MPI_Probe, move |k: &InputWords| {
-        [
-            i64::from(source) as u64,
-            i64::from(tag) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Probe,
+        move |k: &InputWords| {
+            [
+                i64::from(source) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [true, true, false],
+    ) else {
         return unsafe { in_full(source, tag, comm, status) };
     };
     call.recalled(
@@ -25500,18 +26294,22 @@ pub unsafe extern "C" fn MPI_Psend_init(
         )
     }
     let real = crate::pmpi::MPI_Psend_init();
-    let Some(call) = Call::recalling(func::MPI_Psend_init, move |k: &InputWords| {
-        [
-            buf as u64,
-            i64::from(partitions) as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            i64::from(dest) as u64,
-            i64::from(tag) as u64,
-            k.handle(HandleKind::Comm, comm),
-            k.handle(HandleKind::Info, info),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Psend_init,
+        move |k: &InputWords| {
+            [
+                buf as u64,
+                i64::from(partitions) as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+            ]
+        },
+        [false, true, false, false, true, true, false, false],
+    ) else {
         return unsafe {
             in_full(
                 buf, partitions, count, datatype, dest, tag, comm, info, request,
@@ -25660,18 +26458,22 @@ pub unsafe extern "C" fn MPI_Put(
         )
     }
     let real = crate::pmpi::MPI_Put();
-    let Some(call) = Call::recalling(func::MPI_Put, move |k: &InputWords| {
-        [
-            origin_addr as u64,
-            i64::from(origin_count) as u64,
-            k.handle(HandleKind::Datatype, origin_datatype),
-            i64::from(target_rank) as u64,
-            target_disp as u64,
-            i64::from(target_count) as u64,
-            k.handle(HandleKind::Datatype, target_datatype),
-            k.handle(HandleKind::Win, win),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Put,
+        move |k: &InputWords| {
+            [
+                origin_addr as u64,
+                i64::from(origin_count) as u64,
+                k.handle(HandleKind::Datatype, origin_datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                i64::from(target_count) as u64,
+                k.handle(HandleKind::Datatype, target_datatype),
+                k.handle(HandleKind::Win, win),
+            ]
+        },
+        [false, true, false, true, false, true, false, false],
+    ) else {
         return unsafe {
             in_full(
                 origin_addr,
@@ -25813,18 +26615,22 @@ pub unsafe extern "C" fn MPI_Put_c(
         )
     }
     let real = crate::pmpi::MPI_Put_c();
-    let Some(call) = Call::recalling(func::MPI_Put_c, move |k: &InputWords| {
-        [
-            origin_addr as u64,
-            origin_count as u64,
-            k.handle(HandleKind::Datatype, origin_datatype),
-            i64::from(target_rank) as u64,
-            target_disp as u64,
-            target_count as u64,
-            k.handle(HandleKind::Datatype, target_datatype),
-            k.handle(HandleKind::Win, win),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Put_c,
+        move |k: &InputWords| {
+            [
+                origin_addr as u64,
+                origin_count as u64,
+                k.handle(HandleKind::Datatype, origin_datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                target_count as u64,
+                k.handle(HandleKind::Datatype, target_datatype),
+                k.handle(HandleKind::Win, win),
+            ]
+        },
+        [false, false, false, true, false, false, false, false],
+    ) else {
         return unsafe {
             in_full(
                 origin_addr,
@@ -25898,7 +26704,7 @@ pub unsafe extern "C" fn MPI_Query_thread(provided: *mut c_int) -> c_int {
         )
     }
     let real = crate::pmpi::MPI_Query_thread();
-    let Some(call) = Call::recalling(func::MPI_Query_thread, move |_: &InputWords| []) else {
+    let Some(call) = Call::recalling(func::MPI_Query_thread, move |_: &InputWords| [], []) else {
         return unsafe { in_full(provided) };
     };
     call.recalled(
@@ -26015,19 +26821,23 @@ pub unsafe extern "C" fn MPI_Raccumulate(
         )
     }
     let real = crate::pmpi::MPI_Raccumulate();
-    let Some(call) = Call::recalling(func::MPI_Raccumulate, move |k: &InputWords| {
-        [
-            origin_addr as u64,
-            i64::from(origin_count) as u64,
-            k.handle(HandleKind::Datatype, origin_datatype),
-            i64::from(target_rank) as u64,
-            target_disp as u64,
-            i64::from(target_count) as u64,
-            k.handle(HandleKind::Datatype, target_datatype),
-            k.handle(HandleKind::Op, op),
-            k.handle(HandleKind::Win, win),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Raccumulate,
+        move |k: &InputWords| {
+            [
+                origin_addr as u64,
+                i64::from(origin_count) as u64,
+                k.handle(HandleKind::Datatype, origin_datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                i64::from(target_count) as u64,
+                k.handle(HandleKind::Datatype, target_datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Win, win),
+            ]
+        },
+        [false, true, false, true, false, true, false, false, false],
+    ) else {
         return unsafe {
             in_full(
                 origin_addr,
@@ -26188,19 +26998,23 @@ pub unsafe extern "C" fn MPI_Raccumulate_c(
         )
     }
     let real = crate::pmpi::MPI_Raccumulate_c();
-    let Some(call) = Call::recalling(func::MPI_Raccumulate_c, move |k: &InputWords| {
-        [
-            origin_addr as u64,
-            origin_count as u64,
-            k.handle(HandleKind::Datatype, origin_datatype),
-            i64::from(target_rank) as u64,
-            target_disp as u64,
-            target_count as u64,
-            k.handle(HandleKind::Datatype, target_datatype),
-            k.handle(HandleKind::Op, op),
-            k.handle(HandleKind::Win, win),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Raccumulate_c,
+        move |k: &InputWords| {
+            [
+                origin_addr as u64,
+                origin_count as u64,
+                k.handle(HandleKind::Datatype, origin_datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                target_count as u64,
+                k.handle(HandleKind::Datatype, target_datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Win, win),
+            ]
+        },
+        [false, false, false, true, false, false, false, false, false],
+    ) else {
         return unsafe {
             in_full(
                 origin_addr,
@@ -26328,16 +27142,20 @@ pub unsafe extern "C" fn MPI_Recv(
         )
     }
     let real = crate::pmpi::MPI_Recv();
-    let Some(call) = Call::recalling(func::MPI_Recv, move |k: &InputWords| {
-        [
-            buf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            i64::from(source) as u64,
-            i64::from(tag) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Recv,
+        move |k: &InputWords| {
+            [
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(source) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, true, false, true, true, false],
+    ) else {
         return unsafe { in_full(buf, count, datatype, source, tag, comm, status) };
     };
     call.recalled(
@@ -26443,16 +27261,20 @@ pub unsafe extern "C" fn MPI_Recv_c(
         )
     }
     let real = crate::pmpi::MPI_Recv_c();
-    let Some(call) = Call::recalling(func::MPI_Recv_c, move |k: &InputWords| {
-        [
-            buf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            i64::from(source) as u64,
-            i64::from(tag) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Recv_c,
+        move |k: &InputWords| {
+            [
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(source) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, false, false, true, true, false],
+    ) else {
         return unsafe { in_full(buf, count, datatype, source, tag, comm, status) };
     };
     call.recalled(
@@ -26548,16 +27370,20 @@ pub unsafe extern "C" fn MPI_Recv_init(
         )
     }
     let real = crate::pmpi::MPI_Recv_init();
-    let Some(call) = Call::recalling(func::MPI_Recv_init, move |k: &InputWords| {
-        [
-            buf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            i64::from(source) as u64,
-            i64::from(tag) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Recv_init,
+        move |k: &InputWords| {
+            [
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(source) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, true, false, true, true, false],
+    ) else {
         return unsafe { in_full(buf, count, datatype, source, tag, comm, request) };
     };
     call.recalled(
@@ -26643,16 +27469,20 @@ pub unsafe extern "C" fn MPI_Recv_init_c(
         )
     }
     let real = crate::pmpi::MPI_Recv_init_c();
-    let Some(call) = Call::recalling(func::MPI_Recv_init_c, move |k: &InputWords| {
-        [
-            buf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            i64::from(source) as u64,
-            i64::from(tag) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Recv_init_c,
+        move |k: &InputWords| {
+            [
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(source) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, false, false, true, true, false],
+    ) else {
         return unsafe { in_full(buf, count, datatype, source, tag, comm, request) };
     };
     call.recalled(
@@ -26740,17 +27570,21 @@ pub unsafe extern "C" fn MPI_Reduce(
         )
     }
     let real = crate::pmpi::MPI_Reduce();
-    let Some(call) = Call::recalling(func::MPI_Reduce, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            recvbuf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            k.handle(HandleKind::Op, op),
-            i64::from(root) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Reduce,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, false, true, false, false, true, false],
+    ) else {
         return unsafe { in_full(sendbuf, recvbuf, count, datatype, op, root, comm) };
     };
     call.recalled(
@@ -26839,17 +27673,21 @@ pub unsafe extern "C" fn MPI_Reduce_c(
         )
     }
     let real = crate::pmpi::MPI_Reduce_c();
-    let Some(call) = Call::recalling(func::MPI_Reduce_c, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            recvbuf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            k.handle(HandleKind::Op, op),
-            i64::from(root) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Reduce_c,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, false, false, false, false, true, false],
+    ) else {
         return unsafe { in_full(sendbuf, recvbuf, count, datatype, op, root, comm) };
     };
     call.recalled(
@@ -26956,18 +27794,22 @@ pub unsafe extern "C" fn MPI_Reduce_init(
         )
     }
     let real = crate::pmpi::MPI_Reduce_init();
-    let Some(call) = Call::recalling(func::MPI_Reduce_init, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            recvbuf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            k.handle(HandleKind::Op, op),
-            i64::from(root) as u64,
-            k.handle(HandleKind::Comm, comm),
-            k.handle(HandleKind::Info, info),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Reduce_init,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+            ]
+        },
+        [false, false, true, false, false, true, false, false],
+    ) else {
         return unsafe {
             in_full(
                 sendbuf, recvbuf, count, datatype, op, root, comm, info, request,
@@ -27085,18 +27927,22 @@ pub unsafe extern "C" fn MPI_Reduce_init_c(
         )
     }
     let real = crate::pmpi::MPI_Reduce_init_c();
-    let Some(call) = Call::recalling(func::MPI_Reduce_init_c, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            recvbuf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            k.handle(HandleKind::Op, op),
-            i64::from(root) as u64,
-            k.handle(HandleKind::Comm, comm),
-            k.handle(HandleKind::Info, info),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Reduce_init_c,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+            ]
+        },
+        [false, false, false, false, false, true, false, false],
+    ) else {
         return unsafe {
             in_full(
                 sendbuf, recvbuf, count, datatype, op, root, comm, info, request,
@@ -27186,15 +28032,19 @@ pub unsafe extern "C" fn MPI_Reduce_local(
         )
     }
     let real = crate::pmpi::MPI_Reduce_local();
-    let Some(call) = Call::recalling(func::MPI_Reduce_local, move |k: &InputWords| {
-        [
-            inbuf as u64,
-            inoutbuf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            k.handle(HandleKind::Op, op),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Reduce_local,
+        move |k: &InputWords| {
+            [
+                inbuf as u64,
+                inoutbuf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+            ]
+        },
+        [false, false, true, false, false],
+    ) else {
         return unsafe { in_full(inbuf, inoutbuf, count, datatype, op) };
     };
     call.recalled(
@@ -27269,15 +28119,19 @@ pub unsafe extern "C" fn MPI_Reduce_local_c(
         )
     }
     let real = crate::pmpi::MPI_Reduce_local_c();
-    let Some(call) = Call::recalling(func::MPI_Reduce_local_c, move |k: &InputWords| {
-        [
-            inbuf as u64,
-            inoutbuf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            k.handle(HandleKind::Op, op),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Reduce_local_c,
+        move |k: &InputWords| {
+            [
+                inbuf as u64,
+                inoutbuf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+            ]
+        },
+        [false, false, false, false, false],
+    ) else {
         return unsafe { in_full(inbuf, inoutbuf, count, datatype, op) };
     };
     call.recalled(
@@ -27384,16 +28238,20 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block(
         )
     }
     let real = crate::pmpi::MPI_Reduce_scatter_block();
-    let Some(call) = Call::recalling(func::MPI_Reduce_scatter_block, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            recvbuf as u64,
-            i64::from(recvcount) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            k.handle(HandleKind::Op, op),
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Reduce_scatter_block,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, false, true, false, false, false],
+    ) else {
         return unsafe { in_full(sendbuf, recvbuf, recvcount, datatype, op, comm) };
     };
     call.recalled(
@@ -27475,16 +28333,20 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block_c(
         )
     }
     let real = crate::pmpi::MPI_Reduce_scatter_block_c();
-    let Some(call) = Call::recalling(func::MPI_Reduce_scatter_block_c, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            recvbuf as u64,
-            recvcount as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            k.handle(HandleKind::Op, op),
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Reduce_scatter_block_c,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, false, false, false, false, false],
+    ) else {
         return unsafe { in_full(sendbuf, recvbuf, recvcount, datatype, op, comm) };
     };
     call.recalled(
@@ -27597,6 +28459,7 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block_init(
                 k.handle(HandleKind::Info, info),
             ]
         },
+        [false, false, true, false, false, false, false],
     ) else {
         return unsafe {
             in_full(
@@ -27721,6 +28584,7 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block_init_c(
                 k.handle(HandleKind::Info, info),
             ]
         },
+        [false, false, false, false, false, false, false],
     ) else {
         return unsafe {
             in_full(
@@ -27968,9 +28832,11 @@ pub unsafe extern "C" fn MPI_Remove_error_class(errorclass: c_int) -> c_int {
         )
     }
     let real = crate::pmpi::MPI_Remove_error_class();
-    let Some(call) = Call::recalling(func::MPI_Remove_error_class, move |_: &InputWords| {
-        [i64::from(errorclass) as u64]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Remove_error_class,
+        move |_: &InputWords| [i64::from(errorclass) as u64],
+        [true],
+    ) else {
         return unsafe { in_full(errorclass) };
     };
     call.recalled(
@@ -28009,9 +28875,11 @@ pub unsafe extern "C" fn MPI_Remove_error_code(errorcode: c_int) -> c_int {
         )
     }
     let real = crate::pmpi::MPI_Remove_error_code();
-    let Some(call) = Call::recalling(func::MPI_Remove_error_code, move |_: &InputWords| {
-        [i64::from(errorcode) as u64]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Remove_error_code,
+        move |_: &InputWords| [i64::from(errorcode) as u64],
+        [true],
+    ) else {
         return unsafe { in_full(errorcode) };
     };
     call.recalled(
@@ -28050,9 +28918,11 @@ pub unsafe extern "C" fn MPI_Remove_error_string(errorcode: c_int) -> c_int {
         )
     }
     let real = crate::pmpi::MPI_Remove_error_string();
-    let Some(call) = Call::recalling(func::MPI_Remove_error_string, move |_: &InputWords| {
-        [i64::from(errorcode) as u64]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Remove_error_string,
+        move |_: &InputWords| [i64::from(errorcode) as u64],
+        [true],
+    ) else {
         return unsafe { in_full(errorcode) };
     };
     call.recalled(
@@ -28091,9 +28961,11 @@ pub unsafe extern "C" fn MPI_Request_fromint(request: c_int) -> MPI_Request {
         )
     }
     let real = crate::pmpi::MPI_Request_fromint();
-    let Some(call) = Call::recalling(func::MPI_Request_fromint, move |_: &InputWords| {
-        [i64::from(request) as u64]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Request_fromint,
+        move |_: &InputWords| [i64::from(request) as u64],
+        [true],
+    ) else {
         return unsafe { in_full(request) };
     };
     call.recalled(
@@ -28218,18 +29090,22 @@ pub unsafe extern "C" fn MPI_Rget(
         )
     }
     let real = crate::pmpi::MPI_Rget();
-    let Some(call) = Call::recalling(func::MPI_Rget, move |k: &InputWords| {
-        [
-            origin_addr as u64,
-            i64::from(origin_count) as u64,
-            k.handle(HandleKind::Datatype, origin_datatype),
-            i64::from(target_rank) as u64,
-            target_disp as u64,
-            i64::from(target_count) as u64,
-            k.handle(HandleKind::Datatype, target_datatype),
-            k.handle(HandleKind::Win, win),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Rget,
+        move |k: &InputWords| {
+            [
+                origin_addr as u64,
+                i64::from(origin_count) as u64,
+                k.handle(HandleKind::Datatype, origin_datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                i64::from(target_count) as u64,
+                k.handle(HandleKind::Datatype, target_datatype),
+                k.handle(HandleKind::Win, win),
+            ]
+        },
+        [false, true, false, true, false, true, false, false],
+    ) else {
         return unsafe {
             in_full(
                 origin_addr,
@@ -28407,22 +29283,28 @@ pub unsafe extern "C" fn MPI_Rget_accumulate(
         )
     }
     let real = crate::pmpi::MPI_Rget_accumulate();
-    let Some(call) = Call::recalling(func::MPI_Rget_accumulate, move |k: &InputWords| {
+    let Some(call) = Call::recalling(
+        func::MPI_Rget_accumulate,
+        move |k: &InputWords| {
+            [
+                origin_addr as u64,
+                i64::from(origin_count) as u64,
+                k.handle(HandleKind::Datatype, origin_datatype),
+                result_addr as u64,
+                i64::from(result_count) as u64,
+                k.handle(HandleKind::Datatype, result_datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                i64::from(target_count) as u64,
+                k.handle(HandleKind::Datatype, target_datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Win, win),
+            ]
+        },
         [
-            origin_addr as u64,
-            i64::from(origin_count) as u64,
-            k.handle(HandleKind::Datatype, origin_datatype),
-            result_addr as u64,
-            i64::from(result_count) as u64,
-            k.handle(HandleKind::Datatype, result_datatype),
-            i64::from(target_rank) as u64,
-            target_disp as u64,
-            i64::from(target_count) as u64,
-            k.handle(HandleKind::Datatype, target_datatype),
-            k.handle(HandleKind::Op, op),
-            k.handle(HandleKind::Win, win),
-        ]
-    }) else {
+            false, true, false, false, true, false, true, false, true, false, false, false,
+        ],
+    ) else {
         return unsafe {
             in_full(
                 origin_addr,
@@ -28616,22 +29498,28 @@ pub unsafe extern "C" fn MPI_Rget_accumulate_c(
         )
     }
     let real = crate::pmpi::MPI_Rget_accumulate_c();
-    let Some(call) = Call::recalling(func::MPI_Rget_accumulate_c, move |k: &InputWords| {
+    let Some(call) = Call::recalling(
+        func::MPI_Rget_accumulate_c,
+        move |k: &InputWords| {
+            [
+                origin_addr as u64,
+                origin_count as u64,
+                k.handle(HandleKind::Datatype, origin_datatype),
+                result_addr as u64,
+                result_count as u64,
+                k.handle(HandleKind::Datatype, result_datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                target_count as u64,
+                k.handle(HandleKind::Datatype, target_datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Win, win),
+            ]
+        },
         [
-            origin_addr as u64,
-            origin_count as u64,
-            k.handle(HandleKind::Datatype, origin_datatype),
-            result_addr as u64,
-            result_count as u64,
-            k.handle(HandleKind::Datatype, result_datatype),
-            i64::from(target_rank) as u64,
-            target_disp as u64,
-            target_count as u64,
-            k.handle(HandleKind::Datatype, target_datatype),
-            k.handle(HandleKind::Op, op),
-            k.handle(HandleKind::Win, win),
-        ]
-    }) else {
+            false, false, false, false, false, false, true, false, false, false, false, false,
+        ],
+    ) else {
         return unsafe {
             in_full(
                 origin_addr,
@@ -28797,18 +29685,22 @@ pub unsafe extern "C" fn MPI_Rget_c(
         )
     }
     let real = crate::pmpi::MPI_Rget_c();
-    let Some(call) = Call::recalling(func::MPI_Rget_c, move |k: &InputWords| {
-        [
-            origin_addr as u64,
-            origin_count as u64,
-            k.handle(HandleKind::Datatype, origin_datatype),
-            i64::from(target_rank) as u64,
-            target_disp as u64,
-            target_count as u64,
-            k.handle(HandleKind::Datatype, target_datatype),
-            k.handle(HandleKind::Win, win),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Rget_c,
+        move |k: &InputWords| {
+            [
+                origin_addr as u64,
+                origin_count as u64,
+                k.handle(HandleKind::Datatype, origin_datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                target_count as u64,
+                k.handle(HandleKind::Datatype, target_datatype),
+                k.handle(HandleKind::Win, win),
+            ]
+        },
+        [false, false, false, true, false, false, false, false],
+    ) else {
         return unsafe {
             in_full(
                 origin_addr,
@@ -28958,18 +29850,22 @@ pub unsafe extern "C" fn MPI_Rput(
         )
     }
     let real = crate::pmpi::MPI_Rput();
-    let Some(call) = Call::recalling(func::MPI_Rput, move |k: &InputWords| {
-        [
-            origin_addr as u64,
-            i64::from(origin_count) as u64,
-            k.handle(HandleKind::Datatype, origin_datatype),
-            i64::from(target_rank) as u64,
-            target_disp as u64,
-            i64::from(target_count) as u64,
-            k.handle(HandleKind::Datatype, target_datatype),
-            k.handle(HandleKind::Win, win),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Rput,
+        move |k: &InputWords| {
+            [
+                origin_addr as u64,
+                i64::from(origin_count) as u64,
+                k.handle(HandleKind::Datatype, origin_datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                i64::from(target_count) as u64,
+                k.handle(HandleKind::Datatype, target_datatype),
+                k.handle(HandleKind::Win, win),
+            ]
+        },
+        [false, true, false, true, false, true, false, false],
+    ) else {
         return unsafe {
             in_full(
                 origin_addr,
@@ -29119,18 +30015,22 @@ pub unsafe extern "C" fn MPI_Rput_c(
         )
     }
     let real = crate::pmpi::MPI_Rput_c();
-    let Some(call) = Call::recalling(func::MPI_Rput_c, move |k: &InputWords| {
-        [
-            origin_addr as u64,
-            origin_count as u64,
-            k.handle(HandleKind::Datatype, origin_datatype),
-            i64::from(target_rank) as u64,
-            target_disp as u64,
-            target_count as u64,
-            k.handle(HandleKind::Datatype, target_datatype),
-            k.handle(HandleKind::Win, win),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Rput_c,
+        move |k: &InputWords| {
+            [
+                origin_addr as u64,
+                origin_count as u64,
+                k.handle(HandleKind::Datatype, origin_datatype),
+                i64::from(target_rank) as u64,
+                target_disp as u64,
+                target_count as u64,
+                k.handle(HandleKind::Datatype, target_datatype),
+                k.handle(HandleKind::Win, win),
+            ]
+        },
+        [false, false, false, true, false, false, false, false],
+    ) else {
         return unsafe {
             in_full(
                 origin_addr,
@@ -29241,16 +30141,20 @@ pub unsafe extern "C" fn MPI_Rsend(
         )
     }
     let real = crate::pmpi::MPI_Rsend();
-    let Some(call) = Call::recalling(func::MPI_Rsend, move |k: &InputWords| {
-        [
-            buf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            i64::from(dest) as u64,
-            i64::from(tag) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Rsend,
+        move |k: &InputWords| {
+            [
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, true, false, true, true, false],
+    ) else {
         return unsafe { in_full(buf, count, datatype, dest, tag, comm) };
     };
     call.recalled(
@@ -29332,16 +30236,20 @@ pub unsafe extern "C" fn MPI_Rsend_c(
         )
     }
     let real = crate::pmpi::MPI_Rsend_c();
-    let Some(call) = Call::recalling(func::MPI_Rsend_c, move |k: &InputWords| {
-        [
-            buf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            i64::from(dest) as u64,
-            i64::from(tag) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Rsend_c,
+        move |k: &InputWords| {
+            [
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, false, false, true, true, false],
+    ) else {
         return unsafe { in_full(buf, count, datatype, dest, tag, comm) };
     };
     call.recalled(
@@ -29426,16 +30334,20 @@ pub unsafe extern "C" fn MPI_Rsend_init(
         )
     }
     let real = crate::pmpi::MPI_Rsend_init();
-    let Some(call) = Call::recalling(func::MPI_Rsend_init, move |k: &InputWords| {
-        [
-            buf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            i64::from(dest) as u64,
-            i64::from(tag) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Rsend_init,
+        move |k: &InputWords| {
+            [
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, true, false, true, true, false],
+    ) else {
         return unsafe { in_full(buf, count, datatype, dest, tag, comm, request) };
     };
     call.recalled(
@@ -29521,16 +30433,20 @@ pub unsafe extern "C" fn MPI_Rsend_init_c(
         )
     }
     let real = crate::pmpi::MPI_Rsend_init_c();
-    let Some(call) = Call::recalling(func::MPI_Rsend_init_c, move |k: &InputWords| {
-        [
-            buf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            i64::from(dest) as u64,
-            i64::from(tag) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Rsend_init_c,
+        move |k: &InputWords| {
+            [
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, false, false, true, true, false],
+    ) else {
         return unsafe { in_full(buf, count, datatype, dest, tag, comm, request) };
     };
     call.recalled(
@@ -29613,16 +30529,20 @@ pub unsafe extern "C" fn MPI_Scan(
         )
     }
     let real = crate::pmpi::MPI_Scan();
-    let Some(call) = Call::recalling(func::MPI_Scan, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            recvbuf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            k.handle(HandleKind::Op, op),
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Scan,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, false, true, false, false, false],
+    ) else {
         return unsafe { in_full(sendbuf, recvbuf, count, datatype, op, comm) };
     };
     call.recalled(
@@ -29704,16 +30624,20 @@ pub unsafe extern "C" fn MPI_Scan_c(
         )
     }
     let real = crate::pmpi::MPI_Scan_c();
-    let Some(call) = Call::recalling(func::MPI_Scan_c, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            recvbuf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            k.handle(HandleKind::Op, op),
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Scan_c,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, false, false, false, false, false],
+    ) else {
         return unsafe { in_full(sendbuf, recvbuf, count, datatype, op, comm) };
     };
     call.recalled(
@@ -29805,17 +30729,21 @@ pub unsafe extern "C" fn MPI_Scan_init(
         )
     }
     let real = crate::pmpi::MPI_Scan_init();
-    let Some(call) = Call::recalling(func::MPI_Scan_init, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            recvbuf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            k.handle(HandleKind::Op, op),
-            k.handle(HandleKind::Comm, comm),
-            k.handle(HandleKind::Info, info),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Scan_init,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+            ]
+        },
+        [false, false, true, false, false, false, false],
+    ) else {
         return unsafe { in_full(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
     };
     call.recalled(
@@ -29910,17 +30838,21 @@ pub unsafe extern "C" fn MPI_Scan_init_c(
         )
     }
     let real = crate::pmpi::MPI_Scan_init_c();
-    let Some(call) = Call::recalling(func::MPI_Scan_init_c, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            recvbuf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            k.handle(HandleKind::Op, op),
-            k.handle(HandleKind::Comm, comm),
-            k.handle(HandleKind::Info, info),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Scan_init_c,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                recvbuf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Op, op),
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+            ]
+        },
+        [false, false, false, false, false, false, false],
+    ) else {
         return unsafe { in_full(sendbuf, recvbuf, count, datatype, op, comm, info, request) };
     };
     call.recalled(
@@ -30025,18 +30957,22 @@ pub unsafe extern "C" fn MPI_Scatter(
         )
     }
     let real = crate::pmpi::MPI_Scatter();
-    let Some(call) = Call::recalling(func::MPI_Scatter, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            i64::from(sendcount) as u64,
-            k.handle(HandleKind::Datatype, sendtype),
-            recvbuf as u64,
-            i64::from(recvcount) as u64,
-            k.handle(HandleKind::Datatype, recvtype),
-            i64::from(root) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Scatter,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, true, false, false, true, false, true, false],
+    ) else {
         return unsafe {
             in_full(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
@@ -30150,18 +31086,22 @@ pub unsafe extern "C" fn MPI_Scatter_c(
         )
     }
     let real = crate::pmpi::MPI_Scatter_c();
-    let Some(call) = Call::recalling(func::MPI_Scatter_c, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            sendcount as u64,
-            k.handle(HandleKind::Datatype, sendtype),
-            recvbuf as u64,
-            recvcount as u64,
-            k.handle(HandleKind::Datatype, recvtype),
-            i64::from(root) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Scatter_c,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, false, false, false, false, false, true, false],
+    ) else {
         return unsafe {
             in_full(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
@@ -30285,19 +31225,23 @@ pub unsafe extern "C" fn MPI_Scatter_init(
         )
     }
     let real = crate::pmpi::MPI_Scatter_init();
-    let Some(call) = Call::recalling(func::MPI_Scatter_init, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            i64::from(sendcount) as u64,
-            k.handle(HandleKind::Datatype, sendtype),
-            recvbuf as u64,
-            i64::from(recvcount) as u64,
-            k.handle(HandleKind::Datatype, recvtype),
-            i64::from(root) as u64,
-            k.handle(HandleKind::Comm, comm),
-            k.handle(HandleKind::Info, info),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Scatter_init,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                i64::from(sendcount) as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                i64::from(recvcount) as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+            ]
+        },
+        [false, true, false, false, true, false, true, false, false],
+    ) else {
         return unsafe {
             in_full(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info,
@@ -30426,19 +31370,23 @@ pub unsafe extern "C" fn MPI_Scatter_init_c(
         )
     }
     let real = crate::pmpi::MPI_Scatter_init_c();
-    let Some(call) = Call::recalling(func::MPI_Scatter_init_c, move |k: &InputWords| {
-        [
-            sendbuf as u64,
-            sendcount as u64,
-            k.handle(HandleKind::Datatype, sendtype),
-            recvbuf as u64,
-            recvcount as u64,
-            k.handle(HandleKind::Datatype, recvtype),
-            i64::from(root) as u64,
-            k.handle(HandleKind::Comm, comm),
-            k.handle(HandleKind::Info, info),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Scatter_init_c,
+        move |k: &InputWords| {
+            [
+                sendbuf as u64,
+                sendcount as u64,
+                k.handle(HandleKind::Datatype, sendtype),
+                recvbuf as u64,
+                recvcount as u64,
+                k.handle(HandleKind::Datatype, recvtype),
+                i64::from(root) as u64,
+                k.handle(HandleKind::Comm, comm),
+                k.handle(HandleKind::Info, info),
+            ]
+        },
+        [false, false, false, false, false, false, true, false, false],
+    ) else {
         return unsafe {
             in_full(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info,
@@ -30753,16 +31701,20 @@ pub unsafe extern "C" fn MPI_Send(
         )
     }
     let real = crate::pmpi::MPI_Send();
-    let Some(call) = Call::recalling(func::MPI_Send, move |k: &InputWords| {
-        [
-            buf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            i64::from(dest) as u64,
-            i64::from(tag) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Send,
+        move |k: &InputWords| {
+            [
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, true, false, true, true, false],
+    ) else {
         return unsafe { in_full(buf, count, datatype, dest, tag, comm) };
     };
     call.recalled(
@@ -30844,16 +31796,20 @@ pub unsafe extern "C" fn MPI_Send_c(
         )
     }
     let real = crate::pmpi::MPI_Send_c();
-    let Some(call) = Call::recalling(func::MPI_Send_c, move |k: &InputWords| {
-        [
-            buf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            i64::from(dest) as u64,
-            i64::from(tag) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Send_c,
+        move |k: &InputWords| {
+            [
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, false, false, true, true, false],
+    ) else {
         return unsafe { in_full(buf, count, datatype, dest, tag, comm) };
     };
     call.recalled(
@@ -30938,16 +31894,20 @@ pub unsafe extern "C" fn MPI_Send_init(
         )
     }
     let real = crate::pmpi::MPI_Send_init();
-    let Some(call) = Call::recalling(func::MPI_Send_init, move |k: &InputWords| {
-        [
-            buf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            i64::from(dest) as u64,
-            i64::from(tag) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Send_init,
+        move |k: &InputWords| {
+            [
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, true, false, true, true, false],
+    ) else {
         return unsafe { in_full(buf, count, datatype, dest, tag, comm, request) };
     };
     call.recalled(
@@ -31033,16 +31993,20 @@ pub unsafe extern "C" fn MPI_Send_init_c(
         )
     }
     let real = crate::pmpi::MPI_Send_init_c();
-    let Some(call) = Call::recalling(func::MPI_Send_init_c, move |k: &InputWords| {
-        [
-            buf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            i64::from(dest) as u64,
-            i64::from(tag) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Send_init_c,
+        move |k: &InputWords| {
+            [
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, false, false, true, true, false],
+    ) else {
         return unsafe { in_full(buf, count, datatype, dest, tag, comm, request) };
     };
     call.recalled(
@@ -31256,18 +32220,22 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
         )
     }
     let real = crate::pmpi::MPI_Sendrecv_replace();
-    let Some(call) = Call::recalling(func::MPI_Sendrecv_replace, move |k: &InputWords| {
-        [
-            buf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            i64::from(dest) as u64,
-            i64::from(sendtag) as u64,
-            i64::from(source) as u64,
-            i64::from(recvtag) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Sendrecv_replace,
+        move |k: &InputWords| {
+            [
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(sendtag) as u64,
+                i64::from(source) as u64,
+                i64::from(recvtag) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, true, false, true, true, true, true, false],
+    ) else {
         return unsafe {
             in_full(
                 buf, count, datatype, dest, sendtag, source, recvtag, comm, status,
@@ -31405,18 +32373,22 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace_c(
         )
     }
     let real = crate::pmpi::MPI_Sendrecv_replace_c();
-    let Some(call) = Call::recalling(func::MPI_Sendrecv_replace_c, move |k: &InputWords| {
-        [
-            buf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            i64::from(dest) as u64,
-            i64::from(sendtag) as u64,
-            i64::from(source) as u64,
-            i64::from(recvtag) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Sendrecv_replace_c,
+        move |k: &InputWords| {
+            [
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(sendtag) as u64,
+                i64::from(source) as u64,
+                i64::from(recvtag) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, false, false, true, true, true, true, false],
+    ) else {
         return unsafe {
             in_full(
                 buf, count, datatype, dest, sendtag, source, recvtag, comm, status,
@@ -31502,13 +32474,17 @@ pub unsafe extern "C" fn MPI_Session_attach_buffer(
         )
     }
     let real = crate::pmpi::MPI_Session_attach_buffer();
-    let Some(call) = Call::recalling(func::MPI_Session_attach_buffer, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::Session, session),
-            buffer as u64,
-            i64::from(size) as u64,
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Session_attach_buffer,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::Session, session),
+                buffer as u64,
+                i64::from(size) as u64,
+            ]
+        },
+        [false, false, true],
+    ) else {
         return unsafe { in_full(session, buffer, size) };
     };
     call.recalled(
@@ -31565,13 +32541,17 @@ pub unsafe extern "C" fn MPI_Session_attach_buffer_c(
         )
     }
     let real = crate::pmpi::MPI_Session_attach_buffer_c();
-    let Some(call) = Call::recalling(func::MPI_Session_attach_buffer_c, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::Session, session),
-            buffer as u64,
-            size as u64,
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Session_attach_buffer_c,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::Session, session),
+                buffer as u64,
+                size as u64,
+            ]
+        },
+        [false, false, false],
+    ) else {
         return unsafe { in_full(session, buffer, size) };
     };
     call.recalled(
@@ -31624,12 +32604,16 @@ pub unsafe extern "C" fn MPI_Session_call_errhandler(
         )
     }
     let real = crate::pmpi::MPI_Session_call_errhandler();
-    let Some(call) = Call::recalling(func::MPI_Session_call_errhandler, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::Session, session),
-            i64::from(errorcode) as u64,
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Session_call_errhandler,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::Session, session),
+                i64::from(errorcode) as u64,
+            ]
+        },
+        [false, true],
+    ) else {
         return unsafe { in_full(session, errorcode) };
     };
     call.recalled(
@@ -31700,9 +32684,11 @@ pub unsafe extern "C" fn MPI_Session_detach_buffer(
         )
     }
     let real = crate::pmpi::MPI_Session_detach_buffer();
-    let Some(call) = Call::recalling(func::MPI_Session_detach_buffer, move |k: &InputWords| {
-        [k.handle(HandleKind::Session, session)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Session_detach_buffer,
+        move |k: &InputWords| [k.handle(HandleKind::Session, session)],
+        [false],
+    ) else {
         return unsafe { in_full(session, buffer_addr, size) };
     };
     call.recalled(
@@ -31765,9 +32751,11 @@ pub unsafe extern "C" fn MPI_Session_detach_buffer_c(
         )
     }
     let real = crate::pmpi::MPI_Session_detach_buffer_c();
-    let Some(call) = Call::recalling(func::MPI_Session_detach_buffer_c, move |k: &InputWords| {
-        [k.handle(HandleKind::Session, session)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Session_detach_buffer_c,
+        move |k: &InputWords| [k.handle(HandleKind::Session, session)],
+        [false],
+    ) else {
         return unsafe { in_full(session, buffer_addr, size) };
     };
     call.recalled(
@@ -31829,9 +32817,11 @@ pub unsafe extern "C" fn MPI_Session_flush_buffer(session: MPI_Session) -> c_int
         )
     }
     let real = crate::pmpi::MPI_Session_flush_buffer();
-    let Some(call) = Call::recalling(func::MPI_Session_flush_buffer, move |k: &InputWords| {
-        [k.handle(HandleKind::Session, session)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Session_flush_buffer,
+        move |k: &InputWords| [k.handle(HandleKind::Session, session)],
+        [false],
+    ) else {
         return unsafe { in_full(session) };
     };
     call.recalled(
@@ -31870,9 +32860,11 @@ pub unsafe extern "C" fn MPI_Session_fromint(session: c_int) -> MPI_Session {
         )
     }
     let real = crate::pmpi::MPI_Session_fromint();
-    let Some(call) = Call::recalling(func::MPI_Session_fromint, move |_: &InputWords| {
-        [i64::from(session) as u64]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Session_fromint,
+        move |_: &InputWords| [i64::from(session) as u64],
+        [true],
+    ) else {
         return unsafe { in_full(session) };
     };
     call.recalled(
@@ -31985,12 +32977,16 @@ pub unsafe extern "C" fn MPI_Session_get_num_psets(
         )
     }
     let real = crate::pmpi::MPI_Session_get_num_psets();
-    let Some(call) = Call::recalling(func::MPI_Session_get_num_psets, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::Session, session),
-            k.handle(HandleKind::Info, info),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Session_get_num_psets,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::Session, session),
+                k.handle(HandleKind::Info, info),
+            ]
+        },
+        [false, false],
+    ) else {
         return unsafe { in_full(session, info, npset_names) };
     };
     call.recalled(
@@ -32056,9 +33052,11 @@ pub unsafe extern "C" fn MPI_Session_iflush_buffer(
         )
     }
     let real = crate::pmpi::MPI_Session_iflush_buffer();
-    let Some(call) = Call::recalling(func::MPI_Session_iflush_buffer, move |k: &InputWords| {
-        [k.handle(HandleKind::Session, session)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Session_iflush_buffer,
+        move |k: &InputWords| [k.handle(HandleKind::Session, session)],
+        [false],
+    ) else {
         return unsafe { in_full(session, request) };
     };
     call.recalled(
@@ -32108,12 +33106,16 @@ pub unsafe extern "C" fn MPI_Session_set_errhandler(
         )
     }
     let real = crate::pmpi::MPI_Session_set_errhandler();
-    let Some(call) = Call::recalling(func::MPI_Session_set_errhandler, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::Session, session),
-            k.handle(HandleKind::Errhandler, errhandler),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Session_set_errhandler,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::Session, session),
+                k.handle(HandleKind::Errhandler, errhandler),
+            ]
+        },
+        [false, false],
+    ) else {
         return unsafe { in_full(session, errhandler) };
     };
     call.recalled(
@@ -32154,9 +33156,11 @@ pub unsafe extern "C" fn MPI_Session_toint(session: MPI_Session) -> c_int {
         )
     }
     let real = crate::pmpi::MPI_Session_toint();
-    let Some(call) = Call::recalling(func::MPI_Session_toint, move |k: &InputWords| {
-        [k.handle(HandleKind::Session, session)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Session_toint,
+        move |k: &InputWords| [k.handle(HandleKind::Session, session)],
+        [false],
+    ) else {
         return unsafe { in_full(session) };
     };
     call.recalled(
@@ -32228,16 +33232,20 @@ pub unsafe extern "C" fn MPI_Ssend(
         )
     }
     let real = crate::pmpi::MPI_Ssend();
-    let Some(call) = Call::recalling(func::MPI_Ssend, move |k: &InputWords| {
-        [
-            buf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            i64::from(dest) as u64,
-            i64::from(tag) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Ssend,
+        move |k: &InputWords| {
+            [
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, true, false, true, true, false],
+    ) else {
         return unsafe { in_full(buf, count, datatype, dest, tag, comm) };
     };
     call.recalled(
@@ -32319,16 +33327,20 @@ pub unsafe extern "C" fn MPI_Ssend_c(
         )
     }
     let real = crate::pmpi::MPI_Ssend_c();
-    let Some(call) = Call::recalling(func::MPI_Ssend_c, move |k: &InputWords| {
-        [
-            buf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            i64::from(dest) as u64,
-            i64::from(tag) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Ssend_c,
+        move |k: &InputWords| {
+            [
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, false, false, true, true, false],
+    ) else {
         return unsafe { in_full(buf, count, datatype, dest, tag, comm) };
     };
     call.recalled(
@@ -32413,16 +33425,20 @@ pub unsafe extern "C" fn MPI_Ssend_init(
         )
     }
     let real = crate::pmpi::MPI_Ssend_init();
-    let Some(call) = Call::recalling(func::MPI_Ssend_init, move |k: &InputWords| {
-        [
-            buf as u64,
-            i64::from(count) as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            i64::from(dest) as u64,
-            i64::from(tag) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Ssend_init,
+        move |k: &InputWords| {
+            [
+                buf as u64,
+                i64::from(count) as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, true, false, true, true, false],
+    ) else {
         return unsafe { in_full(buf, count, datatype, dest, tag, comm, request) };
     };
     call.recalled(
@@ -32508,16 +33524,20 @@ pub unsafe extern "C" fn MPI_Ssend_init_c(
         )
     }
     let real = crate::pmpi::MPI_Ssend_init_c();
-    let Some(call) = Call::recalling(func::MPI_Ssend_init_c, move |k: &InputWords| {
-        [
-            buf as u64,
-            count as u64,
-            k.handle(HandleKind::Datatype, datatype),
-            i64::from(dest) as u64,
-            i64::from(tag) as u64,
-            k.handle(HandleKind::Comm, comm),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Ssend_init_c,
+        move |k: &InputWords| {
+            [
+                buf as u64,
+                count as u64,
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(dest) as u64,
+                i64::from(tag) as u64,
+                k.handle(HandleKind::Comm, comm),
+            ]
+        },
+        [false, false, false, true, true, false],
+    ) else {
         return unsafe { in_full(buf, count, datatype, dest, tag, comm, request) };
     };
     call.recalled(
@@ -32584,6 +33604,7 @@ pub unsafe extern "C" fn MPI_Status_c2f(
     let Some(call) = Call::recalling(
         func::MPI_Status_c2f,
         move |_: &InputWords| [f_status as u64],
+        [false],
     ) else {
         return unsafe { in_full(c_status, f_status) };
     };
@@ -32649,9 +33670,11 @@ pub unsafe extern "C" fn MPI_Status_c2f08(
         )
     }
     let real = crate::pmpi::MPI_Status_c2f08();
-    let Some(call) = Call::recalling(func::MPI_Status_c2f08, move |_: &InputWords| {
-        [f08_status as u64]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Status_c2f08,
+        move |_: &InputWords| [f08_status as u64],
+        [false],
+    ) else {
         return unsafe { in_full(c_status, f08_status) };
     };
     call.recalled(
@@ -32715,9 +33738,11 @@ pub unsafe extern "C" fn MPI_Status_f082c(
         )
     }
     let real = crate::pmpi::MPI_Status_f082c();
-    let Some(call) = Call::recalling(func::MPI_Status_f082c, move |_: &InputWords| {
-        [f08_status as u64]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Status_f082c,
+        move |_: &InputWords| [f08_status as u64],
+        [false],
+    ) else {
         return unsafe { in_full(f08_status, c_status) };
     };
     call.recalled(
@@ -32784,6 +33809,7 @@ pub unsafe extern "C" fn MPI_Status_f2c(
     let Some(call) = Call::recalling(
         func::MPI_Status_f2c,
         move |_: &InputWords| [f_status as u64],
+        [false],
     ) else {
         return unsafe { in_full(f_status, c_status) };
     };
@@ -32844,7 +33870,8 @@ pub unsafe extern "C" fn MPI_Status_get_error(status: *const MPI_Status, err: *m
         )
     }
     let real = crate::pmpi::MPI_Status_get_error();
-    let Some(call) = Call::recalling(func::MPI_Status_get_error, move |_: &InputWords| []) else {
+    let Some(call) = Call::recalling(func::MPI_Status_get_error, move |_: &InputWords| [], [])
+    else {
         return unsafe { in_full(status, err) };
     };
     call.recalled(
@@ -32906,7 +33933,8 @@ pub unsafe extern "C" fn MPI_Status_get_source(
         )
     }
     let real = crate::pmpi::MPI_Status_get_source();
-    let Some(call) = Call::recalling(func::MPI_Status_get_source, move |_: &InputWords| []) else {
+    let Some(call) = Call::recalling(func::MPI_Status_get_source, move |_: &InputWords| [], [])
+    else {
         return unsafe { in_full(status, source) };
     };
     call.recalled(
@@ -32965,7 +33993,7 @@ pub unsafe extern "C" fn MPI_Status_get_tag(status: *const MPI_Status, tag: *mut
         )
     }
     let real = crate::pmpi::MPI_Status_get_tag();
-    let Some(call) = Call::recalling(func::MPI_Status_get_tag, move |_: &InputWords| []) else {
+    let Some(call) = Call::recalling(func::MPI_Status_get_tag, move |_: &InputWords| [], []) else {
         return unsafe { in_full(status, tag) };
     };
     call.recalled(
@@ -33024,9 +34052,11 @@ pub unsafe extern "C" fn MPI_Status_set_cancelled(status: *mut MPI_Status, flag:
         )
     }
     let real = crate::pmpi::MPI_Status_set_cancelled();
-    let Some(call) = Call::recalling(func::MPI_Status_set_cancelled, move |_: &InputWords| {
-        [i64::from(flag) as u64]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Status_set_cancelled,
+        move |_: &InputWords| [i64::from(flag) as u64],
+        [true],
+    ) else {
         return unsafe { in_full(status, flag) };
     };
     call.recalled(
@@ -33096,12 +34126,16 @@ pub unsafe extern "C" fn MPI_Status_set_elements(
         )
     }
     let real = crate::pmpi::MPI_Status_set_elements();
-    let Some(call) = Call::recalling(func::MPI_Status_set_elements, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::Datatype, datatype),
-            i64::from(count) as u64,
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Status_set_elements,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::Datatype, datatype),
+                i64::from(count) as u64,
+            ]
+        },
+        [false, true],
+    ) else {
         return unsafe { in_full(status, datatype, count) };
     };
     call.recalled(
@@ -33168,9 +34202,11 @@ pub unsafe extern "C" fn MPI_Status_set_elements_c(
         )
     }
     let real = crate::pmpi::MPI_Status_set_elements_c();
-    let Some(call) = Call::recalling(func::MPI_Status_set_elements_c, move |k: &InputWords| {
-        [k.handle(HandleKind::Datatype, datatype), count as u64]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Status_set_elements_c,
+        move |k: &InputWords| [k.handle(HandleKind::Datatype, datatype), count as u64],
+        [false, false],
+    ) else {
         return unsafe { in_full(status, datatype, count) };
     };
     call.recalled(
@@ -33237,9 +34273,11 @@ pub unsafe extern "C" fn MPI_Status_set_elements_x(
         )
     }
     let real = crate::pmpi::MPI_Status_set_elements_x();
-    let Some(call) = Call::recalling(func::MPI_Status_set_elements_x, move |k: &InputWords| {
-        [k.handle(HandleKind::Datatype, datatype), count as u64]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Status_set_elements_x,
+        move |k: &InputWords| [k.handle(HandleKind::Datatype, datatype), count as u64],
+        [false, false],
+    ) else {
         return unsafe { in_full(status, datatype, count) };
     };
     call.recalled(
@@ -33300,9 +34338,11 @@ pub unsafe extern "C" fn MPI_Status_set_error(status: *mut MPI_Status, err: c_in
         )
     }
     let real = crate::pmpi::MPI_Status_set_error();
-    let Some(call) = Call::recalling(func::MPI_Status_set_error, move |_: &InputWords| {
-        [i64::from(err) as u64]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Status_set_error,
+        move |_: &InputWords| [i64::from(err) as u64],
+        [true],
+    ) else {
         return unsafe { in_full(status, err) };
     };
     call.recalled(
@@ -33361,9 +34401,11 @@ pub unsafe extern "C" fn MPI_Status_set_source(status: *mut MPI_Status, source: 
         )
     }
     let real = crate::pmpi::MPI_Status_set_source();
-    let Some(call) = Call::recalling(func::MPI_Status_set_source, move |_: &InputWords| {
-        [i64::from(source) as u64]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Status_set_source,
+        move |_: &InputWords| [i64::from(source) as u64],
+        [true],
+    ) else {
         return unsafe { in_full(status, source) };
     };
     call.recalled(
@@ -33422,9 +34464,11 @@ pub unsafe extern "C" fn MPI_Status_set_tag(status: *mut MPI_Status, tag: c_int)
         )
     }
     let real = crate::pmpi::MPI_Status_set_tag();
-    let Some(call) = Call::recalling(func::MPI_Status_set_tag, move |_: &InputWords| {
-        [i64::from(tag) as u64]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Status_set_tag,
+        move |_: &InputWords| [i64::from(tag) as u64],
+        [true],
+    ) else {
         return unsafe { in_full(status, tag) };
     };
     call.recalled(
@@ -33472,7 +34516,8 @@ pub unsafe extern "C" fn MPI_T_category_changed(update_number: *mut c_int) -> c_
         )
     }
     let real = crate::pmpi::MPI_T_category_changed();
-    let Some(call) = Call::recalling(func::MPI_T_category_changed, move |_: &InputWords| []) else {
+    let Some(call) = Call::recalling(func::MPI_T_category_changed, move |_: &InputWords| [], [])
+    else {
         return unsafe { in_full(update_number) };
     };
     call.recalled(
@@ -33647,7 +34692,8 @@ pub unsafe extern "C" fn MPI_T_category_get_num(num_cat: *mut c_int) -> c_int {
         )
     }
     let real = crate::pmpi::MPI_T_category_get_num();
-    let Some(call) = Call::recalling(func::MPI_T_category_get_num, move |_: &InputWords| []) else {
+    let Some(call) = Call::recalling(func::MPI_T_category_get_num, move |_: &InputWords| [], [])
+    else {
         return unsafe { in_full(num_cat) };
     };
     call.recalled(
@@ -33692,6 +34738,7 @@ pub unsafe extern "C" fn MPI_T_category_get_num_events(
     let Some(call) = Call::recalling(
         func::MPI_T_category_get_num_events,
         move |_: &InputWords| [i64::from(cat_index) as u64],
+        [true],
     ) else {
         return unsafe { in_full(cat_index, num_events) };
     };
@@ -33818,7 +34865,7 @@ pub unsafe extern "C" fn MPI_T_cvar_get_num(num_cvar: *mut c_int) -> c_int {
         )
     }
     let real = crate::pmpi::MPI_T_cvar_get_num();
-    let Some(call) = Call::recalling(func::MPI_T_cvar_get_num, move |_: &InputWords| []) else {
+    let Some(call) = Call::recalling(func::MPI_T_cvar_get_num, move |_: &InputWords| [], []) else {
         return unsafe { in_full(num_cvar) };
     };
     call.recalled(
@@ -33895,9 +34942,11 @@ pub unsafe extern "C" fn MPI_T_cvar_read(handle: MPI_T_cvar_handle, buf: *mut c_
         )
     }
     let real = crate::pmpi::MPI_T_cvar_read();
-    let Some(call) = Call::recalling(func::MPI_T_cvar_read, move |k: &InputWords| {
-        [k.handle(HandleKind::CvarHandle, handle), buf as u64]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_T_cvar_read,
+        move |k: &InputWords| [k.handle(HandleKind::CvarHandle, handle), buf as u64],
+        [false, false],
+    ) else {
         return unsafe { in_full(handle, buf) };
     };
     call.recalled(
@@ -33940,9 +34989,11 @@ pub unsafe extern "C" fn MPI_T_cvar_write(handle: MPI_T_cvar_handle, buf: *const
         )
     }
     let real = crate::pmpi::MPI_T_cvar_write();
-    let Some(call) = Call::recalling(func::MPI_T_cvar_write, move |k: &InputWords| {
-        [k.handle(HandleKind::CvarHandle, handle), buf as u64]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_T_cvar_write,
+        move |k: &InputWords| [k.handle(HandleKind::CvarHandle, handle), buf as u64],
+        [false, false],
+    ) else {
         return unsafe { in_full(handle, buf) };
     };
     call.recalled(
@@ -34080,6 +35131,7 @@ pub unsafe extern "C" fn MPI_T_event_callback_set_info(
                 k.handle(HandleKind::Info, info),
             ]
         },
+        [false, false, false],
     ) else {
         return unsafe { in_full(event_registration, cb_safety, info) };
     };
@@ -34133,12 +35185,16 @@ pub unsafe extern "C" fn MPI_T_event_copy(
         )
     }
     let real = crate::pmpi::MPI_T_event_copy();
-    let Some(call) = Call::recalling(func::MPI_T_event_copy, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::EventInstance, event_instance),
-            buffer as u64,
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_T_event_copy,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::EventInstance, event_instance),
+                buffer as u64,
+            ]
+        },
+        [false, false],
+    ) else {
         return unsafe { in_full(event_instance, buffer) };
     };
     call.recalled(
@@ -34297,7 +35353,8 @@ pub unsafe extern "C" fn MPI_T_event_get_num(num_events: *mut c_int) -> c_int {
         )
     }
     let real = crate::pmpi::MPI_T_event_get_num();
-    let Some(call) = Call::recalling(func::MPI_T_event_get_num, move |_: &InputWords| []) else {
+    let Some(call) = Call::recalling(func::MPI_T_event_get_num, move |_: &InputWords| [], [])
+    else {
         return unsafe { in_full(num_events) };
     };
     call.recalled(
@@ -34339,9 +35396,11 @@ pub unsafe extern "C" fn MPI_T_event_get_source(
         )
     }
     let real = crate::pmpi::MPI_T_event_get_source();
-    let Some(call) = Call::recalling(func::MPI_T_event_get_source, move |k: &InputWords| {
-        [k.handle(HandleKind::EventInstance, event_instance)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_T_event_get_source,
+        move |k: &InputWords| [k.handle(HandleKind::EventInstance, event_instance)],
+        [false],
+    ) else {
         return unsafe { in_full(event_instance, source_index) };
     };
     call.recalled(
@@ -34388,9 +35447,11 @@ pub unsafe extern "C" fn MPI_T_event_get_timestamp(
         )
     }
     let real = crate::pmpi::MPI_T_event_get_timestamp();
-    let Some(call) = Call::recalling(func::MPI_T_event_get_timestamp, move |k: &InputWords| {
-        [k.handle(HandleKind::EventInstance, event_instance)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_T_event_get_timestamp,
+        move |k: &InputWords| [k.handle(HandleKind::EventInstance, event_instance)],
+        [false],
+    ) else {
         return unsafe { in_full(event_instance, event_timestamp) };
     };
     call.recalled(
@@ -34471,13 +35532,17 @@ pub unsafe extern "C" fn MPI_T_event_handle_free(
         )
     }
     let real = crate::pmpi::MPI_T_event_handle_free();
-    let Some(call) = Call::recalling(func::MPI_T_event_handle_free, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::EventRegistration, event_registration),
-            user_data as u64,
-            free_cb_function as u64,
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_T_event_handle_free,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::EventRegistration, event_registration),
+                user_data as u64,
+                free_cb_function as u64,
+            ]
+        },
+        [false, false, false],
+    ) else {
         return unsafe { in_full(event_registration, user_data, free_cb_function) };
     };
     call.recalled(
@@ -34549,12 +35614,16 @@ pub unsafe extern "C" fn MPI_T_event_handle_set_info(
         )
     }
     let real = crate::pmpi::MPI_T_event_handle_set_info();
-    let Some(call) = Call::recalling(func::MPI_T_event_handle_set_info, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::EventRegistration, event_registration),
-            k.handle(HandleKind::Info, info),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_T_event_handle_set_info,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::EventRegistration, event_registration),
+                k.handle(HandleKind::Info, info),
+            ]
+        },
+        [false, false],
+    ) else {
         return unsafe { in_full(event_registration, info) };
     };
     call.recalled(
@@ -34613,13 +35682,17 @@ pub unsafe extern "C" fn MPI_T_event_read(
         )
     }
     let real = crate::pmpi::MPI_T_event_read();
-    let Some(call) = Call::recalling(func::MPI_T_event_read, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::EventInstance, event_instance),
-            i64::from(element_index) as u64,
-            buffer as u64,
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_T_event_read,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::EventInstance, event_instance),
+                i64::from(element_index) as u64,
+                buffer as u64,
+            ]
+        },
+        [false, true, false],
+    ) else {
         return unsafe { in_full(event_instance, element_index, buffer) };
     };
     call.recalled(
@@ -34718,6 +35791,7 @@ pub unsafe extern "C" fn MPI_T_event_register_callback(
                 event_cb_function as u64,
             ]
         },
+        [false, false, false, false, false],
     ) else {
         return unsafe {
             in_full(
@@ -34804,6 +35878,7 @@ pub unsafe extern "C" fn MPI_T_event_set_dropped_handler(
                 dropped_cb_function as u64,
             ]
         },
+        [false, false],
     ) else {
         return unsafe { in_full(event_registration, dropped_cb_function) };
     };
@@ -34843,7 +35918,7 @@ pub unsafe extern "C" fn MPI_T_finalize() -> c_int {
         )
     }
     let real = crate::pmpi::MPI_T_finalize();
-    let Some(call) = Call::recalling(func::MPI_T_finalize, move |_: &InputWords| []) else {
+    let Some(call) = Call::recalling(func::MPI_T_finalize, move |_: &InputWords| [], []) else {
         return unsafe { in_full() };
     };
     call.recalled(
@@ -34880,9 +35955,11 @@ pub unsafe extern "C" fn MPI_T_init_thread(required: c_int, provided: *mut c_int
         )
     }
     let real = crate::pmpi::MPI_T_init_thread();
-    let Some(call) = Call::recalling(func::MPI_T_init_thread, move |_: &InputWords| {
-        [i64::from(required) as u64]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_T_init_thread,
+        move |_: &InputWords| [i64::from(required) as u64],
+        [true],
+    ) else {
         return unsafe { in_full(required, provided) };
     };
     call.recalled(
@@ -34996,7 +36073,7 @@ pub unsafe extern "C" fn MPI_T_pvar_get_num(num_pvar: *mut c_int) -> c_int {
         )
     }
     let real = crate::pmpi::MPI_T_pvar_get_num();
-    let Some(call) = Call::recalling(func::MPI_T_pvar_get_num, move |_: &InputWords| []) else {
+    let Some(call) = Call::recalling(func::MPI_T_pvar_get_num, move |_: &InputWords| [], []) else {
         return unsafe { in_full(num_pvar) };
     };
     call.recalled(
@@ -35095,13 +36172,17 @@ pub unsafe extern "C" fn MPI_T_pvar_read(
         )
     }
     let real = crate::pmpi::MPI_T_pvar_read();
-    let Some(call) = Call::recalling(func::MPI_T_pvar_read, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::PvarSession, pe_session),
-            k.handle(HandleKind::PvarHandle, handle),
-            buf as u64,
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_T_pvar_read,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::PvarSession, pe_session),
+                k.handle(HandleKind::PvarHandle, handle),
+                buf as u64,
+            ]
+        },
+        [false, false, false],
+    ) else {
         return unsafe { in_full(pe_session, handle, buf) };
     };
     call.recalled(
@@ -35162,13 +36243,17 @@ pub unsafe extern "C" fn MPI_T_pvar_readreset(
         )
     }
     let real = crate::pmpi::MPI_T_pvar_readreset();
-    let Some(call) = Call::recalling(func::MPI_T_pvar_readreset, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::PvarSession, pe_session),
-            k.handle(HandleKind::PvarHandle, handle),
-            buf as u64,
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_T_pvar_readreset,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::PvarSession, pe_session),
+                k.handle(HandleKind::PvarHandle, handle),
+                buf as u64,
+            ]
+        },
+        [false, false, false],
+    ) else {
         return unsafe { in_full(pe_session, handle, buf) };
     };
     call.recalled(
@@ -35221,12 +36306,16 @@ pub unsafe extern "C" fn MPI_T_pvar_reset(
         )
     }
     let real = crate::pmpi::MPI_T_pvar_reset();
-    let Some(call) = Call::recalling(func::MPI_T_pvar_reset, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::PvarSession, pe_session),
-            k.handle(HandleKind::PvarHandle, handle),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_T_pvar_reset,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::PvarSession, pe_session),
+                k.handle(HandleKind::PvarHandle, handle),
+            ]
+        },
+        [false, false],
+    ) else {
         return unsafe { in_full(pe_session, handle) };
     };
     call.recalled(
@@ -35307,12 +36396,16 @@ pub unsafe extern "C" fn MPI_T_pvar_start(
         )
     }
     let real = crate::pmpi::MPI_T_pvar_start();
-    let Some(call) = Call::recalling(func::MPI_T_pvar_start, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::PvarSession, pe_session),
-            k.handle(HandleKind::PvarHandle, handle),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_T_pvar_start,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::PvarSession, pe_session),
+                k.handle(HandleKind::PvarHandle, handle),
+            ]
+        },
+        [false, false],
+    ) else {
         return unsafe { in_full(pe_session, handle) };
     };
     call.recalled(
@@ -35363,12 +36456,16 @@ pub unsafe extern "C" fn MPI_T_pvar_stop(
         )
     }
     let real = crate::pmpi::MPI_T_pvar_stop();
-    let Some(call) = Call::recalling(func::MPI_T_pvar_stop, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::PvarSession, pe_session),
-            k.handle(HandleKind::PvarHandle, handle),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_T_pvar_stop,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::PvarSession, pe_session),
+                k.handle(HandleKind::PvarHandle, handle),
+            ]
+        },
+        [false, false],
+    ) else {
         return unsafe { in_full(pe_session, handle) };
     };
     call.recalled(
@@ -35427,13 +36524,17 @@ pub unsafe extern "C" fn MPI_T_pvar_write(
         )
     }
     let real = crate::pmpi::MPI_T_pvar_write();
-    let Some(call) = Call::recalling(func::MPI_T_pvar_write, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::PvarSession, pe_session),
-            k.handle(HandleKind::PvarHandle, handle),
-            buf as u64,
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_T_pvar_write,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::PvarSession, pe_session),
+                k.handle(HandleKind::PvarHandle, handle),
+                buf as u64,
+            ]
+        },
+        [false, false, false],
+    ) else {
         return unsafe { in_full(pe_session, handle, buf) };
     };
     call.recalled(
@@ -35536,7 +36637,8 @@ pub unsafe extern "C" fn MPI_T_source_get_num(num_sources: *mut c_int) -> c_int 
         )
     }
     let real = crate::pmpi::MPI_T_source_get_num();
-    let Some(call) = Call::recalling(func::MPI_T_source_get_num, move |_: &InputWords| []) else {
+    let Some(call) = Call::recalling(func::MPI_T_source_get_num, move |_: &InputWords| [], [])
+    else {
         return unsafe { in_full(num_sources) };
     };
     call.recalled(
@@ -35578,9 +36680,11 @@ pub unsafe extern "C" fn MPI_T_source_get_timestamp(
         )
     }
     let real = crate::pmpi::MPI_T_source_get_timestamp();
-    let Some(call) = Call::recalling(func::MPI_T_source_get_timestamp, move |_: &InputWords| {
-        [i64::from(source_index) as u64]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_T_source_get_timestamp,
+        move |_: &InputWords| [i64::from(source_index) as u64],
+        [true],
+    ) else {
         return unsafe { in_full(source_index, timestamp) };
     };
     call.recalled(
@@ -35630,7 +36734,7 @@ pub unsafe extern "C" fn MPI_Test_cancelled(status: *const MPI_Status, flag: *mu
         )
     }
     let real = crate::pmpi::MPI_Test_cancelled();
-    let Some(call) = Call::recalling(func::MPI_Test_cancelled, move |_: &InputWords| []) else {
+    let Some(call) = Call::recalling(func::MPI_Test_cancelled, move |_: &InputWords| [], []) else {
         return unsafe { in_full(status, flag) };
     };
     call.recalled(
@@ -35680,9 +36784,11 @@ pub unsafe extern "C" fn MPI_Topo_test(comm: MPI_Comm, status: *mut c_int) -> c_
         )
     }
     let real = crate::pmpi::MPI_Topo_test();
-    let Some(call) = Call::recalling(func::MPI_Topo_test, move |k: &InputWords| {
-        [k.handle(HandleKind::Comm, comm)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Topo_test,
+        move |k: &InputWords| [k.handle(HandleKind::Comm, comm)],
+        [false],
+    ) else {
         return unsafe { in_full(comm, status) };
     };
     call.recalled(
@@ -36567,12 +37673,16 @@ pub unsafe extern "C" fn MPI_Type_delete_attr(datatype: MPI_Datatype, type_keyva
         )
     }
     let real = crate::pmpi::MPI_Type_delete_attr();
-    let Some(call) = Call::recalling(func::MPI_Type_delete_attr, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::Datatype, datatype),
-            k.handle(HandleKind::Keyval, Handle::from(type_keyval)),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Type_delete_attr,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Keyval, Handle::from(type_keyval)),
+            ]
+        },
+        [false, false],
+    ) else {
         return unsafe { in_full(datatype, type_keyval) };
     };
     call.recalled(
@@ -36629,9 +37739,11 @@ pub unsafe extern "C" fn MPI_Type_extent(datatype: MPI_Datatype, extent: *mut MP
         )
     }
     let real = crate::pmpi::MPI_Type_extent();
-    let Some(call) = Call::recalling(func::MPI_Type_extent, move |k: &InputWords| {
-        [k.handle(HandleKind::Datatype, datatype)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Type_extent,
+        move |k: &InputWords| [k.handle(HandleKind::Datatype, datatype)],
+        [false],
+    ) else {
         return unsafe { in_full(datatype, extent) };
     };
     call.recalled(
@@ -36702,9 +37814,11 @@ pub unsafe extern "C" fn MPI_Type_fromint(datatype: c_int) -> MPI_Datatype {
         )
     }
     let real = crate::pmpi::MPI_Type_fromint();
-    let Some(call) = Call::recalling(func::MPI_Type_fromint, move |_: &InputWords| {
-        [i64::from(datatype) as u64]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Type_fromint,
+        move |_: &InputWords| [i64::from(datatype) as u64],
+        [true],
+    ) else {
         return unsafe { in_full(datatype) };
     };
     call.recalled(
@@ -36764,13 +37878,17 @@ pub unsafe extern "C" fn MPI_Type_get_attr(
         )
     }
     let real = crate::pmpi::MPI_Type_get_attr();
-    let Some(call) = Call::recalling(func::MPI_Type_get_attr, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::Datatype, datatype),
-            k.handle(HandleKind::Keyval, Handle::from(type_keyval)),
-            attribute_val as u64,
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Type_get_attr,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Keyval, Handle::from(type_keyval)),
+                attribute_val as u64,
+            ]
+        },
+        [false, false, false],
+    ) else {
         return unsafe { in_full(datatype, type_keyval, attribute_val, flag) };
     };
     call.recalled(
@@ -37039,9 +38157,11 @@ pub unsafe extern "C" fn MPI_Type_get_envelope(
         )
     }
     let real = crate::pmpi::MPI_Type_get_envelope();
-    let Some(call) = Call::recalling(func::MPI_Type_get_envelope, move |k: &InputWords| {
-        [k.handle(HandleKind::Datatype, datatype)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Type_get_envelope,
+        move |k: &InputWords| [k.handle(HandleKind::Datatype, datatype)],
+        [false],
+    ) else {
         return unsafe {
             in_full(
                 datatype,
@@ -37152,9 +38272,11 @@ pub unsafe extern "C" fn MPI_Type_get_envelope_c(
         )
     }
     let real = crate::pmpi::MPI_Type_get_envelope_c();
-    let Some(call) = Call::recalling(func::MPI_Type_get_envelope_c, move |k: &InputWords| {
-        [k.handle(HandleKind::Datatype, datatype)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Type_get_envelope_c,
+        move |k: &InputWords| [k.handle(HandleKind::Datatype, datatype)],
+        [false],
+    ) else {
         return unsafe {
             in_full(
                 datatype,
@@ -37230,9 +38352,11 @@ pub unsafe extern "C" fn MPI_Type_get_extent(
         )
     }
     let real = crate::pmpi::MPI_Type_get_extent();
-    let Some(call) = Call::recalling(func::MPI_Type_get_extent, move |k: &InputWords| {
-        [k.handle(HandleKind::Datatype, datatype)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Type_get_extent,
+        move |k: &InputWords| [k.handle(HandleKind::Datatype, datatype)],
+        [false],
+    ) else {
         return unsafe { in_full(datatype, lb, extent) };
     };
     call.recalled(
@@ -37279,9 +38403,11 @@ pub unsafe extern "C" fn MPI_Type_get_extent_c(
         )
     }
     let real = crate::pmpi::MPI_Type_get_extent_c();
-    let Some(call) = Call::recalling(func::MPI_Type_get_extent_c, move |k: &InputWords| {
-        [k.handle(HandleKind::Datatype, datatype)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Type_get_extent_c,
+        move |k: &InputWords| [k.handle(HandleKind::Datatype, datatype)],
+        [false],
+    ) else {
         return unsafe { in_full(datatype, lb, extent) };
     };
     call.recalled(
@@ -37328,9 +38454,11 @@ pub unsafe extern "C" fn MPI_Type_get_extent_x(
         )
     }
     let real = crate::pmpi::MPI_Type_get_extent_x();
-    let Some(call) = Call::recalling(func::MPI_Type_get_extent_x, move |k: &InputWords| {
-        [k.handle(HandleKind::Datatype, datatype)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Type_get_extent_x,
+        move |k: &InputWords| [k.handle(HandleKind::Datatype, datatype)],
+        [false],
+    ) else {
         return unsafe { in_full(datatype, lb, extent) };
     };
     call.recalled(
@@ -37402,9 +38530,11 @@ pub unsafe extern "C" fn MPI_Type_get_true_extent(
         )
     }
     let real = crate::pmpi::MPI_Type_get_true_extent();
-    let Some(call) = Call::recalling(func::MPI_Type_get_true_extent, move |k: &InputWords| {
-        [k.handle(HandleKind::Datatype, datatype)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Type_get_true_extent,
+        move |k: &InputWords| [k.handle(HandleKind::Datatype, datatype)],
+        [false],
+    ) else {
         return unsafe { in_full(datatype, true_lb, true_extent) };
     };
     call.recalled(
@@ -37455,9 +38585,11 @@ pub unsafe extern "C" fn MPI_Type_get_true_extent_c(
         )
     }
     let real = crate::pmpi::MPI_Type_get_true_extent_c();
-    let Some(call) = Call::recalling(func::MPI_Type_get_true_extent_c, move |k: &InputWords| {
-        [k.handle(HandleKind::Datatype, datatype)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Type_get_true_extent_c,
+        move |k: &InputWords| [k.handle(HandleKind::Datatype, datatype)],
+        [false],
+    ) else {
         return unsafe { in_full(datatype, true_lb, true_extent) };
     };
     call.recalled(
@@ -37508,9 +38640,11 @@ pub unsafe extern "C" fn MPI_Type_get_true_extent_x(
         )
     }
     let real = crate::pmpi::MPI_Type_get_true_extent_x();
-    let Some(call) = Call::recalling(func::MPI_Type_get_true_extent_x, move |k: &InputWords| {
-        [k.handle(HandleKind::Datatype, datatype)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Type_get_true_extent_x,
+        move |k: &InputWords| [k.handle(HandleKind::Datatype, datatype)],
+        [false],
+    ) else {
         return unsafe { in_full(datatype, true_lb, true_extent) };
     };
     call.recalled(
@@ -37752,9 +38886,11 @@ pub unsafe extern "C" fn MPI_Type_lb(datatype: MPI_Datatype, displacement: *mut 
         )
     }
     let real = crate::pmpi::MPI_Type_lb();
-    let Some(call) = Call::recalling(func::MPI_Type_lb, move |k: &InputWords| {
-        [k.handle(HandleKind::Datatype, datatype)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Type_lb,
+        move |k: &InputWords| [k.handle(HandleKind::Datatype, datatype)],
+        [false],
+    ) else {
         return unsafe { in_full(datatype, displacement) };
     };
     call.recalled(
@@ -37801,9 +38937,11 @@ pub unsafe extern "C" fn MPI_Type_match_size(
         )
     }
     let real = crate::pmpi::MPI_Type_match_size();
-    let Some(call) = Call::recalling(func::MPI_Type_match_size, move |_: &InputWords| {
-        [i64::from(typeclass) as u64, i64::from(size) as u64]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Type_match_size,
+        move |_: &InputWords| [i64::from(typeclass) as u64, i64::from(size) as u64],
+        [true, true],
+    ) else {
         return unsafe { in_full(typeclass, size, datatype) };
     };
     call.recalled(
@@ -37863,13 +39001,17 @@ pub unsafe extern "C" fn MPI_Type_set_attr(
         )
     }
     let real = crate::pmpi::MPI_Type_set_attr();
-    let Some(call) = Call::recalling(func::MPI_Type_set_attr, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::Datatype, datatype),
-            k.handle(HandleKind::Keyval, Handle::from(type_keyval)),
-            attribute_val as u64,
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Type_set_attr,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::Datatype, datatype),
+                k.handle(HandleKind::Keyval, Handle::from(type_keyval)),
+                attribute_val as u64,
+            ]
+        },
+        [false, false, false],
+    ) else {
         return unsafe { in_full(datatype, type_keyval, attribute_val) };
     };
     call.recalled(
@@ -37931,9 +39073,11 @@ pub unsafe extern "C" fn MPI_Type_size(datatype: MPI_Datatype, size: *mut c_int)
         )
     }
     let real = crate::pmpi::MPI_Type_size();
-    let Some(call) = Call::recalling(func::MPI_Type_size, move |k: &InputWords| {
-        [k.handle(HandleKind::Datatype, datatype)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Type_size,
+        move |k: &InputWords| [k.handle(HandleKind::Datatype, datatype)],
+        [false],
+    ) else {
         return unsafe { in_full(datatype, size) };
     };
     call.recalled(
@@ -37974,9 +39118,11 @@ pub unsafe extern "C" fn MPI_Type_size_c(datatype: MPI_Datatype, size: *mut MPI_
         )
     }
     let real = crate::pmpi::MPI_Type_size_c();
-    let Some(call) = Call::recalling(func::MPI_Type_size_c, move |k: &InputWords| {
-        [k.handle(HandleKind::Datatype, datatype)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Type_size_c,
+        move |k: &InputWords| [k.handle(HandleKind::Datatype, datatype)],
+        [false],
+    ) else {
         return unsafe { in_full(datatype, size) };
     };
     call.recalled(
@@ -38017,9 +39163,11 @@ pub unsafe extern "C" fn MPI_Type_size_x(datatype: MPI_Datatype, size: *mut MPI_
         )
     }
     let real = crate::pmpi::MPI_Type_size_x();
-    let Some(call) = Call::recalling(func::MPI_Type_size_x, move |k: &InputWords| {
-        [k.handle(HandleKind::Datatype, datatype)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Type_size_x,
+        move |k: &InputWords| [k.handle(HandleKind::Datatype, datatype)],
+        [false],
+    ) else {
         return unsafe { in_full(datatype, size) };
     };
     call.recalled(
@@ -38118,9 +39266,11 @@ pub unsafe extern "C" fn MPI_Type_toint(datatype: MPI_Datatype) -> c_int {
         )
     }
     let real = crate::pmpi::MPI_Type_toint();
-    let Some(call) = Call::recalling(func::MPI_Type_toint, move |k: &InputWords| {
-        [k.handle(HandleKind::Datatype, datatype)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Type_toint,
+        move |k: &InputWords| [k.handle(HandleKind::Datatype, datatype)],
+        [false],
+    ) else {
         return unsafe { in_full(datatype) };
     };
     call.recalled(
@@ -38160,9 +39310,11 @@ pub unsafe extern "C" fn MPI_Type_ub(datatype: MPI_Datatype, displacement: *mut 
         )
     }
     let real = crate::pmpi::MPI_Type_ub();
-    let Some(call) = Call::recalling(func::MPI_Type_ub, move |k: &InputWords| {
-        [k.handle(HandleKind::Datatype, datatype)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Type_ub,
+        move |k: &InputWords| [k.handle(HandleKind::Datatype, datatype)],
+        [false],
+    ) else {
         return unsafe { in_full(datatype, displacement) };
     };
     call.recalled(
@@ -38538,9 +39690,11 @@ pub unsafe extern "C" fn MPI_Win_attach(win: MPI_Win, base: *mut c_void, size: M
         )
     }
     let real = crate::pmpi::MPI_Win_attach();
-    let Some(call) = Call::recalling(func::MPI_Win_attach, move |k: &InputWords| {
-        [k.handle(HandleKind::Win, win), base as u64, size as u64]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Win_attach,
+        move |k: &InputWords| [k.handle(HandleKind::Win, win), base as u64, size as u64],
+        [false, false, false],
+    ) else {
         return unsafe { in_full(win, base, size) };
     };
     call.recalled(
@@ -38585,9 +39739,11 @@ pub unsafe extern "C" fn MPI_Win_call_errhandler(win: MPI_Win, errorcode: c_int)
         )
     }
     let real = crate::pmpi::MPI_Win_call_errhandler();
-    let Some(call) = Call::recalling(func::MPI_Win_call_errhandler, move |k: &InputWords| {
-        [k.handle(HandleKind::Win, win), i64::from(errorcode) as u64]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Win_call_errhandler,
+        move |k: &InputWords| [k.handle(HandleKind::Win, win), i64::from(errorcode) as u64],
+        [false, true],
+    ) else {
         return unsafe { in_full(win, errorcode) };
     };
     call.recalled(
@@ -38628,9 +39784,11 @@ pub unsafe extern "C" fn MPI_Win_complete(win: MPI_Win) -> c_int {
         )
     }
     let real = crate::pmpi::MPI_Win_complete();
-    let Some(call) = Call::recalling(func::MPI_Win_complete, move |k: &InputWords| {
-        [k.handle(HandleKind::Win, win)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Win_complete,
+        move |k: &InputWords| [k.handle(HandleKind::Win, win)],
+        [false],
+    ) else {
         return unsafe { in_full(win) };
     };
     call.recalled(
@@ -38802,12 +39960,16 @@ pub unsafe extern "C" fn MPI_Win_delete_attr(win: MPI_Win, win_keyval: c_int) ->
         )
     }
     let real = crate::pmpi::MPI_Win_delete_attr();
-    let Some(call) = Call::recalling(func::MPI_Win_delete_attr, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::Win, win),
-            k.handle(HandleKind::Keyval, Handle::from(win_keyval)),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Win_delete_attr,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::Win, win),
+                k.handle(HandleKind::Keyval, Handle::from(win_keyval)),
+            ]
+        },
+        [false, false],
+    ) else {
         return unsafe { in_full(win, win_keyval) };
     };
     call.recalled(
@@ -38850,9 +40012,11 @@ pub unsafe extern "C" fn MPI_Win_detach(win: MPI_Win, base: *const c_void) -> c_
         )
     }
     let real = crate::pmpi::MPI_Win_detach();
-    let Some(call) = Call::recalling(func::MPI_Win_detach, move |k: &InputWords| {
-        [k.handle(HandleKind::Win, win), base as u64]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Win_detach,
+        move |k: &InputWords| [k.handle(HandleKind::Win, win), base as u64],
+        [false, false],
+    ) else {
         return unsafe { in_full(win, base) };
     };
     call.recalled(
@@ -38895,9 +40059,11 @@ pub unsafe extern "C" fn MPI_Win_fence(assert: c_int, win: MPI_Win) -> c_int {
         )
     }
     let real = crate::pmpi::MPI_Win_fence();
-    let Some(call) = Call::recalling(func::MPI_Win_fence, move |k: &InputWords| {
-        [i64::from(assert) as u64, k.handle(HandleKind::Win, win)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Win_fence,
+        move |k: &InputWords| [i64::from(assert) as u64, k.handle(HandleKind::Win, win)],
+        [true, false],
+    ) else {
         return unsafe { in_full(assert, win) };
     };
     call.recalled(
@@ -38940,9 +40106,11 @@ pub unsafe extern "C" fn MPI_Win_flush(rank: c_int, win: MPI_Win) -> c_int {
         )
     }
     let real = crate::pmpi::MPI_Win_flush();
-    let Some(call) = Call::recalling(func::MPI_Win_flush, move |k: &InputWords| {
-        [i64::from(rank) as u64, k.handle(HandleKind::Win, win)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Win_flush,
+        move |k: &InputWords| [i64::from(rank) as u64, k.handle(HandleKind::Win, win)],
+        [true, false],
+    ) else {
         return unsafe { in_full(rank, win) };
     };
     call.recalled(
@@ -38983,9 +40151,11 @@ pub unsafe extern "C" fn MPI_Win_flush_all(win: MPI_Win) -> c_int {
         )
     }
     let real = crate::pmpi::MPI_Win_flush_all();
-    let Some(call) = Call::recalling(func::MPI_Win_flush_all, move |k: &InputWords| {
-        [k.handle(HandleKind::Win, win)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Win_flush_all,
+        move |k: &InputWords| [k.handle(HandleKind::Win, win)],
+        [false],
+    ) else {
         return unsafe { in_full(win) };
     };
     call.recalled(
@@ -39026,9 +40196,11 @@ pub unsafe extern "C" fn MPI_Win_flush_local(rank: c_int, win: MPI_Win) -> c_int
         )
     }
     let real = crate::pmpi::MPI_Win_flush_local();
-    let Some(call) = Call::recalling(func::MPI_Win_flush_local, move |k: &InputWords| {
-        [i64::from(rank) as u64, k.handle(HandleKind::Win, win)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Win_flush_local,
+        move |k: &InputWords| [i64::from(rank) as u64, k.handle(HandleKind::Win, win)],
+        [true, false],
+    ) else {
         return unsafe { in_full(rank, win) };
     };
     call.recalled(
@@ -39069,9 +40241,11 @@ pub unsafe extern "C" fn MPI_Win_flush_local_all(win: MPI_Win) -> c_int {
         )
     }
     let real = crate::pmpi::MPI_Win_flush_local_all();
-    let Some(call) = Call::recalling(func::MPI_Win_flush_local_all, move |k: &InputWords| {
-        [k.handle(HandleKind::Win, win)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Win_flush_local_all,
+        move |k: &InputWords| [k.handle(HandleKind::Win, win)],
+        [false],
+    ) else {
         return unsafe { in_full(win) };
     };
     call.recalled(
@@ -39141,9 +40315,11 @@ pub unsafe extern "C" fn MPI_Win_fromint(win: c_int) -> MPI_Win {
         )
     }
     let real = crate::pmpi::MPI_Win_fromint();
-    let Some(call) = Call::recalling(func::MPI_Win_fromint, move |_: &InputWords| {
-        [i64::from(win) as u64]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Win_fromint,
+        move |_: &InputWords| [i64::from(win) as u64],
+        [true],
+    ) else {
         return unsafe { in_full(win) };
     };
     call.recalled(
@@ -39203,13 +40379,17 @@ pub unsafe extern "C" fn MPI_Win_get_attr(
         )
     }
     let real = crate::pmpi::MPI_Win_get_attr();
-    let Some(call) = Call::recalling(func::MPI_Win_get_attr, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::Win, win),
-            k.handle(HandleKind::Keyval, Handle::from(win_keyval)),
-            attribute_val as u64,
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Win_get_attr,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::Win, win),
+                k.handle(HandleKind::Keyval, Handle::from(win_keyval)),
+                attribute_val as u64,
+            ]
+        },
+        [false, false, false],
+    ) else {
         return unsafe { in_full(win, win_keyval, attribute_val, flag) };
     };
     call.recalled(
@@ -39340,14 +40520,18 @@ pub unsafe extern "C" fn MPI_Win_lock(
         )
     }
     let real = crate::pmpi::MPI_Win_lock();
-    let Some(call) = Call::recalling(func::MPI_Win_lock, move |k: &InputWords| {
-        [
-            i64::from(lock_type) as u64,
-            i64::from(rank) as u64,
-            i64::from(assert) as u64,
-            k.handle(HandleKind::Win, win),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Win_lock,
+        move |k: &InputWords| {
+            [
+                i64::from(lock_type) as u64,
+                i64::from(rank) as u64,
+                i64::from(assert) as u64,
+                k.handle(HandleKind::Win, win),
+            ]
+        },
+        [true, true, true, false],
+    ) else {
         return unsafe { in_full(lock_type, rank, assert, win) };
     };
     call.recalled(
@@ -39394,9 +40578,11 @@ pub unsafe extern "C" fn MPI_Win_lock_all(assert: c_int, win: MPI_Win) -> c_int 
         )
     }
     let real = crate::pmpi::MPI_Win_lock_all();
-    let Some(call) = Call::recalling(func::MPI_Win_lock_all, move |k: &InputWords| {
-        [i64::from(assert) as u64, k.handle(HandleKind::Win, win)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Win_lock_all,
+        move |k: &InputWords| [i64::from(assert) as u64, k.handle(HandleKind::Win, win)],
+        [true, false],
+    ) else {
         return unsafe { in_full(assert, win) };
     };
     call.recalled(
@@ -39447,13 +40633,17 @@ pub unsafe extern "C" fn MPI_Win_post(group: MPI_Group, assert: c_int, win: MPI_
         )
     }
     let real = crate::pmpi::MPI_Win_post();
-    let Some(call) = Call::recalling(func::MPI_Win_post, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::Group, group),
-            i64::from(assert) as u64,
-            k.handle(HandleKind::Win, win),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Win_post,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::Group, group),
+                i64::from(assert) as u64,
+                k.handle(HandleKind::Win, win),
+            ]
+        },
+        [false, true, false],
+    ) else {
         return unsafe { in_full(group, assert, win) };
     };
     call.recalled(
@@ -39510,13 +40700,17 @@ pub unsafe extern "C" fn MPI_Win_set_attr(
         )
     }
     let real = crate::pmpi::MPI_Win_set_attr();
-    let Some(call) = Call::recalling(func::MPI_Win_set_attr, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::Win, win),
-            k.handle(HandleKind::Keyval, Handle::from(win_keyval)),
-            attribute_val as u64,
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Win_set_attr,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::Win, win),
+                k.handle(HandleKind::Keyval, Handle::from(win_keyval)),
+                attribute_val as u64,
+            ]
+        },
+        [false, false, false],
+    ) else {
         return unsafe { in_full(win, win_keyval, attribute_val) };
     };
     call.recalled(
@@ -39566,12 +40760,16 @@ pub unsafe extern "C" fn MPI_Win_set_errhandler(win: MPI_Win, errhandler: MPI_Er
         )
     }
     let real = crate::pmpi::MPI_Win_set_errhandler();
-    let Some(call) = Call::recalling(func::MPI_Win_set_errhandler, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::Win, win),
-            k.handle(HandleKind::Errhandler, errhandler),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Win_set_errhandler,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::Win, win),
+                k.handle(HandleKind::Errhandler, errhandler),
+            ]
+        },
+        [false, false],
+    ) else {
         return unsafe { in_full(win, errhandler) };
     };
     call.recalled(
@@ -39619,12 +40817,16 @@ pub unsafe extern "C" fn MPI_Win_set_info(win: MPI_Win, info: MPI_Info) -> c_int
         )
     }
     let real = crate::pmpi::MPI_Win_set_info();
-    let Some(call) = Call::recalling(func::MPI_Win_set_info, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::Win, win),
-            k.handle(HandleKind::Info, info),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Win_set_info,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::Win, win),
+                k.handle(HandleKind::Info, info),
+            ]
+        },
+        [false, false],
+    ) else {
         return unsafe { in_full(win, info) };
     };
     call.recalled(
@@ -39704,9 +40906,11 @@ pub unsafe extern "C" fn MPI_Win_shared_query(
         )
     }
     let real = crate::pmpi::MPI_Win_shared_query();
-    let Some(call) = Call::recalling(func::MPI_Win_shared_query, move |k: &InputWords| {
-        [k.handle(HandleKind::Win, win), i64::from(rank) as u64]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Win_shared_query,
+        move |k: &InputWords| [k.handle(HandleKind::Win, win), i64::from(rank) as u64],
+        [false, true],
+    ) else {
         return unsafe { in_full(win, rank, size, disp_unit, baseptr) };
     };
     call.recalled(
@@ -39781,9 +40985,11 @@ pub unsafe extern "C" fn MPI_Win_shared_query_c(
         )
     }
     let real = crate::pmpi::MPI_Win_shared_query_c();
-    let Some(call) = Call::recalling(func::MPI_Win_shared_query_c, move |k: &InputWords| {
-        [k.handle(HandleKind::Win, win), i64::from(rank) as u64]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Win_shared_query_c,
+        move |k: &InputWords| [k.handle(HandleKind::Win, win), i64::from(rank) as u64],
+        [false, true],
+    ) else {
         return unsafe { in_full(win, rank, size, disp_unit, baseptr) };
     };
     call.recalled(
@@ -39844,13 +41050,17 @@ pub unsafe extern "C" fn MPI_Win_start(group: MPI_Group, assert: c_int, win: MPI
         )
     }
     let real = crate::pmpi::MPI_Win_start();
-    let Some(call) = Call::recalling(func::MPI_Win_start, move |k: &InputWords| {
-        [
-            k.handle(HandleKind::Group, group),
-            i64::from(assert) as u64,
-            k.handle(HandleKind::Win, win),
-        ]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Win_start,
+        move |k: &InputWords| {
+            [
+                k.handle(HandleKind::Group, group),
+                i64::from(assert) as u64,
+                k.handle(HandleKind::Win, win),
+            ]
+        },
+        [false, true, false],
+    ) else {
         return unsafe { in_full(group, assert, win) };
     };
     call.recalled(
@@ -39893,9 +41103,11 @@ pub unsafe extern "C" fn MPI_Win_sync(win: MPI_Win) -> c_int {
         )
     }
     let real = crate::pmpi::MPI_Win_sync();
-    let Some(call) = Call::recalling(func::MPI_Win_sync, move |k: &InputWords| {
-        [k.handle(HandleKind::Win, win)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Win_sync,
+        move |k: &InputWords| [k.handle(HandleKind::Win, win)],
+        [false],
+    ) else {
         return unsafe { in_full(win) };
     };
     call.recalled(
@@ -39935,9 +41147,11 @@ pub unsafe extern "C" fn MPI_Win_test(win: MPI_Win, flag: *mut c_int) -> c_int {
         )
     }
     let real = crate::pmpi::MPI_Win_test();
-    let Some(call) = Call::recalling(func::MPI_Win_test, move |k: &InputWords| {
-        [k.handle(HandleKind::Win, win)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Win_test,
+        move |k: &InputWords| [k.handle(HandleKind::Win, win)],
+        [false],
+    ) else {
         return unsafe { in_full(win, flag) };
     };
     call.recalled(
@@ -39977,9 +41191,11 @@ pub unsafe extern "C" fn MPI_Win_toint(win: MPI_Win) -> c_int {
         )
     }
     let real = crate::pmpi::MPI_Win_toint();
-    let Some(call) = Call::recalling(func::MPI_Win_toint, move |k: &InputWords| {
-        [k.handle(HandleKind::Win, win)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Win_toint,
+        move |k: &InputWords| [k.handle(HandleKind::Win, win)],
+        [false],
+    ) else {
         return unsafe { in_full(win) };
     };
     call.recalled(
@@ -40020,9 +41236,11 @@ pub unsafe extern "C" fn MPI_Win_unlock(rank: c_int, win: MPI_Win) -> c_int {
         )
     }
     let real = crate::pmpi::MPI_Win_unlock();
-    let Some(call) = Call::recalling(func::MPI_Win_unlock, move |k: &InputWords| {
-        [i64::from(rank) as u64, k.handle(HandleKind::Win, win)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Win_unlock,
+        move |k: &InputWords| [i64::from(rank) as u64, k.handle(HandleKind::Win, win)],
+        [true, false],
+    ) else {
         return unsafe { in_full(rank, win) };
     };
     call.recalled(
@@ -40063,9 +41281,11 @@ pub unsafe extern "C" fn MPI_Win_unlock_all(win: MPI_Win) -> c_int {
         )
     }
     let real = crate::pmpi::MPI_Win_unlock_all();
-    let Some(call) = Call::recalling(func::MPI_Win_unlock_all, move |k: &InputWords| {
-        [k.handle(HandleKind::Win, win)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Win_unlock_all,
+        move |k: &InputWords| [k.handle(HandleKind::Win, win)],
+        [false],
+    ) else {
         return unsafe { in_full(win) };
     };
     call.recalled(
@@ -40104,9 +41324,11 @@ pub unsafe extern "C" fn MPI_Win_wait(win: MPI_Win) -> c_int {
         )
     }
     let real = crate::pmpi::MPI_Win_wait();
-    let Some(call) = Call::recalling(func::MPI_Win_wait, move |k: &InputWords| {
-        [k.handle(HandleKind::Win, win)]
-    }) else {
+    let Some(call) = Call::recalling(
+        func::MPI_Win_wait,
+        move |k: &InputWords| [k.handle(HandleKind::Win, win)],
+        [false],
+    ) else {
         return unsafe { in_full(win) };
     };
     call.recalled(
