@@ -20,10 +20,39 @@ pub fn tracer() -> PathBuf {
         .join("libmpigram.so");
     assert!(
         lib.is_file(),
-        "{} is missing: cargo builds it with this crate",
+        "{} is missing: `cargo build -p mpigram-tracer` builds it",
         lib.display()
     );
+    // `cargo test` does not build a cdylib: after a change to the tracer,
+    // these tests would preload the library as it was.
+    let built = modified(&lib);
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    if let Some(newer) = newest_file(&src).filter(|(at, _)| *at > built) {
+        panic!(
+            "{} is older than {}: run `cargo build -p mpigram-tracer` first",
+            lib.display(),
+            newer.1.display()
+        );
+    }
     lib
+}
+
+fn modified(path: &Path) -> std::time::SystemTime {
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The most recently modified file under `dir`, and when.
+fn newest_file(dir: &Path) -> Option<(std::time::SystemTime, PathBuf)> {
+    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    entries
+        .map(|e| e.expect("a directory entry").path())
+        .filter_map(|path| match path.is_dir() {
+            true => newest_file(&path),
+            false => Some((modified(&path), path)),
+        })
+        .max_by_key(|(at, _)| *at)
 }
 
 /// A traced run of `program` on `ranks` ranks, in verification mode unless
