@@ -231,7 +231,17 @@ impl Expect {
         if ok {
             Ok(())
         } else {
-            Err(format!("expected {self}, got {status}"))
+            // What the launcher and the ranks said last: a rare outcome
+            // can then be told from the error alone.
+            let last = |text: &str| {
+                let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+                lines[lines.len().saturating_sub(4)..].join(" | ")
+            };
+            Err(format!(
+                "expected {self}, got {status}; stdout ends: {}; stderr ends: {}",
+                last(&run.stdout),
+                last(&run.stderr)
+            ))
         }
     }
 }
