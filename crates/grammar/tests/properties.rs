@@ -154,16 +154,20 @@ proptest! {
         prop_assert_eq!(it.collect::<Vec<_>>(), &input[k as usize..]);
     }
 
-    /// A loop of N iterations, any body, costs the same for every large N,
-    /// exactly, when iterations do not fold into each other at their seams
-    /// (the body's last terminal differs from its first). For small N the
-    /// grammar may still be settling on the loop's phase.
+    /// A loop of N iterations whose iterations do not fold into each other
+    /// at their seams (the body's last terminal differs from its first)
+    /// never grows with N. Loops nested in the body can still make Sequitur
+    /// lock onto a small multiple k of the loop's period (the persisted
+    /// case: the body `[2 1 (2 2 1)^3]^5 1 9` takes 21 rules at even N and
+    /// 20 at odd N), so the size may depend on N mod k, as where seams fold
+    /// (below); 120 is a multiple of every k up to 6.
     #[test]
     fn loop_size_does_not_depend_on_trips(mut body in prop::collection::vec(shape(5), 1..4), prefix in prop::collection::vec(5u32..8, 0..3)) {
         // End the body with a terminal found nowhere else: no seam can fold.
         body.push(Shape::Call(9));
-        let sizes = loop_sizes(&prefix, &body, &[64, 101, 1000]);
-        prop_assert!(sizes.windows(2).all(|w| w[0] == w[1]), "sizes {:?}", sizes);
+        let near = loop_sizes(&prefix, &body, &[120, 121]);
+        let far = loop_sizes(&prefix, &body, &[480, 481]);
+        prop_assert_eq!(&near, &far);
     }
 
     /// Where iterations fold at their seams (`... x | x ...` becomes `x^2`),
