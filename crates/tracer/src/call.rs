@@ -175,6 +175,15 @@ pub fn call_in_progress() -> Option<FuncId> {
 #[inline(always)]
 pub fn cold_path() {}
 
+/// Names `func` as the call in progress, for the crash journal: one store
+/// of a constant (see IN_CALL).
+#[inline(always)]
+fn note_in_call(func: FuncId) {
+    // SAFETY: IN_CALL points to a static or to the journal's mapping, which
+    // is never unmapped.
+    unsafe { &*IN_CALL.load(Relaxed) }.store(mpigram_trace::journal::in_call_word(func), Relaxed);
+}
+
 /// A traced call in progress.
 pub struct Call {
     start: u64,
@@ -205,8 +214,8 @@ impl Call {
     }
 
     /// [`begin`](Call::begin) for a wrapper with a key (memo.rs), without
-    /// starting the clock: [`start_keyed`](Call::start_keyed) does, once
-    /// the call's input words are known.
+    /// starting the clock: [`keyed`](Call::keyed) does, once the call's
+    /// input words are compared with the memo's.
     #[inline(always)]
     pub fn enter(func: FuncId) -> Option<Call> {
         let mode = MODE.load(Relaxed);
@@ -221,11 +230,7 @@ impl Call {
             return None;
         }
         noted.store(tag | IN_MPI, Relaxed);
-        // One store of a constant: the call in progress (see IN_CALL).
-        // SAFETY: IN_CALL points to a static or to the journal's mapping,
-        // which is never unmapped.
-        unsafe { &*IN_CALL.load(Relaxed) }
-            .store(mpigram_trace::journal::in_call_word(func), Relaxed);
+        note_in_call(func);
         Some(Call {
             start: 0,
             flag,
@@ -264,9 +269,7 @@ impl Call {
         }
         let tag = thread_tag();
         SERIAL.store(tag | IN_MPI, Relaxed);
-        // SAFETY: as in `enter`.
-        unsafe { &*IN_CALL.load(Relaxed) }
-            .store(mpigram_trace::journal::in_call_word(func), Relaxed);
+        note_in_call(func);
         Some(Call {
             start: 0,
             flag: &raw const SERIAL,
