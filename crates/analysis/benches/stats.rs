@@ -81,6 +81,7 @@ fn trace(ranks: u32, signatures: Vec<Vec<u8>>, rules: Vec<Vec<Run>>) -> Trace {
                     (t, s)
                 })
                 .collect(),
+            gaps: Default::default(),
             comms: Vec::new(),
             times: Default::default(),
         })

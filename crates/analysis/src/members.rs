@@ -224,6 +224,7 @@ mod tests {
                 ended_in: None,
             },
             stats: Vec::new(),
+            gaps: Default::default(),
             comms,
             times: Default::default(),
         }

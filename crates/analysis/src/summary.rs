@@ -182,6 +182,7 @@ mod tests {
             signatures: vec![b"sig".to_vec()],
             grammar: grammar.grammar(0),
             stats: vec![Default::default()],
+            gaps: Default::default(),
             comms: Vec::new(),
             times: Default::default(),
         };

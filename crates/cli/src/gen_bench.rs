@@ -15,8 +15,9 @@ pub struct Args {
     #[arg(short, long)]
     out: PathBuf,
     /// Computation between calls: none, the mean gap before each call
-    /// signature, or the recorded gaps per call site (needs per-call timing;
-    /// falls back to mean with aggregated timing).
+    /// signature, or the recorded gaps per call site (from per-call times,
+    /// or from the default's aggregated timing by the calls before each
+    /// site; traces older than that fall back to mean).
     #[arg(long, value_enum, default_value_t = ComputeArg::Recorded)]
     compute: ComputeArg,
     /// Multiplies every computation time.

@@ -195,7 +195,7 @@ fn class_delays(trace: &Trace, grammar: &Grammar, classes: &[Vec<u32>], delays: 
             };
             // A first call on its own as timing.rs decides it for a site;
             // else every call waits the mean.
-            let delay = if timing::apart(first, rest) {
+            let delay = if timing::apart_s(first, rest) {
                 Delay { first, rest }
             } else {
                 let mean = (first + sum) / (later + 1) as f64;

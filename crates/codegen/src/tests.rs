@@ -396,6 +396,54 @@ fn aggregated_timing_waits_each_signatures_recorded_gap() {
     );
 }
 
+#[test]
+fn aggregated_timing_places_computation_by_the_call_before_and_the_first_call() {
+    // A barrier after 1 ms of computation when MPI_Comm_rank gave 1 before
+    // it, after 10 µs when it gave 2, and after 20 ms of start-up the first
+    // time: per signature, 0.5 ms before each would be waited everywhere.
+    let mut calls = vec![init(), comm_rank(0)];
+    for _ in 0..10 {
+        calls.extend([comm_rank(1), barrier(), comm_rank(2), barrier()]);
+    }
+    calls.push(finalize());
+    let mut t = trace_of(vec![calls], 1_000_000_000);
+    let term = |s: Signature| {
+        let bytes = s.encode();
+        t.signatures.iter().position(|b| *b == bytes).unwrap() as u32
+    };
+    let (b, one, two) = (term(barrier()), term(comm_rank(1)), term(comm_rank(2)));
+    let after_one = 20_000_000 + 9 * 1_000_000;
+    let after_two = 10 * 10_000;
+    let part = &mut t.ranks[0];
+    let stats = &mut part.stats.iter_mut().find(|(u, _)| *u == b).unwrap().1;
+    stats.gap_ns = after_one + after_two;
+    part.gaps = mpigram_trace::Gaps {
+        pairs: vec![
+            mpigram_trace::PairGap {
+                terminal: b,
+                pred: one,
+                gap_ns: after_one,
+            },
+            mpigram_trace::PairGap {
+                terminal: b,
+                pred: two,
+                gap_ns: after_two,
+            },
+        ],
+        firsts: vec![(b, 20_000_000)],
+    };
+    let bench = generate(&t, &options(Compute::Recorded)).unwrap();
+    let src = &bench.source;
+    assert!(src.contains(", 2.000e-2) : 1.000e-3);"), "{src}");
+    assert!(src.contains("spin(1.000e-5);"), "{src}");
+    assert!(src.contains("by the calls before it"), "{src}");
+    assert!(bench.notes.is_empty(), "{:?}", bench.notes);
+    // Asked for the mean per signature: 1.5 ms before each barrier.
+    let bench = generate(&t, &options(Compute::Mean)).unwrap();
+    assert!(bench.source.contains("spin(1.455e-3);"), "{}", bench.source);
+    assert!(!bench.source.contains("first_"), "{}", bench.source);
+}
+
 /// `calls` on one rank with lossless times: each call lasts 1 µs and
 /// follows the gap given with it (nanoseconds).
 fn timed_trace(calls: Vec<(Signature, u64)>) -> Trace {

@@ -8,11 +8,13 @@
 //! calls (their sum, their number, the first one). [`gaps`] builds it from
 //! whatever timing the trace has: per-call times (lossless, or lossy), or
 //! the aggregated timing of the default, which keeps per signature and rank
-//! the gap before its calls: each site then waits its signature's mean gap
-//! on that rank (a site called with different computation before it than
-//! other sites of the same signature gets their mean; traces written before
+//! the gap before its calls and where it was ([`mpigram_trace::Gaps`]: by
+//! the signature of the call before, and before the first call): each site
+//! then waits the mean gaps of its calls' predecessors, counted on the
+//! grammar ([`GapPlaces`]). Traces without where the gaps were have each
+//! site wait its signature's mean gap on the rank; traces written before
 //! the gap was recorded spread the rank's time outside MPI evenly over its
-//! calls).
+//! calls.
 //!
 //! - [`Compute::Recorded`]: each site waits the mean gap before its calls on
 //!   each rank: the sum over the site is the recorded sum, so each loop, and
@@ -31,7 +33,7 @@
 
 use mpigram_analysis::timeline::{Source, Span, rank_spans};
 use mpigram_grammar::{Grammar, RuleId, Symbol};
-use mpigram_trace::{RankPart, Trace};
+use mpigram_trace::{RankPart, Trace, apart};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 /// How computation between calls is reproduced.
@@ -250,14 +252,15 @@ impl LossyBins {
     }
 }
 
-/// From aggregated timing: each site's gaps are its signature's mean gap on
-/// the rank, counted on the grammar (no call is expanded). The gap before
-/// a signature's calls includes the one after MPI_Init, spread over all of
-/// them: the application's computation there (the tracer counts it from
-/// the end of its own start-up; in traces written before that, the
-/// start-up too).
+/// From aggregated timing: each site's gaps are its calls' predecessors'
+/// mean gaps where the rank kept them ([`GapPlaces`]), else its signature's
+/// mean gap on the rank, counted on the grammar (no call is expanded). The
+/// gap before a signature's calls includes the one after MPI_Init: the
+/// application's computation there (the tracer counts it from the end of
+/// its own start-up; in traces written before that, the start-up too).
 fn aggregated_gaps(trace: &Trace, part: &RankPart, start: RuleId) -> RankGaps {
     let (mean_gap, measured) = signature_gaps(part);
+    let places = GapPlaces::of(trace, part, start);
     let g = &trace.grammar;
     let mut sites: FxHashMap<Site, SiteGap> = FxHashMap::default();
     let mut terminals: FxHashMap<Site, u32> = FxHashMap::default();
@@ -269,19 +272,22 @@ fn aggregated_gaps(trace: &Trace, part: &RankPart, start: RuleId) -> RankGaps {
             if let Symbol::Terminal(t) = run.symbol {
                 let site = (rule as RuleId, idx as u32);
                 let n = uses.saturating_mul(run.count);
-                let each = mean_gap(t);
-                // A signature with no gap before its calls (MPI_Init's) had
-                // none measured: it does not set the rank's floor.
-                let gap = (each > 0.0 || !measured).then_some(each);
-                sites.insert(
-                    site,
-                    SiteGap {
-                        calls: n,
-                        measured: if gap.is_some() { n } else { 0 },
-                        sum: each * n as f64,
-                        first: gap,
-                    },
-                );
+                let gap = match places.as_ref().and_then(|p| p.site(site, t, n)) {
+                    Some(gap) => gap,
+                    None => {
+                        let each = mean_gap(t);
+                        // A signature with no gap before its calls (MPI_Init's)
+                        // had none measured: it does not set the rank's floor.
+                        let gap = (each > 0.0 || !measured).then_some(each);
+                        SiteGap {
+                            calls: n,
+                            measured: if gap.is_some() { n } else { 0 },
+                            sum: each * n as f64,
+                            first: gap,
+                        }
+                    }
+                };
+                sites.insert(site, gap);
                 terminals.insert(site, t);
             }
         }
@@ -290,6 +296,166 @@ fn aggregated_gaps(trace: &Trace, part: &RankPart, start: RuleId) -> RankGaps {
         sites,
         measured,
         terminals,
+    }
+}
+
+/// Where a rank's gaps were, beyond each signature's mean
+/// ([`mpigram_trace::Gaps`]): the mean gaps of the signatures that follow
+/// more than one other, by predecessor, and the first calls whose gap is
+/// apart from their later ones'. What each call site follows is counted on
+/// the grammar: a site's mean gap is its predecessors' means weighted by
+/// its calls after each, and the site of a signature's first call waits
+/// that call's gap once.
+struct GapPlaces {
+    /// The predecessors of each terminal run (call site), with counts.
+    runs: FxHashMap<Site, Vec<(u32, u64)>>,
+    /// The predecessor of each site's first call.
+    first_runs: FxHashMap<Site, Option<u32>>,
+    /// Mean gap (ns) after each (terminal, predecessor) pair kept, its
+    /// first call's left out where that is kept apart.
+    means: FxHashMap<(u32, u32), f64>,
+    /// Per terminal with pairs or a first call kept apart, the mean gap
+    /// (ns) of its other calls (the rest of its gap per signature).
+    rest: FxHashMap<u32, f64>,
+    /// The first calls kept apart: their site, the terminal before them,
+    /// and their gap (ns).
+    firsts: FxHashMap<u32, (Site, Option<u32>, f64)>,
+}
+
+impl GapPlaces {
+    /// `None` where the rank's trace says nothing of where its gaps were.
+    fn of(trace: &Trace, part: &RankPart, start: RuleId) -> Option<GapPlaces> {
+        let gaps = &part.gaps;
+        if gaps.is_empty() {
+            return None;
+        }
+        let g = &trace.grammar;
+        let totals = |t: u32| {
+            part.stats
+                .binary_search_by_key(&t, |&(u, _)| u)
+                .map_or((0.0, 0), |i| {
+                    (part.stats[i].1.gap_ns as f64, part.stats[i].1.count)
+                })
+        };
+        // Each site's first call, in order: a signature's first call is its
+        // first site's.
+        let first_runs: FxHashMap<Site, Option<u32>> = g.first_runs(start).into_iter().collect();
+        let mut firsts = FxHashMap::default();
+        if !gaps.firsts.is_empty() {
+            let mut first_sites: FxHashMap<u32, (Site, Option<u32>)> = FxHashMap::default();
+            for ((rule, idx), before) in g.first_runs(start) {
+                if let Some(Symbol::Terminal(t)) = g.rule(rule).get(idx as usize).map(|r| r.symbol)
+                {
+                    first_sites.entry(t).or_insert(((rule, idx), before));
+                }
+            }
+            for &(t, first) in &gaps.firsts {
+                let (gap, calls) = totals(t);
+                let first = first as f64;
+                let rest = (gap - first) / calls.saturating_sub(1).max(1) as f64;
+                if let (true, Some(&(site, before))) =
+                    (calls > 1 && apart(first, rest), first_sites.get(&t))
+                {
+                    firsts.insert(t, (site, before, first));
+                }
+            }
+        }
+        let runs = match gaps.pairs.is_empty() {
+            true => FxHashMap::default(),
+            false => g.run_predecessors(start),
+        };
+        let kept: FxHashSet<u32> = gaps.pairs.iter().map(|p| p.terminal).collect();
+        let mut counts: FxHashMap<(u32, u32), u64> = FxHashMap::default();
+        for (&(rule, idx), preds) in &runs {
+            if let Some(Symbol::Terminal(t)) = g.rule(rule).get(idx as usize).map(|r| r.symbol) {
+                if kept.contains(&t) {
+                    for &(p, k) in preds {
+                        *counts.entry((t, p)).or_default() += k;
+                    }
+                }
+            }
+        }
+        // A first call kept apart is its pair's no more.
+        let first_of = |t: u32, pred: u32| {
+            firsts
+                .get(&t)
+                .filter(|(_, before, _)| *before == Some(pred))
+                .map_or((0.0, 0), |&(_, _, f)| (f, 1))
+        };
+        let mut means = FxHashMap::default();
+        let mut taken: FxHashMap<u32, (f64, u64)> = FxHashMap::default();
+        for p in &gaps.pairs {
+            let (first, one) = first_of(p.terminal, p.pred);
+            let calls = counts.get(&(p.terminal, p.pred)).copied().unwrap_or(0);
+            let calls = calls.saturating_sub(one);
+            // A pair the grammar does not make is a summary's for other ranks.
+            if calls > 0 {
+                let gap = (p.gap_ns as f64 - first).max(0.0);
+                means.insert((p.terminal, p.pred), gap / calls as f64);
+                let t = taken.entry(p.terminal).or_default();
+                t.0 += gap;
+                t.1 += calls;
+            }
+        }
+        let rest = kept
+            .iter()
+            .chain(firsts.keys())
+            .map(|&t| {
+                let (mut gap, mut calls) = totals(t);
+                if let Some(&(_, _, first)) = firsts.get(&t) {
+                    gap -= first;
+                    calls -= 1;
+                }
+                let (pairs_gap, pairs_calls) = taken.get(&t).copied().unwrap_or_default();
+                let left = (gap - pairs_gap).max(0.0);
+                (t, left / calls.saturating_sub(pairs_calls).max(1) as f64)
+            })
+            .collect();
+        Some(GapPlaces {
+            runs,
+            first_runs,
+            means,
+            rest,
+            firsts,
+        })
+    }
+
+    /// The gaps (s) before the `calls` calls of `site` (of terminal `t`),
+    /// if the rank kept where `t`'s were.
+    /// The gaps (s) before the `calls` calls of `site` (of terminal `t`),
+    /// if the rank kept where `t`'s were: each call at its predecessor's
+    /// mean. The site's first call is its own where it is the signature's
+    /// first kept apart, or where it is the site's only call after its
+    /// predecessor (a loop entered from elsewhere than its last iteration)
+    /// and that pair's mean is apart from the site's other calls'.
+    fn site(&self, site: Site, t: u32, calls: u64) -> Option<SiteGap> {
+        let rest = *self.rest.get(&t)?;
+        let mean = |p: u32| self.means.get(&(t, p)).copied().unwrap_or(rest);
+        let preds = self.runs.get(&site).map_or(&[][..], Vec::as_slice);
+        let counted: u64 = preds.iter().map(|&(_, k)| k).sum();
+        let mut sum: f64 = preds.iter().map(|&(p, k)| k as f64 * mean(p)).sum::<f64>()
+            + calls.saturating_sub(counted) as f64 * rest;
+        let mut first = sum / calls.max(1) as f64;
+        if let Some(&(_, before, f)) = self.firsts.get(&t).filter(|f| f.0 == site) {
+            // It was counted at its pair's mean, which leaves it out.
+            let counted_as = before
+                .filter(|p| preds.iter().any(|&(q, _)| q == *p))
+                .map_or(rest, mean);
+            sum += f - counted_as;
+            first = f;
+        } else if let Some(p) = self.first_runs.get(&site).copied().flatten() {
+            let f = mean(p);
+            let others = (sum - f) / calls.saturating_sub(1).max(1) as f64;
+            if calls > 1 && preds.contains(&(p, 1)) && apart(f, others) {
+                first = f;
+            }
+        }
+        Some(SiteGap {
+            calls,
+            measured: if sum > 0.0 { calls } else { 0 },
+            sum: sum * 1e-9,
+            first: Some(first * 1e-9),
+        })
     }
 }
 
@@ -336,16 +502,10 @@ pub struct Delays {
     pub note: Option<String>,
 }
 
-/// A first gap differs enough from the later ones to be waited on its own
-/// when it differs by this many seconds and this fraction of the larger.
-const FIRST_APART_S: f64 = 50e-6;
-const FIRST_APART_FRACTION: f64 = 0.25;
-
-/// Whether a site's first gap is far enough from its later ones to be
-/// waited on its own.
-pub fn apart(first: f64, rest: f64) -> bool {
-    let d = (first - rest).abs();
-    d >= FIRST_APART_S && d >= FIRST_APART_FRACTION * first.max(rest)
+/// Whether a site's first gap (s) is far enough from its later ones' mean
+/// (s) to be waited on its own ([`mpigram_trace::apart`]).
+pub fn apart_s(first: f64, rest: f64) -> bool {
+    apart(first * 1e9, rest * 1e9)
 }
 
 /// Every call of the expansion of a rule, in order, as (site, terminal).
@@ -401,12 +561,15 @@ pub fn delays(trace: &Trace, options: &crate::Options, inits: &FxHashSet<u32>) -
         return d;
     }
     let per_call = trace.ranks.iter().all(|r| r.meta.timing.per_call());
+    // Aggregated timing places computation per call site where the trace
+    // kept where its gaps were (its GAPS; older traces do not).
+    let placed = per_call || trace.ranks.iter().any(|r| !r.gaps.is_empty());
     let mut mode = compute;
-    if !per_call {
+    if !placed {
         if compute == Compute::Recorded {
             d.note = Some(
-                "the trace has aggregated timing only: --compute recorded falls back to mean \
-                 (record with --timing lossless or lossy for per-call-site computation)"
+                "the trace keeps its aggregated timing per signature only (an older trace): \
+                 --compute recorded falls back to mean"
                     .into(),
             );
         }
@@ -446,7 +609,7 @@ pub fn delays(trace: &Trace, options: &crate::Options, inits: &FxHashSet<u32>) -
         };
         let less = |s: f64| scale * (s - floor).max(0.0);
         for (site, gap) in g.sites {
-            let delay = match gap.first_and_rest().filter(|(f, r)| apart(*f, *r)) {
+            let delay = match gap.first_and_rest().filter(|(f, r)| apart_s(*f, *r)) {
                 Some((first, rest)) => Delay {
                     first: less(first),
                     rest: less(rest),
@@ -461,8 +624,10 @@ pub fn delays(trace: &Trace, options: &crate::Options, inits: &FxHashSet<u32>) -
     }
     let source = if spread {
         "aggregated timing: each rank's time outside MPI spread evenly over its calls"
-    } else if !per_call {
+    } else if !per_call && mode == Compute::Mean {
         "aggregated timing: mean gap before each call signature, per rank"
+    } else if !per_call {
+        "aggregated timing: mean gap before each call site, by the calls before it, per rank (a first call after longer computation on its own)"
     } else if mode == Compute::Mean {
         "per-call timing: mean gap before each call signature, per rank"
     } else {

@@ -32,7 +32,7 @@ pub use edit::{
 };
 pub use samples::{
     arb_signature, arb_value, sample_rank_file, sample_rank_trace, sample_run_file,
-    sample_signatures,
+    sample_signatures, sample_summary_file,
 };
 
 use proptest::test_runner::{Config, FileFailurePersistence};

@@ -8,7 +8,8 @@ use mpigram_mpispec::{
 };
 use mpigram_trace::timing::{Bins, ColumnWriter, DEFAULT_BASE, ExactWriter, LossyClock};
 use mpigram_trace::{
-    Bases, CallStats, CallTimes, ClockSync, CommEntry, Ending, RankMeta, RankTrace, Timing, Trace,
+    Bases, CallStats, CallTimes, ClockSync, CommEntry, Ending, Gaps, PairGap, RankMeta, RankTrace,
+    Timing, Trace,
 };
 use proptest::prelude::*;
 use std::sync::OnceLock;
@@ -315,6 +316,23 @@ pub fn sample_rank_trace(rank: u32) -> RankTrace {
         signatures,
         grammar: s.grammar(rank),
         stats,
+        // The loop's first call follows the prologue once, the loop's last
+        // call after that; its first call after the prologue's long gap.
+        gaps: Gaps {
+            pairs: vec![
+                PairGap {
+                    terminal: 4,
+                    pred: 3,
+                    gap_ns: 7,
+                },
+                PairGap {
+                    terminal: 4,
+                    pred: 9,
+                    gap_ns: 5,
+                },
+            ],
+            firsts: vec![(4, 7)],
+        },
         comms: vec![comm(7, 0, 2), comm(9, 1, 1)],
         times: sample_times(rank, calls),
     }
@@ -370,10 +388,63 @@ pub fn sample_run_file() -> &'static [u8] {
     })
 }
 
+/// The two sample ranks with aggregated timing only (calls counted as the
+/// grammar has them), merged and summarised as by default, with gaps by
+/// predecessor and a first call kept (rank timing 4), as `trace.mgr` bytes.
+pub fn sample_summary_file() -> &'static [u8] {
+    static FILE: OnceLock<Vec<u8>> = OnceLock::new();
+    FILE.get_or_init(|| {
+        let rank = |r: u32| {
+            let mut t = sample_rank_trace(r);
+            t.meta.timing = Timing::default();
+            t.times = CallTimes::default();
+            let start = t.grammar.start(r).expect("the rank's stream");
+            for (term, count) in t.grammar.terminal_counts(start) {
+                t.stats[term as usize].count = count;
+            }
+            // Signature 4 follows 3 once and 9 after: 4 ms of the 9 ms run.
+            t.stats[4].gap_ns = 4_000_000;
+            t.gaps = Gaps {
+                pairs: vec![
+                    PairGap {
+                        terminal: 4,
+                        pred: 3,
+                        gap_ns: 3_000_000,
+                    },
+                    PairGap {
+                        terminal: 4,
+                        pred: 9,
+                        gap_ns: 1_000_000,
+                    },
+                ],
+                firsts: vec![(4, 2_500_000)],
+            };
+            Trace::from_rank(t)
+        };
+        let mut run = rank(0);
+        run.absorb(rank(1)).expect("two ranks merge");
+        run.share().expect("shared");
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        std::fs::read(run.write(dir.path()).expect("written")).expect("read back")
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use mpigram_mpispec::decode_signature;
+
+    #[test]
+    fn the_summary_sample_keeps_its_gaps_summarised() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("trace.mgr"), sample_summary_file()).unwrap();
+        let t = Trace::open(dir.path()).unwrap();
+        assert_eq!(t.rank_stats, mpigram_trace::RankStats::Summary);
+        for part in &t.ranks {
+            assert_eq!(part.gaps.pairs.len(), 2, "rank {}", part.meta.rank);
+            assert!(part.gaps.first(4).is_some(), "rank {}", part.meta.rank);
+        }
+    }
 
     #[test]
     fn samples_decode_and_cover_every_kind_of_value() {

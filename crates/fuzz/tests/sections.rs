@@ -55,7 +55,14 @@ fn each_section_damaged(file: &str, sample: &[u8]) -> Vec<&'static str> {
 #[test]
 fn each_section_of_a_whole_run_file_damaged_is_named() {
     let names = each_section_damaged(RUN_FILE_NAME, sample_run_file());
-    for expected in ["RUN", "PARTS", "CALL_STATS", "LOSSY_TIMES", "EXACT_TIMES"] {
+    for expected in [
+        "RUN",
+        "PARTS",
+        "CALL_STATS",
+        "GAPS",
+        "LOSSY_TIMES",
+        "EXACT_TIMES",
+    ] {
         assert!(names.contains(&expected), "{names:?}");
     }
 }
@@ -69,6 +76,7 @@ fn each_section_of_a_rank_file_damaged_is_named() {
         "SIGNATURES",
         "GRAMMAR",
         "CALL_STATS",
+        "GAPS",
         "COMMS",
         "LOSSY_TIMES",
         "EXACT_TIMES",

@@ -133,8 +133,10 @@ proptest! {
     /// The whole-run file, edited behind valid checksums: a one-line error
     /// naming it, or a trace the tools can use.
     #[test]
-    fn edited_whole_run_files(edit in file_edit()) {
-        let bytes = apply_file_edit(sample_run_file(), &edit);
+    fn edited_whole_run_files(edit in file_edit(), summarised in any::<bool>()) {
+        // Every rank's own timing, or the default summary with its gaps.
+        let sample = if summarised { sample_summary_file() } else { sample_run_file() };
+        let bytes = apply_file_edit(sample, &edit);
         let input_len = bytes.len();
         let run = bounded(move || {
             let dir = tempfile::tempdir().unwrap();

@@ -297,6 +297,102 @@ impl Grammar {
         }
     }
 
+    /// For each terminal run of a rule that `root` expands (its rule and
+    /// index in the rule's body), how many of the run's occurrences in one
+    /// expansion of `root` follow each terminal: (terminal before, count),
+    /// from the grammar alone. The first occurrence of all follows none and
+    /// is not counted; nor are occurrences whose predecessor is not among
+    /// the first [`MAX_PREDECESSORS`] of their rule's (a grammar whose
+    /// rules are entered after that many different terminals), so the
+    /// counts of a run sum to its occurrences or fewer.
+    pub fn run_predecessors(&self, root: RuleId) -> FxHashMap<(RuleId, u32), Vec<(u32, u64)>> {
+        let uses = self.rule_uses(root);
+        let last = self.last_terminals();
+        let last_of = |symbol: Symbol| match symbol {
+            Symbol::Terminal(t) => t,
+            Symbol::Rule(c) => last[c as usize],
+        };
+        // The terminals before each expansion of a rule, parents first.
+        let mut entries: Vec<Vec<(u32, u64)>> = vec![Vec::new(); self.num_rules()];
+        let mut runs = FxHashMap::default();
+        for rule in (0..self.num_rules()).rev() {
+            let n = uses[rule];
+            if n == 0 {
+                continue;
+            }
+            let entry = std::mem::take(&mut entries[rule]);
+            let mut before: Option<Symbol> = None;
+            for (i, run) in self.rule(rule as RuleId).iter().enumerate() {
+                let mut preds = match before {
+                    None => entry.clone(),
+                    Some(symbol) => vec![(last_of(symbol), n)],
+                };
+                if run.count > 1 {
+                    let again = n.saturating_mul(run.count - 1);
+                    add_predecessor(&mut preds, last_of(run.symbol), again);
+                }
+                match run.symbol {
+                    Symbol::Terminal(_) => {
+                        runs.insert((rule as RuleId, i as u32), preds);
+                    }
+                    Symbol::Rule(c) => {
+                        for (t, k) in preds {
+                            add_predecessor(&mut entries[c as usize], t, k);
+                        }
+                    }
+                }
+                before = Some(run.symbol);
+            }
+        }
+        runs
+    }
+
+    /// The last terminal of each rule's expansion (0 for an empty rule).
+    fn last_terminals(&self) -> Vec<u32> {
+        // Children before parents.
+        let mut last = vec![0u32; self.num_rules()];
+        for rule in 0..self.num_rules() {
+            last[rule] = match self.rule(rule as RuleId).last().map(|r| r.symbol) {
+                Some(Symbol::Terminal(t)) => t,
+                Some(Symbol::Rule(c)) => last[c as usize],
+                None => 0,
+            };
+        }
+        last
+    }
+
+    /// Every terminal run (rule and index in its body) that one expansion
+    /// of `root` reaches, in the order of their first occurrences, each
+    /// with the terminal just before that first occurrence (none for the
+    /// first of all). Each rule's body is walked once: a rule's later
+    /// expansions hold no first occurrence.
+    pub fn first_runs(&self, root: RuleId) -> Vec<((RuleId, u32), Option<u32>)> {
+        let last = self.last_terminals();
+        let mut walked = vec![false; self.num_rules()];
+        let mut firsts = Vec::new();
+        let mut before: Option<u32> = None;
+        let mut stack: Vec<(RuleId, usize)> = vec![(root, 0)];
+        walked[root as usize] = true;
+        while let Some((rule, i)) = stack.pop() {
+            let Some(run) = self.rule(rule).get(i) else {
+                continue;
+            };
+            stack.push((rule, i + 1));
+            match run.symbol {
+                Symbol::Terminal(t) => {
+                    firsts.push(((rule, i as u32), before));
+                    before = Some(t);
+                }
+                Symbol::Rule(c) if !walked[c as usize] => {
+                    walked[c as usize] = true;
+                    stack.push((c, 0));
+                }
+                Symbol::Rule(c) => before = Some(last[c as usize]),
+            }
+        }
+        firsts
+    }
+
     /// Occurrences of each terminal in one expansion of `root`, sorted by
     /// terminal, without expanding.
     pub fn terminal_counts(&self, root: RuleId) -> Vec<(u32, u64)> {
@@ -391,5 +487,19 @@ impl std::fmt::Display for Grammar {
             writeln!(f, "stream {stream}: R{rule}")?;
         }
         Ok(())
+    }
+}
+
+/// Most terminals [`Grammar::run_predecessors`] tells apart before the
+/// expansions of one rule.
+pub const MAX_PREDECESSORS: usize = 64;
+
+/// Counts `count` more occurrences after `pred` (none past
+/// [`MAX_PREDECESSORS`] different ones).
+fn add_predecessor(preds: &mut Vec<(u32, u64)>, pred: u32, count: u64) {
+    if let Some((_, k)) = preds.iter_mut().find(|(t, _)| *t == pred) {
+        *k = k.saturating_add(count);
+    } else if preds.len() < MAX_PREDECESSORS {
+        preds.push((pred, count));
     }
 }

@@ -42,7 +42,7 @@ mod symbol;
 pub use encode::{DecodeError, Progression, progressions};
 pub use expand::Expansion;
 pub use fingerprint::{Fingerprint, Fingerprints, common_prefix};
-pub use grammar::{Grammar, GrammarError, MAX_STREAMS};
+pub use grammar::{Grammar, GrammarError, MAX_PREDECESSORS, MAX_STREAMS};
 pub use merge::{merge, share_across_streams, union};
 pub use sequitur::Sequitur;
 pub use symbol::{MAX_TERMINAL, RuleId, Run, StreamId, Symbol};

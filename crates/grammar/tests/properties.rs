@@ -94,6 +94,53 @@ fn check_round_trip(input: &[u32], g: &Grammar) {
     assert_eq!(&Grammar::decode(&bytes).unwrap(), g);
 }
 
+/// Every call of the expansion of `rule`, as (rule, run index, terminal).
+fn walk_runs(g: &Grammar, rule: u32, out: &mut Vec<(u32, u32, u32)>) {
+    for (i, run) in g.rule(rule).iter().enumerate() {
+        for _ in 0..run.count {
+            match run.symbol {
+                Symbol::Terminal(t) => out.push((rule, i as u32, t)),
+                Symbol::Rule(r) => walk_runs(g, r, out),
+            }
+        }
+    }
+}
+
+/// `run_predecessors` counts what a walk over the calls finds (inputs
+/// small enough that no rule is entered after more than MAX_PREDECESSORS
+/// different terminals).
+fn check_run_predecessors(g: &Grammar) {
+    let start = g.start(0).unwrap();
+    let mut calls = Vec::new();
+    walk_runs(g, start, &mut calls);
+    let mut walked: std::collections::BTreeMap<(u32, u32), std::collections::BTreeMap<u32, u64>> =
+        Default::default();
+    for w in calls.windows(2) {
+        let (rule, i, _) = w[1];
+        *walked
+            .entry((rule, i))
+            .or_default()
+            .entry(w[0].2)
+            .or_default() += 1;
+    }
+    let counted: std::collections::BTreeMap<(u32, u32), std::collections::BTreeMap<u32, u64>> = g
+        .run_predecessors(start)
+        .into_iter()
+        .map(|(site, preds)| (site, preds.into_iter().filter(|&(_, k)| k > 0).collect()))
+        .filter(|(_, preds): &(_, std::collections::BTreeMap<u32, u64>)| !preds.is_empty())
+        .collect();
+    assert_eq!(counted, walked);
+    // The first occurrence of each run, in order, and the call before it.
+    let mut firsts = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, &(rule, run, _)) in calls.iter().enumerate() {
+        if seen.insert((rule, run)) {
+            firsts.push(((rule, run), i.checked_sub(1).map(|j| calls[j].2)));
+        }
+    }
+    assert_eq!(g.first_runs(start), firsts);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
 
@@ -105,6 +152,16 @@ proptest! {
     #[test]
     fn random_large_alphabet(input in prop::collection::vec(0u32..1000, 0..600)) {
         check_round_trip(&input, &build_checked(&input));
+    }
+
+    #[test]
+    fn run_predecessors_are_the_expansions(input in loop_stream()) {
+        check_run_predecessors(&build(&input));
+    }
+
+    #[test]
+    fn run_predecessors_of_random_streams(input in prop::collection::vec(0u32..6, 1..300)) {
+        check_run_predecessors(&build(&input));
     }
 
     #[test]

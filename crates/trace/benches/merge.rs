@@ -100,6 +100,7 @@ fn rank_trace(rank: u32, class: u32) -> RankTrace {
         signatures,
         grammar: s.grammar(rank),
         stats,
+        gaps: Default::default(),
         comms: vec![CommEntry {
             seq: 1,
             comm: 0,

@@ -770,6 +770,9 @@ fn rebuild(
         h.ns_per_tick,
         Vec::new(),
     );
+    // The checkpoint's gaps by place (the tail's calls add to the gaps per
+    // signature only, which their readers allow for).
+    let mut gaps = Default::default();
     let (mut signatures, mut stats, mut comms, end_ns, allocations) = match base {
         Some(c) => {
             c.grammar
@@ -783,6 +786,7 @@ fn rebuild(
                 timing.0 = m.timing;
             }
             timing = (timing.0, c.times, m.ns_per_tick, m.clock_sync);
+            gaps = c.gaps;
             (
                 c.signatures,
                 c.stats,
@@ -853,6 +857,7 @@ fn rebuild(
         signatures,
         grammar: grammar.grammar(h.rank),
         stats,
+        gaps,
         comms,
         times: timing.1,
     })

@@ -16,6 +16,7 @@
 //! which [`Trace::open`] puts back in front of its calls.
 
 mod error;
+mod gaps;
 pub mod journal;
 mod meta;
 mod one_run;
@@ -28,6 +29,7 @@ pub mod summary;
 pub mod timing;
 
 pub use error::Error;
+pub use gaps::{Gaps, PairGap, apart};
 pub use journal::{recover_rank, recoverable_ranks};
 pub use meta::{Bases, ClockSync, Ending, Lost, RankClock, RankMeta, Timing, host_name};
 pub use rank::{CallStats, CallTimes, CommEntry, NO_RANK, RankTrace};
@@ -65,6 +67,10 @@ pub mod section {
     /// Whole-run file: each rank's metadata and communicator log, per
     /// chunk of ranks.
     pub const PARTS: u32 = 12;
+    /// Where the computation before the calls was ([`Gaps`](crate::Gaps)):
+    /// in a rank file, and per chunk of ranks in a whole-run file that
+    /// keeps every rank's timing.
+    pub const GAPS: u32 = 13;
 
     /// A section kind's name, for people.
     pub fn name(kind: u32) -> &'static str {
@@ -79,6 +85,7 @@ pub mod section {
             PARTS => "PARTS",
             LOSSY_TIMES => "LOSSY_TIMES",
             EXACT_TIMES => "EXACT_TIMES",
+            GAPS => "GAPS",
             _ => "unknown",
         }
     }

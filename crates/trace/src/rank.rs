@@ -2,8 +2,8 @@
 //! part in the merge at MPI_Finalize, and what the merge starts from.
 
 use crate::{
-    Error, FILE_KIND_RANK, RANK_FILE_SUFFIX, RankMeta, Timing, rank_file_name, rank_in_file_name,
-    section,
+    Error, FILE_KIND_RANK, Gaps, RANK_FILE_SUFFIX, RankMeta, Timing, rank_file_name,
+    rank_in_file_name, section,
 };
 use mpigram_format::{Codec, NewSection, TraceFile, flags, write_file};
 use mpigram_grammar::{Grammar, Symbol};
@@ -104,6 +104,9 @@ pub struct RankTrace {
     pub grammar: Grammar,
     /// Aggregated timing per terminal.
     pub stats: Vec<CallStats>,
+    /// Where the computation before its calls was (empty where not
+    /// recorded).
+    pub gaps: Gaps,
     /// The rank's place in its communicators, in call order.
     pub comms: Vec<CommEntry>,
     /// Per-call timing, when recorded (`meta.timing` says which).
@@ -152,6 +155,11 @@ impl RankTrace {
             (section::CALL_STATS, 0, stats.as_slice(), Codec::Zstd).into(),
             (section::COMMS, 0, comms.as_slice(), Codec::Zstd).into(),
         ];
+        let mut gaps = Vec::new();
+        if !self.gaps.is_empty() {
+            self.gaps.encode(&mut gaps);
+            sections.push((section::GAPS, 0, gaps.as_slice(), Codec::Zstd).into());
+        }
         let timing = &self.meta.timing;
         for (recorded, kind, bytes) in [
             (
@@ -206,11 +214,23 @@ impl RankTrace {
         let comms = decode_comms(&mut r).map_err(bad(section::COMMS))?;
         r.finish().map_err(bad(section::COMMS))?;
         let times = read_times(&file, &meta.timing)?;
+        // Absent where the rank recorded none (and in older files).
+        let gaps = match file.find(section::GAPS, 0) {
+            Some(_) => {
+                let bytes = file.section(section::GAPS, 0)?;
+                let mut r = ByteReader::new(&bytes);
+                let gaps = Gaps::decode(&mut r).map_err(bad(section::GAPS))?;
+                r.finish().map_err(bad(section::GAPS))?;
+                gaps
+            }
+            None => Gaps::default(),
+        };
         let trace = RankTrace {
             meta,
             signatures,
             grammar,
             stats,
+            gaps,
             comms,
             times,
         };
@@ -235,7 +255,7 @@ impl RankTrace {
                 self.stats.len()
             ));
         }
-        Ok(())
+        self.gaps.check(n)
     }
 
     /// The rank's calls, as signature bytes, in order.

@@ -12,7 +12,8 @@
 //! reach MPI_Finalize, or runs with the merge turned off).
 
 use crate::{
-    CallStats, CallTimes, CommEntry, Error, FILE_KIND_RUN, RankClock, RankMeta, RankTrace, section,
+    CallStats, CallTimes, CommEntry, Error, FILE_KIND_RUN, Gaps, RankClock, RankMeta, RankTrace,
+    section,
 };
 use mpigram_format::{Codec, NewSection, TraceFile, flags};
 use mpigram_grammar::{Grammar, share_across_streams, union};
@@ -29,6 +30,8 @@ pub struct RankPart {
     /// Timing of each signature the rank called: (terminal, stats), by
     /// terminal.
     pub stats: Vec<(u32, CallStats)>,
+    /// Where the computation before its calls was.
+    pub gaps: Gaps,
     /// The rank's place in its communicators, in call order.
     pub comms: Vec<CommEntry>,
     /// Its per-call times, as stored (empty where not recorded).
@@ -103,6 +106,7 @@ impl Trace {
             ranks: vec![RankPart {
                 meta: rank.meta,
                 stats,
+                gaps: rank.gaps,
                 comms: rank.comms,
                 times: rank.times,
             }],
@@ -163,6 +167,7 @@ impl Trace {
                 signatures,
                 grammar: grammar.grammar(r as u32),
                 stats,
+                gaps: Gaps::default(),
                 comms,
                 times: CallTimes::default(),
             })
@@ -225,6 +230,7 @@ impl Trace {
                 *t = renumber[*t as usize];
             }
             part.stats.sort_unstable_by_key(|&(t, _)| t);
+            part.gaps.renumber(|t| renumber[t as usize]);
             self.ranks.push(part);
         }
         self.ranks.sort_by_key(|r| r.meta.rank);

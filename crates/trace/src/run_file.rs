@@ -15,9 +15,9 @@ use crate::rank::{
     bad_section, check_funcs, check_signatures, check_times, checked_name, decode_stats,
     encode_funcs, encode_stats,
 };
-use crate::summary::{Coding, Quantum, TimingSummary};
+use crate::summary::{Coding, GapSummary, Quantum, TimingSummary};
 use crate::{
-    CallTimes, ClockSync, CommEntry, Error, RankClock, RankMeta, RankPart, RankStats, Trace,
+    CallTimes, ClockSync, CommEntry, Error, Gaps, RankClock, RankMeta, RankPart, RankStats, Trace,
     section,
 };
 use mpigram_format::TraceFile;
@@ -39,6 +39,10 @@ pub const RANKS_PER_CHUNK: usize = 64;
 const RANK_TIMING_ABSOLUTE: u32 = 1;
 const RANK_TIMING_RELATIVE: u32 = 2;
 const RANK_TIMING_COMPACT: u32 = 3;
+/// The compact summary followed by where the gaps were, summarised
+/// ([`GapSummary`]), where some signature follows more than one other or
+/// its first call is apart from the others.
+const RANK_TIMING_COMPACT_PAIRS: u32 = 4;
 
 /// In a summarised file, start and end times are kept to a unit of about
 /// the run's wall time divided by this (a power of two of nanoseconds).
@@ -91,10 +95,17 @@ impl Trace {
         if summary {
             // A power of two: its exponent.
             run.put_u32(unit.ilog2());
-            run.put_u32(RANK_TIMING_COMPACT);
             let q = Quantum::of_unit(unit);
-            TimingSummary::of(&self.ranks, self.signatures.len(), wall_ns(&self.ranks), q)
-                .encode(&mut run);
+            let wall = wall_ns(&self.ranks);
+            let pairs = GapSummary::of(&self.ranks, wall, q);
+            run.put_u32(match pairs.is_empty() {
+                true => RANK_TIMING_COMPACT,
+                false => RANK_TIMING_COMPACT_PAIRS,
+            });
+            TimingSummary::of(&self.ranks, self.signatures.len(), wall, q).encode(&mut run);
+            if !pairs.is_empty() {
+                pairs.encode(&mut run, q);
+            }
         } else {
             run.put_u64(unit);
             run.put_u32(0);
@@ -130,6 +141,11 @@ impl Trace {
                     }
                 }
                 out.push((section::CALL_STATS, chunk, stats));
+                if parts.iter().any(|r| !r.gaps.is_empty()) {
+                    let mut gaps = Vec::new();
+                    parts.iter().for_each(|r| r.gaps.encode(&mut gaps));
+                    out.push((section::GAPS, chunk, gaps));
+                }
             }
             for (recorded, kind, lossy) in [
                 (lossy, section::LOSSY_TIMES, true),
@@ -221,14 +237,15 @@ impl Trace {
         let unit_at = r.position();
         let unit = r.u64().map_err(bad(section::RUN))?;
         let at = r.position();
-        let coding = match r.u32().map_err(bad(section::RUN))? {
+        let rank_timing = r.u32().map_err(bad(section::RUN))?;
+        let coding = match rank_timing {
             0 => None,
             RANK_TIMING_ABSOLUTE => Some(Coding::Absolute),
             RANK_TIMING_RELATIVE => Some(Coding::Relative),
-            RANK_TIMING_COMPACT => Some(Coding::Compact),
+            RANK_TIMING_COMPACT | RANK_TIMING_COMPACT_PAIRS => Some(Coding::Compact),
             other => {
                 let message = format!(
-                    "byte {at}: rank timing {other} is not 0 to 3 (written by a newer mpigram?)"
+                    "byte {at}: rank timing {other} is not 0 to 4 (written by a newer mpigram?)"
                 );
                 return Err(Error::payload(&name, section::RUN, message));
             }
@@ -252,6 +269,12 @@ impl Trace {
                     .map_err(bad(section::RUN))?,
             ),
             None => None,
+        };
+        let pair_summary = match rank_timing {
+            RANK_TIMING_COMPACT_PAIRS => Some(
+                GapSummary::decode(&mut r, signatures.len(), quantum).map_err(bad(section::RUN))?,
+            ),
+            _ => None,
         };
         let chunk_ranks = |chunk: usize| -> Vec<u32> {
             progressions
@@ -299,6 +322,9 @@ impl Trace {
             summary
                 .rank_stats(&grammar, &mut ranks)
                 .map_err(|m| Error::payload(&name, section::RUN, m))?;
+        }
+        if let Some(pairs) = &pair_summary {
+            pairs.rank_gaps(&mut ranks);
         }
         let trace = Trace {
             dir: PathBuf::new(),
@@ -353,6 +379,11 @@ impl Trace {
                 "rank {}: timing of a call not in the signature table",
                 r.meta.rank
             ));
+        }
+        for r in &self.ranks {
+            r.gaps
+                .check(n)
+                .map_err(|m| format!("rank {}: {m}", r.meta.rank))?;
         }
         Ok(())
     }
@@ -468,6 +499,16 @@ fn read_chunk(
         }
         r.finish().map_err(bad(section::CALL_STATS))?;
     }
+    let mut all_gaps = vec![Gaps::default(); parts.len()];
+    // Absent where no rank of the chunk recorded where its gaps were.
+    if stats && file.find(section::GAPS, index).is_some() {
+        let bytes = file.section(section::GAPS, index)?;
+        let mut r = ByteReader::new(&bytes);
+        for gaps in &mut all_gaps {
+            *gaps = Gaps::decode(&mut r).map_err(bad(section::GAPS))?;
+        }
+        r.finish().map_err(bad(section::GAPS))?;
+    }
 
     let mut times = vec![CallTimes::default(); parts.len()];
     for kind in [section::LOSSY_TIMES, section::EXACT_TIMES] {
@@ -496,10 +537,12 @@ fn read_chunk(
     Ok(parts
         .into_iter()
         .zip(all_stats)
+        .zip(all_gaps)
         .zip(times)
-        .map(|(((meta, comms), stats), times)| RankPart {
+        .map(|((((meta, comms), stats), gaps), times)| RankPart {
             meta,
             stats,
+            gaps,
             comms,
             times,
         })

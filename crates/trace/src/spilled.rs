@@ -7,7 +7,7 @@
 //! difference is what its parts hold. The readers join them here, so that
 //! every tool sees one continuous sequence of calls per rank.
 
-use crate::{CallStats, Error, RankPart, RankTrace, Trace};
+use crate::{CallStats, Error, Gaps, PairGap, RankPart, RankTrace, Trace};
 use mpigram_grammar::Grammar;
 use rustc_hash::FxHashMap;
 use std::path::Path;
@@ -70,6 +70,10 @@ pub(crate) fn join_parts(
         let rank = trace.ranks[i].meta.rank;
         let mut grammars = Vec::with_capacity(parts.len());
         let mut stats: FxHashMap<u32, CallStats> = trace.ranks[i].stats.iter().copied().collect();
+        // A first call of a part is not the rank's unless no earlier part
+        // has the signature: the parts come first, in order.
+        let mut pairs: FxHashMap<(u32, u32), u64> = FxHashMap::default();
+        let mut firsts: FxHashMap<u32, u64> = FxHashMap::default();
         for part in parts {
             let renumber: Vec<u32> = part
                 .signatures
@@ -87,12 +91,41 @@ pub(crate) fn join_parts(
                     add(stats.entry(renumber[t]).or_default(), s);
                 }
             }
+            let mut gaps = part.gaps;
+            gaps.renumber(|t| renumber[t as usize]);
+            for p in gaps.pairs {
+                *pairs.entry((p.terminal, p.pred)).or_default() += p.gap_ns;
+            }
+            for (t, gap) in gaps.firsts {
+                firsts.entry(t).or_insert(gap);
+            }
             let grammar = part.grammar.with_terminals(|t| renumber[t as usize]);
             grammars.push(grammar.map_err(|e| Error::dir(dir, e))?);
         }
         let mut stats: Vec<(u32, CallStats)> = stats.into_iter().collect();
         stats.sort_unstable_by_key(|&(t, _)| t);
         trace.ranks[i].stats = stats;
+        let last = std::mem::take(&mut trace.ranks[i].gaps);
+        for p in last.pairs {
+            *pairs.entry((p.terminal, p.pred)).or_default() += p.gap_ns;
+        }
+        for (t, gap) in last.firsts {
+            firsts.entry(t).or_insert(gap);
+        }
+        let mut gaps = Gaps {
+            pairs: pairs
+                .into_iter()
+                .map(|((terminal, pred), gap_ns)| PairGap {
+                    terminal,
+                    pred,
+                    gap_ns,
+                })
+                .collect(),
+            firsts: firsts.into_iter().collect(),
+        };
+        gaps.pairs.sort_unstable();
+        gaps.firsts.sort_unstable();
+        trace.ranks[i].gaps = gaps;
         let grammar = std::mem::replace(&mut trace.grammar, Grammar::empty());
         trace.grammar = grammar
             .prepend(rank, &grammars)

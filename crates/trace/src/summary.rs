@@ -26,10 +26,11 @@
 
 use crate::meta::out_of_range;
 use crate::timing::Bins;
-use crate::{CallStats, RankPart};
+use crate::{CallStats, Gaps, PairGap, RankPart, apart};
 use mpigram_grammar::{Grammar, RuleId};
 use mpigram_varint::{ByteReader, DecodeError, PutVarint};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 /// Ratio of the bins summarised times are quantised to.
@@ -549,6 +550,198 @@ impl TimingSummary {
                 .collect::<Result<_, String>>()?;
         }
         Ok(())
+    }
+}
+
+/// Where the gaps were ([`Gaps`]), summarised across ranks: for each
+/// signature that follows more than one other on some rank, each of its
+/// pairs with the gaps of the ranks that made it, and for each signature
+/// whose first call is [`apart`] from its others on some rank, the first
+/// gaps of the ranks that call it, each as a [`Spread`] (a signature that
+/// follows one other everywhere has its gap per signature). A regular
+/// program's is as small at 10,000 ranks as at 9, and empty where no
+/// signature follows two others and no first call is apart.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GapSummary {
+    /// (terminal, predecessor, gaps), sorted.
+    pub pairs: Vec<(u32, u32, Spread)>,
+    /// (terminal, first gaps), sorted.
+    pub firsts: Vec<(u32, Spread)>,
+}
+
+impl GapSummary {
+    /// Summarises the ranks' gaps (a run of `wall_ns`, quantised to `q`).
+    /// Only what may move [`OUTLIER_SHARE`] of the run or more is kept: the
+    /// pairs of a signature with that much computation before its calls on
+    /// some rank, and first gaps that long which are not a pair's whole
+    /// (the grammar tells where a pair of one call is).
+    pub fn of(ranks: &[RankPart], wall_ns: u64, q: Quantum) -> GapSummary {
+        let least = (wall_ns as f64 * OUTLIER_SHARE) as u64;
+        let mut multi: FxHashSet<u32> = FxHashSet::default();
+        let mut apart_somewhere: FxHashSet<u32> = FxHashSet::default();
+        for part in ranks {
+            let stats = |t: u32| {
+                let i = part.stats.binary_search_by_key(&t, |&(u, _)| u).ok()?;
+                Some(part.stats[i].1)
+            };
+            for w in part.gaps.pairs.windows(2) {
+                let t = w[0].terminal;
+                if t == w[1].terminal && stats(t).is_some_and(|s| s.gap_ns >= least) {
+                    multi.insert(t);
+                }
+            }
+            for &(t, first) in &part.gaps.firsts {
+                let Some(s) = stats(t) else {
+                    continue;
+                };
+                let rest =
+                    s.gap_ns.saturating_sub(first) as f64 / s.count.saturating_sub(1).max(1) as f64;
+                // A first gap that is all of a pair's (one call after a
+                // predecessor only it follows) is kept with the pair.
+                let own_pair = part
+                    .gaps
+                    .pairs
+                    .iter()
+                    .any(|p| p.terminal == t && p.gap_ns == first);
+                if s.count > 1 && first >= least && !own_pair && apart(first as f64, rest) {
+                    apart_somewhere.insert(t);
+                }
+            }
+        }
+        let mut by_pair: BTreeMap<(u32, u32), Vec<(u32, u64)>> = BTreeMap::new();
+        let mut by_first: BTreeMap<u32, Vec<(u32, u64)>> = BTreeMap::new();
+        for part in ranks {
+            let rank = part.meta.rank;
+            for p in part
+                .gaps
+                .pairs
+                .iter()
+                .filter(|p| multi.contains(&p.terminal))
+            {
+                by_pair
+                    .entry((p.terminal, p.pred))
+                    .or_default()
+                    .push((rank, p.gap_ns));
+            }
+            for &(t, first) in &part.gaps.firsts {
+                if apart_somewhere.contains(&t) {
+                    by_first.entry(t).or_default().push((rank, first));
+                }
+            }
+        }
+        GapSummary {
+            pairs: by_pair
+                .into_iter()
+                .map(|((t, pred), gaps)| (t, pred, Spread::of(&gaps, wall_ns, q)))
+                .collect(),
+            firsts: by_first
+                .into_iter()
+                .map(|(t, gaps)| (t, Spread::of(&gaps, wall_ns, q)))
+                .collect(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.pairs.is_empty() && self.firsts.is_empty()
+    }
+
+    /// Writes the keys (pairs' terminal steps and predecessors, then the
+    /// first gaps' terminal steps), then all spreads as columns, as
+    /// [`TimingSummary::encode`] does.
+    pub fn encode(&self, out: &mut Vec<u8>, q: Quantum) {
+        let mut keys = Vec::new();
+        let mut c = Columns::default();
+        keys.put_u64(self.pairs.len() as u64);
+        let mut last = 0;
+        for (t, pred, gaps) in &self.pairs {
+            keys.put_u32(t - last);
+            last = *t;
+            keys.put_u32(*pred);
+            c.heads.put_u64(gaps.head());
+            gaps.encode(&mut c, q);
+        }
+        keys.put_u64(self.firsts.len() as u64);
+        let mut last = 0;
+        for (t, gaps) in &self.firsts {
+            keys.put_u32(t - last);
+            last = *t;
+            c.heads.put_u64(gaps.head());
+            gaps.encode(&mut c, q);
+        }
+        for column in [keys, c.heads, c.named, c.means, c.ranges] {
+            out.put_blob(&column);
+        }
+    }
+
+    /// Reads gaps of a table of `n` signatures, quantised to `q`.
+    pub fn decode(r: &mut ByteReader<'_>, n: usize, q: Quantum) -> Result<GapSummary, DecodeError> {
+        let mut keys = ByteReader::new(r.blob()?);
+        let mut c = ColumnReaders {
+            heads: ByteReader::new(r.blob()?),
+            named: ByteReader::new(r.blob()?),
+            means: ByteReader::new(r.blob()?),
+            ranges: ByteReader::new(r.blob()?),
+            max: ByteReader::new(&[]),
+        };
+        let terminal = |keys: &mut ByteReader<'_>, last: u32| -> Result<u32, DecodeError> {
+            let at = keys.position();
+            let step = keys.u32()?;
+            last.checked_add(step)
+                .filter(|&t| (t as usize) < n)
+                .ok_or_else(|| out_of_range(at, step.into(), "terminal"))
+        };
+        let spread = |c: &mut ColumnReaders<'_>| -> Result<Spread, DecodeError> {
+            let at = c.heads.position();
+            let head = c.heads.u64()?;
+            Spread::decode(c, head, at, Coding::Compact, q)
+        };
+        let count = keys.count()?;
+        // Two bytes a pair at least: a forged count must not size the vector.
+        let mut pairs = Vec::with_capacity(count.min(keys.remaining() / 2));
+        let mut t = 0u32;
+        for _ in 0..count {
+            t = terminal(&mut keys, t)?;
+            let pred = terminal(&mut keys, 0)?;
+            pairs.push((t, pred, spread(&mut c)?));
+        }
+        let count = keys.count()?;
+        let mut firsts = Vec::with_capacity(count.min(keys.remaining()));
+        let mut t = 0u32;
+        for _ in 0..count {
+            t = terminal(&mut keys, t)?;
+            firsts.push((t, spread(&mut c)?));
+        }
+        for column in [keys, c.heads, c.named, c.means, c.ranges] {
+            column.finish()?;
+        }
+        Ok(GapSummary { pairs, firsts })
+    }
+
+    /// Each rank's gaps as the summary gives them: every pair and first
+    /// gap kept of the signatures it calls.
+    pub fn rank_gaps(&self, ranks: &mut [RankPart]) {
+        for part in ranks {
+            let rank = part.meta.rank;
+            let calls = |t: u32| part.stats.binary_search_by_key(&t, |&(u, _)| u).is_ok();
+            part.gaps = Gaps {
+                pairs: self
+                    .pairs
+                    .iter()
+                    .filter(|(t, _, _)| calls(*t))
+                    .map(|(terminal, pred, gaps)| PairGap {
+                        terminal: *terminal,
+                        pred: *pred,
+                        gap_ns: gaps.value(rank),
+                    })
+                    .collect(),
+                firsts: self
+                    .firsts
+                    .iter()
+                    .filter(|(t, _)| calls(*t))
+                    .map(|(t, gaps)| (*t, gaps.value(rank)))
+                    .collect(),
+            };
+        }
     }
 }
 

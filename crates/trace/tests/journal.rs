@@ -202,6 +202,7 @@ fn checkpoint(rank: u32, pid: u32) -> RankTrace {
             };
             2
         ],
+        gaps: Default::default(),
         comms: vec![entry(0)],
         times: Default::default(),
     }

@@ -9,7 +9,8 @@ use mpigram_trace::timing::{
     Bins, ColumnWriter, DEFAULT_BASE, ExactWriter, LossyClock, decode_columns, decode_exact,
 };
 use mpigram_trace::{
-    Bases, CallTimes, RANKS_PER_CHUNK, RUN_FILE_NAME, RankStats, RankTrace, Timing, Trace, summary,
+    Bases, CallTimes, Gaps, PairGap, RANKS_PER_CHUNK, RUN_FILE_NAME, RankStats, RankTrace, Timing,
+    Trace, summary,
 };
 
 /// Rank `rank` of `n`: the sample, every third rank with a longer loop;
@@ -241,6 +242,107 @@ fn a_summarised_trace_names_the_ranks_that_stand_out_and_keeps_the_rest_within_b
         let stats: Vec<_> = part.stats.iter().map(|&(_, s)| s).collect();
         assert_eq!(stats, original.stats, "rank {r}");
     }
+}
+
+/// Rank `r` of `n` with aggregated timing and where its gaps were:
+/// (0 1 1)^40, signature 1 after 0 following 40 µs of computation and after
+/// itself 1 µs, its first call after 5 ms of start-up (rank 9: 0.2 ms).
+fn gapped_rank(r: u32, n: u32) -> RankTrace {
+    let mut t = aggregated_rank(r, n);
+    let mut s = Sequitur::new();
+    for _ in 0..40 {
+        [0, 1, 1].into_iter().for_each(|c| s.push(c));
+    }
+    t.grammar = s.grammar(r);
+    t.meta.calls = 120;
+    let first = if r == 9 { 200_000 } else { 5_000_000 };
+    let after_zero = first + 39 * 40_000;
+    (t.stats[0].count, t.stats[0].gap_ns) = (40, 39 * 2_000);
+    (t.stats[1].count, t.stats[1].gap_ns) = (80, after_zero + 40 * 1_000);
+    let pair = |terminal, pred, gap_ns| PairGap {
+        terminal,
+        pred,
+        gap_ns,
+    };
+    t.gaps = Gaps {
+        pairs: vec![
+            pair(0, 1, 39 * 2_000),
+            pair(1, 0, after_zero),
+            pair(1, 1, 40 * 1_000),
+        ],
+        firsts: vec![(1, first)],
+    };
+    t
+}
+
+#[test]
+fn where_the_gaps_were_survives_rank_files_and_both_kinds_of_whole_run_file() {
+    let n = 20;
+    let dir = tempfile::tempdir().unwrap();
+    // A rank file: exactly.
+    let rank = gapped_rank(3, n);
+    let path = rank.write(dir.path()).unwrap();
+    assert_eq!(RankTrace::read(&path).unwrap().gaps, rank.gaps);
+    std::fs::remove_file(path).unwrap();
+    let merged = || {
+        let mut whole = Trace::from_rank(gapped_rank(0, n));
+        for r in 1..n {
+            whole.absorb(Trace::from_rank(gapped_rank(r, n))).unwrap();
+        }
+        whole.share().unwrap();
+        whole
+    };
+    // Every rank's own: exactly.
+    let mut exact = merged();
+    exact.rank_stats = RankStats::Exact;
+    exact.write(dir.path()).unwrap();
+    let e = Trace::open(dir.path()).unwrap();
+    for r in 0..n {
+        assert_eq!(e.rank(r).unwrap().gaps, gapped_rank(r, n).gaps, "rank {r}");
+    }
+    // Summarised: signature 1's pairs (it follows two) and first gaps (apart
+    // from its others), within the summary's bounds; rank 9's first named;
+    // signature 0's single pair is its gap per signature, not kept.
+    merged().write(dir.path()).unwrap();
+    let t = Trace::open(dir.path()).unwrap();
+    assert_eq!(t.rank_stats, RankStats::Summary);
+    for r in 0..n {
+        let got = &t.rank(r).unwrap().gaps;
+        let want = gapped_rank(r, n).gaps;
+        let pairs: Vec<(u32, u32)> = got.pairs.iter().map(|p| (p.terminal, p.pred)).collect();
+        assert_eq!(pairs, [(1, 0), (1, 1)], "rank {r}");
+        for (g, w) in got.pairs.iter().zip(&want.pairs[1..]) {
+            assert!(
+                g.gap_ns <= w.gap_ns && g.gap_ns as f64 * 1.02 >= w.gap_ns as f64,
+                "rank {r}: {g:?} for {w:?}"
+            );
+        }
+        let (first, want_first) = (got.first(1).unwrap(), want.first(1).unwrap());
+        assert!(
+            first <= want_first && first as f64 * summary::BASE >= want_first as f64,
+            "rank {r}: first gap {first} for {want_first}"
+        );
+    }
+    // Without gaps recorded, nothing is added to the file.
+    let plain = |gaps: bool| {
+        let mut whole = merged();
+        if !gaps {
+            whole
+                .ranks
+                .iter_mut()
+                .for_each(|p| p.gaps = Gaps::default());
+        }
+        whole.write(dir.path()).unwrap();
+        std::fs::metadata(dir.path().join(RUN_FILE_NAME))
+            .unwrap()
+            .len()
+    };
+    let (with, without) = (plain(true), plain(false));
+    assert!(with > without, "{with} {without}");
+    assert!(
+        with - without < 60,
+        "{with} bytes with gaps, {without} without"
+    );
 }
 
 #[test]

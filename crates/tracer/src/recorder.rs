@@ -10,7 +10,8 @@ use crate::memo::WaitallMemo;
 use mpigram_grammar::Sequitur;
 use mpigram_mpispec::{FUNCS, FuncId};
 use mpigram_trace::timing::{Bins, ColumnWriter, ExactWriter, LossyClock};
-use mpigram_trace::{CallStats, CallTimes, Timing};
+use mpigram_trace::{CallStats, CallTimes, Gaps, PairGap, Timing};
+use rustc_hash::FxHashMap;
 
 /// Lossy per-call timing being recorded.
 pub struct Lossy {
@@ -138,10 +139,24 @@ pub struct TickStats {
     /// (Apart from `total`: two adjacent sums the compiler would add as a
     /// vector, in more instructions than two adds.)
     pub count: u64,
-    /// Sum of the gaps before the calls: from the previous call's end to
-    /// the call's start (the computation before it).
+    /// Sum of the gaps before the calls after `pred`: from the previous
+    /// call's end to the call's start (the computation before it). The
+    /// signature's gap is this, `again_gap` and those after others.
     pub gap: u64,
+    /// The terminal before the signature's first call ([`NO_PRED`] if it
+    /// was the first of its table), whose gaps `gap` sums; those after
+    /// others are kept apart (`again`, [`Recorder::pair_gaps`]).
+    pub pred: u32,
+    /// The second predecessor seen ([`NO_PRED`]: none yet), mostly the
+    /// signature itself (a call repeated), and the gaps after it.
+    pub again: u32,
+    pub again_gap: u64,
+    /// The gap before the first call (`mpigram_trace::Gaps::firsts`).
+    pub first: u64,
 }
+
+/// No terminal before (the first call of a table).
+pub const NO_PRED: u32 = u32::MAX;
 
 pub struct Recorder {
     /// The signature being encoded.
@@ -154,6 +169,13 @@ pub struct Recorder {
     pub stats: Vec<TickStats>,
     /// When the previous call ended (ticks): the gap before a call starts there.
     last_end: u64,
+    /// The previous call's terminal ([`NO_PRED`] before the first).
+    last_terminal: u32,
+    /// Gaps before a signature's calls after another predecessor than its
+    /// first two (`TickStats::pred`, `TickStats::again`), by (terminal,
+    /// predecessor), in ticks: a compare or two on the hot path, a probe
+    /// here where a signature follows more (`mpigram_trace::PairGap`).
+    pub pair_gaps: FxHashMap<(u32, u32), u64>,
     pub grammar: Sequitur,
     /// MPIGRAM_VERIFY: every signature, uncompressed, in call order, each
     /// after its length as 4 little-endian bytes.
@@ -184,6 +206,7 @@ pub struct Part {
     pub signatures: Vec<Box<[u8]>>,
     pub grammar: Sequitur,
     pub stats: Vec<TickStats>,
+    pub pair_gaps: FxHashMap<(u32, u32), u64>,
 }
 
 impl Recorder {
@@ -195,6 +218,8 @@ impl Recorder {
             last: Vec::new(),
             stats: Vec::new(),
             last_end: origin,
+            last_terminal: NO_PRED,
+            pair_gaps: FxHashMap::default(),
             grammar: Sequitur::new(),
             verify: None,
             calls: 0,
@@ -210,13 +235,21 @@ impl Recorder {
 
     /// Puts back a part taken by [`take_part`](Recorder::take_part) that
     /// could not be written: recording goes on in it, without a budget.
-    pub fn put_back(&mut self, signatures: Vec<Vec<u8>>, grammar: Sequitur, stats: Vec<TickStats>) {
+    pub fn put_back(
+        &mut self,
+        signatures: Vec<Vec<u8>>,
+        grammar: Sequitur,
+        (stats, pair_gaps): (Vec<TickStats>, FxHashMap<(u32, u32), u64>),
+    ) {
         self.signatures = Interner::default();
         for s in &signatures {
             self.signatures.intern(s);
         }
         self.grammar = grammar;
         self.stats = stats;
+        // The part goes on; the call before is not known by its terminal.
+        self.pair_gaps = pair_gaps;
+        self.last_terminal = NO_PRED;
         self.budget = usize::MAX;
     }
 
@@ -224,6 +257,7 @@ impl Recorder {
     pub fn table_bytes(&self) -> usize {
         self.signatures.heap_bytes()
             + self.stats.len() * std::mem::size_of::<TickStats>()
+            + self.pair_gaps.capacity() * std::mem::size_of::<((u32, u32), u64)>()
             + self.grammar.heap_bytes()
     }
 
@@ -241,8 +275,10 @@ impl Recorder {
             signatures,
             grammar: std::mem::replace(&mut self.grammar, grammar),
             stats: std::mem::replace(&mut self.stats, Vec::with_capacity(n)),
+            pair_gaps: std::mem::take(&mut self.pair_gaps),
         };
         self.last.clear();
+        self.last_terminal = NO_PRED;
         // The memos' terminals are the old table's (and the call memo's:
         // see `Tracer::spill`).
         self.waitall = WaitallMemo::default();
@@ -297,21 +333,52 @@ impl Recorder {
         s.count += 1;
         s.total += ticks;
         // A new shortest or longest call, or a clock that went back, is
-        // rare: a compare and a branch each.
+        // rare: a compare and a branch each. The first call is a new
+        // shortest (`min` starts at the most ticks there are).
         if ticks < s.min {
             crate::call::cold_path();
             s.min = ticks;
+            if s.count == 1 {
+                s.first = start.saturating_sub(self.last_end);
+            }
         }
         if ticks > s.max {
             crate::call::cold_path();
             s.max = ticks;
         }
+        let pred = std::mem::replace(&mut self.last_terminal, terminal);
         if let Some(gap) = start.checked_sub(self.last_end) {
-            s.gap += gap;
+            // Most signatures follow one other, or one other and
+            // themselves: a compare and a branch, or two.
+            if pred == s.pred {
+                s.gap += gap;
+            } else if pred == s.again {
+                s.again_gap += gap;
+            } else {
+                self.gap_after_another(terminal, pred, gap);
+            }
         }
         self.last_end = end;
         self.calls += 1;
         repeats
+    }
+
+    /// A gap before a call of `terminal` after `pred`, which is not the
+    /// predecessor of its first call.
+    #[cold]
+    #[inline(never)]
+    fn gap_after_another(&mut self, terminal: u32, pred: u32, gap: u64) {
+        let s = &mut self.stats[terminal as usize];
+        if pred == NO_PRED {
+            // The first call of a new table (budget.rs): the gap counts as
+            // the first predecessor's.
+            s.gap += gap;
+        } else if s.again == NO_PRED {
+            s.again = pred;
+            s.again_gap = gap;
+        } else {
+            *self.pair_gaps.entry((terminal, pred)).or_default() += gap;
+        }
     }
 
     /// The next call's gap is counted from `ticks`: after the tracer's own
@@ -363,6 +430,11 @@ impl Recorder {
                 min: u64::MAX,
                 max: 0,
                 gap: 0,
+                // This call's (recorded next).
+                pred: self.last_terminal,
+                again: NO_PRED,
+                again_gap: 0,
+                first: 0,
             });
             let bytes = self.table_bytes();
             self.peak_bytes = self.peak_bytes.max(bytes);
@@ -373,21 +445,84 @@ impl Recorder {
 
     /// Timing in nanoseconds, given the clock's nanoseconds per tick.
     pub fn call_stats(&self, ns_per_tick: f64) -> Vec<CallStats> {
-        call_stats(&self.stats, ns_per_tick)
+        call_stats(&self.stats, &self.pair_gaps, ns_per_tick)
+    }
+
+    /// Where the gaps were, in nanoseconds, given the clock's nanoseconds
+    /// per tick.
+    pub fn gaps(&self, ns_per_tick: f64) -> Gaps {
+        gaps(&self.stats, &self.pair_gaps, ns_per_tick)
     }
 }
 
-/// `stats` in nanoseconds, given the clock's nanoseconds per tick.
-pub fn call_stats(stats: &[TickStats], ns_per_tick: f64) -> Vec<CallStats> {
+/// Every (terminal, predecessor) pair of `stats` and `others` (the gaps
+/// after another predecessor than the first's), and every first call's
+/// gap, in nanoseconds. A first call with none before (the table's first)
+/// has neither: its gap stays in the signature's alone.
+pub fn gaps(stats: &[TickStats], others: &FxHashMap<(u32, u32), u64>, ns_per_tick: f64) -> Gaps {
     let ns = |ticks: u64| (ticks as f64 * ns_per_tick).round() as u64;
+    let mut pairs: Vec<PairGap> = Vec::with_capacity(stats.len() + others.len());
+    for (t, s) in stats.iter().enumerate() {
+        if s.again != NO_PRED {
+            pairs.push(PairGap {
+                terminal: t as u32,
+                pred: s.again,
+                gap_ns: ns(s.again_gap),
+            });
+        }
+    }
+    for (&(terminal, pred), &gap) in others {
+        pairs.push(PairGap {
+            terminal,
+            pred,
+            gap_ns: ns(gap),
+        });
+    }
+    for (t, s) in stats.iter().enumerate() {
+        if s.count > 0 && s.pred != NO_PRED {
+            pairs.push(PairGap {
+                terminal: t as u32,
+                pred: s.pred,
+                gap_ns: ns(s.gap),
+            });
+        }
+    }
+    // A pair after the table's first call of nothing before is no pair.
+    pairs.retain(|p| p.pred != NO_PRED);
+    pairs.sort_unstable();
+    let firsts = stats
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.count > 0 && s.pred != NO_PRED)
+        .map(|(t, s)| (t as u32, ns(s.first)))
+        .collect();
+    Gaps { pairs, firsts }
+}
+
+/// `stats` in nanoseconds, given the clock's nanoseconds per tick; `others`
+/// holds the gaps after predecessors other than each signature's first
+/// two (see [`TickStats::gap`]).
+pub fn call_stats(
+    stats: &[TickStats],
+    others: &FxHashMap<(u32, u32), u64>,
+    ns_per_tick: f64,
+) -> Vec<CallStats> {
+    let ns = |ticks: u64| (ticks as f64 * ns_per_tick).round() as u64;
+    let mut gaps: Vec<u64> = stats.iter().map(|s| s.gap + s.again_gap).collect();
+    for (&(t, _), &gap) in others {
+        if let Some(g) = gaps.get_mut(t as usize) {
+            *g += gap;
+        }
+    }
     stats
         .iter()
-        .map(|s| CallStats {
+        .zip(gaps)
+        .map(|(s, gap)| CallStats {
             count: s.count,
             total_ns: ns(s.total),
             min_ns: if s.count == 0 { 0 } else { ns(s.min) },
             max_ns: ns(s.max),
-            gap_ns: ns(s.gap),
+            gap_ns: ns(gap),
         })
         .collect()
 }

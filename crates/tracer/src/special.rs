@@ -150,7 +150,7 @@ fn initialised(announced: Option<census::Announced>, thread_level: c_int) {
 }
 
 /// The tracer's start-up in MPI_Init (the census, the clocks' alignment)
-/// is over: the aggregated gap before the next call, the computation that
+/// or in the first MPI_Session_init (the census) is over: the aggregated gap before the next call, the computation that
 /// precedes it, is counted from here, not from the end of PMPI_Init.
 fn start_up_done() {
     tracer::with(|t| t.recorder.gaps_from(crate::clock::now()));
@@ -173,15 +173,19 @@ pub unsafe extern "C" fn MPI_Session_init(
     let call = Call::begin(func::MPI_Session_init);
     let ret = unsafe { real(info, errhandler, session) };
     let end = crate::clock::now();
-    if let Some(announced) = announced.filter(|_| ret == MPI_SUCCESS) {
-        crate::call::uncounted(|| census::count(announced, None));
-    }
+    let counted = announced
+        .filter(|_| ret == MPI_SUCCESS)
+        .map(|announced| crate::call::uncounted(|| census::count(announced, None)))
+        .is_some();
     if let Some(call) = call {
         call.end_at(end, func::MPI_Session_init, ret, |e| unsafe {
             e.handle(HandleKind::Info, info);
             e.handle(HandleKind::Errhandler, errhandler);
             e.new_handle_out(HandleKind::Session, session.cast());
         });
+        if counted {
+            start_up_done();
+        }
     }
     ret
 }

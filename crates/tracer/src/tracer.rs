@@ -271,7 +271,8 @@ impl Tracer {
                 },
                 signatures: part.signatures.into_iter().map(Vec::from).collect(),
                 grammar,
-                stats: crate::recorder::call_stats(&part.stats, ns_per_tick),
+                stats: crate::recorder::call_stats(&part.stats, &part.pair_gaps, ns_per_tick),
+                gaps: crate::recorder::gaps(&part.stats, &part.pair_gaps, ns_per_tick),
                 comms: Vec::new(),
                 times: Default::default(),
             };
@@ -287,7 +288,7 @@ impl Tracer {
                     let calls = trace.grammar.expand(rank).into_iter().flatten();
                     calls.for_each(|t| builder.push(t));
                     self.recorder
-                        .put_back(trace.signatures, builder, part.stats);
+                        .put_back(trace.signatures, builder, (part.stats, part.pair_gaps));
                 }
             }
         });
@@ -476,6 +477,7 @@ impl Tracer {
                 None => self.recorder.grammar.snapshot(rank),
             },
             stats: self.recorder.call_stats(ns_per_tick),
+            gaps: self.recorder.gaps(ns_per_tick),
             comms: self
                 .objects
                 .comm_log

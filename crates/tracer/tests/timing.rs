@@ -118,14 +118,25 @@ fn clock_offsets_put_every_send_before_its_receive_ends() {
 /// exact times of the same run, which end MPI_Init where PMPI_Init ended,
 /// show; and MPI_Init, the first call, has no gap before it (the time
 /// since the tracer started is the tracer's: claiming the directory,
-/// announcing the rank). (gen-bench waits the gaps; a traced benchmark
-/// repeats the start-up.)
+/// announcing the rank). The same after a program of sessions' first
+/// MPI_Session_init, where the ranks count themselves. (gen-bench waits
+/// the gaps; a traced benchmark repeats the start-up.)
 #[test]
 fn the_gap_after_mpi_init_leaves_the_tracers_start_up_out() {
+    for (program, args, init_func) in [
+        ("timing", &["10"][..], "MPI_Init"),
+        // A program of sessions counts its ranks in its first one.
+        ("sessions", &[][..], "MPI_Session_init"),
+    ] {
+        start_up_left_out(program, args, init_func);
+    }
+}
+
+fn start_up_left_out(program: &str, args: &[&str], init_func: &str) {
     let run = run_traced(
-        "timing",
+        program,
         2,
-        &["10"],
+        args,
         &[
             ("MPIGRAM_TIMING", "lossless"),
             ("MPIGRAM_RANK_STATS", "exact"),
@@ -135,7 +146,7 @@ fn the_gap_after_mpi_init_leaves_the_tracers_start_up_out() {
     let trace = assert_trace_is_exact(&run, 2);
     for (part, (funcs, exact, _)) in trace.ranks.iter().zip(times(&trace)) {
         let rank = part.meta.rank;
-        let init = funcs.iter().position(|f| *f == "MPI_Init").unwrap();
+        let init = funcs.iter().position(|f| *f == init_func).unwrap();
         let terminals: Vec<u32> = trace.grammar.expand(rank).unwrap().collect();
         let next = terminals[init + 1];
         // The exact gaps before that signature's calls, the one after
@@ -148,14 +159,14 @@ fn the_gap_after_mpi_init_leaves_the_tracers_start_up_out() {
         let init_gap = stats_of(terminals[init]).gap_ns;
         assert!(
             init_gap < 1_000_000,
-            "rank {rank}: {init_gap} ns before MPI_Init"
+            "{program} rank {rank}: {init_gap} ns before {init_func}"
         );
         let stats = stats_of(next);
         // The start-up exchanges messages with the other rank: microseconds
         // at least.
         assert!(
             (stats.gap_ns as i64) + 1_000 < exact_gaps,
-            "rank {rank}: {} gap {} ns, exact {exact_gaps} ns",
+            "{program} rank {rank}: {} gap {} ns, exact {exact_gaps} ns",
             funcs[init + 1],
             stats.gap_ns
         );

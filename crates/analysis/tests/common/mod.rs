@@ -188,6 +188,7 @@ pub fn two_ranks(iterations: u64) -> Trace {
             signatures: table,
             grammar: grammar.grammar(rank),
             stats,
+            gaps: Default::default(),
             comms: Vec::new(),
             times: CallTimes {
                 lossy: Vec::new(),

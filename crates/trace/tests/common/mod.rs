@@ -63,6 +63,7 @@ pub fn sample(rank: u32) -> RankTrace {
             };
             2
         ],
+        gaps: Default::default(),
         comms: vec![CommEntry {
             seq: 3,
             comm: 0,
