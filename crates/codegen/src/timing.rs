@@ -33,7 +33,7 @@
 
 use mpigram_analysis::timeline::{Source, Span, rank_spans};
 use mpigram_grammar::{Grammar, RuleId, Symbol};
-use mpigram_trace::{RankPart, Trace, apart};
+use mpigram_trace::{RankPart, Trace, apart, first_apart};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 /// How computation between calls is reproduced.
@@ -351,12 +351,10 @@ impl GapPlaces {
             }
             for &(t, first) in &gaps.firsts {
                 let (gap, calls) = totals(t);
-                let first = first as f64;
-                let rest = (gap - first) / calls.saturating_sub(1).max(1) as f64;
                 if let (true, Some(&(site, before))) =
-                    (calls > 1 && apart(first, rest), first_sites.get(&t))
+                    (first_apart(first, calls, gap as u64), first_sites.get(&t))
                 {
-                    firsts.insert(t, (site, before, first));
+                    firsts.insert(t, (site, before, first as f64));
                 }
             }
         }

@@ -61,6 +61,13 @@ pub fn apart(first: f64, rest: f64) -> bool {
     d >= FIRST_APART_NS && d >= FIRST_APART_FRACTION * first.max(rest)
 }
 
+/// Whether the gap before the first of a signature's `calls` calls, `first`
+/// ns of their `gap` ns in all, is [`apart`] from the later ones' mean.
+pub fn first_apart(first: u64, calls: u64, gap: u64) -> bool {
+    let rest = gap.saturating_sub(first) as f64 / calls.saturating_sub(1).max(1) as f64;
+    calls > 1 && apart(first as f64, rest)
+}
+
 impl Gaps {
     pub fn is_empty(&self) -> bool {
         self.pairs.is_empty() && self.firsts.is_empty()
@@ -73,6 +80,30 @@ impl Gaps {
             .binary_search_by_key(&terminal, |&(t, _)| t)
             .ok()?;
         Some(self.firsts[i].1)
+    }
+
+    /// What adds to the gaps per signature, which `stats` gives as (calls,
+    /// gap in ns) by terminal: the pairs of the signatures that follow more
+    /// than one other, and the first gaps apart from their signature's
+    /// later ones. What files keep; the rest (a signature's one pair, its
+    /// first gap like the others) serves summarising ranks, in memory.
+    pub fn trimmed(&self, stats: impl Fn(u32) -> Option<(u64, u64)>) -> Gaps {
+        let pairs = self
+            .pairs
+            .chunk_by(|a, b| a.terminal == b.terminal)
+            .filter(|run| run.len() > 1)
+            .flatten()
+            .copied()
+            .collect();
+        let firsts = self
+            .firsts
+            .iter()
+            .copied()
+            .filter(|&(t, first)| {
+                stats(t).is_some_and(|(calls, gap)| first_apart(first, calls, gap))
+            })
+            .collect();
+        Gaps { pairs, firsts }
     }
 
     /// Terminals renumbered by `renumber` (a table merged into another).

@@ -29,7 +29,7 @@ pub mod summary;
 pub mod timing;
 
 pub use error::Error;
-pub use gaps::{Gaps, PairGap, apart};
+pub use gaps::{Gaps, PairGap, apart, first_apart};
 pub use journal::{recover_rank, recoverable_ranks};
 pub use meta::{Bases, ClockSync, Ending, Lost, RankClock, RankMeta, Timing, host_name};
 pub use rank::{CallStats, CallTimes, CommEntry, NO_RANK, RankTrace};

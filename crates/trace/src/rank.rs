@@ -156,8 +156,12 @@ impl RankTrace {
             (section::COMMS, 0, comms.as_slice(), Codec::Zstd).into(),
         ];
         let mut gaps = Vec::new();
-        if !self.gaps.is_empty() {
-            self.gaps.encode(&mut gaps);
+        let kept = self.gaps.trimmed(|t| {
+            let s = self.stats.get(t as usize)?;
+            Some((s.count, s.gap_ns))
+        });
+        if !kept.is_empty() {
+            kept.encode(&mut gaps);
             sections.push((section::GAPS, 0, gaps.as_slice(), Codec::Zstd).into());
         }
         let timing = &self.meta.timing;

@@ -65,6 +65,19 @@ pub struct Trace {
     pub notes: Vec<String>,
 }
 
+/// What of the ranks' aggregated timing the sections hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Keep {
+    /// Summarised across ranks where it can be ([`RankStats::Summary`]).
+    Summary,
+    /// Every rank's own ([`RankStats::Exact`]), its gaps as far as they
+    /// add to the gaps per signature ([`Gaps::trimmed`]).
+    EveryRanksOwn,
+    /// Every rank's own with all its gaps: what ranks send each other
+    /// while merging, for the summary at the end.
+    AllForTheMerge,
+}
+
 /// How a whole-run file keeps the ranks' aggregated timing.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum RankStats {
@@ -298,7 +311,7 @@ impl Trace {
     /// The trace as the bytes of a whole-run file, with every rank's own
     /// timing (what the ranks send each other while merging).
     pub fn to_bytes(&self, codec: Codec) -> Result<Vec<u8>, mpigram_format::Error> {
-        self.encoded(codec, true, |flags, sections| {
+        self.encoded(codec, Keep::AllForTheMerge, |flags, sections| {
             mpigram_format::to_bytes(FILE_KIND_RUN, flags, sections)
         })
     }
@@ -306,22 +319,25 @@ impl Trace {
     /// Writes `dir/trace.mgr` atomically.
     pub fn write(&self, dir: &Path) -> Result<PathBuf, mpigram_format::Error> {
         let path = dir.join(RUN_FILE_NAME);
-        let exact = self.rank_stats == RankStats::Exact;
-        self.encoded(Codec::Zstd, exact, |flags, sections| {
+        let keep = match self.rank_stats {
+            RankStats::Exact => Keep::EveryRanksOwn,
+            RankStats::Summary => Keep::Summary,
+        };
+        self.encoded(Codec::Zstd, keep, |flags, sections| {
             mpigram_format::write_file(&path, FILE_KIND_RUN, flags, sections)
         })?;
         Ok(path)
     }
 
     /// Hands the file's flags and sections, each stored with `codec`, to
-    /// `out`; every rank's own timing if `exact`.
+    /// `out`, with the ranks' timing as `keep` says.
     fn encoded<R>(
         &self,
         codec: Codec,
-        exact: bool,
+        keep: Keep,
         out: impl FnOnce(u32, &[NewSection<'_>]) -> R,
     ) -> R {
-        let sections = self.sections(exact);
+        let sections = self.sections(keep);
         let sections: Vec<NewSection<'_>> = sections
             .iter()
             .map(|(kind, index, data)| {

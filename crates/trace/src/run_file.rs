@@ -15,6 +15,7 @@ use crate::rank::{
     bad_section, check_funcs, check_signatures, check_times, checked_name, decode_stats,
     encode_funcs, encode_stats,
 };
+use crate::run::Keep;
 use crate::summary::{Coding, GapSummary, Quantum, TimingSummary};
 use crate::{
     CallTimes, ClockSync, CommEntry, Error, Gaps, RankClock, RankMeta, RankPart, RankStats, Trace,
@@ -57,10 +58,10 @@ fn parts_in_run(layout: Layout, ranks: usize) -> bool {
 }
 
 impl Trace {
-    /// The sections: (kind, index, payload). Every rank's own aggregated
-    /// timing if `exact` (or if it cannot be summarised), else the summary.
-    pub(crate) fn sections(&self, exact: bool) -> Vec<(u32, u32, Vec<u8>)> {
-        let summary = !exact && self.summarisable();
+    /// The sections: (kind, index, payload). The ranks' aggregated timing
+    /// as `keep` says (every rank's own where it cannot be summarised).
+    pub(crate) fn sections(&self, keep: Keep) -> Vec<(u32, u32, Vec<u8>)> {
+        let summary = keep == Keep::Summary && self.summarisable();
         let (metas, unit, layout) = if summary {
             let (metas, unit) = summarised_metas(&self.ranks);
             (metas, unit, Layout::Summarised)
@@ -141,9 +142,19 @@ impl Trace {
                     }
                 }
                 out.push((section::CALL_STATS, chunk, stats));
-                if parts.iter().any(|r| !r.gaps.is_empty()) {
+                let kept: Vec<Gaps> = parts
+                    .iter()
+                    .map(|r| match keep {
+                        Keep::AllForTheMerge => r.gaps.clone(),
+                        Keep::Summary | Keep::EveryRanksOwn => r.gaps.trimmed(|t| {
+                            let i = r.stats.binary_search_by_key(&t, |&(u, _)| u).ok()?;
+                            Some((r.stats[i].1.count, r.stats[i].1.gap_ns))
+                        }),
+                    })
+                    .collect();
+                if kept.iter().any(|g| !g.is_empty()) {
                     let mut gaps = Vec::new();
-                    parts.iter().for_each(|r| r.gaps.encode(&mut gaps));
+                    kept.iter().for_each(|g| g.encode(&mut gaps));
                     out.push((section::GAPS, chunk, gaps));
                 }
             }

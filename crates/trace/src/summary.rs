@@ -26,7 +26,7 @@
 
 use crate::meta::out_of_range;
 use crate::timing::Bins;
-use crate::{CallStats, Gaps, PairGap, RankPart, apart};
+use crate::{CallStats, Gaps, PairGap, RankPart, first_apart};
 use mpigram_grammar::{Grammar, RuleId};
 use mpigram_varint::{ByteReader, DecodeError, PutVarint};
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -594,8 +594,6 @@ impl GapSummary {
                 let Some(s) = stats(t) else {
                     continue;
                 };
-                let rest =
-                    s.gap_ns.saturating_sub(first) as f64 / s.count.saturating_sub(1).max(1) as f64;
                 // A first gap that is all of a pair's (one call after a
                 // predecessor only it follows) is kept with the pair.
                 let own_pair = part
@@ -603,7 +601,7 @@ impl GapSummary {
                     .pairs
                     .iter()
                     .any(|p| p.terminal == t && p.gap_ns == first);
-                if s.count > 1 && first >= least && !own_pair && apart(first as f64, rest) {
+                if first >= least && !own_pair && first_apart(first, s.count, s.gap_ns) {
                     apart_somewhere.insert(t);
                 }
             }

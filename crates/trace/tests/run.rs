@@ -279,10 +279,16 @@ fn gapped_rank(r: u32, n: u32) -> RankTrace {
 fn where_the_gaps_were_survives_rank_files_and_both_kinds_of_whole_run_file() {
     let n = 20;
     let dir = tempfile::tempdir().unwrap();
-    // A rank file: exactly.
+    // A file keeps what adds to the gaps per signature: signature 1's
+    // pairs and first gap, not signature 0's one pair.
+    let kept = |r: u32| {
+        let mut g = gapped_rank(r, n).gaps;
+        g.pairs.remove(0);
+        g
+    };
     let rank = gapped_rank(3, n);
     let path = rank.write(dir.path()).unwrap();
-    assert_eq!(RankTrace::read(&path).unwrap().gaps, rank.gaps);
+    assert_eq!(RankTrace::read(&path).unwrap().gaps, kept(3));
     std::fs::remove_file(path).unwrap();
     let merged = || {
         let mut whole = Trace::from_rank(gapped_rank(0, n));
@@ -292,14 +298,18 @@ fn where_the_gaps_were_survives_rank_files_and_both_kinds_of_whole_run_file() {
         whole.share().unwrap();
         whole
     };
-    // Every rank's own: exactly.
+    // Every rank's own: exactly that.
     let mut exact = merged();
     exact.rank_stats = RankStats::Exact;
     exact.write(dir.path()).unwrap();
     let e = Trace::open(dir.path()).unwrap();
     for r in 0..n {
-        assert_eq!(e.rank(r).unwrap().gaps, gapped_rank(r, n).gaps, "rank {r}");
+        assert_eq!(e.rank(r).unwrap().gaps, kept(r), "rank {r}");
     }
+    // The merge's messages keep all (the summary needs every rank's).
+    let all =
+        Trace::from_bytes(merged().to_bytes(mpigram_format::Codec::Raw).unwrap(), "m").unwrap();
+    assert_eq!(all.rank(4).unwrap().gaps, gapped_rank(4, n).gaps);
     // Summarised: signature 1's pairs (it follows two) and first gaps (apart
     // from its others), within the summary's bounds; rank 9's first named;
     // signature 0's single pair is its gap per signature, not kept.

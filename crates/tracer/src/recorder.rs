@@ -449,17 +449,25 @@ impl Recorder {
     }
 
     /// Where the gaps were, in nanoseconds, given the clock's nanoseconds
-    /// per tick.
-    pub fn gaps(&self, ns_per_tick: f64) -> Gaps {
-        gaps(&self.stats, &self.pair_gaps, ns_per_tick)
+    /// per tick (`complete`: see [`gaps`]).
+    pub fn gaps(&self, ns_per_tick: f64, complete: bool) -> Gaps {
+        gaps(&self.stats, &self.pair_gaps, ns_per_tick, complete)
     }
 }
 
 /// Every (terminal, predecessor) pair of `stats` and `others` (the gaps
-/// after another predecessor than the first's), and every first call's
-/// gap, in nanoseconds. A first call with none before (the table's first)
-/// has neither: its gap stays in the signature's alone.
-pub fn gaps(stats: &[TickStats], others: &FxHashMap<(u32, u32), u64>, ns_per_tick: f64) -> Gaps {
+/// after another predecessor than the first two), and every first call's
+/// gap, in nanoseconds; unless `complete`, only those of signatures that
+/// follow more than one other and of signatures called more than once
+/// (what a file keeps: `Gaps::trimmed`; the merge summarises the rest). A
+/// first call with none before (the table's first) has neither: its gap
+/// stays in the signature's alone.
+pub fn gaps(
+    stats: &[TickStats],
+    others: &FxHashMap<(u32, u32), u64>,
+    ns_per_tick: f64,
+    complete: bool,
+) -> Gaps {
     let ns = |ticks: u64| (ticks as f64 * ns_per_tick).round() as u64;
     let mut pairs: Vec<PairGap> = Vec::with_capacity(stats.len() + others.len());
     for (t, s) in stats.iter().enumerate() {
@@ -479,7 +487,10 @@ pub fn gaps(stats: &[TickStats], others: &FxHashMap<(u32, u32), u64>, ns_per_tic
         });
     }
     for (t, s) in stats.iter().enumerate() {
-        if s.count > 0 && s.pred != NO_PRED {
+        // Followed another than its first predecessor (`others` has only
+        // signatures that did).
+        let twice = s.again != NO_PRED;
+        if s.count > 0 && s.pred != NO_PRED && (complete || twice) {
             pairs.push(PairGap {
                 terminal: t as u32,
                 pred: s.pred,
@@ -493,7 +504,7 @@ pub fn gaps(stats: &[TickStats], others: &FxHashMap<(u32, u32), u64>, ns_per_tic
     let firsts = stats
         .iter()
         .enumerate()
-        .filter(|(_, s)| s.count > 0 && s.pred != NO_PRED)
+        .filter(|(_, s)| s.pred != NO_PRED && (s.count > 1 || complete && s.count > 0))
         .map(|(t, s)| (t as u32, ns(s.first)))
         .collect();
     Gaps { pairs, firsts }

@@ -272,7 +272,7 @@ impl Tracer {
                 signatures: part.signatures.into_iter().map(Vec::from).collect(),
                 grammar,
                 stats: crate::recorder::call_stats(&part.stats, &part.pair_gaps, ns_per_tick),
-                gaps: crate::recorder::gaps(&part.stats, &part.pair_gaps, ns_per_tick),
+                gaps: crate::recorder::gaps(&part.stats, &part.pair_gaps, ns_per_tick, false),
                 comms: Vec::new(),
                 times: Default::default(),
             };
@@ -477,7 +477,8 @@ impl Tracer {
                 None => self.recorder.grammar.snapshot(rank),
             },
             stats: self.recorder.call_stats(ns_per_tick),
-            gaps: self.recorder.gaps(ns_per_tick),
+            // All of them for the merge's summary; a checkpoint is a file.
+            gaps: self.recorder.gaps(ns_per_tick, ending.is_some()),
             comms: self
                 .objects
                 .comm_log
