@@ -571,15 +571,18 @@ pub struct GapSummary {
 
 impl GapSummary {
     /// Summarises the ranks' gaps (a run of `wall_ns`, quantised to `q`).
-    /// Only what may move [`OUTLIER_SHARE`] of the run or more is kept: the
-    /// pairs of a signature with that much computation before its calls on
-    /// some rank, and first gaps that long which are not a pair's whole
-    /// (the grammar tells where a pair of one call is).
+    /// Only what may move [`OUTLIER_SHARE`] of a rank's computation or more
+    /// is kept: the pairs of a signature with that much computation before
+    /// its calls on some rank, and first gaps that long which are not a
+    /// pair's whole (the grammar tells where a pair of one call is). A share
+    /// of the computation, not of the run: on a loaded machine, or after a
+    /// long start-up, the run grows, and the placement matters as much.
     pub fn of(ranks: &[RankPart], wall_ns: u64, q: Quantum) -> GapSummary {
-        let least = (wall_ns as f64 * OUTLIER_SHARE) as u64;
         let mut multi: FxHashSet<u32> = FxHashSet::default();
         let mut apart_somewhere: FxHashSet<u32> = FxHashSet::default();
         for part in ranks {
+            let computation: u64 = part.stats.iter().map(|(_, s)| s.gap_ns).sum();
+            let least = (computation as f64 * OUTLIER_SHARE) as u64;
             let stats = |t: u32| {
                 let i = part.stats.binary_search_by_key(&t, |&(u, _)| u).ok()?;
                 Some(part.stats[i].1)
