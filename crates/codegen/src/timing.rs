@@ -331,31 +331,30 @@ impl GapPlaces {
         }
         let g = &trace.grammar;
         let totals = |t: u32| {
-            part.stats
-                .binary_search_by_key(&t, |&(u, _)| u)
-                .map_or((0.0, 0), |i| {
-                    (part.stats[i].1.gap_ns as f64, part.stats[i].1.count)
-                })
+            part.stats_of(t)
+                .map_or((0.0, 0), |s| (s.gap_ns as f64, s.count))
+        };
+        let terminal_of = |(rule, idx): Site| match g.rule(rule).get(idx as usize)?.symbol {
+            Symbol::Terminal(t) => Some(t),
+            Symbol::Rule(_) => None,
         };
         // Each site's first call, in order: a signature's first call is its
         // first site's.
-        let first_runs: FxHashMap<Site, Option<u32>> = g.first_runs(start).into_iter().collect();
-        let mut firsts = FxHashMap::default();
-        if !gaps.firsts.is_empty() {
-            let mut first_sites: FxHashMap<u32, (Site, Option<u32>)> = FxHashMap::default();
-            for ((rule, idx), before) in g.first_runs(start) {
-                if let Some(Symbol::Terminal(t)) = g.rule(rule).get(idx as usize).map(|r| r.symbol)
-                {
-                    first_sites.entry(t).or_insert(((rule, idx), before));
-                }
+        let in_order = g.first_runs(start);
+        let mut first_sites: FxHashMap<u32, (Site, Option<u32>)> = FxHashMap::default();
+        for &(site, before) in &in_order {
+            if let Some(t) = terminal_of(site) {
+                first_sites.entry(t).or_insert((site, before));
             }
-            for &(t, first) in &gaps.firsts {
-                let (gap, calls) = totals(t);
-                if let (true, Some(&(site, before))) =
-                    (first_apart(first, calls, gap as u64), first_sites.get(&t))
-                {
-                    firsts.insert(t, (site, before, first as f64));
-                }
+        }
+        let first_runs: FxHashMap<Site, Option<u32>> = in_order.into_iter().collect();
+        let mut firsts = FxHashMap::default();
+        for &(t, first) in &gaps.firsts {
+            let (gap, calls) = totals(t);
+            if let (true, Some(&(site, before))) =
+                (first_apart(first, calls, gap as u64), first_sites.get(&t))
+            {
+                firsts.insert(t, (site, before, first as f64));
             }
         }
         let runs = match gaps.pairs.is_empty() {
@@ -364,12 +363,10 @@ impl GapPlaces {
         };
         let kept: FxHashSet<u32> = gaps.pairs.iter().map(|p| p.terminal).collect();
         let mut counts: FxHashMap<(u32, u32), u64> = FxHashMap::default();
-        for (&(rule, idx), preds) in &runs {
-            if let Some(Symbol::Terminal(t)) = g.rule(rule).get(idx as usize).map(|r| r.symbol) {
-                if kept.contains(&t) {
-                    for &(p, k) in preds {
-                        *counts.entry((t, p)).or_default() += k;
-                    }
+        for (&site, preds) in &runs {
+            if let Some(t) = terminal_of(site).filter(|t| kept.contains(t)) {
+                for &(p, k) in preds {
+                    *counts.entry((t, p)).or_default() += k;
                 }
             }
         }
@@ -418,8 +415,6 @@ impl GapPlaces {
         })
     }
 
-    /// The gaps (s) before the `calls` calls of `site` (of terminal `t`),
-    /// if the rank kept where `t`'s were.
     /// The gaps (s) before the `calls` calls of `site` (of terminal `t`),
     /// if the rank kept where `t`'s were: each call at its predecessor's
     /// mean. The site's first call is its own where it is the signature's

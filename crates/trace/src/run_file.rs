@@ -146,10 +146,9 @@ impl Trace {
                     .iter()
                     .map(|r| match keep {
                         Keep::AllForTheMerge => r.gaps.clone(),
-                        Keep::Summary | Keep::EveryRanksOwn => r.gaps.trimmed(|t| {
-                            let i = r.stats.binary_search_by_key(&t, |&(u, _)| u).ok()?;
-                            Some((r.stats[i].1.count, r.stats[i].1.gap_ns))
-                        }),
+                        Keep::Summary | Keep::EveryRanksOwn => r
+                            .gaps
+                            .trimmed(|t| r.stats_of(t).map(|s| (s.count, s.gap_ns))),
                     })
                     .collect();
                 if kept.iter().any(|g| !g.is_empty()) {

@@ -583,10 +583,7 @@ impl GapSummary {
         for part in ranks {
             let computation: u64 = part.stats.iter().map(|(_, s)| s.gap_ns).sum();
             let least = (computation as f64 * OUTLIER_SHARE) as u64;
-            let stats = |t: u32| {
-                let i = part.stats.binary_search_by_key(&t, |&(u, _)| u).ok()?;
-                Some(part.stats[i].1)
-            };
+            let stats = |t: u32| part.stats_of(t);
             for w in part.gaps.pairs.windows(2) {
                 let t = w[0].terminal;
                 if t == w[1].terminal && stats(t).is_some_and(|s| s.gap_ns >= least) {
@@ -723,7 +720,7 @@ impl GapSummary {
     pub fn rank_gaps(&self, ranks: &mut [RankPart]) {
         for part in ranks {
             let rank = part.meta.rank;
-            let calls = |t: u32| part.stats.binary_search_by_key(&t, |&(u, _)| u).is_ok();
+            let calls = |t: u32| part.stats_of(t).is_some();
             part.gaps = Gaps {
                 pairs: self
                     .pairs
