@@ -77,6 +77,16 @@ impl SiteGap {
         })
     }
 
+    /// The gap before the site's first call and before each later one:
+    /// the first apart where it differs from the rest ([`apart_s`]), else
+    /// the mean for both.
+    pub fn placed(&self) -> (f64, f64) {
+        match self.first_and_rest().filter(|(f, r)| apart_s(*f, *r)) {
+            Some(apart) => apart,
+            None => (self.mean(), self.mean()),
+        }
+    }
+
     fn add(&mut self, gap: Option<f64>) {
         if self.calls == 0 {
             self.first = gap;
@@ -98,6 +108,29 @@ pub struct RankGaps {
     pub measured: bool,
     /// The terminal each site calls.
     pub terminals: FxHashMap<Site, u32>,
+}
+
+impl RankGaps {
+    /// What share of its placed computation the rank had: 1 unless lossy
+    /// estimates below zero were clamped. Each gap estimated from lossy
+    /// times is off by up to half the bins of its call and the one before;
+    /// the errors cancel in a rank's sum, but a site whose estimates sum
+    /// below zero waits nothing, not less than nothing, and the clamps
+    /// only ever add (MG.W on 8 ranks: 3-13 % more computation per rank
+    /// than the exact times of the same run). The rank's sites give the
+    /// excess back in proportion to their computation.
+    fn clamped_share(&self) -> f64 {
+        let (mut estimated, mut placed) = (0.0, 0.0);
+        for gap in self.sites.values().filter(|g| g.measured > 0) {
+            let (first, rest) = gap.placed();
+            estimated += gap.sum;
+            placed += first + rest * (gap.measured - 1) as f64;
+        }
+        match estimated < placed {
+            true => estimated.max(0.0) / placed,
+            false => 1.0,
+        }
+    }
 }
 
 /// The gaps of rank `part` (whose calls expand `start`), from the trace's
@@ -239,16 +272,28 @@ impl LossyBins {
     /// Half the width of the bin a decoded value `ns` of a call of
     /// `terminal` is the lower edge of (0 where values are exact).
     fn half_width_ns(&self, terminal: u32, ns: f64) -> f64 {
-        let Some(bins) = self.bins.get(terminal as usize) else {
-            return 0.0;
-        };
-        let code = bins.code((ns.max(0.0) / self.ns_per_tick).round() as u64);
-        match (bins.value(code), bins.value(code + 1)) {
-            (Some(low), Some(high)) if high > low + 1 => {
-                (high - low) as f64 / 2.0 * self.ns_per_tick
-            }
-            _ => 0.0,
-        }
+        self.bins
+            .get(terminal as usize)
+            .map_or(0.0, |bins| edge_half_width(bins, self.ns_per_tick, ns))
+    }
+}
+
+/// Half the width, in nanoseconds, of the bin of `bins` whose lower edge
+/// is `ns` (ticks of `ns_per_tick`). A decoded value is a lower edge in
+/// ticks made nanoseconds, through the clock's offsets and drift, and
+/// rounded: it may fall a little under its edge, into the bin below, 1/b
+/// as wide (MG.W's lossy gaps were estimated from such half widths, and
+/// summed to 1-5 % more computation than the exact times of the same
+/// run). Looked up an eighth of a bin and 2 ns higher, it is in its own
+/// bin; a bin narrower than 2 ns has half a width under a nanosecond,
+/// whichever is found.
+fn edge_half_width(bins: &mpigram_trace::timing::Bins, ns_per_tick: f64, ns: f64) -> f64 {
+    let ticks = ns.max(0.0) / ns_per_tick;
+    let above = ticks * (bins.base() - 1.0) / 8.0 + 2.0 / ns_per_tick;
+    let code = bins.code((ticks + above).round() as u64);
+    match (bins.value(code), bins.value(code + 1)) {
+        (Some(low), Some(high)) if high > low + 1 => (high - low) as f64 / 2.0 * ns_per_tick,
+        _ => 0.0,
     }
 }
 
@@ -600,17 +645,13 @@ pub fn delays(trace: &Trace, options: &crate::Options, inits: &FxHashSet<u32>) -
         } else {
             0.0
         };
-        let less = |s: f64| scale * (s - floor).max(0.0);
+        let share = g.clamped_share();
+        let less = |s: f64| scale * (s * share - floor).max(0.0);
         for (site, gap) in g.sites {
-            let delay = match gap.first_and_rest().filter(|(f, r)| apart_s(*f, *r)) {
-                Some((first, rest)) => Delay {
-                    first: less(first),
-                    rest: less(rest),
-                },
-                None => Delay {
-                    first: less(gap.mean()),
-                    rest: less(gap.mean()),
-                },
+            let (first, rest) = gap.placed();
+            let delay = Delay {
+                first: less(first),
+                rest: less(rest),
             };
             d.by_site.entry(site).or_insert_with(|| vec![None; n])[rank as usize] = Some(delay);
         }
@@ -650,5 +691,37 @@ fn by_signature(g: &mut RankGaps) {
             sum: mean * gap.calls as f64,
             first: None,
         };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::edge_half_width;
+    use mpigram_trace::timing::Bins;
+
+    #[test]
+    fn a_decoded_edge_is_looked_up_in_its_own_bin() {
+        let bins = Bins::new(1.1).unwrap();
+        let ns_per_tick = 1.0 / 2.6;
+        let code = bins.code(5_600_000);
+        let (low, high) = (bins.value(code).unwrap(), bins.value(code + 1).unwrap());
+        let half = (high - low) as f64 / 2.0 * ns_per_tick;
+        let edge_ns = low as f64 * ns_per_tick;
+        // The edge as decoded: exact, a nanosecond under (rounding), a
+        // ten-thousandth under (drift between clocks), a nanosecond over.
+        for ns in [
+            edge_ns,
+            edge_ns - 1.0,
+            edge_ns * (1.0 - 1e-4),
+            edge_ns + 1.0,
+        ] {
+            let found = edge_half_width(&bins, ns_per_tick, ns);
+            assert!(
+                (found - half).abs() < 1e-6 * half,
+                "{ns} ns: half width {found}, not {half} (the bin from {edge_ns} ns)"
+            );
+        }
+        // Bins a tick wide: values are exact.
+        assert_eq!(edge_half_width(&bins, ns_per_tick, 3.0 * ns_per_tick), 0.0);
     }
 }
