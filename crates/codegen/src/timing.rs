@@ -283,7 +283,7 @@ impl LossyBins {
 /// ticks made nanoseconds, through the clock's offsets and drift, and
 /// rounded: it may fall a little under its edge, into the bin below, 1/b
 /// as wide (MG.W's lossy gaps were estimated from such half widths, and
-/// summed to 1-5 % more computation than the exact times of the same
+/// summed to 1-3 % more computation than the exact times of the same
 /// run). Looked up an eighth of a bin and 2 ns higher, it is in its own
 /// bin; a bin narrower than 2 ns has half a width under a nanosecond,
 /// whichever is found.
