@@ -470,15 +470,18 @@ fn lossy_times_give_the_findings_of_lossless_ones_within_the_timing_bound() {
             match b.get(key) {
                 Some((peer2, func2, site2, severity2)) => {
                     assert_eq!((func, site), (func2, site2), "{mode}: {key:?}");
-                    // The peer of a wait at a barrier or N×N collective
-                    // is whoever arrived last. The rooted modes start each
-                    // iteration with a barrier only to align the ranks, and
-                    // who reaches it last is a matter of microseconds
-                    // there; elsewhere the fixture makes it one rank by the
-                    // whole delay.
+                    // The peer of a wait at a barrier, fence or N×N
+                    // collective is whoever arrived last. The rooted modes
+                    // start each iteration with a barrier only to align the
+                    // ranks, and who reaches it last is a matter of
+                    // microseconds there; elsewhere the fixture makes it one
+                    // rank by the whole delay, except where nobody is
+                    // delayed (the fence after MPI_Win_create: a CI run saw rank
+                    // 2's wait there with peer 0 lossless, 1 lossy), and
+                    // there the wait is within the timing error.
                     let aligning = key.0.starts_with("wait_at_")
                         && matches!(mode, "early_reduce" | "late_broadcast");
-                    if !aligning {
+                    if !aligning && *severity > tolerance(key.1, peer) {
                         assert_eq!(peer, peer2, "{mode}: {key:?}");
                     }
                     assert!(
