@@ -75,11 +75,7 @@ impl Gaps {
 
     /// The gap before the first call of `terminal`, if kept.
     pub fn first(&self, terminal: u32) -> Option<u64> {
-        let i = self
-            .firsts
-            .binary_search_by_key(&terminal, |&(t, _)| t)
-            .ok()?;
-        Some(self.firsts[i].1)
+        crate::value_of(&self.firsts, &terminal)
     }
 
     /// What adds to the gaps per signature, which `stats` gives as (calls,

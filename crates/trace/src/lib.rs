@@ -29,6 +29,12 @@ pub mod summary;
 pub mod timing;
 
 pub use error::Error;
+
+/// The value of `key` in `sorted`, a list of (key, value) sorted by key.
+pub(crate) fn value_of<K: Ord, V: Copy>(sorted: &[(K, V)], key: &K) -> Option<V> {
+    let i = sorted.binary_search_by(|(k, _)| k.cmp(key)).ok()?;
+    Some(sorted[i].1)
+}
 pub use gaps::{Gaps, PairGap, apart, first_apart};
 pub use journal::{recover_rank, recoverable_ranks};
 pub use meta::{Bases, ClockSync, Ending, Lost, RankClock, RankMeta, Timing, host_name};

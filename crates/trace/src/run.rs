@@ -105,11 +105,7 @@ impl RankStats {
 impl RankPart {
     /// The timing of signature `terminal` on the rank, if it called it.
     pub fn stats_of(&self, terminal: u32) -> Option<CallStats> {
-        let i = self
-            .stats
-            .binary_search_by_key(&terminal, |&(t, _)| t)
-            .ok()?;
-        Some(self.stats[i].1)
+        crate::value_of(&self.stats, &terminal)
     }
 }
 

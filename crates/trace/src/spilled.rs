@@ -74,6 +74,14 @@ pub(crate) fn join_parts(
         // has the signature: the parts come first, in order.
         let mut pairs: FxHashMap<(u32, u32), u64> = FxHashMap::default();
         let mut firsts: FxHashMap<u32, u64> = FxHashMap::default();
+        let mut join_gaps = |gaps: Gaps| {
+            for p in gaps.pairs {
+                *pairs.entry((p.terminal, p.pred)).or_default() += p.gap_ns;
+            }
+            for (t, gap) in gaps.firsts {
+                firsts.entry(t).or_insert(gap);
+            }
+        };
         for part in parts {
             let renumber: Vec<u32> = part
                 .signatures
@@ -93,25 +101,14 @@ pub(crate) fn join_parts(
             }
             let mut gaps = part.gaps;
             gaps.renumber(|t| renumber[t as usize]);
-            for p in gaps.pairs {
-                *pairs.entry((p.terminal, p.pred)).or_default() += p.gap_ns;
-            }
-            for (t, gap) in gaps.firsts {
-                firsts.entry(t).or_insert(gap);
-            }
+            join_gaps(gaps);
             let grammar = part.grammar.with_terminals(|t| renumber[t as usize]);
             grammars.push(grammar.map_err(|e| Error::dir(dir, e))?);
         }
         let mut stats: Vec<(u32, CallStats)> = stats.into_iter().collect();
         stats.sort_unstable_by_key(|&(t, _)| t);
         trace.ranks[i].stats = stats;
-        let last = std::mem::take(&mut trace.ranks[i].gaps);
-        for p in last.pairs {
-            *pairs.entry((p.terminal, p.pred)).or_default() += p.gap_ns;
-        }
-        for (t, gap) in last.firsts {
-            firsts.entry(t).or_insert(gap);
-        }
+        join_gaps(std::mem::take(&mut trace.ranks[i].gaps));
         let mut gaps = Gaps {
             pairs: pairs
                 .into_iter()

@@ -190,10 +190,7 @@ impl Spread {
 
     /// The value read for `rank` (one of the ranks summarised).
     pub fn value(&self, rank: u32) -> u64 {
-        match self.named.binary_search_by_key(&rank, |&(r, _)| r) {
-            Ok(i) => self.named[i].1,
-            Err(_) => self.rest.map_or(0, |r| r.mean_ns),
-        }
+        crate::value_of(&self.named, &rank).unwrap_or_else(|| self.rest.map_or(0, |r| r.mean_ns))
     }
 
     /// The sum over `ranks` ranks, of which the named are some.

@@ -469,37 +469,36 @@ pub fn gaps(
     complete: bool,
 ) -> Gaps {
     let ns = |ticks: u64| (ticks as f64 * ns_per_tick).round() as u64;
-    let mut pairs: Vec<PairGap> = Vec::with_capacity(stats.len() + others.len());
+    // `others` holds no gap after the table's first call, which has no
+    // call before (`Recorder::gap_after_another`).
+    let mut pairs: Vec<PairGap> = others
+        .iter()
+        .map(|(&(terminal, pred), &gap)| PairGap {
+            terminal,
+            pred,
+            gap_ns: ns(gap),
+        })
+        .collect();
     for (t, s) in stats.iter().enumerate() {
-        if s.again != NO_PRED {
+        let terminal = t as u32;
+        // Followed another than its first predecessor (`others` has only
+        // signatures that did).
+        let twice = s.again != NO_PRED;
+        if twice {
             pairs.push(PairGap {
-                terminal: t as u32,
+                terminal,
                 pred: s.again,
                 gap_ns: ns(s.again_gap),
             });
         }
-    }
-    for (&(terminal, pred), &gap) in others {
-        pairs.push(PairGap {
-            terminal,
-            pred,
-            gap_ns: ns(gap),
-        });
-    }
-    for (t, s) in stats.iter().enumerate() {
-        // Followed another than its first predecessor (`others` has only
-        // signatures that did).
-        let twice = s.again != NO_PRED;
         if s.count > 0 && s.pred != NO_PRED && (complete || twice) {
             pairs.push(PairGap {
-                terminal: t as u32,
+                terminal,
                 pred: s.pred,
                 gap_ns: ns(s.gap),
             });
         }
     }
-    // A pair after the table's first call of nothing before is no pair.
-    pairs.retain(|p| p.pred != NO_PRED);
     pairs.sort_unstable();
     let firsts = stats
         .iter()

@@ -150,8 +150,9 @@ fn initialised(announced: Option<census::Announced>, thread_level: c_int) {
 }
 
 /// The tracer's start-up in MPI_Init (the census, the clocks' alignment)
-/// or in the first MPI_Session_init (the census) is over: the aggregated gap before the next call, the computation that
-/// precedes it, is counted from here, not from the end of PMPI_Init.
+/// or in the first MPI_Session_init (the census) is over: the aggregated
+/// gap before the next call, the computation that precedes it, is counted
+/// from here, not from the end of PMPI_Init.
 fn start_up_done() {
     tracer::with(|t| t.recorder.gaps_from(crate::clock::now()));
 }
