@@ -6,10 +6,14 @@
  * the iteration number: no two calls have the same signature and the tracer's
  * memory and trace grow with every call. With K > 1 only every K-th iteration
  * gets a new tag and the others use tag 0: K-1 of K calls repeat one signature.
+ * With D > 0 the tags are drawn from D values instead (1..D), in a fixed
+ * pseudo-random order, the same on every rank: D signatures, in an order that
+ * never repeats, so that the grammar grows with every call and the signature
+ * table does not.
  * It is the worst case of the grammar compression, for benchmarking
  * (scripts/bench-irregular) and for checking that the tracer stays exact on it.
  *
- * Usage: irregular [iterations=1000] [K=1]
+ * Usage: irregular [iterations=1000] [K=1] [D=0]
  *
  * Self-check: each received value names its sender and iteration, and the
  * status carries the tag that was sent. Rank 0 prints one line:
@@ -40,8 +44,10 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     long iters = argc > 1 ? atol(argv[1]) : 1000;
     long k = argc > 2 ? atol(argv[2]) : 1;
+    long d = argc > 3 ? atol(argv[3]) : 0;
     CHECK_MSG(iters >= 0, "iterations must be >= 0");
     CHECK_MSG(k >= 1, "K must be >= 1");
+    CHECK_MSG(d >= 0 && d < 1000000, "D must be in 0..999999");
     int rank = world_rank(), n = world_size();
     int right = ring_right(rank, n), left = ring_left(rank, n);
     int *tag_ub, found;
@@ -51,8 +57,15 @@ int main(int argc, char **argv)
 
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
+    unsigned long long draw = 88172645463325252ULL; /* xorshift64 */
     for (long i = 0; i < iters; i++) {
         int tag = i % k == 0 ? (int)(i / k) + 1 : 0;
+        if (d > 0) {
+            draw ^= draw << 13;
+            draw ^= draw >> 7;
+            draw ^= draw << 17;
+            tag = (int)(draw % (unsigned long long)d) + 1;
+        }
         long long out = i * n + rank, in = -1;
         MPI_Status st;
         MPI_Sendrecv(&out, 1, MPI_LONG_LONG, right, tag, &in, 1, MPI_LONG_LONG, left, tag,

@@ -5,9 +5,11 @@
 //! table. Its last file (`trace.mgr`, `rank<N>.mgr` or its crash journal)
 //! holds the calls after the last part, while its META counts them all: the
 //! difference is what its parts hold. The readers join them here, so that
-//! every tool sees one continuous sequence of calls per rank.
+//! every tool sees one continuous sequence of calls per rank. A part also
+//! holds the per-call times of its calls, if recorded (older parts hold
+//! none: their times stayed in memory and are in the rank's last file).
 
-use crate::{CallStats, Error, Gaps, PairGap, RankPart, RankTrace, Trace};
+use crate::{CallStats, CallTimes, Error, Gaps, PairGap, RankPart, RankTrace, Trace};
 use mpigram_grammar::Grammar;
 use rustc_hash::FxHashMap;
 use std::path::Path;
@@ -69,6 +71,8 @@ pub(crate) fn join_parts(
         let parts = read_parts(dir, &trace.ranks[i], calls, origin)?;
         let rank = trace.ranks[i].meta.rank;
         let mut grammars = Vec::with_capacity(parts.len());
+        // The parts' per-call times come first, as their calls do.
+        let mut times = CallTimes::default();
         let mut stats: FxHashMap<u32, CallStats> = trace.ranks[i].stats.iter().copied().collect();
         // A first call of a part is not the rank's unless no earlier part
         // has the signature: the parts come first, in order.
@@ -102,6 +106,8 @@ pub(crate) fn join_parts(
             let mut gaps = part.gaps;
             gaps.renumber(|t| renumber[t as usize]);
             join_gaps(gaps);
+            times.lossy.extend_from_slice(&part.times.lossy);
+            times.exact.extend_from_slice(&part.times.exact);
             let grammar = part.grammar.with_terminals(|t| renumber[t as usize]);
             grammars.push(grammar.map_err(|e| Error::dir(dir, e))?);
         }
@@ -123,6 +129,10 @@ pub(crate) fn join_parts(
         gaps.pairs.sort_unstable();
         gaps.firsts.sort_unstable();
         trace.ranks[i].gaps = gaps;
+        let own = &mut trace.ranks[i].times;
+        times.lossy.extend_from_slice(&own.lossy);
+        times.exact.extend_from_slice(&own.exact);
+        *own = times;
         let grammar = std::mem::replace(&mut trace.grammar, Grammar::empty());
         trace.grammar = grammar
             .prepend(rank, &grammars)

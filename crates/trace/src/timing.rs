@@ -175,11 +175,46 @@ impl ColumnWriter {
 
     /// Everything recorded so far, as stored (the writer goes on).
     pub fn bytes(&self) -> Vec<u8> {
-        let mut out = self.blocks.clone();
-        if self.in_block > 0 {
-            out.extend_from_slice(&compress_block(self.in_block, &self.first, &self.second));
-        }
+        let last = match self.in_block {
+            0 => Vec::new(),
+            calls => compress_block(calls, &self.first, &self.second),
+        };
+        let mut out = Vec::with_capacity(self.blocks.len() + last.len());
+        out.extend_from_slice(&self.blocks);
+        out.extend_from_slice(&last);
         out
+    }
+
+    /// Takes out everything recorded so far, as stored (the block being
+    /// filled ends early), and goes on from there: what is taken and what
+    /// follows, stored one after the other, are the calls' blocks.
+    pub fn take(&mut self) -> Vec<u8> {
+        if self.in_block > 0 {
+            self.finish_block();
+        }
+        std::mem::take(&mut self.blocks)
+    }
+
+    /// Makes room for `bytes` of finished blocks: address space taken
+    /// once, so that the blocks never move as they grow (a growing buffer
+    /// copied to twice its size leaves the old copy in the process's heap).
+    pub fn reserve(&mut self, bytes: usize) {
+        self.blocks.reserve(bytes.saturating_sub(self.blocks.len()));
+    }
+
+    /// Puts back what [`take`](ColumnWriter::take) took, before anything
+    /// recorded since.
+    pub fn put_back(&mut self, mut taken: Vec<u8>) {
+        taken.extend_from_slice(&self.blocks);
+        self.blocks = taken;
+    }
+
+    /// Bytes of finished blocks the writer holds (the block being filled,
+    /// at most [`BLOCK_CALLS`] calls' numbers, is working memory of a fixed
+    /// size; the rest of the blocks' allocation is address space, not
+    /// memory).
+    pub fn heap_bytes(&self) -> usize {
+        self.blocks.len()
     }
 }
 
@@ -210,6 +245,17 @@ impl ExactWriter {
     /// Everything recorded so far, as stored.
     pub fn bytes(&self) -> Vec<u8> {
         self.columns.bytes()
+    }
+
+    /// The stored columns, which go on where [`take`](ColumnWriter::take)
+    /// leaves them.
+    pub fn columns(&mut self) -> &mut ColumnWriter {
+        &mut self.columns
+    }
+
+    /// Bytes the writer holds.
+    pub fn heap_bytes(&self) -> usize {
+        self.columns.heap_bytes()
     }
 }
 
@@ -433,6 +479,31 @@ mod tests {
                 expected.push((start, now));
             }
             prop_assert_eq!(decode_exact(&w.bytes()).unwrap(), expected);
+        }
+
+        /// Blocks taken out as a rank writes parts (`take`), stored one
+        /// after the other with what follows, read as the calls' times.
+        #[test]
+        fn taken_blocks_and_what_follows_are_the_calls_times(
+            calls in prop::collection::vec((0u64..1 << 20, 0u64..1 << 20, any::<bool>()), 0..3_000),
+        ) {
+            let (mut w, mut whole) = (ExactWriter::default(), ExactWriter::default());
+            let mut stored = Vec::new();
+            let mut now = 0u64;
+            for (gap, len, take) in calls {
+                let start = now + gap;
+                now = start + len;
+                w.push(start, now);
+                whole.push(start, now);
+                if take {
+                    stored.extend(w.columns().take());
+                }
+            }
+            stored.extend(w.bytes());
+            prop_assert_eq!(decode_exact(&stored).unwrap(), decode_exact(&whole.bytes()).unwrap());
+            let taken = w.columns().take();
+            w.columns().put_back(taken.clone());
+            prop_assert_eq!(w.bytes(), taken);
         }
     }
 

@@ -423,11 +423,13 @@ impl Journal {
     }
 
     /// The tail may take `bytes` before the next checkpoint (the tracer
-    /// passes twice the bytes of the trace's signatures and per-call times). A checkpoint costs time in proportion to
-    /// the trace, so on a program whose calls rarely repeat (every call a
-    /// new signature) fixed-size tails would make the checkpoints' total
-    /// cost grow with the square of the calls; tails that grow with the
-    /// trace keep it linear.
+    /// passes twice the bytes of the part's signatures and per-call times,
+    /// at most a quarter of `MPIGRAM_MEMORY`). A checkpoint costs time in
+    /// proportion to the part, so on a program whose calls rarely repeat
+    /// (every call a new signature) fixed-size tails would make the
+    /// checkpoints' total cost grow with the square of the calls; tails
+    /// that grow with the part keep it linear (a part is written out before
+    /// it outgrows the budget).
     pub fn raise_limit(&mut self, bytes: usize) {
         self.limit = self.limit.max(bytes.min(self.capacity));
     }

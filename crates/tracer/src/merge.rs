@@ -72,7 +72,7 @@ fn merge_ranks() {
         let (parts, peak) =
             crate::tracer::with(|t| (t.parts, t.recorder.peak_bytes)).unwrap_or_default();
         crate::message::say(&format!(
-            "rank {rank}: finalize took {:.1} ms ({:.1} ms until every rank arrived); {parts} parts written out, signature table and grammar at most {peak} bytes",
+            "rank {rank}: finalize took {:.1} ms ({:.1} ms until every rank arrived); {parts} parts written out, signature table, grammar and per-call times at most {peak} bytes",
             started.elapsed().as_secs_f64() * 1e3,
             synced.as_secs_f64() * 1e3
         ));

@@ -31,6 +31,8 @@ pub struct PerCall {
     origin: u64,
     lossy: Option<Lossy>,
     exact: Option<ExactWriter>,
+    /// Bytes of room made for each column writer's blocks.
+    room: usize,
 }
 
 impl PerCall {
@@ -67,6 +69,7 @@ impl PerCall {
             origin,
             lossy,
             exact,
+            room: 0,
         }
     }
 
@@ -90,6 +93,59 @@ impl PerCall {
             let (interval, duration) = e.push(start, end);
             last.push(interval, duration);
         }
+    }
+
+    /// The stored columns.
+    fn columns(&mut self) -> impl Iterator<Item = &mut ColumnWriter> {
+        let lossy = self.lossy.as_mut().map(|l| &mut l.codes);
+        lossy
+            .into_iter()
+            .chain(self.exact.as_mut().map(ExactWriter::columns))
+    }
+
+    /// Makes room for `bytes` of times in each column writer, up front (in
+    /// address space: pages are used as they are written).
+    fn reserve(&mut self, bytes: usize) {
+        self.room = bytes;
+        self.columns().for_each(|c| c.reserve(bytes));
+    }
+
+    /// Takes out what was recorded so far, as stored: the times of a part
+    /// written out (recording goes on; the next part's times continue
+    /// these).
+    fn take(&mut self) -> CallTimes {
+        let room = self.room;
+        let take = |c: &mut ColumnWriter| {
+            let taken = c.take();
+            c.reserve(room);
+            taken
+        };
+        CallTimes {
+            lossy: self
+                .lossy
+                .as_mut()
+                .map_or_else(Vec::new, |l| take(&mut l.codes)),
+            exact: self
+                .exact
+                .as_mut()
+                .map_or_else(Vec::new, |e| take(e.columns())),
+        }
+    }
+
+    /// Puts back what [`take`](PerCall::take) took.
+    fn put_back(&mut self, times: CallTimes) {
+        if let Some(l) = &mut self.lossy {
+            l.codes.put_back(times.lossy);
+        }
+        if let Some(e) = &mut self.exact {
+            e.columns().put_back(times.exact);
+        }
+    }
+
+    /// Bytes the times recorded take.
+    fn heap_bytes(&self) -> usize {
+        self.lossy.as_ref().map_or(0, |l| l.codes.heap_bytes())
+            + self.exact.as_ref().map_or(0, ExactWriter::heap_bytes)
     }
 
     /// What was recorded so far, as stored (recording goes on).
@@ -158,6 +214,10 @@ pub struct TickStats {
 /// No terminal before (the first call of a table).
 pub const NO_PRED: u32 = u32::MAX;
 
+/// Calls between two checks of the memory budget where no signature is
+/// new (a power of two: the check is a mask on the call count).
+pub const CHECK_CALLS: u64 = 1 << 16;
+
 pub struct Recorder {
     /// The signature being encoded.
     pub scratch: Vec<u8>,
@@ -190,14 +250,17 @@ pub struct Recorder {
     pub call_times: CallNumbers,
     /// The terminal of a repeated MPI_Waitall on a window of new requests.
     pub waitall: WaitallMemo,
-    /// The bytes the signature table, its timing and the grammar may use
-    /// before they are written out as a part: half of `MPIGRAM_MEMORY`,
-    /// since writing them out takes about as much again (budget.rs).
+    /// The bytes the signature table, its timing, the grammar and the
+    /// per-call times may use before they are written out as a part: half
+    /// of `MPIGRAM_MEMORY`, since writing them out takes about as much
+    /// again (budget.rs).
     pub budget: usize,
-    /// They use more than `budget` since the last new signature.
+    /// They used more than `budget` at the last check.
     pub over_budget: bool,
-    /// The most they used, in bytes (at a new signature).
+    /// The most they used, in bytes (at a check).
     pub peak_bytes: usize,
+    /// What they used when the last part was taken out.
+    floor_bytes: usize,
 }
 
 /// What a rank recorded since its previous part: taken out of the
@@ -207,6 +270,8 @@ pub struct Part {
     pub grammar: Sequitur,
     pub stats: Vec<TickStats>,
     pub pair_gaps: FxHashMap<(u32, u32), u64>,
+    /// The per-call times of its calls (empty where not recorded).
+    pub times: CallTimes,
 }
 
 impl Recorder {
@@ -230,6 +295,7 @@ impl Recorder {
             budget: usize::MAX,
             over_budget: false,
             peak_bytes: 0,
+            floor_bytes: 0,
         }
     }
 
@@ -240,7 +306,11 @@ impl Recorder {
         signatures: Vec<Vec<u8>>,
         grammar: Sequitur,
         (stats, pair_gaps): (Vec<TickStats>, FxHashMap<(u32, u32), u64>),
+        times: CallTimes,
     ) {
+        if let Some(p) = &mut self.per_call {
+            p.put_back(times);
+        }
         self.signatures = Interner::default();
         for s in &signatures {
             self.signatures.intern(s);
@@ -253,12 +323,30 @@ impl Recorder {
         self.budget = usize::MAX;
     }
 
-    /// Bytes the signature table, its timing and the grammar use.
+    /// Bytes the signature table, its timing, the grammar and the
+    /// per-call times use.
     pub fn table_bytes(&self) -> usize {
         self.signatures.heap_bytes()
             + self.stats.len() * std::mem::size_of::<TickStats>()
             + self.pair_gaps.capacity() * std::mem::size_of::<((u32, u32), u64)>()
             + self.grammar.heap_bytes()
+            + self.per_call.as_ref().map_or(0, PerCall::heap_bytes)
+    }
+
+    /// Whether the table, grammar and times outgrew the budget: checked at
+    /// every new signature, and every [`CHECK_CALLS`] calls for what grows
+    /// without new signatures (per-call times, and the grammar of
+    /// signatures in an order that does not repeat).
+    #[cold]
+    #[inline(never)]
+    pub fn check_budget(&mut self) -> bool {
+        let bytes = self.table_bytes();
+        self.peak_bytes = self.peak_bytes.max(bytes);
+        // A part holds at least a quarter of the budget more than a new
+        // table starts with (a budget below the tracer's working memory
+        // still writes parts, not one a call).
+        self.over_budget = bytes > self.budget.max(self.floor_bytes + self.budget / 4);
+        self.over_budget
     }
 
     /// Takes out the signatures, grammar and timing recorded so far, and
@@ -276,6 +364,10 @@ impl Recorder {
             grammar: std::mem::replace(&mut self.grammar, grammar),
             stats: std::mem::replace(&mut self.stats, Vec::with_capacity(n)),
             pair_gaps: std::mem::take(&mut self.pair_gaps),
+            times: self
+                .per_call
+                .as_mut()
+                .map_or_else(Default::default, PerCall::take),
         };
         self.last.clear();
         self.last_terminal = NO_PRED;
@@ -283,6 +375,7 @@ impl Recorder {
         // see `Tracer::spill`).
         self.waitall = WaitallMemo::default();
         self.over_budget = false;
+        self.floor_bytes = self.table_bytes();
         part
     }
 
@@ -402,7 +495,10 @@ impl Recorder {
     }
 
     /// Records per-call times from now on.
-    pub fn set_per_call(&mut self, per_call: PerCall) {
+    pub fn set_per_call(&mut self, mut per_call: PerCall) {
+        // Room for the times that fit in the budget (a part is written out
+        // before they outgrow it); beyond 1 GiB they grow as they go.
+        per_call.reserve(self.budget.min(1 << 30));
         self.per_call = Some(per_call);
         crate::call::set_times();
     }
@@ -436,9 +532,7 @@ impl Recorder {
                 again_gap: 0,
                 first: 0,
             });
-            let bytes = self.table_bytes();
-            self.peak_bytes = self.peak_bytes.max(bytes);
-            self.over_budget = bytes > self.budget;
+            self.check_budget();
         }
         (t, new)
     }

@@ -38,8 +38,10 @@ pub fn record_same_inputs<const I: usize, const O: usize>(
             let Ok(r) = memo.recall_outputs::<I, O>(func, ret, outputs, request, objects) else {
                 return false;
             };
+            let terminal = r.terminal;
             r.enter(objects);
-            t.append_recalled(func, r.terminal, start, end);
+            // The memo is not held across: a part written out forgets it.
+            t.append_recalled(func, terminal, start, end);
             true
         })
     };

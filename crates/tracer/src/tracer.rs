@@ -13,7 +13,7 @@ use crate::front::front;
 use crate::journal::Journal;
 use crate::memo::CallMemo;
 use crate::objects::{CommInfo, Objects};
-use crate::recorder::{PerCall, Recorder};
+use crate::recorder::{CHECK_CALLS, PerCall, Recorder};
 use mpigram_mpispec::{FuncId, HandleKind, HandleRef, put_signature_head};
 use mpigram_trace::journal::JournalHeader;
 use mpigram_trace::{
@@ -201,6 +201,8 @@ impl Tracer {
         self.journal_call(terminal, repeats, new, true);
         if new && self.recorder.over_budget {
             self.spill();
+        } else {
+            self.check_budget();
         }
     }
 
@@ -215,6 +217,17 @@ impl Tracer {
         // wrote them; each also changes the objects' epoch, so no call is
         // recalled by the memo before such a call).
         self.journal_call(terminal, repeats, false, false);
+        self.check_budget();
+    }
+
+    /// Every [`CHECK_CALLS`] calls: what grows without new signatures
+    /// (per-call times; the grammar of signatures in an order that does not
+    /// repeat) is held to the memory budget too.
+    #[inline(always)]
+    fn check_budget(&mut self) {
+        if self.recorder.calls & (CHECK_CALLS - 1) == 0 && self.recorder.check_budget() {
+            self.spill();
+        }
     }
 
     /// The crash journal's record of the call just recorded (`repeats`:
@@ -240,9 +253,17 @@ impl Tracer {
         }
     }
 
-    /// The signature table and grammar outgrew the memory budget: writes
-    /// them out as the rank's next part (`rank<N>.part<K>.mgr`) and goes on
-    /// with an empty table. The crash journal then continues a checkpoint
+    /// The signature table, grammar and per-call times are large enough to
+    /// go out as a part rather than be copied whole (into a checkpoint of
+    /// the crash journal, or the merge at MPI_Finalize): an eighth of the
+    /// budget, and at least 1 MiB.
+    fn large_record(&self) -> bool {
+        self.recorder.table_bytes() > (self.recorder.budget / 8).max(1 << 20)
+    }
+
+    /// The signature table, grammar and per-call times outgrew the memory
+    /// budget: writes them out as the rank's next part
+    /// (`rank<N>.part<K>.mgr`) and goes on with an empty table. The crash journal then continues a checkpoint
     /// of the new, empty part: its tail numbered signatures in the old
     /// table. If the part cannot be written, the rank keeps its table (and
     /// grows past the budget) instead.
@@ -265,16 +286,13 @@ impl Tracer {
             let grammar = builder.grammar(rank);
             drop(builder);
             let trace = RankTrace {
-                meta: RankMeta {
-                    timing: Timing::default(),
-                    ..self.meta(None, end)
-                },
+                meta: self.meta(None, end),
                 signatures: part.signatures.into_iter().map(Vec::from).collect(),
                 grammar,
                 stats: crate::recorder::call_stats(&part.stats, &part.pair_gaps, ns_per_tick),
                 gaps: crate::recorder::gaps(&part.stats, &part.pair_gaps, ns_per_tick, false),
                 comms: Vec::new(),
-                times: Default::default(),
+                times: part.times,
             };
             let path = dir.join(mpigram_trace::part_file_name(rank, self.parts));
             match trace.write_to(&path) {
@@ -287,8 +305,12 @@ impl Tracer {
                     let mut builder = mpigram_grammar::Sequitur::new();
                     let calls = trace.grammar.expand(rank).into_iter().flatten();
                     calls.for_each(|t| builder.push(t));
-                    self.recorder
-                        .put_back(trace.signatures, builder, (part.stats, part.pair_gaps));
+                    self.recorder.put_back(
+                        trace.signatures,
+                        builder,
+                        (part.stats, part.pair_gaps),
+                        trace.times,
+                    );
                 }
             }
         });
@@ -413,6 +435,11 @@ impl Tracer {
     /// the journal stops, holding its first `journaled` calls.
     #[cold]
     fn checkpoint(&mut self, journaled: u64) {
+        // Rather than copied into a checkpoint again and again: the part
+        // holds it for good, and the checkpoint after it is small.
+        if self.large_record() {
+            return self.spill();
+        }
         crate::call::writing_out(|| {
             let Some(path) = self.journal.as_ref().map(Journal::checkpoint_path) else {
                 return;
@@ -431,7 +458,8 @@ impl Tracer {
             match written {
                 Ok(()) => {
                     journal.reset(calls, comms);
-                    journal.raise_limit(2 * trace_bytes);
+                    // Within the memory budget: its pages are the rank's.
+                    journal.raise_limit((2 * trace_bytes).min(self.recorder.budget / 2));
                 }
                 Err(e) => {
                     crate::message::say(&format!(
@@ -524,9 +552,8 @@ impl Tracer {
     /// stream is written now.
     pub fn finish(&mut self) -> RankTrace {
         self.finalized = true;
-        // A large table goes out as a part rather than into the merge,
-        // which would hold it two or three times over.
-        if self.recorder.table_bytes() > (self.recorder.budget / 8).max(1 << 20) {
+        // Into the merge, which would hold it two or three times over.
+        if self.large_record() {
             self.spill();
         }
         let trace = self.snapshot(Some(Ending::Finalized));

@@ -6,7 +6,7 @@
 mod common;
 
 use common::*;
-use mpigram_trace::{Ending, Trace, part_file_name};
+use mpigram_trace::{Ending, RankTrace, Trace, part_file_name};
 use std::path::Path;
 
 /// Budget of these tests: small, so that a few thousand new signatures
@@ -98,9 +98,9 @@ fn a_rank_over_its_memory_budget_writes_parts_and_loses_no_call() {
 
 /// A rank killed (SIGKILL, by the launcher after rank 1's MPI_Abort)
 /// after writing parts is rebuilt from its parts, its journal's checkpoint
-/// and the journal's tail: every call, in order. The aborting rank wrote
-/// its own file after its parts, which reads back as its verification
-/// stream.
+/// and the journal's tail: every call, in order, with its per-call times
+/// (the parts' and then the journal's). The aborting rank wrote its own
+/// file after its parts, which reads back as its verification stream.
 #[test]
 fn a_rank_killed_after_writing_parts_recovers_every_call() {
     let calls = 12_000;
@@ -108,7 +108,10 @@ fn a_rank_killed_after_writing_parts_recovers_every_call() {
         "crash_irregular",
         2,
         &[&calls.to_string()],
-        &[("MPIGRAM_MEMORY", "1M")],
+        &[
+            ("MPIGRAM_MEMORY", "1M"),
+            ("MPIGRAM_TIMING", "lossy,lossless"),
+        ],
     );
     assert_eq!(run.output.status.code(), Some(42), "{}", run.output);
     let dir = run.dir.path();
@@ -136,6 +139,7 @@ fn a_rank_killed_after_writing_parts_recovers_every_call() {
     let expected = verify_stream(dir, 1);
     let recorded: Vec<Vec<u8>> = trace.calls(1).map(<[u8]>::to_vec).collect();
     assert!(recorded == expected, "rank 1: its calls are not its own");
+    assert_lossy_times_within_bound(&trace, 1.1, &[]);
 }
 
 /// Parts are written while the call memos are warm: the repeated request
@@ -163,5 +167,66 @@ fn calls_recalled_from_the_memos_stay_exact_across_parts() {
         assert!(body.chunks(4).all(|c| c == window), "rank {rank}");
         let tags = sendrecv_tags(&trace, rank);
         assert_eq!(tags, (100..100 + iterations as i64).collect::<Vec<i64>>());
+    }
+}
+
+/// Per-call times are held to the budget too: a loop that repeats one
+/// signature, timed lossy and lossless, writes its times out with parts
+/// (no signature is new after the first calls: the budget is checked every
+/// 65,536 calls). Read back, every call of every rank has both times, the
+/// lossy ones within their bound of the exact ones — so the parts' times
+/// are joined in order, without a call lost or doubled at a part's edge.
+#[test]
+fn per_call_times_go_out_with_the_parts() {
+    let iterations = 400_000;
+    let run = run_traced(
+        "irregular",
+        2,
+        &[&iterations.to_string(), &(2 * iterations).to_string()],
+        &[
+            ("MPIGRAM_MEMORY", "1M"),
+            ("MPIGRAM_TIMING", "lossy,lossless"),
+        ],
+    );
+    run.output.assert_success();
+    let dir = run.dir.path();
+    let trace = assert_trace_is_exact(&run, 2);
+    for rank in 0..2 {
+        let n = parts(dir, rank);
+        assert!(n >= 2, "rank {rank}: {n} parts\n{}", run.output);
+        for k in 0..n {
+            let part = RankTrace::read(&dir.join(part_file_name(rank, k))).unwrap();
+            let timed = mpigram_trace::timing::calls_in(&part.times.exact).unwrap();
+            let calls = part.grammar.stream_len(rank).unwrap();
+            assert_eq!(timed, calls, "rank {rank} part {k}: a time per call");
+        }
+        let tags = sendrecv_tags(&trace, rank);
+        assert_eq!(tags.len(), iterations, "rank {rank}");
+    }
+    assert_lossy_times_within_bound(&trace, 1.1, &[]);
+}
+
+/// A fixed set of signatures in an order that never repeats: the grammar
+/// grows with every call while no signature is new, and is written out
+/// in parts all the same.
+#[test]
+fn a_grammar_that_grows_without_new_signatures_goes_out_in_parts() {
+    let iterations = 300_000;
+    let run = run_traced(
+        "irregular",
+        2,
+        &[&iterations.to_string(), "1", "64"],
+        &[("MPIGRAM_MEMORY", "1M")],
+    );
+    run.output.assert_success();
+    let dir = run.dir.path();
+    let trace = assert_trace_is_exact(&run, 2);
+    for rank in 0..2 {
+        let n = parts(dir, rank);
+        assert!(n >= 2, "rank {rank}: {n} parts\n{}", run.output);
+        let tags = sendrecv_tags(&trace, rank);
+        assert_eq!(tags.len(), iterations, "rank {rank}");
+        let distinct: std::collections::BTreeSet<i64> = tags.iter().copied().collect();
+        assert_eq!(distinct, (1..=64).collect(), "rank {rank}");
     }
 }
