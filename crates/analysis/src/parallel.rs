@@ -148,7 +148,7 @@ impl Drop for Remote<'_, '_> {
 }
 
 /// Tells every process but 0 to stop (none has an answer on its way then).
-fn stop(link: &dyn Link) {
+pub(crate) fn stop(link: &dyn Link) {
     for p in 1..link.processes() {
         link.send(p, ASK, &STOP.to_le_bytes());
     }

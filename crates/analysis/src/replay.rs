@@ -475,15 +475,13 @@ impl Reading<'_> {
 /// `matcher.found`), and once more after the end.
 pub(crate) fn match_in_time_order(
     trace: &Trace,
-    sites: &Sites,
-    source: Source,
-    run_start_ns: f64,
+    reading: Reading,
     matcher: &mut Matcher,
     mut found: impl FnMut(&mut Matcher),
 ) -> Result<(), ReplayError> {
     let world: Vec<u32> = trace.ranks.iter().map(|p| p.meta.rank).collect();
     read_in_time_order(
-        Reading::of(trace, sites, source, run_start_ns)?,
+        reading,
         || true,
         |r, read| {
             let rank = world[r as usize];

@@ -103,16 +103,10 @@ fn analyse(
     source: Source,
     heuristic: bool,
 ) -> Result<Option<critical_path::Analysis>> {
-    use mpigram_analysis::parallel::mpi_link::MpiLink;
-    // Started by a process manager (MPICH's hydra, Open MPI, PMIx).
-    let launched = ["PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK"]
-        .iter()
-        .any(|v| std::env::var_os(v).is_some());
-    if !launched {
-        return Ok(Some(critical_path::analyse(trace, source, heuristic)?));
+    match crate::across::link()? {
+        None => Ok(Some(critical_path::analyse(trace, source, heuristic)?)),
+        Some(link) => Ok(critical_path::analyse_across(
+            trace, source, heuristic, &link,
+        )?),
     }
-    let link = MpiLink::init().context("cannot initialise MPI with MPI_THREAD_SERIALIZED")?;
-    Ok(critical_path::analyse_across(
-        trace, source, heuristic, &link,
-    )?)
 }

@@ -8,6 +8,8 @@ use mpigram_trace::Trace;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+#[cfg(feature = "mpi")]
+mod across;
 mod critical_path;
 mod decode;
 mod diff;

@@ -1,5 +1,6 @@
 //! `mpigram profile TRACE [--json]`: behaviour classes, rank groups and
-//! wait states, findings first.
+//! wait states, findings first; `mpiexec -n K mpigram profile TRACE` (a
+//! build with the `mpi` feature) spreads it over K processes.
 
 use crate::times::Times;
 use anyhow::{Context, Result};
@@ -53,8 +54,12 @@ pub fn run(args: &Args) -> Result<()> {
         source: args.times.into(),
         min_share: args.min_share,
     };
-    let p = profile::profile(&trace, &options)
+    let p = analyse(&trace, &options)
         .with_context(|| format!("cannot profile {}", args.trace.display()))?;
+    let Some(p) = p else {
+        // Another process of `mpiexec -n K` reports.
+        return Ok(());
+    };
     if args.json {
         let mut out = std::io::BufWriter::new(std::io::stdout().lock());
         p.write_json(&mut out)?;
@@ -63,4 +68,19 @@ pub fn run(args: &Args) -> Result<()> {
         print!("{}", p.to_text());
     }
     Ok(())
+}
+
+/// The profile; under `mpiexec -n K` (a build with the `mpi` feature)
+/// spread over the K processes, and None on all but the first.
+#[cfg(not(feature = "mpi"))]
+fn analyse(trace: &Trace, options: &Options) -> Result<Option<profile::Profile>> {
+    Ok(Some(profile::profile(trace, options)?))
+}
+
+#[cfg(feature = "mpi")]
+fn analyse(trace: &Trace, options: &Options) -> Result<Option<profile::Profile>> {
+    match crate::across::link()? {
+        None => Ok(Some(profile::profile(trace, options)?)),
+        Some(link) => Ok(profile::profile_across(trace, options, &link)?),
+    }
 }

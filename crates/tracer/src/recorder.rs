@@ -333,6 +333,13 @@ impl Recorder {
             + self.per_call.as_ref().map_or(0, PerCall::heap_bytes)
     }
 
+    /// Bytes the table, grammar and times took on since the last part was
+    /// taken out (a new table starts with room made for as many
+    /// signatures as the last part had).
+    pub fn grown_bytes(&self) -> usize {
+        self.table_bytes().saturating_sub(self.floor_bytes)
+    }
+
     /// Whether the table, grammar and times outgrew the budget: checked at
     /// every new signature, and every [`CHECK_CALLS`] calls for what grows
     /// without new signatures (per-call times, and the grammar of

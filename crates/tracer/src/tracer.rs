@@ -255,10 +255,11 @@ impl Tracer {
 
     /// The signature table, grammar and per-call times are large enough to
     /// go out as a part rather than be copied whole (into a checkpoint of
-    /// the crash journal, or the merge at MPI_Finalize): an eighth of the
-    /// budget, and at least 1 MiB.
+    /// the crash journal, or the merge at MPI_Finalize): grown by an eighth
+    /// of the budget, and at least 1 MiB, since the last part (so the
+    /// checkpoint after a part is never one).
     fn large_record(&self) -> bool {
-        self.recorder.table_bytes() > (self.recorder.budget / 8).max(1 << 20)
+        self.recorder.grown_bytes() > (self.recorder.budget / 8).max(1 << 20)
     }
 
     /// The signature table, grammar and per-call times outgrew the memory

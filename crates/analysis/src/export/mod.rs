@@ -30,7 +30,7 @@ pub use window::{Bound, Window, parse_ranks};
 use crate::critical_path::{Activity, CallSites, CriticalPath};
 use crate::decode::{Args, DecodeError, DecodedCall, RankDecoder};
 use crate::matching::{self, Matcher};
-use crate::replay::{ReplayError, match_in_time_order};
+use crate::replay::{Reading, ReplayError, match_in_time_order};
 use crate::sites::Sites;
 pub use crate::timeline::Span;
 use crate::timeline::{Source, TimelineError, rank_spans};
@@ -144,8 +144,10 @@ pub fn export(
     let mut matcher = Matcher::new(&members, world);
     let ids = FlowIds::new(format == Format::Perfetto);
     let mut arrows = Arrows::new(&content.window, ids);
-    let matched = match_in_time_order(trace, &sites, source, run_start, &mut matcher, |m| {
-        arrows.found(m.found.drain(..))
+    let matched = Reading::of(trace, &sites, source, run_start).and_then(|reading| {
+        match_in_time_order(trace, reading, &mut matcher, |m| {
+            arrows.found(m.found.drain(..))
+        })
     });
     matched.map_err(|e| match e {
         ReplayError::Timeline(e) => ExportError::Timeline(e),

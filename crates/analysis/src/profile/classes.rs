@@ -12,12 +12,13 @@ use super::segments::{ContextPath, RankSegments};
 use super::similarity::Similarity;
 use crate::timeline::Span;
 use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
 
 /// Classes per context and rank at most.
 pub const MAX_CLASSES: usize = 16;
 
 /// A class of one context on one rank.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RankClass {
     /// Rank-local context index.
     pub context: u32,
@@ -29,7 +30,7 @@ pub struct RankClass {
 }
 
 /// One rank's classes.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 pub struct RankClasses {
     pub classes: Vec<RankClass>,
     /// Per rank-local context: its executions' class indices in order.
@@ -256,6 +257,7 @@ pub fn merge_ranks(
 }
 
 /// A rank's contexts and classes in the merged ones.
+#[derive(Debug, Serialize, Deserialize)]
 pub struct RankMap {
     /// The global context of each local one.
     pub contexts: Vec<u32>,

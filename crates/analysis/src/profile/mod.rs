@@ -21,12 +21,14 @@ pub mod segments;
 pub mod similarity;
 pub use crate::sites;
 mod stream;
+use stream::{Behaviour, RankSummary};
 pub mod waits;
 
 use crate::critical_path::CallSites;
-use crate::replay::ReplayError;
+use crate::parallel::{self, Link, Remote, owner};
+use crate::replay::{Reading, ReplayError};
 use crate::timeline::{Source, Span, TimelineError};
-use classes::{ContextClasses, Merge};
+use classes::{ContextClasses, Merge, RankMap};
 use mpigram_mpispec::{FUNCS, decode_signature};
 use mpigram_trace::Trace;
 use rayon::prelude::*;
@@ -73,6 +75,9 @@ pub enum ProfileError {
     Empty,
     #[error("cannot keep the profile's records in a temporary file: {0}")]
     Spill(#[from] std::io::Error),
+    /// What another process of `mpiexec -n K mpigram profile` found.
+    #[error("{0}")]
+    Elsewhere(String),
 }
 
 impl From<ReplayError> for ProfileError {
@@ -147,27 +152,213 @@ pub fn profile(trace: &Trace, options: &Options) -> Result<Profile, ProfileError
     if trace.ranks.is_empty() {
         return Err(ProfileError::Empty);
     }
+    let work = rank_works(trace, options, |_| true)?;
+    let summaries: Vec<&RankSummary> = work.iter().map(|w| &w.summary).collect();
+    let (contexts, maps) = merge(&summaries, options);
+    let behaviours = work
+        .iter()
+        .zip(&maps)
+        .map(|(w, map)| w.behaviour(map))
+        .collect::<Result<Vec<_>, _>>()?;
+    let sites = Sites::new(&trace.grammar);
+    let reading = Reading::of(trace, &sites, options.source, trace.run_start_ns())?;
+    conclude(
+        trace,
+        options,
+        &summaries,
+        (contexts, behaviours),
+        &sites,
+        reading,
+    )
+}
+
+/// Tags of the messages of [`profile_across`] (those of
+/// [`crate::parallel`] are below).
+const SUMMARIES: u32 = 4;
+const MAPS: u32 = 5;
+const BEHAVIOURS: u32 = 6;
+
+/// [`profile`] spread over the processes of `link` (`mpiexec -n K
+/// mpigram profile`): rank index r belongs to process r mod K, which reads
+/// its times and classifies its iterations (the work that grows with the
+/// calls); process 0 merges every rank's classes, each process tells its
+/// ranks' behaviour in the merged classes, and process 0 matches the
+/// operations for the wait states while the others read their ranks for
+/// it ([`crate::parallel`]). Process 0 returns the profile, [`profile`]'s
+/// to the byte; the others return None.
+pub fn profile_across(
+    trace: &Trace,
+    options: &Options,
+    link: &dyn Link,
+) -> Result<Option<Profile>, ProfileError> {
+    if trace.ranks.is_empty() {
+        return Err(ProfileError::Empty);
+    }
+    let (me, k) = (link.process(), link.processes());
+    let work = rank_works(trace, options, |r| owner(r, k) == me);
+    if me != 0 {
+        let summaries = work
+            .as_ref()
+            .map(|w| w.iter().map(|w| &w.summary).collect::<Vec<_>>())
+            .map_err(ToString::to_string);
+        link.send(0, SUMMARIES, &to_bytes(&summaries));
+        let maps: Option<Vec<RankMap>> = from_bytes(&link.receive(0, MAPS)).flatten();
+        let (Some(maps), Ok(work)) = (maps, work) else {
+            return Ok(None); // an error elsewhere: process 0 reports it
+        };
+        let behaviours: Result<Vec<Behaviour>, String> = work
+            .iter()
+            .zip(&maps)
+            .map(|(w, map)| w.behaviour(map).map_err(|e| e.to_string()))
+            .collect();
+        link.send(0, BEHAVIOURS, &to_bytes(&behaviours));
+        parallel::serve(trace, options.source, link);
+        return Ok(None);
+    }
+    let remote: Vec<Result<Vec<RankSummary>, String>> = (1..k)
+        .map(|p| {
+            from_bytes(&link.receive(p, SUMMARIES))
+                .unwrap_or_else(|| Err(format!("analysis process {p} sent an unreadable summary")))
+        })
+        .collect();
+    let stop = || (1..k).for_each(|p| link.send(p, MAPS, &to_bytes(&None::<Vec<RankMap>>)));
+    let here = match work {
+        Ok(here) => here,
+        Err(e) => {
+            stop();
+            return Err(e);
+        }
+    };
+    let mut others = Vec::new();
+    for summaries in remote {
+        match summaries {
+            Ok(s) => others.extend(s),
+            Err(e) => {
+                stop();
+                return Err(ProfileError::Elsewhere(e));
+            }
+        }
+    }
+    let mut summaries: Vec<&RankSummary> = here.iter().map(|w| &w.summary).collect();
+    summaries.extend(&others);
+    summaries.sort_by_key(|s| s.rank);
+    let (contexts, maps) = merge(&summaries, options);
+    // Each process's maps in the order of its ranks' work (by rank).
+    let mut map_of: FxHashMap<u32, RankMap> = summaries.iter().map(|s| s.rank).zip(maps).collect();
+    let mut owned_by = |p: usize| -> Vec<RankMap> {
+        let mut ranks: Vec<u32> = (0..trace.ranks.len() as u32)
+            .filter(|&r| owner(r, k) == p)
+            .map(|r| trace.ranks[r as usize].meta.rank)
+            .collect();
+        ranks.sort_unstable();
+        ranks.iter().filter_map(|r| map_of.remove(r)).collect()
+    };
+    let mine = owned_by(0);
+    for p in 1..k {
+        link.send(p, MAPS, &to_bytes(&Some(owned_by(p))));
+    }
+    let mut behaviour_of: FxHashMap<u32, Behaviour> = FxHashMap::default();
+    let mut failed: Option<ProfileError> = None;
+    for (w, map) in here.iter().zip(&mine) {
+        match w.behaviour(map) {
+            Ok(b) => {
+                behaviour_of.insert(w.summary.rank, b);
+            }
+            Err(e) => failed = failed.or(Some(e)),
+        }
+    }
+    for p in 1..k {
+        let ranks = others.iter().map(|s| s.rank).filter(|&r| {
+            let index = trace.ranks.iter().position(|part| part.meta.rank == r);
+            index.is_some_and(|i| owner(i as u32, k) == p)
+        });
+        let mut ranks: Vec<u32> = ranks.collect();
+        ranks.sort_unstable();
+        let behaviours: Result<Vec<Behaviour>, String> = from_bytes(&link.receive(p, BEHAVIOURS))
+            .unwrap_or_else(|| Err(format!("analysis process {p} sent an unreadable behaviour")));
+        match behaviours {
+            Ok(b) => behaviour_of.extend(ranks.into_iter().zip(b)),
+            Err(e) => failed = failed.or(Some(ProfileError::Elsewhere(e))),
+        }
+    }
+    if let Some(e) = failed {
+        parallel::stop(link);
+        return Err(e);
+    }
+    let behaviours = summaries
+        .iter()
+        .map(|s| behaviour_of.remove(&s.rank).unwrap_or_default())
+        .collect();
+    let sites = Sites::new(&trace.grammar);
+    let remote = Remote::new(trace, &sites, options.source, link)?;
+    let reading = Reading::from(Box::new(remote));
+    conclude(
+        trace,
+        options,
+        &summaries,
+        (contexts, behaviours),
+        &sites,
+        reading,
+    )
+    .map(Some)
+}
+
+fn to_bytes<T: serde::Serialize>(value: &T) -> Vec<u8> {
+    postcard::to_allocvec(value).expect("a profile message serialises")
+}
+
+fn from_bytes<'a, T: serde::Deserialize<'a>>(bytes: &'a [u8]) -> Option<T> {
+    postcard::from_bytes(bytes).ok()
+}
+
+/// The work of the ranks (by index) that `here` picks, in rank order:
+/// their times read and their iterations classified, in parallel.
+fn rank_works(
+    trace: &Trace,
+    options: &Options,
+    here: impl Fn(u32) -> bool + Sync,
+) -> Result<Vec<stream::RankWork>, ProfileError> {
     let run_start = trace.run_start_ns();
     let within = options.method.with_threshold(options.within);
-    let across = options.method.with_threshold(options.across);
     let mut work: Vec<stream::RankWork> = trace
         .ranks
         .par_iter()
-        .map(|part| stream::rank_work(trace, part, options.source, run_start, within.as_ref()))
+        .enumerate()
+        .filter(|&(r, _)| here(r as u32))
+        .map(|(_, part)| stream::rank_work(trace, part, options.source, run_start, within.as_ref()))
         .collect::<Result<_, _>>()?;
-    work.sort_by_key(|w| w.rank);
+    work.sort_by_key(|w| w.summary.rank);
+    Ok(work)
+}
 
+/// The ranks' classes merged across ranks (given in rank order), and
+/// each rank's place in them.
+fn merge(summaries: &[&RankSummary], options: &Options) -> (Vec<ContextClasses>, Vec<RankMap>) {
+    let across = options.method.with_threshold(options.across);
     let mut merge = Merge::new(across.as_ref());
-    let maps: Vec<classes::RankMap> = work
+    let maps = summaries
         .iter()
-        .map(|w| merge.add(w.rank, &w.contexts, &w.classes))
+        .map(|s| merge.add(s.rank, &s.contexts, &s.classes))
         .collect();
-    let contexts = merge.finish();
-    let ranks: Vec<u32> = work.iter().map(|w| w.rank).collect();
+    (merge.finish(), maps)
+}
+
+/// The profile from the ranks' summaries (in rank order), the merged
+/// classes and each rank's behaviour in them, and the wait states found
+/// in `reading`.
+fn conclude(
+    trace: &Trace,
+    options: &Options,
+    summaries: &[&RankSummary],
+    (contexts, behaviours): (Vec<ContextClasses>, Vec<Behaviour>),
+    sites: &Sites,
+    reading: Reading,
+) -> Result<Profile, ProfileError> {
+    let ranks: Vec<u32> = summaries.iter().map(|w| w.rank).collect();
     // Ranks whose iterations fall into the same classes, in the same order.
-    let mut groups: FxHashMap<stream::Behaviour, Vec<u32>> = FxHashMap::default();
-    for (w, map) in work.iter().zip(&maps) {
-        groups.entry(w.behaviour(map)?).or_default().push(w.rank);
+    let mut groups: FxHashMap<Behaviour, Vec<u32>> = FxHashMap::default();
+    for (w, behaviour) in summaries.iter().zip(behaviours) {
+        groups.entry(behaviour).or_default().push(w.rank);
     }
     let mut rank_groups: Vec<Vec<u32>> = groups.into_values().collect();
     rank_groups.sort();
@@ -175,8 +366,8 @@ pub fn profile(trace: &Trace, options: &Options) -> Result<Profile, ProfileError
         .iter()
         .map(|c| context_funcs(trace, c.path.last().copied()))
         .collect();
-    let timing_bound_s = work.iter().map(|w| (w.rank, w.bound_s)).collect();
-    let (first, last) = work
+    let timing_bound_s = summaries.iter().map(|w| (w.rank, w.bound_s)).collect();
+    let (first, last) = summaries
         .iter()
         .flat_map(|w| w.first_ns.zip(w.last_ns))
         .fold((i64::MAX, i64::MIN), |(a, b), (f, l)| (a.min(f), b.max(l)));
@@ -185,9 +376,8 @@ pub fn profile(trace: &Trace, options: &Options) -> Result<Profile, ProfileError
     } else {
         0.0
     };
-    let calls = work.iter().map(|w| w.calls).sum();
+    let calls = summaries.iter().map(|w| w.calls).sum();
 
-    let sites = Sites::new(&trace.grammar);
     let funcs: Vec<&'static str> = trace
         .signatures
         .iter()
@@ -198,8 +388,8 @@ pub fn profile(trace: &Trace, options: &Options) -> Result<Profile, ProfileError
                 .unwrap_or("?")
         })
         .collect();
-    let call_sites = CallSites::new(&sites, &funcs);
-    let waits = stream::waits(trace, &sites, &call_sites, options.source, run_start)?;
+    let call_sites = CallSites::new(sites, &funcs);
+    let waits = stream::waits(trace, reading, &call_sites)?;
 
     let uses: FxHashMap<u32, Vec<u64>> = ranks
         .iter()

@@ -16,27 +16,75 @@ use crate::matching::instances;
 use crate::matching::one_sided;
 use crate::matching::p2p::Decision;
 use crate::matching::{Found, Matcher, world_ranks};
-use crate::replay::match_in_time_order;
-use crate::sites::Sites;
+use crate::replay::{Reading, match_in_time_order};
 use crate::spill::{Record, Spill, put_u32, u32_at};
 use crate::timeline::{Source, Span, rank_spans};
 use mpigram_trace::{RankPart, Trace};
 use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::hash::{DefaultHasher, Hash, Hasher};
 
-/// What one rank contributes to the classes and the run's extent.
-pub(super) struct RankWork {
+/// What one rank contributes to the classes and the run's extent: what
+/// the process that reads the rank sends the one that merges the ranks'
+/// classes (`mpiexec -n K mpigram profile`).
+#[derive(Debug, Serialize, Deserialize)]
+pub(super) struct RankSummary {
     pub(super) rank: u32,
     /// Calls with times, the first start and the last end.
     pub(super) calls: u64,
     pub(super) first_ns: Option<i64>,
     pub(super) last_ns: Option<i64>,
     pub(super) bound_s: f64,
+    #[serde(with = "context_paths")]
     pub(super) contexts: Vec<ContextPath>,
     pub(super) classes: RankClasses,
+}
+
+/// A rank's summary, and the class of each of its executions.
+pub(super) struct RankWork {
+    pub(super) summary: RankSummary,
     /// Each classified execution's (rank-local context, class), in order.
     sequence: Spill<Execution>,
+}
+
+/// Grammar symbols of context paths as (is a rule, number).
+mod context_paths {
+    use super::ContextPath;
+    use mpigram_grammar::Symbol;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(paths: &[ContextPath], s: S) -> Result<S::Ok, S::Error> {
+        let plain: Vec<Vec<(bool, u32)>> = paths
+            .iter()
+            .map(|p| {
+                p.iter()
+                    .map(|&sym| match sym {
+                        Symbol::Rule(r) => (true, r),
+                        Symbol::Terminal(t) => (false, t),
+                    })
+                    .collect()
+            })
+            .collect();
+        plain.serialize(s)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Vec<ContextPath>, D::Error> {
+        let plain = Vec::<Vec<(bool, u32)>>::deserialize(d)?;
+        Ok(plain
+            .into_iter()
+            .map(|p| {
+                p.into_iter()
+                    .map(|(rule, n)| match rule {
+                        true => Symbol::Rule(n),
+                        false => Symbol::Terminal(n),
+                    })
+                    .collect()
+            })
+            .collect())
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -73,13 +121,15 @@ pub(super) fn rank_work(
     let mut spans = rank_spans(trace, part, source, run_start_ns)?;
     let mut bound = super::TimingBound::new(part, source);
     let mut work = RankWork {
-        rank,
-        calls: 0,
-        first_ns: None,
-        last_ns: None,
-        bound_s: 0.0,
-        contexts: Vec::new(),
-        classes: RankClasses::default(),
+        summary: RankSummary {
+            rank,
+            calls: 0,
+            first_ns: None,
+            last_ns: None,
+            bound_s: 0.0,
+            contexts: Vec::new(),
+            classes: RankClasses::default(),
+        },
         sequence: Spill::default(),
     };
     let mut take =
@@ -88,9 +138,10 @@ pub(super) fn rank_work(
                 return Ok(false);
             };
             bound.add(span);
-            work.calls += 1;
-            work.first_ns.get_or_insert(span.start_ns);
-            work.last_ns = Some(span.end_ns);
+            let summary = &mut work.summary;
+            summary.calls += 1;
+            summary.first_ns.get_or_insert(span.start_ns);
+            summary.last_ns = Some(span.end_ns);
             window.push_back(span);
             Ok(true)
         };
@@ -123,9 +174,10 @@ pub(super) fn rank_work(
     while take(&mut window, &mut work)? {
         window.clear();
     }
-    work.bound_s = bound.seconds();
-    work.contexts = std::mem::take(&mut walk.contexts);
-    work.classes = classifier.finish(work.contexts.len());
+    let summary = &mut work.summary;
+    summary.bound_s = bound.seconds();
+    summary.contexts = std::mem::take(&mut walk.contexts);
+    summary.classes = classifier.finish(summary.contexts.len());
     Ok(work)
 }
 
@@ -178,10 +230,8 @@ pub(super) struct Waits {
 /// as soon as it is settled.
 pub(super) fn waits(
     trace: &Trace,
-    grammar_sites: &Sites,
+    reading: Reading,
     sites: &CallSites,
-    source: Source,
-    run_start_ns: f64,
 ) -> Result<Waits, ProfileError> {
     let members = world_ranks(trace);
     let world: Vec<u32> = trace.ranks.iter().map(|p| p.meta.rank).collect();
@@ -193,14 +243,9 @@ pub(super) fn waits(
         unmatched: 0,
     };
     let mut failed: Option<std::io::Error> = None;
-    match_in_time_order(
-        trace,
-        grammar_sites,
-        source,
-        run_start_ns,
-        &mut matcher,
-        |matcher| weigh(matcher, sites, &mut candidates, &mut out, &mut failed),
-    )?;
+    match_in_time_order(trace, reading, &mut matcher, |matcher| {
+        weigh(matcher, sites, &mut candidates, &mut out, &mut failed)
+    })?;
     if let Some(e) = failed {
         return Err(e.into());
     }

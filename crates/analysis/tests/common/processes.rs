@@ -3,6 +3,7 @@
 
 use mpigram_analysis::critical_path::{self, Analysis};
 use mpigram_analysis::parallel::Link;
+use mpigram_analysis::profile::{self, Profile};
 use mpigram_analysis::timeline::Source;
 use mpigram_trace::Trace;
 use std::collections::{HashMap, VecDeque};
@@ -84,8 +85,37 @@ pub fn try_critical_path_across(
     garbled: Option<usize>,
     heuristic: bool,
 ) -> Result<Analysis, String> {
+    try_across(processes, garbled, |link| {
+        critical_path::analyse_across(trace, Source::Best, heuristic, link)
+            .map_err(|e| e.to_string())
+    })
+}
+
+/// Process 0's profile of `trace` over `processes` threads, with its error
+/// (checked as [`critical_path_across`] is).
+#[allow(dead_code)] // not every test file profiles
+pub fn try_profile_across(
+    trace: &Trace,
+    processes: usize,
+    garbled: Option<usize>,
+) -> Result<Profile, String> {
+    try_across(processes, garbled, |link| {
+        profile::profile_across(trace, &profile::Options::default(), link)
+            .map_err(|e| e.to_string())
+    })
+}
+
+/// What `analyse` gives process 0 when it runs on `processes` threads
+/// (process `garbled` garbling what it sends process 0), with its error;
+/// checks that every thread ended, the others with None, and that every
+/// message was taken.
+fn try_across<T: Send>(
+    processes: usize,
+    garbled: Option<usize>,
+    analyse: impl Fn(&dyn Link) -> Result<Option<T>, String> + Sync,
+) -> Result<T, String> {
     let post = Post::default();
-    let mut results: Vec<Result<Option<Analysis>, String>> = std::thread::scope(|scope| {
+    let mut results: Vec<Result<Option<T>, String>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..processes)
             .map(|me| {
                 let link = ThreadLink {
@@ -94,10 +124,8 @@ pub fn try_critical_path_across(
                     post: &post,
                     garbled: garbled == Some(me),
                 };
-                scope.spawn(move || {
-                    critical_path::analyse_across(trace, Source::Best, heuristic, &link)
-                        .map_err(|e| e.to_string())
-                })
+                let analyse = &analyse;
+                scope.spawn(move || analyse(&link))
             })
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).collect()

@@ -1,0 +1,39 @@
+//! `mpiexec -n K mpigram profile TRACE` (a build with the `mpi` feature,
+//! MPICH): the trace's ranks shared out over K processes give the single
+//! process's JSON, to the byte, with fewer, as many and more processes
+//! than ranks.
+#![cfg(feature = "mpi")]
+
+mod common;
+
+use common::{mpigram, one_at_a_time, text, traced};
+use mpigram_testkit::mpiexec;
+
+/// The JSON of the single process, then of K processes for each K
+/// (the single process's names `finding`).
+fn assert_same_across(dir: &tempfile::TempDir, ks: &[u32], finding: &str) {
+    let trace = dir.path().to_str().unwrap();
+    let args = ["profile", trace, "--json"];
+    let single = mpigram(&args);
+    assert!(single.status.success(), "{}", text(&single.stderr));
+    let single = text(&single.stdout);
+    assert!(single.contains(finding), "{single}");
+    for &k in ks {
+        let out = mpiexec(k, env!("CARGO_BIN_EXE_mpigram"), args)
+            .run()
+            .unwrap();
+        assert!(out.status.success(), "{}: {}", out.command, out.stderr);
+        assert_eq!(out.stdout, single, "{}", out.command);
+    }
+}
+
+#[test]
+fn wait_states_and_classes_over_one_two_and_three_processes() {
+    let _one = one_at_a_time();
+    let late = traced("wait_states", 2, &["late_sender", "20", "5"], "lossless");
+    assert_same_across(&late, &[1, 2, 3], "\"late_sender\"");
+    let bsp = traced("critpath_bsp", 3, &["0", "20", "5"], "lossy");
+    assert_same_across(&bsp, &[2, 3], "\"rank_groups\"");
+    let halo = traced("halo2d", 4, &["20"], "lossless");
+    assert_same_across(&halo, &[2, 3], "\"rank_groups\"");
+}
