@@ -230,3 +230,38 @@ fn a_grammar_that_grows_without_new_signatures_goes_out_in_parts() {
         assert_eq!(distinct, (1..=64).collect(), "rank {rank}");
     }
 }
+
+/// A new table starts with room for as many signatures as the last part
+/// had: with a budget of 8 MiB, that room alone is more than a crash
+/// journal's checkpoint may copy, and the part written instead must not
+/// count it (a tracer that did wrote parts of nothing, recursing until the
+/// stack overflowed).
+#[test]
+fn parts_written_at_checkpoints_hold_calls() {
+    let calls = 150_000;
+    let run = run_traced(
+        "irregular",
+        1,
+        &[&calls.to_string(), "1"],
+        &[("MPIGRAM_MEMORY", "8M")],
+    );
+    run.output.assert_success();
+    let dir = run.dir.path();
+    let n = parts(dir, 0);
+    assert!(n >= 2, "{n} parts\n{}", run.output);
+    let mut last = 0;
+    for k in 0..n {
+        let part = RankTrace::read(&dir.join(part_file_name(0, k))).unwrap();
+        assert!(
+            part.meta.calls > last + 1000,
+            "part {k} ends at call {}",
+            part.meta.calls
+        );
+        last = part.meta.calls;
+    }
+    let trace = assert_trace_is_exact(&run, 1);
+    assert_eq!(
+        sendrecv_tags(&trace, 0),
+        (1..=calls as i64).collect::<Vec<_>>()
+    );
+}
