@@ -216,7 +216,7 @@ pub const NO_PRED: u32 = u32::MAX;
 
 /// Calls between two checks of the memory budget where no signature is
 /// new (a power of two: the check is a mask on the call count).
-pub const CHECK_CALLS: u64 = 1 << 16;
+pub const CHECK_CALLS: u64 = 1 << 14;
 
 pub struct Recorder {
     /// The signature being encoded.

@@ -459,8 +459,8 @@ impl Tracer {
             match written {
                 Ok(()) => {
                     journal.reset(calls, comms);
-                    // Within the memory budget: its pages are the rank's.
-                    journal.raise_limit((2 * trace_bytes).min(self.recorder.budget / 2));
+                    // Within an eighth of MPIGRAM_MEMORY: its pages are the rank's.
+                    journal.raise_limit((2 * trace_bytes).min(self.recorder.budget / 4));
                 }
                 Err(e) => {
                     crate::message::say(&format!(

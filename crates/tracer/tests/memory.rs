@@ -173,7 +173,7 @@ fn calls_recalled_from_the_memos_stay_exact_across_parts() {
 /// Per-call times are held to the budget too: a loop that repeats one
 /// signature, timed lossy and lossless, writes its times out with parts
 /// (no signature is new after the first calls: the budget is checked every
-/// 65,536 calls). Read back, every call of every rank has both times, the
+/// 16,384 calls). Read back, every call of every rank has both times, the
 /// lossy ones within their bound of the exact ones — so the parts' times
 /// are joined in order, without a call lost or doubled at a part's edge.
 #[test]
