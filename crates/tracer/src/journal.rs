@@ -424,7 +424,7 @@ impl Journal {
 
     /// The tail may take `bytes` before the next checkpoint (the tracer
     /// passes twice the bytes of the part's signatures and per-call times,
-    /// at most an eighth of `MPIGRAM_MEMORY`). A checkpoint costs time in
+    /// at most a quarter of `MPIGRAM_MEMORY`). A checkpoint costs time in
     /// proportion to the part, so on a program whose calls rarely repeat
     /// (every call a new signature) fixed-size tails would make the
     /// checkpoints' total cost grow with the square of the calls; tails

@@ -459,8 +459,8 @@ impl Tracer {
             match written {
                 Ok(()) => {
                     journal.reset(calls, comms);
-                    // Within an eighth of MPIGRAM_MEMORY: its pages are the rank's.
-                    journal.raise_limit((2 * trace_bytes).min(self.recorder.budget / 4));
+                    // Within a quarter of MPIGRAM_MEMORY: its pages are the rank's.
+                    journal.raise_limit((2 * trace_bytes).min(self.recorder.budget / 2));
                 }
                 Err(e) => {
                     crate::message::say(&format!(
