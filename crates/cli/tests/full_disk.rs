@@ -89,3 +89,65 @@ fn a_full_disk_leaves_a_partial_trace_that_counts_the_lost_calls() {
     assert!(line.contains(&format!("{lost} calls lost")), "{info}");
     assert!(!line.trim_end().ends_with("finalized"), "{info}");
 }
+
+/// Parts that cannot be written on a full disk: a rank whose per-call
+/// times outgrow a small budget tries to write them out as parts, fails,
+/// keeps them in memory (the times taken out for the part put back in
+/// front of the ones recorded since) and runs on; what is read back has
+/// a lossless time for every call it has, in order.
+#[test]
+fn per_call_times_kept_when_their_part_cannot_be_written() {
+    mpi_available().unwrap();
+    let exe = compile("irregular").unwrap();
+    let disk = Tmpfs::mount(1024);
+    let trace = disk.path().join("t");
+    let iterations = 1_500_000u64;
+    let mpi = mpigram_testkit::Mpi::selected();
+    let out = Command::new(env!("CARGO_BIN_EXE_mpigram"))
+        .args([
+            "run",
+            "-o",
+            trace.to_str().unwrap(),
+            "--timing",
+            "lossless",
+            "--",
+        ])
+        .arg(&exe)
+        .args([iterations.to_string(), (2 * iterations).to_string()])
+        .env("MPIGRAM_LAUNCHER", mpi.launcher.join(" "))
+        .envs(mpi.env.iter().cloned())
+        .env("MPIGRAM_MEMORY", "1M")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the program runs on: {}",
+        text(&out.stderr)
+    );
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("keeps its whole signature table in memory"),
+        "{stderr}"
+    );
+    let read = Trace::open(&trace).unwrap_or_else(|e| panic!("{e}\n{stderr}"));
+    let [rank] = &read.ranks[..] else {
+        panic!("one rank")
+    };
+    let calls = read.grammar.stream_len(rank.meta.rank).unwrap();
+    assert!(calls > 0, "{stderr}");
+    let timed = mpigram_trace::timing::calls_in(&rank.times.exact).unwrap();
+    assert_eq!(timed, calls, "a time per call read back");
+    let spans = mpigram_analysis::timeline::rank_spans(
+        &read,
+        rank,
+        mpigram_analysis::timeline::Source::Lossless,
+        read.run_start_ns(),
+    )
+    .unwrap();
+    let mut last_end = i64::MIN;
+    for span in spans {
+        let span = span.unwrap();
+        assert!(span.start_ns >= last_end && span.end_ns >= span.start_ns);
+        last_end = span.end_ns;
+    }
+}
