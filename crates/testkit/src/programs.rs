@@ -223,14 +223,17 @@ impl Expect {
             // rank it was cleaning up meanwhile (SIGTERM, or a rank whose
             // MPI library crashed as its peers vanished). Now and then it
             // registers a rank it killed in the cleanup first ("EXIT CODE:
-            // 9"): then only the ranks' MPI library (UCX's handler) says
-            // which signal they caught.
+            // 9", or "EXIT STRING: Hangup (signal 1)" with exit status 1):
+            // then only the ranks' MPI library (UCX's handler) says which
+            // signal they caught.
             Expect::Signal(sig) => {
+                let cleanup =
+                    reported("EXIT CODE: 9\n") || reported("EXIT STRING: Hangup (signal 1)");
                 status.signal() == Some(sig)
                     || (status.code() == Some(sig) && reported(&format!("(signal {sig})")))
                     || (status.code().is_some() && reported(&format!("EXIT CODE: {sig}\n")))
                     || (status.code().is_some()
-                        && reported("EXIT CODE: 9\n")
+                        && cleanup
                         && run.stderr.contains(&format!("Caught signal {sig} (")))
             }
         };
@@ -287,6 +290,10 @@ mod tests {
         let caught = "[vm:30049:0:30049] Caught signal 7 (Bus error: nonexistent physical address)";
         assert!(bus.check(&ran(15, "=   EXIT CODE: 9\n", caught)).is_ok());
         assert!(bus.check(&run(15, "=   EXIT CODE: 9\n")).is_err());
+        // Or one it hung up (a CI run here, exit status 1).
+        let hangup = "=   YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Hangup (signal 1)\n";
+        assert!(bus.check(&ran(1, hangup, caught)).is_ok());
+        assert!(bus.check(&run(1, hangup)).is_err());
         assert!(
             Expect::Signal(libc::SIGSEGV)
                 .check(&ran(15, "=   EXIT CODE: 9\n", caught))
