@@ -300,7 +300,7 @@ mod tests {
         assert!(bus.check(&ran(1, hangup, caught)).is_ok());
         assert!(bus.check(&run(1, hangup)).is_err());
         // An exit status the launcher missed, as the program said it.
-        let said = "crash_exit: rank 1 exits with status 3\n";
+        let said = "crash_exit: exits with status 3\n";
         assert!(Expect::Exit(3).check(&ran(1, hangup, said)).is_ok());
         assert!(Expect::Exit(3).check(&run(1, hangup)).is_err());
         assert!(Expect::Exit(4).check(&ran(1, hangup, said)).is_err());
