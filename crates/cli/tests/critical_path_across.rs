@@ -6,24 +6,15 @@
 
 mod common;
 
-use common::{mpigram, one_at_a_time, text, traced};
+use common::{mpigram, one_at_a_time, same_across_processes, text, traced};
 use mpigram_testkit::mpiexec;
 
 /// The JSON of the single process, then of K processes for each K.
 fn assert_same_across(dir: &tempfile::TempDir, ks: &[u32]) {
     let trace = dir.path().to_str().unwrap();
     let args = ["critical-path", trace, "--json", "--heuristic"];
-    let single = mpigram(&args);
-    assert!(single.status.success(), "{}", text(&single.stderr));
-    let single = text(&single.stdout);
+    let single = same_across_processes(&args, ks);
     assert!(single.contains("\"segments\""), "{single}");
-    for &k in ks {
-        let out = mpiexec(k, env!("CARGO_BIN_EXE_mpigram"), args)
-            .run()
-            .unwrap();
-        assert!(out.status.success(), "{}: {}", out.command, out.stderr);
-        assert_eq!(out.stdout, single, "{}", out.command);
-    }
 }
 
 #[test]

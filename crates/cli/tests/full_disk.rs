@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{mpigram, text};
+use common::{mpigram, mpigram_with, text};
 use mpigram_testkit::{compile, mpi_available};
 use mpigram_trace::{Lost, Trace};
 use std::path::Path;
@@ -102,23 +102,20 @@ fn per_call_times_kept_when_their_part_cannot_be_written() {
     let disk = Tmpfs::mount(1024);
     let trace = disk.path().join("t");
     let iterations = 1_500_000u64;
-    let mpi = mpigram_testkit::Mpi::selected();
-    let out = Command::new(env!("CARGO_BIN_EXE_mpigram"))
-        .args([
-            "run",
-            "-o",
-            trace.to_str().unwrap(),
-            "--timing",
-            "lossless",
-            "--",
-        ])
-        .arg(&exe)
-        .args([iterations.to_string(), (2 * iterations).to_string()])
-        .env("MPIGRAM_LAUNCHER", mpi.launcher.join(" "))
-        .envs(mpi.env.iter().cloned())
-        .env("MPIGRAM_MEMORY", "1M")
-        .output()
-        .unwrap();
+    let (n, k) = (iterations.to_string(), (2 * iterations).to_string());
+    let run = [
+        "run",
+        "-o",
+        trace.to_str().unwrap(),
+        "--timing",
+        "lossless",
+        "--",
+    ];
+    let args: Vec<&str> = run
+        .into_iter()
+        .chain([exe.to_str().unwrap(), &n, &k])
+        .collect();
+    let out = mpigram_with(&args, &[("MPIGRAM_MEMORY", "1M")]);
     assert!(
         out.status.success(),
         "the program runs on: {}",

@@ -6,25 +6,14 @@
 
 mod common;
 
-use common::{mpigram, one_at_a_time, text, traced};
-use mpigram_testkit::mpiexec;
+use common::{one_at_a_time, same_across_processes, traced};
 
 /// The JSON of the single process, then of K processes for each K
 /// (the single process's names `finding`).
 fn assert_same_across(dir: &tempfile::TempDir, ks: &[u32], finding: &str) {
     let trace = dir.path().to_str().unwrap();
-    let args = ["profile", trace, "--json"];
-    let single = mpigram(&args);
-    assert!(single.status.success(), "{}", text(&single.stderr));
-    let single = text(&single.stdout);
+    let single = same_across_processes(&["profile", trace, "--json"], ks);
     assert!(single.contains(finding), "{single}");
-    for &k in ks {
-        let out = mpiexec(k, env!("CARGO_BIN_EXE_mpigram"), args)
-            .run()
-            .unwrap();
-        assert!(out.status.success(), "{}: {}", out.command, out.stderr);
-        assert_eq!(out.stdout, single, "{}", out.command);
-    }
 }
 
 #[test]

@@ -124,6 +124,14 @@ pub struct CallTimes {
     pub exact: Vec<u8>,
 }
 
+impl CallTimes {
+    /// Appends the blocks of `later`, the times of the calls after these.
+    pub fn append(&mut self, later: &CallTimes) {
+        self.lossy.extend_from_slice(&later.lossy);
+        self.exact.extend_from_slice(&later.exact);
+    }
+}
+
 impl RankTrace {
     /// Writes `dir/rank<N>.mgr` atomically; a rank that did not end with
     /// MPI_Finalize is marked partial.

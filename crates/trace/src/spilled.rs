@@ -106,8 +106,7 @@ pub(crate) fn join_parts(
             let mut gaps = part.gaps;
             gaps.renumber(|t| renumber[t as usize]);
             join_gaps(gaps);
-            times.lossy.extend_from_slice(&part.times.lossy);
-            times.exact.extend_from_slice(&part.times.exact);
+            times.append(&part.times);
             let grammar = part.grammar.with_terminals(|t| renumber[t as usize]);
             grammars.push(grammar.map_err(|e| Error::dir(dir, e))?);
         }
@@ -130,8 +129,7 @@ pub(crate) fn join_parts(
         gaps.firsts.sort_unstable();
         trace.ranks[i].gaps = gaps;
         let own = &mut trace.ranks[i].times;
-        times.lossy.extend_from_slice(&own.lossy);
-        times.exact.extend_from_slice(&own.exact);
+        times.append(own);
         *own = times;
         let grammar = std::mem::replace(&mut trace.grammar, Grammar::empty());
         trace.grammar = grammar

@@ -95,19 +95,23 @@ impl PerCall {
         }
     }
 
-    /// The stored columns.
-    fn columns(&mut self) -> impl Iterator<Item = &mut ColumnWriter> {
-        let lossy = self.lossy.as_mut().map(|l| &mut l.codes);
-        lossy
-            .into_iter()
-            .chain(self.exact.as_mut().map(ExactWriter::columns))
+    /// The stored columns of lossy and of lossless times (None: not
+    /// recorded).
+    fn columns(&mut self) -> [Option<&mut ColumnWriter>; 2] {
+        [
+            self.lossy.as_mut().map(|l| &mut l.codes),
+            self.exact.as_mut().map(ExactWriter::columns),
+        ]
     }
 
     /// Makes room for `bytes` of times in each column writer, up front (in
     /// address space: pages are used as they are written).
     fn reserve(&mut self, bytes: usize) {
         self.room = bytes;
-        self.columns().for_each(|c| c.reserve(bytes));
+        self.columns()
+            .into_iter()
+            .flatten()
+            .for_each(|c| c.reserve(bytes));
     }
 
     /// Takes out what was recorded so far, as stored: the times of a part
@@ -115,30 +119,24 @@ impl PerCall {
     /// these).
     fn take(&mut self) -> CallTimes {
         let room = self.room;
-        let take = |c: &mut ColumnWriter| {
-            let taken = c.take();
-            c.reserve(room);
-            taken
-        };
-        CallTimes {
-            lossy: self
-                .lossy
-                .as_mut()
-                .map_or_else(Vec::new, |l| take(&mut l.codes)),
-            exact: self
-                .exact
-                .as_mut()
-                .map_or_else(Vec::new, |e| take(e.columns())),
-        }
+        let [lossy, exact] = self.columns().map(|c| {
+            c.map_or_else(Vec::new, |c| {
+                let taken = c.take();
+                c.reserve(room);
+                taken
+            })
+        });
+        CallTimes { lossy, exact }
     }
 
     /// Puts back what [`take`](PerCall::take) took.
     fn put_back(&mut self, times: CallTimes) {
-        if let Some(l) = &mut self.lossy {
-            l.codes.put_back(times.lossy);
+        let [lossy, exact] = self.columns();
+        if let Some(c) = lossy {
+            c.put_back(times.lossy);
         }
-        if let Some(e) = &mut self.exact {
-            e.columns().put_back(times.exact);
+        if let Some(c) = exact {
+            c.put_back(times.exact);
         }
     }
 

@@ -264,9 +264,9 @@ impl Tracer {
 
     /// The signature table, grammar and per-call times outgrew the memory
     /// budget: writes them out as the rank's next part
-    /// (`rank<N>.part<K>.mgr`) and goes on with an empty table. The crash journal then continues a checkpoint
-    /// of the new, empty part: its tail numbered signatures in the old
-    /// table. If the part cannot be written, the rank keeps its table (and
+    /// (`rank<N>.part<K>.mgr`) and goes on with an empty table. The crash
+    /// journal then continues a checkpoint of the new, empty part: its tail
+    /// numbered signatures in the old table. If the part cannot be written, the rank keeps its table (and
     /// grows past the budget) instead.
     #[cold]
     #[inline(never)]

@@ -245,17 +245,13 @@ pub fn profile_across(
     let (contexts, maps) = merge(&summaries, options);
     // Each process's maps in the order of its ranks' work (by rank).
     let mut map_of: FxHashMap<u32, RankMap> = summaries.iter().map(|s| s.rank).zip(maps).collect();
-    let mut owned_by = |p: usize| -> Vec<RankMap> {
-        let mut ranks: Vec<u32> = (0..trace.ranks.len() as u32)
-            .filter(|&r| owner(r, k) == p)
-            .map(|r| trace.ranks[r as usize].meta.rank)
-            .collect();
-        ranks.sort_unstable();
+    let mut maps_of = |p: usize| -> Vec<RankMap> {
+        let ranks = owned_ranks(trace, k, p);
         ranks.iter().filter_map(|r| map_of.remove(r)).collect()
     };
-    let mine = owned_by(0);
+    let mine = maps_of(0);
     for p in 1..k {
-        link.send(p, MAPS, &to_bytes(&Some(owned_by(p))));
+        link.send(p, MAPS, &to_bytes(&Some(maps_of(p))));
     }
     let mut behaviour_of: FxHashMap<u32, Behaviour> = FxHashMap::default();
     let mut failed: Option<ProfileError> = None;
@@ -268,12 +264,7 @@ pub fn profile_across(
         }
     }
     for p in 1..k {
-        let ranks = others.iter().map(|s| s.rank).filter(|&r| {
-            let index = trace.ranks.iter().position(|part| part.meta.rank == r);
-            index.is_some_and(|i| owner(i as u32, k) == p)
-        });
-        let mut ranks: Vec<u32> = ranks.collect();
-        ranks.sort_unstable();
+        let ranks = owned_ranks(trace, k, p);
         let behaviours: Result<Vec<Behaviour>, String> = from_bytes(&link.receive(p, BEHAVIOURS))
             .unwrap_or_else(|| Err(format!("analysis process {p} sent an unreadable behaviour")));
         match behaviours {
@@ -301,6 +292,16 @@ pub fn profile_across(
         reading,
     )
     .map(Some)
+}
+
+/// The ranks (world ranks, in order) whose work process `p` of `k` does.
+fn owned_ranks(trace: &Trace, k: usize, p: usize) -> Vec<u32> {
+    let mut ranks: Vec<u32> = (0..trace.ranks.len() as u32)
+        .filter(|&r| owner(r, k) == p)
+        .map(|r| trace.ranks[r as usize].meta.rank)
+        .collect();
+    ranks.sort_unstable();
+    ranks
 }
 
 fn to_bytes<T: serde::Serialize>(value: &T) -> Vec<u8> {

@@ -17,13 +17,37 @@ pub fn one_at_a_time() -> MutexGuard<'static, ()> {
 pub mod round_trip;
 
 pub fn mpigram(args: &[&str]) -> Output {
+    mpigram_with(args, &[])
+}
+
+/// [`mpigram`] with the variables `env` set too.
+pub fn mpigram_with(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mpi = mpigram_testkit::Mpi::selected();
     Command::new(env!("CARGO_BIN_EXE_mpigram"))
         .args(args)
         .env("MPIGRAM_LAUNCHER", mpi.launcher.join(" "))
         .envs(mpi.env.iter().cloned())
+        .envs(env.iter().copied())
         .output()
         .unwrap()
+}
+
+/// `mpigram ARGS` in one process, then under `mpiexec -n K` for each of
+/// `ks` (a build with the `mpi` feature spreads the analysis over the K
+/// processes): each run succeeds and prints what the single process
+/// printed, which is returned.
+pub fn same_across_processes(args: &[&str], ks: &[u32]) -> String {
+    let single = mpigram(args);
+    assert!(single.status.success(), "{}", text(&single.stderr));
+    let single = text(&single.stdout);
+    for &k in ks {
+        let out = mpigram_testkit::mpiexec(k, env!("CARGO_BIN_EXE_mpigram"), args)
+            .run()
+            .unwrap();
+        assert!(out.status.success(), "{}: {}", out.command, out.stderr);
+        assert_eq!(out.stdout, single, "{}", out.command);
+    }
+    single
 }
 
 pub fn text(bytes: &[u8]) -> String {
