@@ -341,6 +341,36 @@ fn aggregated_timing_places_computation_at_each_call_site() {
     assert_runs_as_long(&bench, dir.path(), original);
 }
 
+/// Two ranks that computed on one processor (`tests/mpi/cpu_share`,
+/// pinned): each recorded gap of 20 ms held about 10 ms of the rank's
+/// CPU time. The benchmark burns that CPU time, not 20 ms of wall time:
+/// run with a processor for each rank it takes about half as long, as
+/// the program would.
+#[test]
+fn ranks_that_shared_a_processor_replay_their_cpu_time() {
+    mpi_available().unwrap();
+    let _one = one_at_a_time();
+    let exe = compile_with(Mpi::selected(), "cpu_share").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let orig_dir = dir.path().join("orig");
+    let args = ["10", "20000", "pinned"];
+    trace(Mpi::selected(), &exe, 2, &args, "lossless", &orig_dir);
+    let original = wall_time(&decode(&orig_dir));
+    let (c, source) = gen_bench(&orig_dir, &["--compute", "recorded"]);
+    assert!(source.contains("\n    cpu_share = "), "{source}");
+    let bench = build(Mpi::selected(), &c);
+    let regen = dir.path().join("regen");
+    trace(Mpi::selected(), &bench, 2, &[], "lossless", &regen);
+    assert_same_calls(&decode(&orig_dir), &decode(&regen));
+    if std::thread::available_parallelism().unwrap().get() >= 2 {
+        let ratio = wall_time(&decode(&regen)) / original;
+        assert!(
+            (0.3..0.8).contains(&ratio),
+            "benchmark / original wall time {ratio} (original {original:.3} s)"
+        );
+    }
+}
+
 /// The benchmark `bench`, traced three times on 2 ranks (into `dir`'s
 /// `regen0`...), runs within 10 % of the `original`'s wall time (median).
 fn assert_runs_as_long(bench: &Path, dir: &Path, original: f64) {

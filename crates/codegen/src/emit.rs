@@ -170,12 +170,13 @@ impl Program<'_> {
         for table in &self.ctx.sender_tables {
             let _ = writeln!(out, "{table}");
         }
+        let cpu_share = self.cpu_share(&mut delay_tables);
         out.push_str(&delay_tables);
         if !delay_tables.is_empty() {
             out.push('\n');
         }
         out.push_str(&rules);
-        self.main(&groups, &mut out);
+        self.main(&groups, cpu_share.as_deref(), &mut out);
         out
     }
 
@@ -242,11 +243,14 @@ impl Program<'_> {
         );
     }
 
-    fn main(&self, groups: &BTreeMap<RuleId, Vec<u32>>, out: &mut String) {
+    fn main(&self, groups: &BTreeMap<RuleId, Vec<u32>>, cpu_share: Option<&str>, out: &mut String) {
         let _ = writeln!(
             out,
             "int main(int argc, char **argv)\n{{\n    program_argc = argc;\n    program_argv = argv;\n    world_rank = launcher_rank();"
         );
+        if let Some(share) = cpu_share {
+            let _ = writeln!(out, "    cpu_share = {share};");
+        }
         let mut first = true;
         for (start, ranks) in groups {
             let cond = rank_condition(ranks);
@@ -261,6 +265,23 @@ impl Program<'_> {
             first = false;
         }
         out.push_str("    finish();\n    return 0;\n}\n");
+    }
+
+    /// The C expression of this rank's share of a processor, where waits
+    /// burn CPU time (`Delays::cpu_shares`; a table by rank, added to
+    /// `tables`, where ranks differ; 1, wall time, on the others).
+    fn cpu_share(&self, tables: &mut String) -> Option<String> {
+        let shares = &self.delays.cpu_shares;
+        if shares.iter().flatten().next().is_none() || self.delays.by_site.is_empty() {
+            return None;
+        }
+        let values: Vec<Option<f64>> = shares.iter().map(|s| Some(s.unwrap_or(1.0))).collect();
+        Some(per_rank(
+            &values,
+            "cpu_share_by_rank",
+            "share of a processor between calls (CPU time over wall time), by rank",
+            tables,
+        ))
     }
 
     /// The busy-wait before call site `site`, if any.
@@ -311,6 +332,13 @@ impl Program<'_> {
 /// Seconds of computation per rank as C: one literal where the ranks
 /// agree (within 5%, or 1 µs), else a table `name` by rank.
 fn seconds(values: &[Option<f64>], name: &str, what: &str, tables: &mut String) -> String {
+    let comment = format!("seconds of computation before {what}, by rank");
+    per_rank(values, name, &comment, tables)
+}
+
+/// A number per rank as C: one literal where the ranks agree (within 5%,
+/// or 1e-6), else a table `name` by rank under the comment `comment`.
+fn per_rank(values: &[Option<f64>], name: &str, comment: &str, tables: &mut String) -> String {
     let used: Vec<f64> = values.iter().flatten().copied().collect();
     let max = used.iter().copied().fold(0.0, f64::max);
     let min = used.iter().copied().fold(f64::INFINITY, f64::min);
@@ -324,7 +352,7 @@ fn seconds(values: &[Option<f64>], name: &str, what: &str, tables: &mut String) 
         .collect();
     let _ = writeln!(
         tables,
-        "/* seconds of computation before {what}, by rank */\nstatic const double {name}[{}] = {{{}}};",
+        "/* {comment} */\nstatic const double {name}[{}] = {{{}}};",
         values.len(),
         row.join(", ")
     );
@@ -520,16 +548,33 @@ static inline void await_requests(MPI_Request *requests, const int *indices, int
     }
 }
 
-/* Computation: busy-waits for `seconds` on the monotonic clock (a spin
- * keeps the core busy as the application did; sleeping would not). The
- * seconds are wall time as recorded, which holds any time other processes
- * had the core while the application computed: so while more than 1 ms
- * remains, the spin lets them have it when they want it (sched_yield
- * returns at once otherwise), and takes no more of a shared core than the
- * application did. The last millisecond is a plain spin, exact. */
+/* This rank's share of a processor between its calls in the traced run,
+ * where its host had more ranks than processors (else 1; set by main). */
+static double cpu_share = 1;
+
+/* Computation: busy-waits for `seconds` of recorded wall time (a spin
+ * keeps the core busy as the application did; sleeping would not).
+ * Where the traced rank shared its processors with other ranks
+ * (cpu_share < 1), part of that time it waited for a processor: the spin
+ * burns the computation's CPU time only, the seconds times the share, on
+ * the thread's CPU clock, and waits for a processor as the application
+ * did. Else it spins on the monotonic clock; while more than 1 ms
+ * remains, it lets other processes have the core when they want it
+ * (sched_yield returns at once otherwise), and takes no more of a shared
+ * core than the application did. The last millisecond is a plain spin,
+ * exact. */
 static inline void spin(double seconds)
 {
     struct timespec t;
+    if (cpu_share < 1) {
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+        double used = (double)t.tv_sec + 1e-9 * (double)t.tv_nsec, until = used + seconds * cpu_share;
+        while (used < until) {
+            clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+            used = (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+        }
+        return;
+    }
     clock_gettime(CLOCK_MONOTONIC, &t);
     double now = (double)t.tv_sec + 1e-9 * (double)t.tv_nsec, until = now + seconds;
     while (now < until) {

@@ -208,8 +208,15 @@ fn class_delays(trace: &Trace, grammar: &Grammar, classes: &[Vec<u32>], delays: 
             (site, vec![Some(delay)])
         })
         .collect();
+    // At another count the ranks' mean share (one literal in emit.rs).
+    let shares: Vec<f64> = delays.cpu_shares.iter().flatten().copied().collect();
+    let cpu_shares = match shares.is_empty() {
+        true => Vec::new(),
+        false => vec![Some(shares.iter().sum::<f64>() / shares.len() as f64)],
+    };
     Delays {
         by_site,
+        cpu_shares,
         description: format!(
             "{}; per call site the mean over the traced ranks of its class",
             delays.description

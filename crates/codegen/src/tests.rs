@@ -486,6 +486,54 @@ fn recorded_computation_keeps_a_loops_longer_first_gap_apart() {
     assert!(!bench.source.contains("first_"), "{}", bench.source);
 }
 
+/// Where a host ran more ranks than they had processors, each rank's
+/// waits burn its recorded share of a processor in CPU time (set in main,
+/// a table where ranks differ); with a processor each, or no share
+/// measured, they spin wall time as recorded.
+#[test]
+fn ranks_that_shared_processors_burn_their_share_in_cpu_time() {
+    let shared = |cpus: [u32; 3], shares: [Option<f64>; 3], hosts: [&str; 3]| {
+        let calls = vec![init(), barrier(), barrier(), finalize()];
+        let mut t = trace_of(vec![calls.clone(), calls.clone(), calls], 1_000_000);
+        for (r, part) in t.ranks.iter_mut().enumerate() {
+            part.meta.cpus = cpus[r];
+            part.meta.cpu_share = shares[r];
+            part.meta.host = hosts[r].into();
+        }
+        let bench = generate(&t, &options(Compute::Recorded)).unwrap();
+        (crate::timing::processor_shares(&t), bench.source)
+    };
+    // Three ranks on two processors: each its share, in a table.
+    let (shares, src) = shared([2; 3], [Some(0.5), Some(0.75), Some(0.5)], ["a"; 3]);
+    assert_eq!(shares, [Some(0.5), Some(0.75), Some(0.5)]);
+    assert!(
+        src.contains("static const double cpu_share_by_rank[3] = {5.000e-1, 7.500e-1, 5.000e-1};"),
+        "{src}"
+    );
+    assert!(
+        src.contains("    cpu_share = cpu_share_by_rank[world_rank];"),
+        "{src}"
+    );
+    assert!(src.contains("as CPU time"), "the header says so: {src}");
+    // The same share everywhere: a literal.
+    let (_, src) = shared([1; 3], [Some(0.3); 3], ["a"; 3]);
+    assert!(src.contains("    cpu_share = 3.000e-1;"), "{src}");
+    // Hosts with a processor for each of their ranks (two on one with
+    // two, one on another), and a rank without a share: wall time.
+    let (shares, src) = shared(
+        [2, 2, 1],
+        [Some(0.5), Some(0.4), Some(0.9)],
+        ["a", "a", "b"],
+    );
+    assert_eq!(shares, [None; 3]);
+    assert!(!src.contains("\n    cpu_share = "), "{src}");
+    let (shares, _) = shared([1; 3], [Some(0.5), None, Some(0.5)], ["a"; 3]);
+    assert_eq!(shares, [Some(0.5), None, Some(0.5)]);
+    // Unknown processors (older traces): wall time.
+    let (shares, _) = shared([0; 3], [Some(0.5); 3], ["a"; 3]);
+    assert_eq!(shares, [None; 3]);
+}
+
 #[test]
 fn a_trace_without_every_rank_or_without_mpi_init_is_refused() {
     let mut t = trace_of(vec![vec![init(), finalize()], vec![init(), finalize()]], 10);

@@ -534,6 +534,11 @@ pub struct Delay {
 #[derive(Default)]
 pub struct Delays {
     pub by_site: FxHashMap<Site, Vec<Option<Delay>>>,
+    /// Per rank, where its host had more ranks than processors and the
+    /// trace measured its share of a processor between calls: that share.
+    /// Its waits then burn CPU time, the recorded wall time times the
+    /// share ([`processor_shares`]).
+    pub cpu_shares: Vec<Option<f64>>,
     /// What was used, for the generated file's header.
     pub description: String,
     /// Set when the requested mode could not be honoured.
@@ -667,8 +672,43 @@ pub fn delays(trace: &Trace, options: &crate::Options, inits: &FxHashSet<u32>) -
     } else {
         "per-call timing: mean gap before each call site, per rank (a first call after longer computation on its own)"
     };
-    d.description = format!("{source}; scale {scale}");
+    d.cpu_shares = processor_shares(trace);
+    let shared = d.cpu_shares.iter().flatten().count();
+    let cpu = match shared {
+        0 => String::new(),
+        _ => format!(
+            "; on {shared} rank(s) whose host had more ranks than processors, as CPU time: the \
+             recorded wall time times the rank's measured share of a processor"
+        ),
+    };
+    d.description = format!("{source}; scale {scale}{cpu}");
     d
+}
+
+/// Per rank slot, the share of a processor its computation had, where
+/// that share is what a recorded gap is made of: its host ran more ranks
+/// of the trace than the rank had processors, and the tracer measured the
+/// share (`RankMeta::cpu_share`). With fewer ranks than processors a gap
+/// below a processor's worth of CPU time is the application's own waiting
+/// (I/O, sleep), which wall time replays; with more, it is also time the
+/// rank waited for a processor, which the benchmark, run the same way,
+/// waits again if it burns the gap's CPU time only. A rank whose
+/// computation is shorter than the scheduler's time slice runs it at once
+/// or after a slice; spinning its wall time instead stretches it over
+/// several slices.
+pub fn processor_shares(trace: &Trace) -> Vec<Option<f64>> {
+    let mut on_host: FxHashMap<&str, u32> = FxHashMap::default();
+    for r in &trace.ranks {
+        *on_host.entry(r.meta.host.as_str()).or_default() += 1;
+    }
+    let mut shares = vec![None; trace.rank_slots()];
+    for r in &trace.ranks {
+        let m = &r.meta;
+        if m.cpus > 0 && on_host[m.host.as_str()] > m.cpus {
+            shares[m.rank as usize] = m.cpu_share.filter(|&s| s > 0.0);
+        }
+    }
+    shares
 }
 
 /// Each site's gaps replaced by the mean gap of its signature over the

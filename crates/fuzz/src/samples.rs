@@ -297,6 +297,8 @@ pub fn sample_rank_trace(rank: u32) -> RankTrace {
             ending: Ending::Finalized,
             recorder_allocations: 17,
             ns_per_tick: 0.4,
+            cpus: 0,
+            cpu_share: None,
             clock_sync: vec![
                 ClockSync {
                     at_ns: 2_000,

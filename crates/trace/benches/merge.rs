@@ -92,6 +92,8 @@ fn rank_trace(rank: u32, class: u32) -> RankTrace {
             ending: Ending::Finalized,
             recorder_allocations: 100,
             ns_per_tick: 1.0,
+            cpus: 0,
+            cpu_share: None,
             clock_sync: Vec::new(),
             run: 0,
             lost: mpigram_trace::Lost::None,

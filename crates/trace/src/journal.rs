@@ -849,6 +849,9 @@ fn rebuild(
             ending: journal.ending,
             recorder_allocations: allocations,
             ns_per_tick: timing.2,
+            // Measured as the rank ends, which a killed rank does not.
+            cpus: 0,
+            cpu_share: None,
             clock_sync: timing.3,
             run: h.run,
             lost: journal.lost,

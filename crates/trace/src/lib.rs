@@ -37,7 +37,9 @@ pub(crate) fn value_of<K: Ord, V: Copy>(sorted: &[(K, V)], key: &K) -> Option<V>
 }
 pub use gaps::{Gaps, PairGap, apart, first_apart};
 pub use journal::{recover_rank, recoverable_ranks};
-pub use meta::{Bases, ClockSync, Ending, Lost, RankClock, RankMeta, Timing, host_name};
+pub use meta::{
+    Bases, ClockSync, Ending, Lost, RankClock, RankMeta, Timing, host_name, stored_cpu_share,
+};
 pub use rank::{CallStats, CallTimes, CommEntry, NO_RANK, RankTrace};
 pub use run::{RUN_FILE_NAME, RankPart, RankStats, Trace};
 pub use run_file::{FILE_KIND_RUN, RANKS_PER_CHUNK};

@@ -290,6 +290,15 @@ pub struct RankMeta {
     /// Nanoseconds per clock tick: per-call times are ticks since
     /// `start_ns`.
     pub ns_per_tick: f64,
+    /// Processors the rank's process could run on (its CPU affinity); 0:
+    /// not known.
+    pub cpus: u32,
+    /// The rank's share of a processor between its MPI calls: the CPU time
+    /// of its thread over the wall time of the gaps the tracer sampled (one
+    /// in about a millisecond), to [`CPU_SHARE_STEPS`] steps a doubling.
+    /// Below 1 where the rank waited for a processor (more ranks than
+    /// processors) or blocked outside MPI. `None`: not measured.
+    pub cpu_share: Option<f64>,
     /// Offsets to rank 0's clock, measured at MPI_Init and MPI_Finalize
     /// (empty if they could not be measured).
     pub clock_sync: Vec<ClockSync>,
@@ -338,6 +347,8 @@ impl RankMeta {
         out.put_u64(self.run);
         out.put_u64(self.lost.code());
         out.put_u64(ended_in_code(self.ended_in));
+        out.put_u32(self.cpus);
+        out.put_u64(cpu_share_code(self.cpu_share));
         out
     }
 
@@ -415,6 +426,8 @@ impl RankMeta {
         let code = if r.is_empty() { 0 } else { r.u64()? };
         let ended_in =
             ended_in_of_code(code).ok_or_else(|| out_of_range(at, code, "MPI function number"))?;
+        let cpus = if r.is_empty() { 0 } else { r.u32()? };
+        let cpu_share = cpu_share_of_code(if r.is_empty() { 0 } else { r.u64()? });
         r.finish()?;
         Ok(RankMeta {
             rank,
@@ -429,12 +442,36 @@ impl RankMeta {
             ending,
             recorder_allocations,
             ns_per_tick,
+            cpus,
+            cpu_share,
             clock_sync,
             run,
             lost,
             ended_in,
         })
     }
+}
+
+/// Steps of a rank's CPU share per doubling as stored (about 1.1 % each).
+pub const CPU_SHARE_STEPS: f64 = 64.0;
+
+/// A CPU share as stored: 0 none, else 1 plus its steps below 1 (a share
+/// of 1 is 1, a half 65, an eighth 193).
+pub(crate) fn cpu_share_code(share: Option<f64>) -> u64 {
+    share.map_or(0, |s| {
+        let below = -s.clamp(f64::MIN_POSITIVE, 1.0).log2() * CPU_SHARE_STEPS;
+        1 + below.round().min(u32::MAX as f64) as u64
+    })
+}
+
+/// `share` as a trace stores it (to [`CPU_SHARE_STEPS`] steps a doubling).
+pub fn stored_cpu_share(share: f64) -> f64 {
+    cpu_share_of_code(cpu_share_code(Some(share))).unwrap_or(1.0)
+}
+
+/// The share of a [`cpu_share_code`].
+pub(crate) fn cpu_share_of_code(code: u64) -> Option<f64> {
+    (code > 0).then(|| (-((code - 1) as f64) / CPU_SHARE_STEPS).exp2())
 }
 
 /// The function a rank ended in as META (and PARTS) store it: 0 none,
@@ -525,6 +562,60 @@ impl RankClock {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_shares_are_stored_to_a_64th_of_a_doubling() {
+        assert_eq!(cpu_share_code(None), 0);
+        assert_eq!(cpu_share_of_code(0), None);
+        for (share, code) in [(1.0, 1), (0.5, 65), (0.125, 193), (1.5, 1)] {
+            assert_eq!(cpu_share_code(Some(share)), code, "{share}");
+        }
+        for share in [1.0, 0.9, 0.3, 0.126, 0.01] {
+            let stored = stored_cpu_share(share);
+            assert!(
+                (stored / share - 1.0).abs() < 0.006,
+                "{share} stored as {stored}"
+            );
+            assert_eq!(stored_cpu_share(stored), stored, "{share}: stored again");
+        }
+    }
+
+    #[test]
+    fn metadata_of_older_files_reads_without_processors_and_share() {
+        let meta = RankMeta {
+            rank: 3,
+            world_size: 4,
+            pid: 7,
+            host: "node".into(),
+            mpi_library: "MPICH".into(),
+            timing: Timing::default(),
+            calls: 10,
+            start_ns: 1,
+            end_ns: 2,
+            ending: Ending::Finalized,
+            recorder_allocations: 0,
+            ns_per_tick: 0.5,
+            cpus: 8,
+            cpu_share: Some(stored_cpu_share(0.3)),
+            clock_sync: Vec::new(),
+            run: 9,
+            lost: Lost::None,
+            ended_in: None,
+        };
+        let bytes = meta.encode();
+        assert_eq!(RankMeta::decode(&bytes).unwrap(), meta);
+        // The two fields are the last two varints (8, then one byte).
+        let older = RankMeta::decode(&bytes[..bytes.len() - 2]).unwrap();
+        assert_eq!((older.cpus, older.cpu_share), (0, None));
+        assert_eq!(
+            RankMeta {
+                cpus: 8,
+                cpu_share: meta.cpu_share,
+                ..older
+            },
+            meta
+        );
+    }
 
     #[test]
     fn offsets_and_drift_map_a_clock_to_rank_0s() {

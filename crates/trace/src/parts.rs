@@ -6,7 +6,9 @@
 //! same entry of the rank before. Strings (host names, MPI library
 //! versions) and timing modes are numbered in tables of the whole file.
 
-use crate::meta::{ended_in_code, ended_in_of_code, out_of_range};
+use crate::meta::{
+    cpu_share_code, cpu_share_of_code, ended_in_code, ended_in_of_code, out_of_range,
+};
 use crate::{ClockSync, CommEntry, Ending, Lost, RankMeta, Timing};
 use mpigram_varint::{ByteReader, DecodeError, PutVarint, unzigzag, zigzag};
 
@@ -243,6 +245,15 @@ pub(crate) fn encode_chunk(
         .map(|(_, c)| c.iter().map(|e| comm_row(e, layout)).collect())
         .collect();
     put_rows(out, &comms);
+    // Added later, left out where no rank has them (older readers read
+    // such chunks).
+    if ranks
+        .iter()
+        .any(|(m, _)| m.cpus > 0 || m.cpu_share.is_some())
+    {
+        put_column(out, ranks.iter().map(|(m, _)| u64::from(m.cpus)));
+        put_column(out, ranks.iter().map(|(m, _)| cpu_share_code(m.cpu_share)));
+    }
 }
 
 /// Reads the parts of the ranks `ranks` (their numbers, in order) of a chunk.
@@ -265,6 +276,10 @@ pub(crate) fn decode_chunk(
     }
     let syncs = rows::<3>(r, n)?;
     let comms = rows::<8>(r, n)?;
+    let (cpus, shares) = match r.is_empty() {
+        true => (vec![0; n], vec![0; n]),
+        false => (column(r, n)?, column(r, n)?),
+    };
     let mut out = Vec::with_capacity(n);
     for (i, (&rank, (syncs, comms))) in ranks.iter().zip(syncs.into_iter().zip(comms)).enumerate() {
         let v = |c: usize| columns[c].1[i];
@@ -300,6 +315,8 @@ pub(crate) fn decode_chunk(
             ending: ending(v(8)),
             recorder_allocations: v(9),
             ns_per_tick,
+            cpus: u32::try_from(cpus[i]).map_err(|_| out_of_range(0, cpus[i], "processors"))?,
+            cpu_share: cpu_share_of_code(shares[i]),
             clock_sync: syncs
                 .iter()
                 .map(|s| ClockSync {

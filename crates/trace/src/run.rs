@@ -179,6 +179,8 @@ impl Trace {
                     ending: crate::Ending::Finalized,
                     recorder_allocations: 0,
                     ns_per_tick: 1.0,
+                    cpus: 0,
+                    cpu_share: None,
                     clock_sync: Vec::new(),
                     run: 0,
                     lost: crate::Lost::None,

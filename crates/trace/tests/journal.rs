@@ -185,6 +185,8 @@ fn checkpoint(rank: u32, pid: u32) -> RankTrace {
             ending: Ending::Killed,
             recorder_allocations: 7,
             ns_per_tick: 1.0,
+            cpus: 0,
+            cpu_share: None,
             clock_sync: Vec::new(),
             run: 0,
             lost: mpigram_trace::Lost::None,

@@ -11,7 +11,7 @@ use std::sync::atomic::{
 
 /// How calls are recorded, in one word that every wrapper reads once: the
 /// recording state (the low two bits: UNSET, ON, PAUSED or OFF) and the
-/// bits CONCURRENT, TIMES and VERIFY.
+/// bits CONCURRENT, TIMES, VERIFY and SAMPLE.
 static MODE: AtomicU8 = AtomicU8::new(UNSET | CONCURRENT);
 
 const STATE: u8 = 3;
@@ -31,6 +31,10 @@ const TIMES: u8 = 8;
 /// Calls are verified: each is also encoded in full into the verification
 /// stream (`MPIGRAM_VERIFY`; set as the recorder is made).
 const VERIFY: u8 = 16;
+/// The next call ends a sample of the CPU time of the gap before it
+/// (`cpu_share`): it takes the wrappers' slow path ([`where_noted`]),
+/// which clears the bit.
+const SAMPLE: u8 = 32;
 
 /// The recording state.
 fn state() -> u8 {
@@ -70,6 +74,11 @@ pub fn set_verify() {
     MODE.fetch_or(VERIFY, Relaxed);
 }
 
+/// The next call ends a sample of the CPU time of the gap before it.
+pub fn sample_next() {
+    MODE.fetch_or(SAMPLE, Relaxed);
+}
+
 /// Whether calls record more than their terminal and aggregated timing:
 /// per-call times, or the verification stream.
 #[inline(always)]
@@ -103,7 +112,7 @@ static SERIAL: AtomicUsize = AtomicUsize::new(0);
 /// A number that tells this thread from every other live one, a multiple
 /// of 4 (the thread's control block).
 #[inline(always)]
-fn thread_tag() -> usize {
+pub fn thread_tag() -> usize {
     #[cfg(target_arch = "x86_64")]
     {
         let tcb: usize;
@@ -219,7 +228,7 @@ impl Call {
     #[inline(always)]
     pub fn enter(func: FuncId) -> Option<Call> {
         let mode = MODE.load(Relaxed);
-        let (flag, tag) = if mode & (STATE | CONCURRENT) == ON {
+        let (flag, tag) = if mode & (STATE | CONCURRENT | SAMPLE) == ON {
             (&raw const SERIAL, thread_tag())
         } else {
             where_noted(mode)?
@@ -255,7 +264,7 @@ impl Call {
         inputs: impl FnOnce(&InputWords) -> [u64; I],
         narrow: [bool; I],
     ) -> Option<Call> {
-        if MODE.load(Relaxed) & (STATE | CONCURRENT | VERIFY) != ON
+        if MODE.load(Relaxed) & (STATE | CONCURRENT | VERIFY | SAMPLE) != ON
             || SERIAL.load(Relaxed) != OUTSIDE
         {
             return None;
@@ -403,6 +412,12 @@ impl Call {
 #[cold]
 #[inline(never)]
 fn where_noted(mode: u8) -> Option<(*const AtomicUsize, usize)> {
+    if mode & SAMPLE != 0 {
+        MODE.fetch_and(!SAMPLE, Relaxed);
+        if mode & STATE == ON {
+            crate::cpu_share::end(thread_tag(), crate::clock::now());
+        }
+    }
     let state = mode & STATE;
     if state != ON && !(state == UNSET && first_use()) {
         return None;
@@ -555,8 +570,10 @@ pub fn uncounted<R>(f: impl FnOnce() -> R) -> R {
 /// Runs `f`, in which the tracer writes out what it recorded (a crash
 /// journal's checkpoint, a part of the trace) while recording a call: as
 /// [`uncounted`], and what it frees is its own, never the application's
-/// (see [`frees_own_blocks`]).
+/// (see [`frees_own_blocks`]). The gap it falls in is the tracer's, not
+/// sampled for the rank's CPU share.
 pub fn writing_out<R>(f: impl FnOnce() -> R) -> R {
+    crate::cpu_share::skip_gap();
     in_place(WRITING, f)
 }
 

@@ -27,6 +27,7 @@ mod call;
 mod census;
 mod clock;
 mod clocksync;
+mod cpu_share;
 mod encoder;
 mod front;
 #[path = "generated/fronts.rs"]

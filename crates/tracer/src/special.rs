@@ -155,6 +155,7 @@ fn initialised(announced: Option<census::Announced>, thread_level: c_int) {
 /// from here, not from the end of PMPI_Init.
 fn start_up_done() {
     tracer::with(|t| t.recorder.gaps_from(crate::clock::now()));
+    crate::cpu_share::skip_gap();
 }
 
 /// # Safety

@@ -204,6 +204,8 @@ impl Tracer {
         } else {
             self.check_budget();
         }
+        // Last: nothing is kept across its call.
+        crate::cpu_share::after_call(end);
     }
 
     /// [`append`](Tracer::append) of a call the memos recalled, while
@@ -218,6 +220,8 @@ impl Tracer {
         // recalled by the memo before such a call).
         self.journal_call(terminal, repeats, false, false);
         self.check_budget();
+        // Last: nothing is kept across its call.
+        crate::cpu_share::after_call(end);
     }
 
     /// Every [`CHECK_CALLS`] calls: what grows without new signatures
@@ -327,6 +331,7 @@ impl Tracer {
         unsafe { libc::atexit(at_exit) };
         crate::call::watch_forks();
         let start = ClockPoint::now();
+        crate::cpu_share::start(start);
         let mut recorder = Recorder::new(start.ticks);
         recorder.budget = crate::budget::budget_from_env() / 2;
         if std::env::var_os("MPIGRAM_VERIFY").is_some_and(|v| !v.is_empty() && v != "0") {
@@ -538,6 +543,9 @@ impl Tracer {
             ending: ending.unwrap_or(Ending::Killed),
             recorder_allocations: crate::alloc::recorder_allocations(),
             ns_per_tick: self.start.ns_per_tick(end),
+            cpus: crate::cpu_share::cpus().unwrap_or(0),
+            cpu_share: crate::cpu_share::share(self.start.ns_per_tick(end))
+                .map(mpigram_trace::stored_cpu_share),
             clock_sync: self.clock_sync.clone(),
             run: self.run,
             lost: mpigram_trace::Lost::None,

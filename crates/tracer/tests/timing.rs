@@ -172,3 +172,54 @@ fn start_up_left_out(program: &str, args: &[&str], init_func: &str) {
         );
     }
 }
+
+/// A rank's share of a processor between its calls (`RankMeta::cpu_share`,
+/// one gap in about a millisecond sampled): nearly all of it where the
+/// rank computes, none where it sleeps, and about half where two ranks
+/// compute at once on one processor (for 20 ms at a time, longer than the
+/// scheduler's slices: shorter spins take turns); with the processors the
+/// rank may run on.
+#[test]
+fn the_share_of_a_processor_between_calls_is_measured() {
+    let measured = |ranks: u32, args: &[&str]| -> Vec<(u32, f64)> {
+        let run = run_traced("cpu_share", ranks, args, &[]);
+        run.output.assert_success();
+        let trace = assert_trace_is_exact(&run, ranks);
+        trace
+            .ranks
+            .iter()
+            .map(|r| {
+                let share = r.meta.cpu_share;
+                (
+                    r.meta.cpus,
+                    share.unwrap_or_else(|| panic!("{args:?}: no share measured")),
+                )
+            })
+            .collect()
+    };
+    let processors = std::thread::available_parallelism().unwrap().get() as u32;
+    let [(cpus, computing)] = measured(1, &["40", "2000", "compute"])[..] else {
+        panic!("one rank")
+    };
+    assert_eq!(cpus, processors, "the processors the rank may run on");
+    let [(_, sleeping)] = measured(1, &["40", "2000", "sleep"])[..] else {
+        panic!("one rank")
+    };
+    assert!(
+        sleeping < 0.2,
+        "a rank that sleeps between calls: {sleeping}"
+    );
+    // Other tests may share the machine's processors meanwhile.
+    assert!(
+        computing > 0.5,
+        "a rank that computes between calls: {computing}"
+    );
+    let pinned = measured(2, &["10", "20000", "pinned"]);
+    for (rank, &(cpus, share)) in pinned.iter().enumerate() {
+        assert_eq!(cpus, 1, "rank {rank}: pinned to one processor");
+        assert!(
+            (0.25..0.8).contains(&share),
+            "rank {rank}: two ranks on one processor: {pinned:?}"
+        );
+    }
+}

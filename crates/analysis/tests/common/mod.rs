@@ -180,6 +180,8 @@ pub fn two_ranks(iterations: u64) -> Trace {
                 ending: Ending::Finalized,
                 recorder_allocations: 0,
                 ns_per_tick: 1.0,
+                cpus: 0,
+                cpu_share: None,
                 clock_sync: Vec::new(),
                 run: 0,
                 lost: mpigram_trace::Lost::None,

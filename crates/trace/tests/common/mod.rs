@@ -46,6 +46,9 @@ pub fn sample(rank: u32) -> RankTrace {
             ending: Ending::Finalized,
             recorder_allocations: 3,
             ns_per_tick: 1.0,
+            // Measured on even ranks only: files hold ranks with and without.
+            cpus: 2,
+            cpu_share: (rank % 2 == 0).then_some(0.5),
             clock_sync: Vec::new(),
             run: 0,
             lost: mpigram_trace::Lost::None,
