@@ -1,5 +1,5 @@
 //! `mpigram gen-bench DIR -o bench.c [--compute none|mean|recorded] [--scale S] [--ranks N]
-//! [--times best|lossy|lossless]`.
+//! [--times best|lossy|lossless] [--cpu-time]`.
 
 use crate::times::Times;
 use anyhow::{Context, Result, bail};
@@ -38,6 +38,12 @@ pub struct Args {
     /// trace recorded with both lossy and lossless timing has two).
     #[arg(long, value_enum, default_value_t = Times::Best)]
     times: Times,
+    /// On ranks whose host had more ranks than processors, wait the CPU
+    /// time of the computation (the recorded gap times the rank's measured
+    /// share of a processor) instead of its wall time: for a benchmark run
+    /// with a processor per rank, where the traced run shared them.
+    #[arg(long)]
+    cpu_time: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -65,6 +71,7 @@ pub fn run(args: &Args) -> Result<()> {
         io_dir: args.io_dir.clone(),
         ranks: args.ranks,
         times: args.times.into(),
+        cpu_time: args.cpu_time,
     };
     let bench = generate(&trace, &options)?;
     std::fs::write(&args.out, &bench.source)

@@ -297,6 +297,9 @@ fn info(dir: &Path) -> Result<()> {
     }
     println!("timing:     {}", s.timing);
     println!("MPI:        {}", s.mpi_library);
+    if let Some(line) = processors(&trace) {
+        println!("processors: {line}");
+    }
     // A rank read from its crash journal whose process still runs here is
     // not dead: the run is going on.
     let running: Vec<u32> = trace
@@ -355,6 +358,47 @@ fn info(dir: &Path) -> Result<()> {
 
 /// Whether a rank with no word of its end (read from its crash journal)
 /// is a process still running on this host with the tracer loaded.
+/// The processors the ranks could run on against the ranks on their
+/// hosts, and their share of a processor between calls, where recorded.
+fn processors(trace: &Trace) -> Option<String> {
+    let mut hosts: std::collections::BTreeMap<&str, (u32, u32)> = Default::default();
+    for r in &trace.ranks {
+        let (ranks, cpus) = hosts.entry(r.meta.host.as_str()).or_default();
+        *ranks += 1;
+        *cpus = (*cpus).max(r.meta.cpus);
+    }
+    let most = hosts.values().map(|&(_, cpus)| cpus).max()?;
+    let fewest = hosts.values().map(|&(_, cpus)| cpus).min()?;
+    if fewest == 0 {
+        return None;
+    }
+    let up_to = if fewest < most { "up to " } else { "" };
+    let mut line = format!(
+        "{up_to}{most} on {} host(s) for {} ranks",
+        hosts.len(),
+        trace.ranks.len()
+    );
+    let crowded = hosts
+        .values()
+        .filter(|&&(ranks, cpus)| ranks > cpus)
+        .count();
+    if crowded > 0 {
+        line += &format!(", more ranks than processors on {crowded}");
+    }
+    let shares: Vec<f64> = trace
+        .ranks
+        .iter()
+        .filter_map(|r| r.meta.cpu_share)
+        .collect();
+    if let (Some(low), Some(high)) = (
+        shares.iter().copied().reduce(f64::min),
+        shares.iter().copied().reduce(f64::max),
+    ) {
+        line += &format!("; share of a processor between calls {low:.2}-{high:.2}");
+    }
+    Some(line)
+}
+
 fn still_running(meta: &mpigram_trace::RankMeta) -> bool {
     if meta.ending != mpigram_trace::Ending::Killed || meta.host != mpigram_trace::host_name() {
         return false;

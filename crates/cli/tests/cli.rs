@@ -47,6 +47,13 @@ fn run_traces_every_rank_and_decode_prints_every_call() {
         info.contains("ranks:      2") && info.contains("complete:   yes"),
         "{info}"
     );
+    let processors = mpigram_testkit::processors();
+    assert!(
+        info.contains(&format!(
+            "processors: {processors} on 1 host(s) for 2 ranks"
+        )),
+        "{info}"
+    );
 
     let lines = mpigram(&["decode", trace.to_str().unwrap(), "--format", "jsonl"]);
     assert!(lines.status.success(), "{}", text(&lines.stderr));

@@ -343,9 +343,9 @@ fn aggregated_timing_places_computation_at_each_call_site() {
 
 /// Two ranks that computed on one processor (`tests/mpi/cpu_share`,
 /// pinned): each recorded gap of 20 ms held about 10 ms of the rank's
-/// CPU time. The benchmark burns that CPU time, not 20 ms of wall time:
-/// run with a processor for each rank it takes about half as long, as
-/// the program would.
+/// CPU time. With `--cpu-time` the benchmark burns that CPU time, not 20
+/// ms of wall time: run with a processor for each rank it takes about
+/// half as long, as the program would.
 #[test]
 fn ranks_that_shared_a_processor_replay_their_cpu_time() {
     mpi_available().unwrap();
@@ -356,13 +356,18 @@ fn ranks_that_shared_a_processor_replay_their_cpu_time() {
     let args = ["10", "20000", "pinned"];
     trace(Mpi::selected(), &exe, 2, &args, "lossless", &orig_dir);
     let original = wall_time(&decode(&orig_dir));
-    let (c, source) = gen_bench(&orig_dir, &["--compute", "recorded"]);
+    let (_, wall) = gen_bench(&orig_dir, &[]);
+    assert!(
+        !wall.contains("\n    cpu_share = "),
+        "wall time unless asked: {wall}"
+    );
+    let (c, source) = gen_bench(&orig_dir, &["--cpu-time"]);
     assert!(source.contains("\n    cpu_share = "), "{source}");
     let bench = build(Mpi::selected(), &c);
     let regen = dir.path().join("regen");
     trace(Mpi::selected(), &bench, 2, &[], "lossless", &regen);
     assert_same_calls(&decode(&orig_dir), &decode(&regen));
-    if std::thread::available_parallelism().unwrap().get() >= 2 {
+    if mpigram_testkit::processors() >= 2 {
         let ratio = wall_time(&decode(&regen)) / original;
         assert!(
             (0.3..0.8).contains(&ratio),

@@ -51,6 +51,10 @@ pub struct Options {
     /// Which recorded per-call times the computation is taken from (a trace
     /// recorded with both lossy and lossless timing has two).
     pub times: Source,
+    /// Waits burn CPU time on ranks whose host had more ranks than
+    /// processors: the recorded gap times the rank's measured share of a
+    /// processor (`timing::processor_shares`).
+    pub cpu_time: bool,
 }
 
 /// A generated benchmark.

@@ -71,6 +71,7 @@ fn options(compute: Compute) -> Options {
         io_dir: None,
         ranks: None,
         times: crate::Source::Best,
+        cpu_time: false,
     }
 }
 
@@ -486,12 +487,17 @@ fn recorded_computation_keeps_a_loops_longer_first_gap_apart() {
     assert!(!bench.source.contains("first_"), "{}", bench.source);
 }
 
-/// Where a host ran more ranks than they had processors, each rank's
-/// waits burn its recorded share of a processor in CPU time (set in main,
-/// a table where ranks differ); with a processor each, or no share
-/// measured, they spin wall time as recorded.
+/// With `--cpu-time`, where a host ran more ranks than they had
+/// processors, each rank's waits burn its recorded share of a processor
+/// in CPU time (set in main, a table where ranks differ); with a
+/// processor each, or no share measured, or without `--cpu-time`, they
+/// spin wall time as recorded.
 #[test]
 fn ranks_that_shared_processors_burn_their_share_in_cpu_time() {
+    let cpu_time = Options {
+        cpu_time: true,
+        ..options(Compute::Recorded)
+    };
     let shared = |cpus: [u32; 3], shares: [Option<f64>; 3], hosts: [&str; 3]| {
         let calls = vec![init(), barrier(), barrier(), finalize()];
         let mut t = trace_of(vec![calls.clone(), calls.clone(), calls], 1_000_000);
@@ -500,7 +506,13 @@ fn ranks_that_shared_processors_burn_their_share_in_cpu_time() {
             part.meta.cpu_share = shares[r];
             part.meta.host = hosts[r].into();
         }
-        let bench = generate(&t, &options(Compute::Recorded)).unwrap();
+        let bench = generate(&t, &cpu_time).unwrap();
+        let wall = generate(&t, &options(Compute::Recorded)).unwrap();
+        assert!(
+            !wall.source.contains("\n    cpu_share = "),
+            "{}",
+            wall.source
+        );
         (crate::timing::processor_shares(&t), bench.source)
     };
     // Three ranks on two processors: each its share, in a table.

@@ -672,8 +672,19 @@ pub fn delays(trace: &Trace, options: &crate::Options, inits: &FxHashSet<u32>) -
     } else {
         "per-call timing: mean gap before each call site, per rank (a first call after longer computation on its own)"
     };
-    d.cpu_shares = processor_shares(trace);
+    if options.cpu_time {
+        d.cpu_shares = processor_shares(trace);
+    }
     let shared = d.cpu_shares.iter().flatten().count();
+    if options.cpu_time && shared == 0 {
+        let note = "--cpu-time: no rank's host had more ranks than processors, with its share \
+                    of a processor measured (a processor per rank, or an older trace): waits \
+                    are wall time";
+        d.note = Some(match d.note.take() {
+            Some(earlier) => format!("{earlier}; {note}"),
+            None => note.into(),
+        });
+    }
     let cpu = match shared {
         0 => String::new(),
         _ => format!(

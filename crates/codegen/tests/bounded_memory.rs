@@ -21,6 +21,7 @@ fn gen_bench_holds_the_grammar_not_the_calls() {
         io_dir: None,
         ranks: None,
         times: mpigram_codegen::Source::Best,
+        cpu_time: false,
     };
     // The MPI model is built once, at the first generation.
     generate(&common::two_ranks(10), &options).unwrap();

@@ -40,3 +40,16 @@ pub use mpis::{Launch, MPI_NAMES, Mpi, wheels_dir};
 pub use paths::{cache_dir, mpi_tests_dir, target_dir, workspace_root};
 pub use programs::{Expect, Program, program, programs};
 pub use run::{DEFAULT_TIMEOUT, Mpiexec, RunOutput, mpiexec};
+
+/// Processors this process may run on (its CPU affinity, as the ranks it
+/// launches inherit it; not a cgroup's quota, which the tracer does not
+/// see either).
+pub fn processors() -> u32 {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; the call fills it.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: the set's size is given.
+    let ok = unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) } == 0;
+    assert!(ok, "sched_getaffinity failed");
+    // SAFETY: reads the set filled above.
+    unsafe { libc::CPU_COUNT(&set) as u32 }
+}

@@ -197,7 +197,7 @@ fn the_share_of_a_processor_between_calls_is_measured() {
             })
             .collect()
     };
-    let processors = std::thread::available_parallelism().unwrap().get() as u32;
+    let processors = mpigram_testkit::processors();
     let [(cpus, computing)] = measured(1, &["40", "2000", "compute"])[..] else {
         panic!("one rank")
     };

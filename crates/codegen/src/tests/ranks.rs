@@ -9,6 +9,7 @@ fn for_ranks(n: u32) -> Options {
     Options {
         ranks: Some(n),
         times: crate::Source::Best,
+        cpu_time: false,
         ..options(Compute::None)
     }
 }
