@@ -513,6 +513,10 @@ fn ranks_that_shared_processors_burn_their_share_in_cpu_time() {
             "{}",
             wall.source
         );
+        // Without --cpu-time, a note says where it would apply.
+        let crowded = bench.source.contains("\n    cpu_share = ");
+        let said = wall.notes.iter().any(|n| n.contains("(--cpu-time waits"));
+        assert_eq!(said, crowded, "{:?}", wall.notes);
         (crate::timing::processor_shares(&t), bench.source)
     };
     // Three ranks on two processors: each its share, in a table.

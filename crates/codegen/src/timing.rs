@@ -672,19 +672,31 @@ pub fn delays(trace: &Trace, options: &crate::Options, inits: &FxHashSet<u32>) -
     } else {
         "per-call timing: mean gap before each call site, per rank (a first call after longer computation on its own)"
     };
-    if options.cpu_time {
-        d.cpu_shares = processor_shares(trace);
-    }
-    let shared = d.cpu_shares.iter().flatten().count();
-    if options.cpu_time && shared == 0 {
-        let note = "--cpu-time: no rank's host had more ranks than processors, with its share \
-                    of a processor measured (a processor per rank, or an older trace): waits \
-                    are wall time";
+    let shares = processor_shares(trace);
+    let crowded = shares.iter().flatten().count();
+    let note = match (options.cpu_time, crowded) {
+        (true, 0) => Some(
+            "--cpu-time: no rank's host had more ranks than processors, with its share of a \
+             processor measured (a processor per rank, or an older trace): waits are wall time"
+                .to_string(),
+        ),
+        (false, n) if n > 0 => Some(format!(
+            "on {n} rank(s) the traced run had more ranks than processors: waits are the \
+             recorded wall time, which holds time the ranks waited for a processor (--cpu-time \
+             waits their CPU time instead, for a run with a processor per rank)"
+        )),
+        _ => None,
+    };
+    if let Some(note) = note {
         d.note = Some(match d.note.take() {
             Some(earlier) => format!("{earlier}; {note}"),
-            None => note.into(),
+            None => note,
         });
     }
+    if options.cpu_time {
+        d.cpu_shares = shares;
+    }
+    let shared = d.cpu_shares.iter().flatten().count();
     let cpu = match shared {
         0 => String::new(),
         _ => format!(
