@@ -356,8 +356,6 @@ fn info(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Whether a rank with no word of its end (read from its crash journal)
-/// is a process still running on this host with the tracer loaded.
 /// The processors the ranks could run on against the ranks on their
 /// hosts, and their share of a processor between calls, where recorded.
 fn processors(trace: &Trace) -> Option<String> {
@@ -399,6 +397,8 @@ fn processors(trace: &Trace) -> Option<String> {
     Some(line)
 }
 
+/// Whether a rank with no word of its end (read from its crash journal)
+/// is a process still running on this host with the tracer loaded.
 fn still_running(meta: &mpigram_trace::RankMeta) -> bool {
     if meta.ending != mpigram_trace::Ending::Killed || meta.host != mpigram_trace::host_name() {
         return false;

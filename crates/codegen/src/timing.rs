@@ -693,18 +693,17 @@ pub fn delays(trace: &Trace, options: &crate::Options, inits: &FxHashSet<u32>) -
             None => note,
         });
     }
-    if options.cpu_time {
-        d.cpu_shares = shares;
-    }
-    let shared = d.cpu_shares.iter().flatten().count();
-    let cpu = match shared {
-        0 => String::new(),
-        _ => format!(
-            "; on {shared} rank(s) whose host had more ranks than processors, as CPU time: the \
+    let cpu = match (options.cpu_time, crowded) {
+        (false, _) | (true, 0) => String::new(),
+        (true, n) => format!(
+            "; on {n} rank(s) whose host had more ranks than processors, as CPU time: the \
              recorded wall time times the rank's measured share of a processor"
         ),
     };
     d.description = format!("{source}; scale {scale}{cpu}");
+    if options.cpu_time {
+        d.cpu_shares = shares;
+    }
     d
 }
 

@@ -19,7 +19,7 @@ use crate::clock::ClockPoint;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 /// Clock ticks a millisecond, measured against CLOCK_MONOTONIC at each
-/// sample since [`start`]'s point (a tick of 1 ns until the first).
+/// sample since the tracer's start (a tick of 1 ns until the first).
 static PERIOD: AtomicU64 = AtomicU64::new(PERIOD_NS as u64);
 /// Samples are PERIOD << BACK_OFF apart: one more for each gap too short
 /// to count, back to 0 at the next one long enough.
@@ -28,9 +28,6 @@ const MAX_BACK_OFF: u64 = 10;
 /// The first call to end at or after this tick begins a sample (none
 /// before [`start`]).
 static NEXT_AT: AtomicU64 = AtomicU64::new(u64::MAX);
-/// Where the clock was at [`start`].
-static START_TICKS: AtomicU64 = AtomicU64::new(0);
-static START_NS: AtomicU64 = AtomicU64::new(0);
 
 /// The sample in progress: the thread that began it (its tag; 0: none),
 /// the tick its gap began at and the thread's CPU nanoseconds then.
@@ -48,29 +45,24 @@ const MIN_GAP_NS: f64 = 10_000.0;
 /// Wall time between samples.
 const PERIOD_NS: f64 = 1e6;
 
-/// Samples from `now` on.
-pub fn start(now: ClockPoint) {
-    START_TICKS.store(now.ticks, Relaxed);
-    START_NS.store(now.ns, Relaxed);
-    NEXT_AT.store(now.ticks.saturating_add(PERIOD.load(Relaxed)), Relaxed);
+/// Samples from `start` (the tracer's start) on.
+pub fn start(start: ClockPoint) {
+    NEXT_AT.store(start.ticks.saturating_add(PERIOD.load(Relaxed)), Relaxed);
 }
 
 /// After a call that ended at `end` ticks (recording it, so with the
-/// tracer to itself): whether a sample begins.
+/// tracer to itself; its clock started at `start`): whether a sample
+/// begins.
 #[inline(always)]
-pub fn after_call(end: u64) {
+pub fn after_call(end: u64, start: &ClockPoint) {
     if end >= NEXT_AT.load(Relaxed) {
-        begin(end);
+        begin(end, *start);
     }
 }
 
 #[cold]
 #[inline(never)]
-fn begin(end: u64) {
-    let start = ClockPoint {
-        ticks: START_TICKS.load(Relaxed),
-        ns: START_NS.load(Relaxed),
-    };
+fn begin(end: u64, start: ClockPoint) {
     let period = (PERIOD_NS / start.ns_per_tick(ClockPoint::now())).max(1.0) as u64;
     PERIOD.store(period, Relaxed);
     NEXT_AT.store(

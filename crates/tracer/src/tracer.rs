@@ -205,7 +205,7 @@ impl Tracer {
             self.check_budget();
         }
         // Last: nothing is kept across its call.
-        crate::cpu_share::after_call(end);
+        crate::cpu_share::after_call(end, &self.start);
     }
 
     /// [`append`](Tracer::append) of a call the memos recalled, while
@@ -221,7 +221,7 @@ impl Tracer {
         self.journal_call(terminal, repeats, false, false);
         self.check_budget();
         // Last: nothing is kept across its call.
-        crate::cpu_share::after_call(end);
+        crate::cpu_share::after_call(end, &self.start);
     }
 
     /// Every [`CHECK_CALLS`] calls: what grows without new signatures
@@ -527,6 +527,7 @@ impl Tracer {
     /// runs on). Its calls are all the rank's, those of parts written out
     /// included.
     fn meta(&self, ending: Option<Ending>, end: ClockPoint) -> RankMeta {
+        let ns_per_tick = self.start.ns_per_tick(end);
         RankMeta {
             rank: self.rank(),
             world_size: self.world.map_or(0, |(_, size)| size),
@@ -542,10 +543,9 @@ impl Tracer {
             end_ns: end.ns,
             ending: ending.unwrap_or(Ending::Killed),
             recorder_allocations: crate::alloc::recorder_allocations(),
-            ns_per_tick: self.start.ns_per_tick(end),
+            ns_per_tick,
             cpus: crate::cpu_share::cpus().unwrap_or(0),
-            cpu_share: crate::cpu_share::share(self.start.ns_per_tick(end))
-                .map(mpigram_trace::stored_cpu_share),
+            cpu_share: crate::cpu_share::share(ns_per_tick).map(mpigram_trace::stored_cpu_share),
             clock_sync: self.clock_sync.clone(),
             run: self.run,
             lost: mpigram_trace::Lost::None,
