@@ -73,6 +73,13 @@ impl Gaps {
         self.pairs.is_empty() && self.firsts.is_empty()
     }
 
+    /// The pairs of `terminal` (found by bisection: `pairs` is sorted).
+    pub fn pairs_of(&self, terminal: u32) -> &[PairGap] {
+        let from = self.pairs.partition_point(|p| p.terminal < terminal);
+        let to = from + self.pairs[from..].partition_point(|p| p.terminal == terminal);
+        &self.pairs[from..to]
+    }
+
     /// The gap before the first call of `terminal`, if kept.
     pub fn first(&self, terminal: u32) -> Option<u64> {
         crate::value_of(&self.firsts, &terminal)
@@ -214,6 +221,11 @@ mod tests {
         assert_eq!(Gaps::decode(&mut r).unwrap(), g);
         r.finish().unwrap();
         assert_eq!(g.first(1), Some(5_000_000));
+        let preds = |t| g.pairs_of(t).iter().map(|p| p.pred).collect::<Vec<_>>();
+        assert_eq!(
+            (preds(0), preds(1), preds(2), preds(3), preds(4)),
+            (vec![], vec![4, 5], vec![], vec![1], vec![])
+        );
         assert_eq!(g.first(2), None);
         assert!(g.check(6).is_ok());
         assert!(g.check(5).unwrap_err().contains("signature 5"));

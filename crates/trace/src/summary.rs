@@ -593,11 +593,7 @@ impl GapSummary {
                 };
                 // A first gap that is all of a pair's (one call after a
                 // predecessor only it follows) is kept with the pair.
-                let own_pair = part
-                    .gaps
-                    .pairs
-                    .iter()
-                    .any(|p| p.terminal == t && p.gap_ns == first);
+                let own_pair = part.gaps.pairs_of(t).iter().any(|p| p.gap_ns == first);
                 if first >= least && !own_pair && first_apart(first, s.count, s.gap_ns) {
                     apart_somewhere.insert(t);
                 }
