@@ -192,6 +192,25 @@ proptest! {
         }
     }
 
+    /// A builder cleared after one stream builds the next as a new one
+    /// would, with the same fast path (`push_repeating`'s periods).
+    #[test]
+    fn a_cleared_builder_is_a_new_one(first in loop_stream(), second in loop_stream()) {
+        let mut reused = Sequitur::new();
+        first.iter().for_each(|&t| reused.push(t));
+        let _ = reused.grammar(0);
+        reused.clear();
+        let mut fresh = Sequitur::new();
+        for (i, &t) in second.iter().enumerate() {
+            prop_assert_eq!(reused.push_repeating(t), fresh.push_repeating(t), "at {}", i);
+            if let Err(e) = reused.check_invariants() {
+                panic!("after push {i} ({t}): {e}");
+            }
+        }
+        prop_assert_eq!(reused.len(), second.len() as u64);
+        prop_assert_eq!(reused.grammar(0), fresh.grammar(0));
+    }
+
     #[test]
     fn concatenations(parts in prop::collection::vec(prop_oneof![
         loop_stream(),

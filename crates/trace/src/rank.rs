@@ -144,11 +144,24 @@ impl RankTrace {
     /// Writes the rank file to `path` atomically (a crash journal's
     /// checkpoint is a rank file under another name).
     pub fn write_to(&self, path: &Path) -> Result<(), mpigram_format::Error> {
+        self.write_with_signatures(&self.signatures, path)
+    }
+
+    /// [`write_to`](RankTrace::write_to), with `signatures` as the table in
+    /// place of `self.signatures` (which is not read): for a writer that
+    /// keeps its table packed (the tracer), without a copy of each.
+    pub fn write_with_signatures<S: AsRef<[u8]>>(
+        &self,
+        signatures: &[S],
+        path: &Path,
+    ) -> Result<(), mpigram_format::Error> {
         let meta = self.meta.encode();
-        let funcs = encode_funcs(&self.signatures);
-        let mut signatures = Vec::new();
-        signatures.put_u64(self.signatures.len() as u64);
-        self.signatures.iter().for_each(|s| signatures.put_blob(s));
+        let funcs = encode_funcs(signatures);
+        let mut table = Vec::with_capacity(
+            signatures.iter().map(|s| s.as_ref().len() + 2).sum::<usize>() + 10,
+        );
+        table.put_u64(signatures.len() as u64);
+        signatures.iter().for_each(|s| table.put_blob(s.as_ref()));
         let grammar = self.grammar.encode();
         let mut stats = Vec::new();
         stats.put_u64(self.stats.len() as u64);
@@ -158,7 +171,7 @@ impl RankTrace {
         let mut sections = vec![
             NewSection::from((section::META, 0, meta.as_slice(), Codec::Raw)),
             (section::FUNCS, 0, funcs.as_slice(), Codec::Raw).into(),
-            (section::SIGNATURES, 0, signatures.as_slice(), Codec::Zstd).into(),
+            (section::SIGNATURES, 0, table.as_slice(), Codec::Zstd).into(),
             (section::GRAMMAR, 0, grammar.as_slice(), Codec::Zstd).into(),
             (section::CALL_STATS, 0, stats.as_slice(), Codec::Zstd).into(),
             (section::COMMS, 0, comms.as_slice(), Codec::Zstd).into(),
@@ -345,16 +358,27 @@ pub(crate) fn check_terminals(grammar: &Grammar, n: usize) -> Result<(), String>
 /// signatures use (and of the revision of its arguments' encoding, where
 /// it changed), so that a reader built with another function table
 /// notices instead of misreading.
-pub(crate) fn encode_funcs(signatures: &[Vec<u8>]) -> Vec<u8> {
+pub(crate) fn encode_funcs<S: AsRef<[u8]>>(signatures: &[S]) -> Vec<u8> {
     let mut out = Vec::new();
     out.put_u32(funcs_checksum(signatures));
     out
 }
 
-fn funcs_checksum(signatures: &[Vec<u8>]) -> u32 {
+fn funcs_checksum<S: AsRef<[u8]>>(signatures: &[S]) -> u32 {
+    // Each function once, with no sort of a table's every signature.
+    let mut seen = [0u64; 64];
     let mut ids: Vec<u64> = signatures
         .iter()
-        .filter_map(|s| ByteReader::new(s).u64().ok())
+        .filter_map(|s| ByteReader::new(s.as_ref()).u64().ok())
+        .filter(|&id| {
+            let Some(word) = seen.get_mut(id as usize / 64) else {
+                return true;
+            };
+            let bit = 1 << (id % 64);
+            let new = *word & bit == 0;
+            *word |= bit;
+            new
+        })
         .collect();
     ids.sort_unstable();
     ids.dedup();

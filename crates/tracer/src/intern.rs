@@ -12,10 +12,12 @@ pub struct Interner {
     /// Numbers of the strings and their hashes, by hash: growing the table
     /// re-hashes from the stored hash, without reading every string.
     index: HashTable<(u64, u32)>,
-    strings: Vec<Box<[u8]>>,
-    /// Bytes the strings' allocations take (with the allocator's header
-    /// and rounding).
-    string_bytes: usize,
+    /// The strings, one after another: a string costs its bytes and an
+    /// end, not an allocation (10^6 signatures of a part were 10^6
+    /// mallocs, and as many frees when the part was written).
+    bytes: Vec<u8>,
+    /// Where each string ends in `bytes`.
+    ends: Vec<usize>,
 }
 
 impl Interner {
@@ -23,52 +25,63 @@ impl Interner {
     #[inline]
     pub fn intern(&mut self, bytes: &[u8]) -> (u32, bool) {
         let h = hash(bytes);
-        let strings = &self.strings;
-        let found = self
-            .index
-            .find(h, |&(eh, n)| eh == h && same(&strings[n as usize], bytes));
+        let found = self.index.find(h, |&(eh, n)| {
+            eh == h && same(string(&self.bytes, &self.ends, n), bytes)
+        });
         if let Some(&(_, n)) = found {
             return (n, false);
         }
-        let n = self.strings.len() as u32;
-        self.strings.push(bytes.into());
-        // glibc's chunk: the size plus an 8-byte header, in 16-byte steps,
-        // at least 32.
-        self.string_bytes += (bytes.len() + 8).next_multiple_of(16).max(32);
+        let n = self.ends.len() as u32;
+        self.bytes.extend_from_slice(bytes);
+        self.ends.push(self.bytes.len());
         self.index.insert_unique(h, (h, n), |&(eh, _)| eh);
         (n, true)
     }
 
     /// The string numbered `n`.
+    #[inline]
     pub fn get(&self, n: u32) -> Option<&[u8]> {
-        self.strings.get(n as usize).map(|s| &**s)
+        ((n as usize) < self.ends.len()).then(|| string(&self.bytes, &self.ends, n))
     }
 
-    pub fn strings(&self) -> &[Box<[u8]>] {
-        &self.strings
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
     }
 
-    /// The strings, in number order, leaving the interner empty.
-    pub fn take_strings(&mut self) -> Vec<Box<[u8]>> {
+    /// Bytes of all the strings.
+    pub fn string_bytes(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// The strings, in number order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = &[u8]> {
+        (0..self.ends.len() as u32).map(|n| string(&self.bytes, &self.ends, n))
+    }
+
+    /// Forgets every string, keeping the memory.
+    pub fn clear(&mut self) {
         self.index.clear();
-        self.string_bytes = 0;
-        std::mem::take(&mut self.strings)
+        self.bytes.clear();
+        self.ends.clear();
     }
 
-    /// Makes room for `more` strings without growing (re-hashing) the index.
-    pub fn reserve(&mut self, more: usize) {
-        self.strings.reserve(more);
-        self.index.reserve(more, |&(h, _)| h);
-    }
-
-    /// Bytes of memory the interner uses: the strings, their list and the
-    /// index (at its capacity: a hash table touches all of it).
+    /// Bytes of memory the interner uses: the strings, their ends and the
+    /// index (at their capacity: a hash table touches all of it, and the
+    /// others are filled as they go).
     pub fn heap_bytes(&self) -> usize {
         use std::mem::size_of;
-        self.string_bytes
-            + self.strings.len() * size_of::<Box<[u8]>>()
+        self.bytes.capacity()
+            + self.ends.capacity() * size_of::<usize>()
             + self.index.capacity() * 8 / 7 * (size_of::<(u64, u32)>() + 1)
     }
+}
+
+/// String `n` of an interner's `bytes` and `ends` (`n` < `ends.len()`).
+#[inline]
+fn string<'a>(bytes: &'a [u8], ends: &[usize], n: u32) -> &'a [u8] {
+    let n = n as usize;
+    let start = if n == 0 { 0 } else { ends[n - 1] };
+    &bytes[start..ends[n]]
 }
 
 /// Byte-slice equality without a call to memcmp: the strings are a few
@@ -108,6 +121,13 @@ mod tests {
         assert_eq!(i.intern(b"MPI_Send 1 2"), (0, false));
         assert_eq!(i.intern(b""), (2, true));
         assert_eq!(i.get(1), Some(&b"MPI_Recv"[..]));
+        assert_eq!((i.get(2), i.get(3)), (Some(&b""[..]), None));
+        let all: Vec<&[u8]> = i.iter().collect();
+        assert_eq!(all, [&b"MPI_Send 1 2"[..], b"MPI_Recv", b""]);
+        assert_eq!((i.iter().len(), i.string_bytes()), (3, 20));
+        i.clear();
+        assert!(i.is_empty() && i.get(0).is_none());
+        assert_eq!(i.intern(b"MPI_Recv"), (0, true));
         assert!(same(b"0123456789abcdef!", b"0123456789abcdef!"));
         assert!(!same(b"0123456789abcdef!", b"0123456789abcdef?"));
         assert!(!same(b"01234567", b"01234568"));

@@ -281,41 +281,36 @@ impl Tracer {
         };
         crate::call::writing_out(|| {
             let rank = self.rank();
-            let part = self.recorder.take_part();
+            let mut part = self.recorder.take_part();
             self.memo_and_objects().0.forget();
             let end = ClockPoint::now();
             let ns_per_tick = self.start.ns_per_tick(end);
-            // The builder goes before the part is encoded: what writing
-            // takes is then about what the table took.
-            let mut builder = part.grammar;
-            let grammar = builder.grammar(rank);
-            drop(builder);
-            let trace = RankTrace {
+            let mut trace = RankTrace {
                 meta: self.meta(None, end),
-                signatures: part.signatures.into_iter().map(Vec::from).collect(),
-                grammar,
+                // Written from the part's packed table.
+                signatures: Vec::new(),
+                grammar: part.grammar.grammar(rank),
                 stats: crate::recorder::call_stats(&part.stats, &part.pair_gaps, ns_per_tick),
                 gaps: crate::recorder::gaps(&part.stats, &part.pair_gaps, ns_per_tick, false),
                 comms: Vec::new(),
-                times: part.times,
+                times: std::mem::take(&mut part.times),
             };
             let path = dir.join(mpigram_trace::part_file_name(rank, self.parts));
-            match trace.write_to(&path) {
-                Ok(()) => self.parts += 1,
+            let signatures: Vec<&[u8]> = part.signatures.iter().collect();
+            let written = trace.write_with_signatures(&signatures, &path);
+            drop(signatures);
+            match written {
+                Ok(()) => {
+                    self.parts += 1;
+                    self.recorder.reuse(part);
+                }
                 Err(e) => {
                     crate::message::say(&format!(
                         "cannot write {} ({e}): rank {rank} keeps its whole signature table in memory, past MPIGRAM_MEMORY",
                         path.display()
                     ));
-                    let mut builder = mpigram_grammar::Sequitur::new();
-                    let calls = trace.grammar.expand(rank).into_iter().flatten();
-                    calls.for_each(|t| builder.push(t));
-                    self.recorder.put_back(
-                        trace.signatures,
-                        builder,
-                        (part.stats, part.pair_gaps),
-                        trace.times,
-                    );
+                    part.times = std::mem::take(&mut trace.times);
+                    self.recorder.put_back(part);
                 }
             }
         });
@@ -450,12 +445,13 @@ impl Tracer {
             let Some(path) = self.journal.as_ref().map(Journal::checkpoint_path) else {
                 return;
             };
-            let snapshot = self.snapshot(None);
-            let written = snapshot.write_to(&path);
+            let snapshot = self.snapshot_without_signatures(None);
+            let signatures: Vec<&[u8]> = self.recorder.signatures.iter().collect();
+            let written = snapshot.write_with_signatures(&signatures, &path);
             let (calls, comms) = (self.recorder.calls, self.objects.comm_log.len());
             // What a checkpoint writes grows with the signatures and the
             // per-call times.
-            let trace_bytes: usize = snapshot.signatures.iter().map(Vec::len).sum::<usize>()
+            let trace_bytes: usize = self.recorder.signatures.string_bytes()
                 + snapshot.times.lossy.len()
                 + snapshot.times.exact.len();
             let Some(journal) = &mut self.journal else {
@@ -490,6 +486,14 @@ impl Tracer {
     /// nothing of an ending, and the grammar is taken without disturbing a
     /// loop in progress, so recording goes on allocation-free).
     fn snapshot(&mut self, ending: Option<Ending>) -> RankTrace {
+        let mut trace = self.snapshot_without_signatures(ending);
+        trace.signatures = self.recorder.signatures.iter().map(<[u8]>::to_vec).collect();
+        trace
+    }
+
+    /// [`snapshot`](Tracer::snapshot) with an empty signature table, for a
+    /// file written from the recorder's (`RankTrace::write_with_signatures`).
+    fn snapshot_without_signatures(&mut self, ending: Option<Ending>) -> RankTrace {
         let rank = self.rank();
         let end = ClockPoint::now();
         let ns_per_tick = self.start.ns_per_tick(end);
@@ -499,13 +503,7 @@ impl Tracer {
             .map_or_else(Default::default, PerCall::times);
         RankTrace {
             meta: self.meta(ending, end),
-            signatures: self
-                .recorder
-                .signatures
-                .strings()
-                .iter()
-                .map(|s| s.to_vec())
-                .collect(),
+            signatures: Vec::new(),
             grammar: match ending {
                 Some(_) => self.recorder.grammar.grammar(rank),
                 None => self.recorder.grammar.snapshot(rank),

@@ -51,6 +51,11 @@ impl DigramIndex {
         self.table.reserve(more, |&(_, hm)| spread(hm));
     }
 
+    /// Forgets every digram, keeping the table's memory.
+    pub(super) fn clear(&mut self) {
+        self.table.clear();
+    }
+
     /// Bytes of the table: a slot and a control byte per bucket (the table
     /// fills at most 7 of 8 buckets).
     pub(super) fn heap_bytes(&self) -> usize {

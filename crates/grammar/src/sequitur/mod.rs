@@ -179,6 +179,25 @@ impl Sequitur {
             + HISTORY * size_of::<u32>()
     }
 
+    /// Forgets everything pushed, keeping the memory: a builder cleared
+    /// and filled again touches no new page until it outgrows its last
+    /// fill (the tracer's parts: a fresh builder each part faulted its
+    /// pages in again).
+    pub fn clear(&mut self) {
+        self.nodes.clear();
+        self.free_nodes.clear();
+        self.rules.clear();
+        self.free_rules.clear();
+        self.index.clear();
+        self.work.clear();
+        self.history.fill(0);
+        self.pushed = 0;
+        self.period = 0;
+        self.accepted_from = 0;
+        let start = self.new_rule();
+        debug_assert_eq!(start, START);
+    }
+
     /// Makes room for about `terminals` more never-repeating terminals: a
     /// caller that knows how much will come avoids the digram index's
     /// re-hashing as it grows (a pause and, while it lasts, two tables).
