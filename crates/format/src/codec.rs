@@ -1,6 +1,7 @@
 //! Per-section encodings of the stored bytes: raw or zstd.
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::io::{self, Read, Write};
 
 use crate::error::ErrorKind;
@@ -98,15 +99,63 @@ pub(crate) fn encode_into<W: Write>(
                 n if n <= SMALL_SECTION => zstd_level.max(SMALL_SECTION_LEVEL),
                 _ => zstd_level,
             };
-            let mut enc = zstd::stream::write::Encoder::new(&mut tally, level)?;
-            // Records the decoded size in the frame header too, for standalone zstd tools.
-            enc.set_pledged_src_size(Some(data.len() as u64))?;
-            enc.include_contentsize(true)?;
-            enc.write_all(data)?;
-            enc.finish()?;
+            // One frame, which records the decoded size in its header too,
+            // for standalone zstd tools.
+            with_compressor(|c, frame| {
+                frame.clear();
+                frame.reserve(zstd::zstd_safe::compress_bound(data.len()));
+                c.set_compression_level(level)?;
+                c.include_contentsize(true)?;
+                c.compress_to_buffer(data, frame)?;
+                tally.write_all(frame)
+            })?;
         }
     }
     Ok((tally.len, tally.crc.finalize()))
+}
+
+/// A zstd context and an output buffer, kept for the thread's next
+/// section: a new context per section allocated its tables again, and the
+/// kernel zeroed their pages again (the tracer writes a part of five
+/// sections every few hundred thousand new signatures).
+struct Compression {
+    compressor: zstd::bulk::Compressor<'static>,
+    frame: Vec<u8>,
+}
+
+thread_local! {
+    static COMPRESSION: RefCell<Option<Compression>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` with the thread's kept compressor and buffer, or new ones
+/// where they cannot be had (a thread's exit under way).
+fn with_compressor<R>(
+    f: impl FnOnce(&mut zstd::bulk::Compressor<'static>, &mut Vec<u8>) -> io::Result<R>,
+) -> io::Result<R> {
+    let new = || -> io::Result<Compression> {
+        Ok(Compression {
+            compressor: zstd::bulk::Compressor::new(0)?,
+            frame: Vec::new(),
+        })
+    };
+    let mut f = Some(f);
+    let kept = COMPRESSION.try_with(|cell| {
+        let mut slot = cell.try_borrow_mut().ok()?;
+        let c = match &mut *slot {
+            Some(c) => c,
+            None => slot.insert(new().ok()?),
+        };
+        let f = f.take()?;
+        Some(f(&mut c.compressor, &mut c.frame))
+    });
+    match (kept, f) {
+        (Ok(Some(r)), _) => r,
+        (_, Some(f)) => {
+            let mut c = new()?;
+            f(&mut c.compressor, &mut c.frame)
+        }
+        (_, None) => unreachable!("f ran, and its result was returned"),
+    }
 }
 
 /// Decodes checksummed stored bytes. The caller has checked `decoded_len` against its limit;
@@ -169,6 +218,22 @@ mod tests {
         for data in [&b""[..], b"abc", &[7u8; 100_000]] {
             let stored = encoded(Codec::Zstd, data);
             let back = decode(Codec::Zstd, Cow::Owned(stored), data.len() as u64).expect("decode");
+            assert_eq!(&*back, data);
+        }
+    }
+
+    /// Each section is one frame that names its decoded size, whichever
+    /// level the thread's kept compressor last ran at.
+    #[test]
+    fn zstd_frames_record_their_size_at_every_level() {
+        let text: Vec<u8> = (0..50_000u32).flat_map(|i| (i % 251).to_le_bytes()).collect();
+        for (data, level) in [(&text[..], 3), (&text[..100], 3), (&text[..], -5), (b"", 1)] {
+            let mut out = Vec::new();
+            encode_into(Codec::Zstd, data, level, &mut out).expect("encode to Vec");
+            let size = zstd::zstd_safe::get_frame_content_size(&out).expect("a frame");
+            assert_eq!(size, Some(data.len() as u64));
+            assert_eq!(zstd::zstd_safe::find_frame_compressed_size(&out), Ok(out.len()));
+            let back = decode(Codec::Zstd, Cow::Owned(out), data.len() as u64).expect("decode");
             assert_eq!(&*back, data);
         }
     }
