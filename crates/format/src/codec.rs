@@ -102,11 +102,7 @@ pub(crate) fn encode_into<W: Write>(
             // One frame, which records the decoded size in its header too,
             // for standalone zstd tools.
             with_compressor(|c, frame| {
-                frame.clear();
-                frame.reserve(zstd::zstd_safe::compress_bound(data.len()));
-                c.set_compression_level(level)?;
-                c.include_contentsize(true)?;
-                c.compress_to_buffer(data, frame)?;
+                compress_into(c, data, level, frame)?;
                 tally.write_all(frame)
             })?;
         }
@@ -125,6 +121,21 @@ struct Compression {
 
 thread_local! {
     static COMPRESSION: RefCell<Option<Compression>> = const { RefCell::new(None) };
+}
+
+/// `data` as one zstd frame at `level` into `frame` (emptied first).
+fn compress_into(
+    c: &mut zstd::bulk::Compressor<'static>,
+    data: &[u8],
+    level: i32,
+    frame: &mut Vec<u8>,
+) -> io::Result<()> {
+    frame.clear();
+    frame.reserve(zstd::zstd_safe::compress_bound(data.len()));
+    c.set_compression_level(level)?;
+    c.include_contentsize(true)?;
+    c.compress_to_buffer(data, frame)?;
+    Ok(())
 }
 
 /// Runs `f` with the thread's kept compressor and buffer, or new ones
@@ -156,6 +167,16 @@ fn with_compressor<R>(
         }
         (_, None) => unreachable!("f ran, and its result was returned"),
     }
+}
+
+/// `data` as one zstd frame at `level` (which names the decoded size), with
+/// the thread's kept context: for writers that compress piece by piece
+/// (the tracer's per-call times, a block of 65,536 calls at a time).
+pub fn zstd_frame(data: &[u8], level: i32) -> io::Result<Vec<u8>> {
+    with_compressor(|c, frame| {
+        compress_into(c, data, level, frame)?;
+        Ok(frame.clone())
+    })
 }
 
 /// Decodes checksummed stored bytes. The caller has checked `decoded_len` against its limit;

@@ -266,7 +266,7 @@ fn compress_block(calls: u32, first: &[u8], second: &[u8]) -> Vec<u8> {
     raw.put_u64(first.len() as u64);
     raw.extend_from_slice(first);
     raw.extend_from_slice(second);
-    let packed = zstd::bulk::compress(&raw, ZSTD_LEVEL).unwrap_or_default();
+    let packed = mpigram_format::zstd_frame(&raw, ZSTD_LEVEL).unwrap_or_default();
     let mut out = Vec::with_capacity(packed.len() + 16);
     out.put_u32(calls);
     out.put_u64(raw.len() as u64);
