@@ -109,13 +109,46 @@ pub struct DecodeError {
     pub message: String,
 }
 
+/// Terminals whose decoded values are kept, at most: a terminal's slot
+/// is its number modulo this. A loop's signatures stay decoded, and a
+/// trace of millions of signatures decodes in bounded memory (with a value
+/// kept for every terminal, 3 × 10^6 signatures took 11 GB).
+const CACHED_TERMINALS: usize = 1 << 14;
+
+/// The last decoded value of terminals, one slot per [`CACHED_TERMINALS`].
+struct TerminalCache<V> {
+    slots: Vec<Option<(u32, V)>>,
+}
+
+impl<V> TerminalCache<V> {
+    /// A cache for a table of `terminals`.
+    fn new(terminals: usize) -> Self {
+        let len = terminals.clamp(1, CACHED_TERMINALS);
+        TerminalCache {
+            slots: (0..len).map(|_| None).collect(),
+        }
+    }
+
+    fn get(&self, terminal: u32) -> Option<&V> {
+        match &self.slots[terminal as usize % self.slots.len()] {
+            Some((t, v)) if *t == terminal => Some(v),
+            _ => None,
+        }
+    }
+
+    fn put(&mut self, terminal: u32, value: V) {
+        let len = self.slots.len();
+        self.slots[terminal as usize % len] = Some((terminal, value));
+    }
+}
+
 /// The calls of one rank, decoded in order.
 pub struct RankDecoder<'t> {
     trace: &'t Trace,
     part: &'t RankPart,
     terminals: Box<dyn Iterator<Item = u32> + Send + 't>,
-    /// Signatures decoded so far, by terminal.
-    signatures: Vec<Option<Arc<Signature>>>,
+    /// Signatures decoded last, by terminal.
+    signatures: TerminalCache<Arc<Signature>>,
     seq: u64,
     /// Next entry of the rank's communicator log to apply.
     next_comm: usize,
@@ -135,8 +168,8 @@ pub struct RankDecoder<'t> {
     /// rank in a communicator, a request's name or communicator, a
     /// window's communicator.
     state: u64,
-    /// Each terminal's last decoded arguments and the `state` they hold for.
-    decoded: Vec<Option<(u64, Args)>>,
+    /// Terminals' last decoded arguments and the `state` they hold for.
+    decoded: TerminalCache<(u64, Args)>,
 }
 
 impl<'t> RankDecoder<'t> {
@@ -146,7 +179,7 @@ impl<'t> RankDecoder<'t> {
             trace,
             part,
             terminals: Box::new(terminals),
-            signatures: vec![None; trace.signatures.len()],
+            signatures: TerminalCache::new(trace.signatures.len()),
             seq: 0,
             next_comm: 0,
             comm_rank: FxHashMap::default(),
@@ -156,7 +189,7 @@ impl<'t> RankDecoder<'t> {
             keep: None,
             kept: Vec::new(),
             state: 0,
-            decoded: vec![None; trace.signatures.len()],
+            decoded: TerminalCache::new(trace.signatures.len()),
         }
     }
 
@@ -210,14 +243,15 @@ impl<'t> RankDecoder<'t> {
     /// The signature of `terminal`, decoded once (shared, not copied, by
     /// every call of it).
     fn signature(&mut self, terminal: u32) -> Result<Arc<Signature>, String> {
-        let slot = &mut self.signatures[terminal as usize];
-        if slot.is_none() {
-            let bytes = &self.trace.signatures[terminal as usize];
-            *slot = Some(Arc::new(
-                decode_signature(bytes).map_err(|e| format!("bad signature {terminal}: {e}"))?,
-            ));
+        if let Some(sig) = self.signatures.get(terminal) {
+            return Ok(Arc::clone(sig));
         }
-        Ok(Arc::clone(slot.as_ref().expect("decoded above")))
+        let bytes = &self.trace.signatures[terminal as usize];
+        let sig = Arc::new(
+            decode_signature(bytes).map_err(|e| format!("bad signature {terminal}: {e}"))?,
+        );
+        self.signatures.put(terminal, Arc::clone(&sig));
+        Ok(sig)
     }
 
     fn decode(&mut self, terminal: u32) -> Result<DecodedCall, String> {
@@ -231,13 +265,13 @@ impl<'t> RankDecoder<'t> {
             }
             self.next_comm += 1;
         }
-        let args = match &self.decoded[terminal as usize] {
+        let args = match self.decoded.get(terminal) {
             Some((state, args)) if *state == self.state => Arc::clone(args),
             _ => {
                 // Decoding again in the state it leaves gives the same
                 // arguments, so they hold for that state.
                 let args = Arc::new(self.arguments(&sig));
-                self.decoded[terminal as usize] = Some((self.state, Arc::clone(&args)));
+                self.decoded.put(terminal, (self.state, Arc::clone(&args)));
                 args
             }
         };
@@ -455,6 +489,22 @@ fn constant_json(set: ConstSet, c: ConstRef) -> Json {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Terminals a slot apart share it: the later one evicts the earlier,
+    /// and a table smaller than the cache gets a slot per terminal.
+    #[test]
+    fn the_terminal_cache_keeps_the_last_value_of_a_slot() {
+        let mut c = TerminalCache::new(10 * CACHED_TERMINALS);
+        let far = CACHED_TERMINALS as u32 + 5;
+        c.put(5, "five");
+        assert_eq!((c.get(5), c.get(far)), (Some(&"five"), None));
+        c.put(far, "far");
+        assert_eq!((c.get(5), c.get(far)), (None, Some(&"far")));
+        let mut small = TerminalCache::new(3);
+        (0..3).for_each(|t| small.put(t, t * 10));
+        assert_eq!((small.slots.len(), small.get(0), small.get(2)), (3, Some(&0), Some(&20)));
+        assert_eq!(TerminalCache::<u8>::new(0).get(7), None);
+    }
 
     /// Found by fuzzing: a recorded string with a newline split a call's
     /// text over two lines.
