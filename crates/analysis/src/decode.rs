@@ -502,7 +502,10 @@ mod tests {
         assert_eq!((c.get(5), c.get(far)), (None, Some(&"far")));
         let mut small = TerminalCache::new(3);
         (0..3).for_each(|t| small.put(t, t * 10));
-        assert_eq!((small.slots.len(), small.get(0), small.get(2)), (3, Some(&0), Some(&20)));
+        assert_eq!(
+            (small.slots.len(), small.get(0), small.get(2)),
+            (3, Some(&0), Some(&20))
+        );
         assert_eq!(TerminalCache::<u8>::new(0).get(7), None);
     }
 

@@ -611,8 +611,8 @@ pub fn delays(trace: &Trace, options: &crate::Options, inits: &FxHashSet<u32>) -
     if !placed {
         if compute == Compute::Recorded {
             d.note = Some(
-                "the trace keeps its aggregated timing per signature only (an older trace): \
-                 --compute recorded falls back to mean"
+                "the trace keeps no gaps by call site (none stood out from its signature's \
+                 mean, or an older trace): --compute recorded falls back to mean"
                     .into(),
             );
         }

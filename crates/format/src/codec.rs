@@ -247,13 +247,18 @@ mod tests {
     /// level the thread's kept compressor last ran at.
     #[test]
     fn zstd_frames_record_their_size_at_every_level() {
-        let text: Vec<u8> = (0..50_000u32).flat_map(|i| (i % 251).to_le_bytes()).collect();
+        let text: Vec<u8> = (0..50_000u32)
+            .flat_map(|i| (i % 251).to_le_bytes())
+            .collect();
         for (data, level) in [(&text[..], 3), (&text[..100], 3), (&text[..], -5), (b"", 1)] {
             let mut out = Vec::new();
             encode_into(Codec::Zstd, data, level, &mut out).expect("encode to Vec");
             let size = zstd::zstd_safe::get_frame_content_size(&out).expect("a frame");
             assert_eq!(size, Some(data.len() as u64));
-            assert_eq!(zstd::zstd_safe::find_frame_compressed_size(&out), Ok(out.len()));
+            assert_eq!(
+                zstd::zstd_safe::find_frame_compressed_size(&out),
+                Ok(out.len())
+            );
             let back = decode(Codec::Zstd, Cow::Owned(out), data.len() as u64).expect("decode");
             assert_eq!(&*back, data);
         }

@@ -158,7 +158,11 @@ impl RankTrace {
         let meta = self.meta.encode();
         let funcs = encode_funcs(signatures);
         let mut table = Vec::with_capacity(
-            signatures.iter().map(|s| s.as_ref().len() + 2).sum::<usize>() + 10,
+            signatures
+                .iter()
+                .map(|s| s.as_ref().len() + 2)
+                .sum::<usize>()
+                + 10,
         );
         table.put_u64(signatures.len() as u64);
         signatures.iter().for_each(|s| table.put_blob(s.as_ref()));

@@ -487,7 +487,12 @@ impl Tracer {
     /// loop in progress, so recording goes on allocation-free).
     fn snapshot(&mut self, ending: Option<Ending>) -> RankTrace {
         let mut trace = self.snapshot_without_signatures(ending);
-        trace.signatures = self.recorder.signatures.iter().map(<[u8]>::to_vec).collect();
+        trace.signatures = self
+            .recorder
+            .signatures
+            .iter()
+            .map(<[u8]>::to_vec)
+            .collect();
         trace
     }
 
