@@ -20,6 +20,9 @@ use rustc_hash::FxHashMap;
 use serde_json::{Map, Value as Json};
 use std::sync::Arc;
 
+/// Argument objects whose shape a walk keeps (see [`walk`]).
+const SHAPED_ARGS: usize = 1 << 14;
+
 /// What one pass over a rank's calls found.
 pub(super) struct RankWalk {
     /// Objects held at MPI_Finalize; None if the rank was killed before.
@@ -50,8 +53,12 @@ pub(super) fn walk(
     let mut sequitur = Sequitur::new();
     let mut first: Vec<(&'static str, u64)> = Vec::new();
     let mut ids: FxHashMap<String, u32> = FxHashMap::default();
-    // Calls of one signature share their arguments: shape them once.
-    let mut by_args: FxHashMap<*const Map<String, Json>, (Args, u32)> = FxHashMap::default();
+    // Calls of one signature share their arguments while nothing they
+    // name changes: shape them once. A slot per argument object (by its
+    // address), of a bounded number: arguments decoded afresh for every
+    // call (a request's name changes each iteration) do not pile up. A
+    // slot holds its arguments alive, so an address it names is theirs.
+    let mut by_args: Vec<Option<(Args, u32)>> = vec![None; SHAPED_ARGS];
     let mut wait_runs = Vec::new();
     let mut run: Option<(u64, u64)> = None; // (first call, length)
     let mut finalized = false;
@@ -68,16 +75,16 @@ pub(super) fn walk(
         if !finalized {
             objects.record(&call);
         }
-        let key = Arc::as_ptr(&call.args);
-        let shape = match by_args.get(&key) {
-            Some(&(_, s)) => s,
-            None => {
+        let slot = &mut by_args[(Arc::as_ptr(&call.args) as usize >> 4) % SHAPED_ARGS];
+        let shape = match slot {
+            Some((args, s)) if Arc::ptr_eq(args, &call.args) => *s,
+            _ => {
                 let next = ids.len() as u32;
                 let s = *ids.entry(shape(&call)).or_insert(next);
                 if s == next {
                     first.push((call.func, call.seq));
                 }
-                by_args.insert(key, (Arc::clone(&call.args), s));
+                *slot = Some((Arc::clone(&call.args), s));
                 s
             }
         };
