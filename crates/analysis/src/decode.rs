@@ -109,36 +109,38 @@ pub struct DecodeError {
     pub message: String,
 }
 
-/// Terminals whose decoded values are kept, at most: a terminal's slot
-/// is its number modulo this. A loop's signatures stay decoded, and a
-/// trace of millions of signatures decodes in bounded memory (with a value
-/// kept for every terminal, 3 × 10^6 signatures took 11 GB).
+/// Terminals whose decoded values a decoder keeps, at most. A loop's
+/// signatures stay decoded, and a trace of millions of signatures decodes
+/// in bounded memory (with a value kept for every terminal, 3 × 10^6
+/// signatures took 11 GB).
 const CACHED_TERMINALS: usize = 1 << 14;
 
-/// The last decoded value of terminals, one slot per [`CACHED_TERMINALS`].
-struct TerminalCache<V> {
-    slots: Vec<Option<(u32, V)>>,
+/// The last value put for keys, in a fixed number of slots: a key's slot
+/// is the key modulo their number, and a key evicts the one there. What
+/// the analyses keep per terminal (or per object) of traces that may have
+/// millions.
+pub(crate) struct SlotCache<V> {
+    slots: Vec<Option<(usize, V)>>,
 }
 
-impl<V> TerminalCache<V> {
-    /// A cache for a table of `terminals`.
-    fn new(terminals: usize) -> Self {
-        let len = terminals.clamp(1, CACHED_TERMINALS);
-        TerminalCache {
-            slots: (0..len).map(|_| None).collect(),
+impl<V> SlotCache<V> {
+    /// A cache of `slots` slots (at least one).
+    pub(crate) fn new(slots: usize) -> Self {
+        SlotCache {
+            slots: (0..slots.max(1)).map(|_| None).collect(),
         }
     }
 
-    fn get(&self, terminal: u32) -> Option<&V> {
-        match &self.slots[terminal as usize % self.slots.len()] {
-            Some((t, v)) if *t == terminal => Some(v),
+    pub(crate) fn get(&self, key: usize) -> Option<&V> {
+        match &self.slots[key % self.slots.len()] {
+            Some((k, v)) if *k == key => Some(v),
             _ => None,
         }
     }
 
-    fn put(&mut self, terminal: u32, value: V) {
+    pub(crate) fn put(&mut self, key: usize, value: V) {
         let len = self.slots.len();
-        self.slots[terminal as usize % len] = Some((terminal, value));
+        self.slots[key % len] = Some((key, value));
     }
 }
 
@@ -148,7 +150,7 @@ pub struct RankDecoder<'t> {
     part: &'t RankPart,
     terminals: Box<dyn Iterator<Item = u32> + Send + 't>,
     /// Signatures decoded last, by terminal.
-    signatures: TerminalCache<Arc<Signature>>,
+    signatures: SlotCache<Arc<Signature>>,
     seq: u64,
     /// Next entry of the rank's communicator log to apply.
     next_comm: usize,
@@ -169,7 +171,7 @@ pub struct RankDecoder<'t> {
     /// window's communicator.
     state: u64,
     /// Terminals' last decoded arguments and the `state` they hold for.
-    decoded: TerminalCache<(u64, Args)>,
+    decoded: SlotCache<(u64, Args)>,
 }
 
 impl<'t> RankDecoder<'t> {
@@ -179,7 +181,7 @@ impl<'t> RankDecoder<'t> {
             trace,
             part,
             terminals: Box::new(terminals),
-            signatures: TerminalCache::new(trace.signatures.len()),
+            signatures: SlotCache::new(trace.signatures.len().min(CACHED_TERMINALS)),
             seq: 0,
             next_comm: 0,
             comm_rank: FxHashMap::default(),
@@ -189,7 +191,7 @@ impl<'t> RankDecoder<'t> {
             keep: None,
             kept: Vec::new(),
             state: 0,
-            decoded: TerminalCache::new(trace.signatures.len()),
+            decoded: SlotCache::new(trace.signatures.len().min(CACHED_TERMINALS)),
         }
     }
 
@@ -243,14 +245,14 @@ impl<'t> RankDecoder<'t> {
     /// The signature of `terminal`, decoded once (shared, not copied, by
     /// every call of it).
     fn signature(&mut self, terminal: u32) -> Result<Arc<Signature>, String> {
-        if let Some(sig) = self.signatures.get(terminal) {
+        if let Some(sig) = self.signatures.get(terminal as usize) {
             return Ok(Arc::clone(sig));
         }
         let bytes = &self.trace.signatures[terminal as usize];
         let sig = Arc::new(
             decode_signature(bytes).map_err(|e| format!("bad signature {terminal}: {e}"))?,
         );
-        self.signatures.put(terminal, Arc::clone(&sig));
+        self.signatures.put(terminal as usize, Arc::clone(&sig));
         Ok(sig)
     }
 
@@ -265,13 +267,14 @@ impl<'t> RankDecoder<'t> {
             }
             self.next_comm += 1;
         }
-        let args = match self.decoded.get(terminal) {
+        let args = match self.decoded.get(terminal as usize) {
             Some((state, args)) if *state == self.state => Arc::clone(args),
             _ => {
                 // Decoding again in the state it leaves gives the same
                 // arguments, so they hold for that state.
                 let args = Arc::new(self.arguments(&sig));
-                self.decoded.put(terminal, (self.state, Arc::clone(&args)));
+                self.decoded
+                    .put(terminal as usize, (self.state, Arc::clone(&args)));
                 args
             }
         };
@@ -490,23 +493,23 @@ fn constant_json(set: ConstSet, c: ConstRef) -> Json {
 mod tests {
     use super::*;
 
-    /// Terminals a slot apart share it: the later one evicts the earlier,
-    /// and a table smaller than the cache gets a slot per terminal.
+    /// Keys a slot apart share it: the later one evicts the earlier, and a
+    /// table smaller than the cache gets a slot per terminal.
     #[test]
-    fn the_terminal_cache_keeps_the_last_value_of_a_slot() {
-        let mut c = TerminalCache::new(10 * CACHED_TERMINALS);
-        let far = CACHED_TERMINALS as u32 + 5;
+    fn the_slot_cache_keeps_the_last_value_of_a_slot() {
+        let mut c = SlotCache::new(CACHED_TERMINALS);
+        let far = CACHED_TERMINALS + 5;
         c.put(5, "five");
         assert_eq!((c.get(5), c.get(far)), (Some(&"five"), None));
         c.put(far, "far");
         assert_eq!((c.get(5), c.get(far)), (None, Some(&"far")));
-        let mut small = TerminalCache::new(3);
+        let mut small = SlotCache::new(3);
         (0..3).for_each(|t| small.put(t, t * 10));
         assert_eq!(
             (small.slots.len(), small.get(0), small.get(2)),
             (3, Some(&0), Some(&20))
         );
-        assert_eq!(TerminalCache::<u8>::new(0).get(7), None);
+        assert_eq!(SlotCache::<u8>::new(0).get(7), None);
     }
 
     /// Found by fuzzing: a recorded string with a newline split a call's

@@ -12,7 +12,7 @@
 
 use super::LintError;
 use super::objects::{Live, Objects};
-use crate::decode::{Args, DecodedCall, RankDecoder};
+use crate::decode::{Args, DecodedCall, RankDecoder, SlotCache};
 use mpigram_grammar::{Grammar, RuleId, Sequitur, Symbol};
 use mpigram_mpispec::HandleKind;
 use mpigram_trace::{RankPart, Trace};
@@ -58,7 +58,7 @@ pub(super) fn walk(
     // address), of a bounded number: arguments decoded afresh for every
     // call (a request's name changes each iteration) do not pile up. A
     // slot holds its arguments alive, so an address it names is theirs.
-    let mut by_args: Vec<Option<(Args, u32)>> = vec![None; SHAPED_ARGS];
+    let mut by_args: SlotCache<(Args, u32)> = SlotCache::new(SHAPED_ARGS);
     let mut wait_runs = Vec::new();
     let mut run: Option<(u64, u64)> = None; // (first call, length)
     let mut finalized = false;
@@ -75,16 +75,17 @@ pub(super) fn walk(
         if !finalized {
             objects.record(&call);
         }
-        let slot = &mut by_args[(Arc::as_ptr(&call.args) as usize >> 4) % SHAPED_ARGS];
-        let shape = match slot {
-            Some((args, s)) if Arc::ptr_eq(args, &call.args) => *s,
-            _ => {
+        // The address over 8 (objects are 8-aligned: a key per address).
+        let key = Arc::as_ptr(&call.args) as usize / 8;
+        let shape = match by_args.get(key) {
+            Some(&(_, s)) => s,
+            None => {
                 let next = ids.len() as u32;
                 let s = *ids.entry(shape(&call)).or_insert(next);
                 if s == next {
                     first.push((call.func, call.seq));
                 }
-                *slot = Some((Arc::clone(&call.args), s));
+                by_args.put(key, (Arc::clone(&call.args), s));
                 s
             }
         };
