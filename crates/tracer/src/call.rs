@@ -264,6 +264,24 @@ impl Call {
         inputs: impl FnOnce(&InputWords) -> [u64; I],
         narrow: [bool; I],
     ) -> Option<Call> {
+        Call::recalling_if(func, |front| {
+            let words = inputs(&InputWords::new(front));
+            // SAFETY: MPI calls cannot overlap.
+            unsafe { crate::tracer::same_inputs(func, &words, narrow) }
+        })
+    }
+
+    /// Starts a call of `func` on a fast path: `Some` if recording is on,
+    /// no two MPI calls can overlap, calls are not verified, this thread is
+    /// not inside a traced call and `known` (which may read the tracer: no
+    /// other thread uses it) says that the call's record is known before
+    /// it is made; then [`made`](Call::made) makes it. `None` changes
+    /// nothing.
+    #[inline(always)]
+    pub fn recalling_if(
+        func: FuncId,
+        known: impl FnOnce(&'static crate::front::Front) -> bool,
+    ) -> Option<Call> {
         if MODE.load(Relaxed) & (STATE | CONCURRENT | VERIFY | SAMPLE) != ON
             || SERIAL.load(Relaxed) != OUTSIDE
         {
@@ -271,9 +289,7 @@ impl Call {
         }
         // SAFETY: recording is on, which needs a bound front end.
         let front = unsafe { crate::front::bound_front() };
-        let words = inputs(&InputWords::new(front));
-        // SAFETY: MPI calls cannot overlap.
-        if !unsafe { crate::tracer::same_inputs(func, &words, narrow) } {
+        if !known(front) {
             return None;
         }
         let tag = thread_tag();
@@ -286,6 +302,22 @@ impl Call {
             recalls_alone: true,
             front: Some(front),
         })
+    }
+
+    /// Makes a call that [`recalling_if`](Call::recalling_if) started:
+    /// `mpi` is the MPI call, `record` records it with its start and end
+    /// in clock ticks (nothing kept across the MPI call but the call).
+    #[inline(always)]
+    pub fn made<R>(mut self, mpi: impl FnOnce() -> R, record: impl FnOnce(&R, (u64, u64))) -> R {
+        self.start = crate::clock::now();
+        let r = mpi();
+        let end = crate::clock::now();
+        // `recalls_alone`: the place is noted in SERIAL.
+        SERIAL.store(self.tag | RECORDING, Relaxed);
+        record(&r, (self.start, end));
+        SERIAL.store(OUTSIDE, Relaxed);
+        std::mem::forget(self);
+        r
     }
 
     /// Makes the call of a wrapper with a key (memo.rs), after
@@ -334,7 +366,7 @@ impl Call {
     /// [`recalling`](Call::recalling)): the MPI call, then its record.
     #[inline(always)]
     pub fn recalled<const I: usize, const O: usize, R>(
-        mut self,
+        self,
         func: FuncId,
         mpi: impl FnOnce() -> R,
         code: impl FnOnce(&R) -> c_int,
@@ -346,25 +378,19 @@ impl Call {
             // SAFETY: as in `keyed`.
             None => unsafe { crate::front::bound_front() },
         };
-        self.start = crate::clock::now();
-        let r = mpi();
-        let end = crate::clock::now();
-        // `recalls_alone`: the place is noted in SERIAL.
-        SERIAL.store(self.tag | RECORDING, Relaxed);
-        let ret = code(&r);
-        let k = KeyWords::new(front, ret);
-        let words = outputs(&k);
-        crate::recording::record_same_inputs::<I, O>(
-            func,
-            ret,
-            (self.start, end),
-            &words,
-            k.request(),
-            encode,
-        );
-        SERIAL.store(OUTSIDE, Relaxed);
-        std::mem::forget(self);
-        r
+        self.made(mpi, |r, times| {
+            let ret = code(r);
+            let k = KeyWords::new(front, ret);
+            let words = outputs(&k);
+            crate::recording::record_same_inputs::<I, O>(
+                func,
+                ret,
+                times,
+                &words,
+                k.request(),
+                encode,
+            );
+        })
     }
 
     /// When the call began, in clock ticks.
@@ -378,23 +404,13 @@ impl Call {
         self.end_at(crate::clock::now(), func, ret, encode);
     }
 
-    /// Ends an MPI_Waitall (see `recording::record_waitall`): `handles` are
-    /// its requests' values before the call, `statuses` says whether it
-    /// records statuses and holds the bytes of its statuses array (empty
-    /// when it did not succeed), `encode` writes its arguments if the memo
-    /// does not know them.
+    /// Ends a call whose record `record` makes, given the call's start and
+    /// end in clock ticks.
     #[inline]
-    pub fn end_waitall(
-        self,
-        ret: c_int,
-        count: c_int,
-        handles: Option<&[u64]>,
-        statuses: (bool, &[u8]),
-        encode: impl FnOnce(&mut Encoder),
-    ) {
+    pub fn end_with(self, record: impl FnOnce((u64, u64))) {
         let end = crate::clock::now();
         self.note(RECORDING);
-        crate::recording::record_waitall(ret, (self.start, end), count, handles, statuses, encode);
+        record((self.start, end));
     }
 
     /// Ends a call whose MPI part ended at `end` (the tracer did work of

@@ -478,16 +478,42 @@ impl WaitallMemo {
         count: c_int,
         statuses: bool,
         status_bytes: &[u8],
-        mut ids: impl Iterator<Item = u64>,
+        ids: impl ExactSizeIterator<Item = u64>,
+    ) -> Option<u32> {
+        self.knows(count, statuses, ids)
+            .filter(|_| self.same_status_bytes(status_bytes))
+    }
+
+    /// [`recall`](WaitallMemo::recall) before the call, when its statuses
+    /// are not written yet: the terminal if all but the statuses' bytes
+    /// are the last call's; [`same_status_bytes`](WaitallMemo::same_status_bytes)
+    /// then says about those.
+    #[inline(always)]
+    pub fn knows(
+        &self,
+        count: c_int,
+        statuses: bool,
+        ids: impl ExactSizeIterator<Item = u64>,
     ) -> Option<u32> {
         let terminal = self.terminal?;
-        let mut remembered = self.ids.iter();
         let same = count == self.count
             && statuses == self.statuses
-            && status_bytes == self.status_bytes.as_slice()
-            && ids.all(|id| remembered.next() == Some(&id))
-            && remembered.next().is_none();
+            && ids.len() == self.ids.len()
+            && ids.zip(&self.ids).all(|(id, &remembered)| id == remembered);
         same.then_some(terminal)
+    }
+
+    /// The remembered call's terminal (`None`: none remembered).
+    #[inline(always)]
+    pub fn terminal(&self) -> Option<u32> {
+        self.terminal
+    }
+
+    /// Whether the statuses' bytes that go into the signature (see
+    /// [`recall`](WaitallMemo::recall)) are the last call's.
+    #[inline(always)]
+    pub fn same_status_bytes(&self, status_bytes: &[u8]) -> bool {
+        status_bytes == self.status_bytes.as_slice()
     }
 
     /// Such a call was not recalled: it is the one remembered from now on,
@@ -686,6 +712,12 @@ mod tests {
             None,
             "a status"
         );
+        // Before the call, its statuses unwritten: known but for them.
+        assert_eq!(memo.knows(3, true, window.into_iter()), Some(43));
+        assert!(memo.same_status_bytes(&[1, 2, 3]));
+        assert!(!memo.same_status_bytes(&[1, 2, 4]));
+        assert_eq!(memo.knows(3, false, window.into_iter()), None, "statuses");
+        assert_eq!(memo.knows(3, true, [0, 1].into_iter()), None, "fewer ids");
         assert_eq!(
             memo.recall(3, true, &[], window.into_iter()),
             None,

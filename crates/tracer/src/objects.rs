@@ -458,8 +458,15 @@ impl Objects {
     pub fn logged_request_ids<'a>(
         &'a self,
         handles: &[u64],
-    ) -> Option<impl Iterator<Item = u64> + 'a> {
+    ) -> Option<impl ExactSizeIterator<Item = u64> + 'a> {
         self.requests.logged_ids(handles)
+    }
+
+    /// The request table, for [`RequestTable::logged_are`] and
+    /// [`RequestTable::logged`].
+    #[inline(always)]
+    pub fn requests(&self) -> &RequestTable {
+        &self.requests
     }
 
     /// Whether one of those requests has a status MPI defines

@@ -137,6 +137,53 @@ fn record_in_full<const I: usize, const O: usize>(
     t.append(func, terminal, new, start, end);
 }
 
+/// Records an MPI_Waitall that [`tracer::waitall_known`] knew before it
+/// was made (recording statuses or not: `statuses`; `status_bytes` its
+/// statuses array when it wrote them), by the Waitall memo's terminal, if
+/// it succeeded and the statuses' bytes that go into its signature are
+/// the memo's too. False records nothing: the caller records the call in
+/// full ([`record_waitall`]), on the logged requests' handles.
+///
+/// [`tracer::waitall_known`]: crate::tracer::waitall_known
+#[inline(always)]
+pub fn record_known_waitall(
+    ret: c_int,
+    (start, end): (u64, u64),
+    (statuses, status_bytes): (bool, &[u8]),
+) -> bool {
+    if ret != MPI_SUCCESS {
+        return false;
+    }
+    // SAFETY: `waitall_known` needed MPI calls that cannot overlap.
+    let recorded = unsafe {
+        recording_alone(|t| {
+            let waitall = &t.recorder.waitall;
+            let status_bytes = signature_status_bytes(t, statuses, status_bytes);
+            let Some(terminal) = waitall
+                .terminal()
+                .filter(|_| waitall.same_status_bytes(status_bytes))
+            else {
+                return false;
+            };
+            t.objects.complete_logged_requests();
+            t.append_recalled(mpigram_mpispec::func::MPI_Waitall, terminal, start, end);
+            true
+        })
+    };
+    recorded == Some(true)
+}
+
+/// The bytes of a completion call's statuses array that go into its
+/// signature: those MPI defines (a receive's), while the call records
+/// statuses.
+#[inline(always)]
+fn signature_status_bytes<'a>(t: &Tracer, statuses: bool, status_bytes: &'a [u8]) -> &'a [u8] {
+    match statuses && t.objects.logged_status_defined() {
+        true => status_bytes,
+        false => &[],
+    }
+}
+
 /// Records an MPI_Waitall as [`record`] does, through the Waitall memo
 /// (memo.rs): it returned `ret` on `count` requests whose values before the
 /// call were `handles` (`None`: a NULL array), `statuses` says whether it
@@ -152,12 +199,7 @@ pub fn record_waitall(
 ) {
     let func = mpigram_mpispec::func::MPI_Waitall;
     recording(|t| {
-        // The statuses are part of the signature only where MPI defines
-        // them (a receive's).
-        let status_bytes = match statuses && t.objects.logged_status_defined() {
-            true => status_bytes,
-            false => &[],
-        };
+        let status_bytes = signature_status_bytes(t, statuses, status_bytes);
         // Some(recalled terminal, if any) when the call completed exactly
         // the requests created since the last lookup.
         let logged = handles

@@ -228,11 +228,33 @@ impl RequestTable {
     /// order (whether one of them has a status MPI defines, which the ids
     /// do not say: [`logged_status_defined`](RequestTable::logged_status_defined)).
     #[inline]
-    pub fn logged_ids<'a>(&'a self, handles: &[u64]) -> Option<impl Iterator<Item = u64> + 'a> {
-        let exact = self.in_table == 0
-            && self.log.len() == handles.len()
-            && self.log.iter().zip(handles).all(|(l, &h)| l.handle == h);
-        exact.then(|| self.log.iter().map(|l| l.id))
+    pub fn logged_ids<'a>(
+        &'a self,
+        handles: &[u64],
+    ) -> Option<impl ExactSizeIterator<Item = u64> + 'a> {
+        self.logged_are(handles.len(), |i| handles[i])
+            .then(|| self.log.iter().map(|l| l.id))
+    }
+
+    /// Whether the `count` handles `handle` gives (by position) are exactly
+    /// the logged requests', in order, and the table holds no other (see
+    /// [`logged_ids`](RequestTable::logged_ids)): read one by one, where
+    /// the call's array is, with no copy.
+    #[inline(always)]
+    pub fn logged_are(&self, count: usize, handle: impl Fn(usize) -> u64) -> bool {
+        self.in_table == 0
+            && self.log.len() == count
+            && self
+                .log
+                .iter()
+                .enumerate()
+                .all(|(i, l)| l.handle == handle(i))
+    }
+
+    /// The logged requests' ids and handles, in creation order.
+    #[inline(always)]
+    pub fn logged(&self) -> impl ExactSizeIterator<Item = (u64, u64)> + '_ {
+        self.log.iter().map(|l| (l.id, l.handle))
     }
 
     /// Whether a logged request's completion has a status MPI defines

@@ -388,13 +388,67 @@ pub unsafe extern "C" fn MPI_Waitall(
     statuses: *mut MPI_Status,
 ) -> c_int {
     let real = crate::pmpi::MPI_Waitall();
+    // The fast path: the requests are exactly those created since the last
+    // lookup, and the Waitall memo knows the call (a window of MPI_Isend,
+    // a halo exchange). Their handles are compared where they are, not
+    // copied: if the call is recorded in full after all, they are the
+    // logged requests'.
+    let known = Call::recalling_if(func::MPI_Waitall, |f| {
+        !requests.is_null()
+            // SAFETY: `requests` holds `count` handles; no other thread uses
+            // the tracer (`recalling_if`).
+            && unsafe {
+                tracer::waitall_known(count, records_statuses(f, statuses), |i| {
+                    f.read(REQUEST, requests, i)
+                })
+            }
+    });
+    if let Some(call) = known {
+        return call.made(
+            || unsafe { real(count, requests, statuses) },
+            |&ret, times| {
+                let recorded = records_statuses(front(), statuses);
+                // SAFETY: MPI wrote the statuses, if it says so.
+                let bytes = unsafe { written_statuses(ret, count, statuses, recorded) };
+                if !crate::recording::record_known_waitall(ret, times, (recorded, bytes)) {
+                    SAVED.with_borrow_mut(|saved| {
+                        saved.clear();
+                        tracer::with(|t| {
+                            saved.extend(t.objects.requests().logged().map(|(_, h)| h))
+                        });
+                    });
+                    unsafe { record_waitall_in_full(ret, times, count, requests, statuses) };
+                }
+            },
+        );
+    }
     let Some(call) = Call::begin(func::MPI_Waitall) else {
         return unsafe { real(count, requests, statuses) };
     };
     unsafe { save_requests(requests, count) };
     let ret = unsafe { real(count, requests, statuses) };
-    let recorded = !statuses.is_null() && statuses as usize != front().statuses_ignore;
-    let status_bytes: &[u8] = match recorded && ret == crate::abi::MPI_SUCCESS && count > 0 {
+    call.end_with(|times| unsafe { record_waitall_in_full(ret, times, count, requests, statuses) });
+    ret
+}
+
+/// Whether a completion call records statuses: its statuses array is not
+/// NULL or MPI_STATUSES_IGNORE.
+fn records_statuses(f: &crate::front::Front, statuses: *const MPI_Status) -> bool {
+    !statuses.is_null() && statuses as usize != f.statuses_ignore
+}
+
+/// The bytes of the `count` statuses a call that returned `ret` wrote, if
+/// it `recorded` them and succeeded; else none.
+///
+/// # Safety
+/// `statuses` is valid for `count` statuses when the call wrote them.
+unsafe fn written_statuses<'a>(
+    ret: c_int,
+    count: c_int,
+    statuses: *const MPI_Status,
+    recorded: bool,
+) -> &'a [u8] {
+    match recorded && ret == crate::abi::MPI_SUCCESS && count > 0 {
         // SAFETY: MPI wrote `count` statuses there.
         true => unsafe {
             std::slice::from_raw_parts(
@@ -403,16 +457,40 @@ pub unsafe extern "C" fn MPI_Waitall(
             )
         },
         false => &[],
-    };
+    }
+}
+
+/// Records an MPI_Waitall in full (`recording::record_waitall`), from
+/// `start` to `end` in clock ticks: its requests' values before the call
+/// are in SAVED.
+///
+/// # Safety
+/// As `MPI_Waitall`, after the call.
+unsafe fn record_waitall_in_full(
+    ret: c_int,
+    times: (u64, u64),
+    count: c_int,
+    requests: *mut HandleSlot,
+    statuses: *mut MPI_Status,
+) {
+    let recorded = records_statuses(front(), statuses);
+    // SAFETY: per the caller.
+    let status_bytes = unsafe { written_statuses(ret, count, statuses, recorded) };
     SAVED.with_borrow(|saved| {
         let handles = (!requests.is_null()).then_some(&saved[..]);
-        call.end_waitall(ret, count, handles, (recorded, status_bytes), |e| unsafe {
-            e.int(count.into());
-            completed_array(e, requests, |_| true);
-            e.request_statuses(statuses, 0..count.max(0) as usize);
-        });
+        crate::recording::record_waitall(
+            ret,
+            times,
+            count,
+            handles,
+            (recorded, status_bytes),
+            |e| unsafe {
+                e.int(count.into());
+                completed_array(e, requests, |_| true);
+                e.request_statuses(statuses, 0..count.max(0) as usize);
+            },
+        );
     });
-    ret
 }
 
 /// # Safety

@@ -91,6 +91,35 @@ pub(crate) unsafe fn same_inputs<const I: usize>(
     unsafe { &*TRACER.memo.get() }.same_inputs(func, inputs, narrow)
 }
 
+/// Whether an MPI_Waitall of the `count` requests `handle` gives (by
+/// position, their values before the call), recording statuses or not,
+/// completes exactly the requests created since the last lookup and the
+/// Waitall memo knows its terminal, but for its statuses' bytes
+/// ([`recording::record_known_waitall`](crate::recording::record_known_waitall)
+/// checks those).
+///
+/// # Safety
+/// MPI calls cannot overlap (`call::concurrent` is false), so that no
+/// other thread uses the tracer meanwhile.
+#[inline(always)]
+pub(crate) unsafe fn waitall_known(
+    count: c_int,
+    statuses: bool,
+    handle: impl Fn(usize) -> u64,
+) -> bool {
+    // SAFETY: no other thread uses the tracer, and no call is being
+    // recorded; this only reads it.
+    let Some(t) = (unsafe { &*TRACER.tracer.get() }) else {
+        return false;
+    };
+    let requests = t.objects.requests();
+    requests.logged_are(count.max(0) as usize, handle)
+        && t.recorder
+            .waitall
+            .knows(count, statuses, requests.logged().map(|(id, _)| id))
+            .is_some()
+}
+
 /// Runs `f` on the tracer, creating it on first use. A panic inside turns
 /// tracing off with one message; the application carries on.
 pub fn with<R>(f: impl FnOnce(&mut Tracer) -> R) -> Option<R> {
