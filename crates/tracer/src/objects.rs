@@ -53,6 +53,17 @@ impl IdPool {
         }
     }
 
+    /// Gives back every id of the 64 that share `id`'s word of the bitmap,
+    /// when the caller gives back all ids in use in the pool (each word of
+    /// them once at least): then the smallest free id is 0.
+    #[inline(always)]
+    pub(crate) fn empty_word_of(&mut self, id: u64) {
+        if let Some(bits) = self.used.get_mut((id / 64) as usize) {
+            *bits = 0;
+        }
+        self.next = 0;
+    }
+
     pub fn in_use(&self, id: u64) -> bool {
         self.used
             .get((id / 64) as usize)

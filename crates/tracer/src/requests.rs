@@ -265,11 +265,14 @@ impl RequestTable {
     }
 
     /// The logged requests completed (after [`logged_ids`](RequestTable::logged_ids)
-    /// said they are the call's): they leave.
+    /// said they are the call's): they leave. The table holds no request
+    /// then, so no request is left: each pool of theirs is emptied, a
+    /// word of its ids at a time, with no bit of it to keep.
     #[inline]
     pub fn complete_logged(&mut self) {
+        debug_assert_eq!(self.in_table, 0, "logged_ids found the table empty");
         for l in &self.log {
-            self.ids[(l.id >> 32) as usize].give_back(l.id & u64::from(u32::MAX));
+            self.ids[(l.id >> 32) as usize].empty_word_of(l.id & u64::from(u32::MAX));
         }
         self.log.clear();
         self.log_status_defined = false;
@@ -460,6 +463,19 @@ mod tests {
         t.complete_logged();
         assert!(t.log.is_empty() && t.slots.is_empty(), "never in the table");
         assert_eq!(t.next_index(s), 0, "their indices are free again");
+        assert!(
+            t.ids.iter().all(|p| p.bitmap().iter().all(|&w| w == 0)),
+            "no id in use"
+        );
+        // A window past one word of ids: every word of it is emptied.
+        for h in 0..70 {
+            add_kind(&mut t, 100 + h, s, send);
+        }
+        let window: Vec<u64> = (100..170).collect();
+        assert!(ids(&t, &window).is_some());
+        t.complete_logged();
+        assert!(t.ids.iter().all(|p| p.bitmap().iter().all(|&w| w == 0)));
+        assert_eq!((t.next_index(s), t.next_index(r)), (0, 0));
         // A request left in the table (a lookup moved the log there) makes
         // the next window go through the table.
         add_kind(&mut t, 9, s, send);
