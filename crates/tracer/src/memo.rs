@@ -5,9 +5,11 @@
 //! created request (wrapgen decides, `keys.rs` there) also builds its
 //! call's *key*: the raw words its encoding reads, each exactly the value
 //! the encoder is given (an output MPI did not write as the encoder's
-//! default for it). A call whose return code and key equal those of the
-//! function's last encoded call, with nothing they are encoded through
-//! changed since — no object created, freed or first seen, no
+//! default for it). A call whose return code and key equal those of one
+//! of the function's last encoded calls (an entry each for up to [`WAYS`]
+//! call sites that take turns, as a halo exchange's receives from each
+//! neighbour do; the fast path compares with the one whose turn it is),
+//! with nothing they are encoded through changed since — no object created, freed or first seen, no
 //! communicator's place learnt (`Objects::epoch`), no memory block freed
 //! (the key of a call with buffers holds `segments::generation`) — has
 //! that call's terminal: found by comparing a few words, without encoding
@@ -268,40 +270,118 @@ pub enum Miss {
     NewIndex,
 }
 
-/// Entries of a [`CallMemo`]: a power of two above the number of MPI
-/// functions (a test checks it), so that a function's entry is found by a
-/// mask, with no bound check.
+/// Functions a [`CallMemo`] has room for: a power of two above the number
+/// of MPI functions (a test checks it), so that a function's entries are
+/// found by a mask, with no bound check.
 const FUNC_SLOTS: usize = 1 << 10;
 
-/// One entry per function.
+/// Calls a [`CallMemo`] keeps per function: its call sites that take
+/// turns (a halo exchange's MPI_Irecv from each neighbour, with its own
+/// buffer, peer and tag) each have their own entry.
+const WAYS: usize = 8;
+
+/// The entries of one function, and which one its next call is expected
+/// to be: the one that followed the last one's the time before.
+struct Ways {
+    entries: [Entry; WAYS],
+    /// The entry of the function's last call.
+    last: u8,
+    /// The entry its next call is expected to match (`after[last]`).
+    next: u8,
+    /// By entry, the entry of the call that came after it last.
+    after: [u8; WAYS],
+    /// The entry to give to the next call no entry holds.
+    victim: u8,
+}
+
+impl Ways {
+    const EMPTY: Ways = Ways {
+        entries: [const { Entry::EMPTY }; WAYS],
+        last: 0,
+        next: 0,
+        after: [0; WAYS],
+        victim: 0,
+    };
+
+    /// The function's call took entry `way`: it is the last one, and the
+    /// one after the last's.
+    #[inline(always)]
+    fn took(&mut self, way: u8) {
+        self.after[usize::from(self.last) & (WAYS - 1)] = way;
+        self.last = way;
+        self.next = self.after[usize::from(way) & (WAYS - 1)];
+    }
+
+    /// The function's call took the entry expected (which is the one after
+    /// the last's already).
+    #[inline(always)]
+    fn took_expected(&mut self) {
+        self.last = self.next;
+        self.next = self.after[usize::from(self.next) & (WAYS - 1)];
+    }
+
+    /// The entry expected next.
+    #[inline(always)]
+    fn expected(&self) -> &Entry {
+        &self.entries[usize::from(self.next) & (WAYS - 1)]
+    }
+}
+
+/// Entries per function, each its own call.
 pub struct CallMemo {
-    entries: [Entry; FUNC_SLOTS],
+    funcs: [Ways; FUNC_SLOTS],
 }
 
 impl CallMemo {
     /// A memo that knows no call (a static: see `tracer::MEMO`).
     pub const fn new() -> CallMemo {
         CallMemo {
-            entries: [const { Entry::EMPTY }; FUNC_SLOTS],
+            funcs: [const { Ways::EMPTY }; FUNC_SLOTS],
         }
     }
 
     /// Forgets every call (their terminals are another table's).
     pub fn forget(&mut self) {
-        for entry in &mut self.entries {
-            entry.epoch = NONE;
-            entry.by_index.clear();
+        for ways in &mut self.funcs {
+            for entry in &mut ways.entries {
+                entry.epoch = NONE;
+                entry.by_index.clear();
+            }
         }
     }
+
+    #[inline(always)]
+    fn ways(&self, func: FuncId) -> &Ways {
+        &self.funcs[func as usize & (FUNC_SLOTS - 1)]
+    }
+
+    #[inline(always)]
+    fn ways_mut(&mut self, func: FuncId) -> &mut Ways {
+        &mut self.funcs[func as usize & (FUNC_SLOTS - 1)]
+    }
+}
+
+/// Whether the first `I` words of `key` are `inputs`; a word `narrow`
+/// says is a sign-extended 32-bit integer (as every call of the function
+/// makes it) is compared by its low 32 bits only: two such words with the
+/// same low halves have the same high ones.
+#[inline(always)]
+fn same_words<const I: usize>(key: &[u64; MAX_KEY], inputs: &[u64; I], narrow: [bool; I]) -> bool {
+    // A compare and a branch per word (a narrow word's compare reads
+    // its argument's 32-bit register as it is).
+    key.iter()
+        .zip(inputs)
+        .zip(narrow)
+        .all(|((&a, &b), narrow)| match narrow {
+            true => a as u32 == b as u32,
+            false => a == b,
+        })
 }
 
 impl CallMemo {
     /// Whether the input words of a call of `func` (its key's first `I`
     /// words, which the call's arguments give before MPI runs it) equal
-    /// those of the function's last encoded call. Changes nothing.
-    /// A word `narrow` says is a sign-extended 32-bit integer (as every
-    /// call of the function makes it) is compared by its low 32 bits only:
-    /// two such words with the same low halves have the same high ones.
+    /// those of the entry its call is expected to match. Changes nothing.
     #[inline(always)]
     pub fn same_inputs<const I: usize>(
         &self,
@@ -309,109 +389,67 @@ impl CallMemo {
         inputs: &[u64; I],
         narrow: [bool; I],
     ) -> bool {
-        let entry = &self.entries[func as usize & (FUNC_SLOTS - 1)];
-        // A compare and a branch per word (a narrow word's compare reads
-        // its argument's 32-bit register as it is).
-        entry
-            .key
-            .iter()
-            .zip(inputs)
-            .zip(narrow)
-            .all(|((&a, &b), narrow)| match narrow {
-                true => a as u32 == b as u32,
-                false => a == b,
-            })
+        same_words(&self.ways(func).expected().key, inputs, narrow)
     }
 
-    /// The input words of `func`'s last encoded call (its key's first `I`).
+    /// The input words of the entry a call of `func` is expected to match
+    /// (its key's first `I`).
     pub fn inputs<const I: usize>(&self, func: FuncId) -> [u64; I] {
         const { assert!(I <= MAX_KEY, "a key longer than MAX_KEY") };
-        let entry = &self.entries[func as usize & (FUNC_SLOTS - 1)];
         let mut words = [0; I];
-        words.copy_from_slice(&entry.key[..I]);
+        words.copy_from_slice(&self.ways(func).expected().key[..I]);
         words
     }
 
-    /// The entry of `func`, if its last encoded call returned `ret` with
-    /// the output words `outputs` (the key's `O` words after its `I`
-    /// inputs) and `objects` did not change since.
-    #[inline(always)]
-    fn same_outputs<const I: usize, const O: usize>(
-        &self,
-        func: FuncId,
-        ret: c_int,
-        outputs: &[u64; O],
-        objects: &Objects,
-    ) -> Option<&Entry> {
-        const { assert!(I + O <= MAX_KEY, "a key longer than MAX_KEY") };
-        let entry = &self.entries[func as usize & (FUNC_SLOTS - 1)];
-        let mut differ = entry.epoch ^ objects.epoch() | (entry.ret ^ ret) as u64;
-        for (a, b) in entry.key[I..I + O].iter().zip(outputs) {
-            differ |= a ^ b;
-        }
-        (differ == 0).then_some(entry)
-    }
-
     /// The terminal of a call of `func` whose inputs
-    /// [`same_inputs`](CallMemo::same_inputs) found equal, which returned
-    /// `ret` with the output words `outputs` and created the request
-    /// `request` (its handle), if the function's last encoded call had them
-    /// too and `objects` did not change since. Changes nothing: a recalled
-    /// request is entered by [`Recalled::enter`].
+    /// [`same_inputs`](CallMemo::same_inputs) found equal to the expected
+    /// entry's, which returned `ret` with the output words `outputs` and
+    /// created the request `request` (its handle), if that entry's call
+    /// had them too and `objects` did not change since. The entry is then
+    /// the function's last; a recalled request is entered by
+    /// [`Recalled::enter`].
     #[inline(always)]
     pub fn recall_outputs<const I: usize, const O: usize>(
-        &self,
+        &mut self,
         func: FuncId,
         ret: c_int,
         outputs: &[u64; O],
         request: Option<u64>,
         objects: &Objects,
     ) -> Result<Recalled, Miss> {
-        let entry = self
-            .same_outputs::<I, O>(func, ret, outputs, objects)
-            .ok_or(Miss::Changed)?;
-        let (Some(pool), Some(handle)) = (entry.pool, request) else {
-            return Ok(Recalled {
-                terminal: entry.terminal,
-                request: None,
-                handle: 0,
-                class: None,
-                kind: entry.kind,
-            });
-        };
-        let index = objects.next_request_index(pool);
-        match entry.by_index.get(index as usize) {
-            Some(&terminal) if terminal != UNKNOWN => Ok(Recalled {
-                terminal,
-                request: Some((pool, index, entry.comm)),
-                handle,
-                class: entry.class,
-                kind: entry.kind,
-            }),
-            _ => Err(Miss::NewIndex),
-        }
+        let ways = self.ways_mut(func);
+        let r = recall_entry::<I, O>(ways.expected(), ret, outputs, request, objects)?;
+        ways.took_expected();
+        Ok(r)
     }
 
     /// The terminal of a call of `func` with the input words `inputs`,
-    /// the rest as [`recall_outputs`](CallMemo::recall_outputs) says.
+    /// the rest as [`recall_outputs`](CallMemo::recall_outputs) says, from
+    /// whichever entry holds those inputs.
     #[inline(always)]
     pub fn recall<const I: usize, const O: usize>(
-        &self,
+        &mut self,
         func: FuncId,
         ret: c_int,
         (inputs, outputs): (&[u64; I], &[u64; O]),
         request: Option<u64>,
         objects: &mut Objects,
     ) -> Result<Recalled, Miss> {
-        if !self.same_inputs(func, inputs, [false; I]) {
-            return Err(Miss::Changed);
-        }
-        self.recall_outputs::<I, O>(func, ret, outputs, request, objects)
+        let ways = self.ways_mut(func);
+        let way = ways
+            .entries
+            .iter()
+            .position(|e| e.epoch != NONE && same_words(&e.key, inputs, [false; I]))
+            .ok_or(Miss::Changed)?;
+        let r = recall_entry::<I, O>(&ways.entries[way], ret, outputs, request, objects)?;
+        ways.took(way as u8);
+        Ok(r)
     }
 
     /// A call [`recall`](CallMemo::recall) missed (`miss`) was encoded to
     /// `terminal`, leaving `objects` at `epoch`; it created the request
-    /// `created`, if any, on communicator `comm`.
+    /// `created`, if any, on communicator `comm`. It takes the entry that
+    /// holds its inputs, else the oldest given.
     #[allow(clippy::too_many_arguments)]
     pub fn remember<const I: usize, const O: usize>(
         &mut self,
@@ -425,7 +463,22 @@ impl CallMemo {
         comm: Option<u64>,
     ) {
         const { assert!(I + O <= MAX_KEY, "a key longer than MAX_KEY") };
-        let entry = &mut self.entries[func as usize & (FUNC_SLOTS - 1)];
+        let ways = self.ways_mut(func);
+        let way = match ways
+            .entries
+            .iter()
+            .position(|e| e.epoch != NONE && same_words(&e.key, inputs, [false; I]))
+        {
+            Some(way) => way as u8,
+            None => {
+                let way = ways.victim;
+                ways.victim = (way + 1) % WAYS as u8;
+                // A new call site follows itself until a call says otherwise.
+                ways.after[usize::from(way)] = way;
+                way
+            }
+        };
+        let entry = &mut ways.entries[usize::from(way)];
         let pool = created.map(|c| c.pool);
         if miss == Miss::Changed || entry.epoch != epoch || entry.pool != pool {
             entry.by_index.clear();
@@ -446,6 +499,48 @@ impl CallMemo {
             }
             entry.by_index[i] = terminal;
         }
+        ways.took(way);
+    }
+}
+
+/// The terminal of a call whose inputs are `entry`'s, which returned `ret`
+/// with the output words `outputs` and created the request `request`, if
+/// `entry`'s call had them too and `objects` did not change since.
+#[inline(always)]
+fn recall_entry<const I: usize, const O: usize>(
+    entry: &Entry,
+    ret: c_int,
+    outputs: &[u64; O],
+    request: Option<u64>,
+    objects: &Objects,
+) -> Result<Recalled, Miss> {
+    const { assert!(I + O <= MAX_KEY, "a key longer than MAX_KEY") };
+    let mut differ = entry.epoch ^ objects.epoch() | (entry.ret ^ ret) as u64;
+    for (a, b) in entry.key[I..I + O].iter().zip(outputs) {
+        differ |= a ^ b;
+    }
+    if differ != 0 {
+        return Err(Miss::Changed);
+    }
+    let (Some(pool), Some(handle)) = (entry.pool, request) else {
+        return Ok(Recalled {
+            terminal: entry.terminal,
+            request: None,
+            handle: 0,
+            class: None,
+            kind: entry.kind,
+        });
+    };
+    let index = objects.next_request_index(pool);
+    match entry.by_index.get(index as usize) {
+        Some(&terminal) if terminal != UNKNOWN => Ok(Recalled {
+            terminal,
+            request: Some((pool, index, entry.comm)),
+            handle,
+            class: entry.class,
+            kind: entry.kind,
+        }),
+        _ => Err(Miss::NewIndex),
     }
 }
 
@@ -556,6 +651,19 @@ mod tests {
         status_defined: false,
     };
 
+    /// Runs `f` with a memo that knows no call, on a thread with room for
+    /// it (a memo is larger than a test thread's stack).
+    fn with_memo(f: impl FnOnce(&mut CallMemo, &mut Objects) + Send) {
+        std::thread::scope(|scope| {
+            std::thread::Builder::new()
+                .stack_size(64 << 20)
+                .spawn_scoped(scope, || f(&mut CallMemo::new(), &mut Objects::default()))
+                .expect("a thread")
+                .join()
+                .expect("the test passes");
+        });
+    }
+
     /// Recalls, and on a miss remembers `encoded` as the terminal.
     fn call<const N: usize>(
         memo: &mut CallMemo,
@@ -591,58 +699,89 @@ mod tests {
 
     #[test]
     fn a_repeated_call_is_recalled_until_its_words_or_the_objects_change() {
-        let (mut memo, mut objects) = (CallMemo::new(), Objects::default());
-        assert_eq!(call(&mut memo, &mut objects, [91, 0], 7), None);
-        assert_eq!(call(&mut memo, &mut objects, [91, 0], 0), Some(7));
-        assert_eq!(
-            call(&mut memo, &mut objects, [91, 1], 8),
-            None,
-            "another output"
-        );
-        assert_eq!(call(&mut memo, &mut objects, [91, 1], 0), Some(8));
-        objects.create(HandleKind::Group, 5);
-        assert_eq!(
-            call(&mut memo, &mut objects, [91, 1], 9),
-            None,
-            "an object was created"
-        );
-        assert_eq!(call(&mut memo, &mut objects, [91, 1], 0), Some(9));
-        objects.free(HandleKind::Group, 5);
-        assert_eq!(
-            call(&mut memo, &mut objects, [91, 1], 10),
-            None,
-            "one was freed"
-        );
-        let other_ret = memo.recall(func::MPI_Comm_rank, 1, (&[91, 1], &[]), None, &mut objects);
-        assert_eq!(other_ret, Err(Miss::Changed), "another return code");
+        with_memo(|memo, objects| {
+            assert_eq!(call(memo, objects, [91, 0], 7), None);
+            assert_eq!(call(memo, objects, [91, 0], 0), Some(7));
+            assert_eq!(call(memo, objects, [91, 1], 8), None, "another output");
+            assert_eq!(call(memo, objects, [91, 1], 0), Some(8));
+            objects.create(HandleKind::Group, 5);
+            assert_eq!(
+                call(memo, objects, [91, 1], 9),
+                None,
+                "an object was created"
+            );
+            assert_eq!(call(memo, objects, [91, 1], 0), Some(9));
+            objects.free(HandleKind::Group, 5);
+            assert_eq!(call(memo, objects, [91, 1], 10), None, "one was freed");
+            let other_ret = memo.recall(func::MPI_Comm_rank, 1, (&[91, 1], &[]), None, objects);
+            assert_eq!(other_ret, Err(Miss::Changed), "another return code");
+        });
+    }
+
+    /// Call sites that take turns (a halo exchange's receives from each
+    /// neighbour) each keep their terminal, and the one whose turn it is
+    /// is the one the fast path compares with.
+    #[test]
+    fn call_sites_that_take_turns_are_each_recalled() {
+        with_memo(|memo, objects| {
+            let sites: Vec<[u64; 2]> = (0..4).map(|k| [0x1000 + k, k]).collect();
+            for (k, &site) in sites.iter().enumerate() {
+                assert_eq!(call(memo, objects, site, 10 + k as u32), None, "first turn");
+            }
+            // The second turn finds each in its entry, and learns their order
+            // (the last site's next was not known before).
+            for (k, &site) in sites.iter().enumerate() {
+                assert_eq!(call(memo, objects, site, 0), Some(10 + k as u32));
+            }
+            for _ in 0..3 {
+                for (k, site) in sites.iter().enumerate() {
+                    let expected = memo.same_inputs(func::MPI_Comm_rank, site, [false; 2]);
+                    assert!(expected, "site {k} is the one expected");
+                    assert_eq!(call(memo, objects, *site, 0), Some(10 + k as u32));
+                }
+            }
+            // As many more sites as there are entries: the oldest give way.
+            for k in 0..WAYS as u64 {
+                assert_eq!(call(memo, objects, [0x2000 + k, k], 20), None);
+            }
+            assert_eq!(call(memo, objects, sites[0], 30), None, "forgotten");
+            assert_eq!(call(memo, objects, sites[0], 0), Some(30));
+            assert_eq!(
+                call(memo, objects, [0x2000 + WAYS as u64 - 1, 7], 0),
+                Some(20)
+            );
+        });
     }
 
     #[test]
     fn a_narrow_word_is_compared_by_its_low_half() {
-        let (mut memo, mut objects) = (CallMemo::new(), Objects::default());
-        let key = [i64::from(-2i32) as u64, 7];
-        call(&mut memo, &mut objects, key, 4);
-        let same = |words: [u64; 2]| memo.same_inputs(func::MPI_Comm_rank, &words, [true, false]);
-        assert!(same(key));
-        assert!(!same([i64::from(-3i32) as u64, 7]), "another low half");
-        assert!(!same([i64::from(-2i32) as u64, 8]), "a wide word differs");
+        with_memo(|memo, objects| {
+            let key = [i64::from(-2i32) as u64, 7];
+            call(memo, objects, key, 4);
+            let same =
+                |words: [u64; 2]| memo.same_inputs(func::MPI_Comm_rank, &words, [true, false]);
+            assert!(same(key));
+            assert!(!same([i64::from(-3i32) as u64, 7]), "another low half");
+            assert!(!same([i64::from(-2i32) as u64, 8]), "a wide word differs");
+        });
     }
 
     #[test]
     fn learning_a_communicator_forgets_every_call() {
-        let (mut memo, mut objects) = (CallMemo::new(), Objects::default());
-        call(&mut memo, &mut objects, [1, 2, 3], 4);
-        assert_eq!(call(&mut memo, &mut objects, [1, 2, 3], 0), Some(4));
-        let info = crate::objects::CommInfo {
-            rank: 1,
-            size: 2,
-            remote_size: 0,
-            inter: false,
-            leader: 0,
-            instance: 0,
-        };
-        objects.set_comm(0x8400_0000, info);
-        assert_eq!(call(&mut memo, &mut objects, [1, 2, 3], 5), None);
+        with_memo(|memo, objects| {
+            call(memo, objects, [1, 2, 3], 4);
+            assert_eq!(call(memo, objects, [1, 2, 3], 0), Some(4));
+            let info = crate::objects::CommInfo {
+                rank: 1,
+                size: 2,
+                remote_size: 0,
+                inter: false,
+                leader: 0,
+                instance: 0,
+            };
+            objects.set_comm(0x8400_0000, info);
+            assert_eq!(call(memo, objects, [1, 2, 3], 5), None);
+        });
     }
 
     /// An MPI_Isend of the memo's test: recalled, or encoded as the
@@ -754,22 +893,23 @@ mod tests {
 
     #[test]
     fn each_request_index_of_a_pool_has_its_own_terminal() {
-        let (mut memo, mut objects) = (CallMemo::new(), Objects::default());
-        // A window of two requests: the first window is encoded.
-        let (a, ra, recalled) = isend(&mut memo, &mut objects, 0xa1);
-        assert_eq!((a, recalled), (100, false));
-        let (b, rb, recalled) = isend(&mut memo, &mut objects, 0xa2);
-        assert_eq!((b, recalled), (101, false), "index 1 not seen yet");
-        assert_eq!(objects.complete_request(0xa1).id, ra);
-        assert_eq!(objects.complete_request(0xa2).id, rb);
-        // The next window is recalled, and its requests are entered.
-        assert_eq!(isend(&mut memo, &mut objects, 0xb1), (100, ra, true));
-        assert_eq!(isend(&mut memo, &mut objects, 0xb2), (101, rb, true));
-        assert_eq!(objects.complete_request(0xb2).id, rb);
-        assert_eq!(objects.complete_request(0xb1).id, ra);
-        // An object created in between: every index is encoded again.
-        objects.create(HandleKind::Datatype, 0x4c00_0001);
-        assert_eq!(isend(&mut memo, &mut objects, 0xc1), (100, ra, false));
-        assert_eq!(isend(&mut memo, &mut objects, 0xc2), (101, rb, false));
+        with_memo(|memo, objects| {
+            // A window of two requests: the first window is encoded.
+            let (a, ra, recalled) = isend(memo, objects, 0xa1);
+            assert_eq!((a, recalled), (100, false));
+            let (b, rb, recalled) = isend(memo, objects, 0xa2);
+            assert_eq!((b, recalled), (101, false), "index 1 not seen yet");
+            assert_eq!(objects.complete_request(0xa1).id, ra);
+            assert_eq!(objects.complete_request(0xa2).id, rb);
+            // The next window is recalled, and its requests are entered.
+            assert_eq!(isend(memo, objects, 0xb1), (100, ra, true));
+            assert_eq!(isend(memo, objects, 0xb2), (101, rb, true));
+            assert_eq!(objects.complete_request(0xb2).id, rb);
+            assert_eq!(objects.complete_request(0xb1).id, ra);
+            // An object created in between: every index is encoded again.
+            objects.create(HandleKind::Datatype, 0x4c00_0001);
+            assert_eq!(isend(memo, objects, 0xc1), (100, ra, false));
+            assert_eq!(isend(memo, objects, 0xc2), (101, rb, false));
+        });
     }
 }
