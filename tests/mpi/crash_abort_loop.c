@@ -6,9 +6,19 @@
  * nobody will match; the launcher kills them (SIGKILL). Every call before the
  * abort has the same arguments on every rank (no ranks among them), so each
  * killed rank's calls are rank 1's without its MPI_Abort. An MPI_Barrier
- * follows every B-th iteration (argv[2], default 10; 0: none). For tests that
- * a long run's crash journal, across checkpoints, loses nothing. */
+ * follows every B-th iteration (argv[2], default 10; 0: none; -1: the
+ * iterations k*k - 1, so that the calls never repeat with one period and the
+ * journal records them rather than counting repetitions). For tests that a
+ * long run's crash journal, across checkpoints, loses nothing. */
 #include "common.h"
+
+static int is_square(long n)
+{
+    long k = 0;
+    while (k * k < n)
+        k++;
+    return k * k == n;
+}
 
 int main(int argc, char **argv)
 {
@@ -22,7 +32,9 @@ int main(int argc, char **argv)
         int count = (int)(i % 3) + 1;
         MPI_Allreduce(in, sum, count, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
         CHECK_EQ(sum[count - 1], count * n);
-        if (barrier_every > 0 && i % barrier_every == barrier_every - 1)
+        int barrier = barrier_every > 0 ? i % barrier_every == barrier_every - 1
+                                         : barrier_every < 0 && is_square(i + 1);
+        if (barrier)
             MPI_Barrier(MPI_COMM_WORLD);
     }
     if (rank == 1)

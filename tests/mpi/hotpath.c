@@ -9,7 +9,11 @@
  *   irecv_window      WINDOW MPI_Irecv from self, same buffer and tag
  *   isend_window      WINDOW MPI_Isend to self, same buffer and tag
  *   waitall_window    one MPI_Waitall on the 2 x WINDOW requests
- * as in OSU's osu_bw (a window of 64 outstanding sends, then one wait).
+ * as in OSU's osu_bw (a window of 64 outstanding sends, then one wait), and
+ * WINDOW / 8 halo exchanges with 4 neighbours (self, by 4 tags):
+ *   halo_posts        MPI_Irecv from each, then MPI_Isend to each (8 calls
+ *                     of 8 call sites that take turns)
+ *   halo_waitall      one MPI_Waitall on the exchange's 8 requests.
  * Warm-up rounds come first, outside the measured function, so that the
  * measured calls repeat signatures the tracer has seen.
  *
@@ -47,6 +51,22 @@ __attribute__((noinline)) void waitall_window(void)
     MPI_Waitall(2 * WINDOW, requests, MPI_STATUSES_IGNORE);
 }
 
+static double halo_in[4];
+static MPI_Request halo[8];
+
+__attribute__((noinline)) void halo_posts(void)
+{
+    for (int k = 0; k < 4; k++)
+        MPI_Irecv(&halo_in[k], 1, MPI_DOUBLE, 0, 10 + k, MPI_COMM_WORLD, &halo[k]);
+    for (int k = 0; k < 4; k++)
+        MPI_Isend(out, 1, MPI_DOUBLE, 0, 10 + k, MPI_COMM_WORLD, &halo[4 + k]);
+}
+
+__attribute__((noinline)) void halo_waitall(void)
+{
+    MPI_Waitall(8, halo, MPI_STATUSES_IGNORE);
+}
+
 static void round_of_calls(void)
 {
     comm_rank_calls();
@@ -54,6 +74,12 @@ static void round_of_calls(void)
     isend_window();
     waitall_window();
     CHECK(*in == 1.5);
+    for (int i = 0; i < WINDOW / 8; i++) {
+        halo_posts();
+        halo_waitall();
+        for (int k = 0; k < 4; k++)
+            CHECK(halo_in[k] == 1.5);
+    }
 }
 
 __attribute__((noinline)) void measured_rounds(long rounds)

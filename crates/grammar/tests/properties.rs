@@ -413,6 +413,28 @@ fn a_loop_body_repeats_with_its_length_as_period() {
     assert_eq!(s.recent((1 << 16) + 1), None, "beyond it");
 }
 
+/// An outer loop whose body ends with an inner loop (a time step: calls,
+/// then a halo exchange's iterations): from its fourth iteration on every
+/// push is taken as repeating the whole body, not only the inner loop's.
+#[test]
+fn an_outer_loop_ending_in_an_inner_one_repeats_with_its_body_as_period() {
+    let mut body: Vec<u32> = vec![1; 5];
+    body.extend(100..110);
+    for _ in 0..4 {
+        body.extend([400, 401, 402]);
+    }
+    let input: Vec<u32> = body.iter().copied().cycle().take(body.len() * 20).collect();
+    let mut s = Sequitur::new();
+    let periods: Vec<u64> = input.iter().map(|&t| s.push_repeating(t)).collect();
+    let from = 3 * body.len();
+    assert!(
+        periods[from..].iter().all(|&p| p == body.len() as u64),
+        "{:?}",
+        &periods[from..from + body.len()]
+    );
+    check_round_trip(&input, &s.grammar(0));
+}
+
 #[test]
 fn a_million_repeats_of_one_terminal_is_one_run() {
     let mut s = Sequitur::new();

@@ -544,15 +544,31 @@ fn recall_entry<const I: usize, const O: usize>(
     }
 }
 
-/// The last MPI_Waitall that completed exactly the requests created
-/// since the one before (`RequestTable::logged_ids`), as OSU's `osu_bw`
-/// and halo exchanges call it: its signature is a function of its count,
+/// MPI_Waitall calls that completed exactly the requests created since
+/// the one before (`RequestTable::logged_ids`), as OSU's `osu_bw` and halo
+/// exchanges call it: the signature of one is a function of its count,
 /// whether it records statuses, the bytes of the statuses it records that
 /// MPI defines (a receive's: every field the encoder reads is in them; the
 /// requests' communicators are in their ids) and the ids of those
-/// requests, which, all equal again, give the same terminal.
+/// requests, which, all equal again, give the same terminal. The last
+/// [`WAITALLS`] such calls that differ are kept (a window's and a halo
+/// exchange's, taking turns).
 #[derive(Default)]
 pub struct WaitallMemo {
+    known: [KnownWaitall; WAITALLS],
+    /// The entry [`knows`](WaitallMemo::knows) found last.
+    found: Cell<usize>,
+    /// The entry [`learn`](WaitallMemo::learn) filled last.
+    learning: usize,
+    /// The entry the next call no entry holds takes.
+    victim: usize,
+}
+
+/// MPI_Waitall calls a [`WaitallMemo`] keeps.
+const WAITALLS: usize = 4;
+
+#[derive(Default)]
+struct KnownWaitall {
     count: c_int,
     statuses: bool,
     /// The call's statuses array, when it records defined ones; else empty.
@@ -562,9 +578,21 @@ pub struct WaitallMemo {
     terminal: Option<u32>,
 }
 
+impl KnownWaitall {
+    /// Whether this is a call of `count` requests with the ids `ids`,
+    /// recording statuses or not.
+    #[inline(always)]
+    fn is(&self, count: c_int, statuses: bool, ids: impl ExactSizeIterator<Item = u64>) -> bool {
+        count == self.count
+            && statuses == self.statuses
+            && ids.len() == self.ids.len()
+            && ids.zip(&self.ids).all(|(id, &known)| id == known)
+    }
+}
+
 impl WaitallMemo {
     /// The terminal of a successful MPI_Waitall of `count` requests with
-    /// the ids `ids`, recording statuses or not, if it is the last one's;
+    /// the ids `ids`, recording statuses or not, if it is a kept one's;
     /// `status_bytes` are its statuses array when it records statuses MPI
     /// defines for one of the requests, else empty.
     #[inline]
@@ -573,7 +601,7 @@ impl WaitallMemo {
         count: c_int,
         statuses: bool,
         status_bytes: &[u8],
-        ids: impl ExactSizeIterator<Item = u64>,
+        ids: impl ExactSizeIterator<Item = u64> + Clone,
     ) -> Option<u32> {
         self.knows(count, statuses, ids)
             .filter(|_| self.same_status_bytes(status_bytes))
@@ -581,62 +609,86 @@ impl WaitallMemo {
 
     /// [`recall`](WaitallMemo::recall) before the call, when its statuses
     /// are not written yet: the terminal if all but the statuses' bytes
-    /// are the last call's; [`same_status_bytes`](WaitallMemo::same_status_bytes)
+    /// are a kept call's; [`same_status_bytes`](WaitallMemo::same_status_bytes)
     /// then says about those.
     #[inline(always)]
     pub fn knows(
         &self,
         count: c_int,
         statuses: bool,
-        ids: impl ExactSizeIterator<Item = u64>,
+        ids: impl ExactSizeIterator<Item = u64> + Clone,
     ) -> Option<u32> {
-        let terminal = self.terminal?;
-        let same = count == self.count
-            && statuses == self.statuses
-            && ids.len() == self.ids.len()
-            && ids.zip(&self.ids).all(|(id, &remembered)| id == remembered);
-        same.then_some(terminal)
+        let (i, known) = self
+            .known
+            .iter()
+            .enumerate()
+            .find(|(_, k)| k.terminal.is_some() && k.is(count, statuses, ids.clone()))?;
+        self.found.set(i);
+        known.terminal
     }
 
-    /// The remembered call's terminal (`None`: none remembered).
+    /// The terminal of the call [`knows`](WaitallMemo::knows) found last.
     #[inline(always)]
     pub fn terminal(&self) -> Option<u32> {
-        self.terminal
+        self.known[self.found.get() % WAITALLS].terminal
     }
 
     /// Whether the statuses' bytes that go into the signature (see
-    /// [`recall`](WaitallMemo::recall)) are the last call's.
+    /// [`recall`](WaitallMemo::recall)) are those of the call
+    /// [`knows`](WaitallMemo::knows) found last.
     #[inline(always)]
     pub fn same_status_bytes(&self, status_bytes: &[u8]) -> bool {
-        status_bytes == self.status_bytes.as_slice()
+        status_bytes
+            == self.known[self.found.get() % WAITALLS]
+                .status_bytes
+                .as_slice()
     }
 
-    /// Such a call was not recalled: it is the one remembered from now on,
-    /// once [`encoded`](WaitallMemo::encoded) says its terminal.
+    /// Such a call was not recalled: it is kept from now on, once
+    /// [`encoded`](WaitallMemo::encoded) says its terminal, in place of
+    /// the call of the same requests (with other statuses' bytes), else of
+    /// the oldest kept.
     pub fn learn(
         &mut self,
         count: c_int,
         statuses: bool,
         status_bytes: &[u8],
-        ids: impl Iterator<Item = u64>,
+        ids: impl ExactSizeIterator<Item = u64> + Clone,
     ) {
-        self.count = count;
-        self.statuses = statuses;
-        self.status_bytes.clear();
-        self.status_bytes.extend_from_slice(status_bytes);
-        self.ids.clear();
-        self.ids.extend(ids);
-        self.terminal = None;
+        let i = match self
+            .known
+            .iter()
+            .position(|k| k.is(count, statuses, ids.clone()))
+        {
+            Some(i) => i,
+            None => {
+                let i = self.victim;
+                self.victim = (i + 1) % WAITALLS;
+                i
+            }
+        };
+        let known = &mut self.known[i];
+        known.count = count;
+        known.statuses = statuses;
+        known.status_bytes.clear();
+        known.status_bytes.extend_from_slice(status_bytes);
+        known.ids.clear();
+        known.ids.extend(ids);
+        known.terminal = None;
+        self.learning = i;
     }
 
-    /// The call [`learn`](WaitallMemo::learn) saw was encoded to `terminal`.
+    /// The call [`learn`](WaitallMemo::learn) saw last was encoded to
+    /// `terminal`.
     pub fn encoded(&mut self, terminal: u32) {
-        self.terminal = Some(terminal);
+        self.known[self.learning].terminal = Some(terminal);
     }
 
-    /// An MPI_Waitall this memo cannot know was recorded.
+    /// An MPI_Waitall this memo cannot know was recorded: no call is kept.
     pub fn forget(&mut self) {
-        self.terminal = None;
+        for known in &mut self.known {
+            known.terminal = None;
+        }
     }
 }
 
@@ -855,7 +907,11 @@ mod tests {
         assert_eq!(memo.knows(3, true, window.into_iter()), Some(43));
         assert!(memo.same_status_bytes(&[1, 2, 3]));
         assert!(!memo.same_status_bytes(&[1, 2, 4]));
-        assert_eq!(memo.knows(3, false, window.into_iter()), None, "statuses");
+        assert_eq!(
+            memo.knows(3, false, window.into_iter()),
+            Some(42),
+            "the call without statuses is kept too"
+        );
         assert_eq!(memo.knows(3, true, [0, 1].into_iter()), None, "fewer ids");
         assert_eq!(
             memo.recall(3, true, &[], window.into_iter()),
@@ -889,6 +945,23 @@ mod tests {
             None,
             "forgotten"
         );
+        // Calls that take turns (a window's and a halo exchange's) are each
+        // kept, up to WAITALLS of them; one more gives the oldest's place.
+        let halo = [2 << 32, 3 << 32];
+        for (n, ids) in [(3, &window[..]), (2, &halo[..])] {
+            memo.learn(n, false, &[], ids.iter().copied());
+            memo.encoded(50 + n as u32);
+        }
+        for _ in 0..2 {
+            assert_eq!(memo.recall(3, false, &[], window.into_iter()), Some(53));
+            assert_eq!(memo.recall(2, false, &[], halo.into_iter()), Some(52));
+        }
+        for n in 10..10 + WAITALLS as u64 {
+            memo.learn(1, false, &[], [n].into_iter());
+            memo.encoded(n as u32);
+        }
+        assert_eq!(memo.recall(3, false, &[], window.into_iter()), None);
+        assert_eq!(memo.recall(1, false, &[], [13].into_iter()), Some(13));
     }
 
     #[test]

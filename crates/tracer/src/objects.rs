@@ -469,7 +469,7 @@ impl Objects {
     pub fn logged_request_ids<'a>(
         &'a self,
         handles: &[u64],
-    ) -> Option<impl ExactSizeIterator<Item = u64> + 'a> {
+    ) -> Option<impl ExactSizeIterator<Item = u64> + Clone + 'a> {
         self.requests.logged_ids(handles)
     }
 

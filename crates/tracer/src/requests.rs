@@ -231,7 +231,7 @@ impl RequestTable {
     pub fn logged_ids<'a>(
         &'a self,
         handles: &[u64],
-    ) -> Option<impl ExactSizeIterator<Item = u64> + 'a> {
+    ) -> Option<impl ExactSizeIterator<Item = u64> + Clone + 'a> {
         self.logged_are(handles.len(), |i| handles[i])
             .then(|| self.log.iter().map(|l| l.id))
     }
@@ -253,7 +253,7 @@ impl RequestTable {
 
     /// The logged requests' ids and handles, in creation order.
     #[inline(always)]
-    pub fn logged(&self) -> impl ExactSizeIterator<Item = (u64, u64)> + '_ {
+    pub fn logged(&self) -> impl ExactSizeIterator<Item = (u64, u64)> + Clone + '_ {
         self.log.iter().map(|l| (l.id, l.handle))
     }
 

@@ -237,7 +237,18 @@ impl Sequitur {
             "terminal {terminal} exceeds MAX_TERMINAL"
         );
         // `terminal` is already in the history, after the matched ones.
-        self.flush_repeat(self.pushed - 1);
+        let pos = self.pushed - 1;
+        self.flush_repeat(pos);
+        // The start rule may now end with the whole body of an outer loop
+        // (its last repetition of an inner loop is in): the terminal may
+        // begin that body again. Then the fast path takes it, and the rest
+        // of the body, rather than only the inner loop's repetitions.
+        let period = self.tail_period();
+        if period != 0 && self.history[(pos - period) as usize & HISTORY_MASK] == terminal {
+            self.period = period;
+            self.accepted_from = pos;
+            return;
+        }
         self.append(terminal);
         self.period = self.tail_period();
         self.accepted_from = self.pushed;
