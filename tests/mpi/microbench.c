@@ -13,6 +13,10 @@
  *                                window with a 4-byte message; N/64 windows of 1-byte
  *                                and of 1024-byte messages, time per message (the
  *                                bandwidth is the size divided by it)
+ *   halo_exchange_ns             one exchange with 4 "neighbours" (the peer, by 4
+ *                                tags, each with its own buffer): 4 MPI_Irecv, 4
+ *                                MPI_Isend of 8 bytes, one MPI_Waitall of the 8, as a
+ *                                2D stencil's halo exchange makes them
  * and prints one machine-readable line per measurement, "name value". The
  * two-rank measurements need at least 2 ranks and are left out with one;
  * ranks above 1 wait in a barrier.
@@ -74,6 +78,22 @@ static void exchange(int rank, long iters)
     CHECK(in == peer);
 }
 
+static void halo_exchange(int rank, long iters)
+{
+    double out[4] = {rank, rank, rank, rank}, in[4] = {-1, -1, -1, -1};
+    int peer = 1 - rank;
+    for (long i = 0; i < iters; i++) {
+        MPI_Request reqs[8];
+        for (int k = 0; k < 4; k++)
+            MPI_Irecv(&in[k], 1, MPI_DOUBLE, peer, 10 + k, MPI_COMM_WORLD, &reqs[k]);
+        for (int k = 0; k < 4; k++)
+            MPI_Isend(&out[k], 1, MPI_DOUBLE, peer, 10 + k, MPI_COMM_WORLD, &reqs[4 + k]);
+        MPI_Waitall(8, reqs, MPI_STATUSES_IGNORE);
+    }
+    for (int k = 0; k < 4; k++)
+        CHECK(in[k] == peer);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -126,6 +146,13 @@ int main(int argc, char **argv)
         }
         CHECK(rank == 0 || buf[0] == 0);
         free(buf);
+
+        halo_exchange(rank, warmup);
+        t0 = MPI_Wtime();
+        halo_exchange(rank, iters);
+        t = MPI_Wtime() - t0;
+        if (rank == 0)
+            report("halo_exchange_ns", t, iters);
     }
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_Finalize();

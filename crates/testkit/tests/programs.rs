@@ -143,13 +143,14 @@ fn microbench_prints_one_number_per_measurement() {
     let two = mpiexec(2, &exe, ["2000"]).run().unwrap();
     two.assert_success();
     let m = measurements(&two.stdout);
-    assert_eq!(m.len(), 5, "{}", two.stdout);
+    assert_eq!(m.len(), 6, "{}", two.stdout);
     for name in [
         "comm_rank_ns",
         "pingpong_half_rtt_ns",
         "irecv_isend_waitall_ns",
         "window_1B_ns_per_message",
         "window_1KiB_ns_per_message",
+        "halo_exchange_ns",
     ] {
         let value = m.get(name).copied();
         assert!(value.is_some_and(|v| v > 0.0), "{name}: {value:?}\n{two}");
