@@ -30,7 +30,7 @@ mod walk;
 use crate::decode::DecodeError;
 use crate::matching::{self, Matching};
 use crate::sites::{CallSite, Sites};
-use crate::timeline::{self, Source, Span};
+use crate::timeline::{self, Source, TimelineError};
 use mpigram_trace::Trace;
 use rayon::prelude::*;
 use serde::Serialize;
@@ -212,6 +212,8 @@ impl Report {
 pub enum LintError {
     #[error(transparent)]
     Decode(#[from] DecodeError),
+    #[error(transparent)]
+    Times(#[from] TimelineError),
     #[error("bad signature {0}: {1}")]
     Signature(u32, String),
     #[error("{0}")]
@@ -228,16 +230,12 @@ pub fn lint(trace: &Trace) -> Result<Report, LintError> {
         .par_iter()
         .map(|part| -> Result<(Vec<Finding>, Option<u32>), LintError> {
             let rank = part.meta.rank;
-            let spans: Option<Vec<Span>> =
-                timeline::rank_times(trace, part, Source::Best, origin).ok();
-            let close = |a: u64, b: u64| match &spans {
-                Some(spans) => match (spans.get(a as usize), spans.get(b as usize)) {
-                    (Some(x), Some(y)) => y.start_ns - x.end_ns < WAIT_GAP_NS,
-                    _ => false,
-                },
-                None => true,
-            };
-            let walk = walk::walk(trace, part, &close)?;
+            let spans = timeline::rank_spans(trace, part, Source::Best, origin).ok();
+            let walk = match walk::walk(trace, part, spans) {
+                // Times that do not decode are no times.
+                Err(LintError::Times(_)) => walk::walk(trace, part, None),
+                walk => walk,
+            }?;
             let mut found = objects::rank_findings(rank, &walk, &sites);
             found.extend(patterns::waits_one_at_a_time(rank, &walk, &sites));
             found.extend(patterns::persistent_candidates(rank, &walk, &sites));

@@ -10,9 +10,10 @@
 //! repeated run of it, and counts per iteration are read from the
 //! repeated rule without expanding it.
 
-use super::LintError;
 use super::objects::{Live, Objects};
+use super::{LintError, WAIT_GAP_NS};
 use crate::decode::{Args, DecodedCall, RankDecoder, SlotCache};
+use crate::timeline::{Span, SpanReader};
 use mpigram_grammar::{Grammar, RuleId, Sequitur, Symbol};
 use mpigram_mpispec::HandleKind;
 use mpigram_trace::{RankPart, Trace};
@@ -42,12 +43,14 @@ pub(super) struct Shapes {
     pub(super) first: Vec<(&'static str, u64)>,
 }
 
-/// Walks the calls of `part`; `close(a, b)`: calls `a` and `b` are near
-/// enough in time to be one after the other.
+/// Walks the calls of `part`; `spans`: when each call ran, read along
+/// (None: not known), for telling two calls near enough in time to be one
+/// after the other. Times that do not decode are an error, found when the
+/// walk is over if not before.
 pub(super) fn walk(
     trace: &Trace,
     part: &RankPart,
-    close: &dyn Fn(u64, u64) -> bool,
+    mut spans: Option<SpanReader>,
 ) -> Result<RankWalk, LintError> {
     let mut objects = Objects::new()?;
     let mut sequitur = Sequitur::new();
@@ -63,8 +66,21 @@ pub(super) fn walk(
     let mut run: Option<(u64, u64)> = None; // (first call, length)
     let mut finalized = false;
     let mut threads = false;
+    // The span of the call before (a rank may have fewer spans than calls).
+    let mut before: Option<Span> = None;
     for call in RankDecoder::new(trace, part) {
         let call = call?;
+        let span = match &mut spans {
+            Some(spans) => spans.next().transpose()?,
+            None => None,
+        };
+        // Without times, calls one after the other are near enough.
+        let close = match (&spans, before, span) {
+            (None, _, _) => true,
+            (Some(_), Some(x), Some(y)) => y.start_ns - x.end_ns < WAIT_GAP_NS,
+            _ => false,
+        };
+        before = span;
         if call.func == "MPI_Init_thread" {
             let provided = call.args.get("provided").and_then(Json::as_str);
             threads = provided == Some("MPI_THREAD_MULTIPLE");
@@ -91,9 +107,7 @@ pub(super) fn walk(
         };
         sequitur.push(shape);
         run = match run {
-            Some((start, n)) if is_single_wait(&call) && close(call.seq - 1, call.seq) => {
-                Some((start, n + 1))
-            }
+            Some((start, n)) if is_single_wait(&call) && close => Some((start, n + 1)),
             _ => {
                 if let Some((start, n)) = run.filter(|&(_, n)| n >= 2) {
                     wait_runs.push((start, n));
@@ -104,6 +118,10 @@ pub(super) fn walk(
     }
     if let Some((start, n)) = run.filter(|&(_, n)| n >= 2) {
         wait_runs.push((start, n));
+    }
+    // Times past the last call that do not decode count too.
+    for span in spans.into_iter().flatten() {
+        span?;
     }
     let leaked = (finalized || part.meta.ending.is_complete()).then(|| objects.live());
     Ok(RankWalk {
