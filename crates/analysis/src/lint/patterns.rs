@@ -21,7 +21,7 @@ pub(super) fn waits_one_at_a_time(rank: u32, walk: &RankWalk, sites: &Sites) -> 
     let shape_sites = Sites::new(&walk.shapes.grammar);
     // By shape site: (first call, runs, waits in them).
     let mut runs: BTreeMap<Option<CallSite>, (u64, u64, u64)> = BTreeMap::new();
-    for &(first, n) in &walk.wait_runs {
+    for (first, n) in walk.wait_runs.iter() {
         let e = runs
             .entry(shape_sites.of(0, first))
             .or_insert((first, 0, 0));

@@ -28,8 +28,8 @@ const SHAPED_ARGS: usize = 1 << 14;
 pub(super) struct RankWalk {
     /// Objects held at MPI_Finalize; None if the rank was killed before.
     pub(super) leaked: Option<Vec<Live>>,
-    /// Runs of consecutive MPI_Wait calls: (first call, length), length ≥ 2.
-    pub(super) wait_runs: Vec<(u64, u64)>,
+    /// Runs of consecutive MPI_Wait calls, length ≥ 2.
+    pub(super) wait_runs: WaitRuns,
     pub(super) shapes: Shapes,
     /// The rank runs MPI from several threads at once
     /// (MPI_THREAD_MULTIPLE): its calls' order is one interleaving.
@@ -62,7 +62,7 @@ pub(super) fn walk(
     // call (a request's name changes each iteration) do not pile up. A
     // slot holds its arguments alive, so an address it names is theirs.
     let mut by_args: SlotCache<(Args, u32)> = SlotCache::new(SHAPED_ARGS);
-    let mut wait_runs = Vec::new();
+    let mut wait_runs = WaitRunsFound::default();
     let mut run: Option<(u64, u64)> = None; // (first call, length)
     let mut finalized = false;
     let mut threads = false;
@@ -110,14 +110,14 @@ pub(super) fn walk(
             Some((start, n)) if is_single_wait(&call) && close => Some((start, n + 1)),
             _ => {
                 if let Some((start, n)) = run.filter(|&(_, n)| n >= 2) {
-                    wait_runs.push((start, n));
+                    wait_runs.push(start, n);
                 }
                 is_single_wait(&call).then_some((call.seq, 1))
             }
         };
     }
     if let Some((start, n)) = run.filter(|&(_, n)| n >= 2) {
-        wait_runs.push((start, n));
+        wait_runs.push(start, n);
     }
     // Times past the last call that do not decode count too.
     for span in spans.into_iter().flatten() {
@@ -126,13 +126,65 @@ pub(super) fn walk(
     let leaked = (finalized || part.meta.ending.is_complete()).then(|| objects.live());
     Ok(RankWalk {
         leaked,
-        wait_runs,
+        wait_runs: wait_runs.finish(),
         shapes: Shapes {
             grammar: sequitur.grammar(0),
             first,
         },
         threads,
     })
+}
+
+/// A rank's runs of consecutive MPI_Wait calls, (first call, length),
+/// kept as a grammar of (calls since the previous run's first call,
+/// length): a loop's runs repeat, so they take the room of the loop, not
+/// of its iterations.
+pub(super) struct WaitRuns {
+    grammar: Grammar,
+    /// By terminal: (calls since the previous run's first call, length).
+    runs: Vec<(u64, u64)>,
+}
+
+impl WaitRuns {
+    /// The runs in order: (first call, length).
+    pub(super) fn iter(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        let mut first = 0;
+        self.grammar.expand(0).into_iter().flatten().map(move |t| {
+            let (gap, length) = self.runs[t as usize];
+            first += gap;
+            (first, length)
+        })
+    }
+}
+
+/// [`WaitRuns`] as the walk finds them.
+#[derive(Default)]
+struct WaitRunsFound {
+    sequitur: Sequitur,
+    runs: Vec<(u64, u64)>,
+    terminals: FxHashMap<(u64, u64), u32>,
+    /// The last run's first call.
+    last: u64,
+}
+
+impl WaitRunsFound {
+    fn push(&mut self, first: u64, length: u64) {
+        let run = (first - self.last, length);
+        self.last = first;
+        let next = self.runs.len() as u32;
+        let t = *self.terminals.entry(run).or_insert(next);
+        if t == next {
+            self.runs.push(run);
+        }
+        self.sequitur.push(t);
+    }
+
+    fn finish(mut self) -> WaitRuns {
+        WaitRuns {
+            grammar: self.sequitur.grammar(0),
+            runs: self.runs,
+        }
+    }
 }
 
 /// An MPI_Wait on a request (not MPI_REQUEST_NULL).
@@ -223,4 +275,27 @@ fn shape(call: &DecodedCall) -> String {
         .map(|(k, v)| (k.clone(), strip(v)))
         .collect();
     format!("{}{}", call.func, Json::Object(args))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::WaitRunsFound;
+
+    #[test]
+    fn wait_runs_come_back_in_order_and_a_loop_of_them_takes_the_room_of_one() {
+        let mut runs: Vec<(u64, u64)> = (0..10_000).map(|i| (3 + 7 * i, 2)).collect();
+        runs.extend([(80_000, 5), (80_010, 2)]);
+        let mut found = WaitRunsFound::default();
+        for &(first, length) in &runs {
+            found.push(first, length);
+        }
+        let waits = found.finish();
+        assert_eq!(waits.iter().collect::<Vec<_>>(), runs);
+        assert_eq!(waits.runs.len(), 4);
+        assert!(
+            waits.grammar.num_runs() < 10,
+            "{}",
+            waits.grammar.num_runs()
+        );
+    }
 }
