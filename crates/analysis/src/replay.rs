@@ -39,6 +39,8 @@ pub enum ReplayError {
 /// A call with operations, as read.
 #[derive(Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct ReadCall {
+    /// The call's number on its rank.
+    pub(crate) seq: u64,
     pub(crate) at: CallAt,
     /// For the walk, if the call has times.
     pub(crate) step: Option<Step>,
@@ -90,19 +92,30 @@ impl<'t> RankReader<'t> {
         source: Source,
         run_start_ns: f64,
     ) -> Result<RankReader<'t>, ReplayError> {
-        let rank = part.meta.rank;
-        Ok(RankReader {
+        let spans = rank_spans(trace, part, source, run_start_ns)?;
+        Ok(RankReader::with_spans(index, trace, part, sites, spans))
+    }
+
+    /// The reader of `part` with its calls' times from `spans`.
+    fn with_spans(
+        index: u32,
+        trace: &'t Trace,
+        part: &'t RankPart,
+        sites: &'t Sites<'t>,
+        spans: SpanReader<'t>,
+    ) -> RankReader<'t> {
+        RankReader {
             index,
             decoder: RankDecoder::new(trace, part).only(handles).peekable(),
-            spans: rank_spans(trace, part, source, run_start_ns)?,
-            sites: sites.walk(rank),
-            log: OperationLog::new(rank),
+            spans,
+            sites: sites.walk(part.meta.rank),
+            log: OperationLog::new(part.meta.rank),
             seq: 0,
             last: None,
             stretch: None,
             end: RankEnd::default(),
             done: false,
-        })
+        }
     }
 
     pub(crate) fn done(&self) -> bool {
@@ -154,6 +167,7 @@ impl<'t> RankReader<'t> {
             let step = span.map(|span| self.step(seq, span, events > 0));
             if events > 0 {
                 out.calls.push(ReadCall {
+                    seq,
                     at,
                     step: step.flatten(),
                     events,
@@ -340,6 +354,36 @@ impl<'t> Reading<'t> {
     ) -> Result<Reading<'t>, ReplayError> {
         let readers = Readers::of(trace, sites, source, run_start_ns, |_| true)?;
         Ok(Reading::from(Box::new(readers)))
+    }
+
+    /// The readers of every rank of `trace`, for analyses that need no
+    /// times: the times of `source` where a rank has per-call times, no
+    /// times for a rank with aggregated timing only or when `source` is
+    /// None. Ranks without times come in call order, a chunk at a time
+    /// beside the others, never held back for being ahead in time.
+    pub(crate) fn of_any_timing(
+        trace: &'t Trace,
+        sites: &'t Sites<'t>,
+        source: Option<Source>,
+        run_start_ns: f64,
+    ) -> Result<Reading<'t>, ReplayError> {
+        let readers = trace
+            .ranks
+            .iter()
+            .enumerate()
+            .map(|(r, part)| {
+                let spans = match source.map(|s| rank_spans(trace, part, s, run_start_ns)) {
+                    Some(Err(TimelineError::Aggregated { .. })) | None => {
+                        SpanReader::untimed(trace, part)
+                    }
+                    Some(spans) => spans?,
+                };
+                Ok(Some(RankReader::with_spans(
+                    r as u32, trace, part, sites, spans,
+                )))
+            })
+            .collect::<Result<_, ReplayError>>()?;
+        Ok(Reading::from(Box::new(Readers(readers))))
     }
 
     /// The readers of the ranks of `trace` (by index) that `here` picks;

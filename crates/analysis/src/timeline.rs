@@ -121,6 +121,19 @@ pub fn rank_spans<'t>(
     }))))
 }
 
+impl<'t> SpanReader<'t> {
+    /// A reader of no spans, for reading the calls of a rank without times.
+    pub(crate) fn untimed(trace: &'t Trace, part: &RankPart) -> SpanReader<'t> {
+        SpanReader {
+            dir: &trace.dir,
+            rank: part.meta.rank,
+            ticks: Ticks::None,
+            clock: RankClock::of(&part.meta),
+            run_start_ns: 0.0,
+        }
+    }
+}
+
 fn missing(meta: &RankMeta, which: &'static str) -> TimelineError {
     TimelineError::Missing {
         rank: meta.rank,

@@ -1,7 +1,7 @@
 //! The analyses hold what is in flight, not the calls: the most memory
 //! `critical-path`, `profile`, `decode` (calls and times read as
-//! `mpigram decode` reads them), `stats` and `export` (to Perfetto: the
-//! Chrome JSON writer keeps no more than it) allocate while reading a trace (beyond
+//! `mpigram decode` reads them), `stats`, `export` (to Perfetto: the
+//! Chrome JSON writer keeps no more than it) and `lint` allocate while reading a trace (beyond
 //! the trace as opened) does not grow as the calls double (200,000,
 //! 400,000, 800,000), and stays under a bound. Counted by this test
 //! binary's allocator; one test, so that nothing else allocates meanwhile.
@@ -13,6 +13,7 @@ mod processes;
 use mpigram_analysis::critical_path;
 use mpigram_analysis::decode::RankDecoder;
 use mpigram_analysis::export::{self, Format, Window};
+use mpigram_analysis::lint::{self, Kind};
 use mpigram_analysis::profile::{self, Options};
 use mpigram_analysis::stats::Stats;
 use mpigram_analysis::timeline::{Source, rank_spans};
@@ -76,7 +77,7 @@ impl std::io::Write for Counted {
 #[test]
 fn the_analyses_hold_what_is_in_flight_not_the_calls() {
     let (mut path, mut prof, mut dec, mut stats) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let (mut export, mut across) = (Vec::new(), Vec::new());
+    let (mut export, mut across, mut lint) = (Vec::new(), Vec::new(), Vec::new());
     for iterations in [25_000u64, 50_000, 100_000] {
         let trace = common::two_ranks(iterations);
         let calls = 2 * (2 + 4 * iterations);
@@ -116,6 +117,17 @@ fn the_analyses_hold_what_is_in_flight_not_the_calls() {
                 assert!(bytes > 10 * calls, "{bytes} bytes");
             }),
         ));
+        lint.push((
+            calls,
+            peak_of(|| {
+                let report = lint::lint(&trace).unwrap();
+                // Every message matched and its waits replayed: the same
+                // Irecv and Isend on every iteration is all there is to say.
+                let kinds: Vec<_> = report.findings.iter().map(|f| (f.kind, f.count)).collect();
+                let repeated = (Kind::PersistentCandidate, iterations);
+                assert_eq!(kinds, [repeated; 4]);
+            }),
+        ));
         stats.push((
             calls,
             peak_of(|| {
@@ -133,4 +145,5 @@ fn the_analyses_hold_what_is_in_flight_not_the_calls() {
     assert_bounded("decode", &dec, 1 << 20, 16 << 20);
     assert_bounded("stats", &stats, 1 << 20, 16 << 20);
     assert_bounded("export", &export, 2 << 20, 64 << 20);
+    assert_bounded("lint", &lint, 2 << 20, 32 << 20);
 }

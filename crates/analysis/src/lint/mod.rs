@@ -9,11 +9,17 @@
 //!   iteration);
 //! - [`patterns`]: one-at-a-time completions where one MPI_Waitall would
 //!   do, repeated identical non-blocking calls that could be persistent
-//!   (counted on the grammar without expanding it), storms of small
-//!   messages to one peer, MPI_ANY_SOURCE receives that always get their
-//!   message from the same sender;
+//!   (counted on the grammar without expanding it), MPI_ANY_SOURCE
+//!   receives that always get their message from the same sender;
+//! - [`storms`]: storms of small messages to one peer;
 //! - [`deadlock`]: blocking sends whose order deadlocks without eager
 //!   buffering (the run replayed with every standard send synchronous).
+//!
+//! Each rank's calls are walked once for the checks of one rank
+//! ([`walk`]); the checks that follow messages read the ranks side by
+//! side as they are matched ([`messages`]). Neither holds the calls or
+//! the messages: memory grows with the grammar and with what was in
+//! flight in the run.
 //!
 //! Thresholds are constants of this module, documented in `docs/lint.md`.
 //! A finding is never made from what the trace does not show: a rank
@@ -21,16 +27,18 @@
 //! not understand counts as a free, not a leak.
 
 mod deadlock;
+mod messages;
 mod objects;
 mod patterns;
+mod storms;
 #[cfg(test)]
 mod tests;
 mod walk;
 
 use crate::decode::DecodeError;
-use crate::matching::{self, Matching};
+use crate::replay::ReplayError;
 use crate::sites::{CallSite, Sites};
-use crate::timeline::{self, Source, Span};
+use crate::timeline::{self, Source, TimelineError};
 use mpigram_trace::Trace;
 use rayon::prelude::*;
 use serde::Serialize;
@@ -212,6 +220,10 @@ impl Report {
 pub enum LintError {
     #[error(transparent)]
     Decode(#[from] DecodeError),
+    #[error(transparent)]
+    Read(#[from] ReplayError),
+    #[error(transparent)]
+    Times(#[from] TimelineError),
     #[error("bad signature {0}: {1}")]
     Signature(u32, String),
     #[error("{0}")]
@@ -228,16 +240,12 @@ pub fn lint(trace: &Trace) -> Result<Report, LintError> {
         .par_iter()
         .map(|part| -> Result<(Vec<Finding>, Option<u32>), LintError> {
             let rank = part.meta.rank;
-            let spans: Option<Vec<Span>> =
-                timeline::rank_times(trace, part, Source::Best, origin).ok();
-            let close = |a: u64, b: u64| match &spans {
-                Some(spans) => match (spans.get(a as usize), spans.get(b as usize)) {
-                    (Some(x), Some(y)) => y.start_ns - x.end_ns < WAIT_GAP_NS,
-                    _ => false,
-                },
-                None => true,
-            };
-            let walk = walk::walk(trace, part, &close)?;
+            let spans = timeline::rank_spans(trace, part, Source::Best, origin).ok();
+            let walk = match walk::walk(trace, part, spans) {
+                // Times that do not decode are no times.
+                Err(LintError::Times(_)) => walk::walk(trace, part, None),
+                walk => walk,
+            }?;
             let mut found = objects::rank_findings(rank, &walk, &sites);
             found.extend(patterns::waits_one_at_a_time(rank, &walk, &sites));
             found.extend(patterns::persistent_candidates(rank, &walk, &sites));
@@ -246,9 +254,6 @@ pub fn lint(trace: &Trace) -> Result<Report, LintError> {
         .collect::<Result<_, _>>()?;
     let threaded: Vec<u32> = per_rank.iter().filter_map(|(_, t)| *t).collect();
     let mut findings: Vec<Finding> = per_rank.into_iter().flat_map(|(f, _)| f).collect();
-    let matching: Matching = matching::match_trace(trace, &matching::world_ranks(trace))?;
-    findings.extend(patterns::storms(&matching, &sites));
-    findings.extend(patterns::any_source_one_sender(&matching, &sites));
-    findings.extend(deadlock::send_cycles(&matching, &sites, &funcs, &threaded));
+    findings.extend(messages::findings(trace, &sites, &funcs, &threaded)?);
     Ok(Report::new(findings))
 }

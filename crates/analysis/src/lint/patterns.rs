@@ -1,12 +1,12 @@
 //! Usage patterns with a better MPI idiom: one-at-a-time completions,
-//! repeated non-blocking calls that could be persistent, storms of small
-//! messages, wildcard receives that always match one sender.
+//! repeated non-blocking calls that could be persistent, wildcard
+//! receives that always match one sender (storms of small messages are
+//! in [`super::storms`]).
 
 use super::walk::RankWalk;
-use super::{
-    ANY_SOURCE_RECEIVES, Finding, Kind, PERSISTENT_CALLS, SMALL_MESSAGE_BYTES, STORM_MESSAGES,
-};
-use crate::matching::{Comm, Direction, Matching, Peer};
+use super::{ANY_SOURCE_RECEIVES, Finding, Kind, PERSISTENT_CALLS};
+use crate::matching::p2p::OpKey;
+use crate::matching::{Direction, Operation, Peer};
 use crate::sites::{CallSite, Sites};
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
@@ -21,7 +21,7 @@ pub(super) fn waits_one_at_a_time(rank: u32, walk: &RankWalk, sites: &Sites) -> 
     let shape_sites = Sites::new(&walk.shapes.grammar);
     // By shape site: (first call, runs, waits in them).
     let mut runs: BTreeMap<Option<CallSite>, (u64, u64, u64)> = BTreeMap::new();
-    for &(first, n) in &walk.wait_runs {
+    for (first, n) in walk.wait_runs.iter() {
         let e = runs
             .entry(shape_sites.of(0, first))
             .or_insert((first, 0, 0));
@@ -110,195 +110,78 @@ pub(super) fn persistent_candidates(rank: u32, walk: &RankWalk, sites: &Sites) -
         .collect()
 }
 
-/// Runs of at least [`STORM_MESSAGES`] sends of at most
-/// [`SMALL_MESSAGE_BYTES`] from one rank to one peer on one communicator,
-/// with no receive from that peer nor collective call of the sender in
-/// between: one larger message would carry them.
-pub(super) fn storms(matching: &Matching, sites: &Sites) -> Vec<Finding> {
-    // Each rank's collective calls, in order: they end every run.
-    let mut collective_posts: FxHashMap<u32, Vec<u64>> = FxHashMap::default();
-    for instance in &matching.collectives.instances {
-        for p in &instance.participants {
-            collective_posts.entry(p.rank).or_default().push(p.post);
-        }
-    }
-    collective_posts
-        .values_mut()
-        .for_each(|v| v.sort_unstable());
-    let barrier_between = |rank: u32, a: u64, b: u64| {
-        collective_posts.get(&rank).is_some_and(|posts| {
-            let i = posts.partition_point(|&p| p <= a);
-            posts.get(i).is_some_and(|&p| p < b)
-        })
-    };
-
-    /// A run in progress to one (communicator, peer).
-    struct Run {
-        first: u64,
-        last: u64,
-        messages: u64,
-        bytes: u64,
-    }
-    // Finished storms by (rank, site of the first send, peer): (storms, messages, bytes, longest).
-    let mut found: BTreeMap<(u32, Option<CallSite>, String), Storms> = BTreeMap::new();
-    let mut finish = |rank: u32, (comm, peer): (Option<Comm>, u32), run: Run| {
-        if run.messages >= STORM_MESSAGES {
-            let to = match comm {
-                Some(comm) => format!("rank {peer} of {comm}"),
-                None => format!("rank {peer}"),
-            };
-            let e = found
-                .entry((rank, sites.of(rank, run.first), to))
-                .or_default();
-            e.runs += 1;
-            e.messages += run.messages;
-            e.bytes += run.bytes;
-            e.longest = e.longest.max(run.messages);
-        }
-    };
-    // Runs in progress by (communicator, peer), of the rank being read.
-    let mut open: FxHashMap<(Option<Comm>, u32), Run> = FxHashMap::default();
-    let mut rank = None;
-    for op in &matching.operations {
-        if rank != Some(op.rank) {
-            for (key, run) in open.drain() {
-                finish(rank.unwrap_or(0), key, run);
-            }
-            rank = Some(op.rank);
-        }
-        match (op.direction, &op.peer) {
-            (Direction::Recv, Peer::Rank(_) | Peer::Any) => {
-                // A receive from the peer (or from anyone) ends its runs.
-                let ended: Vec<_> = open
-                    .keys()
-                    .filter(|(c, p)| {
-                        *c == op.comm && (op.peer == Peer::Any || op.peer == Peer::Rank(*p))
-                    })
-                    .cloned()
-                    .collect();
-                for k in ended {
-                    let run = open.remove(&k).expect("a key of open");
-                    finish(op.rank, k, run);
-                }
-            }
-            (Direction::Send, &Peer::Rank(peer)) => {
-                let key = (op.comm.clone(), peer);
-                let small = op.bytes.filter(|&b| b <= SMALL_MESSAGE_BYTES);
-                match (open.get_mut(&key), small) {
-                    (Some(run), Some(b)) if !barrier_between(op.rank, run.last, op.post) => {
-                        run.last = op.post;
-                        run.messages += 1;
-                        run.bytes += b;
-                        continue;
-                    }
-                    _ => {}
-                }
-                if let Some(run) = open.remove(&key) {
-                    finish(op.rank, key.clone(), run);
-                }
-                if let Some(b) = small {
-                    let run = Run {
-                        first: op.post,
-                        last: op.post,
-                        messages: 1,
-                        bytes: b,
-                    };
-                    open.insert(key, run);
-                }
-            }
-            _ => {}
-        }
-    }
-    for (key, run) in open.drain() {
-        finish(rank.unwrap_or(0), key, run);
-    }
-    found
-        .into_iter()
-        .map(|((rank, site, peer), storms)| {
-            let Storms {
-                runs,
-                messages,
-                bytes,
-                longest,
-            } = storms;
-            let func = first_func(matching, rank, site, sites);
-            Finding::on(
-                Kind::SmallMessageStorm,
-                rank,
-                func,
-                site,
-                messages,
-                format!(
-                    "messages of {:.0} bytes on average to {peer}, in {runs} run(s) of up to {longest} with nothing received from it in between: send each run as one message",
-                    bytes as f64 / messages as f64
-                ),
-            )
-        })
-        .collect()
-}
-
-/// The storms from one rank to one peer at one call site.
+/// MPI_ANY_SOURCE receives by call site and the senders of their
+/// messages, fed as the run is matched: call sites of at least
+/// [`ANY_SOURCE_RECEIVES`] such receives, all of which got their message
+/// from the same sender, are findings (naming it spares MPI the wildcard
+/// search and makes the program's order explicit).
 #[derive(Default)]
-struct Storms {
-    runs: u64,
-    messages: u64,
-    bytes: u64,
-    longest: u64,
+pub(super) struct WildcardSenders {
+    /// By (rank, site, func): the receives and their one sender so far.
+    by_site: BTreeMap<SiteKey, Senders>,
+    /// Receives whose sender is not known yet, and their site.
+    undecided: FxHashMap<OpKey, SiteKey>,
 }
 
-/// The function of the first operation of `rank` posted at `site`.
-fn first_func(
-    matching: &Matching,
-    rank: u32,
-    site: Option<CallSite>,
-    sites: &Sites,
-) -> &'static str {
-    matching
-        .operations
-        .iter()
-        .find(|op| op.rank == rank && sites.of(rank, op.post) == site)
-        .map_or("MPI_Send", |op| op.func)
+type SiteKey = (u32, Option<CallSite>, &'static str);
+
+/// Wildcard receives at one call site.
+#[derive(Default)]
+struct Senders {
+    receives: u64,
+    /// None: none decided yet; Some(None): not all from one sender (or
+    /// one matched nothing).
+    sender: Option<Option<u32>>,
 }
 
-/// Call sites of MPI_ANY_SOURCE receives, at least
-/// [`ANY_SOURCE_RECEIVES`] of them, that all got their message from the
-/// same sender: naming it spares MPI the wildcard search and makes the
-/// program's order explicit.
-pub(super) fn any_source_one_sender(matching: &Matching, sites: &Sites) -> Vec<Finding> {
-    let mut sender_of: Vec<Option<u32>> = vec![None; matching.operations.len()];
-    for m in &matching.matches {
-        sender_of[m.recv] = Some(matching.operations[m.send].rank);
-    }
-    // By (rank, site, func): the senders seen (None: unmatched).
-    type Key = (u32, Option<CallSite>, &'static str);
-    let mut by_site: BTreeMap<Key, Vec<Option<u32>>> = BTreeMap::new();
-    for (i, op) in matching.operations.iter().enumerate() {
+impl WildcardSenders {
+    /// Operation `key` is posted: a wildcard receive counts at its site.
+    pub(super) fn post(&mut self, key: OpKey, op: &Operation, sites: &Sites) {
         if op.direction == Direction::Recv && op.peer == Peer::Any {
-            by_site
-                .entry((op.rank, sites.of(op.rank, op.post), op.func))
-                .or_default()
-                .push(sender_of[i]);
+            let site = (op.rank, sites.of(op.rank, op.post), op.func);
+            self.by_site.entry(site).or_default().receives += 1;
+            self.undecided.insert(key, site);
         }
     }
-    by_site
-        .into_iter()
-        .filter_map(|((rank, site, func), senders)| {
-            let first = senders.first().copied().flatten()?;
-            let one = senders.iter().all(|&s| s == Some(first));
-            (one && senders.len() as u64 >= ANY_SOURCE_RECEIVES).then(|| {
-                Finding::on(
-                    Kind::AnySourceOneSender,
-                    rank,
-                    func,
-                    site,
-                    senders.len() as u64,
-                    format!(
-                        "every MPI_ANY_SOURCE receive here got its message from world rank {first}: name that source instead of the wildcard"
-                    ),
-                )
+
+    /// Receive `recv` got its message from `sender` (None: from no send).
+    pub(super) fn decided(&mut self, recv: OpKey, sender: Option<u32>) {
+        if let Some(site) = self.undecided.remove(&recv) {
+            let senders = self.by_site.entry(site).or_default();
+            senders.sender = match senders.sender {
+                None => Some(sender),
+                Some(one) if one == sender => Some(one),
+                Some(_) => Some(None),
+            };
+        }
+    }
+
+    pub(super) fn finish(mut self) -> Vec<Finding> {
+        // What was never decided got no message.
+        let undecided: Vec<OpKey> = self.undecided.keys().copied().collect();
+        for key in undecided {
+            self.decided(key, None);
+        }
+        self.by_site
+            .into_iter()
+            .filter_map(|((rank, site, func), senders)| {
+                let first = senders.sender.flatten()?;
+                let n = senders.receives;
+                (n >= ANY_SOURCE_RECEIVES).then(|| {
+                    Finding::on(
+                        Kind::AnySourceOneSender,
+                        rank,
+                        func,
+                        site,
+                        n,
+                        format!(
+                            "every MPI_ANY_SOURCE receive here got its message from world rank {first}: name that source instead of the wildcard"
+                        ),
+                    )
+                })
             })
-        })
-        .collect()
+            .collect()
+    }
 }
 
 #[cfg(test)]

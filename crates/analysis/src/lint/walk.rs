@@ -10,9 +10,10 @@
 //! repeated run of it, and counts per iteration are read from the
 //! repeated rule without expanding it.
 
-use super::LintError;
 use super::objects::{Live, Objects};
+use super::{LintError, WAIT_GAP_NS};
 use crate::decode::{Args, DecodedCall, RankDecoder, SlotCache};
+use crate::timeline::{Span, SpanReader};
 use mpigram_grammar::{Grammar, RuleId, Sequitur, Symbol};
 use mpigram_mpispec::HandleKind;
 use mpigram_trace::{RankPart, Trace};
@@ -27,8 +28,8 @@ const SHAPED_ARGS: usize = 1 << 14;
 pub(super) struct RankWalk {
     /// Objects held at MPI_Finalize; None if the rank was killed before.
     pub(super) leaked: Option<Vec<Live>>,
-    /// Runs of consecutive MPI_Wait calls: (first call, length), length ≥ 2.
-    pub(super) wait_runs: Vec<(u64, u64)>,
+    /// Runs of consecutive MPI_Wait calls, length ≥ 2.
+    pub(super) wait_runs: WaitRuns,
     pub(super) shapes: Shapes,
     /// The rank runs MPI from several threads at once
     /// (MPI_THREAD_MULTIPLE): its calls' order is one interleaving.
@@ -42,12 +43,14 @@ pub(super) struct Shapes {
     pub(super) first: Vec<(&'static str, u64)>,
 }
 
-/// Walks the calls of `part`; `close(a, b)`: calls `a` and `b` are near
-/// enough in time to be one after the other.
+/// Walks the calls of `part`; `spans`: when each call ran, read along
+/// (None: not known), for telling two calls near enough in time to be one
+/// after the other. Times that do not decode are an error, found when the
+/// walk is over if not before.
 pub(super) fn walk(
     trace: &Trace,
     part: &RankPart,
-    close: &dyn Fn(u64, u64) -> bool,
+    mut spans: Option<SpanReader>,
 ) -> Result<RankWalk, LintError> {
     let mut objects = Objects::new()?;
     let mut sequitur = Sequitur::new();
@@ -59,12 +62,25 @@ pub(super) fn walk(
     // call (a request's name changes each iteration) do not pile up. A
     // slot holds its arguments alive, so an address it names is theirs.
     let mut by_args: SlotCache<(Args, u32)> = SlotCache::new(SHAPED_ARGS);
-    let mut wait_runs = Vec::new();
+    let mut wait_runs = WaitRunsFound::default();
     let mut run: Option<(u64, u64)> = None; // (first call, length)
     let mut finalized = false;
     let mut threads = false;
+    // The span of the call before (a rank may have fewer spans than calls).
+    let mut before: Option<Span> = None;
     for call in RankDecoder::new(trace, part) {
         let call = call?;
+        let span = match &mut spans {
+            Some(spans) => spans.next().transpose()?,
+            None => None,
+        };
+        // Without times, calls one after the other are near enough.
+        let close = match (&spans, before, span) {
+            (None, _, _) => true,
+            (Some(_), Some(x), Some(y)) => y.start_ns - x.end_ns < WAIT_GAP_NS,
+            _ => false,
+        };
+        before = span;
         if call.func == "MPI_Init_thread" {
             let provided = call.args.get("provided").and_then(Json::as_str);
             threads = provided == Some("MPI_THREAD_MULTIPLE");
@@ -91,30 +107,84 @@ pub(super) fn walk(
         };
         sequitur.push(shape);
         run = match run {
-            Some((start, n)) if is_single_wait(&call) && close(call.seq - 1, call.seq) => {
-                Some((start, n + 1))
-            }
+            Some((start, n)) if is_single_wait(&call) && close => Some((start, n + 1)),
             _ => {
                 if let Some((start, n)) = run.filter(|&(_, n)| n >= 2) {
-                    wait_runs.push((start, n));
+                    wait_runs.push(start, n);
                 }
                 is_single_wait(&call).then_some((call.seq, 1))
             }
         };
     }
     if let Some((start, n)) = run.filter(|&(_, n)| n >= 2) {
-        wait_runs.push((start, n));
+        wait_runs.push(start, n);
+    }
+    // Times past the last call that do not decode count too.
+    for span in spans.into_iter().flatten() {
+        span?;
     }
     let leaked = (finalized || part.meta.ending.is_complete()).then(|| objects.live());
     Ok(RankWalk {
         leaked,
-        wait_runs,
+        wait_runs: wait_runs.finish(),
         shapes: Shapes {
             grammar: sequitur.grammar(0),
             first,
         },
         threads,
     })
+}
+
+/// A rank's runs of consecutive MPI_Wait calls, (first call, length),
+/// kept as a grammar of (calls since the previous run's first call,
+/// length): a loop's runs repeat, so they take the room of the loop, not
+/// of its iterations.
+pub(super) struct WaitRuns {
+    grammar: Grammar,
+    /// By terminal: (calls since the previous run's first call, length).
+    runs: Vec<(u64, u64)>,
+}
+
+impl WaitRuns {
+    /// The runs in order: (first call, length).
+    pub(super) fn iter(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        let mut first = 0;
+        self.grammar.expand(0).into_iter().flatten().map(move |t| {
+            let (gap, length) = self.runs[t as usize];
+            first += gap;
+            (first, length)
+        })
+    }
+}
+
+/// [`WaitRuns`] as the walk finds them.
+#[derive(Default)]
+struct WaitRunsFound {
+    sequitur: Sequitur,
+    runs: Vec<(u64, u64)>,
+    terminals: FxHashMap<(u64, u64), u32>,
+    /// The last run's first call.
+    last: u64,
+}
+
+impl WaitRunsFound {
+    fn push(&mut self, first: u64, length: u64) {
+        let run = (first - self.last, length);
+        self.last = first;
+        let next = self.runs.len() as u32;
+        let t = *self.terminals.entry(run).or_insert(next);
+        if t == next {
+            self.runs.push(run);
+        }
+        self.sequitur.push(t);
+    }
+
+    fn finish(mut self) -> WaitRuns {
+        WaitRuns {
+            grammar: self.sequitur.grammar(0),
+            runs: self.runs,
+        }
+    }
 }
 
 /// An MPI_Wait on a request (not MPI_REQUEST_NULL).
@@ -205,4 +275,27 @@ fn shape(call: &DecodedCall) -> String {
         .map(|(k, v)| (k.clone(), strip(v)))
         .collect();
     format!("{}{}", call.func, Json::Object(args))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::WaitRunsFound;
+
+    #[test]
+    fn wait_runs_come_back_in_order_and_a_loop_of_them_takes_the_room_of_one() {
+        let mut runs: Vec<(u64, u64)> = (0..10_000).map(|i| (3 + 7 * i, 2)).collect();
+        runs.extend([(80_000, 5), (80_010, 2)]);
+        let mut found = WaitRunsFound::default();
+        for &(first, length) in &runs {
+            found.push(first, length);
+        }
+        let waits = found.finish();
+        assert_eq!(waits.iter().collect::<Vec<_>>(), runs);
+        assert_eq!(waits.runs.len(), 4);
+        assert!(
+            waits.grammar.num_runs() < 10,
+            "{}",
+            waits.grammar.num_runs()
+        );
+    }
 }
