@@ -500,14 +500,29 @@ impl Reading<'_> {
     /// Hands out the next chunk of the ranks furthest behind in time (as
     /// [`read_in_time_order`]); false if every rank was handed out.
     pub(crate) fn step(&mut self, each: impl FnMut(u32, Read<'_>)) -> Result<bool, ReplayError> {
+        self.step_unless(|_| false, each)
+    }
+
+    /// [`Reading::step`], leaving out the ranks (by index) that `ahead`
+    /// says are ahead of the others, unless that leaves none: ranks
+    /// without times are all furthest behind, and only what the reader of
+    /// their calls knows can tell which of them to wait for.
+    pub(crate) fn step_unless(
+        &mut self,
+        ahead: impl Fn(u32) -> bool,
+        each: impl FnMut(u32, Read<'_>),
+    ) -> Result<bool, ReplayError> {
         let open = self.open();
         let Some(behind) = self.behind() else {
             return Ok(false);
         };
-        let ranks: Vec<u32> = open
+        let mut ranks: Vec<u32> = open
             .into_iter()
             .filter(|&r| self.frontier(r) <= behind)
             .collect();
+        if ranks.iter().any(|&r| !ahead(r)) {
+            ranks.retain(|&r| !ahead(r));
+        }
         self.next(&ranks, each)?;
         Ok(true)
     }

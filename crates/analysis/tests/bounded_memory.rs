@@ -78,6 +78,7 @@ impl std::io::Write for Counted {
 fn the_analyses_hold_what_is_in_flight_not_the_calls() {
     let (mut path, mut prof, mut dec, mut stats) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut export, mut across, mut lint) = (Vec::new(), Vec::new(), Vec::new());
+    let mut lint_untimed = Vec::new();
     for iterations in [25_000u64, 50_000, 100_000] {
         let trace = common::two_ranks(iterations);
         let calls = 2 * (2 + 4 * iterations);
@@ -128,6 +129,18 @@ fn the_analyses_hold_what_is_in_flight_not_the_calls() {
                 assert_eq!(kinds, [repeated; 4]);
             }),
         ));
+        // Without times the ranks are read side by side by calls: rank 0
+        // makes eleven calls a message, rank 1 one.
+        let lopsided = common::lopsided(iterations);
+        lint_untimed.push((
+            12 * iterations + 4,
+            peak_of(|| {
+                let report = lint::lint(&lopsided).unwrap();
+                let storm = (Kind::SmallMessageStorm, iterations);
+                let kinds: Vec<_> = report.findings.iter().map(|f| (f.kind, f.count)).collect();
+                assert_eq!(kinds, [storm]);
+            }),
+        ));
         stats.push((
             calls,
             peak_of(|| {
@@ -146,4 +159,5 @@ fn the_analyses_hold_what_is_in_flight_not_the_calls() {
     assert_bounded("stats", &stats, 1 << 20, 16 << 20);
     assert_bounded("export", &export, 2 << 20, 64 << 20);
     assert_bounded("lint", &lint, 2 << 20, 32 << 20);
+    assert_bounded("lint without times", &lint_untimed, 2 << 20, 32 << 20);
 }

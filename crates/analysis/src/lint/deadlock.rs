@@ -89,6 +89,8 @@ struct RankReplay {
     stuck: bool,
     /// Calls MPI from several threads at once: left out, waits for nothing.
     left_out: bool,
+    /// Its operations whose part in the replay is not known yet.
+    in_flight: usize,
 }
 
 impl RankReplay {
@@ -179,6 +181,9 @@ impl<'a> SendCycles<'a> {
             completion: None,
         };
         self.open.insert(key, open);
+        if let Some(&i) = self.index.get(&key.0) {
+            self.ranks[i].in_flight += 1;
+        }
         if let Some(c) = op.completion {
             self.complete(key, c);
         }
@@ -206,6 +211,9 @@ impl<'a> SendCycles<'a> {
     /// The part of operation `key` is known: it leaves the open ones.
     fn close(&mut self, key: OpKey) -> Option<Open> {
         let open = self.open.remove(&key)?;
+        if let Some(&i) = self.index.get(&key.0) {
+            self.ranks[i].in_flight -= 1;
+        }
         if let (Some(c), Some(&i)) = (open.completion, self.index.get(&key.0)) {
             let r = &mut self.ranks[i];
             if let Some(n) = r.completing.get_mut(&c) {
@@ -392,6 +400,14 @@ impl<'a> SendCycles<'a> {
             }
             todo.extend(self.waiting[k].iter().map(|&Reverse((_, w))| w));
         }
+    }
+
+    /// How many operations of `rank` are posted whose part in the replay
+    /// is not known yet.
+    pub(super) fn in_flight(&self, rank: u32) -> usize {
+        self.index
+            .get(&rank)
+            .map_or(0, |&i| self.ranks[i].in_flight)
     }
 
     /// How many blocking calls the replay holds.

@@ -8,7 +8,9 @@
 //! order where they have per-call times and in call order beside each
 //! other where they do not, and their operations matched as they are
 //! read ([`crate::replay`]): what is held is what was in flight in the
-//! run, not the messages.
+//! run, not the messages. Without times, a rank that gets ahead of the
+//! others (more of its operations in flight than a chunk has calls) waits
+//! for them.
 
 use super::deadlock::SendCycles;
 use super::patterns::WildcardSenders;
@@ -16,7 +18,7 @@ use super::storms::Storms;
 use super::{Finding, LintError};
 use crate::matching::p2p::Decision;
 use crate::matching::{Found, Matcher, RankEvent, WorldRanks, instances, world_ranks};
-use crate::replay::{Read, Reading, ReplayError, read_in_time_order};
+use crate::replay::{CHUNK, Read, Reading, ReplayError};
 use crate::sites::Sites;
 use crate::timeline::Source;
 use mpigram_trace::Trace;
@@ -52,18 +54,28 @@ fn read_and_check(
     let world: Vec<u32> = trace.ranks.iter().map(|p| p.meta.rank).collect();
     let reading = Reading::of_any_timing(trace, sites, source, trace.run_start_ns())?;
     let mut checks = MessageChecks::new(&members, &world, threaded, sites, funcs);
-    read_in_time_order(
-        reading,
-        || true,
-        |r, read| {
-            let rank = world[r as usize];
-            match read {
-                Read::Call(call, events) => checks.call(rank, call.seq, events),
-                Read::End(end) => checks.end(rank, end.events),
-            }
-        },
-    )?;
-    Ok(checks.finish())
+    let mut reading = reading;
+    loop {
+        // A rank with more in flight than a chunk has calls waits for the
+        // others (its sends for their receives, its receives for their sends).
+        let ahead: Vec<bool> = world
+            .iter()
+            .map(|&r| checks.in_flight(r) > CHUNK as usize)
+            .collect();
+        let read = reading.step_unless(
+            |r| ahead[r as usize],
+            |r, read| {
+                let rank = world[r as usize];
+                match read {
+                    Read::Call(call, events) => checks.call(rank, call.seq, events),
+                    Read::End(end) => checks.end(rank, end.events),
+                }
+            },
+        )?;
+        if !read {
+            return Ok(checks.finish());
+        }
+    }
 }
 
 /// The checks that follow messages and the matcher they follow, fed
@@ -123,6 +135,12 @@ impl<'a> MessageChecks<'a> {
         self.matcher.end_rank(rank);
         self.cycles.read(rank, u64::MAX);
         self.found();
+    }
+
+    /// How many operations of `rank` the checks are waiting to learn the
+    /// fate of.
+    pub(super) fn in_flight(&self, rank: u32) -> usize {
+        self.cycles.in_flight(rank) + self.storms.in_flight(rank)
     }
 
     /// How many blocking calls and operations the checks hold.

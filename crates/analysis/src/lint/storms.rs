@@ -160,6 +160,11 @@ impl<'s> Storms<'s> {
         }
     }
 
+    /// How many operations and collective calls of `rank` are held back.
+    pub(super) fn in_flight(&self, rank: u32) -> usize {
+        self.ranks.get(&rank).map_or(0, |r| r.held.len())
+    }
+
     /// How many operations and collective calls are held back.
     #[cfg(test)]
     pub(super) fn held(&self) -> usize {

@@ -154,49 +154,131 @@ pub fn two_ranks(iterations: u64) -> Trace {
             now,
         } = rec;
         let calls = 2 + 4 * iterations;
-        let stats = (0..table.len())
-            .map(|_| CallStats {
-                count: 1,
-                total_ns: 1,
-                min_ns: 1,
-                max_ns: 1,
-                gap_ns: 0,
-            })
-            .collect();
-        Trace::from_rank(RankTrace {
-            meta: RankMeta {
-                rank,
-                world_size: 2,
-                pid: 1,
-                host: "test".into(),
-                mpi_library: "MPICH".into(),
-                timing: Timing {
-                    lossy: None,
-                    lossless: true,
-                },
-                calls,
-                start_ns: 0,
-                end_ns: now,
-                ending: Ending::Finalized,
-                recorder_allocations: 0,
-                ns_per_tick: 1.0,
-                cpus: 0,
-                cpu_share: None,
-                clock_sync: Vec::new(),
-                run: 0,
-                lost: mpigram_trace::Lost::None,
-                ended_in: None,
-            },
-            signatures: table,
-            grammar: grammar.grammar(rank),
-            stats,
-            gaps: Default::default(),
-            comms: Vec::new(),
-            times: CallTimes {
-                lossy: Vec::new(),
-                exact: times.bytes(),
-            },
+        let times = Some((times.bytes(), now));
+        rank_trace(rank, table, grammar.grammar(rank), calls, times)
+    });
+    let mut trace = ranks.next().unwrap();
+    trace.absorb(ranks.next().unwrap()).unwrap();
+    trace.share().unwrap();
+    trace
+}
+
+/// One rank of two, as the tracer records it: its signatures, the grammar
+/// of its `calls` calls and, if recorded, their exact times and the
+/// last call's end (else aggregated timing only).
+fn rank_trace(
+    rank: u32,
+    signatures: Vec<Vec<u8>>,
+    grammar: mpigram_grammar::Grammar,
+    calls: u64,
+    times: Option<(Vec<u8>, u64)>,
+) -> Trace {
+    let stats = (0..signatures.len())
+        .map(|_| CallStats {
+            count: 1,
+            total_ns: 1,
+            min_ns: 1,
+            max_ns: 1,
+            gap_ns: 0,
         })
+        .collect();
+    let (exact, end_ns) = times.clone().unwrap_or_default();
+    Trace::from_rank(RankTrace {
+        meta: RankMeta {
+            rank,
+            world_size: 2,
+            pid: 1,
+            host: "test".into(),
+            mpi_library: "MPICH".into(),
+            timing: Timing {
+                lossy: None,
+                lossless: times.is_some(),
+            },
+            calls,
+            start_ns: 0,
+            end_ns,
+            ending: Ending::Finalized,
+            recorder_allocations: 0,
+            ns_per_tick: 1.0,
+            cpus: 0,
+            cpu_share: None,
+            clock_sync: Vec::new(),
+            run: 0,
+            lost: mpigram_trace::Lost::None,
+            ended_in: None,
+        },
+        signatures,
+        grammar,
+        stats,
+        gaps: Default::default(),
+        comms: Vec::new(),
+        times: CallTimes {
+            lossy: Vec::new(),
+            exact,
+        },
+    })
+}
+
+/// A trace of two ranks with aggregated timing only (no per-call times):
+/// `messages` times, rank 0 calls MPI_Comm_rank ten times and sends 8
+/// bytes to rank 1, which receives them; the ranks' calls do not line up.
+#[allow(dead_code)] // not every test file lints
+pub fn lopsided(messages: u64) -> Trace {
+    let world = predefined_handle(HandleKind::Comm, "MPI_COMM_WORLD");
+    let double = predefined_handle(HandleKind::Datatype, "MPI_DOUBLE");
+    let init = sig("MPI_Init", vec![Value::Buffer(BufferRef::Null); 2]);
+    let finalize = sig("MPI_Finalize", vec![]);
+    let other = |rank: u32| Value::Rank(Rank::Relative(if rank == 0 { 1 } else { -1 }));
+    let send = sig(
+        "MPI_Send",
+        vec![
+            buf(1),
+            Value::Int(1),
+            double.clone(),
+            other(0),
+            Value::Tag(3),
+            world.clone(),
+        ],
+    );
+    let status = Value::Status(Some(mpigram_mpispec::Status {
+        source: Rank::Relative(-1),
+        tag: 3,
+        count: 8,
+        cancelled: false,
+        error: 0,
+    }));
+    let recv = sig(
+        "MPI_Recv",
+        vec![
+            buf(2),
+            Value::Int(1),
+            double,
+            other(1),
+            Value::Tag(3),
+            world.clone(),
+            status,
+        ],
+    );
+    let comm_rank = sig("MPI_Comm_rank", vec![world, Value::Int(0)]);
+    // Rank 0: MPI_Init 0, MPI_Comm_rank 1, MPI_Send 2, MPI_Finalize 3.
+    let tables = [
+        vec![init.clone(), comm_rank, send, finalize.clone()],
+        vec![init, recv, finalize],
+    ];
+    let mut ranks = tables.into_iter().zip(0u32..).map(|(table, rank)| {
+        let mut grammar = Sequitur::new();
+        grammar.push(0);
+        for _ in 0..messages {
+            if rank == 0 {
+                (0..10).for_each(|_| grammar.push(1));
+                grammar.push(2);
+            } else {
+                grammar.push(1);
+            }
+        }
+        grammar.push(table.len() as u32 - 1);
+        let calls = 2 + messages * if rank == 0 { 11 } else { 1 };
+        rank_trace(rank, table, grammar.grammar(rank), calls, None)
     });
     let mut trace = ranks.next().unwrap();
     trace.absorb(ranks.next().unwrap()).unwrap();
