@@ -169,14 +169,14 @@ fn with_compressor<R>(
     }
 }
 
-/// `data` as one zstd frame at `level` (which names the decoded size), with
-/// the thread's kept context: for writers that compress piece by piece
-/// (the tracer's per-call times, a block of 65,536 calls at a time).
-pub fn zstd_frame(data: &[u8], level: i32) -> io::Result<Vec<u8>> {
-    with_compressor(|c, frame| {
-        compress_into(c, data, level, frame)?;
-        Ok(frame.clone())
-    })
+/// `data` as one zstd frame at `level` (which names the decoded size) into
+/// `frame` (emptied first), with the thread's kept context: for writers
+/// that compress piece by piece (the tracer's per-call times, a block of
+/// 65,536 calls at a time) and keep `frame` from one piece to the next, so
+/// that no piece allocates (a new buffer of a block's size is fresh pages
+/// from the system each time, a page fault every 4 KiB).
+pub fn zstd_frame_into(data: &[u8], level: i32, frame: &mut Vec<u8>) -> io::Result<()> {
+    with_compressor(|c, _| compress_into(c, data, level, frame))
 }
 
 /// Decodes checksummed stored bytes. The caller has checked `decoded_len` against its limit;

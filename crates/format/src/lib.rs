@@ -34,7 +34,7 @@ pub use mpigram_varint as varint;
 mod temp;
 mod writer;
 
-pub use codec::{Codec, zstd_frame};
+pub use codec::{Codec, zstd_frame_into};
 pub use error::{Error, ErrorKind, Region, SectionRef};
 pub use layout::{ENTRY_LEN, FORMAT_MAJOR, FORMAT_MINOR, HEADER_LEN, MAGIC, V1_MAJOR};
 pub use reader::{

@@ -148,6 +148,10 @@ pub struct ColumnWriter {
     first: Vec<u8>,
     second: Vec<u8>,
     in_block: u32,
+    /// The block being finished, whole and compressed: kept from one
+    /// block to the next (see [`mpigram_format::zstd_frame_into`]).
+    raw: Vec<u8>,
+    packed: Vec<u8>,
 }
 
 impl ColumnWriter {
@@ -166,8 +170,15 @@ impl ColumnWriter {
     #[cold]
     #[inline(never)]
     fn finish_block(&mut self) {
-        let block = compress_block(self.in_block, &self.first, &self.second);
-        self.blocks.extend_from_slice(&block);
+        let Self {
+            blocks,
+            first,
+            second,
+            in_block,
+            raw,
+            packed,
+        } = self;
+        compress_block(*in_block, [first, second], [raw, packed], blocks);
         self.first.clear();
         self.second.clear();
         self.in_block = 0;
@@ -175,10 +186,16 @@ impl ColumnWriter {
 
     /// Everything recorded so far, as stored (the writer goes on).
     pub fn bytes(&self) -> Vec<u8> {
-        let last = match self.in_block {
-            0 => Vec::new(),
-            calls => compress_block(calls, &self.first, &self.second),
-        };
+        let mut last = Vec::new();
+        if self.in_block > 0 {
+            let scratch = [&mut Vec::new(), &mut Vec::new()];
+            compress_block(
+                self.in_block,
+                [&self.first, &self.second],
+                scratch,
+                &mut last,
+            );
+        }
         let mut out = Vec::with_capacity(self.blocks.len() + last.len());
         out.extend_from_slice(&self.blocks);
         out.extend_from_slice(&last);
@@ -259,19 +276,25 @@ impl ExactWriter {
     }
 }
 
-/// A block: its number of calls, its raw length, then its compressed
-/// columns (the first column's length, the first, the second).
-fn compress_block(calls: u32, first: &[u8], second: &[u8]) -> Vec<u8> {
-    let mut raw = Vec::with_capacity(first.len() + second.len() + 10);
+/// Appends to `out` a block: its number of calls, its raw length, then its
+/// compressed columns (the first column's length, the first, the second);
+/// `raw` and `packed` are scratch buffers.
+fn compress_block(
+    calls: u32,
+    [first, second]: [&[u8]; 2],
+    [raw, packed]: [&mut Vec<u8>; 2],
+    out: &mut Vec<u8>,
+) {
+    raw.clear();
     raw.put_u64(first.len() as u64);
     raw.extend_from_slice(first);
     raw.extend_from_slice(second);
-    let packed = mpigram_format::zstd_frame(&raw, ZSTD_LEVEL).unwrap_or_default();
-    let mut out = Vec::with_capacity(packed.len() + 16);
+    if mpigram_format::zstd_frame_into(raw, ZSTD_LEVEL, packed).is_err() {
+        packed.clear();
+    }
     out.put_u32(calls);
     out.put_u64(raw.len() as u64);
-    out.put_blob(&packed);
-    out
+    out.put_blob(packed);
 }
 
 /// Why stored per-call timing cannot be read.
