@@ -312,8 +312,10 @@ impl Call {
         self.start = crate::clock::now();
         let r = mpi();
         let end = crate::clock::now();
-        // `recalls_alone`: the place is noted in SERIAL.
-        SERIAL.store(self.tag | RECORDING, Relaxed);
+        // `recalls_alone`: the place is noted in SERIAL. The tag is read
+        // again rather than kept across the MPI call (in a register the
+        // call must preserve, saved and restored).
+        SERIAL.store(thread_tag() | RECORDING, Relaxed);
         record(&r, (self.start, end));
         SERIAL.store(OUTSIDE, Relaxed);
         std::mem::forget(self);

@@ -9,8 +9,22 @@ use std::sync::OnceLock;
 pub fn now() -> u64 {
     #[cfg(target_arch = "x86_64")]
     {
-        // SAFETY: rdtsc has no preconditions on x86_64.
-        unsafe { core::arch::x86_64::_rdtsc() }
+        // The two halves joined here, not where the compiler would put
+        // it: across the MPI call of a wrapper's fast path, halves kept
+        // apart would take two of the registers the call must preserve.
+        let ticks: u64;
+        // SAFETY: rdtsc has no preconditions on x86_64; rdx is clobbered.
+        unsafe {
+            std::arch::asm!(
+                "rdtsc",
+                "shl rdx, 32",
+                "or rax, rdx",
+                out("rax") ticks,
+                out("rdx") _,
+                options(nomem, nostack),
+            );
+        }
+        ticks
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
