@@ -11,13 +11,16 @@ use std::sync::atomic::{
 
 /// How calls are recorded, in one word that every wrapper reads once: the
 /// recording state (the low two bits: UNSET, ON, PAUSED or OFF) and the
-/// bits CONCURRENT, TIMES, VERIFY and SAMPLE.
+/// bits CONCURRENT, VERIFY and SAMPLE.
 static MODE: AtomicU8 = AtomicU8::new(UNSET | CONCURRENT);
 
 const STATE: u8 = 3;
-const UNSET: u8 = 0;
-const ON: u8 = 1;
+/// ON is 0: a wrapper's fast path tests that MODE has none of the bits of
+/// the state and of its other conditions in one instruction.
+const ON: u8 = 0;
+const UNSET: u8 = 1;
 const PAUSED: u8 = 2;
+/// Both bits: a `fetch_or` turns tracing off from any state.
 const OFF: u8 = 3;
 /// MPI calls may run concurrently: set until MPI_Init or MPI_Init_thread
 /// settles on a thread level below MPI_THREAD_MULTIPLE, under which the
@@ -25,9 +28,6 @@ const OFF: u8 = 3;
 /// SERIALIZED): then the tracer's lock is not needed (it costs about 7 ns
 /// of the 50 ns budget of a call).
 const CONCURRENT: u8 = 4;
-/// Calls record per-call times (set as the process's one recorder is
-/// made, and never cleared).
-const TIMES: u8 = 8;
 /// Calls are verified: each is also encoded in full into the verification
 /// stream (`MPIGRAM_VERIFY`; set as the recorder is made).
 const VERIFY: u8 = 16;
@@ -64,11 +64,6 @@ pub fn concurrent() -> bool {
     MODE.load(Relaxed) & CONCURRENT != 0
 }
 
-/// Calls record per-call times from now on.
-pub fn set_times() {
-    MODE.fetch_or(TIMES, Relaxed);
-}
-
 /// Calls are verified from now on.
 pub fn set_verify() {
     MODE.fetch_or(VERIFY, Relaxed);
@@ -77,13 +72,6 @@ pub fn set_verify() {
 /// The next call ends a sample of the CPU time of the gap before it.
 pub fn sample_next() {
     MODE.fetch_or(SAMPLE, Relaxed);
-}
-
-/// Whether calls record more than their terminal and aggregated timing:
-/// per-call times, or the verification stream.
-#[inline(always)]
-pub fn extras() -> bool {
-    MODE.load(Relaxed) & (TIMES | VERIFY) != 0
 }
 
 /// Where this thread is: outside any traced call, inside the MPI part of

@@ -365,7 +365,7 @@ fn predefined_id_of(kind: HandleKind, name: &str) -> Option<u32> {
         .map(|i| i as u32)
 }
 
-static FRONT: OnceLock<Front> = OnceLock::new();
+static FRONT: once_cell::sync::OnceCell<Front> = once_cell::sync::OnceCell::new();
 
 /// The bound front end. Only reached once [`bind`] succeeded (every
 /// recorded call, the tracer's own communication); before, the MPICH one.
@@ -384,7 +384,7 @@ pub fn front() -> &'static Front {
 #[inline(always)]
 pub unsafe fn bound_front() -> &'static Front {
     // SAFETY: bind() sets FRONT before it succeeds, and it stays set.
-    unsafe { FRONT.get().unwrap_unchecked() }
+    unsafe { FRONT.get_unchecked() }
 }
 
 #[cold]

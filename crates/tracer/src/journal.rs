@@ -79,9 +79,9 @@ pub struct Journal {
     /// Records of the call being appended (when not a single byte).
     scratch: Vec<u8>,
     /// The period of the repeated calls being counted in the header
-    /// (`NOT_COUNTING`: none are), and their repeated-calls word as stored.
+    /// (`NOT_COUNTING`: none are); their count is the header's
+    /// repeated-calls word, read and written where it is mapped.
     period: u64,
-    repeated: u64,
     /// Whether calls may be counted as repeated: no per-call times to
     /// keep, and the journal has not stopped.
     counts_repeats: bool,
@@ -173,7 +173,6 @@ impl Journal {
             comms: 0,
             scratch: Vec::new(),
             period: NOT_COUNTING,
-            repeated: 0,
             counts_repeats: !header.timing.per_call(),
             stopped_at: None,
             dir: dir.to_owned(),
@@ -221,17 +220,16 @@ impl Journal {
         );
         // (The count stays at most MAX_REPEATED: one more is above it
         // only when this one was at it.)
-        let repeated = self.repeated.wrapping_add(REPEATED_STEP);
+        // SAFETY: an aligned u64 of the mapping.
+        let word = unsafe { &*map.add(REPEATED_AT).cast::<AtomicU64>() };
+        let repeated = word.load(Ordering::Relaxed).wrapping_add(REPEATED_STEP);
         if repeats != self.period
             || repeated as u32 > MAX_REPEATED
             || encoded && comms != self.comms
         {
             return false;
         }
-        self.repeated = repeated;
-        // SAFETY: an aligned u64 of the mapping.
-        unsafe { &*map.add(REPEATED_AT).cast::<AtomicU64>() }
-            .store(self.repeated, Ordering::Release);
+        word.store(repeated, Ordering::Release);
         true
     }
 
@@ -311,11 +309,8 @@ impl Journal {
             && comm_log.len() == self.comms;
         self.scratch.clear();
         if self.period != NOT_COUNTING {
-            journal::put_repeat(
-                &mut self.scratch,
-                self.period,
-                u64::from(self.repeated as u32),
-            );
+            let repeated = self.header_word(REPEATED_AT).load(Ordering::Relaxed);
+            journal::put_repeat(&mut self.scratch, self.period, u64::from(repeated as u32));
         }
         if let Some(s) = new_signature {
             journal::put_signature(&mut self.scratch, s);
@@ -363,9 +358,8 @@ impl Journal {
         self.header_word(REPEATED_AT).store(0, Ordering::Release);
         self.header_word(REPETITION_AT)
             .store(repetition, Ordering::Release);
-        self.repeated = journal::repeated_word(repetition, 1);
         self.header_word(REPEATED_AT)
-            .store(self.repeated, Ordering::Release);
+            .store(journal::repeated_word(repetition, 1), Ordering::Release);
         self.period = period;
     }
 

@@ -280,36 +280,63 @@ const FUNC_SLOTS: usize = 1 << 10;
 /// buffer, peer and tag) each have their own entry.
 const WAYS: usize = 8;
 
+mod way {
+    use super::WAYS;
+
+    /// The place of one of a function's entries: below [`WAYS`], since
+    /// [`Way::new`] makes every one. (A u32: loaded, it needs no extension
+    /// to index with.)
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub(super) struct Way(u32);
+
+    impl Way {
+        /// The place `i` (taken modulo [`WAYS`], which it is below).
+        #[inline(always)]
+        pub(super) fn new(i: usize) -> Way {
+            Way((i % WAYS) as u32)
+        }
+
+        /// The first place.
+        pub(super) const FIRST: Way = Way(0);
+
+        #[inline(always)]
+        pub(super) fn index(self) -> usize {
+            self.0 as usize
+        }
+    }
+}
+use way::Way;
+
 /// The entries of one function, and which one its next call is expected
 /// to be: the one that followed the last one's the time before.
 struct Ways {
     entries: [Entry; WAYS],
     /// The entry of the function's last call.
-    last: u8,
+    last: Way,
     /// The entry its next call is expected to match (`after[last]`).
-    next: u8,
+    next: Way,
     /// By entry, the entry of the call that came after it last.
-    after: [u8; WAYS],
+    after: [Way; WAYS],
     /// The entry to give to the next call no entry holds.
-    victim: u8,
+    victim: Way,
 }
 
 impl Ways {
     const EMPTY: Ways = Ways {
         entries: [const { Entry::EMPTY }; WAYS],
-        last: 0,
-        next: 0,
-        after: [0; WAYS],
-        victim: 0,
+        last: Way::FIRST,
+        next: Way::FIRST,
+        after: [Way::FIRST; WAYS],
+        victim: Way::FIRST,
     };
 
     /// The function's call took entry `way`: it is the last one, and the
     /// one after the last's.
     #[inline(always)]
-    fn took(&mut self, way: u8) {
-        self.after[usize::from(self.last) & (WAYS - 1)] = way;
+    fn took(&mut self, way: Way) {
+        self.after[self.last.index()] = way;
         self.last = way;
-        self.next = self.after[usize::from(way) & (WAYS - 1)];
+        self.next = self.after[way.index()];
     }
 
     /// The function's call took the entry expected (which is the one after
@@ -317,13 +344,16 @@ impl Ways {
     #[inline(always)]
     fn took_expected(&mut self) {
         self.last = self.next;
-        self.next = self.after[usize::from(self.next) & (WAYS - 1)];
+        self.next = self.after[self.next.index()];
     }
 
     /// The entry expected next.
     #[inline(always)]
     fn expected(&self) -> &Entry {
-        &self.entries[usize::from(self.next) & (WAYS - 1)]
+        // SAFETY: a Way is below WAYS (way::Way::new), the entries' number;
+        // the bound check would be two instructions of every call's
+        // fast path, before and after its MPI call.
+        unsafe { self.entries.get_unchecked(self.next.index()) }
     }
 }
 
@@ -442,7 +472,7 @@ impl CallMemo {
             .position(|e| e.epoch != NONE && same_words(&e.key, inputs, [false; I]))
             .ok_or(Miss::Changed)?;
         let r = recall_entry::<I, O>(&ways.entries[way], ret, outputs, request, objects)?;
-        ways.took(way as u8);
+        ways.took(Way::new(way));
         Ok(r)
     }
 
@@ -469,16 +499,16 @@ impl CallMemo {
             .iter()
             .position(|e| e.epoch != NONE && same_words(&e.key, inputs, [false; I]))
         {
-            Some(way) => way as u8,
+            Some(way) => Way::new(way),
             None => {
                 let way = ways.victim;
-                ways.victim = (way + 1) % WAYS as u8;
+                ways.victim = Way::new(way.index() + 1);
                 // A new call site follows itself until a call says otherwise.
-                ways.after[usize::from(way)] = way;
+                ways.after[way.index()] = way;
                 way
             }
         };
-        let entry = &mut ways.entries[usize::from(way)];
+        let entry = &mut ways.entries[way.index()];
         let pool = created.map(|c| c.pool);
         if miss == Miss::Changed || entry.epoch != epoch || entry.pool != pool {
             entry.by_index.clear();

@@ -4,7 +4,6 @@
 //! allocates once the program's behaviour has been seen, but for the
 //! per-call times, which grow with the calls.
 
-use crate::call::extras;
 use crate::intern::{Interner, same};
 use crate::memo::WaitallMemo;
 use mpigram_grammar::Sequitur;
@@ -184,6 +183,19 @@ impl CallNumbers {
     }
 }
 
+/// A call of `s`'s signature took `ticks`, fewer than any before it (as
+/// the first call does: `min` starts at the most ticks there are); its
+/// gap was `gap`. Out of line: then the hot path adds one to the count
+/// in memory, not in a register kept for this.
+#[cold]
+#[inline(never)]
+fn shortest_yet(s: &mut TickStats, ticks: u64, gap: u64) {
+    s.min = ticks;
+    if s.count == 1 {
+        s.first = gap;
+    }
+}
+
 /// Timing of one signature, in clock ticks.
 #[derive(Clone, Copy)]
 pub struct TickStats {
@@ -243,6 +255,10 @@ pub struct Recorder {
     pub request_comms: Vec<crate::objects::RequestInfo>,
     /// Per-call times, if recorded (see [`Recorder::set_per_call`]).
     per_call: Option<PerCall>,
+    /// A call records more than its terminal and aggregated timing: its
+    /// per-call times, or its signature into the verification stream (a
+    /// field the hot path tests where the recorder is, set with either).
+    extras: bool,
     /// The numbers the last call added to the per-call times' columns
     /// (none without per-call times): what the crash journal keeps of it.
     pub call_times: CallNumbers,
@@ -288,6 +304,7 @@ impl Recorder {
             calls: 0,
             request_comms: Vec::new(),
             per_call: None,
+            extras: false,
             call_times: CallNumbers::default(),
             waitall: WaitallMemo::default(),
             budget: usize::MAX,
@@ -426,7 +443,7 @@ impl Recorder {
     #[inline(always)]
     pub fn record(&mut self, func: FuncId, terminal: u32, start: u64, end: u64) -> u64 {
         let repeats = self.record_plain(terminal, start, end);
-        if extras() {
+        if self.extras {
             self.record_extras(func, start, end);
         }
         repeats
@@ -444,11 +461,7 @@ impl Recorder {
         // rare: a compare and a branch each. The first call is a new
         // shortest (`min` starts at the most ticks there are).
         if ticks < s.min {
-            crate::call::cold_path();
-            s.min = ticks;
-            if s.count == 1 {
-                s.first = start.saturating_sub(self.last_end);
-            }
+            shortest_yet(s, ticks, start.saturating_sub(self.last_end));
         }
         if ticks > s.max {
             crate::call::cold_path();
@@ -515,13 +528,14 @@ impl Recorder {
         // before they outgrow it); beyond 1 GiB they grow as they go.
         per_call.reserve(self.budget.min(1 << 30));
         self.per_call = Some(per_call);
-        crate::call::set_times();
+        self.extras = true;
     }
 
     /// Keeps every call's signature, uncompressed, from now on
     /// (`MPIGRAM_VERIFY`).
     pub fn set_verify(&mut self) {
         self.verify = Some(Vec::new());
+        self.extras = true;
         crate::call::set_verify();
     }
 

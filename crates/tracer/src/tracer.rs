@@ -276,6 +276,8 @@ impl Tracer {
         if journal.count(repeats, comm_log.len(), encoded) {
             return;
         }
+        // Rare where it matters most: a loop's calls are counted.
+        crate::call::cold_path();
         let recorder = &self.recorder;
         let signature = new.then_some(&recorder.scratch[..]);
         let times = recorder.call_times.get();
