@@ -213,8 +213,9 @@ pub struct TickStats {
     /// was the first of its table), whose gaps `gap` sums; those after
     /// others are kept apart (`again`, [`Recorder::pair_gaps`]).
     pub pred: u32,
-    /// The second predecessor seen ([`NO_PRED`]: none yet), mostly the
-    /// signature itself (a call repeated), and the gaps after it.
+    /// The second predecessor seen ([`NO_PRED`]: none yet), or the
+    /// signature itself once it followed itself (a call repeated in a
+    /// loop: `Recorder::gap_after_another`), and the gaps after it.
     pub again: u32,
     pub again_gap: u64,
     /// The gap before the first call (`mpigram_trace::Gaps::firsts`).
@@ -497,6 +498,15 @@ impl Recorder {
         } else if s.again == NO_PRED {
             s.again = pred;
             s.again_gap = gap;
+        } else if pred == terminal {
+            // The signature follows itself: in a loop of it, nearly every
+            // call does, so its own gaps take the second slot and the
+            // predecessor that held it goes to the map (which had no pair
+            // of the signature with itself: it takes the slot at once).
+            let (moved, moved_gap) = (s.again, s.again_gap);
+            s.again = pred;
+            s.again_gap = gap;
+            *self.pair_gaps.entry((terminal, moved)).or_default() += moved_gap;
         } else {
             *self.pair_gaps.entry((terminal, pred)).or_default() += gap;
         }
@@ -670,4 +680,56 @@ pub fn call_stats(
             gap_ns: ns(gap),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mpigram_mpispec::func;
+
+    /// Records a call whose signature is `sig` from `start` to `end` ticks;
+    /// returns its terminal.
+    fn call(r: &mut Recorder, sig: &[u8], start: u64, end: u64) -> u32 {
+        r.scratch.clear();
+        r.scratch.extend_from_slice(sig);
+        let (t, _) = r.terminal(func::MPI_Comm_rank);
+        r.record(func::MPI_Comm_rank, t, start, end);
+        t
+    }
+
+    #[test]
+    fn a_signature_that_follows_itself_takes_the_second_slot_and_keeps_every_gap() {
+        let mut r = Recorder::new(0);
+        let a = call(&mut r, b"a", 0, 1);
+        let c = call(&mut r, b"c", 3, 4); // after a: gap 2
+        let b = call(&mut r, b"b", 10, 11);
+        assert_eq!(call(&mut r, b"c", 15, 16), c); // after b: gap 4
+        for i in 0..10 {
+            // After itself: gaps of 5.
+            call(&mut r, b"c", 21 + 6 * i, 22 + 6 * i);
+        }
+        let s = r.stats[c as usize];
+        assert_eq!((s.count, s.pred, s.gap), (12, a, 2));
+        // The loop's own gaps took the second slot; b's went to the map.
+        assert_eq!((s.again, s.again_gap), (c, 50));
+        assert_eq!(r.pair_gaps.get(&(c, b)), Some(&4));
+        assert_eq!(r.pair_gaps.get(&(c, c)), None);
+        let pairs: Vec<(u32, u32, u64)> = gaps(&r.stats, &r.pair_gaps, 1.0, true)
+            .pairs
+            .iter()
+            .filter(|p| p.terminal == c)
+            .map(|p| (p.terminal, p.pred, p.gap_ns))
+            .collect();
+        let mut expected = vec![(c, a, 2), (c, b, 4), (c, c, 50)];
+        expected.sort_unstable();
+        assert_eq!(pairs, expected);
+        // A third predecessor goes to the map, the loop keeps the slot.
+        call(&mut r, b"a", 80, 81);
+        call(&mut r, b"c", 90, 91); // after a: its first predecessor's
+        call(&mut r, b"b", 95, 96);
+        call(&mut r, b"c", 100, 101); // after b: in the map
+        let s = r.stats[c as usize];
+        assert_eq!((s.gap, s.again, s.again_gap), (11, c, 50));
+        assert_eq!(r.pair_gaps.get(&(c, b)), Some(&8));
+    }
 }
