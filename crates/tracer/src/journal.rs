@@ -220,8 +220,7 @@ impl Journal {
         );
         // (The count stays at most MAX_REPEATED: one more is above it
         // only when this one was at it.)
-        // SAFETY: an aligned u64 of the mapping.
-        let word = unsafe { &*map.add(REPEATED_AT).cast::<AtomicU64>() };
+        let word = self.header_word(REPEATED_AT);
         let repeated = word.load(Ordering::Relaxed).wrapping_add(REPEATED_STEP);
         if repeats != self.period
             || repeated as u32 > MAX_REPEATED

@@ -347,6 +347,16 @@ impl Ways {
         self.next = self.after[self.next.index()];
     }
 
+    /// The entry that holds a call with the input words `inputs`, if one
+    /// does.
+    #[inline(always)]
+    fn holding<const I: usize>(&self, inputs: &[u64; I]) -> Option<Way> {
+        self.entries
+            .iter()
+            .position(|e| e.epoch != NONE && same_words(&e.key, inputs, [false; I]))
+            .map(Way::new)
+    }
+
     /// The entry expected next.
     #[inline(always)]
     fn expected(&self) -> &Entry {
@@ -466,13 +476,9 @@ impl CallMemo {
         objects: &mut Objects,
     ) -> Result<Recalled, Miss> {
         let ways = self.ways_mut(func);
-        let way = ways
-            .entries
-            .iter()
-            .position(|e| e.epoch != NONE && same_words(&e.key, inputs, [false; I]))
-            .ok_or(Miss::Changed)?;
-        let r = recall_entry::<I, O>(&ways.entries[way], ret, outputs, request, objects)?;
-        ways.took(Way::new(way));
+        let way = ways.holding(inputs).ok_or(Miss::Changed)?;
+        let r = recall_entry::<I, O>(&ways.entries[way.index()], ret, outputs, request, objects)?;
+        ways.took(way);
         Ok(r)
     }
 
@@ -494,12 +500,8 @@ impl CallMemo {
     ) {
         const { assert!(I + O <= MAX_KEY, "a key longer than MAX_KEY") };
         let ways = self.ways_mut(func);
-        let way = match ways
-            .entries
-            .iter()
-            .position(|e| e.epoch != NONE && same_words(&e.key, inputs, [false; I]))
-        {
-            Some(way) => Way::new(way),
+        let way = match ways.holding(inputs) {
+            Some(way) => way,
             None => {
                 let way = ways.victim;
                 ways.victim = Way::new(way.index() + 1);
