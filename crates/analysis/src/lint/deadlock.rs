@@ -211,11 +211,12 @@ impl<'a> SendCycles<'a> {
     /// The part of operation `key` is known: it leaves the open ones.
     fn close(&mut self, key: OpKey) -> Option<Open> {
         let open = self.open.remove(&key)?;
-        if let Some(&i) = self.index.get(&key.0) {
-            self.ranks[i].in_flight -= 1;
-        }
-        if let (Some(c), Some(&i)) = (open.completion, self.index.get(&key.0)) {
-            let r = &mut self.ranks[i];
+        let Some(&i) = self.index.get(&key.0) else {
+            return Some(open);
+        };
+        let r = &mut self.ranks[i];
+        r.in_flight -= 1;
+        if let Some(c) = open.completion {
             if let Some(n) = r.completing.get_mut(&c) {
                 *n -= 1;
                 if *n == 0 {
