@@ -52,9 +52,8 @@ fn read_and_check(
 ) -> Result<Vec<Finding>, ReplayError> {
     let members = world_ranks(trace);
     let world: Vec<u32> = trace.ranks.iter().map(|p| p.meta.rank).collect();
-    let reading = Reading::of_any_timing(trace, sites, source, trace.run_start_ns())?;
+    let mut reading = Reading::of_any_timing(trace, sites, source, trace.run_start_ns())?;
     let mut checks = MessageChecks::new(&members, &world, threaded, sites, funcs);
-    let mut reading = reading;
     loop {
         // A rank with more in flight than a chunk has calls waits for the
         // others (its sends for their receives, its receives for their sends).
