@@ -56,11 +56,13 @@ impl IdPool {
     /// Gives back every id of the 64 that share `id`'s word of the bitmap,
     /// when the caller gives back all ids in use in the pool (each word of
     /// them once at least): then the smallest free id is 0.
+    ///
+    /// # Safety
+    /// `id` was marked in use (the bitmap holds its word).
     #[inline(always)]
-    pub(crate) fn empty_word_of(&mut self, id: u64) {
-        if let Some(bits) = self.used.get_mut((id / 64) as usize) {
-            *bits = 0;
-        }
+    pub(crate) unsafe fn empty_word_of(&mut self, id: u64) {
+        // SAFETY: the caller's.
+        unsafe { *self.used.get_unchecked_mut((id / 64) as usize) = 0 };
         self.next = 0;
     }
 

@@ -272,7 +272,11 @@ impl RequestTable {
     pub fn complete_logged(&mut self) {
         debug_assert_eq!(self.in_table, 0, "logged_ids found the table empty");
         for l in &self.log {
-            self.ids[(l.id >> 32) as usize].empty_word_of(l.id & u64::from(u32::MAX));
+            let (pool, index) = ((l.id >> 32) as usize, l.id & u64::from(u32::MAX));
+            debug_assert!(index / 64 < self.ids[pool].bitmap().len() as u64);
+            // SAFETY: `add_logged` marked the index in its pool (`ids`
+            // never shrinks), which grew the pool's bitmap to hold it.
+            unsafe { self.ids.get_unchecked_mut(pool).empty_word_of(index) };
         }
         self.log.clear();
         self.log_status_defined = false;

@@ -74,8 +74,8 @@ pub fn set_thread_level(provided: c_int) {
 }
 
 /// Whether the input words of a call of `func` equal those of the
-/// function's last encoded call (`CallMemo::same_inputs`), asked before
-/// MPI runs the call.
+/// function's entry in the call memo expected next
+/// (`CallMemo::same_inputs`), asked before MPI runs the call.
 ///
 /// # Safety
 /// MPI calls cannot overlap (`call::concurrent` is false), so that no
@@ -89,6 +89,22 @@ pub(crate) unsafe fn same_inputs<const I: usize>(
     // SAFETY: no other thread uses the tracer (nor its memo), and no
     // call is being recorded; this only reads it.
     unsafe { &*TRACER.memo.get() }.same_inputs(func, inputs, narrow)
+}
+
+/// [`same_inputs`], or else whether another of the function's entries in
+/// the call memo holds the input words, which then becomes the one
+/// expected (`CallMemo::expect_holding`): asked off the fast path, when
+/// its call was not the one expected.
+///
+/// # Safety
+/// As [`same_inputs`].
+#[inline(always)]
+pub(crate) unsafe fn known_inputs<const I: usize>(func: FuncId, inputs: &[u64; I]) -> bool {
+    // SAFETY: no other thread uses the tracer (nor its memo), and no
+    // call is being recorded.
+    let memo = unsafe { &mut *TRACER.memo.get() };
+    let narrow = [false; I];
+    memo.same_inputs(func, inputs, narrow) || memo.expect_holding(func, inputs, narrow)
 }
 
 /// Whether an MPI_Waitall of the `count` requests `handle` gives (by
