@@ -493,6 +493,15 @@ unsafe fn put_times(at: *mut u8, times: &[u64], hash: &mut u32) -> usize {
     let mut n = 0;
     for &v in times {
         let mut v = v;
+        if (0x80..0x4000).contains(&v) {
+            // Two bytes (a tight loop's times in ticks), in one store.
+            let bytes = mpigram_varint::two_byte_varint(v);
+            // SAFETY: four varints fit in MAX_CALL_RECORD bytes.
+            unsafe { at.add(n).cast::<[u8; 2]>().write(bytes) };
+            *hash = journal::hash_byte(journal::hash_byte(*hash, bytes[0]), bytes[1]);
+            n += 2;
+            continue;
+        }
         while v >= 0x80 {
             let b = v as u8 | 0x80;
             // SAFETY: four varints fit in MAX_CALL_RECORD bytes.
