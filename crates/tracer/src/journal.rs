@@ -276,7 +276,9 @@ impl Journal {
                 let n = if times.is_empty() {
                     head
                 } else {
-                    put_times(at.add(head), times, &mut hash) + head
+                    let (n, h) = put_times(at.add(head), times, hash);
+                    hash = h;
+                    n + head
                 };
                 self.publish(n, hash);
             }
@@ -488,8 +490,8 @@ impl Journal {
 ///
 /// # Safety
 /// `at` is valid for writes of [`MAX_CALL_RECORD`] bytes.
-#[inline(never)]
-unsafe fn put_times(at: *mut u8, times: &[u64], hash: &mut u32) -> usize {
+#[inline(always)]
+unsafe fn put_times(at: *mut u8, times: &[u64], mut hash: u32) -> (usize, u32) {
     let mut n = 0;
     for &v in times {
         let mut v = v;
@@ -498,7 +500,7 @@ unsafe fn put_times(at: *mut u8, times: &[u64], hash: &mut u32) -> usize {
             let bytes = mpigram_varint::two_byte_varint(v);
             // SAFETY: four varints fit in MAX_CALL_RECORD bytes.
             unsafe { at.add(n).cast::<[u8; 2]>().write(bytes) };
-            *hash = journal::hash_byte(journal::hash_byte(*hash, bytes[0]), bytes[1]);
+            hash = journal::hash_byte(journal::hash_byte(hash, bytes[0]), bytes[1]);
             n += 2;
             continue;
         }
@@ -506,16 +508,16 @@ unsafe fn put_times(at: *mut u8, times: &[u64], hash: &mut u32) -> usize {
             let b = v as u8 | 0x80;
             // SAFETY: four varints fit in MAX_CALL_RECORD bytes.
             unsafe { at.add(n).write(b) };
-            *hash = journal::hash_byte(*hash, b);
+            hash = journal::hash_byte(hash, b);
             v >>= 7;
             n += 1;
         }
         // SAFETY: as above.
         unsafe { at.add(n).write(v as u8) };
-        *hash = journal::hash_byte(*hash, v as u8);
+        hash = journal::hash_byte(hash, v as u8);
         n += 1;
     }
-    n
+    (n, hash)
 }
 
 /// Makes `file` at least `len` bytes long, with its blocks allocated: a
