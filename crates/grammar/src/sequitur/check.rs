@@ -1,6 +1,6 @@
 //! The invariants of the builder, checked in full (for tests).
 
-use super::{FREE, NIL, RULE_BIT, START, Sequitur};
+use super::{FREE, MANY, NIL, RULE_BIT, START, Sequitur};
 
 impl Sequitur {
     /// Verifies every invariant of the builder; O(size). For tests.
@@ -12,6 +12,8 @@ impl Sequitur {
         let mut uses = vec![0u32; self.rules.len()];
         let mut max_use_exp = vec![0u64; self.rules.len()];
         let mut digrams = 0usize;
+        // Nodes each terminal below `lone`'s length occurs in, and the last.
+        let mut occurrences = vec![(0u32, NIL); self.lone.len()];
         for (id, slot) in self.rules.iter().enumerate() {
             if slot.guard == NIL {
                 continue;
@@ -38,6 +40,8 @@ impl Sequitur {
                     }
                     uses[r as usize] += 1;
                     max_use_exp[r as usize] = max_use_exp[r as usize].max(node.exp);
+                } else if let Some(o) = occurrences.get_mut(node.value as usize) {
+                    *o = (o.0 + 1, n);
                 }
                 len += self.value_len(node.value) * node.exp;
                 if !self.is_guard(node.next) {
@@ -45,10 +49,16 @@ impl Sequitur {
                     if next.value == node.value {
                         return Err(format!("rule {id}: equal adjacent symbols at {n}"));
                     }
-                    digrams += 1;
-                    if self.index.get(&self.nodes, n) != Some(n) {
+                    if self.indexed(n) {
+                        digrams += 1;
+                        if self.index.get(&self.nodes, n) != Some(n) {
+                            return Err(format!(
+                                "rule {id}: digram at {n} is repeated or not indexed"
+                            ));
+                        }
+                    } else if self.index.get(&self.nodes, n).is_some() {
                         return Err(format!(
-                            "rule {id}: digram at {n} is repeated or not indexed"
+                            "rule {id}: digram at {n}, of a lone terminal, is indexed"
                         ));
                     }
                 }
@@ -80,6 +90,18 @@ impl Sequitur {
                 "{} digrams indexed, {digrams} in the grammar",
                 self.index.len()
             ));
+        }
+        for (t, (&lone, &(count, last))) in self.lone.iter().zip(&occurrences).enumerate() {
+            let fits = match lone {
+                0 => count == 0,
+                MANY => true,
+                node => count == 1 && last == node,
+            };
+            if !fits {
+                return Err(format!(
+                    "terminal {t}: lone says {lone}, but it occurs in {count} nodes (the last {last})"
+                ));
+            }
         }
         for (id, slot) in self.rules.iter().enumerate() {
             if slot.guard == NIL {

@@ -13,6 +13,14 @@
 //! to the node where it starts. Pending digram checks go through a work list
 //! instead of recursion, so deep cascades cannot overflow the stack.
 //!
+//! A terminal that occurs in one node only (a *lone* terminal: a signature
+//! seen once, or only in one run) makes digrams that cannot occur twice, so
+//! they are not indexed until a second node of it appears; then the first
+//! node's digrams are indexed before the new one is checked, and the
+//! grammar is the one full indexing would build. A stream of calls that
+//! never repeat so costs no index probe, which at millions of signatures is
+//! a cache miss each.
+//!
 //! A fast path handles a stream that keeps repeating the start rule's last
 //! symbol `X` (a loop body, however nested): while each new terminal equals
 //! the one `len(X)` positions back, the push only compares and counts; whole
@@ -36,6 +44,13 @@ const HISTORY: usize = 1 << 16;
 const HISTORY_MASK: usize = HISTORY - 1;
 /// The start rule: the whole input.
 const START: u32 = 0;
+/// [`Sequitur::lone`]: the terminal occurs in more than one node, or may
+/// (its digrams are indexed). 0 there: it occurs in none (no terminal's
+/// node is node 0, the start rule's guard); else the one node it occurs in.
+const MANY: u32 = u32::MAX;
+/// Terminals [`Sequitur::lone`] grows to cover past its end at once: the
+/// tracer numbers terminals densely, in the order they first occur.
+const LONE_REACH: usize = 1 << 12;
 
 #[derive(Clone, Copy, Debug)]
 struct Node {
@@ -78,6 +93,14 @@ pub struct Sequitur {
     /// the fast path and are not in the grammar yet: whole repetitions of
     /// the start rule's last symbol, then part of one ([`Sequitur::accepted`]).
     accepted_from: u64,
+    /// Per terminal below its length: 0 (in no node), the one node it
+    /// occurs in (a lone terminal: its digrams are not indexed), or
+    /// [`MANY`]. Terminals at or past its length are `MANY`.
+    lone: Vec<u32>,
+    /// A terminal far past `lone`'s end occurred: `lone` no longer grows
+    /// (the terminals between its end and that one would not be known to
+    /// have occurred).
+    lone_closed: bool,
 }
 
 impl Default for Sequitur {
@@ -102,6 +125,8 @@ impl Sequitur {
             pushed: 0,
             period: 0,
             accepted_from: 0,
+            lone: Vec::new(),
+            lone_closed: false,
         };
         let start = s.new_rule();
         debug_assert_eq!(start, START);
@@ -176,6 +201,7 @@ impl Sequitur {
             + (self.free_nodes.len() + self.free_rules.len() + self.work.len()) * size_of::<u32>()
             + self.rules.len() * size_of::<RuleSlot>()
             + self.index.heap_bytes()
+            + self.lone.len() * size_of::<u32>()
             + HISTORY * size_of::<u32>()
     }
 
@@ -194,6 +220,8 @@ impl Sequitur {
         self.pushed = 0;
         self.period = 0;
         self.accepted_from = 0;
+        self.lone.clear();
+        self.lone_closed = false;
         let start = self.new_rule();
         debug_assert_eq!(start, START);
     }
@@ -290,10 +318,53 @@ impl Sequitur {
             self.nodes[last as usize].exp += 1;
             self.work.push(before);
         } else {
-            self.insert_after(last, terminal, 1);
+            let node = self.insert_after(last, terminal, 1);
             self.work.push(last);
+            // Checked before `last`: the index holds every digram that
+            // could match the new one.
+            self.occurs_in(terminal, node);
         }
         self.process();
+    }
+
+    /// `terminal` now occurs in the new node `node` of the start rule
+    /// (too). If it was lone, its first node's digrams go on the work list.
+    fn occurs_in(&mut self, terminal: u32, node: u32) {
+        let t = terminal as usize;
+        if t >= self.lone.len() {
+            if self.lone_closed || t >= self.lone.len() + LONE_REACH {
+                self.lone_closed = true;
+                return;
+            }
+            self.lone.resize(t + 1, 0);
+        }
+        match self.lone[t] {
+            MANY => {}
+            0 => self.lone[t] = node,
+            first => {
+                self.lone[t] = MANY;
+                self.work.push(self.prev(first));
+                self.work.push(first);
+            }
+        }
+    }
+
+    /// Whether `value` is a lone terminal (its digrams are not indexed).
+    #[inline]
+    fn is_lone(&self, value: u32) -> bool {
+        value & RULE_BIT == 0
+            && self
+                .lone
+                .get(value as usize)
+                .is_some_and(|&n| n != 0 && n != MANY)
+    }
+
+    /// Whether the digram at `n` (not a guard, nor before one) is indexed:
+    /// neither of its symbols is a lone terminal.
+    #[inline]
+    fn indexed(&self, n: u32) -> bool {
+        let node = self.nodes[n as usize];
+        !self.is_lone(node.value) && !self.is_lone(self.nodes[node.next as usize].value)
     }
 
     fn process(&mut self) {
@@ -305,7 +376,7 @@ impl Sequitur {
     /// Enforces digram uniqueness for the digram starting at `n`.
     fn check(&mut self, n: u32) {
         let node = self.nodes[n as usize];
-        if node.value == FREE || node.exp == 0 || self.is_guard(node.next) {
+        if node.value == FREE || node.exp == 0 || self.is_guard(node.next) || !self.indexed(n) {
             return;
         }
         if let Some(m) = self.index.find_or_insert(&self.nodes, n) {
@@ -531,7 +602,7 @@ impl Sequitur {
 
     /// Removes the digram at `n` from the index if the index points at `n`.
     fn unindex(&mut self, n: u32) {
-        if self.is_guard(n) || self.is_guard(self.next(n)) {
+        if self.is_guard(n) || self.is_guard(self.next(n)) || !self.indexed(n) {
             return;
         }
         self.index.remove(&self.nodes, n);
@@ -645,5 +716,75 @@ impl Sequitur {
         let start = number[START as usize];
         Grammar::from_parts(runs, bounds, vec![(stream, start)])
             .expect("Sequitur builds a valid grammar")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A builder that indexes every digram, as before lone terminals.
+    fn indexing_every_digram() -> Sequitur {
+        let mut s = Sequitur::new();
+        s.lone_closed = true;
+        s
+    }
+
+    #[test]
+    fn calls_that_never_repeat_index_no_digram() {
+        let mut s = Sequitur::new();
+        let mut every = indexing_every_digram();
+        for t in 0..10_000 {
+            s.push(t);
+            every.push(t);
+        }
+        assert_eq!(s.index.len(), 0);
+        assert_eq!(every.index.len(), 9_999);
+        assert!(s.heap_bytes() < every.heap_bytes());
+        // A second node of a lone terminal: its first node's digrams are
+        // indexed, and the repeated digram becomes a rule.
+        s.push(4_999);
+        s.push(5_000);
+        s.check_invariants().unwrap();
+        assert_eq!(s.grammar(0).encode(), {
+            every.push(4_999);
+            every.push(5_000);
+            every.grammar(0).encode()
+        });
+        assert_eq!(s.lone[4_999], MANY);
+        assert_eq!(s.lone[5_000], MANY);
+    }
+
+    #[test]
+    fn terminals_far_apart_are_indexed_as_before() {
+        let mut s = Sequitur::new();
+        for t in [1, 2, 1 << 20, 3, 1 << 20, 4, 1, 2] {
+            s.push(t);
+            s.check_invariants().unwrap();
+        }
+        assert!(s.lone_closed);
+        assert_eq!(s.lone.len(), 3);
+    }
+
+    proptest! {
+        /// Lone terminals change when digrams are indexed, not the grammar.
+        #[test]
+        fn the_grammar_is_the_one_every_digram_indexed_builds(
+            input in prop::collection::vec(
+                prop_oneof![0u32..8, 8u32..400, 0u32..3], 0..800)
+        ) {
+            let mut s = Sequitur::new();
+            let mut every = indexing_every_digram();
+            for (i, &t) in input.iter().enumerate() {
+                s.push(t);
+                every.push(t);
+                if i % 16 == 0 {
+                    prop_assert_eq!(s.check_invariants(), Ok(()));
+                }
+            }
+            prop_assert_eq!(s.grammar(0).encode(), every.grammar(0).encode());
+            prop_assert_eq!(s.check_invariants(), Ok(()));
+        }
     }
 }
