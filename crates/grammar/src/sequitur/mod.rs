@@ -226,9 +226,11 @@ impl Sequitur {
         debug_assert_eq!(start, START);
     }
 
-    /// Makes room for about `terminals` more never-repeating terminals: a
-    /// caller that knows how much will come avoids the digram index's
-    /// re-hashing as it grows (a pause and, while it lasts, two tables).
+    /// Makes room for about `terminals` more terminals that each add a node
+    /// and an indexed digram (known terminals in an order that does not
+    /// repeat; a lone terminal's digrams take no index room): a caller that
+    /// knows how much will come avoids the digram index's re-hashing as it
+    /// grows (a pause and, while it lasts, two tables).
     pub fn reserve(&mut self, terminals: usize) {
         self.nodes.reserve(terminals);
         self.index.reserve(terminals);
