@@ -73,7 +73,7 @@ fn each_section_of_a_rank_file_damaged_is_named() {
     for expected in [
         "META",
         "FUNCS",
-        "SIGNATURES",
+        "SIGNATURE_DELTAS",
         "GRAMMAR",
         "CALL_STATS",
         "GAPS",
@@ -87,35 +87,45 @@ fn each_section_of_a_rank_file_damaged_is_named() {
 
 /// A signature cut short inside a well-formed signature table (its
 /// function the same, so the function table's check passes) is refused
-/// when the file is read, naming the section, not later by a tool.
+/// when the file is read, naming the section, not later by a tool; in
+/// the table as files store it since 2026-11-29 (SIGNATURE_DELTAS) and
+/// as they stored it before (SIGNATURES).
 #[test]
 fn a_signature_that_does_not_decode_is_named_at_open() {
-    use mpigram_varint::{ByteReader, PutVarint};
-    let (kind, flags, mut sections) = read_sections(sample_rank_file(0));
-    let table = sections
-        .iter_mut()
-        .find(|s| s.kind == section::SIGNATURES)
-        .unwrap();
-    let mut r = ByteReader::new(&table.payload);
-    let mut signatures: Vec<Vec<u8>> = (0..r.count().unwrap())
-        .map(|_| r.blob().unwrap().to_vec())
-        .collect();
-    let last = signatures.len() - 1;
-    signatures[last].pop();
-    table.payload.clear();
-    table.payload.put_u64(signatures.len() as u64);
-    for s in &signatures {
-        table.payload.put_blob(s);
+    use mpigram_trace::{decode_signature_deltas, encode_signature_deltas};
+    use mpigram_varint::PutVarint;
+    for old_table in [false, true] {
+        let (kind, flags, mut sections) = read_sections(sample_rank_file(0));
+        let table = sections
+            .iter_mut()
+            .find(|s| s.kind == section::SIGNATURE_DELTAS)
+            .unwrap();
+        let mut signatures = decode_signature_deltas(&table.payload).unwrap();
+        let last = signatures.len() - 1;
+        signatures[last].pop();
+        if old_table {
+            table.kind = section::SIGNATURES;
+            table.payload.clear();
+            table.payload.put_u64(signatures.len() as u64);
+            for s in &signatures {
+                table.payload.put_blob(s);
+            }
+        } else {
+            table.payload = encode_signature_deltas(&signatures);
+        }
+        let e = error_of(
+            &rank_file_name(0),
+            &write_sections(kind, flags, &sections),
+            "a signature was cut short",
+        );
+        let name = if old_table {
+            "SIGNATURES"
+        } else {
+            "SIGNATURE_DELTAS"
+        };
+        assert!(
+            e.contains(&format!("rank0.mgr: {name} section: signature {last}: ")),
+            "{e}"
+        );
     }
-    let e = error_of(
-        &rank_file_name(0),
-        &write_sections(kind, flags, &sections),
-        "a signature was cut short",
-    );
-    assert!(
-        e.contains(&format!(
-            "rank0.mgr: SIGNATURES section: signature {last}: "
-        )),
-        "{e}"
-    );
 }

@@ -40,7 +40,10 @@ pub use journal::{recover_rank, recoverable_ranks};
 pub use meta::{
     Bases, ClockSync, Ending, Lost, RankClock, RankMeta, Timing, host_name, stored_cpu_share,
 };
-pub use rank::{CallStats, CallTimes, CommEntry, NO_RANK, RankTrace};
+pub use rank::{
+    CallStats, CallTimes, CommEntry, NO_RANK, RankTrace, decode_signature_deltas,
+    encode_signature_deltas,
+};
 pub use run::{RUN_FILE_NAME, RankPart, RankStats, Trace};
 pub use run_file::{FILE_KIND_RUN, RANKS_PER_CHUNK};
 pub use spilled::{is_part_file_name, part_file_name};
@@ -57,7 +60,8 @@ pub mod section {
     /// A check that the MPI function ids of the signatures mean what they
     /// mean to the reader.
     pub const FUNCS: u32 = 2;
-    /// The call-signature table: terminal -> signature bytes.
+    /// The call-signature table: terminal -> signature bytes (files
+    /// written before 2026-11-29; later ones hold SIGNATURE_DELTAS).
     pub const SIGNATURES: u32 = 3;
     /// The grammar of the rank's stream of terminals.
     pub const GRAMMAR: u32 = 4;
@@ -79,6 +83,9 @@ pub mod section {
     /// in a rank file, and per chunk of ranks in a whole-run file that
     /// keeps every rank's timing.
     pub const GAPS: u32 = 13;
+    /// The call-signature table, each signature XORed with the one before
+    /// it when they are as long (`crate::rank::encode_signature_deltas`).
+    pub const SIGNATURE_DELTAS: u32 = 14;
 
     /// A section kind's name, for people.
     pub fn name(kind: u32) -> &'static str {
@@ -94,6 +101,7 @@ pub mod section {
             LOSSY_TIMES => "LOSSY_TIMES",
             EXACT_TIMES => "EXACT_TIMES",
             GAPS => "GAPS",
+            SIGNATURE_DELTAS => "SIGNATURE_DELTAS",
             _ => "unknown",
         }
     }
