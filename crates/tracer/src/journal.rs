@@ -484,9 +484,9 @@ impl Journal {
     }
 }
 
-/// Writes `times` (at most four) as varints at `at`, continuing `hash`
-/// over them; returns their length. Apart from the fast path, which calls
-/// it only with per-call timing.
+/// Writes `times` (at most four) as varints at `at`; returns their length
+/// and `hash` continued over them. Only `record`'s fast path calls it, with
+/// per-call timing.
 ///
 /// # Safety
 /// `at` is valid for writes of [`MAX_CALL_RECORD`] bytes.
