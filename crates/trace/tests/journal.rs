@@ -10,9 +10,9 @@ use mpigram_grammar::Sequitur;
 use mpigram_mpispec::encoding::{put_handle, put_rank};
 use mpigram_mpispec::{HandleRef, Rank, func, put_signature_head};
 use mpigram_trace::journal::{
-    ENDING_AT, GENERATION_AT, HASH_SEED, IN_CALL_AT, JournalHeader, REPEATED_AT, REPEATED_STEP,
-    REPETITION_AT, TAIL_WORD_AT, ending_word_of, hash, in_call_word, put_call, put_comm,
-    put_repeat, put_signature, repeated_word, repetition_word, tail_word,
+    EMPTY_TAIL, ENDING_AT, GENERATION_AT, HASH_SEED, IN_CALL_AT, JournalHeader, REPEATED_AT,
+    REPEATED_STEP, REPETITION_AT, TAIL_WORD_AT, ending_word_of, hash, in_call_word, put_call,
+    put_comm, put_repeat, put_signature, repeated_word, repetition_word, tail_checksum, tail_word,
 };
 use mpigram_trace::{
     CallStats, CommEntry, Ending, RankMeta, RankTrace, Timing, Trace, checkpoint_file_name,
@@ -95,7 +95,7 @@ impl Image {
         let identity_end = 96 + u32::from_le_bytes(bytes[28..32].try_into().unwrap()) as usize;
         bytes[ENDING_AT..ENDING_AT + 4].copy_from_slice(&ending_word_of(ending).to_le_bytes());
         bytes[GENERATION_AT..GENERATION_AT + 8].copy_from_slice(&generation.to_le_bytes());
-        let word = tail_word(tail.len() as u32, hash(HASH_SEED, tail));
+        let word = tail_word(tail.len() as u32, tail_checksum(EMPTY_TAIL, tail));
         bytes[TAIL_WORD_AT..TAIL_WORD_AT + 8].copy_from_slice(&word.to_le_bytes());
         bytes.extend_from_slice(tail);
         bytes.extend_from_slice(unpublished);
@@ -128,8 +128,13 @@ impl Image {
     }
 
     /// Makes the header one of journal version `version`, whose identity
-    /// (`identity`) starts at `identity_at`, under a matching checksum.
+    /// (`identity`) starts at `identity_at`, under a matching checksum, and
+    /// the tail's checksum that version's.
     fn as_version(&mut self, version: u32, identity_at: usize, identity: &[u8]) {
+        assert!(version < 5, "older versions than this one's");
+        let tail = &self.bytes[self.tail_at..self.published];
+        let word = tail_word(tail.len() as u32, hash(HASH_SEED, tail));
+        self.set_word(TAIL_WORD_AT, word);
         let b = &mut self.bytes;
         b[8..12].copy_from_slice(&version.to_le_bytes());
         b[28..32].copy_from_slice(&(identity.len() as u32).to_le_bytes());
@@ -429,14 +434,15 @@ fn empty_foreign_and_newer_journals_are_refused_by_name() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join(journal_file_name(0));
     let mut newer = Image::new(0, 0, Ending::Killed, &[], &[]).bytes;
-    newer[8] = 5;
+    let version = mpigram_trace::journal::VERSION + 1;
+    newer[8..12].copy_from_slice(&version.to_le_bytes());
     for (bytes, says) in [
         (Vec::new(), "truncated"),
         (
             b"#!/bin/sh\necho not a journal\n".repeat(4),
             "not an mpigram crash journal",
         ),
-        (newer, "journal version 5"),
+        (newer, &format!("journal version {version}")),
     ] {
         std::fs::write(&path, &bytes).unwrap();
         let e = Trace::open(dir.path()).err().unwrap();
@@ -740,4 +746,28 @@ fn a_version_3_journal_is_read() {
     let t = recover_rank(dir.path(), 1).unwrap();
     assert_eq!(t.meta.calls, 5);
     assert_eq!((t.meta.host.as_str(), t.meta.ns_per_tick), ("node", 0.5));
+}
+
+/// A journal of version 4 (its tail's checksum `hash`, not CRC-32C) is
+/// still read, and a damaged byte of its tail refused.
+#[test]
+fn a_version_4_journal_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut image = Image::new(1, 0, Ending::Killed, &small_tail(), &[]);
+    let identity = image.bytes[96..image.identity_end].to_vec();
+    image.as_version(4, 96, &identity);
+    image.write(dir.path(), 1);
+    assert_eq!(recover_rank(dir.path(), 1).unwrap().meta.calls, 5);
+    // The same tail under the version 5 checksum is refused as version 4.
+    let mut crc = Image::new(1, 0, Ending::Killed, &small_tail(), &[]);
+    crc.bytes[8..12].copy_from_slice(&4u32.to_le_bytes());
+    let checksum = hash(hash(HASH_SEED, &crc.bytes[..44]), &identity);
+    crc.bytes[44..48].copy_from_slice(&checksum.to_le_bytes());
+    let path = crc.write(dir.path(), 1);
+    let e = recover_rank(dir.path(), 1).unwrap_err();
+    one_line_naming(&e, &path);
+    assert!(e.to_string().contains("damaged (checksum)"), "{e}");
+    image.bytes[image.tail_at] ^= 0x10;
+    image.write(dir.path(), 1);
+    assert!(recover_rank(dir.path(), 1).is_err(), "a damaged tail read");
 }

@@ -2,9 +2,10 @@
 //! `mpigram_trace::journal`): every recorded call is appended to a shared
 //! file mapping, with its per-call times, so that what the rank recorded
 //! survives its death by any signal, SIGKILL included. Appending a call is
-//! a byte store (and a copy of its few bytes of times), a hash step per
-//! byte and one 8-byte store of the tail's length and checksum: a few
-//! nanoseconds, and no allocation once the scratch buffer has grown. A
+//! a byte store (and a copy of its few bytes of times), the checksum
+//! continued over them and one 8-byte store of the tail's length and
+//! checksum: a few nanoseconds, and no allocation once the scratch buffer
+//! has grown. A
 //! call the grammar took as a repetition (a loop body's length after an
 //! equal one) is only counted: one 8-byte store.
 //! When the tail is full the tracer writes a checkpoint and the journal
@@ -19,7 +20,7 @@
 
 use crate::objects::CommRecord;
 use mpigram_trace::journal::{
-    self, ENDING_AT, GENERATION_AT, HASH_SEED, IN_CALL_AT, JournalHeader, LOST_AT, MAX_REPEATED,
+    self, EMPTY_TAIL, ENDING_AT, GENERATION_AT, IN_CALL_AT, JournalHeader, LOST_AT, MAX_REPEATED,
     REPEATED_AT, REPEATED_STEP, REPETITION_AT, SIGNAL_ENDING, TAIL_WORD_AT,
 };
 use mpigram_trace::{Ending, Lost, checkpoint_file_name, journal_file_name};
@@ -67,13 +68,16 @@ pub struct Journal {
     /// covers `capacity`, but only these may be touched.
     allocated: usize,
     /// Below this tail length a call's record with its times fits in
-    /// `allocated` whatever they are (0 once the journal stopped): the
-    /// fast path's one bound check.
+    /// `allocated` whatever they are (0 once the journal stopped, or where
+    /// the processor has no CRC-32C instruction, [`Crc`]): the fast path's
+    /// one bound check.
     fast_end: usize,
+    /// [`Crc`]'s steps may run ([`Crc::available`]).
+    crc_steps: bool,
     fd: std::fs::File,
-    /// Published length and hash of the tail.
+    /// Published length and checksum of the tail.
     len: usize,
-    hash: u32,
+    checksum: u32,
     /// Entries of the communicator log the journal holds.
     comms: usize,
     /// Records of the call being appended (when not a single byte).
@@ -167,9 +171,10 @@ impl Journal {
             limit,
             allocated: 0,
             fast_end: 0,
+            crc_steps: Crc::available(),
             fd: file,
             len: 0,
-            hash: HASH_SEED,
+            checksum: EMPTY_TAIL,
             comms: 0,
             scratch: Vec::new(),
             period: NOT_COUNTING,
@@ -257,30 +262,28 @@ impl Journal {
             // The common case: a known signature, whose call record (a
             // varint of one byte, or two from terminal 64 on) and times fit.
             let call = journal::call_record(terminal) as u32;
-            let mut hash = self.hash;
+            let crc = Crc::continuing(self.checksum);
             // SAFETY: len < fast_end: the record and its times are inside
-            // the file's part of the tail.
+            // the file's part of the tail, and the processor has the
+            // CRC-32C instruction.
             unsafe {
                 let at = self.map.add(self.tail_at + self.len);
-                let head = if call < 0x80 {
+                let (head, crc) = if call < 0x80 {
                     at.write(call as u8);
-                    hash = journal::hash_byte(hash, call as u8);
-                    1
+                    (1, crc.byte(call as u8))
                 } else {
-                    let (first, second) = (call as u8 | 0x80, (call >> 7) as u8);
-                    at.write(first);
-                    at.add(1).write(second);
-                    hash = journal::hash_byte(journal::hash_byte(hash, first), second);
-                    2
+                    let bytes = [call as u8 | 0x80, (call >> 7) as u8];
+                    at.cast::<[u8; 2]>().write(bytes);
+                    (2, crc.two_bytes(bytes))
                 };
-                let n = if times.is_empty() {
-                    head
-                } else {
-                    let (n, h) = put_times(at.add(head), times, hash);
-                    hash = h;
-                    n + head
+                let (n, crc) = match times.is_empty() {
+                    true => (head, crc),
+                    false => {
+                        let (n, crc) = put_times(at.add(head), times, crc);
+                        (head + n, crc)
+                    }
                 };
-                self.publish(n, hash);
+                self.publish(n, crc.checksum());
             }
             return true;
         }
@@ -342,7 +345,7 @@ impl Journal {
             // The counted calls are in the tail now: the header's words
             // name an older length from here on.
             self.period = NOT_COUNTING;
-            self.publish(n, journal::hash(self.hash, &self.scratch));
+            self.publish(n, journal::tail_checksum(self.checksum, &self.scratch));
         }
         if count {
             self.count_repeats(repeats);
@@ -382,19 +385,21 @@ impl Journal {
     fn set_allocated(&mut self, allocated: usize) {
         self.allocated = allocated;
         self.fast_end = match self.stopped_at {
-            None => allocated.saturating_sub(MAX_CALL_RECORD),
-            Some(_) => 0,
+            None if self.crc_steps => allocated.saturating_sub(MAX_CALL_RECORD),
+            _ => 0,
         };
     }
 
-    /// The tail grew by `n` bytes, now hashing to `hash`: one store makes
-    /// both visible (the bytes were stored before it).
+    /// The tail grew by `n` bytes, its checksum now `checksum`: one store
+    /// makes both visible (the bytes were stored before it).
     #[inline]
-    fn publish(&mut self, n: usize, hash: u32) {
+    fn publish(&mut self, n: usize, checksum: u32) {
         self.len += n;
-        self.hash = hash;
-        self.tail_word()
-            .store(journal::tail_word(self.len as u32, hash), Ordering::Release);
+        self.checksum = checksum;
+        self.tail_word().store(
+            journal::tail_word(self.len as u32, checksum),
+            Ordering::Release,
+        );
     }
 
     /// A checkpoint holding `calls` calls and `comms` communicator-log
@@ -402,10 +407,10 @@ impl Journal {
     /// this order, see `mpigram_trace::journal`).
     pub fn reset(&mut self, calls: u64, comms: usize) {
         self.len = 0;
-        self.hash = HASH_SEED;
+        self.checksum = EMPTY_TAIL;
         self.comms = comms;
         self.tail_word()
-            .store(journal::tail_word(0, HASH_SEED), Ordering::Release);
+            .store(journal::tail_word(0, EMPTY_TAIL), Ordering::Release);
         // Calls counted as repeated are in the checkpoint. (A rank killed
         // before this store leaves words that name an older tail length,
         // or, if the count began at an empty tail, a tail of only those
@@ -485,13 +490,14 @@ impl Journal {
 }
 
 /// Writes `times` (at most four) as varints at `at`; returns their length
-/// and `hash` continued over them. Only `record`'s fast path calls it, with
+/// and `crc` continued over them. Only `record`'s fast path calls it, with
 /// per-call timing.
 ///
 /// # Safety
-/// `at` is valid for writes of [`MAX_CALL_RECORD`] bytes.
+/// `at` is valid for writes of [`MAX_CALL_RECORD`] bytes, and the
+/// processor has the CRC-32C instruction.
 #[inline(always)]
-unsafe fn put_times(at: *mut u8, times: &[u64], mut hash: u32) -> (usize, u32) {
+unsafe fn put_times(at: *mut u8, times: &[u64], mut crc: Crc) -> (usize, Crc) {
     let mut n = 0;
     for &v in times {
         let mut v = v;
@@ -499,25 +505,103 @@ unsafe fn put_times(at: *mut u8, times: &[u64], mut hash: u32) -> (usize, u32) {
             // Two bytes (a tight loop's times in ticks), in one store.
             let bytes = mpigram_varint::two_byte_varint(v);
             // SAFETY: four varints fit in MAX_CALL_RECORD bytes.
-            unsafe { at.add(n).cast::<[u8; 2]>().write(bytes) };
-            hash = journal::hash_byte(journal::hash_byte(hash, bytes[0]), bytes[1]);
+            unsafe {
+                at.add(n).cast::<[u8; 2]>().write(bytes);
+                crc = crc.two_bytes(bytes);
+            }
             n += 2;
             continue;
         }
         while v >= 0x80 {
             let b = v as u8 | 0x80;
             // SAFETY: four varints fit in MAX_CALL_RECORD bytes.
-            unsafe { at.add(n).write(b) };
-            hash = journal::hash_byte(hash, b);
+            unsafe {
+                at.add(n).write(b);
+                crc = crc.byte(b);
+            }
             v >>= 7;
             n += 1;
         }
         // SAFETY: as above.
-        unsafe { at.add(n).write(v as u8) };
-        hash = journal::hash_byte(hash, v as u8);
+        unsafe {
+            at.add(n).write(v as u8);
+            crc = crc.byte(v as u8);
+        }
         n += 1;
     }
-    (n, hash)
+    (n, crc)
+}
+
+/// The tail's checksum ([`journal::tail_checksum`], CRC-32C) continued a
+/// byte or two at a time by the processor's instruction, as `record`'s
+/// fast path writes a call's record. The `crc32c` crate computes the same
+/// on slices, but a call to it checks the processor's features and
+/// aligns its input, which on a record of 1 to 5 bytes cost more than
+/// the per-byte hash of journal version 4 (114 more instructions a
+/// lossless MPI_Comm_rank); here each step is one instruction. The state
+/// is the CRC's register, which the checksum holds inverted.
+#[derive(Clone, Copy)]
+struct Crc(u32);
+
+impl Crc {
+    /// Whether the steps may run: on x86-64, whether the processor has
+    /// the instruction (SSE 4.2; where it has not, every record takes
+    /// `record_slow`, which uses the crate). Elsewhere the steps are the
+    /// crate's.
+    fn available() -> bool {
+        #[cfg(target_arch = "x86_64")]
+        return std::arch::is_x86_feature_detected!("sse4.2");
+        #[cfg(not(target_arch = "x86_64"))]
+        return true;
+    }
+
+    fn continuing(checksum: u32) -> Crc {
+        Crc(!checksum)
+    }
+
+    fn checksum(self) -> u32 {
+        !self.0
+    }
+
+    /// # Safety
+    /// [`available`](Crc::available).
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn byte(self, b: u8) -> Crc {
+        let mut r = self.0;
+        // SAFETY: the caller says the instruction exists; it reads and
+        // writes registers only.
+        unsafe {
+            std::arch::asm!("crc32 {r:e}, {b}", r = inout(reg) r, b = in(reg_byte) b,
+                options(pure, nomem, nostack));
+        }
+        Crc(r)
+    }
+
+    /// # Safety
+    /// [`available`](Crc::available).
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn two_bytes(self, bytes: [u8; 2]) -> Crc {
+        let mut r = self.0;
+        let w = u16::from_le_bytes(bytes);
+        // SAFETY: as in `byte`.
+        unsafe {
+            std::arch::asm!("crc32 {r:e}, {w:x}", r = inout(reg) r, w = in(reg) w,
+                options(pure, nomem, nostack));
+        }
+        Crc(r)
+    }
+
+    #[cfg(not(target_arch = "x86_64"))]
+    unsafe fn byte(self, b: u8) -> Crc {
+        Crc::continuing(journal::tail_checksum(self.checksum(), &[b]))
+    }
+
+    #[cfg(not(target_arch = "x86_64"))]
+    unsafe fn two_bytes(self, bytes: [u8; 2]) -> Crc {
+        Crc::continuing(journal::tail_checksum(self.checksum(), &bytes))
+    }
 }
 
 /// Makes `file` at least `len` bytes long, with its blocks allocated: a
@@ -558,5 +642,37 @@ pub fn unnote_signal(previous: u32) {
     if !ending.is_null() && previous != 0 {
         // SAFETY: as in note_signal.
         unsafe { &*ending }.store(previous, Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fast path's steps continue the checksum as the reader computes
+    /// it, over records of one and two bytes and times of every length.
+    #[test]
+    fn crc_steps_give_the_tails_checksum() {
+        assert!(Crc::available(), "this machine has SSE 4.2");
+        let mut tail = Vec::new();
+        let mut crc = Crc::continuing(EMPTY_TAIL);
+        for (i, times) in [[0u64, 1], [0x7f, 0x80], [0x3fff, 0x4000], [u64::MAX, 300]]
+            .iter()
+            .enumerate()
+        {
+            // SAFETY: the machine has the instruction (asserted).
+            unsafe {
+                crc = crc.byte(i as u8);
+                crc = crc.two_bytes([0x80 | i as u8, 1]);
+                let mut record = [0u8; MAX_CALL_RECORD];
+                let (n, c) = put_times(record.as_mut_ptr(), times, crc);
+                crc = c;
+                tail.extend_from_slice(&[i as u8, 0x80 | i as u8, 1]);
+                tail.extend_from_slice(&record[..n]);
+            }
+            assert_eq!(crc.checksum(), journal::tail_checksum(EMPTY_TAIL, &tail));
+        }
+        let mut decoded = mpigram_varint::ByteReader::new(&tail[3..]);
+        assert_eq!((decoded.u64(), decoded.u64()), (Ok(0), Ok(1)), "the times");
     }
 }
