@@ -260,9 +260,11 @@ proptest! {
     #[test]
     fn decoding_random_bytes_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..200)) {
         let _ = Grammar::decode(&bytes);
-        let mut with_version = vec![1u8];
-        with_version.extend(&bytes);
-        let _ = Grammar::decode(&with_version);
+        for version in [1u8, 2] {
+            let mut with_version = vec![version];
+            with_version.extend(&bytes);
+            let _ = Grammar::decode(&with_version);
+        }
     }
 
     #[test]
