@@ -57,6 +57,7 @@ fn each_section_of_a_whole_run_file_damaged_is_named() {
     let names = each_section_damaged(RUN_FILE_NAME, sample_run_file());
     for expected in [
         "RUN",
+        "SIGNATURE_DELTAS",
         "PARTS",
         "CALL_STATS",
         "GAPS",
@@ -128,4 +129,74 @@ fn a_signature_that_does_not_decode_is_named_at_open() {
             "{e}"
         );
     }
+}
+
+/// A whole-run file keeps its signature table in SIGNATURE_DELTAS since
+/// 2026-11-30, and its RUN section an empty plain table (earlier files
+/// hold the table there, `crates/trace/tests/older.rs`): a signature cut
+/// short is named in SIGNATURE_DELTAS, and the table put back into RUN
+/// is read alone, but not beside SIGNATURE_DELTAS.
+#[test]
+fn a_whole_run_files_signature_table_is_read_from_either_place() {
+    use mpigram_trace::{decode_signature_deltas, encode_signature_deltas};
+    use mpigram_varint::PutVarint;
+    let sample = sample_run_file();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join(RUN_FILE_NAME), sample).unwrap();
+    let whole = Trace::open(dir.path()).unwrap();
+    let (kind, flags, sections) = read_sections(sample);
+    let at = |k| sections.iter().position(|s| s.kind == k).unwrap();
+    let (run, deltas) = (at(section::RUN), at(section::SIGNATURE_DELTAS));
+    let signatures = decode_signature_deltas(&sections[deltas].payload).unwrap();
+    assert_eq!(signatures, whole.signatures);
+
+    let mut cut = sections.clone();
+    let mut short = signatures.clone();
+    short[1].pop();
+    cut[deltas].payload = encode_signature_deltas(&short);
+    let e = error_of(
+        RUN_FILE_NAME,
+        &write_sections(kind, flags, &cut),
+        "a signature was cut short",
+    );
+    assert!(
+        e.contains("trace.mgr: SIGNATURE_DELTAS section: signature 1: "),
+        "{e}"
+    );
+
+    // RUN's empty table is the byte before the grammar's blob.
+    let mut grammar = Vec::new();
+    grammar.put_blob(&whole.grammar.encode());
+    let payload = &sections[run].payload;
+    let table_at = payload
+        .windows(grammar.len())
+        .position(|w| w == grammar)
+        .unwrap()
+        - 1;
+    assert_eq!(payload[table_at], 0, "an empty table");
+    let mut plain = payload[..table_at].to_vec();
+    plain.put_u64(signatures.len() as u64);
+    signatures.iter().for_each(|s| plain.put_blob(s));
+    plain.extend_from_slice(&payload[table_at + 1..]);
+    let mut both = sections.clone();
+    both[run].payload = plain;
+    let e = error_of(
+        RUN_FILE_NAME,
+        &write_sections(kind, flags, &both),
+        "two tables",
+    );
+    assert!(
+        e.contains("trace.mgr: RUN section: a signature table both here and in SIGNATURE_DELTAS"),
+        "{e}"
+    );
+    let mut old = both;
+    old.remove(deltas);
+    std::fs::write(
+        dir.path().join(RUN_FILE_NAME),
+        write_sections(kind, flags, &old),
+    )
+    .unwrap();
+    let read = Trace::open(dir.path()).unwrap();
+    assert_eq!(read.signatures, whole.signatures);
+    assert!(read.calls(0).eq(whole.calls(0)) && read.calls(1).eq(whole.calls(1)));
 }

@@ -497,11 +497,18 @@ pub fn decode_signature_deltas(bytes: &[u8]) -> Result<Vec<Vec<u8>>, DecodeError
 /// then each signature as a blob.
 pub(crate) fn decode_signatures(bytes: &[u8]) -> Result<Vec<Vec<u8>>, DecodeError> {
     let mut r = ByteReader::new(bytes);
-    let signatures = (0..r.count()?)
-        .map(|_| r.blob().map(<[u8]>::to_vec))
-        .collect::<Result<Vec<_>, _>>()?;
+    let signatures = read_signatures(&mut r)?;
     r.finish()?;
     Ok(signatures)
+}
+
+/// Reads a plain table (the count, then each signature as a blob) where
+/// `r` is: SIGNATURES, and the RUN section of whole-run files written
+/// before 2026-11-30.
+pub(crate) fn read_signatures(r: &mut ByteReader<'_>) -> Result<Vec<Vec<u8>>, DecodeError> {
+    (0..r.count()?)
+        .map(|_| r.blob().map(<[u8]>::to_vec))
+        .collect()
 }
 
 pub(crate) fn encode_stats(out: &mut Vec<u8>, s: &CallStats) {

@@ -12,8 +12,8 @@
 
 use crate::parts::{Layout, Tables, decode_chunk, encode_chunk};
 use crate::rank::{
-    bad_section, check_funcs, check_signatures, check_times, checked_name, decode_stats,
-    encode_funcs, encode_stats,
+    bad_section, check_funcs, check_signatures, check_times, checked_name, decode_signature_deltas,
+    decode_stats, encode_funcs, encode_signature_deltas, encode_stats, read_signatures,
 };
 use crate::run::Keep;
 use crate::summary::{Coding, GapSummary, Quantum, TimingSummary};
@@ -89,8 +89,8 @@ impl Trace {
                 .to_bits(),
         );
         run.extend(encode_funcs(&self.signatures));
-        run.put_u64(self.signatures.len() as u64);
-        self.signatures.iter().for_each(|s| run.put_blob(s));
+        // The table is in SIGNATURE_DELTAS: here, an empty plain one.
+        run.put_u64(0);
         run.put_blob(&self.grammar.encode());
         tables.encode(&mut run);
         if summary {
@@ -111,7 +111,14 @@ impl Trace {
             run.put_u64(unit);
             run.put_u32(0);
         }
-        let mut out = vec![(section::RUN, 0, run)];
+        let mut out = vec![
+            (section::RUN, 0, run),
+            (
+                section::SIGNATURE_DELTAS,
+                0,
+                encode_signature_deltas(&self.signatures),
+            ),
+        ];
         let lossy = self.ranks.iter().any(|r| r.meta.timing.lossy.is_some());
         let lossless = self.ranks.iter().any(|r| r.meta.timing.lossless);
         let inline = parts_in_run(layout, self.ranks.len());
@@ -230,12 +237,22 @@ impl Trace {
         }
         let run_start = f64::from_bits(r.u64().map_err(bad(section::RUN))?);
         let funcs = r.u32().map_err(bad(section::RUN))?;
-        let signatures = (0..r.count().map_err(bad(section::RUN))?)
-            .map(|_| r.blob().map(<[u8]>::to_vec))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(bad(section::RUN))?;
-        check_funcs(funcs, &signatures).map_err(|m| Error::payload(&name, section::RUN, m))?;
-        check_signatures(&signatures).map_err(|m| Error::payload(&name, section::RUN, m))?;
+        let plain = read_signatures(&mut r).map_err(bad(section::RUN))?;
+        // Files written before 2026-11-30 hold the table in RUN.
+        let (table, signatures) = match file.find(section::SIGNATURE_DELTAS, 0) {
+            None => (section::RUN, plain),
+            Some(_) if plain.is_empty() => {
+                let table = section::SIGNATURE_DELTAS;
+                let bytes = file.section(table, 0)?;
+                (table, decode_signature_deltas(&bytes).map_err(bad(table))?)
+            }
+            Some(_) => {
+                let message = "a signature table both here and in SIGNATURE_DELTAS";
+                return Err(Error::payload(&name, section::RUN, message));
+            }
+        };
+        check_funcs(funcs, &signatures).map_err(|m| Error::payload(&name, table, m))?;
+        check_signatures(&signatures).map_err(|m| Error::payload(&name, table, m))?;
         let grammar_bytes = r.blob().map_err(bad(section::RUN))?;
         let max_streams = total.min(mpigram_grammar::MAX_STREAMS);
         let grammar = match only {
