@@ -57,6 +57,14 @@ fn parts_in_run(layout: Layout, ranks: usize) -> bool {
     layout == Layout::Summarised && ranks <= RANKS_PER_CHUNK
 }
 
+/// Signatures from which a whole-run file stores its table as
+/// SIGNATURE_DELTAS, in a section of its own, rather than plain in RUN: a
+/// section costs about 20 bytes (its entry, and a zstd frame of its own),
+/// more than deltas save on a few dozen signatures (NPB FT's 17 took 419
+/// bytes against 389), and a table of thousands of new signatures is a
+/// fifth the size as deltas.
+const DELTAS_FROM: usize = 256;
+
 impl Trace {
     /// The sections: (kind, index, payload). The ranks' aggregated timing
     /// as `keep` says (every rank's own where it cannot be summarised).
@@ -89,8 +97,15 @@ impl Trace {
                 .to_bits(),
         );
         run.extend(encode_funcs(&self.signatures));
-        // The table is in SIGNATURE_DELTAS: here, an empty plain one.
-        run.put_u64(0);
+        let deltas = self.signatures.len() >= DELTAS_FROM;
+        match deltas {
+            // The table is in SIGNATURE_DELTAS: here, an empty plain one.
+            true => run.put_u64(0),
+            false => {
+                run.put_u64(self.signatures.len() as u64);
+                self.signatures.iter().for_each(|s| run.put_blob(s));
+            }
+        }
         run.put_blob(&self.grammar.encode());
         tables.encode(&mut run);
         if summary {
@@ -111,14 +126,11 @@ impl Trace {
             run.put_u64(unit);
             run.put_u32(0);
         }
-        let mut out = vec![
-            (section::RUN, 0, run),
-            (
-                section::SIGNATURE_DELTAS,
-                0,
-                encode_signature_deltas(&self.signatures),
-            ),
-        ];
+        let mut out = vec![(section::RUN, 0, run)];
+        if deltas {
+            let table = encode_signature_deltas(&self.signatures);
+            out.push((section::SIGNATURE_DELTAS, 0, table));
+        }
         let lossy = self.ranks.iter().any(|r| r.meta.timing.lossy.is_some());
         let lossless = self.ranks.iter().any(|r| r.meta.timing.lossless);
         let inline = parts_in_run(layout, self.ranks.len());
@@ -238,7 +250,8 @@ impl Trace {
         let run_start = f64::from_bits(r.u64().map_err(bad(section::RUN))?);
         let funcs = r.u32().map_err(bad(section::RUN))?;
         let plain = read_signatures(&mut r).map_err(bad(section::RUN))?;
-        // Files written before 2026-11-30 hold the table in RUN.
+        // Files written before 2026-11-30, and files of fewer than
+        // DELTAS_FROM signatures, hold the table in RUN.
         let (table, signatures) = match file.find(section::SIGNATURE_DELTAS, 0) {
             None => (section::RUN, plain),
             Some(_) if plain.is_empty() => {
