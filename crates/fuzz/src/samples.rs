@@ -213,11 +213,13 @@ const SAMPLE_FUNCS: &[&str] = &[
 ];
 
 /// Sets of arguments each of [`SAMPLE_FUNCS`] is called with: enough
-/// signatures (264) for a whole-run file to store them as SIGNATURE_DELTAS.
-const SAMPLE_VARIANTS: u64 = 22;
+/// distinct signatures (at least 256) for a whole-run file to store them
+/// as SIGNATURE_DELTAS.
+const SAMPLE_VARIANTS: u64 = 24;
 
-/// Signatures of [`SAMPLE_FUNCS`], each with [`SAMPLE_VARIANTS`] sets of
-/// arguments.
+/// Signatures of [`SAMPLE_FUNCS`], each with up to [`SAMPLE_VARIANTS`]
+/// sets of arguments (a function with few parameters gives some set
+/// twice, kept once: a table's signatures are distinct).
 pub fn sample_signatures() -> Vec<Vec<u8>> {
     let mut out = Vec::new();
     for (i, name) in SAMPLE_FUNCS.iter().enumerate() {
@@ -230,14 +232,15 @@ pub fn sample_signatures() -> Vec<Vec<u8>> {
                 .enumerate()
                 .map(|(p, param)| example_value(param.enc, seed + p as u64))
                 .collect();
-            out.push(
-                Signature {
-                    func: id,
-                    ret: (variant % 2) as i64 * 15,
-                    args,
-                }
-                .encode(),
-            );
+            let signature = Signature {
+                func: id,
+                ret: (variant % 2) as i64 * 15,
+                args,
+            }
+            .encode();
+            if !out.contains(&signature) {
+                out.push(signature);
+            }
         }
     }
     out
@@ -455,6 +458,8 @@ mod tests {
 
     #[test]
     fn samples_decode_and_cover_every_kind_of_value() {
+        let distinct: std::collections::HashSet<_> = sample_signatures().into_iter().collect();
+        assert!(distinct.len() >= 256, "{} signatures", distinct.len());
         let mut kinds = std::collections::HashSet::new();
         for bytes in sample_signatures() {
             let sig = decode_signature(&bytes).expect("a sample decodes");
