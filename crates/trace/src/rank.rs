@@ -503,8 +503,8 @@ pub(crate) fn decode_signatures(bytes: &[u8]) -> Result<Vec<Vec<u8>>, DecodeErro
 }
 
 /// Reads a plain table (the count, then each signature as a blob) where
-/// `r` is: SIGNATURES, and the RUN section of whole-run files written
-/// before 2026-11-30.
+/// `r` is: SIGNATURES, and the RUN section of whole-run files (all of
+/// them before 2026-11-30; since, those of fewer than 256 signatures).
 pub(crate) fn read_signatures(r: &mut ByteReader<'_>) -> Result<Vec<Vec<u8>>, DecodeError> {
     (0..r.count()?)
         .map(|_| r.blob().map(<[u8]>::to_vec))

@@ -5,9 +5,8 @@
 //! a byte store (and a copy of its few bytes of times), the checksum
 //! continued over them and one 8-byte store of the tail's length and
 //! checksum: a few nanoseconds, and no allocation once the scratch buffer
-//! has grown. A
-//! call the grammar took as a repetition (a loop body's length after an
-//! equal one) is only counted: one 8-byte store.
+//! has grown. A call the grammar took as a repetition (a loop body's
+//! length after an equal one) is only counted: one 8-byte store.
 //! When the tail is full the tracer writes a checkpoint and the journal
 //! starts its tail again ([`Journal::reset`]).
 //!
