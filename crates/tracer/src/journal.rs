@@ -436,7 +436,12 @@ impl Journal {
     /// A write failed (a checkpoint, or room for the tail): keep the
     /// journal as it is (it holds the first `held` calls) and append
     /// nothing more. Its header says so: calls are missing at its end.
+    /// Once stopped it holds what it held then: a later failure (the
+    /// checkpoint after a part that could not be written) changes nothing.
     pub fn stop(&mut self, held: u64) {
+        if self.stopped_at.is_some() {
+            return;
+        }
         self.stopped_at = Some(held);
         // Repeated calls counted so far stay: the journal holds them.
         self.period = NOT_COUNTING;
