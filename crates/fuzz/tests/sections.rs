@@ -76,7 +76,7 @@ fn each_section_of_a_rank_file_damaged_is_named() {
         "FUNCS",
         "SIGNATURE_DELTAS",
         "GRAMMAR",
-        "CALL_STATS",
+        "STATS_COLUMNS",
         "GAPS",
         "COMMS",
         "LOSSY_TIMES",
@@ -199,4 +199,39 @@ fn a_whole_run_files_signature_table_is_read_from_either_place() {
     let read = Trace::open(dir.path()).unwrap();
     assert_eq!(read.signatures, whole.signatures);
     assert!(read.calls(0).eq(whole.calls(0)) && read.calls(1).eq(whole.calls(1)));
+}
+
+/// A rank file's aggregated timing is read from its columns
+/// (STATS_COLUMNS, since 2026-11-30) and from rows as older files hold it
+/// (CALL_STATS: the count, then each signature's count, total, minimum,
+/// maximum and gap), to the same numbers.
+#[test]
+fn a_rank_files_stats_are_read_from_rows_and_columns_alike() {
+    use mpigram_trace::decode_stats_columns;
+    use mpigram_varint::PutVarint;
+    let sample = sample_rank_file(0);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join(rank_file_name(0));
+    std::fs::write(&file, sample).unwrap();
+    let columns = Trace::open(dir.path()).unwrap();
+    let (kind, flags, mut sections) = read_sections(sample);
+    let table = sections
+        .iter_mut()
+        .find(|s| s.kind == section::STATS_COLUMNS)
+        .unwrap();
+    let stats = decode_stats_columns(&table.payload).unwrap();
+    assert!(stats.iter().any(|s| s.min_ns < s.max_ns), "a spread");
+    table.kind = section::CALL_STATS;
+    table.payload.clear();
+    table.payload.put_u64(stats.len() as u64);
+    for s in &stats {
+        for v in [s.count, s.total_ns, s.min_ns, s.max_ns, s.gap_ns] {
+            table.payload.put_u64(v);
+        }
+    }
+    std::fs::write(&file, write_sections(kind, flags, &sections)).unwrap();
+    let rows = Trace::open(dir.path()).unwrap();
+    assert_eq!(rows.ranks[0].stats, columns.ranks[0].stats);
+    let by_terminal: Vec<_> = rows.ranks[0].stats.iter().map(|&(_, s)| s).collect();
+    assert_eq!(by_terminal, stats);
 }

@@ -162,11 +162,15 @@ fn padding_only(bytes: &[u8]) -> bool {
 /// The sample rank file with section `kind`'s payload replaced.
 fn sample_with(kind: u32, payload: Vec<u8>) -> Vec<u8> {
     let (file_kind, flags, mut sections) = read_sections(sample_rank_file(0));
-    sections
-        .iter_mut()
-        .find(|s| s.kind == kind)
-        .unwrap()
-        .payload = payload;
+    // Rows of CALL_STATS, as older files hold them, in place of the
+    // sample's STATS_COLUMNS.
+    let held = match kind {
+        section::CALL_STATS => section::STATS_COLUMNS,
+        kind => kind,
+    };
+    let replaced = sections.iter_mut().find(|s| s.kind == held).unwrap();
+    replaced.kind = kind;
+    replaced.payload = payload;
     write_sections(file_kind, flags, &sections)
 }
 
@@ -188,10 +192,11 @@ fn read_error(bytes: Vec<u8>) -> Bounded<String> {
 /// against the bytes left (one byte per entry) while an entry takes 32
 /// bytes in memory: 32 times the section's size at once. Now the capacity
 /// follows what the bytes can hold.
+/// STATS_COLUMNS's decoder (since 2026-11-30) sizes each column so too.
 #[test]
 fn a_forged_count_does_not_size_a_table() {
     const N: usize = 1 << 20;
-    for kind in [section::CALL_STATS, section::COMMS] {
+    for kind in [section::CALL_STATS, section::STATS_COLUMNS, section::COMMS] {
         // A count of N and N zero bytes: room for N/4 stats entries at most.
         let mut payload = vec![0x80, 0x80, 0x40];
         payload.resize(3 + N, 0);

@@ -42,7 +42,7 @@ pub use meta::{
 };
 pub use rank::{
     CallStats, CallTimes, CommEntry, NO_RANK, RankTrace, decode_signature_deltas,
-    encode_signature_deltas,
+    decode_stats_columns, encode_signature_deltas, encode_stats_columns,
 };
 pub use run::{RUN_FILE_NAME, RankPart, RankStats, Trace};
 pub use run_file::{FILE_KIND_RUN, RANKS_PER_CHUNK};
@@ -65,7 +65,9 @@ pub mod section {
     pub const SIGNATURES: u32 = 3;
     /// The grammar of the rank's stream of terminals.
     pub const GRAMMAR: u32 = 4;
-    /// Aggregated timing: per terminal count, total, min, max duration, gap.
+    /// Aggregated timing: per terminal count, total, min, max duration, gap
+    /// (rank files written before 2026-11-30 hold it so; later ones hold
+    /// STATS_COLUMNS; whole-run files per chunk of ranks).
     pub const CALL_STATS: u32 = 5;
     /// The rank's place in each user communicator, in call order.
     pub const COMMS: u32 = 6;
@@ -86,6 +88,9 @@ pub mod section {
     /// The call-signature table, each signature XORed with the one before
     /// it when they are as long (`crate::rank::encode_signature_deltas`).
     pub const SIGNATURE_DELTAS: u32 = 14;
+    /// A rank file's aggregated timing as columns
+    /// (`crate::rank::encode_stats_columns`).
+    pub const STATS_COLUMNS: u32 = 15;
 
     /// A section kind's name, for people.
     pub fn name(kind: u32) -> &'static str {
@@ -102,6 +107,7 @@ pub mod section {
             EXACT_TIMES => "EXACT_TIMES",
             GAPS => "GAPS",
             SIGNATURE_DELTAS => "SIGNATURE_DELTAS",
+            STATS_COLUMNS => "STATS_COLUMNS",
             _ => "unknown",
         }
     }
