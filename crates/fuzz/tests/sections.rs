@@ -59,7 +59,7 @@ fn each_section_of_a_whole_run_file_damaged_is_named() {
         "RUN",
         "SIGNATURE_DELTAS",
         "PARTS",
-        "CALL_STATS",
+        "STATS_COLUMNS",
         "GAPS",
         "LOSSY_TIMES",
         "EXACT_TIMES",

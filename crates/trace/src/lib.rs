@@ -65,9 +65,9 @@ pub mod section {
     pub const SIGNATURES: u32 = 3;
     /// The grammar of the rank's stream of terminals.
     pub const GRAMMAR: u32 = 4;
-    /// Aggregated timing: per terminal count, total, min, max duration, gap
-    /// (rank files written before 2026-11-30 hold it so; later ones hold
-    /// STATS_COLUMNS; whole-run files per chunk of ranks).
+    /// Aggregated timing as rows: per terminal count, total, min, max
+    /// duration, gap (files written before 2026-11-30; later ones hold
+    /// STATS_COLUMNS).
     pub const CALL_STATS: u32 = 5;
     /// The rank's place in each user communicator, in call order.
     pub const COMMS: u32 = 6;
@@ -88,8 +88,9 @@ pub mod section {
     /// The call-signature table, each signature XORed with the one before
     /// it when they are as long (`crate::rank::encode_signature_deltas`).
     pub const SIGNATURE_DELTAS: u32 = 14;
-    /// A rank file's aggregated timing as columns
-    /// (`crate::rank::encode_stats_columns`).
+    /// Aggregated timing as columns (`crate::rank::encode_stats_columns`):
+    /// in a rank file, and per chunk of ranks in a whole-run file that
+    /// keeps every rank's timing.
     pub const STATS_COLUMNS: u32 = 15;
 
     /// A section kind's name, for people.

@@ -523,6 +523,14 @@ pub(crate) fn read_signatures(r: &mut ByteReader<'_>) -> Result<Vec<Vec<u8>>, De
 pub fn encode_stats_columns(stats: &[CallStats]) -> Vec<u8> {
     let mut out = Vec::with_capacity(stats.len() * 8 + 10);
     out.put_u64(stats.len() as u64);
+    put_stats_columns(&mut out, stats);
+    out
+}
+
+/// The columns of [`encode_stats_columns`], without their count (a
+/// whole-run file's STATS_COLUMNS holds them per rank, after its
+/// terminals).
+pub(crate) fn put_stats_columns(out: &mut Vec<u8>, stats: &[CallStats]) {
     let spread = |s: &CallStats| s.max_ns.wrapping_sub(s.min_ns) as i64;
     let excess = |s: &CallStats| s.total_ns.wrapping_sub(s.count.wrapping_mul(s.min_ns)) as i64;
     stats.iter().for_each(|s| out.put_u64(s.count));
@@ -530,14 +538,23 @@ pub fn encode_stats_columns(stats: &[CallStats]) -> Vec<u8> {
     stats.iter().for_each(|s| out.put_i64(spread(s)));
     stats.iter().for_each(|s| out.put_i64(excess(s)));
     stats.iter().for_each(|s| out.put_u64(s.gap_ns));
-    out
 }
 
 /// Reads what [`encode_stats_columns`] wrote.
 pub fn decode_stats_columns(bytes: &[u8]) -> Result<Vec<CallStats>, DecodeError> {
     let mut r = ByteReader::new(bytes);
     let n = r.count()?;
-    // `count` only promises a byte per element; a signature's numbers are
+    let stats = read_stats_columns(&mut r, n)?;
+    r.finish()?;
+    Ok(stats)
+}
+
+/// Reads the columns [`put_stats_columns`] wrote of `n` signatures.
+pub(crate) fn read_stats_columns(
+    r: &mut ByteReader<'_>,
+    n: usize,
+) -> Result<Vec<CallStats>, DecodeError> {
+    // A count only promises a byte per element; a signature's numbers are
     // 5 varints read into 40 bytes, so a forged count must not size them.
     let column = |r: &mut ByteReader<'_>| -> Result<Vec<u64>, DecodeError> {
         let mut values = Vec::with_capacity(n.min(r.remaining()));
@@ -546,10 +563,9 @@ pub fn decode_stats_columns(bytes: &[u8]) -> Result<Vec<CallStats>, DecodeError>
         }
         Ok(values)
     };
-    let (counts, mins) = (column(&mut r)?, column(&mut r)?);
-    let (spreads, excesses) = (column(&mut r)?, column(&mut r)?);
-    let gaps = column(&mut r)?;
-    r.finish()?;
+    let (counts, mins) = (column(r)?, column(r)?);
+    let (spreads, excesses) = (column(r)?, column(r)?);
+    let gaps = column(r)?;
     let stats = (0..n).map(|i| {
         let (count, min_ns) = (counts[i], mins[i]);
         CallStats {
@@ -567,7 +583,7 @@ pub fn decode_stats_columns(bytes: &[u8]) -> Result<Vec<CallStats>, DecodeError>
 
 /// Aggregated timing as CALL_STATS stores it in rank files written before
 /// 2026-11-30: the count, then each signature's numbers
-/// ([`encode_stats`]).
+/// ([`decode_stats`]).
 fn decode_stats_rows(bytes: &[u8]) -> Result<Vec<CallStats>, DecodeError> {
     let mut r = ByteReader::new(bytes);
     let n = r.count()?;
@@ -580,13 +596,8 @@ fn decode_stats_rows(bytes: &[u8]) -> Result<Vec<CallStats>, DecodeError> {
     Ok(stats)
 }
 
-/// One signature's aggregated timing, as a row (whole-run files' CALL_STATS).
-pub(crate) fn encode_stats(out: &mut Vec<u8>, s: &CallStats) {
-    for v in [s.count, s.total_ns, s.min_ns, s.max_ns, s.gap_ns] {
-        out.put_u64(v);
-    }
-}
-
+/// One signature's aggregated timing as a row of CALL_STATS (files
+/// written before 2026-11-30): count, total, minimum, maximum, gap.
 pub(crate) fn decode_stats(r: &mut ByteReader<'_>) -> Result<CallStats, DecodeError> {
     Ok(CallStats {
         count: r.u64()?,

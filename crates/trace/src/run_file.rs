@@ -7,19 +7,20 @@
 //! ([`crate::summary`]). What is particular to each rank goes in chunks of
 //! [`RANKS_PER_CHUNK`] ranks (section index = chunk), so that reading one
 //! rank reads one chunk: PARTS (metadata and communicator log, as
-//! differences between ranks), and where recorded CALL_STATS (every
+//! differences between ranks), and where recorded STATS_COLUMNS (every
 //! rank's own aggregated timing), LOSSY_TIMES and EXACT_TIMES.
 
 use crate::parts::{Layout, Tables, decode_chunk, encode_chunk};
 use crate::rank::{
     bad_section, check_funcs, check_signatures, check_times, checked_name, decode_signature_deltas,
-    decode_stats, encode_funcs, encode_signature_deltas, encode_stats, read_signatures,
+    decode_stats, encode_funcs, encode_signature_deltas, put_stats_columns, read_signatures,
+    read_stats_columns,
 };
 use crate::run::Keep;
 use crate::summary::{Coding, GapSummary, Quantum, TimingSummary};
 use crate::{
-    CallTimes, ClockSync, CommEntry, Error, Gaps, RankClock, RankMeta, RankPart, RankStats, Trace,
-    section,
+    CallStats, CallTimes, ClockSync, CommEntry, Error, Gaps, RankClock, RankMeta, RankPart,
+    RankStats, Trace, section,
 };
 use mpigram_format::TraceFile;
 use mpigram_grammar::{Grammar, Progression, StreamId};
@@ -33,7 +34,7 @@ pub const FILE_KIND_RUN: u32 = 2;
 /// Ranks per chunk of per-rank sections in a whole-run file.
 pub const RANKS_PER_CHUNK: usize = 64;
 
-/// RUN's rank timing: 0, every rank's own in CALL_STATS; else the timing
+/// RUN's rank timing: 0, every rank's own in STATS_COLUMNS; else the timing
 /// summarised across ranks, coded as [`Coding::Absolute`] (files of format
 /// 1), [`Coding::Relative`] (format 2.0) or [`Coding::Compact`] (the
 /// compact summary, with PARTS in [`Layout::Summarised`]).
@@ -150,17 +151,19 @@ impl Trace {
                 out.push((section::PARTS, chunk, rank_parts));
             }
             if !summary {
+                // Per rank: the count, the terminals as steps, the columns.
                 let mut stats = Vec::new();
                 for r in parts {
-                    let mut last = 0;
                     stats.put_u64(r.stats.len() as u64);
-                    for &(t, s) in &r.stats {
+                    let mut last = 0;
+                    for &(t, _) in &r.stats {
                         stats.put_u32(t - last);
                         last = t;
-                        encode_stats(&mut stats, &s);
                     }
+                    let numbers: Vec<CallStats> = r.stats.iter().map(|&(_, s)| s).collect();
+                    put_stats_columns(&mut stats, &numbers);
                 }
-                out.push((section::CALL_STATS, chunk, stats));
+                out.push((section::STATS_COLUMNS, chunk, stats));
                 let kept: Vec<Gaps> = parts
                     .iter()
                     .map(|r| match keep {
@@ -504,10 +507,10 @@ fn read_parts(
 }
 
 /// The ranks of chunk `index`, whose metadata and communicator logs are
-/// `parts`: with CALL_STATS if `stats` (every rank's own timing), per-call
-/// times where recorded. One section at a time is decoded, parsed and let
-/// go, so a chunk costs one decoded section (bounded by the container's
-/// reader) beyond what it holds.
+/// `parts`: with STATS_COLUMNS (CALL_STATS in older files) if `stats`
+/// (every rank's own timing), per-call times where recorded. One section
+/// at a time is decoded, parsed and let go, so a chunk costs one decoded
+/// section (bounded by the container's reader) beyond what it holds.
 fn read_chunk(
     file: &TraceFile,
     index: u32,
@@ -519,25 +522,36 @@ fn read_chunk(
 
     let mut all_stats = vec![Vec::new(); parts.len()];
     if stats {
-        let bytes = file.section(section::CALL_STATS, index)?;
+        // Files written before 2026-11-30 hold rows (CALL_STATS).
+        let kind = match file.find(section::STATS_COLUMNS, index) {
+            Some(_) => section::STATS_COLUMNS,
+            None => section::CALL_STATS,
+        };
+        let bytes = file.section(kind, index)?;
         let mut r = ByteReader::new(&bytes);
         for rank_stats in &mut all_stats {
-            let count = r.count().map_err(bad(section::CALL_STATS))?;
+            let count = r.count().map_err(bad(kind))?;
             // 6 varints an entry: a forged count must not size the vector.
-            rank_stats.reserve(count.min(r.remaining() / 6));
+            let mut terminals = Vec::with_capacity(count.min(r.remaining() / 6));
+            let mut rows = Vec::new();
             let mut t = 0u32;
             for _ in 0..count {
                 let at = r.position();
-                t = t
-                    .checked_add(r.u32().map_err(bad(section::CALL_STATS))?)
-                    .ok_or_else(|| {
-                        let message = format!("byte {at}: terminal out of range");
-                        Error::payload(name, section::CALL_STATS, message)
-                    })?;
-                rank_stats.push((t, decode_stats(&mut r).map_err(bad(section::CALL_STATS))?));
+                t = t.checked_add(r.u32().map_err(bad(kind))?).ok_or_else(|| {
+                    let message = format!("byte {at}: terminal out of range");
+                    Error::payload(name, kind, message)
+                })?;
+                terminals.push(t);
+                if kind == section::CALL_STATS {
+                    rows.push(decode_stats(&mut r).map_err(bad(kind))?);
+                }
             }
+            if kind == section::STATS_COLUMNS {
+                rows = read_stats_columns(&mut r, count).map_err(bad(kind))?;
+            }
+            *rank_stats = terminals.into_iter().zip(rows).collect();
         }
-        r.finish().map_err(bad(section::CALL_STATS))?;
+        r.finish().map_err(bad(kind))?;
     }
     let mut all_gaps = vec![Gaps::default(); parts.len()];
     // Absent where no rank of the chunk recorded where its gaps were.

@@ -374,7 +374,7 @@ fn a_summarised_trace_of_a_regular_run_hardly_grows_with_ranks() {
 
 /// A summarised file of up to 64 ranks is one section: RUN holds the
 /// ranks' metadata too. Above, each chunk of 64 has its PARTS section; a
-/// file with every rank's own timing has its CALL_STATS as well.
+/// file with every rank's own timing has its STATS_COLUMNS as well.
 #[test]
 fn a_summarised_trace_of_up_to_64_ranks_is_one_section() {
     let kinds = |n: u32, stats: RankStats| {
@@ -391,7 +391,7 @@ fn a_summarised_trace_of_up_to_64_ranks_is_one_section() {
         }
         kinds
     };
-    let (run, parts, stats) = (11, 12, 5);
+    let (run, parts, stats) = (11, 12, 15);
     assert_eq!(kinds(64, RankStats::Summary), [(run, 0)]);
     assert_eq!(
         kinds(65, RankStats::Summary),
