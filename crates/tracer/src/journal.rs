@@ -71,8 +71,6 @@ pub struct Journal {
     /// the processor has no CRC-32C instruction, [`Crc`]): the fast path's
     /// one bound check.
     fast_end: usize,
-    /// [`Crc`]'s steps may run ([`Crc::available`]).
-    crc_steps: bool,
     fd: std::fs::File,
     /// Published length and checksum of the tail.
     len: usize,
@@ -170,7 +168,6 @@ impl Journal {
             limit,
             allocated: 0,
             fast_end: 0,
-            crc_steps: Crc::available(),
             fd: file,
             len: 0,
             checksum: EMPTY_TAIL,
@@ -384,7 +381,7 @@ impl Journal {
     fn set_allocated(&mut self, allocated: usize) {
         self.allocated = allocated;
         self.fast_end = match self.stopped_at {
-            None if self.crc_steps => allocated.saturating_sub(MAX_CALL_RECORD),
+            None if Crc::available() => allocated.saturating_sub(MAX_CALL_RECORD),
             _ => 0,
         };
     }
