@@ -208,10 +208,7 @@ impl RankTrace {
         let meta =
             RankMeta::decode(&file.section(section::META, 0)?).map_err(bad(section::META))?;
         // Files written before 2026-11-29 hold the plain table (SIGNATURES).
-        let table = match file.find(section::SIGNATURE_DELTAS, 0) {
-            Some(_) => section::SIGNATURE_DELTAS,
-            None => section::SIGNATURES,
-        };
+        let table = held_kind(&file, 0, section::SIGNATURE_DELTAS, section::SIGNATURES);
         let bytes = file.section(table, 0)?;
         let signatures = match table {
             section::SIGNATURES => decode_signatures(&bytes),
@@ -228,16 +225,13 @@ impl RankTrace {
         let grammar = Grammar::decode_streams(&file.section(section::GRAMMAR, 0)?, 1)
             .map_err(|e| Error::payload(&name, section::GRAMMAR, e))?;
         // Files written before 2026-11-30 hold rows (CALL_STATS).
-        let stats = match file.find(section::STATS_COLUMNS, 0) {
-            Some(_) => {
-                let bytes = file.section(section::STATS_COLUMNS, 0)?;
-                decode_stats_columns(&bytes).map_err(bad(section::STATS_COLUMNS))?
-            }
-            None => {
-                let bytes = file.section(section::CALL_STATS, 0)?;
-                decode_stats_rows(&bytes).map_err(bad(section::CALL_STATS))?
-            }
-        };
+        let kind = held_kind(&file, 0, section::STATS_COLUMNS, section::CALL_STATS);
+        let bytes = file.section(kind, 0)?;
+        let stats = match kind {
+            section::CALL_STATS => decode_stats_rows(&bytes),
+            _ => decode_stats_columns(&bytes),
+        }
+        .map_err(bad(kind))?;
         let bytes = file.section(section::COMMS, 0)?;
         let mut r = ByteReader::new(&bytes);
         let comms = decode_comms(&mut r).map_err(bad(section::COMMS))?;
@@ -334,6 +328,15 @@ pub(crate) fn checked_name(file: &TraceFile, kind: u32, what: &str) -> Result<St
         return Err(Error::header(&name, message));
     }
     Ok(name)
+}
+
+/// The kind of section `index` of `file` holds: `newer` if it has it,
+/// else `older` (what files written before `newer` hold in its place).
+pub(crate) fn held_kind(file: &TraceFile, index: u32, newer: u32, older: u32) -> u32 {
+    match file.find(newer, index) {
+        Some(_) => newer,
+        None => older,
+    }
 }
 
 /// Turns a payload decoding error of `section` into one naming the file.

@@ -13,8 +13,8 @@
 use crate::parts::{Layout, Tables, decode_chunk, encode_chunk};
 use crate::rank::{
     bad_section, check_funcs, check_signatures, check_times, checked_name, decode_signature_deltas,
-    decode_stats, encode_funcs, encode_signature_deltas, put_stats_columns, read_signatures,
-    read_stats_columns,
+    decode_stats, encode_funcs, encode_signature_deltas, held_kind, put_stats_columns,
+    read_signatures, read_stats_columns,
 };
 use crate::run::Keep;
 use crate::summary::{Coding, GapSummary, Quantum, TimingSummary};
@@ -523,10 +523,7 @@ fn read_chunk(
     let mut all_stats = vec![Vec::new(); parts.len()];
     if stats {
         // Files written before 2026-11-30 hold rows (CALL_STATS).
-        let kind = match file.find(section::STATS_COLUMNS, index) {
-            Some(_) => section::STATS_COLUMNS,
-            None => section::CALL_STATS,
-        };
+        let kind = held_kind(file, index, section::STATS_COLUMNS, section::CALL_STATS);
         let bytes = file.section(kind, index)?;
         let mut r = ByteReader::new(&bytes);
         for rank_stats in &mut all_stats {
