@@ -40,7 +40,7 @@
 //! | 56 | 8 | generation: calls held by the checkpoint the tail continues (0: none) |
 //! | 64 | 8 | the tail's published length (low half) and checksum (high half) ([`tail_word`]): [`tail_checksum`] from version 5, [`hash`] before |
 //! | 72 | 4 | in call ([`in_call_word`], version 3): the MPI function a traced call of the rank is inside (stored as the call begins, cleared as the tracer records it), 0 between calls |
-//! | 76 | 4 | reserved (0; readers refuse anything else) |
+//! | 76 | 4 | counted times ([`TIMES_AT`], version 6): bytes of per-call times of the calls being counted, after the published tail and a timed-repeat record's head; before version 6 reserved (0; readers refuse anything else) |
 //! | 80 | 8 | repetition ([`repetition_word`], version 4): the period of the calls being counted (low half) and the tail's published length when their counting began (high half) |
 //! | 88 | 8 | repeated calls ([`repeated_word`], version 4): how many calls of that repetition the tail's end leaves out (low half) and a check (high half); 0: none |
 //! | 96 (80 in version 3, 72 before) | | identity: host name and MPI library version, varint-length-prefixed; the run id, a varint; the timing mode as META stores it; nanoseconds per clock tick, f64 bits as a varint (the run id and what follows are absent in journals of older versions: 0, aggregated timing, 1) |
@@ -56,7 +56,10 @@
 //! (version 4), repeated calls: a period `p` and a count `n`, varints, for
 //! `n` calls each of the signature of the call `p` calls before it (in
 //! the rank's calls: the checkpoint's, then the tail's; `p` is at most
-//! [`MAX_PERIOD`]).
+//! [`MAX_PERIOD`]); 7 (version 6), timed repeated calls: a head of
+//! [`TIMED_REPEAT_HEAD`] bytes (the varint 7, then the period and the
+//! count as 4-byte little-endian numbers, [`timed_repeat_head`]), then
+//! each call's per-call times as in a call record.
 //!
 //! # Repeated calls
 //! While a loop repeats, the grammar's fast path takes each call as the
@@ -69,8 +72,20 @@
 //! words then name an older tail length, and are ignored. So a reader takes
 //! the count as calls after the tail only while the repetition word names
 //! the published length, and the check ties the two words: a flipped bit
-//! in either is noticed. Calls with per-call times are never counted so:
-//! their times are in their records.
+//! in either is noticed.
+//!
+//! With per-call times (version 6), the calls are counted so too, and
+//! their times go where their record will be: after the published tail,
+//! [`TIMED_REPEAT_HEAD`] bytes are left for the record's head, and each
+//! call's times follow, as varints, the counted-times word (76) naming
+//! their bytes; then the repeated-calls word counts the call. The run
+//! ends as a record (7): the tracer writes its head into the room left
+//! and publishes head and times with the call that broke the run. A
+//! reader takes the counted calls' times from after the published tail,
+//! as many calls' as the count says (a rank killed between the two
+//! stores has written one call's times more: they are not read). Before
+//! version 6, calls with per-call times were never counted: their times
+//! are in their records.
 //!
 //! # Which checkpoint a tail continues
 //! The generation names the checkpoint by the number of calls it holds,
@@ -99,7 +114,7 @@ pub const JOURNAL_SUFFIX: &str = ".journal";
 pub const CHECKPOINT_SUFFIX: &str = ".checkpoint";
 
 pub const MAGIC: [u8; 8] = *b"MPIGRJNL";
-pub const VERSION: u32 = 5;
+pub const VERSION: u32 = 6;
 /// Oldest journal version read: version 1 had no timing in its header
 /// and no per-call times in its tail.
 const OLDEST_VERSION: u32 = 1;
@@ -149,6 +164,10 @@ pub const GENERATION_AT: usize = 56;
 pub const TAIL_WORD_AT: usize = 64;
 /// Offset of the in-call word ([`in_call_word`]; version 3 on).
 pub const IN_CALL_AT: usize = 72;
+/// Offset of the counted-times word (version 6 on): bytes of the per-call
+/// times of the calls the repeated-calls word counts, after the published
+/// tail and [`TIMED_REPEAT_HEAD`] bytes left for their record's head.
+pub const TIMES_AT: usize = 76;
 /// Offset of the repetition word ([`repetition_word`]; version 4 on).
 pub const REPETITION_AT: usize = 80;
 /// Offset of the repeated-calls word ([`repeated_word`]; version 4 on).
@@ -281,6 +300,30 @@ pub const fn call_record(terminal: u32) -> u64 {
 const SIGNATURE_RECORD: u64 = 1;
 const COMM_RECORD: u64 = 3;
 const REPEAT_RECORD: u64 = 5;
+const TIMED_REPEAT_RECORD: u8 = 7;
+
+/// Bytes of a timed-repeat record's head: its kind, its period and its
+/// count, fixed-size, so that the tracer leaves room for it before the
+/// times and fills it in when the run ends.
+pub const TIMED_REPEAT_HEAD: usize = 9;
+
+/// The head of a record of `calls` calls with per-call times, each
+/// repeating the call `period` calls before it (their times follow).
+#[inline]
+pub fn timed_repeat_head(period: u32, calls: u32) -> [u8; TIMED_REPEAT_HEAD] {
+    let mut head = [TIMED_REPEAT_RECORD, 0, 0, 0, 0, 0, 0, 0, 0];
+    head[1..5].copy_from_slice(&period.to_le_bytes());
+    head[5..].copy_from_slice(&calls.to_le_bytes());
+    head
+}
+
+/// Appends the record of calls with per-call times that each repeat the
+/// call `period` calls before them: `times` holds each call's numbers,
+/// as many as the timing mode gives a call.
+pub fn put_timed_repeat(out: &mut Vec<u8>, period: u32, calls: u32, times: &[u64]) {
+    out.extend_from_slice(&timed_repeat_head(period, calls));
+    times.iter().for_each(|&v| out.put_u64(v));
+}
 
 /// The longest period of repeated calls (the grammar's history: a reader
 /// finds each repeated call there).
@@ -539,8 +582,10 @@ impl Journal {
         let ending = ending_of_word(u32_at(bytes, ENDING_AT))?;
         let lost = lost_of_word(u32_at(bytes, LOST_AT))?;
         let in_call = match version {
-            3.. if u32_at(bytes, IN_CALL_AT + 4) != 0 => {
-                return Err("damaged header: reserved bytes 76-79 are not 0".into());
+            // Bytes 76-79: reserved before version 6, then the counted
+            // calls' times, which only per-call timing has.
+            3.. if u32_at(bytes, TIMES_AT) != 0 && (version < 6 || !header.timing.per_call()) => {
+                return Err("damaged header: bytes 76-79 are not 0".into());
             }
             3.. => in_call_of_word(u32_at(bytes, IN_CALL_AT))?,
             _ => None,
@@ -589,10 +634,24 @@ impl Journal {
             .read_records(tail)
             .map_err(|e| format!("tail: {e}"))?;
         if let Some(repeat) = pending {
+            if journal.header.timing.per_call() {
+                if version < 6 {
+                    return Err("tail: repeated calls without their per-call times".into());
+                }
+                // Their times: after the tail and their record's head.
+                let at = end + TIMED_REPEAT_HEAD;
+                let counted = u32_at(bytes, TIMES_AT) as usize;
+                let times = bytes.get(at..at.saturating_add(counted)).ok_or_else(|| {
+                    format!("truncated: the counted calls' {counted} bytes of times")
+                })?;
+                let mut r = ByteReader::new(times);
+                for _ in 0..repeat.calls {
+                    journal
+                        .read_times(&mut r)
+                        .map_err(|e| format!("the counted calls' times: {e}"))?;
+                }
+            }
             journal.repeats.push((journal.calls.len(), repeat));
-        }
-        if journal.header.timing.per_call() && !journal.repeats.is_empty() {
-            return Err("tail: repeated calls without their per-call times".into());
         }
         crate::rank::check_signatures(&journal.signatures).map_err(|m| format!("tail: {m}"))?;
         Ok(journal)
@@ -611,31 +670,58 @@ impl Journal {
             match r.u64()? {
                 SIGNATURE_RECORD => self.signatures.push(r.blob()?.to_vec()),
                 COMM_RECORD => self.comms.push(CommEntry::decode(&mut r)?),
-                REPEAT_RECORD => {
+                // Repeated calls have per-call times, in a timed record,
+                // exactly when the rank records them.
+                REPEAT_RECORD if !self.header.timing.per_call() => {
                     let at = r.position();
                     let (period, calls) = (r.u64()?, r.u64()?);
-                    if !(1..=MAX_PERIOD).contains(&period)
-                        || !(1..=u64::from(u32::MAX)).contains(&calls)
-                    {
-                        return Err(out_of_range(at, period.max(calls)));
+                    self.repeat(at, period, calls)?;
+                }
+                v if v == u64::from(TIMED_REPEAT_RECORD) && self.header.timing.per_call() => {
+                    let at = r.position();
+                    let head = r.bytes(TIMED_REPEAT_HEAD - 1)?;
+                    let (period, calls) = (u32_at(head, 0), u32_at(head, 4));
+                    self.repeat(at, period.into(), calls.into())?;
+                    for _ in 0..calls {
+                        self.read_times(&mut r)?;
                     }
-                    self.repeats
-                        .push((self.calls.len(), Repeat { period, calls }));
                 }
                 v if v & 1 == 0 => {
                     let terminal = u32::try_from(v >> 1).map_err(|_| out_of_range(at, v))?;
                     self.calls.push(terminal);
-                    if self.header.timing.lossy.is_some() {
-                        let (interval, duration) = (r.u64()?, r.u64()?);
-                        self.lossy.push(interval, duration);
-                    }
-                    if self.header.timing.lossless {
-                        let (interval, duration) = (r.u64()?, r.u64()?);
-                        self.exact.push(interval, duration);
-                    }
+                    self.read_times(&mut r)?;
                 }
                 v => return Err(out_of_range(at, v)),
             }
+        }
+        Ok(())
+    }
+
+    /// `calls` calls after the call records so far, each repeating the
+    /// call `period` calls before it (their record's numbers at `at`).
+    fn repeat(
+        &mut self,
+        at: usize,
+        period: u64,
+        calls: u64,
+    ) -> Result<(), mpigram_varint::DecodeError> {
+        if !(1..=MAX_PERIOD).contains(&period) || !(1..=u64::from(u32::MAX)).contains(&calls) {
+            return Err(out_of_range(at, period.max(calls)));
+        }
+        self.repeats
+            .push((self.calls.len(), Repeat { period, calls }));
+        Ok(())
+    }
+
+    /// One call's per-call times, as the header's timing mode says.
+    fn read_times(&mut self, r: &mut ByteReader) -> Result<(), mpigram_varint::DecodeError> {
+        if self.header.timing.lossy.is_some() {
+            let (interval, duration) = (r.u64()?, r.u64()?);
+            self.lossy.push(interval, duration);
+        }
+        if self.header.timing.lossless {
+            let (interval, duration) = (r.u64()?, r.u64()?);
+            self.exact.push(interval, duration);
         }
         Ok(())
     }

@@ -11,8 +11,9 @@ use mpigram_mpispec::encoding::{put_handle, put_rank};
 use mpigram_mpispec::{HandleRef, Rank, func, put_signature_head};
 use mpigram_trace::journal::{
     EMPTY_TAIL, ENDING_AT, GENERATION_AT, HASH_SEED, IN_CALL_AT, JournalHeader, REPEATED_AT,
-    REPEATED_STEP, REPETITION_AT, TAIL_WORD_AT, ending_word_of, hash, in_call_word, put_call,
-    put_comm, put_repeat, put_signature, repeated_word, repetition_word, tail_checksum, tail_word,
+    REPEATED_STEP, REPETITION_AT, TAIL_WORD_AT, TIMED_REPEAT_HEAD, TIMES_AT, ending_word_of, hash,
+    in_call_word, put_call, put_comm, put_repeat, put_signature, put_timed_repeat, repeated_word,
+    repetition_word, tail_checksum, tail_word,
 };
 use mpigram_trace::{
     CallStats, CommEntry, Ending, RankMeta, RankTrace, Timing, Trace, checkpoint_file_name,
@@ -140,6 +141,16 @@ impl Image {
         b[28..32].copy_from_slice(&(identity.len() as u32).to_le_bytes());
         b[identity_at..identity_at + identity.len()].copy_from_slice(identity);
         b[identity_at + identity.len()..self.tail_at].fill(0);
+        let checksum = hash(hash(HASH_SEED, &b[..44]), identity);
+        b[44..48].copy_from_slice(&checksum.to_le_bytes());
+    }
+
+    /// The header says journal version `version`, its layout this one's
+    /// (versions 5 and 6 differ in what they may hold, not where).
+    fn set_version(&mut self, version: u32) {
+        let b = &mut self.bytes;
+        b[8..12].copy_from_slice(&version.to_le_bytes());
+        let identity = &b[96..self.identity_end];
         let checksum = hash(hash(HASH_SEED, &b[..44]), identity);
         b[44..48].copy_from_slice(&checksum.to_le_bytes());
     }
@@ -712,11 +723,101 @@ fn damaged_repeated_calls_are_refused() {
         &Image::new(1, 0, Ending::Killed, &long, &[]),
         "journal record",
     );
+    // With per-call times: counted calls whose times are not there, an
+    // untimed record of repeated calls, counted calls in a journal
+    // before version 6 (which had no place for their times).
     let mut timed = header(1);
     timed.timing = Timing::parse("lossless", None).unwrap();
     let mut image = Image::with_header(&timed, 0, Ending::Killed, &[], &[]);
     image.count_repeated(1, 1, 0);
+    refused(&image, "the counted calls' times");
+    let mut untimed = Vec::new();
+    put_signature(&mut untimed, &signature(0));
+    put_call(&mut untimed, 0, &[3, 4]);
+    put_repeat(&mut untimed, 1, 2);
+    refused(
+        &Image::with_header(&timed, 0, Ending::Killed, &untimed, &[]),
+        "journal record",
+    );
+    image.set_version(5);
     refused(&image, "without their per-call times");
+}
+
+/// Repeated calls with per-call times (journal version 6): a record of
+/// them in the tail, and calls counted after it, their times after the
+/// published tail and the room left for their record's head. Only the
+/// counted calls' times are read: a rank killed between storing a call's
+/// times and counting it leaves them unread.
+#[test]
+fn timed_repeated_calls_are_read_back_with_their_times() {
+    use mpigram_trace::timing::{decode_columns, decode_exact};
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = header(1);
+    h.timing = Timing::parse("lossy,lossless", None).unwrap();
+    let mut tail = Vec::new();
+    put_signature(&mut tail, &signature(0));
+    put_signature(&mut tail, &signature(1));
+    put_call(&mut tail, 0, &[1, 2, 2, 4]);
+    put_call(&mut tail, 1, &[1, 3, 2, 6]);
+    // 0 1 0 1, repeating the call 2 before each.
+    put_timed_repeat(
+        &mut tail,
+        2,
+        4,
+        &[1, 2, 2, 4, 1, 3, 2, 6, 1, 2, 200, 4, 1, 3, 2, 6],
+    );
+    put_call(&mut tail, 1, &[1, 3, 2, 6]);
+    // Counted after the tail: 1 1 (period 1), then the times of a third
+    // call that was not counted.
+    let mut unpublished = vec![0; TIMED_REPEAT_HEAD];
+    let counted: [u64; 8] = [5, 3, 10, 6, 1, 3, 100, 6];
+    for v in counted {
+        unpublished.push(v as u8);
+    }
+    unpublished.extend([130, 1, 3, 2, 6]); // 130 (two bytes), 3, 2, 6
+    let mut image = Image::with_header(&h, 0, Ending::Killed, &tail, &unpublished);
+    image.count_repeated(1, 2, tail.len());
+    let times_word = |image: &mut Image, bytes: u32| {
+        image.bytes[TIMES_AT..TIMES_AT + 4].copy_from_slice(&bytes.to_le_bytes())
+    };
+    times_word(&mut image, 13);
+    image.write(dir.path(), 1);
+    let t = recover_rank(dir.path(), 1).unwrap();
+    let s = |c: u32| signature(c);
+    let expected: Vec<Vec<u8>> = [0, 1, 0, 1, 0, 1, 1, 1, 1].map(s).to_vec();
+    assert_eq!(calls(&t), expected);
+    let lossy = decode_columns(&t.times.lossy).unwrap();
+    assert_eq!(
+        lossy,
+        [
+            (1, 2),
+            (1, 3),
+            (1, 2),
+            (1, 3),
+            (1, 2),
+            (1, 3),
+            (1, 3),
+            (5, 3),
+            (1, 3)
+        ]
+    );
+    let exact = decode_columns(&t.times.exact).unwrap();
+    assert_eq!(exact.len(), 9, "a time for every call, and no more");
+    assert_eq!(exact[4], (200, 4));
+    assert_eq!(&exact[7..], [(10, 6), (100, 6)]);
+    assert_eq!(decode_exact(&t.times.exact).unwrap().len(), 9);
+
+    // The counted-times word says more bytes than the file holds.
+    times_word(&mut image, 1 << 20);
+    let path = image.write(dir.path(), 1);
+    let e = recover_rank(dir.path(), 1).unwrap_err();
+    one_line_naming(&e, &path);
+    assert!(e.to_string().contains("truncated"), "{e}");
+    // Fewer bytes than the counted calls' times.
+    times_word(&mut image, 5);
+    image.write(dir.path(), 1);
+    let e = recover_rank(dir.path(), 1).unwrap_err();
+    assert!(e.to_string().contains("the counted calls' times"), "{e}");
 }
 
 /// A rank killed as it emptied its tail after a checkpoint, with calls

@@ -6,7 +6,9 @@
 //! continued over them and one 8-byte store of the tail's length and
 //! checksum: a few nanoseconds, and no allocation once the scratch buffer
 //! has grown. A call the grammar took as a repetition (a loop body's
-//! length after an equal one) is only counted: one 8-byte store.
+//! length after an equal one) is only counted: one 8-byte store, after
+//! its per-call times, if it has them, and their length (they go where
+//! the run's record will be, whose head is written when the run ends).
 //! When the tail is full the tracer writes a checkpoint and the journal
 //! starts its tail again ([`Journal::reset`]).
 //!
@@ -20,7 +22,8 @@
 use crate::objects::CommRecord;
 use mpigram_trace::journal::{
     self, EMPTY_TAIL, ENDING_AT, GENERATION_AT, IN_CALL_AT, JournalHeader, LOST_AT, MAX_REPEATED,
-    REPEATED_AT, REPEATED_STEP, REPETITION_AT, SIGNAL_ENDING, TAIL_WORD_AT,
+    REPEATED_AT, REPEATED_STEP, REPETITION_AT, SIGNAL_ENDING, TAIL_WORD_AT, TIMED_REPEAT_HEAD,
+    TIMES_AT,
 };
 use mpigram_trace::{Ending, Lost, checkpoint_file_name, journal_file_name};
 use std::ffi::c_int;
@@ -83,9 +86,14 @@ pub struct Journal {
     /// (`NOT_COUNTING`: none are); their count is the header's
     /// repeated-calls word, read and written where it is mapped.
     period: u64,
-    /// Whether calls may be counted as repeated: no per-call times to
-    /// keep, and the journal has not stopped.
+    /// Whether calls may be counted as repeated: the journal has not
+    /// stopped.
     counts_repeats: bool,
+    /// Whether calls have per-call times: counted calls' times follow the
+    /// published tail, after room for their record's head.
+    timed: bool,
+    /// Bytes of the counted calls' times (see `timed`).
+    counted_times: usize,
     /// A write failed: the journal holds the first this many calls, and
     /// no more.
     stopped_at: Option<u64>,
@@ -174,7 +182,9 @@ impl Journal {
             comms: 0,
             scratch: Vec::new(),
             period: NOT_COUNTING,
-            counts_repeats: !header.timing.per_call(),
+            counts_repeats: true,
+            timed: header.timing.per_call(),
+            counted_times: 0,
             stopped_at: None,
             dir: dir.to_owned(),
             rank,
@@ -207,10 +217,11 @@ impl Journal {
     /// the repeated calls being counted (`repeats`: the period of the
     /// repetition the grammar took it in, else 0) and the communicator log
     /// (`comms` entries) holds no entry the journal does not; only a call
-    /// that was `encoded` may have added one. False: it needs
-    /// [`record`](Journal::record).
+    /// that was `encoded` may have added one. Its per-call `times` (none
+    /// without per-call timing) go after the counted calls'. False: it
+    /// needs [`record`](Journal::record).
     #[inline(always)]
-    pub fn count(&mut self, repeats: u64, comms: usize, encoded: bool) -> bool {
+    pub fn count(&mut self, repeats: u64, comms: usize, encoded: bool, times: &[u64]) -> bool {
         let map = self.map;
         // No longer in progress (see `crate::call`).
         // SAFETY: an aligned u32 of the mapping.
@@ -229,8 +240,25 @@ impl Journal {
         {
             return false;
         }
-        word.store(repeated, Ordering::Release);
+        if !times.is_empty() {
+            let at = self.len + TIMED_REPEAT_HEAD + self.counted_times;
+            if at + MAX_CALL_RECORD > self.allocated {
+                return false;
+            }
+            // SAFETY: the times fit in the file's part of the tail.
+            self.counted_times += unsafe { put_varints(self.map.add(self.tail_at + at), times) };
+            self.times_word()
+                .store(self.counted_times as u32, Ordering::Release);
+        }
+        self.header_word(REPEATED_AT)
+            .store(repeated, Ordering::Release);
         true
+    }
+
+    /// The counted-times word.
+    fn times_word(&self) -> &AtomicU32 {
+        // SAFETY: an aligned u32 of the mapping.
+        unsafe { &*self.word(TIMES_AT) }
     }
 
     /// Appends a call of `terminal` that [`count`](Journal::count) did not
@@ -308,9 +336,22 @@ impl Journal {
             && new_signature.is_none()
             && comm_log.len() == self.comms;
         self.scratch.clear();
+        // Bytes of the record of the counted calls with per-call times,
+        // in place after the tail.
+        let mut counted = 0;
         if self.period != NOT_COUNTING {
-            let repeated = self.header_word(REPEATED_AT).load(Ordering::Relaxed);
-            journal::put_repeat(&mut self.scratch, self.period, u64::from(repeated as u32));
+            let repeated = self.header_word(REPEATED_AT).load(Ordering::Relaxed) as u32;
+            if self.timed {
+                let head = journal::timed_repeat_head(self.period as u32, repeated);
+                // SAFETY: `count` left room for the head before the times.
+                unsafe {
+                    let at = self.map.add(self.tail_at + self.len);
+                    std::ptr::copy_nonoverlapping(head.as_ptr(), at, TIMED_REPEAT_HEAD);
+                }
+                counted = TIMED_REPEAT_HEAD + self.counted_times;
+            } else {
+                journal::put_repeat(&mut self.scratch, self.period, u64::from(repeated));
+            }
         }
         if let Some(s) = new_signature {
             journal::put_signature(&mut self.scratch, s);
@@ -324,26 +365,43 @@ impl Journal {
         if !count {
             journal::put_call(&mut self.scratch, terminal, times);
         }
-        let n = self.scratch.len();
+        let n = counted + self.scratch.len();
+        // Room for a new count's record head and first call's times.
+        let room = if count && self.timed {
+            TIMED_REPEAT_HEAD + MAX_CALL_RECORD
+        } else {
+            0
+        };
+        let end = self.len + n + room;
+        if end > self.limit || !self.grow_to(end) {
+            return false;
+        }
         if n > 0 {
-            if n > self.limit - self.len.min(self.limit) || !self.grow_to(self.len + n) {
-                return false;
-            }
-            // SAFETY: len + n <= allocated: inside the file's part of the tail.
-            unsafe {
+            // SAFETY: len + n <= allocated: inside the file's part of the
+            // tail (the counted calls' record is there already).
+            let checksum = unsafe {
+                let at = self.map.add(self.tail_at + self.len);
                 std::ptr::copy_nonoverlapping(
                     self.scratch.as_ptr(),
-                    self.map.add(self.tail_at + self.len),
-                    n,
-                )
+                    at.add(counted),
+                    self.scratch.len(),
+                );
+                journal::tail_checksum(self.checksum, std::slice::from_raw_parts(at, n))
             };
             self.comms = comm_log.len();
             // The counted calls are in the tail now: the header's words
             // name an older length from here on.
             self.period = NOT_COUNTING;
-            self.publish(n, journal::tail_checksum(self.checksum, &self.scratch));
+            self.publish(n, checksum);
         }
         if count {
+            if self.timed {
+                let at = self.len + TIMED_REPEAT_HEAD;
+                // SAFETY: `end` left room for them.
+                self.counted_times = unsafe { put_varints(self.map.add(self.tail_at + at), times) };
+                self.times_word()
+                    .store(self.counted_times as u32, Ordering::Release);
+            }
             self.count_repeats(repeats);
         }
         true
@@ -403,6 +461,7 @@ impl Journal {
     /// this order, see `mpigram_trace::journal`).
     pub fn reset(&mut self, calls: u64, comms: usize) {
         self.len = 0;
+        self.counted_times = 0;
         self.checksum = EMPTY_TAIL;
         self.comms = comms;
         self.tail_word()
@@ -490,6 +549,39 @@ impl Journal {
     }
 }
 
+/// Writes `times` (at most four) as varints at `at`; returns their length.
+///
+/// # Safety
+/// `at` is valid for writes of [`MAX_CALL_RECORD`] bytes.
+#[inline(always)]
+unsafe fn put_varints(at: *mut u8, times: &[u64]) -> usize {
+    let mut n = 0;
+    for &v in times {
+        let mut v = v;
+        if (0x80..0x4000).contains(&v) {
+            // Two bytes (a tight loop's times in ticks), in one store.
+            // SAFETY: four varints fit in MAX_CALL_RECORD bytes.
+            unsafe {
+                at.add(n)
+                    .cast::<[u8; 2]>()
+                    .write(mpigram_varint::two_byte_varint(v))
+            };
+            n += 2;
+            continue;
+        }
+        while v >= 0x80 {
+            // SAFETY: as above.
+            unsafe { at.add(n).write(v as u8 | 0x80) };
+            v >>= 7;
+            n += 1;
+        }
+        // SAFETY: as above.
+        unsafe { at.add(n).write(v as u8) };
+        n += 1;
+    }
+    n
+}
+
 /// Writes `times` (at most four) as varints at `at`; returns their length
 /// and `crc` continued over them. Only `record`'s fast path calls it, with
 /// per-call timing.
@@ -499,36 +591,11 @@ impl Journal {
 /// processor has the CRC-32C instruction.
 #[inline(always)]
 unsafe fn put_times(at: *mut u8, times: &[u64], mut crc: Crc) -> (usize, Crc) {
-    let mut n = 0;
-    for &v in times {
-        let mut v = v;
-        if (0x80..0x4000).contains(&v) {
-            // Two bytes (a tight loop's times in ticks), in one store.
-            let bytes = mpigram_varint::two_byte_varint(v);
-            // SAFETY: four varints fit in MAX_CALL_RECORD bytes.
-            unsafe {
-                at.add(n).cast::<[u8; 2]>().write(bytes);
-                crc = crc.two_bytes(bytes);
-            }
-            n += 2;
-            continue;
-        }
-        while v >= 0x80 {
-            let b = v as u8 | 0x80;
-            // SAFETY: four varints fit in MAX_CALL_RECORD bytes.
-            unsafe {
-                at.add(n).write(b);
-                crc = crc.byte(b);
-            }
-            v >>= 7;
-            n += 1;
-        }
-        // SAFETY: as above.
-        unsafe {
-            at.add(n).write(v as u8);
-            crc = crc.byte(v as u8);
-        }
-        n += 1;
+    // SAFETY: as the caller says.
+    let n = unsafe { put_varints(at, times) };
+    for i in 0..n {
+        // SAFETY: the bytes just written.
+        crc = unsafe { crc.byte(at.add(i).read()) };
     }
     (n, crc)
 }

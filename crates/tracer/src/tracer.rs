@@ -289,14 +289,14 @@ impl Tracer {
             return;
         };
         let comm_log = &self.objects.comm_log;
-        if journal.count(repeats, comm_log.len(), encoded) {
+        let recorder = &self.recorder;
+        let times = recorder.call_times.get();
+        if journal.count(repeats, comm_log.len(), encoded, times) {
             return;
         }
         // Rare where it matters most: a loop's calls are counted.
         crate::call::cold_path();
-        let recorder = &self.recorder;
         let signature = new.then_some(&recorder.scratch[..]);
-        let times = recorder.call_times.get();
         if !journal.record(terminal, repeats, times, signature, comm_log) {
             // The journal holds every call before this one.
             let journaled = self.recorder.calls - 1;
