@@ -20,6 +20,7 @@
 //! is never unmapped.
 
 use crate::objects::CommRecord;
+use crate::recorder::CallNumbers;
 use mpigram_trace::journal::{
     self, EMPTY_TAIL, ENDING_AT, GENERATION_AT, IN_CALL_AT, JournalHeader, LOST_AT, MAX_REPEATED,
     REPEATED_AT, REPEATED_STEP, REPETITION_AT, SIGNAL_ENDING, TAIL_WORD_AT, TIMED_REPEAT_HEAD,
@@ -217,11 +218,17 @@ impl Journal {
     /// the repeated calls being counted (`repeats`: the period of the
     /// repetition the grammar took it in, else 0) and the communicator log
     /// (`comms` entries) holds no entry the journal does not; only a call
-    /// that was `encoded` may have added one. Its per-call `times` (none
-    /// without per-call timing) go after the counted calls'. False: it
-    /// needs [`record`](Journal::record).
+    /// that was `encoded` may have added one. With per-call timing its
+    /// `times` go after the counted calls'. False: it needs
+    /// [`record`](Journal::record).
     #[inline(always)]
-    pub fn count(&mut self, repeats: u64, comms: usize, encoded: bool, times: &[u64]) -> bool {
+    pub fn count(
+        &mut self,
+        repeats: u64,
+        comms: usize,
+        encoded: bool,
+        times: &CallNumbers,
+    ) -> bool {
         let map = self.map;
         // No longer in progress (see `crate::call`).
         // SAFETY: an aligned u32 of the mapping.
@@ -240,7 +247,8 @@ impl Journal {
         {
             return false;
         }
-        if !times.is_empty() {
+        if self.timed {
+            let times = times.get();
             let at = self.len + TIMED_REPEAT_HEAD + self.counted_times;
             if at + MAX_CALL_RECORD > self.allocated {
                 return false;

@@ -290,13 +290,13 @@ impl Tracer {
         };
         let comm_log = &self.objects.comm_log;
         let recorder = &self.recorder;
-        let times = recorder.call_times.get();
-        if journal.count(repeats, comm_log.len(), encoded, times) {
+        if journal.count(repeats, comm_log.len(), encoded, &recorder.call_times) {
             return;
         }
         // Rare where it matters most: a loop's calls are counted.
         crate::call::cold_path();
         let signature = new.then_some(&recorder.scratch[..]);
+        let times = recorder.call_times.get();
         if !journal.record(terminal, repeats, times, signature, comm_log) {
             // The journal holds every call before this one.
             let journaled = self.recorder.calls - 1;
