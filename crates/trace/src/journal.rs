@@ -40,7 +40,7 @@
 //! | 56 | 8 | generation: calls held by the checkpoint the tail continues (0: none) |
 //! | 64 | 8 | the tail's published length (low half) and checksum (high half) ([`tail_word`]): [`tail_checksum`] from version 5, [`hash`] before |
 //! | 72 | 4 | in call ([`in_call_word`], version 3): the MPI function a traced call of the rank is inside (stored as the call begins, cleared as the tracer records it), 0 between calls |
-//! | 76 | 4 | counted times ([`TIMES_AT`], version 6): bytes of per-call times of the calls being counted, after the published tail and a timed-repeat record's head; before version 6 reserved (0; readers refuse anything else) |
+//! | 76 | 4 | reserved (0; readers refuse anything else) |
 //! | 80 | 8 | repetition ([`repetition_word`], version 4): the period of the calls being counted (low half) and the tail's published length when their counting began (high half) |
 //! | 88 | 8 | repeated calls ([`repeated_word`], version 4): how many calls of that repetition the tail's end leaves out (low half) and a check (high half); 0: none |
 //! | 96 (80 in version 3, 72 before) | | identity: host name and MPI library version, varint-length-prefixed; the run id, a varint; the timing mode as META stores it; nanoseconds per clock tick, f64 bits as a varint (the run id and what follows are absent in journals of older versions: 0, aggregated timing, 1) |
@@ -77,11 +77,13 @@
 //! With per-call times (version 6), the calls are counted so too, and
 //! their times go where their record will be: after the published tail,
 //! [`TIMED_REPEAT_HEAD`] bytes are left for the record's head, and each
-//! call's times follow, as varints, the counted-times word (76) naming
-//! their bytes; then the repeated-calls word counts the call. The run
-//! ends as a record (7): the tracer writes its head into the room left
-//! and publishes head and times with the call that broke the run. A
-//! reader takes the counted calls' times from after the published tail,
+//! call's times follow, as varints. While the run is counted, bytes 1 to
+//! 8 of that room hold the counted times' word ([`counted_times_word`]:
+//! their length and CRC-32C), stored at once after each call's times;
+//! then the repeated-calls word counts the call. The run ends as a
+//! record (7): the tracer writes its head into the room left and
+//! publishes head and times with the call that broke the run. A reader
+//! of a run still counted checks the times against the word and takes
 //! as many calls' as the count says (a rank killed between the two
 //! stores has written one call's times more: they are not read). Before
 //! version 6, calls with per-call times were never counted: their times
@@ -164,10 +166,6 @@ pub const GENERATION_AT: usize = 56;
 pub const TAIL_WORD_AT: usize = 64;
 /// Offset of the in-call word ([`in_call_word`]; version 3 on).
 pub const IN_CALL_AT: usize = 72;
-/// Offset of the counted-times word (version 6 on): bytes of the per-call
-/// times of the calls the repeated-calls word counts, after the published
-/// tail and [`TIMED_REPEAT_HEAD`] bytes left for their record's head.
-pub const TIMES_AT: usize = 76;
 /// Offset of the repetition word ([`repetition_word`]; version 4 on).
 pub const REPETITION_AT: usize = 80;
 /// Offset of the repeated-calls word ([`repeated_word`]; version 4 on).
@@ -315,6 +313,15 @@ pub fn timed_repeat_head(period: u32, calls: u32) -> [u8; TIMED_REPEAT_HEAD] {
     head[1..5].copy_from_slice(&period.to_le_bytes());
     head[5..].copy_from_slice(&calls.to_le_bytes());
     head
+}
+
+/// The counted times' word: the length of the per-call times of the
+/// calls being counted (low half) and their CRC-32C ([`tail_checksum`]
+/// from [`EMPTY_TAIL`], high half), stored in one 8-byte store at byte 1
+/// of the room left for their record's head.
+#[inline]
+pub const fn counted_times_word(len: u32, crc: u32) -> u64 {
+    tail_word(len, crc)
 }
 
 /// Appends the record of calls with per-call times that each repeat the
@@ -584,8 +591,8 @@ impl Journal {
         let in_call = match version {
             // Bytes 76-79: reserved before version 6, then the counted
             // calls' times, which only per-call timing has.
-            3.. if u32_at(bytes, TIMES_AT) != 0 && (version < 6 || !header.timing.per_call()) => {
-                return Err("damaged header: bytes 76-79 are not 0".into());
+            3.. if u32_at(bytes, IN_CALL_AT + 4) != 0 => {
+                return Err("damaged header: reserved bytes 76-79 are not 0".into());
             }
             3.. => in_call_of_word(u32_at(bytes, IN_CALL_AT))?,
             _ => None,
@@ -638,12 +645,22 @@ impl Journal {
                 if version < 6 {
                     return Err("tail: repeated calls without their per-call times".into());
                 }
-                // Their times: after the tail and their record's head.
+                // Their times: after the tail and the room for their
+                // record's head, which holds their length and checksum.
+                let word = bytes
+                    .get(end + 1..end + TIMED_REPEAT_HEAD)
+                    .map(|w| u64_at(w, 0))
+                    .ok_or("truncated: no room for the counted calls' times")?;
+                let (counted, crc) = (word as u32 as usize, (word >> 32) as u32);
                 let at = end + TIMED_REPEAT_HEAD;
-                let counted = u32_at(bytes, TIMES_AT) as usize;
                 let times = bytes.get(at..at.saturating_add(counted)).ok_or_else(|| {
                     format!("truncated: the counted calls' {counted} bytes of times")
                 })?;
+                if tail_checksum(EMPTY_TAIL, times) != crc {
+                    return Err(format!(
+                        "the counted calls' {counted} bytes of times are damaged (checksum)"
+                    ));
+                }
                 let mut r = ByteReader::new(times);
                 for _ in 0..repeat.calls {
                     journal

@@ -11,9 +11,9 @@ use mpigram_mpispec::encoding::{put_handle, put_rank};
 use mpigram_mpispec::{HandleRef, Rank, func, put_signature_head};
 use mpigram_trace::journal::{
     EMPTY_TAIL, ENDING_AT, GENERATION_AT, HASH_SEED, IN_CALL_AT, JournalHeader, REPEATED_AT,
-    REPEATED_STEP, REPETITION_AT, TAIL_WORD_AT, TIMED_REPEAT_HEAD, TIMES_AT, ending_word_of, hash,
-    in_call_word, put_call, put_comm, put_repeat, put_signature, put_timed_repeat, repeated_word,
-    repetition_word, tail_checksum, tail_word,
+    REPEATED_STEP, REPETITION_AT, TAIL_WORD_AT, TIMED_REPEAT_HEAD, counted_times_word,
+    ending_word_of, hash, in_call_word, put_call, put_comm, put_repeat, put_signature,
+    put_timed_repeat, repeated_word, repetition_word, tail_checksum, tail_word,
 };
 use mpigram_trace::{
     CallStats, CommEntry, Ending, RankMeta, RankTrace, Timing, Trace, checkpoint_file_name,
@@ -520,6 +520,54 @@ proptest! {
         }
     }
 
+    /// The same with per-call times and calls counted after the tail: a
+    /// damaged byte of the counted times or of their word is noticed too
+    /// (all but the first byte of the room left for their record's head,
+    /// which the tracer writes when the run ends).
+    #[test]
+    fn damaged_timed_journals_are_refused(at in any::<prop::sample::Index>(), mask in 1u8..) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut h = header(1);
+        h.timing = Timing::parse("lossless", None).unwrap();
+        let mut tail = Vec::new();
+        put_signature(&mut tail, &signature(0));
+        put_call(&mut tail, 0, &[3, 4]);
+        put_timed_repeat(&mut tail, 1, 2, &[3, 4, 200, 4]);
+        let times = [3u8, 4, 3, 5, 130, 1, 4];
+        let mut unpublished = vec![0; TIMED_REPEAT_HEAD];
+        unpublished.extend(times);
+        let mut image = Image::with_header(&h, 0, Ending::Killed, &tail, &unpublished);
+        image.count_repeated(1, 3, tail.len());
+        let word = counted_times_word(times.len() as u32, tail_checksum(EMPTY_TAIL, &times));
+        image.set_word(image.published + 1, word);
+        let good = {
+            let path = image.write(dir.path(), 1);
+            let t = recover_rank(dir.path(), 1).unwrap();
+            std::fs::remove_file(path).unwrap();
+            t
+        };
+        prop_assert_eq!(good.meta.calls, 6);
+        let mut bytes = image.bytes.clone();
+        let i = at.index(bytes.len());
+        bytes[i] ^= mask;
+        let counted = image.published + 1..image.published + TIMED_REPEAT_HEAD + times.len();
+        let damaged = i < image.identity_end
+            || (image.tail_at..image.published).contains(&i)
+            || counted.contains(&i);
+        let path = dir.path().join(journal_file_name(1));
+        std::fs::write(&path, &bytes).unwrap();
+        match recover_rank(dir.path(), 1) {
+            Ok(trace) => {
+                prop_assert!(!damaged, "damage at {} accepted", i);
+                prop_assert_eq!(trace, good);
+            }
+            Err(e) => {
+                prop_assert!(damaged, "undamaged journal refused: {}", e);
+                one_line_naming(&e, &path);
+            }
+        }
+    }
+
     /// Damage to a checkpoint and its journal together: an error naming
     /// one of them, or a rank that reads back whole; never a panic.
     #[test]
@@ -768,19 +816,20 @@ fn timed_repeated_calls_are_read_back_with_their_times() {
     );
     put_call(&mut tail, 1, &[1, 3, 2, 6]);
     // Counted after the tail: 1 1 (period 1), then the times of a third
-    // call that was not counted.
+    // call, written (and under the counted times' word) but not counted.
+    let mut times: Vec<u8> = [5, 3, 10, 6, 1, 3, 100, 6].to_vec();
+    times.extend([130, 1, 3, 2, 6]); // 130 (two bytes), 3, 2, 6
     let mut unpublished = vec![0; TIMED_REPEAT_HEAD];
-    let counted: [u64; 8] = [5, 3, 10, 6, 1, 3, 100, 6];
-    for v in counted {
-        unpublished.push(v as u8);
-    }
-    unpublished.extend([130, 1, 3, 2, 6]); // 130 (two bytes), 3, 2, 6
+    unpublished.extend(&times);
     let mut image = Image::with_header(&h, 0, Ending::Killed, &tail, &unpublished);
     image.count_repeated(1, 2, tail.len());
-    let times_word = |image: &mut Image, bytes: u32| {
-        image.bytes[TIMES_AT..TIMES_AT + 4].copy_from_slice(&bytes.to_le_bytes())
+    // The counted times' word, at byte 1 of the room for the record's head.
+    let word_at = image.published + 1;
+    let set_word = |image: &mut Image, len: u32, crc: u32| {
+        image.set_word(word_at, counted_times_word(len, crc));
     };
-    times_word(&mut image, 13);
+    let crc_of = |n: usize| tail_checksum(EMPTY_TAIL, &times[..n]);
+    set_word(&mut image, 13, crc_of(13));
     image.write(dir.path(), 1);
     let t = recover_rank(dir.path(), 1).unwrap();
     let s = |c: u32| signature(c);
@@ -807,17 +856,23 @@ fn timed_repeated_calls_are_read_back_with_their_times() {
     assert_eq!(&exact[7..], [(10, 6), (100, 6)]);
     assert_eq!(decode_exact(&t.times.exact).unwrap().len(), 9);
 
-    // The counted-times word says more bytes than the file holds.
-    times_word(&mut image, 1 << 20);
-    let path = image.write(dir.path(), 1);
-    let e = recover_rank(dir.path(), 1).unwrap_err();
-    one_line_naming(&e, &path);
-    assert!(e.to_string().contains("truncated"), "{e}");
-    // Fewer bytes than the counted calls' times.
-    times_word(&mut image, 5);
-    image.write(dir.path(), 1);
-    let e = recover_rank(dir.path(), 1).unwrap_err();
-    assert!(e.to_string().contains("the counted calls' times"), "{e}");
+    // Every way the counted times can be wrong is refused, naming the
+    // journal: more bytes than the file holds, a damaged byte, fewer bytes
+    // than the counted calls' times.
+    let refused = |image: &Image, says: &str| {
+        let path = image.write(dir.path(), 1);
+        let e = recover_rank(dir.path(), 1).unwrap_err();
+        one_line_naming(&e, &path);
+        assert!(e.to_string().contains(says), "{e}");
+    };
+    set_word(&mut image, 1 << 20, crc_of(13));
+    refused(&image, "truncated");
+    set_word(&mut image, 13, crc_of(13));
+    image.bytes[word_at + 8 + 2] ^= 4;
+    refused(&image, "damaged (checksum)");
+    image.bytes[word_at + 8 + 2] ^= 4;
+    set_word(&mut image, 5, crc_of(5));
+    refused(&image, "the counted calls' times");
 }
 
 /// A rank killed as it emptied its tail after a checkpoint, with calls

@@ -24,7 +24,6 @@ use crate::recorder::CallNumbers;
 use mpigram_trace::journal::{
     self, EMPTY_TAIL, ENDING_AT, GENERATION_AT, IN_CALL_AT, JournalHeader, LOST_AT, MAX_REPEATED,
     REPEATED_AT, REPEATED_STEP, REPETITION_AT, SIGNAL_ENDING, TAIL_WORD_AT, TIMED_REPEAT_HEAD,
-    TIMES_AT,
 };
 use mpigram_trace::{Ending, Lost, checkpoint_file_name, journal_file_name};
 use std::ffi::c_int;
@@ -93,8 +92,10 @@ pub struct Journal {
     /// Whether calls have per-call times: counted calls' times follow the
     /// published tail, after room for their record's head.
     timed: bool,
-    /// Bytes of the counted calls' times (see `timed`).
+    /// Bytes of the counted calls' times (see `timed`), and their CRC-32C
+    /// as the instruction's state.
     counted_times: usize,
+    counted_crc: Crc,
     /// A write failed: the journal holds the first this many calls, and
     /// no more.
     stopped_at: Option<u64>,
@@ -186,6 +187,7 @@ impl Journal {
             counts_repeats: true,
             timed: header.timing.per_call(),
             counted_times: 0,
+            counted_crc: Crc::continuing(EMPTY_TAIL),
             stopped_at: None,
             dir: dir.to_owned(),
             rank,
@@ -248,25 +250,43 @@ impl Journal {
             return false;
         }
         if self.timed {
-            let times = times.get();
             let at = self.len + TIMED_REPEAT_HEAD + self.counted_times;
-            if at + MAX_CALL_RECORD > self.allocated {
+            if at >= self.fast_end {
                 return false;
             }
-            // SAFETY: the times fit in the file's part of the tail.
-            self.counted_times += unsafe { put_varints(self.map.add(self.tail_at + at), times) };
-            self.times_word()
-                .store(self.counted_times as u32, Ordering::Release);
+            // SAFETY: at < fast_end: the times fit in the file's part of
+            // the tail, and the processor has the CRC-32C instruction.
+            let (n, crc) = unsafe {
+                put_times(
+                    self.map.add(self.tail_at + at),
+                    times.get(),
+                    self.counted_crc,
+                )
+            };
+            self.counted_times += n;
+            self.counted_crc = crc;
+            self.put_counted_word();
         }
         self.header_word(REPEATED_AT)
             .store(repeated, Ordering::Release);
         true
     }
 
-    /// The counted-times word.
-    fn times_word(&self) -> &AtomicU32 {
-        // SAFETY: an aligned u32 of the mapping.
-        unsafe { &*self.word(TIMES_AT) }
+    /// Stores the counted times' word (`journal::counted_times_word`) in
+    /// the room left for their record's head: one store, so a rank killed
+    /// at any point leaves a length and a checksum that agree.
+    #[inline(always)]
+    fn put_counted_word(&self) {
+        let word =
+            journal::counted_times_word(self.counted_times as u32, self.counted_crc.checksum());
+        // SAFETY: the room is inside the file's part of the tail (`count`
+        // and `record_slow` checked it before writing the times after it).
+        unsafe {
+            self.map
+                .add(self.tail_at + self.len + 1)
+                .cast::<u64>()
+                .write_unaligned(word)
+        };
     }
 
     /// Appends a call of `terminal` that [`count`](Journal::count) did not
@@ -404,11 +424,14 @@ impl Journal {
         }
         if count {
             if self.timed {
-                let at = self.len + TIMED_REPEAT_HEAD;
-                // SAFETY: `end` left room for them.
-                self.counted_times = unsafe { put_varints(self.map.add(self.tail_at + at), times) };
-                self.times_word()
-                    .store(self.counted_times as u32, Ordering::Release);
+                // SAFETY: `end` left room for the head and the times.
+                unsafe {
+                    let at = self.map.add(self.tail_at + self.len + TIMED_REPEAT_HEAD);
+                    self.counted_times = put_varints(at, times, |_| ());
+                    let written = std::slice::from_raw_parts(at, self.counted_times);
+                    self.counted_crc = Crc::continuing(journal::tail_checksum(EMPTY_TAIL, written));
+                }
+                self.put_counted_word();
             }
             self.count_repeats(repeats);
         }
@@ -470,6 +493,7 @@ impl Journal {
     pub fn reset(&mut self, calls: u64, comms: usize) {
         self.len = 0;
         self.counted_times = 0;
+        self.counted_crc = Crc::continuing(EMPTY_TAIL);
         self.checksum = EMPTY_TAIL;
         self.comms = comms;
         self.tail_word()
@@ -557,42 +581,51 @@ impl Journal {
     }
 }
 
-/// Writes `times` (at most four) as varints at `at`; returns their length.
+/// A piece of a varint as [`put_varints`] stores it.
+enum Piece {
+    Byte(u8),
+    /// A two-byte varint whole.
+    Two([u8; 2]),
+}
+
+/// Writes `times` (at most four) as varints at `at`, passing each piece
+/// stored to `stored`; returns their length.
 ///
 /// # Safety
 /// `at` is valid for writes of [`MAX_CALL_RECORD`] bytes.
 #[inline(always)]
-unsafe fn put_varints(at: *mut u8, times: &[u64]) -> usize {
+unsafe fn put_varints(at: *mut u8, times: &[u64], mut stored: impl FnMut(Piece)) -> usize {
     let mut n = 0;
     for &v in times {
         let mut v = v;
         if (0x80..0x4000).contains(&v) {
             // Two bytes (a tight loop's times in ticks), in one store.
+            let bytes = mpigram_varint::two_byte_varint(v);
             // SAFETY: four varints fit in MAX_CALL_RECORD bytes.
-            unsafe {
-                at.add(n)
-                    .cast::<[u8; 2]>()
-                    .write(mpigram_varint::two_byte_varint(v))
-            };
+            unsafe { at.add(n).cast::<[u8; 2]>().write(bytes) };
+            stored(Piece::Two(bytes));
             n += 2;
             continue;
         }
         while v >= 0x80 {
+            let b = v as u8 | 0x80;
             // SAFETY: as above.
-            unsafe { at.add(n).write(v as u8 | 0x80) };
+            unsafe { at.add(n).write(b) };
+            stored(Piece::Byte(b));
             v >>= 7;
             n += 1;
         }
         // SAFETY: as above.
         unsafe { at.add(n).write(v as u8) };
+        stored(Piece::Byte(v as u8));
         n += 1;
     }
     n
 }
 
 /// Writes `times` (at most four) as varints at `at`; returns their length
-/// and `crc` continued over them. Only `record`'s fast path calls it, with
-/// per-call timing.
+/// and `crc` continued over them, a step an instruction as they are
+/// stored.
 ///
 /// # Safety
 /// `at` is valid for writes of [`MAX_CALL_RECORD`] bytes, and the
@@ -600,11 +633,14 @@ unsafe fn put_varints(at: *mut u8, times: &[u64]) -> usize {
 #[inline(always)]
 unsafe fn put_times(at: *mut u8, times: &[u64], mut crc: Crc) -> (usize, Crc) {
     // SAFETY: as the caller says.
-    let n = unsafe { put_varints(at, times) };
-    for i in 0..n {
-        // SAFETY: the bytes just written.
-        crc = unsafe { crc.byte(at.add(i).read()) };
-    }
+    let n = unsafe {
+        put_varints(at, times, |piece| {
+            crc = match piece {
+                Piece::Byte(b) => crc.byte(b),
+                Piece::Two(bytes) => crc.two_bytes(bytes),
+            }
+        })
+    };
     (n, crc)
 }
 
