@@ -43,7 +43,8 @@
 //! | 76 | 4 | reserved (0; readers refuse anything else) |
 //! | 80 | 8 | repetition ([`repetition_word`], version 4): the period of the calls being counted (low half) and the tail's published length when their counting began (high half) |
 //! | 88 | 8 | repeated calls ([`repeated_word`], version 4): how many calls of that repetition the tail's end leaves out (low half) and a check (high half); 0: none |
-//! | 96 (80 in version 3, 72 before) | | identity: host name and MPI library version, varint-length-prefixed; the run id, a varint; the timing mode as META stores it; nanoseconds per clock tick, f64 bits as a varint (the run id and what follows are absent in journals of older versions: 0, aggregated timing, 1) |
+//! | 96 | 8 | counted times ([`counted_times_word`], version 6): while calls with per-call times are counted, the length (low half) and CRC-32C (high half) of their times; 0 in journals without per-call times |
+//! | 104 (96 in versions 4 and 5, 80 in version 3, 72 before) | | identity: host name and MPI library version, varint-length-prefixed; the run id, a varint; the timing mode as META stores it; nanoseconds per clock tick, f64 bits as a varint (the run id and what follows are absent in journals of older versions: 0, aggregated timing, 1) |
 //! | tail offset | up to capacity | records; bytes past the published length are ignored (the file grows with the tail) |
 //!
 //! A record starts with a varint `v`: even, a call of terminal `v / 2`
@@ -77,9 +78,8 @@
 //! With per-call times (version 6), the calls are counted so too, and
 //! their times go where their record will be: after the published tail,
 //! [`TIMED_REPEAT_HEAD`] bytes are left for the record's head, and each
-//! call's times follow, as varints. While the run is counted, bytes 1 to
-//! 8 of that room hold the counted times' word ([`counted_times_word`]:
-//! their length and CRC-32C), stored at once after each call's times;
+//! call's times follow, as varints; the counted-times word (96) names
+//! their length and CRC-32C, stored at once after each call's times;
 //! then the repeated-calls word counts the call. The run ends as a
 //! record (7): the tracer writes its head into the room left and
 //! publishes head and times with the call that broke the run. A reader
@@ -170,8 +170,12 @@ pub const IN_CALL_AT: usize = 72;
 pub const REPETITION_AT: usize = 80;
 /// Offset of the repeated-calls word ([`repeated_word`]; version 4 on).
 pub const REPEATED_AT: usize = 88;
+/// Offset of the counted-times word ([`counted_times_word`]; version 6 on).
+pub const COUNTED_TIMES_AT: usize = 96;
 /// Bytes before the identity.
-const FIXED_LEN: usize = 96;
+const FIXED_LEN: usize = 104;
+/// Bytes before the identity in journals of versions 4 and 5.
+const FIXED_LEN_5: usize = 96;
 /// Bytes before the identity in journals of version 3.
 const FIXED_LEN_3: usize = 80;
 /// Bytes before the identity in journals before version 3.
@@ -315,10 +319,9 @@ pub fn timed_repeat_head(period: u32, calls: u32) -> [u8; TIMED_REPEAT_HEAD] {
     head
 }
 
-/// The counted times' word: the length of the per-call times of the
-/// calls being counted (low half) and their CRC-32C ([`tail_checksum`]
-/// from [`EMPTY_TAIL`], high half), stored in one 8-byte store at byte 1
-/// of the room left for their record's head.
+/// The counted-times word: the length of the per-call times of the calls
+/// being counted (low half) and their CRC-32C ([`tail_checksum`] from
+/// [`EMPTY_TAIL`], high half), both stored at once.
 #[inline]
 pub const fn counted_times_word(len: u32, crc: u32) -> u64 {
     tail_word(len, crc)
@@ -540,7 +543,8 @@ impl Journal {
         let identity_len = u32_at(bytes, 28) as usize;
         let capacity = u32_at(bytes, 40);
         let identity_at = match version {
-            4.. => FIXED_LEN,
+            6.. => FIXED_LEN,
+            4 | 5 => FIXED_LEN_5,
             3 => FIXED_LEN_3,
             _ => FIXED_LEN_2,
         };
@@ -588,9 +592,10 @@ impl Journal {
         };
         let ending = ending_of_word(u32_at(bytes, ENDING_AT))?;
         let lost = lost_of_word(u32_at(bytes, LOST_AT))?;
+        if version >= 6 && !header.timing.per_call() && u64_at(bytes, COUNTED_TIMES_AT) != 0 {
+            return Err("damaged header: counted times without per-call timing".into());
+        }
         let in_call = match version {
-            // Bytes 76-79: reserved before version 6, then the counted
-            // calls' times, which only per-call timing has.
             3.. if u32_at(bytes, IN_CALL_AT + 4) != 0 => {
                 return Err("damaged header: reserved bytes 76-79 are not 0".into());
             }
@@ -646,11 +651,8 @@ impl Journal {
                     return Err("tail: repeated calls without their per-call times".into());
                 }
                 // Their times: after the tail and the room for their
-                // record's head, which holds their length and checksum.
-                let word = bytes
-                    .get(end + 1..end + TIMED_REPEAT_HEAD)
-                    .map(|w| u64_at(w, 0))
-                    .ok_or("truncated: no room for the counted calls' times")?;
+                // record's head.
+                let word = u64_at(bytes, COUNTED_TIMES_AT);
                 let (counted, crc) = (word as u32 as usize, (word >> 32) as u32);
                 let at = end + TIMED_REPEAT_HEAD;
                 let times = bytes.get(at..at.saturating_add(counted)).ok_or_else(|| {

@@ -10,8 +10,8 @@ use mpigram_grammar::Sequitur;
 use mpigram_mpispec::encoding::{put_handle, put_rank};
 use mpigram_mpispec::{HandleRef, Rank, func, put_signature_head};
 use mpigram_trace::journal::{
-    EMPTY_TAIL, ENDING_AT, GENERATION_AT, HASH_SEED, IN_CALL_AT, JournalHeader, REPEATED_AT,
-    REPEATED_STEP, REPETITION_AT, TAIL_WORD_AT, TIMED_REPEAT_HEAD, counted_times_word,
+    COUNTED_TIMES_AT, EMPTY_TAIL, ENDING_AT, GENERATION_AT, HASH_SEED, IN_CALL_AT, JournalHeader,
+    REPEATED_AT, REPEATED_STEP, REPETITION_AT, TAIL_WORD_AT, TIMED_REPEAT_HEAD, counted_times_word,
     ending_word_of, hash, in_call_word, put_call, put_comm, put_repeat, put_signature,
     put_timed_repeat, repeated_word, repetition_word, tail_checksum, tail_word,
 };
@@ -20,6 +20,9 @@ use mpigram_trace::{
     journal_file_name, recover_rank, recoverable_ranks,
 };
 use proptest::prelude::*;
+
+/// Offset of a journal's identity (version 6).
+const IDENTITY_AT: usize = 104;
 
 /// `trace` is exactly the one rank `rank`.
 fn assert_same(trace: &Trace, rank: &RankTrace) {
@@ -93,7 +96,8 @@ impl Image {
     ) -> Image {
         let mut bytes = h.encode();
         let tail_at = bytes.len();
-        let identity_end = 96 + u32::from_le_bytes(bytes[28..32].try_into().unwrap()) as usize;
+        let identity_end =
+            IDENTITY_AT + u32::from_le_bytes(bytes[28..32].try_into().unwrap()) as usize;
         bytes[ENDING_AT..ENDING_AT + 4].copy_from_slice(&ending_word_of(ending).to_le_bytes());
         bytes[GENERATION_AT..GENERATION_AT + 8].copy_from_slice(&generation.to_le_bytes());
         let word = tail_word(tail.len() as u32, tail_checksum(EMPTY_TAIL, tail));
@@ -128,31 +132,36 @@ impl Image {
         self.set_word(REPEATED_AT, repeated);
     }
 
-    /// Makes the header one of journal version `version`, whose identity
-    /// (`identity`) starts at `identity_at`, under a matching checksum, and
-    /// the tail's checksum that version's.
+    /// Makes the journal one of version `version`, whose identity
+    /// (`identity`) starts at `identity_at`: the tail moved to where that
+    /// layout puts it, under that version's checksum, and the header's
+    /// under a matching checksum.
     fn as_version(&mut self, version: u32, identity_at: usize, identity: &[u8]) {
-        assert!(version < 5, "older versions than this one's");
-        let tail = &self.bytes[self.tail_at..self.published];
-        let word = tail_word(tail.len() as u32, hash(HASH_SEED, tail));
-        self.set_word(TAIL_WORD_AT, word);
-        let b = &mut self.bytes;
+        assert!(version < 6, "older versions than this one's");
+        let tail_at = (identity_at + identity.len()).next_multiple_of(64);
+        let published = self.published - self.tail_at;
+        let mut b = self.bytes[..identity_at].to_vec();
+        b.extend_from_slice(identity);
+        b.resize(tail_at, 0);
+        b.extend_from_slice(&self.bytes[self.tail_at..]);
         b[8..12].copy_from_slice(&version.to_le_bytes());
+        b[12..16].copy_from_slice(&(tail_at as u32).to_le_bytes());
         b[28..32].copy_from_slice(&(identity.len() as u32).to_le_bytes());
-        b[identity_at..identity_at + identity.len()].copy_from_slice(identity);
-        b[identity_at + identity.len()..self.tail_at].fill(0);
         let checksum = hash(hash(HASH_SEED, &b[..44]), identity);
         b[44..48].copy_from_slice(&checksum.to_le_bytes());
-    }
-
-    /// The header says journal version `version`, its layout this one's
-    /// (versions 5 and 6 differ in what they may hold, not where).
-    fn set_version(&mut self, version: u32) {
-        let b = &mut self.bytes;
-        b[8..12].copy_from_slice(&version.to_le_bytes());
-        let identity = &b[96..self.identity_end];
-        let checksum = hash(hash(HASH_SEED, &b[..44]), identity);
-        b[44..48].copy_from_slice(&checksum.to_le_bytes());
+        let tail = &b[tail_at..tail_at + published];
+        let tail_checksum = match version {
+            5 => tail_checksum(EMPTY_TAIL, tail),
+            _ => hash(HASH_SEED, tail),
+        };
+        let word = tail_word(published as u32, tail_checksum);
+        b[TAIL_WORD_AT..TAIL_WORD_AT + 8].copy_from_slice(&word.to_le_bytes());
+        *self = Image {
+            bytes: b,
+            tail_at,
+            identity_end: identity_at + identity.len(),
+            published: tail_at + published,
+        };
     }
 
     fn set_word(&mut self, at: usize, word: u64) {
@@ -522,8 +531,8 @@ proptest! {
 
     /// The same with per-call times and calls counted after the tail: a
     /// damaged byte of the counted times or of their word is noticed too
-    /// (all but the first byte of the room left for their record's head,
-    /// which the tracer writes when the run ends).
+    /// (not in the room left for their record's head, which the tracer
+    /// writes when the run ends).
     #[test]
     fn damaged_timed_journals_are_refused(at in any::<prop::sample::Index>(), mask in 1u8..) {
         let dir = tempfile::tempdir().unwrap();
@@ -539,7 +548,7 @@ proptest! {
         let mut image = Image::with_header(&h, 0, Ending::Killed, &tail, &unpublished);
         image.count_repeated(1, 3, tail.len());
         let word = counted_times_word(times.len() as u32, tail_checksum(EMPTY_TAIL, &times));
-        image.set_word(image.published + 1, word);
+        image.set_word(COUNTED_TIMES_AT, word);
         let good = {
             let path = image.write(dir.path(), 1);
             let t = recover_rank(dir.path(), 1).unwrap();
@@ -550,7 +559,7 @@ proptest! {
         let mut bytes = image.bytes.clone();
         let i = at.index(bytes.len());
         bytes[i] ^= mask;
-        let counted = image.published + 1..image.published + TIMED_REPEAT_HEAD + times.len();
+        let counted = image.published + TIMED_REPEAT_HEAD..image.published + TIMED_REPEAT_HEAD + times.len();
         let damaged = i < image.identity_end
             || (image.tail_at..image.published).contains(&i)
             || counted.contains(&i);
@@ -787,7 +796,8 @@ fn damaged_repeated_calls_are_refused() {
         &Image::with_header(&timed, 0, Ending::Killed, &untimed, &[]),
         "journal record",
     );
-    image.set_version(5);
+    let identity = image.bytes[IDENTITY_AT..image.identity_end].to_vec();
+    image.as_version(5, 96, &identity);
     refused(&image, "without their per-call times");
 }
 
@@ -823,10 +833,8 @@ fn timed_repeated_calls_are_read_back_with_their_times() {
     unpublished.extend(&times);
     let mut image = Image::with_header(&h, 0, Ending::Killed, &tail, &unpublished);
     image.count_repeated(1, 2, tail.len());
-    // The counted times' word, at byte 1 of the room for the record's head.
-    let word_at = image.published + 1;
     let set_word = |image: &mut Image, len: u32, crc: u32| {
-        image.set_word(word_at, counted_times_word(len, crc));
+        image.set_word(COUNTED_TIMES_AT, counted_times_word(len, crc));
     };
     let crc_of = |n: usize| tail_checksum(EMPTY_TAIL, &times[..n]);
     set_word(&mut image, 13, crc_of(13));
@@ -868,9 +876,10 @@ fn timed_repeated_calls_are_read_back_with_their_times() {
     set_word(&mut image, 1 << 20, crc_of(13));
     refused(&image, "truncated");
     set_word(&mut image, 13, crc_of(13));
-    image.bytes[word_at + 8 + 2] ^= 4;
+    let times_at = image.published + TIMED_REPEAT_HEAD;
+    image.bytes[times_at + 2] ^= 4;
     refused(&image, "damaged (checksum)");
-    image.bytes[word_at + 8 + 2] ^= 4;
+    image.bytes[times_at + 2] ^= 4;
     set_word(&mut image, 5, crc_of(5));
     refused(&image, "the counted calls' times");
 }
@@ -896,7 +905,7 @@ fn repeated_calls_of_a_tail_being_emptied_are_the_checkpoints() {
 fn a_version_3_journal_is_read() {
     let dir = tempfile::tempdir().unwrap();
     let mut image = Image::new(1, 0, Ending::Killed, &small_tail(), &[]);
-    let identity = image.bytes[96..image.identity_end].to_vec();
+    let identity = image.bytes[IDENTITY_AT..image.identity_end].to_vec();
     image.as_version(3, 80, &identity);
     image.write(dir.path(), 1);
     let t = recover_rank(dir.path(), 1).unwrap();
@@ -910,12 +919,13 @@ fn a_version_3_journal_is_read() {
 fn a_version_4_journal_is_read() {
     let dir = tempfile::tempdir().unwrap();
     let mut image = Image::new(1, 0, Ending::Killed, &small_tail(), &[]);
-    let identity = image.bytes[96..image.identity_end].to_vec();
+    let identity = image.bytes[IDENTITY_AT..image.identity_end].to_vec();
     image.as_version(4, 96, &identity);
     image.write(dir.path(), 1);
     assert_eq!(recover_rank(dir.path(), 1).unwrap().meta.calls, 5);
     // The same tail under the version 5 checksum is refused as version 4.
     let mut crc = Image::new(1, 0, Ending::Killed, &small_tail(), &[]);
+    crc.as_version(5, 96, &identity);
     crc.bytes[8..12].copy_from_slice(&4u32.to_le_bytes());
     let checksum = hash(hash(HASH_SEED, &crc.bytes[..44]), &identity);
     crc.bytes[44..48].copy_from_slice(&checksum.to_le_bytes());

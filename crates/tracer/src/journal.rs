@@ -22,8 +22,9 @@
 use crate::objects::CommRecord;
 use crate::recorder::CallNumbers;
 use mpigram_trace::journal::{
-    self, EMPTY_TAIL, ENDING_AT, GENERATION_AT, IN_CALL_AT, JournalHeader, LOST_AT, MAX_REPEATED,
-    REPEATED_AT, REPEATED_STEP, REPETITION_AT, SIGNAL_ENDING, TAIL_WORD_AT, TIMED_REPEAT_HEAD,
+    self, COUNTED_TIMES_AT, EMPTY_TAIL, ENDING_AT, GENERATION_AT, IN_CALL_AT, JournalHeader,
+    LOST_AT, MAX_REPEATED, REPEATED_AT, REPEATED_STEP, REPETITION_AT, SIGNAL_ENDING, TAIL_WORD_AT,
+    TIMED_REPEAT_HEAD,
 };
 use mpigram_trace::{Ending, Lost, checkpoint_file_name, journal_file_name};
 use std::ffi::c_int;
@@ -272,21 +273,15 @@ impl Journal {
         true
     }
 
-    /// Stores the counted times' word (`journal::counted_times_word`) in
-    /// the room left for their record's head: one store, so a rank killed
-    /// at any point leaves a length and a checksum that agree.
+    /// Stores the counted-times word (`journal::counted_times_word`):
+    /// one store, so a rank killed at any point leaves a length and a
+    /// checksum that agree.
     #[inline(always)]
     fn put_counted_word(&self) {
         let word =
             journal::counted_times_word(self.counted_times as u32, self.counted_crc.checksum());
-        // SAFETY: the room is inside the file's part of the tail (`count`
-        // and `record_slow` checked it before writing the times after it).
-        unsafe {
-            self.map
-                .add(self.tail_at + self.len + 1)
-                .cast::<u64>()
-                .write_unaligned(word)
-        };
+        self.header_word(COUNTED_TIMES_AT)
+            .store(word, Ordering::Release);
     }
 
     /// Appends a call of `terminal` that [`count`](Journal::count) did not
@@ -364,19 +359,13 @@ impl Journal {
             && new_signature.is_none()
             && comm_log.len() == self.comms;
         self.scratch.clear();
-        // Bytes of the record of the counted calls with per-call times,
-        // in place after the tail.
-        let mut counted = 0;
+        // The head of the record of the counted calls with per-call times,
+        // which goes into the room left for it before their times.
+        let mut head = None;
         if self.period != NOT_COUNTING {
             let repeated = self.header_word(REPEATED_AT).load(Ordering::Relaxed) as u32;
             if self.timed {
-                let head = journal::timed_repeat_head(self.period as u32, repeated);
-                // SAFETY: `count` left room for the head before the times.
-                unsafe {
-                    let at = self.map.add(self.tail_at + self.len);
-                    std::ptr::copy_nonoverlapping(head.as_ptr(), at, TIMED_REPEAT_HEAD);
-                }
-                counted = TIMED_REPEAT_HEAD + self.counted_times;
+                head = Some(journal::timed_repeat_head(self.period as u32, repeated));
             } else {
                 journal::put_repeat(&mut self.scratch, self.period, u64::from(repeated));
             }
@@ -393,6 +382,7 @@ impl Journal {
         if !count {
             journal::put_call(&mut self.scratch, terminal, times);
         }
+        let counted = head.map_or(0, |_| TIMED_REPEAT_HEAD + self.counted_times);
         let n = counted + self.scratch.len();
         // Room for a new count's record head and first call's times.
         let room = if count && self.timed {
@@ -406,9 +396,12 @@ impl Journal {
         }
         if n > 0 {
             // SAFETY: len + n <= allocated: inside the file's part of the
-            // tail (the counted calls' record is there already).
+            // tail (the counted calls' times are there already).
             let checksum = unsafe {
                 let at = self.map.add(self.tail_at + self.len);
+                if let Some(head) = head {
+                    std::ptr::copy_nonoverlapping(head.as_ptr(), at, TIMED_REPEAT_HEAD);
+                }
                 std::ptr::copy_nonoverlapping(
                     self.scratch.as_ptr(),
                     at.add(counted),
