@@ -88,7 +88,7 @@ pub struct Journal {
     /// repeated-calls word, read and written where it is mapped.
     period: u64,
     /// Whether calls may be counted as repeated: the journal has not
-    /// stopped.
+    /// stopped (and, with per-call times, `Crc::available`).
     counts_repeats: bool,
     /// Whether calls have per-call times: counted calls' times follow the
     /// published tail, after room for their record's head.
@@ -185,7 +185,10 @@ impl Journal {
             comms: 0,
             scratch: Vec::new(),
             period: NOT_COUNTING,
-            counts_repeats: true,
+            // (Counted calls' times are checksummed as they are written,
+            // by the processor's instruction: without it, each would end
+            // its count at once, a record a call.)
+            counts_repeats: !header.timing.per_call() || Crc::available(),
             timed: header.timing.per_call(),
             counted_times: 0,
             counted_crc: Crc::continuing(EMPTY_TAIL),
