@@ -93,6 +93,11 @@ pub struct Journal {
     /// Whether calls have per-call times: counted calls' times follow the
     /// published tail, after room for their record's head.
     timed: bool,
+    /// The most repeated calls [`count`](Journal::count) takes without
+    /// testing `timed`: `MAX_REPEATED`, or 0 where calls have per-call
+    /// times (the compare that holds the count below its bound sends them
+    /// all to `count_timed`, which writes their times).
+    untimed_limit: u32,
     /// Bytes of the counted calls' times (see `timed`), and their CRC-32C
     /// as the instruction's state.
     counted_times: usize,
@@ -190,6 +195,11 @@ impl Journal {
             // its count at once, a record a call.)
             counts_repeats: !header.timing.per_call() || Crc::available(),
             timed: header.timing.per_call(),
+            untimed_limit: if header.timing.per_call() {
+                0
+            } else {
+                MAX_REPEATED
+            },
             counted_times: 0,
             counted_crc: Crc::continuing(EMPTY_TAIL),
             stopped_at: None,
@@ -248,29 +258,52 @@ impl Journal {
         let word = self.header_word(REPEATED_AT);
         let repeated = word.load(Ordering::Relaxed).wrapping_add(REPEATED_STEP);
         if repeats != self.period
+            || repeated as u32 > self.untimed_limit
+            || encoded && comms != self.comms
+        {
+            return self.timed && self.count_timed(repeats, comms, encoded, repeated, times);
+        }
+        self.header_word(REPEATED_AT)
+            .store(repeated, Ordering::Release);
+        true
+    }
+
+    /// [`count`](Journal::count) of a call with per-call `times` (which
+    /// `untimed_limit` sends here): as there, with the call's times
+    /// written after the counted calls' and the counted-times word
+    /// updated before the count (`repeated`: the header's word with this
+    /// call counted).
+    #[inline(always)]
+    fn count_timed(
+        &mut self,
+        repeats: u64,
+        comms: usize,
+        encoded: bool,
+        repeated: u64,
+        times: &CallNumbers,
+    ) -> bool {
+        if repeats != self.period
             || repeated as u32 > MAX_REPEATED
             || encoded && comms != self.comms
         {
             return false;
         }
-        if self.timed {
-            let at = self.len + TIMED_REPEAT_HEAD + self.counted_times;
-            if at >= self.fast_end {
-                return false;
-            }
-            // SAFETY: at < fast_end: the times fit in the file's part of
-            // the tail, and the processor has the CRC-32C instruction.
-            let (n, crc) = unsafe {
-                put_times(
-                    self.map.add(self.tail_at + at),
-                    times.get(),
-                    self.counted_crc,
-                )
-            };
-            self.counted_times += n;
-            self.counted_crc = crc;
-            self.put_counted_word();
+        let at = self.len + TIMED_REPEAT_HEAD + self.counted_times;
+        if at >= self.fast_end {
+            return false;
         }
+        // SAFETY: at < fast_end: the times fit in the file's part of the
+        // tail, and the processor has the CRC-32C instruction.
+        let (n, crc) = unsafe {
+            put_times(
+                self.map.add(self.tail_at + at),
+                times.get(),
+                self.counted_crc,
+            )
+        };
+        self.counted_times += n;
+        self.counted_crc = crc;
+        self.put_counted_word();
         self.header_word(REPEATED_AT)
             .store(repeated, Ordering::Release);
         true
