@@ -573,10 +573,10 @@ pub fn uncounted<R>(f: impl FnOnce() -> R) -> R {
 }
 
 /// Runs `f`, in which the tracer writes out what it recorded (a crash
-/// journal's checkpoint, a part of the trace) while recording a call: as
-/// [`uncounted`], and what it frees is its own, never the application's
-/// (see [`frees_own_blocks`]). The gap it falls in is the tracer's, not
-/// sampled for the rank's CPU share.
+/// journal's checkpoint or a part of the trace while recording a call, the
+/// merge at MPI_Finalize): as [`uncounted`], and what it frees is its own,
+/// never the application's (see [`frees_own_blocks`]). The gap it falls
+/// in is the tracer's, not sampled for the rank's CPU share.
 pub fn writing_out<R>(f: impl FnOnce() -> R) -> R {
     crate::cpu_share::skip_gap();
     in_place(WRITING, f)
