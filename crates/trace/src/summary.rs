@@ -134,9 +134,32 @@ impl Spread {
     /// Summarises `(rank, value)` pairs (any order) of a run of `wall_ns`,
     /// quantised to `q`.
     pub fn of(values: &[(u32, u64)], wall_ns: u64, q: Quantum) -> Spread {
-        if values.is_empty() {
-            return Spread::default();
+        match *values {
+            [] => Spread::default(),
+            // Every signature of a 1-rank run, and those only one rank
+            // calls: no outlier, the rest that value; without the sorts and
+            // the four vectors of `of_many` (thousands of instructions a
+            // signature, most of a large whole-run file's summary).
+            [(_, v)] => Spread::alike(v, q),
+            _ => Spread::of_many(values, wall_ns, q),
         }
+    }
+
+    /// The spread of one value: the rest, all `v`.
+    fn alike(v: u64, q: Quantum) -> Spread {
+        let ns = q.value(q.code(v)).expect("a code of a time");
+        Spread {
+            named: Vec::new(),
+            rest: Some(Rest {
+                mean_ns: ns,
+                lo_ns: ns,
+                hi_ns: ns,
+            }),
+        }
+    }
+
+    /// [`of`](Spread::of), for any number of values but none.
+    fn of_many(values: &[(u32, u64)], wall_ns: u64, q: Quantum) -> Spread {
         let mut sorted: Vec<f64> = values.iter().map(|&(_, v)| v as f64).collect();
         sorted.sort_unstable_by(f64::total_cmp);
         let median = median_of_sorted(&sorted);
@@ -739,6 +762,32 @@ impl GapSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_spread_of_one_value_is_the_general_summary_of_it() {
+        let values = [
+            0,
+            1,
+            2,
+            511,
+            512,
+            513,
+            1_000,
+            123_456_789,
+            u64::MAX / 3,
+            u64::MAX,
+        ];
+        for wall_ns in [10, 1_000_000, 50_000_000_000] {
+            let q = quantum(wall_ns);
+            for v in values {
+                assert_eq!(
+                    Spread::of(&[(7, v)], wall_ns, q),
+                    Spread::of_many(&[(7, v)], wall_ns, q),
+                    "{v} ns in a run of {wall_ns} ns"
+                );
+            }
+        }
+    }
 
     /// The quantum of a run of `wall_ns` (as the whole-run file derives it).
     fn quantum(wall_ns: u64) -> Quantum {
