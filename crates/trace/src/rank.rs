@@ -453,7 +453,14 @@ pub fn encode_signature_deltas<S: AsRef<[u8]>>(signatures: &[S]) -> Vec<u8> {
         let s = s.as_ref();
         if !previous.is_empty() && s.len() == previous.len() {
             table.put_u64(0);
-            table.extend(s.iter().zip(previous).map(|(a, b)| a ^ b));
+            // Copied, then XORed in place: a loop over two slices of one
+            // length, which the compiler does 32 bytes a step (an iterator
+            // pushed byte by byte took about 4 instructions a byte).
+            let at = table.len();
+            table.extend_from_slice(s);
+            for (byte, before) in table[at..].iter_mut().zip(previous) {
+                *byte ^= before;
+            }
         } else {
             table.put_u64(s.len() as u64 + 1);
             table.extend_from_slice(s);
