@@ -2,7 +2,10 @@
 /* MPI_THREAD_MULTIPLE: two pthreads per rank communicate at the same time.
  * Each thread has its own duplicate of the world (ring Sendrecv and an
  * Allreduce every few iterations); both also use MPI_COMM_WORLD concurrently,
- * kept apart by distinct tags. Also Query_thread and Is_thread_main. */
+ * kept apart by distinct tags. Also Query_thread and Is_thread_main.
+ *
+ * Usage: threads [one-at-a-time]   (with it, the second thread starts when
+ * the first has ended: MPI_THREAD_MULTIPLE, but no two calls at once) */
 #include "common.h"
 #include <pthread.h>
 
@@ -14,9 +17,14 @@ struct worker {
     int is_main; /* MPI_Is_thread_main as seen by the thread */
 };
 
+/* Both threads begin together (one at a time: each alone), so that their
+ * calls are in progress at once, not one thread's all before the other's. */
+static pthread_barrier_t start;
+
 static void *work(void *arg)
 {
     struct worker *w = arg;
+    pthread_barrier_wait(&start);
     int rank = world_rank(), n = world_size();
     int right = ring_right(rank, n), left = ring_left(rank, n);
     for (int iter = 0; iter < ITERS; iter++) {
@@ -59,13 +67,20 @@ int main(int argc, char **argv)
         workers[t].is_main = -1;
         MPI_Comm_dup(MPI_COMM_WORLD, &workers[t].own);
     }
-    for (int t = 0; t < 2; t++)
-        CHECK(pthread_create(&threads[t], NULL, work, &workers[t]) == 0);
+    int one_at_a_time = argc > 1 && strcmp(argv[1], "one-at-a-time") == 0;
+    CHECK(pthread_barrier_init(&start, NULL, one_at_a_time ? 1 : 2) == 0);
     for (int t = 0; t < 2; t++) {
-        pthread_join(threads[t], NULL);
+        CHECK(pthread_create(&threads[t], NULL, work, &workers[t]) == 0);
+        if (one_at_a_time)
+            pthread_join(threads[t], NULL);
+    }
+    for (int t = 0; t < 2; t++) {
+        if (!one_at_a_time)
+            pthread_join(threads[t], NULL);
         CHECK_EQ(workers[t].is_main, 0);
         MPI_Comm_free(&workers[t].own);
     }
+    pthread_barrier_destroy(&start);
     MPI_Finalize();
     return 0;
 }

@@ -1,5 +1,5 @@
 //! `mpigram gen-bench DIR -o bench.c [--compute none|mean|recorded] [--scale S] [--ranks N]
-//! [--times best|lossy|lossless] [--cpu-time]`.
+//! [--times best|lossy|lossless] [--cpu-time] [--serial-threads]`.
 
 use crate::times::Times;
 use anyhow::{Context, Result, bail};
@@ -44,6 +44,11 @@ pub struct Args {
     /// with a processor per rank, where the traced run shared them.
     #[arg(long)]
     cpu_time: bool,
+    /// Generate the benchmark of a trace whose threads called MPI at once
+    /// all the same: it makes each rank's calls one after another on one
+    /// thread, in the order they returned, and can deadlock.
+    #[arg(long)]
+    serial_threads: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -72,6 +77,7 @@ pub fn run(args: &Args) -> Result<()> {
         ranks: args.ranks,
         times: args.times.into(),
         cpu_time: args.cpu_time,
+        serial_threads: args.serial_threads,
     };
     let bench = generate(&trace, &options)?;
     std::fs::write(&args.out, &bench.source)

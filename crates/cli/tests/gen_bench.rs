@@ -159,6 +159,87 @@ fn a_bucket_sort_like_nas_is_round_trips() {
     );
 }
 
+/// Threads that called MPI at once (`threads`: two a rank, each with an
+/// MPI_Sendrecv ring on a communicator of its own): the benchmark makes a
+/// rank's calls one after another on one thread, in the order they
+/// returned, which can deadlock (IMB-MT's benchmark did). From a lossless
+/// trace gen-bench refuses in one line that names the rank and its calls
+/// that overlapped; `--serial-threads` generates it all the same, with a
+/// note; a trace without lossless times cannot tell, and its benchmark
+/// comes with a note. The same threads one at a time (MPI_THREAD_MULTIPLE
+/// still) round-trip without a word.
+#[test]
+fn threads_that_called_mpi_at_once_are_refused() {
+    mpi_available().unwrap();
+    let _one = one_at_a_time();
+    let mpi = Mpi::selected();
+    let exe = compile_with(mpi, "threads").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let generate = |trace: &Path, extra: &[&str]| {
+        let c = trace.with_extension("bench.c");
+        let mut args = vec![
+            "gen-bench",
+            trace.to_str().unwrap(),
+            "-o",
+            c.to_str().unwrap(),
+        ];
+        args.extend(extra);
+        let out = mpigram(&args);
+        (out.status.code(), text(&out.stderr), c)
+    };
+    let at_once = dir.path().join("at_once");
+    trace(mpi, &exe, 2, &[], "lossless", &at_once);
+    let (code, err, c) = generate(&at_once, &[]);
+    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("mpigram: rank "), "{err}");
+    assert!(err.contains(") began before its call "), "{err}");
+    assert!(err.contains("--serial-threads"), "{err}");
+    assert!(!c.exists());
+    let (code, err, c) = generate(&at_once, &["--serial-threads"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("note: rank ") && err.contains("can deadlock"),
+        "{err}"
+    );
+    assert!(c.exists());
+
+    let untold = dir.path().join("untold");
+    trace(mpi, &exe, 2, &[], "aggregated", &untold);
+    let (code, err, _) = generate(&untold, &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("note: the traced run was given MPI_THREAD_MULTIPLE"),
+        "{err}"
+    );
+
+    let (orig, regen) = (dir.path().join("one_at_a_time"), dir.path().join("regen"));
+    trace(mpi, &exe, 2, &["one-at-a-time"], "lossless", &orig);
+    let (code, err, c) = generate(&orig, &["--compute", "none"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!err.contains("thread"), "{err}");
+    let bench = build(mpi, &c);
+    trace(mpi, &bench, 2, &[], "aggregated", &regen);
+    // The benchmark makes the threads' calls on its main thread, where
+    // MPI_Is_thread_main says so (docs/gen-bench.md, "Threads").
+    let without_thread_main = |calls: Vec<Json>| -> Vec<Json> {
+        calls
+            .into_iter()
+            .map(|mut call| {
+                if call["func"] == "MPI_Is_thread_main" {
+                    call["args"]["flag"] = Json::Null;
+                }
+                call
+            })
+            .collect()
+    };
+    let compared = assert_same_calls(
+        &without_thread_main(decode(&orig)),
+        &without_thread_main(decode(&regen)),
+    );
+    assert!(compared > 0);
+}
+
 #[test]
 fn halo_exchanges_round_trip() {
     round_trip("halo2d", 4, &[]);

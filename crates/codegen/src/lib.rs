@@ -21,6 +21,7 @@ mod files;
 pub mod peers;
 pub mod protos;
 pub mod render;
+pub mod threads;
 pub mod timing;
 pub mod unify;
 pub mod wildcard;
@@ -55,6 +56,9 @@ pub struct Options {
     /// processors: the recorded gap times the rank's measured share of a
     /// processor (`timing::processor_shares`).
     pub cpu_time: bool,
+    /// Generate a benchmark of a trace whose threads called MPI at once
+    /// (which it makes one after another, and may deadlock: `threads.rs`).
+    pub serial_threads: bool,
 }
 
 /// A generated benchmark.
@@ -92,6 +96,8 @@ pub enum Error {
     Model(String),
     #[error("{0} is beyond what a generated program holds in a table (a corrupt trace?)")]
     TooLarge(String),
+    #[error("{0}; give --serial-threads to generate it anyway")]
+    ThreadsAtOnce(threads::Overlap),
     #[error("cannot generate a benchmark for {0} ranks from this trace: {1}")]
     NotRegular(u32, String),
     #[error("rank {rank} has no {which} timing (it has {has}): record it with MPIGRAM_TIMING")]
@@ -149,6 +155,25 @@ pub fn generate(trace: &Trace, options: &Options) -> Result<Benchmark, Error> {
 
     if !has_init(&sigs) {
         return Err(Error::NoInit);
+    }
+    let mut notes = Vec::new();
+    match threads::threads(trace, &sigs).map_err(Error::Model)? {
+        threads::Threads::OneAtATime => {}
+        threads::Threads::AtOnce(overlap) if !options.serial_threads => {
+            return Err(Error::ThreadsAtOnce(overlap));
+        }
+        threads::Threads::AtOnce(overlap) => {
+            notes.push(format!(
+                "{overlap} (--serial-threads: generated all the same)"
+            ));
+        }
+        threads::Threads::Untold => notes.push(
+            "the traced run was given MPI_THREAD_MULTIPLE and its times cannot tell whether its \
+             threads called MPI at once: where they did, the benchmark, which makes a rank's \
+             calls one after another on one thread, can deadlock (gen-bench checks traces \
+             recorded with lossless timing)"
+                .into(),
+        ),
     }
     if options.compute != Compute::None {
         check_times(trace, options.times)?;
@@ -271,7 +296,10 @@ pub fn generate(trace: &Trace, options: &Options) -> Result<Benchmark, Error> {
         calls: total,
         functions,
         skipped: skipped.into_iter().collect(),
-        notes: delays.note.iter().cloned().collect(),
+        notes: notes
+            .into_iter()
+            .chain(delays.note.iter().cloned())
+            .collect(),
     })
 }
 

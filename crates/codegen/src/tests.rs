@@ -72,6 +72,7 @@ fn options(compute: Compute) -> Options {
         ranks: None,
         times: crate::Source::Best,
         cpu_time: false,
+        serial_threads: false,
     }
 }
 
@@ -499,6 +500,7 @@ fn recorded_computation_keeps_a_loops_longer_first_gap_apart() {
 fn ranks_that_shared_processors_burn_their_share_in_cpu_time() {
     let cpu_time = Options {
         cpu_time: true,
+        serial_threads: false,
         ..options(Compute::Recorded)
     };
     let shared = |cpus: [u32; 3], shares: [Option<f64>; 3], hosts: [&str; 3]| {

@@ -22,6 +22,7 @@ fn gen_bench_holds_the_grammar_not_the_calls() {
         ranks: None,
         times: mpigram_codegen::Source::Best,
         cpu_time: false,
+        serial_threads: false,
     };
     // The MPI model is built once, at the first generation.
     generate(&common::two_ranks(10), &options).unwrap();

@@ -10,6 +10,7 @@ fn for_ranks(n: u32) -> Options {
         ranks: Some(n),
         times: crate::Source::Best,
         cpu_time: false,
+        serial_threads: false,
         ..options(Compute::None)
     }
 }
