@@ -1,11 +1,13 @@
 ! ranks: 1-4
 ! Fortran bindings through mpif.h: MPI_INIT, MPI_COMM_RANK/SIZE, a ring
-! MPI_SEND/MPI_RECV (even ranks send first), MPI_ALLREDUCE, MPI_BARRIER,
-! MPI_FINALIZE. A wrong result prints one line and stops with MPI_ABORT.
+! MPI_SEND/MPI_RECV (even ranks send first), the ring again with MPI_IRECV,
+! MPI_SEND and MPI_WAIT of a status (which Open MPI's binding converts with
+! PMPI_Status_c2f), MPI_ALLREDUCE, MPI_BARRIER, MPI_FINALIZE. A wrong result
+! prints one line and stops with MPI_ABORT.
 program fortran_basic
   implicit none
   include 'mpif.h'
-  integer :: ierr, rank, nprocs, right, left, sum
+  integer :: ierr, rank, nprocs, right, left, sum, request
   integer :: outbuf(4), inbuf(4), i
   integer :: status(MPI_STATUS_SIZE)
 
@@ -33,6 +35,13 @@ program fortran_basic
   do i = 1, 4
      if (inbuf(i) /= 100 * left + i) call fail('bad data from left neighbour')
   end do
+
+  inbuf = -1
+  call MPI_IRECV(inbuf, 4, MPI_INTEGER, left, 8, MPI_COMM_WORLD, request, ierr)
+  call MPI_SEND(outbuf, 4, MPI_INTEGER, right, 8, MPI_COMM_WORLD, ierr)
+  call MPI_WAIT(request, status, ierr)
+  if (status(MPI_SOURCE) /= left .or. status(MPI_TAG) /= 8) call fail('bad status of a wait')
+  if (inbuf(1) /= 100 * left + 1) call fail('bad data from a wait')
 
   call MPI_ALLREDUCE(rank, sum, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierr)
   if (sum /= nprocs * (nprocs - 1) / 2) call fail('bad allreduce sum')

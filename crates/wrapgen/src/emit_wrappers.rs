@@ -39,7 +39,21 @@ const PMPI_ALIASES: &str = "
 // calling the real `PMPI_X` (resolved with dlsym(RTLD_NEXT), never this
 // one). MPICH's C library calls no `PMPI_X` through the dynamic linker, so
 // only those bindings (and a program that calls PMPI itself) reach them.
+// Their conversions of handles and statuses between C and Fortran
+// (`PMPI_Status_c2f` after each completion that fills a Fortran status,
+// under Open MPI) are the library's own calls, not the application's: those
+// `PMPI_X` call the real one without recording it.
 ";
+
+/// Whether `name` converts a handle or a status between C and Fortran
+/// (`MPI_Type_f2c`, `MPI_Status_c2f08`, `MPI_Comm_fromint`, ...).
+pub fn is_conversion(name: &str) -> bool {
+    [
+        "_c2f", "_f2c", "_c2f08", "_f082c", "_f2f08", "_f082f", "_fromint", "_toint",
+    ]
+    .iter()
+    .any(|suffix| name.ends_with(suffix))
+}
 
 /// `PMPI_X`, traced as `MPI_X`.
 fn pmpi_alias(f: &FuncModel, hand_written: bool) -> String {
@@ -50,16 +64,26 @@ fn pmpi_alias(f: &FuncModel, hand_written: bool) -> String {
         .map(|p| format!("{}: {}", p.name, p.ctype.rust()))
         .collect();
     let args: Vec<&str> = f.params.iter().map(|p| p.name.as_str()).collect();
-    let target = if hand_written {
+    let conversion = is_conversion(name);
+    let target = if conversion {
+        format!("crate::pmpi::{name}()")
+    } else if hand_written {
         format!("crate::special::{name}")
     } else {
         name.clone()
     };
     let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "\n/// `P{name}`, as MPICH's Fortran bindings call it: traced as `{name}`."
-    );
+    if conversion {
+        let _ = writeln!(
+            s,
+            "\n/// `P{name}`, as the Fortran bindings call it: the real one, not recorded."
+        );
+    } else {
+        let _ = writeln!(
+            s,
+            "\n/// `P{name}`, as MPICH's Fortran bindings call it: traced as `{name}`."
+        );
+    }
     if f.params.len() > 7 {
         s.push_str("#[allow(clippy::too_many_arguments)]\n");
     }
@@ -905,3 +929,28 @@ fn win_rank(e: &mut Encoder<'_>, rank: i64, win: MPI_Win) {
 
 // --- Wrappers ---
 "#;
+
+#[cfg(test)]
+mod conversion_tests {
+    use super::is_conversion;
+
+    #[test]
+    fn conversions_are_told_by_their_names() {
+        for name in [
+            "MPI_Status_c2f",
+            "MPI_Status_f082c",
+            "MPI_File_f2c",
+            "MPI_Type_fromint",
+            "MPI_Comm_toint",
+        ] {
+            assert!(is_conversion(name), "{name}");
+        }
+        for name in [
+            "MPI_Comm_create_from_group",
+            "MPI_Status_set_cancelled",
+            "MPI_Info_f",
+        ] {
+            assert!(!is_conversion(name), "{name}");
+        }
+    }
+}

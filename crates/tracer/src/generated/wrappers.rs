@@ -41349,6 +41349,10 @@ pub unsafe extern "C" fn MPI_Win_wait(win: MPI_Win) -> c_int {
 // calling the real `PMPI_X` (resolved with dlsym(RTLD_NEXT), never this
 // one). MPICH's C library calls no `PMPI_X` through the dynamic linker, so
 // only those bindings (and a program that calls PMPI itself) reach them.
+// Their conversions of handles and statuses between C and Fortran
+// (`PMPI_Status_c2f` after each completion that fills a Fortran status,
+// under Open MPI) are the library's own calls, not the application's: those
+// `PMPI_X` call the real one without recording it.
 
 /// `PMPI_Abort`, as MPICH's Fortran bindings call it: traced as `MPI_Abort`.
 #[unsafe(no_mangle)]
@@ -42252,10 +42256,10 @@ pub unsafe extern "C" fn PMPI_Fetch_and_op(
     }
 }
 
-/// `PMPI_File_c2f`, as MPICH's Fortran bindings call it: traced as `MPI_File_c2f`.
+/// `PMPI_File_c2f`, as the Fortran bindings call it: the real one, not recorded.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_File_c2f(file: MPI_File) -> MPI_Fint {
-    unsafe { MPI_File_c2f(file) }
+    unsafe { crate::pmpi::MPI_File_c2f()(file) }
 }
 
 /// `PMPI_File_call_errhandler`, as MPICH's Fortran bindings call it: traced as `MPI_File_call_errhandler`.
@@ -42285,10 +42289,10 @@ pub unsafe extern "C" fn PMPI_File_delete(filename: *const c_char, info: MPI_Inf
     unsafe { MPI_File_delete(filename, info) }
 }
 
-/// `PMPI_File_f2c`, as MPICH's Fortran bindings call it: traced as `MPI_File_f2c`.
+/// `PMPI_File_f2c`, as the Fortran bindings call it: the real one, not recorded.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_File_f2c(file: MPI_Fint) -> MPI_File {
-    unsafe { MPI_File_f2c(file) }
+    unsafe { crate::pmpi::MPI_File_f2c()(file) }
 }
 
 /// `PMPI_File_get_amode`, as MPICH's Fortran bindings call it: traced as `MPI_File_get_amode`.
@@ -44826,22 +44830,22 @@ pub unsafe extern "C" fn PMPI_Startall(count: c_int, array_of_requests: *mut Han
     unsafe { crate::special::MPI_Startall(count, array_of_requests) }
 }
 
-/// `PMPI_Status_c2f`, as MPICH's Fortran bindings call it: traced as `MPI_Status_c2f`.
+/// `PMPI_Status_c2f`, as the Fortran bindings call it: the real one, not recorded.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Status_c2f(
     c_status: *const MPI_Status,
     f_status: *mut MPI_Fint,
 ) -> c_int {
-    unsafe { MPI_Status_c2f(c_status, f_status) }
+    unsafe { crate::pmpi::MPI_Status_c2f()(c_status, f_status) }
 }
 
-/// `PMPI_Status_f2c`, as MPICH's Fortran bindings call it: traced as `MPI_Status_f2c`.
+/// `PMPI_Status_f2c`, as the Fortran bindings call it: the real one, not recorded.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMPI_Status_f2c(
     f_status: *const MPI_Fint,
     c_status: *mut MPI_Status,
 ) -> c_int {
-    unsafe { MPI_Status_f2c(f_status, c_status) }
+    unsafe { crate::pmpi::MPI_Status_f2c()(f_status, c_status) }
 }
 
 /// `PMPI_Status_set_cancelled`, as MPICH's Fortran bindings call it: traced as `MPI_Status_set_cancelled`.
