@@ -24,6 +24,7 @@ mod agree;
 mod alloc;
 mod budget;
 mod call;
+mod caller;
 mod census;
 mod clock;
 mod clocksync;

@@ -55,6 +55,40 @@ pub fn is_conversion(name: &str) -> bool {
     .any(|suffix| name.ends_with(suffix))
 }
 
+/// The exported `MPI_X` of a conversion (see [`is_conversion`]) and the
+/// head of the function that traces it: the export passes its return
+/// address on (`crate::caller`), and a call from the MPI library itself
+/// (a Fortran binding's) goes to the real function unrecorded.
+fn conversion_stubs(f: &FuncModel, decl: &[String], args: &str) -> Result<String> {
+    let name = &f.name;
+    let ret = rust_base(&f.ret);
+    let n = f.params.len();
+    if !(1..=2).contains(&n) {
+        bail!("a conversion of {n} parameters (the caller's address goes after one or two)");
+    }
+    let decl = decl.join(", ");
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "\n/// Traces `{name}` where the application calls it (`crate::caller`).\n\
+         #[cfg(any(target_arch = \"x86_64\", target_arch = \"aarch64\"))]\n\
+         #[unsafe(no_mangle)]\n#[unsafe(naked)]\n\
+         pub unsafe extern \"C\" fn {name}({decl}) -> {ret} {{\n\
+         \x20   crate::caller::with_caller!({n}, traced_{name})\n}}\n\n\
+         /// Traces `{name}` (its caller unknown here).\n\
+         #[cfg(not(any(target_arch = \"x86_64\", target_arch = \"aarch64\")))]\n\
+         #[unsafe(no_mangle)]\n\
+         pub unsafe extern \"C\" fn {name}({decl}) -> {ret} {{\n\
+         \x20   unsafe {{ traced_{name}({args}, 0) }}\n}}\n\n\
+         /// `{name}` called from `caller`.\n\
+         unsafe extern \"C\" fn traced_{name}({decl}, caller: usize) -> {ret} {{\n\
+         \x20   if crate::caller::in_mpi_library(caller) {{\n\
+         \x20       return unsafe {{ crate::pmpi::{name}()({args}) }};\n\
+         \x20   }}"
+    );
+    Ok(s)
+}
+
 /// `PMPI_X`, traced as `MPI_X`.
 fn pmpi_alias(f: &FuncModel, hand_written: bool) -> String {
     let name = &f.name;
@@ -183,15 +217,19 @@ fn wrapper(f: &FuncModel) -> Result<String> {
     let ret = rust_base(&f.ret);
     let code = if f.ret == "int" { "ret" } else { "MPI_SUCCESS" };
     let mut s = String::new();
-    let _ = writeln!(s, "\n/// Traces `{name}`.");
-    if f.params.len() > 7 {
-        s.push_str("#[allow(clippy::too_many_arguments)]\n");
+    if is_conversion(name) {
+        s.push_str(&conversion_stubs(f, &decl, &args)?);
+    } else {
+        let _ = writeln!(s, "\n/// Traces `{name}`.");
+        if f.params.len() > 7 {
+            s.push_str("#[allow(clippy::too_many_arguments)]\n");
+        }
+        let _ = writeln!(
+            s,
+            "#[unsafe(no_mangle)]\npub unsafe extern \"C\" fn {name}({}) -> {ret} {{",
+            decl.join(", ")
+        );
     }
-    let _ = writeln!(
-        s,
-        "#[unsafe(no_mangle)]\npub unsafe extern \"C\" fn {name}({}) -> {ret} {{",
-        decl.join(", ")
-    );
     let agreement = agreement(f);
     if OwnRanks::of(f).is_some() && !matches!(agreement, Some(Agreement::Blocking { .. })) {
         bail!("arguments that are often the caller's rank, in a call that creates no communicator");

@@ -5485,9 +5485,26 @@ pub unsafe extern "C" fn MPI_Comm_free_keyval(comm_keyval: *mut c_int) -> c_int 
     ret
 }
 
-/// Traces `MPI_Comm_fromint`.
+/// Traces `MPI_Comm_fromint` where the application calls it (`crate::caller`).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[unsafe(no_mangle)]
+#[unsafe(naked)]
+pub unsafe extern "C" fn MPI_Comm_fromint(comm: c_int) -> MPI_Comm {
+    crate::caller::with_caller!(1, traced_MPI_Comm_fromint)
+}
+
+/// Traces `MPI_Comm_fromint` (its caller unknown here).
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Comm_fromint(comm: c_int) -> MPI_Comm {
+    unsafe { traced_MPI_Comm_fromint(comm, 0) }
+}
+
+/// `MPI_Comm_fromint` called from `caller`.
+unsafe extern "C" fn traced_MPI_Comm_fromint(comm: c_int, caller: usize) -> MPI_Comm {
+    if crate::caller::in_mpi_library(caller) {
+        return unsafe { crate::pmpi::MPI_Comm_fromint()(comm) };
+    }
     /// All but the call memo's fast path.
     #[cold]
     #[inline(never)]
@@ -6443,9 +6460,26 @@ pub unsafe extern "C" fn MPI_Comm_test_inter(comm: MPI_Comm, flag: *mut c_int) -
     )
 }
 
-/// Traces `MPI_Comm_toint`.
+/// Traces `MPI_Comm_toint` where the application calls it (`crate::caller`).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[unsafe(no_mangle)]
+#[unsafe(naked)]
+pub unsafe extern "C" fn MPI_Comm_toint(comm: MPI_Comm) -> c_int {
+    crate::caller::with_caller!(1, traced_MPI_Comm_toint)
+}
+
+/// Traces `MPI_Comm_toint` (its caller unknown here).
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Comm_toint(comm: MPI_Comm) -> c_int {
+    unsafe { traced_MPI_Comm_toint(comm, 0) }
+}
+
+/// `MPI_Comm_toint` called from `caller`.
+unsafe extern "C" fn traced_MPI_Comm_toint(comm: MPI_Comm, caller: usize) -> c_int {
+    if crate::caller::in_mpi_library(caller) {
+        return unsafe { crate::pmpi::MPI_Comm_toint()(comm) };
+    }
     /// All but the call memo's fast path.
     #[cold]
     #[inline(never)]
@@ -6969,9 +7003,29 @@ pub unsafe extern "C" fn MPI_Errhandler_free(errhandler: *mut HandleSlot) -> c_i
     ret
 }
 
-/// Traces `MPI_Errhandler_fromint`.
+/// Traces `MPI_Errhandler_fromint` where the application calls it (`crate::caller`).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[unsafe(no_mangle)]
+#[unsafe(naked)]
+pub unsafe extern "C" fn MPI_Errhandler_fromint(errhandler: c_int) -> MPI_Errhandler {
+    crate::caller::with_caller!(1, traced_MPI_Errhandler_fromint)
+}
+
+/// Traces `MPI_Errhandler_fromint` (its caller unknown here).
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Errhandler_fromint(errhandler: c_int) -> MPI_Errhandler {
+    unsafe { traced_MPI_Errhandler_fromint(errhandler, 0) }
+}
+
+/// `MPI_Errhandler_fromint` called from `caller`.
+unsafe extern "C" fn traced_MPI_Errhandler_fromint(
+    errhandler: c_int,
+    caller: usize,
+) -> MPI_Errhandler {
+    if crate::caller::in_mpi_library(caller) {
+        return unsafe { crate::pmpi::MPI_Errhandler_fromint()(errhandler) };
+    }
     /// All but the call memo's fast path.
     #[cold]
     #[inline(never)]
@@ -7084,9 +7138,29 @@ pub unsafe extern "C" fn MPI_Errhandler_set(comm: MPI_Comm, errhandler: MPI_Errh
     )
 }
 
-/// Traces `MPI_Errhandler_toint`.
+/// Traces `MPI_Errhandler_toint` where the application calls it (`crate::caller`).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[unsafe(no_mangle)]
+#[unsafe(naked)]
+pub unsafe extern "C" fn MPI_Errhandler_toint(errhandler: MPI_Errhandler) -> c_int {
+    crate::caller::with_caller!(1, traced_MPI_Errhandler_toint)
+}
+
+/// Traces `MPI_Errhandler_toint` (its caller unknown here).
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Errhandler_toint(errhandler: MPI_Errhandler) -> c_int {
+    unsafe { traced_MPI_Errhandler_toint(errhandler, 0) }
+}
+
+/// `MPI_Errhandler_toint` called from `caller`.
+unsafe extern "C" fn traced_MPI_Errhandler_toint(
+    errhandler: MPI_Errhandler,
+    caller: usize,
+) -> c_int {
+    if crate::caller::in_mpi_library(caller) {
+        return unsafe { crate::pmpi::MPI_Errhandler_toint()(errhandler) };
+    }
     /// All but the call memo's fast path.
     #[cold]
     #[inline(never)]
@@ -7744,9 +7818,26 @@ pub unsafe extern "C" fn MPI_Fetch_and_op(
     )
 }
 
-/// Traces `MPI_File_c2f`.
+/// Traces `MPI_File_c2f` where the application calls it (`crate::caller`).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[unsafe(no_mangle)]
+#[unsafe(naked)]
+pub unsafe extern "C" fn MPI_File_c2f(file: MPI_File) -> MPI_Fint {
+    crate::caller::with_caller!(1, traced_MPI_File_c2f)
+}
+
+/// Traces `MPI_File_c2f` (its caller unknown here).
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_File_c2f(file: MPI_File) -> MPI_Fint {
+    unsafe { traced_MPI_File_c2f(file, 0) }
+}
+
+/// `MPI_File_c2f` called from `caller`.
+unsafe extern "C" fn traced_MPI_File_c2f(file: MPI_File, caller: usize) -> MPI_Fint {
+    if crate::caller::in_mpi_library(caller) {
+        return unsafe { crate::pmpi::MPI_File_c2f()(file) };
+    }
     /// All but the call memo's fast path.
     #[cold]
     #[inline(never)]
@@ -7882,9 +7973,26 @@ pub unsafe extern "C" fn MPI_File_delete(filename: *const c_char, info: MPI_Info
     ret
 }
 
-/// Traces `MPI_File_f2c`.
+/// Traces `MPI_File_f2c` where the application calls it (`crate::caller`).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[unsafe(no_mangle)]
+#[unsafe(naked)]
+pub unsafe extern "C" fn MPI_File_f2c(file: MPI_Fint) -> MPI_File {
+    crate::caller::with_caller!(1, traced_MPI_File_f2c)
+}
+
+/// Traces `MPI_File_f2c` (its caller unknown here).
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_File_f2c(file: MPI_Fint) -> MPI_File {
+    unsafe { traced_MPI_File_f2c(file, 0) }
+}
+
+/// `MPI_File_f2c` called from `caller`.
+unsafe extern "C" fn traced_MPI_File_f2c(file: MPI_Fint, caller: usize) -> MPI_File {
+    if crate::caller::in_mpi_library(caller) {
+        return unsafe { crate::pmpi::MPI_File_f2c()(file) };
+    }
     /// All but the call memo's fast path.
     #[cold]
     #[inline(never)]
@@ -7925,9 +8033,26 @@ pub unsafe extern "C" fn MPI_File_f2c(file: MPI_Fint) -> MPI_File {
     )
 }
 
-/// Traces `MPI_File_fromint`.
+/// Traces `MPI_File_fromint` where the application calls it (`crate::caller`).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[unsafe(no_mangle)]
+#[unsafe(naked)]
+pub unsafe extern "C" fn MPI_File_fromint(file: c_int) -> MPI_File {
+    crate::caller::with_caller!(1, traced_MPI_File_fromint)
+}
+
+/// Traces `MPI_File_fromint` (its caller unknown here).
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_File_fromint(file: c_int) -> MPI_File {
+    unsafe { traced_MPI_File_fromint(file, 0) }
+}
+
+/// `MPI_File_fromint` called from `caller`.
+unsafe extern "C" fn traced_MPI_File_fromint(file: c_int, caller: usize) -> MPI_File {
+    if crate::caller::in_mpi_library(caller) {
+        return unsafe { crate::pmpi::MPI_File_fromint()(file) };
+    }
     /// All but the call memo's fast path.
     #[cold]
     #[inline(never)]
@@ -12630,9 +12755,26 @@ pub unsafe extern "C" fn MPI_File_sync(fh: MPI_File) -> c_int {
     )
 }
 
-/// Traces `MPI_File_toint`.
+/// Traces `MPI_File_toint` where the application calls it (`crate::caller`).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[unsafe(no_mangle)]
+#[unsafe(naked)]
+pub unsafe extern "C" fn MPI_File_toint(file: MPI_File) -> c_int {
+    crate::caller::with_caller!(1, traced_MPI_File_toint)
+}
+
+/// Traces `MPI_File_toint` (its caller unknown here).
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_File_toint(file: MPI_File) -> c_int {
+    unsafe { traced_MPI_File_toint(file, 0) }
+}
+
+/// `MPI_File_toint` called from `caller`.
+unsafe extern "C" fn traced_MPI_File_toint(file: MPI_File, caller: usize) -> c_int {
+    if crate::caller::in_mpi_library(caller) {
+        return unsafe { crate::pmpi::MPI_File_toint()(file) };
+    }
     /// All but the call memo's fast path.
     #[cold]
     #[inline(never)]
@@ -17197,9 +17339,26 @@ pub unsafe extern "C" fn MPI_Group_from_session_pset(
     ret
 }
 
-/// Traces `MPI_Group_fromint`.
+/// Traces `MPI_Group_fromint` where the application calls it (`crate::caller`).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[unsafe(no_mangle)]
+#[unsafe(naked)]
+pub unsafe extern "C" fn MPI_Group_fromint(group: c_int) -> MPI_Group {
+    crate::caller::with_caller!(1, traced_MPI_Group_fromint)
+}
+
+/// Traces `MPI_Group_fromint` (its caller unknown here).
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Group_fromint(group: c_int) -> MPI_Group {
+    unsafe { traced_MPI_Group_fromint(group, 0) }
+}
+
+/// `MPI_Group_fromint` called from `caller`.
+unsafe extern "C" fn traced_MPI_Group_fromint(group: c_int, caller: usize) -> MPI_Group {
+    if crate::caller::in_mpi_library(caller) {
+        return unsafe { crate::pmpi::MPI_Group_fromint()(group) };
+    }
     /// All but the call memo's fast path.
     #[cold]
     #[inline(never)]
@@ -17429,9 +17588,26 @@ pub unsafe extern "C" fn MPI_Group_size(group: MPI_Group, size: *mut c_int) -> c
     )
 }
 
-/// Traces `MPI_Group_toint`.
+/// Traces `MPI_Group_toint` where the application calls it (`crate::caller`).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[unsafe(no_mangle)]
+#[unsafe(naked)]
+pub unsafe extern "C" fn MPI_Group_toint(group: MPI_Group) -> c_int {
+    crate::caller::with_caller!(1, traced_MPI_Group_toint)
+}
+
+/// Traces `MPI_Group_toint` (its caller unknown here).
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Group_toint(group: MPI_Group) -> c_int {
+    unsafe { traced_MPI_Group_toint(group, 0) }
+}
+
+/// `MPI_Group_toint` called from `caller`.
+unsafe extern "C" fn traced_MPI_Group_toint(group: MPI_Group, caller: usize) -> c_int {
+    if crate::caller::in_mpi_library(caller) {
+        return unsafe { crate::pmpi::MPI_Group_toint()(group) };
+    }
     /// All but the call memo's fast path.
     #[cold]
     #[inline(never)]
@@ -20531,9 +20707,26 @@ pub unsafe extern "C" fn MPI_Info_free(info: *mut HandleSlot) -> c_int {
     ret
 }
 
-/// Traces `MPI_Info_fromint`.
+/// Traces `MPI_Info_fromint` where the application calls it (`crate::caller`).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[unsafe(no_mangle)]
+#[unsafe(naked)]
+pub unsafe extern "C" fn MPI_Info_fromint(info: c_int) -> MPI_Info {
+    crate::caller::with_caller!(1, traced_MPI_Info_fromint)
+}
+
+/// Traces `MPI_Info_fromint` (its caller unknown here).
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Info_fromint(info: c_int) -> MPI_Info {
+    unsafe { traced_MPI_Info_fromint(info, 0) }
+}
+
+/// `MPI_Info_fromint` called from `caller`.
+unsafe extern "C" fn traced_MPI_Info_fromint(info: c_int, caller: usize) -> MPI_Info {
+    if crate::caller::in_mpi_library(caller) {
+        return unsafe { crate::pmpi::MPI_Info_fromint()(info) };
+    }
     /// All but the call memo's fast path.
     #[cold]
     #[inline(never)]
@@ -20731,9 +20924,26 @@ pub unsafe extern "C" fn MPI_Info_set(
     ret
 }
 
-/// Traces `MPI_Info_toint`.
+/// Traces `MPI_Info_toint` where the application calls it (`crate::caller`).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[unsafe(no_mangle)]
+#[unsafe(naked)]
+pub unsafe extern "C" fn MPI_Info_toint(info: MPI_Info) -> c_int {
+    crate::caller::with_caller!(1, traced_MPI_Info_toint)
+}
+
+/// Traces `MPI_Info_toint` (its caller unknown here).
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Info_toint(info: MPI_Info) -> c_int {
+    unsafe { traced_MPI_Info_toint(info, 0) }
+}
+
+/// `MPI_Info_toint` called from `caller`.
+unsafe extern "C" fn traced_MPI_Info_toint(info: MPI_Info, caller: usize) -> c_int {
+    if crate::caller::in_mpi_library(caller) {
+        return unsafe { crate::pmpi::MPI_Info_toint()(info) };
+    }
     /// All but the call memo's fast path.
     #[cold]
     #[inline(never)]
@@ -23571,9 +23781,26 @@ pub unsafe extern "C" fn MPI_Lookup_name(
     ret
 }
 
-/// Traces `MPI_Message_fromint`.
+/// Traces `MPI_Message_fromint` where the application calls it (`crate::caller`).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[unsafe(no_mangle)]
+#[unsafe(naked)]
+pub unsafe extern "C" fn MPI_Message_fromint(message: c_int) -> MPI_Message {
+    crate::caller::with_caller!(1, traced_MPI_Message_fromint)
+}
+
+/// Traces `MPI_Message_fromint` (its caller unknown here).
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Message_fromint(message: c_int) -> MPI_Message {
+    unsafe { traced_MPI_Message_fromint(message, 0) }
+}
+
+/// `MPI_Message_fromint` called from `caller`.
+unsafe extern "C" fn traced_MPI_Message_fromint(message: c_int, caller: usize) -> MPI_Message {
+    if crate::caller::in_mpi_library(caller) {
+        return unsafe { crate::pmpi::MPI_Message_fromint()(message) };
+    }
     /// All but the call memo's fast path.
     #[cold]
     #[inline(never)]
@@ -23614,9 +23841,26 @@ pub unsafe extern "C" fn MPI_Message_fromint(message: c_int) -> MPI_Message {
     )
 }
 
-/// Traces `MPI_Message_toint`.
+/// Traces `MPI_Message_toint` where the application calls it (`crate::caller`).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[unsafe(no_mangle)]
+#[unsafe(naked)]
+pub unsafe extern "C" fn MPI_Message_toint(message: MPI_Message) -> c_int {
+    crate::caller::with_caller!(1, traced_MPI_Message_toint)
+}
+
+/// Traces `MPI_Message_toint` (its caller unknown here).
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Message_toint(message: MPI_Message) -> c_int {
+    unsafe { traced_MPI_Message_toint(message, 0) }
+}
+
+/// `MPI_Message_toint` called from `caller`.
+unsafe extern "C" fn traced_MPI_Message_toint(message: MPI_Message, caller: usize) -> c_int {
+    if crate::caller::in_mpi_library(caller) {
+        return unsafe { crate::pmpi::MPI_Message_toint()(message) };
+    }
     /// All but the call memo's fast path.
     #[cold]
     #[inline(never)]
@@ -25459,9 +25703,26 @@ pub unsafe extern "C" fn MPI_Op_free(op: *mut HandleSlot) -> c_int {
     ret
 }
 
-/// Traces `MPI_Op_fromint`.
+/// Traces `MPI_Op_fromint` where the application calls it (`crate::caller`).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[unsafe(no_mangle)]
+#[unsafe(naked)]
+pub unsafe extern "C" fn MPI_Op_fromint(op: c_int) -> MPI_Op {
+    crate::caller::with_caller!(1, traced_MPI_Op_fromint)
+}
+
+/// Traces `MPI_Op_fromint` (its caller unknown here).
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Op_fromint(op: c_int) -> MPI_Op {
+    unsafe { traced_MPI_Op_fromint(op, 0) }
+}
+
+/// `MPI_Op_fromint` called from `caller`.
+unsafe extern "C" fn traced_MPI_Op_fromint(op: c_int, caller: usize) -> MPI_Op {
+    if crate::caller::in_mpi_library(caller) {
+        return unsafe { crate::pmpi::MPI_Op_fromint()(op) };
+    }
     /// All but the call memo's fast path.
     #[cold]
     #[inline(never)]
@@ -25502,9 +25763,26 @@ pub unsafe extern "C" fn MPI_Op_fromint(op: c_int) -> MPI_Op {
     )
 }
 
-/// Traces `MPI_Op_toint`.
+/// Traces `MPI_Op_toint` where the application calls it (`crate::caller`).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[unsafe(no_mangle)]
+#[unsafe(naked)]
+pub unsafe extern "C" fn MPI_Op_toint(op: MPI_Op) -> c_int {
+    crate::caller::with_caller!(1, traced_MPI_Op_toint)
+}
+
+/// Traces `MPI_Op_toint` (its caller unknown here).
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Op_toint(op: MPI_Op) -> c_int {
+    unsafe { traced_MPI_Op_toint(op, 0) }
+}
+
+/// `MPI_Op_toint` called from `caller`.
+unsafe extern "C" fn traced_MPI_Op_toint(op: MPI_Op, caller: usize) -> c_int {
+    if crate::caller::in_mpi_library(caller) {
+        return unsafe { crate::pmpi::MPI_Op_toint()(op) };
+    }
     /// All but the call memo's fast path.
     #[cold]
     #[inline(never)]
@@ -28937,9 +29215,26 @@ pub unsafe extern "C" fn MPI_Remove_error_string(errorcode: c_int) -> c_int {
     )
 }
 
-/// Traces `MPI_Request_fromint`.
+/// Traces `MPI_Request_fromint` where the application calls it (`crate::caller`).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[unsafe(no_mangle)]
+#[unsafe(naked)]
+pub unsafe extern "C" fn MPI_Request_fromint(request: c_int) -> MPI_Request {
+    crate::caller::with_caller!(1, traced_MPI_Request_fromint)
+}
+
+/// Traces `MPI_Request_fromint` (its caller unknown here).
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Request_fromint(request: c_int) -> MPI_Request {
+    unsafe { traced_MPI_Request_fromint(request, 0) }
+}
+
+/// `MPI_Request_fromint` called from `caller`.
+unsafe extern "C" fn traced_MPI_Request_fromint(request: c_int, caller: usize) -> MPI_Request {
+    if crate::caller::in_mpi_library(caller) {
+        return unsafe { crate::pmpi::MPI_Request_fromint()(request) };
+    }
     /// All but the call memo's fast path.
     #[cold]
     #[inline(never)]
@@ -28980,9 +29275,26 @@ pub unsafe extern "C" fn MPI_Request_fromint(request: c_int) -> MPI_Request {
     )
 }
 
-/// Traces `MPI_Request_toint`.
+/// Traces `MPI_Request_toint` where the application calls it (`crate::caller`).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[unsafe(no_mangle)]
+#[unsafe(naked)]
+pub unsafe extern "C" fn MPI_Request_toint(request: MPI_Request) -> c_int {
+    crate::caller::with_caller!(1, traced_MPI_Request_toint)
+}
+
+/// Traces `MPI_Request_toint` (its caller unknown here).
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Request_toint(request: MPI_Request) -> c_int {
+    unsafe { traced_MPI_Request_toint(request, 0) }
+}
+
+/// `MPI_Request_toint` called from `caller`.
+unsafe extern "C" fn traced_MPI_Request_toint(request: MPI_Request, caller: usize) -> c_int {
+    if crate::caller::in_mpi_library(caller) {
+        return unsafe { crate::pmpi::MPI_Request_toint()(request) };
+    }
     let real = crate::pmpi::MPI_Request_toint();
     let Some(call) = Call::begin(func::MPI_Request_toint) else {
         return unsafe { real(request) };
@@ -32836,9 +33148,26 @@ pub unsafe extern "C" fn MPI_Session_flush_buffer(session: MPI_Session) -> c_int
     )
 }
 
-/// Traces `MPI_Session_fromint`.
+/// Traces `MPI_Session_fromint` where the application calls it (`crate::caller`).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[unsafe(no_mangle)]
+#[unsafe(naked)]
+pub unsafe extern "C" fn MPI_Session_fromint(session: c_int) -> MPI_Session {
+    crate::caller::with_caller!(1, traced_MPI_Session_fromint)
+}
+
+/// Traces `MPI_Session_fromint` (its caller unknown here).
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Session_fromint(session: c_int) -> MPI_Session {
+    unsafe { traced_MPI_Session_fromint(session, 0) }
+}
+
+/// `MPI_Session_fromint` called from `caller`.
+unsafe extern "C" fn traced_MPI_Session_fromint(session: c_int, caller: usize) -> MPI_Session {
+    if crate::caller::in_mpi_library(caller) {
+        return unsafe { crate::pmpi::MPI_Session_fromint()(session) };
+    }
     /// All but the call memo's fast path.
     #[cold]
     #[inline(never)]
@@ -33132,9 +33461,26 @@ pub unsafe extern "C" fn MPI_Session_set_errhandler(
     )
 }
 
-/// Traces `MPI_Session_toint`.
+/// Traces `MPI_Session_toint` where the application calls it (`crate::caller`).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[unsafe(no_mangle)]
+#[unsafe(naked)]
+pub unsafe extern "C" fn MPI_Session_toint(session: MPI_Session) -> c_int {
+    crate::caller::with_caller!(1, traced_MPI_Session_toint)
+}
+
+/// Traces `MPI_Session_toint` (its caller unknown here).
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Session_toint(session: MPI_Session) -> c_int {
+    unsafe { traced_MPI_Session_toint(session, 0) }
+}
+
+/// `MPI_Session_toint` called from `caller`.
+unsafe extern "C" fn traced_MPI_Session_toint(session: MPI_Session, caller: usize) -> c_int {
+    if crate::caller::in_mpi_library(caller) {
+        return unsafe { crate::pmpi::MPI_Session_toint()(session) };
+    }
     /// All but the call memo's fast path.
     #[cold]
     #[inline(never)]
@@ -33563,12 +33909,36 @@ pub unsafe extern "C" fn MPI_Ssend_init_c(
     )
 }
 
-/// Traces `MPI_Status_c2f`.
+/// Traces `MPI_Status_c2f` where the application calls it (`crate::caller`).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[unsafe(no_mangle)]
+#[unsafe(naked)]
+pub unsafe extern "C" fn MPI_Status_c2f(
+    c_status: *const MPI_Status,
+    f_status: *mut MPI_Fint,
+) -> c_int {
+    crate::caller::with_caller!(2, traced_MPI_Status_c2f)
+}
+
+/// Traces `MPI_Status_c2f` (its caller unknown here).
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Status_c2f(
     c_status: *const MPI_Status,
     f_status: *mut MPI_Fint,
 ) -> c_int {
+    unsafe { traced_MPI_Status_c2f(c_status, f_status, 0) }
+}
+
+/// `MPI_Status_c2f` called from `caller`.
+unsafe extern "C" fn traced_MPI_Status_c2f(
+    c_status: *const MPI_Status,
+    f_status: *mut MPI_Fint,
+    caller: usize,
+) -> c_int {
+    if crate::caller::in_mpi_library(caller) {
+        return unsafe { crate::pmpi::MPI_Status_c2f()(c_status, f_status) };
+    }
     /// All but the call memo's fast path.
     #[cold]
     #[inline(never)]
@@ -33631,12 +34001,36 @@ pub unsafe extern "C" fn MPI_Status_c2f(
     )
 }
 
-/// Traces `MPI_Status_c2f08`.
+/// Traces `MPI_Status_c2f08` where the application calls it (`crate::caller`).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[unsafe(no_mangle)]
+#[unsafe(naked)]
+pub unsafe extern "C" fn MPI_Status_c2f08(
+    c_status: *const MPI_Status,
+    f08_status: *mut MPI_F08_status,
+) -> c_int {
+    crate::caller::with_caller!(2, traced_MPI_Status_c2f08)
+}
+
+/// Traces `MPI_Status_c2f08` (its caller unknown here).
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Status_c2f08(
     c_status: *const MPI_Status,
     f08_status: *mut MPI_F08_status,
 ) -> c_int {
+    unsafe { traced_MPI_Status_c2f08(c_status, f08_status, 0) }
+}
+
+/// `MPI_Status_c2f08` called from `caller`.
+unsafe extern "C" fn traced_MPI_Status_c2f08(
+    c_status: *const MPI_Status,
+    f08_status: *mut MPI_F08_status,
+    caller: usize,
+) -> c_int {
+    if crate::caller::in_mpi_library(caller) {
+        return unsafe { crate::pmpi::MPI_Status_c2f08()(c_status, f08_status) };
+    }
     /// All but the call memo's fast path.
     #[cold]
     #[inline(never)]
@@ -33700,12 +34094,36 @@ pub unsafe extern "C" fn MPI_Status_c2f08(
     )
 }
 
-/// Traces `MPI_Status_f082c`.
+/// Traces `MPI_Status_f082c` where the application calls it (`crate::caller`).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[unsafe(no_mangle)]
+#[unsafe(naked)]
+pub unsafe extern "C" fn MPI_Status_f082c(
+    f08_status: *const MPI_F08_status,
+    c_status: *mut MPI_Status,
+) -> c_int {
+    crate::caller::with_caller!(2, traced_MPI_Status_f082c)
+}
+
+/// Traces `MPI_Status_f082c` (its caller unknown here).
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Status_f082c(
     f08_status: *const MPI_F08_status,
     c_status: *mut MPI_Status,
 ) -> c_int {
+    unsafe { traced_MPI_Status_f082c(f08_status, c_status, 0) }
+}
+
+/// `MPI_Status_f082c` called from `caller`.
+unsafe extern "C" fn traced_MPI_Status_f082c(
+    f08_status: *const MPI_F08_status,
+    c_status: *mut MPI_Status,
+    caller: usize,
+) -> c_int {
+    if crate::caller::in_mpi_library(caller) {
+        return unsafe { crate::pmpi::MPI_Status_f082c()(f08_status, c_status) };
+    }
     /// All but the call memo's fast path.
     #[cold]
     #[inline(never)]
@@ -33768,12 +34186,36 @@ pub unsafe extern "C" fn MPI_Status_f082c(
     )
 }
 
-/// Traces `MPI_Status_f2c`.
+/// Traces `MPI_Status_f2c` where the application calls it (`crate::caller`).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[unsafe(no_mangle)]
+#[unsafe(naked)]
+pub unsafe extern "C" fn MPI_Status_f2c(
+    f_status: *const MPI_Fint,
+    c_status: *mut MPI_Status,
+) -> c_int {
+    crate::caller::with_caller!(2, traced_MPI_Status_f2c)
+}
+
+/// Traces `MPI_Status_f2c` (its caller unknown here).
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Status_f2c(
     f_status: *const MPI_Fint,
     c_status: *mut MPI_Status,
 ) -> c_int {
+    unsafe { traced_MPI_Status_f2c(f_status, c_status, 0) }
+}
+
+/// `MPI_Status_f2c` called from `caller`.
+unsafe extern "C" fn traced_MPI_Status_f2c(
+    f_status: *const MPI_Fint,
+    c_status: *mut MPI_Status,
+    caller: usize,
+) -> c_int {
+    if crate::caller::in_mpi_library(caller) {
+        return unsafe { crate::pmpi::MPI_Status_f2c()(f_status, c_status) };
+    }
     /// All but the call memo's fast path.
     #[cold]
     #[inline(never)]
@@ -37790,9 +38232,26 @@ pub unsafe extern "C" fn MPI_Type_free_keyval(type_keyval: *mut c_int) -> c_int 
     ret
 }
 
-/// Traces `MPI_Type_fromint`.
+/// Traces `MPI_Type_fromint` where the application calls it (`crate::caller`).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[unsafe(no_mangle)]
+#[unsafe(naked)]
+pub unsafe extern "C" fn MPI_Type_fromint(datatype: c_int) -> MPI_Datatype {
+    crate::caller::with_caller!(1, traced_MPI_Type_fromint)
+}
+
+/// Traces `MPI_Type_fromint` (its caller unknown here).
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Type_fromint(datatype: c_int) -> MPI_Datatype {
+    unsafe { traced_MPI_Type_fromint(datatype, 0) }
+}
+
+/// `MPI_Type_fromint` called from `caller`.
+unsafe extern "C" fn traced_MPI_Type_fromint(datatype: c_int, caller: usize) -> MPI_Datatype {
+    if crate::caller::in_mpi_library(caller) {
+        return unsafe { crate::pmpi::MPI_Type_fromint()(datatype) };
+    }
     /// All but the call memo's fast path.
     #[cold]
     #[inline(never)]
@@ -39242,9 +39701,26 @@ pub unsafe extern "C" fn MPI_Type_struct(
     ret
 }
 
-/// Traces `MPI_Type_toint`.
+/// Traces `MPI_Type_toint` where the application calls it (`crate::caller`).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[unsafe(no_mangle)]
+#[unsafe(naked)]
+pub unsafe extern "C" fn MPI_Type_toint(datatype: MPI_Datatype) -> c_int {
+    crate::caller::with_caller!(1, traced_MPI_Type_toint)
+}
+
+/// Traces `MPI_Type_toint` (its caller unknown here).
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Type_toint(datatype: MPI_Datatype) -> c_int {
+    unsafe { traced_MPI_Type_toint(datatype, 0) }
+}
+
+/// `MPI_Type_toint` called from `caller`.
+unsafe extern "C" fn traced_MPI_Type_toint(datatype: MPI_Datatype, caller: usize) -> c_int {
+    if crate::caller::in_mpi_library(caller) {
+        return unsafe { crate::pmpi::MPI_Type_toint()(datatype) };
+    }
     /// All but the call memo's fast path.
     #[cold]
     #[inline(never)]
@@ -40291,9 +40767,26 @@ pub unsafe extern "C" fn MPI_Win_free_keyval(win_keyval: *mut c_int) -> c_int {
     ret
 }
 
-/// Traces `MPI_Win_fromint`.
+/// Traces `MPI_Win_fromint` where the application calls it (`crate::caller`).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[unsafe(no_mangle)]
+#[unsafe(naked)]
+pub unsafe extern "C" fn MPI_Win_fromint(win: c_int) -> MPI_Win {
+    crate::caller::with_caller!(1, traced_MPI_Win_fromint)
+}
+
+/// Traces `MPI_Win_fromint` (its caller unknown here).
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_fromint(win: c_int) -> MPI_Win {
+    unsafe { traced_MPI_Win_fromint(win, 0) }
+}
+
+/// `MPI_Win_fromint` called from `caller`.
+unsafe extern "C" fn traced_MPI_Win_fromint(win: c_int, caller: usize) -> MPI_Win {
+    if crate::caller::in_mpi_library(caller) {
+        return unsafe { crate::pmpi::MPI_Win_fromint()(win) };
+    }
     /// All but the call memo's fast path.
     #[cold]
     #[inline(never)]
@@ -41167,9 +41660,26 @@ pub unsafe extern "C" fn MPI_Win_test(win: MPI_Win, flag: *mut c_int) -> c_int {
     )
 }
 
-/// Traces `MPI_Win_toint`.
+/// Traces `MPI_Win_toint` where the application calls it (`crate::caller`).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[unsafe(no_mangle)]
+#[unsafe(naked)]
+pub unsafe extern "C" fn MPI_Win_toint(win: MPI_Win) -> c_int {
+    crate::caller::with_caller!(1, traced_MPI_Win_toint)
+}
+
+/// Traces `MPI_Win_toint` (its caller unknown here).
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Win_toint(win: MPI_Win) -> c_int {
+    unsafe { traced_MPI_Win_toint(win, 0) }
+}
+
+/// `MPI_Win_toint` called from `caller`.
+unsafe extern "C" fn traced_MPI_Win_toint(win: MPI_Win, caller: usize) -> c_int {
+    if crate::caller::in_mpi_library(caller) {
+        return unsafe { crate::pmpi::MPI_Win_toint()(win) };
+    }
     /// All but the call memo's fast path.
     #[cold]
     #[inline(never)]
