@@ -5,7 +5,9 @@
 
 mod common;
 
-use common::round_trip::{assert_same_calls, build, decode, gen_bench, io_dir, trace};
+use common::round_trip::{
+    assert_same_calls, build, decode, gen_bench, io_dir, run_gen_bench, trace,
+};
 use common::{mpigram, one_at_a_time, text};
 use mpigram_testkit::{Mpi, compile_with, mpi_available};
 use serde_json::Value as Json;
@@ -176,15 +178,7 @@ fn threads_that_called_mpi_at_once_are_refused() {
     let exe = compile_with(mpi, "threads").unwrap();
     let dir = tempfile::tempdir().unwrap();
     let generate = |trace: &Path, extra: &[&str]| {
-        let c = trace.with_extension("bench.c");
-        let mut args = vec![
-            "gen-bench",
-            trace.to_str().unwrap(),
-            "-o",
-            c.to_str().unwrap(),
-        ];
-        args.extend(extra);
-        let out = mpigram(&args);
+        let (c, out) = run_gen_bench(trace, extra);
         (out.status.code(), text(&out.stderr), c)
     };
     let at_once = dir.path().join("at_once");

@@ -66,6 +66,15 @@ pub fn io_dir(dir: &Path) -> PathBuf {
 
 /// The generated source of the trace in `dir`.
 pub fn gen_bench(dir: &Path, extra: &[&str]) -> (PathBuf, String) {
+    let (c, out) = run_gen_bench(dir, extra);
+    assert!(out.status.success(), "gen-bench: {}", text(&out.stderr));
+    let source = std::fs::read_to_string(&c).unwrap();
+    (c, source)
+}
+
+/// Runs `mpigram gen-bench` on the trace in `dir`: the C file it is asked
+/// to write, and what it did.
+pub fn run_gen_bench(dir: &Path, extra: &[&str]) -> (PathBuf, std::process::Output) {
     let c = dir.with_extension("bench.c");
     let mut args = vec![
         "gen-bench",
@@ -74,10 +83,7 @@ pub fn gen_bench(dir: &Path, extra: &[&str]) -> (PathBuf, String) {
         c.to_str().unwrap(),
     ];
     args.extend(extra);
-    let out = mpigram(&args);
-    assert!(out.status.success(), "gen-bench: {}", text(&out.stderr));
-    let source = std::fs::read_to_string(&c).unwrap();
-    (c, source)
+    (c.clone(), mpigram(&args))
 }
 
 /// Builds a generated benchmark with `mpi`'s mpicc, as a user would:
