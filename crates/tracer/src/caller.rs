@@ -7,8 +7,9 @@
 //! (`wrapgen`'s `is_conversion`) are exported as stubs that pass their
 //! return address on as one more argument ([`with_caller`]), and a call from
 //! an MPI library (a shared object whose file is `libmpi*`: `libmpi.so`,
-//! `libmpifort.so`, `libmpi_mpifh.so`, `libmpich*.so`, `libmpi_abi.so`, ...)
-//! goes to the real function unrecorded ([`in_mpi_library`]).
+//! `libmpifort.so`, `libmpi_mpifh.so`, `libmpich*.so`, `libmpi_abi.so`, ...;
+//! not the tracer's own `libmpigram.so`) goes to the real function
+//! unrecorded ([`in_mpi_library`]).
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -56,7 +57,7 @@ fn object_is_mpi(address: usize) -> bool {
         }
         let path = std::ffi::CStr::from_ptr(name).to_bytes();
         let file = path.rsplit(|&b| b == b'/').next().unwrap_or(path);
-        file.starts_with(b"libmpi")
+        file.starts_with(b"libmpi") && !file.starts_with(b"libmpigram")
     }
 }
 

@@ -481,14 +481,12 @@ pub fn identify() -> Library {
 }
 
 fn symbol(name: &CStr) -> *mut c_void {
-    // SAFETY: dlsym only looks a NUL-terminated name up.
-    unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) }
+    crate::symbols::anywhere(name)
 }
 
 /// The real function `name` (PMPI_X, after this library), never a stub.
 fn real(name: &CStr) -> *mut c_void {
-    // SAFETY: as above.
-    unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) }
+    crate::symbols::next(name)
 }
 
 /// Whether `MPI_Abi_get_version` says the standard ABI (major version 1).

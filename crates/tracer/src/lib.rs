@@ -49,6 +49,7 @@ mod requests;
 mod segments;
 mod signals;
 mod special;
+mod symbols;
 mod tracer;
 
 mod wrappers {

@@ -96,7 +96,9 @@ pub fn emit(funcs: &[&FuncModel], m: &Mpich, header: &str) -> String {
 }
 
 const PREAMBLE: &str = r#"//! The real MPI functions, for the wrappers to call: `PMPI_X` resolved
-//! lazily with `dlsym(RTLD_NEXT)` and cached, never by a direct extern
+//! lazily with `dlsym(RTLD_NEXT)` (or, for an MPI library loaded with
+//! `RTLD_LOCAL`, in the scope of an object that loaded it:
+//! `crate::symbols::next`) and cached, never by a direct extern
 //! reference (a Rust cdylib binds eagerly, and a direct reference would break
 //! every non-MPI process the library is preloaded into). Each function's slot
 //! first holds a stub that resolves it on its first call, so a call loads
@@ -125,11 +127,9 @@ fn resolve(slot: &AtomicPtr<c_void>, pmpi: &CStr, mpi: &CStr, unresolved: *mut c
 
 #[cold]
 fn resolve_slow(slot: &AtomicPtr<c_void>, pmpi: &CStr, mpi: &CStr, unresolved: *mut c_void) -> *mut c_void {
-    // SAFETY: dlsym only looks up NUL-terminated names.
-    let mut f = unsafe { libc::dlsym(libc::RTLD_NEXT, pmpi.as_ptr()) };
+    let mut f = crate::symbols::next(pmpi);
     if f.is_null() {
-        // SAFETY: as above.
-        f = unsafe { libc::dlsym(libc::RTLD_NEXT, mpi.as_ptr()) };
+        f = crate::symbols::next(mpi);
     }
     if f.is_null() {
         let _ = writeln!(
