@@ -44,21 +44,17 @@ fn slot(caller: usize) -> &'static AtomicU64 {
 /// Whether the shared object that holds `address` is an MPI library, by
 /// its file's name.
 fn object_is_mpi(address: usize) -> bool {
-    let mut info = std::mem::MaybeUninit::<libc::Dl_info>::uninit();
-    // SAFETY: dladdr fills `info` when it returns non-zero; dli_fname is
-    // then a NUL-terminated path (or NULL) that lives as long as the object.
-    unsafe {
-        if libc::dladdr(address as *const libc::c_void, info.as_mut_ptr()) == 0 {
-            return false;
-        }
-        let name = info.assume_init().dli_fname;
-        if name.is_null() {
-            return false;
-        }
-        let path = std::ffi::CStr::from_ptr(name).to_bytes();
-        let file = path.rsplit(|&b| b == b'/').next().unwrap_or(path);
-        file.starts_with(b"libmpi") && !file.starts_with(b"libmpigram")
+    let Some(info) = crate::symbols::object(address as *const libc::c_void) else {
+        return false;
+    };
+    if info.dli_fname.is_null() {
+        return false;
     }
+    // SAFETY: dli_fname is a NUL-terminated path that lives as long as the
+    // object.
+    let path = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) }.to_bytes();
+    let file = path.rsplit(|&b| b == b'/').next().unwrap_or(path);
+    file.starts_with(b"libmpi") && !file.starts_with(b"libmpigram")
 }
 
 /// The body of an exported stub: calls `$f` with the stub's `$n` arguments

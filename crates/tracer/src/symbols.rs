@@ -58,14 +58,15 @@ fn in_local_scopes(name: &CStr) -> *mut c_void {
 
 /// The load address of the object that holds `address` (null if none).
 fn object_base(address: *const c_void) -> *mut c_void {
+    object(address).map_or(std::ptr::null_mut(), |info| info.dli_fbase)
+}
+
+/// What the dynamic linker knows of the object that holds `address`: its
+/// file's name and load address, and the symbol nearest below it.
+pub fn object(address: *const c_void) -> Option<libc::Dl_info> {
     let mut info = std::mem::MaybeUninit::<libc::Dl_info>::uninit();
     // SAFETY: dladdr fills `info` when it returns non-zero.
-    unsafe {
-        if libc::dladdr(address, info.as_mut_ptr()) == 0 {
-            return std::ptr::null_mut();
-        }
-        info.assume_init().dli_fbase
-    }
+    unsafe { (libc::dladdr(address, info.as_mut_ptr()) != 0).then(|| info.assume_init()) }
 }
 
 /// The file names of the loaded objects that have one, in load order

@@ -8,8 +8,6 @@ mod common;
 
 use common::*;
 use mpigram_testkit::{Mpi, mpi_available};
-use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// A library as an MPI's Fortran binding is one: a function that converts
 /// a status for Fortran through the exported C function, then stores its
@@ -25,26 +23,6 @@ int convert(const MPI_Status *c_status, MPI_Fint *f_status)
 }
 "#;
 
-/// Builds `CONVERT` with `mpi`'s mpicc as the shared library `dir/name`.
-fn library(mpi: &Mpi, dir: &Path, name: &str) -> PathBuf {
-    let src = dir.join("convert.c");
-    std::fs::write(&src, CONVERT).unwrap();
-    let lib = dir.join(name);
-    let out = Command::new(&mpi.cc)
-        .envs(mpi.env.iter().cloned())
-        .args(["-shared", "-fPIC", "-O2", "-Wall", "-o"])
-        .arg(&lib)
-        .arg(&src)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    lib
-}
-
 /// The program's own MPI_Status_c2f and the one of a library of its own
 /// (`libhelper.so`) are recorded; the one of a library named as an MPI's
 /// (`libmpi_fake_binding.so`) is made, and not recorded. Every conversion
@@ -54,8 +32,18 @@ fn conversions_made_by_an_mpi_library_are_not_recorded() {
     mpi_available().unwrap();
     let mpi = Mpi::selected();
     let libs = tempfile::tempdir().unwrap();
-    let binding = library(mpi, libs.path(), "libmpi_fake_binding.so");
-    let helper = library(mpi, libs.path(), "libhelper.so");
+    let library = |name: &str| {
+        let lib = libs.path().join(name);
+        compile_source(
+            &mpi.cc,
+            mpi,
+            CONVERT,
+            &lib,
+            &["-shared", "-fPIC", "-O2", "-Wall"],
+        );
+        lib
+    };
+    let (binding, helper) = (library("libmpi_fake_binding.so"), library("libhelper.so"));
     let args = [binding.to_str().unwrap(), helper.to_str().unwrap()];
     let run = run_traced("conversions", 2, &args, &[]);
     run.output.assert_success();

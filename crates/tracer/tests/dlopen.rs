@@ -9,8 +9,6 @@ mod common;
 
 use common::*;
 use mpigram_testkit::{Mpi, mpi_available, mpiexec};
-use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 /// A program without MPI that opens the library named by its argument
@@ -45,32 +43,14 @@ int run(void)
 }
 "#;
 
-fn compile(compiler: &str, mpi: &Mpi, source: &str, out: &Path, flags: &[&str]) {
-    let src = out.with_extension("c");
-    std::fs::write(&src, source).unwrap();
-    let result = Command::new(compiler)
-        .envs(mpi.env.iter().cloned())
-        .args(flags)
-        .arg("-o")
-        .arg(out)
-        .arg(&src)
-        .output()
-        .unwrap();
-    assert!(
-        result.status.success(),
-        "{}",
-        String::from_utf8_lossy(&result.stderr)
-    );
-}
-
 #[test]
 fn an_mpi_library_loaded_locally_is_traced_and_works() {
     mpi_available().unwrap();
     let mpi = Mpi::selected();
     let dir = tempfile::tempdir().unwrap();
     let (program, library) = (dir.path().join("program"), dir.path().join("libapp.so"));
-    compile("cc", mpi, PROGRAM, &program, &["-O2"]);
-    compile(
+    compile_source("cc", mpi, PROGRAM, &program, &["-O2"]);
+    compile_source(
         &mpi.cc,
         mpi,
         LIBRARY,

@@ -236,3 +236,29 @@ pub fn assert_lossy_times_within_bound(
     }
     coarse
 }
+
+/// Builds the C `source` with `compiler` (and `mpi`'s environment, for its
+/// mpicc) and `flags` into `out`, writing the source next to it.
+pub fn compile_source(
+    compiler: &str,
+    mpi: &mpigram_testkit::Mpi,
+    source: &str,
+    out: &Path,
+    flags: &[&str],
+) {
+    let src = out.with_extension("c");
+    std::fs::write(&src, source).unwrap();
+    let result = std::process::Command::new(compiler)
+        .envs(mpi.env.iter().cloned())
+        .args(flags)
+        .arg("-o")
+        .arg(out)
+        .arg(&src)
+        .output()
+        .unwrap();
+    assert!(
+        result.status.success(),
+        "{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+}
