@@ -13,19 +13,19 @@ use std::ffi::{CStr, CString, c_void};
 /// The definition of `name` after the tracer's (its real function, for a
 /// function the tracer wraps), or null.
 pub fn next(name: &CStr) -> *mut c_void {
-    // SAFETY: dlsym looks a NUL-terminated name up.
-    let f = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) };
-    if f.is_null() {
-        in_local_scopes(name)
-    } else {
-        f
-    }
+    in_global_scope_or_local_ones(libc::RTLD_NEXT, name)
 }
 
 /// The first definition of `name` (which may be the tracer's own), or null.
 pub fn anywhere(name: &CStr) -> *mut c_void {
-    // SAFETY: as above.
-    let f = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
+    in_global_scope_or_local_ones(libc::RTLD_DEFAULT, name)
+}
+
+/// `name` looked up with `dlsym(scope)` (RTLD_NEXT or RTLD_DEFAULT: the
+/// global scope, seen from the tracer), else in the loaded objects' own.
+fn in_global_scope_or_local_ones(scope: *mut c_void, name: &CStr) -> *mut c_void {
+    // SAFETY: dlsym looks a NUL-terminated name up.
+    let f = unsafe { libc::dlsym(scope, name.as_ptr()) };
     if f.is_null() {
         in_local_scopes(name)
     } else {
