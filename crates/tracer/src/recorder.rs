@@ -170,7 +170,7 @@ pub struct CallNumbers {
 }
 
 impl CallNumbers {
-    fn push(&mut self, a: u64, b: u64) {
+    pub(crate) fn push(&mut self, a: u64, b: u64) {
         if let Some(pair) = self.numbers.get_mut(self.len..self.len + 2) {
             pair.copy_from_slice(&[a, b]);
             self.len += 2;
