@@ -12,6 +12,7 @@
 //!   `MPI_Get_library_version` gives.
 
 use crate::abi::{Handle, HandleSlot, MPI_Status};
+use crate::symbols;
 use mpigram_mpispec::{ConstRef, ConstSet, HandleKind, predefined};
 use rustc_hash::FxHashMap;
 use std::ffi::{CStr, c_char, c_int, c_void};
@@ -88,11 +89,11 @@ impl Value {
         match self {
             Value::Int(v) => Some(v as u64),
             Value::Address(name) => {
-                let p = symbol(name);
+                let p = symbols::anywhere(name);
                 (!p.is_null()).then_some(p as u64)
             }
             Value::Held(name) => {
-                let p = symbol(name);
+                let p = symbols::anywhere(name);
                 // SAFETY: the variable is a pointer of the MPI library
                 // (`extern T * const NAME`), readable for the process's life.
                 (!p.is_null()).then(|| unsafe { p.cast::<usize>().read() } as u64)
@@ -214,7 +215,7 @@ impl Front {
             status: d.status,
             consts: d.consts,
             ints: d.ints,
-            large_counts: !real(c"PMPI_Type_get_envelope_c").is_null(),
+            large_counts: !symbols::next(c"PMPI_Type_get_envelope_c").is_null(),
             in_place: pointer(d.in_place),
             status_ignore: pointer(d.status_ignore),
             statuses_ignore: pointer(d.statuses_ignore),
@@ -468,7 +469,7 @@ pub fn identify() -> Library {
     let version = library_version();
     let family = if standard_abi() {
         Some(Family::Standard)
-    } else if !symbol(c"ompi_mpi_comm_world").is_null() {
+    } else if !symbols::anywhere(c"ompi_mpi_comm_world").is_null() {
         Some(Family::OpenMpi)
     } else {
         let mpich_family = ["MPICH", "Intel(R) MPI", "MVAPICH", "CRAY MPICH"];
@@ -480,18 +481,9 @@ pub fn identify() -> Library {
     Library { version, family }
 }
 
-fn symbol(name: &CStr) -> *mut c_void {
-    crate::symbols::anywhere(name)
-}
-
-/// The real function `name` (PMPI_X, after this library), never a stub.
-fn real(name: &CStr) -> *mut c_void {
-    crate::symbols::next(name)
-}
-
 /// Whether `MPI_Abi_get_version` says the standard ABI (major version 1).
 fn standard_abi() -> bool {
-    let f = real(c"PMPI_Abi_get_version");
+    let f = symbols::next(c"PMPI_Abi_get_version");
     if f.is_null() {
         return false;
     }
@@ -508,7 +500,7 @@ const MAX_LIBRARY_VERSION: usize = 8192;
 
 /// The first line of MPI_Get_library_version ("" without one).
 pub fn library_version() -> String {
-    let f = real(c"PMPI_Get_library_version");
+    let f = symbols::next(c"PMPI_Get_library_version");
     if f.is_null() {
         return String::new();
     }

@@ -106,18 +106,13 @@ fn pmpi_alias(f: &FuncModel, hand_written: bool) -> String {
     } else {
         name.clone()
     };
-    let mut s = String::new();
-    if conversion {
-        let _ = writeln!(
-            s,
-            "\n/// `P{name}`, as the Fortran bindings call it: the real one, not recorded."
-        );
+    let doc = if conversion {
+        "as the Fortran bindings call it: the real one, not recorded".to_string()
     } else {
-        let _ = writeln!(
-            s,
-            "\n/// `P{name}`, as MPICH's Fortran bindings call it: traced as `{name}`."
-        );
-    }
+        format!("as MPICH's Fortran bindings call it: traced as `{name}`")
+    };
+    let mut s = String::new();
+    let _ = writeln!(s, "\n/// `P{name}`, {doc}.");
     if f.params.len() > 7 {
         s.push_str("#[allow(clippy::too_many_arguments)]\n");
     }
