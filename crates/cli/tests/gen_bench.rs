@@ -378,16 +378,18 @@ fn recorded_computation_keeps_the_wall_time() {
 
 /// From the default (aggregated) trace, the benchmark waits at each call
 /// site the computation that preceded it there, though one signature
-/// follows 20 ms at one site and 1 ms at the other (per signature both
-/// would wait 10.5 ms), and the 50 ms of start-up once:
-/// `tests/mpi/phases`, as CG of the NAS benchmarks.
+/// follows 20 ms at one site and 4 ms at the other (per signature both
+/// would wait 12 ms), and the 50 ms of start-up once:
+/// `tests/mpi/phases`, as CG of the NAS benchmarks. The short phase is
+/// 4 ms, not 1: a rank descheduled for 0.2 ms in one of the five
+/// iterations (seen on a loaded CI machine) moved a 1 ms mean by 23 %.
 #[test]
 fn aggregated_timing_places_computation_at_each_call_site() {
     mpi_available().unwrap();
     let _one = one_at_a_time();
     let exe = compile_with(Mpi::selected(), "phases").unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let args = ["5", "20", "1", "50"];
+    let args = ["5", "20", "4", "50"];
     let aggregated = dir.path().join("aggregated");
     trace(Mpi::selected(), &exe, 2, &args, "aggregated", &aggregated);
     let (c, source) = gen_bench(&aggregated, &[]);
@@ -403,11 +405,11 @@ fn aggregated_timing_places_computation_at_each_call_site() {
         .collect();
     let near = |s: f64| waits.iter().any(|&w| (w - s).abs() <= 0.15 * s);
     assert!(
-        near(20e-3) && near(1e-3) && near(50e-3),
+        near(20e-3) && near(4e-3) && near(50e-3),
         "{waits:?}
 {source}"
     );
-    assert!(!near(10.5e-3), "a mean per signature: {waits:?}");
+    assert!(!near(12e-3), "a mean per signature: {waits:?}");
     // And the benchmark runs about as long as the original.
     let lossless = dir.path().join("lossless");
     trace(Mpi::selected(), &exe, 2, &args, "lossless", &lossless);
