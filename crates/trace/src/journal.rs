@@ -4,12 +4,15 @@
 //! it recorded behind.
 //!
 //! Two files beside the rank's (future) `rank<N>.mgr`:
-//! - `rank<N>.journal`: a header and a *tail*. The tracer maps the file
-//!   shared and appends a record for every call (its terminal, one byte
-//!   for the first 64 signatures, then its per-call times if the rank
-//!   records them), every new signature and every new communicator-log
-//!   entry, then publishes the tail's length and checksum
-//!   ([`tail_checksum`]) with one 8-byte store. A call that repeats the call a loop body's length before it
+//! - `rank<N>.journal`: a header, the *open blocks* of per-call times if
+//!   the rank records them, and a *tail*. The tracer maps the file shared
+//!   and appends a record for every call (its terminal, one byte for the
+//!   first 64 signatures), every new signature and every new
+//!   communicator-log entry, then publishes the tail's length and checksum
+//!   ([`tail_checksum`]) with one 8-byte store. Per-call times are written
+//!   once, where the tracer keeps them: the block being filled of each
+//!   mode's two columns (`crate::timing`) is the open blocks' part of the
+//!   mapping, and each finished block is appended to the tail as a record. A call that repeats the call a loop body's length before it
 //!   (the grammar's fast path took it) is only counted, in a header word
 //!   (see "Repeated calls" below). Stores to a shared file mapping are in
 //!   the page cache at once: they survive the death of the process.
@@ -43,15 +46,17 @@
 //! | 76 | 4 | reserved (0; readers refuse anything else) |
 //! | 80 | 8 | repetition ([`repetition_word`], version 4): the period of the calls being counted (low half) and the tail's published length when their counting began (high half) |
 //! | 88 | 8 | repeated calls ([`repeated_word`], version 4): how many calls of that repetition the tail's end leaves out (low half) and a check (high half); 0: none |
-//! | 96 | 8 | counted times ([`counted_times_word`], version 6): while calls with per-call times are counted, the length (low half) and CRC-32C (high half) of their times; 0 in journals without per-call times |
+//! | 96 | 8 | counted times ([`counted_times_word`], version 6 only): while calls with per-call times are counted, the length (low half) and CRC-32C (high half) of their times; 0 in journals without per-call times, and from version 7 on |
 //! | 104 (96 in versions 4 and 5, 80 in version 3, 72 before) | | identity: host name and MPI library version, varint-length-prefixed; the run id, a varint; the timing mode as META stores it; nanoseconds per clock tick, f64 bits as a varint (the run id and what follows are absent in journals of older versions: 0, aggregated timing, 1) |
+//! | identity's end, rounded up to 64 | [`open_blocks_bytes`] | version 7: the open blocks, if the rank records per-call times: for lossy timing, then lossless (as the header's timing says), the two columns of the block being filled, [`OPEN_COLUMN_BYTES`] each, each a varint per call from its start |
 //! | tail offset | up to capacity | records; bytes past the published length are ignored (the file grows with the tail) |
 //!
 //! A record starts with a varint `v`: even, a call of terminal `v / 2`
-//! ([`call_record`]), followed by its per-call times as the header's timing
-//! mode says: with lossy timing the two numbers of its lossy codes, with
-//! lossless timing its interval and duration in ticks, zig-zagged (each a
-//! varint: the two columns of `crate::timing`, a call at a time); 1, a new signature (a varint length and its bytes),
+//! ([`call_record`]), in versions 2 to 6 followed by its per-call times as
+//! the header's timing mode says: with lossy timing the two numbers of its
+//! lossy codes, with lossless timing its interval and duration in ticks,
+//! zig-zagged (each a varint: the two columns of `crate::timing`, a call
+//! at a time); 1, a new signature (a varint length and its bytes),
 //! whose terminal is the next after the checkpoint's and the tail's
 //! earlier ones; 3, a communicator-log entry (as in the COMMS section); 5
 //! (version 4), repeated calls: a period `p` and a count `n`, varints, for
@@ -60,7 +65,23 @@
 //! [`MAX_PERIOD`]); 7 (version 6), timed repeated calls: a head of
 //! [`TIMED_REPEAT_HEAD`] bytes (the varint 7, then the period and the
 //! count as 4-byte little-endian numbers, [`timed_repeat_head`]), then
-//! each call's per-call times as in a call record.
+//! each call's per-call times as in a call record; 9 (version 7), a
+//! finished block of per-call times ([`put_times_block`]): 0 for lossy
+//! timing's columns or 1 for lossless timing's, then the block as stored
+//! (a varint length and its bytes).
+//!
+//! # Per-call times (version 7)
+//! A checkpoint ends the block being filled, so the tail's calls start a
+//! block. Their times are the blocks of the tail's records of each mode,
+//! in order, then the open block's first calls, as many as the tail's
+//! calls the blocks do not hold (at most a block's). A block fills with
+//! a call: the tracer appends that call's record, then the block's; a rank
+//! killed between the two leaves the block's numbers in the open block,
+//! which the next call, the first to overwrite them, has not reached.
+//! The open blocks are outside the tail's checksum (a call's stores would
+//! have to continue one more): a killed rank cannot tear them, since its
+//! stores are in the page cache, but a byte damaged on disk there changes
+//! a time, not a call, unless it breaks a varint, which is refused.
 //!
 //! # Repeated calls
 //! While a loop repeats, the grammar's fast path takes each call as the
@@ -75,7 +96,9 @@
 //! the published length, and the check ties the two words: a flipped bit
 //! in either is noticed.
 //!
-//! With per-call times (version 6), the calls are counted so too, and
+//! From version 7, per-call times are not in the tail (see "Per-call
+//! times"): calls are counted as without them. In version 6, with
+//! per-call times the calls were counted so too, and
 //! their times go where their record will be: after the published tail,
 //! [`TIMED_REPEAT_HEAD`] bytes are left for the record's head, and each
 //! call's times follow, as varints; the counted-times word (96) names
@@ -100,7 +123,7 @@
 //! ([`recover_rank`]); the process id and start time tie the checkpoint
 //! to the journal.
 
-use crate::timing::ColumnWriter;
+use crate::timing::{BLOCK_CALLS, ColumnWriter, OPEN_COLUMN_BYTES};
 use crate::{
     CallStats, CallTimes, CommEntry, Ending, Error, Lost, RankMeta, RankTrace, Timing,
     checkpoint_file_name, journal_file_name, rank_file_name, rank_in_file_name,
@@ -116,7 +139,7 @@ pub const JOURNAL_SUFFIX: &str = ".journal";
 pub const CHECKPOINT_SUFFIX: &str = ".checkpoint";
 
 pub const MAGIC: [u8; 8] = *b"MPIGRJNL";
-pub const VERSION: u32 = 6;
+pub const VERSION: u32 = 7;
 /// Oldest journal version read: version 1 had no timing in its header
 /// and no per-call times in its tail.
 const OLDEST_VERSION: u32 = 1;
@@ -303,6 +326,7 @@ const SIGNATURE_RECORD: u64 = 1;
 const COMM_RECORD: u64 = 3;
 const REPEAT_RECORD: u64 = 5;
 const TIMED_REPEAT_RECORD: u8 = 7;
+const TIMES_BLOCK_RECORD: u64 = 9;
 
 /// Bytes of a timed-repeat record's head: its kind, its period and its
 /// count, fixed-size, so that the tracer leaves room for it before the
@@ -405,6 +429,27 @@ pub fn put_call(out: &mut Vec<u8>, terminal: u32, times: &[u64]) {
     times.iter().for_each(|&v| out.put_u64(v));
 }
 
+/// Bytes of a journal's open blocks (version 7): two columns of
+/// [`OPEN_COLUMN_BYTES`] for each per-call timing mode `timing` records.
+pub fn open_blocks_bytes(timing: &Timing) -> usize {
+    let modes = usize::from(timing.lossy.is_some()) + usize::from(timing.lossless);
+    2 * modes * OPEN_COLUMN_BYTES
+}
+
+/// Which columns a block of per-call times holds: lossy timing's.
+pub const LOSSY_BLOCK: u8 = 0;
+/// Which columns a block of per-call times holds: lossless timing's.
+pub const EXACT_BLOCK: u8 = 1;
+
+/// Appends the record of a finished block of per-call times of the mode
+/// `which` ([`LOSSY_BLOCK`] or [`EXACT_BLOCK`]), as
+/// `crate::timing::ColumnWriter` stored it.
+pub fn put_times_block(out: &mut Vec<u8>, which: u8, block: &[u8]) {
+    out.put_u64(TIMES_BLOCK_RECORD);
+    out.put_u64(which.into());
+    out.put_blob(block);
+}
+
 /// Appends the record of a new signature (it gets the next terminal).
 pub fn put_signature(out: &mut Vec<u8>, signature: &[u8]) {
     out.put_u64(SIGNATURE_RECORD);
@@ -432,8 +477,9 @@ pub struct JournalHeader {
     pub capacity: u32,
     /// The run (see [`RankMeta::run`]).
     pub run: u64,
-    /// How the rank records call times: the tail's call records carry
-    /// the per-call times this asks for.
+    /// How the rank records call times: the per-call times this asks for
+    /// are in the open blocks and the tail's blocks (in the tail's call
+    /// records before version 7).
     pub timing: Timing,
     /// Nanoseconds per clock tick, measured when the journal opened: what
     /// a rank killed before its first checkpoint has to convert its times.
@@ -441,8 +487,9 @@ pub struct JournalHeader {
 }
 
 impl JournalHeader {
-    /// The header of a new journal, up to the tail: no ending, generation
-    /// 0, an empty tail.
+    /// The header of a new journal, up to its open blocks (the tail
+    /// follows them, at the offset it names): no ending, generation 0, an
+    /// empty tail.
     pub fn encode(&self) -> Vec<u8> {
         let mut identity = Vec::new();
         identity.put_str(&self.host);
@@ -450,8 +497,9 @@ impl JournalHeader {
         identity.put_u64(self.run);
         self.timing.encode(&mut identity);
         identity.put_u64(self.ns_per_tick.to_bits());
-        let tail_at = (FIXED_LEN + identity.len()).next_multiple_of(64);
-        let mut out = Vec::with_capacity(tail_at);
+        let open_at = (FIXED_LEN + identity.len()).next_multiple_of(64);
+        let tail_at = open_at + open_blocks_bytes(&self.timing);
+        let mut out = Vec::with_capacity(open_at);
         out.extend_from_slice(&MAGIC);
         for v in [
             VERSION,
@@ -473,7 +521,7 @@ impl JournalHeader {
         out.extend_from_slice(&tail_word(0, EMPTY_TAIL).to_le_bytes());
         out.extend_from_slice(&[0; FIXED_LEN - IN_CALL_AT]);
         out.extend_from_slice(&identity);
-        out.resize(tail_at, 0);
+        out.resize(open_at, 0);
         out
     }
 }
@@ -493,11 +541,21 @@ struct Journal {
     /// The tail's repeated calls, each after the call records before it
     /// (`calls[..at]`), in order.
     repeats: Vec<(usize, Repeat)>,
-    /// Per-call times of the tail's calls, as the header's timing says:
-    /// lossy codes' numbers, exact times' numbers, stored as they are
-    /// read (so a long tail takes the memory of its compressed times).
+    /// The journal's version: whose records hold per-call times (2 to 6)
+    /// and where the others are (7 on, the open blocks).
+    version: u32,
+    /// Per-call times of the tail's calls in its call records (versions 2
+    /// to 6), as the header's timing says: lossy codes' numbers, exact
+    /// times' numbers, stored as they are read (so a long tail takes the
+    /// memory of its compressed times).
     lossy: ColumnWriter,
     exact: ColumnWriter,
+    /// The tail's finished blocks of per-call times (version 7 on), of
+    /// lossy timing and of lossless timing, as stored.
+    blocks: [Vec<u8>; 2],
+    /// Per-call times of the tail's calls, as stored (empty for a mode
+    /// the rank did not record).
+    times: CallTimes,
     comms: Vec<CommEntry>,
 }
 
@@ -549,7 +607,10 @@ impl Journal {
             _ => FIXED_LEN_2,
         };
         let identity_end = identity_at.saturating_add(identity_len);
-        if tail_at != identity_end.next_multiple_of(64) {
+        // Where the open blocks are (version 7 on), else the tail; which
+        // of the two is checked once the identity names the timing.
+        let open_at = identity_end.next_multiple_of(64);
+        if tail_at < open_at || version < 7 && tail_at != open_at {
             return Err(format!("damaged header: tail at {tail_at}"));
         }
         if bytes.len() < tail_at {
@@ -578,6 +639,9 @@ impl Journal {
             }
         }
         r.finish().map_err(identity_error)?;
+        if version >= 7 && tail_at != open_at + open_blocks_bytes(&timing) {
+            return Err(format!("damaged header: tail at {tail_at}"));
+        }
         let header = JournalHeader {
             rank: u32_at(bytes, 16),
             world_size: u32_at(bytes, 20),
@@ -592,8 +656,11 @@ impl Journal {
         };
         let ending = ending_of_word(u32_at(bytes, ENDING_AT))?;
         let lost = lost_of_word(u32_at(bytes, LOST_AT))?;
-        if version >= 6 && !header.timing.per_call() && u64_at(bytes, COUNTED_TIMES_AT) != 0 {
-            return Err("damaged header: counted times without per-call timing".into());
+        if version >= 6
+            && (version >= 7 || !header.timing.per_call())
+            && u64_at(bytes, COUNTED_TIMES_AT) != 0
+        {
+            return Err("damaged header: counted times without their per-call timing".into());
         }
         let in_call = match version {
             3.. if u32_at(bytes, IN_CALL_AT + 4) != 0 => {
@@ -638,15 +705,18 @@ impl Journal {
             signatures: Vec::new(),
             calls: Vec::new(),
             repeats: Vec::new(),
+            version,
             lossy: ColumnWriter::default(),
             exact: ColumnWriter::default(),
+            blocks: Default::default(),
+            times: CallTimes::default(),
             comms: Vec::new(),
         };
         journal
             .read_records(tail)
             .map_err(|e| format!("tail: {e}"))?;
         if let Some(repeat) = pending {
-            if journal.header.timing.per_call() {
+            if journal.times_in_tail() {
                 if version < 6 {
                     return Err("tail: repeated calls without their per-call times".into());
                 }
@@ -672,8 +742,75 @@ impl Journal {
             }
             journal.repeats.push((journal.calls.len(), repeat));
         }
+        journal.times = if version >= 7 {
+            journal.open_blocks_times(&bytes[open_at..tail_at])?
+        } else {
+            let h = &journal.header.timing;
+            CallTimes {
+                lossy: h
+                    .lossy
+                    .as_ref()
+                    .map_or_else(Vec::new, |_| journal.lossy.bytes()),
+                exact: if h.lossless {
+                    journal.exact.bytes()
+                } else {
+                    Vec::new()
+                },
+            }
+        };
         crate::rank::check_signatures(&journal.signatures).map_err(|m| format!("tail: {m}"))?;
         Ok(journal)
+    }
+
+    /// Whether the tail's records hold per-call times (versions 2 to 6,
+    /// where the rank records them; version 1 had none in its header).
+    fn times_in_tail(&self) -> bool {
+        self.version < 7 && self.header.timing.per_call()
+    }
+
+    /// The per-call times of the tail's calls, from version 7 on: the
+    /// blocks of its records, then the rest of its calls' from the open
+    /// blocks (`open`) (see "Per-call times" in the module's doc).
+    fn open_blocks_times(&mut self, open: &[u8]) -> Result<CallTimes, String> {
+        let timing = &self.header.timing;
+        let tail_calls = self.tail_calls();
+        let mut times = CallTimes::default();
+        let mut columns = open.chunks_exact(OPEN_COLUMN_BYTES);
+        for (which, recorded, stored) in [
+            (LOSSY_BLOCK, timing.lossy.is_some(), &mut times.lossy),
+            (EXACT_BLOCK, timing.lossless, &mut times.exact),
+        ] {
+            let blocks = std::mem::take(&mut self.blocks[usize::from(which)]);
+            if !recorded {
+                continue;
+            }
+            let mode = if which == LOSSY_BLOCK {
+                "lossy"
+            } else {
+                "lossless"
+            };
+            let held = crate::timing::calls_in(&blocks)
+                .map_err(|e| format!("tail: a block of {mode} times: {e}"))?;
+            let in_open = tail_calls
+                .checked_sub(held)
+                .filter(|&n| n <= BLOCK_CALLS.into())
+                .ok_or_else(|| {
+                    format!("tail: {tail_calls} calls, but its blocks of {mode} times hold {held}")
+                })?;
+            let (Some(first), Some(second)) = (columns.next(), columns.next()) else {
+                return Err("truncated: the open blocks".into());
+            };
+            let (mut first, mut second) = (ByteReader::new(first), ByteReader::new(second));
+            let mut open = ColumnWriter::default();
+            for _ in 0..in_open {
+                let pair = first.u64().and_then(|a| Ok((a, second.u64()?)));
+                let (a, b) = pair.map_err(|e| format!("the open block of {mode} times: {e}"))?;
+                open.push(a, b);
+            }
+            *stored = blocks;
+            stored.extend_from_slice(&open.bytes());
+        }
+        Ok(times)
     }
 
     /// The tail's calls: its call records and its repeated calls.
@@ -690,13 +827,13 @@ impl Journal {
                 SIGNATURE_RECORD => self.signatures.push(r.blob()?.to_vec()),
                 COMM_RECORD => self.comms.push(CommEntry::decode(&mut r)?),
                 // Repeated calls have per-call times, in a timed record,
-                // exactly when the rank records them.
-                REPEAT_RECORD if !self.header.timing.per_call() => {
+                // exactly when the tail holds the rank's per-call times.
+                REPEAT_RECORD if !self.times_in_tail() => {
                     let at = r.position();
                     let (period, calls) = (r.u64()?, r.u64()?);
                     self.repeat(at, period, calls)?;
                 }
-                v if v == u64::from(TIMED_REPEAT_RECORD) && self.header.timing.per_call() => {
+                v if v == u64::from(TIMED_REPEAT_RECORD) && self.times_in_tail() => {
                     let at = r.position();
                     let head = r.bytes(TIMED_REPEAT_HEAD - 1)?;
                     let (period, calls) = (u32_at(head, 0), u32_at(head, 4));
@@ -705,10 +842,25 @@ impl Journal {
                         self.read_times(&mut r)?;
                     }
                 }
+                TIMES_BLOCK_RECORD if self.version >= 7 && self.header.timing.per_call() => {
+                    let at = r.position();
+                    let which = r.u64()?;
+                    let recorded = match which {
+                        0 => self.header.timing.lossy.is_some(),
+                        1 => self.header.timing.lossless,
+                        _ => false,
+                    };
+                    if !recorded {
+                        return Err(out_of_range(at, which));
+                    }
+                    self.blocks[which as usize].extend_from_slice(r.blob()?);
+                }
                 v if v & 1 == 0 => {
                     let terminal = u32::try_from(v >> 1).map_err(|_| out_of_range(at, v))?;
                     self.calls.push(terminal);
-                    self.read_times(&mut r)?;
+                    if self.version < 7 {
+                        self.read_times(&mut r)?;
+                    }
                 }
                 v => return Err(out_of_range(at, v)),
             }
@@ -956,14 +1108,8 @@ fn rebuild(
         }
         calls += journal.tail_calls();
         let times = &mut timing.1;
-        for (recorded, stored, tail) in [
-            (h.timing.lossy.is_some(), &mut times.lossy, &journal.lossy),
-            (h.timing.lossless, &mut times.exact, &journal.exact),
-        ] {
-            if recorded {
-                stored.extend_from_slice(&tail.bytes());
-            }
-        }
+        times.lossy.extend_from_slice(&journal.times.lossy);
+        times.exact.extend_from_slice(&journal.times.exact);
     }
     Ok(RankTrace {
         meta: RankMeta {
@@ -1084,8 +1230,11 @@ mod tests {
             signatures: Vec::new(),
             calls: Vec::new(),
             repeats: Vec::new(),
+            version: 6,
             lossy: ColumnWriter::default(),
             exact: ColumnWriter::default(),
+            blocks: Default::default(),
+            times: CallTimes::default(),
             comms: Vec::new(),
         };
         j.read_records(&tail).unwrap();
@@ -1109,5 +1258,26 @@ mod tests {
             j.read_records(&tail[..tail.len() - 1]).is_err(),
             "a call record without its times"
         );
+
+        // From version 7 on, call records carry no times; blocks of times
+        // are records of their own, of a mode the rank records.
+        j.version = 7;
+        j.calls.clear();
+        let mut tail = Vec::new();
+        put_call(&mut tail, 2, &[]);
+        put_times_block(&mut tail, EXACT_BLOCK, b"exact");
+        put_call(&mut tail, 1, &[]);
+        put_times_block(&mut tail, LOSSY_BLOCK, b"lossy");
+        put_times_block(&mut tail, EXACT_BLOCK, b" more");
+        j.read_records(&tail).unwrap();
+        assert_eq!(j.calls, [2, 1]);
+        assert_eq!(j.blocks, [b"lossy".to_vec(), b"exact more".to_vec()]);
+        j.header.timing = Timing::parse("lossless", None).unwrap();
+        let mut lossy = Vec::new();
+        put_times_block(&mut lossy, LOSSY_BLOCK, b"lossy");
+        assert!(j.read_records(&lossy).is_err(), "lossy times, not recorded");
+        let mut other = Vec::new();
+        put_times_block(&mut other, 2, b"");
+        assert!(j.read_records(&other).is_err(), "no third mode");
     }
 }

@@ -137,16 +137,52 @@ pub const BLOCK_CALLS: u32 = 1 << 16;
 /// the application runs.
 const ZSTD_LEVEL: i32 = 1;
 
+/// Most bytes a column of the block being filled takes: a varint of each
+/// of its calls' numbers. The tracer gives its column writers fixed
+/// buffers of this size (in the crash journal's mapping, see
+/// `crate::journal`).
+pub const OPEN_COLUMN_BYTES: usize = BLOCK_CALLS as usize * mpigram_varint::MAX_VARINT_LEN;
+
+/// Where a [`ColumnWriter`] writes a column of the block being filled:
+/// a `Vec<u8>`, or a buffer of [`OPEN_COLUMN_BYTES`] the tracer keeps
+/// where a killed process leaves it.
+pub trait OpenColumn {
+    /// Appends `v` as a varint. Called at most [`BLOCK_CALLS`] times
+    /// between two [`clear`](OpenColumn::clear)s.
+    fn put(&mut self, v: u64);
+    /// The column's bytes so far.
+    fn bytes(&self) -> &[u8];
+    fn clear(&mut self);
+}
+
+impl OpenColumn for Vec<u8> {
+    #[inline(always)]
+    fn put(&mut self, v: u64) {
+        self.put_u64(v);
+    }
+
+    fn bytes(&self) -> &[u8] {
+        self
+    }
+
+    fn clear(&mut self) {
+        Vec::clear(self);
+    }
+}
+
 /// Two columns of numbers per call, stored in compressed blocks as they
 /// are recorded: the interval and duration codes of lossy timing, or the
-/// intervals and durations in ticks of lossless timing.
-#[derive(Clone, Debug, Default)]
-pub struct ColumnWriter {
+/// intervals and durations in ticks of lossless timing. The block being
+/// filled is written into `C`s ([`OpenColumn`]).
+#[derive(Clone, Debug)]
+pub struct ColumnWriter<C = Vec<u8>> {
     /// Finished blocks, as stored.
     blocks: Vec<u8>,
+    /// Where in `blocks` the last one finished starts.
+    last_block_at: usize,
     /// The block being filled: its two columns.
-    first: Vec<u8>,
-    second: Vec<u8>,
+    first: C,
+    second: C,
     in_block: u32,
     /// The block being finished, whole and compressed: kept from one
     /// block to the next (see [`mpigram_format::zstd_frame_into`]).
@@ -154,34 +190,84 @@ pub struct ColumnWriter {
     packed: Vec<u8>,
 }
 
-impl ColumnWriter {
-    /// Appends one call's two numbers.
-    #[inline(always)]
-    pub fn push(&mut self, a: u64, b: u64) {
-        self.first.put_u64(a);
-        self.second.put_u64(b);
-        self.in_block += 1;
-        if self.in_block == BLOCK_CALLS {
-            self.finish_block();
+impl Default for ColumnWriter {
+    fn default() -> ColumnWriter {
+        ColumnWriter::with_columns(Vec::new(), Vec::new())
+    }
+}
+
+impl<C: OpenColumn> ColumnWriter<C> {
+    /// A writer that fills its blocks in `first` and `second` (empty).
+    pub fn with_columns(first: C, second: C) -> ColumnWriter<C> {
+        ColumnWriter {
+            blocks: Vec::new(),
+            last_block_at: 0,
+            first,
+            second,
+            in_block: 0,
+            raw: Vec::new(),
+            packed: Vec::new(),
         }
     }
 
-    /// The block is full: compressed, it joins the finished ones.
+    /// Appends one call's two numbers; true if they filled a block, which
+    /// is now finished ([`last_block`](ColumnWriter::last_block)).
+    #[inline(always)]
+    pub fn push(&mut self, a: u64, b: u64) -> bool {
+        self.first.put(a);
+        self.second.put(b);
+        self.in_block += 1;
+        if self.in_block == BLOCK_CALLS {
+            self.finish_block();
+            return true;
+        }
+        false
+    }
+
+    /// The block is full, or ends early: compressed, it joins the
+    /// finished ones.
     #[cold]
     #[inline(never)]
     fn finish_block(&mut self) {
         let Self {
             blocks,
+            last_block_at,
             first,
             second,
             in_block,
             raw,
             packed,
+            ..
         } = self;
-        compress_block(*in_block, [first, second], [raw, packed], blocks);
+        *last_block_at = blocks.len();
+        compress_block(
+            *in_block,
+            [first.bytes(), second.bytes()],
+            [raw, packed],
+            blocks,
+        );
         self.first.clear();
         self.second.clear();
         self.in_block = 0;
+    }
+
+    /// Ends the block being filled, if it holds any call: the calls after
+    /// this start a new block.
+    pub fn end_block(&mut self) {
+        if self.in_block > 0 {
+            self.finish_block();
+        }
+    }
+
+    /// The block finished last, as stored (empty before the first, and
+    /// after [`take`](ColumnWriter::take)).
+    pub fn last_block(&self) -> &[u8] {
+        &self.blocks[self.last_block_at.min(self.blocks.len())..]
+    }
+
+    /// The columns of the block being filled.
+    pub fn open_columns(&mut self) -> [&mut C; 2] {
+        [&mut self.first, &mut self.second]
     }
 
     /// Everything recorded so far, as stored (the writer goes on).
@@ -191,7 +277,7 @@ impl ColumnWriter {
             let scratch = [&mut Vec::new(), &mut Vec::new()];
             compress_block(
                 self.in_block,
-                [&self.first, &self.second],
+                [self.first.bytes(), self.second.bytes()],
                 scratch,
                 &mut last,
             );
@@ -206,9 +292,8 @@ impl ColumnWriter {
     /// filled ends early), and goes on from there: what is taken and what
     /// follows, stored one after the other, are the calls' blocks.
     pub fn take(&mut self) -> Vec<u8> {
-        if self.in_block > 0 {
-            self.finish_block();
-        }
+        self.end_block();
+        self.last_block_at = 0;
         std::mem::take(&mut self.blocks)
     }
 
@@ -222,6 +307,7 @@ impl ColumnWriter {
     /// Puts back what [`take`](ColumnWriter::take) took, before anything
     /// recorded since.
     pub fn put_back(&mut self, mut taken: Vec<u8>) {
+        self.last_block_at += taken.len();
         taken.extend_from_slice(&self.blocks);
         self.blocks = taken;
     }
@@ -237,26 +323,39 @@ impl ColumnWriter {
 
 /// Lossless timing of one rank, as it is recorded: each call's interval
 /// since the previous call's end and its duration, in ticks.
-#[derive(Clone, Debug, Default)]
-pub struct ExactWriter {
-    columns: ColumnWriter,
+#[derive(Clone, Debug)]
+pub struct ExactWriter<C = Vec<u8>> {
+    columns: ColumnWriter<C>,
     last_end: u64,
 }
 
-impl ExactWriter {
-    /// Records a call from `start` to `end`; returns the two numbers
-    /// stored for it.
+impl Default for ExactWriter {
+    fn default() -> ExactWriter {
+        ExactWriter::with_columns(ColumnWriter::default())
+    }
+}
+
+impl<C: OpenColumn> ExactWriter<C> {
+    /// A writer that fills its blocks in `columns`.
+    pub fn with_columns(columns: ColumnWriter<C>) -> ExactWriter<C> {
+        ExactWriter {
+            columns,
+            last_end: 0,
+        }
+    }
+
+    /// Records a call from `start` to `end`; true if it filled a block
+    /// ([`ColumnWriter::push`]).
     #[inline]
-    pub fn push(&mut self, start: u64, end: u64) -> (u64, u64) {
+    pub fn push(&mut self, start: u64, end: u64) -> bool {
         // Zig-zag: with threads, a call may start before the last one ended.
         let zigzag = |v: u64| (v << 1) ^ ((v as i64 >> 63) as u64);
-        let stored = (
+        let filled = self.columns.push(
             zigzag(start.wrapping_sub(self.last_end)),
             zigzag(end.wrapping_sub(start)),
         );
-        self.columns.push(stored.0, stored.1);
         self.last_end = end;
-        stored
+        filled
     }
 
     /// Everything recorded so far, as stored.
@@ -266,7 +365,7 @@ impl ExactWriter {
 
     /// The stored columns, which go on where [`take`](ColumnWriter::take)
     /// leaves them.
-    pub fn columns(&mut self) -> &mut ColumnWriter {
+    pub fn columns(&mut self) -> &mut ColumnWriter<C> {
         &mut self.columns
     }
 

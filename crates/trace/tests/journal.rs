@@ -10,18 +10,23 @@ use mpigram_grammar::Sequitur;
 use mpigram_mpispec::encoding::{put_handle, put_rank};
 use mpigram_mpispec::{HandleRef, Rank, func, put_signature_head};
 use mpigram_trace::journal::{
-    COUNTED_TIMES_AT, EMPTY_TAIL, ENDING_AT, GENERATION_AT, HASH_SEED, IN_CALL_AT, JournalHeader,
-    REPEATED_AT, REPEATED_STEP, REPETITION_AT, TAIL_WORD_AT, TIMED_REPEAT_HEAD, counted_times_word,
-    ending_word_of, hash, in_call_word, put_call, put_comm, put_repeat, put_signature,
-    put_timed_repeat, repeated_word, repetition_word, tail_checksum, tail_word, timed_repeat_head,
+    COUNTED_TIMES_AT, EMPTY_TAIL, ENDING_AT, EXACT_BLOCK, GENERATION_AT, HASH_SEED, IN_CALL_AT,
+    JournalHeader, LOSSY_BLOCK, REPEATED_AT, REPEATED_STEP, REPETITION_AT, TAIL_WORD_AT,
+    TIMED_REPEAT_HEAD, counted_times_word, ending_word_of, hash, in_call_word, open_blocks_bytes,
+    put_call, put_comm, put_repeat, put_signature, put_timed_repeat, put_times_block,
+    repeated_word, repetition_word, tail_checksum, tail_word, timed_repeat_head,
+};
+use mpigram_trace::timing::{
+    BLOCK_CALLS, ColumnWriter, OPEN_COLUMN_BYTES, decode_columns, decode_exact,
 };
 use mpigram_trace::{
     CallStats, CommEntry, Ending, RankMeta, RankTrace, Timing, Trace, checkpoint_file_name,
     journal_file_name, recover_rank, recoverable_ranks,
 };
+use mpigram_varint::PutVarint;
 use proptest::prelude::*;
 
-/// Offset of a journal's identity (version 6).
+/// Offset of a journal's identity (versions 6 and 7).
 const IDENTITY_AT: usize = 104;
 
 /// `trace` is exactly the one rank `rank`.
@@ -77,6 +82,8 @@ fn header(rank: u32) -> JournalHeader {
 /// after it (a record it was killed writing).
 struct Image {
     bytes: Vec<u8>,
+    /// Where the open blocks are (version 7, with per-call times).
+    open_at: usize,
     tail_at: usize,
     identity_end: usize,
     published: usize,
@@ -95,7 +102,9 @@ impl Image {
         unpublished: &[u8],
     ) -> Image {
         let mut bytes = h.encode();
-        let tail_at = bytes.len();
+        let open_at = bytes.len();
+        let tail_at = open_at + open_blocks_bytes(&h.timing);
+        bytes.resize(tail_at, 0);
         let identity_end =
             IDENTITY_AT + u32::from_le_bytes(bytes[28..32].try_into().unwrap()) as usize;
         bytes[ENDING_AT..ENDING_AT + 4].copy_from_slice(&ending_word_of(ending).to_le_bytes());
@@ -107,10 +116,22 @@ impl Image {
         bytes.resize(tail_at + 4096.max(tail.len() + unpublished.len()), 0);
         Image {
             bytes,
+            open_at,
             tail_at,
             identity_end,
             published: tail_at + tail.len(),
         }
+    }
+
+    /// Writes the open block's columns `k` (lossy timing's 0 and 1,
+    /// lossless timing's 2 and 3, or 0 and 1 where only lossless timing is
+    /// recorded): a varint a number, then `after` (an older block's bytes).
+    fn set_open_column(&mut self, k: usize, numbers: &[u64], after: &[u8]) {
+        let mut column = Vec::new();
+        numbers.iter().for_each(|&v| column.put_u64(v));
+        column.extend_from_slice(after);
+        let at = self.open_at + k * OPEN_COLUMN_BYTES;
+        self.bytes[at..at + column.len()].copy_from_slice(&column);
     }
 
     /// The header's words for `calls` calls after the published tail, each
@@ -137,7 +158,7 @@ impl Image {
     /// layout puts it, under that version's checksum, and the header's
     /// under a matching checksum.
     fn as_version(&mut self, version: u32, identity_at: usize, identity: &[u8]) {
-        assert!(version < 6, "older versions than this one's");
+        assert!(version < 7, "older versions than this one's");
         let tail_at = (identity_at + identity.len()).next_multiple_of(64);
         let published = self.published - self.tail_at;
         let mut b = self.bytes[..identity_at].to_vec();
@@ -151,13 +172,14 @@ impl Image {
         b[44..48].copy_from_slice(&checksum.to_le_bytes());
         let tail = &b[tail_at..tail_at + published];
         let tail_checksum = match version {
-            5 => tail_checksum(EMPTY_TAIL, tail),
+            5 | 6 => tail_checksum(EMPTY_TAIL, tail),
             _ => hash(HASH_SEED, tail),
         };
         let word = tail_word(published as u32, tail_checksum);
         b[TAIL_WORD_AT..TAIL_WORD_AT + 8].copy_from_slice(&word.to_le_bytes());
         *self = Image {
             bytes: b,
+            open_at: tail_at,
             tail_at,
             identity_end: identity_at + identity.len(),
             published: tail_at + published,
@@ -529,10 +551,10 @@ proptest! {
         }
     }
 
-    /// The same with per-call times and calls counted after the tail: a
-    /// damaged byte of the counted times or of their word is noticed too
-    /// (not in the room left for their record's head, which the tracer
-    /// writes when the run ends).
+    /// The same with per-call times in the tail and calls counted after
+    /// it (version 6): a damaged byte of the counted times or of their
+    /// word is noticed too (not in the room left for their record's head,
+    /// which the tracer writes when the run ends).
     #[test]
     fn damaged_timed_journals_are_refused(at in any::<prop::sample::Index>(), mask in 1u8..) {
         let dir = tempfile::tempdir().unwrap();
@@ -549,6 +571,8 @@ proptest! {
         image.count_repeated(1, 3, tail.len());
         let word = counted_times_word(times.len() as u32, tail_checksum(EMPTY_TAIL, &times));
         image.set_word(COUNTED_TIMES_AT, word);
+        let identity = image.bytes[IDENTITY_AT..image.identity_end].to_vec();
+        image.as_version(6, IDENTITY_AT, &identity);
         let good = {
             let path = image.write(dir.path(), 1);
             let t = recover_rank(dir.path(), 1).unwrap();
@@ -640,12 +664,12 @@ fn lossless_checkpoint() -> RankTrace {
     base
 }
 
-/// Per-call times: a rank killed before its first checkpoint has every
-/// journaled call's times, in the mode its journal's header names; one
-/// killed after it has the checkpoint's times, then the tail's.
+/// Per-call times in a journal of version 6 (in its call records): a rank
+/// killed before its first checkpoint has every journaled call's times,
+/// in the mode its journal's header names; one killed after it has the
+/// checkpoint's times, then the tail's.
 #[test]
-fn the_tail_holds_every_calls_times() {
-    use mpigram_trace::timing::{decode_columns, decode_exact};
+fn a_version_6_tail_holds_every_calls_times() {
     let dir = tempfile::tempdir().unwrap();
     let mut h = header(1);
     h.timing = Timing::parse("lossy,lossless", None).unwrap();
@@ -653,7 +677,10 @@ fn the_tail_holds_every_calls_times() {
     put_signature(&mut tail, &signature(0));
     put_call(&mut tail, 0, &[5, 7, 10, 4]);
     put_call(&mut tail, 0, &[0, 0, 6, 8]);
-    Image::with_header(&h, 0, Ending::Killed, &tail, &[]).write(dir.path(), 1);
+    let mut image = Image::with_header(&h, 0, Ending::Killed, &tail, &[]);
+    let identity = image.bytes[IDENTITY_AT..image.identity_end].to_vec();
+    image.as_version(6, IDENTITY_AT, &identity);
+    image.write(dir.path(), 1);
     let t = recover_rank(dir.path(), 1).unwrap();
     assert_eq!(t.meta.timing, h.timing, "the header's timing");
     assert_eq!(t.meta.ns_per_tick, 0.5);
@@ -670,13 +697,106 @@ fn the_tail_holds_every_calls_times() {
     let mut tail = Vec::new();
     put_call(&mut tail, 1, &[14, 2]);
     put_call(&mut tail, 0, &[2, 4]);
-    Image::with_header(&h, 100, Ending::Killed, &tail, &[]).write(dir.path(), 0);
+    let mut image = Image::with_header(&h, 100, Ending::Killed, &tail, &[]);
+    let identity = image.bytes[IDENTITY_AT..image.identity_end].to_vec();
+    image.as_version(6, IDENTITY_AT, &identity);
+    image.write(dir.path(), 0);
     let t = recover_rank(dir.path(), 0).unwrap();
     let times = decode_exact(&t.times.exact).unwrap();
     assert_eq!(times.len(), 102, "a time for every call");
     assert_eq!(times[99], (990, 993));
     assert_eq!(&times[100..], [(1000, 1001), (1002, 1004)]);
     assert_eq!(t.meta.ns_per_tick, 1.0, "the checkpoint's clock");
+}
+
+/// Per-call times (version 7): the tail's calls have the times of the
+/// tail's blocks, then the open blocks' first numbers, as many as the
+/// blocks leave (the bytes after them, an older block's, are not read);
+/// after a checkpoint, the checkpoint's times come first. The rank's
+/// timing mode says which columns there are.
+#[test]
+fn every_calls_times_are_read_from_the_tails_and_the_open_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = header(1);
+    h.timing = Timing::parse("lossy,lossless", None).unwrap();
+    let mut tail = Vec::new();
+    put_signature(&mut tail, &signature(0));
+    put_call(&mut tail, 0, &[]);
+    put_call(&mut tail, 0, &[]);
+    let mut image = Image::with_header(&h, 0, Ending::Killed, &tail, &[]);
+    let older = [0x85, 0x03, 0x7f, 0x7f];
+    for (k, numbers) in [[5, 0], [7, 0], [10, 6], [4, 8]].iter().enumerate() {
+        image.set_open_column(k, numbers, &older);
+    }
+    image.write(dir.path(), 1);
+    let t = recover_rank(dir.path(), 1).unwrap();
+    assert_eq!(t.meta.timing, h.timing, "the header's timing");
+    assert_eq!(decode_columns(&t.times.lossy).unwrap(), [(5, 7), (0, 0)]);
+    assert_eq!(decode_exact(&t.times.exact).unwrap(), [(5, 7), (10, 14)]);
+
+    // A checkpoint of 100 timed calls; in the tail a block's calls and
+    // three more, counted as repeated calls.
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = header(0);
+    h.timing = Timing::parse("lossless", None).unwrap();
+    write_checkpoint(dir.path(), &lossless_checkpoint());
+    let mut block = ColumnWriter::default();
+    let pair = |i: u64| (2 * (i % 5), 2 * (i % 300));
+    for i in 0..u64::from(BLOCK_CALLS) {
+        let (a, b) = pair(i);
+        block.push(a, b);
+    }
+    let mut tail = Vec::new();
+    put_repeat(&mut tail, 2, u64::from(BLOCK_CALLS));
+    put_times_block(&mut tail, EXACT_BLOCK, block.last_block());
+    put_repeat(&mut tail, 2, 3);
+    let mut image = Image::with_header(&h, 100, Ending::Killed, &tail, &[]);
+    image.set_open_column(0, &[2, 4, 6], &older);
+    image.set_open_column(1, &[8, 10, 12], &older);
+    image.write(dir.path(), 0);
+    let t = recover_rank(dir.path(), 0).unwrap();
+    assert_eq!(t.meta.calls, 100 + u64::from(BLOCK_CALLS) + 3);
+    let times = decode_columns(&t.times.exact).unwrap();
+    assert_eq!(times.len() as u64, t.meta.calls, "a time for every call");
+    assert_eq!(times[100..105], [0, 1, 2, 3, 4].map(pair));
+    assert_eq!(
+        times[times.len() - 4..],
+        [pair(65535), (2, 8), (4, 10), (6, 12)]
+    );
+    assert_eq!(decode_exact(&t.times.exact).unwrap()[99], (990, 993));
+
+    // Wrong: a block of lossy times in a rank that records none; more
+    // calls in the blocks than in the tail; more calls in the tail than
+    // the blocks and an open block hold; an open block whose numbers
+    // are not varints. Each is refused, naming the journal.
+    let refused = |image: &Image, says: &str| {
+        let path = image.write(dir.path(), 0);
+        let e = recover_rank(dir.path(), 0).unwrap_err();
+        one_line_naming(&e, &path);
+        assert!(e.to_string().contains(says), "{e}");
+    };
+    let mut lossy = tail.clone();
+    put_times_block(&mut lossy, LOSSY_BLOCK, block.last_block());
+    refused(
+        &Image::with_header(&h, 100, Ending::Killed, &lossy, &[]),
+        "journal record",
+    );
+    let mut few = Vec::new();
+    put_repeat(&mut few, 2, 10);
+    put_times_block(&mut few, EXACT_BLOCK, block.last_block());
+    refused(
+        &Image::with_header(&h, 100, Ending::Killed, &few, &[]),
+        "blocks of lossless times hold 65536",
+    );
+    let mut many = Vec::new();
+    put_repeat(&mut many, 2, u64::from(BLOCK_CALLS) + 1);
+    refused(
+        &Image::with_header(&h, 100, Ending::Killed, &many, &[]),
+        "blocks of lossless times hold 0",
+    );
+    let mut damaged = Image::with_header(&h, 100, Ending::Killed, &tail, &[]);
+    damaged.set_open_column(0, &[], &[0xff; 11]);
+    refused(&damaged, "the open block of lossless times");
 }
 
 /// A journal of version 1 (no timing in its header, no times in its
@@ -780,23 +900,26 @@ fn damaged_repeated_calls_are_refused() {
         &Image::new(1, 0, Ending::Killed, &long, &[]),
         "journal record",
     );
-    // With per-call times: counted calls whose times are not there, an
-    // untimed record of repeated calls, counted calls in a journal
-    // before version 6 (which had no place for their times).
+    // With per-call times in the tail (version 6): counted calls whose
+    // times are not there, an untimed record of repeated calls, counted
+    // calls in a journal before version 6 (which had no place for their
+    // times).
     let mut timed = header(1);
     timed.timing = Timing::parse("lossless", None).unwrap();
     let mut image = Image::with_header(&timed, 0, Ending::Killed, &[], &[]);
+    let identity = image.bytes[IDENTITY_AT..image.identity_end].to_vec();
     image.count_repeated(1, 1, 0);
-    refused(&image, "the counted calls' times");
+    let mut version_6 = Image::with_header(&timed, 0, Ending::Killed, &[], &[]);
+    version_6.count_repeated(1, 1, 0);
+    version_6.as_version(6, IDENTITY_AT, &identity);
+    refused(&version_6, "the counted calls' times");
     let mut untimed = Vec::new();
     put_signature(&mut untimed, &signature(0));
     put_call(&mut untimed, 0, &[3, 4]);
     put_repeat(&mut untimed, 1, 2);
-    refused(
-        &Image::with_header(&timed, 0, Ending::Killed, &untimed, &[]),
-        "journal record",
-    );
-    let identity = image.bytes[IDENTITY_AT..image.identity_end].to_vec();
+    let mut version_6 = Image::with_header(&timed, 0, Ending::Killed, &untimed, &[]);
+    version_6.as_version(6, IDENTITY_AT, &identity);
+    refused(&version_6, "journal record");
     image.as_version(5, 96, &identity);
     refused(&image, "without their per-call times");
 }
@@ -808,7 +931,6 @@ fn damaged_repeated_calls_are_refused() {
 /// times and counting it leaves them unread.
 #[test]
 fn timed_repeated_calls_are_read_back_with_their_times() {
-    use mpigram_trace::timing::{decode_columns, decode_exact};
     let dir = tempfile::tempdir().unwrap();
     let mut h = header(1);
     h.timing = Timing::parse("lossy,lossless", None).unwrap();
@@ -833,6 +955,8 @@ fn timed_repeated_calls_are_read_back_with_their_times() {
     unpublished.extend(&times);
     let mut image = Image::with_header(&h, 0, Ending::Killed, &tail, &unpublished);
     image.count_repeated(1, 2, tail.len());
+    let identity = image.bytes[IDENTITY_AT..image.identity_end].to_vec();
+    image.as_version(6, IDENTITY_AT, &identity);
     let set_word = |image: &mut Image, len: u32, crc: u32| {
         image.set_word(COUNTED_TIMES_AT, counted_times_word(len, crc));
     };

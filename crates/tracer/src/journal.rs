@@ -1,16 +1,16 @@
 //! The rank's crash journal (layout and reader in
 //! `mpigram_trace::journal`): every recorded call is appended to a shared
-//! file mapping, with its per-call times, so that what the rank recorded
-//! survives its death by any signal, SIGKILL included. Appending a call is
-//! a byte store (and a copy of its few bytes of times), the checksum
-//! continued over them and one 8-byte store of the tail's length and
-//! checksum: a few nanoseconds, and no allocation once the scratch buffer
-//! has grown. A call the grammar took as a repetition (a loop body's
-//! length after an equal one) is only counted: one 8-byte store, after
-//! its per-call times, if it has them, and their length (they go where
-//! the run's record will be, whose head is written when the run ends).
-//! When the tail is full the tracer writes a checkpoint and the journal
-//! starts its tail again ([`Journal::reset`]).
+//! file mapping, so that what the rank recorded survives its death by any
+//! signal, SIGKILL included. Appending a call is a byte store, the
+//! checksum continued over it and one 8-byte store of the tail's length
+//! and checksum: a few nanoseconds, and no allocation once the scratch
+//! buffer has grown. A call the grammar took as a repetition (a loop
+//! body's length after an equal one) is only counted: one 8-byte store.
+//! Per-call times are not copied here: the recorder fills its open blocks
+//! in the mapping ([`Journal::open_blocks`]) and the journal appends each
+//! block it fills ([`Journal::record_blocks`]). When the tail is full the
+//! tracer writes a checkpoint and the journal starts its tail again
+//! ([`Journal::reset`]).
 //!
 //! The file grows with the tail, by doubling from [`FIRST_TAIL_BYTES`]: a
 //! short run leaves a small journal, a long one at most the tail's size.
@@ -20,11 +20,10 @@
 //! is never unmapped.
 
 use crate::objects::CommRecord;
-use crate::recorder::CallNumbers;
 use mpigram_trace::journal::{
-    self, COUNTED_TIMES_AT, EMPTY_TAIL, ENDING_AT, GENERATION_AT, IN_CALL_AT, JournalHeader,
-    LOST_AT, MAX_REPEATED, REPEATED_AT, REPEATED_STEP, REPETITION_AT, SIGNAL_ENDING, TAIL_WORD_AT,
-    TIMED_REPEAT_HEAD,
+    self, EMPTY_TAIL, ENDING_AT, EXACT_BLOCK, GENERATION_AT, IN_CALL_AT, JournalHeader,
+    LOSSY_BLOCK, LOST_AT, MAX_REPEATED, REPEATED_AT, REPEATED_STEP, REPETITION_AT, SIGNAL_ENDING,
+    TAIL_WORD_AT,
 };
 use mpigram_trace::{Ending, Lost, checkpoint_file_name, journal_file_name};
 use std::ffi::c_int;
@@ -47,9 +46,8 @@ const MAPPED_TAIL_BYTES: u32 = 1 << 30;
 /// Terminals whose call record the fast path writes: a varint of up to two
 /// bytes.
 const FAST_TERMINALS: u32 = 1 << 13;
-/// Most bytes of a call's record and its per-call times (lossy and
-/// lossless: four varints).
-const MAX_CALL_RECORD: usize = 2 + 4 * mpigram_varint::MAX_VARINT_LEN;
+/// Most bytes of a call's record on the fast path.
+const MAX_CALL_RECORD: usize = 2;
 
 /// `Journal::period` while no repeated calls are counted (no grammar
 /// period is this long).
@@ -59,8 +57,10 @@ const NOT_COUNTING: u64 = u64::MAX;
 static ENDING: AtomicPtr<AtomicU32> = AtomicPtr::new(std::ptr::null_mut());
 
 pub struct Journal {
-    /// The mapped file: header, then the tail at `tail_at`.
+    /// The mapped file: header, open blocks at `open_at` (if per-call
+    /// times are recorded), then the tail at `tail_at`.
     map: *mut u8,
+    open_at: usize,
     tail_at: usize,
     /// Tail bytes mapped (and written in the header as its capacity).
     capacity: usize,
@@ -70,10 +70,9 @@ pub struct Journal {
     /// Tail bytes the file holds now (blocks allocated): the mapping
     /// covers `capacity`, but only these may be touched.
     allocated: usize,
-    /// Below this tail length a call's record with its times fits in
-    /// `allocated` whatever they are (0 once the journal stopped, or where
-    /// the processor has no CRC-32C instruction, [`Crc`]): the fast path's
-    /// one bound check.
+    /// Below this tail length a call's record fits in `allocated` (0 once
+    /// the journal stopped, or where the processor has no CRC-32C
+    /// instruction, [`Crc`]): the fast path's one bound check.
     fast_end: usize,
     fd: std::fs::File,
     /// Published length and checksum of the tail.
@@ -88,20 +87,10 @@ pub struct Journal {
     /// repeated-calls word, read and written where it is mapped.
     period: u64,
     /// Whether calls may be counted as repeated: the journal has not
-    /// stopped (and, with per-call times, `Crc::available`).
+    /// stopped.
     counts_repeats: bool,
-    /// Whether calls have per-call times: counted calls' times follow the
-    /// published tail, after room for their record's head.
+    /// Whether the rank records per-call times, in the open blocks.
     timed: bool,
-    /// The most repeated calls [`count`](Journal::count) takes without
-    /// testing `timed`: `MAX_REPEATED`, or 0 where calls have per-call
-    /// times (the compare that holds the count below its bound sends them
-    /// all to `count_timed`, which writes their times).
-    untimed_limit: u32,
-    /// Bytes of the counted calls' times (see `timed`), and their CRC-32C
-    /// as the instruction's state.
-    counted_times: usize,
-    counted_crc: Crc,
     /// A write failed: the journal holds the first this many calls, and
     /// no more.
     stopped_at: Option<u64>,
@@ -149,16 +138,19 @@ impl Journal {
             ..header.clone()
         };
         let head = header.encode();
+        // The open blocks' bytes are allocated with the header's: the
+        // recorder's stores to them never meet a full disk either.
+        let tail_at = head.len() + journal::open_blocks_bytes(&header.timing);
         let capacity = header.capacity as usize;
         let allocated = limit.min(FIRST_TAIL_BYTES);
         let (file, tmp) = mpigram_format::create_temp(&path)?;
         let map = (|| {
-            allocate(&file, head.len() + allocated)?;
+            allocate(&file, tail_at + allocated)?;
             // SAFETY: plain system call on a file we own.
             let map = unsafe {
                 libc::mmap(
                     std::ptr::null_mut(),
-                    head.len() + capacity,
+                    tail_at + capacity,
                     libc::PROT_READ | libc::PROT_WRITE,
                     libc::MAP_SHARED,
                     file.as_raw_fd(),
@@ -179,7 +171,8 @@ impl Journal {
         })?;
         let mut journal = Journal {
             map,
-            tail_at: head.len(),
+            open_at: head.len(),
+            tail_at,
             capacity,
             limit,
             allocated: 0,
@@ -190,18 +183,8 @@ impl Journal {
             comms: 0,
             scratch: Vec::new(),
             period: NOT_COUNTING,
-            // (Counted calls' times are checksummed as they are written,
-            // by the processor's instruction: without it, each would end
-            // its count at once, a record a call.)
-            counts_repeats: !header.timing.per_call() || Crc::available(),
+            counts_repeats: true,
             timed: header.timing.per_call(),
-            untimed_limit: if header.timing.per_call() {
-                0
-            } else {
-                MAX_REPEATED
-            },
-            counted_times: 0,
-            counted_crc: Crc::continuing(EMPTY_TAIL),
             stopped_at: None,
             dir: dir.to_owned(),
             rank,
@@ -211,6 +194,16 @@ impl Journal {
         ENDING.store(journal.word::<AtomicU32>(ENDING_AT), Ordering::Release);
         crate::call::name_calls_in(journal.word(IN_CALL_AT));
         Ok(journal)
+    }
+
+    /// The open blocks, where the recorder fills its blocks of per-call
+    /// times (`PerCall::move_open_blocks`): `open_blocks_bytes` of the
+    /// header's timing, valid for the rest of the process (the mapping is
+    /// never unmapped) and written by nothing else. None without per-call
+    /// times.
+    pub fn open_blocks(&self) -> Option<*mut u8> {
+        // SAFETY: `open_at` is within the mapping.
+        self.timed.then(|| unsafe { self.map.add(self.open_at) })
     }
 
     /// The header word at `at` (aligned: the header is at the start of a page).
@@ -234,17 +227,10 @@ impl Journal {
     /// the repeated calls being counted (`repeats`: the period of the
     /// repetition the grammar took it in, else 0) and the communicator log
     /// (`comms` entries) holds no entry the journal does not; only a call
-    /// that was `encoded` may have added one. With per-call timing its
-    /// `times` go after the counted calls'. False: it needs
+    /// that was `encoded` may have added one. False: it needs
     /// [`record`](Journal::record).
     #[inline(always)]
-    pub fn count(
-        &mut self,
-        repeats: u64,
-        comms: usize,
-        encoded: bool,
-        times: &CallNumbers,
-    ) -> bool {
+    pub fn count(&mut self, repeats: u64, comms: usize, encoded: bool) -> bool {
         let map = self.map;
         // No longer in progress (see `crate::call`).
         // SAFETY: an aligned u32 of the mapping.
@@ -258,80 +244,25 @@ impl Journal {
         let word = self.header_word(REPEATED_AT);
         let repeated = word.load(Ordering::Relaxed).wrapping_add(REPEATED_STEP);
         if repeats != self.period
-            || repeated as u32 > self.untimed_limit
-            || encoded && comms != self.comms
-        {
-            return self.timed && self.count_timed(repeats, comms, encoded, repeated, times);
-        }
-        self.header_word(REPEATED_AT)
-            .store(repeated, Ordering::Release);
-        true
-    }
-
-    /// [`count`](Journal::count) of a call with per-call `times` (which
-    /// `untimed_limit` sends here): as there, with the call's times
-    /// written after the counted calls' and the counted-times word
-    /// updated before the count (`repeated`: the header's word with this
-    /// call counted).
-    #[inline(always)]
-    fn count_timed(
-        &mut self,
-        repeats: u64,
-        comms: usize,
-        encoded: bool,
-        repeated: u64,
-        times: &CallNumbers,
-    ) -> bool {
-        if repeats != self.period
             || repeated as u32 > MAX_REPEATED
             || encoded && comms != self.comms
         {
             return false;
         }
-        let at = self.len + TIMED_REPEAT_HEAD + self.counted_times;
-        if at >= self.fast_end {
-            return false;
-        }
-        // SAFETY: at < fast_end: the times fit in the file's part of the
-        // tail, and the processor has the CRC-32C instruction.
-        let (n, crc) = unsafe {
-            put_times(
-                self.map.add(self.tail_at + at),
-                times.get(),
-                self.counted_crc,
-            )
-        };
-        self.counted_times += n;
-        self.counted_crc = crc;
-        self.put_counted_word();
-        self.header_word(REPEATED_AT)
-            .store(repeated, Ordering::Release);
+        word.store(repeated, Ordering::Release);
         true
     }
 
-    /// Stores the counted-times word (`journal::counted_times_word`):
-    /// one store, so a rank killed at any point leaves a length and a
-    /// checksum that agree.
-    #[inline(always)]
-    fn put_counted_word(&self) {
-        let word =
-            journal::counted_times_word(self.counted_times as u32, self.counted_crc.checksum());
-        self.header_word(COUNTED_TIMES_AT)
-            .store(word, Ordering::Release);
-    }
-
     /// Appends a call of `terminal` that [`count`](Journal::count) did not
-    /// take, with its per-call `times` (the numbers the header's timing
-    /// mode says), with its signature if it is new and the
-    /// communicator-log entries the call added; `repeats` as for `count`.
-    /// False if the records do not fit: the caller writes a checkpoint
-    /// (which holds this call).
+    /// take, with its signature if it is new and the communicator-log
+    /// entries the call added; `repeats` as for `count`. False if the
+    /// records do not fit: the caller writes a checkpoint (which holds
+    /// this call).
     #[inline(always)]
     pub fn record(
         &mut self,
         terminal: u32,
         repeats: u64,
-        times: &[u64],
         new_signature: Option<&[u8]>,
         comm_log: &[CommRecord],
     ) -> bool {
@@ -343,15 +274,14 @@ impl Journal {
             && self.len < self.fast_end
         {
             // The common case: a known signature, whose call record (a
-            // varint of one byte, or two from terminal 64 on) and times fit.
+            // varint of one byte, or two from terminal 64 on) fits.
             let call = journal::call_record(terminal) as u32;
             let crc = Crc::continuing(self.checksum);
-            // SAFETY: len < fast_end: the record and its times are inside
-            // the file's part of the tail, and the processor has the
-            // CRC-32C instruction.
+            // SAFETY: len < fast_end: the record is inside the file's part
+            // of the tail, and the processor has the CRC-32C instruction.
             unsafe {
                 let at = self.map.add(self.tail_at + self.len);
-                let (head, crc) = if call < 0x80 {
+                let (n, crc) = if call < 0x80 {
                     at.write(call as u8);
                     (1, crc.byte(call as u8))
                 } else {
@@ -359,18 +289,11 @@ impl Journal {
                     at.cast::<[u8; 2]>().write(bytes);
                     (2, crc.two_bytes(bytes))
                 };
-                let (n, crc) = match times.is_empty() {
-                    true => (head, crc),
-                    false => {
-                        let (n, crc) = put_times(at.add(head), times, crc);
-                        (head + n, crc)
-                    }
-                };
                 self.publish(n, crc.checksum());
             }
             return true;
         }
-        self.record_slow(terminal, repeats, times, new_signature, comm_log)
+        self.record_slow(terminal, repeats, new_signature, comm_log)
     }
 
     /// The call's records when [`record`](Journal::record)'s fast paths
@@ -382,7 +305,6 @@ impl Journal {
         &mut self,
         terminal: u32,
         repeats: u64,
-        times: &[u64],
         new_signature: Option<&[u8]>,
         comm_log: &[CommRecord],
     ) -> bool {
@@ -394,18 +316,7 @@ impl Journal {
             && self.counts_repeats
             && new_signature.is_none()
             && comm_log.len() == self.comms;
-        self.scratch.clear();
-        // The head of the record of the counted calls with per-call times,
-        // which goes into the room left for it before their times.
-        let mut head = None;
-        if self.period != NOT_COUNTING {
-            let repeated = self.header_word(REPEATED_AT).load(Ordering::Relaxed) as u32;
-            if self.timed {
-                head = Some(journal::timed_repeat_head(self.period as u32, repeated));
-            } else {
-                journal::put_repeat(&mut self.scratch, self.period, u64::from(repeated));
-            }
-        }
+        self.start_records();
         if let Some(s) = new_signature {
             journal::put_signature(&mut self.scratch, s);
         }
@@ -416,53 +327,66 @@ impl Journal {
             journal::put_comm(&mut self.scratch, &entry);
         }
         if !count {
-            journal::put_call(&mut self.scratch, terminal, times);
+            journal::put_call(&mut self.scratch, terminal, &[]);
         }
-        let counted = head.map_or(0, |_| TIMED_REPEAT_HEAD + self.counted_times);
-        let n = counted + self.scratch.len();
-        // Room for a new count's record head and first call's times.
-        let room = if count && self.timed {
-            TIMED_REPEAT_HEAD + MAX_CALL_RECORD
-        } else {
-            0
-        };
-        let end = self.len + n + room;
+        if !self.append_records() {
+            return false;
+        }
+        self.comms = comm_log.len();
+        if count {
+            self.count_repeats(repeats);
+        }
+        true
+    }
+
+    /// Appends the blocks of per-call times the last call filled
+    /// (`PerCall::last_blocks`: lossy timing's, lossless timing's; empty
+    /// where not recorded), after that call's record. False if they do not
+    /// fit: the caller writes a checkpoint (which holds them).
+    #[cold]
+    pub fn record_blocks(&mut self, blocks: [&[u8]; 2]) -> bool {
+        if self.stopped_at.is_some() {
+            return true;
+        }
+        self.start_records();
+        for (which, block) in [LOSSY_BLOCK, EXACT_BLOCK].into_iter().zip(blocks) {
+            if !block.is_empty() {
+                journal::put_times_block(&mut self.scratch, which, block);
+            }
+        }
+        self.append_records()
+    }
+
+    /// Starts the records to append in `scratch`: the repeated calls
+    /// counted so far, if any, as a record.
+    fn start_records(&mut self) {
+        self.scratch.clear();
+        if self.period != NOT_COUNTING {
+            let repeated = self.header_word(REPEATED_AT).load(Ordering::Relaxed) as u32;
+            journal::put_repeat(&mut self.scratch, self.period, u64::from(repeated));
+        }
+    }
+
+    /// Appends the records in `scratch` to the tail and publishes them;
+    /// false if they do not fit.
+    fn append_records(&mut self) -> bool {
+        let n = self.scratch.len();
+        let end = self.len + n;
         if end > self.limit || !self.grow_to(end) {
             return false;
         }
         if n > 0 {
             // SAFETY: len + n <= allocated: inside the file's part of the
-            // tail (the counted calls' times are there already).
+            // tail.
             let checksum = unsafe {
                 let at = self.map.add(self.tail_at + self.len);
-                if let Some(head) = head {
-                    std::ptr::copy_nonoverlapping(head.as_ptr(), at, TIMED_REPEAT_HEAD);
-                }
-                std::ptr::copy_nonoverlapping(
-                    self.scratch.as_ptr(),
-                    at.add(counted),
-                    self.scratch.len(),
-                );
+                std::ptr::copy_nonoverlapping(self.scratch.as_ptr(), at, n);
                 continued(self.checksum, std::slice::from_raw_parts(at, n))
             };
-            self.comms = comm_log.len();
             // The counted calls are in the tail now: the header's words
             // name an older length from here on.
             self.period = NOT_COUNTING;
             self.publish(n, checksum);
-        }
-        if count {
-            if self.timed {
-                // SAFETY: `end` left room for the head and the times.
-                unsafe {
-                    let at = self.map.add(self.tail_at + self.len + TIMED_REPEAT_HEAD);
-                    self.counted_times = put_varints(at, times, |_| ());
-                    let written = std::slice::from_raw_parts(at, self.counted_times);
-                    self.counted_crc = Crc::continuing(continued(EMPTY_TAIL, written));
-                }
-                self.put_counted_word();
-            }
-            self.count_repeats(repeats);
         }
         true
     }
@@ -521,8 +445,6 @@ impl Journal {
     /// this order, see `mpigram_trace::journal`).
     pub fn reset(&mut self, calls: u64, comms: usize) {
         self.len = 0;
-        self.counted_times = 0;
-        self.counted_crc = Crc::continuing(EMPTY_TAIL);
         self.checksum = EMPTY_TAIL;
         self.comms = comms;
         self.tail_word()
@@ -608,87 +530,6 @@ impl Journal {
             }
         }
     }
-}
-
-/// A piece of a varint as [`put_varints`] stores it.
-enum Piece {
-    Byte(u8),
-    /// A two-byte varint whole.
-    Two([u8; 2]),
-}
-
-/// Writes `times` (at most four) as varints at `at`, passing each piece
-/// stored to `stored`; returns their length.
-///
-/// # Safety
-/// `at` is valid for writes of [`MAX_CALL_RECORD`] bytes.
-#[inline(always)]
-unsafe fn put_varints(at: *mut u8, times: &[u64], mut stored: impl FnMut(Piece)) -> usize {
-    let mut n = 0;
-    for &v in times {
-        let mut v = v;
-        if (0x80..0x4000).contains(&v) {
-            // Two bytes (a tight loop's times in ticks), in one store.
-            let bytes = mpigram_varint::two_byte_varint(v);
-            // SAFETY: four varints fit in MAX_CALL_RECORD bytes.
-            unsafe { at.add(n).cast::<[u8; 2]>().write(bytes) };
-            stored(Piece::Two(bytes));
-            n += 2;
-            continue;
-        }
-        while v >= 0x80 {
-            let b = v as u8 | 0x80;
-            // SAFETY: as above.
-            unsafe { at.add(n).write(b) };
-            stored(Piece::Byte(b));
-            v >>= 7;
-            n += 1;
-        }
-        // SAFETY: as above.
-        unsafe { at.add(n).write(v as u8) };
-        stored(Piece::Byte(v as u8));
-        n += 1;
-    }
-    n
-}
-
-/// Writes `times` (at most four) as varints at `at`; returns their length
-/// and `crc` continued over them, a step an instruction as they are
-/// stored.
-///
-/// # Safety
-/// `at` is valid for writes of [`MAX_CALL_RECORD`] bytes, and the
-/// processor has the CRC-32C instruction.
-#[inline(always)]
-unsafe fn put_times(at: *mut u8, times: &[u64], crc: Crc) -> (usize, Crc) {
-    // SAFETY: as the caller says.
-    unsafe {
-        match *times {
-            // One timing mode's two numbers (the common case): a pair of
-            // a known length, whose loop the compiler unrolls (about 1 ns
-            // less a lossless MPI_Comm_rank than the loop over a slice).
-            [interval, duration] => put_times_of(at, &[interval, duration], crc),
-            _ => put_times_of(at, times, crc),
-        }
-    }
-}
-
-/// [`put_times`] of any number of times.
-///
-/// # Safety
-/// As [`put_times`].
-#[inline(always)]
-unsafe fn put_times_of(at: *mut u8, times: &[u64], mut crc: Crc) -> (usize, Crc) {
-    // SAFETY: as the caller says.
-    let n = unsafe {
-        put_varints(at, times, |piece| {
-            crc = match piece {
-                Piece::Byte(b) => crc.byte(b),
-                Piece::Two(bytes) => crc.two_bytes(bytes),
-            }
-        })
-    };
-    (n, crc)
 }
 
 /// The tail's checksum ([`journal::tail_checksum`], CRC-32C) continued a
@@ -854,100 +695,127 @@ mod tests {
     use super::*;
 
     /// The fast path's steps continue the checksum as the reader computes
-    /// it, over records of one and two bytes and times of every length.
+    /// it, over records of one and two bytes.
     #[test]
     fn crc_steps_give_the_tails_checksum() {
         assert!(Crc::available(), "this machine has SSE 4.2");
         let mut tail = Vec::new();
         let mut crc = Crc::continuing(EMPTY_TAIL);
-        for (i, times) in [[0u64, 1], [0x7f, 0x80], [0x3fff, 0x4000], [u64::MAX, 300]]
-            .iter()
-            .enumerate()
-        {
+        for i in 0..=255u8 {
             // SAFETY: the machine has the instruction (asserted).
-            unsafe {
-                crc = crc.byte(i as u8);
-                crc = crc.two_bytes([0x80 | i as u8, 1]);
-                let mut record = [0u8; MAX_CALL_RECORD];
-                let (n, c) = put_times(record.as_mut_ptr(), times, crc);
-                crc = c;
-                tail.extend_from_slice(&[i as u8, 0x80 | i as u8, 1]);
-                tail.extend_from_slice(&record[..n]);
-            }
+            crc = unsafe { crc.byte(i).two_bytes([0x80 | i, i >> 1]) };
+            tail.extend_from_slice(&[i, 0x80 | i, i >> 1]);
             assert_eq!(crc.checksum(), journal::tail_checksum(EMPTY_TAIL, &tail));
         }
-        let mut decoded = mpigram_varint::ByteReader::new(&tail[3..]);
-        assert_eq!((decoded.u64(), decoded.u64()), (Ok(0), Ok(1)), "the times");
     }
 
-    /// Lossless times written by every path of the journal (a record, the
-    /// counted calls of a loop, the record that ends their count, a count
-    /// still open when the rank died) read back as they were given:
-    /// one-, two- and longer varints, and four numbers a call (lossy and
-    /// lossless timing both).
+    /// Where a rank may die as it records per-call times.
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    enum Death {
+        /// After its last call's records.
+        AfterRecords,
+        /// Its last call filled a block: after the call's record, before
+        /// the block's.
+        BeforeBlock,
+        /// After its journal stopped (a checkpoint that could not be
+        /// written) at call `n`; it recorded on.
+        Stopped(u64),
+    }
+
+    /// Per-call times as the tracer writes them (journal version 7): the
+    /// recorder fills its blocks in the journal's open blocks, and the
+    /// journal appends each block it fills after the call's record. A
+    /// rank that dies in the first block, just after a block filled
+    /// (before or after the block's record), two blocks on, with calls
+    /// counted, or after its journal stopped, has every journaled call's
+    /// times back as the recorder stored them: one-, two- and longer
+    /// varints, lossless timing alone and with lossy timing.
     #[test]
-    fn times_read_back_from_every_path() {
+    fn times_read_back_from_the_open_and_the_finished_blocks() {
+        use crate::recorder::{BLOCK_FILLED, PerCall};
         use mpigram_mpispec::encoding::{put_handle, put_rank};
         use mpigram_mpispec::{HandleRef, Rank, func, put_signature_head};
-        assert!(Crc::available(), "this machine has SSE 4.2");
+        use mpigram_trace::timing::{BLOCK_CALLS, decode_columns};
+        let block = u64::from(BLOCK_CALLS);
+        let signature = |comm| {
+            let mut b = Vec::new();
+            put_signature_head(&mut b, func::MPI_Comm_rank, 0);
+            put_handle(&mut b, HandleRef::Predefined(comm));
+            put_rank(&mut b, Rank::Relative(0));
+            b
+        };
+        let cases = [
+            (10, Death::AfterRecords),
+            (block, Death::AfterRecords),
+            (block, Death::BeforeBlock),
+            (2 * block + 7, Death::AfterRecords),
+            (2 * block, Death::BeforeBlock),
+            (block + 100, Death::Stopped(block + 40)),
+        ];
         for timing in ["lossless", "lossy,lossless"] {
-            let dir = tempfile::tempdir().unwrap();
-            let header = JournalHeader {
-                rank: 0,
-                world_size: 1,
-                pid: std::process::id(),
-                start_ns: 1,
-                host: "node".into(),
-                mpi_library: "MPI".into(),
-                capacity: 1 << 16,
-                run: 0,
-                timing: mpigram_trace::Timing::parse(timing, None).unwrap(),
-                ns_per_tick: 1.0,
-            };
-            let mut journal = Journal::open(dir.path(), &header).unwrap();
-            let signature = |comm| {
-                let mut b = Vec::new();
-                put_signature_head(&mut b, func::MPI_Comm_rank, 0);
-                put_handle(&mut b, HandleRef::Predefined(comm));
-                put_rank(&mut b, Rank::Relative(0));
-                b
-            };
-            let pairs = [5, 0x90, 0x7f, 0x80, 0x3fff, 0x4000, 1 << 40, 3];
-            let mut given = Vec::new();
-            // Terminal 0 in a loop of 20, then terminal 1 (which ends the
-            // count), then terminal 0 again, counted until the end.
-            let terminals = (0..20).chain([1]).chain(std::iter::repeat_n(0, 9));
-            let mut seen = Vec::new();
-            for (i, terminal) in terminals.enumerate() {
-                let mut times = CallNumbers::default();
-                let modes = usize::from(header.timing.lossy.is_some())
-                    + usize::from(header.timing.lossless);
-                for _ in 0..modes {
-                    let (a, b) = (pairs[i % 8], pairs[(i + 3) % 8]);
-                    times.push(a, b);
-                    given.extend([a, b]);
+            for (calls, death) in cases {
+                let dir = tempfile::tempdir().unwrap();
+                let header = JournalHeader {
+                    rank: 0,
+                    world_size: 1,
+                    pid: std::process::id(),
+                    start_ns: 1,
+                    host: "node".into(),
+                    mpi_library: "MPI".into(),
+                    capacity: 1 << 22,
+                    run: 0,
+                    timing: mpigram_trace::Timing::parse(timing, None).unwrap(),
+                    ns_per_tick: 1.0,
+                };
+                let mut journal = Journal::open(dir.path(), &header).unwrap();
+                let mut per_call = PerCall::new(header.timing.clone(), 0);
+                // SAFETY: the journal's open blocks, used by nothing else.
+                unsafe { per_call.move_open_blocks(journal.open_blocks().unwrap()) };
+                let mut end = 0;
+                for i in 0..calls {
+                    if death == Death::Stopped(i) {
+                        // As a checkpoint that fails: the block ends, the
+                        // journal stops, the open blocks stay as they are.
+                        per_call.end_blocks();
+                        journal.stop(i);
+                        per_call.open_blocks_to_heap();
+                    }
+                    // A loop of three signatures; gaps and durations of
+                    // one, two and more bytes.
+                    let terminal = (i % 3) as u32;
+                    let start = end + (i * i) % 300 + if i % 1000 == 999 { 1 << 30 } else { 0 };
+                    end = start + (i % 13) * 20;
+                    let filled = per_call.record(func::MPI_Comm_rank, start, end);
+                    let repeats = if i < 3 { 0 } else { 3 };
+                    let flagged = repeats | if filled { BLOCK_FILLED } else { 0 };
+                    if journal.count(flagged, 0, false) {
+                        continue;
+                    }
+                    let new = (i < 3).then(|| signature(terminal));
+                    assert!(journal.record(terminal, repeats, new.as_deref(), &[]));
+                    if filled && !(death == Death::BeforeBlock && i == calls - 1) {
+                        assert!(journal.record_blocks(per_call.last_blocks()));
+                    }
                 }
-                let new = !seen.contains(&terminal);
-                let repeats = u64::from(!new && seen.last() == Some(&terminal));
-                let sig = new.then(|| signature(terminal));
-                if new || !journal.count(repeats, 0, false, &times) {
-                    assert!(journal.record(terminal, repeats, times.get(), sig.as_deref(), &[]));
+                let held = match death {
+                    Death::Stopped(n) => n,
+                    _ => calls,
+                };
+                let trace = mpigram_trace::journal::recover_rank(dir.path(), 0)
+                    .unwrap_or_else(|e| panic!("{timing}, {calls} calls, {death:?}: {e}"));
+                assert_eq!(trace.meta.calls, held);
+                let recorded = per_call.times();
+                for (read, stored) in [
+                    (&trace.times.lossy, &recorded.lossy),
+                    (&trace.times.exact, &recorded.exact),
+                ] {
+                    let read = decode_columns(read).unwrap();
+                    let stored = decode_columns(stored).unwrap();
+                    // (Empty, both, where the mode is not recorded.)
+                    let expected = &stored[..stored.len().min(held as usize)];
+                    assert_eq!(read[..], *expected, "{timing}, {calls} calls, {death:?}");
                 }
-                seen.push(terminal);
             }
-            let trace = mpigram_trace::journal::recover_rank(dir.path(), 0).unwrap();
-            let mut read = Vec::new();
-            for column in [&trace.times.lossy, &trace.times.exact] {
-                if !column.is_empty() {
-                    let calls = mpigram_trace::timing::decode_columns(column).unwrap();
-                    read.push(calls);
-                }
-            }
-            // Per call: the lossy pair, then the lossless pair.
-            let read: Vec<u64> = (0..seen.len())
-                .flat_map(|c| read.iter().flat_map(move |col| [col[c].0, col[c].1]))
-                .collect();
-            assert_eq!(read, given, "{timing}");
         }
     }
 

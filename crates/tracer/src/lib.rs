@@ -39,6 +39,7 @@ mod memo;
 mod merge;
 mod message;
 mod objects;
+mod open_block;
 mod ownership;
 #[path = "generated/pmpi.rs"]
 mod pmpi;

@@ -6,9 +6,10 @@
 
 use crate::intern::{Interner, same};
 use crate::memo::WaitallMemo;
+use crate::open_block::FixedColumn;
 use mpigram_grammar::Sequitur;
 use mpigram_mpispec::{FUNCS, FuncId};
-use mpigram_trace::timing::{Bins, ColumnWriter, ExactWriter, LossyClock};
+use mpigram_trace::timing::{Bins, ColumnWriter, ExactWriter, LossyClock, OPEN_COLUMN_BYTES};
 use mpigram_trace::{CallStats, CallTimes, Gaps, PairGap, Timing};
 use rustc_hash::FxHashMap;
 
@@ -20,7 +21,7 @@ pub struct Lossy {
     base_of: Vec<u8>,
     clock: LossyClock,
     /// Interval and duration codes.
-    codes: ColumnWriter,
+    codes: ColumnWriter<FixedColumn>,
 }
 
 /// Per-call timing being recorded.
@@ -29,7 +30,7 @@ pub struct PerCall {
     /// Clock ticks at the rank's origin: times are ticks since.
     origin: u64,
     lossy: Option<Lossy>,
-    exact: Option<ExactWriter>,
+    exact: Option<ExactWriter<FixedColumn>>,
     /// Bytes of room made for each column writer's blocks.
     room: usize,
 }
@@ -59,10 +60,12 @@ impl PerCall {
                     .collect(),
                 base_of,
                 clock: LossyClock::default(),
-                codes: ColumnWriter::default(),
+                codes: fixed_columns(),
             }
         });
-        let exact = timing.lossless.then(ExactWriter::default);
+        let exact = timing
+            .lossless
+            .then(|| ExactWriter::with_columns(fixed_columns()));
         PerCall {
             timing,
             origin,
@@ -72,31 +75,70 @@ impl PerCall {
         }
     }
 
-    /// Records a call's times: `last` becomes the numbers it added to the
-    /// stored columns (lossy's, then lossless's), what the crash journal
-    /// keeps of it.
+    /// Records a call's times; true if they filled a block (of both
+    /// modes, if both are recorded: they fill and end together).
     #[inline]
-    fn record(&mut self, func: FuncId, start: u64, end: u64, last: &mut CallNumbers) {
+    pub(crate) fn record(&mut self, func: FuncId, start: u64, end: u64) -> bool {
         let (start, end) = (
             start.saturating_sub(self.origin),
             end.saturating_sub(self.origin),
         );
-        last.len = 0;
+        let mut filled = false;
         if let Some(l) = &mut self.lossy {
             let bins = &l.bins[l.base_of.get(func as usize).copied().unwrap_or(0) as usize];
             let (i, d) = l.clock.encode(bins, start, end);
-            l.codes.push(i.into(), d.into());
-            last.push(i.into(), d.into());
+            filled = l.codes.push(i.into(), d.into());
         }
         if let Some(e) = &mut self.exact {
-            let (interval, duration) = e.push(start, end);
-            last.push(interval, duration);
+            filled = e.push(start, end);
         }
+        filled
+    }
+
+    /// The blocks the last filled, of lossy timing and of lossless timing
+    /// (empty where not recorded), as stored: for the crash journal.
+    pub fn last_blocks(&mut self) -> [&[u8]; 2] {
+        self.columns()
+            .map(|c| c.map_or(&[][..], |c| c.last_block()))
+    }
+
+    /// Ends the blocks being filled: a checkpoint of the crash journal
+    /// holds them, and the tail after it starts a block.
+    pub fn end_blocks(&mut self) {
+        self.columns()
+            .into_iter()
+            .flatten()
+            .for_each(ColumnWriter::end_block);
+    }
+
+    /// Fills the blocks from now on in the crash journal's open blocks at
+    /// `open` (lossy timing's two columns, then lossless timing's; see
+    /// `mpigram_trace::journal::open_blocks_bytes`), their calls so far
+    /// copied there.
+    ///
+    /// # Safety
+    /// `open` is valid for reads and writes of those bytes for the rest of
+    /// the process, and nothing else writes them.
+    pub unsafe fn move_open_blocks(&mut self, open: *mut u8) {
+        let columns = self.columns().into_iter().flatten();
+        for (i, column) in columns.flat_map(ColumnWriter::open_columns).enumerate() {
+            // SAFETY: the caller's bytes hold each column in turn.
+            unsafe { column.move_to(open.add(i * OPEN_COLUMN_BYTES)) };
+        }
+    }
+
+    /// Fills the blocks on the heap from now on: the crash journal stopped,
+    /// and its open blocks keep the calls it holds.
+    pub fn open_blocks_to_heap(&mut self) {
+        let columns = self.columns().into_iter().flatten();
+        columns
+            .flat_map(ColumnWriter::open_columns)
+            .for_each(FixedColumn::move_to_heap);
     }
 
     /// The stored columns of lossy and of lossless times (None: not
     /// recorded).
-    fn columns(&mut self) -> [Option<&mut ColumnWriter>; 2] {
+    fn columns(&mut self) -> [Option<&mut ColumnWriter<FixedColumn>>; 2] {
         [
             self.lossy.as_mut().map(|l| &mut l.codes),
             self.exact.as_mut().map(ExactWriter::columns),
@@ -160,28 +202,14 @@ impl PerCall {
     }
 }
 
-/// The numbers a call added to the per-call times' columns: none, or two
-/// for each of lossy and lossless timing.
-#[derive(Default)]
-pub struct CallNumbers {
-    /// Room for 8: `len & 7` is in bounds without a check on the hot path.
-    numbers: [u64; 8],
-    len: usize,
+/// Column writers whose blocks are filled in [`FixedColumn`]s.
+fn fixed_columns() -> ColumnWriter<FixedColumn> {
+    ColumnWriter::with_columns(FixedColumn::on_heap(), FixedColumn::on_heap())
 }
 
-impl CallNumbers {
-    pub(crate) fn push(&mut self, a: u64, b: u64) {
-        if let Some(pair) = self.numbers.get_mut(self.len..self.len + 2) {
-            pair.copy_from_slice(&[a, b]);
-            self.len += 2;
-        }
-    }
-
-    #[inline(always)]
-    pub fn get(&self) -> &[u64] {
-        &self.numbers[..self.len & 7]
-    }
-}
+/// Set in what [`Recorder::record`] returns when the call filled a block
+/// of per-call times (above any period).
+pub const BLOCK_FILLED: u64 = 1 << 63;
 
 /// A call of `s`'s signature took `ticks`, fewer than any before it (as
 /// the first call does: `min` starts at the most ticks there are); its
@@ -260,9 +288,6 @@ pub struct Recorder {
     /// per-call times, or its signature into the verification stream (a
     /// field the hot path tests where the recorder is, set with either).
     extras: bool,
-    /// The numbers the last call added to the per-call times' columns
-    /// (none without per-call times): what the crash journal keeps of it.
-    pub call_times: CallNumbers,
     /// The terminal of a repeated MPI_Waitall on a window of new requests.
     pub waitall: WaitallMemo,
     /// The bytes the signature table, its timing, the grammar and the
@@ -306,7 +331,6 @@ impl Recorder {
             request_comms: Vec::new(),
             per_call: None,
             extras: false,
-            call_times: CallNumbers::default(),
             waitall: WaitallMemo::default(),
             budget: usize::MAX,
             over_budget: false,
@@ -440,12 +464,13 @@ impl Recorder {
     /// Records a call of `func` with the signature `terminal`, from `start`
     /// to `end` ticks (its signature in `scratch`, under verification).
     /// Returns the period of the repetition the grammar took it in, or 0
-    /// (`Sequitur::push_repeating`).
+    /// (`Sequitur::push_repeating`), with [`BLOCK_FILLED`] set if its
+    /// per-call times filled a block.
     #[inline(always)]
     pub fn record(&mut self, func: FuncId, terminal: u32, start: u64, end: u64) -> u64 {
         let repeats = self.record_plain(terminal, start, end);
         if self.extras {
-            self.record_extras(func, start, end);
+            return repeats | self.record_extras(func, start, end);
         }
         repeats
     }
@@ -519,17 +544,22 @@ impl Recorder {
         self.last_end = ticks;
     }
 
-    /// The per-call times and the verification stream of a call.
+    /// The per-call times and the verification stream of a call:
+    /// [`BLOCK_FILLED`] if its times filled a block, else 0.
     #[inline(never)]
-    fn record_extras(&mut self, func: FuncId, start: u64, end: u64) {
-        if let Some(p) = &mut self.per_call {
-            p.record(func, start, end, &mut self.call_times);
+    fn record_extras(&mut self, func: FuncId, start: u64, end: u64) -> u64 {
+        let mut filled = 0;
+        if let Some(p) = &mut self.per_call
+            && p.record(func, start, end)
+        {
+            filled = BLOCK_FILLED;
         }
         if let Some(out) = &mut self.verify {
             // Under verification every call is encoded in full (memo.rs).
             out.extend_from_slice(&(self.scratch.len() as u32).to_le_bytes());
             out.extend_from_slice(&self.scratch);
         }
+        filled
     }
 
     /// Records per-call times from now on.
@@ -552,6 +582,11 @@ impl Recorder {
     /// The per-call times being recorded, if any.
     pub fn per_call(&self) -> Option<&PerCall> {
         self.per_call.as_ref()
+    }
+
+    /// The per-call times being recorded, to change where they go.
+    pub fn per_call_mut(&mut self) -> Option<&mut PerCall> {
+        self.per_call.as_mut()
     }
 
     /// The terminal of the signature in `scratch`, added to the table if

@@ -13,7 +13,7 @@ use crate::front::front;
 use crate::journal::Journal;
 use crate::memo::CallMemo;
 use crate::objects::{CommInfo, Objects};
-use crate::recorder::{CHECK_CALLS, PerCall, Recorder};
+use crate::recorder::{BLOCK_FILLED, CHECK_CALLS, PerCall, Recorder};
 use mpigram_mpispec::{FuncId, HandleKind, HandleRef, put_signature_head};
 use mpigram_trace::journal::JournalHeader;
 use mpigram_trace::{
@@ -280,27 +280,36 @@ impl Tracer {
     }
 
     /// The crash journal's record of the call just recorded (`repeats`:
-    /// the period the grammar took it in, or 0; `new`: its signature is in
-    /// the recorder's scratch; `encoded`: it was encoded, and may have
-    /// added communicator-log entries).
+    /// the period the grammar took it in, or 0, and `BLOCK_FILLED` if its
+    /// per-call times filled a block, which the journal then appends; `new`:
+    /// its signature is in the recorder's scratch; `encoded`: it was
+    /// encoded, and may have added communicator-log entries).
     #[inline(always)]
     fn journal_call(&mut self, terminal: u32, repeats: u64, new: bool, encoded: bool) {
         let Some(journal) = &mut self.journal else {
             return;
         };
         let comm_log = &self.objects.comm_log;
-        let recorder = &self.recorder;
-        if journal.count(repeats, comm_log.len(), encoded, &recorder.call_times) {
+        // (A call that filled a block is never counted: no period has the
+        // flag's bit.)
+        if journal.count(repeats, comm_log.len(), encoded) {
             return;
         }
         // Rare where it matters most: a loop's calls are counted.
         crate::call::cold_path();
+        let recorder = &mut self.recorder;
         let signature = new.then_some(&recorder.scratch[..]);
-        let times = recorder.call_times.get();
-        if !journal.record(terminal, repeats, times, signature, comm_log) {
-            // The journal holds every call before this one.
-            let journaled = self.recorder.calls - 1;
-            self.checkpoint(journaled);
+        if !journal.record(terminal, repeats & !BLOCK_FILLED, signature, comm_log) {
+            // The journal holds every call before this one; the checkpoint
+            // holds the block too.
+            let journaled = recorder.calls - 1;
+            return self.checkpoint(journaled);
+        }
+        if repeats & BLOCK_FILLED != 0
+            && let Some(per_call) = recorder.per_call_mut()
+            && !journal.record_blocks(per_call.last_blocks())
+        {
+            self.checkpoint(self.recorder.calls);
         }
     }
 
@@ -459,7 +468,16 @@ impl Tracer {
             return;
         };
         match Journal::open(&dir, &header) {
-            Ok(journal) => self.journal = Some(journal),
+            Ok(journal) => {
+                if let (Some(open), Some(per_call)) =
+                    (journal.open_blocks(), self.recorder.per_call_mut())
+                {
+                    // SAFETY: the journal's open blocks, for the rest of
+                    // the process, written by nothing else.
+                    unsafe { per_call.move_open_blocks(open) };
+                }
+                self.journal = Some(journal);
+            }
             Err(e) => {
                 crate::message::say(&format!(
                     "no crash journal for rank {rank} in {} ({e}): tracing goes on, but if this rank is killed its calls are lost",
@@ -492,6 +510,11 @@ impl Tracer {
             let Some(path) = self.journal.as_ref().map(Journal::checkpoint_path) else {
                 return;
             };
+            // The tail after the checkpoint starts a block of per-call times
+            // (see "Per-call times" in `mpigram_trace::journal`).
+            if let Some(per_call) = self.recorder.per_call_mut() {
+                per_call.end_blocks();
+            }
             let snapshot = self.snapshot_without_signatures(None);
             let signatures: Vec<&[u8]> = self.recorder.signatures.iter().collect();
             let written = snapshot.write_with_signatures(&signatures, &path);
@@ -515,6 +538,10 @@ impl Tracer {
                         "cannot write the crash journal's checkpoint ({e}); the journal keeps the calls until now, and says that later ones are missing"
                     ));
                     journal.stop(journaled);
+                    // Its open blocks keep the times of the calls it holds.
+                    if let Some(per_call) = self.recorder.per_call_mut() {
+                        per_call.open_blocks_to_heap();
+                    }
                 }
             }
         });

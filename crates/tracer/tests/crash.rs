@@ -432,16 +432,26 @@ fn without_room_for_a_journal_the_program_runs_as_before() {
 /// Ranks killed with SIGKILL (the launcher's, after rank 1's MPI_Abort)
 /// keep the per-call times of every call they journaled, in the mode they
 /// recorded: before their first checkpoint (the default journal, which
-/// this run never fills) and across checkpoints (a 512-byte tail). The
-/// lossy times are within their bound of the exact ones, as on a
-/// finalized run, and the trace says which mode the run used.
+/// these runs never fill) and across checkpoints (a 512-byte tail), in
+/// the first block of times and after two blocks filled (165,000 calls:
+/// the journal's blocks, then its open block). The lossy times are within
+/// their bound of the exact ones, as on a finalized run, and the trace
+/// says which mode the run used.
 #[test]
 fn ranks_killed_with_sigkill_keep_their_call_times() {
-    let iterations = 600;
-    for journal_bytes in [None, Some("512")] {
+    let runs = [
+        (600, None),
+        (3000, Some("512")),
+        (150_000, None),
+        (150_000, Some("512")),
+    ];
+    for (iterations, journal_bytes) in runs {
         let mut env = vec![("MPIGRAM_TIMING", "lossy,lossless")];
         env.extend(journal_bytes.map(|b| ("MPIGRAM_JOURNAL_BYTES", b)));
-        let run = run_traced("crash_abort_loop", 3, &[&iterations.to_string()], &env);
+        // Barriers after iterations k*k - 1: no period, so that the
+        // journal's tail fills with records (a periodic loop is counted).
+        let args = [&iterations.to_string(), "-1"];
+        let run = run_traced("crash_abort_loop", 3, &args, &env);
         assert_eq!(run.output.status.code(), Some(42), "{}", run.output);
         let dir = run.dir.path();
         let checkpoints = [0, 2].map(|r| dir.join(format!("rank{r}.checkpoint")).exists());
