@@ -137,19 +137,27 @@ pub const BLOCK_CALLS: u32 = 1 << 16;
 /// the application runs.
 const ZSTD_LEVEL: i32 = 1;
 
-/// Most bytes a column of the block being filled takes: a varint of each
-/// of its calls' numbers. The tracer gives its column writers fixed
-/// buffers of this size (in the crash journal's mapping, see
-/// `crate::journal`).
-pub const OPEN_COLUMN_BYTES: usize = BLOCK_CALLS as usize * mpigram_varint::MAX_VARINT_LEN;
+/// Bytes of a fixed buffer for a column of the block being filled: two a
+/// call of a block. The tracer gives its column writers such buffers (in
+/// the crash journal's mapping, see `crate::journal`); a block whose
+/// numbers are longer ends early, when its next numbers might not fit
+/// ([`OpenColumn::is_full`]). (Room for any numbers, ten bytes each,
+/// would take five times the journal's file for a rare case.)
+pub const OPEN_COLUMN_BYTES: usize = 2 * BLOCK_CALLS as usize;
 
 /// Where a [`ColumnWriter`] writes a column of the block being filled:
 /// a `Vec<u8>`, or a buffer of [`OPEN_COLUMN_BYTES`] the tracer keeps
 /// where a killed process leaves it.
 pub trait OpenColumn {
     /// Appends `v` as a varint. Called at most [`BLOCK_CALLS`] times
-    /// between two [`clear`](OpenColumn::clear)s.
+    /// between two [`clear`](OpenColumn::clear)s, and never once
+    /// [`is_full`](OpenColumn::is_full).
     fn put(&mut self, v: u64);
+    /// Whether the next number might not fit: the block ends.
+    #[inline(always)]
+    fn is_full(&self) -> bool {
+        false
+    }
     /// The column's bytes so far.
     fn bytes(&self) -> &[u8];
     fn clear(&mut self);
@@ -210,14 +218,15 @@ impl<C: OpenColumn> ColumnWriter<C> {
         }
     }
 
-    /// Appends one call's two numbers; true if they filled a block, which
-    /// is now finished ([`last_block`](ColumnWriter::last_block)).
+    /// Appends one call's two numbers; true if they filled a block
+    /// ([`BLOCK_CALLS`] calls, or columns [`full`](OpenColumn::is_full)),
+    /// which is now finished ([`last_block`](ColumnWriter::last_block)).
     #[inline(always)]
     pub fn push(&mut self, a: u64, b: u64) -> bool {
         self.first.put(a);
         self.second.put(b);
         self.in_block += 1;
-        if self.in_block == BLOCK_CALLS {
+        if self.in_block == BLOCK_CALLS || self.first.is_full() | self.second.is_full() {
             self.finish_block();
             return true;
         }

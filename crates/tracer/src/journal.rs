@@ -729,7 +729,9 @@ mod tests {
     /// (before or after the block's record), two blocks on, with calls
     /// counted, or after its journal stopped, has every journaled call's
     /// times back as the recorder stored them: one-, two- and longer
-    /// varints, lossless timing alone and with lossy timing.
+    /// varints, lossless timing alone and with lossy timing, and blocks
+    /// of six-byte intervals, which fill their open block's column before
+    /// `BLOCK_CALLS` calls (21,844 calls).
     #[test]
     fn times_read_back_from_the_open_and_the_finished_blocks() {
         use crate::recorder::{BLOCK_FILLED, PerCall};
@@ -744,16 +746,20 @@ mod tests {
             put_rank(&mut b, Rank::Relative(0));
             b
         };
+        // (calls, death, intervals of six bytes)
+        let wide = 21_844;
         let cases = [
-            (10, Death::AfterRecords),
-            (block, Death::AfterRecords),
-            (block, Death::BeforeBlock),
-            (2 * block + 7, Death::AfterRecords),
-            (2 * block, Death::BeforeBlock),
-            (block + 100, Death::Stopped(block + 40)),
+            (10, Death::AfterRecords, false),
+            (block, Death::AfterRecords, false),
+            (block, Death::BeforeBlock, false),
+            (2 * block + 7, Death::AfterRecords, false),
+            (2 * block, Death::BeforeBlock, false),
+            (block + 100, Death::Stopped(block + 40), false),
+            (2 * wide + 5, Death::AfterRecords, true),
+            (2 * wide, Death::BeforeBlock, true),
         ];
         for timing in ["lossless", "lossy,lossless"] {
-            for (calls, death) in cases {
+            for (calls, death, six_bytes) in cases {
                 let dir = tempfile::tempdir().unwrap();
                 let header = JournalHeader {
                     rank: 0,
@@ -783,9 +789,18 @@ mod tests {
                     // A loop of three signatures; gaps and durations of
                     // one, two and more bytes.
                     let terminal = (i % 3) as u32;
-                    let start = end + (i * i) % 300 + if i % 1000 == 999 { 1 << 30 } else { 0 };
+                    let start = end
+                        + (i * i) % 300
+                        + match (six_bytes, i % 1000) {
+                            (true, _) => 1 << 40,
+                            (false, 999) => 1 << 30,
+                            _ => 0,
+                        };
                     end = start + (i % 13) * 20;
                     let filled = per_call.record(func::MPI_Comm_rank, start, end);
+                    if death == Death::BeforeBlock && i == calls - 1 {
+                        assert!(filled, "{timing}: the last of {calls} calls fills a block");
+                    }
                     let repeats = if i < 3 { 0 } else { 3 };
                     let flagged = repeats | if filled { BLOCK_FILLED } else { 0 };
                     if journal.count(flagged, 0, false) {

@@ -49,9 +49,9 @@ impl FixedColumn {
 impl OpenColumn for FixedColumn {
     #[inline(always)]
     fn put(&mut self, v: u64) {
-        // At most BLOCK_CALLS varints between clears (`OpenColumn::put`)
-        // fit; this keeps a writer that broke that contract in bounds.
-        if self.len > OPEN_COLUMN_BYTES - MAX_VARINT_LEN {
+        // The column writer ends its block when full (`OpenColumn::put`);
+        // this keeps a writer that did not in bounds.
+        if self.is_full() {
             return;
         }
         // SAFETY: MAX_VARINT_LEN bytes from `len` are within the buffer.
@@ -80,6 +80,11 @@ impl OpenColumn for FixedColumn {
         }
     }
 
+    #[inline(always)]
+    fn is_full(&self) -> bool {
+        self.len > OPEN_COLUMN_BYTES - MAX_VARINT_LEN
+    }
+
     fn bytes(&self) -> &[u8] {
         // SAFETY: the first `len` bytes at `at` were written.
         unsafe { std::slice::from_raw_parts(self.at, self.len) }
@@ -96,7 +101,8 @@ mod tests {
     use mpigram_varint::ByteReader;
 
     /// Varints of every length read back, before and after the column
-    /// moves to another buffer and back to the heap.
+    /// moves to another buffer and back to the heap; a full column takes
+    /// nothing more.
     #[test]
     fn varints_read_back_wherever_the_column_is() {
         let values = [0, 0x7f, 0x80, 0x3fff, 0x4000, 1 << 40, u64::MAX];
@@ -117,5 +123,12 @@ mod tests {
         assert_eq!(r.u64(), Ok(0));
         column.clear();
         assert!(column.bytes().is_empty());
+        while !column.is_full() {
+            column.put(u64::MAX);
+        }
+        let full = column.bytes().len();
+        assert!(full > OPEN_COLUMN_BYTES - MAX_VARINT_LEN && full <= OPEN_COLUMN_BYTES);
+        column.put(1);
+        assert_eq!(column.bytes().len(), full, "nothing past a full column");
     }
 }

@@ -75,8 +75,10 @@ impl PerCall {
         }
     }
 
-    /// Records a call's times; true if they filled a block (of both
-    /// modes, if both are recorded: they fill and end together).
+    /// Records a call's times; true if they filled a block. Where both
+    /// modes are recorded, a block of one that fills ends the other's (a
+    /// block of long numbers fills before `BLOCK_CALLS` calls): their
+    /// blocks start and end together.
     #[inline]
     pub(crate) fn record(&mut self, func: FuncId, start: u64, end: u64) -> bool {
         let (start, end) = (
@@ -90,7 +92,10 @@ impl PerCall {
             filled = l.codes.push(i.into(), d.into());
         }
         if let Some(e) = &mut self.exact {
-            filled = e.push(start, end);
+            filled |= e.push(start, end);
+        }
+        if filled {
+            self.end_blocks();
         }
         filled
     }
@@ -104,6 +109,7 @@ impl PerCall {
 
     /// Ends the blocks being filled: a checkpoint of the crash journal
     /// holds them, and the tail after it starts a block.
+    #[cold]
     pub fn end_blocks(&mut self) {
         self.columns()
             .into_iter()
