@@ -664,6 +664,25 @@ fn lossless_checkpoint() -> RankTrace {
     base
 }
 
+/// The times of two calls, lossy codes (5, 7) and (0, 0), and lossless
+/// (10, 4) and (6, 8) stored: the header's mode.
+fn assert_two_timed_calls(t: &RankTrace, h: &JournalHeader) {
+    assert_eq!(t.meta.timing, h.timing, "the header's timing");
+    assert_eq!(decode_columns(&t.times.lossy).unwrap(), [(5, 7), (0, 0)]);
+    // Zig-zagged intervals and durations: 5 ticks after the origin for 2,
+    // then 3 ticks after that for 4.
+    assert_eq!(decode_exact(&t.times.exact).unwrap(), [(5, 7), (10, 14)]);
+}
+
+/// Rank 0's header with lossless timing, its checkpoint of 100 timed
+/// calls written to `dir`.
+fn after_lossless_checkpoint(dir: &Path) -> JournalHeader {
+    let mut h = header(0);
+    h.timing = Timing::parse("lossless", None).unwrap();
+    write_checkpoint(dir, &lossless_checkpoint());
+    h
+}
+
 /// Per-call times in a journal of version 6 (in its call records): a rank
 /// killed before its first checkpoint has every journaled call's times,
 /// in the mode its journal's header names; one killed after it has the
@@ -682,18 +701,12 @@ fn a_version_6_tail_holds_every_calls_times() {
     image.as_version(6, IDENTITY_AT, &identity);
     image.write(dir.path(), 1);
     let t = recover_rank(dir.path(), 1).unwrap();
-    assert_eq!(t.meta.timing, h.timing, "the header's timing");
+    assert_two_timed_calls(&t, &h);
     assert_eq!(t.meta.ns_per_tick, 0.5);
-    assert_eq!(decode_columns(&t.times.lossy).unwrap(), [(5, 7), (0, 0)]);
-    // Zig-zagged intervals and durations: 5 ticks after the origin for 2,
-    // then 3 ticks after that for 4.
-    assert_eq!(decode_exact(&t.times.exact).unwrap(), [(5, 7), (10, 14)]);
 
     // A checkpoint of 100 timed calls, and two calls in the tail.
     let dir = tempfile::tempdir().unwrap();
-    let mut h = header(0);
-    h.timing = Timing::parse("lossless", None).unwrap();
-    write_checkpoint(dir.path(), &lossless_checkpoint());
+    let h = after_lossless_checkpoint(dir.path());
     let mut tail = Vec::new();
     put_call(&mut tail, 1, &[14, 2]);
     put_call(&mut tail, 0, &[2, 4]);
@@ -729,17 +742,12 @@ fn every_calls_times_are_read_from_the_tails_and_the_open_blocks() {
         image.set_open_column(k, numbers, &older);
     }
     image.write(dir.path(), 1);
-    let t = recover_rank(dir.path(), 1).unwrap();
-    assert_eq!(t.meta.timing, h.timing, "the header's timing");
-    assert_eq!(decode_columns(&t.times.lossy).unwrap(), [(5, 7), (0, 0)]);
-    assert_eq!(decode_exact(&t.times.exact).unwrap(), [(5, 7), (10, 14)]);
+    assert_two_timed_calls(&recover_rank(dir.path(), 1).unwrap(), &h);
 
     // A checkpoint of 100 timed calls; in the tail a block's calls and
     // three more, counted as repeated calls.
     let dir = tempfile::tempdir().unwrap();
-    let mut h = header(0);
-    h.timing = Timing::parse("lossless", None).unwrap();
-    write_checkpoint(dir.path(), &lossless_checkpoint());
+    let h = after_lossless_checkpoint(dir.path());
     let mut block = ColumnWriter::default();
     let pair = |i: u64| (2 * (i % 5), 2 * (i % 300));
     for i in 0..u64::from(BLOCK_CALLS) {
