@@ -55,29 +55,7 @@ impl OpenColumn for FixedColumn {
             return;
         }
         // SAFETY: MAX_VARINT_LEN bytes from `len` are within the buffer.
-        unsafe {
-            let at = self.at.add(self.len);
-            if v < 0x80 {
-                at.write(v as u8);
-                self.len += 1;
-                return;
-            }
-            if v < 0x4000 {
-                // Two bytes (a tight loop's times in ticks), in one store.
-                at.cast::<[u8; 2]>()
-                    .write(mpigram_varint::two_byte_varint(v));
-                self.len += 2;
-                return;
-            }
-            let (mut v, mut n) = (v, 0);
-            while v >= 0x80 {
-                at.add(n).write(v as u8 | 0x80);
-                v >>= 7;
-                n += 1;
-            }
-            at.add(n).write(v as u8);
-            self.len += n + 1;
-        }
+        self.len += unsafe { mpigram_varint::write_varint(self.at.add(self.len), v) };
     }
 
     #[inline(always)]

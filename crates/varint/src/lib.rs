@@ -42,6 +42,36 @@ pub fn two_byte_varint(v: u64) -> [u8; 2] {
     [v as u8 | 0x80, (v >> 7) as u8]
 }
 
+/// Writes `v` as a varint at `at` and returns its length: one byte, two in
+/// one store (a tight loop's times in ticks), or a byte at a time. For
+/// writers whose buffer has room already ([`PutVarint::put_u64`] makes it
+/// in a `Vec`; the tracer's open blocks of per-call times are fixed).
+///
+/// # Safety
+/// `at` is valid for writes of [`MAX_VARINT_LEN`] bytes.
+#[inline(always)]
+pub unsafe fn write_varint(at: *mut u8, mut v: u64) -> usize {
+    // SAFETY: the caller's MAX_VARINT_LEN bytes hold any varint.
+    unsafe {
+        if v < 0x80 {
+            at.write(v as u8);
+            return 1;
+        }
+        if v < 0x4000 {
+            at.cast::<[u8; 2]>().write(two_byte_varint(v));
+            return 2;
+        }
+        let mut n = 0;
+        while v >= 0x80 {
+            at.add(n).write((v as u8) | 0x80);
+            v >>= 7;
+            n += 1;
+        }
+        at.add(n).write(v as u8);
+        n + 1
+    }
+}
+
 /// Number of bytes [`PutVarint::put_u64`] writes for `v`.
 pub fn encoded_len(v: u64) -> usize {
     let bits = 64 - (v | 1).leading_zeros() as usize;
@@ -64,7 +94,7 @@ pub trait PutVarint {
 
 impl PutVarint for Vec<u8> {
     #[inline]
-    fn put_u64(&mut self, mut v: u64) {
+    fn put_u64(&mut self, v: u64) {
         // Most values of a call signature fit in one byte: keep that path
         // free of loops and copies (the tracer's hot path runs through it).
         if v < 0x80 {
@@ -74,30 +104,11 @@ impl PutVarint for Vec<u8> {
         // Longer ones (per-call times): one capacity check, not one a byte.
         self.reserve(MAX_VARINT_LEN);
         let len = self.len();
-        if v < 0x4000 {
-            // Two bytes (a tight loop's times in ticks), in one store.
-            // SAFETY: MAX_VARINT_LEN bytes are reserved past `len`.
-            unsafe {
-                self.as_mut_ptr()
-                    .add(len)
-                    .cast::<[u8; 2]>()
-                    .write(two_byte_varint(v));
-                self.set_len(len + 2);
-            }
-            return;
-        }
-        let mut n = 0;
-        // SAFETY: MAX_VARINT_LEN bytes are reserved past `len` and a varint
-        // takes at most that many; every byte up to the new length is written.
+        // SAFETY: MAX_VARINT_LEN bytes are reserved past `len`, and every
+        // byte up to the new length is written.
         unsafe {
-            let at = self.as_mut_ptr().add(len);
-            while v >= 0x80 {
-                at.add(n).write((v as u8) | 0x80);
-                v >>= 7;
-                n += 1;
-            }
-            at.add(n).write(v as u8);
-            self.set_len(len + n + 1);
+            let n = write_varint(self.as_mut_ptr().add(len), v);
+            self.set_len(len + n);
         }
     }
 
