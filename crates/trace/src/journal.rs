@@ -130,7 +130,7 @@ use crate::{
 };
 use mpigram_grammar::Sequitur;
 use mpigram_mpispec::FuncId;
-use mpigram_varint::{ByteReader, PutVarint};
+use mpigram_varint::{ByteReader, MAX_VARINT_LEN, PutVarint, write_varint};
 use std::path::Path;
 
 /// Ending of a journal's file name.
@@ -445,9 +445,35 @@ pub const EXACT_BLOCK: u8 = 1;
 /// `which` ([`LOSSY_BLOCK`] or [`EXACT_BLOCK`]), as
 /// `crate::timing::ColumnWriter` stored it.
 pub fn put_times_block(out: &mut Vec<u8>, which: u8, block: &[u8]) {
-    out.put_u64(TIMES_BLOCK_RECORD);
-    out.put_u64(which.into());
-    out.put_blob(block);
+    out.extend_from_slice(TimesBlockHead::new(which, block.len()).bytes());
+    out.extend_from_slice(block);
+}
+
+/// What precedes a block's bytes in its record ([`put_times_block`]), for
+/// a writer that copies the bytes from where they are.
+pub struct TimesBlockHead {
+    bytes: [u8; 3 * MAX_VARINT_LEN],
+    len: usize,
+}
+
+impl TimesBlockHead {
+    /// The head of the record of a block of `len` bytes of the columns
+    /// `which` says.
+    pub fn new(which: u8, len: usize) -> TimesBlockHead {
+        let mut head = TimesBlockHead {
+            bytes: [0; 3 * MAX_VARINT_LEN],
+            len: 0,
+        };
+        for v in [TIMES_BLOCK_RECORD, which.into(), len as u64] {
+            // SAFETY: three varints of at most MAX_VARINT_LEN bytes fit.
+            head.len += unsafe { write_varint(head.bytes.as_mut_ptr().add(head.len), v) };
+        }
+        head
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
 }
 
 /// Appends the record of a new signature (it gets the next terminal).

@@ -8,7 +8,8 @@
 //! body's length after an equal one) is only counted: one 8-byte store.
 //! Per-call times are not copied here: the recorder fills its open blocks
 //! in the mapping ([`Journal::open_blocks`]) and the journal appends each
-//! block it fills ([`Journal::record_blocks`]). When the tail is full the
+//! block it fills ([`Journal::record_blocks`]), copied once, from where
+//! the recorder keeps it, after its record's head. When the tail is full the
 //! tracer writes a checkpoint and the journal starts its tail again
 //! ([`Journal::reset`]).
 //!
@@ -329,7 +330,7 @@ impl Journal {
         if !count {
             journal::put_call(&mut self.scratch, terminal, &[]);
         }
-        if !self.append_records() {
+        if !self.append_records([]) {
             return false;
         }
         self.comms = comm_log.len();
@@ -349,12 +350,16 @@ impl Journal {
             return true;
         }
         self.start_records();
-        for (which, block) in [LOSSY_BLOCK, EXACT_BLOCK].into_iter().zip(blocks) {
-            if !block.is_empty() {
-                journal::put_times_block(&mut self.scratch, which, block);
-            }
-        }
-        self.append_records()
+        // The blocks' bytes go to the tail from where the writers keep
+        // them, each after the head of its record.
+        let [lossy, exact] = blocks;
+        let heads = [(LOSSY_BLOCK, lossy), (EXACT_BLOCK, exact)]
+            .map(|(which, block)| journal::TimesBlockHead::new(which, block.len()));
+        let head = |i: usize| match blocks[i].is_empty() {
+            true => &[][..],
+            false => heads[i].bytes(),
+        };
+        self.append_records([head(0), lossy, head(1), exact])
     }
 
     /// Starts the records to append in `scratch`: the repeated calls
@@ -367,22 +372,28 @@ impl Journal {
         }
     }
 
-    /// Appends the records in `scratch` to the tail and publishes them;
-    /// false if they do not fit.
-    fn append_records(&mut self) -> bool {
-        let n = self.scratch.len();
+    /// Appends the records in `scratch`, then those whose bytes are
+    /// `more` (one after the other), to the tail and publishes them; false
+    /// if they do not fit.
+    #[inline(always)]
+    fn append_records<const N: usize>(&mut self, more: [&[u8]; N]) -> bool {
+        let n = self.scratch.len() + more.iter().map(|p| p.len()).sum::<usize>();
         let end = self.len + n;
         if end > self.limit || !self.grow_to(end) {
             return false;
         }
         if n > 0 {
-            // SAFETY: len + n <= allocated: inside the file's part of the
-            // tail.
-            let checksum = unsafe {
-                let at = self.map.add(self.tail_at + self.len);
-                std::ptr::copy_nonoverlapping(self.scratch.as_ptr(), at, n);
-                continued(self.checksum, std::slice::from_raw_parts(at, n))
-            };
+            // SAFETY: len + n <= allocated: the n bytes from here are inside
+            // the file's part of the tail.
+            let at = unsafe { self.map.add(self.tail_at + self.len) };
+            // SAFETY: as above; the pieces are not in the mapping.
+            let mut checksum = unsafe { put_at(at, &self.scratch, self.checksum) };
+            let mut to = self.scratch.len();
+            for piece in more {
+                // SAFETY: as above.
+                checksum = unsafe { put_at(at.add(to), piece, checksum) };
+                to += piece.len();
+            }
             // The counted calls are in the tail now: the header's words
             // name an older length from here on.
             self.period = NOT_COUNTING;
@@ -649,6 +660,20 @@ fn continued(checksum: u32, bytes: &[u8]) -> u32 {
     }
 }
 
+/// Copies `bytes` to `at` and returns the tail's `checksum` continued
+/// over them.
+///
+/// # Safety
+/// `at` is valid for writes of `bytes.len()`, which do not overlap it.
+#[inline(always)]
+unsafe fn put_at(at: *mut u8, bytes: &[u8], checksum: u32) -> u32 {
+    // SAFETY: the caller's.
+    unsafe {
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), at, bytes.len());
+        continued(checksum, std::slice::from_raw_parts(at, bytes.len()))
+    }
+}
+
 /// Makes `file` at least `len` bytes long, with its blocks allocated: a
 /// store to the mapping never meets a full disk.
 fn allocate(file: &std::fs::File, len: usize) -> std::io::Result<()> {
@@ -810,6 +835,12 @@ mod tests {
                     assert!(journal.record(terminal, repeats, new.as_deref(), &[]));
                     if filled && !(death == Death::BeforeBlock && i == calls - 1) {
                         assert!(journal.record_blocks(per_call.last_blocks()));
+                        // A block goes to the tail from where its writer
+                        // keeps it: no copy of it stays on the heap.
+                        assert!(
+                            journal.scratch.capacity() < 1024,
+                            "{timing}: a block in scratch"
+                        );
                     }
                 }
                 let held = match death {
