@@ -286,7 +286,7 @@ impl Journal {
                     at.write(call as u8);
                     (1, crc.byte(call as u8))
                 } else {
-                    let bytes = [call as u8 | 0x80, (call >> 7) as u8];
+                    let bytes = mpigram_varint::two_byte_varint(call.into());
                     at.cast::<[u8; 2]>().write(bytes);
                     (2, crc.two_bytes(bytes))
                 };
