@@ -268,7 +268,13 @@ impl Sequitur {
         );
         // `terminal` is already in the history, after the matched ones.
         let pos = self.pushed - 1;
-        self.flush_repeat(pos);
+        if pos != self.accepted_from {
+            self.flush_repeat(pos);
+        }
+        if self.unseen(terminal) {
+            self.append_unseen(terminal);
+            return;
+        }
         // The start rule may now end with the whole body of an outer loop
         // (its last repetition of an inner loop is in): the terminal may
         // begin that body again. Then the fast path takes it, and the rest
@@ -329,6 +335,28 @@ impl Sequitur {
         self.process();
     }
 
+    /// Whether `terminal` occurs in no node yet, as far as [`lone`](Sequitur::lone)
+    /// can tell (a call never seen before).
+    fn unseen(&self, terminal: u32) -> bool {
+        let t = terminal as usize;
+        match self.lone.get(t) {
+            Some(&node) => node == 0,
+            None => !self.lone_closed && t < self.lone.len() + LONE_REACH,
+        }
+    }
+
+    /// [`push_slow`](Sequitur::push_slow) of a terminal that is in no node
+    /// yet, with what it would find known: no earlier input position holds
+    /// the terminal, so the fast path cannot take it; appended, it is lone,
+    /// so its digram with the start rule's last symbol is not checked; and
+    /// the start rule then ends with a terminal, a period of 1.
+    fn append_unseen(&mut self, terminal: u32) {
+        let node = self.insert_after(self.last(START), terminal, 1);
+        self.occurs_in(terminal, node);
+        self.period = 1;
+        self.accepted_from = self.pushed;
+    }
+
     /// `terminal` now occurs in the new node `node` of the start rule
     /// (too). If it was lone, its first node's digrams go on the work list.
     fn occurs_in(&mut self, terminal: u32, node: u32) {
@@ -336,6 +364,11 @@ impl Sequitur {
         if t >= self.lone.len() {
             if self.lone_closed || t >= self.lone.len() + LONE_REACH {
                 self.lone_closed = true;
+                return;
+            }
+            if t == self.lone.len() {
+                // The next terminal of a dense numbering: its first node.
+                self.lone.push(node);
                 return;
             }
             self.lone.resize(t + 1, 0);
