@@ -9,7 +9,7 @@ use crate::abi::{
     Handle, HandleSlot, MPI_Aint, MPI_Comm, MPI_Count, MPI_Offset, MPI_SUCCESS, MPI_Status,
 };
 use crate::agree::Agreed;
-use crate::front::{REQUEST, StatusFields, front};
+use crate::front::{Front, REQUEST, StatusFields};
 use crate::objects::{CommInfo, Objects, RequestInfo, RequestKind};
 use mpigram_mpispec::encoding::*;
 use mpigram_mpispec::{BufferRef, ConstSet, FUNCS, FuncId, HandleKind, HandleRef, Rank, Status};
@@ -18,8 +18,8 @@ use std::sync::OnceLock;
 
 /// A tag as stored: MPI_ANY_TAG is -1 (its value in MPICH and Open MPI;
 /// the standard ABI's is -2), so traces of any MPI agree.
-fn canonical_tag(v: i64) -> i64 {
-    if v == i64::from(front().ints.MPI_ANY_TAG) {
+fn canonical_tag(front: &Front, v: i64) -> i64 {
+    if v == i64::from(front.ints.MPI_ANY_TAG) {
         -1
     } else {
         v
@@ -61,6 +61,8 @@ pub struct Created {
 
 /// Writes the arguments of one call.
 pub struct Encoder<'a> {
+    /// The bound front end, found once a call (`crate::front::front`).
+    pub(crate) front: &'static Front,
     pub(crate) out: &'a mut Vec<u8>,
     pub(crate) objects: &'a mut Objects,
     /// The call returned MPI_SUCCESS: its outputs are defined.
@@ -93,7 +95,7 @@ impl Encoder<'_> {
 
     /// A tag: MPI_ANY_TAG is stored as -1, whatever this MPI's value.
     pub fn tag(&mut self, v: i64) {
-        put_int(self.out, canonical_tag(v));
+        put_int(self.out, canonical_tag(self.front, v));
     }
 
     pub fn address(&mut self, v: i64) {
@@ -102,7 +104,7 @@ impl Encoder<'_> {
 
     /// An integer of a set of named constants: stored by name.
     pub fn constant(&mut self, set: ConstSet, v: i64) {
-        put_const(self.out, front().constant(set, v));
+        put_const(self.out, self.front.constant(set, v));
     }
 
     /// # Safety
@@ -118,8 +120,8 @@ impl Encoder<'_> {
     /// A rank in `comm`: relative to the caller's rank where `comm` is an
     /// intra-communicator the tracer knows, else absolute.
     pub fn rank(&mut self, v: i64, comm: MPI_Comm) {
-        let info = self.comm_info(front().value(HandleKind::Comm, comm));
-        put_rank(self.out, Self::rank_value(v, info));
+        let info = self.comm_info(self.front.value(HandleKind::Comm, comm));
+        put_rank(self.out, self.rank_value(v, info));
     }
 
     /// An int that is often the caller's rank in `comm` (MPI_Comm_split's
@@ -136,26 +138,26 @@ impl Encoder<'_> {
     /// else as [`constant`](Self::constant).
     pub fn own_rank_constant(&mut self, set: ConstSet, v: i64, comm: MPI_Comm, rule: bool) {
         let other =
-            (!(rule && self.is_own_rank(v, comm))).then(|| const_code(front().constant(set, v)));
+            (!(rule && self.is_own_rank(v, comm))).then(|| const_code(self.front.constant(set, v)));
         put_own_rank(self.out, other);
     }
 
     /// Whether `v` is the caller's rank in `comm`, an intra-communicator
     /// the tracer knows (what relative ranks are decoded against).
     fn is_own_rank(&mut self, v: i64, comm: MPI_Comm) -> bool {
-        let info = self.comm_info(front().value(HandleKind::Comm, comm));
+        let info = self.comm_info(self.front.value(HandleKind::Comm, comm));
         matches!(info, Some(CommInfo { inter: false, rank, .. }) if v == i64::from(rank))
     }
 
     /// A collective's root: absolute, since every rank names the same one
     /// (MPI_ROOT and MPI_PROC_NULL of inter-communicators as constants).
     pub fn root(&mut self, v: i64) {
-        put_rank(self.out, Self::rank_value(v, None));
+        put_rank(self.out, self.rank_value(v, None));
     }
 
     /// `v` as encoded, given what is known of the caller's place in its communicator.
-    fn rank_value(v: i64, comm: Option<CommInfo>) -> Rank {
-        let k = &front().ints;
+    fn rank_value(&self, v: i64, comm: Option<CommInfo>) -> Rank {
+        let k = &self.front.ints;
         match v {
             v if v == i64::from(k.MPI_PROC_NULL) => Rank::ProcNull,
             v if v == i64::from(k.MPI_ANY_SOURCE) => Rank::AnySource,
@@ -172,7 +174,7 @@ impl Encoder<'_> {
     pub fn buffer(&mut self, p: *const c_void) {
         let b = if p.is_null() {
             BufferRef::Null
-        } else if p as usize == front().in_place {
+        } else if p as usize == self.front.in_place {
             BufferRef::InPlace
         } else {
             let (id, offset) = self.objects.segments.locate(p as usize);
@@ -209,7 +211,7 @@ impl Encoder<'_> {
 
     /// An existing object, passed by value.
     pub fn handle(&mut self, kind: HandleKind, h: Handle) {
-        self.handle_value(kind, front().value(kind, h));
+        self.handle_value(kind, self.front.value(kind, h));
     }
 
     /// An existing object, by its value.
@@ -223,7 +225,7 @@ impl Encoder<'_> {
 
     /// An object the call created (its handle after the call).
     pub fn new_handle(&mut self, kind: HandleKind, h: Handle) {
-        self.new_handle_value(kind, front().value(kind, h));
+        self.new_handle_value(kind, self.front.value(kind, h));
     }
 
     fn new_handle_value(&mut self, kind: HandleKind, h: u64) {
@@ -242,9 +244,11 @@ impl Encoder<'_> {
     /// A rank in `win`'s group: relative to the caller's rank where the
     /// tracer saw the window created, else absolute.
     pub fn win_rank(&mut self, v: i64, win: crate::abi::MPI_Win) {
-        let comm = self.objects.win_comm(front().value(HandleKind::Win, win));
+        let comm = self
+            .objects
+            .win_comm(self.front.value(HandleKind::Win, win));
         let info = comm.and_then(|comm| self.comm_info(comm));
-        put_rank(self.out, Self::rank_value(v, info));
+        put_rank(self.out, self.rank_value(v, info));
     }
 
     /// An object the call created, read through `p`.
@@ -260,7 +264,7 @@ impl Encoder<'_> {
 
     /// An object the call freed (its handle before the call).
     pub fn free_handle(&mut self, kind: HandleKind, h_before: Handle) {
-        let id = self.objects.free(kind, front().value(kind, h_before));
+        let id = self.objects.free(kind, self.front.value(kind, h_before));
         put_handle(self.out, id);
     }
 
@@ -295,7 +299,7 @@ impl Encoder<'_> {
     /// `p` is NULL or valid for reads when the call succeeded.
     pub unsafe fn new_comm_pending(&mut self, p: *const HandleSlot) {
         let id = match unsafe { self.read_handle(HandleKind::Comm as usize, p) } {
-            Some(comm) if comm != front().null(HandleKind::Comm) => {
+            Some(comm) if comm != self.front.null(HandleKind::Comm) => {
                 self.idup_comm = Some(comm);
                 self.objects.create_comm_id(comm, None)
             }
@@ -332,7 +336,7 @@ impl Encoder<'_> {
 
     /// An existing request that this call does not complete.
     pub fn request(&mut self, h: Handle) {
-        let id = self.objects.request(front().request(h)).id;
+        let id = self.objects.request(self.front.request(h)).id;
         put_request(self.out, id);
     }
 
@@ -386,7 +390,7 @@ impl Encoder<'_> {
     /// # Safety
     /// As for [`Encoder::status`].
     pub unsafe fn completion_status(&mut self, p: *const MPI_Status, request: Option<RequestInfo>) {
-        let ignored = p.is_null() || p as usize == front().status_ignore;
+        let ignored = p.is_null() || p as usize == self.front.status_ignore;
         match request {
             Some(r) if !r.status_defined && !ignored && self.statuses_written() => {
                 put_status_undefined(self.out)
@@ -416,12 +420,12 @@ impl Encoder<'_> {
         p: *const MPI_Status,
         which: impl ExactSizeIterator<Item = usize>,
     ) {
-        if !self.statuses_written() || p.is_null() || p as usize == front().statuses_ignore {
+        if !self.statuses_written() || p.is_null() || p as usize == self.front.statuses_ignore {
             self.array_len(None);
             return;
         }
         self.array_len(Some(which.len()));
-        let size = front().status_size();
+        let size = self.front.status_size();
         for (k, i) in which.enumerate() {
             // SAFETY: k < which.len(), within the caller's array.
             let status = unsafe { p.cast::<u8>().add(k * size) }.cast::<MPI_Status>();
@@ -435,7 +439,7 @@ impl Encoder<'_> {
     /// # Safety
     /// `p` is NULL, MPI_STATUS_IGNORE, or valid for reads when the call succeeded.
     pub unsafe fn status(&mut self, p: *const MPI_Status, comm: Option<MPI_Comm>) {
-        let comm = comm.map(|c| front().value(HandleKind::Comm, c));
+        let comm = comm.map(|c| self.front.value(HandleKind::Comm, c));
         unsafe { self.status_in(p, comm) };
     }
 
@@ -445,8 +449,8 @@ impl Encoder<'_> {
     /// As for [`Encoder::status`].
     unsafe fn status_in(&mut self, p: *const MPI_Status, comm: Option<u64>) {
         let written =
-            self.statuses_written() && !p.is_null() && p as usize != front().status_ignore;
-        let status = written.then(|| self.status_value(&unsafe { front().status(p, 0) }, comm));
+            self.statuses_written() && !p.is_null() && p as usize != self.front.status_ignore;
+        let status = written.then(|| self.status_value(&unsafe { self.front.status(p, 0) }, comm));
         put_status(self.out, status.as_ref());
     }
 
@@ -458,12 +462,12 @@ impl Encoder<'_> {
 
     pub(crate) fn status_value(&self, s: &StatusFields, comm: Option<u64>) -> Status {
         let source = match comm {
-            Some(c) => Self::rank_value(i64::from(s.source), self.objects.comm(c)),
+            Some(c) => self.rank_value(i64::from(s.source), self.objects.comm(c)),
             None => Rank::Absolute(i64::from(s.source)),
         };
         Status {
             source,
-            tag: canonical_tag(i64::from(s.tag)),
+            tag: canonical_tag(self.front, i64::from(s.tag)),
             count: s.count,
             cancelled: s.cancelled,
             error: if self.errors_in_statuses {
@@ -570,30 +574,30 @@ impl Encoder<'_> {
     /// # Safety
     /// `p` is NULL or valid for reads when the call succeeded.
     pub unsafe fn read_handle(&self, slot: usize, p: *const HandleSlot) -> Option<u64> {
-        (self.ok && !p.is_null()).then(|| unsafe { front().read(slot, p, 0) })
+        (self.ok && !p.is_null()).then(|| unsafe { self.front.read(slot, p, 0) })
     }
 
     // --- lengths and significance, for the generated wrappers ---
 
     pub fn comm_size(&mut self, comm: MPI_Comm) -> usize {
-        self.comm_info(front().value(HandleKind::Comm, comm))
+        self.comm_info(self.front.value(HandleKind::Comm, comm))
             .map_or(0, |c| c.size.max(0) as usize)
     }
 
     pub fn comm_remote_size(&mut self, comm: MPI_Comm) -> usize {
-        self.comm_info(front().value(HandleKind::Comm, comm))
+        self.comm_info(self.front.value(HandleKind::Comm, comm))
             .map_or(0, |c| c.remote_size.max(0) as usize)
     }
 
     pub fn is_inter(&mut self, comm: MPI_Comm) -> bool {
-        self.comm_info(front().value(HandleKind::Comm, comm))
+        self.comm_info(self.front.value(HandleKind::Comm, comm))
             .is_some_and(|c| c.inter)
     }
 
     /// Whether the caller is the root of a rooted collective on `comm`.
     pub fn is_root(&mut self, root: c_int, comm: MPI_Comm) -> bool {
-        match self.comm_info(front().value(HandleKind::Comm, comm)) {
-            Some(c) if c.inter => root == front().ints.MPI_ROOT,
+        match self.comm_info(self.front.value(HandleKind::Comm, comm)) {
+            Some(c) if c.inter => root == self.front.ints.MPI_ROOT,
             Some(c) => root == c.rank,
             None => false,
         }
@@ -607,7 +611,7 @@ impl Encoder<'_> {
         }
         // Only a call that succeeded proves `comm` valid: asking MPI about
         // an invalid handle could raise a fatal error in the application.
-        if !self.ok || comm == front().null(HandleKind::Comm) {
+        if !self.ok || comm == self.front.null(HandleKind::Comm) {
             return None;
         }
         let info = crate::pmpi_query::comm_info(Handle(comm as usize))?;

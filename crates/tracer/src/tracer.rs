@@ -215,11 +215,13 @@ impl Tracer {
         objects.seq = recorder.calls;
         recorder.scratch.clear();
         put_signature_head(&mut recorder.scratch, func, i64::from(ret));
+        let front = front();
         let mut e = Encoder {
+            front,
             out: &mut recorder.scratch,
             objects,
             ok: ret == MPI_SUCCESS,
-            errors_in_statuses: ret == front().ints.MPI_ERR_IN_STATUS,
+            errors_in_statuses: ret == front.ints.MPI_ERR_IN_STATUS,
             comm: None,
             func,
             request_comms: &mut recorder.request_comms,
