@@ -623,8 +623,25 @@ impl Crc {
                     options(pure, nomem, nostack));
             }
         }
-        let mut crc = Crc(r as u32);
-        for &b in words.remainder() {
+        // The last 0 to 7 bytes: four, two and one at a step.
+        let mut r = r as u32;
+        let mut rest = words.remainder();
+        if let Some((four, after)) = rest.split_first_chunk::<4>() {
+            let w = u32::from_le_bytes(*four);
+            // SAFETY: as in `byte`.
+            unsafe {
+                std::arch::asm!("crc32 {r:e}, {w:e}", r = inout(reg) r, w = in(reg) w,
+                    options(pure, nomem, nostack));
+            }
+            rest = after;
+        }
+        let mut crc = Crc(r);
+        if let Some((two, after)) = rest.split_first_chunk::<2>() {
+            // SAFETY: the caller's.
+            crc = unsafe { crc.two_bytes(*two) };
+            rest = after;
+        }
+        if let Some(&b) = rest.first() {
             // SAFETY: the caller's.
             crc = unsafe { crc.byte(b) };
         }
