@@ -604,6 +604,21 @@ impl Crc {
         Crc(r)
     }
 
+    /// # Safety
+    /// [`available`](Crc::available).
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn four_bytes(self, bytes: [u8; 4]) -> Crc {
+        let mut r = self.0;
+        let w = u32::from_le_bytes(bytes);
+        // SAFETY: as in `byte`.
+        unsafe {
+            std::arch::asm!("crc32 {r:e}, {w:e}", r = inout(reg) r, w = in(reg) w,
+                options(pure, nomem, nostack));
+        }
+        Crc(r)
+    }
+
     /// `bytes`, eight at a step. The crate takes 90 to 160 instructions
     /// for a new signature's record of a few dozen bytes (its feature test,
     /// alignment and three-way split); this takes a step per eight.
@@ -624,18 +639,13 @@ impl Crc {
             }
         }
         // The last 0 to 7 bytes: four, two and one at a step.
-        let mut r = r as u32;
+        let mut crc = Crc(r as u32);
         let mut rest = words.remainder();
         if let Some((four, after)) = rest.split_first_chunk::<4>() {
-            let w = u32::from_le_bytes(*four);
-            // SAFETY: as in `byte`.
-            unsafe {
-                std::arch::asm!("crc32 {r:e}, {w:e}", r = inout(reg) r, w = in(reg) w,
-                    options(pure, nomem, nostack));
-            }
+            // SAFETY: the caller's.
+            crc = unsafe { crc.four_bytes(*four) };
             rest = after;
         }
-        let mut crc = Crc(r);
         if let Some((two, after)) = rest.split_first_chunk::<2>() {
             // SAFETY: the caller's.
             crc = unsafe { crc.two_bytes(*two) };

@@ -341,8 +341,15 @@ impl Sequitur {
         let t = terminal as usize;
         match self.lone.get(t) {
             Some(&node) => node == 0,
-            None => !self.lone_closed && t < self.lone.len() + LONE_REACH,
+            None => self.lone_reaches(t),
         }
+    }
+
+    /// Whether [`lone`](Sequitur::lone), which ends before terminal `t`,
+    /// may grow to cover it: it is not closed and `t` is within
+    /// [`LONE_REACH`] of its end.
+    fn lone_reaches(&self, t: usize) -> bool {
+        !self.lone_closed && t < self.lone.len() + LONE_REACH
     }
 
     /// [`push_slow`](Sequitur::push_slow) of a terminal that is in no node
@@ -362,7 +369,7 @@ impl Sequitur {
     fn occurs_in(&mut self, terminal: u32, node: u32) {
         let t = terminal as usize;
         if t >= self.lone.len() {
-            if self.lone_closed || t >= self.lone.len() + LONE_REACH {
+            if !self.lone_reaches(t) {
                 self.lone_closed = true;
                 return;
             }
