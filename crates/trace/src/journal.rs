@@ -48,7 +48,7 @@
 //! | 88 | 8 | repeated calls ([`repeated_word`], version 4): how many calls of that repetition the tail's end leaves out (low half) and a check (high half); 0: none |
 //! | 96 | 8 | counted times ([`counted_times_word`], version 6 only): while calls with per-call times are counted, the length (low half) and CRC-32C (high half) of their times; 0 in journals without per-call times, and from version 7 on |
 //! | 104 (96 in versions 4 and 5, 80 in version 3, 72 before) | | identity: host name and MPI library version, varint-length-prefixed; the run id, a varint; the timing mode as META stores it; nanoseconds per clock tick, f64 bits as a varint (the run id and what follows are absent in journals of older versions: 0, aggregated timing, 1) |
-//! | identity's end, rounded up to 64 | [`open_blocks_bytes`] | version 7: the open blocks, if the rank records per-call times: for lossy timing, then lossless (as the header's timing says), the two columns of the block being filled, [`OPEN_COLUMN_BYTES`] each, each a varint per call from its start |
+//! | identity's end, rounded up to 64 | [`open_blocks_bytes`] | version 7 on: the open blocks, if the rank records per-call times: for lossy timing, then lossless (as the header's timing says), the columns of the block being filled, [`OPEN_COLUMN_BYTES`] each, from its start: its tokens, a byte a call, then its two columns of numbers, a varint per escaped call each (`crate::timing`; version 7 has no tokens, and a varint per call in each column) |
 //! | tail offset | up to capacity | records; bytes past the published length are ignored (the file grows with the tail) |
 //!
 //! A record starts with a varint `v`: even, a call of terminal `v / 2`
@@ -70,7 +70,7 @@
 //! timing's columns or 1 for lossless timing's, then the block as stored
 //! (a varint length and its bytes).
 //!
-//! # Per-call times (version 7)
+//! # Per-call times (version 7 on)
 //! A checkpoint ends the block being filled, so the tail's calls start a
 //! block. Their times are the blocks of the tail's records of each mode,
 //! in order, then the open block's first calls, as many as the tail's
@@ -123,7 +123,7 @@
 //! ([`recover_rank`]); the process id and start time tie the checkpoint
 //! to the journal.
 
-use crate::timing::{BLOCK_CALLS, ColumnWriter, OPEN_COLUMN_BYTES};
+use crate::timing::{BLOCK_CALLS, ColumnWriter, ESCAPE, OPEN_COLUMN_BYTES, PairTable};
 use crate::{
     CallStats, CallTimes, CommEntry, Ending, Error, Lost, RankMeta, RankTrace, Timing,
     checkpoint_file_name, journal_file_name, rank_file_name, rank_in_file_name,
@@ -139,7 +139,7 @@ pub const JOURNAL_SUFFIX: &str = ".journal";
 pub const CHECKPOINT_SUFFIX: &str = ".checkpoint";
 
 pub const MAGIC: [u8; 8] = *b"MPIGRJNL";
-pub const VERSION: u32 = 7;
+pub const VERSION: u32 = 8;
 /// Oldest journal version read: version 1 had no timing in its header
 /// and no per-call times in its tail.
 const OLDEST_VERSION: u32 = 1;
@@ -429,11 +429,22 @@ pub fn put_call(out: &mut Vec<u8>, terminal: u32, times: &[u64]) {
     times.iter().for_each(|&v| out.put_u64(v));
 }
 
-/// Bytes of a journal's open blocks (version 7): two columns of
-/// [`OPEN_COLUMN_BYTES`] for each per-call timing mode `timing` records.
+/// Bytes of a journal's open blocks: three columns of [`OPEN_COLUMN_BYTES`]
+/// for each per-call timing mode `timing` records.
 pub fn open_blocks_bytes(timing: &Timing) -> usize {
+    open_blocks_bytes_of(VERSION, timing)
+}
+
+/// Columns of an open block in a journal of `version` (7 on): tokens and
+/// two columns of numbers, or (version 7) the two columns alone.
+fn open_columns_of(version: u32) -> usize {
+    if version >= 8 { 3 } else { 2 }
+}
+
+/// [`open_blocks_bytes`] in a journal of `version` (7 on).
+fn open_blocks_bytes_of(version: u32, timing: &Timing) -> usize {
     let modes = usize::from(timing.lossy.is_some()) + usize::from(timing.lossless);
-    2 * modes * OPEN_COLUMN_BYTES
+    open_columns_of(version) * modes * OPEN_COLUMN_BYTES
 }
 
 /// Which columns a block of per-call times holds: lossy timing's.
@@ -665,7 +676,7 @@ impl Journal {
             }
         }
         r.finish().map_err(identity_error)?;
-        if version >= 7 && tail_at != open_at + open_blocks_bytes(&timing) {
+        if version >= 7 && tail_at != open_at + open_blocks_bytes_of(version, &timing) {
             return Err(format!("damaged header: tail at {tail_at}"));
         }
         let header = JournalHeader {
@@ -823,14 +834,31 @@ impl Journal {
                 .ok_or_else(|| {
                     format!("tail: {tail_calls} calls, but its blocks of {mode} times hold {held}")
                 })?;
-            let (Some(first), Some(second)) = (columns.next(), columns.next()) else {
+            // Version 7's open blocks have no tokens: every call escaped.
+            let all_escaped;
+            let tokens = if self.version >= 8 {
+                columns.next()
+            } else {
+                all_escaped = vec![ESCAPE; BLOCK_CALLS as usize];
+                Some(&all_escaped[..])
+            };
+            let (Some(tokens), Some(first), Some(second)) =
+                (tokens, columns.next(), columns.next())
+            else {
                 return Err("truncated: the open blocks".into());
             };
             let (mut first, mut second) = (ByteReader::new(first), ByteReader::new(second));
+            let mut pairs = Vec::new();
+            PairTable::default()
+                .decode(
+                    &tokens[..in_open as usize],
+                    &mut first,
+                    &mut second,
+                    &mut pairs,
+                )
+                .map_err(|e| format!("the open block of {mode} times: {e}"))?;
             let mut open = ColumnWriter::default();
-            for _ in 0..in_open {
-                let pair = first.u64().and_then(|a| Ok((a, second.u64()?)));
-                let (a, b) = pair.map_err(|e| format!("the open block of {mode} times: {e}"))?;
+            for (a, b) in pairs {
                 open.push(a, b);
             }
             *stored = blocks;

@@ -25,12 +25,21 @@
 //!
 //! **Lossless.** Intervals and durations in ticks.
 //!
-//! **Storage.** Both modes store two columns of numbers per call (the
-//! codes, or the ticks zig-zagged) as varints, in blocks of [`BLOCK_CALLS`]
-//! calls, each block's columns zstd-compressed: recording costs a few
-//! nanoseconds a call. (Sequitur grammars of the codes, as Pilgrim keeps
-//! them, cost 200-300 ns a code here, because jitter makes the codes of
-//! a regular loop irregular, and came out larger than these blocks.)
+//! **Storage.** Both modes store a pair of numbers per call (the codes,
+//! or the ticks zig-zagged), in blocks of [`BLOCK_CALLS`] calls, each
+//! block zstd-compressed: recording costs a few nanoseconds a call. A
+//! block holds a token per call and two columns of varints. A call whose
+//! pair is in the block's [`PairTable`] (a direct-mapped table of the pairs
+//! met last) may be only a token, the pair's slot; any other is the token
+//! [`ESCAPE`] and its two numbers, one in each column, and takes the slot
+//! of its pair. A regular loop's pairs come from a handful (the clock's
+//! ticks are coarse: 24 or 25 on AMD processors), so its calls are a byte
+//! each, and zstd has half the bytes to compress. Where pairs seldom repeat
+//! (jitter) the writer escapes every call: a column of equal tokens costs
+//! zstd next to nothing, and numbers in separate columns compress better
+//! than tokens among them. (Sequitur grammars of the codes, as Pilgrim
+//! keeps them, cost 200-300 ns a code here, because jitter makes the codes
+//! of a regular loop irregular, and came out larger than these blocks.)
 
 use mpigram_varint::{ByteReader, DecodeError, PutVarint};
 
@@ -137,6 +146,64 @@ pub const BLOCK_CALLS: u32 = 1 << 16;
 /// the application runs.
 const ZSTD_LEVEL: i32 = 1;
 
+/// The token of a call whose pair follows in the columns.
+pub const ESCAPE: u8 = 255;
+
+/// Set in the first number of a block's raw bytes (the first column's
+/// length) when the block has tokens: blocks written before 2026-12-01
+/// have none, only the two columns.
+const TOKENS_FLAG: u64 = 1 << 63;
+
+/// The pairs a block's tokens name: [`ESCAPE`] slots, each holding the
+/// last pair of numbers that took it. Writer and reader start each block
+/// with the table empty (all pairs 0) and store each escaped pair in its
+/// slot, so that a block reads on its own.
+#[derive(Clone, Debug)]
+pub struct PairTable(Box<[(u64, u64); ESCAPE as usize]>);
+
+impl Default for PairTable {
+    fn default() -> PairTable {
+        PairTable(Box::new([(0, 0); ESCAPE as usize]))
+    }
+}
+
+impl PairTable {
+    /// The slot of a pair: a multiplicative hash of both numbers, whose top
+    /// byte is scaled to the slots.
+    #[inline(always)]
+    pub fn slot(a: u64, b: u64) -> u8 {
+        let hash = (a ^ b.rotate_left(32)).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56;
+        ((hash * u64::from(ESCAPE)) >> 8) as u8
+    }
+
+    fn clear(&mut self) {
+        self.0.fill((0, 0));
+    }
+
+    /// Decodes `tokens`, one a call, escaped pairs read from `first` and
+    /// `second`, into `out`.
+    pub fn decode(
+        &mut self,
+        tokens: &[u8],
+        first: &mut ByteReader,
+        second: &mut ByteReader,
+        out: &mut Vec<(u64, u64)>,
+    ) -> Result<(), DecodeError> {
+        for &token in tokens {
+            let pair = match self.0.get(usize::from(token)) {
+                Some(&pair) => pair,
+                None => {
+                    let pair = (first.u64()?, second.u64()?);
+                    self.0[usize::from(PairTable::slot(pair.0, pair.1))] = pair;
+                    pair
+                }
+            };
+            out.push(pair);
+        }
+        Ok(())
+    }
+}
+
 /// Bytes of a fixed buffer for a column of the block being filled: two a
 /// call of a block. The tracer gives its column writers such buffers (in
 /// the crash journal's mapping, see `crate::journal`); a block whose
@@ -153,6 +220,9 @@ pub trait OpenColumn {
     /// between two [`clear`](OpenColumn::clear)s, and never once
     /// [`is_full`](OpenColumn::is_full).
     fn put(&mut self, v: u64);
+    /// Appends a byte (a token). Called at most [`BLOCK_CALLS`] times
+    /// between two [`clear`](OpenColumn::clear)s.
+    fn put_byte(&mut self, b: u8);
     /// Whether the next number might not fit: the block ends.
     #[inline(always)]
     fn is_full(&self) -> bool {
@@ -169,6 +239,11 @@ impl OpenColumn for Vec<u8> {
         self.put_u64(v);
     }
 
+    #[inline(always)]
+    fn put_byte(&mut self, b: u8) {
+        self.push(b);
+    }
+
     fn bytes(&self) -> &[u8] {
         self
     }
@@ -178,20 +253,27 @@ impl OpenColumn for Vec<u8> {
     }
 }
 
-/// Two columns of numbers per call, stored in compressed blocks as they
-/// are recorded: the interval and duration codes of lossy timing, or the
-/// intervals and durations in ticks of lossless timing. The block being
-/// filled is written into `C`s ([`OpenColumn`]).
+/// A pair of numbers per call, stored in compressed blocks as they are
+/// recorded (see the module's doc): the interval and duration codes of
+/// lossy timing, or the intervals and durations in ticks of lossless
+/// timing. The block being filled is written into `C`s ([`OpenColumn`]).
 #[derive(Clone, Debug)]
 pub struct ColumnWriter<C = Vec<u8>> {
     /// Finished blocks, as stored.
     blocks: Vec<u8>,
     /// Where in `blocks` the last one finished starts.
     last_block_at: usize,
-    /// The block being filled: its two columns.
+    /// The block being filled: its tokens and its two columns.
+    tokens: C,
     first: C,
     second: C,
     in_block: u32,
+    table: PairTable,
+    /// Calls of the block whose pair was in the table.
+    hits: u32,
+    /// Whether such calls are written as their slot (else escaped): the
+    /// last block's pairs were at least half in the table.
+    tokens_on: bool,
     /// The block being finished, whole and compressed: kept from one
     /// block to the next (see [`mpigram_format::zstd_frame_into`]).
     raw: Vec<u8>,
@@ -200,19 +282,24 @@ pub struct ColumnWriter<C = Vec<u8>> {
 
 impl Default for ColumnWriter {
     fn default() -> ColumnWriter {
-        ColumnWriter::with_columns(Vec::new(), Vec::new())
+        ColumnWriter::with_columns([Vec::new(), Vec::new(), Vec::new()])
     }
 }
 
 impl<C: OpenColumn> ColumnWriter<C> {
-    /// A writer that fills its blocks in `first` and `second` (empty).
-    pub fn with_columns(first: C, second: C) -> ColumnWriter<C> {
+    /// A writer that fills its blocks in `columns` (empty): the tokens,
+    /// then the two columns of numbers.
+    pub fn with_columns([tokens, first, second]: [C; 3]) -> ColumnWriter<C> {
         ColumnWriter {
             blocks: Vec::new(),
             last_block_at: 0,
+            tokens,
             first,
             second,
             in_block: 0,
+            table: PairTable::default(),
+            hits: 0,
+            tokens_on: true,
             raw: Vec::new(),
             packed: Vec::new(),
         }
@@ -223,8 +310,24 @@ impl<C: OpenColumn> ColumnWriter<C> {
     /// which is now finished ([`last_block`](ColumnWriter::last_block)).
     #[inline(always)]
     pub fn push(&mut self, a: u64, b: u64) -> bool {
+        let slot = PairTable::slot(a, b);
+        let pair = &mut self.table.0[usize::from(slot)];
+        if *pair == (a, b) {
+            self.hits += 1;
+            if self.tokens_on {
+                self.tokens.put_byte(slot);
+                return self.end_call();
+            }
+        }
+        *pair = (a, b);
+        self.tokens.put_byte(ESCAPE);
         self.first.put(a);
         self.second.put(b);
+        self.end_call()
+    }
+
+    #[inline(always)]
+    fn end_call(&mut self) -> bool {
         self.in_block += 1;
         if self.in_block == BLOCK_CALLS || self.first.is_full() | self.second.is_full() {
             self.finish_block();
@@ -234,13 +337,14 @@ impl<C: OpenColumn> ColumnWriter<C> {
     }
 
     /// The block is full, or ends early: compressed, it joins the
-    /// finished ones.
+    /// finished ones, and the next starts with an empty table.
     #[cold]
     #[inline(never)]
     fn finish_block(&mut self) {
         let Self {
             blocks,
             last_block_at,
+            tokens,
             first,
             second,
             in_block,
@@ -251,12 +355,16 @@ impl<C: OpenColumn> ColumnWriter<C> {
         *last_block_at = blocks.len();
         compress_block(
             *in_block,
-            [first.bytes(), second.bytes()],
+            [tokens.bytes(), first.bytes(), second.bytes()],
             [raw, packed],
             blocks,
         );
+        self.tokens_on = 2 * self.hits >= self.in_block;
+        self.tokens.clear();
         self.first.clear();
         self.second.clear();
+        self.table.clear();
+        self.hits = 0;
         self.in_block = 0;
     }
 
@@ -274,9 +382,10 @@ impl<C: OpenColumn> ColumnWriter<C> {
         &self.blocks[self.last_block_at.min(self.blocks.len())..]
     }
 
-    /// The columns of the block being filled.
-    pub fn open_columns(&mut self) -> [&mut C; 2] {
-        [&mut self.first, &mut self.second]
+    /// The columns of the block being filled: its tokens, then its two
+    /// columns of numbers.
+    pub fn open_columns(&mut self) -> [&mut C; 3] {
+        [&mut self.tokens, &mut self.first, &mut self.second]
     }
 
     /// Everything recorded so far, as stored (the writer goes on).
@@ -286,7 +395,7 @@ impl<C: OpenColumn> ColumnWriter<C> {
             let scratch = [&mut Vec::new(), &mut Vec::new()];
             compress_block(
                 self.in_block,
-                [self.first.bytes(), self.second.bytes()],
+                [self.tokens.bytes(), self.first.bytes(), self.second.bytes()],
                 scratch,
                 &mut last,
             );
@@ -385,16 +494,19 @@ impl<C: OpenColumn> ExactWriter<C> {
 }
 
 /// Appends to `out` a block: its number of calls, its raw length, then its
-/// compressed columns (the first column's length, the first, the second);
-/// `raw` and `packed` are scratch buffers.
+/// compressed tokens and columns (the first column's length with
+/// [`TOKENS_FLAG`], the tokens, the first column, the second); `raw` and
+/// `packed` are scratch buffers.
 fn compress_block(
     calls: u32,
-    [first, second]: [&[u8]; 2],
+    [tokens, first, second]: [&[u8]; 3],
     [raw, packed]: [&mut Vec<u8>; 2],
     out: &mut Vec<u8>,
 ) {
+    debug_assert_eq!(tokens.len(), calls as usize, "a token a call");
     raw.clear();
-    raw.put_u64(first.len() as u64);
+    raw.put_u64(TOKENS_FLAG | first.len() as u64);
+    raw.extend_from_slice(tokens);
     raw.extend_from_slice(first);
     raw.extend_from_slice(second);
     if mpigram_format::zstd_frame_into(raw, ZSTD_LEVEL, packed).is_err() {
@@ -417,8 +529,9 @@ pub enum BlockError {
 }
 
 /// Largest decompressed block: a block's varints are at most 10 bytes a
-/// value, so a larger claim is damage, refused before it takes memory.
-const MAX_BLOCK_BYTES: u64 = 20 * BLOCK_CALLS as u64 + 16;
+/// value, with a token a call, so a larger claim is damage, refused before
+/// it takes memory.
+const MAX_BLOCK_BYTES: u64 = 21 * BLOCK_CALLS as u64 + 16;
 
 /// Calls that stored columns hold, from the blocks' headers alone.
 pub fn calls_in(bytes: &[u8]) -> Result<u64, BlockError> {
@@ -447,6 +560,7 @@ pub fn decode_exact(bytes: &[u8]) -> Result<Vec<(u64, u64)>, BlockError> {
 /// order, holding one block's numbers in memory (not all the calls').
 pub struct ColumnReader<'a> {
     blocks: ByteReader<'a>,
+    table: PairTable,
     block: Vec<(u64, u64)>,
     next: usize,
     failed: bool,
@@ -456,6 +570,7 @@ impl<'a> ColumnReader<'a> {
     pub fn new(bytes: &'a [u8]) -> ColumnReader<'a> {
         ColumnReader {
             blocks: ByteReader::new(bytes),
+            table: PairTable::default(),
             block: Vec::new(),
             next: 0,
             failed: false,
@@ -476,9 +591,20 @@ impl<'a> ColumnReader<'a> {
         let raw = zstd::bulk::decompress(packed, raw_len as usize)
             .map_err(|e| BlockError::Zstd(e.to_string()))?;
         let mut b = ByteReader::new(&raw);
-        let split = b.u64()? as usize;
+        let head = b.u64()?;
         let rest = &raw[b.position()..];
-        let (Some(first), Some(second)) = (rest.get(..split), rest.get(split..)) else {
+        // Blocks written before 2026-12-01 have no tokens.
+        let tokens_len = if head & TOKENS_FLAG == 0 {
+            0
+        } else {
+            calls as usize
+        };
+        let split = tokens_len.saturating_add((head & !TOKENS_FLAG) as usize);
+        let (Some(tokens), Some(first), Some(second)) = (
+            rest.get(..tokens_len),
+            rest.get(tokens_len..split),
+            rest.get(split..),
+        ) else {
             return Err(BlockError::Zstd(
                 "the first column overruns the block".into(),
             ));
@@ -486,14 +612,24 @@ impl<'a> ColumnReader<'a> {
         let (mut a, mut b) = (ByteReader::new(first), ByteReader::new(second));
         self.block.clear();
         self.next = 0;
-        for n in 0..calls {
-            if a.remaining() == 0 || b.remaining() == 0 {
-                return Err(BlockError::Count {
+        if head & TOKENS_FLAG != 0 {
+            self.table.clear();
+            self.table
+                .decode(tokens, &mut a, &mut b, &mut self.block)
+                .map_err(|_| BlockError::Count {
                     expected: calls,
-                    found: n.into(),
-                });
+                    found: self.block.len() as u64,
+                })?;
+        } else {
+            for n in 0..calls {
+                if a.remaining() == 0 || b.remaining() == 0 {
+                    return Err(BlockError::Count {
+                        expected: calls,
+                        found: n.into(),
+                    });
+                }
+                self.block.push((a.u64()?, b.u64()?));
             }
-            self.block.push((a.u64()?, b.u64()?));
         }
         a.finish()?;
         b.finish()?;
@@ -570,7 +706,110 @@ mod tests {
         assert!(Bins::new(17.0).is_err());
     }
 
+    /// The raw bytes of each stored block: its tokens (empty where it has
+    /// none) and its two columns.
+    fn raw_blocks(bytes: &[u8]) -> Vec<(Vec<u8>, Vec<u8>, Vec<u8>)> {
+        let mut r = ByteReader::new(bytes);
+        let mut out = Vec::new();
+        while r.remaining() > 0 {
+            let calls = r.u32().unwrap() as usize;
+            let raw_len = r.u64().unwrap() as usize;
+            let raw = zstd::bulk::decompress(r.blob().unwrap(), raw_len).unwrap();
+            let mut b = ByteReader::new(&raw);
+            let head = b.u64().unwrap();
+            let rest = &raw[b.position()..];
+            let tokens = if head & TOKENS_FLAG == 0 { 0 } else { calls };
+            let split = tokens + (head & !TOKENS_FLAG) as usize;
+            out.push((
+                rest[..tokens].to_vec(),
+                rest[tokens..split].to_vec(),
+                rest[split..].to_vec(),
+            ));
+        }
+        out
+    }
+
+    /// A loop's calls take a few pairs: after each pair's first call, a
+    /// call is its token alone. Where pairs seldom repeat, the next block
+    /// escapes every call, and a block of repeating pairs brings tokens
+    /// back. Every block reads back.
+    #[test]
+    fn repeated_pairs_are_tokens_unless_pairs_seldom_repeat() {
+        let mut w = ColumnWriter::default();
+        let mut expected = Vec::new();
+        let mut push = |w: &mut ColumnWriter, a: u64, b: u64| {
+            expected.push((a, b));
+            w.push(a, b)
+        };
+        let regular = |i: u64| (73 + 25 * (i % 3), 24 + (i % 2));
+        // Block 1: regular. Block 2: every pair new. Blocks 3 and 4: regular.
+        for block in 0..4u64 {
+            for i in 0..u64::from(BLOCK_CALLS) {
+                let (a, b) = match block {
+                    1 => (i, 3 * i + 1),
+                    _ => regular(i),
+                };
+                let filled = push(&mut w, a, b);
+                assert_eq!(filled, i + 1 == u64::from(BLOCK_CALLS));
+            }
+        }
+        let blocks = raw_blocks(&w.bytes());
+        assert_eq!(blocks.len(), 4);
+        let escaped = |tokens: &[u8]| tokens.iter().filter(|&&t| t == ESCAPE).count();
+        // The regular block: six distinct pairs, each escaped once.
+        assert_eq!(escaped(&blocks[0].0), 6);
+        assert_eq!(blocks[0].1.len(), 6);
+        // The jittery block: every call escaped; so is the next, whatever
+        // its pairs, and then tokens again.
+        assert_eq!(escaped(&blocks[1].0), BLOCK_CALLS as usize);
+        assert_eq!(escaped(&blocks[2].0), BLOCK_CALLS as usize);
+        assert_eq!(escaped(&blocks[3].0), 6);
+        assert_eq!(decode_columns(&w.bytes()).unwrap(), expected);
+    }
+
+    /// Blocks written before tokens (the first column's length, then the
+    /// two columns) read as they did, before and after a block with them.
+    #[test]
+    fn blocks_without_tokens_still_read() {
+        let pairs = [(5u64, 7u64), (5, 7), (300, 1 << 40)];
+        let (mut first, mut second) = (Vec::new(), Vec::new());
+        for &(a, b) in &pairs {
+            first.put_u64(a);
+            second.put_u64(b);
+        }
+        let mut raw = Vec::new();
+        raw.put_u64(first.len() as u64);
+        raw.extend_from_slice(&first);
+        raw.extend_from_slice(&second);
+        let mut legacy = Vec::new();
+        legacy.put_u32(pairs.len() as u32);
+        legacy.put_u64(raw.len() as u64);
+        legacy.put_blob(&zstd::bulk::compress(&raw, 1).unwrap());
+        let mut w = ColumnWriter::default();
+        pairs.iter().for_each(|&(a, b)| _ = w.push(a, b));
+        let stored = [&legacy[..], &w.bytes(), &legacy].concat();
+        assert_eq!(raw_blocks(&stored)[1].0.len(), 3, "tokens in the new block");
+        assert_eq!(decode_columns(&stored).unwrap(), pairs.repeat(3));
+    }
+
     proptest! {
+        /// Pairs from a few values, so that many are in the table: they
+        /// read back, with blocks ended anywhere.
+        #[test]
+        fn pairs_read_back(
+            calls in prop::collection::vec((0u64..4, 0u64..3, any::<bool>()), 0..3_000),
+        ) {
+            let mut w = ColumnWriter::default();
+            for &(a, b, end) in &calls {
+                w.push(a, b);
+                if end {
+                    w.end_block();
+                }
+            }
+            let expected: Vec<_> = calls.iter().map(|&(a, b, _)| (a, b)).collect();
+            prop_assert_eq!(decode_columns(&w.bytes()).unwrap(), expected);
+        }
+
         /// The bound of the module's doc, on random call sequences: every
         /// decoded time is early by at most (b - 1) times the longest
         /// end-to-end time so far, and never late.

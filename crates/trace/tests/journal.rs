@@ -17,7 +17,7 @@ use mpigram_trace::journal::{
     repeated_word, repetition_word, tail_checksum, tail_word, timed_repeat_head,
 };
 use mpigram_trace::timing::{
-    BLOCK_CALLS, ColumnWriter, OPEN_COLUMN_BYTES, decode_columns, decode_exact,
+    BLOCK_CALLS, ColumnWriter, ESCAPE, OPEN_COLUMN_BYTES, PairTable, decode_columns, decode_exact,
 };
 use mpigram_trace::{
     CallStats, CommEntry, Ending, RankMeta, RankTrace, Timing, Trace, checkpoint_file_name,
@@ -123,15 +123,46 @@ impl Image {
         }
     }
 
-    /// Writes the open block's columns `k` (lossy timing's 0 and 1,
-    /// lossless timing's 2 and 3, or 0 and 1 where only lossless timing is
-    /// recorded): a varint a number, then `after` (an older block's bytes).
-    fn set_open_column(&mut self, k: usize, numbers: &[u64], after: &[u8]) {
-        let mut column = Vec::new();
-        numbers.iter().for_each(|&v| column.put_u64(v));
-        column.extend_from_slice(after);
-        let at = self.open_at + k * OPEN_COLUMN_BYTES;
-        self.bytes[at..at + column.len()].copy_from_slice(&column);
+    /// Writes the open block of the `m`-th mode the rank records (lossy
+    /// timing's, then lossless timing's): its tokens, then its two columns'
+    /// numbers (a varint each), each followed by `after` (an older block's
+    /// bytes).
+    fn set_open_block(&mut self, m: usize, tokens: &[u8], numbers: [&[u64]; 2], after: &[u8]) {
+        let mut columns = vec![tokens.to_vec()];
+        for numbers in numbers {
+            let mut column = Vec::new();
+            numbers.iter().for_each(|&v| column.put_u64(v));
+            columns.push(column);
+        }
+        for (k, mut column) in columns.into_iter().enumerate() {
+            column.extend_from_slice(after);
+            let at = self.open_at + (3 * m + k) * OPEN_COLUMN_BYTES;
+            self.bytes[at..at + column.len()].copy_from_slice(&column);
+        }
+    }
+
+    /// Makes the journal one of version 7, whose open blocks have no
+    /// tokens: each mode's two columns of numbers, then the tail, moved to
+    /// where version 7 puts them, and the header's checksum matching.
+    fn as_version_7(&mut self) {
+        let modes = (self.tail_at - self.open_at) / (3 * OPEN_COLUMN_BYTES);
+        let mut b = self.bytes[..self.open_at].to_vec();
+        for m in 0..modes {
+            let at = self.open_at + (3 * m + 1) * OPEN_COLUMN_BYTES;
+            b.extend_from_slice(&self.bytes[at..at + 2 * OPEN_COLUMN_BYTES]);
+        }
+        let tail_at = b.len();
+        b.extend_from_slice(&self.bytes[self.tail_at..]);
+        b[8..12].copy_from_slice(&7u32.to_le_bytes());
+        b[12..16].copy_from_slice(&(tail_at as u32).to_le_bytes());
+        let checksum = hash(
+            hash(HASH_SEED, &b[..44]),
+            &b[IDENTITY_AT..self.identity_end],
+        );
+        b[44..48].copy_from_slice(&checksum.to_le_bytes());
+        self.published = tail_at + (self.published - self.tail_at);
+        self.tail_at = tail_at;
+        self.bytes = b;
     }
 
     /// The header's words for `calls` calls after the published tail, each
@@ -722,7 +753,7 @@ fn a_version_6_tail_holds_every_calls_times() {
     assert_eq!(t.meta.ns_per_tick, 1.0, "the checkpoint's clock");
 }
 
-/// Per-call times (version 7): the tail's calls have the times of the
+/// Per-call times (version 7 on): the tail's calls have the times of the
 /// tail's blocks, then the open blocks' first numbers, as many as the
 /// blocks leave (the bytes after them, an older block's, are not read);
 /// after a checkpoint, the checkpoint's times come first. The rank's
@@ -738,9 +769,18 @@ fn every_calls_times_are_read_from_the_tails_and_the_open_blocks() {
     put_call(&mut tail, 0, &[]);
     let mut image = Image::with_header(&h, 0, Ending::Killed, &tail, &[]);
     let older = [0x85, 0x03, 0x7f, 0x7f];
-    for (k, numbers) in [[5, 0], [7, 0], [10, 6], [4, 8]].iter().enumerate() {
-        image.set_open_column(k, numbers, &older);
-    }
+    // Lossy timing's second pair, (0, 0), is in the empty table: a token.
+    let lossy_tokens = [ESCAPE, PairTable::slot(0, 0)];
+    image.set_open_block(0, &lossy_tokens, [&[5], &[7]], &older);
+    image.set_open_block(1, &[ESCAPE; 2], [&[10, 6], &[4, 8]], &older);
+    image.write(dir.path(), 1);
+    assert_two_timed_calls(&recover_rank(dir.path(), 1).unwrap(), &h);
+
+    // Version 7: no tokens, every call's numbers in the columns.
+    let mut image = Image::with_header(&h, 0, Ending::Killed, &tail, &[]);
+    image.set_open_block(0, &[], [&[5, 0], &[7, 0]], &older);
+    image.set_open_block(1, &[], [&[10, 6], &[4, 8]], &older);
+    image.as_version_7();
     image.write(dir.path(), 1);
     assert_two_timed_calls(&recover_rank(dir.path(), 1).unwrap(), &h);
 
@@ -759,8 +799,7 @@ fn every_calls_times_are_read_from_the_tails_and_the_open_blocks() {
     put_times_block(&mut tail, EXACT_BLOCK, block.last_block());
     put_repeat(&mut tail, 2, 3);
     let mut image = Image::with_header(&h, 100, Ending::Killed, &tail, &[]);
-    image.set_open_column(0, &[2, 4, 6], &older);
-    image.set_open_column(1, &[8, 10, 12], &older);
+    image.set_open_block(0, &[ESCAPE; 3], [&[2, 4, 6], &[8, 10, 12]], &older);
     image.write(dir.path(), 0);
     let t = recover_rank(dir.path(), 0).unwrap();
     assert_eq!(t.meta.calls, 100 + u64::from(BLOCK_CALLS) + 3);
@@ -803,7 +842,7 @@ fn every_calls_times_are_read_from_the_tails_and_the_open_blocks() {
         "blocks of lossless times hold 0",
     );
     let mut damaged = Image::with_header(&h, 100, Ending::Killed, &tail, &[]);
-    damaged.set_open_column(0, &[], &[0xff; 11]);
+    damaged.set_open_block(0, &[ESCAPE; 3], [&[], &[]], &[0xff; 11]);
     refused(&damaged, "the open block of lossless times");
 }
 

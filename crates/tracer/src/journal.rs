@@ -774,7 +774,7 @@ mod tests {
         Stopped(u64),
     }
 
-    /// Per-call times as the tracer writes them (journal version 7): the
+    /// Per-call times as the tracer writes them (journal version 8): the
     /// recorder fills its blocks in the journal's open blocks, and the
     /// journal appends each block it fills after the call's record. A
     /// rank that dies in the first block, just after a block filled
@@ -839,12 +839,13 @@ mod tests {
                         per_call.open_blocks_to_heap();
                     }
                     // A loop of three signatures; gaps and durations of
-                    // one, two and more bytes.
+                    // one, two and more bytes (six-byte gaps all differ,
+                    // so that no call is a token alone).
                     let terminal = (i % 3) as u32;
                     let start = end
                         + (i * i) % 300
                         + match (six_bytes, i % 1000) {
-                            (true, _) => 1 << 40,
+                            (true, _) => (1 << 40) + 300 * i,
                             (false, 999) => 1 << 30,
                             _ => 0,
                         };

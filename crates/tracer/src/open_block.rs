@@ -59,6 +59,18 @@ impl OpenColumn for FixedColumn {
     }
 
     #[inline(always)]
+    fn put_byte(&mut self, b: u8) {
+        // A token a call of a block is fewer bytes than the buffer's; this
+        // keeps a writer that put more in bounds.
+        if self.len >= OPEN_COLUMN_BYTES {
+            return;
+        }
+        // SAFETY: `len` is within the buffer.
+        unsafe { self.at.add(self.len).write(b) };
+        self.len += 1;
+    }
+
+    #[inline(always)]
     fn is_full(&self) -> bool {
         self.len > OPEN_COLUMN_BYTES - MAX_VARINT_LEN
     }

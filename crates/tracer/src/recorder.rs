@@ -210,7 +210,7 @@ impl PerCall {
 
 /// Column writers whose blocks are filled in [`FixedColumn`]s.
 fn fixed_columns() -> ColumnWriter<FixedColumn> {
-    ColumnWriter::with_columns(FixedColumn::on_heap(), FixedColumn::on_heap())
+    ColumnWriter::with_columns([(); 3].map(|()| FixedColumn::on_heap()))
 }
 
 /// Set in what [`Recorder::record`] returns when the call filled a block
