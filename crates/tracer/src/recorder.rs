@@ -9,7 +9,9 @@ use crate::memo::WaitallMemo;
 use crate::open_block::FixedColumn;
 use mpigram_grammar::Sequitur;
 use mpigram_mpispec::{FUNCS, FuncId};
-use mpigram_trace::timing::{Bins, ColumnWriter, ExactWriter, LossyClock, OPEN_COLUMN_BYTES};
+use mpigram_trace::timing::{
+    Bins, CODES_MIN_HITS, ColumnWriter, ExactWriter, LossyClock, OPEN_COLUMN_BYTES,
+};
 use mpigram_trace::{CallStats, CallTimes, Gaps, PairGap, Timing};
 use rustc_hash::FxHashMap;
 
@@ -60,7 +62,7 @@ impl PerCall {
                     .collect(),
                 base_of,
                 clock: LossyClock::default(),
-                codes: fixed_columns(),
+                codes: ColumnWriter::with_columns(fixed_columns(), CODES_MIN_HITS),
             }
         });
         let exact = timing
@@ -208,9 +210,10 @@ impl PerCall {
     }
 }
 
-/// Column writers whose blocks are filled in [`FixedColumn`]s.
-fn fixed_columns() -> ColumnWriter<FixedColumn> {
-    ColumnWriter::with_columns([(); 3].map(|()| FixedColumn::on_heap()))
+/// The columns of a column writer whose blocks are filled in
+/// [`FixedColumn`]s.
+fn fixed_columns() -> [FixedColumn; 3] {
+    [(); 3].map(|()| FixedColumn::on_heap())
 }
 
 /// Set in what [`Recorder::record`] returns when the call filled a block
