@@ -294,9 +294,10 @@ pub struct ColumnWriter<C = Vec<u8>> {
     /// last window's calls found their pair at least `min_hits` times.
     tokens_on: bool,
     min_hits: u32,
-    /// Buffers of the block being finished (`compress_block`): kept from
-    /// one block to the next (see [`mpigram_format::zstd_frame_into`]).
-    scratch: [Vec<u8>; 3],
+    /// The block being finished, whole and compressed: kept from one
+    /// block to the next (see [`mpigram_format::zstd_frame_into`]).
+    raw: Vec<u8>,
+    packed: Vec<u8>,
 }
 
 /// A writer of lossy timing's codes.
@@ -323,7 +324,8 @@ impl<C: OpenColumn> ColumnWriter<C> {
             hits: 0,
             tokens_on: false,
             min_hits,
-            scratch: Default::default(),
+            raw: Vec::new(),
+            packed: Vec::new(),
         }
     }
 
@@ -385,14 +387,15 @@ impl<C: OpenColumn> ColumnWriter<C> {
             first,
             second,
             in_block,
-            scratch: [head, frame, packed],
+            raw,
+            packed,
             ..
         } = self;
         *last_block_at = blocks.len();
         compress_block(
             *in_block,
             [tokens.bytes(), first.bytes(), second.bytes()],
-            [head, frame, packed],
+            [raw, packed],
             blocks,
         );
         self.tokens.clear();
@@ -427,7 +430,7 @@ impl<C: OpenColumn> ColumnWriter<C> {
     pub fn bytes(&self) -> Vec<u8> {
         let mut last = Vec::new();
         if self.in_block > 0 {
-            let scratch = [&mut Vec::new(), &mut Vec::new(), &mut Vec::new()];
+            let scratch = [&mut Vec::new(), &mut Vec::new()];
             compress_block(
                 self.in_block,
                 [self.tokens.bytes(), self.first.bytes(), self.second.bytes()],
@@ -531,37 +534,25 @@ impl<C: OpenColumn> ExactWriter<C> {
 
 /// Appends to `out` a block: its number of calls, its raw length, then its
 /// compressed tokens and columns (the first column's length with
-/// [`TOKENS_FLAG`], the tokens, the first column, the second); `scratch`
-/// are buffers kept from one block to the next.
-///
-/// The compressed bytes are three zstd frames, which decompress as one
-/// (concatenated frames are a valid stream): the head and tokens, the first
-/// column, the second. A frame of at most 128 KiB, as each of these is,
-/// gets zstd's parameters for small inputs, and a column then compresses on
-/// its own: the blocks of lossless and lossy traces of the microbenchmark
-/// and halo programs stored 0-9 % smaller than as one frame.
+/// [`TOKENS_FLAG`], the tokens, the first column, the second); `raw` and
+/// `packed` are scratch buffers.
 fn compress_block(
     calls: u32,
     [tokens, first, second]: [&[u8]; 3],
-    [head, frame, packed]: [&mut Vec<u8>; 3],
+    [raw, packed]: [&mut Vec<u8>; 2],
     out: &mut Vec<u8>,
 ) {
     debug_assert_eq!(tokens.len(), calls as usize, "a token a call");
-    head.clear();
-    head.put_u64(TOKENS_FLAG | first.len() as u64);
-    head.extend_from_slice(tokens);
-    packed.clear();
-    for piece in [&head[..], first, second] {
-        if mpigram_format::zstd_frame_into(piece, ZSTD_LEVEL, frame).is_err() {
-            // Refused by the reader: the block's calls lose their times,
-            // and nothing else.
-            packed.clear();
-            break;
-        }
-        packed.extend_from_slice(frame);
+    raw.clear();
+    raw.put_u64(TOKENS_FLAG | first.len() as u64);
+    raw.extend_from_slice(tokens);
+    raw.extend_from_slice(first);
+    raw.extend_from_slice(second);
+    if mpigram_format::zstd_frame_into(raw, ZSTD_LEVEL, packed).is_err() {
+        packed.clear();
     }
     out.put_u32(calls);
-    out.put_u64((head.len() + first.len() + second.len()) as u64);
+    out.put_u64(raw.len() as u64);
     out.put_blob(packed);
 }
 
@@ -1007,14 +998,14 @@ mod tests {
     }
 
     /// Bytes per call of lossy timing at the default base on this
-    /// synthetic loop, asserted 5 % above what was measured (0.0052 without
+    /// synthetic loop, asserted 5 % above what was measured (0.0049 without
     /// jitter; 0.91 and 1.15 with each length spread over ±10 % and ±25 %:
     /// the codes carry the jitter, as on real runs, 0.8–1.6 bytes per call
     /// in `scripts/bench-timing`). Before tokens: 0.0097, 0.93 and 1.35.
     #[test]
     fn lossy_bytes_per_call_on_a_regular_loop() {
         let steady = regular_loop(0);
-        assert!(steady < 0.0055, "{steady} bytes per call without jitter");
+        assert!(steady < 0.0052, "{steady} bytes per call without jitter");
         let (ten, twenty_five) = (regular_loop(200), regular_loop(500));
         assert!(ten < 0.96, "{ten} bytes per call at ±10 %");
         assert!(twenty_five < 1.21, "{twenty_five} bytes per call at ±25 %");
