@@ -811,7 +811,8 @@ mod tests {
     }
 
     /// Blocks written before tokens (the first column's length, then the
-    /// two columns) read as they did, before and after a block with them.
+    /// two columns) read as they did, before and after a block with them,
+    /// also from a blob of two zstd frames.
     #[test]
     fn blocks_without_tokens_still_read() {
         let pairs = [(5u64, 7u64), (5, 7), (300, 1 << 40)];
@@ -830,7 +831,14 @@ mod tests {
         legacy.put_blob(&zstd::bulk::compress(&raw, 1).unwrap());
         let mut w = ColumnWriter::default();
         pairs.iter().for_each(|&(a, b)| _ = w.push(a, b));
-        let stored = [&legacy[..], &w.bytes(), &legacy].concat();
+        // A blob of two zstd frames reads as their bytes one after the other.
+        let mut two_frames = Vec::new();
+        two_frames.put_u32(pairs.len() as u32);
+        two_frames.put_u64(raw.len() as u64);
+        let (head, rest) = raw.split_at(3);
+        let frames = [head, rest].map(|piece| zstd::bulk::compress(piece, 1).unwrap());
+        two_frames.put_blob(&frames.concat());
+        let stored = [&legacy[..], &w.bytes(), &two_frames].concat();
         assert_eq!(raw_blocks(&stored)[1].0.len(), 3, "tokens in the new block");
         assert_eq!(decode_columns(&stored).unwrap(), pairs.repeat(3));
     }
