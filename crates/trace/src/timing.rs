@@ -35,7 +35,7 @@
 //! of its pair. A regular loop's pairs come from a handful (the clock's
 //! ticks are coarse: 24 or 25 on AMD processors), so its calls are a byte
 //! each, and zstd has half the bytes to compress. Where pairs seldom repeat
-//! (jitter: fewer of the last [`WINDOW_CALLS`] calls found their pair in the
+//! (jitter: fewer of the last 8,192 calls found their pair in the
 //! table than [`TICKS_MIN_HITS`] or [`CODES_MIN_HITS`] ask) the writer
 //! escapes every call: a column of equal tokens costs zstd next to nothing,
 //! and numbers in separate columns compress better than tokens among them. (Sequitur grammars of the codes, as Pilgrim
