@@ -8,7 +8,8 @@ mod common;
 
 use common::{mpigram, mpigram_with, text};
 use mpigram_testkit::{compile, mpi_available};
-use mpigram_trace::{Lost, Trace};
+use mpigram_trace::journal::open_blocks_bytes;
+use mpigram_trace::{Lost, Timing, Trace};
 use std::path::Path;
 use std::process::Command;
 
@@ -57,9 +58,10 @@ fn irregular_calls(iterations: u64) -> u64 {
 fn a_full_disk_leaves_a_partial_trace_that_counts_the_lost_calls() {
     mpi_available().unwrap();
     let exe = compile("irregular").unwrap();
-    // Room for the journal's open blocks of lossless times (256 KiB, see
-    // `mpigram_trace::journal`) and 160 KiB more.
-    let disk = Tmpfs::mount(416);
+    // Room for the journal's open blocks of lossless times and 160 KiB
+    // more.
+    let lossless = Timing::parse("lossless", None).unwrap();
+    let disk = Tmpfs::mount((open_blocks_bytes(&lossless) / 1024) as u32 + 160);
     let trace = disk.path().join("t");
     // Per-call times, which do not compress away: the trace of 2 x 10^5
     // new signatures alone is 5 KB, and fits.
