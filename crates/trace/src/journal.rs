@@ -123,7 +123,7 @@
 //! ([`recover_rank`]); the process id and start time tie the checkpoint
 //! to the journal.
 
-use crate::timing::{BLOCK_CALLS, ColumnWriter, ESCAPE, OPEN_COLUMN_BYTES, PairTable};
+use crate::timing::{ALL_ESCAPED, BLOCK_CALLS, ColumnWriter, OPEN_COLUMN_BYTES, PairTable};
 use crate::{
     CallStats, CallTimes, CommEntry, Ending, Error, Lost, RankMeta, RankTrace, Timing,
     checkpoint_file_name, journal_file_name, rank_file_name, rank_in_file_name,
@@ -835,12 +835,9 @@ impl Journal {
                     format!("tail: {tail_calls} calls, but its blocks of {mode} times hold {held}")
                 })?;
             // Version 7's open blocks have no tokens: every call escaped.
-            let all_escaped;
-            let tokens = if self.version >= 8 {
-                columns.next()
-            } else {
-                all_escaped = vec![ESCAPE; BLOCK_CALLS as usize];
-                Some(&all_escaped[..])
+            let tokens = match self.version {
+                8.. => columns.next(),
+                _ => Some(&ALL_ESCAPED[..]),
             };
             let (Some(tokens), Some(first), Some(second)) =
                 (tokens, columns.next(), columns.next())

@@ -168,6 +168,10 @@ const ZSTD_LEVEL: i32 = 1;
 /// The token of a call whose pair follows in the columns.
 pub const ESCAPE: u8 = 255;
 
+/// The tokens of a block's calls that are all escaped: how a block without
+/// tokens, or a version 7 journal's open block, reads.
+pub(crate) static ALL_ESCAPED: [u8; BLOCK_CALLS as usize] = [ESCAPE; BLOCK_CALLS as usize];
+
 /// Set in the first number of a block's raw bytes (the first column's
 /// length) when the block has tokens: blocks written before 2026-12-01
 /// have none, only the two columns.
@@ -648,28 +652,25 @@ impl<'a> ColumnReader<'a> {
                 "the first column overruns the block".into(),
             ));
         };
+        // A block without tokens reads as one whose calls are all escaped.
+        let tokens = match head & TOKENS_FLAG {
+            0 => &ALL_ESCAPED[..calls as usize],
+            _ => tokens,
+        };
         let (mut a, mut b) = (ByteReader::new(first), ByteReader::new(second));
         self.block.clear();
         self.next = 0;
-        if head & TOKENS_FLAG != 0 {
-            self.table.clear();
-            self.table
-                .decode(tokens, &mut a, &mut b, &mut self.block)
-                .map_err(|_| BlockError::Count {
+        self.table.clear();
+        self.table
+            .decode(tokens, &mut a, &mut b, &mut self.block)
+            .map_err(|e| match a.remaining() == 0 || b.remaining() == 0 {
+                // A column ran out: fewer calls than the block says.
+                true => BlockError::Count {
                     expected: calls,
                     found: self.block.len() as u64,
-                })?;
-        } else {
-            for n in 0..calls {
-                if a.remaining() == 0 || b.remaining() == 0 {
-                    return Err(BlockError::Count {
-                        expected: calls,
-                        found: n.into(),
-                    });
-                }
-                self.block.push((a.u64()?, b.u64()?));
-            }
-        }
+                },
+                false => e.into(),
+            })?;
         a.finish()?;
         b.finish()?;
         Ok(())
