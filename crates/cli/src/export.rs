@@ -171,12 +171,13 @@ fn otf2(trace: &Trace, times: &RankTimes, dir: &Path, out: &Path) -> Result<()> 
         }
     };
     eprintln!(
-        "mpigram: {}: {} ranks, {} calls, {} messages, {} collective calls",
+        "mpigram: {}: {} ranks, {} calls, {} messages, {} blocking collective calls, {} non-blocking collective operations",
         out.join(format!("{name}.otf2")).display(),
         summary.ranks,
         summary.calls,
         summary.messages,
-        summary.collective_calls
+        summary.collective_calls,
+        summary.collective_requests
     );
     if summary.untimed > 0 {
         eprintln!(

@@ -288,6 +288,145 @@ fn blocking_messages_and_collectives_have_their_records() {
     }
 }
 
+/// Each rank's calls from `mpigram decode`, with their arguments.
+fn decoded_calls(trace: &Path) -> HashMap<u64, Vec<Json>> {
+    let out = mpigram(&["decode", trace.to_str().unwrap(), "--format", "jsonl"]);
+    let mut calls: HashMap<u64, Vec<Json>> = HashMap::new();
+    for line in text(&out.stdout).lines() {
+        let call: Json = serde_json::from_str(line).unwrap();
+        calls
+            .entry(call["rank"].as_u64().unwrap())
+            .or_default()
+            .push(call);
+    }
+    calls
+}
+
+/// OTF2's name of the collective operation of `func` (`MPI_Iallreduce`,
+/// `MPI_Allreduce_init`: `ALLREDUCE`), or None for other functions.
+fn otf2_op(func: &str) -> Option<String> {
+    let name = func.strip_prefix("MPI_")?;
+    let name = name.strip_suffix("_init").unwrap_or(name);
+    let name = name.strip_prefix('I').unwrap_or(name);
+    let ops = [
+        "barrier",
+        "bcast",
+        "gather",
+        "gatherv",
+        "scatter",
+        "scatterv",
+        "allgather",
+        "allgatherv",
+        "alltoall",
+        "alltoallv",
+        "alltoallw",
+        "allreduce",
+        "reduce",
+        "reduce_scatter",
+        "reduce_scatter_block",
+        "scan",
+        "exscan",
+    ];
+    ops.contains(&name.to_ascii_lowercase().as_str())
+        .then(|| name.to_ascii_uppercase())
+}
+
+#[test]
+fn non_blocking_and_persistent_collectives_have_request_and_completion_records() {
+    let dir = tempfile::tempdir().unwrap();
+    for program in ["coll_nonblocking", "coll_persistent"] {
+        let t = dir.path().join(program);
+        trace(&t, program, 3, &[], "lossless");
+        let o = dir.path().join(format!("{program}.otf2"));
+        let out = export(&t, &o);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let report = check(&o.join("traces.otf2"));
+        assert_eq!(report["open_collective_requests"], 0, "{program}");
+        assert_eq!(report["unpaired_collective_requests"], 0, "{program}");
+        // Each rank's operations, as it posted them: a non-blocking
+        // collective call, or each start of a persistent request (by the
+        // init call that made it).
+        let mut all_posted = 0;
+        for (&rank, calls) in &decoded_calls(&t) {
+            let func = |c: &Json| c["func"].as_str().unwrap().to_owned();
+            let mut made: HashMap<String, String> = HashMap::new();
+            let mut posted = Vec::new();
+            for call in calls {
+                let f = func(call);
+                let request = |r: &Json| r.as_str().unwrap().to_owned();
+                match f.as_str() {
+                    "MPI_Start" => posted.push(made[&request(&call["args"]["request"])].clone()),
+                    "MPI_Startall" => {
+                        for r in call["args"]["array_of_requests"].as_array().unwrap() {
+                            posted.push(made[&request(r)].clone());
+                        }
+                    }
+                    _ if f.ends_with("_init") => {
+                        if let Some(op) = otf2_op(&f) {
+                            made.insert(request(&call["args"]["request"]), op);
+                        }
+                    }
+                    _ if f.starts_with("MPI_I") => posted.extend(otf2_op(&f)),
+                    _ => {}
+                }
+            }
+            assert!(posted.len() >= 17, "{program} rank {rank}: {posted:?}");
+            let location = format!("rank {rank}");
+            for kind in [
+                "NonBlockingCollectiveRequest",
+                "NonBlockingCollectiveComplete",
+            ] {
+                assert_eq!(
+                    events(&report, rank, kind),
+                    posted.len() as u64,
+                    "{program} {location} {kind}"
+                );
+            }
+            // Neither program makes a blocking collective call, and a
+            // persistent collective's init call moves no data: no
+            // MPI_COLLECTIVE_BEGIN/END.
+            assert_eq!(events(&report, rank, "MpiCollectiveBegin"), 0, "{program}");
+            let mut completed: Vec<String> = Vec::new();
+            for end in report["collective_completions"].as_array().unwrap() {
+                if end[0] != location.as_str() {
+                    continue;
+                }
+                let op = end[1].as_str().unwrap().to_owned();
+                assert_eq!(end[2], "MPI_COMM_WORLD", "{end}");
+                // coll_cases.h: the last rank is the root.
+                let rooted = [
+                    "BCAST", "GATHER", "GATHERV", "SCATTER", "SCATTERV", "REDUCE",
+                ];
+                let root = if rooted.contains(&op.as_str()) {
+                    Json::from(2)
+                } else {
+                    Json::Null
+                };
+                assert_eq!(end[3], root, "{program} {end}");
+                completed.push(op);
+            }
+            posted.sort();
+            completed.sort();
+            assert_eq!(completed, posted, "{program} {location}");
+            all_posted += posted.len();
+        }
+        // otf2-print reads and validates the whole archive.
+        let printed = Command::new("otf2-print")
+            .arg(o.join("traces.otf2"))
+            .output()
+            .unwrap();
+        assert!(printed.status.success(), "{}", text(&printed.stderr));
+        let printed = text(&printed.stdout);
+        for record in [
+            "NON_BLOCKING_COLLECTIVE_REQUEST ",
+            "NON_BLOCKING_COLLECTIVE_COMPLETE ",
+        ] {
+            let n = printed.lines().filter(|l| l.starts_with(record)).count();
+            assert_eq!(n, all_posted, "{program} {record}");
+        }
+    }
+}
+
 #[test]
 fn an_aggregated_trace_is_refused_with_one_line_and_no_archive() {
     let dir = tempfile::tempdir().unwrap();

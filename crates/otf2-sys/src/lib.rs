@@ -327,4 +327,23 @@ unsafe extern "C" {
         size_sent: u64,
         size_received: u64,
     ) -> OTF2_ErrorCode;
+    /// Since OTF2 3.0.
+    pub fn OTF2_EvtWriter_NonBlockingCollectiveRequest(
+        writer: *mut OTF2_EvtWriter,
+        attribute_list: *mut OTF2_AttributeList,
+        time: OTF2_TimeStamp,
+        request_id: u64,
+    ) -> OTF2_ErrorCode;
+    /// Since OTF2 3.0.
+    pub fn OTF2_EvtWriter_NonBlockingCollectiveComplete(
+        writer: *mut OTF2_EvtWriter,
+        attribute_list: *mut OTF2_AttributeList,
+        time: OTF2_TimeStamp,
+        collective_op: OTF2_CollectiveOp,
+        communicator: OTF2_CommRef,
+        root: u32,
+        size_sent: u64,
+        size_received: u64,
+        request_id: u64,
+    ) -> OTF2_ErrorCode;
 }

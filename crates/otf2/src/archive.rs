@@ -481,6 +481,38 @@ impl EventWriter<'_> {
         )
     }
 
+    /// A non-blocking collective operation (or a persistent one's start)
+    /// was posted as request `request`.
+    pub fn collective_request(&mut self, time: u64, request: u64) -> Result<(), Otf2Error> {
+        event!(
+            self,
+            OTF2_EvtWriter_NonBlockingCollectiveRequest,
+            time,
+            request
+        )
+    }
+
+    /// The non-blocking collective operation of request `request` completed.
+    pub fn collective_complete(
+        &mut self,
+        time: u64,
+        e: &CollectiveEnd,
+        request: u64,
+    ) -> Result<(), Otf2Error> {
+        let (op, comm, root, sent, received) = (e.op, e.comm, e.root, e.sent, e.received);
+        event!(
+            self,
+            OTF2_EvtWriter_NonBlockingCollectiveComplete,
+            time,
+            op,
+            comm,
+            root,
+            sent,
+            received,
+            request
+        )
+    }
+
     /// Closes the writer; returns the number of events written.
     pub fn close(self) -> Result<u64, Otf2Error> {
         // SAFETY: the writer belongs to the archive and is closed once.
@@ -502,7 +534,7 @@ pub struct Message {
     pub bytes: u64,
 }
 
-/// An MPI_COLLECTIVE_END record's fields.
+/// An MPI_COLLECTIVE_END (or NON_BLOCKING_COLLECTIVE_COMPLETE) record's fields.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CollectiveEnd {
     pub op: sys::OTF2_CollectiveOp,

@@ -4,20 +4,25 @@
 //! (+ MPI_ISEND_COMPLETE) and MPI_RECV/MPI_IRECV (+ MPI_IRECV_REQUEST)
 //! records, blocking collectives as MPI_COLLECTIVE_BEGIN/END with their
 //! root and the bytes the call sent and received (the statistics'
-//! reckoning, [`CallTraffic`]), and communicators and their groups as
-//! definitions. Times are nanoseconds on rank 0's clock (the trace's
+//! reckoning, [`CallTraffic`]), non-blocking collectives and the starts of
+//! persistent ones as NON_BLOCKING_COLLECTIVE_REQUEST in the call that
+//! posts them and NON_BLOCKING_COLLECTIVE_COMPLETE (with what an END says)
+//! in the call that completes them (OTF2 3.0), and communicators and their
+//! groups as definitions. Times are nanoseconds on rank 0's clock (the trace's
 //! clock alignment), from the run's start as the clock's global offset.
 //!
 //! Only matched messages are written, both ends, so every send record has
 //! its receive; operations that matched nothing (or whose communicator is
 //! an inter-communicator, or whose calls have no times) are left out.
-//! Non-blocking and persistent collectives, window synchronisation and
-//! neighbourhood collectives have their ENTER/LEAVE only.
+//! Window synchronisation, neighbourhood collectives and the init calls of
+//! persistent collectives have their ENTER/LEAVE only, as have collectives
+//! posted or completed in calls without times.
 
 use crate::archive::{Archive, CollectiveEnd, EventWriter, Message, Otf2Error};
 use crate::regions::{Regions, collective_op};
 use mpigram_analysis::decode::{DecodeError, RankDecoder};
 use mpigram_analysis::export::RankTimes;
+use mpigram_analysis::matching::collectives::CollectiveInstance;
 use mpigram_analysis::matching::{self, Direction, Matching};
 use mpigram_analysis::members::{CommId, Members};
 use mpigram_analysis::stats::{CallBytes, CallTraffic, StatsError};
@@ -55,6 +60,9 @@ pub struct Otf2Summary {
     pub unmatched: usize,
     /// Blocking collective calls written with MPI_COLLECTIVE_BEGIN/END.
     pub collective_calls: usize,
+    /// Non-blocking (and started persistent) collective operations written
+    /// with NON_BLOCKING_COLLECTIVE_REQUEST/COMPLETE.
+    pub collective_requests: usize,
     /// Calls not written: the last calls of killed ranks, which have no times.
     pub untimed: u64,
     /// Events written per rank (location).
@@ -130,6 +138,12 @@ impl<'m> Comms<'m> {
         reference
     }
 
+    /// The reference of a communicator already resolved (a persistent
+    /// collective's, resolved at its init call, at its starts).
+    fn known(&self, id: &CommId) -> Option<u32> {
+        self.by_id.get(id).copied().flatten()
+    }
+
     /// The rank of world rank `world` in communicator `comm`.
     fn rank_in(&self, comm: u32, world: u32) -> Option<u32> {
         match &self.defs.get(comm as usize)?.1 {
@@ -159,16 +173,27 @@ pub fn export(
         by_id: FxHashMap::default(),
         defs: Vec::new(),
     };
-    // Blocking collective calls with an OTF2 operation: (rank, call) -> instance.
+    // Collective operations OTF2 has an operation for, by (rank, call):
+    // blocking calls' instances, and the instances of non-blocking ones
+    // (or persistent ones' starts) posted and completed by a call.
     let mut collective_at: FxHashMap<(u32, u64), usize> = FxHashMap::default();
+    let mut posted_at: FxHashMap<(u32, u64), Vec<(usize, u64)>> = FxHashMap::default();
+    let mut completed_at: FxHashMap<(u32, u64), Vec<usize>> = FxHashMap::default();
     for (i, instance) in matching.collectives.instances.iter().enumerate() {
-        let blocking = instance
-            .participants
-            .iter()
-            .all(|p| p.completion == Some(p.post));
-        if blocking && collective_op(instance.operation).is_some() {
-            for p in &instance.participants {
-                collective_at.insert((p.rank, p.post), i);
+        // A persistent collective's init call moves no data: its starts do.
+        if collective_op(instance.operation).is_none() || instance.func.ends_with("_init") {
+            continue;
+        }
+        for p in &instance.participants {
+            match p.completion {
+                Some(c) if c == p.post => {
+                    collective_at.insert((p.rank, p.post), i);
+                }
+                Some(c) => {
+                    posted_at.entry((p.rank, p.post)).or_default().push((i, c));
+                    completed_at.entry((p.rank, c)).or_default().push(i);
+                }
+                None => {}
             }
         }
     }
@@ -190,7 +215,8 @@ pub fn export(
                 send_bytes[i] = of(op.post).sent;
             }
         }
-        for (&(r, post), _) in collective_at.iter().filter(|((r, _), _)| *r == rank) {
+        let posts = collective_at.keys().chain(posted_at.keys());
+        for &(r, post) in posts.filter(|(r, _)| *r == rank) {
             collective_bytes.insert((r, post), of(post));
         }
     }
@@ -206,10 +232,16 @@ pub fn export(
         ..Otf2Summary::default()
     };
     let mut length = 0u64;
+    let instances = &matching.collectives.instances;
+    // A collective operation's request id: after the point-to-point ones
+    // (`plan_messages`), which are operations' indices.
+    let request_id = |i: usize| (matching.operations.len() + i) as u64;
     for part in &trace.ranks {
         let rank = part.meta.rank;
         let spans = times(part).map_err(Otf2ExportError::Times)?;
         let mut w = archive.events(u64::from(rank))?;
+        // The completion records of collective operations posted, by instance.
+        let mut pending: FxHashMap<usize, CollectiveEnd> = FxHashMap::default();
         for call in RankDecoder::new(trace, part) {
             let call = call?;
             let Some(span) = spans.get(call.seq as usize) else {
@@ -224,33 +256,42 @@ pub fn export(
             length = length.max(end - offset);
             let region = regions.of(call.func);
             w.enter(start, region)?;
-            let end_record = match collective_at.get(&(rank, call.seq)) {
-                Some(&i) => {
-                    let comm = call.args.get("comm").and_then(Json::as_str).unwrap_or("");
-                    let instance = &matching.collectives.instances[i];
-                    let bytes = collective_bytes
-                        .get(&(rank, call.seq))
-                        .copied()
-                        .unwrap_or_default();
-                    comms
-                        .resolve(rank, call.seq, comm)
-                        .map(|comm| CollectiveEnd {
-                            op: collective_op(instance.operation)
-                                .unwrap_or(sys::OTF2_COLLECTIVE_OP_BARRIER),
-                            comm,
-                            root: instance
-                                .root
-                                .and_then(|root| comms.rank_in(comm, root))
-                                .unwrap_or(sys::OTF2_COLLECTIVE_ROOT_NONE),
-                            sent: bytes.sent.unwrap_or(0),
-                            received: bytes.received.unwrap_or(0),
-                        })
-                }
-                None => None,
+            let comm_arg = call.args.get("comm").and_then(Json::as_str);
+            let bytes = collective_bytes
+                .get(&(rank, call.seq))
+                .copied()
+                .unwrap_or_default();
+            let end_record = match (collective_at.get(&(rank, call.seq)), comm_arg) {
+                (Some(&i), Some(name)) => comms
+                    .resolve(rank, call.seq, name)
+                    .map(|comm| collective_end(&instances[i], comm, bytes, &comms)),
+                _ => None,
             };
             if end_record.is_some() {
                 w.collective_begin(start)?;
                 summary.collective_calls += 1;
+            }
+            // A persistent collective's starts name no communicator: its
+            // init call does, resolved here for them.
+            if let Some(name) = comm_arg
+                && call.func.ends_with("_init")
+                && collective_op(call.func).is_some()
+            {
+                comms.resolve(rank, call.seq, name);
+            }
+            for &(i, done) in posted_at.get(&(rank, call.seq)).into_iter().flatten() {
+                let comm = match comm_arg {
+                    Some(name) => comms.resolve(rank, call.seq, name),
+                    None => comms.known(&instances[i].comm),
+                };
+                // Both records or neither: the completion needs times too.
+                if let Some(comm) = comm
+                    && is_timed(rank, done)
+                {
+                    pending.insert(i, collective_end(&instances[i], comm, bytes, &comms));
+                    w.collective_request(start, request_id(i))?;
+                    summary.collective_requests += 1;
+                }
             }
             if let Some(list) = records.get(&(rank, call.seq)) {
                 for (at_end, record) in list {
@@ -259,6 +300,11 @@ pub fn export(
             }
             if let Some(e) = &end_record {
                 w.collective_end(end, e)?;
+            }
+            for &i in completed_at.get(&(rank, call.seq)).into_iter().flatten() {
+                if let Some(e) = pending.remove(&i) {
+                    w.collective_complete(end, &e, request_id(i))?;
+                }
             }
             w.leave(end, region)?;
             summary.calls += 1;
@@ -350,6 +396,26 @@ fn plan_messages(
         messages += 1;
     }
     (records, messages)
+}
+
+/// What the end of collective operation `instance` on communicator
+/// `comm` says: its operation, root and the bytes the call moved.
+fn collective_end(
+    instance: &CollectiveInstance,
+    comm: u32,
+    bytes: CallBytes,
+    comms: &Comms,
+) -> CollectiveEnd {
+    CollectiveEnd {
+        op: collective_op(instance.operation).unwrap_or(sys::OTF2_COLLECTIVE_OP_BARRIER),
+        comm,
+        root: instance
+            .root
+            .and_then(|root| comms.rank_in(comm, root))
+            .unwrap_or(sys::OTF2_COLLECTIVE_ROOT_NONE),
+        sent: bytes.sent.unwrap_or(0),
+        received: bytes.received.unwrap_or(0),
+    }
 }
 
 fn write(w: &mut EventWriter, time: u64, record: &Record) -> Result<(), Otf2Error> {

@@ -3,7 +3,8 @@ prints, as JSON, what the Rust test asserts on: per location the events by
 type and whether their times never go back; the point-to-point records
 paired as OTF2 readers pair them (communicator, sender, receiver, tag, in
 each location's order) with their lengths; the request records paired by request id; the
-collective begin/end records and what their ends say."""
+collective begin/end records and what their ends say; the non-blocking collective records
+paired by request id, and what their completions say."""
 
 import collections
 import json
@@ -20,6 +21,9 @@ open_requests = collections.defaultdict(set)
 unpaired_requests = 0
 collectives = []  # (location, op, comm, root, sent, received)
 open_collectives = collections.Counter()
+open_collective_requests = collections.defaultdict(set)
+unpaired_collective_requests = 0
+collective_completions = []  # (location, op, comm, root, sent, received)
 
 
 def member(comm, rank, me):
@@ -54,11 +58,21 @@ with otf2.reader.open(sys.argv[1]) as trace:
                 unpaired_requests += 1
         if kind == "MpiCollectiveBegin":
             open_collectives[me] += 1
+        if kind in ("MpiCollectiveEnd", "NonBlockingCollectiveComplete"):
+            root = None if event.root == 0xFFFFFFFF else event.root
+            end = [me, str(event.collective_op).split(".")[-1], event.communicator.name, root,
+                   event.size_sent, event.size_received]
         if kind == "MpiCollectiveEnd":
             open_collectives[me] -= 1
-            root = None if event.root == 0xFFFFFFFF else event.root
-            collectives.append([me, str(event.collective_op).split(".")[-1], event.communicator.name, root,
-                                event.size_sent, event.size_received])
+            collectives.append(end)
+        if kind == "NonBlockingCollectiveRequest":
+            open_collective_requests[me].add(event.request_id)
+        if kind == "NonBlockingCollectiveComplete":
+            if event.request_id in open_collective_requests[me]:
+                open_collective_requests[me].remove(event.request_id)
+            else:
+                unpaired_collective_requests += 1
+            collective_completions.append(end)
 
 # Paired in order per channel, as OTF2 readers pair them (not by time:
 # clocks of different ranks need not agree on a message's order).
@@ -81,4 +95,7 @@ print(json.dumps({
     "unpaired_requests": unpaired_requests,
     "open_collectives": sum(abs(n) for n in open_collectives.values()),
     "collectives": collectives,
+    "open_collective_requests": sum(len(s) for s in open_collective_requests.values()),
+    "unpaired_collective_requests": unpaired_collective_requests,
+    "collective_completions": collective_completions,
 }))
