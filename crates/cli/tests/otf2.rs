@@ -38,19 +38,52 @@ fn check(anchor: &Path) -> Json {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-/// The functions each rank called, from `mpigram decode`.
-fn decoded(trace: &Path) -> HashMap<u64, Vec<String>> {
+/// Each rank's calls from `mpigram decode`, with their arguments.
+fn decoded_calls(trace: &Path) -> HashMap<u64, Vec<Json>> {
     let out = mpigram(&["decode", trace.to_str().unwrap(), "--format", "jsonl"]);
-    let mut calls: HashMap<u64, Vec<String>> = HashMap::new();
+    let mut calls: HashMap<u64, Vec<Json>> = HashMap::new();
     for line in text(&out.stdout).lines() {
         let call: Json = serde_json::from_str(line).unwrap();
         calls
             .entry(call["rank"].as_u64().unwrap())
             .or_default()
-            .push(call["func"].as_str().unwrap().to_owned());
+            .push(call);
     }
     calls
 }
+
+/// The functions each rank called, from `mpigram decode`.
+fn decoded(trace: &Path) -> HashMap<u64, Vec<String>> {
+    decoded_calls(trace)
+        .into_iter()
+        .map(|(rank, calls)| {
+            let funcs = calls.iter().map(|c| c["func"].as_str().unwrap().to_owned());
+            (rank, funcs.collect())
+        })
+        .collect()
+}
+
+/// The collective operations OTF2 has a name for (other than creating
+/// communicators), by their blocking functions' names.
+const COLLECTIVES: [&str; 17] = [
+    "Barrier",
+    "Bcast",
+    "Gather",
+    "Gatherv",
+    "Scatter",
+    "Scatterv",
+    "Allgather",
+    "Allgatherv",
+    "Alltoall",
+    "Alltoallv",
+    "Alltoallw",
+    "Allreduce",
+    "Reduce",
+    "Reduce_scatter",
+    "Reduce_scatter_block",
+    "Scan",
+    "Exscan",
+];
 
 fn events(report: &Json, rank: u64, kind: &str) -> u64 {
     report["locations"][format!("rank {rank}")]["events"][kind]
@@ -237,29 +270,7 @@ fn blocking_messages_and_collectives_have_their_records() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let report = check(&o.join("traces.otf2"));
     assert_eq!(report["open_collectives"], 0);
-    let collective = |f: &str| {
-        let op = f.strip_prefix("MPI_").unwrap();
-        let ops = [
-            "Barrier",
-            "Bcast",
-            "Gather",
-            "Gatherv",
-            "Scatter",
-            "Scatterv",
-            "Allgather",
-            "Allgatherv",
-            "Alltoall",
-            "Alltoallv",
-            "Alltoallw",
-            "Allreduce",
-            "Reduce",
-            "Reduce_scatter",
-            "Reduce_scatter_block",
-            "Scan",
-            "Exscan",
-        ];
-        ops.contains(&op)
-    };
+    let collective = |f: &str| COLLECTIVES.contains(&f.strip_prefix("MPI_").unwrap());
     for (&rank, funcs) in &decoded(&t) {
         let n = funcs.iter().filter(|f| collective(f)).count() as u64;
         assert!(n >= 17, "every kind at least once");
@@ -288,47 +299,16 @@ fn blocking_messages_and_collectives_have_their_records() {
     }
 }
 
-/// Each rank's calls from `mpigram decode`, with their arguments.
-fn decoded_calls(trace: &Path) -> HashMap<u64, Vec<Json>> {
-    let out = mpigram(&["decode", trace.to_str().unwrap(), "--format", "jsonl"]);
-    let mut calls: HashMap<u64, Vec<Json>> = HashMap::new();
-    for line in text(&out.stdout).lines() {
-        let call: Json = serde_json::from_str(line).unwrap();
-        calls
-            .entry(call["rank"].as_u64().unwrap())
-            .or_default()
-            .push(call);
-    }
-    calls
-}
-
 /// OTF2's name of the collective operation of `func` (`MPI_Iallreduce`,
 /// `MPI_Allreduce_init`: `ALLREDUCE`), or None for other functions.
 fn otf2_op(func: &str) -> Option<String> {
     let name = func.strip_prefix("MPI_")?;
     let name = name.strip_suffix("_init").unwrap_or(name);
     let name = name.strip_prefix('I').unwrap_or(name);
-    let ops = [
-        "barrier",
-        "bcast",
-        "gather",
-        "gatherv",
-        "scatter",
-        "scatterv",
-        "allgather",
-        "allgatherv",
-        "alltoall",
-        "alltoallv",
-        "alltoallw",
-        "allreduce",
-        "reduce",
-        "reduce_scatter",
-        "reduce_scatter_block",
-        "scan",
-        "exscan",
-    ];
-    ops.contains(&name.to_ascii_lowercase().as_str())
-        .then(|| name.to_ascii_uppercase())
+    let blocking = COLLECTIVES
+        .iter()
+        .find(|op| op.eq_ignore_ascii_case(name))?;
+    Some(blocking.to_ascii_uppercase())
 }
 
 #[test]
