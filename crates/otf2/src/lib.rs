@@ -1,5 +1,5 @@
 //! OTF2 archives of mpigram traces, for Vampir, Scalasca, Score-P's tools
-//! and any other OTF2 reader ([`export`]), written with the OTF2 library
+//! and any other OTF2 reader ([`export()`]), written with the OTF2 library
 //! (`libotf2`, through `mpigram-otf2-sys`) behind a small safe writer
 //! ([`archive`]).
 
