@@ -367,6 +367,7 @@ fn non_blocking_and_persistent_collectives_have_request_and_completion_records()
             // MPI_COLLECTIVE_BEGIN/END.
             assert_eq!(events(&report, rank, "MpiCollectiveBegin"), 0, "{program}");
             let mut completed: Vec<String> = Vec::new();
+            let mut sized_bcasts = 0;
             for end in report["collective_completions"].as_array().unwrap() {
                 if end[0] != location.as_str() {
                     continue;
@@ -383,8 +384,19 @@ fn non_blocking_and_persistent_collectives_have_request_and_completion_records()
                     Json::Null
                 };
                 assert_eq!(end[3], root, "{program} {end}");
+                // The root sends a Bcast's data; the others receive it. An
+                // MPI_Startall's operations carry no sizes (its bytes are
+                // theirs together).
+                let (sent, received) = (end[4].as_u64().unwrap(), end[5].as_u64().unwrap());
+                let from_startall = program == "coll_persistent" && (sent, received) == (0, 0);
+                if op == "BCAST" && !from_startall {
+                    let is_root = rank == 2;
+                    assert_eq!((sent > 0, received > 0), (is_root, !is_root), "{end}");
+                    sized_bcasts += 1;
+                }
                 completed.push(op);
             }
+            assert!(sized_bcasts > 0, "{program} {location}");
             posted.sort();
             completed.sort();
             assert_eq!(completed, posted, "{program} {location}");

@@ -279,7 +279,19 @@ pub fn export(
             {
                 comms.resolve(rank, call.seq, name);
             }
-            for &(i, done) in posted_at.get(&(rank, call.seq)).into_iter().flatten() {
+            let posted = posted_at
+                .get(&(rank, call.seq))
+                .map_or(&[][..], Vec::as_slice);
+            // An MPI_Startall's bytes are its operations' together: each
+            // is written with none (the trace does not tell them apart).
+            let bytes_each = match posted.len() {
+                1 => bytes,
+                _ => CallBytes {
+                    sent: Some(0),
+                    received: Some(0),
+                },
+            };
+            for &(i, done) in posted {
                 let comm = match comm_arg {
                     Some(name) => comms.resolve(rank, call.seq, name),
                     None => comms.known(&instances[i].comm),
@@ -288,7 +300,7 @@ pub fn export(
                 if let Some(comm) = comm
                     && is_timed(rank, done)
                 {
-                    pending.insert(i, collective_end(&instances[i], comm, bytes, &comms));
+                    pending.insert(i, collective_end(&instances[i], comm, bytes_each, &comms));
                     w.collective_request(start, request_id(i))?;
                     summary.collective_requests += 1;
                 }

@@ -358,6 +358,55 @@ fn counting_on_the_grammar_agrees_with_walking_in_order() {
 }
 
 #[test]
+fn non_blocking_collectives_move_what_their_blocking_forms_move() {
+    // Each rank: an MPI_Ibcast of 100 ints from rank 0 and an
+    // MPI_Iallreduce of 3 doubles, then MPI_Waitall; the same blocking.
+    let ranks = (0..3)
+        .map(|r: i64| {
+            let ibcast = sig(
+                "MPI_Ibcast",
+                vec![buf(), n(100), int(), rel(-r), world(), request(0, 0)],
+            );
+            let iallreduce = sig(
+                "MPI_Iallreduce",
+                vec![
+                    buf(),
+                    buf(),
+                    n(3),
+                    predefined_handle(HandleKind::Datatype, "MPI_DOUBLE"),
+                    predefined_handle(HandleKind::Op, "MPI_SUM"),
+                    world(),
+                    request(1, 0),
+                ],
+            );
+            let waitall = sig(
+                "MPI_Waitall",
+                vec![
+                    n(2),
+                    Value::Array(Some(vec![request(0, 0), request(1, 0)])),
+                    Value::Array(None),
+                ],
+            );
+            let bcast = sig("MPI_Bcast", vec![buf(), n(100), int(), rel(-r), world()]);
+            rank(vec![ibcast, iallreduce, waitall, bcast])
+        })
+        .collect();
+    let t = trace(ranks);
+    let stats = Stats::of(&t).unwrap();
+    let bytes = |f: &str| {
+        let s = stats.function(f).unwrap();
+        (s.bytes_sent, s.bytes_received)
+    };
+    assert_eq!(bytes("MPI_Ibcast"), (400, 2 * 400));
+    assert_eq!(bytes("MPI_Ibcast"), bytes("MPI_Bcast"));
+    assert_eq!(bytes("MPI_Iallreduce"), (3 * 24, 3 * 24));
+    // Each all-reduction is a 24-byte collective, each broadcast 400.
+    assert_eq!(stats.histogram.collective[bucket(24)], 3);
+    assert_eq!(stats.histogram.collective[bucket(400)], 2 * 3);
+    assert_walk_agrees(&t, &stats);
+}
+
+#[test]
 fn sends_to_proc_null_move_nothing_and_unsized_types_are_unknown() {
     let null = sig(
         "MPI_Send",

@@ -165,7 +165,14 @@ const COLLECTIVES: &[&str] = &[
 /// The blocking collective a (non-blocking) collective's name names.
 fn collective(op: &str) -> Option<&'static str> {
     let find = |name: &str| COLLECTIVES.iter().copied().find(|c| *c == name);
-    find(op).or_else(|| op.strip_prefix('I').and_then(find))
+    // `Iallreduce` is `Allreduce` posted: the letter after the I is small.
+    let posted = |rest: &str| {
+        COLLECTIVES
+            .iter()
+            .copied()
+            .find(|c| c.eq_ignore_ascii_case(rest))
+    };
+    find(op).or_else(|| op.strip_prefix('I').and_then(posted))
 }
 
 /// The operations that move data, by what their arguments mean.
