@@ -28,6 +28,40 @@ pub use value::{
 /// Index of a function in [`FUNCS`].
 pub type FuncId = u16;
 
+/// The blocking operation a non-blocking one posts, by the names of
+/// [`Args::operation`]: `Iallreduce` -> `Allreduce`, `Isend` -> `Send`,
+/// `Isendrecv_replace` -> `Sendrecv_replace`, `Improbe` -> `Mprobe`. The
+/// name after an `I` and a small letter, that letter made capital: a
+/// candidate, which callers look up among the operations they know
+/// (`Init` gives `Nit`); None for names without that `I`.
+pub fn blocking_operation(op: &str) -> Option<String> {
+    let rest = op.strip_prefix('I')?;
+    let first = rest.chars().next().filter(char::is_ascii_lowercase)?;
+    Some(format!("{}{}", first.to_ascii_uppercase(), &rest[1..]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::blocking_operation;
+
+    #[test]
+    fn a_non_blocking_operation_names_its_blocking_one() {
+        let pairs = [
+            ("Iallreduce", Some("Allreduce")),
+            ("Isend", Some("Send")),
+            ("Isendrecv_replace", Some("Sendrecv_replace")),
+            ("Ineighbor_alltoallw", Some("Neighbor_alltoallw")),
+            ("Init", Some("Nit")),
+            ("Allreduce", None),
+            ("I", None),
+            ("IAllreduce", None),
+        ];
+        for (op, blocking) in pairs {
+            assert_eq!(blocking_operation(op).as_deref(), blocking, "{op}");
+        }
+    }
+}
+
 /// One MPI function of the C binding.
 #[derive(Debug)]
 pub struct Func {

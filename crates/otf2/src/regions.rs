@@ -51,14 +51,10 @@ fn operation(func: &str) -> String {
     let name = func.strip_prefix("MPI_").unwrap_or(func);
     let name = name.strip_suffix("_c").unwrap_or(name);
     let name = name.strip_suffix("_init").unwrap_or(name);
-    if let Some(rest) = name.strip_prefix('I') {
-        let mut blocking = rest.to_owned();
-        if let Some(first) = blocking.get_mut(..1) {
-            first.make_ascii_uppercase();
-        }
-        if POINT_TO_POINT.contains(&blocking.as_str()) || collective(&blocking).is_some() {
-            return blocking;
-        }
+    if let Some(blocking) = mpigram_mpispec::blocking_operation(name)
+        && (POINT_TO_POINT.contains(&blocking.as_str()) || collective(&blocking).is_some())
+    {
+        return blocking;
     }
     name.to_owned()
 }

@@ -76,11 +76,9 @@ impl Family {
         // Non-blocking (MPI_Iallreduce) and persistent (MPI_Allreduce_init)
         // collectives are collectives too.
         let base = op.strip_suffix("_init").unwrap_or(op);
-        let base = match base.strip_prefix('I') {
-            Some(rest) if rest.starts_with(|c: char| c.is_ascii_lowercase()) => rest,
-            _ => base,
-        };
-        let base = base.to_ascii_lowercase();
+        let base = mpigram_mpispec::blocking_operation(base)
+            .unwrap_or_else(|| base.to_owned())
+            .to_ascii_lowercase();
         const COLLECTIVES: [&str; 15] = [
             "barrier",
             "bcast",

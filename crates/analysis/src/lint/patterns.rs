@@ -48,38 +48,38 @@ pub(super) fn waits_one_at_a_time(rank: u32, walk: &RankWalk, sites: &Sites) -> 
 /// `MPI_Send_init`, `MPI_Iallreduce` -> `MPI_Allreduce_init`); None for
 /// calls that have none.
 fn persistent_form(func: &str) -> Option<String> {
-    let base = func.strip_prefix("MPI_I")?;
-    let p2p = ["send", "bsend", "ssend", "rsend", "recv"];
-    let collectives = [
-        "barrier",
-        "bcast",
-        "gather",
-        "gatherv",
-        "scatter",
-        "scatterv",
-        "allgather",
-        "allgatherv",
-        "alltoall",
-        "alltoallv",
-        "alltoallw",
-        "reduce",
-        "allreduce",
-        "reduce_scatter",
-        "reduce_scatter_block",
-        "scan",
-        "exscan",
-        "neighbor_allgather",
-        "neighbor_allgatherv",
-        "neighbor_alltoall",
-        "neighbor_alltoallv",
-        "neighbor_alltoallw",
-    ];
-    let (name, large) = match base.strip_suffix("_c") {
-        Some(b) => (b, "_c"),
-        None => (base, ""),
+    let (func, large) = match func.strip_suffix("_c") {
+        Some(f) => (f, "_c"),
+        None => (func, ""),
     };
-    (p2p.contains(&name) || collectives.contains(&name))
-        .then(|| format!("MPI_{}{}_init{large}", name[..1].to_uppercase(), &name[1..]))
+    let blocking = mpigram_mpispec::blocking_operation(func.strip_prefix("MPI_")?)?;
+    let p2p = ["Send", "Bsend", "Ssend", "Rsend", "Recv"];
+    let collectives = [
+        "Barrier",
+        "Bcast",
+        "Gather",
+        "Gatherv",
+        "Scatter",
+        "Scatterv",
+        "Allgather",
+        "Allgatherv",
+        "Alltoall",
+        "Alltoallv",
+        "Alltoallw",
+        "Reduce",
+        "Allreduce",
+        "Reduce_scatter",
+        "Reduce_scatter_block",
+        "Scan",
+        "Exscan",
+        "Neighbor_allgather",
+        "Neighbor_allgatherv",
+        "Neighbor_alltoall",
+        "Neighbor_alltoallv",
+        "Neighbor_alltoallw",
+    ];
+    let name = blocking.as_str();
+    (p2p.contains(&name) || collectives.contains(&name)).then(|| format!("MPI_{name}_init{large}"))
 }
 
 /// Non-blocking calls made at least [`PERSISTENT_CALLS`] times with the

@@ -170,11 +170,9 @@ pub(super) fn classify(func: &str) -> Option<Classified> {
     }
     let (op, start) = if let Some(op) = func.strip_suffix("_init") {
         (op.strip_prefix("MPI_")?.to_owned(), Start::Persistent)
-    } else if let Some(op) = func.strip_prefix("MPI_I") {
+    } else if let Some(op) = mpigram_mpispec::blocking_operation(func.strip_prefix("MPI_")?) {
         // MPI_Ibarrier → Barrier
-        let mut chars = op.chars();
-        let first = chars.next()?.to_ascii_uppercase();
-        (format!("{first}{}", chars.as_str()), Start::Request)
+        (op, Start::Request)
     } else {
         (func.strip_prefix("MPI_")?.to_owned(), Start::Blocking)
     };

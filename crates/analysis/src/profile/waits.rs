@@ -143,13 +143,8 @@ fn pattern(operation: &str) -> Option<Pattern> {
             _ => return None,
         })
     };
-    blocking(op).or_else(|| {
-        // MPI_Iallreduce: the same operation, non-blocking.
-        let rest = op.strip_prefix('I')?;
-        let mut chars = rest.chars();
-        let first = chars.next()?.to_ascii_uppercase();
-        blocking(&format!("{first}{}", chars.as_str()))
-    })
+    // MPI_Iallreduce: the same operation, non-blocking.
+    blocking(op).or_else(|| blocking(&mpigram_mpispec::blocking_operation(op)?))
 }
 
 /// What the wait states need to know of a call: its time, function and

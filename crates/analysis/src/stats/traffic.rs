@@ -165,14 +165,7 @@ const COLLECTIVES: &[&str] = &[
 /// The blocking collective a (non-blocking) collective's name names.
 fn collective(op: &str) -> Option<&'static str> {
     let find = |name: &str| COLLECTIVES.iter().copied().find(|c| *c == name);
-    // `Iallreduce` is `Allreduce` posted: the letter after the I is small.
-    let posted = |rest: &str| {
-        COLLECTIVES
-            .iter()
-            .copied()
-            .find(|c| c.eq_ignore_ascii_case(rest))
-    };
-    find(op).or_else(|| op.strip_prefix('I').and_then(posted))
+    find(op).or_else(|| find(&mpigram_mpispec::blocking_operation(op)?))
 }
 
 /// The operations that move data, by what their arguments mean.
