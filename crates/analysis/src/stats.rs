@@ -23,7 +23,7 @@ mod matrix;
 mod per_call;
 #[cfg(test)]
 pub(crate) mod tests;
-mod traffic;
+pub(crate) mod traffic;
 mod walk;
 
 pub use datatype::{DatatypeSizes, predefined_size};

@@ -54,32 +54,10 @@ fn persistent_form(func: &str) -> Option<String> {
     };
     let blocking = mpigram_mpispec::blocking_operation(func.strip_prefix("MPI_")?)?;
     let p2p = ["Send", "Bsend", "Ssend", "Rsend", "Recv"];
-    let collectives = [
-        "Barrier",
-        "Bcast",
-        "Gather",
-        "Gatherv",
-        "Scatter",
-        "Scatterv",
-        "Allgather",
-        "Allgatherv",
-        "Alltoall",
-        "Alltoallv",
-        "Alltoallw",
-        "Reduce",
-        "Allreduce",
-        "Reduce_scatter",
-        "Reduce_scatter_block",
-        "Scan",
-        "Exscan",
-        "Neighbor_allgather",
-        "Neighbor_allgatherv",
-        "Neighbor_alltoall",
-        "Neighbor_alltoallv",
-        "Neighbor_alltoallw",
-    ];
     let name = blocking.as_str();
-    (p2p.contains(&name) || collectives.contains(&name)).then(|| format!("MPI_{name}_init{large}"))
+    // Every collective has a persistent form, MPI_Barrier's too.
+    let collective = name == "Barrier" || crate::stats::traffic::COLLECTIVES.contains(&name);
+    (p2p.contains(&name) || collective).then(|| format!("MPI_{name}_init{large}"))
 }
 
 /// Non-blocking calls made at least [`PERSISTENT_CALLS`] times with the
@@ -205,6 +183,14 @@ mod tests {
         assert_eq!(
             persistent_form("MPI_Ineighbor_alltoallw").as_deref(),
             Some("MPI_Neighbor_alltoallw_init")
+        );
+        assert_eq!(
+            persistent_form("MPI_Ibarrier").as_deref(),
+            Some("MPI_Barrier_init")
+        );
+        assert_eq!(
+            persistent_form("MPI_Iscatterv").as_deref(),
+            Some("MPI_Scatterv_init")
         );
         for none in [
             "MPI_Imrecv",

@@ -138,7 +138,8 @@ pub(crate) fn operation(call: &Call<'_>) -> (&'static str, bool) {
     }
 }
 
-const COLLECTIVES: &[&str] = &[
+/// The collective operations that move data, by their blocking names.
+pub(crate) const COLLECTIVES: &[&str] = &[
     "Allgather",
     "Allgatherv",
     "Allreduce",
