@@ -42,7 +42,7 @@
 //! keeps them, cost 200-300 ns a code here, because jitter makes the codes
 //! of a regular loop irregular, and came out larger than these blocks.)
 
-use mpigram_varint::{ByteReader, DecodeError, PutVarint};
+use mpigram_varint::{ByteReader, DecodeError, MAX_VARINT_LEN, PutVarint};
 
 /// The base of the lossy bins unless `MPIGRAM_TIMING_BASE` says otherwise.
 pub const DEFAULT_BASE: f64 = 1.1;
@@ -231,7 +231,7 @@ impl PairTable {
 /// call of a block. The tracer gives its column writers such buffers (in
 /// the crash journal's mapping, see `crate::journal`); a block whose
 /// numbers are longer ends early, when its next numbers might not fit
-/// ([`OpenColumn::is_full`]). (Room for any numbers, ten bytes each,
+/// ([`OpenColumn::room`]). (Room for any numbers, ten bytes each,
 /// would take five times the journal's file for a rare case.)
 pub const OPEN_COLUMN_BYTES: usize = 2 * BLOCK_CALLS as usize;
 
@@ -240,16 +240,17 @@ pub const OPEN_COLUMN_BYTES: usize = 2 * BLOCK_CALLS as usize;
 /// where a killed process leaves it.
 pub trait OpenColumn {
     /// Appends `v` as a varint. Called at most [`BLOCK_CALLS`] times
-    /// between two [`clear`](OpenColumn::clear)s, and never once
-    /// [`is_full`](OpenColumn::is_full).
+    /// between two [`clear`](OpenColumn::clear)s, and only while there is
+    /// [`room`](OpenColumn::room) for a varint of any length.
     fn put(&mut self, v: u64);
     /// Appends a byte (a token). Called at most [`BLOCK_CALLS`] times
     /// between two [`clear`](OpenColumn::clear)s.
     fn put_byte(&mut self, b: u8);
-    /// Whether the next number might not fit: the block ends.
+    /// Bytes that can still be put: the block ends when fewer than a
+    /// varint of any length ([`MAX_VARINT_LEN`]).
     #[inline(always)]
-    fn is_full(&self) -> bool {
-        false
+    fn room(&self) -> usize {
+        usize::MAX
     }
     /// The column's bytes so far.
     fn bytes(&self) -> &[u8];
@@ -291,6 +292,11 @@ pub struct ColumnWriter<C = Vec<u8>> {
     first: C,
     second: C,
     in_block: u32,
+    /// Calls until [`end_window`](ColumnWriter::end_window) is next due:
+    /// the window's end, or the first call after which a column might
+    /// have less [`room`](OpenColumn::room) than a varint (each call puts
+    /// at most one in each), whichever comes first.
+    until_check: u32,
     table: PairTable,
     /// Calls of the window being filled whose pair was in the table.
     hits: u32,
@@ -317,24 +323,27 @@ impl<C: OpenColumn> ColumnWriter<C> {
     /// whose calls found their pair at least `min_hits` times
     /// ([`CODES_MIN_HITS`], [`TICKS_MIN_HITS`]).
     pub fn with_columns([tokens, first, second]: [C; 3], min_hits: u32) -> ColumnWriter<C> {
-        ColumnWriter {
+        let mut writer = ColumnWriter {
             blocks: Vec::new(),
             last_block_at: 0,
             tokens,
             first,
             second,
             in_block: 0,
+            until_check: 0,
             table: PairTable::default(),
             hits: 0,
             tokens_on: false,
             min_hits,
             raw: Vec::new(),
             packed: Vec::new(),
-        }
+        };
+        writer.until_check = writer.calls_before_check();
+        writer
     }
 
     /// Appends one call's two numbers; true if they filled a block
-    /// ([`BLOCK_CALLS`] calls, or columns [`full`](OpenColumn::is_full)),
+    /// ([`BLOCK_CALLS`] calls, or a column without [`room`](OpenColumn::room)),
     /// which is now finished ([`last_block`](ColumnWriter::last_block)).
     #[inline(always)]
     pub fn push(&mut self, a: u64, b: u64) -> bool {
@@ -357,14 +366,17 @@ impl<C: OpenColumn> ColumnWriter<C> {
     #[inline(always)]
     fn end_call(&mut self) -> bool {
         self.in_block += 1;
-        if self.in_block % WINDOW_CALLS == 0 || self.first.is_full() | self.second.is_full() {
+        self.until_check -= 1;
+        if self.until_check == 0 {
             return self.end_window();
         }
         false
     }
 
-    /// Every [`WINDOW_CALLS`] calls of a block, or when a column is full:
-    /// whether the next calls are tokens, and whether the block ends.
+    /// Every [`WINDOW_CALLS`] calls of a block, and when a column may be
+    /// near its end ([`until_check`](ColumnWriter::until_check)): whether
+    /// the next calls are tokens, and whether the block ends (after
+    /// `BLOCK_CALLS` calls, or when a column has no room for a varint).
     #[cold]
     #[inline(never)]
     fn end_window(&mut self) -> bool {
@@ -372,11 +384,24 @@ impl<C: OpenColumn> ColumnWriter<C> {
             self.tokens_on = self.hits >= self.min_hits;
             self.hits = 0;
         }
-        if self.in_block == BLOCK_CALLS || self.first.is_full() | self.second.is_full() {
+        let room = self.first.room().min(self.second.room());
+        if self.in_block == BLOCK_CALLS || room < MAX_VARINT_LEN {
             self.finish_block();
             return true;
         }
+        self.until_check = self.calls_before_check();
         false
+    }
+
+    /// Calls from now until [`end_window`](ColumnWriter::end_window) is
+    /// due: each call puts at most a varint in each column, so none can
+    /// lack room before (and a column without room ends the block after
+    /// the next call).
+    fn calls_before_check(&self) -> u32 {
+        let to_window = WINDOW_CALLS - self.in_block % WINDOW_CALLS;
+        let room = self.first.room().min(self.second.room());
+        let calls = u32::try_from(room / MAX_VARINT_LEN).unwrap_or(u32::MAX);
+        to_window.min(calls).max(1)
     }
 
     /// The block is full, or ends early: compressed, it joins the
@@ -408,6 +433,7 @@ impl<C: OpenColumn> ColumnWriter<C> {
         self.table.clear();
         self.hits = 0;
         self.in_block = 0;
+        self.until_check = self.calls_before_check();
     }
 
     /// Ends the block being filled, if it holds any call: the calls after
@@ -503,6 +529,14 @@ impl<C: OpenColumn> ExactWriter<C> {
             columns: ColumnWriter::with_columns(columns, TICKS_MIN_HITS),
             last_end: 0,
         }
+    }
+
+    /// The writer with its first interval counted from `origin`: calls
+    /// may then be given in ticks of a clock whose origin is there (the
+    /// stored intervals and durations are the same).
+    pub fn counted_from(mut self, origin: u64) -> ExactWriter<C> {
+        self.last_end = origin;
+        self
     }
 
     /// Records a call from `start` to `end`; true if it filled a block
@@ -1019,6 +1053,75 @@ mod tests {
         assert!(ten < 0.96, "{ten} bytes per call at ±10 %");
         assert!(twenty_five < 1.21, "{twenty_five} bytes per call at ±25 %");
         assert!(ten < twenty_five, "more jitter, more bytes");
+    }
+
+    /// A column of [`Bounded::BYTES`], which fails the test when a number
+    /// is put without room for one of any length.
+    struct Bounded(Vec<u8>);
+
+    impl Bounded {
+        const BYTES: usize = 1000;
+    }
+
+    impl OpenColumn for Bounded {
+        fn put(&mut self, v: u64) {
+            assert!(self.room() >= MAX_VARINT_LEN, "a number put without room");
+            self.0.put_u64(v);
+        }
+        fn put_byte(&mut self, b: u8) {
+            self.0.push(b);
+        }
+        fn room(&self) -> usize {
+            Bounded::BYTES - self.0.len()
+        }
+        fn bytes(&self) -> &[u8] {
+            &self.0
+        }
+        fn clear(&mut self) {
+            self.0.clear();
+        }
+    }
+
+    /// Blocks end when a column could not take another number of any
+    /// length, and not before: after 100 calls of ten-byte numbers in
+    /// columns of 1,000 bytes, after 991 of one-byte numbers, and after
+    /// as many as fit of numbers whose length changes from call to call.
+    #[test]
+    fn blocks_end_when_a_column_lacks_room() {
+        let columns = || [(); 3].map(|()| Bounded(Vec::new()));
+        let long = u64::MAX;
+        let calls = |pair: &dyn Fn(u64) -> (u64, u64)| -> (Vec<u64>, Vec<(u64, u64)>) {
+            let mut w = ColumnWriter::with_columns(columns(), u32::MAX);
+            let mut ends = Vec::new();
+            let mut pushed = Vec::new();
+            for k in 0..2_500 {
+                let (a, b) = pair(k);
+                pushed.push((a, b));
+                if w.push(a, b) {
+                    ends.push(k + 1);
+                }
+            }
+            assert_eq!(decode_columns(&w.bytes()).unwrap(), pushed);
+            (ends, pushed)
+        };
+        let (ends, _) = calls(&|k| (long - k, 1));
+        assert_eq!(ends, (1..=25).map(|b| b * 100).collect::<Vec<_>>());
+        let (ends, _) = calls(&|k| (k % 100, 5));
+        assert_eq!(ends, [991, 1982]);
+        // Ten bytes every 7th call, one byte otherwise: a block ends at the
+        // first call after which fewer than ten bytes are left.
+        let mixed = |k: u64| (if k % 7 == 0 { long - k } else { k % 100 }, 1);
+        let (ends, pushed) = calls(&mixed);
+        let mut expected = Vec::new();
+        let mut used = 0;
+        for (k, &(a, _)) in pushed.iter().enumerate() {
+            used += if a > 1 << 56 { MAX_VARINT_LEN } else { 1 };
+            if Bounded::BYTES - used < MAX_VARINT_LEN {
+                expected.push(k as u64 + 1);
+                used = 0;
+            }
+        }
+        assert_eq!(ends, expected);
     }
 
     #[test]

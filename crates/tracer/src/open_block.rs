@@ -49,9 +49,9 @@ impl FixedColumn {
 impl OpenColumn for FixedColumn {
     #[inline(always)]
     fn put(&mut self, v: u64) {
-        // The column writer ends its block when full (`OpenColumn::put`);
-        // this keeps a writer that did not in bounds.
-        if self.is_full() {
+        // The column writer ends its block before it lacks room
+        // (`OpenColumn::put`); this keeps a writer that did not in bounds.
+        if self.room() < MAX_VARINT_LEN {
             return;
         }
         // SAFETY: MAX_VARINT_LEN bytes from `len` are within the buffer.
@@ -71,8 +71,8 @@ impl OpenColumn for FixedColumn {
     }
 
     #[inline(always)]
-    fn is_full(&self) -> bool {
-        self.len > OPEN_COLUMN_BYTES - MAX_VARINT_LEN
+    fn room(&self) -> usize {
+        OPEN_COLUMN_BYTES - self.len
     }
 
     fn bytes(&self) -> &[u8] {
@@ -113,7 +113,7 @@ mod tests {
         assert_eq!(r.u64(), Ok(0));
         column.clear();
         assert!(column.bytes().is_empty());
-        while !column.is_full() {
+        while column.room() >= MAX_VARINT_LEN {
             column.put(u64::MAX);
         }
         let full = column.bytes().len();

@@ -26,6 +26,19 @@ pub struct Lossy {
     codes: ColumnWriter<FixedColumn>,
 }
 
+impl Lossy {
+    /// Records a call's codes (ticks, counted from `origin`); true if they
+    /// filled a block. (Apart: a search of the bins needs more registers
+    /// than the path it is called from has free.)
+    #[inline(never)]
+    fn record(&mut self, func: FuncId, origin: u64, start: u64, end: u64) -> bool {
+        let (start, end) = (start.saturating_sub(origin), end.saturating_sub(origin));
+        let bins = &self.bins[self.base_of.get(func as usize).copied().unwrap_or(0) as usize];
+        let (i, d) = self.clock.encode(bins, start, end);
+        self.codes.push(i.into(), d.into())
+    }
+}
+
 /// Per-call timing being recorded.
 pub struct PerCall {
     pub timing: Timing,
@@ -67,7 +80,7 @@ impl PerCall {
         });
         let exact = timing
             .lossless
-            .then(|| ExactWriter::with_columns(fixed_columns()));
+            .then(|| ExactWriter::with_columns(fixed_columns()).counted_from(origin));
         PerCall {
             timing,
             origin,
@@ -81,19 +94,14 @@ impl PerCall {
     /// modes are recorded, a block of one that fills ends the other's (a
     /// block of long numbers fills before `BLOCK_CALLS` calls): their
     /// blocks start and end together.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn record(&mut self, func: FuncId, start: u64, end: u64) -> bool {
-        let (start, end) = (
-            start.saturating_sub(self.origin),
-            end.saturating_sub(self.origin),
-        );
         let mut filled = false;
         if let Some(l) = &mut self.lossy {
-            let bins = &l.bins[l.base_of.get(func as usize).copied().unwrap_or(0) as usize];
-            let (i, d) = l.clock.encode(bins, start, end);
-            filled = l.codes.push(i.into(), d.into());
+            filled = l.record(func, self.origin, start, end);
         }
         if let Some(e) = &mut self.exact {
+            // Counted from the origin (`PerCall::new`).
             filled |= e.push(start, end);
         }
         if filled {
@@ -554,7 +562,8 @@ impl Recorder {
     }
 
     /// The per-call times and the verification stream of a call:
-    /// [`BLOCK_FILLED`] if its times filled a block, else 0.
+    /// [`BLOCK_FILLED`] if its times filled a block, else 0. (Apart: the
+    /// path of a call without them stays as short as it was.)
     #[inline(never)]
     fn record_extras(&mut self, func: FuncId, start: u64, end: u64) -> u64 {
         let mut filled = 0;
@@ -563,12 +572,21 @@ impl Recorder {
         {
             filled = BLOCK_FILLED;
         }
+        if self.verify.is_some() {
+            self.record_verified();
+        }
+        filled
+    }
+
+    /// Appends the call's signature to the verification stream: under
+    /// verification every call is encoded in full (memo.rs).
+    #[cold]
+    #[inline(never)]
+    fn record_verified(&mut self) {
         if let Some(out) = &mut self.verify {
-            // Under verification every call is encoded in full (memo.rs).
             out.extend_from_slice(&(self.scratch.len() as u32).to_le_bytes());
             out.extend_from_slice(&self.scratch);
         }
-        filled
     }
 
     /// Records per-call times from now on.
