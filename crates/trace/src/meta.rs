@@ -295,7 +295,7 @@ pub struct RankMeta {
     pub cpus: u32,
     /// The rank's share of a processor between its MPI calls: the CPU time
     /// of its thread over the wall time of the gaps the tracer sampled (one
-    /// in about a millisecond), to [`CPU_SHARE_STEPS`] steps a doubling.
+    /// in about a millisecond), to `CPU_SHARE_STEPS` steps a doubling.
     /// Below 1 where the rank waited for a processor (more ranks than
     /// processors) or blocked outside MPI. `None`: not measured.
     pub cpu_share: Option<f64>,
@@ -464,7 +464,7 @@ pub(crate) fn cpu_share_code(share: Option<f64>) -> u64 {
     })
 }
 
-/// `share` as a trace stores it (to [`CPU_SHARE_STEPS`] steps a doubling).
+/// `share` as a trace stores it (to `CPU_SHARE_STEPS` steps a doubling).
 pub fn stored_cpu_share(share: f64) -> f64 {
     cpu_share_of_code(cpu_share_code(Some(share))).unwrap_or(1.0)
 }

@@ -576,7 +576,7 @@ impl TimingSummary {
 /// Where the gaps were ([`Gaps`]), summarised across ranks: for each
 /// signature that follows more than one other on some rank, each of its
 /// pairs with the gaps of the ranks that made it, and for each signature
-/// whose first call is [`apart`] from its others on some rank, the first
+/// whose first call is apart (`first_apart`) from its others on some rank, the first
 /// gaps of the ranks that call it, each as a [`Spread`] (a signature that
 /// follows one other everywhere has its gap per signature). A regular
 /// program's is as small at 10,000 ranks as at 9, and empty where no
