@@ -13,7 +13,7 @@
 //! communicator ids come from free-id pools, so `type0` may be a 12-byte
 //! type early in the run and a 40-byte one later. When a rank's
 //! data-moving calls name such an id, that rank's calls are walked in
-//! order instead ([`walk`]), still counting the stretches of the grammar
+//! order instead (`walk`), still counting the stretches of the grammar
 //! in which nothing is (re)defined without expanding them.
 
 mod collective;

@@ -11,7 +11,7 @@
 //! the gap before its calls and where it was ([`mpigram_trace::Gaps`]: by
 //! the signature of the call before, and before the first call): each site
 //! then waits the mean gaps of its calls' predecessors, counted on the
-//! grammar ([`GapPlaces`]). Traces without where the gaps were have each
+//! grammar (`GapPlaces`). Traces without where the gaps were have each
 //! site wait its signature's mean gap on the rank; traces written before
 //! the gap was recorded spread the rank's time outside MPI evenly over its
 //! calls.

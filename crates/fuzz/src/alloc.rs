@@ -45,7 +45,7 @@ pub fn most_held_since_reset() -> usize {
     HELD.try_with(|h| h.get().1.max(0) as usize).unwrap_or(0)
 }
 
-/// The largest allocation this thread made since [`reset`], in bytes.
+/// The largest allocation this thread made since `reset`, in bytes.
 pub fn largest_allocation_since_reset() -> usize {
     LARGEST.try_with(Cell::get).unwrap_or(0)
 }

@@ -217,7 +217,7 @@ const SAMPLE_FUNCS: &[&str] = &[
 /// as SIGNATURE_DELTAS.
 const SAMPLE_VARIANTS: u64 = 24;
 
-/// Signatures of [`SAMPLE_FUNCS`], each with up to [`SAMPLE_VARIANTS`]
+/// Signatures of `SAMPLE_FUNCS`, each with up to `SAMPLE_VARIANTS`
 /// sets of arguments (a function with few parameters gives some set
 /// twice, kept once: a table's signatures are distinct).
 pub fn sample_signatures() -> Vec<Vec<u8>> {

@@ -1,6 +1,6 @@
 //! The critical path of a run: the longest chain of computation and
 //! communication through the happened-before graph of its calls
-//! ([`graph`]), where it runs (ranks, call sites: places in the grammar,
+//! (`graph`), where it runs (ranks, call sites: places in the grammar,
 //! [`crate::sites`]), and how long ranks wait
 //! at each collective ([`waits`]: wait-before, wait-after, imbalance). The
 //! interval-grouping heuristic of the critical-path paper is in
@@ -164,7 +164,7 @@ pub struct Analysis {
     pub calls: u64,
     /// Each rank's timed calls, by world rank, when the analysis was of
     /// calls in memory ([`analyse_calls`]); empty when read from a trace
-    /// ([`analyse`]: the picture reads them again, [`svg::rank_calls`]).
+    /// ([`analyse`]: the picture reads them again, `svg::rank_calls`).
     pub timelines: Vec<RankCalls>,
 }
 
@@ -190,7 +190,7 @@ pub enum CriticalPathError {
     #[error("cannot keep the analysis's records in a temporary file: {0}")]
     Spill(#[from] std::io::Error),
     /// What another analysis process (or this one's part of the rounds)
-    /// reported, as it reported it ([`spread`]).
+    /// reported, as it reported it (`spread`).
     #[error("{0}")]
     Elsewhere(String),
 }

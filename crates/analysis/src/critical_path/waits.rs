@@ -109,7 +109,7 @@ pub struct CallWaits {
 /// One collective instance.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct InstanceWaits {
-    /// Index in [`crate::matching::Collectives::instances`].
+    /// Index in `crate::matching::Collectives::instances`.
     pub instance: usize,
     pub exec_ns: i64,
     pub calls: Vec<CallWaits>,

@@ -13,9 +13,9 @@
 //!
 //! Memory does not grow with the run's calls: a first pass matches the
 //! messages in time order and keeps the arrows' ends in a temporary file
-//! ([`arrows`]); a second writes the timeline rank by rank, reading each
+//! (`arrows`); a second writes the timeline rank by rank, reading each
 //! rank's calls, times and arrows side by side, and its requests as they
-//! complete ([`requests`]).
+//! complete (`requests`).
 
 mod arrows;
 mod chrome;

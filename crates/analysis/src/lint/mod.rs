@@ -1,23 +1,23 @@
 //! `mpigram lint`: MPI usage findings from a trace — what the record of
 //! every call with every argument shows that a profile cannot.
 //!
-//! - [`objects`]: objects still allocated at MPI_Finalize (communicators,
+//! - `objects`: objects still allocated at MPI_Finalize (communicators,
 //!   groups, datatypes, ops, info, error handlers, windows, files,
 //!   sessions, persistent requests), non-blocking requests never
 //!   completed, and objects created inside a loop and never freed (the
 //!   loop found as a repeated rule of the rank's calls, counted per
 //!   iteration);
-//! - [`patterns`]: one-at-a-time completions where one MPI_Waitall would
+//! - `patterns`: one-at-a-time completions where one MPI_Waitall would
 //!   do, repeated identical non-blocking calls that could be persistent
 //!   (counted on the grammar without expanding it), MPI_ANY_SOURCE
 //!   receives that always get their message from the same sender;
-//! - [`storms`]: storms of small messages to one peer;
-//! - [`deadlock`]: blocking sends whose order deadlocks without eager
+//! - `storms`: storms of small messages to one peer;
+//! - `deadlock`: blocking sends whose order deadlocks without eager
 //!   buffering (the run replayed with every standard send synchronous).
 //!
 //! Each rank's calls are walked once for the checks of one rank
-//! ([`walk`]); the checks that follow messages read the ranks side by
-//! side as they are matched ([`messages`]). Neither holds the calls or
+//! (`walk`); the checks that follow messages read the ranks side by
+//! side as they are matched (`messages`). Neither holds the calls or
 //! the messages: memory grows with the grammar and with what was in
 //! flight in the run.
 //!
