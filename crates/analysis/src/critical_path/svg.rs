@@ -76,32 +76,11 @@ impl Family {
         // Non-blocking (MPI_Iallreduce) and persistent (MPI_Allreduce_init)
         // collectives are collectives too.
         let base = op.strip_suffix("_init").unwrap_or(op);
-        let base = mpigram_mpispec::blocking_operation(base)
-            .unwrap_or_else(|| base.to_owned())
-            .to_ascii_lowercase();
-        const COLLECTIVES: [&str; 15] = [
-            "barrier",
-            "bcast",
-            "reduce",
-            "allreduce",
-            "gather",
-            "gatherv",
-            "scatter",
-            "scatterv",
-            "allgather",
-            "allgatherv",
-            "reduce_scatter",
-            "reduce_scatter_block",
-            "scan",
-            "exscan",
-            "reduce_local",
-        ];
-        if COLLECTIVES.contains(&base.as_str())
-            || base.starts_with("alltoall")
-            || base.starts_with("neighbor_")
-        {
+        let base = mpigram_mpispec::blocking_operation(base).unwrap_or_else(|| base.to_owned());
+        if crate::stats::traffic::is_collective(&base) || base == "Reduce_local" {
             return Family::Collective;
         }
+        let base = base.to_ascii_lowercase();
         let p2p = ["send", "recv", "probe", "start"];
         if p2p.iter().any(|w| base.contains(w)) || base == "request_free" {
             return Family::PointToPoint;

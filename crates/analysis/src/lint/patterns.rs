@@ -56,7 +56,7 @@ fn persistent_form(func: &str) -> Option<String> {
     let p2p = ["Send", "Bsend", "Ssend", "Rsend", "Recv"];
     let name = blocking.as_str();
     // Every collective has a persistent form, MPI_Barrier's too.
-    let collective = name == "Barrier" || crate::stats::traffic::COLLECTIVES.contains(&name);
+    let collective = crate::stats::traffic::is_collective(name);
     (p2p.contains(&name) || collective).then(|| format!("MPI_{name}_init{large}"))
 }
 
@@ -168,30 +168,16 @@ mod tests {
 
     #[test]
     fn non_blocking_calls_name_their_persistent_form() {
-        assert_eq!(
-            persistent_form("MPI_Isend").as_deref(),
-            Some("MPI_Send_init")
-        );
-        assert_eq!(
-            persistent_form("MPI_Irecv_c").as_deref(),
-            Some("MPI_Recv_init_c")
-        );
-        assert_eq!(
-            persistent_form("MPI_Iallreduce").as_deref(),
-            Some("MPI_Allreduce_init")
-        );
-        assert_eq!(
-            persistent_form("MPI_Ineighbor_alltoallw").as_deref(),
-            Some("MPI_Neighbor_alltoallw_init")
-        );
-        assert_eq!(
-            persistent_form("MPI_Ibarrier").as_deref(),
-            Some("MPI_Barrier_init")
-        );
-        assert_eq!(
-            persistent_form("MPI_Iscatterv").as_deref(),
-            Some("MPI_Scatterv_init")
-        );
+        for (func, persistent) in [
+            ("MPI_Isend", "MPI_Send_init"),
+            ("MPI_Irecv_c", "MPI_Recv_init_c"),
+            ("MPI_Iallreduce", "MPI_Allreduce_init"),
+            ("MPI_Ineighbor_alltoallw", "MPI_Neighbor_alltoallw_init"),
+            ("MPI_Ibarrier", "MPI_Barrier_init"),
+            ("MPI_Iscatterv", "MPI_Scatterv_init"),
+        ] {
+            assert_eq!(persistent_form(func).as_deref(), Some(persistent), "{func}");
+        }
         for none in [
             "MPI_Imrecv",
             "MPI_Iprobe",

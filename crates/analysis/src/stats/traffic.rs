@@ -163,6 +163,12 @@ pub(crate) const COLLECTIVES: &[&str] = &[
     "Scatterv",
 ];
 
+/// Whether `op`, a blocking operation's name (`Allreduce`), is a collective
+/// one: one of [`COLLECTIVES`], or MPI_Barrier, which moves no data.
+pub(crate) fn is_collective(op: &str) -> bool {
+    op == "Barrier" || COLLECTIVES.contains(&op)
+}
+
 /// The blocking collective a (non-blocking) collective's name names.
 fn collective(op: &str) -> Option<&'static str> {
     let find = |name: &str| COLLECTIVES.iter().copied().find(|c| *c == name);
