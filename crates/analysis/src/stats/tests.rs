@@ -89,6 +89,33 @@ pub(crate) struct RankCalls {
     comms: Vec<CommEntry>,
 }
 
+/// `func` (MPI_Allreduce, MPI_Iallreduce) of 3 doubles summed over
+/// MPI_COMM_WORLD, followed by the arguments `more` (a request).
+fn allreduce_of_3_doubles(func: &str, more: &[Value]) -> Signature {
+    let mut args = vec![
+        buf(),
+        buf(),
+        n(3),
+        predefined_handle(HandleKind::Datatype, "MPI_DOUBLE"),
+        predefined_handle(HandleKind::Op, "MPI_SUM"),
+        world(),
+    ];
+    args.extend_from_slice(more);
+    sig(func, args)
+}
+
+/// MPI_Waitall on the requests (0, 0) and (1, 0), statuses ignored.
+fn waitall_of_two() -> Signature {
+    sig(
+        "MPI_Waitall",
+        vec![
+            n(2),
+            Value::Array(Some(vec![request(0, 0), request(1, 0)])),
+            Value::Array(None),
+        ],
+    )
+}
+
 pub(crate) fn rank(calls: Vec<Signature>) -> RankCalls {
     RankCalls {
         calls,
@@ -277,25 +304,8 @@ fn counting_on_the_grammar_agrees_with_walking_in_order() {
             ],
         )
     };
-    let waitall = sig(
-        "MPI_Waitall",
-        vec![
-            n(2),
-            Value::Array(Some(vec![request(0, 0), request(1, 0)])),
-            Value::Array(None),
-        ],
-    );
-    let allreduce = sig(
-        "MPI_Allreduce",
-        vec![
-            buf(),
-            buf(),
-            n(3),
-            predefined_handle(HandleKind::Datatype, "MPI_DOUBLE"),
-            predefined_handle(HandleKind::Op, "MPI_SUM"),
-            world(),
-        ],
-    );
+    let waitall = waitall_of_two();
+    let allreduce = allreduce_of_3_doubles("MPI_Allreduce", &[]);
     let bcast = |root| sig("MPI_Bcast", vec![buf(), n(100), int(), rel(root), world()]);
     let sub = user(HandleKind::Comm, 2);
     // Root 0, relative to each rank.
@@ -367,26 +377,8 @@ fn non_blocking_collectives_move_what_their_blocking_forms_move() {
                 "MPI_Ibcast",
                 vec![buf(), n(100), int(), rel(-r), world(), request(0, 0)],
             );
-            let iallreduce = sig(
-                "MPI_Iallreduce",
-                vec![
-                    buf(),
-                    buf(),
-                    n(3),
-                    predefined_handle(HandleKind::Datatype, "MPI_DOUBLE"),
-                    predefined_handle(HandleKind::Op, "MPI_SUM"),
-                    world(),
-                    request(1, 0),
-                ],
-            );
-            let waitall = sig(
-                "MPI_Waitall",
-                vec![
-                    n(2),
-                    Value::Array(Some(vec![request(0, 0), request(1, 0)])),
-                    Value::Array(None),
-                ],
-            );
+            let iallreduce = allreduce_of_3_doubles("MPI_Iallreduce", &[request(1, 0)]);
+            let waitall = waitall_of_two();
             let bcast = sig("MPI_Bcast", vec![buf(), n(100), int(), rel(-r), world()]);
             rank(vec![ibcast, iallreduce, waitall, bcast])
         })
