@@ -257,14 +257,17 @@ pub fn export(
             let region = regions.of(call.func);
             w.enter(start, region)?;
             let comm_arg = call.args.get("comm").and_then(Json::as_str);
-            let bytes = collective_bytes
-                .get(&(rank, call.seq))
-                .copied()
-                .unwrap_or_default();
+            // Looked up for the calls of collectives only.
+            let bytes = || {
+                collective_bytes
+                    .get(&(rank, call.seq))
+                    .copied()
+                    .unwrap_or_default()
+            };
             let end_record = match (collective_at.get(&(rank, call.seq)), comm_arg) {
                 (Some(&i), Some(name)) => comms
                     .resolve(rank, call.seq, name)
-                    .map(|comm| collective_end(&instances[i], comm, bytes, &comms)),
+                    .map(|comm| collective_end(&instances[i], comm, bytes(), &comms)),
                 _ => None,
             };
             if end_record.is_some() {
@@ -285,7 +288,7 @@ pub fn export(
             // An MPI_Startall's bytes are its operations' together: each
             // is written with none (the trace does not tell them apart).
             let bytes_each = match posted.len() {
-                1 => bytes,
+                1 => bytes(),
                 _ => CallBytes {
                     sent: Some(0),
                     received: Some(0),
