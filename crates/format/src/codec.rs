@@ -102,7 +102,7 @@ pub(crate) fn encode_into<W: Write>(
             // One frame, which records the decoded size in its header too,
             // for standalone zstd tools.
             with_compressor(|c, frame| {
-                compress_into(c, data, level, frame)?;
+                compress_into(c, data, (level, 0), frame)?;
                 tally.write_all(frame)
             })?;
         }
@@ -127,12 +127,15 @@ thread_local! {
 fn compress_into(
     c: &mut zstd::bulk::Compressor<'static>,
     data: &[u8],
-    level: i32,
+    (level, hash_log): (i32, u32),
     frame: &mut Vec<u8>,
 ) -> io::Result<()> {
     frame.clear();
     frame.reserve(zstd::zstd_safe::compress_bound(data.len()));
     c.set_compression_level(level)?;
+    // The context is kept from frame to frame: its hash log is set every
+    // time, 0 being the level's own.
+    c.set_parameter(zstd::zstd_safe::CParameter::HashLog(hash_log))?;
     c.include_contentsize(true)?;
     c.compress_to_buffer(data, frame)?;
     Ok(())
@@ -169,14 +172,19 @@ fn with_compressor<R>(
     }
 }
 
-/// `data` as one zstd frame at `level` (which names the decoded size) into
-/// `frame` (emptied first), with the thread's kept context: for writers
+/// `data` as one zstd frame (which names the decoded size) at `level`, with
+/// zstd's hash log `hash_log` (0: the level's own), into `frame` (emptied
+/// first), with the thread's kept context: for writers
 /// that compress piece by piece (the tracer's per-call times, a block of
 /// 65,536 calls at a time) and keep `frame` from one piece to the next, so
 /// that no piece allocates (a new buffer of a block's size is fresh pages
 /// from the system each time, a page fault every 4 KiB).
-pub fn zstd_frame_into(data: &[u8], level: i32, frame: &mut Vec<u8>) -> io::Result<()> {
-    with_compressor(|c, _| compress_into(c, data, level, frame))
+pub fn zstd_frame_into(
+    data: &[u8],
+    (level, hash_log): (i32, u32),
+    frame: &mut Vec<u8>,
+) -> io::Result<()> {
+    with_compressor(|c, _| compress_into(c, data, (level, hash_log), frame))
 }
 
 /// Decodes checksummed stored bytes. The caller has checked `decoded_len` against its limit;
