@@ -169,7 +169,7 @@ const ZSTD_LEVEL: i32 = 1;
 /// lossless timing; 0 for the level's own (14 for these blocks), which
 /// lossy timing's blocks keep. Jittery per-call ticks hold few matches: a
 /// table of 8 KiB, which stays in the processor's first-level cache,
-/// compressed real traces' blocks 1.4-1.7 times as fast for 0.6-1.3 %
+/// compressed real traces' blocks 1.5-1.7 times as fast for 0.6-1.3 %
 /// more bytes (`docs/measured.md`, "zstd's hash table for lossless
 /// blocks"); lossy timing's codes stored 0.5 % larger with it.
 pub const TICKS_HASH_LOG: u32 = 11;
