@@ -383,6 +383,9 @@ fn recorded_computation_keeps_the_wall_time() {
 /// `tests/mpi/phases`, as CG of the NAS benchmarks. The short phase is
 /// 4 ms, not 1: a rank descheduled for 0.2 ms in one of the five
 /// iterations (seen on a loaded CI machine) moved a 1 ms mean by 23 %.
+/// Being descheduled only lengthens a phase, so a wait may be up to half
+/// again as long as its phase (a 4 ms mean came out 5.1 ms while another
+/// build ran) but only 15 % shorter; 12 ms stays out of reach of both.
 #[test]
 fn aggregated_timing_places_computation_at_each_call_site() {
     mpi_available().unwrap();
@@ -403,7 +406,7 @@ fn aggregated_timing_places_computation_at_each_call_site() {
                 .collect::<Vec<_>>()
         })
         .collect();
-    let near = |s: f64| waits.iter().any(|&w| (w - s).abs() <= 0.15 * s);
+    let near = |s: f64| waits.iter().any(|&w| (0.85 * s..=1.5 * s).contains(&w));
     assert!(
         near(20e-3) && near(4e-3) && near(50e-3),
         "{waits:?}
