@@ -343,7 +343,7 @@ impl Call {
             self.note(RECORDING);
             let ret = code(&r);
             let k = KeyWords::new(front, ret);
-            let key = (words, outputs(&k));
+            let key = (&words, &outputs(&k));
             crate::recording::record_keyed(func, ret, (self.start, end), key, k.request(), encode);
             return r;
         }

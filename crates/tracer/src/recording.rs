@@ -33,21 +33,36 @@ pub fn record_same_inputs<const I: usize, const O: usize>(
 ) {
     // SAFETY: `same_inputs` said that MPI calls cannot overlap.
     let recalled = unsafe {
-        recording_alone(|t| {
-            let (memo, objects) = t.memo_and_objects();
-            let Ok(r) = memo.recall_outputs::<I, O>(func, ret, outputs, request, objects) else {
-                return false;
-            };
-            let terminal = r.terminal;
-            r.enter(objects);
-            // The memo is not held across: a part written out forgets it.
-            t.append_recalled(func, terminal, start, end);
-            true
-        })
+        recording_alone(|t| recall_expected::<I, O>(t, func, ret, (start, end), outputs, request))
     };
     if recalled == Some(false) {
         record_other_outputs::<I, O>(func, ret, (start, end), *outputs, request, encode);
     }
+}
+
+/// Records a call whose input words are those of the entry of `func`
+/// the call memo expects next, by that entry's terminal, if the call
+/// returned `ret` with the output words `outputs` (and created the
+/// request `request`) as that entry's did: the memo's fast path after the
+/// MPI call. False records nothing.
+#[inline(always)]
+fn recall_expected<const I: usize, const O: usize>(
+    t: &mut Tracer,
+    func: FuncId,
+    ret: c_int,
+    (start, end): (u64, u64),
+    outputs: &[u64; O],
+    request: Option<u64>,
+) -> bool {
+    let (memo, objects) = t.memo_and_objects();
+    let Ok(r) = memo.recall_outputs::<I, O>(func, ret, outputs, request, objects) else {
+        return false;
+    };
+    let terminal = r.terminal;
+    r.enter(objects);
+    // The memo is not held across: a part written out forgets it.
+    t.append_recalled(func, terminal, start, end);
+    true
 }
 
 /// The rest of [`record_same_inputs`]: the memo does not know the call's
@@ -79,27 +94,26 @@ fn record_other_outputs<const I: usize, const O: usize>(
 
 /// Records a call as [`record`] does, through the call memo (memo.rs):
 /// `key` holds its input and output words, `request` the request it
-/// created.
+/// created. Calls that may overlap (MPI_THREAD_MULTIPLE) come here, the
+/// words kept across the MPI call: under the tracer's lock, a call whose
+/// key is that of the entry the memo expects takes the fast path's
+/// [`recall_expected`], as a call that cannot overlap does.
 #[cold]
 #[inline(never)]
 pub fn record_keyed<const I: usize, const O: usize>(
     func: FuncId,
     ret: c_int,
-    (start, end): (u64, u64),
-    (inputs, outputs): ([u64; I], [u64; O]),
+    times: (u64, u64),
+    (inputs, outputs): (&[u64; I], &[u64; O]),
     request: Option<u64>,
     encode: impl FnOnce(&mut Encoder, &[u64; I]),
 ) {
     recording(|t| {
-        record_in_full(
-            t,
-            func,
-            ret,
-            (start, end),
-            (&inputs, &outputs),
-            request,
-            encode,
-        )
+        let expected = t.recorder.verify.is_none()
+            && t.memo_and_objects().0.same_inputs(func, inputs, [false; I]);
+        if !(expected && recall_expected::<I, O>(t, func, ret, times, outputs, request)) {
+            record_in_full(t, func, ret, times, (inputs, outputs), request, encode);
+        }
     });
 }
 
@@ -120,7 +134,7 @@ fn record_in_full<const I: usize, const O: usize>(
     let (terminal, new) = match recalled {
         Ok(r) if t.recorder.verify.is_none() => {
             r.enter(&mut t.objects);
-            (r.terminal, false)
+            return t.append_recalled(func, r.terminal, start, end);
         }
         // MPIGRAM_VERIFY: encoded in full for the verification
         // stream, while the trace takes the memo's terminal.

@@ -542,8 +542,10 @@ fn a_waitall_recording_statuses_keeps_every_status() {
 /// depend on timing.
 #[test]
 fn the_memo_fast_path_records_what_encoding_does() {
-    let programs: [(&str, u32, &[&str]); 10] = [
+    let programs: [(&str, u32, &[&str]); 11] = [
         ("hotpath", 1, &["10"]),
+        // MPI_THREAD_MULTIPLE: calls that may overlap, recalled under the lock.
+        ("hotpath", 1, &["10", "multiple"]),
         ("halo2d", 2, &["50"]),
         ("group", 2, &[]),
         ("coll_blocking", 2, &[]),
