@@ -216,10 +216,11 @@ impl Call {
     #[inline(always)]
     pub fn enter(func: FuncId) -> Option<Call> {
         let mode = MODE.load(Relaxed);
-        let (flag, tag) = if mode & (STATE | CONCURRENT | SAMPLE) == ON {
-            (&raw const SERIAL, thread_tag())
-        } else {
-            where_noted(mode)?
+        let (flag, tag) = match mode & (STATE | CONCURRENT | SAMPLE) {
+            ON => (&raw const SERIAL, thread_tag()),
+            // Recording, and calls may overlap: this thread's own flag.
+            CONCURRENT => (INSIDE.with(|inside| inside as *const AtomicUsize), 0),
+            _ => where_noted(mode)?,
         };
         // SAFETY: this thread's INSIDE, or a static.
         let noted = unsafe { &*flag };
