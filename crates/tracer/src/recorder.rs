@@ -667,7 +667,8 @@ pub fn gaps(
     ns_per_tick: f64,
     complete: bool,
 ) -> Gaps {
-    let ns = |ticks: u64| ticks_to_ns(ticks, ns_per_tick);
+    let scale = TickScale::new(ns_per_tick);
+    let ns = |ticks: u64| scale.ns(ticks);
     // `others` holds no gap after the table's first call, which has no
     // call before (`Recorder::gap_after_another`).
     let mut pairs: Vec<PairGap> = others
@@ -708,12 +709,33 @@ pub fn gaps(
     Gaps { pairs, firsts }
 }
 
-/// `ticks` in nanoseconds, to the nearest: `f64::round` is a library
-/// call on x86-64 (its instruction is SSE4.1), made five times a signature
-/// when a part of 10^6 is written; the values are never negative.
-#[inline]
-fn ticks_to_ns(ticks: u64, ns_per_tick: f64) -> u64 {
-    (ticks as f64 * ns_per_tick + 0.5) as u64
+/// Ticks to nanoseconds, to the nearest, in fixed point: a multiply and a
+/// shift. The float conversions it replaces (u64 to f64 and back, each
+/// saturating) took 16 instructions a value, five values a signature when
+/// a part of 10^5 signatures is written.
+#[derive(Clone, Copy)]
+struct TickScale {
+    /// Nanoseconds per tick times 2^[`TickScale::FRACTION`].
+    fixed: u64,
+}
+
+impl TickScale {
+    /// Fraction bits: an hour of a 3 GHz clock's ticks is off by under
+    /// 0.1 ns, and a clock of up to 2^16 ns a tick is scaled.
+    const FRACTION: u32 = 48;
+
+    fn new(ns_per_tick: f64) -> TickScale {
+        // Saturating: NaN and negatives give 0, like the cast it replaces.
+        let fixed = (ns_per_tick * (1u64 << Self::FRACTION) as f64).round() as u64;
+        TickScale { fixed }
+    }
+
+    #[inline]
+    fn ns(self, ticks: u64) -> u64 {
+        let half = 1u128 << (Self::FRACTION - 1);
+        let ns = (u128::from(ticks) * u128::from(self.fixed) + half) >> Self::FRACTION;
+        ns.min(u128::from(u64::MAX)) as u64
+    }
 }
 
 /// `stats` in nanoseconds, given the clock's nanoseconds per tick; `others`
@@ -724,7 +746,8 @@ pub fn call_stats(
     others: &FxHashMap<(u32, u32), u64>,
     ns_per_tick: f64,
 ) -> Vec<CallStats> {
-    let ns = |ticks: u64| ticks_to_ns(ticks, ns_per_tick);
+    let scale = TickScale::new(ns_per_tick);
+    let ns = |ticks: u64| scale.ns(ticks);
     let mut gaps: Vec<u64> = stats.iter().map(|s| s.gap + s.again_gap).collect();
     for (&(t, _), &gap) in others {
         if let Some(g) = gaps.get_mut(t as usize) {
@@ -757,6 +780,34 @@ mod tests {
         let (t, _) = r.terminal(func::MPI_Comm_rank);
         r.record(func::MPI_Comm_rank, t, start, end);
         t
+    }
+
+    /// The fixed-point scale rounds ticks to the nearest nanosecond as the
+    /// exact product would, for clocks of 3 GHz, 1 GHz (`clock_gettime`) and
+    /// an odd rate, up to an hour's ticks; it saturates where the
+    /// nanoseconds do not fit, and a rate that is not a number gives 0.
+    #[test]
+    fn ticks_scale_to_the_nearest_nanosecond() {
+        for ns_per_tick in [1.0 / 3.0, 1.0, 0.385_208_4, 2.5] {
+            let scale = TickScale::new(ns_per_tick);
+            let hour = (3.6e12 / ns_per_tick) as u64;
+            let mut ticks = 0u64;
+            while ticks < hour {
+                let exact = ticks as f64 * ns_per_tick;
+                let ns = scale.ns(ticks) as f64;
+                // Off by at most the half nanosecond of rounding, plus
+                // the float product's own error at large counts.
+                assert!(
+                    (ns - exact).abs() <= 0.5 + exact * 1e-12,
+                    "{ticks} ticks at {ns_per_tick} ns: {ns}, exactly {exact}"
+                );
+                ticks = ticks * 3 + 7;
+            }
+        }
+        assert_eq!(TickScale::new(1.0).ns(123_456_789), 123_456_789);
+        assert_eq!(TickScale::new(0.5).ns(3), 2); // 1.5 rounds up
+        assert_eq!(TickScale::new(1000.0).ns(u64::MAX), u64::MAX);
+        assert_eq!(TickScale::new(f64::NAN).ns(1_000), 0);
     }
 
     #[test]
