@@ -261,6 +261,22 @@ impl Front {
         }
     }
 
+    /// Appends the `n` handles of type `slot` at `p` to `out`: [`read`](Front::read)
+    /// of each, with the handles' width tested once.
+    ///
+    /// # Safety
+    /// `p` is valid for `n` handles of this MPI's type.
+    pub unsafe fn read_all(&self, slot: usize, p: *const HandleSlot, n: usize, out: &mut Vec<u64>) {
+        // SAFETY (both arms): per the caller.
+        if self.widths[slot] == 4 {
+            let p = p.cast::<u32>();
+            out.extend((0..n).map(|i| u64::from(unsafe { p.add(i).read_unaligned() })));
+        } else {
+            let p = p.cast::<u64>();
+            out.extend((0..n).map(|i| unsafe { p.add(i).read_unaligned() }));
+        }
+    }
+
     /// The null handle of `kind` (u64::MAX if this MPI has none).
     #[inline]
     pub fn null(&self, kind: HandleKind) -> u64 {

@@ -31,9 +31,8 @@ unsafe fn save_requests(p: *const HandleSlot, n: c_int) {
     SAVED.with_borrow_mut(|saved| {
         saved.clear();
         if !p.is_null() && n > 0 {
-            let f = front();
             // SAFETY: per the caller.
-            saved.extend((0..n as usize).map(|i| unsafe { f.read(REQUEST, p, i) }));
+            unsafe { front().read_all(REQUEST, p, n as usize, saved) };
         }
     });
 }
