@@ -493,6 +493,9 @@ fn the_picture_of_a_long_trace_stays_small() {
 /// `critical_path::tests`.)
 #[test]
 fn a_crashed_run_is_analysed_with_every_call_timed() {
+    // Its ranks would share the two cores with another test's, whose
+    // computations' durations the assertions read.
+    let _one = one_at_a_time();
     mpi_available().unwrap();
     let exe = compile("crash_abort_loop").unwrap();
     let dir = tempfile::tempdir().unwrap();
