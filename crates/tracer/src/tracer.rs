@@ -24,7 +24,6 @@ use std::ffi::c_int;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-use std::sync::{Mutex, PoisonError};
 
 pub struct Tracer {
     pub objects: Objects,
@@ -49,7 +48,7 @@ pub struct Tracer {
 /// The tracer, and the lock that guards it while calls may run
 /// concurrently.
 struct Global {
-    lock: Mutex<()>,
+    lock: parking_lot::Mutex<()>,
     tracer: UnsafeCell<Option<Box<Tracer>>>,
     /// The tracer's call memo (memo.rs), beside it rather than in it: at
     /// a fixed address, which a wrapper compares its call with before the
@@ -63,7 +62,7 @@ struct Global {
 unsafe impl Sync for Global {}
 
 static TRACER: Global = Global {
-    lock: Mutex::new(()),
+    lock: parking_lot::Mutex::new(()),
     tracer: UnsafeCell::new(None),
     memo: UnsafeCell::new(CallMemo::new()),
 };
@@ -148,8 +147,7 @@ pub fn with<R>(f: impl FnOnce(&mut Tracer) -> R) -> Option<R> {
 /// [`with`], for a traced call (`call::Call`): recording is on.
 #[inline(always)]
 pub(crate) fn recording<R>(f: impl FnOnce(&mut Tracer) -> R) -> Option<R> {
-    let _guard = crate::call::concurrent()
-        .then(|| TRACER.lock.lock().unwrap_or_else(PoisonError::into_inner));
+    let _guard = crate::call::concurrent().then(|| TRACER.lock.lock());
     // SAFETY: the lock is held, or MPI calls cannot overlap.
     unsafe { recording_alone(f) }
 }
