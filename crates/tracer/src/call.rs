@@ -83,12 +83,62 @@ const WRITING: usize = 3;
 /// The bits of a thread's place in [`SERIAL`] (below a [`thread_tag`]).
 const PLACE: usize = 3;
 
-thread_local! {
-    /// Not OUTSIDE while this thread is inside a traced call: calls the MPI
-    /// library makes to itself (or user callbacks it runs) are not traced.
-    /// While MPI calls may run concurrently; else see [`SERIAL`].
-    static INSIDE: AtomicUsize = const { AtomicUsize::new(OUTSIDE) };
+/// This thread's place while MPI calls may run concurrently (else see
+/// [`SERIAL`]): not OUTSIDE while it is inside a traced call, so that the
+/// calls the MPI library makes to itself (or user callbacks it runs) are
+/// not traced.
+///
+/// On x86-64 Linux a thread-local of the initial-exec model: its address
+/// is the thread pointer plus an offset the loader fixes, two instructions
+/// where a `thread_local!` of a preloaded library calls `__tls_get_addr`
+/// at each access (about 17 instructions a call at MPI_THREAD_MULTIPLE).
+/// The model needs the library loaded with the program (LD_PRELOAD, as
+/// mpigram is), or room in the static TLS that the loader keeps for
+/// later ones, which 8 bytes find.
+#[inline(always)]
+fn inside() -> &'static AtomicUsize {
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    {
+        let at: usize;
+        // SAFETY: the thread pointer plus the offset of `mpigram_inside` in
+        // the static TLS block: this thread's 8-byte, 8-aligned word
+        // (global_asm below), zero (OUTSIDE) in a new thread, which lives
+        // as long as the thread, longer than any call it makes.
+        unsafe {
+            std::arch::asm!(
+                "mov {at}, qword ptr [rip + mpigram_inside@GOTTPOFF]",
+                "add {at}, qword ptr fs:0",
+                at = out(reg) at,
+                options(nostack, readonly, pure),
+            );
+            &*(at as *const AtomicUsize)
+        }
+    }
+    #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+    {
+        thread_local! {
+            static INSIDE: AtomicUsize = const { AtomicUsize::new(OUTSIDE) };
+        }
+        // SAFETY: the thread's own, which outlives its calls.
+        INSIDE.with(|inside| unsafe { &*(inside as *const AtomicUsize) })
+    }
 }
+
+// The word `inside` reads: zero-filled thread-local storage (.tbss), global
+// to the library's object files (a debug build spreads them over several)
+// and hidden from every other object.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+std::arch::global_asm!(
+    ".pushsection .tbss,\"awT\",@nobits",
+    ".globl mpigram_inside",
+    ".hidden mpigram_inside",
+    ".type mpigram_inside, @tls_object",
+    ".size mpigram_inside, 8",
+    ".p2align 3",
+    "mpigram_inside:",
+    ".zero 8",
+    ".popsection",
+);
 
 /// The thread inside a traced call while MPI calls cannot overlap (a
 /// thread level below MPI_THREAD_MULTIPLE: [`concurrent`]), as its
@@ -121,7 +171,7 @@ pub fn thread_tag() -> usize {
 /// Where this thread is (OUTSIDE, IN_MPI or RECORDING), whichever way it
 /// was noted.
 fn place() -> usize {
-    let own = INSIDE.with(|inside| inside.load(Relaxed));
+    let own = inside().load(Relaxed);
     if own != OUTSIDE {
         return own;
     }
@@ -184,11 +234,11 @@ fn note_in_call(func: FuncId) {
 /// A traced call in progress.
 pub struct Call {
     start: u64,
-    /// Where this thread's place is noted: its INSIDE, looked up once per
+    /// Where this thread's place is noted: its `inside()` word, looked up once per
     /// call, or SERIAL. A `Call` never leaves its thread: the raw pointer
     /// makes it neither Send nor Sync.
     flag: *const AtomicUsize,
-    /// What the place is noted with: 0 in INSIDE, the thread's tag in SERIAL.
+    /// What the place is noted with: 0 in `inside()`, the thread's tag in SERIAL.
     tag: usize,
     /// When the call began, recording was on, no two MPI calls could
     /// overlap and calls were not verified: a keyed call the memo knows
@@ -219,10 +269,10 @@ impl Call {
         let (flag, tag) = match mode & (STATE | CONCURRENT | SAMPLE) {
             ON => (&raw const SERIAL, thread_tag()),
             // Recording, and calls may overlap: this thread's own flag.
-            CONCURRENT => (INSIDE.with(|inside| inside as *const AtomicUsize), 0),
+            CONCURRENT => (inside() as *const AtomicUsize, 0),
             _ => where_noted(mode)?,
         };
-        // SAFETY: this thread's INSIDE, or a static.
+        // SAFETY: this thread's `inside()`, or a static.
         let noted = unsafe { &*flag };
         if noted.load(Relaxed) != OUTSIDE {
             return None;
@@ -429,7 +479,7 @@ fn where_noted(mode: u8) -> Option<(*const AtomicUsize, usize)> {
         return None;
     }
     Some(match concurrent() {
-        true => (INSIDE.with(|inside| inside as *const AtomicUsize), 0),
+        true => (inside() as *const AtomicUsize, 0),
         false => (&raw const SERIAL, thread_tag()),
     })
 }
@@ -437,7 +487,7 @@ fn where_noted(mode: u8) -> Option<(*const AtomicUsize, usize)> {
 impl Call {
     #[inline(always)]
     fn note(&self, place: usize) {
-        // SAFETY: points to this thread's INSIDE, which outlives the call,
+        // SAFETY: points to this thread's `inside()`, which outlives the call,
         // or to a static.
         unsafe { &*self.flag }.store(self.tag | place, Relaxed);
     }
@@ -584,7 +634,7 @@ pub fn writing_out<R>(f: impl FnOnce() -> R) -> R {
 }
 
 fn in_place<R>(place: usize, f: impl FnOnce() -> R) -> R {
-    let was = INSIDE.with(|inside| inside.swap(place, Relaxed));
+    let was = inside().swap(place, Relaxed);
     // Calls that begin while MPI calls cannot overlap look at SERIAL only.
     let serial = SERIAL
         .compare_exchange(0, thread_tag() | place, Relaxed, Relaxed)
@@ -593,7 +643,7 @@ fn in_place<R>(place: usize, f: impl FnOnce() -> R) -> R {
     if serial {
         SERIAL.store(0, Relaxed);
     }
-    INSIDE.with(|inside| inside.store(was, Relaxed));
+    inside().store(was, Relaxed);
     r
 }
 
