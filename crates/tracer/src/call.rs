@@ -288,44 +288,60 @@ impl Call {
         })
     }
 
-    /// Starts a call of a keyed wrapper's fast path: `Some` if recording is
-    /// on, no two MPI calls can overlap, calls are not verified, this
-    /// thread is not inside a traced call and the input words `inputs`
-    /// gives are the memo's; then [`recalled`](Call::recalled) makes it.
-    /// `None` changes nothing: the wrapper then makes its call in full
-    /// ([`enter`](Call::enter), [`keyed`](Call::keyed)), with its arguments
-    /// where it was given them (this path holds them across no call).
-    /// `narrow` says which words are sign-extended 32-bit integers, of
-    /// which only the low halves are compared (`CallMemo::same_inputs`).
+    /// Whether a call may take a fast path: recording is on, no two MPI
+    /// calls can overlap, calls are not verified and this thread is not
+    /// inside a traced call. A keyed wrapper asks before anything else, so
+    /// that a call that may not (every call at MPI_THREAD_MULTIPLE) goes
+    /// its other way at once, before the fast path's code saves registers.
+    #[inline(always)]
+    pub fn may_recall() -> bool {
+        MODE.load(Relaxed) & (STATE | CONCURRENT | VERIFY | SAMPLE) == ON
+            && SERIAL.load(Relaxed) == OUTSIDE
+    }
+
+    /// Starts a call of a keyed wrapper's fast path, once [`may_recall`](Call::may_recall)
+    /// said it may: `Some` if the input words `inputs` gives are the
+    /// memo's; then [`recalled`](Call::recalled) makes it. `None` changes
+    /// nothing: the wrapper then makes its call in full ([`enter`](Call::enter),
+    /// [`keyed`](Call::keyed)), with its arguments where it was given them
+    /// (this path holds them across no call). `narrow` says which words
+    /// are sign-extended 32-bit integers, of which only the low halves are
+    /// compared (`CallMemo::same_inputs`).
     #[inline(always)]
     pub fn recalling<const I: usize>(
         func: FuncId,
         inputs: impl FnOnce(&InputWords) -> [u64; I],
         narrow: [bool; I],
     ) -> Option<Call> {
-        Call::recalling_if(func, |front| {
+        Call::known(func, |front| {
             let words = inputs(&InputWords::new(front));
             // SAFETY: MPI calls cannot overlap.
             unsafe { crate::tracer::same_inputs(func, &words, narrow) }
         })
     }
 
-    /// Starts a call of `func` on a fast path: `Some` if recording is on,
-    /// no two MPI calls can overlap, calls are not verified, this thread is
-    /// not inside a traced call and `known` (which may read the tracer: no
-    /// other thread uses it) says that the call's record is known before
-    /// it is made; then [`made`](Call::made) makes it. `None` changes
-    /// nothing.
+    /// Starts a call of `func` on a fast path: `Some` if [`may_recall`](Call::may_recall)
+    /// says it may and `known` (which may read the tracer: no other thread
+    /// uses it) says that the call's record is known before it is made;
+    /// then [`made`](Call::made) makes it. `None` changes nothing.
     #[inline(always)]
     pub fn recalling_if(
         func: FuncId,
         known: impl FnOnce(&'static crate::front::Front) -> bool,
     ) -> Option<Call> {
-        if MODE.load(Relaxed) & (STATE | CONCURRENT | VERIFY | SAMPLE) != ON
-            || SERIAL.load(Relaxed) != OUTSIDE
-        {
+        if !Call::may_recall() {
             return None;
         }
+        Call::known(func, known)
+    }
+
+    /// A fast path's call of `func`, if `known` says its record is known
+    /// (after [`may_recall`](Call::may_recall) said true).
+    #[inline(always)]
+    fn known(
+        func: FuncId,
+        known: impl FnOnce(&'static crate::front::Front) -> bool,
+    ) -> Option<Call> {
         // SAFETY: recording is on, which needs a bound front end.
         let front = unsafe { crate::front::bound_front() };
         if !known(front) {

@@ -241,7 +241,11 @@ fn wrapper(f: &FuncModel) -> Result<String> {
         if f.params.len() > 7 {
             s.push_str("    #[allow(clippy::too_many_arguments)]\n");
         }
-        let _ = writeln!(s, "    unsafe fn in_full({}) -> {ret} {{", decl.join(", "));
+        let _ = writeln!(
+            s,
+            "    unsafe extern \"C\" fn in_full({}) -> {ret} {{",
+            decl.join(", ")
+        );
         let _ = writeln!(s, "    let real = crate::pmpi::{name}();");
         let _ = writeln!(
             s,
@@ -253,6 +257,28 @@ fn wrapper(f: &FuncModel) -> Result<String> {
             "    call.keyed(func::{name}, {}, {closures})\n}}",
             key.inputs_closure()
         );
+        // The fast path is a function of its own too: a call that may not
+        // take it (every call at MPI_THREAD_MULTIPLE) jumps to `in_full`
+        // before any register is saved for it.
+        // With more than six arguments, one is on the stack, and a call
+        // that passes it on cannot be a jump: such a fast path is inlined.
+        let inline = if f.params.len() > 6 {
+            "always"
+        } else {
+            "never"
+        };
+        let _ = writeln!(
+            s,
+            "    /// The call memo's fast path.\n    #[inline({inline})]"
+        );
+        if f.params.len() > 7 {
+            s.push_str("    #[allow(clippy::too_many_arguments)]\n");
+        }
+        let _ = writeln!(
+            s,
+            "    unsafe extern \"C\" fn fast_path({}) -> {ret} {{",
+            decl.join(", ")
+        );
         let _ = writeln!(s, "    let real = crate::pmpi::{name}();");
         let _ = writeln!(
             s,
@@ -261,6 +287,10 @@ fn wrapper(f: &FuncModel) -> Result<String> {
             key.narrow_array()
         );
         let _ = writeln!(s, "    call.recalled(func::{name}, {closures})\n}}");
+        let _ = writeln!(
+            s,
+            "    if Call::may_recall() {{ unsafe {{ fast_path({args}) }} }} else {{ unsafe {{ in_full({args}) }} }}\n}}"
+        );
         return Ok(s);
     }
     let _ = writeln!(s, "    let real = crate::pmpi::{name}();");
