@@ -257,11 +257,12 @@ fn wrapper(f: &FuncModel) -> Result<String> {
             "    call.keyed(func::{name}, {}, {closures})\n}}",
             key.inputs_closure()
         );
-        // The fast path is a function of its own too: a call that may not
-        // take it (every call at MPI_THREAD_MULTIPLE) jumps to `in_full`
-        // before any register is saved for it.
-        // With more than six arguments, one is on the stack, and a call
-        // that passes it on cannot be a jump: such a fast path is inlined.
+        // The wrapper asks first whether the call may take the fast path, so
+        // that one that may not (every call at MPI_THREAD_MULTIPLE) jumps to
+        // `in_full` before any register is saved for the fast path. That is
+        // a function of its own where all arguments are in registers (up to
+        // six); with more, one is on the stack, a call passing it on cannot
+        // be a jump, and the fast path is inlined into the wrapper instead.
         let inline = if f.params.len() > 6 {
             "always"
         } else {
