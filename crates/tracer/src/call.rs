@@ -313,7 +313,9 @@ impl Call {
         inputs: impl FnOnce(&InputWords) -> [u64; I],
         narrow: [bool; I],
     ) -> Option<Call> {
-        Call::known(func, |front| {
+        // The memo is read without the lock: the wrapper asked first.
+        debug_assert!(Call::may_recall(), "a fast path taken where it may not be");
+        Call::begin_known(func, |front| {
             let words = inputs(&InputWords::new(front));
             // SAFETY: MPI calls cannot overlap.
             unsafe { crate::tracer::same_inputs(func, &words, narrow) }
@@ -332,13 +334,13 @@ impl Call {
         if !Call::may_recall() {
             return None;
         }
-        Call::known(func, known)
+        Call::begin_known(func, known)
     }
 
     /// A fast path's call of `func`, if `known` says its record is known
     /// (after [`may_recall`](Call::may_recall) said true).
     #[inline(always)]
-    fn known(
+    fn begin_known(
         func: FuncId,
         known: impl FnOnce(&'static crate::front::Front) -> bool,
     ) -> Option<Call> {
