@@ -18,11 +18,21 @@
  * Self-check: each received value names its sender and iteration, and the
  * status carries the tag that was sent. Rank 0 prints one line:
  *   irregular ranks=R iterations=N k=K ns_per_call=T finalize_ms=F loop_rss_kb=L peak_rss_kb=P
+ *             loop_faults=M
  * with the loop's wall time per call (MPI_Wtime), the wall time of
- * MPI_Finalize (where a tracer writes its trace), and the process's peak
- * resident memory (VmHWM) before MPI_Finalize and after it. */
+ * MPI_Finalize (where a tracer writes its trace), the process's peak
+ * resident memory (VmHWM) before MPI_Finalize and after it, and the page
+ * faults the process took in the loop (getrusage's minor faults). */
 #include "common.h"
+#include <sys/resource.h>
 #include <time.h>
+
+/* Minor page faults the process has taken so far. */
+static long minor_faults(void)
+{
+    struct rusage u;
+    return getrusage(RUSAGE_SELF, &u) == 0 ? u.ru_minflt : -1;
+}
 
 /* VmHWM of /proc/self/status in kB, or -1 where there is none. */
 static long peak_rss_kb(void)
@@ -56,6 +66,7 @@ int main(int argc, char **argv)
               iters / k + 1);
 
     MPI_Barrier(MPI_COMM_WORLD);
+    long faults0 = minor_faults();
     double t0 = MPI_Wtime();
     unsigned long long draw = 88172645463325252ULL; /* xorshift64 */
     for (long i = 0; i < iters; i++) {
@@ -74,6 +85,7 @@ int main(int argc, char **argv)
         CHECK_EQ(st.MPI_TAG, tag);
     }
     double t = MPI_Wtime() - t0;
+    long loop_faults = minor_faults() - faults0;
     long loop_rss = peak_rss_kb();
     /* MPI_Wtime is not to be called after MPI_Finalize: the C clock times it. */
     struct timespec f0, f1;
@@ -83,8 +95,8 @@ int main(int argc, char **argv)
     double finalize_ms = (f1.tv_sec - f0.tv_sec) * 1e3 + (f1.tv_nsec - f0.tv_nsec) / 1e6;
     if (rank == 0)
         printf("irregular ranks=%d iterations=%ld k=%ld ns_per_call=%.1f finalize_ms=%.1f "
-               "loop_rss_kb=%ld peak_rss_kb=%ld\n",
+               "loop_rss_kb=%ld peak_rss_kb=%ld loop_faults=%ld\n",
                n, iters, k, iters > 0 ? t * 1e9 / (double)iters : 0.0, finalize_ms, loop_rss,
-               peak_rss_kb());
+               peak_rss_kb(), loop_faults);
     return 0;
 }

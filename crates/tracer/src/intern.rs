@@ -38,6 +38,22 @@ impl Interner {
         (n, true)
     }
 
+    /// Makes room in an empty interner for `strings` strings of `bytes`
+    /// bytes in all, and faults its pages in now (`Recorder::prepare`):
+    /// the index is filled with placeholders once and emptied, so that its
+    /// buckets' pages are touched too.
+    pub fn prepare(&mut self, strings: usize, bytes: usize) {
+        debug_assert!(self.is_empty());
+        fault_in(&mut self.bytes, bytes, 0);
+        fault_in(&mut self.ends, strings, 0);
+        self.index.reserve(strings, |&(h, _)| h);
+        for i in 0..strings as u64 {
+            let h = i.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            self.index.insert_unique(h, (h, u32::MAX), |&(eh, _)| eh);
+        }
+        self.index.clear();
+    }
+
     /// The string numbered `n`.
     #[inline]
     pub fn get(&self, n: u32) -> Option<&[u8]> {
@@ -74,6 +90,14 @@ impl Interner {
             + self.ends.capacity() * size_of::<usize>()
             + self.index.capacity() * 8 / 7 * (size_of::<(u64, u32)>() + 1)
     }
+}
+
+/// Makes room for `more` elements in `v` and faults its pages in now: the
+/// room is filled with `value`, then emptied (the memory stays `v`'s).
+pub fn fault_in<T: Copy>(v: &mut Vec<T>, more: usize, value: T) {
+    let len = v.len();
+    v.resize(len + more, value);
+    v.truncate(len);
 }
 
 /// String `n` of an interner's `bytes` and `ends` (`n` < `ends.len()`).

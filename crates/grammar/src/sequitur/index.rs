@@ -51,6 +51,19 @@ impl DigramIndex {
         self.table.reserve(more, |&(_, hm)| spread(hm));
     }
 
+    /// Makes room for `more` digrams in an empty index and faults its
+    /// pages in: filled with placeholders once, then emptied.
+    pub(super) fn prepare(&mut self, more: usize) {
+        debug_assert_eq!(self.table.len(), 0);
+        self.reserve(more);
+        for h in 0..more as u32 {
+            let h = h.wrapping_mul(0x9e37_79b9);
+            self.table
+                .insert_unique(spread(h), (0, h), |&(_, hm)| spread(hm));
+        }
+        self.clear();
+    }
+
     /// Forgets every digram, keeping the table's memory.
     pub(super) fn clear(&mut self) {
         self.table.clear();

@@ -236,6 +236,19 @@ impl Sequitur {
         self.index.reserve(terminals);
     }
 
+    /// Makes room for the first `terminals` terminals of an empty builder,
+    /// each in a node of its own and with an indexed digram, and faults
+    /// the pages in now: a caller that must not pause when the grammar
+    /// first grows (a tracer, in MPI_Init) takes the page faults at once.
+    pub fn prepare(&mut self, terminals: usize) {
+        let (nodes, lone) = (self.nodes.len(), self.lone.len());
+        self.nodes.resize(nodes + terminals, self.nodes[0]);
+        self.nodes.truncate(nodes);
+        self.lone.resize(lone + terminals, 0);
+        self.lone.truncate(lone);
+        self.index.prepare(terminals);
+    }
+
     /// The grammar of everything pushed so far, as the single stream `stream`.
     /// The builder stays usable: pushing may continue afterwards.
     pub fn grammar(&mut self, stream: StreamId) -> Grammar {
@@ -809,8 +822,20 @@ mod tests {
         assert_eq!(s.lone.len(), 3);
     }
 
+    #[test]
+    fn a_prepared_builder_has_room_and_nothing_in_it() {
+        let mut s = Sequitur::new();
+        s.prepare(1_000);
+        assert!(s.nodes.capacity() > 1_000 && s.lone.capacity() >= 1_000);
+        assert!(s.index.heap_bytes() >= 1_000 * 9);
+        assert_eq!((s.nodes.len(), s.lone.len(), s.index.len()), (1, 0, 0));
+        assert!(s.is_empty());
+        s.check_invariants().unwrap();
+    }
+
     proptest! {
-        /// Lone terminals change when digrams are indexed, not the grammar.
+        /// Lone terminals change when digrams are indexed, not the grammar;
+        /// nor does room made before the first push.
         #[test]
         fn the_grammar_is_the_one_every_digram_indexed_builds(
             input in prop::collection::vec(
@@ -818,14 +843,20 @@ mod tests {
         ) {
             let mut s = Sequitur::new();
             let mut every = indexing_every_digram();
+            let mut prepared = Sequitur::new();
+            prepared.prepare(64);
             for (i, &t) in input.iter().enumerate() {
                 s.push(t);
                 every.push(t);
+                prepared.push(t);
                 if i % 16 == 0 {
                     prop_assert_eq!(s.check_invariants(), Ok(()));
+                    prop_assert_eq!(prepared.check_invariants(), Ok(()));
                 }
             }
-            prop_assert_eq!(s.grammar(0).encode(), every.grammar(0).encode());
+            let g = s.grammar(0).encode();
+            prop_assert_eq!(&g, &every.grammar(0).encode());
+            prop_assert_eq!(&g, &prepared.grammar(0).encode());
             prop_assert_eq!(s.check_invariants(), Ok(()));
         }
     }
