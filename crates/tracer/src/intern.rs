@@ -46,7 +46,9 @@ impl Interner {
         debug_assert!(self.is_empty());
         fault_in(&mut self.bytes, bytes, 0);
         fault_in(&mut self.ends, strings, 0);
-        self.index.reserve(strings, |&(h, _)| h);
+        if self.index.try_reserve(strings, |&(h, _)| h).is_err() {
+            return;
+        }
         for i in 0..strings as u64 {
             let h = i.wrapping_mul(0x9e37_79b9_7f4a_7c15);
             self.index.insert_unique(h, (h, u32::MAX), |&(eh, _)| eh);
@@ -94,10 +96,13 @@ impl Interner {
 
 /// Makes room for `more` elements in `v` and faults its pages in now: the
 /// room is filled with `value`, then emptied (the memory stays `v`'s).
+/// Where the memory is not to be had, nothing changes.
 pub fn fault_in<T: Copy>(v: &mut Vec<T>, more: usize, value: T) {
-    let len = v.len();
-    v.resize(len + more, value);
-    v.truncate(len);
+    if v.try_reserve(more).is_ok() {
+        let len = v.len();
+        v.resize(len + more, value);
+        v.truncate(len);
+    }
 }
 
 /// String `n` of an interner's `bytes` and `ends` (`n` < `ends.len()`).

@@ -55,7 +55,9 @@ impl DigramIndex {
     /// pages in: filled with placeholders once, then emptied.
     pub(super) fn prepare(&mut self, more: usize) {
         debug_assert_eq!(self.table.len(), 0);
-        self.reserve(more);
+        if self.table.try_reserve(more, |&(_, hm)| spread(hm)).is_err() {
+            return;
+        }
         for h in 0..more as u32 {
             let h = h.wrapping_mul(0x9e37_79b9);
             self.table

@@ -240,7 +240,11 @@ impl Sequitur {
     /// each in a node of its own and with an indexed digram, and faults
     /// the pages in now: a caller that must not pause when the grammar
     /// first grows (a tracer, in MPI_Init) takes the page faults at once.
+    /// Where the memory is not to be had, nothing changes.
     pub fn prepare(&mut self, terminals: usize) {
+        if self.nodes.try_reserve(terminals).is_err() || self.lone.try_reserve(terminals).is_err() {
+            return;
+        }
         let (nodes, lone) = (self.nodes.len(), self.lone.len());
         self.nodes.resize(nodes + terminals, self.nodes[0]);
         self.nodes.truncate(nodes);
