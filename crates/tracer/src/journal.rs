@@ -164,9 +164,9 @@ impl Journal {
             let map = map.cast::<u8>();
             // SAFETY: the file and the mapping hold the header.
             unsafe { std::ptr::copy_nonoverlapping(head.as_ptr(), map, head.len()) };
-            // The first tail's pages are faulted in now, in MPI_Init, not by
-            // the first calls' records (`Recorder::prepare`). The file reads
-            // as zeros there already.
+            // The first tail's pages are faulted in now, in MPI_Init, not
+            // by the first calls' records (`Recorder::prepare`). The file
+            // reads as zeros there already.
             // SAFETY: the file holds `allocated` tail bytes after `tail_at`.
             unsafe { std::ptr::write_bytes(map.add(tail_at), 0, allocated) };
             std::fs::rename(&tmp, &path)?;

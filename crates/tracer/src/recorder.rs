@@ -366,9 +366,10 @@ impl Recorder {
 
     /// Makes room for the first `signatures` signatures of an empty
     /// recorder (their table, timing and grammar) and faults its pages in
-    /// now, in MPI_Init: a page first touched costs 1.3–1.9 µs on the VMs
-    /// measured, and a new signature takes about 190 bytes of them (45
-    /// faults for a program's first 1,000 signatures: 80 ns a signature).
+    /// now, as the tracer starts (at the first MPI call): a page first
+    /// touched costs 1.3–2.1 µs on the VMs measured, and a new signature
+    /// takes about 190 bytes of new memory (46 faults for a program's
+    /// first 1,000 signatures: 64–97 ns a signature).
     /// A part after the first reuses the first's memory (`reuse`). At most
     /// a quarter of the budget is prepared.
     pub fn prepare(&mut self, signatures: usize) {

@@ -47,7 +47,8 @@ pub struct Tracer {
 
 /// Signatures the recorder has room made for when it starts
 /// (`Recorder::prepare`): more than most programs have (NPB's have
-/// hundreds), about 800 KB faulted in at MPI_Init.
+/// hundreds); about 800 KB, faulted in at the first MPI call (MPI_Init in
+/// most programs).
 const PREPARED_SIGNATURES: usize = 4096;
 
 /// The tracer, and the lock that guards it while calls may run
