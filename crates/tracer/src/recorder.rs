@@ -268,7 +268,7 @@ pub struct TickStats {
 }
 
 /// Bytes of encoded signature [`Recorder::prepare`] makes room for, per
-/// signature (an MPI_Sendrecv's is about 30, a collective's fewer).
+/// signature on average (longer ones grow the table's bytes as before).
 const PREPARED_SIGNATURE_BYTES: usize = 48;
 
 /// Bytes a prepared signature takes in all: its encoding, its end and
