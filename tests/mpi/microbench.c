@@ -17,6 +17,11 @@
  *                                tags, each with its own buffer): 4 MPI_Irecv, 4
  *                                MPI_Isend of 8 bytes, one MPI_Waitall of the 8, as a
  *                                2D stencil's halo exchange makes them
+ *   heap_temporary_ns            one malloc and free of a block of 32 to 128 bytes, as
+ *                                code between MPI calls makes them (no MPI call; the
+ *                                tracer's allocation hooks run), on rank 0
+ *   heap_temporary_100k_live_ns  the same with 100,000 more blocks allocated and not
+ *                                freed
  * and prints one machine-readable line per measurement, "name value". The
  * two-rank measurements need at least 2 ranks and are left out with one;
  * ranks above 1 wait in a barrier.
@@ -27,6 +32,21 @@
 static void report(const char *name, double seconds, long iterations)
 {
     printf("%s %.1f\n", name, seconds * 1e9 / (double)iterations);
+}
+
+/* Allocates and frees `iters` temporary blocks; returns the time taken. */
+static double heap_temporaries(long iters)
+{
+    volatile char sink = 0;
+    double t0 = MPI_Wtime();
+    for (long i = 0; i < iters; i++) {
+        char *t = malloc(32 + (size_t)(i & 3) * 32);
+        CHECK(t != NULL);
+        t[0] = (char)i;
+        sink += t[0];
+        free(t);
+    }
+    return MPI_Wtime() - t0;
 }
 
 static void pingpong(int rank, long iters)
@@ -112,6 +132,21 @@ int main(int argc, char **argv)
         double t = MPI_Wtime() - t0;
         CHECK_EQ(r, 0);
         report("comm_rank_ns", t, iters);
+
+        heap_temporaries(warmup);
+        report("heap_temporary_ns", heap_temporaries(iters), iters);
+        enum { LIVE = 100000 };
+        char **live = malloc(LIVE * sizeof *live);
+        CHECK(live != NULL);
+        for (long i = 0; i < LIVE; i++) {
+            live[i] = malloc(64);
+            CHECK(live[i] != NULL);
+        }
+        heap_temporaries(warmup);
+        report("heap_temporary_100k_live_ns", heap_temporaries(iters), iters);
+        for (long i = 0; i < LIVE; i++)
+            free(live[i]);
+        free(live);
     }
 
     MPI_Barrier(MPI_COMM_WORLD);

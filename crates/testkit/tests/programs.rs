@@ -143,9 +143,11 @@ fn microbench_prints_one_number_per_measurement() {
     let two = mpiexec(2, &exe, ["2000"]).run().unwrap();
     two.assert_success();
     let m = measurements(&two.stdout);
-    assert_eq!(m.len(), 6, "{}", two.stdout);
+    assert_eq!(m.len(), 8, "{}", two.stdout);
     for name in [
         "comm_rank_ns",
+        "heap_temporary_ns",
+        "heap_temporary_100k_live_ns",
         "pingpong_half_rtt_ns",
         "irecv_isend_waitall_ns",
         "window_1B_ns_per_message",
@@ -157,9 +159,15 @@ fn microbench_prints_one_number_per_measurement() {
     }
     let one = mpiexec(1, &exe, ["2000"]).run().unwrap();
     one.assert_success();
+    let mut names: Vec<String> = measurements(&one.stdout).into_keys().collect();
+    names.sort();
     assert_eq!(
-        measurements(&one.stdout).keys().collect::<Vec<_>>(),
-        ["comm_rank_ns"]
+        names,
+        [
+            "comm_rank_ns",
+            "heap_temporary_100k_live_ns",
+            "heap_temporary_ns"
+        ]
     );
 }
 

@@ -6,6 +6,7 @@
 //! tracked. mmap'ed buffers are not hooked: they get ids on first use like
 //! stack buffers.
 
+use crate::call::Allocator;
 use crate::segments;
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering::Relaxed};
@@ -65,10 +66,14 @@ pub fn recorder_allocations() -> u64 {
 }
 
 fn track(p: *mut c_void, size: usize) -> *mut c_void {
-    if crate::call::in_recorder() {
-        RECORDER_ALLOCATIONS.fetch_add(1, Relaxed);
-    } else if !p.is_null() && heap_tracking() && crate::call::recording_here() {
-        segments::allocated(p as usize, size);
+    match crate::call::allocator() {
+        Allocator::Recorder => {
+            RECORDER_ALLOCATIONS.fetch_add(1, Relaxed);
+        }
+        Allocator::Application if !p.is_null() && heap_tracking() => {
+            segments::allocated(p as usize, size);
+        }
+        _ => {}
     }
     p
 }

@@ -617,20 +617,36 @@ pub fn disable() {
     MODE.fetch_or(OFF, Relaxed);
 }
 
-/// Whether calls are being recorded now (or may be: no MPI call came
-/// yet), and this thread is not inside one (the allocation hooks ask this;
-/// they never decide whether to record, which needs the MPI library).
-#[inline]
-pub fn recording_here() -> bool {
-    let state = state();
-    (state == ON || (state == UNSET && !env_says_off())) && place() == OUTSIDE
+/// Whose a heap block allocated now on this thread is, as the allocation
+/// hooks ask (they never decide whether to record, which needs the MPI
+/// library).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Allocator {
+    /// The tracer, recording a call (counted: after warm-up, none).
+    Recorder,
+    /// The application, while calls are recorded (or may be: no MPI call
+    /// came yet): its blocks are tracked.
+    Application,
+    /// MPI inside a call, the tracer writing out, or an application that
+    /// is not traced.
+    Other,
 }
 
-/// Whether this thread is recording a call now (the allocation hooks count
-/// the tracer's own allocations with this).
+/// See [`Allocator`].
 #[inline]
-pub fn in_recorder() -> bool {
-    place() == RECORDING
+pub fn allocator() -> Allocator {
+    match place() {
+        RECORDING => Allocator::Recorder,
+        OUTSIDE => {
+            let state = state();
+            if state == ON || (state == UNSET && !env_says_off()) {
+                Allocator::Application
+            } else {
+                Allocator::Other
+            }
+        }
+        _ => Allocator::Other,
+    }
 }
 
 /// Runs `f`, which the tracer or MPI does for itself (the tracer's

@@ -12,31 +12,49 @@
 //! when it is busy (another thread, or an allocation made while the table
 //! itself is being updated) the block is simply not tracked, so a hook can
 //! never block or recurse.
+//!
+//! Most of an application's heap blocks are temporaries that no MPI call
+//! ever sees, so the hooks keep them off the ordered tree that lookups
+//! search: a new block goes to a short list of young blocks and, freed
+//! soon after, leaves it again; the young blocks enter the tree only when
+//! the list is full or an MPI call looks a buffer up. A free of a block
+//! that was never tracked (MPI's own, inside a call) is told apart without
+//! the lock by a table of counts by address ([`Filter`]).
 
 use crate::objects::IdPool;
 use rustc_hash::FxHashMap;
+use spin::mutex::{SpinMutex, SpinMutexGuard};
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
-use std::sync::{Mutex, TryLockError};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering::Relaxed};
 
 /// The id of a heap block that no MPI call has used yet.
 const UNNAMED: u64 = u64::MAX;
 
-#[derive(Default)]
+/// Young blocks the list holds (see the module's comment).
+const YOUNG: usize = 16;
+
 struct Segments {
     /// Heap blocks: start -> (length, id or [`UNNAMED`]).
     blocks: BTreeMap<usize, (usize, u64)>,
+    /// Heap blocks not in `blocks` yet, oldest first: (start, length), all
+    /// unnamed; the first `young_len` of them.
+    young: [(usize, usize); YOUNG],
+    young_len: usize,
     /// Addresses outside any block: address -> id (never freed).
     loose: FxHashMap<usize, u64>,
     ids: IdPool,
+    /// Counts the blocks of `blocks` and `young` by start.
+    filter: &'static Filter,
 }
 
-static SEGMENTS: Mutex<Option<Segments>> = Mutex::new(None);
-/// Number of tracked blocks: lets `free` skip the table when it is empty.
-static TRACKED: AtomicUsize = AtomicUsize::new(0);
+/// A spin lock: its release is a store, where a mutex that may wake a
+/// waiter needs a read-modify-write (about 5 ns of each hook here); the
+/// hooks only try it, and a lookup that must wait yields.
+static SEGMENTS: SpinMutex<Option<Segments>, spin::relax::Yield> = SpinMutex::new(None);
 /// Bumped whenever a tracked block is freed: cached lookups older than
 /// that may name a block that no longer exists.
 static GENERATION: AtomicU64 = AtomicU64::new(0);
+static FILTER: Filter = Filter::new();
 
 /// Changes whenever a tracked block is freed: while it stays the same, a
 /// buffer address encodes as it did.
@@ -45,7 +63,152 @@ pub fn generation() -> u64 {
     GENERATION.load(Relaxed)
 }
 
+/// The table's blocks counted by start, in slots chosen by a hash of the
+/// start: a zero count says, without the table's lock, that no block
+/// starts there. Written under the lock only; a count that reaches
+/// [`Filter::FULL`] stays there (it then only ever says "maybe").
+struct Filter([AtomicU8; Filter::SLOTS]);
+
+impl Filter {
+    const BITS: u32 = 20;
+    const SLOTS: usize = 1 << Filter::BITS;
+    const FULL: u8 = u8::MAX;
+
+    const fn new() -> Filter {
+        Filter([const { AtomicU8::new(0) }; Filter::SLOTS])
+    }
+
+    #[inline]
+    fn slot(&self, start: usize) -> &AtomicU8 {
+        // Blocks are 16-byte aligned: the bits above those, mixed.
+        let h = ((start >> 4) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - Filter::BITS);
+        &self.0[h as usize]
+    }
+
+    /// Whether a tracked block may start at `start`.
+    #[inline]
+    fn may_hold(&self, start: usize) -> bool {
+        self.slot(start).load(Relaxed) != 0
+    }
+
+    fn add(&self, start: usize) {
+        let slot = self.slot(start);
+        let n = slot.load(Relaxed);
+        if n < Filter::FULL {
+            slot.store(n + 1, Relaxed);
+        }
+    }
+
+    fn remove(&self, start: usize) {
+        let slot = self.slot(start);
+        let n = slot.load(Relaxed);
+        if n > 0 && n < Filter::FULL {
+            slot.store(n - 1, Relaxed);
+        }
+    }
+}
+
 impl Segments {
+    fn new(filter: &'static Filter) -> Segments {
+        Segments {
+            blocks: BTreeMap::new(),
+            young: [(0, 0); YOUNG],
+            young_len: 0,
+            loose: FxHashMap::default(),
+            ids: IdPool::default(),
+            filter,
+        }
+    }
+
+    /// A heap block of `len` bytes was allocated at `start`.
+    fn add(&mut self, start: usize, len: usize) {
+        let len = len.max(1);
+        if !self.filter.may_hold(start) {
+            if self.young_len == YOUNG {
+                self.settle();
+            }
+            self.young[self.young_len] = (start, len);
+            self.young_len += 1;
+            self.filter.add(start);
+            return;
+        }
+        // A block may start there already: one whose free the hook missed
+        // (the lock was busy), which this one replaces.
+        if let Some(young) = self.young[..self.young_len]
+            .iter_mut()
+            .find(|(s, _)| *s == start)
+        {
+            young.1 = len;
+        } else if let Some((_, old)) = self.blocks.insert(start, (len, UNNAMED)) {
+            self.forget(old);
+        } else {
+            self.filter.add(start);
+        }
+    }
+
+    /// The heap block at `start` was freed: whether it was tracked.
+    fn remove(&mut self, start: usize) -> bool {
+        let young = &mut self.young[..self.young_len];
+        // Newest first: a temporary is freed soon after it was allocated.
+        if let Some(i) = young.iter().rposition(|&(s, _)| s == start) {
+            // (Mostly the last one: nothing to move.)
+            for j in i + 1..young.len() {
+                young[j - 1] = young[j];
+            }
+            self.young_len -= 1;
+            self.filter.remove(start);
+            return true;
+        }
+        let Some((_, id)) = self.blocks.remove(&start) else {
+            return false;
+        };
+        self.filter.remove(start);
+        self.forget(id);
+        true
+    }
+
+    /// Moves the young blocks into the tree.
+    fn settle(&mut self) {
+        for &(start, len) in &self.young[..self.young_len] {
+            // (No block in the tree starts where a young one does: `add`.)
+            self.blocks.insert(start, (len, UNNAMED));
+        }
+        self.young_len = 0;
+    }
+
+    /// The segment of `addr` (named now if it was not).
+    fn find(&mut self, addr: usize, generation: u64) -> Segment {
+        self.settle();
+        if let Some((&start, &mut (len, ref mut id))) = self.blocks.range_mut(..=addr).next_back() {
+            if addr - start < len {
+                if *id == UNNAMED {
+                    *id = self.ids.take();
+                }
+                let id = *id;
+                return Segment {
+                    start,
+                    len,
+                    id,
+                    generation,
+                };
+            }
+        }
+        let id = match self.loose.get(&addr) {
+            Some(&id) => id,
+            None => {
+                let id = self.ids.take();
+                self.loose.insert(addr, id);
+                id
+            }
+        };
+        Segment {
+            start: addr,
+            len: 1,
+            id,
+            generation,
+        }
+    }
+
     /// A block is gone: its id, if it had one, is free again, and cached
     /// lookups that may name it are stale. (An unnamed block was never
     /// looked up: nothing to invalidate.)
@@ -60,27 +223,22 @@ impl Segments {
 /// A heap block was allocated (from a hook).
 pub fn allocated(start: usize, len: usize) {
     if let Some(mut guard) = try_lock() {
-        let s = guard.get_or_insert_with(Segments::default);
-        if let Some((_, old)) = s.blocks.insert(start, (len.max(1), UNNAMED)) {
-            s.forget(old);
-        } else {
-            TRACKED.fetch_add(1, Relaxed);
-        }
+        guard
+            .get_or_insert_with(|| Segments::new(&FILTER))
+            .add(start, len);
     }
 }
 
 /// A heap block was freed (from a hook).
+#[inline]
 pub fn freed(start: usize) {
-    if TRACKED.load(Relaxed) == 0 || crate::call::frees_own_blocks() {
+    if !FILTER.may_hold(start) || crate::call::frees_own_blocks() {
         return;
     }
-    if let Some(mut guard) = try_lock() {
-        if let Some(s) = guard.as_mut() {
-            if let Some((_, id)) = s.blocks.remove(&start) {
-                TRACKED.fetch_sub(1, Relaxed);
-                s.forget(id);
-            }
-        }
+    if let Some(mut guard) = try_lock()
+        && let Some(s) = guard.as_mut()
+    {
+        s.remove(start);
     }
 }
 
@@ -119,42 +277,132 @@ impl SegmentCache {
 }
 
 fn locate(addr: usize, generation: u64) -> Segment {
-    let mut guard = SEGMENTS.lock().unwrap_or_else(|e| e.into_inner());
-    let s = guard.get_or_insert_with(Segments::default);
-    if let Some((&start, &mut (len, ref mut id))) = s.blocks.range_mut(..=addr).next_back() {
-        if addr - start < len {
-            if *id == UNNAMED {
-                *id = s.ids.take();
-            }
-            let id = *id;
-            return Segment {
-                start,
-                len,
-                id,
-                generation,
-            };
-        }
-    }
-    let id = match s.loose.get(&addr) {
-        Some(&id) => id,
-        None => {
-            let id = s.ids.take();
-            s.loose.insert(addr, id);
-            id
-        }
-    };
-    Segment {
-        start: addr,
-        len: 1,
-        id,
-        generation,
-    }
+    let mut guard = SEGMENTS.lock();
+    let s = guard.get_or_insert_with(|| Segments::new(&FILTER));
+    s.find(addr, generation)
 }
 
-fn try_lock() -> Option<std::sync::MutexGuard<'static, Option<Segments>>> {
-    match SEGMENTS.try_lock() {
-        Ok(g) => Some(g),
-        Err(TryLockError::Poisoned(e)) => Some(e.into_inner()),
-        Err(TryLockError::WouldBlock) => None,
+fn try_lock() -> Option<SpinMutexGuard<'static, Option<Segments>>> {
+    SEGMENTS.try_lock()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A table with a filter of its own (the hooks' is shared by the
+    /// process).
+    fn table() -> Segments {
+        // SAFETY: zero is a valid AtomicU8.
+        let filter: Box<Filter> = unsafe { Box::new_zeroed().assume_init() };
+        Segments::new(Box::leak(filter))
+    }
+
+    const HEAP: usize = 0x5555_0000_0000;
+
+    fn in_tree(s: &Segments, start: usize) -> bool {
+        s.blocks.contains_key(&start)
+    }
+
+    #[test]
+    fn a_temporary_block_never_enters_the_tree() {
+        let mut s = table();
+        for i in 0..1000 {
+            let start = HEAP + (i % 3) * 64;
+            s.add(start, 48);
+            assert!(s.filter.may_hold(start));
+            assert!(s.remove(start));
+            assert!(!s.filter.may_hold(start), "its count went back to zero");
+        }
+        assert!(s.blocks.is_empty());
+        assert_eq!(s.young_len, 0);
+    }
+
+    #[test]
+    fn young_blocks_settle_when_the_list_is_full_and_are_freed_from_the_tree() {
+        let mut s = table();
+        let starts: Vec<usize> = (0..=YOUNG).map(|i| HEAP + i * 4096).collect();
+        for &start in &starts {
+            s.add(start, 4096);
+        }
+        // The 17th block found the list full: the first 16 went to the tree.
+        assert!(starts[..YOUNG].iter().all(|&b| in_tree(&s, b)));
+        assert!(!in_tree(&s, starts[YOUNG]));
+        assert_eq!(s.young_len, 1);
+        // A block freed from the middle of the tree, another from the list.
+        assert!(s.remove(starts[3]));
+        assert!(s.remove(starts[YOUNG]));
+        assert!(!in_tree(&s, starts[3]) && s.young_len == 0);
+        assert!(!s.remove(starts[3]), "freed twice: no longer tracked");
+        assert!(!s.filter.may_hold(starts[3]));
+    }
+
+    #[test]
+    fn a_lookup_names_the_block_around_an_address_and_a_free_gives_its_id_back() {
+        let mut s = table();
+        let (a, b) = (HEAP, HEAP + 1024);
+        s.add(a, 1000);
+        s.add(b, 64);
+        let g = generation();
+        // Young blocks are settled by the lookup, found by interior addresses.
+        let sa = s.find(a + 100, g);
+        assert_eq!((sa.start, sa.len, sa.id), (a, 1000, 0));
+        let sb = s.find(b + 63, g);
+        assert_eq!((sb.start, sb.id), (b, 1));
+        assert_eq!(s.find(a + 999, g).id, 0, "named once");
+        // Past its end: an address of its own.
+        let loose = s.find(a + 1000, g);
+        assert_eq!((loose.start, loose.len, loose.id), (a + 1000, 1, 2));
+        // Freeing a named block gives its id back and makes cached lookups
+        // stale; freeing an unnamed one does neither.
+        s.remove(a);
+        assert!(generation() > g);
+        let c = HEAP + 8192;
+        s.add(c, 16);
+        let g = generation();
+        s.add(HEAP + 9000, 16);
+        s.remove(HEAP + 9000);
+        assert_eq!(s.find(c, g).id, 0, "the smallest free id, a's");
+    }
+
+    #[test]
+    fn a_block_whose_free_was_missed_is_replaced() {
+        let mut s = table();
+        // Young, then in the tree: allocated again at the same start
+        // without the free in between (the hook found the lock busy).
+        for settle in [false, true] {
+            s.add(HEAP, 32);
+            if settle {
+                s.settle();
+            }
+            s.add(HEAP, 64);
+            assert_eq!(s.find(HEAP + 40, 0).start, HEAP, "the new length");
+            assert!(s.remove(HEAP));
+            assert!(!s.remove(HEAP), "one block, not two");
+            assert!(!s.filter.may_hold(HEAP));
+        }
+    }
+
+    #[test]
+    fn a_free_of_a_block_never_tracked_is_told_apart_without_the_table() {
+        let mut s = table();
+        s.add(HEAP, 32);
+        assert!(!s.filter.may_hold(HEAP + 16));
+        assert!(!s.remove(HEAP + 16));
+        assert!(
+            s.filter.may_hold(HEAP),
+            "the tracked block is still counted"
+        );
+    }
+
+    #[test]
+    fn a_full_count_stays_full() {
+        let s = table();
+        for _ in 0..Filter::FULL {
+            s.filter.add(HEAP);
+        }
+        s.filter.remove(HEAP);
+        assert_eq!(s.filter.slot(HEAP).load(Relaxed), Filter::FULL);
+        assert!(s.filter.may_hold(HEAP));
     }
 }

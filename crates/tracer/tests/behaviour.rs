@@ -172,6 +172,37 @@ fn wildcard_receives_record_the_real_source() {
 }
 
 #[test]
+fn heap_buffers_are_their_blocks_and_offsets_whatever_else_is_allocated() {
+    let run = run_traced("heap_buffers", 2, &[], &[]);
+    run.output.assert_success();
+    let trace = assert_trace_is_exact(&run, 2);
+    for r in 0..2 {
+        let calls = decoded(&trace, r);
+        // (segment id, offset) of each broadcast's buffer.
+        let buffers: Vec<(u64, u64)> = calls_of(&calls, "MPI_Bcast")
+            .iter()
+            .map(|c| {
+                let b = c.args["buffer"].as_str().expect("a buffer");
+                let (id, offset) = b
+                    .strip_prefix("seg")
+                    .and_then(|b| b.split_once('+'))
+                    .expect(b);
+                (id.parse().unwrap(), offset.parse().unwrap())
+            })
+            .collect();
+        // MPI_Init's arguments took the first ids.
+        let first = buffers[0].0;
+        // a, a + 256, b + 10; a freed, then c takes its id; b; the stack.
+        let expected = [(0, 0), (0, 256), (1, 10), (0, 0), (1, 0), (2, 0)];
+        assert_eq!(
+            buffers,
+            expected.map(|(id, offset)| (first + id, offset)),
+            "rank {r}"
+        );
+    }
+}
+
+#[test]
 fn halo_trace_size_does_not_depend_on_iterations() {
     let short = run_traced("halo2d", 4, &["100"], &[("MPIGRAM_VERIFY", "0")]);
     let long = run_traced("halo2d", 4, &["10000"], &[("MPIGRAM_VERIFY", "0")]);
