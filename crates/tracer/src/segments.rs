@@ -220,7 +220,9 @@ impl Segments {
     }
 }
 
-/// A heap block was allocated (from a hook).
+/// A heap block was allocated (from a hook). (Out of line: the hook's
+/// other cases save no registers.)
+#[inline(never)]
 pub fn allocated(start: usize, len: usize) {
     if let Some(mut guard) = try_lock() {
         guard
@@ -232,9 +234,13 @@ pub fn allocated(start: usize, len: usize) {
 /// A heap block was freed (from a hook).
 #[inline]
 pub fn freed(start: usize) {
-    if !FILTER.may_hold(start) || crate::call::frees_own_blocks() {
-        return;
+    if FILTER.may_hold(start) && !crate::call::frees_own_blocks() {
+        remove(start);
     }
+}
+
+#[inline(never)]
+fn remove(start: usize) {
     if let Some(mut guard) = try_lock()
         && let Some(s) = guard.as_mut()
     {
