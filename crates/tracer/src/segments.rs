@@ -22,10 +22,9 @@
 //! the lock by a table of counts by address ([`Filter`]).
 
 use crate::objects::IdPool;
-use rustc_hash::FxHashMap;
 use spin::mutex::{SpinMutex, SpinMutexGuard};
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering::Relaxed};
 
 /// The id of a heap block that no MPI call has used yet.
 const UNNAMED: u64 = u64::MAX;
@@ -40,8 +39,10 @@ struct Segments {
     /// unnamed; the first `young_len` of them.
     young: [(usize, usize); YOUNG],
     young_len: usize,
-    /// Addresses outside any block: address -> id (never freed).
-    loose: FxHashMap<usize, u64>,
+    /// Addresses outside any block, sorted: (address, id), gone only when a
+    /// block is found to cover one. (Few, and added only by lookups: a
+    /// sorted list is the cheapest to search from the allocation hook.)
+    loose: Vec<(usize, u64)>,
     ids: IdPool,
     /// Counts the blocks of `blocks` and `young` by start.
     filter: &'static Filter,
@@ -56,8 +57,14 @@ static SEGMENTS: SpinMutex<Option<Segments>, spin::relax::Yield> = SpinMutex::ne
 static GENERATION: AtomicU64 = AtomicU64::new(0);
 static FILTER: Filter = Filter::new();
 
-/// Changes whenever a tracked block is freed: while it stays the same, a
-/// buffer address encodes as it did.
+/// Set when the free hook found the table's lock busy: the table may then
+/// hold a block that is gone, which a new one may overlap (see
+/// [`Segments::add`]). It stays set.
+static MISSED_FREE: AtomicBool = AtomicBool::new(false);
+
+/// Changes whenever an address may encode otherwise (a named block freed,
+/// a stale block or a loose address found under a new block): while it
+/// stays the same, a buffer address encodes as it did.
 #[inline]
 pub fn generation() -> u64 {
     GENERATION.load(Relaxed)
@@ -114,16 +121,30 @@ impl Segments {
             blocks: BTreeMap::new(),
             young: [(0, 0); YOUNG],
             young_len: 0,
-            loose: FxHashMap::default(),
+            loose: Vec::new(),
             ids: IdPool::default(),
             filter,
         }
     }
 
-    /// A heap block of `len` bytes was allocated at `start`.
+    /// A heap block of `len` bytes was allocated at `start`. It joins the
+    /// young ones unless it may replace or cover what lookups have seen: a
+    /// block there already (one whose free the hook missed), a loose
+    /// address, or, once a free was missed, a block that is gone. Then it
+    /// enters the tree at once, so that the encoding of an address changes
+    /// (with the generation) before the next call, never between a call's
+    /// key and its encoding.
     fn add(&mut self, start: usize, len: usize) {
         let len = len.max(1);
-        if !self.filter.may_hold(start) {
+        if self.filter.may_hold(start) {
+            if let Some(young) = self.young[..self.young_len]
+                .iter_mut()
+                .find(|(s, _)| *s == start)
+            {
+                young.1 = len;
+                return;
+            }
+        } else if !MISSED_FREE.load(Relaxed) && !self.covers_loose(start, len) {
             if self.young_len == YOUNG {
                 self.settle();
             }
@@ -132,18 +153,22 @@ impl Segments {
             self.filter.add(start);
             return;
         }
-        // A block may start there already: one whose free the hook missed
-        // (the lock was busy), which this one replaces.
-        if let Some(young) = self.young[..self.young_len]
-            .iter_mut()
-            .find(|(s, _)| *s == start)
-        {
-            young.1 = len;
-        } else if let Some((_, old)) = self.blocks.insert(start, (len, UNNAMED)) {
-            self.forget(old);
-        } else {
-            self.filter.add(start);
-        }
+        self.enter(start, len);
+        self.filter.add(start);
+    }
+
+    /// Whether a loose address lies in the `len` bytes at `start`.
+    #[inline]
+    fn covers_loose(&self, start: usize, len: usize) -> bool {
+        self.loose
+            .get(self.loose_from(start))
+            .is_some_and(|&(addr, _)| addr - start < len)
+    }
+
+    /// The place in `loose` of the first address at `addr` or above.
+    #[inline]
+    fn loose_from(&self, addr: usize) -> usize {
+        self.loose.partition_point(|&(a, _)| a < addr)
     }
 
     /// The heap block at `start` was freed: whether it was tracked.
@@ -167,13 +192,42 @@ impl Segments {
         true
     }
 
-    /// Moves the young blocks into the tree.
+    /// Moves the young blocks into the tree, oldest first.
     fn settle(&mut self) {
-        for &(start, len) in &self.young[..self.young_len] {
-            // (No block in the tree starts where a young one does: `add`.)
-            self.blocks.insert(start, (len, UNNAMED));
+        for i in 0..self.young_len {
+            let (start, len) = self.young[i];
+            self.enter(start, len);
         }
         self.young_len = 0;
+    }
+
+    /// Enters a block of `len` bytes at `start` in the tree (counted in the
+    /// filter by the caller). Live blocks do not overlap, so a block or a
+    /// loose address it overlaps is stale: a free or an allocation that a
+    /// hook missed (its lock was busy, or MPI allocated the memory). That
+    /// goes, and an address it held encodes otherwise from now on, so the
+    /// lookups cached before are stale too.
+    fn enter(&mut self, start: usize, len: usize) {
+        let end = start.saturating_add(len);
+        let before = self.blocks.range(..start).next_back();
+        let first = match before {
+            Some((&s, &(l, _))) if s.saturating_add(l) > start => s,
+            _ => start,
+        };
+        while let Some((&s, _)) = self.blocks.range(first..end).next() {
+            if let Some((_, id)) = self.blocks.remove(&s) {
+                self.filter.remove(s);
+                self.forget(id);
+            }
+        }
+        let (lo, hi) = (self.loose_from(start), self.loose_from(end));
+        if lo < hi {
+            for (_, id) in self.loose.drain(lo..hi) {
+                self.ids.give_back(id);
+            }
+            GENERATION.fetch_add(1, Relaxed);
+        }
+        self.blocks.insert(start, (len, UNNAMED));
     }
 
     /// The segment of `addr` (named now if it was not).
@@ -193,11 +247,12 @@ impl Segments {
                 };
             }
         }
-        let id = match self.loose.get(&addr) {
-            Some(&id) => id,
-            None => {
+        let at = self.loose_from(addr);
+        let id = match self.loose.get(at) {
+            Some(&(a, id)) if a == addr => id,
+            _ => {
                 let id = self.ids.take();
-                self.loose.insert(addr, id);
+                self.loose.insert(at, (addr, id));
                 id
             }
         };
@@ -241,10 +296,13 @@ pub fn freed(start: usize) {
 
 #[inline(never)]
 fn remove(start: usize) {
-    if let Some(mut guard) = try_lock()
-        && let Some(s) = guard.as_mut()
-    {
-        s.remove(start);
+    match try_lock() {
+        Some(mut guard) => {
+            if let Some(s) = guard.as_mut() {
+                s.remove(start);
+            }
+        }
+        None => MISSED_FREE.store(true, Relaxed),
     }
 }
 
@@ -269,7 +327,7 @@ impl SegmentCache {
     /// The segment and offset of `addr`: its heap block, or an id of its own.
     #[inline]
     pub fn locate(&mut self, addr: usize) -> (u64, u64) {
-        let generation = GENERATION.load(Relaxed);
+        let generation = generation();
         for s in &self.recent {
             if s.generation == generation && s.len > 0 && addr.wrapping_sub(s.start) < s.len {
                 return (s.id, (addr - s.start) as u64);
@@ -387,6 +445,37 @@ mod tests {
             assert!(!s.remove(HEAP), "one block, not two");
             assert!(!s.filter.may_hold(HEAP));
         }
+    }
+
+    #[test]
+    fn a_block_over_a_stale_one_or_a_loose_address_replaces_them_and_stales_lookups() {
+        let mut s = table();
+        // A named block whose free was missed, and an address MPI's memory
+        // held (loose), both where a new block now lies.
+        s.add(HEAP + 64, 256);
+        let stale = s.find(HEAP + 64, 0);
+        let loose = s.find(HEAP + 512, 0);
+        assert_eq!((stale.id, loose.start, loose.len), (0, HEAP + 512, 1));
+        let g = generation();
+        s.add(HEAP, 1024);
+        s.settle();
+        assert!(generation() > g, "lookups cached before are stale");
+        for addr in [HEAP + 64, HEAP + 512] {
+            let now = s.find(addr, 0);
+            assert_eq!((now.start, now.len), (HEAP, 1024), "{addr:#x}");
+        }
+        assert_eq!(s.blocks.len(), 1);
+        assert!(
+            !s.filter.may_hold(HEAP + 64),
+            "the stale block is uncounted"
+        );
+        // Both ids were given back: the new block took the smallest.
+        assert_eq!(s.find(HEAP, 0).id, 0);
+        // A new block that overlaps nothing leaves the others.
+        s.add(HEAP + 4096, 64);
+        s.settle();
+        assert_eq!(s.blocks.len(), 2);
+        assert_eq!(s.find(HEAP + 100, 0).id, 0);
     }
 
     #[test]

@@ -119,8 +119,11 @@ pub fn assert_trace_is_exact(run: &TracedRun, ranks: u32) -> Trace {
         );
         if let Some(i) = (0..expected.len()).find(|&i| recorded[i] != expected[i]) {
             panic!(
-                "rank {}: call {i} differs from the verification stream",
-                rank.meta.rank
+                "rank {}: call {i} differs from the verification stream: recorded {:?} expected {:?}; before {:?}",
+                rank.meta.rank,
+                recorded[i],
+                expected[i],
+                &expected[i.saturating_sub(3)..i]
             );
         }
         for call in RankDecoder::new(&trace, rank) {
