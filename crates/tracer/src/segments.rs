@@ -52,8 +52,8 @@ struct Segments {
 /// waiter needs a read-modify-write (about 5 ns of each hook here); the
 /// hooks only try it, and a lookup that must wait yields.
 static SEGMENTS: SpinMutex<Option<Segments>, spin::relax::Yield> = SpinMutex::new(None);
-/// Bumped whenever a tracked block is freed: cached lookups older than
-/// that may name a block that no longer exists.
+/// Bumped whenever an address may encode otherwise (see [`generation`]):
+/// cached lookups older than that may name a block that no longer exists.
 static GENERATION: AtomicU64 = AtomicU64::new(0);
 static FILTER: Filter = Filter::new();
 
