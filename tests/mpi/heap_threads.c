@@ -2,8 +2,8 @@
 /* The allocation hooks under threads: two threads allocate, reallocate and
  * free blocks of many sizes (some kept a while, most freed at once) for as
  * long as the main thread broadcasts, every iteration from a heap block of
- * its own allocated and freed around the call. The hooks only try the
- * segment table's lock, so a thread that finds it busy leaves its block
+ * its own allocated and freed around the call. The hooks wait for the
+ * segment table's lock only a bounded while, so a thread may leave a block
  * untracked: the program must run, and the trace be exact, whatever they
  * found (MPI_THREAD_FUNNELED: only the main thread calls MPI). */
 #include "common.h"

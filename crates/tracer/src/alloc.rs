@@ -1,7 +1,7 @@
 //! Allocation hooks: the heap blocks the application allocates become
 //! memory segments (segments.rs), so a buffer is recorded as (block,
 //! offset). The hooks forward to glibc's own entry points (`__libc_malloc`,
-//! ...) and add only a try-lock and a table update while recording; the
+//! ...) and add only a lock and a table update while recording; the
 //! tracer's own allocations, and MPI's inside a traced call, are not
 //! tracked. mmap'ed buffers are not hooked: they get ids on first use like
 //! stack buffers.

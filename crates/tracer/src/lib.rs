@@ -33,6 +33,7 @@ mod encoder;
 mod front;
 #[path = "generated/fronts.rs"]
 mod fronts;
+mod heap_events;
 mod intern;
 mod journal;
 mod memo;

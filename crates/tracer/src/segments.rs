@@ -8,10 +8,12 @@
 //! so ranks that use their buffers alike agree even where one rank
 //! allocates more (rank 0 reading input, formatting output).
 //!
-//! The table is shared by every thread. The hooks only ever *try* its lock:
-//! when it is busy (another thread, or an allocation made while the table
-//! itself is being updated) the block is simply not tracked, so a hook can
-//! never block or recurse.
+//! The table is shared by every thread. A hook that finds its lock busy
+//! spins a few times; if it is still busy it leaves its event to the next
+//! holder (heap_events.rs) and returns, so a hook never waits for a holder
+//! that was preempted. A hook inside the table's own update (an allocation
+//! of the tree's) or in a signal handler that interrupted one, on the
+//! thread holding the lock, neither waits nor leaves its event.
 //!
 //! Most of an application's heap blocks are temporaries that no MPI call
 //! ever sees, so the hooks keep them off the ordered tree that lookups
@@ -21,10 +23,11 @@
 //! that was never tracked (MPI's own, inside a call) is told apart without
 //! the lock by a table of counts by address ([`Filter`]).
 
+use crate::heap_events::{self, FREED, HeapEvents};
 use crate::objects::IdPool;
 use spin::mutex::{SpinMutex, SpinMutexGuard};
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 /// The id of a heap block that no MPI call has used yet.
 const UNNAMED: u64 = u64::MAX;
@@ -46,20 +49,28 @@ struct Segments {
     ids: IdPool,
     /// Counts the blocks of `blocks` and `young` by start.
     filter: &'static Filter,
+    /// Events of hooks that found the lock busy, not applied yet.
+    events: &'static HeapEvents,
 }
 
 /// A spin lock: its release is a store, where a mutex that may wake a
-/// waiter needs a read-modify-write (about 5 ns of each hook here); the
-/// hooks only try it, and a lookup that must wait yields.
+/// waiter needs a read-modify-write (about 5 ns of each hook here); a hook
+/// does not wait for it long ([`wait_for_lock`]), a lookup yields until it
+/// is free. Taken through [`held`], which notes the holder.
 static SEGMENTS: SpinMutex<Option<Segments>, spin::relax::Yield> = SpinMutex::new(None);
+/// The [`thread_tag`](crate::call::thread_tag) of the thread holding
+/// [`SEGMENTS`], 0 while none does: set after the lock is taken and cleared
+/// before it is released, so a thread that reads its own tag here holds it.
+static HOLDER: AtomicUsize = AtomicUsize::new(0);
 /// Bumped whenever an address may encode otherwise (see [`generation`]):
 /// cached lookups older than that may name a block that no longer exists.
 static GENERATION: AtomicU64 = AtomicU64::new(0);
 static FILTER: Filter = Filter::new();
+static EVENTS: HeapEvents = HeapEvents::new();
 
-/// Set when the free hook found the table's lock busy: the table may then
-/// hold a block that is gone, which a new one may overlap (see
-/// [`Segments::add`]). It stays set.
+/// Set when the free hook could neither take the table's lock nor leave
+/// its event: the table may then hold a block that is gone, which a new one
+/// may overlap (see [`Segments::add`]). It stays set.
 static MISSED_FREE: AtomicBool = AtomicBool::new(false);
 
 /// Changes whenever an address may encode otherwise (a named block freed,
@@ -116,7 +127,7 @@ impl Filter {
 }
 
 impl Segments {
-    fn new(filter: &'static Filter) -> Segments {
+    fn new(filter: &'static Filter, events: &'static HeapEvents) -> Segments {
         Segments {
             blocks: BTreeMap::new(),
             young: [(0, 0); YOUNG],
@@ -124,6 +135,30 @@ impl Segments {
             loose: Vec::new(),
             ids: IdPool::default(),
             filter,
+            events,
+        }
+    }
+
+    /// Applies the events hooks left while the lock was busy, in their
+    /// order: before anything else a holder of the lock does.
+    #[inline]
+    fn catch_up(&mut self) {
+        if self.events.any() {
+            self.apply_events();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn apply_events(&mut self) {
+        let mut taken = [(0, 0, 0); heap_events::SLOTS];
+        let n = self.events.take(&mut taken);
+        for &(_, start, len) in &taken[..n] {
+            if len == FREED {
+                self.remove(start);
+            } else {
+                self.add(start, len);
+            }
         }
     }
 
@@ -134,6 +169,7 @@ impl Segments {
     /// enters the tree at once, so that the encoding of an address changes
     /// (with the generation) before the next call, never between a call's
     /// key and its encoding.
+    #[inline(always)]
     fn add(&mut self, start: usize, len: usize) {
         let len = len.max(1);
         if self.filter.may_hold(start) {
@@ -172,6 +208,7 @@ impl Segments {
     }
 
     /// The heap block at `start` was freed: whether it was tracked.
+    #[inline(always)]
     fn remove(&mut self, start: usize) -> bool {
         let young = &mut self.young[..self.young_len];
         // Newest first: a temporary is freed soon after it was allocated.
@@ -279,30 +316,57 @@ impl Segments {
 /// other cases save no registers.)
 #[inline(never)]
 pub fn allocated(start: usize, len: usize) {
-    if let Some(mut guard) = try_lock() {
-        guard
-            .get_or_insert_with(|| Segments::new(&FILTER))
-            .add(start, len);
+    match SEGMENTS.try_lock() {
+        Some(guard) => held(guard).get().add(start, len),
+        None => allocated_while_busy(start, len),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn allocated_while_busy(start: usize, len: usize) {
+    match wait_for_lock() {
+        Hook::Locked(mut table) => table.get().add(start, len),
+        Hook::Busy => {
+            // (Not tracked when every slot is taken.)
+            EVENTS.allocated(start, len);
+        }
+        Hook::Nested => {}
     }
 }
 
 /// A heap block was freed (from a hook).
 #[inline]
 pub fn freed(start: usize) {
-    if FILTER.may_hold(start) && !crate::call::frees_own_blocks() {
+    if (FILTER.may_hold(start) || EVENTS.any()) && !crate::call::frees_own_blocks() {
         remove(start);
     }
 }
 
 #[inline(never)]
 fn remove(start: usize) {
-    match try_lock() {
-        Some(mut guard) => {
-            if let Some(s) = guard.as_mut() {
-                s.remove(start);
+    match SEGMENTS.try_lock() {
+        Some(guard) => {
+            held(guard).get().remove(start);
+        }
+        None => removed_while_busy(start),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn removed_while_busy(start: usize) {
+    match wait_for_lock() {
+        Hook::Locked(mut table) => {
+            table.get().remove(start);
+        }
+        Hook::Busy => {
+            let tracked = FILTER.may_hold(start);
+            if !EVENTS.take_back_allocation(start) && tracked && !EVENTS.freed(start) {
+                MISSED_FREE.store(true, Relaxed);
             }
         }
-        None => MISSED_FREE.store(true, Relaxed),
+        Hook::Nested => {}
     }
 }
 
@@ -341,13 +405,65 @@ impl SegmentCache {
 }
 
 fn locate(addr: usize, generation: u64) -> Segment {
-    let mut guard = SEGMENTS.lock();
-    let s = guard.get_or_insert_with(|| Segments::new(&FILTER));
-    s.find(addr, generation)
+    held(SEGMENTS.lock()).get().find(addr, generation)
 }
 
-fn try_lock() -> Option<SpinMutexGuard<'static, Option<Segments>>> {
-    SEGMENTS.try_lock()
+/// The table, locked, with its holder noted in [`HOLDER`].
+struct Held(SpinMutexGuard<'static, Option<Segments>>);
+
+impl Held {
+    /// The table, with the events left while the lock was busy applied.
+    fn get(&mut self) -> &mut Segments {
+        let table = self
+            .0
+            .get_or_insert_with(|| Segments::new(&FILTER, &EVENTS));
+        table.catch_up();
+        table
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        // Before the guard, the field, releases the lock.
+        HOLDER.store(0, Relaxed);
+    }
+}
+
+#[inline]
+fn held(guard: SpinMutexGuard<'static, Option<Segments>>) -> Held {
+    HOLDER.store(crate::call::thread_tag(), Relaxed);
+    Held(guard)
+}
+
+/// Spins a hook waits for a busy lock before it leaves its event: the
+/// table's lock is held for a lookup or a hook's update, well under a
+/// microsecond, unless its holder was preempted.
+const HOOK_SPINS: u32 = 64;
+
+/// How a hook found the table's lock.
+enum Hook {
+    Locked(Held),
+    /// Held by another thread, past a few spins.
+    Busy,
+    /// Held by this thread: the hook is inside the table's update.
+    Nested,
+}
+
+/// The table's lock for a hook that found it busy: after a few spins,
+/// unless this thread holds it.
+#[cold]
+#[inline(never)]
+fn wait_for_lock() -> Hook {
+    if HOLDER.load(Relaxed) == crate::call::thread_tag() {
+        return Hook::Nested;
+    }
+    for _ in 0..HOOK_SPINS {
+        std::hint::spin_loop();
+        if let Some(guard) = SEGMENTS.try_lock() {
+            return Hook::Locked(held(guard));
+        }
+    }
+    Hook::Busy
 }
 
 #[cfg(test)]
@@ -359,7 +475,7 @@ mod tests {
     fn table() -> Segments {
         // SAFETY: zero is a valid AtomicU8.
         let filter: Box<Filter> = unsafe { Box::new_zeroed().assume_init() };
-        Segments::new(Box::leak(filter))
+        Segments::new(Box::leak(filter), Box::leak(Box::new(HeapEvents::new())))
     }
 
     const HEAP: usize = 0x5555_0000_0000;
@@ -445,6 +561,35 @@ mod tests {
             assert!(!s.remove(HEAP), "one block, not two");
             assert!(!s.filter.may_hold(HEAP));
         }
+    }
+
+    #[test]
+    fn events_left_while_the_lock_was_busy_are_applied_in_their_order() {
+        let mut s = table();
+        s.add(HEAP, 64);
+        let first = s.find(HEAP, 0);
+        let g = generation();
+        // While another thread held the lock: the named block freed, a
+        // larger one allocated in its place, a temporary allocated and
+        // freed.
+        assert!(s.events.freed(HEAP));
+        assert!(s.events.allocated(HEAP, 128));
+        assert!(s.events.allocated(HEAP + 4096, 32));
+        assert!(s.events.take_back_allocation(HEAP + 4096));
+        s.catch_up();
+        assert!(!s.events.any());
+        assert!(generation() > g, "the named block is gone");
+        let again = s.find(HEAP + 100, 0);
+        assert_eq!(
+            (again.start, again.len, again.id),
+            (HEAP, 128, first.id),
+            "the new block, with the id the free gave back"
+        );
+        assert!(
+            !s.filter.may_hold(HEAP + 4096),
+            "the temporary left nothing"
+        );
+        assert_eq!(s.blocks.len(), 1);
     }
 
     #[test]

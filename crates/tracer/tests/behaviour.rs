@@ -7,6 +7,7 @@ use mpigram_analysis::decode::DecodedCall;
 use mpigram_analysis::members::Members;
 use mpigram_testkit::{compile, mpiexec};
 use serde_json::{Value, json};
+use std::collections::BTreeSet;
 use std::process::Command;
 
 fn calls_of<'a>(calls: &'a [DecodedCall], func: &str) -> Vec<&'a DecodedCall> {
@@ -179,17 +180,7 @@ fn heap_buffers_are_their_blocks_and_offsets_whatever_else_is_allocated() {
     for r in 0..2 {
         let calls = decoded(&trace, r);
         // (segment id, offset) of each broadcast's buffer.
-        let buffers: Vec<(u64, u64)> = calls_of(&calls, "MPI_Bcast")
-            .iter()
-            .map(|c| {
-                let b = c.args["buffer"].as_str().expect("a buffer");
-                let (id, offset) = b
-                    .strip_prefix("seg")
-                    .and_then(|b| b.split_once('+'))
-                    .expect(b);
-                (id.parse().unwrap(), offset.parse().unwrap())
-            })
-            .collect();
+        let buffers = buffers_of(&calls, "MPI_Bcast");
         // MPI_Init's arguments took the first ids.
         let first = buffers[0].0;
         // a, a + 256, b + 10; a freed, then c takes its id; b; the stack.
@@ -199,6 +190,38 @@ fn heap_buffers_are_their_blocks_and_offsets_whatever_else_is_allocated() {
             expected.map(|(id, offset)| (first + id, offset)),
             "rank {r}"
         );
+    }
+}
+
+/// (segment id, offset) of each buffer the calls of `function` name.
+fn buffers_of(calls: &[DecodedCall], function: &str) -> Vec<(u64, u64)> {
+    calls_of(calls, function)
+        .iter()
+        .map(|c| {
+            let b = c.args["buffer"].as_str().expect("a buffer");
+            let (id, offset) = b
+                .strip_prefix("seg")
+                .and_then(|b| b.split_once('+'))
+                .expect(b);
+            (id.parse().unwrap(), offset.parse().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn heap_churn_on_other_threads_leaves_a_buffer_its_name() {
+    // The main thread allocates a block, broadcasts from it and frees it,
+    // 300 times, while two threads allocate and free without pause. A
+    // hook that missed the free (the table's lock busy) would leave the id
+    // taken and the next block would get another.
+    let run = run_traced("heap_threads", 2, &[], &[]);
+    run.output.assert_success();
+    let trace = assert_trace_is_exact(&run, 2);
+    for r in 0..2 {
+        let buffers = buffers_of(&decoded(&trace, r), "MPI_Bcast");
+        assert_eq!(buffers.len(), 300, "rank {r}");
+        let names: BTreeSet<_> = buffers.iter().collect();
+        assert_eq!(names.len(), 1, "rank {r}: {names:?}");
     }
 }
 
