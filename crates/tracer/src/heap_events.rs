@@ -39,7 +39,7 @@ pub type Event = (u64, usize, usize);
 
 pub struct HeapEvents {
     slots: [Slot; SLOTS],
-    /// Slots claimed and not emptied since: none while 0.
+    /// Events left and not yet applied (or taken back): none while 0.
     held: AtomicUsize,
     clock: AtomicU64,
 }
@@ -60,9 +60,10 @@ impl HeapEvents {
         }
     }
 
-    /// Whether events may be waiting. (An event of a block is here before
-    /// the block is handed to the application, or freed back to the
-    /// allocator: whoever sees the block next sees this say so.)
+    /// Whether events may be waiting or being applied. (An event of a
+    /// block is here before the block is handed to the application, or
+    /// freed back to the allocator, and counts until the table has it:
+    /// whoever sees the block next sees this say so.)
     #[inline]
     pub fn any(&self) -> bool {
         self.held.load(Relaxed) != 0
@@ -132,7 +133,8 @@ impl HeapEvents {
     }
 
     /// Takes every waiting event into `out`, oldest first: how many. One
-    /// thread at a time (the table's lock holder).
+    /// thread at a time (the table's lock holder), which says when it has
+    /// applied them ([`HeapEvents::applied`]).
     pub fn take(&self, out: &mut [Event; SLOTS]) -> usize {
         let mut n = 0;
         for slot in &self.slots {
@@ -149,11 +151,15 @@ impl HeapEvents {
                 );
                 n += 1;
                 slot.state.store(EMPTY, Release);
-                self.held.fetch_sub(1, Relaxed);
             }
         }
         out[..n].sort_unstable_by_key(|e| e.0);
         n
+    }
+
+    /// The `n` events taken are in the table now.
+    pub fn applied(&self, n: usize) {
+        self.held.fetch_sub(n, Relaxed);
     }
 }
 
@@ -164,6 +170,7 @@ mod tests {
     fn taken(events: &HeapEvents) -> Vec<(usize, usize)> {
         let mut out = [(0, 0, 0); SLOTS];
         let n = events.take(&mut out);
+        events.applied(n);
         out[..n].iter().map(|&(_, s, l)| (s, l)).collect()
     }
 
@@ -198,6 +205,21 @@ mod tests {
         assert!(events.take_back_allocation(0x100));
         assert!(!events.take_back_allocation(0x100), "taken back once");
         assert_eq!(taken(&events), [(0x100, FREED), (0x300, 64)]);
+    }
+
+    #[test]
+    fn taken_events_count_until_applied() {
+        let events = HeapEvents::new();
+        assert!(events.allocated(0x100, 16));
+        let mut out = [(0, 0, 0); SLOTS];
+        assert_eq!(events.take(&mut out), 1);
+        assert!(
+            events.any(),
+            "a free of the block still takes the slow path"
+        );
+        assert!(!events.take_back_allocation(0x100), "taken, not waiting");
+        events.applied(1);
+        assert!(!events.any());
     }
 
     #[test]

@@ -74,8 +74,9 @@ static EVENTS: HeapEvents = HeapEvents::new();
 static MISSED_FREE: AtomicBool = AtomicBool::new(false);
 
 /// Changes whenever an address may encode otherwise (a named block freed,
-/// a stale block or a loose address found under a new block): while it
-/// stays the same, a buffer address encodes as it did.
+/// a stale block or a loose address found under a new block, or an event
+/// left for the lock's next holder, which may be either): while it stays
+/// the same, a buffer address encodes as it did.
 #[inline]
 pub fn generation() -> u64 {
     GENERATION.load(Relaxed)
@@ -160,6 +161,7 @@ impl Segments {
                 self.add(start, len);
             }
         }
+        self.events.applied(n);
     }
 
     /// A heap block of `len` bytes was allocated at `start`. It joins the
@@ -329,7 +331,9 @@ fn allocated_while_busy(start: usize, len: usize) {
         Hook::Locked(mut table) => table.get().add(start, len),
         Hook::Busy => {
             // (Not tracked when every slot is taken.)
-            EVENTS.allocated(start, len);
+            if EVENTS.allocated(start, len) {
+                event_left();
+            }
         }
         Hook::Nested => {}
     }
@@ -361,8 +365,13 @@ fn removed_while_busy(start: usize) {
             table.get().remove(start);
         }
         Hook::Busy => {
-            let tracked = FILTER.may_hold(start);
-            if !EVENTS.take_back_allocation(start) && tracked && !EVENTS.freed(start) {
+            // Its allocation may be being applied now: the free is left
+            // whether or not the table counts the block yet.
+            if EVENTS.take_back_allocation(start) {
+                // Never in the table: nothing changes.
+            } else if EVENTS.freed(start) {
+                event_left();
+            } else {
                 MISSED_FREE.store(true, Relaxed);
             }
         }
@@ -433,6 +442,15 @@ impl Drop for Held {
 fn held(guard: SpinMutexGuard<'static, Option<Segments>>) -> Held {
     HOLDER.store(crate::call::thread_tag(), Relaxed);
     Held(guard)
+}
+
+/// An event was left: until it is applied, a call must not be recalled
+/// with a buffer's encoding from before it (the call memo and the lookup
+/// cache are keyed by the generation), but look its buffers up, which
+/// applies it.
+#[cold]
+fn event_left() {
+    GENERATION.fetch_add(1, Relaxed);
 }
 
 /// Spins a hook waits for a busy lock before it leaves its event: the
@@ -590,6 +608,29 @@ mod tests {
             "the temporary left nothing"
         );
         assert_eq!(s.blocks.len(), 1);
+    }
+
+    #[test]
+    fn a_hook_that_finds_the_lock_busy_leaves_its_event_and_a_new_generation() {
+        // The process's table (the hooks themselves are off in tests: no
+        // MPI), held by this thread while another's hooks run.
+        let start = 0x7777_0000_0000;
+        let hook_while_held = |hook: fn(usize)| {
+            let table = held(SEGMENTS.lock());
+            let g = generation();
+            std::thread::spawn(move || hook(start)).join().unwrap();
+            assert!(generation() > g, "calls must look their buffers up");
+            assert!(EVENTS.any());
+            drop(table);
+        };
+        hook_while_held(|start| allocated(start, 64));
+        let s = locate(start + 10, generation());
+        assert_eq!((s.start, s.len), (start, 64), "applied before the lookup");
+        assert!(!EVENTS.any());
+        hook_while_held(freed);
+        let s = locate(start + 10, generation());
+        assert_eq!((s.start, s.len), (start + 10, 1), "the block is gone");
+        assert_ne!(s.id, UNNAMED);
     }
 
     #[test]
