@@ -34,6 +34,17 @@ struct Slot {
     len: AtomicUsize,
 }
 
+impl Slot {
+    /// Claims the slot if it is in `state`: whether it was.
+    fn claim(&self, state: u8) -> bool {
+        self.state.load(Relaxed) == state
+            && self
+                .state
+                .compare_exchange(state, CLAIMED, Acquire, Relaxed)
+                .is_ok()
+    }
+}
+
 /// An event: (order, start, length or [`FREED`]).
 pub type Event = (u64, usize, usize);
 
@@ -84,12 +95,7 @@ impl HeapEvents {
 
     fn push(&self, start: usize, len: usize) -> bool {
         for slot in &self.slots {
-            if slot.state.load(Relaxed) == EMPTY
-                && slot
-                    .state
-                    .compare_exchange(EMPTY, CLAIMED, Acquire, Relaxed)
-                    .is_ok()
-            {
+            if slot.claim(EMPTY) {
                 self.held.fetch_add(1, Relaxed);
                 // The block's events are ordered by its allocator: its free
                 // here precedes its next allocation, which takes a later
@@ -113,13 +119,7 @@ impl HeapEvents {
             return false;
         }
         for slot in &self.slots {
-            if slot.state.load(Relaxed) == READY
-                && slot.start.load(Relaxed) == start
-                && slot
-                    .state
-                    .compare_exchange(READY, CLAIMED, Acquire, Relaxed)
-                    .is_ok()
-            {
+            if slot.start.load(Relaxed) == start && slot.claim(READY) {
                 // Read again: claimed, it cannot change now.
                 if slot.start.load(Relaxed) == start && slot.len.load(Relaxed) != FREED {
                     slot.state.store(EMPTY, Release);
@@ -138,12 +138,7 @@ impl HeapEvents {
     pub fn take(&self, out: &mut [Event; SLOTS]) -> usize {
         let mut n = 0;
         for slot in &self.slots {
-            if slot.state.load(Relaxed) == READY
-                && slot
-                    .state
-                    .compare_exchange(READY, CLAIMED, Acquire, Relaxed)
-                    .is_ok()
-            {
+            if slot.claim(READY) {
                 out[n] = (
                     slot.order.load(Relaxed),
                     slot.start.load(Relaxed),
