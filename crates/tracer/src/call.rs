@@ -664,7 +664,9 @@ pub fn uncounted<R>(f: impl FnOnce() -> R) -> R {
 /// in is the tracer's, not sampled for the rank's CPU share.
 pub fn writing_out<R>(f: impl FnOnce() -> R) -> R {
     crate::cpu_share::skip_gap();
-    in_place(WRITING, f)
+    let r = in_place(WRITING, f);
+    crate::writer_heap::written();
+    r
 }
 
 fn in_place<R>(place: usize, f: impl FnOnce() -> R) -> R {
@@ -679,6 +681,13 @@ fn in_place<R>(place: usize, f: impl FnOnce() -> R) -> R {
     }
     inside().store(was, Relaxed);
     r
+}
+
+/// Whether this thread is writing out what the tracer recorded
+/// ([`writing_out`]).
+#[inline]
+pub fn writing() -> bool {
+    place() == WRITING
 }
 
 /// Whether this thread runs the tracer's own code, which frees only the

@@ -53,6 +53,10 @@ mod signals;
 mod special;
 mod symbols;
 mod tracer;
+mod writer_heap;
+
+#[global_allocator]
+static HEAP: writer_heap::WriterHeap = writer_heap::WriterHeap;
 
 mod wrappers {
     use crate::abi::*;

@@ -390,7 +390,9 @@ impl Tracer {
         let start = ClockPoint::now();
         crate::cpu_share::start(start);
         let mut recorder = Recorder::new(start.ticks);
-        recorder.budget = crate::budget::budget_from_env() / 2;
+        let budget = crate::budget::budget_from_env();
+        recorder.budget = budget / 2;
+        crate::writer_heap::keep_up_to(budget - recorder.budget);
         recorder.prepare(PREPARED_SIGNATURES);
         if std::env::var_os("MPIGRAM_VERIFY").is_some_and(|v| !v.is_empty() && v != "0") {
             recorder.set_verify();
