@@ -10,7 +10,7 @@
 //! compressed sections). glibc maps blocks that large on their own and
 //! unmaps them when they are freed, so every part faulted all of them in
 //! again: 0.03 page faults a call of a program whose calls never repeat,
-//! on a virtual machine about 100 ns of each of its calls. A kept block
+//! a few tens of ns of each of its calls on a virtual machine. A kept block
 //! is given again to a block asked for while writing out that it holds
 //! (the smallest that does), a block grown while writing out stays where
 //! it is while it fits, and the blocks a writing out did not take are
