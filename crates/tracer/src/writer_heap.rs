@@ -51,12 +51,10 @@ const NO_BLOCK: Block = Block {
     freed_in: 0,
 };
 
-/// The blocks kept, their bytes, the number of the writing out under way
-/// (or next), and whether it asked glibc for a large block (none kept
-/// held it).
+/// The blocks kept, the number of the writing out under way (or next),
+/// and whether it asked glibc for a large block (none kept held it).
 struct Kept {
     blocks: [Block; SLOTS],
-    bytes: usize,
     writing: u64,
     missed: bool,
 }
@@ -101,7 +99,6 @@ fn ours(size: usize, align: usize) -> bool {
 impl Kept {
     const EMPTY: Kept = Kept {
         blocks: [NO_BLOCK; SLOTS],
-        bytes: 0,
         writing: 0,
         missed: false,
     };
@@ -119,9 +116,7 @@ impl Kept {
             self.missed = true;
             return None;
         };
-        let block = std::mem::replace(&mut self.blocks[slot], NO_BLOCK);
-        self.bytes -= block.usable;
-        Some(block.address)
+        Some(std::mem::replace(&mut self.blocks[slot], NO_BLOCK).address)
     }
 
     /// Keeps the block at `address` of `usable` bytes if a slot is free
@@ -130,7 +125,7 @@ impl Kept {
         let Some(slot) = self.blocks.iter().position(|b| b.address == 0) else {
             return false;
         };
-        if self.bytes + usable > limit {
+        if self.bytes() + usable > limit {
             return false;
         }
         self.blocks[slot] = Block {
@@ -138,8 +133,12 @@ impl Kept {
             usable,
             freed_in: self.writing,
         };
-        self.bytes += usable;
         true
+    }
+
+    /// Usable bytes of the blocks kept (an empty slot has none).
+    fn bytes(&self) -> usize {
+        self.blocks.iter().map(|b| b.usable).sum()
     }
 
     /// Ends the writing out under way: if it missed, gives back the
@@ -149,7 +148,6 @@ impl Kept {
         if self.missed {
             for (block, out) in self.blocks.iter_mut().zip(&mut stale) {
                 if block.address != 0 && block.freed_in < self.writing {
-                    self.bytes -= block.usable;
                     *out = std::mem::replace(block, NO_BLOCK);
                 }
             }
@@ -239,12 +237,12 @@ mod tests {
         assert!(kept.keep(0x1000, 4 << 20, 64 << 20));
         assert!(kept.keep(0x2000, 2 << 20, 64 << 20));
         assert!(kept.keep(0x3000, 8 << 20, 64 << 20));
-        assert_eq!(kept.bytes, 14 << 20);
+        assert_eq!(kept.bytes(), 14 << 20);
         assert_eq!(kept.take(3 << 20), Some(0x1000));
         assert_eq!(kept.take(3 << 20), Some(0x3000));
         assert_eq!(kept.take(3 << 20), None, "no block left holds 3 MiB");
         assert_eq!(kept.take(1 << 20), Some(0x2000));
-        assert_eq!(kept.bytes, 0);
+        assert_eq!(kept.bytes(), 0);
         assert_eq!(kept.take(1), None);
     }
 
@@ -255,7 +253,7 @@ mod tests {
         assert!(kept.keep(0x1000, 6 << 20, 10 << 20));
         assert!(!kept.keep(0x2000, 5 << 20, 10 << 20), "kept past the limit");
         assert!(kept.keep(0x2000, 4 << 20, 10 << 20));
-        assert_eq!(kept.bytes, 10 << 20);
+        assert_eq!(kept.bytes(), 10 << 20);
         let mut kept = Kept::EMPTY;
         for i in 0..SLOTS {
             assert!(kept.keep(0x1000 * (i + 1), LARGE, usize::MAX));
@@ -280,7 +278,7 @@ mod tests {
         assert_eq!(kept.take(3 << 20), Some(0x2000));
         assert!(kept.keep(0x2000, 3 << 20, usize::MAX));
         assert!(kept.end_writing().iter().all(|b| b.address == 0));
-        assert_eq!(kept.bytes, 5 << 20);
+        assert_eq!(kept.bytes(), 5 << 20);
         // The next takes one, misses a larger one, and frees another.
         assert_eq!(kept.take(3 << 20), Some(0x2000));
         assert_eq!(kept.take(9 << 20), None);
@@ -292,7 +290,7 @@ mod tests {
             .filter(|&a| a != 0)
             .collect();
         assert_eq!(stale, [0x1000]);
-        assert_eq!(kept.bytes, 5 << 20);
+        assert_eq!(kept.bytes(), 5 << 20);
         assert_eq!(kept.take(1 << 20), Some(0x3000));
     }
 }
